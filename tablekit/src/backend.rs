@@ -1,0 +1,423 @@
+//! The backend contract: one async method per operation of the table store.
+//!
+//! Backends implement [`TableBackend`]; users usually call it through the
+//! typed client or the conveniences of [`crate::TableBackendExt`]. The trait is
+//! dyn-compatible (`Arc<dyn TableBackend>` works) and every method maps to
+//! exactly one request of the Table service's REST API, named in its docs.
+//!
+//! # Contract for implementors
+//! - Run the shared validator ([`crate::validate`]) on every input before
+//!   acting, so bad input gets the same [`InvalidInput`](crate::InvalidInput)
+//!   everywhere. Backends never re-implement the rules.
+//! - Map every failure onto [`Error`](crate::Error) by meaning.
+//! - Table names are case-insensitive for lookup; the case of creation is kept.
+//! - Keys sort by UTF-16 code units ([`crate::keyorder`]).
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{InvalidInput, Result};
+use crate::filter::Filter;
+
+/// How an update treats properties the stored entity has and the new one lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UpdateMode {
+    /// Replace the whole entity: properties not sent are removed.
+    Replace,
+    /// Merge: only the properties sent change; the others are kept.
+    Merge,
+}
+
+/// A position to resume a listing from. Opaque: pass back what a page gave.
+///
+/// It is made of the service's continuation values (`NextPartitionKey` and
+/// `NextRowKey`, or `NextTableName` for table listings) and round-trips
+/// through a string, so a query can be resumed later or elsewhere.
+///
+/// ```
+/// use tablekit::ContinuationToken;
+/// let token = ContinuationToken::new("1!8!cGFydA--", Some("1!4!cjE-".into()));
+/// let text = token.to_string();
+/// assert_eq!(text.parse::<ContinuationToken>()?, token);
+/// # Ok::<(), tablekit::InvalidInput>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ContinuationToken {
+    next: String,
+    next_row: Option<String>,
+}
+
+const TOKEN_PREFIX: &str = "tk1.";
+
+impl ContinuationToken {
+    /// A token from a backend's continuation values.
+    pub fn new(next: impl Into<String>, next_row: Option<String>) -> ContinuationToken {
+        ContinuationToken {
+            next: next.into(),
+            next_row,
+        }
+    }
+
+    /// The service's `NextPartitionKey` (or `NextTableName` for table listings).
+    pub fn next_partition_key(&self) -> &str {
+        &self.next
+    }
+
+    /// The service's `NextRowKey`, when it sent one.
+    pub fn next_row_key(&self) -> Option<&str> {
+        self.next_row.as_deref()
+    }
+}
+
+impl fmt::Display for ContinuationToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(&self.next))?;
+        if let Some(row) = &self.next_row {
+            write!(f, ".{}", URL_SAFE_NO_PAD.encode(row))?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for ContinuationToken {
+    type Err = InvalidInput;
+    fn from_str(text: &str) -> Result<Self, InvalidInput> {
+        let bad = |reason| InvalidInput::ContinuationToken { reason };
+        let body = text
+            .strip_prefix(TOKEN_PREFIX)
+            .ok_or(bad("not a tablekit continuation token"))?;
+        let decode = |part: &str| -> Result<String, InvalidInput> {
+            let bytes = URL_SAFE_NO_PAD
+                .decode(part)
+                .map_err(|_| bad("not base64"))?;
+            String::from_utf8(bytes).map_err(|_| bad("not UTF-8"))
+        };
+        let mut parts = body.split('.');
+        let next = decode(parts.next().unwrap_or_default())?;
+        let next_row = parts.next().map(decode).transpose()?;
+        if parts.next().is_some() {
+            return Err(bad("too many parts"));
+        }
+        Ok(ContinuationToken { next, next_row })
+    }
+}
+
+/// A query of entities: filter, projection, page size and where to resume.
+///
+/// ```
+/// use tablekit::{Query, filter::Filter};
+/// let q = Query::new()
+///     .filter(Filter::partition_key().eq("sales"))
+///     .select(["Name", "Age"])
+///     .top(100);
+/// assert_eq!(q.top, Some(100));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Query {
+    /// `$filter`: which entities; all when `None`.
+    pub filter: Option<Filter>,
+    /// `$select`: which properties to return; all when `None`. The keys always
+    /// come back.
+    pub select: Option<Vec<String>>,
+    /// `$top`: at most this many entities in one page (1–1,000; the service
+    /// never returns more than 1,000).
+    pub top: Option<u32>,
+    /// Where to resume, from a previous page.
+    pub continuation: Option<ContinuationToken>,
+}
+
+impl Query {
+    /// All entities, all properties.
+    pub fn new() -> Query {
+        Query::default()
+    }
+
+    /// Sets the filter.
+    pub fn filter(mut self, filter: Filter) -> Query {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Sets the projection.
+    pub fn select<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Query {
+        self.select = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the page size.
+    pub fn top(mut self, top: u32) -> Query {
+        self.top = Some(top);
+        self
+    }
+
+    /// Resumes from a token.
+    pub fn continuation(mut self, token: Option<ContinuationToken>) -> Query {
+        self.continuation = token;
+        self
+    }
+}
+
+/// One page of query results.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryPage {
+    /// The entities of this page, in key order. May be empty even when more
+    /// follow.
+    pub entities: Vec<Entity>,
+    /// Where the next page starts; `None` when this was the last page.
+    pub continuation: Option<ContinuationToken>,
+}
+
+/// Options of a point read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GetOptions {
+    /// `$select`: which properties to return; all when `None`.
+    pub select: Option<Vec<String>>,
+}
+
+impl GetOptions {
+    /// Sets the projection.
+    pub fn select<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> GetOptions {
+        self.select = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+/// Options of a table listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListTablesOptions {
+    /// At most this many names in one page (1–1,000).
+    pub top: Option<u32>,
+    /// Where to resume, from a previous page.
+    pub continuation: Option<ContinuationToken>,
+}
+
+/// One page of table names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TablePage {
+    /// Table names as created, sorted.
+    pub tables: Vec<String>,
+    /// Where the next page starts; `None` when this was the last page.
+    pub continuation: Option<ContinuationToken>,
+}
+
+/// One write of an entity group transaction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchOperation {
+    /// Insert a new entity; fails if it exists.
+    Insert(Entity),
+    /// Replace or merge an existing entity under an `If-Match` condition.
+    Update {
+        /// The new entity (or the properties to merge).
+        entity: Entity,
+        /// Replace or merge.
+        mode: UpdateMode,
+        /// The condition.
+        if_match: IfMatch,
+    },
+    /// Insert or replace, or insert or merge.
+    Upsert {
+        /// The entity.
+        entity: Entity,
+        /// Replace or merge if it exists.
+        mode: UpdateMode,
+    },
+    /// Delete an existing entity under an `If-Match` condition.
+    Delete {
+        /// PartitionKey.
+        partition_key: String,
+        /// RowKey.
+        row_key: String,
+        /// The condition.
+        if_match: IfMatch,
+    },
+}
+
+impl BatchOperation {
+    /// The operation's (PartitionKey, RowKey).
+    pub fn keys(&self) -> (&str, &str) {
+        match self {
+            BatchOperation::Insert(e)
+            | BatchOperation::Update { entity: e, .. }
+            | BatchOperation::Upsert { entity: e, .. } => (&e.partition_key, &e.row_key),
+            BatchOperation::Delete {
+                partition_key,
+                row_key,
+                ..
+            } => (partition_key, row_key),
+        }
+    }
+
+    /// The entity written, if the operation writes one.
+    pub fn entity(&self) -> Option<&Entity> {
+        match self {
+            BatchOperation::Insert(e)
+            | BatchOperation::Update { entity: e, .. }
+            | BatchOperation::Upsert { entity: e, .. } => Some(e),
+            BatchOperation::Delete { .. } => None,
+        }
+    }
+}
+
+/// The table store, one method per REST operation.
+///
+/// # Contract
+/// See the [module documentation](self). Each method's docs name the REST
+/// request it is and the errors it gives.
+#[async_trait]
+pub trait TableBackend: Send + Sync + fmt::Debug {
+    /// Creates a table. REST: `POST /Tables`.
+    ///
+    /// Errors: [`TableAlreadyExists`](crate::Error::TableAlreadyExists) (names
+    /// compare case-insensitively), [`TableBeingDeleted`](crate::Error::TableBeingDeleted),
+    /// [`InvalidInput::TableName`].
+    async fn create_table(&self, table: &str) -> Result<()>;
+
+    /// Deletes a table and everything in it. REST: `DELETE /Tables('t')`.
+    ///
+    /// Errors: [`TableNotFound`](crate::Error::TableNotFound).
+    async fn delete_table(&self, table: &str) -> Result<()>;
+
+    /// Lists tables, sorted by name, one page at a time. REST: `GET /Tables`
+    /// with `$top` and `NextTableName`.
+    async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage>;
+
+    /// Reads one entity. REST: `GET /t(PartitionKey='p',RowKey='r')` with `$select`.
+    ///
+    /// Errors: [`EntityNotFound`](crate::Error::EntityNotFound),
+    /// [`TableNotFound`](crate::Error::TableNotFound).
+    async fn get_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        options: &GetOptions,
+    ) -> Result<Entity>;
+
+    /// Reads one page of a query. REST: `GET /t()` with `$filter`, `$select`,
+    /// `$top`, `NextPartitionKey` and `NextRowKey`.
+    ///
+    /// A page holds at most 1,000 entities and may be short, or even empty,
+    /// while a continuation token says more may follow: loop until it is `None`
+    /// (or use [`TableBackendExt::query_stream`](crate::TableBackendExt::query_stream)).
+    async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage>;
+
+    /// Inserts a new entity and returns its ETag. REST: `POST /t`.
+    ///
+    /// Errors: [`EntityAlreadyExists`](crate::Error::EntityAlreadyExists),
+    /// [`TableNotFound`](crate::Error::TableNotFound), validation errors.
+    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag>;
+
+    /// Replaces or merges an existing entity if `if_match` holds, returning
+    /// the new ETag. REST: `PUT` (replace) or `MERGE` `/t(…)` with `If-Match`.
+    ///
+    /// Errors: [`EntityNotFound`](crate::Error::EntityNotFound) (also with
+    /// `IfMatch::Any`), [`PreconditionFailed`](crate::Error::PreconditionFailed).
+    async fn update_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+        if_match: &IfMatch,
+    ) -> Result<ETag>;
+
+    /// Inserts the entity, or replaces/merges it if it exists. REST: `PUT` or
+    /// `MERGE` `/t(…)` without `If-Match`.
+    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag>;
+
+    /// Deletes an entity if `if_match` holds. REST: `DELETE /t(…)` with `If-Match`.
+    ///
+    /// Errors: [`EntityNotFound`](crate::Error::EntityNotFound),
+    /// [`PreconditionFailed`](crate::Error::PreconditionFailed).
+    async fn delete_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &IfMatch,
+    ) -> Result<()>;
+
+    /// Runs the operations as one entity group transaction: all are applied,
+    /// in order, or none. Returns one ETag per operation (`None` for deletes).
+    /// REST: `POST /$batch` with one change set.
+    ///
+    /// Errors: batch rules as [`Error::Invalid`](crate::Error::Invalid); the
+    /// failure of one operation as [`BatchFailed`](crate::Error::BatchFailed)
+    /// with its 0-based index.
+    async fn submit_transaction(
+        &self,
+        table: &str,
+        operations: &[BatchOperation],
+    ) -> Result<Vec<Option<ETag>>>;
+}
+
+macro_rules! forward_table_backend {
+    ($($wrapper:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: TableBackend + ?Sized> TableBackend for $wrapper {
+            async fn create_table(&self, table: &str) -> Result<()> {
+                (**self).create_table(table).await
+            }
+            async fn delete_table(&self, table: &str) -> Result<()> {
+                (**self).delete_table(table).await
+            }
+            async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
+                (**self).list_tables(options).await
+            }
+            async fn get_entity(&self, table: &str, partition_key: &str, row_key: &str, options: &GetOptions) -> Result<Entity> {
+                (**self).get_entity(table, partition_key, row_key, options).await
+            }
+            async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
+                (**self).query_entities(table, query).await
+            }
+            async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+                (**self).insert_entity(table, entity).await
+            }
+            async fn update_entity(&self, table: &str, entity: &Entity, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
+                (**self).update_entity(table, entity, mode, if_match).await
+            }
+            async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
+                (**self).upsert_entity(table, entity, mode).await
+            }
+            async fn delete_entity(&self, table: &str, partition_key: &str, row_key: &str, if_match: &IfMatch) -> Result<()> {
+                (**self).delete_entity(table, partition_key, row_key, if_match).await
+            }
+            async fn submit_transaction(&self, table: &str, operations: &[BatchOperation]) -> Result<Vec<Option<ETag>>> {
+                (**self).submit_transaction(table, operations).await
+            }
+        }
+    )*};
+}
+
+forward_table_backend!(Arc<T>, Box<T>, &T);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_tokens_round_trip_and_reject_garbage() {
+        for token in [
+            ContinuationToken::new("", None),
+            ContinuationToken::new("p.a/r?t", Some("r'ow\u{1F600}".into())),
+            ContinuationToken::new("x", Some(String::new())),
+        ] {
+            assert_eq!(
+                token.to_string().parse::<ContinuationToken>().unwrap(),
+                token
+            );
+        }
+        for bad in ["", "garbage", "tk1.!!", "tk1.YQ.YQ.YQ", "tk1._w"] {
+            assert!(bad.parse::<ContinuationToken>().is_err(), "{bad}");
+        }
+    }
+}

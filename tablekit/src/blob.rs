@@ -1,0 +1,153 @@
+//! The blob store contract, for values too large for a table row.
+//!
+//! One method per Blob service request, like [`crate::TableBackend`]. Blobs live
+//! in containers; names are free-form paths (`tbl/pk/rk/prop`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::datetime::DateTime;
+use crate::entity::ETag;
+use crate::error::Result;
+
+/// The condition of a blob put.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PutCondition {
+    /// Create or overwrite.
+    #[default]
+    None,
+    /// Create only: fail with [`BlobAlreadyExists`](crate::Error::BlobAlreadyExists)
+    /// if the blob exists (`If-None-Match: *`).
+    IfNotExists,
+    /// Overwrite only this version: fail with
+    /// [`BlobConditionNotMet`](crate::Error::BlobConditionNotMet) otherwise
+    /// (`If-Match`).
+    IfMatch(ETag),
+}
+
+/// What the store knows of a blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobProperties {
+    /// The blob's name within its container.
+    pub name: String,
+    /// The version tag; a new one on every write.
+    pub etag: ETag,
+    /// Length in bytes.
+    pub content_length: u64,
+    /// MD5 of the content, as the service computes and checks it.
+    pub content_md5: [u8; 16],
+    /// Time of the last write.
+    pub last_modified: DateTime,
+}
+
+/// A blob's content and properties.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// The bytes.
+    pub data: Vec<u8>,
+    /// The properties.
+    pub properties: BlobProperties,
+}
+
+/// Options of a blob listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListBlobsOptions {
+    /// Only names starting with this.
+    pub prefix: Option<String>,
+    /// At most this many in one page (1–5,000).
+    pub max_results: Option<u32>,
+    /// Where to resume, from a previous page's `next_marker`.
+    pub marker: Option<String>,
+}
+
+impl ListBlobsOptions {
+    /// Lists names starting with `prefix`.
+    pub fn prefix(prefix: impl Into<String>) -> ListBlobsOptions {
+        ListBlobsOptions {
+            prefix: Some(prefix.into()),
+            ..ListBlobsOptions::default()
+        }
+    }
+}
+
+/// One page of a blob listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlobPage {
+    /// The blobs, sorted by name.
+    pub blobs: Vec<BlobProperties>,
+    /// Where the next page starts; `None` when this was the last page.
+    pub next_marker: Option<String>,
+}
+
+/// The blob store, one method per REST operation.
+///
+/// # Contract
+/// Run [`crate::validate::container_name`] and [`crate::validate::blob_name`]
+/// first; map failures onto [`crate::Error`]'s blob variants.
+#[async_trait]
+pub trait BlobStore: Send + Sync + fmt::Debug {
+    /// Creates a container. REST: `PUT /c?restype=container`.
+    ///
+    /// Errors: [`ContainerAlreadyExists`](crate::Error::ContainerAlreadyExists).
+    async fn create_container(&self, container: &str) -> Result<()>;
+
+    /// Deletes a container and its blobs. REST: `DELETE /c?restype=container`.
+    async fn delete_container(&self, container: &str) -> Result<()>;
+
+    /// Writes a block blob. REST: `PUT /c/b` with `x-ms-blob-type: BlockBlob`,
+    /// `Content-MD5` and the condition's header.
+    async fn put_blob(
+        &self,
+        container: &str,
+        name: &str,
+        data: Vec<u8>,
+        condition: &PutCondition,
+    ) -> Result<BlobProperties>;
+
+    /// Reads a blob. REST: `GET /c/b`.
+    ///
+    /// Errors: [`BlobNotFound`](crate::Error::BlobNotFound),
+    /// [`ContainerNotFound`](crate::Error::ContainerNotFound).
+    async fn get_blob(&self, container: &str, name: &str) -> Result<Blob>;
+
+    /// Deletes a blob, if `if_match` is `None` or names its current ETag.
+    /// REST: `DELETE /c/b` with optional `If-Match`.
+    async fn delete_blob(&self, container: &str, name: &str, if_match: Option<&ETag>)
+    -> Result<()>;
+
+    /// Lists blobs by name prefix, one page at a time. REST:
+    /// `GET /c?restype=container&comp=list&prefix=…&maxresults=…&marker=…`.
+    async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage>;
+}
+
+macro_rules! forward_blob_store {
+    ($($wrapper:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: BlobStore + ?Sized> BlobStore for $wrapper {
+            async fn create_container(&self, container: &str) -> Result<()> {
+                (**self).create_container(container).await
+            }
+            async fn delete_container(&self, container: &str) -> Result<()> {
+                (**self).delete_container(container).await
+            }
+            async fn put_blob(&self, container: &str, name: &str, data: Vec<u8>, condition: &PutCondition) -> Result<BlobProperties> {
+                (**self).put_blob(container, name, data, condition).await
+            }
+            async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
+                (**self).get_blob(container, name).await
+            }
+            async fn delete_blob(&self, container: &str, name: &str, if_match: Option<&ETag>) -> Result<()> {
+                (**self).delete_blob(container, name, if_match).await
+            }
+            async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
+                (**self).list_blobs(container, options).await
+            }
+        }
+    )*};
+}
+
+forward_blob_store!(Arc<T>, Box<T>, &T);

@@ -1,0 +1,325 @@
+//! The store's `Edm.DateTime`: UTC, 100-nanosecond ticks, 1601-01-01 to 9999-12-31.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::InvalidInput;
+
+const TICKS_PER_SECOND: i64 = 10_000_000;
+const TICKS_PER_DAY: i64 = 86_400 * TICKS_PER_SECOND;
+/// Julian day number of 0001-01-01 (proleptic Gregorian), the tick epoch.
+const JULIAN_DAY_OF_YEAR_1: i64 = 1_721_426;
+/// Ticks from 0001-01-01 to 1970-01-01.
+const UNIX_EPOCH_TICKS: i64 = 621_355_968_000_000_000;
+
+/// A point in time as the store keeps it: UTC, in 100-nanosecond ticks.
+///
+/// Ticks count from 0001-01-01T00:00:00Z like .NET's `DateTime`, but only the
+/// store's range is representable: [`DateTime::MIN`] = 1601-01-01T00:00:00Z to
+/// [`DateTime::MAX`] = 9999-12-31T23:59:59.9999999Z. Constructors check the range,
+/// so a `DateTime` value is always storable.
+///
+/// ```
+/// use tablekit::DateTime;
+/// let t: DateTime = "2020-01-02T03:04:05.1234567Z".parse()?;
+/// assert_eq!(t.to_string(), "2020-01-02T03:04:05.1234567Z");
+/// assert_eq!(t.to_string().parse::<DateTime>()?, t);
+/// # Ok::<(), tablekit::InvalidInput>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DateTime {
+    ticks: i64,
+}
+
+impl DateTime {
+    /// 1601-01-01T00:00:00Z, the earliest value the store accepts.
+    pub const MIN: DateTime = DateTime {
+        ticks: 504_911_232_000_000_000,
+    };
+    /// 9999-12-31T23:59:59.9999999Z, the latest value the store accepts.
+    pub const MAX: DateTime = DateTime {
+        ticks: 3_155_378_975_999_999_999,
+    };
+
+    /// From 100-ns ticks since 0001-01-01T00:00:00Z. Fails outside [`MIN`](Self::MIN)..=[`MAX`](Self::MAX).
+    pub fn from_ticks(ticks: i64) -> Result<DateTime, InvalidInput> {
+        if !(Self::MIN.ticks..=Self::MAX.ticks).contains(&ticks) {
+            return Err(InvalidInput::DateTime {
+                value: format!("{ticks} ticks"),
+                reason: "outside 1601-01-01T00:00:00Z ..= 9999-12-31T23:59:59.9999999Z",
+            });
+        }
+        Ok(DateTime { ticks })
+    }
+
+    /// 100-ns ticks since 0001-01-01T00:00:00Z.
+    pub fn ticks(self) -> i64 {
+        self.ticks
+    }
+
+    /// From a Unix time in nanoseconds (truncated to 100 ns).
+    pub fn from_unix_nanos(nanos: i128) -> Result<DateTime, InvalidInput> {
+        let ticks = nanos.div_euclid(100) + i128::from(UNIX_EPOCH_TICKS);
+        let ticks = i64::try_from(ticks).map_err(|_| InvalidInput::DateTime {
+            value: format!("{nanos} ns since 1970"),
+            reason: "outside 1601-01-01T00:00:00Z ..= 9999-12-31T23:59:59.9999999Z",
+        })?;
+        Self::from_ticks(ticks)
+    }
+
+    /// Nanoseconds since 1970-01-01T00:00:00Z (negative before).
+    pub fn unix_nanos(self) -> i128 {
+        i128::from(self.ticks - UNIX_EPOCH_TICKS) * 100
+    }
+
+    /// The current time from the system clock.
+    pub fn now() -> DateTime {
+        DateTime::from(SystemTime::now())
+    }
+
+    /// Parses the ISO-8601 form the store uses: `YYYY-MM-DDTHH:MM:SS`, an optional
+    /// fraction of 1 to 7 digits, then `Z`, an offset `±HH:MM` (converted to
+    /// UTC), or nothing (taken as UTC, as the service does).
+    pub fn parse(text: &str) -> Result<DateTime, InvalidInput> {
+        let bad = |reason| InvalidInput::DateTime {
+            value: text.to_owned(),
+            reason,
+        };
+        // Hand-parsed: `time`'s RFC 3339 parser requires an offset and allows 9
+        // fractional digits, while the store's rules are "offset optional, at
+        // most 7 digits".
+        let b = text.as_bytes();
+        if b.len() < 19
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b'T'
+            || b[13] != b':'
+            || b[16] != b':'
+        {
+            return Err(bad("expected YYYY-MM-DDTHH:MM:SS"));
+        }
+        let num = |range: std::ops::Range<usize>| -> Result<i64, InvalidInput> {
+            let digits = &b[range];
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return Err(bad("expected digits"));
+            }
+            Ok(digits
+                .iter()
+                .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0')))
+        };
+        let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+        let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(bad("time of day out of range"));
+        }
+        let mut rest = &b[19..];
+        let mut fraction_ticks = 0i64;
+        if let [b'.', tail @ ..] = rest {
+            let digits = tail.iter().take_while(|c| c.is_ascii_digit()).count();
+            if digits == 0 {
+                return Err(bad("empty fraction"));
+            }
+            if digits > 7 {
+                return Err(bad(
+                    "more than 7 fractional digits (the store keeps 100 ns ticks)",
+                ));
+            }
+            for (i, d) in tail[..digits].iter().enumerate() {
+                fraction_ticks += i64::from(d - b'0') * 10i64.pow(6 - i as u32);
+            }
+            rest = &tail[digits..];
+        }
+        let offset_seconds = match rest {
+            [] | [b'Z'] => 0,
+            [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+                let hh = [*h1, *h2];
+                let mm = [*m1, *m2];
+                if !hh.iter().chain(mm.iter()).all(u8::is_ascii_digit) {
+                    return Err(bad("bad UTC offset"));
+                }
+                let hours = i64::from((hh[0] - b'0') * 10 + (hh[1] - b'0'));
+                let minutes = i64::from((mm[0] - b'0') * 10 + (mm[1] - b'0'));
+                if hours > 23 || minutes > 59 {
+                    return Err(bad("bad UTC offset"));
+                }
+                let magnitude = hours * 3600 + minutes * 60;
+                if *sign == b'+' { magnitude } else { -magnitude }
+            }
+            _ => return Err(bad("unexpected characters after the time")),
+        };
+        let month = time::Month::try_from(month as u8).map_err(|_| bad("month out of range"))?;
+        let date = time::Date::from_calendar_date(year as i32, month, day as u8)
+            .map_err(|_| bad("no such date"))?;
+        let days = i64::from(date.to_julian_day()) - JULIAN_DAY_OF_YEAR_1;
+        let seconds = hour * 3600 + minute * 60 + second - offset_seconds;
+        let ticks = days * TICKS_PER_DAY + seconds * TICKS_PER_SECOND + fraction_ticks;
+        DateTime::from_ticks(ticks)
+            .map_err(|_| bad("outside 1601-01-01T00:00:00Z ..= 9999-12-31T23:59:59.9999999Z"))
+    }
+
+    /// Calendar parts: (year, month, day, hour, minute, second, ticks within the second).
+    fn parts(self) -> (i32, u8, u8, i64, i64, i64, i64) {
+        let days = self.ticks.div_euclid(TICKS_PER_DAY);
+        let in_day = self.ticks.rem_euclid(TICKS_PER_DAY);
+        // In range by construction: MIN..=MAX are all valid `time` dates.
+        let date = time::Date::from_julian_day((days + JULIAN_DAY_OF_YEAR_1) as i32)
+            .unwrap_or(time::Date::MIN);
+        let seconds = in_day / TICKS_PER_SECOND;
+        (
+            date.year(),
+            u8::from(date.month()),
+            date.day(),
+            seconds / 3600,
+            seconds / 60 % 60,
+            seconds % 60,
+            in_day % TICKS_PER_SECOND,
+        )
+    }
+
+    /// Writes the timestamp with exactly seven fractional digits, as the service
+    /// writes ETags and Timestamps (`2021-02-01T20:58:58.3738734Z`).
+    pub fn to_string_7(self) -> String {
+        let (y, mo, d, h, mi, s, frac) = self.parts();
+        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{frac:07}Z")
+    }
+}
+
+/// Trailing zero digits of the fraction are trimmed, as the service does
+/// (`2020-09-17T00:00:00Z`, `…05.1Z`).
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, mo, d, h, mi, s, frac) = self.parts();
+        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")?;
+        if frac != 0 {
+            let digits = format!("{frac:07}");
+            write!(f, ".{}", digits.trim_end_matches('0'))?;
+        }
+        f.write_str("Z")
+    }
+}
+
+impl fmt::Debug for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DateTime({self})")
+    }
+}
+
+impl FromStr for DateTime {
+    type Err = InvalidInput;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DateTime::parse(s)
+    }
+}
+
+/// Clamps to the store's range: times before 1601 become [`DateTime::MIN`], after
+/// 9999 [`DateTime::MAX`]; use [`DateTime::try_from`] on a
+/// `time::OffsetDateTime` or [`DateTime::from_unix_nanos`] for a checked
+/// conversion.
+impl From<SystemTime> for DateTime {
+    fn from(t: SystemTime) -> DateTime {
+        let nanos = match t.duration_since(UNIX_EPOCH) {
+            Ok(after) => after.as_nanos() as i128,
+            Err(before) => -(before.duration().as_nanos() as i128),
+        };
+        DateTime::from_unix_nanos(nanos).unwrap_or(if nanos < 0 {
+            DateTime::MIN
+        } else {
+            DateTime::MAX
+        })
+    }
+}
+
+impl From<DateTime> for SystemTime {
+    fn from(t: DateTime) -> SystemTime {
+        let nanos = t.unix_nanos();
+        if nanos >= 0 {
+            UNIX_EPOCH + Duration::from_nanos(nanos as u64)
+        } else {
+            UNIX_EPOCH - Duration::from_nanos(nanos.unsigned_abs() as u64)
+        }
+    }
+}
+
+impl TryFrom<time::OffsetDateTime> for DateTime {
+    type Error = InvalidInput;
+    fn try_from(t: time::OffsetDateTime) -> Result<DateTime, InvalidInput> {
+        DateTime::from_unix_nanos(t.unix_timestamp_nanos())
+    }
+}
+
+impl From<DateTime> for time::OffsetDateTime {
+    fn from(t: DateTime) -> time::OffsetDateTime {
+        // Every tick in MIN..=MAX is inside `time`'s default range (years ±9999).
+        time::OffsetDateTime::from_unix_timestamp_nanos(t.unix_nanos())
+            .unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_format_and_parse() {
+        assert_eq!(DateTime::MIN.to_string(), "1601-01-01T00:00:00Z");
+        assert_eq!(DateTime::MAX.to_string(), "9999-12-31T23:59:59.9999999Z");
+        assert_eq!(
+            DateTime::parse("1601-01-01T00:00:00Z").unwrap(),
+            DateTime::MIN
+        );
+        assert_eq!(
+            DateTime::parse("9999-12-31T23:59:59.9999999Z").unwrap(),
+            DateTime::MAX
+        );
+        assert!(DateTime::parse("1600-12-31T23:59:59.9999999Z").is_err());
+        assert!(DateTime::from_ticks(DateTime::MIN.ticks() - 1).is_err());
+        assert!(DateTime::from_ticks(DateTime::MAX.ticks() + 1).is_err());
+    }
+
+    #[test]
+    fn trims_trailing_zeros_like_the_service() {
+        let t = DateTime::parse("2020-09-17T00:00:00.000Z").unwrap();
+        assert_eq!(t.to_string(), "2020-09-17T00:00:00Z");
+        assert_eq!(t.to_string_7(), "2020-09-17T00:00:00.0000000Z");
+        let t = DateTime::parse("2020-09-17T00:00:00.111Z").unwrap();
+        assert_eq!(t.to_string(), "2020-09-17T00:00:00.111Z");
+    }
+
+    #[test]
+    fn offsets_and_missing_zone() {
+        let utc = DateTime::parse("2020-01-02T03:04:05Z").unwrap();
+        assert_eq!(DateTime::parse("2020-01-02T03:04:05").unwrap(), utc);
+        assert_eq!(DateTime::parse("2020-01-02T05:04:05+02:00").unwrap(), utc);
+        assert_eq!(DateTime::parse("2020-01-01T22:34:05-04:30").unwrap(), utc);
+    }
+
+    #[test]
+    fn rejects_bad_text() {
+        for bad in [
+            "not a date",
+            "2020-13-01T00:00:00Z",
+            "2020-02-30T00:00:00Z",
+            "2020-01-01T24:00:00Z",
+            "2020-01-01T00:00:00.12345678Z",
+            "2020-01-01T00:00:00.Z",
+            "2020-01-01T00:00:00ZZ",
+            "2020-01-01 00:00:00Z",
+            "0001-01-01T00:00:00Z",
+        ] {
+            assert!(DateTime::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn unix_and_time_conversions() {
+        let t = DateTime::parse("1970-01-01T00:00:00.0000001Z").unwrap();
+        assert_eq!(t.unix_nanos(), 100);
+        let odt = time::OffsetDateTime::from(t);
+        assert_eq!(DateTime::try_from(odt).unwrap(), t);
+        let st = SystemTime::from(t);
+        assert_eq!(DateTime::from(st), t);
+        let before = DateTime::parse("1700-05-06T07:08:09.5Z").unwrap();
+        assert_eq!(DateTime::from(SystemTime::from(before)), before);
+    }
+}

@@ -1,0 +1,230 @@
+//! The untyped entity: keys, properties, ETag and Timestamp.
+
+use std::fmt;
+
+use crate::datetime::DateTime;
+use crate::value::Value;
+
+/// The properties of an entity: names mapped to values, in insertion order.
+///
+/// An entity has at most 252 custom properties, so a vector searched linearly
+/// is both smaller and faster here than a hash or tree map.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Properties {
+    entries: Vec<(String, Value)>,
+}
+
+impl Properties {
+    /// No properties.
+    pub fn new() -> Properties {
+        Properties::default()
+    }
+
+    /// No properties, with room for `capacity`.
+    pub fn with_capacity(capacity: usize) -> Properties {
+        Properties {
+            entries: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Sets `name` to `value`, returning the value it replaces.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+        let name = name.into();
+        let value = value.into();
+        match self.entries.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, slot)) => Some(std::mem::replace(slot, value)),
+            None => {
+                self.entries.push((name, value));
+                None
+            }
+        }
+    }
+
+    /// Appends without checking whether `name` is already present. For decoders
+    /// that have checked uniqueness themselves.
+    pub(crate) fn push_unchecked(&mut self, name: String, value: Value) {
+        self.entries.push((name, value));
+    }
+
+    /// The value of `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// Removes `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<Value> {
+        let index = self.entries.iter().position(|(n, _)| n == name)?;
+        Some(self.entries.remove(index).1)
+    }
+
+    /// Whether `name` is present.
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    /// How many properties there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The properties in insertion order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
+        self.entries.iter().map(|(n, v)| (n.as_str(), v))
+    }
+
+    /// Keeps only the properties for which `keep` returns true.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &Value) -> bool) {
+        self.entries.retain(|(n, v)| keep(n, v));
+    }
+}
+
+impl<N: Into<String>, V: Into<Value>> FromIterator<(N, V)> for Properties {
+    fn from_iter<I: IntoIterator<Item = (N, V)>>(iter: I) -> Properties {
+        let mut props = Properties::new();
+        for (n, v) in iter {
+            props.insert(n, v);
+        }
+        props
+    }
+}
+
+impl IntoIterator for Properties {
+    type Item = (String, Value);
+    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter()
+    }
+}
+
+/// An entity tag: the opaque version the service gives each write of an entity.
+///
+/// The service's form is a weak tag around the write time,
+/// `W/"datetime'2021-02-01T20%3A58%3A58.3738734Z'"`; treat it as opaque and send
+/// it back unchanged in [`IfMatch::ETag`].
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ETag(String);
+
+impl ETag {
+    /// Wraps an ETag as the service sent it.
+    pub fn new(tag: impl Into<String>) -> ETag {
+        ETag(tag.into())
+    }
+
+    /// The service's ETag for an entity written at `timestamp`.
+    pub fn from_timestamp(timestamp: DateTime) -> ETag {
+        let text = timestamp.to_string().replace(':', "%3A");
+        ETag(format!("W/\"datetime'{text}'\""))
+    }
+
+    /// The write time inside a `W/"datetime'…'"` ETag, if it has that form.
+    pub fn timestamp(&self) -> Option<DateTime> {
+        let inner = self.0.strip_prefix("W/\"datetime'")?.strip_suffix("'\"")?;
+        DateTime::parse(&inner.replace("%3A", ":")).ok()
+    }
+
+    /// The tag as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ETag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ETag({})", self.0)
+    }
+}
+
+impl fmt::Display for ETag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The `If-Match` condition of a replace, merge or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfMatch {
+    /// `*`: act whatever the entity's current ETag, as long as it exists.
+    Any,
+    /// Act only if the entity's current ETag is this one.
+    ETag(ETag),
+}
+
+impl From<ETag> for IfMatch {
+    fn from(tag: ETag) -> IfMatch {
+        IfMatch::ETag(tag)
+    }
+}
+
+/// An entity as the store sees it: two keys and a bag of typed properties, plus
+/// the ETag and Timestamp the service set on its last write.
+///
+/// ```
+/// use tablekit::{Entity, Value};
+/// let e = Entity::new("sales", "emp_000123")
+///     .with("Name", "Ada")
+///     .with("Age", 36)
+///     .with("Salary", 1250.5);
+/// assert_eq!(e.get("Age"), Some(&Value::Int32(36)));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entity {
+    /// The PartitionKey.
+    pub partition_key: String,
+    /// The RowKey.
+    pub row_key: String,
+    /// The custom properties.
+    pub properties: Properties,
+    /// The ETag of the stored version, on entities read from a store.
+    pub etag: Option<ETag>,
+    /// The server-set time of the last write, on entities read from a store.
+    /// Ignored on writes, as the service ignores it.
+    pub timestamp: Option<DateTime>,
+}
+
+impl Entity {
+    /// An entity with these keys and no properties.
+    pub fn new(partition_key: impl Into<String>, row_key: impl Into<String>) -> Entity {
+        Entity {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+            properties: Properties::new(),
+            etag: None,
+            timestamp: None,
+        }
+    }
+
+    /// Sets a property and returns the entity (builder style).
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<Value>) -> Entity {
+        self.properties.insert(name, value);
+        self
+    }
+
+    /// Sets a property.
+    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+        self.properties.insert(name, value)
+    }
+
+    /// A property's value.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.properties.get(name)
+    }
+
+    /// The entity's size by the service's formula:
+    /// `4 + 2·(len(PK) + len(RK)) + Σ (8 + 2·len(name) + sizeof(value))`, lengths in
+    /// UTF-16 code units. The service refuses entities over 1 MiB by it.
+    pub fn stored_size(&self) -> usize {
+        use crate::keyorder::utf16_len;
+        let keys = 4 + 2 * (utf16_len(&self.partition_key) + utf16_len(&self.row_key));
+        let props: usize = self
+            .properties
+            .iter()
+            .map(|(name, value)| 8 + 2 * utf16_len(name) + value.stored_size())
+            .sum();
+        keys + props
+    }
+}

@@ -1,0 +1,432 @@
+//! The one error type every backend maps onto.
+//!
+//! Variants are grouped by meaning, not by where the failure came from: a missing
+//! entity is [`Error::EntityNotFound`] whether the in-memory backend or the REST
+//! backend noticed it. Every limit of the store has its own [`InvalidInput`]
+//! variant naming the table, key or property at fault, so callers can match on
+//! the rule that was broken rather than parse a message.
+
+use std::time::Duration;
+
+/// A `Result` whose error is tablekit's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong talking to a table or blob store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input breaks one of the store's rules; nothing was sent or changed.
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+
+    /// The table does not exist.
+    #[error("table `{table}` does not exist")]
+    TableNotFound {
+        /// The table name as given.
+        table: String,
+    },
+    /// A table of that name (compared case-insensitively) already exists.
+    #[error("table `{table}` already exists")]
+    TableAlreadyExists {
+        /// The table name as given.
+        table: String,
+    },
+    /// The table was deleted a short while ago and the service is still removing it.
+    #[error("table `{table}` is being deleted; try again later or use a new name")]
+    TableBeingDeleted {
+        /// The table name as given.
+        table: String,
+    },
+    /// No entity has this PartitionKey and RowKey.
+    #[error("entity ({partition_key:?}, {row_key:?}) does not exist in table `{table}`")]
+    EntityNotFound {
+        /// Table that was addressed.
+        table: String,
+        /// PartitionKey that was addressed.
+        partition_key: String,
+        /// RowKey that was addressed.
+        row_key: String,
+    },
+    /// An insert met an entity with the same PartitionKey and RowKey.
+    #[error("entity ({partition_key:?}, {row_key:?}) already exists in table `{table}`")]
+    EntityAlreadyExists {
+        /// Table that was addressed.
+        table: String,
+        /// PartitionKey of the existing entity.
+        partition_key: String,
+        /// RowKey of the existing entity.
+        row_key: String,
+    },
+    /// An `If-Match` ETag did not match the entity's current ETag: another writer
+    /// changed it since it was read.
+    #[error(
+        "entity ({partition_key:?}, {row_key:?}) in table `{table}` was changed by another writer (ETag mismatch)"
+    )]
+    PreconditionFailed {
+        /// Table that was addressed.
+        table: String,
+        /// PartitionKey that was addressed.
+        partition_key: String,
+        /// RowKey that was addressed.
+        row_key: String,
+    },
+    /// An operation of an entity group transaction failed; nothing of the
+    /// transaction was applied.
+    #[error("batch operation {index} failed: {source}")]
+    BatchFailed {
+        /// 0-based index of the failing operation in the batch.
+        index: usize,
+        /// Why that operation failed.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// The blob container does not exist.
+    #[error("blob container `{container}` does not exist")]
+    ContainerNotFound {
+        /// Container name.
+        container: String,
+    },
+    /// The blob container already exists.
+    #[error("blob container `{container}` already exists")]
+    ContainerAlreadyExists {
+        /// Container name.
+        container: String,
+    },
+    /// The blob does not exist.
+    #[error("blob `{container}/{name}` does not exist")]
+    BlobNotFound {
+        /// Container name.
+        container: String,
+        /// Blob name.
+        name: String,
+    },
+    /// A create-only put (`If-None-Match: *`) met an existing blob.
+    #[error("blob `{container}/{name}` already exists")]
+    BlobAlreadyExists {
+        /// Container name.
+        container: String,
+        /// Blob name.
+        name: String,
+    },
+    /// A blob's `If-Match` ETag did not match.
+    #[error("blob `{container}/{name}` was changed by another writer (ETag mismatch)")]
+    BlobConditionNotMet {
+        /// Container name.
+        container: String,
+        /// Blob name.
+        name: String,
+    },
+
+    /// A failure that may go away if the same request is sent again: a timeout,
+    /// a dropped connection, HTTP 500 or 503.
+    #[error("transient failure: {message}")]
+    Transient {
+        /// What happened.
+        message: String,
+    },
+    /// The service is throttling this client (HTTP 503 Server Busy); back off.
+    #[error("throttled by the service")]
+    Throttled {
+        /// How long the service asked the client to wait, when it said.
+        retry_after: Option<Duration>,
+    },
+    /// The backend does not offer this operation.
+    #[error("operation not supported by this backend: {operation}")]
+    NotSupported {
+        /// Which operation.
+        operation: &'static str,
+    },
+    /// A response from the service could not be understood.
+    #[error("could not decode the service's response: {message}")]
+    Decode {
+        /// What was wrong with it.
+        message: String,
+    },
+    /// The service answered with an error this library has no variant for.
+    #[error("service error {status} {code}: {message}")]
+    Service {
+        /// HTTP status code.
+        status: u16,
+        /// The service's error code (`x-ms-error-code`).
+        code: String,
+        /// The service's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// True when sending the same request again may succeed (transient failures
+    /// and throttling). A retry policy should also consider whether the
+    /// operation is idempotent.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Error::Transient { .. } | Error::Throttled { .. })
+    }
+
+    /// The invalid-input rule this error reports, looking through a failed batch
+    /// operation.
+    pub fn invalid_input(&self) -> Option<&InvalidInput> {
+        match self {
+            Error::Invalid(invalid) => Some(invalid),
+            Error::BatchFailed { source, .. } => source.invalid_input(),
+            _ => None,
+        }
+    }
+
+    /// Wraps this error as the failure of batch operation `index`.
+    pub fn in_batch(self, index: usize) -> Error {
+        Error::BatchFailed {
+            index,
+            source: Box::new(self),
+        }
+    }
+}
+
+/// Where a key is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyKind {
+    /// The PartitionKey.
+    PartitionKey,
+    /// The RowKey.
+    RowKey,
+}
+
+impl std::fmt::Display for KeyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KeyKind::PartitionKey => "PartitionKey",
+            KeyKind::RowKey => "RowKey",
+        })
+    }
+}
+
+/// A rule of the store that the input breaks. Each rule is its own variant and
+/// names what is at fault. Raised by the shared validator
+/// ([`crate::validate`]) before any backend acts, so every backend reports the
+/// same bad input the same way.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidInput {
+    /// A table name must be 3 to 63 ASCII letters and digits starting with a
+    /// letter, and must not be `tables`.
+    #[error("invalid table name `{name}`: {reason}")]
+    TableName {
+        /// The offending name.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
+    /// A key holds a character the store forbids (`/`, `\`, `#`, `?`, U+0000–U+001F,
+    /// U+007F–U+009F).
+    #[error("{kind} {key:?} contains the forbidden character {character:?}")]
+    KeyForbiddenCharacter {
+        /// Which key.
+        kind: KeyKind,
+        /// The key.
+        key: String,
+        /// The first forbidden character.
+        character: char,
+    },
+    /// A key is longer than 512 UTF-16 code units (1 KiB).
+    #[error("{kind} is {utf16_len} UTF-16 code units long; the limit is {max}")]
+    KeyTooLong {
+        /// Which key.
+        kind: KeyKind,
+        /// The key.
+        key: String,
+        /// Its length in UTF-16 code units.
+        utf16_len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A property name is empty.
+    #[error("a property name is empty")]
+    PropertyNameEmpty,
+    /// A property name is longer than 255 characters.
+    #[error("property name `{name}` is {len} characters long; the limit is {max}")]
+    PropertyNameTooLong {
+        /// The name.
+        name: String,
+        /// Its length in characters.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A property name is not an identifier (letters, digits and `_`, not
+    /// starting with a digit; `-` in particular is refused by the service).
+    #[error("property name `{name}` contains the character {character:?}, which the store refuses")]
+    PropertyNameInvalid {
+        /// The name.
+        name: String,
+        /// The first offending character.
+        character: char,
+    },
+    /// A property uses one of the names the store keeps for itself
+    /// (`PartitionKey`, `RowKey`, `Timestamp`) or an `odata.` name.
+    #[error("property name `{name}` is reserved by the store")]
+    PropertyNameReserved {
+        /// The name.
+        name: String,
+    },
+    /// The same property name appears twice.
+    #[error("property `{name}` is given more than once")]
+    DuplicateProperty {
+        /// The name.
+        name: String,
+    },
+    /// An entity has more than 252 custom properties.
+    #[error("entity ({partition_key:?}, {row_key:?}) has {count} properties; the limit is {max}")]
+    TooManyProperties {
+        /// PartitionKey of the entity.
+        partition_key: String,
+        /// RowKey of the entity.
+        row_key: String,
+        /// How many properties it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A string property is longer than the library's limit of 32,000 UTF-16 code
+    /// units (the service's exact cut-off lies between 32,000 and 32,768).
+    #[error(
+        "string property `{property}` is {utf16_len} UTF-16 code units long; the limit is {max}"
+    )]
+    StringTooLong {
+        /// The property.
+        property: String,
+        /// Its length in UTF-16 code units.
+        utf16_len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A binary property is longer than the library's limit of 64,000 bytes.
+    #[error("binary property `{property}` is {len} bytes long; the limit is {max}")]
+    BinaryTooLong {
+        /// The property.
+        property: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The entity is larger than 1 MiB by the service's size formula.
+    #[error(
+        "entity ({partition_key:?}, {row_key:?}) is {size} bytes by the service's size formula; the limit is {max}"
+    )]
+    EntityTooLarge {
+        /// PartitionKey of the entity.
+        partition_key: String,
+        /// RowKey of the entity.
+        row_key: String,
+        /// Its size by the formula.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A batch has no operations.
+    #[error("a batch needs at least one operation")]
+    BatchEmpty,
+    /// A batch has more than 100 operations.
+    #[error("a batch has {count} operations; the limit is {max}")]
+    BatchTooManyOperations {
+        /// How many it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Operations of one batch name different PartitionKeys.
+    #[error(
+        "batch operation {index} targets PartitionKey {found:?}, but the batch's partition is {expected:?}"
+    )]
+    BatchPartitionMismatch {
+        /// 0-based index of the first operation with another PartitionKey.
+        index: usize,
+        /// The PartitionKey of operation 0.
+        expected: String,
+        /// The PartitionKey of operation `index`.
+        found: String,
+    },
+    /// Two operations of one batch address the same entity.
+    #[error("batch operations {first} and {index} both address the entity with RowKey {row_key:?}")]
+    BatchDuplicateEntity {
+        /// 0-based index of the first operation on that entity.
+        first: usize,
+        /// 0-based index of the repeated operation.
+        index: usize,
+        /// The RowKey addressed twice.
+        row_key: String,
+    },
+    /// The batch's payload is larger than 4 MiB.
+    #[error("the batch payload is {size} bytes; the limit is {max}")]
+    BatchTooLarge {
+        /// Estimated payload size in bytes (see [`crate::validate::batch_payload_size`]).
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A filter has more than 15 comparisons.
+    #[error("the filter has {count} comparisons; the limit is {max}")]
+    FilterTooComplex {
+        /// How many comparisons it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A filter string could not be parsed.
+    #[error("invalid filter at byte {position}: {reason}")]
+    FilterSyntax {
+        /// Byte offset of the problem.
+        position: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `top` must be between 1 and 1,000.
+    #[error("top = {top} is out of range; it must be between 1 and {max}")]
+    TopOutOfRange {
+        /// The value given.
+        top: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// A continuation token could not be read.
+    #[error("invalid continuation token: {reason}")]
+    ContinuationToken {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A DateTime is outside 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z or
+    /// is not a valid date-time.
+    #[error("invalid DateTime {value:?}: {reason}")]
+    DateTime {
+        /// The offending value as text.
+        value: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A property value in JSON does not fit the type it is annotated with.
+    #[error("property `{property}`: {reason}")]
+    PropertyValue {
+        /// The property.
+        property: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A blob container name breaks the service's rules (3–63 characters of
+    /// lower-case letters, digits and single hyphens, starting and ending with a
+    /// letter or digit).
+    #[error("invalid blob container name `{name}`: {reason}")]
+    ContainerName {
+        /// The name.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
+    /// A blob name is empty or longer than 1,024 characters.
+    #[error("invalid blob name `{name}`: {reason}")]
+    BlobName {
+        /// The name.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
+}

@@ -1,0 +1,88 @@
+//! Conveniences over any [`TableBackend`], built from its one-request methods.
+
+use futures::FutureExt as _;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+
+use crate::backend::{GetOptions, Query, TableBackend};
+use crate::entity::Entity;
+use crate::error::{Error, Result};
+
+/// Conveniences implemented for every [`TableBackend`], `dyn` ones included.
+///
+/// ```
+/// # async fn demo(backend: &dyn tablekit::TableBackend) -> tablekit::Result<()> {
+/// use futures::TryStreamExt;
+/// use tablekit::{Query, TableBackendExt, filter::Filter};
+/// let query = Query::new().filter(Filter::partition_key().eq("sales"));
+/// let all: Vec<_> = backend.query_stream("people", query).try_collect().await?;
+/// # Ok(()) }
+/// ```
+pub trait TableBackendExt: TableBackend {
+    /// Every entity of a query, following continuation tokens across short and
+    /// empty pages.
+    fn query_stream<'a>(&'a self, table: &'a str, query: Query) -> BoxStream<'a, Result<Entity>> {
+        struct State {
+            query: Query,
+            done: bool,
+        }
+        let pages = stream::try_unfold(State { query, done: false }, move |mut state| async move {
+            if state.done {
+                return Ok::<_, Error>(None);
+            }
+            let page = self.query_entities(table, &state.query).await?;
+            state.done = page.continuation.is_none();
+            state.query.continuation = page.continuation;
+            Ok(Some((
+                stream::iter(page.entities.into_iter().map(Ok)),
+                state,
+            )))
+        });
+        pages.try_flatten().boxed()
+    }
+
+    /// Every entity of a query, collected.
+    fn query_all<'a>(
+        &'a self,
+        table: &'a str,
+        query: Query,
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Entity>>> {
+        self.query_stream(table, query).try_collect().boxed()
+    }
+
+    /// A point read that returns `None` for a missing entity.
+    fn try_get_entity<'a>(
+        &'a self,
+        table: &'a str,
+        partition_key: &'a str,
+        row_key: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<Entity>>> {
+        async move {
+            match self
+                .get_entity(table, partition_key, row_key, &GetOptions::default())
+                .await
+            {
+                Ok(entity) => Ok(Some(entity)),
+                Err(Error::EntityNotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
+        .boxed()
+    }
+
+    /// Creates the table unless it exists; `true` if it was created.
+    fn create_table_if_not_exists<'a>(
+        &'a self,
+        table: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool>> {
+        async move {
+            match self.create_table(table).await {
+                Ok(()) => Ok(true),
+                Err(Error::TableAlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(e),
+            }
+        }
+        .boxed()
+    }
+}
+
+impl<T: TableBackend + ?Sized> TableBackendExt for T {}

@@ -1,0 +1,190 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::{DateTime, Entity};
+
+#[test]
+fn renders_typed_literals() {
+    let t = DateTime::parse("2008-07-10T00:00:00Z").unwrap();
+    let g = uuid::Uuid::parse_str("a455c695-df98-5678-aaaa-81d3367e5a34").unwrap();
+    let cases: Vec<(Filter, &str)> = vec![
+        (prop("S").eq("it's"), "S eq 'it''s'"),
+        (prop("I").ge(123), "I ge 123"),
+        (prop("L").lt(123i64), "L lt 123L"),
+        (prop("D").gt(1.5), "D gt 1.5"),
+        (prop("D").gt(2.0), "D gt 2.0"),
+        (prop("D").gt(1e300), "D gt 1.0E+300"),
+        (prop("D").gt(1.5e-7), "D gt 1.5E-7"),
+        (prop("D").ne(f64::NAN), "D ne NaN"),
+        (prop("D").ne(f64::NEG_INFINITY), "D ne -INF"),
+        (prop("B").eq(true), "B eq true"),
+        (prop("T").le(t), "T le datetime'2008-07-10T00:00:00Z'"),
+        (
+            prop("G").eq(g),
+            "G eq guid'a455c695-df98-5678-aaaa-81d3367e5a34'",
+        ),
+        (prop("X").eq(vec![0x0a_u8, 0x0b]), "X eq X'0a0b'"),
+    ];
+    for (filter, text) in cases {
+        assert_eq!(filter.to_string(), text);
+        assert_eq!(Filter::parse(text).unwrap(), filter, "{text}");
+    }
+}
+
+#[test]
+fn hostile_strings_stay_literals() {
+    let hostile = [
+        "' or 1 eq 1 or '",
+        "x') or (PartitionKey ne '",
+        "''''",
+        "a'b'c",
+        "not (",
+        "\u{0}\n\t",
+        "PartitionKey eq 'a'",
+        "'",
+    ];
+    for value in hostile {
+        let f = Filter::partition_key().eq(value) & prop("Name").ne(value);
+        let text = f.to_string();
+        let back = Filter::parse(&text).unwrap();
+        assert_eq!(back, f, "{text}");
+        assert_eq!(back.comparison_count(), 2);
+    }
+}
+
+#[test]
+fn parses_the_service_dialect() {
+    let f =
+        Filter::parse("PartitionKey eq 'p' and RowKey ge 'a' and RowKey lt 'b' or not Age gt 30")
+            .unwrap();
+    let expected = ((Filter::partition_key().eq("p") & Filter::row_key().ge("a"))
+        & Filter::row_key().lt("b"))
+        | !prop("Age").gt(30);
+    assert_eq!(f, expected);
+    // A constant on the left is turned around.
+    assert_eq!(Filter::parse("30 lt Age").unwrap(), prop("Age").gt(30));
+    assert_eq!(
+        Filter::parse("B eq binary'ff'").unwrap(),
+        prop("B").eq(vec![255u8])
+    );
+    for bad in [
+        "",
+        "A eq",
+        "A eq 'x",
+        "A eq 1 B",
+        "startswith(A, 'x')",
+        "1 eq 1",
+        "A B 1",
+        "(A eq 1",
+        "A eq 3000000000",
+        "A eq datetime'nope'",
+        "A eq guid'xyz'",
+        "A eq X'abc'",
+        "A eq foo'x'",
+    ] {
+        assert!(Filter::parse(bad).is_err(), "{bad:?} parsed");
+    }
+}
+
+fn entity() -> Entity {
+    Entity::new("p", "r")
+        .with("S", "b")
+        .with("I32", 5)
+        .with("I64", 5i64)
+        .with("D", 2.5)
+        .with("Nan", f64::NAN)
+        .with("B", true)
+}
+
+#[test]
+fn missing_property_is_false_even_for_ne() {
+    let e = entity();
+    assert!(!prop("Missing").eq("x").matches(&e));
+    assert!(!prop("Missing").ne("x").matches(&e));
+    assert!((!prop("Missing").eq("x")).matches(&e));
+}
+
+#[test]
+fn type_rules() {
+    let e = entity();
+    // Int64 vs Int32 constant, Double vs integers: numeric.
+    assert!(prop("I64").eq(5).matches(&e));
+    assert!(prop("I64").gt(4).matches(&e));
+    assert!(prop("D").gt(2).matches(&e));
+    assert!(prop("D").lt(3i64).matches(&e));
+    // Int32 vs Int64 / Double constants never match.
+    for op in [CompareOp::Eq, CompareOp::Ne, CompareOp::Lt, CompareOp::Gt] {
+        assert!(!prop("I32").compare(op, 5i64).matches(&e));
+        assert!(!prop("I32").compare(op, 5.0).matches(&e));
+    }
+    // Other mismatches: eq/gt/ge false, ne/lt/le true.
+    assert!(!prop("S").eq(1).matches(&e));
+    assert!(prop("S").ne(1).matches(&e));
+    assert!(prop("S").lt(1).matches(&e));
+    assert!(prop("S").le(1).matches(&e));
+    assert!(!prop("S").gt(1).matches(&e));
+    assert!(!prop("S").ge(1).matches(&e));
+    // Booleans: false < true.
+    assert!(prop("B").gt(false).matches(&e));
+    // NaN is unordered.
+    assert!(!prop("Nan").eq(f64::NAN).matches(&e));
+    assert!(prop("Nan").ne(1.0).matches(&e));
+    // Keys compare by UTF-16 code units, case-sensitively.
+    assert!(Filter::row_key().gt("B").matches(&e));
+    assert!(!Filter::row_key().lt("R").matches(&e));
+}
+
+fn any_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<String>().prop_map(Value::String),
+        any::<i32>().prop_map(Value::Int32),
+        any::<i64>().prop_map(Value::Int64),
+        any::<f64>().prop_map(Value::Double),
+        any::<bool>().prop_map(Value::Boolean),
+        (DateTime::MIN.ticks()..=DateTime::MAX.ticks())
+            .prop_map(|t| Value::DateTime(DateTime::from_ticks(t).unwrap())),
+        any::<u128>().prop_map(|g| Value::Guid(uuid::Uuid::from_u128(g))),
+        proptest::collection::vec(any::<u8>(), 0..16).prop_map(Value::Binary),
+    ]
+}
+
+fn any_filter() -> impl Strategy<Value = Filter> {
+    let op = prop_oneof![
+        Just(CompareOp::Eq),
+        Just(CompareOp::Ne),
+        Just(CompareOp::Gt),
+        Just(CompareOp::Ge),
+        Just(CompareOp::Lt),
+        Just(CompareOp::Le)
+    ];
+    // Names that are keywords of the dialect are not valid property names.
+    let name = "[A-Za-z_][A-Za-z0-9_]{0,8}".prop_filter("keyword", |n| {
+        ![
+            "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "NaN", "INF",
+        ]
+        .contains(&n.as_str())
+    });
+    let leaf = (name, op, any_value()).prop_map(|(property, op, value)| Filter::Compare {
+        property,
+        op,
+        value,
+    });
+    leaf.prop_recursive(4, 16, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| a & b),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| a | b),
+            inner.prop_map(|f| !f),
+        ]
+    })
+}
+
+proptest! {
+    /// Whatever the values, the rendered text parses back to the same tree:
+    /// no value can change a filter's structure.
+    #[test]
+    fn render_parse_round_trip(filter in any_filter()) {
+        let text = filter.to_string();
+        let back = Filter::parse(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        prop_assert_eq!(back, filter);
+    }
+}

@@ -1,0 +1,395 @@
+//! The JSON wire form of an entity (OData v3, `minimalmetadata`), as the Table
+//! service reads and writes it.
+//!
+//! Writing follows the advice in the service's payload-format reference and the
+//! official SDKs: a JSON string or `true`/`false` is read back as String or
+//! Boolean and needs no annotation, an integer JSON number is Int32; every other
+//! type carries a `Name@odata.type` annotation, Int64 travels as a string of
+//! digits, and doubles are always annotated (Azurite would otherwise turn an
+//! integral double such as `1.0` into an Int32). Non-finite doubles are the
+//! annotated strings `"NaN"`, `"Infinity"` and `"-Infinity"`.
+//!
+//! Reading accepts the minimal-metadata responses of the service and Azurite:
+//! `odata.etag` becomes the ETag, `Timestamp` the timestamp, other `odata.*`
+//! members are ignored, `null` means absent.
+//!
+//! ```
+//! use tablekit::{json, Entity};
+//! let e = Entity::new("p", "r1").with("I64", 9_223_372_036_854_775_807_i64);
+//! let text = json::to_string(&e);
+//! assert_eq!(text, r#"{"PartitionKey":"p","RowKey":"r1","I64":"9223372036854775807","I64@odata.type":"Edm.Int64"}"#);
+//! assert_eq!(json::from_str(&text)?, e);
+//! # Ok::<(), tablekit::InvalidInput>(())
+//! ```
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::{Map, Number, Value as Json};
+
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Entity, Properties};
+use crate::error::InvalidInput;
+use crate::value::{EdmType, Value};
+
+const ANNOTATION_SUFFIX: &str = "@odata.type";
+
+/// The entity as a JSON object, ready to send. ETag and Timestamp are not
+/// written (the service ignores a client's Timestamp).
+pub fn to_json(entity: &Entity) -> Json {
+    let mut map = Map::with_capacity(2 + 2 * entity.properties.len());
+    map.insert(
+        "PartitionKey".into(),
+        Json::String(entity.partition_key.clone()),
+    );
+    map.insert("RowKey".into(), Json::String(entity.row_key.clone()));
+    write_properties(&mut map, &entity.properties);
+    Json::Object(map)
+}
+
+/// Adds each property (and its annotation when one is needed) to `map`.
+pub fn write_properties(map: &mut Map<String, Json>, properties: &Properties) {
+    for (name, value) in properties.iter() {
+        let (json, annotate) = value_to_json(value);
+        map.insert(name.to_owned(), json);
+        if annotate {
+            map.insert(
+                format!("{name}{ANNOTATION_SUFFIX}"),
+                Json::String(value.edm_type().as_str().into()),
+            );
+        }
+    }
+}
+
+/// The JSON text of [`to_json`].
+pub fn to_string(entity: &Entity) -> String {
+    to_json(entity).to_string()
+}
+
+/// The number of bytes of [`to_string`], without building the string.
+pub fn encoded_len(entity: &Entity) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, &to_json(entity));
+    counter.0
+}
+
+/// A value's JSON form, and whether it needs a type annotation.
+pub fn value_to_json(value: &Value) -> (Json, bool) {
+    match value {
+        Value::String(s) => (Json::String(s.clone()), false),
+        Value::Int32(v) => (Json::Number((*v).into()), false),
+        Value::Int64(v) => (Json::String(v.to_string()), true),
+        Value::Double(v) => match Number::from_f64(*v) {
+            Some(n) => (Json::Number(n), true),
+            None if v.is_nan() => (Json::String("NaN".into()), true),
+            None if *v > 0.0 => (Json::String("Infinity".into()), true),
+            None => (Json::String("-Infinity".into()), true),
+        },
+        Value::Boolean(v) => (Json::Bool(*v), false),
+        Value::DateTime(v) => (Json::String(v.to_string()), true),
+        Value::Guid(v) => (Json::String(v.hyphenated().to_string()), true),
+        Value::Binary(v) => (Json::String(BASE64.encode(v)), true),
+    }
+}
+
+/// Reads an entity from a JSON object (a minimal- or full-metadata response,
+/// or a request body).
+pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
+    let Json::Object(map) = json else {
+        return Err(InvalidInput::PropertyValue {
+            property: String::new(),
+            reason: "an entity must be a JSON object".into(),
+        });
+    };
+    let key = |name: &str| -> Result<String, InvalidInput> {
+        match map.get(name) {
+            Some(Json::String(s)) => Ok(s.clone()),
+            Some(_) => Err(InvalidInput::PropertyValue {
+                property: name.into(),
+                reason: "keys must be strings".into(),
+            }),
+            None => Err(InvalidInput::PropertyValue {
+                property: name.into(),
+                reason: "missing".into(),
+            }),
+        }
+    };
+    let mut entity = Entity::new(key("PartitionKey")?, key("RowKey")?);
+    entity.properties = Properties::with_capacity(map.len());
+    for (name, json) in map {
+        match name.as_str() {
+            "PartitionKey" | "RowKey" => {}
+            "odata.etag" => {
+                if let Json::String(tag) = json {
+                    entity.etag = Some(ETag::new(tag.clone()));
+                }
+            }
+            "Timestamp" => {
+                if let Json::String(text) = json {
+                    entity.timestamp = Some(DateTime::parse(text)?);
+                }
+            }
+            _ if name.starts_with("odata.") || name.ends_with(ANNOTATION_SUFFIX) => {}
+            _ => {
+                let annotation = map.get(&format!("{name}{ANNOTATION_SUFFIX}"));
+                let edm = match annotation {
+                    None => None,
+                    Some(Json::String(type_name)) => {
+                        Some(EdmType::from_annotation(type_name).ok_or_else(|| {
+                            InvalidInput::PropertyValue {
+                                property: name.clone(),
+                                reason: format!("unsupported type annotation {type_name:?}"),
+                            }
+                        })?)
+                    }
+                    Some(_) => {
+                        return Err(InvalidInput::PropertyValue {
+                            property: name.clone(),
+                            reason: "type annotation must be a string".into(),
+                        });
+                    }
+                };
+                if let Some(value) = value_from_json(name, json, edm)? {
+                    // A JSON object cannot hold a name twice, so no duplicate check.
+                    entity.properties.push_unchecked(name.clone(), value);
+                }
+            }
+        }
+    }
+    Ok(entity)
+}
+
+/// Reads an entity from JSON text.
+pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
+    let json: Json = serde_json::from_str(text).map_err(|e| InvalidInput::PropertyValue {
+        property: String::new(),
+        reason: format!("not JSON: {e}"),
+    })?;
+    from_json(&json)
+}
+
+/// Reads one property value; `Ok(None)` for `null` (an absent property).
+pub fn value_from_json(
+    name: &str,
+    json: &Json,
+    edm: Option<EdmType>,
+) -> Result<Option<Value>, InvalidInput> {
+    let bad = |reason: &str| InvalidInput::PropertyValue {
+        property: name.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if json.is_null() {
+        return Ok(None);
+    }
+    let value = match (edm, json) {
+        (None | Some(EdmType::String), Json::String(s)) => Value::String(s.clone()),
+        (None | Some(EdmType::Boolean), Json::Bool(b)) => Value::Boolean(*b),
+        (Some(EdmType::Boolean), Json::String(s)) => match s.as_str() {
+            "true" => Value::Boolean(true),
+            "false" => Value::Boolean(false),
+            _ => return Err(bad("not a Boolean")),
+        },
+        (None, Json::Number(n)) => {
+            // An unannotated integer is Int32; one outside Int32's range (which
+            // the service itself never sends) is kept losslessly as Int64.
+            if let Some(i) = n.as_i64() {
+                match i32::try_from(i) {
+                    Ok(small) => Value::Int32(small),
+                    Err(_) => Value::Int64(i),
+                }
+            } else if n.is_u64() {
+                return Err(bad("integer out of range"));
+            } else {
+                Value::Double(n.as_f64().ok_or_else(|| bad("not a number"))?)
+            }
+        }
+        (Some(EdmType::Int32), Json::Number(n)) => {
+            let i = n.as_i64().ok_or_else(|| bad("not an Int32"))?;
+            Value::Int32(i32::try_from(i).map_err(|_| bad("out of Int32 range"))?)
+        }
+        (Some(EdmType::Int32), Json::String(s)) => {
+            Value::Int32(s.parse().map_err(|_| bad("not an Int32"))?)
+        }
+        (Some(EdmType::Int64), Json::String(s)) => {
+            Value::Int64(s.parse().map_err(|_| bad("not an Int64"))?)
+        }
+        (Some(EdmType::Int64), Json::Number(n)) => {
+            Value::Int64(n.as_i64().ok_or_else(|| bad("not an Int64"))?)
+        }
+        (Some(EdmType::Double), Json::Number(n)) => {
+            Value::Double(n.as_f64().ok_or_else(|| bad("not a Double"))?)
+        }
+        (Some(EdmType::Double), Json::String(s)) => Value::Double(match s.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" | "INF" => f64::INFINITY,
+            "-Infinity" | "-INF" => f64::NEG_INFINITY,
+            other => {
+                let v: f64 = other.parse().map_err(|_| bad("not a Double"))?;
+                if !v.is_finite() {
+                    return Err(bad("not a Double"));
+                }
+                v
+            }
+        }),
+        (Some(EdmType::DateTime), Json::String(s)) => Value::DateTime(DateTime::parse(s)?),
+        (Some(EdmType::Guid), Json::String(s)) => {
+            Value::Guid(uuid::Uuid::try_parse(s).map_err(|_| bad("not a GUID"))?)
+        }
+        (Some(EdmType::Binary), Json::String(s)) => {
+            Value::Binary(BASE64.decode(s).map_err(|_| bad("not standard base64"))?)
+        }
+        (_, Json::Array(_) | Json::Object(_)) => {
+            return Err(bad("arrays and objects cannot be stored"));
+        }
+        (Some(edm), _) => return Err(bad(&format!("JSON value does not fit {edm}"))),
+        (None, Json::Null) => return Ok(None),
+    };
+    Ok(Some(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn every_type() -> Entity {
+        Entity::new("p", "r1")
+            .with("S", "hello")
+            .with("I32", 42)
+            .with("D", 1.5)
+            .with("I64", i64::MAX)
+            .with("B", true)
+            .with(
+                "Dt",
+                DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap(),
+            )
+            .with(
+                "G",
+                uuid::Uuid::parse_str("c9da6455-213d-42c9-9a79-3e9149a57833").unwrap(),
+            )
+            .with("Bin", vec![1u8, 2, 3, 255])
+            .with("Dnan", f64::NAN)
+    }
+
+    /// The request body of AZURE_TABLE.md §2.3, less `Nul` (nulls are not stored)
+    /// and with `D` annotated as the SDKs send it.
+    #[test]
+    fn writes_the_documented_request() {
+        let expected = json!({"PartitionKey":"p","RowKey":"r1","S":"hello","I32":42,"D":1.5,"D@odata.type":"Edm.Double",
+            "I64":"9223372036854775807","I64@odata.type":"Edm.Int64","B":true,
+            "Dt":"2020-01-02T03:04:05.1234567Z","Dt@odata.type":"Edm.DateTime",
+            "G":"c9da6455-213d-42c9-9a79-3e9149a57833","G@odata.type":"Edm.Guid",
+            "Bin":"AQID/w==","Bin@odata.type":"Edm.Binary",
+            "Dnan":"NaN","Dnan@odata.type":"Edm.Double"});
+        assert_eq!(to_json(&every_type()), expected);
+    }
+
+    /// The 201 response body of AZURE_TABLE.md §2.3, byte for byte.
+    #[test]
+    fn reads_the_documented_response() {
+        let body = r#"{"odata.metadata":"http://127.0.0.1:20002/devstoreaccount1/$metadata#types/@Element",
+ "odata.etag":"W/\"datetime'2026-11-21T22%3A36%3A51.8779396Z'\"",
+ "PartitionKey":"p","RowKey":"r1","S":"hello","I32":42,"D":1.5,
+ "I64@odata.type":"Edm.Int64","I64":"9223372036854775807","B":true,
+ "Dt@odata.type":"Edm.DateTime","Dt":"2020-01-02T03:04:05.1234567Z",
+ "G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833",
+ "Bin@odata.type":"Edm.Binary","Bin":"AQID/w==",
+ "Dnan@odata.type":"Edm.Double","Dnan":"NaN",
+ "Timestamp":"2026-11-21T22:36:51.8779396Z"}"#;
+        let read = from_str(body).unwrap();
+        let mut expected = every_type();
+        expected.etag = Some(ETag::new(
+            "W/\"datetime'2026-11-21T22%3A36%3A51.8779396Z'\"",
+        ));
+        expected.timestamp = Some(DateTime::parse("2026-11-21T22:36:51.8779396Z").unwrap());
+        assert_eq!(read.partition_key, expected.partition_key);
+        assert_eq!(read.etag, expected.etag);
+        assert_eq!(read.timestamp, expected.timestamp);
+        assert_eq!(read.properties.len(), expected.properties.len());
+        for (name, value) in expected.properties.iter() {
+            assert_eq!(read.get(name), Some(value), "{name}");
+        }
+        assert_eq!(read.etag.unwrap().timestamp(), read.timestamp);
+    }
+
+    /// AZURE_TABLE.md Appendix A.2: without metadata, types that need an
+    /// annotation come back as plain strings.
+    #[test]
+    fn reads_nometadata_as_strings() {
+        let body = r#"{"PartitionKey":"p","RowKey":"r1","S":"hello","I32":42,"I64":"9223372036854775807","B":true}"#;
+        let e = from_str(body).unwrap();
+        assert_eq!(
+            e.get("I64"),
+            Some(&Value::String("9223372036854775807".into()))
+        );
+        assert_eq!(e.get("I32"), Some(&Value::Int32(42)));
+    }
+
+    #[test]
+    fn unannotated_numbers() {
+        let e =
+            from_str(r#"{"PartitionKey":"p","RowKey":"r","a":3,"b":3.14,"c":3000000000,"n":null}"#)
+                .unwrap();
+        assert_eq!(e.get("a"), Some(&Value::Int32(3)));
+        assert_eq!(e.get("b"), Some(&Value::Double(3.14)));
+        assert_eq!(e.get("c"), Some(&Value::Int64(3_000_000_000)));
+        assert_eq!(e.get("n"), None);
+    }
+
+    #[test]
+    fn doubles_keep_their_type_and_specials() {
+        for v in [
+            1.0,
+            0.0,
+            -0.5,
+            1e300,
+            1.23456789012346e24,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            let e = Entity::new("p", "r").with("d", v);
+            let back = from_str(&to_string(&e)).unwrap();
+            assert_eq!(back.get("d"), Some(&Value::Double(v)), "{v}");
+        }
+        let e = from_str(r#"{"PartitionKey":"p","RowKey":"r","d":"1.23456789012346e+24","d@odata.type":"Edm.Double"}"#)
+            .unwrap();
+        assert_eq!(e.get("d"), Some(&Value::Double(1.23456789012346e24)));
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        for body in [
+            r#"{"PartitionKey":"p","RowKey":"r","x":"abc","x@odata.type":"Edm.Int64"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"xyz","x@odata.type":"Edm.Guid"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"!!notbase64!!","x@odata.type":"Edm.Binary"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"not a date","x@odata.type":"Edm.DateTime"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"1600-01-01T00:00:00Z","x@odata.type":"Edm.DateTime"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":1.5,"x@odata.type":"Edm.Int32"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":3000000000,"x@odata.type":"Edm.Int32"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"1","x@odata.type":"Edm.Decimal"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":"INFX","x@odata.type":"Edm.Double"}"#,
+            r#"{"PartitionKey":"p","RowKey":"r","x":[1]}"#,
+            r#"{"PartitionKey":1,"RowKey":"r"}"#,
+            r#"{"RowKey":"r"}"#,
+        ] {
+            assert!(from_str(body).is_err(), "{body} accepted");
+        }
+    }
+
+    #[test]
+    fn encoded_len_matches() {
+        let e = every_type();
+        assert_eq!(encoded_len(&e), to_string(&e).len());
+    }
+}

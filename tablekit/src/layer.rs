@@ -1,0 +1,412 @@
+//! Layers: wrappers around any backend that change what they need to and
+//! forward the rest.
+//!
+//! [`FaultInjection`] makes chosen operations fail with transient errors, lose
+//! their response after being applied, or run late, so that client code is
+//! tested against what the real service may do.
+//!
+//! ```
+//! # async fn demo(backend: impl tablekit::TableBackend) {
+//! use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+//! let faulty = FaultInjection::new(backend);
+//! // The 2nd insert is applied, but its response is lost.
+//! faulty.handle().inject(Injection::on(Operation::InsertEntity).skip(1).fault(Fault::LostResponse));
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+
+use crate::backend::{
+    BatchOperation, GetOptions, ListTablesOptions, Query, QueryPage, TableBackend, TablePage,
+    UpdateMode,
+};
+use crate::blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
+
+/// The operations of the table and blob contracts, to aim faults at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Operation {
+    /// [`TableBackend::create_table`]
+    CreateTable,
+    /// [`TableBackend::delete_table`]
+    DeleteTable,
+    /// [`TableBackend::list_tables`]
+    ListTables,
+    /// [`TableBackend::get_entity`]
+    GetEntity,
+    /// [`TableBackend::query_entities`]
+    QueryEntities,
+    /// [`TableBackend::insert_entity`]
+    InsertEntity,
+    /// [`TableBackend::update_entity`]
+    UpdateEntity,
+    /// [`TableBackend::upsert_entity`]
+    UpsertEntity,
+    /// [`TableBackend::delete_entity`]
+    DeleteEntity,
+    /// [`TableBackend::submit_transaction`]
+    SubmitTransaction,
+    /// [`BlobStore::create_container`]
+    CreateContainer,
+    /// [`BlobStore::delete_container`]
+    DeleteContainer,
+    /// [`BlobStore::put_blob`]
+    PutBlob,
+    /// [`BlobStore::get_blob`]
+    GetBlob,
+    /// [`BlobStore::delete_blob`]
+    DeleteBlob,
+    /// [`BlobStore::list_blobs`]
+    ListBlobs,
+}
+
+/// What an injected fault does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Fail with [`Error::Transient`] without reaching the backend.
+    Transient,
+    /// Fail with [`Error::Throttled`] without reaching the backend.
+    Throttled,
+    /// Let the backend apply the operation, then fail with
+    /// [`Error::Transient`] as if the response was lost on the way back.
+    LostResponse,
+}
+
+/// A rule: which calls of which operation fail, and how.
+#[derive(Debug, Clone)]
+pub struct Injection {
+    operation: Option<Operation>,
+    skip: usize,
+    times: usize,
+    probability: f64,
+    fault: Fault,
+}
+
+impl Injection {
+    /// Aims at every call of `operation`: by default the next call fails once
+    /// with [`Fault::Transient`].
+    pub fn on(operation: Operation) -> Injection {
+        Injection {
+            operation: Some(operation),
+            skip: 0,
+            times: 1,
+            probability: 1.0,
+            fault: Fault::Transient,
+        }
+    }
+
+    /// Aims at calls of any operation.
+    pub fn any() -> Injection {
+        Injection {
+            operation: None,
+            ..Injection::on(Operation::CreateTable)
+        }
+    }
+
+    /// Lets the first `n` matching calls through first.
+    pub fn skip(mut self, n: usize) -> Injection {
+        self.skip = n;
+        self
+    }
+
+    /// Fails this many matching calls (after the skipped ones); `usize::MAX` for always.
+    pub fn times(mut self, n: usize) -> Injection {
+        self.times = n;
+        self
+    }
+
+    /// Fails each matching call only with this probability (0.0–1.0), drawn
+    /// from the handle's seeded generator.
+    pub fn probability(mut self, p: f64) -> Injection {
+        self.probability = p;
+        self
+    }
+
+    /// What the fault does.
+    pub fn fault(mut self, fault: Fault) -> Injection {
+        self.fault = fault;
+        self
+    }
+}
+
+#[derive(Debug)]
+struct Plan {
+    rules: Vec<Injection>,
+    latency: Option<Duration>,
+    calls: HashMap<Operation, usize>,
+    rng: fastrand::Rng,
+}
+
+/// Controls a [`FaultInjection`] layer, also after the layer was moved into an
+/// `Arc<dyn TableBackend>`. Clones control the same layer.
+#[derive(Debug, Clone)]
+pub struct FaultHandle {
+    plan: Arc<Mutex<Plan>>,
+}
+
+impl FaultHandle {
+    /// Adds a rule. Rules are consulted in order; the first that fires decides.
+    pub fn inject(&self, injection: Injection) {
+        self.plan.lock().rules.push(injection);
+    }
+
+    /// Removes every rule and the latency.
+    pub fn clear(&self) {
+        let mut plan = self.plan.lock();
+        plan.rules.clear();
+        plan.latency = None;
+    }
+
+    /// Delays every call by `latency` (`None` for no delay).
+    pub fn set_latency(&self, latency: Option<Duration>) {
+        self.plan.lock().latency = latency;
+    }
+
+    /// Reseeds the generator behind [`Injection::probability`].
+    pub fn seed(&self, seed: u64) {
+        self.plan.lock().rng.seed(seed);
+    }
+
+    /// How many calls of `operation` the layer has seen (faulted ones included).
+    pub fn calls(&self, operation: Operation) -> usize {
+        self.plan.lock().calls.get(&operation).copied().unwrap_or(0)
+    }
+
+    /// Counts the call and decides its fault, if any.
+    fn decide(&self, operation: Operation) -> (Option<Duration>, Option<Fault>) {
+        let mut plan = self.plan.lock();
+        *plan.calls.entry(operation).or_default() += 1;
+        let latency = plan.latency;
+        let Plan { rules, rng, .. } = &mut *plan;
+        for rule in rules.iter_mut() {
+            if rule.operation.is_some_and(|op| op != operation) || rule.times == 0 {
+                continue;
+            }
+            if rule.skip > 0 {
+                rule.skip -= 1;
+                continue;
+            }
+            if rule.probability < 1.0 && rng.f64() >= rule.probability {
+                continue;
+            }
+            rule.times -= 1;
+            return (latency, Some(rule.fault));
+        }
+        (latency, None)
+    }
+
+    /// Runs `call` under the plan for `operation`.
+    async fn run<T>(
+        &self,
+        operation: Operation,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let (latency, fault) = self.decide(operation);
+        if let Some(delay) = latency {
+            tokio::time::sleep(delay).await;
+        }
+        let injected = |what: &str| Error::Transient {
+            message: format!("injected fault: {what} of {operation:?}"),
+        };
+        match fault {
+            None => call.await,
+            Some(Fault::Transient) => Err(injected("failure")),
+            Some(Fault::Throttled) => Err(Error::Throttled { retry_after: None }),
+            Some(Fault::LostResponse) => {
+                // The outcome is dropped on purpose: the caller cannot know it.
+                let _ = call.await;
+                Err(injected("lost response"))
+            }
+        }
+    }
+}
+
+/// A layer that injects faults and latency into any backend or blob store.
+pub struct FaultInjection<B> {
+    inner: B,
+    handle: FaultHandle,
+}
+
+impl<B> FaultInjection<B> {
+    /// Wraps `inner`, with no faults yet.
+    pub fn new(inner: B) -> FaultInjection<B> {
+        FaultInjection {
+            inner,
+            handle: FaultHandle {
+                plan: Arc::new(Mutex::new(Plan {
+                    rules: Vec::new(),
+                    latency: None,
+                    calls: HashMap::new(),
+                    rng: fastrand::Rng::with_seed(0x7AB1E),
+                })),
+            },
+        }
+    }
+
+    /// The handle that controls this layer.
+    pub fn handle(&self) -> FaultHandle {
+        self.handle.clone()
+    }
+
+    /// The wrapped backend.
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+}
+
+impl<B: fmt::Debug> fmt::Debug for FaultInjection<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultInjection")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<B: TableBackend> TableBackend for FaultInjection<B> {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        self.handle
+            .run(Operation::CreateTable, self.inner.create_table(table))
+            .await
+    }
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        self.handle
+            .run(Operation::DeleteTable, self.inner.delete_table(table))
+            .await
+    }
+    async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
+        self.handle
+            .run(Operation::ListTables, self.inner.list_tables(options))
+            .await
+    }
+    async fn get_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        options: &GetOptions,
+    ) -> Result<Entity> {
+        let call = self
+            .inner
+            .get_entity(table, partition_key, row_key, options);
+        self.handle.run(Operation::GetEntity, call).await
+    }
+    async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
+        self.handle
+            .run(
+                Operation::QueryEntities,
+                self.inner.query_entities(table, query),
+            )
+            .await
+    }
+    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        self.handle
+            .run(
+                Operation::InsertEntity,
+                self.inner.insert_entity(table, entity),
+            )
+            .await
+    }
+    async fn update_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+        if_match: &IfMatch,
+    ) -> Result<ETag> {
+        let call = self.inner.update_entity(table, entity, mode, if_match);
+        self.handle.run(Operation::UpdateEntity, call).await
+    }
+    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
+        self.handle
+            .run(
+                Operation::UpsertEntity,
+                self.inner.upsert_entity(table, entity, mode),
+            )
+            .await
+    }
+    async fn delete_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &IfMatch,
+    ) -> Result<()> {
+        let call = self
+            .inner
+            .delete_entity(table, partition_key, row_key, if_match);
+        self.handle.run(Operation::DeleteEntity, call).await
+    }
+    async fn submit_transaction(
+        &self,
+        table: &str,
+        operations: &[BatchOperation],
+    ) -> Result<Vec<Option<ETag>>> {
+        let call = self.inner.submit_transaction(table, operations);
+        self.handle.run(Operation::SubmitTransaction, call).await
+    }
+}
+
+#[async_trait]
+impl<B: BlobStore> BlobStore for FaultInjection<B> {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        self.handle
+            .run(
+                Operation::CreateContainer,
+                self.inner.create_container(container),
+            )
+            .await
+    }
+    async fn delete_container(&self, container: &str) -> Result<()> {
+        self.handle
+            .run(
+                Operation::DeleteContainer,
+                self.inner.delete_container(container),
+            )
+            .await
+    }
+    async fn put_blob(
+        &self,
+        container: &str,
+        name: &str,
+        data: Vec<u8>,
+        condition: &PutCondition,
+    ) -> Result<BlobProperties> {
+        let call = self.inner.put_blob(container, name, data, condition);
+        self.handle.run(Operation::PutBlob, call).await
+    }
+    async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
+        self.handle
+            .run(Operation::GetBlob, self.inner.get_blob(container, name))
+            .await
+    }
+    async fn delete_blob(
+        &self,
+        container: &str,
+        name: &str,
+        if_match: Option<&ETag>,
+    ) -> Result<()> {
+        self.handle
+            .run(
+                Operation::DeleteBlob,
+                self.inner.delete_blob(container, name, if_match),
+            )
+            .await
+    }
+    async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
+        self.handle
+            .run(
+                Operation::ListBlobs,
+                self.inner.list_blobs(container, options),
+            )
+            .await
+    }
+}

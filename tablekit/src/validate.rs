@@ -1,0 +1,446 @@
+//! The one validator every backend runs before it acts.
+//!
+//! The real service enforces these rules; Azurite skips many of them
+//! (AZURE_TABLE.md §10). Checking them here, on the client, gives the same bad
+//! input the same typed error on every backend. Where the service's exact limit
+//! is unknown, the conservative value is used (strings 32,000 UTF-16 units,
+//! binaries 64,000 bytes).
+
+use std::collections::HashMap;
+
+use crate::backend::{BatchOperation, Query};
+use crate::entity::{Entity, Properties};
+use crate::error::{Error, InvalidInput, KeyKind};
+use crate::keyorder::utf16_len;
+use crate::value::Value;
+
+/// The store's limits, as constants.
+pub mod limits {
+    /// Longest PartitionKey or RowKey, in UTF-16 code units (1 KiB).
+    pub const MAX_KEY_UTF16: usize = 512;
+    /// Most custom properties of one entity (255 less PartitionKey, RowKey, Timestamp).
+    pub const MAX_PROPERTIES: usize = 252;
+    /// Longest property name, in characters.
+    pub const MAX_PROPERTY_NAME: usize = 255;
+    /// Longest string value, in UTF-16 code units.
+    pub const MAX_STRING_UTF16: usize = 32_000;
+    /// Longest binary value, in bytes.
+    pub const MAX_BINARY_BYTES: usize = 64_000;
+    /// Largest entity by the service's size formula, in bytes (1 MiB).
+    pub const MAX_ENTITY_SIZE: usize = 1024 * 1024;
+    /// Most operations in one entity group transaction.
+    pub const MAX_BATCH_OPERATIONS: usize = 100;
+    /// Largest batch payload, in bytes (4 MiB).
+    pub const MAX_BATCH_PAYLOAD: usize = 4 * 1024 * 1024;
+    /// Bytes counted for each batch operation's MIME part headers and request line,
+    /// on top of its JSON body and keys.
+    pub const BATCH_OPERATION_OVERHEAD: usize = 512;
+    /// Most comparisons in one `$filter`.
+    pub const MAX_FILTER_COMPARISONS: usize = 15;
+    /// Most entities in one page of results.
+    pub const MAX_PAGE_SIZE: u32 = 1000;
+}
+
+use limits::*;
+
+/// Checks a table name: 3–63 ASCII letters and digits, starting with a letter,
+/// not `tables` in any case.
+pub fn table_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = |reason| {
+        Err(InvalidInput::TableName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if !(3..=63).contains(&name.len()) {
+        return bad("must be 3 to 63 characters long");
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return bad("may hold only ASCII letters and digits");
+    }
+    if !name.as_bytes()[0].is_ascii_alphabetic() {
+        return bad("must start with a letter");
+    }
+    if name.eq_ignore_ascii_case("tables") {
+        return bad("`tables` is reserved");
+    }
+    Ok(())
+}
+
+/// Whether the store refuses `c` in a PartitionKey or RowKey.
+pub fn is_forbidden_key_char(c: char) -> bool {
+    matches!(c, '/' | '\\' | '#' | '?' | '\u{0}'..='\u{1F}' | '\u{7F}'..='\u{9F}')
+}
+
+/// Checks a PartitionKey or RowKey: at most 512 UTF-16 code units, none of the
+/// forbidden characters. The empty key is allowed.
+pub fn key(kind: KeyKind, key: &str) -> Result<(), InvalidInput> {
+    if let Some(character) = key.chars().find(|c| is_forbidden_key_char(*c)) {
+        return Err(InvalidInput::KeyForbiddenCharacter {
+            kind,
+            key: key.to_owned(),
+            character,
+        });
+    }
+    // Cheap bound first: a key of n bytes has at most n UTF-16 units.
+    if key.len() > MAX_KEY_UTF16 {
+        let utf16_len = utf16_len(key);
+        if utf16_len > MAX_KEY_UTF16 {
+            return Err(InvalidInput::KeyTooLong {
+                kind,
+                key: key.to_owned(),
+                utf16_len,
+                max: MAX_KEY_UTF16,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks a property name: 1–255 characters, a C#-style identifier (letters,
+/// digits, `_`; not starting with a digit), not a system property name.
+pub fn property_name(name: &str) -> Result<(), InvalidInput> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Err(InvalidInput::PropertyNameEmpty);
+    };
+    let len = name.chars().count();
+    if len > MAX_PROPERTY_NAME {
+        return Err(InvalidInput::PropertyNameTooLong {
+            name: name.to_owned(),
+            len,
+            max: MAX_PROPERTY_NAME,
+        });
+    }
+    let bad_char = if first.is_alphabetic() || first == '_' {
+        chars.find(|c| !(c.is_alphanumeric() || *c == '_'))
+    } else {
+        Some(first)
+    };
+    if let Some(character) = bad_char {
+        return Err(InvalidInput::PropertyNameInvalid {
+            name: name.to_owned(),
+            character,
+        });
+    }
+    if matches!(name, "PartitionKey" | "RowKey" | "Timestamp") {
+        return Err(InvalidInput::PropertyNameReserved {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Checks one property value's size.
+pub fn property_value(name: &str, value: &Value) -> Result<(), InvalidInput> {
+    match value {
+        Value::String(s) if s.len() > MAX_STRING_UTF16 => {
+            let utf16_len = utf16_len(s);
+            if utf16_len > MAX_STRING_UTF16 {
+                return Err(InvalidInput::StringTooLong {
+                    property: name.to_owned(),
+                    utf16_len,
+                    max: MAX_STRING_UTF16,
+                });
+            }
+        }
+        Value::Binary(b) if b.len() > MAX_BINARY_BYTES => {
+            return Err(InvalidInput::BinaryTooLong {
+                property: name.to_owned(),
+                len: b.len(),
+                max: MAX_BINARY_BYTES,
+            });
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Checks a property set: count, names, values.
+pub fn properties(
+    partition_key: &str,
+    row_key: &str,
+    props: &Properties,
+) -> Result<(), InvalidInput> {
+    if props.len() > MAX_PROPERTIES {
+        return Err(InvalidInput::TooManyProperties {
+            partition_key: partition_key.to_owned(),
+            row_key: row_key.to_owned(),
+            count: props.len(),
+            max: MAX_PROPERTIES,
+        });
+    }
+    for (name, value) in props.iter() {
+        property_name(name)?;
+        property_value(name, value)?;
+    }
+    Ok(())
+}
+
+/// Checks everything about an entity that is written: keys, property count,
+/// names, value sizes, and the entity's size by the service's formula.
+pub fn entity(entity: &Entity) -> Result<(), InvalidInput> {
+    key(KeyKind::PartitionKey, &entity.partition_key)?;
+    key(KeyKind::RowKey, &entity.row_key)?;
+    properties(&entity.partition_key, &entity.row_key, &entity.properties)?;
+    let size = entity.stored_size();
+    if size > MAX_ENTITY_SIZE {
+        return Err(InvalidInput::EntityTooLarge {
+            partition_key: entity.partition_key.clone(),
+            row_key: entity.row_key.clone(),
+            size,
+            max: MAX_ENTITY_SIZE,
+        });
+    }
+    Ok(())
+}
+
+/// Checks both keys of an addressed entity.
+pub fn keys(partition_key: &str, row_key: &str) -> Result<(), InvalidInput> {
+    key(KeyKind::PartitionKey, partition_key)?;
+    key(KeyKind::RowKey, row_key)
+}
+
+/// The payload size charged against a batch's 4 MiB: for each operation its
+/// JSON body, both keys (they appear in the operation's URL) and
+/// [`limits::BATCH_OPERATION_OVERHEAD`] for its part headers.
+pub fn batch_payload_size(operations: &[BatchOperation]) -> usize {
+    operations
+        .iter()
+        .map(|op| {
+            let (pk, rk) = op.keys();
+            let body = op.entity().map_or(0, crate::json::encoded_len);
+            body + pk.len() + rk.len() + BATCH_OPERATION_OVERHEAD
+        })
+        .sum()
+}
+
+/// Checks an entity group transaction: 1–100 operations, one PartitionKey,
+/// each entity at most once, each operation valid, payload at most 4 MiB.
+///
+/// An operation that is invalid on its own is reported as
+/// [`Error::BatchFailed`] with its index; rules about the batch as a whole are
+/// plain [`Error::Invalid`].
+pub fn batch(operations: &[BatchOperation]) -> Result<(), Error> {
+    let Some(first) = operations.first() else {
+        return Err(InvalidInput::BatchEmpty.into());
+    };
+    if operations.len() > MAX_BATCH_OPERATIONS {
+        return Err(InvalidInput::BatchTooManyOperations {
+            count: operations.len(),
+            max: MAX_BATCH_OPERATIONS,
+        }
+        .into());
+    }
+    let partition = first.keys().0;
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(operations.len());
+    for (index, op) in operations.iter().enumerate() {
+        let (pk, rk) = op.keys();
+        if pk != partition {
+            return Err(InvalidInput::BatchPartitionMismatch {
+                index,
+                expected: partition.to_owned(),
+                found: pk.to_owned(),
+            }
+            .into());
+        }
+        if let Some(first) = seen.insert(rk, index) {
+            return Err(InvalidInput::BatchDuplicateEntity {
+                first,
+                index,
+                row_key: rk.to_owned(),
+            }
+            .into());
+        }
+    }
+    for (index, op) in operations.iter().enumerate() {
+        let checked = match op.entity() {
+            Some(e) => entity(e),
+            None => {
+                let (pk, rk) = op.keys();
+                keys(pk, rk)
+            }
+        };
+        checked.map_err(|e| Error::from(e).in_batch(index))?;
+    }
+    let size = batch_payload_size(operations);
+    if size > MAX_BATCH_PAYLOAD {
+        return Err(InvalidInput::BatchTooLarge {
+            size,
+            max: MAX_BATCH_PAYLOAD,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Checks a query: `top` in 1..=1000, at most 15 comparisons, valid selected
+/// property names.
+pub fn query(query: &Query) -> Result<(), InvalidInput> {
+    if let Some(top) = query.top {
+        if top == 0 || top > MAX_PAGE_SIZE {
+            return Err(InvalidInput::TopOutOfRange {
+                top,
+                max: MAX_PAGE_SIZE,
+            });
+        }
+    }
+    if let Some(filter) = &query.filter {
+        let count = filter.comparison_count();
+        if count > MAX_FILTER_COMPARISONS {
+            return Err(InvalidInput::FilterTooComplex {
+                count,
+                max: MAX_FILTER_COMPARISONS,
+            });
+        }
+    }
+    if let Some(select) = &query.select {
+        select_names(select)?;
+    }
+    Ok(())
+}
+
+/// Checks the names of a projection; the system properties may be selected.
+pub fn select_names(select: &[String]) -> Result<(), InvalidInput> {
+    for name in select {
+        if !matches!(name.as_str(), "PartitionKey" | "RowKey" | "Timestamp") {
+            property_name(name)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a blob container name: 3–63 characters of lower-case ASCII letters,
+/// digits and hyphens, starting and ending with a letter or digit, no two
+/// hyphens in a row.
+pub fn container_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = |reason| {
+        Err(InvalidInput::ContainerName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if !(3..=63).contains(&name.len()) {
+        return bad("must be 3 to 63 characters long");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return bad("may hold only lower-case ASCII letters, digits and `-`");
+    }
+    if name.starts_with('-') || name.ends_with('-') || name.contains("--") {
+        return bad("hyphens must stand between letters or digits, one at a time");
+    }
+    Ok(())
+}
+
+/// Checks a blob name: 1–1,024 characters.
+pub fn blob_name(name: &str) -> Result<(), InvalidInput> {
+    let len = name.chars().count();
+    if len == 0 || len > 1024 {
+        return Err(InvalidInput::BlobName {
+            name: name.to_owned(),
+            reason: "must be 1 to 1024 characters long",
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names() {
+        for ok in ["abc", "MyTable", "a12", &"a".repeat(63)] {
+            assert!(table_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "ab",
+            &"a".repeat(64),
+            "1abc",
+            "a-bc",
+            "a_bc",
+            "ÄBC",
+            "Tables",
+            "tables",
+            "TABLES",
+            "",
+        ] {
+            assert!(
+                matches!(table_name(bad), Err(InvalidInput::TableName { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn keys_and_lengths() {
+        assert!(key(KeyKind::RowKey, "").is_ok());
+        assert!(key(KeyKind::RowKey, &"a".repeat(512)).is_ok());
+        assert!(key(KeyKind::RowKey, &"é".repeat(512)).is_ok());
+        assert!(matches!(
+            key(KeyKind::RowKey, &"a".repeat(513)),
+            Err(InvalidInput::KeyTooLong { utf16_len: 513, .. })
+        ));
+        assert!(matches!(
+            key(KeyKind::PartitionKey, &"\u{1F600}".repeat(300)),
+            Err(InvalidInput::KeyTooLong {
+                utf16_len: 600,
+                kind: KeyKind::PartitionKey,
+                ..
+            })
+        ));
+        for c in [
+            '/', '\\', '#', '?', '\0', '\t', '\n', '\r', '\u{1F}', '\u{7F}', '\u{9F}',
+        ] {
+            assert!(
+                matches!(key(KeyKind::PartitionKey, &format!("a{c}b")), Err(InvalidInput::KeyForbiddenCharacter { character, .. }) if character == c),
+                "{c:?}"
+            );
+        }
+        for c in ['\'', '%', '+', ' ', '&', '*', '\u{A0}'] {
+            assert!(key(KeyKind::RowKey, &format!("a{c}b")).is_ok(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn property_names() {
+        assert!(property_name("Name").is_ok());
+        assert!(property_name("_x1").is_ok());
+        assert!(property_name(&"n".repeat(255)).is_ok());
+        assert_eq!(property_name(""), Err(InvalidInput::PropertyNameEmpty));
+        assert!(matches!(
+            property_name(&"n".repeat(256)),
+            Err(InvalidInput::PropertyNameTooLong { len: 256, .. })
+        ));
+        for bad in ["a-b", "1abc", "a b", "a.b", "odata.foo", "$x"] {
+            assert!(
+                matches!(
+                    property_name(bad),
+                    Err(InvalidInput::PropertyNameInvalid { .. })
+                ),
+                "{bad}"
+            );
+        }
+        for reserved in ["PartitionKey", "RowKey", "Timestamp"] {
+            assert!(matches!(
+                property_name(reserved),
+                Err(InvalidInput::PropertyNameReserved { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn container_names() {
+        assert!(container_name("offload").is_ok());
+        assert!(container_name("a-1-b").is_ok());
+        for bad in ["ab", "Abc", "-abc", "abc-", "a--b", "a_b"] {
+            assert!(container_name(bad).is_err(), "{bad}");
+        }
+        assert!(blob_name("").is_err());
+        assert!(blob_name(&"x".repeat(1025)).is_err());
+        assert!(blob_name("tbl/pk/rk/prop").is_ok());
+    }
+}
