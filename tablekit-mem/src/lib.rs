@@ -1,1 +1,571 @@
-//! placeholder
+//! # tablekit-mem
+//!
+//! The in-memory reference backend of [tablekit](tablekit): it behaves like
+//! Azure Table Storage as `AZURE_TABLE.md` describes it, and like the real
+//! service (not Azurite) where the two differ:
+//! - every limit, checked by tablekit's shared validator;
+//! - keys sorted by UTF-16 code units, table names case-insensitive;
+//! - ETags and Timestamps in the service's format, new and later on every write,
+//!   one timestamp for all entities of a batch;
+//! - replace drops properties not sent, merge keeps them; `If-Match` with the
+//!   service's error for each case;
+//! - batches atomic, all or nothing, with the failing operation's index;
+//! - at most 1,000 rows per page, opaque continuation tokens;
+//! - filters evaluated by the service's rules (see [`tablekit::filter::Filter::matches`]);
+//! - a deleted table's name stays unusable for 40 seconds
+//!   ([`MemBackendBuilder::table_deletion_delay`]).
+//!
+//! [`MemBackendBuilder::adversarial`] makes it return short and empty pages
+//! that still carry continuation tokens, as the real service may;
+//! [`tablekit::layer::FaultInjection`] adds failures and latency.
+//!
+//! Clones share the same data; the backend is thread-safe and never holds a
+//! lock across an `.await`.
+//!
+//! ```
+//! use tablekit::{Entity, TableBackend};
+//! use tablekit_mem::MemBackend;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let backend = MemBackend::new();
+//! backend.create_table("orders").await?;
+//! backend.insert_entity("orders", &Entity::new("customer1", "order1").with("Total", 12.5)).await?;
+//! let order = backend.get_entity("orders", "customer1", "order1", &Default::default()).await?;
+//! assert!(order.etag.is_some());
+//! # Ok(())
+//! # }
+//! ```
+
+mod blob;
+mod codec;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::{Mutex, RwLock};
+use tablekit::validate;
+use tablekit::{
+    BatchOperation, ContinuationToken, DateTime, ETag, Entity, Error, GetOptions, IfMatch,
+    ListTablesOptions, Query, QueryPage, Result, TableBackend, TablePage, UpdateMode,
+};
+
+pub use blob::MemBlobStore;
+use codec::{Row, Selection, encode_key};
+use store::{State, Table, make_token, plan, read_token, scan, with_folded};
+
+/// How the backend misbehaves in adversarial mode, within what the service
+/// allows: pages shorter than asked, empty pages that still carry a
+/// continuation token, pages that end at partition boundaries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Adversarial {
+    /// Seed of the generator that picks page sizes: the same seed gives the
+    /// same pages for the same calls.
+    pub seed: u64,
+    /// Probability that a page that could hold rows comes back empty.
+    pub empty_page_probability: f64,
+    /// Largest page returned, whatever `top` asks.
+    pub max_page_size: u32,
+    /// Probability that a page ends where the PartitionKey changes.
+    pub partition_break_probability: f64,
+}
+
+impl Default for Adversarial {
+    fn default() -> Adversarial {
+        Adversarial {
+            seed: 0x5EED,
+            empty_page_probability: 0.25,
+            max_page_size: 7,
+            partition_break_probability: 0.5,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Config {
+    adversarial: Option<Adversarial>,
+    table_deletion_delay: Duration,
+}
+
+#[derive(Debug)]
+struct Shared {
+    state: RwLock<State>,
+    config: Config,
+    rng: Mutex<fastrand::Rng>,
+}
+
+/// The in-memory table backend. See the [crate documentation](crate).
+#[derive(Debug, Clone)]
+pub struct MemBackend {
+    shared: Arc<Shared>,
+}
+
+/// Configures a [`MemBackend`].
+#[derive(Debug, Clone)]
+pub struct MemBackendBuilder {
+    adversarial: Option<Adversarial>,
+    table_deletion_delay: Duration,
+}
+
+impl MemBackendBuilder {
+    /// Returns short and empty pages with continuation tokens (see [`Adversarial`]).
+    pub fn adversarial(mut self, adversarial: Adversarial) -> MemBackendBuilder {
+        self.adversarial = Some(adversarial);
+        self
+    }
+
+    /// How long a deleted table's name answers
+    /// [`TableBeingDeleted`](tablekit::Error::TableBeingDeleted). The service
+    /// takes at least 40 seconds, the default; `Duration::ZERO` frees the name
+    /// at once, as Azurite does.
+    pub fn table_deletion_delay(mut self, delay: Duration) -> MemBackendBuilder {
+        self.table_deletion_delay = delay;
+        self
+    }
+
+    /// The backend.
+    pub fn build(self) -> MemBackend {
+        let seed = self.adversarial.as_ref().map_or(0, |a| a.seed);
+        MemBackend {
+            shared: Arc::new(Shared {
+                state: RwLock::new(State::default()),
+                config: Config {
+                    adversarial: self.adversarial,
+                    table_deletion_delay: self.table_deletion_delay,
+                },
+                rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+            }),
+        }
+    }
+}
+
+impl Default for MemBackend {
+    fn default() -> MemBackend {
+        MemBackend::new()
+    }
+}
+
+impl MemBackend {
+    /// A backend with no tables, behaving like the service.
+    pub fn new() -> MemBackend {
+        MemBackend::builder().build()
+    }
+
+    /// Configures a backend.
+    pub fn builder() -> MemBackendBuilder {
+        MemBackendBuilder {
+            adversarial: None,
+            table_deletion_delay: Duration::from_secs(40),
+        }
+    }
+
+    fn delay(&self) -> Duration {
+        self.shared.config.table_deletion_delay
+    }
+
+    /// How many rows to put in the next page, and whether to stop at partition
+    /// boundaries.
+    fn page_plan(&self, top: Option<u32>) -> (usize, bool) {
+        let asked = top.unwrap_or(validate::limits::MAX_PAGE_SIZE) as usize;
+        match &self.shared.config.adversarial {
+            None => (asked, false),
+            Some(adv) => {
+                let mut rng = self.shared.rng.lock();
+                if rng.f64() < adv.empty_page_probability {
+                    return (0, false);
+                }
+                let most = asked.min(adv.max_page_size.max(1) as usize);
+                (
+                    rng.usize(1..=most),
+                    rng.f64() < adv.partition_break_probability,
+                )
+            }
+        }
+    }
+}
+
+/// Checks an `If-Match` against the stored row's ETag.
+fn condition_holds(if_match: &IfMatch, row: &Row) -> bool {
+    match if_match {
+        IfMatch::Any => true,
+        // The exact text the service issued for this version.
+        IfMatch::ETag(tag) => etag_of(row.ticks()) == *tag,
+    }
+}
+
+fn etag_of(ticks: i64) -> ETag {
+    ETag::from_timestamp(DateTime::from_ticks(ticks).unwrap_or(DateTime::MIN))
+}
+
+/// What a write does to one row, decided before anything changes.
+enum Change {
+    Put(Row),
+    Remove,
+}
+
+/// A write, borrowing its parts (a single write need not build a
+/// [`BatchOperation`]).
+#[derive(Clone, Copy)]
+enum Op<'a> {
+    Insert(&'a Entity),
+    Update(&'a Entity, UpdateMode, &'a IfMatch),
+    Upsert(&'a Entity, UpdateMode),
+    Delete(&'a str, &'a str, &'a IfMatch),
+}
+
+impl<'a> Op<'a> {
+    fn keys(self) -> (&'a str, &'a str) {
+        match self {
+            Op::Insert(e) | Op::Update(e, ..) | Op::Upsert(e, _) => (&e.partition_key, &e.row_key),
+            Op::Delete(pk, rk, _) => (pk, rk),
+        }
+    }
+
+    fn validate(self) -> Result<(), tablekit::InvalidInput> {
+        match self {
+            Op::Insert(e) | Op::Update(e, ..) | Op::Upsert(e, _) => validate::entity(e),
+            Op::Delete(pk, rk, _) => validate::keys(pk, rk),
+        }
+    }
+}
+
+impl<'a> From<&'a BatchOperation> for Op<'a> {
+    fn from(op: &'a BatchOperation) -> Op<'a> {
+        match op {
+            BatchOperation::Insert(e) => Op::Insert(e),
+            BatchOperation::Update {
+                entity,
+                mode,
+                if_match,
+            } => Op::Update(entity, *mode, if_match),
+            BatchOperation::Upsert { entity, mode } => Op::Upsert(entity, *mode),
+            BatchOperation::Delete {
+                partition_key,
+                row_key,
+                if_match,
+            } => Op::Delete(partition_key, row_key, if_match),
+        }
+    }
+}
+
+/// Decides the change one write makes, or its error, without changing anything.
+fn decide(table: &mut Table, op: Op<'_>, ticks: i64, name: &str) -> Result<Change> {
+    let (pk, rk) = op.keys();
+    let existing = table
+        .partitions
+        .get(encode_key(pk).as_ref())
+        .and_then(|p| p.get(encode_key(rk).as_ref()));
+    let error = |make: fn(String, String, String) -> Error| make(name.into(), pk.into(), rk.into());
+    let not_found = || {
+        error(|table, partition_key, row_key| Error::EntityNotFound {
+            table,
+            partition_key,
+            row_key,
+        })
+    };
+    let precondition = || {
+        error(|table, partition_key, row_key| Error::PreconditionFailed {
+            table,
+            partition_key,
+            row_key,
+        })
+    };
+    // The entity to write and, for a merge into an existing row, the stored
+    // properties it merges into.
+    let (entity, base) = match op {
+        Op::Insert(entity) => {
+            if existing.is_some() {
+                return Err(error(|table, partition_key, row_key| {
+                    Error::EntityAlreadyExists {
+                        table,
+                        partition_key,
+                        row_key,
+                    }
+                }));
+            }
+            (entity, None)
+        }
+        Op::Update(entity, mode, if_match) => {
+            let old = existing.ok_or_else(not_found)?;
+            if !condition_holds(if_match, old) {
+                return Err(precondition());
+            }
+            (
+                entity,
+                (mode == UpdateMode::Merge).then(|| old.properties(&table.names, None)),
+            )
+        }
+        Op::Upsert(entity, mode) => {
+            let base = match mode {
+                UpdateMode::Merge => existing.map(|old| old.properties(&table.names, None)),
+                UpdateMode::Replace => None,
+            };
+            (entity, base)
+        }
+        Op::Delete(_, _, if_match) => {
+            let old = existing.ok_or_else(not_found)?;
+            if !condition_holds(if_match, old) {
+                return Err(precondition());
+            }
+            return Ok(Change::Remove);
+        }
+    };
+    let row = match base {
+        None => Row::encode(ticks, &entity.properties, &mut table.names),
+        Some(mut props) => {
+            for (n, v) in entity.properties.iter() {
+                props.insert(n, v.clone());
+            }
+            Row::encode(ticks, &props, &mut table.names)
+        }
+    };
+    Ok(Change::Put(row))
+}
+
+fn apply(table: &mut Table, pk: &str, rk: &str, change: Change) {
+    let pk = encode_key(pk);
+    match change {
+        Change::Put(row) => {
+            let partition = match table.partitions.get_mut(pk.as_ref()) {
+                Some(p) => p,
+                None => table
+                    .partitions
+                    .entry(pk.into_owned().into_boxed_slice())
+                    .or_default(),
+            };
+            partition.insert(encode_key(rk).into_owned().into_boxed_slice(), row);
+        }
+        Change::Remove => {
+            if let Some(partition) = table.partitions.get_mut(pk.as_ref()) {
+                partition.remove(encode_key(rk).as_ref());
+                if partition.is_empty() {
+                    table.partitions.remove(pk.as_ref());
+                }
+            }
+        }
+    }
+}
+
+impl MemBackend {
+    /// Validates and applies one write, returning the new ETag.
+    fn write(&self, table: &str, op: Op<'_>) -> Result<ETag> {
+        validate::table_name(table)?;
+        op.validate()?;
+        let delay = self.delay();
+        let mut state = self.shared.state.write();
+        let ticks = state.next_ticks();
+        let t = state.table_mut(table, delay)?;
+        let change = decide(t, op, ticks, table)?;
+        let (pk, rk) = op.keys();
+        apply(t, pk, rk, change);
+        Ok(etag_of(ticks))
+    }
+}
+
+#[async_trait]
+impl TableBackend for MemBackend {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        validate::table_name(table)?;
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        with_folded(table, |key| {
+            if state.tables.contains_key(key) {
+                return Err(Error::TableAlreadyExists {
+                    table: table.into(),
+                });
+            }
+            if state
+                .deleted
+                .get(key)
+                .is_some_and(|at| at.elapsed() < delay)
+            {
+                return Err(Error::TableBeingDeleted {
+                    table: table.into(),
+                });
+            }
+            state.deleted.remove(key);
+            state.tables.insert(
+                key.into(),
+                Table {
+                    name: table.into(),
+                    names: Default::default(),
+                    partitions: Default::default(),
+                },
+            );
+            Ok(())
+        })
+    }
+
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        validate::table_name(table)?;
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        state.table(table, delay)?;
+        with_folded(table, |key| {
+            state.tables.remove(key);
+            state.deleted.insert(key.into(), std::time::Instant::now());
+        });
+        Ok(())
+    }
+
+    async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
+        let limit = match options.top {
+            Some(top) if top == 0 || top > validate::limits::MAX_PAGE_SIZE => {
+                return Err(tablekit::InvalidInput::TopOutOfRange {
+                    top,
+                    max: validate::limits::MAX_PAGE_SIZE,
+                }
+                .into());
+            }
+            Some(top) => top as usize,
+            None => validate::limits::MAX_PAGE_SIZE as usize,
+        };
+        let start = options
+            .continuation
+            .as_ref()
+            .map(|t| t.next_partition_key().to_ascii_lowercase());
+        let state = self.shared.state.read();
+        let mut names: Vec<(&str, &str)> = state
+            .tables
+            .iter()
+            .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
+            .map(|(key, t)| (&**key, t.name.as_str()))
+            .collect();
+        names.sort_unstable();
+        let continuation = names
+            .get(limit)
+            .map(|(key, _)| ContinuationToken::new(*key, None));
+        let tables = names
+            .into_iter()
+            .take(limit)
+            .map(|(_, name)| name.to_owned())
+            .collect();
+        Ok(TablePage {
+            tables,
+            continuation,
+        })
+    }
+
+    async fn get_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        options: &GetOptions,
+    ) -> Result<Entity> {
+        validate::table_name(table)?;
+        validate::keys(partition_key, row_key)?;
+        if let Some(select) = &options.select {
+            validate::select_names(select)?;
+        }
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let pk = encode_key(partition_key);
+        let rk = encode_key(row_key);
+        let row = t
+            .partitions
+            .get(pk.as_ref())
+            .and_then(|p| p.get(rk.as_ref()))
+            .ok_or_else(|| Error::EntityNotFound {
+                table: table.into(),
+                partition_key: partition_key.into(),
+                row_key: row_key.into(),
+            })?;
+        let selection = options.select.as_ref().map(|s| Selection::new(s, &t.names));
+        Ok(row.entity(&pk, &rk, &t.names, selection.as_ref()))
+    }
+
+    async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
+        validate::table_name(table)?;
+        validate::query(query)?;
+        let resume = query.continuation.as_ref().map(read_token).transpose()?;
+        let (limit, break_at_partition) = self.page_plan(query.top);
+        let (pk_range, rk_range) = plan(query.filter.as_ref());
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let mut entities = Vec::new();
+        let mut continuation = None;
+        let mut last_pk: Option<&[u8]> = None;
+        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
+            let partition_changed = last_pk.is_some_and(|last| last != pk);
+            if entities.len() >= limit || (break_at_partition && partition_changed) {
+                continuation = Some(make_token(pk, rk));
+                break;
+            }
+            last_pk = Some(pk);
+            let mut entity = row.entity(pk, rk, &t.names, None);
+            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                if let Some(select) = &query.select {
+                    entity
+                        .properties
+                        .retain(|name, _| select.iter().any(|s| s == name));
+                    if !select.iter().any(|s| s == "Timestamp") {
+                        entity.timestamp = None;
+                    }
+                }
+                entities.push(entity);
+            }
+        }
+        Ok(QueryPage {
+            entities,
+            continuation,
+        })
+    }
+
+    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        self.write(table, Op::Insert(entity))
+    }
+
+    async fn update_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+        if_match: &IfMatch,
+    ) -> Result<ETag> {
+        self.write(table, Op::Update(entity, mode, if_match))
+    }
+
+    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
+        self.write(table, Op::Upsert(entity, mode))
+    }
+
+    async fn delete_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &IfMatch,
+    ) -> Result<()> {
+        self.write(table, Op::Delete(partition_key, row_key, if_match))
+            .map(drop)
+    }
+
+    async fn submit_transaction(
+        &self,
+        table: &str,
+        operations: &[BatchOperation],
+    ) -> Result<Vec<Option<ETag>>> {
+        validate::table_name(table)?;
+        validate::batch(operations)?;
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        // One timestamp for the whole batch, as the live service gives.
+        let ticks = state.next_ticks();
+        let t = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
+        // Decide every change first; apply only when all succeed (atomicity).
+        // Each entity appears once, so no decision depends on another.
+        let mut changes = Vec::with_capacity(operations.len());
+        for (index, op) in operations.iter().enumerate() {
+            changes.push(decide(t, op.into(), ticks, table).map_err(|e| e.in_batch(index))?);
+        }
+        let mut etags = Vec::with_capacity(operations.len());
+        for (op, change) in operations.iter().zip(changes) {
+            let (pk, rk) = op.keys();
+            etags.push(matches!(change, Change::Put(_)).then(|| etag_of(ticks)));
+            apply(t, pk, rk, change);
+        }
+        Ok(etags)
+    }
+}
