@@ -1,1 +1,176 @@
-//! placeholder
+//! The conformance suite: the rules every backend must follow, as public async
+//! tests over `&dyn TableBackend` and `&dyn BlobStore`.
+//!
+//! Each test makes its own table (or container) with a unique name, so tests
+//! can share one backend and run in parallel. A failure panics with a message
+//! that names the rule.
+//!
+//! A backend crate runs the whole suite with [`table_conformance_tests!`] and
+//! [`blob_conformance_tests!`](crate::blob_conformance_tests), which expand to
+//! one `#[tokio::test]` per test (the crate needs `tokio` with `macros` and
+//! `rt-multi-thread` as a dev-dependency):
+//!
+//! ```ignore
+//! tablekit::table_conformance_tests!(tablekit_mem::MemBackend::new());
+//! tablekit::blob_conformance_tests!(tablekit_mem::MemBlobStore::new());
+//! ```
+//!
+//! [`TABLE_TESTS`] and [`BLOB_TESTS`] list the same tests as data, for runners
+//! of their own.
+
+mod batch;
+mod blobs;
+mod entities;
+mod queries;
+mod tables;
+mod validation;
+
+use futures::future::BoxFuture;
+
+use crate::backend::TableBackend;
+use crate::blob::BlobStore;
+use crate::error::{Error, InvalidInput};
+
+pub use batch::*;
+pub use blobs::*;
+pub use entities::*;
+pub use queries::*;
+pub use tables::*;
+pub use validation::*;
+
+/// A table test, as data.
+pub type TableTest = for<'a> fn(&'a dyn TableBackend) -> BoxFuture<'a, ()>;
+/// A blob test, as data.
+pub type BlobTest = for<'a> fn(&'a dyn BlobStore) -> BoxFuture<'a, ()>;
+
+/// Calls `$callback!` with the names of every table test.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_table_tests {
+    ($callback:ident!($($args:tt)*)) => {
+        $crate::$callback! { ($($args)*)
+            tables_create_list_delete
+            table_names_are_validated
+            missing_table_is_reported
+            list_tables_pages
+            insert_and_get_every_type
+            insert_conflicts
+            get_missing_entity
+            empty_keys_are_allowed
+            special_characters_in_keys
+            etags_and_timestamps_change_on_every_write
+            replace_drops_and_merge_keeps
+            update_and_delete_conditions
+            upserts_create_and_update
+            projections
+            keys_sort_by_utf16_code_units
+            queries_page_and_resume
+            top_limits_each_page
+            filters_follow_the_service_rules
+            filter_values_cannot_inject
+            batches_apply_all_operations
+            batches_are_atomic
+            batch_rules_are_enforced
+            key_limits_are_enforced
+            property_limits_are_enforced
+            value_and_entity_limits_are_enforced
+            query_limits_are_enforced
+        }
+    };
+}
+
+/// Calls `$callback!` with the names of every blob test.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_blob_tests {
+    ($callback:ident!($($args:tt)*)) => {
+        $crate::$callback! { ($($args)*)
+            blob_put_get_list_delete
+            blob_conditions
+            blob_names_are_validated
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __table_tokio_tests {
+    (($make:expr) $($name:ident)*) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let backend = $make;
+            $crate::conformance::$name(&backend).await;
+        }
+    )*};
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tests_as_data {
+    (($kind:ty, $dyn:ty) $($name:ident)*) => {
+        &[$((stringify!($name), {
+            fn __wrap<'a>(b: &'a $dyn) -> ::futures::future::BoxFuture<'a, ()> {
+                ::std::boxed::Box::pin($crate::conformance::$name(b))
+            }
+            __wrap as $kind
+        })),*]
+    };
+}
+
+/// Expands to one `#[tokio::test]` per table conformance test, each running on
+/// the backend that `$make` evaluates to (a fresh one per test, or a clone of
+/// a shared one).
+#[macro_export]
+macro_rules! table_conformance_tests {
+    ($make:expr) => {
+        $crate::__with_table_tests!(__table_tokio_tests!($make));
+    };
+}
+
+/// Expands to one `#[tokio::test]` per blob conformance test, each running on
+/// the store that `$make` evaluates to.
+#[macro_export]
+macro_rules! blob_conformance_tests {
+    ($make:expr) => {
+        $crate::__with_blob_tests!(__table_tokio_tests!($make));
+    };
+}
+
+/// Every table test with its name.
+pub const TABLE_TESTS: &[(&str, TableTest)] =
+    __with_table_tests!(__tests_as_data!(TableTest, dyn TableBackend));
+
+/// Every blob test with its name.
+pub const BLOB_TESTS: &[(&str, BlobTest)] =
+    __with_blob_tests!(__tests_as_data!(BlobTest, dyn BlobStore));
+
+/// A fresh table name: `tk`, a tag, and random letters, so tests never collide.
+pub fn unique_table(tag: &str) -> String {
+    let suffix: String = std::iter::repeat_with(fastrand::alphanumeric)
+        .take(10)
+        .collect();
+    format!("tk{tag}{suffix}")
+}
+
+/// Creates a fresh table and returns its name.
+pub async fn fresh_table(backend: &dyn TableBackend, tag: &str) -> String {
+    let name = unique_table(tag);
+    backend
+        .create_table(&name)
+        .await
+        .unwrap_or_else(|e| panic!("create table {name}: {e}"));
+    name
+}
+
+/// Asserts that `result` is the invalid-input error `check` accepts.
+#[track_caller]
+pub fn assert_invalid<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    what: &str,
+    check: impl Fn(&InvalidInput) -> bool,
+) {
+    match result {
+        Err(Error::Invalid(invalid)) if check(&invalid) => {}
+        other => panic!("{what}: expected a specific invalid-input error, got {other:?}"),
+    }
+}

@@ -1,0 +1,48 @@
+//! The whole conformance suite on the in-memory backend: directly, in
+//! adversarial mode, through `Arc<dyn …>` and `Box<dyn …>`, and through the
+//! fault-injection layer (with latency, no faults).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tablekit::layer::FaultInjection;
+use tablekit::{BlobStore, TableBackend};
+use tablekit_mem::{Adversarial, MemBackend, MemBlobStore};
+
+mod direct {
+    use super::*;
+    tablekit::table_conformance_tests!(MemBackend::new());
+    tablekit::blob_conformance_tests!(MemBlobStore::new());
+}
+
+mod adversarial_pages {
+    use super::*;
+    tablekit::table_conformance_tests!(
+        MemBackend::builder()
+            .adversarial(Adversarial::default())
+            .build()
+    );
+}
+
+mod through_arc_dyn {
+    use super::*;
+    tablekit::table_conformance_tests!(Arc::new(MemBackend::new()) as Arc<dyn TableBackend>);
+    tablekit::blob_conformance_tests!(Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>);
+}
+
+mod through_box_dyn {
+    use super::*;
+    tablekit::table_conformance_tests!(Box::new(MemBackend::new()) as Box<dyn TableBackend>);
+    tablekit::blob_conformance_tests!(Box::new(MemBlobStore::new()) as Box<dyn BlobStore>);
+}
+
+mod through_fault_layer {
+    use super::*;
+    fn layered<B>(inner: B) -> FaultInjection<B> {
+        let layer = FaultInjection::new(inner);
+        layer.handle().set_latency(Some(Duration::from_micros(50)));
+        layer
+    }
+    tablekit::table_conformance_tests!(layered(MemBackend::new()));
+    tablekit::blob_conformance_tests!(layered(MemBlobStore::new()));
+}

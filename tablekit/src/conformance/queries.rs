@@ -1,0 +1,312 @@
+//! Queries: ordering, paging, continuation, filters.
+
+use super::fresh_table;
+use crate::backend::{BatchOperation, ContinuationToken, Query, TableBackend};
+use crate::datetime::DateTime;
+use crate::entity::Entity;
+use crate::ext::TableBackendExt;
+use crate::filter::{Filter, prop};
+use crate::keyorder::cmp_utf16;
+
+/// Inserts entities through batches of up to 100 (one partition each).
+pub async fn load(backend: &dyn TableBackend, table: &str, entities: Vec<Entity>) {
+    let mut by_partition: std::collections::BTreeMap<String, Vec<Entity>> = Default::default();
+    for e in entities {
+        by_partition
+            .entry(e.partition_key.clone())
+            .or_default()
+            .push(e);
+    }
+    for (_, group) in by_partition {
+        for chunk in group.chunks(100) {
+            let ops: Vec<_> = chunk.iter().cloned().map(BatchOperation::Insert).collect();
+            backend
+                .submit_transaction(table, &ops)
+                .await
+                .expect("load batch");
+        }
+    }
+}
+
+/// The keys the service was seen to order (AZURE_TABLE.md §3), in UTF-16 order.
+pub const ORDERED_KEYS: [&str; 30] = [
+    " ",
+    "!",
+    "0",
+    "9",
+    "A",
+    "B",
+    "Z",
+    "_",
+    "a",
+    "a b",
+    "a-",
+    "a.",
+    "aa",
+    "ab",
+    "b",
+    "o'k",
+    "ss",
+    "z",
+    "~",
+    "\u{A0}",
+    "É",
+    "ß",
+    "ä",
+    "é",
+    "ÿ",
+    "Ā",
+    "\u{10000}",
+    "\u{1F600}",
+    "\u{E000}",
+    "\u{FF21}",
+];
+
+/// Results come sorted by PartitionKey, then RowKey, by UTF-16 code units:
+/// case-sensitive, upper case first, supplementary characters before U+E000.
+pub async fn keys_sort_by_utf16_code_units(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "order").await;
+    let mut entities = Vec::new();
+    for (i, pk) in ORDERED_KEYS.iter().enumerate().rev().step_by(7) {
+        for rk in ORDERED_KEYS.iter().rev() {
+            entities.push(Entity::new(*pk, *rk).with("i", i as i32));
+        }
+    }
+    load(backend, &table, entities.clone()).await;
+    let read = backend
+        .query_all(&table, Query::new())
+        .await
+        .expect("query");
+    let keys: Vec<(String, String)> = read
+        .into_iter()
+        .map(|e| (e.partition_key, e.row_key))
+        .collect();
+    let mut expected: Vec<(String, String)> = entities
+        .into_iter()
+        .map(|e| (e.partition_key, e.row_key))
+        .collect();
+    expected.sort_by(|a, b| cmp_utf16(&a.0, &b.0).then_with(|| cmp_utf16(&a.1, &b.1)));
+    assert_eq!(
+        keys, expected,
+        "results must be in (PartitionKey, RowKey) order by UTF-16 code units"
+    );
+
+    // Range filters use the same order. (Partitions are every 7th key from the end.)
+    let pk = ORDERED_KEYS[29];
+    let range = Filter::partition_key().eq(pk) & Filter::row_key().ge("\u{E000}");
+    let found = backend
+        .query_all(&table, Query::new().filter(range))
+        .await
+        .expect("range query");
+    let rows: Vec<&str> = found.iter().map(|e| e.row_key.as_str()).collect();
+    assert_eq!(
+        rows,
+        ["\u{E000}", "\u{FF21}"],
+        "RowKey ge U+E000 excludes supplementary characters"
+    );
+    backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Queries return at most 1,000 entities a page; following the tokens (also
+/// through their string form, as a resumed query would) yields every match
+/// exactly once and in order. Pages may be short or empty before the end.
+pub async fn queries_page_and_resume(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "paging").await;
+    let mut entities = Vec::new();
+    for (pk, count) in [("pa", 1000), ("pb", 1000), ("pc", 505)] {
+        for i in 0..count {
+            entities.push(Entity::new(pk, format!("r{i:05}")).with("n", i));
+        }
+    }
+    load(backend, &table, entities).await;
+
+    let mut query = Query::new();
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = backend.query_entities(&table, &query).await.expect("page");
+        pages += 1;
+        assert!(
+            page.entities.len() <= 1000,
+            "a page holds at most 1,000 entities"
+        );
+        seen.extend(
+            page.entities
+                .into_iter()
+                .map(|e| (e.partition_key, e.row_key)),
+        );
+        let Some(token) = page.continuation else {
+            break;
+        };
+        // Resume from the serialized token, as after a restart.
+        let text = token.to_string();
+        query.continuation = Some(text.parse::<ContinuationToken>().expect("token parses"));
+        assert!(pages < 10_000, "paging does not end");
+    }
+    assert!(
+        pages >= 3,
+        "2,505 entities need at least three pages, got {pages}"
+    );
+    assert_eq!(seen.len(), 2505, "every entity exactly once");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "pages continue in key order without repeats"
+    );
+
+    // A filtered query pages the same way.
+    let filter = prop("n").ge(500) & prop("n").lt(502);
+    let found = backend
+        .query_all(&table, Query::new().filter(filter))
+        .await
+        .expect("filtered");
+    assert_eq!(found.len(), 6, "two matches in each of three partitions");
+    backend.delete_table(&table).await.expect("delete table");
+}
+
+/// `top` limits each page, not the total.
+pub async fn top_limits_each_page(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "top").await;
+    load(
+        backend,
+        &table,
+        (0..25)
+            .map(|i| Entity::new("p", format!("{i:03}")))
+            .collect(),
+    )
+    .await;
+    let mut query = Query::new().top(7);
+    let mut total = 0;
+    loop {
+        let page = backend.query_entities(&table, &query).await.expect("page");
+        assert!(
+            page.entities.len() <= 7,
+            "a page holds at most `top` entities"
+        );
+        total += page.entities.len();
+        if page.continuation.is_none() {
+            break;
+        }
+        query.continuation = page.continuation;
+    }
+    assert_eq!(total, 25);
+    backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Filters compare typed values as the service does: every operator, and/or/not,
+/// a missing property makes a comparison false.
+pub async fn filters_follow_the_service_rules(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "filter").await;
+    let t0 = DateTime::parse("2020-01-01T00:00:00Z").expect("valid");
+    let t1 = DateTime::parse("2021-06-15T12:30:00.1234567Z").expect("valid");
+    let g = uuid::Uuid::from_u128(42);
+    let rows = vec![
+        Entity::new("p", "a")
+            .with("n", 1)
+            .with("l", 10i64)
+            .with("d", 1.5)
+            .with("b", true)
+            .with("t", t0),
+        Entity::new("p", "b")
+            .with("n", 2)
+            .with("l", 20i64)
+            .with("d", 2.5)
+            .with("b", false)
+            .with("t", t1)
+            .with("g", g),
+        Entity::new("p", "c")
+            .with("n", 3)
+            .with("s", "x")
+            .with("bin", vec![1u8, 2]),
+        Entity::new("q", "a").with("n", 4),
+    ];
+    load(backend, &table, rows).await;
+    let rows_of = |filter: Filter| {
+        let table = table.clone();
+        async move {
+            let found = backend
+                .query_all(&table, Query::new().filter(filter.clone()))
+                .await
+                .expect("query");
+            found
+                .into_iter()
+                .map(|e| format!("{}{}", e.partition_key, e.row_key))
+                .collect::<Vec<_>>()
+        }
+    };
+    let cases: Vec<(Filter, &[&str])> = vec![
+        (prop("n").eq(2), &["pb"]),
+        (prop("n").ne(2), &["pa", "pc", "qa"]),
+        (prop("n").gt(2), &["pc", "qa"]),
+        (prop("n").ge(2), &["pb", "pc", "qa"]),
+        (prop("n").lt(2), &["pa"]),
+        (prop("n").le(2), &["pa", "pb"]),
+        (prop("l").gt(15i64), &["pb"]),
+        (prop("d").lt(2.0), &["pa"]),
+        (prop("b").eq(true), &["pa"]),
+        (prop("t").gt(t0), &["pb"]),
+        (prop("t").eq(t1), &["pb"]),
+        (prop("g").eq(g), &["pb"]),
+        (prop("bin").eq(vec![1u8, 2]), &["pc"]),
+        (prop("s").eq("x"), &["pc"]),
+        (Filter::partition_key().eq("q"), &["qa"]),
+        (
+            Filter::partition_key().eq("p") & Filter::row_key().gt("a"),
+            &["pb", "pc"],
+        ),
+        (
+            Filter::row_key().eq("a") | prop("n").eq(3),
+            &["pa", "pc", "qa"],
+        ),
+        (!prop("n").lt(3), &["pc", "qa"]),
+        // A missing property makes the comparison false, `ne` included.
+        (prop("s").ne("y"), &["pc"]),
+        (prop("missing").eq(1), &[]),
+        (!prop("missing").eq(1), &["pa", "pb", "pc", "qa"]),
+    ];
+    for (filter, expected) in cases {
+        let text = filter.to_string();
+        assert_eq!(rows_of(filter).await, expected, "filter {text}");
+    }
+    backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Hostile string values stay literals: they match only themselves and never
+/// widen the filter.
+pub async fn filter_values_cannot_inject(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "inject").await;
+    let hostile = [
+        "' or 1 eq 1 or '",
+        "x') or (PartitionKey ne '",
+        "O'Brien",
+        "''",
+        "a' or RowKey ne 'b",
+        "%27 or true",
+    ];
+    let mut rows = vec![Entity::new("p", "plain").with("Name", "plain")];
+    for (i, value) in hostile.iter().enumerate() {
+        rows.push(Entity::new("p", format!("h{i}")).with("Name", *value));
+    }
+    load(backend, &table, rows).await;
+    for (i, value) in hostile.iter().enumerate() {
+        let found = backend
+            .query_all(&table, Query::new().filter(prop("Name").eq(*value)))
+            .await
+            .expect("query");
+        let keys: Vec<&str> = found.iter().map(|e| e.row_key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [format!("h{i}")],
+            "Name eq {value:?} must match exactly that entity"
+        );
+        let by_key = Filter::partition_key().eq(*value);
+        let none = backend
+            .query_all(&table, Query::new().filter(by_key))
+            .await
+            .expect("query");
+        assert!(
+            none.is_empty(),
+            "PartitionKey eq {value:?} must match nothing"
+        );
+    }
+    backend.delete_table(&table).await.expect("delete table");
+}

@@ -1,0 +1,156 @@
+//! Tables: create, list, delete, names.
+
+use super::{assert_invalid, fresh_table, unique_table};
+use crate::backend::{GetOptions, ListTablesOptions, Query, TableBackend};
+use crate::entity::Entity;
+use crate::error::{Error, InvalidInput};
+
+/// Every table name, following continuation tokens.
+async fn all_tables(backend: &dyn TableBackend, top: Option<u32>) -> Vec<String> {
+    let mut options = ListTablesOptions {
+        top,
+        ..ListTablesOptions::default()
+    };
+    let mut names = Vec::new();
+    loop {
+        let page = backend.list_tables(&options).await.expect("list tables");
+        if let Some(top) = top {
+            assert!(
+                page.tables.len() <= top as usize,
+                "a table page exceeds top"
+            );
+        }
+        names.extend(page.tables);
+        match page.continuation {
+            Some(token) => options.continuation = Some(token),
+            None => return names,
+        }
+    }
+}
+
+/// Tables are created once (names compare case-insensitively, the case of
+/// creation is kept), listed, and deleted.
+pub async fn tables_create_list_delete(backend: &dyn TableBackend) {
+    let name = unique_table("Case");
+    backend.create_table(&name).await.expect("create table");
+    assert!(
+        matches!(
+            backend.create_table(&name).await,
+            Err(Error::TableAlreadyExists { .. })
+        ),
+        "creating a table twice must fail with TableAlreadyExists"
+    );
+    assert!(
+        matches!(
+            backend.create_table(&name.to_lowercase()).await,
+            Err(Error::TableAlreadyExists { .. })
+        ),
+        "table names compare case-insensitively"
+    );
+    let listed = all_tables(backend, None).await;
+    assert!(
+        listed.contains(&name),
+        "list_tables must return the name as created: {name} not in {listed:?}"
+    );
+
+    // Entity operations address the table in any case.
+    let upper = name.to_uppercase();
+    backend
+        .insert_entity(&upper, &Entity::new("p", "r"))
+        .await
+        .expect("insert via upper-case name");
+    backend
+        .get_entity(&name, "p", "r", &GetOptions::default())
+        .await
+        .expect("read via the created name");
+
+    backend
+        .delete_table(&upper)
+        .await
+        .expect("delete via another case");
+    assert!(
+        !all_tables(backend, None).await.contains(&name),
+        "a deleted table is not listed"
+    );
+    assert!(
+        matches!(
+            backend.delete_table(&name).await,
+            Err(Error::TableNotFound { .. } | Error::TableBeingDeleted { .. })
+        ),
+        "deleting a missing table must fail"
+    );
+}
+
+/// Table names are 3–63 ASCII letters and digits starting with a letter; `tables` is reserved.
+pub async fn table_names_are_validated(backend: &dyn TableBackend) {
+    let long = "a".repeat(64);
+    for bad in [
+        "ab",
+        long.as_str(),
+        "1abc",
+        "a-bc",
+        "a_bc",
+        "ÄBC",
+        "Tables",
+        "tables",
+        "TABLES",
+    ] {
+        assert_invalid(backend.create_table(bad).await, bad, |e| {
+            matches!(e, InvalidInput::TableName { .. })
+        });
+    }
+    let longest = unique_table(&"x".repeat(63 - 12));
+    assert_eq!(longest.len(), 63);
+    backend
+        .create_table(&longest)
+        .await
+        .expect("a 63-character name is valid");
+    backend.delete_table(&longest).await.expect("delete");
+}
+
+/// Operations on a table that does not exist report TableNotFound.
+pub async fn missing_table_is_reported(backend: &dyn TableBackend) {
+    let name = unique_table("missing");
+    let is_missing = |e: &Error| matches!(e, Error::TableNotFound { .. });
+    let get = backend
+        .get_entity(&name, "p", "r", &GetOptions::default())
+        .await;
+    assert!(
+        get.as_ref().is_err_and(is_missing),
+        "get on a missing table: {get:?}"
+    );
+    let insert = backend.insert_entity(&name, &Entity::new("p", "r")).await;
+    assert!(
+        insert.as_ref().is_err_and(is_missing),
+        "insert into a missing table: {insert:?}"
+    );
+    let query = backend.query_entities(&name, &Query::new()).await;
+    assert!(
+        query.as_ref().is_err_and(is_missing),
+        "query of a missing table: {query:?}"
+    );
+    let delete = backend.delete_table(&name).await;
+    assert!(
+        delete.as_ref().is_err_and(is_missing),
+        "delete of a missing table: {delete:?}"
+    );
+}
+
+/// Table listings page with `top` and resume from the continuation token.
+pub async fn list_tables_pages(backend: &dyn TableBackend) {
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        mine.push(fresh_table(backend, "list").await);
+    }
+    let paged = all_tables(backend, Some(1)).await;
+    for name in &mine {
+        assert_eq!(
+            paged.iter().filter(|n| *n == name).count(),
+            1,
+            "{name} must be listed exactly once"
+        );
+    }
+    for name in &mine {
+        backend.delete_table(name).await.expect("delete");
+    }
+}
