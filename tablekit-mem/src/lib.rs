@@ -1,6 +1,6 @@
 //! # tablekit-mem
 //!
-//! The in-memory reference backend of [tablekit](tablekit): it behaves like
+//! The in-memory reference backend of [tablekit]: it behaves like
 //! Azure Table Storage as `AZURE_TABLE.md` describes it, and like the real
 //! service (not Azurite) where the two differ:
 //! - every limit, checked by tablekit's shared validator;

@@ -87,6 +87,9 @@ impl State {
     }
 }
 
+/// A byte-key range as `BTreeMap::range` takes it.
+pub(crate) type ByteBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
 /// Key bounds a filter implies, used to scan only what can match.
 #[derive(Debug, Clone)]
 pub(crate) struct KeyRange {
@@ -137,7 +140,7 @@ impl KeyRange {
 
     /// The bounds as `BTreeMap::range` takes them, or `None` when empty (for
     /// which `range` would panic).
-    pub(crate) fn bounds(&self) -> Option<(Bound<&[u8]>, Bound<&[u8]>)> {
+    pub(crate) fn bounds(&self) -> Option<ByteBounds<'_>> {
         fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
             match b {
                 Bound::Included(v) => Bound::Included(v.as_slice()),

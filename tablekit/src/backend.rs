@@ -7,7 +7,7 @@
 //!
 //! # Contract for implementors
 //! - Run the shared validator ([`crate::validate`]) on every input before
-//!   acting, so bad input gets the same [`InvalidInput`](crate::InvalidInput)
+//!   acting, so bad input gets the same [`crate::InvalidInput`]
 //!   everywhere. Backends never re-implement the rules.
 //! - Map every failure onto [`Error`](crate::Error) by meaning.
 //! - Table names are case-insensitive for lookup; the case of creation is kept.

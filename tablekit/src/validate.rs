@@ -277,13 +277,13 @@ pub fn batch(operations: &[BatchOperation]) -> Result<(), Error> {
 /// Checks a query: `top` in 1..=1000, at most 15 comparisons, valid selected
 /// property names.
 pub fn query(query: &Query) -> Result<(), InvalidInput> {
-    if let Some(top) = query.top {
-        if top == 0 || top > MAX_PAGE_SIZE {
-            return Err(InvalidInput::TopOutOfRange {
-                top,
-                max: MAX_PAGE_SIZE,
-            });
-        }
+    if let Some(top) = query.top
+        && (top == 0 || top > MAX_PAGE_SIZE)
+    {
+        return Err(InvalidInput::TopOutOfRange {
+            top,
+            max: MAX_PAGE_SIZE,
+        });
     }
     if let Some(filter) = &query.filter {
         let count = filter.comparison_count();

@@ -6,7 +6,7 @@ use crate::error::{Error, InvalidInput};
 
 /// A fresh container name.
 fn unique_container(tag: &str) -> String {
-    let suffix: String = std::iter::repeat_with(|| fastrand::lowercase())
+    let suffix: String = std::iter::repeat_with(fastrand::lowercase)
         .take(10)
         .collect();
     format!("tk-{tag}-{suffix}")

@@ -5,14 +5,17 @@
 //! can share one backend and run in parallel. A failure panics with a message
 //! that names the rule.
 //!
-//! A backend crate runs the whole suite with [`table_conformance_tests!`] and
+//! A backend crate runs the whole suite with [`table_conformance_tests!`](crate::table_conformance_tests) and
 //! [`blob_conformance_tests!`](crate::blob_conformance_tests), which expand to
 //! one `#[tokio::test]` per test (the crate needs `tokio` with `macros` and
 //! `rt-multi-thread` as a dev-dependency):
 //!
-//! ```ignore
-//! tablekit::table_conformance_tests!(tablekit_mem::MemBackend::new());
-//! tablekit::blob_conformance_tests!(tablekit_mem::MemBlobStore::new());
+//! ```
+//! # fn main() {}
+//! mod conformance {
+//!     tablekit::table_conformance_tests!(tablekit_mem::MemBackend::new());
+//!     tablekit::blob_conformance_tests!(tablekit_mem::MemBlobStore::new());
+//! }
 //! ```
 //!
 //! [`TABLE_TESTS`] and [`BLOB_TESTS`] list the same tests as data, for runners

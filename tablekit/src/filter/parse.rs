@@ -102,11 +102,11 @@ impl<'a> Lexer<'a> {
     fn number(&mut self) -> Result<Token, InvalidInput> {
         let start = self.pos;
         let rest = self.rest();
-        if let Some(after) = rest.strip_prefix("-INF") {
-            if !after.starts_with(|c: char| c.is_alphanumeric()) {
-                self.pos += 4;
-                return Ok(Token::Literal(Value::Double(f64::NEG_INFINITY)));
-            }
+        if let Some(after) = rest.strip_prefix("-INF")
+            && !after.starts_with(|c: char| c.is_alphanumeric())
+        {
+            self.pos += 4;
+            return Ok(Token::Literal(Value::Double(f64::NEG_INFINITY)));
         }
         let len = rest
             .char_indices()
@@ -169,7 +169,7 @@ fn typed_literal(position: usize, prefix: &str, body: &str) -> Result<Value, Inv
 }
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
