@@ -13,8 +13,8 @@
 //! **Rows** are one allocation: the write time in ticks, then each property as
 //! (name id, type tag, payload). Names are interned per table.
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use tablekit::{DateTime, Entity, Properties, Value};
 
@@ -54,7 +54,8 @@ pub(crate) fn decode_key(stored: &[u8]) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct Names {
     names: Vec<Box<str>>,
-    ids: HashMap<Box<str>, u32>,
+    /// Fx hashing: names are short, trusted-size keys looked up on every write.
+    ids: FxHashMap<Box<str>, u32>,
 }
 
 impl Names {
@@ -136,7 +137,21 @@ pub(crate) struct Row(Box<[u8]>);
 impl Row {
     /// Encodes `props`, interning their names in `names`.
     pub(crate) fn encode(ticks: i64, props: &Properties, names: &mut Names) -> Row {
-        let mut out = Vec::with_capacity(10 + props.len() * 16);
+        // An upper bound of the size: one allocation, later shrunk in place.
+        let size: usize = 8
+            + 10
+            + props
+                .iter()
+                .map(|(_, v)| {
+                    6 + match v {
+                        Value::String(s) => 10 + s.len(),
+                        Value::Binary(b) => 10 + b.len(),
+                        Value::Guid(_) => 16,
+                        _ => 8,
+                    }
+                })
+                .sum::<usize>();
+        let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&ticks.to_le_bytes());
         put_varint(&mut out, props.len() as u64);
         for (name, value) in props.iter() {

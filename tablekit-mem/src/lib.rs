@@ -40,6 +40,7 @@ mod blob;
 mod codec;
 mod store;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,8 +53,8 @@ use tablekit::{
 };
 
 pub use blob::MemBlobStore;
-use codec::{Row, Selection, encode_key};
-use store::{State, Table, make_token, plan, read_token, scan, with_folded};
+use codec::{Names, Row, Selection, encode_key};
+use store::{Partition, State, Table, make_token, plan, read_token, scan, with_folded};
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
@@ -250,12 +251,17 @@ impl<'a> From<&'a BatchOperation> for Op<'a> {
 }
 
 /// Decides the change one write makes, or its error, without changing anything.
-fn decide(table: &mut Table, op: Op<'_>, ticks: i64, name: &str) -> Result<Change> {
+///
+/// `existing` is the stored row at the operation's keys, if any; `names` the
+/// table's interned property names.
+fn decide(
+    names: &mut Names,
+    existing: Option<&Row>,
+    op: Op<'_>,
+    ticks: i64,
+    name: &str,
+) -> Result<Change> {
     let (pk, rk) = op.keys();
-    let existing = table
-        .partitions
-        .get(encode_key(pk).as_ref())
-        .and_then(|p| p.get(encode_key(rk).as_ref()));
     let error = |make: fn(String, String, String) -> Error| make(name.into(), pk.into(), rk.into());
     let not_found = || {
         error(|table, partition_key, row_key| Error::EntityNotFound {
@@ -293,12 +299,12 @@ fn decide(table: &mut Table, op: Op<'_>, ticks: i64, name: &str) -> Result<Chang
             }
             (
                 entity,
-                (mode == UpdateMode::Merge).then(|| old.properties(&table.names, None)),
+                (mode == UpdateMode::Merge).then(|| old.properties(names, None)),
             )
         }
         Op::Upsert(entity, mode) => {
             let base = match mode {
-                UpdateMode::Merge => existing.map(|old| old.properties(&table.names, None)),
+                UpdateMode::Merge => existing.map(|old| old.properties(names, None)),
                 UpdateMode::Replace => None,
             };
             (entity, base)
@@ -312,35 +318,37 @@ fn decide(table: &mut Table, op: Op<'_>, ticks: i64, name: &str) -> Result<Chang
         }
     };
     let row = match base {
-        None => Row::encode(ticks, &entity.properties, &mut table.names),
+        None => Row::encode(ticks, &entity.properties, names),
         Some(mut props) => {
             for (n, v) in entity.properties.iter() {
                 props.insert(n, v.clone());
             }
-            Row::encode(ticks, &props, &mut table.names)
+            Row::encode(ticks, &props, names)
         }
     };
     Ok(Change::Put(row))
 }
 
-fn apply(table: &mut Table, pk: &str, rk: &str, change: Change) {
-    let pk = encode_key(pk);
+/// Applies a decided change at the stored keys `pk`, `rk`.
+fn apply(partitions: &mut BTreeMap<Box<[u8]>, Partition>, pk: &[u8], rk: &[u8], change: Change) {
     match change {
         Change::Put(row) => {
-            let partition = match table.partitions.get_mut(pk.as_ref()) {
+            let partition = match partitions.get_mut(pk) {
                 Some(p) => p,
-                None => table
-                    .partitions
-                    .entry(pk.into_owned().into_boxed_slice())
-                    .or_default(),
+                None => partitions.entry(pk.into()).or_default(),
             };
-            partition.insert(encode_key(rk).into_owned().into_boxed_slice(), row);
+            match partition.get_mut(rk) {
+                Some(slot) => *slot = row,
+                None => {
+                    partition.insert(rk.into(), row);
+                }
+            }
         }
         Change::Remove => {
-            if let Some(partition) = table.partitions.get_mut(pk.as_ref()) {
-                partition.remove(encode_key(rk).as_ref());
+            if let Some(partition) = partitions.get_mut(pk) {
+                partition.remove(rk);
                 if partition.is_empty() {
-                    table.partitions.remove(pk.as_ref());
+                    partitions.remove(pk);
                 }
             }
         }
@@ -355,10 +363,35 @@ impl MemBackend {
         let delay = self.delay();
         let mut state = self.shared.state.write();
         let ticks = state.next_ticks();
-        let t = state.table_mut(table, delay)?;
-        let change = decide(t, op, ticks, table)?;
+        let Table {
+            names, partitions, ..
+        } = state.table_mut(table, delay)?;
         let (pk, rk) = op.keys();
-        apply(t, pk, rk, change);
+        let (pk, rk) = (encode_key(pk), encode_key(rk));
+        // One lookup of the partition and one of the row serve both the
+        // decision and the change.
+        match partitions.get_mut(pk.as_ref()) {
+            Some(partition) => {
+                let slot = partition.get_mut(rk.as_ref());
+                match (decide(names, slot.as_deref(), op, ticks, table)?, slot) {
+                    (Change::Put(row), Some(slot)) => *slot = row,
+                    (Change::Put(row), None) => {
+                        partition.insert(rk.into(), row);
+                    }
+                    (Change::Remove, _) => {
+                        partition.remove(rk.as_ref());
+                        if partition.is_empty() {
+                            partitions.remove(pk.as_ref());
+                        }
+                    }
+                }
+            }
+            None => {
+                if let Change::Put(row) = decide(names, None, op, ticks, table)? {
+                    partitions.insert(pk.into(), Partition::from([(rk.into(), row)]));
+                }
+            }
+        }
         Ok(etag_of(ticks))
     }
 }
@@ -553,18 +586,26 @@ impl TableBackend for MemBackend {
         let delay = self.delay();
         // One timestamp for the whole batch, as the live service gives.
         let ticks = state.next_ticks();
-        let t = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
+        let Table {
+            names, partitions, ..
+        } = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
         // Decide every change first; apply only when all succeed (atomicity).
         // Each entity appears once, so no decision depends on another.
+        let pk = encode_key(operations[0].keys().0);
+        let partition = partitions.get(pk.as_ref());
         let mut changes = Vec::with_capacity(operations.len());
         for (index, op) in operations.iter().enumerate() {
-            changes.push(decide(t, op.into(), ticks, table).map_err(|e| e.in_batch(index))?);
+            let rk = encode_key(op.keys().1);
+            let existing = partition.and_then(|p| p.get(rk.as_ref()));
+            let change =
+                decide(names, existing, op.into(), ticks, table).map_err(|e| e.in_batch(index))?;
+            changes.push((rk, change));
         }
+        let etag = etag_of(ticks);
         let mut etags = Vec::with_capacity(operations.len());
-        for (op, change) in operations.iter().zip(changes) {
-            let (pk, rk) = op.keys();
-            etags.push(matches!(change, Change::Put(_)).then(|| etag_of(ticks)));
-            apply(t, pk, rk, change);
+        for (rk, change) in changes {
+            etags.push(matches!(change, Change::Put(_)).then(|| etag.clone()));
+            apply(partitions, &pk, &rk, change);
         }
         Ok(etags)
     }

@@ -177,11 +177,52 @@ impl DateTime {
         )
     }
 
-    /// Writes the timestamp with exactly seven fractional digits, as the service
+    /// Writes the timestamp with exactly seven fractional digits, as Azurite
     /// writes ETags and Timestamps (`2021-02-01T20:58:58.3738734Z`).
     pub fn to_string_7(self) -> String {
+        let mut out = String::with_capacity(28);
+        self.write_iso(&mut out, ":", false);
+        out
+    }
+
+    /// Appends the ISO-8601 text to `out`, with `colon` between the time's
+    /// fields (`%3A` inside ETags) and trailing fraction zeros trimmed when
+    /// `trim` is set. Hand-rolled: this runs on every write and read of the
+    /// in-memory backend, and `format!` is several times slower.
+    pub(crate) fn write_iso(self, out: &mut String, colon: &str, trim: bool) {
+        fn digits(out: &mut String, value: i64, width: usize) {
+            let mut buf = [b'0'; 7];
+            let mut v = value;
+            for slot in buf[..width].iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+            // Only ASCII digits were written.
+            out.push_str(std::str::from_utf8(&buf[..width]).unwrap_or_default());
+        }
         let (y, mo, d, h, mi, s, frac) = self.parts();
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{frac:07}Z")
+        digits(out, i64::from(y), 4);
+        out.push('-');
+        digits(out, i64::from(mo), 2);
+        out.push('-');
+        digits(out, i64::from(d), 2);
+        out.push('T');
+        digits(out, h, 2);
+        out.push_str(colon);
+        digits(out, mi, 2);
+        out.push_str(colon);
+        digits(out, s, 2);
+        if !trim || frac != 0 {
+            let mut width = 7;
+            let mut frac = frac;
+            while trim && frac % 10 == 0 {
+                frac /= 10;
+                width -= 1;
+            }
+            out.push('.');
+            digits(out, frac, width);
+        }
+        out.push('Z');
     }
 }
 
@@ -189,13 +230,9 @@ impl DateTime {
 /// (`2020-09-17T00:00:00Z`, `…05.1Z`).
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (y, mo, d, h, mi, s, frac) = self.parts();
-        write!(f, "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")?;
-        if frac != 0 {
-            let digits = format!("{frac:07}");
-            write!(f, ".{}", digits.trim_end_matches('0'))?;
-        }
-        f.write_str("Z")
+        let mut out = String::with_capacity(28);
+        self.write_iso(&mut out, ":", true);
+        f.write_str(&out)
     }
 }
 
@@ -308,6 +345,24 @@ mod tests {
             "0001-01-01T00:00:00Z",
         ] {
             assert!(DateTime::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_round_trips_and_matches_a_reference(ticks in DateTime::MIN.ticks()..=DateTime::MAX.ticks()) {
+            let t = DateTime::from_ticks(ticks).unwrap();
+            proptest::prop_assert_eq!(DateTime::parse(&t.to_string()).unwrap(), t);
+            proptest::prop_assert_eq!(DateTime::parse(&t.to_string_7()).unwrap(), t);
+            let odt = time::OffsetDateTime::from(t);
+            let frac = format!("{:07}", odt.nanosecond() / 100);
+            let reference = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{frac}Z",
+                odt.year(), u8::from(odt.month()), odt.day(), odt.hour(), odt.minute(), odt.second()
+            );
+            proptest::prop_assert_eq!(t.to_string_7(), reference.clone());
+            let trimmed = reference.trim_end_matches('Z').trim_end_matches('0').trim_end_matches('.').to_owned() + "Z";
+            proptest::prop_assert_eq!(t.to_string(), trimmed);
         }
     }
 

@@ -117,8 +117,11 @@ impl ETag {
 
     /// The service's ETag for an entity written at `timestamp`.
     pub fn from_timestamp(timestamp: DateTime) -> ETag {
-        let text = timestamp.to_string().replace(':', "%3A");
-        ETag(format!("W/\"datetime'{text}'\""))
+        let mut tag = String::with_capacity(48);
+        tag.push_str("W/\"datetime'");
+        timestamp.write_iso(&mut tag, "%3A", true);
+        tag.push_str("'\"");
+        ETag(tag)
     }
 
     /// The write time inside a `W/"datetime'…'"` ETag, if it has that form.

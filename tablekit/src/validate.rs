@@ -104,7 +104,12 @@ pub fn property_name(name: &str) -> Result<(), InvalidInput> {
     let Some(first) = chars.next() else {
         return Err(InvalidInput::PropertyNameEmpty);
     };
-    let len = name.chars().count();
+    // A name of at most 255 bytes has at most 255 characters: count only longer ones.
+    let len = if name.len() <= MAX_PROPERTY_NAME {
+        0
+    } else {
+        name.chars().count()
+    };
     if len > MAX_PROPERTY_NAME {
         return Err(InvalidInput::PropertyNameTooLong {
             name: name.to_owned(),
