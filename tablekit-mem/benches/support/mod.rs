@@ -29,7 +29,7 @@ pub fn entity(p: usize, r: usize) -> Entity {
         .with("Email", format!("employee{n}@contoso.com"))
         .with("Age", (20 + n % 45) as i32)
         .with("Salary", 1000.0 + (n % 5000) as f64 * 1.25)
-        .with("Active", n % 3 != 0)
+        .with("Active", !n.is_multiple_of(3))
         .with(
             "Hired",
             DateTime::from_ticks(DateTime::MIN.ticks() + n as i64 * 10_000_000_000)
