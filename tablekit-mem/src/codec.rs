@@ -88,6 +88,10 @@ const DATETIME: u8 = 5;
 const GUID: u8 = 6;
 const BINARY: u8 = 7;
 
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push(v as u8 | 0x80);
@@ -137,25 +141,27 @@ pub(crate) struct Row(Box<[u8]>);
 impl Row {
     /// Encodes `props`, interning their names in `names`.
     pub(crate) fn encode(ticks: i64, props: &Properties, names: &mut Names) -> Row {
-        // An upper bound of the size: one allocation, later shrunk in place.
-        let size: usize = 8
-            + 10
-            + props
-                .iter()
-                .map(|(_, v)| {
-                    6 + match v {
-                        Value::String(s) => 10 + s.len(),
-                        Value::Binary(b) => 10 + b.len(),
-                        Value::Guid(_) => 16,
-                        _ => 8,
-                    }
-                })
-                .sum::<usize>();
+        // Intern first, so the exact size is known: one allocation of the
+        // right length (a shrinking reallocation churns the allocator).
+        let mut ids = [0u32; tablekit::validate::limits::MAX_PROPERTIES];
+        let mut size = 8 + varint_len(props.len() as u64);
+        for ((name, value), id) in props.iter().zip(ids.iter_mut()) {
+            *id = names.intern(name);
+            size += varint_len(u64::from(*id)) + 1;
+            size += match value {
+                Value::String(s) => varint_len(s.len() as u64) + s.len(),
+                Value::Binary(b) => varint_len(b.len() as u64) + b.len(),
+                Value::Int32(_) => 4,
+                Value::Boolean(_) => 1,
+                Value::Guid(_) => 16,
+                Value::Int64(_) | Value::Double(_) | Value::DateTime(_) => 8,
+            };
+        }
         let mut out = Vec::with_capacity(size);
         out.extend_from_slice(&ticks.to_le_bytes());
         put_varint(&mut out, props.len() as u64);
-        for (name, value) in props.iter() {
-            put_varint(&mut out, u64::from(names.intern(name)));
+        for ((_, value), id) in props.iter().zip(ids) {
+            put_varint(&mut out, u64::from(id));
             match value {
                 Value::String(s) => {
                     out.push(STRING);
@@ -193,6 +199,7 @@ impl Row {
                 }
             }
         }
+        debug_assert_eq!(out.len(), size);
         Row(out.into_boxed_slice())
     }
 

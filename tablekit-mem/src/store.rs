@@ -1,11 +1,12 @@
 //! Tables, partitions and key-range scans.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use rustc_hash::FxHashMap;
 use tablekit::filter::{CompareOp, Filter};
 use tablekit::{ContinuationToken, Error, InvalidInput, Value};
 
@@ -27,9 +28,9 @@ pub(crate) struct Table {
 #[derive(Debug, Default)]
 pub(crate) struct State {
     /// Tables by lower-cased name (names compare case-insensitively).
-    pub(crate) tables: HashMap<Box<str>, Table>,
+    pub(crate) tables: FxHashMap<Box<str>, Table>,
     /// Recently deleted tables, by lower-cased name, with the time of deletion.
-    pub(crate) deleted: HashMap<Box<str>, Instant>,
+    pub(crate) deleted: FxHashMap<Box<str>, Instant>,
     /// Ticks of the latest write, so every write gets a later timestamp.
     pub(crate) last_ticks: i64,
 }

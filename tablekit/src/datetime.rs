@@ -191,14 +191,11 @@ impl DateTime {
     /// in-memory backend, and `format!` is several times slower.
     pub(crate) fn write_iso(self, out: &mut String, colon: &str, trim: bool) {
         fn digits(out: &mut String, value: i64, width: usize) {
-            let mut buf = [b'0'; 7];
-            let mut v = value;
-            for slot in buf[..width].iter_mut().rev() {
-                *slot = b'0' + (v % 10) as u8;
-                v /= 10;
+            let mut divisor = 10i64.pow(width as u32 - 1);
+            while divisor > 0 {
+                out.push(char::from(b'0' + (value / divisor % 10) as u8));
+                divisor /= 10;
             }
-            // Only ASCII digits were written.
-            out.push_str(std::str::from_utf8(&buf[..width]).unwrap_or_default());
         }
         let (y, mo, d, h, mi, s, frac) = self.parts();
         digits(out, i64::from(y), 4);

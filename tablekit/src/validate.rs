@@ -75,7 +75,15 @@ pub fn is_forbidden_key_char(c: char) -> bool {
 /// Checks a PartitionKey or RowKey: at most 512 UTF-16 code units, none of the
 /// forbidden characters. The empty key is allowed.
 pub fn key(kind: KeyKind, key: &str) -> Result<(), InvalidInput> {
-    if let Some(character) = key.chars().find(|c| is_forbidden_key_char(*c)) {
+    let forbidden = if key.is_ascii() {
+        // ASCII keys, the common case, are checked byte by byte.
+        key.bytes()
+            .map(char::from)
+            .find(|c| is_forbidden_key_char(*c))
+    } else {
+        key.chars().find(|c| is_forbidden_key_char(*c))
+    };
+    if let Some(character) = forbidden {
         return Err(InvalidInput::KeyForbiddenCharacter {
             kind,
             key: key.to_owned(),
@@ -117,10 +125,15 @@ pub fn property_name(name: &str) -> Result<(), InvalidInput> {
             max: MAX_PROPERTY_NAME,
         });
     }
-    let bad_char = if first.is_alphabetic() || first == '_' {
-        chars.find(|c| !(c.is_alphanumeric() || *c == '_'))
-    } else {
+    let bad_char = if !(first.is_alphabetic() || first == '_') {
         Some(first)
+    } else if name.is_ascii() {
+        // The common case, without Unicode tables.
+        name.bytes()
+            .find(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+            .map(char::from)
+    } else {
+        chars.find(|c| !(c.is_alphanumeric() || *c == '_'))
     };
     if let Some(character) = bad_char {
         return Err(InvalidInput::PropertyNameInvalid {
@@ -161,12 +174,13 @@ pub fn property_value(name: &str, value: &Value) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// Checks a property set: count, names, values.
+/// Checks a property set: count, names, values. Returns the properties' part
+/// of the service's entity-size formula (`Σ 8 + 2·len(name) + sizeof(value)`).
 pub fn properties(
     partition_key: &str,
     row_key: &str,
     props: &Properties,
-) -> Result<(), InvalidInput> {
+) -> Result<usize, InvalidInput> {
     if props.len() > MAX_PROPERTIES {
         return Err(InvalidInput::TooManyProperties {
             partition_key: partition_key.to_owned(),
@@ -175,20 +189,23 @@ pub fn properties(
             max: MAX_PROPERTIES,
         });
     }
+    let mut size = 0;
     for (name, value) in props.iter() {
         property_name(name)?;
         property_value(name, value)?;
+        size += 8 + 2 * utf16_len(name) + value.stored_size();
     }
-    Ok(())
+    Ok(size)
 }
 
 /// Checks everything about an entity that is written: keys, property count,
-/// names, value sizes, and the entity's size by the service's formula.
+/// names, value sizes, and the entity's size by the service's formula
+/// ([`Entity::stored_size`], computed in the same pass).
 pub fn entity(entity: &Entity) -> Result<(), InvalidInput> {
     key(KeyKind::PartitionKey, &entity.partition_key)?;
     key(KeyKind::RowKey, &entity.row_key)?;
-    properties(&entity.partition_key, &entity.row_key, &entity.properties)?;
-    let size = entity.stored_size();
+    let keys = 4 + 2 * (utf16_len(&entity.partition_key) + utf16_len(&entity.row_key));
+    let size = keys + properties(&entity.partition_key, &entity.row_key, &entity.properties)?;
     if size > MAX_ENTITY_SIZE {
         return Err(InvalidInput::EntityTooLarge {
             partition_key: entity.partition_key.clone(),
