@@ -319,11 +319,15 @@ fn decide(
     };
     let row = match base {
         None => Row::encode(ticks, &entity.properties, names),
-        Some(mut props) => {
+        Some(props) => {
+            let mut merged = Entity::new(pk, rk);
+            merged.properties = props;
             for (n, v) in entity.properties.iter() {
-                props.insert(n, v.clone());
+                merged.properties.insert(n, v.clone());
             }
-            Row::encode(ticks, &props, names)
+            // Each part was valid; their union must still fit one entity.
+            validate::entity(&merged)?;
+            Row::encode(ticks, &merged.properties, names)
         }
     };
     Ok(Change::Put(row))

@@ -219,13 +219,46 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
     Ok(entity)
 }
 
-/// Reads an entity from JSON text.
+/// Reads an entity from JSON text. Unlike [`from_json`], this sees a member
+/// given twice and refuses it with [`InvalidInput::DuplicateProperty`], as the
+/// service does (`DuplicatePropertiesSpecified`).
 pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
-    let json: Json = serde_json::from_str(text).map_err(|e| InvalidInput::PropertyValue {
+    /// The members of a JSON object in order, duplicates kept.
+    struct Members(Vec<(String, Json)>);
+    impl<'de> serde::Deserialize<'de> for Members {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Members;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("a JSON object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Members, A::Error> {
+                    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                    while let Some(member) = map.next_entry()? {
+                        members.push(member);
+                    }
+                    Ok(Members(members))
+                }
+            }
+            deserializer.deserialize_map(Visitor)
+        }
+    }
+    let Members(members) = serde_json::from_str(text).map_err(|e| InvalidInput::PropertyValue {
         property: String::new(),
-        reason: format!("not JSON: {e}"),
+        reason: format!("not a JSON object: {e}"),
     })?;
-    from_json(&json)
+    let mut map = Map::with_capacity(members.len());
+    for (name, value) in members {
+        if map.contains_key(&name) {
+            return Err(InvalidInput::DuplicateProperty { name });
+        }
+        map.insert(name, value);
+    }
+    from_json(&Json::Object(map))
 }
 
 /// Reads one property value; `Ok(None)` for `null` (an absent property).
@@ -432,9 +465,19 @@ mod tests {
             r#"{"PartitionKey":"p","RowKey":"r","x":[1]}"#,
             r#"{"PartitionKey":1,"RowKey":"r"}"#,
             r#"{"RowKey":"r"}"#,
+            r#"[1, 2]"#,
         ] {
             assert!(from_str(body).is_err(), "{body} accepted");
         }
+    }
+
+    #[test]
+    fn duplicate_members_are_refused() {
+        let body = r#"{"PartitionKey":"p","RowKey":"r","a":1,"b":2,"a":3}"#;
+        assert_eq!(
+            from_str(body),
+            Err(InvalidInput::DuplicateProperty { name: "a".into() })
+        );
     }
 
     #[test]

@@ -77,6 +77,7 @@ macro_rules! __with_table_tests {
             key_limits_are_enforced
             property_limits_are_enforced
             value_and_entity_limits_are_enforced
+            merged_entities_must_fit
             query_limits_are_enforced
         }
     };

@@ -196,6 +196,74 @@ pub async fn property_limits_are_enforced(backend: &dyn TableBackend) {
     backend.delete_table(&table).await.expect("delete table");
 }
 
+/// A merge whose result would break a limit fails, though each part is valid.
+///
+/// The client cannot see this coming without reading the stored entity, so a
+/// REST backend relies on the service here (Azurite does not check; see
+/// AZURE_TABLE.md §10).
+pub async fn merged_entities_must_fit(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "mergefit").await;
+    let mut base = Entity::new("p", "r");
+    for i in 0..200 {
+        base.insert(format!("a{i}"), i);
+    }
+    backend
+        .insert_entity(&table, &base)
+        .await
+        .expect("200 properties");
+    let mut more = Entity::new("p", "r");
+    for i in 0..60 {
+        more.insert(format!("b{i}"), i);
+    }
+    for result in [
+        backend
+            .update_entity(&table, &more, UpdateMode::Merge, &IfMatch::Any)
+            .await,
+        backend
+            .upsert_entity(&table, &more, UpdateMode::Merge)
+            .await,
+    ] {
+        assert_invalid(result, "merge to 260 properties", |e| {
+            matches!(e, InvalidInput::TooManyProperties { count: 260, .. })
+        });
+    }
+    // Replacing with the same 60 is fine: replace does not keep the old ones.
+    backend
+        .update_entity(&table, &more, UpdateMode::Replace, &IfMatch::Any)
+        .await
+        .expect("replace");
+
+    let mut big = Entity::new("p", "big");
+    for i in 0..20 {
+        big.insert(format!("s{i}"), "x".repeat(14_000));
+    }
+    backend
+        .insert_entity(&table, &big)
+        .await
+        .expect("a 560 KB entity");
+    let mut more = Entity::new("p", "big");
+    for i in 20..40 {
+        more.insert(format!("s{i}"), "x".repeat(14_000));
+    }
+    let result = backend
+        .update_entity(&table, &more, UpdateMode::Merge, &IfMatch::Any)
+        .await;
+    assert_invalid(result, "merge over 1 MiB", |e| {
+        matches!(e, InvalidInput::EntityTooLarge { .. })
+    });
+    let stored = backend
+        .try_get_entity(&table, "p", "big")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        stored.properties.len(),
+        20,
+        "the failed merge changed nothing"
+    );
+    backend.delete_table(&table).await.expect("delete table");
+}
+
 /// Values: strings ≤ 32,000 UTF-16 units, binaries ≤ 64,000 bytes, entities ≤ 1 MiB
 /// by the service's size formula.
 pub async fn value_and_entity_limits_are_enforced(backend: &dyn TableBackend) {
