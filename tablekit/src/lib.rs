@@ -53,6 +53,7 @@ mod error;
 mod ext;
 pub mod filter;
 pub mod json;
+pub mod key;
 pub mod keyorder;
 pub mod layer;
 pub mod validate;

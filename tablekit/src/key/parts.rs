@@ -1,0 +1,245 @@
+//! [`KeyPart`] for the supported component types.
+
+use super::{ESCAPE_MARK, KeyPart};
+use crate::datetime::DateTime;
+
+/// Writes `value` as exactly `width` decimal digits.
+fn write_digits(out: &mut String, value: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut v = value;
+    for slot in buf[..width].iter_mut().rev() {
+        *slot = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    for b in &buf[..width] {
+        out.push(char::from(*b));
+    }
+}
+
+fn read_digits(text: &str, width: usize) -> Result<u64, String> {
+    if text.len() != width || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("expected {width} digits, found {text:?}"));
+    }
+    text.parse()
+        .map_err(|_| format!("{text:?} is out of range"))
+}
+
+macro_rules! unsigned_parts {
+    ($($ty:ty => $width:literal),*) => {$(
+        impl KeyPart for $ty {
+            const WIDTH: usize = $width;
+            fn write_key(&self, out: &mut String) {
+                write_digits(out, u64::from(*self), $width);
+            }
+            fn read_key(text: &str) -> Result<Self, String> {
+                let v = read_digits(text, $width)?;
+                <$ty>::try_from(v).map_err(|_| format!("{v} is out of range for {}", stringify!($ty)))
+            }
+        }
+    )*};
+}
+
+unsigned_parts!(u8 => 3, u16 => 5, u32 => 10, u64 => 20);
+
+macro_rules! signed_parts {
+    ($($ty:ty => $digits:literal),*) => {$(
+        impl KeyPart for $ty {
+            const WIDTH: usize = 1 + $digits;
+            fn write_key(&self, out: &mut String) {
+                // Negative values: `-` (below `0`) then 10^digits − |v|, so a
+                // larger magnitude sorts first.
+                let v = i64::from(*self);
+                if v < 0 {
+                    out.push('-');
+                    write_digits(out, 10u64.pow($digits) - v.unsigned_abs(), $digits);
+                } else {
+                    out.push('0');
+                    write_digits(out, v as u64, $digits);
+                }
+            }
+            fn read_key(text: &str) -> Result<Self, String> {
+                let (sign, digits) = text.split_at_checked(1).ok_or_else(|| "empty signed number".to_owned())?;
+                let magnitude = read_digits(digits, $digits)?;
+                let v = match sign {
+                    "0" => i128::from(magnitude),
+                    "-" => i128::from(magnitude) - i128::from(10u64.pow($digits)),
+                    _ => return Err(format!("bad sign in {text:?}")),
+                };
+                if sign == "-" && v >= 0 {
+                    return Err(format!("{text:?} is not a negative number"));
+                }
+                <$ty>::try_from(v).map_err(|_| format!("{v} is out of range for {}", stringify!($ty)))
+            }
+        }
+    )*};
+}
+
+signed_parts!(i8 => 3, i16 => 5, i32 => 10, i64 => 19);
+
+impl KeyPart for bool {
+    const WIDTH: usize = 1;
+    fn write_key(&self, out: &mut String) {
+        out.push(if *self { '1' } else { '0' });
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        match text {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(format!("expected 0 or 1, found {text:?}")),
+        }
+    }
+}
+
+impl KeyPart for DateTime {
+    const WIDTH: usize = 28;
+    fn write_key(&self, out: &mut String) {
+        self.write_iso(out, ":", false);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        if text.len() != Self::WIDTH {
+            return Err(format!("expected a 28-character timestamp, found {text:?}"));
+        }
+        DateTime::parse(text).map_err(|e| e.to_string())
+    }
+}
+
+/// A timestamp that sorts newest first in a key (the log-tail pattern): its
+/// encoding is the 19-digit tick count of [`DateTime::MAX`] minus the time's
+/// ticks, and it converts back to the time.
+///
+/// ```
+/// use tablekit::{DateTime, key::{InvertedTime, encode}};
+/// let older = InvertedTime(DateTime::parse("2020-01-01T00:00:00Z")?);
+/// let newer = InvertedTime(DateTime::parse("2021-01-01T00:00:00Z")?);
+/// assert!(encode(&newer) < encode(&older));
+/// # Ok::<(), tablekit::InvalidInput>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InvertedTime(pub DateTime);
+
+impl PartialOrd for InvertedTime {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Newest first: the order of the keys.
+impl Ord for InvertedTime {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.0.cmp(&self.0)
+    }
+}
+
+impl KeyPart for InvertedTime {
+    const WIDTH: usize = 19;
+    fn write_key(&self, out: &mut String) {
+        write_digits(out, (DateTime::MAX.ticks() - self.0.ticks()) as u64, 19);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        let inverted = read_digits(text, 19)?;
+        let ticks = DateTime::MAX
+            .ticks()
+            .checked_sub(inverted as i64)
+            .ok_or("out of range")?;
+        DateTime::from_ticks(ticks)
+            .map(InvertedTime)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl KeyPart for uuid::Uuid {
+    const WIDTH: usize = 36;
+    fn write_key(&self, out: &mut String) {
+        let mut buf = [0u8; 36];
+        out.push_str(self.hyphenated().encode_lower(&mut buf));
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        if text.len() != Self::WIDTH || text.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(format!(
+                "expected a lower-case hyphenated UUID, found {text:?}"
+            ));
+        }
+        uuid::Uuid::try_parse(text).map_err(|e| e.to_string())
+    }
+}
+
+/// The base character and the selector of an escaped character, or `None`
+/// for characters written as they are.
+fn escape(c: char) -> Option<(char, char)> {
+    let code = c as u32;
+    let offset = |base: u32| char::from_u32(0x100 + code - base);
+    match c {
+        '\u{0}'..='\u{20}' => Some((' ', offset(0)?)),
+        '#' => Some(('"', '0')),
+        '/' => Some(('.', '0')),
+        '?' => Some(('>', '0')),
+        '\\' => Some(('[', '0')),
+        '\u{7F}'..='\u{9F}' => Some(('~', offset(0x7F)?)),
+        '\u{FFFD}'..='\u{FFFF}' => Some(('\u{FFFC}', offset(0xFFFD)?)),
+        _ => None,
+    }
+}
+
+fn unescape(base: char, selector: char) -> Option<char> {
+    let index = (selector as u32).checked_sub(0x100);
+    let shifted = |start: u32, count: u32| {
+        index
+            .filter(|i| *i < count)
+            .and_then(|i| char::from_u32(start + i))
+    };
+    match (base, selector) {
+        (' ', _) => shifted(0, 0x21),
+        ('"', '0') => Some('#'),
+        ('.', '0') => Some('/'),
+        ('>', '0') => Some('?'),
+        ('[', '0') => Some('\\'),
+        ('~', _) => shifted(0x7F, 0x21),
+        ('\u{FFFC}', _) => shifted(0xFFFD, 3),
+        _ => None,
+    }
+}
+
+impl KeyPart for String {
+    const WIDTH: usize = 0;
+    fn write_key(&self, out: &mut String) {
+        write_escaped(self, out);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if chars.peek() == Some(&ESCAPE_MARK) {
+                chars.next();
+                let selector = chars.next().ok_or("truncated escape")?;
+                out.push(
+                    unescape(c, selector)
+                        .ok_or_else(|| format!("bad escape {c:?} {selector:?}"))?,
+                );
+            } else if c == ESCAPE_MARK || escape(c).is_some() {
+                return Err(format!("unescaped {c:?} in a string component"));
+            } else {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Appends `text` with the escapes of the string encoding.
+pub(crate) fn write_escaped(text: &str, out: &mut String) {
+    // Most key strings need no escape: copy them whole.
+    if !text.chars().any(|c| escape(c).is_some()) {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        match escape(c) {
+            Some((base, selector)) => {
+                out.push(base);
+                out.push(ESCAPE_MARK);
+                out.push(selector);
+            }
+            None => out.push(c),
+        }
+    }
+}

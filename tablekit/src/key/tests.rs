@@ -1,0 +1,208 @@
+use std::cmp::Ordering;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::keyorder::cmp_utf16;
+use crate::validate::is_forbidden_key_char;
+
+/// Checks the codec contract for one pair of values.
+fn check_pair<K: KeyTuple + PartialEq + std::fmt::Debug>(
+    a: &K,
+    b: &K,
+    order: impl Fn(&K, &K) -> Ordering,
+) -> Result<(), TestCaseError> {
+    let (ea, eb) = (encode(a), encode(b));
+    prop_assert_eq!(
+        &K::decode(&ea).map_err(|e| TestCaseError::fail(e.to_string()))?,
+        a
+    );
+    prop_assert_eq!(
+        &K::decode(&eb).map_err(|e| TestCaseError::fail(e.to_string()))?,
+        b
+    );
+    prop_assert_eq!(
+        cmp_utf16(&ea, &eb),
+        order(a, b),
+        "{:?} {:?} -> {:?} {:?}",
+        a,
+        b,
+        ea,
+        eb
+    );
+    for e in [&ea, &eb] {
+        prop_assert!(
+            !e.chars().any(is_forbidden_key_char),
+            "forbidden character in {:?}",
+            e
+        );
+    }
+    Ok(())
+}
+
+/// Strings rich in the characters the encoding treats specially.
+fn tricky_string() -> impl Strategy<Value = String> {
+    let special = prop_oneof![
+        Just('\u{0}'),
+        Just('\u{1F}'),
+        Just(' '),
+        Just('!'),
+        Just('"'),
+        Just('#'),
+        Just('.'),
+        Just('/'),
+        Just('>'),
+        Just('?'),
+        Just('['),
+        Just('\\'),
+        Just('_'),
+        Just('`'),
+        Just('~'),
+        Just('\u{7F}'),
+        Just('\u{9F}'),
+        Just('\u{A0}'),
+        Just('\u{100}'),
+        Just('\u{120}'),
+        Just('\u{E000}'),
+        Just('\u{FFFC}'),
+        Just('\u{FFFD}'),
+        Just('\u{FFFF}'),
+        Just('\u{10000}'),
+        Just('\u{1F600}'),
+        Just('a'),
+        Just('b'),
+    ];
+    proptest::collection::vec(special, 0..6).prop_map(|cs| cs.into_iter().collect())
+}
+
+fn any_string() -> impl Strategy<Value = String> {
+    prop_oneof![tricky_string(), any::<String>()]
+}
+
+fn utf16_order(a: &String, b: &String) -> Ordering {
+    cmp_utf16(a, b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn unsigned(a: u64, b: u64, c: u8, d: u8, e: u16, f: u16, g: u32, h: u32) {
+        check_pair(&a, &b, Ord::cmp)?;
+        check_pair(&c, &d, Ord::cmp)?;
+        check_pair(&e, &f, Ord::cmp)?;
+        check_pair(&g, &h, Ord::cmp)?;
+    }
+
+    #[test]
+    fn signed(a: i64, b: i64, c: i8, d: i8, e: i16, f: i16, g: i32, h: i32) {
+        check_pair(&a, &b, Ord::cmp)?;
+        check_pair(&c, &d, Ord::cmp)?;
+        check_pair(&e, &f, Ord::cmp)?;
+        check_pair(&g, &h, Ord::cmp)?;
+    }
+
+    #[test]
+    fn bools_and_uuids(a: bool, b: bool, x: u128, y: u128) {
+        check_pair(&a, &b, Ord::cmp)?;
+        check_pair(&uuid::Uuid::from_u128(x), &uuid::Uuid::from_u128(y), Ord::cmp)?;
+    }
+
+    #[test]
+    fn datetimes(a in DateTime::MIN.ticks()..=DateTime::MAX.ticks(), b in DateTime::MIN.ticks()..=DateTime::MAX.ticks()) {
+        let (a, b) = (DateTime::from_ticks(a).unwrap(), DateTime::from_ticks(b).unwrap());
+        check_pair(&a, &b, Ord::cmp)?;
+        check_pair(&InvertedTime(a), &InvertedTime(b), Ord::cmp)?;
+    }
+
+    #[test]
+    fn strings(a in any_string(), b in any_string()) {
+        check_pair(&a, &b, utf16_order)?;
+    }
+
+    #[test]
+    fn compound_keys(a in (any_string(), any::<u16>(), any_string()), b in (any_string(), any::<u16>(), any_string())) {
+        let order = |x: &(String, u16, String), y: &(String, u16, String)| {
+            cmp_utf16(&x.0, &y.0).then(x.1.cmp(&y.1)).then_with(|| cmp_utf16(&x.2, &y.2))
+        };
+        check_pair(&a, &b, order)?;
+        let order2 = |x: &(String, String), y: &(String, String)| cmp_utf16(&x.0, &y.0).then_with(|| cmp_utf16(&x.1, &y.1));
+        check_pair(&(a.0.clone(), a.2.clone()), &(b.0.clone(), b.2.clone()), order2)?;
+        let order3 = |x: &(u16, String), y: &(u16, String)| x.0.cmp(&y.0).then_with(|| cmp_utf16(&x.1, &y.1));
+        check_pair(&(a.1, a.0.clone()), &(b.1, b.0.clone()), order3)?;
+    }
+
+    /// A prefix range holds exactly the keys whose leading component is the prefix.
+    #[test]
+    fn prefix_ranges_stay_inside(p in any_string(), keys in proptest::collection::vec((any_string(), any_string()), 0..12), n: u32) {
+        let mut with_prefix = keys.clone();
+        with_prefix.push((p.clone(), String::new()));
+        with_prefix.push((p.clone(), "x".into()));
+        let mut encoded = String::new();
+        <(String, String) as KeyPrefix<(String,)>>::write_prefix(&(p.clone(),), &mut encoded);
+        let (start, end) = prefix_range(encoded, <(String, String) as KeyPrefix<(String,)>>::last_separator());
+        for key in &with_prefix {
+            let e = encode(key);
+            let inside = cmp_utf16(&e, &start) != Ordering::Less && cmp_utf16(&e, &end) == Ordering::Less;
+            prop_assert_eq!(inside, key.0 == p, "{:?} -> {:?} in [{:?}, {:?})", key, e, start, end);
+        }
+        let mut encoded = String::new();
+        <(u32, String) as KeyPrefix<(u32,)>>::write_prefix(&(n,), &mut encoded);
+        let (start, end) = prefix_range(encoded, <(u32, String) as KeyPrefix<(u32,)>>::last_separator());
+        for other in [n.saturating_sub(1), n, n.saturating_add(1)] {
+            let e = encode(&(other, p.clone()));
+            let inside = cmp_utf16(&e, &start) != Ordering::Less && cmp_utf16(&e, &end) == Ordering::Less;
+            prop_assert_eq!(inside, other == n);
+        }
+    }
+}
+
+#[test]
+fn documented_encodings() {
+    assert_eq!(encode(&123u32), "0000000123");
+    assert_eq!(encode(&-123i32), "-9999999877");
+    assert_eq!(encode(&123i32), "00000000123");
+    assert_eq!(encode(&i64::MIN), "-0776627963145224192");
+    assert_eq!(encode(&true), "1");
+    assert_eq!(encode(&"a b".to_string()), "a \u{FFFD}\u{120}b");
+    assert_eq!(encode(&("a".to_string(), 1u8)), "a 001");
+    assert_eq!(encode(&(1u8, "a".to_string())), "001_a");
+    let t = DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap();
+    assert_eq!(encode(&t), "2020-01-02T03:04:05.1234567Z");
+    assert_eq!(encode(&InvertedTime(DateTime::MAX)), "0000000000000000000");
+}
+
+#[test]
+fn decoding_rejects_what_encoding_never_writes() {
+    for bad in [
+        "12",
+        "000000012x",
+        "-0000000000",
+        "+0000000001",
+        "-9999999999x",
+    ] {
+        assert!(<i32 as KeyTuple>::decode(bad).is_err(), "{bad}");
+    }
+    assert!(<u32 as KeyTuple>::decode("123").is_err());
+    assert!(
+        <String as KeyTuple>::decode("a b").is_err(),
+        "an unescaped space"
+    );
+    assert!(
+        <String as KeyTuple>::decode("a\u{FFFD}").is_err(),
+        "a stray escape mark"
+    );
+    assert!(
+        <String as KeyTuple>::decode("a\u{FFFD}x").is_err(),
+        "an escape with a bad base"
+    );
+    assert!(
+        <(String, u8) as KeyTuple>::decode("abc").is_err(),
+        "no separator"
+    );
+    assert!(
+        <(u8, u8) as KeyTuple>::decode("001-002").is_err(),
+        "wrong separator"
+    );
+    assert!(<uuid::Uuid as KeyTuple>::decode("C9DA6455-213D-42C9-9A79-3E9149A57833").is_err());
+}
