@@ -153,6 +153,9 @@ pub enum Error {
         /// The service's message.
         message: String,
     },
+    /// A stored row does not fit the typed entity it was read as.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
 }
 
 impl Error {
@@ -180,6 +183,87 @@ impl Error {
             source: Box::new(self),
         }
     }
+}
+
+/// Why a stored row cannot be read as a typed entity. Never a wrong value:
+/// tablekit refuses the row instead.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The row belongs to another entity kind.
+    #[error("row {row_key:?} is not of kind `{expected}`")]
+    WrongKind {
+        /// The kind the reader expected.
+        expected: &'static str,
+        /// The RowKey of the row.
+        row_key: String,
+    },
+    /// The row was written by a schema version this reader does not accept.
+    #[error("kind `{kind}` version {found} is outside the supported versions {min}..={max}")]
+    UnsupportedVersion {
+        /// The kind.
+        kind: &'static str,
+        /// The version stored in the row.
+        found: i64,
+        /// The oldest version the reader accepts.
+        min: u32,
+        /// The newest version the reader accepts.
+        max: u32,
+    },
+    /// The row's kind is not one of an enum of kinds.
+    #[error("row {row_key:?} is of no kind among {expected:?}")]
+    UnknownKind {
+        /// The kinds the reader knows.
+        expected: &'static [&'static str],
+        /// The RowKey of the row.
+        row_key: String,
+    },
+    /// A key could not be decoded into the typed key fields.
+    #[error("{kind} {key:?} does not decode into ({fields}): {reason}")]
+    KeyDecode {
+        /// Which key.
+        kind: KeyKind,
+        /// The key as stored.
+        key: String,
+        /// The key fields, in order.
+        fields: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A property is missing, has another type, or holds an unusable value.
+    #[error("property `{property}`: {problem}")]
+    Property {
+        /// The stored property name.
+        property: String,
+        /// What is wrong with it.
+        problem: ValueError,
+    },
+    /// Two fields (one of them flattened) are stored under the same name.
+    #[error("two fields are stored under the property name `{name}`")]
+    NameCollision {
+        /// The name.
+        name: String,
+    },
+}
+
+/// What is wrong with one property value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// The property is absent and the field is not optional.
+    #[error("missing")]
+    Missing,
+    /// The property has another type than the field accepts.
+    #[error("expected {expected}, found {found}")]
+    WrongType {
+        /// What the field accepts.
+        expected: &'static str,
+        /// What is stored.
+        found: crate::value::EdmType,
+    },
+    /// The value does not fit the field's type.
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// Where a key is used.
@@ -420,6 +504,20 @@ pub enum InvalidInput {
         name: String,
         /// Which part of the rule it breaks.
         reason: &'static str,
+    },
+    /// The encoded key of a typed entity is longer than 512 UTF-16 code units.
+    #[error(
+        "{kind} built from ({fields}) is {utf16_len} UTF-16 code units long; the limit is {max}"
+    )]
+    EncodedKeyTooLong {
+        /// Which key.
+        kind: KeyKind,
+        /// The key fields, in order.
+        fields: &'static str,
+        /// The encoded length.
+        utf16_len: usize,
+        /// The limit.
+        max: usize,
     },
     /// A blob name is empty or longer than 1,024 characters.
     #[error("invalid blob name `{name}`: {reason}")]

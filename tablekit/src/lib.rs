@@ -56,6 +56,8 @@ pub mod json;
 pub mod key;
 pub mod keyorder;
 pub mod layer;
+pub mod schema;
+mod table;
 pub mod validate;
 mod value;
 
@@ -69,9 +71,20 @@ pub use backend::{
 pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties};
-pub use error::{Error, InvalidInput, KeyKind, Result};
+pub use error::{Error, InvalidInput, KeyKind, Result, SchemaError, ValueError};
 pub use ext::TableBackendExt;
+pub use key::InvertedTime;
+pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
+pub use table::{
+    BulkFailure, BulkReport, BulkWriter, Loaded, Table, TableBatch, TableQuery, UPDATE_ATTEMPTS,
+};
 pub use value::{EdmType, Value};
 
 /// Re-exported so users and generated code name one version of these crates.
 pub use uuid;
+
+pub use tablekit_derive::{EntityKinds, TableEntity, TableFields};
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;

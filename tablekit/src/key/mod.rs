@@ -41,7 +41,7 @@ mod tests;
 
 use std::fmt;
 
-pub use parts::InvertedTime;
+pub use parts::{InvertedTime, write_escaped};
 
 use crate::datetime::DateTime;
 
@@ -78,7 +78,12 @@ impl std::error::Error for KeyDecodeError {}
 ///   [`VARIABLE_SEPARATOR`] or [`ESCAPE_MARK`] outside escapes;
 /// - a fixed-width part ([`KeyPart::WIDTH`] > 0) writes exactly that many ASCII
 ///   characters.
-pub trait KeyPart: Sized {
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be part of a PartitionKey or RowKey",
+    label = "unsupported key field type",
+    note = "key fields may be integers, bool, String, tablekit::DateTime, tablekit::key::InvertedTime or uuid::Uuid"
+)]
+pub trait KeyPart: Sized + Clone {
     /// The width of every encoding in ASCII characters, or 0 if it varies.
     const WIDTH: usize;
     /// Appends the encoding.
@@ -194,6 +199,22 @@ impl<P: KeyPart> KeyTuple for P {
     }
     fn decode(text: &str) -> Result<Self, KeyDecodeError> {
         KeyReader::new(text).read(true)
+    }
+}
+
+/// An entity without RowKey fields: the RowKey is empty (or only the kind prefix).
+impl KeyTuple for () {
+    const ARITY: usize = 0;
+    fn write_key(&self, _: &mut String) {}
+    fn decode(text: &str) -> Result<Self, KeyDecodeError> {
+        if text.is_empty() {
+            Ok(())
+        } else {
+            Err(KeyDecodeError {
+                component: 0,
+                reason: format!("expected an empty key, found {text:?}"),
+            })
+        }
     }
 }
 

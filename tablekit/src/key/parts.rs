@@ -225,8 +225,9 @@ impl KeyPart for String {
     }
 }
 
-/// Appends `text` with the escapes of the string encoding.
-pub(crate) fn write_escaped(text: &str, out: &mut String) {
+/// Appends `text` with the escapes of the string encoding (what a `String`
+/// key part writes).
+pub fn write_escaped(text: &str, out: &mut String) {
     // Most key strings need no escape: copy them whole.
     if !text.chars().any(|c| escape(c).is_some()) {
         out.push_str(text);

@@ -1,0 +1,221 @@
+//! The validated model of a struct: each field keeps its `syn::Field`.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{Data, DeriveInput, Fields, Ident, Path, Type};
+
+use crate::attr;
+use crate::ctxt::Ctxt;
+
+/// Which derive is expanding.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `TableEntity`: keys, kind, table.
+    Entity,
+    /// `TableFields`: a struct to flatten into entities.
+    Fields,
+}
+
+/// What a field is.
+pub(crate) enum Role {
+    /// A PartitionKey component, with its order key.
+    PartitionKey(u32),
+    /// A RowKey component, with its order key.
+    RowKey(u32),
+    /// One property through `PropertyValue`.
+    Property,
+    /// One property holding JSON.
+    Json,
+    /// One property through a custom codec module.
+    With(Path),
+    /// The fields of a `TableFields` struct, each name after the prefix.
+    Flatten(String),
+    /// Not stored; `Default` on read.
+    Skip,
+}
+
+pub(crate) struct Field<'a> {
+    pub(crate) original: &'a syn::Field,
+    pub(crate) ident: &'a Ident,
+    pub(crate) ty: &'a Type,
+    pub(crate) role: Role,
+    /// The property name (or flatten prefix base) the field is stored under.
+    pub(crate) stored_name: String,
+    /// Where the stored name comes from, for errors.
+    pub(crate) name_tokens: TokenStream,
+    /// Missing property reads as `Default::default()`.
+    pub(crate) default: bool,
+    /// The key attribute's tokens, for errors.
+    pub(crate) key_tokens: Option<TokenStream>,
+}
+
+pub(crate) struct Container<'a> {
+    pub(crate) input: &'a DeriveInput,
+    pub(crate) mode: Mode,
+    pub(crate) attrs: attr::Container,
+    pub(crate) fields: Vec<Field<'a>>,
+}
+
+/// Whether a type is syntactically `Option<…>`.
+pub(crate) fn is_option(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            p.path.segments.last().is_some_and(|s| s.ident == "Option")
+        }
+        Type::Group(g) => is_option(&g.elem),
+        _ => false,
+    }
+}
+
+impl<'a> Container<'a> {
+    /// Builds the model; `None` when the input is not a struct with named fields.
+    pub(crate) fn from_ast(cx: &Ctxt, input: &'a DeriveInput, mode: Mode) -> Option<Container<'a>> {
+        let attrs = attr::Container::parse(cx, &input.attrs, mode == Mode::Entity);
+        let named = match &input.data {
+            Data::Struct(data) => match &data.fields {
+                Fields::Named(named) => named,
+                _ => {
+                    cx.error_spanned_by(
+                        &input.ident,
+                        "tablekit derives need a struct with named fields",
+                    );
+                    return None;
+                }
+            },
+            _ => {
+                cx.error_spanned_by(
+                    &input.ident,
+                    "tablekit derives need a struct with named fields",
+                );
+                return None;
+            }
+        };
+        let fields = named
+            .named
+            .iter()
+            .enumerate()
+            .filter_map(|(position, field)| {
+                Field::from_ast(cx, field, position as u32, &attrs, mode)
+            })
+            .collect();
+        Some(Container {
+            input,
+            mode,
+            attrs,
+            fields,
+        })
+    }
+}
+
+impl<'a> Field<'a> {
+    fn from_ast(
+        cx: &Ctxt,
+        field: &'a syn::Field,
+        position: u32,
+        container: &attr::Container,
+        mode: Mode,
+    ) -> Option<Field<'a>> {
+        let ident = field.ident.as_ref()?;
+        let attrs = attr::Field::parse(cx, &field.attrs);
+        let field_name = ident.to_string();
+        let field_name = field_name
+            .strip_prefix("r#")
+            .unwrap_or(&field_name)
+            .to_owned();
+        let (stored_name, name_tokens) = match &attrs.rename {
+            Some(lit) => (lit.value(), lit.to_token_stream()),
+            None => (
+                container
+                    .rename_all
+                    .map_or(field_name.clone(), |rule| rule.apply(&field_name)),
+                ident.to_token_stream(),
+            ),
+        };
+
+        // At most one role per field.
+        let mut roles: Vec<(Role, TokenStream)> = Vec::new();
+        let mut key_tokens = None;
+        if let Some((role, tokens)) = attrs.partition_key {
+            if mode == Mode::Fields {
+                cx.error_spanned_by(
+                    &tokens,
+                    "keys belong to the entity: `partition_key` is not allowed in TableFields",
+                );
+            }
+            key_tokens = Some(tokens.clone());
+            let order = role.order.map_or(position, |(o, _)| o);
+            roles.push((Role::PartitionKey(order), tokens));
+        }
+        if let Some((role, tokens)) = attrs.row_key {
+            if mode == Mode::Fields {
+                cx.error_spanned_by(
+                    &tokens,
+                    "keys belong to the entity: `row_key` is not allowed in TableFields",
+                );
+            }
+            key_tokens = Some(tokens.clone());
+            let order = role.order.map_or(position, |(o, _)| o);
+            roles.push((Role::RowKey(order), tokens));
+        }
+        if let Some(tokens) = attrs.skip {
+            roles.push((Role::Skip, tokens));
+        }
+        if let Some(tokens) = attrs.json {
+            roles.push((Role::Json, tokens));
+        }
+        if let Some(path) = attrs.with {
+            let tokens = path.to_token_stream();
+            roles.push((Role::With(path), tokens));
+        }
+        if let Some((options, tokens)) = attrs.flatten {
+            let delimiter = options
+                .delimiter
+                .map_or_else(|| "_".to_owned(), |d| d.value());
+            let base = options
+                .prefix
+                .map_or_else(|| stored_name.clone(), |p| p.value());
+            roles.push((Role::Flatten(format!("{base}{delimiter}")), tokens));
+        }
+        if roles.len() > 1 {
+            for (_, tokens) in &roles[1..] {
+                cx.error_spanned_by(tokens, "a field takes at most one of `partition_key`, `row_key`, `skip`, `json`, `with`, `flatten`");
+            }
+        }
+        let role = roles
+            .into_iter()
+            .next()
+            .map_or(Role::Property, |(role, _)| role);
+
+        if let Some(tokens) = &attrs.default
+            && matches!(role, Role::PartitionKey(_) | Role::RowKey(_))
+        {
+            cx.error_spanned_by(
+                tokens,
+                "a key field always has a value: `default` is not allowed on it",
+            );
+        }
+        if let (Some(lit), Role::PartitionKey(_) | Role::RowKey(_)) = (&attrs.rename, &role) {
+            cx.error_spanned_by(lit, "key fields are stored in the keys, not as properties: `rename` has no effect on them");
+        }
+        if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) && is_option(&field.ty) {
+            cx.error_spanned_by(
+                &field.ty,
+                "a key field cannot be an `Option`: every entity has both keys",
+            );
+        }
+        Some(Field {
+            original: field,
+            ident,
+            ty: &field.ty,
+            role,
+            stored_name,
+            name_tokens,
+            default: attrs.default.is_some(),
+            key_tokens,
+        })
+    }
+
+    pub(crate) fn is_key(&self) -> bool {
+        matches!(self.role, Role::PartitionKey(_) | Role::RowKey(_))
+    }
+}

@@ -1,0 +1,315 @@
+//! Parses `#[tablekit(...)]` attributes into typed values.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, LitInt, LitStr, Path, Token};
+
+use crate::case::RenameRule;
+use crate::ctxt::Ctxt;
+
+/// The attribute's name.
+pub(crate) const TABLEKIT: &str = "tablekit";
+
+// Container keywords.
+pub(crate) const TABLE: &str = "table";
+pub(crate) const KIND: &str = "kind";
+pub(crate) const VERSION: &str = "version";
+pub(crate) const MIN_VERSION: &str = "min_version";
+pub(crate) const CRATE: &str = "crate";
+pub(crate) const RENAME_ALL: &str = "rename_all";
+
+// Field keywords.
+pub(crate) const PARTITION_KEY: &str = "partition_key";
+pub(crate) const ROW_KEY: &str = "row_key";
+pub(crate) const RENAME: &str = "rename";
+pub(crate) const SKIP: &str = "skip";
+pub(crate) const DEFAULT: &str = "default";
+pub(crate) const WITH: &str = "with";
+pub(crate) const FLATTEN: &str = "flatten";
+pub(crate) const JSON: &str = "json";
+pub(crate) const PREFIX: &str = "prefix";
+pub(crate) const DELIMITER: &str = "delimiter";
+
+/// One attribute value, remembering where it was first given so a duplicate
+/// can point at both places.
+pub(crate) struct Attr<T> {
+    name: &'static str,
+    first: Option<TokenStream>,
+    value: Option<T>,
+}
+
+impl<T> Attr<T> {
+    pub(crate) fn none(name: &'static str) -> Attr<T> {
+        Attr {
+            name,
+            first: None,
+            value: None,
+        }
+    }
+
+    pub(crate) fn set(&mut self, cx: &Ctxt, tokens: impl ToTokens, value: T) {
+        let tokens = tokens.into_token_stream();
+        if let Some(first) = &self.first {
+            cx.error_spanned_by(
+                &tokens,
+                format!("duplicate tablekit attribute `{}`", self.name),
+            );
+            cx.error_spanned_by(first, format!("first `{}` here", self.name));
+        } else {
+            self.first = Some(tokens);
+            self.value = Some(value);
+        }
+    }
+
+    pub(crate) fn get(self) -> Option<T> {
+        self.value
+    }
+
+    /// The value and the tokens it was given with.
+    pub(crate) fn get_with_tokens(self) -> Option<(T, TokenStream)> {
+        Some((self.value?, self.first?))
+    }
+}
+
+/// Container attributes.
+pub(crate) struct Container {
+    pub(crate) table: Option<LitStr>,
+    pub(crate) kind: Option<LitStr>,
+    pub(crate) version: Option<(u32, TokenStream)>,
+    pub(crate) min_version: Option<(u32, TokenStream)>,
+    pub(crate) crate_path: Option<Path>,
+    pub(crate) rename_all: Option<RenameRule>,
+}
+
+fn tablekit_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|a| a.path().is_ident(TABLEKIT))
+}
+
+fn parse_u32(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(u32, TokenStream)> {
+    let lit: LitInt = match meta.value().and_then(|v| v.parse()) {
+        Ok(lit) => lit,
+        Err(e) => {
+            cx.syn_error(e);
+            return None;
+        }
+    };
+    match lit.base10_parse::<u32>() {
+        Ok(v) => Some((v, lit.into_token_stream())),
+        Err(e) => {
+            cx.syn_error(e);
+            None
+        }
+    }
+}
+
+fn parse_str(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
+    match meta.value().and_then(|v| v.parse::<LitStr>()) {
+        Ok(lit) => Some(lit),
+        Err(e) => {
+            cx.syn_error(e);
+            None
+        }
+    }
+}
+
+fn unknown(meta: &ParseNestedMeta<'_>, what: &str, known: &[&str]) -> syn::Error {
+    let name = meta.path.to_token_stream().to_string().replace(' ', "");
+    let list = known
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    meta.error(format!(
+        "unknown tablekit {what} attribute `{name}`; expected one of {list}"
+    ))
+}
+
+impl Container {
+    pub(crate) fn parse(cx: &Ctxt, attrs: &[Attribute], is_entity: bool) -> Container {
+        let mut table = Attr::none(TABLE);
+        let mut kind = Attr::none(KIND);
+        let mut version = Attr::none(VERSION);
+        let mut min_version = Attr::none(MIN_VERSION);
+        let mut crate_path = Attr::none(CRATE);
+        let mut rename_all = Attr::none(RENAME_ALL);
+        let known: &[&str] = if is_entity {
+            &[TABLE, KIND, VERSION, MIN_VERSION, CRATE, RENAME_ALL]
+        } else {
+            &[CRATE, RENAME_ALL]
+        };
+        for attr in tablekit_attrs(attrs) {
+            let result = attr.parse_nested_meta(|meta| {
+                let path = &meta.path;
+                if is_entity && path.is_ident(TABLE) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        table.set(cx, path, lit);
+                    }
+                } else if is_entity && path.is_ident(KIND) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        kind.set(cx, path, lit);
+                    }
+                } else if is_entity && path.is_ident(VERSION) {
+                    if let Some(v) = parse_u32(cx, &meta) {
+                        version.set(cx, path, v);
+                    }
+                } else if is_entity && path.is_ident(MIN_VERSION) {
+                    if let Some(v) = parse_u32(cx, &meta) {
+                        min_version.set(cx, path, v);
+                    }
+                } else if path.is_ident(CRATE) {
+                    let value: Path = meta.value()?.parse()?;
+                    crate_path.set(cx, path, value);
+                } else if path.is_ident(RENAME_ALL) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        match RenameRule::from_name(&lit.value()) {
+                            Some(rule) => rename_all.set(cx, path, rule),
+                            None => cx.error_spanned_by(
+                                &lit,
+                                format!(
+                                    "unknown rename_all rule; expected one of {}",
+                                    RenameRule::NAMES.join(", ")
+                                ),
+                            ),
+                        }
+                    }
+                } else {
+                    return Err(unknown(&meta, "container", known));
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.syn_error(e);
+            }
+        }
+        Container {
+            table: table.get(),
+            kind: kind.get(),
+            version: version.get(),
+            min_version: min_version.get(),
+            crate_path: crate_path.get(),
+            rename_all: rename_all.get(),
+        }
+    }
+}
+
+/// `flatten` options.
+pub(crate) struct Flatten {
+    pub(crate) prefix: Option<LitStr>,
+    pub(crate) delimiter: Option<LitStr>,
+}
+
+/// A key role with its optional explicit order.
+pub(crate) struct KeyRole {
+    pub(crate) order: Option<(u32, TokenStream)>,
+}
+
+/// Field attributes.
+pub(crate) struct Field {
+    pub(crate) partition_key: Option<(KeyRole, TokenStream)>,
+    pub(crate) row_key: Option<(KeyRole, TokenStream)>,
+    pub(crate) rename: Option<LitStr>,
+    pub(crate) skip: Option<TokenStream>,
+    pub(crate) default: Option<TokenStream>,
+    pub(crate) with: Option<Path>,
+    pub(crate) flatten: Option<(Flatten, TokenStream)>,
+    pub(crate) json: Option<TokenStream>,
+}
+
+const FIELD_KEYWORDS: &[&str] = &[
+    PARTITION_KEY,
+    ROW_KEY,
+    RENAME,
+    SKIP,
+    DEFAULT,
+    WITH,
+    FLATTEN,
+    JSON,
+];
+
+impl Field {
+    pub(crate) fn parse(cx: &Ctxt, attrs: &[Attribute]) -> Field {
+        let mut partition_key = Attr::none(PARTITION_KEY);
+        let mut row_key = Attr::none(ROW_KEY);
+        let mut rename = Attr::none(RENAME);
+        let mut skip = Attr::none(SKIP);
+        let mut default = Attr::none(DEFAULT);
+        let mut with = Attr::none(WITH);
+        let mut flatten = Attr::none(FLATTEN);
+        let mut json = Attr::none(JSON);
+        for attr in tablekit_attrs(attrs) {
+            let result = attr.parse_nested_meta(|meta| {
+                let path = &meta.path;
+                let key_role = |meta: &ParseNestedMeta<'_>| -> KeyRole {
+                    KeyRole {
+                        order: if meta.input.peek(Token![=]) {
+                            parse_u32(cx, meta)
+                        } else {
+                            None
+                        },
+                    }
+                };
+                if path.is_ident(PARTITION_KEY) {
+                    partition_key.set(cx, path, key_role(&meta));
+                } else if path.is_ident(ROW_KEY) {
+                    row_key.set(cx, path, key_role(&meta));
+                } else if path.is_ident(RENAME) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        rename.set(cx, path, lit);
+                    }
+                } else if path.is_ident(SKIP) {
+                    skip.set(cx, path, ());
+                } else if path.is_ident(DEFAULT) {
+                    default.set(cx, path, ());
+                } else if path.is_ident(JSON) {
+                    json.set(cx, path, ());
+                } else if path.is_ident(WITH) {
+                    let value: Path = meta.value()?.parse()?;
+                    with.set(cx, path, value);
+                } else if path.is_ident(FLATTEN) {
+                    let mut options = Flatten {
+                        prefix: None,
+                        delimiter: None,
+                    };
+                    if meta.input.peek(syn::token::Paren) {
+                        let mut prefix = Attr::none(PREFIX);
+                        let mut delimiter = Attr::none(DELIMITER);
+                        meta.parse_nested_meta(|inner| {
+                            if inner.path.is_ident(PREFIX) {
+                                if let Some(lit) = parse_str(cx, &inner) {
+                                    prefix.set(cx, &inner.path, lit);
+                                }
+                            } else if inner.path.is_ident(DELIMITER) {
+                                if let Some(lit) = parse_str(cx, &inner) {
+                                    delimiter.set(cx, &inner.path, lit);
+                                }
+                            } else {
+                                return Err(unknown(&inner, "flatten", &[PREFIX, DELIMITER]));
+                            }
+                            Ok(())
+                        })?;
+                        options.prefix = prefix.get();
+                        options.delimiter = delimiter.get();
+                    }
+                    flatten.set(cx, path, options);
+                } else {
+                    return Err(unknown(&meta, "field", FIELD_KEYWORDS));
+                }
+                Ok(())
+            });
+            if let Err(e) = result {
+                cx.syn_error(e);
+            }
+        }
+        Field {
+            partition_key: partition_key.get_with_tokens(),
+            row_key: row_key.get_with_tokens(),
+            rename: rename.get(),
+            skip: skip.get_with_tokens().map(|(_, t)| t),
+            default: default.get_with_tokens().map(|(_, t)| t),
+            with: with.get(),
+            flatten: flatten.get_with_tokens(),
+            json: json.get_with_tokens().map(|(_, t)| t),
+        }
+    }
+}

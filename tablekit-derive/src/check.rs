@@ -1,0 +1,230 @@
+//! Rules that need the whole struct.
+
+use std::collections::HashMap;
+
+use quote::ToTokens;
+
+use crate::ast::{Container, Mode, Role};
+use crate::ctxt::Ctxt;
+
+/// Properties one row holds (255 less PartitionKey, RowKey, Timestamp).
+const MAX_PROPERTIES: usize = 252;
+/// Levels of a hierarchical partition key (Cosmos DB's limit).
+const MAX_PARTITION_LEVELS: usize = 3;
+/// Components of a compound RowKey.
+const MAX_ROW_KEY_PARTS: usize = 4;
+/// Names the store or tablekit keeps for itself.
+const RESERVED: &[&str] = &["PartitionKey", "RowKey", "Timestamp", "_Kind", "_Version"];
+
+pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
+    check_crate_path(cx, cont);
+    check_property_names(cx, cont);
+    if cont.mode == Mode::Entity {
+        check_keys(cx, cont);
+        check_table_and_kind(cx, cont);
+        check_property_count(cx, cont);
+    }
+}
+
+fn check_crate_path(cx: &Ctxt, cont: &Container<'_>) {
+    if let Some(path) = &cont.attrs.crate_path
+        && path.leading_colon.is_none()
+    {
+        cx.error_spanned_by(
+            path,
+            "`crate` must be an absolute path such as `::tablekit` or `::my_crate::tablekit`",
+        );
+    }
+}
+
+/// Whether the store accepts `name` as a property name.
+fn valid_property_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return Err("a property name cannot be empty".into()),
+        Some(c) if !(c.is_alphabetic() || c == '_') => {
+            return Err(format!(
+                "property name `{name}` must start with a letter or `_`"
+            ));
+        }
+        _ => {}
+    }
+    if let Some(c) = chars.find(|c| !(c.is_alphanumeric() || *c == '_')) {
+        return Err(format!(
+            "property name `{name}` contains {c:?}; the store allows letters, digits and `_`"
+        ));
+    }
+    if name.chars().count() > 255 {
+        return Err(format!(
+            "property name `{name}` is longer than 255 characters"
+        ));
+    }
+    Ok(())
+}
+
+fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
+    let mut seen: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
+    for field in &cont.fields {
+        if !matches!(field.role, Role::Property | Role::Json | Role::With(_)) {
+            continue;
+        }
+        let name = field.stored_name.as_str();
+        if let Err(message) = valid_property_name(name) {
+            cx.error_spanned_by(&field.name_tokens, message);
+            continue;
+        }
+        if RESERVED.contains(&name) {
+            cx.error_spanned_by(
+                &field.name_tokens,
+                format!("property name `{name}` is reserved by the store or tablekit"),
+            );
+            continue;
+        }
+        match seen.get(name) {
+            Some(first) => {
+                cx.error_spanned_by(
+                    &field.name_tokens,
+                    format!("two fields are stored under the property name `{name}`"),
+                );
+                cx.error_spanned_by(&first.name_tokens, format!("`{name}` is first used here"));
+            }
+            None => {
+                seen.insert(name, field);
+            }
+        }
+    }
+}
+
+fn check_keys(cx: &Ctxt, cont: &Container<'_>) {
+    let mut pk: Vec<_> = cont
+        .fields
+        .iter()
+        .filter_map(|f| match f.role {
+            Role::PartitionKey(order) => Some((order, f)),
+            _ => None,
+        })
+        .collect();
+    let mut rk: Vec<_> = cont
+        .fields
+        .iter()
+        .filter_map(|f| match f.role {
+            Role::RowKey(order) => Some((order, f)),
+            _ => None,
+        })
+        .collect();
+    if pk.is_empty() {
+        cx.error_spanned_by(
+            &cont.input.ident,
+            "missing partition key: mark one or more fields with `#[tablekit(partition_key)]`",
+        );
+    }
+    for (keys, what, max, message) in [
+        (
+            &mut pk,
+            "partition key",
+            MAX_PARTITION_LEVELS,
+            "a hierarchical partition key has at most three levels",
+        ),
+        (
+            &mut rk,
+            "row key",
+            MAX_ROW_KEY_PARTS,
+            "a compound row key has at most four fields",
+        ),
+    ] {
+        keys.sort_by_key(|(order, f)| (*order, f.ident.to_string()));
+        for pair in keys.windows(2) {
+            if pair[0].0 == pair[1].0 {
+                let tokens = pair[1]
+                    .1
+                    .key_tokens
+                    .clone()
+                    .unwrap_or_else(|| pair[1].1.ident.to_token_stream());
+                cx.error_spanned_by(
+                    tokens,
+                    format!("two {what} fields have the order {}", pair[0].0),
+                );
+            }
+        }
+        for (_, field) in keys.iter().skip(max) {
+            let tokens = field
+                .key_tokens
+                .clone()
+                .unwrap_or_else(|| field.ident.to_token_stream());
+            cx.error_spanned_by(tokens, message);
+        }
+    }
+}
+
+fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
+    let table_ok = |name: &str| {
+        (3..=63).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric())
+            && name.as_bytes()[0].is_ascii_alphabetic()
+            && !name.eq_ignore_ascii_case("tables")
+    };
+    const TABLE_RULE: &str =
+        "3 to 63 ASCII letters and digits, starting with a letter, not `tables`";
+    match &cont.attrs.table {
+        Some(lit) if !table_ok(&lit.value()) => {
+            cx.error_spanned_by(lit, format!("invalid table name: a table name is {TABLE_RULE}"));
+        }
+        Some(_) => {}
+        None if !table_ok(&cont.input.ident.to_string()) => cx.error_spanned_by(
+            &cont.input.ident,
+            format!("the struct's name is not a valid table name ({TABLE_RULE}); set `#[tablekit(table = \"…\")]`"),
+        ),
+        None => {}
+    }
+    if let Some(kind) = &cont.attrs.kind {
+        let value = kind.value();
+        if value.is_empty() || value.len() > 64 || !value.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            cx.error_spanned_by(kind, "an entity kind is 1 to 64 ASCII letters and digits (it starts every RowKey, followed by `_`)");
+        }
+    }
+    let version = cont.attrs.version.as_ref();
+    let min_version = cont.attrs.min_version.as_ref();
+    if cont.attrs.kind.is_none() {
+        for (_, tokens) in version.into_iter().chain(min_version) {
+            cx.error_spanned_by(
+                tokens,
+                "a version belongs to an entity kind: set `kind` too",
+            );
+        }
+    }
+    if let Some((0, tokens)) = version {
+        cx.error_spanned_by(tokens, "versions start at 1");
+    }
+    if let (Some((min, tokens)), max) = (min_version, version.map_or(1, |(v, _)| *v))
+        && (*min > max || *min == 0)
+    {
+        cx.error_spanned_by(
+            tokens,
+            format!("`min_version` must be between 1 and the version ({max})"),
+        );
+    }
+}
+
+fn check_property_count(cx: &Ctxt, cont: &Container<'_>) {
+    let stored = cont
+        .fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Property | Role::Json | Role::With(_)))
+        .count();
+    let kind = if cont.attrs.kind.is_some() { 2 } else { 0 };
+    if stored + kind > MAX_PROPERTIES {
+        cx.error_spanned_by(
+            &cont.input.ident,
+            format!(
+                "this entity stores {} properties{}; one row holds at most {MAX_PROPERTIES}",
+                stored + kind,
+                if kind > 0 {
+                    " (kind and version included)"
+                } else {
+                    ""
+                }
+            ),
+        );
+    }
+}

@@ -1,0 +1,488 @@
+//! Generates the impls from the validated model, and nothing else.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, Ident, Type};
+
+use crate::ast::{Container, Field, Mode, Role};
+use crate::check;
+use crate::ctxt::Ctxt;
+
+pub(crate) fn derive(input: &DeriveInput, mode: Mode) -> TokenStream {
+    let cx = Ctxt::new();
+    let cont = Container::from_ast(&cx, input, mode);
+    if let Some(cont) = &cont {
+        check::check(&cx, cont);
+    }
+    match (cx.check(), cont) {
+        (Ok(()), Some(cont)) => expand(&cont),
+        (Err(error), _) => fallback(input, mode, error),
+        (Ok(()), None) => TokenStream::new(),
+    }
+}
+
+/// The errors, plus an impl that compiles, so that one mistake does not
+/// cascade into errors at every use of the type.
+fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
+    let errors = error.to_compile_error();
+    let krate = quote!(::tablekit);
+    let tk = quote!(#krate::__private);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let stub = match mode {
+        Mode::Entity => quote! {
+            #[automatically_derived]
+            impl #impl_generics #tk::TableEntity for #ident #ty_generics #where_clause {
+                type PartitionKey = ();
+                type RowKey = ();
+                type Columns = ();
+                const TABLE: &'static str = "";
+                const KIND: #tk::Option<&'static str> = #tk::None;
+                const VERSION: u32 = 1;
+                const MIN_VERSION: u32 = 1;
+                const PARTITION_KEY_FIELDS: &'static str = "";
+                const ROW_KEY_FIELDS: &'static str = "";
+                fn partition_key(&self) {}
+                fn row_key(&self) {}
+                fn write_partition_key(&self, _: &mut #tk::String) {}
+                fn write_row_key(&self, _: &mut #tk::String) {}
+                fn columns() {}
+                fn property_names(_: &mut #tk::Vec<#tk::String>) {}
+                fn write_properties(&self, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                    ::core::unreachable!()
+                }
+                fn read_properties(_: (), _: (), _: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                    ::core::unreachable!()
+                }
+            }
+        },
+        Mode::Fields => quote! {
+            #[automatically_derived]
+            impl #impl_generics #tk::TableFields for #ident #ty_generics #where_clause {
+                fn field_names(_: &str, _: &mut #tk::Vec<#tk::String>) {}
+                fn write_fields(&self, _: &str, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                    ::core::unreachable!()
+                }
+                fn read_fields(_: &str, _: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                    ::core::unreachable!()
+                }
+            }
+        },
+    };
+    quote! {
+        #errors
+        const _: () = { #stub };
+    }
+}
+
+/// The fields of one key, in key order.
+fn key_fields<'a>(cont: &'a Container<'a>, partition: bool) -> Vec<&'a Field<'a>> {
+    let mut keys: Vec<(u32, usize, &Field<'_>)> = cont
+        .fields
+        .iter()
+        .enumerate()
+        .filter_map(|(position, f)| match f.role {
+            Role::PartitionKey(order) if partition => Some((order, position, f)),
+            Role::RowKey(order) if !partition => Some((order, position, f)),
+            _ => None,
+        })
+        .collect();
+    keys.sort_by_key(|(order, position, _)| (*order, *position));
+    keys.into_iter().map(|(_, _, f)| f).collect()
+}
+
+/// The key's Rust type: `()`, the field's type, or a tuple.
+fn key_type(fields: &[&Field<'_>]) -> TokenStream {
+    match fields {
+        [] => quote!(()),
+        [one] => {
+            let ty = one.ty;
+            quote!(#ty)
+        }
+        many => {
+            let tys = many.iter().map(|f| f.ty);
+            quote!((#(#tys),*))
+        }
+    }
+}
+
+struct Expansion<'a> {
+    cont: &'a Container<'a>,
+    tk: TokenStream,
+}
+
+impl Expansion<'_> {
+    /// The expression of a field's stored name: a literal for an entity, the
+    /// prefix joined with it for a flattenable struct.
+    fn name(&self, field: &Field<'_>) -> TokenStream {
+        let tk = &self.tk;
+        let name = &field.stored_name;
+        match self.cont.mode {
+            Mode::Entity => quote!(#name),
+            Mode::Fields => quote!(&#tk::join(__prefix, #name)),
+        }
+    }
+
+    fn flatten_prefix(&self, prefix: &str) -> TokenStream {
+        let tk = &self.tk;
+        match self.cont.mode {
+            Mode::Entity => quote!(#prefix),
+            Mode::Fields => quote!(&#tk::join(__prefix, #prefix)),
+        }
+    }
+
+    /// Where-clause predicates that check each field's type, spanned on it so
+    /// an unsupported type is reported on the field.
+    fn bounds(&self) -> Vec<TokenStream> {
+        let tk = &self.tk;
+        let mut bounds = Vec::new();
+        for field in &self.cont.fields {
+            let ty = field.ty;
+            let span = ty.span();
+            bounds.push(match &field.role {
+                Role::PartitionKey(_) | Role::RowKey(_) => quote_spanned!(span=> #ty: #tk::KeyPart),
+                Role::Property => quote_spanned!(span=> #ty: #tk::PropertyValue),
+                Role::Json => {
+                    quote_spanned!(span=> #ty: #tk::serde::Serialize + #tk::serde::de::DeserializeOwned)
+                }
+                Role::Flatten(_) => quote_spanned!(span=> #ty: #tk::TableFields),
+                Role::Skip => quote_spanned!(span=> #ty: #tk::Default),
+                Role::With(_) => continue,
+            });
+            if field.default {
+                bounds.push(quote_spanned!(span=> #ty: #tk::Default));
+            }
+        }
+        bounds
+    }
+
+    fn write_statements(&self) -> Vec<TokenStream> {
+        let tk = &self.tk;
+        self.cont
+            .fields
+            .iter()
+            .filter_map(|field| {
+                let ident = field.ident;
+                let name = self.name(field);
+                Some(match &field.role {
+                    Role::Property => quote!(#tk::write_property(__props, #name, &self.#ident)?;),
+                    Role::Json => quote!(#tk::write_json(__props, #name, &self.#ident)?;),
+                    Role::With(path) => quote!(#tk::write_with(__props, #name, #path::to_value(&self.#ident))?;),
+                    Role::Flatten(prefix) => {
+                        let ty = field.ty;
+                        let prefix = self.flatten_prefix(prefix);
+                        quote!(<#ty as #tk::TableFields>::write_fields(&self.#ident, #prefix, __props)?;)
+                    }
+                    Role::PartitionKey(_) | Role::RowKey(_) | Role::Skip => return None,
+                })
+            })
+            .collect()
+    }
+
+    /// The initializer of each non-key field when reading.
+    fn read_initializers(&self) -> Vec<TokenStream> {
+        let tk = &self.tk;
+        self.cont
+            .fields
+            .iter()
+            .filter(|f| !f.is_key())
+            .map(|field| {
+                let ident = field.ident;
+                let ty = field.ty;
+                let name = self.name(field);
+                let read = match &field.role {
+                    Role::Property => quote!(#tk::read_property::<#ty>(__props, #name)?),
+                    Role::Json => quote!(#tk::read_json::<#ty>(__props, #name)?),
+                    Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
+                    Role::Flatten(prefix) => {
+                        let prefix = self.flatten_prefix(prefix);
+                        quote!(<#ty as #tk::TableFields>::read_fields(#prefix, __props)?)
+                    }
+                    Role::Skip => quote!(#tk::Default::default()),
+                    Role::PartitionKey(_) | Role::RowKey(_) => unreachable!("filtered out"),
+                };
+                if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_)) {
+                    quote!(#ident: match __props.get(#name) {
+                        #tk::None => #tk::Default::default(),
+                        #tk::Some(_) => #read,
+                    })
+                } else {
+                    quote!(#ident: #read)
+                }
+            })
+            .collect()
+    }
+
+    fn name_pushes(&self) -> Vec<TokenStream> {
+        let tk = &self.tk;
+        self.cont
+            .fields
+            .iter()
+            .filter_map(|field| {
+                let name = self.name(field);
+                Some(match &field.role {
+                    Role::Property | Role::Json | Role::With(_) => {
+                        quote!(__names.push(#tk::String::from(#name));)
+                    }
+                    Role::Flatten(prefix) => {
+                        let ty = field.ty;
+                        let prefix = self.flatten_prefix(prefix);
+                        quote!(<#ty as #tk::TableFields>::field_names(#prefix, __names);)
+                    }
+                    _ => return None,
+                })
+            })
+            .collect()
+    }
+}
+
+fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
+    let parts = fields.iter().enumerate().map(|(i, f)| {
+        let ident = f.ident;
+        let ty = f.ty;
+        let separator = (i + 1 < fields.len())
+            .then(|| quote!(__out.push(#tk::separator_after(<#ty as #tk::KeyPart>::WIDTH));));
+        quote! {
+            #tk::KeyPart::write_key(&self.#ident, __out);
+            #separator
+        }
+    });
+    quote!(#(#parts)*)
+}
+
+fn key_value(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
+    let clones = fields.iter().map(|f| {
+        let ident = f.ident;
+        quote!(#tk::Clone::clone(&self.#ident))
+    });
+    match fields.len() {
+        1 => quote!(#(#clones)*),
+        _ => quote!((#(#clones),*)),
+    }
+}
+
+fn key_bindings(fields: &[&Field<'_>], prefix: &str) -> (Vec<Ident>, TokenStream) {
+    let vars: Vec<Ident> = (0..fields.len())
+        .map(|i| format_ident!("__{}{}", prefix, i))
+        .collect();
+    let pattern = match vars.as_slice() {
+        [] => quote!(()),
+        [one] => quote!(#one),
+        many => quote!((#(#many),*)),
+    };
+    (vars, pattern)
+}
+
+fn field_list(fields: &[&Field<'_>]) -> String {
+    fields
+        .iter()
+        .map(|f| f.ident.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn expand(cont: &Container<'_>) -> TokenStream {
+    let krate = cont
+        .attrs
+        .crate_path
+        .as_ref()
+        .map_or_else(|| quote!(::tablekit), |p| quote!(#p));
+    let tk = quote!(#krate::__private);
+    let ex = Expansion {
+        cont,
+        tk: tk.clone(),
+    };
+    let input = cont.input;
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let mut predicates = ex.bounds();
+    if let Some(where_clause) = where_clause {
+        predicates.extend(where_clause.predicates.iter().map(|p| quote!(#p)));
+    }
+    let writes = ex.write_statements();
+    let reads = ex.read_initializers();
+    let names = ex.name_pushes();
+
+    match cont.mode {
+        Mode::Fields => quote! {
+            const _: () = {
+                #[automatically_derived]
+                impl #impl_generics #tk::TableFields for #ident #ty_generics where #(#predicates,)* {
+                    fn field_names(__prefix: &str, __names: &mut #tk::Vec<#tk::String>) {
+                        #(#names)*
+                    }
+                    fn write_fields(&self, __prefix: &str, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                        #(#writes)*
+                        #tk::Ok(())
+                    }
+                    fn read_fields(__prefix: &str, __props: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                        #tk::Ok(#ident { #(#reads,)* })
+                    }
+                }
+            };
+        },
+        Mode::Entity => expand_entity(&ex, predicates, writes, reads, names),
+    }
+}
+
+fn expand_entity(
+    ex: &Expansion<'_>,
+    predicates: Vec<TokenStream>,
+    writes: Vec<TokenStream>,
+    reads: Vec<TokenStream>,
+    names: Vec<TokenStream>,
+) -> TokenStream {
+    let tk = &ex.tk;
+    let cont = ex.cont;
+    let input = cont.input;
+    let ident = &input.ident;
+    let vis = &input.vis;
+    let generics = &input.generics;
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let pk = key_fields(cont, true);
+    let rk = key_fields(cont, false);
+    let pk_type = key_type(&pk);
+    let rk_type = key_type(&rk);
+    let pk_value = key_value(tk, &pk);
+    let rk_value = if rk.is_empty() {
+        quote!(())
+    } else {
+        key_value(tk, &rk)
+    };
+    let write_pk = write_key(tk, &pk);
+    let write_rk = write_key(tk, &rk);
+    let (pk_vars, pk_pattern) = key_bindings(&pk, "pk");
+    let (rk_vars, rk_pattern) = key_bindings(&rk, "rk");
+    let rk_binding = (!rk.is_empty()).then(|| quote!(let #rk_pattern = __rk;));
+    let key_inits = pk
+        .iter()
+        .zip(&pk_vars)
+        .chain(rk.iter().zip(&rk_vars))
+        .map(|(f, var)| {
+            let field = f.ident;
+            quote!(#field: #var)
+        });
+    let table = cont
+        .attrs
+        .table
+        .as_ref()
+        .map_or_else(|| ident.to_string(), |t| t.value());
+    let kind = match &cont.attrs.kind {
+        Some(k) => {
+            let k = k.value();
+            quote!(#tk::Some(#k))
+        }
+        None => quote!(#tk::None),
+    };
+    let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
+    let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
+    let pk_fields = field_list(&pk);
+    let rk_fields = field_list(&rk);
+
+    let columns_ident = format_ident!("{}Columns", ident);
+    let columns: Vec<&Field<'_>> = cont
+        .fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Property))
+        .collect();
+    let column_decls = columns.iter().map(|f| {
+        let field = f.ident;
+        let ty: &Type = f.ty;
+        // The field's own documentation, or a generated line.
+        let docs: Vec<_> = f
+            .original
+            .attrs
+            .iter()
+            .filter(|a| a.path().is_ident("doc"))
+            .collect();
+        let doc = if docs.is_empty() {
+            let text = format!(
+                "Typed filters on `{}` (stored as `{}`).",
+                f.ident, f.stored_name
+            );
+            quote!(#[doc = #text])
+        } else {
+            quote!(#(#docs)*)
+        };
+        quote! {
+            #doc
+            pub #field: #tk::Column<#ty>
+        }
+    });
+    let column_inits = columns.iter().map(|f| {
+        let field = f.ident;
+        let name = &f.stored_name;
+        quote!(#field: #tk::Column::new(#name))
+    });
+    let columns_doc =
+        format!("Typed filters on the fields of [`{ident}`], from `{ident}::columns()`.");
+
+    quote! {
+        #[doc = #columns_doc]
+        #[derive(Clone, Copy, Debug)]
+        #[allow(dead_code)]
+        #vis struct #columns_ident #generics #where_clause {
+            #(#column_decls,)*
+            __marker: #tk::PhantomData<fn() -> #ident #ty_generics>,
+        }
+
+        const _: () = {
+            #[automatically_derived]
+            #[allow(clippy::unused_unit, clippy::let_unit_value)]
+            impl #impl_generics #tk::TableEntity for #ident #ty_generics
+            where
+                Self: ::core::marker::Send + ::core::marker::Sync + 'static,
+                #(#predicates,)*
+            {
+                type PartitionKey = #pk_type;
+                type RowKey = #rk_type;
+                type Columns = #columns_ident #ty_generics;
+                const TABLE: &'static str = #table;
+                const KIND: #tk::Option<&'static str> = #kind;
+                const VERSION: u32 = #version;
+                const MIN_VERSION: u32 = #min_version;
+                const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
+                const ROW_KEY_FIELDS: &'static str = #rk_fields;
+
+                fn partition_key(&self) -> Self::PartitionKey {
+                    #pk_value
+                }
+                fn row_key(&self) -> Self::RowKey {
+                    #rk_value
+                }
+                fn write_partition_key(&self, __out: &mut #tk::String) {
+                    #write_pk
+                }
+                fn write_row_key(&self, __out: &mut #tk::String) {
+                    #write_rk
+                }
+                fn columns() -> Self::Columns {
+                    #columns_ident {
+                        #(#column_inits,)*
+                        __marker: #tk::PhantomData,
+                    }
+                }
+                fn property_names(__names: &mut #tk::Vec<#tk::String>) {
+                    #(#names)*
+                }
+                fn write_properties(&self, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                    #(#writes)*
+                    #tk::Ok(())
+                }
+                fn read_properties(
+                    __pk: Self::PartitionKey,
+                    __rk: Self::RowKey,
+                    __props: &#tk::Properties,
+                ) -> #tk::Result<Self, #tk::Error> {
+                    let #pk_pattern = __pk;
+                    #rk_binding
+                    #tk::Ok(#ident {
+                        #(#key_inits,)*
+                        #(#reads,)*
+                    })
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,88 @@
+//! `#[derive(EntityKinds)]`: an enum whose variants each hold one entity type.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields};
+
+use crate::attr;
+use crate::ctxt::Ctxt;
+
+pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
+    let cx = Ctxt::new();
+    let container = attr::Container::parse(&cx, &input.attrs, false);
+    let mut variants = Vec::new();
+    match &input.data {
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                match &variant.fields {
+                    Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
+                        variants.push((&variant.ident, &fields.unnamed[0].ty));
+                    }
+                    _ => cx.error_spanned_by(variant, "each variant of an EntityKinds enum holds one entity type: `Employee(Employee)`"),
+                }
+            }
+            if data.variants.is_empty() {
+                cx.error_spanned_by(
+                    &input.ident,
+                    "an EntityKinds enum needs at least one variant",
+                );
+            }
+        }
+        _ => cx.error_spanned_by(
+            &input.ident,
+            "EntityKinds is derived on an enum over entity types",
+        ),
+    }
+    if let Err(error) = cx.check() {
+        return error.to_compile_error();
+    }
+    let krate = container
+        .crate_path
+        .map_or_else(|| quote!(::tablekit), |p| quote!(#p));
+    let tk = quote!(#krate::__private);
+    let ident = &input.ident;
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    let Some((_, first_ty)) = variants.first() else {
+        return TokenStream::new();
+    };
+    let checks = variants.iter().map(|(_, ty)| {
+        let span = ty.span();
+        quote_spanned! {span=>
+            const _: () = ::core::assert!(
+                <#ty as #tk::TableEntity>::KIND.is_some(),
+                "every entity type of an EntityKinds enum needs a `kind`"
+            );
+            const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
+        }
+    });
+    let kinds = variants.iter().map(|(_, ty)| {
+        quote! {
+            match <#ty as #tk::TableEntity>::KIND {
+                #tk::Some(__kind) => __kind,
+                #tk::None => "",
+            }
+        }
+    });
+    let arms = variants.iter().map(|(variant, ty)| {
+        quote! {
+            if #tk::is_kind::<#ty>(__entity) {
+                return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
+            }
+        }
+    });
+    quote! {
+        const _: () = {
+            #(#checks)*
+            #[automatically_derived]
+            impl #impl_generics #tk::EntityKinds for #ident #ty_generics #where_clause {
+                type PartitionKey = <#first_ty as #tk::TableEntity>::PartitionKey;
+                const KINDS: &'static [&'static str] = &[#(#kinds),*];
+                fn from_entity(__entity: &#tk::Entity) -> #tk::Option<#tk::Result<Self, #tk::Error>> {
+                    #(#arms)*
+                    #tk::None
+                }
+            }
+        };
+    }
+}

@@ -1,0 +1,98 @@
+//! What generated code names. Not public API: it may change in any release.
+
+pub use ::core::clone::Clone;
+pub use ::core::default::Default;
+pub use ::core::marker::PhantomData;
+pub use ::core::option::Option::{self, None, Some};
+pub use ::core::result::Result::{self, Err, Ok};
+pub use ::std::string::String;
+pub use ::std::vec::Vec;
+
+pub use crate::entity::{Entity, Properties};
+pub use crate::error::{Error, SchemaError, ValueError};
+pub use crate::key::{KeyPart, KeyTuple, separator_after};
+pub use crate::schema::{
+    Column, EntityKinds, KIND_PROPERTY, PropertyValue, TableEntity, TableFields, VERSION_PROPERTY,
+    from_entity, is_kind, property_error, read_property, write_property,
+};
+pub use crate::value::Value;
+pub use serde;
+pub use serde_json;
+
+/// Reads a property, or the field type's default when it is absent.
+pub fn read_property_or_default<V: PropertyValue + Default>(
+    props: &Properties,
+    name: &str,
+) -> Result<V, Error> {
+    match props.get(name) {
+        None => Ok(V::default()),
+        Some(_) => read_property(props, name),
+    }
+}
+
+/// Writes a field as a JSON string (`#[tablekit(json)]`).
+pub fn write_json<V: serde::Serialize>(
+    props: &mut Properties,
+    name: &str,
+    value: &V,
+) -> Result<(), Error> {
+    let text = serde_json::to_string(value).map_err(|e| crate::InvalidInput::PropertyValue {
+        property: name.to_owned(),
+        reason: format!("cannot be written as JSON: {e}"),
+    })?;
+    write_property(props, name, &text)
+}
+
+/// Reads a field stored as a JSON string (`#[tablekit(json)]`).
+pub fn read_json<V: serde::de::DeserializeOwned>(
+    props: &Properties,
+    name: &str,
+) -> Result<V, Error> {
+    let text: String = read_property(props, name)?;
+    serde_json::from_str(&text).map_err(|e| {
+        property_error(
+            name,
+            ValueError::Invalid(format!("not the expected JSON: {e}")),
+        )
+    })
+}
+
+/// Writes a field through a custom codec's `to_value` (`#[tablekit(with = …)]`).
+pub fn write_with(
+    props: &mut Properties,
+    name: &str,
+    value: Result<Option<Value>, ValueError>,
+) -> Result<(), Error> {
+    match value {
+        Ok(Some(v)) => match props.insert(name, v) {
+            None => Ok(()),
+            Some(_) => Err(SchemaError::NameCollision {
+                name: name.to_owned(),
+            }
+            .into()),
+        },
+        Ok(None) => Ok(()),
+        Err(problem) => Err(crate::InvalidInput::PropertyValue {
+            property: name.to_owned(),
+            reason: problem.to_string(),
+        }
+        .into()),
+    }
+}
+
+/// Reads a field through a custom codec's `from_value`.
+pub fn read_with<V>(
+    props: &Properties,
+    name: &str,
+    from_value: impl FnOnce(Option<&Value>) -> Result<V, ValueError>,
+) -> Result<V, Error> {
+    from_value(props.get(name)).map_err(|problem| property_error(name, problem))
+}
+
+/// `prefix` followed by `name`: the stored name of a flattened field.
+pub fn join(prefix: &str, name: &str) -> String {
+    let mut out = String::with_capacity(prefix.len() + name.len());
+    out.push_str(prefix);
+    out.push_str(name);
+    out
+}

@@ -1,0 +1,397 @@
+//! What `#[derive(TableEntity)]` generates: the schema of a typed entity.
+//!
+//! [`TableEntity`] describes the table, the entity kind and version, the key
+//! layout and how fields become properties. [`to_entity`] and [`from_entity`]
+//! turn a value into a row and back, checking keys, kind and version;
+//! [`Column`]s give typed filters on fields.
+
+mod values;
+
+use std::marker::PhantomData;
+
+pub use values::{ColumnType, FilterValue, PropertyValue};
+
+use crate::entity::{Entity, Properties};
+use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
+use crate::filter::{CompareOp, Filter};
+use crate::key::{KeyDecodeError, KeyTuple};
+use crate::keyorder::utf16_len;
+use crate::validate::limits::MAX_KEY_UTF16;
+use crate::value::Value;
+
+/// The property that records an entity's kind in its row.
+pub const KIND_PROPERTY: &str = "_Kind";
+/// The property that records the schema version of an entity's kind.
+pub const VERSION_PROPERTY: &str = "_Version";
+
+/// A typed entity: implemented by `#[derive(TableEntity)]`.
+///
+/// Key fields are stored only in the PartitionKey and RowKey, never again as
+/// properties. With a kind, the RowKey starts with `KIND_` and the row holds
+/// [`KIND_PROPERTY`] and [`VERSION_PROPERTY`].
+pub trait TableEntity: Sized + Send + Sync + 'static {
+    /// The typed PartitionKey: one key part or a tuple (the levels of a
+    /// hierarchical key).
+    type PartitionKey: KeyTuple + Send + Sync;
+    /// The typed RowKey: one key part or a tuple.
+    type RowKey: KeyTuple + Send + Sync;
+    /// Typed filters on the entity's fields.
+    type Columns;
+
+    /// The table's name.
+    const TABLE: &'static str;
+    /// The entity kind, the RowKey prefix that lets kinds share a table.
+    const KIND: Option<&'static str>;
+    /// The schema version written with every row of the kind.
+    const VERSION: u32;
+    /// The oldest version this type still reads.
+    const MIN_VERSION: u32;
+    /// The PartitionKey fields, in order, for messages.
+    const PARTITION_KEY_FIELDS: &'static str;
+    /// The RowKey fields, in order, for messages.
+    const ROW_KEY_FIELDS: &'static str;
+
+    /// The PartitionKey of this value.
+    fn partition_key(&self) -> Self::PartitionKey;
+    /// The RowKey of this value (without the kind prefix).
+    fn row_key(&self) -> Self::RowKey;
+    /// Appends the encoded PartitionKey.
+    fn write_partition_key(&self, out: &mut String);
+    /// Appends the encoded RowKey, without the kind prefix.
+    fn write_row_key(&self, out: &mut String);
+    /// The typed filters.
+    fn columns() -> Self::Columns;
+    /// The stored names of every property field, flattened ones included.
+    fn property_names(names: &mut Vec<String>);
+    /// Writes every property field.
+    fn write_properties(&self, props: &mut Properties) -> Result<(), Error>;
+    /// Builds a value from decoded keys and the stored properties.
+    fn read_properties(
+        pk: Self::PartitionKey,
+        rk: Self::RowKey,
+        props: &Properties,
+    ) -> Result<Self, Error>;
+}
+
+/// A struct whose fields can be flattened into an entity:
+/// `#[derive(TableFields)]`.
+pub trait TableFields: Sized {
+    /// The stored names of the fields, each after `prefix`.
+    fn field_names(prefix: &str, names: &mut Vec<String>);
+    /// Writes the fields, each name after `prefix`.
+    fn write_fields(&self, prefix: &str, props: &mut Properties) -> Result<(), Error>;
+    /// Reads the fields, each name after `prefix`.
+    fn read_fields(prefix: &str, props: &Properties) -> Result<Self, Error>;
+}
+
+/// An enum over entity kinds that share a partition: `#[derive(EntityKinds)]`
+/// on an enum whose variants each hold one entity type.
+pub trait EntityKinds: Sized + Send + Sync + 'static {
+    /// The PartitionKey type every kind shares.
+    type PartitionKey: KeyTuple + Send + Sync;
+    /// The kinds, one per variant.
+    const KINDS: &'static [&'static str];
+    /// Reads a row as the variant of its kind; `None` when its kind is none of
+    /// [`KINDS`](EntityKinds::KINDS).
+    fn from_entity(entity: &Entity) -> Option<Result<Self, Error>>;
+}
+
+/// What reading a partition of several kinds does with a row of another kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownKind {
+    /// Fail with [`SchemaError::UnknownKind`].
+    Fail,
+    /// Leave the row out.
+    Skip,
+}
+
+/// The RowKey prefix of a kind: `KIND_`.
+pub fn kind_prefix(kind: &str) -> String {
+    format!("{kind}_")
+}
+
+/// The half-open RowKey range of every row of a kind: `[KIND_, KIND`)`.
+pub fn kind_range(kind: &str) -> (String, String) {
+    (format!("{kind}_"), format!("{kind}`"))
+}
+
+fn check_key_length(kind: KeyKind, fields: &'static str, key: &str) -> Result<(), Error> {
+    if key.len() > MAX_KEY_UTF16 {
+        let utf16_len = utf16_len(key);
+        if utf16_len > MAX_KEY_UTF16 {
+            return Err(InvalidInput::EncodedKeyTooLong {
+                kind,
+                fields,
+                utf16_len,
+                max: MAX_KEY_UTF16,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The encoded PartitionKey of a value.
+pub fn partition_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
+    let mut pk = String::new();
+    value.write_partition_key(&mut pk);
+    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &pk)?;
+    Ok(pk)
+}
+
+/// The stored RowKey of a value: the kind prefix and the encoded row key.
+pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
+    let mut rk = T::KIND.map(kind_prefix).unwrap_or_default();
+    value.write_row_key(&mut rk);
+    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &rk)?;
+    Ok(rk)
+}
+
+/// Encodes typed keys as stored: `(PartitionKey, RowKey with the kind prefix)`.
+pub fn encode_keys<T: TableEntity>(
+    pk: &impl KeyArg<T::PartitionKey>,
+    rk: &impl KeyArg<T::RowKey>,
+) -> Result<(String, String), Error> {
+    let mut p = String::new();
+    pk.write_key_arg(&mut p);
+    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    let mut r = T::KIND.map(kind_prefix).unwrap_or_default();
+    rk.write_key_arg(&mut r);
+    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &r)?;
+    Ok((p, r))
+}
+
+/// The row of a value: keys, kind and version, properties.
+pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
+    let mut entity = Entity::new(partition_key_of(value)?, row_key_of(value)?);
+    if let Some(kind) = T::KIND {
+        entity.properties.insert(KIND_PROPERTY, kind);
+        entity
+            .properties
+            .insert(VERSION_PROPERTY, T::VERSION as i32);
+    }
+    value.write_properties(&mut entity.properties)?;
+    Ok(entity)
+}
+
+fn duplicate_name(names: &[String]) -> Option<String> {
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    names
+        .iter()
+        .find(|n| !seen.insert(n.as_str()) || *n == KIND_PROPERTY || *n == VERSION_PROPERTY)
+        .cloned()
+}
+
+/// Checks that a type's stored names are distinct; the derive calls it once per
+/// type, since flattened names are known only at run time.
+pub fn check_names<T: TableEntity>() -> Result<(), Error> {
+    let mut names = Vec::new();
+    T::property_names(&mut names);
+    match duplicate_name(&names) {
+        Some(name) => Err(SchemaError::NameCollision { name }.into()),
+        None => Ok(()),
+    }
+}
+
+/// Whether a stored row is of the kind of `T` (by its RowKey prefix).
+pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
+    match T::KIND {
+        Some(kind) => entity
+            .row_key
+            .strip_prefix(kind)
+            .is_some_and(|rest| rest.starts_with('_')),
+        None => true,
+    }
+}
+
+/// Reads a row as `T`: checks its kind and version, decodes the keys, reads
+/// the properties. Another kind, an unsupported version, a key that does not
+/// decode or a property that does not fit are typed errors.
+pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
+    let body = match T::KIND {
+        Some(kind) => {
+            let wrong = || SchemaError::WrongKind {
+                expected: kind,
+                row_key: entity.row_key.clone(),
+            };
+            let body = entity
+                .row_key
+                .strip_prefix(kind)
+                .and_then(|rest| rest.strip_prefix('_'))
+                .ok_or_else(wrong)?;
+            // A projection may leave the kind properties out; when present they must agree.
+            match entity.properties.get(KIND_PROPERTY) {
+                None => {}
+                Some(Value::String(stored)) if stored == kind => {}
+                Some(_) => return Err(wrong().into()),
+            }
+            if let Some(version) = entity.properties.get(VERSION_PROPERTY) {
+                let found = match version {
+                    Value::Int32(v) => i64::from(*v),
+                    Value::Int64(v) => *v,
+                    other => {
+                        return Err(SchemaError::Property {
+                            property: VERSION_PROPERTY.into(),
+                            problem: ValueError::WrongType {
+                                expected: "Int32",
+                                found: other.edm_type(),
+                            },
+                        }
+                        .into());
+                    }
+                };
+                if found < i64::from(T::MIN_VERSION) || found > i64::from(T::VERSION) {
+                    return Err(SchemaError::UnsupportedVersion {
+                        kind,
+                        found,
+                        min: T::MIN_VERSION,
+                        max: T::VERSION,
+                    }
+                    .into());
+                }
+            }
+            body
+        }
+        None => entity.row_key.as_str(),
+    };
+    fn key_error(kind: KeyKind, key: &str, fields: &'static str, e: KeyDecodeError) -> SchemaError {
+        SchemaError::KeyDecode {
+            kind,
+            key: key.to_owned(),
+            fields,
+            reason: e.to_string(),
+        }
+    }
+    let pk = T::PartitionKey::decode(&entity.partition_key).map_err(|e| {
+        key_error(
+            KeyKind::PartitionKey,
+            &entity.partition_key,
+            T::PARTITION_KEY_FIELDS,
+            e,
+        )
+    })?;
+    let rk = T::RowKey::decode(body)
+        .map_err(|e| key_error(KeyKind::RowKey, &entity.row_key, T::ROW_KEY_FIELDS, e))?;
+    T::read_properties(pk, rk, &entity.properties)
+}
+
+/// Reads one property for a generated reader, naming it in the error.
+pub fn read_property<V: PropertyValue>(props: &Properties, name: &str) -> Result<V, Error> {
+    V::from_value(props.get(name)).map_err(|problem| property_error(name, problem))
+}
+
+/// Writes one property for a generated writer, naming it in the error.
+///
+/// Field names within one struct are checked distinct at compile time, so a
+/// name written twice comes from a flattened struct colliding with another
+/// field: a [`SchemaError::NameCollision`].
+pub fn write_property<V: PropertyValue>(
+    props: &mut Properties,
+    name: &str,
+    value: &V,
+) -> Result<(), Error> {
+    match value.to_value() {
+        Ok(Some(v)) => match props.insert(name, v) {
+            None => Ok(()),
+            Some(_) => Err(SchemaError::NameCollision {
+                name: name.to_owned(),
+            }
+            .into()),
+        },
+        Ok(None) => Ok(()),
+        Err(problem) => Err(InvalidInput::PropertyValue {
+            property: name.to_owned(),
+            reason: problem.to_string(),
+        }
+        .into()),
+    }
+}
+
+/// The error for a property that does not fit its field.
+pub fn property_error(name: &str, problem: ValueError) -> Error {
+    SchemaError::Property {
+        property: name.to_owned(),
+        problem,
+    }
+    .into()
+}
+
+/// A field of an entity, for typed filters: `Employee::columns().age.gt(30)`.
+pub struct Column<V> {
+    name: &'static str,
+    _type: PhantomData<fn() -> V>,
+}
+
+impl<V> Clone for Column<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V> Copy for Column<V> {}
+
+impl<V> std::fmt::Debug for Column<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Column({})", self.name)
+    }
+}
+
+macro_rules! column_ops {
+    ($($method:ident => $op:ident),*) => {$(
+        #[doc = concat!("`field ", stringify!($method), " value`")]
+        pub fn $method(&self, value: impl Into<V::Arg>) -> Filter {
+            self.compare(CompareOp::$op, value)
+        }
+    )*};
+}
+
+impl<V: ColumnType> Column<V> {
+    /// The column of the property stored as `name`.
+    pub const fn new(name: &'static str) -> Column<V> {
+        Column {
+            name,
+            _type: PhantomData,
+        }
+    }
+
+    /// The stored property name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// `field op value`.
+    pub fn compare(&self, op: CompareOp, value: impl Into<V::Arg>) -> Filter {
+        Filter::Compare {
+            property: self.name.to_owned(),
+            op,
+            value: value.into().filter_value(),
+        }
+    }
+
+    column_ops!(eq => Eq, ne => Ne, gt => Gt, ge => Ge, lt => Lt, le => Le);
+}
+
+/// A key argument: the typed key itself, a reference to it, or `&str` for a
+/// `String` key.
+pub trait KeyArg<K> {
+    /// Appends the encoding.
+    fn write_key_arg(&self, out: &mut String);
+}
+
+impl<K: KeyTuple> KeyArg<K> for K {
+    fn write_key_arg(&self, out: &mut String) {
+        KeyTuple::write_key(self, out);
+    }
+}
+
+impl<K: KeyTuple> KeyArg<K> for &K {
+    fn write_key_arg(&self, out: &mut String) {
+        KeyTuple::write_key(*self, out);
+    }
+}
+
+impl KeyArg<String> for &str {
+    fn write_key_arg(&self, out: &mut String) {
+        crate::key::write_escaped(self, out);
+    }
+}

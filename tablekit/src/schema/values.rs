@@ -1,0 +1,284 @@
+//! How field types become property values and back.
+
+use crate::datetime::DateTime;
+use crate::error::ValueError;
+use crate::value::Value;
+
+/// A field type that is stored as one property.
+///
+/// | Rust | stored as |
+/// | --- | --- |
+/// | `String` | String |
+/// | `bool` | Boolean |
+/// | `i8` `i16` `i32` `u8` `u16` | Int32 |
+/// | `u32` `i64` | Int64 |
+/// | `u64` | Int64 holding the same 64 bits: values above `i64::MAX` read back exactly, but the store's own filters see them as negative |
+/// | `f32` `f64` | Double |
+/// | `Vec<u8>` | Binary |
+/// | `uuid::Uuid` | Guid |
+/// | [`DateTime`], `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`) | DateTime |
+/// | `Option<T>` | as `T`; `None` is an absent property |
+///
+/// Reading accepts a lossless widening (an Int32 into an `i64` or `f64`
+/// field); anything else of another type is a [`ValueError::WrongType`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as a table property",
+    label = "unsupported field type",
+    note = "store it with `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
+)]
+pub trait PropertyValue: Sized {
+    /// The value to store; `None` leaves the property out.
+    fn to_value(&self) -> Result<Option<Value>, ValueError>;
+    /// Reads the stored value (`None` when the property is absent).
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError>;
+}
+
+fn wrong(expected: &'static str, found: &Value) -> ValueError {
+    ValueError::WrongType {
+        expected,
+        found: found.edm_type(),
+    }
+}
+
+fn present(value: Option<&Value>) -> Result<&Value, ValueError> {
+    value.ok_or(ValueError::Missing)
+}
+
+impl PropertyValue for String {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::String(self.clone())))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::String(s) => Ok(s.clone()),
+            other => Err(wrong("String", other)),
+        }
+    }
+}
+
+impl PropertyValue for bool {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Boolean(*self)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Boolean(b) => Ok(*b),
+            other => Err(wrong("Boolean", other)),
+        }
+    }
+}
+
+macro_rules! small_ints {
+    ($($ty:ty),*) => {$(
+        impl PropertyValue for $ty {
+            fn to_value(&self) -> Result<Option<Value>, ValueError> {
+                Ok(Some(Value::Int32(i32::from(*self))))
+            }
+            fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+                match present(value)? {
+                    Value::Int32(v) => <$ty>::try_from(*v)
+                        .map_err(|_| ValueError::Invalid(format!("{v} is out of range for {}", stringify!($ty)))),
+                    other => Err(wrong("Int32", other)),
+                }
+            }
+        }
+    )*};
+}
+
+small_ints!(i8, i16, i32, u8, u16);
+
+impl PropertyValue for i64 {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Int64(*self)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Int64(v) => Ok(*v),
+            Value::Int32(v) => Ok(i64::from(*v)),
+            other => Err(wrong("Int64", other)),
+        }
+    }
+}
+
+impl PropertyValue for u32 {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Int64(i64::from(*self))))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        let v = i64::from_value(value)?;
+        u32::try_from(v).map_err(|_| ValueError::Invalid(format!("{v} is out of range for u32")))
+    }
+}
+
+/// The 64 bits as an Int64: lossless, but values above `i64::MAX` look negative
+/// to the store's filters.
+impl PropertyValue for u64 {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Int64(*self as i64)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Int64(v) => Ok(*v as u64),
+            Value::Int32(v) => {
+                u64::try_from(*v).map_err(|_| ValueError::Invalid(format!("{v} is negative")))
+            }
+            other => Err(wrong("Int64", other)),
+        }
+    }
+}
+
+impl PropertyValue for f64 {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Double(*self)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Double(v) => Ok(*v),
+            Value::Int32(v) => Ok(f64::from(*v)),
+            other => Err(wrong("Double", other)),
+        }
+    }
+}
+
+impl PropertyValue for f32 {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Double(f64::from(*self))))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        Ok(f64::from_value(value)? as f32)
+    }
+}
+
+impl PropertyValue for Vec<u8> {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Binary(self.clone())))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Binary(b) => Ok(b.clone()),
+            other => Err(wrong("Binary", other)),
+        }
+    }
+}
+
+impl PropertyValue for uuid::Uuid {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::Guid(*self)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::Guid(g) => Ok(*g),
+            other => Err(wrong("Guid", other)),
+        }
+    }
+}
+
+impl PropertyValue for DateTime {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::DateTime(*self)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match present(value)? {
+            Value::DateTime(t) => Ok(*t),
+            other => Err(wrong("DateTime", other)),
+        }
+    }
+}
+
+impl PropertyValue for time::OffsetDateTime {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        let t = DateTime::try_from(*self).map_err(|e| ValueError::Invalid(e.to_string()))?;
+        Ok(Some(Value::DateTime(t)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        Ok(DateTime::from_value(value)?.into())
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl PropertyValue for chrono::DateTime<chrono::Utc> {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        let nanos = self
+            .timestamp_nanos_opt()
+            .map(i128::from)
+            .unwrap_or_else(|| {
+                i128::from(self.timestamp()) * 1_000_000_000
+                    + i128::from(self.timestamp_subsec_nanos())
+            });
+        let t = DateTime::from_unix_nanos(nanos).map_err(|e| ValueError::Invalid(e.to_string()))?;
+        Ok(Some(Value::DateTime(t)))
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        let nanos = DateTime::from_value(value)?.unix_nanos();
+        let secs = nanos.div_euclid(1_000_000_000) as i64;
+        let sub = nanos.rem_euclid(1_000_000_000) as u32;
+        chrono::DateTime::from_timestamp(secs, sub)
+            .ok_or_else(|| ValueError::Invalid("out of chrono's range".into()))
+    }
+}
+
+impl<T: PropertyValue> PropertyValue for Option<T> {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        match self {
+            Some(v) => v.to_value(),
+            None => Ok(None),
+        }
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        match value {
+            Some(_) => T::from_value(value).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A type that can be the constant of a typed filter on a field
+/// ([`crate::schema::Column`]).
+pub trait FilterValue {
+    /// The constant as the field stores it.
+    fn filter_value(&self) -> Value;
+}
+
+macro_rules! filter_values {
+    ($($ty:ty => |$v:ident| $e:expr),* $(,)?) => {$(
+        impl FilterValue for $ty {
+            fn filter_value(&self) -> Value {
+                let $v = self;
+                $e
+            }
+        }
+    )*};
+}
+
+filter_values! {
+    String => |v| Value::String(v.clone()),
+    bool => |v| Value::Boolean(*v),
+    i8 => |v| Value::Int32(i32::from(*v)),
+    i16 => |v| Value::Int32(i32::from(*v)),
+    i32 => |v| Value::Int32(*v),
+    u8 => |v| Value::Int32(i32::from(*v)),
+    u16 => |v| Value::Int32(i32::from(*v)),
+    u32 => |v| Value::Int64(i64::from(*v)),
+    i64 => |v| Value::Int64(*v),
+    u64 => |v| Value::Int64(*v as i64),
+    f32 => |v| Value::Double(f64::from(*v)),
+    f64 => |v| Value::Double(*v),
+    Vec<u8> => |v| Value::Binary(v.clone()),
+    uuid::Uuid => |v| Value::Guid(*v),
+    DateTime => |v| Value::DateTime(*v),
+}
+
+/// The type of a field as seen by filters: the field's type, or `T` for an
+/// `Option<T>` field.
+pub trait ColumnType {
+    /// The type of the constants the field is compared with.
+    type Arg: FilterValue;
+}
+
+impl<T: FilterValue> ColumnType for T {
+    type Arg = T;
+}
+
+impl<T: FilterValue> ColumnType for Option<T> {
+    type Arg = T;
+}

@@ -1,0 +1,206 @@
+//! The non-atomic bulk writer.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt};
+
+use super::Table;
+use crate::backend::{BatchOperation, UpdateMode};
+use crate::entity::IfMatch;
+use crate::error::Error;
+use crate::schema::{self, TableEntity};
+use crate::validate::limits::MAX_BATCH_OPERATIONS;
+
+/// One item the bulk writer could not write.
+#[derive(Debug, Clone)]
+pub struct BulkFailure {
+    /// The item's index in the input.
+    pub index: usize,
+    /// Why it failed (shared when a whole batch failed for one reason).
+    pub error: Arc<Error>,
+}
+
+/// What a bulk write did.
+#[derive(Debug, Clone, Default)]
+pub struct BulkReport {
+    /// How many items were written.
+    pub written: usize,
+    /// The items that were not, by input index.
+    pub failures: Vec<BulkFailure>,
+    /// How many batches were sent (retries included).
+    pub batches: usize,
+}
+
+impl BulkReport {
+    /// Whether every item was written.
+    pub fn is_complete(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// What the writer does with each item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Insert,
+    Upsert(UpdateMode),
+    Delete,
+}
+
+/// Writes many entities, not atomically: items are grouped by partition and
+/// sent in batches of up to 100; partitions are written in parallel (at most
+/// [`parallelism`](BulkWriter::parallelism) batches at once), the batches of
+/// one partition in input order. When an item fails, its batch is rolled back
+/// by the store; the writer records that item and re-sends the rest, so the
+/// report names exactly the items that failed.
+///
+/// Use [`Table::batch`] when the writes must be atomic.
+pub struct BulkWriter<T> {
+    table: Table<T>,
+    parallelism: usize,
+}
+
+impl<T: TableEntity> BulkWriter<T> {
+    pub(super) fn new(table: Table<T>) -> BulkWriter<T> {
+        BulkWriter {
+            table,
+            parallelism: 4,
+        }
+    }
+
+    /// How many batches may be in flight at once (at least 1; default 4).
+    pub fn parallelism(mut self, n: usize) -> BulkWriter<T> {
+        self.parallelism = n.max(1);
+        self
+    }
+
+    /// Inserts every item.
+    pub async fn insert(&self, items: &[T]) -> BulkReport {
+        self.run(items, Mode::Insert).await
+    }
+
+    /// Inserts or replaces every item.
+    pub async fn upsert(&self, items: &[T]) -> BulkReport {
+        self.run(items, Mode::Upsert(UpdateMode::Replace)).await
+    }
+
+    /// Inserts or merges every item.
+    pub async fn upsert_merge(&self, items: &[T]) -> BulkReport {
+        self.run(items, Mode::Upsert(UpdateMode::Merge)).await
+    }
+
+    /// Deletes every item's entity, whatever its version.
+    pub async fn delete(&self, items: &[T]) -> BulkReport {
+        self.run(items, Mode::Delete).await
+    }
+
+    async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
+        let mut report = BulkReport::default();
+        // Build every operation first; an item that cannot even be encoded fails alone.
+        let mut partitions: BTreeMap<String, Vec<(usize, BatchOperation)>> = BTreeMap::new();
+        for (index, item) in items.iter().enumerate() {
+            match operation(item, mode) {
+                Ok(op) => partitions
+                    .entry(op.keys().0.to_owned())
+                    .or_default()
+                    .push((index, op)),
+                Err(error) => report.failures.push(BulkFailure {
+                    index,
+                    error: Arc::new(error),
+                }),
+            }
+        }
+        let table = &self.table;
+        let results = stream::iter(partitions.into_values())
+            .map(|ops| write_partition(table, ops))
+            .buffer_unordered(self.parallelism)
+            .collect::<Vec<_>>()
+            .await;
+        for partition in results {
+            report.written += partition.written;
+            report.batches += partition.batches;
+            report.failures.extend(partition.failures);
+        }
+        report.failures.sort_by_key(|f| f.index);
+        report
+    }
+}
+
+fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Error> {
+    Ok(match mode {
+        Mode::Insert => BatchOperation::Insert(schema::to_entity(item)?),
+        Mode::Upsert(mode) => BatchOperation::Upsert {
+            entity: schema::to_entity(item)?,
+            mode,
+        },
+        Mode::Delete => BatchOperation::Delete {
+            partition_key: schema::partition_key_of(item)?,
+            row_key: schema::row_key_of(item)?,
+            if_match: IfMatch::Any,
+        },
+    })
+}
+
+/// Splits one partition's operations into batches of at most 100 in which no
+/// entity appears twice; a repeated entity starts a new batch, so repeats
+/// apply in input order.
+fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Vec<(usize, BatchOperation)>> {
+    let mut chunks: Vec<Vec<(usize, BatchOperation)>> = Vec::new();
+    let mut keys: HashSet<String> = HashSet::new();
+    for (index, op) in ops {
+        let rk = op.keys().1.to_owned();
+        let full = chunks
+            .last()
+            .is_none_or(|c| c.len() == MAX_BATCH_OPERATIONS);
+        if full || keys.contains(&rk) {
+            chunks.push(Vec::new());
+            keys.clear();
+        }
+        keys.insert(rk);
+        if let Some(chunk) = chunks.last_mut() {
+            chunk.push((index, op));
+        }
+    }
+    chunks
+}
+
+async fn write_partition<T: TableEntity>(
+    table: &Table<T>,
+    ops: Vec<(usize, BatchOperation)>,
+) -> BulkReport {
+    let mut report = BulkReport::default();
+    for mut chunk in chunks(ops) {
+        while !chunk.is_empty() {
+            let batch: Vec<BatchOperation> = chunk.iter().map(|(_, op)| op.clone()).collect();
+            report.batches += 1;
+            match table
+                .backend()
+                .submit_transaction(table.name(), &batch)
+                .await
+            {
+                Ok(_) => {
+                    report.written += chunk.len();
+                    chunk.clear();
+                }
+                Err(Error::BatchFailed { index, source }) if index < chunk.len() => {
+                    // That item failed; the store rolled the others back: send them again.
+                    let (item, _) = chunk.remove(index);
+                    report.failures.push(BulkFailure {
+                        index: item,
+                        error: Arc::new(*source),
+                    });
+                }
+                Err(error) => {
+                    let error = Arc::new(error);
+                    report
+                        .failures
+                        .extend(chunk.drain(..).map(|(index, _)| BulkFailure {
+                            index,
+                            error: Arc::clone(&error),
+                        }));
+                }
+            }
+        }
+    }
+    report
+}

@@ -1,0 +1,387 @@
+//! The typed client: [`Table<T>`] over any backend.
+//!
+//! ```
+//! use tablekit::{Table, TableEntity};
+//! use tablekit_mem::MemBackend;
+//!
+//! #[derive(TableEntity, Debug, Clone, PartialEq)]
+//! #[tablekit(table = "People", kind = "PERSON")]
+//! struct Person {
+//!     #[tablekit(partition_key)]
+//!     team: String,
+//!     #[tablekit(row_key)]
+//!     id: u32,
+//!     name: String,
+//!     age: Option<i32>,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let people: Table<Person> = Table::new(MemBackend::new());
+//! people.create_if_missing().await?;
+//! people.insert(&Person { team: "core".into(), id: 7, name: "Ada".into(), age: None }).await?;
+//!
+//! let mut ada = people.get("core", 7).await?.expect("inserted");
+//! ada.age = Some(36);
+//! people.replace(&ada).await?; // guarded by the ETag read with `ada`
+//!
+//! let adults = people.query().partition("core").filter(Person::columns().age.ge(18)).collect().await?;
+//! assert_eq!(adults.len(), 1);
+//! # Ok(()) }
+//! ```
+
+mod batch;
+mod bulk;
+mod query;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+pub use batch::TableBatch;
+pub use bulk::{BulkFailure, BulkReport, BulkWriter};
+pub use query::TableQuery;
+
+use crate::backend::{GetOptions, TableBackend, UpdateMode};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, IfMatch};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
+
+/// A value read from the store, with the ETag and Timestamp of the version
+/// read. Writes through [`Table::replace`], [`Table::merge`] and
+/// [`Table::delete`] are guarded by that ETag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded<T> {
+    /// The value.
+    pub value: T,
+    /// The ETag of the version read.
+    pub etag: ETag,
+    /// When that version was written.
+    pub timestamp: Option<DateTime>,
+}
+
+impl<T> Loaded<T> {
+    /// The value, without the ETag.
+    pub fn into_inner(self) -> T {
+        self.value
+    }
+}
+
+impl<T> Deref for Loaded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T> DerefMut for Loaded<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.value
+    }
+}
+
+/// How many times [`Table::update`] re-reads and re-applies before it gives up.
+pub const UPDATE_ATTEMPTS: usize = 16;
+
+/// A typed view of one table, for the entities of one type.
+pub struct Table<T> {
+    backend: Arc<dyn TableBackend>,
+    name: Arc<str>,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Table<T> {
+    fn clone(&self) -> Self {
+        Table {
+            backend: Arc::clone(&self.backend),
+            name: Arc::clone(&self.name),
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Table<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Table<T> {
+    /// The table `name` on a shared backend (several kinds, one table).
+    pub fn from_arc(backend: Arc<dyn TableBackend>, name: &str) -> Table<T> {
+        Table {
+            backend,
+            name: name.into(),
+            _type: PhantomData,
+        }
+    }
+
+    /// The same table and backend, for entities of another type (another kind
+    /// sharing the table, or an [`EntityKinds`] enum over several).
+    pub fn of<U>(&self) -> Table<U> {
+        Table {
+            backend: Arc::clone(&self.backend),
+            name: Arc::clone(&self.name),
+            _type: PhantomData,
+        }
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn TableBackend> {
+        &self.backend
+    }
+
+    /// Creates the table unless it exists; `true` if it was created.
+    pub async fn create_if_missing(&self) -> Result<bool> {
+        self.backend.create_table_if_not_exists(&self.name).await
+    }
+}
+
+impl<K: EntityKinds> Table<K> {
+    /// Every row of the partition, read as the variant of its kind, in key
+    /// order; rows of other kinds fail or are skipped as `unknown` says.
+    pub fn read_partition(
+        &self,
+        pk: impl KeyArg<K::PartitionKey>,
+        unknown: UnknownKind,
+    ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
+        use futures::stream::{StreamExt, TryStreamExt};
+        let mut key = String::new();
+        pk.write_key_arg(&mut key);
+        let query = crate::Query::new().filter(crate::filter::Filter::partition_key().eq(key));
+        let backend = Arc::clone(&self.backend);
+        let name = self.name.to_string();
+        let rows = futures::stream::once(async move {
+            Ok::<_, Error>(owned_query_stream(backend, name, query))
+        })
+        .try_flatten();
+        rows.try_filter_map(move |entity| async move {
+            match K::from_entity(&entity) {
+                Some(value) => Ok(Some(Loaded {
+                    value: value?,
+                    etag: entity.etag.clone().unwrap_or_else(|| ETag::new("")),
+                    timestamp: entity.timestamp,
+                })),
+                None if unknown == UnknownKind::Skip => Ok(None),
+                None => Err(crate::SchemaError::UnknownKind {
+                    expected: K::KINDS,
+                    row_key: entity.row_key.clone(),
+                }
+                .into()),
+            }
+        })
+        .boxed()
+    }
+}
+
+/// Every entity of a query as a stream that owns what it needs.
+pub(crate) fn owned_query_stream(
+    backend: Arc<dyn TableBackend>,
+    name: String,
+    query: crate::Query,
+) -> futures::stream::BoxStream<'static, Result<crate::Entity>> {
+    use futures::stream::{StreamExt, TryStreamExt};
+    let pages = futures::stream::try_unfold(
+        (backend, name, query, false),
+        |(backend, name, mut query, done)| async move {
+            if done {
+                return Ok::<_, Error>(None);
+            }
+            let page = backend.query_entities(&name, &query).await?;
+            let done = page.continuation.is_none();
+            query.continuation = page.continuation;
+            Ok(Some((
+                futures::stream::iter(page.entities.into_iter().map(Ok)),
+                (backend, name, query, done),
+            )))
+        },
+    );
+    pages.try_flatten().boxed()
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The table `T::TABLE` on `backend`.
+    pub fn new(backend: impl TableBackend + 'static) -> Table<T> {
+        Table::from_arc(Arc::new(backend), T::TABLE)
+    }
+
+    /// Reads the entity with these keys; `None` if there is none.
+    ///
+    /// A row of another kind or an unsupported version under the same keys is
+    /// an error, never a wrong value.
+    pub async fn get(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Result<Option<Loaded<T>>> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        match self
+            .backend
+            .get_entity(&self.name, &pk, &rk, &GetOptions::default())
+            .await
+        {
+            Ok(entity) => load(&entity).map(Some),
+            Err(Error::EntityNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Inserts a new entity; fails with
+    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
+    pub async fn insert(&self, value: &T) -> Result<ETag> {
+        let entity = schema::to_entity(value)?;
+        self.backend.insert_entity(&self.name, &entity).await
+    }
+
+    async fn write(&self, value: &T, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
+        let entity = schema::to_entity(value)?;
+        self.backend
+            .update_entity(&self.name, &entity, mode, if_match)
+            .await
+    }
+
+    /// Replaces the stored entity if it is still the version that was read;
+    /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
+    pub async fn replace(&self, loaded: &Loaded<T>) -> Result<ETag> {
+        self.write(
+            &loaded.value,
+            UpdateMode::Replace,
+            &IfMatch::ETag(loaded.etag.clone()),
+        )
+        .await
+    }
+
+    /// Merges into the stored entity if it is still the version that was read
+    /// (fields that are `None` keep their stored values).
+    pub async fn merge(&self, loaded: &Loaded<T>) -> Result<ETag> {
+        self.write(
+            &loaded.value,
+            UpdateMode::Merge,
+            &IfMatch::ETag(loaded.etag.clone()),
+        )
+        .await
+    }
+
+    /// Replaces the stored entity whatever its version (`If-Match: *`).
+    pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
+        self.write(value, UpdateMode::Replace, &IfMatch::Any).await
+    }
+
+    /// Merges into the stored entity whatever its version (`If-Match: *`).
+    pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
+        self.write(value, UpdateMode::Merge, &IfMatch::Any).await
+    }
+
+    /// Inserts the entity or replaces the stored one.
+    pub async fn upsert(&self, value: &T) -> Result<ETag> {
+        let entity = schema::to_entity(value)?;
+        self.backend
+            .upsert_entity(&self.name, &entity, UpdateMode::Replace)
+            .await
+    }
+
+    /// Inserts the entity or merges it into the stored one.
+    pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
+        let entity = schema::to_entity(value)?;
+        self.backend
+            .upsert_entity(&self.name, &entity, UpdateMode::Merge)
+            .await
+    }
+
+    /// Deletes the stored entity if it is still the version that was read.
+    pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
+        let pk = schema::partition_key_of(&loaded.value)?;
+        let rk = schema::row_key_of(&loaded.value)?;
+        let if_match = IfMatch::ETag(loaded.etag.clone());
+        self.backend
+            .delete_entity(&self.name, &pk, &rk, &if_match)
+            .await
+    }
+
+    /// Deletes the entity with these keys whatever its version; fails with
+    /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
+    pub async fn delete_unconditionally(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Result<()> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        self.backend
+            .delete_entity(&self.name, &pk, &rk, &IfMatch::Any)
+            .await
+    }
+
+    /// Reads the entity, applies `change`, and replaces it under the ETag it
+    /// read; when another writer got there first, reads again and re-applies,
+    /// up to [`UPDATE_ATTEMPTS`] times. Returns the value as written.
+    ///
+    /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
+    /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
+    /// if every attempt lost the race. `change` must not change the keys.
+    pub async fn update(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+        mut change: impl FnMut(&mut T) + Send,
+    ) -> Result<Loaded<T>> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let entity = self
+                .backend
+                .get_entity(&self.name, &pk, &rk, &GetOptions::default())
+                .await?;
+            let mut loaded: Loaded<T> = load(&entity)?;
+            change(&mut loaded.value);
+            match self.replace(&loaded).await {
+                Ok(etag) => {
+                    loaded.etag = etag;
+                    loaded.timestamp = loaded.etag.timestamp();
+                    return Ok(loaded);
+                }
+                Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "update made no attempt".into(),
+        }))
+    }
+
+    /// A query over this table's entities of type `T`.
+    pub fn query(&self) -> TableQuery<T> {
+        TableQuery::new(self.clone())
+    }
+
+    /// An atomic batch in one partition.
+    pub fn batch(&self) -> TableBatch<T> {
+        TableBatch::new(self.clone())
+    }
+
+    /// A non-atomic bulk writer: groups by partition, runs batches of up to
+    /// 100 with bounded parallelism, reports each failed item.
+    pub fn bulk(&self) -> BulkWriter<T> {
+        BulkWriter::new(self.clone())
+    }
+}
+
+/// Reads a row as a loaded value.
+pub(crate) fn load<T: TableEntity>(entity: &crate::Entity) -> Result<Loaded<T>> {
+    Ok(Loaded {
+        value: schema::from_entity(entity)?,
+        etag: entity.etag.clone().ok_or_else(|| Error::Decode {
+            message: "the backend returned an entity without an ETag".into(),
+        })?,
+        timestamp: entity.timestamp,
+    })
+}

@@ -1,0 +1,258 @@
+//! Typed queries: partitions, key ranges and prefixes, field filters,
+//! projections, limits, resumable pages.
+
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+
+use super::{Loaded, Table, load};
+use crate::backend::{ContinuationToken, Query};
+use crate::error::Result;
+use crate::filter::Filter;
+use crate::key::{KeyPrefix, prefix_range};
+use crate::schema::{self, KIND_PROPERTY, KeyArg, TableEntity, VERSION_PROPERTY};
+use crate::validate::limits::MAX_PAGE_SIZE;
+
+/// A query over the entities of one type. Built from [`Table::query`]; run
+/// with [`stream`](TableQuery::stream), [`collect`](TableQuery::collect) or
+/// one [`page`](TableQuery::page) at a time.
+///
+/// Without a RowKey condition, a query of a kind reads only that kind's rows.
+/// Key conditions become `PartitionKey`/`RowKey` comparisons, so the store
+/// reads only the matching range.
+pub struct TableQuery<T, P = T> {
+    table: Table<T>,
+    partition: Option<Filter>,
+    rows: Option<Filter>,
+    filter: Option<Filter>,
+    limit: Option<usize>,
+    page_size: Option<u32>,
+    resume: Option<ContinuationToken>,
+    _projection: PhantomData<fn() -> P>,
+}
+
+fn range_filter(
+    column: fn() -> crate::filter::Prop,
+    start: Bound<String>,
+    end: Bound<String>,
+) -> Option<Filter> {
+    let lower = match start {
+        Bound::Included(k) => Some(column().ge(k)),
+        Bound::Excluded(k) => Some(column().gt(k)),
+        Bound::Unbounded => None,
+    };
+    let upper = match end {
+        Bound::Included(k) => Some(column().le(k)),
+        Bound::Excluded(k) => Some(column().lt(k)),
+        Bound::Unbounded => None,
+    };
+    match (lower, upper) {
+        (Some(l), Some(u)) => Some(l & u),
+        (l, u) => l.or(u),
+    }
+}
+
+fn and(a: Option<Filter>, b: Option<Filter>) -> Option<Filter> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a & b),
+        (a, b) => a.or(b),
+    }
+}
+
+impl<T: TableEntity> TableQuery<T, T> {
+    pub(super) fn new(table: Table<T>) -> TableQuery<T, T> {
+        TableQuery {
+            table,
+            partition: None,
+            rows: None,
+            filter: None,
+            limit: None,
+            page_size: None,
+            resume: None,
+            _projection: PhantomData,
+        }
+    }
+}
+
+impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
+    /// The rows' RowKey bounds with the kind prefix: the whole kind by default.
+    fn row_bounds(
+        &self,
+        start: Bound<String>,
+        end: Bound<String>,
+    ) -> (Bound<String>, Bound<String>) {
+        match T::KIND {
+            None => (start, end),
+            Some(kind) => {
+                let (kind_start, kind_end) = schema::kind_range(kind);
+                let with_prefix = |key: String| format!("{kind_start}{key}");
+                let start = match start {
+                    Bound::Included(k) => Bound::Included(with_prefix(k)),
+                    Bound::Excluded(k) => Bound::Excluded(with_prefix(k)),
+                    Bound::Unbounded => Bound::Included(kind_start.clone()),
+                };
+                let end = match end {
+                    Bound::Included(k) => Bound::Included(with_prefix(k)),
+                    Bound::Excluded(k) => Bound::Excluded(with_prefix(k)),
+                    Bound::Unbounded => Bound::Excluded(kind_end),
+                };
+                (start, end)
+            }
+        }
+    }
+
+    /// Only the partition with this key.
+    pub fn partition(mut self, pk: impl KeyArg<T::PartitionKey>) -> Self {
+        let mut key = String::new();
+        pk.write_key_arg(&mut key);
+        self.partition = Some(Filter::partition_key().eq(key));
+        self
+    }
+
+    /// Only partitions whose hierarchical key starts with `prefix` (for
+    /// example the tenant of a tenant > user > session key). The range stays
+    /// inside the prefix: tenant `a` never reads tenant `a b`.
+    pub fn partition_prefix<Q>(mut self, prefix: Q) -> Self
+    where
+        T::PartitionKey: KeyPrefix<Q>,
+    {
+        let mut encoded = String::new();
+        <T::PartitionKey as KeyPrefix<Q>>::write_prefix(&prefix, &mut encoded);
+        let (start, end) =
+            prefix_range(encoded, <T::PartitionKey as KeyPrefix<Q>>::last_separator());
+        self.partition = Some(Filter::partition_key().ge(start) & Filter::partition_key().lt(end));
+        self
+    }
+
+    /// Only rows whose typed RowKey lies in `range` (`100..=199`, `..key`, …).
+    pub fn rows(mut self, range: impl RangeBounds<T::RowKey>) -> Self {
+        let encode = |b: Bound<&T::RowKey>| b.map(crate::key::encode);
+        let (start, end) = self.row_bounds(encode(range.start_bound()), encode(range.end_bound()));
+        self.rows = range_filter(Filter::row_key, start, end);
+        self
+    }
+
+    /// Only rows whose compound RowKey starts with `prefix` (all reviews of
+    /// one employee, say).
+    pub fn row_prefix<Q>(mut self, prefix: Q) -> Self
+    where
+        T::RowKey: KeyPrefix<Q>,
+    {
+        let mut encoded = T::KIND.map(schema::kind_prefix).unwrap_or_default();
+        <T::RowKey as KeyPrefix<Q>>::write_prefix(&prefix, &mut encoded);
+        let (start, end) = prefix_range(encoded, <T::RowKey as KeyPrefix<Q>>::last_separator());
+        self.rows = Some(Filter::row_key().ge(start) & Filter::row_key().lt(end));
+        self
+    }
+
+    /// Also requires `filter`, usually built from `T::columns()`. Several calls
+    /// are joined with `and`.
+    pub fn filter(mut self, filter: Filter) -> Self {
+        self.filter = and(self.filter.take(), Some(filter));
+        self
+    }
+
+    /// At most `n` entities in all.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// At most `n` entities per request (1–1,000).
+    pub fn page_size(mut self, n: u32) -> Self {
+        self.page_size = Some(n);
+        self
+    }
+
+    /// Resumes where a previous [`page`](TableQuery::page) stopped.
+    pub fn resume(mut self, token: ContinuationToken) -> Self {
+        self.resume = Some(token);
+        self
+    }
+
+    /// Reads only the fields of `Q`, a struct with a subset of `T`'s fields and
+    /// the same keys and kind (`$select` on the wire).
+    pub fn project<Q>(self) -> TableQuery<T, Q>
+    where
+        Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+    {
+        TableQuery {
+            table: self.table,
+            partition: self.partition,
+            rows: self.rows,
+            filter: self.filter,
+            limit: self.limit,
+            page_size: self.page_size,
+            resume: self.resume,
+            _projection: PhantomData,
+        }
+    }
+
+    /// The backend query this builds.
+    pub fn to_query(&self) -> Query {
+        let kind_rows = match (&self.rows, T::KIND) {
+            (None, Some(kind)) => {
+                let (start, end) = schema::kind_range(kind);
+                Some(Filter::row_key().ge(start) & Filter::row_key().lt(end))
+            }
+            (rows, _) => rows.clone(),
+        };
+        let filter = and(and(self.partition.clone(), kind_rows), self.filter.clone());
+        let top = match (self.page_size, self.limit) {
+            (Some(size), _) => Some(size),
+            (None, Some(limit)) => Some(limit.clamp(1, MAX_PAGE_SIZE as usize) as u32),
+            (None, None) => None,
+        };
+        let select = (std::any::TypeId::of::<P>() != std::any::TypeId::of::<T>()).then(|| {
+            let mut names = Vec::new();
+            P::property_names(&mut names);
+            if P::KIND.is_some() {
+                names.push(KIND_PROPERTY.to_owned());
+                names.push(VERSION_PROPERTY.to_owned());
+            }
+            names
+        });
+        let mut query = Query::new().continuation(self.resume.clone());
+        query.filter = filter;
+        query.select = select;
+        query.top = top;
+        query
+    }
+
+    /// Every matching entity, following continuation tokens through short
+    /// and empty pages, fetching a page only when the previous one is used up.
+    pub fn stream(self) -> BoxStream<'static, Result<Loaded<P>>> {
+        let query = self.to_query();
+        let rows = super::owned_query_stream(
+            std::sync::Arc::clone(self.table.backend()),
+            self.table.name().to_owned(),
+            query,
+        );
+        rows.and_then(|e| futures::future::ready(load::<P>(&e)))
+            .take(self.limit.unwrap_or(usize::MAX))
+            .boxed()
+    }
+
+    /// Every matching entity, collected.
+    pub async fn collect(self) -> Result<Vec<Loaded<P>>> {
+        self.stream().try_collect().await
+    }
+
+    /// One request's worth of results and the token to resume after it (`None`
+    /// at the end). The page may be short, or empty, while more follow.
+    pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
+        let query = self.to_query();
+        let page = self
+            .table
+            .backend()
+            .query_entities(self.table.name(), &query)
+            .await?;
+        let items = page
+            .entities
+            .iter()
+            .map(load::<P>)
+            .collect::<Result<Vec<_>>>()?;
+        Ok((items, page.continuation))
+    }
+}

@@ -1,0 +1,332 @@
+//! The derive end to end on the in-memory backend.
+
+use futures::TryStreamExt;
+use tablekit::key::InvertedTime;
+use tablekit::schema::{self, KIND_PROPERTY, VERSION_PROPERTY};
+use tablekit::{
+    DateTime, Entity, EntityKinds, Error, SchemaError, Table, TableBackend, TableEntity,
+    TableFields, UnknownKind, Value,
+};
+use tablekit_mem::MemBackend;
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "EMP", rename_all = "PascalCase")]
+struct Employee {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    name: String,
+    age: Option<i32>,
+    #[tablekit(rename = "Mail")]
+    email: String,
+    #[tablekit(skip)]
+    cached: Option<String>,
+    #[tablekit(default)]
+    nickname: String,
+    #[tablekit(flatten)]
+    address: Address,
+    #[tablekit(json)]
+    tags: Vec<String>,
+    #[tablekit(with = upper)]
+    code: String,
+    big: u64,
+    hired: DateTime,
+}
+
+#[derive(TableFields, Debug, Clone, PartialEq, Default)]
+#[tablekit(rename_all = "PascalCase")]
+struct Address {
+    street: String,
+    city: Option<String>,
+}
+
+/// A custom codec: stored upper-case, read lower-case.
+mod upper {
+    use tablekit::{Value, ValueError};
+    pub(crate) fn to_value(v: &str) -> Result<Option<Value>, ValueError> {
+        Ok(Some(Value::String(v.to_uppercase())))
+    }
+    pub(crate) fn from_value(v: Option<&Value>) -> Result<String, ValueError> {
+        match v {
+            Some(Value::String(s)) => Ok(s.to_lowercase()),
+            _ => Err(ValueError::Missing),
+        }
+    }
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "DEPT")]
+struct Department {
+    #[tablekit(partition_key)]
+    department: String,
+    manager: String,
+}
+
+#[derive(EntityKinds, Debug, PartialEq)]
+enum StaffRow {
+    Employee(Employee),
+    Department(Department),
+}
+
+fn ada() -> Employee {
+    Employee {
+        department: "Sales".into(),
+        id: 123,
+        name: "Ada".into(),
+        age: Some(36),
+        email: "ada@example.com".into(),
+        cached: Some("not stored".into()),
+        nickname: "A".into(),
+        address: Address {
+            street: "1 Main St".into(),
+            city: None,
+        },
+        tags: vec!["math".into(), "engines".into()],
+        code: "abc".into(),
+        big: u64::MAX,
+        hired: DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap(),
+    }
+}
+
+#[test]
+fn entity_layout() {
+    let e = schema::to_entity(&ada()).unwrap();
+    assert_eq!(e.partition_key, "Sales");
+    assert_eq!(e.row_key, "EMP_0000000123");
+    assert_eq!(e.get(KIND_PROPERTY), Some(&Value::String("EMP".into())));
+    assert_eq!(e.get(VERSION_PROPERTY), Some(&Value::Int32(1)));
+    assert_eq!(e.get("Name"), Some(&Value::String("Ada".into())));
+    assert_eq!(
+        e.get("Mail"),
+        Some(&Value::String("ada@example.com".into()))
+    );
+    assert_eq!(
+        e.get("Address_Street"),
+        Some(&Value::String("1 Main St".into()))
+    );
+    assert_eq!(e.get("Address_City"), None, "None is not stored");
+    assert_eq!(
+        e.get("Tags"),
+        Some(&Value::String(r#"["math","engines"]"#.into()))
+    );
+    assert_eq!(e.get("Code"), Some(&Value::String("ABC".into())));
+    assert_eq!(
+        e.get("Big"),
+        Some(&Value::Int64(-1)),
+        "u64 keeps its bits in an Int64"
+    );
+    assert_eq!(e.get("Cached"), None, "skipped");
+    assert!(
+        e.get("Department").is_none() && e.get("Id").is_none(),
+        "keys are not repeated as properties"
+    );
+
+    let back: Employee = schema::from_entity(&e).unwrap();
+    assert_eq!(
+        back,
+        Employee {
+            cached: None,
+            ..ada()
+        }
+    );
+
+    let mut names = Vec::new();
+    Employee::property_names(&mut names);
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Age",
+            "Mail",
+            "Nickname",
+            "Address_Street",
+            "Address_City",
+            "Tags",
+            "Code",
+            "Big",
+            "Hired"
+        ]
+    );
+}
+
+#[test]
+fn reading_checks_kind_version_and_types() {
+    let mut e = schema::to_entity(&ada()).unwrap();
+    // A Department row is not an Employee.
+    let dept = schema::to_entity(&Department {
+        department: "Sales".into(),
+        manager: "Bob".into(),
+    })
+    .unwrap();
+    assert!(matches!(
+        schema::from_entity::<Employee>(&dept),
+        Err(Error::Schema(SchemaError::WrongKind {
+            expected: "EMP",
+            ..
+        }))
+    ));
+    // A newer version is refused.
+    e.insert(VERSION_PROPERTY, 2);
+    assert!(matches!(
+        schema::from_entity::<Employee>(&e),
+        Err(Error::Schema(SchemaError::UnsupportedVersion {
+            found: 2,
+            ..
+        }))
+    ));
+    e.insert(VERSION_PROPERTY, 1);
+    // A property of another type is an error naming it.
+    e.insert("Name", 5);
+    match schema::from_entity::<Employee>(&e) {
+        Err(Error::Schema(SchemaError::Property { property, .. })) => assert_eq!(property, "Name"),
+        other => panic!("{other:?}"),
+    }
+    e.insert("Name", "Ada");
+    // A missing required property too; a missing `default` one is defaulted.
+    e.properties.remove("Mail");
+    assert!(matches!(
+        schema::from_entity::<Employee>(&e),
+        Err(Error::Schema(SchemaError::Property { .. }))
+    ));
+    e.insert("Mail", "x");
+    e.properties.remove("Nickname");
+    assert_eq!(schema::from_entity::<Employee>(&e).unwrap().nickname, "");
+    // A RowKey that does not decode.
+    e.row_key = "EMP_12".into();
+    assert!(matches!(
+        schema::from_entity::<Employee>(&e),
+        Err(Error::Schema(SchemaError::KeyDecode { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn typed_client_round_trip() {
+    let backend = MemBackend::new();
+    let staff: Table<Employee> = Table::new(backend.clone());
+    staff.create_if_missing().await.unwrap();
+    staff.insert(&ada()).await.unwrap();
+    let mut loaded = staff.get("Sales", 123).await.unwrap().expect("stored");
+    assert_eq!(loaded.name, "Ada");
+    loaded.age = Some(37);
+    staff.replace(&loaded).await.unwrap();
+    // The ETag we hold is now stale.
+    assert!(matches!(
+        staff.replace(&loaded).await,
+        Err(Error::PreconditionFailed { .. })
+    ));
+    let updated = staff
+        .update("Sales", 123, |e| e.nickname = "Countess".into())
+        .await
+        .unwrap();
+    assert_eq!(updated.nickname, "Countess");
+    assert_eq!(
+        staff.get("Sales", 123).await.unwrap().unwrap().age,
+        Some(37)
+    );
+
+    let depts = staff.of::<Department>();
+    depts
+        .insert(&Department {
+            department: "Sales".into(),
+            manager: "Bob".into(),
+        })
+        .await
+        .unwrap();
+    // Same partition, two kinds: a typed query reads only its kind.
+    assert_eq!(
+        staff
+            .query()
+            .partition("Sales")
+            .collect()
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        depts
+            .query()
+            .partition("Sales")
+            .collect()
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let rows: Vec<_> = staff
+        .of::<StaffRow>()
+        .read_partition("Sales", UnknownKind::Fail)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(matches!(rows[0].value, StaffRow::Department(_)));
+    assert!(matches!(rows[1].value, StaffRow::Employee(_)));
+
+    // A row of an unknown kind: skipped or an error, as asked.
+    backend
+        .insert_entity("Staff", &Entity::new("Sales", "ZZZ_1"))
+        .await
+        .unwrap();
+    let skipped: Vec<_> = staff
+        .of::<StaffRow>()
+        .read_partition("Sales", UnknownKind::Skip)
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(skipped.len(), 2);
+    let failed: Result<Vec<_>, _> = staff
+        .of::<StaffRow>()
+        .read_partition("Sales", UnknownKind::Fail)
+        .try_collect()
+        .await;
+    assert!(matches!(
+        failed,
+        Err(Error::Schema(SchemaError::UnknownKind { .. }))
+    ));
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Logs", kind = "LOG")]
+struct LogLine {
+    #[tablekit(partition_key)]
+    source: String,
+    #[tablekit(row_key)]
+    at: InvertedTime,
+    text: String,
+}
+
+#[tokio::test]
+async fn inverted_time_reads_newest_first() {
+    let logs: Table<LogLine> = Table::new(MemBackend::new());
+    logs.create_if_missing().await.unwrap();
+    for (i, t) in [
+        "2020-01-01T00:00:00Z",
+        "2022-01-01T00:00:00Z",
+        "2021-01-01T00:00:00Z",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let at = InvertedTime(DateTime::parse(t).unwrap());
+        logs.insert(&LogLine {
+            source: "web".into(),
+            at,
+            text: format!("line {i}"),
+        })
+        .await
+        .unwrap();
+    }
+    let newest: Vec<_> = logs
+        .query()
+        .partition("web")
+        .limit(2)
+        .collect()
+        .await
+        .unwrap();
+    let years: Vec<_> = newest
+        .iter()
+        .map(|l| l.at.0.to_string()[..4].to_owned())
+        .collect();
+    assert_eq!(years, ["2022", "2021"]);
+}
