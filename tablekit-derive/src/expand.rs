@@ -1,7 +1,7 @@
 //! Generates the impls from the validated model, and nothing else.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Type};
 
@@ -132,13 +132,25 @@ impl Expansion<'_> {
         }
     }
 
-    /// Where-clause predicates that check each field's type, spanned on it so
-    /// an unsupported type is reported on the field.
+    /// Where-clause predicates for field types that use the struct's type
+    /// parameters. Other field types need none: the expressions that use them
+    /// are spanned on the type, so an unsupported type is reported on the field
+    /// (a false bound on a concrete type would be reported on the derive).
     fn bounds(&self) -> Vec<TokenStream> {
         let tk = &self.tk;
+        let params: Vec<&Ident> = self
+            .cont
+            .input
+            .generics
+            .type_params()
+            .map(|p| &p.ident)
+            .collect();
         let mut bounds = Vec::new();
         for field in &self.cont.fields {
             let ty = field.ty;
+            if !mentions(ty.to_token_stream(), &params) {
+                continue;
+            }
             let span = ty.span();
             bounds.push(match &field.role {
                 Role::PartitionKey(_) | Role::RowKey(_) => quote_spanned!(span=> #ty: #tk::KeyPart),
@@ -165,14 +177,15 @@ impl Expansion<'_> {
             .filter_map(|field| {
                 let ident = field.ident;
                 let name = self.name(field);
+                let span = field.ty.span();
                 Some(match &field.role {
-                    Role::Property => quote!(#tk::write_property(__props, #name, &self.#ident)?;),
-                    Role::Json => quote!(#tk::write_json(__props, #name, &self.#ident)?;),
+                    Role::Property => quote_spanned!(span=> #tk::write_property(__props, #name, &self.#ident)?;),
+                    Role::Json => quote_spanned!(span=> #tk::write_json(__props, #name, &self.#ident)?;),
                     Role::With(path) => quote!(#tk::write_with(__props, #name, #path::to_value(&self.#ident))?;),
                     Role::Flatten(prefix) => {
                         let ty = field.ty;
                         let prefix = self.flatten_prefix(prefix);
-                        quote!(<#ty as #tk::TableFields>::write_fields(&self.#ident, #prefix, __props)?;)
+                        quote_spanned!(span=> <#ty as #tk::TableFields>::write_fields(&self.#ident, #prefix, __props)?;)
                     }
                     Role::PartitionKey(_) | Role::RowKey(_) | Role::Skip => return None,
                 })
@@ -191,20 +204,21 @@ impl Expansion<'_> {
                 let ident = field.ident;
                 let ty = field.ty;
                 let name = self.name(field);
+                let span = ty.span();
                 let read = match &field.role {
-                    Role::Property => quote!(#tk::read_property::<#ty>(__props, #name)?),
-                    Role::Json => quote!(#tk::read_json::<#ty>(__props, #name)?),
+                    Role::Property => quote_spanned!(span=> #tk::read_property::<#ty>(__props, #name)?),
+                    Role::Json => quote_spanned!(span=> #tk::read_json::<#ty>(__props, #name)?),
                     Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
                     Role::Flatten(prefix) => {
                         let prefix = self.flatten_prefix(prefix);
-                        quote!(<#ty as #tk::TableFields>::read_fields(#prefix, __props)?)
+                        quote_spanned!(span=> <#ty as #tk::TableFields>::read_fields(#prefix, __props)?)
                     }
-                    Role::Skip => quote!(#tk::Default::default()),
+                    Role::Skip => quote_spanned!(span=> <#ty as #tk::Default>::default()),
                     Role::PartitionKey(_) | Role::RowKey(_) => unreachable!("filtered out"),
                 };
                 if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_)) {
-                    quote!(#ident: match __props.get(#name) {
-                        #tk::None => #tk::Default::default(),
+                    quote_spanned!(span=> #ident: match __props.get(#name) {
+                        #tk::None => <#ty as #tk::Default>::default(),
                         #tk::Some(_) => #read,
                     })
                 } else {
@@ -228,7 +242,7 @@ impl Expansion<'_> {
                     Role::Flatten(prefix) => {
                         let ty = field.ty;
                         let prefix = self.flatten_prefix(prefix);
-                        quote!(<#ty as #tk::TableFields>::field_names(#prefix, __names);)
+                        quote_spanned!(ty.span()=> <#ty as #tk::TableFields>::field_names(#prefix, __names);)
                     }
                     _ => return None,
                 })
@@ -237,14 +251,23 @@ impl Expansion<'_> {
     }
 }
 
+/// Whether `tokens` name one of `params`.
+fn mentions(tokens: TokenStream, params: &[&Ident]) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => params.iter().any(|p| **p == ident),
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), params),
+        _ => false,
+    })
+}
+
 fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
     let parts = fields.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
         let ty = f.ty;
         let separator = (i + 1 < fields.len())
             .then(|| quote!(__out.push(#tk::separator_after(<#ty as #tk::KeyPart>::WIDTH));));
-        quote! {
-            #tk::KeyPart::write_key(&self.#ident, __out);
+        quote_spanned! {ty.span()=>
+            <#ty as #tk::KeyPart>::write_key(&self.#ident, __out);
             #separator
         }
     });

@@ -36,3 +36,75 @@ pub fn derive_entity_kinds(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     kinds::derive(&input).into()
 }
+
+/// Expansion snapshots: what the derives generate for representative inputs.
+/// Refresh with `UPDATE_EXPECT=1 cargo test -p tablekit-derive`.
+#[cfg(test)]
+mod snapshots {
+    use expect_test::{ExpectFile, expect_file};
+    use quote::quote;
+
+    fn check(tokens: proc_macro2::TokenStream, mode: crate::ast::Mode, expected: ExpectFile) {
+        let input: syn::DeriveInput = syn::parse2(tokens).expect("valid input");
+        let output = crate::expand::derive(&input, mode);
+        let file: syn::File = syn::parse2(output).expect("the expansion parses");
+        expected.assert_eq(&prettyplease::unparse(&file));
+    }
+
+    #[test]
+    fn entity_with_kind_compound_key_and_every_role() {
+        check(
+            quote! {
+                #[tablekit(table = "Reviews", kind = "REV", version = 2, rename_all = "PascalCase")]
+                pub struct Review {
+                    #[tablekit(partition_key)]
+                    department: String,
+                    #[tablekit(row_key = 0)]
+                    employee: u32,
+                    #[tablekit(row_key = 1)]
+                    year: u16,
+                    score: f64,
+                    #[tablekit(rename = "Text", default)]
+                    comment: Option<String>,
+                    #[tablekit(json)]
+                    tags: Vec<String>,
+                    #[tablekit(flatten(prefix = "By"))]
+                    reviewer: Person,
+                    #[tablekit(skip)]
+                    cache: u8,
+                }
+            },
+            crate::ast::Mode::Entity,
+            expect_file!["../snapshots/review.rs"],
+        );
+    }
+
+    #[test]
+    fn flattenable_fields() {
+        check(
+            quote! {
+                struct Person {
+                    name: String,
+                    #[tablekit(with = codec)]
+                    level: Level,
+                }
+            },
+            crate::ast::Mode::Fields,
+            expect_file!["../snapshots/person.rs"],
+        );
+    }
+
+    #[test]
+    fn invalid_input_gives_errors_and_a_stub() {
+        check(
+            quote! {
+                struct Broken {
+                    #[tablekit(unknown)]
+                    name: String,
+                }
+            },
+            crate::ast::Mode::Entity,
+            expect_file!["../snapshots/broken.rs"],
+        );
+    }
+}

@@ -66,7 +66,11 @@ fn employee(department: &str, id: u32) -> Employee {
 fn backends() -> Vec<Arc<dyn TableBackend>> {
     vec![
         Arc::new(MemBackend::new()),
-        Arc::new(MemBackend::builder().adversarial(Adversarial::default()).build()),
+        Arc::new(
+            MemBackend::builder()
+                .adversarial(Adversarial::default())
+                .build(),
+        ),
     ]
 }
 
@@ -75,15 +79,29 @@ async fn ranges_filters_projections_and_limits() {
     for backend in backends() {
         let staff: Table<Employee> = Table::from_arc(backend, "Staff");
         staff.create_if_missing().await.unwrap();
-        let people: Vec<_> = (1..=300).map(|id| employee(if id % 2 == 0 { "Sales" } else { "Ops" }, id)).collect();
+        let people: Vec<_> = (1..=300)
+            .map(|id| employee(if id % 2 == 0 { "Sales" } else { "Ops" }, id))
+            .collect();
         let report = staff.bulk().insert(&people).await;
         assert!(report.is_complete(), "{:?}", report.failures);
 
-        let in_range = staff.query().partition("Sales").rows(100..=199).collect().await.unwrap();
+        let in_range = staff
+            .query()
+            .partition("Sales")
+            .rows(100..=199)
+            .collect()
+            .await
+            .unwrap();
         let ids: Vec<u32> = in_range.iter().map(|e| e.id).collect();
         assert_eq!(ids, (100..=198).step_by(2).collect::<Vec<_>>());
 
-        let half_open = staff.query().partition("Ops").rows(..5).collect().await.unwrap();
+        let half_open = staff
+            .query()
+            .partition("Ops")
+            .rows(..5)
+            .collect()
+            .await
+            .unwrap();
         assert_eq!(half_open.iter().map(|e| e.id).collect::<Vec<_>>(), [1, 3]);
 
         let cols = Employee::columns();
@@ -96,7 +114,14 @@ async fn ranges_filters_projections_and_limits() {
             .unwrap();
         assert!(older.iter().all(|e| e.age >= 55 && e.id != 36) && !older.is_empty());
 
-        let names = staff.query().partition("Ops").rows(1..=9).project::<EmployeeName>().collect().await.unwrap();
+        let names = staff
+            .query()
+            .partition("Ops")
+            .rows(1..=9)
+            .project::<EmployeeName>()
+            .collect()
+            .await
+            .unwrap();
         assert_eq!(names.len(), 5);
         assert_eq!(names[0].name, "emp 1");
 
@@ -109,7 +134,10 @@ async fn ranges_filters_projections_and_limits() {
         loop {
             let mut query = staff.query().partition("Sales").page_size(40);
             if let Some(text) = token.take() {
-                let parsed: tablekit::ContinuationToken = tablekit::ContinuationToken::to_string(&text).parse().unwrap();
+                let parsed: tablekit::ContinuationToken =
+                    tablekit::ContinuationToken::to_string(&text)
+                        .parse()
+                        .unwrap();
                 query = query.resume(parsed);
             }
             let (items, next) = query.page().await.unwrap();
@@ -132,27 +160,77 @@ async fn compound_and_hierarchical_keys() {
     for employee in [7u32, 8, 70] {
         for year in [2019u16, 2020, 2021] {
             reviews
-                .insert(&Review { department: "Sales".into(), employee, year, score: f64::from(year - 2000) })
+                .insert(&Review {
+                    department: "Sales".into(),
+                    employee,
+                    year,
+                    score: f64::from(year - 2000),
+                })
                 .await
                 .unwrap();
         }
     }
-    let of_seven = reviews.query().partition("Sales").row_prefix((7u32,)).collect().await.unwrap();
-    assert_eq!(of_seven.iter().map(|r| (r.employee, r.year)).collect::<Vec<_>>(), [(7, 2019), (7, 2020), (7, 2021)]);
-    let window = reviews.query().partition("Sales").rows((7, 2020)..=(8, 2019)).collect().await.unwrap();
-    assert_eq!(window.iter().map(|r| (r.employee, r.year)).collect::<Vec<_>>(), [(7, 2020), (7, 2021), (8, 2019)]);
-    let one = reviews.get("Sales", (70, 2021)).await.unwrap().expect("stored");
+    let of_seven = reviews
+        .query()
+        .partition("Sales")
+        .row_prefix((7u32,))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        of_seven
+            .iter()
+            .map(|r| (r.employee, r.year))
+            .collect::<Vec<_>>(),
+        [(7, 2019), (7, 2020), (7, 2021)]
+    );
+    let window = reviews
+        .query()
+        .partition("Sales")
+        .rows((7, 2020)..=(8, 2019))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        window
+            .iter()
+            .map(|r| (r.employee, r.year))
+            .collect::<Vec<_>>(),
+        [(7, 2020), (7, 2021), (8, 2019)]
+    );
+    let one = reviews
+        .get("Sales", (70, 2021))
+        .await
+        .unwrap()
+        .expect("stored");
     assert_eq!(one.score, 21.0);
 
     let sessions: Table<Session> = Table::from_arc(backend, "Sessions");
     sessions.create_if_missing().await.unwrap();
-    for (tenant, user, session) in [("a", "u1", 1), ("a", "u1", 2), ("a", "u2", 1), ("a b", "u1", 1), ("ab", "u1", 1), ("b", "u1", 1)] {
+    for (tenant, user, session) in [
+        ("a", "u1", 1),
+        ("a", "u1", 2),
+        ("a", "u2", 1),
+        ("a b", "u1", 1),
+        ("ab", "u1", 1),
+        ("b", "u1", 1),
+    ] {
         sessions
-            .insert(&Session { tenant: tenant.into(), user: user.into(), session, started: 0 })
+            .insert(&Session {
+                tenant: tenant.into(),
+                user: user.into(),
+                session,
+                started: 0,
+            })
             .await
             .unwrap();
     }
-    let tenant_a = sessions.query().partition_prefix(("a".to_string(),)).collect().await.unwrap();
+    let tenant_a = sessions
+        .query()
+        .partition_prefix(("a".to_string(),))
+        .collect()
+        .await
+        .unwrap();
     assert_eq!(tenant_a.len(), 3, "tenant `a` only, not `a b` or `ab`");
     assert!(tenant_a.iter().all(|s| s.tenant == "a"));
     let user = sessions
@@ -162,7 +240,10 @@ async fn compound_and_hierarchical_keys() {
         .await
         .unwrap();
     assert_eq!(user.iter().map(|s| s.session).collect::<Vec<_>>(), [1, 2]);
-    let exact = sessions.get(("a".to_string(), "u2".to_string(), 1), ()).await.unwrap();
+    let exact = sessions
+        .get(("a".to_string(), "u2".to_string(), 1), ())
+        .await
+        .unwrap();
     assert!(exact.is_some());
 }
 
@@ -172,18 +253,34 @@ async fn key_too_long_names_the_fields() {
     staff.create_if_missing().await.unwrap();
     let long = employee(&"d".repeat(600), 1);
     match staff.insert(&long).await {
-        Err(Error::Invalid(InvalidInput::EncodedKeyTooLong { kind: KeyKind::PartitionKey, fields, utf16_len, .. })) => {
+        Err(Error::Invalid(InvalidInput::EncodedKeyTooLong {
+            kind: KeyKind::PartitionKey,
+            fields,
+            utf16_len,
+            ..
+        })) => {
             assert_eq!((fields, utf16_len), ("department", 600));
         }
         other => panic!("{other:?}"),
     }
     // Escapes count: 200 slashes are 600 units once escaped.
     let slashes = employee(&"/".repeat(200), 1);
-    assert!(matches!(staff.insert(&slashes).await, Err(Error::Invalid(InvalidInput::EncodedKeyTooLong { .. }))));
+    assert!(matches!(
+        staff.insert(&slashes).await,
+        Err(Error::Invalid(InvalidInput::EncodedKeyTooLong { .. }))
+    ));
     // Forbidden characters are escaped, never refused or dropped.
     let odd = employee("a/b\\c#d?e\tf", 2);
     staff.insert(&odd).await.unwrap();
-    assert_eq!(staff.get("a/b\\c#d?e\tf", 2).await.unwrap().unwrap().department, "a/b\\c#d?e\tf");
+    assert_eq!(
+        staff
+            .get("a/b\\c#d?e\tf", 2)
+            .await
+            .unwrap()
+            .unwrap()
+            .department,
+        "a/b\\c#d?e\tf"
+    );
 }
 
 #[tokio::test]
@@ -196,10 +293,15 @@ async fn atomic_batches_name_the_failing_operation() {
     batch.insert(&employee("Sales", 2)).unwrap();
     batch.upsert(&employee("Sales", 3)).unwrap();
     match batch.submit().await {
-        Err(Error::BatchFailed { index: 1, source }) => assert!(matches!(*source, Error::EntityAlreadyExists { .. })),
+        Err(Error::BatchFailed { index: 1, source }) => {
+            assert!(matches!(*source, Error::EntityAlreadyExists { .. }))
+        }
         other => panic!("{other:?}"),
     }
-    assert!(staff.get("Sales", 1).await.unwrap().is_none(), "nothing applied");
+    assert!(
+        staff.get("Sales", 1).await.unwrap().is_none(),
+        "nothing applied"
+    );
 
     let loaded = staff.get("Sales", 2).await.unwrap().unwrap();
     let mut batch = staff.batch();
@@ -235,9 +337,17 @@ async fn bulk_writer_reports_exactly_the_failed_items() {
     for index in [5, 150, 290, 350, 351] {
         assert!(failed.contains(&index), "{index} not reported: {failed:?}");
     }
-    let transient: Vec<_> = report.failures.iter().filter(|f| f.error.is_transient()).collect();
+    let transient: Vec<_> = report
+        .failures
+        .iter()
+        .filter(|f| f.error.is_transient())
+        .collect();
     assert!(!transient.is_empty() && transient.len() <= 100);
-    assert_eq!(report.written + report.failures.len(), items.len(), "every item accounted for");
+    assert_eq!(
+        report.written + report.failures.len(),
+        items.len(),
+        "every item accounted for"
+    );
     // Every item reported written is stored.
     let stored = staff.query().collect().await.unwrap().len();
     assert_eq!(stored, report.written + 3);

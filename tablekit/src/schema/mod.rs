@@ -345,7 +345,7 @@ macro_rules! column_ops {
     )*};
 }
 
-impl<V: ColumnType> Column<V> {
+impl<V> Column<V> {
     /// The column of the property stored as `name`.
     pub const fn new(name: &'static str) -> Column<V> {
         Column {
@@ -358,7 +358,11 @@ impl<V: ColumnType> Column<V> {
     pub fn name(&self) -> &'static str {
         self.name
     }
+}
 
+/// Comparisons exist for fields whose type has a [`FilterValue`] (all the
+/// store's types, and `Option`s of them).
+impl<V: ColumnType> Column<V> {
     /// `field op value`.
     pub fn compare(&self, op: CompareOp, value: impl Into<V::Arg>) -> Filter {
         Filter::Compare {

@@ -268,6 +268,26 @@ filter_values! {
     DateTime => |v| Value::DateTime(*v),
 }
 
+/// Times outside the store's range compare as its nearest bound.
+impl FilterValue for time::OffsetDateTime {
+    fn filter_value(&self) -> Value {
+        let t = DateTime::try_from(*self).unwrap_or(if self.year() < 1601 {
+            DateTime::MIN
+        } else {
+            DateTime::MAX
+        });
+        Value::DateTime(t)
+    }
+}
+
+#[cfg(feature = "chrono")]
+impl FilterValue for chrono::DateTime<chrono::Utc> {
+    fn filter_value(&self) -> Value {
+        let system: std::time::SystemTime = (*self).into();
+        Value::DateTime(DateTime::from(system))
+    }
+}
+
 /// The type of a field as seen by filters: the field's type, or `T` for an
 /// `Option<T>` field.
 pub trait ColumnType {

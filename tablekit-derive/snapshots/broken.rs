@@ -1,0 +1,41 @@
+::core::compile_error! {
+    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `skip`, `default`, `with`, `flatten`, `json`"
+}
+::core::compile_error! {
+    "missing partition key: mark one or more fields with `#[tablekit(partition_key)]`"
+}
+const _: () = {
+    #[automatically_derived]
+    impl ::tablekit::__private::TableEntity for Broken {
+        type PartitionKey = ();
+        type RowKey = ();
+        type Columns = ();
+        const TABLE: &'static str = "";
+        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
+        const VERSION: u32 = 1;
+        const MIN_VERSION: u32 = 1;
+        const PARTITION_KEY_FIELDS: &'static str = "";
+        const ROW_KEY_FIELDS: &'static str = "";
+        fn partition_key(&self) {}
+        fn row_key(&self) {}
+        fn write_partition_key(&self, _: &mut ::tablekit::__private::String) {}
+        fn write_row_key(&self, _: &mut ::tablekit::__private::String) {}
+        fn columns() {}
+        fn property_names(
+            _: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+        ) {}
+        fn write_properties(
+            &self,
+            _: &mut ::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
+            ::core::unreachable!()
+        }
+        fn read_properties(
+            _: (),
+            _: (),
+            _: &::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
+            ::core::unreachable!()
+        }
+    }
+};

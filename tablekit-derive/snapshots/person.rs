@@ -1,0 +1,54 @@
+const _: () = {
+    #[automatically_derived]
+    impl ::tablekit::__private::TableFields for Person {
+        fn field_names(
+            __prefix: &str,
+            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+        ) {
+            __names
+                .push(
+                    ::tablekit::__private::String::from(
+                        &::tablekit::__private::join(__prefix, "name"),
+                    ),
+                );
+            __names
+                .push(
+                    ::tablekit::__private::String::from(
+                        &::tablekit::__private::join(__prefix, "level"),
+                    ),
+                );
+        }
+        fn write_fields(
+            &self,
+            __prefix: &str,
+            __props: &mut ::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
+            ::tablekit::__private::write_property(
+                __props,
+                &::tablekit::__private::join(__prefix, "name"),
+                &self.name,
+            )?;
+            ::tablekit::__private::write_with(
+                __props,
+                &::tablekit::__private::join(__prefix, "level"),
+                codec::to_value(&self.level),
+            )?;
+            ::tablekit::__private::Ok(())
+        }
+        fn read_fields(
+            __prefix: &str,
+            __props: &::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
+            ::tablekit::__private::Ok(Person {
+                name: ::tablekit::__private::read_property::<
+                    String,
+                >(__props, &::tablekit::__private::join(__prefix, "name"))?,
+                level: ::tablekit::__private::read_with(
+                    __props,
+                    &::tablekit::__private::join(__prefix, "level"),
+                    codec::from_value,
+                )?,
+            })
+        }
+    }
+};

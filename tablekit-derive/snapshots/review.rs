@@ -1,0 +1,114 @@
+///Typed filters on the fields of [`Review`], from `Review::columns()`.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+pub struct ReviewColumns {
+    ///Typed filters on `score` (stored as `Score`).
+    pub score: ::tablekit::__private::Column<f64>,
+    ///Typed filters on `comment` (stored as `Text`).
+    pub comment: ::tablekit::__private::Column<Option<String>>,
+    __marker: ::tablekit::__private::PhantomData<fn() -> Review>,
+}
+const _: () = {
+    #[automatically_derived]
+    #[allow(clippy::unused_unit, clippy::let_unit_value)]
+    impl ::tablekit::__private::TableEntity for Review
+    where
+        Self: ::core::marker::Send + ::core::marker::Sync + 'static,
+    {
+        type PartitionKey = String;
+        type RowKey = (u32, u16);
+        type Columns = ReviewColumns;
+        const TABLE: &'static str = "Reviews";
+        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
+            "REV",
+        );
+        const VERSION: u32 = 2u32;
+        const MIN_VERSION: u32 = 2u32;
+        const PARTITION_KEY_FIELDS: &'static str = "department";
+        const ROW_KEY_FIELDS: &'static str = "employee, year";
+        fn partition_key(&self) -> Self::PartitionKey {
+            ::tablekit::__private::Clone::clone(&self.department)
+        }
+        fn row_key(&self) -> Self::RowKey {
+            (
+                ::tablekit::__private::Clone::clone(&self.employee),
+                ::tablekit::__private::Clone::clone(&self.year),
+            )
+        }
+        fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
+            <String as ::tablekit::__private::KeyPart>::write_key(
+                &self.department,
+                __out,
+            );
+        }
+        fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
+            <u32 as ::tablekit::__private::KeyPart>::write_key(&self.employee, __out);
+            __out
+                .push(
+                    ::tablekit::__private::separator_after(
+                        <u32 as ::tablekit::__private::KeyPart>::WIDTH,
+                    ),
+                );
+            <u16 as ::tablekit::__private::KeyPart>::write_key(&self.year, __out);
+        }
+        fn columns() -> Self::Columns {
+            ReviewColumns {
+                score: ::tablekit::__private::Column::new("Score"),
+                comment: ::tablekit::__private::Column::new("Text"),
+                __marker: ::tablekit::__private::PhantomData,
+            }
+        }
+        fn property_names(
+            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+        ) {
+            __names.push(::tablekit::__private::String::from("Score"));
+            __names.push(::tablekit::__private::String::from("Text"));
+            __names.push(::tablekit::__private::String::from("Tags"));
+            <Person as ::tablekit::__private::TableFields>::field_names("By_", __names);
+        }
+        fn write_properties(
+            &self,
+            __props: &mut ::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
+            ::tablekit::__private::write_property(__props, "Score", &self.score)?;
+            ::tablekit::__private::write_property(__props, "Text", &self.comment)?;
+            ::tablekit::__private::write_json(__props, "Tags", &self.tags)?;
+            <Person as ::tablekit::__private::TableFields>::write_fields(
+                &self.reviewer,
+                "By_",
+                __props,
+            )?;
+            ::tablekit::__private::Ok(())
+        }
+        fn read_properties(
+            __pk: Self::PartitionKey,
+            __rk: Self::RowKey,
+            __props: &::tablekit::__private::Properties,
+        ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
+            let __pk0 = __pk;
+            let (__rk0, __rk1) = __rk;
+            ::tablekit::__private::Ok(Review {
+                department: __pk0,
+                employee: __rk0,
+                year: __rk1,
+                score: ::tablekit::__private::read_property::<f64>(__props, "Score")?,
+                comment: match __props.get("Text") {
+                    ::tablekit::__private::None => {
+                        <Option<String> as ::tablekit::__private::Default>::default()
+                    }
+                    ::tablekit::__private::Some(_) => {
+                        ::tablekit::__private::read_property::<
+                            Option<String>,
+                        >(__props, "Text")?
+                    }
+                },
+                tags: ::tablekit::__private::read_json::<Vec<String>>(__props, "Tags")?,
+                reviewer: <Person as ::tablekit::__private::TableFields>::read_fields(
+                    "By_",
+                    __props,
+                )?,
+                cache: <u8 as ::tablekit::__private::Default>::default(),
+            })
+        }
+    }
+};
