@@ -12,6 +12,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod kinds;
+mod value_enum;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
@@ -28,6 +29,13 @@ pub fn derive_table_entity(input: TokenStream) -> TokenStream {
 pub fn derive_table_fields(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Mode::Fields).into()
+}
+
+/// `#[derive(TableValue)]`: a unit enum stored as the text of its variant.
+#[proc_macro_derive(TableValue, attributes(tablekit))]
+pub fn derive_table_value(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    value_enum::derive(&input).into()
 }
 
 /// `#[derive(EntityKinds)]`: an enum over entity kinds sharing a partition.

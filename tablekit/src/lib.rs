@@ -3,7 +3,84 @@
 //! Typed, correct access to PartitionKey/RowKey table stores: Azure Table
 //! Storage, Cosmos DB for Table, and Azurite in development.
 //!
-//! This crate holds the parts every backend shares:
+//! Write a struct, derive [`TableEntity`], and get order-preserving keys,
+//! entity kinds that share a table, and a typed async client, [`Table`]:
+//!
+//! ```
+//! use tablekit::{Table, TableEntity};
+//! use tablekit_mem::MemBackend;
+//!
+//! #[derive(TableEntity, Debug, Clone)]
+//! #[tablekit(table = "Staff", kind = "EMP", rename_all = "PascalCase")]
+//! struct Employee {
+//!     #[tablekit(partition_key)]
+//!     department: String,
+//!     #[tablekit(row_key)]
+//!     id: u32, // stored zero-padded, so ids sort numerically
+//!     name: String,
+//!     age: Option<i32>,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let staff: Table<Employee> = Table::new(MemBackend::new());
+//! staff.create_if_missing().await?;
+//! for id in [7, 123, 150, 420] {
+//!     let e = Employee { department: "Sales".into(), id, name: format!("#{id}"), age: Some(30) };
+//!     staff.insert(&e).await?;
+//! }
+//! // A range over the typed key: RowKey ge 'EMP_0000000100' and le 'EMP_0000000199'.
+//! let hundreds = staff.query().partition("Sales").rows(100..=199).collect().await?;
+//! assert_eq!(hundreds.iter().map(|e| e.id).collect::<Vec<_>>(), [123, 150]);
+//!
+//! // Optimistic concurrency: the write is guarded by the ETag read with the value.
+//! let mut ada = staff.get("Sales", 7).await?.expect("stored");
+//! ada.name = "Ada".into();
+//! staff.replace(&ada).await?;
+//! assert!(staff.replace(&ada).await.is_err(), "the ETag we hold is stale now");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## The derive
+//!
+//! `#[derive(TableEntity)]` on a struct with named fields (generics allowed).
+//! Container attributes, in `#[tablekit(...)]`:
+//!
+//! | attribute | meaning |
+//! | --- | --- |
+//! | `table = "Name"` | the table (default: the struct's name) |
+//! | `kind = "EMP"` | the entity kind: every RowKey starts with `EMP_`, and the row stores `_Kind` and `_Version`, so kinds can share a table and a partition |
+//! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
+//! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
+//! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
+//!
+//! Field attributes:
+//!
+//! | attribute | meaning |
+//! | --- | --- |
+//! | `partition_key`, `partition_key = N` | a PartitionKey component; several fields form a hierarchical key of up to three levels (tenant > user > session), in field order or by `N` |
+//! | `row_key`, `row_key = N` | a RowKey component; up to four form a compound key |
+//! | `rename = "Name"` | the property name |
+//! | `skip` | not stored; `Default` when read |
+//! | `default` | `Default` when the property is absent |
+//! | `json` | any serde type, stored as a JSON string |
+//! | `with = module` | a custom codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
+//! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |
+//!
+//! Key fields live only in the keys ([`key`] lists the encodings: zero-padded
+//! integers, escaped strings, timestamps, [`InvertedTime`] for newest-first,
+//! UUIDs). Property fields may be any [`schema::PropertyValue`]: strings,
+//! integers, floats, `bool`, `Vec<u8>`, UUIDs, [`DateTime`],
+//! `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`), unit
+//! enums deriving [`TableValue`], and `Option`s of these (absent = `None`).
+//! Mistakes are compile errors on the offending token. The derive also makes
+//! `{Name}Columns`, typed filters on the fields: `Employee::columns().age.ge(18)`.
+//!
+//! [`EntityKinds`] on an enum over entity types reads a partition that holds
+//! several kinds as typed variants ([`Table::read_partition`]).
+//!
+//! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
 //!   [`ETag`], and the JSON wire form in [`json`];
 //! - one validator, [`validate`], that checks every limit of the real service
@@ -16,28 +93,19 @@
 //! - with the `conformance` feature, the test suite every backend must pass.
 //!
 //! Backends live in their own crates: `tablekit-mem` (the strict in-memory
-//! reference) and, later, `tablekit-azure` (REST).
+//! reference) and, later, `tablekit-azure` (REST). The untyped contract can be
+//! used directly:
 //!
 //! ```
-//! use tablekit::{Entity, IfMatch, Query, TableBackend, TableBackendExt, UpdateMode, filter::prop};
+//! use tablekit::{Entity, Query, TableBackend, TableBackendExt, filter::prop};
 //! use tablekit_mem::MemBackend;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {
 //! let backend = MemBackend::new();
 //! backend.create_table("people").await?;
-//!
-//! let ada = Entity::new("sales", "000123").with("Name", "Ada").with("Age", 36);
-//! let etag = backend.insert_entity("people", &ada).await?;
-//!
-//! // Optimistic concurrency: the write is guarded by the ETag we hold.
-//! let older = ada.clone().with("Age", 37);
-//! backend.update_entity("people", &older, UpdateMode::Merge, &IfMatch::ETag(etag.clone())).await?;
-//! let stale = backend.update_entity("people", &older, UpdateMode::Merge, &IfMatch::ETag(etag)).await;
-//! assert!(matches!(stale, Err(tablekit::Error::PreconditionFailed { .. })));
-//!
-//! let query = Query::new().filter(prop("Age").ge(30));
-//! let found = backend.query_all("people", query).await?;
+//! backend.insert_entity("people", &Entity::new("sales", "000123").with("Age", 36)).await?;
+//! let found = backend.query_all("people", Query::new().filter(prop("Age").ge(30))).await?;
 //! assert_eq!(found.len(), 1);
 //! # Ok(())
 //! # }
@@ -83,7 +151,7 @@ pub use value::{EdmType, Value};
 /// Re-exported so users and generated code name one version of these crates.
 pub use uuid;
 
-pub use tablekit_derive::{EntityKinds, TableEntity, TableFields};
+pub use tablekit_derive::{EntityKinds, TableEntity, TableFields, TableValue};
 
 #[doc(hidden)]
 #[path = "private.rs"]

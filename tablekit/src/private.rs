@@ -10,10 +10,10 @@ pub use ::std::vec::Vec;
 
 pub use crate::entity::{Entity, Properties};
 pub use crate::error::{Error, SchemaError, ValueError};
-pub use crate::key::{KeyPart, KeyTuple, separator_after};
+pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
-    Column, EntityKinds, KIND_PROPERTY, PropertyValue, TableEntity, TableFields, VERSION_PROPERTY,
-    from_entity, is_kind, property_error, read_property, write_property,
+    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertyValue, TableEntity, TableFields,
+    VERSION_PROPERTY, from_entity, is_kind, property_error, read_property, write_property,
 };
 pub use crate::value::Value;
 pub use serde;

@@ -330,3 +330,51 @@ async fn inverted_time_reads_newest_first() {
         .collect();
     assert_eq!(years, ["2022", "2021"]);
 }
+
+#[derive(tablekit::TableValue, Debug, Clone, Copy, PartialEq)]
+#[tablekit(rename_all = "snake_case")]
+enum Status {
+    Active,
+    OnLeave,
+    #[tablekit(rename = "gone")]
+    Left,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Statuses")]
+struct WithStatus {
+    #[tablekit(partition_key)]
+    status: Status,
+    current: Status,
+    previous: Option<Status>,
+}
+
+#[tokio::test]
+async fn unit_enums_are_strings() {
+    let v = WithStatus {
+        status: Status::OnLeave,
+        current: Status::Left,
+        previous: Some(Status::Active),
+    };
+    let e = schema::to_entity(&v).unwrap();
+    assert_eq!(e.partition_key, "on_leave");
+    assert_eq!(e.get("current"), Some(&Value::String("gone".into())));
+    assert_eq!(schema::from_entity::<WithStatus>(&e).unwrap(), v);
+    let mut bad = e.clone();
+    bad.insert("current", "retired");
+    assert!(matches!(
+        schema::from_entity::<WithStatus>(&bad),
+        Err(Error::Schema(SchemaError::Property { .. }))
+    ));
+
+    let table: Table<WithStatus> = Table::new(MemBackend::new());
+    table.create_if_missing().await.unwrap();
+    table.insert(&v).await.unwrap();
+    let found = table
+        .query()
+        .filter(WithStatus::columns().current.eq(Status::Left))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+}
