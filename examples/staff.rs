@@ -7,7 +7,9 @@
 
 use futures::TryStreamExt;
 use tablekit::key::InvertedTime;
-use tablekit::{DateTime, EntityKinds, Error, Table, TableBackend, TableEntity, UnknownKind, schema};
+use tablekit::{
+    DateTime, EntityKinds, Error, Table, TableBackend, TableEntity, UnknownKind, schema,
+};
 use tablekit_mem::MemBackend;
 
 /// An employee: partition = department, row = zero-padded id (pattern: compound
@@ -87,12 +89,26 @@ async fn main() -> Result<(), Error> {
     let departments = employees.of::<Department>();
     let reviews = employees.of::<Review>();
     let expenses = employees.of::<Expense>();
-    println!("== one table `{}` for four kinds of entity", employees.name());
+    println!(
+        "== one table `{}` for four kinds of entity",
+        employees.name()
+    );
 
-    for (department, manager, budget) in [("Sales", "Grace", 250_000.0), ("Engineering", "Ada", 900_000.0)] {
-        let d = Department { department: department.into(), manager: manager.into(), budget };
+    for (department, manager, budget) in [
+        ("Sales", "Grace", 250_000.0),
+        ("Engineering", "Ada", 900_000.0),
+    ] {
+        let d = Department {
+            department: department.into(),
+            manager: manager.into(),
+            budget,
+        };
         departments.insert(&d).await?;
-        println!("department  PK={:?} RK={:?}", schema::partition_key_of(&d)?, schema::row_key_of(&d)?);
+        println!(
+            "department  PK={:?} RK={:?}",
+            schema::partition_key_of(&d)?,
+            schema::row_key_of(&d)?
+        );
     }
 
     let staff = [
@@ -121,7 +137,11 @@ async fn main() -> Result<(), Error> {
         report.failures.len()
     );
     for e in &people[..2] {
-        println!("employee    PK={:?} RK={:?}", schema::partition_key_of(e)?, schema::row_key_of(e)?);
+        println!(
+            "employee    PK={:?} RK={:?}",
+            schema::partition_key_of(e)?,
+            schema::row_key_of(e)?
+        );
     }
 
     println!("\n== employees of Sales with ids 100..=199 (a RowKey range, no scan)");
@@ -132,7 +152,12 @@ async fn main() -> Result<(), Error> {
     }
 
     println!("\n== reviews: RowKey = employee id + year");
-    for (employee, year, rating) in [(123, 2019, 3), (123, 2020, 4), (123, 2021, 5), (150, 2021, 4)] {
+    for (employee, year, rating) in [
+        (123, 2019, 3),
+        (123, 2020, 4),
+        (123, 2021, 5),
+        (150, 2021, 4),
+    ] {
         let r = Review {
             department: "Sales".into(),
             employee,
@@ -145,7 +170,13 @@ async fn main() -> Result<(), Error> {
             println!("   review  RK={:?}", schema::row_key_of(&r)?);
         }
     }
-    for r in reviews.query().partition("Sales").row_prefix((123u32,)).collect().await? {
+    for r in reviews
+        .query()
+        .partition("Sales")
+        .row_prefix((123u32,))
+        .collect()
+        .await?
+    {
         println!("   employee {} {}: rating {}", r.employee, r.year, r.rating);
     }
 
@@ -164,7 +195,13 @@ async fn main() -> Result<(), Error> {
         };
         expenses.insert(&claim).await?;
     }
-    let newest = expenses.query().partition("Sales").row_prefix((123u32,)).limit(2).collect().await?;
+    let newest = expenses
+        .query()
+        .partition("Sales")
+        .row_prefix((123u32,))
+        .limit(2)
+        .collect()
+        .await?;
     for claim in &newest {
         println!("   {} {:>7.2} {}", claim.filed.0, claim.amount, claim.what);
     }
@@ -175,14 +212,25 @@ async fn main() -> Result<(), Error> {
     mine.email = "smith@fabrikam.com".into();
     employees.replace(&mine).await?;
     match employees.replace(&theirs).await {
-        Err(e @ Error::PreconditionFailed { .. }) => println!("   the second writer is refused: {e}"),
+        Err(e @ Error::PreconditionFailed { .. }) => {
+            println!("   the second writer is refused: {e}")
+        }
         other => println!("   unexpected: {other:?}"),
     }
-    let updated = employees.update("Sales", 123, |e| e.name = "Smith-Jones".into()).await?;
-    println!("   update() re-read and re-applied: {} <{}>", updated.name, updated.email);
+    let updated = employees
+        .update("Sales", 123, |e| e.name = "Smith-Jones".into())
+        .await?;
+    println!(
+        "   update() re-read and re-applied: {} <{}>",
+        updated.name, updated.email
+    );
 
     println!("\n== the whole Sales partition, one query, typed by kind");
-    let rows: Vec<_> = employees.of::<StaffRow>().read_partition("Sales", UnknownKind::Fail).try_collect().await?;
+    let rows: Vec<_> = employees
+        .of::<StaffRow>()
+        .read_partition("Sales", UnknownKind::Fail)
+        .try_collect()
+        .await?;
     for row in &rows {
         let line = match &row.value {
             StaffRow::Department(d) => format!("department managed by {}", d.manager),
@@ -194,13 +242,30 @@ async fn main() -> Result<(), Error> {
     }
 
     println!("\n== keys hold any text: forbidden characters are escaped, never dropped");
-    let odd = Department { department: "R&D / Labs #1?".into(), manager: "Hopper".into(), budget: 1.0 };
+    let odd = Department {
+        department: "R&D / Labs #1?".into(),
+        manager: "Hopper".into(),
+        budget: 1.0,
+    };
     departments.insert(&odd).await?;
-    println!("   {:?} is stored as PK {:?}", odd.department, schema::partition_key_of(&odd)?);
-    let back = departments.get("R&D / Labs #1?", ()).await?.expect("stored");
+    println!(
+        "   {:?} is stored as PK {:?}",
+        odd.department,
+        schema::partition_key_of(&odd)?
+    );
+    let back = departments
+        .get("R&D / Labs #1?", ())
+        .await?
+        .expect("stored");
     println!("   and reads back as {:?}", back.department);
 
-    let raw = employees.backend().get_entity("Staff", "Sales", "EMP_0000000007", &Default::default()).await?;
-    println!("\n== the raw row of employee 7: {:?}", raw.properties.iter().map(|(n, _)| n).collect::<Vec<_>>());
+    let raw = employees
+        .backend()
+        .get_entity("Staff", "Sales", "EMP_0000000007", &Default::default())
+        .await?;
+    println!(
+        "\n== the raw row of employee 7: {:?}",
+        raw.properties.iter().map(|(n, _)| n).collect::<Vec<_>>()
+    );
     Ok(())
 }

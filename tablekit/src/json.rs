@@ -24,7 +24,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde_json::{Map, Number, Value as Json};
+use serde_json::{Number, Value as Json};
 
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, Properties};
@@ -36,37 +36,23 @@ const ANNOTATION_SUFFIX: &str = "@odata.type";
 /// The entity as a JSON object, ready to send. ETag and Timestamp are not
 /// written (the service ignores a client's Timestamp).
 pub fn to_json(entity: &Entity) -> Json {
-    let mut map = Map::with_capacity(2 + 2 * entity.properties.len());
-    map.insert(
-        "PartitionKey".into(),
-        Json::String(entity.partition_key.clone()),
-    );
-    map.insert("RowKey".into(), Json::String(entity.row_key.clone()));
-    write_properties(&mut map, &entity.properties);
-    Json::Object(map)
+    // Serializing `Wire` cannot fail: every key is a string.
+    serde_json::to_value(Wire(entity)).unwrap_or(Json::Null)
 }
 
-/// Adds each property (and its annotation when one is needed) to `map`.
-pub fn write_properties(map: &mut Map<String, Json>, properties: &Properties) {
-    for (name, value) in properties.iter() {
-        let (json, annotate) = value_to_json(value);
-        map.insert(name.to_owned(), json);
-        if annotate {
-            map.insert(
-                format!("{name}{ANNOTATION_SUFFIX}"),
-                Json::String(value.edm_type().as_str().into()),
-            );
-        }
-    }
-}
-
-/// The JSON text of [`to_json`].
+/// The JSON text of [`to_json`], written directly (no JSON tree is built).
 pub fn to_string(entity: &Entity) -> String {
-    to_json(entity).to_string()
+    // Writing into memory cannot fail.
+    serde_json::to_string(&Wire(entity)).unwrap_or_default()
 }
 
-/// The number of bytes of [`to_string`], without building the string or
-/// any JSON value: primitives are serialized into a byte counter.
+/// Appends the JSON text of [`to_json`] to `out`.
+pub fn write(entity: &Entity, out: &mut Vec<u8>) {
+    // Writing into memory cannot fail.
+    let _ = serde_json::to_writer(out, &Wire(entity));
+}
+
+/// The number of bytes of [`to_string`], without building the string.
 pub fn encoded_len(entity: &Entity) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
@@ -78,50 +64,59 @@ pub fn encoded_len(entity: &Entity) -> usize {
             Ok(())
         }
     }
-    fn len_of(value: &impl serde::Serialize) -> usize {
-        let mut counter = Counter(0);
-        // Writing into a counter cannot fail.
-        let _ = serde_json::to_writer(&mut counter, value);
-        counter.0
+    let mut counter = Counter(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, &Wire(entity));
+    counter.0
+}
+
+/// An entity as its wire JSON: serializes straight to any serde serializer.
+#[derive(Debug, Clone, Copy)]
+pub struct Wire<'a>(pub &'a Entity);
+
+/// Serializes a `Display` value as a JSON string, without allocating.
+struct AsText<T>(T);
+
+impl<T: std::fmt::Display> serde::Serialize for AsText<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
     }
-    // `{"PartitionKey":` + pk + `,"RowKey":` + rk + `}`
-    let mut len = 16 + len_of(&entity.partition_key) + 10 + len_of(&entity.row_key) + 1;
-    for (name, value) in entity.properties.iter() {
-        let name_len = len_of(&name);
-        // `,` + name + `:` + value
-        len += 2 + name_len;
-        len += match value {
-            Value::String(s) => len_of(s),
-            Value::Int32(v) => len_of(v),
-            Value::Int64(v) => len_of(&v.to_string()),
-            Value::Double(v) if v.is_finite() => len_of(v),
-            Value::Double(v) if v.is_nan() => 5,
-            Value::Double(v) => {
-                if *v > 0.0 {
-                    10
-                } else {
-                    11
+}
+
+impl serde::Serialize for Wire<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let entity = self.0;
+        let mut map = serializer.serialize_map(Some(2 + 2 * entity.properties.len()))?;
+        map.serialize_entry("PartitionKey", &entity.partition_key)?;
+        map.serialize_entry("RowKey", &entity.row_key)?;
+        for (name, value) in entity.properties.iter() {
+            map.serialize_key(name)?;
+            match value {
+                Value::String(v) => map.serialize_value(v)?,
+                Value::Int32(v) => map.serialize_value(v)?,
+                Value::Int64(v) => map.serialize_value(&AsText(v))?,
+                Value::Double(v) if v.is_finite() => map.serialize_value(v)?,
+                Value::Double(v) if v.is_nan() => map.serialize_value("NaN")?,
+                Value::Double(v) => {
+                    map.serialize_value(if *v > 0.0 { "Infinity" } else { "-Infinity" })?
+                }
+                Value::Boolean(v) => map.serialize_value(v)?,
+                Value::DateTime(v) => map.serialize_value(&AsText(v))?,
+                Value::Guid(v) => map.serialize_value(&AsText(v.hyphenated()))?,
+                Value::Binary(v) => {
+                    map.serialize_value(&AsText(base64::display::Base64Display::new(v, &BASE64)))?
                 }
             }
-            Value::Boolean(v) => {
-                if *v {
-                    4
-                } else {
-                    5
-                }
+            if needs_annotation(value) {
+                map.serialize_entry(
+                    &AsText(format_args!("{name}{ANNOTATION_SUFFIX}")),
+                    value.edm_type().as_str(),
+                )?;
             }
-            Value::DateTime(v) => 2 + v.to_string().len(),
-            Value::Guid(_) => 38,
-            Value::Binary(b) => 2 + b.len().div_ceil(3) * 4,
-        };
-        if needs_annotation(value) {
-            // `,"` + name + `@odata.type":"` + type + `"`; the name's escaped
-            // form is its JSON length less the two quotes.
-            len +=
-                2 + (name_len - 2) + ANNOTATION_SUFFIX.len() + 4 + value.edm_type().as_str().len();
         }
+        map.end()
     }
-    len
 }
 
 /// Whether a value's JSON form carries a type annotation.
@@ -161,9 +156,192 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
             reason: "an entity must be a JSON object".into(),
         });
     };
+    assemble(
+        map.iter()
+            .map(|(name, value)| (std::borrow::Cow::Borrowed(name.as_str()), Raw::from(value)))
+            .collect(),
+    )
+}
+
+/// Reads an entity from JSON text, straight from the text (no JSON tree is
+/// built). Unlike [`from_json`], this sees a member given twice and refuses it
+/// with [`InvalidInput::DuplicateProperty`], as the service does
+/// (`DuplicatePropertiesSpecified`).
+pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = serde::Deserializer::deserialize_map(&mut de, EntityVisitor)
+        .and_then(|e| de.end().map(|()| e));
+    match parsed {
+        Ok(result) => result,
+        Err(e) => Err(InvalidInput::PropertyValue {
+            property: String::new(),
+            reason: format!("not a JSON object: {e}"),
+        }),
+    }
+}
+
+/// A JSON member value before its type annotation is known.
+enum Raw {
+    Str(String),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Bool(bool),
+    Null,
+    Compound,
+}
+
+impl<'de> serde::Deserialize<'de> for Raw {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Raw, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Raw;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
+                Ok(Raw::Str(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Raw, E> {
+                Ok(Raw::Str(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Raw, E> {
+                Ok(Raw::Int(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Raw, E> {
+                Ok(match i64::try_from(v) {
+                    Ok(v) => Raw::Int(v),
+                    Err(_) => Raw::UInt(v),
+                })
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Raw, E> {
+                Ok(Raw::Float(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Raw, E> {
+                Ok(Raw::Bool(v))
+            }
+            fn visit_unit<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_none<E>(self) -> Result<Raw, E> {
+                Ok(Raw::Null)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Raw::Compound)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Raw::Compound)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+impl From<&Json> for Raw {
+    fn from(json: &Json) -> Raw {
+        match json {
+            Json::String(s) => Raw::Str(s.clone()),
+            Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Raw::Int(i),
+                (None, Some(u)) => Raw::UInt(u),
+                _ => Raw::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Json::Bool(b) => Raw::Bool(*b),
+            Json::Null => Raw::Null,
+            Json::Array(_) | Json::Object(_) => Raw::Compound,
+        }
+    }
+}
+
+/// A member name: borrowed from the input when it holds no escapes.
+struct Key<'de>(std::borrow::Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(std::borrow::Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(V)
+    }
+}
+
+/// Reads a JSON object into an entity, member by member.
+struct EntityVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntityVisitor {
+    type Value = Result<Entity, InvalidInput>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an entity as a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members: Vec<(std::borrow::Cow<'de, str>, Raw)> =
+            Vec::with_capacity(map.size_hint().unwrap_or(24));
+        while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
+            let value = if name.starts_with("odata.") && name != "odata.etag" {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                Raw::Null
+            } else {
+                map.next_value::<Raw>()?
+            };
+            members.push((name, value));
+        }
+        Ok(assemble(members))
+    }
+}
+
+/// Builds an entity from its members in order, with the rules of [`from_json`].
+fn assemble(members: Vec<(std::borrow::Cow<'_, str>, Raw)>) -> Result<Entity, InvalidInput> {
+    // A name given twice is refused; entities hold at most a few hundred members.
+    for (i, (name, _)) in members.iter().enumerate() {
+        if members[..i].iter().any(|(earlier, _)| earlier == name) {
+            return Err(InvalidInput::DuplicateProperty {
+                name: name.to_string(),
+            });
+        }
+    }
+    let annotation = |name: &str| -> Result<Option<EdmType>, InvalidInput> {
+        let found = members.iter().find(|(n, _)| {
+            n.len() == name.len() + ANNOTATION_SUFFIX.len()
+                && n.starts_with(name)
+                && n.ends_with(ANNOTATION_SUFFIX)
+        });
+        match found {
+            None => Ok(None),
+            Some((_, Raw::Str(type_name))) => EdmType::from_annotation(type_name)
+                .map(Some)
+                .ok_or_else(|| InvalidInput::PropertyValue {
+                    property: name.to_owned(),
+                    reason: format!("unsupported type annotation {type_name:?}"),
+                }),
+            Some(_) => Err(InvalidInput::PropertyValue {
+                property: name.to_owned(),
+                reason: "type annotation must be a string".into(),
+            }),
+        }
+    };
     let key = |name: &str| -> Result<String, InvalidInput> {
-        match map.get(name) {
-            Some(Json::String(s)) => Ok(s.clone()),
+        match members.iter().find(|(n, _)| n == name) {
+            Some((_, Raw::Str(s))) => Ok(s.clone()),
             Some(_) => Err(InvalidInput::PropertyValue {
                 property: name.into(),
                 reason: "keys must be strings".into(),
@@ -175,90 +353,33 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
         }
     };
     let mut entity = Entity::new(key("PartitionKey")?, key("RowKey")?);
-    entity.properties = Properties::with_capacity(map.len());
-    for (name, json) in map {
-        match name.as_str() {
+    entity.properties = Properties::with_capacity(members.len());
+    let mut types = Vec::with_capacity(members.len());
+    for (name, _) in &members {
+        types.push(annotation(name)?);
+    }
+    for ((name, raw), edm) in members.into_iter().zip(types) {
+        match &*name {
             "PartitionKey" | "RowKey" => {}
             "odata.etag" => {
-                if let Json::String(tag) = json {
-                    entity.etag = Some(ETag::new(tag.clone()));
+                if let Raw::Str(tag) = raw {
+                    entity.etag = Some(ETag::new(tag));
                 }
             }
             "Timestamp" => {
-                if let Json::String(text) = json {
+                if let Raw::Str(text) = &raw {
                     entity.timestamp = Some(DateTime::parse(text)?);
                 }
             }
-            _ if name.starts_with("odata.") || name.ends_with(ANNOTATION_SUFFIX) => {}
-            _ => {
-                let annotation = map.get(&format!("{name}{ANNOTATION_SUFFIX}"));
-                let edm = match annotation {
-                    None => None,
-                    Some(Json::String(type_name)) => {
-                        Some(EdmType::from_annotation(type_name).ok_or_else(|| {
-                            InvalidInput::PropertyValue {
-                                property: name.clone(),
-                                reason: format!("unsupported type annotation {type_name:?}"),
-                            }
-                        })?)
-                    }
-                    Some(_) => {
-                        return Err(InvalidInput::PropertyValue {
-                            property: name.clone(),
-                            reason: "type annotation must be a string".into(),
-                        });
-                    }
-                };
-                if let Some(value) = value_from_json(name, json, edm)? {
-                    // A JSON object cannot hold a name twice, so no duplicate check.
-                    entity.properties.push_unchecked(name.clone(), value);
+            n if n.starts_with("odata.") || n.ends_with(ANNOTATION_SUFFIX) => {}
+            n => {
+                if let Some(value) = value_from_raw(n, raw, edm)? {
+                    entity.properties.push_unchecked(name.into_owned(), value);
                 }
             }
         }
     }
     Ok(entity)
-}
-
-/// Reads an entity from JSON text. Unlike [`from_json`], this sees a member
-/// given twice and refuses it with [`InvalidInput::DuplicateProperty`], as the
-/// service does (`DuplicatePropertiesSpecified`).
-pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
-    /// The members of a JSON object in order, duplicates kept.
-    struct Members(Vec<(String, Json)>);
-    impl<'de> serde::Deserialize<'de> for Members {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct Visitor;
-            impl<'de> serde::de::Visitor<'de> for Visitor {
-                type Value = Members;
-                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                    f.write_str("a JSON object")
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<Members, A::Error> {
-                    let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
-                    while let Some(member) = map.next_entry()? {
-                        members.push(member);
-                    }
-                    Ok(Members(members))
-                }
-            }
-            deserializer.deserialize_map(Visitor)
-        }
-    }
-    let Members(members) = serde_json::from_str(text).map_err(|e| InvalidInput::PropertyValue {
-        property: String::new(),
-        reason: format!("not a JSON object: {e}"),
-    })?;
-    let mut map = Map::with_capacity(members.len());
-    for (name, value) in members {
-        if map.contains_key(&name) {
-            return Err(InvalidInput::DuplicateProperty { name });
-        }
-        map.insert(name, value);
-    }
-    from_json(&Json::Object(map))
 }
 
 /// Reads one property value; `Ok(None)` for `null` (an absent property).
@@ -267,52 +388,51 @@ pub fn value_from_json(
     json: &Json,
     edm: Option<EdmType>,
 ) -> Result<Option<Value>, InvalidInput> {
+    value_from_raw(name, Raw::from(json), edm)
+}
+
+fn value_from_raw(
+    name: &str,
+    raw: Raw,
+    edm: Option<EdmType>,
+) -> Result<Option<Value>, InvalidInput> {
     let bad = |reason: &str| InvalidInput::PropertyValue {
         property: name.to_owned(),
         reason: reason.to_owned(),
     };
-    if json.is_null() {
-        return Ok(None);
-    }
-    let value = match (edm, json) {
-        (None | Some(EdmType::String), Json::String(s)) => Value::String(s.clone()),
-        (None | Some(EdmType::Boolean), Json::Bool(b)) => Value::Boolean(*b),
-        (Some(EdmType::Boolean), Json::String(s)) => match s.as_str() {
+    let value = match (edm, raw) {
+        (_, Raw::Null) => return Ok(None),
+        (_, Raw::Compound) => return Err(bad("arrays and objects cannot be stored")),
+        (None | Some(EdmType::String), Raw::Str(s)) => Value::String(s),
+        (None | Some(EdmType::Boolean), Raw::Bool(b)) => Value::Boolean(b),
+        (Some(EdmType::Boolean), Raw::Str(s)) => match s.as_str() {
             "true" => Value::Boolean(true),
             "false" => Value::Boolean(false),
             _ => return Err(bad("not a Boolean")),
         },
-        (None, Json::Number(n)) => {
-            // An unannotated integer is Int32; one outside Int32's range (which
-            // the service itself never sends) is kept losslessly as Int64.
-            if let Some(i) = n.as_i64() {
-                match i32::try_from(i) {
-                    Ok(small) => Value::Int32(small),
-                    Err(_) => Value::Int64(i),
-                }
-            } else if n.is_u64() {
-                return Err(bad("integer out of range"));
-            } else {
-                Value::Double(n.as_f64().ok_or_else(|| bad("not a number"))?)
-            }
+        // An unannotated integer is Int32; one outside Int32's range (which
+        // the service itself never sends) is kept losslessly as Int64.
+        (None, Raw::Int(i)) => match i32::try_from(i) {
+            Ok(small) => Value::Int32(small),
+            Err(_) => Value::Int64(i),
+        },
+        (None | Some(EdmType::Int32 | EdmType::Int64), Raw::UInt(_)) => {
+            return Err(bad("integer out of range"));
         }
-        (Some(EdmType::Int32), Json::Number(n)) => {
-            let i = n.as_i64().ok_or_else(|| bad("not an Int32"))?;
+        (None | Some(EdmType::Double), Raw::Float(v)) => Value::Double(v),
+        (Some(EdmType::Int32), Raw::Int(i)) => {
             Value::Int32(i32::try_from(i).map_err(|_| bad("out of Int32 range"))?)
         }
-        (Some(EdmType::Int32), Json::String(s)) => {
+        (Some(EdmType::Int32), Raw::Str(s)) => {
             Value::Int32(s.parse().map_err(|_| bad("not an Int32"))?)
         }
-        (Some(EdmType::Int64), Json::String(s)) => {
+        (Some(EdmType::Int64), Raw::Str(s)) => {
             Value::Int64(s.parse().map_err(|_| bad("not an Int64"))?)
         }
-        (Some(EdmType::Int64), Json::Number(n)) => {
-            Value::Int64(n.as_i64().ok_or_else(|| bad("not an Int64"))?)
-        }
-        (Some(EdmType::Double), Json::Number(n)) => {
-            Value::Double(n.as_f64().ok_or_else(|| bad("not a Double"))?)
-        }
-        (Some(EdmType::Double), Json::String(s)) => Value::Double(match s.as_str() {
+        (Some(EdmType::Int64), Raw::Int(i)) => Value::Int64(i),
+        (Some(EdmType::Double), Raw::Int(i)) => Value::Double(i as f64),
+        (Some(EdmType::Double), Raw::UInt(u)) => Value::Double(u as f64),
+        (Some(EdmType::Double), Raw::Str(s)) => Value::Double(match s.as_str() {
             "NaN" => f64::NAN,
             "Infinity" | "INF" => f64::INFINITY,
             "-Infinity" | "-INF" => f64::NEG_INFINITY,
@@ -324,18 +444,14 @@ pub fn value_from_json(
                 v
             }
         }),
-        (Some(EdmType::DateTime), Json::String(s)) => Value::DateTime(DateTime::parse(s)?),
-        (Some(EdmType::Guid), Json::String(s)) => {
-            Value::Guid(uuid::Uuid::try_parse(s).map_err(|_| bad("not a GUID"))?)
+        (Some(EdmType::DateTime), Raw::Str(s)) => Value::DateTime(DateTime::parse(&s)?),
+        (Some(EdmType::Guid), Raw::Str(s)) => {
+            Value::Guid(uuid::Uuid::try_parse(&s).map_err(|_| bad("not a GUID"))?)
         }
-        (Some(EdmType::Binary), Json::String(s)) => {
+        (Some(EdmType::Binary), Raw::Str(s)) => {
             Value::Binary(BASE64.decode(s).map_err(|_| bad("not standard base64"))?)
         }
-        (_, Json::Array(_) | Json::Object(_)) => {
-            return Err(bad("arrays and objects cannot be stored"));
-        }
         (Some(edm), _) => return Err(bad(&format!("JSON value does not fit {edm}"))),
-        (None, Json::Null) => return Ok(None),
     };
     Ok(Some(value))
 }

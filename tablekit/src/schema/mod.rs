@@ -133,7 +133,7 @@ fn check_key_length(kind: KeyKind, fields: &'static str, key: &str) -> Result<()
 
 /// The encoded PartitionKey of a value.
 pub fn partition_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
-    let mut pk = String::new();
+    let mut pk = String::with_capacity(32);
     value.write_partition_key(&mut pk);
     check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &pk)?;
     Ok(pk)
@@ -141,7 +141,11 @@ pub fn partition_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
 
 /// The stored RowKey of a value: the kind prefix and the encoded row key.
 pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
-    let mut rk = T::KIND.map(kind_prefix).unwrap_or_default();
+    let mut rk = String::with_capacity(32);
+    if let Some(kind) = T::KIND {
+        rk.push_str(kind);
+        rk.push('_');
+    }
     value.write_row_key(&mut rk);
     check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &rk)?;
     Ok(rk)

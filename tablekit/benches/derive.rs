@@ -1,0 +1,157 @@
+//! What the derive costs beside hand-written code doing the same work:
+//! key building beside a hand-written `String`, and entity conversion (to and
+//! from the property map and the wire JSON) beside serde_json on an equivalent
+//! plain struct.
+//!
+//! `cargo bench -p tablekit --bench derive`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use tablekit::{DateTime, TableEntity, json, schema};
+
+#[derive(TableEntity, Clone)]
+#[tablekit(table = "Reviews", kind = "REV", rename_all = "PascalCase")]
+struct Review {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key = 0)]
+    employee: u32,
+    #[tablekit(row_key = 1)]
+    year: u16,
+    name: String,
+    email: String,
+    rating: i32,
+    salary: f64,
+    active: bool,
+    hired: DateTime,
+    badge: tablekit::uuid::Uuid,
+    score: i64,
+    notes: Option<String>,
+}
+
+/// The same data as a plain serde struct, with the fields serde would need to
+/// carry the same information (keys as strings, as on the wire).
+#[derive(serde::Serialize, serde::Deserialize, Clone)]
+#[serde(rename_all = "PascalCase")]
+struct PlainReview {
+    partition_key: String,
+    row_key: String,
+    name: String,
+    email: String,
+    rating: i32,
+    salary: f64,
+    active: bool,
+    hired: String,
+    badge: String,
+    score: i64,
+    notes: Option<String>,
+}
+
+fn review() -> Review {
+    Review {
+        department: "Sales".into(),
+        employee: 123,
+        year: 2021,
+        name: "Ada Lovelace".into(),
+        email: "ada@example.com".into(),
+        rating: 5,
+        salary: 1250.5,
+        active: true,
+        hired: DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap(),
+        badge: tablekit::uuid::Uuid::from_u128(0xc9da6455_213d_42c9_9a79_3e9149a57833),
+        score: 9_000_000_000,
+        notes: Some("excellent".into()),
+    }
+}
+
+fn plain(r: &Review) -> PlainReview {
+    PlainReview {
+        partition_key: r.department.clone(),
+        row_key: format!("REV_{:010}_{:05}", r.employee, r.year),
+        name: r.name.clone(),
+        email: r.email.clone(),
+        rating: r.rating,
+        salary: r.salary,
+        active: r.active,
+        hired: r.hired.to_string(),
+        badge: r.badge.to_string(),
+        score: r.score,
+        notes: r.notes.clone(),
+    }
+}
+
+/// The keys as a careful hand-written baseline would build them.
+fn hand_written_keys(department: &str, employee: u32, year: u16) -> (String, String) {
+    use std::fmt::Write;
+    let mut rk = String::with_capacity(20);
+    let _ = write!(rk, "REV_{employee:010}_{year:05}");
+    (department.to_owned(), rk)
+}
+
+fn benches(c: &mut Criterion) {
+    let r = review();
+    let p = plain(&r);
+    assert_eq!(
+        hand_written_keys("Sales", 123, 2021).1,
+        schema::row_key_of(&r).unwrap()
+    );
+
+    let mut g = c.benchmark_group("keys");
+    g.bench_function("derived", |b| {
+        b.iter(|| {
+            let r = black_box(&r);
+            (
+                schema::partition_key_of(r).unwrap(),
+                schema::row_key_of(r).unwrap(),
+            )
+        })
+    });
+    g.bench_function("hand_written", |b| {
+        b.iter(|| {
+            let r = black_box(&r);
+            hand_written_keys(&r.department, r.employee, r.year)
+        })
+    });
+    g.finish();
+
+    let text = json::to_string(&schema::to_entity(&r).unwrap());
+    let plain_text = serde_json::to_string(&p).unwrap();
+    let mut g = c.benchmark_group("to_json");
+    g.bench_function("derived", |b| {
+        b.iter(|| json::to_string(&schema::to_entity(black_box(&r)).unwrap()))
+    });
+    g.bench_function("serde_json", |b| {
+        b.iter(|| serde_json::to_string(black_box(&p)).unwrap())
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("from_json");
+    g.bench_function("derived", |b| {
+        b.iter(|| {
+            schema::from_entity::<Review>(&json::from_str(black_box(&text)).unwrap()).unwrap()
+        })
+    });
+    g.bench_function("serde_json", |b| {
+        b.iter(|| serde_json::from_str::<PlainReview>(black_box(&plain_text)).unwrap())
+    });
+    g.finish();
+
+    let entity = schema::to_entity(&r).unwrap();
+    let mut g = c.benchmark_group("property_map");
+    g.bench_function("to_entity", |b| {
+        b.iter(|| schema::to_entity(black_box(&r)).unwrap())
+    });
+    g.bench_function("from_entity", |b| {
+        b.iter(|| schema::from_entity::<Review>(black_box(&entity)).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = derive;
+    config = Criterion::default().sample_size(40).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(500));
+    targets = benches
+}
+criterion_main!(derive);
