@@ -33,7 +33,7 @@ const _: () = {
         fn read_properties(
             _: (),
             _: (),
-            _: &::tablekit::__private::Properties,
+            _: &mut ::tablekit::__private::Properties,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             ::core::unreachable!()
         }

@@ -25,22 +25,22 @@ const _: () = {
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
             ::tablekit::__private::write_property(
                 __props,
-                &::tablekit::__private::join(__prefix, "name"),
+                ::tablekit::__private::join(__prefix, "name"),
                 &self.name,
             )?;
             ::tablekit::__private::write_with(
                 __props,
-                &::tablekit::__private::join(__prefix, "level"),
+                ::tablekit::__private::join(__prefix, "level"),
                 codec::to_value(&self.level),
             )?;
             ::tablekit::__private::Ok(())
         }
         fn read_fields(
             __prefix: &str,
-            __props: &::tablekit::__private::Properties,
+            __props: &mut ::tablekit::__private::Properties,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             ::tablekit::__private::Ok(Person {
-                name: ::tablekit::__private::read_property::<
+                name: ::tablekit::__private::take_property::<
                     String,
                 >(__props, &::tablekit::__private::join(__prefix, "name"))?,
                 level: ::tablekit::__private::read_with(

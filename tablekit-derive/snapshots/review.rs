@@ -83,7 +83,7 @@ const _: () = {
         fn read_properties(
             __pk: Self::PartitionKey,
             __rk: Self::RowKey,
-            __props: &::tablekit::__private::Properties,
+            __props: &mut ::tablekit::__private::Properties,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             let __pk0 = __pk;
             let (__rk0, __rk1) = __rk;
@@ -91,13 +91,13 @@ const _: () = {
                 department: __pk0,
                 employee: __rk0,
                 year: __rk1,
-                score: ::tablekit::__private::read_property::<f64>(__props, "Score")?,
+                score: ::tablekit::__private::take_property::<f64>(__props, "Score")?,
                 comment: match __props.get("Text") {
                     ::tablekit::__private::None => {
                         <Option<String> as ::tablekit::__private::Default>::default()
                     }
                     ::tablekit::__private::Some(_) => {
-                        ::tablekit::__private::read_property::<
+                        ::tablekit::__private::take_property::<
                             Option<String>,
                         >(__props, "Text")?
                     }

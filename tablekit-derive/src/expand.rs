@@ -52,7 +52,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_properties(&self, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
-                fn read_properties(_: (), _: (), _: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                fn read_properties(_: (), _: (), _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
                     ::core::unreachable!()
                 }
             }
@@ -64,7 +64,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_fields(&self, _: &str, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
-                fn read_fields(_: &str, _: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                fn read_fields(_: &str, _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
                     ::core::unreachable!()
                 }
             }
@@ -124,6 +124,17 @@ impl Expansion<'_> {
         }
     }
 
+    /// The stored name as a write takes it: a `&'static str` literal for an
+    /// entity (no allocation), an owned joined name for a flattenable struct.
+    fn write_name(&self, field: &Field<'_>) -> TokenStream {
+        let tk = &self.tk;
+        let name = &field.stored_name;
+        match self.cont.mode {
+            Mode::Entity => quote!(#name),
+            Mode::Fields => quote!(#tk::join(__prefix, #name)),
+        }
+    }
+
     fn flatten_prefix(&self, prefix: &str) -> TokenStream {
         let tk = &self.tk;
         match self.cont.mode {
@@ -176,7 +187,7 @@ impl Expansion<'_> {
             .iter()
             .filter_map(|field| {
                 let ident = field.ident;
-                let name = self.name(field);
+                let name = self.write_name(field);
                 let span = field.ty.span();
                 Some(match &field.role {
                     Role::Property => quote_spanned!(span=> #tk::write_property(__props, #name, &self.#ident)?;),
@@ -206,7 +217,7 @@ impl Expansion<'_> {
                 let name = self.name(field);
                 let span = ty.span();
                 let read = match &field.role {
-                    Role::Property => quote_spanned!(span=> #tk::read_property::<#ty>(__props, #name)?),
+                    Role::Property => quote_spanned!(span=> #tk::take_property::<#ty>(__props, #name)?),
                     Role::Json => quote_spanned!(span=> #tk::read_json::<#ty>(__props, #name)?),
                     Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
                     Role::Flatten(prefix) => {
@@ -339,7 +350,7 @@ fn expand(cont: &Container<'_>) -> TokenStream {
                         #(#writes)*
                         #tk::Ok(())
                     }
-                    fn read_fields(__prefix: &str, __props: &#tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                    fn read_fields(__prefix: &str, __props: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
                         #tk::Ok(#ident { #(#reads,)* })
                     }
                 }
@@ -496,7 +507,7 @@ fn expand_entity(
                 fn read_properties(
                     __pk: Self::PartitionKey,
                     __rk: Self::RowKey,
-                    __props: &#tk::Properties,
+                    __props: &mut #tk::Properties,
                 ) -> #tk::Result<Self, #tk::Error> {
                     let #pk_pattern = __pk;
                     #rk_binding

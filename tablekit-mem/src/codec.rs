@@ -248,7 +248,7 @@ impl Row {
                 }
             };
             if select.is_none_or(|ids| ids.contains(&id)) {
-                props.insert(names.name(id), value);
+                props.insert(names.name(id).to_owned(), value);
             }
         }
         props

@@ -322,8 +322,8 @@ fn decide(
         Some(props) => {
             let mut merged = Entity::new(pk, rk);
             merged.properties = props;
-            for (n, v) in entity.properties.iter() {
-                merged.properties.insert(n, v.clone());
+            for (n, v) in entity.properties.entries() {
+                merged.properties.insert(n.clone(), v.clone());
             }
             // Each part was valid; their union must still fit one entity.
             validate::entity(&merged)?;

@@ -139,6 +139,13 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     let entity = schema::to_entity(&r).unwrap();
+    let mut g = c.benchmark_group("wire_json");
+    g.bench_function("write", |b| b.iter(|| json::to_string(black_box(&entity))));
+    g.bench_function("read", |b| {
+        b.iter(|| json::from_str(black_box(&text)).unwrap())
+    });
+    g.finish();
+
     let mut g = c.benchmark_group("property_map");
     g.bench_function("to_entity", |b| {
         b.iter(|| schema::to_entity(black_box(&r)).unwrap())

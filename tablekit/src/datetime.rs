@@ -189,25 +189,27 @@ impl DateTime {
     /// fields (`%3A` inside ETags) and trailing fraction zeros trimmed when
     /// `trim` is set. Hand-rolled: this runs on every write and read of the
     /// in-memory backend, and `format!` is several times slower.
-    pub(crate) fn write_iso(self, out: &mut String, colon: &str, trim: bool) {
-        fn digits(out: &mut String, value: i64, width: usize) {
+    pub(crate) fn write_iso(self, out: &mut impl std::fmt::Write, colon: &str, trim: bool) {
+        // Writing into a `String` cannot fail; a formatter's error is ignored
+        // here and reported by the formatting machinery itself.
+        fn digits(out: &mut impl std::fmt::Write, value: i64, width: usize) {
             let mut divisor = 10i64.pow(width as u32 - 1);
             while divisor > 0 {
-                out.push(char::from(b'0' + (value / divisor % 10) as u8));
+                let _ = out.write_char(char::from(b'0' + (value / divisor % 10) as u8));
                 divisor /= 10;
             }
         }
         let (y, mo, d, h, mi, s, frac) = self.parts();
         digits(out, i64::from(y), 4);
-        out.push('-');
+        let _ = out.write_char('-');
         digits(out, i64::from(mo), 2);
-        out.push('-');
+        let _ = out.write_char('-');
         digits(out, i64::from(d), 2);
-        out.push('T');
+        let _ = out.write_char('T');
         digits(out, h, 2);
-        out.push_str(colon);
+        let _ = out.write_str(colon);
         digits(out, mi, 2);
-        out.push_str(colon);
+        let _ = out.write_str(colon);
         digits(out, s, 2);
         if !trim || frac != 0 {
             let mut width = 7;
@@ -216,10 +218,10 @@ impl DateTime {
                 frac /= 10;
                 width -= 1;
             }
-            out.push('.');
+            let _ = out.write_char('.');
             digits(out, frac, width);
         }
-        out.push('Z');
+        let _ = out.write_char('Z');
     }
 }
 
@@ -227,9 +229,8 @@ impl DateTime {
 /// (`2020-09-17T00:00:00Z`, `…05.1Z`).
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut out = String::with_capacity(28);
-        self.write_iso(&mut out, ":", true);
-        f.write_str(&out)
+        self.write_iso(f, ":", true);
+        Ok(())
     }
 }
 

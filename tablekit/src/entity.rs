@@ -1,17 +1,24 @@
 //! The untyped entity: keys, properties, ETag and Timestamp.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::datetime::DateTime;
 use crate::value::Value;
 
+/// A property name: borrowed when it is a `&'static str` (the names a derive
+/// writes), owned otherwise, so typed entities build rows without allocating
+/// their names.
+pub type PropertyName = Cow<'static, str>;
+
 /// The properties of an entity: names mapped to values, in insertion order.
 ///
 /// An entity has at most 252 custom properties, so a vector searched linearly
-/// is both smaller and faster here than a hash or tree map.
+/// is both smaller and faster here than a hash or tree map. A name appears at
+/// most once: the store's `DuplicatePropertiesSpecified` cannot be expressed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Properties {
-    entries: Vec<(String, Value)>,
+    entries: Vec<(PropertyName, Value)>,
 }
 
 impl Properties {
@@ -27,8 +34,13 @@ impl Properties {
         }
     }
 
-    /// Sets `name` to `value`, returning the value it replaces.
-    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+    /// Sets `name` to `value`, returning the value it replaces. A `&'static
+    /// str` name is not copied; pass a `String` for any other name.
+    pub fn insert(
+        &mut self,
+        name: impl Into<PropertyName>,
+        value: impl Into<Value>,
+    ) -> Option<Value> {
         let name = name.into();
         let value = value.into();
         match self.entries.iter_mut().find(|(n, _)| *n == name) {
@@ -42,7 +54,7 @@ impl Properties {
 
     /// Appends without checking whether `name` is already present. For decoders
     /// that have checked uniqueness themselves.
-    pub(crate) fn push_unchecked(&mut self, name: String, value: Value) {
+    pub(crate) fn push_unchecked(&mut self, name: PropertyName, value: Value) {
         self.entries.push((name, value));
     }
 
@@ -55,6 +67,13 @@ impl Properties {
     pub fn remove(&mut self, name: &str) -> Option<Value> {
         let index = self.entries.iter().position(|(n, _)| n == name)?;
         Some(self.entries.remove(index).1)
+    }
+
+    /// Takes the value of `name` out, leaving the others in place (faster than
+    /// [`remove`](Properties::remove): the order of the rest may change).
+    pub fn take(&mut self, name: &str) -> Option<Value> {
+        let index = self.entries.iter().position(|(n, _)| n == name)?;
+        Some(self.entries.swap_remove(index).1)
     }
 
     /// Whether `name` is present.
@@ -74,7 +93,12 @@ impl Properties {
 
     /// The properties in insertion order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
-        self.entries.iter().map(|(n, v)| (n.as_str(), v))
+        self.entries.iter().map(|(n, v)| (&**n, v))
+    }
+
+    /// The properties with their names as stored (borrowed or owned).
+    pub fn entries(&self) -> &[(PropertyName, Value)] {
+        &self.entries
     }
 
     /// Keeps only the properties for which `keep` returns true.
@@ -83,7 +107,7 @@ impl Properties {
     }
 }
 
-impl<N: Into<String>, V: Into<Value>> FromIterator<(N, V)> for Properties {
+impl<N: Into<PropertyName>, V: Into<Value>> FromIterator<(N, V)> for Properties {
     fn from_iter<I: IntoIterator<Item = (N, V)>>(iter: I) -> Properties {
         let mut props = Properties::new();
         for (n, v) in iter {
@@ -94,8 +118,8 @@ impl<N: Into<String>, V: Into<Value>> FromIterator<(N, V)> for Properties {
 }
 
 impl IntoIterator for Properties {
-    type Item = (String, Value);
-    type IntoIter = std::vec::IntoIter<(String, Value)>;
+    type Item = (PropertyName, Value);
+    type IntoIter = std::vec::IntoIter<(PropertyName, Value)>;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
     }
@@ -202,13 +226,17 @@ impl Entity {
     }
 
     /// Sets a property and returns the entity (builder style).
-    pub fn with(mut self, name: impl Into<String>, value: impl Into<Value>) -> Entity {
+    pub fn with(mut self, name: impl Into<PropertyName>, value: impl Into<Value>) -> Entity {
         self.properties.insert(name, value);
         self
     }
 
     /// Sets a property.
-    pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+    pub fn insert(
+        &mut self,
+        name: impl Into<PropertyName>,
+        value: impl Into<Value>,
+    ) -> Option<Value> {
         self.properties.insert(name, value)
     }
 

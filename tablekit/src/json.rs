@@ -90,6 +90,7 @@ impl serde::Serialize for Wire<'_> {
         let mut map = serializer.serialize_map(Some(2 + 2 * entity.properties.len()))?;
         map.serialize_entry("PartitionKey", &entity.partition_key)?;
         map.serialize_entry("RowKey", &entity.row_key)?;
+        let mut annotation = String::new();
         for (name, value) in entity.properties.iter() {
             map.serialize_key(name)?;
             match value {
@@ -109,10 +110,12 @@ impl serde::Serialize for Wire<'_> {
                 }
             }
             if needs_annotation(value) {
-                map.serialize_entry(
-                    &AsText(format_args!("{name}{ANNOTATION_SUFFIX}")),
-                    value.edm_type().as_str(),
-                )?;
+                // One buffer for every annotation name: serde_json would
+                // allocate a string for each `collect_str` key.
+                annotation.clear();
+                annotation.push_str(name);
+                annotation.push_str(ANNOTATION_SUFFIX);
+                map.serialize_entry(&annotation, value.edm_type().as_str())?;
             }
         }
         map.end()
@@ -319,48 +322,56 @@ fn assemble(members: Vec<(std::borrow::Cow<'_, str>, Raw)>) -> Result<Entity, In
             });
         }
     }
-    let annotation = |name: &str| -> Result<Option<EdmType>, InvalidInput> {
-        let found = members.iter().find(|(n, _)| {
-            n.len() == name.len() + ANNOTATION_SUFFIX.len()
-                && n.starts_with(name)
-                && n.ends_with(ANNOTATION_SUFFIX)
-        });
-        match found {
-            None => Ok(None),
-            Some((_, Raw::Str(type_name))) => EdmType::from_annotation(type_name)
-                .map(Some)
-                .ok_or_else(|| InvalidInput::PropertyValue {
-                    property: name.to_owned(),
+    // The annotations first (few), then each member's type from them.
+    let mut annotations: Vec<(&str, EdmType)> = Vec::new();
+    for (name, raw) in &members {
+        let Some(base) = name.strip_suffix(ANNOTATION_SUFFIX) else {
+            continue;
+        };
+        let edm = match raw {
+            Raw::Str(type_name) => {
+                EdmType::from_annotation(type_name).ok_or_else(|| InvalidInput::PropertyValue {
+                    property: base.to_owned(),
                     reason: format!("unsupported type annotation {type_name:?}"),
-                }),
-            Some(_) => Err(InvalidInput::PropertyValue {
-                property: name.to_owned(),
-                reason: "type annotation must be a string".into(),
-            }),
-        }
-    };
-    let key = |name: &str| -> Result<String, InvalidInput> {
-        match members.iter().find(|(n, _)| n == name) {
-            Some((_, Raw::Str(s))) => Ok(s.clone()),
-            Some(_) => Err(InvalidInput::PropertyValue {
-                property: name.into(),
-                reason: "keys must be strings".into(),
-            }),
-            None => Err(InvalidInput::PropertyValue {
-                property: name.into(),
-                reason: "missing".into(),
-            }),
-        }
-    };
-    let mut entity = Entity::new(key("PartitionKey")?, key("RowKey")?);
-    entity.properties = Properties::with_capacity(members.len());
-    let mut types = Vec::with_capacity(members.len());
-    for (name, _) in &members {
-        types.push(annotation(name)?);
+                })?
+            }
+            _ => {
+                return Err(InvalidInput::PropertyValue {
+                    property: base.to_owned(),
+                    reason: "type annotation must be a string".into(),
+                });
+            }
+        };
+        annotations.push((base, edm));
     }
+    let types: Vec<Option<EdmType>> = members
+        .iter()
+        .map(|(name, _)| {
+            annotations
+                .iter()
+                .find(|(base, _)| *base == &**name)
+                .map(|(_, edm)| *edm)
+        })
+        .collect();
+    let key_error = |name: &str, reason: &str| InvalidInput::PropertyValue {
+        property: name.into(),
+        reason: reason.into(),
+    };
+    let (mut partition_key, mut row_key) = (None, None);
+    let mut entity = Entity::new(String::new(), String::new());
+    entity.properties = Properties::with_capacity(members.len());
     for ((name, raw), edm) in members.into_iter().zip(types) {
         match &*name {
-            "PartitionKey" | "RowKey" => {}
+            "PartitionKey" | "RowKey" => {
+                let Raw::Str(key) = raw else {
+                    return Err(key_error(&name, "keys must be strings"));
+                };
+                if name == "PartitionKey" {
+                    partition_key = Some(key);
+                } else {
+                    row_key = Some(key);
+                }
+            }
             "odata.etag" => {
                 if let Raw::Str(tag) = raw {
                     entity.etag = Some(ETag::new(tag));
@@ -374,11 +385,15 @@ fn assemble(members: Vec<(std::borrow::Cow<'_, str>, Raw)>) -> Result<Entity, In
             n if n.starts_with("odata.") || n.ends_with(ANNOTATION_SUFFIX) => {}
             n => {
                 if let Some(value) = value_from_raw(n, raw, edm)? {
-                    entity.properties.push_unchecked(name.into_owned(), value);
+                    entity
+                        .properties
+                        .push_unchecked(std::borrow::Cow::Owned(name.into_owned()), value);
                 }
             }
         }
     }
+    entity.partition_key = partition_key.ok_or_else(|| key_error("PartitionKey", "missing"))?;
+    entity.row_key = row_key.ok_or_else(|| key_error("RowKey", "missing"))?;
     Ok(entity)
 }
 

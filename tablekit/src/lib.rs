@@ -138,7 +138,7 @@ pub use backend::{
 };
 pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
 pub use datetime::DateTime;
-pub use entity::{ETag, Entity, IfMatch, Properties};
+pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{Error, InvalidInput, KeyKind, Result, SchemaError, ValueError};
 pub use ext::TableBackendExt;
 pub use key::InvertedTime;

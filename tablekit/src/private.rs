@@ -8,12 +8,13 @@ pub use ::core::result::Result::{self, Err, Ok};
 pub use ::std::string::String;
 pub use ::std::vec::Vec;
 
-pub use crate::entity::{Entity, Properties};
+pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
 pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
     Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertyValue, TableEntity, TableFields,
-    VERSION_PROPERTY, from_entity, is_kind, property_error, read_property, write_property,
+    VERSION_PROPERTY, from_entity, is_kind, property_error, read_property, take_property,
+    write_property, write_value,
 };
 pub use crate::value::Value;
 pub use serde;
@@ -33,14 +34,12 @@ pub fn read_property_or_default<V: PropertyValue + Default>(
 /// Writes a field as a JSON string (`#[tablekit(json)]`).
 pub fn write_json<V: serde::Serialize>(
     props: &mut Properties,
-    name: &str,
+    name: impl Into<PropertyName>,
     value: &V,
 ) -> Result<(), Error> {
-    let text = serde_json::to_string(value).map_err(|e| crate::InvalidInput::PropertyValue {
-        property: name.to_owned(),
-        reason: format!("cannot be written as JSON: {e}"),
-    })?;
-    write_property(props, name, &text)
+    let text = serde_json::to_string(value)
+        .map_err(|e| ValueError::Invalid(format!("cannot be written as JSON: {e}")));
+    write_value(props, name, text.map(|t| Some(Value::String(t))))
 }
 
 /// Reads a field stored as a JSON string (`#[tablekit(json)]`).
@@ -58,27 +57,7 @@ pub fn read_json<V: serde::de::DeserializeOwned>(
 }
 
 /// Writes a field through a custom codec's `to_value` (`#[tablekit(with = …)]`).
-pub fn write_with(
-    props: &mut Properties,
-    name: &str,
-    value: Result<Option<Value>, ValueError>,
-) -> Result<(), Error> {
-    match value {
-        Ok(Some(v)) => match props.insert(name, v) {
-            None => Ok(()),
-            Some(_) => Err(SchemaError::NameCollision {
-                name: name.to_owned(),
-            }
-            .into()),
-        },
-        Ok(None) => Ok(()),
-        Err(problem) => Err(crate::InvalidInput::PropertyValue {
-            property: name.to_owned(),
-            reason: problem.to_string(),
-        }
-        .into()),
-    }
-}
+pub use crate::schema::write_value as write_with;
 
 /// Reads a field through a custom codec's `from_value`.
 pub fn read_with<V>(

@@ -74,9 +74,13 @@ pub fn load_baseline() -> Baseline {
     for p in 0..PARTITIONS {
         for r in 0..ROWS_PER_PARTITION {
             let e = entity(p, r);
-            map.entry(e.partition_key)
-                .or_default()
-                .insert(e.row_key, e.properties.into_iter().collect());
+            map.entry(e.partition_key).or_default().insert(
+                e.row_key,
+                e.properties
+                    .into_iter()
+                    .map(|(n, v)| (n.into_owned(), v))
+                    .collect(),
+            );
         }
     }
     map

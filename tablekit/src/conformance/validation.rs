@@ -149,7 +149,7 @@ pub async fn property_limits_are_enforced(backend: &dyn TableBackend) {
 
     let longest = "n".repeat(limits::MAX_PROPERTY_NAME);
     backend
-        .insert_entity(&table, &Entity::new("p", "n").with(&longest, 1))
+        .insert_entity(&table, &Entity::new("p", "n").with(longest.clone(), 1))
         .await
         .expect("255-char name");
     backend
@@ -160,7 +160,7 @@ pub async fn property_limits_are_enforced(backend: &dyn TableBackend) {
     rejected_everywhere(
         backend,
         &table,
-        &Entity::new("p", "r").with(&too_long, 1),
+        &Entity::new("p", "r").with(too_long.clone(), 1),
         "256-char name",
         |e| matches!(e, InvalidInput::PropertyNameTooLong { len: 256, .. }),
     )

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 pub use values::{ColumnType, FilterValue, PropertyValue};
 
-use crate::entity::{Entity, Properties};
+use crate::entity::{Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
 use crate::filter::{CompareOp, Filter};
 use crate::key::{KeyDecodeError, KeyTuple};
@@ -65,11 +65,12 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn property_names(names: &mut Vec<String>);
     /// Writes every property field.
     fn write_properties(&self, props: &mut Properties) -> Result<(), Error>;
-    /// Builds a value from decoded keys and the stored properties.
+    /// Builds a value from decoded keys and the stored properties, taking the
+    /// values it reads out of `props`.
     fn read_properties(
         pk: Self::PartitionKey,
         rk: Self::RowKey,
-        props: &Properties,
+        props: &mut Properties,
     ) -> Result<Self, Error>;
 }
 
@@ -80,8 +81,8 @@ pub trait TableFields: Sized {
     fn field_names(prefix: &str, names: &mut Vec<String>);
     /// Writes the fields, each name after `prefix`.
     fn write_fields(&self, prefix: &str, props: &mut Properties) -> Result<(), Error>;
-    /// Reads the fields, each name after `prefix`.
-    fn read_fields(prefix: &str, props: &Properties) -> Result<Self, Error>;
+    /// Reads the fields, each name after `prefix`, taking their values out of `props`.
+    fn read_fields(prefix: &str, props: &mut Properties) -> Result<Self, Error>;
 }
 
 /// An enum over entity kinds that share a partition: `#[derive(EntityKinds)]`
@@ -212,6 +213,17 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 /// the properties. Another kind, an unsupported version, a key that does not
 /// decode or a property that does not fit are typed errors.
 pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
+    read_entity(entity, entity.properties.clone())
+}
+
+/// [`from_entity`] for an entity the caller no longer needs: its values are
+/// moved into the result instead of copied.
+pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error> {
+    let props = std::mem::take(&mut entity.properties);
+    read_entity(&entity, props)
+}
+
+fn read_entity<T: TableEntity>(entity: &Entity, mut props: Properties) -> Result<T, Error> {
     let body = match T::KIND {
         Some(kind) => {
             let wrong = || SchemaError::WrongKind {
@@ -224,12 +236,12 @@ pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
                 .and_then(|rest| rest.strip_prefix('_'))
                 .ok_or_else(wrong)?;
             // A projection may leave the kind properties out; when present they must agree.
-            match entity.properties.get(KIND_PROPERTY) {
+            match props.get(KIND_PROPERTY) {
                 None => {}
                 Some(Value::String(stored)) if stored == kind => {}
                 Some(_) => return Err(wrong().into()),
             }
-            if let Some(version) = entity.properties.get(VERSION_PROPERTY) {
+            if let Some(version) = props.get(VERSION_PROPERTY) {
                 let found = match version {
                     Value::Int32(v) => i64::from(*v),
                     Value::Int64(v) => *v,
@@ -276,12 +288,17 @@ pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
     })?;
     let rk = T::RowKey::decode(body)
         .map_err(|e| key_error(KeyKind::RowKey, &entity.row_key, T::ROW_KEY_FIELDS, e))?;
-    T::read_properties(pk, rk, &entity.properties)
+    T::read_properties(pk, rk, &mut props)
 }
 
 /// Reads one property for a generated reader, naming it in the error.
 pub fn read_property<V: PropertyValue>(props: &Properties, name: &str) -> Result<V, Error> {
     V::from_value(props.get(name)).map_err(|problem| property_error(name, problem))
+}
+
+/// Takes one property out for a generated reader, naming it in the error.
+pub fn take_property<V: PropertyValue>(props: &mut Properties, name: &str) -> Result<V, Error> {
+    V::from_owned(props.take(name)).map_err(|problem| property_error(name, problem))
 }
 
 /// Writes one property for a generated writer, naming it in the error.
@@ -291,20 +308,31 @@ pub fn read_property<V: PropertyValue>(props: &Properties, name: &str) -> Result
 /// field: a [`SchemaError::NameCollision`].
 pub fn write_property<V: PropertyValue>(
     props: &mut Properties,
-    name: &str,
+    name: impl Into<PropertyName>,
     value: &V,
 ) -> Result<(), Error> {
-    match value.to_value() {
-        Ok(Some(v)) => match props.insert(name, v) {
+    write_value(props, name, value.to_value())
+}
+
+/// Writes a field's converted value (absent when `None`), naming the property
+/// in the error; a name written twice is a [`SchemaError::NameCollision`].
+pub fn write_value(
+    props: &mut Properties,
+    name: impl Into<PropertyName>,
+    value: Result<Option<Value>, ValueError>,
+) -> Result<(), Error> {
+    let name = name.into();
+    match value {
+        Ok(Some(v)) => match props.insert(name.clone(), v) {
             None => Ok(()),
             Some(_) => Err(SchemaError::NameCollision {
-                name: name.to_owned(),
+                name: name.into_owned(),
             }
             .into()),
         },
         Ok(None) => Ok(()),
         Err(problem) => Err(InvalidInput::PropertyValue {
-            property: name.to_owned(),
+            property: name.into_owned(),
             reason: problem.to_string(),
         }
         .into()),

@@ -31,6 +31,12 @@ pub trait PropertyValue: Sized {
     fn to_value(&self) -> Result<Option<Value>, ValueError>;
     /// Reads the stored value (`None` when the property is absent).
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError>;
+
+    /// Reads a stored value that the caller owns; types that hold a string or
+    /// bytes take them over instead of copying.
+    fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
+        Self::from_value(value.as_ref())
+    }
 }
 
 fn wrong(expected: &'static str, found: &Value) -> ValueError {
@@ -52,6 +58,12 @@ impl PropertyValue for String {
         match present(value)? {
             Value::String(s) => Ok(s.clone()),
             other => Err(wrong("String", other)),
+        }
+    }
+    fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
+        match value.ok_or(ValueError::Missing)? {
+            Value::String(s) => Ok(s),
+            other => Err(wrong("String", &other)),
         }
     }
 }
@@ -159,6 +171,12 @@ impl PropertyValue for Vec<u8> {
             other => Err(wrong("Binary", other)),
         }
     }
+    fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
+        match value.ok_or(ValueError::Missing)? {
+            Value::Binary(b) => Ok(b),
+            other => Err(wrong("Binary", &other)),
+        }
+    }
 }
 
 impl PropertyValue for uuid::Uuid {
@@ -227,6 +245,12 @@ impl<T: PropertyValue> PropertyValue for Option<T> {
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match value {
             Some(_) => T::from_value(value).map(Some),
+            None => Ok(None),
+        }
+    }
+    fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
+        match value {
+            Some(v) => T::from_owned(Some(v)).map(Some),
             None => Ok(None),
         }
     }

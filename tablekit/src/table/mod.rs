@@ -230,7 +230,7 @@ impl<T: TableEntity> Table<T> {
             .get_entity(&self.name, &pk, &rk, &GetOptions::default())
             .await
         {
-            Ok(entity) => load(&entity).map(Some),
+            Ok(entity) => load(entity).map(Some),
             Err(Error::EntityNotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -341,7 +341,7 @@ impl<T: TableEntity> Table<T> {
                 .backend
                 .get_entity(&self.name, &pk, &rk, &GetOptions::default())
                 .await?;
-            let mut loaded: Loaded<T> = load(&entity)?;
+            let mut loaded: Loaded<T> = load(entity)?;
             change(&mut loaded.value);
             match self.replace(&loaded).await {
                 Ok(etag) => {
@@ -375,13 +375,15 @@ impl<T: TableEntity> Table<T> {
     }
 }
 
-/// Reads a row as a loaded value.
-pub(crate) fn load<T: TableEntity>(entity: &crate::Entity) -> Result<Loaded<T>> {
+/// Reads a row as a loaded value, moving its values into the result.
+pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T>> {
+    let etag = entity.etag.take().ok_or_else(|| Error::Decode {
+        message: "the backend returned an entity without an ETag".into(),
+    })?;
+    let timestamp = entity.timestamp;
     Ok(Loaded {
-        value: schema::from_entity(entity)?,
-        etag: entity.etag.clone().ok_or_else(|| Error::Decode {
-            message: "the backend returned an entity without an ETag".into(),
-        })?,
-        timestamp: entity.timestamp,
+        value: schema::from_entity_owned(entity)?,
+        etag,
+        timestamp,
     })
 }

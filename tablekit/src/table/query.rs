@@ -229,7 +229,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             self.table.name().to_owned(),
             query,
         );
-        rows.and_then(|e| futures::future::ready(load::<P>(&e)))
+        rows.and_then(|e| futures::future::ready(load::<P>(e)))
             .take(self.limit.unwrap_or(usize::MAX))
             .boxed()
     }
@@ -250,7 +250,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             .await?;
         let items = page
             .entities
-            .iter()
+            .into_iter()
             .map(load::<P>)
             .collect::<Result<Vec<_>>>()?;
         Ok((items, page.continuation))
