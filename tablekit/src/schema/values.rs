@@ -326,3 +326,55 @@ impl<T: FilterValue> ColumnType for T {
 impl<T: FilterValue> ColumnType for Option<T> {
     type Arg = T;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_round_trips_and_range_is_checked() {
+        let t = time::OffsetDateTime::from_unix_timestamp_nanos(1_600_000_000_123_456_700).unwrap();
+        let stored = t.to_value().unwrap();
+        assert_eq!(
+            time::OffsetDateTime::from_value(stored.as_ref()).unwrap(),
+            t
+        );
+        let too_early = time::OffsetDateTime::from_unix_timestamp(-20_000_000_000).unwrap();
+        assert!(matches!(too_early.to_value(), Err(ValueError::Invalid(_))));
+    }
+
+    #[test]
+    fn widening_reads_and_wrong_types() {
+        assert_eq!(i64::from_value(Some(&Value::Int32(-5))).unwrap(), -5);
+        assert_eq!(f64::from_value(Some(&Value::Int32(2))).unwrap(), 2.0);
+        assert_eq!(u64::from_value(Some(&Value::Int64(-1))).unwrap(), u64::MAX);
+        assert!(matches!(
+            i8::from_value(Some(&Value::Int32(300))),
+            Err(ValueError::Invalid(_))
+        ));
+        assert!(matches!(
+            String::from_value(Some(&Value::Int32(1))),
+            Err(ValueError::WrongType { .. })
+        ));
+        assert!(matches!(String::from_value(None), Err(ValueError::Missing)));
+        assert_eq!(Option::<String>::from_owned(None).unwrap(), None);
+    }
+
+    #[cfg(feature = "chrono")]
+    #[test]
+    fn chrono_round_trips() {
+        let t = chrono::DateTime::from_timestamp(1_600_000_000, 123_456_700).unwrap();
+        let stored = t.to_value().unwrap();
+        assert_eq!(
+            stored,
+            Some(Value::DateTime(
+                DateTime::from_unix_nanos(1_600_000_000_123_456_700).unwrap()
+            ))
+        );
+        assert_eq!(
+            chrono::DateTime::<chrono::Utc>::from_value(stored.as_ref()).unwrap(),
+            t
+        );
+        assert_eq!(t.filter_value(), stored.unwrap());
+    }
+}
