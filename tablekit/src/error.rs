@@ -519,6 +519,16 @@ pub enum InvalidInput {
         /// The limit.
         max: usize,
     },
+    /// An update changed a key field of the entity it updates.
+    #[error(
+        "the update changed the keys of entity ({partition_key:?}, {row_key:?}); delete and insert to move it"
+    )]
+    KeyChanged {
+        /// The PartitionKey read.
+        partition_key: String,
+        /// The RowKey read.
+        row_key: String,
+    },
     /// A blob name is empty or longer than 1,024 characters.
     #[error("invalid blob name `{name}`: {reason}")]
     BlobName {

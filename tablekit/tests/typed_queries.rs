@@ -354,3 +354,37 @@ async fn bulk_writer_reports_exactly_the_failed_items() {
     let all: Vec<_> = staff.query().stream().try_collect().await.unwrap();
     assert_eq!(all.len(), stored);
 }
+
+#[tokio::test]
+async fn update_retries_when_another_writer_got_there_first() {
+    let backend = MemBackend::new();
+    let staff: Table<Employee> = Table::new(backend.clone());
+    staff.create_if_missing().await.unwrap();
+    staff.insert(&employee("Sales", 1)).await.unwrap();
+    let intruder: Table<Employee> = Table::new(backend);
+    let mut calls = 0;
+    let updated = staff
+        .update("Sales", 1, |e| {
+            calls += 1;
+            if calls == 1 {
+                // Another writer changes the row between our read and our write.
+                let mut other = e.clone();
+                other.name = "changed by someone else".into();
+                futures::executor::block_on(intruder.replace_unconditionally(&other)).unwrap();
+            }
+            e.age += 100;
+        })
+        .await
+        .unwrap();
+    assert_eq!(calls, 2, "the closure ran again on the fresh copy");
+    assert_eq!(
+        updated.name, "changed by someone else",
+        "the other writer's change is kept"
+    );
+    assert_eq!(updated.age, employee("Sales", 1).age + 100);
+    let stored = staff.get("Sales", 1).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.name.as_str(), stored.age),
+        ("changed by someone else", updated.age)
+    );
+}

@@ -325,9 +325,13 @@ impl<T: TableEntity> Table<T> {
     /// read; when another writer got there first, reads again and re-applies,
     /// up to [`UPDATE_ATTEMPTS`] times. Returns the value as written.
     ///
+    /// A `change` that alters a key field is refused with
+    /// [`InvalidInput::KeyChanged`](crate::InvalidInput::KeyChanged) before
+    /// anything is written: moving an entity is a delete and an insert.
+    ///
     /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
     /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
-    /// if every attempt lost the race. `change` must not change the keys.
+    /// if every attempt lost the race.
     pub async fn update(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
@@ -343,6 +347,15 @@ impl<T: TableEntity> Table<T> {
                 .await?;
             let mut loaded: Loaded<T> = load(entity)?;
             change(&mut loaded.value);
+            if schema::partition_key_of(&loaded.value)? != pk
+                || schema::row_key_of(&loaded.value)? != rk
+            {
+                return Err(crate::InvalidInput::KeyChanged {
+                    partition_key: pk,
+                    row_key: rk,
+                }
+                .into());
+            }
             match self.replace(&loaded).await {
                 Ok(etag) => {
                     loaded.etag = etag;
