@@ -378,3 +378,34 @@ async fn unit_enums_are_strings() {
         .unwrap();
     assert_eq!(found.len(), 1);
 }
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Clash")]
+struct Clash {
+    #[tablekit(partition_key)]
+    key: String,
+    #[tablekit(rename = "Home_Street")]
+    street: String,
+    #[tablekit(flatten(prefix = "Home"))]
+    home: Address,
+}
+
+#[test]
+fn flattened_name_collisions_are_typed_errors() {
+    assert!(matches!(
+        schema::check_names::<Clash>(),
+        Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "Home_Street"
+    ));
+    let value = Clash {
+        key: "k".into(),
+        street: "a".into(),
+        home: Address {
+            street: "b".into(),
+            city: None,
+        },
+    };
+    assert!(matches!(
+        schema::to_entity(&value),
+        Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "Home_Street"
+    ));
+}

@@ -10,7 +10,7 @@
 //! | `u8` `u16` `u32` `u64` | zero-padded decimal, 3/5/10/20 digits | `0000000123` |
 //! | `i8` … `i64` | sign (`-` or `0`), then the value (or 10ⁿ + value when negative), 3/5/10/19 digits | `00000000123`, `-9999999877` |
 //! | `bool` | `0` / `1` | `1` |
-//! | [`DateTime`] | ISO 8601 with 7 fraction digits | `2020-01-02T03:04:05.1234567Z` |
+//! | [`DateTime`](crate::DateTime) | ISO 8601 with 7 fraction digits | `2020-01-02T03:04:05.1234567Z` |
 //! | [`InvertedTime`] | `DateTime::MAX` ticks − ticks, 19 digits: newest first | `2518245695838765432` |
 //! | `Uuid` | lower-case hyphenated | `c9da6455-213d-…` |
 //! | `String` | the text, with a few characters escaped (below) | `Sales` |
@@ -42,8 +42,6 @@ mod tests;
 use std::fmt;
 
 pub use parts::{InvertedTime, write_escaped};
-
-use crate::datetime::DateTime;
 
 /// The escape marker, the highest character the encodings use.
 pub const ESCAPE_MARK: char = '\u{FFFD}';
@@ -290,10 +288,4 @@ pub fn prefix_range(prefix: String, separator: char) -> (String, String) {
         end.push(char::from_u32(separator as u32 + 1).unwrap_or(ESCAPE_MARK));
     }
     (prefix, end)
-}
-
-/// The encodings of the [`DateTime`] and [`InvertedTime`] parts, also for
-/// code that builds keys by hand.
-pub fn datetime_key(t: DateTime) -> String {
-    t.to_string_7()
 }
