@@ -29,38 +29,7 @@ pub async fn load(backend: &dyn TableBackend, table: &str, entities: Vec<Entity>
 }
 
 /// The keys the service was seen to order (AZURE_TABLE.md §3), in UTF-16 order.
-pub const ORDERED_KEYS: [&str; 30] = [
-    " ",
-    "!",
-    "0",
-    "9",
-    "A",
-    "B",
-    "Z",
-    "_",
-    "a",
-    "a b",
-    "a-",
-    "a.",
-    "aa",
-    "ab",
-    "b",
-    "o'k",
-    "ss",
-    "z",
-    "~",
-    "\u{A0}",
-    "É",
-    "ß",
-    "ä",
-    "é",
-    "ÿ",
-    "Ā",
-    "\u{10000}",
-    "\u{1F600}",
-    "\u{E000}",
-    "\u{FF21}",
-];
+pub const ORDERED_KEYS: [&str; 30] = crate::keyorder::VERIFIED_ORDER;
 
 /// Results come sorted by PartitionKey, then RowKey, by UTF-16 code units:
 /// case-sensitive, upper case first, supplementary characters before U+E000.
