@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `skip`, `default`, `with`, `flatten`, `json`"
+    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `skip`, `default`, `with`, `flatten`, `json`, `series`"
 }
 ::core::compile_error! {
     "missing partition key: mark one or more fields with `#[tablekit(partition_key)]`"
@@ -23,7 +23,9 @@ const _: () = {
         fn columns() {}
         fn property_names(
             _: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) {}
+        ) -> bool {
+            true
+        }
         fn write_properties(
             &self,
             _: &mut ::tablekit::__private::Properties,

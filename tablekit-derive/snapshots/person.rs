@@ -4,7 +4,8 @@ const _: () = {
         fn field_names(
             __prefix: &str,
             __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) {
+        ) -> bool {
+            let mut __complete = true;
             __names
                 .push(
                     ::tablekit::__private::String::from(
@@ -17,6 +18,7 @@ const _: () = {
                         &::tablekit::__private::join(__prefix, "level"),
                     ),
                 );
+            __complete
         }
         fn write_fields(
             &self,

@@ -60,11 +60,17 @@ const _: () = {
         }
         fn property_names(
             __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) {
+        ) -> bool {
+            let mut __complete = true;
             __names.push(::tablekit::__private::String::from("Score"));
             __names.push(::tablekit::__private::String::from("Text"));
             __names.push(::tablekit::__private::String::from("Tags"));
-            <Person as ::tablekit::__private::TableFields>::field_names("By_", __names);
+            __complete
+                &= <Person as ::tablekit::__private::TableFields>::field_names(
+                    "By_",
+                    __names,
+                );
+            __complete
         }
         fn write_properties(
             &self,

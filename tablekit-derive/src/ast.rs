@@ -26,6 +26,8 @@ pub(crate) enum Role {
     Property,
     /// One property holding JSON.
     Json,
+    /// One property per element of a collection (`Name_0`, `Name_1`, …).
+    Series,
     /// One property through a custom codec module.
     With(Path),
     /// The fields of a `TableFields` struct, each name after the prefix.
@@ -163,6 +165,9 @@ impl<'a> Field<'a> {
         if let Some(tokens) = attrs.json {
             roles.push((Role::Json, tokens));
         }
+        if let Some(tokens) = attrs.series {
+            roles.push((Role::Series, tokens));
+        }
         if let Some(path) = attrs.with {
             let tokens = path.to_token_stream();
             roles.push((Role::With(path), tokens));
@@ -178,7 +183,7 @@ impl<'a> Field<'a> {
         }
         if roles.len() > 1 {
             for (_, tokens) in &roles[1..] {
-                cx.error_spanned_by(tokens, "a field takes at most one of `partition_key`, `row_key`, `skip`, `json`, `with`, `flatten`");
+                cx.error_spanned_by(tokens, "a field takes at most one of `partition_key`, `row_key`, `skip`, `json`, `with`, `flatten`, `series`");
             }
         }
         let role = roles

@@ -28,6 +28,7 @@ pub(crate) const DEFAULT: &str = "default";
 pub(crate) const WITH: &str = "with";
 pub(crate) const FLATTEN: &str = "flatten";
 pub(crate) const JSON: &str = "json";
+pub(crate) const SERIES: &str = "series";
 pub(crate) const PREFIX: &str = "prefix";
 pub(crate) const DELIMITER: &str = "delimiter";
 
@@ -214,6 +215,7 @@ pub(crate) struct Field {
     pub(crate) with: Option<Path>,
     pub(crate) flatten: Option<(Flatten, TokenStream)>,
     pub(crate) json: Option<TokenStream>,
+    pub(crate) series: Option<TokenStream>,
 }
 
 const FIELD_KEYWORDS: &[&str] = &[
@@ -225,6 +227,7 @@ const FIELD_KEYWORDS: &[&str] = &[
     WITH,
     FLATTEN,
     JSON,
+    SERIES,
 ];
 
 impl Field {
@@ -237,6 +240,7 @@ impl Field {
         let mut with = Attr::none(WITH);
         let mut flatten = Attr::none(FLATTEN);
         let mut json = Attr::none(JSON);
+        let mut series = Attr::none(SERIES);
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = &meta.path;
@@ -263,6 +267,8 @@ impl Field {
                     default.set(cx, path, ());
                 } else if path.is_ident(JSON) {
                     json.set(cx, path, ());
+                } else if path.is_ident(SERIES) {
+                    series.set(cx, path, ());
                 } else if path.is_ident(WITH) {
                     let value: Path = meta.value()?.parse()?;
                     with.set(cx, path, value);
@@ -310,6 +316,7 @@ impl Field {
             with: with.get(),
             flatten: flatten.get_with_tokens(),
             json: json.get_with_tokens().map(|(_, t)| t),
+            series: series.get_with_tokens().map(|(_, t)| t),
         }
     }
 }

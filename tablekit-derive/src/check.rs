@@ -64,8 +64,35 @@ fn valid_property_name(name: &str) -> Result<(), String> {
 
 fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
     let mut seen: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
+    // A series owns every name `{series}_…`: no other property may start so.
+    for series in cont
+        .fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Series))
+    {
+        let prefix = format!("{}_", series.stored_name);
+        for field in &cont.fields {
+            if matches!(
+                field.role,
+                Role::Property | Role::Json | Role::With(_) | Role::Series
+            ) && !std::ptr::eq(field, series)
+                && field.stored_name.starts_with(&prefix)
+            {
+                cx.error_spanned_by(
+                    &field.name_tokens,
+                    format!(
+                        "`{}` would be read as an element of the series `{}`",
+                        field.stored_name, series.stored_name
+                    ),
+                );
+            }
+        }
+    }
     for field in &cont.fields {
-        if !matches!(field.role, Role::Property | Role::Json | Role::With(_)) {
+        if !matches!(
+            field.role,
+            Role::Property | Role::Json | Role::With(_) | Role::Series
+        ) {
             continue;
         }
         let name = field.stored_name.as_str();
@@ -207,11 +234,26 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
 }
 
 fn check_property_count(cx: &Ctxt, cont: &Container<'_>) {
-    let stored = cont
+    let array_len = |ty: &syn::Type| match ty {
+        syn::Type::Array(array) => match &array.len {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) => n.base10_parse::<usize>().ok(),
+            _ => None,
+        },
+        _ => None,
+    };
+    let stored: usize = cont
         .fields
         .iter()
-        .filter(|f| matches!(f.role, Role::Property | Role::Json | Role::With(_)))
-        .count();
+        .map(|f| match f.role {
+            Role::Property | Role::Json | Role::With(_) => 1,
+            // An array's length is known here; a `Vec` or map is checked when written.
+            Role::Series => array_len(f.ty).unwrap_or(0),
+            _ => 0,
+        })
+        .sum();
     let kind = if cont.attrs.kind.is_some() { 2 } else { 0 };
     if stored + kind > MAX_PROPERTIES {
         cx.error_spanned_by(

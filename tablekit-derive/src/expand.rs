@@ -48,7 +48,9 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_partition_key(&self, _: &mut #tk::String) {}
                 fn write_row_key(&self, _: &mut #tk::String) {}
                 fn columns() {}
-                fn property_names(_: &mut #tk::Vec<#tk::String>) {}
+                fn property_names(_: &mut #tk::Vec<#tk::String>) -> bool {
+                    true
+                }
                 fn write_properties(&self, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
@@ -60,7 +62,9 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
         Mode::Fields => quote! {
             #[automatically_derived]
             impl #impl_generics #tk::TableFields for #ident #ty_generics #where_clause {
-                fn field_names(_: &str, _: &mut #tk::Vec<#tk::String>) {}
+                fn field_names(_: &str, _: &mut #tk::Vec<#tk::String>) -> bool {
+                    true
+                }
                 fn write_fields(&self, _: &str, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
@@ -170,6 +174,7 @@ impl Expansion<'_> {
                     quote_spanned!(span=> #ty: #tk::serde::Serialize + #tk::serde::de::DeserializeOwned)
                 }
                 Role::Flatten(_) => quote_spanned!(span=> #ty: #tk::TableFields),
+                Role::Series => quote_spanned!(span=> #ty: #tk::Series),
                 Role::Skip => quote_spanned!(span=> #ty: #tk::Default),
                 Role::With(_) => continue,
             });
@@ -193,6 +198,11 @@ impl Expansion<'_> {
                     Role::Property => quote_spanned!(span=> #tk::write_property(__props, #name, &self.#ident)?;),
                     Role::Json => quote_spanned!(span=> #tk::write_json(__props, #name, &self.#ident)?;),
                     Role::With(path) => quote!(#tk::write_with(__props, #name, #path::to_value(&self.#ident))?;),
+                    Role::Series => {
+                        let ty = field.ty;
+                        let name = self.name(field);
+                        quote_spanned!(span=> <#ty as #tk::Series>::write_series(&self.#ident, #name, __props)?;)
+                    }
                     Role::Flatten(prefix) => {
                         let ty = field.ty;
                         let prefix = self.flatten_prefix(prefix);
@@ -220,6 +230,7 @@ impl Expansion<'_> {
                     Role::Property => quote_spanned!(span=> #tk::take_property::<#ty>(__props, #name)?),
                     Role::Json => quote_spanned!(span=> #tk::read_json::<#ty>(__props, #name)?),
                     Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
+                    Role::Series => quote_spanned!(span=> <#ty as #tk::Series>::read_series(#name, __props)?),
                     Role::Flatten(prefix) => {
                         let prefix = self.flatten_prefix(prefix);
                         quote_spanned!(span=> <#ty as #tk::TableFields>::read_fields(#prefix, __props)?)
@@ -227,7 +238,7 @@ impl Expansion<'_> {
                     Role::Skip => quote_spanned!(span=> <#ty as #tk::Default>::default()),
                     Role::PartitionKey(_) | Role::RowKey(_) => unreachable!("filtered out"),
                 };
-                if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_)) {
+                if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_) | Role::Series) {
                     quote_spanned!(span=> #ident: match __props.get(#name) {
                         #tk::None => <#ty as #tk::Default>::default(),
                         #tk::Some(_) => #read,
@@ -253,7 +264,16 @@ impl Expansion<'_> {
                     Role::Flatten(prefix) => {
                         let ty = field.ty;
                         let prefix = self.flatten_prefix(prefix);
-                        quote_spanned!(ty.span()=> <#ty as #tk::TableFields>::field_names(#prefix, __names);)
+                        quote_spanned!(ty.span()=> __complete &= <#ty as #tk::TableFields>::field_names(#prefix, __names);)
+                    }
+                    Role::Series => {
+                        let ty = field.ty;
+                        quote_spanned! {ty.span()=>
+                            match <#ty as #tk::Series>::FIXED_LEN {
+                                #tk::Some(__len) => __names.extend((0..__len).map(|__i| #tk::element_name(#name, __i))),
+                                #tk::None => __complete = false,
+                            }
+                        }
                     }
                     _ => return None,
                 })
@@ -343,8 +363,10 @@ fn expand(cont: &Container<'_>) -> TokenStream {
             const _: () = {
                 #[automatically_derived]
                 impl #impl_generics #tk::TableFields for #ident #ty_generics where #(#predicates,)* {
-                    fn field_names(__prefix: &str, __names: &mut #tk::Vec<#tk::String>) {
+                    fn field_names(__prefix: &str, __names: &mut #tk::Vec<#tk::String>) -> bool {
+                        let mut __complete = true;
                         #(#names)*
+                        __complete
                     }
                     fn write_fields(&self, __prefix: &str, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                         #(#writes)*
@@ -418,7 +440,7 @@ fn expand_entity(
     let columns: Vec<&Field<'_>> = cont
         .fields
         .iter()
-        .filter(|f| matches!(f.role, Role::Property))
+        .filter(|f| matches!(f.role, Role::Property | Role::Series))
         .collect();
     let column_decls = columns.iter().map(|f| {
         let field = f.ident;
@@ -439,15 +461,24 @@ fn expand_entity(
         } else {
             quote!(#(#docs)*)
         };
+        let column = if matches!(f.role, Role::Series) {
+            quote!(#tk::SeriesColumn<<#ty as #tk::Series>::Element>)
+        } else {
+            quote!(#tk::Column<#ty>)
+        };
         quote! {
             #doc
-            pub #field: #tk::Column<#ty>
+            pub #field: #column
         }
     });
     let column_inits = columns.iter().map(|f| {
         let field = f.ident;
         let name = &f.stored_name;
-        quote!(#field: #tk::Column::new(#name))
+        if matches!(f.role, Role::Series) {
+            quote!(#field: #tk::SeriesColumn::new(#name))
+        } else {
+            quote!(#field: #tk::Column::new(#name))
+        }
     });
     let columns_doc =
         format!("Typed filters on the fields of [`{ident}`], from `{ident}::columns()`.");
@@ -497,8 +528,10 @@ fn expand_entity(
                         __marker: #tk::PhantomData,
                     }
                 }
-                fn property_names(__names: &mut #tk::Vec<#tk::String>) {
+                fn property_names(__names: &mut #tk::Vec<#tk::String>) -> bool {
+                    let mut __complete = true;
                     #(#names)*
+                    __complete
                 }
                 fn write_properties(&self, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
                     #(#writes)*

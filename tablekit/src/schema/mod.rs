@@ -9,6 +9,7 @@ mod values;
 
 use std::marker::PhantomData;
 
+pub use series::{Element, Series, SeriesColumn, element_name};
 pub use values::{ColumnType, FilterValue, PropertyValue};
 
 use crate::entity::{Entity, Properties, PropertyName};
@@ -61,8 +62,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn write_row_key(&self, out: &mut String);
     /// The typed filters.
     fn columns() -> Self::Columns;
-    /// The stored names of every property field, flattened ones included.
-    fn property_names(names: &mut Vec<String>);
+    /// The stored names of every property field, flattened ones and series
+    /// elements included; `false` when they cannot all be listed (a `Vec` or
+    /// map series), so a projection must read every property.
+    fn property_names(names: &mut Vec<String>) -> bool;
     /// Writes every property field.
     fn write_properties(&self, props: &mut Properties) -> Result<(), Error>;
     /// Builds a value from decoded keys and the stored properties, taking the
@@ -77,8 +80,9 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
 /// A struct whose fields can be flattened into an entity:
 /// `#[derive(TableFields)]`.
 pub trait TableFields: Sized {
-    /// The stored names of the fields, each after `prefix`.
-    fn field_names(prefix: &str, names: &mut Vec<String>);
+    /// The stored names of the fields, each after `prefix`; `false` when
+    /// they cannot all be listed (see [`TableEntity::property_names`]).
+    fn field_names(prefix: &str, names: &mut Vec<String>) -> bool;
     /// Writes the fields, each name after `prefix`.
     fn write_fields(&self, prefix: &str, props: &mut Properties) -> Result<(), Error>;
     /// Reads the fields, each name after `prefix`, taking their values out of `props`.
@@ -376,6 +380,8 @@ macro_rules! column_ops {
         }
     )*};
 }
+
+mod series;
 
 impl<V> Column<V> {
     /// The column of the property stored as `name`.

@@ -24,7 +24,7 @@ use crate::value::Value;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored as a table property",
     label = "unsupported field type",
-    note = "store it with `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
+    note = "store it with `#[tablekit(series)]` (a Vec, array or map: one property per element), `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
 )]
 pub trait PropertyValue: Sized {
     /// The value to store; `None` leaves the property out.

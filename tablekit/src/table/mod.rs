@@ -298,6 +298,25 @@ impl<T: TableEntity> Table<T> {
             .await
     }
 
+    /// Merges one element of a data series into the stored entity
+    /// (`Meter::columns().hourly.at(5)`), leaving every other property as it
+    /// is; guarded by `if_match` (`IfMatch::Any` to write whatever the version).
+    pub async fn merge_element<E: schema::PropertyValue>(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+        element: &schema::Element<E>,
+        value: &E,
+        if_match: &IfMatch,
+    ) -> Result<ETag> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        let mut entity = crate::Entity::new(pk, rk);
+        schema::write_property(&mut entity.properties, element.property_name(), value)?;
+        self.backend
+            .update_entity(&self.name, &entity, UpdateMode::Merge, if_match)
+            .await
+    }
+
     /// Deletes the stored entity if it is still the version that was read.
     pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
         let pk = schema::partition_key_of(&loaded.value)?;

@@ -204,15 +204,19 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             (None, Some(limit)) => Some(limit.clamp(1, MAX_PAGE_SIZE as usize) as u32),
             (None, None) => None,
         };
-        let select = (std::any::TypeId::of::<P>() != std::any::TypeId::of::<T>()).then(|| {
-            let mut names = Vec::new();
-            P::property_names(&mut names);
-            if P::KIND.is_some() {
-                names.push(KIND_PROPERTY.to_owned());
-                names.push(VERSION_PROPERTY.to_owned());
-            }
-            names
-        });
+        // A projection selects its fields, unless it has a series whose
+        // elements cannot be listed: then it reads every property.
+        let select = (std::any::TypeId::of::<P>() != std::any::TypeId::of::<T>())
+            .then(|| {
+                let mut names = Vec::new();
+                let complete = P::property_names(&mut names);
+                if P::KIND.is_some() {
+                    names.push(KIND_PROPERTY.to_owned());
+                    names.push(VERSION_PROPERTY.to_owned());
+                }
+                complete.then_some(names)
+            })
+            .flatten();
         let mut query = Query::new().continuation(self.resume.clone());
         query.filter = filter;
         query.select = select;

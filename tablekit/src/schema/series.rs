@@ -1,0 +1,237 @@
+//! Data series: a collection stored as one property per element, so one read
+//! fetches the whole series and a merge updates one point (pattern 9).
+//!
+//! Element properties are named `{field}_{index}` for a `Vec` or an array
+//! (`Hourly_0` … `Hourly_23`) and `{field}_{key}` for a map with string keys
+//! (`Daily_2024_03_01`); map keys must be letters, digits and `_`. A `Vec`
+//! holds the elements `0..len` without gaps; since a merge only writes what it
+//! sends, merging a shorter `Vec` keeps the stored tail — replace to shrink.
+
+use std::collections::{BTreeMap, HashMap};
+use std::marker::PhantomData;
+
+use super::{
+    ColumnType, FilterValue, PropertyValue, property_error, take_property, write_property,
+};
+use crate::entity::{Properties, PropertyName};
+use crate::error::{Error, InvalidInput, ValueError};
+use crate::filter::{CompareOp, Filter};
+
+/// A field type stored as a data series: `#[tablekit(series)]`.
+pub trait Series: Sized {
+    /// The element type.
+    type Element: PropertyValue;
+    /// The number of properties, when the type fixes it (arrays).
+    const FIXED_LEN: Option<usize>;
+    /// Writes one property per element.
+    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error>;
+    /// Reads the elements, taking their properties out of `props`.
+    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error>;
+}
+
+/// The property name of element `index` (or map key) of the series `name`.
+pub fn element_name(name: &str, index: impl std::fmt::Display) -> String {
+    format!("{name}_{index}")
+}
+
+/// The indices present for a series, in order, checked to be `0..n`.
+fn indices(name: &str, props: &Properties) -> Result<usize, Error> {
+    let prefix_len = name.len() + 1;
+    let mut found: Vec<usize> = props
+        .iter()
+        .filter(|(n, _)| {
+            n.len() > prefix_len && n.starts_with(name) && n.as_bytes()[name.len()] == b'_'
+        })
+        .filter_map(|(n, _)| {
+            let digits = &n[prefix_len..];
+            // Only canonical decimals (no sign, no leading zero) are elements.
+            (digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0')))
+            .then(|| digits.parse().ok())
+            .flatten()
+        })
+        .collect();
+    found.sort_unstable();
+    for (expected, index) in found.iter().enumerate() {
+        if *index != expected {
+            return Err(property_error(
+                &element_name(name, expected),
+                ValueError::Invalid(format!(
+                    "series `{name}` has no element {expected} but has element {index}"
+                )),
+            ));
+        }
+    }
+    Ok(found.len())
+}
+
+impl<T: PropertyValue> Series for Vec<T> {
+    type Element = T;
+    const FIXED_LEN: Option<usize> = None;
+    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+        for (i, v) in self.iter().enumerate() {
+            write_property(props, element_name(name, i), v)?;
+        }
+        Ok(())
+    }
+    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+        let len = indices(name, props)?;
+        (0..len)
+            .map(|i| take_property(props, &element_name(name, i)))
+            .collect()
+    }
+}
+
+impl<T: PropertyValue, const N: usize> Series for [T; N] {
+    type Element = T;
+    const FIXED_LEN: Option<usize> = Some(N);
+    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+        for (i, v) in self.iter().enumerate() {
+            write_property(props, element_name(name, i), v)?;
+        }
+        Ok(())
+    }
+    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+        let items: Vec<T> = (0..N)
+            .map(|i| take_property(props, &element_name(name, i)))
+            .collect::<Result<_, _>>()?;
+        // Exactly N items were read.
+        items.try_into().map_err(|_| {
+            property_error(name, ValueError::Invalid(format!("expected {N} elements")))
+        })
+    }
+}
+
+fn check_key(name: &str, key: &str) -> Result<(), Error> {
+    if key.is_empty() || !key.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return Err(InvalidInput::PropertyValue {
+            property: name.to_owned(),
+            reason: format!("series key {key:?} must be letters, digits and `_` (it becomes part of a property name)"),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+fn read_map<T: PropertyValue, M: FromIterator<(String, T)>>(
+    name: &str,
+    props: &mut Properties,
+) -> Result<M, Error> {
+    let prefix_len = name.len() + 1;
+    let keys: Vec<String> = props
+        .iter()
+        .filter(|(n, _)| {
+            n.len() > prefix_len && n.starts_with(name) && n.as_bytes()[name.len()] == b'_'
+        })
+        .map(|(n, _)| n[prefix_len..].to_owned())
+        .collect();
+    keys.into_iter()
+        .map(|key| {
+            let value = take_property(props, &element_name(name, &key))?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+macro_rules! map_series {
+    ($($map:ident),*) => {$(
+        impl<T: PropertyValue> Series for $map<String, T> {
+            type Element = T;
+            const FIXED_LEN: Option<usize> = None;
+            fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+                for (key, v) in self {
+                    check_key(name, key)?;
+                    write_property(props, element_name(name, key), v)?;
+                }
+                Ok(())
+            }
+            fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+                read_map(name, props)
+            }
+        }
+    )*};
+}
+
+map_series!(BTreeMap, HashMap);
+
+/// A series field, for typed filters and merges on one element:
+/// `Meter::columns().hourly.at(5)`.
+pub struct SeriesColumn<E> {
+    name: &'static str,
+    _type: PhantomData<fn() -> E>,
+}
+
+impl<E> Clone for SeriesColumn<E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<E> Copy for SeriesColumn<E> {}
+
+impl<E> std::fmt::Debug for SeriesColumn<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SeriesColumn({})", self.name)
+    }
+}
+
+impl<E> SeriesColumn<E> {
+    /// The series stored under `name`.
+    pub const fn new(name: &'static str) -> SeriesColumn<E> {
+        SeriesColumn {
+            name,
+            _type: PhantomData,
+        }
+    }
+
+    /// The series' base name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Element `index` (or map key), for filters and [`crate::Table::merge_element`].
+    pub fn at(&self, index: impl std::fmt::Display) -> Element<E> {
+        Element {
+            name: element_name(self.name, index),
+            _type: PhantomData,
+        }
+    }
+}
+
+/// One element of a series.
+pub struct Element<E> {
+    name: String,
+    _type: PhantomData<fn() -> E>,
+}
+
+impl<E> std::fmt::Debug for Element<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Element({})", self.name)
+    }
+}
+
+impl<E> Element<E> {
+    /// The element's property name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The property name, owned, for a write.
+    pub(crate) fn property_name(&self) -> PropertyName {
+        PropertyName::Owned(self.name.clone())
+    }
+}
+
+/// Typed filters on one element: `Meter::columns().hourly.at(5).gt(100)`.
+impl<V: ColumnType> Element<V> {
+    /// `element op value`.
+    pub fn compare(&self, op: CompareOp, value: impl Into<V::Arg>) -> Filter {
+        Filter::Compare {
+            property: self.name.clone(),
+            op,
+            value: value.into().filter_value(),
+        }
+    }
+
+    column_ops!(eq => Eq, ne => Ne, gt => Gt, ge => Ge, lt => Lt, le => Le);
+}
