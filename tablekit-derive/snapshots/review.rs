@@ -26,6 +26,7 @@ const _: () = {
         const MIN_VERSION: u32 = 2u32;
         const PARTITION_KEY_FIELDS: &'static str = "department";
         const ROW_KEY_FIELDS: &'static str = "employee, year";
+        const WIDE: bool = false;
         fn partition_key(&self) -> Self::PartitionKey {
             ::tablekit::__private::Clone::clone(&self.department)
         }

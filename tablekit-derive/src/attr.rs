@@ -18,6 +18,7 @@ pub(crate) const VERSION: &str = "version";
 pub(crate) const MIN_VERSION: &str = "min_version";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
+pub(crate) const WIDE: &str = "wide";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -81,6 +82,7 @@ pub(crate) struct Container {
     pub(crate) min_version: Option<(u32, TokenStream)>,
     pub(crate) crate_path: Option<Path>,
     pub(crate) rename_all: Option<RenameRule>,
+    pub(crate) wide: bool,
 }
 
 fn tablekit_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
@@ -134,8 +136,9 @@ impl Container {
         let mut min_version = Attr::none(MIN_VERSION);
         let mut crate_path = Attr::none(CRATE);
         let mut rename_all = Attr::none(RENAME_ALL);
+        let mut wide = Attr::none(WIDE);
         let known: &[&str] = if is_entity {
-            &[TABLE, KIND, VERSION, MIN_VERSION, CRATE, RENAME_ALL]
+            &[TABLE, KIND, VERSION, MIN_VERSION, CRATE, RENAME_ALL, WIDE]
         } else {
             &[CRATE, RENAME_ALL]
         };
@@ -158,6 +161,8 @@ impl Container {
                     if let Some(v) = parse_u32(cx, &meta) {
                         min_version.set(cx, path, v);
                     }
+                } else if is_entity && path.is_ident(WIDE) {
+                    wide.set(cx, path, ());
                 } else if path.is_ident(CRATE) {
                     let value: Path = meta.value()?.parse()?;
                     crate_path.set(cx, path, value);
@@ -190,6 +195,7 @@ impl Container {
             min_version: min_version.get(),
             crate_path: crate_path.get(),
             rename_all: rename_all.get(),
+            wide: wide.get().is_some(),
         }
     }
 }

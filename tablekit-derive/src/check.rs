@@ -9,6 +9,8 @@ use crate::ctxt::Ctxt;
 
 /// Properties one row holds (255 less PartitionKey, RowKey, Timestamp).
 const MAX_PROPERTIES: usize = 252;
+/// Properties of a wide entity: 100 parts (one transaction) of 249.
+const MAX_WIDE_PROPERTIES: usize = 100 * 249;
 /// Levels of a hierarchical partition key (Cosmos DB's limit).
 const MAX_PARTITION_LEVELS: usize = 3;
 /// Components of a compound RowKey.
@@ -255,11 +257,23 @@ fn check_property_count(cx: &Ctxt, cont: &Container<'_>) {
         })
         .sum();
     let kind = if cont.attrs.kind.is_some() { 2 } else { 0 };
+    if cont.attrs.wide {
+        // A wide entity spans up to 100 rows (one transaction), 249 properties each.
+        if stored > MAX_WIDE_PROPERTIES {
+            cx.error_spanned_by(
+                &cont.input.ident,
+                format!(
+                    "this wide entity stores {stored} properties; one transaction writes at most 100 rows of 249 ({MAX_WIDE_PROPERTIES})"
+                ),
+            );
+        }
+        return;
+    }
     if stored + kind > MAX_PROPERTIES {
         cx.error_spanned_by(
             &cont.input.ident,
             format!(
-                "this entity stores {} properties{}; one row holds at most {MAX_PROPERTIES}",
+                "this entity stores {} properties{}; one row holds at most {MAX_PROPERTIES} (`#[tablekit(wide)]` spreads an entity over several rows)",
                 stored + kind,
                 if kind > 0 {
                     " (kind and version included)"

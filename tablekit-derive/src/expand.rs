@@ -433,6 +433,7 @@ fn expand_entity(
     };
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
+    let wide = cont.attrs.wide;
     let pk_fields = field_list(&pk);
     let rk_fields = field_list(&rk);
 
@@ -509,6 +510,7 @@ fn expand_entity(
                 const MIN_VERSION: u32 = #min_version;
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
+                const WIDE: bool = #wide;
 
                 fn partition_key(&self) -> Self::PartitionKey {
                     #pk_value

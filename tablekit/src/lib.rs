@@ -125,7 +125,7 @@ pub mod key;
 pub mod keyorder;
 pub mod layer;
 pub mod schema;
-mod table;
+pub mod table;
 pub mod validate;
 mod value;
 

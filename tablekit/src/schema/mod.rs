@@ -51,6 +51,9 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     const PARTITION_KEY_FIELDS: &'static str;
     /// The RowKey fields, in order, for messages.
     const ROW_KEY_FIELDS: &'static str;
+    /// Whether the entity may span several rows (`#[tablekit(wide)]`); see
+    /// [`crate::table::wide`].
+    const WIDE: bool = false;
 
     /// The PartitionKey of this value.
     fn partition_key(&self) -> Self::PartitionKey;

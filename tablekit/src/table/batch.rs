@@ -6,6 +6,17 @@ use crate::entity::{ETag, IfMatch};
 use crate::error::Result;
 use crate::schema::{self, KeyArg, TableEntity};
 
+/// A wide entity is already written in a transaction of its own parts; it
+/// cannot join another batch.
+fn refuse_wide<T: TableEntity>() -> Result<()> {
+    if T::WIDE {
+        return Err(crate::Error::NotSupported {
+            operation: "batches of wide entities (each is its own transaction)",
+        });
+    }
+    Ok(())
+}
+
 /// An entity group transaction of typed writes: up to 100 operations on one
 /// partition, applied all or none. A failing operation is reported as
 /// [`BatchFailed`](crate::Error::BatchFailed) with its index in the order the
@@ -32,6 +43,7 @@ impl<T: TableEntity> TableBatch<T> {
         value: &T,
         write: impl FnOnce(crate::Entity) -> BatchOperation,
     ) -> Result<&mut Self> {
+        refuse_wide::<T>()?;
         let entity = schema::to_entity(value)?;
         self.operations.push(write(entity));
         Ok(self)
@@ -80,6 +92,7 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Deletes an entity if it is still the version read.
     pub fn delete(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
+        refuse_wide::<T>()?;
         self.operations.push(BatchOperation::Delete {
             partition_key: schema::partition_key_of(&loaded.value)?,
             row_key: schema::row_key_of(&loaded.value)?,
@@ -94,6 +107,7 @@ impl<T: TableEntity> TableBatch<T> {
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<&mut Self> {
+        refuse_wide::<T>()?;
         let (partition_key, row_key) = schema::encode_keys::<T>(&pk, &rk)?;
         self.operations.push(BatchOperation::Delete {
             partition_key,

@@ -95,6 +95,9 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
+        if T::WIDE {
+            return self.run_wide(items, mode).await;
+        }
         let mut report = BulkReport::default();
         // Build every operation first; an item that cannot even be encoded fails alone.
         let mut partitions: BTreeMap<String, Vec<(usize, BatchOperation)>> = BTreeMap::new();
@@ -120,6 +123,49 @@ impl<T: TableEntity> BulkWriter<T> {
             report.written += partition.written;
             report.batches += partition.batches;
             report.failures.extend(partition.failures);
+        }
+        report.failures.sort_by_key(|f| f.index);
+        report
+    }
+}
+
+impl<T: TableEntity> BulkWriter<T> {
+    /// Wide entities are each their own transaction: write them one by one,
+    /// `parallelism` at a time.
+    async fn run_wide(&self, items: &[T], mode: Mode) -> BulkReport {
+        let table = &self.table;
+        let results: Vec<(usize, Result<(), Error>)> = stream::iter(items.iter().enumerate())
+            .map(|(index, item)| async move {
+                let result = match mode {
+                    Mode::Insert => table.insert(item).await.map(drop),
+                    Mode::Upsert(UpdateMode::Replace) => table.upsert(item).await.map(drop),
+                    Mode::Upsert(UpdateMode::Merge) => table.upsert_merge(item).await.map(drop),
+                    Mode::Delete => {
+                        match (schema::partition_key_of(item), schema::row_key_of(item)) {
+                            (Ok(_), Ok(_)) => {
+                                table
+                                    .delete_unconditionally(item.partition_key(), item.row_key())
+                                    .await
+                            }
+                            (Err(e), _) | (_, Err(e)) => Err(e),
+                        }
+                    }
+                };
+                (index, result)
+            })
+            .buffer_unordered(self.parallelism)
+            .collect()
+            .await;
+        let mut report = BulkReport::default();
+        for (index, result) in results {
+            report.batches += 1;
+            match result {
+                Ok(()) => report.written += 1,
+                Err(error) => report.failures.push(BulkFailure {
+                    index,
+                    error: Arc::new(error),
+                }),
+            }
         }
         report.failures.sort_by_key(|f| f.index);
         report

@@ -33,6 +33,7 @@
 mod batch;
 mod bulk;
 mod query;
+pub mod wide;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -81,6 +82,14 @@ impl<T> DerefMut for Loaded<T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.value
     }
+}
+
+/// One write of one entity's row, as the table turns it into requests.
+enum RowWrite {
+    Insert,
+    Update(UpdateMode, IfMatch),
+    Upsert(UpdateMode),
+    Delete(IfMatch),
 }
 
 /// How many times [`Table::update`] re-reads and re-applies before it gives up.
@@ -218,36 +227,177 @@ impl<T: TableEntity> Table<T> {
     /// Reads the entity with these keys; `None` if there is none.
     ///
     /// A row of another kind or an unsupported version under the same keys is
-    /// an error, never a wrong value.
+    /// an error, never a wrong value. A wide entity is read with one range
+    /// query over its parts.
     pub async fn get(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<Option<Loaded<T>>> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        self.read_row(&pk, &rk).await?.map(load).transpose()
+    }
+
+    /// The stored row (for a wide entity: its parts joined), or `None`.
+    async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        if T::WIDE {
+            let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
+            let rows = self.backend.query_all(&self.name, query).await?;
+            return Ok(wide::join(rk, rows)?.map(|(entity, _)| entity));
+        }
         match self
             .backend
-            .get_entity(&self.name, &pk, &rk, &GetOptions::default())
+            .get_entity(&self.name, pk, rk, &GetOptions::default())
             .await
         {
-            Ok(entity) => load(entity).map(Some),
+            Ok(entity) => Ok(Some(entity)),
             Err(Error::EntityNotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
+    /// Writes one entity's row (or a wide entity's parts, in one transaction).
+    async fn write_row(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        if !T::WIDE {
+            let name = &self.name;
+            return match write {
+                RowWrite::Insert => self.backend.insert_entity(name, &entity).await,
+                RowWrite::Update(mode, if_match) => {
+                    self.backend
+                        .update_entity(name, &entity, mode, &if_match)
+                        .await
+                }
+                RowWrite::Upsert(mode) => self.backend.upsert_entity(name, &entity, mode).await,
+                RowWrite::Delete(if_match) => {
+                    let (pk, rk) = (&entity.partition_key, &entity.row_key);
+                    self.backend
+                        .delete_entity(name, pk, rk, &if_match)
+                        .await
+                        .map(|()| ETag::new(""))
+                }
+            };
+        }
+        self.write_wide(entity, write).await
+    }
+
+    /// A wide write: reads the parts' current state (their count and the
+    /// ETag of part 0), then writes every part in one transaction guarded by
+    /// that ETag, retrying a lost race for the unconditional writes.
+    async fn write_wide(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        let (pk, base) = (entity.partition_key.clone(), entity.row_key.clone());
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let query = crate::Query::new().filter(wide::parts_filter(&pk, &base));
+            let rows = self.backend.query_all(&self.name, query).await?;
+            let current = wide::join(&base, rows)?;
+            let not_found = || Error::EntityNotFound {
+                table: self.name.to_string(),
+                partition_key: pk.clone(),
+                row_key: base.clone(),
+            };
+            let precondition = || Error::PreconditionFailed {
+                table: self.name.to_string(),
+                partition_key: pk.clone(),
+                row_key: base.clone(),
+            };
+            // The guard of the transaction, the rows to write, and whether a lost race may be retried.
+            let (guard, stored_parts, properties, retry) = match (&write, current) {
+                (RowWrite::Insert, Some(_)) => {
+                    return Err(Error::EntityAlreadyExists {
+                        table: self.name.to_string(),
+                        partition_key: pk,
+                        row_key: base,
+                    });
+                }
+                (RowWrite::Insert, None) => (None, 0, Some(entity.properties.clone()), false),
+                (RowWrite::Update(..) | RowWrite::Delete(_), None) => return Err(not_found()),
+                (RowWrite::Upsert(_), None) => (None, 0, Some(entity.properties.clone()), true),
+                (write, Some((stored, parts))) => {
+                    let etag = stored.etag.clone().ok_or_else(not_found)?;
+                    let (if_match, mode) = match write {
+                        RowWrite::Update(mode, if_match) => (Some(if_match), Some(*mode)),
+                        RowWrite::Upsert(mode) => (None, Some(*mode)),
+                        RowWrite::Delete(if_match) => (Some(if_match), None),
+                        RowWrite::Insert => (None, None),
+                    };
+                    if let Some(IfMatch::ETag(expected)) = if_match
+                        && *expected != etag
+                    {
+                        return Err(precondition());
+                    }
+                    let retry = !matches!(if_match, Some(IfMatch::ETag(_)));
+                    let properties = match mode {
+                        Some(UpdateMode::Merge) => Some(wide::merge_into(
+                            stored.properties,
+                            entity.properties.clone(),
+                        )),
+                        Some(UpdateMode::Replace) => Some(entity.properties.clone()),
+                        None => None,
+                    };
+                    (Some(IfMatch::ETag(etag)), parts, properties, retry)
+                }
+            };
+            let operations = match properties {
+                Some(properties) => {
+                    let mut logical = crate::Entity::new(pk.clone(), base.clone());
+                    logical.properties = properties;
+                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                    wide::write_operations(wide::split(logical, &bookkeeping)?, stored_parts, guard)
+                }
+                None => {
+                    wide::delete_operations(&pk, &base, stored_parts, guard.unwrap_or(IfMatch::Any))
+                }
+            };
+            match self
+                .backend
+                .submit_transaction(&self.name, &operations)
+                .await
+            {
+                Ok(etags) => {
+                    return Ok(etags
+                        .into_iter()
+                        .flatten()
+                        .next()
+                        .unwrap_or_else(|| ETag::new("")));
+                }
+                // The caller wrote one entity, not a batch: report the cause.
+                Err(Error::BatchFailed { source, .. }) => match *source {
+                    Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
+                        if retry =>
+                    {
+                        last = Some(precondition());
+                    }
+                    Error::PreconditionFailed { .. } => return Err(precondition()),
+                    Error::EntityAlreadyExists { .. } => {
+                        return Err(Error::EntityAlreadyExists {
+                            table: self.name.to_string(),
+                            partition_key: pk,
+                            row_key: base,
+                        });
+                    }
+                    other => return Err(other),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "wide write made no attempt".into(),
+        }))
+    }
+
     /// Inserts a new entity; fails with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
     pub async fn insert(&self, value: &T) -> Result<ETag> {
-        let entity = schema::to_entity(value)?;
-        self.backend.insert_entity(&self.name, &entity).await
+        self.write_row(schema::to_entity(value)?, RowWrite::Insert)
+            .await
     }
 
     async fn write(&self, value: &T, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
-        let entity = schema::to_entity(value)?;
-        self.backend
-            .update_entity(&self.name, &entity, mode, if_match)
-            .await
+        self.write_row(
+            schema::to_entity(value)?,
+            RowWrite::Update(mode, if_match.clone()),
+        )
+        .await
     }
 
     /// Replaces the stored entity if it is still the version that was read;
@@ -284,18 +434,20 @@ impl<T: TableEntity> Table<T> {
 
     /// Inserts the entity or replaces the stored one.
     pub async fn upsert(&self, value: &T) -> Result<ETag> {
-        let entity = schema::to_entity(value)?;
-        self.backend
-            .upsert_entity(&self.name, &entity, UpdateMode::Replace)
-            .await
+        self.write_row(
+            schema::to_entity(value)?,
+            RowWrite::Upsert(UpdateMode::Replace),
+        )
+        .await
     }
 
     /// Inserts the entity or merges it into the stored one.
     pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
-        let entity = schema::to_entity(value)?;
-        self.backend
-            .upsert_entity(&self.name, &entity, UpdateMode::Merge)
-            .await
+        self.write_row(
+            schema::to_entity(value)?,
+            RowWrite::Upsert(UpdateMode::Merge),
+        )
+        .await
     }
 
     /// Merges one element of a data series into the stored entity
@@ -312,19 +464,22 @@ impl<T: TableEntity> Table<T> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
         let mut entity = crate::Entity::new(pk, rk);
         schema::write_property(&mut entity.properties, element.property_name(), value)?;
-        self.backend
-            .update_entity(&self.name, &entity, UpdateMode::Merge, if_match)
-            .await
+        self.write_row(
+            entity,
+            RowWrite::Update(UpdateMode::Merge, if_match.clone()),
+        )
+        .await
     }
 
     /// Deletes the stored entity if it is still the version that was read.
     pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
-        let pk = schema::partition_key_of(&loaded.value)?;
-        let rk = schema::row_key_of(&loaded.value)?;
-        let if_match = IfMatch::ETag(loaded.etag.clone());
-        self.backend
-            .delete_entity(&self.name, &pk, &rk, &if_match)
+        let entity = crate::Entity::new(
+            schema::partition_key_of(&loaded.value)?,
+            schema::row_key_of(&loaded.value)?,
+        );
+        self.write_row(entity, RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())))
             .await
+            .map(drop)
     }
 
     /// Deletes the entity with these keys whatever its version; fails with
@@ -335,9 +490,9 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<()> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        self.backend
-            .delete_entity(&self.name, &pk, &rk, &IfMatch::Any)
+        self.write_row(crate::Entity::new(pk, rk), RowWrite::Delete(IfMatch::Any))
             .await
+            .map(drop)
     }
 
     /// Reads the entity, applies `change`, and replaces it under the ETag it
@@ -361,9 +516,13 @@ impl<T: TableEntity> Table<T> {
         let mut last = None;
         for _ in 0..UPDATE_ATTEMPTS {
             let entity = self
-                .backend
-                .get_entity(&self.name, &pk, &rk, &GetOptions::default())
-                .await?;
+                .read_row(&pk, &rk)
+                .await?
+                .ok_or_else(|| Error::EntityNotFound {
+                    table: self.name.to_string(),
+                    partition_key: pk.clone(),
+                    row_key: rk.clone(),
+                })?;
             let mut loaded: Loaded<T> = load(entity)?;
             change(&mut loaded.value);
             if schema::partition_key_of(&loaded.value)? != pk

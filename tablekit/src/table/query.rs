@@ -227,6 +227,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// Every matching entity, following continuation tokens through short
     /// and empty pages, fetching a page only when the previous one is used up.
     pub fn stream(self) -> BoxStream<'static, Result<Loaded<P>>> {
+        if P::WIDE {
+            return self.stream_wide();
+        }
         let query = self.to_query();
         let rows = super::owned_query_stream(
             std::sync::Arc::clone(self.table.backend()),
@@ -238,6 +241,69 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             .boxed()
     }
 
+    /// Wide entities: the store sees parts, so the query reads the kind's rows
+    /// of the chosen partitions, joins the parts of each entity, and applies
+    /// the RowKey range and field filters to the joined entities.
+    fn stream_wide(self) -> BoxStream<'static, Result<Loaded<P>>> {
+        let kind_rows = T::KIND.map(|kind| {
+            let (start, end) = schema::kind_range(kind);
+            Filter::row_key().ge(start) & Filter::row_key().lt(end)
+        });
+        let mut query = Query::new();
+        query.filter = and(self.partition.clone(), kind_rows);
+        let rows = super::owned_query_stream(
+            std::sync::Arc::clone(self.table.backend()),
+            self.table.name().to_owned(),
+            query,
+        );
+        let client_filter = and(self.rows.clone(), self.filter.clone());
+        struct Grouping {
+            rows: BoxStream<'static, Result<crate::Entity>>,
+            next: Option<crate::Entity>,
+        }
+        let groups =
+            futures::stream::try_unfold(Grouping { rows, next: None }, |mut state| async move {
+                let first = match state.next.take() {
+                    Some(row) => row,
+                    None => match state.rows.try_next().await? {
+                        Some(row) => row,
+                        None => return Ok(None),
+                    },
+                };
+                let base = super::wide::base_of(&first.row_key)
+                    .unwrap_or(&first.row_key)
+                    .to_owned();
+                let pk = first.partition_key.clone();
+                let mut group = vec![first];
+                while let Some(row) = state.rows.try_next().await? {
+                    if row.partition_key == pk
+                        && super::wide::base_of(&row.row_key) == Some(base.as_str())
+                    {
+                        group.push(row);
+                    } else {
+                        state.next = Some(row);
+                        break;
+                    }
+                }
+                Ok(Some(((base, group), state)))
+            });
+        groups
+            .try_filter_map(move |(base, group)| {
+                let client_filter = client_filter.clone();
+                async move {
+                    let Some((entity, _)) = super::wide::join(&base, group)? else {
+                        return Ok(None);
+                    };
+                    if client_filter.as_ref().is_some_and(|f| !f.matches(&entity)) {
+                        return Ok(None);
+                    }
+                    load::<P>(entity).map(Some)
+                }
+            })
+            .take(self.limit.unwrap_or(usize::MAX))
+            .boxed()
+    }
+
     /// Every matching entity, collected.
     pub async fn collect(self) -> Result<Vec<Loaded<P>>> {
         self.stream().try_collect().await
@@ -245,7 +311,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// One request's worth of results and the token to resume after it (`None`
     /// at the end). The page may be short, or empty, while more follow.
+    ///
+    /// Not offered for wide entities, whose parts may straddle pages: use
+    /// [`stream`](TableQuery::stream).
     pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
+        if P::WIDE {
+            return Err(crate::Error::NotSupported {
+                operation: "page() on wide entities (use stream())",
+            });
+        }
         let query = self.to_query();
         let page = self
             .table
