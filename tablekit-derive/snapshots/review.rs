@@ -27,6 +27,7 @@ const _: () = {
         const PARTITION_KEY_FIELDS: &'static str = "department";
         const ROW_KEY_FIELDS: &'static str = "employee, year";
         const WIDE: bool = false;
+        const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
         fn partition_key(&self) -> Self::PartitionKey {
             ::tablekit::__private::Clone::clone(&self.department)
         }

@@ -49,6 +49,8 @@ pub(crate) struct Field<'a> {
     pub(crate) default: bool,
     /// The key attribute's tokens, for errors.
     pub(crate) key_tokens: Option<TokenStream>,
+    /// Kept in the blob store: always (`true`) or when too large (`false`).
+    pub(crate) blob: Option<bool>,
 }
 
 pub(crate) struct Container<'a> {
@@ -208,7 +210,22 @@ impl<'a> Field<'a> {
                 "a key field cannot be an `Option`: every entity has both keys",
             );
         }
+        let blob = match attrs.blob {
+            Some((always, tokens)) => {
+                if !matches!(role, Role::Property) {
+                    cx.error_spanned_by(
+                        &tokens,
+                        "`blob` and `offload` apply to a plain text or bytes field",
+                    );
+                } else if mode == Mode::Fields {
+                    cx.error_spanned_by(&tokens, "`blob` and `offload` apply to fields of the entity itself, not of a flattened struct");
+                }
+                Some(always)
+            }
+            None => None,
+        };
         Some(Field {
+            blob,
             original: field,
             ident,
             ty: &field.ty,

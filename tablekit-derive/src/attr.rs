@@ -30,6 +30,8 @@ pub(crate) const WITH: &str = "with";
 pub(crate) const FLATTEN: &str = "flatten";
 pub(crate) const JSON: &str = "json";
 pub(crate) const SERIES: &str = "series";
+pub(crate) const BLOB: &str = "blob";
+pub(crate) const OFFLOAD: &str = "offload";
 pub(crate) const PREFIX: &str = "prefix";
 pub(crate) const DELIMITER: &str = "delimiter";
 
@@ -222,6 +224,8 @@ pub(crate) struct Field {
     pub(crate) flatten: Option<(Flatten, TokenStream)>,
     pub(crate) json: Option<TokenStream>,
     pub(crate) series: Option<TokenStream>,
+    /// `blob` (always, `true`) or `offload` (when too large, `false`).
+    pub(crate) blob: Option<(bool, TokenStream)>,
 }
 
 const FIELD_KEYWORDS: &[&str] = &[
@@ -234,6 +238,8 @@ const FIELD_KEYWORDS: &[&str] = &[
     FLATTEN,
     JSON,
     SERIES,
+    BLOB,
+    OFFLOAD,
 ];
 
 impl Field {
@@ -247,6 +253,7 @@ impl Field {
         let mut flatten = Attr::none(FLATTEN);
         let mut json = Attr::none(JSON);
         let mut series = Attr::none(SERIES);
+        let mut blob = Attr::none(BLOB);
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = &meta.path;
@@ -275,6 +282,10 @@ impl Field {
                     json.set(cx, path, ());
                 } else if path.is_ident(SERIES) {
                     series.set(cx, path, ());
+                } else if path.is_ident(BLOB) {
+                    blob.set(cx, path, true);
+                } else if path.is_ident(OFFLOAD) {
+                    blob.set(cx, path, false);
                 } else if path.is_ident(WITH) {
                     let value: Path = meta.value()?.parse()?;
                     with.set(cx, path, value);
@@ -323,6 +334,7 @@ impl Field {
             flatten: flatten.get_with_tokens(),
             json: json.get_with_tokens().map(|(_, t)| t),
             series: series.get_with_tokens().map(|(_, t)| t),
+            blob: blob.get_with_tokens(),
         }
     }
 }

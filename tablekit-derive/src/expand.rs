@@ -169,6 +169,7 @@ impl Expansion<'_> {
             let span = ty.span();
             bounds.push(match &field.role {
                 Role::PartitionKey(_) | Role::RowKey(_) => quote_spanned!(span=> #ty: #tk::KeyPart),
+                Role::Property if field.blob.is_some() => quote_spanned!(span=> #ty: #tk::PropertyValue + #tk::BlobValue),
                 Role::Property => quote_spanned!(span=> #ty: #tk::PropertyValue),
                 Role::Json => {
                     quote_spanned!(span=> #ty: #tk::serde::Serialize + #tk::serde::de::DeserializeOwned)
@@ -434,6 +435,19 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
+    let blob_fields: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .filter_map(|f| {
+            let always = f.blob?;
+            let name = &f.stored_name;
+            // An unsupported type is reported on the field by this check.
+            let ty = f.ty;
+            let span = ty.span();
+            let check = quote_spanned!(span=> { const fn __blob_value<__T: #tk::BlobValue>() {} __blob_value::<#ty>(); });
+            Some(quote!(#tk::BlobField { name: { #check #name }, always: #always }))
+        })
+        .collect();
     let pk_fields = field_list(&pk);
     let rk_fields = field_list(&rk);
 
@@ -511,6 +525,7 @@ fn expand_entity(
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
+                const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
 
                 fn partition_key(&self) -> Self::PartitionKey {
                     #pk_value

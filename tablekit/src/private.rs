@@ -16,6 +16,7 @@ pub use crate::schema::{
     TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity, is_kind, property_error,
     read_property, take_property, write_property, write_value,
 };
+pub use crate::table::offload::{BlobField, BlobValue};
 pub use crate::value::Value;
 pub use serde;
 pub use serde_json;

@@ -54,6 +54,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Whether the entity may span several rows (`#[tablekit(wide)]`); see
     /// [`crate::table::wide`].
     const WIDE: bool = false;
+    /// The fields kept in the blob store (`#[tablekit(blob)]`, always) or
+    /// kept there when too large for a row (`#[tablekit(offload)]`); see
+    /// [`crate::table::offload`].
+    const BLOB_FIELDS: &'static [crate::table::offload::BlobField] = &[];
 
     /// The PartitionKey of this value.
     fn partition_key(&self) -> Self::PartitionKey;

@@ -32,6 +32,7 @@
 
 mod batch;
 mod bulk;
+pub mod offload;
 mod query;
 pub mod wide;
 
@@ -84,6 +85,47 @@ impl<T> DerefMut for Loaded<T> {
     }
 }
 
+/// Stands in for a missing blob store: every call is refused, so writing a
+/// value that needs offloading without a store is a clear error.
+#[derive(Debug)]
+struct NoBlobStore;
+
+#[async_trait::async_trait]
+impl crate::BlobStore for NoBlobStore {
+    async fn create_container(&self, _: &str) -> Result<()> {
+        Err(no_store())
+    }
+    async fn delete_container(&self, _: &str) -> Result<()> {
+        Err(no_store())
+    }
+    async fn put_blob(
+        &self,
+        _: &str,
+        _: &str,
+        _: Vec<u8>,
+        _: &crate::PutCondition,
+    ) -> Result<crate::BlobProperties> {
+        Err(no_store())
+    }
+    async fn get_blob(&self, _: &str, _: &str) -> Result<crate::Blob> {
+        Err(no_store())
+    }
+    async fn delete_blob(&self, _: &str, _: &str, _: Option<&ETag>) -> Result<()> {
+        Err(no_store())
+    }
+    async fn list_blobs(&self, _: &str, _: &crate::ListBlobsOptions) -> Result<crate::BlobPage> {
+        Err(no_store())
+    }
+}
+
+fn no_store() -> Error {
+    Error::NotSupported {
+        operation: "offloading a value without a blob store (see Table::with_blob_store)",
+    }
+}
+
+static NO_BLOBS: std::sync::OnceLock<offload::BlobTarget> = std::sync::OnceLock::new();
+
 /// One write of one entity's row, as the table turns it into requests.
 enum RowWrite {
     Insert,
@@ -99,6 +141,7 @@ pub const UPDATE_ATTEMPTS: usize = 16;
 pub struct Table<T> {
     backend: Arc<dyn TableBackend>,
     name: Arc<str>,
+    blobs: Option<offload::BlobTarget>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -107,6 +150,7 @@ impl<T> Clone for Table<T> {
         Table {
             backend: Arc::clone(&self.backend),
             name: Arc::clone(&self.name),
+            blobs: self.blobs.clone(),
             _type: PhantomData,
         }
     }
@@ -126,6 +170,7 @@ impl<T> Table<T> {
         Table {
             backend,
             name: name.into(),
+            blobs: None,
             _type: PhantomData,
         }
     }
@@ -136,8 +181,23 @@ impl<T> Table<T> {
         Table {
             backend: Arc::clone(&self.backend),
             name: Arc::clone(&self.name),
+            blobs: self.blobs.clone(),
             _type: PhantomData,
         }
+    }
+
+    /// Keeps this table's offloaded values (`#[tablekit(blob)]` and
+    /// `#[tablekit(offload)]` fields) in `container` of `store`.
+    pub fn with_blob_store(
+        mut self,
+        store: Arc<dyn crate::BlobStore>,
+        container: &str,
+    ) -> Table<T> {
+        self.blobs = Some(offload::BlobTarget {
+            store,
+            container: container.into(),
+        });
+        self
     }
 
     /// The table's name.
@@ -238,8 +298,34 @@ impl<T: TableEntity> Table<T> {
         self.read_row(&pk, &rk).await?.map(load).transpose()
     }
 
-    /// The stored row (for a wide entity: its parts joined), or `None`.
+    /// The row with its offloaded values fetched back, or `None`.
     async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        let Some(mut entity) = self.read_stored(pk, rk).await? else {
+            return Ok(None);
+        };
+        self.restore_blobs(&mut entity).await?;
+        Ok(Some(entity))
+    }
+
+    /// Fetches the blobs a row references back into it.
+    pub(crate) async fn restore_blobs(&self, entity: &mut crate::Entity) -> Result<()> {
+        if T::BLOB_FIELDS.is_empty() {
+            return Ok(());
+        }
+        if offload::references(entity, T::BLOB_FIELDS)?.is_empty() {
+            return Ok(());
+        }
+        offload::restore(self.blob_target()?, entity, T::BLOB_FIELDS).await
+    }
+
+    fn blob_target(&self) -> Result<&offload::BlobTarget> {
+        self.blobs.as_ref().ok_or(Error::NotSupported {
+            operation: "blob fields without a blob store (see Table::with_blob_store)",
+        })
+    }
+
+    /// The stored row as it is (for a wide entity: its parts joined), or `None`.
+    async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         if T::WIDE {
             let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
@@ -256,8 +342,212 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    /// Writes one entity's row (or a wide entity's parts, in one transaction).
+    /// Writes one entity's row, offloading blob fields first and removing the
+    /// blobs the overwritten row referenced after (see [`offload`]).
     async fn write_row(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        if T::BLOB_FIELDS.is_empty() {
+            return self.write_stored(entity, write).await;
+        }
+        let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            // The row this write replaces: its ETag guards the write, its
+            // references are what to delete after.
+            let current = match write {
+                RowWrite::Insert => None,
+                _ => self.read_stored(&pk, &rk).await?,
+            };
+            let (guarded, retry) = match (&write, &current) {
+                (RowWrite::Insert, _) => (RowWrite::Insert, false),
+                (RowWrite::Update(..) | RowWrite::Delete(_), None) => {
+                    return Err(Error::EntityNotFound {
+                        table: self.name.to_string(),
+                        partition_key: pk,
+                        row_key: rk,
+                    });
+                }
+                (RowWrite::Upsert(_), None) => (RowWrite::Insert, true),
+                (write, Some(stored)) => {
+                    let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
+                    let expected = match write {
+                        RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => {
+                            Some(if_match)
+                        }
+                        _ => None,
+                    };
+                    if let Some(IfMatch::ETag(expected)) = expected
+                        && *expected != etag
+                    {
+                        return Err(Error::PreconditionFailed {
+                            table: self.name.to_string(),
+                            partition_key: pk,
+                            row_key: rk,
+                        });
+                    }
+                    let retry = !matches!(expected, Some(IfMatch::ETag(_)));
+                    let guard = IfMatch::ETag(etag);
+                    let guarded = match write {
+                        RowWrite::Update(mode, _) | RowWrite::Upsert(mode) => {
+                            RowWrite::Update(*mode, guard)
+                        }
+                        _ => RowWrite::Delete(guard),
+                    };
+                    (guarded, retry)
+                }
+            };
+            let mut row = entity.clone();
+            let written = match &guarded {
+                RowWrite::Delete(_) => Vec::new(),
+                _ => {
+                    offload::offload(
+                        self.blob_target_for(&row)?,
+                        &self.blob_prefix(),
+                        &mut row,
+                        T::BLOB_FIELDS,
+                    )
+                    .await?
+                }
+            };
+            // The old blobs to remove: all of a replaced or deleted row's; for
+            // a merge, those of the fields it sends.
+            let stale: Vec<String> = match &current {
+                None => Vec::new(),
+                Some(stored) => offload::references(stored, T::BLOB_FIELDS)?
+                    .into_iter()
+                    .filter(|(field, _)| match &guarded {
+                        RowWrite::Update(UpdateMode::Merge, _) => {
+                            row.properties.contains(field)
+                                || row
+                                    .properties
+                                    .contains(&format!("{field}{}", offload::REFERENCE_SUFFIX))
+                        }
+                        _ => true,
+                    })
+                    .map(|(_, reference)| reference.name)
+                    .collect(),
+            };
+            match self.write_stored(row, guarded).await {
+                Ok(etag) => {
+                    if let Some(target) = &self.blobs {
+                        offload::delete_quietly(target, &stale).await;
+                    }
+                    return Ok(etag);
+                }
+                Err(e) => {
+                    // A refused write leaves its new blobs unreferenced: delete
+                    // them. After a transient failure the row may have been
+                    // written all the same (a lost response): keep them, and
+                    // let the sweep remove them if no row refers to them.
+                    if !e.is_transient()
+                        && let Some(target) = &self.blobs
+                    {
+                        offload::delete_quietly(target, &written).await;
+                    }
+                    match e {
+                        Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
+                            if retry =>
+                        {
+                            last = Some(e)
+                        }
+                        other => return Err(other),
+                    }
+                }
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "write made no attempt".into(),
+        }))
+    }
+
+    /// The prefix of this table's and kind's blob names.
+    fn blob_prefix(&self) -> String {
+        offload::blob_prefix(&self.name, T::KIND)
+    }
+
+    /// The blobs of this table and kind that no row references and that are
+    /// older than `min_age`: what a crash between two steps of the offload
+    /// protocol leaves behind. `min_age` must exceed the longest write, since
+    /// a blob is uploaded before its row is written.
+    pub async fn orphan_blobs(
+        &self,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<crate::BlobProperties>> {
+        let target = self.blob_target()?;
+        let prefix = self.blob_prefix();
+        // The blobs first, then the rows: a blob uploaded after the listing
+        // cannot be mistaken for an orphan.
+        let mut blobs = Vec::new();
+        let mut options = crate::ListBlobsOptions::prefix(prefix);
+        loop {
+            let page = target.store.list_blobs(&target.container, &options).await?;
+            blobs.extend(page.blobs);
+            match page.next_marker {
+                Some(marker) => options.marker = Some(marker),
+                None => break,
+            }
+        }
+        let mut query = crate::Query::new();
+        if let Some(kind) = T::KIND {
+            let (start, end) = schema::kind_range(kind);
+            query.filter = Some(
+                crate::filter::Filter::row_key().ge(start)
+                    & crate::filter::Filter::row_key().lt(end),
+            );
+        }
+        let mut referenced = std::collections::HashSet::new();
+        let rows = self.backend.query_all(&self.name, query).await?;
+        for row in &rows {
+            for (_, reference) in offload::references(row, T::BLOB_FIELDS)? {
+                referenced.insert(reference.name);
+            }
+        }
+        let cutoff =
+            DateTime::now().ticks() - i64::try_from(min_age.as_nanos() / 100).unwrap_or(i64::MAX);
+        blobs.retain(|b| !referenced.contains(&b.name) && b.last_modified.ticks() <= cutoff);
+        Ok(blobs)
+    }
+
+    /// Deletes the [orphan blobs](Table::orphan_blobs) older than `min_age`;
+    /// returns how many were deleted.
+    pub async fn sweep_orphan_blobs(&self, min_age: std::time::Duration) -> Result<usize> {
+        let orphans = self.orphan_blobs(min_age).await?;
+        let target = self.blob_target()?;
+        let mut deleted = 0;
+        for blob in &orphans {
+            match target
+                .store
+                .delete_blob(&target.container, &blob.name, Some(&blob.etag))
+                .await
+            {
+                Ok(()) => deleted += 1,
+                // Gone or rewritten meanwhile: not ours to delete.
+                Err(Error::BlobNotFound { .. } | Error::BlobConditionNotMet { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// The blob store, when the row has a value to offload (a table without a
+    /// store can still write small values of `offload` fields).
+    fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
+        match &self.blobs {
+            Some(target) => Ok(target),
+            None if T::BLOB_FIELDS
+                .iter()
+                .any(|f| f.always && row.properties.contains(f.name)) =>
+            {
+                self.blob_target()
+            }
+            None => Ok(NO_BLOBS.get_or_init(|| offload::BlobTarget {
+                store: Arc::new(NoBlobStore),
+                container: "none".into(),
+            })),
+        }
+    }
+
+    /// Writes the row as given (for a wide entity: its parts, in one transaction).
+    async fn write_stored(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
         if !T::WIDE {
             let name = &self.name;
             return match write {

@@ -236,7 +236,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             self.table.name().to_owned(),
             query,
         );
-        rows.and_then(|e| futures::future::ready(load::<P>(e)))
+        let table = self.table.of::<P>();
+        rows.and_then(move |entity| restore_and_load(table.clone(), entity))
             .take(self.limit.unwrap_or(usize::MAX))
             .boxed()
     }
@@ -257,6 +258,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             query,
         );
         let client_filter = and(self.rows.clone(), self.filter.clone());
+        let table = self.table.of::<P>();
         struct Grouping {
             rows: BoxStream<'static, Result<crate::Entity>>,
             next: Option<crate::Entity>,
@@ -290,6 +292,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         groups
             .try_filter_map(move |(base, group)| {
                 let client_filter = client_filter.clone();
+                let table = table.clone();
                 async move {
                     let Some((entity, _)) = super::wide::join(&base, group)? else {
                         return Ok(None);
@@ -297,7 +300,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                     if client_filter.as_ref().is_some_and(|f| !f.matches(&entity)) {
                         return Ok(None);
                     }
-                    load::<P>(entity).map(Some)
+                    restore_and_load(table, entity).await.map(Some)
                 }
             })
             .take(self.limit.unwrap_or(usize::MAX))
@@ -326,11 +329,20 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             .backend()
             .query_entities(self.table.name(), &query)
             .await?;
-        let items = page
-            .entities
-            .into_iter()
-            .map(load::<P>)
-            .collect::<Result<Vec<_>>>()?;
+        let table = self.table.of::<P>();
+        let mut items = Vec::with_capacity(page.entities.len());
+        for entity in page.entities {
+            items.push(restore_and_load(table.clone(), entity).await?);
+        }
         Ok((items, page.continuation))
     }
+}
+
+/// Fetches a row's offloaded values back, then reads it as `P`.
+async fn restore_and_load<P: TableEntity>(
+    table: Table<P>,
+    mut entity: crate::Entity,
+) -> Result<Loaded<P>> {
+    table.restore_blobs(&mut entity).await?;
+    load::<P>(entity)
 }

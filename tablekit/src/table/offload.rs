@@ -1,0 +1,305 @@
+//! Blob offload: values too large for a row live in the blob store; the row
+//! keeps a reference (pattern 11).
+//!
+//! # The reference
+//! An offloaded field `F` is stored as the property `F_Blob`, a small JSON
+//! object: the blob's name, its length, its SHA-256 and whether it holds text
+//! or bytes. `F` itself is absent from the row.
+//!
+//! # The protocol
+//! Every step is ordered so that no row ever points at a missing blob:
+//! - write: upload each new blob under a fresh, unique name (create-only),
+//!   then write the row; when the row write fails, delete the new blobs;
+//! - overwrite: the same, guarded by the ETag of the row being replaced;
+//!   after the row is written, delete the blobs that row referenced;
+//! - delete: delete the row, then its blobs.
+//!
+//! A crash between two steps can leave a blob that no row references (never
+//! the reverse). [`Table::sweep_orphan_blobs`](super::Table::sweep_orphan_blobs)
+//! finds and deletes those. Reads fetch an entity's blobs concurrently and
+//! check length and hash: a missing or altered blob is a typed error, never
+//! wrong data.
+
+use std::sync::Arc;
+
+use futures::future::try_join_all;
+use sha2::{Digest, Sha256};
+
+use crate::blob::{BlobStore, PutCondition};
+use crate::entity::{Entity, PropertyName};
+use crate::error::{Error, InvalidInput, Result, SchemaError, ValueError};
+use crate::keyorder::utf16_len;
+use crate::validate::limits::{MAX_BINARY_BYTES, MAX_ENTITY_SIZE, MAX_STRING_UTF16};
+use crate::value::Value;
+
+/// A field that may be stored in the blob store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobField {
+    /// The property name of the field.
+    pub name: &'static str,
+    /// `true` for `#[tablekit(blob)]` (always offloaded), `false` for
+    /// `#[tablekit(offload)]` (offloaded only when too large for the row).
+    pub always: bool,
+}
+
+/// A field type that can be kept in the blob store: text or bytes.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be kept in the blob store",
+    label = "not text or bytes",
+    note = "`blob` and `offload` fields are `String`, `Vec<u8>`, or an `Option` of one"
+)]
+pub trait BlobValue {}
+
+impl BlobValue for String {}
+impl BlobValue for Vec<u8> {}
+impl BlobValue for Option<String> {}
+impl BlobValue for Option<Vec<u8>> {}
+
+/// Where a table keeps offloaded values.
+#[derive(Clone, Debug)]
+pub(crate) struct BlobTarget {
+    pub(crate) store: Arc<dyn BlobStore>,
+    pub(crate) container: Arc<str>,
+}
+
+/// The suffix of the property that holds a field's blob reference.
+pub const REFERENCE_SUFFIX: &str = "_Blob";
+
+/// A stored reference to an offloaded value.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BlobReference {
+    /// The blob's name in the table's container.
+    #[serde(rename = "n")]
+    pub name: String,
+    /// Its length in bytes.
+    #[serde(rename = "l")]
+    pub length: u64,
+    /// Its SHA-256, lower-case hex.
+    #[serde(rename = "h")]
+    pub sha256: String,
+    /// Whether the value is text (else bytes).
+    #[serde(rename = "t")]
+    pub text: bool,
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The blob names of one kind in one table start with this prefix
+/// (`staff/emp/`), so a sweep lists only its own.
+pub fn blob_prefix(table: &str, kind: Option<&str>) -> String {
+    format!(
+        "{}/{}/",
+        table.to_ascii_lowercase(),
+        kind.unwrap_or("_").to_ascii_lowercase()
+    )
+}
+
+fn fresh_name(prefix: &str) -> String {
+    format!("{prefix}{:032x}", fastrand::u128(..))
+}
+
+/// The references a row holds, by field.
+pub(crate) fn references(
+    entity: &Entity,
+    fields: &[BlobField],
+) -> Result<Vec<(&'static str, BlobReference)>> {
+    let mut found = Vec::new();
+    for field in fields {
+        let property = format!("{}{REFERENCE_SUFFIX}", field.name);
+        if let Some(value) = entity.get(&property) {
+            found.push((field.name, parse_reference(&property, value)?));
+        }
+    }
+    Ok(found)
+}
+
+fn parse_reference(property: &str, value: &Value) -> Result<BlobReference> {
+    let bad = |reason: String| -> Error {
+        SchemaError::Property {
+            property: property.to_owned(),
+            problem: ValueError::Invalid(reason),
+        }
+        .into()
+    };
+    match value {
+        Value::String(text) => {
+            serde_json::from_str(text).map_err(|e| bad(format!("not a blob reference: {e}")))
+        }
+        other => Err(bad(format!(
+            "a blob reference is a String, found {}",
+            other.edm_type()
+        ))),
+    }
+}
+
+fn too_large_for_a_row(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.len() > MAX_STRING_UTF16 && utf16_len(s) > MAX_STRING_UTF16,
+        Value::Binary(b) => b.len() > MAX_BINARY_BYTES,
+        _ => false,
+    }
+}
+
+/// Moves the values of blob fields out of `entity` into new blobs, leaving
+/// references; returns the names of the blobs written. Uploads run
+/// concurrently; if one fails, the others are deleted again.
+pub(crate) async fn offload(
+    target: &BlobTarget,
+    prefix: &str,
+    entity: &mut Entity,
+    fields: &[BlobField],
+) -> Result<Vec<String>> {
+    // First what must go (always-blob fields, values too large for a row),
+    // then, while the row is still over 1 MiB, the largest `offload` fields.
+    let mut chosen: Vec<&BlobField> = fields
+        .iter()
+        .filter(|f| {
+            entity
+                .properties
+                .get(f.name)
+                .is_some_and(|v| f.always || too_large_for_a_row(v))
+        })
+        .collect();
+    let mut remaining_size = entity.stored_size()
+        - chosen
+            .iter()
+            .filter_map(|f| entity.properties.get(f.name))
+            .map(Value::stored_size)
+            .sum::<usize>();
+    let mut optional: Vec<&BlobField> = fields
+        .iter()
+        .filter(|f| !chosen.contains(f) && entity.properties.contains(f.name))
+        .collect();
+    optional.sort_by_key(|f| {
+        std::cmp::Reverse(entity.properties.get(f.name).map_or(0, Value::stored_size))
+    });
+    for field in optional {
+        if remaining_size <= MAX_ENTITY_SIZE {
+            break;
+        }
+        remaining_size -= entity
+            .properties
+            .get(field.name)
+            .map_or(0, Value::stored_size);
+        chosen.push(field);
+    }
+    let mut uploads = Vec::new();
+    for field in chosen {
+        let (data, text) = match entity.properties.take(field.name) {
+            Some(Value::String(s)) => (s.into_bytes(), true),
+            Some(Value::Binary(b)) => (b, false),
+            Some(other) => {
+                return Err(InvalidInput::PropertyValue {
+                    property: field.name.to_owned(),
+                    reason: format!("a blob field holds text or bytes, not {}", other.edm_type()),
+                }
+                .into());
+            }
+            None => continue,
+        };
+        let reference = BlobReference {
+            name: fresh_name(prefix),
+            length: data.len() as u64,
+            sha256: sha256_hex(&data),
+            text,
+        };
+        let text = serde_json::to_string(&reference).map_err(|e| Error::Decode {
+            message: e.to_string(),
+        })?;
+        entity.properties.insert(
+            PropertyName::Owned(format!("{}{REFERENCE_SUFFIX}", field.name)),
+            text,
+        );
+        uploads.push((reference.name, data));
+    }
+    let names: Vec<String> = uploads.iter().map(|(name, _)| name.clone()).collect();
+    let puts = uploads.into_iter().map(|(name, data)| {
+        let store = Arc::clone(&target.store);
+        let container = Arc::clone(&target.container);
+        async move {
+            store
+                .put_blob(&container, &name, data, &PutCondition::IfNotExists)
+                .await
+        }
+    });
+    if let Err(e) = try_join_all(puts).await {
+        delete_quietly(target, &names).await;
+        return Err(e);
+    }
+    Ok(names)
+}
+
+/// Deletes blobs, ignoring failures: what is left is an orphan for the sweep.
+pub(crate) async fn delete_quietly(target: &BlobTarget, names: &[String]) {
+    let deletes = names
+        .iter()
+        .map(|name| target.store.delete_blob(&target.container, name, None));
+    for result in futures::future::join_all(deletes).await {
+        // A blob already gone, or a failure: the sweep finds what remains.
+        let _ = result;
+    }
+}
+
+/// Fetches the blobs a row references (concurrently), checks them, and puts
+/// the values back as the fields' properties.
+pub(crate) async fn restore(
+    target: &BlobTarget,
+    entity: &mut Entity,
+    fields: &[BlobField],
+) -> Result<()> {
+    let refs = references(entity, fields)?;
+    let gets = refs.iter().map(|(field, reference)| {
+        let store = Arc::clone(&target.store);
+        let container = Arc::clone(&target.container);
+        async move {
+            let blob = store
+                .get_blob(&container, &reference.name)
+                .await
+                .map_err(|e| match e {
+                    Error::BlobNotFound { .. } => Error::from(SchemaError::Property {
+                        property: (*field).to_owned(),
+                        problem: ValueError::Invalid(format!(
+                            "its blob {:?} is missing",
+                            reference.name
+                        )),
+                    }),
+                    other => other,
+                })?;
+            if blob.data.len() as u64 != reference.length
+                || sha256_hex(&blob.data) != reference.sha256
+            {
+                return Err(SchemaError::Property {
+                    property: (*field).to_owned(),
+                    problem: ValueError::Invalid(format!(
+                        "blob {:?} does not match its length and hash",
+                        reference.name
+                    )),
+                }
+                .into());
+            }
+            let value = if reference.text {
+                Value::String(String::from_utf8(blob.data).map_err(|_| {
+                    Error::from(SchemaError::Property {
+                        property: (*field).to_owned(),
+                        problem: ValueError::Invalid("blob text is not UTF-8".into()),
+                    })
+                })?)
+            } else {
+                Value::Binary(blob.data)
+            };
+            Ok::<_, Error>((*field, value))
+        }
+    });
+    for (field, value) in try_join_all(gets).await? {
+        entity
+            .properties
+            .remove(&format!("{field}{REFERENCE_SUFFIX}"));
+        entity.properties.insert(field, value);
+    }
+    Ok(())
+}

@@ -1,0 +1,286 @@
+//! Blob offload: large values in the blob store, a reference in the row, and a
+//! write protocol that never leaves a row pointing at a missing blob.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::{
+    BlobStore, Error, ListBlobsOptions, PutCondition, Query, SchemaError, Table, TableBackendExt,
+    TableEntity,
+};
+use tablekit_mem::{MemBackend, MemBlobStore};
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Photos", kind = "PHOTO", rename_all = "PascalCase")]
+struct Photo {
+    #[tablekit(partition_key)]
+    album: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(blob)]
+    image: Vec<u8>,
+    #[tablekit(offload)]
+    caption: String,
+    #[tablekit(offload)]
+    thumbnail: Option<Vec<u8>>,
+}
+
+fn photo(id: u32, size: usize, caption_len: usize, seed: u8) -> Photo {
+    Photo {
+        album: "trip".into(),
+        id,
+        image: (0..size)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect(),
+        caption: "c".repeat(caption_len),
+        thumbnail: Some(vec![seed; 16]),
+    }
+}
+
+struct Fixture {
+    backend: MemBackend,
+    blobs: MemBlobStore,
+    table_faults: tablekit::layer::FaultHandle,
+    blob_faults: tablekit::layer::FaultHandle,
+    photos: Table<Photo>,
+}
+
+async fn fixture() -> Fixture {
+    let backend = MemBackend::new();
+    let blobs = MemBlobStore::new();
+    blobs.create_container("photos").await.unwrap();
+    let table_layer = FaultInjection::new(backend.clone());
+    let blob_layer = FaultInjection::new(blobs.clone());
+    let (table_faults, blob_faults) = (table_layer.handle(), blob_layer.handle());
+    let photos: Table<Photo> =
+        Table::new(table_layer).with_blob_store(Arc::new(blob_layer), "photos");
+    photos.create_if_missing().await.unwrap();
+    Fixture {
+        backend,
+        blobs,
+        table_faults,
+        blob_faults,
+        photos,
+    }
+}
+
+async fn blob_names(store: &MemBlobStore) -> Vec<String> {
+    let page = store
+        .list_blobs("photos", &ListBlobsOptions::default())
+        .await
+        .unwrap();
+    page.blobs.into_iter().map(|b| b.name).collect()
+}
+
+#[tokio::test]
+async fn values_live_in_blobs_and_rows_keep_references() {
+    let f = fixture().await;
+    let p = photo(1, 5 * 1024 * 1024, 10, 1);
+    f.photos.insert(&p).await.unwrap();
+
+    let row = f
+        .backend
+        .try_get_entity("Photos", "trip", "PHOTO_0000000001")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        row.get("Image").is_none() && row.get("Image_Blob").is_some(),
+        "the image is referenced, not stored"
+    );
+    assert!(
+        row.get("Caption").is_some(),
+        "a small offload field stays in the row"
+    );
+    assert_eq!(blob_names(&f.blobs).await.len(), 1);
+    assert_eq!(f.photos.get("trip", 1).await.unwrap().unwrap().value, p);
+
+    // A caption too long for a row goes to a blob too.
+    let long = photo(2, 10, 40_000, 2);
+    f.photos.insert(&long).await.unwrap();
+    assert_eq!(blob_names(&f.blobs).await.len(), 3);
+    assert_eq!(
+        f.photos
+            .get("trip", 2)
+            .await
+            .unwrap()
+            .unwrap()
+            .caption
+            .len(),
+        40_000
+    );
+
+    // Overwrite: new blobs in, old blobs out.
+    let before = blob_names(&f.blobs).await;
+    let mut loaded = f.photos.get("trip", 1).await.unwrap().unwrap();
+    loaded.image = vec![9; 1000];
+    f.photos.replace(&loaded).await.unwrap();
+    let after = blob_names(&f.blobs).await;
+    assert_eq!(after.len(), before.len());
+    assert_ne!(after, before, "the old image blob was replaced");
+    assert_eq!(
+        f.photos.get("trip", 1).await.unwrap().unwrap().image,
+        vec![9; 1000]
+    );
+
+    // Queries fetch blobs too.
+    let all = f.photos.query().partition("trip").collect().await.unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1].caption.len(), 40_000);
+
+    // Delete: row, then blobs.
+    let loaded = f.photos.get("trip", 2).await.unwrap().unwrap();
+    f.photos.delete(&loaded).await.unwrap();
+    assert_eq!(blob_names(&f.blobs).await.len(), 1);
+    assert!(
+        f.photos
+            .orphan_blobs(Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_missing_or_altered_blob_is_an_error_not_data() {
+    let f = fixture().await;
+    f.photos.insert(&photo(1, 100, 5, 1)).await.unwrap();
+    let name = blob_names(&f.blobs).await.remove(0);
+    f.blobs
+        .put_blob("photos", &name, vec![0; 100], &PutCondition::None)
+        .await
+        .unwrap();
+    assert!(matches!(
+        f.photos.get("trip", 1).await,
+        Err(Error::Schema(SchemaError::Property { .. }))
+    ));
+    f.blobs.delete_blob("photos", &name, None).await.unwrap();
+    assert!(matches!(
+        f.photos.get("trip", 1).await,
+        Err(Error::Schema(SchemaError::Property { .. }))
+    ));
+}
+
+/// Fail each step of insert, replace, upsert and delete in turn, as a
+/// transient error and as a lost response: a reader sees the old entity or
+/// the new one, never a row without its blob, and the sweep finds every
+/// leftover blob.
+#[tokio::test]
+async fn every_step_can_fail_without_breaking_a_row() {
+    let f = fixture().await;
+    let old = photo(1, 2000, 5, 1);
+    let new = photo(1, 3000, 50_000, 2);
+    let steps = [
+        (true, Operation::PutBlob),
+        (true, Operation::DeleteBlob),
+        (false, Operation::GetEntity),
+        (false, Operation::InsertEntity),
+        (false, Operation::UpdateEntity),
+        (false, Operation::DeleteEntity),
+    ];
+    let writes = ["insert", "replace", "upsert", "delete"];
+    for write in writes {
+        for (on_blobs, operation) in steps {
+            for fault in [Fault::Transient, Fault::LostResponse] {
+                // Start from the old entity (or none, for an insert).
+                f.table_faults.clear();
+                f.blob_faults.clear();
+                let _ = f.photos.delete_unconditionally("trip", 1).await;
+                if write != "insert" {
+                    f.photos.insert(&old).await.unwrap();
+                }
+                let loaded = match write {
+                    "replace" => f.photos.get("trip", 1).await.unwrap(),
+                    _ => None,
+                };
+                let handle = if on_blobs {
+                    &f.blob_faults
+                } else {
+                    &f.table_faults
+                };
+                handle.inject(Injection::on(operation).fault(fault));
+                let result = match write {
+                    "insert" => f.photos.insert(&new).await.map(drop),
+                    "replace" => {
+                        let mut changed = loaded.expect("loaded before the faults");
+                        changed.value = new.clone();
+                        f.photos.replace(&changed).await.map(drop)
+                    }
+                    "upsert" => f.photos.upsert(&new).await.map(drop),
+                    _ => f.photos.delete_unconditionally("trip", 1).await,
+                };
+                f.table_faults.clear();
+                f.blob_faults.clear();
+                let seen = f.photos.get("trip", 1).await;
+                let context =
+                    format!("{write} with {fault:?} on {operation:?} (result {result:?})");
+                match seen {
+                    Ok(Some(loaded)) => assert!(
+                        loaded.value == old || loaded.value == new,
+                        "{context}: mixed entity"
+                    ),
+                    Ok(None) => assert!(
+                        write == "insert" || write == "delete",
+                        "{context}: entity vanished"
+                    ),
+                    Err(e) => panic!("{context}: a reader failed: {e}"),
+                }
+                // Every blob is referenced by the row or found by the sweep.
+                let rows = f.backend.query_all("Photos", Query::new()).await.unwrap();
+                let referenced: usize = rows
+                    .iter()
+                    .map(|row| {
+                        row.properties
+                            .iter()
+                            .filter(|(n, _)| n.ends_with("_Blob"))
+                            .count()
+                    })
+                    .sum();
+                let orphans = f.photos.orphan_blobs(Duration::ZERO).await.unwrap().len();
+                assert_eq!(
+                    blob_names(&f.blobs).await.len(),
+                    referenced + orphans,
+                    "{context}"
+                );
+                let swept = f.photos.sweep_orphan_blobs(Duration::ZERO).await.unwrap();
+                assert_eq!(swept, orphans, "{context}");
+                assert_eq!(
+                    blob_names(&f.blobs).await.len(),
+                    referenced,
+                    "{context}: sweep left orphans"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_sweep_spares_young_blobs() {
+    let f = fixture().await;
+    f.blobs
+        .put_blob("photos", "photos/photo/stray", vec![1], &PutCondition::None)
+        .await
+        .unwrap();
+    assert!(
+        f.photos
+            .orphan_blobs(Duration::from_secs(3600))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        f.photos.orphan_blobs(Duration::ZERO).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn without_a_store_blob_fields_are_a_clear_error() {
+    let photos: Table<Photo> = Table::new(MemBackend::new());
+    photos.create_if_missing().await.unwrap();
+    assert!(matches!(
+        photos.insert(&photo(1, 10, 5, 1)).await,
+        Err(Error::NotSupported { .. })
+    ));
+}
