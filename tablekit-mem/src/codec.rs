@@ -248,7 +248,8 @@ impl Row {
                 }
             };
             if select.is_none_or(|ids| ids.contains(&id)) {
-                props.insert(names.name(id).to_owned(), value);
+                // A row holds each name once.
+                props.push_unique(names.name(id).to_owned(), value);
             }
         }
         props

@@ -58,6 +58,26 @@ impl Properties {
         self.entries.push((name, value));
     }
 
+    /// Appends a property whose name the caller knows is not present yet (a
+    /// decoder of rows that hold each name once): no search, unlike
+    /// [`insert`](Properties::insert). A name given twice is a bug of the
+    /// caller, caught by a debug assertion.
+    pub fn push_unique(&mut self, name: impl Into<PropertyName>, value: impl Into<Value>) {
+        let name = name.into();
+        debug_assert!(!self.contains(&name), "property `{name}` pushed twice");
+        self.entries.push((name, value.into()));
+    }
+
+    /// Removes and returns, in order, every property whose name `select`
+    /// accepts, in one pass.
+    pub fn extract(&mut self, mut select: impl FnMut(&str) -> bool) -> Vec<(PropertyName, Value)> {
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|(n, _)| select(n));
+        self.entries = kept;
+        taken
+    }
+
     /// The value of `name`.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.entries.iter().find(|(n, _)| n == name).map(|(_, v)| v)

@@ -187,7 +187,27 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
             .insert(VERSION_PROPERTY, T::VERSION as i32);
     }
     value.write_properties(&mut entity.properties)?;
+    if let Some(name) = first_duplicate(&entity.properties) {
+        return Err(SchemaError::NameCollision { name }.into());
+    }
     Ok(entity)
+}
+
+/// The first name that appears twice, found in linear time for large entities.
+fn first_duplicate(props: &Properties) -> Option<String> {
+    let names: Vec<&str> = props.iter().map(|(n, _)| n).collect();
+    if names.len() <= 32 {
+        return names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| names[..*i].contains(n))
+            .map(|(_, n)| (*n).to_owned());
+    }
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    names
+        .into_iter()
+        .find(|n| !seen.insert(*n))
+        .map(str::to_owned)
 }
 
 fn duplicate_name(names: &[String]) -> Option<String> {
@@ -326,7 +346,12 @@ pub fn write_property<V: PropertyValue>(
 }
 
 /// Writes a field's converted value (absent when `None`), naming the property
-/// in the error; a name written twice is a [`SchemaError::NameCollision`].
+/// in the error.
+///
+/// It appends without searching for the name (an entity may have thousands
+/// of properties); [`to_entity`] then refuses a name written twice, which only
+/// a flattened struct colliding with another field can cause, with a
+/// [`SchemaError::NameCollision`].
 pub fn write_value(
     props: &mut Properties,
     name: impl Into<PropertyName>,
@@ -334,13 +359,10 @@ pub fn write_value(
 ) -> Result<(), Error> {
     let name = name.into();
     match value {
-        Ok(Some(v)) => match props.insert(name.clone(), v) {
-            None => Ok(()),
-            Some(_) => Err(SchemaError::NameCollision {
-                name: name.into_owned(),
-            }
-            .into()),
-        },
+        Ok(Some(v)) => {
+            props.push_unchecked(name, v);
+            Ok(())
+        }
         Ok(None) => Ok(()),
         Err(problem) => Err(InvalidInput::PropertyValue {
             property: name.into_owned(),

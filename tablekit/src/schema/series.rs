@@ -34,25 +34,26 @@ pub fn element_name(name: &str, index: impl std::fmt::Display) -> String {
     format!("{name}_{index}")
 }
 
-/// The indices present for a series, in order, checked to be `0..n`.
-fn indices(name: &str, props: &Properties) -> Result<usize, Error> {
-    let prefix_len = name.len() + 1;
-    let mut found: Vec<usize> = props
-        .iter()
-        .filter(|(n, _)| {
-            n.len() > prefix_len && n.starts_with(name) && n.as_bytes()[name.len()] == b'_'
-        })
-        .filter_map(|(n, _)| {
-            let digits = &n[prefix_len..];
-            // Only canonical decimals (no sign, no leading zero) are elements.
-            (digits.bytes().all(|b| b.is_ascii_digit())
-                && (digits == "0" || !digits.starts_with('0')))
-            .then(|| digits.parse().ok())
-            .flatten()
-        })
+/// Whether `property` is an element of the series `name`: `name_` then a
+/// canonical decimal index (no sign, no leading zero), returned.
+fn element_index(name: &str, property: &str) -> Option<usize> {
+    let digits = property.strip_prefix(name)?.strip_prefix('_')?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if canonical { digits.parse().ok() } else { None }
+}
+
+/// Takes the elements of the series `name` out of `props` in one pass, in
+/// index order, checked to be `0..n`.
+fn take_elements(name: &str, props: &mut Properties) -> Result<Vec<crate::value::Value>, Error> {
+    let mut found: Vec<(usize, crate::value::Value)> = props
+        .extract(|property| element_index(name, property).is_some())
+        .into_iter()
+        .filter_map(|(property, value)| Some((element_index(name, &property)?, value)))
         .collect();
-    found.sort_unstable();
-    for (expected, index) in found.iter().enumerate() {
+    found.sort_unstable_by_key(|(index, _)| *index);
+    for (expected, (index, _)) in found.iter().enumerate() {
         if *index != expected {
             return Err(property_error(
                 &element_name(name, expected),
@@ -62,7 +63,7 @@ fn indices(name: &str, props: &Properties) -> Result<usize, Error> {
             ));
         }
     }
-    Ok(found.len())
+    Ok(found.into_iter().map(|(_, value)| value).collect())
 }
 
 impl<T: PropertyValue> Series for Vec<T> {
@@ -75,9 +76,13 @@ impl<T: PropertyValue> Series for Vec<T> {
         Ok(())
     }
     fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
-        let len = indices(name, props)?;
-        (0..len)
-            .map(|i| take_property(props, &element_name(name, i)))
+        take_elements(name, props)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                T::from_owned(Some(v))
+                    .map_err(|problem| property_error(&element_name(name, i), problem))
+            })
             .collect()
     }
 }
@@ -92,12 +97,20 @@ impl<T: PropertyValue, const N: usize> Series for [T; N] {
         Ok(())
     }
     fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
-        let items: Vec<T> = (0..N)
-            .map(|i| take_property(props, &element_name(name, i)))
+        let items: Vec<T> = take_elements(name, props)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                T::from_owned(Some(v))
+                    .map_err(|problem| property_error(&element_name(name, i), problem))
+            })
             .collect::<Result<_, _>>()?;
-        // Exactly N items were read.
+        let len = items.len();
         items.try_into().map_err(|_| {
-            property_error(name, ValueError::Invalid(format!("expected {N} elements")))
+            property_error(
+                &element_name(name, len),
+                ValueError::Invalid(format!("expected {N} elements, found {len}")),
+            )
         })
     }
 }

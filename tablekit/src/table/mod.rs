@@ -349,21 +349,60 @@ impl<T: TableEntity> Table<T> {
             return self.write_stored(entity, write).await;
         }
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
+        let mut row = entity;
+        // Upload once: the blobs are new and unreferenced until a row names them.
+        let written = match write {
+            RowWrite::Delete(_) => Vec::new(),
+            _ => {
+                offload::offload(
+                    self.blob_target_for(&row)?,
+                    &self.blob_prefix(),
+                    &mut row,
+                    T::BLOB_FIELDS,
+                )
+                .await?
+            }
+        };
+        let result = self.write_row_guarded(&pk, &rk, &row, &write).await;
+        match &result {
+            // A refused write leaves its new blobs unreferenced: delete them.
+            // After a transient failure the row may have been written all the
+            // same (a lost response): keep them, and let the sweep remove
+            // them if no row refers to them.
+            Err(e) if !e.is_transient() => {
+                if let Some(target) = &self.blobs {
+                    offload::delete_quietly(target, &written).await;
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+
+    /// Writes a row whose new blobs are uploaded, guarded by the ETag of the
+    /// row it replaces, then deletes the blobs that row referenced.
+    async fn write_row_guarded(
+        &self,
+        pk: &str,
+        rk: &str,
+        row: &crate::Entity,
+        write: &RowWrite,
+    ) -> Result<ETag> {
         let mut last = None;
         for _ in 0..UPDATE_ATTEMPTS {
             // The row this write replaces: its ETag guards the write, its
             // references are what to delete after.
             let current = match write {
                 RowWrite::Insert => None,
-                _ => self.read_stored(&pk, &rk).await?,
+                _ => self.read_stored(pk, rk).await?,
             };
-            let (guarded, retry) = match (&write, &current) {
+            let (guarded, retry) = match (write, &current) {
                 (RowWrite::Insert, _) => (RowWrite::Insert, false),
                 (RowWrite::Update(..) | RowWrite::Delete(_), None) => {
                     return Err(Error::EntityNotFound {
                         table: self.name.to_string(),
-                        partition_key: pk,
-                        row_key: rk,
+                        partition_key: pk.to_owned(),
+                        row_key: rk.to_owned(),
                     });
                 }
                 (RowWrite::Upsert(_), None) => (RowWrite::Insert, true),
@@ -380,8 +419,8 @@ impl<T: TableEntity> Table<T> {
                     {
                         return Err(Error::PreconditionFailed {
                             table: self.name.to_string(),
-                            partition_key: pk,
-                            row_key: rk,
+                            partition_key: pk.to_owned(),
+                            row_key: rk.to_owned(),
                         });
                     }
                     let retry = !matches!(expected, Some(IfMatch::ETag(_)));
@@ -393,19 +432,6 @@ impl<T: TableEntity> Table<T> {
                         _ => RowWrite::Delete(guard),
                     };
                     (guarded, retry)
-                }
-            };
-            let mut row = entity.clone();
-            let written = match &guarded {
-                RowWrite::Delete(_) => Vec::new(),
-                _ => {
-                    offload::offload(
-                        self.blob_target_for(&row)?,
-                        &self.blob_prefix(),
-                        &mut row,
-                        T::BLOB_FIELDS,
-                    )
-                    .await?
                 }
             };
             // The old blobs to remove: all of a replaced or deleted row's; for
@@ -426,32 +452,19 @@ impl<T: TableEntity> Table<T> {
                     .map(|(_, reference)| reference.name)
                     .collect(),
             };
-            match self.write_stored(row, guarded).await {
+            match self.write_stored(row.clone(), guarded).await {
                 Ok(etag) => {
                     if let Some(target) = &self.blobs {
                         offload::delete_quietly(target, &stale).await;
                     }
                     return Ok(etag);
                 }
-                Err(e) => {
-                    // A refused write leaves its new blobs unreferenced: delete
-                    // them. After a transient failure the row may have been
-                    // written all the same (a lost response): keep them, and
-                    // let the sweep remove them if no row refers to them.
-                    if !e.is_transient()
-                        && let Some(target) = &self.blobs
-                    {
-                        offload::delete_quietly(target, &written).await;
-                    }
-                    match e {
-                        Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
-                            if retry =>
-                        {
-                            last = Some(e)
-                        }
-                        other => return Err(other),
-                    }
+                Err(e @ (Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }))
+                    if retry =>
+                {
+                    last = Some(e);
                 }
+                Err(e) => return Err(e),
             }
         }
         Err(last.unwrap_or(Error::Transient {

@@ -3,8 +3,12 @@
 //!
 //! # The reference
 //! An offloaded field `F` is stored as the property `F_Blob`, a small JSON
-//! object: the blob's name, its length, its SHA-256 and whether it holds text
-//! or bytes. `F` itself is absent from the row.
+//! object: the blob's name, its length, its MD5 and whether it holds text or
+//! bytes. `F` itself is absent from the row. The MD5 is the one the blob
+//! store computes over the content it stored (`Content-MD5`); a read compares
+//! it and the length with the reference, so a blob replaced or truncated
+//! behind the row's back is refused. (MD5 guards integrity here, not against
+//! a forger with write access to the container.)
 //!
 //! # The protocol
 //! Every step is ordered so that no row ever points at a missing blob:
@@ -23,7 +27,6 @@
 use std::sync::Arc;
 
 use futures::future::try_join_all;
-use sha2::{Digest, Sha256};
 
 use crate::blob::{BlobStore, PutCondition};
 use crate::entity::{Entity, PropertyName};
@@ -74,19 +77,16 @@ pub struct BlobReference {
     /// Its length in bytes.
     #[serde(rename = "l")]
     pub length: u64,
-    /// Its SHA-256, lower-case hex.
+    /// Its MD5 as the blob store computed it, lower-case hex.
     #[serde(rename = "h")]
-    pub sha256: String,
+    pub md5: String,
     /// Whether the value is text (else bytes).
     #[serde(rename = "t")]
     pub text: bool,
 }
 
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The blob names of one kind in one table start with this prefix
@@ -202,34 +202,41 @@ pub(crate) async fn offload(
             }
             None => continue,
         };
-        let reference = BlobReference {
-            name: fresh_name(prefix),
-            length: data.len() as u64,
-            sha256: sha256_hex(&data),
-            text,
-        };
+        uploads.push((field.name, fresh_name(prefix), data, text));
+    }
+    let names: Vec<String> = uploads.iter().map(|(_, name, _, _)| name.clone()).collect();
+    let puts = uploads.into_iter().map(|(field, name, data, text)| {
+        let store = Arc::clone(&target.store);
+        let container = Arc::clone(&target.container);
+        async move {
+            let length = data.len() as u64;
+            let stored = store
+                .put_blob(&container, &name, data, &PutCondition::IfNotExists)
+                .await?;
+            let reference = BlobReference {
+                name,
+                length,
+                md5: hex(&stored.content_md5),
+                text,
+            };
+            Ok::<_, Error>((field, reference))
+        }
+    });
+    let references = match try_join_all(puts).await {
+        Ok(references) => references,
+        Err(e) => {
+            delete_quietly(target, &names).await;
+            return Err(e);
+        }
+    };
+    for (field, reference) in references {
         let text = serde_json::to_string(&reference).map_err(|e| Error::Decode {
             message: e.to_string(),
         })?;
         entity.properties.insert(
-            PropertyName::Owned(format!("{}{REFERENCE_SUFFIX}", field.name)),
+            PropertyName::Owned(format!("{field}{REFERENCE_SUFFIX}")),
             text,
         );
-        uploads.push((reference.name, data));
-    }
-    let names: Vec<String> = uploads.iter().map(|(name, _)| name.clone()).collect();
-    let puts = uploads.into_iter().map(|(name, data)| {
-        let store = Arc::clone(&target.store);
-        let container = Arc::clone(&target.container);
-        async move {
-            store
-                .put_blob(&container, &name, data, &PutCondition::IfNotExists)
-                .await
-        }
-    });
-    if let Err(e) = try_join_all(puts).await {
-        delete_quietly(target, &names).await;
-        return Err(e);
     }
     Ok(names)
 }
@@ -271,7 +278,7 @@ pub(crate) async fn restore(
                     other => other,
                 })?;
             if blob.data.len() as u64 != reference.length
-                || sha256_hex(&blob.data) != reference.sha256
+                || hex(&blob.properties.content_md5) != reference.md5
             {
                 return Err(SchemaError::Property {
                     property: (*field).to_owned(),

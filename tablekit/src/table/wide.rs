@@ -82,7 +82,8 @@ pub fn split(entity: Entity, bookkeeping: &[&str]) -> Result<Vec<Entity>, Error>
         }
         size += cost;
         if let Some(part) = parts.last_mut() {
-            part.properties.insert(name, value);
+            // Names come from one entity: each appears once.
+            part.properties.push_unchecked(name, value);
         }
     }
     if parts.len() > MAX_BATCH_OPERATIONS {
@@ -140,7 +141,8 @@ pub fn join(base: &str, mut rows: Vec<Entity>) -> Result<Option<(Entity, usize)>
     entity.properties.remove(PARTS_PROPERTY);
     for part in rows {
         for (name, value) in part.properties {
-            entity.properties.insert(name, value);
+            // The parts of one entity hold disjoint names.
+            entity.properties.push_unchecked(name, value);
         }
     }
     Ok(Some((entity, expected)))
