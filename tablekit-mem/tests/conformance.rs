@@ -46,3 +46,23 @@ mod through_fault_layer {
     tablekit::table_conformance_tests!(layered(MemBackend::new()));
     tablekit::blob_conformance_tests!(layered(MemBlobStore::new()));
 }
+
+mod typed {
+    use super::*;
+    tablekit::typed_conformance_tests!(
+        Arc::new(MemBackend::new()) as Arc<dyn TableBackend>,
+        Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>
+    );
+}
+
+mod typed_adversarial {
+    use super::*;
+    tablekit::typed_conformance_tests!(
+        Arc::new(
+            MemBackend::builder()
+                .adversarial(Adversarial::default())
+                .build()
+        ) as Arc<dyn TableBackend>,
+        Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>
+    );
+}

@@ -113,6 +113,10 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The conformance suite derives entities inside this crate: let the derive's
+// `::tablekit` paths resolve here too.
+extern crate self as tablekit;
+
 pub mod backend;
 pub mod blob;
 mod datetime;

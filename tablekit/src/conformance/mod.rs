@@ -24,6 +24,7 @@
 mod batch;
 mod blobs;
 mod entities;
+mod large;
 mod queries;
 mod tables;
 mod validation;
@@ -37,6 +38,7 @@ use crate::error::{Error, InvalidInput};
 pub use batch::*;
 pub use blobs::*;
 pub use entities::*;
+pub use large::*;
 pub use queries::*;
 pub use tables::*;
 pub use validation::*;
@@ -118,6 +120,39 @@ macro_rules! __tests_as_data {
             }
             __wrap as $kind
         })),*]
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __typed_tokio_tests {
+    (($backend:expr, $blobs:expr) [$($table:ident)*] [$($both:ident)*]) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $table() {
+                $crate::conformance::$table($backend).await;
+            }
+        )*
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $both() {
+                $crate::conformance::$both($backend, $blobs).await;
+            }
+        )*
+    };
+}
+
+/// Expands to one `#[tokio::test]` per typed conformance test (data series,
+/// wide entities, blob offload), each running on the `Arc<dyn TableBackend>`
+/// and `Arc<dyn BlobStore>` that the two expressions evaluate to.
+#[macro_export]
+macro_rules! typed_conformance_tests {
+    ($backend:expr, $blobs:expr) => {
+        $crate::__typed_tokio_tests! {
+            ($backend, $blobs)
+            [wide_entities_span_rows wide_entities_are_never_half_written series_elements_merge_alone wide_part_keys_cannot_collide]
+            [blob_offload_round_trips blob_offload_survives_failures]
+        }
     };
 }
 
