@@ -115,6 +115,7 @@
 
 // The conformance suite derives entities inside this crate: let the derive's
 // `::tablekit` paths resolve here too.
+#[cfg(feature = "conformance")]
 extern crate self as tablekit;
 
 pub mod backend;

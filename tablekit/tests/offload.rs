@@ -284,3 +284,44 @@ async fn without_a_store_blob_fields_are_a_clear_error() {
         Err(Error::NotSupported { .. })
     ));
 }
+
+/// The photo without its image: a projection reads no blob.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Photos", kind = "PHOTO", rename_all = "PascalCase")]
+struct PhotoInfo {
+    #[tablekit(partition_key)]
+    album: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(offload)]
+    caption: String,
+}
+
+#[tokio::test]
+async fn blobs_are_fetched_only_when_asked() {
+    let f = fixture().await;
+    f.photos.insert(&photo(1, 100_000, 5, 1)).await.unwrap();
+    let gets = f.blob_faults.calls(Operation::GetBlob);
+    let infos = f
+        .photos
+        .query()
+        .partition("trip")
+        .project::<PhotoInfo>()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(infos[0].caption, "ccccc");
+    let refs = f.photos.blob_references("trip", 1).await.unwrap().unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(
+        f.blob_faults.calls(Operation::GetBlob),
+        gets,
+        "no blob was read so far"
+    );
+    let (field, reference) = &refs[0];
+    assert_eq!(*field, "Image");
+    assert_eq!(reference.length, 100_000);
+    let bytes = f.photos.fetch_blob(reference).await.unwrap();
+    assert_eq!(bytes, photo(1, 100_000, 5, 1).image);
+    assert_eq!(f.blob_faults.calls(Operation::GetBlob), gets + 1);
+}

@@ -472,6 +472,27 @@ impl<T: TableEntity> Table<T> {
         }))
     }
 
+    /// The blob references of the stored entity, without fetching any blob:
+    /// the lazy way to read blob fields (fetch them with
+    /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
+    /// the blob fields ([`TableQuery::project`]) reads no blob either.
+    pub async fn blob_references(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Result<Option<Vec<(&'static str, offload::BlobReference)>>> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        match self.read_stored(&pk, &rk).await? {
+            Some(row) => offload::references(&row, T::BLOB_FIELDS).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Fetches one referenced blob, checked against the reference's length and MD5.
+    pub async fn fetch_blob(&self, reference: &offload::BlobReference) -> Result<Vec<u8>> {
+        offload::fetch(self.blob_target()?, &reference.name, reference).await
+    }
+
     /// The prefix of this table's and kind's blob names.
     fn blob_prefix(&self) -> String {
         offload::blob_prefix(&self.name, T::KIND)

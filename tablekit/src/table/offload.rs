@@ -252,6 +252,41 @@ pub(crate) async fn delete_quietly(target: &BlobTarget, names: &[String]) {
     }
 }
 
+/// Fetches one blob and checks it against its reference: a missing blob, or
+/// one whose length or MD5 differ, is an error naming `field`.
+pub(crate) async fn fetch(
+    target: &BlobTarget,
+    field: &str,
+    reference: &BlobReference,
+) -> Result<Vec<u8>> {
+    let problem = |reason: String| -> Error {
+        SchemaError::Property {
+            property: field.to_owned(),
+            problem: ValueError::Invalid(reason),
+        }
+        .into()
+    };
+    let blob = target
+        .store
+        .get_blob(&target.container, &reference.name)
+        .await
+        .map_err(|e| match e {
+            Error::BlobNotFound { .. } => {
+                problem(format!("its blob {:?} is missing", reference.name))
+            }
+            other => other,
+        })?;
+    if blob.data.len() as u64 != reference.length
+        || hex(&blob.properties.content_md5) != reference.md5
+    {
+        return Err(problem(format!(
+            "blob {:?} does not match its length and hash",
+            reference.name
+        )));
+    }
+    Ok(blob.data)
+}
+
 /// Fetches the blobs a row references (concurrently), checks them, and puts
 /// the values back as the fields' properties.
 pub(crate) async fn restore(
@@ -260,47 +295,19 @@ pub(crate) async fn restore(
     fields: &[BlobField],
 ) -> Result<()> {
     let refs = references(entity, fields)?;
-    let gets = refs.iter().map(|(field, reference)| {
-        let store = Arc::clone(&target.store);
-        let container = Arc::clone(&target.container);
-        async move {
-            let blob = store
-                .get_blob(&container, &reference.name)
-                .await
-                .map_err(|e| match e {
-                    Error::BlobNotFound { .. } => Error::from(SchemaError::Property {
-                        property: (*field).to_owned(),
-                        problem: ValueError::Invalid(format!(
-                            "its blob {:?} is missing",
-                            reference.name
-                        )),
-                    }),
-                    other => other,
-                })?;
-            if blob.data.len() as u64 != reference.length
-                || hex(&blob.properties.content_md5) != reference.md5
-            {
-                return Err(SchemaError::Property {
+    let gets = refs.iter().map(|(field, reference)| async move {
+        let data = fetch(target, field, reference).await?;
+        let value = if reference.text {
+            Value::String(String::from_utf8(data).map_err(|_| {
+                Error::from(SchemaError::Property {
                     property: (*field).to_owned(),
-                    problem: ValueError::Invalid(format!(
-                        "blob {:?} does not match its length and hash",
-                        reference.name
-                    )),
-                }
-                .into());
-            }
-            let value = if reference.text {
-                Value::String(String::from_utf8(blob.data).map_err(|_| {
-                    Error::from(SchemaError::Property {
-                        property: (*field).to_owned(),
-                        problem: ValueError::Invalid("blob text is not UTF-8".into()),
-                    })
-                })?)
-            } else {
-                Value::Binary(blob.data)
-            };
-            Ok::<_, Error>((*field, value))
-        }
+                    problem: ValueError::Invalid("blob text is not UTF-8".into()),
+                })
+            })?)
+        } else {
+            Value::Binary(data)
+        };
+        Ok::<_, Error>((*field, value))
     });
     for (field, value) in try_join_all(gets).await? {
         entity
