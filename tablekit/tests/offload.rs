@@ -325,3 +325,75 @@ async fn blobs_are_fetched_only_when_asked() {
     assert_eq!(bytes, photo(1, 100_000, 5, 1).image);
     assert_eq!(f.blob_faults.calls(Operation::GetBlob), gets + 1);
 }
+
+/// A wide entity with a blob field: offload and splitting work together.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Albums", kind = "ALBUM", wide)]
+struct Album {
+    #[tablekit(partition_key)]
+    owner: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(series)]
+    ratings: Vec<u8>,
+    #[tablekit(blob)]
+    cover: Vec<u8>,
+}
+
+#[tokio::test]
+async fn wide_entities_offload_too() {
+    let backend = MemBackend::new();
+    let blobs = MemBlobStore::new();
+    blobs.create_container("photos").await.unwrap();
+    let albums: Table<Album> =
+        Table::new(backend.clone()).with_blob_store(Arc::new(blobs.clone()), "photos");
+    albums.create_if_missing().await.unwrap();
+    let album = Album {
+        owner: "o".into(),
+        id: 1,
+        ratings: vec![3; 700],
+        cover: vec![1; 300_000],
+    };
+    albums.insert(&album).await.unwrap();
+    assert_eq!(
+        backend
+            .query_all("Albums", Query::new())
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(blob_names(&blobs).await.len(), 1);
+    assert_eq!(albums.get("o", 1).await.unwrap().unwrap().value, album);
+    let mut loaded = albums.get("o", 1).await.unwrap().unwrap();
+    loaded.cover = vec![2; 10];
+    loaded.ratings.truncate(5);
+    albums.replace(&loaded).await.unwrap();
+    assert_eq!(
+        backend
+            .query_all("Albums", Query::new())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        blob_names(&blobs).await.len(),
+        1,
+        "the old cover is gone, the new one stored"
+    );
+    assert_eq!(
+        albums.get("o", 1).await.unwrap().unwrap().value,
+        loaded.value
+    );
+    let loaded = albums.get("o", 1).await.unwrap().unwrap();
+    albums.delete(&loaded).await.unwrap();
+    assert!(blob_names(&blobs).await.is_empty());
+    assert!(
+        backend
+            .query_all("Albums", Query::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
