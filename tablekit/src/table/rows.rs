@@ -1,0 +1,475 @@
+//! The row layer under [`Table`]: how one entity becomes the requests that
+//! read and write it — one row, a wide entity's parts in one transaction,
+//! and the blob offload protocol around them.
+
+use std::sync::Arc;
+
+use super::{Table, UPDATE_ATTEMPTS, offload, wide};
+use crate::backend::{GetOptions, TableBackend, UpdateMode};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, IfMatch};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::schema::{self, KeyArg, TableEntity};
+
+/// Stands in for a missing blob store: every call is refused, so writing a
+/// value that needs offloading without a store is a clear error.
+#[derive(Debug)]
+struct NoBlobStore;
+
+#[async_trait::async_trait]
+impl crate::BlobStore for NoBlobStore {
+    async fn create_container(&self, _: &str) -> Result<()> {
+        Err(no_store())
+    }
+    async fn delete_container(&self, _: &str) -> Result<()> {
+        Err(no_store())
+    }
+    async fn put_blob(
+        &self,
+        _: &str,
+        _: &str,
+        _: Vec<u8>,
+        _: &crate::PutCondition,
+    ) -> Result<crate::BlobProperties> {
+        Err(no_store())
+    }
+    async fn get_blob(&self, _: &str, _: &str) -> Result<crate::Blob> {
+        Err(no_store())
+    }
+    async fn delete_blob(&self, _: &str, _: &str, _: Option<&ETag>) -> Result<()> {
+        Err(no_store())
+    }
+    async fn list_blobs(&self, _: &str, _: &crate::ListBlobsOptions) -> Result<crate::BlobPage> {
+        Err(no_store())
+    }
+}
+
+fn no_store() -> Error {
+    Error::NotSupported {
+        operation: "offloading a value without a blob store (see Table::with_blob_store)",
+    }
+}
+
+static NO_BLOBS: std::sync::OnceLock<offload::BlobTarget> = std::sync::OnceLock::new();
+
+/// One write of one entity's row, as the table turns it into requests.
+pub(super) enum RowWrite {
+    Insert,
+    Update(UpdateMode, IfMatch),
+    Upsert(UpdateMode),
+    Delete(IfMatch),
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The row with its offloaded values fetched back, or `None`.
+    pub(super) async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        let Some(mut entity) = self.read_stored(pk, rk).await? else {
+            return Ok(None);
+        };
+        self.restore_blobs(&mut entity).await?;
+        Ok(Some(entity))
+    }
+
+    /// Fetches the blobs a row references back into it.
+    pub(crate) async fn restore_blobs(&self, entity: &mut crate::Entity) -> Result<()> {
+        if T::BLOB_FIELDS.is_empty() {
+            return Ok(());
+        }
+        if offload::references(entity, T::BLOB_FIELDS)?.is_empty() {
+            return Ok(());
+        }
+        offload::restore(self.blob_target()?, entity, T::BLOB_FIELDS).await
+    }
+
+    fn blob_target(&self) -> Result<&offload::BlobTarget> {
+        self.blobs.as_ref().ok_or(Error::NotSupported {
+            operation: "blob fields without a blob store (see Table::with_blob_store)",
+        })
+    }
+
+    /// The stored row as it is (for a wide entity: its parts joined), or `None`.
+    pub(super) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        if T::WIDE {
+            let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
+            let rows = self.backend.query_all(&self.name, query).await?;
+            return Ok(wide::join(rk, rows)?.map(|(entity, _)| entity));
+        }
+        match self
+            .backend
+            .get_entity(&self.name, pk, rk, &GetOptions::default())
+            .await
+        {
+            Ok(entity) => Ok(Some(entity)),
+            Err(Error::EntityNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes one entity's row, offloading blob fields first and removing the
+    /// blobs the overwritten row referenced after (see [`offload`]).
+    pub(super) async fn write_row(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        if T::BLOB_FIELDS.is_empty() {
+            return self.write_stored(entity, write).await;
+        }
+        let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
+        let mut row = entity;
+        // Upload once: the blobs are new and unreferenced until a row names them.
+        let written = match write {
+            RowWrite::Delete(_) => Vec::new(),
+            _ => {
+                offload::offload(
+                    self.blob_target_for(&row)?,
+                    &self.blob_prefix(),
+                    &mut row,
+                    T::BLOB_FIELDS,
+                )
+                .await?
+            }
+        };
+        let result = self.write_row_guarded(&pk, &rk, &row, &write).await;
+        match &result {
+            // A refused write leaves its new blobs unreferenced: delete them.
+            // After a transient failure the row may have been written all the
+            // same (a lost response): keep them, and let the sweep remove
+            // them if no row refers to them.
+            Err(e) if !e.is_transient() => {
+                if let Some(target) = &self.blobs {
+                    offload::delete_quietly(target, &written).await;
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+
+    /// Writes a row whose new blobs are uploaded, guarded by the ETag of the
+    /// row it replaces, then deletes the blobs that row referenced.
+    async fn write_row_guarded(
+        &self,
+        pk: &str,
+        rk: &str,
+        row: &crate::Entity,
+        write: &RowWrite,
+    ) -> Result<ETag> {
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            // The row this write replaces: its ETag guards the write, its
+            // references are what to delete after.
+            let current = match write {
+                RowWrite::Insert => None,
+                _ => self.read_stored(pk, rk).await?,
+            };
+            let (guarded, retry) = match (write, &current) {
+                (RowWrite::Insert, _) => (RowWrite::Insert, false),
+                (RowWrite::Update(..) | RowWrite::Delete(_), None) => {
+                    return Err(Error::EntityNotFound {
+                        table: self.name.to_string(),
+                        partition_key: pk.to_owned(),
+                        row_key: rk.to_owned(),
+                    });
+                }
+                (RowWrite::Upsert(_), None) => (RowWrite::Insert, true),
+                (write, Some(stored)) => {
+                    let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
+                    let expected = match write {
+                        RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => {
+                            Some(if_match)
+                        }
+                        _ => None,
+                    };
+                    if let Some(IfMatch::ETag(expected)) = expected
+                        && *expected != etag
+                    {
+                        return Err(Error::PreconditionFailed {
+                            table: self.name.to_string(),
+                            partition_key: pk.to_owned(),
+                            row_key: rk.to_owned(),
+                        });
+                    }
+                    let retry = !matches!(expected, Some(IfMatch::ETag(_)));
+                    let guard = IfMatch::ETag(etag);
+                    let guarded = match write {
+                        RowWrite::Update(mode, _) | RowWrite::Upsert(mode) => {
+                            RowWrite::Update(*mode, guard)
+                        }
+                        _ => RowWrite::Delete(guard),
+                    };
+                    (guarded, retry)
+                }
+            };
+            // The old blobs to remove: all of a replaced or deleted row's; for
+            // a merge, those of the fields it sends.
+            let stale: Vec<String> = match &current {
+                None => Vec::new(),
+                Some(stored) => offload::references(stored, T::BLOB_FIELDS)?
+                    .into_iter()
+                    .filter(|(field, _)| match &guarded {
+                        RowWrite::Update(UpdateMode::Merge, _) => {
+                            row.properties.contains(field)
+                                || row
+                                    .properties
+                                    .contains(&format!("{field}{}", offload::REFERENCE_SUFFIX))
+                        }
+                        _ => true,
+                    })
+                    .map(|(_, reference)| reference.name)
+                    .collect(),
+            };
+            match self.write_stored(row.clone(), guarded).await {
+                Ok(etag) => {
+                    if let Some(target) = &self.blobs {
+                        offload::delete_quietly(target, &stale).await;
+                    }
+                    return Ok(etag);
+                }
+                Err(e @ (Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }))
+                    if retry =>
+                {
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "write made no attempt".into(),
+        }))
+    }
+
+    /// The blob references of the stored entity, without fetching any blob:
+    /// the lazy way to read blob fields (fetch them with
+    /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
+    /// the blob fields ([`TableQuery::project`]) reads no blob either.
+    pub async fn blob_references(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Result<Option<Vec<(&'static str, offload::BlobReference)>>> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        match self.read_stored(&pk, &rk).await? {
+            Some(row) => offload::references(&row, T::BLOB_FIELDS).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Fetches one referenced blob, checked against the reference's length and MD5.
+    pub async fn fetch_blob(&self, reference: &offload::BlobReference) -> Result<Vec<u8>> {
+        offload::fetch(self.blob_target()?, &reference.name, reference).await
+    }
+
+    /// The prefix of this table's and kind's blob names.
+    fn blob_prefix(&self) -> String {
+        offload::blob_prefix(&self.name, T::KIND)
+    }
+
+    /// The blobs of this table and kind that no row references and that are
+    /// older than `min_age`: what a crash between two steps of the offload
+    /// protocol leaves behind. `min_age` must exceed the longest write, since
+    /// a blob is uploaded before its row is written.
+    pub async fn orphan_blobs(
+        &self,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<crate::BlobProperties>> {
+        let target = self.blob_target()?;
+        let prefix = self.blob_prefix();
+        // The blobs first, then the rows: a blob uploaded after the listing
+        // cannot be mistaken for an orphan.
+        let mut blobs = Vec::new();
+        let mut options = crate::ListBlobsOptions::prefix(prefix);
+        loop {
+            let page = target.store.list_blobs(&target.container, &options).await?;
+            blobs.extend(page.blobs);
+            match page.next_marker {
+                Some(marker) => options.marker = Some(marker),
+                None => break,
+            }
+        }
+        let mut query = crate::Query::new();
+        if let Some(kind) = T::KIND {
+            let (start, end) = schema::kind_range(kind);
+            query.filter = Some(
+                crate::filter::Filter::row_key().ge(start)
+                    & crate::filter::Filter::row_key().lt(end),
+            );
+        }
+        let mut referenced = std::collections::HashSet::new();
+        let rows = self.backend.query_all(&self.name, query).await?;
+        for row in &rows {
+            for (_, reference) in offload::references(row, T::BLOB_FIELDS)? {
+                referenced.insert(reference.name);
+            }
+        }
+        let cutoff =
+            DateTime::now().ticks() - i64::try_from(min_age.as_nanos() / 100).unwrap_or(i64::MAX);
+        blobs.retain(|b| !referenced.contains(&b.name) && b.last_modified.ticks() <= cutoff);
+        Ok(blobs)
+    }
+
+    /// Deletes the [orphan blobs](Table::orphan_blobs) older than `min_age`;
+    /// returns how many were deleted.
+    pub async fn sweep_orphan_blobs(&self, min_age: std::time::Duration) -> Result<usize> {
+        let orphans = self.orphan_blobs(min_age).await?;
+        let target = self.blob_target()?;
+        let mut deleted = 0;
+        for blob in &orphans {
+            match target
+                .store
+                .delete_blob(&target.container, &blob.name, Some(&blob.etag))
+                .await
+            {
+                Ok(()) => deleted += 1,
+                // Gone or rewritten meanwhile: not ours to delete.
+                Err(Error::BlobNotFound { .. } | Error::BlobConditionNotMet { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
+
+    /// The blob store, when the row has a value to offload (a table without a
+    /// store can still write small values of `offload` fields).
+    fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
+        match &self.blobs {
+            Some(target) => Ok(target),
+            None if T::BLOB_FIELDS
+                .iter()
+                .any(|f| f.always && row.properties.contains(f.name)) =>
+            {
+                self.blob_target()
+            }
+            None => Ok(NO_BLOBS.get_or_init(|| offload::BlobTarget {
+                store: Arc::new(NoBlobStore),
+                container: "none".into(),
+            })),
+        }
+    }
+
+    /// Writes the row as given (for a wide entity: its parts, in one transaction).
+    async fn write_stored(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        if !T::WIDE {
+            let name = &self.name;
+            return match write {
+                RowWrite::Insert => self.backend.insert_entity(name, &entity).await,
+                RowWrite::Update(mode, if_match) => {
+                    self.backend
+                        .update_entity(name, &entity, mode, &if_match)
+                        .await
+                }
+                RowWrite::Upsert(mode) => self.backend.upsert_entity(name, &entity, mode).await,
+                RowWrite::Delete(if_match) => {
+                    let (pk, rk) = (&entity.partition_key, &entity.row_key);
+                    self.backend
+                        .delete_entity(name, pk, rk, &if_match)
+                        .await
+                        .map(|()| ETag::new(""))
+                }
+            };
+        }
+        self.write_wide(entity, write).await
+    }
+
+    /// A wide write: reads the parts' current state (their count and the
+    /// ETag of part 0), then writes every part in one transaction guarded by
+    /// that ETag, retrying a lost race for the unconditional writes.
+    async fn write_wide(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+        let (pk, base) = (entity.partition_key.clone(), entity.row_key.clone());
+        let mut last = None;
+        for _ in 0..UPDATE_ATTEMPTS {
+            let query = crate::Query::new().filter(wide::parts_filter(&pk, &base));
+            let rows = self.backend.query_all(&self.name, query).await?;
+            let current = wide::join(&base, rows)?;
+            let not_found = || Error::EntityNotFound {
+                table: self.name.to_string(),
+                partition_key: pk.clone(),
+                row_key: base.clone(),
+            };
+            let precondition = || Error::PreconditionFailed {
+                table: self.name.to_string(),
+                partition_key: pk.clone(),
+                row_key: base.clone(),
+            };
+            // The guard of the transaction, the rows to write, and whether a lost race may be retried.
+            let (guard, stored_parts, properties, retry) = match (&write, current) {
+                (RowWrite::Insert, Some(_)) => {
+                    return Err(Error::EntityAlreadyExists {
+                        table: self.name.to_string(),
+                        partition_key: pk,
+                        row_key: base,
+                    });
+                }
+                (RowWrite::Insert, None) => (None, 0, Some(entity.properties.clone()), false),
+                (RowWrite::Update(..) | RowWrite::Delete(_), None) => return Err(not_found()),
+                (RowWrite::Upsert(_), None) => (None, 0, Some(entity.properties.clone()), true),
+                (write, Some((stored, parts))) => {
+                    let etag = stored.etag.clone().ok_or_else(not_found)?;
+                    let (if_match, mode) = match write {
+                        RowWrite::Update(mode, if_match) => (Some(if_match), Some(*mode)),
+                        RowWrite::Upsert(mode) => (None, Some(*mode)),
+                        RowWrite::Delete(if_match) => (Some(if_match), None),
+                        RowWrite::Insert => (None, None),
+                    };
+                    if let Some(IfMatch::ETag(expected)) = if_match
+                        && *expected != etag
+                    {
+                        return Err(precondition());
+                    }
+                    let retry = !matches!(if_match, Some(IfMatch::ETag(_)));
+                    let properties = match mode {
+                        Some(UpdateMode::Merge) => Some(wide::merge_into(
+                            stored.properties,
+                            entity.properties.clone(),
+                        )),
+                        Some(UpdateMode::Replace) => Some(entity.properties.clone()),
+                        None => None,
+                    };
+                    (Some(IfMatch::ETag(etag)), parts, properties, retry)
+                }
+            };
+            let operations = match properties {
+                Some(properties) => {
+                    let mut logical = crate::Entity::new(pk.clone(), base.clone());
+                    logical.properties = properties;
+                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                    wide::write_operations(wide::split(logical, &bookkeeping)?, stored_parts, guard)
+                }
+                None => {
+                    wide::delete_operations(&pk, &base, stored_parts, guard.unwrap_or(IfMatch::Any))
+                }
+            };
+            match self
+                .backend
+                .submit_transaction(&self.name, &operations)
+                .await
+            {
+                Ok(etags) => {
+                    return Ok(etags
+                        .into_iter()
+                        .flatten()
+                        .next()
+                        .unwrap_or_else(|| ETag::new("")));
+                }
+                // The caller wrote one entity, not a batch: report the cause.
+                Err(Error::BatchFailed { source, .. }) => match *source {
+                    Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
+                        if retry =>
+                    {
+                        last = Some(precondition());
+                    }
+                    Error::PreconditionFailed { .. } => return Err(precondition()),
+                    Error::EntityAlreadyExists { .. } => {
+                        return Err(Error::EntityAlreadyExists {
+                            table: self.name.to_string(),
+                            partition_key: pk,
+                            row_key: base,
+                        });
+                    }
+                    other => return Err(other),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "wide write made no attempt".into(),
+        }))
+    }
+}
