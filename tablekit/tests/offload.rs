@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::layer::{FaultInjection, Operation};
 use tablekit::{
     BlobStore, Error, ListBlobsOptions, PutCondition, Query, SchemaError, Table, TableBackendExt,
     TableEntity,
@@ -41,7 +41,6 @@ fn photo(id: u32, size: usize, caption_len: usize, seed: u8) -> Photo {
 struct Fixture {
     backend: MemBackend,
     blobs: MemBlobStore,
-    table_faults: tablekit::layer::FaultHandle,
     blob_faults: tablekit::layer::FaultHandle,
     photos: Table<Photo>,
 }
@@ -50,16 +49,14 @@ async fn fixture() -> Fixture {
     let backend = MemBackend::new();
     let blobs = MemBlobStore::new();
     blobs.create_container("photos").await.unwrap();
-    let table_layer = FaultInjection::new(backend.clone());
     let blob_layer = FaultInjection::new(blobs.clone());
-    let (table_faults, blob_faults) = (table_layer.handle(), blob_layer.handle());
+    let blob_faults = blob_layer.handle();
     let photos: Table<Photo> =
-        Table::new(table_layer).with_blob_store(Arc::new(blob_layer), "photos");
+        Table::new(backend.clone()).with_blob_store(Arc::new(blob_layer), "photos");
     photos.create_if_missing().await.unwrap();
     Fixture {
         backend,
         blobs,
-        table_faults,
         blob_faults,
         photos,
     }
@@ -162,98 +159,8 @@ async fn a_missing_or_altered_blob_is_an_error_not_data() {
     ));
 }
 
-/// Fail each step of insert, replace, upsert and delete in turn, as a
-/// transient error and as a lost response: a reader sees the old entity or
-/// the new one, never a row without its blob, and the sweep finds every
-/// leftover blob.
-#[tokio::test]
-async fn every_step_can_fail_without_breaking_a_row() {
-    let f = fixture().await;
-    let old = photo(1, 2000, 5, 1);
-    let new = photo(1, 3000, 50_000, 2);
-    let steps = [
-        (true, Operation::PutBlob),
-        (true, Operation::DeleteBlob),
-        (false, Operation::GetEntity),
-        (false, Operation::InsertEntity),
-        (false, Operation::UpdateEntity),
-        (false, Operation::DeleteEntity),
-    ];
-    let writes = ["insert", "replace", "upsert", "delete"];
-    for write in writes {
-        for (on_blobs, operation) in steps {
-            for fault in [Fault::Transient, Fault::LostResponse] {
-                // Start from the old entity (or none, for an insert).
-                f.table_faults.clear();
-                f.blob_faults.clear();
-                let _ = f.photos.delete_unconditionally("trip", 1).await;
-                if write != "insert" {
-                    f.photos.insert(&old).await.unwrap();
-                }
-                let loaded = match write {
-                    "replace" => f.photos.get("trip", 1).await.unwrap(),
-                    _ => None,
-                };
-                let handle = if on_blobs {
-                    &f.blob_faults
-                } else {
-                    &f.table_faults
-                };
-                handle.inject(Injection::on(operation).fault(fault));
-                let result = match write {
-                    "insert" => f.photos.insert(&new).await.map(drop),
-                    "replace" => {
-                        let mut changed = loaded.expect("loaded before the faults");
-                        changed.value = new.clone();
-                        f.photos.replace(&changed).await.map(drop)
-                    }
-                    "upsert" => f.photos.upsert(&new).await.map(drop),
-                    _ => f.photos.delete_unconditionally("trip", 1).await,
-                };
-                f.table_faults.clear();
-                f.blob_faults.clear();
-                let seen = f.photos.get("trip", 1).await;
-                let context =
-                    format!("{write} with {fault:?} on {operation:?} (result {result:?})");
-                match seen {
-                    Ok(Some(loaded)) => assert!(
-                        loaded.value == old || loaded.value == new,
-                        "{context}: mixed entity"
-                    ),
-                    Ok(None) => assert!(
-                        write == "insert" || write == "delete",
-                        "{context}: entity vanished"
-                    ),
-                    Err(e) => panic!("{context}: a reader failed: {e}"),
-                }
-                // Every blob is referenced by the row or found by the sweep.
-                let rows = f.backend.query_all("Photos", Query::new()).await.unwrap();
-                let referenced: usize = rows
-                    .iter()
-                    .map(|row| {
-                        row.properties
-                            .iter()
-                            .filter(|(n, _)| n.ends_with("_Blob"))
-                            .count()
-                    })
-                    .sum();
-                let orphans = f.photos.orphan_blobs(Duration::ZERO).await.unwrap().len();
-                assert_eq!(
-                    blob_names(&f.blobs).await.len(),
-                    referenced + orphans,
-                    "{context}"
-                );
-                let swept = f.photos.sweep_orphan_blobs(Duration::ZERO).await.unwrap();
-                assert_eq!(swept, orphans, "{context}");
-                assert_eq!(
-                    blob_names(&f.blobs).await.len(),
-                    referenced,
-                    "{context}: sweep left orphans"
-                );
-            }
-        }
-    }
-}
+// Failing every step of every protocol is a conformance test:
+// `tablekit::conformance::blob_offload_survives_failures`, run by tablekit-mem.
 
 #[tokio::test]
 async fn the_sweep_spares_young_blobs() {
