@@ -46,13 +46,21 @@ enum Guard {
     Stale,
 }
 
+/// Properties of a generated entity.
+type Props = Vec<(String, i32)>;
+/// One operation of a generated batch: RowKey, properties, and which write
+/// (0 insert, 1 insert-or-merge, 2 delete).
+type BatchStep = (String, Props, u8);
+/// A row as a query returns it: keys in UTF-16 and the properties.
+type Row = (Vec<u16>, Vec<u16>, BTreeMap<String, i32>);
+
 #[derive(Debug, Clone)]
 enum Step {
     Insert(String, String, Vec<(String, i32)>),
     Update(String, String, Vec<(String, i32)>, bool, Guard),
     Upsert(String, String, Vec<(String, i32)>, bool),
     Delete(String, String, Guard),
-    Batch(String, Vec<(String, Vec<(String, i32)>, u8)>),
+    Batch(String, Vec<BatchStep>),
     Query(Option<String>, Option<(String, String)>, u32),
 }
 
@@ -279,7 +287,7 @@ async fn run(backend: &MemBackend, steps: Vec<Step>) -> Result<(), TestCaseError
                 let mut query = Query::new().top(top);
                 query.filter = filter;
                 let found = backend.query_all(table, query).await.unwrap();
-                let got: Vec<(Vec<u16>, Vec<u16>, BTreeMap<String, i32>)> = found
+                let got: Vec<Row> = found
                     .iter()
                     .map(|e| {
                         let props = e
