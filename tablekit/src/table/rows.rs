@@ -239,7 +239,7 @@ impl<T: TableEntity> Table<T> {
     /// The blob references of the stored entity, without fetching any blob:
     /// the lazy way to read blob fields (fetch them with
     /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
-    /// the blob fields ([`TableQuery::project`]) reads no blob either.
+    /// the blob fields ([`TableQuery::project`](super::TableQuery::project)) reads no blob either.
     pub async fn blob_references(
         &self,
         pk: impl KeyArg<T::PartitionKey>,

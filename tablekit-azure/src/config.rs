@@ -1,0 +1,228 @@
+//! Where the account is and how to sign for it: connection strings and parts.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+/// The emulator's well-known account name.
+pub const DEV_ACCOUNT: &str = "devstoreaccount1";
+/// The emulator's well-known account key (public; documented by Microsoft).
+pub const DEV_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Why a configuration is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A `key=value` pair has no `=`.
+    #[error("connection string part {0:?} is not `key=value`")]
+    MalformedPart(String),
+    /// A setting appears twice.
+    #[error("connection string sets `{0}` twice")]
+    Duplicate(String),
+    /// A required setting is missing.
+    #[error("connection string lacks `{0}`")]
+    Missing(&'static str),
+    /// The account key is not base64.
+    #[error("the account key is not base64")]
+    BadKey,
+    /// A setting has a value it cannot take.
+    #[error("`{key}` cannot be {value:?}")]
+    BadValue {
+        /// The setting.
+        key: String,
+        /// Its value.
+        value: String,
+    },
+}
+
+/// How requests are authorized.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// Shared Key: the account key signs each request.
+    SharedKey {
+        /// The decoded account key.
+        key: Vec<u8>,
+    },
+    /// A shared access signature (the query string, without `?`).
+    Sas(String),
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets.
+        match self {
+            Credentials::SharedKey { .. } => f.write_str("SharedKey(…)"),
+            Credentials::Sas(_) => f.write_str("Sas(…)"),
+        }
+    }
+}
+
+/// An account: its name, endpoints and credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The account name.
+    pub name: String,
+    /// How requests are signed.
+    pub credentials: Credentials,
+    /// The Table service endpoint, without a trailing `/`
+    /// (`https://acct.table.core.windows.net`, `http://127.0.0.1:10002/devstoreaccount1`).
+    pub table_endpoint: String,
+    /// The Blob service endpoint, without a trailing `/`.
+    pub blob_endpoint: String,
+}
+
+impl Account {
+    /// An Azure account in the public cloud, signed with its key.
+    pub fn with_key(name: &str, key_base64: &str) -> Result<Account, ConfigError> {
+        Ok(Account {
+            name: name.to_owned(),
+            credentials: Credentials::SharedKey {
+                key: BASE64.decode(key_base64).map_err(|_| ConfigError::BadKey)?,
+            },
+            table_endpoint: format!("https://{name}.table.core.windows.net"),
+            blob_endpoint: format!("https://{name}.blob.core.windows.net"),
+        })
+    }
+
+    /// The local emulator (Azurite) at its default ports, or at `host` with
+    /// the given table and blob ports.
+    pub fn emulator(host: &str, table_port: u16, blob_port: u16) -> Account {
+        Account {
+            name: DEV_ACCOUNT.to_owned(),
+            credentials: Credentials::SharedKey {
+                // The constant is valid base64.
+                key: BASE64.decode(DEV_KEY).unwrap_or_default(),
+            },
+            table_endpoint: format!("http://{host}:{table_port}/{DEV_ACCOUNT}"),
+            blob_endpoint: format!("http://{host}:{blob_port}/{DEV_ACCOUNT}"),
+        }
+    }
+
+    /// Reads a connection string: `DefaultEndpointsProtocol`, `AccountName`,
+    /// `AccountKey`, `EndpointSuffix`, `TableEndpoint`, `BlobEndpoint`,
+    /// `SharedAccessSignature`, or `UseDevelopmentStorage=true`.
+    ///
+    /// ```
+    /// use tablekit_azure::config::Account;
+    /// let dev = Account::from_connection_string("UseDevelopmentStorage=true")?;
+    /// assert_eq!(dev.table_endpoint, "http://127.0.0.1:10002/devstoreaccount1");
+    /// # Ok::<(), tablekit_azure::config::ConfigError>(())
+    /// ```
+    pub fn from_connection_string(text: &str) -> Result<Account, ConfigError> {
+        let mut settings: Vec<(String, String)> = Vec::new();
+        for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| ConfigError::MalformedPart(part.to_owned()))?;
+            if settings.iter().any(|(k, _)| k.eq_ignore_ascii_case(key)) {
+                return Err(ConfigError::Duplicate(key.to_owned()));
+            }
+            settings.push((key.trim().to_owned(), value.trim().to_owned()));
+        }
+        let get = |name: &str| {
+            settings
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        if let Some(value) = get("UseDevelopmentStorage") {
+            if !value.eq_ignore_ascii_case("true") {
+                return Err(ConfigError::BadValue {
+                    key: "UseDevelopmentStorage".into(),
+                    value: value.into(),
+                });
+            }
+            return Ok(Account::emulator("127.0.0.1", 10002, 10000));
+        }
+        let sas = get("SharedAccessSignature").map(|s| s.trim_start_matches('?').to_owned());
+        let name = match get("AccountName") {
+            Some(name) => name.to_owned(),
+            None if sas.is_some() => String::new(),
+            None => return Err(ConfigError::Missing("AccountName")),
+        };
+        let credentials = match (get("AccountKey"), sas) {
+            (Some(key), _) => Credentials::SharedKey {
+                key: BASE64.decode(key).map_err(|_| ConfigError::BadKey)?,
+            },
+            (None, Some(sas)) => Credentials::Sas(sas),
+            (None, None) => return Err(ConfigError::Missing("AccountKey")),
+        };
+        let protocol = get("DefaultEndpointsProtocol").unwrap_or("https");
+        if protocol != "https" && protocol != "http" {
+            return Err(ConfigError::BadValue {
+                key: "DefaultEndpointsProtocol".into(),
+                value: protocol.into(),
+            });
+        }
+        let suffix = get("EndpointSuffix").unwrap_or("core.windows.net");
+        let endpoint = |explicit: Option<&str>, service: &str| -> Result<String, ConfigError> {
+            match explicit {
+                Some(url) => Ok(url.trim_end_matches('/').to_owned()),
+                None if !name.is_empty() => Ok(format!("{protocol}://{name}.{service}.{suffix}")),
+                None => Err(ConfigError::Missing("TableEndpoint")),
+            }
+        };
+        Ok(Account {
+            table_endpoint: endpoint(get("TableEndpoint"), "table")?,
+            blob_endpoint: endpoint(get("BlobEndpoint"), "blob")?,
+            credentials,
+            name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_strings() {
+        let dev = Account::from_connection_string("UseDevelopmentStorage=true").unwrap();
+        assert_eq!(dev.name, DEV_ACCOUNT);
+        assert_eq!(dev.blob_endpoint, "http://127.0.0.1:10000/devstoreaccount1");
+
+        let explicit = format!(
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={DEV_KEY};BlobEndpoint=http://127.0.0.1:20000/devstoreaccount1;TableEndpoint=http://127.0.0.1:20002/devstoreaccount1/;"
+        );
+        let account = Account::from_connection_string(&explicit).unwrap();
+        assert_eq!(
+            account.table_endpoint,
+            "http://127.0.0.1:20002/devstoreaccount1"
+        );
+        assert_eq!(
+            account.credentials,
+            Account::emulator("x", 1, 2).credentials
+        );
+
+        let cloud = Account::from_connection_string(&format!(
+            "AccountName=acct;AccountKey={DEV_KEY};EndpointSuffix=core.chinacloudapi.cn"
+        ))
+        .unwrap();
+        assert_eq!(
+            cloud.table_endpoint,
+            "https://acct.table.core.chinacloudapi.cn"
+        );
+
+        let sas = Account::from_connection_string("TableEndpoint=https://a.table.core.windows.net;BlobEndpoint=https://a.blob.core.windows.net;SharedAccessSignature=?sv=2019-02-02&sig=abc").unwrap();
+        assert_eq!(
+            sas.credentials,
+            Credentials::Sas("sv=2019-02-02&sig=abc".into())
+        );
+        assert_eq!(
+            format!("{:?}", sas.credentials),
+            "Sas(…)",
+            "secrets are not printed"
+        );
+
+        for bad in [
+            "AccountName",
+            "AccountName=a",
+            "AccountName=a;AccountKey=!!",
+            "AccountName=a;AccountName=b;AccountKey=AA==",
+            "UseDevelopmentStorage=maybe",
+            "DefaultEndpointsProtocol=ftp;AccountName=a;AccountKey=AA==",
+        ] {
+            assert!(Account::from_connection_string(bad).is_err(), "{bad}");
+        }
+    }
+}
