@@ -4,9 +4,11 @@
 //! and Azurite — **in progress**. This release holds the wire pieces the
 //! backend is built from, each tested against the captures in
 //! `AZURE_TABLE.md`: connection strings ([`config`]), Shared Key and SAS
-//! signing ([`auth`]), request paths with escaped keys ([`url`]) and entity
-//! group transactions in multipart/mixed ([`batch`]). The HTTP client that
-//! implements `TableBackend` and `BlobStore` on top of them comes next.
+//! signing ([`auth`]), request paths with escaped keys ([`url`]), entity
+//! group transactions in multipart/mixed ([`batch`]), error mapping onto
+//! `tablekit::Error` ([`errors`]), and the retry, query and SAS-range
+//! decisions ([`policy`]). The HTTP client that implements `TableBackend` and
+//! `BlobStore` on top of them comes next.
 //!
 //! ```
 //! use tablekit_azure::config::Account;
@@ -18,4 +20,6 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod errors;
+pub mod policy;
 pub mod url;

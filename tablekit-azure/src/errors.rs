@@ -1,0 +1,225 @@
+//! Mapping the services' error responses onto tablekit's one error enum.
+
+use std::time::Duration;
+
+use tablekit::Error;
+
+/// What a request addressed, to name it in the error.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Target<'a> {
+    /// The table.
+    pub table: &'a str,
+    /// The PartitionKey, for entity requests.
+    pub partition_key: &'a str,
+    /// The RowKey, for entity requests.
+    pub row_key: &'a str,
+    /// The blob container, for blob requests.
+    pub container: &'a str,
+    /// The blob name, for blob requests.
+    pub blob: &'a str,
+}
+
+/// The error code and message of a Table service error body:
+/// `{"odata.error":{"code":…,"message":{"value":…}}}`.
+pub fn table_error_body(body: &str) -> (String, String) {
+    let json: serde_json::Value = serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
+    let code = json["odata.error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let message = json["odata.error"]["message"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (code, message)
+}
+
+/// The error code and message of a Blob service error body:
+/// `<Error><Code>…</Code><Message>…</Message></Error>`.
+pub fn blob_error_body(body: &str) -> (String, String) {
+    // Hand-read: two fixed elements of a tiny, flat document.
+    let element = |name: &str| {
+        let open = format!("<{name}>");
+        let close = format!("</{name}>");
+        body.split_once(&open)
+            .and_then(|(_, rest)| rest.split_once(&close))
+            .map(|(text, _)| text.trim().to_owned())
+            .unwrap_or_default()
+    };
+    (element("Code"), element("Message"))
+}
+
+/// The error for a failed response: by `x-ms-error-code` (or the body's code)
+/// first, then by status. `retry_after` is the `Retry-After` header, if any.
+pub fn map(
+    status: u16,
+    code: &str,
+    message: &str,
+    target: Target<'_>,
+    retry_after: Option<Duration>,
+) -> Error {
+    let table = target.table.to_owned();
+    let entity = |make: fn(String, String, String) -> Error| {
+        make(
+            table.clone(),
+            target.partition_key.to_owned(),
+            target.row_key.to_owned(),
+        )
+    };
+    let blob = |make: fn(String, String) -> Error| {
+        make(target.container.to_owned(), target.blob.to_owned())
+    };
+    match (status, code) {
+        (_, "TableNotFound") => Error::TableNotFound { table },
+        (_, "TableAlreadyExists") => Error::TableAlreadyExists { table },
+        (_, "TableBeingDeleted") => Error::TableBeingDeleted { table },
+        (_, "EntityAlreadyExists") => {
+            entity(|table, partition_key, row_key| Error::EntityAlreadyExists {
+                table,
+                partition_key,
+                row_key,
+            })
+        }
+        (_, "UpdateConditionNotSatisfied") => {
+            entity(|table, partition_key, row_key| Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            })
+        }
+        (_, "ContainerNotFound") => Error::ContainerNotFound {
+            container: target.container.to_owned(),
+        },
+        (_, "ContainerAlreadyExists") => Error::ContainerAlreadyExists {
+            container: target.container.to_owned(),
+        },
+        (_, "BlobNotFound") => blob(|container, name| Error::BlobNotFound { container, name }),
+        (_, "BlobAlreadyExists") => {
+            blob(|container, name| Error::BlobAlreadyExists { container, name })
+        }
+        (_, "ConditionNotMet") => {
+            blob(|container, name| Error::BlobConditionNotMet { container, name })
+        }
+        // Entity not found is `ResourceNotFound` on the live service.
+        (404, "ResourceNotFound")
+            if !target.row_key.is_empty() || !target.partition_key.is_empty() =>
+        {
+            entity(|table, partition_key, row_key| Error::EntityNotFound {
+                table,
+                partition_key,
+                row_key,
+            })
+        }
+        (404, "ResourceNotFound") => Error::TableNotFound { table },
+        (412, _) if !target.blob.is_empty() => {
+            blob(|container, name| Error::BlobConditionNotMet { container, name })
+        }
+        (412, _) => entity(|table, partition_key, row_key| Error::PreconditionFailed {
+            table,
+            partition_key,
+            row_key,
+        }),
+        (503, _) | (_, "ServerBusy") => Error::Throttled { retry_after },
+        (408 | 500 | 502 | 504, _) | (_, "OperationTimedOut" | "InternalError") => {
+            Error::Transient {
+                message: format!("{status} {code}: {message}"),
+            }
+        }
+        _ => Error::Service {
+            status,
+            code: code.to_owned(),
+            message: message.to_owned(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_the_documented_codes() {
+        // AZURE_TABLE.md Appendix A.1.
+        let body = r#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"The specified entity already exists.\nRequestId:x\nTime:y"}}}"#;
+        let (code, message) = table_error_body(body);
+        assert_eq!(code, "EntityAlreadyExists");
+        assert!(message.starts_with("The specified entity already exists."));
+        let entity = Target {
+            table: "ops",
+            partition_key: "p",
+            row_key: "r1",
+            ..Target::default()
+        };
+        assert!(
+            matches!(map(409, &code, &message, entity, None), Error::EntityAlreadyExists { ref row_key, .. } if row_key == "r1")
+        );
+        assert!(matches!(
+            map(412, "UpdateConditionNotSatisfied", "", entity, None),
+            Error::PreconditionFailed { .. }
+        ));
+        assert!(matches!(
+            map(404, "ResourceNotFound", "", entity, None),
+            Error::EntityNotFound { .. }
+        ));
+        let table = Target {
+            table: "ops",
+            ..Target::default()
+        };
+        assert!(matches!(
+            map(404, "ResourceNotFound", "", table, None),
+            Error::TableNotFound { .. }
+        ));
+        assert!(matches!(
+            map(404, "TableNotFound", "", entity, None),
+            Error::TableNotFound { .. }
+        ));
+        assert!(matches!(
+            map(409, "TableBeingDeleted", "", table, None),
+            Error::TableBeingDeleted { .. }
+        ));
+        assert!(matches!(
+            map(503, "ServerBusy", "", table, Some(Duration::from_secs(2))),
+            Error::Throttled {
+                retry_after: Some(_)
+            }
+        ));
+        assert!(map(500, "InternalError", "", table, None).is_transient());
+        assert!(matches!(
+            map(400, "InvalidInput", "bad", table, None),
+            Error::Service { status: 400, .. }
+        ));
+    }
+
+    #[test]
+    fn blob_errors() {
+        // AZURE_TABLE.md §8: XML error bodies.
+        let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>BlobAlreadyExists</Code><Message>The specified blob already exists.</Message></Error>";
+        let (code, message) = blob_error_body(body);
+        assert_eq!(
+            (code.as_str(), message.as_str()),
+            ("BlobAlreadyExists", "The specified blob already exists.")
+        );
+        let target = Target {
+            container: "c",
+            blob: "b",
+            ..Target::default()
+        };
+        assert!(matches!(
+            map(409, &code, &message, target, None),
+            Error::BlobAlreadyExists { .. }
+        ));
+        assert!(matches!(
+            map(412, "ConditionNotMet", "", target, None),
+            Error::BlobConditionNotMet { .. }
+        ));
+        assert!(matches!(
+            map(404, "BlobNotFound", "", target, None),
+            Error::BlobNotFound { .. }
+        ));
+        assert!(matches!(
+            map(404, "ContainerNotFound", "", target, None),
+            Error::ContainerNotFound { .. }
+        ));
+        assert_eq!(blob_error_body("not xml"), (String::new(), String::new()));
+    }
+}
