@@ -119,6 +119,20 @@ pub fn map(
             partition_key,
             row_key,
         }),
+        // The service's own limit checks, for what the client cannot see
+        // coming (a merge that pushes the stored entity over a limit).
+        (_, "TooManyProperties") => Error::Invalid(tablekit::InvalidInput::TooManyProperties {
+            partition_key: target.partition_key.to_owned(),
+            row_key: target.row_key.to_owned(),
+            count: tablekit::validate::limits::MAX_PROPERTIES + 1,
+            max: tablekit::validate::limits::MAX_PROPERTIES,
+        }),
+        (_, "EntityTooLarge") => Error::Invalid(tablekit::InvalidInput::EntityTooLarge {
+            partition_key: target.partition_key.to_owned(),
+            row_key: target.row_key.to_owned(),
+            size: tablekit::validate::limits::MAX_ENTITY_SIZE + 1,
+            max: tablekit::validate::limits::MAX_ENTITY_SIZE,
+        }),
         (503, _) | (_, "ServerBusy") => Error::Throttled { retry_after },
         (408 | 500 | 502 | 504, _) | (_, "OperationTimedOut" | "InternalError") => {
             Error::Transient {

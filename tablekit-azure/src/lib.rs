@@ -19,7 +19,10 @@
 
 pub mod auth;
 pub mod batch;
+pub mod client;
 pub mod config;
 pub mod errors;
 pub mod policy;
 pub mod url;
+
+pub use client::AzureTables;

@@ -223,9 +223,12 @@ pub async fn merged_entities_must_fit(backend: &dyn TableBackend) {
             .upsert_entity(&table, &more, UpdateMode::Merge)
             .await,
     ] {
-        assert_invalid(result, "merge to 260 properties", |e| {
-            matches!(e, InvalidInput::TooManyProperties { count: 260, .. })
-        });
+        // The count is exact where the client checks, unknown where the service does.
+        assert_invalid(
+            result,
+            "merge to 260 properties",
+            |e| matches!(e, InvalidInput::TooManyProperties { count, .. } if *count > 252),
+        );
     }
     // Replacing with the same 60 is fine: replace does not keep the old ones.
     backend

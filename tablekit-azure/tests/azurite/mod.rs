@@ -1,0 +1,117 @@
+//! Starts Azurite (the npm package `azurite`) for the tests of this crate: on
+//! loopback, free ports, in-memory persistence. It is installed into
+//! `target/azurite` with npm on first use. If it cannot be installed or
+//! started, the tests fail with the reason: they never skip.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use tablekit_azure::config::Account;
+
+const VERSION: &str = "3.37.0";
+
+/// A running Azurite.
+pub struct Azurite {
+    pub host: &'static str,
+    pub table_port: u16,
+    pub blob_port: u16,
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_owned()
+}
+
+fn install() -> PathBuf {
+    let dir = workspace().join("target/azurite");
+    let bin = dir.join("node_modules/.bin/azurite");
+    if bin.exists() {
+        return bin;
+    }
+    std::fs::create_dir_all(&dir).expect("create target/azurite");
+    let status = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .arg(format!("azurite@{VERSION}"))
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run npm to install Azurite: {e}"));
+    assert!(status.success(), "npm could not install azurite@{VERSION}");
+    assert!(
+        bin.exists(),
+        "npm installed Azurite but {} is missing",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn start() -> Azurite {
+    let bin = install();
+    let (blob_port, queue_port, table_port) = (free_port(), free_port(), free_port());
+    let work = std::env::temp_dir().join(format!("tablekit-azurite-{}", std::process::id()));
+    std::fs::create_dir_all(&work).expect("a work directory");
+    // A watcher shell ends Azurite when this test process is gone.
+    let script = format!(
+        "\"$0\" --inMemoryPersistence --silent --skipApiVersionCheck \
+         --blobHost 127.0.0.1 --blobPort {blob_port} --queueHost 127.0.0.1 --queuePort {queue_port} \
+         --tableHost 127.0.0.1 --tablePort {table_port} & child=$!; \
+         while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child",
+        parent = std::process::id()
+    );
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(&bin)
+        .current_dir(&work)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start Azurite: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for port in [table_port, blob_port] {
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "Azurite did not listen on port {port} within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Azurite {
+        host: "127.0.0.1",
+        table_port,
+        blob_port,
+    }
+}
+
+/// The Azurite of this test process, started on first use.
+pub fn azurite() -> &'static Azurite {
+    static AZURITE: OnceLock<Azurite> = OnceLock::new();
+    AZURITE.get_or_init(start)
+}
+
+/// The emulator account of the running Azurite.
+pub fn account() -> Account {
+    let a = azurite();
+    Account::emulator(a.host, a.table_port, a.blob_port)
+}
