@@ -19,10 +19,12 @@
 
 pub mod auth;
 pub mod batch;
+pub mod blobs;
 pub mod client;
 pub mod config;
 pub mod errors;
 pub mod policy;
 pub mod url;
 
+pub use blobs::AzureBlobs;
 pub use client::AzureTables;

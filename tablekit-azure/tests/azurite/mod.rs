@@ -77,7 +77,7 @@ fn start() -> Azurite {
          while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child",
         parent = std::process::id()
     );
-        // Not waited on: the watcher lives as long as this test process and ends
+    // Not waited on: the watcher lives as long as this test process and ends
     // Azurite when the process is gone.
     #[allow(clippy::zombie_processes)]
     Command::new("sh")

@@ -1,0 +1,491 @@
+//! `BlobStore` over the Blob service's REST API (AZURE_TABLE.md §8).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use md5::{Digest, Md5};
+use reqwest::Method;
+use tablekit::{
+    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
+    PutCondition, Result, validate,
+};
+
+use crate::auth::{self, BlobSignedHeaders};
+use crate::config::{Account, ConfigError, Credentials};
+use crate::errors::{self, Target};
+use crate::policy::{Idempotence, RetryPolicy};
+use crate::url;
+
+/// The Blob service version spoken.
+pub const BLOB_VERSION: &str = "2021-08-06";
+
+/// A Blob service account as a [`BlobStore`]. Clones share one connection pool.
+#[derive(Clone, Debug)]
+pub struct AzureBlobs {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    account: Account,
+    http: reqwest::Client,
+    retry: RetryPolicy,
+    path_prefix: String,
+}
+
+/// One request before it is signed.
+struct Call<'a> {
+    method: Method,
+    /// The path after the endpoint (`/container/blob`), encoded.
+    path: String,
+    query: Vec<(&'static str, String)>,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+    content_md5: String,
+    if_match: String,
+    if_none_match: String,
+    idempotence: Idempotence,
+    target: Target<'a>,
+}
+
+impl<'a> Call<'a> {
+    fn new(method: Method, path: String, target: Target<'a>, idempotence: Idempotence) -> Call<'a> {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            content_md5: String::new(),
+            if_match: String::new(),
+            if_none_match: String::new(),
+            idempotence,
+            target,
+        }
+    }
+}
+
+struct Reply {
+    headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+fn blob_path(container: &str, name: &str) -> String {
+    // A blob name keeps its `/` separators; everything else is encoded.
+    let encoded: Vec<String> = name.split('/').map(url::encode).collect();
+    format!("/{container}/{}", encoded.join("/"))
+}
+
+fn http_date(text: Option<&str>) -> DateTime {
+    text.and_then(|t| httpdate::parse_http_date(t).ok())
+        .map(DateTime::from)
+        .unwrap_or_else(DateTime::now)
+}
+
+fn md5_of(header: Option<&str>) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    if let Some(bytes) = header.and_then(|h| BASE64.decode(h).ok())
+        && bytes.len() == 16
+    {
+        out.copy_from_slice(&bytes);
+    }
+    out
+}
+
+/// Unescapes the five XML entities.
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The text of the first `<name>…</name>` in `xml`.
+fn element<'x>(xml: &'x str, name: &str) -> Option<&'x str> {
+    let open = format!("<{name}>");
+    let close = format!("</{name}>");
+    let (_, rest) = xml.split_once(&open)?;
+    rest.split_once(&close).map(|(text, _)| text)
+}
+
+/// Reads a List Blobs response. Hand-read: the document is flat and fixed
+/// (`<Blob><Name>…</Name><Properties>…</Properties></Blob>` and `<NextMarker>`).
+fn parse_listing(xml: &str) -> Result<BlobPage> {
+    let mut page = BlobPage::default();
+    for block in xml.split("<Blob>").skip(1) {
+        let block = block.split("</Blob>").next().unwrap_or_default();
+        let name = element(block, "Name").ok_or_else(|| Error::Decode {
+            message: "a listed blob without a name".into(),
+        })?;
+        page.blobs.push(BlobProperties {
+            name: unescape(name),
+            etag: ETag::new(element(block, "Etag").map(unescape).unwrap_or_default()),
+            content_length: element(block, "Content-Length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0),
+            content_md5: md5_of(element(block, "Content-MD5")),
+            last_modified: http_date(element(block, "Last-Modified")),
+        });
+    }
+    page.next_marker = element(xml, "NextMarker")
+        .filter(|m| !m.is_empty())
+        .map(unescape);
+    Ok(page)
+}
+
+impl AzureBlobs {
+    /// A client for `account`.
+    pub fn new(account: Account) -> Result<AzureBlobs, ConfigError> {
+        let path_prefix = account
+            .blob_endpoint
+            .split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+            .unwrap_or_default();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .map_err(|e| ConfigError::BadValue {
+                key: "http client".into(),
+                value: e.to_string(),
+            })?;
+        Ok(AzureBlobs {
+            inner: Arc::new(Inner {
+                account,
+                http,
+                retry: RetryPolicy::default(),
+                path_prefix,
+            }),
+        })
+    }
+
+    async fn send(&self, call: Call<'_>) -> Result<Reply> {
+        let mut attempt = 1;
+        loop {
+            match self.send_once(&call).await {
+                Ok(reply) => return Ok(reply),
+                Err(e) if self.inner.retry.should_retry(attempt, call.idempotence, &e) => {
+                    tokio::time::sleep(self.inner.retry.delay(attempt, fastrand::f64(), None))
+                        .await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {
+        let inner = &self.inner;
+        let mut query = url::query_string(
+            &call
+                .query
+                .iter()
+                .map(|(k, v)| (*k, v.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        if let Credentials::Sas(token) = &inner.account.credentials {
+            if !query.is_empty() {
+                query.push('&');
+            }
+            query.push_str(token);
+        }
+        let mut address = format!("{}{}", inner.account.blob_endpoint, call.path);
+        if !query.is_empty() {
+            address.push('?');
+            address.push_str(&query);
+        }
+        let date = httpdate::fmt_http_date(SystemTime::now());
+        let mut ms_headers: Vec<(&str, &str)> =
+            vec![("x-ms-date", &date), ("x-ms-version", BLOB_VERSION)];
+        ms_headers.extend(
+            call.headers
+                .iter()
+                .filter(|(n, _)| n.starts_with("x-ms-"))
+                .map(|(n, v)| (*n, v.as_str())),
+        );
+        let content_type = if call.body.is_empty() {
+            ""
+        } else {
+            "application/octet-stream"
+        };
+        let mut request = inner
+            .http
+            .request(call.method.clone(), &address)
+            .header("x-ms-date", &date)
+            .header("x-ms-version", BLOB_VERSION);
+        for (name, value) in &call.headers {
+            request = request.header(*name, value);
+        }
+        if !call.content_md5.is_empty() {
+            request = request.header("Content-MD5", &call.content_md5);
+        }
+        if !call.if_match.is_empty() {
+            request = request.header("If-Match", &call.if_match);
+        }
+        if !call.if_none_match.is_empty() {
+            request = request.header("If-None-Match", &call.if_none_match);
+        }
+        if let Credentials::SharedKey { key } = &inner.account.credentials {
+            let headers = BlobSignedHeaders {
+                content_length: call.body.len() as u64,
+                content_md5: &call.content_md5,
+                content_type,
+                if_match: &call.if_match,
+                if_none_match: &call.if_none_match,
+                ..BlobSignedHeaders::default()
+            };
+            let params: Vec<(&str, &str)> =
+                call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let path = format!("{}{}", inner.path_prefix, call.path);
+            let text = auth::blob_string_to_sign(
+                call.method.as_str(),
+                &headers,
+                &ms_headers,
+                &inner.account.name,
+                &path,
+                &params,
+            );
+            request = request.header(
+                "Authorization",
+                auth::shared_key_header(&inner.account.name, key, &text),
+            );
+        }
+        if !call.body.is_empty() {
+            request = request
+                .header("Content-Type", content_type)
+                .body(call.body.clone());
+        } else if call.method == Method::PUT {
+            request = request.header("Content-Length", "0");
+        }
+        let response = request.send().await.map_err(|e| Error::Transient {
+            message: format!("{} {}: {e}", call.method, call.path),
+        })?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.map_err(|e| Error::Transient {
+            message: format!("reading the response: {e}"),
+        })?;
+        if status.is_success() {
+            return Ok(Reply {
+                headers,
+                body: body.to_vec(),
+            });
+        }
+        let text = String::from_utf8_lossy(&body);
+        let (body_code, message) = errors::blob_error_body(&text);
+        let code = headers
+            .get("x-ms-error-code")
+            .and_then(|v| v.to_str().ok())
+            .map_or(body_code, str::to_owned);
+        Err(errors::map(
+            status.as_u16(),
+            &code,
+            &message,
+            call.target,
+            None,
+        ))
+    }
+
+    fn properties(name: &str, reply: &Reply, length: u64) -> BlobProperties {
+        BlobProperties {
+            name: name.to_owned(),
+            etag: ETag::new(reply.header("etag").unwrap_or_default()),
+            content_length: length,
+            content_md5: md5_of(
+                reply
+                    .header("content-md5")
+                    .or_else(|| reply.header("x-ms-blob-content-md5")),
+            ),
+            last_modified: http_date(reply.header("last-modified")),
+        }
+    }
+}
+
+#[async_trait]
+impl BlobStore for AzureBlobs {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        validate::container_name(container)?;
+        let target = Target {
+            container,
+            ..Target::default()
+        };
+        let mut call = Call::new(
+            Method::PUT,
+            format!("/{container}"),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        call.query.push(("restype", "container".into()));
+        self.send(call).await.map(drop)
+    }
+
+    async fn delete_container(&self, container: &str) -> Result<()> {
+        validate::container_name(container)?;
+        let target = Target {
+            container,
+            ..Target::default()
+        };
+        let mut call = Call::new(
+            Method::DELETE,
+            format!("/{container}"),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        call.query.push(("restype", "container".into()));
+        self.send(call).await.map(drop)
+    }
+
+    async fn put_blob(
+        &self,
+        container: &str,
+        name: &str,
+        data: Vec<u8>,
+        condition: &PutCondition,
+    ) -> Result<BlobProperties> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        let target = Target {
+            container,
+            blob: name,
+            ..Target::default()
+        };
+        let idempotence = match condition {
+            PutCondition::None => Idempotence::Idempotent,
+            _ => Idempotence::NotIdempotent,
+        };
+        let mut call = Call::new(Method::PUT, blob_path(container, name), target, idempotence);
+        call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
+        // Sent so the service checks what it received (400 Md5Mismatch otherwise).
+        call.content_md5 = BASE64.encode(Md5::digest(&data));
+        match condition {
+            PutCondition::None => {}
+            PutCondition::IfNotExists => call.if_none_match = "*".into(),
+            PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
+        }
+        let length = data.len() as u64;
+        call.body = data;
+        let reply = self.send(call).await?;
+        Ok(AzureBlobs::properties(name, &reply, length))
+    }
+
+    async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        let target = Target {
+            container,
+            blob: name,
+            ..Target::default()
+        };
+        let reply = self
+            .send(Call::new(
+                Method::GET,
+                blob_path(container, name),
+                target,
+                Idempotence::Idempotent,
+            ))
+            .await?;
+        let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64);
+        Ok(Blob {
+            data: reply.body,
+            properties,
+        })
+    }
+
+    async fn delete_blob(
+        &self,
+        container: &str,
+        name: &str,
+        if_match: Option<&ETag>,
+    ) -> Result<()> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        let target = Target {
+            container,
+            blob: name,
+            ..Target::default()
+        };
+        let mut call = Call::new(
+            Method::DELETE,
+            blob_path(container, name),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        if let Some(tag) = if_match {
+            call.if_match = tag.as_str().to_owned();
+        }
+        self.send(call).await.map(drop)
+    }
+
+    async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
+        validate::container_name(container)?;
+        let target = Target {
+            container,
+            ..Target::default()
+        };
+        let mut call = Call::new(
+            Method::GET,
+            format!("/{container}"),
+            target,
+            Idempotence::Idempotent,
+        );
+        call.query.push(("restype", "container".into()));
+        call.query.push(("comp", "list".into()));
+        if let Some(prefix) = &options.prefix {
+            call.query.push(("prefix", prefix.clone()));
+        }
+        if let Some(max) = options.max_results {
+            if max == 0 || max > 5000 {
+                return Err(tablekit::InvalidInput::TopOutOfRange {
+                    top: max,
+                    max: 5000,
+                }
+                .into());
+            }
+            call.query.push(("maxresults", max.to_string()));
+        }
+        if let Some(marker) = &options.marker {
+            call.query.push(("marker", marker.clone()));
+        }
+        let reply = self.send(call).await?;
+        parse_listing(&String::from_utf8_lossy(&reply.body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// AZURE_TABLE.md Appendix A.4: a listing page.
+    #[test]
+    fn reads_a_listing() {
+        let xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults ServiceEndpoint=\"x\" ContainerName=\"offload\"><Prefix>tbl/pk/</Prefix><MaxResults>1</MaxResults><Blobs><Blob><Name>tbl/pk/rk/a&amp;b</Name><Properties><Last-Modified>Sat, 21 Nov 2026 22:42:42 GMT</Last-Modified><Etag>0x24BC00B994BB4C0</Etag><Content-Length>13</Content-Length><Content-MD5>jULQnei8n0FvLn/fg5RVrg==</Content-MD5></Properties></Blob></Blobs><NextMarker>tbl/pk/rk/prop1</NextMarker></EnumerationResults>";
+        let page = parse_listing(xml).unwrap();
+        assert_eq!(page.blobs.len(), 1);
+        assert_eq!(page.blobs[0].name, "tbl/pk/rk/a&b");
+        assert_eq!(page.blobs[0].content_length, 13);
+        assert_eq!(page.blobs[0].etag.as_str(), "0x24BC00B994BB4C0");
+        assert_eq!(
+            BASE64.encode(page.blobs[0].content_md5),
+            "jULQnei8n0FvLn/fg5RVrg=="
+        );
+        assert_eq!(page.next_marker.as_deref(), Some("tbl/pk/rk/prop1"));
+        let last =
+            parse_listing("<EnumerationResults><Blobs /><NextMarker /></EnumerationResults>")
+                .unwrap();
+        assert!(last.blobs.is_empty() && last.next_marker.is_none());
+    }
+
+    #[test]
+    fn blob_paths_keep_slashes() {
+        assert_eq!(blob_path("c", "t/p k/r#1"), "/c/t/p%20k/r%231");
+    }
+}
