@@ -3,13 +3,19 @@
 //! apart by entity kind. Each step prints the keys it builds, so the output
 //! teaches the table-design patterns behind them.
 //!
-//! Run it with `cargo run -p tablekit-examples --example staff`.
+//! Run it with `cargo run -p tablekit-examples --example staff`. With
+//! `TABLEKIT_CONNECTION_STRING` set (for Azurite:
+//! `UseDevelopmentStorage=true`), the same code runs on the REST backend, in a
+//! fresh table that it deletes at the end.
+
+use std::sync::Arc;
 
 use futures::TryStreamExt;
 use tablekit::key::InvertedTime;
 use tablekit::{
     DateTime, EntityKinds, Error, Table, TableBackend, TableEntity, UnknownKind, schema,
 };
+use tablekit_azure::AzureTables;
 use tablekit_mem::MemBackend;
 
 /// An employee: partition = department, row = zero-padded id (pattern: compound
@@ -82,9 +88,24 @@ fn at(text: &str) -> DateTime {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // Pick the backend; the in-memory one behaves like the real service.
-    let backend = MemBackend::new();
-    let employees: Table<Employee> = Table::new(backend);
+    // Pick the backend; the in-memory one behaves like the real service, and
+    // the same code runs on Azure Table Storage, Cosmos DB or Azurite.
+    let (backend, table): (Arc<dyn TableBackend>, String) =
+        match std::env::var("TABLEKIT_CONNECTION_STRING") {
+            Ok(connection) => {
+                let azure = AzureTables::from_connection_string(&connection).map_err(|e| {
+                    Error::Service {
+                        status: 0,
+                        code: "Config".into(),
+                        message: e.to_string(),
+                    }
+                })?;
+                println!("== on {}", azure.account().table_endpoint);
+                (Arc::new(azure), format!("Staff{:08}", std::process::id()))
+            }
+            Err(_) => (Arc::new(MemBackend::new()), "Staff".to_owned()),
+        };
+    let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;
     let departments = employees.of::<Department>();
     let reviews = employees.of::<Review>();
@@ -259,13 +280,15 @@ async fn main() -> Result<(), Error> {
         .expect("stored");
     println!("   and reads back as {:?}", back.department);
 
-    let raw = employees
-        .backend()
-        .get_entity("Staff", "Sales", "EMP_0000000007", &Default::default())
+    let raw = backend
+        .get_entity(&table, "Sales", "EMP_0000000007", &Default::default())
         .await?;
     println!(
         "\n== the raw row of employee 7: {:?}",
         raw.properties.iter().map(|(n, _)| n).collect::<Vec<_>>()
     );
+    if table != "Staff" {
+        backend.delete_table(&table).await?;
+    }
     Ok(())
 }
