@@ -1,7 +1,7 @@
 //! `BlobStore` over the Blob service's REST API (AZURE_TABLE.md §8).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -14,7 +14,7 @@ use tablekit::{
 };
 
 use crate::auth::{self, BlobSignedHeaders};
-use crate::config::{Account, ConfigError, Credentials};
+use crate::config::{Account, ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
@@ -144,43 +144,41 @@ fn parse_listing(xml: &str) -> Result<BlobPage> {
 }
 
 impl AzureBlobs {
-    /// A client for `account`.
+    /// A client for `account` with the default [`ClientOptions::blobs`].
     pub fn new(account: Account) -> Result<AzureBlobs, ConfigError> {
+        AzureBlobs::with_options(account, ClientOptions::blobs())
+    }
+
+    /// A client for `account` with the given timeouts and retry policy.
+    pub fn with_options(
+        account: Account,
+        options: ClientOptions,
+    ) -> Result<AzureBlobs, ConfigError> {
         let path_prefix = account
             .blob_endpoint
             .split_once("://")
             .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
             .unwrap_or_default();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| ConfigError::BadValue {
-                key: "http client".into(),
-                value: e.to_string(),
-            })?;
+        let http = options.http_client()?;
         Ok(AzureBlobs {
             inner: Arc::new(Inner {
                 account,
                 http,
-                retry: RetryPolicy::default(),
+                retry: options.retry,
                 path_prefix,
             }),
         })
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
-        let mut attempt = 1;
-        loop {
-            match self.send_once(&call).await {
-                Ok(reply) => return Ok(reply),
-                Err(e) if self.inner.retry.should_retry(attempt, call.idempotence, &e) => {
-                    tokio::time::sleep(self.inner.retry.delay(attempt, fastrand::f64(), None))
-                        .await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        crate::transport::with_retries(
+            &self.inner.retry,
+            call.idempotence,
+            &call.method,
+            &call.path,
+            || self.send_once(&call),
+        )
+        .await
     }
 
     async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {

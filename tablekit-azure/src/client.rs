@@ -12,7 +12,7 @@ use tablekit::{
 
 use crate::auth;
 use crate::batch::{self, BatchOutcome};
-use crate::config::{Account, ConfigError, Credentials};
+use crate::config::{Account, ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::policy::{self, Idempotence, RetryPolicy, SasRange};
 use crate::url;
@@ -73,8 +73,16 @@ impl Reply {
 }
 
 impl AzureTables {
-    /// A client for `account`.
+    /// A client for `account` with the default [`ClientOptions::tables`].
     pub fn new(account: Account) -> Result<AzureTables, ConfigError> {
+        AzureTables::with_options(account, ClientOptions::tables())
+    }
+
+    /// A client for `account` with the given timeouts and retry policy.
+    pub fn with_options(
+        account: Account,
+        options: ClientOptions,
+    ) -> Result<AzureTables, ConfigError> {
         let path_prefix = account
             .table_endpoint
             .split_once("://")
@@ -84,19 +92,13 @@ impl AzureTables {
             Credentials::Sas(token) => Some(SasRange::from_token(token)),
             Credentials::SharedKey { .. } => None,
         };
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| ConfigError::BadValue {
-                key: "http client".into(),
-                value: e.to_string(),
-            })?;
+        let http = options.http_client()?;
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
         Ok(AzureTables {
             inner: Arc::new(Inner {
                 account,
                 http,
-                retry: RetryPolicy::default(),
+                retry: options.retry,
                 sas_range,
                 path_prefix,
                 verify_merges,
@@ -128,26 +130,14 @@ impl AzureTables {
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
-        let mut attempt = 1;
-        loop {
-            match self.send_once(&call).await {
-                Ok(reply) => return Ok(reply),
-                Err(e) if self.inner.retry.should_retry(attempt, call.idempotence, &e) => {
-                    let retry_after = match &e {
-                        Error::Throttled { retry_after } => *retry_after,
-                        _ => None,
-                    };
-                    tokio::time::sleep(self.inner.retry.delay(
-                        attempt,
-                        fastrand::f64(),
-                        retry_after,
-                    ))
-                    .await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        crate::transport::with_retries(
+            &self.inner.retry,
+            call.idempotence,
+            &call.method,
+            &call.path,
+            || self.send_once(&call),
+        )
+        .await
     }
 
     async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {

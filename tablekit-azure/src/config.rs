@@ -1,5 +1,7 @@
 //! Where the account is and how to sign for it: connection strings and parts.
 
+use std::time::Duration;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
@@ -33,6 +35,96 @@ pub enum ConfigError {
         /// Its value.
         value: String,
     },
+}
+
+/// How a client talks HTTP: timeouts and retries. Shared by
+/// [`AzureTables`](crate::AzureTables) and [`AzureBlobs`](crate::AzureBlobs).
+///
+/// ```
+/// use std::time::Duration;
+/// use tablekit_azure::config::ClientOptions;
+/// let options = ClientOptions::tables()
+///     .timeout(Duration::from_secs(5))
+///     .connect_timeout(Duration::from_secs(1));
+/// assert_eq!(options.request_timeout, Duration::from_secs(5));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// The longest one attempt of a request may take, response body
+    /// included; an attempt that takes longer fails as transient (and is
+    /// retried if the request is idempotent).
+    pub request_timeout: Duration,
+    /// The longest a new connection may take to open.
+    pub connect_timeout: Duration,
+    /// How transient failures are retried.
+    pub retry: crate::policy::RetryPolicy,
+}
+
+impl ClientOptions {
+    /// The defaults for table requests: 30 s per attempt, 10 s to connect,
+    /// [`RetryPolicy::default`](crate::policy::RetryPolicy::default).
+    pub fn tables() -> ClientOptions {
+        ClientOptions {
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            retry: crate::policy::RetryPolicy::default(),
+        }
+    }
+
+    /// The defaults for blob requests: as for tables, but 120 s per attempt,
+    /// since a blob may be large.
+    pub fn blobs() -> ClientOptions {
+        ClientOptions {
+            request_timeout: Duration::from_secs(120),
+            ..ClientOptions::tables()
+        }
+    }
+
+    /// Sets the per-attempt timeout.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> ClientOptions {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the connect timeout.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> ClientOptions {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    #[must_use]
+    pub fn retry(mut self, retry: crate::policy::RetryPolicy) -> ClientOptions {
+        self.retry = retry;
+        self
+    }
+
+    /// The reqwest client these options describe.
+    pub(crate) fn http_client(&self) -> Result<reqwest::Client, ConfigError> {
+        if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(ConfigError::BadValue {
+                key: "timeout".into(),
+                value: "0 s".into(),
+            });
+        }
+        if self.retry.max_attempts == 0 {
+            return Err(ConfigError::BadValue {
+                key: "retry.max_attempts".into(),
+                value: "0".into(),
+            });
+        }
+        reqwest::Client::builder()
+            .timeout(self.request_timeout)
+            .connect_timeout(self.connect_timeout)
+            .build()
+            .map_err(|e| ConfigError::BadValue {
+                key: "http client".into(),
+                value: e.to_string(),
+            })
+    }
 }
 
 /// How requests are authorized.

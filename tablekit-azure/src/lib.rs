@@ -1,19 +1,31 @@
 //! # tablekit-azure
 //!
 //! The REST backend of [tablekit] for Azure Table Storage, Cosmos DB for Table
-//! and Azurite — **in progress**. This release holds the wire pieces the
-//! backend is built from, each tested against the captures in
-//! `AZURE_TABLE.md`: connection strings ([`config`]), Shared Key and SAS
-//! signing ([`auth`]), request paths with escaped keys ([`url`]), entity
-//! group transactions in multipart/mixed ([`batch`]), error mapping onto
-//! `tablekit::Error` ([`errors`]), and the retry, query and SAS-range
-//! decisions ([`policy`]). The HTTP client that implements `TableBackend` and
-//! `BlobStore` on top of them comes next.
+//! and Azurite: [`AzureTables`] implements `tablekit::TableBackend` and
+//! [`AzureBlobs`] implements `tablekit::BlobStore`, so the typed client and
+//! derived entities run on it unchanged.
+//!
+//! - Configuration from a connection string (`UseDevelopmentStorage=true`,
+//!   account key, explicit endpoints, SAS) or from parts ([`config`]);
+//!   timeouts and retries through [`config::ClientOptions`].
+//! - Shared Key signing for tables and blobs, table SAS generation, and
+//!   clients built from a SAS ([`auth`]); a client with a range-scoped SAS
+//!   refuses keys outside its range before sending.
+//! - The shared validator runs before every request, and service errors map
+//!   onto `tablekit::Error` ([`errors`]), so the same bad input gets the same
+//!   typed error as on the in-memory backend, also where Azurite is laxer
+//!   than the service.
+//! - Transient failures are retried with exponential back-off and jitter on
+//!   idempotent requests ([`policy`]); every request runs in a DEBUG
+//!   `tracing` span named `tablekit_azure::request`.
 //!
 //! ```
-//! use tablekit_azure::config::Account;
+//! use tablekit_azure::{AzureTables, config::Account};
 //! let account = Account::from_connection_string("UseDevelopmentStorage=true")?;
 //! assert_eq!(account.name, "devstoreaccount1");
+//! // Building a client sends nothing; requests go out when it is used.
+//! let tables = AzureTables::new(account)?;
+//! assert_eq!(tables.account().table_endpoint, "http://127.0.0.1:10002/devstoreaccount1");
 //! # Ok::<(), tablekit_azure::config::ConfigError>(())
 //! ```
 
@@ -24,6 +36,7 @@ pub mod client;
 pub mod config;
 pub mod errors;
 pub mod policy;
+mod transport;
 pub mod url;
 
 pub use blobs::AzureBlobs;

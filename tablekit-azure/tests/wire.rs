@@ -1,0 +1,498 @@
+//! The HTTP layer against a local mock server that records each request and
+//! answers from a script: request lines and signing, key escaping,
+//! continuation across empty pages, error mapping end to end, retries,
+//! timeouts and batch responses. (Azurite covers behaviour; this covers
+//! the bytes, and failures Azurite cannot be made to produce.)
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tablekit::{
+    BatchOperation, ContinuationToken, Entity, Error, GetOptions, IfMatch, Query, TableBackend,
+    TableBackendExt, UpdateMode, filter::prop,
+};
+use tablekit_azure::AzureTables;
+use tablekit_azure::auth;
+use tablekit_azure::config::{Account, ClientOptions, ConfigError, DEV_KEY};
+use tablekit_azure::policy::RetryPolicy;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the server does with the next request.
+enum Answer {
+    /// Sends this raw response and closes the connection.
+    Respond(String),
+    /// Reads the request and never answers.
+    Hang,
+}
+
+fn respond(status: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut text = format!("HTTP/1.1 {status}\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str(&format!(
+        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    ));
+    Answer::Respond(text)
+}
+
+fn json_error(status: &str, code: &str) -> Answer {
+    respond(
+        status,
+        &[
+            ("Content-Type", "application/json;odata=minimalmetadata"),
+            ("x-ms-error-code", code),
+        ],
+        &format!(
+            r#"{{"odata.error":{{"code":"{code}","message":{{"lang":"en-US","value":"{code}"}}}}}}"#
+        ),
+    )
+}
+
+struct Mock {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    client: AzureTables,
+    account: Account,
+}
+
+impl Mock {
+    async fn start(answers: Vec<Answer>) -> Mock {
+        Mock::start_with(answers, fast_retries()).await
+    }
+
+    async fn start_with(answers: Vec<Answer>, options: ClientOptions) -> Mock {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(VecDeque::from(answers)));
+        let record = Arc::clone(&seen);
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let record = Arc::clone(&record);
+                let script = Arc::clone(&script);
+                tokio::spawn(serve(stream, record, script));
+            }
+        });
+        let mut account = Account::with_key("mockacct", DEV_KEY).unwrap();
+        account.table_endpoint = format!("http://127.0.0.1:{port}");
+        account.blob_endpoint = format!("http://127.0.0.1:{port}");
+        let client = AzureTables::with_options(account.clone(), options).unwrap();
+        Mock {
+            seen,
+            client,
+            account,
+        }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn fast_retries() -> ClientOptions {
+    ClientOptions::tables().retry(RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    })
+}
+
+/// Reads one request from `stream`, records it, answers from the script.
+async fn serve(
+    mut stream: TcpStream,
+    record: Arc<Mutex<Vec<Seen>>>,
+    script: Arc<Mutex<VecDeque<Answer>>>,
+) {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let target = request_line.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buffer[head_end + 4..].to_vec();
+    while body.len() < length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    record.lock().unwrap().push(Seen {
+        method,
+        target,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let answer = script.lock().unwrap().pop_front();
+    match answer {
+        Some(Answer::Respond(text)) => {
+            let _ = stream.write_all(text.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+        Some(Answer::Hang) => tokio::time::sleep(Duration::from_secs(60)).await,
+        None => {
+            let text =
+                "HTTP/1.1 599 Script Exhausted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            let _ = stream.write_all(text.as_bytes()).await;
+        }
+    }
+}
+
+const ENTITY_JSON: &str = r#"{"odata.metadata":"x","odata.etag":"W/\"datetime'2026-11-21T22%3A39%3A04.2843441Z'\"","PartitionKey":"O'Brien","RowKey":"a b&c+d","Timestamp":"2026-11-21T22:39:04.2843441Z","n@odata.type":"Edm.Int64","n":"7","s":"x"}"#;
+
+#[tokio::test]
+async fn point_reads_escape_keys_and_sign_the_request() {
+    let mock = Mock::start(vec![respond(
+        "200 OK",
+        &[
+            ("Content-Type", "application/json;odata=minimalmetadata"),
+            ("ETag", "W/\"datetime'2026-11-21T22%3A39%3A04.2843441Z'\""),
+        ],
+        ENTITY_JSON,
+    )])
+    .await;
+    let entity = mock
+        .client
+        .get_entity("people", "O'Brien", "a b&c+d", &GetOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(entity.partition_key, "O'Brien");
+    assert_eq!(entity.row_key, "a b&c+d");
+    assert_eq!(entity.properties.get("n"), Some(&tablekit::Value::Int64(7)));
+
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1);
+    let request = &seen[0];
+    assert_eq!(request.method, "GET");
+    assert_eq!(
+        request.target,
+        "/people(PartitionKey='O%27%27Brien',RowKey='a%20b%26c%2Bd')"
+    );
+    assert_eq!(
+        request.header("accept"),
+        Some("application/json;odata=minimalmetadata")
+    );
+    assert_eq!(request.header("x-ms-version"), Some("2019-02-02"));
+    // The signature covers the verb, the date and the encoded path.
+    let date = request.header("x-ms-date").expect("x-ms-date");
+    let resource = auth::table_resource("mockacct", &request.target, None);
+    let text = auth::table_string_to_sign("GET", "", "", date, &resource);
+    let key = match &mock.account.credentials {
+        tablekit_azure::config::Credentials::SharedKey { key } => key.clone(),
+        tablekit_azure::config::Credentials::Sas(_) => unreachable!(),
+    };
+    assert_eq!(
+        request.header("authorization"),
+        Some(auth::shared_key_header("mockacct", &key, &text).as_str())
+    );
+    assert!(
+        request
+            .header("authorization")
+            .unwrap()
+            .starts_with("SharedKey mockacct:")
+    );
+}
+
+fn page(entities: &[(&str, &str)], next: Option<(&str, &str)>) -> Answer {
+    let value: Vec<String> = entities
+        .iter()
+        .map(|(pk, rk)| format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}","v":1}}"#))
+        .collect();
+    let body = format!(r#"{{"odata.metadata":"x","value":[{}]}}"#, value.join(","));
+    let mut headers = vec![("Content-Type", "application/json;odata=minimalmetadata")];
+    if let Some((pk, rk)) = next {
+        headers.push(("x-ms-continuation-NextPartitionKey", pk));
+        headers.push(("x-ms-continuation-NextRowKey", rk));
+    }
+    respond("200 OK", &headers, &body)
+}
+
+#[tokio::test]
+async fn queries_follow_continuations_through_empty_pages() {
+    let mock = Mock::start(vec![
+        page(&[("p", "1")], Some(("1!4!cA--", "1!4!Mg--"))),
+        page(&[], Some(("1!4!cA--", "1!4!Mw--"))),
+        page(&[], Some(("1!4!cQ--", "1!4!MQ--"))),
+        page(&[("q", "1")], None),
+    ])
+    .await;
+    let query = Query::new().filter(prop("v").eq(1)).top(5);
+    let all = mock.client.query_all("tbl", query).await.unwrap();
+    let keys: Vec<_> = all
+        .iter()
+        .map(|e| (e.partition_key.as_str(), e.row_key.as_str()))
+        .collect();
+    assert_eq!(keys, [("p", "1"), ("q", "1")]);
+
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 4, "one request per page, empty pages included");
+    assert_eq!(seen[0].target, "/tbl()?$filter=v%20eq%201&$top=5");
+    assert_eq!(
+        seen[1].target,
+        "/tbl()?$filter=v%20eq%201&$top=5&NextPartitionKey=1%214%21cA--&NextRowKey=1%214%21Mg--"
+    );
+    assert!(seen[2].target.ends_with("NextRowKey=1%214%21Mw--"));
+    assert!(
+        seen[3]
+            .target
+            .ends_with("NextPartitionKey=1%214%21cQ--&NextRowKey=1%214%21MQ--")
+    );
+
+    // One page at a time, the token is handed back.
+    let mock = Mock::start(vec![page(&[("p", "1")], Some(("np", "nr")))]).await;
+    let first = mock
+        .client
+        .query_entities("tbl", &Query::new())
+        .await
+        .unwrap();
+    assert_eq!(
+        first.continuation,
+        Some(ContinuationToken::new("np", Some("nr".to_owned())))
+    );
+}
+
+#[tokio::test]
+async fn service_errors_become_typed_errors() {
+    let mock = Mock::start(vec![
+        json_error("409 Conflict", "EntityAlreadyExists"),
+        json_error("404 Not Found", "ResourceNotFound"),
+        json_error("412 Precondition Failed", "UpdateConditionNotSatisfied"),
+        json_error("409 Conflict", "TableAlreadyExists"),
+        json_error("404 Not Found", "TableNotFound"),
+        json_error("403 Forbidden", "AuthenticationFailed"),
+    ])
+    .await;
+    let client = &mock.client;
+    let entity = Entity::new("p", "r").with("v", 1);
+    match client.insert_entity("tbl", &entity).await {
+        Err(Error::EntityAlreadyExists {
+            table,
+            partition_key,
+            row_key,
+        }) => assert_eq!(
+            (table.as_str(), partition_key.as_str(), row_key.as_str()),
+            ("tbl", "p", "r")
+        ),
+        other => panic!("expected EntityAlreadyExists, got {other:?}"),
+    }
+    assert!(matches!(
+        client
+            .get_entity("tbl", "p", "r", &GetOptions::default())
+            .await,
+        Err(Error::EntityNotFound { .. })
+    ));
+    let stale = IfMatch::ETag(tablekit::ETag::new("W/\"old\""));
+    assert!(matches!(
+        client
+            .update_entity("tbl", &entity, UpdateMode::Replace, &stale)
+            .await,
+        Err(Error::PreconditionFailed { .. })
+    ));
+    assert!(matches!(
+        client.create_table("tbl").await,
+        Err(Error::TableAlreadyExists { .. })
+    ));
+    assert!(matches!(
+        client.delete_table("tbl").await,
+        Err(Error::TableNotFound { .. })
+    ));
+    match client
+        .get_entity("tbl", "p", "r", &GetOptions::default())
+        .await
+    {
+        Err(Error::Service { status, code, .. }) => {
+            assert_eq!((status, code.as_str()), (403, "AuthenticationFailed"));
+        }
+        other => panic!("expected a 403 service error, got {other:?}"),
+    }
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 6, "no error here is retried");
+    assert_eq!(seen[2].method, "PUT");
+    assert_eq!(seen[2].header("if-match"), Some("W/\"old\""));
+}
+
+#[tokio::test]
+async fn invalid_input_is_refused_before_anything_is_sent() {
+    let mock = Mock::start(vec![]).await;
+    let bad = Entity::new("p/q", "r");
+    let error = mock.client.insert_entity("tbl", &bad).await.unwrap_err();
+    assert!(error.invalid_input().is_some(), "{error:?}");
+    assert!(mock.seen().is_empty());
+}
+
+#[tokio::test]
+async fn transient_failures_are_retried_only_when_repeating_is_safe() {
+    let mock = Mock::start(vec![
+        // An upsert is idempotent: a 500 is retried.
+        json_error("500 Internal Server Error", "InternalError"),
+        respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
+        // An insert is not: the 500 reaches the caller, sent once.
+        json_error("500 Internal Server Error", "InternalError"),
+        // Throttling says nothing was done: even an insert is retried.
+        respond(
+            "503 Server Busy",
+            &[("x-ms-error-code", "ServerBusy"), ("Retry-After", "0")],
+            "",
+        ),
+        respond("204 No Content", &[("ETag", "W/\"e2\"")], ""),
+    ])
+    .await;
+    let client = &mock.client;
+    let entity = Entity::new("p", "r").with("v", 1);
+    let etag = client
+        .upsert_entity("tbl", &entity, UpdateMode::Merge)
+        .await
+        .unwrap();
+    assert_eq!(etag.as_str(), "W/\"e1\"");
+    assert_eq!(mock.seen().len(), 2);
+
+    assert!(matches!(
+        client.insert_entity("tbl", &entity).await,
+        Err(Error::Transient { .. })
+    ));
+    assert_eq!(mock.seen().len(), 3);
+
+    let etag = client.insert_entity("tbl", &entity).await.unwrap();
+    assert_eq!(etag.as_str(), "W/\"e2\"");
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 5);
+    assert_eq!(seen[0].method, "MERGE");
+    assert_eq!(seen[3].method, "POST");
+    assert_eq!(
+        seen[3].body, seen[4].body,
+        "the retry sends the same entity"
+    );
+}
+
+#[tokio::test]
+async fn attempts_time_out_and_give_up_after_the_policy() {
+    let options = ClientOptions::tables()
+        .timeout(Duration::from_millis(300))
+        .retry(RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        });
+    let mock = Mock::start_with(vec![Answer::Hang, Answer::Hang], options).await;
+    match mock
+        .client
+        .get_entity("tbl", "p", "r", &GetOptions::default())
+        .await
+    {
+        Err(Error::Transient { message }) => assert!(message.contains("GET"), "{message}"),
+        other => panic!("expected a transient error, got {other:?}"),
+    }
+    assert_eq!(mock.seen().len(), 2, "a read that times out is tried twice");
+}
+
+#[tokio::test]
+async fn zero_timeouts_and_zero_attempts_are_refused() {
+    let account = Account::with_key("mockacct", DEV_KEY).unwrap();
+    let zero = ClientOptions::tables().timeout(Duration::ZERO);
+    assert!(matches!(
+        AzureTables::with_options(account.clone(), zero),
+        Err(ConfigError::BadValue { .. })
+    ));
+    let never = ClientOptions::tables().retry(RetryPolicy {
+        max_attempts: 0,
+        ..RetryPolicy::default()
+    });
+    assert!(matches!(
+        AzureTables::with_options(account, never),
+        Err(ConfigError::BadValue { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_failed_batch_names_its_operation() {
+    let body = "--batchresponse_B1\r\nContent-Type: multipart/mixed; boundary=changesetresponse_C1\r\n\r\n--changesetresponse_C1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nHTTP/1.1 409 Conflict\r\nContent-ID: 2\r\nDataServiceVersion: 3.0;\r\nContent-Type: application/json;odata=minimalmetadata;charset=utf-8\r\n\r\n{\"odata.error\":{\"code\":\"EntityAlreadyExists\",\"message\":{\"lang\":\"en-US\",\"value\":\"1:The specified entity already exists.\"}}}\r\n--changesetresponse_C1--\r\n--batchresponse_B1--\r\n";
+    let mock = Mock::start(vec![respond(
+        "202 Accepted",
+        &[("Content-Type", "multipart/mixed; boundary=batchresponse_B1")],
+        body,
+    )])
+    .await;
+    let operations = vec![
+        BatchOperation::Insert(Entity::new("p", "1").with("v", 1)),
+        BatchOperation::Insert(Entity::new("p", "2").with("v", 2)),
+        BatchOperation::Delete {
+            partition_key: "p".into(),
+            row_key: "3".into(),
+            if_match: IfMatch::Any,
+        },
+    ];
+    match mock.client.submit_transaction("tbl", &operations).await {
+        Err(Error::BatchFailed { index, source }) => {
+            assert_eq!(index, 1);
+            assert!(
+                matches!(*source, Error::EntityAlreadyExists { ref row_key, .. } if row_key == "2"),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected a failed batch, got {other:?}"),
+    }
+    let seen = mock.seen();
+    assert_eq!(seen.len(), 1, "a batch is not retried after a failure");
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].target, "/$batch");
+    let content_type = seen[0].header("content-type").unwrap();
+    let boundary = content_type
+        .strip_prefix("multipart/mixed; boundary=")
+        .expect("a multipart request");
+    assert!(seen[0].body.starts_with(&format!("--{boundary}\r\n")));
+    assert_eq!(
+        seen[0]
+            .body
+            .matches("Content-Type: application/http")
+            .count(),
+        3
+    );
+    assert!(seen[0].body.contains("DELETE http://127.0.0.1:"));
+    assert!(
+        seen[0]
+            .body
+            .contains("/tbl(PartitionKey='p',RowKey='3') HTTP/1.1\r\n")
+    );
+}
