@@ -160,8 +160,6 @@ impl TableSas<'_> {
 
     /// The token: the query string to append to a table URL.
     pub fn token(&self, account: &str, key: &[u8]) -> String {
-        let enc =
-            |v: &str| percent_encoding::utf8_percent_encode(v, crate::url::COMPONENT).to_string();
         let mut params = vec![
             ("sv", self.version.to_owned()),
             ("tn", self.table.to_owned()),
@@ -180,12 +178,91 @@ impl TableSas<'_> {
             params.push(("erk", rk.to_owned()));
         }
         params.push(("sig", sign(key, &self.string_to_sign(account))));
-        params
-            .iter()
-            .map(|(k, v)| format!("{k}={}", enc(v)))
-            .collect::<Vec<_>>()
-            .join("&")
+        query_of(&params)
     }
+}
+
+/// The service version a [`BlobSas`] is signed for (its string to sign has
+/// the layout of versions 2018-11-09 to 2020-10-02).
+pub const BLOB_SAS_VERSION: &str = "2019-02-02";
+
+/// What a blob service SAS allows: one container, or one blob in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlobSas<'a> {
+    /// The container.
+    pub container: &'a str,
+    /// The blob (`sr=b`), or `None` for the whole container (`sr=c`).
+    pub blob: Option<&'a str>,
+    /// Permissions, some of `r` (read), `a` (add), `c` (create), `w`
+    /// (write), `d` (delete), `l` (list, containers only), in that order.
+    pub permissions: &'a str,
+    /// Start time (ISO 8601, UTC), if any.
+    pub start: Option<&'a str>,
+    /// Expiry time (ISO 8601, UTC).
+    pub expiry: &'a str,
+}
+
+impl BlobSas<'_> {
+    fn resource(&self) -> &'static str {
+        if self.blob.is_some() { "b" } else { "c" }
+    }
+
+    /// The string to sign: `sp, st, se, /blob/<account>/<container>[/<blob>],
+    /// si, sip, spr, sv, sr, snapshot time, rscc, rscd, rsce, rscl, rsct`.
+    pub fn string_to_sign(&self, account: &str) -> String {
+        let mut resource = format!("/blob/{account}/{}", self.container);
+        if let Some(blob) = self.blob {
+            resource.push('/');
+            resource.push_str(blob);
+        }
+        [
+            self.permissions,
+            self.start.unwrap_or(""),
+            self.expiry,
+            &resource,
+            "",
+            "",
+            "",
+            BLOB_SAS_VERSION,
+            self.resource(),
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ]
+        .join("\n")
+    }
+
+    /// The token: the query string to append to a blob or container URL.
+    pub fn token(&self, account: &str, key: &[u8]) -> String {
+        let mut params = vec![
+            ("sv", BLOB_SAS_VERSION.to_owned()),
+            ("sr", self.resource().to_owned()),
+            ("sp", self.permissions.to_owned()),
+        ];
+        if let Some(start) = self.start {
+            params.push(("st", start.to_owned()));
+        }
+        params.push(("se", self.expiry.to_owned()));
+        params.push(("sig", sign(key, &self.string_to_sign(account))));
+        query_of(&params)
+    }
+}
+
+/// `k=v&…`, each value percent-encoded.
+fn query_of(params: &[(&str, String)]) -> String {
+    params
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{k}={}",
+                percent_encoding::utf8_percent_encode(v, crate::url::COMPONENT)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 #[cfg(test)]
@@ -256,6 +333,37 @@ mod tests {
                 .token("acct", &dev_key())
                 .contains("&spk=a&srk=&epk=m&erk=z&sig=")
         );
+    }
+
+    #[test]
+    fn blob_sas_layout() {
+        let sas = BlobSas {
+            container: "offload",
+            blob: Some("a/b.bin"),
+            permissions: "r",
+            start: None,
+            expiry: "2026-11-22T01:00:00Z",
+        };
+        assert_eq!(
+            sas.string_to_sign("acct"),
+            "r\n\n2026-11-22T01:00:00Z\n/blob/acct/offload/a/b.bin\n\n\n\n2019-02-02\nb\n\n\n\n\n\n"
+        );
+        assert_eq!(sas.string_to_sign("acct").matches('\n').count(), 14);
+        assert!(
+            sas.token("acct", &dev_key())
+                .starts_with("sv=2019-02-02&sr=b&sp=r&se=2026-11-22T01%3A00%3A00Z&sig=")
+        );
+        let container = BlobSas {
+            blob: None,
+            permissions: "rl",
+            ..sas
+        };
+        assert!(
+            container
+                .string_to_sign("acct")
+                .contains("\n/blob/acct/offload\n")
+        );
+        assert!(container.token("acct", &dev_key()).contains("&sr=c&sp=rl&"));
     }
 
     /// AZURE_TABLE.md §8: the Blob string to sign's layout.

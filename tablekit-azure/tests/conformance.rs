@@ -1,12 +1,30 @@
 //! The whole conformance suite against a real Azurite that the test process
 //! starts itself (see `azurite/mod.rs`): never skipped.
+//!
+//! With `TABLEKIT_TEST_CONNECTION_STRING` set to an account's connection
+//! string, the same suite runs against that account instead (every test
+//! makes its own uniquely named tables and containers and removes them).
 
 mod azurite;
 
 use tablekit_azure::AzureTables;
+use tablekit_azure::config::Account;
+
+/// The variable that points the suite at a real account.
+const REAL_ACCOUNT: &str = "TABLEKIT_TEST_CONNECTION_STRING";
+
+/// The account under test: the real one when the environment names it,
+/// else this process's Azurite.
+fn target() -> Account {
+    match std::env::var(REAL_ACCOUNT) {
+        Ok(text) if !text.trim().is_empty() => Account::from_connection_string(&text)
+            .unwrap_or_else(|e| panic!("{REAL_ACCOUNT} is not a usable connection string: {e}")),
+        _ => azurite::account(),
+    }
+}
 
 fn backend() -> AzureTables {
-    AzureTables::new(azurite::account()).expect("a client for Azurite")
+    AzureTables::new(target()).expect("a table client")
 }
 
 mod tables {
@@ -15,7 +33,7 @@ mod tables {
 }
 
 fn blobs() -> tablekit_azure::AzureBlobs {
-    tablekit_azure::AzureBlobs::new(azurite::account()).expect("a blob client for Azurite")
+    tablekit_azure::AzureBlobs::new(target()).expect("a blob client")
 }
 
 mod blob_store {

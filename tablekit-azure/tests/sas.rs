@@ -4,10 +4,12 @@
 
 mod azurite;
 
-use tablekit::{Entity, Error, GetOptions, IfMatch, TableBackend};
-use tablekit_azure::AzureTables;
-use tablekit_azure::auth::TableSas;
+use tablekit::{
+    BlobStore, Entity, Error, GetOptions, IfMatch, ListBlobsOptions, PutCondition, TableBackend,
+};
+use tablekit_azure::auth::{BlobSas, TableSas};
 use tablekit_azure::config::{Account, Credentials};
+use tablekit_azure::{AzureBlobs, AzureTables};
 
 fn sas_client(token: String) -> AzureTables {
     let mut account = azurite::account();
@@ -22,6 +24,20 @@ fn key_of(account: &Account) -> Vec<u8> {
     }
 }
 
+/// An expiry an hour from now, to the second (`2026-11-21T23:39:25Z`).
+fn in_an_hour() -> String {
+    let text = tablekit::DateTime::from(
+        std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
+    )
+    .to_string();
+    text.split('.')
+        .next()
+        .unwrap()
+        .trim_end_matches('Z')
+        .to_owned()
+        + "Z"
+}
+
 #[tokio::test]
 async fn sas_clients_read_write_and_stay_in_range() {
     let owner = AzureTables::new(azurite::account()).unwrap();
@@ -33,17 +49,7 @@ async fn sas_clients_read_write_and_stay_in_range() {
             .unwrap();
     }
     let account = azurite::account();
-    let expiry = tablekit::DateTime::from(
-        std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
-    )
-    .to_string();
-    let expiry = expiry
-        .split('.')
-        .next()
-        .unwrap()
-        .trim_end_matches('Z')
-        .to_owned()
-        + "Z";
+    let expiry = in_an_hour();
     let ranged = TableSas {
         table: "sastbl",
         permissions: "raud",
@@ -99,4 +105,87 @@ async fn sas_clients_read_write_and_stay_in_range() {
     let denied = reader.insert_entity("sastbl", &Entity::new("a", "t")).await;
     assert!(denied.is_err(), "{denied:?}");
     owner.delete_table("sastbl").await.unwrap();
+}
+
+fn blob_sas_client(token: String) -> AzureBlobs {
+    let mut account = azurite::account();
+    account.credentials = Credentials::Sas(token);
+    AzureBlobs::new(account).unwrap()
+}
+
+#[tokio::test]
+async fn blob_sas_tokens_grant_what_they_say() {
+    let owner = AzureBlobs::new(azurite::account()).unwrap();
+    owner.create_container("sasblobs").await.unwrap();
+    for name in ["a/1", "a/2", "b/1"] {
+        owner
+            .put_blob(
+                "sasblobs",
+                name,
+                name.as_bytes().to_vec(),
+                &PutCondition::None,
+            )
+            .await
+            .unwrap();
+    }
+    let account = azurite::account();
+    let key = key_of(&account);
+    let expiry = in_an_hour();
+
+    // A container token that reads and lists.
+    let container = BlobSas {
+        container: "sasblobs",
+        blob: None,
+        permissions: "rl",
+        start: None,
+        expiry: &expiry,
+    };
+    let reader = blob_sas_client(container.token(&account.name, &key));
+    assert_eq!(
+        reader.get_blob("sasblobs", "b/1").await.unwrap().data,
+        b"b/1"
+    );
+    let listed = reader
+        .list_blobs("sasblobs", &ListBlobsOptions::prefix("a/"))
+        .await
+        .unwrap();
+    let names: Vec<_> = listed.blobs.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["a/1", "a/2"]);
+    let write = reader
+        .put_blob("sasblobs", "c", b"c".to_vec(), &PutCondition::None)
+        .await;
+    assert!(
+        matches!(write, Err(Error::Service { status: 403, .. })),
+        "{write:?}"
+    );
+
+    // A token for one blob, which may write it.
+    let one = BlobSas {
+        blob: Some("a/1"),
+        permissions: "rw",
+        ..container
+    };
+    let writer = blob_sas_client(one.token(&account.name, &key));
+    writer
+        .put_blob("sasblobs", "a/1", b"new".to_vec(), &PutCondition::None)
+        .await
+        .unwrap();
+    assert_eq!(
+        owner.get_blob("sasblobs", "a/1").await.unwrap().data,
+        b"new"
+    );
+    let other = writer.get_blob("sasblobs", "a/2").await;
+    assert!(
+        matches!(other, Err(Error::Service { status: 403, .. })),
+        "{other:?}"
+    );
+
+    // A token signed with another key is refused.
+    let forged = blob_sas_client(container.token(&account.name, b"not the key"));
+    let refused = forged.get_blob("sasblobs", "b/1").await;
+    assert!(
+        matches!(refused, Err(Error::Service { status: 403, .. })),
+        "{refused:?}"
+    );
+    owner.delete_container("sasblobs").await.unwrap();
 }
