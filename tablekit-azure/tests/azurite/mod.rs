@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tablekit_azure::config::Account;
 
-const VERSION: &str = "3.37.0";
+pub const VERSION: &str = "3.37.0";
 
 /// A running Azurite.
 pub struct Azurite {
