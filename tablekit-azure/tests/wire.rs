@@ -496,3 +496,105 @@ async fn a_failed_batch_names_its_operation() {
             .contains("/tbl(PartitionKey='p',RowKey='3') HTTP/1.1\r\n")
     );
 }
+
+/// Records the spans and events of the requests in a test, by name and
+/// fields (a minimal `tracing::Subscriber`, enough to see what a user's
+/// subscriber would be handed).
+mod recorder {
+    use std::fmt::Write as _;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    #[derive(Default)]
+    pub struct Recorder {
+        pub lines: Arc<Mutex<Vec<String>>>,
+        next: AtomicU64,
+    }
+
+    struct Fields(String);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, " {}={:?}", field.name(), value);
+        }
+    }
+
+    impl Subscriber for Recorder {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            let mut fields = Fields(String::new());
+            span.record(&mut fields);
+            self.lines.lock().unwrap().push(format!(
+                "span {} {}{}",
+                span.metadata().level(),
+                span.metadata().name(),
+                fields.0
+            ));
+            Id::from_u64(self.next.fetch_add(1, Ordering::Relaxed) + 1)
+        }
+
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = Fields(String::new());
+            event.record(&mut fields);
+            self.lines.lock().unwrap().push(format!(
+                "event {}{}",
+                event.metadata().level(),
+                fields.0
+            ));
+        }
+
+        fn enter(&self, _: &Id) {}
+
+        fn exit(&self, _: &Id) {}
+    }
+}
+
+#[tokio::test]
+async fn each_request_runs_in_a_span_and_retries_are_warnings() {
+    let recorder = recorder::Recorder::default();
+    let lines = Arc::clone(&recorder.lines);
+    let _guard = tracing::subscriber::set_default(recorder);
+    let mock = Mock::start(vec![
+        json_error("500 Internal Server Error", "InternalError"),
+        respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
+    ])
+    .await;
+    mock.client
+        .upsert_entity("tbl", &Entity::new("p", "r"), UpdateMode::Replace)
+        .await
+        .unwrap();
+    let lines: Vec<String> = lines
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("span DEBUG tablekit_azure") || l.contains("attempt="))
+        .cloned()
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert_eq!(
+        lines[0],
+        "span DEBUG tablekit_azure::request method=PUT path=\"/tbl(PartitionKey='p',RowKey='r')\""
+    );
+    assert!(
+        lines[1].starts_with("event WARN message=retrying attempt=1 "),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains("error="), "{}", lines[1]);
+    assert!(
+        lines[2].starts_with("event DEBUG message=succeeded attempt=2 "),
+        "{}",
+        lines[2]
+    );
+}
