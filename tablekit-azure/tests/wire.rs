@@ -510,8 +510,8 @@ mod recorder {
     use tracing::{Event, Metadata, Subscriber};
 
     #[derive(Default)]
-    pub struct Recorder {
-        pub lines: Arc<Mutex<Vec<String>>>,
+    pub(crate) struct Recorder {
+        pub(crate) lines: Arc<Mutex<Vec<String>>>,
         next: AtomicU64,
     }
 
