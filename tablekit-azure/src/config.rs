@@ -247,16 +247,16 @@ impl Account {
             });
         }
         let suffix = get("EndpointSuffix").unwrap_or("core.windows.net");
-        let endpoint = |explicit: Option<&str>, service: &str| -> Result<String, ConfigError> {
-            match explicit {
+        let endpoint = |setting: &'static str, service: &str| -> Result<String, ConfigError> {
+            match get(setting) {
                 Some(url) => Ok(url.trim_end_matches('/').to_owned()),
                 None if !name.is_empty() => Ok(format!("{protocol}://{name}.{service}.{suffix}")),
-                None => Err(ConfigError::Missing("TableEndpoint")),
+                None => Err(ConfigError::Missing(setting)),
             }
         };
         Ok(Account {
-            table_endpoint: endpoint(get("TableEndpoint"), "table")?,
-            blob_endpoint: endpoint(get("BlobEndpoint"), "blob")?,
+            table_endpoint: endpoint("TableEndpoint", "table")?,
+            blob_endpoint: endpoint("BlobEndpoint", "blob")?,
             credentials,
             name,
         })
@@ -266,6 +266,26 @@ impl Account {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The form the Azure portal gives for Cosmos DB for Table: an explicit
+    /// table endpoint with a port and a trailing slash, no blob endpoint.
+    #[test]
+    fn cosmos_connection_strings() {
+        let cosmos = Account::from_connection_string(&format!(
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={DEV_KEY};TableEndpoint=https://acme.table.cosmos.azure.com:443/;"
+        ))
+        .unwrap();
+        assert_eq!(
+            cosmos.table_endpoint,
+            "https://acme.table.cosmos.azure.com:443"
+        );
+        assert_eq!(cosmos.name, "acme");
+        assert_eq!(cosmos.blob_endpoint, "https://acme.blob.core.windows.net");
+        let sas_only = Account::from_connection_string(
+            "TableEndpoint=https://a.table.core.windows.net;SharedAccessSignature=sv=2019-02-02&sig=abc",
+        );
+        assert_eq!(sas_only, Err(ConfigError::Missing("BlobEndpoint")));
+    }
 
     #[test]
     fn connection_strings() {
