@@ -22,6 +22,8 @@
 //! # Ok::<(), tablekit::InvalidInput>(())
 //! ```
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Number, Value as Json};
@@ -161,7 +163,7 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
     };
     assemble(
         map.iter()
-            .map(|(name, value)| (std::borrow::Cow::Borrowed(name.as_str()), Raw::from(value)))
+            .map(|(name, value)| (Cow::Borrowed(name.as_str()), Raw::from(value)))
             .collect(),
     )
 }
@@ -183,9 +185,11 @@ pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
     }
 }
 
-/// A JSON member value before its type annotation is known.
-enum Raw {
-    Str(String),
+/// A JSON member value before its type annotation is known. Strings are
+/// borrowed from the input when they hold no escapes, so annotations and
+/// values that are parsed (Int64, DateTime, Guid, Binary) cost no allocation.
+enum Raw<'de> {
+    Str(Cow<'de, str>),
     Int(i64),
     UInt(u64),
     Float(f64),
@@ -194,46 +198,55 @@ enum Raw {
     Compound,
 }
 
-impl<'de> serde::Deserialize<'de> for Raw {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Raw, D::Error> {
+impl<'de> serde::Deserialize<'de> for Raw<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Raw<'de>, D::Error> {
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Raw;
+            type Value = Raw<'de>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON value")
             }
-            fn visit_str<E>(self, v: &str) -> Result<Raw, E> {
-                Ok(Raw::Str(v.to_owned()))
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Raw<'de>, E> {
+                Ok(Raw::Str(Cow::Borrowed(v)))
             }
-            fn visit_string<E>(self, v: String) -> Result<Raw, E> {
-                Ok(Raw::Str(v))
+            fn visit_str<E>(self, v: &str) -> Result<Raw<'de>, E> {
+                Ok(Raw::Str(Cow::Owned(v.to_owned())))
             }
-            fn visit_i64<E>(self, v: i64) -> Result<Raw, E> {
+            fn visit_string<E>(self, v: String) -> Result<Raw<'de>, E> {
+                Ok(Raw::Str(Cow::Owned(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Raw<'de>, E> {
                 Ok(Raw::Int(v))
             }
-            fn visit_u64<E>(self, v: u64) -> Result<Raw, E> {
+            fn visit_u64<E>(self, v: u64) -> Result<Raw<'de>, E> {
                 Ok(match i64::try_from(v) {
                     Ok(v) => Raw::Int(v),
                     Err(_) => Raw::UInt(v),
                 })
             }
-            fn visit_f64<E>(self, v: f64) -> Result<Raw, E> {
+            fn visit_f64<E>(self, v: f64) -> Result<Raw<'de>, E> {
                 Ok(Raw::Float(v))
             }
-            fn visit_bool<E>(self, v: bool) -> Result<Raw, E> {
+            fn visit_bool<E>(self, v: bool) -> Result<Raw<'de>, E> {
                 Ok(Raw::Bool(v))
             }
-            fn visit_unit<E>(self) -> Result<Raw, E> {
+            fn visit_unit<E>(self) -> Result<Raw<'de>, E> {
                 Ok(Raw::Null)
             }
-            fn visit_none<E>(self) -> Result<Raw, E> {
+            fn visit_none<E>(self) -> Result<Raw<'de>, E> {
                 Ok(Raw::Null)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Raw, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Raw<'de>, A::Error> {
                 while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
                 Ok(Raw::Compound)
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Raw, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Raw<'de>, A::Error> {
                 while map
                     .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
                     .is_some()
@@ -245,10 +258,10 @@ impl<'de> serde::Deserialize<'de> for Raw {
     }
 }
 
-impl From<&Json> for Raw {
-    fn from(json: &Json) -> Raw {
+impl<'a> From<&'a Json> for Raw<'a> {
+    fn from(json: &'a Json) -> Raw<'a> {
         match json {
-            Json::String(s) => Raw::Str(s.clone()),
+            Json::String(s) => Raw::Str(Cow::Borrowed(s)),
             Json::Number(n) => match (n.as_i64(), n.as_u64()) {
                 (Some(i), _) => Raw::Int(i),
                 (None, Some(u)) => Raw::UInt(u),
@@ -297,14 +310,14 @@ impl<'de> serde::de::Visitor<'de> for EntityVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut members: Vec<(std::borrow::Cow<'de, str>, Raw)> =
+        let mut members: Vec<(Cow<'de, str>, Raw<'de>)> =
             Vec::with_capacity(map.size_hint().unwrap_or(24));
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
             let value = if name.starts_with("odata.") && name != "odata.etag" {
                 map.next_value::<serde::de::IgnoredAny>()?;
                 Raw::Null
             } else {
-                map.next_value::<Raw>()?
+                map.next_value::<Raw<'de>>()?
             };
             members.push((name, value));
         }
@@ -313,7 +326,7 @@ impl<'de> serde::de::Visitor<'de> for EntityVisitor {
 }
 
 /// Builds an entity from its members in order, with the rules of [`from_json`].
-fn assemble(members: Vec<(std::borrow::Cow<'_, str>, Raw)>) -> Result<Entity, InvalidInput> {
+fn assemble(members: Vec<(Cow<'_, str>, Raw<'_>)>) -> Result<Entity, InvalidInput> {
     // A name given twice is refused; entities hold at most a few hundred members.
     for (i, (name, _)) in members.iter().enumerate() {
         if members[..i].iter().any(|(earlier, _)| earlier == name) {
@@ -367,14 +380,14 @@ fn assemble(members: Vec<(std::borrow::Cow<'_, str>, Raw)>) -> Result<Entity, In
                     return Err(key_error(&name, "keys must be strings"));
                 };
                 if name == "PartitionKey" {
-                    partition_key = Some(key);
+                    partition_key = Some(key.into_owned());
                 } else {
-                    row_key = Some(key);
+                    row_key = Some(key.into_owned());
                 }
             }
             "odata.etag" => {
                 if let Raw::Str(tag) = raw {
-                    entity.etag = Some(ETag::new(tag));
+                    entity.etag = Some(ETag::new(tag.into_owned()));
                 }
             }
             "Timestamp" => {
@@ -408,7 +421,7 @@ pub fn value_from_json(
 
 fn value_from_raw(
     name: &str,
-    raw: Raw,
+    raw: Raw<'_>,
     edm: Option<EdmType>,
 ) -> Result<Option<Value>, InvalidInput> {
     let bad = |reason: &str| InvalidInput::PropertyValue {
@@ -418,9 +431,9 @@ fn value_from_raw(
     let value = match (edm, raw) {
         (_, Raw::Null) => return Ok(None),
         (_, Raw::Compound) => return Err(bad("arrays and objects cannot be stored")),
-        (None | Some(EdmType::String), Raw::Str(s)) => Value::String(s),
+        (None | Some(EdmType::String), Raw::Str(s)) => Value::String(s.into_owned()),
         (None | Some(EdmType::Boolean), Raw::Bool(b)) => Value::Boolean(b),
-        (Some(EdmType::Boolean), Raw::Str(s)) => match s.as_str() {
+        (Some(EdmType::Boolean), Raw::Str(s)) => match &*s {
             "true" => Value::Boolean(true),
             "false" => Value::Boolean(false),
             _ => return Err(bad("not a Boolean")),
@@ -447,7 +460,7 @@ fn value_from_raw(
         (Some(EdmType::Int64), Raw::Int(i)) => Value::Int64(i),
         (Some(EdmType::Double), Raw::Int(i)) => Value::Double(i as f64),
         (Some(EdmType::Double), Raw::UInt(u)) => Value::Double(u as f64),
-        (Some(EdmType::Double), Raw::Str(s)) => Value::Double(match s.as_str() {
+        (Some(EdmType::Double), Raw::Str(s)) => Value::Double(match &*s {
             "NaN" => f64::NAN,
             "Infinity" | "INF" => f64::INFINITY,
             "-Infinity" | "-INF" => f64::NEG_INFINITY,
@@ -464,7 +477,7 @@ fn value_from_raw(
             Value::Guid(uuid::Uuid::try_parse(&s).map_err(|_| bad("not a GUID"))?)
         }
         (Some(EdmType::Binary), Raw::Str(s)) => {
-            Value::Binary(BASE64.decode(s).map_err(|_| bad("not standard base64"))?)
+            Value::Binary(BASE64.decode(&*s).map_err(|_| bad("not standard base64"))?)
         }
         (Some(edm), _) => return Err(bad(&format!("JSON value does not fit {edm}"))),
     };
@@ -600,6 +613,32 @@ mod tests {
         ] {
             assert!(from_str(body).is_err(), "{body} accepted");
         }
+    }
+
+    /// Strings with escapes take the owned path, the rest are borrowed from
+    /// the input; both must read the same.
+    #[test]
+    fn escaped_and_plain_strings_read_alike() {
+        let body = r#"{"PartitionKey":"p\"q","RowKey":"r\u00e9","s":"a\nb","t":"plain","n":"\u0031\u0032","n@odata.type":"Edm.Int64","odata.etag":"W/\"x\""}"#;
+        let entity = from_str(body).unwrap();
+        assert_eq!(entity.partition_key, "p\"q");
+        assert_eq!(entity.row_key, "r\u{e9}");
+        assert_eq!(
+            entity.properties.get("s"),
+            Some(&Value::String("a\nb".into()))
+        );
+        assert_eq!(
+            entity.properties.get("t"),
+            Some(&Value::String("plain".into()))
+        );
+        assert_eq!(entity.properties.get("n"), Some(&Value::Int64(12)));
+        assert_eq!(entity.etag.as_ref().map(ETag::as_str), Some("W/\"x\""));
+        let tree: Json = serde_json::from_str(body).unwrap();
+        assert_eq!(from_json(&tree).unwrap(), entity);
+        assert_eq!(
+            from_str(&to_string(&entity)).unwrap().properties,
+            entity.properties
+        );
     }
 
     #[test]
