@@ -388,3 +388,48 @@ async fn update_retries_when_another_writer_got_there_first() {
         ("changed by someone else", updated.age)
     );
 }
+
+/// Rows near the 1 MiB entity limit: about four fit in a batch's 4 MiB.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Heavy", kind = "H")]
+struct Heavy {
+    #[tablekit(partition_key)]
+    group: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(series)]
+    chunks: Vec<String>,
+}
+
+#[tokio::test]
+async fn bulk_writer_keeps_batches_under_the_payload_limit() {
+    let backend = MemBackend::new();
+    let counted = FaultInjection::new(backend.clone());
+    let handle = counted.handle();
+    let heavy: Table<Heavy> = Table::new(counted);
+    heavy.create_if_missing().await.unwrap();
+    // 15 strings of 30,000 two-byte characters: ~0.9 MB of JSON per entity,
+    // so at most four fit in one batch's 4 MiB.
+    let items: Vec<Heavy> = (0..10)
+        .map(|id| Heavy {
+            group: "g".into(),
+            id,
+            chunks: (0..15)
+                .map(|c| char::from_u32(0xE0 + c).unwrap().to_string().repeat(30_000))
+                .collect(),
+        })
+        .collect();
+    let report = heavy.bulk().insert(&items).await;
+    assert!(report.is_complete(), "{:?}", report.failures.first());
+    assert_eq!(report.written, 10);
+    // 4 + 4 + 2: each batch as full as the limit allows, and accepted.
+    assert_eq!(report.batches, 3);
+    assert_eq!(
+        handle.calls(Operation::SubmitTransaction),
+        report.batches,
+        "no batch was refused and re-sent"
+    );
+    let stored: Vec<_> = heavy.query().stream().try_collect().await.unwrap();
+    assert_eq!(stored.len(), 10);
+    assert_eq!(stored[3].value.chunks, items[3].chunks);
+}

@@ -10,7 +10,8 @@ use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::schema::{self, TableEntity};
-use crate::validate::limits::MAX_BATCH_OPERATIONS;
+use crate::validate::batch_payload_size;
+use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
 
 /// One item the bulk writer could not write.
 #[derive(Debug, Clone)]
@@ -187,22 +188,27 @@ fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Err
     })
 }
 
-/// Splits one partition's operations into batches of at most 100 in which no
+/// Splits one partition's operations into batches of at most 100 operations
+/// and at most 4 MiB of payload (as the validator counts it) in which no
 /// entity appears twice; a repeated entity starts a new batch, so repeats
 /// apply in input order.
 fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Vec<(usize, BatchOperation)>> {
     let mut chunks: Vec<Vec<(usize, BatchOperation)>> = Vec::new();
     let mut keys: HashSet<String> = HashSet::new();
+    let mut payload = 0;
     for (index, op) in ops {
         let rk = op.keys().1.to_owned();
+        let size = batch_payload_size(std::slice::from_ref(&op));
         let full = chunks
             .last()
-            .is_none_or(|c| c.len() == MAX_BATCH_OPERATIONS);
+            .is_none_or(|c| c.len() == MAX_BATCH_OPERATIONS || payload + size > MAX_BATCH_PAYLOAD);
         if full || keys.contains(&rk) {
             chunks.push(Vec::new());
             keys.clear();
+            payload = 0;
         }
         keys.insert(rk);
+        payload += size;
         if let Some(chunk) = chunks.last_mut() {
             chunk.push((index, op));
         }
