@@ -76,6 +76,31 @@ pub fn encoded_len(entity: &Entity) -> usize {
 #[derive(Debug, Clone, Copy)]
 pub struct Wire<'a>(pub &'a Entity);
 
+/// The text of a [`DateTime`] (at most 28 bytes: `9999-12-31T23:59:59.9999999Z`)
+/// on the stack.
+#[derive(Default)]
+struct DateText {
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl DateText {
+    fn as_str(&self) -> &str {
+        // Only ASCII digits and punctuation are ever written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for DateText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 /// Serializes a `Display` value as a JSON string, without allocating.
 struct AsText<T>(T);
 
@@ -105,7 +130,13 @@ impl serde::Serialize for Wire<'_> {
                     map.serialize_value(if *v > 0.0 { "Infinity" } else { "-Infinity" })?
                 }
                 Value::Boolean(v) => map.serialize_value(v)?,
-                Value::DateTime(v) => map.serialize_value(&AsText(v))?,
+                Value::DateTime(v) => {
+                    // Formatted on the stack and written in one piece: through
+                    // `collect_str` each of its ~28 pieces would be escaped apart.
+                    let mut text = DateText::default();
+                    v.write_iso(&mut text, ":", true);
+                    map.serialize_value(text.as_str())?
+                }
                 Value::Guid(v) => map.serialize_value(&AsText(v.hyphenated()))?,
                 Value::Binary(v) => {
                     map.serialize_value(&AsText(base64::display::Base64Display::new(v, &BASE64)))?
