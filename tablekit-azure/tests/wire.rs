@@ -409,7 +409,7 @@ async fn transient_failures_are_retried_only_when_repeating_is_safe() {
 #[tokio::test]
 async fn attempts_time_out_and_give_up_after_the_policy() {
     let options = ClientOptions::tables()
-        .timeout(Duration::from_millis(300))
+        .timeout(Duration::from_secs(1))
         .retry(RetryPolicy {
             max_attempts: 2,
             base_delay: Duration::from_millis(1),
