@@ -3,6 +3,10 @@
 //! continuation across empty pages, error mapping end to end, retries,
 //! timeouts and batch responses. (Azurite covers behaviour; this covers
 //! the bytes, and failures Azurite cannot be made to produce.)
+//!
+//! The server is a few lines over tokio's TCP listener, written here rather
+//! than taken from a mock-server crate: it must record raw request targets,
+//! hang on demand and close after each answer, and it keeps the build lean.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
