@@ -154,11 +154,7 @@ impl AzureBlobs {
         account: Account,
         options: ClientOptions,
     ) -> Result<AzureBlobs, ConfigError> {
-        let path_prefix = account
-            .blob_endpoint
-            .split_once("://")
-            .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
-            .unwrap_or_default();
+        let path_prefix = crate::transport::path_prefix(&account.blob_endpoint);
         let http = options.http_client()?;
         Ok(AzureBlobs {
             inner: Arc::new(Inner {
@@ -183,24 +179,12 @@ impl AzureBlobs {
 
     async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {
         let inner = &self.inner;
-        let mut query = url::query_string(
-            &call
-                .query
-                .iter()
-                .map(|(k, v)| (*k, v.as_str()))
-                .collect::<Vec<_>>(),
+        let address = crate::transport::address(
+            &inner.account.blob_endpoint,
+            &call.path,
+            &call.query,
+            &inner.account.credentials,
         );
-        if let Credentials::Sas(token) = &inner.account.credentials {
-            if !query.is_empty() {
-                query.push('&');
-            }
-            query.push_str(token);
-        }
-        let mut address = format!("{}{}", inner.account.blob_endpoint, call.path);
-        if !query.is_empty() {
-            address.push('?');
-            address.push_str(&query);
-        }
         let date = httpdate::fmt_http_date(SystemTime::now());
         let mut ms_headers: Vec<(&str, &str)> =
             vec![("x-ms-date", &date), ("x-ms-version", BLOB_VERSION)];
@@ -308,37 +292,28 @@ impl AzureBlobs {
     }
 }
 
+/// A request on a container itself (`?restype=container`), its name checked.
+fn container_call(method: Method, container: &str, idempotence: Idempotence) -> Result<Call<'_>> {
+    validate::container_name(container)?;
+    let mut call = Call::new(
+        method,
+        format!("/{container}"),
+        Target::container(container),
+        idempotence,
+    );
+    call.query.push(("restype", "container".into()));
+    Ok(call)
+}
+
 #[async_trait]
 impl BlobStore for AzureBlobs {
     async fn create_container(&self, container: &str) -> Result<()> {
-        validate::container_name(container)?;
-        let target = Target {
-            container,
-            ..Target::default()
-        };
-        let mut call = Call::new(
-            Method::PUT,
-            format!("/{container}"),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        call.query.push(("restype", "container".into()));
+        let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
         self.send(call).await.map(drop)
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        validate::container_name(container)?;
-        let target = Target {
-            container,
-            ..Target::default()
-        };
-        let mut call = Call::new(
-            Method::DELETE,
-            format!("/{container}"),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        call.query.push(("restype", "container".into()));
+        let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
         self.send(call).await.map(drop)
     }
 
@@ -351,11 +326,7 @@ impl BlobStore for AzureBlobs {
     ) -> Result<BlobProperties> {
         validate::container_name(container)?;
         validate::blob_name(name)?;
-        let target = Target {
-            container,
-            blob: name,
-            ..Target::default()
-        };
+        let target = Target::blob(container, name);
         let idempotence = match condition {
             PutCondition::None => Idempotence::Idempotent,
             _ => Idempotence::NotIdempotent,
@@ -378,11 +349,7 @@ impl BlobStore for AzureBlobs {
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
         validate::container_name(container)?;
         validate::blob_name(name)?;
-        let target = Target {
-            container,
-            blob: name,
-            ..Target::default()
-        };
+        let target = Target::blob(container, name);
         let reply = self
             .send(Call::new(
                 Method::GET,
@@ -406,11 +373,7 @@ impl BlobStore for AzureBlobs {
     ) -> Result<()> {
         validate::container_name(container)?;
         validate::blob_name(name)?;
-        let target = Target {
-            container,
-            blob: name,
-            ..Target::default()
-        };
+        let target = Target::blob(container, name);
         let mut call = Call::new(
             Method::DELETE,
             blob_path(container, name),
@@ -424,18 +387,7 @@ impl BlobStore for AzureBlobs {
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        validate::container_name(container)?;
-        let target = Target {
-            container,
-            ..Target::default()
-        };
-        let mut call = Call::new(
-            Method::GET,
-            format!("/{container}"),
-            target,
-            Idempotence::Idempotent,
-        );
-        call.query.push(("restype", "container".into()));
+        let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
         call.query.push(("comp", "list".into()));
         if let Some(prefix) = &options.prefix {
             call.query.push(("prefix", prefix.clone()));

@@ -83,11 +83,7 @@ impl AzureTables {
         account: Account,
         options: ClientOptions,
     ) -> Result<AzureTables, ConfigError> {
-        let path_prefix = account
-            .table_endpoint
-            .split_once("://")
-            .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
-            .unwrap_or_default();
+        let path_prefix = crate::transport::path_prefix(&account.table_endpoint);
         let sas_range = match &account.credentials {
             Credentials::Sas(token) => Some(SasRange::from_token(token)),
             Credentials::SharedKey { .. } => None,
@@ -142,24 +138,12 @@ impl AzureTables {
 
     async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {
         let inner = &self.inner;
-        let mut query = url::query_string(
-            &call
-                .query
-                .iter()
-                .map(|(k, v)| (*k, v.as_str()))
-                .collect::<Vec<_>>(),
+        let address = crate::transport::address(
+            &inner.account.table_endpoint,
+            &call.path,
+            &call.query,
+            &inner.account.credentials,
         );
-        if let Credentials::Sas(token) = &inner.account.credentials {
-            if !query.is_empty() {
-                query.push('&');
-            }
-            query.push_str(token);
-        }
-        let mut address = format!("{}{}", inner.account.table_endpoint, call.path);
-        if !query.is_empty() {
-            address.push('?');
-            address.push_str(&query);
-        }
         let date = httpdate::fmt_http_date(SystemTime::now());
         let content_type = call.body.as_ref().map_or("", |(t, _)| t.as_str());
         let mut request = inner
@@ -244,6 +228,26 @@ impl AzureTables {
         }
     }
 
+    /// A request for one entity, its table name and keys checked first.
+    fn entity_call<'a>(
+        &self,
+        method: Method,
+        table: &'a str,
+        partition_key: &'a str,
+        row_key: &'a str,
+        idempotence: Idempotence,
+    ) -> Result<Call<'a>> {
+        validate::table_name(table)?;
+        validate::keys(partition_key, row_key)?;
+        self.check_range(partition_key, row_key)?;
+        Ok(self.call(
+            method,
+            url::entity_path(table, partition_key, row_key),
+            Target::entity(table, partition_key, row_key),
+            idempotence,
+        ))
+    }
+
     async fn write(
         &self,
         table: &str,
@@ -255,12 +259,7 @@ impl AzureTables {
         validate::entity(entity)?;
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         self.check_range(pk, rk)?;
-        let target = Target {
-            table,
-            partition_key: pk,
-            row_key: rk,
-            ..Target::default()
-        };
+        let target = Target::entity(table, pk, rk);
         if method == merge() && self.inner.verify_merges {
             self.check_merge(table, entity).await?;
         }
@@ -359,10 +358,7 @@ fn decode_entities(body: &str) -> Result<Vec<Entity>> {
 impl TableBackend for AzureTables {
     async fn create_table(&self, table: &str) -> Result<()> {
         validate::table_name(table)?;
-        let target = Target {
-            table,
-            ..Target::default()
-        };
+        let target = Target::table(table);
         let mut call = self.call(
             Method::POST,
             "/Tables".into(),
@@ -379,10 +375,7 @@ impl TableBackend for AzureTables {
 
     async fn delete_table(&self, table: &str) -> Result<()> {
         validate::table_name(table)?;
-        let target = Target {
-            table,
-            ..Target::default()
-        };
+        let target = Target::table(table);
         let call = self.call(
             Method::DELETE,
             url::table_path(table),
@@ -443,21 +436,13 @@ impl TableBackend for AzureTables {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        validate::table_name(table)?;
-        validate::keys(partition_key, row_key)?;
-        self.check_range(partition_key, row_key)?;
-        let target = Target {
+        let mut call = self.entity_call(
+            Method::GET,
             table,
             partition_key,
             row_key,
-            ..Target::default()
-        };
-        let mut call = self.call(
-            Method::GET,
-            url::entity_path(table, partition_key, row_key),
-            target,
             Idempotence::Idempotent,
-        );
+        )?;
         if let Some(select) = &options.select {
             validate::select_names(select)?;
             let query = Query::new().select(select.iter().cloned());
@@ -476,10 +461,7 @@ impl TableBackend for AzureTables {
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         validate::table_name(table)?;
         validate::query(query)?;
-        let target = Target {
-            table,
-            ..Target::default()
-        };
+        let target = Target::table(table);
         let mut call = self.call(
             Method::GET,
             format!("/{table}()"),
@@ -503,12 +485,7 @@ impl TableBackend for AzureTables {
         validate::table_name(table)?;
         validate::entity(entity)?;
         self.check_range(&entity.partition_key, &entity.row_key)?;
-        let target = Target {
-            table,
-            partition_key: &entity.partition_key,
-            row_key: &entity.row_key,
-            ..Target::default()
-        };
+        let target = Target::entity(table, &entity.partition_key, &entity.row_key);
         let mut call = self.call(
             Method::POST,
             format!("/{table}"),
@@ -551,21 +528,13 @@ impl TableBackend for AzureTables {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        validate::table_name(table)?;
-        validate::keys(partition_key, row_key)?;
-        self.check_range(partition_key, row_key)?;
-        let target = Target {
+        let mut call = self.entity_call(
+            Method::DELETE,
             table,
             partition_key,
             row_key,
-            ..Target::default()
-        };
-        let mut call = self.call(
-            Method::DELETE,
-            url::entity_path(table, partition_key, row_key),
-            target,
             Idempotence::NotIdempotent,
-        );
+        )?;
         call.headers.push(("If-Match", if_match_value(if_match)));
         self.send(call).await.map(drop)
     }
@@ -583,10 +552,7 @@ impl TableBackend for AzureTables {
         }
         let id = format!("{:032x}", fastrand::u128(..));
         let request = batch::build(&self.inner.account.table_endpoint, table, operations, &id);
-        let target = Target {
-            table,
-            ..Target::default()
-        };
+        let target = Target::table(table);
         let mut call = self.call(
             Method::POST,
             "/$batch".into(),
@@ -607,12 +573,7 @@ impl TableBackend for AzureTables {
                 message,
             } => {
                 let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
-                let target = Target {
-                    table,
-                    partition_key: pk,
-                    row_key: rk,
-                    ..Target::default()
-                };
+                let target = Target::entity(table, pk, rk);
                 let cause = errors::map(response.status, &code, &message, target, None);
                 Err(cause.in_batch(index))
             }

@@ -19,6 +19,43 @@ pub struct Target<'a> {
     pub blob: &'a str,
 }
 
+impl<'a> Target<'a> {
+    /// A table.
+    pub fn table(table: &'a str) -> Target<'a> {
+        Target {
+            table,
+            ..Target::default()
+        }
+    }
+
+    /// An entity of a table.
+    pub fn entity(table: &'a str, partition_key: &'a str, row_key: &'a str) -> Target<'a> {
+        Target {
+            table,
+            partition_key,
+            row_key,
+            ..Target::default()
+        }
+    }
+
+    /// A blob container.
+    pub fn container(container: &'a str) -> Target<'a> {
+        Target {
+            container,
+            ..Target::default()
+        }
+    }
+
+    /// A blob.
+    pub fn blob(container: &'a str, blob: &'a str) -> Target<'a> {
+        Target {
+            container,
+            blob,
+            ..Target::default()
+        }
+    }
+}
+
 /// The error code and message of a Table service error body:
 /// `{"odata.error":{"code":…,"message":{"value":…}}}`.
 pub fn table_error_body(body: &str) -> (String, String) {

@@ -1,5 +1,5 @@
-//! The retry loop around one request, with its `tracing` span: shared by the
-//! table and the blob client.
+//! What the table and the blob client share around one request: the request
+//! URL, and the retry loop with its `tracing` span.
 
 use std::future::Future;
 use std::time::Instant;
@@ -8,7 +8,46 @@ use reqwest::Method;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
+use crate::config::Credentials;
 use crate::policy::{Idempotence, RetryPolicy};
+use crate::url;
+
+/// The path an endpoint puts before every resource: `/devstoreaccount1` for
+/// the emulator's path-style URLs, empty for the cloud's.
+pub(crate) fn path_prefix(endpoint: &str) -> String {
+    endpoint
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+        .unwrap_or_default()
+}
+
+/// The URL of a request: endpoint, encoded path, encoded query parameters,
+/// and the SAS token when the client signs with one.
+pub(crate) fn address(
+    endpoint: &str,
+    path: &str,
+    query: &[(&str, String)],
+    credentials: &Credentials,
+) -> String {
+    let mut query = url::query_string(
+        &query
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    if let Credentials::Sas(token) = credentials {
+        if !query.is_empty() {
+            query.push('&');
+        }
+        query.push_str(token);
+    }
+    let mut address = format!("{endpoint}{path}");
+    if !query.is_empty() {
+        address.push('?');
+        address.push_str(&query);
+    }
+    address
+}
 
 /// Runs `attempt` until it succeeds, fails for good, or `retry` gives up.
 ///
