@@ -338,20 +338,9 @@ fn merge() -> Method {
 }
 
 fn decode_entities(body: &str) -> Result<Vec<Entity>> {
-    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| Error::Decode {
+    json::entities_from_str(body).map_err(|e| Error::Decode {
         message: e.to_string(),
-    })?;
-    let items = value["value"].as_array().ok_or_else(|| Error::Decode {
-        message: "a query response without `value`".into(),
-    })?;
-    items
-        .iter()
-        .map(|item| {
-            json::from_json(item).map_err(|e| Error::Decode {
-                message: e.to_string(),
-            })
-        })
-        .collect()
+    })
 }
 
 #[async_trait]

@@ -216,6 +216,55 @@ pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
     }
 }
 
+/// Reads the entities of a query response (`{"value":[…], …}`), straight
+/// from the text like [`from_str`]; other members of the response are
+/// skipped.
+pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
+    /// One element of `value`.
+    struct Item(Result<Entity, InvalidInput>);
+    impl<'de> serde::Deserialize<'de> for Item {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Item, D::Error> {
+            deserializer.deserialize_map(EntityVisitor).map(Item)
+        }
+    }
+    /// The response object.
+    struct PageVisitor;
+    impl<'de> serde::de::Visitor<'de> for PageVisitor {
+        type Value = Option<Vec<Item>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a query response object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut items = None;
+            while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
+                if name == "value" && items.is_none() {
+                    items = Some(map.next_value::<Vec<Item>>()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(items)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = serde::Deserializer::deserialize_map(&mut de, PageVisitor)
+        .and_then(|page| de.end().map(|()| page));
+    match parsed {
+        Ok(Some(items)) => items.into_iter().map(|Item(entity)| entity).collect(),
+        Ok(None) => Err(InvalidInput::PropertyValue {
+            property: String::new(),
+            reason: "a query response without `value`".into(),
+        }),
+        Err(e) => Err(InvalidInput::PropertyValue {
+            property: String::new(),
+            reason: format!("not a query response: {e}"),
+        }),
+    }
+}
+
 /// A JSON member value before its type annotation is known. Strings are
 /// borrowed from the input when they hold no escapes, so annotations and
 /// values that are parsed (Int64, DateTime, Guid, Binary) cost no allocation.
@@ -670,6 +719,32 @@ mod tests {
             from_str(&to_string(&entity)).unwrap().properties,
             entity.properties
         );
+    }
+
+    #[test]
+    fn reads_query_responses() {
+        let body = r#"{"odata.metadata":"x","value":[{"PartitionKey":"p","RowKey":"1","n":"5","n@odata.type":"Edm.Int64"},{"PartitionKey":"p","RowKey":"2","s":"a\"b"}],"odata.nextLink":"y"}"#;
+        let entities = entities_from_str(body).unwrap();
+        assert_eq!(entities.len(), 2);
+        assert_eq!(entities[0].properties.get("n"), Some(&Value::Int64(5)));
+        assert_eq!(entities[1].row_key, "2");
+        assert_eq!(
+            entities[1].properties.get("s"),
+            Some(&Value::String("a\"b".into()))
+        );
+        assert_eq!(
+            entities_from_str(r#"{"value":[]}"#).unwrap(),
+            Vec::<Entity>::new()
+        );
+        for bad in [
+            r#"{"odata.metadata":"x"}"#,
+            r#"{"value":[{"RowKey":"r"}]}"#,
+            r#"{"value":[1]}"#,
+            r#"{"value":[]} trailing"#,
+            "[]",
+        ] {
+            assert!(entities_from_str(bad).is_err(), "{bad} accepted");
+        }
     }
 
     #[test]
