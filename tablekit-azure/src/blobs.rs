@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
 use md5::{Digest, Md5};
 use reqwest::Method;
 use tablekit::{
@@ -43,7 +44,8 @@ struct Call<'a> {
     path: String,
     query: Vec<(&'static str, String)>,
     headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
+    /// `Bytes`, so a retry sends the blob again without a copy.
+    body: Bytes,
     content_md5: String,
     if_match: String,
     if_none_match: String,
@@ -58,7 +60,7 @@ impl<'a> Call<'a> {
             path,
             query: Vec::new(),
             headers: Vec::new(),
-            body: Vec::new(),
+            body: Bytes::new(),
             content_md5: String::new(),
             if_match: String::new(),
             if_none_match: String::new(),
@@ -259,7 +261,7 @@ impl AzureBlobs {
         if status.is_success() {
             return Ok(Reply {
                 headers,
-                body: body.to_vec(),
+                body: Vec::from(body),
             });
         }
         let text = String::from_utf8_lossy(&body);
@@ -341,7 +343,7 @@ impl BlobStore for AzureBlobs {
             PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
         }
         let length = data.len() as u64;
-        call.body = data;
+        call.body = Bytes::from(data);
         let reply = self.send(call).await?;
         Ok(AzureBlobs::properties(name, &reply, length))
     }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use reqwest::Method;
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryPage,
@@ -47,7 +48,8 @@ struct Call<'a> {
     path: String,
     query: Vec<(&'a str, String)>,
     headers: Vec<(&'static str, String)>,
-    body: Option<(String, String)>,
+    /// Content type and body; `Bytes`, so a retry sends it again without a copy.
+    body: Option<(String, Bytes)>,
     idempotence: Idempotence,
     target: Target<'a>,
 }
@@ -272,7 +274,7 @@ impl AzureTables {
         if let Some(if_match) = if_match {
             call.headers.push(("If-Match", if_match_value(if_match)));
         }
-        call.body = Some(("application/json".into(), json::to_string(entity)));
+        call.body = Some(("application/json".into(), json::to_string(entity).into()));
         self.send(call).await?.etag()
     }
 }
@@ -357,7 +359,7 @@ impl TableBackend for AzureTables {
         call.headers.push(("Prefer", "return-no-content".into()));
         call.body = Some((
             "application/json".into(),
-            serde_json::json!({ "TableName": table }).to_string(),
+            serde_json::json!({ "TableName": table }).to_string().into(),
         ));
         self.send(call).await.map(drop)
     }
@@ -482,7 +484,7 @@ impl TableBackend for AzureTables {
             Idempotence::NotIdempotent,
         );
         call.headers.push(("Prefer", "return-no-content".into()));
-        call.body = Some(("application/json".into(), json::to_string(entity)));
+        call.body = Some(("application/json".into(), json::to_string(entity).into()));
         self.send(call).await?.etag()
     }
 
@@ -548,7 +550,7 @@ impl TableBackend for AzureTables {
             target,
             Idempotence::NotIdempotent,
         );
-        call.body = Some((request.content_type, request.body));
+        call.body = Some((request.content_type, request.body.into()));
         let reply = self.send(call).await?;
         let content_type = reply.header("content-type").unwrap_or_default().to_owned();
         match batch::parse(&content_type, &reply.body, operations).map_err(|e| Error::Decode {
