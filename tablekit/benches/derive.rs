@@ -201,6 +201,13 @@ fn benches(c: &mut Criterion) {
     g.bench_function("read", |b| {
         b.iter(|| json::from_str(black_box(&text)).unwrap())
     });
+    // What the bulk writer pays to size a batch operation.
+    g.bench_function("encoded_len", |b| {
+        b.iter(|| json::encoded_len(black_box(&entity)))
+    });
+    g.bench_function("encoded_len_bound", |b| {
+        b.iter(|| json::encoded_len_bound(black_box(&entity)))
+    });
     g.finish();
 
     let mut g = c.benchmark_group("property_map");

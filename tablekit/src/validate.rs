@@ -229,12 +229,20 @@ pub fn keys(partition_key: &str, row_key: &str) -> Result<(), InvalidInput> {
 pub fn batch_payload_size(operations: &[BatchOperation]) -> usize {
     operations
         .iter()
-        .map(|op| {
-            let (pk, rk) = op.keys();
-            let body = op.entity().map_or(0, crate::json::encoded_len);
-            body + pk.len() + rk.len() + BATCH_OPERATION_OVERHEAD
-        })
+        .map(|op| operation_payload(op, crate::json::encoded_len))
         .sum()
+}
+
+/// An upper bound of one operation's share of [`batch_payload_size`],
+/// found without serializing it (see [`crate::json::encoded_len_bound`]):
+/// batches filled by these bounds up to 4 MiB always pass the check.
+pub fn operation_payload_bound(operation: &BatchOperation) -> usize {
+    operation_payload(operation, crate::json::encoded_len_bound)
+}
+
+fn operation_payload(operation: &BatchOperation, body_len: fn(&Entity) -> usize) -> usize {
+    let (pk, rk) = operation.keys();
+    operation.entity().map_or(0, body_len) + pk.len() + rk.len() + BATCH_OPERATION_OVERHEAD
 }
 
 /// Checks an entity group transaction: 1–100 operations, one PartitionKey,

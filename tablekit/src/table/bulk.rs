@@ -10,8 +10,8 @@ use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::schema::{self, TableEntity};
-use crate::validate::batch_payload_size;
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
+use crate::validate::operation_payload_bound;
 
 /// One item the bulk writer could not write.
 #[derive(Debug, Clone)]
@@ -189,7 +189,8 @@ fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Err
 }
 
 /// Splits one partition's operations into batches of at most 100 operations
-/// and at most 4 MiB of payload (as the validator counts it) in which no
+/// and at most 4 MiB of payload (by a bound that never undercounts what the
+/// validator counts, so no batch is refused for its size) in which no
 /// entity appears twice; a repeated entity starts a new batch, so repeats
 /// apply in input order.
 fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Vec<(usize, BatchOperation)>> {
@@ -198,7 +199,7 @@ fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Vec<(usize, BatchOperation)>
     let mut payload = 0;
     for (index, op) in ops {
         let rk = op.keys().1.to_owned();
-        let size = batch_payload_size(std::slice::from_ref(&op));
+        let size = operation_payload_bound(&op);
         let full = chunks
             .last()
             .is_none_or(|c| c.len() == MAX_BATCH_OPERATIONS || payload + size > MAX_BATCH_PAYLOAD);
