@@ -87,6 +87,18 @@ pub(crate) struct Container {
     pub(crate) wide: bool,
 }
 
+impl Container {
+    /// `<crate>::__private`, the path generated code reaches the runtime
+    /// through: `::tablekit` unless `crate = …` names another.
+    pub(crate) fn private_path(&self) -> TokenStream {
+        let krate = self
+            .crate_path
+            .as_ref()
+            .map_or_else(|| quote::quote!(::tablekit), |p| quote::quote!(#p));
+        quote::quote!(#krate::__private)
+    }
+}
+
 fn tablekit_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
     attrs.iter().filter(|a| a.path().is_ident(TABLEKIT))
 }

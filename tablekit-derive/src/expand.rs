@@ -338,12 +338,7 @@ fn field_list(fields: &[&Field<'_>]) -> String {
 }
 
 fn expand(cont: &Container<'_>) -> TokenStream {
-    let krate = cont
-        .attrs
-        .crate_path
-        .as_ref()
-        .map_or_else(|| quote!(::tablekit), |p| quote!(#p));
-    let tk = quote!(#krate::__private);
+    let tk = cont.attrs.private_path();
     let ex = Expansion {
         cont,
         tk: tk.clone(),

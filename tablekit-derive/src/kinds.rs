@@ -37,10 +37,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     if let Err(error) = cx.check() {
         return error.to_compile_error();
     }
-    let krate = container
-        .crate_path
-        .map_or_else(|| quote!(::tablekit), |p| quote!(#p));
-    let tk = quote!(#krate::__private);
+    let tk = container.private_path();
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
     let Some((_, first_ty)) = variants.first() else {
