@@ -23,6 +23,14 @@ fn if_match_header(if_match: &IfMatch) -> String {
     }
 }
 
+/// The verb of an update or upsert: `PUT` replaces, `MERGE` merges.
+pub fn update_verb(mode: UpdateMode) -> &'static str {
+    match mode {
+        UpdateMode::Replace => "PUT",
+        UpdateMode::Merge => "MERGE",
+    }
+}
+
 /// Builds the body of a batch on `table` at `endpoint` (the Table service
 /// endpoint, no trailing `/`). `id` makes the boundaries unique.
 pub fn build(endpoint: &str, table: &str, operations: &[BatchOperation], id: &str) -> BatchRequest {
@@ -38,32 +46,18 @@ pub fn build(endpoint: &str, table: &str, operations: &[BatchOperation], id: &st
                 entity,
                 mode,
                 if_match,
-            } => {
-                let method = if *mode == UpdateMode::Replace {
-                    "PUT"
-                } else {
-                    "MERGE"
-                };
-                (
-                    method,
-                    format!("{endpoint}{}", entity_path(table, pk, rk)),
-                    Some(if_match),
-                    Some(entity),
-                )
-            }
-            BatchOperation::Upsert { entity, mode } => {
-                let method = if *mode == UpdateMode::Replace {
-                    "PUT"
-                } else {
-                    "MERGE"
-                };
-                (
-                    method,
-                    format!("{endpoint}{}", entity_path(table, pk, rk)),
-                    None,
-                    Some(entity),
-                )
-            }
+            } => (
+                update_verb(*mode),
+                format!("{endpoint}{}", entity_path(table, pk, rk)),
+                Some(if_match),
+                Some(entity),
+            ),
+            BatchOperation::Upsert { entity, mode } => (
+                update_verb(*mode),
+                format!("{endpoint}{}", entity_path(table, pk, rk)),
+                None,
+                Some(entity),
+            ),
             BatchOperation::Delete { if_match, .. } => (
                 "DELETE",
                 format!("{endpoint}{}", entity_path(table, pk, rk)),

@@ -334,6 +334,14 @@ fn if_match_value(if_match: &IfMatch) -> String {
     }
 }
 
+/// The method of an update or upsert (see [`batch::update_verb`]).
+fn update_method(mode: UpdateMode) -> Method {
+    match mode {
+        UpdateMode::Replace => Method::PUT,
+        UpdateMode::Merge => merge(),
+    }
+}
+
 fn merge() -> Method {
     // A valid token: from_bytes cannot fail for it.
     Method::from_bytes(b"MERGE").unwrap_or(Method::PATCH)
@@ -495,20 +503,12 @@ impl TableBackend for AzureTables {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        let method = if mode == UpdateMode::Replace {
-            Method::PUT
-        } else {
-            merge()
-        };
+        let method = update_method(mode);
         self.write(table, entity, method, Some(if_match)).await
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        let method = if mode == UpdateMode::Replace {
-            Method::PUT
-        } else {
-            merge()
-        };
+        let method = update_method(mode);
         self.write(table, entity, method, None).await
     }
 
