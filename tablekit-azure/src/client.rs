@@ -28,7 +28,7 @@ pub struct AzureTables {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Inner {
     account: Account,
     http: reqwest::Client,
@@ -313,14 +313,8 @@ impl AzureTables {
     /// sent (on by default for the emulator, off for the service, which
     /// checks them itself).
     pub fn with_merge_checks(self, on: bool) -> AzureTables {
-        let inner = Inner {
-            account: self.inner.account.clone(),
-            http: self.inner.http.clone(),
-            retry: self.inner.retry.clone(),
-            sas_range: self.inner.sas_range.clone(),
-            path_prefix: self.inner.path_prefix.clone(),
-            verify_merges: on,
-        };
+        let mut inner = (*self.inner).clone();
+        inner.verify_merges = on;
         AzureTables {
             inner: Arc::new(inner),
         }
