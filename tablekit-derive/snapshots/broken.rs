@@ -26,9 +26,11 @@ const _: () = {
         ) -> bool {
             true
         }
-        fn write_properties(
+        fn write_properties<
+            __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,
+        >(
             &self,
-            _: &mut ::tablekit::__private::Properties,
+            _: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
             ::core::unreachable!()
         }

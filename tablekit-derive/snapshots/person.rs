@@ -20,10 +20,12 @@ const _: () = {
                 );
             __complete
         }
-        fn write_fields(
+        fn write_fields<
+            __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,
+        >(
             &self,
             __prefix: &str,
-            __props: &mut ::tablekit::__private::Properties,
+            __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
             ::tablekit::__private::write_property(
                 __props,

@@ -27,6 +27,7 @@ const _: () = {
         const PARTITION_KEY_FIELDS: &'static str = "department";
         const ROW_KEY_FIELDS: &'static str = "employee, year";
         const WIDE: bool = false;
+        const CHECKED_NAMES: bool = false;
         const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
         fn partition_key(&self) -> Self::PartitionKey {
             ::tablekit::__private::Clone::clone(&self.department)
@@ -74,9 +75,11 @@ const _: () = {
                 );
             __complete
         }
-        fn write_properties(
+        fn write_properties<
+            __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,
+        >(
             &self,
-            __props: &mut ::tablekit::__private::Properties,
+            __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
             ::tablekit::__private::write_property(__props, "Score", &self.score)?;
             ::tablekit::__private::write_property(__props, "Text", &self.comment)?;

@@ -51,7 +51,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn property_names(_: &mut #tk::Vec<#tk::String>) -> bool {
                     true
                 }
-                fn write_properties(&self, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
                 fn read_properties(_: (), _: (), _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
@@ -65,7 +65,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn field_names(_: &str, _: &mut #tk::Vec<#tk::String>) -> bool {
                     true
                 }
-                fn write_fields(&self, _: &str, _: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                fn write_fields<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &str, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
                 fn read_fields(_: &str, _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
@@ -364,7 +364,7 @@ fn expand(cont: &Container<'_>) -> TokenStream {
                         #(#names)*
                         __complete
                     }
-                    fn write_fields(&self, __prefix: &str, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                    fn write_fields<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, __prefix: &str, __props: &mut __S) -> #tk::Result<(), #tk::Error> {
                         #(#writes)*
                         #tk::Ok(())
                     }
@@ -430,6 +430,12 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
+    // Literal names were checked valid and distinct at compile time; a
+    // flattened or series field makes its names at run time.
+    let checked_names = !cont
+        .fields
+        .iter()
+        .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series));
     let blob_fields: Vec<TokenStream> = cont
         .fields
         .iter()
@@ -520,6 +526,7 @@ fn expand_entity(
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
+                const CHECKED_NAMES: bool = #checked_names;
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
 
                 fn partition_key(&self) -> Self::PartitionKey {
@@ -545,7 +552,7 @@ fn expand_entity(
                     #(#names)*
                     __complete
                 }
-                fn write_properties(&self, __props: &mut #tk::Properties) -> #tk::Result<(), #tk::Error> {
+                fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, __props: &mut __S) -> #tk::Result<(), #tk::Error> {
                     #(#writes)*
                     #tk::Ok(())
                 }

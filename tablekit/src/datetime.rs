@@ -187,30 +187,33 @@ impl DateTime {
 
     /// Appends the ISO-8601 text to `out`, with `colon` between the time's
     /// fields (`%3A` inside ETags) and trailing fraction zeros trimmed when
-    /// `trim` is set. Hand-rolled: this runs on every write and read of the
-    /// in-memory backend, and `format!` is several times slower.
+    /// `trim` is set.
     pub(crate) fn write_iso(self, out: &mut impl std::fmt::Write, colon: &str, trim: bool) {
         // Writing into a `String` cannot fail; a formatter's error is ignored
         // here and reported by the formatting machinery itself.
-        fn digits(out: &mut impl std::fmt::Write, value: i64, width: usize) {
-            let mut divisor = 10i64.pow(width as u32 - 1);
-            while divisor > 0 {
-                let _ = out.write_char(char::from(b'0' + (value / divisor % 10) as u8));
-                divisor /= 10;
-            }
-        }
+        let _ = out.write_str(self.iso_text(colon, trim).as_str());
+    }
+
+    /// The ISO-8601 text of [`write_iso`](DateTime::write_iso), on the stack.
+    /// Hand-rolled: it runs on every write and read of a date, and `format!`
+    /// is several times slower.
+    pub(crate) fn iso_text(self, colon: &str, trim: bool) -> IsoText {
+        let mut text = IsoText {
+            bytes: [0; 36],
+            len: 0,
+        };
         let (y, mo, d, h, mi, s, frac) = self.parts();
-        digits(out, i64::from(y), 4);
-        let _ = out.write_char('-');
-        digits(out, i64::from(mo), 2);
-        let _ = out.write_char('-');
-        digits(out, i64::from(d), 2);
-        let _ = out.write_char('T');
-        digits(out, h, 2);
-        let _ = out.write_str(colon);
-        digits(out, mi, 2);
-        let _ = out.write_str(colon);
-        digits(out, s, 2);
+        text.digits(i64::from(y), 4);
+        text.push(b"-");
+        text.digits(i64::from(mo), 2);
+        text.push(b"-");
+        text.digits(i64::from(d), 2);
+        text.push(b"T");
+        text.digits(h, 2);
+        text.push(colon.as_bytes());
+        text.digits(mi, 2);
+        text.push(colon.as_bytes());
+        text.digits(s, 2);
         if !trim || frac != 0 {
             let mut width = 7;
             let mut frac = frac;
@@ -218,10 +221,51 @@ impl DateTime {
                 frac /= 10;
                 width -= 1;
             }
-            let _ = out.write_char('.');
-            digits(out, frac, width);
+            text.push(b".");
+            text.digits(frac, width);
         }
-        let _ = out.write_char('Z');
+        text.push(b"Z");
+        text
+    }
+}
+
+/// The text of a [`DateTime`], at most 34 bytes
+/// (`9999-12-31T23%3A59%3A59.9999999Z`), held on the stack.
+pub(crate) struct IsoText {
+    bytes: [u8; 36],
+    len: usize,
+}
+
+impl IsoText {
+    /// Appends ASCII; what does not fit is dropped (nothing longer than the
+    /// widest date, with a `%3A` separator, is ever written).
+    fn push(&mut self, text: &[u8]) {
+        if let Some(slot) = self.bytes.get_mut(self.len..self.len + text.len()) {
+            slot.copy_from_slice(text);
+            self.len += text.len();
+        }
+    }
+
+    /// Appends `value` as exactly `width` decimal digits.
+    fn digits(&mut self, value: i64, width: usize) {
+        let mut digits = [0u8; 8];
+        let mut rest = value;
+        for slot in digits[..width].iter_mut().rev() {
+            *slot = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        self.push(&digits[..width]);
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ASCII digits and punctuation are ever written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+
+    /// The text's bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 

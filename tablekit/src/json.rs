@@ -29,47 +29,252 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Number, Value as Json};
 
 use crate::datetime::DateTime;
-use crate::entity::{ETag, Entity, Properties};
-use crate::error::InvalidInput;
-use crate::value::{EdmType, Value};
+use crate::entity::{ETag, Entity, Properties, PropertyName};
+use crate::error::{Error, InvalidInput, SchemaError};
+use crate::schema::PropertySink;
+use crate::value::{EdmType, Value, ValueRef};
 
 const ANNOTATION_SUFFIX: &str = "@odata.type";
 
 /// The entity as a JSON object, ready to send. ETag and Timestamp are not
 /// written (the service ignores a client's Timestamp).
 pub fn to_json(entity: &Entity) -> Json {
-    // Serializing `Wire` cannot fail: every key is a string.
-    serde_json::to_value(Wire(entity)).unwrap_or(Json::Null)
+    let mut out = Vec::new();
+    write(entity, &mut out);
+    // The writer writes valid JSON: reading it back cannot fail.
+    serde_json::from_slice(&out).unwrap_or(Json::Null)
 }
 
 /// The JSON text of [`to_json`], written directly (no JSON tree is built).
 pub fn to_string(entity: &Entity) -> String {
-    // Writing into memory cannot fail.
-    serde_json::to_string(&Wire(entity)).unwrap_or_default()
+    let mut out = Vec::with_capacity(encoded_len_bound(entity));
+    write(entity, &mut out);
+    into_string(out)
 }
 
 /// Appends the JSON text of [`to_json`] to `out`.
 pub fn write(entity: &Entity, out: &mut Vec<u8>) {
-    // Writing into memory cannot fail.
-    let _ = serde_json::to_writer(out, &Wire(entity));
+    open(out, &entity.partition_key, &entity.row_key);
+    for (name, value) in entity.properties.iter() {
+        member(out, name, value.as_value_ref(), false);
+    }
+    out.push(b'}');
 }
 
-/// The number of bytes of [`to_string`], without building the string.
+/// The number of bytes of [`to_string`].
 pub fn encoded_len(entity: &Entity) -> usize {
-    struct Counter(usize);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+    let mut out = Vec::with_capacity(encoded_len_bound(entity));
+    write(entity, &mut out);
+    out.len()
+}
+
+/// The text of what [`write`] wrote: only UTF-8 input and ASCII are ever
+/// written, so the check cannot fail.
+fn into_string(out: Vec<u8>) -> String {
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Writes a JSON string with serde_json's escaping.
+fn string(out: &mut Vec<u8>, s: &str) {
+    // Writing into memory cannot fail.
+    let _ = serde::Serializer::serialize_str(&mut serde_json::Serializer::new(out), s);
+}
+
+/// `{"PartitionKey":…,"RowKey":…`
+fn open(out: &mut Vec<u8>, partition_key: &str, row_key: &str) {
+    out.extend_from_slice(b"{\"PartitionKey\":");
+    string(out, partition_key);
+    out.extend_from_slice(b",\"RowKey\":");
+    string(out, row_key);
+}
+
+/// `,"name":value` and, for the types that need it, `,"name@odata.type":"Edm.…"`.
+/// A name known to be a valid property name (letters, digits, `_`) is
+/// written as is; any other is escaped.
+fn member(out: &mut Vec<u8>, name: &str, value: ValueRef<'_>, checked_name: bool) {
+    #[inline(always)]
+    fn write_name(out: &mut Vec<u8>, name: &str, checked_name: bool) {
+        if checked_name {
+            out.push(b'"');
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'"');
+        } else {
+            string(out, name);
         }
     }
-    let mut counter = Counter(0);
-    // Writing into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, &Wire(entity));
-    counter.0
+    out.reserve(2 * name.len() + 64);
+    out.push(b',');
+    write_name(out, name, checked_name);
+    out.push(b':');
+    // Text that never needs escaping (digits, dates, GUIDs, base64) is
+    // written as is; through serde's `collect_str` it would be scanned for
+    // escapes piece by piece.
+    let quoted = |out: &mut Vec<u8>, text: &[u8]| {
+        out.push(b'"');
+        out.extend_from_slice(text);
+        out.push(b'"');
+    };
+    let mut ser = serde_json::Serializer::new(&mut *out);
+    // Writing into memory cannot fail.
+    let _ = match value {
+        ValueRef::String(v) => serde::Serializer::serialize_str(&mut ser, v),
+        ValueRef::Int32(v) => serde::Serializer::serialize_i32(&mut ser, v),
+        ValueRef::Boolean(v) => serde::Serializer::serialize_bool(&mut ser, v),
+        ValueRef::Double(v) if v.is_finite() => serde::Serializer::serialize_f64(&mut ser, v),
+        ValueRef::Double(v) => {
+            let text: &[u8] = if v.is_nan() {
+                b"NaN"
+            } else if v > 0.0 {
+                b"Infinity"
+            } else {
+                b"-Infinity"
+            };
+            quoted(out, text);
+            Ok(())
+        }
+        ValueRef::Int64(v) => {
+            out.push(b'"');
+            let _ =
+                serde::Serializer::serialize_i64(&mut serde_json::Serializer::new(&mut *out), v);
+            out.push(b'"');
+            Ok(())
+        }
+        ValueRef::DateTime(v) => {
+            quoted(out, v.iso_text(":", true).as_bytes());
+            Ok(())
+        }
+        ValueRef::Guid(v) => {
+            let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            quoted(out, v.hyphenated().encode_lower(&mut buf).as_bytes());
+            Ok(())
+        }
+        ValueRef::Binary(v) => {
+            out.push(b'"');
+            let start = out.len();
+            out.resize(start + v.len().div_ceil(3) * 4, 0);
+            // The slot is exactly as long as the padded encoding.
+            let _ = BASE64.encode_slice(v, &mut out[start..]);
+            out.push(b'"');
+            Ok(())
+        }
+    };
+    let edm = value.edm_type();
+    if !matches!(edm, EdmType::String | EdmType::Int32 | EdmType::Boolean) {
+        out.push(b',');
+        write_name(out, name, checked_name);
+        // Turn the name's closing quote into the annotation suffix's.
+        out.pop();
+        out.extend_from_slice(b"@odata.type\":\"");
+        out.extend_from_slice(edm.as_str().as_bytes());
+        out.push(b'"');
+    }
+}
+
+/// Writes the wire JSON of a row straight from a typed entity, property by
+/// property, checking as it goes what the service checks: the keys, each
+/// name and value, the number of properties and the entity's size. It is the
+/// [`PropertySink`] behind [`schema::to_json`](crate::schema::to_json): no
+/// property map is built and no field is copied.
+///
+/// ```
+/// use tablekit::json::EntityWriter;
+/// use tablekit::schema::PropertySink;
+/// use tablekit::ValueRef;
+/// let mut w = EntityWriter::new("p".into(), "r".into())?;
+/// w.push("Name".into(), ValueRef::String("Ada"))?;
+/// w.push("Visits".into(), ValueRef::Int64(3))?;
+/// assert_eq!(
+///     w.finish()?,
+///     r#"{"PartitionKey":"p","RowKey":"r","Name":"Ada","Visits":"3","Visits@odata.type":"Edm.Int64"}"#
+/// );
+/// # Ok::<(), tablekit::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct EntityWriter {
+    out: Vec<u8>,
+    partition_key: String,
+    row_key: String,
+    count: usize,
+    size: usize,
+    /// Where each name lies in `out`, to find one written twice; `None` when
+    /// the names are known valid and distinct.
+    names: Option<Vec<(usize, usize)>>,
+}
+
+impl EntityWriter {
+    /// Starts a row with these keys, refusing keys the service refuses.
+    pub fn new(partition_key: String, row_key: String) -> Result<EntityWriter, InvalidInput> {
+        EntityWriter::typed(partition_key, row_key, false)
+    }
+
+    /// A writer for a derived type; with `checked_names` its names were all
+    /// checked at compile time (valid and distinct:
+    /// [`TableEntity::CHECKED_NAMES`]), so only values, count and size are
+    /// checked for each property.
+    ///
+    /// [`TableEntity::CHECKED_NAMES`]: crate::TableEntity::CHECKED_NAMES
+    pub(crate) fn typed(
+        partition_key: String,
+        row_key: String,
+        checked_names: bool,
+    ) -> Result<EntityWriter, InvalidInput> {
+        crate::validate::keys(&partition_key, &row_key)?;
+        let mut out = Vec::with_capacity(512 + partition_key.len() + row_key.len());
+        open(&mut out, &partition_key, &row_key);
+        Ok(EntityWriter {
+            out,
+            partition_key,
+            row_key,
+            count: 0,
+            size: 0,
+            names: (!checked_names).then(|| Vec::with_capacity(16)),
+        })
+    }
+
+    /// The JSON text, once the row is known to be one the service takes: no
+    /// name twice ([`SchemaError::NameCollision`]), within the entity size.
+    pub fn finish(mut self) -> Result<String, Error> {
+        if let Some(names) = &self.names {
+            let names: Vec<&[u8]> = names
+                .iter()
+                .map(|&(start, end)| &self.out[start..end])
+                .collect();
+            if let Some(name) = crate::schema::first_duplicate(&names) {
+                return Err(SchemaError::NameCollision {
+                    name: String::from_utf8_lossy(name).into_owned(),
+                }
+                .into());
+            }
+        }
+        crate::validate::entity_size(&self.partition_key, &self.row_key, self.size)?;
+        self.out.push(b'}');
+        Ok(into_string(self.out))
+    }
+}
+
+impl PropertySink for EntityWriter {
+    fn push(&mut self, name: PropertyName, value: ValueRef<'_>) -> Result<(), Error> {
+        self.size += match &mut self.names {
+            Some(names) => {
+                let size = crate::validate::property(&name, value)?;
+                // `,"` comes before the name, which is a checked identifier
+                // and so written as it is.
+                let start = self.out.len() + 2;
+                names.push((start, start + name.len()));
+                size
+            }
+            None => {
+                crate::validate::property_value_ref(&name, value)?;
+                crate::validate::property_size(&name, value)
+            }
+        };
+        self.count += 1;
+        if self.count > crate::validate::limits::MAX_PROPERTIES {
+            crate::validate::property_count(&self.partition_key, &self.row_key, self.count)?;
+        }
+        member(&mut self.out, &name, value, true);
+        Ok(())
+    }
 }
 
 /// An upper bound of [`encoded_len`], found without writing anything: exact
@@ -119,89 +324,6 @@ pub fn encoded_len_bound(entity: &Entity) -> usize {
         }
     }
     len
-}
-
-/// An entity as its wire JSON: serializes straight to any serde serializer.
-#[derive(Debug, Clone, Copy)]
-pub struct Wire<'a>(pub &'a Entity);
-
-/// The text of a [`DateTime`] (at most 28 bytes: `9999-12-31T23:59:59.9999999Z`)
-/// on the stack.
-#[derive(Default)]
-struct DateText {
-    bytes: [u8; 32],
-    len: usize,
-}
-
-impl DateText {
-    fn as_str(&self) -> &str {
-        // Only ASCII digits and punctuation are ever written.
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
-    }
-}
-
-impl std::fmt::Write for DateText {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let slot = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        slot.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
-/// Serializes a `Display` value as a JSON string, without allocating.
-struct AsText<T>(T);
-
-impl<T: std::fmt::Display> serde::Serialize for AsText<T> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&self.0)
-    }
-}
-
-impl serde::Serialize for Wire<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let entity = self.0;
-        let mut map = serializer.serialize_map(Some(2 + 2 * entity.properties.len()))?;
-        map.serialize_entry("PartitionKey", &entity.partition_key)?;
-        map.serialize_entry("RowKey", &entity.row_key)?;
-        let mut annotation = String::new();
-        for (name, value) in entity.properties.iter() {
-            map.serialize_key(name)?;
-            match value {
-                Value::String(v) => map.serialize_value(v)?,
-                Value::Int32(v) => map.serialize_value(v)?,
-                Value::Int64(v) => map.serialize_value(&AsText(v))?,
-                Value::Double(v) if v.is_finite() => map.serialize_value(v)?,
-                Value::Double(v) if v.is_nan() => map.serialize_value("NaN")?,
-                Value::Double(v) => {
-                    map.serialize_value(if *v > 0.0 { "Infinity" } else { "-Infinity" })?
-                }
-                Value::Boolean(v) => map.serialize_value(v)?,
-                Value::DateTime(v) => {
-                    // Formatted on the stack and written in one piece: through
-                    // `collect_str` each of its ~28 pieces would be escaped apart.
-                    let mut text = DateText::default();
-                    v.write_iso(&mut text, ":", true);
-                    map.serialize_value(text.as_str())?
-                }
-                Value::Guid(v) => map.serialize_value(&AsText(v.hyphenated()))?,
-                Value::Binary(v) => {
-                    map.serialize_value(&AsText(base64::display::Base64Display::new(v, &BASE64)))?
-                }
-            }
-            if needs_annotation(value) {
-                // One buffer for every annotation name: serde_json would
-                // allocate a string for each `collect_str` key.
-                annotation.clear();
-                annotation.push_str(name);
-                annotation.push_str(ANNOTATION_SUFFIX);
-                map.serialize_entry(&annotation, value.edm_type().as_str())?;
-            }
-        }
-        map.end()
-    }
 }
 
 /// Whether a value's JSON form carries a type annotation.

@@ -8,6 +8,7 @@
 use std::cmp::Ordering;
 
 /// Length of `s` in UTF-16 code units, the unit of the store's length limits.
+#[inline]
 pub fn utf16_len(s: &str) -> usize {
     // ASCII is the common case, and one vectorised check decides it.
     if s.is_ascii() {

@@ -151,7 +151,7 @@ pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
     BulkFailure, BulkReport, BulkWriter, Loaded, Table, TableBatch, TableQuery, UPDATE_ATTEMPTS,
 };
-pub use value::{EdmType, Value};
+pub use value::{EdmType, Value, ValueRef};
 
 /// Re-exported so users and generated code name one version of these crates.
 pub use uuid;

@@ -12,9 +12,9 @@ pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
 pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertyValue, Series, SeriesColumn,
-    TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity, is_kind, property_error,
-    read_property, take_property, write_property, write_value,
+    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertySink, PropertyValue, Series,
+    SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity, is_kind,
+    property_error, read_property, take_property, write_property, write_value,
 };
 pub use crate::table::offload::{BlobField, BlobValue};
 pub use crate::value::Value;
@@ -33,8 +33,8 @@ pub fn read_property_or_default<V: PropertyValue + Default>(
 }
 
 /// Writes a field as a JSON string (`#[tablekit(json)]`).
-pub fn write_json<V: serde::Serialize>(
-    props: &mut Properties,
+pub fn write_json<S: PropertySink + ?Sized, V: serde::Serialize>(
+    props: &mut S,
     name: impl Into<PropertyName>,
     value: &V,
 ) -> Result<(), Error> {

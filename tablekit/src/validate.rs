@@ -12,7 +12,7 @@ use crate::backend::{BatchOperation, Query};
 use crate::entity::{Entity, Properties};
 use crate::error::{Error, InvalidInput, KeyKind};
 use crate::keyorder::utf16_len;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// The store's limits, as constants.
 pub mod limits {
@@ -75,13 +75,12 @@ pub fn is_forbidden_key_char(c: char) -> bool {
 /// Checks a PartitionKey or RowKey: at most 512 UTF-16 code units, none of the
 /// forbidden characters. The empty key is allowed.
 pub fn key(kind: KeyKind, key: &str) -> Result<(), InvalidInput> {
-    let forbidden = if key.is_ascii() {
-        // ASCII keys, the common case, are checked byte by byte.
-        key.bytes()
-            .map(char::from)
-            .find(|c| is_forbidden_key_char(*c))
-    } else {
-        key.chars().find(|c| is_forbidden_key_char(*c))
+    // One pass over the bytes settles the common case; only a key with a
+    // suspect byte (a forbidden ASCII one, or any non-ASCII) is decoded.
+    let suspect = |b: u8| matches!(b, b'/' | b'\\' | b'#' | b'?' | 0..=0x1f | 0x7f..);
+    let forbidden = match key.bytes().position(suspect) {
+        None => None,
+        Some(start) => key[start..].chars().find(|c| is_forbidden_key_char(*c)),
     };
     if let Some(character) = forbidden {
         return Err(InvalidInput::KeyForbiddenCharacter {
@@ -151,8 +150,14 @@ pub fn property_name(name: &str) -> Result<(), InvalidInput> {
 
 /// Checks one property value's size.
 pub fn property_value(name: &str, value: &Value) -> Result<(), InvalidInput> {
+    property_value_ref(name, value.as_value_ref())
+}
+
+/// [`property_value`] for a borrowed value.
+#[inline]
+pub fn property_value_ref(name: &str, value: ValueRef<'_>) -> Result<(), InvalidInput> {
     match value {
-        Value::String(s) if s.len() > MAX_STRING_UTF16 => {
+        ValueRef::String(s) if s.len() > MAX_STRING_UTF16 => {
             let utf16_len = utf16_len(s);
             if utf16_len > MAX_STRING_UTF16 {
                 return Err(InvalidInput::StringTooLong {
@@ -162,7 +167,7 @@ pub fn property_value(name: &str, value: &Value) -> Result<(), InvalidInput> {
                 });
             }
         }
-        Value::Binary(b) if b.len() > MAX_BINARY_BYTES => {
+        ValueRef::Binary(b) if b.len() > MAX_BINARY_BYTES => {
             return Err(InvalidInput::BinaryTooLong {
                 property: name.to_owned(),
                 len: b.len(),
@@ -174,6 +179,38 @@ pub fn property_value(name: &str, value: &Value) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// Checks one property, name and value, and returns its part of the
+/// service's entity-size formula: `8 + 2·len(name) + sizeof(value)`.
+pub fn property(name: &str, value: ValueRef<'_>) -> Result<usize, InvalidInput> {
+    property_name(name)?;
+    property_value_ref(name, value)?;
+    Ok(property_size(name, value))
+}
+
+/// A property's part of the service's entity-size formula:
+/// `8 + 2·len(name) + sizeof(value)`.
+#[inline]
+pub fn property_size(name: &str, value: ValueRef<'_>) -> usize {
+    8 + 2 * utf16_len(name) + value.stored_size()
+}
+
+/// Checks the number of custom properties of an entity.
+pub fn property_count(
+    partition_key: &str,
+    row_key: &str,
+    count: usize,
+) -> Result<(), InvalidInput> {
+    if count > MAX_PROPERTIES {
+        return Err(InvalidInput::TooManyProperties {
+            partition_key: partition_key.to_owned(),
+            row_key: row_key.to_owned(),
+            count,
+            max: MAX_PROPERTIES,
+        });
+    }
+    Ok(())
+}
+
 /// Checks a property set: count, names, values. Returns the properties' part
 /// of the service's entity-size formula (`Σ 8 + 2·len(name) + sizeof(value)`).
 pub fn properties(
@@ -181,40 +218,38 @@ pub fn properties(
     row_key: &str,
     props: &Properties,
 ) -> Result<usize, InvalidInput> {
-    if props.len() > MAX_PROPERTIES {
-        return Err(InvalidInput::TooManyProperties {
+    property_count(partition_key, row_key, props.len())?;
+    props.iter().try_fold(0, |size, (name, value)| {
+        Ok(size + property(name, value.as_value_ref())?)
+    })
+}
+
+/// Checks an entity's size by the service's formula, given its properties'
+/// part of it ([`properties`]): the keys' part is added here.
+pub fn entity_size(
+    partition_key: &str,
+    row_key: &str,
+    properties_size: usize,
+) -> Result<(), InvalidInput> {
+    let size = 4 + 2 * (utf16_len(partition_key) + utf16_len(row_key)) + properties_size;
+    if size > MAX_ENTITY_SIZE {
+        return Err(InvalidInput::EntityTooLarge {
             partition_key: partition_key.to_owned(),
             row_key: row_key.to_owned(),
-            count: props.len(),
-            max: MAX_PROPERTIES,
+            size,
+            max: MAX_ENTITY_SIZE,
         });
     }
-    let mut size = 0;
-    for (name, value) in props.iter() {
-        property_name(name)?;
-        property_value(name, value)?;
-        size += 8 + 2 * utf16_len(name) + value.stored_size();
-    }
-    Ok(size)
+    Ok(())
 }
 
 /// Checks everything about an entity that is written: keys, property count,
 /// names, value sizes, and the entity's size by the service's formula
 /// ([`Entity::stored_size`], computed in the same pass).
 pub fn entity(entity: &Entity) -> Result<(), InvalidInput> {
-    key(KeyKind::PartitionKey, &entity.partition_key)?;
-    key(KeyKind::RowKey, &entity.row_key)?;
-    let keys = 4 + 2 * (utf16_len(&entity.partition_key) + utf16_len(&entity.row_key));
-    let size = keys + properties(&entity.partition_key, &entity.row_key, &entity.properties)?;
-    if size > MAX_ENTITY_SIZE {
-        return Err(InvalidInput::EntityTooLarge {
-            partition_key: entity.partition_key.clone(),
-            row_key: entity.row_key.clone(),
-            size,
-            max: MAX_ENTITY_SIZE,
-        });
-    }
-    Ok(())
+    keys(&entity.partition_key, &entity.row_key)?;
+    let size = properties(&entity.partition_key, &entity.row_key, &entity.properties)?;
+    entity_size(&entity.partition_key, &entity.row_key, size)
 }
 
 /// Checks both keys of an addressed entity.

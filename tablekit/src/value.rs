@@ -171,13 +171,85 @@ impl Value {
     /// String `4 + 2·(UTF-16 units)`, Binary `4 + bytes`, DateTime 8, Guid 16,
     /// Double 8, Int32 4, Int64 8, Boolean 1.
     pub fn stored_size(&self) -> usize {
+        self.as_value_ref().stored_size()
+    }
+
+    /// The value, borrowed.
+    pub fn as_value_ref(&self) -> ValueRef<'_> {
         match self {
-            Value::String(s) => 4 + 2 * crate::keyorder::utf16_len(s),
-            Value::Binary(b) => 4 + b.len(),
-            Value::DateTime(_) | Value::Double(_) | Value::Int64(_) => 8,
-            Value::Guid(_) => 16,
-            Value::Int32(_) => 4,
-            Value::Boolean(_) => 1,
+            Value::String(v) => ValueRef::String(v),
+            Value::Int32(v) => ValueRef::Int32(*v),
+            Value::Int64(v) => ValueRef::Int64(*v),
+            Value::Double(v) => ValueRef::Double(*v),
+            Value::Boolean(v) => ValueRef::Boolean(*v),
+            Value::DateTime(v) => ValueRef::DateTime(*v),
+            Value::Guid(v) => ValueRef::Guid(*v),
+            Value::Binary(v) => ValueRef::Binary(v),
+        }
+    }
+}
+
+/// A property value that borrows its text or bytes: what a typed entity hands
+/// to a [`PropertySink`](crate::schema::PropertySink) without copying its
+/// fields.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    /// `Edm.String`.
+    String(&'a str),
+    /// `Edm.Int32`.
+    Int32(i32),
+    /// `Edm.Int64`.
+    Int64(i64),
+    /// `Edm.Double`.
+    Double(f64),
+    /// `Edm.Boolean`.
+    Boolean(bool),
+    /// `Edm.DateTime`.
+    DateTime(DateTime),
+    /// `Edm.Guid`.
+    Guid(Uuid),
+    /// `Edm.Binary`.
+    Binary(&'a [u8]),
+}
+
+impl ValueRef<'_> {
+    /// The value's EDM type.
+    pub fn edm_type(self) -> EdmType {
+        match self {
+            ValueRef::String(_) => EdmType::String,
+            ValueRef::Int32(_) => EdmType::Int32,
+            ValueRef::Int64(_) => EdmType::Int64,
+            ValueRef::Double(_) => EdmType::Double,
+            ValueRef::Boolean(_) => EdmType::Boolean,
+            ValueRef::DateTime(_) => EdmType::DateTime,
+            ValueRef::Guid(_) => EdmType::Guid,
+            ValueRef::Binary(_) => EdmType::Binary,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::String(v) => Value::String(v.to_owned()),
+            ValueRef::Int32(v) => Value::Int32(v),
+            ValueRef::Int64(v) => Value::Int64(v),
+            ValueRef::Double(v) => Value::Double(v),
+            ValueRef::Boolean(v) => Value::Boolean(v),
+            ValueRef::DateTime(v) => Value::DateTime(v),
+            ValueRef::Guid(v) => Value::Guid(v),
+            ValueRef::Binary(v) => Value::Binary(v.to_vec()),
+        }
+    }
+
+    /// The size the service charges for this value: see [`Value::stored_size`].
+    pub fn stored_size(self) -> usize {
+        match self {
+            ValueRef::String(s) => 4 + 2 * crate::keyorder::utf16_len(s),
+            ValueRef::Binary(b) => 4 + b.len(),
+            ValueRef::DateTime(_) | ValueRef::Double(_) | ValueRef::Int64(_) => 8,
+            ValueRef::Guid(_) => 16,
+            ValueRef::Int32(_) => 4,
+            ValueRef::Boolean(_) => 1,
         }
     }
 }

@@ -41,19 +41,8 @@ struct Address {
     city: Option<String>,
 }
 
-/// A custom codec: stored upper-case, read lower-case.
-mod upper {
-    use tablekit::{Value, ValueError};
-    pub(crate) fn to_value(v: &str) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::String(v.to_uppercase())))
-    }
-    pub(crate) fn from_value(v: Option<&Value>) -> Result<String, ValueError> {
-        match v {
-            Some(Value::String(s)) => Ok(s.to_lowercase()),
-            _ => Err(ValueError::Missing),
-        }
-    }
-}
+mod common;
+use common::upper;
 
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Staff", kind = "DEPT")]

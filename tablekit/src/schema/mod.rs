@@ -18,7 +18,7 @@ use crate::filter::{CompareOp, Filter};
 use crate::key::{KeyDecodeError, KeyTuple};
 use crate::keyorder::utf16_len;
 use crate::validate::limits::MAX_KEY_UTF16;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// The property that records an entity's kind in its row.
 pub const KIND_PROPERTY: &str = "_Kind";
@@ -58,6 +58,11 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// kept there when too large for a row (`#[tablekit(offload)]`); see
     /// [`crate::table::offload`].
     const BLOB_FIELDS: &'static [crate::table::offload::BlobField] = &[];
+    /// Whether every stored name is a literal the derive checked at compile
+    /// time: valid property names, distinct, none reserved (no flattened or
+    /// series fields, whose names are made at run time). Writers then skip
+    /// those checks; leave it `false` in a hand-written impl.
+    const CHECKED_NAMES: bool = false;
 
     /// The PartitionKey of this value.
     fn partition_key(&self) -> Self::PartitionKey;
@@ -73,8 +78,9 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// elements included; `false` when they cannot all be listed (a `Vec` or
     /// map series), so a projection must read every property.
     fn property_names(names: &mut Vec<String>) -> bool;
-    /// Writes every property field.
-    fn write_properties(&self, props: &mut Properties) -> Result<(), Error>;
+    /// Writes every property field into a sink: a property map, or the wire
+    /// JSON directly ([`to_json`]).
+    fn write_properties<S: PropertySink + ?Sized>(&self, props: &mut S) -> Result<(), Error>;
     /// Builds a value from decoded keys and the stored properties, taking the
     /// values it reads out of `props`.
     fn read_properties(
@@ -91,7 +97,11 @@ pub trait TableFields: Sized {
     /// they cannot all be listed (see [`TableEntity::property_names`]).
     fn field_names(prefix: &str, names: &mut Vec<String>) -> bool;
     /// Writes the fields, each name after `prefix`.
-    fn write_fields(&self, prefix: &str, props: &mut Properties) -> Result<(), Error>;
+    fn write_fields<S: PropertySink + ?Sized>(
+        &self,
+        prefix: &str,
+        props: &mut S,
+    ) -> Result<(), Error>;
     /// Reads the fields, each name after `prefix`, taking their values out of `props`.
     fn read_fields(prefix: &str, props: &mut Properties) -> Result<Self, Error>;
 }
@@ -187,27 +197,44 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
             .insert(VERSION_PROPERTY, T::VERSION as i32);
     }
     value.write_properties(&mut entity.properties)?;
-    if let Some(name) = first_duplicate(&entity.properties) {
-        return Err(SchemaError::NameCollision { name }.into());
+    let names: Vec<&str> = entity.properties.iter().map(|(n, _)| n).collect();
+    if let Some(name) = first_duplicate(&names) {
+        return Err(SchemaError::NameCollision {
+            name: name.to_owned(),
+        }
+        .into());
     }
     Ok(entity)
 }
 
+/// The wire JSON of a value's row (what [`to_entity`] builds, as
+/// [`json::to_string`](crate::json::to_string) writes it), written straight
+/// from the fields by a [`json::EntityWriter`](crate::json::EntityWriter):
+/// no property map, no copies. It checks what the service checks (keys,
+/// names, value sizes, property count, entity size), so text it returns is
+/// a row the service accepts.
+pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
+    let (pk, rk) = (partition_key_of(value)?, row_key_of(value)?);
+    let mut writer = crate::json::EntityWriter::typed(pk, rk, T::CHECKED_NAMES)?;
+    if let Some(kind) = T::KIND {
+        writer.push(KIND_PROPERTY.into(), ValueRef::String(kind))?;
+        writer.push(VERSION_PROPERTY.into(), ValueRef::Int32(T::VERSION as i32))?;
+    }
+    value.write_properties(&mut writer)?;
+    writer.finish()
+}
+
 /// The first name that appears twice, found in linear time for large entities.
-fn first_duplicate(props: &Properties) -> Option<String> {
-    let names: Vec<&str> = props.iter().map(|(n, _)| n).collect();
+pub(crate) fn first_duplicate<N: Eq + std::hash::Hash + Copy>(names: &[N]) -> Option<N> {
     if names.len() <= 32 {
         return names
             .iter()
             .enumerate()
             .find(|(i, n)| names[..*i].contains(n))
-            .map(|(_, n)| (*n).to_owned());
+            .map(|(_, n)| *n);
     }
     let mut seen = std::collections::HashSet::with_capacity(names.len());
-    names
-        .into_iter()
-        .find(|n| !seen.insert(*n))
-        .map(str::to_owned)
+    names.iter().find(|n| !seen.insert(**n)).copied()
 }
 
 fn duplicate_name(names: &[String]) -> Option<String> {
@@ -332,44 +359,69 @@ pub fn take_property<V: PropertyValue>(props: &mut Properties, name: &str) -> Re
     V::from_owned(props.take(name)).map_err(|problem| property_error(name, problem))
 }
 
-/// Writes one property for a generated writer, naming it in the error.
+/// Where a typed entity writes its properties: a property map
+/// ([`Properties`]) or the wire JSON itself ([`crate::json::EntityWriter`],
+/// through [`to_json`]).
 ///
-/// Field names within one struct are checked distinct at compile time, so a
-/// name written twice comes from a flattened struct colliding with another
-/// field: a [`SchemaError::NameCollision`].
-pub fn write_property<V: PropertyValue>(
-    props: &mut Properties,
+/// A sink need not look for a name written twice: field names within one
+/// struct are checked distinct at compile time, so only a flattened struct
+/// colliding with another field can cause it, and whoever finishes the row
+/// ([`to_entity`], [`to_json`]) refuses it with a
+/// [`SchemaError::NameCollision`].
+pub trait PropertySink {
+    /// Writes a property whose value is borrowed from the entity.
+    fn push(&mut self, name: PropertyName, value: ValueRef<'_>) -> Result<(), Error>;
+
+    /// Writes a property whose value was converted for the write (a `with`
+    /// codec, a JSON field): the sink may keep it without copying.
+    fn push_owned(&mut self, name: PropertyName, value: Value) -> Result<(), Error> {
+        self.push(name, value.as_value_ref())
+    }
+}
+
+impl PropertySink for Properties {
+    fn push(&mut self, name: PropertyName, value: ValueRef<'_>) -> Result<(), Error> {
+        self.push_unchecked(name, value.to_value());
+        Ok(())
+    }
+
+    fn push_owned(&mut self, name: PropertyName, value: Value) -> Result<(), Error> {
+        self.push_unchecked(name, value);
+        Ok(())
+    }
+}
+
+/// Writes one property for a generated writer, naming it in the error.
+pub fn write_property<S: PropertySink + ?Sized, V: PropertyValue>(
+    props: &mut S,
     name: impl Into<PropertyName>,
     value: &V,
 ) -> Result<(), Error> {
-    write_value(props, name, value.to_value())
+    value.write_to(name.into(), props)
 }
 
 /// Writes a field's converted value (absent when `None`), naming the property
 /// in the error.
-///
-/// It appends without searching for the name (an entity may have thousands
-/// of properties); [`to_entity`] then refuses a name written twice, which only
-/// a flattened struct colliding with another field can cause, with a
-/// [`SchemaError::NameCollision`].
-pub fn write_value(
-    props: &mut Properties,
+pub fn write_value<S: PropertySink + ?Sized>(
+    props: &mut S,
     name: impl Into<PropertyName>,
     value: Result<Option<Value>, ValueError>,
 ) -> Result<(), Error> {
     let name = name.into();
     match value {
-        Ok(Some(v)) => {
-            props.push_unchecked(name, v);
-            Ok(())
-        }
+        Ok(Some(v)) => props.push_owned(name, v),
         Ok(None) => Ok(()),
-        Err(problem) => Err(InvalidInput::PropertyValue {
-            property: name.into_owned(),
-            reason: problem.to_string(),
-        }
-        .into()),
+        Err(problem) => Err(invalid_value(name, problem)),
     }
+}
+
+/// The error for a field whose value cannot be written.
+pub(crate) fn invalid_value(name: PropertyName, problem: ValueError) -> Error {
+    InvalidInput::PropertyValue {
+        property: name.into_owned(),
+        reason: problem.to_string(),
+    }
+    .into()
 }
 
 /// The error for a property that does not fit its field.

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
 
 use super::{
-    ColumnType, FilterValue, PropertyValue, property_error, take_property, write_property,
+    ColumnType, FilterValue, PropertySink, PropertyValue, property_error, take_property,
+    write_property,
 };
 use crate::entity::{Properties, PropertyName};
 use crate::error::{Error, InvalidInput, ValueError};
@@ -24,7 +25,11 @@ pub trait Series: Sized {
     /// The number of properties, when the type fixes it (arrays).
     const FIXED_LEN: Option<usize>;
     /// Writes one property per element.
-    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error>;
+    fn write_series<S: PropertySink + ?Sized>(
+        &self,
+        name: &str,
+        props: &mut S,
+    ) -> Result<(), Error>;
     /// Reads the elements, taking their properties out of `props`.
     fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error>;
 }
@@ -69,7 +74,11 @@ fn take_elements(name: &str, props: &mut Properties) -> Result<Vec<crate::value:
 impl<T: PropertyValue> Series for Vec<T> {
     type Element = T;
     const FIXED_LEN: Option<usize> = None;
-    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+    fn write_series<S: PropertySink + ?Sized>(
+        &self,
+        name: &str,
+        props: &mut S,
+    ) -> Result<(), Error> {
         for (i, v) in self.iter().enumerate() {
             write_property(props, element_name(name, i), v)?;
         }
@@ -90,7 +99,11 @@ impl<T: PropertyValue> Series for Vec<T> {
 impl<T: PropertyValue, const N: usize> Series for [T; N] {
     type Element = T;
     const FIXED_LEN: Option<usize> = Some(N);
-    fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+    fn write_series<S: PropertySink + ?Sized>(
+        &self,
+        name: &str,
+        props: &mut S,
+    ) -> Result<(), Error> {
         for (i, v) in self.iter().enumerate() {
             write_property(props, element_name(name, i), v)?;
         }
@@ -151,7 +164,7 @@ macro_rules! map_series {
         impl<T: PropertyValue> Series for $map<String, T> {
             type Element = T;
             const FIXED_LEN: Option<usize> = None;
-            fn write_series(&self, name: &str, props: &mut Properties) -> Result<(), Error> {
+            fn write_series<S: PropertySink + ?Sized>(&self, name: &str, props: &mut S) -> Result<(), Error> {
                 for (key, v) in self {
                     check_key(name, key)?;
                     write_property(props, element_name(name, key), v)?;

@@ -1,8 +1,10 @@
 //! How field types become property values and back.
 
+use super::{PropertySink, write_value};
 use crate::datetime::DateTime;
-use crate::error::ValueError;
-use crate::value::Value;
+use crate::entity::PropertyName;
+use crate::error::{Error, ValueError};
+use crate::value::{Value, ValueRef};
 
 /// A field type that is stored as one property.
 ///
@@ -37,6 +39,17 @@ pub trait PropertyValue: Sized {
     fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
         Self::from_value(value.as_ref())
     }
+
+    /// Writes the value into `sink` as the property `name` (nothing when
+    /// [`to_value`](PropertyValue::to_value) gives `None`). Types that hold
+    /// text or bytes lend them instead of copying.
+    fn write_to<S: PropertySink + ?Sized>(
+        &self,
+        name: PropertyName,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        write_value(sink, name, self.to_value())
+    }
 }
 
 fn wrong(expected: &'static str, found: &Value) -> ValueError {
@@ -50,9 +63,36 @@ fn present(value: Option<&Value>) -> Result<&Value, ValueError> {
     value.ok_or(ValueError::Missing)
 }
 
+/// `to_value` and `write_to` of a type stored as a scalar, from one
+/// expression giving its borrowed value: the sink gets the value without a
+/// [`Value`] being built.
+macro_rules! scalar {
+    (|$v:ident| $value:expr) => {
+        fn to_value(&self) -> Result<Option<Value>, ValueError> {
+            let $v = self;
+            Ok(Some($value.to_value()))
+        }
+        fn write_to<S: PropertySink + ?Sized>(
+            &self,
+            name: PropertyName,
+            sink: &mut S,
+        ) -> Result<(), Error> {
+            let $v = self;
+            sink.push(name, $value)
+        }
+    };
+}
+
 impl PropertyValue for String {
     fn to_value(&self) -> Result<Option<Value>, ValueError> {
         Ok(Some(Value::String(self.clone())))
+    }
+    fn write_to<S: PropertySink + ?Sized>(
+        &self,
+        name: PropertyName,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        sink.push(name, ValueRef::String(self))
     }
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
@@ -69,9 +109,7 @@ impl PropertyValue for String {
 }
 
 impl PropertyValue for bool {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Boolean(*self)))
-    }
+    scalar!(|v| ValueRef::Boolean(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::Boolean(b) => Ok(*b),
@@ -83,9 +121,7 @@ impl PropertyValue for bool {
 macro_rules! small_ints {
     ($($ty:ty),*) => {$(
         impl PropertyValue for $ty {
-            fn to_value(&self) -> Result<Option<Value>, ValueError> {
-                Ok(Some(Value::Int32(i32::from(*self))))
-            }
+            scalar!(|v| ValueRef::Int32(i32::from(*v)));
             fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
                 match present(value)? {
                     Value::Int32(v) => <$ty>::try_from(*v)
@@ -100,9 +136,7 @@ macro_rules! small_ints {
 small_ints!(i8, i16, i32, u8, u16);
 
 impl PropertyValue for i64 {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Int64(*self)))
-    }
+    scalar!(|v| ValueRef::Int64(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::Int64(v) => Ok(*v),
@@ -113,9 +147,7 @@ impl PropertyValue for i64 {
 }
 
 impl PropertyValue for u32 {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Int64(i64::from(*self))))
-    }
+    scalar!(|v| ValueRef::Int64(i64::from(*v)));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         let v = i64::from_value(value)?;
         u32::try_from(v).map_err(|_| ValueError::Invalid(format!("{v} is out of range for u32")))
@@ -125,9 +157,7 @@ impl PropertyValue for u32 {
 /// The 64 bits as an Int64: lossless, but values above `i64::MAX` look negative
 /// to the store's filters.
 impl PropertyValue for u64 {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Int64(*self as i64)))
-    }
+    scalar!(|v| ValueRef::Int64(*v as i64));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::Int64(v) => Ok(*v as u64),
@@ -140,9 +170,7 @@ impl PropertyValue for u64 {
 }
 
 impl PropertyValue for f64 {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Double(*self)))
-    }
+    scalar!(|v| ValueRef::Double(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::Double(v) => Ok(*v),
@@ -153,9 +181,7 @@ impl PropertyValue for f64 {
 }
 
 impl PropertyValue for f32 {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Double(f64::from(*self))))
-    }
+    scalar!(|v| ValueRef::Double(f64::from(*v)));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         Ok(f64::from_value(value)? as f32)
     }
@@ -164,6 +190,13 @@ impl PropertyValue for f32 {
 impl PropertyValue for Vec<u8> {
     fn to_value(&self) -> Result<Option<Value>, ValueError> {
         Ok(Some(Value::Binary(self.clone())))
+    }
+    fn write_to<S: PropertySink + ?Sized>(
+        &self,
+        name: PropertyName,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        sink.push(name, ValueRef::Binary(self))
     }
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
@@ -180,9 +213,7 @@ impl PropertyValue for Vec<u8> {
 }
 
 impl PropertyValue for uuid::Uuid {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::Guid(*self)))
-    }
+    scalar!(|v| ValueRef::Guid(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::Guid(g) => Ok(*g),
@@ -192,9 +223,7 @@ impl PropertyValue for uuid::Uuid {
 }
 
 impl PropertyValue for DateTime {
-    fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        Ok(Some(Value::DateTime(*self)))
-    }
+    scalar!(|v| ValueRef::DateTime(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
         match present(value)? {
             Value::DateTime(t) => Ok(*t),
@@ -240,6 +269,16 @@ impl<T: PropertyValue> PropertyValue for Option<T> {
         match self {
             Some(v) => v.to_value(),
             None => Ok(None),
+        }
+    }
+    fn write_to<S: PropertySink + ?Sized>(
+        &self,
+        name: PropertyName,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        match self {
+            Some(v) => v.write_to(name, sink),
+            None => Ok(()),
         }
     }
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {

@@ -1,0 +1,270 @@
+//! The typed wire-JSON path: `schema::to_json` writes what `to_entity` then
+//! `json::to_string` write, checks what the service checks, and refuses with
+//! the same typed errors.
+
+use proptest::prelude::*;
+use tablekit::json::{self, EntityWriter};
+use tablekit::schema::{self, PropertySink};
+use tablekit::{DateTime, Error, InvalidInput, SchemaError, TableEntity, TableFields, ValueRef};
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(
+    table = "Reviews",
+    kind = "REV",
+    version = 2,
+    rename_all = "PascalCase"
+)]
+struct Review {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key = 0)]
+    employee: u32,
+    #[tablekit(row_key = 1)]
+    year: i16,
+    name: String,
+    rating: i32,
+    small: u8,
+    salary: f64,
+    ratio: f32,
+    active: bool,
+    hired: DateTime,
+    badge: tablekit::uuid::Uuid,
+    score: i64,
+    big: u64,
+    count: u32,
+    photo: Vec<u8>,
+    notes: Option<String>,
+    nothing: Option<i64>,
+}
+
+#[derive(TableFields, Debug, Clone, PartialEq, Default)]
+struct Address {
+    street: String,
+    zip: Option<u32>,
+}
+
+/// Every role that makes names at run time, or converts values.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "People")]
+struct Person {
+    #[tablekit(partition_key)]
+    team: String,
+    #[tablekit(row_key)]
+    id: u64,
+    #[tablekit(flatten(prefix = "Home", delimiter = "_"))]
+    home: Address,
+    #[tablekit(series)]
+    hourly: Vec<f64>,
+    #[tablekit(json)]
+    tags: Vec<String>,
+    #[tablekit(with = upper)]
+    code: String,
+}
+
+mod common;
+use common::upper;
+
+fn review(name: String, notes: Option<String>, photo: Vec<u8>, salary: f64) -> Review {
+    Review {
+        department: "Sales \"EU\" / North".into(),
+        employee: 7,
+        year: -3,
+        name,
+        rating: -5,
+        small: 200,
+        salary,
+        ratio: 0.25,
+        active: true,
+        hired: DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap(),
+        badge: tablekit::uuid::Uuid::from_u128(0xc9da6455_213d_42c9_9a79_3e9149a57833),
+        score: i64::MIN,
+        big: u64::MAX,
+        count: u32::MAX,
+        photo,
+        notes,
+        nothing: None,
+    }
+}
+
+fn person(hourly: Vec<f64>) -> Person {
+    Person {
+        team: "core".into(),
+        id: 42,
+        home: Address {
+            street: "Main St".into(),
+            zip: Some(12345),
+        },
+        hourly,
+        tags: vec!["a".into(), "b \"quoted\"".into()],
+        code: "abc".into(),
+    }
+}
+
+/// The typed writer and the property map agree byte for byte.
+fn same_text<T: TableEntity>(value: &T) {
+    let via_entity = json::to_string(&schema::to_entity(value).unwrap());
+    assert_eq!(schema::to_json(value).unwrap(), via_entity);
+}
+
+#[test]
+fn typed_json_is_the_entity_json() {
+    same_text(&review(
+        "Ada".into(),
+        Some("x".into()),
+        vec![0, 1, 255],
+        1.5,
+    ));
+    same_text(&review(String::new(), None, Vec::new(), f64::NAN));
+    same_text(&review(
+        "∞ é 😀".into(),
+        None,
+        vec![7; 10],
+        f64::NEG_INFINITY,
+    ));
+    same_text(&person(vec![1.0, 2.5, -0.0]));
+    same_text(&person(Vec::new()));
+    // The text reads back as the row.
+    let r = review("Ada".into(), Some("x".into()), vec![0, 1, 255], 1.5);
+    let read = json::from_str(&schema::to_json(&r).unwrap()).unwrap();
+    assert_eq!(read, schema::to_entity(&r).unwrap());
+    assert_eq!(schema::from_entity::<Review>(&read).unwrap(), r);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn typed_json_matches_for_any_text(
+        name in any::<String>(),
+        notes in proptest::option::of(any::<String>()),
+        photo in proptest::collection::vec(any::<u8>(), 0..40),
+        salary in any::<f64>(),
+        hourly in proptest::collection::vec(any::<f64>(), 0..30),
+    ) {
+        let r = review(name, notes, photo, salary);
+        prop_assert_eq!(
+            schema::to_json(&r).unwrap(),
+            json::to_string(&schema::to_entity(&r).unwrap())
+        );
+        let p = person(hourly);
+        prop_assert_eq!(
+            schema::to_json(&p).unwrap(),
+            json::to_string(&schema::to_entity(&p).unwrap())
+        );
+    }
+}
+
+fn invalid(result: Result<String, Error>) -> InvalidInput {
+    match result {
+        Err(Error::Invalid(e)) => e,
+        other => panic!("expected invalid input, got {other:?}"),
+    }
+}
+
+#[test]
+fn values_the_service_refuses_are_typed_errors() {
+    let long = "x".repeat(32_001);
+    assert!(matches!(
+        invalid(schema::to_json(&review(long, None, Vec::new(), 0.0))),
+        InvalidInput::StringTooLong { ref property, utf16_len: 32_001, .. } if property == "Name"
+    ));
+    assert!(matches!(
+        invalid(schema::to_json(&review("a".into(), None, vec![0; 64_001], 0.0))),
+        InvalidInput::BinaryTooLong { ref property, len: 64_001, .. } if property == "Photo"
+    ));
+    // 249 elements and the flattened, json and with properties: over 252.
+    assert!(matches!(
+        invalid(schema::to_json(&person(vec![0.0; 249]))),
+        InvalidInput::TooManyProperties {
+            count: 253,
+            max: 252,
+            ..
+        }
+    ));
+    // Within the count but over 1 MiB: 40 strings of 16,000 UTF-16 units.
+    let wide: Vec<String> = (0..40).map(|_| "y".repeat(16_000)).collect();
+    #[derive(TableEntity)]
+    #[tablekit(table = "Big")]
+    struct Big {
+        #[tablekit(partition_key)]
+        pk: String,
+        #[tablekit(series)]
+        texts: Vec<String>,
+    }
+    assert!(matches!(
+        invalid(schema::to_json(&Big { pk: "p".into(), texts: wide })),
+        InvalidInput::EntityTooLarge { size, max: 1_048_576, .. } if size > 1_048_576
+    ));
+    // A key longer than the store allows names the fields.
+    let mut r = review("a".into(), None, Vec::new(), 0.0);
+    r.department = "d".repeat(600);
+    assert!(matches!(
+        invalid(schema::to_json(&r)),
+        InvalidInput::EncodedKeyTooLong {
+            fields: "department",
+            ..
+        }
+    ));
+}
+
+#[derive(TableEntity, Debug)]
+#[tablekit(table = "Clash")]
+struct Clash {
+    #[tablekit(partition_key)]
+    key: String,
+    #[tablekit(rename = "Home_street")]
+    street: String,
+    #[tablekit(flatten(prefix = "Home", delimiter = "_"))]
+    home: Address,
+}
+
+#[test]
+fn names_made_at_run_time_are_checked() {
+    let clash = Clash {
+        key: "k".into(),
+        street: "a".into(),
+        home: Address::default(),
+    };
+    assert!(matches!(
+        schema::to_json(&clash),
+        Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "Home_street"
+    ));
+    assert!(matches!(
+        schema::to_entity(&clash),
+        Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "Home_street"
+    ));
+}
+
+#[test]
+fn the_writer_checks_what_it_is_given() {
+    assert!(matches!(
+        EntityWriter::new("a/b".into(), "r".into()),
+        Err(InvalidInput::KeyForbiddenCharacter { character: '/', .. })
+    ));
+    let mut w = EntityWriter::new("p".into(), "r".into()).unwrap();
+    assert!(matches!(
+        w.push("bad name".into(), ValueRef::Int32(1)),
+        Err(Error::Invalid(InvalidInput::PropertyNameInvalid { .. }))
+    ));
+    assert!(matches!(
+        w.push("RowKey".into(), ValueRef::Int32(1)),
+        Err(Error::Invalid(InvalidInput::PropertyNameReserved { .. }))
+    ));
+    w.push("A".into(), ValueRef::Int32(1)).unwrap();
+    w.push("A".into(), ValueRef::Boolean(true)).unwrap();
+    assert!(matches!(
+        w.finish(),
+        Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "A"
+    ));
+    let mut w = EntityWriter::new("p".into(), "r".into()).unwrap();
+    for i in 0..252 {
+        w.push(format!("P{i}").into(), ValueRef::Boolean(true))
+            .unwrap();
+    }
+    assert!(matches!(
+        w.push("P252".into(), ValueRef::Boolean(true)),
+        Err(Error::Invalid(InvalidInput::TooManyProperties {
+            count: 253,
+            ..
+        }))
+    ));
+}
