@@ -54,7 +54,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
-                fn read_properties(_: (), _: (), _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(_: (), _: (), _: &mut __S) -> #tk::Result<Self, #tk::Error> {
                     ::core::unreachable!()
                 }
             }
@@ -68,7 +68,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_fields<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &str, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
-                fn read_fields(_: &str, _: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                fn read_fields<__S: #tk::PropertySource + ?::core::marker::Sized>(_: &str, _: &mut __S) -> #tk::Result<Self, #tk::Error> {
                     ::core::unreachable!()
                 }
             }
@@ -228,8 +228,8 @@ impl Expansion<'_> {
                 let name = self.name(field);
                 let span = ty.span();
                 let read = match &field.role {
-                    Role::Property => quote_spanned!(span=> #tk::take_property::<#ty>(__props, #name)?),
-                    Role::Json => quote_spanned!(span=> #tk::read_json::<#ty>(__props, #name)?),
+                    Role::Property => quote_spanned!(span=> #tk::take_property::<#ty, _>(__props, #name)?),
+                    Role::Json => quote_spanned!(span=> #tk::read_json::<#ty, _>(__props, #name)?),
                     Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
                     Role::Series => quote_spanned!(span=> <#ty as #tk::Series>::read_series(#name, __props)?),
                     Role::Flatten(prefix) => {
@@ -240,7 +240,7 @@ impl Expansion<'_> {
                     Role::PartitionKey(_) | Role::RowKey(_) => unreachable!("filtered out"),
                 };
                 if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_) | Role::Series) {
-                    quote_spanned!(span=> #ident: match __props.get(#name) {
+                    quote_spanned!(span=> #ident: match #tk::PropertySource::get(__props, #name) {
                         #tk::None => <#ty as #tk::Default>::default(),
                         #tk::Some(_) => #read,
                     })
@@ -368,7 +368,7 @@ fn expand(cont: &Container<'_>) -> TokenStream {
                         #(#writes)*
                         #tk::Ok(())
                     }
-                    fn read_fields(__prefix: &str, __props: &mut #tk::Properties) -> #tk::Result<Self, #tk::Error> {
+                    fn read_fields<__S: #tk::PropertySource + ?::core::marker::Sized>(__prefix: &str, __props: &mut __S) -> #tk::Result<Self, #tk::Error> {
                         #tk::Ok(#ident { #(#reads,)* })
                     }
                 }
@@ -556,10 +556,10 @@ fn expand_entity(
                     #(#writes)*
                     #tk::Ok(())
                 }
-                fn read_properties(
+                fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(
                     __pk: Self::PartitionKey,
                     __rk: Self::RowKey,
-                    __props: &mut #tk::Properties,
+                    __props: &mut __S,
                 ) -> #tk::Result<Self, #tk::Error> {
                     let #pk_pattern = __pk;
                     #rk_binding

@@ -363,11 +363,11 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
             reason: "an entity must be a JSON object".into(),
         });
     };
-    assemble(
-        map.iter()
-            .map(|(name, value)| (Cow::Borrowed(name.as_str()), Raw::from(value)))
-            .collect(),
-    )
+    let mut collector = Collector::default();
+    for (name, value) in map {
+        collector.add(Cow::Borrowed(name), Raw::from(value));
+    }
+    collector.finish().map(Members::into_entity)
 }
 
 /// Reads an entity from JSON text, straight from the text (no JSON tree is
@@ -375,8 +375,13 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
 /// with [`InvalidInput::DuplicateProperty`], as the service does
 /// (`DuplicatePropertiesSpecified`).
 pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
+    members_from_str(text).map(Members::into_entity)
+}
+
+/// The members of an entity's JSON text, names borrowed from it.
+pub(crate) fn members_from_str(text: &str) -> Result<Members<'_>, InvalidInput> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let parsed = serde::Deserializer::deserialize_map(&mut de, EntityVisitor)
+    let parsed = serde::Deserializer::deserialize_map(&mut de, MembersVisitor)
         .and_then(|e| de.end().map(|()| e));
     match parsed {
         Ok(result) => result,
@@ -391,17 +396,28 @@ pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
 /// from the text like [`from_str`]; other members of the response are
 /// skipped.
 pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
+    page_members_from_str(text)?
+        .into_iter()
+        .map(|members| members.map(Members::into_entity))
+        .collect()
+}
+
+/// The members of each entity of a query response, names borrowed from the
+/// text; an entity that does not read is an error in its place.
+pub(crate) fn page_members_from_str(
+    text: &str,
+) -> Result<Vec<Result<Members<'_>, InvalidInput>>, InvalidInput> {
     /// One element of `value`.
-    struct Item(Result<Entity, InvalidInput>);
-    impl<'de> serde::Deserialize<'de> for Item {
-        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Item, D::Error> {
-            deserializer.deserialize_map(EntityVisitor).map(Item)
+    struct Item<'de>(Result<Members<'de>, InvalidInput>);
+    impl<'de> serde::Deserialize<'de> for Item<'de> {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Item<'de>, D::Error> {
+            deserializer.deserialize_map(MembersVisitor).map(Item)
         }
     }
     /// The response object.
     struct PageVisitor;
     impl<'de> serde::de::Visitor<'de> for PageVisitor {
-        type Value = Option<Vec<Item>>;
+        type Value = Option<Vec<Item<'de>>>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a query response object")
         }
@@ -412,7 +428,7 @@ pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
             let mut items = None;
             while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
                 if name == "value" && items.is_none() {
-                    items = Some(map.next_value::<Vec<Item>>()?);
+                    items = Some(map.next_value::<Vec<Item<'de>>>()?);
                 } else {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -424,7 +440,7 @@ pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
     let parsed = serde::Deserializer::deserialize_map(&mut de, PageVisitor)
         .and_then(|page| de.end().map(|()| page));
     match parsed {
-        Ok(Some(items)) => items.into_iter().map(|Item(entity)| entity).collect(),
+        Ok(Some(items)) => Ok(items.into_iter().map(|Item(members)| members).collect()),
         Ok(None) => Err(InvalidInput::PropertyValue {
             property: String::new(),
             reason: "a query response without `value`".into(),
@@ -550,19 +566,18 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Reads a JSON object into an entity, member by member.
-struct EntityVisitor;
+/// Reads a JSON object into an entity's members, member by member.
+struct MembersVisitor;
 
-impl<'de> serde::de::Visitor<'de> for EntityVisitor {
-    type Value = Result<Entity, InvalidInput>;
+impl<'de> serde::de::Visitor<'de> for MembersVisitor {
+    type Value = Result<Members<'de>, InvalidInput>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an entity as a JSON object")
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut members: Vec<(Cow<'de, str>, Raw<'de>)> =
-            Vec::with_capacity(map.size_hint().unwrap_or(24));
+        let mut collector = Collector::default();
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
             let value = if name.starts_with("odata.") && name != "odata.etag" {
                 map.next_value::<serde::de::IgnoredAny>()?;
@@ -570,95 +585,216 @@ impl<'de> serde::de::Visitor<'de> for EntityVisitor {
             } else {
                 map.next_value::<Raw<'de>>()?
             };
-            members.push((name, value));
+            collector.add(name, value);
         }
-        Ok(assemble(members))
+        Ok(collector.finish())
     }
 }
 
-/// Builds an entity from its members in order, with the rules of [`from_json`].
-fn assemble(members: Vec<(Cow<'_, str>, Raw<'_>)>) -> Result<Entity, InvalidInput> {
-    // A name given twice is refused; entities hold at most a few hundred members.
-    for (i, (name, _)) in members.iter().enumerate() {
-        if members[..i].iter().any(|(earlier, _)| earlier == name) {
-            return Err(InvalidInput::DuplicateProperty {
-                name: name.to_string(),
-            });
+/// An entity read from JSON, its property names borrowed from the text when
+/// they hold no escapes: what [`from_str`] turns into an [`Entity`], and what
+/// [`schema::from_json`](crate::schema::from_json) reads a typed entity from
+/// without copying any name.
+#[derive(Debug)]
+pub(crate) struct Members<'de> {
+    pub(crate) partition_key: Cow<'de, str>,
+    pub(crate) row_key: Cow<'de, str>,
+    pub(crate) etag: Option<ETag>,
+    pub(crate) timestamp: Option<DateTime>,
+    /// Each property, `None` once a typed reader has taken it.
+    pub(crate) properties: Vec<(Cow<'de, str>, Option<Value>)>,
+    /// Where the next search for a name starts: a typed reader takes the
+    /// fields in the order they were written, so each is usually found first.
+    cursor: usize,
+}
+
+impl Members<'_> {
+    fn into_entity(self) -> Entity {
+        let mut entity = Entity::new(self.partition_key, self.row_key);
+        entity.etag = self.etag;
+        entity.timestamp = self.timestamp;
+        entity.properties = Properties::with_capacity(self.properties.len());
+        for (name, value) in self.properties {
+            if let Some(value) = value {
+                entity
+                    .properties
+                    .push_unchecked(Cow::Owned(name.into_owned()), value);
+            }
         }
+        entity
     }
-    // The annotations first (few), then each member's type from them.
-    let mut annotations: Vec<(&str, EdmType)> = Vec::new();
-    for (name, raw) in &members {
-        let Some(base) = name.strip_suffix(ANNOTATION_SUFFIX) else {
-            continue;
-        };
-        let edm = match raw {
-            Raw::Str(type_name) => {
-                EdmType::from_annotation(type_name).ok_or_else(|| InvalidInput::PropertyValue {
-                    property: base.to_owned(),
-                    reason: format!("unsupported type annotation {type_name:?}"),
-                })?
-            }
-            _ => {
-                return Err(InvalidInput::PropertyValue {
-                    property: base.to_owned(),
-                    reason: "type annotation must be a string".into(),
-                });
-            }
-        };
-        annotations.push((base, edm));
-    }
-    let types: Vec<Option<EdmType>> = members
-        .iter()
-        .map(|(name, _)| {
-            annotations
+
+    /// The index of `name`'s value, searching from the cursor on and then
+    /// from the start.
+    fn position(&self, name: &str) -> Option<usize> {
+        let (before, after) = self.properties.split_at(self.cursor.min(self.properties.len()));
+        let found = |entries: &[(Cow<'_, str>, Option<Value>)]| {
+            entries
                 .iter()
-                .find(|(base, _)| *base == &**name)
-                .map(|(_, edm)| *edm)
-        })
-        .collect();
-    let key_error = |name: &str, reason: &str| InvalidInput::PropertyValue {
-        property: name.into(),
-        reason: reason.into(),
-    };
-    let (mut partition_key, mut row_key) = (None, None);
-    let mut entity = Entity::new(String::new(), String::new());
-    entity.properties = Properties::with_capacity(members.len());
-    for ((name, raw), edm) in members.into_iter().zip(types) {
-        match &*name {
-            "PartitionKey" | "RowKey" => {
-                let Raw::Str(key) = raw else {
-                    return Err(key_error(&name, "keys must be strings"));
+                .position(|(n, v)| v.is_some() && n == name)
+        };
+        found(after)
+            .map(|i| i + before.len())
+            .or_else(|| found(before))
+    }
+}
+
+impl crate::schema::PropertySource for Members<'_> {
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.position(name)
+            .and_then(|i| self.properties[i].1.as_ref())
+    }
+    fn take(&mut self, name: &str) -> Option<Value> {
+        let i = self.position(name)?;
+        self.cursor = i + 1;
+        self.properties[i].1.take()
+    }
+    fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)> {
+        self.properties
+            .iter_mut()
+            .filter(|(name, value)| value.is_some() && select(name))
+            .filter_map(|(name, value)| Some((name.to_string(), value.take()?)))
+            .collect()
+    }
+}
+
+/// A cheap summary of a name: its length and a few of its bytes. Names with
+/// different fingerprints differ; only equal fingerprints need comparing.
+fn fingerprint(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let at = |i: usize| u64::from(b.get(i).copied().unwrap_or(0));
+    let last = |i: usize| u64::from(b.len().checked_sub(i).map_or(0, |j| b[j]));
+    (b.len() as u64) << 48 | at(0) << 40 | at(1) << 32 | at(2) << 24 | last(3) << 16 | last(2) << 8 | last(1)
+}
+
+/// Sorts an entity's JSON members as they arrive: keys, ETag and Timestamp
+/// apart, annotations apart, properties in order. [`finish`](Collector::finish)
+/// then applies the rules of [`from_json`].
+#[derive(Default)]
+struct Collector<'de> {
+    partition_key: Option<Raw<'de>>,
+    row_key: Option<Raw<'de>>,
+    etag: Option<Raw<'de>>,
+    timestamp: Option<Raw<'de>>,
+    /// A system member given twice.
+    repeated: Option<&'static str>,
+    /// Each annotation: its base name's fingerprint, the base name, the type.
+    annotations: Vec<(u64, Cow<'de, str>, Raw<'de>)>,
+    /// Each property: name, value, and the name's fingerprint.
+    properties: Vec<(Cow<'de, str>, Raw<'de>, u64)>,
+}
+
+impl<'de> Collector<'de> {
+    fn add(&mut self, name: Cow<'de, str>, raw: Raw<'de>) {
+        let (slot, system) = match &*name {
+            "PartitionKey" => (&mut self.partition_key, "PartitionKey"),
+            "RowKey" => (&mut self.row_key, "RowKey"),
+            "odata.etag" => (&mut self.etag, "odata.etag"),
+            "Timestamp" => (&mut self.timestamp, "Timestamp"),
+            n if n.starts_with("odata.") => return,
+            n if n.ends_with(ANNOTATION_SUFFIX) => {
+                let base = match name {
+                    Cow::Borrowed(n) => Cow::Borrowed(&n[..n.len() - ANNOTATION_SUFFIX.len()]),
+                    Cow::Owned(mut n) => {
+                        n.truncate(n.len() - ANNOTATION_SUFFIX.len());
+                        Cow::Owned(n)
+                    }
                 };
-                if name == "PartitionKey" {
-                    partition_key = Some(key.into_owned());
-                } else {
-                    row_key = Some(key.into_owned());
-                }
+                self.annotations.push((fingerprint(&base), base, raw));
+                return;
             }
-            "odata.etag" => {
-                if let Raw::Str(tag) = raw {
-                    entity.etag = Some(ETag::new(tag.into_owned()));
-                }
-            }
-            "Timestamp" => {
-                if let Raw::Str(text) = &raw {
-                    entity.timestamp = Some(DateTime::parse(text)?);
-                }
-            }
-            n if n.starts_with("odata.") || n.ends_with(ANNOTATION_SUFFIX) => {}
             n => {
-                if let Some(value) = value_from_raw(n, raw, edm)? {
-                    entity
-                        .properties
-                        .push_unchecked(std::borrow::Cow::Owned(name.into_owned()), value);
-                }
+                let print = fingerprint(n);
+                self.properties.push((name, raw, print));
+                return;
             }
+        };
+        if slot.replace(raw).is_some() {
+            self.repeated.get_or_insert(system);
         }
     }
-    entity.partition_key = partition_key.ok_or_else(|| key_error("PartitionKey", "missing"))?;
-    entity.row_key = row_key.ok_or_else(|| key_error("RowKey", "missing"))?;
-    Ok(entity)
+
+    fn finish(self) -> Result<Members<'de>, InvalidInput> {
+        // A name given twice is refused. Entities hold at most a few hundred
+        // members; fingerprints keep the pairwise check to integer compares.
+        fn first_repeated<'a, T>(entries: &'a [T], key: impl Fn(&T) -> (u64, &str)) -> Option<&'a str> {
+            entries.iter().enumerate().find_map(|(i, entry)| {
+                let (print, name) = key(entry);
+                entries[..i]
+                    .iter()
+                    .any(|earlier| key(earlier) == (print, name))
+                    .then_some(name)
+            })
+        }
+        let repeated = self
+            .repeated
+            .or_else(|| first_repeated(&self.properties, |(n, _, p)| (*p, &**n)))
+            .map(str::to_owned)
+            .or_else(|| {
+                first_repeated(&self.annotations, |(p, n, _)| (*p, &**n))
+                    .map(|base| format!("{base}{ANNOTATION_SUFFIX}"))
+            });
+        if let Some(name) = repeated {
+            return Err(InvalidInput::DuplicateProperty { name });
+        }
+        let mut annotations: Vec<(u64, &str, EdmType)> = Vec::with_capacity(self.annotations.len());
+        for (print, base, raw) in &self.annotations {
+            let edm = match raw {
+                Raw::Str(type_name) => EdmType::from_annotation(type_name).ok_or_else(|| {
+                    InvalidInput::PropertyValue {
+                        property: base.to_string(),
+                        reason: format!("unsupported type annotation {type_name:?}"),
+                    }
+                })?,
+                _ => {
+                    return Err(InvalidInput::PropertyValue {
+                        property: base.to_string(),
+                        reason: "type annotation must be a string".into(),
+                    });
+                }
+            };
+            annotations.push((*print, base, edm));
+        }
+        let key = |raw: Option<Raw<'de>>, name: &str| match raw {
+            Some(Raw::Str(key)) => Ok(key),
+            Some(_) => Err(InvalidInput::PropertyValue {
+                property: name.into(),
+                reason: "keys must be strings".into(),
+            }),
+            None => Err(InvalidInput::PropertyValue {
+                property: name.into(),
+                reason: "missing".into(),
+            }),
+        };
+        let partition_key = key(self.partition_key, "PartitionKey")?;
+        let row_key = key(self.row_key, "RowKey")?;
+        let etag = match self.etag {
+            Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
+            _ => None,
+        };
+        let timestamp = match &self.timestamp {
+            Some(Raw::Str(text)) => Some(DateTime::parse(text)?),
+            _ => None,
+        };
+        let mut properties = Vec::with_capacity(self.properties.len());
+        for (name, raw, print) in self.properties {
+            let edm = annotations
+                .iter()
+                .find(|(p, base, _)| *p == print && *base == name)
+                .map(|(_, _, edm)| *edm);
+            if let Some(value) = value_from_raw(&name, raw, edm).map_err(|e| *e)? {
+                properties.push((name, Some(value)));
+            }
+        }
+        Ok(Members {
+            partition_key,
+            row_key,
+            etag,
+            timestamp,
+            properties,
+            cursor: 0,
+        })
+    }
 }
 
 /// Reads one property value; `Ok(None)` for `null` (an absent property).
@@ -667,17 +803,22 @@ pub fn value_from_json(
     json: &Json,
     edm: Option<EdmType>,
 ) -> Result<Option<Value>, InvalidInput> {
-    value_from_raw(name, Raw::from(json), edm)
+    value_from_raw(name, Raw::from(json), edm).map_err(|e| *e)
 }
 
+#[inline]
 fn value_from_raw(
     name: &str,
     raw: Raw<'_>,
     edm: Option<EdmType>,
-) -> Result<Option<Value>, InvalidInput> {
-    let bad = |reason: &str| InvalidInput::PropertyValue {
-        property: name.to_owned(),
-        reason: reason.to_owned(),
+) -> Result<Option<Value>, Box<InvalidInput>> {
+    // The error is boxed: this runs for every member, and a small result
+    // keeps the common path free of large moves.
+    let bad = |reason: &str| {
+        Box::new(InvalidInput::PropertyValue {
+            property: name.to_owned(),
+            reason: reason.to_owned(),
+        })
     };
     let value = match (edm, raw) {
         (_, Raw::Null) => return Ok(None),
@@ -723,7 +864,7 @@ fn value_from_raw(
                 v
             }
         }),
-        (Some(EdmType::DateTime), Raw::Str(s)) => Value::DateTime(DateTime::parse(&s)?),
+        (Some(EdmType::DateTime), Raw::Str(s)) => Value::DateTime(DateTime::parse(&s).map_err(Box::new)?),
         (Some(EdmType::Guid), Raw::Str(s)) => {
             Value::Guid(uuid::Uuid::try_parse(&s).map_err(|_| bad("not a GUID"))?)
         }

@@ -12,7 +12,7 @@ pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
 pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertySink, PropertyValue, Series,
+    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertySink, PropertySource, PropertyValue, Series,
     SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity, is_kind,
     property_error, read_property, take_property, write_property, write_value,
 };
@@ -22,8 +22,8 @@ pub use serde;
 pub use serde_json;
 
 /// Reads a property, or the field type's default when it is absent.
-pub fn read_property_or_default<V: PropertyValue + Default>(
-    props: &Properties,
+pub fn read_property_or_default<V: PropertyValue + Default, S: PropertySource + ?Sized>(
+    props: &S,
     name: &str,
 ) -> Result<V, Error> {
     match props.get(name) {
@@ -44,8 +44,8 @@ pub fn write_json<S: PropertySink + ?Sized, V: serde::Serialize>(
 }
 
 /// Reads a field stored as a JSON string (`#[tablekit(json)]`).
-pub fn read_json<V: serde::de::DeserializeOwned>(
-    props: &Properties,
+pub fn read_json<V: serde::de::DeserializeOwned, S: PropertySource + ?Sized>(
+    props: &S,
     name: &str,
 ) -> Result<V, Error> {
     let text: String = read_property(props, name)?;
@@ -61,8 +61,8 @@ pub fn read_json<V: serde::de::DeserializeOwned>(
 pub use crate::schema::write_value as write_with;
 
 /// Reads a field through a custom codec's `from_value`.
-pub fn read_with<V>(
-    props: &Properties,
+pub fn read_with<S: PropertySource + ?Sized, V>(
+    props: &S,
     name: &str,
     from_value: impl FnOnce(Option<&Value>) -> Result<V, ValueError>,
 ) -> Result<V, Error> {

@@ -83,10 +83,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn write_properties<S: PropertySink + ?Sized>(&self, props: &mut S) -> Result<(), Error>;
     /// Builds a value from decoded keys and the stored properties, taking the
     /// values it reads out of `props`.
-    fn read_properties(
+    fn read_properties<S: PropertySource + ?Sized>(
         pk: Self::PartitionKey,
         rk: Self::RowKey,
-        props: &mut Properties,
+        props: &mut S,
     ) -> Result<Self, Error>;
 }
 
@@ -103,7 +103,8 @@ pub trait TableFields: Sized {
         props: &mut S,
     ) -> Result<(), Error>;
     /// Reads the fields, each name after `prefix`, taking their values out of `props`.
-    fn read_fields(prefix: &str, props: &mut Properties) -> Result<Self, Error>;
+    fn read_fields<S: PropertySource + ?Sized>(prefix: &str, props: &mut S)
+    -> Result<Self, Error>;
 }
 
 /// An enum over entity kinds that share a partition: `#[derive(EntityKinds)]`
@@ -271,25 +272,47 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 /// the properties. Another kind, an unsupported version, a key that does not
 /// decode or a property that does not fit are typed errors.
 pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
-    read_entity(entity, entity.properties.clone())
+    read_entity(
+        &entity.partition_key,
+        &entity.row_key,
+        &mut entity.properties.clone(),
+    )
 }
 
 /// [`from_entity`] for an entity the caller no longer needs: its values are
 /// moved into the result instead of copied.
 pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error> {
-    let props = std::mem::take(&mut entity.properties);
-    read_entity(&entity, props)
+    let mut props = std::mem::take(&mut entity.properties);
+    read_entity(&entity.partition_key, &entity.row_key, &mut props)
 }
 
-fn read_entity<T: TableEntity>(entity: &Entity, mut props: Properties) -> Result<T, Error> {
+/// Reads a typed value straight from its row's wire JSON (a request body or
+/// a response to a point read), with the checks of [`from_entity`]: no
+/// property map is built and no property name is copied. Members the type
+/// has no field for are ignored, as [`from_entity`] ignores them.
+pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
+    let mut members = crate::json::members_from_str(text)?;
+    let (pk, rk) = (
+        std::mem::take(&mut members.partition_key),
+        std::mem::take(&mut members.row_key),
+    );
+    read_entity(&pk, &rk, &mut members)
+}
+
+/// Reads a row from its keys and properties: checks its kind and version,
+/// decodes the keys, reads the properties.
+pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
+    partition_key: &str,
+    row_key: &str,
+    props: &mut S,
+) -> Result<T, Error> {
     let body = match T::KIND {
         Some(kind) => {
             let wrong = || SchemaError::WrongKind {
                 expected: kind,
-                row_key: entity.row_key.clone(),
+                row_key: row_key.to_owned(),
             };
-            let body = entity
-                .row_key
+            let body = row_key
                 .strip_prefix(kind)
                 .and_then(|rest| rest.strip_prefix('_'))
                 .ok_or_else(wrong)?;
@@ -326,7 +349,7 @@ fn read_entity<T: TableEntity>(entity: &Entity, mut props: Properties) -> Result
             }
             body
         }
-        None => entity.row_key.as_str(),
+        None => row_key,
     };
     fn key_error(kind: KeyKind, key: &str, fields: &'static str, e: KeyDecodeError) -> SchemaError {
         SchemaError::KeyDecode {
@@ -336,26 +359,59 @@ fn read_entity<T: TableEntity>(entity: &Entity, mut props: Properties) -> Result
             reason: e.to_string(),
         }
     }
-    let pk = T::PartitionKey::decode(&entity.partition_key).map_err(|e| {
+    let pk = T::PartitionKey::decode(partition_key).map_err(|e| {
         key_error(
             KeyKind::PartitionKey,
-            &entity.partition_key,
+            partition_key,
             T::PARTITION_KEY_FIELDS,
             e,
         )
     })?;
     let rk = T::RowKey::decode(body)
-        .map_err(|e| key_error(KeyKind::RowKey, &entity.row_key, T::ROW_KEY_FIELDS, e))?;
-    T::read_properties(pk, rk, &mut props)
+        .map_err(|e| key_error(KeyKind::RowKey, row_key, T::ROW_KEY_FIELDS, e))?;
+    T::read_properties(pk, rk, props)
+}
+
+/// Where a typed entity reads its properties from: a property map
+/// ([`Properties`]), or the members of a wire-JSON document read by
+/// [`from_json`] without building one.
+pub trait PropertySource {
+    /// The value of `name`.
+    fn get(&self, name: &str) -> Option<&Value>;
+    /// Takes the value of `name` out.
+    fn take(&mut self, name: &str) -> Option<Value>;
+    /// Takes out every property whose name `select` accepts, with its name.
+    fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)>;
+}
+
+impl PropertySource for Properties {
+    fn get(&self, name: &str) -> Option<&Value> {
+        Properties::get(self, name)
+    }
+    fn take(&mut self, name: &str) -> Option<Value> {
+        Properties::take(self, name)
+    }
+    fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)> {
+        Properties::extract(self, select)
+            .into_iter()
+            .map(|(name, value)| (name.into_owned(), value))
+            .collect()
+    }
 }
 
 /// Reads one property for a generated reader, naming it in the error.
-pub fn read_property<V: PropertyValue>(props: &Properties, name: &str) -> Result<V, Error> {
+pub fn read_property<V: PropertyValue, S: PropertySource + ?Sized>(
+    props: &S,
+    name: &str,
+) -> Result<V, Error> {
     V::from_value(props.get(name)).map_err(|problem| property_error(name, problem))
 }
 
 /// Takes one property out for a generated reader, naming it in the error.
-pub fn take_property<V: PropertyValue>(props: &mut Properties, name: &str) -> Result<V, Error> {
+pub fn take_property<V: PropertyValue, S: PropertySource + ?Sized>(
+    props: &mut S,
+    name: &str,
+) -> Result<V, Error> {
     V::from_owned(props.take(name)).map_err(|problem| property_error(name, problem))
 }
 

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
 
 use super::{
-    ColumnType, FilterValue, PropertySink, PropertyValue, property_error, take_property,
+    ColumnType, FilterValue, PropertySink, PropertySource, PropertyValue, property_error,
     write_property,
 };
-use crate::entity::{Properties, PropertyName};
+use crate::entity::PropertyName;
 use crate::error::{Error, InvalidInput, ValueError};
 use crate::filter::{CompareOp, Filter};
 
@@ -31,7 +31,7 @@ pub trait Series: Sized {
         props: &mut S,
     ) -> Result<(), Error>;
     /// Reads the elements, taking their properties out of `props`.
-    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error>;
+    fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error>;
 }
 
 /// The property name of element `index` (or map key) of the series `name`.
@@ -51,9 +51,12 @@ fn element_index(name: &str, property: &str) -> Option<usize> {
 
 /// Takes the elements of the series `name` out of `props` in one pass, in
 /// index order, checked to be `0..n`.
-fn take_elements(name: &str, props: &mut Properties) -> Result<Vec<crate::value::Value>, Error> {
+fn take_elements<S: PropertySource + ?Sized>(
+    name: &str,
+    props: &mut S,
+) -> Result<Vec<crate::value::Value>, Error> {
     let mut found: Vec<(usize, crate::value::Value)> = props
-        .extract(|property| element_index(name, property).is_some())
+        .extract(&mut |property| element_index(name, property).is_some())
         .into_iter()
         .filter_map(|(property, value)| Some((element_index(name, &property)?, value)))
         .collect();
@@ -84,7 +87,7 @@ impl<T: PropertyValue> Series for Vec<T> {
         }
         Ok(())
     }
-    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+    fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
         take_elements(name, props)?
             .into_iter()
             .enumerate()
@@ -109,7 +112,7 @@ impl<T: PropertyValue, const N: usize> Series for [T; N] {
         }
         Ok(())
     }
-    fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+    fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
         let items: Vec<T> = take_elements(name, props)?
             .into_iter()
             .enumerate()
@@ -139,22 +142,19 @@ fn check_key(name: &str, key: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn read_map<T: PropertyValue, M: FromIterator<(String, T)>>(
+fn read_map<S: PropertySource + ?Sized, T: PropertyValue, M: FromIterator<(String, T)>>(
     name: &str,
-    props: &mut Properties,
+    props: &mut S,
 ) -> Result<M, Error> {
     let prefix_len = name.len() + 1;
-    let keys: Vec<String> = props
-        .iter()
-        .filter(|(n, _)| {
+    props
+        .extract(&mut |n| {
             n.len() > prefix_len && n.starts_with(name) && n.as_bytes()[name.len()] == b'_'
         })
-        .map(|(n, _)| n[prefix_len..].to_owned())
-        .collect();
-    keys.into_iter()
-        .map(|key| {
-            let value = take_property(props, &element_name(name, &key))?;
-            Ok((key, value))
+        .into_iter()
+        .map(|(property, value)| {
+            let value = T::from_owned(Some(value)).map_err(|problem| property_error(&property, problem))?;
+            Ok((property[prefix_len..].to_owned(), value))
         })
         .collect()
 }
@@ -171,7 +171,7 @@ macro_rules! map_series {
                 }
                 Ok(())
             }
-            fn read_series(name: &str, props: &mut Properties) -> Result<Self, Error> {
+            fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
                 read_map(name, props)
             }
         }
