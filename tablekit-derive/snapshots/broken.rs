@@ -34,10 +34,12 @@ const _: () = {
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
             ::core::unreachable!()
         }
-        fn read_properties(
+        fn read_properties<
+            __S: ::tablekit::__private::PropertySource + ?::core::marker::Sized,
+        >(
             _: (),
             _: (),
-            _: &mut ::tablekit::__private::Properties,
+            _: &mut __S,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             ::core::unreachable!()
         }

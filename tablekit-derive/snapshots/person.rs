@@ -39,13 +39,16 @@ const _: () = {
             )?;
             ::tablekit::__private::Ok(())
         }
-        fn read_fields(
+        fn read_fields<
+            __S: ::tablekit::__private::PropertySource + ?::core::marker::Sized,
+        >(
             __prefix: &str,
-            __props: &mut ::tablekit::__private::Properties,
+            __props: &mut __S,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             ::tablekit::__private::Ok(Person {
                 name: ::tablekit::__private::take_property::<
                     String,
+                    _,
                 >(__props, &::tablekit::__private::join(__prefix, "name"))?,
                 level: ::tablekit::__private::read_with(
                     __props,

@@ -28,6 +28,7 @@ const _: () = {
         const ROW_KEY_FIELDS: &'static str = "employee, year";
         const WIDE: bool = false;
         const CHECKED_NAMES: bool = false;
+        const FIELD_NAMES: &'static [&'static str] = &["Score", "Text", "Tags"];
         const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
         fn partition_key(&self) -> Self::PartitionKey {
             ::tablekit::__private::Clone::clone(&self.department)
@@ -91,10 +92,12 @@ const _: () = {
             )?;
             ::tablekit::__private::Ok(())
         }
-        fn read_properties(
+        fn read_properties<
+            __S: ::tablekit::__private::PropertySource + ?::core::marker::Sized,
+        >(
             __pk: Self::PartitionKey,
             __rk: Self::RowKey,
-            __props: &mut ::tablekit::__private::Properties,
+            __props: &mut __S,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             let __pk0 = __pk;
             let (__rk0, __rk1) = __rk;
@@ -102,18 +105,25 @@ const _: () = {
                 department: __pk0,
                 employee: __rk0,
                 year: __rk1,
-                score: ::tablekit::__private::take_property::<f64>(__props, "Score")?,
-                comment: match __props.get("Text") {
+                score: ::tablekit::__private::take_property::<f64, _>(__props, "Score")?,
+                comment: match ::tablekit::__private::PropertySource::get(
+                    __props,
+                    "Text",
+                ) {
                     ::tablekit::__private::None => {
                         <Option<String> as ::tablekit::__private::Default>::default()
                     }
                     ::tablekit::__private::Some(_) => {
                         ::tablekit::__private::take_property::<
                             Option<String>,
+                            _,
                         >(__props, "Text")?
                     }
                 },
-                tags: ::tablekit::__private::read_json::<Vec<String>>(__props, "Tags")?,
+                tags: ::tablekit::__private::read_json::<
+                    Vec<String>,
+                    _,
+                >(__props, "Tags")?,
                 reviewer: <Person as ::tablekit::__private::TableFields>::read_fields(
                     "By_",
                     __props,

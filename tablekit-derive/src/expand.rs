@@ -436,6 +436,14 @@ fn expand_entity(
         .fields
         .iter()
         .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series));
+    // The stored names of the fields held in one property each, in order,
+    // for readers that look fields up by position.
+    let field_names: Vec<&str> = cont
+        .fields
+        .iter()
+        .filter(|f| matches!(f.role, Role::Property | Role::Json | Role::With(_)))
+        .map(|f| f.stored_name.as_str())
+        .collect();
     let blob_fields: Vec<TokenStream> = cont
         .fields
         .iter()
@@ -527,6 +535,7 @@ fn expand_entity(
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
                 const CHECKED_NAMES: bool = #checked_names;
+                const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
 
                 fn partition_key(&self) -> Self::PartitionKey {

@@ -268,3 +268,114 @@ fn the_writer_checks_what_it_is_given() {
         }))
     ));
 }
+
+/// The typed reader and the property map agree: same value, or the same
+/// kind of error.
+fn same_value<T: TableEntity + PartialEq + std::fmt::Debug>(value: &T) {
+    let text = schema::to_json(value).unwrap();
+    let via_entity = schema::from_entity::<T>(&json::from_str(&text).unwrap()).unwrap();
+    assert_eq!(&via_entity, value);
+    assert_eq!(&schema::from_json::<T>(&text).unwrap(), value);
+}
+
+#[test]
+fn typed_reads_give_the_value_back() {
+    same_value(&review(
+        "Ada".into(),
+        Some("x".into()),
+        vec![0, 1, 255],
+        1.5,
+    ));
+    same_value(&review(String::new(), None, Vec::new(), f64::INFINITY));
+    same_value(&person(vec![1.0, 2.5, -0.0]));
+    same_value(&person(Vec::new()));
+    // The service's response order (annotation first), its metadata members
+    // and members the type has no field for.
+    let text = r#"{"odata.metadata":"m","odata.etag":"W/\"x\"","PartitionKey":"core","RowKey":"00000000000000000042",
+        "Timestamp":"2026-11-21T22:36:51.8779396Z","Extra":"ignored","Extra@odata.type":"Edm.String",
+        "Home_street":"Main St","Home_zip@odata.type":"Edm.Int64","Home_zip":"12345",
+        "hourly_0@odata.type":"Edm.Double","hourly_0":"NaN","tags":"[]","code":"ABC"}"#;
+    let read = schema::from_json::<Person>(text).unwrap();
+    assert_eq!(read.home.zip, Some(12345));
+    assert!(read.hourly[0].is_nan());
+    assert_eq!(read.code, "abc");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn typed_reads_match_for_any_value(
+        name in any::<String>(),
+        notes in proptest::option::of(any::<String>()),
+        photo in proptest::collection::vec(any::<u8>(), 0..40),
+        salary in any::<f64>().prop_filter("NaN is not equal to itself", |v| !v.is_nan()),
+    ) {
+        let r = review(name, notes, photo, salary);
+        let text = schema::to_json(&r).unwrap();
+        prop_assert_eq!(&schema::from_json::<Review>(&text).unwrap(), &r);
+    }
+}
+
+#[test]
+fn typed_reads_refuse_what_from_entity_refuses() {
+    let r = review("Ada".into(), None, Vec::new(), 1.5);
+    let text = schema::to_json(&r).unwrap();
+    let schema_error = |text: &str| match schema::from_json::<Review>(text) {
+        Err(Error::Schema(e)) => e,
+        other => panic!("expected a schema error, got {other:?}"),
+    };
+    // Another kind, by its RowKey.
+    let other_kind = text.replace("\"REV_", "\"EMP_");
+    assert!(matches!(
+        schema_error(&other_kind),
+        SchemaError::WrongKind { .. }
+    ));
+    // A version this type does not read.
+    let newer = text.replace("\"_Version\":2", "\"_Version\":3");
+    assert!(matches!(
+        schema_error(&newer),
+        SchemaError::UnsupportedVersion { found: 3, .. }
+    ));
+    // A value of another type.
+    let mistyped = text.replace("\"Rating\":-5", "\"Rating\":\"five\"");
+    assert!(matches!(
+        schema_error(&mistyped),
+        SchemaError::Property { ref property, .. } if property == "Rating"
+    ));
+    // An Int64 whose annotation is lost reads as a String: a typed error.
+    let unannotated = text.replace(",\"Score@odata.type\":\"Edm.Int64\"", "");
+    assert!(matches!(
+        schema_error(&unannotated),
+        SchemaError::Property { ref property, .. } if property == "Score"
+    ));
+    // A key that does not decode.
+    let bad_key = text.replace("\"REV_", "\"REV_x");
+    assert!(matches!(
+        schema_error(&bad_key),
+        SchemaError::KeyDecode { .. }
+    ));
+    // A field given twice, an unknown annotation, broken JSON.
+    let invalid = |text: &str| match schema::from_json::<Review>(text) {
+        Err(Error::Invalid(e)) => e,
+        other => panic!("expected invalid input, got {other:?}"),
+    };
+    let twice = text.replace("\"Rating\":-5", "\"Rating\":-5,\"Rating\":4");
+    assert!(matches!(
+        invalid(&twice),
+        InvalidInput::DuplicateProperty { ref name } if name == "Rating"
+    ));
+    let unknown_type = text.replace("Edm.Int64", "Edm.Int128");
+    assert!(matches!(
+        invalid(&unknown_type),
+        InvalidInput::PropertyValue { .. }
+    ));
+    assert!(matches!(
+        invalid(&text[..text.len() - 1]),
+        InvalidInput::PropertyValue { .. }
+    ));
+    let no_keys = r#"{"Name":"x"}"#;
+    assert!(matches!(
+        invalid(no_keys),
+        InvalidInput::PropertyValue { ref property, .. } if property == "PartitionKey"
+    ));
+}

@@ -63,6 +63,12 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// series fields, whose names are made at run time). Writers then skip
     /// those checks; leave it `false` in a hand-written impl.
     const CHECKED_NAMES: bool = false;
+    /// The stored names of the fields held in one property each (not
+    /// flattened, not series), in declaration order: readers that find a
+    /// member's field by position use it when [`CHECKED_NAMES`] holds.
+    ///
+    /// [`CHECKED_NAMES`]: TableEntity::CHECKED_NAMES
+    const FIELD_NAMES: &'static [&'static str] = &[];
 
     /// The PartitionKey of this value.
     fn partition_key(&self) -> Self::PartitionKey;
@@ -103,8 +109,7 @@ pub trait TableFields: Sized {
         props: &mut S,
     ) -> Result<(), Error>;
     /// Reads the fields, each name after `prefix`, taking their values out of `props`.
-    fn read_fields<S: PropertySource + ?Sized>(prefix: &str, props: &mut S)
-    -> Result<Self, Error>;
+    fn read_fields<S: PropertySource + ?Sized>(prefix: &str, props: &mut S) -> Result<Self, Error>;
 }
 
 /// An enum over entity kinds that share a partition: `#[derive(EntityKinds)]`
@@ -291,6 +296,13 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
 /// property map is built and no property name is copied. Members the type
 /// has no field for are ignored, as [`from_entity`] ignores them.
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
+    if T::CHECKED_NAMES {
+        // Every property has a known field: each member goes straight to its
+        // field's slot, and members of no field are skipped unread.
+        let mut fields = crate::json::fields_from_str(text, T::FIELD_NAMES)?;
+        let (pk, rk) = fields.take_keys();
+        return read_entity(&pk, &rk, &mut fields);
+    }
     let mut members = crate::json::members_from_str(text)?;
     let (pk, rk) = (
         std::mem::take(&mut members.partition_key),

@@ -153,7 +153,8 @@ fn read_map<S: PropertySource + ?Sized, T: PropertyValue, M: FromIterator<(Strin
         })
         .into_iter()
         .map(|(property, value)| {
-            let value = T::from_owned(Some(value)).map_err(|problem| property_error(&property, problem))?;
+            let value =
+                T::from_owned(Some(value)).map_err(|problem| property_error(&property, problem))?;
             Ok((property[prefix_len..].to_owned(), value))
         })
         .collect()
