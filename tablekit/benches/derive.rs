@@ -193,9 +193,13 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     let mut g = c.benchmark_group("from_json");
+    assert!(schema::from_json::<Review>(&text).is_ok());
     g.bench_function("derived", |b| {
+        b.iter(|| schema::from_json::<Review>(black_box(&text)).unwrap())
+    });
+    g.bench_function("via_entity", |b| {
         b.iter(|| {
-            schema::from_entity::<Review>(&json::from_str(black_box(&text)).unwrap()).unwrap()
+            schema::from_entity_owned::<Review>(json::from_str(black_box(&text)).unwrap()).unwrap()
         })
     });
     g.bench_function("serde_json", |b| {
@@ -218,12 +222,34 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
+    // The property map beside serde's own map of a value (`serde_json::Value`).
+    let tree = serde_json::to_value(&p).unwrap();
     let mut g = c.benchmark_group("property_map");
     g.bench_function("to_entity", |b| {
         b.iter(|| schema::to_entity(black_box(&r)).unwrap())
     });
+    g.bench_function("to_value_serde_json", |b| {
+        b.iter(|| serde_json::to_value(black_box(&p)).unwrap())
+    });
     g.bench_function("from_entity", |b| {
         b.iter(|| schema::from_entity::<Review>(black_box(&entity)).unwrap())
+    });
+    g.bench_function("from_value_serde_json", |b| {
+        b.iter(|| serde_json::from_value::<PlainReview>(black_box(&tree).clone()).unwrap())
+    });
+    g.bench_function("from_entity_owned", |b| {
+        b.iter_batched(
+            || entity.clone(),
+            |e| schema::from_entity_owned::<Review>(e).unwrap(),
+            criterion::BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("from_value_serde_json_owned", |b| {
+        b.iter_batched(
+            || tree.clone(),
+            |t| serde_json::from_value::<PlainReview>(t).unwrap(),
+            criterion::BatchSize::SmallInput,
+        )
     });
     g.finish();
 }

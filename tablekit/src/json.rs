@@ -13,6 +13,11 @@
 //! `odata.etag` becomes the ETag, `Timestamp` the timestamp, other `odata.*`
 //! members are ignored, `null` means absent.
 //!
+//! Typed entities skip the [`Entity`]: [`EntityWriter`] writes the text
+//! straight from their fields ([`schema::to_json`](crate::schema::to_json)),
+//! and [`schema::from_json`](crate::schema::from_json) reads each member
+//! into its field.
+//!
 //! ```
 //! use tablekit::{json, Entity};
 //! let e = Entity::new("p", "r1").with("I64", 9_223_372_036_854_775_807_i64);

@@ -80,6 +80,12 @@
 //! [`EntityKinds`] on an enum over entity types reads a partition that holds
 //! several kinds as typed variants ([`Table::read_partition`]).
 //!
+//! A typed entity also goes to and from its row's wire JSON directly:
+//! [`schema::to_json`] writes it from the fields (no property map, no copies)
+//! and checks what the service checks; [`schema::from_json`] reads it back
+//! with the checks of [`schema::from_entity`] (kind, version, keys, types).
+//! For entities that travel as text: queues, caches, logs.
+//!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
 //!   [`ETag`], and the JSON wire form in [`json`];
@@ -93,8 +99,8 @@
 //! - with the `conformance` feature, the test suite every backend must pass.
 //!
 //! Backends live in their own crates: `tablekit-mem` (the strict in-memory
-//! reference) and, later, `tablekit-azure` (REST). The untyped contract can be
-//! used directly:
+//! reference) and `tablekit-azure` (REST, for Azure, Cosmos DB and Azurite).
+//! The untyped contract can be used directly:
 //!
 //! ```
 //! use tablekit::{Entity, Query, TableBackend, TableBackendExt, filter::prop};

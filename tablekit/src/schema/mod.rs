@@ -219,6 +219,29 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
 /// no property map, no copies. It checks what the service checks (keys,
 /// names, value sizes, property count, entity size), so text it returns is
 /// a row the service accepts.
+///
+/// ```
+/// use tablekit::{TableEntity, schema};
+///
+/// #[derive(TableEntity, Debug, PartialEq)]
+/// #[tablekit(table = "Staff", kind = "EMP", rename_all = "PascalCase")]
+/// struct Employee {
+///     #[tablekit(partition_key)]
+///     department: String,
+///     #[tablekit(row_key)]
+///     id: u32,
+///     salary: i64,
+/// }
+///
+/// let ada = Employee { department: "Sales".into(), id: 7, salary: 90_000 };
+/// let text = schema::to_json(&ada)?;
+/// assert_eq!(
+///     text,
+///     r#"{"PartitionKey":"Sales","RowKey":"EMP_0000000007","_Kind":"EMP","_Version":1,"Salary":"90000","Salary@odata.type":"Edm.Int64"}"#
+/// );
+/// assert_eq!(schema::from_json::<Employee>(&text)?, ada);
+/// # Ok::<(), tablekit::Error>(())
+/// ```
 pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
     let (pk, rk) = (partition_key_of(value)?, row_key_of(value)?);
     let mut writer = crate::json::EntityWriter::typed(pk, rk, T::CHECKED_NAMES)?;
@@ -294,7 +317,9 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
 /// Reads a typed value straight from its row's wire JSON (a request body or
 /// a response to a point read), with the checks of [`from_entity`]: no
 /// property map is built and no property name is copied. Members the type
-/// has no field for are ignored, as [`from_entity`] ignores them.
+/// has no field for are ignored, as [`from_entity`] ignores them; a member
+/// given twice is refused ([`InvalidInput::DuplicateProperty`]). See
+/// [`to_json`] for an example.
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::CHECKED_NAMES {
         // Every property has a known field: each member goes straight to its
