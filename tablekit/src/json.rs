@@ -86,11 +86,16 @@ fn string(out: &mut Vec<u8>, s: &str) {
 }
 
 /// `{"PartitionKey":…,"RowKey":…`
-fn open(out: &mut Vec<u8>, partition_key: &str, row_key: &str) {
+/// Returns where the two keys' JSON strings lie in `out`.
+fn open(out: &mut Vec<u8>, partition_key: &str, row_key: &str) -> [(usize, usize); 2] {
     out.extend_from_slice(b"{\"PartitionKey\":");
+    let pk_start = out.len();
     string(out, partition_key);
+    let pk_end = out.len();
     out.extend_from_slice(b",\"RowKey\":");
+    let rk_start = out.len();
     string(out, row_key);
+    [(pk_start, pk_end), (rk_start, out.len())]
 }
 
 /// `,"name":value` and, for the types that need it, `,"name@odata.type":"Edm.…"`.
@@ -197,8 +202,11 @@ fn member(out: &mut Vec<u8>, name: &str, value: ValueRef<'_>, checked_name: bool
 #[derive(Debug)]
 pub struct EntityWriter {
     out: Vec<u8>,
-    partition_key: String,
-    row_key: String,
+    /// Where the keys' JSON strings lie in `out`: they are read back only
+    /// for an error message.
+    keys: [(usize, usize); 2],
+    /// The keys' part of the service's entity-size formula.
+    keys_size: usize,
     count: usize,
     size: usize,
     /// Where each name lies in `out`, to find one written twice; `None` when
@@ -209,31 +217,39 @@ pub struct EntityWriter {
 impl EntityWriter {
     /// Starts a row with these keys, refusing keys the service refuses.
     pub fn new(partition_key: String, row_key: String) -> Result<EntityWriter, InvalidInput> {
-        EntityWriter::typed(partition_key, row_key, false)
+        EntityWriter::start(&partition_key, &row_key, false)
     }
 
-    /// A writer for a derived type; with `checked_names` its names were all
-    /// checked at compile time (valid and distinct:
+    /// [`new`](EntityWriter::new) for borrowed keys; with `checked_names` the
+    /// property names were all checked at compile time (valid and distinct:
     /// [`TableEntity::CHECKED_NAMES`]), so only values, count and size are
     /// checked for each property.
     ///
     /// [`TableEntity::CHECKED_NAMES`]: crate::TableEntity::CHECKED_NAMES
-    pub(crate) fn typed(
-        partition_key: String,
-        row_key: String,
+    pub(crate) fn start(
+        partition_key: &str,
+        row_key: &str,
         checked_names: bool,
     ) -> Result<EntityWriter, InvalidInput> {
-        crate::validate::keys(&partition_key, &row_key)?;
+        crate::validate::keys(partition_key, row_key)?;
         let mut out = Vec::with_capacity(512 + partition_key.len() + row_key.len());
-        open(&mut out, &partition_key, &row_key);
+        let keys = open(&mut out, partition_key, row_key);
         Ok(EntityWriter {
             out,
-            partition_key,
-            row_key,
+            keys,
+            keys_size: crate::validate::keys_size(partition_key, row_key),
             count: 0,
             size: 0,
             names: (!checked_names).then(|| Vec::with_capacity(16)),
         })
+    }
+
+    /// The keys, read back from the text, for an error message.
+    fn key_texts(&self) -> (String, String) {
+        let [pk, rk] = self
+            .keys
+            .map(|(start, end)| serde_json::from_slice(&self.out[start..end]).unwrap_or_default());
+        (pk, rk)
     }
 
     /// The JSON text, once the row is known to be one the service takes: no
@@ -251,7 +267,10 @@ impl EntityWriter {
                 .into());
             }
         }
-        crate::validate::entity_size(&self.partition_key, &self.row_key, self.size)?;
+        if self.keys_size + self.size > crate::validate::limits::MAX_ENTITY_SIZE {
+            let (pk, rk) = self.key_texts();
+            crate::validate::entity_size(&pk, &rk, self.size)?;
+        }
         self.out.push(b'}');
         Ok(into_string(self.out))
     }
@@ -275,7 +294,8 @@ impl PropertySink for EntityWriter {
         };
         self.count += 1;
         if self.count > crate::validate::limits::MAX_PROPERTIES {
-            crate::validate::property_count(&self.partition_key, &self.row_key, self.count)?;
+            let (pk, rk) = self.key_texts();
+            crate::validate::property_count(&pk, &rk, self.count)?;
         }
         member(&mut self.out, &name, value, true);
         Ok(())

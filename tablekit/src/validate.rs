@@ -231,7 +231,7 @@ pub fn entity_size(
     row_key: &str,
     properties_size: usize,
 ) -> Result<(), InvalidInput> {
-    let size = 4 + 2 * (utf16_len(partition_key) + utf16_len(row_key)) + properties_size;
+    let size = keys_size(partition_key, row_key) + properties_size;
     if size > MAX_ENTITY_SIZE {
         return Err(InvalidInput::EntityTooLarge {
             partition_key: partition_key.to_owned(),
@@ -241,6 +241,12 @@ pub fn entity_size(
         });
     }
     Ok(())
+}
+
+/// The keys' part of the service's entity-size formula: `4 + 2·(len(PK) +
+/// len(RK))`.
+pub fn keys_size(partition_key: &str, row_key: &str) -> usize {
+    4 + 2 * (utf16_len(partition_key) + utf16_len(row_key))
 }
 
 /// Checks everything about an entity that is written: keys, property count,

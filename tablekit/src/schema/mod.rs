@@ -162,21 +162,31 @@ fn check_key_length(kind: KeyKind, fields: &'static str, key: &str) -> Result<()
 /// The encoded PartitionKey of a value.
 pub fn partition_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
     let mut pk = String::with_capacity(32);
-    value.write_partition_key(&mut pk);
-    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &pk)?;
+    write_partition_key_of(value, &mut pk)?;
     Ok(pk)
 }
 
 /// The stored RowKey of a value: the kind prefix and the encoded row key.
 pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
     let mut rk = String::with_capacity(32);
-    if let Some(kind) = T::KIND {
-        rk.push_str(kind);
-        rk.push('_');
-    }
-    value.write_row_key(&mut rk);
-    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &rk)?;
+    write_row_key_of(value, &mut rk)?;
     Ok(rk)
+}
+
+/// Appends the encoded PartitionKey, checked for length.
+fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
+    value.write_partition_key(out);
+    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, out)
+}
+
+/// Appends the stored RowKey (kind prefix and encoded key), checked for length.
+fn write_row_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
+    if let Some(kind) = T::KIND {
+        out.push_str(kind);
+        out.push('_');
+    }
+    value.write_row_key(out);
+    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, out)
 }
 
 /// Encodes typed keys as stored: `(PartitionKey, RowKey with the kind prefix)`.
@@ -243,8 +253,20 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
 /// # Ok::<(), tablekit::Error>(())
 /// ```
 pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
-    let (pk, rk) = (partition_key_of(value)?, row_key_of(value)?);
-    let mut writer = crate::json::EntityWriter::typed(pk, rk, T::CHECKED_NAMES)?;
+    thread_local! {
+        /// Where keys are built before they are written: one buffer per
+        /// thread, so writing a row allocates only its text.
+        static KEYS: std::cell::RefCell<(String, String)> = const {
+            std::cell::RefCell::new((String::new(), String::new()))
+        };
+    }
+    let mut writer = KEYS.with_borrow_mut(|(pk, rk)| {
+        pk.clear();
+        write_partition_key_of(value, pk)?;
+        rk.clear();
+        write_row_key_of(value, rk)?;
+        Ok::<_, Error>(crate::json::EntityWriter::start(pk, rk, T::CHECKED_NAMES)?)
+    })?;
     if let Some(kind) = T::KIND {
         writer.push(KIND_PROPERTY.into(), ValueRef::String(kind))?;
         writer.push(VERSION_PROPERTY.into(), ValueRef::Int32(T::VERSION as i32))?;
