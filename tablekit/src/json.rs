@@ -684,6 +684,7 @@ impl crate::schema::PropertySource for Fields<'_> {
 pub(crate) fn fields_from_str<'de>(
     text: &'de str,
     names: &'static [&'static str],
+    kind: Option<&str>,
 ) -> Result<Fields<'de>, InvalidInput> {
     struct FieldsVisitor {
         names: &'static [&'static str],
@@ -743,7 +744,13 @@ pub(crate) fn fields_from_str<'de>(
     if let Some(name) = read.repeated {
         return Err(InvalidInput::DuplicateProperty { name });
     }
-    let [partition_key, row_key, kind, version] = read.keys;
+    let [partition_key, row_key, stored_kind, version] = read.keys;
+    // The expected kind is settled here, without building its value; any
+    // other is kept for the reader to refuse.
+    let stored_kind = match (stored_kind, kind) {
+        (Some(Raw::Str(stored)), Some(kind)) if stored == kind => None,
+        (stored, _) => stored,
+    };
     let key = |raw: Option<Raw<'de>>, name: &str| match raw {
         Some(Raw::Str(key)) => Ok(key),
         other => Err(InvalidInput::PropertyValue {
@@ -788,7 +795,7 @@ pub(crate) fn fields_from_str<'de>(
     Ok(Fields {
         partition_key: key(partition_key, "PartitionKey")?,
         row_key: key(row_key, "RowKey")?,
-        kind: value(crate::schema::KIND_PROPERTY, kind, None).map_err(|e| *e)?,
+        kind: value(crate::schema::KIND_PROPERTY, stored_kind, None).map_err(|e| *e)?,
         version: value(crate::schema::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
         values,
         names,

@@ -346,7 +346,7 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::CHECKED_NAMES {
         // Every property has a known field: each member goes straight to its
         // field's slot, and members of no field are skipped unread.
-        let mut fields = crate::json::fields_from_str(text, T::FIELD_NAMES)?;
+        let mut fields = crate::json::fields_from_str(text, T::FIELD_NAMES, T::KIND)?;
         let (pk, rk) = fields.take_keys();
         return read_entity(&pk, &rk, &mut fields);
     }
