@@ -642,12 +642,18 @@ impl<'de> Fields<'de> {
     }
 }
 
-/// The slot of `name` among `names`, trying `*cursor` first: members and
-/// fields usually come in the same order.
+/// The slot of `name` among `names`, trying the slot after the last one
+/// found and then that one again before searching: members come in field
+/// order, each annotation just before (the service) or after (tablekit) its
+/// value.
 fn slot_of(names: &[&str], cursor: &mut usize, name: &str) -> Option<usize> {
-    let i = match names.get(*cursor) {
-        Some(n) if *n == name => *cursor,
-        _ => names.iter().position(|n| *n == name)?,
+    let at = |i: usize| names.get(i).is_some_and(|n| *n == name);
+    let i = if at(*cursor) {
+        *cursor
+    } else if *cursor > 0 && at(*cursor - 1) {
+        *cursor - 1
+    } else {
+        names.iter().position(|n| *n == name)?
     };
     *cursor = i + 1;
     Some(i)
