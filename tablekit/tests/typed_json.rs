@@ -333,7 +333,10 @@ fn typed_reads_refuse_what_from_entity_refuses() {
     // Another kind, by its property.
     let other_kind = text.replace("\"_Kind\":\"REV\"", "\"_Kind\":\"EMP\"");
     assert_ne!(other_kind, text);
-    assert!(matches!(schema_error(&other_kind), SchemaError::WrongKind { .. }));
+    assert!(matches!(
+        schema_error(&other_kind),
+        SchemaError::WrongKind { .. }
+    ));
     // A version this type does not read.
     let newer = text.replace("\"_Version\":2", "\"_Version\":3");
     assert!(matches!(
