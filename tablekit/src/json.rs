@@ -85,8 +85,8 @@ fn string(out: &mut Vec<u8>, s: &str) {
     let _ = serde::Serializer::serialize_str(&mut serde_json::Serializer::new(out), s);
 }
 
-/// `{"PartitionKey":…,"RowKey":…`
-/// Returns where the two keys' JSON strings lie in `out`.
+/// Writes `{"PartitionKey":…,"RowKey":…` and returns where the two keys'
+/// JSON strings lie in `out`.
 fn open(out: &mut Vec<u8>, partition_key: &str, row_key: &str) -> [(usize, usize); 2] {
     out.extend_from_slice(b"{\"PartitionKey\":");
     let pk_start = out.len();

@@ -339,8 +339,8 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
 /// Reads a typed value straight from its row's wire JSON (a request body or
 /// a response to a point read), with the checks of [`from_entity`]: no
 /// property map is built and no property name is copied. Members the type
-/// has no field for are ignored, as [`from_entity`] ignores them; a member
-/// given twice is refused ([`InvalidInput::DuplicateProperty`]). See
+/// has no field for are ignored, as [`from_entity`] ignores them; a field's
+/// member given twice is refused ([`InvalidInput::DuplicateProperty`]). See
 /// [`to_json`] for an example.
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::CHECKED_NAMES {
