@@ -392,7 +392,7 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
     for (name, value) in map {
         collector.add(Cow::Borrowed(name), Raw::from(value));
     }
-    collector.finish().map(Members::into_entity)
+    collector.into_entity()
 }
 
 /// Reads an entity from JSON text, straight from the text (no JSON tree is
@@ -400,12 +400,12 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
 /// with [`InvalidInput::DuplicateProperty`], as the service does
 /// (`DuplicatePropertiesSpecified`).
 pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
-    members_from_str(text).map(Members::into_entity)
+    parse_object(text, MembersVisitor, "a JSON object")?.into_entity()
 }
 
 /// The members of an entity's JSON text, names borrowed from it.
 pub(crate) fn members_from_str(text: &str) -> Result<Members<'_>, InvalidInput> {
-    parse_object(text, MembersVisitor, "a JSON object")?
+    parse_object(text, MembersVisitor, "a JSON object")?.into_members()
 }
 
 /// Reads a whole text as one JSON object with `visitor`; `what` names the
@@ -428,19 +428,8 @@ fn parse_object<'de, V: serde::de::Visitor<'de>>(
 /// from the text like [`from_str`]; other members of the response are
 /// skipped.
 pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
-    page_members_from_str(text)?
-        .into_iter()
-        .map(|members| members.map(Members::into_entity))
-        .collect()
-}
-
-/// The members of each entity of a query response, names borrowed from the
-/// text; an entity that does not read is an error in its place.
-pub(crate) fn page_members_from_str(
-    text: &str,
-) -> Result<Vec<Result<Members<'_>, InvalidInput>>, InvalidInput> {
     /// One element of `value`.
-    struct Item<'de>(Result<Members<'de>, InvalidInput>);
+    struct Item<'de>(Collector<'de>);
     impl<'de> serde::Deserialize<'de> for Item<'de> {
         fn deserialize<D: serde::Deserializer<'de>>(
             deserializer: D,
@@ -471,7 +460,10 @@ pub(crate) fn page_members_from_str(
         }
     }
     match parse_object(text, PageVisitor, "a query response")? {
-        Some(items) => Ok(items.into_iter().map(|Item(members)| members).collect()),
+        Some(items) => items
+            .into_iter()
+            .map(|Item(collector)| collector.into_entity())
+            .collect(),
         None => Err(InvalidInput::PropertyValue {
             property: String::new(),
             reason: "a query response without `value`".into(),
@@ -593,11 +585,11 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Reads a JSON object into an entity's members, member by member.
+/// Reads a JSON object into a [`Collector`], member by member.
 struct MembersVisitor;
 
 impl<'de> serde::de::Visitor<'de> for MembersVisitor {
-    type Value = Result<Members<'de>, InvalidInput>;
+    type Value = Collector<'de>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("an entity as a JSON object")
@@ -614,7 +606,7 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
             };
             collector.add(name, value);
         }
-        Ok(collector.finish())
+        Ok(collector)
     }
 }
 
@@ -810,15 +802,13 @@ pub(crate) fn fields_from_str<'de>(
 }
 
 /// An entity read from JSON, its property names borrowed from the text when
-/// they hold no escapes: what [`from_str`] turns into an [`Entity`], and what
-/// [`schema::from_json`](crate::schema::from_json) reads a typed entity from
-/// without copying any name.
+/// they hold no escapes: what [`schema::from_json`](crate::schema::from_json)
+/// reads a typed entity with flattened or series fields from, without
+/// copying any name.
 #[derive(Debug)]
 pub(crate) struct Members<'de> {
     pub(crate) partition_key: Cow<'de, str>,
     pub(crate) row_key: Cow<'de, str>,
-    pub(crate) etag: Option<ETag>,
-    pub(crate) timestamp: Option<DateTime>,
     /// Each property, `None` once a typed reader has taken it.
     pub(crate) properties: Vec<(Cow<'de, str>, Option<Value>)>,
     /// Where the next search for a name starts: a typed reader takes the
@@ -827,21 +817,6 @@ pub(crate) struct Members<'de> {
 }
 
 impl Members<'_> {
-    fn into_entity(self) -> Entity {
-        let mut entity = Entity::new(self.partition_key, self.row_key);
-        entity.etag = self.etag;
-        entity.timestamp = self.timestamp;
-        entity.properties = Properties::with_capacity(self.properties.len());
-        for (name, value) in self.properties {
-            if let Some(value) = value {
-                entity
-                    .properties
-                    .push_unchecked(Cow::Owned(name.into_owned()), value);
-            }
-        }
-        entity
-    }
-
     /// The index of `name`'s value, searching from the cursor on and then
     /// from the start.
     fn position(&self, name: &str) -> Option<usize> {
@@ -892,8 +867,10 @@ fn fingerprint(name: &str) -> u64 {
 }
 
 /// Sorts an entity's JSON members as they arrive: keys, ETag and Timestamp
-/// apart, annotations apart, properties in order. [`finish`](Collector::finish)
-/// then applies the rules of [`from_json`].
+/// apart, annotations apart (their type read at once), properties in order.
+/// [`into_entity`](Collector::into_entity) and
+/// [`into_members`](Collector::into_members) then apply the rules of
+/// [`from_json`].
 #[derive(Default)]
 struct Collector<'de> {
     partition_key: Option<Raw<'de>>,
@@ -902,10 +879,19 @@ struct Collector<'de> {
     timestamp: Option<Raw<'de>>,
     /// A system member given twice.
     repeated: Option<&'static str>,
-    /// Each annotation: its base name's fingerprint, the base name, the type.
-    annotations: Vec<(u64, Cow<'de, str>, Raw<'de>)>,
+    /// Each annotation: its base name's fingerprint, the base name, the
+    /// annotation's value and the type it names (`None`: not one).
+    annotations: Vec<(u64, Cow<'de, str>, Raw<'de>, Option<EdmType>)>,
     /// Each property: name, value, and the name's fingerprint.
     properties: Vec<(Cow<'de, str>, Raw<'de>, u64)>,
+}
+
+/// What an entity's JSON says besides its properties.
+struct Header<'de> {
+    partition_key: Cow<'de, str>,
+    row_key: Cow<'de, str>,
+    etag: Option<ETag>,
+    timestamp: Option<DateTime>,
 }
 
 impl<'de> Collector<'de> {
@@ -924,7 +910,11 @@ impl<'de> Collector<'de> {
                         Cow::Owned(n)
                     }
                 };
-                self.annotations.push((fingerprint(&base), base, raw));
+                let edm = match &raw {
+                    Raw::Str(type_name) => EdmType::from_annotation(type_name),
+                    _ => None,
+                };
+                self.annotations.push((fingerprint(&base), base, raw, edm));
                 return;
             }
             n => {
@@ -938,7 +928,37 @@ impl<'de> Collector<'de> {
         }
     }
 
-    fn finish(self) -> Result<Members<'de>, InvalidInput> {
+    /// The entity, its names copied out of the text.
+    fn into_entity(self) -> Result<Entity, InvalidInput> {
+        let mut properties = Properties::with_capacity(self.properties.len());
+        let header = self.finish(|name, value| {
+            properties.push_unchecked(Cow::Owned(name.into_owned()), value);
+        })?;
+        let mut entity = Entity::new(header.partition_key, header.row_key);
+        entity.etag = header.etag;
+        entity.timestamp = header.timestamp;
+        entity.properties = properties;
+        Ok(entity)
+    }
+
+    /// The entity's members, names borrowed from the text.
+    fn into_members(self) -> Result<Members<'de>, InvalidInput> {
+        let mut properties = Vec::with_capacity(self.properties.len());
+        let header = self.finish(|name, value| properties.push((name, Some(value))))?;
+        Ok(Members {
+            partition_key: header.partition_key,
+            row_key: header.row_key,
+            properties,
+            cursor: 0,
+        })
+    }
+
+    /// Checks the members and hands each property's typed value to `push`,
+    /// in order.
+    fn finish(
+        self,
+        mut push: impl FnMut(Cow<'de, str>, Value),
+    ) -> Result<Header<'de>, InvalidInput> {
         // A name given twice is refused. Entities hold at most a few hundred
         // members; fingerprints keep the pairwise check to integer compares.
         fn first_repeated<T>(entries: &[T], key: impl Fn(&T) -> (u64, &str)) -> Option<&str> {
@@ -955,29 +975,20 @@ impl<'de> Collector<'de> {
             .or_else(|| first_repeated(&self.properties, |(n, _, p)| (*p, &**n)))
             .map(str::to_owned)
             .or_else(|| {
-                first_repeated(&self.annotations, |(p, n, _)| (*p, &**n))
+                first_repeated(&self.annotations, |(p, n, _, _)| (*p, &**n))
                     .map(|base| format!("{base}{ANNOTATION_SUFFIX}"))
             });
         if let Some(name) = repeated {
             return Err(InvalidInput::DuplicateProperty { name });
         }
-        let mut annotations: Vec<(u64, &str, EdmType)> = Vec::with_capacity(self.annotations.len());
-        for (print, base, raw) in &self.annotations {
-            let edm = match raw {
-                Raw::Str(type_name) => EdmType::from_annotation(type_name).ok_or_else(|| {
-                    InvalidInput::PropertyValue {
-                        property: base.to_string(),
-                        reason: format!("unsupported type annotation {type_name:?}"),
-                    }
-                })?,
-                _ => {
-                    return Err(InvalidInput::PropertyValue {
-                        property: base.to_string(),
-                        reason: "type annotation must be a string".into(),
-                    });
-                }
-            };
-            annotations.push((*print, base, edm));
+        if let Some((_, base, raw, _)) = self.annotations.iter().find(|a| a.3.is_none()) {
+            return Err(InvalidInput::PropertyValue {
+                property: base.to_string(),
+                reason: match raw {
+                    Raw::Str(type_name) => format!("unsupported type annotation {type_name:?}"),
+                    _ => "type annotation must be a string".into(),
+                },
+            });
         }
         let key = |raw: Option<Raw<'de>>, name: &str| match raw {
             Some(Raw::Str(key)) => Ok(key),
@@ -990,34 +1001,29 @@ impl<'de> Collector<'de> {
                 reason: "missing".into(),
             }),
         };
-        let partition_key = key(self.partition_key, "PartitionKey")?;
-        let row_key = key(self.row_key, "RowKey")?;
-        let etag = match self.etag {
-            Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
-            _ => None,
+        let header = Header {
+            partition_key: key(self.partition_key, "PartitionKey")?,
+            row_key: key(self.row_key, "RowKey")?,
+            etag: match self.etag {
+                Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
+                _ => None,
+            },
+            timestamp: match &self.timestamp {
+                Some(Raw::Str(text)) => Some(DateTime::parse(text)?),
+                _ => None,
+            },
         };
-        let timestamp = match &self.timestamp {
-            Some(Raw::Str(text)) => Some(DateTime::parse(text)?),
-            _ => None,
-        };
-        let mut properties = Vec::with_capacity(self.properties.len());
         for (name, raw, print) in self.properties {
-            let edm = annotations
+            let edm = self
+                .annotations
                 .iter()
-                .find(|(p, base, _)| *p == print && *base == name)
-                .map(|(_, _, edm)| *edm);
+                .find(|(p, base, _, _)| *p == print && *base == name)
+                .and_then(|(_, _, _, edm)| *edm);
             if let Some(value) = value_from_raw(&name, raw, edm).map_err(|e| *e)? {
-                properties.push((name, Some(value)));
+                push(name, value);
             }
         }
-        Ok(Members {
-            partition_key,
-            row_key,
-            etag,
-            timestamp,
-            properties,
-            cursor: 0,
-        })
+        Ok(header)
     }
 }
 
