@@ -82,10 +82,15 @@ impl DateTime {
     /// fraction of 1 to 7 digits, then `Z`, an offset `±HH:MM` (converted to
     /// UTC), or nothing (taken as UTC, as the service does).
     pub fn parse(text: &str) -> Result<DateTime, InvalidInput> {
-        let bad = |reason| InvalidInput::DateTime {
+        DateTime::parse_text(text).map_err(|reason| InvalidInput::DateTime {
             value: text.to_owned(),
             reason,
-        };
+        })
+    }
+
+    /// [`parse`](DateTime::parse), failing with only the reason: the error
+    /// is built once, by the caller, off the common path.
+    fn parse_text(text: &str) -> Result<DateTime, &'static str> {
         // Hand-parsed: `time`'s RFC 3339 parser requires an offset and allows 9
         // fractional digits, while the store's rules are "offset optional, at
         // most 7 digits".
@@ -97,12 +102,12 @@ impl DateTime {
             || b[13] != b':'
             || b[16] != b':'
         {
-            return Err(bad("expected YYYY-MM-DDTHH:MM:SS"));
+            return Err("expected YYYY-MM-DDTHH:MM:SS");
         }
-        let num = |range: std::ops::Range<usize>| -> Result<i64, InvalidInput> {
+        let num = |range: std::ops::Range<usize>| -> Result<i64, &'static str> {
             let digits = &b[range];
             if !digits.iter().all(u8::is_ascii_digit) {
-                return Err(bad("expected digits"));
+                return Err("expected digits");
             }
             Ok(digits
                 .iter()
@@ -111,19 +116,17 @@ impl DateTime {
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
         if hour > 23 || minute > 59 || second > 59 {
-            return Err(bad("time of day out of range"));
+            return Err("time of day out of range");
         }
         let mut rest = &b[19..];
         let mut fraction_ticks = 0i64;
         if let [b'.', tail @ ..] = rest {
             let digits = tail.iter().take_while(|c| c.is_ascii_digit()).count();
             if digits == 0 {
-                return Err(bad("empty fraction"));
+                return Err("empty fraction");
             }
             if digits > 7 {
-                return Err(bad(
-                    "more than 7 fractional digits (the store keeps 100 ns ticks)",
-                ));
+                return Err("more than 7 fractional digits (the store keeps 100 ns ticks)");
             }
             for (i, d) in tail[..digits].iter().enumerate() {
                 fraction_ticks += i64::from(d - b'0') * 10i64.pow(6 - i as u32);
@@ -136,26 +139,26 @@ impl DateTime {
                 let hh = [*h1, *h2];
                 let mm = [*m1, *m2];
                 if !hh.iter().chain(mm.iter()).all(u8::is_ascii_digit) {
-                    return Err(bad("bad UTC offset"));
+                    return Err("bad UTC offset");
                 }
                 let hours = i64::from((hh[0] - b'0') * 10 + (hh[1] - b'0'));
                 let minutes = i64::from((mm[0] - b'0') * 10 + (mm[1] - b'0'));
                 if hours > 23 || minutes > 59 {
-                    return Err(bad("bad UTC offset"));
+                    return Err("bad UTC offset");
                 }
                 let magnitude = hours * 3600 + minutes * 60;
                 if *sign == b'+' { magnitude } else { -magnitude }
             }
-            _ => return Err(bad("unexpected characters after the time")),
+            _ => return Err("unexpected characters after the time"),
         };
-        let month = time::Month::try_from(month as u8).map_err(|_| bad("month out of range"))?;
+        let month = time::Month::try_from(month as u8).map_err(|_| "month out of range")?;
         let date = time::Date::from_calendar_date(year as i32, month, day as u8)
-            .map_err(|_| bad("no such date"))?;
+            .map_err(|_| "no such date")?;
         let days = i64::from(date.to_julian_day()) - JULIAN_DAY_OF_YEAR_1;
         let seconds = hour * 3600 + minute * 60 + second - offset_seconds;
         let ticks = days * TICKS_PER_DAY + seconds * TICKS_PER_SECOND + fraction_ticks;
         DateTime::from_ticks(ticks)
-            .map_err(|_| bad("outside 1601-01-01T00:00:00Z ..= 9999-12-31T23:59:59.9999999Z"))
+            .map_err(|_| "outside 1601-01-01T00:00:00Z ..= 9999-12-31T23:59:59.9999999Z")
     }
 
     /// Calendar parts: (year, month, day, hour, minute, second, ticks within the second).

@@ -786,10 +786,14 @@ pub(crate) fn fields_from_str<'de>(
             None => Ok(None),
         }
     };
-    let mut values = Vec::with_capacity(names.len());
-    for (name, (raw, annotation)) in names.iter().zip(read.slots) {
-        values.push(value(name, raw, annotation).map_err(|e| *e)?);
-    }
+    // Converted in place: the slots' vector becomes the values' vector.
+    let values = read
+        .slots
+        .into_iter()
+        .zip(names)
+        .map(|((raw, annotation), name)| value(name, raw, annotation))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| *e)?;
     Ok(Fields {
         partition_key: key(partition_key, "PartitionKey")?,
         row_key: key(row_key, "RowKey")?,
