@@ -386,3 +386,68 @@ fn typed_reads_refuse_what_from_entity_refuses() {
         InvalidInput::PropertyValue { ref property, .. } if property == "PartitionKey"
     ));
 }
+
+/// Every role a type with compile-time-checked names can have: json, with,
+/// default, skip, optional.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Profiles")]
+struct Profile {
+    #[tablekit(partition_key)]
+    team: String,
+    #[tablekit(row_key)]
+    id: tablekit::uuid::Uuid,
+    #[tablekit(json)]
+    tags: Vec<String>,
+    #[tablekit(with = upper)]
+    code: String,
+    #[tablekit(default)]
+    nick: String,
+    #[tablekit(skip)]
+    cache: Option<String>,
+    age: Option<i32>,
+}
+
+#[test]
+fn typed_reads_cover_every_role() {
+    let p = Profile {
+        team: "core".into(),
+        id: tablekit::uuid::Uuid::from_u128(7),
+        tags: vec!["a".into(), "b".into()],
+        code: "xyz".into(),
+        nick: "ada".into(),
+        cache: None,
+        age: Some(36),
+    };
+    assert!(Profile::CHECKED_NAMES);
+    same_text(&p);
+    same_value(&p);
+    // An absent `default` field reads as its default, an absent option as None;
+    // a skipped field is never read.
+    let text = schema::to_json(&p)
+        .unwrap()
+        .replace(",\"nick\":\"ada\"", "")
+        .replace(",\"age\":36", "");
+    let read = schema::from_json::<Profile>(&text).unwrap();
+    assert_eq!((read.nick.as_str(), read.age), ("", None));
+    // A field that must be present is a typed error when it is not.
+    let no_code = text.replace(",\"code\":\"XYZ\"", "");
+    assert!(matches!(
+        schema::from_json::<Profile>(&no_code),
+        Err(Error::Schema(SchemaError::Property { ref property, .. })) if property == "code"
+    ));
+    // Members of no field are skipped, even given twice.
+    let extra = text.replace("{", "{\"x\":1,\"x\":2,");
+    assert_eq!(schema::from_json::<Profile>(&extra).unwrap(), read);
+}
+
+#[test]
+fn typed_reads_with_names_made_at_run_time_refuse_duplicates() {
+    assert!(!Person::CHECKED_NAMES);
+    let text = schema::to_json(&person(vec![1.0])).unwrap();
+    let twice = text.replace("\"code\":\"ABC\"", "\"code\":\"ABC\",\"code\":\"DEF\"");
+    assert_ne!(twice, text);
+    assert!(matches!(
+        schema::from_json::<Person>(&twice),
+        Err(Error::Invalid(InvalidInput::DuplicateProperty { ref name })) if name == "code"
+    ));
+}
