@@ -98,6 +98,13 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 fn to_value(&self) -> #tk::Result<#tk::Option<#tk::Value>, #tk::ValueError> {
                     #tk::Ok(#tk::Some(#tk::Value::String(#tk::String::from(self.__tablekit_text()))))
                 }
+                fn write_to<__S: #tk::PropertySink + ?::core::marker::Sized>(
+                    &self,
+                    __name: #tk::PropertyName,
+                    __sink: &mut __S,
+                ) -> #tk::Result<(), #tk::Error> {
+                    __sink.push(__name, #tk::ValueRef::String(self.__tablekit_text()))
+                }
                 fn from_value(__value: #tk::Option<&#tk::Value>) -> #tk::Result<Self, #tk::ValueError> {
                     let __text: #tk::String = #tk::PropertyValue::from_value(__value)?;
                     Self::__tablekit_parse(&__text).map_err(#tk::ValueError::Invalid)

@@ -17,7 +17,7 @@ pub use crate::schema::{
     is_kind, property_error, read_property, take_property, write_property, write_value,
 };
 pub use crate::table::offload::{BlobField, BlobValue};
-pub use crate::value::Value;
+pub use crate::value::{Value, ValueRef};
 pub use serde;
 pub use serde_json;
 

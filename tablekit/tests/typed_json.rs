@@ -387,8 +387,14 @@ fn typed_reads_refuse_what_from_entity_refuses() {
     ));
 }
 
+#[derive(tablekit::TableValue, Debug, Clone, Copy, PartialEq)]
+enum Status {
+    Active,
+    OnLeave,
+}
+
 /// Every role a type with compile-time-checked names can have: json, with,
-/// default, skip, optional.
+/// default, skip, optional, and a unit enum.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Profiles")]
 struct Profile {
@@ -405,6 +411,8 @@ struct Profile {
     #[tablekit(skip)]
     cache: Option<String>,
     age: Option<i32>,
+    status: Status,
+    previous: Option<Status>,
 }
 
 #[test]
@@ -417,6 +425,8 @@ fn typed_reads_cover_every_role() {
         nick: "ada".into(),
         cache: None,
         age: Some(36),
+        status: Status::OnLeave,
+        previous: Some(Status::Active),
     };
     const { assert!(Profile::CHECKED_NAMES) };
     same_text(&p);
