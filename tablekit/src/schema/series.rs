@@ -74,6 +74,18 @@ fn take_elements<S: PropertySource + ?Sized>(
     Ok(found.into_iter().map(|(_, value)| value).collect())
 }
 
+/// Writes one property per element, named by its index.
+fn write_elements<T: PropertyValue, S: PropertySink + ?Sized>(
+    items: &[T],
+    name: &str,
+    props: &mut S,
+) -> Result<(), Error> {
+    for (i, v) in items.iter().enumerate() {
+        write_property(props, element_name(name, i), v)?;
+    }
+    Ok(())
+}
+
 impl<T: PropertyValue> Series for Vec<T> {
     type Element = T;
     const FIXED_LEN: Option<usize> = None;
@@ -82,10 +94,7 @@ impl<T: PropertyValue> Series for Vec<T> {
         name: &str,
         props: &mut S,
     ) -> Result<(), Error> {
-        for (i, v) in self.iter().enumerate() {
-            write_property(props, element_name(name, i), v)?;
-        }
-        Ok(())
+        write_elements(self, name, props)
     }
     fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
         take_elements(name, props)?
@@ -99,6 +108,7 @@ impl<T: PropertyValue> Series for Vec<T> {
     }
 }
 
+/// An array is a `Vec` series whose length must be `N`.
 impl<T: PropertyValue, const N: usize> Series for [T; N] {
     type Element = T;
     const FIXED_LEN: Option<usize> = Some(N);
@@ -107,20 +117,10 @@ impl<T: PropertyValue, const N: usize> Series for [T; N] {
         name: &str,
         props: &mut S,
     ) -> Result<(), Error> {
-        for (i, v) in self.iter().enumerate() {
-            write_property(props, element_name(name, i), v)?;
-        }
-        Ok(())
+        write_elements(self, name, props)
     }
     fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
-        let items: Vec<T> = take_elements(name, props)?
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                T::from_owned(Some(v))
-                    .map_err(|problem| property_error(&element_name(name, i), problem))
-            })
-            .collect::<Result<_, _>>()?;
+        let items = Vec::<T>::read_series(name, props)?;
         let len = items.len();
         items.try_into().map_err(|_| {
             property_error(
