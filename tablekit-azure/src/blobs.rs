@@ -250,33 +250,18 @@ impl AzureBlobs {
         } else if call.method == Method::PUT {
             request = request.header("Content-Length", "0");
         }
-        let response = request.send().await.map_err(|e| Error::Transient {
-            message: format!("{} {}: {e}", call.method, call.path),
-        })?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.bytes().await.map_err(|e| Error::Transient {
-            message: format!("reading the response: {e}"),
-        })?;
-        if status.is_success() {
-            return Ok(Reply {
-                headers,
-                body: Vec::from(body),
-            });
-        }
-        let text = String::from_utf8_lossy(&body);
-        let (body_code, message) = errors::blob_error_body(&text);
-        let code = headers
-            .get("x-ms-error-code")
-            .and_then(|v| v.to_str().ok())
-            .map_or(body_code, str::to_owned);
-        Err(errors::map(
-            status.as_u16(),
-            &code,
-            &message,
+        let (headers, body) = crate::transport::execute(
+            request,
+            &call.method,
+            &call.path,
             call.target,
-            None,
-        ))
+            errors::blob_error_body,
+        )
+        .await?;
+        Ok(Reply {
+            headers,
+            body: Vec::from(body),
+        })
     }
 
     fn properties(name: &str, reply: &Reply, length: u64) -> BlobProperties {

@@ -1,7 +1,7 @@
 //! The HTTP client: `TableBackend` over the Table service's REST API.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -182,34 +182,17 @@ impl AzureTables {
                 .header("Content-Type", content_type)
                 .body(body.clone());
         }
-        let response = request.send().await.map_err(|e| Error::Transient {
-            message: format!("{} {}: {e}", call.method, call.path),
-        })?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.text().await.map_err(|e| Error::Transient {
-            message: format!("reading the response: {e}"),
-        })?;
-        if status.is_success() {
-            return Ok(Reply { headers, body });
-        }
-        let (body_code, message) = errors::table_error_body(&body);
-        let code = headers
-            .get("x-ms-error-code")
-            .and_then(|v| v.to_str().ok())
-            .map_or(body_code, str::to_owned);
-        let retry_after = headers
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .map(Duration::from_secs);
-        Err(errors::map(
-            status.as_u16(),
-            &code,
-            &message,
+        let (headers, body) = crate::transport::execute(
+            request,
+            &call.method,
+            &call.path,
             call.target,
-            retry_after,
-        ))
+            errors::table_error_body,
+        )
+        .await?;
+        let body = String::from_utf8(body.to_vec())
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        Ok(Reply { headers, body })
     }
 
     fn call<'a>(

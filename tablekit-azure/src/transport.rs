@@ -1,14 +1,18 @@
 //! What the table and the blob client share around one request: the request
-//! URL, and the retry loop with its `tracing` span.
+//! URL, sending it and reading the reply or the service's error, and the
+//! retry loop with its `tracing` span.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use reqwest::Method;
+use reqwest::header::HeaderMap;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
 use crate::config::Credentials;
+use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
 
@@ -47,6 +51,44 @@ pub(crate) fn address(
         address.push_str(&query);
     }
     address
+}
+
+/// Sends one request and reads the whole response: `Ok` with its headers and
+/// body when the status is a success; otherwise the error the service
+/// reported, its code from `x-ms-error-code` (else from the body, through
+/// `error_body`), honouring `Retry-After`. A request that cannot be sent or
+/// a body that cannot be read is transient.
+pub(crate) async fn execute(
+    request: reqwest::RequestBuilder,
+    method: &Method,
+    path: &str,
+    target: Target<'_>,
+    error_body: fn(&str) -> (String, String),
+) -> Result<(HeaderMap, Bytes)> {
+    let response = request.send().await.map_err(|e| Error::Transient {
+        message: format!("{method} {path}: {e}"),
+    })?;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.map_err(|e| Error::Transient {
+        message: format!("reading the response: {e}"),
+    })?;
+    if status.is_success() {
+        return Ok((headers, body));
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let (body_code, message) = error_body(&String::from_utf8_lossy(&body));
+    let code = header("x-ms-error-code").map_or(body_code, str::to_owned);
+    let retry_after = header("retry-after")
+        .and_then(|v| v.parse().ok())
+        .map(Duration::from_secs);
+    Err(errors::map(
+        status.as_u16(),
+        &code,
+        &message,
+        target,
+        retry_after,
+    ))
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or `retry` gives up.

@@ -602,3 +602,53 @@ async fn each_request_runs_in_a_span_and_retries_are_warnings() {
         lines[2]
     );
 }
+
+/// Both clients read a failed response the same way: the code from
+/// `x-ms-error-code`, and the wait the service asks for in `Retry-After`.
+#[tokio::test]
+async fn throttling_reports_the_wait_the_service_asks_for() {
+    let busy = || {
+        respond(
+            "503 Server Unavailable",
+            &[("x-ms-error-code", "ServerBusy"), ("Retry-After", "7")],
+            "",
+        )
+    };
+    let once = ClientOptions::tables().retry(RetryPolicy {
+        max_attempts: 1,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(1),
+    });
+    let mock = Mock::start_with(vec![busy(), busy()], once).await;
+    let throttled = |result: tablekit::Result<_>| match result {
+        Err(Error::Throttled { retry_after }) => retry_after,
+        other => panic!("expected Throttled, got {other:?}"),
+    };
+    assert_eq!(
+        throttled(
+            mock.client
+                .get_entity("tbl", "p", "r", &GetOptions::default())
+                .await
+                .map(drop)
+        ),
+        Some(Duration::from_secs(7))
+    );
+    let blobs = tablekit_azure::AzureBlobs::with_options(
+        mock.account.clone(),
+        ClientOptions::blobs().retry(RetryPolicy {
+            max_attempts: 1,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        }),
+    )
+    .unwrap();
+    assert_eq!(
+        throttled(
+            tablekit::BlobStore::get_blob(&blobs, "box", "a.bin")
+                .await
+                .map(drop)
+        ),
+        Some(Duration::from_secs(7))
+    );
+    assert_eq!(mock.seen().len(), 2, "one attempt each");
+}
