@@ -213,12 +213,15 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
             .insert(VERSION_PROPERTY, T::VERSION as i32);
     }
     value.write_properties(&mut entity.properties)?;
-    let names: Vec<&str> = entity.properties.iter().map(|(n, _)| n).collect();
-    if let Some(name) = first_duplicate(&names) {
-        return Err(SchemaError::NameCollision {
-            name: name.to_owned(),
+    // Names checked at compile time cannot collide; others are looked at.
+    if !T::CHECKED_NAMES {
+        let names: Vec<&str> = entity.properties.iter().map(|(n, _)| n).collect();
+        if let Some(name) = first_duplicate(&names) {
+            return Err(SchemaError::NameCollision {
+                name: name.to_owned(),
+            }
+            .into());
         }
-        .into());
     }
     Ok(entity)
 }
@@ -288,21 +291,23 @@ pub(crate) fn first_duplicate<N: Eq + std::hash::Hash + Copy>(names: &[N]) -> Op
     names.iter().find(|n| !seen.insert(**n)).copied()
 }
 
-fn duplicate_name(names: &[String]) -> Option<String> {
-    let mut seen = std::collections::HashSet::with_capacity(names.len());
-    names
-        .iter()
-        .find(|n| !seen.insert(n.as_str()) || *n == KIND_PROPERTY || *n == VERSION_PROPERTY)
-        .cloned()
-}
-
-/// Checks that a type's stored names are distinct; the derive calls it once per
-/// type, since flattened names are known only at run time.
+/// Checks up front (in a test, or at start-up) that a type's stored names are
+/// distinct and none is reserved: flattened names are made at run time, so a
+/// collision is otherwise found only when a value is written.
 pub fn check_names<T: TableEntity>() -> Result<(), Error> {
     let mut names = Vec::new();
     T::property_names(&mut names);
-    match duplicate_name(&names) {
-        Some(name) => Err(SchemaError::NameCollision { name }.into()),
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let clash = names
+        .iter()
+        .find(|n| [KIND_PROPERTY, VERSION_PROPERTY].contains(n))
+        .copied()
+        .or_else(|| first_duplicate(&names));
+    match clash {
+        Some(name) => Err(SchemaError::NameCollision {
+            name: name.to_owned(),
+        }
+        .into()),
         None => Ok(()),
     }
 }
