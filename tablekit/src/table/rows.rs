@@ -110,7 +110,7 @@ impl<T: TableEntity> Table<T> {
     /// blobs the overwritten row referenced after (see [`offload`]).
     pub(super) async fn write_row(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
         if T::BLOB_FIELDS.is_empty() {
-            return self.write_stored(entity, write).await;
+            return self.write_stored(&entity, write).await;
         }
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut row = entity;
@@ -216,7 +216,7 @@ impl<T: TableEntity> Table<T> {
                     .map(|(_, reference)| reference.name)
                     .collect(),
             };
-            match self.write_stored(row.clone(), guarded).await {
+            match self.write_stored(row, guarded).await {
                 Ok(etag) => {
                     if let Some(target) = &self.blobs {
                         offload::delete_quietly(target, &stale).await;
@@ -345,17 +345,17 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Writes the row as given (for a wide entity: its parts, in one transaction).
-    async fn write_stored(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+    async fn write_stored(&self, entity: &crate::Entity, write: RowWrite) -> Result<ETag> {
         if !T::WIDE {
             let name = &self.name;
             return match write {
-                RowWrite::Insert => self.backend.insert_entity(name, &entity).await,
+                RowWrite::Insert => self.backend.insert_entity(name, entity).await,
                 RowWrite::Update(mode, if_match) => {
                     self.backend
-                        .update_entity(name, &entity, mode, &if_match)
+                        .update_entity(name, entity, mode, &if_match)
                         .await
                 }
-                RowWrite::Upsert(mode) => self.backend.upsert_entity(name, &entity, mode).await,
+                RowWrite::Upsert(mode) => self.backend.upsert_entity(name, entity, mode).await,
                 RowWrite::Delete(if_match) => {
                     let (pk, rk) = (&entity.partition_key, &entity.row_key);
                     self.backend
@@ -371,7 +371,7 @@ impl<T: TableEntity> Table<T> {
     /// A wide write: reads the parts' current state (their count and the
     /// ETag of part 0), then writes every part in one transaction guarded by
     /// that ETag, retrying a lost race for the unconditional writes.
-    async fn write_wide(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+    async fn write_wide(&self, entity: &crate::Entity, write: RowWrite) -> Result<ETag> {
         let (pk, base) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut last = None;
         for _ in 0..UPDATE_ATTEMPTS {
