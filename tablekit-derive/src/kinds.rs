@@ -61,10 +61,20 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         }
     });
-    let arms = variants.iter().map(|(variant, ty)| {
+    let arms: Vec<TokenStream> = variants
+        .iter()
+        .map(|(variant, ty)| {
+            quote! {
+                if #tk::is_kind::<#ty>(__entity) {
+                    return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
+                }
+            }
+        })
+        .collect();
+    let owned_arms = variants.iter().map(|(variant, ty)| {
         quote! {
-            if #tk::is_kind::<#ty>(__entity) {
-                return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
+            if #tk::is_kind::<#ty>(&__entity) {
+                return #tk::Ok(#tk::from_entity_owned::<#ty>(__entity).map(#ident::#variant));
             }
         }
     });
@@ -78,6 +88,10 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 fn from_entity(__entity: &#tk::Entity) -> #tk::Option<#tk::Result<Self, #tk::Error>> {
                     #(#arms)*
                     #tk::None
+                }
+                fn from_entity_owned(__entity: #tk::Entity) -> #tk::Result<#tk::Result<Self, #tk::Error>, #tk::Entity> {
+                    #(#owned_arms)*
+                    #tk::Err(__entity)
                 }
             }
         };

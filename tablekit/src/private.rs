@@ -14,7 +14,8 @@ pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
     Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertySink, PropertySource, PropertyValue,
     Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity,
-    is_kind, property_error, read_property, take_property, write_property, write_value,
+    from_entity_owned, is_kind, property_error, read_property, take_property, write_property,
+    write_value,
 };
 pub use crate::table::offload::{BlobField, BlobValue};
 pub use crate::value::{Value, ValueRef};

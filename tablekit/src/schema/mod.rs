@@ -122,6 +122,17 @@ pub trait EntityKinds: Sized + Send + Sync + 'static {
     /// Reads a row as the variant of its kind; `None` when its kind is none of
     /// [`KINDS`](EntityKinds::KINDS).
     fn from_entity(entity: &Entity) -> Option<Result<Self, Error>>;
+
+    /// [`from_entity`](EntityKinds::from_entity) for a row the caller no
+    /// longer needs: its values are moved into the result instead of copied.
+    /// The row comes back as `Err` when its kind is none of
+    /// [`KINDS`](EntityKinds::KINDS).
+    fn from_entity_owned(entity: Entity) -> Result<Result<Self, Error>, Entity> {
+        match Self::from_entity(&entity) {
+            Some(read) => Ok(read),
+            None => Err(entity),
+        }
+    }
 }
 
 /// What reading a partition of several kinds does with a row of another kind.

@@ -187,17 +187,18 @@ impl<K: EntityKinds> Table<K> {
             Ok::<_, Error>(owned_query_stream(backend, name, query))
         })
         .try_flatten();
-        rows.try_filter_map(move |entity| async move {
-            match K::from_entity(&entity) {
-                Some(value) => Ok(Some(Loaded {
+        rows.try_filter_map(move |mut entity| async move {
+            let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
+            match K::from_entity_owned(entity) {
+                Ok(value) => Ok(Some(Loaded {
                     value: value?,
-                    etag: entity.etag.clone().unwrap_or_else(|| ETag::new("")),
-                    timestamp: entity.timestamp,
+                    etag: etag.unwrap_or_else(|| ETag::new("")),
+                    timestamp,
                 })),
-                None if unknown == UnknownKind::Skip => Ok(None),
-                None => Err(crate::SchemaError::UnknownKind {
+                Err(_) if unknown == UnknownKind::Skip => Ok(None),
+                Err(entity) => Err(crate::SchemaError::UnknownKind {
                     expected: K::KINDS,
-                    row_key: entity.row_key.clone(),
+                    row_key: entity.row_key,
                 }
                 .into()),
             }
