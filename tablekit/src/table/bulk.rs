@@ -188,30 +188,38 @@ fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Err
     })
 }
 
+/// One batch: the operations, and the input index of each.
+#[derive(Default)]
+struct Chunk {
+    items: Vec<usize>,
+    ops: Vec<BatchOperation>,
+}
+
 /// Splits one partition's operations into batches of at most 100 operations
 /// and at most 4 MiB of payload (by a bound that never undercounts what the
 /// validator counts, so no batch is refused for its size) in which no
 /// entity appears twice; a repeated entity starts a new batch, so repeats
 /// apply in input order.
-fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Vec<(usize, BatchOperation)>> {
-    let mut chunks: Vec<Vec<(usize, BatchOperation)>> = Vec::new();
+fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Chunk> {
+    let mut chunks: Vec<Chunk> = Vec::new();
     let mut keys: HashSet<String> = HashSet::new();
     let mut payload = 0;
     for (index, op) in ops {
         let rk = op.keys().1.to_owned();
         let size = operation_payload_bound(&op);
-        let full = chunks
-            .last()
-            .is_none_or(|c| c.len() == MAX_BATCH_OPERATIONS || payload + size > MAX_BATCH_PAYLOAD);
+        let full = chunks.last().is_none_or(|c| {
+            c.ops.len() == MAX_BATCH_OPERATIONS || payload + size > MAX_BATCH_PAYLOAD
+        });
         if full || keys.contains(&rk) {
-            chunks.push(Vec::new());
+            chunks.push(Chunk::default());
             keys.clear();
             payload = 0;
         }
         keys.insert(rk);
         payload += size;
         if let Some(chunk) = chunks.last_mut() {
-            chunk.push((index, op));
+            chunk.items.push(index);
+            chunk.ops.push(op);
         }
     }
     chunks
@@ -223,23 +231,22 @@ async fn write_partition<T: TableEntity>(
 ) -> BulkReport {
     let mut report = BulkReport::default();
     for mut chunk in chunks(ops) {
-        while !chunk.is_empty() {
-            let batch: Vec<BatchOperation> = chunk.iter().map(|(_, op)| op.clone()).collect();
+        while !chunk.ops.is_empty() {
             report.batches += 1;
             match table
                 .backend()
-                .submit_transaction(table.name(), &batch)
+                .submit_transaction(table.name(), &chunk.ops)
                 .await
             {
                 Ok(_) => {
-                    report.written += chunk.len();
-                    chunk.clear();
+                    report.written += chunk.ops.len();
+                    chunk = Chunk::default();
                 }
-                Err(Error::BatchFailed { index, source }) if index < chunk.len() => {
+                Err(Error::BatchFailed { index, source }) if index < chunk.ops.len() => {
                     // That item failed; the store rolled the others back: send them again.
-                    let (item, _) = chunk.remove(index);
+                    chunk.ops.remove(index);
                     report.failures.push(BulkFailure {
-                        index: item,
+                        index: chunk.items.remove(index),
                         error: Arc::new(*source),
                     });
                 }
@@ -247,10 +254,11 @@ async fn write_partition<T: TableEntity>(
                     let error = Arc::new(error);
                     report
                         .failures
-                        .extend(chunk.drain(..).map(|(index, _)| BulkFailure {
+                        .extend(chunk.items.drain(..).map(|index| BulkFailure {
                             index,
                             error: Arc::clone(&error),
                         }));
+                    chunk.ops.clear();
                 }
             }
         }
