@@ -749,37 +749,12 @@ pub(crate) fn fields_from_str<'de>(
         (Some(Raw::Str(stored)), Some(kind)) if stored == kind => None,
         (stored, _) => stored,
     };
-    let key = |raw: Option<Raw<'de>>, name: &str| match raw {
-        Some(Raw::Str(key)) => Ok(key),
-        other => Err(InvalidInput::PropertyValue {
-            property: name.into(),
-            reason: if other.is_some() {
-                "keys must be strings"
-            } else {
-                "missing"
-            }
-            .into(),
-        }),
-    };
     // Errors are boxed: this runs for every field, and a small result keeps
     // the common path free of large moves.
     let value = |name: &str, raw: Option<Raw<'_>>, annotation: Option<Raw<'_>>| {
         let edm = match annotation {
             None => None,
-            Some(Raw::Str(type_name)) => {
-                Some(EdmType::from_annotation(&type_name).ok_or_else(|| {
-                    Box::new(InvalidInput::PropertyValue {
-                        property: name.to_owned(),
-                        reason: format!("unsupported type annotation {type_name:?}"),
-                    })
-                })?)
-            }
-            Some(_) => {
-                return Err(Box::new(InvalidInput::PropertyValue {
-                    property: name.to_owned(),
-                    reason: "type annotation must be a string".into(),
-                }));
-            }
+            Some(annotation) => Some(annotation_type(name, &annotation).map_err(Box::new)?),
         };
         match raw {
             Some(raw) => value_from_raw(name, raw, edm),
@@ -795,8 +770,8 @@ pub(crate) fn fields_from_str<'de>(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| *e)?;
     Ok(Fields {
-        partition_key: key(partition_key, "PartitionKey")?,
-        row_key: key(row_key, "RowKey")?,
+        partition_key: key_text(partition_key, "PartitionKey")?,
+        row_key: key_text(row_key, "RowKey")?,
         kind: value(crate::schema::KIND_PROPERTY, stored_kind, None).map_err(|e| *e)?,
         version: value(crate::schema::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
         values,
@@ -914,10 +889,7 @@ impl<'de> Collector<'de> {
                         Cow::Owned(n)
                     }
                 };
-                let edm = match &raw {
-                    Raw::Str(type_name) => EdmType::from_annotation(type_name),
-                    _ => None,
-                };
+                let edm = annotation_type(&base, &raw).ok();
                 self.annotations.push((fingerprint(&base), base, raw, edm));
                 return;
             }
@@ -986,28 +958,11 @@ impl<'de> Collector<'de> {
             return Err(InvalidInput::DuplicateProperty { name });
         }
         if let Some((_, base, raw, _)) = self.annotations.iter().find(|a| a.3.is_none()) {
-            return Err(InvalidInput::PropertyValue {
-                property: base.to_string(),
-                reason: match raw {
-                    Raw::Str(type_name) => format!("unsupported type annotation {type_name:?}"),
-                    _ => "type annotation must be a string".into(),
-                },
-            });
+            annotation_type(base, raw)?;
         }
-        let key = |raw: Option<Raw<'de>>, name: &str| match raw {
-            Some(Raw::Str(key)) => Ok(key),
-            Some(_) => Err(InvalidInput::PropertyValue {
-                property: name.into(),
-                reason: "keys must be strings".into(),
-            }),
-            None => Err(InvalidInput::PropertyValue {
-                property: name.into(),
-                reason: "missing".into(),
-            }),
-        };
         let header = Header {
-            partition_key: key(self.partition_key, "PartitionKey")?,
-            row_key: key(self.row_key, "RowKey")?,
+            partition_key: key_text(self.partition_key, "PartitionKey")?,
+            row_key: key_text(self.row_key, "RowKey")?,
             etag: match self.etag {
                 Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
                 _ => None,
@@ -1028,6 +983,36 @@ impl<'de> Collector<'de> {
             }
         }
         Ok(header)
+    }
+}
+
+/// The text of a key member (`PartitionKey` or `RowKey`), which must be a
+/// string and present.
+fn key_text<'de>(raw: Option<Raw<'de>>, name: &str) -> Result<Cow<'de, str>, InvalidInput> {
+    match raw {
+        Some(Raw::Str(key)) => Ok(key),
+        other => Err(InvalidInput::PropertyValue {
+            property: name.into(),
+            reason: if other.is_some() {
+                "keys must be strings"
+            } else {
+                "missing"
+            }
+            .into(),
+        }),
+    }
+}
+
+/// The type a `name@odata.type` member names.
+fn annotation_type(name: &str, raw: &Raw<'_>) -> Result<EdmType, InvalidInput> {
+    let bad = |reason: String| InvalidInput::PropertyValue {
+        property: name.to_owned(),
+        reason,
+    };
+    match raw {
+        Raw::Str(type_name) => EdmType::from_annotation(type_name)
+            .ok_or_else(|| bad(format!("unsupported type annotation {type_name:?}"))),
+        _ => Err(bad("type annotation must be a string".into())),
     }
 }
 
