@@ -105,7 +105,10 @@ const _: () = {
                 department: __pk0,
                 employee: __rk0,
                 year: __rk1,
-                score: ::tablekit::__private::take_property::<f64, _>(__props, "Score")?,
+                score: ::tablekit::__private::take_property_at::<
+                    f64,
+                    _,
+                >(__props, 0usize, "Score")?,
                 comment: match ::tablekit::__private::PropertySource::get(
                     __props,
                     "Text",
@@ -114,10 +117,10 @@ const _: () = {
                         <Option<String> as ::tablekit::__private::Default>::default()
                     }
                     ::tablekit::__private::Some(_) => {
-                        ::tablekit::__private::take_property::<
+                        ::tablekit::__private::take_property_at::<
                             Option<String>,
                             _,
-                        >(__props, "Text")?
+                        >(__props, 1usize, "Text")?
                     }
                 },
                 tags: ::tablekit::__private::read_json::<

@@ -218,6 +218,9 @@ impl Expansion<'_> {
     /// The initializer of each non-key field when reading.
     fn read_initializers(&self) -> Vec<TokenStream> {
         let tk = &self.tk;
+        // Each single-property field's position in `FIELD_NAMES`: an
+        // entity's reader passes it as a hint to the source.
+        let mut index = 0usize;
         self.cont
             .fields
             .iter()
@@ -227,7 +230,14 @@ impl Expansion<'_> {
                 let ty = field.ty;
                 let name = self.name(field);
                 let span = ty.span();
+                let at = index;
+                if matches!(field.role, Role::Property | Role::Json | Role::With(_)) {
+                    index += 1;
+                }
                 let read = match &field.role {
+                    Role::Property if self.cont.mode == Mode::Entity => {
+                        quote_spanned!(span=> #tk::take_property_at::<#ty, _>(__props, #at, #name)?)
+                    }
                     Role::Property => quote_spanned!(span=> #tk::take_property::<#ty, _>(__props, #name)?),
                     Role::Json => quote_spanned!(span=> #tk::read_json::<#ty, _>(__props, #name)?),
                     Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
@@ -444,6 +454,25 @@ fn expand_entity(
         .filter(|f| matches!(f.role, Role::Property | Role::Json | Role::With(_)))
         .map(|f| f.stored_name.as_str())
         .collect();
+    // A `match` over the literal names and their annotations; with names
+    // made at run time the default search stands.
+    let member_slot = checked_names.then(|| {
+        let arms = field_names.iter().enumerate().map(|(i, name)| {
+            let annotation = format!("{name}@odata.type");
+            quote! {
+                #name => #tk::MemberSlot::Value(#i),
+                #annotation => #tk::MemberSlot::Annotation(#i),
+            }
+        });
+        quote! {
+            fn member_slot(__name: &str) -> #tk::MemberSlot {
+                match __name {
+                    #(#arms)*
+                    _ => #tk::MemberSlot::Other,
+                }
+            }
+        }
+    });
     let blob_fields: Vec<TokenStream> = cont
         .fields
         .iter()
@@ -538,6 +567,7 @@ fn expand_entity(
                 const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
 
+                #member_slot
                 fn partition_key(&self) -> Self::PartitionKey {
                     #pk_value
                 }

@@ -88,6 +88,30 @@ mod snapshots {
     }
 
     #[test]
+    fn entity_whose_names_are_checked_at_compile_time() {
+        check(
+            quote! {
+                #[tablekit(table = "Staff", kind = "EMP")]
+                struct Employee {
+                    #[tablekit(partition_key)]
+                    department: String,
+                    #[tablekit(row_key)]
+                    id: u32,
+                    name: String,
+                    #[tablekit(json)]
+                    tags: Vec<String>,
+                    #[tablekit(with = codec)]
+                    level: Level,
+                    #[tablekit(skip)]
+                    cache: u8,
+                }
+            },
+            crate::ast::Mode::Entity,
+            expect_file!["../snapshots/employee.rs"],
+        );
+    }
+
+    #[test]
     fn flattenable_fields() {
         check(
             quote! {

@@ -36,10 +36,10 @@ use serde_json::{Number, Value as Json};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, SchemaError};
-use crate::schema::PropertySink;
+use crate::schema::{MemberSlot, PropertySink};
 use crate::value::{EdmType, Value, ValueRef};
 
-const ANNOTATION_SUFFIX: &str = "@odata.type";
+pub(crate) const ANNOTATION_SUFFIX: &str = "@odata.type";
 
 /// The entity as a JSON object, ready to send. ETag and Timestamp are not
 /// written (the service ignores a client's Timestamp).
@@ -621,7 +621,6 @@ pub(crate) struct Fields<'de> {
     version: Option<Value>,
     names: &'static [&'static str],
     values: Vec<Option<Value>>,
-    cursor: usize,
 }
 
 impl<'de> Fields<'de> {
@@ -632,23 +631,6 @@ impl<'de> Fields<'de> {
             std::mem::take(&mut self.row_key),
         )
     }
-}
-
-/// The slot of `name` among `names`, trying the slot after the last one
-/// found and then that one again before searching: members come in field
-/// order, each annotation just before (the service) or after (tablekit) its
-/// value.
-fn slot_of(names: &[&str], cursor: &mut usize, name: &str) -> Option<usize> {
-    let at = |i: usize| names.get(i).is_some_and(|n| *n == name);
-    let i = if at(*cursor) {
-        *cursor
-    } else if *cursor > 0 && at(*cursor - 1) {
-        *cursor - 1
-    } else {
-        names.iter().position(|n| *n == name)?
-    };
-    *cursor = i + 1;
-    Some(i)
 }
 
 impl crate::schema::PropertySource for Fields<'_> {
@@ -663,8 +645,15 @@ impl crate::schema::PropertySource for Fields<'_> {
         }
     }
     fn take(&mut self, name: &str) -> Option<Value> {
-        let i = slot_of(self.names, &mut self.cursor, name)?;
+        let i = self.names.iter().position(|n| *n == name)?;
         self.values[i].take()
+    }
+    fn take_at(&mut self, index: usize, name: &str) -> Option<Value> {
+        // The values are in `names`' order; the hint is checked, not trusted.
+        match self.names.get(index) {
+            Some(n) if *n == name => self.values[index].take(),
+            _ => self.take(name),
+        }
     }
     fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)> {
         self.names
@@ -682,10 +671,12 @@ impl crate::schema::PropertySource for Fields<'_> {
 pub(crate) fn fields_from_str<'de>(
     text: &'de str,
     names: &'static [&'static str],
+    slot_of: fn(&str) -> MemberSlot,
     kind: Option<&str>,
 ) -> Result<Fields<'de>, InvalidInput> {
     struct FieldsVisitor {
-        names: &'static [&'static str],
+        fields: usize,
+        slot_of: fn(&str) -> MemberSlot,
     }
     /// A member's value and its type annotation, until both are read.
     type Slot<'de> = (Option<Raw<'de>>, Option<Raw<'de>>);
@@ -705,31 +696,24 @@ pub(crate) fn fields_from_str<'de>(
         ) -> Result<Self::Value, A::Error> {
             let mut read = Read {
                 keys: [None, None, None, None],
-                slots: Vec::with_capacity(self.names.len()),
+                slots: Vec::with_capacity(self.fields),
                 repeated: None,
             };
-            read.slots.resize_with(self.names.len(), || (None, None));
-            let mut cursor = 0;
+            read.slots.resize_with(self.fields, || (None, None));
             while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
                 let slot = match &*name {
                     "PartitionKey" => &mut read.keys[0],
                     "RowKey" => &mut read.keys[1],
                     crate::schema::KIND_PROPERTY => &mut read.keys[2],
                     crate::schema::VERSION_PROPERTY => &mut read.keys[3],
-                    n => {
-                        let (base, annotation) = match n.strip_suffix(ANNOTATION_SUFFIX) {
-                            Some(base) => (base, true),
-                            None => (n, false),
-                        };
-                        match slot_of(self.names, &mut cursor, base) {
-                            Some(i) if annotation => &mut read.slots[i].1,
-                            Some(i) => &mut read.slots[i].0,
-                            None => {
-                                map.next_value::<serde::de::IgnoredAny>()?;
-                                continue;
-                            }
+                    n => match (self.slot_of)(n) {
+                        MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
+                        MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
                         }
-                    }
+                    },
                 };
                 if slot.replace(map.next_value::<Raw<'de>>()?).is_some() {
                     read.repeated.get_or_insert_with(|| name.into_owned());
@@ -738,7 +722,11 @@ pub(crate) fn fields_from_str<'de>(
             Ok(read)
         }
     }
-    let read = parse_object(text, FieldsVisitor { names }, "a JSON object")?;
+    let visitor = FieldsVisitor {
+        fields: names.len(),
+        slot_of,
+    };
+    let read = parse_object(text, visitor, "a JSON object")?;
     if let Some(name) = read.repeated {
         return Err(InvalidInput::DuplicateProperty { name });
     }
@@ -776,7 +764,6 @@ pub(crate) fn fields_from_str<'de>(
         version: value(crate::schema::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
         values,
         names,
-        cursor: 0,
     })
 }
 
@@ -1101,6 +1088,20 @@ fn value_from_raw(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_position_hint_is_checked_not_trusted() {
+        use crate::schema::PropertySource;
+        const NAMES: &[&str] = &["A", "B"];
+        let slot = |name: &str| MemberSlot::search(NAMES, name);
+        let text = r#"{"PartitionKey":"p","RowKey":"r","B":"b","A":1,"C":true}"#;
+        let mut fields = fields_from_str(text, NAMES, slot, None).unwrap();
+        // A wrong or out-of-range hint falls back to the search by name.
+        assert_eq!(fields.take_at(0, "B"), Some(Value::String("b".into())));
+        assert_eq!(fields.take_at(7, "A"), Some(Value::Int32(1)));
+        assert_eq!(fields.take_at(0, "A"), None);
+        assert_eq!(fields.take_at(2, "C"), None);
+    }
 
     fn every_type() -> Entity {
         Entity::new("p", "r1")

@@ -12,10 +12,10 @@ pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
 pub use crate::key::{KeyPart, KeyTuple, separator_after, write_escaped};
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, KIND_PROPERTY, PropertySink, PropertySource, PropertyValue,
-    Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name, from_entity,
-    from_entity_owned, is_kind, property_error, read_property, take_property, write_property,
-    write_value,
+    Column, EntityKinds, FilterValue, KIND_PROPERTY, MemberSlot, PropertySink, PropertySource,
+    PropertyValue, Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name,
+    from_entity, from_entity_owned, is_kind, property_error, read_property, take_property,
+    take_property_at, write_property, write_value,
 };
 pub use crate::table::offload::{BlobField, BlobValue};
 pub use crate::value::{Value, ValueRef};

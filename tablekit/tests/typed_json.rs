@@ -461,3 +461,41 @@ fn typed_reads_with_names_made_at_run_time_refuse_duplicates() {
         Err(Error::Invalid(InvalidInput::DuplicateProperty { ref name })) if name == "code"
     ));
 }
+
+#[test]
+fn the_generated_member_match_agrees_with_the_search() {
+    use tablekit::schema::MemberSlot;
+    const { assert!(Review::CHECKED_NAMES && Profile::CHECKED_NAMES) };
+    fn agree<T: TableEntity>() {
+        assert!(!T::FIELD_NAMES.is_empty());
+        for (i, name) in T::FIELD_NAMES.iter().enumerate() {
+            assert_eq!(T::member_slot(name), MemberSlot::Value(i), "{name}");
+            let annotation = format!("{name}@odata.type");
+            assert_eq!(T::member_slot(&annotation), MemberSlot::Annotation(i));
+            for probe in [name.to_string(), annotation] {
+                assert_eq!(
+                    T::member_slot(&probe),
+                    MemberSlot::search(T::FIELD_NAMES, &probe)
+                );
+            }
+        }
+        for other in [
+            "",
+            "PartitionKey",
+            "_Kind",
+            "Unknown",
+            "@odata.type",
+            "Unknown@odata.type",
+            "odata.etag",
+        ] {
+            assert_eq!(T::member_slot(other), MemberSlot::Other, "{other}");
+            assert_eq!(MemberSlot::search(T::FIELD_NAMES, other), MemberSlot::Other);
+        }
+    }
+    agree::<Review>();
+    agree::<Profile>();
+    // Names are matched exactly: neither case nor a prefix matches.
+    assert_eq!(Review::member_slot("name"), MemberSlot::Other);
+    assert_eq!(Review::member_slot("Nam"), MemberSlot::Other);
+    assert_eq!(Review::FIELD_NAMES[0], "Name");
+}

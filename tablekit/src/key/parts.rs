@@ -17,11 +17,23 @@ fn write_digits(out: &mut String, value: u64, width: usize) {
 }
 
 fn read_digits(text: &str, width: usize) -> Result<u64, String> {
-    if text.len() != width || !text.bytes().all(|b| b.is_ascii_digit()) {
+    let bytes = text.as_bytes();
+    if bytes.len() != width {
         return Err(format!("expected {width} digits, found {text:?}"));
     }
-    text.parse()
-        .map_err(|_| format!("{text:?} is out of range"))
+    // One pass that checks and accumulates: every key read decodes its
+    // numbers, so this stays off `str::parse`'s second pass.
+    let mut value = 0u64;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return Err(format!("expected {width} digits, found {text:?}"));
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| format!("{text:?} is out of range"))?;
+    }
+    Ok(value)
 }
 
 macro_rules! unsigned_parts {
@@ -205,6 +217,12 @@ impl KeyPart for String {
         write_escaped(self, out);
     }
     fn read_key(text: &str) -> Result<Self, String> {
+        // Most key strings hold only printable ASCII that needs no escape
+        // (and so holds no escape either): copied whole.
+        let plain = |b: &u8| b.is_ascii_graphic() && !matches!(b, b'#' | b'/' | b'?' | b'\\');
+        if text.as_bytes().iter().all(plain) {
+            return Ok(text.to_owned());
+        }
         let mut out = String::with_capacity(text.len());
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {

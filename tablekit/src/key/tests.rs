@@ -186,6 +186,20 @@ fn decoding_rejects_what_encoding_never_writes() {
         assert!(<i32 as KeyTuple>::decode(bad).is_err(), "{bad}");
     }
     assert!(<u32 as KeyTuple>::decode("123").is_err());
+    // Twenty digits above u64::MAX, and digits above a narrower type's range.
+    assert!(<u64 as KeyTuple>::decode("99999999999999999999").is_err());
+    assert_eq!(
+        <u64 as KeyTuple>::decode("18446744073709551615"),
+        Ok(u64::MAX)
+    );
+    assert!(<u8 as KeyTuple>::decode("256").is_err());
+    assert!(<u16 as KeyTuple>::decode("0012a").is_err());
+    for forbidden in ["a#b", "a/b", "a?b", "a\\b", "a\u{7f}", "a\tb"] {
+        assert!(
+            <String as KeyTuple>::decode(forbidden).is_err(),
+            "{forbidden:?} is never written unescaped"
+        );
+    }
     assert!(
         <String as KeyTuple>::decode("a b").is_err(),
         "an unescaped space"

@@ -70,6 +70,16 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// [`CHECKED_NAMES`]: TableEntity::CHECKED_NAMES
     const FIELD_NAMES: &'static [&'static str] = &[];
 
+    /// Which field of [`FIELD_NAMES`] a member of the entity's JSON holds
+    /// the value or the type annotation of, for readers that file each member
+    /// into its field's slot. The derive generates a `match` over the
+    /// literal names; the default searches [`FIELD_NAMES`].
+    ///
+    /// [`FIELD_NAMES`]: TableEntity::FIELD_NAMES
+    fn member_slot(name: &str) -> MemberSlot {
+        MemberSlot::search(Self::FIELD_NAMES, name)
+    }
+
     /// The PartitionKey of this value.
     fn partition_key(&self) -> Self::PartitionKey;
     /// The RowKey of this value (without the kind prefix).
@@ -362,7 +372,8 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::CHECKED_NAMES {
         // Every property has a known field: each member goes straight to its
         // field's slot, and members of no field are skipped unread.
-        let mut fields = crate::json::fields_from_str(text, T::FIELD_NAMES, T::KIND)?;
+        let mut fields =
+            crate::json::fields_from_str(text, T::FIELD_NAMES, T::member_slot, T::KIND)?;
         let (pk, rk) = fields.take_keys();
         return read_entity(&pk, &rk, &mut fields);
     }
@@ -447,6 +458,34 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     T::read_properties(pk, rk, props)
 }
 
+/// Where a member of an entity's JSON goes, by [`TableEntity::member_slot`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberSlot {
+    /// The value of the field at this index of
+    /// [`FIELD_NAMES`](TableEntity::FIELD_NAMES).
+    Value(usize),
+    /// The type annotation (`<name>@odata.type`) of the field at this index.
+    Annotation(usize),
+    /// No field's: the member is skipped.
+    Other,
+}
+
+impl MemberSlot {
+    /// The slot of `name` among `field_names`, found by searching: what a
+    /// hand-written [`TableEntity`] gets by default.
+    pub fn search(field_names: &[&str], name: &str) -> MemberSlot {
+        let (base, annotation) = match name.strip_suffix(crate::json::ANNOTATION_SUFFIX) {
+            Some(base) => (base, true),
+            None => (name, false),
+        };
+        match field_names.iter().position(|n| *n == base) {
+            Some(i) if annotation => MemberSlot::Annotation(i),
+            Some(i) => MemberSlot::Value(i),
+            None => MemberSlot::Other,
+        }
+    }
+}
+
 /// Where a typed entity reads its properties from: a property map
 /// ([`Properties`]), or the members of a wire-JSON document read by
 /// [`from_json`] without building one.
@@ -455,6 +494,14 @@ pub trait PropertySource {
     fn get(&self, name: &str) -> Option<&Value>;
     /// Takes the value of `name` out.
     fn take(&mut self, name: &str) -> Option<Value>;
+    /// Takes the value of `name` out, where `index` is its position in the
+    /// reading type's [`FIELD_NAMES`](TableEntity::FIELD_NAMES): a hint a
+    /// source that keeps its values in that order uses to skip the search.
+    /// The default ignores it.
+    fn take_at(&mut self, index: usize, name: &str) -> Option<Value> {
+        let _ = index;
+        self.take(name)
+    }
     /// Takes out every property whose name `select` accepts, with its name.
     fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)>;
 }
@@ -488,6 +535,16 @@ pub fn take_property<V: PropertyValue, S: PropertySource + ?Sized>(
     name: &str,
 ) -> Result<V, Error> {
     V::from_owned(props.take(name)).map_err(|problem| property_error(name, problem))
+}
+
+/// [`take_property`] for a field at `index` of the reading type's
+/// [`FIELD_NAMES`](TableEntity::FIELD_NAMES) (see [`PropertySource::take_at`]).
+pub fn take_property_at<V: PropertyValue, S: PropertySource + ?Sized>(
+    props: &mut S,
+    index: usize,
+    name: &str,
+) -> Result<V, Error> {
+    V::from_owned(props.take_at(index, name)).map_err(|problem| property_error(name, problem))
 }
 
 /// Where a typed entity writes its properties: a property map

@@ -1,0 +1,122 @@
+///Typed filters on the fields of [`Employee`], from `Employee::columns()`.
+#[derive(Clone, Copy, Debug)]
+#[allow(dead_code)]
+struct EmployeeColumns {
+    ///Typed filters on `name` (stored as `name`).
+    pub name: ::tablekit::__private::Column<String>,
+    __marker: ::tablekit::__private::PhantomData<fn() -> Employee>,
+}
+const _: () = {
+    #[automatically_derived]
+    #[allow(clippy::unused_unit, clippy::let_unit_value)]
+    impl ::tablekit::__private::TableEntity for Employee
+    where
+        Self: ::core::marker::Send + ::core::marker::Sync + 'static,
+    {
+        type PartitionKey = String;
+        type RowKey = u32;
+        type Columns = EmployeeColumns;
+        const TABLE: &'static str = "Staff";
+        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
+            "EMP",
+        );
+        const VERSION: u32 = 1u32;
+        const MIN_VERSION: u32 = 1u32;
+        const PARTITION_KEY_FIELDS: &'static str = "department";
+        const ROW_KEY_FIELDS: &'static str = "id";
+        const WIDE: bool = false;
+        const CHECKED_NAMES: bool = true;
+        const FIELD_NAMES: &'static [&'static str] = &["name", "tags", "level"];
+        const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        fn member_slot(__name: &str) -> ::tablekit::__private::MemberSlot {
+            match __name {
+                "name" => ::tablekit::__private::MemberSlot::Value(0usize),
+                "name@odata.type" => {
+                    ::tablekit::__private::MemberSlot::Annotation(0usize)
+                }
+                "tags" => ::tablekit::__private::MemberSlot::Value(1usize),
+                "tags@odata.type" => {
+                    ::tablekit::__private::MemberSlot::Annotation(1usize)
+                }
+                "level" => ::tablekit::__private::MemberSlot::Value(2usize),
+                "level@odata.type" => {
+                    ::tablekit::__private::MemberSlot::Annotation(2usize)
+                }
+                _ => ::tablekit::__private::MemberSlot::Other,
+            }
+        }
+        fn partition_key(&self) -> Self::PartitionKey {
+            ::tablekit::__private::Clone::clone(&self.department)
+        }
+        fn row_key(&self) -> Self::RowKey {
+            ::tablekit::__private::Clone::clone(&self.id)
+        }
+        fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
+            <String as ::tablekit::__private::KeyPart>::write_key(
+                &self.department,
+                __out,
+            );
+        }
+        fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
+            <u32 as ::tablekit::__private::KeyPart>::write_key(&self.id, __out);
+        }
+        fn columns() -> Self::Columns {
+            EmployeeColumns {
+                name: ::tablekit::__private::Column::new("name"),
+                __marker: ::tablekit::__private::PhantomData,
+            }
+        }
+        fn property_names(
+            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+        ) -> bool {
+            let mut __complete = true;
+            __names.push(::tablekit::__private::String::from("name"));
+            __names.push(::tablekit::__private::String::from("tags"));
+            __names.push(::tablekit::__private::String::from("level"));
+            __complete
+        }
+        fn write_properties<
+            __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,
+        >(
+            &self,
+            __props: &mut __S,
+        ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
+            ::tablekit::__private::write_property(__props, "name", &self.name)?;
+            ::tablekit::__private::write_json(__props, "tags", &self.tags)?;
+            ::tablekit::__private::write_with(
+                __props,
+                "level",
+                codec::to_value(&self.level),
+            )?;
+            ::tablekit::__private::Ok(())
+        }
+        fn read_properties<
+            __S: ::tablekit::__private::PropertySource + ?::core::marker::Sized,
+        >(
+            __pk: Self::PartitionKey,
+            __rk: Self::RowKey,
+            __props: &mut __S,
+        ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
+            let __pk0 = __pk;
+            let __rk0 = __rk;
+            ::tablekit::__private::Ok(Employee {
+                department: __pk0,
+                id: __rk0,
+                name: ::tablekit::__private::take_property_at::<
+                    String,
+                    _,
+                >(__props, 0usize, "name")?,
+                tags: ::tablekit::__private::read_json::<
+                    Vec<String>,
+                    _,
+                >(__props, "tags")?,
+                level: ::tablekit::__private::read_with(
+                    __props,
+                    "level",
+                    codec::from_value,
+                )?,
+                cache: <u8 as ::tablekit::__private::Default>::default(),
+            })
+        }
+    }
+};
