@@ -105,13 +105,12 @@ impl DateTime {
             return Err("expected YYYY-MM-DDTHH:MM:SS");
         }
         let num = |range: std::ops::Range<usize>| -> Result<i64, &'static str> {
-            let digits = &b[range];
-            if !digits.iter().all(u8::is_ascii_digit) {
-                return Err("expected digits");
-            }
-            Ok(digits
+            b[range]
                 .iter()
-                .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0')))
+                .try_fold(0i64, |acc, d| match d.wrapping_sub(b'0') {
+                    digit @ 0..=9 => Ok(acc * 10 + i64::from(digit)),
+                    _ => Err("expected digits"),
+                })
         };
         let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
         let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
@@ -128,9 +127,11 @@ impl DateTime {
             if digits > 7 {
                 return Err("more than 7 fractional digits (the store keeps 100 ns ticks)");
             }
-            for (i, d) in tail[..digits].iter().enumerate() {
-                fraction_ticks += i64::from(d - b'0') * 10i64.pow(6 - i as u32);
-            }
+            // The digits as a number, scaled to seven digits (100 ns ticks).
+            let value = tail[..digits]
+                .iter()
+                .fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+            fraction_ticks = value * 10i64.pow(7 - digits as u32);
             rest = &tail[digits..];
         }
         let offset_seconds = match rest {
@@ -388,6 +389,10 @@ mod tests {
             "2020-01-01T00:00:00ZZ",
             "2020-01-01 00:00:00Z",
             "0001-01-01T00:00:00Z",
+            "2020-0x-01T00:00:00Z",
+            "2020-01-01T00:+0:00Z",
+            "+020-01-01T00:00:00Z",
+            "2020-01-01T00:00:00.1a3Z",
         ] {
             assert!(DateTime::parse(bad).is_err(), "{bad} accepted");
         }

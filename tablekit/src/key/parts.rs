@@ -25,13 +25,19 @@ fn read_digits(text: &str, width: usize) -> Result<u64, String> {
     // numbers, so this stays off `str::parse`'s second pass.
     let mut value = 0u64;
     for &b in bytes {
-        if !b.is_ascii_digit() {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
             return Err(format!("expected {width} digits, found {text:?}"));
         }
-        value = value
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(b - b'0')))
-            .ok_or_else(|| format!("{text:?} is out of range"))?;
+        // Nineteen digits always fit in a u64; only u64's twenty may not.
+        value = if width < 20 {
+            value * 10 + u64::from(digit)
+        } else {
+            value
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(digit)))
+                .ok_or_else(|| format!("{text:?} is out of range"))?
+        };
     }
     Ok(value)
 }
