@@ -458,6 +458,8 @@ fn expand_entity(
     // made at run time the default search stands.
     let member_slot = checked_names.then(|| {
         let arms = field_names.iter().enumerate().map(|(i, name)| {
+            // The wire format's annotation suffix; the runtime's own search
+            // (`MemberSlot::search`) is checked to agree in tests/typed_json.rs.
             let annotation = format!("{name}@odata.type");
             quote! {
                 #name => #tk::MemberSlot::Value(#i),

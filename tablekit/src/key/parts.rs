@@ -223,10 +223,13 @@ impl KeyPart for String {
         write_escaped(self, out);
     }
     fn read_key(text: &str) -> Result<Self, String> {
-        // Most key strings hold only printable ASCII that needs no escape
-        // (and so holds no escape either): copied whole.
-        let plain = |b: &u8| b.is_ascii_graphic() && !matches!(b, b'#' | b'/' | b'?' | b'\\');
-        if text.as_bytes().iter().all(plain) {
+        // Most key strings are ASCII that needs no escape (and so holds no
+        // escape mark, which is not ASCII): copied whole. `escape` stays the
+        // one place that says which characters are escaped.
+        if text
+            .bytes()
+            .all(|b| b.is_ascii() && escape(char::from(b)).is_none())
+        {
             return Ok(text.to_owned());
         }
         let mut out = String::with_capacity(text.len());
