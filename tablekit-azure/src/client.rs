@@ -383,19 +383,7 @@ impl TableBackend for AzureTables {
                 .push(("NextTableName", token.next_partition_key().to_owned()));
         }
         let reply = self.send(call).await?;
-        let value: serde_json::Value =
-            serde_json::from_str(&reply.body).map_err(|e| Error::Decode {
-                message: e.to_string(),
-            })?;
-        let tables = value["value"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|t| t["TableName"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let tables = decode_table_names(&reply.body)?;
         let continuation = reply
             .header("x-ms-continuation-nexttablename")
             .map(|next| tablekit::ContinuationToken::new(next, None));
@@ -420,9 +408,8 @@ impl TableBackend for AzureTables {
             Idempotence::Idempotent,
         )?;
         if let Some(select) = &options.select {
-            validate::select_names(select)?;
             let query = Query::new().select(select.iter().cloned());
-            call.query.extend(policy::query_parameters(&query));
+            call.query.extend(policy::query_parameters(&query)?);
         }
         let reply = self.send(call).await?;
         let mut entity = json::from_str(&reply.body).map_err(|e| Error::Decode {
@@ -436,7 +423,6 @@ impl TableBackend for AzureTables {
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         validate::table_name(table)?;
-        validate::query(query)?;
         let target = Target::table(table);
         let mut call = self.call(
             Method::GET,
@@ -444,7 +430,7 @@ impl TableBackend for AzureTables {
             target,
             Idempotence::Idempotent,
         );
-        call.query = policy::query_parameters(query);
+        call.query = policy::query_parameters(query)?;
         let reply = self.send(call).await?;
         let entities = decode_entities(&reply.body)?;
         let continuation = policy::continuation(
@@ -545,6 +531,47 @@ impl TableBackend for AzureTables {
                 let cause = errors::map(response.status, &code, &message, target, None);
                 Err(cause.in_batch(index))
             }
+        }
+    }
+}
+
+/// The table names of a Query Tables response, `{"value":[{"TableName":…}]}`.
+/// A response without `value`, with `value` twice, or with an item that has no
+/// name is refused, never read as fewer tables.
+fn decode_table_names(body: &str) -> Result<Vec<String>> {
+    #[derive(serde::Deserialize)]
+    struct Page {
+        value: Vec<Item>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Item {
+        #[serde(rename = "TableName")]
+        table_name: String,
+    }
+    let page: Page = serde_json::from_str(body).map_err(|e| Error::Decode {
+        message: format!("a Query Tables response: {e}"),
+    })?;
+    Ok(page.value.into_iter().map(|item| item.table_name).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_table_names;
+
+    #[test]
+    fn table_listings_are_read_strictly() {
+        assert_eq!(
+            decode_table_names(r#"{"odata.metadata":"x","value":[{"TableName":"a"},{"TableName":"b","odata.id":"y"}]}"#).unwrap(),
+            ["a", "b"]
+        );
+        for bad in [
+            r#"{"value":[{"TableName":"a"}],"value":[]}"#,
+            r#"{"value":[],"value":[{"TableName":"a"}]}"#,
+            r#"{"odata.metadata":"x"}"#,
+            r#"{"value":[{"Name":"a"}]}"#,
+            r#"{"value":[{"TableName":"a","TableName":"b"}]}"#,
+        ] {
+            assert!(decode_table_names(bad).is_err(), "{bad} accepted");
         }
     }
 }

@@ -206,10 +206,13 @@ impl Account {
             let (key, value) = part
                 .split_once('=')
                 .ok_or_else(|| ConfigError::MalformedPart(part.to_owned()))?;
+            // Compared as stored (trimmed), so `AccountName =b` cannot hide a
+            // second `AccountName`.
+            let key = key.trim();
             if settings.iter().any(|(k, _)| k.eq_ignore_ascii_case(key)) {
                 return Err(ConfigError::Duplicate(key.to_owned()));
             }
-            settings.push((key.trim().to_owned(), value.trim().to_owned()));
+            settings.push((key.to_owned(), value.trim().to_owned()));
         }
         let get = |name: &str| {
             settings
@@ -331,6 +334,8 @@ mod tests {
             "AccountName=a",
             "AccountName=a;AccountKey=!!",
             "AccountName=a;AccountName=b;AccountKey=AA==",
+            "AccountName=first;AccountKey=AA==;AccountName =second",
+            "AccountName=first;AccountKey=AA==; accountname\t=second",
             "UseDevelopmentStorage=maybe",
             "DefaultEndpointsProtocol=ftp;AccountName=a;AccountKey=AA==",
         ] {

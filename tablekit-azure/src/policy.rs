@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use std::time::Duration;
 
 use tablekit::keyorder::cmp_utf16;
-use tablekit::{ContinuationToken, Error, Query};
+use tablekit::{ContinuationToken, Error, InvalidInput, Query, validate};
 
 /// How the backend retries transient failures.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +75,11 @@ impl RetryPolicy {
 /// `$select`, `$top`, `NextPartitionKey`, `NextRowKey`), values not yet
 /// percent-encoded. A projection always selects the keys, which the
 /// entity needs.
-pub fn query_parameters(query: &Query) -> Vec<(&'static str, String)> {
+///
+/// The query is validated here, where it is rendered ([`validate::query`]):
+/// no name that is not a property name reaches `$filter` or `$select`.
+pub fn query_parameters(query: &Query) -> Result<Vec<(&'static str, String)>, InvalidInput> {
+    validate::query(query)?;
     let mut params = Vec::new();
     if let Some(filter) = &query.filter {
         params.push(("$filter", filter.to_string()));
@@ -99,7 +103,7 @@ pub fn query_parameters(query: &Query) -> Vec<(&'static str, String)> {
             params.push(("NextRowKey", rk.to_owned()));
         }
     }
-    params
+    Ok(params)
 }
 
 /// The continuation of a Query Entities response, from its
@@ -241,7 +245,7 @@ mod tests {
             .select(["Name"])
             .top(10)
             .continuation(Some(token));
-        let params = query_parameters(&query);
+        let params = query_parameters(&query).unwrap();
         assert_eq!(params[0], ("$filter", "PartitionKey eq 'it''s'".to_owned()));
         assert_eq!(
             params[1],
@@ -250,7 +254,7 @@ mod tests {
         assert_eq!(params[2], ("$top", "10".to_owned()));
         assert_eq!(params[3], ("NextPartitionKey", "1!8!cGFydA--".to_owned()));
         assert_eq!(params[4], ("NextRowKey", "1!4!cjE-".to_owned()));
-        assert!(query_parameters(&Query::new()).is_empty());
+        assert!(query_parameters(&Query::new()).unwrap().is_empty());
         assert_eq!(
             continuation(None, Some("x")),
             None,

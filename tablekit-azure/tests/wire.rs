@@ -652,3 +652,55 @@ async fn throttling_reports_the_wait_the_service_asks_for() {
     );
     assert_eq!(mock.seen().len(), 2, "one attempt each");
 }
+
+/// No name that is not a property name reaches `$filter` or `$select`: the
+/// request is never sent. Hostile values travel as escaped literals, shown by
+/// the exact request target.
+#[tokio::test]
+async fn hostile_names_never_reach_the_request() {
+    let mock = Mock::start(vec![page(&[], None)]).await;
+    for name in [
+        "Name ne 'q') or (Name",
+        "x eq 0) or (Daily_y",
+        "a b",
+        "and",
+        "",
+    ] {
+        let filter = tablekit::filter::Filter::partition_key().eq("t1") & prop(name).eq("x");
+        let error = mock
+            .client
+            .query_entities("tbl", &Query::new().filter(filter))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Invalid(tablekit::InvalidInput::FilterPropertyName { .. })
+            ),
+            "{name:?}: {error:?}"
+        );
+        let options = GetOptions::default().select([format!("{name},PartitionKey")]);
+        let error = mock
+            .client
+            .get_entity("tbl", "p", "r", &options)
+            .await
+            .unwrap_err();
+        assert!(error.invalid_input().is_some(), "{name:?}: {error:?}");
+    }
+    assert!(
+        mock.seen().is_empty(),
+        "nothing was sent: {:?}",
+        mock.seen()
+    );
+
+    let filter = tablekit::filter::Filter::partition_key().eq("t1")
+        & prop("Name").eq("x') or (PartitionKey ne '");
+    mock.client
+        .query_entities("tbl", &Query::new().filter(filter))
+        .await
+        .unwrap();
+    assert_eq!(
+        mock.seen()[0].target,
+        "/tbl()?$filter=%28PartitionKey%20eq%20%27t1%27%29%20and%20%28Name%20eq%20%27x%27%27%29%20or%20%28PartitionKey%20ne%20%27%27%27%29"
+    );
+}

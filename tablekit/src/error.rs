@@ -456,6 +456,25 @@ pub enum InvalidInput {
         /// The limit.
         max: usize,
     },
+    /// A filter nests deeper than [`crate::validate::limits::MAX_FILTER_DEPTH`].
+    #[error("the filter nests {depth} levels deep; the limit is {max}")]
+    FilterTooDeep {
+        /// How deep it nests (at least this deep, when parsing stopped early).
+        depth: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A filter names something that is not a property: only valid property
+    /// names (and `PartitionKey`, `RowKey`, `Timestamp`) may stand in a filter,
+    /// so no name can change the structure of a query.
+    #[error("the filter names `{name}`, which is not a property name the store accepts")]
+    FilterPropertyName {
+        /// The name as given.
+        name: String,
+        /// Why it is refused.
+        #[source]
+        reason: Box<InvalidInput>,
+    },
     /// A filter string could not be parsed.
     #[error("invalid filter at byte {position}: {reason}")]
     FilterSyntax {

@@ -450,7 +450,11 @@ pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
         ) -> Result<Self::Value, A::Error> {
             let mut items = None;
             while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
-                if name == "value" && items.is_none() {
+                if name == "value" {
+                    // A second `value` would make one of them win silently.
+                    if items.is_some() {
+                        return Err(serde::de::Error::duplicate_field("value"));
+                    }
                     items = Some(map.next_value::<Vec<Item<'de>>>()?);
                 } else {
                     map.next_value::<serde::de::IgnoredAny>()?;
@@ -1273,6 +1277,8 @@ mod tests {
         for bad in [
             r#"{"odata.metadata":"x"}"#,
             r#"{"value":[{"RowKey":"r"}]}"#,
+            r#"{"value":[],"value":[{"PartitionKey":"p","RowKey":"r"}]}"#,
+            r#"{"value":[{"PartitionKey":"p","RowKey":"r"}],"x":1,"value":[]}"#,
             r#"{"value":[1]}"#,
             r#"{"value":[]} trailing"#,
             "[]",

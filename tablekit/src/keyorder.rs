@@ -42,16 +42,14 @@ pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     ca.cmp(&cb)
 }
 
-/// Maps a character to a number whose order is the UTF-16 order of the
-/// character's first differing code unit: U+E000..=U+FFFF move above every
-/// supplementary character.
+/// A character's UTF-16 code units as one number (the first unit in the high
+/// half, the second, if any, in the low half), so that numbers compare as the
+/// code units do. A BMP character is never a surrogate, so it never ties with
+/// the first unit of a supplementary one.
 fn sort_weight(c: char) -> u32 {
-    let c = c as u32;
-    if (0xE000..=0xFFFF).contains(&c) {
-        c + 0x10_0000
-    } else {
-        c
-    }
+    let mut units = [0u16; 2];
+    let units = c.encode_utf16(&mut units);
+    (u32::from(units[0]) << 16) | units.get(1).copied().map_or(0, u32::from)
 }
 
 /// Thirty keys in the order Azurite returned them (AZURE_TABLE.md §3): mixed
@@ -141,6 +139,16 @@ mod tests {
         assert_eq!(keys, VERIFIED_ORDER);
     }
 
+    /// The pairs reported from outside: U+E000..=U+FFFF against the last
+    /// supplementary plane.
+    #[test]
+    fn private_use_planes_do_not_alias() {
+        assert_eq!(cmp_utf16("\u{E000}", "\u{10E000}"), Ordering::Greater);
+        assert_eq!(cmp_utf16("\u{10FFFD}", "\u{F8FF}"), Ordering::Less);
+        assert_eq!(cmp_utf16("\u{FFFF}", "\u{10FFFF}"), Ordering::Greater);
+        assert_eq!(cmp_utf16("\u{10E000}", "\u{10E000}"), Ordering::Equal);
+    }
+
     #[test]
     fn utf16_len_counts_surrogates() {
         assert_eq!(utf16_len("abc"), 3);
@@ -152,6 +160,26 @@ mod tests {
     proptest! {
         #[test]
         fn matches_utf16_code_unit_order(a in "\\PC{0,8}", b in "\\PC{0,8}") {
+            prop_assert_eq!(cmp_utf16(&a, &b), utf16_order(&a, &b));
+        }
+
+        /// Any characters at all, the private-use planes and U+E000..=U+FFFF
+        /// included (`\\PC` leaves out private-use and unassigned code points).
+        #[test]
+        fn matches_over_all_code_points(a in proptest::collection::vec(any::<char>(), 0..6),
+                                        b in proptest::collection::vec(any::<char>(), 0..6)) {
+            let (a, b): (String, String) = (a.into_iter().collect(), b.into_iter().collect());
+            prop_assert_eq!(cmp_utf16(&a, &b), utf16_order(&a, &b));
+        }
+
+        /// Strings that share a prefix and differ in one character from each
+        /// end of the code space.
+        #[test]
+        fn matches_across_planes(prefix in "[a\u{E000}\u{10E000}]{0,2}",
+                                 x in prop_oneof![0xE000u32..=0xFFFF, 0x10000u32..=0x10FFFF, 0u32..0xD800],
+                                 y in prop_oneof![0xE000u32..=0xFFFF, 0x10000u32..=0x10FFFF, 0u32..0xD800]) {
+            let (x, y) = (char::from_u32(x).unwrap_or('x'), char::from_u32(y).unwrap_or('y'));
+            let (a, b) = (format!("{prefix}{x}"), format!("{prefix}{y}"));
             prop_assert_eq!(cmp_utf16(&a, &b), utf16_order(&a, &b));
         }
 

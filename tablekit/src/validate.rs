@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use crate::backend::{BatchOperation, Query};
 use crate::entity::{Entity, Properties};
 use crate::error::{Error, InvalidInput, KeyKind};
+use crate::filter::Filter;
 use crate::keyorder::utf16_len;
 use crate::value::{Value, ValueRef};
 
@@ -37,6 +38,11 @@ pub mod limits {
     pub const BATCH_OPERATION_OVERHEAD: usize = 512;
     /// Most comparisons in one `$filter`.
     pub const MAX_FILTER_COMPARISONS: usize = 15;
+    /// Deepest nesting of one `$filter` (a comparison is depth 1; each `and`,
+    /// `or`, `not` or pair of parentheses around it adds one). Fifteen
+    /// comparisons never need more; the limit keeps a hostile filter from
+    /// exhausting the stack of whatever parses or evaluates it.
+    pub const MAX_FILTER_DEPTH: usize = 64;
     /// Most entities in one page of results.
     pub const MAX_PAGE_SIZE: u32 = 1000;
 }
@@ -363,16 +369,64 @@ pub fn query(query: &Query) -> Result<(), InvalidInput> {
         });
     }
     if let Some(filter) = &query.filter {
-        let count = filter.comparison_count();
-        if count > MAX_FILTER_COMPARISONS {
-            return Err(InvalidInput::FilterTooComplex {
-                count,
-                max: MAX_FILTER_COMPARISONS,
-            });
-        }
+        self::filter(filter)?;
     }
     if let Some(select) = &query.select {
         select_names(select)?;
+    }
+    Ok(())
+}
+
+/// Checks a filter: at most 15 comparisons, at most
+/// [`MAX_FILTER_DEPTH`] levels deep, and only names that
+/// [`filter_property_name`] accepts, so that rendering it can never change
+/// its structure.
+pub fn filter(filter: &Filter) -> Result<(), InvalidInput> {
+    let count = filter.comparison_count();
+    if count > MAX_FILTER_COMPARISONS {
+        return Err(InvalidInput::FilterTooComplex {
+            count,
+            max: MAX_FILTER_COMPARISONS,
+        });
+    }
+    let depth = filter.depth();
+    if depth > MAX_FILTER_DEPTH {
+        return Err(InvalidInput::FilterTooDeep {
+            depth,
+            max: MAX_FILTER_DEPTH,
+        });
+    }
+    filter
+        .comparisons()
+        .try_for_each(|(name, _, _)| filter_property_name(name))
+}
+
+/// The words of the filter language. A property of one of these names could
+/// be read as an operator or a constant (Azurite reads operators in any case),
+/// so a filter may not name one.
+const FILTER_KEYWORDS: [&str; 14] = [
+    "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "null", "NaN", "INF",
+];
+
+/// Checks a name used in a filter: `PartitionKey`, `RowKey`, `Timestamp`, or
+/// a valid property name ([`property_name`]) that is not a word of the filter
+/// language (`and`, `not`, `eq`, `true`, … in any case).
+pub fn filter_property_name(name: &str) -> Result<(), InvalidInput> {
+    if matches!(name, "PartitionKey" | "RowKey" | "Timestamp") {
+        return Ok(());
+    }
+    let refuse = |reason: InvalidInput| InvalidInput::FilterPropertyName {
+        name: name.to_owned(),
+        reason: Box::new(reason),
+    };
+    property_name(name).map_err(refuse)?;
+    if FILTER_KEYWORDS
+        .iter()
+        .any(|word| word.eq_ignore_ascii_case(name))
+    {
+        return Err(refuse(InvalidInput::PropertyNameReserved {
+            name: name.to_owned(),
+        }));
     }
     Ok(())
 }

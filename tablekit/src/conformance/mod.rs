@@ -73,6 +73,7 @@ macro_rules! __with_table_tests {
             top_limits_each_page
             filters_follow_the_service_rules
             filter_values_cannot_inject
+            filter_names_cannot_inject
             batches_apply_all_operations
             batches_are_atomic
             batch_rules_are_enforced

@@ -1,9 +1,10 @@
 //! Queries: ordering, paging, continuation, filters.
 
-use super::fresh_table;
+use super::{assert_invalid, fresh_table};
 use crate::backend::{BatchOperation, ContinuationToken, Query, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::Entity;
+use crate::error::{Error, InvalidInput};
 use crate::ext::TableBackendExt;
 use crate::filter::{Filter, prop};
 use crate::keyorder::cmp_utf16;
@@ -277,5 +278,78 @@ pub async fn filter_values_cannot_inject(backend: &dyn TableBackend) {
             "PartitionKey eq {value:?} must match nothing"
         );
     }
+    backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Property names that would change a filter's structure (or a `$select`'s)
+/// are refused before any request, as typed errors; nothing is returned.
+pub async fn filter_names_cannot_inject(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "names").await;
+    let mut rows = Vec::new();
+    for tenant in ["t1", "t2", "t3"] {
+        for i in 0..3 {
+            rows.push(Entity::new(tenant, format!("r{i}")).with("Name", "x"));
+        }
+    }
+    load(backend, &table, rows).await;
+    let hostile = [
+        "Name ne 'q') or (Name",
+        "x eq 0) or (Daily_y",
+        "Name eq 'x' or PartitionKey",
+        "Name,PartitionKey",
+        "a b",
+        "",
+        "not",
+        "OR",
+        "true",
+    ];
+    for name in hostile {
+        let scoped = Filter::partition_key().eq("t1") & prop(name).eq("x");
+        assert_invalid(
+            backend
+                .query_entities(&table, &Query::new().filter(scoped))
+                .await,
+            &format!("filter naming {name:?}"),
+            |e| matches!(e, InvalidInput::FilterPropertyName { .. }),
+        );
+        let negated = Filter::partition_key().eq("t1") & !prop(name).ne(1);
+        assert_invalid(
+            backend
+                .query_entities(&table, &Query::new().filter(negated))
+                .await,
+            &format!("negated filter naming {name:?}"),
+            |e| matches!(e, InvalidInput::FilterPropertyName { .. }),
+        );
+        // In `$select` only the characters matter: a keyword is a fine name there.
+        if crate::validate::property_name(name).is_err() {
+            let select = backend
+                .query_entities(&table, &Query::new().select([name]))
+                .await;
+            assert!(
+                matches!(select, Err(Error::Invalid(_))),
+                "$select of {name:?} must be refused, got {select:?}"
+            );
+        }
+    }
+    // A deep filter is refused too, whoever built it.
+    let mut deep = Filter::partition_key().eq("t1");
+    for _ in 0..1000 {
+        deep = !deep;
+    }
+    assert_invalid(
+        backend
+            .query_entities(&table, &Query::new().filter(deep))
+            .await,
+        "a filter 1,001 levels deep",
+        |e| matches!(e, InvalidInput::FilterTooDeep { .. }),
+    );
+    // The key names and ordinary names still work, and stay in the tenant.
+    let scoped = Filter::partition_key().eq("t1") & prop("Name").eq("x");
+    let found = backend
+        .query_all(&table, Query::new().filter(scoped))
+        .await
+        .expect("query");
+    assert_eq!(found.len(), 3);
+    assert!(found.iter().all(|e| e.partition_key == "t1"));
     backend.delete_table(&table).await.expect("delete table");
 }

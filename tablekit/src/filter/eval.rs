@@ -23,22 +23,73 @@ fn lookup<'a>(entity: &'a Entity, name: &str) -> Option<Field<'a>> {
     }
 }
 
+/// How deep [`matches`] recurses before it goes on with its own stack.
+const RECURSION_LIMIT: usize = 64;
+
 pub(super) fn matches(filter: &Filter, entity: &Entity) -> bool {
+    matches_at(filter, entity, 0)
+}
+
+fn matches_at(filter: &Filter, entity: &Entity, depth: usize) -> bool {
+    if depth > RECURSION_LIMIT {
+        return matches_deep(filter, entity);
+    }
     match filter {
         Filter::Compare {
             property,
             op,
             value,
-        } => match lookup(entity, property) {
-            // A comparison with a property the entity lacks is false, `ne` too.
-            None => false,
-            Some(Field::Str(s)) => compare_str(s, *op, value),
-            Some(Field::Time(t)) => compare_value(&Value::DateTime(t), *op, value),
-            Some(Field::Value(v)) => compare_value(v, *op, value),
-        },
-        Filter::And(a, b) => matches(a, entity) && matches(b, entity),
-        Filter::Or(a, b) => matches(a, entity) || matches(b, entity),
-        Filter::Not(f) => !matches(f, entity),
+        } => compare(entity, property, *op, value),
+        Filter::And(a, b) => matches_at(a, entity, depth + 1) && matches_at(b, entity, depth + 1),
+        Filter::Or(a, b) => matches_at(a, entity, depth + 1) || matches_at(b, entity, depth + 1),
+        Filter::Not(f) => !matches_at(f, entity, depth + 1),
+    }
+}
+
+/// Evaluates a tree of any depth with a stack of its own (and without
+/// short-circuits): for trees no backend would accept, which a caller may
+/// still evaluate directly.
+fn matches_deep(filter: &Filter, entity: &Entity) -> bool {
+    // Visit each node twice: first to schedule its operands, then, with their
+    // results on `results`, to combine them.
+    let mut work = vec![(filter, false)];
+    let mut results: Vec<bool> = Vec::new();
+    while let Some((node, operands_done)) = work.pop() {
+        match node {
+            Filter::Compare {
+                property,
+                op,
+                value,
+            } => results.push(compare(entity, property, *op, value)),
+            Filter::And(a, b) | Filter::Or(a, b) if !operands_done => {
+                work.extend([(node, true), (&**b, false), (&**a, false)]);
+            }
+            Filter::Not(a) if !operands_done => work.extend([(node, true), (&**a, false)]),
+            Filter::Not(_) => {
+                let a = results.pop().unwrap_or(false);
+                results.push(!a);
+            }
+            Filter::And(..) | Filter::Or(..) => {
+                let b = results.pop().unwrap_or(false);
+                let a = results.pop().unwrap_or(false);
+                results.push(if matches!(node, Filter::And(..)) {
+                    a && b
+                } else {
+                    a || b
+                });
+            }
+        }
+    }
+    results.pop().unwrap_or(false)
+}
+
+fn compare(entity: &Entity, property: &str, op: CompareOp, value: &Value) -> bool {
+    match lookup(entity, property) {
+        // A comparison with a property the entity lacks is false, `ne` too.
+        None => false,
+        Some(Field::Str(s)) => compare_str(s, op, value),
+        Some(Field::Time(t)) => compare_value(&Value::DateTime(t), op, value),
+        Some(Field::Value(v)) => compare_value(v, op, value),
     }
 }
 

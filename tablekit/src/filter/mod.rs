@@ -70,7 +70,11 @@ impl CompareOp {
 /// A query filter: comparisons of a property with a typed constant, combined
 /// with `and`, `or` and `not`. Build with [`prop`], [`Filter::partition_key`] and
 /// [`Filter::row_key`], and combine with `&`, `|` and `!`.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// However deep a tree is built, dropping, cloning, comparing, counting and
+/// rendering it never recurse, so they cannot overflow the stack; a backend
+/// refuses a tree deeper than [`MAX_FILTER_DEPTH`](crate::validate::limits::MAX_FILTER_DEPTH)
+/// or with more comparisons than the service allows before anything is sent.
 pub enum Filter {
     /// `property op value`.
     Compare {
@@ -160,11 +164,53 @@ impl Filter {
 
     /// How many comparisons the filter holds (the service allows 15).
     pub fn comparison_count(&self) -> usize {
+        self.nodes()
+            .filter(|(node, _)| node.is_comparison())
+            .count()
+    }
+
+    /// How deeply the tree nests: 1 for a single comparison, one more for
+    /// each `and`, `or` or `not` above it.
+    pub fn depth(&self) -> usize {
+        self.nodes().map(|(_, depth)| depth).max().unwrap_or(1)
+    }
+
+    /// Every comparison of the filter, left to right.
+    pub fn comparisons(&self) -> impl Iterator<Item = (&str, CompareOp, &Value)> {
+        self.nodes().filter_map(|(node, _)| match node {
+            Filter::Compare {
+                property,
+                op,
+                value,
+            } => Some((property.as_str(), *op, value)),
+            _ => None,
+        })
+    }
+
+    fn is_comparison(&self) -> bool {
+        matches!(self, Filter::Compare { .. })
+    }
+
+    /// The operands of an `and`, `or` or `not`.
+    fn children(&self) -> (Option<&Filter>, Option<&Filter>) {
         match self {
-            Filter::Compare { .. } => 1,
-            Filter::And(a, b) | Filter::Or(a, b) => a.comparison_count() + b.comparison_count(),
-            Filter::Not(f) => f.comparison_count(),
+            Filter::Compare { .. } => (None, None),
+            Filter::And(a, b) | Filter::Or(a, b) => (Some(a), Some(b)),
+            Filter::Not(a) => (Some(a), None),
         }
+    }
+
+    /// Every node with its depth (1 at the root), in prefix order, walked
+    /// with a stack of its own rather than by recursion.
+    fn nodes(&self) -> impl Iterator<Item = (&Filter, usize)> {
+        let mut stack = vec![(self, 1)];
+        std::iter::from_fn(move || {
+            let (node, depth) = stack.pop()?;
+            let (a, b) = node.children();
+            stack.extend(b.map(|b| (b, depth + 1)));
+            stack.extend(a.map(|a| (a, depth + 1)));
+            Some((node, depth))
+        })
     }
 
     /// Parses an OData `$filter` string of the store's dialect.
@@ -206,21 +252,162 @@ impl std::ops::Not for Filter {
 
 /// Renders the OData `$filter` text. Every operand of `and`, `or` and `not` is
 /// parenthesised, so the text parses back to the same tree.
+///
+/// This is the text as built: property names are written as they are. The
+/// backends render a filter only after [`crate::validate::query`] has checked
+/// every name, so no name can change a request's structure; text meant for a
+/// request of your own should go through that check too.
 impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Filter::Compare {
-                property,
-                op,
-                value,
-            } => {
-                write!(f, "{property} {} ", op.as_str())?;
-                write_literal(f, value)
-            }
-            Filter::And(a, b) => write!(f, "({a}) and ({b})"),
-            Filter::Or(a, b) => write!(f, "({a}) or ({b})"),
-            Filter::Not(inner) => write!(f, "not ({inner})"),
+        /// What is left to write, last first.
+        enum Step<'a> {
+            Node(&'a Filter),
+            Text(&'static str),
         }
+        let mut steps = vec![Step::Node(self)];
+        while let Some(step) = steps.pop() {
+            match step {
+                Step::Text(text) => f.write_str(text)?,
+                Step::Node(Filter::Compare {
+                    property,
+                    op,
+                    value,
+                }) => {
+                    write!(f, "{property} {} ", op.as_str())?;
+                    write_literal(f, value)?;
+                }
+                Step::Node(Filter::And(a, b) | Filter::Or(a, b)) => {
+                    let joint = if matches!(step, Step::Node(Filter::And(..))) {
+                        ") and ("
+                    } else {
+                        ") or ("
+                    };
+                    steps.extend([
+                        Step::Text(")"),
+                        Step::Node(b),
+                        Step::Text(joint),
+                        Step::Node(a),
+                        Step::Text("("),
+                    ]);
+                }
+                Step::Node(Filter::Not(inner)) => {
+                    steps.extend([Step::Text(")"), Step::Node(inner), Step::Text("not (")]);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Shows the rendered filter.
+impl fmt::Debug for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Filter({self})")
+    }
+}
+
+/// A leaf that owns nothing, to move a subtree out in its place.
+fn placeholder() -> Filter {
+    Filter::Compare {
+        property: String::new(),
+        op: CompareOp::Eq,
+        value: Value::Boolean(false),
+    }
+}
+
+/// Takes a node's operands out, leaving placeholders.
+fn take_children(node: &mut Filter, out: &mut Vec<Filter>) {
+    match node {
+        Filter::Compare { .. } => {}
+        Filter::And(a, b) | Filter::Or(a, b) => {
+            out.push(std::mem::replace(&mut **a, placeholder()));
+            out.push(std::mem::replace(&mut **b, placeholder()));
+        }
+        Filter::Not(a) => out.push(std::mem::replace(&mut **a, placeholder())),
+    }
+}
+
+/// Drops without recursion: a tree of any depth is taken apart node by node.
+impl Drop for Filter {
+    fn drop(&mut self) {
+        if self.is_comparison() {
+            return;
+        }
+        let mut pending = Vec::new();
+        take_children(self, &mut pending);
+        while let Some(mut node) = pending.pop() {
+            take_children(&mut node, &mut pending);
+        }
+    }
+}
+
+/// Clones without recursion.
+impl Clone for Filter {
+    fn clone(&self) -> Filter {
+        // Nodes in prefix order, rebuilt from the last: each operator takes
+        // its operands, already built, from the top of `built`.
+        let order: Vec<&Filter> = self.nodes().map(|(node, _)| node).collect();
+        let mut built: Vec<Filter> = Vec::with_capacity(order.len());
+        for node in order.into_iter().rev() {
+            let copy = match node {
+                Filter::Compare {
+                    property,
+                    op,
+                    value,
+                } => Filter::Compare {
+                    property: property.clone(),
+                    op: *op,
+                    value: value.clone(),
+                },
+                Filter::Not(_) => Filter::Not(Box::new(built.pop().unwrap_or_else(placeholder))),
+                Filter::And(..) | Filter::Or(..) => {
+                    let a = built.pop().unwrap_or_else(placeholder);
+                    let b = built.pop().unwrap_or_else(placeholder);
+                    if matches!(node, Filter::And(..)) {
+                        Filter::And(Box::new(a), Box::new(b))
+                    } else {
+                        Filter::Or(Box::new(a), Box::new(b))
+                    }
+                }
+            };
+            built.push(copy);
+        }
+        built.pop().unwrap_or_else(placeholder)
+    }
+}
+
+/// Compares without recursion.
+impl PartialEq for Filter {
+    fn eq(&self, other: &Filter) -> bool {
+        let mut pairs = vec![(self, other)];
+        while let Some(pair) = pairs.pop() {
+            match pair {
+                (
+                    Filter::Compare {
+                        property: p1,
+                        op: o1,
+                        value: v1,
+                    },
+                    Filter::Compare {
+                        property: p2,
+                        op: o2,
+                        value: v2,
+                    },
+                ) => {
+                    if p1 != p2 || o1 != o2 || v1 != v2 {
+                        return false;
+                    }
+                }
+                (Filter::And(a1, b1), Filter::And(a2, b2))
+                | (Filter::Or(a1, b1), Filter::Or(a2, b2)) => {
+                    pairs.push((b1, b2));
+                    pairs.push((a1, a2));
+                }
+                (Filter::Not(a1), Filter::Not(a2)) => pairs.push((a1, a2)),
+                _ => return false,
+            }
+        }
+        true
     }
 }
 

@@ -9,6 +9,7 @@ use base64::Engine as _;
 use super::{CompareOp, Filter};
 use crate::datetime::DateTime;
 use crate::error::InvalidInput;
+use crate::validate::limits::MAX_FILTER_DEPTH;
 use crate::value::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +183,8 @@ struct Parser {
     tokens: Vec<(usize, Token)>,
     next: usize,
     end: usize,
+    /// How many `not`s and `(`s enclose the token being read.
+    nesting: usize,
 }
 
 impl Parser {
@@ -225,18 +228,34 @@ impl Parser {
     }
 
     fn unary(&mut self) -> Result<Filter, InvalidInput> {
-        if self.keyword("not") {
-            return Ok(self.unary()?.negate());
+        let nested = matches!(self.peek(), Some(Token::LParen))
+            || matches!(self.peek(), Some(Token::Ident(w)) if w == "not");
+        if !nested {
+            return self.comparison();
         }
-        if self.peek() == Some(&Token::LParen) {
+        // Each level is a level of recursion here: refuse text nested deeper
+        // than any filter the service takes, before the stack runs out.
+        if self.nesting >= MAX_FILTER_DEPTH {
+            return Err(InvalidInput::FilterTooDeep {
+                depth: self.nesting + 1,
+                max: MAX_FILTER_DEPTH,
+            });
+        }
+        self.nesting += 1;
+        let inner = if self.keyword("not") {
+            self.unary().map(Filter::negate)
+        } else {
             self.next += 1;
-            let inner = self.or()?;
-            if self.take() != Some(Token::RParen) {
-                return Err(syntax(self.position(), "expected `)`"));
-            }
-            return Ok(inner);
-        }
-        self.comparison()
+            self.or().and_then(|inner| {
+                if self.take() == Some(Token::RParen) {
+                    Ok(inner)
+                } else {
+                    Err(syntax(self.position(), "expected `)`"))
+                }
+            })
+        };
+        self.nesting -= 1;
+        inner
     }
 
     fn comparison(&mut self) -> Result<Filter, InvalidInput> {
@@ -289,6 +308,7 @@ pub(super) fn parse(text: &str) -> Result<Filter, InvalidInput> {
         tokens,
         next: 0,
         end: text.len(),
+        nesting: 0,
     };
     let filter = parser.or()?;
     if parser.next < parser.tokens.len() {

@@ -188,3 +188,105 @@ proptest! {
         prop_assert_eq!(back, filter);
     }
 }
+
+/// 10,000 nested `(` and 100,000 `not`s are refused with a typed error, not a
+/// stack overflow.
+#[test]
+fn deep_text_is_refused_not_a_crash() {
+    let parens = format!("{}A eq 1{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(matches!(
+        Filter::parse(&parens),
+        Err(crate::InvalidInput::FilterTooDeep { .. })
+    ));
+    let nots = format!("{}A eq 1", "not ".repeat(100_000));
+    assert!(matches!(
+        Filter::parse(&nots),
+        Err(crate::InvalidInput::FilterTooDeep { .. })
+    ));
+    // Up to the limit it still parses.
+    let depth = crate::validate::limits::MAX_FILTER_DEPTH;
+    let fits = format!("{}A eq 1{}", "(".repeat(depth), ")".repeat(depth));
+    assert_eq!(Filter::parse(&fits).unwrap(), prop("A").eq(1));
+}
+
+/// A filter built in code with 100,000 terms (or `not`s) can be counted,
+/// measured, validated, cloned, compared, rendered, evaluated and dropped.
+#[test]
+fn deep_trees_never_recurse() {
+    let mut wide = prop("A").eq(0);
+    for i in 1..100_000 {
+        wide = wide | prop("A").eq(i);
+    }
+    assert_eq!(wide.comparison_count(), 100_000);
+    assert_eq!(wide.depth(), 100_000);
+    assert!(matches!(
+        crate::validate::filter(&wide),
+        Err(crate::InvalidInput::FilterTooComplex { count: 100_000, .. })
+    ));
+    let copy = wide.clone();
+    assert!(copy == wide);
+    assert!(wide.to_string().ends_with("(A eq 99999)"));
+    let mut e = entity();
+    e.insert("A", 99_999);
+    assert!(wide.matches(&e));
+    e.insert("A", 100_000);
+    assert!(!wide.matches(&e));
+    drop(copy);
+    drop(wide);
+
+    let mut nots = prop("A").eq(1);
+    for _ in 0..100_000 {
+        nots = !nots;
+    }
+    assert_eq!(nots.comparison_count(), 1);
+    assert!(matches!(
+        crate::validate::filter(&nots),
+        Err(crate::InvalidInput::FilterTooDeep { depth: 100_001, .. })
+    ));
+    e.insert("A", 1);
+    assert!(nots.matches(&e), "an even number of `not`s");
+    drop(nots);
+}
+
+/// Names that would change the structure of the rendered text are refused by
+/// the validator every backend runs; key and system names are accepted.
+#[test]
+fn hostile_property_names_are_refused() {
+    for hostile in [
+        "Name ne 'q') or (Name",
+        "x eq 0) or (Daily_y",
+        "a b",
+        "",
+        "a'b",
+        "odata.type",
+        "$x",
+        "and",
+        "OR",
+        "Not",
+        "true",
+        "NaN",
+        "eq",
+    ] {
+        let filter = prop(hostile).eq("x");
+        assert!(
+            matches!(
+                crate::validate::filter(&filter),
+                Err(crate::InvalidInput::FilterPropertyName { .. })
+            ),
+            "{hostile:?}"
+        );
+        let nested = Filter::partition_key().eq("tenant") & !prop(hostile).eq(1);
+        assert!(crate::validate::filter(&nested).is_err(), "{hostile:?}");
+    }
+    for fine in [
+        "PartitionKey",
+        "RowKey",
+        "Timestamp",
+        "Name",
+        "_x1",
+        "Größe",
+        "Android",
+    ] {
+        assert!(crate::validate::filter(&prop(fine).eq(1)).is_ok(), "{fine}");
+    }
+}

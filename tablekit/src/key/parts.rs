@@ -114,8 +114,22 @@ impl KeyPart for DateTime {
         self.write_iso(out, ":", false);
     }
     fn read_key(text: &str) -> Result<Self, String> {
-        if text.len() != Self::WIDTH {
-            return Err(format!("expected a 28-character timestamp, found {text:?}"));
+        // Exactly the form `write_key` writes, `YYYY-MM-DDThh:mm:ss.fffffffZ`:
+        // `DateTime::parse` also takes offsets and shorter fractions, which
+        // would let two stored keys decode to one value.
+        const SHAPE: &[u8; 28] = b"0000-00-00T00:00:00.0000000Z";
+        let canonical = text.len() == Self::WIDTH
+            && text.bytes().zip(SHAPE).all(|(b, &s)| {
+                if s == b'0' {
+                    b.is_ascii_digit()
+                } else {
+                    b == s
+                }
+            });
+        if !canonical {
+            return Err(format!(
+                "expected a timestamp of the form 2020-01-02T03:04:05.0000000Z, found {text:?}"
+            ));
         }
         DateTime::parse(text).map_err(|e| e.to_string())
     }

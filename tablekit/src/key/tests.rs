@@ -222,3 +222,109 @@ fn decoding_rejects_what_encoding_never_writes() {
     );
     assert!(<uuid::Uuid as KeyTuple>::decode("C9DA6455-213D-42C9-9A79-3E9149A57833").is_err());
 }
+
+/// Mutates `text` at `at`: replaces, inserts or removes one character.
+fn mutate(text: &str, at: usize, how: u8, with: char) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    let at = if chars.is_empty() {
+        0
+    } else {
+        at % chars.len()
+    };
+    match how % 3 {
+        0 if !chars.is_empty() => chars[at] = with,
+        1 => chars.insert(at, with),
+        _ if !chars.is_empty() => {
+            chars.remove(at);
+        }
+        _ => chars.push(with),
+    }
+    chars.into_iter().collect()
+}
+
+/// The characters a mutation puts in: those the encodings use, and a few
+/// that a hand-made key might hold instead.
+fn mutation_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        prop::sample::select(vec![
+            '0', '1', '5', '9', '-', '+', '_', ' ', ':', '.', 'T', 'Z', 'z', 'a', 'A', 'F', 'f',
+            '{', '}', '\u{FFFD}', '\u{FFFC}', '\u{100}', '\u{120}', '"', '~', '[', '>'
+        ]),
+        any::<char>(),
+    ]
+}
+
+/// Whenever `text` decodes, it is the one text its value encodes to.
+fn check_canonical<K: KeyTuple + std::fmt::Debug>(text: &str) -> Result<(), TestCaseError> {
+    if let Ok(value) = K::decode(text) {
+        prop_assert_eq!(encode(&value), text, "{:?} decoded to {:?}", text, value);
+    }
+    Ok(())
+}
+
+/// Checks canonical decoding for `value`'s encoding under one mutation.
+fn check_mutated<K: KeyTuple + std::fmt::Debug>(
+    value: &K,
+    at: usize,
+    how: u8,
+    with: char,
+) -> Result<(), TestCaseError> {
+    let text = encode(value);
+    check_canonical::<K>(&text)?;
+    check_canonical::<K>(&mutate(&text, at, how, with))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// For every key type, `decode(s)` succeeds only when `encode(decode(s)) == s`,
+    /// over encodings with one character replaced, inserted or removed.
+    #[test]
+    fn decoders_accept_only_what_encoders_write(
+        n: u64, i: i64, t in DateTime::MIN.ticks()..=DateTime::MAX.ticks(), g: u128,
+        s in any_string(), s2 in any_string(),
+        at: usize, how: u8, with in mutation_char(),
+    ) {
+        let t = DateTime::from_ticks(t).unwrap();
+        check_mutated(&(n as u8), at, how, with)?;
+        check_mutated(&(n as u16), at, how, with)?;
+        check_mutated(&(n as u32), at, how, with)?;
+        check_mutated(&n, at, how, with)?;
+        check_mutated(&(i as i8), at, how, with)?;
+        check_mutated(&(i as i16), at, how, with)?;
+        check_mutated(&(i as i32), at, how, with)?;
+        check_mutated(&i, at, how, with)?;
+        check_mutated(&(n % 2 == 0), at, how, with)?;
+        check_mutated(&t, at, how, with)?;
+        check_mutated(&InvertedTime(t), at, how, with)?;
+        check_mutated(&uuid::Uuid::from_u128(g), at, how, with)?;
+        check_mutated(&s, at, how, with)?;
+        check_mutated(&(s.clone(), n as u16), at, how, with)?;
+        check_mutated(&(n as u16, s.clone()), at, how, with)?;
+        check_mutated(&(s.clone(), s2.clone()), at, how, with)?;
+        check_mutated(&(t, s.clone(), i as i32), at, how, with)?;
+    }
+
+    /// Arbitrary text, not derived from an encoding.
+    #[test]
+    fn decoders_refuse_arbitrary_text_they_would_not_write(text in "[-+0-9_: .TZa-f\u{FFFD}\u{FFFC}\u{100}\u{120}]{0,40}") {
+        check_canonical::<u8>(&text)?;
+        check_canonical::<i16>(&text)?;
+        check_canonical::<i64>(&text)?;
+        check_canonical::<DateTime>(&text)?;
+        check_canonical::<InvertedTime>(&text)?;
+        check_canonical::<String>(&text)?;
+        check_canonical::<(String, u8)>(&text)?;
+        check_canonical::<(String, String)>(&text)?;
+    }
+}
+
+/// The case reported from outside: a timestamp with an offset and a short
+/// fraction is 28 characters long too.
+#[test]
+fn datetime_keys_with_another_spelling_are_refused() {
+    assert!(<DateTime as KeyTuple>::decode("2020-01-02T03:04:05.12+00:00").is_err());
+    assert!(<DateTime as KeyTuple>::decode("2020-01-02T03:04:05.1200000Z").is_ok());
+    assert!(<DateTime as KeyTuple>::decode("2020-01-02t03:04:05.1200000Z").is_err());
+    assert!(<DateTime as KeyTuple>::decode("2020-01-02T03:04:05.1200000z").is_err());
+}

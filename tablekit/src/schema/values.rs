@@ -183,7 +183,17 @@ impl PropertyValue for f64 {
 impl PropertyValue for f32 {
     scalar!(|v| ValueRef::Double(f64::from(*v)));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
-        Ok(f64::from_value(value)? as f32)
+        let wide = f64::from_value(value)?;
+        // `as` rounds to the nearest f32 (and overflows to infinity): accept
+        // only values that come back to the same f64, NaN included.
+        let narrow = wide as f32;
+        if f64::from(narrow) == wide || wide.is_nan() {
+            Ok(narrow)
+        } else {
+            Err(ValueError::Invalid(format!(
+                "{wide:?} cannot be held exactly by an f32"
+            )))
+        }
     }
 }
 
@@ -397,6 +407,44 @@ mod tests {
         ));
         assert!(matches!(String::from_value(None), Err(ValueError::Missing)));
         assert_eq!(Option::<String>::from_owned(None).unwrap(), None);
+    }
+
+    /// An f32 takes a Double only when it holds the very same value.
+    #[test]
+    fn f32_refuses_what_it_cannot_hold_exactly() {
+        for exact in [
+            0.5,
+            -1.25,
+            0.0,
+            -0.0,
+            1e30_f32 as f64,
+            f64::INFINITY,
+            16_777_216.0,
+        ] {
+            let read = f32::from_value(Some(&Value::Double(exact))).unwrap();
+            assert_eq!(f64::from(read), exact);
+        }
+        assert!(
+            f32::from_value(Some(&Value::Double(f64::NAN)))
+                .unwrap()
+                .is_nan()
+        );
+        assert_eq!(f32::from_value(Some(&Value::Int32(-7))).unwrap(), -7.0);
+        for lossy in [
+            Value::Double(0.1),
+            Value::Double(1e300),
+            Value::Double(1e-50),
+            Value::Int32(16_777_217),
+        ] {
+            assert!(
+                matches!(f32::from_value(Some(&lossy)), Err(ValueError::Invalid(_))),
+                "{lossy:?}"
+            );
+        }
+        for v in [0.1_f32, f32::MAX, f32::MIN_POSITIVE, 3.4028235e38] {
+            let stored = v.to_value().unwrap();
+            assert_eq!(f32::from_value(stored.as_ref()).unwrap(), v, "round trip");
+        }
     }
 
     #[cfg(feature = "chrono")]
