@@ -118,11 +118,9 @@ impl AzureTables {
     /// service would refuse them; Azurite would not).
     fn check_range(&self, pk: &str, rk: &str) -> Result<()> {
         match &self.inner.sas_range {
-            Some(range) if !range.allows(pk, rk) => Err(Error::Service {
-                status: 403,
-                code: "AuthorizationFailure".into(),
-                message: format!("({pk:?}, {rk:?}) is outside the key range of this client's SAS"),
-            }),
+            Some(range) if !range.allows(pk, rk) => Err(outside_range(format!(
+                "({pk:?}, {rk:?}) is outside the key range of this client's SAS"
+            ))),
             _ => Ok(()),
         }
     }
@@ -423,6 +421,25 @@ impl TableBackend for AzureTables {
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         validate::table_name(table)?;
+        // A client scoped to a key range sees only that range, as the service
+        // enforces it (Azurite does not): a query that can only reach outside
+        // is refused, the rest is narrowed, and anything outside that still
+        // comes back is dropped.
+        let range = self.inner.sas_range.as_ref().filter(|r| r.is_bounded());
+        let narrowed;
+        let query = match range {
+            Some(range) => {
+                validate::query(query)?;
+                if !range.may_reach(query.filter.as_ref()) {
+                    return Err(outside_range(format!(
+                        "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
+                    )));
+                }
+                narrowed = range.narrow(query);
+                &narrowed
+            }
+            None => query,
+        };
         let target = Target::table(table);
         let mut call = self.call(
             Method::GET,
@@ -432,7 +449,10 @@ impl TableBackend for AzureTables {
         );
         call.query = policy::query_parameters(query)?;
         let reply = self.send(call).await?;
-        let entities = decode_entities(&reply.body)?;
+        let mut entities = decode_entities(&reply.body)?;
+        if let Some(range) = range {
+            entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
+        }
         let continuation = policy::continuation(
             reply.header("x-ms-continuation-nextpartitionkey"),
             reply.header("x-ms-continuation-nextrowkey"),
@@ -532,6 +552,15 @@ impl TableBackend for AzureTables {
                 Err(cause.in_batch(index))
             }
         }
+    }
+}
+
+/// What the service answers for keys outside a SAS's range.
+fn outside_range(message: String) -> Error {
+    Error::Service {
+        status: 403,
+        code: "AuthorizationFailure".into(),
+        message,
     }
 }
 

@@ -3,7 +3,10 @@
 //! tested on their own.
 
 use std::cmp::Ordering;
+use std::ops::Bound;
 use std::time::Duration;
+
+use tablekit::filter::{Filter, KeyRange};
 
 use tablekit::keyorder::cmp_utf16;
 use tablekit::{ContinuationToken, Error, InvalidInput, Query, validate};
@@ -169,6 +172,90 @@ impl SasRange {
                     .is_none_or(|erk| cmp_utf16(rk, erk) != Ordering::Greater),
             });
         after_start && before_end
+    }
+
+    /// Whether the range leaves keys out at all.
+    pub fn is_bounded(&self) -> bool {
+        self.start.is_some() || self.end.is_some()
+    }
+
+    /// The PartitionKeys the range reaches, `spk` to `epk`.
+    pub fn partitions(&self) -> KeyRange<'_> {
+        KeyRange {
+            lower: self
+                .start
+                .as_ref()
+                .map_or(Bound::Unbounded, |(pk, _)| Bound::Included(pk.as_str())),
+            upper: self
+                .end
+                .as_ref()
+                .map_or(Bound::Unbounded, |(pk, _)| Bound::Included(pk.as_str())),
+        }
+    }
+
+    /// The RowKeys the range reaches inside partition `pk` (which
+    /// [`SasRange::partitions`] holds): bounded only in the first and last one.
+    fn rows_in(&self, pk: &str) -> KeyRange<'_> {
+        fn edge<'r>(end: &'r Option<(String, Option<String>)>, pk: &str) -> Bound<&'r str> {
+            match end {
+                Some((edge_pk, Some(rk))) if edge_pk == pk => Bound::Included(rk.as_str()),
+                _ => Bound::Unbounded,
+            }
+        }
+        KeyRange {
+            lower: edge(&self.start, pk),
+            upper: edge(&self.end, pk),
+        }
+    }
+
+    /// Whether a query with `filter` may match an entity inside the range.
+    /// Only the key comparisons joined by `and` at the top of the filter are
+    /// read, so `false` means the query can only reach entities outside it.
+    pub fn may_reach(&self, filter: Option<&Filter>) -> bool {
+        let Some(filter) = filter else {
+            return true;
+        };
+        let partitions = filter
+            .key_range("PartitionKey")
+            .intersect(self.partitions());
+        if partitions.is_empty() {
+            return false;
+        }
+        match partitions.single() {
+            Some(pk) => !filter
+                .key_range("RowKey")
+                .intersect(self.rows_in(pk))
+                .is_empty(),
+            None => true,
+        }
+    }
+
+    /// The query narrowed to the range's partitions (`PartitionKey ge spk and
+    /// PartitionKey le epk` joined to its filter) when that keeps it within
+    /// the service's 15 comparisons; otherwise the query as it is. Either way
+    /// the caller still drops every returned entity the range does not allow,
+    /// as the service itself would not return it.
+    pub fn narrow(&self, query: &Query) -> Query {
+        let mut bounds = Vec::new();
+        if let Some((spk, _)) = &self.start {
+            bounds.push(Filter::partition_key().ge(spk.as_str()));
+        }
+        if let Some((epk, _)) = &self.end {
+            bounds.push(Filter::partition_key().le(epk.as_str()));
+        }
+        let mut narrowed = query.clone();
+        let count = query.filter.as_ref().map_or(0, Filter::comparison_count);
+        if count + bounds.len() > validate::limits::MAX_FILTER_COMPARISONS {
+            return narrowed;
+        }
+        let Some(bound) = bounds.into_iter().reduce(Filter::and) else {
+            return narrowed;
+        };
+        narrowed.filter = Some(match narrowed.filter.take() {
+            Some(filter) => bound.and(filter),
+            None => bound,
+        });
+        narrowed
     }
 
     /// Whether a whole partition lies inside the range (for queries that name one).

@@ -189,3 +189,90 @@ async fn blob_sas_tokens_grant_what_they_say() {
     );
     owner.delete_container("sasblobs").await.unwrap();
 }
+
+/// A range-scoped client's queries return only rows inside its range, and a
+/// query that can only reach outside it is refused (the service enforces
+/// ranges; Azurite does not, so this is the client's doing).
+#[tokio::test]
+async fn sas_range_scopes_every_query() {
+    use tablekit::filter::{Filter, prop};
+    use tablekit::{Query, TableBackendExt};
+
+    let owner = AzureTables::new(azurite::account()).unwrap();
+    owner.create_table("sasquery").await.unwrap();
+    for pk in ["a", "b", "c", "d", "e", "f"] {
+        for rk in ["r0", "r1", "r2"] {
+            owner
+                .insert_entity("sasquery", &Entity::new(pk, rk).with("v", 1))
+                .await
+                .unwrap();
+        }
+    }
+    let account = azurite::account();
+    let expiry = in_an_hour();
+    let ranged = TableSas {
+        table: "sasquery",
+        permissions: "r",
+        start: None,
+        expiry: &expiry,
+        start_key: Some(("b", "r1")),
+        end_key: Some(("d", "r1")),
+        version: tablekit_azure::client::SERVICE_VERSION,
+    };
+    let client = sas_client(ranged.token(&account.name, &key_of(&account)));
+    let keys = |rows: Vec<Entity>| -> Vec<String> {
+        rows.into_iter()
+            .map(|e| format!("{}/{}", e.partition_key, e.row_key))
+            .collect()
+    };
+    let inside = ["b/r1", "b/r2", "c/r0", "c/r1", "c/r2", "d/r0", "d/r1"];
+
+    let all = client.query_all("sasquery", Query::new()).await.unwrap();
+    assert_eq!(keys(all), inside, "no filter");
+    let unrelated = Query::new().filter(prop("v").eq(1));
+    let all = client.query_all("sasquery", unrelated).await.unwrap();
+    assert_eq!(keys(all), inside, "a filter on another property");
+    // Fifteen comparisons leave no room to narrow the request: the rows
+    // outside are still dropped.
+    let mut wide = prop("v").eq(1);
+    for i in 2..=15 {
+        wide = wide | prop("v").eq(i);
+    }
+    let all = client
+        .query_all("sasquery", Query::new().filter(wide))
+        .await
+        .unwrap();
+    assert_eq!(keys(all), inside, "fifteen comparisons");
+    // Pages of one row still add up to the range.
+    let paged = client
+        .query_all("sasquery", Query::new().top(1))
+        .await
+        .unwrap();
+    assert_eq!(keys(paged), inside, "one row a page");
+
+    let partly = Query::new().filter(Filter::partition_key().le("b"));
+    let rows = client.query_all("sasquery", partly).await.unwrap();
+    assert_eq!(
+        keys(rows),
+        ["b/r1", "b/r2"],
+        "a range that overlaps the edge"
+    );
+
+    for outside in [
+        Filter::partition_key().eq("a"),
+        Filter::partition_key().gt("d"),
+        Filter::partition_key().lt("b"),
+        Filter::partition_key().eq("b") & Filter::row_key().lt("r1"),
+        Filter::partition_key().eq("d") & Filter::row_key().eq("r2"),
+    ] {
+        let text = outside.to_string();
+        let refused = client
+            .query_entities("sasquery", &Query::new().filter(outside))
+            .await;
+        assert!(
+            matches!(refused, Err(Error::Service { status: 403, .. })),
+            "{text}: {refused:?}"
+        );
+    }
+    owner.delete_table("sasquery").await.unwrap();
+}

@@ -21,7 +21,9 @@ mod eval;
 mod parse;
 
 use std::fmt;
+use std::ops::Bound;
 
+use crate::keyorder::cmp_utf16;
 use crate::value::Value;
 
 /// A comparison operator.
@@ -91,6 +93,118 @@ pub enum Filter {
     Or(Box<Filter>, Box<Filter>),
     /// Must not hold.
     Not(Box<Filter>),
+}
+
+/// A range of key strings in the store's order ([`crate::keyorder::cmp_utf16`]),
+/// as [`Filter::key_range`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRange<'a> {
+    /// The lowest key allowed.
+    pub lower: Bound<&'a str>,
+    /// The highest key allowed.
+    pub upper: Bound<&'a str>,
+}
+
+impl<'a> KeyRange<'a> {
+    /// Every key.
+    pub fn all() -> KeyRange<'a> {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// Narrows the range to the keys that `key op value` allows (`ne` allows
+    /// keys on both sides, so it leaves the range as it is).
+    pub fn tighten(&mut self, op: CompareOp, value: &'a str) {
+        let (lower, upper) = match op {
+            CompareOp::Eq => (Bound::Included(value), Bound::Included(value)),
+            CompareOp::Ge => (Bound::Included(value), Bound::Unbounded),
+            CompareOp::Gt => (Bound::Excluded(value), Bound::Unbounded),
+            CompareOp::Le => (Bound::Unbounded, Bound::Included(value)),
+            CompareOp::Lt => (Bound::Unbounded, Bound::Excluded(value)),
+            CompareOp::Ne => return,
+        };
+        *self = self.intersect(KeyRange { lower, upper });
+    }
+
+    /// The keys both ranges allow.
+    pub fn intersect(mut self, other: KeyRange<'a>) -> KeyRange<'a> {
+        if lower_is_tighter(other.lower, self.lower) {
+            self.lower = other.lower;
+        }
+        if upper_is_tighter(other.upper, self.upper) {
+            self.upper = other.upper;
+        }
+        self
+    }
+
+    /// Whether no key lies in the range.
+    pub fn is_empty(&self) -> bool {
+        use std::cmp::Ordering::*;
+        match (self.lower, self.upper) {
+            (Bound::Included(l), Bound::Included(u)) => cmp_utf16(l, u) == Greater,
+            (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+            | (Bound::Excluded(l), Bound::Included(u)) => cmp_utf16(l, u) != Less,
+            _ => false,
+        }
+    }
+
+    /// Whether `key` lies in the range.
+    pub fn contains(&self, key: &str) -> bool {
+        use std::cmp::Ordering::*;
+        let above = match self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => cmp_utf16(key, l) != Less,
+            Bound::Excluded(l) => cmp_utf16(key, l) == Greater,
+        };
+        let below = match self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => cmp_utf16(key, u) != Greater,
+            Bound::Excluded(u) => cmp_utf16(key, u) == Less,
+        };
+        above && below
+    }
+
+    /// The single key the range holds, if it is `[k, k]`.
+    pub fn single(&self) -> Option<&'a str> {
+        match (self.lower, self.upper) {
+            (Bound::Included(l), Bound::Included(u)) if l == u => Some(l),
+            _ => None,
+        }
+    }
+}
+
+/// Whether lower bound `a` lets fewer keys through than `b`.
+fn lower_is_tighter(a: Bound<&str>, b: Bound<&str>) -> bool {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, _) => false,
+        (_, Bound::Unbounded) => true,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match cmp_utf16(x, y) {
+                Greater => true,
+                Less => false,
+                Equal => matches!((a, b), (Bound::Excluded(_), Bound::Included(_))),
+            }
+        }
+    }
+}
+
+/// Whether upper bound `a` lets fewer keys through than `b`.
+fn upper_is_tighter(a: Bound<&str>, b: Bound<&str>) -> bool {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, _) => false,
+        (_, Bound::Unbounded) => true,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match cmp_utf16(x, y) {
+                Less => true,
+                Greater => false,
+                Equal => matches!((a, b), (Bound::Excluded(_), Bound::Included(_))),
+            }
+        }
+    }
 }
 
 /// A property to compare, the start of a [`Filter`].
@@ -185,6 +299,35 @@ impl Filter {
             } => Some((property.as_str(), *op, value)),
             _ => None,
         })
+    }
+
+    /// The range of `key` (`"PartitionKey"` or `"RowKey"`) that the string
+    /// comparisons joined by `and` at the top of the filter allow; anything
+    /// under an `or` or `not` is left out, so every matching entity lies
+    /// inside the range (which may be wider than needed).
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// use tablekit::filter::{Filter, prop};
+    /// let f = Filter::partition_key().ge("b") & prop("Age").gt(3) & Filter::partition_key().lt("d");
+    /// let range = f.key_range("PartitionKey");
+    /// assert_eq!((range.lower, range.upper), (Bound::Included("b"), Bound::Excluded("d")));
+    /// ```
+    pub fn key_range(&self, key: &str) -> KeyRange<'_> {
+        let mut range = KeyRange::all();
+        let mut conjuncts = vec![self];
+        while let Some(node) = conjuncts.pop() {
+            match node {
+                Filter::And(a, b) => conjuncts.extend([&**b, &**a]),
+                Filter::Compare {
+                    property,
+                    op,
+                    value: Value::String(v),
+                } if property == key => range.tighten(*op, v),
+                _ => {}
+            }
+        }
+        range
     }
 
     fn is_comparison(&self) -> bool {

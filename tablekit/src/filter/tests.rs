@@ -290,3 +290,41 @@ fn hostile_property_names_are_refused() {
         assert!(crate::validate::filter(&prop(fine).eq(1)).is_ok(), "{fine}");
     }
 }
+
+fn key_filter() -> impl Strategy<Value = Filter> {
+    let op = prop_oneof![
+        Just(CompareOp::Eq),
+        Just(CompareOp::Ne),
+        Just(CompareOp::Gt),
+        Just(CompareOp::Ge),
+        Just(CompareOp::Lt),
+        Just(CompareOp::Le)
+    ];
+    let key = prop_oneof![Just("PartitionKey"), Just("RowKey"), Just("Other")];
+    let leaf = (key, op, "[ab\u{E000}\u{10000}]{0,3}")
+        .prop_map(|(key, op, value)| prop(key).compare(op, value));
+    leaf.prop_recursive(4, 12, 2, |inner| {
+        prop_oneof![
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| a & b),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| a | b),
+            inner.prop_map(|f| !f),
+        ]
+    })
+}
+
+proptest! {
+    /// Every entity a filter matches lies inside the key ranges it reports.
+    #[test]
+    fn key_ranges_hold_every_match(
+        filter in key_filter(),
+        pk in "[ab\u{E000}\u{10000}]{0,3}",
+        rk in "[ab\u{E000}\u{10000}]{0,3}",
+    ) {
+        let entity = Entity::new(pk.clone(), rk.clone()).with("Other", "a");
+        if filter.matches(&entity) {
+            prop_assert!(filter.key_range("PartitionKey").contains(&pk), "{} {:?}", filter, pk);
+            prop_assert!(filter.key_range("RowKey").contains(&rk), "{} {:?}", filter, rk);
+            prop_assert!(!filter.key_range("PartitionKey").is_empty());
+        }
+    }
+}
