@@ -53,6 +53,25 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
         }
     });
+    // Two variants of one kind would read every row of that kind into the
+    // first of them; types of different tables never share a partition.
+    let tk_ref = &tk;
+    let pairs = variants.iter().enumerate().flat_map(|(i, (_, a))| {
+        variants[i + 1..].iter().map(move |(_, b)| {
+            let tk = tk_ref;
+            let span = b.span();
+            quote_spanned! {span=>
+                const _: () = ::core::assert!(
+                    !#tk::same_kind(<#a as #tk::TableEntity>::KIND, <#b as #tk::TableEntity>::KIND),
+                    "two variants of this EntityKinds enum hold entity types of the same `kind`: rows of that kind would be read into the first one"
+                );
+                const _: () = ::core::assert!(
+                    #tk::str_eq(<#a as #tk::TableEntity>::TABLE, <#b as #tk::TableEntity>::TABLE),
+                    "the entity types of an EntityKinds enum must live in the same `table`"
+                );
+            }
+        })
+    });
     let kinds = variants.iter().map(|(_, ty)| {
         quote! {
             match <#ty as #tk::TableEntity>::KIND {
@@ -81,6 +100,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     quote! {
         const _: () = {
             #(#checks)*
+            #(#pairs)*
             #[automatically_derived]
             impl #impl_generics #tk::EntityKinds for #ident #ty_generics #where_clause {
                 type PartitionKey = <#first_ty as #tk::TableEntity>::PartitionKey;

@@ -22,6 +22,30 @@ pub use crate::value::{Value, ValueRef};
 pub use serde;
 pub use serde_json;
 
+/// `a == b`, in a constant (for the derives' compile-time checks).
+pub const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether two kinds are the same one (both `Some` and equal).
+pub const fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => str_eq(a, b),
+        _ => false,
+    }
+}
+
 /// Reads a property, or the field type's default when it is absent.
 pub fn read_property_or_default<V: PropertyValue + Default, S: PropertySource + ?Sized>(
     props: &S,
