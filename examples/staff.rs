@@ -229,10 +229,10 @@ async fn main() -> Result<(), Error> {
 
     println!("\n== optimistic concurrency: two writers, one ETag");
     let mut mine = employees.get("Sales", 123).await?.expect("stored");
-    let theirs = employees.get("Sales", 123).await?.expect("stored");
+    let mut theirs = employees.get("Sales", 123).await?.expect("stored");
     mine.email = "smith@fabrikam.com".into();
-    employees.replace(&mine).await?;
-    match employees.replace(&theirs).await {
+    employees.replace(&mut mine).await?;
+    match employees.replace(&mut theirs).await {
         Err(e @ Error::PreconditionFailed { .. }) => {
             println!("   the second writer is refused: {e}")
         }
@@ -253,7 +253,7 @@ async fn main() -> Result<(), Error> {
         .try_collect()
         .await?;
     for row in &rows {
-        let line = match &row.value {
+        let line = match &**row {
             StaffRow::Department(d) => format!("department managed by {}", d.manager),
             StaffRow::Employee(e) => format!("employee {} {}", e.id, e.name),
             StaffRow::Review(r) => format!("review {} {}", r.employee, r.year),

@@ -33,11 +33,15 @@
 //! let hundreds = staff.query().partition("Sales").rows(100..=199).collect().await?;
 //! assert_eq!(hundreds.iter().map(|e| e.id).collect::<Vec<_>>(), [123, 150]);
 //!
-//! // Optimistic concurrency: the write is guarded by the ETag read with the value.
+//! // Optimistic concurrency: the write is guarded by the ETag read with the
+//! // value, and refreshes it, so the same writer may write again.
 //! let mut ada = staff.get("Sales", 7).await?.expect("stored");
+//! let mut stale = ada.clone();
 //! ada.name = "Ada".into();
-//! staff.replace(&ada).await?;
-//! assert!(staff.replace(&ada).await.is_err(), "the ETag we hold is stale now");
+//! staff.replace(&mut ada).await?;
+//! ada.age = Some(36);
+//! staff.replace(&mut ada).await?;
+//! assert!(staff.replace(&mut stale).await.is_err(), "another writer got there first");
 //! # Ok(())
 //! # }
 //! ```

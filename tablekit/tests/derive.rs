@@ -196,12 +196,13 @@ async fn typed_client_round_trip() {
     staff.create_if_missing().await.unwrap();
     staff.insert(&ada()).await.unwrap();
     let mut loaded = staff.get("Sales", 123).await.unwrap().expect("stored");
+    let mut stale = loaded.clone();
     assert_eq!(loaded.name, "Ada");
     loaded.age = Some(37);
-    staff.replace(&loaded).await.unwrap();
-    // The ETag we hold is now stale.
+    staff.replace(&mut loaded).await.unwrap();
+    // The ETag of the version read first is now stale.
     assert!(matches!(
-        staff.replace(&loaded).await,
+        staff.replace(&mut stale).await,
         Err(Error::PreconditionFailed { .. })
     ));
     let updated = staff
@@ -249,8 +250,8 @@ async fn typed_client_round_trip() {
         .try_collect()
         .await
         .unwrap();
-    assert!(matches!(rows[0].value, StaffRow::Department(_)));
-    assert!(matches!(rows[1].value, StaffRow::Employee(_)));
+    assert!(matches!(*rows[0], StaffRow::Department(_)));
+    assert!(matches!(*rows[1], StaffRow::Employee(_)));
 
     // A row of an unknown kind: skipped or an error, as asked.
     backend

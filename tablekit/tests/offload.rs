@@ -91,7 +91,7 @@ async fn values_live_in_blobs_and_rows_keep_references() {
         "a small offload field stays in the row"
     );
     assert_eq!(blob_names(&f.blobs).await.len(), 1);
-    assert_eq!(f.photos.get("trip", 1).await.unwrap().unwrap().value, p);
+    assert_eq!(*f.photos.get("trip", 1).await.unwrap().unwrap(), p);
 
     // A caption too long for a row goes to a blob too.
     let long = photo(2, 10, 40_000, 2);
@@ -112,7 +112,7 @@ async fn values_live_in_blobs_and_rows_keep_references() {
     let before = blob_names(&f.blobs).await;
     let mut loaded = f.photos.get("trip", 1).await.unwrap().unwrap();
     loaded.image = vec![9; 1000];
-    f.photos.replace(&loaded).await.unwrap();
+    f.photos.replace(&mut loaded).await.unwrap();
     let after = blob_names(&f.blobs).await;
     assert_eq!(after.len(), before.len());
     assert_ne!(after, before, "the old image blob was replaced");
@@ -271,11 +271,11 @@ async fn wide_entities_offload_too() {
         3
     );
     assert_eq!(blob_names(&blobs).await.len(), 1);
-    assert_eq!(albums.get("o", 1).await.unwrap().unwrap().value, album);
+    assert_eq!(*albums.get("o", 1).await.unwrap().unwrap(), album);
     let mut loaded = albums.get("o", 1).await.unwrap().unwrap();
     loaded.cover = vec![2; 10];
     loaded.ratings.truncate(5);
-    albums.replace(&loaded).await.unwrap();
+    albums.replace(&mut loaded).await.unwrap();
     assert_eq!(
         backend
             .query_all("Albums", Query::new())
@@ -289,10 +289,7 @@ async fn wide_entities_offload_too() {
         1,
         "the old cover is gone, the new one stored"
     );
-    assert_eq!(
-        albums.get("o", 1).await.unwrap().unwrap().value,
-        loaded.value
-    );
+    assert_eq!(*albums.get("o", 1).await.unwrap().unwrap(), *loaded);
     let loaded = albums.get("o", 1).await.unwrap().unwrap();
     albums.delete(&loaded).await.unwrap();
     assert!(blob_names(&blobs).await.is_empty());

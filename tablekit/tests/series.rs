@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use tablekit::schema::{self, SeriesColumn};
-use tablekit::{Error, IfMatch, InvalidInput, SchemaError, Table, TableEntity, Value};
+use tablekit::{Error, IfMatch, InvalidInput, Loaded, SchemaError, Table, TableEntity, Value};
 use tablekit_mem::MemBackend;
 
 #[derive(TableEntity, Debug, Clone, PartialEq)]
@@ -105,7 +105,7 @@ async fn merge_one_element_keeps_the_others() {
             20240301,
             &hourly.at(5),
             &999,
-            &IfMatch::ETag(loaded.etag.clone()),
+            &IfMatch::ETag(Loaded::etag(&loaded).clone()),
         )
         .await
         .unwrap();
@@ -113,7 +113,7 @@ async fn merge_one_element_keeps_the_others() {
     assert_eq!(after.hourly[5], 999);
     assert_eq!(after.hourly[6], 60, "the other elements are untouched");
     assert_eq!(after.readings, [1.5, 2.5, 3.5]);
-    assert_eq!(after.etag, etag);
+    assert_eq!(Loaded::etag(&after), &etag);
 
     // The ETag we held is stale now: a guarded merge fails.
     let stale = meters
@@ -122,7 +122,7 @@ async fn merge_one_element_keeps_the_others() {
             20240301,
             &hourly.at(6),
             &1,
-            &IfMatch::ETag(loaded.etag),
+            &IfMatch::ETag(Loaded::etag(&loaded).clone()),
         )
         .await;
     assert!(matches!(stale, Err(Error::PreconditionFailed { .. })));

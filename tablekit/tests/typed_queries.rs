@@ -431,5 +431,5 @@ async fn bulk_writer_keeps_batches_under_the_payload_limit() {
     );
     let stored: Vec<_> = heavy.query().stream().try_collect().await.unwrap();
     assert_eq!(stored.len(), 10);
-    assert_eq!(stored[3].value.chunks, items[3].chunks);
+    assert_eq!(stored[3].chunks, items[3].chunks);
 }

@@ -14,7 +14,7 @@ use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::ext::TableBackendExt;
 use crate::layer::{Fault, FaultInjection, Injection, Operation};
-use crate::table::Table;
+use crate::table::{Loaded, Table};
 use crate::{TableEntity, table::wide};
 
 /// An entity with a data series, wide enough to need several rows.
@@ -89,7 +89,7 @@ pub async fn wide_entities_span_rows(backend: Arc<dyn TableBackend>) {
         handle.calls(Operation::QueryEntities),
         handle.calls(Operation::GetEntity),
     );
-    let loaded = table.get("n", 2024u16).await.expect("get").expect("stored");
+    let mut loaded = table.get("n", 2024u16).await.expect("get").expect("stored");
     // One range query (which a backend may answer in several pages), never a read per part.
     assert!(
         handle.calls(Operation::QueryEntities) > queries,
@@ -100,12 +100,12 @@ pub async fn wide_entities_span_rows(backend: Arc<dyn TableBackend>) {
         gets,
         "no point read per part"
     );
-    assert_eq!(loaded.value, days("n", 2024, 600, 1));
+    assert_eq!(*loaded, days("n", 2024, 600, 1));
 
     let mut smaller = loaded.clone();
-    smaller.value = days("n", 2024, 10, 2);
+    *smaller = days("n", 2024, 10, 2);
     table
-        .replace(&smaller)
+        .replace(&mut smaller)
         .await
         .expect("replace with fewer parts");
     assert_eq!(
@@ -113,7 +113,7 @@ pub async fn wide_entities_span_rows(backend: Arc<dyn TableBackend>) {
         1,
         "the surplus parts went in the same transaction"
     );
-    let stale = table.replace(&loaded).await;
+    let stale = table.replace(&mut loaded).await;
     assert!(
         matches!(stale, Err(Error::PreconditionFailed { .. })),
         "a stale ETag: {stale:?}"
@@ -140,12 +140,8 @@ pub async fn wide_entities_are_never_half_written(backend: Arc<dyn TableBackend>
             handle.inject(Injection::on(operation).fault(fault));
             let _ = table.upsert(&new).await;
             handle.clear();
-            let seen = table
-                .get("f", 1u16)
-                .await
-                .expect("read")
-                .expect("stored")
-                .value;
+            let seen =
+                Loaded::into_inner(table.get("f", 1u16).await.expect("read").expect("stored"));
             assert!(
                 seen == old || seen == new,
                 "{fault:?} on {operation:?} left a mixed entity"
@@ -226,12 +222,7 @@ pub async fn blob_offload_round_trips(backend: Arc<dyn TableBackend>, blobs: Arc
         "a small offload field stays in the row"
     );
     assert_eq!(
-        table
-            .get("f", 1u32)
-            .await
-            .expect("get")
-            .expect("stored")
-            .value,
+        *table.get("f", 1u32).await.expect("get").expect("stored"),
         doc
     );
 
@@ -245,7 +236,7 @@ pub async fn blob_offload_round_trips(backend: Arc<dyn TableBackend>, blobs: Arc
 
     let mut loaded = table.get("f", 1u32).await.expect("get").expect("stored");
     loaded.body = vec![7; 10];
-    table.replace(&loaded).await.expect("replace");
+    table.replace(&mut loaded).await.expect("replace");
     assert_eq!(
         blob_count(&*blobs, &container).await,
         3,
@@ -334,8 +325,8 @@ pub async fn blob_offload_survives_failures(
                     "insert" => table.insert(&new).await.map(drop),
                     "replace" => {
                         let mut changed = loaded.expect("loaded");
-                        changed.value = new.clone();
-                        table.replace(&changed).await.map(drop)
+                        *changed = new.clone();
+                        table.replace(&mut changed).await.map(drop)
                     }
                     "upsert" => table.upsert(&new).await.map(drop),
                     _ => table.delete_unconditionally("f", 1u32).await,
@@ -344,10 +335,9 @@ pub async fn blob_offload_survives_failures(
                 blob_faults.clear();
                 let context = format!("{write} with {fault:?} on {operation:?} ({result:?})");
                 match table.get("f", 1u32).await {
-                    Ok(Some(seen)) => assert!(
-                        seen.value == old || seen.value == new,
-                        "{context}: mixed entity"
-                    ),
+                    Ok(Some(seen)) => {
+                        assert!(*seen == old || *seen == new, "{context}: mixed entity")
+                    }
                     Ok(None) => assert!(
                         write == "insert" || write == "delete",
                         "{context}: entity vanished"

@@ -23,7 +23,7 @@
 //!
 //! let mut ada = people.get("core", 7).await?.expect("inserted");
 //! ada.age = Some(36);
-//! people.replace(&ada).await?; // guarded by the ETag read with `ada`
+//! people.replace(&mut ada).await?; // guarded by the ETag read with `ada`, then refreshed
 //!
 //! let adults = people.query().partition("core").filter(Person::columns().age.ge(18)).collect().await?;
 //! assert_eq!(adults.len(), 1);
@@ -56,21 +56,64 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 
 /// A value read from the store, with the ETag and Timestamp of the version
 /// read. Writes through [`Table::replace`], [`Table::merge`] and
-/// [`Table::delete`] are guarded by that ETag.
+/// [`Table::delete`] are guarded by that ETag, and `replace` and `merge`
+/// refresh it, so the same writer can write again.
+///
+/// `Loaded<T>` derefs to `T`, so `loaded.name` is the entity's own field.
+/// Its ETag and Timestamp are read with associated functions, in the style of
+/// [`Arc::strong_count`](std::sync::Arc::strong_count), so they can never
+/// shadow a field or method of `T` (an entity may well have a `timestamp`):
+///
+/// ```
+/// # use tablekit::{Loaded, ETag};
+/// let loaded = Loaded::new("value", ETag::new("W/\"datetime'2024-01-02T03%3A04%3A05.0000000Z'\""), None);
+/// assert_eq!(Loaded::etag(&loaded).as_str(), "W/\"datetime'2024-01-02T03%3A04%3A05.0000000Z'\"");
+/// assert_eq!(Loaded::into_inner(loaded), "value");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded<T> {
-    /// The value.
-    pub value: T,
-    /// The ETag of the version read.
-    pub etag: ETag,
-    /// When that version was written.
-    pub timestamp: Option<DateTime>,
+    value: T,
+    etag: ETag,
+    timestamp: Option<DateTime>,
 }
 
 impl<T> Loaded<T> {
+    /// A value with the ETag and Timestamp of the version it was read as.
+    pub fn new(value: T, etag: ETag, timestamp: Option<DateTime>) -> Loaded<T> {
+        Loaded {
+            value,
+            etag,
+            timestamp,
+        }
+    }
+
+    /// The ETag of the version read (or last written through this value).
+    pub fn etag(this: &Loaded<T>) -> &ETag {
+        &this.etag
+    }
+
+    /// When that version was written, as the store recorded it.
+    pub fn timestamp(this: &Loaded<T>) -> Option<DateTime> {
+        this.timestamp
+    }
+
     /// The value, without the ETag.
-    pub fn into_inner(self) -> T {
-        self.value
+    pub fn into_inner(this: Loaded<T>) -> T {
+        this.value
+    }
+
+    /// The value, the ETag and the Timestamp.
+    pub fn into_parts(this: Loaded<T>) -> (T, ETag, Option<DateTime>) {
+        (this.value, this.etag, this.timestamp)
+    }
+
+    /// Records that the value was written as the version `etag` (for writes
+    /// made outside [`Table::replace`] and [`Table::merge`], such as a
+    /// [`TableBatch`], whose `submit` returns each operation's ETag). The
+    /// Timestamp is the time the ETag names.
+    pub fn set_etag(this: &mut Loaded<T>, etag: ETag) {
+        this.timestamp = etag.timestamp().or(this.timestamp);
+        this.etag = etag;
     }
 }
 
@@ -269,24 +312,25 @@ impl<T: TableEntity> Table<T> {
 
     /// Replaces the stored entity if it is still the version that was read;
     /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
-    pub async fn replace(&self, loaded: &Loaded<T>) -> Result<ETag> {
-        self.write(
-            &loaded.value,
-            UpdateMode::Replace,
-            &IfMatch::ETag(loaded.etag.clone()),
-        )
-        .await
+    /// On success `loaded` holds the new version's ETag and Timestamp, so it
+    /// can be written again.
+    pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
+        self.write_loaded(loaded, UpdateMode::Replace).await
     }
 
     /// Merges into the stored entity if it is still the version that was read
-    /// (fields that are `None` keep their stored values).
-    pub async fn merge(&self, loaded: &Loaded<T>) -> Result<ETag> {
-        self.write(
-            &loaded.value,
-            UpdateMode::Merge,
-            &IfMatch::ETag(loaded.etag.clone()),
-        )
-        .await
+    /// (fields that are `None` keep their stored values). On success `loaded`
+    /// holds the new version's ETag and Timestamp.
+    pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
+        self.write_loaded(loaded, UpdateMode::Merge).await
+    }
+
+    async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
+        let etag = self
+            .write(&loaded.value, mode, &IfMatch::ETag(loaded.etag.clone()))
+            .await?;
+        Loaded::set_etag(loaded, etag.clone());
+        Ok(etag)
     }
 
     /// Replaces the stored entity whatever its version (`If-Match: *`).
@@ -401,12 +445,8 @@ impl<T: TableEntity> Table<T> {
                 }
                 .into());
             }
-            match self.replace(&loaded).await {
-                Ok(etag) => {
-                    loaded.etag = etag;
-                    loaded.timestamp = loaded.etag.timestamp();
-                    return Ok(loaded);
-                }
+            match self.replace(&mut loaded).await {
+                Ok(_) => return Ok(loaded),
                 Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
                 Err(e) => return Err(e),
             }
