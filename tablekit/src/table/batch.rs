@@ -17,6 +17,17 @@ fn refuse_wide<T: TableEntity>() -> Result<()> {
     Ok(())
 }
 
+/// An entity with offloaded fields is written by the blob protocol (blob
+/// first, then the row), which a batch of rows cannot follow.
+fn refuse_offload<T: TableEntity>() -> Result<()> {
+    if !T::BLOB_FIELDS.is_empty() {
+        return Err(crate::Error::NotSupported {
+            operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
+        });
+    }
+    Ok(())
+}
+
 /// An entity group transaction of typed writes: up to 100 operations on one
 /// partition, applied all or none. A failing operation is reported as
 /// [`BatchFailed`](crate::Error::BatchFailed) with its index in the order the
@@ -44,6 +55,7 @@ impl<T: TableEntity> TableBatch<T> {
         write: impl FnOnce(crate::Entity) -> BatchOperation,
     ) -> Result<&mut Self> {
         refuse_wide::<T>()?;
+        refuse_offload::<T>()?;
         let entity = schema::to_entity(value)?;
         self.operations.push(write(entity));
         Ok(self)

@@ -22,8 +22,10 @@ pub struct BulkFailure {
     pub error: Arc<Error>,
 }
 
-/// What a bulk write did.
+/// What a bulk write did. Items can fail while others are written, so the
+/// report must be looked at.
 #[derive(Debug, Clone, Default)]
+#[must_use = "some items may have failed: check `failures` or `is_complete()`"]
 pub struct BulkReport {
     /// How many items were written.
     pub written: usize,
@@ -96,8 +98,10 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
-        if T::WIDE {
-            return self.run_wide(items, mode).await;
+        // Wide entities are transactions of their own, and offloaded values
+        // follow the blob write protocol: both are written one by one.
+        if T::WIDE || !T::BLOB_FIELDS.is_empty() {
+            return self.run_one_by_one(items, mode).await;
         }
         let mut report = BulkReport::default();
         // Build every operation first; an item that cannot even be encoded fails alone.
@@ -131,29 +135,17 @@ impl<T: TableEntity> BulkWriter<T> {
 }
 
 impl<T: TableEntity> BulkWriter<T> {
-    /// Wide entities are each their own transaction: write them one by one,
-    /// `parallelism` at a time.
-    async fn run_wide(&self, items: &[T], mode: Mode) -> BulkReport {
-        let table = &self.table;
-        let results: Vec<(usize, Result<(), Error>)> = stream::iter(items.iter().enumerate())
-            .map(|(index, item)| async move {
-                let result = match mode {
-                    Mode::Insert => table.insert(item).await.map(drop),
-                    Mode::Upsert(UpdateMode::Replace) => table.upsert(item).await.map(drop),
-                    Mode::Upsert(UpdateMode::Merge) => table.upsert_merge(item).await.map(drop),
-                    Mode::Delete => {
-                        match (schema::partition_key_of(item), schema::row_key_of(item)) {
-                            (Ok(_), Ok(_)) => {
-                                table
-                                    .delete_unconditionally(item.partition_key(), item.row_key())
-                                    .await
-                            }
-                            (Err(e), _) | (_, Err(e)) => Err(e),
-                        }
-                    }
-                };
-                (index, result)
-            })
+    /// Writes each item through [`Table`]'s own write, `parallelism` at a time.
+    async fn run_one_by_one(&self, items: &[T], mode: Mode) -> BulkReport {
+        // The futures are made before they are streamed: a closure that
+        // borrows each item inside the stream would make this future
+        // impossible to spawn (rustc's "FnOnce is not general enough").
+        let writes: Vec<_> = items
+            .iter()
+            .enumerate()
+            .map(|(index, item)| write_one(&self.table, index, item, mode))
+            .collect();
+        let results: Vec<(usize, Result<(), Error>)> = stream::iter(writes)
             .buffer_unordered(self.parallelism)
             .collect()
             .await;
@@ -171,6 +163,29 @@ impl<T: TableEntity> BulkWriter<T> {
         report.failures.sort_by_key(|f| f.index);
         report
     }
+}
+
+/// Writes one item as its own transaction.
+async fn write_one<T: TableEntity>(
+    table: &Table<T>,
+    index: usize,
+    item: &T,
+    mode: Mode,
+) -> (usize, Result<(), Error>) {
+    let result = match mode {
+        Mode::Insert => table.insert(item).await.map(drop),
+        Mode::Upsert(UpdateMode::Replace) => table.upsert(item).await.map(drop),
+        Mode::Upsert(UpdateMode::Merge) => table.upsert_merge(item).await.map(drop),
+        Mode::Delete => match (schema::partition_key_of(item), schema::row_key_of(item)) {
+            (Ok(_), Ok(_)) => {
+                table
+                    .delete_unconditionally(item.partition_key(), item.row_key())
+                    .await
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
+    };
+    (index, result)
 }
 
 fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Error> {
