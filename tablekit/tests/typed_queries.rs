@@ -355,6 +355,84 @@ async fn bulk_writer_reports_exactly_the_failed_items() {
     assert_eq!(all.len(), stored);
 }
 
+/// Four writers load the same 1,000 rows at once: every row is written once,
+/// every other copy is reported as a conflict, and a batch full of conflicts
+/// costs a few requests, not one per row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_bulk_loads_do_not_degrade_to_one_request_per_row() {
+    let faulty = FaultInjection::new(MemBackend::new());
+    let handle = faulty.handle();
+    let staff: Table<Employee> = Table::new(faulty);
+    staff.create_if_missing().await.unwrap();
+    let items: Vec<_> = (0..1000)
+        .map(|id| employee(&format!("D{}", id % 10), id))
+        .collect();
+    let writers = (0..4).map(|_| {
+        let (staff, items) = (staff.clone(), items.clone());
+        tokio::spawn(async move { staff.bulk().insert(&items).await })
+    });
+    let reports = futures::future::join_all(writers).await;
+    let (mut written, mut conflicts, mut batches, mut queries) = (0, 0, 0, 0);
+    for report in reports {
+        let report = report.unwrap();
+        written += report.written;
+        batches += report.batches;
+        queries += report.queries;
+        for failure in &report.failures {
+            assert!(
+                matches!(*failure.error, Error::EntityAlreadyExists { .. }),
+                "{failure:?}"
+            );
+        }
+        conflicts += report.failures.len();
+        assert_eq!(report.written + report.failures.len(), items.len());
+    }
+    assert_eq!(written, 1000, "each row written exactly once");
+    assert_eq!(conflicts, 3000);
+    assert_eq!(staff.query().collect().await.unwrap().len(), 1000);
+    let requests =
+        handle.calls(Operation::SubmitTransaction) + handle.calls(Operation::QueryEntities) - 1;
+    assert_eq!(requests, batches + queries);
+    println!(
+        "4 writers x 1,000 rows: {batches} batches + {queries} probe queries = {requests} requests"
+    );
+    // One request per conflicting row would be about 3,000 on top of the 40 batches.
+    assert!(requests <= 200, "{requests} requests");
+}
+
+/// Deleting rows that are mostly gone, spread thinly over a full partition:
+/// the conflicts are found by probing (key by key when the range is crowded),
+/// and exactly the missing rows are reported.
+#[tokio::test]
+async fn bulk_deletes_of_missing_rows_are_settled_by_probes() {
+    let staff: Table<Employee> = Table::new(MemBackend::new());
+    staff.create_if_missing().await.unwrap();
+    let stored: Vec<_> = (0..3000).map(|id| employee("D", id)).collect();
+    assert!(staff.bulk().insert(&stored).await.is_complete());
+    // Every 30th row; all but every third of those was deleted already.
+    let targets: Vec<_> = (0..3000).step_by(30).map(|id| employee("D", id)).collect();
+    let gone: Vec<_> = targets.iter().skip(1).step_by(3).cloned().collect();
+    let gone2: Vec<_> = targets.iter().skip(2).step_by(3).cloned().collect();
+    assert!(staff.bulk().delete(&gone).await.is_complete());
+    assert!(staff.bulk().delete(&gone2).await.is_complete());
+    let report = staff.bulk().delete(&targets).await;
+    assert_eq!(report.written, 34);
+    assert_eq!(report.failures.len(), 66);
+    for failure in &report.failures {
+        assert_ne!(
+            failure.index % 3,
+            0,
+            "only rows deleted before fail: {failure:?}"
+        );
+        assert!(
+            matches!(*failure.error, Error::EntityNotFound { .. }),
+            "{failure:?}"
+        );
+    }
+    assert!(report.queries > 0 && report.batches <= 4, "{report:?}");
+    assert_eq!(staff.query().collect().await.unwrap().len(), 3000 - 100);
+}
+
 #[tokio::test]
 async fn update_retries_when_another_writer_got_there_first() {
     let backend = MemBackend::new();

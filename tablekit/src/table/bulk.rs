@@ -33,6 +33,9 @@ pub struct BulkReport {
     pub failures: Vec<BulkFailure>,
     /// How many batches were sent (retries included).
     pub batches: usize,
+    /// How many queries were made to find which items of a batch conflict
+    /// with stored rows (see [`BulkWriter`]).
+    pub queries: usize,
 }
 
 impl BulkReport {
@@ -56,6 +59,13 @@ enum Mode {
 /// one partition in input order. When an item fails, its batch is rolled back
 /// by the store; the writer records that item and re-sends the rest, so the
 /// report names exactly the items that failed.
+///
+/// A batch that keeps failing on rows that already exist (inserts) or are
+/// already gone (deletes) does not go on item by item: after its second such
+/// failure the writer reads which of its rows exist, a query per 14 keys,
+/// records every conflicting item at once and sends the rest. Loading rows
+/// another writer has loaded too costs a few requests per batch, not one per
+/// row.
 ///
 /// Use [`Table::batch`] when the writes must be atomic.
 pub struct BulkWriter<T> {
@@ -120,13 +130,14 @@ impl<T: TableEntity> BulkWriter<T> {
         }
         let table = &self.table;
         let results = stream::iter(partitions.into_values())
-            .map(|ops| write_partition(table, ops))
+            .map(|ops| write_partition(table, ops, mode))
             .buffer_unordered(self.parallelism)
             .collect::<Vec<_>>()
             .await;
         for partition in results {
             report.written += partition.written;
             report.batches += partition.batches;
+            report.queries += partition.queries;
             report.failures.extend(partition.failures);
         }
         report.failures.sort_by_key(|f| f.index);
@@ -243,9 +254,12 @@ fn chunks(ops: Vec<(usize, BatchOperation)>) -> Vec<Chunk> {
 async fn write_partition<T: TableEntity>(
     table: &Table<T>,
     ops: Vec<(usize, BatchOperation)>,
+    mode: Mode,
 ) -> BulkReport {
     let mut report = BulkReport::default();
     for mut chunk in chunks(ops) {
+        // Failures of this chunk on a row's existence since its last probe.
+        let mut conflicts = 0;
         while !chunk.ops.is_empty() {
             report.batches += 1;
             match table
@@ -259,11 +273,18 @@ async fn write_partition<T: TableEntity>(
                 }
                 Err(Error::BatchFailed { index, source }) if index < chunk.ops.len() => {
                     // That item failed; the store rolled the others back: send them again.
+                    if is_conflict(mode, &source) {
+                        conflicts += 1;
+                    }
                     chunk.ops.remove(index);
                     report.failures.push(BulkFailure {
                         index: chunk.items.remove(index),
                         error: Arc::new(*source),
                     });
+                    if conflicts >= 2 && !chunk.ops.is_empty() {
+                        conflicts = 0;
+                        settle_conflicts(table, &mut chunk, mode, &mut report).await;
+                    }
                 }
                 Err(error) => {
                     let error = Arc::new(error);
@@ -279,4 +300,121 @@ async fn write_partition<T: TableEntity>(
         }
     }
     report
+}
+
+/// Whether `error` says the row's existence is not what `mode` needs.
+fn is_conflict(mode: Mode, error: &Error) -> bool {
+    match mode {
+        Mode::Insert => matches!(error, Error::EntityAlreadyExists { .. }),
+        Mode::Delete => matches!(error, Error::EntityNotFound { .. }),
+        Mode::Upsert(_) => false,
+    }
+}
+
+/// Most RowKeys one probe names: with the PartitionKey, the service's 15
+/// comparisons.
+const KEYS_PER_PROBE: usize = crate::validate::limits::MAX_FILTER_COMPARISONS - 1;
+
+/// Finds which rows of `chunk` exist and moves every item that would fail on
+/// that into the report's failures. If a probe fails, the chunk is left as it
+/// is and the batch itself finds the conflicts.
+async fn settle_conflicts<T: TableEntity>(
+    table: &Table<T>,
+    chunk: &mut Chunk,
+    mode: Mode,
+    report: &mut BulkReport,
+) {
+    let Some(existing) = existing_rows(table, &chunk.ops, report).await else {
+        return;
+    };
+    let mut kept = Chunk::default();
+    for (index, op) in chunk.items.drain(..).zip(chunk.ops.drain(..)) {
+        let (pk, rk) = op.keys();
+        let error = match mode {
+            Mode::Insert if existing.contains(rk) => Error::EntityAlreadyExists {
+                table: table.name().to_owned(),
+                partition_key: pk.to_owned(),
+                row_key: rk.to_owned(),
+            },
+            Mode::Delete if !existing.contains(rk) => Error::EntityNotFound {
+                table: table.name().to_owned(),
+                partition_key: pk.to_owned(),
+                row_key: rk.to_owned(),
+            },
+            _ => {
+                kept.items.push(index);
+                kept.ops.push(op);
+                continue;
+            }
+        };
+        report.failures.push(BulkFailure {
+            index,
+            error: Arc::new(error),
+        });
+    }
+    *chunk = kept;
+}
+
+/// Which of the rows that `ops` address exist. One query over the range of
+/// their RowKeys settles it when the range holds few other rows (rows loaded
+/// together usually sit together); otherwise one query per
+/// [`KEYS_PER_PROBE`] keys. `None` if a query fails.
+async fn existing_rows<T: TableEntity>(
+    table: &Table<T>,
+    ops: &[BatchOperation],
+    report: &mut BulkReport,
+) -> Option<HashSet<String>> {
+    use crate::filter::Filter;
+    use crate::keyorder::cmp_utf16;
+    let partition = ops.first()?.keys().0;
+    let row_keys = || ops.iter().map(|op| op.keys().1);
+    let low = row_keys().min_by(|a, b| cmp_utf16(a, b))?;
+    let high = row_keys().max_by(|a, b| cmp_utf16(a, b))?;
+    let range = Filter::partition_key().eq(partition)
+        & Filter::row_key().ge(low)
+        & Filter::row_key().le(high);
+    // Read the range while it holds at most a few rows for each one asked about.
+    let mut existing = HashSet::new();
+    if read_row_keys(table, range, 4 * ops.len(), &mut existing, report).await? {
+        return Some(existing);
+    }
+    existing.clear();
+    for keys in ops.chunks(KEYS_PER_PROBE) {
+        let rows = keys
+            .iter()
+            .map(|op| Filter::row_key().eq(op.keys().1))
+            .reduce(Filter::or)?;
+        let probe = Filter::partition_key().eq(partition) & rows;
+        read_row_keys(table, probe, usize::MAX, &mut existing, report).await?;
+    }
+    Some(existing)
+}
+
+/// Adds the RowKeys of the rows `filter` matches to `out`, a page (one
+/// request) at a time; `Some(false)` when more than `budget` rows were read
+/// before the end, `None` if a request fails.
+async fn read_row_keys<T: TableEntity>(
+    table: &Table<T>,
+    filter: crate::filter::Filter,
+    budget: usize,
+    out: &mut HashSet<String>,
+    report: &mut BulkReport,
+) -> Option<bool> {
+    let mut query = crate::Query::new().filter(filter).select(["RowKey"]);
+    let mut read = 0;
+    loop {
+        report.queries += 1;
+        let page = table
+            .backend()
+            .query_entities(table.name(), &query)
+            .await
+            .ok()?;
+        read += page.entities.len();
+        out.extend(page.entities.into_iter().map(|e| e.row_key));
+        match page.continuation {
+            None => return Some(true),
+            Some(_) if read > budget => return Some(false),
+            next => query.continuation = next,
+        }
+    }
 }
