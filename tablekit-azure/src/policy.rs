@@ -56,7 +56,10 @@ impl RetryPolicy {
         match error {
             // Server Busy: the service refused before doing anything.
             Error::Throttled { .. } => true,
-            Error::Transient { .. } => idempotence == Idempotence::Idempotent,
+            // Sending an idempotent request again has the effect of sending it once.
+            Error::Transient { .. } | Error::OutcomeUnknown { .. } => {
+                idempotence == Idempotence::Idempotent
+            }
             _ => false,
         }
     }

@@ -65,14 +65,32 @@ pub(crate) async fn execute(
     target: Target<'_>,
     error_body: fn(&str) -> (String, String),
 ) -> Result<(HeaderMap, Bytes)> {
-    let response = request.send().await.map_err(|e| Error::Transient {
-        message: format!("{method} {path}: {e}"),
+    // A write that fails once it may have reached the service (a timeout, a
+    // dropped connection, an unreadable answer, a server error that may
+    // have acted) has an unknown outcome; a read, or a request that never
+    // got connected, was not applied.
+    let write = *method != Method::GET && *method != Method::HEAD;
+    let lost = |message: String| {
+        if write {
+            Error::OutcomeUnknown { message }
+        } else {
+            Error::Transient { message }
+        }
+    };
+    let response = request.send().await.map_err(|e| {
+        let message = format!("{method} {path}: {e}");
+        if e.is_connect() {
+            Error::Transient { message }
+        } else {
+            lost(message)
+        }
     })?;
     let status = response.status();
     let headers = response.headers().clone();
-    let body = response.bytes().await.map_err(|e| Error::Transient {
-        message: format!("reading the response: {e}"),
-    })?;
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?;
     if status.is_success() {
         return Ok((headers, body));
     }
@@ -82,13 +100,15 @@ pub(crate) async fn execute(
     let retry_after = header("retry-after")
         .and_then(|v| v.parse().ok())
         .map(Duration::from_secs);
-    Err(errors::map(
-        status.as_u16(),
-        &code,
-        &message,
-        target,
-        retry_after,
-    ))
+    let error = errors::map(status.as_u16(), &code, &message, target, retry_after);
+    // 408, 500 and 504 say the service may or may not have acted; 503 (busy)
+    // says it did not.
+    if write && matches!(status.as_u16(), 408 | 500 | 504) {
+        return Err(Error::OutcomeUnknown {
+            message: error.to_string(),
+        });
+    }
+    Err(error)
 }
 
 /// Runs `attempt` until it succeeds, fails for good, or `retry` gives up.

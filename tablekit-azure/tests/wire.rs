@@ -372,7 +372,8 @@ async fn transient_failures_are_retried_only_when_repeating_is_safe() {
         // An upsert is idempotent: a 500 is retried.
         json_error("500 Internal Server Error", "InternalError"),
         respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
-        // An insert is not: the 500 reaches the caller, sent once.
+        // An insert is not: the 500 (which may or may not have acted)
+        // reaches the caller as an unknown outcome, sent once.
         json_error("500 Internal Server Error", "InternalError"),
         // Throttling says nothing was done: even an insert is retried.
         respond(
@@ -394,7 +395,7 @@ async fn transient_failures_are_retried_only_when_repeating_is_safe() {
 
     assert!(matches!(
         client.insert_entity("tbl", &entity).await,
-        Err(Error::Transient { .. })
+        Err(Error::OutcomeUnknown { .. })
     ));
     assert_eq!(mock.seen().len(), 3);
 
@@ -429,6 +430,35 @@ async fn attempts_time_out_and_give_up_after_the_policy() {
         other => panic!("expected a transient error, got {other:?}"),
     }
     assert_eq!(mock.seen().len(), 2, "a read that times out is tried twice");
+
+    // A write that times out after it was sent may have been applied: an
+    // insert is sent once and its outcome is unknown; an idempotent upsert
+    // is sent again, and its last outcome is unknown too.
+    let options = ClientOptions::tables()
+        .timeout(Duration::from_millis(300))
+        .retry(RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(1),
+        });
+    let mock = Mock::start_with(vec![Answer::Hang, Answer::Hang, Answer::Hang], options).await;
+    let entity = Entity::new("p", "r").with("v", 1);
+    let insert = mock.client.insert_entity("tbl", &entity).await;
+    assert!(
+        matches!(insert, Err(Error::OutcomeUnknown { .. })),
+        "{insert:?}"
+    );
+    assert!(!insert.unwrap_err().is_transient());
+    assert_eq!(mock.seen().len(), 1, "an insert is not sent again");
+    let upsert = mock
+        .client
+        .upsert_entity("tbl", &entity, UpdateMode::Replace)
+        .await;
+    assert!(
+        matches!(upsert, Err(Error::OutcomeUnknown { .. })),
+        "{upsert:?}"
+    );
+    assert_eq!(mock.seen().len(), 3, "an upsert is");
 }
 
 #[tokio::test]

@@ -222,11 +222,15 @@ async fn fault_injection_fails_chosen_calls_and_can_lose_responses() {
         .expect("the rule is used up");
     assert_eq!(handle.calls(Operation::InsertEntity), 4);
 
-    // A lost response: the write happened, the caller saw an error, and a
-    // blind retry meets its own insert.
+    // A lost response: the write happened, the caller was told its outcome
+    // is unknown (not that it failed), and a blind retry meets its own insert.
     handle.inject(Injection::on(Operation::InsertEntity).fault(Fault::LostResponse));
     let lost = faulty.insert_entity("faults", &Entity::new("p", "3")).await;
-    assert!(lost.as_ref().is_err_and(Error::is_transient));
+    assert!(
+        lost.as_ref().is_err_and(Error::is_outcome_unknown),
+        "{lost:?}"
+    );
+    assert!(!lost.as_ref().is_err_and(Error::is_transient));
     assert!(
         backend
             .try_get_entity("faults", "p", "3")

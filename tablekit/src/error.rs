@@ -125,6 +125,18 @@ pub enum Error {
         /// What happened.
         message: String,
     },
+    /// A write was sent, but its answer never came (a timeout, a dropped
+    /// connection, a response lost on the way back, a server error that says
+    /// it may or may not have acted): it may have been applied or not.
+    /// Unlike [`Error::Transient`], sending the same write again is not safe
+    /// in general, as it may apply twice. The typed writes of
+    /// [`Table`](crate::Table) settle this themselves where the store can
+    /// tell (by reading the row back); they return it only where it cannot.
+    #[error("the outcome of the write is unknown (it may have been applied): {message}")]
+    OutcomeUnknown {
+        /// What happened.
+        message: String,
+    },
     /// The service is throttling this client (HTTP 503 Server Busy); back off.
     #[error("throttled by the service")]
     Throttled {
@@ -160,10 +172,16 @@ pub enum Error {
 
 impl Error {
     /// True when sending the same request again may succeed (transient failures
-    /// and throttling). A retry policy should also consider whether the
-    /// operation is idempotent.
+    /// and throttling): the request was not applied. A write whose outcome is
+    /// unknown is not transient ([`Error::is_outcome_unknown`]).
     pub fn is_transient(&self) -> bool {
         matches!(self, Error::Transient { .. } | Error::Throttled { .. })
+    }
+
+    /// True when a write may or may not have been applied
+    /// ([`Error::OutcomeUnknown`]); read the store to know.
+    pub fn is_outcome_unknown(&self) -> bool {
+        matches!(self, Error::OutcomeUnknown { .. })
     }
 
     /// The invalid-input rule this error reports, looking through a failed batch

@@ -68,6 +68,21 @@ pub enum Operation {
     ListBlobs,
 }
 
+impl Operation {
+    /// Whether the operation changes the store (everything but reads and
+    /// listings).
+    pub fn is_write(self) -> bool {
+        !matches!(
+            self,
+            Operation::ListTables
+                | Operation::GetEntity
+                | Operation::QueryEntities
+                | Operation::GetBlob
+                | Operation::ListBlobs
+        )
+    }
+}
+
 /// What an injected fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -75,8 +90,9 @@ pub enum Fault {
     Transient,
     /// Fail with [`Error::Throttled`] without reaching the backend.
     Throttled,
-    /// Let the backend apply the operation, then fail with
-    /// [`Error::Transient`] as if the response was lost on the way back.
+    /// Let the backend act, then fail as if the response was lost on the way
+    /// back: a write fails with [`Error::OutcomeUnknown`] (whether the backend
+    /// applied it or refused it), a read with [`Error::Transient`].
     LostResponse,
 }
 
@@ -223,7 +239,13 @@ impl FaultHandle {
             Some(Fault::LostResponse) => {
                 // The outcome is dropped on purpose: the caller cannot know it.
                 let _ = call.await;
-                Err(injected("lost response"))
+                if operation.is_write() {
+                    Err(Error::OutcomeUnknown {
+                        message: format!("injected fault: lost response of {operation:?}"),
+                    })
+                } else {
+                    Err(injected("lost response"))
+                }
             }
         }
     }

@@ -159,7 +159,7 @@ pub use ext::TableBackendExt;
 pub use key::InvertedTime;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Loaded, Table, TableBatch, TableQuery, UPDATE_ATTEMPTS,
+    BulkFailure, BulkReport, BulkWriter, Loaded, Table, TableBatch, TableQuery, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

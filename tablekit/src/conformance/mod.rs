@@ -27,6 +27,7 @@ mod entities;
 mod large;
 mod queries;
 mod tables;
+mod updates;
 mod validation;
 
 use futures::future::BoxFuture;
@@ -41,6 +42,7 @@ pub use entities::*;
 pub use large::*;
 pub use queries::*;
 pub use tables::*;
+pub use updates::*;
 pub use validation::*;
 
 /// A table test, as data.
@@ -151,7 +153,7 @@ macro_rules! typed_conformance_tests {
     ($backend:expr, $blobs:expr) => {
         $crate::__typed_tokio_tests! {
             ($backend, $blobs)
-            [wide_entities_span_rows wide_entities_are_never_half_written series_elements_merge_alone wide_part_keys_cannot_collide]
+            [wide_entities_span_rows wide_entities_are_never_half_written series_elements_merge_alone wide_part_keys_cannot_collide counter_increments_land_exactly_once]
             [blob_offload_round_trips blob_offload_survives_failures]
         }
     };

@@ -35,6 +35,7 @@ mod bulk;
 pub mod offload;
 mod query;
 mod rows;
+pub mod update;
 pub mod wide;
 
 use std::fmt;
@@ -46,6 +47,7 @@ pub use batch::TableBatch;
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use query::TableQuery;
 use rows::RowWrite;
+pub use update::UpdateOptions;
 
 use crate::backend::{TableBackend, UpdateMode};
 use crate::datetime::DateTime;
@@ -130,8 +132,9 @@ impl<T> DerefMut for Loaded<T> {
     }
 }
 
-/// How many times [`Table::update`] re-reads and re-applies before it gives up.
-pub const UPDATE_ATTEMPTS: usize = 16;
+/// How many times a write of an entity with offloaded fields re-reads the row
+/// it replaces when another writer got there first.
+pub(crate) const UPDATE_ATTEMPTS: usize = 16;
 
 /// A typed view of one table, for the entities of one type.
 pub struct Table<T> {
@@ -404,56 +407,6 @@ impl<T: TableEntity> Table<T> {
         self.write_row(crate::Entity::new(pk, rk), RowWrite::Delete(IfMatch::Any))
             .await
             .map(drop)
-    }
-
-    /// Reads the entity, applies `change`, and replaces it under the ETag it
-    /// read; when another writer got there first, reads again and re-applies,
-    /// up to [`UPDATE_ATTEMPTS`] times. Returns the value as written.
-    ///
-    /// A `change` that alters a key field is refused with
-    /// [`InvalidInput::KeyChanged`](crate::InvalidInput::KeyChanged) before
-    /// anything is written: moving an entity is a delete and an insert.
-    ///
-    /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
-    /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
-    /// if every attempt lost the race.
-    pub async fn update(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-        mut change: impl FnMut(&mut T) + Send,
-    ) -> Result<Loaded<T>> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        let mut last = None;
-        for _ in 0..UPDATE_ATTEMPTS {
-            let entity = self
-                .read_row(&pk, &rk)
-                .await?
-                .ok_or_else(|| Error::EntityNotFound {
-                    table: self.name.to_string(),
-                    partition_key: pk.clone(),
-                    row_key: rk.clone(),
-                })?;
-            let mut loaded: Loaded<T> = load(entity)?;
-            change(&mut loaded.value);
-            if schema::partition_key_of(&loaded.value)? != pk
-                || schema::row_key_of(&loaded.value)? != rk
-            {
-                return Err(crate::InvalidInput::KeyChanged {
-                    partition_key: pk,
-                    row_key: rk,
-                }
-                .into());
-            }
-            match self.replace(&mut loaded).await {
-                Ok(_) => return Ok(loaded),
-                Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or(Error::Transient {
-            message: "update made no attempt".into(),
-        }))
     }
 
     /// A query over this table's entities of type `T`.

@@ -130,10 +130,10 @@ impl<T: TableEntity> Table<T> {
         let result = self.write_row_guarded(&pk, &rk, &row, &write).await;
         match &result {
             // A refused write leaves its new blobs unreferenced: delete them.
-            // After a transient failure the row may have been written all the
-            // same (a lost response): keep them, and let the sweep remove
-            // them if no row refers to them.
-            Err(e) if !e.is_transient() => {
+            // After a lost response the row may have been written all the
+            // same, and after a transient failure the caller may try again:
+            // keep them, and let the sweep remove them if no row refers to them.
+            Err(e) if !e.is_transient() && !e.is_outcome_unknown() => {
                 if let Some(target) = &self.blobs {
                     offload::delete_quietly(target, &written).await;
                 }

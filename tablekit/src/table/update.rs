@@ -1,0 +1,428 @@
+//! [`Table::update`]: read, change, write back under the ETag read, again
+//! when another writer got there first, with back-off; and settling a write
+//! whose response was lost.
+//!
+//! **Lost responses.** A conditional write whose answer never came may have
+//! been applied or not, and reading the row back is not enough to tell when
+//! other writers are busy on it: our write may have landed and been
+//! overwritten since, or another writer's identical change may have landed
+//! instead of ours. So every write made here records itself in a short
+//! history kept in the row's [`WRITES_PROPERTY`]: a random tag for the write,
+//! then the tags of the writes before it, newest first. The version a write
+//! is based on is named by the first tag of its history (or, for a row that
+//! has none, by a hash of its ETag). Reading the row back, the write landed
+//! exactly when its tag stands right before its base's tag; the base's tag
+//! first means nothing of this kind was written since. When the base's tag
+//! is gone (the row was replaced by another kind of write, deleted, or more
+//! than [`WRITES_KEPT`] writes came since), the outcome stays unknown and is
+//! returned as [`Error::OutcomeUnknown`].
+//!
+//! Requests: one read and one write per attempt; a lost response costs one
+//! more read.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use super::{Loaded, Table, rows::RowWrite};
+use crate::backend::UpdateMode;
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
+use crate::schema::{self, KeyArg, TableEntity};
+use crate::value::Value;
+
+/// The property in which [`Table::update`] keeps the history of its writes
+/// to a row (space-separated tags, newest first). Typed reads ignore it.
+pub const WRITES_PROPERTY: &str = "_Writes";
+
+/// How many writes a row's history remembers: enough for every writer of a
+/// busy row to write about twice between a lost write and its read-back.
+/// (Tags are 8 characters: the history costs at most 576.)
+pub const WRITES_KEPT: usize = 64;
+
+/// 48 bits as an 8-character tag.
+fn tag_text(bits: u64) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bits.to_be_bytes()[2..])
+}
+
+/// How [`Table::update`] retries: how many attempts, for how long, and the
+/// back-off between them (exponential, with full jitter).
+///
+/// ```
+/// use std::time::Duration;
+/// use tablekit::UpdateOptions;
+/// let patient = UpdateOptions::default().attempts(100).deadline(Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateOptions {
+    attempts: u32,
+    deadline: Option<Duration>,
+    base_delay: Duration,
+    max_delay: Duration,
+}
+
+impl Default for UpdateOptions {
+    /// 32 attempts, no deadline, back-off from 5 ms up to 1 s.
+    fn default() -> UpdateOptions {
+        UpdateOptions {
+            attempts: 32,
+            deadline: None,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_secs(1),
+        }
+    }
+}
+
+impl UpdateOptions {
+    /// At most `n` attempts (read, change, write), at least 1.
+    pub fn attempts(mut self, n: u32) -> UpdateOptions {
+        self.attempts = n.max(1);
+        self
+    }
+
+    /// Gives up once `limit` has passed since the update started; no
+    /// attempt starts after it.
+    pub fn deadline(mut self, limit: Duration) -> UpdateOptions {
+        self.deadline = Some(limit);
+        self
+    }
+
+    /// The back-off: before attempt `n + 1`, a random wait of up to
+    /// `base · 2ⁿ⁻¹`, at most `max`.
+    pub fn backoff(mut self, base: Duration, max: Duration) -> UpdateOptions {
+        self.base_delay = base;
+        self.max_delay = max.max(base);
+        self
+    }
+
+    /// The wait before attempt `attempt + 1` (`attempt` ≥ 1).
+    fn delay(&self, attempt: u32) -> Duration {
+        let ceiling = self
+            .base_delay
+            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
+            .min(self.max_delay);
+        ceiling.mul_f64(fastrand::f64())
+    }
+}
+
+/// What a lost write turned out to be.
+enum Settled {
+    /// It landed; the row as read back (which may be a later version).
+    Applied(Entity),
+    /// It did not land.
+    NotApplied,
+    /// The store cannot tell.
+    Unknown,
+}
+
+/// A row's write history: its tags, newest first.
+fn history(entity: &Entity) -> Vec<&str> {
+    match entity.properties.get(WRITES_PROPERTY) {
+        Some(Value::String(text)) => text.split(' ').filter(|t| !t.is_empty()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The tag that names `entity`'s version as a base: its newest history tag,
+/// or for a row without history a hash of its ETag.
+fn base_tag(entity: &Entity) -> String {
+    match history(entity).first() {
+        Some(tag) => (*tag).to_owned(),
+        None => {
+            // FNV-1a, written out: the tag must be the same in every process
+            // and release, which std's hasher does not promise.
+            let etag = entity.etag.as_ref().map_or("", ETag::as_str);
+            let hash = etag.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            tag_text(hash)
+        }
+    }
+}
+
+/// The history a write based on `base` records: its own tag, then the base's
+/// tag and what came before it.
+fn next_history(tag: &str, base: &Entity) -> String {
+    let mut tags = vec![tag.to_owned(), base_tag(base)];
+    tags.extend(history(base).iter().skip(1).map(|t| (*t).to_owned()));
+    tags.truncate(WRITES_KEPT);
+    tags.join(" ")
+}
+
+/// Whether the write tagged `tag`, based on the version tagged `base`, is
+/// in `stored`'s history.
+fn settle(stored: Option<Entity>, base: &str, tag: &str) -> Settled {
+    let Some(stored) = stored else {
+        return Settled::Unknown;
+    };
+    let tags = history(&stored);
+    match tags.iter().position(|t| *t == base) {
+        Some(0) => Settled::NotApplied,
+        Some(at) if tags[at - 1] == tag => Settled::Applied(stored),
+        Some(_) => Settled::NotApplied,
+        None => Settled::Unknown,
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Reads the entity, applies `change`, and replaces it under the ETag it
+    /// read; when another writer got there first (or a request failed before
+    /// it was applied), reads again and re-applies after a back-off, as
+    /// [`UpdateOptions::default`] says. Returns the value as written.
+    ///
+    /// A `change` that alters a key field is refused with
+    /// [`InvalidInput::KeyChanged`](crate::InvalidInput::KeyChanged) before
+    /// anything is written: moving an entity is a delete and an insert.
+    ///
+    /// A write whose response was lost is settled by reading the row back
+    /// (see the module docs of `table::update`): the change is applied
+    /// exactly once, or the error is [`Error::OutcomeUnknown`] where the
+    /// store cannot tell. The row keeps a short history of these writes in
+    /// [`WRITES_PROPERTY`].
+    ///
+    /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
+    /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
+    /// (or transient error) when the attempts or the deadline run out.
+    pub async fn update(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+        mut change: impl FnMut(&mut T) + Send,
+    ) -> Result<Loaded<T>>
+    where
+        T: Send,
+    {
+        self.update_with(pk, rk, &UpdateOptions::default(), |mut value| {
+            change(&mut value);
+            std::future::ready(Ok::<T, Error>(value))
+        })
+        .await
+    }
+
+    /// [`Table::update`] with the retries of `options` and a `change` that
+    /// may wait and may fail: it takes the value read and gives back the value
+    /// to write, or the caller's error, which ends the update with nothing
+    /// written.
+    ///
+    /// ```
+    /// # use tablekit::{Table, TableEntity, UpdateOptions};
+    /// # #[derive(TableEntity, Clone)]
+    /// # #[tablekit(table = "Stock")]
+    /// # struct Item { #[tablekit(partition_key)] shelf: String, #[tablekit(row_key)] sku: u32, count: u32 }
+    /// #[derive(Debug)]
+    /// enum TakeError { Empty, Store(tablekit::Error) }
+    /// impl From<tablekit::Error> for TakeError {
+    ///     fn from(e: tablekit::Error) -> Self { TakeError::Store(e) }
+    /// }
+    ///
+    /// async fn take_one(stock: &Table<Item>) -> Result<u32, TakeError> {
+    ///     let item = stock
+    ///         .update_with("A1", 42, &UpdateOptions::default().attempts(8), |mut item| async move {
+    ///             item.count = item.count.checked_sub(1).ok_or(TakeError::Empty)?;
+    ///             Ok::<_, TakeError>(item)
+    ///         })
+    ///         .await?;
+    ///     Ok(item.count)
+    /// }
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// # let stock: Table<Item> = Table::new(tablekit_mem::MemBackend::new());
+    /// # stock.create_if_missing().await.unwrap();
+    /// # stock.insert(&Item { shelf: "A1".into(), sku: 42, count: 1 }).await.unwrap();
+    /// assert_eq!(take_one(&stock).await.unwrap(), 0);
+    /// assert!(matches!(take_one(&stock).await, Err(TakeError::Empty)));
+    /// # }
+    /// ```
+    pub async fn update_with<E, F, Fut>(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+        options: &UpdateOptions,
+        mut change: F,
+    ) -> Result<Loaded<T>, E>
+    where
+        E: From<Error>,
+        F: FnMut(T) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+        T: Send,
+    {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        let started = Instant::now();
+        let mut last: Option<Error> = None;
+        for attempt in 1..=options.attempts {
+            if attempt > 1 {
+                let wait = options.delay(attempt - 1);
+                if options
+                    .deadline
+                    .is_some_and(|limit| started.elapsed() + wait >= limit)
+                {
+                    break;
+                }
+                tokio::time::sleep(wait).await;
+            }
+            let stored = match self.read_row(&pk, &rk).await {
+                Ok(Some(stored)) => stored,
+                Ok(None) => return Err(self.not_found(&pk, &rk).into()),
+                Err(e) if e.is_transient() => {
+                    last = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let base = base_tag(&stored);
+            let tag = tag_text(fastrand::u64(..));
+            let writes = next_history(&tag, &stored);
+            let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
+            let read: Loaded<T> = super::load(stored)?;
+            let value = change(Loaded::into_inner(read)).await?;
+            if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
+                return Err(Error::from(crate::InvalidInput::KeyChanged {
+                    partition_key: pk,
+                    row_key: rk,
+                })
+                .into());
+            }
+            let mut row = schema::to_entity(&value)?;
+            row.properties
+                .insert(WRITES_PROPERTY, Value::String(writes));
+            // A row at the store's limits has no room for the history: it is
+            // written without, and a lost response on it stays unknown.
+            if !T::WIDE && crate::validate::entity(&row).is_err() {
+                row.properties.remove(WRITES_PROPERTY);
+            }
+            let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
+            let error = match self.write_row(row, write).await {
+                Ok(written) => {
+                    let timestamp = written.timestamp();
+                    return Ok(Loaded::new(value, written, timestamp));
+                }
+                Err(e) => e,
+            };
+            match error {
+                Error::PreconditionFailed { .. } => last = Some(error),
+                e if e.is_transient() => last = Some(e),
+                e if e.is_outcome_unknown() => match self.settle_write(&pk, &rk, &base, &tag).await
+                {
+                    Settled::Applied(stored) => {
+                        // The row read back is our version when it is the
+                        // newest; otherwise ours was overwritten since, and
+                        // the version read stands in (a write through it is
+                        // refused, as it should be).
+                        let ours = history(&stored).first() == Some(&tag.as_str());
+                        let etag = match stored.etag {
+                            Some(current) if ours => current,
+                            _ => etag,
+                        };
+                        let timestamp = etag.timestamp();
+                        return Ok(Loaded::new(value, etag, timestamp));
+                    }
+                    Settled::NotApplied => last = Some(e),
+                    Settled::Unknown => return Err(e.into()),
+                },
+                e => return Err(e.into()),
+            }
+        }
+        Err(last
+            .unwrap_or(Error::Transient {
+                message: "the update's deadline passed before its first attempt".into(),
+            })
+            .into())
+    }
+
+    /// Reads the row back after a lost write and says whether it landed. A
+    /// read that fails is tried again at once a few times, then with a
+    /// back-off: the sooner the row is read, the fewer writes can have pushed
+    /// this one out of its history.
+    async fn settle_write(&self, pk: &str, rk: &str, base: &str, tag: &str) -> Settled {
+        for attempt in 0..10u32 {
+            match self.read_stored(pk, rk).await {
+                Ok(stored) => return settle(stored, base, tag),
+                Err(e) if e.is_transient() => {
+                    if attempt >= 3 {
+                        let wait = Duration::from_millis(5 << (attempt - 3).min(6));
+                        tokio::time::sleep(wait.mul_f64(fastrand::f64())).await;
+                    }
+                }
+                Err(_) => return Settled::Unknown,
+            }
+        }
+        Settled::Unknown
+    }
+
+    fn not_found(&self, pk: &str, rk: &str) -> Error {
+        Error::EntityNotFound {
+            table: self.name.to_string(),
+            partition_key: pk.to_owned(),
+            row_key: rk.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(history: Option<&str>, etag: &str) -> Entity {
+        let mut e = Entity::new("p", "r");
+        e.etag = Some(ETag::new(etag));
+        if let Some(h) = history {
+            e.insert(WRITES_PROPERTY, h);
+        }
+        e
+    }
+
+    #[test]
+    fn histories_name_their_base_and_stay_short() {
+        let fresh = row(None, "W/\"a\"");
+        let base = base_tag(&fresh);
+        assert_eq!(base, base_tag(&row(None, "W/\"a\"")), "stable");
+        assert_ne!(base, base_tag(&row(None, "W/\"b\"")));
+        let first = next_history("t1", &fresh);
+        assert_eq!(first, format!("t1 {base}"));
+        let mut long = fresh;
+        long.insert(
+            WRITES_PROPERTY,
+            (0..WRITES_KEPT + 10)
+                .map(|i| format!("x{i}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        let next = next_history("new", &long);
+        assert_eq!(next.split(' ').count(), WRITES_KEPT);
+        assert!(next.starts_with("new x0 x1 "));
+    }
+
+    #[test]
+    fn settling_reads_the_history() {
+        // Ours landed and is the newest.
+        assert!(matches!(
+            settle(Some(row(Some("me b0 b1"), "e")), "b0", "me"),
+            Settled::Applied(_)
+        ));
+        // Ours landed; two writes came after it.
+        assert!(matches!(
+            settle(Some(row(Some("y x me b0"), "e")), "b0", "me"),
+            Settled::Applied(_)
+        ));
+        // Another writer won our base.
+        assert!(matches!(
+            settle(Some(row(Some("y x b0"), "e")), "b0", "me"),
+            Settled::NotApplied
+        ));
+        // Nothing of this kind written since our base.
+        assert!(matches!(
+            settle(Some(row(Some("b0 b1"), "e")), "b0", "me"),
+            Settled::NotApplied
+        ));
+        // The base is gone from the history, or the row is gone.
+        assert!(matches!(
+            settle(Some(row(Some("y x"), "e")), "b0", "me"),
+            Settled::Unknown
+        ));
+        assert!(matches!(
+            settle(Some(row(None, "e")), "b0", "me"),
+            Settled::Unknown
+        ));
+        assert!(matches!(settle(None, "b0", "me"), Settled::Unknown));
+    }
+}
