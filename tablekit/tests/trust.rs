@@ -125,3 +125,45 @@ fn schema_row(row: &mut Entity, ratio: f64) {
     full.insert("ratio", tablekit::Value::Double(ratio));
     row.properties = full.properties;
 }
+
+/// A row written through `Table` carries its write history, which typed
+/// reads (from the row and from its wire JSON) pass over; a table can be
+/// told not to keep it.
+#[tokio::test]
+async fn write_history_is_invisible_to_typed_reads_and_optional() {
+    let events = table().await;
+    events.insert(&event(1)).await.unwrap();
+    let row = events
+        .backend()
+        .get_entity("Events", "s", "EV_0000000001", &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        row.properties
+            .get(tablekit::table::update::WRITES_PROPERTY)
+            .is_some()
+    );
+    let json = tablekit::json::to_string(&row);
+    assert_eq!(
+        tablekit::schema::from_json::<Event>(&json).unwrap(),
+        event(1)
+    );
+
+    let plain = events.clone().without_write_history();
+    plain.insert(&event(2)).await.unwrap();
+    let mut loaded = plain.get("s", 2).await.unwrap().unwrap();
+    loaded.value = 7;
+    plain.replace(&mut loaded).await.unwrap();
+    plain.update("s", 2, |e| e.value += 1).await.unwrap();
+    let row = events
+        .backend()
+        .get_entity("Events", "s", "EV_0000000002", &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        row.properties
+            .get(tablekit::table::update::WRITES_PROPERTY)
+            .is_none()
+    );
+    assert_eq!(plain.get("s", 2).await.unwrap().unwrap().value, 8);
+}

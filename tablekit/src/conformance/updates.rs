@@ -128,3 +128,117 @@ pub async fn run_counter(
         final_count,
     }
 }
+
+/// Inserts, writes through a `Loaded` and deletes whose answers are lost are
+/// settled by reading the row back: they report what happened, never a
+/// failure for a write that landed or success for one that did not.
+pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBackend>) {
+    use crate::layer::Operation;
+    let name = unique_table("lost");
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    let table: Table<Counter> = Table::from_arc(Arc::new(layer), &name);
+    table.create_if_missing().await.expect("create table");
+    let counter = |id, count| Counter {
+        name: "c".into(),
+        id,
+        count,
+    };
+    let lose = |operation| faults.inject(Injection::on(operation).fault(Fault::LostResponse));
+
+    // An insert that landed.
+    lose(Operation::InsertEntity);
+    table
+        .insert(&counter(1, 0))
+        .await
+        .expect("settled as written");
+    // An insert that met an existing row: refused, even though its answer was lost.
+    lose(Operation::InsertEntity);
+    let again = table.insert(&counter(1, 5)).await;
+    assert!(
+        matches!(again, Err(Error::EntityAlreadyExists { .. })),
+        "{again:?}"
+    );
+
+    // A replace that landed refreshes the ETag held.
+    let mut loaded = table.get("c", 1u32).await.expect("get").expect("stored");
+    let mut stale = loaded.clone();
+    loaded.count = 1;
+    lose(Operation::UpdateEntity);
+    table
+        .replace(&mut loaded)
+        .await
+        .expect("settled as written");
+    let stored = table.get("c", 1u32).await.expect("get").expect("stored");
+    assert_eq!(stored.count, 1);
+    assert_eq!(crate::Loaded::etag(&stored), crate::Loaded::etag(&loaded));
+    // One that was refused (another writer came first) stays refused.
+    stale.count = 100;
+    lose(Operation::UpdateEntity);
+    let refused = table.replace(&mut stale).await;
+    assert!(
+        matches!(refused, Err(Error::PreconditionFailed { .. })),
+        "{refused:?}"
+    );
+    // A merge through the same value, after its own replace.
+    loaded.count = 2;
+    lose(Operation::UpdateEntity);
+    table.merge(&mut loaded).await.expect("settled as written");
+    assert_eq!(
+        table
+            .get("c", 1u32)
+            .await
+            .expect("get")
+            .expect("stored")
+            .count,
+        2
+    );
+
+    // A delete that landed.
+    lose(Operation::DeleteEntity);
+    table.delete(&loaded).await.expect("settled as deleted");
+    assert!(table.get("c", 1u32).await.expect("get").is_none());
+
+    // Many writers incrementing through read, change, replace.
+    table.insert(&counter(2, 0)).await.expect("insert");
+    faults.seed(7);
+    faults.inject(Injection::any().times(usize::MAX).probability(0.1));
+    faults.inject(
+        Injection::any()
+            .times(usize::MAX)
+            .probability(0.1)
+            .fault(Fault::LostResponse),
+    );
+    let applied = Arc::new(AtomicUsize::new(0));
+    let writers = (0..8).map(|_| {
+        let (table, applied) = (table.clone(), Arc::clone(&applied));
+        async move {
+            for _ in 0..20 {
+                for _ in 0..200 {
+                    let Ok(Some(mut c)) = table.get("c", 2u32).await else {
+                        continue;
+                    };
+                    c.count += 1;
+                    match table.replace(&mut c).await {
+                        Ok(_) => {
+                            applied.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        Err(e) if e.is_outcome_unknown() => panic!("unsettled: {e}"),
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    });
+    futures::future::join_all(writers).await;
+    faults.clear();
+    let count = table
+        .get("c", 2u32)
+        .await
+        .expect("get")
+        .expect("stored")
+        .count;
+    assert_eq!(count, applied.load(Ordering::Relaxed) as i64);
+    backend.delete_table(&name).await.expect("delete table");
+}

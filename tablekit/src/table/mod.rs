@@ -77,6 +77,9 @@ pub struct Loaded<T> {
     value: T,
     etag: ETag,
     timestamp: Option<DateTime>,
+    /// The write history of the row read (see [`update::WRITES_PROPERTY`]),
+    /// which a write through this value carries on.
+    writes: Option<String>,
 }
 
 impl<T> Loaded<T> {
@@ -86,6 +89,7 @@ impl<T> Loaded<T> {
             value,
             etag,
             timestamp,
+            writes: None,
         }
     }
 
@@ -141,6 +145,7 @@ pub struct Table<T> {
     backend: Arc<dyn TableBackend>,
     name: Arc<str>,
     blobs: Option<offload::BlobTarget>,
+    record_writes: bool,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -150,6 +155,7 @@ impl<T> Clone for Table<T> {
             backend: Arc::clone(&self.backend),
             name: Arc::clone(&self.name),
             blobs: self.blobs.clone(),
+            record_writes: self.record_writes,
             _type: PhantomData,
         }
     }
@@ -170,6 +176,7 @@ impl<T> Table<T> {
             backend,
             name: name.into(),
             blobs: None,
+            record_writes: true,
             _type: PhantomData,
         }
     }
@@ -181,6 +188,7 @@ impl<T> Table<T> {
             backend: Arc::clone(&self.backend),
             name: Arc::clone(&self.name),
             blobs: self.blobs.clone(),
+            record_writes: self.record_writes,
             _type: PhantomData,
         }
     }
@@ -196,6 +204,17 @@ impl<T> Table<T> {
             store,
             container: container.into(),
         });
+        self
+    }
+
+    /// Writes rows without the short history of tagged writes that lets a
+    /// write whose answer was lost be settled by reading the row back (the
+    /// `_Writes` property; see [`update::WRITES_PROPERTY`]). For tables that
+    /// other clients read and that should hold only the entity's own
+    /// properties. A lost answer then reaches the caller as
+    /// [`Error::OutcomeUnknown`] wherever the row alone cannot tell.
+    pub fn without_write_history(mut self) -> Table<T> {
+        self.record_writes = false;
         self
     }
 
@@ -235,11 +254,13 @@ impl<K: EntityKinds> Table<K> {
         .try_flatten();
         rows.try_filter_map(move |mut entity| async move {
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
+            let writes = update::writes_of(&entity).map(str::to_owned);
             match K::from_entity_owned(entity) {
                 Ok(value) => Ok(Some(Loaded {
                     value: value?,
                     etag: etag.unwrap_or_else(|| ETag::new("")),
                     timestamp,
+                    writes,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::SchemaError::UnknownKind {
@@ -301,8 +322,34 @@ impl<T: TableEntity> Table<T> {
     /// Inserts a new entity; fails with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
     pub async fn insert(&self, value: &T) -> Result<ETag> {
-        self.write_row(schema::to_entity(value)?, RowWrite::Insert)
-            .await
+        // An insert whose answer is lost is settled by reading the row back:
+        // absent, it is sent again; present, its history says whose it is.
+        let row = schema::to_entity(value)?;
+        let recorded = update::Recorded::insert();
+        let mut last = None;
+        for _ in 0..LOST_WRITE_ATTEMPTS {
+            match self
+                .write_recorded(row.clone(), RowWrite::Insert, &recorded)
+                .await
+            {
+                Ok(Some(etag)) => return Ok(etag),
+                Ok(None) => return Err(self.overwritten(&row)),
+                Err(e) if is_settled_not_applied(&e) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| self.overwritten(&row)))
+    }
+
+    /// An insert that landed but whose row was replaced before it could be
+    /// settled: its ETag is gone.
+    fn overwritten(&self, row: &crate::Entity) -> Error {
+        Error::OutcomeUnknown {
+            message: format!(
+                "entity ({:?}, {:?}) in table `{}` was written, then changed by another writer before the lost answer was settled",
+                row.partition_key, row.row_key, self.name
+            ),
+        }
     }
 
     async fn write(&self, value: &T, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
@@ -329,11 +376,30 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
-        let etag = self
-            .write(&loaded.value, mode, &IfMatch::ETag(loaded.etag.clone()))
-            .await?;
-        Loaded::set_etag(loaded, etag.clone());
-        Ok(etag)
+        // The write records itself in the row's history, so that a lost
+        // answer is settled by reading the row back (see `update`).
+        let recorded = update::Recorded::on(loaded.writes.as_deref(), &loaded.etag);
+        let row = schema::to_entity(&loaded.value)?;
+        let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
+        let mut outcome = Err(Error::Transient {
+            message: "no attempt".into(),
+        });
+        for _ in 0..LOST_WRITE_ATTEMPTS {
+            outcome = self.write_recorded(row.clone(), write(), &recorded).await;
+            if !outcome.as_ref().is_err_and(is_settled_not_applied) {
+                break;
+            }
+        }
+        match outcome? {
+            Some(etag) => {
+                Loaded::set_etag(loaded, etag.clone());
+                loaded.writes = Some(recorded.history().to_owned());
+                Ok(etag)
+            }
+            // Written, and overwritten since: the ETag held is stale, as it
+            // should be, and is returned as it is.
+            None => Ok(loaded.etag.clone()),
+        }
     }
 
     /// Replaces the stored entity whatever its version (`If-Match: *`).
@@ -387,13 +453,33 @@ impl<T: TableEntity> Table<T> {
 
     /// Deletes the stored entity if it is still the version that was read.
     pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
-        let entity = crate::Entity::new(
+        let (pk, rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
         );
-        self.write_row(entity, RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())))
-            .await
-            .map(drop)
+        let entity = crate::Entity::new(pk.clone(), rk.clone());
+        let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
+        let mut last = None;
+        for _ in 0..LOST_WRITE_ATTEMPTS {
+            match self.write_row(entity.clone(), delete()).await {
+                Ok(_) => return Ok(()),
+                // A lost answer: the row gone means deleted; the version read
+                // still there means not applied (try again); anything else,
+                // another writer changed it, and the store cannot tell whether
+                // this delete came first.
+                Err(e) if e.is_outcome_unknown() => match self.read_stored(&pk, &rk).await {
+                    Ok(None) => return Ok(()),
+                    Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
+                        last = Some(e);
+                    }
+                    _ => return Err(e),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or(Error::Transient {
+            message: "no attempt".into(),
+        }))
     }
 
     /// Deletes the entity with these keys whatever its version; fails with
@@ -432,9 +518,20 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         message: "the backend returned an entity without an ETag".into(),
     })?;
     let timestamp = entity.timestamp;
+    let writes = update::writes_of(&entity).map(str::to_owned);
     Ok(Loaded {
         value: schema::from_entity_owned(entity)?,
         etag,
         timestamp,
+        writes,
     })
+}
+
+/// How many times a typed write is sent again when its answer was lost and
+/// reading the row back showed it was not applied.
+const LOST_WRITE_ATTEMPTS: usize = 4;
+
+/// Whether `error` is a lost answer that reading back showed not applied.
+fn is_settled_not_applied(error: &Error) -> bool {
+    error.is_transient()
 }

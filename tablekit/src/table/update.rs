@@ -115,38 +115,124 @@ enum Settled {
     Unknown,
 }
 
-/// A row's write history: its tags, newest first.
-fn history(entity: &Entity) -> Vec<&str> {
+/// The history text of a row, if it has one.
+pub(super) fn writes_of(entity: &Entity) -> Option<&str> {
     match entity.properties.get(WRITES_PROPERTY) {
-        Some(Value::String(text)) => text.split(' ').filter(|t| !t.is_empty()).collect(),
-        _ => Vec::new(),
+        Some(Value::String(text)) => Some(text),
+        _ => None,
     }
 }
 
-/// The tag that names `entity`'s version as a base: its newest history tag,
+/// A history's tags, newest first.
+fn tags(writes: Option<&str>) -> Vec<&str> {
+    writes.map_or_else(Vec::new, |text| {
+        text.split(' ').filter(|t| !t.is_empty()).collect()
+    })
+}
+
+/// A row's write history: its tags, newest first.
+fn history(entity: &Entity) -> Vec<&str> {
+    tags(writes_of(entity))
+}
+
+/// The tag that names a version as a base: the newest tag of its history,
 /// or for a row without history a hash of its ETag.
-fn base_tag(entity: &Entity) -> String {
-    match history(entity).first() {
+fn base_of(writes: Option<&str>, etag: &ETag) -> String {
+    match tags(writes).first() {
         Some(tag) => (*tag).to_owned(),
         None => {
             // FNV-1a, written out: the tag must be the same in every process
             // and release, which std's hasher does not promise.
-            let etag = entity.etag.as_ref().map_or("", ETag::as_str);
-            let hash = etag.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
+            let hash = etag
+                .as_str()
+                .bytes()
+                .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
             tag_text(hash)
         }
     }
 }
 
-/// The history a write based on `base` records: its own tag, then the base's
-/// tag and what came before it.
-fn next_history(tag: &str, base: &Entity) -> String {
-    let mut tags = vec![tag.to_owned(), base_tag(base)];
-    tags.extend(history(base).iter().skip(1).map(|t| (*t).to_owned()));
-    tags.truncate(WRITES_KEPT);
-    tags.join(" ")
+/// The history a write tagged `tag` records on top of the version whose
+/// history is `writes` and whose base tag is `base`.
+fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
+    let mut all = vec![tag, base];
+    all.extend(tags(writes).into_iter().skip(1));
+    all.truncate(WRITES_KEPT);
+    all.join(" ")
+}
+
+/// A new random tag.
+fn new_tag() -> String {
+    tag_text(fastrand::u64(..))
+}
+
+/// A write that records itself in the row's history, so that a lost answer
+/// can be settled: its tag, the tag of the version it is based on (empty for
+/// an insert), and the history it writes.
+pub(super) struct Recorded {
+    tag: String,
+    base: String,
+    history: String,
+}
+
+impl Recorded {
+    /// A write on top of the version with history `writes` and ETag `etag`.
+    pub(super) fn on(writes: Option<&str>, etag: &ETag) -> Recorded {
+        let tag = new_tag();
+        let base = base_of(writes, etag);
+        let history = history_after(&tag, &base, writes);
+        Recorded { tag, base, history }
+    }
+
+    /// An insert: a history of its own tag alone.
+    pub(super) fn insert() -> Recorded {
+        let tag = new_tag();
+        Recorded {
+            history: tag.clone(),
+            tag,
+            base: String::new(),
+        }
+    }
+
+    /// The history this write leaves in the row.
+    pub(super) fn history(&self) -> &str {
+        &self.history
+    }
+
+    /// Puts the history into `row`, unless the row has no room for it (at
+    /// the store's limits); `false` then, and a lost answer stays unknown.
+    pub(super) fn add_to<T: TableEntity>(&self, row: &mut Entity, enabled: bool) -> bool {
+        if !enabled {
+            return false;
+        }
+        row.properties
+            .insert(WRITES_PROPERTY, Value::String(self.history.clone()));
+        if !T::WIDE && crate::validate::entity(row).is_err() {
+            row.properties.remove(WRITES_PROPERTY);
+            return false;
+        }
+        true
+    }
+
+    /// Whether this write is in `stored`'s history.
+    fn settle(&self, stored: Option<Entity>) -> Settled {
+        if self.base.is_empty() {
+            let Some(stored) = stored else {
+                return Settled::NotApplied;
+            };
+            let tags = history(&stored);
+            return if tags.contains(&self.tag.as_str()) {
+                Settled::Applied(stored)
+            } else if tags.is_empty() || tags.len() >= WRITES_KEPT {
+                Settled::Unknown
+            } else {
+                Settled::NotApplied
+            };
+        }
+        settle(stored, &self.base, &self.tag)
+    }
 }
 
 /// Whether the write tagged `tag`, based on the version tagged `base`, is
@@ -269,9 +355,10 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let base = base_tag(&stored);
-            let tag = tag_text(fastrand::u64(..));
-            let writes = next_history(&tag, &stored);
+            let recorded = Recorded::on(
+                writes_of(&stored),
+                stored.etag.as_ref().unwrap_or(&ETag::new("")),
+            );
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
             let read: Loaded<T> = super::load(stored)?;
             let value = change(Loaded::into_inner(read)).await?;
@@ -282,44 +369,24 @@ impl<T: TableEntity> Table<T> {
                 })
                 .into());
             }
-            let mut row = schema::to_entity(&value)?;
-            row.properties
-                .insert(WRITES_PROPERTY, Value::String(writes));
-            // A row at the store's limits has no room for the history: it is
-            // written without, and a lost response on it stays unknown.
-            if !T::WIDE && crate::validate::entity(&row).is_err() {
-                row.properties.remove(WRITES_PROPERTY);
-            }
+            let row = schema::to_entity(&value)?;
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            let error = match self.write_row(row, write).await {
-                Ok(written) => {
+            match self.write_recorded(row, write, &recorded).await {
+                Ok(Some(written)) => {
                     let timestamp = written.timestamp();
-                    return Ok(Loaded::new(value, written, timestamp));
+                    let mut loaded = Loaded::new(value, written, timestamp);
+                    loaded.writes = Some(recorded.history().to_owned());
+                    return Ok(loaded);
                 }
-                Err(e) => e,
-            };
-            match error {
-                Error::PreconditionFailed { .. } => last = Some(error),
-                e if e.is_transient() => last = Some(e),
-                e if e.is_outcome_unknown() => match self.settle_write(&pk, &rk, &base, &tag).await
-                {
-                    Settled::Applied(stored) => {
-                        // The row read back is our version when it is the
-                        // newest; otherwise ours was overwritten since, and
-                        // the version read stands in (a write through it is
-                        // refused, as it should be).
-                        let ours = history(&stored).first() == Some(&tag.as_str());
-                        let etag = match stored.etag {
-                            Some(current) if ours => current,
-                            _ => etag,
-                        };
-                        let timestamp = etag.timestamp();
-                        return Ok(Loaded::new(value, etag, timestamp));
-                    }
-                    Settled::NotApplied => last = Some(e),
-                    Settled::Unknown => return Err(e.into()),
-                },
-                e => return Err(e.into()),
+                // Landed, and overwritten since: the version read stands
+                // in, so a write through it is refused, as it should be.
+                Ok(None) => {
+                    let timestamp = etag.timestamp();
+                    return Ok(Loaded::new(value, etag, timestamp));
+                }
+                Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
+                Err(e) if e.is_transient() => last = Some(e),
+                Err(e) => return Err(e.into()),
             }
         }
         Err(last
@@ -329,14 +396,45 @@ impl<T: TableEntity> Table<T> {
             .into())
     }
 
+    /// Writes `row` recording `recorded` in its history. `Ok(Some(etag))`:
+    /// written, `etag` is its version's. `Ok(None)`: written (its answer was
+    /// lost), but overwritten since. A lost answer that turns out not applied
+    /// is a [`Error::Transient`], for the caller to try again; one the store
+    /// cannot settle stays [`Error::OutcomeUnknown`].
+    pub(super) async fn write_recorded(
+        &self,
+        mut row: Entity,
+        write: RowWrite,
+        recorded: &Recorded,
+    ) -> Result<Option<ETag>> {
+        let settleable = recorded.add_to::<T>(&mut row, self.record_writes);
+        let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
+        match self.write_row(row, write).await {
+            Ok(etag) => Ok(Some(etag)),
+            Err(e) if e.is_outcome_unknown() && settleable => {
+                match self.settle_write(&pk, &rk, recorded).await {
+                    Settled::Applied(stored) => {
+                        let ours = history(&stored).first() == Some(&recorded.tag.as_str());
+                        Ok(stored.etag.filter(|_| ours))
+                    }
+                    Settled::NotApplied => Err(Error::Transient {
+                        message: format!("the write was not applied ({e})"),
+                    }),
+                    Settled::Unknown => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads the row back after a lost write and says whether it landed. A
     /// read that fails is tried again at once a few times, then with a
     /// back-off: the sooner the row is read, the fewer writes can have pushed
     /// this one out of its history.
-    async fn settle_write(&self, pk: &str, rk: &str, base: &str, tag: &str) -> Settled {
+    async fn settle_write(&self, pk: &str, rk: &str, recorded: &Recorded) -> Settled {
         for attempt in 0..10u32 {
             match self.read_stored(pk, rk).await {
-                Ok(stored) => return settle(stored, base, tag),
+                Ok(stored) => return recorded.settle(stored),
                 Err(e) if e.is_transient() => {
                     if attempt >= 3 {
                         let wait = Duration::from_millis(5 << (attempt - 3).min(6));
@@ -373,23 +471,44 @@ mod tests {
 
     #[test]
     fn histories_name_their_base_and_stay_short() {
-        let fresh = row(None, "W/\"a\"");
-        let base = base_tag(&fresh);
-        assert_eq!(base, base_tag(&row(None, "W/\"a\"")), "stable");
-        assert_ne!(base, base_tag(&row(None, "W/\"b\"")));
-        let first = next_history("t1", &fresh);
-        assert_eq!(first, format!("t1 {base}"));
-        let mut long = fresh;
-        long.insert(
-            WRITES_PROPERTY,
-            (0..WRITES_KEPT + 10)
-                .map(|i| format!("x{i}"))
-                .collect::<Vec<_>>()
-                .join(" "),
+        let etag = ETag::new("W/\"a\"");
+        let base = base_of(None, &etag);
+        assert_eq!(base, base_of(None, &ETag::new("W/\"a\"")), "stable");
+        assert_ne!(base, base_of(None, &ETag::new("W/\"b\"")));
+        assert_eq!(base.len(), 8);
+        let first = Recorded::on(None, &etag);
+        assert_eq!(first.history(), format!("{} {base}", first.tag));
+        let second = Recorded::on(Some(first.history()), &ETag::new("W/\"c\""));
+        assert_eq!(second.base, first.tag, "a row's newest tag names it");
+        assert_eq!(
+            second.history(),
+            format!("{} {} {base}", second.tag, first.tag)
         );
-        let next = next_history("new", &long);
+        let long: String = (0..WRITES_KEPT + 10)
+            .map(|i| format!("x{i}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let next = history_after("new", "x0", Some(&long));
         assert_eq!(next.split(' ').count(), WRITES_KEPT);
         assert!(next.starts_with("new x0 x1 "));
+        let insert = Recorded::insert();
+        assert_eq!(insert.history(), insert.tag);
+    }
+
+    #[test]
+    fn inserts_settle_by_their_tag() {
+        let insert = Recorded::insert();
+        let mine = row(Some(&format!("later {}", insert.tag)), "e");
+        assert!(matches!(insert.settle(Some(mine)), Settled::Applied(_)));
+        assert!(matches!(insert.settle(None), Settled::NotApplied));
+        assert!(matches!(
+            insert.settle(Some(row(Some("other"), "e"))),
+            Settled::NotApplied
+        ));
+        assert!(matches!(
+            insert.settle(Some(row(None, "e"))),
+            Settled::Unknown
+        ));
     }
 
     #[test]
