@@ -242,3 +242,67 @@ pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBack
     assert_eq!(count, applied.load(Ordering::Relaxed) as i64);
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A bulk load under transient failures and lost answers reports exactly
+/// what the store holds: every item reported written is stored, and every
+/// item reported failed (but for an unknown outcome) is not.
+pub async fn bulk_reports_match_the_store_under_faults(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("bulkf");
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    let table: Table<Counter> = Table::from_arc(Arc::new(layer), &name);
+    table.create_if_missing().await.expect("create table");
+    let items: Vec<Counter> = (0..600)
+        .map(|i| Counter {
+            name: format!("p{}", i % 3),
+            id: i,
+            count: i64::from(i),
+        })
+        .collect();
+    // A tenth of the rows are there already, as another writer left them.
+    for item in items.iter().step_by(10) {
+        table.insert(item).await.expect("insert");
+    }
+    faults.seed(11);
+    faults.inject(Injection::any().times(usize::MAX).probability(0.15));
+    faults.inject(
+        Injection::any()
+            .times(usize::MAX)
+            .probability(0.10)
+            .fault(Fault::LostResponse),
+    );
+    let report = table.bulk().insert(&items).await;
+    faults.clear();
+    let stored: std::collections::HashSet<u32> = table
+        .query()
+        .collect()
+        .await
+        .expect("query")
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    let failed: std::collections::HashMap<usize, &Error> = report
+        .failures
+        .iter()
+        .map(|f| (f.index, &*f.error))
+        .collect();
+    assert_eq!(
+        report.written + report.failures.len(),
+        items.len(),
+        "{report:?}"
+    );
+    for (index, item) in items.iter().enumerate() {
+        match failed.get(&index) {
+            None => assert!(stored.contains(&item.id), "item {index} reported written"),
+            Some(Error::EntityAlreadyExists { .. }) => {
+                assert!(index % 10 == 0, "item {index} conflicted with nothing")
+            }
+            Some(e) if e.is_outcome_unknown() => {}
+            Some(e) => assert!(
+                !stored.contains(&item.id) || index % 10 == 0,
+                "item {index} reported failed ({e}) is stored"
+            ),
+        }
+    }
+    backend.delete_table(&name).await.expect("delete table");
+}

@@ -260,6 +260,8 @@ async fn write_partition<T: TableEntity>(
     for mut chunk in chunks(ops) {
         // Failures of this chunk on a row's existence since its last probe.
         let mut conflicts = 0;
+        // Lost answers of this chunk's batches so far.
+        let mut lost = 0;
         while !chunk.ops.is_empty() {
             report.batches += 1;
             match table
@@ -286,6 +288,12 @@ async fn write_partition<T: TableEntity>(
                         settle_conflicts(table, &mut chunk, mode, &mut report).await;
                     }
                 }
+                // The batch's answer was lost: read the rows back to see
+                // what it did, and send again what it did not.
+                Err(error) if error.is_outcome_unknown() && lost < MAX_LOST_ANSWERS => {
+                    lost += 1;
+                    settle_lost_batch(table, &mut chunk, mode, &mut report).await;
+                }
                 Err(error) => {
                     let error = Arc::new(error);
                     report
@@ -300,6 +308,129 @@ async fn write_partition<T: TableEntity>(
         }
     }
     report
+}
+
+/// How many lost answers of one batch the writer settles before it reports
+/// the batch's items as failed with the last of them.
+const MAX_LOST_ANSWERS: usize = 4;
+
+/// Settles a batch whose answer was lost, by reading its rows back. An
+/// upsert is simply sent again (the same effect twice is the effect once). A
+/// delete's row that is gone was deleted. An insert's row that holds exactly
+/// the item's properties was written (by this batch, or by another writer
+/// writing the very same row: either way the item is stored as given); a row
+/// that holds something else belongs to another writer. What is left is sent
+/// again. If the rows cannot be read, the items are reported with an unknown
+/// outcome.
+async fn settle_lost_batch<T: TableEntity>(
+    table: &Table<T>,
+    chunk: &mut Chunk,
+    mode: Mode,
+    report: &mut BulkReport,
+) {
+    if matches!(mode, Mode::Upsert(_)) {
+        return;
+    }
+    let Some(stored) = stored_rows(table, &chunk.ops, report).await else {
+        // Unreadable: sending the batch again could report its own rows as
+        // conflicts. Its items' outcome stays unknown.
+        let error = Arc::new(Error::OutcomeUnknown {
+            message: "a batch's answer was lost and its rows could not be read back".into(),
+        });
+        report
+            .failures
+            .extend(chunk.items.drain(..).map(|index| BulkFailure {
+                index,
+                error: Arc::clone(&error),
+            }));
+        chunk.ops.clear();
+        return;
+    };
+    let mut kept = Chunk::default();
+    for (index, op) in chunk.items.drain(..).zip(chunk.ops.drain(..)) {
+        let row = stored.get(op.keys().1);
+        let done = match (&op, row) {
+            (BatchOperation::Delete { .. }, None) => Some(None),
+            (BatchOperation::Insert(ours), Some(row)) if same_properties(ours, row) => Some(None),
+            (BatchOperation::Insert(ours), Some(_)) => Some(Some(Error::EntityAlreadyExists {
+                table: table.name().to_owned(),
+                partition_key: ours.partition_key.clone(),
+                row_key: ours.row_key.clone(),
+            })),
+            _ => None,
+        };
+        match done {
+            Some(None) => report.written += 1,
+            Some(Some(error)) => report.failures.push(BulkFailure {
+                index,
+                error: Arc::new(error),
+            }),
+            None => {
+                kept.items.push(index);
+                kept.ops.push(op);
+            }
+        }
+    }
+    *chunk = kept;
+}
+
+/// Whether a stored row holds exactly `ours`'s properties (a NaN equals a NaN).
+fn same_properties(ours: &crate::Entity, stored: &crate::Entity) -> bool {
+    use crate::value::Value;
+    let same = |a: &Value, b: &Value| match (a, b) {
+        (Value::Double(x), Value::Double(y)) => {
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+        }
+        _ => a == b,
+    };
+    ours.properties.len() == stored.properties.len()
+        && ours.properties.iter().all(|(name, value)| {
+            stored
+                .properties
+                .get(name)
+                .is_some_and(|other| same(value, other))
+        })
+}
+
+/// The stored rows among those `ops` address, by RowKey: read with one query
+/// per [`KEYS_PER_PROBE`] keys. `None` if a query fails.
+async fn stored_rows<T: TableEntity>(
+    table: &Table<T>,
+    ops: &[BatchOperation],
+    report: &mut BulkReport,
+) -> Option<std::collections::HashMap<String, crate::Entity>> {
+    use crate::filter::Filter;
+    let partition = ops.first()?.keys().0;
+    let mut rows = std::collections::HashMap::new();
+    for keys in ops.chunks(KEYS_PER_PROBE) {
+        let wanted = keys
+            .iter()
+            .map(|op| Filter::row_key().eq(op.keys().1))
+            .reduce(Filter::or)?;
+        let mut query = crate::Query::new().filter(Filter::partition_key().eq(partition) & wanted);
+        loop {
+            let mut page = None;
+            // A read is safe to repeat: a few tries before giving up.
+            for _ in 0..4 {
+                report.queries += 1;
+                match table.backend().query_entities(table.name(), &query).await {
+                    Ok(found) => {
+                        page = Some(found);
+                        break;
+                    }
+                    Err(e) if e.is_transient() => {}
+                    Err(_) => return None,
+                }
+            }
+            let page = page?;
+            rows.extend(page.entities.into_iter().map(|e| (e.row_key.clone(), e)));
+            match page.continuation {
+                None => break,
+                next => query.continuation = next,
+            }
+        }
+    }
+    Some(rows)
 }
 
 /// Whether `error` says the row's existence is not what `mode` needs.
