@@ -1,5 +1,5 @@
 //! Request signing (Shared Key for the Table and the Blob service, which sign
-//! differently) and table SAS tokens, as AZURE_TABLE.md §7–§8 describe them.
+//! differently) and table SAS tokens.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

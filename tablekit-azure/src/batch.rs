@@ -1,5 +1,5 @@
 //! Entity group transactions on the wire: one `POST /$batch` holding one
-//! change set in `multipart/mixed`, and the response's parts (AZURE_TABLE.md §6).
+//! change set in `multipart/mixed`, and the response's parts.
 
 use tablekit::{BatchOperation, ETag, IfMatch, UpdateMode, json};
 

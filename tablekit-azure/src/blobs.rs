@@ -1,4 +1,4 @@
-//! `BlobStore` over the Blob service's REST API (AZURE_TABLE.md §8).
+//! `BlobStore` over the Blob service's REST API.
 
 use std::sync::Arc;
 use std::time::SystemTime;

@@ -263,7 +263,7 @@ impl AzureTables {
 impl AzureTables {
     /// Reads the stored entity and checks that merging `changes` into it
     /// stays within one entity's limits. The service checks this itself;
-    /// Azurite does not (AZURE_TABLE.md §10), so against the emulator the
+    /// Azurite does not, so against the emulator the
     /// client does, and the same merge gets the same error on every backend.
     /// (A writer adding properties between this read and the merge is not
     /// seen: good enough for an emulator.)

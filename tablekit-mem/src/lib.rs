@@ -1,8 +1,8 @@
 //! # tablekit-mem
 //!
 //! The in-memory reference backend of [tablekit]: it behaves like
-//! Azure Table Storage as `AZURE_TABLE.md` describes it, and like the real
-//! service (not Azurite) where the two differ:
+//! Azure Table Storage, and like the real service (not the Azurite emulator)
+//! where the two differ:
 //! - every limit, checked by tablekit's shared validator;
 //! - keys sorted by UTF-16 code units, table names case-insensitive;
 //! - ETags and Timestamps in the service's format, new and later on every write,

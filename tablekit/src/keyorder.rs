@@ -52,7 +52,7 @@ fn sort_weight(c: char) -> u32 {
     (u32::from(units[0]) << 16) | units.get(1).copied().map_or(0, u32::from)
 }
 
-/// Thirty keys in the order Azurite returned them (AZURE_TABLE.md §3): mixed
+/// Thirty keys in the order the Azurite emulator returned them: mixed
 /// case, Latin-1, the private-use area and supplementary characters, sorted
 /// by UTF-16 code units.
 pub const VERIFIED_ORDER: [&str; 30] = [

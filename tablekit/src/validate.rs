@@ -1,7 +1,7 @@
 //! The one validator every backend runs before it acts.
 //!
-//! The real service enforces these rules; Azurite skips many of them
-//! (AZURE_TABLE.md §10). Checking them here, on the client, gives the same bad
+//! The real service enforces these rules; the Azurite emulator skips many
+//! of them. Checking them here, on the client, gives the same bad
 //! input the same typed error on every backend. Where the service's exact limit
 //! is unknown, the conservative value is used (strings 32,000 UTF-16 units,
 //! binaries 64,000 bytes).

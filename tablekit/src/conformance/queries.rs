@@ -29,7 +29,7 @@ pub async fn load(backend: &dyn TableBackend, table: &str, entities: Vec<Entity>
     }
 }
 
-/// The keys the service was seen to order (AZURE_TABLE.md §3), in UTF-16 order.
+/// Keys as the store was seen to order them, in UTF-16 order.
 pub const ORDERED_KEYS: [&str; 30] = crate::keyorder::VERIFIED_ORDER;
 
 /// Results come sorted by PartitionKey, then RowKey, by UTF-16 code units:

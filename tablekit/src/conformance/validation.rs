@@ -199,8 +199,7 @@ pub async fn property_limits_are_enforced(backend: &dyn TableBackend) {
 /// A merge whose result would break a limit fails, though each part is valid.
 ///
 /// The client cannot see this coming without reading the stored entity, so a
-/// REST backend relies on the service here (Azurite does not check; see
-/// AZURE_TABLE.md §10).
+/// REST backend relies on the service here (Azurite does not check).
 pub async fn merged_entities_must_fit(backend: &dyn TableBackend) {
     let table = fresh_table(backend, "mergefit").await;
     let mut base = Entity::new("p", "r");

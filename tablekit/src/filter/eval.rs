@@ -108,7 +108,7 @@ fn apply(op: CompareOp, ordering: Option<Ordering>) -> bool {
     }
 }
 
-/// The outcome of comparing values of unrelated types (AZURE_TABLE.md §5).
+/// The outcome of comparing values of unrelated types, as the service has it.
 fn mismatch(op: CompareOp) -> bool {
     matches!(op, CompareOp::Ne | CompareOp::Lt | CompareOp::Le)
 }

@@ -363,7 +363,7 @@ impl Filter {
 
     /// Whether `entity` matches, by the service's rules: a comparison with a
     /// property the entity lacks is false (also `ne`); mismatched types follow
-    /// AZURE_TABLE.md §5 (Int64 and Double properties compare numerically with
+    /// the service (Int64 and Double properties compare numerically with
     /// integer constants; an Int32 property never matches an Int64 or Double
     /// constant; other mismatches make `eq`, `gt`, `ge` false and `ne`, `lt`,
     /// `le` true); strings compare by UTF-16 code units.
