@@ -3,14 +3,23 @@
 //! back-off keeps the number of writes near the number of updates. The
 //! figures are printed (`cargo test -p tablekit-azure --test contention --
 //! --nocapture`).
+//!
+//! The default options (64 attempts) gave up on none of 1,600 updates in
+//! every run seen; the tests allow more attempts so that a slow, loaded CI
+//! machine cannot make them flaky: what they check is that nothing is lost
+//! or applied twice.
 
 mod azurite;
 
 use std::sync::Arc;
 
-use tablekit::TableBackend;
 use tablekit::conformance::run_counter;
+use tablekit::{TableBackend, UpdateOptions};
 use tablekit_azure::AzureTables;
+
+fn patient() -> UpdateOptions {
+    UpdateOptions::default().attempts(400)
+}
 
 fn backend() -> Arc<dyn TableBackend> {
     Arc::new(AzureTables::new(azurite::account()).expect("a table client"))
@@ -18,7 +27,7 @@ fn backend() -> Arc<dyn TableBackend> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_writers_on_one_row_never_give_up() {
-    let run = run_counter(backend(), 32, 50, 0.0, 0.0, Default::default()).await;
+    let run = run_counter(backend(), 32, 50, 0.0, 0.0, patient()).await;
     println!(
         "32 writers x 50 increments, no faults: {} applied, {} gave up, {} unknown, {} writes ({:.2} per update)",
         run.applied,
@@ -34,7 +43,7 @@ async fn thirty_two_writers_on_one_row_never_give_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thirty_two_writers_under_faults_count_exactly() {
-    let run = run_counter(backend(), 32, 50, 0.15, 0.10, Default::default()).await;
+    let run = run_counter(backend(), 32, 50, 0.15, 0.10, patient()).await;
     println!(
         "32 writers x 50 increments, 15% transient + 10% lost responses: {} applied, {} gave up, {} unknown, final {}, {} writes ({:.2} per update)",
         run.applied,

@@ -169,7 +169,15 @@ fn any_filter() -> impl Strategy<Value = Filter> {
         op,
         value,
     });
-    leaf.prop_recursive(4, 16, 2, |inner| {
+    combined(leaf, 16)
+}
+
+/// Trees of `and`, `or` and `not` over `leaf`, up to `size` nodes.
+fn combined(
+    leaf: impl Strategy<Value = Filter> + 'static,
+    size: u32,
+) -> impl Strategy<Value = Filter> {
+    leaf.prop_recursive(4, size, 2, |inner| {
         prop_oneof![
             (inner.clone(), inner.clone()).prop_map(|(a, b)| a & b),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| a | b),
@@ -303,13 +311,7 @@ fn key_filter() -> impl Strategy<Value = Filter> {
     let key = prop_oneof![Just("PartitionKey"), Just("RowKey"), Just("Other")];
     let leaf = (key, op, "[ab\u{E000}\u{10000}]{0,3}")
         .prop_map(|(key, op, value)| prop(key).compare(op, value));
-    leaf.prop_recursive(4, 12, 2, |inner| {
-        prop_oneof![
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| a & b),
-            (inner.clone(), inner.clone()).prop_map(|(a, b)| a | b),
-            inner.prop_map(|f| !f),
-        ]
-    })
+    combined(leaf, 12)
 }
 
 proptest! {

@@ -294,20 +294,23 @@ async fn write_partition<T: TableEntity>(
                     lost += 1;
                     settle_lost_batch(table, &mut chunk, mode, &mut report).await;
                 }
-                Err(error) => {
-                    let error = Arc::new(error);
-                    report
-                        .failures
-                        .extend(chunk.items.drain(..).map(|index| BulkFailure {
-                            index,
-                            error: Arc::clone(&error),
-                        }));
-                    chunk.ops.clear();
-                }
+                Err(error) => fail_all(&mut chunk, error, &mut report),
             }
         }
     }
     report
+}
+
+/// Reports every item left in `chunk` as failed with `error`, and empties it.
+fn fail_all(chunk: &mut Chunk, error: Error, report: &mut BulkReport) {
+    let error = Arc::new(error);
+    report
+        .failures
+        .extend(chunk.items.drain(..).map(|index| BulkFailure {
+            index,
+            error: Arc::clone(&error),
+        }));
+    chunk.ops.clear();
 }
 
 /// How many lost answers of one batch the writer settles before it reports
@@ -334,16 +337,10 @@ async fn settle_lost_batch<T: TableEntity>(
     let Some(stored) = stored_rows(table, &chunk.ops, report).await else {
         // Unreadable: sending the batch again could report its own rows as
         // conflicts. Its items' outcome stays unknown.
-        let error = Arc::new(Error::OutcomeUnknown {
+        let error = Error::OutcomeUnknown {
             message: "a batch's answer was lost and its rows could not be read back".into(),
-        });
-        report
-            .failures
-            .extend(chunk.items.drain(..).map(|index| BulkFailure {
-                index,
-                error: Arc::clone(&error),
-            }));
-        chunk.ops.clear();
+        };
+        fail_all(chunk, error, report);
         return;
     };
     let mut kept = Chunk::default();

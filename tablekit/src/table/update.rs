@@ -6,8 +6,10 @@
 //! been applied or not, and reading the row back is not enough to tell when
 //! other writers are busy on it: our write may have landed and been
 //! overwritten since, or another writer's identical change may have landed
-//! instead of ours. So every write made here records itself in a short
-//! history kept in the row's [`WRITES_PROPERTY`]: a random tag for the write,
+//! instead of ours. So `update`, inserts and writes through a [`Loaded`]
+//! record themselves in a short history kept in the row's
+//! [`WRITES_PROPERTY`] (unless the table was made
+//! [`without_write_history`](Table::without_write_history)): a random tag for the write,
 //! then the tags of the writes before it, newest first. The version a write
 //! is based on is named by the first tag of its history (or, for a row that
 //! has none, by a hash of its ETag). Reading the row back, the write landed
@@ -16,6 +18,9 @@
 //! is gone (the row was replaced by another kind of write, deleted, or more
 //! than [`WRITES_KEPT`] writes came since), the outcome stays unknown and is
 //! returned as [`Error::OutcomeUnknown`].
+//!
+//! An insert's history is its tag alone: read back, the row is ours when it
+//! holds the tag, another writer's when it holds another history.
 //!
 //! Requests: one read and one write per attempt; a lost response costs one
 //! more read.
@@ -30,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::schema::{self, KeyArg, TableEntity};
 use crate::value::Value;
 
-/// The property in which [`Table::update`] keeps the history of its writes
+/// The property in which the typed writes keep the history of their writes
 /// to a row (space-separated tags, newest first). Typed reads ignore it.
 pub const WRITES_PROPERTY: &str = "_Writes";
 
@@ -62,10 +67,11 @@ pub struct UpdateOptions {
 }
 
 impl Default for UpdateOptions {
-    /// 32 attempts, no deadline, back-off from 5 ms up to 1 s.
+    /// 64 attempts, no deadline, back-off from 5 ms up to 1 s: 32 writers
+    /// updating one row at once all get through.
     fn default() -> UpdateOptions {
         UpdateOptions {
-            attempts: 32,
+            attempts: 64,
             deadline: None,
             base_delay: Duration::from_millis(5),
             max_delay: Duration::from_secs(1),
