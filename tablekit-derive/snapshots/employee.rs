@@ -52,13 +52,12 @@ const _: () = {
             ::tablekit::__private::Clone::clone(&self.id)
         }
         fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
-            <String as ::tablekit::__private::KeyPart>::write_key(
-                &self.department,
-                __out,
-            );
+            ::tablekit::__private::write_component::<
+                String,
+            >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            <u32 as ::tablekit::__private::KeyPart>::write_key(&self.id, __out);
+            ::tablekit::__private::write_component::<u32>(&self.id, __out, true);
         }
         fn columns() -> Self::Columns {
             EmployeeColumns {

@@ -40,20 +40,13 @@ const _: () = {
             )
         }
         fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
-            <String as ::tablekit::__private::KeyPart>::write_key(
-                &self.department,
-                __out,
-            );
+            ::tablekit::__private::write_component::<
+                String,
+            >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            <u32 as ::tablekit::__private::KeyPart>::write_key(&self.employee, __out);
-            __out
-                .push(
-                    ::tablekit::__private::separator_after(
-                        <u32 as ::tablekit::__private::KeyPart>::WIDTH,
-                    ),
-                );
-            <u16 as ::tablekit::__private::KeyPart>::write_key(&self.year, __out);
+            ::tablekit::__private::write_component::<u32>(&self.employee, __out, false);
+            ::tablekit::__private::write_component::<u16>(&self.year, __out, true);
         }
         fn columns() -> Self::Columns {
             ReviewColumns {

@@ -306,11 +306,9 @@ fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
     let parts = fields.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
         let ty = f.ty;
-        let separator = (i + 1 < fields.len())
-            .then(|| quote!(__out.push(#tk::separator_after(<#ty as #tk::KeyPart>::WIDTH));));
+        let last = i + 1 == fields.len();
         quote_spanned! {ty.span()=>
-            <#ty as #tk::KeyPart>::write_key(&self.#ident, __out);
-            #separator
+            #tk::write_component::<#ty>(&self.#ident, __out, #last);
         }
     });
     quote!(#(#parts)*)

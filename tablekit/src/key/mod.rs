@@ -13,24 +13,37 @@
 //! | [`DateTime`](crate::DateTime) | ISO 8601 with 7 fraction digits | `2020-01-02T03:04:05.1234567Z` |
 //! | [`InvertedTime`] | `DateTime::MAX` ticks − ticks, 19 digits: newest first | `2518245695838765432` |
 //! | `Uuid` | lower-case hyphenated | `c9da6455-213d-…` |
-//! | `String` | the text, with a few characters escaped (below) | `Sales` |
+//! | `String` | the text as it is, but for the characters the store forbids (below) | `Ada Lovelace` |
 //!
-//! **Strings.** The store refuses `/ \ # ?` and control characters in keys,
-//! and compound keys need a separator; all of them are escaped, never dropped.
-//! An escape is three characters `B M X`: `M` is U+FFFD, `B` is the character
-//! just below the escaped one in the store's order (so the escape sorts where
-//! the original did), and `X` tells which one it was. Escaped are U+0000–U+0020
-//! (`B` = space), `#` `/` `?` `\` (`B` = `"` `.` `>` `[`), U+007F–U+009F
-//! (`B` = `~`) and U+FFFD–U+FFFF (`B` = U+FFFC). Everything else, emoji
-//! included, is written as it is. A string component followed by another one
-//! ends with a space, which sorts below every other encoded character, so
-//! `("a", …)` sorts before `("a b", …)` and `("ab", …)`. A fixed-width
-//! component is followed by `_` (`000123_2012`).
+//! **Strings.** A string that ends the key is stored as it is: `Ada Lovelace`,
+//! `O'Brien`, `jonesj@contoso.com`, `100%`, `café` read the same in a storage
+//! browser and in any other client. Only the characters the store refuses
+//! (`/ \ # ?` and the control characters) and U+FFFD–U+FFFF are escaped, never
+//! dropped. An escape is three characters `B M X`: `M` is U+FFFD (shown as
+//! `�`), `B` is the character just below the escaped one in the store's order
+//! (so the escape sorts where the original did), and `X` tells which one it
+//! was: `#` `/` `?` `\` become `"�0` `.�0` `>�0` `[�0`, U+0000–U+001F become
+//! a space, `�` and U+0100–U+011F, U+007F–U+009F become `~`, `�` and
+//! U+0100–U+0120, and U+FFFD–U+FFFF become U+FFFC, `�` and U+0100–U+0102.
+//!
+//! **Compound keys.** Components are joined by a separator that can always be
+//! split again and that keeps tuple order: `_` after a fixed-width component
+//! (`000123_2012`), a space after a string (`Sales 0000000123`). A string
+//! that another component follows writes its own spaces as the escape
+//! ` �Ġ` (space, U+FFFD, U+0120), so `("Ada Lovelace", 7u8)` is stored as
+//! `Ada �ĠLovelace 007`; put strings with spaces last where you can.
+//!
+//! **Order.** Encoded keys sort, by the store's UTF-16 order, exactly as the
+//! values and tuples sort, with one exception: in a string that ends the key,
+//! a control character (which the store forbids) sorts after a space instead
+//! of before it. A prefix query (`partition_prefix`, `row_prefix`) for `acme`
+//! never reaches `acme2`, `acme corp` or `acme/eu`.
 //!
 //! ```
 //! use tablekit::key::{KeyTuple, encode};
 //! assert_eq!(encode(&(123u32, 2012u16)), "0000000123_02012");
 //! assert_eq!(encode(&"a/b".to_string()), "a.\u{FFFD}0b");
+//! assert_eq!(encode(&"Ada Lovelace".to_string()), "Ada Lovelace");
 //! let key = encode(&("Sales".to_string(), 7u8));
 //! assert_eq!(<(String, u8)>::decode(&key).unwrap(), ("Sales".to_string(), 7));
 //! ```
@@ -116,6 +129,20 @@ pub fn separator_after(width: usize) -> char {
     }
 }
 
+/// Appends one component of a key: as it is when it is the `last`, else
+/// followed by its separator (and, for a string, with its spaces escaped, as
+/// a space is the separator after it).
+pub fn write_component<P: KeyPart>(part: &P, out: &mut String, last: bool) {
+    let start = out.len();
+    part.write_key(out);
+    if !last {
+        if P::WIDTH == 0 {
+            parts::escape_spaces_from(out, start);
+        }
+        out.push(separator_after(P::WIDTH));
+    }
+}
+
 /// Splits a compound key into its components, one at a time.
 #[derive(Debug)]
 pub struct KeyReader<'a> {
@@ -183,10 +210,18 @@ impl<'a> KeyReader<'a> {
     /// Reads the next component as `P`.
     pub fn read<P: KeyPart>(&mut self, last: bool) -> Result<P, KeyDecodeError> {
         let text = self.component(P::WIDTH, last)?;
-        P::read_key(text).map_err(|reason| KeyDecodeError {
+        let error = |reason| KeyDecodeError {
             component: self.component - 1,
             reason,
-        })
+        };
+        if P::WIDTH > 0 || last || !text.contains(ESCAPE_MARK) {
+            return P::read_key(text).map_err(error);
+        }
+        // A string component that another one follows has its spaces
+        // escaped: read it as the last component would be written.
+        let unescaped = parts::unescape_spaces(text)
+            .ok_or_else(|| error(format!("a stray escape mark in {text:?}")))?;
+        P::read_key(&unescaped).map_err(error)
     }
 }
 
@@ -221,11 +256,8 @@ macro_rules! tuple_keys {
         impl<$($name: KeyPart,)+ $last_name: KeyPart> KeyTuple for ($($name,)+ $last_name) {
             const ARITY: usize = $arity;
             fn write_key(&self, out: &mut String) {
-                $(
-                    self.$index.write_key(out);
-                    out.push(separator_after($name::WIDTH));
-                )+
-                self.$last.write_key(out);
+                $(write_component(&self.$index, out, false);)+
+                write_component(&self.$last, out, true);
             }
             fn decode(text: &str) -> Result<Self, KeyDecodeError> {
                 let mut reader = KeyReader::new(text);
@@ -254,10 +286,7 @@ macro_rules! key_prefix {
     ([$($full:ident),+] [$($p:ident $i:tt),+]) => {
         impl<$($full: KeyPart),+> KeyPrefix<($($p,)+)> for ($($full),+) {
             fn write_prefix(prefix: &($($p,)+), out: &mut String) {
-                $(
-                    prefix.$i.write_key(out);
-                    out.push(separator_after($p::WIDTH));
-                )+
+                $(write_component(&prefix.$i, out, false);)+
             }
             fn last_separator() -> char {
                 let widths = [$($p::WIDTH),+];

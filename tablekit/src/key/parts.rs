@@ -201,7 +201,7 @@ fn escape(c: char) -> Option<(char, char)> {
     let code = c as u32;
     let offset = |base: u32| char::from_u32(0x100 + code - base);
     match c {
-        '\u{0}'..='\u{20}' => Some((' ', offset(0)?)),
+        '\u{0}'..='\u{1F}' => Some((' ', offset(0)?)),
         '#' => Some(('"', '0')),
         '/' => Some(('.', '0')),
         '?' => Some(('>', '0')),
@@ -220,7 +220,7 @@ fn unescape(base: char, selector: char) -> Option<char> {
             .and_then(|i| char::from_u32(start + i))
     };
     match (base, selector) {
-        (' ', _) => shifted(0, 0x21),
+        (' ', _) => shifted(0, 0x20),
         ('"', '0') => Some('#'),
         ('.', '0') => Some('/'),
         ('>', '0') => Some('?'),
@@ -266,8 +266,53 @@ impl KeyPart for String {
     }
 }
 
+/// The escape of a space inside a string component that another component
+/// follows: the separator is a space, so spaces before it are escaped (the
+/// last component keeps its spaces as they are).
+pub(super) const ESCAPED_SPACE: &str = " \u{FFFD}\u{120}";
+
+/// Rewrites the string component written from `start` on into the form it
+/// takes when another component follows: each space (not the base of an
+/// escape) becomes [`ESCAPED_SPACE`].
+pub(super) fn escape_spaces_from(out: &mut String, start: usize) {
+    let part = &out[start..];
+    let is_literal_space =
+        |i: usize| part.as_bytes()[i] == b' ' && !part[i + 1..].starts_with(ESCAPE_MARK);
+    if !(0..part.len()).any(is_literal_space) {
+        return;
+    }
+    let mut rewritten = String::with_capacity(part.len() + 8);
+    for (i, c) in part.char_indices() {
+        if c == ' ' && is_literal_space(i) {
+            rewritten.push_str(ESCAPED_SPACE);
+        } else {
+            rewritten.push(c);
+        }
+    }
+    out.truncate(start);
+    out.push_str(&rewritten);
+}
+
+/// The inverse of [`escape_spaces_from`]: each [`ESCAPED_SPACE`] back to a
+/// space. `None` if that would make a space the base of another escape
+/// (an escape mark right after an escaped space is never written).
+pub(super) fn unescape_spaces(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(ESCAPED_SPACE) {
+        out.push_str(&rest[..at]);
+        out.push(' ');
+        rest = &rest[at + ESCAPED_SPACE.len()..];
+        if rest.starts_with(ESCAPE_MARK) {
+            return None;
+        }
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// Appends `text` with the escapes of the string encoding (what a `String`
-/// key part writes).
+/// key part writes): the characters the store forbids, and U+FFFD–U+FFFF.
 pub fn write_escaped(text: &str, out: &mut String) {
     // Most key strings need no escape: copy them whole.
     if !text.chars().any(|c| escape(c).is_some()) {
