@@ -307,7 +307,13 @@ fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
         let ident = f.ident;
         let ty = f.ty;
         let last = i + 1 == fields.len();
+        let only_last = (!last).then(|| {
+            quote_spanned! {ty.span()=>
+                const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
+            }
+        });
         quote_spanned! {ty.span()=>
+            #only_last
             #tk::write_component::<#ty>(&self.#ident, __out, #last);
         }
     });

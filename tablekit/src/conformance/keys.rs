@@ -112,3 +112,68 @@ pub async fn foreign_rows_read_back_typed(backend: Arc<dyn TableBackend>) {
     assert_eq!(names, ["email"]);
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// Rows another client keyed with text the default string codec would
+/// escape, mapped through [`Verbatim`](crate::key::Verbatim) key fields.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Imported")]
+struct Imported {
+    #[tablekit(partition_key)]
+    tenant: crate::key::Verbatim,
+    #[tablekit(row_key)]
+    legacy_id: crate::key::Verbatim,
+    note: String,
+}
+
+/// Keys held verbatim read back whatever the store accepted, and a key the
+/// store forbids is refused with a typed error before anything is sent.
+pub async fn verbatim_keys_map_existing_rows(backend: Arc<dyn TableBackend>) {
+    use crate::entity::Entity;
+    use crate::error::{Error, InvalidInput};
+    use crate::key::Verbatim;
+    let name = unique_table("verbatim");
+    backend.create_table(&name).await.expect("create table");
+    let keys = ["x\u{FFFD}y", "plain", "\u{FFFF}", "a  b ", "EMP_0000000123"];
+    for rk in keys {
+        let row = Entity::new("T 1", rk).with("note", rk);
+        backend
+            .insert_entity(&name, &row)
+            .await
+            .expect("raw insert");
+    }
+    let imported: Table<Imported> = Table::from_arc(Arc::clone(&backend), &name);
+    for rk in keys {
+        let read = imported
+            .get("T 1", rk)
+            .await
+            .unwrap_or_else(|e| panic!("{rk:?}: {e}"))
+            .unwrap_or_else(|| panic!("{rk:?} is stored"));
+        assert_eq!(*read.legacy_id, *rk);
+        assert_eq!(read.note, rk);
+    }
+    let all = imported
+        .query()
+        .partition("T 1")
+        .collect()
+        .await
+        .expect("query");
+    assert_eq!(all.len(), keys.len());
+    let forbidden = imported
+        .insert(&Imported {
+            tenant: Verbatim::from("T 1"),
+            legacy_id: Verbatim::from("a/b"),
+            note: String::new(),
+        })
+        .await;
+    assert!(
+        matches!(
+            forbidden,
+            Err(Error::Invalid(InvalidInput::KeyForbiddenCharacter {
+                character: '/',
+                ..
+            }))
+        ),
+        "{forbidden:?}"
+    );
+    backend.delete_table(&name).await.expect("delete table");
+}

@@ -36,7 +36,13 @@
 //! **Order.** Encoded keys sort, by the store's UTF-16 order, exactly as the
 //! values and tuples sort, with one exception: in a string that ends the key,
 //! a control character (which the store forbids) sorts after a space instead
-//! of before it. A prefix query (`partition_prefix`, `row_prefix`) for `acme`
+//! of before it. A field of type [`Ordered`] keeps even that order, at the
+//! cost of escaping its spaces everywhere.
+//!
+//! **Keys other clients wrote.** A field of type [`Verbatim`] holds its key
+//! exactly as stored: any text the store accepts reads back and writes back
+//! unchanged (a forbidden character is refused when written). It can only
+//! be the last key field. A prefix query (`partition_prefix`, `row_prefix`) for `acme`
 //! never reaches `acme2`, `acme corp` or `acme/eu`.
 //!
 //! ```
@@ -54,7 +60,7 @@ mod tests;
 
 use std::fmt;
 
-pub use parts::{InvertedTime, write_escaped};
+pub use parts::{InvertedTime, Ordered, Verbatim, write_escaped};
 
 /// The escape marker, the highest character the encodings use.
 pub const ESCAPE_MARK: char = '\u{FFFD}';
@@ -97,6 +103,13 @@ impl std::error::Error for KeyDecodeError {}
 pub trait KeyPart: Sized + Clone {
     /// The width of every encoding in ASCII characters, or 0 if it varies.
     const WIDTH: usize;
+    /// Whether the part can only end a key (its text has no end of its own,
+    /// as [`Verbatim`]'s).
+    const LAST_ONLY: bool = false;
+    /// Whether a variable-width part escapes every space itself (as
+    /// [`Ordered`] does), so that it needs no escaping when another
+    /// component follows it.
+    const SPACES_ESCAPED: bool = false;
     /// Appends the encoding.
     fn write_key(&self, out: &mut String);
     /// Reads a value back from exactly its encoding.
@@ -136,7 +149,7 @@ pub fn write_component<P: KeyPart>(part: &P, out: &mut String, last: bool) {
     let start = out.len();
     part.write_key(out);
     if !last {
-        if P::WIDTH == 0 {
+        if P::WIDTH == 0 && !P::SPACES_ESCAPED {
             parts::escape_spaces_from(out, start);
         }
         out.push(separator_after(P::WIDTH));
@@ -214,7 +227,7 @@ impl<'a> KeyReader<'a> {
             component: self.component - 1,
             reason,
         };
-        if P::WIDTH > 0 || last || !text.contains(ESCAPE_MARK) {
+        if P::WIDTH > 0 || P::SPACES_ESCAPED || last || !text.contains(ESCAPE_MARK) {
             return P::read_key(text).map_err(error);
         }
         // A string component that another one follows has its spaces
@@ -256,7 +269,10 @@ macro_rules! tuple_keys {
         impl<$($name: KeyPart,)+ $last_name: KeyPart> KeyTuple for ($($name,)+ $last_name) {
             const ARITY: usize = $arity;
             fn write_key(&self, out: &mut String) {
-                $(write_component(&self.$index, out, false);)+
+                $(
+                    const { assert!(!$name::LAST_ONLY, "this key part can only be the last component of a key") };
+                    write_component(&self.$index, out, false);
+                )+
                 write_component(&self.$last, out, true);
             }
             fn decode(text: &str) -> Result<Self, KeyDecodeError> {
@@ -286,7 +302,10 @@ macro_rules! key_prefix {
     ([$($full:ident),+] [$($p:ident $i:tt),+]) => {
         impl<$($full: KeyPart),+> KeyPrefix<($($p,)+)> for ($($full),+) {
             fn write_prefix(prefix: &($($p,)+), out: &mut String) {
-                $(write_component(&prefix.$i, out, false);)+
+                $(
+                    const { assert!(!$p::LAST_ONLY, "this key part can only be the last component of a key") };
+                    write_component(&prefix.$i, out, false);
+                )+
             }
             fn last_separator() -> char {
                 let widths = [$($p::WIDTH),+];

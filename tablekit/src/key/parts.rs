@@ -330,3 +330,115 @@ pub fn write_escaped(text: &str, out: &mut String) {
         }
     }
 }
+
+/// A key component stored exactly as its text, for tables whose keys other
+/// clients wrote: any key the store accepts reads back, and writes the same
+/// key again. Nothing is escaped, so a key with a character the store
+/// forbids (`/ \ # ?`, control characters) is refused with
+/// [`InvalidInput::KeyForbiddenCharacter`](crate::InvalidInput::KeyForbiddenCharacter)
+/// when it is written.
+///
+/// Nothing marks where verbatim text ends, so it can only be the last (or
+/// only) component of a key; elsewhere it is a compile error.
+///
+/// ```
+/// use tablekit::key::{KeyTuple, Verbatim, encode};
+/// let key = Verbatim::from("user\u{FFFD}42 (imported)");
+/// assert_eq!(encode(&key), "user\u{FFFD}42 (imported)");
+/// assert_eq!(Verbatim::decode("anything at all")?, Verbatim::from("anything at all"));
+/// # Ok::<(), tablekit::key::KeyDecodeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Verbatim(pub String);
+
+impl From<&str> for Verbatim {
+    fn from(text: &str) -> Verbatim {
+        Verbatim(text.to_owned())
+    }
+}
+
+impl From<String> for Verbatim {
+    fn from(text: String) -> Verbatim {
+        Verbatim(text)
+    }
+}
+
+impl std::ops::Deref for Verbatim {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Verbatim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl KeyPart for Verbatim {
+    const WIDTH: usize = 0;
+    const LAST_ONLY: bool = true;
+    fn write_key(&self, out: &mut String) {
+        out.push_str(&self.0);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        Ok(Verbatim(text.to_owned()))
+    }
+}
+
+/// A string key component whose encoding keeps the full order of its text,
+/// control characters included, wherever it stands: every space is
+/// escaped (as ` �Ġ`), so the key is harder to read than a plain `String`'s.
+/// For keys whose strings may hold control characters and must still sort
+/// exactly.
+///
+/// ```
+/// use tablekit::key::{Ordered, encode};
+/// assert_eq!(encode(&Ordered::from("a b")), "a \u{FFFD}\u{120}b");
+/// assert!(encode(&Ordered::from("a\u{1}")) < encode(&Ordered::from("a b")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Ordered(pub String);
+
+impl From<&str> for Ordered {
+    fn from(text: &str) -> Ordered {
+        Ordered(text.to_owned())
+    }
+}
+
+impl From<String> for Ordered {
+    fn from(text: String) -> Ordered {
+        Ordered(text)
+    }
+}
+
+impl std::ops::Deref for Ordered {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl KeyPart for Ordered {
+    const WIDTH: usize = 0;
+    const SPACES_ESCAPED: bool = true;
+    fn write_key(&self, out: &mut String) {
+        let start = out.len();
+        write_escaped(&self.0, out);
+        escape_spaces_from(out, start);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        if text.contains(' ')
+            && text
+                .split(' ')
+                .skip(1)
+                .any(|after| !after.starts_with(ESCAPE_MARK))
+        {
+            return Err(format!("an unescaped space in {text:?}"));
+        }
+        let plain =
+            unescape_spaces(text).ok_or_else(|| format!("a stray escape mark in {text:?}"))?;
+        String::read_key(&plain).map(Ordered)
+    }
+}

@@ -371,3 +371,30 @@ fn datetime_keys_with_another_spelling_are_refused() {
     assert!(<DateTime as KeyTuple>::decode("2020-01-02t03:04:05.1200000Z").is_err());
     assert!(<DateTime as KeyTuple>::decode("2020-01-02T03:04:05.1200000z").is_err());
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `Ordered` keeps the full order, control characters included, in any
+    /// position, and decodes only what it writes.
+    #[test]
+    fn ordered_strings_keep_every_order(a in any_string(), b in any_string(), n: u8, at: usize, how: u8, with in mutation_char()) {
+        let (oa, ob) = (Ordered(a.clone()), Ordered(b.clone()));
+        let order = |x: &Ordered, y: &Ordered| cmp_utf16(x, y);
+        check_pair(&oa, &ob, order)?;
+        let order2 = |x: &(Ordered, u8), y: &(Ordered, u8)| cmp_utf16(&x.0, &y.0).then(x.1.cmp(&y.1));
+        check_pair(&(oa.clone(), n), &(ob.clone(), n), order2)?;
+        check_mutated(&oa, at, how, with)?;
+        check_mutated(&(oa, n), at, how, with)?;
+    }
+
+    /// `Verbatim` writes its text as it is and reads any text back.
+    #[test]
+    fn verbatim_round_trips(text in any::<String>(), n: u16) {
+        let v = Verbatim(text.clone());
+        prop_assert_eq!(encode(&v), text.clone());
+        prop_assert_eq!(<Verbatim as KeyTuple>::decode(&text).unwrap(), v.clone());
+        let key = encode(&(n, v.clone()));
+        prop_assert_eq!(<(u16, Verbatim) as KeyTuple>::decode(&key).unwrap(), (n, v));
+    }
+}

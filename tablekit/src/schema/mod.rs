@@ -706,3 +706,9 @@ impl KeyArg<String> for &str {
         crate::key::write_escaped(self, out);
     }
 }
+
+impl KeyArg<crate::key::Verbatim> for &str {
+    fn write_key_arg(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
