@@ -8,7 +8,7 @@ use bytes::Bytes;
 use reqwest::Method;
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryPage,
-    Result, TableBackend, TablePage, UpdateMode, json, validate,
+    Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
 };
 
 use crate::auth;
@@ -322,7 +322,9 @@ fn merge() -> Method {
     Method::from_bytes(b"MERGE").unwrap_or(Method::PATCH)
 }
 
-fn decode_entities(body: &str) -> Result<Vec<Entity>> {
+/// The rows of a query response: the entities, and the rows that are not
+/// valid entities (each with its reason, so they cost no other row).
+fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
     json::entities_from_str(body).map_err(|e| Error::Decode {
         message: e.to_string(),
     })
@@ -449,18 +451,18 @@ impl TableBackend for AzureTables {
         );
         call.query = policy::query_parameters(query)?;
         let reply = self.send(call).await?;
-        let mut entities = decode_entities(&reply.body)?;
+        let (mut entities, mut undecodable) = decode_entities(&reply.body)?;
         if let Some(range) = range {
             entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
+            undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
         }
         let continuation = policy::continuation(
             reply.header("x-ms-continuation-nextpartitionkey"),
             reply.header("x-ms-continuation-nextrowkey"),
         );
-        Ok(QueryPage {
-            entities,
-            continuation,
-        })
+        let mut page = QueryPage::new(entities, continuation);
+        page.undecodable = undecodable;
+        Ok(page)
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {

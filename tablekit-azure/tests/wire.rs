@@ -734,3 +734,42 @@ async fn hostile_names_never_reach_the_request() {
         "/tbl()?$filter=%28PartitionKey%20eq%20%27t1%27%29%20and%20%28Name%20eq%20%27x%27%27%29%20or%20%28PartitionKey%20ne%20%27%27%27%29"
     );
 }
+
+/// A row the emulator stored but that is no valid entity (a DateTime in the
+/// year 1000) costs no other row: the page carries it apart, and a stream of
+/// the query yields its error and goes on.
+#[tokio::test]
+async fn an_undecodable_row_costs_no_other_row() {
+    let body = r#"{"value":[
+        {"PartitionKey":"p","RowKey":"1","v":1},
+        {"PartitionKey":"p","RowKey":"2","t":"1000-01-01T00:00:00Z","t@odata.type":"Edm.DateTime"},
+        {"PartitionKey":"p","RowKey":"3","v":3}
+    ]}"#;
+    let answer = || respond("200 OK", &[("Content-Type", "application/json")], body);
+    let mock = Mock::start(vec![answer(), answer()]).await;
+    let page = mock
+        .client
+        .query_entities("tbl", &Query::new())
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.entities.iter().map(|e| e.row_key.as_str()).collect();
+    assert_eq!(keys, ["1", "3"]);
+    assert_eq!(page.undecodable.len(), 1);
+    assert_eq!(page.undecodable[0].row_key, "2");
+
+    use futures::StreamExt;
+    let rows: Vec<_> = mock
+        .client
+        .query_stream("tbl", Query::new())
+        .collect()
+        .await;
+    let shape: Vec<Result<&str, ()>> = rows
+        .iter()
+        .map(|r| match r {
+            Ok(e) => Ok(e.row_key.as_str()),
+            Err(Error::UndecodableRow { row_key, .. }) if row_key == "2" => Err(()),
+            Err(e) => panic!("{e}"),
+        })
+        .collect();
+    assert_eq!(shape, [Ok("1"), Err(()), Ok("3")]);
+}

@@ -45,6 +45,12 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
+            const {
+                ::core::assert!(
+                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY,
+                    "this key field's type can only be the last key field (its text has no end of its own)"
+                )
+            };
             ::tablekit::__private::write_component::<u32>(&self.employee, __out, false);
             ::tablekit::__private::write_component::<u16>(&self.year, __out, true);
         }

@@ -544,10 +544,7 @@ impl TableBackend for MemBackend {
                 entities.push(entity);
             }
         }
-        Ok(QueryPage {
-            entities,
-            continuation,
-        })
+        Ok(QueryPage::new(entities, continuation))
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {

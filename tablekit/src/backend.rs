@@ -172,6 +172,66 @@ pub struct QueryPage {
     pub entities: Vec<Entity>,
     /// Where the next page starts; `None` when this was the last page.
     pub continuation: Option<ContinuationToken>,
+    /// Rows the store returned that could not be read as entities (a value
+    /// outside the documented range, say, which an emulator accepted). They
+    /// do not cost the page its other rows.
+    pub undecodable: Vec<UndecodableRow>,
+}
+
+impl QueryPage {
+    /// A page of `entities`, every row readable.
+    pub fn new(entities: Vec<Entity>, continuation: Option<ContinuationToken>) -> QueryPage {
+        QueryPage {
+            entities,
+            continuation,
+            undecodable: Vec::new(),
+        }
+    }
+
+    /// The page's rows in key order: each entity, and each undecodable row
+    /// as [`Error::UndecodableRow`](crate::Error::UndecodableRow).
+    pub fn into_rows(self) -> impl Iterator<Item = Result<Entity>> + Send {
+        let mut rows: Vec<Result<Entity>> = self.entities.into_iter().map(Ok).collect();
+        if !self.undecodable.is_empty() {
+            rows.extend(self.undecodable.into_iter().map(|row| Err(row.into())));
+            let key = |row: &Result<Entity>| match row {
+                Ok(e) => (e.partition_key.clone(), e.row_key.clone()),
+                Err(crate::Error::UndecodableRow {
+                    partition_key,
+                    row_key,
+                    ..
+                }) => (partition_key.clone(), row_key.clone()),
+                Err(_) => (String::new(), String::new()),
+            };
+            rows.sort_by(|a, b| {
+                let (a, b) = (key(a), key(b));
+                crate::keyorder::cmp_utf16(&a.0, &b.0)
+                    .then_with(|| crate::keyorder::cmp_utf16(&a.1, &b.1))
+            });
+        }
+        rows.into_iter()
+    }
+}
+
+/// A row of a query response that could not be read as an entity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndecodableRow {
+    /// Its PartitionKey, as far as it could be read (empty if not at all).
+    pub partition_key: String,
+    /// Its RowKey, as far as it could be read (empty if not at all).
+    pub row_key: String,
+    /// What is wrong with it.
+    pub reason: crate::InvalidInput,
+}
+
+impl From<UndecodableRow> for crate::Error {
+    fn from(row: UndecodableRow) -> crate::Error {
+        crate::Error::UndecodableRow {
+            partition_key: row.partition_key,
+            row_key: row.row_key,
+            reason: row.reason,
+        }
+    }
 }
 
 /// Options of a point read.

@@ -168,6 +168,19 @@ pub enum Error {
     /// A stored row does not fit the typed entity it was read as.
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    /// A row the store returned could not be read as an entity at all (a
+    /// value outside the documented range, say, which an emulator accepted).
+    /// The query's other rows are not lost: see
+    /// [`QueryPage::undecodable`](crate::QueryPage::undecodable).
+    #[error("row ({partition_key:?}, {row_key:?}) could not be read: {reason}")]
+    UndecodableRow {
+        /// Its PartitionKey, as far as it could be read.
+        partition_key: String,
+        /// Its RowKey, as far as it could be read.
+        row_key: String,
+        /// What is wrong with it.
+        reason: InvalidInput,
+    },
 }
 
 impl Error {
@@ -192,6 +205,12 @@ impl Error {
             Error::BatchFailed { source, .. } => source.invalid_input(),
             _ => None,
         }
+    }
+
+    /// Whether the error is about one row that could not be read (as an
+    /// entity, or as the typed value asked for), not about the request.
+    pub fn is_row_error(&self) -> bool {
+        matches!(self, Error::UndecodableRow { .. } | Error::Schema(_))
     }
 
     /// Wraps this error as the failure of batch operation `index`.

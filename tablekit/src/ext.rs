@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 /// ```
 pub trait TableBackendExt: TableBackend {
     /// Every entity of a query, following continuation tokens across short and
-    /// empty pages.
+    /// empty pages. A row the store returned that cannot be read is an
+    /// [`Error::UndecodableRow`] item, and the stream goes on after it.
     fn query_stream<'a>(&'a self, table: &'a str, query: Query) -> BoxStream<'a, Result<Entity>> {
         struct State {
             query: Query,
@@ -29,13 +30,10 @@ pub trait TableBackendExt: TableBackend {
             if state.done {
                 return Ok::<_, Error>(None);
             }
-            let page = self.query_entities(table, &state.query).await?;
+            let mut page = self.query_entities(table, &state.query).await?;
             state.done = page.continuation.is_none();
-            state.query.continuation = page.continuation;
-            Ok(Some((
-                stream::iter(page.entities.into_iter().map(Ok)),
-                state,
-            )))
+            state.query.continuation = page.continuation.take();
+            Ok(Some((stream::iter(page.into_rows()), state)))
         });
         pages.try_flatten().boxed()
     }

@@ -426,8 +426,13 @@ fn parse_object<'de, V: serde::de::Visitor<'de>>(
 
 /// Reads the entities of a query response (`{"value":[…], …}`), straight
 /// from the text like [`from_str`]; other members of the response are
-/// skipped.
-pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
+/// skipped. A row that is valid JSON but not a valid entity (a DateTime
+/// outside 1601–9999, say) is returned apart, with its keys and the reason,
+/// so the other rows are not lost; text that is not a query response at all
+/// is an error.
+pub fn entities_from_str(
+    text: &str,
+) -> Result<(Vec<Entity>, Vec<crate::backend::UndecodableRow>), InvalidInput> {
     /// One element of `value`.
     struct Item<'de>(Collector<'de>);
     impl<'de> serde::Deserialize<'de> for Item<'de> {
@@ -464,10 +469,22 @@ pub fn entities_from_str(text: &str) -> Result<Vec<Entity>, InvalidInput> {
         }
     }
     match parse_object(text, PageVisitor, "a query response")? {
-        Some(items) => items
-            .into_iter()
-            .map(|Item(collector)| collector.into_entity())
-            .collect(),
+        Some(items) => {
+            let mut entities = Vec::with_capacity(items.len());
+            let mut undecodable = Vec::new();
+            for Item(collector) in items {
+                let keys = collector.keys();
+                match collector.into_entity() {
+                    Ok(entity) => entities.push(entity),
+                    Err(reason) => undecodable.push(crate::backend::UndecodableRow {
+                        partition_key: keys.0,
+                        row_key: keys.1,
+                        reason,
+                    }),
+                }
+            }
+            Ok((entities, undecodable))
+        }
         None => Err(InvalidInput::PropertyValue {
             property: String::new(),
             reason: "a query response without `value`".into(),
@@ -865,6 +882,15 @@ struct Header<'de> {
 }
 
 impl<'de> Collector<'de> {
+    /// The keys as far as they are strings, for a row that fails to read.
+    fn keys(&self) -> (String, String) {
+        let text = |raw: &Option<Raw<'de>>| match raw {
+            Some(Raw::Str(s)) => s.to_string(),
+            _ => String::new(),
+        };
+        (text(&self.partition_key), text(&self.row_key))
+    }
+
     fn add(&mut self, name: Cow<'de, str>, raw: Raw<'de>) {
         let (slot, system) = match &*name {
             "PartitionKey" => (&mut self.partition_key, "PartitionKey"),
@@ -1262,7 +1288,8 @@ mod tests {
     #[test]
     fn reads_query_responses() {
         let body = r#"{"odata.metadata":"x","value":[{"PartitionKey":"p","RowKey":"1","n":"5","n@odata.type":"Edm.Int64"},{"PartitionKey":"p","RowKey":"2","s":"a\"b"}],"odata.nextLink":"y"}"#;
-        let entities = entities_from_str(body).unwrap();
+        let (entities, undecodable) = entities_from_str(body).unwrap();
+        assert!(undecodable.is_empty());
         assert_eq!(entities.len(), 2);
         assert_eq!(entities[0].properties.get("n"), Some(&Value::Int64(5)));
         assert_eq!(entities[1].row_key, "2");
@@ -1272,11 +1299,10 @@ mod tests {
         );
         assert_eq!(
             entities_from_str(r#"{"value":[]}"#).unwrap(),
-            Vec::<Entity>::new()
+            (Vec::<Entity>::new(), Vec::new())
         );
         for bad in [
             r#"{"odata.metadata":"x"}"#,
-            r#"{"value":[{"RowKey":"r"}]}"#,
             r#"{"value":[],"value":[{"PartitionKey":"p","RowKey":"r"}]}"#,
             r#"{"value":[{"PartitionKey":"p","RowKey":"r"}],"x":1,"value":[]}"#,
             r#"{"value":[1]}"#,
@@ -1285,6 +1311,33 @@ mod tests {
         ] {
             assert!(entities_from_str(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    /// A row that is JSON but no valid entity (a DateTime in the year 1000,
+    /// which Azurite stores; a row without a PartitionKey) is set apart with
+    /// its keys and reason; the page's other rows are read.
+    #[test]
+    fn an_unreadable_row_costs_no_other_row() {
+        let body = r#"{"value":[
+            {"PartitionKey":"p","RowKey":"1","v":1},
+            {"PartitionKey":"p","RowKey":"2","t":"1000-01-01T00:00:00Z","t@odata.type":"Edm.DateTime"},
+            {"RowKey":"3"},
+            {"PartitionKey":"p","RowKey":"4","g":"not a guid","g@odata.type":"Edm.Guid"},
+            {"PartitionKey":"p","RowKey":"5","v":5}
+        ]}"#;
+        let (entities, undecodable) = entities_from_str(body).unwrap();
+        let read: Vec<&str> = entities.iter().map(|e| e.row_key.as_str()).collect();
+        assert_eq!(read, ["1", "5"]);
+        let failed: Vec<(&str, &str)> = undecodable
+            .iter()
+            .map(|r| (r.partition_key.as_str(), r.row_key.as_str()))
+            .collect();
+        assert_eq!(failed, [("p", "2"), ("", "3"), ("p", "4")]);
+        assert!(
+            matches!(undecodable[0].reason, InvalidInput::DateTime { .. }),
+            "{:?}",
+            undecodable[0]
+        );
     }
 
     #[test]

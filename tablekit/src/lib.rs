@@ -149,7 +149,7 @@ pub mod conformance;
 
 pub use backend::{
     BatchOperation, ContinuationToken, GetOptions, ListTablesOptions, Query, QueryPage,
-    TableBackend, TablePage, UpdateMode,
+    TableBackend, TablePage, UndecodableRow, UpdateMode,
 };
 pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
 pub use datetime::DateTime;

@@ -177,3 +177,73 @@ pub async fn verbatim_keys_map_existing_rows(backend: Arc<dyn TableBackend>) {
     );
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A typed query over rows of which some do not fit the type follows the
+/// caller's policy: fail on the first (the default), skip and count, or
+/// yield each row's error and go on.
+pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBackend>) {
+    use futures::StreamExt;
+
+    use crate::entity::Entity;
+    use crate::table::{RowErrors, SkippedRows};
+    let name = unique_table("misfits");
+    backend.create_table(&name).await.expect("create table");
+    for (rk, email) in [
+        ("a", Some("a@x")),
+        ("b", None),
+        ("c", Some("c@x")),
+        ("d", None),
+        ("e", Some("e@x")),
+    ] {
+        // Another client stored a number where the type wants text.
+        let email = email.map_or(crate::Value::Int32(42), crate::Value::from);
+        let row = Entity::new("T", rk).with("email", email);
+        backend
+            .insert_entity(&name, &row)
+            .await
+            .expect("raw insert");
+    }
+    let contacts: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name);
+
+    let failed = contacts.query().partition("T").collect().await;
+    assert!(
+        matches!(&failed, Err(e) if e.is_row_error()),
+        "the default fails: {failed:?}"
+    );
+    let first: Vec<_> = contacts.query().partition("T").stream().collect().await;
+    assert_eq!(first.len(), 2, "the stream ends at the first misfit");
+    assert!(first[0].is_ok() && first[1].is_err());
+
+    let skipped = SkippedRows::default();
+    let fitting = contacts
+        .query()
+        .partition("T")
+        .on_row_error(RowErrors::Skip(skipped.clone()))
+        .collect()
+        .await
+        .expect("skipping");
+    let names: Vec<&str> = fitting.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "c", "e"]);
+    assert_eq!(skipped.count(), 2);
+
+    let all: Vec<_> = contacts
+        .query()
+        .partition("T")
+        .on_row_error(RowErrors::Yield)
+        .stream()
+        .collect()
+        .await;
+    let shape: Vec<bool> = all.iter().map(Result::is_ok).collect();
+    assert_eq!(shape, [true, false, true, false, true]);
+
+    let skipped = SkippedRows::default();
+    let (page, _) = contacts
+        .query()
+        .partition("T")
+        .on_row_error(RowErrors::Skip(skipped.clone()))
+        .page()
+        .await
+        .expect("a page");
+    assert!(page.len() <= 3 && skipped.count() <= 2);
+    backend.delete_table(&name).await.expect("delete table");
+}

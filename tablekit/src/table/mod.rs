@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 pub use batch::TableBatch;
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
-pub use query::TableQuery;
+pub use query::{RowErrors, SkippedRows, TableQuery};
 use rows::RowWrite;
 pub use update::UpdateOptions;
 
@@ -287,11 +287,11 @@ pub(crate) fn owned_query_stream(
             if done {
                 return Ok::<_, Error>(None);
             }
-            let page = backend.query_entities(&name, &query).await?;
+            let mut page = backend.query_entities(&name, &query).await?;
             let done = page.continuation.is_none();
-            query.continuation = page.continuation;
+            query.continuation = page.continuation.take();
             Ok(Some((
-                futures::stream::iter(page.entities.into_iter().map(Ok)),
+                futures::stream::iter(page.into_rows()),
                 (backend, name, query, done),
             )))
         },

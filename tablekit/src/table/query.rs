@@ -29,7 +29,90 @@ pub struct TableQuery<T, P = T> {
     limit: Option<usize>,
     page_size: Option<u32>,
     resume: Option<ContinuationToken>,
+    row_errors: RowErrors,
     _projection: PhantomData<fn() -> P>,
+}
+
+/// What a typed query does with a row it cannot read as its type: a row the
+/// store returned that is no valid entity
+/// ([`Error::UndecodableRow`](crate::Error::UndecodableRow)), or one that
+/// does not fit the type ([`Error::Schema`](crate::Error::Schema)).
+///
+/// ```
+/// # #[derive(tablekit::TableEntity)] #[tablekit(table = "People")]
+/// # struct Person { #[tablekit(partition_key)] team: String, #[tablekit(row_key)] id: u32 }
+/// # async fn demo(people: tablekit::Table<Person>) -> tablekit::Result<()> {
+/// use tablekit::table::{RowErrors, SkippedRows};
+/// let skipped = SkippedRows::default();
+/// let readable = people
+///     .query()
+///     .on_row_error(RowErrors::Skip(skipped.clone()))
+///     .collect()
+///     .await?;
+/// println!("{} people, {} rows left out", readable.len(), skipped.count());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub enum RowErrors {
+    /// Fail with the first such row; the query ends there (the default).
+    #[default]
+    Fail,
+    /// Leave such rows out, counting them.
+    Skip(SkippedRows),
+    /// Hand each such row's error to the caller as an item of the stream,
+    /// and go on with the next row.
+    Yield,
+}
+
+/// How many rows a query with [`RowErrors::Skip`] left out; clones share the
+/// count.
+#[derive(Debug, Clone, Default)]
+pub struct SkippedRows(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl SkippedRows {
+    /// How many rows were left out so far.
+    pub fn count(&self) -> usize {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Applies `policy` to a stream of typed rows: every error but a row's ends
+/// the stream anyway; a row's error ends it, is left out, or is passed on.
+fn with_row_errors<P: Send + 'static>(
+    rows: BoxStream<'static, Result<Loaded<P>>>,
+    policy: RowErrors,
+) -> BoxStream<'static, Result<Loaded<P>>> {
+    rows.scan(false, move |ended, row| {
+        let item = if *ended {
+            None
+        } else {
+            match row {
+                Ok(row) => Some(Some(Ok(row))),
+                Err(e) if e.is_row_error() => match &policy {
+                    RowErrors::Fail => {
+                        *ended = true;
+                        Some(Some(Err(e)))
+                    }
+                    RowErrors::Skip(skipped) => {
+                        skipped.add();
+                        Some(None)
+                    }
+                    RowErrors::Yield => Some(Some(Err(e))),
+                },
+                Err(e) => {
+                    *ended = true;
+                    Some(Some(Err(e)))
+                }
+            }
+        };
+        futures::future::ready(item)
+    })
+    .filter_map(futures::future::ready)
+    .boxed()
 }
 
 fn range_filter(
@@ -70,6 +153,7 @@ impl<T: TableEntity> TableQuery<T, T> {
             limit: None,
             page_size: None,
             resume: None,
+            row_errors: RowErrors::Fail,
             _projection: PhantomData,
         }
     }
@@ -165,6 +249,13 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         self
     }
 
+    /// What to do with a row that cannot be read as the type (by default,
+    /// [`RowErrors::Fail`]).
+    pub fn on_row_error(mut self, policy: RowErrors) -> Self {
+        self.row_errors = policy;
+        self
+    }
+
     /// Resumes where a previous [`page`](TableQuery::page) stopped.
     pub fn resume(mut self, token: ContinuationToken) -> Self {
         self.resume = Some(token);
@@ -185,6 +276,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             limit: self.limit,
             page_size: self.page_size,
             resume: self.resume,
+            row_errors: self.row_errors,
             _projection: PhantomData,
         }
     }
@@ -237,7 +329,10 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             query,
         );
         let table = self.table.of::<P>();
-        rows.and_then(move |entity| restore_and_load(table.clone(), entity))
+        let typed = rows
+            .and_then(move |entity| restore_and_load(table.clone(), entity))
+            .boxed();
+        with_row_errors(typed, self.row_errors)
             .take(self.limit.unwrap_or(usize::MAX))
             .boxed()
     }
@@ -289,7 +384,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 }
                 Ok(Some(((base, group), state)))
             });
-        groups
+        let row_errors = self.row_errors.clone();
+        let typed = groups
             .try_filter_map(move |(base, group)| {
                 let client_filter = client_filter.clone();
                 let table = table.clone();
@@ -303,6 +399,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                     restore_and_load(table, entity).await.map(Some)
                 }
             })
+            .boxed();
+        with_row_errors(typed, row_errors)
             .take(self.limit.unwrap_or(usize::MAX))
             .boxed()
     }
@@ -313,7 +411,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 
     /// One request's worth of results and the token to resume after it (`None`
-    /// at the end). The page may be short, or empty, while more follow.
+    /// at the end). The page may be short, or empty, while more follow. A row
+    /// that cannot be read fails the page unless the query skips such rows
+    /// ([`RowErrors::Skip`]; `Yield` fails here too, as a page holds values).
     ///
     /// Not offered for wide entities, whose parts may straddle pages: use
     /// [`stream`](TableQuery::stream).
@@ -331,10 +431,19 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             .await?;
         let table = self.table.of::<P>();
         let mut items = Vec::with_capacity(page.entities.len());
-        for entity in page.entities {
-            items.push(restore_and_load(table.clone(), entity).await?);
+        let continuation = page.continuation.clone();
+        for row in page.into_rows() {
+            let loaded = match row {
+                Ok(entity) => restore_and_load(table.clone(), entity).await,
+                Err(e) => Err(e),
+            };
+            match (loaded, &self.row_errors) {
+                (Ok(item), _) => items.push(item),
+                (Err(e), RowErrors::Skip(skipped)) if e.is_row_error() => skipped.add(),
+                (Err(e), _) => return Err(e),
+            }
         }
-        Ok((items, page.continuation))
+        Ok((items, continuation))
     }
 }
 
