@@ -19,6 +19,7 @@ pub(crate) const MIN_VERSION: &str = "min_version";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
 pub(crate) const WIDE: &str = "wide";
+pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -85,6 +86,8 @@ pub(crate) struct Container {
     pub(crate) crate_path: Option<Path>,
     pub(crate) rename_all: Option<RenameRule>,
     pub(crate) wide: bool,
+    /// `kind_properties = false`: the kind lives in the RowKey only.
+    pub(crate) kind_properties: Option<(bool, TokenStream)>,
 }
 
 impl Container {
@@ -151,8 +154,18 @@ impl Container {
         let mut crate_path = Attr::none(CRATE);
         let mut rename_all = Attr::none(RENAME_ALL);
         let mut wide = Attr::none(WIDE);
+        let mut kind_properties = Attr::none(KIND_PROPERTIES);
         let known: &[&str] = if is_entity {
-            &[TABLE, KIND, VERSION, MIN_VERSION, CRATE, RENAME_ALL, WIDE]
+            &[
+                TABLE,
+                KIND,
+                VERSION,
+                MIN_VERSION,
+                CRATE,
+                RENAME_ALL,
+                WIDE,
+                KIND_PROPERTIES,
+            ]
         } else {
             &[CRATE, RENAME_ALL]
         };
@@ -177,6 +190,9 @@ impl Container {
                     }
                 } else if is_entity && path.is_ident(WIDE) {
                     wide.set(cx, path, ());
+                } else if is_entity && path.is_ident(KIND_PROPERTIES) {
+                    let lit: syn::LitBool = meta.value()?.parse()?;
+                    kind_properties.set(cx, path, (lit.value, lit.into_token_stream()));
                 } else if path.is_ident(CRATE) {
                     let value: Path = meta.value()?.parse()?;
                     crate_path.set(cx, path, value);
@@ -210,6 +226,7 @@ impl Container {
             crate_path: crate_path.get(),
             rename_all: rename_all.get(),
             wide: wide.get().is_some(),
+            kind_properties: kind_properties.get(),
         }
     }
 }

@@ -214,6 +214,18 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
     }
     let version = cont.attrs.version.as_ref();
     let min_version = cont.attrs.min_version.as_ref();
+    if let (None, Some((_, tokens))) = (&cont.attrs.kind, &cont.attrs.kind_properties) {
+        cx.error_spanned_by(
+            tokens,
+            "`kind_properties` says where a kind is kept: set `kind` too",
+        );
+    }
+    if let (Some((false, _)), Some((_, tokens))) = (&cont.attrs.kind_properties, version) {
+        cx.error_spanned_by(
+            tokens,
+            "a version is kept in the `_Version` property, which `kind_properties = false` leaves out",
+        );
+    }
     if cont.attrs.kind.is_none() {
         for (_, tokens) in version.into_iter().chain(min_version) {
             cx.error_spanned_by(
@@ -256,7 +268,12 @@ fn check_property_count(cx: &Ctxt, cont: &Container<'_>) {
             _ => 0,
         })
         .sum();
-    let kind = if cont.attrs.kind.is_some() { 2 } else { 0 };
+    let kind_properties = !matches!(cont.attrs.kind_properties, Some((false, _)));
+    let kind = if cont.attrs.kind.is_some() && kind_properties {
+        2
+    } else {
+        0
+    };
     if cont.attrs.wide {
         // A wide entity spans up to 100 rows (one transaction), 249 properties each.
         if stored > MAX_WIDE_PROPERTIES {

@@ -444,6 +444,7 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
+    let kind_properties = !matches!(cont.attrs.kind_properties, Some((false, _)));
     // Literal names were checked valid and distinct at compile time; a
     // flattened or series field makes its names at run time.
     let checked_names = !cont
@@ -569,6 +570,7 @@ fn expand_entity(
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
+                const KIND_PROPERTIES: bool = #kind_properties;
                 const CHECKED_NAMES: bool = #checked_names;
                 const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];

@@ -55,6 +55,7 @@
 //! | --- | --- |
 //! | `table = "Name"` | the table (default: the struct's name) |
 //! | `kind = "EMP"` | the entity kind: every RowKey starts with `EMP_`, and the row stores `_Kind` and `_Version`, so kinds can share a table and a partition |
+//! | `kind_properties = false` | the kind lives in the RowKey prefix only, with no `_Kind`/`_Version` properties: for a table laid out before (`empid_000223`) |
 //! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
 //! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
 //! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
@@ -73,8 +74,11 @@
 //! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |
 //!
 //! Key fields live only in the keys ([`key`] lists the encodings: zero-padded
-//! integers, escaped strings, timestamps, [`InvertedTime`] for newest-first,
-//! UUIDs). Property fields may be any [`schema::PropertyValue`]: strings,
+//! integers, strings stored as they are but for the characters the store
+//! forbids, timestamps, [`InvertedTime`] for newest-first, UUIDs; and for
+//! tables laid out before: [`key::Verbatim`] text, [`key::Padded`] numbers of
+//! a given width, [`key::Ordered`] strings that keep every order). A type
+//! without a `kind` writes no property of its own into the row. Property fields may be any [`schema::PropertyValue`]: strings,
 //! integers, floats, `bool`, `Vec<u8>`, UUIDs, [`DateTime`],
 //! `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`), unit
 //! enums deriving [`TableValue`], and `Option`s of these (absent = `None`).

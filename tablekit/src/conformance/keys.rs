@@ -247,3 +247,113 @@ pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBacken
     assert!(page.len() <= 3 && skipped.count() <= 2);
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// The seeds' layouts, as a table made before tablekit holds them: an
+/// employee under `empid_000223` and under `email_jonesj@contoso.com`, and a
+/// review under `000123_2012`.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Seeds", kind = "empid", kind_properties = false)]
+struct EmployeeById {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: crate::key::Padded<6>,
+    name: String,
+}
+
+/// The same employee under the email index's layout.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Seeds", kind = "email", kind_properties = false)]
+struct EmployeeByEmail {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    email: String,
+    name: String,
+}
+
+/// A review keyed by employee id and year.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Seeds")]
+struct ReviewByYear {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    employee: crate::key::Padded<6>,
+    #[tablekit(row_key)]
+    year: crate::key::Padded<4>,
+    rating: i32,
+}
+
+/// Rows in the layouts a table had before tablekit read back typed, and
+/// typed writes produce exactly those keys, with no property of tablekit's
+/// own (the write history aside, which this table leaves out).
+pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
+    use crate::entity::Entity;
+    use crate::key::Padded;
+    let name = unique_table("seeds");
+    backend.create_table(&name).await.expect("create table");
+    for (rk, extra) in [
+        ("empid_000223", ("name", crate::Value::from("Jones"))),
+        (
+            "email_jonesj@contoso.com",
+            ("name", crate::Value::from("Jones")),
+        ),
+        ("000123_2012", ("rating", crate::Value::Int32(4))),
+    ] {
+        let row = Entity::new("Sales", rk).with(extra.0, extra.1);
+        backend
+            .insert_entity(&name, &row)
+            .await
+            .expect("raw insert");
+    }
+    let by_id =
+        Table::<EmployeeById>::from_arc(Arc::clone(&backend), &name).without_write_history();
+    let by_email =
+        Table::<EmployeeByEmail>::from_arc(Arc::clone(&backend), &name).without_write_history();
+    let reviews =
+        Table::<ReviewByYear>::from_arc(Arc::clone(&backend), &name).without_write_history();
+    let id = Padded::<6>::new(223).expect("six digits");
+    let jones = by_id.get("Sales", id).await.expect("get").expect("stored");
+    assert_eq!(jones.name, "Jones");
+    let jones = by_email
+        .get("Sales", "jonesj@contoso.com")
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(jones.name, "Jones");
+    let key = (
+        Padded::<6>::new(123).expect("digits"),
+        Padded::<4>::new(2012).expect("digits"),
+    );
+    let review = reviews
+        .get("Sales", key)
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(review.rating, 4);
+    // Of the kind `empid`, only the `empid_` rows: one range, no other kind.
+    let ids = by_id
+        .query()
+        .partition("Sales")
+        .collect()
+        .await
+        .expect("query");
+    assert_eq!(ids.len(), 1);
+
+    by_id
+        .insert(&EmployeeById {
+            department: "Sales".into(),
+            id: Padded::new(224).expect("digits"),
+            name: "Smith".into(),
+        })
+        .await
+        .expect("insert");
+    let raw = backend
+        .get_entity(&name, "Sales", "empid_000224", &Default::default())
+        .await
+        .expect("stored under the table's own layout");
+    let names: Vec<&str> = raw.properties.iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["name"], "no _Kind or _Version");
+    backend.delete_table(&name).await.expect("delete table");
+}

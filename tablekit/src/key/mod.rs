@@ -60,7 +60,7 @@ mod tests;
 
 use std::fmt;
 
-pub use parts::{InvertedTime, Ordered, Verbatim, write_escaped};
+pub use parts::{InvertedTime, Ordered, Padded, Verbatim, write_escaped};
 
 /// The escape marker, the highest character the encodings use.
 pub const ESCAPE_MARK: char = '\u{FFFD}';

@@ -442,3 +442,71 @@ impl KeyPart for Ordered {
         String::read_key(&plain).map(Ordered)
     }
 }
+
+/// A whole number written with exactly `W` decimal digits (1 to 19), for
+/// keys laid out before: `empid_000223` is kind `empid` (see
+/// `kind_properties = false`) and an `id: Padded<6>`; `000123_2012` is a
+/// `(Padded<6>, Padded<4>)`. Like every fixed-width part it sorts as the
+/// numbers do. A number with more digits than `W` cannot be made.
+///
+/// ```
+/// use tablekit::key::{KeyTuple, Padded, encode};
+/// let id = Padded::<6>::new(223)?;
+/// assert_eq!(encode(&id), "000223");
+/// assert_eq!(encode(&(Padded::<6>::new(123)?, Padded::<4>::new(2012)?)), "000123_2012");
+/// assert_eq!(*Padded::<6>::decode("000223").unwrap(), 223);
+/// assert!(Padded::<2>::new(100).is_err());
+/// # Ok::<(), tablekit::InvalidInput>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Padded<const W: usize>(u64);
+
+impl<const W: usize> Padded<W> {
+    /// `value`, if it has at most `W` digits.
+    pub fn new(value: u64) -> Result<Padded<W>, crate::InvalidInput> {
+        const { assert!(W >= 1 && W <= 19, "Padded takes 1 to 19 digits") };
+        if value >= 10u64.pow(W as u32) {
+            return Err(crate::InvalidInput::PropertyValue {
+                property: String::new(),
+                reason: format!("{value} has more than {W} digits"),
+            });
+        }
+        Ok(Padded(value))
+    }
+
+    /// The number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl<const W: usize> TryFrom<u64> for Padded<W> {
+    type Error = crate::InvalidInput;
+    fn try_from(value: u64) -> Result<Padded<W>, crate::InvalidInput> {
+        Padded::new(value)
+    }
+}
+
+impl<const W: usize> std::ops::Deref for Padded<W> {
+    type Target = u64;
+    fn deref(&self) -> &u64 {
+        &self.0
+    }
+}
+
+impl<const W: usize> std::fmt::Display for Padded<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:0width$}", self.0, width = W)
+    }
+}
+
+impl<const W: usize> KeyPart for Padded<W> {
+    const WIDTH: usize = W;
+    fn write_key(&self, out: &mut String) {
+        write_digits(out, self.0, W);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        const { assert!(W >= 1 && W <= 19, "Padded takes 1 to 19 digits") };
+        read_digits(text, W).map(Padded)
+    }
+}

@@ -341,6 +341,8 @@ proptest! {
         check_mutated(&t, at, how, with)?;
         check_mutated(&InvertedTime(t), at, how, with)?;
         check_mutated(&uuid::Uuid::from_u128(g), at, how, with)?;
+        check_mutated(&Padded::<6>::new(n % 1_000_000).unwrap(), at, how, with)?;
+        check_mutated(&(Padded::<6>::new(n % 1_000_000).unwrap(), Padded::<4>::new(n % 10_000).unwrap()), at, how, with)?;
         check_mutated(&s, at, how, with)?;
         check_mutated(&(s.clone(), n as u16), at, how, with)?;
         check_mutated(&(n as u16, s.clone()), at, how, with)?;

@@ -54,6 +54,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Whether the entity may span several rows (`#[tablekit(wide)]`); see
     /// [`crate::table::wide`].
     const WIDE: bool = false;
+    /// Whether rows of a kind also carry `_Kind` and `_Version` properties
+    /// (`true` unless `#[tablekit(kind_properties = false)]`, where the kind
+    /// lives in the RowKey prefix only, as in tables laid out before).
+    const KIND_PROPERTIES: bool = true;
     /// The fields kept in the blob store (`#[tablekit(blob)]`, always) or
     /// kept there when too large for a row (`#[tablekit(offload)]`); see
     /// [`crate::table::offload`].
@@ -227,7 +231,7 @@ pub fn encode_keys<T: TableEntity>(
 /// The row of a value: keys, kind and version, properties.
 pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
     let mut entity = Entity::new(partition_key_of(value)?, row_key_of(value)?);
-    if let Some(kind) = T::KIND {
+    if let Some(kind) = T::KIND.filter(|_| T::KIND_PROPERTIES) {
         entity.properties.insert(KIND_PROPERTY, kind);
         entity
             .properties
@@ -291,7 +295,7 @@ pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
         write_row_key_of(value, rk)?;
         Ok::<_, Error>(crate::json::EntityWriter::start(pk, rk, T::CHECKED_NAMES)?)
     })?;
-    if let Some(kind) = T::KIND {
+    if let Some(kind) = T::KIND.filter(|_| T::KIND_PROPERTIES) {
         writer.push(KIND_PROPERTY.into(), ValueRef::String(kind))?;
         writer.push(VERSION_PROPERTY.into(), ValueRef::Int32(T::VERSION as i32))?;
     }
