@@ -78,7 +78,7 @@
 //! forbids, timestamps, [`InvertedTime`] for newest-first, UUIDs; and for
 //! tables laid out before: [`key::Verbatim`] text, [`key::Padded`] numbers of
 //! a given width, [`key::Ordered`] strings that keep every order). A type
-//! without a `kind` writes no property of its own into the row. Property fields may be any [`schema::PropertyValue`]: strings,
+//! without a `kind` writes no `_Kind` or `_Version` property. Property fields may be any [`schema::PropertyValue`]: strings,
 //! integers, floats, `bool`, `Vec<u8>`, UUIDs, [`DateTime`],
 //! `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`), unit
 //! enums deriving [`TableValue`], and `Option`s of these (absent = `None`).
