@@ -37,6 +37,16 @@ pub enum ConfigError {
     },
 }
 
+/// So that `?` works on a configuration in a function returning
+/// `tablekit::Result`.
+impl From<ConfigError> for tablekit::Error {
+    fn from(error: ConfigError) -> tablekit::Error {
+        tablekit::Error::Configuration {
+            message: error.to_string(),
+        }
+    }
+}
+
 /// How a client talks HTTP: timeouts and retries. Shared by
 /// [`AzureTables`](crate::AzureTables) and [`AzureBlobs`](crate::AzureBlobs).
 ///
@@ -329,6 +339,13 @@ mod tests {
             "secrets are not printed"
         );
 
+        let error: tablekit::Error = Account::from_connection_string("AccountName")
+            .unwrap_err()
+            .into();
+        assert!(
+            matches!(error, tablekit::Error::Configuration { .. }),
+            "{error}"
+        );
         for bad in [
             "AccountName",
             "AccountName=a",

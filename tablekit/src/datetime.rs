@@ -58,6 +58,54 @@ impl DateTime {
         self.ticks
     }
 
+    /// `self + duration`. Fails when the result is outside
+    /// [`MIN`](Self::MIN)..=[`MAX`](Self::MAX), or when `duration` is not a
+    /// whole number of 100-ns ticks (a DateTime holds nothing finer, and
+    /// rounding would be a quiet change).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use tablekit::DateTime;
+    /// let t: DateTime = "2024-02-28T12:00:00Z".parse()?;
+    /// assert_eq!(t.checked_add(Duration::from_secs(86_400))?.to_string(), "2024-02-29T12:00:00Z");
+    /// assert_eq!(t.checked_sub(Duration::from_secs(3_600))?.to_string(), "2024-02-28T11:00:00Z");
+    /// assert!(DateTime::MAX.checked_add(Duration::from_micros(1)).is_err());
+    /// # Ok::<(), tablekit::InvalidInput>(())
+    /// ```
+    pub fn checked_add(self, duration: std::time::Duration) -> Result<DateTime, InvalidInput> {
+        let ticks = Self::duration_ticks(duration)?;
+        Self::from_ticks(self.ticks.saturating_add(ticks))
+    }
+
+    /// `self - duration`; fails as [`checked_add`](Self::checked_add) does.
+    pub fn checked_sub(self, duration: std::time::Duration) -> Result<DateTime, InvalidInput> {
+        let ticks = Self::duration_ticks(duration)?;
+        Self::from_ticks(self.ticks.saturating_sub(ticks))
+    }
+
+    /// How long after `earlier` this is; `None` if it is before `earlier`.
+    pub fn duration_since(self, earlier: DateTime) -> Option<std::time::Duration> {
+        let ticks = u64::try_from(self.ticks - earlier.ticks).ok()?;
+        Some(std::time::Duration::from_nanos(ticks).saturating_mul(100))
+    }
+
+    /// A duration as whole ticks.
+    fn duration_ticks(duration: std::time::Duration) -> Result<i64, InvalidInput> {
+        let nanos = duration.as_nanos();
+        let whole = nanos.is_multiple_of(100);
+        match i64::try_from(nanos / 100) {
+            Ok(ticks) if whole => Ok(ticks),
+            _ => Err(InvalidInput::DateTime {
+                value: format!("{duration:?}"),
+                reason: if whole {
+                    "a duration longer than any DateTime range"
+                } else {
+                    "a duration finer than the 100 ns a DateTime holds"
+                },
+            }),
+        }
+    }
+
     /// From a Unix time in nanoseconds (truncated to 100 ns).
     pub fn from_unix_nanos(nanos: i128) -> Result<DateTime, InvalidInput> {
         let ticks = nanos.div_euclid(100) + i128::from(UNIX_EPOCH_TICKS);
@@ -426,5 +474,38 @@ mod tests {
         assert_eq!(DateTime::from(st), t);
         let before = DateTime::parse("1700-05-06T07:08:09.5Z").unwrap();
         assert_eq!(DateTime::from(SystemTime::from(before)), before);
+    }
+
+    #[test]
+    fn arithmetic_is_exact_or_refused() {
+        use std::time::Duration;
+        let t = DateTime::parse("2024-02-28T23:59:59.9999999Z").unwrap();
+        let later = t.checked_add(Duration::from_nanos(100)).unwrap();
+        assert_eq!(later.to_string(), "2024-02-29T00:00:00Z");
+        assert_eq!(later.checked_sub(Duration::from_nanos(100)).unwrap(), t);
+        assert_eq!(later.duration_since(t), Some(Duration::from_nanos(100)));
+        assert_eq!(t.duration_since(later), None);
+        assert!(matches!(
+            t.checked_add(Duration::from_nanos(150)),
+            Err(InvalidInput::DateTime { .. })
+        ));
+        assert!(
+            DateTime::MIN
+                .checked_sub(Duration::from_nanos(100))
+                .is_err()
+        );
+        assert!(
+            DateTime::MAX
+                .checked_add(Duration::from_nanos(100))
+                .is_err()
+        );
+        assert!(t.checked_add(Duration::MAX).is_err());
+        assert_eq!(
+            DateTime::MAX
+                .duration_since(DateTime::MIN)
+                .unwrap()
+                .as_nanos(),
+            (DateTime::MAX.ticks() - DateTime::MIN.ticks()) as u128 * 100
+        );
     }
 }

@@ -143,6 +143,13 @@ pub enum Error {
         /// How long the service asked the client to wait, when it said.
         retry_after: Option<Duration>,
     },
+    /// A client's configuration is unusable (a connection string that cannot
+    /// be read, say); nothing was sent.
+    #[error("configuration: {message}")]
+    Configuration {
+        /// What is wrong.
+        message: String,
+    },
     /// The backend does not offer this operation.
     #[error("operation not supported by this backend: {operation}")]
     NotSupported {

@@ -94,6 +94,26 @@ impl<T: TableEntity> TableBatch<T> {
         })
     }
 
+    /// Replaces the stored entity whatever its version (`If-Match: *`); the
+    /// batch fails if there is none.
+    pub fn replace_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
+        self.push_write(value, |entity| BatchOperation::Update {
+            entity,
+            mode: UpdateMode::Replace,
+            if_match: IfMatch::Any,
+        })
+    }
+
+    /// Merges into the stored entity whatever its version (`If-Match: *`);
+    /// the batch fails if there is none.
+    pub fn merge_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
+        self.push_write(value, |entity| BatchOperation::Update {
+            entity,
+            mode: UpdateMode::Merge,
+            if_match: IfMatch::Any,
+        })
+    }
+
     /// Inserts or merges.
     pub fn upsert_merge(&mut self, value: &T) -> Result<&mut Self> {
         self.push_write(value, |entity| BatchOperation::Upsert {

@@ -405,6 +405,30 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             .boxed()
     }
 
+    /// How many entities match, reading only their keys (`$select`) page by
+    /// page: one request per 1,000 matches. Wide entities are counted whole.
+    pub async fn count(self) -> Result<usize> {
+        if P::WIDE {
+            return self
+                .stream()
+                .try_fold(0, |n, _| async move { Ok(n + 1) })
+                .await;
+        }
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let mut query = self.to_query();
+        query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
+        let backend = std::sync::Arc::clone(self.table.backend());
+        let mut count = 0;
+        loop {
+            let page = backend.query_entities(self.table.name(), &query).await?;
+            count += page.entities.len();
+            match page.continuation {
+                Some(next) if count < limit => query.continuation = Some(next),
+                _ => return Ok(count.min(limit)),
+            }
+        }
+    }
+
     /// Every matching entity, collected.
     pub async fn collect(self) -> Result<Vec<Loaded<P>>> {
         self.stream().try_collect().await

@@ -1,0 +1,101 @@
+//! Conveniences a new user reaches for: tables named at run time, `exists`,
+//! `count`, unconditional writes in a batch.
+
+use tablekit::{Error, Table, TableEntity};
+use tablekit_mem::MemBackend;
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Audit", kind = "EV")]
+struct Event {
+    #[tablekit(partition_key)]
+    day: String,
+    #[tablekit(row_key)]
+    seq: u32,
+    what: String,
+}
+
+fn event(day: &str, seq: u32) -> Event {
+    Event {
+        day: day.into(),
+        seq,
+        what: format!("event {seq}"),
+    }
+}
+
+#[tokio::test]
+async fn tables_named_at_run_time_are_created_and_dropped() {
+    let audit: Table<Event> = Table::new(MemBackend::new());
+    let monday = audit.named("Audit20261123");
+    let tuesday = audit.named("Audit20261124");
+    for table in [&monday, &tuesday] {
+        assert!(table.create_if_missing().await.unwrap());
+    }
+    monday.insert(&event("d", 1)).await.unwrap();
+    assert!(monday.exists("d", 1).await.unwrap());
+    assert!(!tuesday.exists("d", 1).await.unwrap(), "another table");
+    assert!(monday.delete_table().await.unwrap());
+    assert!(!monday.delete_table().await.unwrap(), "already gone");
+    assert!(matches!(
+        monday.get("d", 1).await,
+        Err(Error::TableNotFound { .. } | Error::TableBeingDeleted { .. })
+    ));
+    assert_eq!(tuesday.name(), "Audit20261124");
+}
+
+#[tokio::test]
+async fn exists_and_count_read_keys_only() {
+    let audit: Table<Event> = Table::new(MemBackend::new());
+    audit.create_if_missing().await.unwrap();
+    let events: Vec<_> = (0..2500)
+        .map(|i| event(if i % 2 == 0 { "a" } else { "b" }, i))
+        .collect();
+    assert!(audit.bulk().insert(&events).await.is_complete());
+    assert!(audit.exists("a", 0).await.unwrap());
+    assert!(!audit.exists("a", 1).await.unwrap());
+    assert_eq!(audit.query().count().await.unwrap(), 2500);
+    assert_eq!(audit.query().partition("a").count().await.unwrap(), 1250);
+    assert_eq!(
+        audit
+            .query()
+            .partition("b")
+            .rows(1..=99)
+            .count()
+            .await
+            .unwrap(),
+        50
+    );
+    assert_eq!(audit.query().limit(10).count().await.unwrap(), 10);
+    // Rows of another kind in the same partition are not counted.
+    audit
+        .backend()
+        .insert_entity("Audit", &tablekit::Entity::new("a", "OTHER_1"))
+        .await
+        .unwrap();
+    assert_eq!(audit.query().partition("a").count().await.unwrap(), 1250);
+}
+
+#[tokio::test]
+async fn batches_replace_and_merge_whatever_the_version() {
+    let audit: Table<Event> = Table::new(MemBackend::new());
+    audit.create_if_missing().await.unwrap();
+    audit.insert(&event("d", 1)).await.unwrap();
+    audit.insert(&event("d", 2)).await.unwrap();
+    let mut batch = audit.batch();
+    let mut one = event("d", 1);
+    one.what = "replaced".into();
+    let mut two = event("d", 2);
+    two.what = "merged".into();
+    batch.replace_unconditionally(&one).unwrap();
+    batch.merge_unconditionally(&two).unwrap();
+    assert_eq!(batch.submit().await.unwrap().len(), 2);
+    assert_eq!(audit.get("d", 1).await.unwrap().unwrap().what, "replaced");
+    assert_eq!(audit.get("d", 2).await.unwrap().unwrap().what, "merged");
+    // Unconditional, but not an insert: a missing entity fails the batch.
+    let mut batch = audit.batch();
+    batch.replace_unconditionally(&event("d", 3)).unwrap();
+    let missing = batch.submit().await;
+    assert!(
+        matches!(&missing, Err(Error::BatchFailed { index: 0, source }) if matches!(**source, Error::EntityNotFound { .. })),
+        "{missing:?}"
+    );
+}
