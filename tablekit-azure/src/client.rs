@@ -382,8 +382,20 @@ impl TableBackend for AzureTables {
             call.query
                 .push(("NextTableName", token.next_partition_key().to_owned()));
         }
+        if let Some(prefix) = &options.prefix {
+            // Letters and digits only, so the literal needs no escaping; `{`
+            // sorts after every letter and digit.
+            validate::table_prefix(prefix)?;
+            call.query.push((
+                "$filter",
+                format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
+            ));
+        }
         let reply = self.send(call).await?;
-        let tables = decode_table_names(&reply.body)?;
+        let mut tables = decode_table_names(&reply.body)?;
+        if let Some(prefix) = &options.prefix {
+            tables.retain(|name| name.starts_with(prefix.as_str()));
+        }
         let continuation = reply
             .header("x-ms-continuation-nexttablename")
             .map(|next| tablekit::ContinuationToken::new(next, None));

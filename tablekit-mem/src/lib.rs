@@ -462,11 +462,16 @@ impl TableBackend for MemBackend {
             .continuation
             .as_ref()
             .map(|t| t.next_partition_key().to_ascii_lowercase());
+        if let Some(prefix) = &options.prefix {
+            validate::table_prefix(prefix)?;
+        }
+        let prefix = options.prefix.as_deref().unwrap_or("");
         let state = self.shared.state.read();
         let mut names: Vec<(&str, &str)> = state
             .tables
             .iter()
             .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
+            .filter(|(_, t)| t.name.starts_with(prefix))
             .map(|(key, t)| (&**key, t.name.as_str()))
             .collect();
         names.sort_unstable();

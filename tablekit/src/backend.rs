@@ -258,6 +258,24 @@ pub struct ListTablesOptions {
     pub top: Option<u32>,
     /// Where to resume, from a previous page.
     pub continuation: Option<ContinuationToken>,
+    /// Only names that start with this text, compared case-sensitively (ASCII
+    /// letters and digits, as table names are).
+    pub prefix: Option<String>,
+}
+
+impl ListTablesOptions {
+    /// Only the tables whose names start with `prefix` (one table per day,
+    /// say: `Audit2026`).
+    ///
+    /// ```
+    /// use tablekit::ListTablesOptions;
+    /// let days = ListTablesOptions::default().with_prefix("Audit2026");
+    /// assert_eq!(days.prefix.as_deref(), Some("Audit2026"));
+    /// ```
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> ListTablesOptions {
+        self.prefix = Some(prefix.into());
+        self
+    }
 }
 
 /// One page of table names.

@@ -73,6 +73,18 @@ pub fn table_name(name: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// Checks the prefix of a table listing: ASCII letters and digits only, as
+/// in table names (so it can stand in a `$filter` literal as it is).
+pub fn table_prefix(prefix: &str) -> Result<(), InvalidInput> {
+    if prefix.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return Ok(());
+    }
+    Err(InvalidInput::TableName {
+        name: prefix.to_owned(),
+        reason: "a table name prefix may hold only ASCII letters and digits",
+    })
+}
+
 /// Whether the store refuses `c` in a PartitionKey or RowKey.
 pub fn is_forbidden_key_char(c: char) -> bool {
     matches!(c, '/' | '\\' | '#' | '?' | '\u{0}'..='\u{1F}' | '\u{7F}'..='\u{9F}')

@@ -62,6 +62,7 @@ macro_rules! __with_table_tests {
             table_names_are_validated
             missing_table_is_reported
             list_tables_pages
+            list_tables_by_prefix
             insert_and_get_every_type
             insert_conflicts
             get_missing_entity

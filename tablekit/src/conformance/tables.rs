@@ -163,3 +163,42 @@ pub async fn list_tables_pages(backend: &dyn TableBackend) {
         backend.delete_table(name).await.expect("delete");
     }
 }
+
+/// A listing by prefix names exactly the tables whose names start with it
+/// (case-sensitively), across pages.
+pub async fn list_tables_by_prefix(backend: &dyn TableBackend) {
+    let stem = unique_table("pre");
+    let mut mine = Vec::new();
+    for suffix in ["A1", "A2", "B1"] {
+        let name = format!("{stem}{suffix}");
+        backend.create_table(&name).await.expect("create");
+        mine.push(name);
+    }
+    let mut options = ListTablesOptions::default().with_prefix(format!("{stem}A"));
+    options.top = Some(1);
+    let mut listed = Vec::new();
+    loop {
+        let page = backend.list_tables(&options).await.expect("list tables");
+        listed.extend(page.tables);
+        match page.continuation {
+            Some(token) => options.continuation = Some(token),
+            None => break,
+        }
+    }
+    assert_eq!(listed, [format!("{stem}A1"), format!("{stem}A2")]);
+    let lower = ListTablesOptions::default().with_prefix(stem.to_lowercase() + "a");
+    let none = backend.list_tables(&lower).await.expect("list tables");
+    assert!(
+        none.tables.iter().all(|t| !t.starts_with(&stem)),
+        "the prefix is compared case-sensitively: {:?}",
+        none.tables
+    );
+    let hostile = ListTablesOptions::default().with_prefix("x' or TableName ne '");
+    assert!(matches!(
+        backend.list_tables(&hostile).await,
+        Err(crate::Error::Invalid(InvalidInput::TableName { .. }))
+    ));
+    for name in &mine {
+        backend.delete_table(name).await.expect("delete");
+    }
+}
