@@ -148,15 +148,19 @@ fn any_value() -> impl Strategy<Value = Value> {
     ]
 }
 
+fn any_op() -> impl Strategy<Value = CompareOp> {
+    prop::sample::select(vec![
+        CompareOp::Eq,
+        CompareOp::Ne,
+        CompareOp::Gt,
+        CompareOp::Ge,
+        CompareOp::Lt,
+        CompareOp::Le,
+    ])
+}
+
 fn any_filter() -> impl Strategy<Value = Filter> {
-    let op = prop_oneof![
-        Just(CompareOp::Eq),
-        Just(CompareOp::Ne),
-        Just(CompareOp::Gt),
-        Just(CompareOp::Ge),
-        Just(CompareOp::Lt),
-        Just(CompareOp::Le)
-    ];
+    let op = any_op();
     // Names that are keywords of the dialect are not valid property names.
     let name = "[A-Za-z_][A-Za-z0-9_]{0,8}".prop_filter("keyword", |n| {
         ![
@@ -300,14 +304,7 @@ fn hostile_property_names_are_refused() {
 }
 
 fn key_filter() -> impl Strategy<Value = Filter> {
-    let op = prop_oneof![
-        Just(CompareOp::Eq),
-        Just(CompareOp::Ne),
-        Just(CompareOp::Gt),
-        Just(CompareOp::Ge),
-        Just(CompareOp::Lt),
-        Just(CompareOp::Le)
-    ];
+    let op = any_op();
     let key = prop_oneof![Just("PartitionKey"), Just("RowKey"), Just("Other")];
     let leaf = (key, op, "[ab\u{E000}\u{10000}]{0,3}")
         .prop_map(|(key, op, value)| prop(key).compare(op, value));
