@@ -99,3 +99,58 @@ async fn batches_replace_and_merge_whatever_the_version() {
         "{missing:?}"
     );
 }
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Sessions", kind = "SES")]
+struct Session {
+    #[tablekit(partition_key)]
+    tenant: String,
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(row_key)]
+    device: String,
+}
+
+/// Keys take borrowed text wherever they take a `String`, alone or in a
+/// tuple, and references to owned keys.
+#[tokio::test]
+async fn keys_take_borrowed_text() {
+    let sessions: Table<Session> = Table::new(MemBackend::new());
+    sessions.create_if_missing().await.unwrap();
+    let s = Session {
+        tenant: "acme corp".into(),
+        user: "alice".into(),
+        id: 1,
+        device: "phone 2".into(),
+    };
+    sessions.insert(&s).await.unwrap();
+    let read = sessions
+        .get(("acme corp", "alice"), (1u32, "phone 2"))
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(*read, s);
+    let owned = ("acme corp".to_string(), "alice".to_string());
+    assert!(sessions.exists(&owned, (1u32, "phone 2")).await.unwrap());
+    assert!(
+        sessions
+            .exists(owned.clone(), (1u32, "phone 2".to_string()))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !sessions
+            .exists(("acme", "alice"), (1u32, "phone 2"))
+            .await
+            .unwrap()
+    );
+    let mixed = sessions
+        .query()
+        .partition(("acme corp", "alice".to_string()))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(mixed.len(), 1);
+}

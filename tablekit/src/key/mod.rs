@@ -142,6 +142,16 @@ pub fn separator_after(width: usize) -> char {
     }
 }
 
+/// [`write_component`] for a `String` part given as borrowed text.
+pub fn write_text_component(text: &str, out: &mut String, last: bool) {
+    let start = out.len();
+    write_escaped(text, out);
+    if !last {
+        parts::escape_spaces_from(out, start);
+        out.push(VARIABLE_SEPARATOR);
+    }
+}
+
 /// Appends one component of a key: as it is when it is the `last`, else
 /// followed by its separator (and, for a string, with its spaces escaped, as
 /// a space is the separator after it).

@@ -400,3 +400,14 @@ proptest! {
         prop_assert_eq!(<(u16, Verbatim) as KeyTuple>::decode(&key).unwrap(), (n, v));
     }
 }
+
+proptest! {
+    /// Borrowed text is written exactly as the owned `String` would be.
+    #[test]
+    fn borrowed_text_encodes_as_owned(text in any_string(), last: bool) {
+        let (mut borrowed, mut owned) = (String::new(), String::new());
+        write_text_component(&text, &mut borrowed, last);
+        write_component(&text, &mut owned, last);
+        prop_assert_eq!(borrowed, owned);
+    }
+}

@@ -15,7 +15,7 @@ pub use values::{ColumnType, FilterValue, PropertyValue};
 use crate::entity::{Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
 use crate::filter::{CompareOp, Filter};
-use crate::key::{KeyDecodeError, KeyTuple};
+use crate::key::{KeyDecodeError, KeyPart, KeyTuple};
 use crate::keyorder::utf16_len;
 use crate::validate::limits::MAX_KEY_UTF16;
 use crate::value::{Value, ValueRef};
@@ -33,9 +33,9 @@ pub const VERSION_PROPERTY: &str = "_Version";
 pub trait TableEntity: Sized + Send + Sync + 'static {
     /// The typed PartitionKey: one key part or a tuple (the levels of a
     /// hierarchical key).
-    type PartitionKey: KeyTuple + Send + Sync;
+    type PartitionKey: KeyTuple + KeyArg<Self::PartitionKey> + Send + Sync;
     /// The typed RowKey: one key part or a tuple.
-    type RowKey: KeyTuple + Send + Sync;
+    type RowKey: KeyTuple + KeyArg<Self::RowKey> + Send + Sync;
     /// Typed filters on the entity's fields.
     type Columns;
 
@@ -130,7 +130,7 @@ pub trait TableFields: Sized {
 /// on an enum whose variants each hold one entity type.
 pub trait EntityKinds: Sized + Send + Sync + 'static {
     /// The PartitionKey type every kind shares.
-    type PartitionKey: KeyTuple + Send + Sync;
+    type PartitionKey: KeyTuple + KeyArg<Self::PartitionKey> + Send + Sync;
     /// The kinds, one per variant.
     const KINDS: &'static [&'static str];
     /// Reads a row as the variant of its kind; `None` when its kind is none of
@@ -686,33 +686,76 @@ impl<V: ColumnType> Column<V> {
     column_ops!(eq => Eq, ne => Ne, gt => Gt, ge => Ge, lt => Lt, le => Le);
 }
 
-/// A key argument: the typed key itself, a reference to it, or `&str` for a
-/// `String` key.
+/// A key argument: the typed key itself, a reference to it, or the same with
+/// borrowed text for its `String` parts: `get("acme", 7)`,
+/// `get(("acme", "alice"), 1)`, `get(&key, 1)`.
 pub trait KeyArg<K> {
     /// Appends the encoding.
     fn write_key_arg(&self, out: &mut String);
 }
 
-impl<K: KeyTuple> KeyArg<K> for K {
-    fn write_key_arg(&self, out: &mut String) {
-        KeyTuple::write_key(self, out);
+/// One component of a key argument: the part itself, a reference to it, or
+/// `&str` for a `String` (or [`Verbatim`](crate::key::Verbatim)) part.
+pub trait KeyPartArg<P: KeyPart> {
+    /// Appends the component, as [`crate::key::write_component`] does.
+    fn write_part_arg(&self, out: &mut String, last: bool);
+}
+
+impl<P: KeyPart> KeyPartArg<P> for P {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        crate::key::write_component(self, out, last);
     }
 }
 
-impl<K: KeyTuple> KeyArg<K> for &K {
-    fn write_key_arg(&self, out: &mut String) {
-        KeyTuple::write_key(*self, out);
+impl<P: KeyPart> KeyPartArg<P> for &P {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        crate::key::write_component(*self, out, last);
     }
 }
 
-impl KeyArg<String> for &str {
-    fn write_key_arg(&self, out: &mut String) {
-        crate::key::write_escaped(self, out);
+impl KeyPartArg<String> for &str {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        // The borrowed text is written as the owned one would be.
+        crate::key::write_text_component(self, out, last);
     }
 }
 
-impl KeyArg<crate::key::Verbatim> for &str {
-    fn write_key_arg(&self, out: &mut String) {
+impl KeyPartArg<crate::key::Verbatim> for &str {
+    fn write_part_arg(&self, out: &mut String, _last: bool) {
         out.push_str(self);
     }
+}
+
+impl<P: KeyPart, A: KeyPartArg<P>> KeyArg<P> for A {
+    fn write_key_arg(&self, out: &mut String) {
+        self.write_part_arg(out, true);
+    }
+}
+
+impl KeyArg<()> for () {
+    fn write_key_arg(&self, _: &mut String) {}
+}
+
+macro_rules! tuple_key_args {
+    ($(($($p:ident $a:ident $i:tt),+; $lp:ident $la:ident $li:tt)),* $(,)?) => {$(
+        impl<$($p: KeyPart, $a: KeyPartArg<$p>,)+ $lp: KeyPart, $la: KeyPartArg<$lp>>
+            KeyArg<($($p,)+ $lp)> for ($($a,)+ $la)
+        {
+            fn write_key_arg(&self, out: &mut String) {
+                $(self.$i.write_part_arg(out, false);)+
+                self.$li.write_part_arg(out, true);
+            }
+        }
+        impl<$($p: KeyPart,)+ $lp: KeyPart> KeyArg<($($p,)+ $lp)> for &($($p,)+ $lp) {
+            fn write_key_arg(&self, out: &mut String) {
+                KeyTuple::write_key(*self, out);
+            }
+        }
+    )*};
+}
+
+tuple_key_args! {
+    (PA AA 0; PB AB 1),
+    (PA AA 0, PB AB 1; PC AC 2),
+    (PA AA 0, PB AB 1, PC AC 2; PD AD 3),
 }
