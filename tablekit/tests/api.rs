@@ -153,4 +153,27 @@ async fn keys_take_borrowed_text() {
         .await
         .unwrap();
     assert_eq!(mixed.len(), 1);
+    // Prefixes too: one leading component, borrowed, stays inside it.
+    sessions
+        .insert(&Session {
+            tenant: "acme corporation".into(),
+            ..s.clone()
+        })
+        .await
+        .unwrap();
+    let tenant = sessions
+        .query()
+        .partition_prefix(("acme corp",))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(tenant.len(), 1, "not `acme corporation`");
+    let devices = sessions
+        .query()
+        .partition(("acme corp", "alice"))
+        .row_prefix((1u32,))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(devices.len(), 1);
 }

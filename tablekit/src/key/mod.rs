@@ -308,13 +308,45 @@ pub trait KeyPrefix<P> {
     fn last_separator() -> char;
 }
 
+/// One component of a key argument: the part itself, a reference to it, or
+/// `&str` for a `String` (or [`Verbatim`]) part.
+pub trait KeyPartArg<P: KeyPart> {
+    /// Appends the component, as [`write_component`] does.
+    fn write_part_arg(&self, out: &mut String, last: bool);
+}
+
+impl<P: KeyPart> KeyPartArg<P> for P {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        write_component(self, out, last);
+    }
+}
+
+impl<P: KeyPart> KeyPartArg<P> for &P {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        write_component(*self, out, last);
+    }
+}
+
+impl KeyPartArg<String> for &str {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        // The borrowed text is written as the owned one would be.
+        write_text_component(self, out, last);
+    }
+}
+
+impl KeyPartArg<Verbatim> for &str {
+    fn write_part_arg(&self, out: &mut String, _last: bool) {
+        out.push_str(self);
+    }
+}
+
 macro_rules! key_prefix {
-    ([$($full:ident),+] [$($p:ident $i:tt),+]) => {
-        impl<$($full: KeyPart),+> KeyPrefix<($($p,)+)> for ($($full),+) {
-            fn write_prefix(prefix: &($($p,)+), out: &mut String) {
+    ([$($full:ident),+] [$($p:ident $q:ident $i:tt),+]) => {
+        impl<$($full: KeyPart,)+ $($q: KeyPartArg<$p>,)+> KeyPrefix<($($q,)+)> for ($($full),+) {
+            fn write_prefix(prefix: &($($q,)+), out: &mut String) {
                 $(
                     const { assert!(!$p::LAST_ONLY, "this key part can only be the last component of a key") };
-                    write_component(&prefix.$i, out, false);
+                    prefix.$i.write_part_arg(out, false);
                 )+
             }
             fn last_separator() -> char {
@@ -325,12 +357,12 @@ macro_rules! key_prefix {
     };
 }
 
-key_prefix!([A, B] [A 0]);
-key_prefix!([A, B, C] [A 0]);
-key_prefix!([A, B, C] [A 0, B 1]);
-key_prefix!([A, B, C, D] [A 0]);
-key_prefix!([A, B, C, D] [A 0, B 1]);
-key_prefix!([A, B, C, D] [A 0, B 1, C 2]);
+key_prefix!([A, B] [A QA 0]);
+key_prefix!([A, B, C] [A QA 0]);
+key_prefix!([A, B, C] [A QA 0, B QB 1]);
+key_prefix!([A, B, C, D] [A QA 0]);
+key_prefix!([A, B, C, D] [A QA 0, B QB 1]);
+key_prefix!([A, B, C, D] [A QA 0, B QB 1, C QC 2]);
 
 /// The half-open range `[start, end)` of every key that starts with the
 /// encoded prefix `prefix`, whose last component is followed by `separator`.

@@ -15,7 +15,7 @@ pub use values::{ColumnType, FilterValue, PropertyValue};
 use crate::entity::{Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
 use crate::filter::{CompareOp, Filter};
-use crate::key::{KeyDecodeError, KeyPart, KeyTuple};
+use crate::key::{KeyDecodeError, KeyPart, KeyPartArg, KeyTuple};
 use crate::keyorder::utf16_len;
 use crate::validate::limits::MAX_KEY_UTF16;
 use crate::value::{Value, ValueRef};
@@ -692,38 +692,6 @@ impl<V: ColumnType> Column<V> {
 pub trait KeyArg<K> {
     /// Appends the encoding.
     fn write_key_arg(&self, out: &mut String);
-}
-
-/// One component of a key argument: the part itself, a reference to it, or
-/// `&str` for a `String` (or [`Verbatim`](crate::key::Verbatim)) part.
-pub trait KeyPartArg<P: KeyPart> {
-    /// Appends the component, as [`crate::key::write_component`] does.
-    fn write_part_arg(&self, out: &mut String, last: bool);
-}
-
-impl<P: KeyPart> KeyPartArg<P> for P {
-    fn write_part_arg(&self, out: &mut String, last: bool) {
-        crate::key::write_component(self, out, last);
-    }
-}
-
-impl<P: KeyPart> KeyPartArg<P> for &P {
-    fn write_part_arg(&self, out: &mut String, last: bool) {
-        crate::key::write_component(*self, out, last);
-    }
-}
-
-impl KeyPartArg<String> for &str {
-    fn write_part_arg(&self, out: &mut String, last: bool) {
-        // The borrowed text is written as the owned one would be.
-        crate::key::write_text_component(self, out, last);
-    }
-}
-
-impl KeyPartArg<crate::key::Verbatim> for &str {
-    fn write_part_arg(&self, out: &mut String, _last: bool) {
-        out.push_str(self);
-    }
 }
 
 impl<P: KeyPart, A: KeyPartArg<P>> KeyArg<P> for A {
