@@ -167,3 +167,40 @@ async fn write_history_is_invisible_to_typed_reads_and_optional() {
     );
     assert_eq!(plain.get("s", 2).await.unwrap().unwrap().value, 8);
 }
+
+/// A row at the store's property limit has no room for the write history:
+/// it is written without it, not refused.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Full")]
+struct Full {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(series)]
+    v: Vec<i32>,
+}
+
+#[tokio::test]
+async fn a_full_row_is_written_without_history() {
+    let table: Table<Full> = Table::new(MemBackend::new());
+    table.create_if_missing().await.unwrap();
+    let full = Full {
+        pk: "p".into(),
+        v: (0..252).collect(),
+    };
+    table.insert(&full).await.unwrap();
+    let mut loaded = table.get("p", ()).await.unwrap().unwrap();
+    loaded.v[0] = 7;
+    table.replace(&mut loaded).await.unwrap();
+    let row = table
+        .backend()
+        .get_entity("Full", "p", "", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(row.properties.len(), 252);
+    assert!(
+        row.properties
+            .get(tablekit::table::update::WRITES_PROPERTY)
+            .is_none()
+    );
+    assert_eq!(table.get("p", ()).await.unwrap().unwrap().v[0], 7);
+}

@@ -355,12 +355,12 @@ impl<T: TableEntity> Table<T> {
     pub async fn insert(&self, value: &T) -> Result<ETag> {
         // An insert whose answer is lost is settled by reading the row back:
         // absent, it is sent again; present, its history says whose it is.
-        let row = schema::to_entity(value)?;
+        let mut row = schema::to_entity(value)?;
         let recorded = update::Recorded::insert();
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
             match self
-                .write_recorded(row.clone(), RowWrite::Insert, &recorded)
+                .write_recorded(&mut row, RowWrite::Insert, &recorded)
                 .await
             {
                 Ok(Some(etag)) => return Ok(etag),
@@ -410,13 +410,13 @@ impl<T: TableEntity> Table<T> {
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
         let recorded = update::Recorded::on(loaded.writes.as_deref(), &loaded.etag);
-        let row = schema::to_entity(&loaded.value)?;
+        let mut row = schema::to_entity(&loaded.value)?;
         let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
         let mut outcome = Err(Error::Transient {
             message: "no attempt".into(),
         });
         for _ in 0..LOST_WRITE_ATTEMPTS {
-            outcome = self.write_recorded(row.clone(), write(), &recorded).await;
+            outcome = self.write_recorded(&mut row, write(), &recorded).await;
             if !outcome.as_ref().is_err_and(is_settled_not_applied) {
                 break;
             }

@@ -345,7 +345,11 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Writes the row as given (for a wide entity: its parts, in one transaction).
-    async fn write_stored(&self, entity: &crate::Entity, write: RowWrite) -> Result<ETag> {
+    pub(super) async fn write_stored(
+        &self,
+        entity: &crate::Entity,
+        write: RowWrite,
+    ) -> Result<ETag> {
         if !T::WIDE {
             let name = &self.name;
             return match write {

@@ -208,18 +208,25 @@ impl Recorded {
     }
 
     /// Puts the history into `row`, unless the row has no room for it (at
-    /// the store's limits); `false` then, and a lost answer stays unknown.
+    /// the store's property or size limit); `false` then, and a lost answer
+    /// stays unknown. Only the room is looked at: the backend's validator
+    /// checks the row itself.
     pub(super) fn add_to<T: TableEntity>(&self, row: &mut Entity, enabled: bool) -> bool {
+        use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
         if !enabled {
             return false;
         }
-        row.properties
-            .insert(WRITES_PROPERTY, Value::String(self.history.clone()));
-        if !T::WIDE && crate::validate::entity(row).is_err() {
-            row.properties.remove(WRITES_PROPERTY);
-            return false;
+        let history = Value::String(self.history.clone());
+        // A wide entity spreads its properties over parts with room to spare.
+        let room = T::WIDE
+            || (row.properties.len() < MAX_PROPERTIES
+                && row.stored_size()
+                    + crate::validate::property_size(WRITES_PROPERTY, history.as_value_ref())
+                    <= MAX_ENTITY_SIZE);
+        if room {
+            row.properties.insert(WRITES_PROPERTY, history);
         }
-        true
+        room
     }
 
     /// Whether this write is in `stored`'s history.
@@ -375,9 +382,9 @@ impl<T: TableEntity> Table<T> {
                 })
                 .into());
             }
-            let row = schema::to_entity(&value)?;
+            let mut row = schema::to_entity(&value)?;
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            match self.write_recorded(row, write, &recorded).await {
+            match self.write_recorded(&mut row, write, &recorded).await {
                 Ok(Some(written)) => {
                     let timestamp = written.timestamp();
                     let mut loaded = Loaded::new(value, written, timestamp);
@@ -409,13 +416,20 @@ impl<T: TableEntity> Table<T> {
     /// cannot settle stays [`Error::OutcomeUnknown`].
     pub(super) async fn write_recorded(
         &self,
-        mut row: Entity,
+        row: &mut Entity,
         write: RowWrite,
         recorded: &Recorded,
     ) -> Result<Option<ETag>> {
-        let settleable = recorded.add_to::<T>(&mut row, self.record_writes);
+        let settleable = row.properties.contains(WRITES_PROPERTY)
+            || recorded.add_to::<T>(row, self.record_writes);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
-        match self.write_row(row, write).await {
+        // Lent, not copied, unless the blob protocol must rewrite the row.
+        let written = if T::BLOB_FIELDS.is_empty() {
+            self.write_stored(row, write).await
+        } else {
+            self.write_row(row.clone(), write).await
+        };
+        match written {
             Ok(etag) => Ok(Some(etag)),
             Err(e) if e.is_outcome_unknown() && settleable => {
                 match self.settle_write(&pk, &rk, recorded).await {
