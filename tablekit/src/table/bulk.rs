@@ -396,38 +396,26 @@ async fn stored_rows<T: TableEntity>(
     ops: &[BatchOperation],
     report: &mut BulkReport,
 ) -> Option<std::collections::HashMap<String, crate::Entity>> {
-    use crate::filter::Filter;
     let partition = ops.first()?.keys().0;
     let mut rows = std::collections::HashMap::new();
     for keys in ops.chunks(KEYS_PER_PROBE) {
-        let wanted = keys
-            .iter()
-            .map(|op| Filter::row_key().eq(op.keys().1))
-            .reduce(Filter::or)?;
-        let mut query = crate::Query::new().filter(Filter::partition_key().eq(partition) & wanted);
-        loop {
-            let mut page = None;
-            // A read is safe to repeat: a few tries before giving up.
-            for _ in 0..4 {
-                report.queries += 1;
-                match table.backend().query_entities(table.name(), &query).await {
-                    Ok(found) => {
-                        page = Some(found);
-                        break;
-                    }
-                    Err(e) if e.is_transient() => {}
-                    Err(_) => return None,
-                }
-            }
-            let page = page?;
-            rows.extend(page.entities.into_iter().map(|e| (e.row_key.clone(), e)));
-            match page.continuation {
-                None => break,
-                next => query.continuation = next,
-            }
-        }
+        let filter = rows_named(partition, keys)?;
+        read_rows(table, filter, None, usize::MAX, report, |e| {
+            rows.insert(e.row_key.clone(), e);
+        })
+        .await?;
     }
     Some(rows)
+}
+
+/// The filter for exactly the rows `ops` address in `partition`.
+fn rows_named(partition: &str, ops: &[BatchOperation]) -> Option<crate::filter::Filter> {
+    use crate::filter::Filter;
+    let rows = ops
+        .iter()
+        .map(|op| Filter::row_key().eq(op.keys().1))
+        .reduce(Filter::or)?;
+    Some(Filter::partition_key().eq(partition) & rows)
 }
 
 /// Whether `error` says the row's existence is not what `mode` needs.
@@ -502,43 +490,59 @@ async fn existing_rows<T: TableEntity>(
         & Filter::row_key().ge(low)
         & Filter::row_key().le(high);
     // Read the range while it holds at most a few rows for each one asked about.
+    let keys_only = Some(["RowKey"].as_slice());
     let mut existing = HashSet::new();
-    if read_row_keys(table, range, 4 * ops.len(), &mut existing, report).await? {
+    let complete = read_rows(table, range, keys_only, 4 * ops.len(), report, |e| {
+        existing.insert(e.row_key);
+    })
+    .await?;
+    if complete {
         return Some(existing);
     }
     existing.clear();
     for keys in ops.chunks(KEYS_PER_PROBE) {
-        let rows = keys
-            .iter()
-            .map(|op| Filter::row_key().eq(op.keys().1))
-            .reduce(Filter::or)?;
-        let probe = Filter::partition_key().eq(partition) & rows;
-        read_row_keys(table, probe, usize::MAX, &mut existing, report).await?;
+        let probe = rows_named(partition, keys)?;
+        read_rows(table, probe, keys_only, usize::MAX, report, |e| {
+            existing.insert(e.row_key);
+        })
+        .await?;
     }
     Some(existing)
 }
 
-/// Adds the RowKeys of the rows `filter` matches to `out`, a page (one
-/// request) at a time; `Some(false)` when more than `budget` rows were read
-/// before the end, `None` if a request fails.
-async fn read_row_keys<T: TableEntity>(
+/// Hands every row `filter` matches to `each`, a page (one request) at a
+/// time, a page that fails transiently being asked for again (a read is safe
+/// to repeat). `Some(false)` when more than `budget` rows were read before
+/// the end; `None` if a request fails for good.
+async fn read_rows<T: TableEntity>(
     table: &Table<T>,
     filter: crate::filter::Filter,
+    select: Option<&[&str]>,
     budget: usize,
-    out: &mut HashSet<String>,
     report: &mut BulkReport,
+    mut each: impl FnMut(crate::Entity),
 ) -> Option<bool> {
-    let mut query = crate::Query::new().filter(filter).select(["RowKey"]);
+    let mut query = crate::Query::new().filter(filter);
+    if let Some(names) = select {
+        query = query.select(names.iter().copied());
+    }
     let mut read = 0;
     loop {
-        report.queries += 1;
-        let page = table
-            .backend()
-            .query_entities(table.name(), &query)
-            .await
-            .ok()?;
+        let mut page = None;
+        for _ in 0..4 {
+            report.queries += 1;
+            match table.backend().query_entities(table.name(), &query).await {
+                Ok(found) => {
+                    page = Some(found);
+                    break;
+                }
+                Err(e) if e.is_transient() => {}
+                Err(_) => return None,
+            }
+        }
+        let page = page?;
         read += page.entities.len();
-        out.extend(page.entities.into_iter().map(|e| e.row_key));
+        page.entities.into_iter().for_each(&mut each);
         match page.continuation {
             None => return Some(true),
             Some(_) if read > budget => return Some(false),
