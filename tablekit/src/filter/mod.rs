@@ -177,31 +177,26 @@ impl<'a> KeyRange<'a> {
 
 /// Whether lower bound `a` lets fewer keys through than `b`.
 fn lower_is_tighter(a: Bound<&str>, b: Bound<&str>) -> bool {
-    use std::cmp::Ordering::*;
-    match (a, b) {
-        (Bound::Unbounded, _) => false,
-        (_, Bound::Unbounded) => true,
-        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
-            match cmp_utf16(x, y) {
-                Greater => true,
-                Less => false,
-                Equal => matches!((a, b), (Bound::Excluded(_), Bound::Included(_))),
-            }
-        }
-    }
+    is_tighter(a, b, std::cmp::Ordering::Greater)
 }
 
 /// Whether upper bound `a` lets fewer keys through than `b`.
 fn upper_is_tighter(a: Bound<&str>, b: Bound<&str>) -> bool {
-    use std::cmp::Ordering::*;
+    is_tighter(a, b, std::cmp::Ordering::Less)
+}
+
+/// Whether bound `a` lets fewer keys through than `b`, for bounds on the
+/// side where a tighter key compares `inward` (`Greater` for lower bounds).
+fn is_tighter(a: Bound<&str>, b: Bound<&str>, inward: std::cmp::Ordering) -> bool {
     match (a, b) {
         (Bound::Unbounded, _) => false,
         (_, Bound::Unbounded) => true,
         (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
             match cmp_utf16(x, y) {
-                Less => true,
-                Greater => false,
-                Equal => matches!((a, b), (Bound::Excluded(_), Bound::Included(_))),
+                std::cmp::Ordering::Equal => {
+                    matches!((a, b), (Bound::Excluded(_), Bound::Included(_)))
+                }
+                order => order == inward,
             }
         }
     }

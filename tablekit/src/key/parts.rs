@@ -331,6 +331,31 @@ pub fn write_escaped(text: &str, out: &mut String) {
     }
 }
 
+/// `From<&str>`, `From<String>` and `Deref<Target = str>` for a key part
+/// that wraps a `String`.
+macro_rules! text_newtype {
+    ($name:ident) => {
+        impl From<&str> for $name {
+            fn from(text: &str) -> $name {
+                $name(text.to_owned())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(text: String) -> $name {
+                $name(text)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+
 /// A key component stored exactly as its text, for tables whose keys other
 /// clients wrote: any key the store accepts reads back, and writes the same
 /// key again. Nothing is escaped, so a key with a character the store
@@ -351,24 +376,7 @@ pub fn write_escaped(text: &str, out: &mut String) {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Verbatim(pub String);
 
-impl From<&str> for Verbatim {
-    fn from(text: &str) -> Verbatim {
-        Verbatim(text.to_owned())
-    }
-}
-
-impl From<String> for Verbatim {
-    fn from(text: String) -> Verbatim {
-        Verbatim(text)
-    }
-}
-
-impl std::ops::Deref for Verbatim {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
+text_newtype!(Verbatim);
 
 impl std::fmt::Display for Verbatim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -401,24 +409,7 @@ impl KeyPart for Verbatim {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Ordered(pub String);
 
-impl From<&str> for Ordered {
-    fn from(text: &str) -> Ordered {
-        Ordered(text.to_owned())
-    }
-}
-
-impl From<String> for Ordered {
-    fn from(text: String) -> Ordered {
-        Ordered(text)
-    }
-}
-
-impl std::ops::Deref for Ordered {
-    type Target = str;
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
+text_newtype!(Ordered);
 
 impl KeyPart for Ordered {
     const WIDTH: usize = 0;
