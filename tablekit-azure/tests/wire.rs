@@ -773,3 +773,30 @@ async fn an_undecodable_row_costs_no_other_row() {
         .collect();
     assert_eq!(shape, [Ok("1"), Err(()), Ok("3")]);
 }
+
+/// A listing by prefix sends a `TableName` range and keeps exact matches; a
+/// prefix that is not letters and digits is refused before sending.
+#[tokio::test]
+async fn table_listings_by_prefix_send_a_name_range() {
+    let body = r#"{"value":[{"TableName":"Audit1"},{"TableName":"audit2"}]}"#;
+    let mock = Mock::start(vec![respond(
+        "200 OK",
+        &[("Content-Type", "application/json")],
+        body,
+    )])
+    .await;
+    let options = tablekit::ListTablesOptions::default().with_prefix("Audit");
+    let page = mock.client.list_tables(&options).await.unwrap();
+    assert_eq!(
+        page.tables,
+        ["Audit1"],
+        "only names that start with it, case and all"
+    );
+    assert_eq!(
+        mock.seen()[0].target,
+        "/Tables?$filter=TableName%20ge%20%27Audit%27%20and%20TableName%20lt%20%27Audit%7B%27"
+    );
+    let hostile = tablekit::ListTablesOptions::default().with_prefix("a' or 1 eq 1");
+    assert!(mock.client.list_tables(&hostile).await.is_err());
+    assert_eq!(mock.seen().len(), 1, "nothing more was sent");
+}
