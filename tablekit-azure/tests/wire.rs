@@ -599,6 +599,9 @@ async fn each_request_runs_in_a_span_and_retries_are_warnings() {
     let recorder = recorder::Recorder::default();
     let lines = Arc::clone(&recorder.lines);
     let _guard = tracing::subscriber::set_default(recorder);
+    // Other tests of this binary may have met the request span first, with
+    // no subscriber, and tracing caches that "nobody listens": ask again.
+    tracing::callsite::rebuild_interest_cache();
     let mock = Mock::start(vec![
         json_error("500 Internal Server Error", "InternalError"),
         respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
