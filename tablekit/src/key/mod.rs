@@ -1,9 +1,10 @@
 //! Order-preserving, injective key encodings.
 //!
-//! Every key component type implements [`KeyPart`]: its encoding sorts, under
-//! the store's order (UTF-16 code units), exactly as the values sort, and
-//! decodes back. Compound keys ([`KeyTuple`]) join components so that tuple
-//! order is preserved and the key can always be split again.
+//! Every key component type implements [`KeyPart`]: its encoding reads as
+//! the value does, sorts under the store's order (UTF-16 code units) as the
+//! values sort (with the exceptions under **Order** below), and decodes
+//! back. Compound keys ([`KeyTuple`]) join components so that the key can
+//! always be split again.
 //!
 //! | type | encoding | example |
 //! | --- | --- | --- |
@@ -26,32 +27,56 @@
 //! a space, `�` and U+0100–U+011F, U+007F–U+009F become `~`, `�` and
 //! U+0100–U+0120, and U+FFFD–U+FFFF become U+FFFC, `�` and U+0100–U+0102.
 //!
-//! **Compound keys.** Components are joined by a separator that can always be
-//! split again and that keeps tuple order: `_` after a fixed-width component
-//! (`000123_2012`), a space after a string (`Sales 0000000123`). A string
-//! that another component follows writes its own spaces as the escape
-//! ` �Ġ` (space, U+FFFD, U+0120), so `("Ada Lovelace", 7u8)` is stored as
-//! `Ada �ĠLovelace 007`; put strings with spaces last where you can.
+//! **Compound keys.** Components are joined by a separator that a person
+//! reads as one and that can always be split again: `_` after a fixed-width
+//! component (`000123_2012`, `EMP_0000000007`), `|` after a string
+//! (`Sales|0000000123`, `acme|alice`). In a string that another component
+//! follows, `|` and `%` are written `%7C` and `%25`, as in a URL, so the
+//! first `|` ends the string.
 //!
-//! **Order.** Encoded keys sort, by the store's UTF-16 order, exactly as the
-//! values and tuples sort, with one exception: in a string that ends the key,
-//! a control character (which the store forbids) sorts after a space instead
-//! of before it. A field of type [`Ordered`] keeps even that order, at the
-//! cost of escaping its spaces everywhere.
+//! | key | stored as (what a storage browser shows) |
+//! | --- | --- |
+//! | `"Ada Lovelace"` | `Ada Lovelace` |
+//! | `"jonesj@contoso.com"` | `jonesj@contoso.com` |
+//! | `"R&D / Labs #1?"` | `R&D .�0 Labs "�01>�0` |
+//! | `7u32` | `0000000007` |
+//! | `(123u32, 2012u16)` | `0000000123_02012` |
+//! | `("Sales", 7u32)` | `Sales\|0000000007` |
+//! | `("Ada Lovelace", 7u8)` | `Ada Lovelace\|007` |
+//! | `("acme", "alice")` | `acme\|alice` |
+//! | `("a\|b", "100%")` | `a%7Cb\|100%` |
+//! | `Padded::<6>` 123 and `Padded::<4>` 2012 | `000123_2012` |
+//! | kind `EMP`, row key `7u32` | `EMP_0000000007` |
+//!
+//! **Order.** Encoded keys sort, by the store's UTF-16 order, as the values
+//! and tuples sort, with these exceptions, all in strings:
+//! - a control character (which the store forbids) sorts after a space
+//!   instead of before it;
+//! - a string that another component follows sorts as its text followed by
+//!   `|`, so it sorts after the longer strings that start with it and go on
+//!   with a character below `|` (`("Adam", 1)` before `("Ada", 1)`), and a
+//!   `|` in it sorts as `%`.
+//!
+//! Keys that share their leading strings always sort by the components
+//! after them, so prefix queries and ranges over a later component are
+//! exact. A field of type [`Ordered`] keeps the full order of its text
+//! wherever it stands, at the cost of escaping its spaces (` �Ġ`): use it
+//! for a string that leads a compound key when you query ranges of it.
 //!
 //! **Keys other clients wrote.** A field of type [`Verbatim`] holds its key
 //! exactly as stored: any text the store accepts reads back and writes back
 //! unchanged (a forbidden character is refused when written). It can only
-//! be the last key field. A prefix query (`partition_prefix`, `row_prefix`) for `acme`
-//! never reaches `acme2`, `acme corp` or `acme/eu`.
+//! be the last key field. A prefix query (`partition_prefix`, `row_prefix`)
+//! for `acme` never reaches `acme2`, `acme corp` or `acme/eu`.
 //!
 //! ```
 //! use tablekit::key::{KeyTuple, encode};
 //! assert_eq!(encode(&(123u32, 2012u16)), "0000000123_02012");
 //! assert_eq!(encode(&"a/b".to_string()), "a.\u{FFFD}0b");
 //! assert_eq!(encode(&"Ada Lovelace".to_string()), "Ada Lovelace");
-//! let key = encode(&("Sales".to_string(), 7u8));
-//! assert_eq!(<(String, u8)>::decode(&key).unwrap(), ("Sales".to_string(), 7));
+//! let key = encode(&("Ada Lovelace".to_string(), 7u8));
+//! assert_eq!(key, "Ada Lovelace|007");
+//! assert_eq!(<(String, u8)>::decode(&key).unwrap(), ("Ada Lovelace".to_string(), 7));
 //! ```
 
 mod parts;
@@ -64,10 +89,13 @@ pub use parts::{InvertedTime, Ordered, Padded, Verbatim, write_escaped};
 
 /// The escape marker, the highest character the encodings use.
 pub const ESCAPE_MARK: char = '\u{FFFD}';
-/// What follows a variable-width (string) component in a compound key.
-pub const VARIABLE_SEPARATOR: char = ' ';
-/// What follows a fixed-width component in a compound key.
+/// What follows a string component that another component follows.
+pub const STRING_SEPARATOR: char = '|';
+/// What follows a fixed-width component that another component follows.
 pub const FIXED_SEPARATOR: char = '_';
+/// What follows an [`Ordered`] component that another component follows:
+/// the lowest character a key may hold, so that tuple order is kept.
+pub const ORDERED_SEPARATOR: char = ' ';
 
 /// Why a key could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,8 +119,10 @@ impl std::error::Error for KeyDecodeError {}
 /// # Contract
 /// - `a < b` implies `encode(a) < encode(b)` in UTF-16 code-unit order, and
 ///   `decode(encode(x)) == x`;
-/// - encodings hold none of the store's forbidden characters, and no
-///   [`VARIABLE_SEPARATOR`] or [`ESCAPE_MARK`] outside escapes;
+/// - encodings hold none of the store's forbidden characters;
+/// - the inner encoding ([`KeyPart::write_inner_key`]) holds no
+///   [`KeyPart::SEPARATOR`] but as the base of an escape (a separator
+///   followed by [`ESCAPE_MARK`]);
 /// - a fixed-width part ([`KeyPart::WIDTH`] > 0) writes exactly that many ASCII
 ///   characters.
 #[diagnostic::on_unimplemented(
@@ -106,14 +136,30 @@ pub trait KeyPart: Sized + Clone {
     /// Whether the part can only end a key (its text has no end of its own,
     /// as [`Verbatim`]'s).
     const LAST_ONLY: bool = false;
-    /// Whether a variable-width part escapes every space itself (as
-    /// [`Ordered`] does), so that it needs no escaping when another
-    /// component follows it.
-    const SPACES_ESCAPED: bool = false;
-    /// Appends the encoding.
+    /// The character that follows the part when another component follows
+    /// it: [`FIXED_SEPARATOR`] after a fixed-width part, else
+    /// [`STRING_SEPARATOR`].
+    const SEPARATOR: char = if Self::WIDTH > 0 {
+        FIXED_SEPARATOR
+    } else {
+        STRING_SEPARATOR
+    };
+    /// Appends the encoding the part has as the last (or only) component.
     fn write_key(&self, out: &mut String);
-    /// Reads a value back from exactly its encoding.
+    /// Reads a value back from exactly its [`write_key`](KeyPart::write_key) encoding.
     fn read_key(text: &str) -> Result<Self, String>;
+    /// Appends the encoding the part has when another component follows it
+    /// (and so [`SEPARATOR`](KeyPart::SEPARATOR) after it); the same as
+    /// [`write_key`](KeyPart::write_key) unless the part's text may hold the
+    /// separator.
+    fn write_inner_key(&self, out: &mut String) {
+        self.write_key(out);
+    }
+    /// Reads a value back from exactly its
+    /// [`write_inner_key`](KeyPart::write_inner_key) encoding.
+    fn read_inner_key(text: &str) -> Result<Self, String> {
+        Self::read_key(text)
+    }
 }
 
 /// A whole key: one [`KeyPart`] or a tuple of up to four.
@@ -133,36 +179,26 @@ pub fn encode<K: KeyTuple>(key: &K) -> String {
     out
 }
 
-/// A separator to write after a component of width `width`.
-pub fn separator_after(width: usize) -> char {
-    if width > 0 {
-        FIXED_SEPARATOR
-    } else {
-        VARIABLE_SEPARATOR
-    }
-}
-
 /// [`write_component`] for a `String` part given as borrowed text.
 pub fn write_text_component(text: &str, out: &mut String, last: bool) {
-    let start = out.len();
-    write_escaped(text, out);
-    if !last {
-        parts::escape_spaces_from(out, start);
-        out.push(VARIABLE_SEPARATOR);
+    if last {
+        write_escaped(text, out);
+    } else {
+        parts::write_inner_text(text, out);
+        out.push(STRING_SEPARATOR);
     }
 }
 
-/// Appends one component of a key: as it is when it is the `last`, else
-/// followed by its separator (and, for a string, with its spaces escaped, as
-/// a space is the separator after it).
+/// Appends one component of a key: its [`write_key`](KeyPart::write_key)
+/// encoding when it is the `last`, else its
+/// [`write_inner_key`](KeyPart::write_inner_key) encoding and its
+/// [`SEPARATOR`](KeyPart::SEPARATOR).
 pub fn write_component<P: KeyPart>(part: &P, out: &mut String, last: bool) {
-    let start = out.len();
-    part.write_key(out);
-    if !last {
-        if P::WIDTH == 0 && !P::SPACES_ESCAPED {
-            parts::escape_spaces_from(out, start);
-        }
-        out.push(separator_after(P::WIDTH));
+    if last {
+        part.write_key(out);
+    } else {
+        part.write_inner_key(out);
+        out.push(P::SEPARATOR);
     }
 }
 
@@ -189,41 +225,46 @@ impl<'a> KeyReader<'a> {
         }
     }
 
-    /// The next component of a part of width `width`; `last` when no
+    /// The text of the next component, a part of type `P`; `last` when no
     /// separator follows it.
-    pub fn component(&mut self, width: usize, last: bool) -> Result<&'a str, KeyDecodeError> {
+    fn component<P: KeyPart>(&mut self, last: bool) -> Result<&'a str, KeyDecodeError> {
         let (part, rest) = if last {
             (self.rest, "")
-        } else if width > 0 {
+        } else if P::WIDTH > 0 {
+            let width = P::WIDTH;
             if self.rest.len() <= width || !self.rest.is_char_boundary(width) {
                 return Err(self.error("key is too short"));
             }
             let (part, rest) = self.rest.split_at(width);
-            let Some(rest) = rest.strip_prefix(FIXED_SEPARATOR) else {
+            let Some(rest) = rest.strip_prefix(P::SEPARATOR) else {
                 return Err(self.error(format!(
-                    "expected `{FIXED_SEPARATOR}` after a fixed-width component"
+                    "expected `{}` after a fixed-width component",
+                    P::SEPARATOR
                 )));
             };
             (part, rest)
         } else {
-            // The first separator that does not start an escape.
+            // The first separator. A part's inner text holds its separator
+            // only as the base of an escape, followed by the escape mark, and
+            // only `Ordered` (whose separator is a space) has such escapes.
+            let escapes = P::SEPARATOR == ORDERED_SEPARATOR;
             let mut found = None;
             let mut chars = self.rest.char_indices().peekable();
             while let Some((i, c)) = chars.next() {
-                if c == VARIABLE_SEPARATOR
-                    && chars.peek().is_none_or(|(_, next)| *next != ESCAPE_MARK)
+                if c == P::SEPARATOR
+                    && !(escapes && chars.peek().is_some_and(|(_, next)| *next == ESCAPE_MARK))
                 {
                     found = Some(i);
                     break;
                 }
             }
             let Some(i) = found else {
-                return Err(self.error("missing separator after a string component"));
+                return Err(self.error(format!(
+                    "missing `{}` after a string component",
+                    P::SEPARATOR
+                )));
             };
-            (
-                &self.rest[..i],
-                &self.rest[i + VARIABLE_SEPARATOR.len_utf8()..],
-            )
+            (&self.rest[..i], &self.rest[i + P::SEPARATOR.len_utf8()..])
         };
         self.rest = rest;
         self.component += 1;
@@ -232,19 +273,16 @@ impl<'a> KeyReader<'a> {
 
     /// Reads the next component as `P`.
     pub fn read<P: KeyPart>(&mut self, last: bool) -> Result<P, KeyDecodeError> {
-        let text = self.component(P::WIDTH, last)?;
-        let error = |reason| KeyDecodeError {
+        let text = self.component::<P>(last)?;
+        let read = if last {
+            P::read_key(text)
+        } else {
+            P::read_inner_key(text)
+        };
+        read.map_err(|reason| KeyDecodeError {
             component: self.component - 1,
             reason,
-        };
-        if P::WIDTH > 0 || P::SPACES_ESCAPED || last || !text.contains(ESCAPE_MARK) {
-            return P::read_key(text).map_err(error);
-        }
-        // A string component that another one follows has its spaces
-        // escaped: read it as the last component would be written.
-        let unescaped = parts::unescape_spaces(text)
-            .ok_or_else(|| error(format!("a stray escape mark in {text:?}")))?;
-        P::read_key(&unescaped).map_err(error)
+        })
     }
 }
 
@@ -275,10 +313,20 @@ impl KeyTuple for () {
 }
 
 macro_rules! tuple_keys {
-    ($($arity:literal => ($($name:ident $index:tt),+; $last_name:ident $last:tt)),* $(,)?) => {$(
+    ($($arity:literal => ($($name:ident $index:tt),+; $last_name:ident $last:tt; $before_last:ident)),* $(,)?) => {$(
         impl<$($name: KeyPart,)+ $last_name: KeyPart> KeyTuple for ($($name,)+ $last_name) {
             const ARITY: usize = $arity;
             fn write_key(&self, out: &mut String) {
+                // Verbatim text may start with the escape mark, which after a
+                // space would read as an escaped character of the component
+                // before: `Ordered` (whose separator is a space) cannot be
+                // followed by a part whose text is not escaped.
+                const {
+                    assert!(
+                        !($last_name::LAST_ONLY && $before_last::SEPARATOR == ORDERED_SEPARATOR),
+                        "a `Verbatim` key part cannot follow an `Ordered` one"
+                    )
+                };
                 $(
                     const { assert!(!$name::LAST_ONLY, "this key part can only be the last component of a key") };
                     write_component(&self.$index, out, false);
@@ -294,9 +342,9 @@ macro_rules! tuple_keys {
 }
 
 tuple_keys! {
-    2 => (A 0; B 1),
-    3 => (A 0, B 1; C 2),
-    4 => (A 0, B 1, C 2; D 3),
+    2 => (A 0; B 1; A),
+    3 => (A 0, B 1; C 2; B),
+    4 => (A 0, B 1, C 2; D 3; C),
 }
 
 /// A leading part of a compound key, for prefix queries: `P` is a prefix of
@@ -350,8 +398,8 @@ macro_rules! key_prefix {
                 )+
             }
             fn last_separator() -> char {
-                let widths = [$($p::WIDTH),+];
-                separator_after(widths[widths.len() - 1])
+                let separators = [$($p::SEPARATOR),+];
+                separators[separators.len() - 1]
             }
         }
     };
@@ -368,9 +416,10 @@ key_prefix!([A, B, C, D] [A QA 0, B QB 1, C QC 2]);
 /// encoded prefix `prefix`, whose last component is followed by `separator`.
 pub fn prefix_range(prefix: String, separator: char) -> (String, String) {
     let mut end = prefix.clone();
-    if separator == VARIABLE_SEPARATOR {
-        // A separator followed by the escape mark is an escaped character of
-        // the same component, not the end of it: stop before it.
+    if separator == ORDERED_SEPARATOR {
+        // After an `Ordered` part, a space followed by the escape mark is an
+        // escaped character of the same component, not the end of it: stop
+        // before it.
         end.push(ESCAPE_MARK);
     } else {
         // Replace the separator by the next character.

@@ -1,6 +1,6 @@
 //! [`KeyPart`] for the supported component types.
 
-use super::{ESCAPE_MARK, KeyPart};
+use super::{ESCAPE_MARK, KeyPart, ORDERED_SEPARATOR, STRING_SEPARATOR};
 use crate::datetime::DateTime;
 
 /// Writes `value` as exactly `width` decimal digits.
@@ -231,10 +231,67 @@ fn unescape(base: char, selector: char) -> Option<char> {
     }
 }
 
+/// The character that starts an escape of the separator (and of itself) in
+/// a string that another component follows.
+const PERCENT: char = '%';
+/// The escape of [`STRING_SEPARATOR`] inside a string that another
+/// component follows (as in a URL).
+const ESCAPED_SEPARATOR: &str = "%7C";
+/// The escape of [`PERCENT`] inside a string that another component follows.
+const ESCAPED_PERCENT: &str = "%25";
+
+/// Appends `text` as a string component that another component follows:
+/// the escapes of [`write_escaped`], and `|` and `%` written `%7C` and `%25`
+/// (as in a URL), so the first `|` is where the component ends.
+pub(super) fn write_inner_text(text: &str, out: &mut String) {
+    if !text.contains([STRING_SEPARATOR, PERCENT]) {
+        write_escaped(text, out);
+        return;
+    }
+    let mut rest = text;
+    while let Some(at) = rest.find([STRING_SEPARATOR, PERCENT]) {
+        write_escaped(&rest[..at], out);
+        out.push_str(if rest[at..].starts_with(PERCENT) {
+            ESCAPED_PERCENT
+        } else {
+            ESCAPED_SEPARATOR
+        });
+        rest = &rest[at + 1..];
+    }
+    write_escaped(rest, out);
+}
+
 impl KeyPart for String {
     const WIDTH: usize = 0;
     fn write_key(&self, out: &mut String) {
         write_escaped(self, out);
+    }
+    fn write_inner_key(&self, out: &mut String) {
+        write_inner_text(self, out);
+    }
+    fn read_inner_key(text: &str) -> Result<Self, String> {
+        if text.contains(STRING_SEPARATOR) {
+            return Err(format!("an unescaped `|` in {text:?}"));
+        }
+        if !text.contains(PERCENT) {
+            return String::read_key(text);
+        }
+        let mut plain = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find(PERCENT) {
+            plain.push_str(&rest[..at]);
+            let escape = rest.get(at..at + 3);
+            if escape == Some(ESCAPED_PERCENT) {
+                plain.push(PERCENT);
+            } else if escape == Some(ESCAPED_SEPARATOR) {
+                plain.push(STRING_SEPARATOR);
+            } else {
+                return Err(format!("`%` starts no escape (`%7C` or `%25`) in {text:?}"));
+            }
+            rest = &rest[at + 3..];
+        }
+        plain.push_str(rest);
+        String::read_key(&plain)
     }
     fn read_key(text: &str) -> Result<Self, String> {
         // Most key strings are ASCII that needs no escape (and so holds no
@@ -266,15 +323,13 @@ impl KeyPart for String {
     }
 }
 
-/// The escape of a space inside a string component that another component
-/// follows: the separator is a space, so spaces before it are escaped (the
-/// last component keeps its spaces as they are).
-pub(super) const ESCAPED_SPACE: &str = " \u{FFFD}\u{120}";
+/// The escape of a space inside an [`Ordered`] part, whose separator is a
+/// space.
+const ESCAPED_SPACE: &str = " \u{FFFD}\u{120}";
 
-/// Rewrites the string component written from `start` on into the form it
-/// takes when another component follows: each space (not the base of an
-/// escape) becomes [`ESCAPED_SPACE`].
-pub(super) fn escape_spaces_from(out: &mut String, start: usize) {
+/// Rewrites the [`Ordered`] text written from `start` on: each space (not
+/// the base of an escape) becomes [`ESCAPED_SPACE`].
+fn escape_spaces_from(out: &mut String, start: usize) {
     let part = &out[start..];
     let is_literal_space =
         |i: usize| part.as_bytes()[i] == b' ' && !part[i + 1..].starts_with(ESCAPE_MARK);
@@ -296,7 +351,7 @@ pub(super) fn escape_spaces_from(out: &mut String, start: usize) {
 /// The inverse of [`escape_spaces_from`]: each [`ESCAPED_SPACE`] back to a
 /// space. `None` if that would make a space the base of another escape
 /// (an escape mark right after an escaped space is never written).
-pub(super) fn unescape_spaces(text: &str) -> Option<String> {
+fn unescape_spaces(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(ESCAPED_SPACE) {
@@ -395,11 +450,14 @@ impl KeyPart for Verbatim {
     }
 }
 
-/// A string key component whose encoding keeps the full order of its text,
-/// control characters included, wherever it stands: every space is
-/// escaped (as ` �Ġ`), so the key is harder to read than a plain `String`'s.
-/// For keys whose strings may hold control characters and must still sort
-/// exactly.
+/// A string key component whose encoding keeps the full order of its text
+/// wherever it stands, control characters and `|` included: a space (the
+/// lowest character a key may hold) follows it in a compound key, and its
+/// own spaces are escaped as ` �Ġ`, so the key is harder to read than a
+/// plain `String`'s. For strings that lead a compound key and must sort
+/// exactly as text (a range over them, say).
+///
+/// A [`Verbatim`] part cannot follow it (a compile error).
 ///
 /// ```
 /// use tablekit::key::{Ordered, encode};
@@ -413,7 +471,7 @@ text_newtype!(Ordered);
 
 impl KeyPart for Ordered {
     const WIDTH: usize = 0;
-    const SPACES_ESCAPED: bool = true;
+    const SEPARATOR: char = ORDERED_SEPARATOR;
     fn write_key(&self, out: &mut String) {
         let start = out.len();
         write_escaped(&self.0, out);

@@ -88,6 +88,9 @@ fn tricky_string() -> impl Strategy<Value = String> {
         Just('\u{1F600}'),
         Just('a'),
         Just('b'),
+        Just('|'),
+        Just('%'),
+        Just('}'),
     ];
     proptest::collection::vec(special, 0..6).prop_map(|cs| cs.into_iter().collect())
 }
@@ -140,17 +143,24 @@ proptest! {
         check_pair_ordered(&a, &b, utf16_order, !has_control(&a) && !has_control(&b))?;
     }
 
-    /// A string that another component follows keeps its full order,
-    /// control characters included; a last one as [`strings`] says.
+    /// A string that another component follows sorts as its text followed
+    /// by `|` (but for control characters and `|` itself); keys with the
+    /// same leading strings sort by what follows; a last string as
+    /// [`strings`] says.
     #[test]
     fn compound_keys(a in (any_string(), any::<u16>(), any_string()), b in (any_string(), any::<u16>(), any_string())) {
+        let inner = |x: &String, y: &String| {
+            if x == y { Ordering::Equal } else { cmp_utf16(&format!("{x}|"), &format!("{y}|")) }
+        };
+        let inner_ordered = a.0 == b.0
+            || ![&a.0, &b.0].iter().any(|s| has_control(s) || s.contains('|'));
         let order = |x: &(String, u16, String), y: &(String, u16, String)| {
-            cmp_utf16(&x.0, &y.0).then(x.1.cmp(&y.1)).then_with(|| cmp_utf16(&x.2, &y.2))
+            inner(&x.0, &y.0).then(x.1.cmp(&y.1)).then_with(|| cmp_utf16(&x.2, &y.2))
         };
         let last_ordered = !has_control(&a.2) && !has_control(&b.2);
-        check_pair_ordered(&a, &b, order, last_ordered || a.0 != b.0 || a.1 != b.1)?;
-        let order2 = |x: &(String, String), y: &(String, String)| cmp_utf16(&x.0, &y.0).then_with(|| cmp_utf16(&x.1, &y.1));
-        check_pair_ordered(&(a.0.clone(), a.2.clone()), &(b.0.clone(), b.2.clone()), order2, last_ordered || a.0 != b.0)?;
+        check_pair_ordered(&a, &b, order, inner_ordered && (last_ordered || a.0 != b.0 || a.1 != b.1))?;
+        let order2 = |x: &(String, String), y: &(String, String)| inner(&x.0, &y.0).then_with(|| cmp_utf16(&x.1, &y.1));
+        check_pair_ordered(&(a.0.clone(), a.2.clone()), &(b.0.clone(), b.2.clone()), order2, inner_ordered && (last_ordered || a.0 != b.0))?;
         let order3 = |x: &(u16, String), y: &(u16, String)| x.0.cmp(&y.0).then_with(|| cmp_utf16(&x.1, &y.1));
         let first_ordered = !has_control(&a.0) && !has_control(&b.0);
         check_pair_ordered(&(a.1, a.0.clone()), &(b.1, b.0.clone()), order3, first_ordered || a.1 != b.1)?;
@@ -201,11 +211,25 @@ fn documented_encodings() {
     );
     assert_eq!(
         encode(&("a b".to_string(), 1u8)),
-        "a \u{FFFD}\u{120}b 001",
-        "one that another component follows escapes them"
+        "a b|001",
+        "so does one that another component follows"
+    );
+    assert_eq!(
+        encode(&("a|b".to_string(), "100%".to_string())),
+        "a%7Cb|100%",
+        "`|` and `%` are escaped before a separator only"
+    );
+    assert_eq!(encode(&("50%".to_string(), 1u8)), "50%25|001");
+    assert_eq!(
+        encode(&("R&D / Labs #1?".to_string(), 1u8)),
+        "R&D .\u{FFFD}0 Labs \"\u{FFFD}01>\u{FFFD}0|001"
+    );
+    assert_eq!(
+        encode(&("acme".to_string(), "alice".to_string())),
+        "acme|alice"
     );
     assert_eq!(encode(&(1u8, "a b".to_string())), "001_a b");
-    assert_eq!(encode(&("a".to_string(), 1u8)), "a 001");
+    assert_eq!(encode(&("a".to_string(), 1u8)), "a|001");
     assert_eq!(encode(&(1u8, "a".to_string())), "001_a");
     let t = DateTime::parse("2020-01-02T03:04:05.1234567Z").unwrap();
     assert_eq!(encode(&t), "2020-01-02T03:04:05.1234567Z");
@@ -244,9 +268,21 @@ fn decoding_rejects_what_encoding_never_writes() {
         "an escaped space in a last string"
     );
     assert_eq!(
-        <(String, u8) as KeyTuple>::decode("a \u{FFFD}\u{120}b 001").unwrap(),
+        <(String, u8) as KeyTuple>::decode("a b|001").unwrap(),
         ("a b".to_string(), 1)
     );
+    assert_eq!(
+        <(String, u8) as KeyTuple>::decode("a%7Cb%25|001").unwrap(),
+        ("a|b%".to_string(), 1)
+    );
+    for bad in [
+        "a%|001", "a%2|001", "a%7c|001", "a%41|001", "a|b|001", "a 001",
+    ] {
+        assert!(
+            <(String, u8) as KeyTuple>::decode(bad).is_err(),
+            "{bad:?} is never written"
+        );
+    }
     assert!(
         <String as KeyTuple>::decode("a\u{FFFD}").is_err(),
         "a stray escape mark"
@@ -291,7 +327,8 @@ fn mutation_char() -> impl Strategy<Value = char> {
     prop_oneof![
         prop::sample::select(vec![
             '0', '1', '5', '9', '-', '+', '_', ' ', ':', '.', 'T', 'Z', 'z', 'a', 'A', 'F', 'f',
-            '{', '}', '\u{FFFD}', '\u{FFFC}', '\u{100}', '\u{120}', '"', '~', '[', '>'
+            '{', '}', '\u{FFFD}', '\u{FFFC}', '\u{100}', '\u{120}', '"', '~', '[', '>', '|', '%',
+            'C', '7', '2'
         ]),
         any::<char>(),
     ]
@@ -352,7 +389,7 @@ proptest! {
 
     /// Arbitrary text, not derived from an encoding.
     #[test]
-    fn decoders_refuse_arbitrary_text_they_would_not_write(text in "[-+0-9_: .TZa-f\u{FFFD}\u{FFFC}\u{100}\u{120}]{0,40}") {
+    fn decoders_refuse_arbitrary_text_they_would_not_write(text in "[-+0-9_: .TZa-fC|%\u{FFFD}\u{FFFC}\u{100}\u{120}]{0,40}") {
         check_canonical::<u8>(&text)?;
         check_canonical::<i16>(&text)?;
         check_canonical::<i64>(&text)?;
@@ -409,5 +446,25 @@ proptest! {
         write_text_component(&text, &mut borrowed, last);
         write_component(&text, &mut owned, last);
         prop_assert_eq!(borrowed, owned);
+    }
+}
+
+proptest! {
+    /// Text with no character the store forbids is stored without the
+    /// escape mark in any position, and as it is wherever it holds no `|`
+    /// or `%`; and a verbatim part after a string splits off again.
+    #[test]
+    fn readable_text_stays_readable(a in any_string(), b in any_string(), n: u16) {
+        let plain = |s: &str| !s.chars().any(|c| is_forbidden_key_char(c) || ('\u{FFFD}'..='\u{FFFF}').contains(&c));
+        for key in [encode(&a), encode(&(a.clone(), b.clone())), encode(&(a.clone(), n, b.clone())), encode(&(n, a.clone()))] {
+            if plain(&a) && plain(&b) {
+                prop_assert!(!key.contains(ESCAPE_MARK), "{:?}", key);
+            }
+        }
+        if plain(&a) && !a.contains(['|', '%']) {
+            prop_assert_eq!(encode(&(a.clone(), n)), format!("{a}|{:05}", n));
+        }
+        let key = (a.clone(), Verbatim(b.clone()));
+        prop_assert_eq!(<(String, Verbatim) as KeyTuple>::decode(&encode(&key)).unwrap(), key);
     }
 }
