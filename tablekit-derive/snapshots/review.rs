@@ -53,6 +53,14 @@ const _: () = {
                 )
             };
             ::tablekit::__private::write_component::<u32>(&self.employee, __out, false);
+            const {
+                ::core::assert!(
+                    ! (< u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < u32 as
+                    ::tablekit::__private::KeyPart > ::SEPARATOR ==
+                    ::tablekit::__private::ORDERED_SEPARATOR),
+                    "a `Verbatim` key field cannot follow an `Ordered` one"
+                )
+            };
             ::tablekit::__private::write_component::<u16>(&self.year, __out, true);
         }
         fn columns() -> Self::Columns {

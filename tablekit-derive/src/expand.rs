@@ -312,8 +312,17 @@ fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
                 const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
             }
         });
+        // Verbatim text may start with the escape mark, which after the
+        // space that ends an `Ordered` part reads as an escape of that part.
+        let after_ordered = (last && i > 0).then(|| {
+            let before = fields[i - 1].ty;
+            quote_spanned! {ty.span()=>
+                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
+            }
+        });
         quote_spanned! {ty.span()=>
             #only_last
+            #after_ordered
             #tk::write_component::<#ty>(&self.#ident, __out, #last);
         }
     });
