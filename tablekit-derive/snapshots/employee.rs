@@ -20,6 +20,9 @@ const _: () = {
         const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
             "EMP",
         );
+        const ROW_KEY_LAYOUT: ::tablekit::__private::RowKeyLayout = ::tablekit::__private::RowKeyLayout::kind(
+            "EMP",
+        );
         const VERSION: u32 = 1u32;
         const MIN_VERSION: u32 = 1u32;
         const PARTITION_KEY_FIELDS: &'static str = "department";
@@ -58,7 +61,20 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            ::tablekit::__private::write_component::<u32>(&self.id, __out, true);
+            let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
+            const {
+                ::core::assert!(
+                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
+                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
+                    u32 > (0usize, 1usize),
+                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
+                )
+            };
+            __layout.write_tags(0usize, __out);
+            ::tablekit::__private::write_component::<
+                u32,
+            >(&self.id, __out, __layout.ends_key::<u32>(0usize, 1usize));
+            __layout.write_tags(1usize, __out);
         }
         fn columns() -> Self::Columns {
             EmployeeColumns {

@@ -22,6 +22,9 @@ const _: () = {
         const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
             "REV",
         );
+        const ROW_KEY_LAYOUT: ::tablekit::__private::RowKeyLayout = ::tablekit::__private::RowKeyLayout::kind(
+            "REV",
+        );
         const VERSION: u32 = 2u32;
         const MIN_VERSION: u32 = 2u32;
         const PARTITION_KEY_FIELDS: &'static str = "department";
@@ -46,13 +49,27 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
+            let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
             const {
                 ::core::assert!(
-                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY,
-                    "this key field's type can only be the last key field (its text has no end of its own)"
+                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
+                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
+                    u32 > (0usize, 2usize),
+                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
                 )
             };
-            ::tablekit::__private::write_component::<u32>(&self.employee, __out, false);
+            __layout.write_tags(0usize, __out);
+            ::tablekit::__private::write_component::<
+                u32,
+            >(&self.employee, __out, __layout.ends_key::<u32>(0usize, 2usize));
+            const {
+                ::core::assert!(
+                    ! < u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
+                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
+                    u16 > (1usize, 2usize),
+                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
+                )
+            };
             const {
                 ::core::assert!(
                     ! (< u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < u32 as
@@ -61,7 +78,11 @@ const _: () = {
                     "a `Verbatim` key field cannot follow an `Ordered` one"
                 )
             };
-            ::tablekit::__private::write_component::<u16>(&self.year, __out, true);
+            __layout.write_tags(1usize, __out);
+            ::tablekit::__private::write_component::<
+                u16,
+            >(&self.year, __out, __layout.ends_key::<u16>(1usize, 2usize));
+            __layout.write_tags(2usize, __out);
         }
         fn columns() -> Self::Columns {
             ReviewColumns {

@@ -20,6 +20,8 @@ pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
 pub(crate) const WIDE: &str = "wide";
 pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
+pub(crate) const PARENT: &str = "parent";
+pub(crate) const COLLECTION: &str = "collection";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -88,6 +90,10 @@ pub(crate) struct Container {
     pub(crate) wide: bool,
     /// `kind_properties = false`: the kind lives in the RowKey only.
     pub(crate) kind_properties: Option<(bool, TokenStream)>,
+    /// `parent = Type`: the kind nests under `Type`'s rows in a collection.
+    pub(crate) parent: Option<(syn::Type, TokenStream)>,
+    /// `collection`: other kinds may nest under this kind's rows.
+    pub(crate) collection: Option<TokenStream>,
 }
 
 impl Container {
@@ -155,6 +161,8 @@ impl Container {
         let mut rename_all = Attr::none(RENAME_ALL);
         let mut wide = Attr::none(WIDE);
         let mut kind_properties = Attr::none(KIND_PROPERTIES);
+        let mut parent = Attr::none(PARENT);
+        let mut collection = Attr::none(COLLECTION);
         let known: &[&str] = if is_entity {
             &[
                 TABLE,
@@ -165,6 +173,8 @@ impl Container {
                 RENAME_ALL,
                 WIDE,
                 KIND_PROPERTIES,
+                PARENT,
+                COLLECTION,
             ]
         } else {
             &[CRATE, RENAME_ALL]
@@ -190,6 +200,12 @@ impl Container {
                     }
                 } else if is_entity && path.is_ident(WIDE) {
                     wide.set(cx, path, ());
+                } else if is_entity && path.is_ident(PARENT) {
+                    let ty: syn::Type = meta.value()?.parse()?;
+                    let tokens = ty.to_token_stream();
+                    parent.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(COLLECTION) {
+                    collection.set(cx, path, path.to_token_stream());
                 } else if is_entity && path.is_ident(KIND_PROPERTIES) {
                     let lit: syn::LitBool = meta.value()?.parse()?;
                     kind_properties.set(cx, path, (lit.value, lit.into_token_stream()));
@@ -227,6 +243,8 @@ impl Container {
             rename_all: rename_all.get(),
             wide: wide.get().is_some(),
             kind_properties: kind_properties.get(),
+            parent: parent.get(),
+            collection: collection.get(),
         }
     }
 }

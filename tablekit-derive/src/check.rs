@@ -220,6 +220,35 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
             "`kind_properties` says where a kind is kept: set `kind` too",
         );
     }
+    // A kind in a collection shares its RowKey range with other kinds.
+    let in_collection = cont
+        .attrs
+        .parent
+        .iter()
+        .map(|(_, tokens)| (tokens, "`parent`"))
+        .chain(
+            cont.attrs
+                .collection
+                .iter()
+                .map(|tokens| (tokens, "`collection`")),
+        );
+    for (tokens, what) in in_collection {
+        if cont.attrs.kind.is_none() {
+            cx.error_spanned_by(
+                tokens,
+                format!("{what} places the kind's tag in the RowKey: set `kind` too"),
+            );
+        }
+        if let Some((false, _)) = cont.attrs.kind_properties {
+            cx.error_spanned_by(tokens, format!("{what}: kinds in a collection share a RowKey range and are told apart by their `_Kind` property, which `kind_properties = false` leaves out"));
+        }
+        if cont.attrs.wide {
+            cx.error_spanned_by(
+                tokens,
+                format!("{what}: a wide entity cannot be part of a collection"),
+            );
+        }
+    }
     if let (Some((false, _)), Some((_, tokens))) = (&cont.attrs.kind_properties, version) {
         cx.error_spanned_by(
             tokens,

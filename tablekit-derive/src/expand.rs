@@ -302,6 +302,61 @@ fn mentions(tokens: TokenStream, params: &[&Ident]) -> bool {
     })
 }
 
+/// The body of `write_row_key`: the key fields with the kind tags of
+/// `ROW_KEY_LAYOUT` before them, and the checks that a `parent` fits.
+fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) -> TokenStream {
+    let arity = fields.len();
+    let parts = fields.iter().enumerate().map(|(i, f)| {
+        let ident = f.ident;
+        let ty = f.ty;
+        let last = i + 1 == arity;
+        let only_last = if last {
+            quote_spanned! {ty.span()=>
+                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <Self as #tk::TableEntity>::ROW_KEY_LAYOUT.heads_collection()), "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)") };
+            }
+        } else {
+            quote_spanned! {ty.span()=>
+                const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
+            }
+        };
+        let after_ordered = (last && i > 0).then(|| {
+            let before = fields[i - 1].ty;
+            quote_spanned! {ty.span()=>
+                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
+            }
+        });
+        quote_spanned! {ty.span()=>
+            #only_last
+            #after_ordered
+            __layout.write_tags(#i, __out);
+            #tk::write_component::<#ty>(&self.#ident, __out, __layout.ends_key::<#ty>(#i, #arity));
+        }
+    });
+    let parent_checks = cont.attrs.parent.as_ref().map(|(parent, _)| {
+        let span = parent.span();
+        quote_spanned! {span=>
+            const {
+                ::core::assert!(
+                    <#parent as #tk::TableEntity>::ROW_KEY_LAYOUT.heads_collection(),
+                    "`parent` names a kind that heads no collection: add `collection` to its #[tablekit(...)]"
+                );
+                ::core::assert!(
+                    #tk::str_eq(<#parent as #tk::TableEntity>::TABLE, <Self as #tk::TableEntity>::TABLE),
+                    "a kind lives in the same `table` as its `parent`"
+                );
+            };
+            let _: fn(<#parent as #tk::TableEntity>::PartitionKey) -> <Self as #tk::TableEntity>::PartitionKey = |__pk| __pk;
+            #tk::key_starts_with::<<Self as #tk::TableEntity>::RowKey, <#parent as #tk::TableEntity>::RowKey>();
+        }
+    });
+    quote! {
+        #parent_checks
+        let __layout = &<Self as #tk::TableEntity>::ROW_KEY_LAYOUT;
+        #(#parts)*
+        __layout.write_tags(#arity, __out);
+    }
+}
+
 fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
     let parts = fields.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
@@ -426,7 +481,7 @@ fn expand_entity(
         key_value(tk, &rk)
     };
     let write_pk = write_key(tk, &pk);
-    let write_rk = write_key(tk, &rk);
+    let write_rk = write_row_key(tk, cont, &rk);
     let (pk_vars, pk_pattern) = key_bindings(&pk, "pk");
     let (rk_vars, rk_pattern) = key_bindings(&rk, "rk");
     let rk_binding = (!rk.is_empty()).then(|| quote!(let #rk_pattern = __rk;));
@@ -453,6 +508,22 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
+    let layout = match (&cont.attrs.kind, &cont.attrs.parent) {
+        (Some(kind), Some((parent, _))) => {
+            let kind = kind.value();
+            quote!(<#parent as #tk::TableEntity>::ROW_KEY_LAYOUT.nested(#kind, <<#parent as #tk::TableEntity>::RowKey as #tk::KeyTuple>::ARITY))
+        }
+        (Some(kind), None) => {
+            let kind = kind.value();
+            quote!(#tk::RowKeyLayout::kind(#kind))
+        }
+        (None, _) => quote!(#tk::RowKeyLayout::NONE),
+    };
+    let layout = if cont.attrs.collection.is_some() {
+        quote!(#layout.heading_collection())
+    } else {
+        layout
+    };
     let kind_properties = !matches!(cont.attrs.kind_properties, Some((false, _)));
     // Literal names were checked valid and distinct at compile time; a
     // flattened or series field makes its names at run time.
@@ -574,6 +645,7 @@ fn expand_entity(
                 type Columns = #columns_ident #ty_generics;
                 const TABLE: &'static str = #table;
                 const KIND: #tk::Option<&'static str> = #kind;
+                const ROW_KEY_LAYOUT: #tk::RowKeyLayout = #layout;
                 const VERSION: u32 = #version;
                 const MIN_VERSION: u32 = #min_version;
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;

@@ -10,7 +10,10 @@ pub use ::std::vec::Vec;
 
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
-pub use crate::key::{KeyPart, KeyTuple, ORDERED_SEPARATOR, write_component, write_escaped};
+pub use crate::key::{
+    KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
+    write_escaped,
+};
 pub use crate::schema::{
     Column, EntityKinds, FilterValue, KIND_PROPERTY, MemberSlot, PropertySink, PropertySource,
     PropertyValue, Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name,

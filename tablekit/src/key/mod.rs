@@ -79,12 +79,14 @@
 //! assert_eq!(<(String, u8)>::decode(&key).unwrap(), ("Ada Lovelace".to_string(), 7));
 //! ```
 
+mod layout;
 mod parts;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 
+pub use layout::{MAX_KIND_DEPTH, RowKeyLayout, TAG_SEPARATOR};
 pub use parts::{InvertedTime, Ordered, Padded, Verbatim, write_escaped};
 
 /// The escape marker, the highest character the encodings use.
@@ -166,10 +168,19 @@ pub trait KeyPart: Sized + Clone {
 pub trait KeyTuple: Sized {
     /// How many components.
     const ARITY: usize;
+    /// Appends the encoding with the kind tags of `layout` (a RowKey), the
+    /// components joined by their separators.
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String);
+    /// Reads the components back from a key laid out as `layout` says.
+    fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError>;
     /// Appends the encoding, components joined by their separators.
-    fn write_key(&self, out: &mut String);
+    fn write_key(&self, out: &mut String) {
+        self.write_laid_out(&RowKeyLayout::NONE, out);
+    }
     /// Reads the components back.
-    fn decode(text: &str) -> Result<Self, KeyDecodeError>;
+    fn decode(text: &str) -> Result<Self, KeyDecodeError> {
+        Self::decode_laid_out(text, &RowKeyLayout::NONE)
+    }
 }
 
 /// The encoding of a whole key.
@@ -271,6 +282,33 @@ impl<'a> KeyReader<'a> {
         Ok(part)
     }
 
+    /// Reads a kind tag and the [`TAG_SEPARATOR`] after it.
+    pub fn expect_tag(&mut self, tag: &str) -> Result<(), KeyDecodeError> {
+        match self
+            .rest
+            .strip_prefix(tag)
+            .and_then(|rest| rest.strip_prefix(TAG_SEPARATOR))
+        {
+            Some(rest) => {
+                self.rest = rest;
+                Ok(())
+            }
+            None => Err(self.error(format!(
+                "expected the kind tag `{tag}{TAG_SEPARATOR}` before {:?}",
+                self.rest
+            ))),
+        }
+    }
+
+    /// Checks that the whole key was read.
+    pub fn finish(&self) -> Result<(), KeyDecodeError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(self.error(format!("unexpected {:?} after the key", self.rest)))
+        }
+    }
+
     /// Reads the next component as `P`.
     pub fn read<P: KeyPart>(&mut self, last: bool) -> Result<P, KeyDecodeError> {
         let text = self.component::<P>(last)?;
@@ -288,27 +326,31 @@ impl<'a> KeyReader<'a> {
 
 impl<P: KeyPart> KeyTuple for P {
     const ARITY: usize = 1;
-    fn write_key(&self, out: &mut String) {
-        KeyPart::write_key(self, out);
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+        layout.write_tags(0, out);
+        write_component(self, out, layout.ends_key::<P>(0, 1));
+        layout.write_tags(1, out);
     }
-    fn decode(text: &str) -> Result<Self, KeyDecodeError> {
-        KeyReader::new(text).read(true)
+    fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
+        let mut reader = KeyReader::new(text);
+        layout.read_tags(0, &mut reader)?;
+        let value = reader.read(layout.ends_key::<P>(0, 1))?;
+        layout.read_tags(1, &mut reader)?;
+        reader.finish()?;
+        Ok(value)
     }
 }
 
 /// An entity without RowKey fields: the RowKey is empty (or only the kind prefix).
 impl KeyTuple for () {
     const ARITY: usize = 0;
-    fn write_key(&self, _: &mut String) {}
-    fn decode(text: &str) -> Result<Self, KeyDecodeError> {
-        if text.is_empty() {
-            Ok(())
-        } else {
-            Err(KeyDecodeError {
-                component: 0,
-                reason: format!("expected an empty key, found {text:?}"),
-            })
-        }
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+        layout.write_tags(0, out);
+    }
+    fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
+        let mut reader = KeyReader::new(text);
+        layout.read_tags(0, &mut reader)?;
+        reader.finish()
     }
 }
 
@@ -316,7 +358,7 @@ macro_rules! tuple_keys {
     ($($arity:literal => ($($name:ident $index:tt),+; $last_name:ident $last:tt; $before_last:ident)),* $(,)?) => {$(
         impl<$($name: KeyPart,)+ $last_name: KeyPart> KeyTuple for ($($name,)+ $last_name) {
             const ARITY: usize = $arity;
-            fn write_key(&self, out: &mut String) {
+            fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
                 // Verbatim text may start with the escape mark, which after a
                 // space would read as an escaped character of the component
                 // before: `Ordered` (whose separator is a space) cannot be
@@ -329,13 +371,28 @@ macro_rules! tuple_keys {
                 };
                 $(
                     const { assert!(!$name::LAST_ONLY, "this key part can only be the last component of a key") };
+                    layout.write_tags($index, out);
                     write_component(&self.$index, out, false);
                 )+
-                write_component(&self.$last, out, true);
+                layout.write_tags($last, out);
+                let ends = layout.ends_key::<$last_name>($last, $arity);
+                write_component(&self.$last, out, ends);
+                layout.write_tags($arity, out);
             }
-            fn decode(text: &str) -> Result<Self, KeyDecodeError> {
+            fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
                 let mut reader = KeyReader::new(text);
-                Ok(($(reader.read::<$name>(false)?,)+ reader.read::<$last_name>(true)?))
+                let value = ($(
+                    {
+                        layout.read_tags($index, &mut reader)?;
+                        reader.read::<$name>(false)?
+                    },
+                )+ {
+                    layout.read_tags($last, &mut reader)?;
+                    reader.read::<$last_name>(layout.ends_key::<$last_name>($last, $arity))?
+                });
+                layout.read_tags($arity, &mut reader)?;
+                reader.finish()?;
+                Ok(value)
             }
         }
     )*};
@@ -350,8 +407,9 @@ tuple_keys! {
 /// A leading part of a compound key, for prefix queries: `P` is a prefix of
 /// the key type `Self`.
 pub trait KeyPrefix<P> {
-    /// Appends the prefix's components, each followed by its separator.
-    fn write_prefix(prefix: &P, out: &mut String);
+    /// Appends the prefix's components, each followed by its separator, with
+    /// the kind tags of `layout` that stand before them.
+    fn write_prefix(prefix: &P, layout: &RowKeyLayout, out: &mut String);
     /// The separator after the prefix's last component.
     fn last_separator() -> char;
 }
@@ -391,9 +449,10 @@ impl KeyPartArg<Verbatim> for &str {
 macro_rules! key_prefix {
     ([$($full:ident),+] [$($p:ident $q:ident $i:tt),+]) => {
         impl<$($full: KeyPart,)+ $($q: KeyPartArg<$p>,)+> KeyPrefix<($($q,)+)> for ($($full),+) {
-            fn write_prefix(prefix: &($($q,)+), out: &mut String) {
+            fn write_prefix(prefix: &($($q,)+), layout: &RowKeyLayout, out: &mut String) {
                 $(
                     const { assert!(!$p::LAST_ONLY, "this key part can only be the last component of a key") };
+                    layout.write_tags($i, out);
                     prefix.$i.write_part_arg(out, false);
                 )+
             }
@@ -428,3 +487,27 @@ pub fn prefix_range(prefix: String, separator: char) -> (String, String) {
     }
     (prefix, end)
 }
+
+/// A key type whose leading components are the key type `P`: the key of a
+/// kind nested under another starts with the other kind's key.
+#[diagnostic::on_unimplemented(
+    message = "the RowKey fields of this kind do not start with those of its `parent` (`{P}`)",
+    label = "the RowKey fields of a nested kind start with its parent's, in order and of the same types",
+    note = "a kind with `parent = …` declares its parent's RowKey fields first, then its own"
+)]
+pub trait KeyStartsWith<P> {}
+
+impl<K: KeyTuple> KeyStartsWith<()> for K {}
+impl<A: KeyPart> KeyStartsWith<A> for A {}
+impl<A: KeyPart, B: KeyPart> KeyStartsWith<A> for (A, B) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart> KeyStartsWith<A> for (A, B, C) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart, D: KeyPart> KeyStartsWith<A> for (A, B, C, D) {}
+impl<A: KeyPart, B: KeyPart> KeyStartsWith<(A, B)> for (A, B) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart> KeyStartsWith<(A, B)> for (A, B, C) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart, D: KeyPart> KeyStartsWith<(A, B)> for (A, B, C, D) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart> KeyStartsWith<(A, B, C)> for (A, B, C) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart, D: KeyPart> KeyStartsWith<(A, B, C)> for (A, B, C, D) {}
+impl<A: KeyPart, B: KeyPart, C: KeyPart, D: KeyPart> KeyStartsWith<(A, B, C, D)> for (A, B, C, D) {}
+
+/// Checks at compile time that `K` starts with `P` (used by the derive).
+pub fn key_starts_with<K: KeyStartsWith<P>, P>() {}

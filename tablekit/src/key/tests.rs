@@ -173,7 +173,7 @@ proptest! {
         with_prefix.push((p.clone(), String::new()));
         with_prefix.push((p.clone(), "x".into()));
         let mut encoded = String::new();
-        <(String, String) as KeyPrefix<(String,)>>::write_prefix(&(p.clone(),), &mut encoded);
+        <(String, String) as KeyPrefix<(String,)>>::write_prefix(&(p.clone(),), &RowKeyLayout::NONE, &mut encoded);
         let (start, end) = prefix_range(encoded, <(String, String) as KeyPrefix<(String,)>>::last_separator());
         for key in &with_prefix {
             let e = encode(key);
@@ -181,7 +181,7 @@ proptest! {
             prop_assert_eq!(inside, key.0 == p, "{:?} -> {:?} in [{:?}, {:?})", key, e, start, end);
         }
         let mut encoded = String::new();
-        <(u32, String) as KeyPrefix<(u32,)>>::write_prefix(&(n,), &mut encoded);
+        <(u32, String) as KeyPrefix<(u32,)>>::write_prefix(&(n,), &RowKeyLayout::NONE, &mut encoded);
         let (start, end) = prefix_range(encoded, <(u32, String) as KeyPrefix<(u32,)>>::last_separator());
         for other in [n.saturating_sub(1), n, n.saturating_add(1)] {
             let e = encode(&(other, p.clone()));

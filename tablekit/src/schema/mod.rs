@@ -15,7 +15,7 @@ pub use values::{ColumnType, FilterValue, PropertyValue};
 use crate::entity::{Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
 use crate::filter::{CompareOp, Filter};
-use crate::key::{KeyDecodeError, KeyPart, KeyPartArg, KeyTuple};
+use crate::key::{KeyDecodeError, KeyPart, KeyPartArg, KeyTuple, RowKeyLayout};
 use crate::keyorder::utf16_len;
 use crate::validate::limits::MAX_KEY_UTF16;
 use crate::value::{Value, ValueRef};
@@ -43,6 +43,14 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     const TABLE: &'static str;
     /// The entity kind, the RowKey prefix that lets kinds share a table.
     const KIND: Option<&'static str>;
+    /// Where the kind tags stand in the stored RowKey: `KIND_` before the
+    /// key fields by default; after the key fields of the kind it nests
+    /// under for a kind with a `parent` (see
+    /// [`RowKeyLayout`](crate::key::RowKeyLayout)).
+    const ROW_KEY_LAYOUT: RowKeyLayout = match Self::KIND {
+        Some(kind) => RowKeyLayout::kind(kind),
+        None => RowKeyLayout::NONE,
+    };
     /// The schema version written with every row of the kind.
     const VERSION: u32;
     /// The oldest version this type still reads.
@@ -90,7 +98,8 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn row_key(&self) -> Self::RowKey;
     /// Appends the encoded PartitionKey.
     fn write_partition_key(&self, out: &mut String);
-    /// Appends the encoded RowKey, without the kind prefix.
+    /// Appends the stored RowKey: the key fields encoded and laid out with
+    /// their kind tags as [`ROW_KEY_LAYOUT`](TableEntity::ROW_KEY_LAYOUT) says.
     fn write_row_key(&self, out: &mut String);
     /// The typed filters.
     fn columns() -> Self::Columns;
@@ -168,6 +177,26 @@ pub fn kind_range(kind: &str) -> (String, String) {
     (format!("{kind}_"), format!("{kind}`"))
 }
 
+/// The filter that keeps a query to the rows of `T`'s kind: the RowKey range
+/// of its outermost tag, and, for a kind in a collection (whose range it
+/// shares with other kinds), its `_Kind` property. `None` for a type without
+/// a kind.
+pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
+    let (start, end) = kind_range(T::ROW_KEY_LAYOUT.root()?);
+    let range = Filter::row_key().ge(start) & Filter::row_key().lt(end);
+    Some(match kind_property_filter::<T>() {
+        Some(kind) => range & kind,
+        None => range,
+    })
+}
+
+/// `_Kind eq 'KIND'` for a kind in a collection, whose RowKey range holds
+/// rows of other kinds too; `None` for other types.
+pub fn kind_property_filter<T: TableEntity>() -> Option<Filter> {
+    let kind = T::KIND.filter(|_| T::ROW_KEY_LAYOUT.in_collection())?;
+    Some(crate::filter::prop(KIND_PROPERTY).eq(kind))
+}
+
 fn check_key_length(kind: KeyKind, fields: &'static str, key: &str) -> Result<(), Error> {
     if key.len() > MAX_KEY_UTF16 {
         let utf16_len = utf16_len(key);
@@ -204,12 +233,8 @@ fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result
     check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, out)
 }
 
-/// Appends the stored RowKey (kind prefix and encoded key), checked for length.
+/// Appends the stored RowKey (kind tags and encoded key), checked for length.
 fn write_row_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
-    if let Some(kind) = T::KIND {
-        out.push_str(kind);
-        out.push('_');
-    }
     value.write_row_key(out);
     check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, out)
 }
@@ -222,8 +247,8 @@ pub fn encode_keys<T: TableEntity>(
     let mut p = String::new();
     pk.write_key_arg(&mut p);
     check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
-    let mut r = T::KIND.map(kind_prefix).unwrap_or_default();
-    rk.write_key_arg(&mut r);
+    let mut r = String::new();
+    rk.write_laid_out(&T::ROW_KEY_LAYOUT, &mut r);
     check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &r)?;
     Ok((p, r))
 }
@@ -337,14 +362,21 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
     }
 }
 
-/// Whether a stored row is of the kind of `T` (by its RowKey prefix).
+/// Whether a stored row is of the kind of `T`: by its `_Kind` property when
+/// it has one, else by its RowKey prefix (a kind in a collection, whose
+/// prefix other kinds share, always writes `_Kind`).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
-    match T::KIND {
-        Some(kind) => entity
+    let Some(kind) = T::KIND else {
+        return true;
+    };
+    match entity.properties.get(KIND_PROPERTY) {
+        Some(Value::String(stored)) => stored == kind,
+        Some(_) => false,
+        None if T::ROW_KEY_LAYOUT.in_collection() => false,
+        None => entity
             .row_key
             .strip_prefix(kind)
             .is_some_and(|rest| rest.starts_with('_')),
-        None => true,
     }
 }
 
@@ -396,16 +428,19 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &mut S,
 ) -> Result<T, Error> {
-    let body = match T::KIND {
-        Some(kind) => {
-            let wrong = || SchemaError::WrongKind {
-                expected: kind,
-                row_key: row_key.to_owned(),
-            };
-            let body = row_key
-                .strip_prefix(kind)
-                .and_then(|rest| rest.strip_prefix('_'))
-                .ok_or_else(wrong)?;
+    if let Some(kind) = T::KIND {
+        let wrong = || SchemaError::WrongKind {
+            expected: kind,
+            row_key: row_key.to_owned(),
+        };
+        let root = T::ROW_KEY_LAYOUT.root().unwrap_or(kind);
+        if !row_key
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.starts_with(crate::key::TAG_SEPARATOR))
+        {
+            return Err(wrong().into());
+        }
+        {
             // A projection may leave the kind properties out; when present they must agree.
             match props.get(KIND_PROPERTY) {
                 None => {}
@@ -437,10 +472,8 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
                     .into());
                 }
             }
-            body
         }
-        None => row_key,
-    };
+    }
     fn key_error(kind: KeyKind, key: &str, fields: &'static str, e: KeyDecodeError) -> SchemaError {
         SchemaError::KeyDecode {
             kind,
@@ -457,7 +490,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             e,
         )
     })?;
-    let rk = T::RowKey::decode(body)
+    let rk = T::RowKey::decode_laid_out(row_key, &T::ROW_KEY_LAYOUT)
         .map_err(|e| key_error(KeyKind::RowKey, row_key, T::ROW_KEY_FIELDS, e))?;
     T::read_properties(pk, rk, props)
 }
@@ -690,40 +723,53 @@ impl<V: ColumnType> Column<V> {
 /// borrowed text for its `String` parts: `get("acme", 7)`,
 /// `get(("acme", "alice"), 1)`, `get(&key, 1)`.
 pub trait KeyArg<K> {
+    /// Appends the encoding with the kind tags of `layout` (a RowKey).
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String);
     /// Appends the encoding.
-    fn write_key_arg(&self, out: &mut String);
+    fn write_key_arg(&self, out: &mut String) {
+        self.write_laid_out(&RowKeyLayout::NONE, out);
+    }
 }
 
 impl<P: KeyPart, A: KeyPartArg<P>> KeyArg<P> for A {
-    fn write_key_arg(&self, out: &mut String) {
-        self.write_part_arg(out, true);
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+        layout.write_tags(0, out);
+        self.write_part_arg(out, layout.ends_key::<P>(0, 1));
+        layout.write_tags(1, out);
     }
 }
 
 impl KeyArg<()> for () {
-    fn write_key_arg(&self, _: &mut String) {}
+    fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+        layout.write_tags(0, out);
+    }
 }
 
 macro_rules! tuple_key_args {
-    ($(($($p:ident $a:ident $i:tt),+; $lp:ident $la:ident $li:tt)),* $(,)?) => {$(
+    ($($arity:literal => ($($p:ident $a:ident $i:tt),+; $lp:ident $la:ident $li:tt)),* $(,)?) => {$(
         impl<$($p: KeyPart, $a: KeyPartArg<$p>,)+ $lp: KeyPart, $la: KeyPartArg<$lp>>
             KeyArg<($($p,)+ $lp)> for ($($a,)+ $la)
         {
-            fn write_key_arg(&self, out: &mut String) {
-                $(self.$i.write_part_arg(out, false);)+
-                self.$li.write_part_arg(out, true);
+            fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+                $(
+                    layout.write_tags($i, out);
+                    self.$i.write_part_arg(out, false);
+                )+
+                layout.write_tags($li, out);
+                self.$li.write_part_arg(out, layout.ends_key::<$lp>($li, $arity));
+                layout.write_tags($arity, out);
             }
         }
         impl<$($p: KeyPart,)+ $lp: KeyPart> KeyArg<($($p,)+ $lp)> for &($($p,)+ $lp) {
-            fn write_key_arg(&self, out: &mut String) {
-                KeyTuple::write_key(*self, out);
+            fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
+                KeyTuple::write_laid_out(*self, layout, out);
             }
         }
     )*};
 }
 
 tuple_key_args! {
-    (PA AA 0; PB AB 1),
-    (PA AA 0, PB AB 1; PC AC 2),
-    (PA AA 0, PB AB 1, PC AC 2; PD AD 3),
+    2 => (PA AA 0; PB AB 1),
+    3 => (PA AA 0, PB AB 1; PC AC 2),
+    4 => (PA AA 0, PB AB 1, PC AC 2; PD AD 3),
 }

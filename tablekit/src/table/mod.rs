@@ -273,10 +273,104 @@ impl<K: EntityKinds> Table<K> {
         pk: impl KeyArg<K::PartitionKey>,
         unknown: UnknownKind,
     ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
-        use futures::stream::{StreamExt, TryStreamExt};
         let mut key = String::new();
         pk.write_key_arg(&mut key);
         let query = crate::Query::new().filter(crate::filter::Filter::partition_key().eq(key));
+        self.read_kinds(query, unknown)
+    }
+
+    /// A collection: the row of `H` (a kind declared with
+    /// `#[tablekit(collection)]`) with these keys and every row nested under
+    /// it (kinds declared with `parent = H`, their own children, …), read
+    /// with one range query, in key order: each row right before the rows
+    /// nested under it. Rows of kinds that are no variant of `K` fail or are
+    /// skipped as `unknown` says.
+    ///
+    /// ```
+    /// use futures::TryStreamExt;
+    /// use tablekit::{EntityKinds, Table, TableEntity, UnknownKind};
+    ///
+    /// #[derive(TableEntity)]
+    /// #[tablekit(table = "Shop", kind = "C", collection)]
+    /// struct Customer {
+    ///     #[tablekit(partition_key)]
+    ///     tenant: String,
+    ///     #[tablekit(row_key)]
+    ///     customer: String,
+    ///     name: String,
+    /// }
+    ///
+    /// #[derive(TableEntity)]
+    /// #[tablekit(table = "Shop", kind = "ORD", parent = Customer)]
+    /// struct Order {
+    ///     #[tablekit(partition_key)]
+    ///     tenant: String,
+    ///     #[tablekit(row_key = 0)]
+    ///     customer: String,
+    ///     #[tablekit(row_key = 1)]
+    ///     order: u32,
+    ///     total: i64,
+    /// }
+    ///
+    /// #[derive(EntityKinds)]
+    /// enum CustomerRows {
+    ///     Customer(Customer),
+    ///     Order(Order),
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+    /// let shop: Table<Customer> = Table::new(tablekit_mem::MemBackend::new());
+    /// shop.create_if_missing().await?;
+    /// shop.insert(&Customer { tenant: "acme".into(), customer: "C42".into(), name: "Ada".into() }).await?;
+    /// let orders = shop.of::<Order>();
+    /// orders.insert(&Order { tenant: "acme".into(), customer: "C42".into(), order: 7, total: 1200 }).await?;
+    /// // Stored as `C_C42|` and `C_C42|ORD_0000000007`: side by side.
+    /// let rows: Vec<_> = shop
+    ///     .of::<CustomerRows>()
+    ///     .read_collection::<Customer>("acme", "C42", UnknownKind::Fail)
+    ///     .try_collect()
+    ///     .await?;
+    /// assert!(matches!(&*rows[0], CustomerRows::Customer(c) if c.name == "Ada"));
+    /// assert!(matches!(&*rows[1], CustomerRows::Order(o) if o.total == 1200));
+    /// # Ok(()) }
+    /// ```
+    pub fn read_collection<H: TableEntity>(
+        &self,
+        pk: impl KeyArg<H::PartitionKey>,
+        rk: impl KeyArg<H::RowKey>,
+        unknown: UnknownKind,
+    ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
+        const {
+            assert!(
+                H::ROW_KEY_LAYOUT.heads_collection(),
+                "read_collection reads the rows nested under a kind declared with `collection`"
+            )
+        };
+        use crate::filter::Filter;
+        let mut partition = String::new();
+        pk.write_key_arg(&mut partition);
+        // From the head's own row to the end of the keys that start with
+        // its key and a separator: the rows nested under it.
+        let (mut own, mut inner) = (String::new(), String::new());
+        rk.write_laid_out(&H::ROW_KEY_LAYOUT, &mut own);
+        rk.write_laid_out(&H::ROW_KEY_LAYOUT.opened(), &mut inner);
+        let separator = inner.chars().last().unwrap_or(crate::key::TAG_SEPARATOR);
+        let (_, end) = crate::key::prefix_range(inner, separator);
+        let query = crate::Query::new().filter(
+            Filter::partition_key().eq(partition)
+                & Filter::row_key().ge(own)
+                & Filter::row_key().lt(end),
+        );
+        self.read_kinds(query, unknown)
+    }
+
+    /// The rows of `query`, each read as the variant of its kind.
+    fn read_kinds(
+        &self,
+        query: crate::Query,
+        unknown: UnknownKind,
+    ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
+        use futures::stream::{StreamExt, TryStreamExt};
         let backend = Arc::clone(&self.backend);
         let name = self.name.to_string();
         let rows = futures::stream::once(async move {

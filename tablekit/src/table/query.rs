@@ -10,7 +10,7 @@ use super::{Loaded, Table, load};
 use crate::backend::{ContinuationToken, Query};
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::key::{KeyPrefix, prefix_range};
+use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
 use crate::schema::{self, KIND_PROPERTY, KeyArg, TableEntity, VERSION_PROPERTY};
 use crate::validate::limits::MAX_PAGE_SIZE;
 
@@ -160,26 +160,24 @@ impl<T: TableEntity> TableQuery<T, T> {
 }
 
 impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
-    /// The rows' RowKey bounds with the kind prefix: the whole kind by default.
+    /// The rows' RowKey bounds, laid out with the kind tags; an open end is
+    /// the end of the kind's range.
     fn row_bounds(
         &self,
         start: Bound<String>,
         end: Bound<String>,
     ) -> (Bound<String>, Bound<String>) {
-        match T::KIND {
+        match T::ROW_KEY_LAYOUT.root() {
             None => (start, end),
-            Some(kind) => {
-                let (kind_start, kind_end) = schema::kind_range(kind);
-                let with_prefix = |key: String| format!("{kind_start}{key}");
+            Some(root) => {
+                let (kind_start, kind_end) = schema::kind_range(root);
                 let start = match start {
-                    Bound::Included(k) => Bound::Included(with_prefix(k)),
-                    Bound::Excluded(k) => Bound::Excluded(with_prefix(k)),
-                    Bound::Unbounded => Bound::Included(kind_start.clone()),
+                    Bound::Unbounded => Bound::Included(kind_start),
+                    bound => bound,
                 };
                 let end = match end {
-                    Bound::Included(k) => Bound::Included(with_prefix(k)),
-                    Bound::Excluded(k) => Bound::Excluded(with_prefix(k)),
                     Bound::Unbounded => Bound::Excluded(kind_end),
+                    bound => bound,
                 };
                 (start, end)
             }
@@ -202,7 +200,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         T::PartitionKey: KeyPrefix<Q>,
     {
         let mut encoded = String::new();
-        <T::PartitionKey as KeyPrefix<Q>>::write_prefix(&prefix, &mut encoded);
+        <T::PartitionKey as KeyPrefix<Q>>::write_prefix(&prefix, &RowKeyLayout::NONE, &mut encoded);
         let (start, end) =
             prefix_range(encoded, <T::PartitionKey as KeyPrefix<Q>>::last_separator());
         self.partition = Some(Filter::partition_key().ge(start) & Filter::partition_key().lt(end));
@@ -211,7 +209,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// Only rows whose typed RowKey lies in `range` (`100..=199`, `..key`, …).
     pub fn rows(mut self, range: impl RangeBounds<T::RowKey>) -> Self {
-        let encode = |b: Bound<&T::RowKey>| b.map(crate::key::encode);
+        let encode = |b: Bound<&T::RowKey>| b.map(|key| T::ROW_KEY_LAYOUT.encode(key));
         let (start, end) = self.row_bounds(encode(range.start_bound()), encode(range.end_bound()));
         self.rows = range_filter(Filter::row_key, start, end);
         self
@@ -223,8 +221,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     where
         T::RowKey: KeyPrefix<Q>,
     {
-        let mut encoded = T::KIND.map(schema::kind_prefix).unwrap_or_default();
-        <T::RowKey as KeyPrefix<Q>>::write_prefix(&prefix, &mut encoded);
+        let mut encoded = String::new();
+        <T::RowKey as KeyPrefix<Q>>::write_prefix(&prefix, &T::ROW_KEY_LAYOUT, &mut encoded);
         let (start, end) = prefix_range(encoded, <T::RowKey as KeyPrefix<Q>>::last_separator());
         self.rows = Some(Filter::row_key().ge(start) & Filter::row_key().lt(end));
         self
@@ -283,12 +281,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// The backend query this builds.
     pub fn to_query(&self) -> Query {
-        let kind_rows = match (&self.rows, T::KIND) {
-            (None, Some(kind)) => {
-                let (start, end) = schema::kind_range(kind);
-                Some(Filter::row_key().ge(start) & Filter::row_key().lt(end))
-            }
-            (rows, _) => rows.clone(),
+        let kind_rows = match &self.rows {
+            None => schema::kind_filter::<T>(),
+            Some(rows) => and(Some(rows.clone()), schema::kind_property_filter::<T>()),
         };
         let filter = and(and(self.partition.clone(), kind_rows), self.filter.clone());
         let top = match (self.page_size, self.limit) {
@@ -341,10 +336,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// of the chosen partitions, joins the parts of each entity, and applies
     /// the RowKey range and field filters to the joined entities.
     fn stream_wide(self) -> BoxStream<'static, Result<Loaded<P>>> {
-        let kind_rows = T::KIND.map(|kind| {
-            let (start, end) = schema::kind_range(kind);
-            Filter::row_key().ge(start) & Filter::row_key().lt(end)
-        });
+        let kind_rows = schema::kind_filter::<T>();
         let mut query = Query::new();
         query.filter = and(self.partition.clone(), kind_rows);
         let rows = super::owned_query_stream(

@@ -285,13 +285,7 @@ impl<T: TableEntity> Table<T> {
             }
         }
         let mut query = crate::Query::new();
-        if let Some(kind) = T::KIND {
-            let (start, end) = schema::kind_range(kind);
-            query.filter = Some(
-                crate::filter::Filter::row_key().ge(start)
-                    & crate::filter::Filter::row_key().lt(end),
-            );
-        }
+        query.filter = schema::kind_filter::<T>();
         let mut referenced = std::collections::HashSet::new();
         let rows = self.backend.query_all(&self.name, query).await?;
         for row in &rows {

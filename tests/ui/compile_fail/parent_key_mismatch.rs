@@ -1,0 +1,24 @@
+use tablekit::TableEntity;
+
+#[derive(TableEntity)]
+#[tablekit(table = "Shop", kind = "C", collection)]
+struct Customer {
+    #[tablekit(partition_key)]
+    tenant: String,
+    #[tablekit(row_key)]
+    customer: u32,
+}
+
+// The order's key must start with the customer's `u32`.
+#[derive(TableEntity)]
+#[tablekit(table = "Shop", kind = "ORD", parent = Customer)]
+struct Order {
+    #[tablekit(partition_key)]
+    tenant: String,
+    #[tablekit(row_key = 0)]
+    customer: String,
+    #[tablekit(row_key = 1)]
+    order: u32,
+}
+
+fn main() {}
