@@ -468,3 +468,129 @@ proptest! {
         prop_assert_eq!(<(String, Verbatim) as KeyTuple>::decode(&encode(&key)).unwrap(), key);
     }
 }
+
+/// The layouts of a collection: a customer (a string key) heading it, its
+/// orders, their lines, and a note nested under the customer with no key
+/// of its own.
+const CUSTOMER: RowKeyLayout = RowKeyLayout::kind("C").heading_collection();
+const ORDER: RowKeyLayout = CUSTOMER.nested("ORD", 1).heading_collection();
+const LINE: RowKeyLayout = ORDER.nested("LINE", 2);
+const NOTE: RowKeyLayout = CUSTOMER.nested("NOTE", 1);
+
+/// One row of the collection, by kind.
+#[derive(Debug, Clone, PartialEq)]
+enum Row {
+    Customer(String),
+    Order(String, u32),
+    Line(String, u32, u16),
+    Note(String),
+}
+
+impl Row {
+    fn customer(&self) -> &str {
+        match self {
+            Row::Customer(c) | Row::Order(c, _) | Row::Line(c, _, _) | Row::Note(c) => c,
+        }
+    }
+
+    fn encode(&self) -> String {
+        match self {
+            Row::Customer(c) => CUSTOMER.encode(c),
+            Row::Order(c, o) => ORDER.encode(&(c.clone(), *o)),
+            Row::Line(c, o, l) => LINE.encode(&(c.clone(), *o, *l)),
+            Row::Note(c) => NOTE.encode(c),
+        }
+    }
+
+    /// Every layout that decodes `key`, as rows.
+    fn decode_all(key: &str) -> Vec<Row> {
+        let mut rows = Vec::new();
+        if let Ok(c) = String::decode_laid_out(key, &CUSTOMER) {
+            rows.push(Row::Customer(c));
+        }
+        if let Ok((c, o)) = <(String, u32)>::decode_laid_out(key, &ORDER) {
+            rows.push(Row::Order(c, o));
+        }
+        if let Ok((c, o, l)) = <(String, u32, u16)>::decode_laid_out(key, &LINE) {
+            rows.push(Row::Line(c, o, l));
+        }
+        if let Ok(c) = String::decode_laid_out(key, &NOTE) {
+            rows.push(Row::Note(c));
+        }
+        rows
+    }
+}
+
+fn any_row() -> impl Strategy<Value = Row> {
+    let customer = prop_oneof![
+        Just("acme".to_string()),
+        Just("acme2".to_string()),
+        Just("acme corp".to_string()),
+        Just("acme|eu".to_string()),
+        Just("acme/eu".to_string()),
+        Just("acme%".to_string()),
+        any_string(),
+    ];
+    (customer, 0..4u8, any::<u32>(), any::<u16>()).prop_map(|(c, kind, o, l)| match kind {
+        0 => Row::Customer(c),
+        1 => Row::Order(c, o % 3),
+        2 => Row::Line(c, o % 3, l % 3),
+        _ => Row::Note(c),
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// Every row of a collection has a key no row of another kind (or of the
+    /// same kind with other values) has, and decodes under its own layout
+    /// only.
+    #[test]
+    fn collection_keys_are_injective_across_kinds(a in any_row(), b in any_row()) {
+        let (ka, kb) = (a.encode(), b.encode());
+        prop_assert_eq!(ka == kb, a == b, "{:?} and {:?} both stored as {:?}", a, b, ka);
+        prop_assert_eq!(Row::decode_all(&ka), vec![a.clone()], "{:?} as {:?}", a, ka);
+        prop_assert!(!ka.chars().any(is_forbidden_key_char));
+    }
+
+    /// The range of a customer's collection holds its own row and every row
+    /// nested under it, and no other customer's rows; in it each row sorts
+    /// right before the rows nested under it.
+    #[test]
+    fn collection_ranges_hold_exactly_their_rows(head in any_row(), rows in proptest::collection::vec(any_row(), 0..16)) {
+        let c = head.customer().to_string();
+        let own = CUSTOMER.encode(&c);
+        let inner = CUSTOMER.opened().encode(&c);
+        let separator = inner.chars().last().unwrap();
+        let (_, end) = prefix_range(inner, separator);
+        for row in rows.iter().chain([&head]) {
+            let key = row.encode();
+            let inside = cmp_utf16(&key, &own) != Ordering::Less && cmp_utf16(&key, &end) == Ordering::Less;
+            prop_assert_eq!(inside, row.customer() == c, "{:?} -> {:?} in [{:?}, {:?})", row, key, own, end);
+        }
+        // An order's lines follow it, before the next order.
+        let order = ORDER.encode(&(c.clone(), 1u32));
+        let line = LINE.encode(&(c.clone(), 1u32, 0u16));
+        let next = ORDER.encode(&(c.clone(), 2u32));
+        prop_assert!(cmp_utf16(&own, &order) == Ordering::Less);
+        prop_assert!(cmp_utf16(&order, &line) == Ordering::Less);
+        prop_assert!(cmp_utf16(&line, &next) == Ordering::Less);
+    }
+}
+
+#[test]
+fn collection_keys_read_as_written() {
+    assert_eq!(CUSTOMER.encode(&"acme".to_string()), "C_acme|");
+    assert_eq!(
+        LINE.encode(&("acme".to_string(), 7u32, 1u16)),
+        "C_acme|ORD_0000000007_LINE_00001"
+    );
+    assert_eq!(NOTE.encode(&"acme".to_string()), "C_acme|NOTE_");
+    let employee = RowKeyLayout::kind("EMP").heading_collection();
+    let review = employee.nested("REV", 1);
+    assert_eq!(employee.encode(&223u32), "EMP_0000000223");
+    assert_eq!(
+        review.encode(&(223u32, 2012u16)),
+        "EMP_0000000223_REV_02012"
+    );
+}
