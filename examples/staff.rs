@@ -19,9 +19,11 @@ use tablekit_azure::AzureTables;
 use tablekit_mem::MemBackend;
 
 /// An employee: partition = department, row = zero-padded id (pattern: compound
-/// key with padded numbers, so ids sort and range-query numerically).
+/// key with padded numbers, so ids sort and range-query numerically). The
+/// employee heads a collection: their reviews and expense claims are stored
+/// right after them, and one range reads them all.
 #[derive(TableEntity, Debug, Clone)]
-#[tablekit(table = "Staff", kind = "EMP", rename_all = "PascalCase")]
+#[tablekit(table = "Staff", kind = "EMP", collection, rename_all = "PascalCase")]
 struct Employee {
     #[tablekit(partition_key)]
     department: String,
@@ -43,10 +45,11 @@ struct Department {
     budget: f64,
 }
 
-/// A performance review: RowKey = employee id + year (pattern: compound key;
-/// one range returns every review of one employee).
+/// A performance review: RowKey = employee id + year, nested under the
+/// employee (pattern: compound key; the employee and every review of theirs
+/// form one range: `EMP_0000000123`, `EMP_0000000123_REV_02019`, …).
 #[derive(TableEntity, Debug, Clone)]
-#[tablekit(table = "Staff", kind = "REV", rename_all = "PascalCase")]
+#[tablekit(table = "Staff", kind = "REV", parent = Employee, rename_all = "PascalCase")]
 struct Review {
     #[tablekit(partition_key)]
     department: String,
@@ -58,10 +61,10 @@ struct Review {
     summary: String,
 }
 
-/// An expense claim: RowKey = employee id + inverted timestamp (pattern: log
-/// tail; the newest claims come first).
+/// An expense claim: RowKey = employee id + inverted timestamp, nested under
+/// the employee (pattern: log tail; the newest claims come first).
 #[derive(TableEntity, Debug, Clone)]
-#[tablekit(table = "Staff", kind = "EXP", rename_all = "PascalCase")]
+#[tablekit(table = "Staff", kind = "EXP", parent = Employee, rename_all = "PascalCase")]
 struct Expense {
     #[tablekit(partition_key)]
     department: String,
@@ -73,10 +76,34 @@ struct Expense {
     what: String,
 }
 
+/// Who has which skill: RowKey = skill + employee id (pattern: a compound key
+/// led by text; the key reads as written, `SKILL_Public Speaking|0000000123`,
+/// and a prefix query lists everyone with one skill).
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Staff", kind = "SKILL", rename_all = "PascalCase")]
+struct Skill {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key = 0)]
+    skill: String,
+    #[tablekit(row_key = 1)]
+    employee: u32,
+    level: u8,
+}
+
 /// Everything that may live in a department's partition.
 #[derive(EntityKinds, Debug)]
 enum StaffRow {
     Department(Department),
+    Employee(Employee),
+    Review(Review),
+    Expense(Expense),
+    Skill(Skill),
+}
+
+/// An employee's file: the employee and the rows nested under them.
+#[derive(EntityKinds, Debug)]
+enum EmployeeFile {
     Employee(Employee),
     Review(Review),
     Expense(Expense),
@@ -93,13 +120,7 @@ async fn main() -> Result<(), Error> {
     let (backend, table): (Arc<dyn TableBackend>, String) =
         match std::env::var("TABLEKIT_CONNECTION_STRING") {
             Ok(connection) => {
-                let azure = AzureTables::from_connection_string(&connection).map_err(|e| {
-                    Error::Service {
-                        status: 0,
-                        code: "Config".into(),
-                        message: e.to_string(),
-                    }
-                })?;
+                let azure = AzureTables::from_connection_string(&connection)?;
                 println!("== on {}", azure.account().table_endpoint);
                 (Arc::new(azure), format!("Staff{:08}", std::process::id()))
             }
@@ -110,8 +131,9 @@ async fn main() -> Result<(), Error> {
     let departments = employees.of::<Department>();
     let reviews = employees.of::<Review>();
     let expenses = employees.of::<Expense>();
+    let skills = employees.of::<Skill>();
     println!(
-        "== one table `{}` for four kinds of entity",
+        "== one table `{}` for five kinds of entity",
         employees.name()
     );
 
@@ -172,7 +194,7 @@ async fn main() -> Result<(), Error> {
         println!("   {:>4} {}", e.id, e.name);
     }
 
-    println!("\n== reviews: RowKey = employee id + year");
+    println!("\n== reviews: nested under their employee, RowKey = employee id + year");
     for (employee, year, rating) in [
         (123, 2019, 3),
         (123, 2020, 4),
@@ -201,7 +223,7 @@ async fn main() -> Result<(), Error> {
         println!("   employee {} {}: rating {}", r.employee, r.year, r.rating);
     }
 
-    println!("\n== expense claims, newest first (inverted timestamps)");
+    println!("\n== expense claims: nested too, newest first (inverted timestamps)");
     for (filed, amount, what) in [
         ("2024-01-15T10:00:00Z", 120.0, "train"),
         ("2024-03-02T18:30:00Z", 45.5, "dinner"),
@@ -225,6 +247,48 @@ async fn main() -> Result<(), Error> {
         .await?;
     for claim in &newest {
         println!("   {} {:>7.2} {}", claim.filed.0, claim.amount, claim.what);
+    }
+    println!("   claim   RK={:?}", schema::row_key_of(&*newest[0])?);
+
+    println!("\n== employee 123's file: the employee, reviews and claims, one range query");
+    let file: Vec<_> = employees
+        .of::<EmployeeFile>()
+        .read_collection::<Employee>("Sales", 123, UnknownKind::Fail)
+        .try_collect()
+        .await?;
+    for row in &file {
+        let line = match &**row {
+            EmployeeFile::Employee(e) => format!("employee {} {}", e.id, e.name),
+            EmployeeFile::Review(r) => format!("review {}: rating {}", r.year, r.rating),
+            EmployeeFile::Expense(x) => format!("expense {} {:.2}", x.what, x.amount),
+        };
+        println!("   {line}");
+    }
+
+    println!("\n== skills: a compound key led by text reads as written");
+    for (skill, employee, level) in [
+        ("Public Speaking", 123, 4),
+        ("Public Speaking", 7, 2),
+        ("SQL", 150, 5),
+        ("Public Speaking/Debate", 199, 3),
+    ] {
+        let s = Skill {
+            department: "Sales".into(),
+            skill: skill.into(),
+            employee,
+            level,
+        };
+        skills.insert(&s).await?;
+        println!("   skill   RK={:?}", schema::row_key_of(&s)?);
+    }
+    for s in skills
+        .query()
+        .partition("Sales")
+        .row_prefix(("Public Speaking",))
+        .collect()
+        .await?
+    {
+        println!("   {} speaks in public (level {})", s.employee, s.level);
     }
 
     println!("\n== optimistic concurrency: two writers, one ETag");
@@ -258,6 +322,7 @@ async fn main() -> Result<(), Error> {
             StaffRow::Employee(e) => format!("employee {} {}", e.id, e.name),
             StaffRow::Review(r) => format!("review {} {}", r.employee, r.year),
             StaffRow::Expense(x) => format!("expense {} {}", x.employee, x.what),
+            StaffRow::Skill(s) => format!("skill {} of {}", s.skill, s.employee),
         };
         println!("   {line}");
     }

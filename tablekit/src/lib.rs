@@ -56,6 +56,8 @@
 //! | `table = "Name"` | the table (default: the struct's name) |
 //! | `kind = "EMP"` | the entity kind: every RowKey starts with `EMP_`, and the row stores `_Kind` and `_Version`, so kinds can share a table and a partition |
 //! | `kind_properties = false` | the kind lives in the RowKey prefix only, with no `_Kind`/`_Version` properties: for a table laid out before (`empid_000223`) |
+//! | `collection` | other kinds may nest under this kind's rows: a string that ends its key is followed by `\|` (`C_acme\|`), so the rows nested under it sort right after it |
+//! | `parent = Customer` | the kind nests under `Customer` (which has `collection`): its RowKey fields start with `Customer`'s, and its tag follows them (`C_acme\|ORD_0000000007`), so a customer, its orders and their lines form one range ([`Table::read_collection`]) |
 //! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
 //! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
 //! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
@@ -86,7 +88,11 @@
 //! `{Name}Columns`, typed filters on the fields: `Employee::columns().age.ge(18)`.
 //!
 //! [`EntityKinds`] on an enum over entity types reads a partition that holds
-//! several kinds as typed variants ([`Table::read_partition`]).
+//! several kinds as typed variants ([`Table::read_partition`]), or one
+//! collection: a row and every row nested under it, with one range query
+//! ([`Table::read_collection`]). Kinds in a collection share their RowKey
+//! range and are told apart by their `_Kind` property, which their typed
+//! queries filter on.
 //!
 //! A typed entity also goes to and from its row's wire JSON directly:
 //! [`schema::to_json`] writes it from the fields (no property map, no copies)

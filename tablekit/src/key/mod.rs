@@ -47,6 +47,9 @@
 //! | `("a\|b", "100%")` | `a%7Cb\|100%` |
 //! | `Padded::<6>` 123 and `Padded::<4>` 2012 | `000123_2012` |
 //! | kind `EMP`, row key `7u32` | `EMP_0000000007` |
+//! | kind `REV` nested under kind `EMP` (`collection`), row key `(223u32, 2012u16)` | `EMP_0000000223_REV_02012` |
+//! | kind `C` heading a `collection`, row key `"acme"` | `C_acme\|` |
+//! | kind `ORD` nested under `C`, row key `("acme", 7u32)` | `C_acme\|ORD_0000000007` |
 //!
 //! **Order.** Encoded keys sort, by the store's UTF-16 order, as the values
 //! and tuples sort, with these exceptions, all in strings:

@@ -46,7 +46,7 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Where the kind tags stand in the stored RowKey: `KIND_` before the
     /// key fields by default; after the key fields of the kind it nests
     /// under for a kind with a `parent` (see
-    /// [`RowKeyLayout`](crate::key::RowKeyLayout)).
+    /// [`RowKeyLayout`]).
     const ROW_KEY_LAYOUT: RowKeyLayout = match Self::KIND {
         Some(kind) => RowKeyLayout::kind(kind),
         None => RowKeyLayout::NONE,
