@@ -64,10 +64,10 @@ const _: () = {
             let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
             const {
                 ::core::assert!(
-                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
-                    u32 > (0usize, 1usize),
-                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
+                    ! (< u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < Self as
+                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    .heads_collection()),
+                    "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
                 )
             };
             __layout.write_tags(0usize, __out);

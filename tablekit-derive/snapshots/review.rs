@@ -52,10 +52,15 @@ const _: () = {
             let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
             const {
                 ::core::assert!(
-                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
-                    u32 > (0usize, 2usize),
-                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
+                    ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY,
+                    "this key field's type can only be the last key field (its text has no end of its own)"
+                )
+            };
+            const {
+                ::core::assert!(
+                    < Self as ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    .fits:: < u32 > (0usize, 2usize),
+                    "in a RowKey template only the last key field may vary in width (a string): put it last, or give the fields before it fixed widths (integers, `Padded`, timestamps, UUIDs)"
                 )
             };
             __layout.write_tags(0usize, __out);
@@ -64,10 +69,10 @@ const _: () = {
             >(&self.employee, __out, __layout.ends_key::<u32>(0usize, 2usize));
             const {
                 ::core::assert!(
-                    ! < u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY || < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT.ends_key:: <
-                    u16 > (1usize, 2usize),
-                    "this key field's type can only end the key (its text has no end of its own), so it cannot be the last key field of a kind that heads a `collection`, nor be followed by another key field"
+                    ! (< u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < Self as
+                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    .heads_collection()),
+                    "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
                 )
             };
             const {

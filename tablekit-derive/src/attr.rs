@@ -94,6 +94,50 @@ pub(crate) struct Container {
     pub(crate) parent: Option<(syn::Type, TokenStream)>,
     /// `collection`: other kinds may nest under this kind's rows.
     pub(crate) collection: Option<TokenStream>,
+    /// `row_key = "empid_{id}"`: the RowKey laid out by a template.
+    pub(crate) row_key_template: Option<(LitStr, Vec<TemplatePiece>)>,
+}
+
+/// One piece of a key template.
+#[derive(Debug, PartialEq)]
+pub(crate) enum TemplatePiece {
+    /// Text written as it is.
+    Literal(String),
+    /// `{field}`: a key field.
+    Field(String),
+}
+
+/// Splits a key template into literal texts and `{field}` placeholders.
+pub(crate) fn parse_template(text: &str) -> Result<Vec<TemplatePiece>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(['{', '}']) {
+            Some(0) if rest.starts_with('{') => {
+                let end = rest
+                    .find('}')
+                    .ok_or("a `{` that no `}` closes; a key template names fields as `{field}`")?;
+                let name = &rest[1..end];
+                let ident = !name.is_empty()
+                    && name.chars().all(|c| c == '_' || c.is_alphanumeric())
+                    && !name.starts_with(|c: char| c.is_ascii_digit());
+                if !ident {
+                    return Err(format!(
+                        "`{{{name}}}` names no field; a key template names fields as `{{field}}`"
+                    ));
+                }
+                pieces.push(TemplatePiece::Field(name.to_owned()));
+                rest = &rest[end + 1..];
+            }
+            Some(0) => return Err("a `}` that no `{` opens".to_owned()),
+            found => {
+                let end = found.unwrap_or(rest.len());
+                pieces.push(TemplatePiece::Literal(rest[..end].to_owned()));
+                rest = &rest[end..];
+            }
+        }
+    }
+    Ok(pieces)
 }
 
 impl Container {
@@ -163,6 +207,7 @@ impl Container {
         let mut kind_properties = Attr::none(KIND_PROPERTIES);
         let mut parent = Attr::none(PARENT);
         let mut collection = Attr::none(COLLECTION);
+        let mut row_key_template = Attr::none(ROW_KEY);
         let known: &[&str] = if is_entity {
             &[
                 TABLE,
@@ -175,6 +220,7 @@ impl Container {
                 KIND_PROPERTIES,
                 PARENT,
                 COLLECTION,
+                ROW_KEY,
             ]
         } else {
             &[CRATE, RENAME_ALL]
@@ -204,6 +250,13 @@ impl Container {
                     let ty: syn::Type = meta.value()?.parse()?;
                     let tokens = ty.to_token_stream();
                     parent.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(ROW_KEY) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        match parse_template(&lit.value()) {
+                            Ok(pieces) => row_key_template.set(cx, path, (lit, pieces)),
+                            Err(message) => cx.error_spanned_by(&lit, message),
+                        }
+                    }
                 } else if is_entity && path.is_ident(COLLECTION) {
                     collection.set(cx, path, path.to_token_stream());
                 } else if is_entity && path.is_ident(KIND_PROPERTIES) {
@@ -245,6 +298,7 @@ impl Container {
             kind_properties: kind_properties.get(),
             parent: parent.get(),
             collection: collection.get(),
+            row_key_template: row_key_template.get(),
         }
     }
 }

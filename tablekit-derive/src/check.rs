@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use quote::ToTokens;
 
 use crate::ast::{Container, Mode, Role};
+use crate::attr::TemplatePiece;
 use crate::ctxt::Ctxt;
 
 /// Properties one row holds (255 less PartitionKey, RowKey, Timestamp).
@@ -24,6 +25,7 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
     if cont.mode == Mode::Entity {
         check_keys(cx, cont);
         check_table_and_kind(cx, cont);
+        check_row_key_template(cx, cont);
         check_property_count(cx, cont);
     }
 }
@@ -182,6 +184,63 @@ fn check_keys(cx: &Ctxt, cont: &Container<'_>) {
                 .unwrap_or_else(|| field.ident.to_token_stream());
             cx.error_spanned_by(tokens, message);
         }
+    }
+}
+
+/// A RowKey template names every row key field once, in key order, and
+/// its texts hold no character the store refuses in a key.
+fn check_row_key_template(cx: &Ctxt, cont: &Container<'_>) {
+    let Some((lit, pieces)) = &cont.attrs.row_key_template else {
+        return;
+    };
+    let named: Vec<&str> = pieces
+        .iter()
+        .filter_map(|p| match p {
+            TemplatePiece::Field(name) => Some(name.as_str()),
+            TemplatePiece::Literal(_) => None,
+        })
+        .collect();
+    let mut fields: Vec<_> = cont
+        .fields
+        .iter()
+        .enumerate()
+        .filter_map(|(position, f)| match f.role {
+            Role::RowKey(order) => Some((order, position, f.ident.to_string())),
+            _ => None,
+        })
+        .collect();
+    fields.sort();
+    let fields: Vec<&str> = fields.iter().map(|(_, _, name)| name.as_str()).collect();
+    if named != fields {
+        let expected: String = fields.iter().map(|f| format!("{{{f}}}")).collect();
+        cx.error_spanned_by(
+            lit,
+            format!("a RowKey template names the `row_key` fields once each, in key order: {expected} with the texts between them"),
+        );
+    }
+    for piece in pieces {
+        if let TemplatePiece::Literal(text) = piece
+            && let Some(c) = text
+                .chars()
+                .find(|c| matches!(c, '/' | '\\' | '#' | '?') || c.is_control())
+        {
+            cx.error_spanned_by(
+                lit,
+                format!("{c:?} cannot be part of a key: the store refuses `/`, `\\`, `#`, `?` and control characters"),
+            );
+        }
+    }
+    for tokens in cont
+        .attrs
+        .parent
+        .iter()
+        .map(|(_, tokens)| tokens)
+        .chain(&cont.attrs.collection)
+    {
+        cx.error_spanned_by(
+            tokens,
+            "a kind laid out by a RowKey template is not part of a collection",
+        );
     }
 }
 

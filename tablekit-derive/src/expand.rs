@@ -6,6 +6,7 @@ use syn::spanned::Spanned;
 use syn::{DeriveInput, Ident, Type};
 
 use crate::ast::{Container, Field, Mode, Role};
+use crate::attr::TemplatePiece;
 use crate::check;
 use crate::ctxt::Ctxt;
 
@@ -302,32 +303,58 @@ fn mentions(tokens: TokenStream, params: &[&Ident]) -> bool {
     })
 }
 
-/// The body of `write_row_key`: the key fields with the kind tags of
-/// `ROW_KEY_LAYOUT` before them, and the checks that a `parent` fits.
+/// The checks a key field's type must pass where it stands: a part with no
+/// end of its own ends the key; in a RowKey (`row_key`), one that ends a
+/// template may vary in width and one that heads a collection may not be
+/// verbatim.
+fn key_part_checks(
+    tk: &TokenStream,
+    fields: &[&Field<'_>],
+    i: usize,
+    row_key: bool,
+) -> TokenStream {
+    let ty = fields[i].ty;
+    let arity = fields.len();
+    let last = i + 1 == arity;
+    let layout = quote!(<Self as #tk::TableEntity>::ROW_KEY_LAYOUT);
+    let only_last = if !last {
+        quote_spanned! {ty.span()=>
+            const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
+        }
+    } else if row_key {
+        quote_spanned! {ty.span()=>
+            const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && #layout.heads_collection()), "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)") };
+        }
+    } else {
+        TokenStream::new()
+    };
+    let template = (row_key && !last).then(|| {
+        quote_spanned! {ty.span()=>
+            const { ::core::assert!(#layout.fits::<#ty>(#i, #arity), "in a RowKey template only the last key field may vary in width (a string): put it last, or give the fields before it fixed widths (integers, `Padded`, timestamps, UUIDs)") };
+        }
+    });
+    // Verbatim text may start with the escape mark, which after the space
+    // that ends an `Ordered` part reads as an escape of that part.
+    let after_ordered = (last && i > 0).then(|| {
+        let before = fields[i - 1].ty;
+        quote_spanned! {ty.span()=>
+            const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
+        }
+    });
+    quote!(#only_last #template #after_ordered)
+}
+
+/// The body of `write_row_key`: the key fields with the kind tags (or the
+/// template's texts) of `ROW_KEY_LAYOUT` around them, and the checks that a
+/// `parent` fits.
 fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) -> TokenStream {
     let arity = fields.len();
     let parts = fields.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
         let ty = f.ty;
-        let last = i + 1 == arity;
-        let only_last = if last {
-            quote_spanned! {ty.span()=>
-                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <Self as #tk::TableEntity>::ROW_KEY_LAYOUT.heads_collection()), "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)") };
-            }
-        } else {
-            quote_spanned! {ty.span()=>
-                const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
-            }
-        };
-        let after_ordered = (last && i > 0).then(|| {
-            let before = fields[i - 1].ty;
-            quote_spanned! {ty.span()=>
-                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
-            }
-        });
+        let checks = key_part_checks(tk, fields, i, true);
         quote_spanned! {ty.span()=>
-            #only_last
-            #after_ordered
+            #checks
             __layout.write_tags(#i, __out);
             #tk::write_component::<#ty>(&self.#ident, __out, __layout.ends_key::<#ty>(#i, #arity));
         }
@@ -357,27 +384,16 @@ fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) 
     }
 }
 
+/// The body of `write_partition_key`: the key fields, joined by their
+/// separators.
 fn write_key(tk: &TokenStream, fields: &[&Field<'_>]) -> TokenStream {
     let parts = fields.iter().enumerate().map(|(i, f)| {
         let ident = f.ident;
         let ty = f.ty;
         let last = i + 1 == fields.len();
-        let only_last = (!last).then(|| {
-            quote_spanned! {ty.span()=>
-                const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
-            }
-        });
-        // Verbatim text may start with the escape mark, which after the
-        // space that ends an `Ordered` part reads as an escape of that part.
-        let after_ordered = (last && i > 0).then(|| {
-            let before = fields[i - 1].ty;
-            quote_spanned! {ty.span()=>
-                const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
-            }
-        });
+        let checks = key_part_checks(tk, fields, i, false);
         quote_spanned! {ty.span()=>
-            #only_last
-            #after_ordered
+            #checks
             #tk::write_component::<#ty>(&self.#ident, __out, #last);
         }
     });
@@ -518,6 +534,21 @@ fn expand_entity(
             quote!(#tk::RowKeyLayout::kind(#kind))
         }
         (None, _) => quote!(#tk::RowKeyLayout::NONE),
+    };
+    let layout = match &cont.attrs.row_key_template {
+        Some((_, pieces)) => {
+            let mut index = 0usize;
+            let literals = pieces.iter().filter_map(|piece| match piece {
+                TemplatePiece::Literal(text) => Some(quote!(.literal(#text, #index))),
+                TemplatePiece::Field(_) => {
+                    index += 1;
+                    None
+                }
+            });
+            let literals: Vec<TokenStream> = literals.collect();
+            quote!(#tk::RowKeyLayout::template() #(#literals)*)
+        }
+        None => layout,
     };
     let layout = if cont.attrs.collection.is_some() {
         quote!(#layout.heading_collection())

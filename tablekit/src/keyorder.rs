@@ -42,6 +42,36 @@ pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     ca.cmp(&cb)
 }
 
+/// The least text that sorts (by UTF-16 code units) after every text that
+/// starts with `prefix`: the exclusive end of a prefix range. `None` when no
+/// text does (a prefix of U+FFFF characters only, or an empty one).
+///
+/// ```
+/// use tablekit::keyorder::prefix_end;
+/// assert_eq!(prefix_end("EMP_").as_deref(), Some("EMP`"));
+/// assert_eq!(prefix_end("a\u{FFFF}").as_deref(), Some("b"));
+/// assert_eq!(prefix_end(""), None);
+/// ```
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        // The next character in UTF-16 order: the BMP below the surrogates,
+        // then the supplementary planes (which start with a surrogate), then
+        // U+E000–U+FFFF.
+        let next = match last {
+            '\u{D7FF}' => Some('\u{10000}'),
+            '\u{10FFFF}' => Some('\u{E000}'),
+            '\u{FFFF}' => None,
+            c => char::from_u32(c as u32 + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// A character's UTF-16 code units as one number (the first unit in the high
 /// half, the second, if any, in the low half), so that numbers compare as the
 /// code units do. A BMP character is never a surrogate, so it never ties with
@@ -188,6 +218,46 @@ mod tests {
                                       b in "[a\u{E000}\u{FFFF}\u{10000}\u{1F600}\u{D7FF}]{0,5}") {
             prop_assert_eq!(cmp_utf16(&a, &b), utf16_order(&a, &b));
             prop_assert_eq!(utf16_len(&a), a.encode_utf16().count());
+        }
+    }
+}
+
+#[cfg(test)]
+mod prefix_end_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn edge_text() -> impl Strategy<Value = String> {
+        let c = prop_oneof![
+            prop::sample::select(vec![
+                'a',
+                'b',
+                '`',
+                '_',
+                '\u{D7FF}',
+                '\u{E000}',
+                '\u{FFFE}',
+                '\u{FFFF}',
+                '\u{10000}',
+                '\u{10FFFF}',
+                '\u{103FF}'
+            ]),
+            any::<char>(),
+        ];
+        proptest::collection::vec(c, 0..4).prop_map(|cs| cs.into_iter().collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+        /// `[prefix, prefix_end(prefix))` holds exactly the texts that start with `prefix`.
+        #[test]
+        fn prefix_ranges_are_exact(prefix in edge_text(), tail in edge_text(), other in edge_text()) {
+            let end = prefix_end(&prefix);
+            for text in [format!("{prefix}{tail}"), other.clone(), format!("{other}{tail}")] {
+                let inside = cmp_utf16(&text, &prefix) != Ordering::Less
+                    && end.as_deref().is_none_or(|end| cmp_utf16(&text, end) == Ordering::Less);
+                prop_assert_eq!(inside, text.starts_with(&prefix), "{:?} in [{:?}, {:?})", text, prefix, end);
+            }
         }
     }
 }

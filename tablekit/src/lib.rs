@@ -56,6 +56,7 @@
 //! | `table = "Name"` | the table (default: the struct's name) |
 //! | `kind = "EMP"` | the entity kind: every RowKey starts with `EMP_`, and the row stores `_Kind` and `_Version`, so kinds can share a table and a partition |
 //! | `kind_properties = false` | the kind lives in the RowKey prefix only, with no `_Kind`/`_Version` properties: for a table laid out before (`empid_000223`) |
+//! | `row_key = "empid_{id}"` | a RowKey template, for a table laid out before: the `row_key` fields, in key order, with the texts around and between them written as they are (`empid_000223`, `{year}-Q{quarter}` → `2012-Q3`); every field but the last is fixed-width (integers, [`key::Padded`], timestamps, UUIDs), the last may be a string or [`key::Verbatim`] |
 //! | `collection` | other kinds may nest under this kind's rows: a string that ends its key is followed by `\|` (`C_acme\|`), so the rows nested under it sort right after it |
 //! | `parent = Customer` | the kind nests under `Customer` (which has `collection`): its RowKey fields start with `Customer`'s, and its tag follows them (`C_acme\|ORD_0000000007`), so a customer, its orders and their lines form one range ([`Table::read_collection`]) |
 //! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |

@@ -249,10 +249,11 @@ pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBacken
 }
 
 /// The seeds' layouts, as a table made before tablekit holds them: an
-/// employee under `empid_000223` and under `email_jonesj@contoso.com`, and a
-/// review under `000123_2012`.
+/// employee under `empid_000223` (a RowKey template) and under
+/// `email_jonesj@contoso.com` (a kind kept in the RowKey only), and a review
+/// under `000123_2012`.
 #[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Seeds", kind = "empid", kind_properties = false)]
+#[tablekit(crate = ::tablekit, table = "Seeds", row_key = "empid_{id}")]
 struct EmployeeById {
     #[tablekit(partition_key)]
     department: String,
@@ -355,5 +356,160 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
         .expect("stored under the table's own layout");
     let names: Vec<&str> = raw.properties.iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["name"], "no _Kind or _Version");
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A quarterly report under `2012-Q3`: a template with a text between its
+/// fields.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Layouts", row_key = "{year}-Q{quarter}")]
+struct QuarterReport {
+    #[tablekit(partition_key)]
+    region: String,
+    #[tablekit(row_key)]
+    year: crate::key::Padded<4>,
+    #[tablekit(row_key)]
+    quarter: crate::key::Padded<1>,
+    revenue: i64,
+}
+
+/// A document under `doc:Annual report 2012.json`: a template around a
+/// string.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Layouts", row_key = "doc:{title}.json")]
+struct Document {
+    #[tablekit(partition_key)]
+    region: String,
+    #[tablekit(row_key)]
+    title: crate::key::Verbatim,
+    pages: i32,
+}
+
+/// RowKey templates map layouts that other clients wrote, texts between
+/// and around the fields included: rows written raw read back typed, typed
+/// writes produce exactly the same keys, prefix queries and ranges stay
+/// inside the template, and rows of another layout in the same partition
+/// are never read as the type.
+pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
+    use crate::entity::Entity;
+    use crate::key::Padded;
+    let name = unique_table("layouts");
+    backend.create_table(&name).await.expect("create table");
+    for (rk, property, value) in [
+        ("2012-Q3", "revenue", crate::Value::Int64(30)),
+        ("2012-Q4", "revenue", crate::Value::Int64(40)),
+        ("2013-Q1", "revenue", crate::Value::Int64(50)),
+        (
+            "doc:Annual report 2012.json",
+            "pages",
+            crate::Value::Int32(12),
+        ),
+        ("doc:a.json.json", "pages", crate::Value::Int32(1)),
+        ("zz other layout", "pages", crate::Value::Int32(0)),
+    ] {
+        let row = Entity::new("EU", rk).with(property, value);
+        backend
+            .insert_entity(&name, &row)
+            .await
+            .expect("raw insert");
+    }
+    let reports =
+        Table::<QuarterReport>::from_arc(Arc::clone(&backend), &name).without_write_history();
+    let documents = reports.of::<Document>();
+    let q3 = reports
+        .get(
+            "EU",
+            (
+                Padded::<4>::new(2012).expect("4 digits"),
+                Padded::<1>::new(3).expect("1 digit"),
+            ),
+        )
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!((q3.year.get(), q3.quarter.get(), q3.revenue), (2012, 3, 30));
+    let of_2012 = reports
+        .query()
+        .partition("EU")
+        .row_prefix((Padded::<4>::new(2012).expect("4 digits"),))
+        .collect()
+        .await
+        .expect("prefix query");
+    let quarters: Vec<u64> = of_2012.iter().map(|r| r.quarter.get()).collect();
+    assert_eq!(quarters, [3, 4]);
+    let report = documents
+        .get("EU", "Annual report 2012")
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(report.pages, 12);
+    let odd = documents
+        .get("EU", "a.json")
+        .await
+        .expect("get")
+        .expect("the suffix is taken off once");
+    assert_eq!(odd.pages, 1);
+    // The documents' own query reads `doc:` rows only.
+    let all = documents
+        .query()
+        .partition("EU")
+        .collect()
+        .await
+        .expect("documents");
+    assert_eq!(all.len(), 2);
+    // Typed writes produce the same layout.
+    reports
+        .insert(&QuarterReport {
+            region: "EU".into(),
+            year: Padded::new(2013).expect("digits"),
+            quarter: Padded::new(2).expect("digit"),
+            revenue: 60,
+        })
+        .await
+        .expect("insert");
+    documents
+        .insert(&Document {
+            region: "EU".into(),
+            title: "Plan 2014".into(),
+            pages: 3,
+        })
+        .await
+        .expect("insert");
+    for rk in ["2013-Q2", "doc:Plan 2014.json"] {
+        let raw = backend
+            .get_entity(&name, "EU", rk, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{rk:?} is stored: {e}"));
+        assert!(raw.properties.get(crate::schema::KIND_PROPERTY).is_none());
+    }
+    let before_2013 = reports
+        .query()
+        .partition("EU")
+        .rows(
+            ..(
+                Padded::new(2013).expect("digits"),
+                Padded::new(0).expect("digit"),
+            ),
+        )
+        .collect()
+        .await
+        .expect("a range");
+    assert_eq!(before_2013.len(), 2);
+    // A template without a leading text reads the whole partition: a row of
+    // another layout is no row of the type, never a wrong value.
+    let skipped = crate::table::SkippedRows::default();
+    let fitting = reports
+        .query()
+        .partition("EU")
+        .on_row_error(crate::table::RowErrors::Skip(skipped.clone()))
+        .collect()
+        .await
+        .expect("a query");
+    assert_eq!(fitting.len(), 4);
+    assert_eq!(
+        skipped.count(),
+        4,
+        "two documents, one other layout, one document written above"
+    );
     backend.delete_table(&name).await.expect("delete table");
 }

@@ -41,6 +41,9 @@ pub struct RowKeyLayout {
     /// Whether a separator follows the last key component in any case: the
     /// form of a key that the keys of a collection start with.
     open: bool,
+    /// A key template: `tags` are literal texts written as they are, and
+    /// the key components are written with nothing between them but those.
+    template: bool,
 }
 
 impl RowKeyLayout {
@@ -51,11 +54,86 @@ impl RowKeyLayout {
         depth: 0,
         heads_collection: false,
         open: false,
+        template: false,
     };
 
     /// A kind of its own: `TAG_` before the key fields.
     pub const fn kind(tag: &'static str) -> RowKeyLayout {
         RowKeyLayout::NONE.nested(tag, 0)
+    }
+
+    /// A key template, laid out exactly as a table written by other clients
+    /// has it: the literal texts added with [`literal`](RowKeyLayout::literal)
+    /// and the key components, with nothing between them. Every component
+    /// but the last is fixed-width, so nothing more is needed to split them
+    /// again: `empid_{id}` with a `Padded<6>` id is `empid_000223`,
+    /// `{id}-{year}` is `000123-2012`.
+    ///
+    /// ```
+    /// use tablekit::key::{KeyTuple, Padded, RowKeyLayout};
+    /// const REVIEW: RowKeyLayout = RowKeyLayout::template().literal("rev:", 0).literal("-", 1);
+    /// let key = (Padded::<6>::new(123)?, Padded::<4>::new(2012)?);
+    /// assert_eq!(REVIEW.encode(&key), "rev:000123-2012");
+    /// assert_eq!(<(Padded<6>, Padded<4>)>::decode_laid_out("rev:000123-2012", &REVIEW).unwrap(), key);
+    /// # Ok::<(), tablekit::InvalidInput>(())
+    /// ```
+    pub const fn template() -> RowKeyLayout {
+        let mut layout = RowKeyLayout::NONE;
+        layout.template = true;
+        layout
+    }
+
+    /// The same template with `text` written before key component `before`
+    /// (or after the last one, when `before` is the number of components).
+    ///
+    /// # Panics
+    /// At compile time (where the derive uses it) when the layout is no
+    /// template, holds more than [`MAX_KIND_DEPTH`] texts, or `before` is
+    /// not more than the position of the text before.
+    pub const fn literal(self, text: &'static str, before: usize) -> RowKeyLayout {
+        assert!(self.template, "literal texts belong to a key template");
+        assert!(
+            self.depth < MAX_KIND_DEPTH,
+            "a key template holds at most 8 literal texts"
+        );
+        assert!(
+            self.depth == 0 || before > self.before[self.depth - 1],
+            "one literal text between two key components"
+        );
+        let mut layout = self;
+        layout.tags[layout.depth] = text;
+        layout.before[layout.depth] = before;
+        layout.depth += 1;
+        layout
+    }
+
+    /// Whether this is a key template.
+    pub const fn is_template(&self) -> bool {
+        self.template
+    }
+
+    /// The text every key of this layout starts with: `KIND_` for a kind,
+    /// the leading literal of a template; `None` when there is none.
+    pub fn prefix(&self) -> Option<String> {
+        if self.depth == 0 || self.before[0] != 0 {
+            return None;
+        }
+        let text = self.tags[0];
+        match self.template {
+            true if text.is_empty() => None,
+            true => Some(text.to_owned()),
+            false => Some(format!("{text}{TAG_SEPARATOR}")),
+        }
+    }
+
+    /// The text after the last key component of a template (empty
+    /// otherwise).
+    fn suffix(&self, arity: usize) -> &'static str {
+        if self.template && self.depth > 0 && self.before[self.depth - 1] == arity {
+            self.tags[self.depth - 1]
+        } else {
+            ""
+        }
     }
 
     /// The layout of a kind nested under this one: its tag stands before the
@@ -117,15 +195,6 @@ impl RowKeyLayout {
         self.heads_collection || self.is_nested()
     }
 
-    /// The tag of the outermost kind, the one every stored key starts with.
-    pub const fn root(&self) -> Option<&'static str> {
-        if self.depth == 0 {
-            None
-        } else {
-            Some(self.tags[0])
-        }
-    }
-
     /// The tags, outermost first, with the index of the key component each
     /// stands before.
     pub fn tags(&self) -> impl Iterator<Item = (&'static str, usize)> + '_ {
@@ -139,6 +208,10 @@ impl RowKeyLayout {
     /// always ends the key; the derive refuses it at the end of a kind that
     /// heads a collection.)
     pub const fn ends_key<P: KeyPart>(&self, index: usize, arity: usize) -> bool {
+        // A template writes nothing between components but its own texts.
+        if self.template {
+            return true;
+        }
         index + 1 == arity
             && !self.has_tag_before(arity)
             && !((self.open || (self.heads_collection && P::WIDTH == 0)) && !P::LAST_ONLY)
@@ -155,13 +228,22 @@ impl RowKeyLayout {
         false
     }
 
+    /// Whether a part of type `P` may be key component `index` (of `arity`):
+    /// in a template, only the last component may vary in width, as nothing
+    /// but the texts of the template marks where a component ends.
+    pub const fn fits<P: KeyPart>(&self, index: usize, arity: usize) -> bool {
+        !self.template || index + 1 == arity || P::WIDTH != 0
+    }
+
     /// Appends the tags that stand before component `index`, each followed by
     /// [`TAG_SEPARATOR`].
     pub fn write_tags(&self, index: usize, out: &mut String) {
         for i in 0..self.depth {
             if self.before[i] == index {
                 out.push_str(self.tags[i]);
-                out.push(TAG_SEPARATOR);
+                if !self.template {
+                    out.push(TAG_SEPARATOR);
+                }
             }
         }
     }
@@ -174,10 +256,33 @@ impl RowKeyLayout {
     ) -> Result<(), KeyDecodeError> {
         for i in 0..self.depth {
             if self.before[i] == index {
-                reader.expect_tag(self.tags[i])?;
+                if self.template {
+                    reader.expect_literal(self.tags[i])?;
+                } else {
+                    reader.expect_tag(self.tags[i])?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Reads key component `index` (of `arity`), a part of type `P`, with
+    /// the tags before it.
+    pub fn read_part<P: KeyPart>(
+        &self,
+        index: usize,
+        arity: usize,
+        reader: &mut KeyReader<'_>,
+    ) -> Result<P, KeyDecodeError> {
+        self.read_tags(index, reader)?;
+        if !self.template {
+            return reader.read(self.ends_key::<P>(index, arity));
+        }
+        if index + 1 < arity {
+            reader.read_fixed()
+        } else {
+            reader.read_before_suffix(self.suffix(arity))
+        }
     }
 
     /// The stored RowKey of `key` under this layout.

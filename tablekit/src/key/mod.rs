@@ -69,7 +69,11 @@
 //! **Keys other clients wrote.** A field of type [`Verbatim`] holds its key
 //! exactly as stored: any text the store accepts reads back and writes back
 //! unchanged (a forbidden character is refused when written). It can only
-//! be the last key field. A prefix query (`partition_prefix`, `row_prefix`)
+//! be the last key field. A RowKey template (`#[tablekit(row_key =
+//! "empid_{id}")]`, see [`RowKeyLayout::template`]) lays a key out exactly
+//! as a table made before has it: `empid_000223` from a [`Padded`]`<6>`,
+//! `2012-Q3` from `{year}-Q{quarter}`, `doc:Plan.json` from
+//! `doc:{title}.json`. A prefix query (`partition_prefix`, `row_prefix`)
 //! for `acme` never reaches `acme2`, `acme corp` or `acme/eu`.
 //!
 //! ```
@@ -303,6 +307,45 @@ impl<'a> KeyReader<'a> {
         }
     }
 
+    /// Reads a literal text of a key template.
+    pub fn expect_literal(&mut self, text: &str) -> Result<(), KeyDecodeError> {
+        match self.rest.strip_prefix(text) {
+            Some(rest) => {
+                self.rest = rest;
+                Ok(())
+            }
+            None => Err(self.error(format!("expected {text:?} before {:?}", self.rest))),
+        }
+    }
+
+    /// Reads a fixed-width part followed by no separator (inside a key
+    /// template).
+    pub fn read_fixed<P: KeyPart>(&mut self) -> Result<P, KeyDecodeError> {
+        let width = P::WIDTH;
+        if width == 0 {
+            return Err(self.error("only the last component of a key template may vary in width"));
+        }
+        if self.rest.len() < width || !self.rest.is_char_boundary(width) {
+            return Err(self.error("key is too short"));
+        }
+        let (text, rest) = self.rest.split_at(width);
+        let value = P::read_key(text).map_err(|reason| self.error(reason))?;
+        self.rest = rest;
+        self.component += 1;
+        Ok(value)
+    }
+
+    /// Reads the last part of a key template, which `suffix` follows.
+    pub fn read_before_suffix<P: KeyPart>(&mut self, suffix: &str) -> Result<P, KeyDecodeError> {
+        let Some(text) = self.rest.strip_suffix(suffix) else {
+            return Err(self.error(format!("expected the key to end with {suffix:?}")));
+        };
+        let value = P::read_key(text).map_err(|reason| self.error(reason))?;
+        self.rest = &self.rest[text.len()..];
+        self.component += 1;
+        Ok(value)
+    }
+
     /// Checks that the whole key was read.
     pub fn finish(&self) -> Result<(), KeyDecodeError> {
         if self.rest.is_empty() {
@@ -336,8 +379,7 @@ impl<P: KeyPart> KeyTuple for P {
     }
     fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
         let mut reader = KeyReader::new(text);
-        layout.read_tags(0, &mut reader)?;
-        let value = reader.read(layout.ends_key::<P>(0, 1))?;
+        let value = layout.read_part::<P>(0, 1, &mut reader)?;
         layout.read_tags(1, &mut reader)?;
         reader.finish()?;
         Ok(value)
@@ -375,7 +417,7 @@ macro_rules! tuple_keys {
                 $(
                     const { assert!(!$name::LAST_ONLY, "this key part can only be the last component of a key") };
                     layout.write_tags($index, out);
-                    write_component(&self.$index, out, false);
+                    write_component(&self.$index, out, layout.ends_key::<$name>($index, $arity));
                 )+
                 layout.write_tags($last, out);
                 let ends = layout.ends_key::<$last_name>($last, $arity);
@@ -384,15 +426,10 @@ macro_rules! tuple_keys {
             }
             fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
                 let mut reader = KeyReader::new(text);
-                let value = ($(
-                    {
-                        layout.read_tags($index, &mut reader)?;
-                        reader.read::<$name>(false)?
-                    },
-                )+ {
-                    layout.read_tags($last, &mut reader)?;
-                    reader.read::<$last_name>(layout.ends_key::<$last_name>($last, $arity))?
-                });
+                let value = (
+                    $(layout.read_part::<$name>($index, $arity, &mut reader)?,)+
+                    layout.read_part::<$last_name>($last, $arity, &mut reader)?
+                );
                 layout.read_tags($arity, &mut reader)?;
                 reader.finish()?;
                 Ok(value)
@@ -456,7 +493,8 @@ macro_rules! key_prefix {
                 $(
                     const { assert!(!$p::LAST_ONLY, "this key part can only be the last component of a key") };
                     layout.write_tags($i, out);
-                    prefix.$i.write_part_arg(out, false);
+                    // A template writes nothing between its components.
+                    prefix.$i.write_part_arg(out, layout.is_template());
                 )+
             }
             fn last_separator() -> char {

@@ -594,3 +594,49 @@ fn collection_keys_read_as_written() {
         "EMP_0000000223_REV_02012"
     );
 }
+
+/// Templates with texts before, between and after the fields.
+const TEMPLATE: RowKeyLayout = RowKeyLayout::template()
+    .literal("rev:", 0)
+    .literal("-", 1)
+    .literal(".json", 2);
+const BARE_TEMPLATE: RowKeyLayout = RowKeyLayout::template().literal("_", 1);
+
+/// Whenever `text` decodes under `layout`, it is the one text its value
+/// encodes to.
+fn check_canonical_laid_out<K: KeyTuple + std::fmt::Debug>(
+    text: &str,
+    layout: &RowKeyLayout,
+) -> Result<(), TestCaseError> {
+    if let Ok(value) = K::decode_laid_out(text, layout) {
+        prop_assert_eq!(
+            layout.encode(&value),
+            text,
+            "{:?} decoded to {:?}",
+            text,
+            value
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1024))]
+
+    /// A template's keys decode back, and only what it writes decodes.
+    #[test]
+    fn templates_round_trip_and_decode_only_what_they_write(
+        n: u32, s in any_string(), v in any::<String>(), at: usize, how: u8, with in mutation_char(),
+    ) {
+        let key = (n, s.clone());
+        let text = TEMPLATE.encode(&key);
+        prop_assert!(text.starts_with("rev:") && text.ends_with(".json"));
+        prop_assert_eq!(<(u32, String)>::decode_laid_out(&text, &TEMPLATE).unwrap(), key);
+        check_canonical_laid_out::<(u32, String)>(&mutate(&text, at, how, with), &TEMPLATE)?;
+        let key = (n, Verbatim(v.clone()));
+        let text = BARE_TEMPLATE.encode(&key);
+        prop_assert_eq!(text.clone(), format!("{n:010}_{v}"));
+        prop_assert_eq!(<(u32, Verbatim)>::decode_laid_out(&text, &BARE_TEMPLATE).unwrap(), key);
+        check_canonical_laid_out::<(u32, Verbatim)>(&mutate(&text, at, how, with), &BARE_TEMPLATE)?;
+    }
+}

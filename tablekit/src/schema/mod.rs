@@ -182,12 +182,30 @@ pub fn kind_range(kind: &str) -> (String, String) {
 /// shares with other kinds), its `_Kind` property. `None` for a type without
 /// a kind.
 pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
-    let (start, end) = kind_range(T::ROW_KEY_LAYOUT.root()?);
-    let range = Filter::row_key().ge(start) & Filter::row_key().lt(end);
+    let range = match kind_rows::<T>() {
+        Some((start, end)) => {
+            let from = Filter::row_key().ge(start);
+            match end {
+                Some(end) => from & Filter::row_key().lt(end),
+                None => from,
+            }
+        }
+        None => return kind_property_filter::<T>(),
+    };
     Some(match kind_property_filter::<T>() {
         Some(kind) => range & kind,
         None => range,
     })
+}
+
+/// The RowKey range `[start, end)` every row of `T` lies in: the rows
+/// that start with its kind tag (or its key template's leading text); `end`
+/// is `None` when the range has no end. `None` when every RowKey may be one
+/// of `T`'s.
+pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
+    let prefix = T::ROW_KEY_LAYOUT.prefix()?;
+    let end = crate::keyorder::prefix_end(&prefix);
+    Some((prefix, end))
 }
 
 /// `_Kind eq 'KIND'` for a kind in a collection, whose RowKey range holds
@@ -373,10 +391,9 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
         Some(Value::String(stored)) => stored == kind,
         Some(_) => false,
         None if T::ROW_KEY_LAYOUT.in_collection() => false,
-        None => entity
-            .row_key
-            .strip_prefix(kind)
-            .is_some_and(|rest| rest.starts_with('_')),
+        None => T::ROW_KEY_LAYOUT
+            .prefix()
+            .is_none_or(|prefix| entity.row_key.starts_with(&prefix)),
     }
 }
 
@@ -433,10 +450,9 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             expected: kind,
             row_key: row_key.to_owned(),
         };
-        let root = T::ROW_KEY_LAYOUT.root().unwrap_or(kind);
-        if !row_key
-            .strip_prefix(root)
-            .is_some_and(|rest| rest.starts_with(crate::key::TAG_SEPARATOR))
+        if T::ROW_KEY_LAYOUT
+            .prefix()
+            .is_some_and(|prefix| !row_key.starts_with(&prefix))
         {
             return Err(wrong().into());
         }
@@ -753,7 +769,7 @@ macro_rules! tuple_key_args {
             fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
                 $(
                     layout.write_tags($i, out);
-                    self.$i.write_part_arg(out, false);
+                    self.$i.write_part_arg(out, layout.ends_key::<$p>($i, $arity));
                 )+
                 layout.write_tags($li, out);
                 self.$li.write_part_arg(out, layout.ends_key::<$lp>($li, $arity));

@@ -167,17 +167,16 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         start: Bound<String>,
         end: Bound<String>,
     ) -> (Bound<String>, Bound<String>) {
-        match T::ROW_KEY_LAYOUT.root() {
+        match schema::kind_rows::<T>() {
             None => (start, end),
-            Some(root) => {
-                let (kind_start, kind_end) = schema::kind_range(root);
+            Some((kind_start, kind_end)) => {
                 let start = match start {
                     Bound::Unbounded => Bound::Included(kind_start),
                     bound => bound,
                 };
-                let end = match end {
-                    Bound::Unbounded => Bound::Excluded(kind_end),
-                    bound => bound,
+                let end = match (end, kind_end) {
+                    (Bound::Unbounded, Some(kind_end)) => Bound::Excluded(kind_end),
+                    (bound, _) => bound,
                 };
                 (start, end)
             }
@@ -223,8 +222,17 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     {
         let mut encoded = String::new();
         <T::RowKey as KeyPrefix<Q>>::write_prefix(&prefix, &T::ROW_KEY_LAYOUT, &mut encoded);
-        let (start, end) = prefix_range(encoded, <T::RowKey as KeyPrefix<Q>>::last_separator());
-        self.rows = Some(Filter::row_key().ge(start) & Filter::row_key().lt(end));
+        self.rows = Some(if T::ROW_KEY_LAYOUT.is_template() {
+            // The components of a template before its last are fixed-width:
+            // the keys that start with the prefix's text are exactly its own.
+            match crate::keyorder::prefix_end(&encoded) {
+                Some(end) => Filter::row_key().ge(encoded) & Filter::row_key().lt(end),
+                None => Filter::row_key().ge(encoded),
+            }
+        } else {
+            let (start, end) = prefix_range(encoded, <T::RowKey as KeyPrefix<Q>>::last_separator());
+            Filter::row_key().ge(start) & Filter::row_key().lt(end)
+        });
         self
     }
 
