@@ -126,6 +126,21 @@ impl RowKeyLayout {
         }
     }
 
+    /// Whether `key` starts with [`prefix`](RowKeyLayout::prefix) (without
+    /// building it: every typed read checks it).
+    pub fn starts(&self, key: &str) -> bool {
+        if self.depth == 0 || self.before[0] != 0 {
+            return true;
+        }
+        let text = self.tags[0];
+        if self.template {
+            key.starts_with(text)
+        } else {
+            key.strip_prefix(text)
+                .is_some_and(|rest| rest.starts_with(TAG_SEPARATOR))
+        }
+    }
+
     /// The text after the last key component of a template (empty
     /// otherwise).
     fn suffix(&self, arity: usize) -> &'static str {

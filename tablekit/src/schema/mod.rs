@@ -391,9 +391,7 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
         Some(Value::String(stored)) => stored == kind,
         Some(_) => false,
         None if T::ROW_KEY_LAYOUT.in_collection() => false,
-        None => T::ROW_KEY_LAYOUT
-            .prefix()
-            .is_none_or(|prefix| entity.row_key.starts_with(&prefix)),
+        None => T::ROW_KEY_LAYOUT.starts(&entity.row_key),
     }
 }
 
@@ -450,10 +448,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             expected: kind,
             row_key: row_key.to_owned(),
         };
-        if T::ROW_KEY_LAYOUT
-            .prefix()
-            .is_some_and(|prefix| !row_key.starts_with(&prefix))
-        {
+        if !T::ROW_KEY_LAYOUT.starts(row_key) {
             return Err(wrong().into());
         }
         {
