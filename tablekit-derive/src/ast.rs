@@ -49,6 +49,8 @@ pub(crate) struct Field<'a> {
     pub(crate) default: bool,
     /// The key attribute's tokens, for errors.
     pub(crate) key_tokens: Option<TokenStream>,
+    /// Whether the key attribute gave its order (`row_key = 1`).
+    pub(crate) explicit_order: bool,
     /// Kept in the blob store: always (`true`) or when too large (`false`).
     pub(crate) blob: Option<bool>,
 }
@@ -139,6 +141,7 @@ impl<'a> Field<'a> {
         // At most one role per field.
         let mut roles: Vec<(Role, TokenStream)> = Vec::new();
         let mut key_tokens = None;
+        let mut explicit_order = false;
         if let Some((role, tokens)) = attrs.partition_key {
             if mode == Mode::Fields {
                 cx.error_spanned_by(
@@ -147,6 +150,7 @@ impl<'a> Field<'a> {
                 );
             }
             key_tokens = Some(tokens.clone());
+            explicit_order |= role.order.is_some();
             let order = role.order.map_or(position, |(o, _)| o);
             roles.push((Role::PartitionKey(order), tokens));
         }
@@ -158,6 +162,7 @@ impl<'a> Field<'a> {
                 );
             }
             key_tokens = Some(tokens.clone());
+            explicit_order |= role.order.is_some();
             let order = role.order.map_or(position, |(o, _)| o);
             roles.push((Role::RowKey(order), tokens));
         }
@@ -234,6 +239,7 @@ impl<'a> Field<'a> {
             name_tokens,
             default: attrs.default.is_some(),
             key_tokens,
+            explicit_order,
         })
     }
 

@@ -177,6 +177,36 @@ fn check_keys(cx: &Ctxt, cont: &Container<'_>) {
                 );
             }
         }
+        // Explicit orders number the fields 0, 1, 2, … with no gap, on every
+        // field of the key or on none.
+        let explicit = keys.iter().filter(|(_, f)| f.explicit_order).count();
+        if explicit > 0 {
+            let tokens = |f: &crate::ast::Field<'_>| {
+                f.key_tokens
+                    .clone()
+                    .unwrap_or_else(|| f.ident.to_token_stream())
+            };
+            if explicit < keys.len() {
+                if let Some((_, field)) = keys.iter().find(|(_, f)| !f.explicit_order) {
+                    cx.error_spanned_by(
+                        tokens(field),
+                        format!("give every {what} field its order (`= N`), or none"),
+                    );
+                }
+            } else if let Some((i, (order, field))) = keys
+                .iter()
+                .enumerate()
+                .find(|(i, (order, _))| *order as usize != *i)
+                && keys
+                    .get(i.wrapping_sub(1))
+                    .is_none_or(|(previous, _)| previous != order)
+            {
+                cx.error_spanned_by(
+                    tokens(field),
+                    format!("{what} fields are numbered from 0 with no gap: expected `= {i}`, found `= {order}`"),
+                );
+            }
+        }
         for (_, field) in keys.iter().skip(max) {
             let tokens = field
                 .key_tokens

@@ -18,25 +18,47 @@ pub(crate) fn derive(input: &DeriveInput, mode: Mode) -> TokenStream {
     }
     match (cx.check(), cont) {
         (Ok(()), Some(cont)) => expand(&cont),
-        (Err(error), _) => fallback(input, mode, error),
+        (Err(error), cont) => fallback(input, mode, cont.as_ref(), error),
         (Ok(()), None) => TokenStream::new(),
     }
 }
 
 /// The errors, plus an impl that compiles, so that one mistake does not
-/// cascade into errors at every use of the type.
-fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
+/// cascade into errors at every use of the type: it keeps the key types
+/// the struct declares, so `get`, ranges and prefixes still type-check.
+fn fallback(
+    input: &DeriveInput,
+    mode: Mode,
+    cont: Option<&Container<'_>>,
+    error: syn::Error,
+) -> TokenStream {
     let errors = error.to_compile_error();
-    let krate = quote!(::tablekit);
+    let krate = cont
+        .and_then(|c| c.attrs.crate_path.as_ref())
+        .map_or_else(|| quote!(::tablekit), |p| quote!(#p));
     let tk = quote!(#krate::__private);
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
+    // A key field refused for its type (an `Option`) would only add an
+    // error of its own: that key falls back to `()`.
+    let stub_key = |partition: bool| match cont {
+        Some(cont) => {
+            let fields = key_fields(cont, partition);
+            if fields.iter().any(|f| crate::ast::is_option(f.ty)) {
+                quote!(())
+            } else {
+                key_type(&fields)
+            }
+        }
+        None => quote!(()),
+    };
+    let (pk_type, rk_type) = (stub_key(true), stub_key(false));
     let stub = match mode {
         Mode::Entity => quote! {
             #[automatically_derived]
             impl #impl_generics #tk::TableEntity for #ident #ty_generics #where_clause {
-                type PartitionKey = ();
-                type RowKey = ();
+                type PartitionKey = #pk_type;
+                type RowKey = #rk_type;
                 type Columns = ();
                 const TABLE: &'static str = "";
                 const KIND: #tk::Option<&'static str> = #tk::None;
@@ -44,8 +66,12 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 const MIN_VERSION: u32 = 1;
                 const PARTITION_KEY_FIELDS: &'static str = "";
                 const ROW_KEY_FIELDS: &'static str = "";
-                fn partition_key(&self) {}
-                fn row_key(&self) {}
+                fn partition_key(&self) -> Self::PartitionKey {
+                    ::core::unreachable!()
+                }
+                fn row_key(&self) -> Self::RowKey {
+                    ::core::unreachable!()
+                }
                 fn write_partition_key(&self, _: &mut #tk::String) {}
                 fn write_row_key(&self, _: &mut #tk::String) {}
                 fn columns() {}
@@ -55,7 +81,7 @@ fn fallback(input: &DeriveInput, mode: Mode, error: syn::Error) -> TokenStream {
                 fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
-                fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(_: (), _: (), _: &mut __S) -> #tk::Result<Self, #tk::Error> {
+                fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(_: Self::PartitionKey, _: Self::RowKey, _: &mut __S) -> #tk::Result<Self, #tk::Error> {
                     ::core::unreachable!()
                 }
             }
