@@ -16,8 +16,12 @@ const _: () = {
         const MIN_VERSION: u32 = 1;
         const PARTITION_KEY_FIELDS: &'static str = "";
         const ROW_KEY_FIELDS: &'static str = "";
-        fn partition_key(&self) {}
-        fn row_key(&self) {}
+        fn partition_key(&self) -> Self::PartitionKey {
+            ::core::unreachable!()
+        }
+        fn row_key(&self) -> Self::RowKey {
+            ::core::unreachable!()
+        }
         fn write_partition_key(&self, _: &mut ::tablekit::__private::String) {}
         fn write_row_key(&self, _: &mut ::tablekit::__private::String) {}
         fn columns() {}
@@ -37,8 +41,8 @@ const _: () = {
         fn read_properties<
             __S: ::tablekit::__private::PropertySource + ?::core::marker::Sized,
         >(
-            _: (),
-            _: (),
+            _: Self::PartitionKey,
+            _: Self::RowKey,
             _: &mut __S,
         ) -> ::tablekit::__private::Result<Self, ::tablekit::__private::Error> {
             ::core::unreachable!()

@@ -217,10 +217,15 @@ impl<'a> Field<'a> {
         }
         let blob = match attrs.blob {
             Some((always, tokens)) => {
-                if !matches!(role, Role::Property) {
+                if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) {
                     cx.error_spanned_by(
                         &tokens,
-                        "`blob` and `offload` apply to a plain text or bytes field",
+                        "a key field lives in the PartitionKey or RowKey, which stay in the table: `blob` and `offload` apply to property fields",
+                    );
+                } else if !matches!(role, Role::Property) {
+                    cx.error_spanned_by(
+                        &tokens,
+                        "`blob` and `offload` apply to a field stored as one property of text or bytes (not `json`, `with`, `flatten`, `series` or `skip`)",
                     );
                 } else if mode == Mode::Fields {
                     cx.error_spanned_by(&tokens, "`blob` and `offload` apply to fields of the entity itself, not of a flattened struct");

@@ -183,6 +183,16 @@ fn parse_str(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
     }
 }
 
+/// A flag attribute (`skip`, `json`, …): refuses a value given to it.
+fn flag(meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(format!(
+            "`{name}` takes no value: write `#[tablekit({name})]`, and leave it out to turn it off"
+        )));
+    }
+    Ok(())
+}
+
 fn unknown(meta: &ParseNestedMeta<'_>, what: &str, known: &[&str]) -> syn::Error {
     let name = meta.path.to_token_stream().to_string().replace(' ', "");
     let list = known
@@ -245,6 +255,7 @@ impl Container {
                         min_version.set(cx, path, v);
                     }
                 } else if is_entity && path.is_ident(WIDE) {
+                    flag(&meta, WIDE)?;
                     wide.set(cx, path, ());
                 } else if is_entity && path.is_ident(PARENT) {
                     let ty: syn::Type = meta.value()?.parse()?;
@@ -258,6 +269,7 @@ impl Container {
                         }
                     }
                 } else if is_entity && path.is_ident(COLLECTION) {
+                    flag(&meta, COLLECTION)?;
                     collection.set(cx, path, path.to_token_stream());
                 } else if is_entity && path.is_ident(KIND_PROPERTIES) {
                     let lit: syn::LitBool = meta.value()?.parse()?;
@@ -355,6 +367,7 @@ impl Field {
         let mut json = Attr::none(JSON);
         let mut series = Attr::none(SERIES);
         let mut blob = Attr::none(BLOB);
+        let mut offload = Attr::none(OFFLOAD);
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = &meta.path;
@@ -376,17 +389,23 @@ impl Field {
                         rename.set(cx, path, lit);
                     }
                 } else if path.is_ident(SKIP) {
+                    flag(&meta, SKIP)?;
                     skip.set(cx, path, ());
                 } else if path.is_ident(DEFAULT) {
+                    flag(&meta, DEFAULT)?;
                     default.set(cx, path, ());
                 } else if path.is_ident(JSON) {
+                    flag(&meta, JSON)?;
                     json.set(cx, path, ());
                 } else if path.is_ident(SERIES) {
+                    flag(&meta, SERIES)?;
                     series.set(cx, path, ());
                 } else if path.is_ident(BLOB) {
-                    blob.set(cx, path, true);
+                    flag(&meta, BLOB)?;
+                    blob.set(cx, path, ());
                 } else if path.is_ident(OFFLOAD) {
-                    blob.set(cx, path, false);
+                    flag(&meta, OFFLOAD)?;
+                    offload.set(cx, path, ());
                 } else if path.is_ident(WITH) {
                     let value: Path = meta.value()?.parse()?;
                     with.set(cx, path, value);
@@ -435,7 +454,18 @@ impl Field {
             flatten: flatten.get_with_tokens(),
             json: json.get_with_tokens().map(|(_, t)| t),
             series: series.get_with_tokens().map(|(_, t)| t),
-            blob: blob.get_with_tokens(),
+            blob: match (blob.get_with_tokens(), offload.get_with_tokens()) {
+                (Some(_), Some((_, tokens))) => {
+                    cx.error_spanned_by(
+                        tokens,
+                        "`blob` and `offload` exclude each other: `blob` keeps the value in the blob store always, `offload` only when it is too large for the row",
+                    );
+                    None
+                }
+                (Some(((), tokens)), None) => Some((true, tokens)),
+                (None, Some(((), tokens))) => Some((false, tokens)),
+                (None, None) => None,
+            },
         }
     }
 }

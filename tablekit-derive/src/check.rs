@@ -67,6 +67,22 @@ fn valid_property_name(name: &str) -> Result<(), String> {
 }
 
 fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
+    // Two flattened fields with one prefix store the same names whenever
+    // their types share a field name (always, for one type twice).
+    let mut prefixes: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
+    for field in &cont.fields {
+        if let Role::Flatten(prefix) = &field.role {
+            if let Some(first) = prefixes.get(prefix.as_str()) {
+                cx.error_spanned_by(
+                    &field.name_tokens,
+                    format!("two flattened fields store their fields under the same prefix `{prefix}`: give one a `flatten(prefix = \"…\")` of its own"),
+                );
+                cx.error_spanned_by(&first.name_tokens, format!("`{prefix}` is first used here"));
+            } else {
+                prefixes.insert(prefix, field);
+            }
+        }
+    }
     let mut seen: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
     // A series owns every name `{series}_…`: no other property may start so.
     for series in cont

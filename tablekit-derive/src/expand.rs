@@ -196,11 +196,11 @@ impl Expansion<'_> {
             let span = ty.span();
             bounds.push(match &field.role {
                 Role::PartitionKey(_) | Role::RowKey(_) => quote_spanned!(span=> #ty: #tk::KeyPart),
-                Role::Property if field.blob.is_some() => quote_spanned!(span=> #ty: #tk::PropertyValue + #tk::BlobValue),
-                Role::Property => quote_spanned!(span=> #ty: #tk::PropertyValue),
-                Role::Json => {
-                    quote_spanned!(span=> #ty: #tk::serde::Serialize + #tk::serde::de::DeserializeOwned)
+                Role::Property if field.blob.is_some() => {
+                    quote_spanned!(span=> #ty: #tk::PropertyValue + #tk::BlobValue)
                 }
+                Role::Property => quote_spanned!(span=> #ty: #tk::PropertyValue),
+                Role::Json => quote_spanned!(span=> #ty: #tk::JsonField),
                 Role::Flatten(_) => quote_spanned!(span=> #ty: #tk::TableFields),
                 Role::Series => quote_spanned!(span=> #ty: #tk::Series),
                 Role::Skip => quote_spanned!(span=> #ty: #tk::Default),
@@ -225,7 +225,11 @@ impl Expansion<'_> {
                 Some(match &field.role {
                     Role::Property => quote_spanned!(span=> #tk::write_property(__props, #name, &self.#ident)?;),
                     Role::Json => quote_spanned!(span=> #tk::write_json(__props, #name, &self.#ident)?;),
-                    Role::With(path) => quote!(#tk::write_with(__props, #name, #path::to_value(&self.#ident))?;),
+                    Role::With(path) => {
+                        // Spanned on the codec's path, where a wrong signature is.
+                        let span = path.span();
+                        quote_spanned!(span=> #tk::write_with(__props, #name, #path::to_value(&self.#ident))?;)
+                    }
                     Role::Series => {
                         let ty = field.ty;
                         let name = self.name(field);
@@ -267,7 +271,10 @@ impl Expansion<'_> {
                     }
                     Role::Property => quote_spanned!(span=> #tk::take_property::<#ty, _>(__props, #name)?),
                     Role::Json => quote_spanned!(span=> #tk::read_json::<#ty, _>(__props, #name)?),
-                    Role::With(path) => quote!(#tk::read_with(__props, #name, #path::from_value)?),
+                    Role::With(path) => {
+                        let span = path.span();
+                        quote_spanned!(span=> #tk::read_with(__props, #name, #path::from_value)?)
+                    }
                     Role::Series => quote_spanned!(span=> <#ty as #tk::Series>::read_series(#name, __props)?),
                     Role::Flatten(prefix) => {
                         let prefix = self.flatten_prefix(prefix);
@@ -658,10 +665,11 @@ fn expand_entity(
         } else {
             quote!(#(#docs)*)
         };
+        // Spanned on the field's type, so an unsupported type is reported there.
         let column = if matches!(f.role, Role::Series) {
-            quote!(#tk::SeriesColumn<<#ty as #tk::Series>::Element>)
+            quote_spanned!(ty.span()=> #tk::SeriesColumn<#ty>)
         } else {
-            quote!(#tk::Column<#ty>)
+            quote_spanned!(ty.span()=> #tk::Column<#ty>)
         };
         quote! {
             #doc
@@ -671,10 +679,11 @@ fn expand_entity(
     let column_inits = columns.iter().map(|f| {
         let field = f.ident;
         let name = &f.stored_name;
+        let span = f.ty.span();
         if matches!(f.role, Role::Series) {
-            quote!(#field: #tk::SeriesColumn::new(#name))
+            quote_spanned!(span=> #field: #tk::SeriesColumn::new(#name))
         } else {
-            quote!(#field: #tk::Column::new(#name))
+            quote_spanned!(span=> #field: #tk::Column::new(#name))
         }
     });
     let columns_doc =

@@ -60,8 +60,18 @@ pub fn read_property_or_default<V: PropertyValue + Default, S: PropertySource + 
     }
 }
 
+/// A type a `#[tablekit(json)]` field may have: one serde writes and reads.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as JSON: `#[tablekit(json)]` needs serde's `Serialize` and `Deserialize`",
+    label = "needs `Serialize` and `Deserialize`",
+    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to it (or, for a type of another crate, see whether it has a `serde` feature)"
+)]
+pub trait JsonField: serde::Serialize + serde::de::DeserializeOwned {}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> JsonField for T {}
+
 /// Writes a field as a JSON string (`#[tablekit(json)]`).
-pub fn write_json<S: PropertySink + ?Sized, V: serde::Serialize>(
+pub fn write_json<S: PropertySink + ?Sized, V: JsonField>(
     props: &mut S,
     name: impl Into<PropertyName>,
     value: &V,
@@ -72,7 +82,7 @@ pub fn write_json<S: PropertySink + ?Sized, V: serde::Serialize>(
 }
 
 /// Reads a field stored as a JSON string (`#[tablekit(json)]`).
-pub fn read_json<V: serde::de::DeserializeOwned, S: PropertySource + ?Sized>(
+pub fn read_json<V: JsonField, S: PropertySource + ?Sized>(
     props: &S,
     name: &str,
 ) -> Result<V, Error> {

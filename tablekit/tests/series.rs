@@ -98,7 +98,7 @@ async fn merge_one_element_keeps_the_others() {
     meters.insert(&meter()).await.unwrap();
     let loaded = meters.get("north", 20240301).await.unwrap().unwrap();
 
-    let hourly: SeriesColumn<u32> = Meter::columns().hourly;
+    let hourly: SeriesColumn<[u32; 24]> = Meter::columns().hourly;
     let etag = meters
         .merge_element(
             "north",

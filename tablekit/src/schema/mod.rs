@@ -121,6 +121,11 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
 
 /// A struct whose fields can be flattened into an entity:
 /// `#[derive(TableFields)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be flattened into an entity",
+    label = "`flatten` needs a struct deriving `TableFields`",
+    note = "add `#[derive(tablekit::TableFields)]` to `{Self}`, or store it with `#[tablekit(json)]`"
+)]
 pub trait TableFields: Sized {
     /// The stored names of the fields, each after `prefix`; `false` when
     /// they cannot all be listed (see [`TableEntity::property_names`]).
@@ -733,6 +738,11 @@ impl<V: ColumnType> Column<V> {
 /// A key argument: the typed key itself, a reference to it, or the same with
 /// borrowed text for its `String` parts: `get("acme", 7)`,
 /// `get(("acme", "alice"), 1)`, `get(&key, 1)`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a key of type `{K}`",
+    label = "not a key of type `{K}`",
+    note = "key fields may be integers, bool, String, tablekit::DateTime, uuid::Uuid, or the types of `tablekit::key` (InvertedTime, Padded, Verbatim, Ordered); a key argument is the key itself, a reference to it, or `&str` for a `String` part, and a compound key is a tuple of its parts, in order"
+)]
 pub trait KeyArg<K> {
     /// Appends the encoding with the kind tags of `layout` (a RowKey).
     fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String);

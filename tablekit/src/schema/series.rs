@@ -19,6 +19,11 @@ use crate::error::{Error, InvalidInput, ValueError};
 use crate::filter::{CompareOp, Filter};
 
 /// A field type stored as a data series: `#[tablekit(series)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be stored as a series",
+    label = "not a series",
+    note = "a series is a `Vec<T>`, an array `[T; N]`, or a `BTreeMap<String, T>` / `HashMap<String, T>`, whose elements `T` are each stored as one property (numbers, text, bool, bytes, timestamps, UUIDs, or options of these); a series of series is not stored: use `#[tablekit(json)]` for nested data"
+)]
 pub trait Series: Sized {
     /// The element type.
     type Element: PropertyValue;
@@ -181,30 +186,30 @@ macro_rules! map_series {
 
 map_series!(BTreeMap, HashMap);
 
-/// A series field, for typed filters and merges on one element:
-/// `Meter::columns().hourly.at(5)`.
-pub struct SeriesColumn<E> {
+/// A series field of type `S` (a `Vec`, array or map), for typed filters
+/// and merges on one element: `Meter::columns().hourly.at(5)`.
+pub struct SeriesColumn<S> {
     name: &'static str,
-    _type: PhantomData<fn() -> E>,
+    _type: PhantomData<fn() -> S>,
 }
 
-impl<E> Clone for SeriesColumn<E> {
+impl<S> Clone for SeriesColumn<S> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<E> Copy for SeriesColumn<E> {}
+impl<S> Copy for SeriesColumn<S> {}
 
-impl<E> std::fmt::Debug for SeriesColumn<E> {
+impl<S> std::fmt::Debug for SeriesColumn<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "SeriesColumn({})", self.name)
     }
 }
 
-impl<E> SeriesColumn<E> {
+impl<S> SeriesColumn<S> {
     /// The series stored under `name`.
-    pub const fn new(name: &'static str) -> SeriesColumn<E> {
+    pub const fn new(name: &'static str) -> SeriesColumn<S> {
         SeriesColumn {
             name,
             _type: PhantomData,
@@ -215,9 +220,11 @@ impl<E> SeriesColumn<E> {
     pub fn name(&self) -> &'static str {
         self.name
     }
+}
 
+impl<S: Series> SeriesColumn<S> {
     /// Element `index` (or map key), for filters and [`crate::Table::merge_element`].
-    pub fn at(&self, index: impl std::fmt::Display) -> Element<E> {
+    pub fn at(&self, index: impl std::fmt::Display) -> Element<S::Element> {
         Element {
             name: element_name(self.name, index),
             _type: PhantomData,

@@ -26,7 +26,7 @@ use crate::value::{Value, ValueRef};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored as a table property",
     label = "unsupported field type",
-    note = "store it with `#[tablekit(series)]` (a Vec, array or map: one property per element), `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
+    note = "a property holds one value: a number, text, bool, bytes, a timestamp, a UUID, an enum deriving `TableValue`, or an `Option` of these; other types are stored with `#[tablekit(series)]` (a Vec, array or map of such values, one property each), `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
 )]
 pub trait PropertyValue: Sized {
     /// The value to store; `None` leaves the property out.
