@@ -168,10 +168,26 @@ async fn keys_take_borrowed_text() {
         .await
         .unwrap();
     assert_eq!(tenant.len(), 1, "not `acme corporation`");
+    // A single leading component needs no 1-tuple.
+    for tenant in [
+        sessions.query().partition_prefix("acme corp"),
+        sessions.query().partition_prefix(&"acme corp".to_string()),
+        sessions.query().partition_prefix("acme corp".to_string()),
+    ] {
+        assert_eq!(tenant.collect().await.unwrap().len(), 1);
+    }
     let devices = sessions
         .query()
         .partition(("acme corp", "alice"))
         .row_prefix((1u32,))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(devices.len(), 1);
+    let devices = sessions
+        .query()
+        .partition(("acme corp", "alice"))
+        .row_prefix(1u32)
         .collect()
         .await
         .unwrap();

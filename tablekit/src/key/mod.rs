@@ -505,6 +505,41 @@ macro_rules! key_prefix {
     };
 }
 
+/// A prefix of one component given alone, not as a 1-tuple:
+/// `partition_prefix("acme")`, `row_prefix(7u32)`, `row_prefix(&id)`.
+macro_rules! single_prefix {
+    ($($rest:ident),+) => {
+        impl<A: KeyPart, $($rest: KeyPart),+> KeyPrefix<A> for (A, $($rest),+) {
+            fn write_prefix(prefix: &A, layout: &RowKeyLayout, out: &mut String) {
+                <Self as KeyPrefix<(&A,)>>::write_prefix(&(prefix,), layout, out);
+            }
+            fn last_separator() -> char {
+                A::SEPARATOR
+            }
+        }
+        impl<A: KeyPart, $($rest: KeyPart),+> KeyPrefix<&A> for (A, $($rest),+) {
+            fn write_prefix(prefix: &&A, layout: &RowKeyLayout, out: &mut String) {
+                <Self as KeyPrefix<(&A,)>>::write_prefix(&(*prefix,), layout, out);
+            }
+            fn last_separator() -> char {
+                A::SEPARATOR
+            }
+        }
+        impl<$($rest: KeyPart),+> KeyPrefix<&str> for (String, $($rest),+) {
+            fn write_prefix(prefix: &&str, layout: &RowKeyLayout, out: &mut String) {
+                <Self as KeyPrefix<(&str,)>>::write_prefix(&(*prefix,), layout, out);
+            }
+            fn last_separator() -> char {
+                STRING_SEPARATOR
+            }
+        }
+    };
+}
+
+single_prefix!(B);
+single_prefix!(B, C);
+single_prefix!(B, C, D);
+
 key_prefix!([A, B] [A QA 0]);
 key_prefix!([A, B, C] [A QA 0]);
 key_prefix!([A, B, C] [A QA 0, B QB 1]);

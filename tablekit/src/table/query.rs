@@ -192,8 +192,11 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 
     /// Only partitions whose hierarchical key starts with `prefix` (for
-    /// example the tenant of a tenant > user > session key). The range stays
-    /// inside the prefix: tenant `a` never reads tenant `a b`.
+    /// example the tenant of a tenant > user > session key): the leading
+    /// component alone (`partition_prefix("acme")`) or a tuple of leading
+    /// components (`partition_prefix(("acme", "alice"))`), borrowed or
+    /// owned. The range stays inside the prefix: tenant `a` never reads
+    /// tenant `a b`.
     pub fn partition_prefix<Q>(mut self, prefix: Q) -> Self
     where
         T::PartitionKey: KeyPrefix<Q>,
@@ -215,7 +218,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 
     /// Only rows whose compound RowKey starts with `prefix` (all reviews of
-    /// one employee, say).
+    /// one employee, say): the leading component alone (`row_prefix(123u32)`)
+    /// or a tuple of leading components.
     pub fn row_prefix<Q>(mut self, prefix: Q) -> Self
     where
         T::RowKey: KeyPrefix<Q>,
