@@ -193,3 +193,78 @@ async fn keys_take_borrowed_text() {
         .unwrap();
     assert_eq!(devices.len(), 1);
 }
+
+/// A log keyed by an inverted timestamp and a sequence number.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Log", kind = "LOG")]
+struct LogLine {
+    #[tablekit(partition_key)]
+    source: String,
+    #[tablekit(row_key)]
+    at: tablekit::key::InvertedTime,
+    #[tablekit(row_key)]
+    seq: u32,
+    text: String,
+}
+
+#[tokio::test]
+async fn ranges_over_a_leading_component_need_no_sentinels() {
+    use tablekit::key::InvertedTime;
+    let log: Table<LogLine> = Table::new(MemBackend::new());
+    log.create_if_missing().await.unwrap();
+    let minute = |m: u32| {
+        InvertedTime(tablekit::DateTime::parse(&format!("2026-11-23T10:{m:02}:00Z")).unwrap())
+    };
+    for m in 1..=5 {
+        for seq in [0u32, 1, u32::MAX] {
+            log.insert(&LogLine {
+                source: "api".into(),
+                at: minute(m),
+                seq,
+                text: format!("{m}/{seq}"),
+            })
+            .await
+            .unwrap();
+        }
+    }
+    let texts = |lines: Vec<tablekit::Loaded<LogLine>>| -> Vec<String> {
+        lines.iter().map(|l| l.text.clone()).collect()
+    };
+    // From minute 3 back in time, newest first, every sequence number.
+    let older = log
+        .query()
+        .partition("api")
+        .row_prefix_range(minute(3)..)
+        .limit(4)
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(texts(older), ["3/0", "3/1", "3/4294967295", "2/0"]);
+    // Newer than minute 3: up to it, excluded.
+    let newer = log
+        .query()
+        .partition("api")
+        .row_prefix_range(..minute(3))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(newer.len(), 6);
+    assert!(newer.iter().all(|l| l.text.starts_with('5') || l.text.starts_with('4')));
+    // Between two minutes, both included; and a start excluded.
+    let between = log
+        .query()
+        .partition("api")
+        .row_prefix_range(minute(4)..=minute(2))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(between.len(), 9);
+    let after = log
+        .query()
+        .partition("api")
+        .row_prefix_range((std::ops::Bound::Excluded(minute(2)), std::ops::Bound::Unbounded))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(texts(after), ["1/0", "1/1", "1/4294967295"]);
+}

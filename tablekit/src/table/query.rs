@@ -224,20 +224,59 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     where
         T::RowKey: KeyPrefix<Q>,
     {
+        let (start, end) = Self::prefix_bounds(&prefix);
+        self.rows = range_filter(Filter::row_key, Bound::Included(start), end);
+        self
+    }
+
+    /// Only rows whose leading RowKey components lie in `range`, whatever
+    /// follows them: the newest entries of a log keyed by
+    /// `(InvertedTime, u32)` from a time on is `row_prefix_range(InvertedTime(t)..)`,
+    /// with no sentinel for the second component. Each bound is a prefix, as
+    /// [`row_prefix`](TableQuery::row_prefix) takes: an included end takes
+    /// every key that starts with it, an excluded start none of them.
+    pub fn row_prefix_range<Q>(mut self, range: impl RangeBounds<Q>) -> Self
+    where
+        T::RowKey: KeyPrefix<Q>,
+    {
+        let start = match range.start_bound() {
+            Bound::Included(q) => Bound::Included(Self::prefix_bounds(q).0),
+            Bound::Excluded(q) => match Self::prefix_bounds(q).1 {
+                Bound::Excluded(end) => Bound::Included(end),
+                // No key sorts after every key that starts with `q`.
+                _ => {
+                    self.rows = Some(Filter::row_key().lt(""));
+                    return self;
+                }
+            },
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(q) => Self::prefix_bounds(q).1,
+            Bound::Excluded(q) => Bound::Excluded(Self::prefix_bounds(q).0),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let (start, end) = self.row_bounds(start, end);
+        self.rows = range_filter(Filter::row_key, start, end);
+        self
+    }
+
+    /// The RowKey range `[start, end)` of the keys that start with `prefix`.
+    fn prefix_bounds<Q>(prefix: &Q) -> (String, Bound<String>)
+    where
+        T::RowKey: KeyPrefix<Q>,
+    {
         let mut encoded = String::new();
-        <T::RowKey as KeyPrefix<Q>>::write_prefix(&prefix, &T::ROW_KEY_LAYOUT, &mut encoded);
-        self.rows = Some(if T::ROW_KEY_LAYOUT.is_template() {
+        <T::RowKey as KeyPrefix<Q>>::write_prefix(prefix, &T::ROW_KEY_LAYOUT, &mut encoded);
+        if T::ROW_KEY_LAYOUT.is_template() {
             // The components of a template before its last are fixed-width:
             // the keys that start with the prefix's text are exactly its own.
-            match crate::keyorder::prefix_end(&encoded) {
-                Some(end) => Filter::row_key().ge(encoded) & Filter::row_key().lt(end),
-                None => Filter::row_key().ge(encoded),
-            }
+            let end = crate::keyorder::prefix_end(&encoded);
+            (encoded, end.map_or(Bound::Unbounded, Bound::Excluded))
         } else {
             let (start, end) = prefix_range(encoded, <T::RowKey as KeyPrefix<Q>>::last_separator());
-            Filter::row_key().ge(start) & Filter::row_key().lt(end)
-        });
-        self
+            (start, Bound::Excluded(end))
+        }
     }
 
     /// Also requires `filter`, usually built from `T::columns()`. Several calls
