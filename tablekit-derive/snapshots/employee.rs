@@ -4,7 +4,6 @@
 struct EmployeeColumns {
     ///Typed filters on `name` (stored as `name`).
     pub name: ::tablekit::__private::Column<String>,
-    __marker: ::tablekit::__private::PhantomData<fn() -> Employee>,
 }
 const _: () = {
     #[automatically_derived]
@@ -79,7 +78,6 @@ const _: () = {
         fn columns() -> Self::Columns {
             EmployeeColumns {
                 name: ::tablekit::__private::Column::new("name"),
-                __marker: ::tablekit::__private::PhantomData,
             }
         }
         fn property_names(

@@ -6,7 +6,6 @@ pub struct ReviewColumns {
     pub score: ::tablekit::__private::Column<f64>,
     ///Typed filters on `comment` (stored as `Text`).
     pub comment: ::tablekit::__private::Column<Option<String>>,
-    __marker: ::tablekit::__private::PhantomData<fn() -> Review>,
 }
 const _: () = {
     #[automatically_derived]
@@ -93,7 +92,6 @@ const _: () = {
             ReviewColumns {
                 score: ::tablekit::__private::Column::new("Score"),
                 comment: ::tablekit::__private::Column::new("Text"),
-                __marker: ::tablekit::__private::PhantomData,
             }
         }
         fn property_names(

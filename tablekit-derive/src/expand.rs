@@ -688,6 +688,12 @@ fn expand_entity(
     });
     let columns_doc =
         format!("Typed filters on the fields of [`{ident}`], from `{ident}::columns()`.");
+    // Only a generic entity needs a field that uses its parameters; without
+    // one, messages about the columns list the entity's own fields alone.
+    let generic = !generics.params.is_empty();
+    let marker_decl =
+        generic.then(|| quote!(__marker: #tk::PhantomData<fn() -> #ident #ty_generics>,));
+    let marker_init = generic.then(|| quote!(__marker: #tk::PhantomData,));
 
     quote! {
         #[doc = #columns_doc]
@@ -695,7 +701,7 @@ fn expand_entity(
         #[allow(dead_code)]
         #vis struct #columns_ident #generics #where_clause {
             #(#column_decls,)*
-            __marker: #tk::PhantomData<fn() -> #ident #ty_generics>,
+            #marker_decl
         }
 
         const _: () = {
@@ -738,7 +744,7 @@ fn expand_entity(
                 fn columns() -> Self::Columns {
                     #columns_ident {
                         #(#column_inits,)*
-                        __marker: #tk::PhantomData,
+                        #marker_init
                     }
                 }
                 fn property_names(__names: &mut #tk::Vec<#tk::String>) -> bool {

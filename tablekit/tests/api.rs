@@ -249,7 +249,11 @@ async fn ranges_over_a_leading_component_need_no_sentinels() {
         .await
         .unwrap();
     assert_eq!(newer.len(), 6);
-    assert!(newer.iter().all(|l| l.text.starts_with('5') || l.text.starts_with('4')));
+    assert!(
+        newer
+            .iter()
+            .all(|l| l.text.starts_with('5') || l.text.starts_with('4'))
+    );
     // Between two minutes, both included; and a start excluded.
     let between = log
         .query()
@@ -262,7 +266,10 @@ async fn ranges_over_a_leading_component_need_no_sentinels() {
     let after = log
         .query()
         .partition("api")
-        .row_prefix_range((std::ops::Bound::Excluded(minute(2)), std::ops::Bound::Unbounded))
+        .row_prefix_range((
+            std::ops::Bound::Excluded(minute(2)),
+            std::ops::Bound::Unbounded,
+        ))
         .collect()
         .await
         .unwrap();
