@@ -274,7 +274,7 @@ mod tests {
         BASE64.decode(DEV_KEY).unwrap()
     }
 
-    /// AZURE_TABLE.md §7: the string Azurite accepted for an insert.
+    /// The Shared Key string to sign Azurite accepted for an insert.
     #[test]
     fn table_shared_key_matches_the_capture() {
         let resource = table_resource("devstoreaccount1", "/devstoreaccount1/ops", None);
@@ -297,7 +297,7 @@ mod tests {
         assert_eq!(table_resource("a", "/t", Some("acl")), "/a/t?comp=acl");
     }
 
-    /// AZURE_TABLE.md §7: the SAS string Azurite accepted.
+    /// The SAS string to sign Azurite accepted.
     #[test]
     fn table_sas_matches_the_capture() {
         let sas = TableSas {
@@ -366,7 +366,7 @@ mod tests {
         assert!(container.token("acct", &dev_key()).contains("&sr=c&sp=rl&"));
     }
 
-    /// AZURE_TABLE.md §8: the Blob string to sign's layout.
+    /// The Blob service's string to sign, as documented.
     #[test]
     fn blob_string_to_sign_layout() {
         let headers = BlobSignedHeaders {

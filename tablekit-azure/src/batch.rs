@@ -298,7 +298,7 @@ mod tests {
         assert_eq!(body.matches("--changeset_B1\r\n").count(), 3);
     }
 
-    /// AZURE_TABLE.md §6: Azurite's failure response for insert, insert of an
+    /// Azurite's failure response for insert, insert of an
     /// existing entity, delete.
     #[test]
     fn reads_the_failing_index() {
@@ -320,7 +320,7 @@ mod tests {
         }
     }
 
-    /// AZURE_TABLE.md Appendix A.3 / B: a success response, one part per operation.
+    /// A batch success response (captured from Azurite), one part per operation.
     #[test]
     fn reads_etags_of_a_success() {
         let part = |status: &str, etag: &str| {

@@ -401,7 +401,7 @@ impl BlobStore for AzureBlobs {
 mod tests {
     use super::*;
 
-    /// AZURE_TABLE.md Appendix A.4: a listing page.
+    /// A List Blobs page (captured from Azurite).
     #[test]
     fn reads_a_listing() {
         let xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults ServiceEndpoint=\"x\" ContainerName=\"offload\"><Prefix>tbl/pk/</Prefix><MaxResults>1</MaxResults><Blobs><Blob><Name>tbl/pk/rk/a&amp;b</Name><Properties><Last-Modified>Sat, 21 Nov 2026 22:42:42 GMT</Last-Modified><Etag>0x24BC00B994BB4C0</Etag><Content-Length>13</Content-Length><Content-MD5>jULQnei8n0FvLn/fg5RVrg==</Content-MD5></Properties></Blob></Blobs><NextMarker>tbl/pk/rk/prop1</NextMarker></EnumerationResults>";

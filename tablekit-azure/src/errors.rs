@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn maps_the_documented_codes() {
-        // AZURE_TABLE.md Appendix A.1.
+        // A JSON error body, as the service sends it.
         let body = r#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"The specified entity already exists.\nRequestId:x\nTime:y"}}}"#;
         let (code, message) = table_error_body(body);
         assert_eq!(code, "EntityAlreadyExists");
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn blob_errors() {
-        // AZURE_TABLE.md §8: XML error bodies.
+        // The Blob service's XML error bodies.
         let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>BlobAlreadyExists</Code><Message>The specified blob already exists.</Message></Error>";
         let (code, message) = blob_error_body(body);
         assert_eq!(

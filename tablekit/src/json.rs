@@ -1152,7 +1152,7 @@ mod tests {
             .with("Dnan", f64::NAN)
     }
 
-    /// The request body of AZURE_TABLE.md §2.3, less `Nul` (nulls are not stored)
+    /// The Insert Entity request body the service documents, less `Nul` (nulls are not stored)
     /// and with `D` annotated as the SDKs send it.
     #[test]
     fn writes_the_documented_request() {
@@ -1165,7 +1165,7 @@ mod tests {
         assert_eq!(to_json(&every_type()), expected);
     }
 
-    /// The 201 response body of AZURE_TABLE.md §2.3, byte for byte.
+    /// The Insert Entity 201 response body the service documents, byte for byte.
     #[test]
     fn reads_the_documented_response() {
         let body = r#"{"odata.metadata":"http://127.0.0.1:20002/devstoreaccount1/$metadata#types/@Element",
@@ -1193,7 +1193,7 @@ mod tests {
         assert_eq!(read.etag.unwrap().timestamp(), read.timestamp);
     }
 
-    /// AZURE_TABLE.md Appendix A.2: without metadata, types that need an
+    /// A response without metadata (captured from Azurite), types that need an
     /// annotation come back as plain strings.
     #[test]
     fn reads_nometadata_as_strings() {

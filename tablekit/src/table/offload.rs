@@ -1,5 +1,5 @@
 //! Blob offload: values too large for a row live in the blob store; the row
-//! keeps a reference (pattern 11).
+//! keeps a reference.
 //!
 //! # The reference
 //! An offloaded field `F` is stored as the property `F_Blob`, a small JSON

@@ -1,5 +1,5 @@
 //! Wide entities: one logical entity stored as several rows of one partition
-//! (pattern 10), always written in one entity group transaction.
+//! (a row holds at most 252 properties and 1 MiB), always written in one entity group transaction.
 //!
 //! # Layout
 //! The entity's RowKey `K` is never a row itself. Its parts are the rows
