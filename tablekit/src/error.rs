@@ -541,6 +541,12 @@ pub enum InvalidInput {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A page cursor could not be read, or belongs to another query.
+    #[error("invalid cursor: {reason}")]
+    Cursor {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A DateTime is outside 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z or
     /// is not a valid date-time.
     #[error("invalid DateTime {value:?}: {reason}")]

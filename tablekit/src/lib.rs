@@ -170,7 +170,8 @@ pub use ext::TableBackendExt;
 pub use key::InvertedTime;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Loaded, Table, TableBatch, TableQuery, UpdateOptions,
+    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, Loaded, Table, TableBatch, TableQuery,
+    UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

@@ -513,3 +513,85 @@ pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
     );
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A web API's pages: `page_of(n)` hands out `n` items and a cursor valid
+/// after any item, over partitions and the store's own short pages; the
+/// pages together hold every item once; a cursor of another query, or text
+/// that is no cursor, is refused.
+pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("cursors");
+    let contacts: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name);
+    contacts.create_if_missing().await.expect("create table");
+    let mut expected = Vec::new();
+    for team in ["a", "a b", "b"] {
+        for i in 0..7 {
+            let contact = Contact {
+                team: team.into(),
+                name: format!("person {i:02}"),
+                email: format!("{i}@{team}"),
+            };
+            expected.push((contact.team.clone(), contact.name.clone()));
+            contacts.insert(&contact).await.expect("insert");
+        }
+    }
+    for n in [1usize, 2, 5, 7, 20, 21, 1000] {
+        let mut seen = Vec::new();
+        let mut cursor: Option<crate::table::Cursor> = None;
+        loop {
+            let query = contacts.query().filter(crate::filter::prop("email").ne(""));
+            let query = match cursor.take() {
+                // Through its text, as a web API hands it out and back.
+                Some(c) => query.after(c.to_string().parse().expect("a cursor")),
+                None => query,
+            };
+            let page = query.page_of(n).await.expect("a page");
+            assert!(page.items.len() <= n);
+            match page.next {
+                Some(next) => {
+                    assert_eq!(page.items.len(), n, "only the last page is short");
+                    cursor = Some(next);
+                }
+                None => {
+                    seen.extend(page.items.iter().map(|c| (c.team.clone(), c.name.clone())));
+                    break;
+                }
+            }
+            seen.extend(page.items.iter().map(|c| (c.team.clone(), c.name.clone())));
+        }
+        assert_eq!(seen, expected, "pages of {n}");
+    }
+    // A cursor belongs to its query.
+    let page = contacts
+        .query()
+        .partition("a")
+        .page_of(3)
+        .await
+        .expect("a page");
+    let cursor = page.next.expect("more follow");
+    let other = contacts
+        .query()
+        .partition("b")
+        .after(cursor.clone())
+        .page_of(3)
+        .await;
+    assert!(
+        matches!(
+            other,
+            Err(crate::Error::Invalid(crate::InvalidInput::Cursor { .. }))
+        ),
+        "{other:?}"
+    );
+    let same = contacts
+        .query()
+        .partition("a")
+        .after(cursor)
+        .page_of(3)
+        .await
+        .expect("the same query");
+    assert_eq!(same.items[0].name, "person 03");
+    for junk in ["", "abc", "dGtjMQ", "%%%"] {
+        assert!(junk.parse::<crate::table::Cursor>().is_err(), "{junk:?}");
+    }
+    assert!(contacts.query().page_of(0).await.is_err());
+    backend.delete_table(&name).await.expect("delete table");
+}

@@ -45,7 +45,7 @@ use std::sync::Arc;
 
 pub use batch::TableBatch;
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
-pub use query::{RowErrors, SkippedRows, TableQuery};
+pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::RowWrite;
 pub use update::UpdateOptions;
 
