@@ -400,9 +400,17 @@ impl MemBackend {
     }
 }
 
+/// The span each operation runs in: `tablekit_mem::op`, with the
+/// operation's name and table, so a subscriber sees the in-memory backend's
+/// work as it sees the REST backend's requests.
+fn op_span(op: &'static str, table: &str) -> tracing::span::EnteredSpan {
+    tracing::debug_span!("tablekit_mem::op", op, table).entered()
+}
+
 #[async_trait]
 impl TableBackend for MemBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
+        let _span = op_span("create_table", table);
         validate::table_name(table)?;
         let mut state = self.shared.state.write();
         let delay = self.delay();
@@ -435,6 +443,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
+        let _span = op_span("delete_table", table);
         validate::table_name(table)?;
         let mut state = self.shared.state.write();
         let delay = self.delay();
@@ -447,6 +456,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
+        let _span = op_span("list_tables", "");
         let limit = match options.top {
             Some(top) if top == 0 || top > validate::limits::MAX_PAGE_SIZE => {
                 return Err(tablekit::InvalidInput::TopOutOfRange {
@@ -496,6 +506,7 @@ impl TableBackend for MemBackend {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
+        let _span = op_span("get_entity", table);
         validate::table_name(table)?;
         validate::keys(partition_key, row_key)?;
         if let Some(select) = &options.select {
@@ -519,6 +530,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
+        let _span = op_span("query_entities", table);
         validate::table_name(table)?;
         validate::query(query)?;
         let resume = query.continuation.as_ref().map(read_token).transpose()?;
@@ -553,6 +565,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        let _span = op_span("insert_entity", table);
         self.write(table, Op::Insert(entity))
     }
 
@@ -563,10 +576,12 @@ impl TableBackend for MemBackend {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
+        let _span = op_span("update_entity", table);
         self.write(table, Op::Update(entity, mode, if_match))
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
+        let _span = op_span("upsert_entity", table);
         self.write(table, Op::Upsert(entity, mode))
     }
 
@@ -577,6 +592,7 @@ impl TableBackend for MemBackend {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
+        let _span = op_span("delete_entity", table);
         self.write(table, Op::Delete(partition_key, row_key, if_match))
             .map(drop)
     }
@@ -586,6 +602,7 @@ impl TableBackend for MemBackend {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
+        let _span = op_span("submit_transaction", table);
         validate::table_name(table)?;
         validate::batch(operations)?;
         let mut state = self.shared.state.write();

@@ -172,9 +172,12 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Runs the batch atomically; one ETag per operation (`None` for deletes).
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
+        use tracing::Instrument as _;
+        let span = super::op_span("batch", self.table.name(), T::KIND, None);
         self.table
             .backend()
             .submit_transaction(self.table.name(), &self.operations)
+            .instrument(span)
             .await
     }
 }

@@ -108,6 +108,12 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
+        use tracing::Instrument as _;
+        let span = super::op_span("bulk", self.table.name(), T::KIND, None);
+        self.run_unspanned(items, mode).instrument(span).await
+    }
+
+    async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {
         // Wide entities are transactions of their own, and offloaded values
         // follow the blob write protocol: both are written one by one.
         if T::WIDE || !T::BLOB_FIELDS.is_empty() {

@@ -265,6 +265,18 @@ impl<T> Table<T> {
     }
 }
 
+/// The span a typed operation runs in: `tablekit::table`, with the
+/// operation, the table, and the keys where there are some.
+pub(crate) fn op_span(
+    op: &'static str,
+    table: &str,
+    kind: Option<&str>,
+    keys: Option<(&str, &str)>,
+) -> tracing::Span {
+    let (pk, rk) = keys.unzip();
+    tracing::debug_span!("tablekit::table", op, table, kind, pk, rk)
+}
+
 impl<K: EntityKinds> Table<K> {
     /// Every row of the partition, read as the variant of its kind, in key
     /// order; rows of other kinds fail or are skipped as `unknown` says.
@@ -374,7 +386,7 @@ impl<K: EntityKinds> Table<K> {
         let backend = Arc::clone(&self.backend);
         let name = self.name.to_string();
         let rows = futures::stream::once(async move {
-            Ok::<_, Error>(owned_query_stream(backend, name, query))
+            Ok::<_, Error>(owned_query_stream(backend, name, query, "read_kinds", None))
         })
         .try_flatten();
         rows.try_filter_map(move |mut entity| async move {
@@ -399,26 +411,37 @@ impl<K: EntityKinds> Table<K> {
     }
 }
 
-/// Every entity of a query as a stream that owns what it needs.
+/// Every entity of a query as a stream that owns what it needs; each page
+/// is fetched in a `tablekit::table` span of the operation `op`.
 pub(crate) fn owned_query_stream(
     backend: Arc<dyn TableBackend>,
     name: String,
     query: crate::Query,
+    op: &'static str,
+    kind: Option<&'static str>,
 ) -> futures::stream::BoxStream<'static, Result<crate::Entity>> {
     use futures::stream::{StreamExt, TryStreamExt};
+    use tracing::Instrument as _;
+    let span = op_span(op, &name, kind, None);
     let pages = futures::stream::try_unfold(
         (backend, name, query, false),
-        |(backend, name, mut query, done)| async move {
-            if done {
-                return Ok::<_, Error>(None);
+        move |(backend, name, mut query, done)| {
+            let span = span.clone();
+            async move {
+                if done {
+                    return Ok::<_, Error>(None);
+                }
+                let mut page = backend
+                    .query_entities(&name, &query)
+                    .instrument(span)
+                    .await?;
+                let done = page.continuation.is_none();
+                query.continuation = page.continuation.take();
+                Ok(Some((
+                    futures::stream::iter(page.into_rows()),
+                    (backend, name, query, done),
+                )))
             }
-            let mut page = backend.query_entities(&name, &query).await?;
-            let done = page.continuation.is_none();
-            query.continuation = page.continuation.take();
-            Ok(Some((
-                futures::stream::iter(page.into_rows()),
-                (backend, name, query, done),
-            )))
         },
     );
     pages.try_flatten().boxed()

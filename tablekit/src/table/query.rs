@@ -488,6 +488,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             std::sync::Arc::clone(self.table.backend()),
             self.table.name().to_owned(),
             query,
+            "query",
+            T::KIND,
         );
         let table = self.table.of::<P>();
         let typed = rows
@@ -509,6 +511,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             std::sync::Arc::clone(self.table.backend()),
             self.table.name().to_owned(),
             query,
+            "query",
+            T::KIND,
         );
         let client_filter = and(self.rows.clone(), self.filter.clone());
         let table = self.table.of::<P>();
@@ -669,11 +673,14 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             });
         }
         let query = self.to_query();
-        let page = self
-            .table
-            .backend()
-            .query_entities(self.table.name(), &query)
-            .await?;
+        let span = super::op_span("query_page", self.table.name(), T::KIND, None);
+        let page = tracing::Instrument::instrument(
+            self.table
+                .backend()
+                .query_entities(self.table.name(), &query),
+            span,
+        )
+        .await?;
         let table = self.table.of::<P>();
         let mut items = Vec::with_capacity(page.entities.len());
         let continuation = page.continuation.clone();

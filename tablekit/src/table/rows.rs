@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument as _;
+
 use super::{Table, UPDATE_ATTEMPTS, offload, wide};
 use crate::backend::{GetOptions, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
@@ -90,6 +92,11 @@ impl<T: TableEntity> Table<T> {
 
     /// The stored row as it is (for a wide entity: its parts joined), or `None`.
     pub(super) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        let span = super::op_span("read", &self.name, T::KIND, Some((pk, rk)));
+        self.read_stored_unspanned(pk, rk).instrument(span).await
+    }
+
+    async fn read_stored_unspanned(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         if T::WIDE {
             let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
@@ -340,6 +347,26 @@ impl<T: TableEntity> Table<T> {
 
     /// Writes the row as given (for a wide entity: its parts, in one transaction).
     pub(super) async fn write_stored(
+        &self,
+        entity: &crate::Entity,
+        write: RowWrite,
+    ) -> Result<ETag> {
+        let op = match write {
+            RowWrite::Insert => "insert",
+            RowWrite::Update(UpdateMode::Replace, _) => "replace",
+            RowWrite::Update(UpdateMode::Merge, _) => "merge",
+            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
+            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
+            RowWrite::Delete(_) => "delete",
+        };
+        let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
+        let span = super::op_span(op, &self.name, T::KIND, Some(keys));
+        self.write_stored_unspanned(entity, write)
+            .instrument(span)
+            .await
+    }
+
+    async fn write_stored_unspanned(
         &self,
         entity: &crate::Entity,
         write: RowWrite,

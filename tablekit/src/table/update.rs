@@ -28,6 +28,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument as _;
+
 use super::{Loaded, Table, rows::RowWrite};
 use crate::backend::UpdateMode;
 use crate::entity::{ETag, Entity, IfMatch};
@@ -337,7 +339,7 @@ impl<T: TableEntity> Table<T> {
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
         options: &UpdateOptions,
-        mut change: F,
+        change: F,
     ) -> Result<Loaded<T>, E>
     where
         E: From<Error>,
@@ -346,6 +348,26 @@ impl<T: TableEntity> Table<T> {
         T: Send,
     {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        let span = super::op_span("update", self.name(), T::KIND, Some((&pk, &rk)));
+        self.update_encoded(pk, rk, options, change)
+            .instrument(span)
+            .await
+    }
+
+    /// [`update_with`](Table::update_with) for encoded keys.
+    async fn update_encoded<E, F, Fut>(
+        &self,
+        pk: String,
+        rk: String,
+        options: &UpdateOptions,
+        mut change: F,
+    ) -> Result<Loaded<T>, E>
+    where
+        E: From<Error>,
+        F: FnMut(T) -> Fut + Send,
+        Fut: Future<Output = Result<T, E>> + Send,
+        T: Send,
+    {
         let started = Instant::now();
         let mut last: Option<Error> = None;
         for attempt in 1..=options.attempts {
