@@ -17,28 +17,53 @@ mod value_enum;
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
-/// `#[derive(TableEntity)]`: see `tablekit::TableEntity`.
+/// `#[derive(TableEntity)]` on a struct with named fields: a typed entity,
+/// its keys from the fields marked `partition_key` and `row_key`, its other
+/// fields stored as properties.
+///
+/// The page of the `tablekit::TableEntity` trait lists every attribute:
+/// on the struct `table`, `kind`, `kind_properties`, `version`,
+/// `min_version`, `row_key = "template"`, `collection`, `parent`, `wide`,
+/// `rename_all`, `crate`; on a field `partition_key`, `row_key`, `rename`,
+/// `skip`, `default`, `json`, `with`, `flatten`, `series`, `blob`, `offload`.
 #[proc_macro_derive(TableEntity, attributes(tablekit))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Mode::Entity).into()
 }
 
-/// `#[derive(TableFields)]`: a struct that can be flattened into an entity.
+/// `#[derive(TableFields)]`: a struct that can be flattened into an entity
+/// (`#[tablekit(flatten)]` on a field of that type), each of its fields
+/// stored as a property named after the field's prefix.
+///
+/// Attributes: on the struct `rename_all = "PascalCase"` and `crate =
+/// ::path`; on a field `rename = "Name"`, `skip`, `default`, `json`, `with =
+/// module`, `flatten` (nested structs) and `series`, meaning what they mean
+/// on an entity. Keys, `blob` and `offload` belong to the entity.
 #[proc_macro_derive(TableFields, attributes(tablekit))]
 pub fn derive_table_fields(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Mode::Fields).into()
 }
 
-/// `#[derive(TableValue)]`: a unit enum stored as the text of its variant.
+/// `#[derive(TableValue)]`: a unit enum stored as the text of its variant,
+/// usable as a property field and in typed filters.
+///
+/// Attributes: on the enum `rename_all = "snake_case"` (or any other rule of
+/// `TableEntity`) and `crate = ::path`; on a variant `rename = "text"`.
+/// Text that names no variant reads as a typed error, never a default.
 #[proc_macro_derive(TableValue, attributes(tablekit))]
 pub fn derive_table_value(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     value_enum::derive(&input).into()
 }
 
-/// `#[derive(EntityKinds)]`: an enum over entity kinds sharing a partition.
+/// `#[derive(EntityKinds)]`: an enum over entity kinds that share a table,
+/// each variant holding one entity type with a `kind`, for reading a
+/// partition or a collection as typed variants.
+///
+/// Attributes: on the enum `crate = ::path`. Two variants of one kind, types
+/// of different tables or different PartitionKey types are compile errors.
 #[proc_macro_derive(EntityKinds, attributes(tablekit))]
 pub fn derive_entity_kinds(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

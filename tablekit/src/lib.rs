@@ -61,6 +61,7 @@
 //! | `parent = Customer` | the kind nests under `Customer` (which has `collection`): its RowKey fields start with `Customer`'s, and its tag follows them (`C_acme\|ORD_0000000007`), so a customer, its orders and their lines form one range ([`Table::read_collection`]) |
 //! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
 //! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
+//! | `wide` | the entity may span several rows of one partition, always written in one transaction |
 //! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
 //!
 //! Field attributes:
@@ -75,6 +76,11 @@
 //! | `json` | any serde type, stored as a JSON string |
 //! | `with = module` | a custom codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
 //! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |
+//! | `series` | a `Vec`, array or `String`-keyed map, one property per element (`Field_0`, `Field_key`) |
+//! | `blob`, `offload` | text or bytes kept in the blob store always, or only when too large for the row |
+//!
+//! The [`TableEntity`] trait's page is the full reference, with each
+//! attribute's limits.
 //!
 //! Key fields live only in the keys ([`key`] lists the encodings: zero-padded
 //! integers, strings stored as they are but for the characters the store

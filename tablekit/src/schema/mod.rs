@@ -30,6 +30,48 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// Key fields are stored only in the PartitionKey and RowKey, never again as
 /// properties. With a kind, the RowKey starts with `KIND_` and the row holds
 /// [`KIND_PROPERTY`] and [`VERSION_PROPERTY`].
+///
+/// # Attributes
+///
+/// Every attribute `#[derive(TableEntity)]` reads, in `#[tablekit(...)]`.
+/// A mistake in one is a compile error on the offending token.
+///
+/// **On the struct:**
+///
+/// | attribute | meaning |
+/// | --- | --- |
+/// | `table = "Name"` | the table (default: the struct's name); 3–63 letters and digits, starting with a letter |
+/// | `kind = "EMP"` | the entity kind: 1–64 letters and digits; every RowKey starts with `EMP_` and the row stores `_Kind` and `_Version`, so kinds share a table and a partition |
+/// | `kind_properties = false` | the kind lives in the RowKey prefix only, with no `_Kind`/`_Version` properties (a table laid out before) |
+/// | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: the current one only) |
+/// | `row_key = "empid_{id}"` | a RowKey template: the `row_key` fields in key order, with the texts around and between them written as they are; every field but the last is fixed-width |
+/// | `collection` | other kinds may nest under this kind's rows (their RowKeys go on after its own), read together with [`Table::read_collection`](crate::Table::read_collection) |
+/// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them |
+/// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
+/// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
+/// | `crate = ::path` | where `tablekit` is, for crates that re-export it |
+///
+/// **On a field:**
+///
+/// | attribute | meaning |
+/// | --- | --- |
+/// | `partition_key`, `partition_key = N` | a PartitionKey component; up to three form a hierarchical key (tenant > user > session), in field order or numbered from 0 |
+/// | `row_key`, `row_key = N` | a RowKey component; up to four form a compound key, in field order or numbered from 0 |
+/// | `rename = "Name"` | the property name (letters, digits, `_`; at most 255 characters) |
+/// | `skip` | not stored; `Default` when read |
+/// | `default` | `Default` when the property is absent |
+/// | `json` | any serde type, stored as one JSON string |
+/// | `with = module` | a codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
+/// | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a struct deriving [`TableFields`], stored as `P_Field` (two flattened fields need different prefixes) |
+/// | `series` | a `Vec`, array or `String`-keyed map stored as one property per element, `Field_0`, `Field_1`, … or `Field_key` (see [`Series`] for the rule on map keys) |
+/// | `blob` | text or bytes kept in the blob store, the row holding a reference (see [`Table::with_blob_store`](crate::Table::with_blob_store)) |
+/// | `offload` | text or bytes kept in the row while they fit, in the blob store when too large |
+///
+/// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
+/// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),
+/// [`Padded`](crate::key::Padded), [`Verbatim`](crate::key::Verbatim),
+/// [`Ordered`](crate::key::Ordered)); property field types: any
+/// [`PropertyValue`].
 pub trait TableEntity: Sized + Send + Sync + 'static {
     /// The typed PartitionKey: one key part or a tuple (the levels of a
     /// hierarchical key).

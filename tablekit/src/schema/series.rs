@@ -1,49 +1,7 @@
 //! Data series: a collection stored as one property per element, so one read
 //! fetches the whole series and a merge updates one point.
 //!
-//! Element properties are named `{field}_{index}` for a `Vec` or an array
-//! (`Hourly_0` … `Hourly_23`) and `{field}_{key}` for a map with string keys
-//! (`Daily_2024_03_01`). A `Vec` holds the elements `0..len` without gaps;
-//! since a merge only writes what it sends, merging a shorter `Vec` keeps the
-//! stored tail — replace to shrink.
-//!
-//! **Map keys.** Each element is a property of its own, so `{field}_{key}`
-//! must be a property name the store accepts: the key holds only letters
-//! (any alphabet), digits and `_`, and the whole name is at most 255
-//! characters. `2024_03_01`, `eu_west`, `Zürich` are keys; `2024-03-01`,
-//! `eu west`, `a.b` and the empty key are not. A map with such a key is
-//! refused when written, with
-//! [`InvalidInput::PropertyValue`](crate::InvalidInput::PropertyValue)
-//! naming the series and the key, and nothing is stored. A row holds at most 252
-//! properties, so a map series has at most that many keys, less the
-//! entity's other properties (`#[tablekit(wide)]` spreads more over
-//! several rows).
-//!
-//! ```
-//! use std::collections::BTreeMap;
-//! use tablekit::{Error, InvalidInput, TableEntity, schema};
-//!
-//! #[derive(TableEntity)]
-//! #[tablekit(table = "Meters")]
-//! struct Meter {
-//!     #[tablekit(partition_key)]
-//!     site: String,
-//!     #[tablekit(series)]
-//!     daily: BTreeMap<String, f64>,
-//! }
-//!
-//! let mut daily = BTreeMap::from([("2024_03_01".to_string(), 1.5)]);
-//! let meter = Meter { site: "north".into(), daily: daily.clone() };
-//! assert!(schema::to_entity(&meter)?.properties.get("daily_2024_03_01").is_some());
-//!
-//! daily.insert("2024-03-02".into(), 2.0);
-//! let meter = Meter { site: "north".into(), daily };
-//! assert!(matches!(
-//!     schema::to_json(&meter),
-//!     Err(Error::Invalid(InvalidInput::PropertyValue { property, .. })) if property == "daily"
-//! ));
-//! # Ok::<(), Error>(())
-//! ```
+//! See [`Series`].
 
 use std::collections::{BTreeMap, HashMap};
 use std::marker::PhantomData;
@@ -57,6 +15,50 @@ use crate::error::{Error, InvalidInput, ValueError};
 use crate::filter::{CompareOp, Filter};
 
 /// A field type stored as a data series: `#[tablekit(series)]`.
+///
+/// Element properties are named `{field}_{index}` for a `Vec` or an array
+/// (`Hourly_0` … `Hourly_23`) and `{field}_{key}` for a map with string keys
+/// (`Daily_2024_03_01`). A `Vec` holds the elements `0..len` without gaps;
+/// since a merge only writes what it sends, merging a shorter `Vec` keeps the
+/// stored tail — replace to shrink.
+///
+/// **Map keys.** Each element is a property of its own, so `{field}_{key}`
+/// must be a property name the store accepts: the key holds only letters
+/// (any alphabet), digits and `_`, and the whole name is at most 255
+/// characters. `2024_03_01`, `eu_west`, `Zürich` are keys; `2024-03-01`,
+/// `eu west`, `a.b` and the empty key are not. A map with such a key is
+/// refused when written, with
+/// [`InvalidInput::PropertyValue`](crate::InvalidInput::PropertyValue)
+/// naming the series and the key, and nothing is stored. A row holds at most 252
+/// properties, so a map series has at most that many keys, less the
+/// entity's other properties (`#[tablekit(wide)]` spreads more over
+/// several rows).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tablekit::{Error, InvalidInput, TableEntity, schema};
+///
+/// #[derive(TableEntity)]
+/// #[tablekit(table = "Meters")]
+/// struct Meter {
+///     #[tablekit(partition_key)]
+///     site: String,
+///     #[tablekit(series)]
+///     daily: BTreeMap<String, f64>,
+/// }
+///
+/// let mut daily = BTreeMap::from([("2024_03_01".to_string(), 1.5)]);
+/// let meter = Meter { site: "north".into(), daily: daily.clone() };
+/// assert!(schema::to_entity(&meter)?.properties.get("daily_2024_03_01").is_some());
+///
+/// daily.insert("2024-03-02".into(), 2.0);
+/// let meter = Meter { site: "north".into(), daily };
+/// assert!(matches!(
+///     schema::to_json(&meter),
+///     Err(Error::Invalid(InvalidInput::PropertyValue { property, .. })) if property == "daily"
+/// ));
+/// # Ok::<(), Error>(())
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored as a series",
     label = "not a series",
