@@ -22,6 +22,7 @@ pub(crate) const WIDE: &str = "wide";
 pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const COLLECTION: &str = "collection";
+pub(crate) const PROJECTION_OF: &str = "projection_of";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -96,6 +97,9 @@ pub(crate) struct Container {
     pub(crate) collection: Option<TokenStream>,
     /// `row_key = "empid_{id}"`: the RowKey laid out by a template.
     pub(crate) row_key_template: Option<(LitStr, Vec<TemplatePiece>)>,
+    /// `projection_of = Type`: a subset of `Type`'s fields, read through
+    /// `Type`'s names, table, kind and keys.
+    pub(crate) projection_of: Option<(syn::Type, TokenStream)>,
 }
 
 /// One piece of a key template.
@@ -218,6 +222,7 @@ impl Container {
         let mut parent = Attr::none(PARENT);
         let mut collection = Attr::none(COLLECTION);
         let mut row_key_template = Attr::none(ROW_KEY);
+        let mut projection_of = Attr::none(PROJECTION_OF);
         let known: &[&str] = if is_entity {
             &[
                 TABLE,
@@ -231,6 +236,7 @@ impl Container {
                 PARENT,
                 COLLECTION,
                 ROW_KEY,
+                PROJECTION_OF,
             ]
         } else {
             &[CRATE, RENAME_ALL]
@@ -261,6 +267,10 @@ impl Container {
                     let ty: syn::Type = meta.value()?.parse()?;
                     let tokens = ty.to_token_stream();
                     parent.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(PROJECTION_OF) {
+                    let ty: syn::Type = meta.value()?.parse()?;
+                    let tokens = ty.to_token_stream();
+                    projection_of.set(cx, path, (ty, tokens));
                 } else if is_entity && path.is_ident(ROW_KEY) {
                     if let Some(lit) = parse_str(cx, &meta) {
                         match parse_template(&lit.value()) {
@@ -311,6 +321,7 @@ impl Container {
             parent: parent.get(),
             collection: collection.get(),
             row_key_template: row_key_template.get(),
+            projection_of: projection_of.get(),
         }
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_keys(cx, cont);
         check_table_and_kind(cx, cont);
         check_row_key_template(cx, cont);
+        check_projection(cx, cont);
         check_property_count(cx, cont);
     }
 }
@@ -229,6 +230,64 @@ fn check_keys(cx: &Ctxt, cont: &Container<'_>) {
                 .clone()
                 .unwrap_or_else(|| field.ident.to_token_stream());
             cx.error_spanned_by(tokens, message);
+        }
+    }
+}
+
+/// A projection takes its table, kind, layout and property names from its
+/// entity, and holds key fields and plain property fields only.
+fn check_projection(cx: &Ctxt, cont: &Container<'_>) {
+    if cont.attrs.projection_of.is_none() {
+        return;
+    }
+    let a = &cont.attrs;
+    let own = [
+        a.table.as_ref().map(|t| (t.to_token_stream(), "table")),
+        a.kind.as_ref().map(|k| (k.to_token_stream(), "kind")),
+        a.version.as_ref().map(|(_, t)| (t.clone(), "version")),
+        a.min_version
+            .as_ref()
+            .map(|(_, t)| (t.clone(), "min_version")),
+        a.kind_properties
+            .as_ref()
+            .map(|(_, t)| (t.clone(), "kind_properties")),
+        a.row_key_template
+            .as_ref()
+            .map(|(l, _)| (l.to_token_stream(), "row_key")),
+        a.collection.clone().map(|t| (t, "collection")),
+        a.parent.as_ref().map(|(_, t)| (t.clone(), "parent")),
+        a.rename_all
+            .as_ref()
+            .map(|_| (cont.input.ident.to_token_stream(), "rename_all")),
+    ];
+    for (tokens, what) in own.into_iter().flatten() {
+        cx.error_spanned_by(
+            tokens,
+            format!("a projection takes `{what}` from the entity it projects"),
+        );
+    }
+    if a.wide {
+        cx.error_spanned_by(
+            &cont.input.ident,
+            "a projection of a wide entity is not offered: read the entity",
+        );
+    }
+    for field in &cont.fields {
+        let plain = matches!(
+            field.role,
+            Role::PartitionKey(_) | Role::RowKey(_) | Role::Property
+        );
+        if !plain || field.blob.is_some() {
+            cx.error_spanned_by(
+                field.ident,
+                "a projection holds key fields and plain property fields of its entity, under the entity's field names",
+            );
+        } else if field.name_tokens.to_string() != field.ident.to_token_stream().to_string() {
+            // A `rename` gave the name: its tokens are the literal's.
+            cx.error_spanned_by(
+                &field.name_tokens,
+                "a projection's fields are stored under the entity's names: leave out `rename`",
+            );
         }
     }
 }

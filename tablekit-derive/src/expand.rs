@@ -149,6 +149,9 @@ impl Expansion<'_> {
     fn name(&self, field: &Field<'_>) -> TokenStream {
         let tk = &self.tk;
         let name = &field.stored_name;
+        if let Some(name) = self.projected_name(field) {
+            return name;
+        }
         match self.cont.mode {
             Mode::Entity => quote!(#name),
             Mode::Fields => quote!(&#tk::join(__prefix, #name)),
@@ -160,10 +163,23 @@ impl Expansion<'_> {
     fn write_name(&self, field: &Field<'_>) -> TokenStream {
         let tk = &self.tk;
         let name = &field.stored_name;
+        if let Some(name) = self.projected_name(field) {
+            return name;
+        }
         match self.cont.mode {
             Mode::Entity => quote!(#name),
             Mode::Fields => quote!(#tk::join(__prefix, #name)),
         }
+    }
+
+    /// A projection's field is stored under the name its entity gives the
+    /// field of the same name (`&'static str`), so the two cannot differ.
+    fn projected_name(&self, field: &Field<'_>) -> Option<TokenStream> {
+        let (entity, _) = self.cont.attrs.projection_of.as_ref()?;
+        let tk = &self.tk;
+        let ident = field.ident;
+        let span = ident.span();
+        Some(quote_spanned!(span=> <#entity as #tk::TableEntity>::columns().#ident.name()))
     }
 
     fn flatten_prefix(&self, prefix: &str) -> TokenStream {
@@ -591,18 +607,49 @@ fn expand_entity(
     let kind_properties = !matches!(cont.attrs.kind_properties, Some((false, _)));
     // Literal names were checked valid and distinct at compile time; a
     // flattened or series field makes its names at run time.
-    let checked_names = !cont
-        .fields
-        .iter()
-        .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series));
+    // A projection's names are its entity's, read at run time.
+    let projection = cont.attrs.projection_of.as_ref().map(|(entity, _)| entity);
+    let checked_names = projection.is_none()
+        && !cont
+            .fields
+            .iter()
+            .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series));
     // The stored names of the fields held in one property each, in order,
     // for readers that look fields up by position.
     let field_names: Vec<&str> = cont
         .fields
         .iter()
+        .filter(|_| projection.is_none())
         .filter(|f| matches!(f.role, Role::Property | Role::Json | Role::With(_)))
         .map(|f| f.stored_name.as_str())
         .collect();
+    // What a projection takes from its entity, and the checks that its
+    // fields and keys are the entity's.
+    let entity_const = |name: TokenStream, own: TokenStream| match projection {
+        Some(entity) => quote!(<#entity as #tk::TableEntity>::#name),
+        None => own,
+    };
+    let table = entity_const(quote!(TABLE), quote!(#table));
+    let kind = entity_const(quote!(KIND), kind);
+    let layout = entity_const(quote!(ROW_KEY_LAYOUT), layout);
+    let version = entity_const(quote!(VERSION), quote!(#version));
+    let min_version = entity_const(quote!(MIN_VERSION), quote!(#min_version));
+    let kind_properties = entity_const(quote!(KIND_PROPERTIES), quote!(#kind_properties));
+    let projection_checks = projection.map(|entity| {
+        let fields = cont.fields.iter().filter(|f| matches!(f.role, Role::Property)).map(|f| {
+            let (ident, ty) = (f.ident, f.ty);
+            let span = ident.span();
+            quote_spanned! {span=>
+                let _: #tk::Column<#ty> = <#entity as #tk::TableEntity>::columns().#ident;
+            }
+        });
+        let span = entity.span();
+        quote_spanned! {span=>
+            #(#fields)*
+            let _: fn(<#entity as #tk::TableEntity>::PartitionKey) -> <Self as #tk::TableEntity>::PartitionKey = |__key| __key;
+            let _: fn(<#entity as #tk::TableEntity>::RowKey) -> <Self as #tk::TableEntity>::RowKey = |__key| __key;
+        }
+    });
     // A `match` over the literal names and their annotations; with names
     // made at run time the default search stands.
     let member_slot = checked_names.then(|| {
@@ -678,7 +725,7 @@ fn expand_entity(
     });
     let column_inits = columns.iter().map(|f| {
         let field = f.ident;
-        let name = &f.stored_name;
+        let name = ex.name(f);
         let span = f.ty.span();
         if matches!(f.role, Role::Series) {
             quote_spanned!(span=> #field: #tk::SeriesColumn::new(#name))
@@ -742,6 +789,7 @@ fn expand_entity(
                     #write_rk
                 }
                 fn columns() -> Self::Columns {
+                    #projection_checks
                     #columns_ident {
                         #(#column_inits,)*
                         #marker_init

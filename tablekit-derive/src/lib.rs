@@ -24,7 +24,7 @@ use syn::{DeriveInput, parse_macro_input};
 /// The page of the `tablekit::TableEntity` trait lists every attribute:
 /// on the struct `table`, `kind`, `kind_properties`, `version`,
 /// `min_version`, `row_key = "template"`, `collection`, `parent`, `wide`,
-/// `rename_all`, `crate`; on a field `partition_key`, `row_key`, `rename`,
+/// `projection_of`, `rename_all`, `crate`; on a field `partition_key`, `row_key`, `rename`,
 /// `skip`, `default`, `json`, `with`, `flatten`, `series`, `blob`, `offload`.
 #[proc_macro_derive(TableEntity, attributes(tablekit))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {

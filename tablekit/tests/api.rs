@@ -275,3 +275,63 @@ async fn ranges_over_a_leading_component_need_no_sentinels() {
         .unwrap();
     assert_eq!(texts(after), ["1/0", "1/1", "1/4294967295"]);
 }
+
+/// An entity and a projection declared as a subset of it.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "People", kind = "EMP", version = 2, rename_all = "PascalCase")]
+struct Person {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(rename = "FullName")]
+    name: String,
+    salary: i64,
+    notes: Option<String>,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(projection_of = Person)]
+struct PersonName {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    name: String,
+}
+
+#[tokio::test]
+async fn projections_declared_as_subsets_read_the_entity_names() {
+    let people: Table<Person> = Table::new(MemBackend::new());
+    people.create_if_missing().await.unwrap();
+    people
+        .insert(&Person {
+            department: "Sales".into(),
+            id: 7,
+            name: "Ada".into(),
+            salary: 100,
+            notes: None,
+        })
+        .await
+        .unwrap();
+    // The projection takes table, kind, version and names from the entity.
+    assert_eq!(<PersonName as TableEntity>::TABLE, "People");
+    assert_eq!(<PersonName as TableEntity>::KIND, Some("EMP"));
+    assert_eq!(PersonName::columns().name.name(), "FullName");
+    let names = people
+        .query()
+        .partition("Sales")
+        .project::<PersonName>()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(names.len(), 1);
+    assert_eq!(names[0].name, "Ada");
+    let query = people.query().project::<PersonName>().to_query();
+    let select = query.select.unwrap();
+    assert!(select.contains(&"FullName".to_string()) && !select.contains(&"Salary".to_string()));
+    // Read on its own, through the entity's keys and kind.
+    let by_name: Table<PersonName> = people.of();
+    let ada = by_name.get("Sales", 7).await.unwrap().unwrap();
+    assert_eq!(ada.name, "Ada");
+}

@@ -48,6 +48,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `collection` | other kinds may nest under this kind's rows (their RowKeys go on after its own), read together with [`Table::read_collection`](crate::Table::read_collection) |
 /// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them |
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
+/// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
 /// | `crate = ::path` | where `tablekit` is, for crates that re-export it |
 ///

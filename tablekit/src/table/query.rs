@@ -400,7 +400,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 
     /// Reads only the fields of `Q`, a struct with a subset of `T`'s fields and
-    /// the same keys and kind (`$select` on the wire).
+    /// the same keys and kind (`$select` on the wire). Declare it with
+    /// `#[tablekit(projection_of = T)]`: its fields are then checked against
+    /// `T`'s at compile time and stored under `T`'s names.
     pub fn project<Q>(self) -> TableQuery<T, Q>
     where
         Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
