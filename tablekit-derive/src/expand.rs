@@ -216,7 +216,7 @@ impl Expansion<'_> {
                     quote_spanned!(span=> #ty: #tk::PropertyValue + #tk::BlobValue)
                 }
                 Role::Property => quote_spanned!(span=> #ty: #tk::PropertyValue),
-                Role::Json => quote_spanned!(span=> #ty: #tk::JsonField),
+                Role::Json => quote_spanned!(span=> #ty: #tk::JsonField + #tk::JsonFieldRead),
                 Role::Flatten(_) => quote_spanned!(span=> #ty: #tk::TableFields),
                 Role::Series => quote_spanned!(span=> #ty: #tk::Series),
                 Role::Skip => quote_spanned!(span=> #ty: #tk::Default),

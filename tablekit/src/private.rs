@@ -15,10 +15,11 @@ pub use crate::key::{
     write_escaped,
 };
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, KIND_PROPERTY, MemberSlot, PropertySink, PropertySource,
-    PropertyValue, Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, element_name,
-    from_entity, from_entity_owned, is_kind, property_error, read_property, take_property,
-    take_property_at, write_property, write_value,
+    Column, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY, MemberSlot,
+    PropertySink, PropertySource, PropertyValue, Series, SeriesColumn, TableEntity, TableFields,
+    VERSION_PROPERTY, element_name, from_entity, from_entity_owned, is_kind, property_error,
+    read_json, read_property, take_property, take_property_at, write_json, write_property,
+    write_value,
 };
 pub use crate::table::offload::{BlobField, BlobValue};
 pub use crate::value::{Value, ValueRef};
@@ -58,41 +59,6 @@ pub fn read_property_or_default<V: PropertyValue + Default, S: PropertySource + 
         None => Ok(V::default()),
         Some(_) => read_property(props, name),
     }
-}
-
-/// A type a `#[tablekit(json)]` field may have: one serde writes and reads.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be stored as JSON: `#[tablekit(json)]` needs serde's `Serialize` and `Deserialize`",
-    label = "needs `Serialize` and `Deserialize`",
-    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to it (or, for a type of another crate, see whether it has a `serde` feature)"
-)]
-pub trait JsonField: serde::Serialize + serde::de::DeserializeOwned {}
-
-impl<T: serde::Serialize + serde::de::DeserializeOwned> JsonField for T {}
-
-/// Writes a field as a JSON string (`#[tablekit(json)]`).
-pub fn write_json<S: PropertySink + ?Sized, V: JsonField>(
-    props: &mut S,
-    name: impl Into<PropertyName>,
-    value: &V,
-) -> Result<(), Error> {
-    let text = serde_json::to_string(value)
-        .map_err(|e| ValueError::Invalid(format!("cannot be written as JSON: {e}")));
-    write_value(props, name, text.map(|t| Some(Value::String(t))))
-}
-
-/// Reads a field stored as a JSON string (`#[tablekit(json)]`).
-pub fn read_json<V: JsonField, S: PropertySource + ?Sized>(
-    props: &S,
-    name: &str,
-) -> Result<V, Error> {
-    let text: String = read_property(props, name)?;
-    serde_json::from_str(&text).map_err(|e| {
-        property_error(
-            name,
-            ValueError::Invalid(format!("not the expected JSON: {e}")),
-        )
-    })
 }
 
 /// Writes a field through a custom codec's `to_value` (`#[tablekit(with = …)]`).

@@ -675,6 +675,53 @@ impl PropertySink for Properties {
     }
 }
 
+/// A type a `#[tablekit(json)]` field may have: one serde writes (implemented
+/// for every `serde::Serialize` type).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be written as JSON: `#[tablekit(json)]` needs serde's `Serialize`",
+    label = "needs `serde::Serialize`",
+    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to it (or, for a type of another crate, see whether it has a `serde` feature)"
+)]
+pub trait JsonField: serde::Serialize {}
+
+impl<T: serde::Serialize> JsonField for T {}
+
+/// A type a `#[tablekit(json)]` field may be read as: one serde reads
+/// (implemented for every `serde::de::DeserializeOwned` type).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be read from JSON: `#[tablekit(json)]` needs serde's `Deserialize`",
+    label = "needs `serde::Deserialize`",
+    note = "add `#[derive(serde::Serialize, serde::Deserialize)]` to it (or, for a type of another crate, see whether it has a `serde` feature)"
+)]
+pub trait JsonFieldRead: serde::de::DeserializeOwned {}
+
+impl<T: serde::de::DeserializeOwned> JsonFieldRead for T {}
+
+/// Writes a field as a JSON string (`#[tablekit(json)]`).
+pub fn write_json<S: PropertySink + ?Sized, V: JsonField>(
+    props: &mut S,
+    name: impl Into<PropertyName>,
+    value: &V,
+) -> Result<(), Error> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| ValueError::Invalid(format!("cannot be written as JSON: {e}")));
+    write_value(props, name, text.map(|t| Some(Value::String(t))))
+}
+
+/// Reads a field stored as a JSON string (`#[tablekit(json)]`).
+pub fn read_json<V: JsonFieldRead, S: PropertySource + ?Sized>(
+    props: &S,
+    name: &str,
+) -> Result<V, Error> {
+    let text: String = read_property(props, name)?;
+    serde_json::from_str(&text).map_err(|e| {
+        property_error(
+            name,
+            ValueError::Invalid(format!("not the expected JSON: {e}")),
+        )
+    })
+}
+
 /// Writes one property for a generated writer, naming it in the error.
 pub fn write_property<S: PropertySink + ?Sized, V: PropertyValue>(
     props: &mut S,
