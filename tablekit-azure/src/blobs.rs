@@ -151,6 +151,17 @@ impl AzureBlobs {
         AzureBlobs::with_options(account, ClientOptions::blobs())
     }
 
+    /// A client from a connection string (its `BlobEndpoint`, or the one
+    /// the account name implies), as [`AzureTables::from_connection_string`](crate::AzureTables::from_connection_string).
+    ///
+    /// ```
+    /// let blobs = tablekit_azure::AzureBlobs::from_connection_string("UseDevelopmentStorage=true")?;
+    /// # Ok::<(), tablekit_azure::ConfigError>(())
+    /// ```
+    pub fn from_connection_string(text: &str) -> Result<AzureBlobs, ConfigError> {
+        AzureBlobs::new(Account::from_connection_string(text)?)
+    }
+
     /// A client for `account` with the given timeouts and retry policy.
     pub fn with_options(
         account: Account,
