@@ -41,3 +41,4 @@ pub mod url;
 
 pub use blobs::AzureBlobs;
 pub use client::AzureTables;
+pub use config::{Account, ConfigError};
