@@ -107,6 +107,34 @@
 //! with the checks of [`schema::from_entity`] (kind, version, keys, types).
 //! For entities that travel as text: queues, caches, logs.
 //!
+//! ## Table designs tablekit builds for you
+//!
+//! A table store answers two questions fast: one row by its keys, and a
+//! range of rows of one partition in key order. Good designs put what is
+//! read together into one partition and one range. tablekit makes these
+//! designs a matter of attributes:
+//!
+//! - **Compound keys that sort as their values**: several `row_key` fields,
+//!   numbers zero-padded so that `rows(100..=199)` is one range.
+//! - **Hierarchical partition keys**: tenant > user > session, with
+//!   `partition_prefix("acme")` reading one tenant.
+//! - **Several kinds in one partition**: a department and its employees,
+//!   told apart by `kind`, read together as an [`EntityKinds`] enum.
+//! - **Collections**: a row and the rows that belong to it stored side by
+//!   side (`collection`, `parent`), read with one range query.
+//! - **Newest first**: [`InvertedTime`] keys for logs and feeds, and
+//!   `row_prefix_range` for a tail from a time on.
+//! - **Wide rows and series**: entities larger than a row (`wide`), and
+//!   collections stored one property per element (`series`) so one element
+//!   can be merged alone.
+//! - **Large values**: `blob` and `offload` keep them in a blob store, the
+//!   row holding a reference.
+//! - **Tables laid out before**: [`key::Verbatim`], [`key::Padded`] and
+//!   RowKey templates map existing keys exactly.
+//! - **Writes that change together**: [`TableBatch`] runs several writes of
+//!   one partition as one transaction; ETags and [`Table::update`] keep
+//!   concurrent writers from losing each other's changes.
+//!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
 //!   [`ETag`], and the JSON wire form in [`json`];

@@ -5,6 +5,36 @@
 //! input the same typed error on every backend. Where the service's exact limit
 //! is unknown, the conservative value is used (strings 32,000 UTF-16 units,
 //! binaries 64,000 bytes).
+//!
+//! # The rules
+//!
+//! Each rule is refused with its own [`InvalidInput`] variant, before
+//! anything is sent:
+//!
+//! - **Table names**: 3 to 63 ASCII letters and digits, starting with a
+//!   letter; not `tables`. Names compare without regard to case.
+//! - **Keys**: a PartitionKey and a RowKey of at most 512 UTF-16 code units
+//!   (1 KiB) each, without `/`, `\`, `#`, `?`, control characters
+//!   (U+0000–U+001F, U+007F–U+009F). An empty key is allowed. The store
+//!   orders keys by UTF-16 code unit, upper case before lower case.
+//! - **Property names**: 1 to 255 characters, letters, digits and `_`, not
+//!   starting with a digit; `PartitionKey`, `RowKey` and `Timestamp` are
+//!   the store's own. At most 252 properties of one's own per entity.
+//! - **Values**: strings of at most 32,000 UTF-16 units, binaries of at most
+//!   64,000 bytes, timestamps between 1601-01-01 and 9999-12-31, integers
+//!   within their type; a whole entity of at most 1 MiB by the service's
+//!   size formula.
+//! - **Entity group transactions**: 1 to 100 operations, one partition of
+//!   one table, each entity at most once, a payload of at most 4 MiB; all
+//!   or nothing.
+//! - **Queries**: at most 15 comparisons in a filter and 64 levels of
+//!   nesting, property names that are no words of the filter language, a
+//!   page of 1 to 1,000 entities (`top`), selected names that are valid
+//!   property names (or `PartitionKey`, `RowKey`, `Timestamp`).
+//!
+//! ETags guard writes: a replace, merge or delete with an ETag is refused
+//! ([`Error::PreconditionFailed`](crate::Error::PreconditionFailed)) when
+//! the row changed since it was read.
 
 use std::collections::HashMap;
 

@@ -57,16 +57,19 @@ fn install() -> PathBuf {
     bin
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+/// `N` distinct free loopback ports: every listener is held until all are
+/// chosen, so the kernel cannot hand out one port twice (Azurite would then
+/// fail to start one of its services, and the first request would fail).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let listeners: Vec<TcpListener> = (0..N)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free loopback port"))
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().expect("a bound address").port())
 }
 
 fn start() -> Azurite {
     let bin = install();
-    let (blob_port, queue_port, table_port) = (free_port(), free_port(), free_port());
+    let [blob_port, queue_port, table_port] = free_ports::<3>();
     let work = std::env::temp_dir().join(format!("tablekit-azurite-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("a work directory");
     // A watcher shell ends Azurite when this test process is gone.
@@ -91,7 +94,7 @@ fn start() -> Azurite {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start Azurite: {e}"));
     let deadline = Instant::now() + Duration::from_secs(60);
-    for port in [table_port, blob_port] {
+    for port in [table_port, blob_port, queue_port] {
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 Instant::now() < deadline,
