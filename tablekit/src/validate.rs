@@ -33,7 +33,7 @@
 //!   property names (or `PartitionKey`, `RowKey`, `Timestamp`).
 //!
 //! ETags guard writes: a replace, merge or delete with an ETag is refused
-//! ([`Error::PreconditionFailed`](crate::Error::PreconditionFailed)) when
+//! ([`Error::PreconditionFailed`]) when
 //! the row changed since it was read.
 
 use std::collections::HashMap;
