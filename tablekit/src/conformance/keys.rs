@@ -595,3 +595,89 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
     assert!(contacts.query().page_of(0).await.is_err());
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A log keyed by an inverted timestamp and a sequence number.
+#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Log", kind = "LOG")]
+struct LogLine {
+    #[tablekit(partition_key)]
+    source: String,
+    #[tablekit(row_key)]
+    at: crate::key::InvertedTime,
+    #[tablekit(row_key)]
+    seq: u32,
+    text: String,
+}
+
+/// A range over the leading RowKey component, whatever follows it: a log
+/// tail from a time on, with no sentinel for the sequence number, on every
+/// backend (the bounds reach the store as RowKey comparisons).
+pub async fn row_prefix_ranges_need_no_sentinels(backend: Arc<dyn TableBackend>) {
+    use crate::key::InvertedTime;
+    let name = unique_table("logtail");
+    let log: Table<LogLine> = Table::from_arc(Arc::clone(&backend), &name);
+    log.create_if_missing().await.unwrap();
+    let minute = |m: u32| {
+        InvertedTime(crate::DateTime::parse(&format!("2026-11-23T10:{m:02}:00Z")).unwrap())
+    };
+    for m in 1..=5 {
+        for seq in [0u32, 1, u32::MAX] {
+            log.insert(&LogLine {
+                source: "api".into(),
+                at: minute(m),
+                seq,
+                text: format!("{m}/{seq}"),
+            })
+            .await
+            .unwrap();
+        }
+    }
+    let texts = |lines: Vec<crate::table::Loaded<LogLine>>| -> Vec<String> {
+        lines.iter().map(|l| l.text.clone()).collect()
+    };
+    // From minute 3 back in time, newest first, every sequence number.
+    let older = log
+        .query()
+        .partition("api")
+        .row_prefix_range(minute(3)..)
+        .limit(4)
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(texts(older), ["3/0", "3/1", "3/4294967295", "2/0"]);
+    // Newer than minute 3: up to it, excluded.
+    let newer = log
+        .query()
+        .partition("api")
+        .row_prefix_range(..minute(3))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(newer.len(), 6);
+    assert!(
+        newer
+            .iter()
+            .all(|l| l.text.starts_with('5') || l.text.starts_with('4'))
+    );
+    // Between two minutes, both included; and a start excluded.
+    let between = log
+        .query()
+        .partition("api")
+        .row_prefix_range(minute(4)..=minute(2))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(between.len(), 9);
+    let after = log
+        .query()
+        .partition("api")
+        .row_prefix_range((
+            std::ops::Bound::Excluded(minute(2)),
+            std::ops::Bound::Unbounded,
+        ))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(texts(after), ["1/0", "1/1", "1/4294967295"]);
+    backend.delete_table(&name).await.unwrap();
+}
