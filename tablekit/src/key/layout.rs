@@ -115,30 +115,32 @@ impl RowKeyLayout {
     /// The text every key of this layout starts with: `KIND_` for a kind,
     /// the leading literal of a template; `None` when there is none.
     pub fn prefix(&self) -> Option<String> {
-        if self.depth == 0 || self.before[0] != 0 {
-            return None;
-        }
-        let text = self.tags[0];
-        match self.template {
-            true if text.is_empty() => None,
-            true => Some(text.to_owned()),
-            false => Some(format!("{text}{TAG_SEPARATOR}")),
-        }
+        self.leading().map(|(text, tagged)| match tagged {
+            true => format!("{text}{TAG_SEPARATOR}"),
+            false => text.to_owned(),
+        })
     }
 
     /// Whether `key` starts with [`prefix`](RowKeyLayout::prefix) (without
     /// building it: every typed read checks it).
     pub fn starts(&self, key: &str) -> bool {
+        match self.leading() {
+            None => true,
+            Some((text, false)) => key.starts_with(text),
+            Some((text, true)) => key
+                .strip_prefix(text)
+                .is_some_and(|rest| rest.starts_with(TAG_SEPARATOR)),
+        }
+    }
+
+    /// The text every key starts with, and whether a [`TAG_SEPARATOR`]
+    /// follows it (a kind tag) or not (a template's leading text).
+    fn leading(&self) -> Option<(&'static str, bool)> {
         if self.depth == 0 || self.before[0] != 0 {
-            return true;
+            return None;
         }
         let text = self.tags[0];
-        if self.template {
-            key.starts_with(text)
-        } else {
-            key.strip_prefix(text)
-                .is_some_and(|rest| rest.starts_with(TAG_SEPARATOR))
-        }
+        (!text.is_empty() || !self.template).then_some((text, !self.template))
     }
 
     /// The text after the last key component of a template (empty

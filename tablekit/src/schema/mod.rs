@@ -220,11 +220,6 @@ pub fn kind_prefix(kind: &str) -> String {
     format!("{kind}_")
 }
 
-/// The half-open RowKey range of every row of a kind: `[KIND_, KIND`)`.
-pub fn kind_range(kind: &str) -> (String, String) {
-    (format!("{kind}_"), format!("{kind}`"))
-}
-
 /// The filter that keeps a query to the rows of `T`'s kind: the RowKey range
 /// of its outermost tag, and, for a kind in a collection (whose range it
 /// shares with other kinds), its `_Kind` property. `None` for a type without
