@@ -53,6 +53,10 @@ pub(crate) struct Field<'a> {
     pub(crate) explicit_order: bool,
     /// Kept in the blob store: always (`true`) or when too large (`false`).
     pub(crate) blob: Option<bool>,
+    /// The non-unique index the field is in.
+    pub(crate) index: Option<syn::LitStr>,
+    /// The unique index the field is in.
+    pub(crate) unique: Option<syn::LitStr>,
 }
 
 pub(crate) struct Container<'a> {
@@ -234,7 +238,29 @@ impl<'a> Field<'a> {
             }
             None => None,
         };
+        for lit in attrs.index.iter().chain(&attrs.unique) {
+            if mode == Mode::Fields {
+                cx.error_spanned_by(lit, "indexes belong to the entity: `index` and `unique` are not allowed in TableFields");
+            } else if !matches!(role, Role::Property) {
+                cx.error_spanned_by(lit, "an indexed field is stored as one property (not a key field, and not `json`, `with`, `flatten`, `series` or `skip`)");
+            } else if blob.is_some() {
+                cx.error_spanned_by(
+                    lit,
+                    "an indexed field is a key type, which is never kept in the blob store",
+                );
+            }
+        }
+        if let (Some(a), Some(b)) = (&attrs.index, &attrs.unique)
+            && a.value() == b.value()
+        {
+            cx.error_spanned_by(
+                b,
+                "an index is either unique or not: the same name is given to `index` and `unique`",
+            );
+        }
         Some(Field {
+            index: attrs.index,
+            unique: attrs.unique,
             blob,
             original: field,
             ident,

@@ -3,7 +3,7 @@
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
-use syn::{Attribute, LitInt, LitStr, Path, Token};
+use syn::{Attribute, Ident, LitInt, LitStr, Path, Token};
 
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
@@ -23,6 +23,10 @@ pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const COLLECTION: &str = "collection";
 pub(crate) const PROJECTION_OF: &str = "projection_of";
+pub(crate) const INDEX: &str = "index";
+pub(crate) const NAME: &str = "name";
+pub(crate) const TAG: &str = "tag";
+pub(crate) const COPY: &str = "copy";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -38,6 +42,7 @@ pub(crate) const BLOB: &str = "blob";
 pub(crate) const OFFLOAD: &str = "offload";
 pub(crate) const PREFIX: &str = "prefix";
 pub(crate) const DELIMITER: &str = "delimiter";
+pub(crate) const UNIQUE: &str = "unique";
 
 /// One attribute value, remembering where it was first given so a duplicate
 /// can point at both places.
@@ -100,6 +105,16 @@ pub(crate) struct Container {
     /// `projection_of = Type`: a subset of `Type`'s fields, read through
     /// `Type`'s names, table, kind and keys.
     pub(crate) projection_of: Option<(syn::Type, TokenStream)>,
+    /// `index(name = "…", tag = "…", copy(…))`: options of declared indexes.
+    pub(crate) indexes: Vec<IndexOptions>,
+}
+
+/// The options of one index, given on the struct.
+pub(crate) struct IndexOptions {
+    pub(crate) name: LitStr,
+    pub(crate) tag: Option<LitStr>,
+    /// The fields its rows copy, when given.
+    pub(crate) copy: Option<Vec<Ident>>,
 }
 
 /// One piece of a key template.
@@ -223,6 +238,7 @@ impl Container {
         let mut collection = Attr::none(COLLECTION);
         let mut row_key_template = Attr::none(ROW_KEY);
         let mut projection_of = Attr::none(PROJECTION_OF);
+        let mut indexes = Vec::new();
         let known: &[&str] = if is_entity {
             &[
                 TABLE,
@@ -237,6 +253,7 @@ impl Container {
                 COLLECTION,
                 ROW_KEY,
                 PROJECTION_OF,
+                INDEX,
             ]
         } else {
             &[CRATE, RENAME_ALL]
@@ -278,6 +295,8 @@ impl Container {
                             Err(message) => cx.error_spanned_by(&lit, message),
                         }
                     }
+                } else if is_entity && path.is_ident(INDEX) {
+                    indexes.push(parse_index_options(cx, &meta)?);
                 } else if is_entity && path.is_ident(COLLECTION) {
                     flag(&meta, COLLECTION)?;
                     collection.set(cx, path, path.to_token_stream());
@@ -322,8 +341,59 @@ impl Container {
             collection: collection.get(),
             row_key_template: row_key_template.get(),
             projection_of: projection_of.get(),
+            indexes,
         }
     }
+}
+
+/// `index(name = "…", tag = "…", copy(field, …))`.
+fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<IndexOptions> {
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(
+            "write `index(name = \"NAME\", tag = \"TAG\", copy(field, …))` on the struct, and `#[tablekit(index = \"NAME\")]` or `#[tablekit(unique = \"NAME\")]` on the indexed fields",
+        ));
+    }
+    let mut name = Attr::none(NAME);
+    let mut tag = Attr::none(TAG);
+    let mut copy = Attr::none(COPY);
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident(NAME) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                name.set(cx, &inner.path, lit);
+            }
+        } else if inner.path.is_ident(TAG) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                tag.set(cx, &inner.path, lit);
+            }
+        } else if inner.path.is_ident(COPY) {
+            let mut fields = Vec::new();
+            if inner.input.peek(syn::token::Paren) {
+                inner.parse_nested_meta(|field| {
+                    match field.path.get_ident() {
+                        Some(ident) => fields.push(ident.clone()),
+                        None => return Err(field.error("`copy` lists field names")),
+                    }
+                    Ok(())
+                })?;
+            } else {
+                return Err(inner.error(
+                    "write `copy(field, …)`, or `copy()` for an index whose rows copy no field",
+                ));
+            }
+            copy.set(cx, &inner.path, fields);
+        } else {
+            return Err(unknown(&inner, "index", &[NAME, TAG, COPY]));
+        }
+        Ok(())
+    })?;
+    let Some(name) = name.get() else {
+        return Err(meta.error("an `index(…)` needs `name = \"…\"`, the name the fields' `index`/`unique` attributes give"));
+    };
+    Ok(IndexOptions {
+        name,
+        tag: tag.get(),
+        copy: copy.get(),
+    })
 }
 
 /// `flatten` options.
@@ -350,6 +420,10 @@ pub(crate) struct Field {
     pub(crate) series: Option<TokenStream>,
     /// `blob` (always, `true`) or `offload` (when too large, `false`).
     pub(crate) blob: Option<(bool, TokenStream)>,
+    /// `index = "NAME"`: in the non-unique index `NAME`.
+    pub(crate) index: Option<LitStr>,
+    /// `unique = "NAME"`: in the unique index `NAME`.
+    pub(crate) unique: Option<LitStr>,
 }
 
 const FIELD_KEYWORDS: &[&str] = &[
@@ -364,6 +438,8 @@ const FIELD_KEYWORDS: &[&str] = &[
     SERIES,
     BLOB,
     OFFLOAD,
+    INDEX,
+    UNIQUE,
 ];
 
 impl Field {
@@ -379,6 +455,8 @@ impl Field {
         let mut series = Attr::none(SERIES);
         let mut blob = Attr::none(BLOB);
         let mut offload = Attr::none(OFFLOAD);
+        let mut index = Attr::none(INDEX);
+        let mut unique = Attr::none(UNIQUE);
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = &meta.path;
@@ -417,6 +495,14 @@ impl Field {
                 } else if path.is_ident(OFFLOAD) {
                     flag(&meta, OFFLOAD)?;
                     offload.set(cx, path, ());
+                } else if path.is_ident(INDEX) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        index.set(cx, path, lit);
+                    }
+                } else if path.is_ident(UNIQUE) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        unique.set(cx, path, lit);
+                    }
                 } else if path.is_ident(WITH) {
                     let value: Path = meta.value()?.parse()?;
                     with.set(cx, path, value);
@@ -465,6 +551,8 @@ impl Field {
             flatten: flatten.get_with_tokens(),
             json: json.get_with_tokens().map(|(_, t)| t),
             series: series.get_with_tokens().map(|(_, t)| t),
+            index: index.get(),
+            unique: unique.get(),
             blob: match (blob.get_with_tokens(), offload.get_with_tokens()) {
                 (Some(_), Some((_, tokens))) => {
                     cx.error_spanned_by(

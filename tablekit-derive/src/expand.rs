@@ -13,11 +13,15 @@ use crate::ctxt::Ctxt;
 pub(crate) fn derive(input: &DeriveInput, mode: Mode) -> TokenStream {
     let cx = Ctxt::new();
     let cont = Container::from_ast(&cx, input, mode);
+    let mut indexes = Vec::new();
     if let Some(cont) = &cont {
         check::check(&cx, cont);
+        if mode == Mode::Entity {
+            indexes = crate::indexes::model(&cx, cont);
+        }
     }
-    match (cx.check(), cont) {
-        (Ok(()), Some(cont)) => expand(&cont),
+    match (cx.check(), &cont) {
+        (Ok(()), Some(cont)) => expand(cont, &indexes),
         (Err(error), cont) => fallback(input, mode, cont.as_ref(), error),
         (Ok(()), None) => TokenStream::new(),
     }
@@ -60,6 +64,7 @@ fn fallback(
                 type PartitionKey = #pk_type;
                 type RowKey = #rk_type;
                 type Columns = ();
+                type Indexes = ();
                 const TABLE: &'static str = "";
                 const KIND: #tk::Option<&'static str> = #tk::None;
                 const VERSION: u32 = 1;
@@ -75,6 +80,7 @@ fn fallback(
                 fn write_partition_key(&self, _: &mut #tk::String) {}
                 fn write_row_key(&self, _: &mut #tk::String) {}
                 fn columns() {}
+                fn indexes() {}
                 fn property_names(_: &mut #tk::Vec<#tk::String>) -> bool {
                     true
                 }
@@ -480,7 +486,7 @@ fn field_list(fields: &[&Field<'_>]) -> String {
         .join(", ")
 }
 
-fn expand(cont: &Container<'_>) -> TokenStream {
+fn expand(cont: &Container<'_>, indexes: &[crate::indexes::IndexModel<'_>]) -> TokenStream {
     let tk = cont.attrs.private_path();
     let ex = Expansion {
         cont,
@@ -517,7 +523,7 @@ fn expand(cont: &Container<'_>) -> TokenStream {
                 }
             };
         },
-        Mode::Entity => expand_entity(&ex, predicates, writes, reads, names),
+        Mode::Entity => expand_entity(&ex, predicates, writes, reads, names, indexes),
     }
 }
 
@@ -527,6 +533,7 @@ fn expand_entity(
     writes: Vec<TokenStream>,
     reads: Vec<TokenStream>,
     names: Vec<TokenStream>,
+    indexes: &[crate::indexes::IndexModel<'_>],
 ) -> TokenStream {
     let tk = &ex.tk;
     let cont = ex.cont;
@@ -741,6 +748,10 @@ fn expand_entity(
     let marker_decl =
         generic.then(|| quote!(__marker: #tk::PhantomData<fn() -> #ident #ty_generics>,));
     let marker_init = generic.then(|| quote!(__marker: #tk::PhantomData,));
+    let crate::indexes::Expanded {
+        handles: index_handles,
+        items: index_items,
+    } = crate::indexes::expand(tk, cont, indexes);
 
     quote! {
         #[doc = #columns_doc]
@@ -750,6 +761,8 @@ fn expand_entity(
             #(#column_decls,)*
             #marker_decl
         }
+
+        #index_handles
 
         const _: () = {
             #[automatically_derived]
@@ -775,6 +788,7 @@ fn expand_entity(
                 const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
 
+                #index_items
                 #member_slot
                 fn partition_key(&self) -> Self::PartitionKey {
                     #pk_value

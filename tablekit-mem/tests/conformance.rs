@@ -66,3 +66,10 @@ mod typed_adversarial {
         Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>
     );
 }
+
+/// The index model test at full length: 10,000 random sequences of every
+/// write path with faults, each checked for index rows out of step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_model_ten_thousand_runs() {
+    tablekit::conformance::index_model_runs(Arc::new(MemBackend::new()), 10_000, 8, 0x5EED).await;
+}

@@ -57,6 +57,23 @@ pub enum Error {
         /// RowKey of the existing entity.
         row_key: String,
     },
+    /// A write would give a unique index a value another entity of the
+    /// partition already holds; nothing was written.
+    #[error(
+        "unique index `{index}` of table `{table}` already holds {value:?} in partition {partition_key:?} (held by row {held_by:?})"
+    )]
+    UniqueViolation {
+        /// Table that was addressed.
+        table: String,
+        /// PartitionKey of the entity (and of its index rows).
+        partition_key: String,
+        /// The index's name, as declared on the type.
+        index: &'static str,
+        /// The indexed value, as encoded in the index row's RowKey.
+        value: String,
+        /// The RowKey of the entity that holds the value.
+        held_by: String,
+    },
     /// An `If-Match` ETag did not match the entity's current ETag: another writer
     /// changed it since it was read.
     #[error(

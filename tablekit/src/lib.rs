@@ -180,6 +180,7 @@ mod entity;
 mod error;
 mod ext;
 pub mod filter;
+pub mod index;
 pub mod json;
 pub mod key;
 pub mod keyorder;

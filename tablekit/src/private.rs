@@ -10,12 +10,13 @@ pub use ::std::vec::Vec;
 
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
+pub use crate::index::{Index, IndexDef, NonUnique, Unique};
 pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
     write_escaped,
 };
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY, MemberSlot,
+    Column, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY, KeyArg, MemberSlot,
     PropertySink, PropertySource, PropertyValue, Series, SeriesColumn, TableEntity, TableFields,
     VERSION_PROPERTY, element_name, from_entity, from_entity_owned, is_kind, property_error,
     read_json, read_property, take_property, take_property_at, write_json, write_property,

@@ -81,6 +81,9 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     type RowKey: KeyTuple + KeyArg<Self::RowKey> + Send + Sync;
     /// Typed filters on the entity's fields.
     type Columns;
+    /// Typed handles on the declared [indexes](crate::index), one field per
+    /// index (`()` for a type without any).
+    type Indexes;
 
     /// The table's name.
     const TABLE: &'static str;
@@ -146,6 +149,17 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn write_row_key(&self, out: &mut String);
     /// The typed filters.
     fn columns() -> Self::Columns;
+    /// The typed index handles.
+    fn indexes() -> Self::Indexes;
+    /// The declared [indexes](crate::index), in declaration order.
+    const INDEXES: &'static [crate::index::IndexDef] = &[];
+    /// Appends the RowKey of this value's row in index `index` (of
+    /// [`INDEXES`](TableEntity::INDEXES)): the index tag and the encoded
+    /// value. The RowKey of a non-unique index's row goes on with the
+    /// entity's RowKey, which the caller appends.
+    fn write_index_key(&self, index: usize, out: &mut String) {
+        let _ = (index, out);
+    }
     /// The stored names of every property field, flattened ones and series
     /// elements included; `false` when they cannot all be listed (a `Vec` or
     /// map series), so a projection must read every property.
@@ -258,7 +272,11 @@ pub fn kind_property_filter<T: TableEntity>() -> Option<Filter> {
     Some(crate::filter::prop(KIND_PROPERTY).eq(kind))
 }
 
-fn check_key_length(kind: KeyKind, fields: &'static str, key: &str) -> Result<(), Error> {
+pub(crate) fn check_key_length(
+    kind: KeyKind,
+    fields: &'static str,
+    key: &str,
+) -> Result<(), Error> {
     if key.len() > MAX_KEY_UTF16 {
         let utf16_len = utf16_len(key);
         if utf16_len > MAX_KEY_UTF16 {
@@ -298,6 +316,16 @@ fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result
 fn write_row_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
     value.write_row_key(out);
     check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, out)
+}
+
+/// Encodes a typed PartitionKey as stored, checked for length.
+pub fn encode_partition_key<T: TableEntity>(
+    pk: &impl KeyArg<T::PartitionKey>,
+) -> Result<String, Error> {
+    let mut p = String::new();
+    pk.write_key_arg(&mut p);
+    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    Ok(p)
 }
 
 /// Encodes typed keys as stored: `(PartitionKey, RowKey with the kind prefix)`.

@@ -17,6 +17,17 @@ fn refuse_wide<T: TableEntity>() -> Result<()> {
     Ok(())
 }
 
+/// An entity's index rows are planned from its stored state, which a batch
+/// built ahead of its submission does not hold.
+fn refuse_indexed<T: TableEntity>() -> Result<()> {
+    if !T::INDEXES.is_empty() {
+        return Err(crate::Error::NotSupported {
+            operation: "batched writes of entities with indexes (write them through Table or the BulkWriter, each in a transaction with its index rows)",
+        });
+    }
+    Ok(())
+}
+
 /// An entity with offloaded fields is written by the blob protocol (blob
 /// first, then the row), which a batch of rows cannot follow.
 fn refuse_offload<T: TableEntity>() -> Result<()> {
@@ -56,6 +67,7 @@ impl<T: TableEntity> TableBatch<T> {
     ) -> Result<&mut Self> {
         refuse_wide::<T>()?;
         refuse_offload::<T>()?;
+        refuse_indexed::<T>()?;
         let entity = schema::to_entity(value)?;
         self.operations.push(write(entity));
         Ok(self)
@@ -125,6 +137,7 @@ impl<T: TableEntity> TableBatch<T> {
     /// Deletes an entity if it is still the version read.
     pub fn delete(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
         refuse_wide::<T>()?;
+        refuse_indexed::<T>()?;
         self.operations.push(BatchOperation::Delete {
             partition_key: schema::partition_key_of(&loaded.value)?,
             row_key: schema::row_key_of(&loaded.value)?,
@@ -140,6 +153,7 @@ impl<T: TableEntity> TableBatch<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<&mut Self> {
         refuse_wide::<T>()?;
+        refuse_indexed::<T>()?;
         let (partition_key, row_key) = schema::encode_keys::<T>(&pk, &rk)?;
         self.operations.push(BatchOperation::Delete {
             partition_key,

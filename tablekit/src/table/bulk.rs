@@ -114,9 +114,10 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {
-        // Wide entities are transactions of their own, and offloaded values
-        // follow the blob write protocol: both are written one by one.
-        if T::WIDE || !T::BLOB_FIELDS.is_empty() {
+        // Wide entities and entities with index rows are transactions of
+        // their own, and offloaded values follow the blob write protocol:
+        // all are written one by one.
+        if T::WIDE || !T::BLOB_FIELDS.is_empty() || !T::INDEXES.is_empty() {
             return self.run_one_by_one(items, mode).await;
         }
         let mut report = BulkReport::default();

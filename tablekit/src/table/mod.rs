@@ -32,7 +32,9 @@
 
 mod batch;
 mod bulk;
+mod index_read;
 pub mod offload;
+mod plan;
 mod query;
 mod rows;
 pub mod update;
@@ -45,6 +47,7 @@ use std::sync::Arc;
 
 pub use batch::TableBatch;
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
+pub use index_read::IndexReader;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::RowWrite;
 pub use update::UpdateOptions;
@@ -80,6 +83,9 @@ pub struct Loaded<T> {
     /// The write history of the row read (see [`update::WRITES_PROPERTY`]),
     /// which a write through this value carries on.
     writes: Option<String>,
+    /// The RowKeys of the version's index rows, so that a write through this
+    /// value knows which to move without reading them again.
+    index_keys: Option<Arc<[String]>>,
 }
 
 impl<T> Loaded<T> {
@@ -90,6 +96,7 @@ impl<T> Loaded<T> {
             etag,
             timestamp,
             writes: None,
+            index_keys: None,
         }
     }
 
@@ -390,6 +397,10 @@ impl<K: EntityKinds> Table<K> {
         })
         .try_flatten();
         rows.try_filter_map(move |mut entity| async move {
+            // Index rows copy their entity: the entity itself is read.
+            if crate::index::is_index_row(&entity) {
+                return Ok(None);
+            }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
             let writes = update::writes_of(&entity).map(str::to_owned);
             match K::from_entity_owned(entity) {
@@ -398,6 +409,7 @@ impl<K: EntityKinds> Table<K> {
                     etag: etag.unwrap_or_else(|| ETag::new("")),
                     timestamp,
                     writes,
+                    index_keys: None,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::SchemaError::UnknownKind {
@@ -477,7 +489,7 @@ impl<T: TableEntity> Table<T> {
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
             match self
-                .write_recorded(&mut row, RowWrite::Insert, &recorded)
+                .write_recorded(&mut row, RowWrite::Insert, &recorded, None)
                 .await
             {
                 Ok(Some(etag)) => return Ok(etag),
@@ -504,6 +516,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             schema::to_entity(value)?,
             RowWrite::Update(mode, if_match.clone()),
+            None,
         )
         .await
     }
@@ -533,7 +546,9 @@ impl<T: TableEntity> Table<T> {
             message: "no attempt".into(),
         });
         for _ in 0..LOST_WRITE_ATTEMPTS {
-            outcome = self.write_recorded(&mut row, write(), &recorded).await;
+            outcome = self
+                .write_recorded(&mut row, write(), &recorded, loaded.index_keys.as_deref())
+                .await;
             if !outcome.as_ref().is_err_and(is_settled_not_applied) {
                 break;
             }
@@ -542,6 +557,7 @@ impl<T: TableEntity> Table<T> {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
                 loaded.writes = Some(recorded.history().to_owned());
+                loaded.index_keys = index_keys_of(&loaded.value, &row.row_key);
                 Ok(etag)
             }
             // Written, and overwritten since: the ETag held is stale, as it
@@ -565,6 +581,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             schema::to_entity(value)?,
             RowWrite::Upsert(UpdateMode::Replace),
+            None,
         )
         .await
     }
@@ -574,6 +591,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             schema::to_entity(value)?,
             RowWrite::Upsert(UpdateMode::Merge),
+            None,
         )
         .await
     }
@@ -595,6 +613,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             entity,
             RowWrite::Update(UpdateMode::Merge, if_match.clone()),
+            None,
         )
         .await
     }
@@ -609,7 +628,8 @@ impl<T: TableEntity> Table<T> {
         let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
-            match self.write_row(entity.clone(), delete()).await {
+            let known = loaded.index_keys.as_deref();
+            match self.write_row(entity.clone(), delete(), known).await {
                 Ok(_) => return Ok(()),
                 // A lost answer: the row gone means deleted; the version read
                 // still there means not applied (try again); anything else,
@@ -638,9 +658,13 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<()> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        self.write_row(crate::Entity::new(pk, rk), RowWrite::Delete(IfMatch::Any))
-            .await
-            .map(drop)
+        self.write_row(
+            crate::Entity::new(pk, rk),
+            RowWrite::Delete(IfMatch::Any),
+            None,
+        )
+        .await
+        .map(drop)
     }
 
     /// Whether an entity with these keys exists: one point read that asks
@@ -690,12 +714,26 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     })?;
     let timestamp = entity.timestamp;
     let writes = update::writes_of(&entity).map(str::to_owned);
+    let row_key = (!T::INDEXES.is_empty()).then(|| entity.row_key.clone());
+    let value = schema::from_entity_owned(entity)?;
+    let index_keys = row_key.and_then(|rk| index_keys_of(&value, &rk));
     Ok(Loaded {
-        value: schema::from_entity_owned(entity)?,
+        value,
         etag,
         timestamp,
         writes,
+        index_keys,
     })
+}
+
+/// The RowKeys of `value`'s index rows, for a [`Loaded`] to carry; `None`
+/// for a type without indexes (or keys that do not encode, which the write
+/// through the value reports).
+pub(crate) fn index_keys_of<T: TableEntity>(value: &T, row_key: &str) -> Option<Arc<[String]>> {
+    if T::INDEXES.is_empty() {
+        return None;
+    }
+    crate::index::index_keys(value, row_key).ok().map(Arc::from)
 }
 
 /// How many times a typed write is sent again when its answer was lost and

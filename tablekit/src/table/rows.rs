@@ -115,9 +115,14 @@ impl<T: TableEntity> Table<T> {
 
     /// Writes one entity's row, offloading blob fields first and removing the
     /// blobs the overwritten row referenced after (see [`offload`]).
-    pub(super) async fn write_row(&self, entity: crate::Entity, write: RowWrite) -> Result<ETag> {
+    pub(super) async fn write_row(
+        &self,
+        entity: crate::Entity,
+        write: RowWrite,
+        known: Option<&[String]>,
+    ) -> Result<ETag> {
         if T::BLOB_FIELDS.is_empty() {
-            return self.write_stored(&entity, write).await;
+            return self.write_stored(&entity, write, known).await;
         }
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut row = entity;
@@ -223,7 +228,7 @@ impl<T: TableEntity> Table<T> {
                     .map(|(_, reference)| reference.name)
                     .collect(),
             };
-            match self.write_stored(row, guarded).await {
+            match self.write_stored(row, guarded, None).await {
                 Ok(etag) => {
                     if let Some(target) = &self.blobs {
                         offload::delete_quietly(target, &stale).await;
@@ -350,6 +355,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: &crate::Entity,
         write: RowWrite,
+        known: Option<&[String]>,
     ) -> Result<ETag> {
         let op = match write {
             RowWrite::Insert => "insert",
@@ -361,7 +367,7 @@ impl<T: TableEntity> Table<T> {
         };
         let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
         let span = super::op_span(op, &self.name, T::KIND, Some(keys));
-        self.write_stored_unspanned(entity, write)
+        self.write_stored_unspanned(entity, write, known)
             .instrument(span)
             .await
     }
@@ -370,8 +376,9 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: &crate::Entity,
         write: RowWrite,
+        known: Option<&[String]>,
     ) -> Result<ETag> {
-        if !T::WIDE {
+        if !T::WIDE && T::INDEXES.is_empty() {
             let name = &self.name;
             return match write {
                 RowWrite::Insert => self.backend.insert_entity(name, entity).await,
@@ -390,111 +397,6 @@ impl<T: TableEntity> Table<T> {
                 }
             };
         }
-        self.write_wide(entity, write).await
-    }
-
-    /// A wide write: reads the parts' current state (their count and the
-    /// ETag of part 0), then writes every part in one transaction guarded by
-    /// that ETag, retrying a lost race for the unconditional writes.
-    async fn write_wide(&self, entity: &crate::Entity, write: RowWrite) -> Result<ETag> {
-        let (pk, base) = (entity.partition_key.clone(), entity.row_key.clone());
-        let mut last = None;
-        for _ in 0..UPDATE_ATTEMPTS {
-            let query = crate::Query::new().filter(wide::parts_filter(&pk, &base));
-            let rows = self.backend.query_all(&self.name, query).await?;
-            let current = wide::join(&base, rows)?;
-            let not_found = || Error::EntityNotFound {
-                table: self.name.to_string(),
-                partition_key: pk.clone(),
-                row_key: base.clone(),
-            };
-            let precondition = || Error::PreconditionFailed {
-                table: self.name.to_string(),
-                partition_key: pk.clone(),
-                row_key: base.clone(),
-            };
-            // The guard of the transaction, the rows to write, and whether a lost race may be retried.
-            let (guard, stored_parts, properties, retry) = match (&write, current) {
-                (RowWrite::Insert, Some(_)) => {
-                    return Err(Error::EntityAlreadyExists {
-                        table: self.name.to_string(),
-                        partition_key: pk,
-                        row_key: base,
-                    });
-                }
-                (RowWrite::Insert, None) => (None, 0, Some(entity.properties.clone()), false),
-                (RowWrite::Update(..) | RowWrite::Delete(_), None) => return Err(not_found()),
-                (RowWrite::Upsert(_), None) => (None, 0, Some(entity.properties.clone()), true),
-                (write, Some((stored, parts))) => {
-                    let etag = stored.etag.clone().ok_or_else(not_found)?;
-                    let (if_match, mode) = match write {
-                        RowWrite::Update(mode, if_match) => (Some(if_match), Some(*mode)),
-                        RowWrite::Upsert(mode) => (None, Some(*mode)),
-                        RowWrite::Delete(if_match) => (Some(if_match), None),
-                        RowWrite::Insert => (None, None),
-                    };
-                    if let Some(IfMatch::ETag(expected)) = if_match
-                        && *expected != etag
-                    {
-                        return Err(precondition());
-                    }
-                    let retry = !matches!(if_match, Some(IfMatch::ETag(_)));
-                    let properties = match mode {
-                        Some(UpdateMode::Merge) => Some(wide::merge_into(
-                            stored.properties,
-                            entity.properties.clone(),
-                        )),
-                        Some(UpdateMode::Replace) => Some(entity.properties.clone()),
-                        None => None,
-                    };
-                    (Some(IfMatch::ETag(etag)), parts, properties, retry)
-                }
-            };
-            let operations = match properties {
-                Some(properties) => {
-                    let mut logical = crate::Entity::new(pk.clone(), base.clone());
-                    logical.properties = properties;
-                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                    wide::write_operations(wide::split(logical, &bookkeeping)?, stored_parts, guard)
-                }
-                None => {
-                    wide::delete_operations(&pk, &base, stored_parts, guard.unwrap_or(IfMatch::Any))
-                }
-            };
-            match self
-                .backend
-                .submit_transaction(&self.name, &operations)
-                .await
-            {
-                Ok(etags) => {
-                    return Ok(etags
-                        .into_iter()
-                        .flatten()
-                        .next()
-                        .unwrap_or_else(|| ETag::new("")));
-                }
-                // The caller wrote one entity, not a batch: report the cause.
-                Err(Error::BatchFailed { source, .. }) => match *source {
-                    Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
-                        if retry =>
-                    {
-                        last = Some(precondition());
-                    }
-                    Error::PreconditionFailed { .. } => return Err(precondition()),
-                    Error::EntityAlreadyExists { .. } => {
-                        return Err(Error::EntityAlreadyExists {
-                            table: self.name.to_string(),
-                            partition_key: pk,
-                            row_key: base,
-                        });
-                    }
-                    other => return Err(other),
-                },
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or(Error::Transient {
-            message: "wide write made no attempt".into(),
-        }))
+        self.write_planned(entity, write, known).await
     }
 }

@@ -406,11 +406,13 @@ impl<T: TableEntity> Table<T> {
             }
             let mut row = schema::to_entity(&value)?;
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            match self.write_recorded(&mut row, write, &recorded).await {
+            match self.write_recorded(&mut row, write, &recorded, None).await {
                 Ok(Some(written)) => {
                     let timestamp = written.timestamp();
+                    let index_keys = super::index_keys_of(&value, &rk);
                     let mut loaded = Loaded::new(value, written, timestamp);
                     loaded.writes = Some(recorded.history().to_owned());
+                    loaded.index_keys = index_keys;
                     return Ok(loaded);
                 }
                 // Landed, and overwritten since: the version read stands
@@ -441,15 +443,16 @@ impl<T: TableEntity> Table<T> {
         row: &mut Entity,
         write: RowWrite,
         recorded: &Recorded,
+        known: Option<&[String]>,
     ) -> Result<Option<ETag>> {
         let settleable = row.properties.contains(WRITES_PROPERTY)
             || recorded.add_to::<T>(row, self.record_writes);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         // Lent, not copied, unless the blob protocol must rewrite the row.
         let written = if T::BLOB_FIELDS.is_empty() {
-            self.write_stored(row, write).await
+            self.write_stored(row, write, known).await
         } else {
-            self.write_row(row.clone(), write).await
+            self.write_row(row.clone(), write, known).await
         };
         match written {
             Ok(etag) => Ok(Some(etag)),

@@ -1,0 +1,337 @@
+//! Declared indexes: `#[tablekit(index = "…")]` and `#[tablekit(unique =
+//! "…")]` on fields, `#[tablekit(index(name = "…", …))]` on the struct.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, format_ident, quote};
+use syn::LitStr;
+
+use crate::ast::{Container, Field, Role};
+use crate::attr::TemplatePiece;
+use crate::ctxt::Ctxt;
+
+/// The most indexes a type may have: its row and, for each index, the
+/// delete of the old index row and the write of the new one must fit the
+/// 100 operations of one transaction.
+const MAX_INDEXES: usize = 49;
+/// The most fields of a compound index (the arity of key tuples).
+const MAX_INDEX_FIELDS: usize = 4;
+
+/// One index, as declared.
+pub(crate) struct IndexModel<'a> {
+    pub(crate) name: LitStr,
+    pub(crate) unique: bool,
+    pub(crate) fields: Vec<&'a Field<'a>>,
+    pub(crate) tag: String,
+    /// The stored names its rows copy; `None` for every property.
+    pub(crate) copy: Option<Vec<String>>,
+}
+
+/// Characters an index tag may not hold: those the store forbids in keys,
+/// and the separators of encoded keys.
+fn bad_tag_char(c: char) -> bool {
+    matches!(c, '/' | '\\' | '#' | '?' | '|' | '%') || c.is_control() || !c.is_ascii()
+}
+
+/// Collects and checks the indexes of `cont`.
+pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a>> {
+    let mut indexes: Vec<IndexModel<'a>> = Vec::new();
+    for field in &cont.fields {
+        for (lit, unique) in [(&field.index, false), (&field.unique, true)] {
+            let Some(lit) = lit else { continue };
+            match indexes.iter_mut().find(|i| i.name.value() == lit.value()) {
+                Some(index) if index.unique != unique => cx.error_spanned_by(
+                    lit,
+                    format!(
+                        "index `{}` is declared both `unique` and not: give its fields the same attribute",
+                        lit.value()
+                    ),
+                ),
+                Some(index) => index.fields.push(field),
+                None => indexes.push(IndexModel {
+                    name: lit.clone(),
+                    unique,
+                    fields: vec![field],
+                    tag: String::new(),
+                    copy: None,
+                }),
+            }
+        }
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for options in &cont.attrs.indexes {
+        let name = options.name.value();
+        if seen.contains(&name) {
+            cx.error_spanned_by(
+                &options.name,
+                format!("the options of index `{name}` are given twice"),
+            );
+            continue;
+        }
+        seen.push(name.clone());
+        let Some(index) = indexes.iter_mut().find(|i| i.name.value() == name) else {
+            cx.error_spanned_by(
+                &options.name,
+                format!("no field is in index `{name}`: mark its fields `#[tablekit(index = \"{name}\")]` or `#[tablekit(unique = \"{name}\")]`"),
+            );
+            continue;
+        };
+        if let Some(tag) = &options.tag {
+            index.tag = tag.value();
+            if index.tag.is_empty() || index.tag.chars().any(bad_tag_char) {
+                cx.error_spanned_by(
+                    tag,
+                    "an index tag is ASCII text without `/ \\ # ? | % _` or control characters",
+                );
+            }
+        }
+        if let Some(copy) = &options.copy {
+            let mut names = Vec::new();
+            for ident in copy {
+                match cont.fields.iter().find(|f| f.ident == ident) {
+                    Some(f) if matches!(f.role, Role::Property) => names.push(f.stored_name.clone()),
+                    Some(_) => cx.error_spanned_by(ident, "`copy` lists fields stored as one property each (not key fields, and not `json`, `with`, `flatten`, `series` or `skip`)"),
+                    None => cx.error_spanned_by(ident, format!("`{ident}` is no field of this struct")),
+                }
+            }
+            index.copy = Some(names);
+        }
+    }
+    if cont.attrs.wide {
+        // A copy of a wide entity would not fit a row: its index rows
+        // point at it unless told to copy some fields.
+        for index in &mut indexes {
+            index.copy.get_or_insert_with(Vec::new);
+        }
+    }
+    if indexes.is_empty() {
+        return indexes;
+    }
+    let first = indexes[0].name.clone();
+    // Where the type's own RowKeys start, which index tags must stay out of.
+    let leading = match (&cont.attrs.kind, &cont.attrs.row_key_template) {
+        (_, Some((_, pieces))) => match pieces.first() {
+            Some(TemplatePiece::Literal(text)) => Some(text.clone()),
+            _ => None,
+        },
+        (Some(kind), None) if cont.attrs.parent.is_none() && cont.attrs.collection.is_none() => {
+            Some(format!("{}_", kind.value()))
+        }
+        (Some(_), None) => None,
+        (None, None) => None,
+    };
+    let in_collection = cont.attrs.parent.is_some() || cont.attrs.collection.is_some();
+    if in_collection {
+        cx.error_spanned_by(&first, "indexes on kinds of a collection are not supported yet: their rows share a RowKey range with other kinds");
+        return Vec::new();
+    }
+    let Some(leading) = leading else {
+        cx.error_spanned_by(&first, "a type with indexes needs a `kind` (or a `row_key` template that starts with a text): its rows and its index rows are told apart by the start of their RowKeys");
+        return Vec::new();
+    };
+    if cont.attrs.projection_of.is_some() {
+        cx.error_spanned_by(
+            &first,
+            "a projection reads its entity's rows: declare indexes on the entity",
+        );
+    }
+    if indexes.len() > MAX_INDEXES {
+        cx.error_spanned_by(&indexes[MAX_INDEXES].name, format!("at most {MAX_INDEXES} indexes: a write of the entity, the deletes of its old index rows and the writes of its new ones must fit the 100 operations of one transaction"));
+    }
+    let kind = cont.attrs.kind.as_ref().map(LitStr::value);
+    for index in &mut indexes {
+        if index.fields.len() > MAX_INDEX_FIELDS {
+            cx.error_spanned_by(
+                &index.name,
+                format!("a compound index has at most {MAX_INDEX_FIELDS} fields"),
+            );
+        }
+        if index.tag.is_empty() {
+            let name = index.name.value();
+            index.tag = match &kind {
+                Some(kind) => format!("{kind}.{name}"),
+                None => name,
+            };
+            if index.tag.chars().any(bad_tag_char) {
+                cx.error_spanned_by(&index.name, "the index's tag, the kind, a dot and the index name, would hold one of `/ \\ # ? | % _`, a control or a non-ASCII character: give a `tag` in `#[tablekit(index(name = \"…\", tag = \"…\"))]`");
+            }
+        }
+        if format!("{}_", index.tag).starts_with(&leading)
+            || leading.starts_with(&format!("{}_", index.tag))
+        {
+            cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the type's own, which start with `{leading}`: choose another tag", index.tag));
+        }
+    }
+    for (i, a) in indexes.iter().enumerate() {
+        for b in &indexes[i + 1..] {
+            if format!("{}_", a.tag).starts_with(&format!("{}_", b.tag))
+                || format!("{}_", b.tag).starts_with(&format!("{}_", a.tag))
+            {
+                cx.error_spanned_by(
+                    &b.name,
+                    format!(
+                        "indexes `{}` and `{}` would share the tag `{}`",
+                        a.name.value(),
+                        b.name.value(),
+                        b.tag
+                    ),
+                );
+            }
+        }
+    }
+    indexes
+}
+
+/// The items of the `TableEntity` impl for the indexes, and the handles
+/// struct they need.
+pub(crate) struct Expanded {
+    pub(crate) handles: TokenStream,
+    pub(crate) items: TokenStream,
+}
+
+pub(crate) fn expand(
+    tk: &TokenStream,
+    cont: &Container<'_>,
+    indexes: &[IndexModel<'_>],
+) -> Expanded {
+    let ident = &cont.input.ident;
+    let vis = &cont.input.vis;
+    let (_, ty_generics, where_clause) = cont.input.generics.split_for_impl();
+    if indexes.is_empty() {
+        return Expanded {
+            handles: TokenStream::new(),
+            items: quote! {
+                type Indexes = ();
+                fn indexes() -> Self::Indexes {}
+            },
+        };
+    }
+    let generics = &cont.input.generics;
+    let handles_ident = format_ident!("{}Indexes", ident);
+    let value_type = |index: &IndexModel<'_>| -> TokenStream {
+        let types: Vec<_> = index
+            .fields
+            .iter()
+            .map(|f| f.ty.to_token_stream())
+            .collect();
+        match types.as_slice() {
+            [one] => one.clone(),
+            many => quote!((#(#many,)*)),
+        }
+    };
+    let handle_fields = indexes.iter().map(|index| {
+        let field = format_ident!(
+            "{}",
+            sanitize(&index.name.value()),
+            span = index.name.span()
+        );
+        let value = value_type(index);
+        let marker = if index.unique {
+            quote!(#tk::Unique)
+        } else {
+            quote!(#tk::NonUnique)
+        };
+        let doc = format!(
+            "The {} index `{}` on {}.",
+            if index.unique { "unique" } else { "non-unique" },
+            index.name.value(),
+            index
+                .fields
+                .iter()
+                .map(|f| format!("`{}`", f.ident))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        quote! {
+            #[doc = #doc]
+            pub #field: #tk::Index<#ident #ty_generics, #value, #marker>
+        }
+    });
+    let handle_inits = indexes.iter().enumerate().map(|(position, index)| {
+        let field = format_ident!(
+            "{}",
+            sanitize(&index.name.value()),
+            span = index.name.span()
+        );
+        quote!(#field: #tk::Index::new(#position))
+    });
+    let defs = indexes.iter().map(|index| {
+        let name = index.name.value();
+        let tag = &index.tag;
+        let unique = index.unique;
+        let layout = if unique {
+            quote!(#tk::RowKeyLayout::kind(#tag))
+        } else {
+            quote!(#tk::RowKeyLayout::kind(#tag).opened())
+        };
+        let fields = index.fields.iter().map(|f| f.ident.to_string()).collect::<Vec<_>>().join(", ");
+        let copy = match &index.copy {
+            None => quote!(#tk::None),
+            Some(names) => quote!(#tk::Some(&[#(#names),*])),
+        };
+        quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy })
+    });
+    let arms = indexes.iter().enumerate().map(|(position, index)| {
+        let value = value_type(index);
+        let refs = index.fields.iter().map(|f| {
+            let field = f.ident;
+            quote!(&self.#field)
+        });
+        let args = if index.fields.len() == 1 {
+            quote!(#(#refs)*)
+        } else {
+            quote!((#(#refs,)*))
+        };
+        // The last value of a non-unique index is followed by the entity's
+        // RowKey, so it must have an end of its own.
+        let last_ty = index.fields.last().map(|f| f.ty);
+        let open_check = (!index.unique).then(|| {
+            quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
+        });
+        quote!(#position => {
+            #open_check
+            #tk::KeyArg::<#value>::write_laid_out(&#args, &<Self as #tk::TableEntity>::INDEXES[#position].layout, __out)
+        })
+    });
+    let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");
+    Expanded {
+        handles: quote! {
+            #[doc = #doc]
+            #[derive(Clone, Copy, Debug)]
+            #[allow(dead_code)]
+            #vis struct #handles_ident #generics #where_clause {
+                #(#handle_fields,)*
+            }
+        },
+        items: quote! {
+            type Indexes = #handles_ident #ty_generics;
+            fn indexes() -> Self::Indexes {
+                #handles_ident { #(#handle_inits,)* }
+            }
+            const INDEXES: &'static [#tk::IndexDef] = &[#(#defs),*];
+            fn write_index_key(&self, __index: usize, __out: &mut #tk::String) {
+                match __index {
+                    #(#arms)*
+                    _ => {}
+                }
+            }
+        },
+    }
+}
+
+/// An index name as a field name of the handles struct.
+fn sanitize(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, '_');
+    }
+    out
+}

@@ -1,0 +1,587 @@
+//! Secondary indexes in the entity's partition: every typed write keeps the
+//! index rows in step, in one transaction, whatever fails on the way.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+
+use super::fresh_table;
+use crate::backend::{Query, TableBackend};
+use crate::error::Error;
+use crate::ext::TableBackendExt;
+use crate::filter::Filter;
+use crate::layer::{Fault, FaultInjection, Injection};
+use crate::table::{Loaded, Table};
+use crate::{Entity, TableEntity};
+
+/// An employee with a unique index by email and a compound non-unique index
+/// by name, whose rows copy only the email.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EMP")]
+#[tablekit(index(name = "email", tag = "email"))]
+#[tablekit(index(name = "name", copy(email)))]
+pub struct Staff {
+    /// The department.
+    #[tablekit(partition_key)]
+    pub department: String,
+    /// The employee id.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Unique in the department.
+    #[tablekit(unique = "email")]
+    pub email: String,
+    /// The last name, first in the name index.
+    #[tablekit(index = "name")]
+    pub last_name: String,
+    /// The first name, second in the name index.
+    #[tablekit(index = "name")]
+    pub first_name: String,
+    /// Not indexed; `None` keeps the stored value on a merge.
+    pub phone: Option<String>,
+    /// Not indexed.
+    pub salary: u32,
+}
+
+/// A projection of [`Staff`] that the name index's rows serve alone.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, projection_of = Staff)]
+pub struct StaffEmail {
+    /// The department.
+    #[tablekit(partition_key)]
+    pub department: String,
+    /// The employee id.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// The email.
+    pub email: String,
+}
+
+fn staff(department: &str, id: u32, email: &str, last: &str, first: &str) -> Staff {
+    Staff {
+        department: department.into(),
+        id,
+        email: email.into(),
+        last_name: last.into(),
+        first_name: first.into(),
+        phone: Some(format!("555-{id:04}")),
+        salary: 1000 + id,
+    }
+}
+
+/// What is wrong with the index rows of `T` in partition `pk`: every entity
+/// must have exactly its index rows, holding exactly their copies, and no
+/// index row may name anything else. Empty when all is in step.
+pub async fn index_problems<T: TableEntity>(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+) -> Vec<String> {
+    let rows = backend
+        .query_all(table, Query::new().filter(Filter::partition_key().eq(pk)))
+        .await
+        .expect("read the partition");
+    crate::index::problems::<T>(&rows)
+}
+
+fn strip(mut row: Entity) -> Entity {
+    row.etag = None;
+    row.timestamp = None;
+    row
+}
+
+/// Unique and non-unique indexes through every write path: rows in step,
+/// reads by value, prefix and range, projections from the index rows, and
+/// the unique violation that writes nothing.
+pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "idx").await;
+    let table: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let check = || async { index_problems::<Staff>(&*backend, &name, "Sales").await };
+    let indexes = Staff::indexes();
+
+    table
+        .insert(&staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim"))
+        .await
+        .expect("insert");
+    table
+        .insert(&staff("Sales", 224, "smith@contoso.com", "Smith", "Ann"))
+        .await
+        .expect("insert");
+    assert_eq!(check().await, Vec::<String>::new());
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    let keys: Vec<&str> = rows.iter().map(|r| r.row_key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "EMP.name_Jones|Jim|EMP_0000000223",
+            "EMP.name_Smith|Ann|EMP_0000000224",
+            "EMP_0000000223",
+            "EMP_0000000224",
+            "email_jonesj@contoso.com",
+            "email_smith@contoso.com",
+        ],
+        "index rows sit beside the entity under readable keys"
+    );
+
+    // The type's own queries never see index rows.
+    let all: Vec<Staff> = table
+        .query()
+        .partition("Sales")
+        .stream()
+        .map_ok(Loaded::into_inner)
+        .try_collect()
+        .await
+        .expect("query");
+    assert_eq!(all.iter().map(|s| s.id).collect::<Vec<_>>(), [223, 224]);
+
+    // Reads through the unique index.
+    let by_email = table.index(indexes.email);
+    let found = by_email
+        .get("Sales", "jonesj@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        found,
+        staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim")
+    );
+    assert!(
+        by_email
+            .get("Sales", "nobody@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        by_email
+            .get("Marketing", "jonesj@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let mut loaded = by_email
+        .get_loaded("Sales", "jonesj@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+
+    // A replace that changes the email moves its index row, in one transaction.
+    loaded.email = "jim.jones@contoso.com".into();
+    loaded.last_name = "Jonas".into();
+    table.replace(&mut loaded).await.expect("replace");
+    assert_eq!(check().await, Vec::<String>::new());
+    assert!(
+        by_email
+            .get("Sales", "jonesj@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert_eq!(
+        by_email
+            .get("Sales", "jim.jones@contoso.com")
+            .await
+            .expect("get")
+            .map(|s| s.id),
+        Some(223)
+    );
+
+    // A unique violation names the index and the value, and writes nothing.
+    let before: Vec<Entity> = backend
+        .query_all(&name, Query::new())
+        .await
+        .expect("rows")
+        .into_iter()
+        .map(strip)
+        .collect();
+    let clash = table
+        .insert(&staff("Sales", 225, "smith@contoso.com", "Other", "Bob"))
+        .await;
+    match clash {
+        Err(Error::UniqueViolation {
+            index,
+            value,
+            held_by,
+            ..
+        }) => {
+            assert_eq!(
+                (index, value.as_str(), held_by.as_str()),
+                ("email", "smith@contoso.com", "EMP_0000000224")
+            );
+        }
+        other => panic!("expected a unique violation, got {other:?}"),
+    }
+    let mut clash = table
+        .get("Sales", 223u32)
+        .await
+        .expect("get")
+        .expect("found");
+    clash.email = "smith@contoso.com".into();
+    assert!(matches!(
+        table.replace(&mut clash).await,
+        Err(Error::UniqueViolation { .. })
+    ));
+    assert!(matches!(
+        table
+            .upsert(&staff("Sales", 223, "smith@contoso.com", "J", "J"))
+            .await,
+        Err(Error::UniqueViolation { .. })
+    ));
+    let after: Vec<Entity> = backend
+        .query_all(&name, Query::new())
+        .await
+        .expect("rows")
+        .into_iter()
+        .map(strip)
+        .collect();
+    assert_eq!(before, after, "a refused write leaves every row as it was");
+
+    // Merge, upsert, upsert_merge and the unconditional writes.
+    let mut merged = staff("Sales", 224, "ann.smith@contoso.com", "Smith", "Anne");
+    merged.phone = None;
+    table.merge_unconditionally(&merged).await.expect("merge");
+    let stored = table
+        .get("Sales", 224u32)
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        stored.phone.as_deref(),
+        Some("555-0224"),
+        "a merge keeps what it does not send"
+    );
+    assert_eq!(check().await, Vec::<String>::new());
+    let via_index = by_email
+        .get("Sales", "ann.smith@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        via_index,
+        Loaded::into_inner(stored),
+        "the index copy holds the merged entity"
+    );
+    table
+        .upsert(&staff("Sales", 226, "new@contoso.com", "Jones", "Zoe"))
+        .await
+        .expect("upsert new");
+    table
+        .upsert_merge(&staff("Sales", 226, "zoe@contoso.com", "Jones", "Zoe"))
+        .await
+        .expect("upsert_merge");
+    table
+        .replace_unconditionally(&staff("Sales", 223, "jim@contoso.com", "Jones", "Jim"))
+        .await
+        .expect("replace");
+    assert_eq!(check().await, Vec::<String>::new());
+
+    // update() reads once and moves what changed.
+    table
+        .update("Sales", 226u32, |s| s.first_name = "Zoey".into())
+        .await
+        .expect("update");
+    assert_eq!(check().await, Vec::<String>::new());
+
+    // Non-unique reads: by value, by prefix, by range, in value order.
+    let by_name = table.index(indexes.name);
+    let joneses: Vec<u32> = by_name
+        .prefix("Sales", "Jones")
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("prefix");
+    assert_eq!(joneses, [223, 226]);
+    let jim: Vec<u32> = by_name
+        .find("Sales", ("Jones", "Jim"))
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(jim, [223]);
+    let range: Vec<u32> = by_name
+        .range("Sales", ("Jones", "A"), ("Jones", "Zz"))
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("range");
+    assert_eq!(range, [223, 226]);
+    // The index rows copy the email only: a projection on it is served from them.
+    let emails: Vec<String> = by_name
+        .project::<StaffEmail>()
+        .prefix("Sales", "Smith")
+        .map_ok(|s| s.email)
+        .try_collect()
+        .await
+        .expect("projection");
+    assert_eq!(emails, ["ann.smith@contoso.com"]);
+
+    // Deletes take the index rows along.
+    let loaded = table
+        .get("Sales", 224u32)
+        .await
+        .expect("get")
+        .expect("found");
+    table.delete(&loaded).await.expect("delete");
+    table
+        .delete_unconditionally("Sales", 226u32)
+        .await
+        .expect("delete");
+    assert_eq!(check().await, Vec::<String>::new());
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    assert_eq!(rows.len(), 3, "one entity and its two index rows remain");
+
+    // The bulk writer keeps them too.
+    let many: Vec<Staff> = (1..=5)
+        .map(|i| staff("Sales", i, &format!("e{i}@x"), "Bulk", &format!("N{i}")))
+        .collect();
+    let report = table.bulk().upsert(&many).await;
+    assert!(report.is_complete(), "{report:?}");
+    assert_eq!(check().await, Vec::<String>::new());
+    let report = table.bulk().delete(&many[..2]).await;
+    assert!(report.is_complete(), "{report:?}");
+    assert_eq!(check().await, Vec::<String>::new());
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A unique index row left behind by another writer (naming an entity that
+/// does not hold its value) does not block the value forever: the next
+/// write that wants it takes it over.
+pub async fn stale_unique_rows_are_taken_over(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "idxstale").await;
+    let table: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let stray = Entity::new("Sales", "email_a@x")
+        .with("_Index", "email")
+        .with("_Row", "EMP_0000000009");
+    backend
+        .insert_entity(&name, &stray)
+        .await
+        .expect("stray row");
+    table
+        .insert(&staff("Sales", 1, "a@x", "A", "A"))
+        .await
+        .expect("insert takes the stray row over");
+    assert_eq!(
+        index_problems::<Staff>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// One step of the model-based test.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Insert,
+    Replace,
+    Merge,
+    Upsert,
+    UpsertMerge,
+    ReplaceAny,
+    MergeAny,
+    Update,
+    Delete,
+    DeleteAny,
+    Bulk,
+}
+
+const STEPS: [Step; 11] = [
+    Step::Insert,
+    Step::Replace,
+    Step::Merge,
+    Step::Upsert,
+    Step::UpsertMerge,
+    Step::ReplaceAny,
+    Step::MergeAny,
+    Step::Update,
+    Step::Delete,
+    Step::DeleteAny,
+    Step::Bulk,
+];
+
+/// Random sequences of every write path over a few ids and emails, with
+/// transient failures and lost responses injected at random steps. After
+/// each sequence, every entity has exactly its index rows, no index row
+/// points at nothing, no two entities share an email, and each entity is
+/// the one the writes that succeeded (or were settled) leave.
+pub async fn index_model_runs(
+    backend: Arc<dyn TableBackend>,
+    runs: usize,
+    steps: usize,
+    seed: u64,
+) {
+    let name = fresh_table(&*backend, "idxmodel").await;
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let handle = layer.handle();
+    handle.seed(seed);
+    let table: Table<Staff> = Table::from_arc(Arc::new(layer), &name);
+    let plain: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for run in 0..runs {
+        let pk = format!("run{run}");
+        let mut model: BTreeMap<u32, Staff> = BTreeMap::new();
+        for _ in 0..steps {
+            handle.clear();
+            if rng.f64() < 0.5 {
+                let fault = if rng.bool() {
+                    Fault::Transient
+                } else {
+                    Fault::LostResponse
+                };
+                handle.inject(Injection::any().skip(rng.usize(0..4)).fault(fault));
+            }
+            let id = rng.u32(1..=3);
+            let emails = ["a@x", "b@x", "c@x", "d@x"];
+            let value = Staff {
+                department: pk.clone(),
+                id,
+                email: emails[rng.usize(0..emails.len())].into(),
+                last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
+                first_name: ["Ann", "Bob"][rng.usize(0..2)].into(),
+                phone: rng.bool().then(|| format!("p{}", rng.u8(..))),
+                salary: rng.u32(..1000),
+            };
+            let step = STEPS[rng.usize(0..STEPS.len())];
+            let result: Result<(), Error> = match step {
+                Step::Insert => table.insert(&value).await.map(drop),
+                Step::Upsert => table.upsert(&value).await.map(drop),
+                Step::UpsertMerge => table.upsert_merge(&value).await.map(drop),
+                Step::ReplaceAny => table.replace_unconditionally(&value).await.map(drop),
+                Step::MergeAny => table.merge_unconditionally(&value).await.map(drop),
+                Step::DeleteAny => table.delete_unconditionally(pk.as_str(), id).await,
+                Step::Replace | Step::Merge | Step::Delete => {
+                    match plain.get(pk.as_str(), id).await.expect("read") {
+                        None => Ok(()),
+                        Some(mut loaded) => {
+                            let keys = (loaded.department.clone(), loaded.id);
+                            *loaded = Staff {
+                                department: keys.0,
+                                id: keys.1,
+                                ..value.clone()
+                            };
+                            match step {
+                                Step::Replace => table.replace(&mut loaded).await.map(drop),
+                                Step::Merge => table.merge(&mut loaded).await.map(drop),
+                                _ => table.delete(&loaded).await,
+                            }
+                        }
+                    }
+                }
+                Step::Update => {
+                    let v = value.clone();
+                    table
+                        .update(pk.as_str(), id, move |s| {
+                            s.email = v.email.clone();
+                            s.last_name = v.last_name.clone();
+                            s.salary = v.salary;
+                        })
+                        .await
+                        .map(drop)
+                }
+                Step::Bulk => {
+                    let report = if rng.bool() {
+                        table.bulk().upsert(std::slice::from_ref(&value)).await
+                    } else {
+                        table.bulk().delete(std::slice::from_ref(&value)).await
+                    };
+                    match report.failures.first() {
+                        None => Ok(()),
+                        // Kept as it is when the model can use it; any
+                        // other failure makes the model read the row back.
+                        Some(f) => Err(match &*f.error {
+                            Error::UniqueViolation {
+                                table,
+                                partition_key,
+                                index,
+                                value,
+                                held_by,
+                            } => Error::UniqueViolation {
+                                table: table.clone(),
+                                partition_key: partition_key.clone(),
+                                index,
+                                value: value.clone(),
+                                held_by: held_by.clone(),
+                            },
+                            other => Error::Transient {
+                                message: other.to_string(),
+                            },
+                        }),
+                    }
+                }
+            };
+            handle.clear();
+            // The model follows the store: a write that failed for certain
+            // changed nothing, any other outcome is read back.
+            let certain_refusal = matches!(
+                &result,
+                Err(Error::UniqueViolation { .. }
+                    | Error::EntityAlreadyExists { .. }
+                    | Error::EntityNotFound { .. }
+                    | Error::PreconditionFailed { .. })
+            );
+            if let Err(Error::UniqueViolation {
+                held_by,
+                value: email,
+                ..
+            }) = &result
+            {
+                let holder = model.values().find(|s| s.email == *email).map(|s| s.id);
+                assert!(
+                    holder.is_some(),
+                    "run {run}: {email} refused, but no entity holds it ({held_by})"
+                );
+            }
+            if !certain_refusal {
+                let stored = plain
+                    .get(pk.as_str(), id)
+                    .await
+                    .expect("read back")
+                    .map(Loaded::into_inner);
+                // A write that succeeded left exactly what it wrote.
+                let written = match step {
+                    Step::Insert | Step::Upsert | Step::ReplaceAny => Some(Some(&value)),
+                    Step::Replace if model.contains_key(&id) => Some(Some(&value)),
+                    Step::Delete | Step::DeleteAny => Some(None),
+                    _ => None,
+                };
+                if let (Ok(()), Some(written)) = (&result, written) {
+                    assert_eq!(stored.as_ref(), written, "run {run}: {step:?} succeeded");
+                }
+                match stored {
+                    Some(stored) => model.insert(id, stored),
+                    None => model.remove(&id),
+                };
+            }
+            let problems = index_problems::<Staff>(&*backend, &name, &pk).await;
+            assert!(
+                problems.is_empty(),
+                "run {run}, after {step:?} ({result:?}): {problems:?}"
+            );
+        }
+        let stored: BTreeMap<u32, Staff> = plain
+            .query()
+            .partition(pk.as_str())
+            .stream()
+            .map_ok(|s| (s.id, Loaded::into_inner(s)))
+            .try_collect()
+            .await
+            .expect("read the partition");
+        assert_eq!(stored, model, "run {run}");
+        let mut emails: Vec<&str> = stored.values().map(|s| s.email.as_str()).collect();
+        emails.sort_unstable();
+        emails.dedup();
+        assert_eq!(emails.len(), stored.len(), "run {run}: an email held twice");
+        for s in stored.values() {
+            let found = plain
+                .index(Staff::indexes().email)
+                .get(pk.as_str(), s.email.as_str())
+                .await
+                .expect("lookup");
+            assert_eq!(found.as_ref(), Some(s), "run {run}: lookup by email");
+        }
+    }
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// [`index_model_runs`] with a few runs, for the conformance list.
+pub async fn indexes_stay_in_step_under_faults(backend: Arc<dyn TableBackend>) {
+    index_model_runs(backend, 20, 8, 0x1D3).await;
+}

@@ -1,0 +1,419 @@
+//! Secondary indexes inside the entity's partition.
+//!
+//! The store has one index, PartitionKey then RowKey. To find an entity by
+//! another value (an employee by email, by last name), a second row is kept
+//! in the same partition under a RowKey made from that value: an *index
+//! row*. Every typed write of the entity writes, moves or deletes its index
+//! rows in the same entity group transaction as the entity itself, so the
+//! entity and its index rows are never seen out of step.
+//!
+//! # Declaring an index
+//! ```
+//! use tablekit::TableEntity;
+//!
+//! #[derive(TableEntity, Clone, Debug, PartialEq)]
+//! #[tablekit(table = "Staff", kind = "EMP")]
+//! #[tablekit(index(name = "email", tag = "email"))]
+//! #[tablekit(index(name = "name", copy(email)))]
+//! struct Employee {
+//!     #[tablekit(partition_key)]
+//!     department: String,
+//!     #[tablekit(row_key)]
+//!     id: u32,
+//!     #[tablekit(unique = "email")]
+//!     email: String,
+//!     #[tablekit(index = "name")]
+//!     last_name: String,
+//!     #[tablekit(index = "name")]
+//!     first_name: String,
+//! }
+//! ```
+//!
+//! - `#[tablekit(unique = "NAME")]` on a field puts it in the unique index
+//!   `NAME`: no two entities of a partition hold the same value, and a write
+//!   that would break this fails with [`Error::UniqueViolation`]
+//!   (naming the index and the value) with nothing written.
+//! - `#[tablekit(index = "NAME")]` puts it in the non-unique index `NAME`.
+//! - Several fields with the same index name form a compound index, its
+//!   value made of the fields in declaration order (`name` above is the last
+//!   name, then the first name). Indexed fields are key types (strings,
+//!   integers, [`DateTime`](crate::DateTime), the types of [`key`](crate::key)).
+//! - `#[tablekit(index(name = "NAME", tag = "TAG", copy(field, …)))]` on the
+//!   struct sets an index's options: `tag`, the text its RowKeys start with
+//!   (by default the kind, a dot and the index name: `EMP.email`), and
+//!   `copy`, the fields its rows hold (by default every field; `copy()` for
+//!   none, so that a read through the index follows it to the entity).
+//!
+//! A type with indexes needs a kind (or a RowKey template with a leading
+//! text): its rows and its index rows are told apart by the start of their
+//! RowKeys, so the type's queries never see index rows, and index rows are
+//! never read as entities of any kind.
+//!
+//! # The rows
+//! With the declaration above, the employee `("Sales", 223)` with email
+//! `jonesj@contoso.com`, named Jones Jim, is three rows of partition `Sales`:
+//!
+//! | RowKey | holds |
+//! |---|---|
+//! | `EMP_0000000223` | the entity |
+//! | `email_jonesj@contoso.com` | a copy of the entity |
+//! | `EMP.name_Jones\|Jim\|EMP_0000000223` | the email, and the entity's RowKey |
+//!
+//! A unique index row's RowKey is the tag and the value; a non-unique one's
+//! goes on with the entity's RowKey, so that entities sharing a value each
+//! have their row. Every index row names the entity's RowKey in the
+//! property [`ROW_PROPERTY`] and its index in [`INDEX_PROPERTY`].
+//!
+//! # Writes and their cost
+//! Each typed write sends one transaction holding the entity's row (or
+//! parts), and for each index: the new index row and, when the value
+//! changed, the delete of the old one. At most 100 operations fit in a
+//! transaction: a type whose rows cannot fit is refused at compile time, and
+//! a write that does not fit (a wide entity with many parts) fails with
+//! [`InvalidInput::BatchTooManyOperations`](crate::InvalidInput::BatchTooManyOperations)
+//! before anything is sent.
+//!
+//! | write | requests |
+//! |---|---|
+//! | `insert` | 1 |
+//! | `replace`, `delete` of a [`Loaded`](crate::Loaded) read by tablekit | 1 |
+//! | `merge` of a `Loaded`, `upsert`, `upsert_merge`, `*_unconditionally`, `merge_element` | 2: the current row is read (its index values and, for a merge, the values the index copies must hold), and its ETag guards the transaction |
+//! | `update` | 2 (the read it makes anyway, and the write) |
+//!
+//! A wide entity's write reads its parts first, as it does without indexes.
+//!
+//! # Reads
+//! [`Table::index`](crate::Table::index) reads through an index: a unique
+//! lookup, all entities with a value, or a prefix or range of values, in
+//! value order. When the index row holds every field the read needs (the
+//! default `copy`), it is served from the index row alone: a unique lookup is
+//! one request. Otherwise each index row is followed to its entity with one
+//! point read.
+
+use std::marker::PhantomData;
+
+use crate::entity::{Entity, Properties};
+use crate::error::{Error, InvalidInput, KeyKind};
+use crate::key::RowKeyLayout;
+use crate::schema::{self, TableEntity};
+use crate::table::offload::REFERENCE_SUFFIX;
+use crate::table::update::WRITES_PROPERTY;
+use crate::value::Value;
+
+/// The property of an index row that names its index.
+pub const INDEX_PROPERTY: &str = "_Index";
+/// The property of an index row that holds the entity's RowKey.
+pub const ROW_PROPERTY: &str = "_Row";
+
+/// One declared index, as `#[derive(TableEntity)]` describes it in
+/// [`TableEntity::INDEXES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexDef {
+    /// The index's name.
+    pub name: &'static str,
+    /// How its RowKeys are laid out: the tag, then the value (with a
+    /// separator after it for a non-unique index, whose keys go on with the
+    /// entity's RowKey).
+    pub layout: RowKeyLayout,
+    /// Whether two entities may share a value.
+    pub unique: bool,
+    /// The indexed fields, for messages.
+    pub fields: &'static str,
+    /// The property names an index row copies; `None` for every property.
+    pub copy: Option<&'static [&'static str]>,
+}
+
+impl IndexDef {
+    /// Whether an index row holds `property`.
+    pub fn copies(&self, property: &str) -> bool {
+        match self.copy {
+            None => true,
+            Some(names) => names.iter().any(|name| {
+                property == *name
+                    || property
+                        .strip_prefix(name)
+                        .is_some_and(|rest| rest == REFERENCE_SUFFIX)
+            }),
+        }
+    }
+
+    /// The RowKey every row of this index starts with.
+    pub fn prefix(&self) -> String {
+        self.layout.prefix().unwrap_or_default()
+    }
+}
+
+/// Marks an index as unique: [`IndexReader::get`] finds at most one entity.
+#[derive(Debug, Clone, Copy)]
+pub enum Unique {}
+/// Marks an index as non-unique.
+#[derive(Debug, Clone, Copy)]
+pub enum NonUnique {}
+
+/// A typed handle on one index of `T`, whose values are `V` (a key part, or
+/// a tuple for a compound index) and which is [`Unique`] or [`NonUnique`]:
+/// a field of `T::indexes()`.
+pub struct Index<T, V, U> {
+    position: usize,
+    _marker: PhantomData<fn() -> (T, V, U)>,
+}
+
+impl<T, V, U> Clone for Index<T, V, U> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, V, U> Copy for Index<T, V, U> {}
+
+impl<T, V, U> std::fmt::Debug for Index<T, V, U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Index")
+            .field("position", &self.position)
+            .finish()
+    }
+}
+
+impl<T: TableEntity, V, U> Index<T, V, U> {
+    /// The handle on `T::INDEXES[position]` (the derive makes these).
+    #[doc(hidden)]
+    pub const fn new(position: usize) -> Index<T, V, U> {
+        Index {
+            position,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The index's definition.
+    pub fn def(&self) -> &'static IndexDef {
+        &T::INDEXES[self.position]
+    }
+
+    /// The index's position in [`TableEntity::INDEXES`].
+    pub fn position(&self) -> usize {
+        self.position
+    }
+}
+
+/// The RowKeys of `value`'s index rows, in the order of `T::INDEXES`;
+/// `row_key` is the entity's stored RowKey.
+pub(crate) fn index_keys<T: TableEntity>(value: &T, row_key: &str) -> Result<Vec<String>, Error> {
+    (0..T::INDEXES.len())
+        .map(|i| index_key(value, i, row_key))
+        .collect()
+}
+
+/// The RowKey of `value`'s row in index `i`.
+pub(crate) fn index_key<T: TableEntity>(
+    value: &T,
+    i: usize,
+    row_key: &str,
+) -> Result<String, Error> {
+    let def = &T::INDEXES[i];
+    let mut key = String::with_capacity(row_key.len() + 32);
+    value.write_index_key(i, &mut key);
+    if !def.unique {
+        key.push_str(row_key);
+    }
+    schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
+    Ok(key)
+}
+
+/// The encoded value of an index RowKey: what follows the tag.
+pub(crate) fn value_of<'a>(def: &IndexDef, index_key: &'a str) -> &'a str {
+    let prefix = def.prefix();
+    index_key.strip_prefix(&prefix).unwrap_or(index_key)
+}
+
+/// Whether a stored property is bookkeeping of the entity's own row, never
+/// copied into an index row.
+fn own_bookkeeping(name: &str) -> bool {
+    name == WRITES_PROPERTY
+        || name == schema::KIND_PROPERTY
+        || name == crate::table::wide::PARTS_PROPERTY
+}
+
+/// The index row `key` of the entity stored as `row` (its logical row: keys,
+/// bookkeeping and every property).
+pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entity) -> Entity {
+    let mut properties = Properties::with_capacity(row.properties.len() + 2);
+    for (name, value) in row.properties.entries() {
+        if own_bookkeeping(name) || !(def.copies(name) || name == schema::VERSION_PROPERTY) {
+            continue;
+        }
+        properties.push_unchecked(name.clone(), value.clone());
+    }
+    if T::KIND_PROPERTIES {
+        properties.push_unchecked(INDEX_PROPERTY.into(), Value::String(def.name.to_owned()));
+    }
+    properties.push_unchecked(ROW_PROPERTY.into(), Value::String(row.row_key.clone()));
+    let mut entity = Entity::new(row.partition_key.clone(), key);
+    entity.properties = properties;
+    entity
+}
+
+/// Whether `row` is an index row (of any type).
+pub fn is_index_row(row: &Entity) -> bool {
+    row.properties.contains(ROW_PROPERTY)
+        && (row.properties.contains(INDEX_PROPERTY)
+            || !row.properties.contains(schema::KIND_PROPERTY))
+}
+
+/// The entity's RowKey an index row points at.
+pub(crate) fn pointed_row(def: &IndexDef, row: &Entity) -> Result<String, Error> {
+    match row.properties.get(ROW_PROPERTY) {
+        Some(Value::String(rk)) => Ok(rk.clone()),
+        _ => Err(crate::SchemaError::Property {
+            property: ROW_PROPERTY.into(),
+            problem: crate::ValueError::Invalid(format!(
+                "index row {:?} of index `{}` names no entity",
+                row.row_key, def.name
+            )),
+        }
+        .into()),
+    }
+}
+
+/// Turns an index row that copies every field the read needs into the
+/// entity's row: its RowKey, its kind.
+pub(crate) fn as_entity_row<T: TableEntity>(
+    def: &IndexDef,
+    mut row: Entity,
+) -> Result<Entity, Error> {
+    let rk = pointed_row(def, &row)?;
+    row.properties.remove(ROW_PROPERTY);
+    row.properties.remove(INDEX_PROPERTY);
+    if let (Some(kind), true) = (T::KIND, T::KIND_PROPERTIES) {
+        row.properties.insert(schema::KIND_PROPERTY, kind);
+    }
+    row.row_key = rk;
+    Ok(row)
+}
+
+/// Refuses a value of an index whose RowKey would not fit.
+pub(crate) fn too_many_operations(count: usize) -> Error {
+    InvalidInput::BatchTooManyOperations {
+        count,
+        max: crate::validate::limits::MAX_BATCH_OPERATIONS,
+    }
+    .into()
+}
+
+/// What [`audit`] finds in a partition's rows.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexAudit {
+    /// Index rows an entity should have and that are not there.
+    pub missing: Vec<Entity>,
+    /// Index rows that are there with other content than their entity's;
+    /// each as it should be.
+    pub stale: Vec<Entity>,
+    /// Index rows that no entity should have: `(PartitionKey, RowKey)`.
+    pub orphans: Vec<(String, String)>,
+    /// Entities of the type that could not be read, with the error.
+    pub unreadable: Vec<(String, String)>,
+}
+
+impl IndexAudit {
+    /// Whether every index row is in step.
+    pub fn is_clean(&self) -> bool {
+        self.missing.is_empty() && self.stale.is_empty() && self.orphans.is_empty()
+    }
+}
+
+/// Whether `row_key` is in the RowKey range of one of `T`'s indexes.
+pub(crate) fn is_index_key<T: TableEntity>(row_key: &str) -> bool {
+    T::INDEXES.iter().any(|def| def.layout.starts(row_key))
+}
+
+fn sorted(entity: &Entity) -> Vec<(&str, &Value)> {
+    let mut props: Vec<(&str, &Value)> = entity.properties.iter().collect();
+    props.sort_by(|a, b| a.0.cmp(b.0));
+    props
+}
+
+/// Compares the index rows among `rows` (rows of one or more partitions,
+/// in any order) with the index rows `T`'s entities among them should have.
+pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
+    use std::collections::BTreeMap;
+    let mut report = IndexAudit::default();
+    let mut found: BTreeMap<(String, String), &Entity> = BTreeMap::new();
+    let mut entities: Vec<Entity> = Vec::new();
+    let mut parts: BTreeMap<(&str, &str), Vec<Entity>> = BTreeMap::new();
+    for row in rows {
+        if is_index_key::<T>(&row.row_key) {
+            found.insert((row.partition_key.clone(), row.row_key.clone()), row);
+        } else if T::WIDE {
+            if let Some(base) = crate::table::wide::base_of(&row.row_key)
+                && T::ROW_KEY_LAYOUT.starts(base)
+            {
+                parts
+                    .entry((&row.partition_key, base))
+                    .or_default()
+                    .push(row.clone());
+            }
+        } else if T::ROW_KEY_LAYOUT.starts(&row.row_key) && schema::is_kind::<T>(row) {
+            entities.push(row.clone());
+        }
+    }
+    for ((_, base), rows) in parts {
+        match crate::table::wide::join(base, rows) {
+            Ok(Some((entity, _))) => entities.push(entity),
+            Ok(None) => {}
+            Err(e) => report.unreadable.push((base.to_owned(), e.to_string())),
+        }
+    }
+    let mut expected: BTreeMap<(String, String), Entity> = BTreeMap::new();
+    for entity in &entities {
+        let value: T = match schema::from_entity(entity) {
+            Ok(value) => value,
+            Err(e) => {
+                report
+                    .unreadable
+                    .push((entity.row_key.clone(), e.to_string()));
+                continue;
+            }
+        };
+        for (i, def) in T::INDEXES.iter().enumerate() {
+            match index_key(&value, i, &entity.row_key) {
+                Ok(key) => {
+                    let row = index_row::<T>(def, key.clone(), entity);
+                    expected.insert((entity.partition_key.clone(), key), row);
+                }
+                Err(e) => report
+                    .unreadable
+                    .push((entity.row_key.clone(), e.to_string())),
+            }
+        }
+    }
+    for ((pk, rk), want) in expected {
+        match found.remove(&(pk, rk)) {
+            None => report.missing.push(want),
+            Some(have) if sorted(have) != sorted(&want) => report.stale.push(want),
+            Some(_) => {}
+        }
+    }
+    report.orphans = found.into_keys().collect();
+    report
+}
+
+/// [`audit`] as readable lines, empty when every index row is in step.
+pub fn problems<T: TableEntity>(rows: &[Entity]) -> Vec<String> {
+    let report = audit::<T>(rows);
+    let mut lines = Vec::new();
+    for row in &report.missing {
+        lines.push(format!(
+            "missing index row {:?} (of {:?})",
+            row.row_key,
+            row.properties.get(ROW_PROPERTY)
+        ));
+    }
+    for row in &report.stale {
+        lines.push(format!("stale index row {:?}", row.row_key));
+    }
+    for (_, rk) in &report.orphans {
+        lines.push(format!("index row {rk:?} belongs to no entity"));
+    }
+    for (rk, e) in &report.unreadable {
+        lines.push(format!("entity {rk:?} unreadable: {e}"));
+    }
+    lines
+}

@@ -1,0 +1,280 @@
+//! Reads through an [index](crate::index).
+
+use std::marker::PhantomData;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use futures::stream::{BoxStream, StreamExt, TryStreamExt};
+
+use super::{Loaded, Table, owned_query_stream};
+use crate::backend::GetOptions;
+use crate::entity::Entity;
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::index::{self, Index, IndexDef, Unique};
+use crate::key::{KeyPrefix, KeyTuple, prefix_range};
+use crate::schema::{self, KeyArg, TableEntity};
+
+/// Reads `T` through one of its indexes, as `Q` (`T` itself, or a
+/// projection of it made with [`project`](IndexReader::project)). Made by
+/// [`Table::index`].
+///
+/// Every read names the partition: an index lives in it. Results come in
+/// the order of the index values, then (for a non-unique index) of the
+/// entities' RowKeys.
+///
+/// Requests: when the index rows hold every field `Q` needs, a read is
+/// served from them alone ([`get`](IndexReader::get) is one request; a
+/// stream one request per page of 1,000). Otherwise each index row found is
+/// followed to its entity with one point read.
+pub struct IndexReader<T, V, U, Q = T> {
+    table: Table<T>,
+    def: &'static IndexDef,
+    position: usize,
+    _marker: PhantomData<fn() -> (V, U, Q)>,
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Reads through `index`, a field of `T::indexes()`:
+    /// `staff.index(Employee::indexes().email).get("Sales", "jonesj@contoso.com")`.
+    pub fn index<V, U>(&self, index: Index<T, V, U>) -> IndexReader<T, V, U> {
+        IndexReader {
+            table: self.clone(),
+            def: index.def(),
+            position: index.position(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<T, V, U, Q> IndexReader<T, V, U, Q>
+where
+    T: TableEntity,
+    V: KeyTuple,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// The same reads, as the projection `P` (a type with
+    /// `#[tablekit(projection_of = T)]`): served from the index rows when
+    /// they copy every field of `P`.
+    pub fn project<P>(self) -> IndexReader<T, V, U, P>
+    where
+        P: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+    {
+        IndexReader {
+            table: self.table,
+            def: self.def,
+            position: self.position,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Whether an index row holds every property `Q` reads.
+    fn served_by_index_rows(&self) -> bool {
+        if self.def.copy.is_none() {
+            return true;
+        }
+        let mut names = Vec::new();
+        Q::property_names(&mut names) && names.iter().all(|name| self.def.copies(name))
+    }
+
+    /// Every entity whose value is `value`, in RowKey order (at most one for
+    /// a unique index).
+    pub fn find(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> BoxStream<'static, Result<Q>> {
+        let encoded = (|| {
+            let pk = schema::encode_partition_key::<T>(&pk)?;
+            let mut key = String::new();
+            value.write_laid_out(&self.def.layout, &mut key);
+            Ok::<_, Error>((pk, key))
+        })();
+        match encoded {
+            Ok((pk, key)) if self.def.unique => {
+                let end = format!("{key}\0");
+                self.rows(pk, Bound::Included(key), Bound::Excluded(end))
+            }
+            Ok((pk, key)) => {
+                let end = crate::keyorder::prefix_end(&key);
+                self.rows(
+                    pk,
+                    Bound::Included(key),
+                    end.map_or(Bound::Unbounded, Bound::Excluded),
+                )
+            }
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        }
+    }
+
+    /// Every entity whose value starts with the components of `prefix` (the
+    /// first fields of a compound index), in value order.
+    pub fn prefix<P>(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        prefix: P,
+    ) -> BoxStream<'static, Result<Q>>
+    where
+        V: KeyPrefix<P>,
+    {
+        let mut encoded = String::new();
+        <V as KeyPrefix<P>>::write_prefix(&prefix, &self.def.layout, &mut encoded);
+        let (start, end) = prefix_range(encoded, <V as KeyPrefix<P>>::last_separator());
+        match schema::encode_partition_key::<T>(&pk) {
+            Ok(pk) => self.rows(pk, Bound::Included(start), Bound::Excluded(end)),
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        }
+    }
+
+    /// Every entity whose value lies in `[from, to)`, in value order.
+    pub fn range(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        from: impl KeyArg<V>,
+        to: impl KeyArg<V>,
+    ) -> BoxStream<'static, Result<Q>> {
+        let (mut start, mut end) = (String::new(), String::new());
+        from.write_laid_out(&self.def.layout, &mut start);
+        to.write_laid_out(&self.def.layout, &mut end);
+        match schema::encode_partition_key::<T>(&pk) {
+            Ok(pk) => self.rows(pk, Bound::Included(start), Bound::Excluded(end)),
+            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
+        }
+    }
+
+    /// The index rows of `pk` in `[start, end)`, read as `Q`.
+    fn rows(
+        &self,
+        pk: String,
+        start: Bound<String>,
+        end: Bound<String>,
+    ) -> BoxStream<'static, Result<Q>> {
+        // Never outside the index's own rows.
+        let index_prefix = self.def.prefix();
+        let index_end = crate::keyorder::prefix_end(&index_prefix);
+        let mut filter = Filter::partition_key().eq(pk.as_str());
+        filter = match start {
+            Bound::Included(start) if start >= index_prefix => filter & Filter::row_key().ge(start),
+            _ => filter & Filter::row_key().ge(index_prefix),
+        };
+        filter = match (end, index_end) {
+            (Bound::Excluded(end), Some(index_end)) if end <= index_end => {
+                filter & Filter::row_key().lt(end)
+            }
+            (_, Some(index_end)) => filter & Filter::row_key().lt(index_end),
+            (Bound::Excluded(end), None) => filter & Filter::row_key().lt(end),
+            (_, None) => filter,
+        };
+        let query = crate::Query::new().filter(filter);
+        let rows = owned_query_stream(
+            Arc::clone(&self.table.backend),
+            self.table.name.to_string(),
+            query,
+            "index",
+            T::KIND,
+        );
+        let table = self.table.clone();
+        let (def, position, served) = (self.def, self.position, self.served_by_index_rows());
+        rows.and_then(move |row| {
+            let table = table.clone();
+            async move { table.read_indexed::<Q>(def, position, served, row).await }
+        })
+        .try_filter_map(|found| async move { Ok(found) })
+        .boxed()
+    }
+}
+
+impl<T, V, Q> IndexReader<T, V, Unique, Q>
+where
+    T: TableEntity,
+    V: KeyTuple,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// The entity whose value is `value`, or `None`: one point read when
+    /// the index row holds every field `Q` needs, two otherwise.
+    pub async fn get(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> Result<Option<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        let row = match self
+            .table
+            .backend
+            .get_entity(&self.table.name, &pk, &key, &GetOptions::default())
+            .await
+        {
+            Ok(row) => row,
+            Err(Error::EntityNotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        self.table
+            .read_indexed::<Q>(self.def, self.position, self.served_by_index_rows(), row)
+            .await
+    }
+
+    /// The entity whose value is `value`, read from its own row with the
+    /// ETag that guards a write through it: two point reads.
+    pub async fn get_loaded(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> Result<Option<Loaded<T>>> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        let row = match self
+            .table
+            .backend
+            .get_entity(
+                &self.table.name,
+                &pk,
+                &key,
+                &GetOptions::default().select([index::ROW_PROPERTY]),
+            )
+            .await
+        {
+            Ok(row) => row,
+            Err(Error::EntityNotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let rk = index::pointed_row(self.def, &row)?;
+        let Some(entity) = self.table.read_row(&pk, &rk).await? else {
+            return Ok(None);
+        };
+        let loaded: Loaded<T> = super::load(entity)?;
+        // A writer may have moved the value since the index row was read.
+        Ok((index::index_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Reads an index row as `Q`: from the row itself when it holds every
+    /// field (`served`), else from the entity it names, which must still
+    /// hold the row's value; `None` when it does not (a write moved it
+    /// between the two reads).
+    async fn read_indexed<Q: TableEntity>(
+        &self,
+        def: &'static IndexDef,
+        position: usize,
+        served: bool,
+        row: Entity,
+    ) -> Result<Option<Q>> {
+        if served {
+            let mut entity = index::as_entity_row::<T>(def, row)?;
+            self.restore_blobs(&mut entity).await?;
+            return schema::from_entity_owned(entity).map(Some);
+        }
+        let rk = index::pointed_row(def, &row)?;
+        let Some(entity) = self.read_row(&row.partition_key, &rk).await? else {
+            return Ok(None);
+        };
+        let value: T = schema::from_entity(&entity)?;
+        if index::index_key(&value, position, &rk)? != row.row_key {
+            return Ok(None);
+        }
+        schema::from_entity_owned(entity).map(Some)
+    }
+}
