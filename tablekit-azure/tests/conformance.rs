@@ -52,3 +52,13 @@ mod typed {
         Arc::new(blobs()) as Arc<dyn BlobStore>
     );
 }
+
+/// The index model test on the real REST path: 300 random sequences of
+/// every write path with faults, each checked for index rows out of step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_model_three_hundred_runs() {
+    use std::sync::Arc;
+    let outcomes = tablekit::conformance::index_model_runs(Arc::new(backend()), 300, 6, 0xA2).await;
+    eprintln!("{outcomes:?}");
+    outcomes.assert_varied();
+}

@@ -71,5 +71,9 @@ mod typed_adversarial {
 /// write path with faults, each checked for index rows out of step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_model_ten_thousand_runs() {
-    tablekit::conformance::index_model_runs(Arc::new(MemBackend::new()), 10_000, 8, 0x5EED).await;
+    let outcomes =
+        tablekit::conformance::index_model_runs(Arc::new(MemBackend::new()), 10_000, 8, 0x5EED)
+            .await;
+    eprintln!("{outcomes:?}");
+    outcomes.assert_varied();
 }

@@ -407,7 +407,8 @@ pub async fn index_model_runs(
     runs: usize,
     steps: usize,
     seed: u64,
-) {
+) -> ModelOutcomes {
+    let mut outcomes = ModelOutcomes::default();
     let name = fresh_table(&*backend, "idxmodel").await;
     let layer = FaultInjection::new(Arc::clone(&backend));
     let handle = layer.handle();
@@ -508,6 +509,12 @@ pub async fn index_model_runs(
                 }
             };
             handle.clear();
+            match &result {
+                Ok(()) => outcomes.applied += 1,
+                Err(Error::UniqueViolation { .. }) => outcomes.unique_violations += 1,
+                Err(e) if e.is_outcome_unknown() || e.is_transient() => outcomes.faulted += 1,
+                Err(_) => outcomes.refused += 1,
+            }
             // The model follows the store: a write that failed for certain
             // changed nothing, any other outcome is read back.
             let certain_refusal = matches!(
@@ -579,9 +586,56 @@ pub async fn index_model_runs(
         }
     }
     backend.delete_table(&name).await.expect("drop");
+    outcomes.calls = handle_calls(&handle);
+    outcomes
+}
+
+/// How many calls the fault layer saw.
+fn handle_calls(handle: &crate::layer::FaultHandle) -> usize {
+    use crate::layer::Operation::*;
+    [
+        GetEntity,
+        QueryEntities,
+        InsertEntity,
+        UpdateEntity,
+        UpsertEntity,
+        DeleteEntity,
+        SubmitTransaction,
+    ]
+    .into_iter()
+    .map(|op| handle.calls(op))
+    .sum()
+}
+
+/// How the steps of [`index_model_runs`] ended.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ModelOutcomes {
+    /// Steps that succeeded.
+    pub applied: usize,
+    /// Steps refused as breaking a unique index.
+    pub unique_violations: usize,
+    /// Steps that failed with an injected fault the write could not settle.
+    pub faulted: usize,
+    /// Steps refused for another reason (conflict, missing entity, ETag).
+    pub refused: usize,
+    /// Calls the typed client made through the fault layer.
+    pub calls: usize,
+}
+
+impl ModelOutcomes {
+    /// Asserts that the runs went through every kind of outcome.
+    #[track_caller]
+    pub fn assert_varied(&self) {
+        assert!(
+            self.applied > 0 && self.unique_violations > 0 && self.faulted > 0 && self.refused > 0,
+            "the runs did not reach every outcome: {self:?}"
+        );
+    }
 }
 
 /// [`index_model_runs`] with a few runs, for the conformance list.
 pub async fn indexes_stay_in_step_under_faults(backend: Arc<dyn TableBackend>) {
-    index_model_runs(backend, 20, 8, 0x1D3).await;
+    index_model_runs(backend, 20, 8, 0x1D3)
+        .await
+        .assert_varied();
 }
