@@ -639,3 +639,154 @@ pub async fn indexes_stay_in_step_under_faults(backend: Arc<dyn TableBackend>) {
         .await
         .assert_varied();
 }
+
+/// A wide entity with a unique index: its rows point at it.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "YEAR", wide)]
+pub struct Tagged {
+    /// The site.
+    #[tablekit(partition_key)]
+    pub site: String,
+    /// The year.
+    #[tablekit(row_key)]
+    pub year: u16,
+    /// One count per day: more than a row holds.
+    #[tablekit(series)]
+    pub daily: Vec<u32>,
+    /// Unique in the site.
+    #[tablekit(unique = "code")]
+    pub code: String,
+}
+
+/// An entity with an offloaded body and a unique index whose rows copy it
+/// (a reference to the blob).
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "FILED")]
+pub struct Filed {
+    /// The folder.
+    #[tablekit(partition_key)]
+    pub folder: String,
+    /// The id.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Unique in the folder.
+    #[tablekit(unique = "title")]
+    pub title: String,
+    /// In the blob store when too large for a row.
+    #[tablekit(offload)]
+    pub body: String,
+}
+
+/// Wide entities and entities with offloaded values keep their index rows
+/// in step too, and are read back whole through them.
+pub async fn indexes_of_wide_and_offloaded_entities(
+    backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn crate::BlobStore>,
+) {
+    let name = fresh_table(&*backend, "idxlarge").await;
+    let wide: Table<Tagged> = Table::from_arc(Arc::clone(&backend), &name);
+    let year = |code: &str, seed: u32| Tagged {
+        site: "s".into(),
+        year: 2026,
+        daily: (0..400).map(|d| d * 2 + seed).collect(),
+        code: code.into(),
+    };
+    wide.insert(&year("alpha", 1)).await.expect("insert wide");
+    assert_eq!(
+        index_problems::<Tagged>(&*backend, &name, "s").await,
+        Vec::<String>::new()
+    );
+    let by_code = wide.index(Tagged::indexes().code);
+    assert_eq!(
+        by_code.get("s", "alpha").await.expect("get"),
+        Some(year("alpha", 1))
+    );
+    let mut loaded = wide.get("s", 2026u16).await.expect("get").expect("found");
+    *loaded = year("beta", 2);
+    wide.replace(&mut loaded).await.expect("replace wide");
+    assert_eq!(
+        index_problems::<Tagged>(&*backend, &name, "s").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(by_code.get("s", "alpha").await.expect("get"), None);
+    assert_eq!(
+        by_code.get("s", "beta").await.expect("get"),
+        Some(year("beta", 2))
+    );
+    wide.merge_unconditionally(&year("gamma", 3))
+        .await
+        .expect("merge wide");
+    assert_eq!(
+        index_problems::<Tagged>(&*backend, &name, "s").await,
+        Vec::<String>::new()
+    );
+    wide.delete_unconditionally("s", 2026u16)
+        .await
+        .expect("delete wide");
+    let left = backend.query_all(&name, Query::new()).await.expect("rows");
+    assert!(
+        left.is_empty(),
+        "no part and no index row is left: {left:?}"
+    );
+
+    let container = super::unique_table("c").to_ascii_lowercase();
+    blobs.create_container(&container).await.expect("container");
+    let filed: Table<Filed> = Table::from_arc(Arc::clone(&backend), &name)
+        .with_blob_store(Arc::clone(&blobs), &container);
+    let doc = |title: &str, size: usize| Filed {
+        folder: "f".into(),
+        id: 1,
+        title: title.into(),
+        body: "b".repeat(size),
+    };
+    filed
+        .insert(&doc("plan", 100_000))
+        .await
+        .expect("insert offloaded");
+    assert_eq!(
+        index_problems::<Filed>(&*backend, &name, "f").await,
+        Vec::<String>::new()
+    );
+    let by_title = filed.index(Filed::indexes().title);
+    assert_eq!(
+        by_title.get("f", "plan").await.expect("get"),
+        Some(doc("plan", 100_000))
+    );
+    filed
+        .upsert(&doc("report", 120_000))
+        .await
+        .expect("upsert offloaded");
+    assert_eq!(
+        index_problems::<Filed>(&*backend, &name, "f").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        by_title.get("f", "report").await.expect("get"),
+        Some(doc("report", 120_000))
+    );
+    assert_eq!(by_title.get("f", "plan").await.expect("get"), None);
+    assert!(
+        filed
+            .orphan_blobs(std::time::Duration::ZERO)
+            .await
+            .expect("orphans")
+            .is_empty(),
+        "the replaced body's blob is gone, the new one referenced"
+    );
+    filed
+        .delete_unconditionally("f", 1u32)
+        .await
+        .expect("delete");
+    assert!(
+        backend
+            .query_all(&name, Query::new())
+            .await
+            .expect("rows")
+            .is_empty()
+    );
+    blobs
+        .delete_container(&container)
+        .await
+        .expect("drop container");
+    backend.delete_table(&name).await.expect("drop");
+}

@@ -157,7 +157,7 @@ impl<T: TableEntity> Table<T> {
                             let keys = if T::INDEXES.is_empty() {
                                 Vec::new()
                             } else {
-                                let stored: T = schema::from_entity(&current.entity)?;
+                                let stored: T = index::decode_for_keys(&current.entity)?;
                                 index::index_keys(&stored, rk)?
                             };
                             let guard = current.etag.clone();
@@ -192,7 +192,7 @@ impl<T: TableEntity> Table<T> {
             };
             let new_keys = match (&new_row, T::INDEXES.is_empty()) {
                 (Some(row), false) => {
-                    let value: T = schema::from_entity(row)?;
+                    let value: T = index::decode_for_keys(row)?;
                     Some(index::index_keys(&value, rk)?)
                 }
                 (Some(_), true) => Some(Vec::new()),
@@ -404,7 +404,7 @@ impl<T: TableEntity> Table<T> {
             return Ok(Some(etag));
         }
         let holds = match self.read_current(pk, &holder).await? {
-            Some(current) => match schema::from_entity::<T>(&current.entity) {
+            Some(current) => match index::decode_for_keys::<T>(&current.entity) {
                 Ok(value) => index::index_key(&value, i, &holder)? == key,
                 // Not an entity of this type: it cannot hold the value.
                 Err(_) => false,
