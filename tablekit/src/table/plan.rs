@@ -16,10 +16,14 @@
 //! [`Loaded`]: super::Loaded
 
 use std::collections::{HashMap, HashSet};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 
 use super::rows::RowWrite;
 use super::{Table, UPDATE_ATTEMPTS, wide};
-use crate::backend::{BatchOperation, GetOptions, UpdateMode};
+use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
@@ -39,7 +43,7 @@ pub(super) struct Current {
 
 /// What an operation of a planned transaction is for.
 #[derive(Debug, Clone)]
-enum Role {
+pub(super) enum Role {
     /// The entity's row, or one of its parts.
     Entity,
     /// Deletes the old row `key` of an index.
@@ -91,280 +95,17 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         known: Option<&[String]>,
     ) -> Result<ETag> {
-        let (pk, rk) = (entity.partition_key.as_str(), entity.row_key.as_str());
-        let error = |make: fn(String, String, String) -> Error| {
-            make(self.name.to_string(), pk.to_owned(), rk.to_owned())
+        let pending = Typed::<T> {
+            entity: entity.clone(),
+            write,
+            known: known.map(Arc::from),
+            _marker: PhantomData,
         };
-        let not_found = || {
-            error(|table, partition_key, row_key| Error::EntityNotFound {
-                table,
-                partition_key,
-                row_key,
-            })
-        };
-        let precondition = || {
-            error(|table, partition_key, row_key| Error::PreconditionFailed {
-                table,
-                partition_key,
-                row_key,
-            })
-        };
-        let exists = || {
-            error(|table, partition_key, row_key| Error::EntityAlreadyExists {
-                table,
-                partition_key,
-                row_key,
-            })
-        };
-        // Old index rows found missing, and unique index rows to take over
-        // under their ETag: what earlier attempts learned.
-        let mut missing: HashSet<String> = HashSet::new();
-        let mut take_over: HashMap<String, ETag> = HashMap::new();
-        let mut last = None;
-        for _ in 0..UPDATE_ATTEMPTS {
-            // The state the transaction replaces, its guard, and whether a
-            // lost race may be tried again.
-            let use_known = !T::WIDE
-                && matches!(
-                    &write,
-                    RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
-                        | RowWrite::Delete(IfMatch::ETag(_))
-                );
-            let (current, old_keys, guard, retry) = match (&write, known) {
-                (RowWrite::Insert, _) => (None, None, None, false),
-                (
-                    RowWrite::Update(_, IfMatch::ETag(etag))
-                    | RowWrite::Delete(IfMatch::ETag(etag)),
-                    Some(keys),
-                ) if use_known => (None, Some(keys.to_vec()), Some(etag.clone()), false),
-                (write, _) => {
-                    let current = self.read_current(pk, rk).await?;
-                    let expected = match write {
-                        RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => {
-                            Some(if_match)
-                        }
-                        _ => None,
-                    };
-                    match current {
-                        None if expected.is_some() => return Err(not_found()),
-                        None => (None, None, None, true),
-                        Some(current) => {
-                            if let Some(IfMatch::ETag(expected)) = expected
-                                && *expected != current.etag
-                            {
-                                return Err(precondition());
-                            }
-                            let keys = if T::INDEXES.is_empty() {
-                                Vec::new()
-                            } else {
-                                let stored: T = index::decode_for_keys(&current.entity)?;
-                                index::index_keys(&stored, rk)?
-                            };
-                            let guard = current.etag.clone();
-                            let retry = !matches!(expected, Some(IfMatch::ETag(_)));
-                            (Some(current), Some(keys), Some(guard), retry)
-                        }
-                    }
-                }
-            };
-            if matches!(write, RowWrite::Insert) && T::WIDE {
-                // A wide insert checks for parts first: part 0 alone
-                // cannot tell an existing entity with other parts.
-                if self.read_current(pk, rk).await?.is_some() {
-                    return Err(exists());
-                }
-            }
-            // The row to store.
-            let new_row = match (&write, &current) {
-                (RowWrite::Delete(_), _) => None,
-                (
-                    RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
-                    Some(current),
-                ) => {
-                    let mut merged = Entity::new(pk, rk);
-                    merged.properties = wide::merge_into(
-                        current.entity.properties.clone(),
-                        entity.properties.clone(),
-                    );
-                    Some(merged)
-                }
-                _ => Some(entity.clone()),
-            };
-            let new_keys = match (&new_row, T::INDEXES.is_empty()) {
-                (Some(row), false) => {
-                    let value: T = index::decode_for_keys(row)?;
-                    Some(index::index_keys(&value, rk)?)
-                }
-                (Some(_), true) => Some(Vec::new()),
-                (None, _) => None,
-            };
-            // The entity's own operations.
-            let guard_match = guard.clone().map(IfMatch::ETag);
-            let mut operations = if T::WIDE {
-                let parts = current.as_ref().map_or(0, |c| c.parts);
-                match &new_row {
-                    Some(row) => {
-                        let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                        wide::write_operations(
-                            wide::split(row.clone(), &bookkeeping)?,
-                            parts,
-                            guard_match,
-                        )
-                    }
-                    None => {
-                        wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any))
-                    }
-                }
-            } else {
-                vec![match (&new_row, guard_match) {
-                    (Some(row), None) => BatchOperation::Insert(row.clone()),
-                    (Some(row), Some(if_match)) => BatchOperation::Update {
-                        entity: row.clone(),
-                        mode: UpdateMode::Replace,
-                        if_match,
-                    },
-                    (None, if_match) => BatchOperation::Delete {
-                        partition_key: pk.to_owned(),
-                        row_key: rk.to_owned(),
-                        if_match: if_match.unwrap_or(IfMatch::Any),
-                    },
-                }]
-            };
-            let mut roles = vec![Role::Entity; operations.len()];
-            for (i, def) in T::INDEXES.iter().enumerate() {
-                let old = old_keys.as_ref().and_then(|keys| keys.get(i));
-                let new = new_keys.as_ref().and_then(|keys| keys.get(i));
-                if let Some(old) = old
-                    && new != Some(old)
-                    && !missing.contains(old)
-                {
-                    operations.push(BatchOperation::Delete {
-                        partition_key: pk.to_owned(),
-                        row_key: old.clone(),
-                        if_match: IfMatch::Any,
-                    });
-                    roles.push(Role::IndexDelete(old.clone()));
-                }
-                if let (Some(new), Some(row)) = (new, &new_row) {
-                    let mut logical = row.clone();
-                    logical.row_key = rk.to_owned();
-                    let index_row = index::index_row::<T>(def, new.clone(), &logical);
-                    operations.push(match take_over.get(new) {
-                        Some(etag) => BatchOperation::Update {
-                            entity: index_row,
-                            mode: UpdateMode::Replace,
-                            if_match: IfMatch::ETag(etag.clone()),
-                        },
-                        None if def.unique && old != Some(new) => BatchOperation::Insert(index_row),
-                        None => BatchOperation::Upsert {
-                            entity: index_row,
-                            mode: UpdateMode::Replace,
-                        },
-                    });
-                    roles.push(Role::IndexWrite(i, new.clone()));
-                }
-            }
-            if operations.len() > MAX_BATCH_OPERATIONS {
-                return Err(index::too_many_operations(operations.len()));
-            }
-            let sent = match operations.len() {
-                // One row alone needs no transaction.
-                1 => self
-                    .write_one(&operations[0])
-                    .await
-                    .map_err(|e| e.in_batch(0)),
-                _ => self
-                    .backend
-                    .submit_transaction(&self.name, &operations)
-                    .await
-                    .map(|etags| {
-                        etags
-                            .into_iter()
-                            .next()
-                            .flatten()
-                            .unwrap_or_else(|| ETag::new(""))
-                    }),
-            };
-            let (at, source) = match sent {
-                Ok(etag) => return Ok(etag),
-                Err(Error::BatchFailed { index, source }) => (index, *source),
-                Err(e) => return Err(e),
-            };
-            match (roles.get(at), source) {
-                (
-                    Some(Role::Entity),
-                    Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. },
-                ) if retry => {
-                    last = Some(precondition());
-                }
-                (Some(Role::Entity), Error::PreconditionFailed { .. }) => {
-                    return Err(precondition());
-                }
-                (Some(Role::Entity), Error::EntityAlreadyExists { .. }) => return Err(exists()),
-                (Some(Role::Entity), Error::EntityNotFound { .. }) if retry => {
-                    last = Some(not_found())
-                }
-                (Some(Role::Entity), Error::EntityNotFound { .. }) => {
-                    // The version read was deleted meanwhile.
-                    return Err(if guard.is_some() {
-                        precondition()
-                    } else {
-                        not_found()
-                    });
-                }
-                (Some(Role::IndexDelete(key)), Error::EntityNotFound { .. }) => {
-                    missing.insert(key.clone());
-                    last = Some(precondition());
-                }
-                (Some(Role::IndexWrite(i, key)), Error::EntityAlreadyExists { .. }) => {
-                    let def = &T::INDEXES[*i];
-                    if let Some(etag) = self.claim_unique(def, *i, key, pk, rk).await? {
-                        take_over.insert(key.clone(), etag);
-                    }
-                    last = Some(precondition());
-                }
-                (
-                    Some(Role::IndexWrite(_, key)),
-                    Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
-                ) => {
-                    // A row to take over changed or went: look again.
-                    take_over.remove(key);
-                    last = Some(precondition());
-                }
-                (_, source) => return Err(source),
-            }
-        }
-        Err(last.unwrap_or(Error::Transient {
-            message: "write made no attempt".into(),
-        }))
-    }
-
-    /// Sends one operation as its own request.
-    async fn write_one(&self, operation: &BatchOperation) -> Result<ETag> {
-        let name = &self.name;
-        match operation {
-            BatchOperation::Insert(entity) => self.backend.insert_entity(name, entity).await,
-            BatchOperation::Update {
-                entity,
-                mode,
-                if_match,
-            } => {
-                self.backend
-                    .update_entity(name, entity, *mode, if_match)
-                    .await
-            }
-            BatchOperation::Upsert { entity, mode } => {
-                self.backend.upsert_entity(name, entity, *mode).await
-            }
-            BatchOperation::Delete {
-                partition_key,
-                row_key,
-                if_match,
-            } => self
-                .backend
-                .delete_entity(name, partition_key, row_key, if_match)
-                .await
-                .map(|()| ETag::new("")),
+        match run(&self.backend, &self.name, &[Box::new(pending)]).await {
+            Ok(etags) => Ok(etags.into_iter().next().flatten().unwrap_or_else(|| ETag::new(""))),
+            // The caller wrote one entity, not a batch: report the cause.
+            Err(Error::BatchFailed { source, .. }) => Err(*source),
+            Err(e) => Err(e),
         }
     }
 
@@ -373,7 +114,7 @@ impl<T: TableEntity> Table<T> {
     /// that does not hold the value, is taken over under the returned ETag;
     /// a row of another entity holding the value is a
     /// [`UniqueViolation`](Error::UniqueViolation). `None`: the row is gone.
-    async fn claim_unique(
+    pub(super) async fn claim_unique(
         &self,
         def: &'static IndexDef,
         i: usize,
@@ -421,5 +162,487 @@ impl<T: TableEntity> Table<T> {
             });
         }
         Ok(Some(etag))
+    }
+}
+
+/// What earlier attempts of a transaction learned about one write's index
+/// rows: old ones found missing, unique ones to take over under their ETag.
+#[derive(Default)]
+pub(super) struct Learned {
+    missing: HashSet<String>,
+    take_over: HashMap<String, ETag>,
+}
+
+/// The state a write replaces, as planned: what is stored, the RowKeys of
+/// its index rows, the ETag that guards the write, and whether a lost race
+/// may be tried again.
+pub(super) struct State {
+    current: Option<Current>,
+    old_keys: Option<Vec<String>>,
+    guard: Option<ETag>,
+    retry: bool,
+}
+
+/// One write's operations in a transaction, with what each is for.
+pub(super) struct Planned {
+    operations: Vec<BatchOperation>,
+    roles: Vec<Role>,
+    retry: bool,
+}
+
+/// One write of a transaction, its type erased.
+pub(super) trait Pending: Send + Sync {
+    /// The entity's keys.
+    fn keys(&self) -> (&str, &str);
+    /// The entity's kind, for messages.
+    fn kind(&self) -> Option<&'static str>;
+    /// Reads what the write replaces (or knows it without reading).
+    fn state<'a>(&'a self, backend: &'a Arc<dyn TableBackend>, table: &'a str) -> BoxFuture<'a, Result<State>>;
+    /// The write's operations over `state`.
+    fn plan(&self, state: State, learned: &Learned) -> Result<Planned>;
+    /// Decides about a unique index row this write found taken (see
+    /// `claim_unique`).
+    fn claim<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+        index: usize,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>>;
+}
+
+/// A typed write of an entity of type `T`.
+pub(super) struct Typed<T> {
+    pub(super) entity: Entity,
+    pub(super) write: RowWrite,
+    pub(super) known: Option<Arc<[String]>>,
+    pub(super) _marker: PhantomData<fn() -> T>,
+}
+
+/// A raw operation added to a typed batch.
+pub(super) struct Raw(pub(super) BatchOperation);
+
+impl Pending for Raw {
+    fn keys(&self) -> (&str, &str) {
+        self.0.keys()
+    }
+    fn kind(&self) -> Option<&'static str> {
+        None
+    }
+    fn state<'a>(&'a self, _: &'a Arc<dyn TableBackend>, _: &'a str) -> BoxFuture<'a, Result<State>> {
+        Box::pin(async {
+            Ok(State {
+                current: None,
+                old_keys: None,
+                guard: None,
+                retry: false,
+            })
+        })
+    }
+    fn plan(&self, _: State, _: &Learned) -> Result<Planned> {
+        Ok(Planned {
+            operations: vec![self.0.clone()],
+            roles: vec![Role::Entity],
+            retry: false,
+        })
+    }
+    fn claim<'a>(&'a self, _: &'a Arc<dyn TableBackend>, _: &'a str, _: usize, _: &'a str) -> BoxFuture<'a, Result<Option<ETag>>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+impl<T: TableEntity> Typed<T> {
+    /// Whether the write needs to know the stored state: a wide entity's
+    /// parts, an entity's index rows.
+    fn needs_state() -> bool {
+        T::WIDE || !T::INDEXES.is_empty()
+    }
+
+    fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
+        make(table.to_owned(), self.entity.partition_key.clone(), self.entity.row_key.clone())
+    }
+
+    async fn read_state(&self, backend: &Arc<dyn TableBackend>, table: &str) -> Result<State> {
+        let (pk, rk) = (self.entity.partition_key.as_str(), self.entity.row_key.as_str());
+        let no_state = |guard: Option<ETag>| State {
+            current: None,
+            old_keys: None,
+            guard,
+            retry: false,
+        };
+        if !Self::needs_state() {
+            return Ok(no_state(None));
+        }
+        let use_known = !T::WIDE
+            && matches!(
+                &self.write,
+                RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_)) | RowWrite::Delete(IfMatch::ETag(_))
+            );
+        match (&self.write, &self.known) {
+            (RowWrite::Insert, _) => return Ok(no_state(None)),
+            (RowWrite::Update(_, IfMatch::ETag(etag)) | RowWrite::Delete(IfMatch::ETag(etag)), Some(keys))
+                if use_known =>
+            {
+                return Ok(State {
+                    current: None,
+                    old_keys: Some(keys.to_vec()),
+                    guard: Some(etag.clone()),
+                    retry: false,
+                });
+            }
+            _ => {}
+        }
+        let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
+        let current = reader.read_current(pk, rk).await?;
+        let expected = match &self.write {
+            RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => Some(if_match),
+            _ => None,
+        };
+        let Some(current) = current else {
+            if expected.is_some() {
+                return Err(self.error(table, |table, partition_key, row_key| Error::EntityNotFound {
+                    table,
+                    partition_key,
+                    row_key,
+                }));
+            }
+            return Ok(State {
+                current: None,
+                old_keys: None,
+                guard: None,
+                retry: true,
+            });
+        };
+        if let Some(IfMatch::ETag(expected)) = expected
+            && *expected != current.etag
+        {
+            return Err(self.error(table, |table, partition_key, row_key| Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            }));
+        }
+        let keys = if T::INDEXES.is_empty() {
+            Vec::new()
+        } else {
+            let stored: T = index::decode_for_keys(&current.entity)?;
+            index::index_keys(&stored, rk)?
+        };
+        Ok(State {
+            guard: Some(current.etag.clone()),
+            old_keys: Some(keys),
+            current: Some(current),
+            retry: !matches!(expected, Some(IfMatch::ETag(_))),
+        })
+    }
+}
+
+impl<T: TableEntity> Pending for Typed<T> {
+    fn keys(&self) -> (&str, &str) {
+        (&self.entity.partition_key, &self.entity.row_key)
+    }
+
+    fn kind(&self) -> Option<&'static str> {
+        T::KIND
+    }
+
+    fn state<'a>(&'a self, backend: &'a Arc<dyn TableBackend>, table: &'a str) -> BoxFuture<'a, Result<State>> {
+        Box::pin(self.read_state(backend, table))
+    }
+
+    fn plan(&self, state: State, learned: &Learned) -> Result<Planned> {
+        let (pk, rk) = self.keys();
+        let entity = &self.entity;
+        if !Self::needs_state() {
+            // The row alone, as the caller asked for it.
+            let operation = match &self.write {
+                RowWrite::Insert => BatchOperation::Insert(entity.clone()),
+                RowWrite::Update(mode, if_match) => BatchOperation::Update {
+                    entity: entity.clone(),
+                    mode: *mode,
+                    if_match: if_match.clone(),
+                },
+                RowWrite::Upsert(mode) => BatchOperation::Upsert {
+                    entity: entity.clone(),
+                    mode: *mode,
+                },
+                RowWrite::Delete(if_match) => BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: rk.to_owned(),
+                    if_match: if_match.clone(),
+                },
+            };
+            return Ok(Planned {
+                operations: vec![operation],
+                roles: vec![Role::Entity],
+                retry: false,
+            });
+        }
+        let State {
+            current,
+            old_keys,
+            guard,
+            retry,
+        } = state;
+        // The row to store.
+        let new_row = match (&self.write, &current) {
+            (RowWrite::Delete(_), _) => None,
+            (RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge), Some(current)) => {
+                let mut merged = Entity::new(pk, rk);
+                merged.properties = wide::merge_into(current.entity.properties.clone(), entity.properties.clone());
+                Some(merged)
+            }
+            _ => Some(entity.clone()),
+        };
+        let new_keys = match (&new_row, T::INDEXES.is_empty()) {
+            (Some(row), false) => {
+                let value: T = index::decode_for_keys(row)?;
+                Some(index::index_keys(&value, rk)?)
+            }
+            (Some(_), true) => Some(Vec::new()),
+            (None, _) => None,
+        };
+        // The entity's own operations.
+        let guard_match = guard.map(IfMatch::ETag);
+        let mut operations = if T::WIDE {
+            let parts = current.as_ref().map_or(0, |c| c.parts);
+            match &new_row {
+                Some(row) => {
+                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                    wide::write_operations(wide::split(row.clone(), &bookkeeping)?, parts, guard_match)
+                }
+                None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
+            }
+        } else {
+            vec![match (&new_row, guard_match) {
+                (Some(row), None) => BatchOperation::Insert(row.clone()),
+                (Some(row), Some(if_match)) => BatchOperation::Update {
+                    entity: row.clone(),
+                    mode: UpdateMode::Replace,
+                    if_match,
+                },
+                (None, if_match) => BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: rk.to_owned(),
+                    if_match: if_match.unwrap_or(IfMatch::Any),
+                },
+            }]
+        };
+        let mut roles = vec![Role::Entity; operations.len()];
+        for (i, def) in T::INDEXES.iter().enumerate() {
+            let old = old_keys.as_ref().and_then(|keys| keys.get(i));
+            let new = new_keys.as_ref().and_then(|keys| keys.get(i));
+            if let Some(old) = old
+                && new != Some(old)
+                && !learned.missing.contains(old)
+            {
+                operations.push(BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: old.clone(),
+                    if_match: IfMatch::Any,
+                });
+                roles.push(Role::IndexDelete(old.clone()));
+            }
+            if let (Some(new), Some(row)) = (new, &new_row) {
+                let index_row = index::index_row::<T>(def, new.clone(), row);
+                operations.push(match learned.take_over.get(new) {
+                    Some(etag) => BatchOperation::Update {
+                        entity: index_row,
+                        mode: UpdateMode::Replace,
+                        if_match: IfMatch::ETag(etag.clone()),
+                    },
+                    None if def.unique && old != Some(new) => BatchOperation::Insert(index_row),
+                    None => BatchOperation::Upsert {
+                        entity: index_row,
+                        mode: UpdateMode::Replace,
+                    },
+                });
+                roles.push(Role::IndexWrite(i, new.clone()));
+            }
+        }
+        Ok(Planned {
+            operations,
+            roles,
+            retry,
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+        index: usize,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>> {
+        Box::pin(async move {
+            let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
+            let (pk, rk) = self.keys();
+            reader.claim_unique(&T::INDEXES[index], index, key, pk, rk).await
+        })
+    }
+}
+
+/// Runs `writes` as one entity group transaction with every row they need
+/// (parts, index rows), trying again where a write without an ETag of its
+/// own lost a race. One ETag per write (`None` for a delete). A failure is
+/// [`BatchFailed`](Error::BatchFailed) with the index of the write (not of
+/// the row) in `writes`.
+pub(super) async fn run(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    writes: &[Box<dyn Pending>],
+) -> Result<Vec<Option<ETag>>> {
+    if writes.is_empty() {
+        return Err(crate::InvalidInput::BatchEmpty.into());
+    }
+    // One partition, each entity once: checked in the caller's terms.
+    let (first_pk, _) = writes[0].keys();
+    for (index, write) in writes.iter().enumerate() {
+        let (pk, rk) = write.keys();
+        if pk != first_pk {
+            return Err(crate::InvalidInput::BatchPartitionMismatch {
+                index,
+                expected: first_pk.to_owned(),
+                found: pk.to_owned(),
+            }
+            .into());
+        }
+        if let Some(first) = writes[..index].iter().position(|w| w.keys().1 == rk) {
+            return Err(crate::InvalidInput::BatchDuplicateEntity {
+                first,
+                index,
+                row_key: rk.to_owned(),
+            }
+            .into());
+        }
+    }
+    let mut learned: Vec<Learned> = writes.iter().map(|_| Learned::default()).collect();
+    let mut last = None;
+    for _ in 0..UPDATE_ATTEMPTS {
+        let states = futures::future::try_join_all(
+            writes.iter().enumerate().map(|(w, write)| async move {
+                write.state(backend, table).await.map_err(|e| e.in_batch(w))
+            }),
+        )
+        .await?;
+        let mut operations = Vec::new();
+        // For each operation: the write it belongs to, and what it is for.
+        let mut owners: Vec<(usize, Role)> = Vec::new();
+        let mut retry = Vec::with_capacity(writes.len());
+        for (w, (write, state)) in writes.iter().zip(states).enumerate() {
+            let planned = write.plan(state, &learned[w]).map_err(|e| e.in_batch(w))?;
+            retry.push(planned.retry);
+            owners.extend(planned.roles.into_iter().map(|role| (w, role)));
+            operations.extend(planned.operations);
+        }
+        check_rows(&operations, &owners)?;
+        if operations.len() > MAX_BATCH_OPERATIONS {
+            return Err(index::too_many_operations(operations.len()));
+        }
+        let sent = match operations.as_slice() {
+            // One row alone needs no transaction.
+            [one] => write_one(backend, table, one).await.map(|etag| vec![Some(etag)]).map_err(|e| e.in_batch(0)),
+            _ => backend.submit_transaction(table, &operations).await,
+        };
+        let (at, source) = match sent {
+            Ok(etags) => {
+                // Each write's ETag is its first row's.
+                let mut result = vec![None; writes.len()];
+                for (i, etag) in etags.into_iter().enumerate() {
+                    let w = owners[i].0;
+                    if result[w].is_none() && matches!(owners[i].1, Role::Entity) {
+                        result[w] = etag.filter(|e| !e.as_str().is_empty());
+                    }
+                }
+                return Ok(result);
+            }
+            Err(Error::BatchFailed { index, source }) => (index, *source),
+            Err(e) => return Err(e),
+        };
+        let Some((w, role)) = owners.get(at).cloned() else {
+            return Err(source);
+        };
+        let write = &writes[w];
+        let (pk, rk) = write.keys();
+        let entity_error = |make: fn(String, String, String) -> Error| make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w);
+        let precondition = || entity_error(|table, partition_key, row_key| Error::PreconditionFailed { table, partition_key, row_key });
+        match (role, source) {
+            (Role::Entity, Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. } | Error::EntityNotFound { .. })
+                if retry[w] =>
+            {
+                last = Some(precondition());
+            }
+            (Role::Entity, Error::PreconditionFailed { .. }) => return Err(precondition()),
+            (Role::Entity, Error::EntityAlreadyExists { .. }) => {
+                return Err(entity_error(|table, partition_key, row_key| Error::EntityAlreadyExists { table, partition_key, row_key }));
+            }
+            (Role::Entity, Error::EntityNotFound { .. }) => {
+                return Err(entity_error(|table, partition_key, row_key| Error::EntityNotFound { table, partition_key, row_key }));
+            }
+            (Role::IndexDelete(key), Error::EntityNotFound { .. }) => {
+                learned[w].missing.insert(key);
+                last = Some(precondition());
+            }
+            (Role::IndexWrite(i, key), Error::EntityAlreadyExists { .. }) => {
+                if let Some(etag) = write.claim(backend, table, i, &key).await.map_err(|e| e.in_batch(w))? {
+                    learned[w].take_over.insert(key, etag);
+                }
+                last = Some(precondition());
+            }
+            (Role::IndexWrite(_, key), Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {
+                // A row to take over changed or went: look again.
+                learned[w].take_over.remove(&key);
+                last = Some(precondition());
+            }
+            (_, source) => return Err(source.in_batch(w)),
+        }
+    }
+    Err(last.unwrap_or(Error::Transient {
+        message: "the transaction made no attempt".into(),
+    }))
+}
+
+/// Refuses two writes of one transaction that would touch the same row (an
+/// index value two entities want, or one gives up and another takes), in
+/// the caller's terms: the store refuses a transaction that names a row twice.
+fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result<()> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (operation, (w, _)) in operations.iter().zip(owners) {
+        let rk = operation.keys().1;
+        match seen.get(rk) {
+            Some(&first) if first != *w => {
+                return Err(crate::InvalidInput::BatchDuplicateEntity {
+                    first,
+                    index: *w,
+                    row_key: rk.to_owned(),
+                }
+                .into());
+            }
+            _ => {
+                seen.insert(rk, *w);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends one operation as its own request.
+async fn write_one(backend: &Arc<dyn TableBackend>, name: &str, operation: &BatchOperation) -> Result<ETag> {
+    match operation {
+        BatchOperation::Insert(entity) => backend.insert_entity(name, entity).await,
+        BatchOperation::Update {
+            entity,
+            mode,
+            if_match,
+        } => backend.update_entity(name, entity, *mode, if_match).await,
+        BatchOperation::Upsert { entity, mode } => backend.upsert_entity(name, entity, *mode).await,
+        BatchOperation::Delete {
+            partition_key,
+            row_key,
+            if_match,
+        } => backend
+            .delete_entity(name, partition_key, row_key, if_match)
+            .await
+            .map(|()| ETag::new("")),
     }
 }
