@@ -205,8 +205,8 @@ pub use ext::TableBackendExt;
 pub use key::InvertedTime;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, Loaded, Table, TableBatch, TableQuery,
-    UpdateOptions,
+    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexReader, Loaded, Table,
+    TableBatch, TableQuery, Transaction, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

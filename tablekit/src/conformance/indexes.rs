@@ -790,3 +790,232 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         .expect("drop container");
     backend.delete_table(&name).await.expect("drop");
 }
+
+/// A department whose manager's details are copied into its employees.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "DEPT")]
+pub struct Dept {
+    /// The department.
+    #[tablekit(partition_key)]
+    pub department: String,
+    /// Always 0: one row per department.
+    #[tablekit(row_key)]
+    pub row: u8,
+    /// The manager's name.
+    pub manager: String,
+}
+
+/// An employee holding a copy of their manager's name.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "MEMBER")]
+pub struct Member {
+    /// The department.
+    #[tablekit(partition_key)]
+    pub department: String,
+    /// The employee id.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Unique in the department.
+    #[tablekit(unique = "email")]
+    pub email: String,
+    /// The copy of the department's manager.
+    pub manager: String,
+}
+
+/// One transaction writes entities of several types, each with its index
+/// rows; a failure names the write in the caller's order and applies
+/// nothing, so a denormalized copy never disagrees with its source.
+pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "idxtx").await;
+    let members: Table<Member> = Table::from_arc(Arc::clone(&backend), &name);
+    let depts: Table<Dept> = members.of();
+    let member = |id: u32, email: &str, manager: &str| Member {
+        department: "Sales".into(),
+        id,
+        email: email.into(),
+        manager: manager.into(),
+    };
+    let mut tx = members.transaction();
+    tx.insert(&Dept {
+        department: "Sales".into(),
+        row: 0,
+        manager: "Ann".into(),
+    })
+    .expect("add");
+    tx.insert(&member(1, "a@x", "Ann")).expect("add");
+    tx.insert(&member(2, "b@x", "Ann")).expect("add");
+    assert_eq!(tx.len(), 3);
+    let etags = tx.submit().await.expect("submit");
+    assert_eq!(etags.len(), 3);
+    assert!(
+        etags.iter().all(Option::is_some),
+        "one ETag per write: {etags:?}"
+    );
+    assert_eq!(
+        index_problems::<Member>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+
+    // The manager changes: the department and every copy, together.
+    let mut dept = depts.get("Sales", 0u8).await.expect("get").expect("found");
+    let mut one = members
+        .get("Sales", 1u32)
+        .await
+        .expect("get")
+        .expect("found");
+    let two = members
+        .get("Sales", 2u32)
+        .await
+        .expect("get")
+        .expect("found");
+    dept.manager = "Bea".into();
+    one.manager = "Bea".into();
+    one.email = "a2@x".into();
+    // Another writer changes employee 2 first: the whole transaction fails
+    // at the write of employee 2, and nothing of it lands.
+    members
+        .update("Sales", 2u32, |m| m.email = "b2@x".into())
+        .await
+        .expect("update");
+    let mut stale_two = two.clone();
+    stale_two.manager = "Bea".into();
+    let mut tx = members.transaction();
+    tx.replace(&dept).expect("add");
+    tx.replace(&one).expect("add");
+    tx.replace(&stale_two).expect("add");
+    match tx.submit().await {
+        Err(Error::BatchFailed { index: 2, source }) => {
+            assert!(
+                matches!(*source, Error::PreconditionFailed { ref row_key, .. } if row_key == "MEMBER_0000000002"),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected the third write to fail, got {other:?}"),
+    }
+    assert_eq!(
+        depts
+            .get("Sales", 0u8)
+            .await
+            .expect("get")
+            .expect("found")
+            .manager,
+        "Ann"
+    );
+    assert_eq!(
+        members
+            .get("Sales", 1u32)
+            .await
+            .expect("get")
+            .expect("found")
+            .email,
+        "a@x"
+    );
+    assert_eq!(
+        index_problems::<Member>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+
+    // With the current version, it lands whole, index rows moved.
+    let mut two = members
+        .get("Sales", 2u32)
+        .await
+        .expect("get")
+        .expect("found");
+    two.manager = "Bea".into();
+    let mut tx = members.transaction();
+    tx.replace(&dept).expect("add");
+    tx.replace(&one).expect("add");
+    tx.replace(&two).expect("add");
+    let etags = tx.submit().await.expect("submit");
+    Loaded::set_etag(&mut dept, etags[0].clone().expect("etag"));
+    Loaded::set_etag(&mut one, etags[1].clone().expect("etag"));
+    assert!(
+        members
+            .get("Sales", 1u32)
+            .await
+            .expect("get")
+            .is_some_and(|m| m.manager == "Bea" && m.email == "a2@x")
+    );
+    assert_eq!(
+        index_problems::<Member>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+    // The ETags returned are the versions written: writing through them works.
+    dept.manager = "Cy".into();
+    depts
+        .replace(&mut dept)
+        .await
+        .expect("replace with the returned ETag");
+    one.email = "a3@x".into();
+    members
+        .replace(&mut one)
+        .await
+        .expect("replace with the returned ETag");
+    assert_eq!(
+        index_problems::<Member>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+
+    // A unique violation inside a transaction names the write.
+    let mut tx = members.transaction();
+    tx.upsert(&Dept {
+        department: "Sales".into(),
+        row: 0,
+        manager: "Dee".into(),
+    })
+    .expect("add");
+    tx.insert(&member(3, "b2@x", "Dee")).expect("add");
+    match tx.submit().await {
+        Err(Error::BatchFailed { index: 1, source }) => {
+            assert!(
+                matches!(*source, Error::UniqueViolation { index: "email", .. }),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected the second write to fail, got {other:?}"),
+    }
+    assert_eq!(
+        depts
+            .get("Sales", 0u8)
+            .await
+            .expect("get")
+            .expect("found")
+            .manager,
+        "Cy"
+    );
+    // Two writes wanting one value in the same transaction are refused
+    // before anything is sent, in the caller's terms.
+    let mut tx = members.transaction();
+    tx.insert(&member(4, "same@x", "Cy")).expect("add");
+    tx.insert(&member(5, "same@x", "Cy")).expect("add");
+    assert!(matches!(
+        tx.submit().await,
+        Err(Error::Invalid(crate::InvalidInput::BatchDuplicateEntity {
+            first: 0,
+            index: 1,
+            ..
+        }))
+    ));
+
+    // A typed batch of one indexed type keeps the index rows too.
+    let mut batch = members.batch();
+    batch.insert(&member(6, "f@x", "Cy")).expect("add");
+    batch.upsert(&member(1, "a4@x", "Cy")).expect("add");
+    batch.delete_unconditionally("Sales", 2u32).expect("add");
+    batch.submit().await.expect("batch");
+    assert_eq!(
+        index_problems::<Member>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+    let by_email = members.index(Member::indexes().email);
+    assert_eq!(
+        by_email
+            .get("Sales", "a4@x")
+            .await
+            .expect("get")
+            .map(|m| m.id),
+        Some(1)
+    );
+    assert!(by_email.get("Sales", "b2@x").await.expect("get").is_none());
+    backend.delete_table(&name).await.expect("drop");
+}

@@ -1,37 +1,20 @@
 //! Atomic batches of typed writes in one partition.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::plan::{self, Pending, Raw, Typed};
+use super::rows::RowWrite;
 use super::{Loaded, Table};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::entity::{ETag, IfMatch};
 use crate::error::Result;
 use crate::schema::{self, KeyArg, TableEntity};
 
-/// A wide entity is already written in a transaction of its own parts; it
-/// cannot join another batch.
-fn refuse_wide<T: TableEntity>() -> Result<()> {
-    if T::WIDE {
-        return Err(crate::Error::NotSupported {
-            operation: "batches of wide entities (each is its own transaction)",
-        });
-    }
-    Ok(())
-}
-
-/// An entity's index rows are planned from its stored state, which a batch
-/// built ahead of its submission does not hold.
-fn refuse_indexed<T: TableEntity>() -> Result<()> {
-    if !T::INDEXES.is_empty() {
-        return Err(crate::Error::NotSupported {
-            operation: "batched writes of entities with indexes (write them through Table or the BulkWriter, each in a transaction with its index rows)",
-        });
-    }
-    Ok(())
-}
-
 /// An entity with offloaded fields is written by the blob protocol (blob
 /// first, then the row), which a batch of rows cannot follow.
-fn refuse_offload<T: TableEntity>() -> Result<()> {
-    if !T::BLOB_FIELDS.is_empty() {
+fn refuse_offload<U: TableEntity>() -> Result<()> {
+    if !U::BLOB_FIELDS.is_empty() {
         return Err(crate::Error::NotSupported {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
         });
@@ -39,49 +22,249 @@ fn refuse_offload<T: TableEntity>() -> Result<()> {
     Ok(())
 }
 
-/// An entity group transaction of typed writes: up to 100 operations on one
-/// partition, applied all or none. A failing operation is reported as
-/// [`BatchFailed`](crate::Error::BatchFailed) with its index in the order the
-/// operations were added.
+/// An entity group transaction over entities of any types that share a
+/// partition of one table: all its writes apply, or none.
 ///
-/// Adding an operation only builds its row; the batch rules are checked when
-/// it is [submitted](TableBatch::submit).
+/// This is how related rows stay consistent: an employee and the review
+/// rows stored beside it, or a department and the copies of its manager's
+/// details kept inside each of its employees. Each typed write brings its
+/// own rows: a wide entity's parts, an entity's index rows (moved when an
+/// indexed value changes). Writes that need the stored state to plan those
+/// rows (an `upsert` of a type with indexes, any `merge` of one) read it when
+/// the transaction is submitted, and the ETags read guard the transaction.
+///
+/// A failure is [`BatchFailed`](crate::Error::BatchFailed) with the index of
+/// the write in the order they were added (not of a row), and the cause in
+/// the write's own terms ([`PreconditionFailed`](crate::Error::PreconditionFailed)
+/// on its keys, [`UniqueViolation`](crate::Error::UniqueViolation), …).
+///
+/// ```
+/// # use tablekit::{Table, TableEntity};
+/// # #[derive(TableEntity, Clone, Debug, PartialEq)]
+/// # #[tablekit(table = "Staff", kind = "DEPT")]
+/// # struct Department { #[tablekit(partition_key)] name: String, #[tablekit(row_key)] code: u8, manager: String }
+/// # #[derive(TableEntity, Clone, Debug, PartialEq)]
+/// # #[tablekit(table = "Staff", kind = "EMP")]
+/// # struct Employee { #[tablekit(partition_key)] department: String, #[tablekit(row_key)] id: u32, manager: String }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+/// let staff: Table<Employee> = Table::new(tablekit_mem::MemBackend::new());
+/// # staff.create_if_missing().await?;
+/// let departments: Table<Department> = staff.of();
+/// let mut tx = staff.transaction();
+/// tx.insert(&Department { name: "Sales".into(), code: 1, manager: "Ann".into() })?;
+/// tx.insert(&Employee { department: "Sales".into(), id: 7, manager: "Ann".into() })?;
+/// tx.submit().await?;
+/// assert!(departments.get("Sales", 1u8).await?.is_some());
+/// # Ok(()) }
+/// ```
+#[must_use = "a transaction does nothing until it is submitted"]
+pub struct Transaction {
+    backend: Arc<dyn TableBackend>,
+    table: Arc<str>,
+    writes: Vec<Box<dyn Pending>>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("table", &self.table)
+            .field("writes", &self.writes.len())
+            .finish()
+    }
+}
+
+impl<T> Table<T> {
+    /// A transaction over entities of any types in one partition of this
+    /// table.
+    pub fn transaction(&self) -> Transaction {
+        Transaction {
+            backend: Arc::clone(&self.backend),
+            table: Arc::clone(&self.name),
+            writes: Vec::new(),
+        }
+    }
+}
+
+impl Transaction {
+    fn push<U: TableEntity>(
+        &mut self,
+        value: &U,
+        write: RowWrite,
+        known: Option<Arc<[String]>>,
+    ) -> Result<&mut Self> {
+        refuse_offload::<U>()?;
+        let entity = schema::to_entity(value)?;
+        self.writes.push(Box::new(Typed::<U> {
+            entity,
+            write,
+            known,
+            _marker: PhantomData,
+        }));
+        Ok(self)
+    }
+
+    fn push_keys<U: TableEntity>(
+        &mut self,
+        pk: &impl KeyArg<U::PartitionKey>,
+        rk: &impl KeyArg<U::RowKey>,
+        write: RowWrite,
+    ) -> Result<&mut Self> {
+        refuse_offload::<U>()?;
+        let (pk, rk) = schema::encode_keys::<U>(pk, rk)?;
+        self.writes.push(Box::new(Typed::<U> {
+            entity: crate::Entity::new(pk, rk),
+            write,
+            known: None,
+            _marker: PhantomData,
+        }));
+        Ok(self)
+    }
+
+    /// Inserts a new entity; the transaction fails if its keys are taken.
+    pub fn insert<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
+        self.push(value, RowWrite::Insert, None)
+    }
+
+    /// Replaces an entity if it is still the version read.
+    pub fn replace<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
+        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(loaded.etag.clone()));
+        self.push(&loaded.value, write, loaded.index_keys.clone())
+    }
+
+    /// Merges into an entity if it is still the version read.
+    pub fn merge<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
+        let write = RowWrite::Update(UpdateMode::Merge, IfMatch::ETag(loaded.etag.clone()));
+        self.push(&loaded.value, write, loaded.index_keys.clone())
+    }
+
+    /// Inserts an entity or replaces the stored one.
+    pub fn upsert<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
+        self.push(value, RowWrite::Upsert(UpdateMode::Replace), None)
+    }
+
+    /// Inserts an entity or merges it into the stored one.
+    pub fn upsert_merge<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
+        self.push(value, RowWrite::Upsert(UpdateMode::Merge), None)
+    }
+
+    /// Replaces the stored entity whatever its version; the transaction
+    /// fails if there is none.
+    pub fn replace_unconditionally<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
+        self.push(
+            value,
+            RowWrite::Update(UpdateMode::Replace, IfMatch::Any),
+            None,
+        )
+    }
+
+    /// Merges into the stored entity whatever its version; the transaction
+    /// fails if there is none.
+    pub fn merge_unconditionally<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
+        self.push(
+            value,
+            RowWrite::Update(UpdateMode::Merge, IfMatch::Any),
+            None,
+        )
+    }
+
+    /// Deletes an entity if it is still the version read.
+    pub fn delete<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
+        let (pk, rk) = (
+            schema::partition_key_of(&loaded.value)?,
+            schema::row_key_of(&loaded.value)?,
+        );
+        refuse_offload::<U>()?;
+        self.writes.push(Box::new(Typed::<U> {
+            entity: crate::Entity::new(pk, rk),
+            write: RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())),
+            known: loaded.index_keys.clone(),
+            _marker: PhantomData,
+        }));
+        Ok(self)
+    }
+
+    /// Deletes the entity of type `U` with these keys whatever its version;
+    /// the transaction fails if there is none.
+    pub fn delete_unconditionally<U: TableEntity>(
+        &mut self,
+        pk: impl KeyArg<U::PartitionKey>,
+        rk: impl KeyArg<U::RowKey>,
+    ) -> Result<&mut Self> {
+        self.push_keys::<U>(&pk, &rk, RowWrite::Delete(IfMatch::Any))
+    }
+
+    /// Adds a raw operation on a row no type describes (it gets no index
+    /// rows and no checks of its own).
+    pub fn push_raw(&mut self, operation: BatchOperation) -> &mut Self {
+        self.writes.push(Box::new(Raw(operation)));
+        self
+    }
+
+    /// How many writes the transaction holds.
+    pub fn len(&self) -> usize {
+        self.writes.len()
+    }
+
+    /// Whether the transaction holds no write.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty()
+    }
+
+    /// Runs the transaction; one ETag per write, in the order they were
+    /// added (`None` for a delete).
+    pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
+        use tracing::Instrument as _;
+        let span = super::op_span("transaction", &self.table, None, None);
+        plan::run(&self.backend, &self.table, &self.writes)
+            .instrument(span)
+            .await
+    }
+}
+
+/// An entity group transaction of typed writes of one type: up to 100 rows
+/// of one partition, applied all or none. It is a [`Transaction`] whose
+/// writes are all of type `T`; see there for the rows each write brings and
+/// how failures are reported.
+///
+/// Adding a write only builds its row; the batch rules are checked when it
+/// is [submitted](TableBatch::submit).
 #[must_use = "a batch does nothing until it is submitted"]
 pub struct TableBatch<T> {
     table: Table<T>,
+    transaction: Transaction,
     operations: Vec<BatchOperation>,
 }
 
 impl<T: TableEntity> TableBatch<T> {
     pub(super) fn new(table: Table<T>) -> TableBatch<T> {
         TableBatch {
+            transaction: table.transaction(),
             table,
             operations: Vec::new(),
         }
     }
 
-    fn push_write(
+    /// Records the operation the caller asked for, as added.
+    fn record(
         &mut self,
         value: &T,
-        write: impl FnOnce(crate::Entity) -> BatchOperation,
+        make: impl FnOnce(crate::Entity) -> BatchOperation,
     ) -> Result<&mut Self> {
-        refuse_wide::<T>()?;
-        refuse_offload::<T>()?;
-        refuse_indexed::<T>()?;
-        let entity = schema::to_entity(value)?;
-        self.operations.push(write(entity));
+        self.operations.push(make(schema::to_entity(value)?));
         Ok(self)
     }
 
     /// Inserts a new entity.
     pub fn insert(&mut self, value: &T) -> Result<&mut Self> {
-        self.push_write(value, BatchOperation::Insert)
+        self.transaction.insert(value)?;
+        self.record(value, BatchOperation::Insert)
     }
 
     /// Replaces an entity if it is still the version read.
     pub fn replace(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
+        self.transaction.replace(loaded)?;
         let if_match = IfMatch::ETag(loaded.etag.clone());
-        self.push_write(&loaded.value, |entity| BatchOperation::Update {
+        self.record(&loaded.value, |entity| BatchOperation::Update {
             entity,
             mode: UpdateMode::Replace,
             if_match,
@@ -90,8 +273,9 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Merges into an entity if it is still the version read.
     pub fn merge(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
+        self.transaction.merge(loaded)?;
         let if_match = IfMatch::ETag(loaded.etag.clone());
-        self.push_write(&loaded.value, |entity| BatchOperation::Update {
+        self.record(&loaded.value, |entity| BatchOperation::Update {
             entity,
             mode: UpdateMode::Merge,
             if_match,
@@ -100,7 +284,8 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Inserts or replaces.
     pub fn upsert(&mut self, value: &T) -> Result<&mut Self> {
-        self.push_write(value, |entity| BatchOperation::Upsert {
+        self.transaction.upsert(value)?;
+        self.record(value, |entity| BatchOperation::Upsert {
             entity,
             mode: UpdateMode::Replace,
         })
@@ -109,7 +294,8 @@ impl<T: TableEntity> TableBatch<T> {
     /// Replaces the stored entity whatever its version (`If-Match: *`); the
     /// batch fails if there is none.
     pub fn replace_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
-        self.push_write(value, |entity| BatchOperation::Update {
+        self.transaction.replace_unconditionally(value)?;
+        self.record(value, |entity| BatchOperation::Update {
             entity,
             mode: UpdateMode::Replace,
             if_match: IfMatch::Any,
@@ -119,7 +305,8 @@ impl<T: TableEntity> TableBatch<T> {
     /// Merges into the stored entity whatever its version (`If-Match: *`);
     /// the batch fails if there is none.
     pub fn merge_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
-        self.push_write(value, |entity| BatchOperation::Update {
+        self.transaction.merge_unconditionally(value)?;
+        self.record(value, |entity| BatchOperation::Update {
             entity,
             mode: UpdateMode::Merge,
             if_match: IfMatch::Any,
@@ -128,7 +315,8 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Inserts or merges.
     pub fn upsert_merge(&mut self, value: &T) -> Result<&mut Self> {
-        self.push_write(value, |entity| BatchOperation::Upsert {
+        self.transaction.upsert_merge(value)?;
+        self.record(value, |entity| BatchOperation::Upsert {
             entity,
             mode: UpdateMode::Merge,
         })
@@ -136,8 +324,7 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Deletes an entity if it is still the version read.
     pub fn delete(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
-        refuse_wide::<T>()?;
-        refuse_indexed::<T>()?;
+        self.transaction.delete(loaded)?;
         self.operations.push(BatchOperation::Delete {
             partition_key: schema::partition_key_of(&loaded.value)?,
             row_key: schema::row_key_of(&loaded.value)?,
@@ -152,9 +339,8 @@ impl<T: TableEntity> TableBatch<T> {
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<&mut Self> {
-        refuse_wide::<T>()?;
-        refuse_indexed::<T>()?;
         let (partition_key, row_key) = schema::encode_keys::<T>(&pk, &rk)?;
+        self.transaction.delete_unconditionally::<T>(pk, rk)?;
         self.operations.push(BatchOperation::Delete {
             partition_key,
             row_key,
@@ -165,11 +351,12 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Adds a raw operation, for rows of other kinds in the same partition.
     pub fn push(&mut self, operation: BatchOperation) -> &mut Self {
+        self.transaction.push_raw(operation.clone());
         self.operations.push(operation);
         self
     }
 
-    /// How many operations the batch holds.
+    /// How many writes the batch holds.
     pub fn len(&self) -> usize {
         self.operations.len()
     }
@@ -179,19 +366,23 @@ impl<T: TableEntity> TableBatch<T> {
         self.operations.is_empty()
     }
 
-    /// The operations, as they will be sent.
+    /// The writes as added, each as the operation on its entity's row. A
+    /// wide entity's parts and an entity's index rows are added when the
+    /// batch is submitted.
     pub fn operations(&self) -> &[BatchOperation] {
         &self.operations
     }
 
-    /// Runs the batch atomically; one ETag per operation (`None` for deletes).
+    /// Runs the batch atomically; one ETag per write (`None` for deletes).
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
         use tracing::Instrument as _;
         let span = super::op_span("batch", self.table.name(), T::KIND, None);
-        self.table
-            .backend()
-            .submit_transaction(self.table.name(), &self.operations)
-            .instrument(span)
-            .await
+        plan::run(
+            &self.transaction.backend,
+            &self.transaction.table,
+            &self.transaction.writes,
+        )
+        .instrument(span)
+        .await
     }
 }

@@ -45,7 +45,7 @@ use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-pub use batch::TableBatch;
+pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::IndexReader;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
@@ -127,6 +127,9 @@ impl<T> Loaded<T> {
     pub fn set_etag(this: &mut Loaded<T>, etag: ETag) {
         this.timestamp = etag.timestamp().or(this.timestamp);
         this.etag = etag;
+        // The version written elsewhere may have moved index values: the
+        // next write through this value reads them again.
+        this.index_keys = None;
     }
 }
 

@@ -102,7 +102,11 @@ impl<T: TableEntity> Table<T> {
             _marker: PhantomData,
         };
         match run(&self.backend, &self.name, &[Box::new(pending)]).await {
-            Ok(etags) => Ok(etags.into_iter().next().flatten().unwrap_or_else(|| ETag::new(""))),
+            Ok(etags) => Ok(etags
+                .into_iter()
+                .next()
+                .flatten()
+                .unwrap_or_else(|| ETag::new(""))),
             // The caller wrote one entity, not a batch: report the cause.
             Err(Error::BatchFailed { source, .. }) => Err(*source),
             Err(e) => Err(e),
@@ -194,10 +198,12 @@ pub(super) struct Planned {
 pub(super) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
-    /// The entity's kind, for messages.
-    fn kind(&self) -> Option<&'static str>;
     /// Reads what the write replaces (or knows it without reading).
-    fn state<'a>(&'a self, backend: &'a Arc<dyn TableBackend>, table: &'a str) -> BoxFuture<'a, Result<State>>;
+    fn state<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+    ) -> BoxFuture<'a, Result<State>>;
     /// The write's operations over `state`.
     fn plan(&self, state: State, learned: &Learned) -> Result<Planned>;
     /// Decides about a unique index row this write found taken (see
@@ -226,10 +232,11 @@ impl Pending for Raw {
     fn keys(&self) -> (&str, &str) {
         self.0.keys()
     }
-    fn kind(&self) -> Option<&'static str> {
-        None
-    }
-    fn state<'a>(&'a self, _: &'a Arc<dyn TableBackend>, _: &'a str) -> BoxFuture<'a, Result<State>> {
+    fn state<'a>(
+        &'a self,
+        _: &'a Arc<dyn TableBackend>,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<State>> {
         Box::pin(async {
             Ok(State {
                 current: None,
@@ -246,7 +253,13 @@ impl Pending for Raw {
             retry: false,
         })
     }
-    fn claim<'a>(&'a self, _: &'a Arc<dyn TableBackend>, _: &'a str, _: usize, _: &'a str) -> BoxFuture<'a, Result<Option<ETag>>> {
+    fn claim<'a>(
+        &'a self,
+        _: &'a Arc<dyn TableBackend>,
+        _: &'a str,
+        _: usize,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>> {
         Box::pin(async { Ok(None) })
     }
 }
@@ -259,11 +272,18 @@ impl<T: TableEntity> Typed<T> {
     }
 
     fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
-        make(table.to_owned(), self.entity.partition_key.clone(), self.entity.row_key.clone())
+        make(
+            table.to_owned(),
+            self.entity.partition_key.clone(),
+            self.entity.row_key.clone(),
+        )
     }
 
     async fn read_state(&self, backend: &Arc<dyn TableBackend>, table: &str) -> Result<State> {
-        let (pk, rk) = (self.entity.partition_key.as_str(), self.entity.row_key.as_str());
+        let (pk, rk) = (
+            self.entity.partition_key.as_str(),
+            self.entity.row_key.as_str(),
+        );
         let no_state = |guard: Option<ETag>| State {
             current: None,
             old_keys: None,
@@ -276,13 +296,15 @@ impl<T: TableEntity> Typed<T> {
         let use_known = !T::WIDE
             && matches!(
                 &self.write,
-                RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_)) | RowWrite::Delete(IfMatch::ETag(_))
+                RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
+                    | RowWrite::Delete(IfMatch::ETag(_))
             );
         match (&self.write, &self.known) {
             (RowWrite::Insert, _) => return Ok(no_state(None)),
-            (RowWrite::Update(_, IfMatch::ETag(etag)) | RowWrite::Delete(IfMatch::ETag(etag)), Some(keys))
-                if use_known =>
-            {
+            (
+                RowWrite::Update(_, IfMatch::ETag(etag)) | RowWrite::Delete(IfMatch::ETag(etag)),
+                Some(keys),
+            ) if use_known => {
                 return Ok(State {
                     current: None,
                     old_keys: Some(keys.to_vec()),
@@ -300,10 +322,12 @@ impl<T: TableEntity> Typed<T> {
         };
         let Some(current) = current else {
             if expected.is_some() {
-                return Err(self.error(table, |table, partition_key, row_key| Error::EntityNotFound {
-                    table,
-                    partition_key,
-                    row_key,
+                return Err(self.error(table, |table, partition_key, row_key| {
+                    Error::EntityNotFound {
+                        table,
+                        partition_key,
+                        row_key,
+                    }
                 }));
             }
             return Ok(State {
@@ -316,10 +340,12 @@ impl<T: TableEntity> Typed<T> {
         if let Some(IfMatch::ETag(expected)) = expected
             && *expected != current.etag
         {
-            return Err(self.error(table, |table, partition_key, row_key| Error::PreconditionFailed {
-                table,
-                partition_key,
-                row_key,
+            return Err(self.error(table, |table, partition_key, row_key| {
+                Error::PreconditionFailed {
+                    table,
+                    partition_key,
+                    row_key,
+                }
             }));
         }
         let keys = if T::INDEXES.is_empty() {
@@ -342,11 +368,11 @@ impl<T: TableEntity> Pending for Typed<T> {
         (&self.entity.partition_key, &self.entity.row_key)
     }
 
-    fn kind(&self) -> Option<&'static str> {
-        T::KIND
-    }
-
-    fn state<'a>(&'a self, backend: &'a Arc<dyn TableBackend>, table: &'a str) -> BoxFuture<'a, Result<State>> {
+    fn state<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+    ) -> BoxFuture<'a, Result<State>> {
         Box::pin(self.read_state(backend, table))
     }
 
@@ -387,9 +413,13 @@ impl<T: TableEntity> Pending for Typed<T> {
         // The row to store.
         let new_row = match (&self.write, &current) {
             (RowWrite::Delete(_), _) => None,
-            (RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge), Some(current)) => {
+            (
+                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
+                Some(current),
+            ) => {
                 let mut merged = Entity::new(pk, rk);
-                merged.properties = wide::merge_into(current.entity.properties.clone(), entity.properties.clone());
+                merged.properties =
+                    wide::merge_into(current.entity.properties.clone(), entity.properties.clone());
                 Some(merged)
             }
             _ => Some(entity.clone()),
@@ -409,7 +439,11 @@ impl<T: TableEntity> Pending for Typed<T> {
             match &new_row {
                 Some(row) => {
                     let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                    wide::write_operations(wide::split(row.clone(), &bookkeeping)?, parts, guard_match)
+                    wide::write_operations(
+                        wide::split(row.clone(), &bookkeeping)?,
+                        parts,
+                        guard_match,
+                    )
                 }
                 None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
             }
@@ -477,7 +511,9 @@ impl<T: TableEntity> Pending for Typed<T> {
         Box::pin(async move {
             let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
             let (pk, rk) = self.keys();
-            reader.claim_unique(&T::INDEXES[index], index, key, pk, rk).await
+            reader
+                .claim_unique(&T::INDEXES[index], index, key, pk, rk)
+                .await
         })
     }
 }
@@ -519,12 +555,11 @@ pub(super) async fn run(
     let mut learned: Vec<Learned> = writes.iter().map(|_| Learned::default()).collect();
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
-        let states = futures::future::try_join_all(
-            writes.iter().enumerate().map(|(w, write)| async move {
+        let states =
+            futures::future::try_join_all(writes.iter().enumerate().map(|(w, write)| async move {
                 write.state(backend, table).await.map_err(|e| e.in_batch(w))
-            }),
-        )
-        .await?;
+            }))
+            .await?;
         let mut operations = Vec::new();
         // For each operation: the write it belongs to, and what it is for.
         let mut owners: Vec<(usize, Role)> = Vec::new();
@@ -541,7 +576,10 @@ pub(super) async fn run(
         }
         let sent = match operations.as_slice() {
             // One row alone needs no transaction.
-            [one] => write_one(backend, table, one).await.map(|etag| vec![Some(etag)]).map_err(|e| e.in_batch(0)),
+            [one] => write_one(backend, table, one)
+                .await
+                .map(|etag| vec![Some(etag)])
+                .map_err(|e| e.in_batch(0)),
             _ => backend.submit_transaction(table, &operations).await,
         };
         let (at, source) = match sent {
@@ -564,32 +602,62 @@ pub(super) async fn run(
         };
         let write = &writes[w];
         let (pk, rk) = write.keys();
-        let entity_error = |make: fn(String, String, String) -> Error| make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w);
-        let precondition = || entity_error(|table, partition_key, row_key| Error::PreconditionFailed { table, partition_key, row_key });
+        let entity_error = |make: fn(String, String, String) -> Error| {
+            make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w)
+        };
+        let precondition = || {
+            entity_error(|table, partition_key, row_key| Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            })
+        };
         match (role, source) {
-            (Role::Entity, Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. } | Error::EntityNotFound { .. })
-                if retry[w] =>
-            {
+            (
+                Role::Entity,
+                Error::PreconditionFailed { .. }
+                | Error::EntityAlreadyExists { .. }
+                | Error::EntityNotFound { .. },
+            ) if retry[w] => {
                 last = Some(precondition());
             }
             (Role::Entity, Error::PreconditionFailed { .. }) => return Err(precondition()),
             (Role::Entity, Error::EntityAlreadyExists { .. }) => {
-                return Err(entity_error(|table, partition_key, row_key| Error::EntityAlreadyExists { table, partition_key, row_key }));
+                return Err(entity_error(|table, partition_key, row_key| {
+                    Error::EntityAlreadyExists {
+                        table,
+                        partition_key,
+                        row_key,
+                    }
+                }));
             }
             (Role::Entity, Error::EntityNotFound { .. }) => {
-                return Err(entity_error(|table, partition_key, row_key| Error::EntityNotFound { table, partition_key, row_key }));
+                return Err(entity_error(|table, partition_key, row_key| {
+                    Error::EntityNotFound {
+                        table,
+                        partition_key,
+                        row_key,
+                    }
+                }));
             }
             (Role::IndexDelete(key), Error::EntityNotFound { .. }) => {
                 learned[w].missing.insert(key);
                 last = Some(precondition());
             }
             (Role::IndexWrite(i, key), Error::EntityAlreadyExists { .. }) => {
-                if let Some(etag) = write.claim(backend, table, i, &key).await.map_err(|e| e.in_batch(w))? {
+                if let Some(etag) = write
+                    .claim(backend, table, i, &key)
+                    .await
+                    .map_err(|e| e.in_batch(w))?
+                {
                     learned[w].take_over.insert(key, etag);
                 }
                 last = Some(precondition());
             }
-            (Role::IndexWrite(_, key), Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {
+            (
+                Role::IndexWrite(_, key),
+                Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
+            ) => {
                 // A row to take over changed or went: look again.
                 learned[w].take_over.remove(&key);
                 last = Some(precondition());
@@ -627,7 +695,11 @@ fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result
 }
 
 /// Sends one operation as its own request.
-async fn write_one(backend: &Arc<dyn TableBackend>, name: &str, operation: &BatchOperation) -> Result<ETag> {
+async fn write_one(
+    backend: &Arc<dyn TableBackend>,
+    name: &str,
+    operation: &BatchOperation,
+) -> Result<ETag> {
     match operation {
         BatchOperation::Insert(entity) => backend.insert_entity(name, entity).await,
         BatchOperation::Update {
