@@ -8,6 +8,7 @@ use futures::TryStreamExt;
 
 use super::fresh_table;
 use crate::backend::{Query, TableBackend};
+use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::ext::TableBackendExt;
 use crate::filter::Filter;
@@ -41,6 +42,9 @@ pub struct Staff {
     pub phone: Option<String>,
     /// Not indexed.
     pub salary: u32,
+    /// Hours on two days, one property each.
+    #[tablekit(series)]
+    pub hours: [u8; 2],
 }
 
 /// A projection of [`Staff`] that the name index's rows serve alone.
@@ -66,6 +70,7 @@ fn staff(department: &str, id: u32, email: &str, last: &str, first: &str) -> Sta
         first_name: first.into(),
         phone: Some(format!("555-{id:04}")),
         salary: 1000 + id,
+        hours: [8, 8],
     }
 }
 
@@ -381,9 +386,11 @@ enum Step {
     Delete,
     DeleteAny,
     Bulk,
+    MergeElement,
+    Batch,
 }
 
-const STEPS: [Step; 11] = [
+const STEPS: [Step; 13] = [
     Step::Insert,
     Step::Replace,
     Step::Merge,
@@ -395,6 +402,8 @@ const STEPS: [Step; 11] = [
     Step::Delete,
     Step::DeleteAny,
     Step::Bulk,
+    Step::MergeElement,
+    Step::Batch,
 ];
 
 /// Random sequences of every write path over a few ids and emails, with
@@ -439,6 +448,7 @@ pub async fn index_model_runs(
                 first_name: ["Ann", "Bob"][rng.usize(0..2)].into(),
                 phone: rng.bool().then(|| format!("p{}", rng.u8(..))),
                 salary: rng.u32(..1000),
+                hours: [rng.u8(..24), rng.u8(..24)],
             };
             let step = STEPS[rng.usize(0..STEPS.len())];
             let result: Result<(), Error> = match step {
@@ -476,6 +486,36 @@ pub async fn index_model_runs(
                         })
                         .await
                         .map(drop)
+                }
+                Step::MergeElement => {
+                    let element = Staff::columns().hours.at(rng.usize(0..2));
+                    table
+                        .merge_element(pk.as_str(), id, &element, &value.hours[0], &IfMatch::Any)
+                        .await
+                        .map(drop)
+                }
+                Step::Batch => {
+                    // This write and the delete of another entity, together.
+                    let mut batch = table.batch();
+                    batch.upsert(&value).expect("add");
+                    let other = rng.u32(1..=3);
+                    if other != id && model.contains_key(&other) {
+                        batch
+                            .delete_unconditionally(pk.as_str(), other)
+                            .expect("add");
+                    }
+                    let result = batch.submit().await.map(drop);
+                    // The other entity follows the store too.
+                    if other != id {
+                        match plain.get(pk.as_str(), other).await.expect("read back") {
+                            Some(stored) => model.insert(other, Loaded::into_inner(stored)),
+                            None => model.remove(&other),
+                        };
+                    }
+                    result.map_err(|e| match e {
+                        Error::BatchFailed { source, .. } => *source,
+                        e => e,
+                    })
                 }
                 Step::Bulk => {
                     let report = if rng.bool() {
