@@ -33,6 +33,7 @@
 mod batch;
 mod bulk;
 mod index_read;
+mod index_repair;
 pub mod offload;
 mod plan;
 mod query;
@@ -48,6 +49,7 @@ use std::sync::Arc;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::IndexReader;
+pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::RowWrite;
 pub use update::UpdateOptions;

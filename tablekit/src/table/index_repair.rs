@@ -1,0 +1,249 @@
+//! Verifying and repairing index rows of existing data: rows written before
+//! an index was declared, or by clients other than tablekit.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+
+use super::{Table, owned_query_stream};
+use crate::backend::{BatchOperation, UpdateMode};
+use crate::entity::{Entity, IfMatch, Properties};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::filter::Filter;
+use crate::index::{self, IndexAudit};
+use crate::schema::{self, KeyArg, TableEntity};
+
+/// One step of a table-wide index repair: what it found in the partitions
+/// it went through, and where the next step starts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexPass {
+    /// What was found (and, for a repair, fixed).
+    pub audit: IndexAudit,
+    /// Partitions gone through.
+    pub partitions: usize,
+    /// Problems a concurrent writer settled before the repair could (the
+    /// writer wrote the rows itself); nothing to do about them.
+    pub raced: usize,
+    /// The PartitionKey to resume after; `None` when the table is done.
+    pub resume: Option<String>,
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Compares the index rows of partition `pk` with the entities of `T`
+    /// in it, and reports what is missing, stale or left over. Reads the
+    /// partition once; writes nothing.
+    pub async fn verify_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> Result<IndexAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let rows = self.partition_rows(&pk).await?;
+        Ok(index::audit::<T>(&rows))
+    }
+
+    /// [`verify_indexes`](Table::verify_indexes), then repairs what it
+    /// found: missing and stale index rows are written, left-over ones
+    /// deleted. Each repair is checked against the entity as it is then, and
+    /// guarded by its ETag, so it never undoes a concurrent write (the
+    /// entity's ETag changes: the guard is written with it). Running it
+    /// again finds nothing: the repair is idempotent. Returns what was found.
+    pub async fn repair_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> Result<IndexAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let rows = self.partition_rows(&pk).await?;
+        let audit = index::audit::<T>(&rows);
+        self.repair(&audit).await?;
+        Ok(audit)
+    }
+
+    /// Verifies (and, with `repair`, repairs) the index rows of up to
+    /// `partitions` partitions of the table, in PartitionKey order, after
+    /// `resume` (the `resume` of the pass before; `None` to start). Store
+    /// `resume` to go on later, after a crash included: a partition is done
+    /// as a whole or not at all.
+    pub async fn repair_all_indexes(
+        &self,
+        resume: Option<&str>,
+        partitions: usize,
+        repair: bool,
+    ) -> Result<IndexPass> {
+        let mut pass = IndexPass::default();
+        let mut filter = Filter::row_key().ge("");
+        if let Some(after) = resume {
+            filter = Filter::partition_key().gt(after);
+        }
+        let mut rows = owned_query_stream(
+            Arc::clone(&self.backend),
+            self.name.to_string(),
+            crate::Query::new().filter(filter),
+            "repair_indexes",
+            T::KIND,
+        );
+        let mut current: Vec<Entity> = Vec::new();
+        let finish = |rows: &mut Vec<Entity>, pass: &mut IndexPass| -> IndexAudit {
+            let audit = index::audit::<T>(rows);
+            pass.partitions += 1;
+            pass.resume = rows.first().map(|r| r.partition_key.clone());
+            rows.clear();
+            audit
+        };
+        while let Some(row) = rows.try_next().await? {
+            if current
+                .first()
+                .is_some_and(|r| r.partition_key != row.partition_key)
+            {
+                if pass.partitions == partitions {
+                    return Ok(pass);
+                }
+                let audit = finish(&mut current, &mut pass);
+                if repair {
+                    pass.raced += self.repair(&audit).await?;
+                }
+                merge(&mut pass.audit, audit);
+                if pass.partitions == partitions {
+                    return Ok(pass);
+                }
+            }
+            current.push(row);
+        }
+        if !current.is_empty() && pass.partitions < partitions {
+            let audit = finish(&mut current, &mut pass);
+            if repair {
+                pass.raced += self.repair(&audit).await?;
+            }
+            merge(&mut pass.audit, audit);
+        }
+        pass.resume = None;
+        Ok(pass)
+    }
+
+    /// Every row of partition `pk`.
+    async fn partition_rows(&self, pk: &str) -> Result<Vec<Entity>> {
+        let query = crate::Query::new().filter(Filter::partition_key().eq(pk));
+        self.backend.query_all(&self.name, query).await
+    }
+
+    /// Fixes what `audit` found, each problem checked again first; returns
+    /// how many a concurrent writer had settled.
+    async fn repair(&self, audit: &IndexAudit) -> Result<usize> {
+        let mut raced = 0;
+        for row in audit.missing.iter().chain(&audit.stale) {
+            let owner = match row.properties.get(index::ROW_PROPERTY) {
+                Some(crate::Value::String(owner)) => Some(owner.as_str()),
+                _ => None,
+            };
+            if !self
+                .repair_row(&row.partition_key, &row.row_key, owner)
+                .await?
+            {
+                raced += 1;
+            }
+        }
+        for (pk, rk) in &audit.orphans {
+            if !self.repair_row(pk, rk, None).await? {
+                raced += 1;
+            }
+        }
+        Ok(raced)
+    }
+
+    /// Brings the index row `(pk, key)` in step with the entity it names
+    /// (or, when missing, `owner`): written as the entity has it, or
+    /// deleted. `false` when a concurrent write changed the entity or the
+    /// row first.
+    async fn repair_row(&self, pk: &str, key: &str, owner: Option<&str>) -> Result<bool> {
+        let found = self.backend.try_get_entity(&self.name, pk, key).await?;
+        let Some(position) = T::INDEXES.iter().position(|def| def.layout.starts(key)) else {
+            return Ok(true);
+        };
+        let def = &T::INDEXES[position];
+        let owner = match &found {
+            Some(row) => index::pointed_row(def, row).ok(),
+            None => owner.map(str::to_owned),
+        };
+        let current = match &owner {
+            Some(owner) => self.read_current(pk, owner).await?,
+            None => None,
+        };
+        let expected = match &current {
+            Some(current) => {
+                let value: T = index::decode_for_keys(&current.entity)?;
+                let owner_key = index::index_key(&value, position, &current.entity.row_key)?;
+                (owner_key == key).then(|| index::index_row::<T>(def, owner_key, &current.entity))
+            }
+            None => None,
+        };
+        let mut operations = Vec::new();
+        if let (Some(current), Some(_)) = (&current, &expected) {
+            // The guard: the entity as read, merged with nothing.
+            let mut guard = Entity::new(pk, current.entity.row_key.clone());
+            guard.properties = Properties::new();
+            let guard_key = if T::WIDE {
+                crate::table::wide::part_key(&current.entity.row_key, 0)
+            } else {
+                current.entity.row_key.clone()
+            };
+            guard.row_key = guard_key;
+            operations.push(BatchOperation::Update {
+                entity: guard,
+                mode: UpdateMode::Merge,
+                if_match: IfMatch::ETag(current.etag.clone()),
+            });
+        }
+        match (expected, &found) {
+            (Some(want), Some(have)) => operations.push(BatchOperation::Update {
+                entity: want,
+                mode: UpdateMode::Replace,
+                if_match: IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new(""))),
+            }),
+            (Some(want), None) => operations.push(BatchOperation::Insert(want)),
+            (None, Some(have)) => operations.push(BatchOperation::Delete {
+                partition_key: pk.to_owned(),
+                row_key: key.to_owned(),
+                if_match: IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new(""))),
+            }),
+            (None, None) => return Ok(true),
+        }
+        let sent = if operations.len() == 1 {
+            match &operations[0] {
+                BatchOperation::Delete {
+                    partition_key,
+                    row_key,
+                    if_match,
+                } => {
+                    self.backend
+                        .delete_entity(&self.name, partition_key, row_key, if_match)
+                        .await
+                }
+                _ => unreachable_single(),
+            }
+        } else {
+            self.backend
+                .submit_transaction(&self.name, &operations)
+                .await
+                .map(drop)
+        };
+        match sent {
+            Ok(()) => Ok(true),
+            Err(
+                Error::BatchFailed { .. }
+                | Error::PreconditionFailed { .. }
+                | Error::EntityNotFound { .. }
+                | Error::EntityAlreadyExists { .. },
+            ) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// A repair of a row that is written is always guarded by its entity, so it
+/// is never a single operation.
+fn unreachable_single() -> Result<()> {
+    Err(Error::Transient {
+        message: "an index repair without its guard".into(),
+    })
+}
+
+fn merge(into: &mut IndexAudit, from: IndexAudit) {
+    into.missing.extend(from.missing);
+    into.stale.extend(from.stale);
+    into.orphans.extend(from.orphans);
+    into.unreadable.extend(from.unreadable);
+}
