@@ -2,7 +2,8 @@
 //! "…")]` on fields, `#[tablekit(index(name = "…", …))]` on the struct.
 
 use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::LitStr;
 
 use crate::ast::{Container, Field, Role};
@@ -287,9 +288,13 @@ pub(crate) fn expand(
         let open_check = (!index.unique).then(|| {
             quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
         });
+        // Spanned on the first field, so a type that is no key type is
+        // reported there.
+        let span = index.fields.first().map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
+        let write = quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &<Self as #tk::TableEntity>::INDEXES[#position].layout, __out));
         quote!(#position => {
             #open_check
-            #tk::KeyArg::<#value>::write_laid_out(&#args, &<Self as #tk::TableEntity>::INDEXES[#position].layout, __out)
+            #write
         })
     });
     let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");

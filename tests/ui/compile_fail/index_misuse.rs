@@ -1,0 +1,23 @@
+use tablekit::TableEntity;
+
+#[derive(TableEntity)]
+#[tablekit(kind = "EMP")]
+#[tablekit(index(name = "nothing"))]
+#[tablekit(index(name = "email", tag = "EMP"))]
+#[tablekit(index(name = "mixed", copy(id, missing)))]
+struct Employee {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key, unique = "key")]
+    id: u32,
+    #[tablekit(unique = "email")]
+    email: String,
+    #[tablekit(unique = "mixed")]
+    first: String,
+    #[tablekit(index = "mixed")]
+    last: String,
+    #[tablekit(json, index = "tags")]
+    tags: Vec<String>,
+}
+
+fn main() {}
