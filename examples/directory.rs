@@ -92,7 +92,10 @@ async fn main() -> Result<(), Error> {
             Ok(connection) => {
                 let azure = AzureTables::from_connection_string(&connection)?;
                 println!("== on {}", azure.account().table_endpoint);
-                (Arc::new(azure), format!("Directory{:08}", std::process::id()))
+                (
+                    Arc::new(azure),
+                    format!("Directory{:08}", std::process::id()),
+                )
             }
             Err(_) => (Arc::new(MemBackend::new()), "Directory".to_owned()),
         };
@@ -116,19 +119,28 @@ async fn main() -> Result<(), Error> {
         (225, "Beth", "Jones", "jonesb@contoso.com"),
         (226, "Carl", "Brown", "brownc@contoso.com"),
     ] {
-        employees.insert(&employee(n, first, last, email, &sales)).await?;
+        employees
+            .insert(&employee(n, first, last, email, &sales))
+            .await?;
     }
 
     println!("== the rows of partition Sales");
-    let rows = tablekit::TableBackendExt::query_all(&*backend, &table, tablekit::Query::new()).await?;
+    let rows =
+        tablekit::TableBackendExt::query_all(&*backend, &table, tablekit::Query::new()).await?;
     for row in &rows {
         println!("  {}", row.row_key);
     }
 
     // One request: the index row holds a copy of the employee.
     let by_email = employees.index(indexes.email);
-    let found = by_email.get("Sales", "smitha@contoso.com").await?.expect("Ann is there");
-    println!("== smitha@contoso.com is {} {}, reporting to {}", found.first_name, found.last_name, found.manager_name);
+    let found = by_email
+        .get("Sales", "smitha@contoso.com")
+        .await?
+        .expect("Ann is there");
+    println!(
+        "== smitha@contoso.com is {} {}, reporting to {}",
+        found.first_name, found.last_name, found.manager_name
+    );
 
     // The Joneses, from the last-name index rows alone.
     let joneses: Vec<Card> = employees
@@ -148,11 +160,25 @@ async fn main() -> Result<(), Error> {
     ann.email = "ann.smith@contoso.com".into();
     employees.replace(&mut ann).await?;
     assert!(by_email.get("Sales", "smitha@contoso.com").await?.is_none());
-    println!("== Ann's new email finds her: {}", by_email.get("Sales", "ann.smith@contoso.com").await?.is_some());
+    println!(
+        "== Ann's new email finds her: {}",
+        by_email
+            .get("Sales", "ann.smith@contoso.com")
+            .await?
+            .is_some()
+    );
 
     // An email is unique in the department: a typed error, nothing written.
-    match employees.insert(&employee(227, "Dan", "Green", "jonesb@contoso.com", &sales)).await {
-        Err(Error::UniqueViolation { index, value, held_by, .. }) => {
+    match employees
+        .insert(&employee(227, "Dan", "Green", "jonesb@contoso.com", &sales))
+        .await
+    {
+        Err(Error::UniqueViolation {
+            index,
+            value,
+            held_by,
+            ..
+        }) => {
             println!("== refused: index `{index}` already holds {value} (row {held_by})");
         }
         other => panic!("expected a unique violation, got {other:?}"),
@@ -163,7 +189,12 @@ async fn main() -> Result<(), Error> {
     let mut dept = departments.get("Sales", ()).await?.expect("Sales");
     dept.manager_name = "Ann Smith".into();
     dept.manager_email = ann.email.clone();
-    let staff: Vec<Loaded<Employee>> = employees.query().partition("Sales").stream().try_collect().await?;
+    let staff: Vec<Loaded<Employee>> = employees
+        .query()
+        .partition("Sales")
+        .stream()
+        .try_collect()
+        .await?;
     let mut promote = employees.transaction();
     promote.replace(&dept)?;
     for mut member in staff {
@@ -172,7 +203,10 @@ async fn main() -> Result<(), Error> {
         promote.replace(&member)?;
     }
     promote.submit().await?;
-    let beth = by_email.get("Sales", "jonesb@contoso.com").await?.expect("Beth");
+    let beth = by_email
+        .get("Sales", "jonesb@contoso.com")
+        .await?
+        .expect("Beth");
     println!("== Beth now reports to {}", beth.manager_name);
     assert_eq!(beth.manager_name, "Ann Smith");
 

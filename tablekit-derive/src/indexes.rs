@@ -3,8 +3,8 @@
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::LitStr;
+use syn::spanned::Spanned;
 
 use crate::ast::{Container, Field, Role};
 use crate::attr::TemplatePiece;

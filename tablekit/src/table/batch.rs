@@ -1,5 +1,6 @@
 //! Atomic batches of typed writes in one partition.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -94,10 +95,12 @@ impl Transaction {
     ) -> Result<&mut Self> {
         refuse_offload::<U>()?;
         let entity = schema::to_entity(value)?;
+        let new_keys = super::new_index_keys(value, &entity.row_key);
         self.writes.push(Box::new(Typed::<U> {
-            entity,
+            entity: Cow::Owned(entity),
             write,
             known,
+            new_keys,
             _marker: PhantomData,
         }));
         Ok(self)
@@ -112,9 +115,10 @@ impl Transaction {
         refuse_offload::<U>()?;
         let (pk, rk) = schema::encode_keys::<U>(pk, rk)?;
         self.writes.push(Box::new(Typed::<U> {
-            entity: crate::Entity::new(pk, rk),
+            entity: Cow::Owned(crate::Entity::new(pk, rk)),
             write,
             known: None,
+            new_keys: None,
             _marker: PhantomData,
         }));
         Ok(self)
@@ -175,9 +179,10 @@ impl Transaction {
         );
         refuse_offload::<U>()?;
         self.writes.push(Box::new(Typed::<U> {
-            entity: crate::Entity::new(pk, rk),
+            entity: Cow::Owned(crate::Entity::new(pk, rk)),
             write: RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())),
             known: loaded.index_keys.clone(),
+            new_keys: None,
             _marker: PhantomData,
         }));
         Ok(self)

@@ -51,7 +51,7 @@ pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::IndexReader;
 pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
-use rows::RowWrite;
+use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
 use crate::backend::{TableBackend, UpdateMode};
@@ -491,10 +491,15 @@ impl<T: TableEntity> Table<T> {
         // absent, it is sent again; present, its history says whose it is.
         let mut row = schema::to_entity(value)?;
         let recorded = update::Recorded::insert();
+        let new_keys = new_index_keys(value, &row.row_key);
+        let hint = IndexHint {
+            old: None,
+            new: new_keys.as_deref(),
+        };
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
             match self
-                .write_recorded(&mut row, RowWrite::Insert, &recorded, None)
+                .write_recorded(&mut row, RowWrite::Insert, &recorded, hint)
                 .await
             {
                 Ok(Some(etag)) => return Ok(etag),
@@ -517,13 +522,14 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    async fn write(&self, value: &T, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
-        self.write_row(
-            schema::to_entity(value)?,
-            RowWrite::Update(mode, if_match.clone()),
-            None,
-        )
-        .await
+    async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
+        let row = schema::to_entity(value)?;
+        let new_keys = new_index_keys(value, &row.row_key);
+        let hint = IndexHint {
+            old: None,
+            new: new_keys.as_deref(),
+        };
+        self.write_row(row, write, hint).await
     }
 
     /// Replaces the stored entity if it is still the version that was read;
@@ -546,13 +552,19 @@ impl<T: TableEntity> Table<T> {
         // answer is settled by reading the row back (see `update`).
         let recorded = update::Recorded::on(loaded.writes.as_deref(), &loaded.etag);
         let mut row = schema::to_entity(&loaded.value)?;
+        let new_keys = new_index_keys(&loaded.value, &row.row_key);
+        let old_keys = loaded.index_keys.clone();
+        let hint = IndexHint {
+            old: old_keys.as_deref(),
+            new: new_keys.as_deref(),
+        };
         let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
         let mut outcome = Err(Error::Transient {
             message: "no attempt".into(),
         });
         for _ in 0..LOST_WRITE_ATTEMPTS {
             outcome = self
-                .write_recorded(&mut row, write(), &recorded, loaded.index_keys.as_deref())
+                .write_recorded(&mut row, write(), &recorded, hint)
                 .await;
             if !outcome.as_ref().is_err_and(is_settled_not_applied) {
                 break;
@@ -562,7 +574,7 @@ impl<T: TableEntity> Table<T> {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
                 loaded.writes = Some(recorded.history().to_owned());
-                loaded.index_keys = index_keys_of(&loaded.value, &row.row_key);
+                loaded.index_keys = new_keys.map(Arc::from);
                 Ok(etag)
             }
             // Written, and overwritten since: the ETag held is stale, as it
@@ -573,32 +585,25 @@ impl<T: TableEntity> Table<T> {
 
     /// Replaces the stored entity whatever its version (`If-Match: *`).
     pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, UpdateMode::Replace, &IfMatch::Any).await
+        self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
+            .await
     }
 
     /// Merges into the stored entity whatever its version (`If-Match: *`).
     pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, UpdateMode::Merge, &IfMatch::Any).await
+        self.write(value, RowWrite::Update(UpdateMode::Merge, IfMatch::Any))
+            .await
     }
 
     /// Inserts the entity or replaces the stored one.
     pub async fn upsert(&self, value: &T) -> Result<ETag> {
-        self.write_row(
-            schema::to_entity(value)?,
-            RowWrite::Upsert(UpdateMode::Replace),
-            None,
-        )
-        .await
+        self.write(value, RowWrite::Upsert(UpdateMode::Replace))
+            .await
     }
 
     /// Inserts the entity or merges it into the stored one.
     pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
-        self.write_row(
-            schema::to_entity(value)?,
-            RowWrite::Upsert(UpdateMode::Merge),
-            None,
-        )
-        .await
+        self.write(value, RowWrite::Upsert(UpdateMode::Merge)).await
     }
 
     /// Merges one element of a data series into the stored entity
@@ -618,7 +623,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             entity,
             RowWrite::Update(UpdateMode::Merge, if_match.clone()),
-            None,
+            IndexHint::default(),
         )
         .await
     }
@@ -633,8 +638,11 @@ impl<T: TableEntity> Table<T> {
         let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
-            let known = loaded.index_keys.as_deref();
-            match self.write_row(entity.clone(), delete(), known).await {
+            let hint = IndexHint {
+                old: loaded.index_keys.as_deref(),
+                new: None,
+            };
+            match self.write_row(entity.clone(), delete(), hint).await {
                 Ok(_) => return Ok(()),
                 // A lost answer: the row gone means deleted; the version read
                 // still there means not applied (try again); anything else,
@@ -666,7 +674,7 @@ impl<T: TableEntity> Table<T> {
         self.write_row(
             crate::Entity::new(pk, rk),
             RowWrite::Delete(IfMatch::Any),
-            None,
+            IndexHint::default(),
         )
         .await
         .map(drop)
@@ -729,6 +737,16 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         writes,
         index_keys,
     })
+}
+
+/// The RowKeys of `value`'s index rows, for a write to plan with; `None`
+/// for a type without indexes (or keys that do not encode, which the write
+/// reports when it plans).
+pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
+    if T::INDEXES.is_empty() {
+        return None;
+    }
+    crate::index::index_keys(value, row_key).ok()
 }
 
 /// The RowKeys of `value`'s index rows, for a [`Loaded`] to carry; `None`

@@ -15,6 +15,7 @@
 //!
 //! [`Loaded`]: super::Loaded
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -93,15 +94,22 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: &Entity,
         write: RowWrite,
-        known: Option<&[String]>,
+        hint: super::rows::IndexHint<'_>,
     ) -> Result<ETag> {
         let pending = Typed::<T> {
-            entity: entity.clone(),
+            entity: Cow::Borrowed(entity),
             write,
-            known: known.map(Arc::from),
+            known: hint.old.map(Arc::from),
+            new_keys: hint.new.map(<[String]>::to_vec),
             _marker: PhantomData,
         };
-        match run(&self.backend, &self.name, &[Box::new(pending)]).await {
+        match run(
+            &self.backend,
+            &self.name,
+            &[Box::new(pending) as Box<dyn Pending + '_>],
+        )
+        .await
+        {
             Ok(etags) => Ok(etags
                 .into_iter()
                 .next()
@@ -218,10 +226,14 @@ pub(super) trait Pending: Send + Sync {
 }
 
 /// A typed write of an entity of type `T`.
-pub(super) struct Typed<T> {
-    pub(super) entity: Entity,
+pub(super) struct Typed<'a, T> {
+    pub(super) entity: Cow<'a, Entity>,
     pub(super) write: RowWrite,
+    /// The RowKeys of the index rows of the version the write's ETag names.
     pub(super) known: Option<Arc<[String]>>,
+    /// The RowKeys of the index rows of the value written (not of a merge
+    /// of one field, whose other values are stored).
+    pub(super) new_keys: Option<Vec<String>>,
     pub(super) _marker: PhantomData<fn() -> T>,
 }
 
@@ -264,7 +276,7 @@ impl Pending for Raw {
     }
 }
 
-impl<T: TableEntity> Typed<T> {
+impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
@@ -363,7 +375,7 @@ impl<T: TableEntity> Typed<T> {
     }
 }
 
-impl<T: TableEntity> Pending for Typed<T> {
+impl<T: TableEntity> Pending for Typed<'_, T> {
     fn keys(&self) -> (&str, &str) {
         (&self.entity.partition_key, &self.entity.row_key)
     }
@@ -378,7 +390,7 @@ impl<T: TableEntity> Pending for Typed<T> {
 
     fn plan(&self, state: State, learned: &Learned) -> Result<Planned> {
         let (pk, rk) = self.keys();
-        let entity = &self.entity;
+        let entity: &Entity = &self.entity;
         if !Self::needs_state() {
             // The row alone, as the caller asked for it.
             let operation = match &self.write {
@@ -425,6 +437,7 @@ impl<T: TableEntity> Pending for Typed<T> {
             _ => Some(entity.clone()),
         };
         let new_keys = match (&new_row, T::INDEXES.is_empty()) {
+            (Some(_), false) if self.new_keys.is_some() => self.new_keys.clone(),
             (Some(row), false) => {
                 let value: T = index::decode_for_keys(row)?;
                 Some(index::index_keys(&value, rk)?)
@@ -434,35 +447,10 @@ impl<T: TableEntity> Pending for Typed<T> {
         };
         // The entity's own operations.
         let guard_match = guard.map(IfMatch::ETag);
-        let mut operations = if T::WIDE {
-            let parts = current.as_ref().map_or(0, |c| c.parts);
-            match &new_row {
-                Some(row) => {
-                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                    wide::write_operations(
-                        wide::split(row.clone(), &bookkeeping)?,
-                        parts,
-                        guard_match,
-                    )
-                }
-                None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
-            }
-        } else {
-            vec![match (&new_row, guard_match) {
-                (Some(row), None) => BatchOperation::Insert(row.clone()),
-                (Some(row), Some(if_match)) => BatchOperation::Update {
-                    entity: row.clone(),
-                    mode: UpdateMode::Replace,
-                    if_match,
-                },
-                (None, if_match) => BatchOperation::Delete {
-                    partition_key: pk.to_owned(),
-                    row_key: rk.to_owned(),
-                    if_match: if_match.unwrap_or(IfMatch::Any),
-                },
-            }]
-        };
-        let mut roles = vec![Role::Entity; operations.len()];
+        // The index rows first, from the row, which the entity's own
+        // operation then takes.
+        let mut index_operations = Vec::new();
+        let mut index_roles = Vec::new();
         for (i, def) in T::INDEXES.iter().enumerate() {
             let old = old_keys.as_ref().and_then(|keys| keys.get(i));
             let new = new_keys.as_ref().and_then(|keys| keys.get(i));
@@ -470,16 +458,16 @@ impl<T: TableEntity> Pending for Typed<T> {
                 && new != Some(old)
                 && !learned.missing.contains(old)
             {
-                operations.push(BatchOperation::Delete {
+                index_operations.push(BatchOperation::Delete {
                     partition_key: pk.to_owned(),
                     row_key: old.clone(),
                     if_match: IfMatch::Any,
                 });
-                roles.push(Role::IndexDelete(old.clone()));
+                index_roles.push(Role::IndexDelete(old.clone()));
             }
             if let (Some(new), Some(row)) = (new, &new_row) {
                 let index_row = index::index_row::<T>(def, new.clone(), row);
-                operations.push(match learned.take_over.get(new) {
+                index_operations.push(match learned.take_over.get(new) {
                     Some(etag) => BatchOperation::Update {
                         entity: index_row,
                         mode: UpdateMode::Replace,
@@ -491,9 +479,36 @@ impl<T: TableEntity> Pending for Typed<T> {
                         mode: UpdateMode::Replace,
                     },
                 });
-                roles.push(Role::IndexWrite(i, new.clone()));
+                index_roles.push(Role::IndexWrite(i, new.clone()));
             }
         }
+        let mut operations = if T::WIDE {
+            let parts = current.as_ref().map_or(0, |c| c.parts);
+            match new_row {
+                Some(row) => {
+                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                    wide::write_operations(wide::split(row, &bookkeeping)?, parts, guard_match)
+                }
+                None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
+            }
+        } else {
+            vec![match (new_row, guard_match) {
+                (Some(row), None) => BatchOperation::Insert(row),
+                (Some(row), Some(if_match)) => BatchOperation::Update {
+                    entity: row,
+                    mode: UpdateMode::Replace,
+                    if_match,
+                },
+                (None, if_match) => BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: rk.to_owned(),
+                    if_match: if_match.unwrap_or(IfMatch::Any),
+                },
+            }]
+        };
+        let mut roles = vec![Role::Entity; operations.len()];
+        operations.extend(index_operations);
+        roles.extend(index_roles);
         Ok(Planned {
             operations,
             roles,
@@ -526,7 +541,7 @@ impl<T: TableEntity> Pending for Typed<T> {
 pub(super) async fn run(
     backend: &Arc<dyn TableBackend>,
     table: &str,
-    writes: &[Box<dyn Pending>],
+    writes: &[Box<dyn Pending + '_>],
 ) -> Result<Vec<Option<ETag>>> {
     if writes.is_empty() {
         return Err(crate::InvalidInput::BatchEmpty.into());
@@ -570,7 +585,9 @@ pub(super) async fn run(
             owners.extend(planned.roles.into_iter().map(|role| (w, role)));
             operations.extend(planned.operations);
         }
-        check_rows(&operations, &owners)?;
+        if writes.len() > 1 {
+            check_rows(&operations, &owners)?;
+        }
         if operations.len() > MAX_BATCH_OPERATIONS {
             return Err(index::too_many_operations(operations.len()));
         }

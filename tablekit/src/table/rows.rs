@@ -55,6 +55,16 @@ fn no_store() -> Error {
 
 static NO_BLOBS: std::sync::OnceLock<offload::BlobTarget> = std::sync::OnceLock::new();
 
+/// What the caller knows of an entity's index rows, so that a write need
+/// not read or decode to find them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct IndexHint<'a> {
+    /// The RowKeys of the index rows of the version the write's ETag names.
+    pub(super) old: Option<&'a [String]>,
+    /// The RowKeys of the index rows of the value written.
+    pub(super) new: Option<&'a [String]>,
+}
+
 /// One write of one entity's row, as the table turns it into requests.
 pub(super) enum RowWrite {
     Insert,
@@ -119,10 +129,10 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: crate::Entity,
         write: RowWrite,
-        known: Option<&[String]>,
+        hint: IndexHint<'_>,
     ) -> Result<ETag> {
         if T::BLOB_FIELDS.is_empty() {
-            return self.write_stored(&entity, write, known).await;
+            return self.write_stored(&entity, write, hint).await;
         }
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut row = entity;
@@ -139,7 +149,9 @@ impl<T: TableEntity> Table<T> {
                 .await?
             }
         };
-        let result = self.write_row_guarded(&pk, &rk, &row, &write).await;
+        let result = self
+            .write_row_guarded(&pk, &rk, &row, &write, hint.new)
+            .await;
         match &result {
             // A refused write leaves its new blobs unreferenced: delete them.
             // After a lost response the row may have been written all the
@@ -163,6 +175,7 @@ impl<T: TableEntity> Table<T> {
         rk: &str,
         row: &crate::Entity,
         write: &RowWrite,
+        new_keys: Option<&[String]>,
     ) -> Result<ETag> {
         let mut last = None;
         for _ in 0..UPDATE_ATTEMPTS {
@@ -228,7 +241,11 @@ impl<T: TableEntity> Table<T> {
                     .map(|(_, reference)| reference.name)
                     .collect(),
             };
-            match self.write_stored(row, guarded, None).await {
+            let hint = IndexHint {
+                old: None,
+                new: new_keys,
+            };
+            match self.write_stored(row, guarded, hint).await {
                 Ok(etag) => {
                     if let Some(target) = &self.blobs {
                         offload::delete_quietly(target, &stale).await;
@@ -355,7 +372,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: &crate::Entity,
         write: RowWrite,
-        known: Option<&[String]>,
+        hint: IndexHint<'_>,
     ) -> Result<ETag> {
         let op = match write {
             RowWrite::Insert => "insert",
@@ -367,7 +384,7 @@ impl<T: TableEntity> Table<T> {
         };
         let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
         let span = super::op_span(op, &self.name, T::KIND, Some(keys));
-        self.write_stored_unspanned(entity, write, known)
+        self.write_stored_unspanned(entity, write, hint)
             .instrument(span)
             .await
     }
@@ -376,7 +393,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         entity: &crate::Entity,
         write: RowWrite,
-        known: Option<&[String]>,
+        hint: IndexHint<'_>,
     ) -> Result<ETag> {
         if !T::WIDE && T::INDEXES.is_empty() {
             let name = &self.name;
@@ -397,6 +414,6 @@ impl<T: TableEntity> Table<T> {
                 }
             };
         }
-        self.write_planned(entity, write, known).await
+        self.write_planned(entity, write, hint).await
     }
 }

@@ -146,7 +146,8 @@ fn history(entity: &Entity) -> Vec<&str> {
 /// The tag that names a version as a base: the newest tag of its history,
 /// or for a row without history a hash of its ETag.
 fn base_of(writes: Option<&str>, etag: &ETag) -> String {
-    match tags(writes).first() {
+    let newest = writes.and_then(|text| text.split(' ').find(|t| !t.is_empty()));
+    match newest {
         Some(tag) => (*tag).to_owned(),
         None => {
             // FNV-1a, written out: the tag must be the same in every process
@@ -165,10 +166,24 @@ fn base_of(writes: Option<&str>, etag: &ETag) -> String {
 /// The history a write tagged `tag` records on top of the version whose
 /// history is `writes` and whose base tag is `base`.
 fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
-    let mut all = vec![tag, base];
-    all.extend(tags(writes).into_iter().skip(1));
-    all.truncate(WRITES_KEPT);
-    all.join(" ")
+    let older = writes
+        .into_iter()
+        .flat_map(|text| text.split(' ').filter(|t| !t.is_empty()))
+        .skip(1);
+    let mut history =
+        String::with_capacity(writes.map_or(0, str::len) + tag.len() + base.len() + 2);
+    for (i, t) in [tag, base]
+        .into_iter()
+        .chain(older)
+        .take(WRITES_KEPT)
+        .enumerate()
+    {
+        if i > 0 {
+            history.push(' ');
+        }
+        history.push_str(t);
+    }
+    history
 }
 
 /// A new random tag.
@@ -396,6 +411,7 @@ impl<T: TableEntity> Table<T> {
             );
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
             let read: Loaded<T> = super::load(stored)?;
+            let old_keys = read.index_keys.clone();
             let value = change(Loaded::into_inner(read)).await?;
             if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
                 return Err(Error::from(crate::InvalidInput::KeyChanged {
@@ -406,7 +422,12 @@ impl<T: TableEntity> Table<T> {
             }
             let mut row = schema::to_entity(&value)?;
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            match self.write_recorded(&mut row, write, &recorded, None).await {
+            let new_keys = super::new_index_keys(&value, &rk);
+            let hint = super::rows::IndexHint {
+                old: old_keys.as_deref(),
+                new: new_keys.as_deref(),
+            };
+            match self.write_recorded(&mut row, write, &recorded, hint).await {
                 Ok(Some(written)) => {
                     let timestamp = written.timestamp();
                     let index_keys = super::index_keys_of(&value, &rk);
@@ -443,16 +464,16 @@ impl<T: TableEntity> Table<T> {
         row: &mut Entity,
         write: RowWrite,
         recorded: &Recorded,
-        known: Option<&[String]>,
+        hint: super::rows::IndexHint<'_>,
     ) -> Result<Option<ETag>> {
         let settleable = row.properties.contains(WRITES_PROPERTY)
             || recorded.add_to::<T>(row, self.record_writes);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         // Lent, not copied, unless the blob protocol must rewrite the row.
         let written = if T::BLOB_FIELDS.is_empty() {
-            self.write_stored(row, write, known).await
+            self.write_stored(row, write, hint).await
         } else {
-            self.write_row(row.clone(), write, known).await
+            self.write_row(row.clone(), write, hint).await
         };
         match written {
             Ok(etag) => Ok(Some(etag)),
