@@ -91,7 +91,7 @@ impl Transaction {
         &mut self,
         value: &U,
         write: RowWrite,
-        known: Option<Arc<[String]>>,
+        known: Option<&Arc<[String]>>,
     ) -> Result<&mut Self> {
         refuse_offload::<U>()?;
         let entity = schema::to_entity(value)?;
@@ -99,8 +99,8 @@ impl Transaction {
         self.writes.push(Box::new(Typed::<U> {
             entity: Cow::Owned(entity),
             write,
-            known,
-            new_keys,
+            known: known.map(|keys| Cow::Owned(keys.to_vec())),
+            new_keys: new_keys.map(Cow::Owned),
             _marker: PhantomData,
         }));
         Ok(self)
@@ -132,13 +132,13 @@ impl Transaction {
     /// Replaces an entity if it is still the version read.
     pub fn replace<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
         let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(loaded.etag.clone()));
-        self.push(&loaded.value, write, loaded.index_keys.clone())
+        self.push(&loaded.value, write, loaded.index_keys.as_ref())
     }
 
     /// Merges into an entity if it is still the version read.
     pub fn merge<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
         let write = RowWrite::Update(UpdateMode::Merge, IfMatch::ETag(loaded.etag.clone()));
-        self.push(&loaded.value, write, loaded.index_keys.clone())
+        self.push(&loaded.value, write, loaded.index_keys.as_ref())
     }
 
     /// Inserts an entity or replaces the stored one.
@@ -181,7 +181,10 @@ impl Transaction {
         self.writes.push(Box::new(Typed::<U> {
             entity: Cow::Owned(crate::Entity::new(pk, rk)),
             write: RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())),
-            known: loaded.index_keys.clone(),
+            known: loaded
+                .index_keys
+                .as_deref()
+                .map(|keys| Cow::Owned(keys.to_vec())),
             new_keys: None,
             _marker: PhantomData,
         }));

@@ -490,7 +490,11 @@ impl<T: TableEntity> Table<T> {
         // An insert whose answer is lost is settled by reading the row back:
         // absent, it is sent again; present, its history says whose it is.
         let mut row = schema::to_entity(value)?;
-        let recorded = update::Recorded::insert();
+        let recorded = if self.record_writes {
+            update::Recorded::insert()
+        } else {
+            update::Recorded::none()
+        };
         let new_keys = new_index_keys(value, &row.row_key);
         let hint = IndexHint {
             old: None,
@@ -550,7 +554,11 @@ impl<T: TableEntity> Table<T> {
     async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
-        let recorded = update::Recorded::on(loaded.writes.as_deref(), &loaded.etag);
+        let recorded = if self.record_writes {
+            update::Recorded::on(loaded.writes.as_deref(), &loaded.etag)
+        } else {
+            update::Recorded::none()
+        };
         let mut row = schema::to_entity(&loaded.value)?;
         let new_keys = new_index_keys(&loaded.value, &row.row_key);
         let old_keys = loaded.index_keys.clone();
@@ -573,7 +581,7 @@ impl<T: TableEntity> Table<T> {
         match outcome? {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
-                loaded.writes = Some(recorded.history().to_owned());
+                loaded.writes = self.record_writes.then(|| recorded.history().to_owned());
                 loaded.index_keys = new_keys.map(Arc::from);
                 Ok(etag)
             }

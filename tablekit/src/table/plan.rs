@@ -99,8 +99,8 @@ impl<T: TableEntity> Table<T> {
         let pending = Typed::<T> {
             entity: Cow::Borrowed(entity),
             write,
-            known: hint.old.map(Arc::from),
-            new_keys: hint.new.map(<[String]>::to_vec),
+            known: hint.old.map(Cow::Borrowed),
+            new_keys: hint.new.map(Cow::Borrowed),
             _marker: PhantomData,
         };
         match run(
@@ -230,10 +230,10 @@ pub(super) struct Typed<'a, T> {
     pub(super) entity: Cow<'a, Entity>,
     pub(super) write: RowWrite,
     /// The RowKeys of the index rows of the version the write's ETag names.
-    pub(super) known: Option<Arc<[String]>>,
+    pub(super) known: Option<Cow<'a, [String]>>,
     /// The RowKeys of the index rows of the value written (not of a merge
     /// of one field, whose other values are stored).
-    pub(super) new_keys: Option<Vec<String>>,
+    pub(super) new_keys: Option<Cow<'a, [String]>>,
     pub(super) _marker: PhantomData<fn() -> T>,
 }
 
@@ -436,13 +436,15 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             }
             _ => Some(entity.clone()),
         };
-        let new_keys = match (&new_row, T::INDEXES.is_empty()) {
-            (Some(_), false) if self.new_keys.is_some() => self.new_keys.clone(),
+        let new_keys: Option<Cow<'_, [String]>> = match (&new_row, T::INDEXES.is_empty()) {
+            (Some(_), false) if self.new_keys.is_some() => {
+                self.new_keys.as_deref().map(Cow::Borrowed)
+            }
             (Some(row), false) => {
                 let value: T = index::decode_for_keys(row)?;
-                Some(index::index_keys(&value, rk)?)
+                Some(Cow::Owned(index::index_keys(&value, rk)?))
             }
-            (Some(_), true) => Some(Vec::new()),
+            (Some(_), true) => Some(Cow::Owned(Vec::new())),
             (None, _) => None,
         };
         // The entity's own operations.

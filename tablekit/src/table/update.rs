@@ -209,6 +209,16 @@ impl Recorded {
         Recorded { tag, base, history }
     }
 
+    /// A write that records nothing (a table without write history): no
+    /// history to build.
+    pub(super) fn none() -> Recorded {
+        Recorded {
+            tag: String::new(),
+            base: String::new(),
+            history: String::new(),
+        }
+    }
+
     /// An insert: a history of its own tag alone.
     pub(super) fn insert() -> Recorded {
         let tag = new_tag();
@@ -405,10 +415,14 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let recorded = Recorded::on(
-                writes_of(&stored),
-                stored.etag.as_ref().unwrap_or(&ETag::new("")),
-            );
+            let recorded = if self.record_writes {
+                Recorded::on(
+                    writes_of(&stored),
+                    stored.etag.as_ref().unwrap_or(&ETag::new("")),
+                )
+            } else {
+                Recorded::none()
+            };
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
             let read: Loaded<T> = super::load(stored)?;
             let old_keys = read.index_keys.clone();
@@ -432,7 +446,7 @@ impl<T: TableEntity> Table<T> {
                     let timestamp = written.timestamp();
                     let index_keys = super::index_keys_of(&value, &rk);
                     let mut loaded = Loaded::new(value, written, timestamp);
-                    loaded.writes = Some(recorded.history().to_owned());
+                    loaded.writes = self.record_writes.then(|| recorded.history().to_owned());
                     loaded.index_keys = index_keys;
                     return Ok(loaded);
                 }
