@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `skip`, `default`, `with`, `flatten`, `json`, `series`, `blob`, `offload`"
+    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `skip`, `default`, `with`, `flatten`, `json`, `series`, `blob`, `offload`, `index`, `unique`"
 }
 ::core::compile_error! {
     "missing partition key: mark one or more fields with `#[tablekit(partition_key)]`"
@@ -10,6 +10,7 @@ const _: () = {
         type PartitionKey = ();
         type RowKey = ();
         type Columns = ();
+        type Indexes = ();
         const TABLE: &'static str = "";
         const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
         const VERSION: u32 = 1;
@@ -25,6 +26,7 @@ const _: () = {
         fn write_partition_key(&self, _: &mut ::tablekit::__private::String) {}
         fn write_row_key(&self, _: &mut ::tablekit::__private::String) {}
         fn columns() {}
+        fn indexes() {}
         fn property_names(
             _: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
         ) -> bool {

@@ -31,6 +31,8 @@ const _: () = {
         const CHECKED_NAMES: bool = true;
         const FIELD_NAMES: &'static [&'static str] = &["name", "tags", "level"];
         const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        type Indexes = ();
+        fn indexes() -> Self::Indexes {}
         fn member_slot(__name: &str) -> ::tablekit::__private::MemberSlot {
             match __name {
                 "name" => ::tablekit::__private::MemberSlot::Value(0usize),

@@ -33,6 +33,8 @@ const _: () = {
         const CHECKED_NAMES: bool = false;
         const FIELD_NAMES: &'static [&'static str] = &["Score", "Text", "Tags"];
         const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        type Indexes = ();
+        fn indexes() -> Self::Indexes {}
         fn partition_key(&self) -> Self::PartitionKey {
             ::tablekit::__private::Clone::clone(&self.department)
         }

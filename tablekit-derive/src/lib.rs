@@ -114,6 +114,31 @@ mod snapshots {
     }
 
     #[test]
+    fn entity_with_unique_and_compound_indexes() {
+        check(
+            quote! {
+                #[tablekit(table = "Staff", kind = "EMP")]
+                #[tablekit(index(name = "email", tag = "email"))]
+                #[tablekit(index(name = "name", copy(email)))]
+                pub struct Employee {
+                    #[tablekit(partition_key)]
+                    department: String,
+                    #[tablekit(row_key)]
+                    id: u32,
+                    #[tablekit(unique = "email")]
+                    email: String,
+                    #[tablekit(index = "name")]
+                    last_name: String,
+                    #[tablekit(index = "name")]
+                    first_name: String,
+                }
+            },
+            crate::ast::Mode::Entity,
+            expect_file!["../snapshots/indexed.rs"],
+        );
+    }
+
+    #[test]
     fn entity_whose_names_are_checked_at_compile_time() {
         check(
             quote! {

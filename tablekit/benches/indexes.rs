@@ -221,7 +221,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("by_hand", |b| {
         b.iter(|| {
             let id = next();
-            now(backend.insert_entity("Staff", black_box(&hand_row(id, &format!("{id}@x")))))
+            now(hand_backend.insert_entity("Staff", black_box(&hand_row(id, &format!("{id}@x")))))
                 .unwrap()
         })
     });

@@ -36,8 +36,7 @@
 //! - `#[tablekit(index = "NAME")]` puts it in the non-unique index `NAME`.
 //! - Several fields with the same index name form a compound index, its
 //!   value made of the fields in declaration order (`name` above is the last
-//!   name, then the first name). Indexed fields are key types (strings,
-//!   integers, [`DateTime`](crate::DateTime), the types of [`key`](crate::key)).
+//!   name, then the first name), at most four.
 //! - `#[tablekit(index(name = "NAME", tag = "TAG", copy(field, …)))]` on the
 //!   struct sets an index's options: `tag`, the text its RowKeys start with
 //!   (by default the kind, a dot and the index name: `EMP.email`), and
@@ -47,7 +46,11 @@
 //! A type with indexes needs a kind (or a RowKey template with a leading
 //! text): its rows and its index rows are told apart by the start of their
 //! RowKeys, so the type's queries never see index rows, and index rows are
-//! never read as entities of any kind.
+//! never read as entities of any kind (reads of several kinds skip them).
+//! Kinds of a collection cannot have indexes yet. An indexed value is a key
+//! type that is also a property: a string, an integer, a `bool`, a
+//! [`DateTime`](crate::DateTime) or a `Uuid`. A type may have at most 49
+//! indexes (see below).
 //!
 //! # The rows
 //! With the declaration above, the employee `("Sales", 223)` with email
@@ -70,25 +73,62 @@
 //! changed, the delete of the old one. At most 100 operations fit in a
 //! transaction: a type whose rows cannot fit is refused at compile time, and
 //! a write that does not fit (a wide entity with many parts) fails with
-//! [`InvalidInput::BatchTooManyOperations`](crate::InvalidInput::BatchTooManyOperations)
-//! before anything is sent.
+//! [`InvalidInput::BatchTooManyOperations`] before anything is sent.
 //!
 //! | write | requests |
 //! |---|---|
 //! | `insert` | 1 |
 //! | `replace`, `delete` of a [`Loaded`](crate::Loaded) read by tablekit | 1 |
-//! | `merge` of a `Loaded`, `upsert`, `upsert_merge`, `*_unconditionally`, `merge_element` | 2: the current row is read (its index values and, for a merge, the values the index copies must hold), and its ETag guards the transaction |
+//! | `merge` of a `Loaded`, `upsert`, `upsert_merge`, `*_unconditionally`, `merge_element`, `delete_unconditionally` | 2: the current row is read (its index rows and, for a merge, the values the index copies must hold), and its ETag guards the transaction |
 //! | `update` | 2 (the read it makes anyway, and the write) |
 //!
 //! A wide entity's write reads its parts first, as it does without indexes.
+//! The [`BulkWriter`](crate::BulkWriter) writes entities with indexes one by
+//! one, each in its transaction. An entity whose offloaded values go to the
+//! blob store keeps its index rows the same way; their copies hold the blob
+//! references, and a read through them fetches the blobs.
+//!
+//! A [`Transaction`](crate::Transaction) (or a [`TableBatch`](crate::TableBatch))
+//! writes several entities of one partition, of any types, at once: each
+//! write brings its index rows, and a failure names the write that failed.
+//! Two writes of one transaction may not touch the same row: two entities
+//! taking the same unique value, or one giving up a value another takes, is
+//! refused with [`InvalidInput::BatchDuplicateEntity`] before anything is sent.
+//!
+//! A write that loses a race to another writer fails as a whole: with
+//! [`Error::PreconditionFailed`] when the caller held an ETag, otherwise it
+//! reads again and retries. An old index row found already gone is not
+//! deleted again, and a unique index row left by a writer other than
+//! tablekit, naming an entity that does not hold the value, is taken over
+//! under its own ETag: index rows out of step never block a write.
 //!
 //! # Reads
 //! [`Table::index`](crate::Table::index) reads through an index: a unique
-//! lookup, all entities with a value, or a prefix or range of values, in
-//! value order. When the index row holds every field the read needs (the
-//! default `copy`), it is served from the index row alone: a unique lookup is
-//! one request. Otherwise each index row is followed to its entity with one
-//! point read.
+//! lookup ([`IndexReader::get`](crate::IndexReader::get)), every entity with a
+//! value ([`find`](crate::IndexReader::find)), or a prefix or range of values
+//! ([`prefix`](crate::IndexReader::prefix), [`range`](crate::IndexReader::range)),
+//! in value order. When the index row holds every field the read needs (the
+//! default `copy`, or a [projection](crate::IndexReader::project) of copied
+//! fields), it is served from the index row alone: a unique lookup is one
+//! request, a stream one request per page of up to 1,000 rows. Otherwise each
+//! index row found is followed to its entity with one point read, and an
+//! entity that no longer holds the value (a write moved it between the two
+//! reads) is left out. A value read from an index row carries no ETag of its
+//! entity; [`get_loaded`](crate::IndexReader::get_loaded) reads the entity
+//! itself (two requests) for a write guarded by its ETag.
+//!
+//! # Existing data
+//! [`Table::verify_indexes`](crate::Table::verify_indexes) compares a
+//! partition's index rows with its entities; [`Table::repair_indexes`](crate::Table::repair_indexes)
+//! writes the missing and stale ones and deletes the left-over ones, each
+//! repair guarded by its entity's ETag; [`Table::repair_all_indexes`](crate::Table::repair_all_indexes)
+//! goes through the whole table, a number of partitions at a time, resumable
+//! from the PartitionKey it returns. Declaring an index on a table that holds
+//! entities already is: declare it, then repair.
+//!
+//! [`InvalidInput::BatchTooManyOperations`]: crate::InvalidInput::BatchTooManyOperations
+//! [`InvalidInput::BatchDuplicateEntity`]: crate::InvalidInput::BatchDuplicateEntity
+//! [`Error::PreconditionFailed`]: crate::Error::PreconditionFailed
 
 use std::marker::PhantomData;
 
@@ -143,19 +183,23 @@ impl IndexDef {
     }
 }
 
-/// Marks an index as unique: [`IndexReader::get`] finds at most one entity.
+/// Marks an index as unique: [`IndexReader::get`](crate::IndexReader::get) finds at most one entity.
 #[derive(Debug, Clone, Copy)]
 pub enum Unique {}
 /// Marks an index as non-unique.
 #[derive(Debug, Clone, Copy)]
 pub enum NonUnique {}
 
+/// Marks type parameters a value holds none of (and stays `Send`, `Sync`
+/// and `Copy` whatever they are).
+pub(crate) type Marker<T> = fn() -> T;
+
 /// A typed handle on one index of `T`, whose values are `V` (a key part, or
 /// a tuple for a compound index) and which is [`Unique`] or [`NonUnique`]:
 /// a field of `T::indexes()`.
 pub struct Index<T, V, U> {
     position: usize,
-    _marker: PhantomData<fn() -> (T, V, U)>,
+    _marker: PhantomData<Marker<(T, V, U)>>,
 }
 
 impl<T, V, U> Clone for Index<T, V, U> {

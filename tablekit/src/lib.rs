@@ -131,9 +131,16 @@
 //!   row holding a reference.
 //! - **Tables laid out before**: [`key::Verbatim`], [`key::Padded`] and
 //!   RowKey templates map existing keys exactly.
-//! - **Writes that change together**: [`TableBatch`] runs several writes of
-//!   one partition as one transaction; ETags and [`Table::update`] keep
-//!   concurrent writers from losing each other's changes.
+//! - **Secondary indexes**: `#[tablekit(unique = "email")]` or
+//!   `#[tablekit(index = "last_name")]` on a field keeps a row per value in
+//!   the entity's partition, written, moved and deleted with the entity in
+//!   one transaction by every write; [`Table::index`] finds entities by
+//!   value, prefix or range (see [`index`]).
+//! - **Writes that change together**: a [`Transaction`] runs writes of
+//!   entities of any types in one partition as one transaction, index rows
+//!   included, so a copy of a department's manager kept in each employee
+//!   never disagrees with it; ETags and [`Table::update`] keep concurrent
+//!   writers from losing each other's changes.
 //!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],

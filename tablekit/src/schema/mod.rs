@@ -47,6 +47,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `row_key = "empid_{id}"` | a RowKey template: the `row_key` fields in key order, with the texts around and between them written as they are; every field but the last is fixed-width |
 /// | `collection` | other kinds may nest under this kind's rows (their RowKeys go on after its own), read together with [`Table::read_collection`](crate::Table::read_collection) |
 /// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them |
+/// | `index(name = "NAME", tag = "TAG", copy(field, …))` | options of the index `NAME`: the text its RowKeys start with (default: kind, `.`, name), and the fields its rows copy (default: all; none for a `wide` entity); see [`index`](crate::index) |
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
@@ -67,6 +68,8 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `series` | a `Vec`, array or `String`-keyed map stored as one property per element, `Field_0`, `Field_1`, … or `Field_key` (see [`Series`] for the rule on map keys) |
 /// | `blob` | text or bytes kept in the blob store, the row holding a reference (see [`Table::with_blob_store`](crate::Table::with_blob_store)) |
 /// | `offload` | text or bytes kept in the row while they fit, in the blob store when too large |
+/// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
+/// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),

@@ -31,7 +31,7 @@ pub struct IndexReader<T, V, U, Q = T> {
     table: Table<T>,
     def: &'static IndexDef,
     position: usize,
-    _marker: PhantomData<fn() -> (V, U, Q)>,
+    _marker: PhantomData<crate::index::Marker<(V, U, Q)>>,
 }
 
 impl<T: TableEntity> Table<T> {
