@@ -183,6 +183,8 @@ impl<T: TableEntity> Table<T> {
 pub(super) struct Learned {
     missing: HashSet<String>,
     take_over: HashMap<String, ETag>,
+    /// An index row a merge planned without reading was not there: read.
+    read: bool,
 }
 
 /// The state a write replaces, as planned: what is stored, the RowKeys of
@@ -211,6 +213,7 @@ pub(super) trait Pending: Send + Sync {
         &'a self,
         backend: &'a Arc<dyn TableBackend>,
         table: &'a str,
+        learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State>>;
     /// The write's operations over `state`.
     fn plan(&self, state: State, learned: &Learned) -> Result<Planned>;
@@ -248,6 +251,7 @@ impl Pending for Raw {
         &'a self,
         _: &'a Arc<dyn TableBackend>,
         _: &'a str,
+        _: &'a Learned,
     ) -> BoxFuture<'a, Result<State>> {
         Box::pin(async {
             Ok(State {
@@ -291,7 +295,12 @@ impl<T: TableEntity> Typed<'_, T> {
         )
     }
 
-    async fn read_state(&self, backend: &Arc<dyn TableBackend>, table: &str) -> Result<State> {
+    async fn read_state(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        learned: &Learned,
+    ) -> Result<State> {
         let (pk, rk) = (
             self.entity.partition_key.as_str(),
             self.entity.row_key.as_str(),
@@ -305,12 +314,21 @@ impl<T: TableEntity> Typed<'_, T> {
         if !Self::needs_state() {
             return Ok(no_state(None));
         }
+        // A merge that moves no index value needs nothing stored: its
+        // index rows are merged with the same values as the entity.
+        let merge_in_place = matches!(
+            &self.write,
+            RowWrite::Update(UpdateMode::Merge, IfMatch::ETag(_))
+        ) && !learned.read
+            && self.new_keys.is_some()
+            && self.new_keys.as_deref() == self.known.as_deref();
         let use_known = !T::WIDE
-            && matches!(
-                &self.write,
-                RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
-                    | RowWrite::Delete(IfMatch::ETag(_))
-            );
+            && (merge_in_place
+                || matches!(
+                    &self.write,
+                    RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
+                        | RowWrite::Delete(IfMatch::ETag(_))
+                ));
         match (&self.write, &self.known) {
             (RowWrite::Insert, _) => return Ok(no_state(None)),
             (
@@ -384,8 +402,9 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         &'a self,
         backend: &'a Arc<dyn TableBackend>,
         table: &'a str,
+        learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State>> {
-        Box::pin(self.read_state(backend, table))
+        Box::pin(self.read_state(backend, table, learned))
     }
 
     fn plan(&self, state: State, learned: &Learned) -> Result<Planned> {
@@ -449,6 +468,15 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The entity's own operations.
         let guard_match = guard.map(IfMatch::ETag);
+        // A merge planned without reading (no index value moves): the
+        // entity and its index rows are merged with the values sent.
+        let merge_in_place =
+            current.is_none() && matches!(self.write, RowWrite::Update(UpdateMode::Merge, _));
+        let row_mode = if merge_in_place {
+            UpdateMode::Merge
+        } else {
+            UpdateMode::Replace
+        };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
         let mut index_operations = Vec::new();
@@ -475,6 +503,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                         mode: UpdateMode::Replace,
                         if_match: IfMatch::ETag(etag.clone()),
                     },
+                    None if merge_in_place => BatchOperation::Update {
+                        entity: index_row,
+                        mode: UpdateMode::Merge,
+                        if_match: IfMatch::Any,
+                    },
                     None if def.unique && old != Some(new) => BatchOperation::Insert(index_row),
                     None => BatchOperation::Upsert {
                         entity: index_row,
@@ -498,7 +531,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 (Some(row), None) => BatchOperation::Insert(row),
                 (Some(row), Some(if_match)) => BatchOperation::Update {
                     entity: row,
-                    mode: UpdateMode::Replace,
+                    mode: row_mode,
                     if_match,
                 },
                 (None, if_match) => BatchOperation::Delete {
@@ -572,11 +605,15 @@ pub(super) async fn run(
     let mut learned: Vec<Learned> = writes.iter().map(|_| Learned::default()).collect();
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
-        let states =
-            futures::future::try_join_all(writes.iter().enumerate().map(|(w, write)| async move {
-                write.state(backend, table).await.map_err(|e| e.in_batch(w))
-            }))
-            .await?;
+        let states = futures::future::try_join_all(writes.iter().zip(&learned).enumerate().map(
+            |(w, (write, learned))| async move {
+                write
+                    .state(backend, table, learned)
+                    .await
+                    .map_err(|e| e.in_batch(w))
+            },
+        ))
+        .await?;
         let mut operations = Vec::new();
         // For each operation: the write it belongs to, and what it is for.
         let mut owners: Vec<(usize, Role)> = Vec::new();
@@ -677,8 +714,11 @@ pub(super) async fn run(
                 Role::IndexWrite(_, key),
                 Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
             ) => {
-                // A row to take over changed or went: look again.
+                // A row to take over changed or went, or a merge planned
+                // without reading met a missing index row: look again,
+                // from the stored entity.
                 learned[w].take_over.remove(&key);
+                learned[w].read = true;
                 last = Some(precondition());
             }
             (_, source) => return Err(source.in_batch(w)),
