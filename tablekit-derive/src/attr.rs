@@ -27,6 +27,7 @@ pub(crate) const INDEX: &str = "index";
 pub(crate) const NAME: &str = "name";
 pub(crate) const TAG: &str = "tag";
 pub(crate) const COPY: &str = "copy";
+pub(crate) const LIST: &str = "list";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -115,6 +116,8 @@ pub(crate) struct IndexOptions {
     pub(crate) tag: Option<LitStr>,
     /// The fields its rows copy, when given.
     pub(crate) copy: Option<Vec<Ident>>,
+    /// `list`: one row per value listing the entities that hold it.
+    pub(crate) list: Option<TokenStream>,
 }
 
 /// One piece of a key template.
@@ -356,7 +359,13 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
     let mut name = Attr::none(NAME);
     let mut tag = Attr::none(TAG);
     let mut copy = Attr::none(COPY);
+    let mut list = Attr::none(LIST);
     meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident(LIST) {
+            flag(&inner, LIST)?;
+            list.set(cx, &inner.path, inner.path.to_token_stream());
+            return Ok(());
+        }
         if inner.path.is_ident(NAME) {
             if let Some(lit) = parse_str(cx, &inner) {
                 name.set(cx, &inner.path, lit);
@@ -382,7 +391,7 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
             }
             copy.set(cx, &inner.path, fields);
         } else {
-            return Err(unknown(&inner, "index", &[NAME, TAG, COPY]));
+            return Err(unknown(&inner, "index", &[NAME, TAG, COPY, LIST]));
         }
         Ok(())
     })?;
@@ -393,6 +402,7 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
         name,
         tag: tag.get(),
         copy: copy.get(),
+        list: list.get(),
     })
 }
 

@@ -25,6 +25,8 @@ pub(crate) struct IndexModel<'a> {
     pub(crate) tag: String,
     /// The stored names its rows copy; `None` for every property.
     pub(crate) copy: Option<Vec<String>>,
+    /// An index entity per value, listing the entities that hold it.
+    pub(crate) list: bool,
 }
 
 /// Characters an index tag may not hold: those the store forbids in keys,
@@ -54,6 +56,7 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                     fields: vec![field],
                     tag: String::new(),
                     copy: None,
+                    list: false,
                 }),
             }
         }
@@ -84,6 +87,17 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                     "an index tag is ASCII text without `/ \\ # ? | % _` or control characters",
                 );
             }
+        }
+        if let Some(tokens) = &options.list {
+            if index.unique {
+                cx.error_spanned_by(tokens, "a `list` index lists the entities that share a value: a unique index has one entity per value");
+            } else if options.copy.is_some() {
+                cx.error_spanned_by(
+                    tokens,
+                    "a `list` index's rows list RowKeys and copy no field: leave `copy` out",
+                );
+            }
+            index.list = true;
         }
         if let Some(copy) = &options.copy {
             let mut names = Vec::new();
@@ -259,7 +273,10 @@ pub(crate) fn expand(
         let name = index.name.value();
         let tag = &index.tag;
         let unique = index.unique;
-        let layout = if unique {
+        // A non-unique index's RowKeys go on with the entity's RowKey;
+        // those of a unique one and of an index entity end with the value.
+        let list = index.list;
+        let layout = if unique || list {
             quote!(#tk::RowKeyLayout::kind(#tag))
         } else {
             quote!(#tk::RowKeyLayout::kind(#tag).opened())
@@ -269,7 +286,7 @@ pub(crate) fn expand(
             None => quote!(#tk::None),
             Some(names) => quote!(#tk::Some(&[#(#names),*])),
         };
-        quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy })
+        quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list })
     });
     let arms = indexes.iter().enumerate().map(|(position, index)| {
         let value = value_type(index);
@@ -285,7 +302,7 @@ pub(crate) fn expand(
         // The last value of a non-unique index is followed by the entity's
         // RowKey, so it must have an end of its own.
         let last_ty = index.fields.last().map(|f| f.ty);
-        let open_check = (!index.unique).then(|| {
+        let open_check = (!index.unique && !index.list).then(|| {
             quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
         });
         // Spanned on the first field, so a type that is no key type is

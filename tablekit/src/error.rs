@@ -509,6 +509,22 @@ pub enum InvalidInput {
         /// The limit.
         max: usize,
     },
+    /// An index entity (one row listing the entities that share a value)
+    /// would outgrow a row: the value is shared by too many entities for a
+    /// `list` index.
+    #[error(
+        "the `list` index `{index}` lists {entries} entities for {value:?}, more than one row holds (at most {max_chars} characters of RowKeys); use an index without `list` for values shared this widely"
+    )]
+    IndexListFull {
+        /// The index's name.
+        index: &'static str,
+        /// The value, as encoded in the index entity's RowKey.
+        value: String,
+        /// How many entities the list would hold.
+        entries: usize,
+        /// How many characters of RowKeys a list holds at most.
+        max_chars: usize,
+    },
     /// A filter has more than 15 comparisons.
     #[error("the filter has {count} comparisons; the limit is {max}")]
     FilterTooComplex {

@@ -161,6 +161,9 @@ pub struct IndexDef {
     pub fields: &'static str,
     /// The property names an index row copies; `None` for every property.
     pub copy: Option<&'static [&'static str]>,
+    /// An index entity: one row per value, listing the RowKeys of the
+    /// entities that hold it, instead of one row per entity.
+    pub list: bool,
 }
 
 impl IndexDef {
@@ -255,7 +258,7 @@ pub(crate) fn index_key<T: TableEntity>(
     let def = &T::INDEXES[i];
     let mut key = String::with_capacity(row_key.len() + 32);
     value.write_index_key(i, &mut key);
-    if !def.unique {
+    if !def.unique && !def.list {
         key.push_str(row_key);
     }
     schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
@@ -318,11 +321,85 @@ pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entit
     entity
 }
 
-/// Whether `row` is an index row (of any type).
+/// Whether `row` is an index row or an index entity (of any type).
 pub fn is_index_row(row: &Entity) -> bool {
-    row.properties.contains(ROW_PROPERTY)
+    let marked =
+        row.properties.contains(ROW_PROPERTY) || row.properties.contains(&list_property(0));
+    marked
         && (row.properties.contains(INDEX_PROPERTY)
             || !row.properties.contains(schema::KIND_PROPERTY))
+}
+
+/// The properties of an index entity that hold its list: `_Rows0`,
+/// `_Rows1`, …, each the RowKeys of entities holding the value, one per
+/// line, in order.
+pub const LIST_PROPERTY: &str = "_Rows";
+/// The most characters of one list property (a string property holds 64 KiB
+/// of UTF-16).
+const LIST_CHUNK: usize = 32_000;
+/// The most list properties of an index entity, which keeps it under the
+/// 1 MiB of a row.
+const LIST_CHUNKS: usize = 14;
+
+fn list_property(chunk: usize) -> String {
+    format!("{LIST_PROPERTY}{chunk}")
+}
+
+/// The RowKeys an index entity lists, in order.
+pub(crate) fn list_members(row: &Entity) -> Vec<String> {
+    let mut members = Vec::new();
+    for chunk in 0..LIST_CHUNKS {
+        match row.properties.get(&list_property(chunk)) {
+            Some(Value::String(text)) => members.extend(
+                text.split('\n')
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_owned),
+            ),
+            _ => break,
+        }
+    }
+    members
+}
+
+/// The index entity `key` of index `def` listing `members` (sorted, each
+/// once); refused when it would outgrow a row.
+pub(crate) fn list_row<T: TableEntity>(
+    def: &'static IndexDef,
+    pk: &str,
+    key: &str,
+    members: &[String],
+) -> Result<Entity, Error> {
+    let mut entity = Entity::new(pk, key);
+    let mut chunk = String::new();
+    let mut chunk_len = 0;
+    let mut chunks = 0;
+    for member in members {
+        let len = crate::keyorder::utf16_len(member) + 1;
+        if chunk_len + len > LIST_CHUNK {
+            if chunks + 1 >= LIST_CHUNKS {
+                return Err(InvalidInput::IndexListFull {
+                    index: def.name,
+                    value: value_of(def, key).to_owned(),
+                    entries: members.len(),
+                    max_chars: LIST_CHUNK * LIST_CHUNKS,
+                }
+                .into());
+            }
+            entity
+                .properties
+                .insert(list_property(chunks), std::mem::take(&mut chunk));
+            chunks += 1;
+            chunk_len = 0;
+        }
+        chunk.push_str(member);
+        chunk.push('\n');
+        chunk_len += len;
+    }
+    entity.properties.insert(list_property(chunks), chunk);
+    if T::KIND_PROPERTIES {
+        entity.properties.insert(INDEX_PROPERTY, def.name);
+    }
+    Ok(entity)
 }
 
 /// The entity's RowKey an index row points at.
@@ -429,6 +506,7 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
         }
     }
     let mut expected: BTreeMap<(String, String), Entity> = BTreeMap::new();
+    let mut lists: BTreeMap<(String, String), (&'static IndexDef, Vec<String>)> = BTreeMap::new();
     for entity in &entities {
         let value: T = match decode_for_keys(entity) {
             Ok(value) => value,
@@ -441,6 +519,11 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
         };
         for (i, def) in T::INDEXES.iter().enumerate() {
             match index_key(&value, i, &entity.row_key) {
+                Ok(key) if def.list => lists
+                    .entry((entity.partition_key.clone(), key))
+                    .or_insert_with(|| (def, Vec::new()))
+                    .1
+                    .push(entity.row_key.clone()),
                 Ok(key) => {
                     let row = index_row::<T>(def, key.clone(), entity);
                     expected.insert((entity.partition_key.clone(), key), row);
@@ -449,6 +532,15 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
                     .unreadable
                     .push((entity.row_key.clone(), e.to_string())),
             }
+        }
+    }
+    for ((pk, key), (def, mut members)) in lists {
+        members.sort();
+        match list_row::<T>(def, &pk, &key, &members) {
+            Ok(row) => {
+                expected.insert((pk, key), row);
+            }
+            Err(e) => report.unreadable.push((key, e.to_string())),
         }
     }
     for ((pk, rk), want) in expected {

@@ -16,12 +16,13 @@ use crate::layer::{Fault, FaultInjection, Injection};
 use crate::table::{Loaded, Table};
 use crate::{Entity, TableEntity};
 
-/// An employee with a unique index by email and a compound non-unique index
-/// by name, whose rows copy only the email.
+/// An employee with a unique index by email, a compound non-unique index
+/// by name whose rows copy only the email, and an index entity per team.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(crate = ::tablekit, table = "Conformance", kind = "EMP")]
 #[tablekit(index(name = "email", tag = "email"))]
 #[tablekit(index(name = "name", copy(email)))]
+#[tablekit(index(name = "team", list))]
 pub struct Staff {
     /// The department.
     #[tablekit(partition_key)]
@@ -45,6 +46,9 @@ pub struct Staff {
     /// Hours on two days, one property each.
     #[tablekit(series)]
     pub hours: [u8; 2],
+    /// The team, listed in one index entity per team.
+    #[tablekit(index = "team")]
+    pub team: String,
 }
 
 /// A projection of [`Staff`] that the name index's rows serve alone.
@@ -71,6 +75,7 @@ fn staff(department: &str, id: u32, email: &str, last: &str, first: &str) -> Sta
         phone: Some(format!("555-{id:04}")),
         salary: 1000 + id,
         hours: [8, 8],
+        team: "red".into(),
     }
 }
 
@@ -120,6 +125,7 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         [
             "EMP.name_Jones|Jim|EMP_0000000223",
             "EMP.name_Smith|Ann|EMP_0000000224",
+            "EMP.team_red",
             "EMP_0000000223",
             "EMP_0000000224",
             "email_jonesj@contoso.com",
@@ -283,19 +289,38 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
     // A merge through a Loaded that moves no index value merges the index
     // rows too, without reading; one whose index row went missing (removed
     // by hand) reads and writes it again.
-    let mut zoe = table.get("Sales", 226u32).await.expect("get").expect("found");
+    let mut zoe = table
+        .get("Sales", 226u32)
+        .await
+        .expect("get")
+        .expect("found");
     zoe.salary = 4242;
     zoe.phone = None;
     table.merge(&mut zoe).await.expect("merge in place");
     assert_eq!(check().await, Vec::<String>::new());
     backend
-        .delete_entity(&name, "Sales", "email_zoe@contoso.com", &crate::IfMatch::Any)
+        .delete_entity(
+            &name,
+            "Sales",
+            "email_zoe@contoso.com",
+            &crate::IfMatch::Any,
+        )
         .await
         .expect("remove an index row by hand");
     zoe.salary = 4343;
-    table.merge(&mut zoe).await.expect("merge over a missing index row");
+    table
+        .merge(&mut zoe)
+        .await
+        .expect("merge over a missing index row");
     assert_eq!(check().await, Vec::<String>::new());
-    assert_eq!(by_email.get("Sales", "zoe@contoso.com").await.expect("get").map(|s| s.salary), Some(4343));
+    assert_eq!(
+        by_email
+            .get("Sales", "zoe@contoso.com")
+            .await
+            .expect("get")
+            .map(|s| s.salary),
+        Some(4343)
+    );
 
     // update() reads once and moves what changed.
     table
@@ -350,7 +375,11 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         .expect("delete");
     assert_eq!(check().await, Vec::<String>::new());
     let rows = backend.query_all(&name, Query::new()).await.expect("rows");
-    assert_eq!(rows.len(), 3, "one entity and its two index rows remain");
+    assert_eq!(
+        rows.len(),
+        4,
+        "one entity, its two index rows and its team's index entity remain"
+    );
 
     // The bulk writer keeps them too.
     let many: Vec<Staff> = (1..=5)
@@ -466,6 +495,7 @@ pub async fn index_model_runs(
                 phone: rng.bool().then(|| format!("p{}", rng.u8(..))),
                 salary: rng.u32(..1000),
                 hours: [rng.u8(..24), rng.u8(..24)],
+                team: ["red", "blue"][rng.usize(0..2)].into(),
             };
             let step = STEPS[rng.usize(0..STEPS.len())];
             let result: Result<(), Error> = match step {
@@ -1100,6 +1130,8 @@ pub struct StaffBefore {
     /// The hours.
     #[tablekit(series)]
     pub hours: [u8; 2],
+    /// The team.
+    pub team: String,
 }
 
 /// Indexes declared on existing data: verify reports what is missing,
@@ -1122,6 +1154,7 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
                     phone: s.phone,
                     salary: s.salary,
                     hours: s.hours,
+                    team: s.team,
                 })
                 .await
                 .expect("insert");
@@ -1130,11 +1163,11 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
     let audit = table.verify_indexes("A").await.expect("verify");
     assert_eq!(
         (audit.missing.len(), audit.stale.len(), audit.orphans.len()),
-        (6, 0, 0),
+        (7, 0, 0),
         "{audit:?}"
     );
     let repaired = table.repair_indexes("A").await.expect("repair");
-    assert_eq!(repaired.missing.len(), 6);
+    assert_eq!(repaired.missing.len(), 7);
     assert!(table.verify_indexes("A").await.expect("verify").is_clean());
     assert!(
         table.repair_indexes("A").await.expect("again").is_clean(),
@@ -1186,7 +1219,7 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
     }
     assert_eq!(
         fixed,
-        2 + 6 + 6,
+        2 + 7 + 7,
         "A's two problems, and B's and C's missing rows"
     );
     for dept in ["A", "B", "C"] {
@@ -1203,6 +1236,114 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
     assert!(
         check.audit.is_clean() && check.partitions == 3 && check.resume.is_none(),
         "{check:?}"
+    );
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// An index entity per value lists the entities that hold it: kept in the
+/// same transaction as each entity, guarded by its own ETag and retried when
+/// concurrent writers change it; a list that would outgrow a row is refused
+/// with nothing written.
+pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "idxlist").await;
+    let table: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let member = |id: u32, team: &str| Staff {
+        team: team.into(),
+        ..staff("Sales", id, &format!("m{id}@x"), "Lee", "Al")
+    };
+    for (id, team) in [(3, "red"), (1, "red"), (2, "blue"), (4, "red")] {
+        table.insert(&member(id, team)).await.expect("insert");
+    }
+    let row = backend
+        .try_get_entity(&name, "Sales", "EMP.team_red")
+        .await
+        .expect("get")
+        .expect("the red team's index entity");
+    assert_eq!(
+        row.get("_Rows0"),
+        Some(&crate::Value::String(
+            "EMP_0000000001\nEMP_0000000003\nEMP_0000000004\n".into()
+        )),
+        "one row lists the red team, in RowKey order"
+    );
+    let teams = table.index(Staff::indexes().team);
+    let red: Vec<u32> = teams
+        .find("Sales", "red")
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(red, [1, 3, 4]);
+    let all: Vec<u32> = teams
+        .range("Sales", "a", "z")
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("range");
+    assert_eq!(all, [2, 1, 3, 4], "blue, then red");
+
+    // Moving to another team leaves one list and joins the other.
+    let mut three = table.get("Sales", 3u32).await.expect("get").expect("found");
+    three.team = "blue".into();
+    table.replace(&mut three).await.expect("replace");
+    let blue: Vec<u32> = teams
+        .find("Sales", "blue")
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(blue, [2, 3]);
+    assert_eq!(
+        index_problems::<Staff>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+
+    // Writers racing on one list: each conflict is read again and retried.
+    let writers = (0..2u32).map(|w| {
+        let table = table.clone();
+        async move {
+            for i in 0..10u32 {
+                table
+                    .insert(&member(100 + w * 100 + i, "green"))
+                    .await
+                    .expect("racing insert");
+            }
+        }
+    });
+    futures::future::join_all(writers).await;
+    let green: Vec<u32> = teams
+        .find("Sales", "green")
+        .map_ok(|s| s.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(green.len(), 20, "every racing insert is listed once");
+    assert_eq!(
+        index_problems::<Staff>(&*backend, &name, "Sales").await,
+        Vec::<String>::new()
+    );
+
+    // A list that would outgrow its row is refused, and nothing is written.
+    let mut full = Entity::new("Sales", "EMP.team_huge").with("_Index", "team");
+    // 14 properties of 2,133 RowKeys of 15 characters: as full as a list gets.
+    for n in 0..14 {
+        let chunk: String = (0..2_133)
+            .map(|i| format!("EMP_{:010}\n", n * 2_133 + i))
+            .collect();
+        full.insert(format!("_Rows{n}"), chunk);
+    }
+    backend
+        .insert_entity(&name, &full)
+        .await
+        .expect("a full list, by hand");
+    let refused = table.insert(&member(999_999, "huge")).await;
+    assert!(
+        matches!(&refused, Err(Error::Invalid(crate::InvalidInput::IndexListFull { index: "team", value, .. })) if value == "huge"),
+        "{refused:?}"
+    );
+    assert!(
+        table.get("Sales", 999_999u32).await.expect("get").is_none(),
+        "nothing written"
     );
     backend.delete_table(&name).await.expect("drop");
 }

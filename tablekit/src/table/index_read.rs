@@ -70,6 +70,9 @@ where
 
     /// Whether an index row holds every property `Q` reads.
     fn served_by_index_rows(&self) -> bool {
+        if self.def.list {
+            return false;
+        }
         if self.def.copy.is_none() {
             return true;
         }
@@ -91,7 +94,7 @@ where
             Ok::<_, Error>((pk, key))
         })();
         match encoded {
-            Ok((pk, key)) if self.def.unique => {
+            Ok((pk, key)) if self.def.unique || self.def.list => {
                 let end = format!("{key}\0");
                 self.rows(pk, Bound::Included(key), Bound::Excluded(end))
             }
@@ -177,9 +180,30 @@ where
         let (def, position, served) = (self.def, self.position, self.served_by_index_rows());
         rows.and_then(move |row| {
             let table = table.clone();
-            async move { table.read_indexed::<Q>(def, position, served, row).await }
+            async move {
+                if def.list {
+                    // An index entity: each entity it lists, followed.
+                    let mut found = Vec::new();
+                    for rk in index::list_members(&row) {
+                        let mut pointer =
+                            Entity::new(row.partition_key.clone(), row.row_key.clone());
+                        pointer.properties.insert(index::ROW_PROPERTY, rk);
+                        if let Some(value) = table
+                            .read_indexed::<Q>(def, position, false, pointer)
+                            .await?
+                        {
+                            found.push(Ok(value));
+                        }
+                    }
+                    return Ok(futures::stream::iter(found));
+                }
+                let value = table.read_indexed::<Q>(def, position, served, row).await?;
+                Ok(futures::stream::iter(
+                    value.map(Ok).into_iter().collect::<Vec<_>>(),
+                ))
+            }
         })
-        .try_filter_map(|found| async move { Ok(found) })
+        .try_flatten()
         .boxed()
     }
 }

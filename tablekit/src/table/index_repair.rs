@@ -154,6 +154,9 @@ impl<T: TableEntity> Table<T> {
             return Ok(true);
         };
         let def = &T::INDEXES[position];
+        if def.list {
+            return self.repair_list(pk, key).await;
+        }
         let owner = match &found {
             Some(row) => index::pointed_row(def, row).ok(),
             None => owner.map(str::to_owned),
@@ -225,6 +228,50 @@ impl<T: TableEntity> Table<T> {
             Err(
                 Error::BatchFailed { .. }
                 | Error::PreconditionFailed { .. }
+                | Error::EntityNotFound { .. }
+                | Error::EntityAlreadyExists { .. },
+            ) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Brings the index entity `(pk, key)` in step with the entities that
+    /// hold its value, read afresh with it in one query: every change of
+    /// who holds the value changes the index entity too, so writing under
+    /// the ETag read never loses a concurrent change. `false` when one came
+    /// first.
+    async fn repair_list(&self, pk: &str, key: &str) -> Result<bool> {
+        let rows = self.partition_rows(pk).await?;
+        let found = rows.iter().find(|row| row.row_key == key);
+        let audit = index::audit::<T>(&rows);
+        let want = audit
+            .missing
+            .iter()
+            .chain(&audit.stale)
+            .find(|row| row.row_key == key);
+        let sent = match (want, found) {
+            (Some(want), None) => self.backend.insert_entity(&self.name, want).await.map(drop),
+            (Some(want), Some(have)) => {
+                let etag = have.etag.clone().unwrap_or_else(|| crate::ETag::new(""));
+                self.backend
+                    .update_entity(&self.name, want, UpdateMode::Replace, &IfMatch::ETag(etag))
+                    .await
+                    .map(drop)
+            }
+            (None, Some(have)) if audit.orphans.iter().any(|(_, rk)| rk == key) => {
+                let etag = have.etag.clone().unwrap_or_else(|| crate::ETag::new(""));
+                self.backend
+                    .delete_entity(&self.name, pk, key, &IfMatch::ETag(etag))
+                    .await
+            }
+            _ => return Ok(true),
+        };
+        match sent {
+            Ok(()) => Ok(true),
+            Err(
+                Error::PreconditionFailed { .. }
                 | Error::EntityNotFound { .. }
                 | Error::EntityAlreadyExists { .. },
             ) => Ok(false),

@@ -51,6 +51,8 @@ pub(super) enum Role {
     IndexDelete(String),
     /// Writes the row `key` of index `index`.
     IndexWrite(usize, String),
+    /// Changes an index entity, guarded by its ETag.
+    List,
 }
 
 impl<T: TableEntity> Table<T> {
@@ -195,6 +197,8 @@ pub(super) struct State {
     old_keys: Option<Vec<String>>,
     guard: Option<ETag>,
     retry: bool,
+    /// The index entities the write changes, as stored (`None`: absent).
+    lists: HashMap<String, Option<(ETag, Vec<String>)>>,
 }
 
 /// One write's operations in a transaction, with what each is for.
@@ -259,6 +263,7 @@ impl Pending for Raw {
                 old_keys: None,
                 guard: None,
                 retry: false,
+                lists: HashMap::new(),
             })
         })
     }
@@ -295,7 +300,67 @@ impl<T: TableEntity> Typed<'_, T> {
         )
     }
 
+    /// The state, with the index entities the write changes.
     async fn read_state(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        learned: &Learned,
+    ) -> Result<State> {
+        let mut state = self.base_state(backend, table, learned).await?;
+        if !T::INDEXES.iter().any(|def| def.list) {
+            return Ok(state);
+        }
+        let (pk, rk) = self.keys();
+        let new_keys = match (&self.write, &state.current) {
+            (RowWrite::Delete(_), _) => None,
+            _ if self.new_keys.is_some() => self.new_keys.as_deref().map(<[String]>::to_vec),
+            (
+                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
+                Some(current),
+            ) => {
+                let mut merged = Entity::new(pk, rk);
+                merged.properties = wide::merge_into(
+                    current.entity.properties.clone(),
+                    self.entity.properties.clone(),
+                );
+                Some(index::index_keys(
+                    &index::decode_for_keys::<T>(&merged)?,
+                    rk,
+                )?)
+            }
+            _ => Some(index::index_keys(
+                &index::decode_for_keys::<T>(&self.entity)?,
+                rk,
+            )?),
+        };
+        for (i, def) in T::INDEXES.iter().enumerate() {
+            if !def.list {
+                continue;
+            }
+            let old = state
+                .old_keys
+                .as_ref()
+                .and_then(|keys| keys.get(i))
+                .cloned();
+            let new = new_keys.as_ref().and_then(|keys| keys.get(i)).cloned();
+            if old == new {
+                continue;
+            }
+            for key in [old, new].into_iter().flatten() {
+                let row = backend.try_get_entity(table, pk, &key).await?;
+                let stored = row.map(|row| {
+                    let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+                    (etag, index::list_members(&row))
+                });
+                state.lists.insert(key, stored);
+            }
+        }
+        Ok(state)
+    }
+
+    /// The entity's own state: what is stored, or what the caller knows.
+    async fn base_state(
         &self,
         backend: &Arc<dyn TableBackend>,
         table: &str,
@@ -310,6 +375,7 @@ impl<T: TableEntity> Typed<'_, T> {
             old_keys: None,
             guard,
             retry: false,
+            lists: HashMap::new(),
         };
         if !Self::needs_state() {
             return Ok(no_state(None));
@@ -340,6 +406,7 @@ impl<T: TableEntity> Typed<'_, T> {
                     old_keys: Some(keys.to_vec()),
                     guard: Some(etag.clone()),
                     retry: false,
+                    lists: HashMap::new(),
                 });
             }
             _ => {}
@@ -365,6 +432,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 old_keys: None,
                 guard: None,
                 retry: true,
+                lists: HashMap::new(),
             });
         };
         if let Some(IfMatch::ETag(expected)) = expected
@@ -389,6 +457,7 @@ impl<T: TableEntity> Typed<'_, T> {
             old_keys: Some(keys),
             current: Some(current),
             retry: !matches!(expected, Some(IfMatch::ETag(_))),
+            lists: HashMap::new(),
         })
     }
 }
@@ -440,6 +509,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             old_keys,
             guard,
             retry,
+            lists,
         } = state;
         // The row to store.
         let new_row = match (&self.write, &current) {
@@ -484,6 +554,45 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         for (i, def) in T::INDEXES.iter().enumerate() {
             let old = old_keys.as_ref().and_then(|keys| keys.get(i));
             let new = new_keys.as_ref().and_then(|keys| keys.get(i));
+            if def.list {
+                // The index entities of the old and the new value: this
+                // entity leaves one and joins the other, each guarded by
+                // its own ETag.
+                if old != new {
+                    for (key, joins) in [(old, false), (new, true)] {
+                        let Some(key) = key else { continue };
+                        let stored = lists.get(key).cloned().flatten();
+                        let mut members =
+                            stored.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
+                        match (joins, members.binary_search_by(|m| m.as_str().cmp(rk))) {
+                            (true, Err(at)) => members.insert(at, rk.to_owned()),
+                            (false, Ok(at)) => {
+                                members.remove(at);
+                            }
+                            _ => {}
+                        }
+                        let operation = match (stored, members.is_empty()) {
+                            (None, true) => continue,
+                            (None, false) => BatchOperation::Insert(index::list_row::<T>(
+                                def, pk, key, &members,
+                            )?),
+                            (Some((etag, _)), true) => BatchOperation::Delete {
+                                partition_key: pk.to_owned(),
+                                row_key: key.clone(),
+                                if_match: IfMatch::ETag(etag),
+                            },
+                            (Some((etag, _)), false) => BatchOperation::Update {
+                                entity: index::list_row::<T>(def, pk, key, &members)?,
+                                mode: UpdateMode::Replace,
+                                if_match: IfMatch::ETag(etag),
+                            },
+                        };
+                        index_operations.push(operation);
+                        index_roles.push(Role::List);
+                    }
+                }
+                continue;
+            }
             if let Some(old) = old
                 && new != Some(old)
                 && !learned.missing.contains(old)
@@ -695,6 +804,16 @@ pub(super) async fn run(
                         row_key,
                     }
                 }));
+            }
+            (
+                Role::List,
+                Error::PreconditionFailed { .. }
+                | Error::EntityAlreadyExists { .. }
+                | Error::EntityNotFound { .. },
+            ) => {
+                // Another writer changed the index entity first: read it
+                // again and retry.
+                last = Some(precondition());
             }
             (Role::IndexDelete(key), Error::EntityNotFound { .. }) => {
                 learned[w].missing.insert(key);

@@ -5,6 +5,7 @@ use tablekit::TableEntity;
 #[tablekit(index(name = "nothing"))]
 #[tablekit(index(name = "email", tag = "EMP"))]
 #[tablekit(index(name = "mixed", copy(id, missing)))]
+#[tablekit(index(name = "code", list))]
 struct Employee {
     #[tablekit(partition_key)]
     department: String,
@@ -16,6 +17,8 @@ struct Employee {
     first: String,
     #[tablekit(index = "mixed")]
     last: String,
+    #[tablekit(unique = "code")]
+    code: String,
     #[tablekit(json, index = "tags")]
     tags: Vec<String>,
 }
