@@ -67,6 +67,26 @@
 //! have their row. Every index row names the entity's RowKey in the
 //! property [`ROW_PROPERTY`] and its index in [`INDEX_PROPERTY`].
 //!
+//! # Index entities
+//! `#[tablekit(index(name = "team", list))]` makes a non-unique index an
+//! *index entity* per value: one row, `EMP.team_red`, listing the RowKeys of
+//! the entities whose value it is (in the properties `_Rows0`, `_Rows1`, …,
+//! one RowKey per line, in order), instead of one row per entity. It is the
+//! smaller layout when a value is shared by many entities and a read wants
+//! their keys. A write that moves an entity from one value to another
+//! changes both lists in the entity's transaction, each guarded by its own
+//! ETag; when another writer changed a list first, the write reads it again
+//! and retries, so concurrent writers never lose each other's entries.
+//! Writing costs one point read per list changed. Reads through it follow
+//! each listed entity with a point read.
+//!
+//! A list holds at most 448,000 characters of RowKeys (14 properties of
+//! 32,000, under the 1 MiB of a row): some 30,000 entities with keys like
+//! `EMP_0000000223`. A write that would make it longer is refused with
+//! [`InvalidInput::IndexListFull`], nothing written; an index without
+//! `list` has no such bound. Two writes of one transaction cannot change the
+//! same list (the store refuses a transaction that names a row twice).
+//!
 //! # Writes and their cost
 //! Each typed write sends one transaction holding the entity's row (or
 //! parts), and for each index: the new index row and, when the value
@@ -127,6 +147,7 @@
 //! entities already is: declare it, then repair.
 //!
 //! [`InvalidInput::BatchTooManyOperations`]: crate::InvalidInput::BatchTooManyOperations
+//! [`InvalidInput::IndexListFull`]: crate::InvalidInput::IndexListFull
 //! [`InvalidInput::BatchDuplicateEntity`]: crate::InvalidInput::BatchDuplicateEntity
 //! [`Error::PreconditionFailed`]: crate::Error::PreconditionFailed
 

@@ -909,6 +909,14 @@ pub struct Member {
     pub manager: String,
 }
 
+/// The entities of a department, read by kind.
+#[derive(crate::EntityKinds, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit)]
+enum DeptRows {
+    Dept(Dept),
+    Member(Member),
+}
+
 /// One transaction writes entities of several types, each with its index
 /// rows; a failure names the write in the caller's order and applies
 /// nothing, so a denormalized copy never disagrees with its source.
@@ -942,6 +950,16 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
         index_problems::<Member>(&*backend, &name, "Sales").await,
         Vec::<String>::new()
     );
+    // A read of every kind in the partition sees the entities, never their
+    // index rows (an unknown kind would fail it).
+    let kinds: Vec<DeptRows> = members
+        .of::<DeptRows>()
+        .read_partition("Sales", crate::UnknownKind::Fail)
+        .map_ok(Loaded::into_inner)
+        .try_collect()
+        .await
+        .expect("read every kind");
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
 
     // The manager changes: the department and every copy, together.
     let mut dept = depts.get("Sales", 0u8).await.expect("get").expect("found");
