@@ -53,6 +53,17 @@ struct Plain {
     salary: i64,
 }
 
+fn plain_value(id: u32) -> Plain {
+    Plain {
+        department: "Sales".into(),
+        id,
+        first_name: "Jim".into(),
+        last_name: "Jones".into(),
+        email: format!("{id}@x"),
+        salary: 1000,
+    }
+}
+
 fn now<T>(f: impl std::future::Future<Output = T>) -> T {
     f.now_or_never().expect("the in-memory store never waits")
 }
@@ -193,28 +204,14 @@ fn benches(c: &mut Criterion) {
     g.bench_function("tablekit", |b| {
         b.iter(|| {
             let id = next();
-            let value = Plain {
-                department: "Sales".into(),
-                id,
-                first_name: "Jim".into(),
-                last_name: "Jones".into(),
-                email: format!("{id}@x"),
-                salary: 1000,
-            };
+            let value = plain_value(id);
             now(plain.insert(black_box(&value))).unwrap()
         })
     });
     g.bench_function("tablekit_without_history", |b| {
         b.iter(|| {
             let id = next();
-            let value = Plain {
-                department: "Sales".into(),
-                id,
-                first_name: "Jim".into(),
-                last_name: "Jones".into(),
-                email: format!("{id}@x"),
-                salary: 1000,
-            };
+            let value = plain_value(id);
             now(bare.insert(black_box(&value))).unwrap()
         })
     });
