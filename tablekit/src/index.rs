@@ -42,6 +42,9 @@
 //!   (by default the kind, a dot and the index name: `EMP.email`), and
 //!   `copy`, the fields its rows hold (by default every field; `copy()` for
 //!   none, so that a read through the index follows it to the entity).
+//!   A tag is for the index alone: no kind stored in the same table may
+//!   use it as its own (tablekit checks it against the type's own kind and
+//!   its other indexes, not against other types).
 //!
 //! A type with indexes needs a kind (or a RowKey template with a leading
 //! text): its rows and its index rows are told apart by the start of their
