@@ -212,7 +212,7 @@ pub use ext::TableBackendExt;
 pub use key::InvertedTime;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexReader, Loaded, Table,
+    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded, Table,
     TableBatch, TableQuery, Transaction, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};

@@ -208,6 +208,183 @@ where
     }
 }
 
+/// One page of at most N entities read through an index, and the cursor
+/// after its last index row: [`IndexReader::find_page`],
+/// [`prefix_page`](IndexReader::prefix_page), [`range_page`](IndexReader::range_page).
+#[derive(Debug)]
+pub struct IndexPage<Q> {
+    /// The entities, in index order.
+    pub items: Vec<Q>,
+    /// Where the next page starts; `None` when no index row follows.
+    pub next: Option<super::Cursor>,
+}
+
+impl<T, V, U, Q> IndexReader<T, V, U, Q>
+where
+    T: TableEntity,
+    V: KeyTuple,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// [`find`](IndexReader::find) a page at a time: at most `n` entities
+    /// (up to 1,000), after `after` (the `next` of the page before). A page
+    /// may hold fewer than `n` entities and still have a `next`, when an
+    /// entity left the value between the reads of its index row and of
+    /// itself. Not for `list` indexes (their rows hold many entities each):
+    /// stream those with `find`.
+    pub async fn find_page(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+        n: usize,
+        after: Option<&super::Cursor>,
+    ) -> Result<IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        let end = if self.def.unique {
+            Bound::Excluded(format!("{key}\0"))
+        } else {
+            crate::keyorder::prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
+        };
+        self.page(pk, Bound::Included(key), end, n, after).await
+    }
+
+    /// [`prefix`](IndexReader::prefix) a page at a time (see
+    /// [`find_page`](IndexReader::find_page)).
+    pub async fn prefix_page<P>(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        prefix: P,
+        n: usize,
+        after: Option<&super::Cursor>,
+    ) -> Result<IndexPage<Q>>
+    where
+        V: KeyPrefix<P>,
+    {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let mut encoded = String::new();
+        <V as KeyPrefix<P>>::write_prefix(&prefix, &self.def.layout, &mut encoded);
+        let (start, end) = prefix_range(encoded, <V as KeyPrefix<P>>::last_separator());
+        self.page(pk, Bound::Included(start), Bound::Excluded(end), n, after)
+            .await
+    }
+
+    /// [`range`](IndexReader::range) a page at a time (see
+    /// [`find_page`](IndexReader::find_page)).
+    pub async fn range_page(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        from: impl KeyArg<V>,
+        to: impl KeyArg<V>,
+        n: usize,
+        after: Option<&super::Cursor>,
+    ) -> Result<IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let (mut start, mut end) = (String::new(), String::new());
+        from.write_laid_out(&self.def.layout, &mut start);
+        to.write_laid_out(&self.def.layout, &mut end);
+        self.page(pk, Bound::Included(start), Bound::Excluded(end), n, after)
+            .await
+    }
+
+    /// At most `n` entities of the index rows of `pk` in `[start, end)`,
+    /// after the cursor.
+    async fn page(
+        &self,
+        pk: String,
+        start: Bound<String>,
+        end: Bound<String>,
+        n: usize,
+        after: Option<&super::Cursor>,
+    ) -> Result<IndexPage<Q>> {
+        let max = crate::validate::limits::MAX_PAGE_SIZE as usize;
+        if n == 0 || n > max {
+            return Err(crate::InvalidInput::TopOutOfRange {
+                top: u32::try_from(n).unwrap_or(u32::MAX),
+                max: max as u32,
+            }
+            .into());
+        }
+        if self.def.list {
+            return Err(Error::NotSupported {
+                operation: "pages through a list index (stream them with find, prefix or range)",
+            });
+        }
+        // A cursor belongs to the index, the partition and the bounds it
+        // was made for.
+        let print = super::query::fingerprint(&format!(
+            "index\n{}\n{}\n{}\n{pk}\n{start:?}\n{end:?}\n{}",
+            self.table.name,
+            std::any::type_name::<T>(),
+            self.def.name,
+            std::any::type_name::<Q>(),
+        ));
+        let start = match after {
+            None => start,
+            Some(cursor) => {
+                let (fingerprint, row_key) = cursor.position();
+                if fingerprint != print {
+                    return Err(crate::InvalidInput::Cursor {
+                        reason: "it belongs to another query",
+                    }
+                    .into());
+                }
+                Bound::Excluded(row_key.to_owned())
+            }
+        };
+        let (index_start, index_end) = self.index_bounds();
+        let mut filter = Filter::partition_key().eq(pk.as_str());
+        filter = match start {
+            Bound::Included(s) => filter & Filter::row_key().ge(s.max(index_start)),
+            Bound::Excluded(s) if s >= index_start => filter & Filter::row_key().gt(s),
+            _ => filter & Filter::row_key().ge(index_start),
+        };
+        filter = match (end, index_end) {
+            (Bound::Excluded(e), Some(ie)) => filter & Filter::row_key().lt(e.min(ie)),
+            (_, Some(ie)) => filter & Filter::row_key().lt(ie),
+            (Bound::Excluded(e), None) => filter & Filter::row_key().lt(e),
+            (_, None) => filter,
+        };
+        let query = crate::Query::new().filter(filter);
+        let mut rows: Vec<Entity> = owned_query_stream(
+            Arc::clone(&self.table.backend),
+            self.table.name.to_string(),
+            query,
+            "index_page",
+            T::KIND,
+        )
+        .take(n + 1)
+        .try_collect()
+        .await?;
+        let next = if rows.len() > n {
+            rows.truncate(n);
+            rows.last()
+                .map(|row| super::Cursor::at(print, &row.partition_key, &row.row_key))
+        } else {
+            None
+        };
+        let served = self.served_by_index_rows();
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
+            if let Some(item) = self
+                .table
+                .read_indexed::<Q>(self.def, self.position, served, row)
+                .await?
+            {
+                items.push(item);
+            }
+        }
+        Ok(IndexPage { items, next })
+    }
+
+    /// The RowKeys of this index's rows: `[start, end)`.
+    fn index_bounds(&self) -> (String, Option<String>) {
+        let prefix = self.def.prefix();
+        let end = crate::keyorder::prefix_end(&prefix);
+        (prefix, end)
+    }
+}
+
 impl<T, V, Q> IndexReader<T, V, Unique, Q>
 where
     T: TableEntity,

@@ -48,7 +48,7 @@ use std::sync::Arc;
 
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
-pub use index_read::IndexReader;
+pub use index_read::{IndexPage, IndexReader};
 pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};

@@ -50,6 +50,23 @@ pub struct Cursor {
 
 const CURSOR_VERSION: &str = "tkc1";
 
+impl Cursor {
+    /// A cursor after the row `(partition_key, row_key)` of the query whose
+    /// fingerprint is `fingerprint`.
+    pub(crate) fn at(fingerprint: u64, partition_key: &str, row_key: &str) -> Cursor {
+        Cursor {
+            fingerprint,
+            partition_key: partition_key.to_owned(),
+            row_key: row_key.to_owned(),
+        }
+    }
+
+    /// The fingerprint and the RowKey after which the next page starts.
+    pub(crate) fn position(&self) -> (u64, &str) {
+        (self.fingerprint, &self.row_key)
+    }
+}
+
 impl std::fmt::Display for Cursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use base64::Engine;
@@ -106,7 +123,7 @@ pub struct CursorPage<P> {
 /// FNV-1a over the query's text: a fingerprint that ties a cursor to its
 /// query (not a defence against forgery, which the store's own access rules
 /// cover; written here, as it is five lines).
-fn fingerprint(text: &str) -> u64 {
+pub(crate) fn fingerprint(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
         (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
