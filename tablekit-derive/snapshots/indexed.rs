@@ -70,6 +70,7 @@ const _: () = {
                 unique: true,
                 fields: "email",
                 copy: ::tablekit::__private::None,
+                list: false,
             },
             ::tablekit::__private::IndexDef {
                 name: "name",
@@ -77,6 +78,7 @@ const _: () = {
                 unique: false,
                 fields: "last_name, first_name",
                 copy: ::tablekit::__private::Some(&["email"]),
+                list: false,
             },
         ];
         fn write_index_key(

@@ -130,7 +130,8 @@
 //! lookup ([`IndexReader::get`](crate::IndexReader::get)), every entity with a
 //! value ([`find`](crate::IndexReader::find)), or a prefix or range of values
 //! ([`prefix`](crate::IndexReader::prefix), [`range`](crate::IndexReader::range)),
-//! in value order. When the index row holds every field the read needs (the
+//! in value order, streamed or a page at a time with a cursor
+//! ([`find_page`](crate::IndexReader::find_page) and its kin). When the index row holds every field the read needs (the
 //! default `copy`, or a [projection](crate::IndexReader::project) of copied
 //! fields), it is served from the index row alone: a unique lookup is one
 //! request, a stream one request per page of up to 1,000 rows. Otherwise each
