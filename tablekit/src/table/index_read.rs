@@ -152,23 +152,7 @@ where
         start: Bound<String>,
         end: Bound<String>,
     ) -> BoxStream<'static, Result<Q>> {
-        // Never outside the index's own rows.
-        let index_prefix = self.def.prefix();
-        let index_end = crate::keyorder::prefix_end(&index_prefix);
-        let mut filter = Filter::partition_key().eq(pk.as_str());
-        filter = match start {
-            Bound::Included(start) if start >= index_prefix => filter & Filter::row_key().ge(start),
-            _ => filter & Filter::row_key().ge(index_prefix),
-        };
-        filter = match (end, index_end) {
-            (Bound::Excluded(end), Some(index_end)) if end <= index_end => {
-                filter & Filter::row_key().lt(end)
-            }
-            (_, Some(index_end)) => filter & Filter::row_key().lt(index_end),
-            (Bound::Excluded(end), None) => filter & Filter::row_key().lt(end),
-            (_, None) => filter,
-        };
-        let query = crate::Query::new().filter(filter);
+        let query = crate::Query::new().filter(self.bounds_filter(&pk, start, end));
         let rows = owned_query_stream(
             Arc::clone(&self.table.backend),
             self.table.name.to_string(),
@@ -332,20 +316,7 @@ where
                 Bound::Excluded(row_key.to_owned())
             }
         };
-        let (index_start, index_end) = self.index_bounds();
-        let mut filter = Filter::partition_key().eq(pk.as_str());
-        filter = match start {
-            Bound::Included(s) => filter & Filter::row_key().ge(s.max(index_start)),
-            Bound::Excluded(s) if s >= index_start => filter & Filter::row_key().gt(s),
-            _ => filter & Filter::row_key().ge(index_start),
-        };
-        filter = match (end, index_end) {
-            (Bound::Excluded(e), Some(ie)) => filter & Filter::row_key().lt(e.min(ie)),
-            (_, Some(ie)) => filter & Filter::row_key().lt(ie),
-            (Bound::Excluded(e), None) => filter & Filter::row_key().lt(e),
-            (_, None) => filter,
-        };
-        let query = crate::Query::new().filter(filter);
+        let query = crate::Query::new().filter(self.bounds_filter(&pk, start, end));
         let mut rows: Vec<Entity> = owned_query_stream(
             Arc::clone(&self.table.backend),
             self.table.name.to_string(),
@@ -377,11 +348,23 @@ where
         Ok(IndexPage { items, next })
     }
 
-    /// The RowKeys of this index's rows: `[start, end)`.
-    fn index_bounds(&self) -> (String, Option<String>) {
-        let prefix = self.def.prefix();
-        let end = crate::keyorder::prefix_end(&prefix);
-        (prefix, end)
+    /// The filter of the rows of partition `pk` between `start` and `end`,
+    /// never outside the index's own rows.
+    fn bounds_filter(&self, pk: &str, start: Bound<String>, end: Bound<String>) -> Filter {
+        let index_start = self.def.prefix();
+        let index_end = crate::keyorder::prefix_end(&index_start);
+        let filter = Filter::partition_key().eq(pk);
+        let filter = match start {
+            Bound::Included(s) => filter & Filter::row_key().ge(s.max(index_start)),
+            Bound::Excluded(s) if s >= index_start => filter & Filter::row_key().gt(s),
+            _ => filter & Filter::row_key().ge(index_start),
+        };
+        match (end, index_end) {
+            (Bound::Excluded(e), Some(ie)) => filter & Filter::row_key().lt(e.min(ie)),
+            (_, Some(ie)) => filter & Filter::row_key().lt(ie),
+            (Bound::Excluded(e), None) => filter & Filter::row_key().lt(e),
+            (_, None) => filter,
+        }
     }
 }
 
