@@ -49,6 +49,7 @@ const _: () = {
         const ROW_KEY_FIELDS: &'static str = "id";
         const WIDE: bool = false;
         const KIND_PROPERTIES: bool = true;
+        const WRITABLE: bool = true;
         const CHECKED_NAMES: bool = true;
         const FIELD_NAMES: &'static [&'static str] = &[
             "email",

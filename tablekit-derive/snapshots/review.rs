@@ -30,6 +30,7 @@ const _: () = {
         const ROW_KEY_FIELDS: &'static str = "employee, year";
         const WIDE: bool = false;
         const KIND_PROPERTIES: bool = true;
+        const WRITABLE: bool = true;
         const CHECKED_NAMES: bool = false;
         const FIELD_NAMES: &'static [&'static str] = &["Score", "Text", "Tags"];
         const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];

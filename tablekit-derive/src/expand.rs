@@ -642,6 +642,13 @@ fn expand_entity(
     let version = entity_const(quote!(VERSION), quote!(#version));
     let min_version = entity_const(quote!(MIN_VERSION), quote!(#min_version));
     let kind_properties = entity_const(quote!(KIND_PROPERTIES), quote!(#kind_properties));
+    // A projection of an entity with indexes reads; it never writes.
+    let writable = match projection {
+        Some(entity) => {
+            quote!(<#entity as #tk::TableEntity>::INDEXES.is_empty() && <#entity as #tk::TableEntity>::WRITABLE)
+        }
+        None => quote!(true),
+    };
     let projection_checks = projection.map(|entity| {
         let fields = cont.fields.iter().filter(|f| matches!(f.role, Role::Property)).map(|f| {
             let (ident, ty) = (f.ident, f.ty);
@@ -784,6 +791,7 @@ fn expand_entity(
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
                 const KIND_PROPERTIES: bool = #kind_properties;
+                const WRITABLE: bool = #writable;
                 const CHECKED_NAMES: bool = #checked_names;
                 const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
                 const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];

@@ -362,6 +362,38 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         .expect("projection");
     assert_eq!(emails, ["ann.smith@contoso.com"]);
 
+    // A projection of an indexed entity reads; a write through it could not
+    // move the index rows, so it is refused before anything is sent.
+    let cards: Table<StaffEmail> = table.of();
+    let card = StaffEmail {
+        department: "Sales".into(),
+        id: 223,
+        email: "sneaky@contoso.com".into(),
+    };
+    assert!(matches!(
+        cards.replace_unconditionally(&card).await,
+        Err(Error::NotSupported { .. })
+    ));
+    assert!(matches!(
+        cards.transaction().upsert(&card),
+        Err(Error::NotSupported { .. })
+    ));
+    assert!(
+        !cards
+            .bulk()
+            .upsert(std::slice::from_ref(&card))
+            .await
+            .is_complete()
+    );
+    assert!(
+        by_email
+            .get("Sales", "sneaky@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert_eq!(check().await, Vec::<String>::new());
+
     // Deletes take the index rows along.
     let loaded = table
         .get("Sales", 224u32)

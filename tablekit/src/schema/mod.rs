@@ -115,6 +115,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// (`true` unless `#[tablekit(kind_properties = false)]`, where the kind
     /// lives in the RowKey prefix only, as in tables laid out before).
     const KIND_PROPERTIES: bool = true;
+    /// Whether rows may be written through this type: `false` for a
+    /// projection of an entity with indexes, whose index rows a write
+    /// through the projection could not keep in step (write the entity).
+    const WRITABLE: bool = true;
     /// The fields kept in the blob store (`#[tablekit(blob)]`, always) or
     /// kept there when too large for a row (`#[tablekit(offload)]`); see
     /// [`crate::table::offload`].

@@ -13,8 +13,10 @@ use crate::error::Result;
 use crate::schema::{self, KeyArg, TableEntity};
 
 /// An entity with offloaded fields is written by the blob protocol (blob
-/// first, then the row), which a batch of rows cannot follow.
-fn refuse_offload<U: TableEntity>() -> Result<()> {
+/// first, then the row), which a batch of rows cannot follow; a projection
+/// of an entity with indexes does not write at all.
+fn refuse_in_batch<U: TableEntity>() -> Result<()> {
+    Table::<U>::refuse_unwritable()?;
     if !U::BLOB_FIELDS.is_empty() {
         return Err(crate::Error::NotSupported {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
@@ -93,7 +95,7 @@ impl Transaction {
         write: RowWrite,
         known: Option<&Arc<[String]>>,
     ) -> Result<&mut Self> {
-        refuse_offload::<U>()?;
+        refuse_in_batch::<U>()?;
         let entity = schema::to_entity(value)?;
         let new_keys = super::new_index_keys(value, &entity.row_key);
         self.writes.push(Box::new(Typed::<U> {
@@ -112,7 +114,7 @@ impl Transaction {
         rk: &impl KeyArg<U::RowKey>,
         write: RowWrite,
     ) -> Result<&mut Self> {
-        refuse_offload::<U>()?;
+        refuse_in_batch::<U>()?;
         let (pk, rk) = schema::encode_keys::<U>(pk, rk)?;
         self.writes.push(Box::new(Typed::<U> {
             entity: Cow::Owned(crate::Entity::new(pk, rk)),
@@ -177,7 +179,7 @@ impl Transaction {
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
         );
-        refuse_offload::<U>()?;
+        refuse_in_batch::<U>()?;
         self.writes.push(Box::new(Typed::<U> {
             entity: Cow::Owned(crate::Entity::new(pk, rk)),
             write: RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())),

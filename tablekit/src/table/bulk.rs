@@ -114,6 +114,18 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {
+        if let Err(error) = Table::<T>::refuse_unwritable() {
+            let error = Arc::new(error);
+            return BulkReport {
+                failures: (0..items.len())
+                    .map(|index| BulkFailure {
+                        index,
+                        error: Arc::clone(&error),
+                    })
+                    .collect(),
+                ..BulkReport::default()
+            };
+        }
         // Wide entities and entities with index rows are transactions of
         // their own, and offloaded values follow the blob write protocol:
         // all are written one by one.

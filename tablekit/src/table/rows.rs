@@ -123,6 +123,17 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
+    /// Refuses writes through a type that may not write (see
+    /// [`TableEntity::WRITABLE`]).
+    pub(super) fn refuse_unwritable() -> Result<()> {
+        if T::WRITABLE {
+            return Ok(());
+        }
+        Err(Error::NotSupported {
+            operation: "writes through a projection of an entity with indexes (write the entity itself, so its index rows change with it)",
+        })
+    }
+
     /// Writes one entity's row, offloading blob fields first and removing the
     /// blobs the overwritten row referenced after (see [`offload`]).
     pub(super) async fn write_row(
@@ -131,6 +142,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
+        Self::refuse_unwritable()?;
         if T::BLOB_FIELDS.is_empty() {
             return self.write_stored(&entity, write, hint).await;
         }
@@ -374,6 +386,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
+        Self::refuse_unwritable()?;
         let op = match write {
             RowWrite::Insert => "insert",
             RowWrite::Update(UpdateMode::Replace, _) => "replace",
