@@ -88,109 +88,114 @@ impl<T> Table<T> {
     }
 }
 
-impl Transaction {
-    fn push<U: TableEntity>(
-        &mut self,
-        value: &U,
-        write: RowWrite,
-        known: Option<&Arc<[String]>>,
-    ) -> Result<&mut Self> {
-        refuse_in_batch::<U>()?;
-        let entity = schema::to_entity(value)?;
-        let new_keys = super::new_index_keys(value, &entity.row_key);
-        self.writes.push(Box::new(Typed::<U> {
-            entity: Cow::Owned(entity),
-            write,
-            known: known.map(|keys| Cow::Owned(keys.to_vec())),
-            new_keys: new_keys.map(Cow::Owned),
-            _marker: PhantomData,
-        }));
-        Ok(self)
-    }
+/// A typed write of `value`, its index rows planned when it is submitted.
+fn typed<U: TableEntity>(
+    value: &U,
+    write: RowWrite,
+    known: Option<&Arc<[String]>>,
+) -> Result<Typed<'static, U>> {
+    refuse_in_batch::<U>()?;
+    let entity = schema::to_entity(value)?;
+    let new_keys = super::new_index_keys(value, &entity.row_key);
+    Ok(Typed {
+        entity: Cow::Owned(entity),
+        write,
+        known: known.map(|keys| Cow::Owned(keys.to_vec())),
+        new_keys: new_keys.map(Cow::Owned),
+        _marker: PhantomData,
+    })
+}
 
-    fn push_keys<U: TableEntity>(
-        &mut self,
-        pk: &impl KeyArg<U::PartitionKey>,
-        rk: &impl KeyArg<U::RowKey>,
-        write: RowWrite,
-    ) -> Result<&mut Self> {
-        refuse_in_batch::<U>()?;
-        let (pk, rk) = schema::encode_keys::<U>(pk, rk)?;
-        self.writes.push(Box::new(Typed::<U> {
-            entity: Cow::Owned(crate::Entity::new(pk, rk)),
-            write,
-            known: None,
-            new_keys: None,
-            _marker: PhantomData,
-        }));
-        Ok(self)
+/// A typed delete of the entity with these encoded keys.
+fn delete_of<U: TableEntity>(
+    pk: String,
+    rk: String,
+    if_match: IfMatch,
+    known: Option<&Arc<[String]>>,
+) -> Result<Typed<'static, U>> {
+    refuse_in_batch::<U>()?;
+    Ok(Typed {
+        entity: Cow::Owned(crate::Entity::new(pk, rk)),
+        write: RowWrite::Delete(if_match),
+        known: known.map(|keys| Cow::Owned(keys.to_vec())),
+        new_keys: None,
+        _marker: PhantomData,
+    })
+}
+
+/// A write through a [`Loaded`], guarded by its ETag.
+fn loaded_write<U: TableEntity>(loaded: &Loaded<U>, mode: UpdateMode) -> Result<Typed<'static, U>> {
+    let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
+    typed(&loaded.value, write, loaded.index_keys.as_ref())
+}
+
+/// A delete through a [`Loaded`], guarded by its ETag.
+fn loaded_delete<U: TableEntity>(loaded: &Loaded<U>) -> Result<Typed<'static, U>> {
+    delete_of(
+        schema::partition_key_of(&loaded.value)?,
+        schema::row_key_of(&loaded.value)?,
+        IfMatch::ETag(loaded.etag.clone()),
+        loaded.index_keys.as_ref(),
+    )
+}
+
+/// A delete by keys, whatever the version.
+fn key_delete<U: TableEntity>(
+    pk: &impl KeyArg<U::PartitionKey>,
+    rk: &impl KeyArg<U::RowKey>,
+) -> Result<Typed<'static, U>> {
+    let (pk, rk) = schema::encode_keys::<U>(pk, rk)?;
+    delete_of(pk, rk, IfMatch::Any, None)
+}
+
+impl Transaction {
+    fn add<U: TableEntity>(&mut self, write: Typed<'static, U>) -> &mut Self {
+        self.writes.push(Box::new(write));
+        self
     }
 
     /// Inserts a new entity; the transaction fails if its keys are taken.
     pub fn insert<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
-        self.push(value, RowWrite::Insert, None)
+        Ok(self.add(typed(value, RowWrite::Insert, None)?))
     }
 
     /// Replaces an entity if it is still the version read.
     pub fn replace<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
-        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(loaded.etag.clone()));
-        self.push(&loaded.value, write, loaded.index_keys.as_ref())
+        Ok(self.add(loaded_write(loaded, UpdateMode::Replace)?))
     }
 
     /// Merges into an entity if it is still the version read.
     pub fn merge<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
-        let write = RowWrite::Update(UpdateMode::Merge, IfMatch::ETag(loaded.etag.clone()));
-        self.push(&loaded.value, write, loaded.index_keys.as_ref())
+        Ok(self.add(loaded_write(loaded, UpdateMode::Merge)?))
     }
 
     /// Inserts an entity or replaces the stored one.
     pub fn upsert<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
-        self.push(value, RowWrite::Upsert(UpdateMode::Replace), None)
+        Ok(self.add(typed(value, RowWrite::Upsert(UpdateMode::Replace), None)?))
     }
 
     /// Inserts an entity or merges it into the stored one.
     pub fn upsert_merge<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
-        self.push(value, RowWrite::Upsert(UpdateMode::Merge), None)
+        Ok(self.add(typed(value, RowWrite::Upsert(UpdateMode::Merge), None)?))
     }
 
     /// Replaces the stored entity whatever its version; the transaction
     /// fails if there is none.
     pub fn replace_unconditionally<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
-        self.push(
-            value,
-            RowWrite::Update(UpdateMode::Replace, IfMatch::Any),
-            None,
-        )
+        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::Any);
+        Ok(self.add(typed(value, write, None)?))
     }
 
     /// Merges into the stored entity whatever its version; the transaction
     /// fails if there is none.
     pub fn merge_unconditionally<U: TableEntity>(&mut self, value: &U) -> Result<&mut Self> {
-        self.push(
-            value,
-            RowWrite::Update(UpdateMode::Merge, IfMatch::Any),
-            None,
-        )
+        let write = RowWrite::Update(UpdateMode::Merge, IfMatch::Any);
+        Ok(self.add(typed(value, write, None)?))
     }
 
     /// Deletes an entity if it is still the version read.
     pub fn delete<U: TableEntity>(&mut self, loaded: &Loaded<U>) -> Result<&mut Self> {
-        let (pk, rk) = (
-            schema::partition_key_of(&loaded.value)?,
-            schema::row_key_of(&loaded.value)?,
-        );
-        refuse_in_batch::<U>()?;
-        self.writes.push(Box::new(Typed::<U> {
-            entity: Cow::Owned(crate::Entity::new(pk, rk)),
-            write: RowWrite::Delete(IfMatch::ETag(loaded.etag.clone())),
-            known: loaded
-                .index_keys
-                .as_deref()
-                .map(|keys| Cow::Owned(keys.to_vec())),
-            new_keys: None,
-            _marker: PhantomData,
-        }));
-        Ok(self)
+        Ok(self.add(loaded_delete(loaded)?))
     }
 
     /// Deletes the entity of type `U` with these keys whatever its version;
@@ -200,7 +205,7 @@ impl Transaction {
         pk: impl KeyArg<U::PartitionKey>,
         rk: impl KeyArg<U::RowKey>,
     ) -> Result<&mut Self> {
-        self.push_keys::<U>(&pk, &rk, RowWrite::Delete(IfMatch::Any))
+        Ok(self.add(key_delete::<U>(&pk, &rk)?))
     }
 
     /// Adds a raw operation on a row no type describes (it gets no index
@@ -254,93 +259,56 @@ impl<T: TableEntity> TableBatch<T> {
         }
     }
 
-    /// Records the operation the caller asked for, as added.
-    fn record(
-        &mut self,
-        value: &T,
-        make: impl FnOnce(crate::Entity) -> BatchOperation,
-    ) -> Result<&mut Self> {
-        self.operations.push(make(schema::to_entity(value)?));
-        Ok(self)
+    /// Adds a write, and records the operation on its entity's row.
+    fn add(&mut self, write: Typed<'static, T>) -> &mut Self {
+        self.operations
+            .push(write.write.operation(write.entity.as_ref().clone()));
+        self.transaction.add(write);
+        self
     }
 
     /// Inserts a new entity.
     pub fn insert(&mut self, value: &T) -> Result<&mut Self> {
-        self.transaction.insert(value)?;
-        self.record(value, BatchOperation::Insert)
+        Ok(self.add(typed(value, RowWrite::Insert, None)?))
     }
 
     /// Replaces an entity if it is still the version read.
     pub fn replace(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
-        self.transaction.replace(loaded)?;
-        let if_match = IfMatch::ETag(loaded.etag.clone());
-        self.record(&loaded.value, |entity| BatchOperation::Update {
-            entity,
-            mode: UpdateMode::Replace,
-            if_match,
-        })
+        Ok(self.add(loaded_write(loaded, UpdateMode::Replace)?))
     }
 
     /// Merges into an entity if it is still the version read.
     pub fn merge(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
-        self.transaction.merge(loaded)?;
-        let if_match = IfMatch::ETag(loaded.etag.clone());
-        self.record(&loaded.value, |entity| BatchOperation::Update {
-            entity,
-            mode: UpdateMode::Merge,
-            if_match,
-        })
+        Ok(self.add(loaded_write(loaded, UpdateMode::Merge)?))
     }
 
     /// Inserts or replaces.
     pub fn upsert(&mut self, value: &T) -> Result<&mut Self> {
-        self.transaction.upsert(value)?;
-        self.record(value, |entity| BatchOperation::Upsert {
-            entity,
-            mode: UpdateMode::Replace,
-        })
+        Ok(self.add(typed(value, RowWrite::Upsert(UpdateMode::Replace), None)?))
     }
 
     /// Replaces the stored entity whatever its version (`If-Match: *`); the
     /// batch fails if there is none.
     pub fn replace_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
-        self.transaction.replace_unconditionally(value)?;
-        self.record(value, |entity| BatchOperation::Update {
-            entity,
-            mode: UpdateMode::Replace,
-            if_match: IfMatch::Any,
-        })
+        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::Any);
+        Ok(self.add(typed(value, write, None)?))
     }
 
     /// Merges into the stored entity whatever its version (`If-Match: *`);
     /// the batch fails if there is none.
     pub fn merge_unconditionally(&mut self, value: &T) -> Result<&mut Self> {
-        self.transaction.merge_unconditionally(value)?;
-        self.record(value, |entity| BatchOperation::Update {
-            entity,
-            mode: UpdateMode::Merge,
-            if_match: IfMatch::Any,
-        })
+        let write = RowWrite::Update(UpdateMode::Merge, IfMatch::Any);
+        Ok(self.add(typed(value, write, None)?))
     }
 
     /// Inserts or merges.
     pub fn upsert_merge(&mut self, value: &T) -> Result<&mut Self> {
-        self.transaction.upsert_merge(value)?;
-        self.record(value, |entity| BatchOperation::Upsert {
-            entity,
-            mode: UpdateMode::Merge,
-        })
+        Ok(self.add(typed(value, RowWrite::Upsert(UpdateMode::Merge), None)?))
     }
 
     /// Deletes an entity if it is still the version read.
     pub fn delete(&mut self, loaded: &Loaded<T>) -> Result<&mut Self> {
-        self.transaction.delete(loaded)?;
-        self.operations.push(BatchOperation::Delete {
-            partition_key: schema::partition_key_of(&loaded.value)?,
-            row_key: schema::row_key_of(&loaded.value)?,
-            if_match: IfMatch::ETag(loaded.etag.clone()),
-        });
-        Ok(self)
+        Ok(self.add(loaded_delete(loaded)?))
     }
 
     /// Deletes the entity with these keys whatever its version.
@@ -349,14 +317,7 @@ impl<T: TableEntity> TableBatch<T> {
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<&mut Self> {
-        let (partition_key, row_key) = schema::encode_keys::<T>(&pk, &rk)?;
-        self.transaction.delete_unconditionally::<T>(pk, rk)?;
-        self.operations.push(BatchOperation::Delete {
-            partition_key,
-            row_key,
-            if_match: IfMatch::Any,
-        });
-        Ok(self)
+        Ok(self.add(key_delete::<T>(&pk, &rk)?))
     }
 
     /// Adds a raw operation, for rows of other kinds in the same partition.

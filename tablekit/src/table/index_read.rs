@@ -87,27 +87,7 @@ where
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
     ) -> BoxStream<'static, Result<Q>> {
-        let encoded = (|| {
-            let pk = schema::encode_partition_key::<T>(&pk)?;
-            let mut key = String::new();
-            value.write_laid_out(&self.def.layout, &mut key);
-            Ok::<_, Error>((pk, key))
-        })();
-        match encoded {
-            Ok((pk, key)) if self.def.unique || self.def.list => {
-                let end = format!("{key}\0");
-                self.rows(pk, Bound::Included(key), Bound::Excluded(end))
-            }
-            Ok((pk, key)) => {
-                let end = crate::keyorder::prefix_end(&key);
-                self.rows(
-                    pk,
-                    Bound::Included(key),
-                    end.map_or(Bound::Unbounded, Bound::Excluded),
-                )
-            }
-            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-        }
+        self.stream(&pk, self.value_bounds(value))
     }
 
     /// Every entity whose value starts with the components of `prefix` (the
@@ -120,13 +100,7 @@ where
     where
         V: KeyPrefix<P>,
     {
-        let mut encoded = String::new();
-        <V as KeyPrefix<P>>::write_prefix(&prefix, &self.def.layout, &mut encoded);
-        let (start, end) = prefix_range(encoded, <V as KeyPrefix<P>>::last_separator());
-        match schema::encode_partition_key::<T>(&pk) {
-            Ok(pk) => self.rows(pk, Bound::Included(start), Bound::Excluded(end)),
-            Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
-        }
+        self.stream(&pk, self.prefix_bounds(prefix))
     }
 
     /// Every entity whose value lies in `[from, to)`, in value order.
@@ -136,11 +110,54 @@ where
         from: impl KeyArg<V>,
         to: impl KeyArg<V>,
     ) -> BoxStream<'static, Result<Q>> {
+        self.stream(&pk, self.range_bounds(from, to))
+    }
+
+    /// The index RowKeys of the entities whose value is `value`.
+    fn value_bounds(&self, value: impl KeyArg<V>) -> (Bound<String>, Bound<String>) {
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        // A unique index row and an index entity end with the value; the
+        // others go on with the entity's RowKey.
+        let end = if self.def.unique || self.def.list {
+            Bound::Excluded(format!("{key}\0"))
+        } else {
+            crate::keyorder::prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
+        };
+        (Bound::Included(key), end)
+    }
+
+    /// The index RowKeys of the values that start with `prefix`.
+    fn prefix_bounds<P>(&self, prefix: P) -> (Bound<String>, Bound<String>)
+    where
+        V: KeyPrefix<P>,
+    {
+        let mut encoded = String::new();
+        <V as KeyPrefix<P>>::write_prefix(&prefix, &self.def.layout, &mut encoded);
+        let (start, end) = prefix_range(encoded, <V as KeyPrefix<P>>::last_separator());
+        (Bound::Included(start), Bound::Excluded(end))
+    }
+
+    /// The index RowKeys of the values in `[from, to)`.
+    fn range_bounds(
+        &self,
+        from: impl KeyArg<V>,
+        to: impl KeyArg<V>,
+    ) -> (Bound<String>, Bound<String>) {
         let (mut start, mut end) = (String::new(), String::new());
         from.write_laid_out(&self.def.layout, &mut start);
         to.write_laid_out(&self.def.layout, &mut end);
-        match schema::encode_partition_key::<T>(&pk) {
-            Ok(pk) => self.rows(pk, Bound::Included(start), Bound::Excluded(end)),
+        (Bound::Included(start), Bound::Excluded(end))
+    }
+
+    /// The entities of the index rows of `pk` within `bounds`.
+    fn stream(
+        &self,
+        pk: &impl KeyArg<T::PartitionKey>,
+        (start, end): (Bound<String>, Bound<String>),
+    ) -> BoxStream<'static, Result<Q>> {
+        match schema::encode_partition_key::<T>(pk) {
+            Ok(pk) => self.rows(pk, start, end),
             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
         }
     }
@@ -222,15 +239,7 @@ where
         n: usize,
         after: Option<&super::Cursor>,
     ) -> Result<IndexPage<Q>> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let mut key = String::new();
-        value.write_laid_out(&self.def.layout, &mut key);
-        let end = if self.def.unique {
-            Bound::Excluded(format!("{key}\0"))
-        } else {
-            crate::keyorder::prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
-        };
-        self.page(pk, Bound::Included(key), end, n, after).await
+        self.page(&pk, self.value_bounds(value), n, after).await
     }
 
     /// [`prefix`](IndexReader::prefix) a page at a time (see
@@ -245,12 +254,7 @@ where
     where
         V: KeyPrefix<P>,
     {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let mut encoded = String::new();
-        <V as KeyPrefix<P>>::write_prefix(&prefix, &self.def.layout, &mut encoded);
-        let (start, end) = prefix_range(encoded, <V as KeyPrefix<P>>::last_separator());
-        self.page(pk, Bound::Included(start), Bound::Excluded(end), n, after)
-            .await
+        self.page(&pk, self.prefix_bounds(prefix), n, after).await
     }
 
     /// [`range`](IndexReader::range) a page at a time (see
@@ -263,24 +267,19 @@ where
         n: usize,
         after: Option<&super::Cursor>,
     ) -> Result<IndexPage<Q>> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let (mut start, mut end) = (String::new(), String::new());
-        from.write_laid_out(&self.def.layout, &mut start);
-        to.write_laid_out(&self.def.layout, &mut end);
-        self.page(pk, Bound::Included(start), Bound::Excluded(end), n, after)
-            .await
+        self.page(&pk, self.range_bounds(from, to), n, after).await
     }
 
     /// At most `n` entities of the index rows of `pk` in `[start, end)`,
     /// after the cursor.
     async fn page(
         &self,
-        pk: String,
-        start: Bound<String>,
-        end: Bound<String>,
+        pk: &impl KeyArg<T::PartitionKey>,
+        (start, end): (Bound<String>, Bound<String>),
         n: usize,
         after: Option<&super::Cursor>,
     ) -> Result<IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(pk)?;
         let max = crate::validate::limits::MAX_PAGE_SIZE as usize;
         if n == 0 || n > max {
             return Err(crate::InvalidInput::TopOutOfRange {
@@ -381,18 +380,8 @@ where
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
     ) -> Result<Option<Q>> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let mut key = String::new();
-        value.write_laid_out(&self.def.layout, &mut key);
-        let row = match self
-            .table
-            .backend
-            .get_entity(&self.table.name, &pk, &key, &GetOptions::default())
-            .await
-        {
-            Ok(row) => row,
-            Err(Error::EntityNotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
+        let Some((row, _)) = self.unique_row(&pk, value, GetOptions::default()).await? else {
+            return Ok(None);
         };
         self.table
             .read_indexed::<Q>(self.def, self.position, self.served_by_index_rows(), row)
@@ -406,31 +395,39 @@ where
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
     ) -> Result<Option<Loaded<T>>> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let mut key = String::new();
-        value.write_laid_out(&self.def.layout, &mut key);
-        let row = match self
-            .table
-            .backend
-            .get_entity(
-                &self.table.name,
-                &pk,
-                &key,
-                &GetOptions::default().select([index::ROW_PROPERTY]),
-            )
-            .await
-        {
-            Ok(row) => row,
-            Err(Error::EntityNotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
+        let pointer = GetOptions::default().select([index::ROW_PROPERTY]);
+        let Some((row, key)) = self.unique_row(&pk, value, pointer).await? else {
+            return Ok(None);
         };
         let rk = index::pointed_row(self.def, &row)?;
-        let Some(entity) = self.table.read_row(&pk, &rk).await? else {
+        let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
             return Ok(None);
         };
         let loaded: Loaded<T> = super::load(entity)?;
         // A writer may have moved the value since the index row was read.
         Ok((index::index_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
+    }
+
+    /// The unique index row of `value` in `pk` and its RowKey, or `None`.
+    async fn unique_row(
+        &self,
+        pk: &impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+        options: GetOptions,
+    ) -> Result<Option<(Entity, String)>> {
+        let pk = schema::encode_partition_key::<T>(pk)?;
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        match self
+            .table
+            .backend
+            .get_entity(&self.table.name, &pk, &key, &options)
+            .await
+        {
+            Ok(row) => Ok(Some((row, key))),
+            Err(Error::EntityNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 

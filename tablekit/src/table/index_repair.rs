@@ -204,35 +204,7 @@ impl<T: TableEntity> Table<T> {
             }),
             (None, None) => return Ok(true),
         }
-        let sent = if operations.len() == 1 {
-            match &operations[0] {
-                BatchOperation::Delete {
-                    partition_key,
-                    row_key,
-                    if_match,
-                } => {
-                    self.backend
-                        .delete_entity(&self.name, partition_key, row_key, if_match)
-                        .await
-                }
-                _ => unreachable_single(),
-            }
-        } else {
-            self.backend
-                .submit_transaction(&self.name, &operations)
-                .await
-                .map(drop)
-        };
-        match sent {
-            Ok(()) => Ok(true),
-            Err(
-                Error::BatchFailed { .. }
-                | Error::PreconditionFailed { .. }
-                | Error::EntityNotFound { .. }
-                | Error::EntityAlreadyExists { .. },
-            ) => Ok(false),
-            Err(e) => Err(e),
-        }
+        self.send_repair(&operations).await
     }
 }
 
@@ -251,41 +223,46 @@ impl<T: TableEntity> Table<T> {
             .iter()
             .chain(&audit.stale)
             .find(|row| row.row_key == key);
-        let sent = match (want, found) {
-            (Some(want), None) => self.backend.insert_entity(&self.name, want).await.map(drop),
-            (Some(want), Some(have)) => {
-                let etag = have.etag.clone().unwrap_or_else(|| crate::ETag::new(""));
-                self.backend
-                    .update_entity(&self.name, want, UpdateMode::Replace, &IfMatch::ETag(etag))
-                    .await
-                    .map(drop)
-            }
+        let guard = |have: &Entity| {
+            IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new("")))
+        };
+        let operation = match (want, found) {
+            (Some(want), None) => BatchOperation::Insert(want.clone()),
+            (Some(want), Some(have)) => BatchOperation::Update {
+                entity: want.clone(),
+                mode: UpdateMode::Replace,
+                if_match: guard(have),
+            },
             (None, Some(have)) if audit.orphans.iter().any(|(_, rk)| rk == key) => {
-                let etag = have.etag.clone().unwrap_or_else(|| crate::ETag::new(""));
-                self.backend
-                    .delete_entity(&self.name, pk, key, &IfMatch::ETag(etag))
-                    .await
+                BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: key.to_owned(),
+                    if_match: guard(have),
+                }
             }
             _ => return Ok(true),
         };
-        match sent {
-            Ok(()) => Ok(true),
-            Err(
+        self.send_repair(&[operation]).await
+    }
+
+    /// Sends a repair; `false` when a concurrent write changed a row it is
+    /// guarded by (or wrote it) first.
+    async fn send_repair(&self, operations: &[BatchOperation]) -> Result<bool> {
+        let conflict = |e: &Error| {
+            matches!(
+                e,
                 Error::PreconditionFailed { .. }
-                | Error::EntityNotFound { .. }
-                | Error::EntityAlreadyExists { .. },
-            ) => Ok(false),
+                    | Error::EntityNotFound { .. }
+                    | Error::EntityAlreadyExists { .. }
+            )
+        };
+        match super::plan::send(&self.backend, &self.name, operations).await {
+            Ok(_) => Ok(true),
+            Err(Error::BatchFailed { source, .. }) if conflict(&source) => Ok(false),
+            Err(Error::BatchFailed { source, .. }) => Err(*source),
             Err(e) => Err(e),
         }
     }
-}
-
-/// A repair of a row that is written is always guarded by its entity, so it
-/// is never a single operation.
-fn unreachable_single() -> Result<()> {
-    Err(Error::Transient {
-        message: "an index repair without its guard".into(),
-    })
 }
 
 fn merge(into: &mut IndexAudit, from: IndexAudit) {

@@ -737,7 +737,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     let writes = update::writes_of(&entity).map(str::to_owned);
     let row_key = (!T::INDEXES.is_empty()).then(|| entity.row_key.clone());
     let value = schema::from_entity_owned(entity)?;
-    let index_keys = row_key.and_then(|rk| index_keys_of(&value, &rk));
+    let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
     Ok(Loaded {
         value,
         etag,
@@ -747,7 +747,8 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     })
 }
 
-/// The RowKeys of `value`'s index rows, for a write to plan with; `None`
+/// The RowKeys of `value`'s index rows, for a write to plan with or a
+/// [`Loaded`] to carry; `None`
 /// for a type without indexes (or keys that do not encode, which the write
 /// reports when it plans).
 pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
@@ -755,16 +756,6 @@ pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option
         return None;
     }
     crate::index::index_keys(value, row_key).ok()
-}
-
-/// The RowKeys of `value`'s index rows, for a [`Loaded`] to carry; `None`
-/// for a type without indexes (or keys that do not encode, which the write
-/// through the value reports).
-pub(crate) fn index_keys_of<T: TableEntity>(value: &T, row_key: &str) -> Option<Arc<[String]>> {
-    if T::INDEXES.is_empty() {
-        return None;
-    }
-    crate::index::index_keys(value, row_key).ok().map(Arc::from)
 }
 
 /// How many times a typed write is sent again when its answer was lost and

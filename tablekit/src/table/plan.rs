@@ -300,6 +300,17 @@ impl<T: TableEntity> Typed<'_, T> {
         )
     }
 
+    /// The row a merge of this write over `current` leaves.
+    fn merged_over(&self, current: &Current) -> Entity {
+        let (pk, rk) = self.keys();
+        let mut merged = Entity::new(pk, rk);
+        merged.properties = wide::merge_into(
+            current.entity.properties.clone(),
+            self.entity.properties.clone(),
+        );
+        merged
+    }
+
     /// The state, with the index entities the write changes.
     async fn read_state(
         &self,
@@ -318,17 +329,10 @@ impl<T: TableEntity> Typed<'_, T> {
             (
                 RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
                 Some(current),
-            ) => {
-                let mut merged = Entity::new(pk, rk);
-                merged.properties = wide::merge_into(
-                    current.entity.properties.clone(),
-                    self.entity.properties.clone(),
-                );
-                Some(index::index_keys(
-                    &index::decode_for_keys::<T>(&merged)?,
-                    rk,
-                )?)
-            }
+            ) => Some(index::index_keys(
+                &index::decode_for_keys::<T>(&self.merged_over(current))?,
+                rk,
+            )?),
             _ => Some(index::index_keys(
                 &index::decode_for_keys::<T>(&self.entity)?,
                 rk,
@@ -481,25 +485,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         let entity: &Entity = &self.entity;
         if !Self::needs_state() {
             // The row alone, as the caller asked for it.
-            let operation = match &self.write {
-                RowWrite::Insert => BatchOperation::Insert(entity.clone()),
-                RowWrite::Update(mode, if_match) => BatchOperation::Update {
-                    entity: entity.clone(),
-                    mode: *mode,
-                    if_match: if_match.clone(),
-                },
-                RowWrite::Upsert(mode) => BatchOperation::Upsert {
-                    entity: entity.clone(),
-                    mode: *mode,
-                },
-                RowWrite::Delete(if_match) => BatchOperation::Delete {
-                    partition_key: pk.to_owned(),
-                    row_key: rk.to_owned(),
-                    if_match: if_match.clone(),
-                },
-            };
             return Ok(Planned {
-                operations: vec![operation],
+                operations: vec![self.write.operation(entity.clone())],
                 roles: vec![Role::Entity],
                 retry: false,
             });
@@ -517,12 +504,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             (
                 RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
                 Some(current),
-            ) => {
-                let mut merged = Entity::new(pk, rk);
-                merged.properties =
-                    wide::merge_into(current.entity.properties.clone(), entity.properties.clone());
-                Some(merged)
-            }
+            ) => Some(self.merged_over(current)),
             _ => Some(entity.clone()),
         };
         let new_keys: Option<Cow<'_, [String]>> = match (&new_row, T::INDEXES.is_empty()) {
@@ -739,14 +721,7 @@ pub(super) async fn run(
         if operations.len() > MAX_BATCH_OPERATIONS {
             return Err(index::too_many_operations(operations.len()));
         }
-        let sent = match operations.as_slice() {
-            // One row alone needs no transaction.
-            [one] => write_one(backend, table, one)
-                .await
-                .map(|etag| vec![Some(etag)])
-                .map_err(|e| e.in_batch(0)),
-            _ => backend.submit_transaction(table, &operations).await,
-        };
+        let sent = send(backend, table, &operations).await;
         let (at, source) = match sent {
             Ok(etags) => {
                 // Each write's ETag is its first row's.
@@ -870,6 +845,22 @@ fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result
         }
     }
     Ok(())
+}
+
+/// Sends `operations` as one transaction, or one alone as its own request;
+/// a failure is [`BatchFailed`](Error::BatchFailed) either way.
+pub(super) async fn send(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    operations: &[BatchOperation],
+) -> Result<Vec<Option<ETag>>> {
+    match operations {
+        [one] => write_one(backend, table, one)
+            .await
+            .map(|etag| vec![Some(etag)])
+            .map_err(|e| e.in_batch(0)),
+        _ => backend.submit_transaction(table, operations).await,
+    }
 }
 
 /// Sends one operation as its own request.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use tracing::Instrument as _;
 
-use super::{Table, UPDATE_ATTEMPTS, offload, wide};
-use crate::backend::{GetOptions, TableBackend, UpdateMode};
+use super::{Table, UPDATE_ATTEMPTS, offload};
+use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Error, Result};
@@ -66,11 +66,36 @@ pub(super) struct IndexHint<'a> {
 }
 
 /// One write of one entity's row, as the table turns it into requests.
+#[derive(Clone)]
 pub(super) enum RowWrite {
     Insert,
     Update(UpdateMode, IfMatch),
     Upsert(UpdateMode),
     Delete(IfMatch),
+}
+
+impl RowWrite {
+    /// The operation that makes this write of `entity` (of its keys alone,
+    /// for a delete) as it is, with no other row.
+    pub(super) fn operation(&self, entity: crate::Entity) -> BatchOperation {
+        match self {
+            RowWrite::Insert => BatchOperation::Insert(entity),
+            RowWrite::Update(mode, if_match) => BatchOperation::Update {
+                entity,
+                mode: *mode,
+                if_match: if_match.clone(),
+            },
+            RowWrite::Upsert(mode) => BatchOperation::Upsert {
+                entity,
+                mode: *mode,
+            },
+            RowWrite::Delete(if_match) => BatchOperation::Delete {
+                partition_key: entity.partition_key,
+                row_key: entity.row_key,
+                if_match: if_match.clone(),
+            },
+        }
+    }
 }
 
 impl<T: TableEntity> Table<T> {
@@ -107,20 +132,10 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn read_stored_unspanned(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
-        if T::WIDE {
-            let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
-            let rows = self.backend.query_all(&self.name, query).await?;
-            return Ok(wide::join(rk, rows)?.map(|(entity, _)| entity));
-        }
-        match self
-            .backend
-            .get_entity(&self.name, pk, rk, &GetOptions::default())
-            .await
-        {
-            Ok(entity) => Ok(Some(entity)),
-            Err(Error::EntityNotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        Ok(self
+            .read_current(pk, rk)
+            .await?
+            .map(|current| current.entity))
     }
 
     /// Refuses writes through a type that may not write (see

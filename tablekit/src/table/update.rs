@@ -441,13 +441,13 @@ impl<T: TableEntity> Table<T> {
                 old: old_keys.as_deref(),
                 new: new_keys.as_deref(),
             };
-            match self.write_recorded(&mut row, write, &recorded, hint).await {
+            let written = self.write_recorded(&mut row, write, &recorded, hint).await;
+            match written {
                 Ok(Some(written)) => {
                     let timestamp = written.timestamp();
-                    let index_keys = super::index_keys_of(&value, &rk);
                     let mut loaded = Loaded::new(value, written, timestamp);
                     loaded.writes = self.record_writes.then(|| recorded.history().to_owned());
-                    loaded.index_keys = index_keys;
+                    loaded.index_keys = new_keys.map(std::sync::Arc::from);
                     return Ok(loaded);
                 }
                 // Landed, and overwritten since: the version read stands
