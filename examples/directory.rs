@@ -21,9 +21,7 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 use tablekit::key::Padded;
-use tablekit::{Error, Loaded, Table, TableBackend, TableEntity};
-use tablekit_azure::AzureTables;
-use tablekit_mem::MemBackend;
+use tablekit::{Error, Loaded, Table, TableEntity};
 
 /// An employee, stored as `empid_000223` in their department's partition.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
@@ -87,18 +85,11 @@ fn employee(id_number: u64, first: &str, last: &str, email: &str, dept: &Departm
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let (backend, table): (Arc<dyn TableBackend>, String) =
-        match std::env::var("TABLEKIT_CONNECTION_STRING") {
-            Ok(connection) => {
-                let azure = AzureTables::from_connection_string(&connection)?;
-                println!("== on {}", azure.account().table_endpoint);
-                (
-                    Arc::new(azure),
-                    format!("Directory{:08}", std::process::id()),
-                )
-            }
-            Err(_) => (Arc::new(MemBackend::new()), "Directory".to_owned()),
-        };
+    let tablekit_examples::Store {
+        backend,
+        table,
+        remote,
+    } = tablekit_examples::store("Directory")?;
     let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;
     let departments: Table<Department> = employees.of();
@@ -217,7 +208,7 @@ async fn main() -> Result<(), Error> {
     println!("== index rows in step: {}", audit.is_clean());
     assert!(audit.is_clean());
 
-    if std::env::var("TABLEKIT_CONNECTION_STRING").is_ok() {
+    if remote {
         employees.delete_table().await?;
     }
     Ok(())

@@ -15,8 +15,6 @@ use tablekit::key::InvertedTime;
 use tablekit::{
     DateTime, EntityKinds, Error, Table, TableBackend, TableEntity, UnknownKind, schema,
 };
-use tablekit_azure::AzureTables;
-use tablekit_mem::MemBackend;
 
 /// An employee: partition = department, row = zero-padded id (pattern: compound
 /// key with padded numbers, so ids sort and range-query numerically). The
@@ -117,15 +115,11 @@ fn at(text: &str) -> DateTime {
 async fn main() -> Result<(), Error> {
     // Pick the backend; the in-memory one behaves like the real service, and
     // the same code runs on Azure Table Storage, Cosmos DB or Azurite.
-    let (backend, table): (Arc<dyn TableBackend>, String) =
-        match std::env::var("TABLEKIT_CONNECTION_STRING") {
-            Ok(connection) => {
-                let azure = AzureTables::from_connection_string(&connection)?;
-                println!("== on {}", azure.account().table_endpoint);
-                (Arc::new(azure), format!("Staff{:08}", std::process::id()))
-            }
-            Err(_) => (Arc::new(MemBackend::new()), "Staff".to_owned()),
-        };
+    let tablekit_examples::Store {
+        backend,
+        table,
+        remote,
+    } = tablekit_examples::store("Staff")?;
     let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;
     let departments = employees.of::<Department>();
@@ -352,7 +346,7 @@ async fn main() -> Result<(), Error> {
         "\n== the raw row of employee 7: {:?}",
         raw.properties.iter().map(|(n, _)| n).collect::<Vec<_>>()
     );
-    if table != "Staff" {
+    if remote {
         backend.delete_table(&table).await?;
     }
     Ok(())
