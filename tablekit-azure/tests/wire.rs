@@ -4,12 +4,9 @@
 //! timeouts and batch responses. (Azurite covers behaviour; this covers
 //! the bytes, and failures Azurite cannot be made to produce.)
 //!
-//! The server is a few lines over tokio's TCP listener, written here rather
-//! than taken from a mock-server crate: it must record raw request targets,
-//! hang on demand and close after each answer, and it keeps the build lean.
+//! The mock server is in `mock/mod.rs`; the request span test has a binary
+//! of its own (`wire_spans.rs`).
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tablekit::{
@@ -20,169 +17,10 @@ use tablekit_azure::AzureTables;
 use tablekit_azure::auth;
 use tablekit_azure::config::{Account, ClientOptions, ConfigError, DEV_KEY};
 use tablekit_azure::policy::RetryPolicy;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: String,
-}
+mod mock;
 
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// What the server does with the next request.
-enum Answer {
-    /// Sends this raw response and closes the connection.
-    Respond(String),
-    /// Reads the request and never answers.
-    Hang,
-}
-
-fn respond(status: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-    let mut text = format!("HTTP/1.1 {status}\r\n");
-    for (name, value) in headers {
-        text.push_str(&format!("{name}: {value}\r\n"));
-    }
-    text.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    ));
-    Answer::Respond(text)
-}
-
-fn json_error(status: &str, code: &str) -> Answer {
-    respond(
-        status,
-        &[
-            ("Content-Type", "application/json;odata=minimalmetadata"),
-            ("x-ms-error-code", code),
-        ],
-        &format!(
-            r#"{{"odata.error":{{"code":"{code}","message":{{"lang":"en-US","value":"{code}"}}}}}}"#
-        ),
-    )
-}
-
-struct Mock {
-    seen: Arc<Mutex<Vec<Seen>>>,
-    client: AzureTables,
-    account: Account,
-}
-
-impl Mock {
-    async fn start(answers: Vec<Answer>) -> Mock {
-        Mock::start_with(answers, fast_retries()).await
-    }
-
-    async fn start_with(answers: Vec<Answer>, options: ClientOptions) -> Mock {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let script = Arc::new(Mutex::new(VecDeque::from(answers)));
-        let record = Arc::clone(&seen);
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let record = Arc::clone(&record);
-                let script = Arc::clone(&script);
-                tokio::spawn(serve(stream, record, script));
-            }
-        });
-        let mut account = Account::with_key("mockacct", DEV_KEY).unwrap();
-        account.table_endpoint = format!("http://127.0.0.1:{port}");
-        account.blob_endpoint = format!("http://127.0.0.1:{port}");
-        let client = AzureTables::with_options(account.clone(), options).unwrap();
-        Mock {
-            seen,
-            client,
-            account,
-        }
-    }
-
-    fn seen(&self) -> Vec<Seen> {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-fn fast_retries() -> ClientOptions {
-    ClientOptions::tables().retry(RetryPolicy {
-        max_attempts: 3,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-    })
-}
-
-/// Reads one request from `stream`, records it, answers from the script.
-async fn serve(
-    mut stream: TcpStream,
-    record: Arc<Mutex<Vec<Seen>>>,
-    script: Arc<Mutex<VecDeque<Answer>>>,
-) {
-    let mut buffer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at;
-        }
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut request_line = lines.next().unwrap_or_default().split(' ');
-    let method = request_line.next().unwrap_or_default().to_owned();
-    let target = request_line.next().unwrap_or_default().to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buffer[head_end + 4..].to_vec();
-    while body.len() < length {
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-        }
-    }
-    record.lock().unwrap().push(Seen {
-        method,
-        target,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    let answer = script.lock().unwrap().pop_front();
-    match answer {
-        Some(Answer::Respond(text)) => {
-            let _ = stream.write_all(text.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        }
-        Some(Answer::Hang) => tokio::time::sleep(Duration::from_secs(60)).await,
-        None => {
-            let text =
-                "HTTP/1.1 599 Script Exhausted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-            let _ = stream.write_all(text.as_bytes()).await;
-        }
-    }
-}
+use mock::{Answer, Mock, json_error, respond};
 
 const ENTITY_JSON: &str = r#"{"odata.metadata":"x","odata.etag":"W/\"datetime'2026-11-21T22%3A39%3A04.2843441Z'\"","PartitionKey":"O'Brien","RowKey":"a b&c+d","Timestamp":"2026-11-21T22:39:04.2843441Z","n@odata.type":"Edm.Int64","n":"7","s":"x"}"#;
 
@@ -528,51 +366,6 @@ async fn a_failed_batch_names_its_operation() {
         seen[0]
             .body
             .contains("/tbl(PartitionKey='p',RowKey='3') HTTP/1.1\r\n")
-    );
-}
-
-#[path = "../../tests/support/recorder.rs"]
-mod recorder;
-
-#[tokio::test]
-async fn each_request_runs_in_a_span_and_retries_are_warnings() {
-    let recorder = recorder::Recorder::default();
-    let lines = Arc::clone(&recorder.lines);
-    let _guard = tracing::subscriber::set_default(recorder);
-    // Other tests of this binary may have met the request span first, with
-    // no subscriber, and tracing caches that "nobody listens": ask again.
-    tracing::callsite::rebuild_interest_cache();
-    let mock = Mock::start(vec![
-        json_error("500 Internal Server Error", "InternalError"),
-        respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
-    ])
-    .await;
-    mock.client
-        .upsert_entity("tbl", &Entity::new("p", "r"), UpdateMode::Replace)
-        .await
-        .unwrap();
-    let lines: Vec<String> = lines
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.starts_with("span DEBUG tablekit_azure") || l.contains("attempt="))
-        .cloned()
-        .collect();
-    assert_eq!(lines.len(), 3, "{lines:#?}");
-    assert_eq!(
-        lines[0],
-        "span DEBUG tablekit_azure::request method=PUT path=\"/tbl(PartitionKey='p',RowKey='r')\""
-    );
-    assert!(
-        lines[1].starts_with("event WARN message=retrying attempt=1 "),
-        "{}",
-        lines[1]
-    );
-    assert!(lines[1].contains("error="), "{}", lines[1]);
-    assert!(
-        lines[2].starts_with("event DEBUG message=succeeded attempt=2 "),
-        "{}",
-        lines[2]
     );
 }
 
