@@ -138,7 +138,7 @@ impl DateTime {
 
     /// [`parse`](DateTime::parse), failing with only the reason: the error
     /// is built once, by the caller, off the common path.
-    fn parse_text(text: &str) -> Result<DateTime, &'static str> {
+    pub(crate) fn parse_text(text: &str) -> Result<DateTime, &'static str> {
         // Hand-parsed: `time`'s RFC 3339 parser requires an offset and allows 9
         // fractional digits, while the store's rules are "offset optional, at
         // most 7 digits".

@@ -171,7 +171,21 @@ impl ETag {
     /// The write time inside a `W/"datetime'…'"` ETag, if it has that form.
     pub fn timestamp(&self) -> Option<DateTime> {
         let inner = self.0.strip_prefix("W/\"datetime'")?.strip_suffix("'\"")?;
-        DateTime::parse(&inner.replace("%3A", ":")).ok()
+        // Unescaped into a buffer on the stack: this runs on every write
+        // through a `Loaded`. A timestamp has at most 30 characters.
+        let mut buffer = [0u8; 40];
+        let mut len = 0;
+        let mut rest = inner.as_bytes();
+        while let Some(&first) = rest.first() {
+            let (byte, used) = match rest {
+                [b'%', b'3', b'A' | b'a', ..] => (b':', 3),
+                _ => (first, 1),
+            };
+            *buffer.get_mut(len)? = byte;
+            len += 1;
+            rest = &rest[used..];
+        }
+        DateTime::parse_text(std::str::from_utf8(&buffer[..len]).ok()?).ok()
     }
 
     /// The tag as text.
@@ -277,5 +291,29 @@ impl Entity {
             .map(|(name, value)| 8 + 2 * utf16_len(name) + value.stored_size())
             .sum();
         keys + props
+    }
+}
+
+#[cfg(test)]
+mod etag_tests {
+    use super::*;
+
+    #[test]
+    fn etag_timestamps_are_read_or_refused() {
+        let stamp = DateTime::parse("2026-11-24T01:17:45.1234567Z").unwrap();
+        let etag = ETag::new("W/\"datetime'2026-11-24T01%3A17%3A45.1234567Z'\"");
+        assert_eq!(etag.timestamp(), Some(stamp));
+        let lower = ETag::new("W/\"datetime'2026-11-24T01%3a17%3a45.1234567Z'\"");
+        assert_eq!(lower.timestamp(), Some(stamp));
+        let plain = ETag::new("W/\"datetime'2026-11-24T01:17:45.1234567Z'\"");
+        assert_eq!(plain.timestamp(), Some(stamp));
+        for other in [
+            "\"0x8DC\"",
+            "W/\"datetime''\"",
+            "W/\"datetime'2026-11-24T01%3A17%3A45.1234567Z-and-a-great-deal-more'\"",
+            "W/\"datetime'2026-11-24T01%3'\"",
+        ] {
+            assert_eq!(ETag::new(other).timestamp(), None, "{other}");
+        }
     }
 }

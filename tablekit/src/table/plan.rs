@@ -192,9 +192,9 @@ pub(super) struct Learned {
 /// The state a write replaces, as planned: what is stored, the RowKeys of
 /// its index rows, the ETag that guards the write, and whether a lost race
 /// may be tried again.
-pub(super) struct State {
+pub(super) struct State<'a> {
     current: Option<Current>,
-    old_keys: Option<Vec<String>>,
+    old_keys: Option<Cow<'a, [String]>>,
     guard: Option<ETag>,
     retry: bool,
     /// The index entities the write changes, as stored (`None`: absent).
@@ -218,9 +218,9 @@ pub(super) trait Pending: Send + Sync {
         backend: &'a Arc<dyn TableBackend>,
         table: &'a str,
         learned: &'a Learned,
-    ) -> BoxFuture<'a, Result<State>>;
+    ) -> BoxFuture<'a, Result<State<'a>>>;
     /// The write's operations over `state`.
-    fn plan(&self, state: State, learned: &Learned) -> Result<Planned>;
+    fn plan(&self, state: State<'_>, learned: &Learned) -> Result<Planned>;
     /// Decides about a unique index row this write found taken (see
     /// `claim_unique`).
     fn claim<'a>(
@@ -256,7 +256,7 @@ impl Pending for Raw {
         _: &'a Arc<dyn TableBackend>,
         _: &'a str,
         _: &'a Learned,
-    ) -> BoxFuture<'a, Result<State>> {
+    ) -> BoxFuture<'a, Result<State<'a>>> {
         Box::pin(async {
             Ok(State {
                 current: None,
@@ -267,7 +267,7 @@ impl Pending for Raw {
             })
         })
     }
-    fn plan(&self, _: State, _: &Learned) -> Result<Planned> {
+    fn plan(&self, _: State<'_>, _: &Learned) -> Result<Planned> {
         Ok(Planned {
             operations: vec![self.0.clone()],
             roles: vec![Role::Entity],
@@ -317,7 +317,7 @@ impl<T: TableEntity> Typed<'_, T> {
         backend: &Arc<dyn TableBackend>,
         table: &str,
         learned: &Learned,
-    ) -> Result<State> {
+    ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
         if !T::INDEXES.iter().any(|def| def.list) {
             return Ok(state);
@@ -369,7 +369,7 @@ impl<T: TableEntity> Typed<'_, T> {
         backend: &Arc<dyn TableBackend>,
         table: &str,
         learned: &Learned,
-    ) -> Result<State> {
+    ) -> Result<State<'_>> {
         let (pk, rk) = (
             self.entity.partition_key.as_str(),
             self.entity.row_key.as_str(),
@@ -407,7 +407,7 @@ impl<T: TableEntity> Typed<'_, T> {
             ) if use_known => {
                 return Ok(State {
                     current: None,
-                    old_keys: Some(keys.to_vec()),
+                    old_keys: Some(Cow::Borrowed(keys)),
                     guard: Some(etag.clone()),
                     retry: false,
                     lists: HashMap::new(),
@@ -458,7 +458,7 @@ impl<T: TableEntity> Typed<'_, T> {
         };
         Ok(State {
             guard: Some(current.etag.clone()),
-            old_keys: Some(keys),
+            old_keys: Some(Cow::Owned(keys)),
             current: Some(current),
             retry: !matches!(expected, Some(IfMatch::ETag(_))),
             lists: HashMap::new(),
@@ -476,11 +476,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         backend: &'a Arc<dyn TableBackend>,
         table: &'a str,
         learned: &'a Learned,
-    ) -> BoxFuture<'a, Result<State>> {
+    ) -> BoxFuture<'a, Result<State<'a>>> {
         Box::pin(self.read_state(backend, table, learned))
     }
 
-    fn plan(&self, state: State, learned: &Learned) -> Result<Planned> {
+    fn plan(&self, state: State<'_>, learned: &Learned) -> Result<Planned> {
         let (pk, rk) = self.keys();
         let entity: &Entity = &self.entity;
         if !Self::needs_state() {
@@ -531,8 +531,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
-        let mut index_operations = Vec::new();
-        let mut index_roles = Vec::new();
+        // Room for the entity's row in front, and for each index a delete
+        // and a write.
+        let room = 1 + 2 * T::INDEXES.len();
+        let mut index_operations = Vec::with_capacity(room);
+        let mut index_roles = Vec::with_capacity(room);
         for (i, def) in T::INDEXES.iter().enumerate() {
             let old = old_keys.as_ref().and_then(|keys| keys.get(i));
             let new = new_keys.as_ref().and_then(|keys| keys.get(i));
@@ -608,33 +611,41 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 index_roles.push(Role::IndexWrite(i, new.clone()));
             }
         }
-        let mut operations = if T::WIDE {
+        if T::WIDE {
             let parts = current.as_ref().map_or(0, |c| c.parts);
-            match new_row {
+            let mut operations = match new_row {
                 Some(row) => {
                     let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
                     wide::write_operations(wide::split(row, &bookkeeping)?, parts, guard_match)
                 }
                 None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
-            }
-        } else {
-            vec![match (new_row, guard_match) {
-                (Some(row), None) => BatchOperation::Insert(row),
-                (Some(row), Some(if_match)) => BatchOperation::Update {
-                    entity: row,
-                    mode: row_mode,
-                    if_match,
-                },
-                (None, if_match) => BatchOperation::Delete {
-                    partition_key: pk.to_owned(),
-                    row_key: rk.to_owned(),
-                    if_match: if_match.unwrap_or(IfMatch::Any),
-                },
-            }]
+            };
+            let mut roles = vec![Role::Entity; operations.len()];
+            operations.extend(index_operations);
+            roles.extend(index_roles);
+            return Ok(Planned {
+                operations,
+                roles,
+                retry,
+            });
+        }
+        let operation = match (new_row, guard_match) {
+            (Some(row), None) => BatchOperation::Insert(row),
+            (Some(row), Some(if_match)) => BatchOperation::Update {
+                entity: row,
+                mode: row_mode,
+                if_match,
+            },
+            (None, if_match) => BatchOperation::Delete {
+                partition_key: pk.to_owned(),
+                row_key: rk.to_owned(),
+                if_match: if_match.unwrap_or(IfMatch::Any),
+            },
         };
-        let mut roles = vec![Role::Entity; operations.len()];
-        operations.extend(index_operations);
-        roles.extend(index_roles);
+        // The entity's row first: its ETag is the write's.
+        let (mut operations, mut roles) = (index_operations, index_roles);
+        operations.insert(0, operation);
+        roles.insert(0, Role::Entity);
         Ok(Planned {
             operations,
             roles,
@@ -696,15 +707,25 @@ pub(super) async fn run(
     let mut learned: Vec<Learned> = writes.iter().map(|_| Learned::default()).collect();
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
-        let states = futures::future::try_join_all(writes.iter().zip(&learned).enumerate().map(
-            |(w, (write, learned))| async move {
+        let states = if let [write] = writes {
+            // One write, the common case: no join to set up.
+            vec![
                 write
-                    .state(backend, table, learned)
+                    .state(backend, table, &learned[0])
                     .await
-                    .map_err(|e| e.in_batch(w))
-            },
-        ))
-        .await?;
+                    .map_err(|e| e.in_batch(0))?,
+            ]
+        } else {
+            futures::future::try_join_all(writes.iter().zip(&learned).enumerate().map(
+                |(w, (write, learned))| async move {
+                    write
+                        .state(backend, table, learned)
+                        .await
+                        .map_err(|e| e.in_batch(w))
+                },
+            ))
+            .await?
+        };
         let mut operations = Vec::new();
         // For each operation: the write it belongs to, and what it is for.
         let mut owners: Vec<(usize, Role)> = Vec::new();
@@ -713,7 +734,11 @@ pub(super) async fn run(
             let planned = write.plan(state, &learned[w]).map_err(|e| e.in_batch(w))?;
             retry.push(planned.retry);
             owners.extend(planned.roles.into_iter().map(|role| (w, role)));
-            operations.extend(planned.operations);
+            if operations.is_empty() {
+                operations = planned.operations;
+            } else {
+                operations.extend(planned.operations);
+            }
         }
         if writes.len() > 1 {
             check_rows(&operations, &owners)?;

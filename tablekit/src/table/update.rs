@@ -166,6 +166,33 @@ fn base_of(writes: Option<&str>, etag: &ETag) -> String {
 /// The history a write tagged `tag` records on top of the version whose
 /// history is `writes` and whose base tag is `base`.
 fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
+    // The common case, a history as tablekit writes it (tags one space
+    // apart), is cut as text: its older tags follow the first space.
+    if let Some(text) = writes
+        && !text.is_empty()
+        && !text.starts_with(' ')
+        && !text.ends_with(' ')
+        && !text.contains("  ")
+    {
+        let older = text.split_once(' ').map_or("", |(_, older)| older);
+        // Room for WRITES_KEPT - 2 older tags after `tag` and `base`.
+        let end = older
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b == b' ')
+            .nth(WRITES_KEPT - 3)
+            .map_or(older.len(), |(at, _)| at);
+        let older = &older[..end];
+        let mut history = String::with_capacity(tag.len() + base.len() + older.len() + 2);
+        history.push_str(tag);
+        history.push(' ');
+        history.push_str(base);
+        if !older.is_empty() {
+            history.push(' ');
+            history.push_str(older);
+        }
+        return history;
+    }
     let older = writes
         .into_iter()
         .flat_map(|text| text.split(' ').filter(|t| !t.is_empty()))
@@ -571,6 +598,22 @@ mod tests {
         let next = history_after("new", "x0", Some(&long));
         assert_eq!(next.split(' ').count(), WRITES_KEPT);
         assert!(next.starts_with("new x0 x1 "));
+        // Text cut and tags counted agree, for every length of history and
+        // for histories with stray spaces.
+        for n in 0..WRITES_KEPT + 3 {
+            let tags: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+            let canonical = tags.join(" ");
+            let loose = format!(" {}  ", tags.join("  "));
+            for writes in [canonical.as_str(), loose.as_str()] {
+                let expected: Vec<&str> = ["new", "b"]
+                    .into_iter()
+                    .chain(tags.iter().skip(1).map(String::as_str))
+                    .take(WRITES_KEPT)
+                    .collect();
+                assert_eq!(history_after("new", "b", Some(writes)), expected.join(" "));
+            }
+        }
+        assert_eq!(history_after("new", "b", None), "new b");
         let insert = Recorded::insert();
         assert_eq!(insert.history(), insert.tag);
     }
