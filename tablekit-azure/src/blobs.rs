@@ -1,7 +1,6 @@
 //! `BlobStore` over the Blob service's REST API.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -14,10 +13,10 @@ use tablekit::{
     PutCondition, Result, validate,
 };
 
-use crate::auth::{self, BlobSignedHeaders};
-use crate::config::{Account, ClientOptions, ConfigError, Credentials};
-use crate::errors::{self, Target};
+use crate::config::{Account, ClientOptions, ConfigError};
+use crate::errors::Target;
 use crate::policy::{Idempotence, RetryPolicy};
+use crate::storage::{self, Call, Reply, Service};
 use crate::url;
 
 /// The Blob service version spoken.
@@ -35,50 +34,6 @@ struct Inner {
     http: reqwest::Client,
     retry: RetryPolicy,
     path_prefix: String,
-}
-
-/// One request before it is signed.
-struct Call<'a> {
-    method: Method,
-    /// The path after the endpoint (`/container/blob`), encoded.
-    path: String,
-    query: Vec<(&'static str, String)>,
-    headers: Vec<(&'static str, String)>,
-    /// `Bytes`, so a retry sends the blob again without a copy.
-    body: Bytes,
-    content_md5: String,
-    if_match: String,
-    if_none_match: String,
-    idempotence: Idempotence,
-    target: Target<'a>,
-}
-
-impl<'a> Call<'a> {
-    fn new(method: Method, path: String, target: Target<'a>, idempotence: Idempotence) -> Call<'a> {
-        Call {
-            method,
-            path,
-            query: Vec::new(),
-            headers: Vec::new(),
-            body: Bytes::new(),
-            content_md5: String::new(),
-            if_match: String::new(),
-            if_none_match: String::new(),
-            idempotence,
-            target,
-        }
-    }
-}
-
-struct Reply {
-    headers: reqwest::header::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
 }
 
 fn blob_path(container: &str, name: &str) -> String {
@@ -180,99 +135,16 @@ impl AzureBlobs {
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
-        crate::transport::with_retries(
-            &self.inner.retry,
-            call.idempotence,
-            &call.method,
-            &call.path,
-            || self.send_once(&call),
-        )
-        .await
-    }
-
-    async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {
         let inner = &self.inner;
-        let address = crate::transport::address(
-            &inner.account.blob_endpoint,
-            &call.path,
-            &call.query,
-            &inner.account.credentials,
-        );
-        let date = httpdate::fmt_http_date(SystemTime::now());
-        let mut ms_headers: Vec<(&str, &str)> =
-            vec![("x-ms-date", &date), ("x-ms-version", BLOB_VERSION)];
-        ms_headers.extend(
-            call.headers
-                .iter()
-                .filter(|(n, _)| n.starts_with("x-ms-"))
-                .map(|(n, v)| (*n, v.as_str())),
-        );
-        let content_type = if call.body.is_empty() {
-            ""
-        } else {
-            "application/octet-stream"
+        let service = Service {
+            account: &inner.account,
+            endpoint: &inner.account.blob_endpoint,
+            path_prefix: &inner.path_prefix,
+            http: &inner.http,
+            retry: &inner.retry,
+            version: BLOB_VERSION,
         };
-        let mut request = inner
-            .http
-            .request(call.method.clone(), &address)
-            .header("x-ms-date", &date)
-            .header("x-ms-version", BLOB_VERSION);
-        for (name, value) in &call.headers {
-            request = request.header(*name, value);
-        }
-        if !call.content_md5.is_empty() {
-            request = request.header("Content-MD5", &call.content_md5);
-        }
-        if !call.if_match.is_empty() {
-            request = request.header("If-Match", &call.if_match);
-        }
-        if !call.if_none_match.is_empty() {
-            request = request.header("If-None-Match", &call.if_none_match);
-        }
-        if let Credentials::SharedKey { key } = &inner.account.credentials {
-            let headers = BlobSignedHeaders {
-                content_length: call.body.len() as u64,
-                content_md5: &call.content_md5,
-                content_type,
-                if_match: &call.if_match,
-                if_none_match: &call.if_none_match,
-                ..BlobSignedHeaders::default()
-            };
-            let params: Vec<(&str, &str)> =
-                call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let path = format!("{}{}", inner.path_prefix, call.path);
-            let text = auth::blob_string_to_sign(
-                call.method.as_str(),
-                &headers,
-                &ms_headers,
-                &inner.account.name,
-                &path,
-                &params,
-            );
-            request = request.header(
-                "Authorization",
-                auth::shared_key_header(&inner.account.name, key, &text),
-            );
-        }
-        if !call.body.is_empty() {
-            request = request
-                .header("Content-Type", content_type)
-                .body(call.body.clone());
-        } else if call.method == Method::PUT {
-            request = request.header("Content-Length", "0");
-        }
-        let (headers, body) = crate::transport::execute(
-            request,
-            &call.method,
-            &call.path,
-            call.target,
-            errors::blob_error_body,
-        )
-        .await?;
-        Ok(Reply {
-            headers,
-            body: Vec::from(body),
-        })
+        storage::send(&service, call).await
     }
 
     fn properties(name: &str, reply: &Reply, length: u64) -> BlobProperties {

@@ -180,7 +180,7 @@ impl AzureTables {
                 .header("Content-Type", content_type)
                 .body(body.clone());
         }
-        let (headers, body) = crate::transport::execute(
+        let (_, headers, body) = crate::transport::execute(
             request,
             &call.method,
             &call.path,

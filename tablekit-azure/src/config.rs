@@ -171,6 +171,9 @@ pub struct Account {
     pub table_endpoint: String,
     /// The Blob service endpoint, without a trailing `/`.
     pub blob_endpoint: String,
+    /// The Queue service endpoint, without a trailing `/`; `None` when a
+    /// connection string with a SAS and no account name gives none.
+    pub queue_endpoint: Option<String>,
 }
 
 impl Account {
@@ -183,12 +186,13 @@ impl Account {
             },
             table_endpoint: format!("https://{name}.table.core.windows.net"),
             blob_endpoint: format!("https://{name}.blob.core.windows.net"),
+            queue_endpoint: Some(format!("https://{name}.queue.core.windows.net")),
         })
     }
 
-    /// The local emulator (Azurite) at its default ports, or at `host` with
-    /// the given table and blob ports.
-    pub fn emulator(host: &str, table_port: u16, blob_port: u16) -> Account {
+    /// The local emulator (Azurite) at `host`, with its table, blob and
+    /// queue ports (10002, 10000 and 10001 by default).
+    pub fn emulator(host: &str, table_port: u16, blob_port: u16, queue_port: u16) -> Account {
         Account {
             name: DEV_ACCOUNT.to_owned(),
             credentials: Credentials::SharedKey {
@@ -197,12 +201,14 @@ impl Account {
             },
             table_endpoint: format!("http://{host}:{table_port}/{DEV_ACCOUNT}"),
             blob_endpoint: format!("http://{host}:{blob_port}/{DEV_ACCOUNT}"),
+            queue_endpoint: Some(format!("http://{host}:{queue_port}/{DEV_ACCOUNT}")),
         }
     }
 
     /// Reads a connection string: `DefaultEndpointsProtocol`, `AccountName`,
     /// `AccountKey`, `EndpointSuffix`, `TableEndpoint`, `BlobEndpoint`,
-    /// `SharedAccessSignature`, or `UseDevelopmentStorage=true`.
+    /// `QueueEndpoint`, `SharedAccessSignature`, or
+    /// `UseDevelopmentStorage=true`.
     ///
     /// ```
     /// use tablekit_azure::config::Account;
@@ -237,7 +243,7 @@ impl Account {
                     value: value.into(),
                 });
             }
-            return Ok(Account::emulator("127.0.0.1", 10002, 10000));
+            return Ok(Account::emulator("127.0.0.1", 10002, 10000, 10001));
         }
         let sas = get("SharedAccessSignature").map(|s| s.trim_start_matches('?').to_owned());
         let name = match get("AccountName") {
@@ -267,9 +273,13 @@ impl Account {
                 None => Err(ConfigError::Missing(setting)),
             }
         };
+        // Optional: a SAS connection string for tables and blobs alone
+        // names no queue endpoint, and needs none.
+        let queue_endpoint = endpoint("QueueEndpoint", "queue").ok();
         Ok(Account {
             table_endpoint: endpoint("TableEndpoint", "table")?,
             blob_endpoint: endpoint("BlobEndpoint", "blob")?,
+            queue_endpoint,
             credentials,
             name,
         })
@@ -316,7 +326,7 @@ mod tests {
         );
         assert_eq!(
             account.credentials,
-            Account::emulator("x", 1, 2).credentials
+            Account::emulator("x", 1, 2, 3).credentials
         );
 
         let cloud = Account::from_connection_string(&format!(
@@ -328,7 +338,25 @@ mod tests {
             "https://acct.table.core.chinacloudapi.cn"
         );
 
+        assert_eq!(
+            dev.queue_endpoint.as_deref(),
+            Some("http://127.0.0.1:10001/devstoreaccount1")
+        );
+        assert_eq!(
+            account.queue_endpoint.as_deref(),
+            Some("http://devstoreaccount1.queue.core.windows.net"),
+            "no QueueEndpoint: the account's own, with the protocol given"
+        );
+        let queues = Account::from_connection_string(&format!(
+            "{explicit}QueueEndpoint=http://127.0.0.1:20001/devstoreaccount1/"
+        ))
+        .unwrap();
+        assert_eq!(
+            queues.queue_endpoint.as_deref(),
+            Some("http://127.0.0.1:20001/devstoreaccount1")
+        );
         let sas = Account::from_connection_string("TableEndpoint=https://a.table.core.windows.net;BlobEndpoint=https://a.blob.core.windows.net;SharedAccessSignature=?sv=2019-02-02&sig=abc").unwrap();
+        assert_eq!(sas.queue_endpoint, None);
         assert_eq!(
             sas.credentials,
             Credentials::Sas("sv=2019-02-02&sig=abc".into())

@@ -17,6 +17,10 @@ pub struct Target<'a> {
     pub container: &'a str,
     /// The blob name, for blob requests.
     pub blob: &'a str,
+    /// The queue, for queue requests.
+    pub queue: &'a str,
+    /// The message id, for requests on one message.
+    pub message: &'a str,
 }
 
 impl<'a> Target<'a> {
@@ -51,6 +55,23 @@ impl<'a> Target<'a> {
         Target {
             container,
             blob,
+            ..Target::default()
+        }
+    }
+
+    /// A queue.
+    pub fn queue(queue: &'a str) -> Target<'a> {
+        Target {
+            queue,
+            ..Target::default()
+        }
+    }
+
+    /// A message of a queue.
+    pub fn message(queue: &'a str, message: &'a str) -> Target<'a> {
+        Target {
+            queue,
+            message,
             ..Target::default()
         }
     }
@@ -137,6 +158,24 @@ pub fn map(
         (_, "ConditionNotMet") => {
             blob(|container, name| Error::BlobConditionNotMet { container, name })
         }
+        (_, "QueueNotFound") => Error::QueueNotFound {
+            queue: target.queue.to_owned(),
+        },
+        (_, "QueueBeingDeleted") => Error::QueueBeingDeleted {
+            queue: target.queue.to_owned(),
+        },
+        (_, "MessageNotFound") => Error::MessageNotFound {
+            queue: target.queue.to_owned(),
+            id: target.message.to_owned(),
+        },
+        (_, "PopReceiptMismatch") => Error::PopReceiptMismatch {
+            queue: target.queue.to_owned(),
+            id: target.message.to_owned(),
+        },
+        (_, "MessageTooLarge") => Error::Invalid(tablekit::InvalidInput::MessageTooLarge {
+            bytes: tablekit::queue::MAX_MESSAGE_BYTES + 1,
+            max: tablekit::queue::MAX_MESSAGE_BYTES,
+        }),
         // Entity not found is `ResourceNotFound` on the live service.
         (404, "ResourceNotFound")
             if !target.row_key.is_empty() || !target.partition_key.is_empty() =>

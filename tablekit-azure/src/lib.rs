@@ -1,14 +1,15 @@
 //! # tablekit-azure
 //!
 //! The REST backend of [tablekit] for Azure Table Storage, Cosmos DB for Table
-//! and Azurite: [`AzureTables`] implements `tablekit::TableBackend` and
-//! [`AzureBlobs`] implements `tablekit::BlobStore`, so the typed client and
-//! derived entities run on it unchanged.
+//! and Azurite: [`AzureTables`] implements `tablekit::TableBackend`,
+//! [`AzureBlobs`] implements `tablekit::BlobStore` and [`AzureQueues`]
+//! implements `tablekit::QueueStore`, so the typed client and derived
+//! entities run on it unchanged.
 //!
 //! - Configuration from a connection string (`UseDevelopmentStorage=true`,
 //!   account key, explicit endpoints, SAS) or from parts ([`config`]);
 //!   timeouts and retries through [`config::ClientOptions`].
-//! - Shared Key signing for tables and blobs, table SAS generation, and
+//! - Shared Key signing for tables, blobs and queues, table SAS generation, and
 //!   clients built from a SAS ([`auth`]); a client with a range-scoped SAS
 //!   refuses keys outside its range before sending.
 //! - The shared validator runs before every request, and service errors map
@@ -36,9 +37,12 @@ pub mod client;
 pub mod config;
 pub mod errors;
 pub mod policy;
+pub mod queues;
+mod storage;
 mod transport;
 pub mod url;
 
 pub use blobs::AzureBlobs;
 pub use client::AzureTables;
 pub use config::{Account, ConfigError};
+pub use queues::AzureQueues;

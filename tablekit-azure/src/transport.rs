@@ -53,8 +53,8 @@ pub(crate) fn address(
     address
 }
 
-/// Sends one request and reads the whole response: `Ok` with its headers and
-/// body when the status is a success; otherwise the error the service
+/// Sends one request and reads the whole response: `Ok` with its status,
+/// headers and body when the status is a success; otherwise the error the service
 /// reported, its code from `x-ms-error-code` (else from the body, through
 /// `error_body`), honouring `Retry-After`. A request that cannot be sent or
 /// a body that cannot be read is transient.
@@ -64,7 +64,7 @@ pub(crate) async fn execute(
     path: &str,
     target: Target<'_>,
     error_body: fn(&str) -> (String, String),
-) -> Result<(HeaderMap, Bytes)> {
+) -> Result<(u16, HeaderMap, Bytes)> {
     // A write that fails once it may have reached the service (a timeout, a
     // dropped connection, an unreadable answer, a server error that may
     // have acted) has an unknown outcome; a read, or a request that never
@@ -92,7 +92,7 @@ pub(crate) async fn execute(
         .await
         .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?;
     if status.is_success() {
-        return Ok((headers, body));
+        return Ok((status.as_u16(), headers, body));
     }
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let (body_code, message) = error_body(&String::from_utf8_lossy(&body));

@@ -15,6 +15,9 @@
 //! - a deleted table's name stays unusable for 40 seconds
 //!   ([`MemBackendBuilder::table_deletion_delay`]).
 //!
+//! [`MemBlobStore`] is its blob store, and [`MemQueueStore`] its queue
+//! store, on a clock that tests can move by hand.
+//!
 //! [`MemBackendBuilder::adversarial`] makes it return short and empty pages
 //! that still carry continuation tokens, as the real service may;
 //! [`tablekit::layer::FaultInjection`] adds failures and latency.
@@ -38,6 +41,7 @@
 
 mod blob;
 mod codec;
+mod queue;
 mod store;
 
 use std::collections::BTreeMap;
@@ -54,6 +58,7 @@ use tablekit::{
 
 pub use blob::MemBlobStore;
 use codec::{Names, Row, Selection, encode_key};
+pub use queue::MemQueueStore;
 use store::{Partition, State, Table, make_token, plan, read_token, scan, with_folded};
 
 /// How the backend misbehaves in adversarial mode, within what the service

@@ -83,6 +83,17 @@ impl DateTime {
         Self::from_ticks(self.ticks.saturating_sub(ticks))
     }
 
+    /// `self + duration`, or [`DateTime::MAX`] where that is past it.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use tablekit::DateTime;
+    /// assert_eq!(DateTime::MAX.saturating_add(Duration::from_secs(1)), DateTime::MAX);
+    /// ```
+    pub fn saturating_add(self, duration: std::time::Duration) -> DateTime {
+        self.checked_add(duration).unwrap_or(DateTime::MAX)
+    }
+
     /// How long after `earlier` this is; `None` if it is before `earlier`.
     pub fn duration_since(self, earlier: DateTime) -> Option<std::time::Duration> {
         let ticks = u64::try_from(self.ticks - earlier.ticks).ok()?;

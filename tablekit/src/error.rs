@@ -135,6 +135,37 @@ pub enum Error {
         name: String,
     },
 
+    /// The queue does not exist.
+    #[error("queue `{queue}` does not exist")]
+    QueueNotFound {
+        /// Queue name.
+        queue: String,
+    },
+    /// A queue of this name was deleted less than about 30 seconds ago and
+    /// cannot be created yet.
+    #[error("queue `{queue}` is being deleted; try again later")]
+    QueueBeingDeleted {
+        /// Queue name.
+        queue: String,
+    },
+    /// The message is not in the queue (deleted, or expired).
+    #[error("message `{id}` is not in queue `{queue}`")]
+    MessageNotFound {
+        /// Queue name.
+        queue: String,
+        /// Message id.
+        id: String,
+    },
+    /// The pop receipt is not the message's latest: it was delivered again
+    /// or updated since, and whoever holds the newer receipt owns it now.
+    #[error("pop receipt of message `{id}` in queue `{queue}` is no longer valid")]
+    PopReceiptMismatch {
+        /// Queue name.
+        queue: String,
+        /// Message id.
+        id: String,
+    },
+
     /// A failure that may go away if the same request is sent again: a timeout,
     /// a dropped connection, HTTP 500 or 503.
     #[error("transient failure: {message}")]
@@ -630,6 +661,60 @@ pub enum InvalidInput {
         partition_key: String,
         /// The RowKey read.
         row_key: String,
+    },
+    /// A queue name breaks the service's rules (3–63 characters of
+    /// lower-case letters, digits and single hyphens, starting and ending
+    /// with a letter or digit).
+    #[error("invalid queue name `{name}`: {reason}")]
+    QueueName {
+        /// The name.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
+    /// A message's text is longer than a queue message may be.
+    #[error("the message is {bytes} bytes of UTF-8; the limit is {max}")]
+    MessageTooLarge {
+        /// Its length.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A message's text holds a character that the service's XML cannot
+    /// carry (a control character other than tab, line feed and carriage
+    /// return, or U+FFFE / U+FFFF).
+    #[error(
+        "the message holds the character {character:?} at byte {position}, which a queue message cannot carry"
+    )]
+    MessageCharacter {
+        /// The character.
+        character: char,
+        /// Its byte offset in the text.
+        position: usize,
+    },
+    /// A count of messages to get or peek outside 1–32.
+    #[error("{count} messages asked for; a get or peek returns 1 to {max}")]
+    MessageCount {
+        /// The count asked for.
+        count: u32,
+        /// The most.
+        max: u32,
+    },
+    /// A visibility timeout, delay or time to live the service does not take.
+    #[error("{what} of {duration:?}: {reason}")]
+    QueueDuration {
+        /// Which duration (`visibility timeout`, `visibility delay`, `time to live`).
+        what: &'static str,
+        /// The duration given.
+        duration: std::time::Duration,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// A message id or pop receipt that cannot be one (empty).
+    #[error("the {what} is empty")]
+    MessageHandle {
+        /// `message id` or `pop receipt`.
+        what: &'static str,
     },
     /// A blob name is empty or longer than 1,024 characters.
     #[error("invalid blob name `{name}`: {reason}")]

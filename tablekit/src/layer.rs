@@ -1,5 +1,5 @@
-//! Layers: wrappers around any backend that change what they need to and
-//! forward the rest.
+//! Layers: wrappers around any backend, blob store or queue store that
+//! change what they need to and forward the rest.
 //!
 //! [`FaultInjection`] makes chosen operations fail with transient errors, lose
 //! their response after being applied, or run late, so that client code is
@@ -29,8 +29,12 @@ use crate::backend::{
 use crate::blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
+use crate::queue::{
+    ListQueuesOptions, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage, QueuePage,
+    QueueStore, SentMessage,
+};
 
-/// The operations of the table and blob contracts, to aim faults at.
+/// The operations of the table, blob and queue contracts, to aim faults at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Operation {
@@ -66,11 +70,29 @@ pub enum Operation {
     DeleteBlob,
     /// [`BlobStore::list_blobs`]
     ListBlobs,
+    /// [`QueueStore::create_queue`]
+    CreateQueue,
+    /// [`QueueStore::delete_queue`]
+    DeleteQueue,
+    /// [`QueueStore::list_queues`]
+    ListQueues,
+    /// [`QueueStore::put_message`]
+    PutMessage,
+    /// [`QueueStore::get_messages`] (a write: it hides what it delivers)
+    GetMessages,
+    /// [`QueueStore::peek_messages`]
+    PeekMessages,
+    /// [`QueueStore::update_message`]
+    UpdateMessage,
+    /// [`QueueStore::delete_message`]
+    DeleteMessage,
+    /// [`QueueStore::clear_messages`]
+    ClearMessages,
 }
 
 impl Operation {
-    /// Whether the operation changes the store (everything but reads and
-    /// listings).
+    /// Whether the operation changes the store (everything but reads,
+    /// peeks and listings; a get of messages changes their visibility).
     pub fn is_write(self) -> bool {
         !matches!(
             self,
@@ -79,6 +101,8 @@ impl Operation {
                 | Operation::QueryEntities
                 | Operation::GetBlob
                 | Operation::ListBlobs
+                | Operation::ListQueues
+                | Operation::PeekMessages
         )
     }
 }
@@ -251,7 +275,8 @@ impl FaultHandle {
     }
 }
 
-/// A layer that injects faults and latency into any backend or blob store.
+/// A layer that injects faults and latency into any backend, blob store or
+/// queue store.
 pub struct FaultInjection<B> {
     inner: B,
     handle: FaultHandle,
@@ -429,6 +454,73 @@ impl<B: BlobStore> BlobStore for FaultInjection<B> {
                 Operation::ListBlobs,
                 self.inner.list_blobs(container, options),
             )
+            .await
+    }
+}
+
+#[async_trait]
+impl<B: QueueStore> QueueStore for FaultInjection<B> {
+    async fn create_queue(&self, queue: &str) -> Result<bool> {
+        self.handle
+            .run(Operation::CreateQueue, self.inner.create_queue(queue))
+            .await
+    }
+    async fn delete_queue(&self, queue: &str) -> Result<()> {
+        self.handle
+            .run(Operation::DeleteQueue, self.inner.delete_queue(queue))
+            .await
+    }
+    async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
+        self.handle
+            .run(Operation::ListQueues, self.inner.list_queues(options))
+            .await
+    }
+    async fn put_message(
+        &self,
+        queue: &str,
+        text: &str,
+        options: &PutMessageOptions,
+    ) -> Result<SentMessage> {
+        let call = self.inner.put_message(queue, text, options);
+        self.handle.run(Operation::PutMessage, call).await
+    }
+    async fn get_messages(
+        &self,
+        queue: &str,
+        count: u32,
+        visibility_timeout: Duration,
+    ) -> Result<Vec<QueueMessage>> {
+        let call = self.inner.get_messages(queue, count, visibility_timeout);
+        self.handle.run(Operation::GetMessages, call).await
+    }
+    async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
+        self.handle
+            .run(
+                Operation::PeekMessages,
+                self.inner.peek_messages(queue, count),
+            )
+            .await
+    }
+    async fn update_message(
+        &self,
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+        visibility_timeout: Duration,
+        text: Option<&str>,
+    ) -> Result<MessageUpdate> {
+        let call = self
+            .inner
+            .update_message(queue, id, pop_receipt, visibility_timeout, text);
+        self.handle.run(Operation::UpdateMessage, call).await
+    }
+    async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
+        let call = self.inner.delete_message(queue, id, pop_receipt);
+        self.handle.run(Operation::DeleteMessage, call).await
+    }
+    async fn clear_messages(&self, queue: &str) -> Result<()> {
+        self.handle
+            .run(Operation::ClearMessages, self.inner.clear_messages(queue))
             .await
     }
 }

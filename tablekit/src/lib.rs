@@ -182,6 +182,7 @@ extern crate self as tablekit;
 
 pub mod backend;
 pub mod blob;
+pub mod clock;
 mod datetime;
 mod entity;
 mod error;
@@ -192,6 +193,7 @@ pub mod json;
 pub mod key;
 pub mod keyorder;
 pub mod layer;
+pub mod queue;
 pub mod schema;
 pub mod table;
 pub mod validate;
@@ -210,6 +212,7 @@ pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{Error, InvalidInput, KeyKind, Result, SchemaError, ValueError};
 pub use ext::TableBackendExt;
 pub use key::InvertedTime;
+pub use queue::QueueStore;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
     BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded, Table,

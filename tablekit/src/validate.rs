@@ -508,6 +508,128 @@ pub fn container_name(name: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// Checks a queue name: 3–63 characters of lower-case ASCII letters, digits
+/// and single hyphens, starting and ending with a letter or digit.
+pub fn queue_name(name: &str) -> Result<(), InvalidInput> {
+    container_name(name).map_err(|error| match error {
+        InvalidInput::ContainerName { name, reason } => InvalidInput::QueueName { name, reason },
+        other => other,
+    })
+}
+
+/// Checks a message's text: at most 64 KiB of UTF-8, and only characters
+/// the service's XML carries.
+pub fn message_text(text: &str) -> Result<(), InvalidInput> {
+    use crate::queue::MAX_MESSAGE_BYTES;
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(InvalidInput::MessageTooLarge {
+            bytes: text.len(),
+            max: MAX_MESSAGE_BYTES,
+        });
+    }
+    let refused = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+    match text.char_indices().find(|&(_, c)| refused(c)) {
+        Some((position, character)) => Err(InvalidInput::MessageCharacter {
+            character,
+            position,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks how many messages a get or peek asks for: 1 to 32.
+pub fn message_count(count: u32) -> Result<(), InvalidInput> {
+    use crate::queue::MAX_MESSAGES_PER_GET;
+    if (1..=MAX_MESSAGES_PER_GET).contains(&count) {
+        Ok(())
+    } else {
+        Err(InvalidInput::MessageCount {
+            count,
+            max: MAX_MESSAGES_PER_GET,
+        })
+    }
+}
+
+/// Checks a visibility timeout or delay: whole seconds, from `min` to 7
+/// days. `what` names it in the error.
+pub fn visibility(
+    what: &'static str,
+    duration: std::time::Duration,
+    min: std::time::Duration,
+) -> Result<(), InvalidInput> {
+    use crate::queue::MAX_VISIBILITY;
+    let bad = |reason| {
+        Err(InvalidInput::QueueDuration {
+            what,
+            duration,
+            reason,
+        })
+    };
+    if duration.subsec_nanos() != 0 {
+        return bad("must be whole seconds");
+    }
+    if duration < min {
+        return bad(if min.is_zero() {
+            "must not be negative"
+        } else {
+            "must be at least 1 second"
+        });
+    }
+    if duration > MAX_VISIBILITY {
+        return bad("must be at most 7 days");
+    }
+    Ok(())
+}
+
+/// Checks a put's time to live and its visibility delay together: the TTL
+/// in whole seconds, at least 1; the delay as [`visibility`] allows it and
+/// shorter than the TTL.
+pub fn message_ttl(
+    ttl: crate::queue::MessageTtl,
+    delay: std::time::Duration,
+) -> Result<(), InvalidInput> {
+    use crate::queue::{DEFAULT_TTL, MessageTtl};
+    visibility("visibility delay", delay, std::time::Duration::ZERO)?;
+    let lifetime = match ttl {
+        MessageTtl::Default => DEFAULT_TTL,
+        MessageTtl::Never => return Ok(()),
+        MessageTtl::After(lifetime) => lifetime,
+    };
+    let bad = |reason| {
+        Err(InvalidInput::QueueDuration {
+            what: "time to live",
+            duration: lifetime,
+            reason,
+        })
+    };
+    if lifetime.subsec_nanos() != 0 {
+        return bad("must be whole seconds");
+    }
+    if lifetime.is_zero() {
+        return bad("must be at least 1 second");
+    }
+    if i64::try_from(lifetime.as_secs()).is_err() {
+        return bad("is too long");
+    }
+    if delay >= lifetime {
+        return Err(InvalidInput::QueueDuration {
+            what: "visibility delay",
+            duration: delay,
+            reason: "must be shorter than the message's time to live",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a message id or pop receipt: not empty.
+pub fn message_handle(what: &'static str, value: &str) -> Result<(), InvalidInput> {
+    if value.is_empty() {
+        Err(InvalidInput::MessageHandle { what })
+    } else {
+        Ok(())
+    }
+}
+
 /// Checks a blob name: 1–1,024 characters.
 pub fn blob_name(name: &str) -> Result<(), InvalidInput> {
     let len = name.chars().count();

@@ -20,6 +20,7 @@ pub struct Azurite {
     pub host: &'static str,
     pub table_port: u16,
     pub blob_port: u16,
+    pub queue_port: u16,
 }
 
 fn workspace() -> PathBuf {
@@ -107,6 +108,7 @@ fn start() -> Azurite {
         host: "127.0.0.1",
         table_port,
         blob_port,
+        queue_port,
     }
 }
 
@@ -119,5 +121,5 @@ pub fn azurite() -> &'static Azurite {
 /// The emulator account of the running Azurite.
 pub fn account() -> Account {
     let a = azurite();
-    Account::emulator(a.host, a.table_port, a.blob_port)
+    Account::emulator(a.host, a.table_port, a.blob_port, a.queue_port)
 }

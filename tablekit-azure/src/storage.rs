@@ -1,0 +1,178 @@
+//! What the blob and the queue client share: one request of a storage
+//! service signed with the Blob/Queue form of Shared Key (or a SAS), sent
+//! with retries, its XML error read.
+
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use reqwest::Method;
+use tablekit::Result;
+
+use crate::auth::{self, BlobSignedHeaders};
+use crate::config::{Account, Credentials};
+use crate::errors::{self, Target};
+use crate::policy::{Idempotence, RetryPolicy};
+
+/// The service a request goes to.
+pub(crate) struct Service<'s> {
+    pub(crate) account: &'s Account,
+    /// The service's endpoint, without a trailing `/`.
+    pub(crate) endpoint: &'s str,
+    /// The path the endpoint puts before every resource.
+    pub(crate) path_prefix: &'s str,
+    pub(crate) http: &'s reqwest::Client,
+    pub(crate) retry: &'s RetryPolicy,
+    /// The `x-ms-version` spoken.
+    pub(crate) version: &'static str,
+}
+
+/// One request before it is signed.
+pub(crate) struct Call<'a> {
+    pub(crate) method: Method,
+    /// The path after the endpoint (`/container/blob`), encoded.
+    pub(crate) path: String,
+    pub(crate) query: Vec<(&'static str, String)>,
+    pub(crate) headers: Vec<(&'static str, String)>,
+    /// `Bytes`, so a retry sends the body again without a copy.
+    pub(crate) body: Bytes,
+    /// The body's `Content-Type`, when there is a body.
+    pub(crate) content_type: &'static str,
+    pub(crate) content_md5: String,
+    pub(crate) if_match: String,
+    pub(crate) if_none_match: String,
+    pub(crate) idempotence: Idempotence,
+    pub(crate) target: Target<'a>,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(
+        method: Method,
+        path: String,
+        target: Target<'a>,
+        idempotence: Idempotence,
+    ) -> Call<'a> {
+        Call {
+            method,
+            path,
+            query: Vec::new(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+            content_type: "application/octet-stream",
+            content_md5: String::new(),
+            if_match: String::new(),
+            if_none_match: String::new(),
+            idempotence,
+            target,
+        }
+    }
+}
+
+/// A successful response.
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Reply {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// Sends `call` to `service`, retrying as its policy allows.
+pub(crate) async fn send(service: &Service<'_>, call: Call<'_>) -> Result<Reply> {
+    crate::transport::with_retries(
+        service.retry,
+        call.idempotence,
+        &call.method,
+        &call.path,
+        || send_once(service, &call),
+    )
+    .await
+}
+
+async fn send_once(service: &Service<'_>, call: &Call<'_>) -> Result<Reply> {
+    let account = service.account;
+    let address = crate::transport::address(
+        service.endpoint,
+        &call.path,
+        &call.query,
+        &account.credentials,
+    );
+    let date = httpdate::fmt_http_date(SystemTime::now());
+    let mut ms_headers: Vec<(&str, &str)> =
+        vec![("x-ms-date", &date), ("x-ms-version", service.version)];
+    ms_headers.extend(
+        call.headers
+            .iter()
+            .filter(|(n, _)| n.starts_with("x-ms-"))
+            .map(|(n, v)| (*n, v.as_str())),
+    );
+    let content_type = if call.body.is_empty() {
+        ""
+    } else {
+        call.content_type
+    };
+    let mut request = service
+        .http
+        .request(call.method.clone(), &address)
+        .header("x-ms-date", &date)
+        .header("x-ms-version", service.version);
+    for (name, value) in &call.headers {
+        request = request.header(*name, value);
+    }
+    if !call.content_md5.is_empty() {
+        request = request.header("Content-MD5", &call.content_md5);
+    }
+    if !call.if_match.is_empty() {
+        request = request.header("If-Match", &call.if_match);
+    }
+    if !call.if_none_match.is_empty() {
+        request = request.header("If-None-Match", &call.if_none_match);
+    }
+    if let Credentials::SharedKey { key } = &account.credentials {
+        let headers = BlobSignedHeaders {
+            content_length: call.body.len() as u64,
+            content_md5: &call.content_md5,
+            content_type,
+            if_match: &call.if_match,
+            if_none_match: &call.if_none_match,
+            ..BlobSignedHeaders::default()
+        };
+        let params: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let path = format!("{}{}", service.path_prefix, call.path);
+        let text = auth::blob_string_to_sign(
+            call.method.as_str(),
+            &headers,
+            &ms_headers,
+            &account.name,
+            &path,
+            &params,
+        );
+        request = request.header(
+            "Authorization",
+            auth::shared_key_header(&account.name, key, &text),
+        );
+    }
+    if !call.body.is_empty() {
+        request = request
+            .header("Content-Type", content_type)
+            .body(call.body.clone());
+    } else if call.method == Method::PUT || call.method == Method::POST {
+        request = request.header("Content-Length", "0");
+    }
+    let (status, headers, body) = crate::transport::execute(
+        request,
+        &call.method,
+        &call.path,
+        call.target,
+        errors::blob_error_body,
+    )
+    .await?;
+    Ok(Reply {
+        status,
+        headers,
+        body: Vec::from(body),
+    })
+}

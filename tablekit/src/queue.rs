@@ -1,0 +1,298 @@
+//! The queue contract: one method per Queue service operation, like
+//! [`TableBackend`](crate::TableBackend) for tables and
+//! [`BlobStore`](crate::BlobStore) for blobs.
+//!
+//! A queue carries the changes that one entity group transaction cannot
+//! make: steps in other partitions or tables, applied later by a worker.
+//! Its delivery is **at least once** and not strictly in order:
+//!
+//! - [`get_messages`](QueueStore::get_messages) hides the messages it
+//!   returns for a visibility timeout, raises their dequeue count and gives
+//!   each a new pop receipt;
+//! - a message that is not deleted (with its latest pop receipt) before the
+//!   timeout ends is delivered again, to the same or another receiver;
+//! - so whatever a message asks for must be safe to do twice.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tablekit::queue::{PutMessageOptions, QueueStore};
+//! use tablekit_mem::MemQueueStore;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let queues = MemQueueStore::new();
+//! queues.create_queue("moves").await?;
+//! queues.put_message("moves", "employee 223 to Sales", &PutMessageOptions::default()).await?;
+//! let got = queues.get_messages("moves", 32, Duration::from_secs(30)).await?;
+//! assert_eq!(got[0].text, "employee 223 to Sales");
+//! assert_eq!(got[0].dequeue_count, 1);
+//! // Done with it: delete it with the receipt of this delivery.
+//! queues.delete_message("moves", &got[0].id, &got[0].pop_receipt).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::datetime::DateTime;
+use crate::error::Result;
+
+/// The most messages one [`get_messages`](QueueStore::get_messages) or
+/// [`peek_messages`](QueueStore::peek_messages) returns.
+pub const MAX_MESSAGES_PER_GET: u32 = 32;
+/// The longest text of a message, in bytes of UTF-8.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// The longest visibility timeout or delay: 7 days.
+pub const MAX_VISIBILITY: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long a message lives when its put names no time to live: 7 days.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The visibility timeout of a get that names none, as on the service.
+pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a message lives in its queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MessageTtl {
+    /// The service's default: 7 days.
+    #[default]
+    Default,
+    /// This long (whole seconds, at least 1).
+    After(Duration),
+    /// Until it is deleted.
+    Never,
+}
+
+/// Options of [`put_message`](QueueStore::put_message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct PutMessageOptions {
+    /// How long the message stays invisible after the put (whole seconds,
+    /// 0 to 7 days, and less than its time to live).
+    pub visibility_delay: Duration,
+    /// How long the message lives.
+    pub ttl: MessageTtl,
+}
+
+impl PutMessageOptions {
+    /// Delays the message's first delivery by `delay`.
+    #[must_use]
+    pub fn delay(mut self, delay: Duration) -> PutMessageOptions {
+        self.visibility_delay = delay;
+        self
+    }
+
+    /// Sets how long the message lives.
+    #[must_use]
+    pub fn ttl(mut self, ttl: MessageTtl) -> PutMessageOptions {
+        self.ttl = ttl;
+        self
+    }
+}
+
+/// What a put returns: the new message's id and a pop receipt that can
+/// update or delete it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentMessage {
+    /// The message's id.
+    pub id: String,
+    /// A receipt for [`update_message`](QueueStore::update_message) and
+    /// [`delete_message`](QueueStore::delete_message).
+    pub pop_receipt: String,
+    /// When it was put.
+    pub inserted: DateTime,
+    /// When it expires ([`DateTime::MAX`]'s day for a message that never does).
+    pub expires: DateTime,
+    /// When it becomes visible.
+    pub next_visible: DateTime,
+}
+
+/// A message as [`get_messages`](QueueStore::get_messages) delivers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueMessage {
+    /// The message's id, the same on every delivery.
+    pub id: String,
+    /// The receipt of this delivery; the only one that can update or delete
+    /// the message until it is delivered again or updated.
+    pub pop_receipt: String,
+    /// How many times it has been delivered, this time included.
+    pub dequeue_count: u32,
+    /// When it was put.
+    pub inserted: DateTime,
+    /// When it expires.
+    pub expires: DateTime,
+    /// When it becomes visible again unless deleted or updated.
+    pub next_visible: DateTime,
+    /// Its text.
+    pub text: String,
+}
+
+/// A message as [`peek_messages`](QueueStore::peek_messages) shows it: no
+/// receipt, visibility unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeekedMessage {
+    /// The message's id.
+    pub id: String,
+    /// How many times it has been delivered.
+    pub dequeue_count: u32,
+    /// When it was put.
+    pub inserted: DateTime,
+    /// When it expires.
+    pub expires: DateTime,
+    /// Its text.
+    pub text: String,
+}
+
+/// What an update returns: the message's new receipt and visibility.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageUpdate {
+    /// The new receipt; the one the update used no longer works.
+    pub pop_receipt: String,
+    /// When the message becomes visible again.
+    pub next_visible: DateTime,
+}
+
+/// Options of a queue listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListQueuesOptions {
+    /// Only names starting with this.
+    pub prefix: Option<String>,
+    /// At most this many in one page (1–5,000).
+    pub max_results: Option<u32>,
+    /// Where to resume, from a previous page's `next_marker`.
+    pub marker: Option<String>,
+}
+
+impl ListQueuesOptions {
+    /// Lists names starting with `prefix`.
+    pub fn prefix(prefix: impl Into<String>) -> ListQueuesOptions {
+        ListQueuesOptions {
+            prefix: Some(prefix.into()),
+            ..ListQueuesOptions::default()
+        }
+    }
+}
+
+/// One page of a queue listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueuePage {
+    /// Queue names, sorted.
+    pub queues: Vec<String>,
+    /// Where the next page starts; `None` when this was the last page.
+    pub next_marker: Option<String>,
+}
+
+/// A queue service, one method per REST operation.
+///
+/// # Contract
+/// Run the validators of [`crate::validate`] (`queue_name`,
+/// `message_text`, `message_count`, `visibility`, `message_ttl`) first, so
+/// that bad input gets the same typed error on every backend; map the
+/// service's errors onto [`Error`](crate::Error)'s queue variants.
+#[async_trait]
+pub trait QueueStore: Send + Sync + fmt::Debug {
+    /// Creates a queue: `true` if it was created, `false` if it existed.
+    /// REST: `PUT /{queue}` (201 or 204).
+    ///
+    /// Errors: [`QueueBeingDeleted`](crate::Error::QueueBeingDeleted).
+    async fn create_queue(&self, queue: &str) -> Result<bool>;
+
+    /// Deletes a queue and its messages. REST: `DELETE /{queue}`.
+    ///
+    /// Errors: [`QueueNotFound`](crate::Error::QueueNotFound).
+    async fn delete_queue(&self, queue: &str) -> Result<()>;
+
+    /// Lists queues by name prefix, one page at a time. REST:
+    /// `GET /?comp=list&prefix=…&maxresults=…&marker=…`.
+    async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage>;
+
+    /// Puts a message. REST: `POST /{queue}/messages?visibilitytimeout=…&messagettl=…`.
+    ///
+    /// Errors: [`QueueNotFound`](crate::Error::QueueNotFound).
+    async fn put_message(
+        &self,
+        queue: &str,
+        text: &str,
+        options: &PutMessageOptions,
+    ) -> Result<SentMessage>;
+
+    /// Delivers up to `count` (1–32) visible messages, hiding each for
+    /// `visibility_timeout` (1 s to 7 days). REST:
+    /// `GET /{queue}/messages?numofmessages=…&visibilitytimeout=…`.
+    ///
+    /// Fewer than `count` is normal; none is an empty list.
+    async fn get_messages(
+        &self,
+        queue: &str,
+        count: u32,
+        visibility_timeout: Duration,
+    ) -> Result<Vec<QueueMessage>>;
+
+    /// Shows up to `count` (1–32) visible messages without delivering
+    /// them. REST: `GET /{queue}/messages?peekonly=true&numofmessages=…`.
+    async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>>;
+
+    /// Hides a delivered message again for `visibility_timeout` (0 to 7
+    /// days), and replaces its text if `text` is given. REST:
+    /// `PUT /{queue}/messages/{id}?popreceipt=…&visibilitytimeout=…`.
+    ///
+    /// Errors: [`MessageNotFound`](crate::Error::MessageNotFound) when the
+    /// message is gone, [`PopReceiptMismatch`](crate::Error::PopReceiptMismatch)
+    /// when `pop_receipt` is not its latest.
+    async fn update_message(
+        &self,
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+        visibility_timeout: Duration,
+        text: Option<&str>,
+    ) -> Result<MessageUpdate>;
+
+    /// Deletes a message. REST: `DELETE /{queue}/messages/{id}?popreceipt=…`.
+    ///
+    /// Errors: as [`update_message`](QueueStore::update_message).
+    async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()>;
+
+    /// Deletes every message of a queue. REST: `DELETE /{queue}/messages`.
+    async fn clear_messages(&self, queue: &str) -> Result<()>;
+}
+
+macro_rules! forward_queue_store {
+    ($($wrapper:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: QueueStore + ?Sized> QueueStore for $wrapper {
+            async fn create_queue(&self, queue: &str) -> Result<bool> {
+                (**self).create_queue(queue).await
+            }
+            async fn delete_queue(&self, queue: &str) -> Result<()> {
+                (**self).delete_queue(queue).await
+            }
+            async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
+                (**self).list_queues(options).await
+            }
+            async fn put_message(&self, queue: &str, text: &str, options: &PutMessageOptions) -> Result<SentMessage> {
+                (**self).put_message(queue, text, options).await
+            }
+            async fn get_messages(&self, queue: &str, count: u32, visibility_timeout: Duration) -> Result<Vec<QueueMessage>> {
+                (**self).get_messages(queue, count, visibility_timeout).await
+            }
+            async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
+                (**self).peek_messages(queue, count).await
+            }
+            async fn update_message(&self, queue: &str, id: &str, pop_receipt: &str, visibility_timeout: Duration, text: Option<&str>) -> Result<MessageUpdate> {
+                (**self).update_message(queue, id, pop_receipt, visibility_timeout, text).await
+            }
+            async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
+                (**self).delete_message(queue, id, pop_receipt).await
+            }
+            async fn clear_messages(&self, queue: &str) -> Result<()> {
+                (**self).clear_messages(queue).await
+            }
+        }
+    )*};
+}
+
+forward_queue_store!(Arc<T>, Box<T>, &T);
