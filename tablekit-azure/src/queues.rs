@@ -304,9 +304,7 @@ impl QueueStore for AzureQueues {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        validate::queue_name(queue)?;
-        validate::message_text(text)?;
-        validate::message_ttl(options.ttl, options.visibility_delay)?;
+        validate::put_message(queue, text, options)?;
         // A put sent twice is two messages: it is not retried once it may
         // have reached the service.
         let mut call = Call::new(
@@ -334,13 +332,7 @@ impl QueueStore for AzureQueues {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        validate::queue_name(queue)?;
-        validate::message_count(count)?;
-        validate::visibility(
-            "visibility timeout",
-            visibility_timeout,
-            Duration::from_secs(1),
-        )?;
+        validate::get_messages(queue, count, visibility_timeout)?;
         // Sent again after a lost answer, a get hides other messages (or
         // the same ones again) for the timeout: they come back later, as
         // at-least-once delivery allows.
@@ -358,8 +350,7 @@ impl QueueStore for AzureQueues {
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        validate::queue_name(queue)?;
-        validate::message_count(count)?;
+        validate::peek_messages(queue, count)?;
         let mut call = Call::new(
             Method::GET,
             messages_path(queue),
@@ -380,13 +371,7 @@ impl QueueStore for AzureQueues {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        validate::queue_name(queue)?;
-        validate::message_handle("message id", id)?;
-        validate::message_handle("pop receipt", pop_receipt)?;
-        validate::visibility("visibility timeout", visibility_timeout, Duration::ZERO)?;
-        if let Some(text) = text {
-            validate::message_text(text)?;
-        }
+        validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
         // Not retried: a retry would carry the receipt the first attempt
         // used up.
         let mut call = Call::new(
@@ -419,9 +404,7 @@ impl QueueStore for AzureQueues {
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        validate::message_handle("message id", id)?;
-        validate::message_handle("pop receipt", pop_receipt)?;
+        validate::delete_message(queue, id, pop_receipt)?;
         let mut call = Call::new(
             Method::DELETE,
             message_path(queue, id),

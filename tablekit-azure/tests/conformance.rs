@@ -41,6 +41,19 @@ mod blob_store {
     tablekit::blob_conformance_tests!(blobs());
 }
 
+fn queues() -> (
+    tablekit_azure::AzureQueues,
+    tablekit::conformance::QueueTime,
+) {
+    let store = tablekit_azure::AzureQueues::new(target()).expect("a queue client");
+    (store, tablekit::conformance::QueueTime::Real)
+}
+
+mod queue_store {
+    use super::*;
+    tablekit::queue_conformance_tests!(queues());
+}
+
 mod typed {
     use std::sync::Arc;
 

@@ -4,12 +4,14 @@
 
 mod azurite;
 
+use tablekit::QueueStore;
+use tablekit::queue::PutMessageOptions;
 use tablekit::{
     BlobStore, Entity, Error, GetOptions, IfMatch, ListBlobsOptions, PutCondition, TableBackend,
 };
-use tablekit_azure::auth::{BlobSas, TableSas};
+use tablekit_azure::auth::{BlobSas, QueueSas, TableSas};
 use tablekit_azure::config::{Account, Credentials};
-use tablekit_azure::{AzureBlobs, AzureTables};
+use tablekit_azure::{AzureBlobs, AzureQueues, AzureTables};
 
 fn sas_client(token: String) -> AzureTables {
     let mut account = azurite::account();
@@ -188,6 +190,82 @@ async fn blob_sas_tokens_grant_what_they_say() {
         "{refused:?}"
     );
     owner.delete_container("sasblobs").await.unwrap();
+}
+
+/// A queue SAS client works within its permissions; a forged one is refused.
+#[tokio::test]
+async fn queue_sas_tokens_grant_what_they_say() {
+    let account = azurite::account();
+    let key = key_of(&account);
+    let owner = AzureQueues::new(account.clone()).unwrap();
+    owner.create_queue("sasqueue").await.unwrap();
+    let expiry = in_an_hour();
+    let client = |token: String| {
+        let mut account = azurite::account();
+        account.credentials = Credentials::Sas(token);
+        AzureQueues::new(account).unwrap()
+    };
+    let worker = client(
+        QueueSas {
+            queue: "sasqueue",
+            permissions: "raup",
+            start: None,
+            expiry: &expiry,
+        }
+        .token(&account.name, &key),
+    );
+    worker
+        .put_message("sasqueue", "job <1>", &PutMessageOptions::default())
+        .await
+        .unwrap();
+    let got = worker
+        .get_messages("sasqueue", 1, std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(got[0].text, "job <1>");
+    worker
+        .delete_message("sasqueue", &got[0].id, &got[0].pop_receipt)
+        .await
+        .unwrap();
+
+    let reader = client(
+        QueueSas {
+            queue: "sasqueue",
+            permissions: "r",
+            start: None,
+            expiry: &expiry,
+        }
+        .token(&account.name, &key),
+    );
+    assert!(
+        reader
+            .peek_messages("sasqueue", 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let put = reader
+        .put_message("sasqueue", "x", &PutMessageOptions::default())
+        .await;
+    assert!(
+        matches!(put, Err(Error::Service { status: 403, .. })),
+        "{put:?}"
+    );
+    let forged = client(
+        QueueSas {
+            queue: "sasqueue",
+            permissions: "raup",
+            start: None,
+            expiry: &expiry,
+        }
+        .token(&account.name, b"not the key"),
+    );
+    let refused = forged.peek_messages("sasqueue", 1).await;
+    assert!(
+        matches!(refused, Err(Error::Service { status: 403, .. })),
+        "{refused:?}"
+    );
+    owner.delete_queue("sasqueue").await.unwrap();
 }
 
 /// A range-scoped client's queries return only rows inside its range, and a

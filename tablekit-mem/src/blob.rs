@@ -8,12 +8,9 @@ use md5::{Digest, Md5};
 use parking_lot::RwLock;
 use tablekit::validate;
 use tablekit::{
-    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, InvalidInput,
-    ListBlobsOptions, PutCondition, Result,
+    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
+    PutCondition, Result,
 };
-
-/// Most blobs in one listing page, as on the service.
-const MAX_LIST_RESULTS: u32 = 5000;
 
 #[derive(Debug)]
 struct StoredBlob {
@@ -196,34 +193,23 @@ impl BlobStore for MemBlobStore {
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
         validate::container_name(container)?;
-        let limit = options.max_results.unwrap_or(MAX_LIST_RESULTS);
-        if limit == 0 || limit > MAX_LIST_RESULTS {
-            return Err(InvalidInput::TopOutOfRange {
-                top: limit,
-                max: MAX_LIST_RESULTS,
-            }
-            .into());
-        }
-        let prefix = options.prefix.as_deref().unwrap_or("");
-        let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
         let state = self.state.read();
         let blobs = state
             .containers
             .get(container)
             .ok_or_else(|| container_missing(container))?;
-        let mut page = BlobPage::default();
-        for (name, blob) in
-            blobs.range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
-        {
-            if !name.starts_with(prefix) {
-                break;
-            }
-            if page.blobs.len() == limit as usize {
-                page.next_marker = Some(name.clone());
-                break;
-            }
-            page.blobs.push(blob.properties.clone());
-        }
-        Ok(page)
+        let (entries, next_marker) = crate::listing::page(
+            blobs,
+            options.prefix.as_deref(),
+            options.marker.as_deref(),
+            options.max_results,
+        )?;
+        Ok(BlobPage {
+            blobs: entries
+                .into_iter()
+                .map(|(_, blob)| blob.properties.clone())
+                .collect(),
+            next_marker,
+        })
     }
 }

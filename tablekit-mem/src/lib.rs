@@ -41,6 +41,7 @@
 
 mod blob;
 mod codec;
+mod listing;
 mod queue;
 mod store;
 

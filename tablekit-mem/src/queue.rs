@@ -15,8 +15,6 @@ use tablekit::queue::{
 use tablekit::validate;
 use tablekit::{DateTime, Error, InvalidInput, Result};
 
-/// Most queues in one listing page, as on the service.
-const MAX_LIST_RESULTS: u32 = 5000;
 /// How long a deleted queue's name cannot be used again.
 const QUEUE_DELETION_DELAY: Duration = Duration::from_secs(30);
 
@@ -212,33 +210,17 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        let limit = options.max_results.unwrap_or(MAX_LIST_RESULTS);
-        if limit == 0 || limit > MAX_LIST_RESULTS {
-            return Err(InvalidInput::TopOutOfRange {
-                top: limit,
-                max: MAX_LIST_RESULTS,
-            }
-            .into());
-        }
-        let prefix = options.prefix.as_deref().unwrap_or("");
-        let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
         let state = self.state.lock();
-        let mut page = QueuePage::default();
-        for name in state
-            .queues
-            .range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
-            .map(|(name, _)| name)
-        {
-            if !name.starts_with(prefix) {
-                break;
-            }
-            if page.queues.len() == limit as usize {
-                page.next_marker = Some(name.clone());
-                break;
-            }
-            page.queues.push(name.clone());
-        }
-        Ok(page)
+        let (entries, next_marker) = crate::listing::page(
+            &state.queues,
+            options.prefix.as_deref(),
+            options.marker.as_deref(),
+            options.max_results,
+        )?;
+        Ok(QueuePage {
+            queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
+            next_marker,
+        })
     }
 
     async fn put_message(
@@ -247,9 +229,7 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        validate::queue_name(queue)?;
-        validate::message_text(text)?;
-        validate::message_ttl(options.ttl, options.visibility_delay)?;
+        validate::put_message(queue, text, options)?;
         let now = self.clock.now();
         let expires = match options.ttl {
             MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
@@ -284,13 +264,7 @@ impl QueueStore for MemQueueStore {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        validate::queue_name(queue)?;
-        validate::message_count(count)?;
-        validate::visibility(
-            "visibility timeout",
-            visibility_timeout,
-            Duration::from_secs(1),
-        )?;
+        validate::get_messages(queue, count, visibility_timeout)?;
         let now = self.clock.now();
         let next_visible = now.saturating_add(visibility_timeout);
         let mut state = self.state.lock();
@@ -319,8 +293,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        validate::queue_name(queue)?;
-        validate::message_count(count)?;
+        validate::peek_messages(queue, count)?;
         let now = self.clock.now();
         let mut state = self.state.lock();
         let messages = &state.queue(queue, now)?.messages;
@@ -346,13 +319,7 @@ impl QueueStore for MemQueueStore {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        validate::queue_name(queue)?;
-        validate::message_handle("message id", id)?;
-        validate::message_handle("pop receipt", pop_receipt)?;
-        validate::visibility("visibility timeout", visibility_timeout, Duration::ZERO)?;
-        if let Some(text) = text {
-            validate::message_text(text)?;
-        }
+        validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
         let now = self.clock.now();
         let mut state = self.state.lock();
         let new_receipt = state.receipt();
@@ -379,9 +346,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        validate::message_handle("message id", id)?;
-        validate::message_handle("pop receipt", pop_receipt)?;
+        validate::delete_message(queue, id, pop_receipt)?;
         let now = self.clock.now();
         let mut state = self.state.lock();
         let messages = &mut state.queue(queue, now)?.messages;

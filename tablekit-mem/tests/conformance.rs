@@ -5,14 +5,36 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tablekit::clock::ManualClock;
+use tablekit::conformance::QueueTime;
 use tablekit::layer::FaultInjection;
-use tablekit::{BlobStore, TableBackend};
-use tablekit_mem::{Adversarial, MemBackend, MemBlobStore};
+use tablekit::{BlobStore, QueueStore, TableBackend};
+use tablekit_mem::{Adversarial, MemBackend, MemBlobStore, MemQueueStore};
+
+/// A queue store on a clock the tests move by hand.
+fn queues() -> (MemQueueStore, QueueTime) {
+    let clock = ManualClock::new();
+    (
+        MemQueueStore::with_clock(clock.clone()),
+        QueueTime::Manual(clock),
+    )
+}
+
+/// A queue store on the system clock, whose tests wait for real.
+fn real_time_queues() -> (MemQueueStore, QueueTime) {
+    (MemQueueStore::new(), QueueTime::Real)
+}
 
 mod direct {
     use super::*;
     tablekit::table_conformance_tests!(MemBackend::new());
     tablekit::blob_conformance_tests!(MemBlobStore::new());
+    tablekit::queue_conformance_tests!(queues());
+}
+
+mod real_time {
+    use super::*;
+    tablekit::queue_conformance_tests!(real_time_queues());
 }
 
 mod adversarial_pages {
@@ -28,12 +50,20 @@ mod through_arc_dyn {
     use super::*;
     tablekit::table_conformance_tests!(Arc::new(MemBackend::new()) as Arc<dyn TableBackend>);
     tablekit::blob_conformance_tests!(Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>);
+    tablekit::queue_conformance_tests!({
+        let (store, time) = queues();
+        (Arc::new(store) as Arc<dyn QueueStore>, time)
+    });
 }
 
 mod through_box_dyn {
     use super::*;
     tablekit::table_conformance_tests!(Box::new(MemBackend::new()) as Box<dyn TableBackend>);
     tablekit::blob_conformance_tests!(Box::new(MemBlobStore::new()) as Box<dyn BlobStore>);
+    tablekit::queue_conformance_tests!({
+        let (store, time) = queues();
+        (Box::new(store) as Box<dyn QueueStore>, time)
+    });
 }
 
 mod through_fault_layer {
@@ -45,6 +75,10 @@ mod through_fault_layer {
     }
     tablekit::table_conformance_tests!(layered(MemBackend::new()));
     tablekit::blob_conformance_tests!(layered(MemBlobStore::new()));
+    tablekit::queue_conformance_tests!({
+        let (store, time) = queues();
+        (layered(store), time)
+    });
 }
 
 mod typed {

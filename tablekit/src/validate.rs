@@ -630,6 +630,65 @@ pub fn message_handle(what: &'static str, value: &str) -> Result<(), InvalidInpu
     }
 }
 
+/// Checks a Put Message: the queue's name, the text, the delay and the
+/// time to live.
+pub fn put_message(
+    queue: &str,
+    text: &str,
+    options: &crate::queue::PutMessageOptions,
+) -> Result<(), InvalidInput> {
+    queue_name(queue)?;
+    message_text(text)?;
+    message_ttl(options.ttl, options.visibility_delay)
+}
+
+/// Checks a Get Messages: the queue's name, the count (1–32) and the
+/// visibility timeout (1 s to 7 days).
+pub fn get_messages(
+    queue: &str,
+    count: u32,
+    visibility_timeout: std::time::Duration,
+) -> Result<(), InvalidInput> {
+    queue_name(queue)?;
+    message_count(count)?;
+    visibility(
+        "visibility timeout",
+        visibility_timeout,
+        std::time::Duration::from_secs(1),
+    )
+}
+
+/// Checks a Peek Messages: the queue's name and the count (1–32).
+pub fn peek_messages(queue: &str, count: u32) -> Result<(), InvalidInput> {
+    queue_name(queue)?;
+    message_count(count)
+}
+
+/// Checks an Update Message: the queue's name, the message's handles, the
+/// visibility timeout (0 to 7 days) and the new text, if any.
+pub fn update_message(
+    queue: &str,
+    id: &str,
+    pop_receipt: &str,
+    visibility_timeout: std::time::Duration,
+    text: Option<&str>,
+) -> Result<(), InvalidInput> {
+    delete_message(queue, id, pop_receipt)?;
+    visibility(
+        "visibility timeout",
+        visibility_timeout,
+        std::time::Duration::ZERO,
+    )?;
+    text.map_or(Ok(()), message_text)
+}
+
+/// Checks a Delete Message: the queue's name and the message's handles.
+pub fn delete_message(queue: &str, id: &str, pop_receipt: &str) -> Result<(), InvalidInput> {
+    queue_name(queue)?;
+    message_handle("message id", id)?;
+    message_handle("pop receipt", pop_receipt)
+}
+
 /// Checks a blob name: 1–1,024 characters.
 pub fn blob_name(name: &str) -> Result<(), InvalidInput> {
     let len = name.chars().count();

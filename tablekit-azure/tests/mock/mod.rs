@@ -97,6 +97,7 @@ impl Mock {
         let mut account = Account::with_key("mockacct", DEV_KEY).unwrap();
         account.table_endpoint = format!("http://127.0.0.1:{port}");
         account.blob_endpoint = format!("http://127.0.0.1:{port}");
+        account.queue_endpoint = Some(format!("http://127.0.0.1:{port}"));
         let client = AzureTables::with_options(account.clone(), options).unwrap();
         Mock {
             seen,

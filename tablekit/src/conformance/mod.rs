@@ -1,5 +1,5 @@
 //! The conformance suite: the rules every backend must follow, as public async
-//! tests over `&dyn TableBackend` and `&dyn BlobStore`.
+//! tests over `&dyn TableBackend`, `&dyn BlobStore` and `&dyn QueueStore`.
 //!
 //! Each test makes its own table (or container) with a unique name, so tests
 //! can share one backend and run in parallel. A failure panics with a message
@@ -29,6 +29,7 @@ mod indexes;
 mod keys;
 mod large;
 mod queries;
+mod queues;
 mod tables;
 mod updates;
 mod validation;
@@ -38,6 +39,7 @@ use futures::future::BoxFuture;
 use crate::backend::TableBackend;
 use crate::blob::BlobStore;
 use crate::error::{Error, InvalidInput};
+use crate::queue::QueueStore;
 
 pub use batch::*;
 pub use blobs::*;
@@ -47,6 +49,7 @@ pub use indexes::*;
 pub use keys::*;
 pub use large::*;
 pub use queries::*;
+pub use queues::*;
 pub use tables::*;
 pub use updates::*;
 pub use validation::*;
@@ -55,6 +58,8 @@ pub use validation::*;
 pub type TableTest = for<'a> fn(&'a dyn TableBackend) -> BoxFuture<'a, ()>;
 /// A blob test, as data.
 pub type BlobTest = for<'a> fn(&'a dyn BlobStore) -> BoxFuture<'a, ()>;
+/// A queue test, as data: the store, and how time passes for it.
+pub type QueueTest = for<'a> fn(&'a dyn QueueStore, &'a QueueTime) -> BoxFuture<'a, ()>;
 
 /// Calls `$callback!` with the names of every table test.
 #[doc(hidden)]
@@ -105,6 +110,51 @@ macro_rules! __with_blob_tests {
             blob_conditions
             blob_names_are_validated
         }
+    };
+}
+
+/// Calls `$callback!` with the names of every queue test.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_queue_tests {
+    ($callback:ident!($($args:tt)*)) => {
+        $crate::$callback! { ($($args)*)
+            queues_create_list_delete
+            message_texts_round_trip
+            messages_put_get_delete
+            undeleted_messages_come_back
+            updates_renew_receipts
+            delays_and_expiry
+            queue_input_is_validated
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queue_tokio_tests {
+    (($make:expr) $($name:ident)*) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let (store, time) = $make;
+            $crate::conformance::$name(&store, &time).await;
+        }
+    )*};
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __queue_tests_as_data {
+    (() $($name:ident)*) => {
+        &[$((stringify!($name), {
+            fn __wrap<'a>(
+                store: &'a dyn $crate::queue::QueueStore,
+                time: &'a $crate::conformance::QueueTime,
+            ) -> ::futures::future::BoxFuture<'a, ()> {
+                ::std::boxed::Box::pin($crate::conformance::$name(store, time))
+            }
+            __wrap as $crate::conformance::QueueTest
+        })),*]
     };
 }
 
@@ -184,6 +234,31 @@ macro_rules! blob_conformance_tests {
         $crate::__with_blob_tests!(__table_tokio_tests!($make));
     };
 }
+
+/// Expands to one `#[tokio::test]` per queue conformance test. `$make`
+/// evaluates to a pair: the store, and the
+/// [`QueueTime`](crate::conformance::QueueTime) that lets time pass for it.
+///
+/// ```
+/// # fn main() {}
+/// mod queues {
+///     use tablekit::clock::ManualClock;
+///     use tablekit::conformance::QueueTime;
+///     tablekit::queue_conformance_tests!({
+///         let clock = ManualClock::new();
+///         (tablekit_mem::MemQueueStore::with_clock(clock.clone()), QueueTime::Manual(clock))
+///     });
+/// }
+/// ```
+#[macro_export]
+macro_rules! queue_conformance_tests {
+    ($make:expr) => {
+        $crate::__with_queue_tests!(__queue_tokio_tests!($make));
+    };
+}
+
+/// Every queue test with its name.
+pub const QUEUE_TESTS: &[(&str, QueueTest)] = __with_queue_tests!(__queue_tests_as_data!());
 
 /// Every table test with its name.
 pub const TABLE_TESTS: &[(&str, TableTest)] =

@@ -1,0 +1,45 @@
+//! Listings by name prefix in pages, as the Blob and Queue services give
+//! them: names in order, at most 5,000 a page, a marker for the next.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use tablekit::{InvalidInput, Result};
+
+/// Most names in one listing page, as on the services.
+const MAX_LIST_RESULTS: u32 = 5000;
+
+/// A page's entries, and the name the next page starts at.
+pub(crate) type Page<'m, V> = (Vec<(&'m String, &'m V)>, Option<String>);
+
+/// One page of `map`'s entries whose names start with `prefix`, from
+/// `marker` on, at most `max_results` (default and most: 5,000); and the
+/// name the next page starts at, if any.
+pub(crate) fn page<'m, V>(
+    map: &'m BTreeMap<String, V>,
+    prefix: Option<&str>,
+    marker: Option<&str>,
+    max_results: Option<u32>,
+) -> Result<Page<'m, V>> {
+    let limit = max_results.unwrap_or(MAX_LIST_RESULTS);
+    if limit == 0 || limit > MAX_LIST_RESULTS {
+        return Err(InvalidInput::TopOutOfRange {
+            top: limit,
+            max: MAX_LIST_RESULTS,
+        }
+        .into());
+    }
+    let prefix = prefix.unwrap_or("");
+    let start = marker.unwrap_or(prefix).max(prefix);
+    let mut entries = Vec::new();
+    for (name, value) in map.range::<str, _>((Bound::Included(start), Bound::Unbounded)) {
+        if !name.starts_with(prefix) {
+            break;
+        }
+        if entries.len() == limit as usize {
+            return Ok((entries, Some(name.clone())));
+        }
+        entries.push((name, value));
+    }
+    Ok((entries, None))
+}
