@@ -54,6 +54,35 @@ mod queue_store {
     tablekit::queue_conformance_tests!(queues());
 }
 
+fn outbox_stores() -> (
+    std::sync::Arc<dyn tablekit::TableBackend>,
+    std::sync::Arc<dyn tablekit::QueueStore>,
+    tablekit::conformance::QueueTime,
+) {
+    let (queues, time) = queues();
+    (
+        std::sync::Arc::new(backend()),
+        std::sync::Arc::new(queues),
+        time,
+    )
+}
+
+mod outbox {
+    use super::*;
+    tablekit::outbox_conformance_tests!(outbox_stores());
+
+    /// Hundreds of random runs of moves through the outbox on the REST
+    /// path, with faults in the tables and the queue.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn outbox_model_three_hundred_runs() {
+        let (tables, queues, time) = outbox_stores();
+        let outcomes =
+            tablekit::conformance::outbox_model_runs(tables, queues, time, 300, 4, 0xA2).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.moved > 150, "{outcomes:?}");
+    }
+}
+
 mod typed {
     use std::sync::Arc;
 

@@ -111,3 +111,27 @@ async fn index_model_ten_thousand_runs() {
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
 }
+
+mod outbox {
+    use super::*;
+
+    fn stores() -> (Arc<dyn TableBackend>, Arc<dyn QueueStore>, QueueTime) {
+        let (queues, time) = queues();
+        (Arc::new(MemBackend::new()), Arc::new(queues), time)
+    }
+
+    tablekit::outbox_conformance_tests!(stores());
+
+    /// Thousands of random runs of moves through the outbox, with faults in
+    /// the tables and the queue, duplicate notices and poison.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn outbox_model_two_thousand_runs() {
+        let (tables, queues, time) = stores();
+        let outcomes =
+            tablekit::conformance::outbox_model_runs(tables, queues, time, 2000, 6, 0x0B0C).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.moved > 1000, "{outcomes:?}");
+        assert!(outcomes.unknown > 10, "{outcomes:?}");
+        assert!(outcomes.refused > 100, "{outcomes:?}");
+    }
+}

@@ -193,6 +193,7 @@ pub mod json;
 pub mod key;
 pub mod keyorder;
 pub mod layer;
+pub mod outbox;
 pub mod queue;
 pub mod schema;
 pub mod table;

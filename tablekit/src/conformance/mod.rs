@@ -30,6 +30,7 @@ mod keys;
 mod large;
 mod queries;
 mod queues;
+mod spanning;
 mod tables;
 mod updates;
 mod validation;
@@ -50,6 +51,7 @@ pub use keys::*;
 pub use large::*;
 pub use queries::*;
 pub use queues::*;
+pub use spanning::*;
 pub use tables::*;
 pub use updates::*;
 pub use validation::*;
@@ -255,6 +257,31 @@ macro_rules! queue_conformance_tests {
     ($make:expr) => {
         $crate::__with_queue_tests!(__queue_tokio_tests!($make));
     };
+}
+
+/// Expands to one `#[tokio::test]` per test of changes that span
+/// partitions through the outbox. `$make` evaluates to a triple: an
+/// `Arc<dyn TableBackend>`, an `Arc<dyn QueueStore>`, and the
+/// [`QueueTime`](crate::conformance::QueueTime) of the queue store.
+/// [`outbox_model_runs`](crate::conformance::outbox_model_runs) is run on
+/// its own, with a number of runs to suit the backend.
+#[macro_export]
+macro_rules! outbox_conformance_tests {
+    ($make:expr) => {
+        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions steps_are_fenced }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __outbox_tokio_tests {
+    (($make:expr) $($name:ident)*) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            let (tables, queues, time) = $make;
+            $crate::conformance::$name(tables, queues, time).await;
+        }
+    )*};
 }
 
 /// Every queue test with its name.

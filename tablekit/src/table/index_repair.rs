@@ -256,7 +256,7 @@ impl<T: TableEntity> Table<T> {
                     | Error::EntityAlreadyExists { .. }
             )
         };
-        match super::plan::send(&self.backend, &self.name, operations).await {
+        match super::plan::send(self.backend.as_ref(), &self.name, operations).await {
             Ok(_) => Ok(true),
             Err(Error::BatchFailed { source, .. }) if conflict(&source) => Ok(false),
             Err(Error::BatchFailed { source, .. }) => Err(*source),

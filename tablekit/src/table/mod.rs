@@ -38,6 +38,7 @@ pub mod offload;
 mod plan;
 mod query;
 mod rows;
+mod spanning;
 pub mod update;
 pub mod wide;
 
@@ -53,6 +54,8 @@ pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
+
+pub(crate) use plan::send as send_operations;
 
 use crate::backend::{TableBackend, UpdateMode};
 use crate::datetime::DateTime;
@@ -158,6 +161,8 @@ pub struct Table<T> {
     name: Arc<str>,
     blobs: Option<offload::BlobTarget>,
     record_writes: bool,
+    outbox: Option<crate::outbox::Outbox>,
+    clock: Arc<dyn crate::clock::Clock>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -168,6 +173,8 @@ impl<T> Clone for Table<T> {
             name: Arc::clone(&self.name),
             blobs: self.blobs.clone(),
             record_writes: self.record_writes,
+            outbox: self.outbox.clone(),
+            clock: Arc::clone(&self.clock),
             _type: PhantomData,
         }
     }
@@ -189,6 +196,8 @@ impl<T> Table<T> {
             name: name.into(),
             blobs: None,
             record_writes: true,
+            outbox: None,
+            clock: Arc::new(crate::clock::SystemClock),
             _type: PhantomData,
         }
     }
@@ -201,6 +210,8 @@ impl<T> Table<T> {
             name: Arc::clone(&self.name),
             blobs: self.blobs.clone(),
             record_writes: self.record_writes,
+            outbox: self.outbox.clone(),
+            clock: Arc::clone(&self.clock),
             _type: PhantomData,
         }
     }
@@ -216,6 +227,23 @@ impl<T> Table<T> {
             store,
             container: container.into(),
         });
+        self
+    }
+
+    /// Sends the notices of this table's changes that span partitions (see
+    /// [`outbox`](crate::outbox)) to `outbox`'s queue, where an
+    /// [`OutboxWorker`](crate::outbox::OutboxWorker) finishes what a writer
+    /// that stopped left undone. Without one, only the
+    /// [sweeper](crate::outbox::sweep) does.
+    pub fn with_outbox(mut self, outbox: crate::outbox::Outbox) -> Table<T> {
+        self.outbox = Some(outbox);
+        self
+    }
+
+    /// Takes the time from `clock` (when outbox records are written, for
+    /// the sweeper), instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Table<T> {
+        self.clock = clock;
         self
     }
 
@@ -402,8 +430,9 @@ impl<K: EntityKinds> Table<K> {
         })
         .try_flatten();
         rows.try_filter_map(move |mut entity| async move {
-            // Index rows copy their entity: the entity itself is read.
-            if crate::index::is_index_row(&entity) {
+            // Index rows copy their entity (the entity itself is read);
+            // outbox records and fences are no entities.
+            if crate::outbox::is_bookkeeping_row(&entity) {
                 return Ok(None);
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);

@@ -746,7 +746,7 @@ pub(super) async fn run(
         if operations.len() > MAX_BATCH_OPERATIONS {
             return Err(index::too_many_operations(operations.len()));
         }
-        let sent = send(backend, table, &operations).await;
+        let sent = send(backend.as_ref(), table, &operations).await;
         let (at, source) = match sent {
             Ok(etags) => {
                 // Each write's ETag is its first row's.
@@ -874,8 +874,8 @@ fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result
 
 /// Sends `operations` as one transaction, or one alone as its own request;
 /// a failure is [`BatchFailed`](Error::BatchFailed) either way.
-pub(super) async fn send(
-    backend: &Arc<dyn TableBackend>,
+pub(crate) async fn send(
+    backend: &dyn TableBackend,
     table: &str,
     operations: &[BatchOperation],
 ) -> Result<Vec<Option<ETag>>> {
@@ -890,7 +890,7 @@ pub(super) async fn send(
 
 /// Sends one operation as its own request.
 async fn write_one(
-    backend: &Arc<dyn TableBackend>,
+    backend: &dyn TableBackend,
     name: &str,
     operation: &BatchOperation,
 ) -> Result<ETag> {

@@ -1,0 +1,498 @@
+//! Changes across partitions through the outbox: whatever fails, whoever
+//! stops, however often a notice is delivered, every change converges once
+//! the worker has drained and the sweeper has run, and no step applied
+//! twice changes the result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{QueueTime, fresh_table};
+use crate::backend::{Query, TableBackend};
+use crate::error::Error;
+use crate::ext::TableBackendExt;
+use crate::layer::{Fault, FaultInjection, Injection, Operation};
+use crate::outbox::{self, Outbox, OutboxWorker, WorkerConfig};
+use crate::queue::{PutMessageOptions, QueueStore};
+use crate::table::Table;
+use crate::{Entity, TableEntity};
+
+/// An employee, found by last name inside their department, who moves
+/// between departments.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "MOV")]
+#[tablekit(index(name = "name", copy(salary)))]
+pub struct Mover {
+    /// The department.
+    #[tablekit(partition_key)]
+    pub department: String,
+    /// The employee id, unique in the table.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Indexed in the department.
+    #[tablekit(index = "name")]
+    pub last_name: String,
+    /// Copied into the index rows.
+    pub salary: u32,
+}
+
+/// A fresh queue name for a test.
+fn unique_queue() -> String {
+    let suffix: String = std::iter::repeat_with(fastrand::lowercase)
+        .take(10)
+        .collect();
+    format!("tk-outbox-{suffix}")
+}
+
+/// What a model run saw, for the caller to report.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OutboxOutcomes {
+    /// Moves that reported success.
+    pub moved: usize,
+    /// Moves refused or failed with nothing changed.
+    pub refused: usize,
+    /// Moves whose outcome was unknown, settled after the drain.
+    pub unknown: usize,
+    /// Messages the worker set aside as poison.
+    pub poisoned: u64,
+    /// Notices delivered again on purpose.
+    pub duplicates: usize,
+}
+
+/// Every row of the table.
+async fn rows(backend: &dyn TableBackend, table: &str) -> Vec<Entity> {
+    backend
+        .query_all(table, Query::new())
+        .await
+        .expect("read the table")
+}
+
+/// Drains: the worker until the queue is empty, then the sweeper with no
+/// age, on the store without faults.
+async fn drain(
+    backend: &Arc<dyn TableBackend>,
+    queues: &Arc<dyn QueueStore>,
+    queue: &str,
+    table: &str,
+) {
+    let worker =
+        OutboxWorker::new(Arc::clone(backend), Arc::clone(queues), queue).config(WorkerConfig {
+            visibility: Duration::from_secs(1),
+            ..WorkerConfig::default()
+        });
+    // Notices that failed come back later and find nothing to do: the
+    // sweeper finishes their records now.
+    while worker.run_once().await.expect("drain the queue") > 0 {}
+    let clock = crate::clock::SystemClock;
+    let report = outbox::sweep(backend.as_ref(), table, Duration::ZERO, None, &clock)
+        .await
+        .expect("sweep");
+    assert!(
+        report.failed.is_empty(),
+        "the sweep finished every record: {:?}",
+        report.failed
+    );
+}
+
+/// Checks what the table holds against the model: each employee in exactly
+/// one department with its last values, index rows in step, no record left.
+async fn check(backend: &dyn TableBackend, table: &str, model: &BTreeMap<u32, Vec<Mover>>) {
+    let all = rows(backend, table).await;
+    assert!(
+        !all.iter().any(outbox::is_outbox_row),
+        "no outbox record is left after the drain"
+    );
+    let audit = crate::index::audit::<Mover>(&all);
+    assert!(audit.is_clean(), "index rows in step: {audit:?}");
+    let mut found: BTreeMap<u32, Vec<Mover>> = BTreeMap::new();
+    for row in &all {
+        if !outbox::is_bookkeeping_row(row) && crate::schema::is_kind::<Mover>(row) {
+            let mover: Mover = crate::schema::from_entity(row).expect("a mover");
+            found.entry(mover.id).or_default().push(mover);
+        }
+    }
+    for (id, candidates) in model {
+        let stored = found.remove(id).unwrap_or_default();
+        assert_eq!(
+            stored.len(),
+            1,
+            "employee {id} is in exactly one department: {stored:?}"
+        );
+        assert!(
+            candidates.contains(&stored[0]),
+            "employee {id} holds what was last written: {:?} not in {candidates:?}",
+            stored[0]
+        );
+    }
+    let (first, last) = (model.keys().next(), model.keys().next_back());
+    if let (Some(&first), Some(&last)) = (first, last) {
+        assert!(
+            found.range(first..=last).next().is_none(),
+            "no employee of the run appears from nowhere"
+        );
+    }
+}
+
+/// Random moves and updates of a few employees between departments, with
+/// faults injected into the tables and the queue at random steps (failures,
+/// lost answers, a writer that stops after its commit), notices delivered
+/// twice, a worker that fails until the notice goes to the poison queue,
+/// and a drain after each run that must converge: each employee in exactly
+/// one department, with what was last written to it, its index rows in
+/// step, and no record left.
+pub async fn outbox_model_runs(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    time: QueueTime,
+    runs: usize,
+    steps: usize,
+    seed: u64,
+) -> OutboxOutcomes {
+    let mut outcomes = OutboxOutcomes::default();
+    let mut poison_phases = 0u64;
+    let queue = unique_queue();
+    let tables = FaultInjection::new(Arc::clone(&backend));
+    let table_faults = tables.handle();
+    table_faults.seed(seed);
+    let faulty_queues = FaultInjection::new(Arc::clone(&queues));
+    let queue_faults = faulty_queues.handle();
+    queue_faults.seed(seed ^ 0xF00D);
+    let faulty_queues: Arc<dyn QueueStore> = Arc::new(faulty_queues);
+    let faulty_tables: Arc<dyn TableBackend> = Arc::new(tables);
+    let outbox = Outbox::new(Arc::clone(&faulty_queues), queue.clone()).delay(Duration::ZERO);
+    let worker = OutboxWorker::new(
+        Arc::clone(&faulty_tables),
+        Arc::clone(&faulty_queues),
+        &queue,
+    )
+    .config(WorkerConfig {
+        visibility: Duration::from_secs(1),
+        max_dequeue: 3,
+        ..WorkerConfig::default()
+    });
+    worker.create_queues().await.expect("create the queues");
+    let departments = ["Sales", "Ops", "Dev"];
+    let mut rng = fastrand::Rng::with_seed(seed);
+    for run in 0..runs {
+        // A table per run, so that checking a run reads only its rows.
+        let name = fresh_table(&*backend, "outbox").await;
+        let table: Table<Mover> =
+            Table::from_arc(Arc::clone(&faulty_tables), &name).with_outbox(outbox.clone());
+        let plain: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name);
+        let base = u32::try_from(run).unwrap_or(0) * 10;
+        // What each employee may hold: one value, or two after a lost answer.
+        let mut model: BTreeMap<u32, Vec<Mover>> = BTreeMap::new();
+        for id in base..base + 3 {
+            let mover = Mover {
+                department: departments[rng.usize(0..3)].into(),
+                id,
+                last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
+                salary: 100,
+            };
+            plain.insert(&mover).await.expect("insert");
+            model.insert(id, vec![mover]);
+        }
+        for _ in 0..steps {
+            table_faults.clear();
+            queue_faults.clear();
+            if rng.f64() < 0.6 {
+                let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
+                let injection = Injection::any().skip(rng.usize(0..6)).fault(fault);
+                if rng.bool() {
+                    table_faults.inject(injection);
+                } else {
+                    queue_faults.inject(injection);
+                }
+            }
+            if rng.f64() < 0.1 {
+                // The writer stops after its commit: every later step fails.
+                table_faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+            }
+            let id = base + rng.u32(0..3);
+            let Some(loaded) = plain
+                .get(model[&id][0].department.as_str(), id)
+                .await
+                .expect("read")
+            else {
+                // Settled elsewhere after a lost answer: look it up.
+                continue;
+            };
+            let mut moved = (*loaded).clone();
+            moved.department = departments[rng.usize(0..3)].into();
+            moved.salary = rng.u32(..1000);
+            if rng.bool() {
+                moved.last_name = ["Jones", "Smith", "Brown"][rng.usize(0..3)].into();
+            }
+            match table.move_to(&loaded, &moved).await {
+                Ok(()) => {
+                    outcomes.moved += 1;
+                    model.insert(id, vec![moved]);
+                }
+                Err(Error::OutcomeUnknown { .. }) => {
+                    outcomes.unknown += 1;
+                    model.insert(id, vec![(*loaded).clone(), moved]);
+                }
+                Err(_) => {
+                    outcomes.refused += 1;
+                }
+            }
+            table_faults.clear();
+            queue_faults.clear();
+            // Settle an unknown outcome now: the next move reads from where
+            // the employee is.
+            if model[&id].len() > 1 {
+                drain(&backend, &queues, &queue, &name).await;
+                let at = rows(backend.as_ref(), &name).await.into_iter().find(|row| {
+                    crate::schema::is_kind::<Mover>(row)
+                        && !outbox::is_bookkeeping_row(row)
+                        && crate::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+                });
+                let at: Mover = crate::schema::from_entity(&at.expect("the employee is somewhere"))
+                    .expect("a mover");
+                assert!(model[&id].contains(&at), "a settled move is one of the two");
+                model.insert(id, vec![at]);
+            }
+            match rng.usize(0..4) {
+                0 => {
+                    // A notice delivered twice.
+                    let notice = format!(
+                        "{{\"table\":\"{name}\",\"pk\":\"{}\",\"rk\":\"MOV_{id:010}\"}}",
+                        model[&id][0].department
+                    );
+                    queues
+                        .put_message(&queue, &notice, &PutMessageOptions::default())
+                        .await
+                        .expect("put a duplicate");
+                    outcomes.duplicates += 1;
+                }
+                1 => {
+                    let _ = worker.run_once().await;
+                }
+                _ => {}
+            }
+        }
+        // A notice that fails until it is poison: every table read fails.
+        // Where time is real, once: it takes the notice's timeouts.
+        let poison_run = matches!(time, QueueTime::Manual(_)) || run == 0;
+        if poison_run {
+            poison_phases += 1;
+        } else {
+            drain(&backend, &queues, &queue, &name).await;
+            check(backend.as_ref(), &name, &model).await;
+            backend
+                .delete_table(&name)
+                .await
+                .expect("delete the run's table");
+            continue;
+        }
+        table_faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+        queues
+            .put_message(
+                &queue,
+                &format!("{{\"table\":\"{name}\",\"pk\":\"Sales\",\"rk\":\"MOV_{base:010}\"}}"),
+                &PutMessageOptions::default(),
+            )
+            .await
+            .expect("put");
+        for _ in 0..6 {
+            let _ = worker.run_once().await;
+            time.pass(Duration::from_secs(1)).await;
+        }
+        table_faults.clear();
+        drain(&backend, &queues, &queue, &name).await;
+        check(backend.as_ref(), &name, &model).await;
+        backend
+            .delete_table(&name)
+            .await
+            .expect("delete the run's table");
+    }
+    outcomes.poisoned = worker.stats().poisoned;
+    assert!(
+        outcomes.poisoned >= poison_phases,
+        "every failing notice goes to the poison queue"
+    );
+    let poison = queues
+        .peek_messages(&outbox::poison_queue_name(&queue), 32)
+        .await
+        .expect("peek the poison queue");
+    assert!(
+        poison.iter().all(|m| m.text.contains("\"error\"")),
+        "poison messages carry their error"
+    );
+    outcomes
+}
+
+/// A move reaches the new partition at once, with its index rows; the old
+/// partition keeps nothing; and a move onto keys that are taken is refused.
+pub async fn moves_cross_partitions(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    let name = fresh_table(&*backend, "move").await;
+    let queue = unique_queue();
+    queues.create_queue(&queue).await.expect("create queue");
+    let table: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name)
+        .with_outbox(Outbox::new(Arc::clone(&queues), queue.clone()));
+    let jones = Mover {
+        department: "Sales".into(),
+        id: 223,
+        last_name: "Jones".into(),
+        salary: 10,
+    };
+    table.insert(&jones).await.expect("insert");
+    let loaded = table
+        .get("Sales", 223u32)
+        .await
+        .expect("get")
+        .expect("there");
+    let moved = Mover {
+        department: "Ops".into(),
+        salary: 11,
+        ..jones.clone()
+    };
+    table.move_to(&loaded, &moved).await.expect("move");
+    assert!(table.get("Sales", 223u32).await.expect("get").is_none());
+    let arrived = table.get("Ops", 223u32).await.expect("get").expect("moved");
+    assert_eq!(*arrived, moved);
+    let by_name = table.index(Mover::indexes().name);
+    let found: Vec<Mover> = futures::TryStreamExt::try_collect(by_name.find("Ops", "Jones"))
+        .await
+        .expect("find");
+    assert_eq!(found, std::slice::from_ref(&moved));
+    let all = rows(backend.as_ref(), &name).await;
+    assert!(
+        !all.iter().any(outbox::is_outbox_row),
+        "the record is finished"
+    );
+    assert!(crate::index::audit::<Mover>(&all).is_clean());
+    assert!(
+        queues
+            .peek_messages(&queue, 32)
+            .await
+            .expect("peek")
+            .is_empty(),
+        "the notice is withdrawn"
+    );
+    // Onto taken keys: refused, nothing changed.
+    let other = Mover {
+        department: "Dev".into(),
+        ..jones.clone()
+    };
+    table.insert(&other).await.expect("insert");
+    let back = Mover {
+        department: "Dev".into(),
+        ..moved.clone()
+    };
+    assert!(matches!(
+        table.move_to(&arrived, &back).await,
+        Err(Error::EntityAlreadyExists { .. })
+    ));
+    assert!(table.get("Ops", 223u32).await.expect("get").is_some());
+    // Within a partition: one transaction.
+    let renamed = Mover {
+        id: 224,
+        ..moved.clone()
+    };
+    table
+        .move_to(&arrived, &renamed)
+        .await
+        .expect("move in place");
+    assert!(table.get("Ops", 223u32).await.expect("get").is_none());
+    assert!(table.get("Ops", 224u32).await.expect("get").is_some());
+}
+
+/// A step applies once: again, it is skipped; an older step after a newer
+/// one is skipped; steps applied by many workers at once write once; a
+/// delete of a row that is not there still moves the fence.
+pub async fn steps_are_fenced(
+    backend: Arc<dyn TableBackend>,
+    _queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    use crate::outbox::{Applied, Step, StepOp, apply_step};
+    let name = fresh_table(&*backend, "fence").await;
+    let step = |seq: i64, op: StepOp| Step {
+        table: name.clone(),
+        partition_key: "p".into(),
+        fence: "r".into(),
+        seq,
+        ops: vec![op],
+    };
+    let put = |v: i64| StepOp::Put(Entity::new("p", "r").with("v", v));
+    let value = |backend: Arc<dyn TableBackend>, name: String| async move {
+        backend
+            .try_get_entity(&name, "p", "r")
+            .await
+            .expect("read")
+            .map(|row| row.properties.get("v").cloned())
+    };
+    let b = backend.as_ref();
+    assert_eq!(
+        apply_step(b, &step(2, put(2))).await.expect("apply"),
+        Applied::Written
+    );
+    assert_eq!(
+        apply_step(b, &step(2, put(2))).await.expect("again"),
+        Applied::Skipped
+    );
+    assert_eq!(
+        apply_step(b, &step(1, put(1))).await.expect("older"),
+        Applied::Skipped
+    );
+    assert_eq!(
+        value(Arc::clone(&backend), name.clone()).await,
+        Some(Some(crate::Value::Int64(2))),
+        "the newer step's value stays"
+    );
+    assert_eq!(
+        apply_step(b, &step(3, StepOp::Delete("r".into())))
+            .await
+            .expect("delete"),
+        Applied::Written
+    );
+    assert_eq!(
+        apply_step(b, &step(4, StepOp::Delete("r".into())))
+            .await
+            .expect("delete nothing"),
+        Applied::Written,
+        "a delete of nothing still moves the fence"
+    );
+    assert_eq!(
+        apply_step(b, &step(3, put(3))).await.expect("stale"),
+        Applied::Skipped
+    );
+    assert_eq!(
+        value(Arc::clone(&backend), name.clone()).await,
+        None,
+        "stays deleted"
+    );
+    // Many workers, one step: written once.
+    let many = futures::future::join_all((0..8).map(|_| {
+        let backend = Arc::clone(&backend);
+        let step = step(5, put(5));
+        async move { apply_step(backend.as_ref(), &step).await }
+    }))
+    .await;
+    let written = many
+        .iter()
+        .filter(|r| matches!(r, Ok(Applied::Written)))
+        .count();
+    assert_eq!(written, 1, "{many:?}");
+    assert!(many.iter().all(Result::is_ok), "{many:?}");
+    // An insert that meets a row fails the step, nothing written.
+    let insert = step(6, StepOp::Insert(Entity::new("p", "r").with("v", 6i64)));
+    assert!(matches!(
+        apply_step(b, &insert).await,
+        Err(Error::EntityAlreadyExists { .. })
+    ));
+    assert_eq!(
+        value(Arc::clone(&backend), name.clone()).await,
+        Some(Some(crate::Value::Int64(5)))
+    );
+    let rows = rows(b, &name).await;
+    assert!(
+        rows.iter().filter(|row| outbox::is_fence_row(row)).count() == 1,
+        "one fence per row"
+    );
+}

@@ -1,0 +1,136 @@
+//! Applying steps under their fences, and finishing records.
+
+use std::collections::BTreeSet;
+
+use super::record::{FENCE_PREFIX, Record, Step, StepOp, fence_row, fence_seq, pending_records};
+use crate::backend::{BatchOperation, TableBackend, UpdateMode};
+use crate::entity::IfMatch;
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+
+/// How many times a step re-reads its fence after losing a race for it.
+const ATTEMPTS: usize = 16;
+
+/// What applying a step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// Its rows were written, and its fence moved to its number.
+    Written,
+    /// Its fence already held its number or a higher one: it, or a newer
+    /// step, was applied before. Nothing was written.
+    Skipped,
+}
+
+/// Applies `step`: its operations and its fence in one transaction, unless
+/// the fence shows it (or something newer) applied already. Deletes of rows
+/// that do not exist are left out; an insert that meets a row fails the
+/// step with [`EntityAlreadyExists`](Error::EntityAlreadyExists), nothing
+/// written. Safe to call any number of times, from any number of workers
+/// at once.
+pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Applied> {
+    let fence_key = format!("{FENCE_PREFIX}{}", step.fence);
+    // Deletes found to have nothing to delete.
+    let mut absent: BTreeSet<usize> = BTreeSet::new();
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let fence = backend
+            .try_get_entity(&step.table, &step.partition_key, &fence_key)
+            .await?;
+        if fence.as_ref().is_some_and(|row| fence_seq(row) >= step.seq) {
+            return Ok(Applied::Skipped);
+        }
+        let mut operations: Vec<BatchOperation> = Vec::with_capacity(step.ops.len() + 1);
+        // For each operation sent, its position in the step.
+        let mut positions = Vec::with_capacity(step.ops.len());
+        for (i, op) in step.ops.iter().enumerate() {
+            if absent.contains(&i) {
+                continue;
+            }
+            positions.push(i);
+            operations.push(match op {
+                StepOp::Put(entity) => {
+                    let mut entity = entity.clone();
+                    entity.partition_key.clone_from(&step.partition_key);
+                    BatchOperation::Upsert {
+                        entity,
+                        mode: UpdateMode::Replace,
+                    }
+                }
+                StepOp::Insert(entity) => {
+                    let mut entity = entity.clone();
+                    entity.partition_key.clone_from(&step.partition_key);
+                    BatchOperation::Insert(entity)
+                }
+                StepOp::Delete(row_key) => BatchOperation::Delete {
+                    partition_key: step.partition_key.clone(),
+                    row_key: row_key.clone(),
+                    if_match: IfMatch::Any,
+                },
+            });
+        }
+        let new_fence = fence_row(&step.partition_key, &step.fence, step.seq);
+        operations.push(match fence {
+            Some(row) => BatchOperation::Update {
+                entity: new_fence,
+                mode: UpdateMode::Replace,
+                if_match: row.etag.map_or(IfMatch::Any, IfMatch::ETag),
+            },
+            None => BatchOperation::Insert(new_fence),
+        });
+        let fence_at = operations.len() - 1;
+        match crate::table::send_operations(backend, &step.table, &operations).await {
+            Ok(_) => return Ok(Applied::Written),
+            Err(Error::BatchFailed { index, source }) => match *source {
+                Error::EntityNotFound { .. } if index < fence_at => {
+                    absent.insert(positions[index]);
+                }
+                Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
+                    if index == fence_at =>
+                {
+                    // Another worker moved the fence first: look again.
+                    last = Some(*source);
+                }
+                source => return Err(source),
+            },
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last.unwrap_or(Error::Transient {
+        message: "a step made no attempt".into(),
+    }))
+}
+
+/// Applies every step of `record`, in order, then deletes it. A record
+/// another worker finished meanwhile is not an error.
+pub async fn finish_record(backend: &dyn TableBackend, record: &Record) -> Result<()> {
+    for step in &record.steps {
+        apply_step(backend, step).await?;
+    }
+    match backend
+        .delete_entity(
+            &record.table,
+            &record.partition_key,
+            &record.row_key,
+            &IfMatch::ETag(record.etag.clone()),
+        )
+        .await
+    {
+        Ok(()) | Err(Error::EntityNotFound { .. }) => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Finishes every outbox record of the entity `(partition_key, row_key)`
+/// of `table`, oldest first; the number finished.
+pub async fn finish_entity(
+    backend: &dyn TableBackend,
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<usize> {
+    let records = pending_records(backend, table, partition_key, row_key).await?;
+    for record in &records {
+        finish_record(backend, record).await?;
+    }
+    Ok(records.len())
+}

@@ -1,0 +1,59 @@
+//! Changes that span partitions or tables, made reliable with a
+//! transactional outbox, a queue and a worker.
+//!
+//! An entity group transaction holds rows of one partition of one table.
+//! A change that must reach other partitions or tables (an index kept in
+//! another partition, an entity moving to another department) is split:
+//!
+//! 1. **Commit.** The part in the entity's partition and an *outbox record*
+//!    of the remaining *steps* commit together, in one transaction: there is
+//!    never a moment where the change is done and its steps are not
+//!    recorded, nor the reverse. The record is a row of the entity's
+//!    partition under a reserved RowKey (`~tk|outbox|…`).
+//! 2. **Apply at once.** The writer then puts a message on a queue (delayed,
+//!    so that it only matters if the writer stops), applies the steps,
+//!    deletes the record, and deletes the message.
+//! 3. **Finish what a crash left.** If the writer stops anywhere after the
+//!    commit, the [`OutboxWorker`] finishes the record when the message
+//!    becomes visible, and the [sweeper](sweep) finishes records older than
+//!    an age (for a message that was never put).
+//!
+//! # Steps are safe to apply twice, and in any order
+//! A step writes rows of one partition: it puts rows (insert or replace)
+//! and deletes rows (if they exist). Each step carries the *sequence
+//! number* of the write that made it (the entity's `_Seq`, one higher on
+//! every write), and applying it also records that number in a *fence* row
+//! beside the row it targets (`~tk|fence|…`), in the same transaction,
+//! guarded by the fence's ETag. A step whose number is not above the fence's
+//! is skipped. So:
+//! - a step applied twice (a message delivered again, a worker and the
+//!   writer racing) changes nothing the second time;
+//! - an older step arriving after a newer one (two writes of one entity,
+//!   their steps applied by different workers) cannot undo it;
+//! - whatever the order, once every record is finished, each target row
+//!   holds what the newest write asked for.
+//!
+//! Fence rows and outbox records carry marker properties and are never read
+//! as entities: typed reads, reads of several kinds and index reads skip
+//! them. RowKeys starting with `~tk|` are reserved for them.
+//!
+//! # Consistency for readers
+//! Until the steps are applied, a reader may see the change half done: an
+//! index in another partition that does not yet list an entity, an entity
+//! that has left one partition and not yet reached the other. It converges
+//! as soon as the steps are applied: at once, unless the writer stopped.
+
+mod apply;
+mod record;
+mod sweep;
+mod worker;
+
+pub use apply::{Applied, apply_step, finish_entity, finish_record};
+pub use record::{
+    FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, is_bookkeeping_row,
+    is_fence_row, is_outbox_row, pending_records,
+};
+pub use sweep::{SweepReport, sweep};
+pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
+
+pub(crate) use record::{fence_seq, record_row};

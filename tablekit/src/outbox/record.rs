@@ -1,0 +1,343 @@
+//! Outbox records and steps: what they hold and how they are stored.
+
+use serde_json::{Value as Json, json};
+
+use crate::backend::{Query, TableBackend};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Entity};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::filter::Filter;
+use crate::value::Value;
+
+/// The RowKeys of outbox records start with this, then the RowKey of the
+/// entity that wrote them, `|`, and the write's sequence number.
+pub const OUTBOX_PREFIX: &str = "~tk|outbox|";
+/// The RowKey of a fence row is this and the RowKey it fences.
+pub const FENCE_PREFIX: &str = "~tk|fence|";
+/// The property holding an entity's sequence number: one higher on every
+/// write whose steps go through the outbox, and carried by every step.
+pub const SEQ_PROPERTY: &str = "_Seq";
+/// Marks an outbox record; its value says what the record is for.
+const OUTBOX_PROPERTY: &str = "_Outbox";
+/// Marks a fence row; its value is the sequence number of the newest step
+/// applied to the row it fences.
+const FENCE_PROPERTY: &str = "_Fence";
+/// The time a record was written, for the sweeper.
+const AT_PROPERTY: &str = "_At";
+/// The table the record's entity is in.
+const TABLE_PROPERTY: &str = "_Table";
+/// The steps, as JSON text split over `_Steps0`, `_Steps1`, …
+const STEPS_PROPERTY: &str = "_Steps";
+/// The most UTF-16 code units of one string property.
+const CHUNK: usize = crate::validate::limits::MAX_STRING_UTF16;
+
+/// One operation of a step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOp {
+    /// Insert the row, or replace it whole (its keys name it).
+    Put(Entity),
+    /// Insert the row; the step fails if a row with its keys exists (it is
+    /// another entity's: nothing is overwritten).
+    Insert(Entity),
+    /// Delete the row with this RowKey, if it exists.
+    Delete(String),
+}
+
+/// Rows of one partition to change together, once, fenced by the sequence
+/// number of the write that asked for them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The table.
+    pub table: String,
+    /// The partition every operation is in.
+    pub partition_key: String,
+    /// The RowKey whose fence guards the step: the row the step is about.
+    pub fence: String,
+    /// The sequence number of the write that made the step.
+    pub seq: i64,
+    /// What to change, in one transaction.
+    pub ops: Vec<StepOp>,
+}
+
+impl Step {
+    fn to_json(&self) -> Json {
+        let ops: Vec<Json> = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                StepOp::Put(entity) => json!({ "put": crate::json::to_json(entity) }),
+                StepOp::Insert(entity) => json!({ "insert": crate::json::to_json(entity) }),
+                StepOp::Delete(row_key) => json!({ "delete": row_key }),
+            })
+            .collect();
+        json!({
+            "table": self.table,
+            "pk": self.partition_key,
+            "fence": self.fence,
+            "seq": self.seq,
+            "ops": ops,
+        })
+    }
+
+    fn from_json(json: &Json) -> Option<Step> {
+        let text = |name: &str| json.get(name)?.as_str().map(str::to_owned);
+        let ops = json
+            .get("ops")?
+            .as_array()?
+            .iter()
+            .map(|op| {
+                if let Some(entity) = op.get("put") {
+                    crate::json::from_json(entity).ok().map(StepOp::Put)
+                } else if let Some(entity) = op.get("insert") {
+                    crate::json::from_json(entity).ok().map(StepOp::Insert)
+                } else {
+                    op.get("delete")?
+                        .as_str()
+                        .map(|rk| StepOp::Delete(rk.to_owned()))
+                }
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Step {
+            table: text("table")?,
+            partition_key: text("pk")?,
+            fence: text("fence")?,
+            seq: json.get("seq")?.as_i64()?,
+            ops,
+        })
+    }
+}
+
+/// An outbox record as stored: the steps a write left to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The table of the entity that wrote it.
+    pub table: String,
+    /// Its partition (the entity's).
+    pub partition_key: String,
+    /// Its RowKey.
+    pub row_key: String,
+    /// Its ETag, which guards its delete.
+    pub etag: ETag,
+    /// When the write committed.
+    pub at: DateTime,
+    /// What it was written for.
+    pub what: String,
+    /// The steps, in order.
+    pub steps: Vec<Step>,
+}
+
+/// The RowKey prefix of the records of the entity `row_key`.
+pub(crate) fn records_prefix(row_key: &str) -> String {
+    format!("{OUTBOX_PREFIX}{row_key}|")
+}
+
+/// The outbox record row of the write `seq` of entity `(pk, row_key)`.
+pub(crate) fn record_row(
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+    seq: i64,
+    at: DateTime,
+    what: &str,
+    steps: &[Step],
+) -> Entity {
+    let text = Json::Array(steps.iter().map(Step::to_json).collect()).to_string();
+    let mut row = Entity::new(
+        partition_key,
+        format!("{}{seq:020}", records_prefix(row_key)),
+    )
+    .with(OUTBOX_PROPERTY, what)
+    .with(TABLE_PROPERTY, table)
+    .with(AT_PROPERTY, at);
+    for (i, chunk) in chunks(&text).enumerate() {
+        row.insert(format!("{STEPS_PROPERTY}{i}"), chunk);
+    }
+    row
+}
+
+/// `text` in pieces of at most [`CHUNK`] UTF-16 code units, cut between
+/// characters.
+fn chunks(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut units = 0;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                units += c.len_utf16();
+                units > CHUNK
+            })
+            .map_or(rest.len(), |(at, _)| at);
+        let (piece, tail) = rest.split_at(end);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+fn undecodable(row: &Entity, why: &str) -> Error {
+    Error::Decode {
+        message: format!(
+            "row ({:?}, {:?}) is not an outbox record: {why}",
+            row.partition_key, row.row_key
+        ),
+    }
+}
+
+impl Record {
+    /// Reads a stored record row.
+    pub fn from_row(row: &Entity) -> Result<Record> {
+        let text_of = |name: &str| match row.properties.get(name) {
+            Some(Value::String(text)) => Some(text.clone()),
+            _ => None,
+        };
+        let what = text_of(OUTBOX_PROPERTY).ok_or_else(|| undecodable(row, "no marker"))?;
+        let table = text_of(TABLE_PROPERTY).ok_or_else(|| undecodable(row, "no table"))?;
+        let at = match row.properties.get(AT_PROPERTY) {
+            Some(Value::DateTime(at)) => *at,
+            _ => return Err(undecodable(row, "no time")),
+        };
+        let mut text = String::new();
+        for i in 0.. {
+            match text_of(&format!("{STEPS_PROPERTY}{i}")) {
+                Some(chunk) => text.push_str(&chunk),
+                None => break,
+            }
+        }
+        let json: Json =
+            serde_json::from_str(&text).map_err(|_| undecodable(row, "steps are not JSON"))?;
+        let steps = json
+            .as_array()
+            .and_then(|steps| {
+                steps
+                    .iter()
+                    .map(Step::from_json)
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| undecodable(row, "unreadable steps"))?;
+        Ok(Record {
+            table,
+            partition_key: row.partition_key.clone(),
+            row_key: row.row_key.clone(),
+            etag: row.etag.clone().unwrap_or_else(|| ETag::new("")),
+            at,
+            what,
+            steps,
+        })
+    }
+}
+
+/// Whether `row` is an outbox record.
+pub fn is_outbox_row(row: &Entity) -> bool {
+    row.row_key.starts_with(OUTBOX_PREFIX) && row.properties.contains(OUTBOX_PROPERTY)
+}
+
+/// Whether `row` is a fence row.
+pub fn is_fence_row(row: &Entity) -> bool {
+    row.row_key.starts_with(FENCE_PREFIX) && row.properties.contains(FENCE_PROPERTY)
+}
+
+/// Whether `row` is tablekit's bookkeeping rather than an entity: an index
+/// row, an index entity, an outbox record or a fence row.
+pub fn is_bookkeeping_row(row: &Entity) -> bool {
+    crate::index::is_index_row(row) || is_outbox_row(row) || is_fence_row(row)
+}
+
+/// The fence row of `row_key` in partition `partition_key`, at `seq`.
+pub(crate) fn fence_row(partition_key: &str, row_key: &str, seq: i64) -> Entity {
+    Entity::new(partition_key, format!("{FENCE_PREFIX}{row_key}")).with(FENCE_PROPERTY, seq)
+}
+
+/// The sequence number a fence row holds.
+pub(crate) fn fence_seq(row: &Entity) -> i64 {
+    match row.properties.get(FENCE_PROPERTY) {
+        Some(Value::Int64(seq)) => *seq,
+        Some(Value::Int32(seq)) => i64::from(*seq),
+        _ => 0,
+    }
+}
+
+/// RowKeys starting with `prefix`.
+pub(crate) fn row_key_prefix(prefix: &str) -> Filter {
+    let from = Filter::row_key().ge(prefix);
+    match crate::keyorder::prefix_end(prefix) {
+        Some(end) => from.and(Filter::row_key().lt(end)),
+        None => from,
+    }
+}
+
+/// The outbox records of the entity `(partition_key, row_key)` in `table`,
+/// oldest first.
+pub async fn pending_records(
+    backend: &dyn TableBackend,
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<Vec<Record>> {
+    let filter = Filter::partition_key()
+        .eq(partition_key)
+        .and(row_key_prefix(&records_prefix(row_key)));
+    let rows = backend
+        .query_all(table, Query::new().filter(filter))
+        .await?;
+    rows.iter()
+        .filter(|row| is_outbox_row(row))
+        .map(Record::from_row)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_split_long_steps() {
+        let big = "𝄞".repeat(20_000) + &"x".repeat(30_000);
+        let steps = vec![
+            Step {
+                table: "Index".into(),
+                partition_key: "email_Sales".into(),
+                fence: "a@x|EMP_1".into(),
+                seq: 7,
+                ops: vec![StepOp::Put(
+                    Entity::new("email_Sales", "a@x|EMP_1")
+                        .with("big", big.as_str())
+                        .with("n", 3i64)
+                        .with("when", DateTime::parse("2026-11-24T01:00:00Z").unwrap()),
+                )],
+            },
+            Step {
+                table: "Index".into(),
+                partition_key: "email_Sales".into(),
+                fence: "b@x|EMP_1".into(),
+                seq: 7,
+                ops: vec![
+                    StepOp::Delete("b@x|EMP_1".into()),
+                    StepOp::Insert(Entity::new("email_Sales", "c").with("k", "v")),
+                ],
+            },
+        ];
+        let at = DateTime::parse("2026-11-24T01:02:03Z").unwrap();
+        let mut row = record_row("Staff", "Sales", "EMP_1", 7, at, "index", &steps);
+        assert_eq!(row.row_key, "~tk|outbox|EMP_1|00000000000000000007");
+        assert!(row.properties.contains("_Steps1"), "long steps are split");
+        for (name, value) in row.properties.iter() {
+            if let Value::String(text) = value {
+                let units: usize = text.chars().map(char::len_utf16).sum();
+                assert!(units <= CHUNK, "{name} holds {units} units");
+            }
+        }
+        assert!(is_outbox_row(&row) && is_bookkeeping_row(&row));
+        row.etag = Some(ETag::new("W/\"x\""));
+        let record = Record::from_row(&row).unwrap();
+        assert_eq!(record.steps, steps);
+        assert_eq!((record.at, record.table.as_str()), (at, "Staff"));
+        let fence = fence_row("p", "r", 9);
+        assert!(is_fence_row(&fence) && is_bookkeeping_row(&fence));
+        assert_eq!(fence_seq(&fence), 9);
+        assert!(!is_bookkeeping_row(&Entity::new("p", "~tk|outbox|x")));
+    }
+}

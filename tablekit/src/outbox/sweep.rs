@@ -1,0 +1,110 @@
+//! The sweeper: finishes outbox records that no message will finish (the
+//! writer stopped before putting it), and removes fences nothing can need.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+
+use super::apply::finish_record;
+use super::record::{
+    FENCE_PREFIX, OUTBOX_PREFIX, Record, is_fence_row, is_outbox_row, row_key_prefix,
+};
+use crate::backend::{Query, TableBackend};
+use crate::clock::Clock;
+use crate::entity::IfMatch;
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+
+/// What a sweep did.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct SweepReport {
+    /// Records finished.
+    pub finished: usize,
+    /// Records younger than the age, left to their messages.
+    pub young: usize,
+    /// Records that failed, with why (they stay, for the next sweep).
+    pub failed: Vec<(Record, Error)>,
+    /// Fence rows removed.
+    pub fences_removed: usize,
+}
+
+/// Finishes every outbox record of `table` older than `age`, and, if
+/// `fence_horizon` is given, removes fence rows last moved longer ago than
+/// it and before the oldest record still pending.
+///
+/// A record is normally finished by its writer at once, or by the
+/// [`OutboxWorker`](super::OutboxWorker) when its message comes due; the
+/// sweeper is for the records whose message was never put. Pick an age
+/// well past the message's delay, so that the two rarely race (a race is
+/// harmless: steps are fenced, and a record finished twice is finished).
+///
+/// Fences keep an older step from undoing a newer one. Remove them only
+/// after any step that could still arrive is older than the fence: a
+/// horizon longer than a message lives (7 days by default) and than any
+/// worker may stall.
+///
+/// The sweep reads the whole table (outbox records and fences live in
+/// every partition), one page at a time.
+pub async fn sweep(
+    backend: &dyn TableBackend,
+    table: &str,
+    age: Duration,
+    fence_horizon: Option<Duration>,
+    clock: &dyn Clock,
+) -> Result<SweepReport> {
+    let now = clock.now();
+    let mut report = SweepReport::default();
+    let mut oldest_pending = None;
+    let records = backend.query_stream(table, Query::new().filter(row_key_prefix(OUTBOX_PREFIX)));
+    futures::pin_mut!(records);
+    while let Some(row) = records.try_next().await? {
+        if !is_outbox_row(&row) {
+            continue;
+        }
+        let record = Record::from_row(&row)?;
+        if now
+            .duration_since(record.at)
+            .is_none_or(|elapsed| elapsed < age)
+        {
+            report.young += 1;
+            oldest_pending =
+                Some(oldest_pending.map_or(record.at, |o: crate::DateTime| o.min(record.at)));
+            continue;
+        }
+        match finish_record(backend, &record).await {
+            Ok(()) => report.finished += 1,
+            Err(error) => {
+                oldest_pending =
+                    Some(oldest_pending.map_or(record.at, |o: crate::DateTime| o.min(record.at)));
+                report.failed.push((record, error));
+            }
+        }
+    }
+    let Some(horizon) = fence_horizon else {
+        return Ok(report);
+    };
+    let mut cutoff = now.checked_sub(horizon).unwrap_or(crate::DateTime::MIN);
+    if let Some(oldest) = oldest_pending {
+        cutoff = cutoff.min(oldest);
+    }
+    let fences = backend.query_stream(table, Query::new().filter(row_key_prefix(FENCE_PREFIX)));
+    futures::pin_mut!(fences);
+    while let Some(row) = fences.try_next().await? {
+        let old = row.timestamp.is_some_and(|moved| moved < cutoff);
+        if !is_fence_row(&row) || !old {
+            continue;
+        }
+        let if_match = row.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
+        match backend
+            .delete_entity(table, &row.partition_key, &row.row_key, &if_match)
+            .await
+        {
+            Ok(()) => report.fences_removed += 1,
+            // Moved or removed meanwhile: it stays, or is gone already.
+            Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(report)
+}

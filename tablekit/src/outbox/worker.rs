@@ -1,0 +1,421 @@
+//! The outbox's queue: the writer's notice, and the worker that finishes
+//! records when their notices come due.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::{Value as Json, json};
+use tracing::Instrument as _;
+
+use super::apply::finish_entity;
+use crate::backend::TableBackend;
+use crate::clock::{Clock, SystemClock};
+use crate::error::Result;
+use crate::queue::{PutMessageOptions, QueueMessage, QueueStore};
+
+/// The name of the poison queue of `queue`: `{queue}-poison`.
+pub fn poison_queue_name(queue: &str) -> String {
+    format!("{queue}-poison")
+}
+
+/// What a notice names: the entity whose outbox records are to finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// The entity's table.
+    pub table: String,
+    /// Its PartitionKey.
+    pub partition_key: String,
+    /// Its RowKey.
+    pub row_key: String,
+}
+
+impl Notice {
+    fn to_text(&self, error: Option<&str>) -> String {
+        let mut json = json!({
+            "table": self.table,
+            "pk": self.partition_key,
+            "rk": self.row_key,
+        });
+        if let Some(error) = error {
+            json["error"] = Json::String(error.to_owned());
+        }
+        json.to_string()
+    }
+
+    fn from_text(text: &str) -> Option<Notice> {
+        let json: Json = serde_json::from_str(text).ok()?;
+        let field = |name: &str| json.get(name)?.as_str().map(str::to_owned);
+        Some(Notice {
+            table: field("table")?,
+            partition_key: field("pk")?,
+            row_key: field("rk")?,
+        })
+    }
+}
+
+/// Where a writer sends its notices: a queue, and how long a notice waits
+/// before a worker may take it (the writer finishes the record itself in
+/// the meantime, and deletes the notice).
+#[derive(Clone, Debug)]
+pub struct Outbox {
+    queues: Arc<dyn QueueStore>,
+    queue: String,
+    delay: Duration,
+}
+
+impl Outbox {
+    /// Notices go to `queue` of `queues`, due after 30 seconds.
+    pub fn new(queues: Arc<dyn QueueStore>, queue: impl Into<String>) -> Outbox {
+        Outbox {
+            queues,
+            queue: queue.into(),
+            delay: Duration::from_secs(30),
+        }
+    }
+
+    /// Sets how long a notice waits before a worker may take it: longer
+    /// than a writer takes to apply its steps.
+    #[must_use]
+    pub fn delay(mut self, delay: Duration) -> Outbox {
+        self.delay = delay;
+        self
+    }
+
+    /// The queue notices go to.
+    pub fn queue(&self) -> &str {
+        &self.queue
+    }
+
+    /// Puts the notice for `notice`'s entity; returns what deletes it.
+    pub(crate) async fn notify(&self, notice: &Notice) -> Result<(String, String)> {
+        let sent = self
+            .queues
+            .put_message(
+                &self.queue,
+                &notice.to_text(None),
+                &PutMessageOptions::default().delay(self.delay),
+            )
+            .await?;
+        Ok((sent.id, sent.pop_receipt))
+    }
+
+    /// Deletes a notice the writer no longer needs (it finished the record).
+    pub(crate) async fn withdraw(&self, (id, receipt): &(String, String)) -> Result<()> {
+        self.queues.delete_message(&self.queue, id, receipt).await
+    }
+}
+
+/// How an [`OutboxWorker`] works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerConfig {
+    /// Messages taken per get (1–32).
+    pub batch: u32,
+    /// How long a taken message stays hidden; the worker renews it every
+    /// half of this while it works on it.
+    pub visibility: Duration,
+    /// A message taken more than this many times goes to the poison queue
+    /// with its last error.
+    pub max_dequeue: u32,
+    /// How long the worker waits when the queue has nothing for it.
+    pub idle_wait: Duration,
+}
+
+impl Default for WorkerConfig {
+    /// 16 messages per get, hidden for 30 s, poison after 5 deliveries,
+    /// 1 s between empty gets.
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            batch: 16,
+            visibility: Duration::from_secs(30),
+            max_dequeue: 5,
+            idle_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Counts of what a worker did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Messages whose records were finished (or were finished already).
+    pub applied: u64,
+    /// Messages that failed and were left to come back.
+    pub retried: u64,
+    /// Messages moved to the poison queue.
+    pub poisoned: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    applied: AtomicU64,
+    retried: AtomicU64,
+    poisoned: AtomicU64,
+}
+
+/// Finishes outbox records as their notices come due on a queue.
+///
+/// Each notice names an entity; the worker applies the steps of every
+/// record of that entity and deletes them, then deletes the notice. A
+/// notice that fails stays, and comes back when its visibility ends, with
+/// its error written into it; one taken more than
+/// [`max_dequeue`](WorkerConfig::max_dequeue) times goes to the poison queue
+/// (`{queue}-poison`) with that error, for a person to look at. Steps are
+/// fenced, so a notice delivered twice, or to two workers, does no harm.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tablekit::outbox::OutboxWorker;
+/// use tablekit::QueueStore;
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> tablekit::Result<()> {
+/// let tables = Arc::new(tablekit_mem::MemBackend::new());
+/// let queues = Arc::new(tablekit_mem::MemQueueStore::new());
+/// let worker = OutboxWorker::new(tables, queues, "outbox");
+/// worker.create_queues().await?;
+/// // Runs until the future given resolves (ctrl-c, say), then stops after
+/// // the messages in hand.
+/// worker.run(async {}).await?;
+/// assert_eq!(worker.stats().applied, 0);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OutboxWorker {
+    tables: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    queue: String,
+    config: WorkerConfig,
+    clock: Arc<dyn Clock>,
+    counters: Arc<Counters>,
+}
+
+impl OutboxWorker {
+    /// A worker for the notices of `queue`, applying steps to `tables`.
+    pub fn new(
+        tables: Arc<dyn TableBackend>,
+        queues: Arc<dyn QueueStore>,
+        queue: impl Into<String>,
+    ) -> OutboxWorker {
+        OutboxWorker {
+            tables,
+            queues,
+            queue: queue.into(),
+            config: WorkerConfig::default(),
+            clock: Arc::new(SystemClock),
+            counters: Arc::default(),
+        }
+    }
+
+    /// Sets how the worker works.
+    #[must_use]
+    pub fn config(mut self, config: WorkerConfig) -> OutboxWorker {
+        self.config = config;
+        self
+    }
+
+    /// Sets the clock it waits on.
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> OutboxWorker {
+        self.clock = clock;
+        self
+    }
+
+    /// Creates the queue and its poison queue, if they do not exist.
+    pub async fn create_queues(&self) -> Result<()> {
+        crate::validate::queue_name(&poison_queue_name(&self.queue))?;
+        self.queues.create_queue(&self.queue).await?;
+        self.queues
+            .create_queue(&poison_queue_name(&self.queue))
+            .await?;
+        Ok(())
+    }
+
+    /// What the worker (and its clones) did so far.
+    pub fn stats(&self) -> WorkerStats {
+        WorkerStats {
+            applied: self.counters.applied.load(Ordering::Relaxed),
+            retried: self.counters.retried.load(Ordering::Relaxed),
+            poisoned: self.counters.poisoned.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Takes one batch of messages and handles each; the number taken.
+    pub async fn run_once(&self) -> Result<usize> {
+        let messages = self
+            .queues
+            .get_messages(&self.queue, self.config.batch, self.config.visibility)
+            .await?;
+        let taken = messages.len();
+        futures::future::join_all(messages.into_iter().map(|m| self.handle(m))).await;
+        Ok(taken)
+    }
+
+    /// Works until `shutdown` resolves, then returns after the messages in
+    /// hand are handled. A failure to reach the queue is retried after the
+    /// idle wait, and never ends the run.
+    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<()> {
+        let shutdown = shutdown.fuse();
+        futures::pin_mut!(shutdown);
+        loop {
+            if (&mut shutdown).now_or_never().is_some() {
+                return Ok(());
+            }
+            let taken = match self.run_once().await {
+                Ok(taken) => taken,
+                Err(error) => {
+                    tracing::warn!(queue = %self.queue, %error, "outbox worker cannot reach its queue");
+                    0
+                }
+            };
+            if taken == 0 {
+                futures::select! {
+                    () = self.clock.sleep(self.config.idle_wait).fuse() => {}
+                    () = &mut shutdown => return Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Handles one message: finishes its entity's records, or records why
+    /// not, or sets it aside as poison.
+    async fn handle(&self, message: QueueMessage) {
+        let span = tracing::info_span!(
+            "tablekit::outbox::message",
+            queue = %self.queue,
+            id = %message.id,
+            dequeue_count = message.dequeue_count,
+        );
+        async {
+            let notice = Notice::from_text(&message.text);
+            let last_error = serde_json::from_str::<Json>(&message.text)
+                .ok()
+                .and_then(|json| json.get("error")?.as_str().map(str::to_owned));
+            let Some(notice) = notice else {
+                self.poison(&message, "the message is not an outbox notice")
+                    .await;
+                return;
+            };
+            if message.dequeue_count > self.config.max_dequeue {
+                let why = last_error.unwrap_or_else(|| "taken too many times".into());
+                self.poison(&message, &why).await;
+                return;
+            }
+            let (outcome, receipt) = self.finish_renewing(&notice, &message).await;
+            match outcome {
+                Ok(records) => {
+                    tracing::debug!(records, "finished");
+                    self.counters.applied.fetch_add(1, Ordering::Relaxed);
+                    // Gone or taken by another worker since: it finishes
+                    // nothing that is not finished.
+                    let _ = self
+                        .queues
+                        .delete_message(&self.queue, &message.id, &receipt)
+                        .await;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "steps failed; the message comes back");
+                    self.counters.retried.fetch_add(1, Ordering::Relaxed);
+                    // Keep the error with the message, for the poison queue.
+                    let _ = self
+                        .queues
+                        .update_message(
+                            &self.queue,
+                            &message.id,
+                            &receipt,
+                            self.config.visibility,
+                            Some(&notice.to_text(Some(&error.to_string()))),
+                        )
+                        .await;
+                }
+            }
+        }
+        .instrument(span)
+        .await;
+    }
+
+    /// Finishes the notice's records, renewing the message's visibility
+    /// every half of it meanwhile; the outcome and the latest receipt.
+    async fn finish_renewing(
+        &self,
+        notice: &Notice,
+        message: &QueueMessage,
+    ) -> (Result<usize>, String) {
+        let mut receipt = message.pop_receipt.clone();
+        let work = finish_entity(
+            self.tables.as_ref(),
+            &notice.table,
+            &notice.partition_key,
+            &notice.row_key,
+        )
+        .fuse();
+        futures::pin_mut!(work);
+        loop {
+            let renew = self.clock.sleep(self.config.visibility / 2).fuse();
+            futures::pin_mut!(renew);
+            futures::select! {
+                outcome = work => return (outcome, receipt),
+                () = renew => {
+                    match self
+                        .queues
+                        .update_message(&self.queue, &message.id, &receipt, self.config.visibility, None)
+                        .await
+                    {
+                        Ok(update) => receipt = update.pop_receipt,
+                        Err(error) => {
+                            tracing::warn!(%error, "could not renew the message");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves a message to the poison queue with `why`, then deletes it.
+    async fn poison(&self, message: &QueueMessage, why: &str) {
+        tracing::error!(why, "outbox message set aside as poison");
+        let text = json!({ "message": message.text, "error": why, "dequeue_count": message.dequeue_count })
+            .to_string();
+        let poison = poison_queue_name(&self.queue);
+        let put = self
+            .queues
+            .put_message(&poison, &text, &PutMessageOptions::default())
+            .await;
+        if let Err(error) = put {
+            tracing::warn!(%error, "could not set the message aside; it comes back");
+            return;
+        }
+        self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        let _ = self
+            .queues
+            .delete_message(&self.queue, &message.id, &message.pop_receipt)
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notices_round_trip() {
+        let notice = Notice {
+            table: "Staff".into(),
+            partition_key: "Sales \"q\"".into(),
+            row_key: "EMP_1".into(),
+        };
+        assert_eq!(
+            Notice::from_text(&notice.to_text(None)),
+            Some(notice.clone())
+        );
+        assert_eq!(
+            Notice::from_text(&notice.to_text(Some("boom"))),
+            Some(notice)
+        );
+        assert_eq!(Notice::from_text("not json"), None);
+        assert_eq!(poison_queue_name("outbox"), "outbox-poison");
+    }
+}

@@ -1,0 +1,155 @@
+//! Typed writes that span partitions, through the outbox.
+
+use super::{Loaded, Table};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::outbox::{self, FENCE_PREFIX, Notice, Step, StepOp};
+use crate::schema::{self, TableEntity};
+
+impl<T> Table<T> {
+    /// Finishes the outbox records of `(pk, rk)` after the transaction that
+    /// wrote them committed: puts the notice (if the table has an outbox),
+    /// applies the steps, deletes the records and the notice. Failures are
+    /// logged and left to the worker and the sweeper: the change committed,
+    /// and reporting it failed would make the caller do it twice.
+    pub(crate) async fn finish_after_commit(&self, pk: &str, rk: &str) {
+        let notice = Notice {
+            table: self.name.to_string(),
+            partition_key: pk.to_owned(),
+            row_key: rk.to_owned(),
+        };
+        let sent = match &self.outbox {
+            Some(outbox) => match outbox.notify(&notice).await {
+                Ok(sent) => Some((outbox, sent)),
+                Err(error) => {
+                    tracing::warn!(%error, table = %self.name, "could not put the outbox notice; the sweeper will finish the record");
+                    None
+                }
+            },
+            None => None,
+        };
+        match outbox::finish_entity(self.backend.as_ref(), &self.name, pk, rk).await {
+            Ok(_) => {
+                if let Some((outbox, sent)) = sent {
+                    // A notice left behind finds nothing to do.
+                    let _ = outbox.withdraw(&sent).await;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, table = %self.name, "outbox steps failed; the worker or the sweeper will finish them");
+            }
+        }
+    }
+
+    /// The sequence number a fence row of this table holds for `rk` in
+    /// partition `pk` (0 when there is none).
+    async fn fence_of(&self, pk: &str, rk: &str) -> Result<i64> {
+        let row = self
+            .backend
+            .try_get_entity(&self.name, pk, &format!("{FENCE_PREFIX}{rk}"))
+            .await?;
+        Ok(row.as_ref().map_or(0, outbox::fence_seq))
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Moves the entity `loaded` to the keys of `moved` (another partition:
+    /// the employee who changes department), with `moved`'s values.
+    ///
+    /// One transaction deletes the entity (with its index rows) from its
+    /// partition, if it is still the version read, and records the move in
+    /// the outbox; then the entity is inserted in its new partition (with
+    /// its index rows there). Until that second part is done (at once,
+    /// unless the writer stops; then by the
+    /// [`OutboxWorker`](crate::outbox::OutboxWorker) or the
+    /// [sweeper](crate::outbox::sweep)), readers find the entity in neither
+    /// partition; never in both, and never twice.
+    ///
+    /// Fails with [`PreconditionFailed`](Error::PreconditionFailed) if the
+    /// entity changed since it was read, and with
+    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if an entity
+    /// holds the new keys already: nothing is changed. If one takes them
+    /// before the move reaches them, the move stops there and its record
+    /// (holding the entity) stays, and its notice goes to the poison queue:
+    /// nothing is overwritten, and nothing is lost.
+    ///
+    /// Keys in the same partition need no outbox: the move is one
+    /// transaction. Not offered for wide entities, entities with offloaded
+    /// values, or entities with unique indexes or index entities (whose
+    /// rows in the new partition no step can claim safely):
+    /// [`NotSupported`](Error::NotSupported).
+    ///
+    /// Requests: 4 reads (the row, the fences of the old and the new keys,
+    /// the new keys), the transaction, and the move's own: a notice put and
+    /// deleted (with an outbox), the step (a read and a transaction), the
+    /// record's delete.
+    pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
+        if T::WIDE
+            || !T::BLOB_FIELDS.is_empty()
+            || T::INDEXES.iter().any(|def| def.unique || def.list)
+        {
+            return Err(Error::NotSupported {
+                operation: "moving a wide entity, one with offloaded values, or one with unique indexes or index entities to other keys",
+            });
+        }
+        let (old_pk, old_rk) = (
+            schema::partition_key_of(&loaded.value)?,
+            schema::row_key_of(&loaded.value)?,
+        );
+        let (new_pk, new_rk) = (schema::partition_key_of(moved)?, schema::row_key_of(moved)?);
+        if old_pk == new_pk {
+            let mut transaction = self.transaction();
+            transaction.delete(loaded)?;
+            transaction.insert(moved)?;
+            return transaction.submit().await.map(drop);
+        }
+        if self
+            .backend
+            .try_get_entity(&self.name, &new_pk, &new_rk)
+            .await?
+            .is_some()
+        {
+            return Err(Error::EntityAlreadyExists {
+                table: self.name.to_string(),
+                partition_key: new_pk,
+                row_key: new_rk,
+            });
+        }
+        // Above every step that ever reached either place: so that no older
+        // step can undo this one, and this one is never taken for old.
+        let seq = self
+            .fence_of(&old_pk, &old_rk)
+            .await?
+            .max(self.fence_of(&new_pk, &new_rk).await?)
+            + 1;
+        let row = schema::to_entity(moved)?;
+        let mut ops = Vec::with_capacity(1 + T::INDEXES.len());
+        for (i, def) in T::INDEXES.iter().enumerate() {
+            let key = crate::index::index_key(moved, i, &new_rk)?;
+            ops.push(StepOp::Put(crate::index::index_row::<T>(def, key, &row)));
+        }
+        ops.insert(0, StepOp::Insert(row));
+        let step = Step {
+            table: self.name.to_string(),
+            partition_key: new_pk,
+            fence: new_rk,
+            seq,
+            ops,
+        };
+        let record = outbox::record_row(
+            &self.name,
+            &old_pk,
+            &old_rk,
+            seq,
+            self.clock.now(),
+            "move",
+            std::slice::from_ref(&step),
+        );
+        let mut transaction = self.transaction();
+        transaction.delete(loaded)?;
+        transaction.push_raw(crate::BatchOperation::Insert(record));
+        transaction.submit().await?;
+        self.finish_after_commit(&old_pk, &old_rk).await;
+        Ok(())
+    }
+}
