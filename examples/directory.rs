@@ -12,6 +12,9 @@
 //! | `email_jonesj@contoso.com` | a copy of the employee, found by email |
 //! | `lastname_Jones\|empid_000223` | first name and email, found by last name |
 //!
+//! At the end an employee moves to another department: another partition,
+//! which no transaction reaches, so the move goes through the outbox.
+//!
 //! Runs on the in-memory backend by default. With
 //! `TABLEKIT_CONNECTION_STRING` set (for Azurite:
 //! `UseDevelopmentStorage=true`), the same code runs on the REST backend, in a
@@ -21,6 +24,7 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 use tablekit::key::Padded;
+use tablekit::outbox::{Outbox, OutboxWorker};
 use tablekit::{Error, Loaded, Table, TableEntity};
 
 /// An employee, stored as `empid_000223` in their department's partition.
@@ -89,6 +93,7 @@ async fn main() -> Result<(), Error> {
         backend,
         table,
         remote,
+        queues,
     } = tablekit_examples::store("Directory")?;
     let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;
@@ -208,8 +213,51 @@ async fn main() -> Result<(), Error> {
     println!("== index rows in step: {}", audit.is_clean());
     assert!(audit.is_clean());
 
+    // Beth moves to Marketing. One transaction deletes her from Sales (with
+    // her index rows) and records the rest of the move in Sales' outbox;
+    // then she is inserted in Marketing, with her index rows there. Had
+    // this process stopped in between, the worker below (a service would
+    // run it in the background) would finish the move from the queue.
+    let queue = format!("directory-moves-{}", std::process::id());
+    let worker = OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), queue.as_str());
+    worker.create_queues().await?;
+    let marketing = Department {
+        department: "Marketing".into(),
+        manager_name: "Dan Wu".into(),
+        manager_email: "wud@contoso.com".into(),
+    };
+    departments.insert(&marketing).await?;
+    let movable = employees
+        .clone()
+        .with_outbox(Outbox::new(Arc::clone(&queues), queue.as_str()));
+    let beth = employees.get("Sales", id(225)).await?.expect("Beth");
+    let moved = Employee {
+        department: marketing.department.clone(),
+        manager_name: marketing.manager_name.clone(),
+        manager_email: marketing.manager_email.clone(),
+        ..(*beth).clone()
+    };
+    movable.move_to(&beth, &moved).await?;
+    assert!(employees.get("Sales", id(225)).await?.is_none());
+    let beth = by_email
+        .get("Marketing", "jonesb@contoso.com")
+        .await?
+        .expect("Beth, found by email in Marketing");
+    println!(
+        "== Beth moved to {} and reports to {}",
+        beth.department, beth.manager_name
+    );
+    assert_eq!(worker.run_once().await?, 0, "nothing was left to finish");
+    for department in ["Sales", "Marketing"] {
+        assert!(employees.verify_indexes(department).await?.is_clean());
+    }
+
     if remote {
         employees.delete_table().await?;
+        queues.delete_queue(&queue).await?;
+        queues
+            .delete_queue(&tablekit::outbox::poison_queue_name(&queue))
+            .await?;
     }
     Ok(())
 }

@@ -377,13 +377,22 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
         } else if inner.path.is_ident(COPY) {
             let mut fields = Vec::new();
             if inner.input.peek(syn::token::Paren) {
-                inner.parse_nested_meta(|field| {
-                    match field.path.get_ident() {
+                // `copy()` (no field) is read by hand: nested meta needs
+                // at least one item.
+                let content;
+                syn::parenthesized!(content in inner.input);
+                let names =
+                    syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated(
+                        &content,
+                    )?;
+                for path in names {
+                    match path.get_ident() {
                         Some(ident) => fields.push(ident.clone()),
-                        None => return Err(field.error("`copy` lists field names")),
+                        None => {
+                            return Err(syn::Error::new_spanned(path, "`copy` lists field names"));
+                        }
                     }
-                    Ok(())
-                })?;
+                }
             } else {
                 return Err(inner.error(
                     "write `copy(field, …)`, or `copy()` for an index whose rows copy no field",

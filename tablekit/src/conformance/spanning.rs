@@ -22,6 +22,7 @@ use crate::{Entity, TableEntity};
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(crate = ::tablekit, table = "Conformance", kind = "MOV")]
 #[tablekit(index(name = "name", copy(salary)))]
+#[tablekit(index(name = "badge", copy()))]
 pub struct Mover {
     /// The department.
     #[tablekit(partition_key)]
@@ -34,6 +35,9 @@ pub struct Mover {
     pub last_name: String,
     /// Copied into the index rows.
     pub salary: u32,
+    /// Unique in the department.
+    #[tablekit(unique = "badge")]
+    pub badge: String,
 }
 
 /// A fresh queue name for a test.
@@ -188,6 +192,7 @@ pub async fn outbox_model_runs(
                 id,
                 last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
                 salary: 100,
+                badge: format!("b{id}"),
             };
             plain.insert(&mover).await.expect("insert");
             model.insert(id, vec![mover]);
@@ -339,6 +344,7 @@ pub async fn moves_cross_partitions(
         id: 223,
         last_name: "Jones".into(),
         salary: 10,
+        badge: "b223".into(),
     };
     table.insert(&jones).await.expect("insert");
     let loaded = table
@@ -374,9 +380,27 @@ pub async fn moves_cross_partitions(
             .is_empty(),
         "the notice is withdrawn"
     );
+    // Onto a department where another holds the badge: refused.
+    let holder = Mover {
+        department: "Dev".into(),
+        id: 500,
+        ..jones.clone()
+    };
+    table.insert(&holder).await.expect("insert");
+    let to_dev = Mover {
+        department: "Dev".into(),
+        ..moved.clone()
+    };
+    assert!(matches!(
+        table.move_to(&arrived, &to_dev).await,
+        Err(Error::UniqueViolation { index: "badge", .. })
+    ));
+    let holder = table.get("Dev", 500u32).await.expect("get").expect("there");
+    table.delete(&holder).await.expect("delete");
     // Onto taken keys: refused, nothing changed.
     let other = Mover {
         department: "Dev".into(),
+        badge: "b999".into(),
         ..jones.clone()
     };
     table.insert(&other).await.expect("insert");
@@ -389,7 +413,7 @@ pub async fn moves_cross_partitions(
         Err(Error::EntityAlreadyExists { .. })
     ));
     assert!(table.get("Ops", 223u32).await.expect("get").is_some());
-    // Within a partition: one transaction.
+    // Within a partition, under another id: the same way.
     let renamed = Mover {
         id: 224,
         ..moved.clone()

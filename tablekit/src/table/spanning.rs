@@ -66,30 +66,31 @@ impl<T: TableEntity> Table<T> {
     /// partition; never in both, and never twice.
     ///
     /// Fails with [`PreconditionFailed`](Error::PreconditionFailed) if the
-    /// entity changed since it was read, and with
+    /// entity changed since it was read, with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if an entity
-    /// holds the new keys already: nothing is changed. If one takes them
-    /// before the move reaches them, the move stops there and its record
-    /// (holding the entity) stays, and its notice goes to the poison queue:
-    /// nothing is overwritten, and nothing is lost.
+    /// holds the new keys already, and with
+    /// [`UniqueViolation`](Error::UniqueViolation) if another entity of the
+    /// new partition holds one of its unique values: nothing is changed. If
+    /// another entity takes them after this check and before the move
+    /// reaches them, the move stops there: its record (holding the entity)
+    /// stays, and its notice goes to the poison queue with the reason.
+    /// Nothing is overwritten, and nothing is lost.
     ///
-    /// Keys in the same partition need no outbox: the move is one
-    /// transaction. Not offered for wide entities, entities with offloaded
-    /// values, or entities with unique indexes or index entities (whose
-    /// rows in the new partition no step can claim safely):
+    /// New keys in the same partition take the same way (a transaction
+    /// cannot both give up and take a unique value); the same keys are a
+    /// [`replace`](Table::replace). Not offered for wide entities, entities with offloaded
+    /// values, or entities with index entities (`list` indexes, whose lists
+    /// in the new partition no step can change safely):
     /// [`NotSupported`](Error::NotSupported).
     ///
-    /// Requests: 4 reads (the row, the fences of the old and the new keys,
-    /// the new keys), the transaction, and the move's own: a notice put and
-    /// deleted (with an outbox), the step (a read and a transaction), the
-    /// record's delete.
+    /// Requests: 3 reads (the new keys, and the fences of the old and the
+    /// new keys) and one per unique index, the transaction, and the move's
+    /// own: a notice put and deleted (with an outbox), a query for the
+    /// records, the step (a read and a transaction), the record's delete.
     pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
-        if T::WIDE
-            || !T::BLOB_FIELDS.is_empty()
-            || T::INDEXES.iter().any(|def| def.unique || def.list)
-        {
+        if T::WIDE || !T::BLOB_FIELDS.is_empty() || T::INDEXES.iter().any(|def| def.list) {
             return Err(Error::NotSupported {
-                operation: "moving a wide entity, one with offloaded values, or one with unique indexes or index entities to other keys",
+                operation: "moving a wide entity, one with offloaded values, or one with index entities to other keys",
             });
         }
         let (old_pk, old_rk) = (
@@ -97,11 +98,13 @@ impl<T: TableEntity> Table<T> {
             schema::row_key_of(&loaded.value)?,
         );
         let (new_pk, new_rk) = (schema::partition_key_of(moved)?, schema::row_key_of(moved)?);
-        if old_pk == new_pk {
-            let mut transaction = self.transaction();
-            transaction.delete(loaded)?;
-            transaction.insert(moved)?;
-            return transaction.submit().await.map(drop);
+        if (&old_pk, &old_rk) == (&new_pk, &new_rk) {
+            // Nowhere to go: a replace of the version read.
+            let write = super::rows::RowWrite::Update(
+                crate::UpdateMode::Replace,
+                crate::IfMatch::ETag(loaded.etag.clone()),
+            );
+            return self.write(moved, write).await.map(drop);
         }
         if self
             .backend
@@ -126,7 +129,35 @@ impl<T: TableEntity> Table<T> {
         let mut ops = Vec::with_capacity(1 + T::INDEXES.len());
         for (i, def) in T::INDEXES.iter().enumerate() {
             let key = crate::index::index_key(moved, i, &new_rk)?;
-            ops.push(StepOp::Put(crate::index::index_row::<T>(def, key, &row)));
+            let index_row = crate::index::index_row::<T>(def, key.clone(), &row);
+            if def.unique {
+                // Claimed, never taken: a value another entity holds there
+                // refuses the move now, or stops its step later.
+                let held = self
+                    .backend
+                    .try_get_entity(&self.name, &new_pk, &key)
+                    .await?;
+                if let Some(held) = held {
+                    let held_by = match held.properties.get(crate::index::ROW_PROPERTY) {
+                        Some(crate::Value::String(holder)) => holder.clone(),
+                        _ => String::new(),
+                    };
+                    // The entity's own row, which the move gives up first.
+                    let own = new_pk == old_pk && held_by == old_rk;
+                    if !own {
+                        return Err(Error::UniqueViolation {
+                            table: self.name.to_string(),
+                            partition_key: new_pk,
+                            index: def.name,
+                            value: crate::index::value_of(def, &key).to_owned(),
+                            held_by,
+                        });
+                    }
+                }
+                ops.push(StepOp::Insert(index_row));
+            } else {
+                ops.push(StepOp::Put(index_row));
+            }
         }
         ops.insert(0, StepOp::Insert(row));
         let step = Step {
