@@ -520,3 +520,118 @@ pub async fn steps_are_fenced(
         "one fence per row"
     );
 }
+
+/// Figures of [`outbox_drain`].
+#[derive(Debug, Clone, Copy)]
+pub struct DrainFigures {
+    /// Moves made (each a record and a notice).
+    pub moves: usize,
+    /// Requests one move made, finished at once by its writer.
+    pub requests_per_move: f64,
+    /// Mean time of a move finished at once by its writer.
+    pub move_latency: Duration,
+    /// Records the worker finished from the queue.
+    pub drained: u64,
+    /// How long the worker took to drain them.
+    pub drain_time: Duration,
+}
+
+/// Measures moves through the outbox and the worker's drain rate: first
+/// `moves` moves finished at once by their writer; then as many moves whose
+/// writer stops after the commit (every query fails), left to the worker,
+/// which then drains the queue. For benches.
+pub async fn outbox_drain(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    moves: usize,
+) -> DrainFigures {
+    use std::time::Instant;
+    let name = fresh_table(&*backend, "drain").await;
+    let queue = unique_queue();
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    let counted: Arc<dyn TableBackend> = Arc::new(layer);
+    let outbox = Outbox::new(Arc::clone(&queues), queue.clone()).delay(Duration::ZERO);
+    let table: Table<Mover> = Table::from_arc(Arc::clone(&counted), &name).with_outbox(outbox);
+    let worker =
+        OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue).config(WorkerConfig {
+            batch: 32,
+            ..WorkerConfig::default()
+        });
+    worker.create_queues().await.expect("create the queues");
+    let count = moves as u32;
+    for id in 0..2 * count {
+        let mover = Mover {
+            department: "Sales".into(),
+            id,
+            last_name: "Jones".into(),
+            salary: 1,
+            badge: format!("b{id}"),
+        };
+        table.insert(&mover).await.expect("insert");
+    }
+    let requests = |faults: &crate::layer::FaultHandle| -> usize {
+        use Operation::*;
+        [
+            GetEntity,
+            QueryEntities,
+            InsertEntity,
+            UpdateEntity,
+            UpsertEntity,
+            DeleteEntity,
+            SubmitTransaction,
+        ]
+        .iter()
+        .map(|op| faults.calls(*op))
+        .sum()
+    };
+    let move_one = |id: u32| {
+        let table = table.clone();
+        async move {
+            let loaded = table.get("Sales", id).await.expect("get").expect("there");
+            let moved = Mover {
+                department: "Ops".into(),
+                ..(*loaded).clone()
+            };
+            (loaded, moved)
+        }
+    };
+    let (before, mut elapsed) = (requests(&faults), Duration::ZERO);
+    let mut reads = 0;
+    for id in 0..count {
+        let (loaded, moved) = move_one(id).await;
+        reads += 1;
+        let started = Instant::now();
+        table.move_to(&loaded, &moved).await.expect("move");
+        elapsed += started.elapsed();
+    }
+    let requests_per_move = (requests(&faults) - before - reads) as f64 / moves as f64 + 2.0; // the notice's put and delete, on the queue
+    // Writers that stop after their commit: the worker finishes.
+    faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+    for id in count..2 * count {
+        let (loaded, moved) = move_one(id).await;
+        table.move_to(&loaded, &moved).await.expect("move");
+    }
+    faults.clear();
+    let started = Instant::now();
+    while worker.run_once().await.expect("drain") > 0 {}
+    let drain_time = started.elapsed();
+    let all = rows(backend.as_ref(), &name).await;
+    assert!(
+        !all.iter().any(outbox::is_outbox_row),
+        "every record finished"
+    );
+    backend.delete_table(&name).await.expect("delete the table");
+    queues.delete_queue(&queue).await.expect("delete the queue");
+    queues
+        .delete_queue(&outbox::poison_queue_name(&queue))
+        .await
+        .expect("delete the poison queue");
+    DrainFigures {
+        moves,
+        requests_per_move,
+        move_latency: elapsed / count,
+        drained: worker.stats().applied,
+        drain_time,
+    }
+}
