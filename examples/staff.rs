@@ -119,6 +119,7 @@ async fn main() -> Result<(), Error> {
         backend,
         table,
         remote,
+        ..
     } = tablekit_examples::store("Staff")?;
     let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;

@@ -81,6 +81,17 @@ mod outbox {
         println!("{outcomes:?}");
         assert!(outcomes.moved > 150, "{outcomes:?}");
     }
+
+    /// Hundreds of random runs of writes of an entity with indexes kept in
+    /// another partition and another table, on the REST path.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn remote_index_model_three_hundred_runs() {
+        let (tables, queues, _) = outbox_stores();
+        let outcomes =
+            tablekit::conformance::remote_index_model_runs(tables, queues, 300, 4, 0xA3).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.moved > 300, "{outcomes:?}");
+    }
 }
 
 mod typed {

@@ -117,6 +117,16 @@ const _: () = {
                 _ => {}
             }
         }
+        const REMOTE_INDEXES: &'static [::tablekit::__private::RemoteIndexDef] = &[];
+        fn write_remote_index_key(
+            &self,
+            __index: usize,
+            __out: &mut ::tablekit::__private::String,
+        ) {
+            match __index {
+                _ => {}
+            }
+        }
         fn member_slot(__name: &str) -> ::tablekit::__private::MemberSlot {
             match __name {
                 "email" => ::tablekit::__private::MemberSlot::Value(0usize),

@@ -28,6 +28,7 @@ pub(crate) const NAME: &str = "name";
 pub(crate) const TAG: &str = "tag";
 pub(crate) const COPY: &str = "copy";
 pub(crate) const LIST: &str = "list";
+pub(crate) const PARTITION: &str = "partition";
 
 // Field keywords.
 pub(crate) const PARTITION_KEY: &str = "partition_key";
@@ -118,6 +119,10 @@ pub(crate) struct IndexOptions {
     pub(crate) copy: Option<Vec<Ident>>,
     /// `list`: one row per value listing the entities that hold it.
     pub(crate) list: Option<TokenStream>,
+    /// `partition = "…"`: the rows live in partition `…_{the entity's}`.
+    pub(crate) partition: Option<LitStr>,
+    /// `table = "…"`: the rows live in that table.
+    pub(crate) table: Option<LitStr>,
 }
 
 /// One piece of a key template.
@@ -360,6 +365,8 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
     let mut tag = Attr::none(TAG);
     let mut copy = Attr::none(COPY);
     let mut list = Attr::none(LIST);
+    let mut partition = Attr::none(PARTITION);
+    let mut table = Attr::none(TABLE);
     meta.parse_nested_meta(|inner| {
         if inner.path.is_ident(LIST) {
             flag(&inner, LIST)?;
@@ -373,6 +380,14 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
         } else if inner.path.is_ident(TAG) {
             if let Some(lit) = parse_str(cx, &inner) {
                 tag.set(cx, &inner.path, lit);
+            }
+        } else if inner.path.is_ident(PARTITION) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                partition.set(cx, &inner.path, lit);
+            }
+        } else if inner.path.is_ident(TABLE) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                table.set(cx, &inner.path, lit);
             }
         } else if inner.path.is_ident(COPY) {
             let mut fields = Vec::new();
@@ -400,7 +415,11 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
             }
             copy.set(cx, &inner.path, fields);
         } else {
-            return Err(unknown(&inner, "index", &[NAME, TAG, COPY, LIST]));
+            return Err(unknown(
+                &inner,
+                "index",
+                &[NAME, TAG, COPY, LIST, PARTITION, TABLE],
+            ));
         }
         Ok(())
     })?;
@@ -412,6 +431,8 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
         tag: tag.get(),
         copy: copy.get(),
         list: list.get(),
+        partition: partition.get(),
+        table: table.get(),
     })
 }
 

@@ -27,6 +27,16 @@ pub(crate) struct IndexModel<'a> {
     pub(crate) copy: Option<Vec<String>>,
     /// An index entity per value, listing the entities that hold it.
     pub(crate) list: bool,
+    /// Where the rows live when not in the entity's partition.
+    pub(crate) remote: Option<Remote>,
+}
+
+/// The place of an index kept in another partition or table.
+pub(crate) struct Remote {
+    /// The rows' partition is this, `_` and the entity's PartitionKey.
+    pub(crate) partition: Option<String>,
+    /// The rows' table, when not the entity's.
+    pub(crate) table: Option<String>,
 }
 
 /// Characters an index tag may not hold: those the store forbids in keys,
@@ -57,6 +67,7 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                     tag: String::new(),
                     copy: None,
                     list: false,
+                    remote: None,
                 }),
             }
         }
@@ -98,6 +109,36 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                 );
             }
             index.list = true;
+        }
+        if options.partition.is_some() || options.table.is_some() {
+            let at = options.partition.as_ref().or(options.table.as_ref());
+            if index.unique {
+                cx.error_spanned_by(at, "a unique index lives in the entity's partition, where its transaction can refuse a value that is taken: leave `partition` and `table` out, or make it non-unique");
+            }
+            if options.list.is_some() {
+                cx.error_spanned_by(at, "an index kept in another partition or table is one row per entity: leave `list` out");
+            }
+            let partition = options.partition.as_ref().map(LitStr::value);
+            if let (Some(lit), Some(text)) = (&options.partition, &partition)
+                && (text.is_empty() || text.chars().any(bad_tag_char))
+            {
+                cx.error_spanned_by(
+                    lit,
+                    "a `partition` is ASCII text without `/ \\ # ? | %` or control characters",
+                );
+            }
+            let table = options.table.as_ref().map(LitStr::value);
+            if let (Some(lit), Some(text)) = (&options.table, &table) {
+                let alnum = text.chars().all(|c| c.is_ascii_alphanumeric());
+                let starts = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
+                if !(3..=63).contains(&text.len()) || !alnum || !starts {
+                    cx.error_spanned_by(
+                        lit,
+                        "a table name is 3 to 63 ASCII letters and digits, starting with a letter",
+                    );
+                }
+            }
+            index.remote = Some(Remote { partition, table });
         }
         if let Some(copy) = &options.copy {
             let mut names = Vec::new();
@@ -170,14 +211,18 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                 cx.error_spanned_by(&index.name, "the index's tag, the kind, a dot and the index name, would hold one of `/ \\ # ? | % _`, a control or a non-ASCII character: give a `tag` in `#[tablekit(index(name = \"…\", tag = \"…\"))]`");
             }
         }
-        if format!("{}_", index.tag).starts_with(&leading)
-            || leading.starts_with(&format!("{}_", index.tag))
+        if index.remote.is_none()
+            && (format!("{}_", index.tag).starts_with(&leading)
+                || leading.starts_with(&format!("{}_", index.tag)))
         {
             cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the type's own, which start with `{leading}`: choose another tag", index.tag));
         }
     }
     for (i, a) in indexes.iter().enumerate() {
         for b in &indexes[i + 1..] {
+            if a.remote.is_some() != b.remote.is_some() {
+                continue;
+            }
             if format!("{}_", a.tag).starts_with(&format!("{}_", b.tag))
                 || format!("{}_", b.tag).starts_with(&format!("{}_", a.tag))
             {
@@ -245,9 +290,18 @@ pub(crate) fn expand(
         } else {
             quote!(#tk::NonUnique)
         };
+        let handle = if index.remote.is_some() {
+            quote!(#tk::RemoteIndex<#ident #ty_generics, #value>)
+        } else {
+            quote!(#tk::Index<#ident #ty_generics, #value, #marker>)
+        };
         let doc = format!(
             "The {} index `{}` on {}.",
-            if index.unique { "unique" } else { "non-unique" },
+            match (index.unique, &index.remote) {
+                (_, Some(_)) => "eventually consistent",
+                (true, None) => "unique",
+                (false, None) => "non-unique",
+            },
             index.name.value(),
             index
                 .fields
@@ -258,18 +312,36 @@ pub(crate) fn expand(
         );
         quote! {
             #[doc = #doc]
-            pub #field: #tk::Index<#ident #ty_generics, #value, #marker>
+            pub #field: #handle
         }
     });
-    let handle_inits = indexes.iter().enumerate().map(|(position, index)| {
+    // Positions among the indexes of the entity's partition, and among
+    // those kept elsewhere.
+    let positions: Vec<usize> = indexes
+        .iter()
+        .scan((0usize, 0usize), |(local, remote), index| {
+            let counter = if index.remote.is_some() {
+                remote
+            } else {
+                local
+            };
+            *counter += 1;
+            Some(*counter - 1)
+        })
+        .collect();
+    let handle_inits = indexes.iter().zip(&positions).map(|(index, &position)| {
         let field = format_ident!(
             "{}",
             sanitize(&index.name.value()),
             span = index.name.span()
         );
-        quote!(#field: #tk::Index::new(#position))
+        if index.remote.is_some() {
+            quote!(#field: #tk::RemoteIndex::new(#position))
+        } else {
+            quote!(#field: #tk::Index::new(#position))
+        }
     });
-    let defs = indexes.iter().map(|index| {
+    let def_of = |index: &IndexModel<'_>| {
         let name = index.name.value();
         let tag = &index.tag;
         let unique = index.unique;
@@ -281,14 +353,30 @@ pub(crate) fn expand(
         } else {
             quote!(#tk::RowKeyLayout::kind(#tag).opened())
         };
-        let fields = index.fields.iter().map(|f| f.ident.to_string()).collect::<Vec<_>>().join(", ");
+        let fields = index
+            .fields
+            .iter()
+            .map(|f| f.ident.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
         let copy = match &index.copy {
             None => quote!(#tk::None),
             Some(names) => quote!(#tk::Some(&[#(#names),*])),
         };
         quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list })
+    };
+    let defs = indexes.iter().filter(|i| i.remote.is_none()).map(def_of);
+    let remote_defs = indexes.iter().filter_map(|index| {
+        let remote = index.remote.as_ref()?;
+        let def = def_of(index);
+        let option = |text: &Option<String>| match text {
+            Some(text) => quote!(#tk::Some(#text)),
+            None => quote!(#tk::None),
+        };
+        let (partition, table) = (option(&remote.partition), option(&remote.table));
+        Some(quote!(#tk::RemoteIndexDef { index: #def, partition: #partition, table: #table }))
     });
-    let arms = indexes.iter().enumerate().map(|(position, index)| {
+    let arm = |index: &IndexModel<'_>, position: usize, layout: TokenStream| {
         let value = value_type(index);
         let refs = index.fields.iter().map(|f| {
             let field = f.ident;
@@ -307,13 +395,39 @@ pub(crate) fn expand(
         });
         // Spanned on the first field, so a type that is no key type is
         // reported there.
-        let span = index.fields.first().map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
-        let write = quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &<Self as #tk::TableEntity>::INDEXES[#position].layout, __out));
+        let span = index
+            .fields
+            .first()
+            .map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
+        let write =
+            quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out));
         quote!(#position => {
             #open_check
             #write
         })
-    });
+    };
+    let arms = indexes
+        .iter()
+        .zip(&positions)
+        .filter(|(index, _)| index.remote.is_none())
+        .map(|(index, &position)| {
+            arm(
+                index,
+                position,
+                quote!(<Self as #tk::TableEntity>::INDEXES[#position].layout),
+            )
+        });
+    let remote_arms = indexes
+        .iter()
+        .zip(&positions)
+        .filter(|(index, _)| index.remote.is_some())
+        .map(|(index, &position)| {
+            arm(
+                index,
+                position,
+                quote!(<Self as #tk::TableEntity>::REMOTE_INDEXES[#position].index.layout),
+            )
+        });
     let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");
     Expanded {
         handles: quote! {
@@ -333,6 +447,13 @@ pub(crate) fn expand(
             fn write_index_key(&self, __index: usize, __out: &mut #tk::String) {
                 match __index {
                     #(#arms)*
+                    _ => {}
+                }
+            }
+            const REMOTE_INDEXES: &'static [#tk::RemoteIndexDef] = &[#(#remote_defs),*];
+            fn write_remote_index_key(&self, __index: usize, __out: &mut #tk::String) {
+                match __index {
+                    #(#remote_arms)*
                     _ => {}
                 }
             }

@@ -134,4 +134,16 @@ mod outbox {
         assert!(outcomes.unknown > 10, "{outcomes:?}");
         assert!(outcomes.refused > 100, "{outcomes:?}");
     }
+
+    /// Thousands of random runs of writes of an entity with indexes kept in
+    /// another partition and another table, with faults.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn remote_index_model_two_thousand_runs() {
+        let (tables, queues, _) = stores();
+        let outcomes =
+            tablekit::conformance::remote_index_model_runs(tables, queues, 2000, 6, 0xC17E).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.moved > 3000, "{outcomes:?}");
+        assert!(outcomes.unknown > 50, "{outcomes:?}");
+    }
 }

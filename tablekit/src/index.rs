@@ -211,6 +211,100 @@ impl IndexDef {
     }
 }
 
+/// An index kept in another partition or table, as `#[derive(TableEntity)]`
+/// describes it in [`TableEntity::REMOTE_INDEXES`]: declared with
+/// `partition = "…"` or `table = "…"` in its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteIndexDef {
+    /// The index: its name, layout, fields and copies (never unique, never
+    /// a list).
+    pub index: IndexDef,
+    /// Its rows' partition is this, `_`, and the entity's PartitionKey;
+    /// `None` for the entity's PartitionKey.
+    pub partition: Option<&'static str>,
+    /// Its rows' table; `None` for the entity's.
+    pub table: Option<&'static str>,
+}
+
+impl RemoteIndexDef {
+    /// The table and partition of the index rows of an entity of partition
+    /// `partition_key` in table `table`.
+    pub fn place(&self, table: &str, partition_key: &str) -> (String, String) {
+        let table = self.table.unwrap_or(table).to_owned();
+        let partition = match self.partition {
+            Some(prefix) => format!("{prefix}_{partition_key}"),
+            None => partition_key.to_owned(),
+        };
+        (table, partition)
+    }
+
+    /// The entity's PartitionKey, from the partition of its index rows.
+    pub fn source_partition<'a>(&self, partition: &'a str) -> Option<&'a str> {
+        match self.partition {
+            Some(prefix) => partition.strip_prefix(prefix)?.strip_prefix('_'),
+            None => Some(partition),
+        }
+    }
+}
+
+/// A typed handle on an index of `T` kept in another partition or table,
+/// whose values are `V`: a field of `T::indexes()`.
+pub struct RemoteIndex<T, V> {
+    position: usize,
+    _marker: PhantomData<Marker<(T, V)>>,
+}
+
+impl<T, V> Clone for RemoteIndex<T, V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, V> Copy for RemoteIndex<T, V> {}
+
+impl<T, V> std::fmt::Debug for RemoteIndex<T, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteIndex")
+            .field("position", &self.position)
+            .finish()
+    }
+}
+
+impl<T: TableEntity, V> RemoteIndex<T, V> {
+    /// The handle on `T::REMOTE_INDEXES[position]` (the derive makes these).
+    #[doc(hidden)]
+    pub const fn new(position: usize) -> RemoteIndex<T, V> {
+        RemoteIndex {
+            position,
+            _marker: PhantomData,
+        }
+    }
+
+    /// The index's definition.
+    pub fn def(&self) -> &'static RemoteIndexDef {
+        &T::REMOTE_INDEXES[self.position]
+    }
+
+    /// The index's position in [`TableEntity::REMOTE_INDEXES`].
+    pub fn position(&self) -> usize {
+        self.position
+    }
+}
+
+/// The RowKey of `value`'s row in the remote index `i`; `row_key` is the
+/// entity's stored RowKey.
+pub(crate) fn remote_index_key<T: TableEntity>(
+    value: &T,
+    i: usize,
+    row_key: &str,
+) -> Result<String, Error> {
+    let def = &T::REMOTE_INDEXES[i].index;
+    let mut key = String::with_capacity(row_key.len() + 32);
+    value.write_remote_index_key(i, &mut key);
+    key.push_str(row_key);
+    schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
+    Ok(key)
+}
+
 /// Marks an index as unique: [`IndexReader::get`](crate::IndexReader::get) finds at most one entity.
 #[derive(Debug, Clone, Copy)]
 pub enum Unique {}

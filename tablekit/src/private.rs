@@ -10,7 +10,7 @@ pub use ::std::vec::Vec;
 
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
-pub use crate::index::{Index, IndexDef, NonUnique, Unique};
+pub use crate::index::{Index, IndexDef, NonUnique, RemoteIndex, RemoteIndexDef, Unique};
 pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
     write_escaped,

@@ -635,3 +635,294 @@ pub async fn outbox_drain(
         drain_time,
     }
 }
+
+/// A contact, found by email through an index kept in another partition
+/// of its table, and by city through one kept in another table.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "CON")]
+#[tablekit(index(name = "email", partition = "email", copy(salary)))]
+#[tablekit(index(name = "city", table = "ConformanceCities"))]
+pub struct Contact {
+    /// The team.
+    #[tablekit(partition_key)]
+    pub team: String,
+    /// The contact id.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Indexed in partition `email_{team}`.
+    #[tablekit(index = "email")]
+    pub email: String,
+    /// Indexed in table `ConformanceCities`, partition `{team}`.
+    #[tablekit(index = "city")]
+    pub city: String,
+    /// Copied into the email index.
+    pub salary: u32,
+}
+
+/// The rows of `T`'s indexes kept elsewhere that the entities of `table`'s
+/// partitions `pks` should have, against those there are.
+async fn remote_rows_in_step<T: TableEntity>(
+    backend: &dyn TableBackend,
+    table: &str,
+    pks: &[String],
+) -> Result<(), String> {
+    use crate::index::{RemoteIndexDef, index_row};
+    let mut expected: BTreeMap<(String, String, String), Entity> = BTreeMap::new();
+    let mut places: Vec<(&RemoteIndexDef, String, String)> = Vec::new();
+    for pk in pks {
+        let filter = crate::filter::Filter::partition_key().eq(pk.as_str());
+        let rows = backend
+            .query_all(table, Query::new().filter(filter))
+            .await
+            .map_err(|e| e.to_string())?;
+        for def in T::REMOTE_INDEXES {
+            let (index_table, partition) = def.place(table, pk);
+            places.push((def, index_table, partition));
+        }
+        for row in rows
+            .iter()
+            .filter(|r| crate::schema::is_kind::<T>(r) && !outbox::is_bookkeeping_row(r))
+        {
+            let value: T = crate::schema::from_entity(row).map_err(|e| e.to_string())?;
+            for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+                let key = crate::index::remote_index_key(&value, i, &row.row_key)
+                    .map_err(|e| e.to_string())?;
+                let (index_table, partition) = def.place(table, pk);
+                let mut index = index_row::<T>(&def.index, key.clone(), row);
+                index.partition_key.clone_from(&partition);
+                expected.insert((index_table, partition, key), index);
+            }
+        }
+    }
+    for (def, index_table, partition) in places {
+        let filter = crate::filter::Filter::partition_key()
+            .eq(partition.as_str())
+            .and(crate::outbox::row_key_prefix(&def.index.prefix()));
+        let rows = backend
+            .query_all(&index_table, Query::new().filter(filter))
+            .await
+            .map_err(|e| e.to_string())?;
+        for row in rows {
+            let key = (index_table.clone(), partition.clone(), row.row_key.clone());
+            let Some(want) = expected.remove(&key) else {
+                return Err(format!("an index row no entity wants: {key:?}"));
+            };
+            let sorted = |e: &Entity| {
+                let mut props: Vec<(String, crate::Value)> = e
+                    .properties
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.clone()))
+                    .collect();
+                props.sort_by(|a, b| a.0.cmp(&b.0));
+                props
+            };
+            if sorted(&row) != sorted(&want) {
+                return Err(format!("a stale index row {key:?}: {row:?}, want {want:?}"));
+            }
+        }
+    }
+    match expected.into_keys().next() {
+        Some(missing) => Err(format!("a missing index row: {missing:?}")),
+        None => Ok(()),
+    }
+}
+
+/// Random writes of every kind to contacts whose indexes are kept in
+/// another partition and another table, with faults injected into the
+/// tables and the queue (failures, lost answers, a writer that stops after
+/// its commit); after each run the worker drains, the sweeper runs, and
+/// every index row must match its entity, with none left over and no
+/// record left.
+pub async fn remote_index_model_runs(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    runs: usize,
+    steps: usize,
+    seed: u64,
+) -> OutboxOutcomes {
+    let mut outcomes = OutboxOutcomes::default();
+    match backend.create_table("ConformanceCities").await {
+        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
+        Err(e) => panic!("create the cities table: {e}"),
+    }
+    let queue = unique_queue();
+    let tables = FaultInjection::new(Arc::clone(&backend));
+    let faults = tables.handle();
+    faults.seed(seed);
+    let faulty: Arc<dyn TableBackend> = Arc::new(tables);
+    let outbox = Outbox::new(Arc::clone(&queues), queue.clone()).delay(Duration::ZERO);
+    OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue)
+        .create_queues()
+        .await
+        .expect("create the queues");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let tag: String = std::iter::repeat_with(|| rng.lowercase()).take(6).collect();
+    for run in 0..runs {
+        // A table per run, so that checking a run reads only its rows.
+        let name = fresh_table(&*backend, "remote").await;
+        let table: Table<Contact> =
+            Table::from_arc(Arc::clone(&faulty), &name).with_outbox(outbox.clone());
+        let pk = format!("{tag}{run}");
+        for _ in 0..steps {
+            faults.clear();
+            if rng.f64() < 0.5 {
+                let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
+                faults.inject(Injection::any().skip(rng.usize(0..8)).fault(fault));
+            }
+            if rng.f64() < 0.1 {
+                faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+            }
+            let id = rng.u32(0..3);
+            let value = Contact {
+                team: pk.clone(),
+                id,
+                email: ["a@x", "b@x", "c@x"][rng.usize(0..3)].into(),
+                city: ["Oslo", "Rome"][rng.usize(0..2)].into(),
+                salary: rng.u32(..100),
+            };
+            let result = match rng.usize(0..6) {
+                0 => table.insert(&value).await.map(drop),
+                1 => table.upsert(&value).await.map(drop),
+                2 => table.upsert_merge(&value).await.map(drop),
+                3 => table.delete_unconditionally(pk.as_str(), id).await,
+                4 => table
+                    .update(pk.as_str(), id, |c| {
+                        c.email = value.email.clone();
+                        c.salary += 1;
+                    })
+                    .await
+                    .map(drop),
+                _ => match table.get(pk.as_str(), id).await {
+                    Ok(Some(mut loaded)) => {
+                        loaded.city = value.city.clone();
+                        table.replace(&mut loaded).await.map(drop)
+                    }
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                },
+            };
+            match result {
+                Ok(()) => outcomes.moved += 1,
+                Err(Error::OutcomeUnknown { .. }) => outcomes.unknown += 1,
+                Err(_) => outcomes.refused += 1,
+            }
+        }
+        faults.clear();
+        drain(&backend, &queues, &queue, &name).await;
+        let all = rows(backend.as_ref(), &name).await;
+        assert!(!all.iter().any(outbox::is_outbox_row), "no record left");
+        if let Err(problem) =
+            remote_rows_in_step::<Contact>(backend.as_ref(), &name, std::slice::from_ref(&pk)).await
+        {
+            panic!("run {run}: {problem}");
+        }
+        backend
+            .delete_table(&name)
+            .await
+            .expect("delete the run's table");
+    }
+    outcomes
+}
+
+/// Reads through the indexes kept elsewhere find the entities once their
+/// steps are applied (at once, by the writer), follow moves of the value,
+/// and leave out rows an entity no longer matches.
+pub async fn remote_indexes_follow_writes(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    let name = fresh_table(&*backend, "remotes").await;
+    match backend.create_table("ConformanceCities").await {
+        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
+        Err(e) => panic!("create the cities table: {e}"),
+    }
+    let queue = unique_queue();
+    queues.create_queue(&queue).await.expect("create queue");
+    let table: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name)
+        .with_outbox(Outbox::new(Arc::clone(&queues), queue.clone()));
+    let team: String = std::iter::repeat_with(fastrand::lowercase)
+        .take(8)
+        .collect();
+    let ann = Contact {
+        team: team.clone(),
+        id: 1,
+        email: "ann@x".into(),
+        city: "Oslo".into(),
+        salary: 5,
+    };
+    table.insert(&ann).await.expect("insert");
+    let by_email = table.remote_index(Contact::indexes().email);
+    let by_city = table.remote_index(Contact::indexes().city);
+    let found: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
+            .await
+            .expect("find");
+    assert_eq!(
+        found,
+        std::slice::from_ref(&ann),
+        "found through the email index"
+    );
+    let found: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_city.find(team.as_str(), "Oslo"))
+            .await
+            .expect("find");
+    assert_eq!(
+        found,
+        std::slice::from_ref(&ann),
+        "found through the city index"
+    );
+    // The email moves: the old row goes, the new one comes.
+    table
+        .update(team.as_str(), 1u32, |c| c.email = "anna@x".into())
+        .await
+        .expect("update");
+    let old: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
+            .await
+            .expect("find");
+    assert!(old.is_empty(), "the old value finds nothing");
+    let new: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "anna@x"))
+            .await
+            .expect("find");
+    assert_eq!(new.len(), 1);
+    assert_eq!(new[0].email, "anna@x");
+    // The email index's rows copy the salary only: followed to the entity.
+    let page = by_email
+        .find_page(team.as_str(), "anna@x", 10, None)
+        .await
+        .expect("page");
+    assert_eq!(page.items.len(), 1);
+    table
+        .delete_unconditionally(team.as_str(), 1u32)
+        .await
+        .expect("delete");
+    let gone: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_city.find(team.as_str(), "Oslo"))
+            .await
+            .expect("find");
+    assert!(gone.is_empty(), "a deleted entity's index rows go");
+    // Inserted again: its rows come back, above the fences its first life left.
+    table.insert(&ann).await.expect("insert again");
+    let back: Vec<Contact> =
+        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
+            .await
+            .expect("find");
+    assert_eq!(
+        back,
+        std::slice::from_ref(&ann),
+        "an entity inserted again is indexed again"
+    );
+    remote_rows_in_step::<Contact>(backend.as_ref(), &name, std::slice::from_ref(&team))
+        .await
+        .expect("index rows in step");
+    assert!(
+        queues
+            .peek_messages(&queue, 32)
+            .await
+            .expect("peek")
+            .is_empty(),
+        "every notice withdrawn"
+    );
+}

@@ -119,6 +119,8 @@ pub struct Record {
     pub row_key: String,
     /// Its ETag, which guards its delete.
     pub etag: ETag,
+    /// The sequence number of the write that made it.
+    pub seq: i64,
     /// When the write committed.
     pub at: DateTime,
     /// What it was written for.
@@ -218,11 +220,18 @@ impl Record {
                     .collect::<Option<Vec<_>>>()
             })
             .ok_or_else(|| undecodable(row, "unreadable steps"))?;
+        let seq = row
+            .row_key
+            .rsplit('|')
+            .next()
+            .and_then(|digits| digits.parse().ok())
+            .ok_or_else(|| undecodable(row, "no sequence number"))?;
         Ok(Record {
             table,
             partition_key: row.partition_key.clone(),
             row_key: row.row_key.clone(),
             etag: row.etag.clone().unwrap_or_else(|| ETag::new("")),
+            seq,
             at,
             what,
             steps,
@@ -249,6 +258,15 @@ pub fn is_bookkeeping_row(row: &Entity) -> bool {
 /// The fence row of `row_key` in partition `partition_key`, at `seq`.
 pub(crate) fn fence_row(partition_key: &str, row_key: &str, seq: i64) -> Entity {
     Entity::new(partition_key, format!("{FENCE_PREFIX}{row_key}")).with(FENCE_PROPERTY, seq)
+}
+
+/// The sequence number an entity's row holds (0 without one).
+pub(crate) fn seq_of(row: &Entity) -> i64 {
+    match row.properties.get(SEQ_PROPERTY) {
+        Some(Value::Int64(seq)) => *seq,
+        Some(Value::Int32(seq)) => i64::from(*seq),
+        _ => 0,
+    }
 }
 
 /// The sequence number a fence row holds.
@@ -335,6 +353,7 @@ mod tests {
         let record = Record::from_row(&row).unwrap();
         assert_eq!(record.steps, steps);
         assert_eq!((record.at, record.table.as_str()), (at, "Staff"));
+        assert_eq!(record.seq, 7);
         let fence = fence_row("p", "r", 9);
         assert!(is_fence_row(&fence) && is_bookkeeping_row(&fence));
         assert_eq!(fence_seq(&fence), 9);

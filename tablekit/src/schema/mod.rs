@@ -167,6 +167,15 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     fn write_index_key(&self, index: usize, out: &mut String) {
         let _ = (index, out);
     }
+    /// The declared indexes kept in another partition or table, through
+    /// the [outbox](crate::outbox), in declaration order.
+    const REMOTE_INDEXES: &'static [crate::index::RemoteIndexDef] = &[];
+    /// Appends the RowKey of this value's row in the index `index` of
+    /// [`REMOTE_INDEXES`](TableEntity::REMOTE_INDEXES), as
+    /// [`write_index_key`](TableEntity::write_index_key) does.
+    fn write_remote_index_key(&self, index: usize, out: &mut String) {
+        let _ = (index, out);
+    }
     /// The stored names of every property field, flattened ones and series
     /// elements included; `false` when they cannot all be listed (a `Vec` or
     /// map series), so a projection must read every property.

@@ -65,6 +65,8 @@ pub struct Transaction {
     backend: Arc<dyn TableBackend>,
     table: Arc<str>,
     writes: Vec<Box<dyn Pending>>,
+    outbox: Option<crate::outbox::Outbox>,
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -84,6 +86,8 @@ impl<T> Table<T> {
             backend: Arc::clone(&self.backend),
             table: Arc::clone(&self.name),
             writes: Vec::new(),
+            outbox: self.outbox.clone(),
+            clock: Arc::clone(&self.clock),
         }
     }
 }
@@ -230,9 +234,23 @@ impl Transaction {
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
         use tracing::Instrument as _;
         let span = super::op_span("transaction", &self.table, None, None);
-        plan::run(&self.backend, &self.table, &self.writes)
-            .instrument(span)
-            .await
+        self.run().instrument(span).await
+    }
+
+    /// Runs the writes, then finishes the outbox records they wrote.
+    async fn run(&self) -> Result<Vec<Option<ETag>>> {
+        let etags = plan::run(&self.backend, &self.table, &self.writes, self.clock.now()).await?;
+        for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
+            super::spanning::finish_after_commit(
+                self.backend.as_ref(),
+                &self.table,
+                self.outbox.as_ref(),
+                pk,
+                rk,
+            )
+            .await;
+        }
+        Ok(etags)
     }
 }
 
@@ -348,12 +366,6 @@ impl<T: TableEntity> TableBatch<T> {
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
         use tracing::Instrument as _;
         let span = super::op_span("batch", self.table.name(), T::KIND, None);
-        plan::run(
-            &self.transaction.backend,
-            &self.transaction.table,
-            &self.transaction.writes,
-        )
-        .instrument(span)
-        .await
+        self.transaction.run().instrument(span).await
     }
 }

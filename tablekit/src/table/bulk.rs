@@ -129,7 +129,11 @@ impl<T: TableEntity> BulkWriter<T> {
         // Wide entities and entities with index rows are transactions of
         // their own, and offloaded values follow the blob write protocol:
         // all are written one by one.
-        if T::WIDE || !T::BLOB_FIELDS.is_empty() || !T::INDEXES.is_empty() {
+        if T::WIDE
+            || !T::BLOB_FIELDS.is_empty()
+            || !T::INDEXES.is_empty()
+            || !T::REMOTE_INDEXES.is_empty()
+        {
             return self.run_one_by_one(items, mode).await;
         }
         let mut report = BulkReport::default();

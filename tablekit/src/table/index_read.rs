@@ -11,7 +11,7 @@ use crate::backend::GetOptions;
 use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
-use crate::index::{self, Index, IndexDef, Unique};
+use crate::index::{self, Index, IndexDef, NonUnique, RemoteIndex, RemoteIndexDef, Unique};
 use crate::key::{KeyPrefix, KeyTuple, prefix_range};
 use crate::schema::{self, KeyArg, TableEntity};
 
@@ -31,6 +31,8 @@ pub struct IndexReader<T, V, U, Q = T> {
     table: Table<T>,
     def: &'static IndexDef,
     position: usize,
+    /// Where the rows are, for an index kept in another partition or table.
+    remote: Option<&'static RemoteIndexDef>,
     _marker: PhantomData<crate::index::Marker<(V, U, Q)>>,
 }
 
@@ -42,6 +44,26 @@ impl<T: TableEntity> Table<T> {
             table: self.clone(),
             def: index.def(),
             position: index.position(),
+            remote: None,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Reads through `index`, an index kept in another partition or table
+    /// (a field of `T::indexes()` declared with `partition` or `table`), as
+    /// [`index`](Table::index) reads the others. Its rows are written after
+    /// the entity, through the [outbox](crate::outbox): a read may miss a
+    /// change for as long as its steps wait. An index row whose entity no
+    /// longer holds its value is left out when it is followed; one served
+    /// alone (every field copied) shows the value its row was written with.
+    /// The partition named is the entity's.
+    pub fn remote_index<V>(&self, index: RemoteIndex<T, V>) -> IndexReader<T, V, NonUnique> {
+        let remote = index.def();
+        IndexReader {
+            table: self.clone(),
+            def: &remote.index,
+            position: index.position(),
+            remote: Some(remote),
             _marker: PhantomData,
         }
     }
@@ -64,6 +86,7 @@ where
             table: self.table,
             def: self.def,
             position: self.position,
+            remote: self.remote,
             _marker: PhantomData,
         }
     }
@@ -169,16 +192,18 @@ where
         start: Bound<String>,
         end: Bound<String>,
     ) -> BoxStream<'static, Result<Q>> {
-        let query = crate::Query::new().filter(self.bounds_filter(&pk, start, end));
+        let (index_table, index_pk) = self.place(&pk);
+        let query = crate::Query::new().filter(self.bounds_filter(&index_pk, start, end));
         let rows = owned_query_stream(
             Arc::clone(&self.table.backend),
-            self.table.name.to_string(),
+            index_table,
             query,
             "index",
             T::KIND,
         );
         let table = self.table.clone();
         let (def, position, served) = (self.def, self.position, self.served_by_index_rows());
+        let remote = self.remote;
         rows.and_then(move |row| {
             let table = table.clone();
             async move {
@@ -190,7 +215,7 @@ where
                             Entity::new(row.partition_key.clone(), row.row_key.clone());
                         pointer.properties.insert(index::ROW_PROPERTY, rk);
                         if let Some(value) = table
-                            .read_indexed::<Q>(def, position, false, pointer)
+                            .read_indexed::<Q>(def, position, false, pointer, None)
                             .await?
                         {
                             found.push(Ok(value));
@@ -198,7 +223,9 @@ where
                     }
                     return Ok(futures::stream::iter(found));
                 }
-                let value = table.read_indexed::<Q>(def, position, served, row).await?;
+                let value = table
+                    .read_indexed::<Q>(def, position, served, row, remote)
+                    .await?;
                 Ok(futures::stream::iter(
                     value.map(Ok).into_iter().collect::<Vec<_>>(),
                 ))
@@ -315,10 +342,11 @@ where
                 Bound::Excluded(row_key.to_owned())
             }
         };
-        let query = crate::Query::new().filter(self.bounds_filter(&pk, start, end));
+        let (index_table, index_pk) = self.place(&pk);
+        let query = crate::Query::new().filter(self.bounds_filter(&index_pk, start, end));
         let mut rows: Vec<Entity> = owned_query_stream(
             Arc::clone(&self.table.backend),
-            self.table.name.to_string(),
+            index_table,
             query,
             "index_page",
             T::KIND,
@@ -338,7 +366,7 @@ where
         for row in rows {
             if let Some(item) = self
                 .table
-                .read_indexed::<Q>(self.def, self.position, served, row)
+                .read_indexed::<Q>(self.def, self.position, served, row, self.remote)
                 .await?
             {
                 items.push(item);
@@ -349,6 +377,14 @@ where
 
     /// The filter of the rows of partition `pk` between `start` and `end`,
     /// never outside the index's own rows.
+    /// The table and partition of the index rows of the entities of `pk`.
+    fn place(&self, pk: &str) -> (String, String) {
+        match self.remote {
+            Some(remote) => remote.place(&self.table.name, pk),
+            None => (self.table.name.to_string(), pk.to_owned()),
+        }
+    }
+
     fn bounds_filter(&self, pk: &str, start: Bound<String>, end: Bound<String>) -> Filter {
         let index_start = self.def.prefix();
         let index_end = crate::keyorder::prefix_end(&index_start);
@@ -384,7 +420,13 @@ where
             return Ok(None);
         };
         self.table
-            .read_indexed::<Q>(self.def, self.position, self.served_by_index_rows(), row)
+            .read_indexed::<Q>(
+                self.def,
+                self.position,
+                self.served_by_index_rows(),
+                row,
+                None,
+            )
             .await
     }
 
@@ -442,18 +484,33 @@ impl<T: TableEntity> Table<T> {
         position: usize,
         served: bool,
         row: Entity,
+        remote: Option<&'static RemoteIndexDef>,
     ) -> Result<Option<Q>> {
+        // The entity's partition: the row's own, or the one it was kept
+        // away from.
+        let pk = match remote {
+            None => row.partition_key.clone(),
+            Some(remote) => match remote.source_partition(&row.partition_key) {
+                Some(pk) => pk.to_owned(),
+                None => return Ok(None),
+            },
+        };
         if served {
             let mut entity = index::as_entity_row::<T>(def, row)?;
+            entity.partition_key = pk;
             self.restore_blobs(&mut entity).await?;
             return schema::from_entity_owned(entity).map(Some);
         }
         let rk = index::pointed_row(def, &row)?;
-        let Some(entity) = self.read_row(&row.partition_key, &rk).await? else {
+        let Some(entity) = self.read_row(&pk, &rk).await? else {
             return Ok(None);
         };
         let value: T = schema::from_entity(&entity)?;
-        if index::index_key(&value, position, &rk)? != row.row_key {
+        let key = match remote {
+            None => index::index_key(&value, position, &rk)?,
+            Some(_) => index::remote_index_key(&value, position, &rk)?,
+        };
+        if key != row.row_key {
             return Ok(None);
         }
         schema::from_entity_owned(entity).map(Some)

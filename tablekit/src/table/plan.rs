@@ -25,10 +25,12 @@ use futures::future::BoxFuture;
 use super::rows::RowWrite;
 use super::{Table, UPDATE_ATTEMPTS, wide};
 use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
+use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
 use crate::index::{self, IndexDef};
+use crate::outbox;
 use crate::schema::{self, TableEntity};
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
@@ -105,18 +107,19 @@ impl<T: TableEntity> Table<T> {
             new_keys: hint.new.map(Cow::Borrowed),
             _marker: PhantomData,
         };
-        match run(
-            &self.backend,
-            &self.name,
-            &[Box::new(pending) as Box<dyn Pending + '_>],
-        )
-        .await
-        {
-            Ok(etags) => Ok(etags
-                .into_iter()
-                .next()
-                .flatten()
-                .unwrap_or_else(|| ETag::new(""))),
+        let writes = [Box::new(pending) as Box<dyn Pending + '_>];
+        match run(&self.backend, &self.name, &writes, self.clock.now()).await {
+            Ok(etags) => {
+                if !T::REMOTE_INDEXES.is_empty() {
+                    self.finish_after_commit(&entity.partition_key, &entity.row_key)
+                        .await;
+                }
+                Ok(etags
+                    .into_iter()
+                    .next()
+                    .flatten()
+                    .unwrap_or_else(|| ETag::new("")))
+            }
             // The caller wrote one entity, not a batch: report the cause.
             Err(Error::BatchFailed { source, .. }) => Err(*source),
             Err(e) => Err(e),
@@ -199,6 +202,17 @@ pub(super) struct State<'a> {
     retry: bool,
     /// The index entities the write changes, as stored (`None`: absent).
     lists: HashMap<String, Option<(ETag, Vec<String>)>>,
+    /// What the steps of the indexes kept elsewhere need.
+    remote: Option<RemoteState>,
+}
+
+/// The indexes of a write kept in other partitions or tables: the write's
+/// sequence number, and each index's old and new RowKey.
+pub(super) struct RemoteState {
+    table: String,
+    seq: i64,
+    old: Vec<Option<String>>,
+    new: Vec<Option<String>>,
 }
 
 /// One write's operations in a transaction, with what each is for.
@@ -219,8 +233,14 @@ pub(super) trait Pending: Send + Sync {
         table: &'a str,
         learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State<'a>>>;
-    /// The write's operations over `state`.
-    fn plan(&self, state: State<'_>, learned: &Learned) -> Result<Planned>;
+    /// The write's operations over `state`; `at` is the time of the write
+    /// (for an outbox record).
+    fn plan(&self, state: State<'_>, learned: &Learned, at: DateTime) -> Result<Planned>;
+    /// The entity's keys, when its write records outbox steps to finish
+    /// after the transaction.
+    fn spans(&self) -> Option<(&str, &str)> {
+        None
+    }
     /// Decides about a unique index row this write found taken (see
     /// `claim_unique`).
     fn claim<'a>(
@@ -264,10 +284,11 @@ impl Pending for Raw {
                 guard: None,
                 retry: false,
                 lists: HashMap::new(),
+                remote: None,
             })
         })
     }
-    fn plan(&self, _: State<'_>, _: &Learned) -> Result<Planned> {
+    fn plan(&self, _: State<'_>, _: &Learned, _: DateTime) -> Result<Planned> {
         Ok(Planned {
             operations: vec![self.0.clone()],
             roles: vec![Role::Entity],
@@ -289,7 +310,7 @@ impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
-        T::WIDE || !T::INDEXES.is_empty()
+        T::WIDE || !T::INDEXES.is_empty() || !T::REMOTE_INDEXES.is_empty()
     }
 
     fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
@@ -319,6 +340,9 @@ impl<T: TableEntity> Typed<'_, T> {
         learned: &Learned,
     ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
+        if !T::REMOTE_INDEXES.is_empty() {
+            state.remote = Some(self.remote_state(backend, table, &state).await?);
+        }
         if !T::INDEXES.iter().any(|def| def.list) {
             return Ok(state);
         }
@@ -363,6 +387,113 @@ impl<T: TableEntity> Typed<'_, T> {
         Ok(state)
     }
 
+    /// The value the write leaves, `None` for a delete.
+    fn new_value(&self, current: Option<&Current>) -> Result<Option<T>> {
+        Ok(match (&self.write, current) {
+            (RowWrite::Delete(_), _) => None,
+            (
+                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
+                Some(current),
+            ) => Some(index::decode_for_keys::<T>(&self.merged_over(current))?),
+            _ => Some(index::decode_for_keys::<T>(&self.entity)?),
+        })
+    }
+
+    /// The sequence number of this write and the RowKeys of its rows in
+    /// the indexes kept elsewhere: one above the stored entity's, and above
+    /// the fence of every row it newly writes (a row an earlier entity with
+    /// these keys may have left a fence on).
+    async fn remote_state(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        state: &State<'_>,
+    ) -> Result<RemoteState> {
+        let (pk, rk) = self.keys();
+        let current = state.current.as_ref();
+        let old_value = current
+            .map(|current| index::decode_for_keys::<T>(&current.entity))
+            .transpose()?;
+        let new_value = self.new_value(current)?;
+        let keys = |value: &Option<T>| -> Result<Vec<Option<String>>> {
+            (0..T::REMOTE_INDEXES.len())
+                .map(|i| {
+                    value
+                        .as_ref()
+                        .map(|v| index::remote_index_key(v, i, rk))
+                        .transpose()
+                })
+                .collect()
+        };
+        let (old, new) = (keys(&old_value)?, keys(&new_value)?);
+        let mut seq = match current {
+            Some(current) => outbox::seq_of(&current.entity),
+            // No row to carry the number: an earlier life of the entity may
+            // have left records whose steps are still to come.
+            None => outbox::pending_records(backend.as_ref(), table, pk, rk)
+                .await?
+                .iter()
+                .map(|record| record.seq)
+                .max()
+                .unwrap_or(0),
+        };
+        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+            let Some(key) = &new[i] else { continue };
+            if old[i].as_ref() == Some(key) {
+                continue;
+            }
+            let (index_table, partition) = def.place(table, pk);
+            let fence = backend
+                .try_get_entity(
+                    &index_table,
+                    &partition,
+                    &format!("{}{key}", outbox::FENCE_PREFIX),
+                )
+                .await?;
+            seq = seq.max(fence.as_ref().map_or(0, outbox::fence_seq));
+        }
+        Ok(RemoteState {
+            table: table.to_owned(),
+            seq: seq + 1,
+            old,
+            new,
+        })
+    }
+
+    /// The outbox record of the steps of the indexes kept elsewhere, and
+    /// the sequence number the entity's row takes.
+    fn remote_record(
+        &self,
+        remote: &RemoteState,
+        new_row: Option<&Entity>,
+        at: DateTime,
+    ) -> Entity {
+        let (pk, rk) = self.keys();
+        let mut steps = Vec::new();
+        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+            let (table, partition) = def.place(&remote.table, pk);
+            let step = |fence: &String, op: outbox::StepOp| outbox::Step {
+                table: table.clone(),
+                partition_key: partition.clone(),
+                fence: fence.clone(),
+                seq: remote.seq,
+                ops: vec![op],
+            };
+            let (old, new) = (&remote.old[i], &remote.new[i]);
+            if let Some(old) = old
+                && new.as_ref() != Some(old)
+            {
+                steps.push(step(old, outbox::StepOp::Delete(old.clone())));
+            }
+            if let (Some(new), Some(row)) = (new, new_row) {
+                let mut index_row = index::index_row::<T>(&def.index, new.clone(), row);
+                index_row.partition_key.clone_from(&partition);
+                steps.push(step(new, outbox::StepOp::Put(index_row)));
+            }
+        }
+        outbox::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
+    }
+
     /// The entity's own state: what is stored, or what the caller knows.
     async fn base_state(
         &self,
@@ -380,6 +511,7 @@ impl<T: TableEntity> Typed<'_, T> {
             guard,
             retry: false,
             lists: HashMap::new(),
+            remote: None,
         };
         if !Self::needs_state() {
             return Ok(no_state(None));
@@ -393,6 +525,7 @@ impl<T: TableEntity> Typed<'_, T> {
             && self.new_keys.is_some()
             && self.new_keys.as_deref() == self.known.as_deref();
         let use_known = !T::WIDE
+            && T::REMOTE_INDEXES.is_empty()
             && (merge_in_place
                 || matches!(
                     &self.write,
@@ -411,6 +544,7 @@ impl<T: TableEntity> Typed<'_, T> {
                     guard: Some(etag.clone()),
                     retry: false,
                     lists: HashMap::new(),
+                    remote: None,
                 });
             }
             _ => {}
@@ -437,6 +571,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 guard: None,
                 retry: true,
                 lists: HashMap::new(),
+                remote: None,
             });
         };
         if let Some(IfMatch::ETag(expected)) = expected
@@ -462,6 +597,7 @@ impl<T: TableEntity> Typed<'_, T> {
             current: Some(current),
             retry: !matches!(expected, Some(IfMatch::ETag(_))),
             lists: HashMap::new(),
+            remote: None,
         })
     }
 }
@@ -480,7 +616,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         Box::pin(self.read_state(backend, table, learned))
     }
 
-    fn plan(&self, state: State<'_>, learned: &Learned) -> Result<Planned> {
+    fn spans(&self) -> Option<(&str, &str)> {
+        (!T::REMOTE_INDEXES.is_empty()).then(|| self.keys())
+    }
+
+    fn plan(&self, state: State<'_>, learned: &Learned, at: DateTime) -> Result<Planned> {
         let (pk, rk) = self.keys();
         let entity: &Entity = &self.entity;
         if !Self::needs_state() {
@@ -497,6 +637,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             guard,
             retry,
             lists,
+            remote,
         } = state;
         // The row to store.
         let new_row = match (&self.write, &current) {
@@ -507,6 +648,17 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             ) => Some(self.merged_over(current)),
             _ => Some(entity.clone()),
         };
+        // The row carries the write's sequence number, for the next one.
+        let new_row = match (new_row, &remote) {
+            (Some(mut row), Some(remote)) => {
+                row.properties.insert(outbox::SEQ_PROPERTY, remote.seq);
+                Some(row)
+            }
+            (row, _) => row,
+        };
+        let record = remote
+            .as_ref()
+            .map(|remote| self.remote_record(remote, new_row.as_ref(), at));
         let new_keys: Option<Cow<'_, [String]>> = match (&new_row, T::INDEXES.is_empty()) {
             (Some(_), false) if self.new_keys.is_some() => {
                 self.new_keys.as_deref().map(Cow::Borrowed)
@@ -623,6 +775,10 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             let mut roles = vec![Role::Entity; operations.len()];
             operations.extend(index_operations);
             roles.extend(index_roles);
+            if let Some(record) = record {
+                operations.push(BatchOperation::Insert(record));
+                roles.push(Role::Entity);
+            }
             return Ok(Planned {
                 operations,
                 roles,
@@ -646,6 +802,10 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         let (mut operations, mut roles) = (index_operations, index_roles);
         operations.insert(0, operation);
         roles.insert(0, Role::Entity);
+        if let Some(record) = record {
+            operations.push(BatchOperation::Insert(record));
+            roles.push(Role::Entity);
+        }
         Ok(Planned {
             operations,
             roles,
@@ -679,6 +839,7 @@ pub(super) async fn run(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     writes: &[Box<dyn Pending + '_>],
+    at: DateTime,
 ) -> Result<Vec<Option<ETag>>> {
     if writes.is_empty() {
         return Err(crate::InvalidInput::BatchEmpty.into());
@@ -731,7 +892,9 @@ pub(super) async fn run(
         let mut owners: Vec<(usize, Role)> = Vec::new();
         let mut retry = Vec::with_capacity(writes.len());
         for (w, (write, state)) in writes.iter().zip(states).enumerate() {
-            let planned = write.plan(state, &learned[w]).map_err(|e| e.in_batch(w))?;
+            let planned = write
+                .plan(state, &learned[w], at)
+                .map_err(|e| e.in_batch(w))?;
             retry.push(planned.retry);
             owners.extend(planned.roles.into_iter().map(|role| (w, role)));
             if operations.is_empty() {

@@ -423,7 +423,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
-        if !T::WIDE && T::INDEXES.is_empty() {
+        if !T::WIDE && T::INDEXES.is_empty() && T::REMOTE_INDEXES.is_empty() {
             let name = &self.name;
             return match write {
                 RowWrite::Insert => self.backend.insert_entity(name, entity).await,

@@ -6,39 +6,58 @@ use crate::ext::TableBackendExt;
 use crate::outbox::{self, FENCE_PREFIX, Notice, Step, StepOp};
 use crate::schema::{self, TableEntity};
 
-impl<T> Table<T> {
-    /// Finishes the outbox records of `(pk, rk)` after the transaction that
-    /// wrote them committed: puts the notice (if the table has an outbox),
-    /// applies the steps, deletes the records and the notice. Failures are
-    /// logged and left to the worker and the sweeper: the change committed,
-    /// and reporting it failed would make the caller do it twice.
-    pub(crate) async fn finish_after_commit(&self, pk: &str, rk: &str) {
-        let notice = Notice {
-            table: self.name.to_string(),
-            partition_key: pk.to_owned(),
-            row_key: rk.to_owned(),
-        };
-        let sent = match &self.outbox {
-            Some(outbox) => match outbox.notify(&notice).await {
-                Ok(sent) => Some((outbox, sent)),
-                Err(error) => {
-                    tracing::warn!(%error, table = %self.name, "could not put the outbox notice; the sweeper will finish the record");
-                    None
-                }
-            },
-            None => None,
-        };
-        match outbox::finish_entity(self.backend.as_ref(), &self.name, pk, rk).await {
-            Ok(_) => {
-                if let Some((outbox, sent)) = sent {
-                    // A notice left behind finds nothing to do.
-                    let _ = outbox.withdraw(&sent).await;
-                }
-            }
+/// Finishes the outbox records of `(pk, rk)` after the transaction that
+/// wrote them committed: puts the notice (if there is an outbox), applies
+/// the steps, deletes the records and the notice. Failures are logged and
+/// left to the worker and the sweeper: the change committed, and reporting
+/// it failed would make the caller do it twice.
+pub(crate) async fn finish_after_commit(
+    backend: &dyn crate::TableBackend,
+    table: &str,
+    outbox: Option<&crate::outbox::Outbox>,
+    pk: &str,
+    rk: &str,
+) {
+    let notice = Notice {
+        table: table.to_owned(),
+        partition_key: pk.to_owned(),
+        row_key: rk.to_owned(),
+    };
+    let sent = match outbox {
+        Some(outbox) => match outbox.notify(&notice).await {
+            Ok(sent) => Some((outbox, sent)),
             Err(error) => {
-                tracing::warn!(%error, table = %self.name, "outbox steps failed; the worker or the sweeper will finish them");
+                tracing::warn!(%error, table, "could not put the outbox notice; the sweeper will finish the record");
+                None
+            }
+        },
+        None => None,
+    };
+    match outbox::finish_entity(backend, table, pk, rk).await {
+        Ok(_) => {
+            if let Some((outbox, sent)) = sent {
+                // A notice left behind finds nothing to do.
+                let _ = outbox.withdraw(&sent).await;
             }
         }
+        Err(error) => {
+            tracing::warn!(%error, table, "outbox steps failed; the worker or the sweeper will finish them");
+        }
+    }
+}
+
+impl<T> Table<T> {
+    /// Finishes the outbox records of `(pk, rk)` after the transaction that
+    /// wrote them committed (see [`finish_after_commit`]).
+    pub(crate) async fn finish_after_commit(&self, pk: &str, rk: &str) {
+        finish_after_commit(
+            self.backend.as_ref(),
+            &self.name,
+            self.outbox.as_ref(),
+            pk,
+            rk,
+        )
+        .await;
     }
 
     /// The sequence number a fence row of this table holds for `rk` in
