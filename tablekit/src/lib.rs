@@ -216,8 +216,8 @@ pub use key::InvertedTime;
 pub use queue::QueueStore;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded, Table,
-    TableBatch, TableQuery, Transaction, UpdateOptions,
+    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded,
+    RemoteAudit, Table, TableBatch, TableQuery, Transaction, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

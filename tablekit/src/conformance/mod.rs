@@ -268,7 +268,7 @@ macro_rules! queue_conformance_tests {
 #[macro_export]
 macro_rules! outbox_conformance_tests {
     ($make:expr) => {
-        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions steps_are_fenced remote_indexes_follow_writes }
+        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions steps_are_fenced remote_indexes_follow_writes remote_index_repair_finds_and_fixes }
     };
 }
 

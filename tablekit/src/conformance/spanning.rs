@@ -926,3 +926,103 @@ pub async fn remote_indexes_follow_writes(
         "every notice withdrawn"
     );
 }
+
+/// Verify finds the rows of indexes kept elsewhere that are missing, stale
+/// or left over (rows written by another client, a record not finished);
+/// repair fixes them all, and a second repair finds nothing.
+pub async fn remote_index_repair_finds_and_fixes(
+    backend: Arc<dyn TableBackend>,
+    _queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    let name = fresh_table(&*backend, "rrepair").await;
+    match backend.create_table("ConformanceCities").await {
+        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
+        Err(e) => panic!("create the cities table: {e}"),
+    }
+    let table: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name);
+    let team: String = std::iter::repeat_with(fastrand::lowercase)
+        .take(8)
+        .collect();
+    for (id, email, city) in [(1, "a@x", "Oslo"), (2, "b@x", "Rome"), (3, "c@x", "Oslo")] {
+        let contact = Contact {
+            team: team.clone(),
+            id,
+            email: email.into(),
+            city: city.into(),
+            salary: id,
+        };
+        table.insert(&contact).await.expect("insert");
+    }
+    let clean = table
+        .verify_remote_indexes(team.as_str())
+        .await
+        .expect("verify");
+    assert!(clean.is_clean(), "{clean:?}");
+    let email_partition = format!("email_{team}");
+    // Another client deletes one row, changes another, and leaves one.
+    backend
+        .delete_entity(
+            "ConformanceCities",
+            &team,
+            "CON.city_Rome|CON_0000000002",
+            &crate::IfMatch::Any,
+        )
+        .await
+        .expect("delete a row");
+    let mut changed = backend
+        .get_entity(
+            &name,
+            &email_partition,
+            "CON.email_a@x|CON_0000000001",
+            &Default::default(),
+        )
+        .await
+        .expect("read a row");
+    changed.insert("salary", 999i64);
+    backend
+        .upsert_entity(&name, &changed, crate::UpdateMode::Replace)
+        .await
+        .expect("change a row");
+    let stray = Entity::new(email_partition.as_str(), "CON.email_zz@x|CON_0000000009")
+        .with("_Row", "CON_0000000009");
+    backend
+        .insert_entity(&name, &stray)
+        .await
+        .expect("add a row");
+    let found = table
+        .verify_remote_indexes(team.as_str())
+        .await
+        .expect("verify");
+    assert_eq!(found.missing.len(), 1, "{found:?}");
+    assert_eq!(found.stale.len(), 1, "{found:?}");
+    assert_eq!(found.orphans.len(), 1, "{found:?}");
+    let repaired = table
+        .repair_remote_indexes(team.as_str())
+        .await
+        .expect("repair");
+    assert_eq!(repaired, found, "repair reports what it found");
+    let after = table
+        .verify_remote_indexes(team.as_str())
+        .await
+        .expect("verify");
+    assert!(after.is_clean(), "{after:?}");
+    remote_rows_in_step::<Contact>(backend.as_ref(), &name, std::slice::from_ref(&team))
+        .await
+        .expect("in step");
+    let again = table
+        .repair_remote_indexes(team.as_str())
+        .await
+        .expect("repair again");
+    assert!(again.is_clean(), "a second repair finds nothing: {again:?}");
+    // Writes after a repair still reach their rows.
+    table
+        .update(team.as_str(), 1u32, |c| c.city = "Rome".into())
+        .await
+        .expect("update");
+    let after = table
+        .verify_remote_indexes(team.as_str())
+        .await
+        .expect("verify");
+    assert!(after.is_clean(), "{after:?}");
+}

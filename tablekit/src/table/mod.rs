@@ -37,6 +37,7 @@ mod index_repair;
 pub mod offload;
 mod plan;
 mod query;
+mod remote_repair;
 mod rows;
 mod spanning;
 pub mod update;
@@ -52,6 +53,7 @@ pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::{IndexPage, IndexReader};
 pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
+pub use remote_repair::RemoteAudit;
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 

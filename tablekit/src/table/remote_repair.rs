@@ -1,0 +1,276 @@
+//! Verifying and rebuilding the indexes kept in other partitions or tables.
+
+use std::collections::BTreeMap;
+
+use super::Table;
+use crate::backend::{BatchOperation, UpdateMode};
+use crate::entity::{Entity, IfMatch};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::filter::Filter;
+use crate::index::{self, RemoteIndexDef};
+use crate::outbox::{self, Step, StepOp};
+use crate::schema::{self, KeyArg, TableEntity};
+use crate::value::Value;
+
+/// What [`Table::verify_remote_indexes`] found for one partition's
+/// entities: where their rows in the indexes kept elsewhere differ from
+/// what the entities ask for.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RemoteAudit {
+    /// Rows an entity should have that are not there: `(table, row)`.
+    pub missing: Vec<(String, Entity)>,
+    /// Rows there with other content than their entity's: `(table, row as
+    /// it should be)`.
+    pub stale: Vec<(String, Entity)>,
+    /// Rows no entity of the partition should have: `(table, PartitionKey,
+    /// RowKey)`.
+    pub orphans: Vec<(String, String, String)>,
+    /// Outbox records still pending in the partition: until they are
+    /// finished, differences may be steps on their way, not faults.
+    pub pending: usize,
+}
+
+impl RemoteAudit {
+    /// Whether every row is in step and nothing is pending.
+    pub fn is_clean(&self) -> bool {
+        self.missing.is_empty()
+            && self.stale.is_empty()
+            && self.orphans.is_empty()
+            && self.pending == 0
+    }
+}
+
+fn sorted(entity: &Entity) -> Vec<(&str, &Value)> {
+    let mut props: Vec<(&str, &Value)> = entity.properties.iter().collect();
+    props.sort_by(|a, b| a.0.cmp(b.0));
+    props
+}
+
+/// A place an index's rows for one source partition live in.
+struct Place {
+    def: &'static RemoteIndexDef,
+    table: String,
+    partition: String,
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Compares the rows of `T`'s indexes kept in other partitions or
+    /// tables, for the entities of partition `pk`, with what those entities
+    /// ask for. Reads the partition and each index's partition once; writes
+    /// nothing.
+    pub async fn verify_remote_indexes(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+    ) -> Result<RemoteAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        Ok(self.remote_audit(&pk).await?.0)
+    }
+
+    /// [`verify_remote_indexes`](Table::verify_remote_indexes), then
+    /// repairs: pending outbox records are finished first; then each entity
+    /// whose rows are missing, stale or left over is written again as it is
+    /// (its ETag guarding the write, so that a concurrent writer wins), with
+    /// a sequence number above every fence of its rows, and its steps put
+    /// every row right. Rows that belong to no entity of the partition are
+    /// deleted the same way. Running it again finds nothing. Returns what
+    /// was found.
+    pub async fn repair_remote_indexes(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+    ) -> Result<RemoteAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk)?;
+        let (found, _) = self.remote_audit(&pk).await?;
+        // Records first: their steps may be all there is to it.
+        let filter = Filter::partition_key()
+            .eq(pk.as_str())
+            .and(outbox::row_key_prefix(outbox::OUTBOX_PREFIX));
+        let records = self
+            .backend
+            .query_all(&self.name, crate::Query::new().filter(filter))
+            .await?;
+        for row in records.iter().filter(|row| outbox::is_outbox_row(row)) {
+            outbox::finish_record(self.backend.as_ref(), &outbox::Record::from_row(row)?).await?;
+        }
+        let (audit, entities) = self.remote_audit(&pk).await?;
+        // Which entity each problem is about, by the RowKey its row names.
+        let mut owners: BTreeMap<String, Vec<StepOp>> = BTreeMap::new();
+        let mut fences: Vec<(String, String, String)> = Vec::new();
+        for (table, row) in audit.missing.iter().chain(&audit.stale) {
+            let owner = owner_of(row);
+            owners.entry(owner).or_default();
+            fences.push((
+                table.clone(),
+                row.partition_key.clone(),
+                row.row_key.clone(),
+            ));
+        }
+        let mut orphan_steps = Vec::new();
+        for (table, partition, rk) in &audit.orphans {
+            fences.push((table.clone(), partition.clone(), rk.clone()));
+            orphan_steps.push((table.clone(), partition.clone(), rk.clone()));
+        }
+        // Above every fence touched, so that no step is skipped.
+        let mut top = 0;
+        for (table, partition, rk) in &fences {
+            let fence = self
+                .backend
+                .try_get_entity(table, partition, &format!("{}{rk}", outbox::FENCE_PREFIX))
+                .await?;
+            top = top.max(fence.as_ref().map_or(0, outbox::fence_seq));
+        }
+        for owner in owners.keys() {
+            let Some(entity) = entities.get(owner) else {
+                continue;
+            };
+            let seq = top.max(outbox::seq_of(entity)) + 1;
+            self.rewrite_remote(&pk, entity, seq).await?;
+        }
+        for (table, partition, rk) in orphan_steps {
+            let step = Step {
+                table,
+                partition_key: partition,
+                fence: rk.clone(),
+                seq: top + 1,
+                ops: vec![StepOp::Delete(rk)],
+            };
+            outbox::apply_step(self.backend.as_ref(), &step).await?;
+        }
+        Ok(found)
+    }
+
+    /// Writes `entity`'s sequence number `seq` and an outbox record of
+    /// steps that put its rows in every index kept elsewhere, guarded by
+    /// its ETag, then finishes the record.
+    async fn rewrite_remote(&self, pk: &str, entity: &Entity, seq: i64) -> Result<()> {
+        let value: T = index::decode_for_keys(entity)?;
+        let mut row = entity.clone();
+        row.properties.insert(outbox::SEQ_PROPERTY, seq);
+        let mut steps = Vec::new();
+        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+            let key = index::remote_index_key(&value, i, &entity.row_key)?;
+            let (table, partition) = def.place(&self.name, pk);
+            let mut index_row = index::index_row::<T>(&def.index, key.clone(), &row);
+            index_row.partition_key.clone_from(&partition);
+            steps.push(Step {
+                table,
+                partition_key: partition,
+                fence: key,
+                seq,
+                ops: vec![StepOp::Put(index_row)],
+            });
+        }
+        let record = outbox::record_row(
+            &self.name,
+            pk,
+            &entity.row_key,
+            seq,
+            self.clock.now(),
+            "repair",
+            &steps,
+        );
+        let etag = entity.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
+        let mut seq_only = Entity::new(pk, entity.row_key.clone());
+        seq_only.properties.insert(outbox::SEQ_PROPERTY, seq);
+        let operations = [
+            BatchOperation::Update {
+                entity: seq_only,
+                mode: UpdateMode::Merge,
+                if_match: etag,
+            },
+            BatchOperation::Insert(record),
+        ];
+        match self
+            .backend
+            .submit_transaction(&self.name, &operations)
+            .await
+        {
+            Ok(_) => {}
+            // A writer changed the entity meanwhile: its own steps follow.
+            Err(Error::BatchFailed { index: 0, .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        }
+        self.finish_after_commit(pk, &entity.row_key).await;
+        Ok(())
+    }
+
+    /// What the remote indexes of partition `pk` should hold against what
+    /// they hold, and the partition's entities by RowKey.
+    async fn remote_audit(&self, pk: &str) -> Result<(RemoteAudit, BTreeMap<String, Entity>)> {
+        let mut audit = RemoteAudit::default();
+        let rows = self
+            .backend
+            .query_all(
+                &self.name,
+                crate::Query::new().filter(Filter::partition_key().eq(pk)),
+            )
+            .await?;
+        let mut entities = BTreeMap::new();
+        let mut expected: BTreeMap<(String, String, String), Entity> = BTreeMap::new();
+        for row in &rows {
+            if outbox::is_outbox_row(row) {
+                audit.pending += 1;
+                continue;
+            }
+            if outbox::is_bookkeeping_row(row)
+                || !schema::is_kind::<T>(row)
+                || !T::ROW_KEY_LAYOUT.starts(&row.row_key)
+            {
+                continue;
+            }
+            let value: T = index::decode_for_keys(row)?;
+            for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+                let key = index::remote_index_key(&value, i, &row.row_key)?;
+                let (table, partition) = def.place(&self.name, pk);
+                let mut index_row = index::index_row::<T>(&def.index, key.clone(), row);
+                index_row.partition_key.clone_from(&partition);
+                expected.insert((table, partition, key), index_row);
+            }
+            entities.insert(row.row_key.clone(), row.clone());
+        }
+        let places = T::REMOTE_INDEXES.iter().map(|def| {
+            let (table, partition) = def.place(&self.name, pk);
+            Place {
+                def,
+                table,
+                partition,
+            }
+        });
+        for place in places {
+            let filter = Filter::partition_key()
+                .eq(place.partition.as_str())
+                .and(outbox::row_key_prefix(&place.def.index.prefix()));
+            let found = self
+                .backend
+                .query_all(&place.table, crate::Query::new().filter(filter))
+                .await?;
+            for row in found {
+                let key = (
+                    place.table.clone(),
+                    place.partition.clone(),
+                    row.row_key.clone(),
+                );
+                match expected.remove(&key) {
+                    None => audit.orphans.push(key),
+                    Some(want) if sorted(&row) != sorted(&want) => {
+                        audit.stale.push((place.table.clone(), want));
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        for ((table, _, _), row) in expected {
+            audit.missing.push((table, row));
+        }
+        Ok((audit, entities))
+    }
+}
+
+/// The RowKey of the entity an index row names.
+fn owner_of(row: &Entity) -> String {
+    match row.properties.get(index::ROW_PROPERTY) {
+        Some(Value::String(owner)) => owner.clone(),
+        _ => String::new(),
+    }
+}
