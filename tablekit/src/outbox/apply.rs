@@ -100,12 +100,12 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
     }))
 }
 
-/// Applies every step of `record`, in order, then deletes it. A record
-/// another worker finished meanwhile is not an error.
+/// Applies every step of `record` (at once: each is fenced on its own, so
+/// their order does not matter), then deletes it. A record another worker
+/// finished meanwhile is not an error.
 pub async fn finish_record(backend: &dyn TableBackend, record: &Record) -> Result<()> {
-    for step in &record.steps {
-        apply_step(backend, step).await?;
-    }
+    futures::future::try_join_all(record.steps.iter().map(|step| apply_step(backend, step)))
+        .await?;
     match backend
         .delete_entity(
             &record.table,

@@ -23,17 +23,23 @@ pub(crate) async fn finish_after_commit(
         partition_key: pk.to_owned(),
         row_key: rk.to_owned(),
     };
-    let sent = match outbox {
-        Some(outbox) => match outbox.notify(&notice).await {
-            Ok(sent) => Some((outbox, sent)),
-            Err(error) => {
-                tracing::warn!(%error, table, "could not put the outbox notice; the sweeper will finish the record");
-                None
-            }
-        },
-        None => None,
+    // The notice goes out while the steps are applied: it waits its delay
+    // before a worker may take it anyway.
+    let notify = async {
+        match outbox {
+            Some(outbox) => match outbox.notify(&notice).await {
+                Ok(sent) => Some((outbox, sent)),
+                Err(error) => {
+                    tracing::warn!(%error, table, "could not put the outbox notice; the sweeper will finish the record");
+                    None
+                }
+            },
+            None => None,
+        }
     };
-    match outbox::finish_entity(backend, table, pk, rk).await {
+    let (sent, finished) =
+        futures::future::join(notify, outbox::finish_entity(backend, table, pk, rk)).await;
+    match finished {
         Ok(_) => {
             if let Some((outbox, sent)) = sent {
                 // A notice left behind finds nothing to do.
