@@ -1,4 +1,5 @@
-//! Secondary indexes inside the entity's partition.
+//! Secondary indexes: inside the entity's partition, or (eventually
+//! consistent) in another partition or table.
 //!
 //! The store has one index, PartitionKey then RowKey. To find an entity by
 //! another value (an employee by email, by last name), a second row is kept
@@ -140,6 +141,31 @@
 //! reads) is left out. A value read from an index row carries no ETag of its
 //! entity; [`get_loaded`](crate::IndexReader::get_loaded) reads the entity
 //! itself (two requests) for a write guarded by its ETag.
+//!
+//! # Indexes kept in another partition or table
+//! `#[tablekit(index(name = "email", partition = "email"))]` keeps the
+//! non-unique index `email` in the partition `email_{the entity's}` of the
+//! same table (`email_Sales`), and `table = "StaffByCity"` in another table
+//! (under the entity's PartitionKey, or `partition`'s); both spread the
+//! load of an index away from the entity's partition. No transaction
+//! reaches them, so every write of the entity records the changes of these
+//! rows in its own transaction, through the [outbox](crate::outbox), and
+//! applies them right after: readers through
+//! [`Table::remote_index`](crate::Table::remote_index) may miss a change
+//! for as long as that takes (longer if the writer stops, until the
+//! [`OutboxWorker`](crate::outbox::OutboxWorker) or the
+//! [sweeper](crate::outbox::sweep) finishes it). Each entity carries a
+//! sequence number (`_Seq`) that orders these changes, so they apply once
+//! and in order whatever is delivered twice or late; a client other than
+//! tablekit that writes the entity must keep it.
+//!
+//! They cannot be unique (no transaction could refuse a taken value) nor
+//! `list`s. A write of an entity with such indexes reads the stored entity
+//! first (one request), and, for each row it moves to a new value, that
+//! row's fence (one request each); the steps then take two requests per
+//! row. [`Table::verify_remote_indexes`](crate::Table::verify_remote_indexes)
+//! and [`Table::repair_remote_indexes`](crate::Table::repair_remote_indexes)
+//! check and rebuild them per partition.
 //!
 //! # Existing data
 //! [`Table::verify_indexes`](crate::Table::verify_indexes) compares a

@@ -141,15 +141,23 @@
 //!   included, so a copy of a department's manager kept in each employee
 //!   never disagrees with it; ETags and [`Table::update`] keep concurrent
 //!   writers from losing each other's changes.
+//! - **Changes across partitions and tables**: no transaction reaches
+//!   them, so tablekit records what is left to do in the entity's own
+//!   transaction and finishes it at once, with a queue and a worker to
+//!   finish what a stopped writer left (see [`outbox`]). An employee moves
+//!   to another department with [`Table::move_to`]; an index declared with
+//!   `partition = "…"` or `table = "…"` keeps its rows elsewhere, read with
+//!   [`Table::remote_index`] and eventually consistent.
 //!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
 //!   [`ETag`], and the JSON wire form in [`json`];
 //! - one validator, [`validate`], that checks every limit of the real service
 //!   before anything is sent, with a typed [`InvalidInput`] per rule;
-//! - the backend contracts [`TableBackend`] and [`BlobStore`], one async method
-//!   per store operation, dyn-compatible, with the conveniences of
-//!   [`TableBackendExt`];
+//! - the backend contracts [`TableBackend`], [`BlobStore`] and
+//!   [`QueueStore`], one async method per store operation, dyn-compatible,
+//!   with the conveniences of [`TableBackendExt`]; a [`clock`] that tests
+//!   can move by hand;
 //! - typed [`filter`]s that render to OData `$filter` text with correct escaping;
 //! - [`layer`]s such as fault injection;
 //! - with the `conformance` feature, the test suite every backend must pass.
