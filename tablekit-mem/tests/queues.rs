@@ -101,3 +101,108 @@ async fn a_lost_get_hides_until_the_timeout() {
         .unwrap();
     assert_eq!(again[0].dequeue_count, 2);
 }
+
+mod worker {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tablekit::clock::{Clock, ManualClock};
+    use tablekit::layer::FaultInjection;
+    use tablekit::outbox::{OutboxWorker, WorkerConfig};
+    use tablekit::queue::{PutMessageOptions, QueueStore};
+    use tablekit::{Entity, TableBackend};
+    use tablekit_mem::{MemBackend, MemQueueStore};
+
+    /// A notice for an entity of `table` with one record whose step is
+    /// slow (the table answers late), on stores that run on `clock`.
+    async fn slow_notice(clock: &ManualClock) -> (Arc<dyn TableBackend>, Arc<dyn QueueStore>) {
+        let backend = MemBackend::new();
+        backend.create_table("Slow").await.unwrap();
+        let step = tablekit::outbox::Step {
+            table: "Slow".into(),
+            partition_key: "q".into(),
+            fence: "r".into(),
+            seq: 1,
+            ops: vec![tablekit::outbox::StepOp::Put(
+                Entity::new("q", "r").with("v", 1i64),
+            )],
+        };
+        let record =
+            tablekit::conformance::record_for_tests("Slow", "p", "e", 1, clock.now(), &[step]);
+        backend.insert_entity("Slow", &record).await.unwrap();
+        let slow = FaultInjection::new(backend);
+        slow.handle().set_latency(Some(Duration::from_millis(300)));
+        let queues = MemQueueStore::with_clock(clock.clone());
+        queues.create_queue("slow").await.unwrap();
+        queues.create_queue("slow-poison").await.unwrap();
+        queues
+            .put_message(
+                "slow",
+                r#"{"table":"Slow","pk":"p","rk":"e"}"#,
+                &PutMessageOptions::default(),
+            )
+            .await
+            .unwrap();
+        (Arc::new(slow), Arc::new(queues))
+    }
+
+    /// A long step keeps its message hidden: the worker renews it every
+    /// half of its visibility while it works, and deletes it at the end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_steps_renew_their_message() {
+        let clock = ManualClock::new();
+        let (tables, queues) = slow_notice(&clock).await;
+        let worker = OutboxWorker::new(Arc::clone(&tables), Arc::clone(&queues), "slow")
+            .config(WorkerConfig::default().visibility(Duration::from_secs(10)))
+            .clock(Arc::new(clock.clone()));
+        let working = tokio::spawn({
+            let worker = worker.clone();
+            async move { worker.run_once().await }
+        });
+        // While the step waits on the table, time passes: three times the
+        // visibility, renewed every half of it.
+        for _ in 0..6 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            clock.advance(Duration::from_secs(5));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert!(
+                queues.peek_messages("slow", 1).await.unwrap().is_empty(),
+                "the message stays hidden while the worker works"
+            );
+        }
+        assert_eq!(working.await.unwrap().unwrap(), 1);
+        assert_eq!(worker.stats().applied, 1);
+        clock.advance(Duration::from_secs(60));
+        assert!(
+            queues.peek_messages("slow", 1).await.unwrap().is_empty(),
+            "deleted when done, with its latest receipt"
+        );
+    }
+
+    /// `run` stops when its shutdown future resolves, after the messages in
+    /// hand; a run with nothing to do waits on the clock, not on a timer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn run_stops_gracefully() {
+        let clock = ManualClock::new();
+        let (tables, queues) = slow_notice(&clock).await;
+        let worker = OutboxWorker::new(tables, queues, "slow").clock(Arc::new(clock.clone()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn({
+            let worker = worker.clone();
+            async move {
+                worker
+                    .run(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+            }
+        });
+        // The first batch (the slow notice) is handled before the stop.
+        while worker.stats().applied == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.send(()).unwrap();
+        running.await.unwrap().unwrap();
+        assert_eq!(worker.stats().applied, 1);
+    }
+}

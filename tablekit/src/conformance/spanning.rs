@@ -63,6 +63,19 @@ pub struct OutboxOutcomes {
     pub duplicates: usize,
 }
 
+/// An outbox record row, as a write of entity `(pk, rk)` of `table` leaves
+/// it; for tests that set up records by hand.
+pub fn record_for_tests(
+    table: &str,
+    pk: &str,
+    rk: &str,
+    seq: i64,
+    at: crate::DateTime,
+    steps: &[crate::outbox::Step],
+) -> Entity {
+    outbox::record_row(table, pk, rk, seq, at, "test", steps)
+}
+
 /// Every row of the table.
 async fn rows(backend: &dyn TableBackend, table: &str) -> Vec<Entity> {
     backend

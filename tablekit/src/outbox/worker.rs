@@ -137,6 +137,36 @@ impl Default for WorkerConfig {
     }
 }
 
+impl WorkerConfig {
+    /// Sets the messages taken per get (1–32).
+    #[must_use]
+    pub fn batch(mut self, batch: u32) -> WorkerConfig {
+        self.batch = batch;
+        self
+    }
+
+    /// Sets how long a taken message stays hidden (renewed every half).
+    #[must_use]
+    pub fn visibility(mut self, visibility: Duration) -> WorkerConfig {
+        self.visibility = visibility;
+        self
+    }
+
+    /// Sets after how many deliveries a message is poison.
+    #[must_use]
+    pub fn max_dequeue(mut self, max_dequeue: u32) -> WorkerConfig {
+        self.max_dequeue = max_dequeue;
+        self
+    }
+
+    /// Sets the wait after a get that found nothing.
+    #[must_use]
+    pub fn idle_wait(mut self, idle_wait: Duration) -> WorkerConfig {
+        self.idle_wait = idle_wait;
+        self
+    }
+}
+
 /// Counts of what a worker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
