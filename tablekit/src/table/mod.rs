@@ -688,7 +688,13 @@ impl<T: TableEntity> Table<T> {
                 // another writer changed it, and the store cannot tell whether
                 // this delete came first.
                 Err(e) if e.is_outcome_unknown() => match self.read_stored(&pk, &rk).await {
-                    Ok(None) => return Ok(()),
+                    Ok(None) => {
+                        // Deleted: with its outbox record, if it wrote one.
+                        if !T::REMOTE_INDEXES.is_empty() {
+                            self.finish_after_commit(&pk, &rk).await;
+                        }
+                        return Ok(());
+                    }
                     Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
                         last = Some(e);
                     }

@@ -521,6 +521,11 @@ impl<T: TableEntity> Table<T> {
             Err(e) if e.is_outcome_unknown() && settleable => {
                 match self.settle_write(&pk, &rk, recorded).await {
                     Settled::Applied(stored) => {
+                        // Applied: so were its outbox records, if it wrote
+                        // any, whose steps are still to do.
+                        if !T::REMOTE_INDEXES.is_empty() {
+                            self.finish_after_commit(&pk, &rk).await;
+                        }
                         let ours = history(&stored).first() == Some(&recorded.tag.as_str());
                         Ok(stored.etag.filter(|_| ours))
                     }
