@@ -103,19 +103,23 @@ impl<T: TableEntity> Table<T> {
     ///
     /// New keys in the same partition take the same way (a transaction
     /// cannot both give up and take a unique value); the same keys are a
-    /// [`replace`](Table::replace). Not offered for wide entities, entities with offloaded
-    /// values, or entities with index entities (`list` indexes, whose lists
-    /// in the new partition no step can change safely):
-    /// [`NotSupported`](Error::NotSupported).
+    /// [`replace`](Table::replace). Not offered for wide entities, entities
+    /// with offloaded values, with index entities (`list` indexes, whose
+    /// lists in the new partition no step can change safely) or with
+    /// indexes kept elsewhere: [`NotSupported`](Error::NotSupported).
     ///
     /// Requests: 3 reads (the new keys, and the fences of the old and the
     /// new keys) and one per unique index, the transaction, and the move's
     /// own: a notice put and deleted (with an outbox), a query for the
     /// records, the step (a read and a transaction), the record's delete.
     pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
-        if T::WIDE || !T::BLOB_FIELDS.is_empty() || T::INDEXES.iter().any(|def| def.list) {
+        if T::WIDE
+            || !T::BLOB_FIELDS.is_empty()
+            || T::INDEXES.iter().any(|def| def.list)
+            || !T::REMOTE_INDEXES.is_empty()
+        {
             return Err(Error::NotSupported {
-                operation: "moving a wide entity, one with offloaded values, or one with index entities to other keys",
+                operation: "moving a wide entity, or one with offloaded values, index entities or indexes kept elsewhere, to other keys",
             });
         }
         let (old_pk, old_rk) = (
