@@ -205,4 +205,74 @@ mod worker {
         running.await.unwrap().unwrap();
         assert_eq!(worker.stats().applied, 1);
     }
+
+    /// A message whose visibility runs out while its worker is still at it
+    /// is taken by a second worker: both finish it, and the newer step's
+    /// value stands, whichever of them writes last.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_message_taken_twice_converges() {
+        let queue_clock = ManualClock::new();
+        let backend = MemBackend::new();
+        backend.create_table("Twice").await.unwrap();
+        for seq in [1i64, 2] {
+            let step = tablekit::outbox::Step {
+                table: "Twice".into(),
+                partition_key: "q".into(),
+                fence: "r".into(),
+                seq,
+                ops: vec![tablekit::outbox::StepOp::Put(
+                    Entity::new("q", "r").with("v", seq),
+                )],
+            };
+            let record = tablekit::conformance::record_for_tests(
+                "Twice",
+                "p",
+                "e",
+                seq,
+                queue_clock.now(),
+                &[step],
+            );
+            backend.insert_entity("Twice", &record).await.unwrap();
+        }
+        let queues = MemQueueStore::with_clock(queue_clock.clone());
+        queues.create_queue("twice").await.unwrap();
+        queues
+            .put_message(
+                "twice",
+                r#"{"table":"Twice","pk":"p","rk":"e"}"#,
+                &PutMessageOptions::default(),
+            )
+            .await
+            .unwrap();
+        let queues: Arc<dyn QueueStore> = Arc::new(queues);
+        // The first worker's table answers late, and its own clock stands
+        // still: it never renews, so its message's visibility runs out.
+        let slow = FaultInjection::new(backend.clone());
+        slow.handle().set_latency(Some(Duration::from_millis(200)));
+        let first = OutboxWorker::new(Arc::new(slow), Arc::clone(&queues), "twice")
+            .config(WorkerConfig::default().visibility(Duration::from_secs(5)))
+            .clock(Arc::new(ManualClock::new()));
+        let second = OutboxWorker::new(Arc::new(backend.clone()), Arc::clone(&queues), "twice");
+        let working = tokio::spawn({
+            let first = first.clone();
+            async move { first.run_once().await }
+        });
+        // The first worker has listed the records (its query answered at
+        // 200 ms) and waits on its first fence read when the second takes
+        // the message and finishes both records.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        queue_clock.advance(Duration::from_secs(5));
+        assert_eq!(second.run_once().await.unwrap(), 1, "taken again");
+        assert_eq!(working.await.unwrap().unwrap(), 1);
+        assert_eq!((first.stats().applied, second.stats().applied), (1, 1));
+        let row = backend
+            .get_entity("Twice", "q", "r", &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(row.properties.get("v"), Some(&tablekit::Value::Int64(2)));
+        let left = tablekit::outbox::pending_records(&backend, "Twice", "p", "e")
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "both records finished");
+    }
 }
