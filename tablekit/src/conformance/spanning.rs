@@ -375,9 +375,7 @@ pub async fn moves_cross_partitions(
     let arrived = table.get("Ops", 223u32).await.expect("get").expect("moved");
     assert_eq!(*arrived, moved);
     let by_name = table.index(Mover::indexes().name);
-    let found: Vec<Mover> = futures::TryStreamExt::try_collect(by_name.find("Ops", "Jones"))
-        .await
-        .expect("find");
+    let found: Vec<Mover> = read_all(by_name.find("Ops", "Jones")).await;
     assert_eq!(found, std::slice::from_ref(&moved));
     let all = rows(backend.as_ref(), &name).await;
     assert!(
@@ -649,6 +647,21 @@ pub async fn outbox_drain(
     }
 }
 
+/// Creates the table the contacts' city index lives in, unless it exists.
+async fn cities_table(backend: &dyn TableBackend) {
+    match backend.create_table("ConformanceCities").await {
+        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
+        Err(e) => panic!("create the cities table: {e}"),
+    }
+}
+
+/// Every item of a stream of reads through an index.
+async fn read_all<Q>(reads: futures::stream::BoxStream<'static, crate::Result<Q>>) -> Vec<Q> {
+    futures::TryStreamExt::try_collect(reads)
+        .await
+        .expect("read through the index")
+}
+
 /// A contact, found by email through an index kept in another partition
 /// of its table, and by city through one kept in another table.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
@@ -754,10 +767,7 @@ pub async fn remote_index_model_runs(
     seed: u64,
 ) -> OutboxOutcomes {
     let mut outcomes = OutboxOutcomes::default();
-    match backend.create_table("ConformanceCities").await {
-        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
-        Err(e) => panic!("create the cities table: {e}"),
-    }
+    cities_table(backend.as_ref()).await;
     let queue = unique_queue();
     let tables = FaultInjection::new(Arc::clone(&backend));
     let faults = tables.handle();
@@ -846,10 +856,7 @@ pub async fn remote_indexes_follow_writes(
     _time: QueueTime,
 ) {
     let name = fresh_table(&*backend, "remotes").await;
-    match backend.create_table("ConformanceCities").await {
-        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
-        Err(e) => panic!("create the cities table: {e}"),
-    }
+    cities_table(backend.as_ref()).await;
     let queue = unique_queue();
     queues.create_queue(&queue).await.expect("create queue");
     let table: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name)
@@ -867,19 +874,13 @@ pub async fn remote_indexes_follow_writes(
     table.insert(&ann).await.expect("insert");
     let by_email = table.remote_index(Contact::indexes().email);
     let by_city = table.remote_index(Contact::indexes().city);
-    let found: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
-            .await
-            .expect("find");
+    let found: Vec<Contact> = read_all(by_email.find(team.as_str(), "ann@x")).await;
     assert_eq!(
         found,
         std::slice::from_ref(&ann),
         "found through the email index"
     );
-    let found: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_city.find(team.as_str(), "Oslo"))
-            .await
-            .expect("find");
+    let found: Vec<Contact> = read_all(by_city.find(team.as_str(), "Oslo")).await;
     assert_eq!(
         found,
         std::slice::from_ref(&ann),
@@ -890,15 +891,9 @@ pub async fn remote_indexes_follow_writes(
         .update(team.as_str(), 1u32, |c| c.email = "anna@x".into())
         .await
         .expect("update");
-    let old: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
-            .await
-            .expect("find");
+    let old: Vec<Contact> = read_all(by_email.find(team.as_str(), "ann@x")).await;
     assert!(old.is_empty(), "the old value finds nothing");
-    let new: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "anna@x"))
-            .await
-            .expect("find");
+    let new: Vec<Contact> = read_all(by_email.find(team.as_str(), "anna@x")).await;
     assert_eq!(new.len(), 1);
     assert_eq!(new[0].email, "anna@x");
     // The email index's rows copy the salary only: followed to the entity.
@@ -911,17 +906,11 @@ pub async fn remote_indexes_follow_writes(
         .delete_unconditionally(team.as_str(), 1u32)
         .await
         .expect("delete");
-    let gone: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_city.find(team.as_str(), "Oslo"))
-            .await
-            .expect("find");
+    let gone: Vec<Contact> = read_all(by_city.find(team.as_str(), "Oslo")).await;
     assert!(gone.is_empty(), "a deleted entity's index rows go");
     // Inserted again: its rows come back, above the fences its first life left.
     table.insert(&ann).await.expect("insert again");
-    let back: Vec<Contact> =
-        futures::TryStreamExt::try_collect(by_email.find(team.as_str(), "ann@x"))
-            .await
-            .expect("find");
+    let back: Vec<Contact> = read_all(by_email.find(team.as_str(), "ann@x")).await;
     assert_eq!(
         back,
         std::slice::from_ref(&ann),
@@ -949,10 +938,7 @@ pub async fn remote_index_repair_finds_and_fixes(
     _time: QueueTime,
 ) {
     let name = fresh_table(&*backend, "rrepair").await;
-    match backend.create_table("ConformanceCities").await {
-        Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
-        Err(e) => panic!("create the cities table: {e}"),
-    }
+    cities_table(backend.as_ref()).await;
     let table: Table<Contact> = Table::from_arc(Arc::clone(&backend), &name);
     let team: String = std::iter::repeat_with(fastrand::lowercase)
         .take(8)
