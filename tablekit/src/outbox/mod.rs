@@ -10,9 +10,10 @@
 //!    never a moment where the change is done and its steps are not
 //!    recorded, nor the reverse. The record is a row of the entity's
 //!    partition under a reserved RowKey (`~tk|outbox|…`).
-//! 2. **Apply at once.** The writer then puts a message on a queue (delayed,
-//!    so that it only matters if the writer stops), applies the steps,
-//!    deletes the record, and deletes the message.
+//! 2. **Apply at once.** The writer then puts a *notice* on the queue of
+//!    the table's [`Outbox`] (delayed, so that it only matters if the
+//!    writer stops) while it applies the steps, deletes the record, and
+//!    deletes the notice.
 //! 3. **Finish what a crash left.** If the writer stops anywhere after the
 //!    commit, the [`OutboxWorker`] finishes the record when the message
 //!    becomes visible, and the [sweeper](sweep) finishes records older than
@@ -21,8 +22,8 @@
 //! # Steps are safe to apply twice, and in any order
 //! A step writes rows of one partition: it puts rows (insert or replace)
 //! and deletes rows (if they exist). Each step carries the *sequence
-//! number* of the write that made it (the entity's `_Seq`, one higher on
-//! every write), and applying it also records that number in a *fence* row
+//! number* of the write that made it (above every earlier write of the
+//! entity, and above every fence it touches), and applying it also records that number in a *fence* row
 //! beside the row it targets (`~tk|fence|…`), in the same transaction,
 //! guarded by the fence's ETag. A step whose number is not above the fence's
 //! is skipped. So:
@@ -42,6 +43,18 @@
 //! index in another partition that does not yet list an entity, an entity
 //! that has left one partition and not yet reached the other. It converges
 //! as soon as the steps are applied: at once, unless the writer stopped.
+//!
+//! # Running it
+//! - Give the tables whose writes span partitions an [`Outbox`]
+//!   ([`Table::with_outbox`](crate::Table::with_outbox)), and run an
+//!   [`OutboxWorker`] on its queue, in the background of a service.
+//! - Run [`sweep`] now and then (every few minutes, with an age of a few
+//!   minutes) on each table whose entities write steps, for the records
+//!   whose notice was never put; with a fence horizon, on the tables the
+//!   steps reach, to remove fences nothing can need.
+//! - Notices the worker could not finish go to `{queue}-poison` with their
+//!   last error; their records stay, and a later sweep finishes them once
+//!   the cause is fixed.
 
 mod apply;
 mod record;
