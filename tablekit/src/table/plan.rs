@@ -437,19 +437,20 @@ impl<T: TableEntity> Typed<'_, T> {
                 .max()
                 .unwrap_or(0),
         };
-        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
-            let Some(key) = &new[i] else { continue };
-            if old[i].as_ref() == Some(key) {
-                continue;
-            }
-            let (index_table, partition) = def.place(table, pk);
-            let fence = backend
-                .try_get_entity(
-                    &index_table,
-                    &partition,
-                    &format!("{}{key}", outbox::FENCE_PREFIX),
-                )
-                .await?;
+        // The fences of the rows it newly writes, read at once.
+        let fences = T::REMOTE_INDEXES.iter().enumerate().filter_map(|(i, def)| {
+            let key = new[i].as_ref()?;
+            (old[i].as_ref() != Some(key)).then(|| {
+                let (index_table, partition) = def.place(table, pk);
+                async move {
+                    let fence_key = format!("{}{key}", outbox::FENCE_PREFIX);
+                    backend
+                        .try_get_entity(&index_table, &partition, &fence_key)
+                        .await
+                }
+            })
+        });
+        for fence in futures::future::try_join_all(fences).await? {
             seq = seq.max(fence.as_ref().map_or(0, outbox::fence_seq));
         }
         Ok(RemoteState {
