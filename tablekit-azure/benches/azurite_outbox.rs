@@ -16,13 +16,31 @@ mod azurite;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tablekit::conformance::{Contact, outbox_drain};
+use tablekit::conformance::outbox_drain;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::outbox::Outbox;
-use tablekit::{Entity, QueueStore, Table, TableBackend, UpdateMode};
+use tablekit::{Entity, QueueStore, Table, TableBackend, TableEntity, UpdateMode};
 use tablekit_azure::{AzureQueues, AzureTables};
 
 const WRITES: u32 = 200;
+
+/// A contact with two indexes kept elsewhere: by email in partition
+/// `email_{team}`, by city in another table.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "BenchContacts", kind = "CON")]
+#[tablekit(index(name = "email", partition = "email", copy(salary)))]
+#[tablekit(index(name = "city", table = "BenchCities"))]
+struct Contact {
+    #[tablekit(partition_key)]
+    team: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(index = "email")]
+    email: String,
+    #[tablekit(index = "city")]
+    city: String,
+    salary: u32,
+}
 
 fn requests(handle: &FaultHandle) -> usize {
     use Operation::*;
@@ -48,7 +66,7 @@ fn requests(handle: &FaultHandle) -> usize {
 async fn remote_index_writes(tables: Arc<dyn TableBackend>, queues: Arc<dyn QueueStore>) {
     let name = format!("benchremote{}", std::process::id());
     tables.create_table(&name).await.expect("create table");
-    match tables.create_table("ConformanceCities").await {
+    match tables.create_table("BenchCities").await {
         Ok(()) | Err(tablekit::Error::TableAlreadyExists { .. }) => {}
         Err(e) => panic!("{e}"),
     }
@@ -116,7 +134,7 @@ async fn remote_index_writes(tables: Arc<dyn TableBackend>, queues: Arc<dyn Queu
             .expect("upsert");
         tables
             .upsert_entity(
-                "ConformanceCities",
+                "BenchCities",
                 &index("Sales", format!("h.city_Oslo|{id}"), id),
                 UpdateMode::Replace,
             )
@@ -158,7 +176,7 @@ async fn remote_index_writes(tables: Arc<dyn TableBackend>, queues: Arc<dyn Queu
             .expect("upsert");
         tables
             .upsert_entity(
-                "ConformanceCities",
+                "BenchCities",
                 &index("Sales", format!("h.city_Oslo|{id}"), id),
                 UpdateMode::Replace,
             )

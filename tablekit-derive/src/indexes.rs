@@ -115,9 +115,6 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
             if index.unique {
                 cx.error_spanned_by(at, "a unique index lives in the entity's partition, where its transaction can refuse a value that is taken: leave `partition` and `table` out, or make it non-unique");
             }
-            if options.list.is_some() {
-                cx.error_spanned_by(at, "an index kept in another partition or table is one row per entity: leave `list` out");
-            }
             let partition = options.partition.as_ref().map(LitStr::value);
             if let (Some(lit), Some(text)) = (&options.partition, &partition)
                 && (text.is_empty() || text.chars().any(bad_tag_char))

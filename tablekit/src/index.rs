@@ -159,11 +159,15 @@
 //! and in order whatever is delivered twice or late; a client other than
 //! tablekit that writes the entity must keep it.
 //!
-//! They cannot be unique (no transaction could refuse a taken value) nor
-//! `list`s. A write of an entity with such indexes reads the stored entity
-//! first (one request), and, for each row it moves to a new value, that
-//! row's fence (one request each); the steps then take two requests per
-//! row. [`Table::verify_remote_indexes`](crate::Table::verify_remote_indexes)
+//! They cannot be unique (no transaction could refuse a taken value). With
+//! `list`, such an index keeps one index entity per value, listing its
+//! entities: a write that moves an entity from one value to another
+//! removes it from one list and adds it to the other, each list guarded by
+//! its ETag and each entity's place in it by a fence of its own. A write of
+//! an entity with such indexes reads the stored entity first (one
+//! request), and, for each row it moves to a new value, that row's fence
+//! (one request each, read at once); the steps then take two requests per
+//! row (three per list). [`Table::verify_remote_indexes`](crate::Table::verify_remote_indexes)
 //! and [`Table::repair_remote_indexes`](crate::Table::repair_remote_indexes)
 //! check and rebuild them per partition.
 //!
@@ -316,6 +320,17 @@ impl<T: TableEntity, V> RemoteIndex<T, V> {
     }
 }
 
+/// The key of the fence of entity `row_key`'s row `key` in a remote index:
+/// the row's own, or for an index entity (shared by many) the row and the
+/// entity.
+pub(crate) fn remote_fence(def: &RemoteIndexDef, key: &str, row_key: &str) -> String {
+    if def.index.list {
+        format!("{key}|{row_key}")
+    } else {
+        key.to_owned()
+    }
+}
+
 /// The RowKey of `value`'s row in the remote index `i`; `row_key` is the
 /// entity's stored RowKey.
 pub(crate) fn remote_index_key<T: TableEntity>(
@@ -326,7 +341,10 @@ pub(crate) fn remote_index_key<T: TableEntity>(
     let def = &T::REMOTE_INDEXES[i].index;
     let mut key = String::with_capacity(row_key.len() + 32);
     value.write_remote_index_key(i, &mut key);
-    key.push_str(row_key);
+    // An index entity's RowKey ends with the value.
+    if !def.list {
+        key.push_str(row_key);
+    }
     schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
     Ok(key)
 }
@@ -485,6 +503,11 @@ const LIST_CHUNK: usize = 32_000;
 /// The most list properties of an index entity, which keeps it under the
 /// 1 MiB of a row.
 const LIST_CHUNKS: usize = 14;
+/// The most characters of RowKeys an index entity lists.
+pub(crate) const LIST_MAX_CHARS: usize = LIST_CHUNK * LIST_CHUNKS;
+
+/// The first list property of an index entity, which every one has.
+pub(crate) const LIST_FIRST_PROPERTY: &str = "_Rows0";
 
 fn list_property(chunk: usize) -> String {
     format!("{LIST_PROPERTY}{chunk}")
@@ -514,6 +537,27 @@ pub(crate) fn list_row<T: TableEntity>(
     key: &str,
     members: &[String],
 ) -> Result<Entity, Error> {
+    let name = T::KIND_PROPERTIES.then_some(def.name);
+    list_row_named(name, pk, key, members).map_err(|entries| {
+        InvalidInput::IndexListFull {
+            index: def.name,
+            value: value_of(def, key).to_owned(),
+            entries,
+            max_chars: LIST_MAX_CHARS,
+        }
+        .into()
+    })
+}
+
+/// The index entity `key` of partition `pk` listing `members`, marked with
+/// the index name `marker` when given; `Err` with the number of members
+/// when they do not fit.
+pub(crate) fn list_row_named(
+    marker: Option<&str>,
+    pk: &str,
+    key: &str,
+    members: &[String],
+) -> Result<Entity, usize> {
     let mut entity = Entity::new(pk, key);
     let mut chunk = String::new();
     let mut chunk_len = 0;
@@ -522,13 +566,7 @@ pub(crate) fn list_row<T: TableEntity>(
         let len = crate::keyorder::utf16_len(member) + 1;
         if chunk_len + len > LIST_CHUNK {
             if chunks + 1 >= LIST_CHUNKS {
-                return Err(InvalidInput::IndexListFull {
-                    index: def.name,
-                    value: value_of(def, key).to_owned(),
-                    entries: members.len(),
-                    max_chars: LIST_CHUNK * LIST_CHUNKS,
-                }
-                .into());
+                return Err(members.len());
             }
             entity
                 .properties
@@ -541,8 +579,8 @@ pub(crate) fn list_row<T: TableEntity>(
         chunk_len += len;
     }
     entity.properties.insert(list_property(chunks), chunk);
-    if T::KIND_PROPERTIES {
-        entity.properties.insert(INDEX_PROPERTY, def.name);
+    if let Some(marker) = marker {
+        entity.properties.insert(INDEX_PROPERTY, marker.to_owned());
     }
     Ok(entity)
 }

@@ -668,6 +668,7 @@ async fn read_all<Q>(reads: futures::stream::BoxStream<'static, crate::Result<Q>
 #[tablekit(crate = ::tablekit, table = "Conformance", kind = "CON")]
 #[tablekit(index(name = "email", partition = "email", copy(salary)))]
 #[tablekit(index(name = "city", table = "ConformanceCities"))]
+#[tablekit(index(name = "tier", partition = "tier", list))]
 pub struct Contact {
     /// The team.
     #[tablekit(partition_key)]
@@ -683,7 +684,14 @@ pub struct Contact {
     pub city: String,
     /// Copied into the email index.
     pub salary: u32,
+    /// Listed in one index entity per tier, in partition `tier_{team}`.
+    #[tablekit(index = "tier")]
+    pub tier: String,
 }
+
+/// An entity an index entity should list: the index's name and the
+/// entity's RowKey.
+type ListedBy<'a> = (&'a str, String);
 
 /// The rows of `T`'s indexes kept elsewhere that the entities of `table`'s
 /// partitions `pks` should have, against those there are.
@@ -695,6 +703,9 @@ async fn remote_rows_in_step<T: TableEntity>(
     use crate::index::{RemoteIndexDef, index_row};
     let mut expected: BTreeMap<(String, String, String), Entity> = BTreeMap::new();
     let mut places: Vec<(&RemoteIndexDef, String, String)> = Vec::new();
+    // For each index entity (table, partition, RowKey): its index's name
+    // and the RowKeys it should list.
+    let mut lists: BTreeMap<(String, String, String), Vec<ListedBy<'_>>> = BTreeMap::new();
     for pk in pks {
         let filter = crate::filter::Filter::partition_key().eq(pk.as_str());
         let rows = backend
@@ -714,11 +725,34 @@ async fn remote_rows_in_step<T: TableEntity>(
                 let key = crate::index::remote_index_key(&value, i, &row.row_key)
                     .map_err(|e| e.to_string())?;
                 let (index_table, partition) = def.place(table, pk);
+                if def.index.list {
+                    lists
+                        .entry((index_table, partition, key))
+                        .or_default()
+                        .push((def.index.name, row.row_key.clone()));
+                    continue;
+                }
                 let mut index = index_row::<T>(&def.index, key.clone(), row);
                 index.partition_key.clone_from(&partition);
                 expected.insert((index_table, partition, key), index);
             }
         }
+    }
+    // An index entity lists its entities' RowKeys in order, one per line,
+    // and names its index when the kind writes it.
+    for ((index_table, partition, key), mut members) in lists {
+        members.sort();
+        let mut row = Entity::new(partition.as_str(), key.as_str()).with(
+            "_Rows0",
+            members
+                .iter()
+                .map(|(_, rk)| format!("{rk}\n"))
+                .collect::<String>(),
+        );
+        if T::KIND_PROPERTIES {
+            row.insert("_Index", members[0].0);
+        }
+        expected.insert((index_table, partition, key), row);
     }
     for (def, index_table, partition) in places {
         let filter = crate::filter::Filter::partition_key()
@@ -802,6 +836,7 @@ pub async fn remote_index_model_runs(
                 email: ["a@x", "b@x", "c@x"][rng.usize(0..3)].into(),
                 city: ["Oslo", "Rome"][rng.usize(0..2)].into(),
                 salary: rng.u32(..100),
+                tier: ["gold", "silver"][rng.usize(0..2)].into(),
             };
             let result = match rng.usize(0..6) {
                 0 => table.insert(&value).await.map(drop),
@@ -870,6 +905,7 @@ pub async fn remote_indexes_follow_writes(
         email: "ann@x".into(),
         city: "Oslo".into(),
         salary: 5,
+        tier: "gold".into(),
     };
     table.insert(&ann).await.expect("insert");
     let by_email = table.remote_index(Contact::indexes().email);
@@ -886,6 +922,25 @@ pub async fn remote_indexes_follow_writes(
         std::slice::from_ref(&ann),
         "found through the city index"
     );
+    // The tier index keeps one index entity per tier, listing contacts.
+    let by_tier = table.remote_index(Contact::indexes().tier);
+    let gold: Vec<Contact> = read_all(by_tier.find(team.as_str(), "gold")).await;
+    assert_eq!(gold, std::slice::from_ref(&ann), "listed in the gold tier");
+    table
+        .update(team.as_str(), 1u32, |c| c.tier = "silver".into())
+        .await
+        .expect("update");
+    assert!(
+        read_all(by_tier.find(team.as_str(), "gold"))
+            .await
+            .is_empty()
+    );
+    let silver: Vec<Contact> = read_all(by_tier.find(team.as_str(), "silver")).await;
+    assert_eq!(silver.len(), 1, "listed in the silver tier now");
+    table
+        .update(team.as_str(), 1u32, |c| c.tier = "gold".into())
+        .await
+        .expect("update");
     // The email moves: the old row goes, the new one comes.
     table
         .update(team.as_str(), 1u32, |c| c.email = "anna@x".into())
@@ -950,6 +1005,7 @@ pub async fn remote_index_repair_finds_and_fixes(
             email: email.into(),
             city: city.into(),
             salary: id,
+            tier: if id == 2 { "silver" } else { "gold" }.into(),
         };
         table.insert(&contact).await.expect("insert");
     }
@@ -989,12 +1045,20 @@ pub async fn remote_index_repair_finds_and_fixes(
         .insert_entity(&name, &stray)
         .await
         .expect("add a row");
+    // And drops a contact from the gold tier's list.
+    let short = Entity::new(format!("tier_{team}"), "CON.tier_gold")
+        .with("_Rows0", "CON_0000000001\n")
+        .with("_Index", "tier");
+    backend
+        .upsert_entity(&name, &short, crate::UpdateMode::Replace)
+        .await
+        .expect("change a list");
     let found = table
         .verify_remote_indexes(team.as_str())
         .await
         .expect("verify");
     assert_eq!(found.missing.len(), 1, "{found:?}");
-    assert_eq!(found.stale.len(), 1, "{found:?}");
+    assert_eq!(found.stale.len(), 2, "{found:?}");
     assert_eq!(found.orphans.len(), 1, "{found:?}");
     let repaired = table
         .repair_remote_indexes(team.as_str())

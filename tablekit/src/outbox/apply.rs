@@ -46,6 +46,26 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
             if absent.contains(&i) {
                 continue;
             }
+            if let StepOp::ListAdd {
+                row_key,
+                member,
+                marker,
+            }
+            | StepOp::ListRemove {
+                row_key,
+                member,
+                marker,
+            } = op
+            {
+                let add = matches!(op, StepOp::ListAdd { .. });
+                if let Some(operation) =
+                    list_operation(backend, step, row_key, member, marker.as_deref(), add).await?
+                {
+                    positions.push(i);
+                    operations.push(operation);
+                }
+                continue;
+            }
             positions.push(i);
             operations.push(match op {
                 StepOp::Put(entity) => {
@@ -66,6 +86,7 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
                     row_key: row_key.clone(),
                     if_match: IfMatch::Any,
                 },
+                StepOp::ListAdd { .. } | StepOp::ListRemove { .. } => continue,
             });
         }
         let new_fence = fence_row(&step.partition_key, &step.fence, step.seq);
@@ -81,6 +102,14 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
         match crate::table::send_operations(backend, &step.table, &operations).await {
             Ok(_) => return Ok(Applied::Written),
             Err(Error::BatchFailed { index, source }) => match *source {
+                // An index entity changed under its ETag: read it again.
+                Error::PreconditionFailed { .. }
+                | Error::EntityAlreadyExists { .. }
+                | Error::EntityNotFound { .. }
+                    if index < fence_at && is_list(&step.ops[positions[index]]) =>
+                {
+                    last = Some(*source);
+                }
                 Error::EntityNotFound { .. } if index < fence_at => {
                     absent.insert(positions[index]);
                 }
@@ -97,6 +126,63 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
     }
     Err(last.unwrap_or(Error::Transient {
         message: "a step made no attempt".into(),
+    }))
+}
+
+fn is_list(op: &StepOp) -> bool {
+    matches!(op, StepOp::ListAdd { .. } | StepOp::ListRemove { .. })
+}
+
+/// The operation that adds `member` to (or removes it from) the index
+/// entity `row_key`, guarded by the entity's ETag; `None` when there is
+/// nothing to change.
+async fn list_operation(
+    backend: &dyn TableBackend,
+    step: &Step,
+    row_key: &str,
+    member: &str,
+    marker: Option<&str>,
+    add: bool,
+) -> Result<Option<BatchOperation>> {
+    let stored = backend
+        .try_get_entity(&step.table, &step.partition_key, row_key)
+        .await?;
+    let mut members = stored
+        .as_ref()
+        .map(crate::index::list_members)
+        .unwrap_or_default();
+    match (add, members.binary_search_by(|m| m.as_str().cmp(member))) {
+        (true, Err(at)) => members.insert(at, member.to_owned()),
+        (false, Ok(at)) => {
+            members.remove(at);
+        }
+        _ => return Ok(None),
+    }
+    let row = |members: &[String]| {
+        crate::index::list_row_named(marker, &step.partition_key, row_key, members).map_err(
+            |entries| {
+                Error::from(crate::InvalidInput::IndexListFull {
+                    index: "(an index kept elsewhere)",
+                    value: row_key.to_owned(),
+                    entries,
+                    max_chars: crate::index::LIST_MAX_CHARS,
+                })
+            },
+        )
+    };
+    Ok(Some(match (stored, members.is_empty()) {
+        (None, true) => return Ok(None),
+        (None, false) => BatchOperation::Insert(row(&members)?),
+        (Some(stored), true) => BatchOperation::Delete {
+            partition_key: step.partition_key.clone(),
+            row_key: row_key.to_owned(),
+            if_match: stored.etag.map_or(IfMatch::Any, IfMatch::ETag),
+        },
+        (Some(stored), false) => BatchOperation::Update {
+            entity: row(&members)?,
+            mode: UpdateMode::Replace,
+            if_match: stored.etag.map_or(IfMatch::Any, IfMatch::ETag),
+        },
     }))
 }
 

@@ -42,6 +42,26 @@ pub enum StepOp {
     Insert(Entity),
     /// Delete the row with this RowKey, if it exists.
     Delete(String),
+    /// Add `member` to the index entity `row_key` (created if missing),
+    /// marked with the index name `marker` when given.
+    ListAdd {
+        /// The index entity's RowKey.
+        row_key: String,
+        /// The RowKey to list.
+        member: String,
+        /// The index name written into the row, if the kind writes it.
+        marker: Option<String>,
+    },
+    /// Remove `member` from the index entity `row_key` (deleted when it
+    /// lists nothing more).
+    ListRemove {
+        /// The index entity's RowKey.
+        row_key: String,
+        /// The RowKey to remove.
+        member: String,
+        /// The index name written into the row, if the kind writes it.
+        marker: Option<String>,
+    },
 }
 
 /// Rows of one partition to change together, once, fenced by the sequence
@@ -69,6 +89,18 @@ impl Step {
                 StepOp::Put(entity) => json!({ "put": crate::json::to_json(entity) }),
                 StepOp::Insert(entity) => json!({ "insert": crate::json::to_json(entity) }),
                 StepOp::Delete(row_key) => json!({ "delete": row_key }),
+                StepOp::ListAdd {
+                    row_key,
+                    member,
+                    marker,
+                } => json!({ "list_add": { "rk": row_key, "member": member, "marker": marker } }),
+                StepOp::ListRemove {
+                    row_key,
+                    member,
+                    marker,
+                } => {
+                    json!({ "list_remove": { "rk": row_key, "member": member, "marker": marker } })
+                }
             })
             .collect();
         json!({
@@ -91,6 +123,23 @@ impl Step {
                     crate::json::from_json(entity).ok().map(StepOp::Put)
                 } else if let Some(entity) = op.get("insert") {
                     crate::json::from_json(entity).ok().map(StepOp::Insert)
+                } else if let Some(list) = op.get("list_add").or_else(|| op.get("list_remove")) {
+                    let row_key = list.get("rk")?.as_str()?.to_owned();
+                    let member = list.get("member")?.as_str()?.to_owned();
+                    let marker = list.get("marker")?.as_str().map(str::to_owned);
+                    Some(if op.get("list_add").is_some() {
+                        StepOp::ListAdd {
+                            row_key,
+                            member,
+                            marker,
+                        }
+                    } else {
+                        StepOp::ListRemove {
+                            row_key,
+                            member,
+                            marker,
+                        }
+                    })
                 } else {
                     op.get("delete")?
                         .as_str()
@@ -335,6 +384,16 @@ mod tests {
                 ops: vec![
                     StepOp::Delete("b@x|EMP_1".into()),
                     StepOp::Insert(Entity::new("email_Sales", "c").with("k", "v")),
+                    StepOp::ListAdd {
+                        row_key: "t_red".into(),
+                        member: "EMP_1".into(),
+                        marker: Some("team".into()),
+                    },
+                    StepOp::ListRemove {
+                        row_key: "t_blue".into(),
+                        member: "EMP_1".into(),
+                        marker: None,
+                    },
                 ],
             },
         ];

@@ -215,7 +215,7 @@ where
                             Entity::new(row.partition_key.clone(), row.row_key.clone());
                         pointer.properties.insert(index::ROW_PROPERTY, rk);
                         if let Some(value) = table
-                            .read_indexed::<Q>(def, position, false, pointer, None)
+                            .read_indexed::<Q>(def, position, false, pointer, remote)
                             .await?
                         {
                             found.push(Ok(value));

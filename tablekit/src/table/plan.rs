@@ -442,8 +442,9 @@ impl<T: TableEntity> Typed<'_, T> {
             let key = new[i].as_ref()?;
             (old[i].as_ref() != Some(key)).then(|| {
                 let (index_table, partition) = def.place(table, pk);
+                let fence = index::remote_fence(def, key, rk);
                 async move {
-                    let fence_key = format!("{}{key}", outbox::FENCE_PREFIX);
+                    let fence_key = format!("{}{fence}", outbox::FENCE_PREFIX);
                     backend
                         .try_get_entity(&index_table, &partition, &fence_key)
                         .await
@@ -481,6 +482,42 @@ impl<T: TableEntity> Typed<'_, T> {
                 ops: vec![op],
             };
             let (old, new) = (&remote.old[i], &remote.new[i]);
+            if def.index.list {
+                // An index entity per value: this entity leaves the old
+                // one's list and joins the new one's.
+                if old == new {
+                    continue;
+                }
+                let marker = T::KIND_PROPERTIES.then(|| def.index.name.to_owned());
+                let list_step = |key: &String, add: bool| {
+                    let (row_key, member, marker) = (key.clone(), rk.to_owned(), marker.clone());
+                    let op = if add {
+                        outbox::StepOp::ListAdd {
+                            row_key,
+                            member,
+                            marker,
+                        }
+                    } else {
+                        outbox::StepOp::ListRemove {
+                            row_key,
+                            member,
+                            marker,
+                        }
+                    };
+                    outbox::Step {
+                        table: table.clone(),
+                        partition_key: partition.clone(),
+                        fence: index::remote_fence(def, key, rk),
+                        seq: remote.seq,
+                        ops: vec![op],
+                    }
+                };
+                steps.extend(old.iter().map(|key| list_step(key, false)));
+                if new_row.is_some() {
+                    steps.extend(new.iter().map(|key| list_step(key, true)));
+                }
+                continue;
+            }
             if let Some(old) = old
                 && new.as_ref() != Some(old)
             {

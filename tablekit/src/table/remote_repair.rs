@@ -97,7 +97,13 @@ impl<T: TableEntity> Table<T> {
         // Which entity each problem is about, by the RowKey its row names.
         let mut owners: BTreeMap<String, Vec<StepOp>> = BTreeMap::new();
         let mut fences: Vec<(String, String, String)> = Vec::new();
+        let mut lists = Vec::new();
         for (table, row) in audit.missing.iter().chain(&audit.stale) {
+            if row.properties.contains(index::LIST_FIRST_PROPERTY) {
+                // An index entity, shared: written whole, as it should be.
+                lists.push((table, row));
+                continue;
+            }
             let owner = owner_of(row);
             owners.entry(owner).or_default();
             fences.push((
@@ -105,6 +111,11 @@ impl<T: TableEntity> Table<T> {
                 row.partition_key.clone(),
                 row.row_key.clone(),
             ));
+        }
+        for (table, row) in lists {
+            self.backend
+                .upsert_entity(table, row, UpdateMode::Replace)
+                .await?;
         }
         let mut orphan_steps = Vec::new();
         for (table, partition, rk) in &audit.orphans {
@@ -151,6 +162,21 @@ impl<T: TableEntity> Table<T> {
         for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
             let key = index::remote_index_key(&value, i, &entity.row_key)?;
             let (table, partition) = def.place(&self.name, pk);
+            if def.index.list {
+                // Listed in the index entity of its value.
+                steps.push(Step {
+                    table,
+                    partition_key: partition,
+                    fence: index::remote_fence(def, &key, &entity.row_key),
+                    seq,
+                    ops: vec![StepOp::ListAdd {
+                        row_key: key,
+                        member: entity.row_key.clone(),
+                        marker: T::KIND_PROPERTIES.then(|| def.index.name.to_owned()),
+                    }],
+                });
+                continue;
+            }
             let mut index_row = index::index_row::<T>(&def.index, key.clone(), &row);
             index_row.partition_key.clone_from(&partition);
             steps.push(Step {
@@ -208,6 +234,9 @@ impl<T: TableEntity> Table<T> {
             .await?;
         let mut entities = BTreeMap::new();
         let mut expected: BTreeMap<(String, String, String), Entity> = BTreeMap::new();
+        // Index entities: the RowKeys each should list.
+        let mut lists: BTreeMap<(String, String, String), (&RemoteIndexDef, Vec<String>)> =
+            BTreeMap::new();
         for row in &rows {
             if outbox::is_outbox_row(row) {
                 audit.pending += 1;
@@ -223,11 +252,33 @@ impl<T: TableEntity> Table<T> {
             for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
                 let key = index::remote_index_key(&value, i, &row.row_key)?;
                 let (table, partition) = def.place(&self.name, pk);
+                if def.index.list {
+                    lists
+                        .entry((table, partition, key))
+                        .or_insert_with(|| (def, Vec::new()))
+                        .1
+                        .push(row.row_key.clone());
+                    continue;
+                }
                 let mut index_row = index::index_row::<T>(&def.index, key.clone(), row);
                 index_row.partition_key.clone_from(&partition);
                 expected.insert((table, partition, key), index_row);
             }
             entities.insert(row.row_key.clone(), row.clone());
+        }
+        for ((table, partition, key), (def, mut members)) in lists {
+            members.sort();
+            let marker = T::KIND_PROPERTIES.then_some(def.index.name);
+            let row =
+                index::list_row_named(marker, &partition, &key, &members).map_err(|entries| {
+                    crate::InvalidInput::IndexListFull {
+                        index: def.index.name,
+                        value: key.clone(),
+                        entries,
+                        max_chars: index::LIST_MAX_CHARS,
+                    }
+                })?;
+            expected.insert((table, partition, key), row);
         }
         let places = T::REMOTE_INDEXES.iter().map(|def| {
             let (table, partition) = def.place(&self.name, pk);

@@ -3,7 +3,6 @@ use tablekit::TableEntity;
 #[derive(TableEntity)]
 #[tablekit(kind = "EMP")]
 #[tablekit(index(name = "email", partition = "email"))]
-#[tablekit(index(name = "team", table = "Teams", list))]
 #[tablekit(index(name = "city", table = "no_such-table"))]
 #[tablekit(index(name = "zone", partition = "a/b"))]
 struct Employee {
@@ -13,8 +12,6 @@ struct Employee {
     id: u32,
     #[tablekit(unique = "email")]
     email: String,
-    #[tablekit(index = "team")]
-    team: String,
     #[tablekit(index = "city")]
     city: String,
     #[tablekit(index = "zone")]
