@@ -169,7 +169,9 @@
 //! (one request each, read at once); the steps then take two requests per
 //! row (three per list). [`Table::verify_remote_indexes`](crate::Table::verify_remote_indexes)
 //! and [`Table::repair_remote_indexes`](crate::Table::repair_remote_indexes)
-//! check and rebuild them per partition.
+//! check and rebuild them per partition, and
+//! [`Table::repair_all_remote_indexes`](crate::Table::repair_all_remote_indexes)
+//! through the whole table, resumable.
 //!
 //! # Existing data
 //! [`Table::verify_indexes`](crate::Table::verify_indexes) compares a

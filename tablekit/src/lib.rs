@@ -225,7 +225,7 @@ pub use queue::QueueStore;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
     BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded,
-    RemoteAudit, Table, TableBatch, TableQuery, Transaction, UpdateOptions,
+    RemoteAudit, RemotePass, Table, TableBatch, TableQuery, Transaction, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

@@ -1078,6 +1078,45 @@ pub async fn remote_index_repair_finds_and_fixes(
         .await
         .expect("repair again");
     assert!(again.is_clean(), "a second repair finds nothing: {again:?}");
+    // The whole table, a partition at a time, resumable.
+    let other_team = format!("{team}z");
+    let other = Contact {
+        team: other_team.clone(),
+        id: 7,
+        email: "z@x".into(),
+        city: "Rome".into(),
+        salary: 7,
+        tier: "gold".into(),
+    };
+    table.insert(&other).await.expect("insert");
+    backend
+        .delete_entity(
+            &name,
+            &format!("email_{other_team}"),
+            "CON.email_z@x|CON_0000000007",
+            &crate::IfMatch::Any,
+        )
+        .await
+        .expect("delete a row");
+    let first = table
+        .repair_all_remote_indexes(None, 1, false)
+        .await
+        .expect("a pass");
+    assert_eq!(first.partitions, 1);
+    assert!(first.audit.is_clean(), "{first:?}");
+    assert_eq!(first.resume.as_deref(), Some(team.as_str()));
+    let second = table
+        .repair_all_remote_indexes(first.resume.as_deref(), 1, true)
+        .await
+        .expect("a pass");
+    assert_eq!((second.partitions, second.resume.as_deref()), (1, None));
+    assert_eq!(second.audit.missing.len(), 1, "{second:?}");
+    let done = table
+        .repair_all_remote_indexes(None, 10, false)
+        .await
+        .expect("a pass");
+    assert_eq!(done.partitions, 2);
+    assert!(done.audit.is_clean(), "repaired: {done:?}");
     // Writes after a repair still reach their rows.
     table
         .update(team.as_str(), 1u32, |c| c.city = "Rome".into())

@@ -53,7 +53,7 @@ pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::{IndexPage, IndexReader};
 pub use index_repair::IndexPass;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
-pub use remote_repair::RemoteAudit;
+pub use remote_repair::{RemoteAudit, RemotePass};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 

@@ -48,6 +48,19 @@ fn sorted(entity: &Entity) -> Vec<(&str, &Value)> {
     props
 }
 
+/// One step of a table-wide check of the indexes kept elsewhere: what it
+/// found in the partitions it went through, and where the next starts.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RemotePass {
+    /// What was found (and, for a repair, fixed), all partitions together.
+    pub audit: RemoteAudit,
+    /// Partitions of entities gone through.
+    pub partitions: usize,
+    /// The PartitionKey to resume after; `None` when the table is done.
+    pub resume: Option<String>,
+}
+
 /// A place an index's rows for one source partition live in.
 struct Place {
     def: &'static RemoteIndexDef,
@@ -81,6 +94,13 @@ impl<T: TableEntity> Table<T> {
         pk: impl KeyArg<T::PartitionKey>,
     ) -> Result<RemoteAudit> {
         let pk = schema::encode_partition_key::<T>(&pk)?;
+        self.repair_remote(&pk).await
+    }
+
+    /// [`repair_remote_indexes`](Table::repair_remote_indexes) of the
+    /// encoded PartitionKey `pk`.
+    async fn repair_remote(&self, pk: &str) -> Result<RemoteAudit> {
+        let pk = pk.to_owned();
         let (found, _) = self.remote_audit(&pk).await?;
         // Records first: their steps may be all there is to it.
         let filter = Filter::partition_key()
@@ -149,6 +169,63 @@ impl<T: TableEntity> Table<T> {
             outbox::apply_step(self.backend.as_ref(), &step).await?;
         }
         Ok(found)
+    }
+
+    /// Verifies (and, with `repair`, repairs) the indexes kept elsewhere of
+    /// the entities of up to `partitions` partitions of the table, in
+    /// PartitionKey order, after `resume` (the `resume` of the pass before;
+    /// `None` to start). Store `resume` to go on later, after a crash
+    /// included: a partition is done as a whole or not at all.
+    pub async fn repair_all_remote_indexes(
+        &self,
+        resume: Option<&str>,
+        partitions: usize,
+        repair: bool,
+    ) -> Result<RemotePass> {
+        use futures::TryStreamExt;
+        let mut pass = RemotePass::default();
+        let filter = match resume {
+            Some(after) => Filter::partition_key().gt(after),
+            None => Filter::row_key().ge(""),
+        };
+        // The partitions that hold entities of `T`, in order: the keys are
+        // enough to tell.
+        let query = crate::Query::new()
+            .filter(filter)
+            .select([crate::schema::KIND_PROPERTY]);
+        let rows = self.backend.query_stream(&self.name, query);
+        futures::pin_mut!(rows);
+        let mut found: Vec<String> = Vec::new();
+        while let Some(row) = rows.try_next().await? {
+            if found.last() == Some(&row.partition_key) {
+                continue;
+            }
+            let entity = !outbox::is_bookkeeping_row(&row)
+                && T::ROW_KEY_LAYOUT.starts(&row.row_key)
+                && schema::is_kind::<T>(&row);
+            if !entity {
+                continue;
+            }
+            if found.len() == partitions {
+                // One more partition exists: resume after the last done.
+                pass.resume = found.last().cloned();
+                break;
+            }
+            found.push(row.partition_key);
+        }
+        for pk in &found {
+            let audit = if repair {
+                self.repair_remote(pk).await?
+            } else {
+                self.remote_audit(pk).await?.0
+            };
+            pass.partitions += 1;
+            pass.audit.missing.extend(audit.missing);
+            pass.audit.stale.extend(audit.stale);
+            pass.audit.orphans.extend(audit.orphans);
+            pass.audit.pending += audit.pending;
+        }
+        Ok(pass)
     }
 
     /// Writes `entity`'s sequence number `seq` and an outbox record of
