@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::record::{FENCE_PREFIX, Record, Step, StepOp, fence_row, fence_seq, pending_records};
+use super::record::{Record, Step, StepOp, fence_row, fence_seq, pending_records};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};
@@ -28,7 +28,7 @@ pub enum Applied {
 /// written. Safe to call any number of times, from any number of workers
 /// at once.
 pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Applied> {
-    let fence_key = format!("{FENCE_PREFIX}{}", step.fence);
+    let fence_key = super::record::fence_key(&step.fence);
     // Deletes found to have nothing to delete.
     let mut absent: BTreeSet<usize> = BTreeSet::new();
     let mut last = None;

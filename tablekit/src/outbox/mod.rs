@@ -69,4 +69,4 @@ pub use record::{
 pub use sweep::{SweepReport, sweep};
 pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
 
-pub(crate) use record::{fence_seq, record_row, row_key_prefix, seq_of};
+pub(crate) use record::{read_fence, record_row, row_key_prefix, seq_of};

@@ -304,9 +304,28 @@ pub fn is_bookkeeping_row(row: &Entity) -> bool {
     crate::index::is_index_row(row) || is_outbox_row(row) || is_fence_row(row)
 }
 
+/// The RowKey of the fence of `row_key`.
+pub(crate) fn fence_key(row_key: &str) -> String {
+    format!("{FENCE_PREFIX}{row_key}")
+}
+
 /// The fence row of `row_key` in partition `partition_key`, at `seq`.
 pub(crate) fn fence_row(partition_key: &str, row_key: &str, seq: i64) -> Entity {
-    Entity::new(partition_key, format!("{FENCE_PREFIX}{row_key}")).with(FENCE_PROPERTY, seq)
+    Entity::new(partition_key, fence_key(row_key)).with(FENCE_PROPERTY, seq)
+}
+
+/// The sequence number the fence of `row_key` in `(table, partition_key)`
+/// holds: 0 when there is none.
+pub(crate) async fn read_fence(
+    backend: &dyn TableBackend,
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<i64> {
+    let row = backend
+        .try_get_entity(table, partition_key, &fence_key(row_key))
+        .await?;
+    Ok(row.as_ref().map_or(0, fence_seq))
 }
 
 /// The sequence number an entity's row holds (0 without one).

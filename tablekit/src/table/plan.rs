@@ -444,15 +444,12 @@ impl<T: TableEntity> Typed<'_, T> {
                 let (index_table, partition) = def.place(table, pk);
                 let fence = index::remote_fence(def, key, rk);
                 async move {
-                    let fence_key = format!("{}{fence}", outbox::FENCE_PREFIX);
-                    backend
-                        .try_get_entity(&index_table, &partition, &fence_key)
-                        .await
+                    outbox::read_fence(backend.as_ref(), &index_table, &partition, &fence).await
                 }
             })
         });
         for fence in futures::future::try_join_all(fences).await? {
-            seq = seq.max(fence.as_ref().map_or(0, outbox::fence_seq));
+            seq = seq.max(fence);
         }
         Ok(RemoteState {
             table: table.to_owned(),

@@ -145,11 +145,7 @@ impl<T: TableEntity> Table<T> {
         // Above every fence touched, so that no step is skipped.
         let mut top = 0;
         for (table, partition, rk) in &fences {
-            let fence = self
-                .backend
-                .try_get_entity(table, partition, &format!("{}{rk}", outbox::FENCE_PREFIX))
-                .await?;
-            top = top.max(fence.as_ref().map_or(0, outbox::fence_seq));
+            top = top.max(outbox::read_fence(self.backend.as_ref(), table, partition, rk).await?);
         }
         for owner in owners.keys() {
             let Some(entity) = entities.get(owner) else {

@@ -3,7 +3,7 @@
 use super::{Loaded, Table};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
-use crate::outbox::{self, FENCE_PREFIX, Notice, Step, StepOp};
+use crate::outbox::{self, Notice, Step, StepOp};
 use crate::schema::{self, TableEntity};
 
 /// Finishes the outbox records of `(pk, rk)` after the transaction that
@@ -69,11 +69,7 @@ impl<T> Table<T> {
     /// The sequence number a fence row of this table holds for `rk` in
     /// partition `pk` (0 when there is none).
     async fn fence_of(&self, pk: &str, rk: &str) -> Result<i64> {
-        let row = self
-            .backend
-            .try_get_entity(&self.name, pk, &format!("{FENCE_PREFIX}{rk}"))
-            .await?;
-        Ok(row.as_ref().map_or(0, outbox::fence_seq))
+        outbox::read_fence(self.backend.as_ref(), &self.name, pk, rk).await
     }
 }
 
