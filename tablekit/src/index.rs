@@ -192,6 +192,7 @@ use std::marker::PhantomData;
 use crate::entity::{Entity, Properties};
 use crate::error::{Error, InvalidInput, KeyKind};
 use crate::key::RowKeyLayout;
+use crate::outbox::{Step, StepOp};
 use crate::schema::{self, TableEntity};
 use crate::table::offload::REFERENCE_SUFFIX;
 use crate::table::update::WRITES_PROPERTY;
@@ -331,6 +332,70 @@ pub(crate) fn remote_fence(def: &RemoteIndexDef, key: &str, row_key: &str) -> St
     } else {
         key.to_owned()
     }
+}
+
+/// The outbox steps that bring the rows of `T`'s indexes kept elsewhere
+/// from the keys `old` to the keys `new` (one per index, `None` where the
+/// entity has no row: before an insert, after a delete), for the entity
+/// `(pk, rk)` of table `table_name` at sequence number `seq`; `new_row` is
+/// the entity's row after the write.
+pub(crate) fn remote_steps<T: TableEntity>(
+    table_name: &str,
+    (pk, rk): (&str, &str),
+    seq: i64,
+    (old, new): (&[Option<String>], &[Option<String>]),
+    new_row: Option<&Entity>,
+) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+        let (table, partition) = def.place(table_name, pk);
+        let step = |fence: String, op: StepOp| Step {
+            table: table.clone(),
+            partition_key: partition.clone(),
+            fence,
+            seq,
+            ops: vec![op],
+        };
+        let (old, new) = (&old[i], &new[i]);
+        if def.index.list {
+            // An index entity per value: the entity leaves the old value's
+            // list and joins the new one's.
+            if old == new {
+                continue;
+            }
+            let marker = T::KIND_PROPERTIES.then(|| def.index.name.to_owned());
+            for (key, add) in [(old, false), (new, true)] {
+                let Some(key) = key else { continue };
+                let (row_key, member, marker) = (key.clone(), rk.to_owned(), marker.clone());
+                let op = if add {
+                    StepOp::ListAdd {
+                        row_key,
+                        member,
+                        marker,
+                    }
+                } else {
+                    StepOp::ListRemove {
+                        row_key,
+                        member,
+                        marker,
+                    }
+                };
+                steps.push(step(remote_fence(def, key, rk), op));
+            }
+            continue;
+        }
+        if let Some(old) = old
+            && new.as_ref() != Some(old)
+        {
+            steps.push(step(old.clone(), StepOp::Delete(old.clone())));
+        }
+        if let (Some(new), Some(row)) = (new, new_row) {
+            let mut index_row = index_row::<T>(&def.index, new.clone(), row);
+            index_row.partition_key.clone_from(&partition);
+            steps.push(step(new.clone(), StepOp::Put(index_row)));
+        }
+    }
+    steps
 }
 
 /// The RowKey of `value`'s row in the remote index `i`; `row_key` is the

@@ -468,64 +468,13 @@ impl<T: TableEntity> Typed<'_, T> {
         at: DateTime,
     ) -> Entity {
         let (pk, rk) = self.keys();
-        let mut steps = Vec::new();
-        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
-            let (table, partition) = def.place(&remote.table, pk);
-            let step = |fence: &String, op: outbox::StepOp| outbox::Step {
-                table: table.clone(),
-                partition_key: partition.clone(),
-                fence: fence.clone(),
-                seq: remote.seq,
-                ops: vec![op],
-            };
-            let (old, new) = (&remote.old[i], &remote.new[i]);
-            if def.index.list {
-                // An index entity per value: this entity leaves the old
-                // one's list and joins the new one's.
-                if old == new {
-                    continue;
-                }
-                let marker = T::KIND_PROPERTIES.then(|| def.index.name.to_owned());
-                let list_step = |key: &String, add: bool| {
-                    let (row_key, member, marker) = (key.clone(), rk.to_owned(), marker.clone());
-                    let op = if add {
-                        outbox::StepOp::ListAdd {
-                            row_key,
-                            member,
-                            marker,
-                        }
-                    } else {
-                        outbox::StepOp::ListRemove {
-                            row_key,
-                            member,
-                            marker,
-                        }
-                    };
-                    outbox::Step {
-                        table: table.clone(),
-                        partition_key: partition.clone(),
-                        fence: index::remote_fence(def, key, rk),
-                        seq: remote.seq,
-                        ops: vec![op],
-                    }
-                };
-                steps.extend(old.iter().map(|key| list_step(key, false)));
-                if new_row.is_some() {
-                    steps.extend(new.iter().map(|key| list_step(key, true)));
-                }
-                continue;
-            }
-            if let Some(old) = old
-                && new.as_ref() != Some(old)
-            {
-                steps.push(step(old, outbox::StepOp::Delete(old.clone())));
-            }
-            if let (Some(new), Some(row)) = (new, new_row) {
-                let mut index_row = index::index_row::<T>(&def.index, new.clone(), row);
-                index_row.partition_key.clone_from(&partition);
-                steps.push(step(new, outbox::StepOp::Put(index_row)));
-            }
-        }
+        let steps = index::remote_steps::<T>(
+            &remote.table,
+            (pk, rk),
+            remote.seq,
+            (&remote.old, &remote.new),
+            new_row,
+        );
         outbox::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
     }
 

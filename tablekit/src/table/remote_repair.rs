@@ -231,35 +231,18 @@ impl<T: TableEntity> Table<T> {
         let value: T = index::decode_for_keys(entity)?;
         let mut row = entity.clone();
         row.properties.insert(outbox::SEQ_PROPERTY, seq);
-        let mut steps = Vec::new();
-        for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
-            let key = index::remote_index_key(&value, i, &entity.row_key)?;
-            let (table, partition) = def.place(&self.name, pk);
-            if def.index.list {
-                // Listed in the index entity of its value.
-                steps.push(Step {
-                    table,
-                    partition_key: partition,
-                    fence: index::remote_fence(def, &key, &entity.row_key),
-                    seq,
-                    ops: vec![StepOp::ListAdd {
-                        row_key: key,
-                        member: entity.row_key.clone(),
-                        marker: T::KIND_PROPERTIES.then(|| def.index.name.to_owned()),
-                    }],
-                });
-                continue;
-            }
-            let mut index_row = index::index_row::<T>(&def.index, key.clone(), &row);
-            index_row.partition_key.clone_from(&partition);
-            steps.push(Step {
-                table,
-                partition_key: partition,
-                fence: key,
-                seq,
-                ops: vec![StepOp::Put(index_row)],
-            });
-        }
+        // From no rows to every row: each put, each list joined, all
+        // fenced above what is there.
+        let new = (0..T::REMOTE_INDEXES.len())
+            .map(|i| index::remote_index_key(&value, i, &entity.row_key).map(Some))
+            .collect::<Result<Vec<_>>>()?;
+        let steps = index::remote_steps::<T>(
+            &self.name,
+            (pk, &entity.row_key),
+            seq,
+            (&vec![None; new.len()], &new),
+            Some(&row),
+        );
         let record = outbox::record_row(
             &self.name,
             pk,
