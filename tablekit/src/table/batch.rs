@@ -239,7 +239,13 @@ impl Transaction {
 
     /// Runs the writes, then finishes the outbox records they wrote.
     async fn run(&self) -> Result<Vec<Option<ETag>>> {
-        let etags = plan::run(&self.backend, &self.table, &self.writes, self.clock.now()).await?;
+        let etags = plan::run(
+            &self.backend,
+            &self.table,
+            &self.writes,
+            self.clock.as_ref(),
+        )
+        .await?;
         for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
             super::spanning::finish_after_commit(
                 self.backend.as_ref(),

@@ -108,7 +108,7 @@ impl<T: TableEntity> Table<T> {
             _marker: PhantomData,
         };
         let writes = [Box::new(pending) as Box<dyn Pending + '_>];
-        match run(&self.backend, &self.name, &writes, self.clock.now()).await {
+        match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
                 if !T::REMOTE_INDEXES.is_empty() {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
@@ -234,7 +234,8 @@ pub(super) trait Pending: Send + Sync {
         learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State<'a>>>;
     /// The write's operations over `state`; `at` is the time of the write
-    /// (for an outbox record).
+    /// (for an outbox record; read only when a write of the transaction
+    /// records one).
     fn plan(&self, state: State<'_>, learned: &Learned, at: DateTime) -> Result<Planned>;
     /// The entity's keys, when its write records outbox steps to finish
     /// after the transaction.
@@ -823,8 +824,14 @@ pub(super) async fn run(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     writes: &[Box<dyn Pending + '_>],
-    at: DateTime,
+    clock: &dyn crate::clock::Clock,
 ) -> Result<Vec<Option<ETag>>> {
+    // The time is for outbox records alone: not read for other writes.
+    let at = if writes.iter().any(|w| w.spans().is_some()) {
+        clock.now()
+    } else {
+        DateTime::MIN
+    };
     if writes.is_empty() {
         return Err(crate::InvalidInput::BatchEmpty.into());
     }
