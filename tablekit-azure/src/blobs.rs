@@ -15,8 +15,8 @@ use tablekit::{
 
 use crate::config::{Account, ClientOptions, ConfigError};
 use crate::errors::Target;
-use crate::policy::{Idempotence, RetryPolicy};
-use crate::storage::{self, Call, Reply, Service};
+use crate::policy::Idempotence;
+use crate::storage::{Call, Reply, Service};
 use crate::url;
 
 /// The Blob service version spoken.
@@ -25,15 +25,7 @@ pub const BLOB_VERSION: &str = "2021-08-06";
 /// A Blob service account as a [`BlobStore`]. Clones share one connection pool.
 #[derive(Clone, Debug)]
 pub struct AzureBlobs {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    account: Account,
-    http: reqwest::Client,
-    retry: RetryPolicy,
-    path_prefix: String,
+    service: Arc<Service>,
 }
 
 fn blob_path(container: &str, name: &str) -> String {
@@ -122,29 +114,14 @@ impl AzureBlobs {
         account: Account,
         options: ClientOptions,
     ) -> Result<AzureBlobs, ConfigError> {
-        let path_prefix = crate::transport::path_prefix(&account.blob_endpoint);
-        let http = options.http_client()?;
+        let endpoint = account.blob_endpoint.clone();
         Ok(AzureBlobs {
-            inner: Arc::new(Inner {
-                account,
-                http,
-                retry: options.retry,
-                path_prefix,
-            }),
+            service: Arc::new(Service::new(account, endpoint, &options, BLOB_VERSION)?),
         })
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
-        let inner = &self.inner;
-        let service = Service {
-            account: &inner.account,
-            endpoint: &inner.account.blob_endpoint,
-            path_prefix: &inner.path_prefix,
-            http: &inner.http,
-            retry: &inner.retry,
-            version: BLOB_VERSION,
-        };
-        storage::send(&service, call).await
+        self.service.send(call).await
     }
 
     fn properties(name: &str, reply: &Reply, length: u64) -> BlobProperties {

@@ -20,8 +20,8 @@ use tablekit::{DateTime, Error, Result, validate};
 
 use crate::config::{Account, ClientOptions, ConfigError};
 use crate::errors::Target;
-use crate::policy::{Idempotence, RetryPolicy};
-use crate::storage::{self, Call, Reply, Service};
+use crate::policy::Idempotence;
+use crate::storage::{Call, Reply, Service};
 use crate::url;
 
 /// The Queue service version spoken.
@@ -39,16 +39,7 @@ const MAX_LIST_RESULTS: u32 = 5000;
 /// ```
 #[derive(Clone, Debug)]
 pub struct AzureQueues {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    account: Account,
-    endpoint: String,
-    http: reqwest::Client,
-    retry: RetryPolicy,
-    path_prefix: String,
+    service: Arc<Service>,
 }
 
 impl AzureQueues {
@@ -76,35 +67,18 @@ impl AzureQueues {
             .queue_endpoint
             .clone()
             .ok_or(ConfigError::Missing("QueueEndpoint"))?;
-        let path_prefix = crate::transport::path_prefix(&endpoint);
-        let http = options.http_client()?;
         Ok(AzureQueues {
-            inner: Arc::new(Inner {
-                account,
-                endpoint,
-                http,
-                retry: options.retry,
-                path_prefix,
-            }),
+            service: Arc::new(Service::new(account, endpoint, &options, QUEUE_VERSION)?),
         })
     }
 
     /// The account this client talks to.
     pub fn account(&self) -> &Account {
-        &self.inner.account
+        &self.service.account
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
-        let inner = &self.inner;
-        let service = Service {
-            account: &inner.account,
-            endpoint: &inner.endpoint,
-            path_prefix: &inner.path_prefix,
-            http: &inner.http,
-            retry: &inner.retry,
-            version: QUEUE_VERSION,
-        };
-        storage::send(&service, call).await
+        self.service.send(call).await
     }
 }
 

@@ -13,17 +13,50 @@ use crate::config::{Account, Credentials};
 use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
 
-/// The service a request goes to.
-pub(crate) struct Service<'s> {
-    pub(crate) account: &'s Account,
+/// A client of one storage service (Blob or Queue) of an account: where
+/// it is, the HTTP client and retry policy, and the version it speaks.
+#[derive(Debug)]
+pub(crate) struct Service {
+    pub(crate) account: Account,
     /// The service's endpoint, without a trailing `/`.
-    pub(crate) endpoint: &'s str,
+    endpoint: String,
     /// The path the endpoint puts before every resource.
-    pub(crate) path_prefix: &'s str,
-    pub(crate) http: &'s reqwest::Client,
-    pub(crate) retry: &'s RetryPolicy,
+    path_prefix: String,
+    http: reqwest::Client,
+    retry: RetryPolicy,
     /// The `x-ms-version` spoken.
-    pub(crate) version: &'static str,
+    version: &'static str,
+}
+
+impl Service {
+    /// The client of the service at `endpoint` of `account`.
+    pub(crate) fn new(
+        account: Account,
+        endpoint: String,
+        options: &crate::config::ClientOptions,
+        version: &'static str,
+    ) -> Result<Service, crate::config::ConfigError> {
+        Ok(Service {
+            path_prefix: crate::transport::path_prefix(&endpoint),
+            http: options.http_client()?,
+            retry: options.retry.clone(),
+            account,
+            endpoint,
+            version,
+        })
+    }
+
+    /// Sends `call`, retrying as the policy allows.
+    pub(crate) async fn send(&self, call: Call<'_>) -> Result<Reply> {
+        crate::transport::with_retries(
+            &self.retry,
+            call.idempotence,
+            &call.method,
+            &call.path,
+            || send_once(self, &call),
+        )
+        .await
+    }
 }
 
 /// One request before it is signed.
@@ -80,22 +113,10 @@ impl Reply {
     }
 }
 
-/// Sends `call` to `service`, retrying as its policy allows.
-pub(crate) async fn send(service: &Service<'_>, call: Call<'_>) -> Result<Reply> {
-    crate::transport::with_retries(
-        service.retry,
-        call.idempotence,
-        &call.method,
-        &call.path,
-        || send_once(service, &call),
-    )
-    .await
-}
-
-async fn send_once(service: &Service<'_>, call: &Call<'_>) -> Result<Reply> {
-    let account = service.account;
+async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
+    let account = &service.account;
     let address = crate::transport::address(
-        service.endpoint,
+        &service.endpoint,
         &call.path,
         &call.query,
         &account.credentials,
