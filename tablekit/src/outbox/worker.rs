@@ -45,14 +45,17 @@ impl Notice {
         json.to_string()
     }
 
-    fn from_text(text: &str) -> Option<Notice> {
+    /// The notice a message's text holds, and the error it last failed
+    /// with, if any.
+    fn from_text(text: &str) -> Option<(Notice, Option<String>)> {
         let json: Json = serde_json::from_str(text).ok()?;
         let field = |name: &str| json.get(name)?.as_str().map(str::to_owned);
-        Some(Notice {
+        let notice = Notice {
             table: field("table")?,
             partition_key: field("pk")?,
             row_key: field("rk")?,
-        })
+        };
+        Some((notice, field("error")))
     }
 }
 
@@ -320,11 +323,7 @@ impl OutboxWorker {
             dequeue_count = message.dequeue_count,
         );
         async {
-            let notice = Notice::from_text(&message.text);
-            let last_error = serde_json::from_str::<Json>(&message.text)
-                .ok()
-                .and_then(|json| json.get("error")?.as_str().map(str::to_owned));
-            let Some(notice) = notice else {
+            let Some((notice, last_error)) = Notice::from_text(&message.text) else {
                 self.poison(&message, "the message is not an outbox notice")
                     .await;
                 return;
@@ -439,11 +438,11 @@ mod tests {
         };
         assert_eq!(
             Notice::from_text(&notice.to_text(None)),
-            Some(notice.clone())
+            Some((notice.clone(), None))
         );
         assert_eq!(
             Notice::from_text(&notice.to_text(Some("boom"))),
-            Some(notice)
+            Some((notice, Some("boom".to_owned())))
         );
         assert_eq!(Notice::from_text("not json"), None);
         assert_eq!(poison_queue_name("outbox"), "outbox-poison");
