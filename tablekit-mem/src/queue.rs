@@ -47,32 +47,46 @@ struct State {
     queues: BTreeMap<String, Queue>,
     /// Deleted queues, by the time of their deletion.
     deleted: HashMap<String, DateTime>,
-    rng: Option<fastrand::Rng>,
+    random: Random,
 }
 
 impl State {
     fn queue(&mut self, name: &str, now: DateTime) -> Result<&mut Queue> {
-        let queue = self
-            .queues
-            .get_mut(name)
-            .ok_or_else(|| Error::QueueNotFound { queue: name.into() })?;
-        queue.expire(now);
-        Ok(queue)
+        queue_in(&mut self.queues, name, now)
     }
+}
 
-    fn random(&mut self) -> [u8; 16] {
-        let rng = self.rng.get_or_insert_with(fastrand::Rng::new);
+/// The queue `name` of `queues`, its expired messages dropped.
+fn queue_in<'q>(
+    queues: &'q mut BTreeMap<String, Queue>,
+    name: &str,
+    now: DateTime,
+) -> Result<&'q mut Queue> {
+    let queue = queues
+        .get_mut(name)
+        .ok_or_else(|| Error::QueueNotFound { queue: name.into() })?;
+    queue.expire(now);
+    Ok(queue)
+}
+
+/// The source of message ids and pop receipts.
+#[derive(Debug, Default)]
+struct Random(Option<fastrand::Rng>);
+
+impl Random {
+    fn bytes(&mut self) -> [u8; 16] {
+        let rng = self.0.get_or_insert_with(fastrand::Rng::new);
         rng.u128(..).to_le_bytes()
     }
 
     /// A new pop receipt: random, like the service's, and never repeated.
     fn receipt(&mut self) -> String {
-        base64::engine::general_purpose::STANDARD.encode(self.random())
+        base64::engine::general_purpose::STANDARD.encode(self.bytes())
     }
 
     /// A new message id: a random GUID, like the service's.
     fn message_id(&mut self) -> String {
-        tablekit::uuid::Builder::from_random_bytes(self.random())
+        tablekit::uuid::Builder::from_random_bytes(self.bytes())
             .into_uuid()
             .to_string()
     }
@@ -237,9 +251,9 @@ impl QueueStore for MemQueueStore {
             MessageTtl::Never => DateTime::MAX,
         };
         let mut state = self.state.lock();
-        let pop_receipt = state.receipt();
+        let pop_receipt = state.random.receipt();
         let message = Message {
-            id: state.message_id(),
+            id: state.random.message_id(),
             pop_receipt,
             dequeue_count: 0,
             inserted: now,
@@ -268,16 +282,16 @@ impl QueueStore for MemQueueStore {
         let now = self.clock.now();
         let next_visible = now.saturating_add(visibility_timeout);
         let mut state = self.state.lock();
-        let receipts: Vec<String> = (0..count).map(|_| state.receipt()).collect();
-        let messages = &mut state.queue(queue, now)?.messages;
+        let State { queues, random, .. } = &mut *state;
+        let messages = &mut queue_in(queues, queue, now)?.messages;
         let mut got = Vec::new();
-        for (message, pop_receipt) in messages
+        for message in messages
             .iter_mut()
             .filter(|m| m.next_visible <= now)
-            .zip(receipts)
+            .take(count as usize)
         {
             message.dequeue_count += 1;
-            message.pop_receipt = pop_receipt;
+            message.pop_receipt = random.receipt();
             message.next_visible = next_visible;
             got.push(QueueMessage {
                 id: message.id.clone(),
@@ -322,7 +336,7 @@ impl QueueStore for MemQueueStore {
         validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
         let now = self.clock.now();
         let mut state = self.state.lock();
-        let new_receipt = state.receipt();
+        let new_receipt = state.random.receipt();
         let messages = &mut state.queue(queue, now)?.messages;
         let (_, message) = held(messages, queue, id, pop_receipt)?;
         let next_visible = now.saturating_add(visibility_timeout);
