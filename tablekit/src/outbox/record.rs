@@ -1,6 +1,6 @@
 //! Outbox records and steps: what they hold and how they are stored.
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
 use crate::backend::{Query, TableBackend};
 use crate::datetime::DateTime;
@@ -81,35 +81,61 @@ pub struct Step {
 }
 
 impl Step {
-    fn to_json(&self) -> Json {
-        let ops: Vec<Json> = self
-            .ops
-            .iter()
-            .map(|op| match op {
-                StepOp::Put(entity) => json!({ "put": crate::json::to_json(entity) }),
-                StepOp::Insert(entity) => json!({ "insert": crate::json::to_json(entity) }),
-                StepOp::Delete(row_key) => json!({ "delete": row_key }),
+    /// Appends the step as JSON text. Entities are written straight from
+    /// their properties by the wire writer: no JSON tree is built.
+    fn write_json(&self, out: &mut String) {
+        let text = |value: &str| Json::from(value).to_string();
+        out.push_str(&format!(
+            "{{\"table\":{},\"pk\":{},\"fence\":{},\"seq\":{},\"ops\":[",
+            text(&self.table),
+            text(&self.partition_key),
+            text(&self.fence),
+            self.seq
+        ));
+        for (i, op) in self.ops.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match op {
+                StepOp::Put(entity) | StepOp::Insert(entity) => {
+                    let name = if matches!(op, StepOp::Put(_)) {
+                        "put"
+                    } else {
+                        "insert"
+                    };
+                    out.push_str(&format!(
+                        "{{\"{name}\":{}}}",
+                        crate::json::to_string(entity)
+                    ));
+                }
+                StepOp::Delete(row_key) => {
+                    out.push_str(&format!("{{\"delete\":{}}}", text(row_key)));
+                }
                 StepOp::ListAdd {
                     row_key,
                     member,
                     marker,
-                } => json!({ "list_add": { "rk": row_key, "member": member, "marker": marker } }),
-                StepOp::ListRemove {
+                }
+                | StepOp::ListRemove {
                     row_key,
                     member,
                     marker,
                 } => {
-                    json!({ "list_remove": { "rk": row_key, "member": member, "marker": marker } })
+                    let name = if matches!(op, StepOp::ListAdd { .. }) {
+                        "list_add"
+                    } else {
+                        "list_remove"
+                    };
+                    let marker = marker.as_deref().map_or_else(|| "null".to_owned(), text);
+                    out.push_str(&format!(
+                        "{{\"{name}\":{{\"rk\":{},\"member\":{},\"marker\":{marker}}}}}",
+                        text(row_key),
+                        text(member)
+                    ));
                 }
-            })
-            .collect();
-        json!({
-            "table": self.table,
-            "pk": self.partition_key,
-            "fence": self.fence,
-            "seq": self.seq,
-            "ops": ops,
-        })
+            }
+        }
+        out.push_str("]}");
     }
 
     fn from_json(json: &Json) -> Option<Step> {
@@ -193,7 +219,14 @@ pub(crate) fn record_row(
     what: &str,
     steps: &[Step],
 ) -> Entity {
-    let text = Json::Array(steps.iter().map(Step::to_json).collect()).to_string();
+    let mut text = String::from("[");
+    for (i, step) in steps.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        step.write_json(&mut text);
+    }
+    text.push(']');
     let mut row = Entity::new(
         partition_key,
         format!("{}{seq:020}", records_prefix(row_key)),
