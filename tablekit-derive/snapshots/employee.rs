@@ -27,6 +27,7 @@ const _: () = {
         const PARTITION_KEY_FIELDS: &'static str = "department";
         const ROW_KEY_FIELDS: &'static str = "id";
         const WIDE: bool = false;
+        const SHARDS: u16 = 1;
         const KIND_PROPERTIES: bool = true;
         const WRITABLE: bool = true;
         const CHECKED_NAMES: bool = true;

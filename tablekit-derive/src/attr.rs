@@ -19,6 +19,7 @@ pub(crate) const MIN_VERSION: &str = "min_version";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
 pub(crate) const WIDE: &str = "wide";
+pub(crate) const SHARDS: &str = "shards";
 pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const COLLECTION: &str = "collection";
@@ -96,6 +97,8 @@ pub(crate) struct Container {
     pub(crate) crate_path: Option<Path>,
     pub(crate) rename_all: Option<RenameRule>,
     pub(crate) wide: bool,
+    /// `shards = N`: the PartitionKey gets a shard suffix from the RowKey.
+    pub(crate) shards: Option<(u32, TokenStream)>,
     /// `kind_properties = false`: the kind lives in the RowKey only.
     pub(crate) kind_properties: Option<(bool, TokenStream)>,
     /// `parent = Type`: the kind nests under `Type`'s rows in a collection.
@@ -241,6 +244,7 @@ impl Container {
         let mut crate_path = Attr::none(CRATE);
         let mut rename_all = Attr::none(RENAME_ALL);
         let mut wide = Attr::none(WIDE);
+        let mut shards = Attr::none(SHARDS);
         let mut kind_properties = Attr::none(KIND_PROPERTIES);
         let mut parent = Attr::none(PARENT);
         let mut collection = Attr::none(COLLECTION);
@@ -256,6 +260,7 @@ impl Container {
                 CRATE,
                 RENAME_ALL,
                 WIDE,
+                SHARDS,
                 KIND_PROPERTIES,
                 PARENT,
                 COLLECTION,
@@ -288,6 +293,10 @@ impl Container {
                 } else if is_entity && path.is_ident(WIDE) {
                     flag(&meta, WIDE)?;
                     wide.set(cx, path, ());
+                } else if is_entity && path.is_ident(SHARDS) {
+                    if let Some(v) = parse_u32(cx, &meta) {
+                        shards.set(cx, path, v);
+                    }
                 } else if is_entity && path.is_ident(PARENT) {
                     let ty: syn::Type = meta.value()?.parse()?;
                     let tokens = ty.to_token_stream();
@@ -344,6 +353,7 @@ impl Container {
             crate_path: crate_path.get(),
             rename_all: rename_all.get(),
             wide: wide.get().is_some(),
+            shards: shards.get(),
             kind_properties: kind_properties.get(),
             parent: parent.get(),
             collection: collection.get(),

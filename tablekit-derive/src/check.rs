@@ -28,6 +28,41 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_row_key_template(cx, cont);
         check_projection(cx, cont);
         check_property_count(cx, cont);
+        check_shards(cx, cont);
+    }
+}
+
+/// `shards = N`: 2–100, on a kind whose rows all stand alone.
+fn check_shards(cx: &Ctxt, cont: &Container<'_>) {
+    let Some((count, tokens)) = &cont.attrs.shards else {
+        return;
+    };
+    if !(2..=100).contains(count) {
+        cx.error_spanned_by(
+            tokens,
+            "`shards` takes 2 to 100 (the shard number is two digits)",
+        );
+    }
+    let what = if cont.attrs.parent.is_some() || cont.attrs.collection.is_some() {
+        Some(
+            "a kind in a collection shares its partition with other kinds, which shards would scatter",
+        )
+    } else if cont.attrs.projection_of.is_some() {
+        Some("a projection is stored as its entity is: give `shards` on the entity")
+    } else if !cont.attrs.indexes.is_empty()
+        || cont
+            .fields
+            .iter()
+            .any(|f| f.index.is_some() || f.unique.is_some())
+    {
+        Some(
+            "index rows live in their entity's partition, and one transaction cannot cover every shard: a sharded kind has no indexes",
+        )
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        cx.error_spanned_by(tokens, format!("`shards`: {what}"));
     }
 }
 

@@ -580,6 +580,14 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
+    let shards = match (&cont.attrs.projection_of, &cont.attrs.shards) {
+        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::SHARDS),
+        (None, Some((n, _))) => {
+            let n = u16::try_from(*n).unwrap_or(u16::MAX);
+            quote!(#n)
+        }
+        (None, None) => quote!(1),
+    };
     let layout = match (&cont.attrs.kind, &cont.attrs.parent) {
         (Some(kind), Some((parent, _))) => {
             let kind = kind.value();
@@ -790,6 +798,7 @@ fn expand_entity(
                 const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
+                const SHARDS: u16 = #shards;
                 const KIND_PROPERTIES: bool = #kind_properties;
                 const WRITABLE: bool = #writable;
                 const CHECKED_NAMES: bool = #checked_names;

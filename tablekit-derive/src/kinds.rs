@@ -50,6 +50,10 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 <#ty as #tk::TableEntity>::KIND.is_some(),
                 "every entity type of an EntityKinds enum needs a `kind`"
             );
+            const _: () = ::core::assert!(
+                <#ty as #tk::TableEntity>::SHARDS == 1,
+                "a sharded kind spreads over several stored partitions: it cannot be read with other kinds as one partition"
+            );
             const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
         }
     });

@@ -28,18 +28,30 @@ pub fn utf16_len(s: &str) -> usize {
 /// ```
 pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
     let (ab, bb) = (a.as_bytes(), b.as_bytes());
-    let Some(first_diff) = ab.iter().zip(bb).position(|(x, y)| x != y) else {
+    let n = ab.len().min(bb.len());
+    // The shared prefix, eight bytes at a time: keys often share a long one.
+    let mut i = 0;
+    while i + 8 <= n && ab[i..i + 8] == bb[i..i + 8] {
+        i += 8;
+    }
+    let Some(first_diff) = ab[i..n].iter().zip(&bb[i..n]).position(|(x, y)| x != y) else {
         return ab.len().cmp(&bb.len());
     };
-    // Back up to the start of the character that differs (a shared prefix, so
-    // the boundary is the same in both strings).
-    let start = (0..=first_diff)
-        .rev()
-        .find(|&i| a.is_char_boundary(i))
-        .unwrap_or(0);
-    let ca = a[start..].chars().next().map_or(0, sort_weight);
-    let cb = b[start..].chars().next().map_or(0, sort_weight);
-    ca.cmp(&cb)
+    let (x, y) = (ab[i + first_diff], bb[i + first_diff]);
+    // After a shared prefix both bytes lead a character, or both continue
+    // one with the same lead byte. UTF-8 byte order is code point order,
+    // which is UTF-16 order but where a character of U+E000..=U+FFFF (lead
+    // byte 0xEE or 0xEF) meets a supplementary one (lead byte 0xF0..): in
+    // UTF-16 the supplementary one starts with a surrogate and sorts first.
+    let private = |b: u8| (0xEE..=0xEF).contains(&b);
+    let supplementary = |b: u8| b >= 0xF0;
+    if private(x) && supplementary(y) {
+        Ordering::Greater
+    } else if supplementary(x) && private(y) {
+        Ordering::Less
+    } else {
+        x.cmp(&y)
+    }
 }
 
 /// The least text that sorts (by UTF-16 code units) after every text that
@@ -70,16 +82,6 @@ pub fn prefix_end(prefix: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// A character's UTF-16 code units as one number (the first unit in the high
-/// half, the second, if any, in the low half), so that numbers compare as the
-/// code units do. A BMP character is never a surrogate, so it never ties with
-/// the first unit of a supplementary one.
-fn sort_weight(c: char) -> u32 {
-    let mut units = [0u16; 2];
-    let units = c.encode_utf16(&mut units);
-    (u32::from(units[0]) << 16) | units.get(1).copied().map_or(0, u32::from)
 }
 
 /// Thirty keys in the order the Azurite emulator returned them: mixed
@@ -205,7 +207,7 @@ mod tests {
         /// Strings that share a prefix and differ in one character from each
         /// end of the code space.
         #[test]
-        fn matches_across_planes(prefix in "[a\u{E000}\u{10E000}]{0,2}",
+        fn matches_across_planes(prefix in "[a\u{E000}\u{10E000}]{0,12}",
                                  x in prop_oneof![0xE000u32..=0xFFFF, 0x10000u32..=0x10FFFF, 0u32..0xD800],
                                  y in prop_oneof![0xE000u32..=0xFFFF, 0x10000u32..=0x10FFFF, 0u32..0xD800]) {
             let (x, y) = (char::from_u32(x).unwrap_or('x'), char::from_u32(y).unwrap_or('y'));

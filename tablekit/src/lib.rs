@@ -204,6 +204,7 @@ pub mod layer;
 pub mod outbox;
 pub mod queue;
 pub mod schema;
+pub mod shard;
 pub mod table;
 pub mod validate;
 mod value;

@@ -49,6 +49,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them |
 /// | `index(name = "NAME", tag = "TAG", copy(field, …), list)` | options of the index `NAME`: the text its RowKeys start with (default: kind, `.`, name), the fields its rows copy (default: all; none for a `wide` entity), and `list` for one row per value listing the entities that hold it; see [`index`](crate::index) |
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
+/// | `shards = N` | one logical partition spread over N (2–100) stored ones, `PK\|00` … `PK\|NN`, by the RowKey: for kinds whose inserts would all hit one partition; reads of the partition merge the shards (see [`shard`](crate::shard)) |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
 /// | `crate = ::path` | where `tablekit` is, for crates that re-export it |
@@ -111,6 +112,10 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Whether the entity may span several rows (`#[tablekit(wide)]`); see
     /// [`crate::table::wide`].
     const WIDE: bool = false;
+    /// How many stored partitions one logical partition is spread over
+    /// (`#[tablekit(shards = N)]`, 2–100); 1 when not sharded. See
+    /// [`crate::shard`].
+    const SHARDS: u16 = 1;
     /// Whether rows of a kind also carry `_Kind` and `_Version` properties
     /// (`true` unless `#[tablekit(kind_properties = false)]`, where the kind
     /// lives in the RowKey prefix only, as in tables laid out before).
@@ -325,6 +330,11 @@ pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
 /// Appends the encoded PartitionKey, checked for length.
 fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
     value.write_partition_key(out);
+    if T::SHARDS > 1 {
+        let mut rk = String::with_capacity(32);
+        value.write_row_key(&mut rk);
+        crate::shard::push_suffix(out, crate::shard::shard_of(&rk, T::SHARDS));
+    }
     check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, out)
 }
 
@@ -355,6 +365,10 @@ pub fn encode_keys<T: TableEntity>(
     let mut r = String::new();
     rk.write_laid_out(&T::ROW_KEY_LAYOUT, &mut r);
     check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &r)?;
+    if T::SHARDS > 1 {
+        crate::shard::push_suffix(&mut p, crate::shard::shard_of(&r, T::SHARDS));
+        check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    }
     Ok((p, r))
 }
 
@@ -580,7 +594,19 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             reason: e.to_string(),
         }
     }
-    let pk = T::PartitionKey::decode(partition_key).map_err(|e| {
+    let logical = if T::SHARDS > 1 {
+        crate::shard::strip(partition_key, row_key, T::SHARDS).map_err(|reason| {
+            SchemaError::KeyDecode {
+                kind: KeyKind::PartitionKey,
+                key: partition_key.to_owned(),
+                fields: T::PARTITION_KEY_FIELDS,
+                reason,
+            }
+        })?
+    } else {
+        partition_key
+    };
+    let pk = T::PartitionKey::decode(logical).map_err(|e| {
         key_error(
             KeyKind::PartitionKey,
             partition_key,

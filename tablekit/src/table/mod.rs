@@ -34,6 +34,7 @@ mod batch;
 mod bulk;
 mod index_read;
 mod index_repair;
+mod merge;
 pub mod offload;
 mod plan;
 mod query;

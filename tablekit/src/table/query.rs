@@ -24,6 +24,9 @@ use crate::validate::limits::MAX_PAGE_SIZE;
 pub struct TableQuery<T, P = T> {
     table: Table<T>,
     partition: Option<Filter>,
+    /// The logical partition of a sharded kind (`T::SHARDS > 1`), whose
+    /// shards are read at once and merged.
+    shards_of: Option<String>,
     rows: Option<Filter>,
     filter: Option<Filter>,
     limit: Option<usize>,
@@ -244,6 +247,7 @@ impl<T: TableEntity> TableQuery<T, T> {
         TableQuery {
             table,
             partition: None,
+            shards_of: None,
             rows: None,
             filter: None,
             limit: None,
@@ -284,7 +288,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     pub fn partition(mut self, pk: impl KeyArg<T::PartitionKey>) -> Self {
         let mut key = String::new();
         pk.write_key_arg(&mut key);
-        self.partition = Some(Filter::partition_key().eq(key));
+        if T::SHARDS > 1 {
+            // Every shard, for `to_query`; reads query each shard on its own.
+            self.partition = (0..T::SHARDS)
+                .map(|shard| Filter::partition_key().eq(crate::shard::stored(&key, shard)))
+                .reduce(|a, b| a | b);
+            self.shards_of = Some(key);
+        } else {
+            self.partition = Some(Filter::partition_key().eq(key));
+        }
         self
     }
 
@@ -303,6 +315,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let (start, end) =
             prefix_range(encoded, <T::PartitionKey as KeyPrefix<Q>>::last_separator());
         self.partition = Some(Filter::partition_key().ge(start) & Filter::partition_key().lt(end));
+        self.shards_of = None;
         self
     }
 
@@ -427,6 +440,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         TableQuery {
             table: self.table,
             partition: self.partition,
+            shards_of: self.shards_of,
             rows: self.rows,
             filter: self.filter,
             limit: self.limit,
@@ -466,11 +480,16 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// [`to_query`](TableQuery::to_query) without a cursor's start.
     fn base_query(&self) -> Query {
+        self.base_query_in(self.partition.clone())
+    }
+
+    /// The query without the cursor's condition, over `partition`.
+    fn base_query_in(&self, partition: Option<Filter>) -> Query {
         let kind_rows = match &self.rows {
             None => schema::kind_filter::<T>(),
             Some(rows) => and(Some(rows.clone()), schema::kind_property_filter::<T>()),
         };
-        let filter = and(and(self.partition.clone(), kind_rows), self.filter.clone());
+        let filter = and(and(partition, kind_rows), self.filter.clone());
         let top = match (self.page_size, self.limit) {
             (Some(size), _) => Some(size),
             (None, Some(limit)) => Some(limit.clamp(1, MAX_PAGE_SIZE as usize) as u32),
@@ -502,14 +521,16 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         if P::WIDE {
             return self.stream_wide();
         }
-        let query = self.to_query();
-        let rows = super::owned_query_stream(
-            std::sync::Arc::clone(self.table.backend()),
-            self.table.name().to_owned(),
-            query,
-            "query",
-            T::KIND,
-        );
+        let rows = match &self.shards_of {
+            Some(pk) => self.sharded_rows(pk, |partition| self.base_query_in(partition)),
+            None => super::owned_query_stream(
+                std::sync::Arc::clone(self.table.backend()),
+                self.table.name().to_owned(),
+                self.to_query(),
+                "query",
+                T::KIND,
+            ),
+        };
         let table = self.table.of::<P>();
         let typed = rows
             .and_then(move |entity| restore_and_load(table.clone(), entity))
@@ -524,15 +545,21 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// the RowKey range and field filters to the joined entities.
     fn stream_wide(self) -> BoxStream<'static, Result<Loaded<P>>> {
         let kind_rows = schema::kind_filter::<T>();
-        let mut query = Query::new();
-        query.filter = and(self.partition.clone(), kind_rows);
-        let rows = super::owned_query_stream(
-            std::sync::Arc::clone(self.table.backend()),
-            self.table.name().to_owned(),
-            query,
-            "query",
-            T::KIND,
-        );
+        let query_in = |partition| {
+            let mut query = Query::new();
+            query.filter = and(partition, kind_rows.clone());
+            query
+        };
+        let rows = match &self.shards_of {
+            Some(pk) => self.sharded_rows(pk, query_in),
+            None => super::owned_query_stream(
+                std::sync::Arc::clone(self.table.backend()),
+                self.table.name().to_owned(),
+                query_in(self.partition.clone()),
+                "query",
+                T::KIND,
+            ),
+        };
         let client_filter = and(self.rows.clone(), self.filter.clone());
         let table = self.table.of::<P>();
         struct Grouping {
@@ -596,17 +623,79 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 .await;
         }
         let limit = self.limit.unwrap_or(usize::MAX);
-        let mut query = self.to_query();
-        query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
-        let backend = std::sync::Arc::clone(self.table.backend());
-        let mut count = 0;
-        loop {
-            let page = backend.query_entities(self.table.name(), &query).await?;
-            count += page.entities.len();
-            match page.continuation {
-                Some(next) if count < limit => query.continuation = Some(next),
-                _ => return Ok(count.min(limit)),
+        let queries = match &self.shards_of {
+            Some(pk) => self.shard_queries(pk, |partition| self.base_query_in(partition))?,
+            None => vec![self.to_query()],
+        };
+        let (backend, name) = (self.table.backend(), self.table.name());
+        // Each shard counted at once; one query when not sharded.
+        let counts = queries.into_iter().map(|mut query| async move {
+            query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
+            let mut count = 0;
+            loop {
+                let page = backend.query_entities(name, &query).await?;
+                count += page.entities.len();
+                match page.continuation {
+                    Some(next) if count < limit => query.continuation = Some(next),
+                    _ => return Ok::<_, crate::Error>(count),
+                }
             }
+        });
+        let counts = futures::future::try_join_all(counts).await?;
+        Ok(counts.into_iter().sum::<usize>().min(limit))
+    }
+
+    /// One query per shard of the sharded partition `pk`, each `query_in`
+    /// its stored partition, starting after the cursor or at the
+    /// continuation token's row.
+    fn shard_queries(
+        &self,
+        pk: &str,
+        query_in: impl Fn(Option<Filter>) -> Query,
+    ) -> Result<Vec<Query>> {
+        let mut start = self
+            .after
+            .as_ref()
+            .map(|cursor| Filter::row_key().gt(cursor.row_key.as_str()));
+        if let Some(token) = &self.resume {
+            match token.next_row_key() {
+                Some(rk) if token.next_partition_key() == pk => {
+                    start = and(start, Some(Filter::row_key().ge(rk)));
+                }
+                _ => {
+                    return Err(crate::InvalidInput::ContinuationToken {
+                        reason: "it belongs to another partition or query",
+                    }
+                    .into());
+                }
+            }
+        }
+        Ok((0..T::SHARDS)
+            .map(|shard| {
+                let stored = crate::shard::stored(pk, shard);
+                let mut query = query_in(Some(Filter::partition_key().eq(stored)));
+                query.filter = and(query.filter.take(), start.clone());
+                query.continuation = None;
+                query
+            })
+            .collect())
+    }
+
+    /// The rows of the sharded partition `pk`: every shard read at once,
+    /// merged in RowKey order.
+    fn sharded_rows(
+        &self,
+        pk: &str,
+        query_in: impl Fn(Option<Filter>) -> Query,
+    ) -> BoxStream<'static, Result<crate::Entity>> {
+        match self.shard_queries(pk, query_in) {
+            Ok(queries) => super::merge::merged_rows(
+                std::sync::Arc::clone(self.table.backend()),
+                self.table.name(),
+                queries,
+                super::op_span("query", self.table.name(), T::KIND, None),
+            ),
+            Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
         }
     }
 
@@ -691,19 +780,25 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 operation: "page() on wide entities (use stream())",
             });
         }
-        let query = self.to_query();
-        let span = super::op_span("query_page", self.table.name(), T::KIND, None);
-        let page = tracing::Instrument::instrument(
-            self.table
-                .backend()
-                .query_entities(self.table.name(), &query),
-            span,
-        )
-        .await?;
+        let (rows, continuation) = match &self.shards_of {
+            Some(pk) => self.sharded_page(pk).await?,
+            None => {
+                let query = self.to_query();
+                let span = super::op_span("query_page", self.table.name(), T::KIND, None);
+                let mut page = tracing::Instrument::instrument(
+                    self.table
+                        .backend()
+                        .query_entities(self.table.name(), &query),
+                    span,
+                )
+                .await?;
+                let continuation = page.continuation.take();
+                (page.into_rows().collect::<Vec<_>>(), continuation)
+            }
+        };
         let table = self.table.of::<P>();
-        let mut items = Vec::with_capacity(page.entities.len());
-        let continuation = page.continuation.clone();
-        for row in page.into_rows() {
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
             let loaded = match row {
                 Ok(entity) => restore_and_load(table.clone(), entity).await,
                 Err(e) => Err(e),
@@ -719,6 +814,35 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 }
 
 /// Fetches a row's offloaded values back, then reads it as `P`.
+impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
+    /// One page of the sharded partition `pk`: as many rows as a page of one
+    /// partition holds, merged from every shard, and a token that resumes
+    /// every shard at the first row not handed out.
+    async fn sharded_page(
+        &self,
+        pk: &str,
+    ) -> Result<(Vec<Result<crate::Entity>>, Option<ContinuationToken>)> {
+        let size = match (self.page_size, self.limit) {
+            (Some(size), _) => size as usize,
+            (None, Some(limit)) => limit.clamp(1, MAX_PAGE_SIZE as usize),
+            (None, None) => MAX_PAGE_SIZE as usize,
+        };
+        let mut rows = self.sharded_rows(pk, |partition| self.base_query_in(partition));
+        let mut page = Vec::with_capacity(size.min(64));
+        while let Some(row) = rows.next().await {
+            match row {
+                Err(e) if !e.is_row_error() => return Err(e),
+                row if page.len() == size => {
+                    let next = super::merge::row_key(&row).to_owned();
+                    return Ok((page, Some(ContinuationToken::new(pk, Some(next)))));
+                }
+                row => page.push(row),
+            }
+        }
+        Ok((page, None))
+    }
+}
+
 async fn restore_and_load<P: TableEntity>(
     table: Table<P>,
     mut entity: crate::Entity,

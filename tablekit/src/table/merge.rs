@@ -1,0 +1,161 @@
+//! Reads of several stored partitions merged into one stream in RowKey
+//! order: the shards of a sharded partition.
+//!
+//! Every shard's first page is fetched at once; a shard's next page is
+//! fetched when the merge has handed out its last row (while the other
+//! shards' next pages load too). The merge yields a row as soon as every
+//! shard that still has rows has one waiting. Written here rather than taken from
+//! a crate: `futures` merges streams only in arrival order.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use futures::stream::{BoxStream, Stream};
+
+use crate::backend::{Query, QueryPage, TableBackend};
+use crate::entity::Entity;
+use crate::error::{Error, Result};
+use crate::keyorder::cmp_utf16;
+
+/// The RowKey a row of a page sorts by (an undecodable row's, as far as it
+/// was read).
+pub(crate) fn row_key(row: &Result<Entity>) -> &str {
+    match row {
+        Ok(entity) => &entity.row_key,
+        Err(Error::UndecodableRow { row_key, .. }) => row_key,
+        Err(_) => "",
+    }
+}
+
+struct Shard {
+    rows: VecDeque<Result<Entity>>,
+    query: Query,
+    /// The next page, under way.
+    fetch: Option<BoxFuture<'static, Result<QueryPage>>>,
+    /// Whether a page follows those fetched.
+    more: bool,
+}
+
+struct Merge {
+    backend: Arc<dyn TableBackend>,
+    table: Arc<str>,
+    span: tracing::Span,
+    shards: Vec<Shard>,
+    /// Shards whose next page is under way.
+    fetching: usize,
+    failed: bool,
+}
+
+fn fetch(
+    backend: &Arc<dyn TableBackend>,
+    table: &Arc<str>,
+    span: &tracing::Span,
+    query: Query,
+) -> BoxFuture<'static, Result<QueryPage>> {
+    use tracing::Instrument as _;
+    let (backend, table) = (Arc::clone(backend), Arc::clone(table));
+    async move { backend.query_entities(&table, &query).await }
+        .instrument(span.clone())
+        .boxed()
+}
+
+impl Merge {
+    /// Starts fetching the next page of every shard that has run out of
+    /// rows and has more, and drives every fetch under way; `Err` when one
+    /// failed. Several shards' pages load at once.
+    fn load(&mut self, cx: &mut Context<'_>) -> Result<()> {
+        for shard in &mut self.shards {
+            if shard.rows.is_empty() && shard.more && shard.fetch.is_none() {
+                let query = shard.query.clone();
+                shard.fetch = Some(fetch(&self.backend, &self.table, &self.span, query));
+                self.fetching += 1;
+            }
+        }
+        if self.fetching == 0 {
+            return Ok(());
+        }
+        for shard in &mut self.shards {
+            let Some(pending) = shard.fetch.as_mut() else {
+                continue;
+            };
+            let Poll::Ready(page) = pending.poll_unpin(cx) else {
+                continue;
+            };
+            shard.fetch = None;
+            self.fetching -= 1;
+            let mut page = page?;
+            match page.continuation.take() {
+                Some(next) => shard.query.continuation = Some(next),
+                None => shard.more = false,
+            }
+            shard.rows.extend(page.into_rows());
+            if shard.rows.is_empty() && shard.more {
+                // An empty page with more to come: fetch the next one now.
+                cx.waker().wake_by_ref();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Stream for Merge {
+    type Item = Result<Entity>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.failed {
+            return Poll::Ready(None);
+        }
+        if let Err(e) = this.load(cx) {
+            this.failed = true;
+            return Poll::Ready(Some(Err(e)));
+        }
+        // A shard without a row waiting but with more to come holds the merge.
+        if this.shards.iter().any(|s| s.rows.is_empty() && s.more) {
+            return Poll::Pending;
+        }
+        let next = this
+            .shards
+            .iter()
+            .enumerate()
+            .filter_map(|(i, shard)| shard.rows.front().map(|row| (i, row)))
+            .min_by(|(_, a), (_, b)| cmp_utf16(row_key(a), row_key(b)))
+            .map(|(i, _)| i);
+        match next {
+            Some(i) => Poll::Ready(this.shards[i].rows.pop_front()),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+/// The rows of `queries` (each over one stored partition, in RowKey order),
+/// merged in RowKey order.
+pub(crate) fn merged_rows(
+    backend: Arc<dyn TableBackend>,
+    table: &str,
+    queries: Vec<Query>,
+    span: tracing::Span,
+) -> BoxStream<'static, Result<Entity>> {
+    let table: Arc<str> = table.into();
+    let shards = queries
+        .into_iter()
+        .map(|query| Shard {
+            rows: VecDeque::new(),
+            fetch: None,
+            query,
+            more: true,
+        })
+        .collect();
+    Box::pin(Merge {
+        backend,
+        table,
+        span,
+        shards,
+        fetching: 0,
+        failed: false,
+    })
+}
