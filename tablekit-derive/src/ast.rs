@@ -57,6 +57,8 @@ pub(crate) struct Field<'a> {
     pub(crate) index: Option<syn::LitStr>,
     /// The unique index the field is in.
     pub(crate) unique: Option<syn::LitStr>,
+    /// `bucket`: the field's time picks the entity's table.
+    pub(crate) bucket: Option<TokenStream>,
 }
 
 pub(crate) struct Container<'a> {
@@ -261,6 +263,7 @@ impl<'a> Field<'a> {
         Some(Field {
             index: attrs.index,
             unique: attrs.unique,
+            bucket: attrs.bucket,
             blob,
             original: field,
             ident,

@@ -20,6 +20,8 @@ pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
 pub(crate) const WIDE: &str = "wide";
 pub(crate) const SHARDS: &str = "shards";
+pub(crate) const BUCKETS: &str = "buckets";
+pub(crate) const BUCKET: &str = "bucket";
 pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const COLLECTION: &str = "collection";
@@ -99,6 +101,8 @@ pub(crate) struct Container {
     pub(crate) wide: bool,
     /// `shards = N`: the PartitionKey gets a shard suffix from the RowKey.
     pub(crate) shards: Option<(u32, TokenStream)>,
+    /// `buckets = "day"`: one table per hour, day or month.
+    pub(crate) buckets: Option<(String, TokenStream)>,
     /// `kind_properties = false`: the kind lives in the RowKey only.
     pub(crate) kind_properties: Option<(bool, TokenStream)>,
     /// `parent = Type`: the kind nests under `Type`'s rows in a collection.
@@ -245,6 +249,7 @@ impl Container {
         let mut rename_all = Attr::none(RENAME_ALL);
         let mut wide = Attr::none(WIDE);
         let mut shards = Attr::none(SHARDS);
+        let mut buckets = Attr::none(BUCKETS);
         let mut kind_properties = Attr::none(KIND_PROPERTIES);
         let mut parent = Attr::none(PARENT);
         let mut collection = Attr::none(COLLECTION);
@@ -261,6 +266,7 @@ impl Container {
                 RENAME_ALL,
                 WIDE,
                 SHARDS,
+                BUCKETS,
                 KIND_PROPERTIES,
                 PARENT,
                 COLLECTION,
@@ -296,6 +302,18 @@ impl Container {
                 } else if is_entity && path.is_ident(SHARDS) {
                     if let Some(v) = parse_u32(cx, &meta) {
                         shards.set(cx, path, v);
+                    }
+                } else if is_entity && path.is_ident(BUCKETS) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        let period = lit.value();
+                        if ["hour", "day", "month"].contains(&period.as_str()) {
+                            buckets.set(cx, path, (period, lit.to_token_stream()));
+                        } else {
+                            cx.error_spanned_by(
+                                &lit,
+                                "`buckets` takes \"hour\", \"day\" or \"month\"",
+                            );
+                        }
                     }
                 } else if is_entity && path.is_ident(PARENT) {
                     let ty: syn::Type = meta.value()?.parse()?;
@@ -354,6 +372,7 @@ impl Container {
             rename_all: rename_all.get(),
             wide: wide.get().is_some(),
             shards: shards.get(),
+            buckets: buckets.get(),
             kind_properties: kind_properties.get(),
             parent: parent.get(),
             collection: collection.get(),
@@ -474,6 +493,8 @@ pub(crate) struct Field {
     pub(crate) index: Option<LitStr>,
     /// `unique = "NAME"`: in the unique index `NAME`.
     pub(crate) unique: Option<LitStr>,
+    /// `bucket`: the time that picks the entity's table.
+    pub(crate) bucket: Option<TokenStream>,
 }
 
 const FIELD_KEYWORDS: &[&str] = &[
@@ -490,6 +511,7 @@ const FIELD_KEYWORDS: &[&str] = &[
     OFFLOAD,
     INDEX,
     UNIQUE,
+    BUCKET,
 ];
 
 impl Field {
@@ -505,6 +527,7 @@ impl Field {
         let mut series = Attr::none(SERIES);
         let mut blob = Attr::none(BLOB);
         let mut offload = Attr::none(OFFLOAD);
+        let mut bucket = Attr::none(BUCKET);
         let mut index = Attr::none(INDEX);
         let mut unique = Attr::none(UNIQUE);
         for attr in tablekit_attrs(attrs) {
@@ -545,6 +568,9 @@ impl Field {
                 } else if path.is_ident(OFFLOAD) {
                     flag(&meta, OFFLOAD)?;
                     offload.set(cx, path, ());
+                } else if path.is_ident(BUCKET) {
+                    flag(&meta, BUCKET)?;
+                    bucket.set(cx, path, ());
                 } else if path.is_ident(INDEX) {
                     if let Some(lit) = parse_str(cx, &meta) {
                         index.set(cx, path, lit);
@@ -603,6 +629,7 @@ impl Field {
             series: series.get_with_tokens().map(|(_, t)| t),
             index: index.get(),
             unique: unique.get(),
+            bucket: bucket.get_with_tokens().map(|(_, t)| t),
             blob: match (blob.get_with_tokens(), offload.get_with_tokens()) {
                 (Some(_), Some((_, tokens))) => {
                     cx.error_spanned_by(

@@ -22,6 +22,7 @@ const RESERVED: &[&str] = &["PartitionKey", "RowKey", "Timestamp", "_Kind", "_Ve
 pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
     check_crate_path(cx, cont);
     check_property_names(cx, cont);
+    check_buckets(cx, cont);
     if cont.mode == Mode::Entity {
         check_keys(cx, cont);
         check_table_and_kind(cx, cont);
@@ -29,6 +30,43 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_projection(cx, cont);
         check_property_count(cx, cont);
         check_shards(cx, cont);
+    }
+}
+
+/// `buckets = "…"` on the struct, and at most one `bucket` field, plain.
+fn check_buckets(cx: &Ctxt, cont: &Container<'_>) {
+    if let (Some(_), Some((_, tokens))) = (&cont.attrs.projection_of, &cont.attrs.buckets) {
+        cx.error_spanned_by(
+            tokens,
+            "a projection is stored as its entity is: give `buckets` on the entity",
+        );
+    }
+    let mut marked = cont
+        .fields
+        .iter()
+        .filter_map(|f| Some((f, f.bucket.as_ref()?)));
+    let first = marked.next();
+    for (_, tokens) in marked {
+        cx.error_spanned_by(tokens, "one field picks the table: `bucket` is given twice");
+    }
+    let Some((field, tokens)) = first else {
+        return;
+    };
+    if cont.mode != Mode::Entity {
+        cx.error_spanned_by(tokens, "`bucket` applies to a field of the entity itself");
+    } else if cont.attrs.buckets.is_none() {
+        cx.error_spanned_by(
+            tokens,
+            "`bucket` picks the table of a kind kept in one table per period: add `buckets = \"day\"` (or hour, month) to the struct",
+        );
+    } else if !matches!(
+        field.role,
+        Role::PartitionKey(_) | Role::RowKey(_) | Role::Property
+    ) {
+        cx.error_spanned_by(
+            tokens,
+            "`bucket` takes a `DateTime` field stored as a key or as one property (not `skip`, `json`, `with`, `flatten` or `series`)",
+        );
     }
 }
 

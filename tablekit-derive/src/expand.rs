@@ -588,6 +588,46 @@ fn expand_entity(
         }
         (None, None) => quote!(1),
     };
+    let buckets = match (&cont.attrs.projection_of, &cont.attrs.buckets) {
+        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKETS),
+        (None, Some((period, _))) => {
+            let variant = format_ident!(
+                "{}",
+                match period.as_str() {
+                    "hour" => "Hour",
+                    "month" => "Month",
+                    _ => "Day",
+                }
+            );
+            quote!(#tk::Some(#tk::Period::#variant))
+        }
+        (None, None) => quote!(#tk::None),
+    };
+    let bucket_field = cont.fields.iter().find(|f| f.bucket.is_some());
+    let bucket_property = match (&cont.attrs.projection_of, bucket_field) {
+        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKET_PROPERTY),
+        (None, Some(f)) if matches!(f.role, Role::Property) => {
+            let name = &f.stored_name;
+            quote!(#tk::Some(#name))
+        }
+        _ => quote!(#tk::None),
+    };
+    let bucket_in_key = match (&cont.attrs.projection_of, bucket_field) {
+        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKET_IN_KEY),
+        (None, Some(f)) => {
+            let in_key = matches!(f.role, Role::PartitionKey(_) | Role::RowKey(_));
+            quote!(#in_key)
+        }
+        (None, None) => quote!(false),
+    };
+    let bucket_time = bucket_field.map(|f| {
+        let (ident, span) = (f.ident, f.ty.span());
+        quote_spanned! {span=>
+            fn bucket_time(&self) -> #tk::Option<#tk::DateTime> {
+                #tk::Some(<#tk::DateTime as #tk::Clone>::clone(&self.#ident))
+            }
+        }
+    });
     let layout = match (&cont.attrs.kind, &cont.attrs.parent) {
         (Some(kind), Some((parent, _))) => {
             let kind = kind.value();
@@ -799,6 +839,10 @@ fn expand_entity(
                 const ROW_KEY_FIELDS: &'static str = #rk_fields;
                 const WIDE: bool = #wide;
                 const SHARDS: u16 = #shards;
+                const BUCKETS: #tk::Option<#tk::Period> = #buckets;
+                const BUCKET_PROPERTY: #tk::Option<&'static str> = #bucket_property;
+                const BUCKET_IN_KEY: bool = #bucket_in_key;
+                #bucket_time
                 const KIND_PROPERTIES: bool = #kind_properties;
                 const WRITABLE: bool = #writable;
                 const CHECKED_NAMES: bool = #checked_names;

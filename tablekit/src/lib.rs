@@ -190,6 +190,7 @@ extern crate self as tablekit;
 
 pub mod backend;
 pub mod blob;
+pub mod bucket;
 pub mod clock;
 mod datetime;
 mod entity;

@@ -201,3 +201,184 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     assert_eq!(skipped.count(), 1, "the stray row is refused, not misread");
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// An event, kept in one table per hour by its time.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EVT", buckets = "hour")]
+pub struct Event {
+    /// Where it happened.
+    #[tablekit(partition_key)]
+    pub source: String,
+    /// Its number.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// When: picks the table.
+    #[tablekit(bucket)]
+    pub at: crate::DateTime,
+}
+
+/// A line of an audit trail, kept in one table per day by the time of its
+/// write.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", buckets = "day")]
+pub struct AuditLine {
+    /// Who acted.
+    #[tablekit(partition_key)]
+    pub actor: String,
+    /// Its number.
+    #[tablekit(row_key)]
+    pub id: u32,
+}
+
+/// A fresh name for a set of bucketed tables: it must end with a letter.
+fn bucket_prefix(tag: &str) -> String {
+    format!("{}x", unique_table(tag))
+}
+
+fn at(text: &str) -> crate::DateTime {
+    crate::DateTime::parse(text).expect("a time")
+}
+
+/// Rows go to their period's table, created on first use; a time range
+/// reads the tables it meets in order and keeps to the range; dropping
+/// takes whole tables and no write brings a dropped period back.
+pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>) {
+    use crate::bucket::{Buckets, Period};
+    let prefix = bucket_prefix("bkt");
+    let events = Buckets::new(Table::<Event>::from_arc(Arc::clone(&backend), &prefix))
+        .expect("a bucket prefix");
+    assert_eq!(events.period(), Period::Hour);
+    let event = |source: &str, id: u32, time: &str| Event {
+        source: source.into(),
+        id,
+        at: at(time),
+    };
+    // Out of time order, over three hours.
+    let written = [
+        event("door", 5, "2026-11-23T19:10:00Z"),
+        event("door", 1, "2026-11-23T17:59:59.9999999Z"),
+        event("gate", 2, "2026-11-23T18:00:00Z"),
+        event("door", 3, "2026-11-23T18:30:00Z"),
+        event("door", 4, "2026-11-23T18:59:00Z"),
+    ];
+    for e in &written {
+        events.insert(e).await.expect("insert");
+    }
+    let tables = events.tables().await.expect("tables");
+    let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            format!("{prefix}2026112317"),
+            format!("{prefix}2026112318"),
+            format!("{prefix}2026112319")
+        ]
+    );
+    assert_eq!(tables[1].start, at("2026-11-23T18:00:00Z"));
+    assert_eq!(tables[1].end, at("2026-11-23T19:00:00Z"));
+    // A table with the prefix but no period's digits is not one of them.
+    backend
+        .create_table(&format!("{prefix}Other"))
+        .await
+        .expect("another table");
+    assert_eq!(events.tables().await.expect("tables").len(), 3);
+
+    let ids = |rows: Vec<crate::Loaded<Event>>| rows.iter().map(|e| e.id).collect::<Vec<_>>();
+    // Period order, then key order in each period.
+    let all = events.query(..).collect().await.expect("all");
+    assert_eq!(ids(all), [1, 3, 4, 2, 5]);
+    // The range keeps to its times, not just to its periods.
+    let some = events
+        .query(at("2026-11-23T18:00:00Z")..at("2026-11-23T18:59:00Z"))
+        .collect()
+        .await
+        .expect("a range");
+    assert_eq!(ids(some), [3, 2]);
+    let doors = events
+        .query(at("2026-11-23T17:00:00Z")..=at("2026-11-23T19:10:00Z"))
+        .each(|q| q.partition("door"))
+        .collect()
+        .await
+        .expect("narrowed");
+    assert_eq!(ids(doors), [1, 3, 4, 5]);
+    // A point read through the period's table.
+    let got = events
+        .table_at(at("2026-11-23T18:30:00Z"))
+        .get("door", 3u32)
+        .await
+        .expect("get");
+    assert_eq!(got.as_deref(), Some(&written[3]));
+
+    // Many at once: failures keep the caller's positions.
+    let more = vec![
+        event("gate", 6, "2026-11-23T20:00:00Z"),
+        event("door", 3, "2026-11-23T18:30:00Z"),
+        event("gate", 7, "2026-11-23T17:00:00Z"),
+    ];
+    let report = events.insert_many(&more).await;
+    assert_eq!(report.written, 2);
+    assert_eq!(report.failures.len(), 1);
+    assert_eq!(
+        report.failures[0].index, 1,
+        "the second item already exists"
+    );
+
+    // Drop the periods before 19:00, one request per table.
+    let gone = events
+        .drop_before(at("2026-11-23T19:00:00Z"))
+        .await
+        .expect("drop");
+    assert_eq!(
+        gone,
+        [format!("{prefix}2026112317"), format!("{prefix}2026112318")]
+    );
+    let refused = events
+        .insert(&event("door", 9, "2026-11-23T18:45:00Z"))
+        .await;
+    assert!(
+        matches!(refused, Err(crate::Error::TableBeingDeleted { .. })),
+        "a dropped period stays dropped: {refused:?}"
+    );
+    let left = events.query(..).collect().await.expect("after the drop");
+    assert_eq!(ids(left), [5, 6]);
+    for table in events.tables().await.expect("tables") {
+        backend.delete_table(&table.name).await.expect("clean up");
+    }
+    backend
+        .delete_table(&format!("{prefix}Other"))
+        .await
+        .expect("clean up");
+
+    // Bucketed by the time of the write: the table's clock picks the period.
+    let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-23T23:00:00Z")));
+    let prefix = bucket_prefix("aud");
+    let audit = Buckets::new(
+        Table::<AuditLine>::from_arc(Arc::clone(&backend), &prefix).with_clock(clock.clone()),
+    )
+    .expect("a bucket prefix");
+    let line = |id| AuditLine {
+        actor: "ada".into(),
+        id,
+    };
+    audit.insert(&line(1)).await.expect("insert");
+    clock.advance(std::time::Duration::from_secs(3600));
+    audit.upsert(&line(2)).await.expect("upsert");
+    let names: Vec<String> = audit
+        .tables()
+        .await
+        .expect("tables")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        [format!("{prefix}20261123"), format!("{prefix}20261124")]
+    );
+    let lines = audit.query(..).collect().await.expect("all");
+    assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2]);
+    for name in names {
+        // A table named at run time, deleted through the typed table.
+        let table = Table::<AuditLine>::from_arc(Arc::clone(&backend), &name);
+        assert!(table.delete_table().await.expect("delete"));
+    }
+}

@@ -49,6 +49,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them |
 /// | `index(name = "NAME", tag = "TAG", copy(field, …), list)` | options of the index `NAME`: the text its RowKeys start with (default: kind, `.`, name), the fields its rows copy (default: all; none for a `wide` entity), and `list` for one row per value listing the entities that hold it; see [`index`](crate::index) |
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
+/// | `buckets = "day"` | one table per `"hour"`, `"day"` or `"month"` (UTC), named by the table and the period (`Logins20261123`), written and read through [`Buckets`](crate::bucket::Buckets); the period comes from the `bucket` field, or from the time of the write |
 /// | `shards = N` | one logical partition spread over N (2–100) stored ones, `PK\|00` … `PK\|NN`, by the RowKey: for kinds whose inserts would all hit one partition; reads of the partition merge the shards (see [`shard`](crate::shard)) |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
@@ -71,6 +72,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `offload` | text or bytes kept in the row while they fit, in the blob store when too large |
 /// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
+/// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),
@@ -116,6 +118,19 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// (`#[tablekit(shards = N)]`, 2–100); 1 when not sharded. See
     /// [`crate::shard`].
     const SHARDS: u16 = 1;
+    /// One table per period (`#[tablekit(buckets = "day")]`); see
+    /// [`crate::bucket`].
+    const BUCKETS: Option<crate::bucket::Period> = None;
+    /// The property whose time picks the period (a `#[tablekit(bucket)]`
+    /// field stored as a property).
+    const BUCKET_PROPERTY: Option<&'static str> = None;
+    /// Whether the `#[tablekit(bucket)]` field is a key field.
+    const BUCKET_IN_KEY: bool = false;
+    /// The time that picks this value's period: its `#[tablekit(bucket)]`
+    /// field; `None` for the time of the write.
+    fn bucket_time(&self) -> Option<crate::DateTime> {
+        None
+    }
     /// Whether rows of a kind also carry `_Kind` and `_Version` properties
     /// (`true` unless `#[tablekit(kind_properties = false)]`, where the kind
     /// lives in the RowKey prefix only, as in tables laid out before).

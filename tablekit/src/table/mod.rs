@@ -297,6 +297,11 @@ impl<T> Table<T> {
         &self.name
     }
 
+    /// The clock the table reads the time from.
+    pub(crate) fn clock(&self) -> &Arc<dyn crate::clock::Clock> {
+        &self.clock
+    }
+
     /// The backend.
     pub fn backend(&self) -> &Arc<dyn TableBackend> {
         &self.backend
