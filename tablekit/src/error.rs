@@ -204,6 +204,15 @@ pub enum Error {
         /// Which operation.
         operation: &'static str,
     },
+    /// A log record could not be written or read as its type (see
+    /// [`crate::log`]).
+    #[error("log record in {location}: {reason}")]
+    LogRecord {
+        /// Where: the blob and line, or the record being appended.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A response from the service could not be understood.
     #[error("could not decode the service's response: {message}")]
     Decode {

@@ -202,6 +202,7 @@ pub mod json;
 pub mod key;
 pub mod keyorder;
 pub mod layer;
+pub mod log;
 pub mod outbox;
 pub mod queue;
 pub mod schema;

@@ -382,3 +382,211 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         assert!(table.delete_table().await.expect("delete"));
     }
 }
+
+/// A log record of the model run.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+struct LogLine {
+    n: u32,
+    text: String,
+}
+
+/// Runs of appends, flushes and minutes passing, with every blob request
+/// failing now and then (before reaching the store, or after it acted with
+/// the answer lost). After each flush that returns `Ok`, the store holds
+/// exactly the records appended so far, once each and in order; at the end,
+/// every record appended is there once.
+pub async fn logs_lose_nothing_under_faults(
+    _backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn crate::BlobStore>,
+) {
+    use crate::layer::{Fault, FaultInjection, Injection, Operation};
+    use crate::log::{LogConfig, LogReader, LogWriter};
+    let container = unique_table("logs").to_ascii_lowercase();
+    let layer = FaultInjection::new(Arc::clone(&blobs));
+    let faults = layer.handle();
+    let faulty: Arc<dyn crate::BlobStore> = Arc::new(layer);
+    let runs = 12;
+    let mut flushed = 0;
+    let mut failed = 0;
+    for run in 0..runs {
+        let seed = 0x5EED_0000 + run;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let prefix = format!("run{run}/app");
+        let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-22T18:00:30Z")));
+        let writer = LogWriter::<LogLine>::new(Arc::clone(&faulty), &container, &prefix)
+            .with_clock(clock.clone())
+            .with_config(
+                LogConfig::default()
+                    .max_bytes(120)
+                    .max_age(std::time::Duration::from_secs(20)),
+            );
+        let reader = LogReader::<LogLine>::new(Arc::clone(&blobs), &container, &prefix);
+        faults.clear();
+        faults.seed(seed);
+        for operation in [
+            Operation::PutBlob,
+            Operation::GetBlob,
+            Operation::ListBlobs,
+            Operation::CreateContainer,
+        ] {
+            for fault in [Fault::Transient, Fault::LostResponse] {
+                faults.inject(
+                    Injection::on(operation)
+                        .fault(fault)
+                        .probability(0.15)
+                        .times(usize::MAX),
+                );
+            }
+        }
+        let mut taken: Vec<LogLine> = Vec::new();
+        for step in 0..40u32 {
+            match rng.u32(0..10) {
+                0..=5 => {
+                    let line = LogLine {
+                        n: step,
+                        text: "x".repeat(rng.usize(0..40)),
+                    };
+                    if writer.append(&line).await.is_ok() {
+                        taken.push(line);
+                    }
+                }
+                6..=7 => match writer.flush().await {
+                    Ok(()) => {
+                        flushed += 1;
+                        let stored = reader.read(..).await.expect("read back");
+                        assert_eq!(stored, taken, "run {run} step {step}: after a flush");
+                    }
+                    Err(_) => failed += 1,
+                },
+                _ => clock.advance(std::time::Duration::from_secs(rng.u64(1..50))),
+            }
+        }
+        faults.clear();
+        writer
+            .clone()
+            .shutdown()
+            .await
+            .expect("shut down without faults");
+        assert_eq!(writer.pending().await, 0);
+        let stored = reader.read(..).await.expect("read back");
+        assert_eq!(stored, taken, "run {run}: at the end");
+        // A range reads the blobs of its minutes only.
+        let blobs_all = reader.blobs(..).await.expect("blobs");
+        if let Some(first) = blobs_all.first() {
+            let one_minute = reader
+                .blobs(first.minute..=first.minute)
+                .await
+                .expect("one minute");
+            assert!(one_minute.iter().all(|b| b.minute == first.minute));
+            assert_eq!(
+                one_minute.len(),
+                blobs_all
+                    .iter()
+                    .filter(|b| b.minute == first.minute)
+                    .count()
+            );
+        }
+    }
+    assert!(
+        flushed > 0 && failed > 0,
+        "faults hit some flushes and spared others"
+    );
+    blobs
+        .delete_container(&container)
+        .await
+        .expect("delete container");
+}
+
+/// A log flushes by size on append, by age with no appends (its flusher),
+/// and on shutdown; blobs are named by minute and number.
+pub async fn logs_flush_by_size_age_and_shutdown(
+    _backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn crate::BlobStore>,
+) {
+    use crate::log::{LogConfig, LogReader, LogWriter};
+    let container = unique_table("logs").to_ascii_lowercase();
+    let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-22T18:00:05Z")));
+    let line = |n: u32| LogLine {
+        n,
+        text: "0123456789".into(),
+    };
+    let size = serde_json::to_vec(&line(0)).expect("json").len() + 1;
+    let writer = LogWriter::<LogLine>::new(Arc::clone(&blobs), &container, "svc/api/")
+        .with_clock(clock.clone())
+        .with_config(
+            LogConfig::default()
+                .max_bytes(2 * size)
+                .max_age(std::time::Duration::from_secs(10)),
+        );
+    let reader = LogReader::<LogLine>::new(Arc::clone(&blobs), &container, "svc/api");
+    // By size: the second line fills the buffer.
+    writer.append(&line(1)).await.expect("append");
+    assert_eq!(writer.pending().await, 1);
+    writer.append(&line(2)).await.expect("append");
+    assert_eq!(writer.pending().await, 0, "flushed by size");
+    // By age, with no appends: the flusher writes it.
+    writer.append(&line(3)).await.expect("append");
+    let (stop, stopped) = futures::channel::oneshot::channel::<()>();
+    let flusher = writer.clone().run_flusher(async move {
+        let _ = stopped.await;
+    });
+    let driver = async {
+        clock.advance(std::time::Duration::from_secs(11));
+        for _ in 0..2000 {
+            if writer.pending().await == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(writer.pending().await, 0, "flushed by age");
+        // A new minute: the last record goes in at shutdown.
+        clock.advance(std::time::Duration::from_secs(60));
+        writer.append(&line(4)).await.expect("append");
+        let _ = stop.send(());
+    };
+    let (flushed, ()) = futures::join!(flusher, driver);
+    flushed.expect("the flusher's last flush");
+    assert_eq!(writer.pending().await, 0, "flushed at shutdown");
+    let names: Vec<String> = reader
+        .blobs(..)
+        .await
+        .expect("blobs")
+        .into_iter()
+        .map(|b| b.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "svc/api/2026/11/22/1800/000001.log",
+            "svc/api/2026/11/22/1800/000002.log",
+            "svc/api/2026/11/22/1801/000001.log",
+        ]
+    );
+    let read = reader.read(..).await.expect("read");
+    assert!(read.iter().map(|l| l.n).eq(1..=4));
+    let later = reader
+        .read(at("2026-11-22T18:01:30Z")..)
+        .await
+        .expect("a range");
+    assert!(later.iter().map(|l| l.n).eq([4]), "the minute of 18:01:30");
+    // A line that is not a record is a typed error naming where it is.
+    blobs
+        .put_blob(
+            &container,
+            "svc/api/2026/11/22/1802/000001.log",
+            b"{\"n\":5,\"text\":\"\"}\nnot json\n".to_vec(),
+            &crate::blob::PutCondition::None,
+        )
+        .await
+        .expect("put");
+    match reader.read(..).await {
+        Err(crate::Error::LogRecord { location, .. }) => {
+            assert_eq!(location, "svc/api/2026/11/22/1802/000001.log, line 2");
+        }
+        other => panic!("expected a log record error, got {other:?}"),
+    }
+    blobs
+        .delete_container(&container)
+        .await
+        .expect("delete container");
+}
