@@ -148,6 +148,11 @@
 //!   to another department with [`Table::move_to`]; an index declared with
 //!   `partition = "…"` or `table = "…"` keeps its rows elsewhere, read with
 //!   [`Table::remote_index`] and eventually consistent.
+//! - **Volume**: `#[tablekit(buckets = "day")]` keeps a kind in one table
+//!   per hour, day or month, read across periods and dropped whole (see
+//!   [`bucket`]); `#[tablekit(shards = 8)]` spreads a hot partition over
+//!   eight, read back merged in key order (see [`shard`]); logs go to blobs
+//!   of JSON lines named by time, never to a table (see [`log`]).
 //!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
