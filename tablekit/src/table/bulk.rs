@@ -71,6 +71,7 @@ enum Mode {
 pub struct BulkWriter<T> {
     table: Table<T>,
     parallelism: usize,
+    pacing: Option<super::Pacing>,
 }
 
 impl<T: TableEntity> BulkWriter<T> {
@@ -78,7 +79,18 @@ impl<T: TableEntity> BulkWriter<T> {
         BulkWriter {
             table,
             parallelism: 4,
+            pacing: None,
         }
+    }
+
+    /// Keeps each partition, and the account, to the rates of `pacing`
+    /// (shared with every writer it is given to), and sends a batch the
+    /// store throttles again after a back-off. Without it, batches go as
+    /// fast as `parallelism` allows and a throttled batch fails. See
+    /// [`Pacing`](super::Pacing).
+    pub fn pacing(mut self, pacing: super::Pacing) -> BulkWriter<T> {
+        self.pacing = Some(pacing);
+        self
     }
 
     /// How many batches may be in flight at once (at least 1; default 4).
@@ -151,9 +163,9 @@ impl<T: TableEntity> BulkWriter<T> {
                 }),
             }
         }
-        let table = &self.table;
+        let (table, pacing) = (&self.table, self.pacing.as_ref());
         let results = stream::iter(partitions.into_values())
-            .map(|ops| write_partition(table, ops, mode))
+            .map(|ops| write_partition(table, ops, mode, pacing))
             .buffer_unordered(self.parallelism)
             .collect::<Vec<_>>()
             .await;
@@ -278,6 +290,7 @@ async fn write_partition<T: TableEntity>(
     table: &Table<T>,
     ops: Vec<(usize, BatchOperation)>,
     mode: Mode,
+    pacing: Option<&super::Pacing>,
 ) -> BulkReport {
     let mut report = BulkReport::default();
     for mut chunk in chunks(ops) {
@@ -285,7 +298,15 @@ async fn write_partition<T: TableEntity>(
         let mut conflicts = 0;
         // Lost answers of this chunk's batches so far.
         let mut lost = 0;
+        // Throttled answers of this chunk's batches so far.
+        let mut throttled = 0;
         while !chunk.ops.is_empty() {
+            if let Some(pacing) = pacing {
+                let wait = pacing.reserve(chunk.ops[0].keys().0, chunk.ops.len());
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+            }
             report.batches += 1;
             match table
                 .backend()
@@ -316,6 +337,13 @@ async fn write_partition<T: TableEntity>(
                 Err(error) if error.is_outcome_unknown() && lost < MAX_LOST_ANSWERS => {
                     lost += 1;
                     settle_lost_batch(table, &mut chunk, mode, &mut report).await;
+                }
+                // Throttled: nothing was applied. Paced, wait and go again.
+                Err(Error::Throttled { retry_after })
+                    if pacing.is_some() && throttled < super::Pacing::MAX_THROTTLED =>
+                {
+                    tokio::time::sleep(super::Pacing::back_off(throttled, retry_after)).await;
+                    throttled += 1;
                 }
                 Err(error) => fail_all(&mut chunk, error, &mut report),
             }
