@@ -15,7 +15,8 @@ use tokio::time::Instant;
 /// Server Busy. A paced writer spaces its transactions so that each
 /// partition, and the account, stays at or under its rate; and a batch the
 /// store throttles anyway waits (the store's `Retry-After`, or a doubling
-/// back-off) and goes again, up to [`Pacing::MAX_THROTTLED`] times.
+/// back-off) and goes again, up to [`Pacing::MAX_THROTTLED`] times. The
+/// waits use tokio's timer: run a paced writer on a tokio runtime.
 ///
 /// ```
 /// use tablekit::table::Pacing;
