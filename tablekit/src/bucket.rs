@@ -525,20 +525,7 @@ impl<T: TableEntity> BucketQuery<T> {
             // A key field: its rows are not filtered here.
             None => return None,
         };
-        let lower = match self.start {
-            Bound::Included(t) => Some(column.clone().ge(t)),
-            Bound::Excluded(t) => Some(column.clone().gt(t)),
-            Bound::Unbounded => None,
-        };
-        let upper = match self.end {
-            Bound::Included(t) => Some(column.le(t)),
-            Bound::Excluded(t) => Some(column.lt(t)),
-            Bound::Unbounded => None,
-        };
-        match (lower, upper) {
-            (Some(l), Some(u)) => Some(l & u),
-            (l, u) => l.or(u),
-        }
+        crate::table::query::range_filter(|| column.clone(), self.start, self.end)
     }
 
     /// Whether a table's period meets the range.

@@ -366,20 +366,7 @@ pub(crate) fn remote_steps<T: TableEntity>(
             let marker = T::KIND_PROPERTIES.then(|| def.index.name.to_owned());
             for (key, add) in [(old, false), (new, true)] {
                 let Some(key) = key else { continue };
-                let (row_key, member, marker) = (key.clone(), rk.to_owned(), marker.clone());
-                let op = if add {
-                    StepOp::ListAdd {
-                        row_key,
-                        member,
-                        marker,
-                    }
-                } else {
-                    StepOp::ListRemove {
-                        row_key,
-                        member,
-                        marker,
-                    }
-                };
+                let op = StepOp::list(add, key.clone(), rk.to_owned(), marker.clone());
                 steps.push(step(remote_fence(def, key, rk), op));
             }
             continue;

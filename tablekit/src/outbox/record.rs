@@ -64,6 +64,31 @@ pub enum StepOp {
     },
 }
 
+impl StepOp {
+    /// [`ListAdd`](StepOp::ListAdd) when `add`, else
+    /// [`ListRemove`](StepOp::ListRemove).
+    pub(crate) fn list(
+        add: bool,
+        row_key: String,
+        member: String,
+        marker: Option<String>,
+    ) -> StepOp {
+        if add {
+            StepOp::ListAdd {
+                row_key,
+                member,
+                marker,
+            }
+        } else {
+            StepOp::ListRemove {
+                row_key,
+                member,
+                marker,
+            }
+        }
+    }
+}
+
 /// Rows of one partition to change together, once, fenced by the sequence
 /// number of the write that asked for them.
 #[derive(Debug, Clone, PartialEq)]
@@ -153,19 +178,8 @@ impl Step {
                     let row_key = list.get("rk")?.as_str()?.to_owned();
                     let member = list.get("member")?.as_str()?.to_owned();
                     let marker = list.get("marker")?.as_str().map(str::to_owned);
-                    Some(if op.get("list_add").is_some() {
-                        StepOp::ListAdd {
-                            row_key,
-                            member,
-                            marker,
-                        }
-                    } else {
-                        StepOp::ListRemove {
-                            row_key,
-                            member,
-                            marker,
-                        }
-                    })
+                    let add = op.get("list_add").is_some();
+                    Some(StepOp::list(add, row_key, member, marker))
                 } else {
                     op.get("delete")?
                         .as_str()

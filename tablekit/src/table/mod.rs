@@ -38,7 +38,7 @@ mod merge;
 pub mod offload;
 mod pacing;
 mod plan;
-mod query;
+pub(crate) mod query;
 mod remote_repair;
 mod rows;
 mod spanning;

@@ -214,10 +214,10 @@ fn with_row_errors<P: Send + 'static>(
     .boxed()
 }
 
-fn range_filter(
-    column: fn() -> crate::filter::Prop,
-    start: Bound<String>,
-    end: Bound<String>,
+pub(crate) fn range_filter<V: Into<crate::Value>>(
+    column: impl Fn() -> crate::filter::Prop,
+    start: Bound<V>,
+    end: Bound<V>,
 ) -> Option<Filter> {
     let lower = match start {
         Bound::Included(k) => Some(column().ge(k)),
