@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::Method;
 use tablekit::{
-    BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryPage,
-    Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
+    BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
+    QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
 };
 
 use crate::auth;
@@ -39,6 +39,8 @@ struct Inner {
     path_prefix: String,
     /// Check merged entities on the client (see [`AzureTables::with_merge_checks`]).
     verify_merges: bool,
+    /// The order of query results (see [`AzureTables::with_query_order`]).
+    query_order: QueryOrder,
 }
 
 /// A request before it is signed and sent.
@@ -92,6 +94,7 @@ impl AzureTables {
         };
         let http = options.http_client()?;
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
+        let query_order = query_order_of(&account.table_endpoint);
         Ok(AzureTables {
             inner: Arc::new(Inner {
                 account,
@@ -100,6 +103,7 @@ impl AzureTables {
                 sas_range,
                 path_prefix,
                 verify_merges,
+                query_order,
             }),
         })
     }
@@ -290,6 +294,20 @@ impl AzureTables {
         Ok(())
     }
 
+    /// The order the store returns query results in. Told from the endpoint
+    /// by default: [`QueryOrder::Unspecified`] for Cosmos DB for Table
+    /// (`*.table.cosmos.azure.com`), [`QueryOrder::Keys`] otherwise. Set it
+    /// for a Cosmos DB endpoint under another name, such as its emulator;
+    /// tablekit then sorts ordered reads on the client (see
+    /// [`TableBackendExt::query_stream`](tablekit::TableBackendExt::query_stream)).
+    pub fn with_query_order(self, order: QueryOrder) -> AzureTables {
+        let mut inner = (*self.inner).clone();
+        inner.query_order = order;
+        AzureTables {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Whether merges are checked against the stored entity before they are
     /// sent (on by default for the emulator, off for the service, which
     /// checks them itself).
@@ -299,6 +317,24 @@ impl AzureTables {
         AzureTables {
             inner: Arc::new(inner),
         }
+    }
+}
+
+/// The order a store returns query results in, told by its endpoint:
+/// Cosmos DB for Table (`*.table.cosmos.azure.com`, and the older
+/// `*.table.cosmosdb.azure.com`, in every cloud) promises none.
+fn query_order_of(endpoint: &str) -> QueryOrder {
+    let host = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if host.contains(".table.cosmos.") || host.contains(".table.cosmosdb.") {
+        QueryOrder::Unspecified
+    } else {
+        QueryOrder::Keys
     }
 }
 
@@ -431,6 +467,10 @@ impl TableBackend for AzureTables {
             entity.etag = reply.header("etag").map(ETag::new);
         }
         Ok(entity)
+    }
+
+    fn query_order(&self) -> QueryOrder {
+        self.inner.query_order
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
@@ -599,7 +639,36 @@ fn decode_table_names(body: &str) -> Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::decode_table_names;
+    use super::{AzureTables, QueryOrder, decode_table_names, query_order_of};
+    use tablekit::TableBackend as _;
+
+    #[test]
+    fn cosmos_endpoints_are_known_not_to_sort() {
+        for cosmos in [
+            "https://acme.table.cosmos.azure.com:443/",
+            "https://ACME.Table.Cosmos.Azure.com",
+            "https://acme.table.cosmosdb.azure.com",
+            "https://acme.table.cosmos.azure.cn:443",
+        ] {
+            assert_eq!(query_order_of(cosmos), QueryOrder::Unspecified, "{cosmos}");
+        }
+        for storage in [
+            "https://acme.table.core.windows.net",
+            "http://127.0.0.1:10002/devstoreaccount1",
+            "https://cosmos.table.core.windows.net/",
+            "https://acme.table.core.windows.net/table.cosmos.x",
+        ] {
+            assert_eq!(query_order_of(storage), QueryOrder::Keys, "{storage}");
+        }
+        let key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+        let cosmos = AzureTables::from_connection_string(&format!(
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={key};TableEndpoint=https://acme.table.cosmos.azure.com:443/;"
+        ))
+        .expect("client");
+        assert_eq!(cosmos.query_order(), QueryOrder::Unspecified);
+        let pinned = cosmos.with_query_order(QueryOrder::Keys);
+        assert_eq!(pinned.query_order(), QueryOrder::Keys);
+    }
 
     #[test]
     fn table_listings_are_read_strictly() {

@@ -54,7 +54,7 @@ use parking_lot::{Mutex, RwLock};
 use tablekit::validate;
 use tablekit::{
     BatchOperation, ContinuationToken, DateTime, ETag, Entity, Error, GetOptions, IfMatch,
-    ListTablesOptions, Query, QueryPage, Result, TableBackend, TablePage, UpdateMode,
+    ListTablesOptions, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UpdateMode,
 };
 
 pub use blob::MemBlobStore;
@@ -64,7 +64,9 @@ use store::{Partition, State, Table, make_token, plan, read_token, scan, with_fo
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
-/// continuation token, pages that end at partition boundaries.
+/// continuation token, pages that end at partition boundaries; and, with
+/// [`unsorted`](Adversarial::unsorted), rows in no key order, as Cosmos DB
+/// for Table returns them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Adversarial {
     /// Seed of the generator that picks page sizes: the same seed gives the
@@ -76,6 +78,24 @@ pub struct Adversarial {
     pub max_page_size: u32,
     /// Probability that a page ends where the PartitionKey changes.
     pub partition_break_probability: f64,
+    /// Returns query results in an order of the seed's choosing, not by key,
+    /// across pages and partitions, and says so in
+    /// [`query_order`](TableBackend::query_order)
+    /// ([`QueryOrder::Unspecified`]). Continuation tokens still resume where
+    /// the last page stopped. This is Cosmos DB for Table's behaviour, which
+    /// promises no order.
+    pub unsorted: bool,
+}
+
+impl Adversarial {
+    /// The default misbehaviour, with rows in no key order
+    /// ([`unsorted`](Adversarial::unsorted)).
+    pub fn unsorted() -> Adversarial {
+        Adversarial {
+            unsorted: true,
+            ..Adversarial::default()
+        }
+    }
 }
 
 impl Default for Adversarial {
@@ -85,6 +105,7 @@ impl Default for Adversarial {
             empty_page_probability: 0.25,
             max_page_size: 7,
             partition_break_probability: 0.5,
+            unsorted: false,
         }
     }
 }
@@ -190,6 +211,74 @@ impl MemBackend {
             }
         }
     }
+}
+
+impl MemBackend {
+    /// The seed of the unsorted order, in that adversarial mode.
+    fn unsorted_seed(&self) -> Option<u64> {
+        let adversarial = self.shared.config.adversarial.as_ref()?;
+        adversarial.unsorted.then_some(adversarial.seed)
+    }
+
+    /// A page of a query in unsorted mode: the matching rows ordered by a
+    /// hash of the seed and their keys, so any two rows may come in either
+    /// order, whatever their partitions. A token names the next row's keys,
+    /// from which its place in that order follows.
+    fn query_unsorted(
+        &self,
+        table: &str,
+        query: &Query,
+        resume: Option<(Vec<u8>, Vec<u8>)>,
+        seed: u64,
+    ) -> Result<QueryPage> {
+        let place = |pk: &[u8], rk: &[u8]| {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::hash::DefaultHasher::new();
+            (seed, pk, rk).hash(&mut hasher);
+            hasher.finish()
+        };
+        let (limit, _) = self.page_plan(query.top);
+        let (pk_range, rk_range) = plan(query.filter.as_ref());
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let mut rows: Vec<_> = scan(t, &pk_range, &rk_range, None)
+            .map(|(pk, rk, row)| ((place(pk, rk), pk, rk), row))
+            .collect();
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let start = match &resume {
+            Some((pk, rk)) => {
+                let at = (place(pk, rk), pk.as_slice(), rk.as_slice());
+                rows.partition_point(|(key, _)| *key < at)
+            }
+            None => 0,
+        };
+        let mut entities = Vec::new();
+        let mut continuation = None;
+        for &((_, pk, rk), row) in &rows[start..] {
+            if entities.len() >= limit {
+                continuation = Some(make_token(pk, rk));
+                break;
+            }
+            let entity = row.entity(pk, rk, &t.names, None);
+            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                entities.push(selected(entity, query.select.as_deref()));
+            }
+        }
+        Ok(QueryPage::new(entities, continuation))
+    }
+}
+
+/// `entity` with only the `$select`ed properties (the keys always).
+fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
+    if let Some(select) = select {
+        entity
+            .properties
+            .retain(|name, _| select.iter().any(|s| s == name));
+        if !select.iter().any(|s| s == "Timestamp") {
+            entity.timestamp = None;
+        }
+    }
+    entity
 }
 
 /// Checks an `If-Match` against the stored row's ETag.
@@ -540,6 +629,9 @@ impl TableBackend for MemBackend {
         validate::table_name(table)?;
         validate::query(query)?;
         let resume = query.continuation.as_ref().map(read_token).transpose()?;
+        if let Some(seed) = self.unsorted_seed() {
+            return self.query_unsorted(table, query, resume, seed);
+        }
         let (limit, break_at_partition) = self.page_plan(query.top);
         let (pk_range, rk_range) = plan(query.filter.as_ref());
         let state = self.shared.state.read();
@@ -554,20 +646,19 @@ impl TableBackend for MemBackend {
                 break;
             }
             last_pk = Some(pk);
-            let mut entity = row.entity(pk, rk, &t.names, None);
+            let entity = row.entity(pk, rk, &t.names, None);
             if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
-                if let Some(select) = &query.select {
-                    entity
-                        .properties
-                        .retain(|name, _| select.iter().any(|s| s == name));
-                    if !select.iter().any(|s| s == "Timestamp") {
-                        entity.timestamp = None;
-                    }
-                }
-                entities.push(entity);
+                entities.push(selected(entity, query.select.as_deref()));
             }
         }
         Ok(QueryPage::new(entities, continuation))
+    }
+
+    fn query_order(&self) -> QueryOrder {
+        match self.unsorted_seed() {
+            Some(_) => QueryOrder::Unspecified,
+            None => QueryOrder::Keys,
+        }
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {

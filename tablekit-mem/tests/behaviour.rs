@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use futures::TryStreamExt as _;
+use tablekit::filter::Filter;
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
 use tablekit::{
     BatchOperation, ContinuationToken, DateTime, Entity, Error, IfMatch, InvalidInput, Query,
-    TableBackend, TableBackendExt, UpdateMode,
+    QueryOrder, TableBackend, TableBackendExt, UpdateMode,
 };
 use tablekit_mem::{Adversarial, MemBackend};
 
@@ -27,6 +29,62 @@ async fn table_with_rows(backend: &MemBackend, partitions: usize, rows: usize) -
             .expect("load");
     }
     "rows".into()
+}
+
+/// The unsorted mode returns every match once, across pages and partitions
+/// in no key order, says so through every wrapper, and is the same for the
+/// same seed; the untyped stream still hands rows out in key order.
+#[tokio::test]
+async fn unsorted_mode_returns_rows_in_no_key_order() {
+    let backend = MemBackend::builder()
+        .adversarial(Adversarial::unsorted())
+        .build();
+    assert_eq!(backend.query_order(), QueryOrder::Unspecified);
+    let wrapped = FaultInjection::new(std::sync::Arc::new(backend.clone()));
+    assert_eq!(wrapped.query_order(), QueryOrder::Unspecified);
+    assert_eq!(MemBackend::new().query_order(), QueryOrder::Keys);
+
+    let table = table_with_rows(&backend, 3, 40).await;
+    let raw_pages = |backend: MemBackend| async move {
+        let mut query = Query::new().filter(Filter::row_key().ge("r010"));
+        let mut keys = Vec::new();
+        loop {
+            let page = backend.query_entities("rows", &query).await.expect("page");
+            keys.extend(
+                page.entities
+                    .into_iter()
+                    .map(|e| (e.partition_key, e.row_key)),
+            );
+            match page.continuation {
+                Some(token) => query.continuation = Some(token),
+                None => return keys,
+            }
+        }
+    };
+    let keys = raw_pages(backend.clone()).await;
+    let mut sorted = keys.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 90, "every match once");
+    assert_ne!(keys, sorted, "rows come in no key order");
+    let descents = keys.windows(2).filter(|w| w[0] > w[1]).count();
+    assert!(
+        descents > 20,
+        "the order is scrambled, not shifted: {descents}"
+    );
+    assert_eq!(
+        raw_pages(backend.clone()).await,
+        keys,
+        "the same seed, the same order"
+    );
+
+    let streamed: Vec<_> = backend
+        .query_stream(&table, Query::new().filter(Filter::row_key().ge("r010")))
+        .map_ok(|e| (e.partition_key, e.row_key))
+        .try_collect()
+        .await
+        .expect("stream");
+    assert_eq!(streamed, sorted, "the stream sorts on the client");
 }
 
 #[tokio::test]

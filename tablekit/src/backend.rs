@@ -34,6 +34,27 @@ pub enum UpdateMode {
     Merge,
 }
 
+/// Whether a store returns a query's rows in key order.
+///
+/// Azure Table Storage and Azurite return rows sorted by PartitionKey, then
+/// RowKey, and continuation tokens resume in that order. Cosmos DB for Table
+/// does not promise it: its pages may come in any order (users see them in
+/// `Timestamp` order). tablekit keeps its key-order promises on both: on a
+/// store whose order is [`Unspecified`](QueryOrder::Unspecified), every
+/// ordered read collects the matching rows and sorts them on the client (see
+/// [`TableBackendExt::query_stream`](crate::TableBackendExt::query_stream)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum QueryOrder {
+    /// Rows come sorted by PartitionKey, then RowKey, compared as UTF-16 code
+    /// units; pages follow each other in that order.
+    #[default]
+    Keys,
+    /// Rows come in an order the store does not promise, stable only in that
+    /// continuation tokens resume where the last page stopped.
+    Unspecified,
+}
+
 /// A position to resume a listing from. Opaque: pass back what a page gave.
 ///
 /// It is made of the service's continuation values (`NextPartitionKey` and
@@ -386,7 +407,17 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     /// A page holds at most 1,000 entities and may be short, or even empty,
     /// while a continuation token says more may follow: loop until it is `None`
     /// (or use [`TableBackendExt::query_stream`](crate::TableBackendExt::query_stream)).
+    ///
+    /// The rows of a page come in the order of [`query_order`](TableBackend::query_order).
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage>;
+
+    /// The order in which [`query_entities`](TableBackend::query_entities)
+    /// returns rows. [`QueryOrder::Keys`] unless the backend says otherwise;
+    /// a backend for a store that does not sort (Cosmos DB for Table) must
+    /// answer [`QueryOrder::Unspecified`], and a wrapper must forward it.
+    fn query_order(&self) -> QueryOrder {
+        QueryOrder::Keys
+    }
 
     /// Inserts a new entity and returns its ETag. REST: `POST /t`.
     ///
@@ -456,6 +487,9 @@ macro_rules! forward_table_backend {
             }
             async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
                 (**self).query_entities(table, query).await
+            }
+            fn query_order(&self) -> QueryOrder {
+                (**self).query_order()
             }
             async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
                 (**self).insert_entity(table, entity).await

@@ -18,9 +18,16 @@ use crate::error::{Error, Result};
 /// # Ok(()) }
 /// ```
 pub trait TableBackendExt: TableBackend {
-    /// Every entity of a query, following continuation tokens across short and
-    /// empty pages. A row the store returned that cannot be read is an
-    /// [`Error::UndecodableRow`] item, and the stream goes on after it.
+    /// Every entity of a query in key order (PartitionKey, then RowKey),
+    /// following continuation tokens across short and empty pages. A row the
+    /// store returned that cannot be read is an [`Error::UndecodableRow`]
+    /// item, and the stream goes on after it.
+    ///
+    /// On a store that does not sort query results
+    /// ([`QueryOrder::Unspecified`](crate::QueryOrder::Unspecified), Cosmos DB
+    /// for Table) the stream reads every page of the query before its first
+    /// row, and sorts the rows: the order holds, at the cost of holding the
+    /// whole result in memory.
     fn query_stream<'a>(&'a self, table: &'a str, query: Query) -> BoxStream<'a, Result<Entity>> {
         struct State {
             query: Query,
@@ -30,7 +37,8 @@ pub trait TableBackendExt: TableBackend {
             if state.done {
                 return Ok::<_, Error>(None);
             }
-            let mut page = self.query_entities(table, &state.query).await?;
+            let mut page =
+                crate::order::ordered_page(self, table, state.query.clone(), true).await?;
             state.done = page.continuation.is_none();
             state.query.continuation = page.continuation.take();
             Ok(Some((stream::iter(page.into_rows()), state)))

@@ -354,6 +354,9 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
             )
             .await
     }
+    fn query_order(&self) -> crate::QueryOrder {
+        self.inner.query_order()
+    }
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         self.handle
             .run(

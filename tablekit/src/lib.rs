@@ -185,6 +185,20 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## Key order, on every store
+//! Reads that promise key order (PartitionKey, then RowKey) keep it on every
+//! backend: typed streams and pages, ranges, limits and cursors, merged
+//! shards, time-bucketed queries, index reads, collections, and
+//! [`TableBackendExt::query_stream`]. Azure Table Storage and Azurite return
+//! rows in key order. Cosmos DB for Table does not promise any order; its
+//! backend says so ([`TableBackend::query_order`] is
+//! [`QueryOrder::Unspecified`]), and there tablekit reads a query's pages to
+//! the end and sorts them on the client before handing out the first row.
+//! That costs memory for the whole result, and a page read
+//! ([`TableQuery::page`]) reads the rest of its query each time, so keep
+//! ordered reads on such a store to a partition or a key range. Counts need
+//! no order and cost nothing extra.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -208,6 +222,7 @@ pub mod key;
 pub mod keyorder;
 pub mod layer;
 pub mod log;
+mod order;
 pub mod outbox;
 pub mod queue;
 pub mod schema;
@@ -220,7 +235,7 @@ mod value;
 pub mod conformance;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, GetOptions, ListTablesOptions, Query, QueryPage,
+    BatchOperation, ContinuationToken, GetOptions, ListTablesOptions, Query, QueryOrder, QueryPage,
     TableBackend, TablePage, UndecodableRow, UpdateMode,
 };
 pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};

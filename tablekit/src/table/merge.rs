@@ -58,7 +58,7 @@ fn fetch(
 ) -> BoxFuture<'static, Result<QueryPage>> {
     use tracing::Instrument as _;
     let (backend, table) = (Arc::clone(backend), Arc::clone(table));
-    async move { backend.query_entities(&table, &query).await }
+    async move { crate::order::ordered_page(&*backend, &table, query, true).await }
         .instrument(span.clone())
         .boxed()
 }

@@ -487,8 +487,7 @@ pub(crate) fn owned_query_stream(
                 if done {
                     return Ok::<_, Error>(None);
                 }
-                let mut page = backend
-                    .query_entities(&name, &query)
+                let mut page = crate::order::ordered_page(&*backend, &name, query.clone(), true)
                     .instrument(span)
                     .await?;
                 let done = page.continuation.is_none();

@@ -515,8 +515,10 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         query
     }
 
-    /// Every matching entity, following continuation tokens through short
-    /// and empty pages, fetching a page only when the previous one is used up.
+    /// Every matching entity in key order, following continuation tokens
+    /// through short and empty pages, fetching a page only when the previous
+    /// one is used up. On a store that does not sort query results (Cosmos DB
+    /// for Table) it reads every page before the first row, and sorts them.
     pub fn stream(self) -> BoxStream<'static, Result<Loaded<P>>> {
         if P::WIDE {
             return self.stream_wide();
@@ -633,7 +635,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
             let mut count = 0;
             loop {
-                let page = backend.query_entities(name, &query).await?;
+                let page =
+                    crate::order::ordered_page(&**backend, name, query.clone(), true).await?;
                 count += page.entities.len();
                 match page.continuation {
                     Some(next) if count < limit => query.continuation = Some(next),
@@ -774,6 +777,13 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     ///
     /// Not offered for wide entities, whose parts may straddle pages: use
     /// [`stream`](TableQuery::stream).
+    ///
+    /// On a store that does not sort query results (Cosmos DB for Table,
+    /// [`QueryOrder::Unspecified`](crate::QueryOrder::Unspecified)), a page
+    /// still holds the first rows in key order: each call reads the rest of
+    /// the query and sorts it, and its token names the next key. A token the
+    /// store made is refused there
+    /// ([`InvalidInput::ContinuationToken`](crate::InvalidInput::ContinuationToken)).
     pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
         if P::WIDE {
             return Err(crate::Error::NotSupported {
@@ -785,10 +795,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             None => {
                 let query = self.to_query();
                 let span = super::op_span("query_page", self.table.name(), T::KIND, None);
+                let backend = &**self.table.backend();
                 let mut page = tracing::Instrument::instrument(
-                    self.table
-                        .backend()
-                        .query_entities(self.table.name(), &query),
+                    crate::order::ordered_page(backend, self.table.name(), query, false),
                     span,
                 )
                 .await?;
