@@ -95,7 +95,7 @@ async fn main() {
         async move {
             let table = fresh(&backend, &format!("b{r}")).await;
             let started = Instant::now();
-            let report = table.bulk().parallelism(4).insert(data).await;
+            let report = table.bulk().unpaced().parallelism(4).insert(data).await;
             let elapsed = started.elapsed();
             assert!(report.is_complete(), "{:?}", report.failures.first());
             assert_eq!(report.written, ENTITIES);

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tablekit::table::Pacing;
+use tablekit::table::{BulkWriter, Pacing};
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryPage,
     Result, Table, TableBackend, TableEntity, TablePage, UpdateMode,
@@ -101,7 +101,9 @@ struct Reading {
     value: f64,
 }
 
-async fn load(pacing: Option<Pacing>) -> (tablekit::BulkReport, usize) {
+async fn load(
+    pace: impl FnOnce(BulkWriter<Reading>) -> BulkWriter<Reading>,
+) -> (tablekit::BulkReport, usize) {
     let store = Throttling {
         inner: MemBackend::new(),
         per_second: 250,
@@ -121,12 +123,7 @@ async fn load(pacing: Option<Pacing>) -> (tablekit::BulkReport, usize) {
             })
         })
         .collect();
-    let writer = table.bulk().parallelism(4);
-    let writer = match pacing {
-        Some(pacing) => writer.pacing(pacing),
-        None => writer,
-    };
-    let report = writer.insert(&rows).await;
+    let report = pace(table.bulk().parallelism(4)).insert(&rows).await;
     let stored = table.query().count().await.unwrap();
     assert_eq!(stored, report.written, "the report matches the store");
     (report, store.throttled.load(Ordering::Relaxed))
@@ -134,9 +131,9 @@ async fn load(pacing: Option<Pacing>) -> (tablekit::BulkReport, usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_loads_are_throttled_less_and_finish() {
-    let (unpaced, unpaced_throttled) = load(None).await;
+    let (unpaced, unpaced_throttled) = load(BulkWriter::unpaced).await;
     // Well under the store's rate, with room for timers that wake late.
-    let (paced, paced_throttled) = load(Some(Pacing::new(150.0, 10_000.0))).await;
+    let (paced, paced_throttled) = load(|w| w.pacing(Pacing::new(150.0, 10_000.0))).await;
     eprintln!(
         "unpaced: {unpaced_throttled} throttled, {} written; paced: {paced_throttled} throttled, {} written",
         unpaced.written, paced.written
@@ -152,4 +149,14 @@ async fn paced_loads_are_throttled_less_and_finish() {
         "paced, the whole load is written: {paced:?}"
     );
     assert_eq!(paced.written, 1200);
+}
+
+/// A writer is paced unless told otherwise: at the service's targets, which
+/// this store's rate is under, throttled batches wait and go again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_are_paced_by_default() {
+    let (report, throttled) = load(|w| w).await;
+    eprintln!("default: {throttled} throttled, {} written", report.written);
+    assert!(report.is_complete(), "{:?}", report.failures.first());
+    assert_eq!(report.written, 1200);
 }

@@ -59,8 +59,8 @@ fn benches(c: &mut Criterion) {
             millis: r.millis,
         })
         .collect();
-    assert!(block_on(sharded.bulk().insert(&rows)).is_complete());
-    assert!(block_on(single.bulk().insert(&same)).is_complete());
+    assert!(block_on(sharded.bulk().unpaced().insert(&rows)).is_complete());
+    assert!(block_on(single.bulk().unpaced().insert(&same)).is_complete());
     let read = block_on(sharded.query().partition("home").collect()).unwrap();
     assert!(read.iter().map(|r| r.seq).eq(0..ROWS), "merged in order");
 

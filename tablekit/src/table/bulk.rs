@@ -79,17 +79,29 @@ impl<T: TableEntity> BulkWriter<T> {
         BulkWriter {
             table,
             parallelism: 4,
-            pacing: None,
+            pacing: Some(super::Pacing::service_targets()),
         }
     }
 
     /// Keeps each partition, and the account, to the rates of `pacing`
     /// (shared with every writer it is given to), and sends a batch the
-    /// store throttles again after a back-off. Without it, batches go as
-    /// fast as `parallelism` allows and a throttled batch fails. See
-    /// [`Pacing`](super::Pacing).
+    /// store throttles again after a back-off. See [`Pacing`](super::Pacing).
+    ///
+    /// A writer is paced by default, at the service's targets
+    /// ([`Pacing::service_targets`](super::Pacing::service_targets)) on its
+    /// own: give several writers one `Pacing` to hold the account's rate
+    /// across them.
     pub fn pacing(mut self, pacing: super::Pacing) -> BulkWriter<T> {
         self.pacing = Some(pacing);
+        self
+    }
+
+    /// No pacing: batches go as fast as `parallelism` allows, and a batch
+    /// the store throttles fails with
+    /// [`Error::Throttled`](crate::Error::Throttled). For stores that do not
+    /// throttle (the in-memory backend, Azurite) and loads that must not wait.
+    pub fn unpaced(mut self) -> BulkWriter<T> {
+        self.pacing = None;
         self
     }
 
@@ -303,9 +315,7 @@ async fn write_partition<T: TableEntity>(
         while !chunk.ops.is_empty() {
             if let Some(pacing) = pacing {
                 let wait = pacing.reserve(chunk.ops[0].keys().0, chunk.ops.len());
-                if !wait.is_zero() {
-                    tokio::time::sleep(wait).await;
-                }
+                super::Pacing::wait(wait).await;
             }
             report.batches += 1;
             match table
@@ -342,7 +352,7 @@ async fn write_partition<T: TableEntity>(
                 Err(Error::Throttled { retry_after })
                     if pacing.is_some() && throttled < super::Pacing::MAX_THROTTLED =>
                 {
-                    tokio::time::sleep(super::Pacing::back_off(throttled, retry_after)).await;
+                    super::Pacing::wait(super::Pacing::back_off(throttled, retry_after)).await;
                     throttled += 1;
                 }
                 Err(error) => fail_all(&mut chunk, error, &mut report),

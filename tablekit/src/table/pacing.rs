@@ -15,8 +15,14 @@ use tokio::time::Instant;
 /// Server Busy. A paced writer spaces its transactions so that each
 /// partition, and the account, stays at or under its rate; and a batch the
 /// store throttles anyway waits (the store's `Retry-After`, or a doubling
-/// back-off) and goes again, up to [`Pacing::MAX_THROTTLED`] times. The
-/// waits use tokio's timer: run a paced writer on a tokio runtime.
+/// back-off) and goes again, up to [`Pacing::MAX_THROTTLED`] times.
+///
+/// Every [`BulkWriter`](super::BulkWriter) is paced at the service's targets
+/// unless told otherwise ([`BulkWriter::unpaced`](super::BulkWriter::unpaced)).
+/// The first batch of each partition goes at once, so a load of up to 100
+/// rows per partition never waits. The waits use tokio's timer; outside a
+/// tokio runtime (a plain `block_on`) a writer cannot wait, and its batches
+/// go unspaced.
 ///
 /// ```
 /// use tablekit::table::Pacing;
@@ -57,6 +63,14 @@ impl Pacing {
     /// per account.
     pub fn service_targets() -> Pacing {
         Pacing::new(2_000.0, 20_000.0)
+    }
+
+    /// Waits `wait` on tokio's timer, when there is a tokio runtime to wait
+    /// on; returns at once otherwise.
+    pub(crate) async fn wait(wait: Duration) {
+        if !wait.is_zero() && tokio::runtime::Handle::try_current().is_ok() {
+            tokio::time::sleep(wait).await;
+        }
     }
 
     /// Reserves room for `entities` writes to `partition` and returns how
