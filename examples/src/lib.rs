@@ -41,3 +41,4 @@ pub fn store(table: &str) -> Result<Store, Error> {
         }),
     }
 }
+pub mod service;

@@ -1,0 +1,78 @@
+//! The example service: a multi-tenant HTTP API on tablekit (see
+//! `tablekit_examples::service`).
+//!
+//! ```text
+//! cargo run -p tablekit-examples --example service
+//! ```
+//!
+//! runs it on the in-memory stores, on `127.0.0.1:8080`. The environment
+//! configures it:
+//! - `TABLEKIT_CONNECTION_STRING`: the account to use instead
+//!   (`UseDevelopmentStorage=true` for Azurite, or an Azure Storage or Cosmos
+//!   DB for Table connection string);
+//! - `TABLEKIT_SERVICE_ADDR`: where to listen (`127.0.0.1:8080`);
+//! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
+//!
+//! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
+//! requests under way, and stops the outbox worker after the messages in
+//! hand.
+
+use tablekit_examples::service::{App, Names, Stores};
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=debug")),
+        )
+        .init();
+    let addr = std::env::var("TABLEKIT_SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".into());
+    let stores = Stores::from_env()?;
+    let app = App::open(stores, Names::default()).await?;
+
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = app.worker();
+    let mut worker_stop = stopped.clone();
+    let worker = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = worker_stop.wait_for(|stop| *stop).await;
+        };
+        if let Err(error) = worker.run(shutdown).await {
+            tracing::error!(%error, "outbox worker stopped");
+        }
+    });
+
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    tracing::info!("listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app.router())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopping the outbox worker");
+    let _ = stop.send(true);
+    worker.await?;
+    Ok(())
+}
+
+/// Ctrl-c, or SIGTERM on Unix.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,932 @@
+//! An example service: a multi-tenant HTTP API on tablekit, on axum.
+//!
+//! [`Stores::from_env`] picks the stores: in memory by default, or the
+//! account `TABLEKIT_CONNECTION_STRING` names (`UseDevelopmentStorage=true`
+//! for Azurite). [`App::open`] prepares the tables, the blob container and
+//! the outbox's queues; [`App::router`] is the HTTP API; [`App::worker`] is
+//! the outbox worker that finishes index changes in other partitions, run
+//! as a background task by the binary.
+//!
+//! How the store's answers map to HTTP:
+//!
+//! | tablekit | HTTP |
+//! |---|---|
+//! | the entity's ETag | `ETag`; `If-Match` guards `PUT` and `DELETE` |
+//! | [`Error::PreconditionFailed`] | 412 |
+//! | [`Error::UniqueViolation`], [`Error::EntityAlreadyExists`] | 409 |
+//! | [`Error::EntityNotFound`], a missing row | 404 |
+//! | [`Error::Invalid`], a bad body, cursor or field | 400, with the message |
+//! | [`Error::Throttled`] | 503 with `Retry-After` |
+//!
+//! Lists take `?limit=` (1 to 1,000, 20 by default) and an opaque
+//! `?cursor=` from the `next` of the page before.
+
+pub mod model;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as JsonValue, json};
+use tablekit::bucket::Buckets;
+use tablekit::key::InvertedTime;
+use tablekit::outbox::{Outbox, OutboxWorker};
+use tablekit::{
+    BlobStore, Cursor, DateTime, ETag, Error, Loaded, QueueStore, Table, TableBackend,
+    TableEntity as _, UnknownKind,
+};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use model::{Activity, Attachment, AuditEntry, Customer, Line, Order, OrderRows, User};
+
+/// The stores the service runs on.
+#[derive(Clone)]
+pub struct Stores {
+    /// The table store.
+    pub tables: Arc<dyn TableBackend>,
+    /// The blob store, for attachments.
+    pub blobs: Arc<dyn BlobStore>,
+    /// The queue store, for the outbox.
+    pub queues: Arc<dyn QueueStore>,
+}
+
+impl Stores {
+    /// In-memory stores.
+    pub fn in_memory() -> Stores {
+        Stores {
+            tables: Arc::new(tablekit_mem::MemBackend::new()),
+            blobs: Arc::new(tablekit_mem::MemBlobStore::new()),
+            queues: Arc::new(tablekit_mem::MemQueueStore::new()),
+        }
+    }
+
+    /// The account of a connection string (for Azurite:
+    /// `UseDevelopmentStorage=true`).
+    pub fn connect(connection: &str) -> Result<Stores, Error> {
+        let tables = tablekit_azure::AzureTables::from_connection_string(connection)?;
+        let account = tables.account().clone();
+        Ok(Stores {
+            blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone())?),
+            queues: Arc::new(tablekit_azure::AzureQueues::new(account)?),
+            tables: Arc::new(tables),
+        })
+    }
+
+    /// The account `TABLEKIT_CONNECTION_STRING` names, or in-memory stores.
+    pub fn from_env() -> Result<Stores, Error> {
+        match std::env::var("TABLEKIT_CONNECTION_STRING") {
+            Ok(connection) => Stores::connect(&connection),
+            Err(_) => Ok(Stores::in_memory()),
+        }
+    }
+}
+
+/// The names of what the service keeps in its stores.
+#[derive(Debug, Clone)]
+pub struct Names {
+    /// The table of tenants' data.
+    pub table: String,
+    /// The prefix of the audit log's daily tables (letters and digits).
+    pub audit: String,
+    /// The blob container of attachments.
+    pub container: String,
+    /// The outbox's queue.
+    pub queue: String,
+}
+
+impl Default for Names {
+    fn default() -> Names {
+        Names {
+            table: "Shop".into(),
+            audit: "Audit".into(),
+            container: "attachments".into(),
+            queue: "shop-outbox".into(),
+        }
+    }
+}
+
+impl Names {
+    /// Names of their own, for a run that shares an account with others.
+    pub fn unique(tag: &str) -> Names {
+        let n = fastrand_suffix();
+        Names {
+            table: format!("Shop{tag}{n}"),
+            audit: format!("Audit{tag}{n}x"),
+            container: format!("attachments-{}-{n}", tag.to_ascii_lowercase()),
+            queue: format!("shop-outbox-{}-{n}", tag.to_ascii_lowercase()),
+        }
+    }
+}
+
+fn fastrand_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}{nanos:09}", std::process::id())
+}
+
+/// The service's state: a typed table per kind, over shared stores.
+#[derive(Clone)]
+pub struct App {
+    stores: Stores,
+    names: Names,
+    customers: Table<Customer>,
+    orders: Table<Order>,
+    users: Table<User>,
+    activity: Table<Activity>,
+    attachments: Table<Attachment>,
+    audit: Buckets<AuditEntry>,
+}
+
+impl App {
+    /// Prepares the table, the container and the outbox's queues (each only
+    /// if missing).
+    pub async fn open(stores: Stores, names: Names) -> Result<App, Error> {
+        let customers: Table<Customer> = Table::from_arc(Arc::clone(&stores.tables), &names.table)
+            .with_outbox(Outbox::new(Arc::clone(&stores.queues), names.queue.clone()));
+        customers.create_if_missing().await?;
+        match stores.blobs.create_container(&names.container).await {
+            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let app = App {
+            orders: customers.of(),
+            users: customers.of(),
+            activity: customers.of(),
+            attachments: customers
+                .of()
+                .with_blob_store(Arc::clone(&stores.blobs), &names.container),
+            audit: Buckets::new(Table::from_arc(Arc::clone(&stores.tables), &names.audit))?,
+            customers,
+            stores,
+            names,
+        };
+        app.worker().create_queues().await?;
+        Ok(app)
+    }
+
+    /// The outbox worker that finishes index changes kept in other
+    /// partitions; run it with [`OutboxWorker::run`].
+    pub fn worker(&self) -> OutboxWorker {
+        OutboxWorker::new(
+            Arc::clone(&self.stores.tables),
+            Arc::clone(&self.stores.queues),
+            self.names.queue.clone(),
+        )
+    }
+
+    /// Deletes what [`open`](App::open) made, and the audit tables.
+    pub async fn destroy(&self) -> Result<(), Error> {
+        self.customers.delete_table().await?;
+        self.audit.drop_before(DateTime::MAX).await?;
+        self.stores
+            .blobs
+            .delete_container(&self.names.container)
+            .await?;
+        self.stores.queues.delete_queue(&self.names.queue).await?;
+        self.stores
+            .queues
+            .delete_queue(&tablekit::outbox::poison_queue_name(&self.names.queue))
+            .await?;
+        Ok(())
+    }
+
+    /// The HTTP API, with request ids, tracing, a timeout and the audit log.
+    pub fn router(&self) -> Router {
+        let tenant = Router::new()
+            .route("/users/{user}", get(get_user).put(put_user))
+            .route(
+                "/users/{user}/activity",
+                get(list_activity).post(post_activity),
+            )
+            .route("/customers", get(list_customers).post(post_customer))
+            .route(
+                "/customers/{id}",
+                get(get_customer).put(put_customer).delete(delete_customer),
+            )
+            .route("/customers/by-email/{email}", get(customer_by_email))
+            .route("/customers/by-city/{city}", get(customers_by_city))
+            .route("/customers/{id}/orders", get(list_orders).post(post_order))
+            .route("/customers/{id}/orders/{number}", get(get_order))
+            .route(
+                "/customers/{id}/attachments/{name}",
+                get(get_attachment).put(put_attachment),
+            )
+            .route("/audit", get(list_audit));
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .nest("/tenants/{tenant}", tenant)
+            .layer(axum::middleware::from_fn_with_state(self.clone(), audit))
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                Duration::from_secs(10),
+            ))
+            .layer(PropagateRequestIdLayer::x_request_id())
+            .layer(TraceLayer::new_for_http())
+            .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .with_state(self.clone())
+    }
+}
+
+/// An error answer: a status and a JSON body `{"error": …, "message": …}`.
+#[derive(Debug)]
+pub enum ApiError {
+    /// The store's error, mapped by meaning.
+    Store(Error),
+    /// Input the service refuses (400).
+    BadRequest(String),
+    /// No such resource (404).
+    NotFound,
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> ApiError {
+        ApiError::Store(error)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> ApiError {
+        ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> ApiError {
+        ApiError::BadRequest(rejection.body_text())
+    }
+}
+
+fn error_status(error: &Error) -> (StatusCode, &'static str, Option<Duration>) {
+    match error {
+        Error::BatchFailed { source, .. } => error_status(source),
+        Error::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_input", None),
+        Error::EntityNotFound { .. } => (StatusCode::NOT_FOUND, "not_found", None),
+        Error::EntityAlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists", None),
+        Error::UniqueViolation { .. } => (StatusCode::CONFLICT, "unique_violation", None),
+        Error::PreconditionFailed { .. } => {
+            (StatusCode::PRECONDITION_FAILED, "etag_mismatch", None)
+        }
+        Error::Throttled { retry_after } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "throttled",
+            Some(retry_after.unwrap_or(Duration::from_secs(1))),
+        ),
+        Error::Transient { .. } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            Some(Duration::from_secs(1)),
+        ),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code, retry, message) = match self {
+            ApiError::Store(error) => {
+                let (status, code, retry) = error_status(&error);
+                if status.is_server_error() {
+                    tracing::warn!(%error, "request failed");
+                }
+                (status, code, retry, error.to_string())
+            }
+            ApiError::BadRequest(message) => {
+                (StatusCode::BAD_REQUEST, "invalid_input", None, message)
+            }
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                "not_found",
+                None,
+                "no such resource".into(),
+            ),
+        };
+        let mut response =
+            (status, Json(json!({ "error": code, "message": message }))).into_response();
+        if let Some(wait) = retry {
+            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// A JSON body whose rejection is a 400 with the parser's message.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(value) = Json::<T>::from_request(req, state).await?;
+        Ok(Body(value))
+    }
+}
+
+/// `?limit=&cursor=` of a list.
+#[derive(Debug, Deserialize)]
+pub struct PageParams {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+impl PageParams {
+    fn limit(&self) -> usize {
+        self.limit.unwrap_or(20)
+    }
+
+    fn cursor(&self) -> ApiResult<Option<Cursor>> {
+        self.cursor
+            .as_deref()
+            .map(|text| text.parse::<Cursor>().map_err(|e| Error::from(e).into()))
+            .transpose()
+    }
+}
+
+fn check(ok: bool, message: &str) -> ApiResult<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(message.into()))
+    }
+}
+
+fn with_etag(etag: &ETag, body: JsonValue, status: StatusCode) -> Response {
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(etag.as_str()) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// The `If-Match` of a request: `None` without one, or for `*`.
+fn if_match(headers: &HeaderMap) -> ApiResult<Option<ETag>> {
+    match headers.get(header::IF_MATCH) {
+        None => Ok(None),
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| ApiError::BadRequest("If-Match is not text".into()))?;
+            Ok((text.trim() != "*").then(|| ETag::new(text.trim())))
+        }
+    }
+}
+
+// ---- users and their activity ----
+
+#[derive(Deserialize)]
+struct UserBody {
+    name: String,
+}
+
+fn user_json(user: &User) -> JsonValue {
+    json!({ "user": user.user, "name": user.name })
+}
+
+async fn put_user(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    Body(body): Body<UserBody>,
+) -> ApiResult<Response> {
+    check(!body.name.trim().is_empty(), "name must not be empty")?;
+    let user = User {
+        tenant,
+        user,
+        name: body.name,
+    };
+    let etag = app.users.upsert(&user).await?;
+    Ok(with_etag(&etag, user_json(&user), StatusCode::OK))
+}
+
+async fn get_user(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .users
+        .get((tenant.as_str(), user.as_str()), ())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(with_etag(
+        Loaded::etag(&found),
+        user_json(&found),
+        StatusCode::OK,
+    ))
+}
+
+#[derive(Deserialize)]
+struct ActivityBody {
+    text: String,
+}
+
+fn activity_json(event: &Activity) -> JsonValue {
+    json!({ "at": event.at.0.to_string(), "text": event.text })
+}
+
+async fn post_activity(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    Body(body): Body<ActivityBody>,
+) -> ApiResult<Response> {
+    check(!body.text.is_empty(), "text must not be empty")?;
+    let event = Activity {
+        tenant,
+        user,
+        at: InvertedTime(DateTime::now()),
+        nonce: nonce(),
+        text: body.text,
+    };
+    let etag = app.activity.insert(&event).await?;
+    Ok(with_etag(&etag, activity_json(&event), StatusCode::CREATED))
+}
+
+fn nonce() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A page of a list: its items and the cursor of the next page.
+#[derive(Serialize)]
+struct Page {
+    items: Vec<JsonValue>,
+    next: Option<String>,
+}
+
+async fn list_activity(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let mut query = app
+        .activity
+        .query()
+        .partition((tenant.as_str(), user.as_str()));
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|e| activity_json(e)).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
+}
+
+// ---- customers ----
+
+#[derive(Deserialize)]
+struct CustomerBody {
+    id: Option<String>,
+    name: String,
+    email: String,
+    city: String,
+}
+
+impl CustomerBody {
+    fn check(&self) -> ApiResult<()> {
+        check(!self.name.trim().is_empty(), "name must not be empty")?;
+        check(
+            self.email.contains('@') && !self.email.contains('/'),
+            "email must be an address",
+        )?;
+        check(!self.city.trim().is_empty(), "city must not be empty")
+    }
+}
+
+fn customer_json(c: &Customer) -> JsonValue {
+    json!({ "id": c.id, "name": c.name, "email": c.email, "city": c.city })
+}
+
+async fn post_customer(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    Body(body): Body<CustomerBody>,
+) -> ApiResult<Response> {
+    body.check()?;
+    let id = body
+        .id
+        .clone()
+        .ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
+    check(!id.is_empty(), "id must not be empty")?;
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email,
+        city: body.city,
+    };
+    let etag = app.customers.insert(&customer).await?;
+    let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
+    let location = format!("/tenants/{}/customers/{}", customer.tenant, customer.id);
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+async fn get_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .customers
+        .get(tenant.as_str(), id.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(with_etag(
+        Loaded::etag(&found),
+        customer_json(&found),
+        StatusCode::OK,
+    ))
+}
+
+async fn put_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    Body(body): Body<CustomerBody>,
+) -> ApiResult<Response> {
+    body.check()?;
+    if body.id.as_ref().is_some_and(|given| *given != id) {
+        return Err(ApiError::BadRequest(
+            "the body's id is not the path's".into(),
+        ));
+    }
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email,
+        city: body.city,
+    };
+    // With If-Match, the write is guarded by the client's ETag; without,
+    // by the ETag of the version read here.
+    let etag = match if_match(&headers)? {
+        Some(etag) => etag,
+        None => {
+            let current = app
+                .customers
+                .get(customer.tenant.as_str(), customer.id.as_str())
+                .await?
+                .ok_or(ApiError::NotFound)?;
+            Loaded::etag(&current).clone()
+        }
+    };
+    let mut loaded = Loaded::new(customer, etag, None);
+    let etag = app.customers.replace(&mut loaded).await?;
+    Ok(with_etag(&etag, customer_json(&loaded), StatusCode::OK))
+}
+
+async fn delete_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    let current = app
+        .customers
+        .get(tenant.as_str(), id.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let current = match if_match(&headers)? {
+        Some(etag) => Loaded::new(Loaded::into_inner(current), etag, None),
+        None => current,
+    };
+    app.customers.delete(&current).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn list_customers(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let mut query = app.customers.query().partition(tenant.as_str());
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|c| customer_json(c)).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
+}
+
+async fn customer_by_email(
+    State(app): State<App>,
+    Path((tenant, email)): Path<(String, String)>,
+) -> ApiResult<Json<JsonValue>> {
+    let found = app
+        .customers
+        .index(Customer::indexes().email)
+        .get(tenant.as_str(), email.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(Json(customer_json(&found)))
+}
+
+async fn customers_by_city(
+    State(app): State<App>,
+    Path((tenant, city)): Path<(String, String)>,
+) -> ApiResult<Json<Page>> {
+    let found: Vec<Customer> = app
+        .customers
+        .remote_index(Customer::indexes().city)
+        .find(tenant.as_str(), city.as_str())
+        .try_collect()
+        .await?;
+    Ok(Json(Page {
+        items: found.iter().map(customer_json).collect(),
+        next: None,
+    }))
+}
+
+// ---- orders and their lines ----
+
+#[derive(Deserialize)]
+struct OrderBody {
+    number: u32,
+    lines: Vec<LineBody>,
+}
+
+#[derive(Deserialize)]
+struct LineBody {
+    sku: String,
+    quantity: i32,
+    price_cents: i64,
+}
+
+fn order_json(order: &Order, lines: &[Line]) -> JsonValue {
+    json!({
+        "number": order.number,
+        "placed": order.placed.to_string(),
+        "total_cents": order.total_cents,
+        "lines": lines.iter().map(|l| json!({
+            "line": l.line, "sku": l.sku, "quantity": l.quantity, "price_cents": l.price_cents,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+async fn post_order(
+    State(app): State<App>,
+    Path((tenant, customer)): Path<(String, String)>,
+    Body(body): Body<OrderBody>,
+) -> ApiResult<Response> {
+    check(
+        (1..=99).contains(&body.lines.len()),
+        "an order has 1 to 99 lines",
+    )?;
+    for line in &body.lines {
+        check(
+            line.quantity > 0 && line.price_cents >= 0,
+            "quantities are positive and prices not negative",
+        )?;
+        check(!line.sku.is_empty(), "sku must not be empty")?;
+    }
+    if !app
+        .customers
+        .exists(tenant.as_str(), customer.as_str())
+        .await?
+    {
+        return Err(ApiError::NotFound);
+    }
+    let total = body.lines.iter().try_fold(0i64, |sum, l| {
+        l.price_cents
+            .checked_mul(i64::from(l.quantity))
+            .and_then(|n| sum.checked_add(n))
+    });
+    let total = total.ok_or_else(|| ApiError::BadRequest("the total overflows".into()))?;
+    let order = Order {
+        tenant: tenant.clone(),
+        customer: customer.clone(),
+        number: body.number,
+        placed: DateTime::now(),
+        total_cents: total,
+    };
+    let lines: Vec<Line> = body
+        .lines
+        .into_iter()
+        .zip(1u32..)
+        .map(|(l, line)| Line {
+            tenant: tenant.clone(),
+            customer: customer.clone(),
+            number: body.number,
+            line,
+            sku: l.sku,
+            quantity: l.quantity,
+            price_cents: l.price_cents,
+        })
+        .collect();
+    // The order and its lines: one transaction, all or nothing.
+    let mut transaction = app.orders.transaction();
+    transaction.insert(&order)?;
+    for line in &lines {
+        transaction.insert(line)?;
+    }
+    let etags = transaction.submit().await?;
+    let mut response = (StatusCode::CREATED, Json(order_json(&order, &lines))).into_response();
+    if let Some(Some(etag)) = etags.first()
+        && let Ok(value) = HeaderValue::from_str(etag.as_str())
+    {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+async fn get_order(
+    State(app): State<App>,
+    Path((tenant, customer, number)): Path<(String, String, u32)>,
+) -> ApiResult<Json<JsonValue>> {
+    // The order and its lines are one range: one query.
+    let rows: Vec<Loaded<OrderRows>> = app
+        .orders
+        .of::<OrderRows>()
+        .read_collection::<Order>(
+            tenant.as_str(),
+            (customer.as_str(), number),
+            UnknownKind::Skip,
+        )
+        .try_collect()
+        .await?;
+    let mut order = None;
+    let mut lines = Vec::new();
+    for row in rows {
+        match Loaded::into_inner(row) {
+            OrderRows::Order(o) => order = Some(o),
+            OrderRows::Line(l) => lines.push(l),
+        }
+    }
+    let order = order.ok_or(ApiError::NotFound)?;
+    Ok(Json(order_json(&order, &lines)))
+}
+
+async fn list_orders(
+    State(app): State<App>,
+    Path((tenant, customer)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let mut query = app
+        .orders
+        .query()
+        .partition(tenant.as_str())
+        .row_prefix((customer.as_str(),));
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|o| order_json(o, &[])).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
+}
+
+// ---- attachments ----
+
+async fn put_attachment(
+    State(app): State<App>,
+    Path((tenant, customer, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    content: Bytes,
+) -> ApiResult<Response> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
+    if !app
+        .customers
+        .exists(tenant.as_str(), customer.as_str())
+        .await?
+    {
+        return Err(ApiError::NotFound);
+    }
+    let attachment = Attachment {
+        tenant,
+        customer,
+        name,
+        content_type,
+        content: content.to_vec(),
+    };
+    let etag = app.attachments.upsert(&attachment).await?;
+    Ok(with_etag(
+        &etag,
+        json!({ "name": attachment.name, "bytes": attachment.content.len() }),
+        StatusCode::OK,
+    ))
+}
+
+async fn get_attachment(
+    State(app): State<App>,
+    Path((tenant, customer, name)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .attachments
+        .get(tenant.as_str(), (customer.as_str(), name.as_str()))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let etag = Loaded::etag(&found).clone();
+    let attachment = Loaded::into_inner(found);
+    let mut response = attachment.content.into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&attachment.content_type) {
+        headers.insert(header::CONTENT_TYPE, value);
+    }
+    if let Ok(value) = HeaderValue::from_str(etag.as_str()) {
+        headers.insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+// ---- the audit log ----
+
+#[derive(Deserialize)]
+struct AuditParams {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+async fn list_audit(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    params: Result<Query<AuditParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let time = |text: Option<&str>, default: DateTime| -> ApiResult<DateTime> {
+        text.map_or(Ok(default), |t| {
+            DateTime::parse(t).map_err(|e| Error::from(e).into())
+        })
+    };
+    let to = time(params.to.as_deref(), DateTime::MAX)?;
+    let from = time(
+        params.from.as_deref(),
+        DateTime::now()
+            .checked_sub(Duration::from_secs(24 * 3600))
+            .unwrap_or(DateTime::MIN),
+    )?;
+    let entries = app
+        .audit
+        .query(from..to)
+        .each(move |q| q.partition(tenant.as_str()))
+        .collect()
+        .await?;
+    Ok(Json(Page {
+        items: entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "at": e.at.to_string(), "request": e.request,
+                    "action": e.action, "status": e.status,
+                })
+            })
+            .collect(),
+        next: None,
+    }))
+}
+
+/// Writes every change a tenant's request made (or tried) to the audit log,
+/// in the table of its day. A failure to write it is logged, and does not
+/// change the answer.
+async fn audit(State(app): State<App>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let response = next.run(request).await;
+    let tenant = path
+        .strip_prefix("/tenants/")
+        .and_then(|rest| rest.split('/').next())
+        .filter(|t| !t.is_empty());
+    if let (Some(tenant), false) = (tenant, method == Method::GET) {
+        let entry = AuditEntry {
+            tenant: tenant.to_owned(),
+            at: DateTime::now(),
+            request: id,
+            action: format!("{method} {path}"),
+            status: i32::from(response.status().as_u16()),
+        };
+        if let Err(error) = app.audit.insert(&entry).await {
+            tracing::warn!(%error, "audit entry not written");
+        }
+    }
+    response
+}

@@ -1,0 +1,168 @@
+//! The service's records and how they are laid out in the tables.
+//!
+//! One table (`Shop` by default) holds every tenant's data:
+//!
+//! | PartitionKey | RowKey | row |
+//! |---|---|---|
+//! | `acme` | `CUST_c1` | customer `c1` |
+//! | `acme` | `ORD_c1_0000000007\|` | its order 7 |
+//! | `acme` | `ORD_c1_0000000007\|LINE_0000000001` | the order's line 1 |
+//! | `acme` | `email_ann@example.com` | the unique email index: a copy of the customer |
+//! | `acme` | `ATT_c1_invoice.pdf` | an attachment; its bytes are in the blob store |
+//! | `city_acme` | `city_Oslo\|…` | the city index, kept through the outbox |
+//! | `acme\|ann` | `USER_` | user `ann` of tenant `acme` |
+//! | `acme\|ann` | `ACT_2518…_…` | her activity, newest first |
+//!
+//! The audit log goes into one table per day (`Audit20261124`), dropped
+//! whole when it ages out.
+
+use tablekit::key::InvertedTime;
+use tablekit::{DateTime, EntityKinds, TableEntity};
+
+/// A customer of a tenant.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "CUST")]
+#[tablekit(index(name = "email", tag = "email"))]
+#[tablekit(index(name = "city", tag = "city", partition = "city"))]
+pub struct Customer {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The customer's id within the tenant.
+    #[tablekit(row_key)]
+    pub id: String,
+    /// The customer's name.
+    pub name: String,
+    /// Unique within the tenant.
+    #[tablekit(unique = "email")]
+    pub email: String,
+    /// Where the customer lives; found across the tenant by the city index.
+    #[tablekit(index = "city")]
+    pub city: String,
+}
+
+/// An order of a customer: the head of a collection of lines.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "ORD", collection)]
+pub struct Order {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The customer.
+    #[tablekit(row_key)]
+    pub customer: String,
+    /// The order's number.
+    #[tablekit(row_key)]
+    pub number: u32,
+    /// When it was placed.
+    pub placed: DateTime,
+    /// Its total, in cents.
+    pub total_cents: i64,
+}
+
+/// A line of an order, stored right after it.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "LINE", parent = Order)]
+pub struct Line {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The customer.
+    #[tablekit(row_key)]
+    pub customer: String,
+    /// The order.
+    #[tablekit(row_key)]
+    pub number: u32,
+    /// The line's number within the order.
+    #[tablekit(row_key)]
+    pub line: u32,
+    /// What was bought.
+    pub sku: String,
+    /// How many.
+    pub quantity: i32,
+    /// The price of one, in cents.
+    pub price_cents: i64,
+}
+
+/// The rows of an order's collection: read with one range query.
+#[derive(EntityKinds, Debug, Clone)]
+pub enum OrderRows {
+    /// The order.
+    Order(Order),
+    /// One of its lines.
+    Line(Line),
+}
+
+/// A user of a tenant, in a partition of its own (`tenant|user`).
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "USER")]
+pub struct User {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The user.
+    #[tablekit(partition_key)]
+    pub user: String,
+    /// The user's display name.
+    pub name: String,
+}
+
+/// One event of a user's activity feed, read newest first.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "ACT")]
+pub struct Activity {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The user.
+    #[tablekit(partition_key)]
+    pub user: String,
+    /// When it happened: newest first.
+    #[tablekit(row_key)]
+    pub at: InvertedTime,
+    /// Tells apart events of the same tick.
+    #[tablekit(row_key)]
+    pub nonce: u32,
+    /// What happened.
+    pub text: String,
+}
+
+/// A file attached to a customer; its bytes live in the blob store.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "ATT")]
+pub struct Attachment {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The customer.
+    #[tablekit(row_key)]
+    pub customer: String,
+    /// The file's name.
+    #[tablekit(row_key)]
+    pub name: String,
+    /// Its media type.
+    pub content_type: String,
+    /// Its bytes.
+    #[tablekit(blob)]
+    pub content: Vec<u8>,
+}
+
+/// One write the service made, in the table of its day.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Audit", kind = "AUD", buckets = "day")]
+pub struct AuditEntry {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// When.
+    #[tablekit(row_key)]
+    #[tablekit(bucket)]
+    pub at: DateTime,
+    /// The request's id.
+    #[tablekit(row_key)]
+    pub request: String,
+    /// What was done (`POST /tenants/acme/customers`).
+    pub action: String,
+    /// The answer's status code.
+    pub status: i32,
+}
