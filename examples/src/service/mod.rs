@@ -373,6 +373,11 @@ fn with_etag(etag: &ETag, body: JsonValue, status: StatusCode) -> Response {
     response
 }
 
+/// `text` as one path segment.
+fn segment(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 /// The `If-Match` of a request: `None` without one, or for `*`.
 fn if_match(headers: &HeaderMap) -> ApiResult<Option<ETag>> {
     match headers.get(header::IF_MATCH) {
@@ -532,7 +537,11 @@ async fn post_customer(
     };
     let etag = app.customers.insert(&customer).await?;
     let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
-    let location = format!("/tenants/{}/customers/{}", customer.tenant, customer.id);
+    let location = format!(
+        "/tenants/{}/customers/{}",
+        segment(&customer.tenant),
+        segment(&customer.id)
+    );
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }

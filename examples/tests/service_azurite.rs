@@ -1,0 +1,198 @@
+//! The example service end to end on the REST backend: served on loopback
+//! over Azurite's tables, blobs and queues (started by the tests; they fail,
+//! never skip, if it cannot start), driven over HTTP, with the outbox worker
+//! running in the background as in the binary.
+
+#[path = "../../tablekit-azure/tests/azurite/mod.rs"]
+mod azurite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tablekit_examples::service::{App, Names, Stores};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_runs_on_azurite() {
+    let account = azurite::account();
+    let stores = Stores {
+        tables: Arc::new(tablekit_azure::AzureTables::new(account.clone()).expect("tables")),
+        blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone()).expect("blobs")),
+        queues: Arc::new(tablekit_azure::AzureQueues::new(account).expect("queues")),
+    };
+    let app = App::open(stores, Names::unique("E2e")).await.expect("open");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = app.worker();
+    let worker = tokio::spawn(async move {
+        let mut stopped = stopped;
+        worker
+            .run(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let server = tokio::spawn(axum::serve(listener, app.router()).into_future());
+    let http = reqwest::Client::new();
+    let url = |path: &str| format!("{base}/tenants/acme{path}");
+
+    // Customers, their ETags and their unique emails.
+    let created = http
+        .post(url("/customers"))
+        .json(&json!({ "id": "c1", "name": "Ann", "email": "ann@example.com", "city": "Oslo" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let etag = created.headers()["etag"].to_str().unwrap().to_owned();
+    let taken = http
+        .post(url("/customers"))
+        .json(&json!({ "id": "c2", "name": "Bob", "email": "ann@example.com", "city": "Oslo" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(taken.status(), StatusCode::CONFLICT);
+    let renamed = json!({ "name": "Ann B", "email": "ann@example.com", "city": "Bergen" });
+    let put = http
+        .put(url("/customers/c1"))
+        .header("if-match", &etag)
+        .json(&renamed)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(put.status(), StatusCode::OK);
+    let stale = http
+        .put(url("/customers/c1"))
+        .header("if-match", &etag)
+        .json(&renamed)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
+    let by_email: Value = http
+        .get(url("/customers/by-email/ann@example.com"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(by_email["name"], "Ann B");
+    // The city index follows the move, through the outbox.
+    let mut bergen = Value::Null;
+    for _ in 0..50 {
+        bergen = http
+            .get(url("/customers/by-city/Bergen"))
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        if bergen["items"].as_array().is_some_and(|i| i.len() == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(bergen["items"][0]["id"], "c1");
+
+    // An order and its lines, one transaction; read back with one range.
+    let order = http
+        .post(url("/customers/c1/orders"))
+        .json(&json!({ "number": 1, "lines": [
+            { "sku": "apple", "quantity": 2, "price_cents": 30 },
+            { "sku": "fig", "quantity": 1, "price_cents": 90 },
+        ]}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(order.status(), StatusCode::CREATED);
+    let read: Value = http
+        .get(url("/customers/c1/orders/1"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(read["total_cents"], 150);
+    assert_eq!(read["lines"].as_array().unwrap().len(), 2);
+
+    // An attachment larger than a row, through the blob service.
+    let content: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let stored = http
+        .put(url("/customers/c1/attachments/scan.bin"))
+        .header("content-type", "application/octet-stream")
+        .body(content.clone())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(stored.status(), StatusCode::OK);
+    let back = http
+        .get(url("/customers/c1/attachments/scan.bin"))
+        .send()
+        .await
+        .expect("send")
+        .bytes()
+        .await
+        .expect("bytes");
+    assert!(back[..] == content[..], "the attachment comes back whole");
+
+    // The activity feed, newest first, a page at a time.
+    for i in 0..3 {
+        let posted = http
+            .post(url("/users/ann/activity"))
+            .json(&json!({ "text": format!("event {i}") }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(posted.status(), StatusCode::CREATED);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let first: Value = http
+        .get(url("/users/ann/activity?limit=2"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(first["items"][0]["text"], "event 2");
+    let cursor = first["next"].as_str().expect("a cursor");
+    let second: Value = http
+        .get(url(&format!("/users/ann/activity?limit=2&cursor={cursor}")))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(second["items"][0]["text"], "event 0");
+    assert!(second["next"].is_null());
+
+    // Every write so far is in today's audit table.
+    let audit: Value = http
+        .get(url("/audit"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    let statuses: Vec<u64> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [201, 409, 200, 412, 201, 200, 201, 201, 201]);
+
+    server.abort();
+    let _ = stop.send(true);
+    worker.await.expect("worker task").expect("worker");
+    app.destroy().await.expect("clean up");
+}
