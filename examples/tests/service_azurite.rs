@@ -13,6 +13,12 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tablekit_examples::service::{App, Names, Stores};
 
+async fn get_json(http: &reqwest::Client, url: String) -> Value {
+    let response = http.get(url).send().await.expect("send");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.expect("json")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_runs_on_azurite() {
     let account = azurite::account();
@@ -73,26 +79,12 @@ async fn the_service_runs_on_azurite() {
         .await
         .expect("send");
     assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
-    let by_email: Value = http
-        .get(url("/customers/by-email/ann@example.com"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let by_email: Value = get_json(&http, url("/customers/by-email/ann@example.com")).await;
     assert_eq!(by_email["name"], "Ann B");
     // The city index follows the move, through the outbox.
     let mut bergen = Value::Null;
     for _ in 0..50 {
-        bergen = http
-            .get(url("/customers/by-city/Bergen"))
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json");
+        bergen = get_json(&http, url("/customers/by-city/Bergen")).await;
         if bergen["items"].as_array().is_some_and(|i| i.len() == 1) {
             break;
         }
@@ -111,14 +103,7 @@ async fn the_service_runs_on_azurite() {
         .await
         .expect("send");
     assert_eq!(order.status(), StatusCode::CREATED);
-    let read: Value = http
-        .get(url("/customers/c1/orders/1"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let read: Value = get_json(&http, url("/customers/c1/orders/1")).await;
     assert_eq!(read["total_cents"], 150);
     assert_eq!(read["lines"].as_array().unwrap().len(), 2);
 
@@ -153,36 +138,19 @@ async fn the_service_runs_on_azurite() {
         assert_eq!(posted.status(), StatusCode::CREATED);
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let first: Value = http
-        .get(url("/users/ann/activity?limit=2"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let first: Value = get_json(&http, url("/users/ann/activity?limit=2")).await;
     assert_eq!(first["items"][0]["text"], "event 2");
     let cursor = first["next"].as_str().expect("a cursor");
-    let second: Value = http
-        .get(url(&format!("/users/ann/activity?limit=2&cursor={cursor}")))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let second: Value = get_json(
+        &http,
+        url(&format!("/users/ann/activity?limit=2&cursor={cursor}")),
+    )
+    .await;
     assert_eq!(second["items"][0]["text"], "event 0");
     assert!(second["next"].is_null());
 
     // Every write so far is in today's audit table.
-    let audit: Value = http
-        .get(url("/audit"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let audit: Value = get_json(&http, url("/audit")).await;
     let statuses: Vec<u64> = audit["items"]
         .as_array()
         .unwrap()
