@@ -198,7 +198,7 @@
 //! That costs memory for the whole result, and a page read
 //! ([`TableQuery::page`]) reads the rest of its query each time, so keep
 //! ordered reads on such a store to a partition or a key range. Counts need
-//! no order and cost nothing extra.
+//! no order and read the store's pages as they come.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

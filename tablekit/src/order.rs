@@ -38,6 +38,31 @@ pub(crate) fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
     cmp_utf16(a.0, b.0).then_with(|| cmp_utf16(a.1, b.1))
 }
 
+/// One page of `query` in the store's order, for reads that need no order
+/// (counts): a key token becomes a condition on the keys, and the rest goes
+/// to the store as it is.
+pub(crate) async fn unordered_page<B: TableBackend + ?Sized>(
+    backend: &B,
+    table: &str,
+    mut query: Query,
+) -> Result<QueryPage> {
+    resume_from_key(&mut query);
+    backend.query_entities(table, &query).await
+}
+
+/// Turns a key token in `query.continuation` into a condition on the keys.
+fn resume_from_key(query: &mut Query) {
+    if let Some((pk, rk)) = query.continuation.as_ref().and_then(key_token_start) {
+        let from = Filter::partition_key().gt(pk)
+            | (Filter::partition_key().eq(pk) & Filter::row_key().ge(rk));
+        query.filter = Some(match query.filter.take() {
+            Some(filter) => filter & from,
+            None => from,
+        });
+        query.continuation = None;
+    }
+}
+
 /// One page of `query`, its rows in key order on any backend.
 ///
 /// A key token in `query.continuation` becomes a condition on the keys. On a
@@ -51,15 +76,7 @@ pub(crate) async fn ordered_page<B: TableBackend + ?Sized>(
     mut query: Query,
     whole: bool,
 ) -> Result<QueryPage> {
-    if let Some((pk, rk)) = query.continuation.as_ref().and_then(key_token_start) {
-        let from = Filter::partition_key().gt(pk)
-            | (Filter::partition_key().eq(pk) & Filter::row_key().ge(rk));
-        query.filter = Some(match query.filter.take() {
-            Some(filter) => filter & from,
-            None => from,
-        });
-        query.continuation = None;
-    }
+    resume_from_key(&mut query);
     if backend.query_order() == QueryOrder::Keys {
         return backend.query_entities(table, &query).await;
     }

@@ -635,8 +635,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
             let mut count = 0;
             loop {
-                let page =
-                    crate::order::ordered_page(&**backend, name, query.clone(), true).await?;
+                let page = crate::order::unordered_page(&**backend, name, query.clone()).await?;
                 count += page.entities.len();
                 match page.continuation {
                     Some(next) if count < limit => query.continuation = Some(next),
