@@ -212,6 +212,11 @@ impl QueryPage {
     /// The page's rows in key order: each entity, and each undecodable row
     /// as [`Error::UndecodableRow`](crate::Error::UndecodableRow).
     pub fn into_rows(self) -> impl Iterator<Item = Result<Entity>> + Send {
+        self.into_row_vec().into_iter()
+    }
+
+    /// [`into_rows`](QueryPage::into_rows), collected.
+    pub(crate) fn into_row_vec(self) -> Vec<Result<Entity>> {
         let mut rows: Vec<Result<Entity>> = self.entities.into_iter().map(Ok).collect();
         if !self.undecodable.is_empty() {
             rows.extend(self.undecodable.into_iter().map(|row| Err(row.into())));
@@ -230,7 +235,7 @@ impl QueryPage {
                     .then_with(|| crate::keyorder::cmp_utf16(&a.1, &b.1))
             });
         }
-        rows.into_iter()
+        rows
     }
 }
 
