@@ -524,6 +524,32 @@ async fn users_and_their_feed_newest_first() {
         get(&router, "/tenants/acme/users/bob").await.status,
         StatusCode::NOT_FOUND
     );
+    // The tenant's users: the partitions under `acme|`, not `acme2|`'s.
+    for (tenant, user) in [("acme", "bob"), ("acme", "cat"), ("acme2", "dan")] {
+        let put = call(
+            &router,
+            Method::PUT,
+            &format!("/tenants/{tenant}/users/{user}"),
+            Some(json!({ "name": user })),
+            &[],
+        )
+        .await;
+        assert_eq!(put.status, StatusCode::OK);
+    }
+    let first = get(&router, "/tenants/acme/users?limit=2").await.json();
+    let cursor = first["next"].as_str().expect("a cursor").to_owned();
+    let second = get(
+        &router,
+        &format!("/tenants/acme/users?limit=2&cursor={cursor}"),
+    )
+    .await
+    .json();
+    let users: Vec<_> = [first, second]
+        .iter()
+        .flat_map(|page| page["items"].as_array().unwrap().clone())
+        .map(|u| u["user"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(users, ["ann", "bob", "cat"]);
     for i in 0..5 {
         let posted = post(
             &router,
@@ -552,6 +578,9 @@ async fn users_and_their_feed_newest_first() {
         texts,
         ["event 4", "event 3", "event 2", "event 1", "event 0"]
     );
+    // Ann's activity shares her partition; the users list skips it.
+    let users = get(&router, "/tenants/acme/users?limit=10").await.json();
+    assert_eq!(users["items"].as_array().unwrap().len(), 3);
     let empty = post(
         &router,
         "/tenants/acme/users/ann/activity",

@@ -205,6 +205,7 @@ impl App {
     /// The HTTP API, with request ids, tracing, a timeout and the audit log.
     pub fn router(&self) -> Router {
         let tenant = Router::new()
+            .route("/users", get(list_users))
             .route("/users/{user}", get(get_user).put(put_user))
             .route(
                 "/users/{user}/activity",
@@ -431,6 +432,26 @@ async fn get_user(
         user_json(&found),
         StatusCode::OK,
     ))
+}
+
+/// The tenant's users: every partition under the tenant, one range of
+/// PartitionKeys (`acme|…`), users only (their activity rows are skipped by
+/// kind).
+async fn list_users(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let mut query = app.users.query().partition_prefix(tenant.as_str());
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|u| user_json(u)).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
 }
 
 #[derive(Deserialize)]
