@@ -5,13 +5,13 @@
 //! | PartitionKey | RowKey | row |
 //! |---|---|---|
 //! | `acme` | `CUST_c1` | customer `c1` |
-//! | `acme` | `ORD_c1_0000000007\|` | its order 7 |
-//! | `acme` | `ORD_c1_0000000007\|LINE_0000000001` | the order's line 1 |
 //! | `acme` | `email_ann@example.com` | the unique email index: a copy of the customer |
-//! | `acme` | `ATT_c1_invoice.pdf` | an attachment; its bytes are in the blob store |
-//! | `city_acme` | `city_Oslo\|…` | the city index, kept through the outbox |
+//! | `acme` | `ORD_c1\|0000000007` | its order 7 |
+//! | `acme` | `ORD_c1\|0000000007_LINE_0000000001` | the order's line 1, right after it |
+//! | `acme` | `ATT_c1\|invoice.pdf` | an attachment; its bytes are in the blob store |
+//! | `city_acme` | `city_Oslo\|CUST_c1` | the city index, kept through the outbox |
 //! | `acme\|ann` | `USER_` | user `ann` of tenant `acme` |
-//! | `acme\|ann` | `ACT_2518…_…` | her activity, newest first |
+//! | `acme\|ann` | `ACT_2516067891445256764_0000000000` | her activity, newest first |
 //!
 //! The audit log goes into one table per day (`Audit20261124`), dropped
 //! whole when it ages out.
