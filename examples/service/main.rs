@@ -11,6 +11,7 @@
 //!   (`UseDevelopmentStorage=true` for Azurite, or an Azure Storage or Cosmos
 //!   DB for Table connection string);
 //! - `TABLEKIT_SERVICE_ADDR`: where to listen (`127.0.0.1:8080`);
+//! - `TABLEKIT_AUDIT_DAYS`: how many days of audit log to keep (30);
 //! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
 //!
 //! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
@@ -44,6 +45,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     });
 
+    // The audit log keeps `TABLEKIT_AUDIT_DAYS` days (30): older days'
+    // tables are dropped whole, checked every hour.
+    let keep_days: u64 = std::env::var("TABLEKIT_AUDIT_DAYS")
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(30);
+    let expiry = {
+        let app = app.clone();
+        let mut stopped = stopped.clone();
+        tokio::spawn(async move {
+            let mut hourly = tokio::time::interval(std::time::Duration::from_secs(3600));
+            loop {
+                tokio::select! {
+                    _ = hourly.tick() => {}
+                    _ = stopped.wait_for(|stop| *stop) => return,
+                }
+                let keep = std::time::Duration::from_secs(keep_days * 24 * 3600);
+                match app.expire_audit(keep).await {
+                    Ok(dropped) if !dropped.is_empty() => {
+                        tracing::info!(?dropped, "dropped old audit tables");
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "audit tables not dropped"),
+                }
+            }
+        })
+    };
+
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     axum::serve(listener, app.router())
@@ -52,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!("stopping the outbox worker");
     let _ = stop.send(true);
     worker.await?;
+    expiry.await?;
     Ok(())
 }
 

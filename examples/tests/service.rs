@@ -672,6 +672,42 @@ async fn writes_go_to_the_audit_log() {
 }
 
 #[tokio::test]
+async fn old_audit_days_are_dropped_whole() {
+    let stores = Stores::in_memory();
+    let app = App::open(stores, Names::default()).await.expect("open");
+    let router = app.router();
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    let old = tablekit::DateTime::now()
+        .checked_sub(std::time::Duration::from_secs(3 * 24 * 3600))
+        .unwrap();
+    app.audit_log()
+        .insert(&tablekit_examples::service::model::AuditEntry {
+            tenant: "acme".into(),
+            at: old,
+            request: "old".into(),
+            action: "POST /tenants/acme/customers".into(),
+            status: 201,
+        })
+        .await
+        .expect("an old entry");
+    assert_eq!(app.audit_log().tables().await.expect("tables").len(), 2);
+    let dropped = app
+        .expire_audit(std::time::Duration::from_secs(24 * 3600))
+        .await
+        .expect("expire");
+    assert_eq!(dropped.len(), 1, "the day of three days ago: {dropped:?}");
+    let left = app.audit_log().tables().await.expect("tables");
+    assert_eq!(left.len(), 1, "today's table stays");
+    let today = get(&router, "/tenants/acme/audit").await.json();
+    assert_eq!(today["items"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn a_throttled_store_is_a_503_with_retry_after() {
     let (router, faults) = service().await;
     post(

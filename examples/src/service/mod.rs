@@ -186,6 +186,18 @@ impl App {
         )
     }
 
+    /// The audit log: one table per day.
+    pub fn audit_log(&self) -> &Buckets<AuditEntry> {
+        &self.audit
+    }
+
+    /// Drops the audit log's tables of the days that ended more than `keep`
+    /// ago, one request each; their names. The binary runs it every hour.
+    pub async fn expire_audit(&self, keep: Duration) -> Result<Vec<String>, Error> {
+        let cutoff = DateTime::now().checked_sub(keep).unwrap_or(DateTime::MIN);
+        self.audit.drop_before(cutoff).await
+    }
+
     /// Deletes what [`open`](App::open) made, and the audit tables.
     pub async fn destroy(&self) -> Result<(), Error> {
         self.customers.delete_table().await?;
