@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::datetime::DateTime;
 use crate::value::Value;
@@ -150,22 +151,35 @@ impl IntoIterator for Properties {
 /// The service's form is a weak tag around the write time,
 /// `W/"datetime'2021-02-01T20%3A58%3A58.3738734Z'"`; treat it as opaque and send
 /// it back unchanged in [`IfMatch::ETag`].
+///
+/// Cloning an ETag is cheap (it is shared, not copied): every write through a
+/// [`Loaded`](crate::Loaded) clones the ETag it holds into its `If-Match`.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct ETag(String);
+pub struct ETag(Arc<str>);
 
 impl ETag {
     /// Wraps an ETag as the service sent it.
     pub fn new(tag: impl Into<String>) -> ETag {
-        ETag(tag.into())
+        ETag(Arc::from(tag.into()))
     }
 
     /// The service's ETag for an entity written at `timestamp`.
     pub fn from_timestamp(timestamp: DateTime) -> ETag {
-        let mut tag = String::with_capacity(48);
-        tag.push_str("W/\"datetime'");
-        timestamp.write_iso(&mut tag, "%3A", true);
-        tag.push_str("'\"");
-        ETag(tag)
+        const PREFIX: &str = "W/\"datetime'";
+        const SUFFIX: &str = "'\"";
+        // Assembled on the stack, then shared: one allocation.
+        let iso = timestamp.iso_text("%3A", true);
+        let iso = iso.as_str();
+        let mut bytes = [0u8; PREFIX.len() + 36 + SUFFIX.len()];
+        let mut len = 0;
+        for part in [PREFIX, iso, SUFFIX] {
+            bytes[len..len + part.len()].copy_from_slice(part.as_bytes());
+            len += part.len();
+        }
+        // Three texts joined: valid UTF-8, as the check confirms.
+        ETag(Arc::from(
+            std::str::from_utf8(&bytes[..len]).unwrap_or_default(),
+        ))
     }
 
     /// The write time inside a `W/"datetime'…'"` ETag, if it has that form.

@@ -369,8 +369,10 @@ fn unescape_spaces(text: &str) -> Option<String> {
 /// Appends `text` with the escapes of the string encoding (what a `String`
 /// key part writes): the characters the store forbids, and U+FFFD–U+FFFF.
 pub fn write_escaped(text: &str, out: &mut String) {
-    // Most key strings need no escape: copy them whole.
-    if !text.chars().any(|c| escape(c).is_some()) {
+    // Most key strings are ASCII with nothing to escape, which a look at
+    // the bytes tells; they are copied whole.
+    let plain = |b: u8| (0x20..0x7F).contains(&b) && !matches!(b, b'#' | b'/' | b'?' | b'\\');
+    if text.bytes().all(plain) || !text.chars().any(|c| escape(c).is_some()) {
         out.push_str(text);
         return;
     }

@@ -239,13 +239,8 @@ impl Transaction {
 
     /// Runs the writes, then finishes the outbox records they wrote.
     async fn run(&self) -> Result<Vec<Option<ETag>>> {
-        let etags = plan::run(
-            &self.backend,
-            &self.table,
-            &self.writes,
-            self.clock.as_ref(),
-        )
-        .await?;
+        let writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
+        let etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
         for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
             super::spanning::finish_after_commit(
                 self.backend.as_ref(),

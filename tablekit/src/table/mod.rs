@@ -85,11 +85,15 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// assert_eq!(Loaded::etag(&loaded).as_str(), "W/\"datetime'2024-01-02T03%3A04%3A05.0000000Z'\"");
 /// assert_eq!(Loaded::into_inner(loaded), "value");
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Loaded<T> {
     value: T,
     etag: ETag,
     timestamp: Option<DateTime>,
+    /// The Timestamp is the time the ETag names (falling back on
+    /// `timestamp`), read from it when asked for: a write through this
+    /// value then costs no parsing.
+    stamp_in_etag: bool,
     /// The write history of the row read (see [`update::WRITES_PROPERTY`]),
     /// which a write through this value carries on.
     writes: Option<String>,
@@ -105,8 +109,18 @@ impl<T> Loaded<T> {
             value,
             etag,
             timestamp,
+            stamp_in_etag: false,
             writes: None,
             index_keys: None,
+        }
+    }
+
+    /// A value just written as the version `etag`: its Timestamp is the
+    /// time the ETag names.
+    pub(crate) fn written(value: T, etag: ETag) -> Loaded<T> {
+        Loaded {
+            stamp_in_etag: true,
+            ..Loaded::new(value, etag, None)
         }
     }
 
@@ -117,7 +131,11 @@ impl<T> Loaded<T> {
 
     /// When that version was written, as the store recorded it.
     pub fn timestamp(this: &Loaded<T>) -> Option<DateTime> {
-        this.timestamp
+        if this.stamp_in_etag {
+            this.etag.timestamp().or(this.timestamp)
+        } else {
+            this.timestamp
+        }
     }
 
     /// The value, without the ETag.
@@ -127,19 +145,33 @@ impl<T> Loaded<T> {
 
     /// The value, the ETag and the Timestamp.
     pub fn into_parts(this: Loaded<T>) -> (T, ETag, Option<DateTime>) {
-        (this.value, this.etag, this.timestamp)
+        let timestamp = Loaded::timestamp(&this);
+        (this.value, this.etag, timestamp)
     }
 
     /// Records that the value was written as the version `etag` (for writes
     /// made outside [`Table::replace`] and [`Table::merge`], such as a
     /// [`TableBatch`], whose `submit` returns each operation's ETag). The
-    /// Timestamp is the time the ETag names.
+    /// Timestamp is the time the ETag names (for an ETag that names none,
+    /// the Timestamp last read).
     pub fn set_etag(this: &mut Loaded<T>, etag: ETag) {
-        this.timestamp = etag.timestamp().or(this.timestamp);
+        // Read from the ETag when asked for. An ETag of another form falls
+        // back on the Timestamp last read.
+        this.stamp_in_etag = true;
         this.etag = etag;
         // The version written elsewhere may have moved index values: the
         // next write through this value reads them again.
         this.index_keys = None;
+    }
+}
+
+/// Equal when the values, the ETags and the Timestamps are (what a write
+/// through either remembers of the row is no part of it).
+impl<T: PartialEq> PartialEq for Loaded<T> {
+    fn eq(&self, other: &Loaded<T>) -> bool {
+        self.value == other.value
+            && self.etag == other.etag
+            && Loaded::timestamp(self) == Loaded::timestamp(other)
     }
 }
 
@@ -452,6 +484,7 @@ impl<K: EntityKinds> Table<K> {
                     value: value?,
                     etag: etag.unwrap_or_else(|| ETag::new("")),
                     timestamp,
+                    stamp_in_etag: false,
                     writes,
                     index_keys: None,
                 })),
@@ -605,21 +638,22 @@ impl<T: TableEntity> Table<T> {
             new: new_keys.as_deref(),
         };
         let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-        let mut outcome = Err(Error::Transient {
-            message: "no attempt".into(),
-        });
-        for _ in 0..LOST_WRITE_ATTEMPTS {
-            outcome = self
+        let mut attempts = 0;
+        let outcome = loop {
+            attempts += 1;
+            let outcome = self
                 .write_recorded(&mut row, write(), &recorded, hint)
                 .await;
-            if !outcome.as_ref().is_err_and(is_settled_not_applied) {
-                break;
+            if attempts == LOST_WRITE_ATTEMPTS
+                || !outcome.as_ref().is_err_and(is_settled_not_applied)
+            {
+                break outcome;
             }
-        }
+        };
         match outcome? {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
-                loaded.writes = self.record_writes.then(|| recorded.history().to_owned());
+                loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                 loaded.index_keys = new_keys.map(Arc::from);
                 Ok(etag)
             }
@@ -680,7 +714,8 @@ impl<T: TableEntity> Table<T> {
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
         );
-        let entity = crate::Entity::new(pk.clone(), rk.clone());
+        let entity = crate::Entity::new(pk, rk);
+        let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
@@ -688,17 +723,17 @@ impl<T: TableEntity> Table<T> {
                 old: loaded.index_keys.as_deref(),
                 new: None,
             };
-            match self.write_row(entity.clone(), delete(), hint).await {
+            match self.write_lent(&entity, delete(), hint).await {
                 Ok(_) => return Ok(()),
                 // A lost answer: the row gone means deleted; the version read
                 // still there means not applied (try again); anything else,
                 // another writer changed it, and the store cannot tell whether
                 // this delete came first.
-                Err(e) if e.is_outcome_unknown() => match self.read_stored(&pk, &rk).await {
+                Err(e) if e.is_outcome_unknown() => match self.read_stored(pk, rk).await {
                     Ok(None) => {
                         // Deleted: with its outbox record, if it wrote one.
                         if !T::REMOTE_INDEXES.is_empty() {
-                            self.finish_after_commit(&pk, &rk).await;
+                            self.finish_after_commit(pk, rk).await;
                         }
                         return Ok(());
                     }
@@ -786,6 +821,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         value,
         etag,
         timestamp,
+        stamp_in_etag: false,
         writes,
         index_keys,
     })

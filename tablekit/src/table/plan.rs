@@ -16,7 +16,7 @@
 //! [`Loaded`]: super::Loaded
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -44,15 +44,16 @@ pub(super) struct Current {
     pub(super) parts: usize,
 }
 
-/// What an operation of a planned transaction is for.
-#[derive(Debug, Clone)]
+/// What an operation of a planned transaction is for. An index row's key
+/// is the operation's RowKey.
+#[derive(Debug, Clone, Copy)]
 pub(super) enum Role {
     /// The entity's row, or one of its parts.
     Entity,
-    /// Deletes the old row `key` of an index.
-    IndexDelete(String),
-    /// Writes the row `key` of index `index`.
-    IndexWrite(usize, String),
+    /// Deletes an old index row.
+    IndexDelete,
+    /// Writes a row of index `index`.
+    IndexWrite(usize),
     /// Changes an index entity, guarded by its ETag.
     List,
 }
@@ -107,7 +108,7 @@ impl<T: TableEntity> Table<T> {
             new_keys: hint.new.map(Cow::Borrowed),
             _marker: PhantomData,
         };
-        let writes = [Box::new(pending) as Box<dyn Pending + '_>];
+        let writes: [&dyn Pending; 1] = [&pending];
         match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
                 if !T::REMOTE_INDEXES.is_empty() {
@@ -184,12 +185,21 @@ impl<T: TableEntity> Table<T> {
 
 /// What earlier attempts of a transaction learned about one write's index
 /// rows: old ones found missing, unique ones to take over under their ETag.
+/// (A few rows at most, one per index: lists, which cost nothing to make.)
 #[derive(Default)]
 pub(super) struct Learned {
-    missing: HashSet<String>,
-    take_over: HashMap<String, ETag>,
+    missing: Vec<String>,
+    take_over: Vec<(String, ETag)>,
     /// An index row a merge planned without reading was not there: read.
     read: bool,
+}
+
+impl Learned {
+    fn take_over(&self, key: &str) -> Option<&ETag> {
+        self.take_over
+            .iter()
+            .find_map(|(k, etag)| (k == key).then_some(etag))
+    }
 }
 
 /// The state a write replaces, as planned: what is stored, the RowKeys of
@@ -215,17 +225,47 @@ pub(super) struct RemoteState {
     new: Vec<Option<String>>,
 }
 
-/// One write's operations in a transaction, with what each is for.
+/// The operations of a transaction, with the write each belongs to and what
+/// it is for. Each write adds its own, its entity's row first.
 pub(super) struct Planned {
     operations: Vec<BatchOperation>,
-    roles: Vec<Role>,
-    retry: bool,
+    owners: Vec<(usize, Role)>,
+    /// The write adding operations now.
+    write: usize,
+}
+
+impl Planned {
+    fn with_capacity(room: usize) -> Planned {
+        Planned {
+            operations: Vec::with_capacity(room),
+            owners: Vec::with_capacity(room),
+            write: 0,
+        }
+    }
+
+    fn push(&mut self, operation: BatchOperation, role: Role) {
+        self.operations.push(operation);
+        self.owners.push((self.write, role));
+    }
+
+    /// Moves the last `n` operations in front of those from `start` on.
+    fn move_to_front(&mut self, start: usize, n: usize) {
+        self.operations[start..].rotate_right(n);
+        self.owners[start..].rotate_right(n);
+    }
 }
 
 /// One write of a transaction, its type erased.
 pub(super) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
+    /// What the write replaces, when it knows it without reading; `None`
+    /// when [`state`](Pending::state) must read it.
+    fn known_state(&self, learned: &Learned) -> Option<State<'_>>;
+    /// How many operations the write plans, as far as is known before.
+    fn room(&self) -> usize {
+        1
+    }
     /// Reads what the write replaces (or knows it without reading).
     fn state<'a>(
         &'a self,
@@ -233,10 +273,17 @@ pub(super) trait Pending: Send + Sync {
         table: &'a str,
         learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State<'a>>>;
-    /// The write's operations over `state`; `at` is the time of the write
-    /// (for an outbox record; read only when a write of the transaction
-    /// records one).
-    fn plan(&self, state: State<'_>, learned: &Learned, at: DateTime) -> Result<Planned>;
+    /// Adds the write's operations over `state` to `out`, its entity's row
+    /// first; whether a lost race may be tried again. `at` is the time of
+    /// the write (for an outbox record; read only when a write of the
+    /// transaction records one).
+    fn plan(
+        &self,
+        state: State<'_>,
+        learned: &Learned,
+        at: DateTime,
+        out: &mut Planned,
+    ) -> Result<bool>;
     /// The entity's keys, when its write records outbox steps to finish
     /// after the transaction.
     fn spans(&self) -> Option<(&str, &str)> {
@@ -268,9 +315,26 @@ pub(super) struct Typed<'a, T> {
 /// A raw operation added to a typed batch.
 pub(super) struct Raw(pub(super) BatchOperation);
 
+impl State<'_> {
+    /// Nothing stored is known or needed.
+    fn none(guard: Option<ETag>) -> State<'static> {
+        State {
+            current: None,
+            old_keys: None,
+            guard,
+            retry: false,
+            lists: HashMap::new(),
+            remote: None,
+        }
+    }
+}
+
 impl Pending for Raw {
     fn keys(&self) -> (&str, &str) {
         self.0.keys()
+    }
+    fn known_state(&self, _: &Learned) -> Option<State<'_>> {
+        Some(State::none(None))
     }
     fn state<'a>(
         &'a self,
@@ -278,23 +342,11 @@ impl Pending for Raw {
         _: &'a str,
         _: &'a Learned,
     ) -> BoxFuture<'a, Result<State<'a>>> {
-        Box::pin(async {
-            Ok(State {
-                current: None,
-                old_keys: None,
-                guard: None,
-                retry: false,
-                lists: HashMap::new(),
-                remote: None,
-            })
-        })
+        Box::pin(async { Ok(State::none(None)) })
     }
-    fn plan(&self, _: State<'_>, _: &Learned, _: DateTime) -> Result<Planned> {
-        Ok(Planned {
-            operations: vec![self.0.clone()],
-            roles: vec![Role::Entity],
-            retry: false,
-        })
+    fn plan(&self, _: State<'_>, _: &Learned, _: DateTime, out: &mut Planned) -> Result<bool> {
+        out.push(self.0.clone(), Role::Entity);
+        Ok(false)
     }
     fn claim<'a>(
         &'a self,
@@ -479,27 +531,12 @@ impl<T: TableEntity> Typed<'_, T> {
         outbox::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
     }
 
-    /// The entity's own state: what is stored, or what the caller knows.
-    async fn base_state(
-        &self,
-        backend: &Arc<dyn TableBackend>,
-        table: &str,
-        learned: &Learned,
-    ) -> Result<State<'_>> {
-        let (pk, rk) = (
-            self.entity.partition_key.as_str(),
-            self.entity.row_key.as_str(),
-        );
-        let no_state = |guard: Option<ETag>| State {
-            current: None,
-            old_keys: None,
-            guard,
-            retry: false,
-            lists: HashMap::new(),
-            remote: None,
-        };
+    /// The entity's own state when it is known without reading: nothing
+    /// is needed, or the write is an insert, or the caller holds the
+    /// version it writes over with its index rows.
+    fn known_base(&self, learned: &Learned) -> Option<State<'_>> {
         if !Self::needs_state() {
-            return Ok(no_state(None));
+            return Some(State::none(None));
         }
         // A merge that moves no index value needs nothing stored: its
         // index rows are merged with the same values as the entity.
@@ -518,22 +555,32 @@ impl<T: TableEntity> Typed<'_, T> {
                         | RowWrite::Delete(IfMatch::ETag(_))
                 ));
         match (&self.write, &self.known) {
-            (RowWrite::Insert, _) => return Ok(no_state(None)),
+            (RowWrite::Insert, _) => Some(State::none(None)),
             (
                 RowWrite::Update(_, IfMatch::ETag(etag)) | RowWrite::Delete(IfMatch::ETag(etag)),
                 Some(keys),
-            ) if use_known => {
-                return Ok(State {
-                    current: None,
-                    old_keys: Some(Cow::Borrowed(keys)),
-                    guard: Some(etag.clone()),
-                    retry: false,
-                    lists: HashMap::new(),
-                    remote: None,
-                });
-            }
-            _ => {}
+            ) if use_known => Some(State {
+                old_keys: Some(Cow::Borrowed(keys)),
+                ..State::none(Some(etag.clone()))
+            }),
+            _ => None,
         }
+    }
+
+    /// The entity's own state: what is stored, or what the caller knows.
+    async fn base_state(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        learned: &Learned,
+    ) -> Result<State<'_>> {
+        if let Some(state) = self.known_base(learned) {
+            return Ok(state);
+        }
+        let (pk, rk) = (
+            self.entity.partition_key.as_str(),
+            self.entity.row_key.as_str(),
+        );
         let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
         let current = reader.read_current(pk, rk).await?;
         let expected = match &self.write {
@@ -592,6 +639,20 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         (&self.entity.partition_key, &self.entity.row_key)
     }
 
+    fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
+        // Indexes kept elsewhere and index entities are read every time.
+        if !T::REMOTE_INDEXES.is_empty() || T::INDEXES.iter().any(|def| def.list) {
+            return None;
+        }
+        self.known_base(learned)
+    }
+
+    fn room(&self) -> usize {
+        // The entity's row; for each index a delete and a write; an
+        // outbox record.
+        1 + 2 * T::INDEXES.len() + usize::from(!T::REMOTE_INDEXES.is_empty())
+    }
+
     fn state<'a>(
         &'a self,
         backend: &'a Arc<dyn TableBackend>,
@@ -605,16 +666,19 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         (!T::REMOTE_INDEXES.is_empty()).then(|| self.keys())
     }
 
-    fn plan(&self, state: State<'_>, learned: &Learned, at: DateTime) -> Result<Planned> {
+    fn plan(
+        &self,
+        state: State<'_>,
+        learned: &Learned,
+        at: DateTime,
+        out: &mut Planned,
+    ) -> Result<bool> {
         let (pk, rk) = self.keys();
         let entity: &Entity = &self.entity;
         if !Self::needs_state() {
             // The row alone, as the caller asked for it.
-            return Ok(Planned {
-                operations: vec![self.write.operation(entity.clone())],
-                roles: vec![Role::Entity],
-                retry: false,
-            });
+            out.push(self.write.operation(entity.clone()), Role::Entity);
+            return Ok(false);
         }
         let State {
             current,
@@ -667,12 +731,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             UpdateMode::Replace
         };
         // The index rows first, from the row, which the entity's own
-        // operation then takes.
-        // Room for the entity's row in front, and for each index a delete
-        // and a write.
-        let room = 1 + 2 * T::INDEXES.len();
-        let mut index_operations = Vec::with_capacity(room);
-        let mut index_roles = Vec::with_capacity(room);
+        // operation then takes; it is moved in front of them after.
+        let start = out.operations.len();
         for (i, def) in T::INDEXES.iter().enumerate() {
             let old = old_keys.as_ref().and_then(|keys| keys.get(i));
             let new = new_keys.as_ref().and_then(|keys| keys.get(i));
@@ -709,8 +769,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                                 if_match: IfMatch::ETag(etag),
                             },
                         };
-                        index_operations.push(operation);
-                        index_roles.push(Role::List);
+                        out.push(operation, Role::List);
                     }
                 }
                 continue;
@@ -719,16 +778,16 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 && new != Some(old)
                 && !learned.missing.contains(old)
             {
-                index_operations.push(BatchOperation::Delete {
+                let operation = BatchOperation::Delete {
                     partition_key: pk.to_owned(),
                     row_key: old.clone(),
                     if_match: IfMatch::Any,
-                });
-                index_roles.push(Role::IndexDelete(old.clone()));
+                };
+                out.push(operation, Role::IndexDelete);
             }
             if let (Some(new), Some(row)) = (new, &new_row) {
                 let index_row = index::index_row::<T>(def, new.clone(), row);
-                index_operations.push(match learned.take_over.get(new) {
+                let operation = match learned.take_over(new) {
                     Some(etag) => BatchOperation::Update {
                         entity: index_row,
                         mode: UpdateMode::Replace,
@@ -744,31 +803,29 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                         entity: index_row,
                         mode: UpdateMode::Replace,
                     },
-                });
-                index_roles.push(Role::IndexWrite(i, new.clone()));
+                };
+                out.push(operation, Role::IndexWrite(i));
             }
         }
         if T::WIDE {
             let parts = current.as_ref().map_or(0, |c| c.parts);
-            let mut operations = match new_row {
+            let operations = match new_row {
                 Some(row) => {
                     let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
                     wide::write_operations(wide::split(row, &bookkeeping)?, parts, guard_match)
                 }
                 None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
             };
-            let mut roles = vec![Role::Entity; operations.len()];
-            operations.extend(index_operations);
-            roles.extend(index_roles);
-            if let Some(record) = record {
-                operations.push(BatchOperation::Insert(record));
-                roles.push(Role::Entity);
+            // The parts first: the first one's ETag is the write's.
+            let n = operations.len();
+            for operation in operations {
+                out.push(operation, Role::Entity);
             }
-            return Ok(Planned {
-                operations,
-                roles,
-                retry,
-            });
+            out.move_to_front(start, n);
+            if let Some(record) = record {
+                out.push(BatchOperation::Insert(record), Role::Entity);
+            }
+            return Ok(retry);
         }
         let operation = match (new_row, guard_match) {
             (Some(row), None) => BatchOperation::Insert(row),
@@ -784,18 +841,12 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             },
         };
         // The entity's row first: its ETag is the write's.
-        let (mut operations, mut roles) = (index_operations, index_roles);
-        operations.insert(0, operation);
-        roles.insert(0, Role::Entity);
+        out.push(operation, Role::Entity);
+        out.move_to_front(start, 1);
         if let Some(record) = record {
-            operations.push(BatchOperation::Insert(record));
-            roles.push(Role::Entity);
+            out.push(BatchOperation::Insert(record), Role::Entity);
         }
-        Ok(Planned {
-            operations,
-            roles,
-            retry,
-        })
+        Ok(retry)
     }
 
     fn claim<'a>(
@@ -823,7 +874,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
 pub(super) async fn run(
     backend: &Arc<dyn TableBackend>,
     table: &str,
-    writes: &[Box<dyn Pending + '_>],
+    writes: &[&(dyn Pending + '_)],
     clock: &dyn crate::clock::Clock,
 ) -> Result<Vec<Option<ETag>>> {
     // The time is for outbox records alone: not read for other writes.
@@ -856,70 +907,79 @@ pub(super) async fn run(
             .into());
         }
     }
-    let mut learned: Vec<Learned> = writes.iter().map(|_| Learned::default()).collect();
+    // One write is the common case: it gets by without a list per write.
+    let single = writes.len() == 1;
+    let mut learned_one = [Learned::default()];
+    let mut learned_many: Vec<Learned> = Vec::new();
+    if !single {
+        learned_many.resize_with(writes.len(), Learned::default);
+    }
+    let learned: &mut [Learned] = if single {
+        &mut learned_one
+    } else {
+        &mut learned_many
+    };
+    let room: usize = writes.iter().map(|w| w.room()).sum();
     let mut last = None;
     for _ in 0..UPDATE_ATTEMPTS {
-        let states = if let [write] = writes {
-            // One write, the common case: no join to set up.
-            vec![
-                write
+        let mut planned = Planned::with_capacity(room);
+        // Whether each write may try again after a lost race.
+        let mut retry_one = false;
+        let mut retry_many = Vec::new();
+        if let [write] = writes {
+            let state = match write.known_state(&learned[0]) {
+                Some(state) => state,
+                None => write
                     .state(backend, table, &learned[0])
                     .await
                     .map_err(|e| e.in_batch(0))?,
-            ]
+            };
+            retry_one = write
+                .plan(state, &learned[0], at, &mut planned)
+                .map_err(|e| e.in_batch(0))?;
         } else {
-            futures::future::try_join_all(writes.iter().zip(&learned).enumerate().map(
+            let learned = &*learned;
+            let states = futures::future::try_join_all(writes.iter().zip(learned).enumerate().map(
                 |(w, (write, learned))| async move {
-                    write
-                        .state(backend, table, learned)
-                        .await
-                        .map_err(|e| e.in_batch(w))
+                    match write.known_state(learned) {
+                        Some(state) => Ok(state),
+                        None => write
+                            .state(backend, table, learned)
+                            .await
+                            .map_err(|e| e.in_batch(w)),
+                    }
                 },
             ))
-            .await?
-        };
-        let mut operations = Vec::new();
-        // For each operation: the write it belongs to, and what it is for.
-        let mut owners: Vec<(usize, Role)> = Vec::new();
-        let mut retry = Vec::with_capacity(writes.len());
-        for (w, (write, state)) in writes.iter().zip(states).enumerate() {
-            let planned = write
-                .plan(state, &learned[w], at)
-                .map_err(|e| e.in_batch(w))?;
-            retry.push(planned.retry);
-            owners.extend(planned.roles.into_iter().map(|role| (w, role)));
-            if operations.is_empty() {
-                operations = planned.operations;
-            } else {
-                operations.extend(planned.operations);
+            .await?;
+            retry_many.reserve(writes.len());
+            for (w, (write, state)) in writes.iter().zip(states).enumerate() {
+                planned.write = w;
+                let retry = write
+                    .plan(state, &learned[w], at, &mut planned)
+                    .map_err(|e| e.in_batch(w))?;
+                retry_many.push(retry);
             }
+            check_rows(&planned.operations, &planned.owners)?;
         }
-        if writes.len() > 1 {
-            check_rows(&operations, &owners)?;
-        }
+        let Planned {
+            operations, owners, ..
+        } = planned;
         if operations.len() > MAX_BATCH_OPERATIONS {
             return Err(index::too_many_operations(operations.len()));
         }
         let sent = send(backend.as_ref(), table, &operations).await;
         let (at, source) = match sent {
-            Ok(etags) => {
-                // Each write's ETag is its first row's.
-                let mut result = vec![None; writes.len()];
-                for (i, etag) in etags.into_iter().enumerate() {
-                    let w = owners[i].0;
-                    if result[w].is_none() && matches!(owners[i].1, Role::Entity) {
-                        result[w] = etag.filter(|e| !e.as_str().is_empty());
-                    }
-                }
-                return Ok(result);
-            }
+            Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
             Err(Error::BatchFailed { index, source }) => (index, *source),
             Err(e) => return Err(e),
         };
-        let Some((w, role)) = owners.get(at).cloned() else {
+        let Some(&(w, role)) = owners.get(at) else {
             return Err(source);
         };
-        let write = &writes[w];
+        let may_retry = if single { retry_one } else { retry_many[w] };
+        // The failed operation's row: for an index row, its key.
+        let key = || operations[at].keys().1.to_owned();
+        let write = writes[w];
         let (pk, rk) = write.keys();
         let entity_error = |make: fn(String, String, String) -> Error| {
             make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w)
@@ -937,7 +997,7 @@ pub(super) async fn run(
                 Error::PreconditionFailed { .. }
                 | Error::EntityAlreadyExists { .. }
                 | Error::EntityNotFound { .. },
-            ) if retry[w] => {
+            ) if may_retry => {
                 last = Some(precondition());
             }
             (Role::Entity, Error::PreconditionFailed { .. }) => return Err(precondition()),
@@ -969,28 +1029,31 @@ pub(super) async fn run(
                 // again and retry.
                 last = Some(precondition());
             }
-            (Role::IndexDelete(key), Error::EntityNotFound { .. }) => {
-                learned[w].missing.insert(key);
+            (Role::IndexDelete, Error::EntityNotFound { .. }) => {
+                learned[w].missing.push(key());
                 last = Some(precondition());
             }
-            (Role::IndexWrite(i, key), Error::EntityAlreadyExists { .. }) => {
+            (Role::IndexWrite(i), Error::EntityAlreadyExists { .. }) => {
+                let key = key();
                 if let Some(etag) = write
                     .claim(backend, table, i, &key)
                     .await
                     .map_err(|e| e.in_batch(w))?
                 {
-                    learned[w].take_over.insert(key, etag);
+                    learned[w].take_over.retain(|(k, _)| *k != key);
+                    learned[w].take_over.push((key, etag));
                 }
                 last = Some(precondition());
             }
             (
-                Role::IndexWrite(_, key),
+                Role::IndexWrite(_),
                 Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
             ) => {
                 // A row to take over changed or went, or a merge planned
                 // without reading met a missing index row: look again,
                 // from the stored entity.
-                learned[w].take_over.remove(&key);
+                let key = key();
+                learned[w].take_over.retain(|(k, _)| *k != key);
                 learned[w].read = true;
                 last = Some(precondition());
             }
@@ -1000,6 +1063,30 @@ pub(super) async fn run(
     Err(last.unwrap_or(Error::Transient {
         message: "the transaction made no attempt".into(),
     }))
+}
+
+/// Each write's ETag, its first row's (`None` for a delete), from the ETags
+/// of the operations sent, in place: the first row of write `w` is never
+/// before operation `w`.
+fn write_etags(
+    mut etags: Vec<Option<ETag>>,
+    owners: &[(usize, Role)],
+    writes: usize,
+) -> Vec<Option<ETag>> {
+    let mut next = 0;
+    for (i, &(w, role)) in owners.iter().enumerate() {
+        if w == next && matches!(role, Role::Entity) {
+            etags.swap(w, i);
+            next += 1;
+        }
+    }
+    etags.truncate(writes);
+    for etag in &mut etags {
+        if etag.as_ref().is_some_and(|e| e.as_str().is_empty()) {
+            *etag = None;
+        }
+    }
+    etags
 }
 
 /// Refuses two writes of one transaction that would touch the same row (an

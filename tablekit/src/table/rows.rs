@@ -194,6 +194,22 @@ impl<T: TableEntity> Table<T> {
         result
     }
 
+    /// [`write_row`](Table::write_row) of a row the caller keeps (to send
+    /// again, or to settle a lost answer with): lent, not copied, unless the
+    /// blob protocol must rewrite it.
+    pub(super) async fn write_lent(
+        &self,
+        entity: &crate::Entity,
+        write: RowWrite,
+        hint: IndexHint<'_>,
+    ) -> Result<ETag> {
+        if T::BLOB_FIELDS.is_empty() {
+            self.write_stored(entity, write, hint).await
+        } else {
+            self.write_row(entity.clone(), write, hint).await
+        }
+    }
+
     /// Writes a row whose new blobs are uploaded, guarded by the ETag of the
     /// row it replaces, then deletes the blobs that row referenced.
     async fn write_row_guarded(

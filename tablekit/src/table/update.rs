@@ -46,6 +46,9 @@ pub const WRITES_PROPERTY: &str = "_Writes";
 /// (Tags are 8 characters: the history costs at most 576.)
 pub const WRITES_KEPT: usize = 64;
 
+/// The width of the tags tablekit writes.
+const TAG_LEN: usize = 8;
+
 /// 48 bits as an 8-character tag.
 fn tag_text(bits: u64) -> String {
     use base64::Engine as _;
@@ -166,8 +169,21 @@ fn base_of(writes: Option<&str>, etag: &ETag) -> String {
 /// The history a write tagged `tag` records on top of the version whose
 /// history is `writes` and whose base tag is `base`.
 fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
-    // The common case, a history as tablekit writes it (tags one space
-    // apart), is cut as text: its older tags follow the first space.
+    // The common case, a history as tablekit writes it, is cut by
+    // arithmetic: its older tags follow the first, each 9 bytes on.
+    if let Some(text) = writes
+        && let Some(count) = tablekit_tags(text)
+    {
+        // Room for WRITES_KEPT - 2 older tags after `tag` and `base`.
+        let kept = (count - 1).min(WRITES_KEPT - 2);
+        let older = if kept == 0 {
+            ""
+        } else {
+            &text[TAG_LEN + 1..(TAG_LEN + 1) * (kept + 1) - 1]
+        };
+        return joined(tag, base, older);
+    }
+    // Tags one space apart, of other widths: cut as text.
     if let Some(text) = writes
         && !text.is_empty()
         && !text.starts_with(' ')
@@ -182,16 +198,7 @@ fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
             .filter(|&(_, b)| b == b' ')
             .nth(WRITES_KEPT - 3)
             .map_or(older.len(), |(at, _)| at);
-        let older = &older[..end];
-        let mut history = String::with_capacity(tag.len() + base.len() + older.len() + 2);
-        history.push_str(tag);
-        history.push(' ');
-        history.push_str(base);
-        if !older.is_empty() {
-            history.push(' ');
-            history.push_str(older);
-        }
-        return history;
+        return joined(tag, base, &older[..end]);
     }
     let older = writes
         .into_iter()
@@ -209,6 +216,39 @@ fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
             history.push(' ');
         }
         history.push_str(t);
+    }
+    history
+}
+
+/// How many tags `text` holds when it is a history as tablekit writes it:
+/// 8-character tags, one space apart. `None` for any other text.
+fn tablekit_tags(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if !(bytes.len() + 1).is_multiple_of(TAG_LEN + 1) {
+        return None;
+    }
+    let count = (bytes.len() + 1) / (TAG_LEN + 1);
+    // As many spaces as separators, each where a separator goes: then there
+    // are no others. Counted sixteen bytes at a time in bytes, which
+    // vectorizes (a count in `usize` lanes costs several instructions a byte).
+    let mut chunks = bytes.chunks_exact(16);
+    let mut spaces: usize = (&mut chunks)
+        .map(|chunk| usize::from(chunk.iter().fold(0u8, |n, &b| n + u8::from(b == b' '))))
+        .sum();
+    spaces += chunks.remainder().iter().filter(|&&b| b == b' ').count();
+    let separators = (1..count).all(|i| bytes[i * (TAG_LEN + 1) - 1] == b' ');
+    (spaces == count - 1 && separators).then_some(count)
+}
+
+/// `tag`, `base` and the older tags `older`, one space apart.
+fn joined(tag: &str, base: &str, older: &str) -> String {
+    let mut history = String::with_capacity(tag.len() + base.len() + older.len() + 2);
+    history.push_str(tag);
+    history.push(' ');
+    history.push_str(base);
+    if !older.is_empty() {
+        history.push(' ');
+        history.push_str(older);
     }
     history
 }
@@ -257,8 +297,18 @@ impl Recorded {
     }
 
     /// The history this write leaves in the row.
-    pub(super) fn history(&self) -> &str {
+    #[cfg(test)]
+    fn history(&self) -> &str {
         &self.history
+    }
+
+    /// The history this write left, taken out of the row it sent (copied
+    /// when the row had no room for it).
+    pub(super) fn history_in(&self, row: &mut Entity) -> String {
+        match row.properties.remove(WRITES_PROPERTY) {
+            Some(Value::String(text)) if text == self.history => text,
+            _ => self.history.clone(),
+        }
     }
 
     /// Puts the history into `row`, unless the row has no room for it (at
@@ -471,18 +521,14 @@ impl<T: TableEntity> Table<T> {
             let written = self.write_recorded(&mut row, write, &recorded, hint).await;
             match written {
                 Ok(Some(written)) => {
-                    let timestamp = written.timestamp();
-                    let mut loaded = Loaded::new(value, written, timestamp);
-                    loaded.writes = self.record_writes.then(|| recorded.history().to_owned());
+                    let mut loaded = Loaded::written(value, written);
+                    loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                     loaded.index_keys = new_keys.map(std::sync::Arc::from);
                     return Ok(loaded);
                 }
                 // Landed, and overwritten since: the version read stands
                 // in, so a write through it is refused, as it should be.
-                Ok(None) => {
-                    let timestamp = etag.timestamp();
-                    return Ok(Loaded::new(value, etag, timestamp));
-                }
+                Ok(None) => return Ok(Loaded::written(value, etag)),
                 Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
                 Err(e) if e.is_transient() => last = Some(e),
                 Err(e) => return Err(e.into()),
@@ -510,13 +556,7 @@ impl<T: TableEntity> Table<T> {
         let settleable = row.properties.contains(WRITES_PROPERTY)
             || recorded.add_to::<T>(row, self.record_writes);
         let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
-        // Lent, not copied, unless the blob protocol must rewrite the row.
-        let written = if T::BLOB_FIELDS.is_empty() {
-            self.write_stored(row, write, hint).await
-        } else {
-            self.write_row(row.clone(), write, hint).await
-        };
-        match written {
+        match self.write_lent(row, write, hint).await {
             Ok(etag) => Ok(Some(etag)),
             Err(e) if e.is_outcome_unknown() && settleable => {
                 match self.settle_write(&pk, &rk, recorded).await {
@@ -619,6 +659,35 @@ mod tests {
             }
         }
         assert_eq!(history_after("new", "b", None), "new b");
+        // Histories as tablekit writes them (8-character tags) are cut by
+        // arithmetic; the cut agrees with the tags counted, at every length.
+        for n in 1..WRITES_KEPT + 3 {
+            let tags: Vec<String> = (0..n).map(|i| format!("tag{i:05}")).collect();
+            let writes = tags.join(" ");
+            assert_eq!(tablekit_tags(&writes), Some(n));
+            let expected: Vec<&str> = ["newtag00", "basetag0"]
+                .into_iter()
+                .chain(tags.iter().skip(1).map(String::as_str))
+                .take(WRITES_KEPT)
+                .collect();
+            assert_eq!(
+                history_after("newtag00", "basetag0", Some(&writes)),
+                expected.join(" ")
+            );
+        }
+        // Not tablekit's form: a space out of place, a wider tag, a stray
+        // space, an empty text.
+        for text in [
+            "abcdefg  abcdefgh",
+            "abcdefghi",
+            "abcdefgh ",
+            " abcdefgh",
+            "",
+        ] {
+            assert_eq!(tablekit_tags(text), None, "{text:?}");
+        }
+        assert_eq!(tablekit_tags("abcdefgh abcdefgh"), Some(2));
+        assert_eq!(tablekit_tags("abc efgh abcdefgh"), None);
         let insert = Recorded::insert();
         assert_eq!(insert.history(), insert.tag);
     }
