@@ -4,9 +4,10 @@
 //! per read are printed before the timings.
 //!
 //! `tablekit` writes as a table does by default, with the short write
-//! history that settles lost answers (`_Writes`); `tablekit_without_history`
-//! writes exactly the rows the hand-written side does. `plain_insert` shows
-//! the cost of a typed write without indexes, for scale.
+//! history that settles lost answers (`_Writes`, up to 64 tags of 8
+//! characters); `by_hand_with_history` writes those same rows by hand.
+//! `tablekit_without_history` writes exactly the rows `by_hand` does.
+//! `plain_insert` shows the cost of a typed write without indexes, for scale.
 //!
 //! `cargo bench -p tablekit --bench indexes`
 
@@ -109,6 +110,17 @@ fn hand_rows(id: u32, email: &str) -> [Entity; 3] {
         .with("_Index", "last_name")
         .with("_Row", main.row_key.clone());
     [main, by_email, by_name]
+}
+
+/// A write history as a user keeping one by hand would: a new 8-character
+/// tag, then the newest 63 tags before it.
+fn hand_history(tag: u32, older: &str) -> String {
+    let kept = older.len().min(9 * 63 - 1);
+    if kept == 0 {
+        format!("{tag:08x}")
+    } else {
+        format!("{tag:08x} {}", &older[..kept])
+    }
 }
 
 fn requests(handle: &FaultHandle) -> usize {
@@ -252,6 +264,23 @@ fn benches(c: &mut Criterion) {
             now(hand_backend.submit_transaction("Staff", black_box(&ops))).unwrap()
         })
     });
+    let hand_backend = fresh();
+    g.bench_function("by_hand_with_history", |b| {
+        b.iter(|| {
+            let id = next();
+            let [mut main, by_email, by_name] = hand_rows(id, &format!("{id}@x"));
+            main.insert("_Writes", hand_history(id, ""));
+            let ops = [
+                BatchOperation::Insert(main),
+                BatchOperation::Insert(by_email),
+                BatchOperation::Upsert {
+                    entity: by_name,
+                    mode: UpdateMode::Replace,
+                },
+            ];
+            now(hand_backend.submit_transaction("Staff", black_box(&ops))).unwrap()
+        })
+    });
     g.finish();
 
     // The email moves between two values on every write. Each side has a
@@ -320,6 +349,55 @@ fn benches(c: &mut Criterion) {
             ];
             let etags = now(backend.submit_transaction("Staff", black_box(&ops))).unwrap();
             hand_etag = etags[0].clone().unwrap();
+        })
+    });
+    // The same, with the history the default table writes, kept by hand.
+    let backend = fresh();
+    let hand_id = next();
+    let [main, by_email, by_name] = hand_rows(hand_id, "h0@x");
+    let etags = now(backend.submit_transaction(
+        "Staff",
+        &[
+            BatchOperation::Insert(main),
+            BatchOperation::Insert(by_email),
+            BatchOperation::Insert(by_name),
+        ],
+    ))
+    .unwrap();
+    let mut hand_etag: ETag = etags[0].clone().unwrap();
+    let mut history = String::new();
+    let mut flip = 0u32;
+    g.bench_function("by_hand_with_history", |b| {
+        b.iter(|| {
+            flip += 1;
+            let (old, new) = (format!("h{}@x", (flip + 1) % 2), format!("h{}@x", flip % 2));
+            let [mut main, by_email, by_name] = hand_rows(hand_id, &new);
+            main.insert("_Writes", hand_history(flip, &history));
+            let mut ops = [
+                BatchOperation::Update {
+                    entity: main,
+                    mode: UpdateMode::Replace,
+                    if_match: IfMatch::ETag(hand_etag.clone()),
+                },
+                BatchOperation::Delete {
+                    partition_key: "Sales".into(),
+                    row_key: format!("hemail_{old}"),
+                    if_match: IfMatch::Any,
+                },
+                BatchOperation::Insert(by_email),
+                BatchOperation::Upsert {
+                    entity: by_name,
+                    mode: UpdateMode::Replace,
+                },
+            ];
+            let etags = now(backend.submit_transaction("Staff", black_box(&ops))).unwrap();
+            hand_etag = etags[0].clone().unwrap();
+            // The history written, kept for the next write.
+            if let BatchOperation::Update { entity, .. } = &mut ops[0]
+                && let Some(tablekit::Value::String(text)) = entity.properties.remove("_Writes")
+            {
+                history = text;
+            }
         })
     });
     g.finish();

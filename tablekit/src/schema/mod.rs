@@ -390,6 +390,10 @@ pub fn encode_keys<T: TableEntity>(
 /// The row of a value: keys, kind and version, properties.
 pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
     let mut entity = Entity::new(partition_key_of(value)?, row_key_of(value)?);
+    // Room for the fields, the kind and version, and a write history, so
+    // that the list is not grown (and copied) on the way. Flattened and
+    // series fields, which the names leave out, grow it as needed.
+    entity.properties = Properties::with_capacity(T::FIELD_NAMES.len().max(4) + 3);
     if let Some(kind) = T::KIND.filter(|_| T::KIND_PROPERTIES) {
         entity.properties.insert(KIND_PROPERTY, kind);
         entity

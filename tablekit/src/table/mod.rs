@@ -561,7 +561,7 @@ impl<T: TableEntity> Table<T> {
         // An insert whose answer is lost is settled by reading the row back:
         // absent, it is sent again; present, its history says whose it is.
         let mut row = schema::to_entity(value)?;
-        let recorded = if self.record_writes {
+        let mut recorded = if self.record_writes {
             update::Recorded::insert()
         } else {
             update::Recorded::none()
@@ -574,7 +574,7 @@ impl<T: TableEntity> Table<T> {
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
             match self
-                .write_recorded(&mut row, RowWrite::Insert, &recorded, hint)
+                .write_recorded(&mut row, RowWrite::Insert, &mut recorded, hint)
                 .await
             {
                 Ok(Some(etag)) => return Ok(etag),
@@ -625,7 +625,7 @@ impl<T: TableEntity> Table<T> {
     async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
-        let recorded = if self.record_writes {
+        let mut recorded = if self.record_writes {
             update::Recorded::on(loaded.writes.as_deref(), &loaded.etag)
         } else {
             update::Recorded::none()
@@ -642,7 +642,7 @@ impl<T: TableEntity> Table<T> {
         let outcome = loop {
             attempts += 1;
             let outcome = self
-                .write_recorded(&mut row, write(), &recorded, hint)
+                .write_recorded(&mut row, write(), &mut recorded, hint)
                 .await;
             if attempts == LOST_WRITE_ATTEMPTS
                 || !outcome.as_ref().is_err_and(is_settled_not_applied)
@@ -729,19 +729,21 @@ impl<T: TableEntity> Table<T> {
                 // still there means not applied (try again); anything else,
                 // another writer changed it, and the store cannot tell whether
                 // this delete came first.
-                Err(e) if e.is_outcome_unknown() => match self.read_stored(pk, rk).await {
-                    Ok(None) => {
-                        // Deleted: with its outbox record, if it wrote one.
-                        if !T::REMOTE_INDEXES.is_empty() {
-                            self.finish_after_commit(pk, rk).await;
+                Err(e) if e.is_outcome_unknown() => {
+                    match Box::pin(self.read_stored(pk, rk)).await {
+                        Ok(None) => {
+                            // Deleted: with its outbox record, if it wrote one.
+                            if !T::REMOTE_INDEXES.is_empty() {
+                                self.finish_after_commit(pk, rk).await;
+                            }
+                            return Ok(());
                         }
-                        return Ok(());
+                        Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
+                            last = Some(e);
+                        }
+                        _ => return Err(e),
                     }
-                    Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
-                        last = Some(e);
-                    }
-                    _ => return Err(e),
-                },
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -109,7 +109,10 @@ impl<T: TableEntity> Table<T> {
             _marker: PhantomData,
         };
         let writes: [&dyn Pending; 1] = [&pending];
-        match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
+        // Boxed: the transaction's future is the largest part of a write's,
+        // and every level above would otherwise hold (and move) it.
+        let running = Box::pin(run(&self.backend, &self.name, &writes, self.clock.as_ref()));
+        match running.await {
             Ok(etags) => {
                 if !T::REMOTE_INDEXES.is_empty() {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)

@@ -2,7 +2,10 @@
 //! read and write it — one row, a wide entity's parts in one transaction,
 //! and the blob offload protocol around them.
 
+use std::future::Future;
 use std::sync::Arc;
+
+use futures::future::Either;
 
 use tracing::Instrument as _;
 
@@ -197,16 +200,21 @@ impl<T: TableEntity> Table<T> {
     /// [`write_row`](Table::write_row) of a row the caller keeps (to send
     /// again, or to settle a lost answer with): lent, not copied, unless the
     /// blob protocol must rewrite it.
-    pub(super) async fn write_lent(
-        &self,
-        entity: &crate::Entity,
+    ///
+    /// Not an `async fn`: it returns the future it picks, so that a write's
+    /// future does not nest (and copy) one more level.
+    pub(super) fn write_lent<'a>(
+        &'a self,
+        entity: &'a crate::Entity,
         write: RowWrite,
-        hint: IndexHint<'_>,
-    ) -> Result<ETag> {
+        hint: IndexHint<'a>,
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
         if T::BLOB_FIELDS.is_empty() {
-            self.write_stored(entity, write, hint).await
+            Either::Left(self.write_stored(entity, write, hint))
         } else {
-            self.write_row(entity.clone(), write, hint).await
+            // Boxed: the blob protocol's future is large, and a write
+            // without blobs should not carry its room.
+            Either::Right(Box::pin(self.write_row(entity.clone(), write, hint)))
         }
     }
 
@@ -411,13 +419,14 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Writes the row as given (for a wide entity: its parts, in one transaction).
-    pub(super) async fn write_stored(
-        &self,
-        entity: &crate::Entity,
+    ///
+    /// Not an `async fn`, for the reason [`write_lent`](Table::write_lent) gives.
+    pub(super) fn write_stored<'a>(
+        &'a self,
+        entity: &'a crate::Entity,
         write: RowWrite,
-        hint: IndexHint<'_>,
-    ) -> Result<ETag> {
-        Self::refuse_unwritable()?;
+        hint: IndexHint<'a>,
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
         let op = match write {
             RowWrite::Insert => "insert",
             RowWrite::Update(UpdateMode::Replace, _) => "replace",
@@ -430,7 +439,6 @@ impl<T: TableEntity> Table<T> {
         let span = super::op_span(op, &self.name, T::KIND, Some(keys));
         self.write_stored_unspanned(entity, write, hint)
             .instrument(span)
-            .await
     }
 
     async fn write_stored_unspanned(
@@ -439,6 +447,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
+        Self::refuse_unwritable()?;
         if !T::WIDE && T::INDEXES.is_empty() && T::REMOTE_INDEXES.is_empty() {
             let name = &self.name;
             return match write {

@@ -56,13 +56,15 @@ impl<T> Table<T> {
     /// Finishes the outbox records of `(pk, rk)` after the transaction that
     /// wrote them committed (see [`finish_after_commit`]).
     pub(crate) async fn finish_after_commit(&self, pk: &str, rk: &str) {
-        finish_after_commit(
+        // Boxed: the writes that call this hold a pointer in their state,
+        // not the steps' whole future.
+        Box::pin(finish_after_commit(
             self.backend.as_ref(),
             &self.name,
             self.outbox.as_ref(),
             pk,
             rk,
-        )
+        ))
         .await;
     }
 

@@ -220,24 +220,23 @@ fn history_after(tag: &str, base: &str, writes: Option<&str>) -> String {
     history
 }
 
-/// How many tags `text` holds when it is a history as tablekit writes it:
-/// 8-character tags, one space apart. `None` for any other text.
+/// How many 8-byte units `text` holds when it has the shape of a history
+/// as tablekit writes it: a space after every eighth byte, none at the end.
+/// `None` for any other text. (A unit is a tag unless the text was written
+/// by another hand with spaces inside units; cutting it by units then keeps
+/// a few more tags, all in order, which is as good.)
 fn tablekit_tags(text: &str) -> Option<usize> {
     let bytes = text.as_bytes();
     if !(bytes.len() + 1).is_multiple_of(TAG_LEN + 1) {
         return None;
     }
     let count = (bytes.len() + 1) / (TAG_LEN + 1);
-    // As many spaces as separators, each where a separator goes: then there
-    // are no others. Counted sixteen bytes at a time in bytes, which
-    // vectorizes (a count in `usize` lanes costs several instructions a byte).
-    let mut chunks = bytes.chunks_exact(16);
-    let mut spaces: usize = (&mut chunks)
-        .map(|chunk| usize::from(chunk.iter().fold(0u8, |n, &b| n + u8::from(b == b' '))))
-        .sum();
-    spaces += chunks.remainder().iter().filter(|&&b| b == b' ').count();
-    let separators = (1..count).all(|i| bytes[i * (TAG_LEN + 1) - 1] == b' ');
-    (spaces == count - 1 && separators).then_some(count)
+    // Only the separators are looked at: a whole scan of the text costs
+    // more than the rest of the cut.
+    let separators = bytes
+        .chunks_exact(TAG_LEN + 1)
+        .all(|unit| unit[TAG_LEN] == b' ');
+    (separators && bytes[..TAG_LEN].iter().all(|&b| b != b' ')).then_some(count)
 }
 
 /// `tag`, `base` and the older tags `older`, one space apart.
@@ -302,32 +301,36 @@ impl Recorded {
         &self.history
     }
 
-    /// The history this write left, taken out of the row it sent (copied
-    /// when the row had no room for it).
-    pub(super) fn history_in(&self, row: &mut Entity) -> String {
+    /// The history this write left, taken back out of the row it sent
+    /// (where [`add_to`](Recorded::add_to) moved it), or as it was kept
+    /// when the row had no room for it.
+    pub(super) fn history_in(&mut self, row: &mut Entity) -> String {
         match row.properties.remove(WRITES_PROPERTY) {
-            Some(Value::String(text)) if text == self.history => text,
-            _ => self.history.clone(),
+            Some(Value::String(text)) => text,
+            _ => std::mem::take(&mut self.history),
         }
     }
 
-    /// Puts the history into `row`, unless the row has no room for it (at
+    /// Moves the history into `row`, unless the row has no room for it (at
     /// the store's property or size limit); `false` then, and a lost answer
     /// stays unknown. Only the room is looked at: the backend's validator
-    /// checks the row itself.
-    pub(super) fn add_to<T: TableEntity>(&self, row: &mut Entity, enabled: bool) -> bool {
+    /// checks the row itself. A write sent again sends the same row, which
+    /// holds the history already.
+    pub(super) fn add_to<T: TableEntity>(&mut self, row: &mut Entity, enabled: bool) -> bool {
         use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
         if !enabled {
             return false;
         }
-        let history = Value::String(self.history.clone());
+        let size = crate::validate::property_size(
+            WRITES_PROPERTY,
+            crate::value::ValueRef::String(&self.history),
+        );
         // A wide entity spreads its properties over parts with room to spare.
         let room = T::WIDE
             || (row.properties.len() < MAX_PROPERTIES
-                && row.stored_size()
-                    + crate::validate::property_size(WRITES_PROPERTY, history.as_value_ref())
-                    <= MAX_ENTITY_SIZE);
+                && row.stored_size() + size <= MAX_ENTITY_SIZE);
         if room {
+            let history = std::mem::take(&mut self.history);
             row.properties.insert(WRITES_PROPERTY, history);
         }
         room
@@ -492,7 +495,7 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let recorded = if self.record_writes {
+            let mut recorded = if self.record_writes {
                 Recorded::on(
                     writes_of(&stored),
                     stored.etag.as_ref().unwrap_or(&ETag::new("")),
@@ -518,7 +521,9 @@ impl<T: TableEntity> Table<T> {
                 old: old_keys.as_deref(),
                 new: new_keys.as_deref(),
             };
-            let written = self.write_recorded(&mut row, write, &recorded, hint).await;
+            let written = self
+                .write_recorded(&mut row, write, &mut recorded, hint)
+                .await;
             match written {
                 Ok(Some(written)) => {
                     let mut loaded = Loaded::written(value, written);
@@ -550,32 +555,45 @@ impl<T: TableEntity> Table<T> {
         &self,
         row: &mut Entity,
         write: RowWrite,
-        recorded: &Recorded,
+        recorded: &mut Recorded,
         hint: super::rows::IndexHint<'_>,
     ) -> Result<Option<ETag>> {
         let settleable = row.properties.contains(WRITES_PROPERTY)
             || recorded.add_to::<T>(row, self.record_writes);
-        let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
         match self.write_lent(row, write, hint).await {
             Ok(etag) => Ok(Some(etag)),
             Err(e) if e.is_outcome_unknown() && settleable => {
-                match self.settle_write(&pk, &rk, recorded).await {
-                    Settled::Applied(stored) => {
-                        // Applied: so were its outbox records, if it wrote
-                        // any, whose steps are still to do.
-                        if !T::REMOTE_INDEXES.is_empty() {
-                            self.finish_after_commit(&pk, &rk).await;
-                        }
-                        let ours = history(&stored).first() == Some(&recorded.tag.as_str());
-                        Ok(stored.etag.filter(|_| ours))
-                    }
-                    Settled::NotApplied => Err(Error::Transient {
-                        message: format!("the write was not applied ({e})"),
-                    }),
-                    Settled::Unknown => Err(e),
-                }
+                // Boxed, as a rare path: the write's future stays small.
+                let (pk, rk) = (&row.partition_key, &row.row_key);
+                Box::pin(self.settle_lost(pk, rk, recorded, e)).await
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Settles a write whose answer `e` was lost: its ETag if it landed
+    /// (`None` if written and overwritten since), a transient error if not.
+    async fn settle_lost(
+        &self,
+        pk: &str,
+        rk: &str,
+        recorded: &Recorded,
+        e: Error,
+    ) -> Result<Option<ETag>> {
+        match self.settle_write(pk, rk, recorded).await {
+            Settled::Applied(stored) => {
+                // Applied: so were its outbox records, if it wrote any,
+                // whose steps are still to do.
+                if !T::REMOTE_INDEXES.is_empty() {
+                    self.finish_after_commit(pk, rk).await;
+                }
+                let ours = history(&stored).first() == Some(&recorded.tag.as_str());
+                Ok(stored.etag.filter(|_| ours))
+            }
+            Settled::NotApplied => Err(Error::Transient {
+                message: format!("the write was not applied ({e})"),
+            }),
+            Settled::Unknown => Err(e),
         }
     }
 
@@ -687,7 +705,14 @@ mod tests {
             assert_eq!(tablekit_tags(text), None, "{text:?}");
         }
         assert_eq!(tablekit_tags("abcdefgh abcdefgh"), Some(2));
-        assert_eq!(tablekit_tags("abc efgh abcdefgh"), None);
+        // Spaces inside the units of another hand's text: cut by units, the
+        // tags stay in order and the history stays bounded.
+        let loose = "abcdefgh ab efgh1 x bcdefg";
+        assert_eq!(tablekit_tags(loose), Some(3));
+        let cut = history_after("newtag00", "abcdefgh", Some(loose));
+        assert_eq!(cut, "newtag00 abcdefgh ab efgh1 x bcdefg");
+        // The newest unit must be one tag: it names the base.
+        assert_eq!(tablekit_tags("ab efgh1 abcdefgh"), None);
         let insert = Recorded::insert();
         assert_eq!(insert.history(), insert.tag);
     }
