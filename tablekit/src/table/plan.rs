@@ -21,6 +21,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use smallvec::SmallVec;
 
 use super::rows::RowWrite;
 use super::{Table, UPDATE_ATTEMPTS, wide};
@@ -48,7 +49,10 @@ pub(super) struct Current {
 /// is the operation's RowKey.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Role {
-    /// The entity's row, or one of its parts.
+    /// The entity's row, or a wide entity's first part: its ETag is the
+    /// write's.
+    Row,
+    /// Another part of a wide entity, or an outbox record.
     Entity,
     /// Deletes an old index row.
     IndexDelete,
@@ -109,10 +113,7 @@ impl<T: TableEntity> Table<T> {
             _marker: PhantomData,
         };
         let writes: [&dyn Pending; 1] = [&pending];
-        // Boxed: the transaction's future is the largest part of a write's,
-        // and every level above would otherwise hold (and move) it.
-        let running = Box::pin(run(&self.backend, &self.name, &writes, self.clock.as_ref()));
-        match running.await {
+        match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
                 if !T::REMOTE_INDEXES.is_empty() {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
@@ -205,18 +206,26 @@ impl Learned {
     }
 }
 
+/// An index entity as stored: its ETag and the RowKeys it lists.
+type StoredList = (ETag, Vec<String>);
+
 /// The state a write replaces, as planned: what is stored, the RowKeys of
 /// its index rows, the ETag that guards the write, and whether a lost race
-/// may be tried again.
+/// may be tried again. (The stored row and the remote state are boxed: a
+/// write that knows its state carries a small struct, not their room.)
 pub(super) struct State<'a> {
-    current: Option<Current>,
+    current: Option<Box<Current>>,
     old_keys: Option<Cow<'a, [String]>>,
-    guard: Option<ETag>,
+    /// (Lent by the write when it holds it: cloned once, into the
+    /// operation.)
+    guard: Option<Cow<'a, ETag>>,
     retry: bool,
     /// The index entities the write changes, as stored (`None`: absent).
-    lists: HashMap<String, Option<(ETag, Vec<String>)>>,
+    /// (A list, not a map: two rows per index at most, and an empty list
+    /// costs nothing to make.)
+    lists: Vec<(String, Option<StoredList>)>,
     /// What the steps of the indexes kept elsewhere need.
-    remote: Option<RemoteState>,
+    remote: Option<Box<RemoteState>>,
 }
 
 /// The indexes of a write kept in other partitions or tables: the write's
@@ -229,10 +238,11 @@ pub(super) struct RemoteState {
 }
 
 /// The operations of a transaction, with the write each belongs to and what
-/// it is for. Each write adds its own, its entity's row first.
+/// it is for. Each write adds its own, one of them its [`Role::Row`].
 pub(super) struct Planned {
     operations: Vec<BatchOperation>,
-    owners: Vec<(usize, Role)>,
+    /// Kept inline for a transaction of a few rows: one allocation less.
+    owners: SmallVec<[(usize, Role); 8]>,
     /// The write adding operations now.
     write: usize,
 }
@@ -241,7 +251,7 @@ impl Planned {
     fn with_capacity(room: usize) -> Planned {
         Planned {
             operations: Vec::with_capacity(room),
-            owners: Vec::with_capacity(room),
+            owners: SmallVec::with_capacity(room),
             write: 0,
         }
     }
@@ -249,12 +259,6 @@ impl Planned {
     fn push(&mut self, operation: BatchOperation, role: Role) {
         self.operations.push(operation);
         self.owners.push((self.write, role));
-    }
-
-    /// Moves the last `n` operations in front of those from `start` on.
-    fn move_to_front(&mut self, start: usize, n: usize) {
-        self.operations[start..].rotate_right(n);
-        self.owners[start..].rotate_right(n);
     }
 }
 
@@ -320,13 +324,13 @@ pub(super) struct Raw(pub(super) BatchOperation);
 
 impl State<'_> {
     /// Nothing stored is known or needed.
-    fn none(guard: Option<ETag>) -> State<'static> {
+    fn none(guard: Option<Cow<'_, ETag>>) -> State<'_> {
         State {
             current: None,
             old_keys: None,
             guard,
             retry: false,
-            lists: HashMap::new(),
+            lists: Vec::new(),
             remote: None,
         }
     }
@@ -348,7 +352,7 @@ impl Pending for Raw {
         Box::pin(async { Ok(State::none(None)) })
     }
     fn plan(&self, _: State<'_>, _: &Learned, _: DateTime, out: &mut Planned) -> Result<bool> {
-        out.push(self.0.clone(), Role::Entity);
+        out.push(self.0.clone(), Role::Row);
         Ok(false)
     }
     fn claim<'a>(
@@ -397,7 +401,7 @@ impl<T: TableEntity> Typed<'_, T> {
     ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
         if !T::REMOTE_INDEXES.is_empty() {
-            state.remote = Some(self.remote_state(backend, table, &state).await?);
+            state.remote = Some(Box::new(self.remote_state(backend, table, &state).await?));
         }
         if !T::INDEXES.iter().any(|def| def.list) {
             return Ok(state);
@@ -437,7 +441,8 @@ impl<T: TableEntity> Typed<'_, T> {
                     let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
                     (etag, index::list_members(&row))
                 });
-                state.lists.insert(key, stored);
+                state.lists.retain(|(k, _)| *k != key);
+                state.lists.push((key, stored));
             }
         }
         Ok(state)
@@ -466,7 +471,7 @@ impl<T: TableEntity> Typed<'_, T> {
         state: &State<'_>,
     ) -> Result<RemoteState> {
         let (pk, rk) = self.keys();
-        let current = state.current.as_ref();
+        let current = state.current.as_deref();
         let old_value = current
             .map(|current| index::decode_for_keys::<T>(&current.entity))
             .transpose()?;
@@ -564,7 +569,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 Some(keys),
             ) if use_known => Some(State {
                 old_keys: Some(Cow::Borrowed(keys)),
-                ..State::none(Some(etag.clone()))
+                ..State::none(Some(Cow::Borrowed(etag)))
             }),
             _ => None,
         }
@@ -605,7 +610,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 old_keys: None,
                 guard: None,
                 retry: true,
-                lists: HashMap::new(),
+                lists: Vec::new(),
                 remote: None,
             });
         };
@@ -627,11 +632,11 @@ impl<T: TableEntity> Typed<'_, T> {
             index::index_keys(&stored, rk)?
         };
         Ok(State {
-            guard: Some(current.etag.clone()),
+            guard: Some(Cow::Owned(current.etag.clone())),
             old_keys: Some(Cow::Owned(keys)),
-            current: Some(current),
+            current: Some(Box::new(current)),
             retry: !matches!(expected, Some(IfMatch::ETag(_))),
-            lists: HashMap::new(),
+            lists: Vec::new(),
             remote: None,
         })
     }
@@ -680,7 +685,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         let entity: &Entity = &self.entity;
         if !Self::needs_state() {
             // The row alone, as the caller asked for it.
-            out.push(self.write.operation(entity.clone()), Role::Entity);
+            out.push(self.write.operation(entity.clone()), Role::Row);
             return Ok(false);
         }
         let State {
@@ -723,7 +728,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             (None, _) => None,
         };
         // The entity's own operations.
-        let guard_match = guard.map(IfMatch::ETag);
+        let guard_match = guard.map(|etag| IfMatch::ETag(etag.into_owned()));
         // A merge planned without reading (no index value moves): the
         // entity and its index rows are merged with the values sent.
         let merge_in_place =
@@ -734,8 +739,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             UpdateMode::Replace
         };
         // The index rows first, from the row, which the entity's own
-        // operation then takes; it is moved in front of them after.
-        let start = out.operations.len();
+        // operation then takes.
         for (i, def) in T::INDEXES.iter().enumerate() {
             let old = old_keys.as_ref().and_then(|keys| keys.get(i));
             let new = new_keys.as_ref().and_then(|keys| keys.get(i));
@@ -746,7 +750,10 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 if old != new {
                     for (key, joins) in [(old, false), (new, true)] {
                         let Some(key) = key else { continue };
-                        let stored = lists.get(key).cloned().flatten();
+                        let stored = lists
+                            .iter()
+                            .find_map(|(k, stored)| (k == key).then(|| stored.clone()))
+                            .flatten();
                         let mut members =
                             stored.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
                         match (joins, members.binary_search_by(|m| m.as_str().cmp(rk))) {
@@ -819,12 +826,10 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 }
                 None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
             };
-            // The parts first: the first one's ETag is the write's.
-            let n = operations.len();
-            for operation in operations {
-                out.push(operation, Role::Entity);
+            // The first part's ETag is the write's.
+            for (n, operation) in operations.into_iter().enumerate() {
+                out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
             }
-            out.move_to_front(start, n);
             if let Some(record) = record {
                 out.push(BatchOperation::Insert(record), Role::Entity);
             }
@@ -843,9 +848,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 if_match: if_match.unwrap_or(IfMatch::Any),
             },
         };
-        // The entity's row first: its ETag is the write's.
-        out.push(operation, Role::Entity);
-        out.move_to_front(start, 1);
+        out.push(operation, Role::Row);
         if let Some(record) = record {
             out.push(BatchOperation::Insert(record), Role::Entity);
         }
@@ -880,17 +883,93 @@ pub(super) async fn run(
     writes: &[&(dyn Pending + '_)],
     clock: &dyn crate::clock::Clock,
 ) -> Result<Vec<Option<ETag>>> {
+    check_writes(writes)?;
     // The time is for outbox records alone: not read for other writes.
     let at = if writes.iter().any(|w| w.spans().is_some()) {
         clock.now()
     } else {
         DateTime::MIN
     };
-    if writes.is_empty() {
-        return Err(crate::InvalidInput::BatchEmpty.into());
+    // One write is the common case: it gets by without a list per write.
+    let single = writes.len() == 1;
+    let mut learned_one = [Learned::default()];
+    let mut learned_many: Vec<Learned> = Vec::new();
+    if !single {
+        learned_many.resize_with(writes.len(), Learned::default);
     }
-    // One partition, each entity once: checked in the caller's terms.
-    let (first_pk, _) = writes[0].keys();
+    let learned: &mut [Learned] = if single {
+        &mut learned_one
+    } else {
+        &mut learned_many
+    };
+    let room: usize = writes.iter().map(|w| w.room()).sum();
+    let mut last = None;
+    for _ in 0..UPDATE_ATTEMPTS {
+        let mut planned = Planned::with_capacity(room);
+        // Whether each write may try again after a lost race.
+        let retry = if let [write] = writes {
+            let state = match write.known_state(&learned[0]) {
+                Some(state) => state,
+                None => write
+                    .state(backend, table, &learned[0])
+                    .await
+                    .map_err(|e| e.in_batch(0))?,
+            };
+            let retry = write
+                .plan(state, &learned[0], at, &mut planned)
+                .map_err(|e| e.in_batch(0))?;
+            Retry::One(retry)
+        } else {
+            // Boxed: a transaction of one write does not carry its room.
+            Box::pin(plan_many(backend, table, writes, learned, at, &mut planned)).await?
+        };
+        let Planned {
+            operations, owners, ..
+        } = planned;
+        if operations.len() > MAX_BATCH_OPERATIONS {
+            return Err(index::too_many_operations(operations.len()));
+        }
+        let (at, source) = match send(backend.as_ref(), table, &operations).await {
+            Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
+            Err(Error::BatchFailed { index, source }) => (index, *source),
+            Err(e) => return Err(e),
+        };
+        match failed(
+            table,
+            writes,
+            &operations,
+            &owners,
+            &retry,
+            learned,
+            at,
+            source,
+        ) {
+            Next::Fail(e) => return Err(e),
+            Next::Retry(e) => last = Some(e),
+            Next::Claim { w, index, key } => {
+                if let Some(etag) = writes[w]
+                    .claim(backend, table, index, &key)
+                    .await
+                    .map_err(|e| e.in_batch(w))?
+                {
+                    learned[w].take_over.retain(|(k, _)| *k != key);
+                    learned[w].take_over.push((key, etag));
+                }
+                last = Some(precondition(table, writes[w], w));
+            }
+        }
+    }
+    Err(last.unwrap_or(Error::Transient {
+        message: "the transaction made no attempt".into(),
+    }))
+}
+
+/// One partition, each entity once: checked in the caller's terms.
+fn check_writes(writes: &[&(dyn Pending + '_)]) -> Result<()> {
+    let Some(first) = writes.first() else {
+        return Err(crate::InvalidInput::BatchEmpty.into());
+    };
+    let (first_pk, _) = first.keys();
     for (index, write) in writes.iter().enumerate() {
         let (pk, rk) = write.keys();
         if pk != first_pk {
@@ -910,167 +989,164 @@ pub(super) async fn run(
             .into());
         }
     }
-    // One write is the common case: it gets by without a list per write.
-    let single = writes.len() == 1;
-    let mut learned_one = [Learned::default()];
-    let mut learned_many: Vec<Learned> = Vec::new();
-    if !single {
-        learned_many.resize_with(writes.len(), Learned::default);
-    }
-    let learned: &mut [Learned] = if single {
-        &mut learned_one
-    } else {
-        &mut learned_many
-    };
-    let room: usize = writes.iter().map(|w| w.room()).sum();
-    let mut last = None;
-    for _ in 0..UPDATE_ATTEMPTS {
-        let mut planned = Planned::with_capacity(room);
-        // Whether each write may try again after a lost race.
-        let mut retry_one = false;
-        let mut retry_many = Vec::new();
-        if let [write] = writes {
-            let state = match write.known_state(&learned[0]) {
-                Some(state) => state,
-                None => write
-                    .state(backend, table, &learned[0])
-                    .await
-                    .map_err(|e| e.in_batch(0))?,
-            };
-            retry_one = write
-                .plan(state, &learned[0], at, &mut planned)
-                .map_err(|e| e.in_batch(0))?;
-        } else {
-            let learned = &*learned;
-            let states = futures::future::try_join_all(writes.iter().zip(learned).enumerate().map(
-                |(w, (write, learned))| async move {
-                    match write.known_state(learned) {
-                        Some(state) => Ok(state),
-                        None => write
-                            .state(backend, table, learned)
-                            .await
-                            .map_err(|e| e.in_batch(w)),
-                    }
-                },
-            ))
-            .await?;
-            retry_many.reserve(writes.len());
-            for (w, (write, state)) in writes.iter().zip(states).enumerate() {
-                planned.write = w;
-                let retry = write
-                    .plan(state, &learned[w], at, &mut planned)
-                    .map_err(|e| e.in_batch(w))?;
-                retry_many.push(retry);
-            }
-            check_rows(&planned.operations, &planned.owners)?;
-        }
-        let Planned {
-            operations, owners, ..
-        } = planned;
-        if operations.len() > MAX_BATCH_OPERATIONS {
-            return Err(index::too_many_operations(operations.len()));
-        }
-        let sent = send(backend.as_ref(), table, &operations).await;
-        let (at, source) = match sent {
-            Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
-            Err(Error::BatchFailed { index, source }) => (index, *source),
-            Err(e) => return Err(e),
-        };
-        let Some(&(w, role)) = owners.get(at) else {
-            return Err(source);
-        };
-        let may_retry = if single { retry_one } else { retry_many[w] };
-        // The failed operation's row: for an index row, its key.
-        let key = || operations[at].keys().1.to_owned();
-        let write = writes[w];
-        let (pk, rk) = write.keys();
-        let entity_error = |make: fn(String, String, String) -> Error| {
-            make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w)
-        };
-        let precondition = || {
-            entity_error(|table, partition_key, row_key| Error::PreconditionFailed {
-                table,
-                partition_key,
-                row_key,
-            })
-        };
-        match (role, source) {
-            (
-                Role::Entity,
-                Error::PreconditionFailed { .. }
-                | Error::EntityAlreadyExists { .. }
-                | Error::EntityNotFound { .. },
-            ) if may_retry => {
-                last = Some(precondition());
-            }
-            (Role::Entity, Error::PreconditionFailed { .. }) => return Err(precondition()),
-            (Role::Entity, Error::EntityAlreadyExists { .. }) => {
-                return Err(entity_error(|table, partition_key, row_key| {
-                    Error::EntityAlreadyExists {
-                        table,
-                        partition_key,
-                        row_key,
-                    }
-                }));
-            }
-            (Role::Entity, Error::EntityNotFound { .. }) => {
-                return Err(entity_error(|table, partition_key, row_key| {
-                    Error::EntityNotFound {
-                        table,
-                        partition_key,
-                        row_key,
-                    }
-                }));
-            }
-            (
-                Role::List,
-                Error::PreconditionFailed { .. }
-                | Error::EntityAlreadyExists { .. }
-                | Error::EntityNotFound { .. },
-            ) => {
-                // Another writer changed the index entity first: read it
-                // again and retry.
-                last = Some(precondition());
-            }
-            (Role::IndexDelete, Error::EntityNotFound { .. }) => {
-                learned[w].missing.push(key());
-                last = Some(precondition());
-            }
-            (Role::IndexWrite(i), Error::EntityAlreadyExists { .. }) => {
-                let key = key();
-                if let Some(etag) = write
-                    .claim(backend, table, i, &key)
-                    .await
-                    .map_err(|e| e.in_batch(w))?
-                {
-                    learned[w].take_over.retain(|(k, _)| *k != key);
-                    learned[w].take_over.push((key, etag));
-                }
-                last = Some(precondition());
-            }
-            (
-                Role::IndexWrite(_),
-                Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
-            ) => {
-                // A row to take over changed or went, or a merge planned
-                // without reading met a missing index row: look again,
-                // from the stored entity.
-                let key = key();
-                learned[w].take_over.retain(|(k, _)| *k != key);
-                learned[w].read = true;
-                last = Some(precondition());
-            }
-            (_, source) => return Err(source.in_batch(w)),
-        }
-    }
-    Err(last.unwrap_or(Error::Transient {
-        message: "the transaction made no attempt".into(),
-    }))
+    Ok(())
 }
 
-/// Each write's ETag, its first row's (`None` for a delete), from the ETags
-/// of the operations sent, in place: the first row of write `w` is never
-/// before operation `w`.
+/// Whether each write of a transaction may try again after a lost race.
+enum Retry {
+    One(bool),
+    Each(Vec<bool>),
+}
+
+/// Plans the writes of a transaction of several, their states read at once.
+async fn plan_many(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    learned: &[Learned],
+    at: DateTime,
+    planned: &mut Planned,
+) -> Result<Retry> {
+    let states = futures::future::try_join_all(writes.iter().zip(learned).enumerate().map(
+        |(w, (write, learned))| async move {
+            match write.known_state(learned) {
+                Some(state) => Ok(state),
+                None => write
+                    .state(backend, table, learned)
+                    .await
+                    .map_err(|e| e.in_batch(w)),
+            }
+        },
+    ))
+    .await?;
+    let mut retry = Vec::with_capacity(writes.len());
+    for (w, (write, state)) in writes.iter().zip(states).enumerate() {
+        planned.write = w;
+        let retried = write
+            .plan(state, &learned[w], at, planned)
+            .map_err(|e| e.in_batch(w))?;
+        retry.push(retried);
+    }
+    check_rows(&planned.operations, &planned.owners)?;
+    Ok(Retry::Each(retry))
+}
+
+/// What a transaction does after the store refused one of its operations.
+enum Next {
+    /// Fails with this error.
+    Fail(Error),
+    /// Tries again; this error if it runs out of attempts.
+    Retry(Error),
+    /// A unique index row of write `w` is taken: see whose it is, then try
+    /// again.
+    Claim { w: usize, index: usize, key: String },
+}
+
+/// A write's keys, precondition failed, in the caller's terms.
+fn precondition(table: &str, write: &(dyn Pending + '_), w: usize) -> Error {
+    let (pk, rk) = write.keys();
+    Error::PreconditionFailed {
+        table: table.to_owned(),
+        partition_key: pk.to_owned(),
+        row_key: rk.to_owned(),
+    }
+    .in_batch(w)
+}
+
+/// Decides what to do after operation `at` failed with `source`, learning
+/// about the write's index rows on the way. Out of line and cold: the
+/// common transaction never comes here, and its code stays compact.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn failed(
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    operations: &[BatchOperation],
+    owners: &[(usize, Role)],
+    retry: &Retry,
+    learned: &mut [Learned],
+    at: usize,
+    source: Error,
+) -> Next {
+    let Some(&(w, role)) = owners.get(at) else {
+        return Next::Fail(source);
+    };
+    let may_retry = match retry {
+        Retry::One(retry) => *retry,
+        Retry::Each(retry) => retry[w],
+    };
+    // The failed operation's row: for an index row, its key.
+    let key = || operations[at].keys().1.to_owned();
+    let write = writes[w];
+    let entity_error = |make: fn(String, String, String) -> Error| {
+        let (pk, rk) = write.keys();
+        make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w)
+    };
+    match (role, source) {
+        (
+            Role::Row | Role::Entity,
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) if may_retry => Next::Retry(precondition(table, write, w)),
+        (Role::Row | Role::Entity, Error::PreconditionFailed { .. }) => {
+            Next::Fail(precondition(table, write, w))
+        }
+        (Role::Row | Role::Entity, Error::EntityAlreadyExists { .. }) => {
+            Next::Fail(entity_error(|table, partition_key, row_key| {
+                Error::EntityAlreadyExists {
+                    table,
+                    partition_key,
+                    row_key,
+                }
+            }))
+        }
+        (Role::Row | Role::Entity, Error::EntityNotFound { .. }) => {
+            Next::Fail(entity_error(|table, partition_key, row_key| {
+                Error::EntityNotFound {
+                    table,
+                    partition_key,
+                    row_key,
+                }
+            }))
+        }
+        (
+            Role::List,
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) => {
+            // Another writer changed the index entity first: read it
+            // again and retry.
+            Next::Retry(precondition(table, write, w))
+        }
+        (Role::IndexDelete, Error::EntityNotFound { .. }) => {
+            learned[w].missing.push(key());
+            Next::Retry(precondition(table, write, w))
+        }
+        (Role::IndexWrite(index), Error::EntityAlreadyExists { .. }) => Next::Claim {
+            w,
+            index,
+            key: key(),
+        },
+        (Role::IndexWrite(_), Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {
+            // A row to take over changed or went, or a merge planned
+            // without reading met a missing index row: look again, from
+            // the stored entity.
+            let key = key();
+            learned[w].take_over.retain(|(k, _)| *k != key);
+            learned[w].read = true;
+            Next::Retry(precondition(table, write, w))
+        }
+        (_, source) => Next::Fail(source.in_batch(w)),
+    }
+}
+
+/// Each write's ETag, its [`Role::Row`]'s (`None` for a delete), from the
+/// ETags of the operations sent, in place: each write has one such row, in
+/// the order of the writes, and every write has at least one operation, so
+/// the row of write `w` is never before operation `w`.
 fn write_etags(
     mut etags: Vec<Option<ETag>>,
     owners: &[(usize, Role)],
@@ -1078,7 +1154,7 @@ fn write_etags(
 ) -> Vec<Option<ETag>> {
     let mut next = 0;
     for (i, &(w, role)) in owners.iter().enumerate() {
-        if w == next && matches!(role, Role::Entity) {
+        if w == next && matches!(role, Role::Row) {
             etags.swap(w, i);
             next += 1;
         }

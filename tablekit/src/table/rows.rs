@@ -441,16 +441,23 @@ impl<T: TableEntity> Table<T> {
             .instrument(span)
     }
 
-    async fn write_stored_unspanned(
-        &self,
-        entity: &crate::Entity,
+    /// Not an `async fn`: a write with index rows or parts goes straight
+    /// to the planned transaction's future, one level less deep.
+    fn write_stored_unspanned<'a>(
+        &'a self,
+        entity: &'a crate::Entity,
         write: RowWrite,
-        hint: IndexHint<'_>,
-    ) -> Result<ETag> {
-        Self::refuse_unwritable()?;
-        if !T::WIDE && T::INDEXES.is_empty() && T::REMOTE_INDEXES.is_empty() {
+        hint: IndexHint<'a>,
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
+        if let Err(e) = Self::refuse_unwritable() {
+            return Either::Left(Either::Left(std::future::ready(Err(e))));
+        }
+        if T::WIDE || !T::INDEXES.is_empty() || !T::REMOTE_INDEXES.is_empty() {
+            return Either::Right(self.write_planned(entity, write, hint));
+        }
+        Either::Left(Either::Right(async move {
             let name = &self.name;
-            return match write {
+            match write {
                 RowWrite::Insert => self.backend.insert_entity(name, entity).await,
                 RowWrite::Update(mode, if_match) => {
                     self.backend
@@ -465,8 +472,7 @@ impl<T: TableEntity> Table<T> {
                         .await
                         .map(|()| ETag::new(""))
                 }
-            };
-        }
-        self.write_planned(entity, write, hint).await
+            }
+        }))
     }
 }
