@@ -115,3 +115,14 @@ async fn index_model_three_hundred_runs() {
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
 }
+
+/// The same over entities whose index rows all live beside them (no index
+/// entity): their deletes through a `Loaded` take the unplanned path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_index_model_three_hundred_runs() {
+    use std::sync::Arc;
+    use tablekit::conformance::{PlainStaff, index_model_runs_of};
+    let outcomes = index_model_runs_of::<PlainStaff>(Arc::new(backend()), 300, 6, 0xA4).await;
+    eprintln!("{outcomes:?}");
+    outcomes.assert_varied();
+}

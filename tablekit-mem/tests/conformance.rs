@@ -153,6 +153,21 @@ async fn index_model_ten_thousand_runs() {
     outcomes.assert_varied();
 }
 
+/// The same over entities whose index rows all live beside them (no index
+/// entity): their deletes through a `Loaded` take the unplanned path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_index_model_ten_thousand_runs() {
+    let outcomes = tablekit::conformance::index_model_runs_of::<tablekit::conformance::PlainStaff>(
+        Arc::new(MemBackend::new()),
+        10_000,
+        8,
+        0x5EEE,
+    )
+    .await;
+    eprintln!("{outcomes:?}");
+    outcomes.assert_varied();
+}
+
 mod outbox {
     use super::*;
 

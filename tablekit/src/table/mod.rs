@@ -723,8 +723,12 @@ impl<T: TableEntity> Table<T> {
                 old: loaded.index_keys.as_deref(),
                 new: None,
             };
-            match self.write_lent(&entity, delete(), hint).await {
-                Ok(_) => return Ok(()),
+            let deleted = match self.delete_known(pk, rk, &loaded.etag, hint.old).await {
+                Some(deleted) => deleted,
+                None => self.write_lent(&entity, delete(), hint).await.map(drop),
+            };
+            match deleted {
+                Ok(()) => return Ok(()),
                 // A lost answer: the row gone means deleted; the version read
                 // still there means not applied (try again); anything else,
                 // another writer changed it, and the store cannot tell whether

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use smallvec::SmallVec;
+use tracing::Instrument as _;
 
 use super::rows::RowWrite;
 use super::{Table, UPDATE_ATTEMPTS, wide};
@@ -129,6 +130,76 @@ impl<T: TableEntity> Table<T> {
             Err(Error::BatchFailed { source, .. }) => Err(*source),
             Err(e) => Err(e),
         }
+    }
+
+    /// Deletes the entity `(pk, rk)` at version `etag` with its index rows
+    /// `keys`, in one transaction built straight from them: the common
+    /// delete, through a [`Loaded`] of a type whose indexes all live in its
+    /// partition (no index entities, no parts, no blobs, no indexes kept
+    /// elsewhere). It sends what the planned path would, without planning.
+    /// `None` when it does not apply, or when an index row turned out to be
+    /// gone already: the planned path then repairs as it goes (one request
+    /// more, on that rare path).
+    pub(super) async fn delete_known(
+        &self,
+        pk: &str,
+        rk: &str,
+        etag: &ETag,
+        keys: Option<&[String]>,
+    ) -> Option<Result<()>> {
+        let simple = T::WRITABLE
+            && !T::WIDE
+            && T::REMOTE_INDEXES.is_empty()
+            && T::BLOB_FIELDS.is_empty()
+            && !T::INDEXES.iter().any(|def| def.list);
+        let keys = keys.filter(|keys| simple && keys.len() == T::INDEXES.len())?;
+        let mut operations = Vec::with_capacity(1 + keys.len());
+        operations.push(BatchOperation::Delete {
+            partition_key: pk.to_owned(),
+            row_key: rk.to_owned(),
+            if_match: IfMatch::ETag(etag.clone()),
+        });
+        operations.extend(keys.iter().map(|key| BatchOperation::Delete {
+            partition_key: pk.to_owned(),
+            row_key: key.clone(),
+            if_match: IfMatch::Any,
+        }));
+        let span = super::op_span("delete", &self.name, T::KIND, Some((pk, rk)));
+        let sent = send(self.backend.as_ref(), &self.name, &operations)
+            .instrument(span)
+            .await;
+        let error = |make: fn(String, String, String) -> Error| {
+            make(self.name.to_string(), pk.to_owned(), rk.to_owned())
+        };
+        Some(match sent {
+            Ok(_) => Ok(()),
+            // The entity's row, in the caller's terms.
+            Err(Error::BatchFailed { index: 0, source }) => Err(match *source {
+                Error::PreconditionFailed { .. } => {
+                    error(|table, partition_key, row_key| Error::PreconditionFailed {
+                        table,
+                        partition_key,
+                        row_key,
+                    })
+                }
+                Error::EntityNotFound { .. } => {
+                    error(|table, partition_key, row_key| Error::EntityNotFound {
+                        table,
+                        partition_key,
+                        row_key,
+                    })
+                }
+                source => source,
+            }),
+            // An index row already gone: the planned path leaves it out.
+            Err(Error::BatchFailed { source, .. })
+                if matches!(*source, Error::EntityNotFound { .. }) =>
+            {
+                return None;
+            }
+            Err(Error::BatchFailed { source, .. }) => Err(*source),
+            Err(e) => Err(e),
+        })
     }
 
     /// Decides about a unique index row `key` that already exists when the
