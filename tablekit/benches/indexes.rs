@@ -123,6 +123,63 @@ fn hand_history(tag: u32, older: &str) -> String {
     }
 }
 
+/// A store of its own holding one entity written by hand, with the ETag of
+/// its row.
+fn hand_store(id: u32) -> (MemBackend, ETag) {
+    let backend = MemBackend::new();
+    now(backend.create_table("Staff")).unwrap();
+    let ops = hand_rows(id, "h0@x").map(BatchOperation::Insert);
+    let etag = now(backend.submit_transaction("Staff", &ops)).unwrap()[0]
+        .clone()
+        .unwrap();
+    (backend, etag)
+}
+
+/// The transaction of an insert by hand: the row (with `history`, when
+/// kept), its email row, its name row.
+fn hand_insert(id: u32, history: Option<String>) -> [BatchOperation; 3] {
+    let [mut main, by_email, by_name] = hand_rows(id, &format!("{id}@x"));
+    if let Some(history) = history {
+        main.insert("_Writes", history);
+    }
+    [
+        BatchOperation::Insert(main),
+        BatchOperation::Insert(by_email),
+        BatchOperation::Upsert {
+            entity: by_name,
+            mode: UpdateMode::Replace,
+        },
+    ]
+}
+
+/// The transaction of an update by hand whose email moves (write `flip`),
+/// over the version `etag`: the row (with `history`, when kept), the old
+/// email row deleted, the new one inserted, the name row replaced.
+fn hand_update(id: u32, flip: u32, etag: &ETag, history: Option<String>) -> [BatchOperation; 4] {
+    let (old, new) = (format!("h{}@x", (flip + 1) % 2), format!("h{}@x", flip % 2));
+    let [mut main, by_email, by_name] = hand_rows(id, &new);
+    if let Some(history) = history {
+        main.insert("_Writes", history);
+    }
+    [
+        BatchOperation::Update {
+            entity: main,
+            mode: UpdateMode::Replace,
+            if_match: IfMatch::ETag(etag.clone()),
+        },
+        BatchOperation::Delete {
+            partition_key: "Sales".into(),
+            row_key: format!("hemail_{old}"),
+            if_match: IfMatch::Any,
+        },
+        BatchOperation::Insert(by_email),
+        BatchOperation::Upsert {
+            entity: by_name,
+            mode: UpdateMode::Replace,
+        },
+    ]
+}
+
 fn requests(handle: &FaultHandle) -> usize {
     [
         Operation::GetEntity,
@@ -251,16 +308,7 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("by_hand", |b| {
         b.iter(|| {
-            let id = next();
-            let [main, by_email, by_name] = hand_rows(id, &format!("{id}@x"));
-            let ops = [
-                BatchOperation::Insert(main),
-                BatchOperation::Insert(by_email),
-                BatchOperation::Upsert {
-                    entity: by_name,
-                    mode: UpdateMode::Replace,
-                },
-            ];
+            let ops = hand_insert(next(), None);
             now(hand_backend.submit_transaction("Staff", black_box(&ops))).unwrap()
         })
     });
@@ -268,16 +316,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("by_hand_with_history", |b| {
         b.iter(|| {
             let id = next();
-            let [mut main, by_email, by_name] = hand_rows(id, &format!("{id}@x"));
-            main.insert("_Writes", hand_history(id, ""));
-            let ops = [
-                BatchOperation::Insert(main),
-                BatchOperation::Insert(by_email),
-                BatchOperation::Upsert {
-                    entity: by_name,
-                    mode: UpdateMode::Replace,
-                },
-            ];
+            let ops = hand_insert(id, Some(hand_history(id, "")));
             now(hand_backend.submit_transaction("Staff", black_box(&ops))).unwrap()
         })
     });
@@ -288,22 +327,11 @@ fn benches(c: &mut Criterion) {
     // theirs, and a bigger store costs more per write.
     let table: Table<Employee> = Table::new(fresh());
     let bare_indexed: Table<Employee> = Table::new(fresh()).without_write_history();
-    let backend = fresh();
     let id = next();
     now(table.insert(&employee(id, "u0@x"))).unwrap();
     let mut loaded: Loaded<Employee> = now(table.get("Sales", id)).unwrap().unwrap();
     let hand_id = next();
-    let [main, by_email, by_name] = hand_rows(hand_id, "h0@x");
-    let etags = now(backend.submit_transaction(
-        "Staff",
-        &[
-            BatchOperation::Insert(main),
-            BatchOperation::Insert(by_email),
-            BatchOperation::Insert(by_name),
-        ],
-    ))
-    .unwrap();
-    let mut hand_etag: ETag = etags[0].clone().unwrap();
+    let (backend, mut hand_etag) = hand_store(hand_id);
     let mut flip = 0u32;
     let mut g = c.benchmark_group("index_update");
     g.bench_function("tablekit", |b| {
@@ -328,68 +356,21 @@ fn benches(c: &mut Criterion) {
     g.bench_function("by_hand", |b| {
         b.iter(|| {
             flip += 1;
-            let (old, new) = (format!("h{}@x", (flip + 1) % 2), format!("h{}@x", flip % 2));
-            let [main, by_email, by_name] = hand_rows(hand_id, &new);
-            let ops = [
-                BatchOperation::Update {
-                    entity: main,
-                    mode: UpdateMode::Replace,
-                    if_match: IfMatch::ETag(hand_etag.clone()),
-                },
-                BatchOperation::Delete {
-                    partition_key: "Sales".into(),
-                    row_key: format!("hemail_{old}"),
-                    if_match: IfMatch::Any,
-                },
-                BatchOperation::Insert(by_email),
-                BatchOperation::Upsert {
-                    entity: by_name,
-                    mode: UpdateMode::Replace,
-                },
-            ];
+            let ops = hand_update(hand_id, flip, &hand_etag, None);
             let etags = now(backend.submit_transaction("Staff", black_box(&ops))).unwrap();
             hand_etag = etags[0].clone().unwrap();
         })
     });
     // The same, with the history the default table writes, kept by hand.
-    let backend = fresh();
     let hand_id = next();
-    let [main, by_email, by_name] = hand_rows(hand_id, "h0@x");
-    let etags = now(backend.submit_transaction(
-        "Staff",
-        &[
-            BatchOperation::Insert(main),
-            BatchOperation::Insert(by_email),
-            BatchOperation::Insert(by_name),
-        ],
-    ))
-    .unwrap();
-    let mut hand_etag: ETag = etags[0].clone().unwrap();
+    let (backend, mut hand_etag) = hand_store(hand_id);
     let mut history = String::new();
     let mut flip = 0u32;
     g.bench_function("by_hand_with_history", |b| {
         b.iter(|| {
             flip += 1;
-            let (old, new) = (format!("h{}@x", (flip + 1) % 2), format!("h{}@x", flip % 2));
-            let [mut main, by_email, by_name] = hand_rows(hand_id, &new);
-            main.insert("_Writes", hand_history(flip, &history));
-            let mut ops = [
-                BatchOperation::Update {
-                    entity: main,
-                    mode: UpdateMode::Replace,
-                    if_match: IfMatch::ETag(hand_etag.clone()),
-                },
-                BatchOperation::Delete {
-                    partition_key: "Sales".into(),
-                    row_key: format!("hemail_{old}"),
-                    if_match: IfMatch::Any,
-                },
-                BatchOperation::Insert(by_email),
-                BatchOperation::Upsert {
-                    entity: by_name,
-                    mode: UpdateMode::Replace,
-                },
-            ];
+            let written = Some(hand_history(flip, &history));
+            let mut ops = hand_update(hand_id, flip, &hand_etag, written);
             let etags = now(backend.submit_transaction("Staff", black_box(&ops))).unwrap();
             hand_etag = etags[0].clone().unwrap();
             // The history written, kept for the next write.

@@ -352,7 +352,8 @@ pub(super) trait Pending: Send + Sync {
         learned: &'a Learned,
     ) -> BoxFuture<'a, Result<State<'a>>>;
     /// Adds the write's operations over `state` to `out`, its entity's row
-    /// first; whether a lost race may be tried again. `at` is the time of
+    /// (or first part) as [`Role::Row`]; whether a lost race may be tried
+    /// again. `at` is the time of
     /// the write (for an outbox record; read only when a write of the
     /// transaction records one).
     fn plan(
