@@ -41,8 +41,8 @@ use tablekit::bucket::Buckets;
 use tablekit::key::InvertedTime;
 use tablekit::outbox::{Outbox, OutboxWorker};
 use tablekit::{
-    BlobStore, Cursor, DateTime, ETag, Error, Loaded, QueueStore, Table, TableBackend,
-    TableEntity as _, UnknownKind,
+    BlobStore, Cursor, DateTime, ETag, Error, Loaded, QueueStore, Table, TableBackend, TableEntity,
+    TableQuery, UnknownKind,
 };
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
@@ -455,15 +455,8 @@ async fn list_users(
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let Query(params) = params?;
-    let mut query = app.users.query().partition_prefix(tenant.as_str());
-    if let Some(cursor) = params.cursor()? {
-        query = query.after(cursor);
-    }
-    let page = query.page_of(params.limit()).await?;
-    Ok(Json(Page {
-        items: page.items.iter().map(|u| user_json(u)).collect(),
-        next: page.next.map(|c| c.to_string()),
-    }))
+    let query = app.users.query().partition_prefix(tenant.as_str());
+    page(query, &params, user_json).await
 }
 
 #[derive(Deserialize)]
@@ -498,6 +491,23 @@ fn nonce() -> u32 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
+/// The page of `query` that the request's cursor and limit name, each item
+/// rendered by `render`.
+async fn page<T: TableEntity>(
+    mut query: TableQuery<T>,
+    params: &PageParams,
+    render: impl Fn(&T) -> JsonValue,
+) -> ApiResult<Json<Page>> {
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|item| render(item)).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
+}
+
 /// A page of a list: its items and the cursor of the next page.
 #[derive(Serialize)]
 struct Page {
@@ -511,18 +521,11 @@ async fn list_activity(
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let Query(params) = params?;
-    let mut query = app
+    let query = app
         .activity
         .query()
         .partition((tenant.as_str(), user.as_str()));
-    if let Some(cursor) = params.cursor()? {
-        query = query.after(cursor);
-    }
-    let page = query.page_of(params.limit()).await?;
-    Ok(Json(Page {
-        items: page.items.iter().map(|e| activity_json(e)).collect(),
-        next: page.next.map(|c| c.to_string()),
-    }))
+    page(query, &params, activity_json).await
 }
 
 // ---- customers ----
@@ -658,15 +661,8 @@ async fn list_customers(
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let Query(params) = params?;
-    let mut query = app.customers.query().partition(tenant.as_str());
-    if let Some(cursor) = params.cursor()? {
-        query = query.after(cursor);
-    }
-    let page = query.page_of(params.limit()).await?;
-    Ok(Json(Page {
-        items: page.items.iter().map(|c| customer_json(c)).collect(),
-        next: page.next.map(|c| c.to_string()),
-    }))
+    let query = app.customers.query().partition(tenant.as_str());
+    page(query, &params, customer_json).await
 }
 
 async fn customer_by_email(
@@ -823,19 +819,12 @@ async fn list_orders(
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
     let Query(params) = params?;
-    let mut query = app
+    let query = app
         .orders
         .query()
         .partition(tenant.as_str())
         .row_prefix((customer.as_str(),));
-    if let Some(cursor) = params.cursor()? {
-        query = query.after(cursor);
-    }
-    let page = query.page_of(params.limit()).await?;
-    Ok(Json(Page {
-        items: page.items.iter().map(|o| order_json(o, &[])).collect(),
-        next: page.next.map(|c| c.to_string()),
-    }))
+    page(query, &params, |o| order_json(o, &[])).await
 }
 
 // ---- attachments ----

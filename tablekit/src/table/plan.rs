@@ -168,29 +168,12 @@ impl<T: TableEntity> Table<T> {
         let sent = send(self.backend.as_ref(), &self.name, &operations)
             .instrument(span)
             .await;
-        let error = |make: fn(String, String, String) -> Error| {
-            make(self.name.to_string(), pk.to_owned(), rk.to_owned())
-        };
         Some(match sent {
             Ok(_) => Ok(()),
             // The entity's row, in the caller's terms.
-            Err(Error::BatchFailed { index: 0, source }) => Err(match *source {
-                Error::PreconditionFailed { .. } => {
-                    error(|table, partition_key, row_key| Error::PreconditionFailed {
-                        table,
-                        partition_key,
-                        row_key,
-                    })
-                }
-                Error::EntityNotFound { .. } => {
-                    error(|table, partition_key, row_key| Error::EntityNotFound {
-                        table,
-                        partition_key,
-                        row_key,
-                    })
-                }
-                source => source,
-            }),
+            Err(Error::BatchFailed { index: 0, source }) => {
+                Err(restated(*source, &self.name, (pk, rk)))
+            }
             // An index row already gone: the planned path leaves it out.
             Err(Error::BatchFailed { source, .. })
                 if matches!(*source, Error::EntityNotFound { .. }) =>
@@ -1125,6 +1108,39 @@ fn precondition(table: &str, write: &(dyn Pending + '_), w: usize) -> Error {
     .in_batch(w)
 }
 
+/// A refusal of an entity's row (or part), restated in the caller's terms:
+/// with the entity's table and keys. Any other error is returned as it is.
+fn restated(source: Error, table: &str, (pk, rk): (&str, &str)) -> Error {
+    let keys = || (table.to_owned(), pk.to_owned(), rk.to_owned());
+    match source {
+        Error::PreconditionFailed { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        Error::EntityNotFound { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::EntityNotFound {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        Error::EntityAlreadyExists { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::EntityAlreadyExists {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        other => other,
+    }
+}
+
 /// Decides what to do after operation `at` failed with `source`, learning
 /// about the write's index rows on the way. Out of line and cold: the
 /// common transaction never comes here, and its code stays compact.
@@ -1151,10 +1167,6 @@ fn failed(
     // The failed operation's row: for an index row, its key.
     let key = || operations[at].keys().1.to_owned();
     let write = writes[w];
-    let entity_error = |make: fn(String, String, String) -> Error| {
-        let (pk, rk) = write.keys();
-        make(table.to_owned(), pk.to_owned(), rk.to_owned()).in_batch(w)
-    };
     match (role, source) {
         (
             Role::Row | Role::Entity,
@@ -1162,27 +1174,12 @@ fn failed(
             | Error::EntityAlreadyExists { .. }
             | Error::EntityNotFound { .. },
         ) if may_retry => Next::Retry(precondition(table, write, w)),
-        (Role::Row | Role::Entity, Error::PreconditionFailed { .. }) => {
-            Next::Fail(precondition(table, write, w))
-        }
-        (Role::Row | Role::Entity, Error::EntityAlreadyExists { .. }) => {
-            Next::Fail(entity_error(|table, partition_key, row_key| {
-                Error::EntityAlreadyExists {
-                    table,
-                    partition_key,
-                    row_key,
-                }
-            }))
-        }
-        (Role::Row | Role::Entity, Error::EntityNotFound { .. }) => {
-            Next::Fail(entity_error(|table, partition_key, row_key| {
-                Error::EntityNotFound {
-                    table,
-                    partition_key,
-                    row_key,
-                }
-            }))
-        }
+        (
+            Role::Row | Role::Entity,
+            source @ (Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. }),
+        ) => Next::Fail(restated(source, table, write.keys()).in_batch(w)),
         (
             Role::List,
             Error::PreconditionFailed { .. }
