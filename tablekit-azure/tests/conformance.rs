@@ -126,3 +126,21 @@ async fn plain_index_model_three_hundred_runs() {
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
 }
+
+/// A sample of the multi-row typed writes (one of each kind), dropped after
+/// their k-th poll for every k until they complete, on the REST path; after
+/// the upkeep, everything is back in step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_safe_to_drop_at_every_poll() {
+    use std::sync::Arc;
+    let (queues, _) = queues();
+    let outcomes = tablekit::conformance::writes_are_safe_to_drop(
+        Arc::new(backend()),
+        Arc::new(blobs()),
+        Arc::new(queues),
+        true,
+    )
+    .await;
+    eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
+    assert_eq!(outcomes.cases.len(), 5, "{outcomes:?}");
+}

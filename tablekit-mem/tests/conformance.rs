@@ -203,3 +203,19 @@ mod outbox {
         assert!(outcomes.unknown > 50, "{outcomes:?}");
     }
 }
+
+/// Every multi-row typed write, dropped after its k-th poll for every k
+/// until it completes; after the upkeep, everything is back in step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_safe_to_drop_at_every_poll() {
+    let outcomes = tablekit::conformance::writes_are_safe_to_drop(
+        Arc::new(MemBackend::new()),
+        Arc::new(MemBlobStore::new()),
+        Arc::new(MemQueueStore::new()),
+        false,
+    )
+    .await;
+    eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
+    assert!(outcomes.cases.len() >= 20, "{outcomes:?}");
+    assert!(outcomes.total() > 150, "{outcomes:?}");
+}

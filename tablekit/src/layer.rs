@@ -181,6 +181,7 @@ impl Injection {
 struct Plan {
     rules: Vec<Injection>,
     latency: Option<Duration>,
+    yields: bool,
     calls: HashMap<Operation, usize>,
     rng: fastrand::Rng,
 }
@@ -198,11 +199,21 @@ impl FaultHandle {
         self.plan.lock().rules.push(injection);
     }
 
-    /// Removes every rule and the latency.
+    /// Removes every rule, the latency and the yields.
     pub fn clear(&self) {
         let mut plan = self.plan.lock();
         plan.rules.clear();
         plan.latency = None;
+        plan.yields = false;
+    }
+
+    /// Makes every call give way to the executor once before it reaches the
+    /// store and once after (the store has applied it, the answer is still
+    /// on its way), as a call over a network does. Those are the points
+    /// where a caller's future can be dropped: see
+    /// [`conformance::drop_after_polls`](crate::conformance::drop_after_polls).
+    pub fn set_yields(&self, yields: bool) {
+        self.plan.lock().yields = yields;
     }
 
     /// Delays every call by `latency` (`None` for no delay).
@@ -221,10 +232,11 @@ impl FaultHandle {
     }
 
     /// Counts the call and decides its fault, if any.
-    fn decide(&self, operation: Operation) -> (Option<Duration>, Option<Fault>) {
+    fn decide(&self, operation: Operation) -> (Option<Duration>, bool, Option<Fault>) {
         let mut plan = self.plan.lock();
         *plan.calls.entry(operation).or_default() += 1;
         let latency = plan.latency;
+        let yields = plan.yields;
         let Plan { rules, rng, .. } = &mut *plan;
         for rule in rules.iter_mut() {
             if rule.operation.is_some_and(|op| op != operation) || rule.times == 0 {
@@ -238,9 +250,9 @@ impl FaultHandle {
                 continue;
             }
             rule.times -= 1;
-            return (latency, Some(rule.fault));
+            return (latency, yields, Some(rule.fault));
         }
-        (latency, None)
+        (latency, yields, None)
     }
 
     /// Runs `call` under the plan for `operation`.
@@ -249,10 +261,26 @@ impl FaultHandle {
         operation: Operation,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let (latency, fault) = self.decide(operation);
+        let (latency, yields, fault) = self.decide(operation);
         if let Some(delay) = latency {
             tokio::time::sleep(delay).await;
         }
+        if yields {
+            YieldOnce(false).await;
+            let outcome = Box::pin(self.run_decided(operation, fault, call)).await;
+            YieldOnce(false).await;
+            return outcome;
+        }
+        self.run_decided(operation, fault, call).await
+    }
+
+    /// Runs `call` with the fault decided for it.
+    async fn run_decided<T>(
+        &self,
+        operation: Operation,
+        fault: Option<Fault>,
+        call: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
         let injected = |what: &str| Error::Transient {
             message: format!("injected fault: {what} of {operation:?}"),
         };
@@ -275,6 +303,25 @@ impl FaultHandle {
     }
 }
 
+/// Returns `Pending` once (waking itself at once), then `Ready`: a point
+/// where the executor may run something else, or drop the future.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 /// A layer that injects faults and latency into any backend, blob store or
 /// queue store.
 pub struct FaultInjection<B> {
@@ -291,6 +338,7 @@ impl<B> FaultInjection<B> {
                 plan: Arc::new(Mutex::new(Plan {
                     rules: Vec::new(),
                     latency: None,
+                    yields: false,
                     calls: HashMap::new(),
                     rng: fastrand::Rng::with_seed(0x7AB1E),
                 })),

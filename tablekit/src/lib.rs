@@ -228,6 +228,7 @@ pub mod queue;
 pub mod schema;
 pub mod shard;
 pub mod table;
+pub mod upkeep;
 pub mod validate;
 mod value;
 

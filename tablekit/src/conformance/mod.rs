@@ -23,6 +23,7 @@
 
 mod batch;
 mod blobs;
+mod cancel;
 mod collections;
 mod entities;
 mod indexes;
@@ -45,6 +46,7 @@ use crate::queue::QueueStore;
 
 pub use batch::*;
 pub use blobs::*;
+pub use cancel::*;
 pub use collections::*;
 pub use entities::*;
 pub use indexes::*;

@@ -648,7 +648,7 @@ pub async fn outbox_drain(
 }
 
 /// Creates the table the contacts' city index lives in, unless it exists.
-async fn cities_table(backend: &dyn TableBackend) {
+pub(super) async fn cities_table(backend: &dyn TableBackend) {
     match backend.create_table("ConformanceCities").await {
         Ok(()) | Err(Error::TableAlreadyExists { .. }) => {}
         Err(e) => panic!("create the cities table: {e}"),

@@ -66,7 +66,7 @@ pub use record::{
     FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, is_bookkeeping_row,
     is_fence_row, is_outbox_row, pending_records,
 };
-pub use sweep::{SweepReport, sweep};
+pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
 pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
 
 pub(crate) use record::{read_fence, record_row, row_key_prefix, seq_of};

@@ -19,7 +19,7 @@ pub const FENCE_PREFIX: &str = "~tk|fence|";
 /// write whose steps go through the outbox, and carried by every step.
 pub const SEQ_PROPERTY: &str = "_Seq";
 /// Marks an outbox record; its value says what the record is for.
-const OUTBOX_PROPERTY: &str = "_Outbox";
+pub(super) const OUTBOX_PROPERTY: &str = "_Outbox";
 /// Marks a fence row; its value is the sequence number of the newest step
 /// applied to the row it fences.
 const FENCE_PROPERTY: &str = "_Fence";

@@ -27,6 +27,8 @@ pub struct SweepReport {
     pub failed: Vec<(Record, Error)>,
     /// Fence rows removed.
     pub fences_removed: usize,
+    /// When the oldest record left pending (young or failed) was written.
+    pub oldest_pending: Option<crate::DateTime>,
 }
 
 /// Finishes every outbox record of `table` older than `age`, and, if
@@ -81,6 +83,7 @@ pub async fn sweep(
             }
         }
     }
+    report.oldest_pending = oldest_pending;
     let Some(horizon) = fence_horizon else {
         return Ok(report);
     };
@@ -88,6 +91,21 @@ pub async fn sweep(
     if let Some(oldest) = oldest_pending {
         cutoff = cutoff.min(oldest);
     }
+    report.fences_removed = remove_fences_before(backend, table, cutoff).await?;
+    Ok(report)
+}
+
+/// Removes the fence rows of `table` last moved before `cutoff`; how many.
+///
+/// Fences keep an older step from undoing a newer one: pick a cutoff before
+/// the oldest record still pending anywhere whose steps reach `table`, and
+/// further back than any message lives (see [`sweep`]).
+pub async fn remove_fences_before(
+    backend: &dyn TableBackend,
+    table: &str,
+    cutoff: crate::DateTime,
+) -> Result<usize> {
+    let mut removed = 0;
     let fences = backend.query_stream(table, Query::new().filter(row_key_prefix(FENCE_PREFIX)));
     futures::pin_mut!(fences);
     while let Some(row) = fences.try_next().await? {
@@ -100,11 +118,27 @@ pub async fn sweep(
             .delete_entity(table, &row.partition_key, &row.row_key, &if_match)
             .await
         {
-            Ok(()) => report.fences_removed += 1,
+            Ok(()) => removed += 1,
             // Moved or removed meanwhile: it stays, or is gone already.
             Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {}
             Err(error) => return Err(error),
         }
     }
-    Ok(report)
+    Ok(removed)
+}
+
+/// How many outbox records of `table` are not finished yet (one read of
+/// the records' RowKeys, page by page).
+pub async fn pending_count(backend: &dyn TableBackend, table: &str) -> Result<usize> {
+    let mut query = Query::new().filter(row_key_prefix(OUTBOX_PREFIX));
+    query.select = Some(vec![super::record::OUTBOX_PROPERTY.to_owned()]);
+    let records = backend.query_stream(table, query);
+    futures::pin_mut!(records);
+    let mut count = 0;
+    while let Some(row) = records.try_next().await? {
+        if is_outbox_row(&row) {
+            count += 1;
+        }
+    }
+    Ok(count)
 }

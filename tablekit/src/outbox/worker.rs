@@ -92,6 +92,11 @@ impl Outbox {
         &self.queue
     }
 
+    /// The queue store notices go to.
+    pub(crate) fn queues(&self) -> Arc<dyn QueueStore> {
+        Arc::clone(&self.queues)
+    }
+
     /// Puts the notice for `notice`'s entity; returns what deletes it.
     pub(crate) async fn notify(&self, notice: &Notice) -> Result<(String, String)> {
         let sent = self
@@ -255,6 +260,11 @@ impl OutboxWorker {
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> OutboxWorker {
         self.clock = clock;
         self
+    }
+
+    /// The queue it takes notices from.
+    pub fn queue(&self) -> &str {
+        &self.queue
     }
 
     /// Creates the queue and its poison queue, if they do not exist.

@@ -243,7 +243,7 @@ impl Transaction {
         let etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
         for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
             super::spanning::finish_after_commit(
-                self.backend.as_ref(),
+                &self.backend,
                 &self.table,
                 self.outbox.as_ref(),
                 pk,

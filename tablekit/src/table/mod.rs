@@ -61,6 +61,7 @@ use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
 pub(crate) use plan::send as send_operations;
+pub(crate) use spanning::detached_in_flight;
 
 use crate::backend::{TableBackend, UpdateMode};
 use crate::datetime::DateTime;
@@ -329,6 +330,16 @@ impl<T> Table<T> {
     /// The table's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The outbox its notices go to, if any.
+    pub(crate) fn outbox_ref(&self) -> Option<&crate::outbox::Outbox> {
+        self.outbox.as_ref()
+    }
+
+    /// Whether offloaded values have a blob store to go to.
+    pub(crate) fn has_blob_store(&self) -> bool {
+        self.blobs.is_some()
     }
 
     /// The clock the table reads the time from.

@@ -1,5 +1,7 @@
 //! Typed writes that span partitions, through the outbox.
 
+use std::sync::Arc;
+
 use super::{Loaded, Table};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
@@ -9,36 +11,96 @@ use crate::schema::{self, TableEntity};
 /// Finishes the outbox records of `(pk, rk)` after the transaction that
 /// wrote them committed: puts the notice (if there is an outbox), applies
 /// the steps, deletes the records and the notice. Failures are logged and
-/// left to the worker and the sweeper: the change committed, and reporting
-/// it failed would make the caller do it twice.
+/// left to the worker and the [upkeep](crate::upkeep): the change committed,
+/// and reporting it failed would make the caller do it twice.
+///
+/// Inside a tokio runtime the work runs as a task of its own, which the
+/// caller awaits: a caller whose future is dropped (a client that hung up,
+/// a timeout) no longer takes the finishing work down with it. Outside one
+/// it runs in the caller's future, and the upkeep is what finishes it.
 pub(crate) async fn finish_after_commit(
-    backend: &dyn crate::TableBackend,
-    table: &str,
+    backend: &Arc<dyn crate::TableBackend>,
+    table: &Arc<str>,
     outbox: Option<&crate::outbox::Outbox>,
     pk: &str,
     rk: &str,
 ) {
     let notice = Notice {
-        table: table.to_owned(),
+        table: table.to_string(),
         partition_key: pk.to_owned(),
         row_key: rk.to_owned(),
     };
+    let work = finish_detached(Arc::clone(backend), outbox.cloned(), notice);
+    match tokio::runtime::Handle::try_current() {
+        // The task is spawned before this future first yields, so dropping
+        // the caller at any await point leaves it running.
+        Ok(runtime) => {
+            let running = Running::start();
+            let work = async move {
+                work.await;
+                drop(running);
+            };
+            if let Err(error) = runtime.spawn(work).await {
+                tracing::warn!(%error, %table, "outbox steps did not run to their end; the upkeep will finish them");
+            }
+        }
+        Err(_) => work.await,
+    }
+}
+
+/// How many finishing tasks run detached from their callers.
+static DETACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts one detached finishing task while it lives.
+struct Running;
+
+impl Running {
+    fn start() -> Running {
+        DETACHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        DETACHED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// How many writes' finishing work runs detached right now, in this
+/// process (work whose callers may have gone).
+pub(crate) fn detached_in_flight() -> usize {
+    DETACHED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// [`finish_after_commit`]'s work, owning what it needs.
+async fn finish_detached(
+    backend: Arc<dyn crate::TableBackend>,
+    outbox: Option<crate::outbox::Outbox>,
+    notice: Notice,
+) {
+    let table = notice.table.as_str();
     // The notice goes out while the steps are applied: it waits its delay
     // before a worker may take it anyway.
     let notify = async {
-        match outbox {
+        match &outbox {
             Some(outbox) => match outbox.notify(&notice).await {
                 Ok(sent) => Some((outbox, sent)),
                 Err(error) => {
-                    tracing::warn!(%error, table, "could not put the outbox notice; the sweeper will finish the record");
+                    tracing::warn!(%error, table, "could not put the outbox notice; the upkeep will finish the record");
                     None
                 }
             },
             None => None,
         }
     };
-    let (sent, finished) =
-        futures::future::join(notify, outbox::finish_entity(backend, table, pk, rk)).await;
+    let finish = outbox::finish_entity(
+        backend.as_ref(),
+        table,
+        &notice.partition_key,
+        &notice.row_key,
+    );
+    let (sent, finished) = futures::future::join(notify, finish).await;
     match finished {
         Ok(_) => {
             if let Some((outbox, sent)) = sent {
@@ -47,7 +109,7 @@ pub(crate) async fn finish_after_commit(
             }
         }
         Err(error) => {
-            tracing::warn!(%error, table, "outbox steps failed; the worker or the sweeper will finish them");
+            tracing::warn!(%error, table, "outbox steps failed; the worker or the upkeep will finish them");
         }
     }
 }
@@ -59,7 +121,7 @@ impl<T> Table<T> {
         // Boxed: the writes that call this hold a pointer in their state,
         // not the steps' whole future.
         Box::pin(finish_after_commit(
-            self.backend.as_ref(),
+            &self.backend,
             &self.name,
             self.outbox.as_ref(),
             pk,

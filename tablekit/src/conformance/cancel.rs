@@ -1,0 +1,702 @@
+//! Cancellation safety: every multi-row typed write, dropped after its k-th
+//! poll for every k until it completes, leaves a state that the library's
+//! [upkeep](crate::upkeep) brings back in step.
+//!
+//! The tables run through the fault-injection layer with
+//! [yields](crate::layer::FaultHandle::set_yields) on: every call to the
+//! store gives way once before it reaches the store and once after it was
+//! applied, as a call over a network does, so every request of a write is a
+//! point where the write can be dropped, including the worst one (applied,
+//! answer not yet read).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::fresh_table;
+use super::indexes::{Filed, Staff, Tagged};
+use super::large::Document;
+use super::spanning::{Contact, Mover};
+use crate::backend::TableBackend;
+use crate::blob::BlobStore;
+use crate::layer::FaultInjection;
+use crate::outbox::Outbox;
+use crate::queue::QueueStore;
+use crate::table::{Loaded, Table};
+use crate::upkeep::Upkeep;
+
+/// The most polls a write may take before the harness calls it stuck.
+const MAX_POLLS: usize = 2_000;
+
+/// The paths a sample run takes: one of each kind of multi-row write.
+const SAMPLE: [&str; 5] = [
+    "staff update",
+    "remote insert",
+    "offloaded replace",
+    "wide replace",
+    "move",
+];
+
+/// A future that is dropped after its `limit`-th poll unless it completed:
+/// `Some(output)` when it did, `None` when it was dropped.
+#[derive(Debug)]
+pub struct DropAfter<F> {
+    inner: Option<Pin<Box<F>>>,
+    polls: usize,
+    limit: usize,
+}
+
+/// Runs `future` for at most `polls` polls, then drops it where it stands
+/// (a client hanging up, a timeout firing); see [`DropAfter`].
+pub fn drop_after_polls<F: Future>(polls: usize, future: F) -> DropAfter<F> {
+    DropAfter {
+        inner: Some(Box::pin(future)),
+        polls: 0,
+        limit: polls,
+    }
+}
+
+impl<F: Future> Future for DropAfter<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<F::Output>> {
+        let this = &mut *self;
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        this.polls += 1;
+        if let Poll::Ready(output) = inner.as_mut().poll(cx) {
+            this.inner = None;
+            return Poll::Ready(Some(output));
+        }
+        if this.polls >= this.limit {
+            // Dropped here, with whatever it had in flight.
+            this.inner = None;
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+}
+
+/// How many (path, k) cases a run checked, per path.
+#[derive(Debug, Default, Clone)]
+pub struct CancelOutcomes {
+    /// For each write path, the number of k it was dropped after (the last
+    /// k being the run that completed).
+    pub cases: Vec<(&'static str, usize)>,
+}
+
+impl CancelOutcomes {
+    /// The cases of every path together.
+    pub fn total(&self) -> usize {
+        self.cases.iter().map(|(_, n)| n).sum()
+    }
+
+    fn add(&mut self, path: &'static str) {
+        match self.cases.iter_mut().find(|(p, _)| *p == path) {
+            Some((_, n)) => *n += 1,
+            None => self.cases.push((path, 1)),
+        }
+    }
+}
+
+/// Waits for the finishing work that dropped writes left running (it runs
+/// as tasks of its own) to end.
+async fn settle() {
+    for _ in 0..10_000 {
+        if crate::table::detached_in_flight() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    panic!("finishing work still runs after 10 s");
+}
+
+/// The stores and tables a run writes to.
+struct Harness {
+    upkeep: Upkeep,
+    staff: Table<Staff>,
+    contacts: Table<Contact>,
+    filed: Table<Filed>,
+    documents: Table<Document>,
+    years: Table<Tagged>,
+    movers: Table<Mover>,
+    tag: String,
+    sample: bool,
+}
+
+impl Harness {
+    async fn new(
+        backend: Arc<dyn TableBackend>,
+        blobs: Arc<dyn BlobStore>,
+        queues: Arc<dyn QueueStore>,
+        sample: bool,
+    ) -> Harness {
+        let name = fresh_table(&*backend, "cancel").await;
+        super::spanning::cities_table(backend.as_ref()).await;
+        let layer = FaultInjection::new(Arc::clone(&backend));
+        layer.handle().set_yields(true);
+        let tables: Arc<dyn TableBackend> = Arc::new(layer);
+        let blob_layer = FaultInjection::new(Arc::clone(&blobs));
+        blob_layer.handle().set_yields(true);
+        let blobs: Arc<dyn BlobStore> = Arc::new(blob_layer);
+        let container = name.to_ascii_lowercase();
+        blobs
+            .create_container(&container)
+            .await
+            .expect("create the container");
+        let queue = format!("tk-cancel-{}", name.to_ascii_lowercase());
+        queues.create_queue(&queue).await.expect("create the queue");
+        let outbox = Outbox::new(queues, queue);
+        let table = |t: &Arc<dyn TableBackend>| Table::<Staff>::from_arc(Arc::clone(t), &name);
+        let base = table(&tables);
+        let staff = base.clone();
+        let contacts = base.of::<Contact>().with_outbox(outbox);
+        let filed = base
+            .of::<Filed>()
+            .with_blob_store(Arc::clone(&blobs), &container);
+        let documents = base
+            .of::<Document>()
+            .with_blob_store(Arc::clone(&blobs), &container);
+        let years = base.of::<Tagged>();
+        let movers = base.of::<Mover>();
+        let upkeep = Upkeep::new()
+            .watch(&staff)
+            .watch(&contacts)
+            .watch(&filed)
+            .watch(&documents)
+            .watch(&years)
+            .watch(&movers);
+        let tag: String = std::iter::repeat_with(fastrand::lowercase)
+            .take(6)
+            .collect();
+        Harness {
+            upkeep,
+            staff,
+            contacts,
+            filed,
+            documents,
+            years,
+            movers,
+            tag,
+            sample,
+        }
+    }
+
+    /// Whether the run takes `path` (a sample takes a few).
+    fn wanted(&self, path: &str) -> bool {
+        !self.sample || SAMPLE.contains(&path)
+    }
+
+    /// A partition of its own for case `k` of `path`.
+    fn partition(&self, path: &str, k: usize) -> String {
+        format!("{}-{path}-{k}", self.tag)
+    }
+
+    /// Lets what dropped writes left running end, then runs the upkeep
+    /// (everything due at once), which must find nothing it cannot finish.
+    async fn upkeep(&self) {
+        settle().await;
+        let round = self.upkeep.run_round_now().await;
+        assert!(round.failures.is_empty(), "upkeep failed: {round:?}");
+        assert!(
+            round.pending.values().all(|&n| n == 0),
+            "work left pending: {round:?}"
+        );
+    }
+}
+
+/// The audit found the local indexes clean.
+#[track_caller]
+fn assert_clean(audit: crate::Result<crate::index::IndexAudit>, what: &str) {
+    let audit = audit.expect("verify the indexes");
+    assert!(audit.is_clean(), "{what}: indexes out of step: {audit:?}");
+}
+
+/// The value stored is `before` or `after`, whole.
+#[track_caller]
+fn one_of<T: PartialEq + std::fmt::Debug>(
+    stored: Option<Loaded<T>>,
+    before: Option<&T>,
+    after: Option<&T>,
+    what: &str,
+) {
+    let stored = stored.map(Loaded::into_inner);
+    assert!(
+        stored.as_ref() == before || stored.as_ref() == after,
+        "{what}: stored {stored:?}, neither {before:?} nor {after:?}"
+    );
+}
+
+fn staff(pk: &str, id: u32, seed: u32) -> Staff {
+    Staff {
+        department: pk.into(),
+        id,
+        email: format!("e{seed}@x"),
+        last_name: format!("Last{seed}"),
+        first_name: "Ada".into(),
+        phone: Some(format!("{seed}")),
+        salary: seed,
+        hours: [seed as u8, 1],
+        team: ["red", "blue"][seed as usize % 2].into(),
+    }
+}
+
+fn contact(pk: &str, id: u32, seed: u32) -> Contact {
+    Contact {
+        team: pk.into(),
+        id,
+        email: format!("c{seed}@x"),
+        city: ["Oslo", "Rome"][seed as usize % 2].into(),
+        salary: seed,
+        tier: ["gold", "silver"][seed as usize % 2].into(),
+    }
+}
+
+fn filed(pk: &str, seed: u32) -> Filed {
+    Filed {
+        folder: pk.into(),
+        id: 1,
+        title: format!("t{seed}"),
+        // Large enough for the blob store.
+        body: format!("{seed}").repeat(40_000),
+    }
+}
+
+fn document(pk: &str, seed: u32) -> Document {
+    Document {
+        folder: pk.into(),
+        id: 1,
+        body: vec![seed as u8; 100],
+        summary: format!("s{seed}"),
+    }
+}
+
+fn year(pk: &str, seed: u32) -> Tagged {
+    Tagged {
+        site: pk.into(),
+        year: 2026,
+        daily: (0..400).map(|d| d * 2 + seed).collect(),
+        code: format!("code{seed}"),
+    }
+}
+
+fn mover(pk: &str, id: u32, seed: u32) -> Mover {
+    Mover {
+        department: pk.into(),
+        id,
+        last_name: format!("L{seed}"),
+        salary: seed,
+        badge: format!("b{id}"),
+    }
+}
+
+/// Runs `$body` (which returns whether the write completed) for k = 1, 2,
+/// … until it does, counting each k as a case of `$path`.
+macro_rules! every_k {
+    ($outcomes:ident, $h:ident, $path:literal, |$k:ident| $body:block) => {{
+        let mut $k = 1usize;
+        while $h.wanted($path) {
+            let done: bool = $body;
+            $outcomes.add($path);
+            if done {
+                break;
+            }
+            $k += 1;
+            assert!($k <= MAX_POLLS, "{}: the write never completes", $path);
+        }
+    }};
+}
+
+/// Writes of entities with local indexes (a unique one, a compound one and
+/// an index entity), dropped at every poll: insert, upsert, replace, merge,
+/// update, delete, a transaction of two writes and a bulk upsert.
+async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
+    let t = &h.staff;
+    every_k!(out, h, "staff insert", |k| {
+        let pk = h.partition("si", k);
+        let after = staff(&pk, 1, 1);
+        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
+        h.upkeep().await;
+        one_of(
+            t.get(&*pk, 1).await.expect("get"),
+            None,
+            Some(&after),
+            "insert",
+        );
+        assert_clean(t.verify_indexes(&*pk).await, "insert");
+        done
+    });
+    every_k!(out, h, "staff upsert", |k| {
+        let pk = h.partition("su", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let after = staff(&pk, 1, 2);
+        let done = drop_after_polls(k, t.upsert(&after)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "upsert");
+        assert_clean(t.verify_indexes(&*pk).await, "upsert");
+        done
+    });
+    every_k!(out, h, "staff replace", |k| {
+        let pk = h.partition("sr", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let after = staff(&pk, 1, 2);
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "replace");
+        assert_clean(t.verify_indexes(&*pk).await, "replace");
+        done
+    });
+    every_k!(out, h, "staff merge", |k| {
+        let pk = h.partition("sm", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let after = staff(&pk, 1, 2);
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.merge(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "merge");
+        assert_clean(t.verify_indexes(&*pk).await, "merge");
+        done
+    });
+    every_k!(out, h, "staff update", |k| {
+        let pk = h.partition("sp", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let after = staff(&pk, 1, 2);
+        let change = after.clone();
+        let update = t.update(&*pk, 1, move |s| *s = change.clone());
+        let done = drop_after_polls(k, update).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "update");
+        assert_clean(t.verify_indexes(&*pk).await, "update");
+        done
+    });
+    every_k!(out, h, "staff delete", |k| {
+        let pk = h.partition("sd", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
+        h.upkeep().await;
+        one_of(
+            t.get(&*pk, 1).await.expect("get"),
+            Some(&before),
+            None,
+            "delete",
+        );
+        assert_clean(t.verify_indexes(&*pk).await, "delete");
+        done
+    });
+    every_k!(out, h, "staff delete_unconditionally", |k| {
+        let pk = h.partition("sx", k);
+        let before = staff(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let done = drop_after_polls(k, t.delete_unconditionally(&*pk, 1))
+            .await
+            .is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), None, "delete_unconditionally");
+        assert_clean(t.verify_indexes(&*pk).await, "delete_unconditionally");
+        done
+    });
+    every_k!(out, h, "transaction", |k| {
+        let pk = h.partition("st", k);
+        let kept = staff(&pk, 1, 1);
+        t.insert(&kept).await.expect("insert");
+        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let added = staff(&pk, 2, 3);
+        let mut transaction = t.transaction();
+        transaction.delete(&loaded).expect("a delete");
+        transaction.insert(&added).expect("an insert");
+        let done = drop_after_polls(k, transaction.submit()).await.is_some();
+        h.upkeep().await;
+        let (first, second) = (
+            t.get(&*pk, 1).await.expect("get"),
+            t.get(&*pk, 2).await.expect("get"),
+        );
+        assert!(
+            first.is_some() != second.is_some(),
+            "transaction: half applied: {first:?} {second:?}"
+        );
+        assert_clean(t.verify_indexes(&*pk).await, "transaction");
+        done
+    });
+    every_k!(out, h, "bulk upsert", |k| {
+        let pk = h.partition("sb", k);
+        // Two of the four exist before.
+        let before: Vec<Staff> = (0..2).map(|id| staff(&pk, id, id)).collect();
+        t.bulk()
+            .unpaced()
+            .insert(&before)
+            .await
+            .failures
+            .is_empty()
+            .then_some(())
+            .expect("insert");
+        let after: Vec<Staff> = (0..4).map(|id| staff(&pk, id, id + 10)).collect();
+        let writer = t.bulk().unpaced();
+        let done = drop_after_polls(k, writer.upsert(&after)).await.is_some();
+        h.upkeep().await;
+        for id in 0..4u32 {
+            let stored = t.get(&*pk, id).await.expect("get");
+            let old = before.get(id as usize);
+            one_of(stored, old, Some(&after[id as usize]), "bulk upsert");
+        }
+        assert_clean(t.verify_indexes(&*pk).await, "bulk upsert");
+        done
+    });
+}
+
+/// Writes of an entity whose indexes are kept in another partition and
+/// another table, through the outbox: the steps after the commit.
+async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
+    let t = &h.contacts;
+    let check = |pk: String, what: &'static str| async move {
+        let audit = t
+            .verify_remote_indexes(&*pk)
+            .await
+            .expect("verify the remote indexes");
+        assert!(
+            audit.is_clean(),
+            "{what}: indexes kept elsewhere out of step: {audit:?}"
+        );
+    };
+    every_k!(out, h, "remote insert", |k| {
+        let pk = h.partition("ri", k);
+        let after = contact(&pk, 1, 1);
+        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
+        h.upkeep().await;
+        one_of(
+            t.get(&*pk, 1).await.expect("get"),
+            None,
+            Some(&after),
+            "insert",
+        );
+        check(pk, "remote insert").await;
+        done
+    });
+    every_k!(out, h, "remote replace", |k| {
+        let pk = h.partition("rr", k);
+        let before = contact(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let after = contact(&pk, 1, 2);
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "remote replace");
+        check(pk, "remote replace").await;
+        done
+    });
+    every_k!(out, h, "remote merge", |k| {
+        let pk = h.partition("rm", k);
+        let before = contact(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let after = contact(&pk, 1, 2);
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.merge(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "remote merge");
+        check(pk, "remote merge").await;
+        done
+    });
+    every_k!(out, h, "remote update", |k| {
+        let pk = h.partition("ru", k);
+        let before = contact(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let after = contact(&pk, 1, 2);
+        let change = after.clone();
+        let update = t.update(&*pk, 1, move |c| *c = change.clone());
+        let done = drop_after_polls(k, update).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "remote update");
+        check(pk, "remote update").await;
+        done
+    });
+    every_k!(out, h, "remote delete", |k| {
+        let pk = h.partition("rd", k);
+        let before = contact(&pk, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), None, "remote delete");
+        check(pk, "remote delete").await;
+        done
+    });
+}
+
+/// Writes of entities with values in the blob store (always, and when too
+/// large), of wide entities, and moves to another partition.
+async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
+    let no_orphans = || async {
+        let orphans = h
+            .filed
+            .orphan_blobs(Duration::ZERO)
+            .await
+            .expect("list orphans");
+        assert!(orphans.is_empty(), "orphan blobs left: {orphans:?}");
+        let orphans = h
+            .documents
+            .orphan_blobs(Duration::ZERO)
+            .await
+            .expect("list orphans");
+        assert!(orphans.is_empty(), "orphan blobs left: {orphans:?}");
+    };
+    let t = &h.filed;
+    every_k!(out, h, "offloaded insert", |k| {
+        let pk = h.partition("oi", k);
+        let after = filed(&pk, 1);
+        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
+        h.upkeep().await;
+        // A row naming a missing blob fails this read.
+        one_of(
+            t.get(&*pk, 1).await.expect("get"),
+            None,
+            Some(&after),
+            "insert",
+        );
+        assert_clean(t.verify_indexes(&*pk).await, "offloaded insert");
+        no_orphans().await;
+        done
+    });
+    every_k!(out, h, "offloaded replace", |k| {
+        let pk = h.partition("or", k);
+        let before = filed(&pk, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let after = filed(&pk, 2);
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "offloaded replace");
+        assert_clean(t.verify_indexes(&*pk).await, "offloaded replace");
+        no_orphans().await;
+        done
+    });
+    every_k!(out, h, "offloaded delete", |k| {
+        let pk = h.partition("od", k);
+        let before = filed(&pk, 1);
+        t.insert(&before).await.expect("insert");
+        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
+        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), None, "offloaded delete");
+        no_orphans().await;
+        done
+    });
+    let t = &h.documents;
+    every_k!(out, h, "blob upsert", |k| {
+        let pk = h.partition("bu", k);
+        let before = document(&pk, 1);
+        t.insert(&before).await.expect("insert");
+        let after = document(&pk, 2);
+        let done = drop_after_polls(k, t.upsert(&after)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 1).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "blob upsert");
+        no_orphans().await;
+        done
+    });
+    let t = &h.years;
+    every_k!(out, h, "wide replace", |k| {
+        let pk = h.partition("wr", k);
+        let before = year(&pk, 1);
+        t.insert(&before).await.expect("insert");
+        let mut loaded = t.get(&*pk, 2026u16).await.expect("get").expect("stored");
+        let after = Tagged {
+            daily: (0..150).collect(),
+            ..year(&pk, 2)
+        };
+        *loaded = after.clone();
+        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
+        h.upkeep().await;
+        // A torn entity fails this read, or reads as neither.
+        let stored = t.get(&*pk, 2026u16).await.expect("get");
+        one_of(stored, Some(&before), Some(&after), "wide replace");
+        assert_clean(t.verify_indexes(&*pk).await, "wide replace");
+        done
+    });
+    every_k!(out, h, "wide delete", |k| {
+        let pk = h.partition("wd", k);
+        let before = year(&pk, 1);
+        t.insert(&before).await.expect("insert");
+        let loaded = t.get(&*pk, 2026u16).await.expect("get").expect("stored");
+        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
+        h.upkeep().await;
+        let stored = t.get(&*pk, 2026u16).await.expect("get");
+        one_of(stored, Some(&before), None, "wide delete");
+        assert_clean(t.verify_indexes(&*pk).await, "wide delete");
+        done
+    });
+    let t = &h.movers;
+    every_k!(out, h, "move", |k| {
+        let (from, to) = (h.partition("mf", k), h.partition("mt", k));
+        let before = mover(&from, 1, 1);
+        t.insert(&before).await.expect("insert");
+        let loaded = t.get(&*from, 1).await.expect("get").expect("stored");
+        let after = Mover {
+            department: to.clone(),
+            ..mover(&to, 1, 2)
+        };
+        let done = drop_after_polls(k, t.move_to(&loaded, &after))
+            .await
+            .is_some();
+        h.upkeep().await;
+        let (old, new) = (
+            t.get(&*from, 1).await.expect("get"),
+            t.get(&*to, 1).await.expect("get"),
+        );
+        match (&old, &new) {
+            (Some(old), None) => assert_eq!(**old, before, "move: the old entity changed"),
+            (None, Some(new)) => assert_eq!(**new, after, "move: not the value moved"),
+            _ => panic!("move: in neither or both partitions: {old:?} {new:?}"),
+        }
+        assert_clean(t.verify_indexes(&*from).await, "move (from)");
+        assert_clean(t.verify_indexes(&*to).await, "move (to)");
+        done
+    });
+}
+
+/// Every multi-row typed write path, dropped after its k-th poll for every
+/// k until it completes, each case followed by a round of the upkeep and
+/// checks: indexes (local and kept elsewhere) verify clean, no row names a
+/// missing blob and no orphan blob is left, no entity is in neither or both
+/// partitions, no wide entity is torn, and each entity holds the value
+/// before or after the write. With `sample`, a few paths only (for a store
+/// over the network).
+pub async fn writes_are_safe_to_drop(
+    backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn BlobStore>,
+    queues: Arc<dyn QueueStore>,
+    sample: bool,
+) -> CancelOutcomes {
+    let harness = Harness::new(backend, blobs, queues, sample).await;
+    let mut outcomes = CancelOutcomes::default();
+    let h = &harness;
+    let out = &mut outcomes;
+    local_index_paths(h, out).await;
+    remote_index_paths(h, out).await;
+    blob_wide_and_move_paths(h, out).await;
+    outcomes
+}
