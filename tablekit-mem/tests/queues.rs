@@ -275,4 +275,45 @@ mod worker {
             .unwrap();
         assert!(left.is_empty(), "both records finished");
     }
+
+    /// A poison message whose delete fails comes back and is set aside
+    /// again: the poison queue holds it twice, under its one id, and the
+    /// worker counts it once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_message_set_aside_twice_counts_once() {
+        let clock = ManualClock::new();
+        let store = MemQueueStore::with_clock(clock.clone());
+        store.create_queue("twice").await.unwrap();
+        store.create_queue("twice-poison").await.unwrap();
+        store
+            .put_message("twice", "not a notice", &PutMessageOptions::default())
+            .await
+            .unwrap();
+        use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+        let layer = FaultInjection::new(store.clone());
+        // The first delete of the original fails: it comes back.
+        layer
+            .handle()
+            .inject(Injection::on(Operation::DeleteMessage).fault(Fault::Transient));
+        let queues: Arc<dyn QueueStore> = Arc::new(layer);
+        let backend = Arc::new(tablekit_mem::MemBackend::new());
+        let worker = OutboxWorker::new(backend, queues, "twice")
+            .config(WorkerConfig::default().visibility(Duration::from_secs(10)))
+            .clock(Arc::new(clock.clone()));
+        assert_eq!(worker.run_once().await.unwrap(), 1);
+        clock.advance(Duration::from_secs(11));
+        assert_eq!(worker.run_once().await.unwrap(), 1, "it came back");
+        assert_eq!(store.len("twice"), Some(0), "set aside at last");
+        let poison = store.peek_messages("twice-poison", 32).await.unwrap();
+        assert_eq!(poison.len(), 2, "on the poison queue twice");
+        let ids: std::collections::BTreeSet<String> = poison
+            .iter()
+            .map(|m| {
+                let json: serde_json::Value = serde_json::from_str(&m.text).unwrap();
+                json["id"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(ids.len(), 1, "under one id");
+        assert_eq!(worker.stats().poisoned, 1, "counted once");
+    }
 }

@@ -118,6 +118,10 @@ pub enum Fault {
     /// back: a write fails with [`Error::OutcomeUnknown`] (whether the backend
     /// applied it or refused it), a read with [`Error::Transient`].
     LostResponse,
+    /// Let the backend act, then fail with [`Error::Transient`] whatever it
+    /// did: a proxy's or the service's 5xx that comes after the write was
+    /// applied, which a caller takes for a failure it may try again.
+    FailsAfterApply,
 }
 
 /// A rule: which calls of which operation fail, and how.
@@ -288,6 +292,10 @@ impl FaultHandle {
             None => call.await,
             Some(Fault::Transient) => Err(injected("failure")),
             Some(Fault::Throttled) => Err(Error::Throttled { retry_after: None }),
+            Some(Fault::FailsAfterApply) => {
+                let _ = call.await;
+                Err(injected("failure after the call was applied"))
+            }
             Some(Fault::LostResponse) => {
                 // The outcome is dropped on purpose: the caller cannot know it.
                 let _ = call.await;

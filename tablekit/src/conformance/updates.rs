@@ -202,6 +202,58 @@ pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBack
     table.delete(&loaded).await.expect("settled as deleted");
     assert!(table.get("c", 1u32).await.expect("get").is_none());
 
+    // An unconditional delete that landed is settled by the row being gone.
+    table.insert(&counter(3, 0)).await.expect("insert");
+    lose(Operation::DeleteEntity);
+    table
+        .delete_unconditionally("c", 3u32)
+        .await
+        .expect("settled as deleted");
+    assert!(table.get("c", 3u32).await.expect("get").is_none());
+    // One that failed before it reached the store is reported as it is,
+    // and the row stays.
+    table.insert(&counter(3, 0)).await.expect("insert");
+    faults.inject(Injection::on(Operation::DeleteEntity));
+    let deleted = table.delete_unconditionally("c", 3u32).await;
+    assert!(
+        matches!(deleted, Err(Error::Transient { .. })),
+        "a plain failure is reported: {deleted:?}"
+    );
+    assert!(table.get("c", 3u32).await.expect("get").is_some());
+    // A lost upsert is sent again: it lands once, whatever the answer.
+    lose(Operation::UpsertEntity);
+    table.upsert(&counter(4, 7)).await.expect("sent again");
+    assert_eq!(
+        table.get("c", 4u32).await.expect("get").map(|c| c.count),
+        Some(7)
+    );
+    lose(Operation::UpsertEntity);
+    lose(Operation::UpsertEntity);
+    table
+        .upsert_merge(&counter(4, 8))
+        .await
+        .expect("sent again");
+    assert_eq!(
+        table.get("c", 4u32).await.expect("get").map(|c| c.count),
+        Some(8)
+    );
+    faults.clear();
+    // An update whose write failed after it was applied (a 5xx behind the
+    // store's back) recognises its own write and does not apply it twice.
+    table.insert(&counter(5, 0)).await.expect("insert");
+    faults.inject(Injection::on(Operation::UpdateEntity).fault(Fault::FailsAfterApply));
+    let updated = table
+        .update("c", 5u32, |c| c.count += 1)
+        .await
+        .expect("settled as written");
+    assert_eq!(updated.count, 1);
+    assert_eq!(
+        table.get("c", 5u32).await.expect("get").map(|c| c.count),
+        Some(1),
+        "applied once"
+    );
+    faults.clear();
+
     // Many writers incrementing through read, change, replace.
     table.insert(&counter(2, 0)).await.expect("insert");
     faults.seed(7);

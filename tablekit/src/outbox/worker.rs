@@ -183,7 +183,9 @@ pub struct WorkerStats {
     pub applied: u64,
     /// Messages that failed and were left to come back.
     pub retried: u64,
-    /// Messages moved to the poison queue.
+    /// Messages moved to the poison queue, each counted once however often
+    /// it was put there (a message whose delete failed comes back and is
+    /// put again: the poison queue may hold it twice, with the same `id`).
     pub poisoned: u64,
 }
 
@@ -192,6 +194,9 @@ struct Counters {
     applied: AtomicU64,
     retried: AtomicU64,
     poisoned: AtomicU64,
+    /// The ids of the messages set aside, so that one set aside twice (its
+    /// delete failed, and it came back) counts once.
+    poisoned_ids: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Finishes outbox records as their notices come due on a queue.
@@ -416,8 +421,13 @@ impl OutboxWorker {
     /// Moves a message to the poison queue with `why`, then deletes it.
     async fn poison(&self, message: &QueueMessage, why: &str) {
         tracing::error!(why, "outbox message set aside as poison");
-        let text = json!({ "message": message.text, "error": why, "dequeue_count": message.dequeue_count })
-            .to_string();
+        let text = json!({
+            "id": message.id,
+            "message": message.text,
+            "error": why,
+            "dequeue_count": message.dequeue_count,
+        })
+        .to_string();
         let poison = poison_queue_name(&self.queue);
         let put = self
             .queues
@@ -427,7 +437,9 @@ impl OutboxWorker {
             tracing::warn!(%error, "could not set the message aside; it comes back");
             return;
         }
-        self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        if self.counters.poisoned_ids.lock().insert(message.id.clone()) {
+            self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        }
         let _ = self
             .queues
             .delete_message(&self.queue, &message.id, &message.pop_receipt)

@@ -615,7 +615,23 @@ impl<T: TableEntity> Table<T> {
             old: None,
             new: new_keys.as_deref(),
         };
-        self.write_row(row, write, hint).await
+        // A write that holds no condition (an upsert, or one under `*`)
+        // whose answer was lost is sent again: writing the same value twice
+        // leaves what writing it once does.
+        let resend = matches!(
+            write,
+            RowWrite::Upsert(_) | RowWrite::Update(_, IfMatch::Any)
+        );
+        if !resend {
+            return self.write_row(row, write, hint).await;
+        }
+        let mut attempt = 1;
+        loop {
+            match self.write_lent(&row, write.clone(), hint).await {
+                Err(e) if e.is_outcome_unknown() && attempt < LOST_WRITE_ATTEMPTS => attempt += 1,
+                outcome => return outcome,
+            }
+        }
     }
 
     /// Replaces the stored entity if it is still the version that was read;
@@ -775,13 +791,41 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<()> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        self.write_row(
-            crate::Entity::new(pk, rk),
-            RowWrite::Delete(IfMatch::Any),
-            IndexHint::default(),
-        )
-        .await
-        .map(drop)
+        let mut lost = None;
+        for _ in 0..LOST_WRITE_ATTEMPTS {
+            let deleted = self
+                .write_row(
+                    crate::Entity::new(pk.as_str(), rk.as_str()),
+                    RowWrite::Delete(IfMatch::Any),
+                    IndexHint::default(),
+                )
+                .await;
+            match deleted {
+                Ok(_) => return Ok(()),
+                // Gone after an answer was lost: that delete landed (or
+                // another did; either way the entity is gone).
+                Err(Error::EntityNotFound { .. }) if lost.is_some() => return Ok(()),
+                // Settled by whether the row is gone; if it is still
+                // there, the delete is sent again.
+                Err(e) if e.is_outcome_unknown() => {
+                    match Box::pin(self.read_stored(&pk, &rk)).await {
+                        Ok(None) => {
+                            // Deleted: with its outbox record, if it wrote one.
+                            if !T::REMOTE_INDEXES.is_empty() {
+                                self.finish_after_commit(&pk, &rk).await;
+                            }
+                            return Ok(());
+                        }
+                        Ok(Some(_)) => lost = Some(e),
+                        Err(_) => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(lost.unwrap_or(Error::Transient {
+            message: "no attempt".into(),
+        }))
     }
 
     /// Whether an entity with these keys exists: one point read that asks

@@ -475,6 +475,10 @@ impl<T: TableEntity> Table<T> {
     {
         let started = Instant::now();
         let mut last: Option<Error> = None;
+        // The history entry of an attempt that failed with an error the
+        // store may have sent after applying it (a 5xx): the next read
+        // tells whether it landed, so that it is never applied twice.
+        let mut unsettled: Option<Recorded> = None;
         for attempt in 1..=options.attempts {
             if attempt > 1 {
                 let wait = options.delay(attempt - 1);
@@ -495,6 +499,16 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            if let Some(previous) = unsettled.take()
+                && let Settled::Applied(stored) = previous.settle(Some(stored.clone()))
+            {
+                // It landed: the failure came after. Its outbox records, if
+                // it wrote any, are still to finish.
+                if !T::REMOTE_INDEXES.is_empty() {
+                    self.finish_after_commit(&pk, &rk).await;
+                }
+                return Ok(super::load(stored)?);
+            }
             let mut recorded = if self.record_writes {
                 Recorded::on(
                     writes_of(&stored),
@@ -535,7 +549,12 @@ impl<T: TableEntity> Table<T> {
                 // in, so a write through it is refused, as it should be.
                 Ok(None) => return Ok(Loaded::written(value, etag)),
                 Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
-                Err(e) if e.is_transient() => last = Some(e),
+                Err(e) if e.is_transient() => {
+                    if self.record_writes {
+                        unsettled = Some(recorded);
+                    }
+                    last = Some(e);
+                }
                 Err(e) => return Err(e.into()),
             }
         }
