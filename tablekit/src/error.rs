@@ -286,6 +286,55 @@ impl Error {
     }
 }
 
+/// The row a [`SchemaError`] was met in: its keys, and its kind and the
+/// schema version it was written with, where the row names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RowContext {
+    /// The row's PartitionKey.
+    pub partition_key: String,
+    /// The row's RowKey.
+    pub row_key: String,
+    /// The kind the row was read as, if the type has one.
+    pub kind: Option<&'static str>,
+    /// The schema version stored in the row (`_Version`), if any.
+    pub version: Option<i64>,
+}
+
+impl std::fmt::Display for RowContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "row ({:?}, {:?})", self.partition_key, self.row_key)?;
+        if let Some(kind) = self.kind {
+            write!(f, " of kind `{kind}`")?;
+        }
+        if let Some(version) = self.version {
+            write!(f, " version {version}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `" in {row}"`, or nothing for no row.
+fn in_row(row: &Option<Box<RowContext>>) -> String {
+    row.as_ref()
+        .map_or_else(String::new, |row| format!(" in {row}"))
+}
+
+impl SchemaError {
+    /// The error with the row it was met in, unless it names one already.
+    pub fn in_row(mut self, context: impl FnOnce() -> RowContext) -> SchemaError {
+        match &mut self {
+            SchemaError::Property { row, .. } | SchemaError::UnsupportedVersion { row, .. }
+                if row.is_none() =>
+            {
+                *row = Some(Box::new(context()));
+            }
+            _ => {}
+        }
+        self
+    }
+}
+
 /// Why a stored row cannot be read as a typed entity. Never a wrong value:
 /// tablekit refuses the row instead.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -300,7 +349,7 @@ pub enum SchemaError {
         row_key: String,
     },
     /// The row was written by a schema version this reader does not accept.
-    #[error("kind `{kind}` version {found} is outside the supported versions {min}..={max}")]
+    #[error("kind `{kind}` version {found} is outside the supported versions {min}..={max}{}", in_row(.row))]
     UnsupportedVersion {
         /// The kind.
         kind: &'static str,
@@ -310,6 +359,8 @@ pub enum SchemaError {
         min: u32,
         /// The newest version the reader accepts.
         max: u32,
+        /// The row, where known.
+        row: Option<Box<RowContext>>,
     },
     /// The row's kind is not one of an enum of kinds.
     #[error("row {row_key:?} is of no kind among {expected:?}")]
@@ -332,12 +383,14 @@ pub enum SchemaError {
         reason: String,
     },
     /// A property is missing, has another type, or holds an unusable value.
-    #[error("property `{property}`: {problem}")]
+    #[error("property `{property}`: {problem}{}", in_row(.row))]
     Property {
         /// The stored property name.
         property: String,
         /// What is wrong with it.
         problem: ValueError,
+        /// The row, where known (every typed read names it).
+        row: Option<Box<RowContext>>,
     },
     /// Two fields (one of them flattened) are stored under the same name.
     #[error("two fields are stored under the property name `{name}`")]

@@ -649,6 +649,7 @@ pub(crate) fn pointed_row(def: &IndexDef, row: &Entity) -> Result<String, Error>
                 "index row {:?} of index `{}` names no entity",
                 row.row_key, def.name
             )),
+            row: None,
         }
         .into()),
     }

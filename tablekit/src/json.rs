@@ -655,6 +655,25 @@ pub(crate) struct Fields<'de> {
 }
 
 impl<'de> Fields<'de> {
+    /// Every value read, with its property name (the kind and version
+    /// included).
+    pub(crate) fn present(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let kind = self
+            .kind
+            .as_ref()
+            .map(|v| (crate::schema::KIND_PROPERTY, v));
+        let version = self
+            .version
+            .as_ref()
+            .map(|v| (crate::schema::VERSION_PROPERTY, v));
+        let values = self
+            .names
+            .iter()
+            .zip(&self.values)
+            .filter_map(|(name, value)| Some((*name, value.as_ref()?)));
+        kind.into_iter().chain(version).chain(values)
+    }
+
     /// Takes the keys out.
     pub(crate) fn take_keys(&mut self) -> (Cow<'de, str>, Cow<'de, str>) {
         (

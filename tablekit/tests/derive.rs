@@ -164,13 +164,43 @@ fn reading_checks_kind_version_and_types() {
             ..
         }))
     ));
+    let newer = schema::from_entity::<Employee>(&e).unwrap_err().to_string();
+    let row = format!(
+        "row ({:?}, {:?}) of kind `EMP` version 2",
+        e.partition_key, e.row_key
+    );
+    assert!(newer.contains(&row), "names the row: {newer}");
     e.insert(VERSION_PROPERTY, 1);
-    // A property of another type is an error naming it.
+    // A property of another type is an error naming it, and the row: its
+    // keys, its kind and the version it was written with.
     e.insert("Name", 5);
     match schema::from_entity::<Employee>(&e) {
-        Err(Error::Schema(SchemaError::Property { property, .. })) => assert_eq!(property, "Name"),
+        Err(Error::Schema(SchemaError::Property { property, row, .. })) => {
+            assert_eq!(property, "Name");
+            let row = row.expect("the row is named");
+            assert_eq!(
+                (row.partition_key.as_str(), row.row_key.as_str()),
+                (e.partition_key.as_str(), e.row_key.as_str())
+            );
+            assert_eq!((row.kind, row.version), (Some("EMP"), Some(1)));
+        }
         other => panic!("{other:?}"),
     }
+    let message = schema::from_entity::<Employee>(&e).unwrap_err().to_string();
+    let row = format!(
+        "row ({:?}, {:?}) of kind `EMP` version 1",
+        e.partition_key, e.row_key
+    );
+    assert!(
+        message.starts_with("property `Name`: expected") && message.ends_with(&row),
+        "{message}"
+    );
+    // The same from the wire form.
+    let json = tablekit::json::to_string(&e);
+    let message = schema::from_json::<Employee>(&json)
+        .unwrap_err()
+        .to_string();
+    assert!(message.ends_with(&row), "{message}");
     e.insert("Name", "Ada");
     // A missing required property too; a missing `default` one is defaulted.
     e.properties.remove("Mail");

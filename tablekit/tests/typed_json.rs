@@ -499,3 +499,35 @@ fn the_generated_member_match_agrees_with_the_search() {
     assert_eq!(Review::member_slot("Nam"), MemberSlot::Other);
     assert_eq!(Review::FIELD_NAMES[0], "Name");
 }
+
+/// `from_json` refuses what `to_json` refuses: keys too long or with a
+/// forbidden character, values over the service's limits.
+#[test]
+fn from_json_refuses_what_to_json_refuses() {
+    let value = review("Ada".into(), None, vec![1, 2], 1.5);
+    let text = schema::to_json(&value).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let refused = |doc: &serde_json::Value| match schema::from_json::<Review>(&doc.to_string()) {
+        Err(Error::Invalid(e)) => e,
+        other => panic!("expected invalid input, got {other:?}"),
+    };
+    assert!(schema::from_json::<Review>(&doc.to_string()).is_ok());
+    // A PartitionKey of 613 UTF-16 code units, which to_json refuses too.
+    let mut long = doc.clone();
+    long["PartitionKey"] = "p".repeat(613).into();
+    assert!(matches!(refused(&long), InvalidInput::KeyTooLong { .. }));
+    let too_long = Review {
+        department: "p".repeat(613),
+        ..value.clone()
+    };
+    assert!(matches!(schema::to_json(&too_long), Err(Error::Invalid(_))));
+    // A forbidden character in a key.
+    let mut slash = doc.clone();
+    slash["PartitionKey"] = "a/b".into();
+    refused(&slash);
+    // A string over 32K UTF-16 code units, which to_json refuses too.
+    let mut big = doc.clone();
+    big["Name"] = "n".repeat(40_000).into();
+    assert!(matches!(refused(&big), InvalidInput::StringTooLong { .. }));
+    assert!(schema::to_json(&review("n".repeat(40_000), None, vec![], 1.5)).is_err());
+}

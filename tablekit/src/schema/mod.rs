@@ -546,6 +546,7 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         let mut fields =
             crate::json::fields_from_str(text, T::FIELD_NAMES, T::member_slot, T::KIND)?;
         let (pk, rk) = fields.take_keys();
+        check_read(&pk, &rk, fields.present())?;
         return read_entity(&pk, &rk, &mut fields);
     }
     let mut members = crate::json::members_from_str(text)?;
@@ -553,7 +554,31 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         std::mem::take(&mut members.partition_key),
         std::mem::take(&mut members.row_key),
     );
+    let present = members
+        .properties
+        .iter()
+        .filter_map(|(name, value)| Some((&**name, value.as_ref()?)));
+    check_read(&pk, &rk, present)?;
     read_entity(&pk, &rk, &mut members)
+}
+
+/// The checks [`to_json`] makes of what it writes, made of what
+/// [`from_json`] read: keys, property names, values, count and the
+/// entity's size. A document `to_json` could not have written is refused.
+fn check_read<'a>(
+    partition_key: &str,
+    row_key: &str,
+    properties: impl Iterator<Item = (&'a str, &'a Value)>,
+) -> Result<(), InvalidInput> {
+    crate::validate::keys(partition_key, row_key)?;
+    let mut count = 0;
+    let mut size = 0;
+    for (name, value) in properties {
+        count += 1;
+        size += crate::validate::property(name, value.as_value_ref())?;
+    }
+    crate::validate::property_count(partition_key, row_key, count)?;
+    crate::validate::entity_size(partition_key, row_key, size)
 }
 
 /// Reads a row from its keys and properties: checks its kind and version,
@@ -589,6 +614,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
                                 expected: "Int32",
                                 found: other.edm_type(),
                             },
+                            row: None,
                         }
                         .into());
                     }
@@ -599,6 +625,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
                         found,
                         min: T::MIN_VERSION,
                         max: T::VERSION,
+                        row: Some(Box::new(row_context::<T, S>(partition_key, row_key, props))),
                     }
                     .into());
                 }
@@ -635,7 +662,32 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     })?;
     let rk = T::RowKey::decode_laid_out(row_key, &T::ROW_KEY_LAYOUT)
         .map_err(|e| key_error(KeyKind::RowKey, row_key, T::ROW_KEY_FIELDS, e))?;
-    T::read_properties(pk, rk, props)
+    match T::read_properties(pk, rk, props) {
+        Err(Error::Schema(e)) => Err(e
+            .in_row(|| row_context::<T, S>(partition_key, row_key, props))
+            .into()),
+        read => read,
+    }
+}
+
+/// The row a typed read of `T` met a problem in.
+#[cold]
+fn row_context<T: TableEntity, S: PropertySource + ?Sized>(
+    partition_key: &str,
+    row_key: &str,
+    props: &S,
+) -> crate::error::RowContext {
+    let version = match props.get(VERSION_PROPERTY) {
+        Some(Value::Int32(v)) => Some(i64::from(*v)),
+        Some(Value::Int64(v)) => Some(*v),
+        _ => None,
+    };
+    crate::error::RowContext {
+        partition_key: partition_key.to_owned(),
+        row_key: row_key.to_owned(),
+        kind: T::KIND,
+        version,
+    }
 }
 
 /// Where a member of an entity's JSON goes, by [`TableEntity::member_slot`].
@@ -844,6 +896,7 @@ pub fn property_error(name: &str, problem: ValueError) -> Error {
     SchemaError::Property {
         property: name.to_owned(),
         problem,
+        row: None,
     }
     .into()
 }

@@ -61,6 +61,7 @@ use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
 pub(crate) use plan::send as send_operations;
+#[cfg(feature = "conformance")]
 pub(crate) use spanning::detached_in_flight;
 
 use crate::backend::{TableBackend, UpdateMode};

@@ -123,6 +123,7 @@ fn parse_reference(property: &str, value: &Value) -> Result<BlobReference> {
         SchemaError::Property {
             property: property.to_owned(),
             problem: ValueError::Invalid(reason),
+            row: None,
         }
         .into()
     };
@@ -263,6 +264,7 @@ pub(crate) async fn fetch(
         SchemaError::Property {
             property: field.to_owned(),
             problem: ValueError::Invalid(reason),
+            row: None,
         }
         .into()
     };
@@ -302,6 +304,7 @@ pub(crate) async fn restore(
                 Error::from(SchemaError::Property {
                     property: (*field).to_owned(),
                     problem: ValueError::Invalid("blob text is not UTF-8".into()),
+                    row: None,
                 })
             })?)
         } else {

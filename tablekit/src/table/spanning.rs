@@ -69,6 +69,7 @@ impl Drop for Running {
 
 /// How many writes' finishing work runs detached right now, in this
 /// process (work whose callers may have gone).
+#[cfg(feature = "conformance")]
 pub(crate) fn detached_in_flight() -> usize {
     DETACHED.load(std::sync::atomic::Ordering::SeqCst)
 }

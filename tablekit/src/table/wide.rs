@@ -113,6 +113,7 @@ pub fn join(base: &str, mut rows: Vec<Entity>) -> Result<Option<(Entity, usize)>
         SchemaError::Property {
             property: PARTS_PROPERTY.into(),
             problem: ValueError::Invalid(reason),
+            row: None,
         }
         .into()
     };
