@@ -15,8 +15,8 @@
 //! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
 //!
 //! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
-//! requests under way, and stops the outbox worker after the messages in
-//! hand.
+//! requests under way, and stops the library's upkeep (the outbox worker
+//! and its sweeps) after the work in hand.
 
 use tablekit_examples::service::{App, Names, Stores};
 use tracing_subscriber::EnvFilter;
@@ -34,16 +34,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = App::open(stores, Names::default()).await?;
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = app.worker();
-    let mut worker_stop = stopped.clone();
-    let worker = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = worker_stop.wait_for(|stop| *stop).await;
-        };
-        if let Err(error) = worker.run(shutdown).await {
-            tracing::error!(%error, "outbox worker stopped");
-        }
-    });
+    // The library's upkeep: the outbox worker, and the sweep that finishes
+    // what a request dropped halfway left (every 30 s by default).
+    let upkeep = app
+        .upkeep(tablekit::upkeep::UpkeepConfig::default())
+        .spawn();
 
     // The audit log keeps `TABLEKIT_AUDIT_DAYS` days (30): older days'
     // tables are dropped whole, checked every hour.
@@ -78,9 +73,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     axum::serve(listener, app.router())
         .with_graceful_shutdown(shutdown_signal())
         .await?;
-    tracing::info!("stopping the outbox worker");
+    tracing::info!("stopping the upkeep");
     let _ = stop.send(true);
-    worker.await?;
+    let stats = upkeep.shutdown().await;
+    tracing::info!(?stats, "upkeep stopped");
     expiry.await?;
     Ok(())
 }

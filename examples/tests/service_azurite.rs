@@ -164,3 +164,130 @@ async fn the_service_runs_on_azurite() {
     worker.await.expect("worker task").expect("worker");
     app.destroy().await.expect("clean up");
 }
+
+/// The customers of tenant `tenant` and the city index's view of them, as
+/// sorted ids.
+async fn customers_and_city_index(
+    http: &reqwest::Client,
+    base: &str,
+    tenant: &str,
+) -> (Vec<String>, Vec<String>) {
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|c| c["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    let listed = get_json(
+        http,
+        format!("{base}/tenants/{tenant}/customers?limit=1000"),
+    )
+    .await;
+    assert!(listed["next"].is_null(), "one page holds them all");
+    let mut customers = ids(&listed);
+    let mut indexed = Vec::new();
+    for city in ["Oslo", "Rome"] {
+        let page = get_json(
+            http,
+            format!("{base}/tenants/{tenant}/customers/by-city/{city}"),
+        )
+        .await;
+        indexed.extend(ids(&page));
+    }
+    customers.sort();
+    indexed.sort();
+    (customers, indexed)
+}
+
+/// 300 POSTs and 300 DELETEs of customers whose clients hang up at random
+/// moments (the request's future is dropped wherever it stands): within one
+/// round of the library's upkeep, the city index (kept in another
+/// partition through the outbox) lists exactly the customers there are,
+/// with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_hang_up_leave_the_index_in_step() {
+    let account = azurite::account();
+    let stores = Stores {
+        tables: Arc::new(tablekit_azure::AzureTables::new(account.clone()).expect("tables")),
+        blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone()).expect("blobs")),
+        queues: Arc::new(tablekit_azure::AzureQueues::new(account).expect("queues")),
+    };
+    let app = App::open(stores, Names::unique("Hang"))
+        .await
+        .expect("open");
+    let interval = Duration::from_secs(3);
+    let config = tablekit::upkeep::UpkeepConfig::default()
+        .interval(interval)
+        .record_age(Duration::from_secs(1));
+    let upkeep = app.upkeep(config).spawn();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let server = tokio::spawn(axum::serve(listener, app.router()).into_future());
+    let http = reqwest::Client::new();
+    let tenant = "hang";
+    // A small fixed generator: the hang-up moments, 0–150 ms after sending.
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next_delay = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        Duration::from_millis(seed % 150)
+    };
+    let mut hung_up = 0;
+    for round in 0..2 {
+        let delays: Vec<Duration> = (0..300).map(|_| next_delay()).collect();
+        for chunk in (0..300usize).collect::<Vec<_>>().chunks(25) {
+            let requests = chunk.iter().map(|&i| {
+                let (http, base, delay) = (http.clone(), base.clone(), delays[i]);
+                async move {
+                    let url = format!("{base}/tenants/{tenant}/customers");
+                    let request = if round == 0 {
+                        let city = ["Oslo", "Rome"][i % 2];
+                        let body = json!({ "id": format!("c{i}"), "name": "N", "email": format!("c{i}@x"), "city": city });
+                        http.post(url).json(&body)
+                    } else {
+                        http.delete(format!("{url}/c{}", (i * 7) % 300))
+                    };
+                    request.timeout(delay).send().await.is_err()
+                }
+            });
+            hung_up += futures::future::join_all(requests)
+                .await
+                .into_iter()
+                .filter(|&gone| gone)
+                .count();
+        }
+    }
+    assert!(hung_up > 30, "clients hung up: {hung_up}");
+    // Within one upkeep interval (after the records' age), nothing missing
+    // and nothing extra.
+    let deadline = tokio::time::Instant::now() + interval + Duration::from_secs(2);
+    let (customers, indexed) = loop {
+        let (customers, indexed) = customers_and_city_index(&http, &base, tenant).await;
+        if customers == indexed || tokio::time::Instant::now() > deadline {
+            break (customers, indexed);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let missing: Vec<_> = customers.iter().filter(|c| !indexed.contains(c)).collect();
+    let extra: Vec<_> = indexed.iter().filter(|c| !customers.contains(c)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} customers; missing from the index: {missing:?}; extra: {extra:?}",
+        customers.len()
+    );
+    let pending = upkeep.upkeep().pending().await.expect("pending");
+    assert!(pending.values().all(|&n| n == 0), "{pending:?}");
+    eprintln!(
+        "{hung_up} of 600 clients hung up; {} customers; upkeep {:?}",
+        customers.len(),
+        upkeep.stats()
+    );
+    server.abort();
+    upkeep.shutdown().await;
+    app.destroy().await.expect("clean up");
+}

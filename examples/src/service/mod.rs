@@ -3,9 +3,10 @@
 //! [`Stores::from_env`] picks the stores: in memory by default, or the
 //! account `TABLEKIT_CONNECTION_STRING` names (`UseDevelopmentStorage=true`
 //! for Azurite). [`App::open`] prepares the tables, the blob container and
-//! the outbox's queues; [`App::router`] is the HTTP API; [`App::worker`] is
-//! the outbox worker that finishes index changes in other partitions, run
-//! as a background task by the binary.
+//! the outbox's queues; [`App::router`] is the HTTP API; [`App::upkeep`] is
+//! the library's background upkeep (the outbox worker that finishes index
+//! changes in other partitions, and the sweep that finishes what a dropped
+//! request left), run as a background task by the binary.
 //!
 //! How the store's answers map to HTTP:
 //!
@@ -176,8 +177,20 @@ impl App {
         Ok(app)
     }
 
-    /// The outbox worker that finishes index changes kept in other
-    /// partitions; run it with [`OutboxWorker::run`].
+    /// The library's upkeep of the service's tables, with `config`: the
+    /// outbox worker that finishes index changes kept in other partitions,
+    /// the sweep of outbox records a dropped request left (a client that
+    /// hung up, a timeout), old fence rows, and orphan attachment blobs.
+    /// The binary spawns it with [`Upkeep::spawn`](tablekit::upkeep::Upkeep::spawn).
+    pub fn upkeep(&self, config: tablekit::upkeep::UpkeepConfig) -> tablekit::upkeep::Upkeep {
+        tablekit::upkeep::Upkeep::new()
+            .config(config)
+            .watch(&self.customers)
+            .watch(&self.attachments)
+    }
+
+    /// The outbox worker alone (the [upkeep](App::upkeep) runs one); run it
+    /// with [`OutboxWorker::run`].
     pub fn worker(&self) -> OutboxWorker {
         OutboxWorker::new(
             Arc::clone(&self.stores.tables),
