@@ -24,7 +24,8 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 use tablekit::key::Padded;
-use tablekit::outbox::{Outbox, OutboxWorker};
+use tablekit::outbox::Outbox;
+use tablekit::upkeep::Upkeep;
 use tablekit::{Error, Loaded, Table, TableEntity};
 
 /// An employee, stored as `empid_000223` in their department's partition.
@@ -216,11 +217,11 @@ async fn main() -> Result<(), Error> {
     // Beth moves to Marketing. One transaction deletes her from Sales (with
     // her index rows) and records the rest of the move in Sales' outbox;
     // then she is inserted in Marketing, with her index rows there. Had
-    // this process stopped in between, the worker below (a service would
-    // run it in the background) would finish the move from the queue.
+    // this process stopped in between (or the future been dropped), the
+    // library's upkeep would finish the move: its outbox worker from the
+    // queue, its sweep from the record. A service spawns it once, in the
+    // background: `Upkeep::new().watch(&table).spawn()`.
     let queue = format!("directory-moves-{}", std::process::id());
-    let worker = OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), queue.as_str());
-    worker.create_queues().await?;
     let marketing = Department {
         department: "Marketing".into(),
         manager_name: "Dan Wu".into(),
@@ -230,6 +231,8 @@ async fn main() -> Result<(), Error> {
     let movable = employees
         .clone()
         .with_outbox(Outbox::new(Arc::clone(&queues), queue.as_str()));
+    let upkeep = Upkeep::new().watch(&movable);
+    upkeep.create_queues().await?;
     let beth = employees.get("Sales", id(225)).await?.expect("Beth");
     let moved = Employee {
         department: marketing.department.clone(),
@@ -247,7 +250,12 @@ async fn main() -> Result<(), Error> {
         "== Beth moved to {} and reports to {}",
         beth.department, beth.manager_name
     );
-    assert_eq!(worker.run_once().await?, 0, "nothing was left to finish");
+    let pending = upkeep.pending().await?;
+    println!("== outbox records left to finish: {pending:?}");
+    assert!(
+        pending.values().all(|&n| n == 0),
+        "nothing was left to finish"
+    );
     for department in ["Sales", "Marketing"] {
         assert!(employees.verify_indexes(department).await?.is_clean());
     }
