@@ -418,6 +418,13 @@ impl OutboxWorker {
         }
     }
 
+    /// Counts the message `id` as set aside, once whatever how often.
+    fn count_poisoned(&self, id: &str) {
+        if self.counters.poisoned_ids.lock().insert(id.to_owned()) {
+            self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Moves a message to the poison queue with `why`, then deletes it.
     async fn poison(&self, message: &QueueMessage, why: &str) {
         tracing::error!(why, "outbox message set aside as poison");
@@ -433,12 +440,17 @@ impl OutboxWorker {
             .queues
             .put_message(&poison, &text, &PutMessageOptions::default())
             .await;
-        if let Err(error) = put {
-            tracing::warn!(%error, "could not set the message aside; it comes back");
-            return;
-        }
-        if self.counters.poisoned_ids.lock().insert(message.id.clone()) {
-            self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        match put {
+            Ok(_) => self.count_poisoned(&message.id),
+            Err(error) => {
+                if error.is_outcome_unknown() {
+                    // It may be on the poison queue: counted now, so that
+                    // its second put (the original comes back) counts once.
+                    self.count_poisoned(&message.id);
+                }
+                tracing::warn!(%error, "could not set the message aside; it comes back");
+                return;
+            }
         }
         let _ = self
             .queues
