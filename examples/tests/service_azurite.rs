@@ -19,14 +19,19 @@ async fn get_json(http: &reqwest::Client, url: String) -> Value {
     response.json().await.expect("json")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_service_runs_on_azurite() {
+/// The service's stores on this process's Azurite.
+fn azurite_stores() -> Stores {
     let account = azurite::account();
-    let stores = Stores {
+    Stores {
         tables: Arc::new(tablekit_azure::AzureTables::new(account.clone()).expect("tables")),
         blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone()).expect("blobs")),
         queues: Arc::new(tablekit_azure::AzureQueues::new(account).expect("queues")),
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_runs_on_azurite() {
+    let stores = azurite_stores();
     let app = App::open(stores, Names::unique("E2e")).await.expect("open");
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = app.worker();
@@ -208,12 +213,7 @@ async fn customers_and_city_index(
 /// with no restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_that_hang_up_leave_the_index_in_step() {
-    let account = azurite::account();
-    let stores = Stores {
-        tables: Arc::new(tablekit_azure::AzureTables::new(account.clone()).expect("tables")),
-        blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone()).expect("blobs")),
-        queues: Arc::new(tablekit_azure::AzureQueues::new(account).expect("queues")),
-    };
+    let stores = azurite_stores();
     let app = App::open(stores, Names::unique("Hang"))
         .await
         .expect("open");

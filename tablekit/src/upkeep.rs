@@ -283,10 +283,9 @@ impl Upkeep {
             blobs,
         });
         for def in T::REMOTE_INDEXES {
-            let (target, _) = def.place(table.name(), "");
             self.add(Watched {
                 backend: Arc::clone(&backend),
-                table: target.into(),
+                table: def.table.unwrap_or(table.name()).into(),
                 records: false,
                 blobs: Vec::new(),
             });

@@ -546,7 +546,8 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         let mut fields =
             crate::json::fields_from_str(text, T::FIELD_NAMES, T::member_slot, T::KIND)?;
         let (pk, rk) = fields.take_keys();
-        check_read(&pk, &rk, fields.present())?;
+        // The names are the type's own, checked when it was derived.
+        check_read(text.len(), &pk, &rk, fields.present(), false)?;
         return read_entity(&pk, &rk, &mut fields);
     }
     let mut members = crate::json::members_from_str(text)?;
@@ -558,24 +559,43 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         .properties
         .iter()
         .filter_map(|(name, value)| Some((&**name, value.as_ref()?)));
-    check_read(&pk, &rk, present)?;
+    check_read(text.len(), &pk, &rk, present, true)?;
     read_entity(&pk, &rk, &mut members)
 }
 
 /// The checks [`to_json`] makes of what it writes, made of what
-/// [`from_json`] read: keys, property names, values, count and the
-/// entity's size. A document `to_json` could not have written is refused.
+/// [`from_json`] read: keys, property names (with `names`), values, count
+/// and the entity's size. A document `to_json` could not have written is
+/// refused.
+///
+/// The entity's size is only summed when the document (`text_len` bytes)
+/// could reach the limit: each property's part of the service's formula is
+/// at most 24 bytes plus twice the bytes of its name and value in the text
+/// (a UTF-16 unit takes a byte or more there, binary takes 4/3 in base64,
+/// and no fixed-size value takes over 16), and the keys' part is 4 plus
+/// twice theirs.
 fn check_read<'a>(
+    text_len: usize,
     partition_key: &str,
     row_key: &str,
     properties: impl Iterator<Item = (&'a str, &'a Value)>,
+    names: bool,
 ) -> Result<(), InvalidInput> {
+    use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
     crate::validate::keys(partition_key, row_key)?;
+    let sized = 4 + 24 * (MAX_PROPERTIES + 2) + 2 * text_len > MAX_ENTITY_SIZE;
     let mut count = 0;
     let mut size = 0;
     for (name, value) in properties {
         count += 1;
-        size += crate::validate::property(name, value.as_value_ref())?;
+        let value = value.as_value_ref();
+        if names {
+            crate::validate::property_name(name)?;
+        }
+        crate::validate::property_value_ref(name, value)?;
+        if sized {
+            size += crate::validate::property_size(name, value);
+        }
     }
     crate::validate::property_count(partition_key, row_key, count)?;
     crate::validate::entity_size(partition_key, row_key, size)

@@ -762,14 +762,8 @@ impl<T: TableEntity> Table<T> {
                 // another writer changed it, and the store cannot tell whether
                 // this delete came first.
                 Err(e) if e.is_outcome_unknown() => {
-                    match Box::pin(self.read_stored(pk, rk)).await {
-                        Ok(None) => {
-                            // Deleted: with its outbox record, if it wrote one.
-                            if !T::REMOTE_INDEXES.is_empty() {
-                                self.finish_after_commit(pk, rk).await;
-                            }
-                            return Ok(());
-                        }
+                    match self.row_after_lost_delete(pk, rk).await {
+                        Ok(None) => return Ok(()),
                         Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
                             last = Some(e);
                         }
@@ -784,6 +778,18 @@ impl<T: TableEntity> Table<T> {
         }))
     }
 
+    /// Settles a delete of `(pk, rk)` whose answer was lost by whether the
+    /// row is gone: `None` when it is (its outbox records, if it wrote any,
+    /// are then finished), else the row as it stands.
+    async fn row_after_lost_delete(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+        // Boxed, as a rare path: the delete's future stays small.
+        let stored = Box::pin(self.read_stored(pk, rk)).await?;
+        if stored.is_none() && !T::REMOTE_INDEXES.is_empty() {
+            self.finish_after_commit(pk, rk).await;
+        }
+        Ok(stored)
+    }
+
     /// Deletes the entity with these keys whatever its version; fails with
     /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
     pub async fn delete_unconditionally(
@@ -792,31 +798,20 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<()> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        let entity = crate::Entity::new(pk, rk);
+        let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let mut lost = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
-            let deleted = self
-                .write_row(
-                    crate::Entity::new(pk.as_str(), rk.as_str()),
-                    RowWrite::Delete(IfMatch::Any),
-                    IndexHint::default(),
-                )
-                .await;
-            match deleted {
+            let delete = RowWrite::Delete(IfMatch::Any);
+            match self.write_lent(&entity, delete, IndexHint::default()).await {
                 Ok(_) => return Ok(()),
                 // Gone after an answer was lost: that delete landed (or
                 // another did; either way the entity is gone).
                 Err(Error::EntityNotFound { .. }) if lost.is_some() => return Ok(()),
-                // Settled by whether the row is gone; if it is still
-                // there, the delete is sent again.
+                // Still there: not applied, and sent again.
                 Err(e) if e.is_outcome_unknown() => {
-                    match Box::pin(self.read_stored(&pk, &rk)).await {
-                        Ok(None) => {
-                            // Deleted: with its outbox record, if it wrote one.
-                            if !T::REMOTE_INDEXES.is_empty() {
-                                self.finish_after_commit(&pk, &rk).await;
-                            }
-                            return Ok(());
-                        }
+                    match self.row_after_lost_delete(pk, rk).await {
+                        Ok(None) => return Ok(()),
                         Ok(Some(_)) => lost = Some(e),
                         Err(_) => return Err(e),
                     }

@@ -338,35 +338,68 @@ impl Recorded {
 
     /// Whether this write is in `stored`'s history.
     fn settle(&self, stored: Option<Entity>) -> Settled {
-        if self.base.is_empty() {
-            let Some(stored) = stored else {
-                return Settled::NotApplied;
-            };
-            let tags = history(&stored);
-            return if tags.contains(&self.tag.as_str()) {
-                Settled::Applied(stored)
-            } else if tags.is_empty() || tags.len() >= WRITES_KEPT {
-                Settled::Unknown
-            } else {
-                Settled::NotApplied
-            };
+        settled(self.verdict(stored.as_ref()), stored)
+    }
+
+    /// [`settle`](Recorded::settle) of a row read by reference: whether
+    /// this write landed in it.
+    fn landed_in(&self, stored: &Entity) -> bool {
+        self.verdict(Some(stored)) == Verdict::Applied
+    }
+
+    fn verdict(&self, stored: Option<&Entity>) -> Verdict {
+        if !self.base.is_empty() {
+            return verdict(stored, &self.base, &self.tag);
         }
-        settle(stored, &self.base, &self.tag)
+        let Some(stored) = stored else {
+            return Verdict::NotApplied;
+        };
+        let tags = history(stored);
+        if tags.contains(&self.tag.as_str()) {
+            Verdict::Applied
+        } else if tags.is_empty() || tags.len() >= WRITES_KEPT {
+            Verdict::Unknown
+        } else {
+            Verdict::NotApplied
+        }
+    }
+}
+
+/// What a row's history says of a write, before the row is handed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Applied,
+    NotApplied,
+    Unknown,
+}
+
+/// The [`Settled`] of `verdict` on the row `stored`.
+fn settled(verdict: Verdict, stored: Option<Entity>) -> Settled {
+    match (verdict, stored) {
+        (Verdict::Applied, Some(stored)) => Settled::Applied(stored),
+        (Verdict::NotApplied, _) => Settled::NotApplied,
+        (Verdict::Applied | Verdict::Unknown, _) => Settled::Unknown,
     }
 }
 
 /// Whether the write tagged `tag`, based on the version tagged `base`, is
 /// in `stored`'s history.
+#[cfg(test)]
 fn settle(stored: Option<Entity>, base: &str, tag: &str) -> Settled {
+    settled(verdict(stored.as_ref(), base, tag), stored)
+}
+
+/// [`settle`]'s verdict, on a row read by reference.
+fn verdict(stored: Option<&Entity>, base: &str, tag: &str) -> Verdict {
     let Some(stored) = stored else {
-        return Settled::Unknown;
+        return Verdict::Unknown;
     };
-    let tags = history(&stored);
+    let tags = history(stored);
     match tags.iter().position(|t| *t == base) {
-        Some(0) => Settled::NotApplied,
-        Some(at) if tags[at - 1] == tag => Settled::Applied(stored),
-        Some(_) => Settled::NotApplied,
-        None => Settled::Unknown,
+        Some(0) => Verdict::NotApplied,
+        Some(at) if tags[at - 1] == tag => Verdict::Applied,
+        Some(_) => Verdict::NotApplied,
+        None => Verdict::Unknown,
     }
 }
 
@@ -499,8 +532,9 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            if let Some(previous) = unsettled.take()
-                && let Settled::Applied(stored) = previous.settle(Some(stored.clone()))
+            if unsettled
+                .take()
+                .is_some_and(|previous| previous.landed_in(&stored))
             {
                 // It landed: the failure came after. Its outbox records, if
                 // it wrote any, are still to finish.
