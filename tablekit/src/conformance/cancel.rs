@@ -293,6 +293,63 @@ fn mover(pk: &str, id: u32, seed: u32) -> Mover {
     }
 }
 
+/// How a write through a value read goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Through {
+    Replace,
+    Merge,
+    Delete,
+}
+
+/// Inserts `before`, reads it, and writes `after` through the value read
+/// (or deletes it), dropped after poll `k`; then the upkeep. The entity is
+/// `before` or `after` (gone, for a delete), whole: a torn wide entity or
+/// a row naming a missing blob fails the read. Whether the write completed.
+#[allow(clippy::too_many_arguments)]
+async fn through_loaded<T, P, R>(
+    h: &Harness,
+    t: &Table<T>,
+    pk: P,
+    rk: R,
+    before: &T,
+    after: &T,
+    how: Through,
+    k: usize,
+) -> bool
+where
+    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug,
+    P: crate::schema::KeyArg<T::PartitionKey> + Copy,
+    R: crate::schema::KeyArg<T::RowKey> + Copy,
+{
+    t.insert(before).await.expect("insert");
+    let mut loaded = t.get(pk, rk).await.expect("get").expect("stored");
+    let done = match how {
+        Through::Delete => drop_after_polls(k, t.delete(&loaded)).await,
+        Through::Replace | Through::Merge => {
+            *loaded = after.clone();
+            let write = async {
+                match how {
+                    Through::Replace => t.replace(&mut loaded).await,
+                    _ => t.merge(&mut loaded).await,
+                }
+                .map(drop)
+            };
+            drop_after_polls(k, write).await
+        }
+    }
+    .is_some();
+    h.upkeep().await;
+    let after = (how != Through::Delete).then_some(after);
+    let what = format!("{how:?} (k = {k})");
+    one_of(
+        t.get(pk, rk).await.expect("get"),
+        Some(before),
+        after,
+        &what,
+    );
+    done
+}
+
 /// Runs `$body` (which returns whether the write completed) for k = 1, 2,
 /// … until it does, counting each k as a case of `$path`.
 macro_rules! every_k {
@@ -343,30 +400,16 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     });
     every_k!(out, h, "staff replace", |k| {
         let pk = h.partition("sr", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let after = staff(&pk, 1, 2);
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "replace");
-        assert_clean(t.verify_indexes(&*pk).await, "replace");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff replace");
         done
     });
     every_k!(out, h, "staff merge", |k| {
         let pk = h.partition("sm", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let after = staff(&pk, 1, 2);
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.merge(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "merge");
-        assert_clean(t.verify_indexes(&*pk).await, "merge");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Merge, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff merge");
         done
     });
     every_k!(out, h, "staff update", |k| {
@@ -385,18 +428,9 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     });
     every_k!(out, h, "staff delete", |k| {
         let pk = h.partition("sd", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
-        h.upkeep().await;
-        one_of(
-            t.get(&*pk, 1).await.expect("get"),
-            Some(&before),
-            None,
-            "delete",
-        );
-        assert_clean(t.verify_indexes(&*pk).await, "delete");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 1));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff delete");
         done
     });
     every_k!(out, h, "staff delete_unconditionally", |k| {
@@ -490,29 +524,15 @@ async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     });
     every_k!(out, h, "remote replace", |k| {
         let pk = h.partition("rr", k);
-        let before = contact(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let after = contact(&pk, 1, 2);
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "remote replace");
+        let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 2));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
         check(pk, "remote replace").await;
         done
     });
     every_k!(out, h, "remote merge", |k| {
         let pk = h.partition("rm", k);
-        let before = contact(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let after = contact(&pk, 1, 2);
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.merge(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "remote merge");
+        let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 2));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Merge, k).await;
         check(pk, "remote merge").await;
         done
     });
@@ -532,13 +552,8 @@ async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     });
     every_k!(out, h, "remote delete", |k| {
         let pk = h.partition("rd", k);
-        let before = contact(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), None, "remote delete");
+        let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 1));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
         check(pk, "remote delete").await;
         done
     });
@@ -580,28 +595,16 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     });
     every_k!(out, h, "offloaded replace", |k| {
         let pk = h.partition("or", k);
-        let before = filed(&pk, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let after = filed(&pk, 2);
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "offloaded replace");
+        let (before, after) = (filed(&pk, 1), filed(&pk, 2));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "offloaded replace");
         no_orphans().await;
         done
     });
     every_k!(out, h, "offloaded delete", |k| {
         let pk = h.partition("od", k);
-        let before = filed(&pk, 1);
-        t.insert(&before).await.expect("insert");
-        let loaded = t.get(&*pk, 1).await.expect("get").expect("stored");
-        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), None, "offloaded delete");
+        let (before, after) = (filed(&pk, 1), filed(&pk, 1));
+        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
         no_orphans().await;
         done
     });
@@ -621,31 +624,21 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     let t = &h.years;
     every_k!(out, h, "wide replace", |k| {
         let pk = h.partition("wr", k);
-        let before = year(&pk, 1);
-        t.insert(&before).await.expect("insert");
-        let mut loaded = t.get(&*pk, 2026u16).await.expect("get").expect("stored");
-        let after = Tagged {
-            daily: (0..150).collect(),
-            ..year(&pk, 2)
-        };
-        *loaded = after.clone();
-        let done = drop_after_polls(k, t.replace(&mut loaded)).await.is_some();
-        h.upkeep().await;
-        // A torn entity fails this read, or reads as neither.
-        let stored = t.get(&*pk, 2026u16).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "wide replace");
+        let (before, after) = (
+            year(&pk, 1),
+            Tagged {
+                daily: (0..150).collect(),
+                ..year(&pk, 2)
+            },
+        );
+        let done = through_loaded(h, t, &*pk, 2026u16, &before, &after, Through::Replace, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "wide replace");
         done
     });
     every_k!(out, h, "wide delete", |k| {
         let pk = h.partition("wd", k);
-        let before = year(&pk, 1);
-        t.insert(&before).await.expect("insert");
-        let loaded = t.get(&*pk, 2026u16).await.expect("get").expect("stored");
-        let done = drop_after_polls(k, t.delete(&loaded)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 2026u16).await.expect("get");
-        one_of(stored, Some(&before), None, "wide delete");
+        let (before, after) = (year(&pk, 1), year(&pk, 1));
+        let done = through_loaded(h, t, &*pk, 2026u16, &before, &after, Through::Delete, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "wide delete");
         done
     });
