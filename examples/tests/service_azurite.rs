@@ -29,6 +29,16 @@ fn azurite_stores() -> Stores {
     }
 }
 
+/// Serves `app` on a free loopback port: its base URL, and the server's task.
+async fn serve(app: &App) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let server = tokio::spawn(axum::serve(listener, app.router()).into_future());
+    (base, server)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_runs_on_azurite() {
     let stores = azurite_stores();
@@ -43,11 +53,7 @@ async fn the_service_runs_on_azurite() {
             })
             .await
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let server = tokio::spawn(axum::serve(listener, app.router()).into_future());
+    let (base, server) = serve(&app).await;
     let http = reqwest::Client::new();
     let url = |path: &str| format!("{base}/tenants/acme{path}");
 
@@ -222,11 +228,7 @@ async fn clients_that_hang_up_leave_the_index_in_step() {
         .interval(interval)
         .record_age(Duration::from_secs(1));
     let upkeep = app.upkeep(config).spawn();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let server = tokio::spawn(axum::serve(listener, app.router()).into_future());
+    let (base, server) = serve(&app).await;
     let http = reqwest::Client::new();
     let tenant = "hang";
     // A small fixed generator: the hang-up moments, 0–150 ms after sending.

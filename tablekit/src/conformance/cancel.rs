@@ -293,60 +293,78 @@ fn mover(pk: &str, id: u32, seed: u32) -> Mover {
     }
 }
 
-/// How a write through a value read goes.
+/// One write of one entity, as a case of the harness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Through {
+enum Write {
+    Insert,
+    Upsert,
+    Update,
+    /// Through the value read.
     Replace,
+    /// Through the value read.
     Merge,
+    /// Through the value read.
     Delete,
+    DeleteUnconditionally,
 }
 
-/// Inserts `before`, reads it, and writes `after` through the value read
-/// (or deletes it), dropped after poll `k`; then the upkeep. The entity is
+/// Stores `before` (if any), then makes `how` write `after` (the keys of
+/// `pk` and `rk`), dropped after poll `k`; then the upkeep. The entity is
 /// `before` or `after` (gone, for a delete), whole: a torn wide entity or
 /// a row naming a missing blob fails the read. Whether the write completed.
 #[allow(clippy::too_many_arguments)]
-async fn through_loaded<T, P, R>(
+async fn write_case<T, P, R>(
     h: &Harness,
     t: &Table<T>,
     pk: P,
     rk: R,
-    before: &T,
+    before: Option<&T>,
     after: &T,
-    how: Through,
+    how: Write,
     k: usize,
 ) -> bool
 where
-    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug,
+    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug + Send + 'static,
     P: crate::schema::KeyArg<T::PartitionKey> + Copy,
     R: crate::schema::KeyArg<T::RowKey> + Copy,
 {
-    t.insert(before).await.expect("insert");
-    let mut loaded = t.get(pk, rk).await.expect("get").expect("stored");
+    if let Some(before) = before {
+        t.insert(before).await.expect("insert");
+    }
+    let read = || async { t.get(pk, rk).await.expect("get").expect("stored") };
     let done = match how {
-        Through::Delete => drop_after_polls(k, t.delete(&loaded)).await,
-        Through::Replace | Through::Merge => {
+        Write::Insert => drop_after_polls(k, t.insert(after)).await.map(drop),
+        Write::Upsert => drop_after_polls(k, t.upsert(after)).await.map(drop),
+        Write::Update => {
+            let change = after.clone();
+            let update = t.update(pk, rk, move |value| *value = change.clone());
+            drop_after_polls(k, update).await.map(drop)
+        }
+        Write::Replace | Write::Merge => {
+            let mut loaded = read().await;
             *loaded = after.clone();
             let write = async {
                 match how {
-                    Through::Replace => t.replace(&mut loaded).await,
+                    Write::Replace => t.replace(&mut loaded).await,
                     _ => t.merge(&mut loaded).await,
                 }
-                .map(drop)
             };
-            drop_after_polls(k, write).await
+            drop_after_polls(k, write).await.map(drop)
         }
+        Write::Delete => {
+            let loaded = read().await;
+            drop_after_polls(k, t.delete(&loaded)).await.map(drop)
+        }
+        Write::DeleteUnconditionally => drop_after_polls(k, t.delete_unconditionally(pk, rk))
+            .await
+            .map(drop),
     }
     .is_some();
     h.upkeep().await;
-    let after = (how != Through::Delete).then_some(after);
+    let deletes = matches!(how, Write::Delete | Write::DeleteUnconditionally);
+    let after = (!deletes).then_some(after);
     let what = format!("{how:?} (k = {k})");
-    one_of(
-        t.get(pk, rk).await.expect("get"),
-        Some(before),
-        after,
-        &what,
-    );
+    one_of(t.get(pk, rk).await.expect("get"), before, after, &what);
     done
 }
 
@@ -375,75 +393,60 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     every_k!(out, h, "staff insert", |k| {
         let pk = h.partition("si", k);
         let after = staff(&pk, 1, 1);
-        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
-        h.upkeep().await;
-        one_of(
-            t.get(&*pk, 1).await.expect("get"),
-            None,
-            Some(&after),
-            "insert",
-        );
-        assert_clean(t.verify_indexes(&*pk).await, "insert");
+        let done = write_case(h, t, &*pk, 1u32, None, &after, Write::Insert, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff insert");
         done
     });
     every_k!(out, h, "staff upsert", |k| {
         let pk = h.partition("su", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let after = staff(&pk, 1, 2);
-        let done = drop_after_polls(k, t.upsert(&after)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "upsert");
-        assert_clean(t.verify_indexes(&*pk).await, "upsert");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Upsert, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff upsert");
         done
     });
     every_k!(out, h, "staff replace", |k| {
         let pk = h.partition("sr", k);
         let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Replace, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "staff replace");
         done
     });
     every_k!(out, h, "staff merge", |k| {
         let pk = h.partition("sm", k);
         let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Merge, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Merge, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "staff merge");
         done
     });
     every_k!(out, h, "staff update", |k| {
         let pk = h.partition("sp", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let after = staff(&pk, 1, 2);
-        let change = after.clone();
-        let update = t.update(&*pk, 1, move |s| *s = change.clone());
-        let done = drop_after_polls(k, update).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "update");
-        assert_clean(t.verify_indexes(&*pk).await, "update");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 2));
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Update, k).await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff update");
         done
     });
     every_k!(out, h, "staff delete", |k| {
         let pk = h.partition("sd", k);
         let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 1));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Delete, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "staff delete");
         done
     });
     every_k!(out, h, "staff delete_unconditionally", |k| {
         let pk = h.partition("sx", k);
-        let before = staff(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let done = drop_after_polls(k, t.delete_unconditionally(&*pk, 1))
-            .await
-            .is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), None, "delete_unconditionally");
-        assert_clean(t.verify_indexes(&*pk).await, "delete_unconditionally");
+        let (before, after) = (staff(&pk, 1, 1), staff(&pk, 1, 1));
+        let done = write_case(
+            h,
+            t,
+            &*pk,
+            1u32,
+            Some(&before),
+            &after,
+            Write::DeleteUnconditionally,
+            k,
+        )
+        .await;
+        assert_clean(t.verify_indexes(&*pk).await, "staff delete_unconditionally");
         done
     });
     every_k!(out, h, "transaction", |k| {
@@ -511,49 +514,35 @@ async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     every_k!(out, h, "remote insert", |k| {
         let pk = h.partition("ri", k);
         let after = contact(&pk, 1, 1);
-        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
-        h.upkeep().await;
-        one_of(
-            t.get(&*pk, 1).await.expect("get"),
-            None,
-            Some(&after),
-            "insert",
-        );
+        let done = write_case(h, t, &*pk, 1u32, None, &after, Write::Insert, k).await;
         check(pk, "remote insert").await;
         done
     });
     every_k!(out, h, "remote replace", |k| {
         let pk = h.partition("rr", k);
         let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 2));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Replace, k).await;
         check(pk, "remote replace").await;
         done
     });
     every_k!(out, h, "remote merge", |k| {
         let pk = h.partition("rm", k);
         let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 2));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Merge, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Merge, k).await;
         check(pk, "remote merge").await;
         done
     });
     every_k!(out, h, "remote update", |k| {
         let pk = h.partition("ru", k);
-        let before = contact(&pk, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let after = contact(&pk, 1, 2);
-        let change = after.clone();
-        let update = t.update(&*pk, 1, move |c| *c = change.clone());
-        let done = drop_after_polls(k, update).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "remote update");
+        let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 2));
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Update, k).await;
         check(pk, "remote update").await;
         done
     });
     every_k!(out, h, "remote delete", |k| {
         let pk = h.partition("rd", k);
         let (before, after) = (contact(&pk, 1, 1), contact(&pk, 1, 1));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Delete, k).await;
         check(pk, "remote delete").await;
         done
     });
@@ -580,15 +569,7 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     every_k!(out, h, "offloaded insert", |k| {
         let pk = h.partition("oi", k);
         let after = filed(&pk, 1);
-        let done = drop_after_polls(k, t.insert(&after)).await.is_some();
-        h.upkeep().await;
-        // A row naming a missing blob fails this read.
-        one_of(
-            t.get(&*pk, 1).await.expect("get"),
-            None,
-            Some(&after),
-            "insert",
-        );
+        let done = write_case(h, t, &*pk, 1u32, None, &after, Write::Insert, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "offloaded insert");
         no_orphans().await;
         done
@@ -596,7 +577,7 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     every_k!(out, h, "offloaded replace", |k| {
         let pk = h.partition("or", k);
         let (before, after) = (filed(&pk, 1), filed(&pk, 2));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Replace, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Replace, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "offloaded replace");
         no_orphans().await;
         done
@@ -604,20 +585,15 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     every_k!(out, h, "offloaded delete", |k| {
         let pk = h.partition("od", k);
         let (before, after) = (filed(&pk, 1), filed(&pk, 1));
-        let done = through_loaded(h, t, &*pk, 1u32, &before, &after, Through::Delete, k).await;
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Delete, k).await;
         no_orphans().await;
         done
     });
     let t = &h.documents;
     every_k!(out, h, "blob upsert", |k| {
         let pk = h.partition("bu", k);
-        let before = document(&pk, 1);
-        t.insert(&before).await.expect("insert");
-        let after = document(&pk, 2);
-        let done = drop_after_polls(k, t.upsert(&after)).await.is_some();
-        h.upkeep().await;
-        let stored = t.get(&*pk, 1).await.expect("get");
-        one_of(stored, Some(&before), Some(&after), "blob upsert");
+        let (before, after) = (document(&pk, 1), document(&pk, 2));
+        let done = write_case(h, t, &*pk, 1u32, Some(&before), &after, Write::Upsert, k).await;
         no_orphans().await;
         done
     });
@@ -631,14 +607,24 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
                 ..year(&pk, 2)
             },
         );
-        let done = through_loaded(h, t, &*pk, 2026u16, &before, &after, Through::Replace, k).await;
+        let done = write_case(
+            h,
+            t,
+            &*pk,
+            2026u16,
+            Some(&before),
+            &after,
+            Write::Replace,
+            k,
+        )
+        .await;
         assert_clean(t.verify_indexes(&*pk).await, "wide replace");
         done
     });
     every_k!(out, h, "wide delete", |k| {
         let pk = h.partition("wd", k);
         let (before, after) = (year(&pk, 1), year(&pk, 1));
-        let done = through_loaded(h, t, &*pk, 2026u16, &before, &after, Through::Delete, k).await;
+        let done = write_case(h, t, &*pk, 2026u16, Some(&before), &after, Write::Delete, k).await;
         assert_clean(t.verify_indexes(&*pk).await, "wide delete");
         done
     });
