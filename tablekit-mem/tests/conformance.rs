@@ -189,6 +189,9 @@ mod outbox {
         assert!(outcomes.moved > 1000, "{outcomes:?}");
         assert!(outcomes.unknown > 10, "{outcomes:?}");
         assert!(outcomes.refused > 100, "{outcomes:?}");
+        // Writers that stopped after the copy: found in both for a while,
+        // never in neither (the run asserts that after every move).
+        assert!(outcomes.found_in_both > 10, "{outcomes:?}");
     }
 
     /// Thousands of random runs of writes of an entity with indexes kept in

@@ -198,8 +198,9 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// The backend does not offer this operation.
-    #[error("operation not supported by this backend: {operation}")]
+    /// An operation that is not offered, by this backend or for this kind
+    /// of entity: `operation` names it and says why, or what to use instead.
+    #[error("not supported: {operation}")]
     NotSupported {
         /// Which operation.
         operation: &'static str,

@@ -145,7 +145,8 @@
 //!   them, so tablekit records what is left to do in the entity's own
 //!   transaction and finishes it at once, with a queue and a worker to
 //!   finish what a stopped writer left (see [`outbox`]). An employee moves
-//!   to another department with [`Table::move_to`]; an index declared with
+//!   to another department with [`Table::move_to`] (copied first, so a
+//!   reader always finds it in one of the two); an index declared with
 //!   `partition = "…"` or `table = "…"` keeps its rows elsewhere, read with
 //!   [`Table::remote_index`] and eventually consistent.
 //! - **Volume**: `#[tablekit(buckets = "day")]` keeps a kind in one table

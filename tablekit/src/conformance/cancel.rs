@@ -31,12 +31,13 @@ use crate::upkeep::Upkeep;
 const MAX_POLLS: usize = 2_000;
 
 /// The paths a sample run takes: one of each kind of multi-row write.
-const SAMPLE: [&str; 5] = [
+const SAMPLE: [&str; 6] = [
     "staff update",
     "remote insert",
     "offloaded replace",
     "wide replace",
     "move",
+    "remote move",
 ];
 
 /// A future that is dropped after its `limit`-th poll unless it completed:
@@ -213,6 +214,18 @@ impl Harness {
 fn assert_clean(audit: crate::Result<crate::index::IndexAudit>, what: &str) {
     let audit = audit.expect("verify the indexes");
     assert!(audit.is_clean(), "{what}: indexes out of step: {audit:?}");
+}
+
+/// The indexes of the contacts of partition `pk` kept elsewhere are in step.
+async fn assert_remote_clean(t: &Table<Contact>, pk: &str, what: &str) {
+    let audit = t
+        .verify_remote_indexes(pk)
+        .await
+        .expect("verify the remote indexes");
+    assert!(
+        audit.is_clean(),
+        "{what}: indexes kept elsewhere out of step: {audit:?}"
+    );
 }
 
 /// The value stored is `before` or `after`, whole.
@@ -502,14 +515,7 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
 async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
     let t = &h.contacts;
     let check = |pk: String, what: &'static str| async move {
-        let audit = t
-            .verify_remote_indexes(&*pk)
-            .await
-            .expect("verify the remote indexes");
-        assert!(
-            audit.is_clean(),
-            "{what}: indexes kept elsewhere out of step: {audit:?}"
-        );
+        assert_remote_clean(t, &pk, what).await;
     };
     every_k!(out, h, "remote insert", |k| {
         let pk = h.partition("ri", k);
@@ -631,30 +637,89 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
     let t = &h.movers;
     every_k!(out, h, "move", |k| {
         let (from, to) = (h.partition("mf", k), h.partition("mt", k));
-        let before = mover(&from, 1, 1);
-        t.insert(&before).await.expect("insert");
-        let loaded = t.get(&*from, 1).await.expect("get").expect("stored");
+        let (before, after) = (mover(&from, 1, 1), mover(&to, 1, 2));
+        move_case(h, t, (&*from, 1u32), (&*to, 1u32), &before, &after, k).await
+    });
+    every_k!(out, h, "move in place", |k| {
+        // Another id in the partition: the unique badge is taken over.
+        let pk = h.partition("mi", k);
+        let before = mover(&pk, 1, 1);
         let after = Mover {
-            department: to.clone(),
-            ..mover(&to, 1, 2)
+            id: 2,
+            ..mover(&pk, 1, 2)
         };
-        let done = drop_after_polls(k, t.move_to(&loaded, &after))
-            .await
-            .is_some();
-        h.upkeep().await;
-        let (old, new) = (
-            t.get(&*from, 1).await.expect("get"),
-            t.get(&*to, 1).await.expect("get"),
-        );
-        match (&old, &new) {
-            (Some(old), None) => assert_eq!(**old, before, "move: the old entity changed"),
-            (None, Some(new)) => assert_eq!(**new, after, "move: not the value moved"),
-            _ => panic!("move: in neither or both partitions: {old:?} {new:?}"),
-        }
-        assert_clean(t.verify_indexes(&*from).await, "move (from)");
-        assert_clean(t.verify_indexes(&*to).await, "move (to)");
+        move_case(h, t, (&*pk, 1u32), (&*pk, 2u32), &before, &after, k).await
+    });
+    let t = &h.staff;
+    every_k!(out, h, "staff move", |k| {
+        let (from, to) = (h.partition("smf", k), h.partition("smt", k));
+        let (before, after) = (staff(&from, 1, 1), staff(&to, 1, 2));
+        move_case(h, t, (&*from, 1u32), (&*to, 1u32), &before, &after, k).await
+    });
+    let t = &h.contacts;
+    every_k!(out, h, "remote move", |k| {
+        let (from, to) = (h.partition("rmf", k), h.partition("rmt", k));
+        let (before, after) = (contact(&from, 1, 1), contact(&to, 1, 2));
+        let done = move_case(h, t, (&*from, 1u32), (&*to, 1u32), &before, &after, k).await;
+        assert_remote_clean(t, &from, "remote move (from)").await;
+        assert_remote_clean(t, &to, "remote move (to)").await;
         done
     });
+    let t = &h.filed;
+    every_k!(out, h, "offloaded move", |k| {
+        let (from, to) = (h.partition("omf", k), h.partition("omt", k));
+        let before = filed(&from, 1);
+        let after = Filed {
+            folder: to.clone(),
+            ..filed(&to, 2)
+        };
+        move_case(h, t, (&*from, 1u32), (&*to, 1u32), &before, &after, k).await
+    });
+    let t = &h.years;
+    every_k!(out, h, "wide move", |k| {
+        let (from, to) = (h.partition("wmf", k), h.partition("wmt", k));
+        let (before, after) = (year(&from, 1), year(&to, 2));
+        move_case(h, t, (&*from, 2026u16), (&*to, 2026u16), &before, &after, k).await
+    });
+}
+
+/// Stores `before`, then moves it to `after` (at the keys `to`), dropped
+/// after poll `k`; then the upkeep. The entity is at its old keys with
+/// `before` or at its new ones with `after`, whole, in exactly one place;
+/// the indexes of both partitions verify clean. Whether the move completed.
+async fn move_case<T, R>(
+    h: &Harness,
+    t: &Table<T>,
+    from: (&str, R),
+    to: (&str, R),
+    before: &T,
+    after: &T,
+    k: usize,
+) -> bool
+where
+    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug,
+    for<'a> &'a str: crate::schema::KeyArg<T::PartitionKey>,
+    R: crate::schema::KeyArg<T::RowKey> + Copy,
+{
+    t.insert(before).await.expect("insert");
+    let loaded = t.get(from.0, from.1).await.expect("get").expect("stored");
+    let done = drop_after_polls(k, t.move_to(&loaded, after))
+        .await
+        .is_some();
+    h.upkeep().await;
+    let (old, new) = (
+        t.get(from.0, from.1).await.expect("get"),
+        t.get(to.0, to.1).await.expect("get"),
+    );
+    let what = format!("move (k = {k})");
+    match (&old, &new) {
+        (Some(old), None) => assert_eq!(**old, *before, "{what}: the old entity changed"),
+        (None, Some(new)) => assert_eq!(**new, *after, "{what}: not the value moved"),
+        _ => panic!("{what}: in neither or both places: {old:?} {new:?}"),
+    }
+    assert_clean(t.verify_indexes(from.0).await, &what);
+    assert_clean(t.verify_indexes(to.0).await, &what);
+    done
 }
 
 /// Every multi-row typed write path, dropped after its k-th poll for every

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::unique_table;
 use crate::backend::TableBackend;
@@ -412,5 +412,92 @@ pub async fn employee_and_reviews_form_one_range(backend: Arc<dyn TableBackend>)
             (2230, 2013)
         ]
     );
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A row in a collection kind's RowKey range that lacks `_Kind` (written by
+/// another program) is read by a typed query the way a point read reads it:
+/// as the kind when it decodes, as a row error under the query's policy when
+/// it does not, and never left out unseen. Rows that name another kind stay
+/// out.
+pub async fn collection_rows_without_a_kind_are_read_like_get(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("kindless");
+    let staff: Table<Employee> = Table::from_arc(Arc::clone(&backend), &name);
+    staff.create_if_missing().await.expect("create table");
+    staff
+        .insert(&Employee {
+            department: "Sales".into(),
+            id: 1,
+            name: "typed".into(),
+        })
+        .await
+        .expect("insert employee");
+    staff
+        .of::<Review>()
+        .insert(&Review {
+            department: "Sales".into(),
+            employee: 1,
+            year: 2020,
+            rating: 4,
+        })
+        .await
+        .expect("insert review");
+    // Written by someone else: no `_Kind`, one readable, one without a field.
+    let mut readable = crate::Entity::new("Sales", "EMP_0000000002");
+    readable.properties.insert("name", "foreign");
+    backend
+        .insert_entity(&name, &readable)
+        .await
+        .expect("insert a row without _Kind");
+    let mut unreadable = crate::Entity::new("Sales", "EMP_0000000003");
+    unreadable.properties.insert("title", "no name");
+    backend
+        .insert_entity(&name, &unreadable)
+        .await
+        .expect("insert a row without _Kind or name");
+
+    let got = staff
+        .get("Sales", 2u32)
+        .await
+        .expect("point read")
+        .expect("the row without _Kind");
+    assert_eq!(got.name, "foreign");
+    assert!(
+        staff.get("Sales", 3u32).await.is_err(),
+        "a point read refuses the row without its field"
+    );
+
+    let yielded: Vec<crate::Result<Loaded<Employee>>> = staff
+        .query()
+        .partition("Sales")
+        .on_row_error(crate::table::RowErrors::Yield)
+        .stream()
+        .collect()
+        .await;
+    let read: Vec<Result<(u32, String), String>> = yielded
+        .iter()
+        .map(|row| match row {
+            Ok(e) => Ok((e.id, e.name.clone())),
+            Err(e) => Err(e.to_string()),
+        })
+        .collect();
+    assert_eq!(read.len(), 3, "{read:?}");
+    assert_eq!(read[0], Ok((1, "typed".into())));
+    assert_eq!(read[1], Ok((2, "foreign".into())));
+    let error = read[2].as_ref().expect_err("the row without its field");
+    assert!(error.contains("EMP_0000000003"), "{error}");
+
+    let failed = staff.query().partition("Sales").collect().await;
+    assert!(failed.is_err(), "the default policy fails on that row");
+    let skipped = crate::table::SkippedRows::default();
+    let kept = staff
+        .query()
+        .partition("Sales")
+        .on_row_error(crate::table::RowErrors::Skip(skipped.clone()))
+        .collect()
+        .await
+        .expect("skip");
+    assert_eq!(kept.len(), 2);
+    assert_eq!(skipped.count(), 1);
     backend.delete_table(&name).await.expect("delete table");
 }

@@ -490,10 +490,29 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         id: 223,
         email: "sneaky@contoso.com".into(),
     };
-    assert!(matches!(
-        cards.replace_unconditionally(&card).await,
-        Err(Error::NotSupported { .. })
-    ));
+    let refused = cards
+        .replace_unconditionally(&card)
+        .await
+        .expect_err("refused");
+    assert!(matches!(refused, Error::NotSupported { .. }));
+    // The refusal names its real reason, not the backend.
+    let reason = refused.to_string();
+    assert!(
+        reason.contains("projection") && !reason.contains("backend"),
+        "{reason}"
+    );
+    let as_card = cards
+        .get("Sales", 223u32)
+        .await
+        .expect("get")
+        .expect("there");
+    let moved = StaffEmail {
+        department: "Ops".into(),
+        ..(*as_card).clone()
+    };
+    let refused = cards.move_to(&as_card, &moved).await.expect_err("refused");
+    assert!(refused.to_string().contains("projection"), "{refused}");
+    assert!(table.get("Sales", 223u32).await.expect("get").is_some());
     assert!(matches!(
         cards.transaction().upsert(&card),
         Err(Error::NotSupported { .. })

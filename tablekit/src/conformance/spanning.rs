@@ -61,6 +61,9 @@ pub struct OutboxOutcomes {
     pub poisoned: u64,
     /// Notices delivered again on purpose.
     pub duplicates: usize,
+    /// Moves after which a reader found the employee in both departments
+    /// (a copy made, the old row not yet given up: never in neither).
+    pub found_in_both: u64,
 }
 
 /// An outbox record row, as a write of entity `(pk, rk)` of `table` leaves
@@ -225,6 +228,13 @@ pub async fn outbox_model_runs(
             if rng.f64() < 0.1 {
                 // The writer stops after its commit: every later step fails.
                 table_faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+            } else if rng.f64() < 0.1 {
+                // Every transaction after the first fails.
+                table_faults.inject(
+                    Injection::on(Operation::SubmitTransaction)
+                        .skip(1)
+                        .times(usize::MAX),
+                );
             }
             let id = base + rng.u32(0..3);
             let Some(loaded) = plain
@@ -256,6 +266,18 @@ pub async fn outbox_model_runs(
             }
             table_faults.clear();
             queue_faults.clear();
+            // Whatever failed, a reader finds the employee somewhere: in the
+            // old department, the new one, or (until the move finishes) both.
+            let places = rows(backend.as_ref(), &name)
+                .await
+                .into_iter()
+                .filter(|row| {
+                    !outbox::is_bookkeeping_row(row)
+                        && crate::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+                })
+                .count();
+            assert!(places >= 1, "employee {id} is in neither department");
+            outcomes.found_in_both += u64::from(places > 1);
             // Settle an unknown outcome now: the next move reads from where
             // the employee is.
             if model[&id].len() > 1 {
@@ -460,6 +482,120 @@ pub async fn moves_cross_partitions(
         .expect("move in place");
     assert!(table.get("Ops", 223u32).await.expect("get").is_none());
     assert!(table.get("Ops", 224u32).await.expect("get").is_some());
+}
+
+/// A move whose entity changes at its old keys while it runs takes its
+/// copy back: the caller gets `PreconditionFailed`, the entity stays where
+/// it was with the change, and nothing is left at the new keys. A writer
+/// that stopped after the copy leaves both copies; a change to the old one
+/// then is a conflict the finishing work reports (and keeps both, losing
+/// neither) until one copy is deleted.
+pub async fn moves_meeting_a_change_lose_nothing(
+    backend: Arc<dyn TableBackend>,
+    _queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    use futures::FutureExt;
+    let name = fresh_table(&*backend, "movechange").await;
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    faults.set_yields(true);
+    let table: Table<Mover> = Table::from_arc(Arc::new(layer), &name);
+    let plain: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name);
+    let jones = Mover {
+        department: "Sales".into(),
+        id: 7,
+        last_name: "Jones".into(),
+        salary: 10,
+        badge: "b7".into(),
+    };
+    plain.insert(&jones).await.expect("insert");
+    let loaded = plain.get("Sales", 7u32).await.expect("get").expect("there");
+    let moved = Mover {
+        department: "Ops".into(),
+        ..jones.clone()
+    };
+    // Poll the move by hand; as soon as its first transaction (the copy)
+    // is under way, change the entity at its old keys.
+    let mut moving = std::pin::pin!(table.move_to(&loaded, &moved));
+    let mut changed = false;
+    let result = loop {
+        if let Some(result) = (&mut moving).now_or_never() {
+            break result;
+        }
+        if !changed && faults.calls(Operation::SubmitTransaction) >= 1 {
+            let mut current = plain.get("Sales", 7u32).await.expect("get").expect("there");
+            current.salary = 99;
+            plain
+                .replace(&mut current)
+                .await
+                .expect("change the old row");
+            changed = true;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(changed, "the move ran a transaction");
+    assert!(
+        matches!(result, Err(Error::PreconditionFailed { ref partition_key, .. }) if partition_key == "Sales"),
+        "{result:?}"
+    );
+    let stayed = plain
+        .get("Sales", 7u32)
+        .await
+        .expect("get")
+        .expect("stayed");
+    assert_eq!(stayed.salary, 99, "the change is kept");
+    assert!(
+        plain.get("Ops", 7u32).await.expect("get").is_none(),
+        "the copy is taken back"
+    );
+    let all = rows(backend.as_ref(), &name).await;
+    assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
+    assert!(crate::index::audit::<Mover>(&all).is_clean());
+
+    // A writer that stops after the copy: both copies, the same values.
+    faults.set_yields(false);
+    faults.inject(
+        Injection::on(Operation::SubmitTransaction)
+            .skip(1)
+            .times(usize::MAX),
+    );
+    let moved = Mover {
+        department: "Ops".into(),
+        ..(*stayed).clone()
+    };
+    table.move_to(&stayed, &moved).await.expect("committed");
+    faults.clear();
+    let copy = plain.get("Ops", 7u32).await.expect("get").expect("copied");
+    let mut old = plain.get("Sales", 7u32).await.expect("get").expect("kept");
+    assert_eq!(
+        *copy,
+        Mover {
+            department: "Ops".into(),
+            ..(*old).clone()
+        }
+    );
+    // Now the old copy changes: finishing the move is a conflict, and
+    // both copies stay.
+    old.salary = 100;
+    plain.replace(&mut old).await.expect("change the old copy");
+    let finished = outbox::finish_entity(backend.as_ref(), &name, "Ops", "MOV_0000000007").await;
+    assert!(
+        matches!(finished, Err(Error::PreconditionFailed { .. })),
+        "{finished:?}"
+    );
+    assert!(plain.get("Sales", 7u32).await.expect("get").is_some());
+    assert!(plain.get("Ops", 7u32).await.expect("get").is_some());
+    // One copy deleted by hand: the move finishes.
+    let old = plain.get("Sales", 7u32).await.expect("get").expect("kept");
+    plain.delete(&old).await.expect("delete the old copy");
+    outbox::finish_entity(backend.as_ref(), &name, "Ops", "MOV_0000000007")
+        .await
+        .expect("finish");
+    let all = rows(backend.as_ref(), &name).await;
+    assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
+    assert!(crate::index::audit::<Mover>(&all).is_clean());
+    backend.delete_table(&name).await.expect("delete table");
 }
 
 /// A step applies once: again, it is skipped; an older step after a newer

@@ -86,6 +86,11 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
                     row_key: row_key.clone(),
                     if_match: IfMatch::Any,
                 },
+                StepOp::DeleteIf { row_key, etag } => BatchOperation::Delete {
+                    partition_key: step.partition_key.clone(),
+                    row_key: row_key.clone(),
+                    if_match: IfMatch::ETag(etag.clone()),
+                },
                 StepOp::ListAdd { .. } | StepOp::ListRemove { .. } => continue,
             });
         }
@@ -188,10 +193,29 @@ async fn list_operation(
 
 /// Applies every step of `record` (at once: each is fenced on its own, so
 /// their order does not matter), then deletes it. A record another worker
-/// finished meanwhile is not an error.
+/// finished meanwhile is not an error. A step that puts an outbox record
+/// (a move hands the delete of its old row, with that row's own steps, to
+/// its old partition) has that record finished too, before this one is
+/// deleted.
 pub async fn finish_record(backend: &dyn TableBackend, record: &Record) -> Result<()> {
     futures::future::try_join_all(record.steps.iter().map(|step| apply_step(backend, step)))
         .await?;
+    for step in &record.steps {
+        for op in &step.ops {
+            if let StepOp::Put(row) | StepOp::Insert(row) = op
+                && let Some(owner) = super::record::record_owner(&row.row_key)
+                && super::record::is_outbox_row(row)
+            {
+                Box::pin(finish_entity(
+                    backend,
+                    &step.table,
+                    &step.partition_key,
+                    owner,
+                ))
+                .await?;
+            }
+        }
+    }
     match backend
         .delete_entity(
             &record.table,

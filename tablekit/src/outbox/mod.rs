@@ -40,9 +40,11 @@
 //!
 //! # Consistency for readers
 //! Until the steps are applied, a reader may see the change half done: an
-//! index in another partition that does not yet list an entity, an entity
-//! that has left one partition and not yet reached the other. It converges
-//! as soon as the steps are applied: at once, unless the writer stopped.
+//! index in another partition that does not yet list an entity, or a moved
+//! entity in both its old and its new partition (a move copies first and
+//! gives up the old row in its step, so the entity is never in neither). It
+//! converges as soon as the steps are applied: at once, unless the writer
+//! stopped.
 //!
 //! # Running it
 //! - Give the tables whose writes span partitions an [`Outbox`]
@@ -69,4 +71,4 @@ pub use record::{
 pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
 pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
 
-pub(crate) use record::{read_fence, record_row, row_key_prefix, seq_of};
+pub(crate) use record::{read_fence, record_row, records_prefix, row_key_prefix, seq_of};

@@ -42,6 +42,16 @@ pub enum StepOp {
     Insert(Entity),
     /// Delete the row with this RowKey, if it exists.
     Delete(String),
+    /// Delete the row with this RowKey if it is still the version `etag`
+    /// names (a row already gone is left out); a row changed since fails the
+    /// step with [`PreconditionFailed`](crate::Error::PreconditionFailed),
+    /// nothing written. A move gives up its old row this way.
+    DeleteIf {
+        /// The row's RowKey.
+        row_key: String,
+        /// The version to delete.
+        etag: crate::entity::ETag,
+    },
     /// Add `member` to the index entity `row_key` (created if missing),
     /// marked with the index name `marker` when given.
     ListAdd {
@@ -136,6 +146,13 @@ impl Step {
                 StepOp::Delete(row_key) => {
                     out.push_str(&format!("{{\"delete\":{}}}", text(row_key)));
                 }
+                StepOp::DeleteIf { row_key, etag } => {
+                    out.push_str(&format!(
+                        "{{\"delete_if\":{{\"rk\":{},\"etag\":{}}}}}",
+                        text(row_key),
+                        text(etag.as_str())
+                    ));
+                }
                 StepOp::ListAdd {
                     row_key,
                     member,
@@ -180,6 +197,11 @@ impl Step {
                     let marker = list.get("marker")?.as_str().map(str::to_owned);
                     let add = op.get("list_add").is_some();
                     Some(StepOp::list(add, row_key, member, marker))
+                } else if let Some(delete) = op.get("delete_if") {
+                    Some(StepOp::DeleteIf {
+                        row_key: delete.get("rk")?.as_str()?.to_owned(),
+                        etag: ETag::new(delete.get("etag")?.as_str()?),
+                    })
                 } else {
                     op.get("delete")?
                         .as_str()
@@ -221,6 +243,12 @@ pub struct Record {
 /// The RowKey prefix of the records of the entity `row_key`.
 pub(crate) fn records_prefix(row_key: &str) -> String {
     format!("{OUTBOX_PREFIX}{row_key}|")
+}
+
+/// The RowKey of the entity whose record has the RowKey `record_key`.
+pub(crate) fn record_owner(record_key: &str) -> Option<&str> {
+    let rest = record_key.strip_prefix(OUTBOX_PREFIX)?;
+    rest.rsplit_once('|').map(|(owner, _)| owner)
 }
 
 /// The outbox record row of the write `seq` of entity `(pk, row_key)`.
@@ -449,6 +477,10 @@ mod tests {
                 seq: 7,
                 ops: vec![
                     StepOp::Delete("b@x|EMP_1".into()),
+                    StepOp::DeleteIf {
+                        row_key: "EMP_2".into(),
+                        etag: ETag::new("W/\"datetime'2026-11-24T01%3A02%3A03Z'\""),
+                    },
                     StepOp::Insert(Entity::new("email_Sales", "c").with("k", "v")),
                     StepOp::ListAdd {
                         row_key: "t_red".into(),

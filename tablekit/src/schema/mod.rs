@@ -301,11 +301,15 @@ pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
     Some((prefix, end))
 }
 
-/// `_Kind eq 'KIND'` for a kind in a collection, whose RowKey range holds
-/// rows of other kinds too; `None` for other types.
+/// For a kind in a collection, whose RowKey range holds rows of other kinds
+/// too, the filter that leaves those rows out: `not (_Kind ne 'KIND')`. A
+/// comparison with a property a row lacks is false, so this keeps the rows
+/// of the kind and the rows with no `_Kind` at all, which a typed read then
+/// reads (or refuses) the way [`from_entity`] does, never dropping them
+/// unseen. `None` for other types.
 pub fn kind_property_filter<T: TableEntity>() -> Option<Filter> {
     let kind = T::KIND.filter(|_| T::ROW_KEY_LAYOUT.in_collection())?;
-    Some(crate::filter::prop(KIND_PROPERTY).eq(kind))
+    Some(!crate::filter::prop(KIND_PROPERTY).ne(kind))
 }
 
 pub(crate) fn check_key_length(
@@ -501,8 +505,10 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
 }
 
 /// Whether a stored row is of the kind of `T`: by its `_Kind` property when
-/// it has one, else by its RowKey prefix (a kind in a collection, whose
-/// prefix other kinds share, always writes `_Kind`).
+/// it has one, else by its RowKey prefix, as [`from_entity`] decides (a kind
+/// in a collection always writes `_Kind`, so a row of its range without one
+/// was written by someone else, and is read as `T` the way a point read
+/// reads it).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
     let Some(kind) = T::KIND else {
         return true;
@@ -510,7 +516,6 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
     match entity.properties.get(KIND_PROPERTY) {
         Some(Value::String(stored)) => stored == kind,
         Some(_) => false,
-        None if T::ROW_KEY_LAYOUT.in_collection() => false,
         None => T::ROW_KEY_LAYOUT.starts(&entity.row_key),
     }
 }

@@ -1301,3 +1301,224 @@ async fn write_one(
             .map(|()| ETag::new("")),
     }
 }
+
+/// The outbox record of a move, written in the new partition beside the
+/// moved entity: one step, which deletes the entity at its old keys. Its
+/// RowKey number is above every record of the new keys, stored or planned
+/// in the same transaction (the moved entity's own index record), so the
+/// records never collide and finish in order.
+pub(super) struct MoveRecord {
+    /// The new partition, and the placeholder key `check_writes` sees.
+    pub(super) keys: (String, String),
+    /// The moved entity's new RowKey, which owns the record.
+    pub(super) owner: String,
+    /// The lowest number the record may take.
+    pub(super) floor: i64,
+    pub(super) step: outbox::Step,
+    /// The RowKey the record was last planned under.
+    pub(super) planned_key: std::sync::Mutex<String>,
+}
+
+impl MoveRecord {
+    /// The RowKey the record was last planned under.
+    pub(super) fn planned_key(&self) -> String {
+        self.planned_key
+            .lock()
+            .map(|key| key.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Pending for MoveRecord {
+    fn keys(&self) -> (&str, &str) {
+        (&self.keys.0, &self.keys.1)
+    }
+    fn known_state(&self, _: &Learned) -> Option<State<'_>> {
+        Some(State::none(None))
+    }
+    fn state<'a>(
+        &'a self,
+        _: &'a Arc<dyn TableBackend>,
+        _: &'a str,
+        _: &'a Learned,
+    ) -> BoxFuture<'a, Result<State<'a>>> {
+        Box::pin(async { Ok(State::none(None)) })
+    }
+    fn spans(&self) -> Option<(&str, &str)> {
+        Some(self.keys())
+    }
+    fn plan(&self, _: State<'_>, _: &Learned, at: DateTime, out: &mut Planned) -> Result<bool> {
+        let prefix = outbox::records_prefix(&self.owner);
+        let planned = out
+            .operations
+            .iter()
+            .filter_map(|op| match op {
+                BatchOperation::Insert(row) if outbox::is_outbox_row(row) => {
+                    row.row_key.strip_prefix(&prefix)?.parse::<i64>().ok()
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let number = self.floor.max(planned) + 1;
+        let row = outbox::record_row(
+            &self.step.table,
+            &self.keys.0,
+            &self.owner,
+            number,
+            at,
+            "move",
+            std::slice::from_ref(&self.step),
+        );
+        if let Ok(mut key) = self.planned_key.lock() {
+            key.clone_from(&row.row_key);
+        }
+        out.push(BatchOperation::Insert(row), Role::Row);
+        Ok(false)
+    }
+    fn claim<'a>(
+        &'a self,
+        _: &'a Arc<dyn TableBackend>,
+        _: &'a str,
+        _: usize,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>> {
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// The insert of a moved entity at its new keys. In its old partition, the
+/// unique index rows the entity itself holds there (under its old RowKey)
+/// are taken over: the delete of the old row leaves them.
+pub(super) struct MovedInsert<'a, T> {
+    pub(super) insert: Typed<'a, T>,
+    /// The old RowKey, when the move stays in its partition.
+    pub(super) from: Option<String>,
+}
+
+impl<T: TableEntity> Pending for MovedInsert<'_, T> {
+    fn keys(&self) -> (&str, &str) {
+        self.insert.keys()
+    }
+    fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
+        self.insert.known_state(learned)
+    }
+    fn room(&self) -> usize {
+        self.insert.room()
+    }
+    fn state<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+        learned: &'a Learned,
+    ) -> BoxFuture<'a, Result<State<'a>>> {
+        self.insert.state(backend, table, learned)
+    }
+    fn plan(
+        &self,
+        state: State<'_>,
+        learned: &Learned,
+        at: DateTime,
+        out: &mut Planned,
+    ) -> Result<bool> {
+        self.insert.plan(state, learned, at, out)
+    }
+    fn spans(&self) -> Option<(&str, &str)> {
+        self.insert.spans()
+    }
+    fn claim<'a>(
+        &'a self,
+        backend: &'a Arc<dyn TableBackend>,
+        table: &'a str,
+        index: usize,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>> {
+        Box::pin(async move {
+            match self.insert.claim(backend, table, index, key).await {
+                Err(Error::UniqueViolation { held_by, .. })
+                    if self.from.as_deref() == Some(held_by.as_str()) =>
+                {
+                    let (pk, _) = self.keys();
+                    Ok(backend
+                        .try_get_entity(table, pk, key)
+                        .await?
+                        .and_then(|row| row.etag))
+                }
+                other => other,
+            }
+        })
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The delete of the entity `(pk, rk)` at version `etag` as the
+    /// operations of an outbox step in its partition, planned from the
+    /// stored state but not sent: the row (each part of a wide entity) and
+    /// its index rows, its leaving its index entities, and the outbox record
+    /// of its indexes kept elsewhere. Index rows whose RowKeys are in `keep`
+    /// (taken over by the entity's new row) are left.
+    pub(super) async fn delete_as_step(
+        &self,
+        pk: &str,
+        rk: &str,
+        etag: &ETag,
+        keep: &[String],
+    ) -> Result<Vec<outbox::StepOp>> {
+        let entity = Entity::new(pk, rk);
+        let write = Typed::<T> {
+            entity: Cow::Borrowed(&entity),
+            write: RowWrite::Delete(IfMatch::ETag(etag.clone())),
+            known: None,
+            new_keys: None,
+            _marker: PhantomData,
+        };
+        let learned = Learned::default();
+        let state = match write.known_state(&learned) {
+            Some(state) => state,
+            None => write.state(&self.backend, &self.name, &learned).await?,
+        };
+        let old_keys: Vec<String> = state.old_keys.as_deref().unwrap_or_default().to_vec();
+        let mut planned = Planned::with_capacity(write.room());
+        write.plan(state, &learned, self.clock.now(), &mut planned)?;
+        let mut ops = Vec::with_capacity(planned.operations.len());
+        for (operation, &(_, role)) in planned.operations.into_iter().zip(&planned.owners) {
+            ops.push(match (operation, role) {
+                // Left by the old row, found again from its keys below.
+                (_, Role::List) => continue,
+                (BatchOperation::Delete { row_key, .. }, _) if keep.contains(&row_key) => continue,
+                (
+                    BatchOperation::Delete {
+                        row_key,
+                        if_match: IfMatch::ETag(etag),
+                        ..
+                    },
+                    _,
+                ) => outbox::StepOp::DeleteIf { row_key, etag },
+                (BatchOperation::Delete { row_key, .. }, _) => outbox::StepOp::Delete(row_key),
+                (BatchOperation::Insert(record), Role::Entity)
+                    if outbox::is_outbox_row(&record) =>
+                {
+                    outbox::StepOp::Put(record)
+                }
+                (operation, _) => {
+                    return Err(Error::Decode {
+                        message: format!(
+                            "a delete planned an operation a step cannot hold: {:?}",
+                            operation.keys()
+                        ),
+                    });
+                }
+            });
+        }
+        for (i, def) in T::INDEXES.iter().enumerate() {
+            if let (true, Some(key)) = (def.list, old_keys.get(i)) {
+                ops.push(outbox::StepOp::ListRemove {
+                    row_key: key.clone(),
+                    member: rk.to_owned(),
+                    marker: T::KIND_PROPERTIES.then(|| def.name.to_owned()),
+                });
+            }
+        }
+        Ok(ops)
+    }
+}

@@ -338,7 +338,7 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// The prefix of this table's and kind's blob names.
-    fn blob_prefix(&self) -> String {
+    pub(super) fn blob_prefix(&self) -> String {
         offload::blob_prefix(&self.name, T::KIND)
     }
 
@@ -402,7 +402,7 @@ impl<T: TableEntity> Table<T> {
 
     /// The blob store, when the row has a value to offload (a table without a
     /// store can still write small values of `offload` fields).
-    fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
+    pub(super) fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
         match &self.blobs {
             Some(target) => Ok(target),
             None if T::BLOB_FIELDS

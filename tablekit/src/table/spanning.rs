@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::{Loaded, Table};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
-use crate::outbox::{self, Notice, Step, StepOp};
+use crate::outbox::{self, Notice, Step};
 use crate::schema::{self, TableEntity};
 
 /// Finishes the outbox records of `(pk, rk)` after the transaction that
@@ -30,21 +30,37 @@ pub(crate) async fn finish_after_commit(
         partition_key: pk.to_owned(),
         row_key: rk.to_owned(),
     };
-    let work = finish_detached(Arc::clone(backend), outbox.cloned(), notice);
+    let _ = detached(finish_detached(
+        Arc::clone(backend),
+        outbox.cloned(),
+        notice,
+    ))
+    .await;
+}
+
+/// Runs `work` as a tokio task of its own, which the caller awaits, when a
+/// runtime exists: the task is spawned before this future first yields, so
+/// dropping the caller at any await point leaves it running. Outside a
+/// runtime it runs in the caller's future. `None` when the task did not run
+/// to its end (the runtime shut down, or it panicked).
+async fn detached<R: Send + 'static>(work: impl Future<Output = R> + Send + 'static) -> Option<R> {
     match tokio::runtime::Handle::try_current() {
-        // The task is spawned before this future first yields, so dropping
-        // the caller at any await point leaves it running.
         Ok(runtime) => {
             let running = Running::start();
             let work = async move {
-                work.await;
+                let done = work.await;
                 drop(running);
+                done
             };
-            if let Err(error) = runtime.spawn(work).await {
-                tracing::warn!(%error, %table, "outbox steps did not run to their end; the upkeep will finish them");
+            match runtime.spawn(work).await {
+                Ok(done) => Some(done),
+                Err(error) => {
+                    tracing::warn!(%error, "outbox steps did not run to their end; the upkeep will finish them");
+                    None
+                }
             }
         }
-        Err(_) => work.await,
+        Err(_) => Some(work.await),
     }
 }
 
@@ -74,12 +90,13 @@ pub(crate) fn detached_in_flight() -> usize {
     DETACHED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// [`finish_after_commit`]'s work, owning what it needs.
+/// [`finish_after_commit`]'s work, owning what it needs: the error that
+/// stopped the steps, which it logged.
 async fn finish_detached(
     backend: Arc<dyn crate::TableBackend>,
     outbox: Option<crate::outbox::Outbox>,
     notice: Notice,
-) {
+) -> Result<()> {
     let table = notice.table.as_str();
     // The notice goes out while the steps are applied: it waits its delay
     // before a worker may take it anyway.
@@ -108,9 +125,11 @@ async fn finish_detached(
                 // A notice left behind finds nothing to do.
                 let _ = outbox.withdraw(&sent).await;
             }
+            Ok(())
         }
         Err(error) => {
             tracing::warn!(%error, table, "outbox steps failed; the worker or the upkeep will finish them");
+            Err(error)
         }
     }
 }
@@ -142,47 +161,39 @@ impl<T: TableEntity> Table<T> {
     /// Moves the entity `loaded` to the keys of `moved` (another partition:
     /// the employee who changes department), with `moved`'s values.
     ///
-    /// One transaction deletes the entity (with its index rows) from its
-    /// partition, if it is still the version read, and records the move in
-    /// the outbox; then the entity is inserted in its new partition (with
-    /// its index rows there). Until that second part is done (at once,
-    /// unless the writer stops; then by the
-    /// [`OutboxWorker`](crate::outbox::OutboxWorker) or the
-    /// [sweeper](crate::outbox::sweep)), readers find the entity in neither
-    /// partition; never in both, and never twice.
+    /// The entity is copied first, then given up: one transaction in the new
+    /// partition inserts it (with its index rows there, each unique value
+    /// claimed) and records the move in the outbox; then the row at the old
+    /// keys is deleted (with its index rows, its place in index entities,
+    /// its rows in indexes kept elsewhere) if it is still the version read.
+    /// A reader finds the entity in the old partition, the new one, or for
+    /// a moment both, with the same values; never in neither. If the writer
+    /// stops after the first transaction, the [upkeep](crate::upkeep) (or
+    /// the [`OutboxWorker`](crate::outbox::OutboxWorker)) finishes the move.
+    /// Wide entities, offloaded values (copied to new blobs; the old ones are
+    /// removed after), index entities and indexes kept elsewhere all move.
     ///
     /// Fails with [`PreconditionFailed`](Error::PreconditionFailed) if the
-    /// entity changed since it was read, with
+    /// entity changed since it was read (also when it changes while the move
+    /// runs: the copy is taken back), with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if an entity
     /// holds the new keys already, and with
     /// [`UniqueViolation`](Error::UniqueViolation) if another entity of the
-    /// new partition holds one of its unique values: nothing is changed. If
-    /// another entity takes them after this check and before the move
-    /// reaches them, the move stops there: its record (holding the entity)
-    /// stays, and its notice goes to the poison queue with the reason.
-    /// Nothing is overwritten, and nothing is lost.
+    /// new partition holds one of its unique values: nothing is changed.
+    /// New keys in the same partition take the entity's own unique values
+    /// over. The same keys are a [`replace`](Table::replace).
     ///
-    /// New keys in the same partition take the same way (a transaction
-    /// cannot both give up and take a unique value); the same keys are a
-    /// [`replace`](Table::replace). Not offered for wide entities, entities
-    /// with offloaded values, with index entities (`list` indexes, whose
-    /// lists in the new partition no step can change safely) or with
-    /// indexes kept elsewhere: [`NotSupported`](Error::NotSupported).
+    /// Only if the entity changes at its old keys after the copy and the
+    /// writer stops before it sees it, both copies stay: the record is kept,
+    /// and the upkeep reports the conflict on every round
+    /// (`PreconditionFailed` on the old keys) until one copy is deleted.
     ///
-    /// Requests: 3 reads (the new keys, and the fences of the old and the
-    /// new keys) and one per unique index, the transaction, and the move's
-    /// own: a notice put and deleted (with an outbox), a query for the
-    /// records, the step (a read and a transaction), the record's delete.
+    /// Requests: reads of the old row and the new keys, the state a delete
+    /// and an insert plan from, the transaction, then the notice (with an
+    /// outbox), the old partition's step (a fence read and a transaction)
+    /// and the record's delete.
     pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
-        if T::WIDE
-            || !T::BLOB_FIELDS.is_empty()
-            || T::INDEXES.iter().any(|def| def.list)
-            || !T::REMOTE_INDEXES.is_empty()
-        {
-            return Err(Error::NotSupported {
-                operation: "moving a wide entity, or one with offloaded values, index entities or indexes kept elsewhere, to other keys",
-            });
-        }
+        Self::refuse_unwritable()?;
         let (old_pk, old_rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
@@ -196,6 +207,22 @@ impl<T: TableEntity> Table<T> {
             );
             return self.write(moved, write).await.map(drop);
         }
+        let gone = || Error::EntityNotFound {
+            table: self.name.to_string(),
+            partition_key: old_pk.clone(),
+            row_key: old_rk.clone(),
+        };
+        let current = self
+            .read_current(&old_pk, &old_rk)
+            .await?
+            .ok_or_else(gone)?;
+        if current.etag != loaded.etag {
+            return Err(Error::PreconditionFailed {
+                table: self.name.to_string(),
+                partition_key: old_pk,
+                row_key: old_rk,
+            });
+        }
         if self
             .backend
             .try_get_entity(&self.name, &new_pk, &new_rk)
@@ -208,69 +235,186 @@ impl<T: TableEntity> Table<T> {
                 row_key: new_rk,
             });
         }
-        // Above every step that ever reached either place: so that no older
-        // step can undo this one, and this one is never taken for old.
-        let seq = self
-            .fence_of(&old_pk, &old_rk)
-            .await?
-            .max(self.fence_of(&new_pk, &new_rk).await?)
-            + 1;
-        let row = schema::to_entity(moved)?;
-        let mut ops = Vec::with_capacity(1 + T::INDEXES.len());
-        for (i, def) in T::INDEXES.iter().enumerate() {
-            let key = crate::index::index_key(moved, i, &new_rk)?;
-            let index_row = crate::index::index_row::<T>(def, key.clone(), &row);
-            if def.unique {
-                // Claimed, never taken: a value another entity holds there
-                // refuses the move now, or stops its step later.
-                let held = self
-                    .backend
-                    .try_get_entity(&self.name, &new_pk, &key)
-                    .await?;
-                if let Some(held) = held {
-                    let held_by = match held.properties.get(crate::index::ROW_PROPERTY) {
-                        Some(crate::Value::String(holder)) => holder.clone(),
-                        _ => String::new(),
-                    };
-                    // The entity's own row, which the move gives up first.
-                    let own = new_pk == old_pk && held_by == old_rk;
-                    if !own {
-                        return Err(Error::UniqueViolation {
-                            table: self.name.to_string(),
-                            partition_key: new_pk,
-                            index: def.name,
-                            value: crate::index::value_of(def, &key).to_owned(),
-                            held_by,
-                        });
-                    }
-                }
-                ops.push(StepOp::Insert(index_row));
-            } else {
-                ops.push(StepOp::Put(index_row));
-            }
+        // The index rows the new row takes over from the old one: its own
+        // unique values, when it stays in its partition.
+        let keep = if old_pk == new_pk && !T::INDEXES.is_empty() {
+            let old = crate::index::index_keys(
+                &crate::index::decode_for_keys::<T>(&current.entity)?,
+                &old_rk,
+            )?;
+            let new = crate::index::index_keys(moved, &new_rk)?;
+            old.into_iter().filter(|key| new.contains(key)).collect()
+        } else {
+            Vec::new()
+        };
+        let ops = self
+            .delete_as_step(&old_pk, &old_rk, &loaded.etag, &keep)
+            .await?;
+        if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
+            return Err(crate::index::too_many_operations(ops.len() + 1));
         }
-        ops.insert(0, StepOp::Insert(row));
+        let stale: Vec<String> = super::offload::references(&current.entity, T::BLOB_FIELDS)?
+            .into_iter()
+            .map(|(_, reference)| reference.name)
+            .collect();
+        // Above every step that ever reached the old row: no older step can
+        // undo this one, and this one is never taken for old.
+        let seq = self.fence_of(&old_pk, &old_rk).await? + 1;
         let step = Step {
             table: self.name.to_string(),
-            partition_key: new_pk,
-            fence: new_rk,
+            partition_key: old_pk.clone(),
+            fence: old_rk.clone(),
             seq,
             ops,
         };
-        let record = outbox::record_row(
-            &self.name,
-            &old_pk,
-            &old_rk,
-            seq,
-            self.clock.now(),
-            "move",
-            std::slice::from_ref(&step),
-        );
-        let mut transaction = self.transaction();
-        transaction.delete(loaded)?;
-        transaction.push_raw(crate::BatchOperation::Insert(record));
-        transaction.submit().await?;
-        self.finish_after_commit(&old_pk, &old_rk).await;
-        Ok(())
+        let floor = outbox::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
+            .await?
+            .iter()
+            .map(|record| record.seq)
+            .max()
+            .unwrap_or(0);
+        let mut row = schema::to_entity(moved)?;
+        let written = if T::BLOB_FIELDS.is_empty() {
+            Vec::new()
+        } else {
+            super::offload::offload(
+                self.blob_target_for(&row)?,
+                &self.blob_prefix(),
+                &mut row,
+                T::BLOB_FIELDS,
+            )
+            .await?
+        };
+        let insert = super::plan::MovedInsert {
+            insert: super::plan::Typed::<T> {
+                entity: std::borrow::Cow::Borrowed(&row),
+                write: super::rows::RowWrite::Insert,
+                known: None,
+                new_keys: None,
+                _marker: std::marker::PhantomData,
+            },
+            from: (old_pk == new_pk).then(|| old_rk.clone()),
+        };
+        let record = super::plan::MoveRecord {
+            keys: (new_pk.clone(), outbox::records_prefix(&new_rk)),
+            owner: new_rk.clone(),
+            floor,
+            step,
+            planned_key: Default::default(),
+        };
+        let writes: [&dyn super::plan::Pending; 2] = [&insert, &record];
+        let etags =
+            match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
+                Ok(etags) => etags,
+                Err(error) => {
+                    let error = match error {
+                        Error::BatchFailed { source, .. } => *source,
+                        error => error,
+                    };
+                    if !error.is_transient()
+                        && !error.is_outcome_unknown()
+                        && let Some(target) = &self.blobs
+                    {
+                        super::offload::delete_quietly(target, &written).await;
+                    }
+                    return Err(error);
+                }
+            };
+        let copied = Copied {
+            new_etag: etags.first().cloned().flatten(),
+            record_etag: etags.get(1).cloned().flatten(),
+            record_key: record.planned_key(),
+            written,
+            stale,
+        };
+        let table = self.clone();
+        let keys = [old_pk, old_rk, new_pk, new_rk];
+        detached(async move { table.finish_move(keys, copied).await })
+            .await
+            .unwrap_or(Ok(()))
     }
+
+    /// Finishes a move whose copy committed: deletes the old row (through
+    /// the move's record), then the old blobs; takes the copy back if the
+    /// old row changed since it was read.
+    async fn finish_move(self, keys: [String; 4], copied: Copied) -> Result<()> {
+        let [old_pk, old_rk, new_pk, new_rk] = keys;
+        let notice = Notice {
+            table: self.name.to_string(),
+            partition_key: new_pk.clone(),
+            row_key: new_rk.clone(),
+        };
+        let finished =
+            finish_detached(Arc::clone(&self.backend), self.outbox.clone(), notice).await;
+        match finished {
+            Ok(()) => {
+                if let Some(target) = &self.blobs {
+                    super::offload::delete_quietly(target, &copied.stale).await;
+                }
+                Ok(())
+            }
+            Err(Error::PreconditionFailed {
+                partition_key,
+                row_key,
+                ..
+            }) if (partition_key.as_str(), row_key.as_str()) == (&old_pk, &old_rk) => {
+                let changed = Error::PreconditionFailed {
+                    table: self.name.to_string(),
+                    partition_key: old_pk.clone(),
+                    row_key: old_rk.clone(),
+                };
+                let (Some(new_etag), Some(record_etag)) = (copied.new_etag, copied.record_etag)
+                else {
+                    return Err(changed);
+                };
+                // The entity changed at its old keys after it was read: the
+                // copy is taken back, with the record, in one transaction.
+                let row = crate::Entity::new(&new_pk, &new_rk);
+                let delete = super::plan::Typed::<T> {
+                    entity: std::borrow::Cow::Borrowed(&row),
+                    write: super::rows::RowWrite::Delete(crate::IfMatch::ETag(new_etag)),
+                    known: None,
+                    new_keys: None,
+                    _marker: std::marker::PhantomData,
+                };
+                let record = super::plan::Raw(crate::BatchOperation::Delete {
+                    partition_key: new_pk.clone(),
+                    row_key: copied.record_key,
+                    if_match: crate::IfMatch::ETag(record_etag),
+                });
+                let writes: [&dyn super::plan::Pending; 2] = [&delete, &record];
+                match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref())
+                    .await
+                {
+                    Ok(_) => {
+                        if let Some(target) = &self.blobs {
+                            super::offload::delete_quietly(target, &copied.written).await;
+                        }
+                        if !T::REMOTE_INDEXES.is_empty() {
+                            self.finish_after_commit(&new_pk, &new_rk).await;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, table = %self.name, old_pk, old_rk, new_pk, new_rk, "a moved entity changed at both its keys: both copies are kept, and the upkeep reports the move until one is deleted");
+                    }
+                }
+                Err(changed)
+            }
+            // Committed: the upkeep finishes the rest.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// What the first transaction of a move wrote.
+struct Copied {
+    /// The ETag of the entity's new row.
+    new_etag: Option<crate::ETag>,
+    /// The ETag and RowKey of the move's record.
+    record_etag: Option<crate::ETag>,
+    record_key: String,
+    /// The blobs the new row references.
+    written: Vec<String>,
+    /// The blobs the old row references.
+    stale: Vec<String>,
 }
