@@ -320,7 +320,7 @@ impl<R: serde::Serialize> LogWriter<R> {
         };
         match self.store.get_blob(&self.container, &name).await {
             Ok(blob) => {
-                if blob.data == buffer.lines[..len] {
+                if buffer.lines.get(..len) == Some(&blob.data[..]) {
                     // It was written: those records are done.
                     buffer.lines.drain(..len);
                     buffer.records -= count_lines(&blob.data);
@@ -375,11 +375,19 @@ impl<R: serde::Serialize> LogWriter<R> {
             let name = format!("{}/{:06}.log", buffer.folder, buffer.seq);
             let data = buffer.lines.clone();
             let len = data.len();
-            match self
+            // Marked unsettled while it is under way: a flush dropped before
+            // its answer (a caller that gave up, a timeout) leaves the mark,
+            // and the next flush settles the write by reading it back, even
+            // after more records were appended.
+            buffer.unsettled = Some((name.clone(), len));
+            let put = self
                 .store
                 .put_blob(&self.container, &name, data, &PutCondition::IfNotExists)
-                .await
-            {
+                .await;
+            if !put.as_ref().is_err_and(Error::is_outcome_unknown) {
+                buffer.unsettled = None;
+            }
+            match put {
                 Ok(_) => {
                     buffer.lines.clear();
                     buffer.records = 0;
@@ -403,12 +411,7 @@ impl<R: serde::Serialize> LogWriter<R> {
                         return Ok(());
                     }
                 }
-                Err(e) => {
-                    if e.is_outcome_unknown() {
-                        buffer.unsettled = Some((name, len));
-                    }
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
         Err(Error::LogRecord {

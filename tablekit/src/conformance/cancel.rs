@@ -31,13 +31,15 @@ use crate::upkeep::Upkeep;
 const MAX_POLLS: usize = 2_000;
 
 /// The paths a sample run takes: one of each kind of multi-row write.
-const SAMPLE: [&str; 6] = [
+const SAMPLE: [&str; 8] = [
     "staff update",
     "remote insert",
     "offloaded replace",
     "wide replace",
     "move",
     "remote move",
+    "log flush",
+    "bucketed insert",
 ];
 
 /// A future that is dropped after its `limit`-th poll unless it completed:
@@ -124,6 +126,13 @@ struct Harness {
     documents: Table<Document>,
     years: Table<Tagged>,
     movers: Table<Mover>,
+    /// The blob store (through the yielding layer) and the container the
+    /// logs write to.
+    blobs: Arc<dyn BlobStore>,
+    container: String,
+    /// The store itself, for the bucketed tables a run makes.
+    backend: Arc<dyn TableBackend>,
+    tables: Arc<dyn TableBackend>,
     tag: String,
     sample: bool,
 }
@@ -137,6 +146,7 @@ impl Harness {
     ) -> Harness {
         let name = fresh_table(&*backend, "cancel").await;
         super::spanning::cities_table(backend.as_ref()).await;
+        let store = Arc::clone(&backend);
         let layer = FaultInjection::new(Arc::clone(&backend));
         layer.handle().set_yields(true);
         let tables: Arc<dyn TableBackend> = Arc::new(layer);
@@ -181,6 +191,10 @@ impl Harness {
             documents,
             years,
             movers,
+            blobs,
+            container,
+            backend: store,
+            tables,
             tag,
             sample,
         }
@@ -742,5 +756,95 @@ pub async fn writes_are_safe_to_drop(
     local_index_paths(h, out).await;
     remote_index_paths(h, out).await;
     blob_wide_and_move_paths(h, out).await;
+    log_and_bucket_paths(h, out).await;
     outcomes
+}
+
+/// A log flush and an append that flushes, dropped at every poll: after the
+/// next flush, every record is in the store exactly once, in order. A write
+/// into a period's table (created on first use), dropped at every poll:
+/// after the upkeep the entity is there whole or not at all, and the write
+/// done again lands.
+async fn log_and_bucket_paths(h: &Harness, out: &mut CancelOutcomes) {
+    use crate::log::{LogConfig, LogReader, LogWriter};
+    let log = |prefix: &str| {
+        LogWriter::<u32>::new(Arc::clone(&h.blobs), &h.container, prefix)
+            .with_config(LogConfig::default().max_bytes(1 << 20))
+    };
+    let read = |prefix: String| async move {
+        LogReader::<u32>::new(Arc::clone(&h.blobs), &h.container, &prefix)
+            .read(..)
+            .await
+            .expect("read the log")
+    };
+    every_k!(out, h, "log flush", |k| {
+        let prefix = h.partition("lf", k);
+        let writer = log(&prefix);
+        for n in 0..3 {
+            writer.append(&n).await.expect("append");
+        }
+        let done = drop_after_polls(k, writer.flush()).await.is_some();
+        // More records after the dropped flush, then the flush that must
+        // settle it: nothing lost, nothing written twice.
+        writer.append(&3).await.expect("append");
+        writer.flush().await.expect("flush");
+        assert_eq!(read(prefix).await, [0, 1, 2, 3], "log flush (k = {k})");
+        done
+    });
+    every_k!(out, h, "log append", |k| {
+        // A buffer of two records: the second append flushes.
+        let prefix = h.partition("la", k);
+        let writer = LogWriter::<u32>::new(Arc::clone(&h.blobs), &h.container, &prefix)
+            .with_config(LogConfig::default().max_bytes(4));
+        writer.append(&0).await.expect("append");
+        let done = drop_after_polls(k, writer.append(&1)).await.is_some();
+        writer.append(&2).await.expect("append");
+        writer.shutdown().await.expect("shutdown");
+        // A dropped append may or may not have taken its record; one that
+        // returned did.
+        let read = read(prefix).await;
+        assert!(
+            read == [0, 1, 2] || (!done && read == [0, 2]),
+            "log append (k = {k}): {read:?}"
+        );
+        done
+    });
+    let prefix = format!("{}bk", h.tag);
+    let event = |k: usize, n: u32| super::scale::Event {
+        source: format!("s{k}"),
+        id: n,
+        at: crate::DateTime::parse(&format!("2026-11-2{}T18:00:00Z", k % 8 + 1)).expect("a time"),
+    };
+    every_k!(out, h, "bucketed insert", |k| {
+        let base = Table::<super::scale::Event>::from_arc(Arc::clone(&h.tables), &prefix);
+        let buckets = crate::bucket::Buckets::new(base).expect("a bucket prefix");
+        let after = event(k, 1);
+        let done = drop_after_polls(k, buckets.insert(&after)).await.is_some();
+        h.upkeep().await;
+        let table = buckets.table_of(&after);
+        let stored = table
+            .get(after.source.as_str(), after.id)
+            .await
+            .or_else(|e| match e {
+                crate::Error::TableNotFound { .. } => Ok(None),
+                e => Err(e),
+            })
+            .expect("get");
+        one_of(stored, None, Some(&after), "bucketed insert");
+        // Done again, it lands (or finds itself there).
+        match buckets.insert(&after).await {
+            Ok(_) | Err(crate::Error::EntityAlreadyExists { .. }) => {}
+            Err(e) => panic!("bucketed insert again: {e}"),
+        }
+        done
+    });
+    // The tables the bucketed cases made.
+    let base = Table::<super::scale::Event>::from_arc(Arc::clone(&h.backend), &prefix);
+    let buckets = crate::bucket::Buckets::new(base).expect("a bucket prefix");
+    for table in buckets.tables().await.expect("the bucket tables") {
+        h.backend
+            .delete_table(&table.name)
+            .await
+            .expect("delete a bucket table");
+    }
 }
