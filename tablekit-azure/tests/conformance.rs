@@ -142,5 +142,5 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     )
     .await;
     eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
-    assert_eq!(outcomes.cases.len(), 5, "{outcomes:?}");
+    assert_eq!(outcomes.cases.len(), 8, "{outcomes:?}");
 }
