@@ -15,8 +15,9 @@
 //! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
 //!
 //! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
-//! requests under way, and stops the library's upkeep (the outbox worker
-//! and its sweeps) after the work in hand.
+//! requests under way (for 10 s at most), and stops the library's upkeep
+//! (the outbox worker and its sweeps) after the work in hand. `/readyz`
+//! answers 503 while the store does not answer.
 
 use tablekit_examples::service::{App, Names, Stores};
 use tracing_subscriber::EnvFilter;
@@ -70,9 +71,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, app.router())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    // Headers within 10 s (idle keep-alive connections close after 10 s
+    // too), at most 4,096 connections, and 10 s for the requests under way
+    // to finish once shutdown starts.
+    let config = tablekit_examples::service::server::ServeConfig::default();
+    tablekit_examples::service::server::serve(listener, app.router(), shutdown_signal(), config)
+        .await;
     tracing::info!("stopping the upkeep");
     let _ = stop.send(true);
     let stats = upkeep.shutdown().await;

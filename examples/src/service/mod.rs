@@ -23,12 +23,14 @@
 //! `?cursor=` from the `next` of the page before.
 
 pub mod model;
+pub mod server;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::DefaultBodyLimit;
+use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -46,7 +48,6 @@ use tablekit::{
     TableQuery, UnknownKind,
 };
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use model::{Activity, Attachment, AuditEntry, Customer, Line, Order, OrderRows, User};
@@ -148,7 +149,20 @@ pub struct App {
     activity: Table<Activity>,
     attachments: Table<Attachment>,
     audit: Buckets<AuditEntry>,
+    /// How long a request may take before it is answered 504.
+    request_timeout: Duration,
 }
+
+/// The largest request body: an attachment, or a JSON body (2 MiB).
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// The longest request id a client may give (`x-request-id`); a longer one,
+/// or one with other characters than letters, digits, `-`, `_` and `.`, is
+/// replaced by one the service makes.
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// The longest tenant name (a path segment, decoded).
+pub const MAX_TENANT: usize = 64;
 
 impl App {
     /// Prepares the table, the container and the outbox's queues (each only
@@ -172,9 +186,48 @@ impl App {
             customers,
             stores,
             names,
+            request_timeout: Duration::from_secs(10),
         };
         app.worker().create_queues().await?;
         Ok(app)
+    }
+
+    /// Answers a request that takes longer than `timeout` with 504 (10 s
+    /// by default). Whatever it started is finished by the upkeep.
+    pub fn with_request_timeout(mut self, timeout: Duration) -> App {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Makes again what [`open`](App::open) made, where it is missing: for a
+    /// store that came back empty.
+    pub async fn recreate(&self) -> Result<(), Error> {
+        self.customers.create_if_missing().await?;
+        match self
+            .stores
+            .blobs
+            .create_container(&self.names.container)
+            .await
+        {
+            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        self.worker().create_queues().await
+    }
+
+    /// Whether the service can serve: its table answers. A missing table
+    /// is made again first.
+    pub async fn ready(&self) -> Result<(), Error> {
+        let probe = self
+            .stores
+            .tables
+            .get_entity(&self.names.table, "~ready", "~ready", &Default::default())
+            .await;
+        match probe {
+            Ok(_) | Err(Error::EntityNotFound { .. }) => Ok(()),
+            Err(Error::TableNotFound { .. }) => self.recreate().await,
+            Err(e) => Err(e),
+        }
     }
 
     /// The library's upkeep of the service's tables, with `config`: the
@@ -252,20 +305,26 @@ impl App {
             .route("/audit", get(list_audit));
         Router::new()
             .route("/healthz", get(|| async { "ok" }))
+            .route("/readyz", get(readyz))
             .nest("/tenants/{tenant}", tenant)
             .layer(axum::middleware::from_fn_with_state(self.clone(), audit))
-            .layer(TimeoutLayer::with_status_code(
-                StatusCode::REQUEST_TIMEOUT,
-                Duration::from_secs(10),
+            .layer(axum::middleware::from_fn_with_state(self.clone(), deadline))
+            .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                json_errors,
             ))
             .layer(PropagateRequestIdLayer::x_request_id())
             .layer(TraceLayer::new_for_http())
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+            .layer(axum::middleware::from_fn(client_request_id))
             .with_state(self.clone())
     }
 }
 
-/// An error answer: a status and a JSON body `{"error": …, "message": …}`.
+/// An error answer: a status and a JSON body `{"error": code, "message": …}`.
+/// The code is stable; the message is for people, and never carries the
+/// store's internals (addresses, table names, keys, other customers).
 #[derive(Debug)]
 pub enum ApiError {
     /// The store's error, mapped by meaning.
@@ -274,6 +333,8 @@ pub enum ApiError {
     BadRequest(String),
     /// No such resource (404).
     NotFound,
+    /// Any other status, with its code and message.
+    Status(StatusCode, &'static str, String),
 }
 
 impl From<Error> for ApiError {
@@ -284,7 +345,24 @@ impl From<Error> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> ApiError {
-        ApiError::BadRequest(rejection.body_text())
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::Status(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as application/json".into(),
+            ),
+            _ => ApiError::BadRequest(rejection.body_text()),
+        }
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> ApiError {
+        match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => too_large(),
+            _ => ApiError::BadRequest("the body could not be read".into()),
+        }
     }
 }
 
@@ -294,39 +372,119 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
-fn error_status(error: &Error) -> (StatusCode, &'static str, Option<Duration>) {
+fn too_large() -> ApiError {
+    ApiError::Status(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!("a request body holds at most {MAX_BODY} bytes"),
+    )
+}
+
+/// The status, stable code, message and `Retry-After` of a store error.
+fn error_status(error: &Error) -> (StatusCode, &'static str, &'static str, Option<Duration>) {
+    let unavailable = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "the store is not available; try again",
+        Some(Duration::from_secs(1)),
+    );
     match error {
         Error::BatchFailed { source, .. } => error_status(source),
-        Error::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_input", None),
-        Error::EntityNotFound { .. } => (StatusCode::NOT_FOUND, "not_found", None),
-        Error::EntityAlreadyExists { .. } => (StatusCode::CONFLICT, "already_exists", None),
-        Error::UniqueViolation { .. } => (StatusCode::CONFLICT, "unique_violation", None),
-        Error::PreconditionFailed { .. } => {
-            (StatusCode::PRECONDITION_FAILED, "etag_mismatch", None)
+        Error::Invalid(_) => (
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            "a value cannot be stored (too long, or a character keys cannot hold)",
+            None,
+        ),
+        Error::EntityNotFound { .. } => {
+            (StatusCode::NOT_FOUND, "not_found", "no such resource", None)
         }
+        Error::EntityAlreadyExists { .. } => (
+            StatusCode::CONFLICT,
+            "already_exists",
+            "it exists already",
+            None,
+        ),
+        Error::UniqueViolation { .. } => (
+            StatusCode::CONFLICT,
+            "unique_violation",
+            "a value that must be unique is taken",
+            None,
+        ),
+        Error::PreconditionFailed { .. } => (
+            StatusCode::PRECONDITION_FAILED,
+            "etag_mismatch",
+            "it changed since the version named by If-Match",
+            None,
+        ),
         Error::Throttled { retry_after } => (
             StatusCode::SERVICE_UNAVAILABLE,
             "throttled",
+            "the store is busy; try again",
             Some(retry_after.unwrap_or(Duration::from_secs(1))),
         ),
-        Error::Transient { .. } => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            Some(Duration::from_secs(1)),
+        Error::Transient { .. } | Error::OutcomeUnknown { .. } | Error::TableNotFound { .. } => {
+            unavailable
+        }
+        _ => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the request failed",
+            None,
         ),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "internal", None),
     }
 }
 
+/// The input error inside `error`, if it is one.
+fn invalid_input(error: &Error) -> Option<&tablekit::InvalidInput> {
+    match error {
+        Error::Invalid(invalid) => Some(invalid),
+        Error::BatchFailed { source, .. } => invalid_input(source),
+        _ => None,
+    }
+}
+
+/// What is wrong with the input, in the client's terms: the field, never
+/// the stored keys or another record.
+fn invalid_message(invalid: &tablekit::InvalidInput) -> String {
+    use tablekit::InvalidInput as I;
+    match invalid {
+        I::EncodedKeyTooLong { fields, .. } => format!("`{fields}` is too long"),
+        I::KeyTooLong { .. } => "an id is too long".into(),
+        I::KeyForbiddenCharacter { character, .. } => {
+            format!("an id holds the character {character:?}, which ids cannot hold")
+        }
+        I::StringTooLong { property, max, .. } => {
+            format!("`{property}` is too long: at most {max} UTF-16 code units")
+        }
+        I::BinaryTooLong { property, max, .. } => {
+            format!("`{property}` is too long: at most {max} bytes")
+        }
+        I::EntityTooLarge { .. } => "the record is too large to store".into(),
+        _ => "a value cannot be stored".into(),
+    }
+}
+
+/// Marks an answer given because the service's table was missing: the
+/// error layer makes it again.
+#[derive(Clone, Copy)]
+struct MissingTable;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let mut missing = false;
         let (status, code, retry, message) = match self {
             ApiError::Store(error) => {
-                let (status, code, retry) = error_status(&error);
+                let (status, code, message, retry) = error_status(&error);
                 if status.is_server_error() {
                     tracing::warn!(%error, "request failed");
                 }
-                (status, code, retry, error.to_string())
+                missing = matches!(error, Error::TableNotFound { .. });
+                let message = match invalid_input(&error) {
+                    Some(invalid) => invalid_message(invalid),
+                    None => message.to_owned(),
+                };
+                (status, code, retry, message)
             }
             ApiError::BadRequest(message) => {
                 (StatusCode::BAD_REQUEST, "invalid_input", None, message)
@@ -337,6 +495,7 @@ impl IntoResponse for ApiError {
                 None,
                 "no such resource".into(),
             ),
+            ApiError::Status(status, code, message) => (status, code, None, message),
         };
         let mut response =
             (status, Json(json!({ "error": code, "message": message }))).into_response();
@@ -346,7 +505,117 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if missing {
+            response.extensions_mut().insert(MissingTable);
+        }
         response
+    }
+}
+
+/// The code and message of an error answer that came without a JSON body
+/// (from the router or an extractor).
+fn generic_error(status: StatusCode) -> (&'static str, String) {
+    match status {
+        StatusCode::BAD_REQUEST => ("invalid_input", "the request is not valid".into()),
+        StatusCode::NOT_FOUND => ("not_found", "no such resource".into()),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method_not_allowed",
+            "the resource does not take this method".into(),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "too_large",
+            format!("a request body holds at most {MAX_BODY} bytes"),
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported_media_type",
+            "send the body as application/json".into(),
+        ),
+        s if s.is_server_error() => ("internal", "the request failed".into()),
+        _ => ("error", "the request was refused".into()),
+    }
+}
+
+/// Gives every error answer a JSON body with a stable code (the router's
+/// own 404 and 405, an extractor's 400 or 413 come without one), marks every
+/// answer `X-Content-Type-Options: nosniff`, and makes the table again when
+/// an answer found it missing (a store that came back empty).
+async fn json_errors(State(app): State<App>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.extensions().get::<MissingTable>().is_some()
+        && let Err(error) = app.recreate().await
+    {
+        tracing::warn!(%error, "the missing table could not be made again");
+    }
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !json {
+        let (code, message) = generic_error(status);
+        let mut replaced =
+            (status, Json(json!({ "error": code, "message": message }))).into_response();
+        for name in [header::ALLOW, header::RETRY_AFTER] {
+            if let Some(value) = response.headers().get(&name) {
+                replaced.headers_mut().insert(name, value.clone());
+            }
+        }
+        response = replaced;
+    }
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// Answers 504 when a request takes longer than the service allows. What
+/// it started goes on: a write that committed is finished by the library
+/// (its detached work, or the upkeep), so the answer says it may be applied.
+async fn deadline(State(app): State<App>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Status(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            "the store did not answer in time; a change may still be applied".into(),
+        )
+        .into_response(),
+    }
+}
+
+/// Keeps a client's `x-request-id` only when it is a short token; else
+/// drops it, and the service makes one.
+async fn client_request_id(mut request: Request, next: Next) -> Response {
+    let valid = |id: &str| {
+        (1..=MAX_REQUEST_ID).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if let Some(id) = request.headers().get("x-request-id")
+        && !id.to_str().is_ok_and(valid)
+    {
+        request.headers_mut().remove("x-request-id");
+    }
+    next.run(request).await
+}
+
+/// `/readyz`: 200 when the store answers (its table made again if it was
+/// missing), 503 when it does not.
+async fn readyz(State(app): State<App>) -> Response {
+    match app.ready().await {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            ApiError::Status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the store is not available".into(),
+            )
+            .into_response()
+        }
     }
 }
 
@@ -431,6 +700,7 @@ fn user_json(user: &User) -> JsonValue {
 async fn put_user(
     State(app): State<App>,
     Path((tenant, user)): Path<(String, String)>,
+    headers: HeaderMap,
     Body(body): Body<UserBody>,
 ) -> ApiResult<Response> {
     check(!body.name.trim().is_empty(), "name must not be empty")?;
@@ -439,7 +709,15 @@ async fn put_user(
         user,
         name: body.name,
     };
-    let etag = app.users.upsert(&user).await?;
+    // With If-Match, only over that version; without, created or replaced.
+    let etag = match if_match(&headers)? {
+        Some(etag) => {
+            app.users
+                .replace(&mut Loaded::new(user.clone(), etag, None))
+                .await?
+        }
+        None => app.users.upsert(&user).await?,
+    };
     Ok(with_etag(&etag, user_json(&user), StatusCode::OK))
 }
 
@@ -487,6 +765,13 @@ async fn post_activity(
     Body(body): Body<ActivityBody>,
 ) -> ApiResult<Response> {
     check(!body.text.is_empty(), "text must not be empty")?;
+    if !app
+        .users
+        .exists((tenant.as_str(), user.as_str()), ())
+        .await?
+    {
+        return Err(ApiError::NotFound);
+    }
     let event = Activity {
         tenant,
         user,
@@ -577,13 +862,7 @@ async fn post_customer(
         .clone()
         .ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
     check(!id.is_empty(), "id must not be empty")?;
-    let customer = Customer {
-        tenant,
-        id,
-        name: body.name,
-        email: body.email,
-        city: body.city,
-    };
+    let customer = Customer::new(tenant, id, body.name, body.email, body.city);
     let etag = app.customers.insert(&customer).await?;
     let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
     let location = format!(
@@ -625,13 +904,7 @@ async fn put_customer(
             "the body's id is not the path's".into(),
         ));
     }
-    let customer = Customer {
-        tenant,
-        id,
-        name: body.name,
-        email: body.email,
-        city: body.city,
-    };
+    let customer = Customer::new(tenant, id, body.name, body.email, body.city);
     // With If-Match, the write is guarded by the client's ETag; without,
     // by the ETag of the version read here.
     let etag = match if_match(&headers)? {
@@ -650,22 +923,122 @@ async fn put_customer(
     Ok(with_etag(&etag, customer_json(&loaded), StatusCode::OK))
 }
 
+/// How many times a write that lost a race to another request reads again
+/// and tries again.
+const ATTEMPTS: usize = 8;
+
+/// Deletes a customer with everything under it: its attachments (each with
+/// its blob), then its orders and their lines, the last of them in one
+/// transaction with the customer itself, guarded by the customer's ETag.
+/// Every order is placed in a transaction that also touches the customer's
+/// row (see [`post_order`]), so an order placed while the delete runs
+/// changes that ETag: the delete then reads again and takes it too, and no
+/// order outlives its customer.
 async fn delete_customer(
     State(app): State<App>,
     Path((tenant, id)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> ApiResult<StatusCode> {
-    let current = app
-        .customers
-        .get(tenant.as_str(), id.as_str())
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    let current = match if_match(&headers)? {
-        Some(etag) => Loaded::new(Loaded::into_inner(current), etag, None),
-        None => current,
+    let given = if_match(&headers)?;
+    for _ in 0..ATTEMPTS {
+        let current = app
+            .customers
+            .get(tenant.as_str(), id.as_str())
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        if given
+            .as_ref()
+            .is_some_and(|etag| etag != Loaded::etag(&current))
+        {
+            return Err(ApiError::Status(
+                StatusCode::PRECONDITION_FAILED,
+                "etag_mismatch",
+                "it changed since the version named by If-Match".into(),
+            ));
+        }
+        let attachments: Vec<Loaded<Attachment>> = app
+            .attachments
+            .query()
+            .partition(tenant.as_str())
+            .row_prefix((id.as_str(),))
+            .collect()
+            .await?;
+        for attachment in &attachments {
+            match app.attachments.delete(attachment).await {
+                Ok(()) | Err(Error::EntityNotFound { .. } | Error::PreconditionFailed { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The orders and their lines, as keys.
+        let orders: Vec<Loaded<Order>> = app
+            .orders
+            .query()
+            .partition(tenant.as_str())
+            .row_prefix((id.as_str(),))
+            .collect()
+            .await?;
+        let mut rows: Vec<(u32, Option<u32>)> = Vec::new();
+        for order in &orders {
+            rows.push((order.number, None));
+            let lines: Vec<Loaded<OrderRows>> = app
+                .orders
+                .of::<OrderRows>()
+                .read_collection::<Order>(
+                    tenant.as_str(),
+                    (id.as_str(), order.number),
+                    UnknownKind::Skip,
+                )
+                .try_collect()
+                .await?;
+            rows.extend(lines.iter().filter_map(|row| match &**row {
+                OrderRows::Line(line) => Some((line.number, Some(line.line))),
+                OrderRows::Order(_) => None,
+            }));
+        }
+        // A transaction holds 100 rows: the customer and its index rows
+        // take a few.
+        let (rest, last) = rows.split_at(rows.len().saturating_sub(90));
+        for chunk in rest.chunks(90) {
+            let mut transaction = app.orders.transaction();
+            for row in chunk {
+                delete_order_row(&mut transaction, &tenant, &id, *row)?;
+            }
+            transaction.submit().await?;
+        }
+        let mut transaction = app.orders.transaction();
+        for row in last {
+            delete_order_row(&mut transaction, &tenant, &id, *row)?;
+        }
+        transaction.delete(&current)?;
+        match transaction.submit().await {
+            Ok(_) => return Ok(StatusCode::NO_CONTENT),
+            // An order placed meanwhile changed the customer: again.
+            Err(Error::BatchFailed { source, .. })
+                if given.is_none() && matches!(*source, Error::PreconditionFailed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Status(
+        StatusCode::CONFLICT,
+        "busy",
+        "the customer kept changing while it was being deleted; try again".into(),
+    ))
+}
+
+/// Adds the delete of an order (`line` is `None`) or one of its lines.
+fn delete_order_row(
+    transaction: &mut tablekit::Transaction,
+    tenant: &str,
+    customer: &str,
+    (number, line): (u32, Option<u32>),
+) -> ApiResult<()> {
+    match line {
+        None => transaction.delete_unconditionally::<Order>(tenant, (customer, number))?,
+        Some(line) => {
+            transaction.delete_unconditionally::<Line>(tenant, (customer, number, line))?
+        }
     };
-    app.customers.delete(&current).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }
 
 async fn list_customers(
@@ -685,7 +1058,7 @@ async fn customer_by_email(
     let found = app
         .customers
         .index(Customer::indexes().email)
-        .get(tenant.as_str(), email.as_str())
+        .get(tenant.as_str(), model::email_key(&email).as_str())
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(Json(customer_json(&found)))
@@ -694,16 +1067,22 @@ async fn customer_by_email(
 async fn customers_by_city(
     State(app): State<App>,
     Path((tenant, city)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
 ) -> ApiResult<Json<Page>> {
-    let found: Vec<Customer> = app
+    let Query(params) = params?;
+    let found = app
         .customers
         .remote_index(Customer::indexes().city)
-        .find(tenant.as_str(), city.as_str())
-        .try_collect()
+        .find_page(
+            tenant.as_str(),
+            city.as_str(),
+            params.limit(),
+            params.cursor()?.as_ref(),
+        )
         .await?;
     Ok(Json(Page {
-        items: found.iter().map(customer_json).collect(),
-        next: None,
+        items: found.items.iter().map(customer_json).collect(),
+        next: found.next.map(|c| c.to_string()),
     }))
 }
 
@@ -749,13 +1128,6 @@ async fn post_order(
         )?;
         check(!line.sku.is_empty(), "sku must not be empty")?;
     }
-    if !app
-        .customers
-        .exists(tenant.as_str(), customer.as_str())
-        .await?
-    {
-        return Err(ApiError::NotFound);
-    }
     let total = body.lines.iter().try_fold(0i64, |sum, l| {
         l.price_cents
             .checked_mul(i64::from(l.quantity))
@@ -783,13 +1155,50 @@ async fn post_order(
             price_cents: l.price_cents,
         })
         .collect();
-    // The order and its lines: one transaction, all or nothing.
-    let mut transaction = app.orders.transaction();
-    transaction.insert(&order)?;
-    for line in &lines {
-        transaction.insert(line)?;
+    // The order and its lines: one transaction, all or nothing, which also
+    // touches the customer's row under the ETag read: if the customer is
+    // deleted (or changed) meanwhile, the order is not placed (or is tried
+    // again), and a delete of the customer sees the order.
+    let mut placed = None;
+    for _ in 0..ATTEMPTS {
+        let owner = app
+            .customers
+            .get(tenant.as_str(), customer.as_str())
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let mut transaction = app.orders.transaction();
+        transaction.push_raw(tablekit::BatchOperation::Update {
+            entity: tablekit::Entity::new(tenant.as_str(), tablekit::schema::row_key_of(&*owner)?),
+            mode: tablekit::UpdateMode::Merge,
+            if_match: tablekit::IfMatch::ETag(Loaded::etag(&owner).clone()),
+        });
+        transaction.insert(&order)?;
+        for line in &lines {
+            transaction.insert(line)?;
+        }
+        match transaction.submit().await {
+            Ok(etags) => {
+                placed = Some(etags);
+                break;
+            }
+            Err(Error::BatchFailed { index: 0, source })
+                if matches!(*source, Error::PreconditionFailed { .. }) => {}
+            Err(Error::BatchFailed { index: 0, source })
+                if matches!(*source, Error::EntityNotFound { .. }) =>
+            {
+                return Err(ApiError::NotFound);
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
-    let etags = transaction.submit().await?;
+    let mut etags = placed.ok_or_else(|| {
+        ApiError::Status(
+            StatusCode::CONFLICT,
+            "busy",
+            "the customer kept changing; try again".into(),
+        )
+    })?;
+    etags.remove(0);
     let mut response = (StatusCode::CREATED, Json(order_json(&order, &lines))).into_response();
     if let Some(Some(etag)) = etags.first()
         && let Ok(value) = HeaderValue::from_str(etag.as_str())
@@ -842,17 +1251,38 @@ async fn list_orders(
 
 // ---- attachments ----
 
+/// The content types an attachment is served back as; any other is served
+/// as `application/octet-stream`, to download (never rendered by a browser
+/// as a page of this origin).
+const SAFE_TYPES: [&str; 7] = [
+    "application/octet-stream",
+    "application/pdf",
+    "image/gif",
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    "text/plain",
+];
+
+/// The longest content type kept for an attachment.
+const MAX_CONTENT_TYPE: usize = 128;
+
 async fn put_attachment(
     State(app): State<App>,
     Path((tenant, customer, name)): Path<(String, String, String)>,
     headers: HeaderMap,
-    content: Bytes,
+    content: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
+    let content = content?;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/octet-stream")
         .to_owned();
+    check(
+        content_type.len() <= MAX_CONTENT_TYPE,
+        "the content type is too long",
+    )?;
     if !app
         .customers
         .exists(tenant.as_str(), customer.as_str())
@@ -867,7 +1297,15 @@ async fn put_attachment(
         content_type,
         content: content.to_vec(),
     };
-    let etag = app.attachments.upsert(&attachment).await?;
+    // With If-Match, only over that version; without, created or replaced.
+    let etag = match if_match(&headers)? {
+        Some(etag) => {
+            app.attachments
+                .replace(&mut Loaded::new(attachment.clone(), etag, None))
+                .await?
+        }
+        None => app.attachments.upsert(&attachment).await?,
+    };
     Ok(with_etag(
         &etag,
         json!({ "name": attachment.name, "bytes": attachment.content.len() }),
@@ -888,9 +1326,35 @@ async fn get_attachment(
     let attachment = Loaded::into_inner(found);
     let mut response = attachment.content.into_response();
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&attachment.content_type) {
-        headers.insert(header::CONTENT_TYPE, value);
+    // The type as given, when it is one a browser shows safely; any other
+    // is a download.
+    let given = attachment
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if SAFE_TYPES.contains(&given.as_str()) {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(&given)
+                .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+        );
+    } else {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_static("attachment"),
+        );
     }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     if let Ok(value) = HeaderValue::from_str(etag.as_str()) {
         headers.insert(header::ETAG, value);
     }
@@ -903,8 +1367,13 @@ async fn get_attachment(
 struct AuditParams {
     from: Option<String>,
     to: Option<String>,
+    limit: Option<usize>,
+    cursor: Option<String>,
 }
 
+/// The tenant's audit entries from `from` (a day ago by default) to `to`,
+/// oldest first, a page at a time: `?limit=` (1 to 1,000, 100 by default)
+/// and the `next` cursor of the page before.
 async fn list_audit(
     State(app): State<App>,
     Path(tenant): Path<String>,
@@ -916,6 +1385,8 @@ async fn list_audit(
             DateTime::parse(t).map_err(|e| Error::from(e).into())
         })
     };
+    let limit = params.limit.unwrap_or(100);
+    check((1..=1000).contains(&limit), "limit is 1 to 1,000")?;
     let to = time(params.to.as_deref(), DateTime::MAX)?;
     let from = time(
         params.from.as_deref(),
@@ -923,32 +1394,83 @@ async fn list_audit(
             .checked_sub(Duration::from_secs(24 * 3600))
             .unwrap_or(DateTime::MIN),
     )?;
-    let entries = app
+    // The cursor is the time and request id of the last entry shown.
+    let after: Option<(DateTime, String)> = match params.cursor.as_deref() {
+        None => None,
+        Some(cursor) => {
+            let (at, request) = cursor
+                .split_once(' ')
+                .ok_or_else(|| ApiError::BadRequest("not a cursor of this list".into()))?;
+            Some((time(Some(at), DateTime::MIN)?, request.to_owned()))
+        }
+    };
+    let from = after.as_ref().map_or(from, |(at, _)| from.max(*at));
+    let mut entries = app
         .audit
         .query(from..to)
         .each(move |q| q.partition(tenant.as_str()))
-        .collect()
-        .await?;
+        .stream();
+    let mut items = Vec::new();
+    let mut next = None;
+    let mut more = false;
+    while let Some(entry) = entries.try_next().await? {
+        let key = (entry.at, entry.request.clone());
+        if after.as_ref().is_some_and(|after| key <= *after) {
+            continue;
+        }
+        if items.len() == limit {
+            more = true;
+            break;
+        }
+        next = Some(format!("{} {}", entry.at, entry.request));
+        items.push(json!({
+            "at": entry.at.to_string(), "request": entry.request,
+            "action": entry.action, "status": entry.status,
+        }));
+    }
+    // A next page only if an entry is left.
     Ok(Json(Page {
-        items: entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "at": e.at.to_string(), "request": e.request,
-                    "action": e.action, "status": e.status,
-                })
-            })
-            .collect(),
-        next: None,
+        items,
+        next: next.filter(|_| more),
     }))
 }
 
-/// Writes every change a tenant's request made (or tried) to the audit log,
-/// in the table of its day. A failure to write it is logged, and does not
-/// change the answer.
+/// The tenant a request's path names, decoded (`/tenants/vict%64/…` is
+/// tenant `victd`): `Some(Err(()))` for a name the service refuses (empty,
+/// too long, not UTF-8, or holding a control character), `None` outside
+/// `/tenants/`.
+fn tenant_of(path: &str) -> Option<Result<String, ()>> {
+    let segment = path.strip_prefix("/tenants/")?.split('/').next()?;
+    let decoded = percent_encoding::percent_decode_str(segment).decode_utf8();
+    Some(match decoded {
+        Ok(name)
+            if !name.is_empty()
+                && name.chars().count() <= MAX_TENANT
+                && !name.chars().any(char::is_control) =>
+        {
+            Ok(name.into_owned())
+        }
+        _ => Err(()),
+    })
+}
+
+/// Refuses a request for a tenant name the service does not take, and
+/// writes every change a tenant's request made (or tried) to the audit log,
+/// under the decoded tenant, in the table of its day. Writing the entry is
+/// tried a few times; a failure is logged, and does not change the answer.
 async fn audit(State(app): State<App>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let tenant = match tenant_of(&path) {
+        None => return next.run(request).await,
+        Some(Ok(tenant)) => tenant,
+        Some(Err(())) => {
+            return ApiError::BadRequest(format!(
+                "a tenant is 1 to {MAX_TENANT} characters, none of them control characters"
+            ))
+            .into_response();
+        }
+    };
     let id = request
         .headers()
         .get("x-request-id")
@@ -956,20 +1478,27 @@ async fn audit(State(app): State<App>, request: Request, next: Next) -> Response
         .unwrap_or_default()
         .to_owned();
     let response = next.run(request).await;
-    let tenant = path
-        .strip_prefix("/tenants/")
-        .and_then(|rest| rest.split('/').next())
-        .filter(|t| !t.is_empty());
-    if let (Some(tenant), false) = (tenant, method == Method::GET) {
+    if method != Method::GET && method != Method::HEAD {
         let entry = AuditEntry {
-            tenant: tenant.to_owned(),
+            tenant,
             at: DateTime::now(),
             request: id,
             action: format!("{method} {path}"),
             status: i32::from(response.status().as_u16()),
         };
-        if let Err(error) = app.audit.insert(&entry).await {
-            tracing::warn!(%error, "audit entry not written");
+        let mut written = Err(None);
+        for attempt in 0..3u64 {
+            match app.audit.upsert(&entry).await {
+                Ok(_) => {
+                    written = Ok(());
+                    break;
+                }
+                Err(error) => written = Err(Some(error)),
+            }
+            tokio::time::sleep(Duration::from_millis(50 * (attempt + 1))).await;
+        }
+        if let Err(Some(error)) = written {
+            tracing::error!(%error, action = %entry.action, "audit entry not written");
         }
     }
     response
