@@ -13,6 +13,13 @@ use tablekit_examples::service::{App, Names, Stores};
 use tower::ServiceExt as _;
 
 async fn service() -> (Router, FaultHandle) {
+    let (app, faults) = app().await;
+    (app.router(), faults)
+}
+
+/// The service's state over the in-memory stores, the tables through the
+/// fault-injection layer.
+async fn app() -> (App, FaultHandle) {
     let tables = FaultInjection::new(tablekit_mem::MemBackend::new());
     let faults = tables.handle();
     let stores = Stores {
@@ -20,7 +27,7 @@ async fn service() -> (Router, FaultHandle) {
         ..Stores::in_memory()
     };
     let app = App::open(stores, Names::default()).await.expect("open");
-    (app.router(), faults)
+    (app, faults)
 }
 
 struct Answer {
@@ -116,7 +123,506 @@ async fn health_and_request_ids() {
     )
     .await;
     assert_eq!(answer.headers["x-request-id"], "mine", "a given id is kept");
+    // Only a short token is kept: anything else is replaced.
+    for given in ["x".repeat(600), "two words".into(), "<script>".into()] {
+        let answer = call(
+            &router,
+            Method::GET,
+            "/healthz",
+            None,
+            &[("x-request-id", given.as_str())],
+        )
+        .await;
+        let id = answer.headers["x-request-id"].to_str().unwrap();
+        assert_ne!(id, given);
+        assert_eq!(id.len(), 36, "a UUID: {id}");
+    }
     assert_eq!(get(&router, "/nowhere").await.status, StatusCode::NOT_FOUND);
+}
+
+/// Every error answer is JSON with a stable code, whoever gives it (the
+/// router, an extractor, a handler), and every answer says `nosniff`.
+#[tokio::test]
+async fn errors_are_json_on_every_status() {
+    let (router, _) = service().await;
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    let cases: Vec<(Answer, StatusCode, &str)> = vec![
+        (
+            get(&router, "/nowhere").await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            call(&router, Method::DELETE, "/tenants/acme/users", None, &[]).await,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+        ),
+        (
+            call(
+                &router,
+                Method::POST,
+                "/tenants/acme/customers",
+                None,
+                &[("content-type", "text/plain")],
+            )
+            .await,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        (
+            get(&router, "/tenants/acme/customers/c1/orders/seven").await,
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+        (
+            get(&router, "/tenants/acme/customers?limit=many").await,
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+        ),
+    ];
+    for (answer, status, code) in &cases {
+        assert_eq!(answer.status, *status);
+        assert_eq!(answer.error(), *code, "{status}");
+        assert!(answer.json()["message"].is_string());
+        assert_eq!(answer.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+    }
+    assert!(
+        cases[1].0.headers.contains_key(header::ALLOW),
+        "405 says what is allowed"
+    );
+    // Over the body cap: 413, for a JSON body and for an attachment.
+    let big = "x".repeat(tablekit_examples::service::MAX_BODY + 1);
+    for (uri, content_type) in [
+        ("/tenants/acme/customers", "application/json"),
+        (
+            "/tenants/acme/customers/c1/attachments/big.bin",
+            "application/octet-stream",
+        ),
+    ] {
+        let method = if content_type == "application/json" {
+            Method::POST
+        } else {
+            Method::PUT
+        };
+        let request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_TYPE, content_type)
+            .body(Body::from(big.clone()))
+            .unwrap();
+        let response = router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE, "{uri}");
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let json: Value = serde_json::from_slice(&bytes).expect("a JSON body");
+        assert_eq!(json["error"], "too_large");
+    }
+    // A store's failure says nothing of the store.
+    let (router, faults) = service().await;
+    faults.inject(Injection::any().fault(Fault::Transient).times(usize::MAX));
+    let failed = post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c9", "zed@example.com"),
+    )
+    .await;
+    assert_eq!(failed.status, StatusCode::SERVICE_UNAVAILABLE);
+    let message = failed.json()["message"].as_str().unwrap().to_owned();
+    for leak in ["Shop", "http", "~tk", "CUST_", "injected"] {
+        assert!(!message.contains(leak), "{message}");
+    }
+}
+
+/// The audit log keys on the tenant as decoded, and writes an entry for
+/// every write, whatever request id the client sent; a tenant name the
+/// service does not take is refused before anything is written.
+#[tokio::test]
+async fn the_audit_keys_on_the_decoded_tenant() {
+    let (router, _) = service().await;
+    let long_id = "r".repeat(600);
+    let created = call(
+        &router,
+        Method::POST,
+        "/tenants/vict%64/customers",
+        Some(customer("c1", "ann@example.com")),
+        &[("x-request-id", long_id.as_str())],
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let made = created.headers["x-request-id"].to_str().unwrap().to_owned();
+    assert_eq!(
+        get(&router, "/tenants/victd/customers/c1").await.status,
+        StatusCode::OK,
+        "the tenant is the decoded name"
+    );
+    let audit = get(&router, "/tenants/victd/audit").await.json();
+    let items = audit["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{audit}");
+    assert_eq!(items[0]["request"], made.as_str(), "the service's id");
+    assert_eq!(items[0]["status"], 201);
+    for bad in ["/tenants//customers", "/tenants/%00x/customers"] {
+        let answer = post(&router, bad, customer("c2", "bob@example.com")).await;
+        assert!(answer.status.is_client_error(), "{bad}: {}", answer.status);
+        assert!(answer.json()["error"].is_string());
+    }
+}
+
+/// `If-Match` guards every write route: a stale ETag is a 412 and changes
+/// nothing.
+#[tokio::test]
+async fn every_write_route_honours_if_match() {
+    let (router, _) = service().await;
+    let put = |uri: &'static str, body: Body, content_type: &'static str, etag: Option<String>| {
+        let router = router.clone();
+        async move {
+            let mut request = Request::put(uri).header(header::CONTENT_TYPE, content_type);
+            if let Some(etag) = etag {
+                request = request.header(header::IF_MATCH, etag);
+            }
+            let response = router.oneshot(request.body(body).unwrap()).await.unwrap();
+            let status = response.status();
+            let etag = response
+                .headers()
+                .get(header::ETAG)
+                .map(|v| v.to_str().unwrap().to_owned());
+            (status, etag)
+        }
+    };
+    let user = |name: &str| Body::from(json!({ "name": name }).to_string());
+    let (status, first) = put(
+        "/tenants/acme/users/ann",
+        user("Ann"),
+        "application/json",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, second) = put(
+        "/tenants/acme/users/ann",
+        user("Ann B"),
+        "application/json",
+        first.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_ne!(first, second);
+    let (status, _) = put(
+        "/tenants/acme/users/ann",
+        user("Stale"),
+        "application/json",
+        first,
+    )
+    .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        get(&router, "/tenants/acme/users/ann").await.json()["name"],
+        "Ann B"
+    );
+
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    let uri = "/tenants/acme/customers/c1/attachments/a.txt";
+    let (status, first) = put(uri, Body::from("one"), "text/plain", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = put(uri, Body::from("two"), "text/plain", first.clone()).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = put(uri, Body::from("stale"), "text/plain", first).await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(get(&router, uri).await.bytes, b"two");
+}
+
+/// A store that stalls past the service's deadline gives 504 (the write
+/// may still land: the library finishes it), never 408.
+#[tokio::test]
+async fn a_stalled_store_is_a_504() {
+    let (app, faults) = app().await;
+    let router = app
+        .with_request_timeout(std::time::Duration::from_millis(100))
+        .router();
+    faults.set_latency(Some(std::time::Duration::from_millis(400)));
+    let answer = post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(answer.error(), "timeout");
+}
+
+/// A store that came back empty: the first answer is a 503 that says to
+/// try again, and the table is made again; `/readyz` reports a store that
+/// does not answer.
+#[tokio::test]
+async fn a_missing_table_is_made_again() {
+    // A store whose deleted names are free at once, as Azurite's are.
+    let tables = FaultInjection::new(
+        tablekit_mem::MemBackend::builder()
+            .table_deletion_delay(std::time::Duration::ZERO)
+            .build(),
+    );
+    let faults = tables.handle();
+    let tables: Arc<dyn tablekit::TableBackend> = Arc::new(tables);
+    let stores = Stores {
+        tables: Arc::clone(&tables),
+        ..Stores::in_memory()
+    };
+    let app = App::open(stores, Names::default()).await.expect("open");
+    let router = app.router();
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    // Delete the table behind the service's back.
+    tables.delete_table("Shop").await.expect("delete the table");
+    let answer = get(&router, "/tenants/acme/customers").await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.error(), "unavailable");
+    assert!(answer.headers.contains_key(header::RETRY_AFTER));
+    assert_eq!(
+        get(&router, "/tenants/acme/customers").await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        post(
+            &router,
+            "/tenants/acme/customers",
+            customer("c1", "ann@example.com")
+        )
+        .await
+        .status,
+        StatusCode::CREATED
+    );
+    assert_eq!(get(&router, "/readyz").await.status, StatusCode::OK);
+    tables.delete_table("Shop").await.expect("delete the table");
+    assert_eq!(
+        get(&router, "/readyz").await.status,
+        StatusCode::OK,
+        "made again"
+    );
+    faults.inject(
+        Injection::on(Operation::GetEntity)
+            .fault(Fault::Transient)
+            .times(usize::MAX),
+    );
+    let answer = get(&router, "/readyz").await;
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.error(), "unavailable");
+}
+
+/// Deleting a customer deletes its orders, their lines and its
+/// attachments; orders placed while it is deleted never outlive it.
+#[tokio::test]
+async fn deleting_a_customer_takes_its_dependants() {
+    let (router, _) = service().await;
+    let order = |number: u32| json!({ "number": number, "lines": [{ "sku": "a", "quantity": 1, "price_cents": 5 }] });
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    for n in 1..=3 {
+        let placed = post(&router, "/tenants/acme/customers/c1/orders", order(n)).await;
+        assert_eq!(placed.status, StatusCode::CREATED);
+    }
+    let request = Request::put("/tenants/acme/customers/c1/attachments/a.txt")
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from("hello"))
+        .unwrap();
+    assert_eq!(
+        router.clone().oneshot(request).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let deleted = call(
+        &router,
+        Method::DELETE,
+        "/tenants/acme/customers/c1",
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    for gone in [
+        "/tenants/acme/customers/c1/orders/1",
+        "/tenants/acme/customers/c1/attachments/a.txt",
+    ] {
+        assert_eq!(
+            get(&router, gone).await.status,
+            StatusCode::NOT_FOUND,
+            "{gone}"
+        );
+    }
+    let left = get(&router, "/tenants/acme/customers/c1/orders")
+        .await
+        .json();
+    assert_eq!(left["items"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        post(&router, "/tenants/acme/customers/c1/orders", order(9))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+    // Orders racing the delete: none outlives its customer.
+    for round in 0..20u32 {
+        let id = format!("r{round}");
+        post(
+            &router,
+            "/tenants/acme/customers",
+            customer(&id, &format!("{id}@example.com")),
+        )
+        .await;
+        let orders = (1..=4).map(|n| {
+            let router = router.clone();
+            let uri = format!("/tenants/acme/customers/{id}/orders");
+            tokio::spawn(async move { post(&router, &uri, order(n)).await.status })
+        });
+        let orders: Vec<_> = orders.collect();
+        let delete = {
+            let router = router.clone();
+            let uri = format!("/tenants/acme/customers/{id}");
+            tokio::spawn(async move { call(&router, Method::DELETE, &uri, None, &[]).await.status })
+        };
+        assert_eq!(delete.await.unwrap(), StatusCode::NO_CONTENT);
+        for placed in orders {
+            let status = placed.await.unwrap();
+            assert!(
+                status == StatusCode::CREATED || status == StatusCode::NOT_FOUND,
+                "{status}"
+            );
+        }
+        let left = get(&router, &format!("/tenants/acme/customers/{id}/orders"))
+            .await
+            .json();
+        assert_eq!(
+            left["items"].as_array().unwrap().len(),
+            0,
+            "round {round}: {left}"
+        );
+    }
+}
+
+/// The lists that could grow without bound page: the city index and the
+/// audit log.
+#[tokio::test]
+async fn every_list_route_pages() {
+    let (router, _) = service().await;
+    for n in 0..5 {
+        post(
+            &router,
+            "/tenants/acme/customers",
+            customer(&format!("c{n}"), &format!("a{n}@example.com")),
+        )
+        .await;
+    }
+    for (uri, total) in [
+        ("/tenants/acme/customers/by-city/Oslo", 5),
+        ("/tenants/acme/audit", 5),
+    ] {
+        let mut seen = Vec::new();
+        let mut next: Option<String> = None;
+        for _ in 0..10 {
+            let page_uri = match &next {
+                Some(cursor) => format!("{uri}?limit=2&cursor={}", urlencode(cursor)),
+                None => format!("{uri}?limit=2"),
+            };
+            let page = get(&router, &page_uri).await;
+            assert_eq!(page.status, StatusCode::OK, "{page_uri}");
+            let json = page.json();
+            let items = json["items"].as_array().unwrap();
+            assert!(items.len() <= 2);
+            seen.extend(items.iter().cloned());
+            next = json["next"].as_str().map(str::to_owned);
+            if next.is_none() {
+                break;
+            }
+        }
+        assert_eq!(seen.len(), total, "{uri}: {seen:?}");
+        let distinct: std::collections::BTreeSet<String> =
+            seen.iter().map(Value::to_string).collect();
+        assert_eq!(distinct.len(), total, "{uri}: each once");
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An attachment uploaded as a type a browser would render as a page is
+/// served as a download; every attachment is `nosniff`.
+#[tokio::test]
+async fn attachments_are_served_safely() {
+    let (router, _) = service().await;
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    for (name, given, served, download) in [
+        ("x.html", "text/html", "application/octet-stream", true),
+        ("x.svg", "image/svg+xml", "application/octet-stream", true),
+        ("x.png", "image/png", "image/png", false),
+        ("x.txt", "text/plain; charset=utf-8", "text/plain", false),
+    ] {
+        let uri = format!("/tenants/acme/customers/c1/attachments/{name}");
+        let request = Request::put(uri.as_str())
+            .header(header::CONTENT_TYPE, given)
+            .body(Body::from("<script>alert(1)</script>"))
+            .unwrap();
+        assert_eq!(
+            router.clone().oneshot(request).await.unwrap().status(),
+            StatusCode::OK
+        );
+        let read = get(&router, &uri).await;
+        assert_eq!(read.headers[header::CONTENT_TYPE], served, "{given}");
+        assert_eq!(read.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert_eq!(
+            read.headers.contains_key(header::CONTENT_DISPOSITION),
+            download,
+            "{given}"
+        );
+    }
+}
+
+/// Activity needs an existing user.
+#[tokio::test]
+async fn activity_needs_its_user() {
+    let (router, _) = service().await;
+    let text = json!({ "text": "hello" });
+    let answer = post(&router, "/tenants/acme/users/ghost/activity", text.clone()).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    let put = Request::put("/tenants/acme/users/ann")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({ "name": "Ann" }).to_string()))
+        .unwrap();
+    assert_eq!(
+        router.clone().oneshot(put).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        post(&router, "/tenants/acme/users/ann/activity", text)
+            .await
+            .status,
+        StatusCode::CREATED
+    );
 }
 
 #[tokio::test]
@@ -736,4 +1242,145 @@ async fn a_throttled_store_is_a_503_with_retry_after() {
     faults.inject(Injection::on(Operation::QueryEntities).fault(Fault::Throttled));
     let list = get(&router, "/tenants/acme/customers").await;
     assert_eq!(list.status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+/// Serves the service on a loopback port with `config`; the address, the
+/// trigger of the shutdown and the server's task.
+async fn listen(
+    config: tablekit_examples::service::server::ServeConfig,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (router, _) = service().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(tablekit_examples::service::server::serve(
+        listener,
+        router,
+        async {
+            let _ = stopped.await;
+        },
+        config,
+    ));
+    (addr, stop, server)
+}
+
+/// Reads until the peer closes the connection (`true`) or `wait` passes
+/// (`false`).
+async fn closed_within(stream: &mut tokio::net::TcpStream, wait: std::time::Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buffer = [0u8; 4096];
+    let read = async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(wait, read).await.is_ok()
+}
+
+/// A client that sends part of its headers, or stays idle on a kept-alive
+/// connection, is cut off after the header-read timeout; a served request
+/// is answered first.
+#[tokio::test]
+async fn slow_and_idle_connections_are_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let config = tablekit_examples::service::server::ServeConfig {
+        header_read_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let (addr, _stop, _server) = listen(config).await;
+    let long = std::time::Duration::from_secs(10);
+    // Part of a request's headers, then nothing.
+    let mut partial = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    assert!(
+        closed_within(&mut partial, long).await,
+        "a partial header is cut off"
+    );
+    // A full request, answered; then the kept-alive connection idles.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let mut answer = [0u8; 512];
+    let n = tokio::io::AsyncReadExt::read(&mut idle, &mut answer)
+        .await
+        .expect("read");
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "answered first");
+    assert!(
+        closed_within(&mut idle, long).await,
+        "an idle connection is closed"
+    );
+}
+
+/// Shutdown waits for the requests under way, up to its deadline: a client
+/// that holds a connection open with half a request does not hold it up.
+#[tokio::test]
+async fn shutdown_keeps_its_deadline() {
+    use tokio::io::AsyncWriteExt as _;
+    let config = tablekit_examples::service::server::ServeConfig {
+        header_read_timeout: std::time::Duration::from_secs(3600),
+        shutdown_deadline: std::time::Duration::from_millis(200),
+        ..Default::default()
+    };
+    let (addr, stop, server) = listen(config).await;
+    let mut partial = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    partial
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    // Let the server take the connection before it stops.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    stop.send(()).expect("stop");
+    tokio::time::timeout(std::time::Duration::from_secs(10), server)
+        .await
+        .expect("the server stops despite the open connection")
+        .expect("the server's task");
+    assert!(
+        closed_within(&mut partial, std::time::Duration::from_secs(10)).await,
+        "the held connection is closed"
+    );
+}
+
+/// Over the connection cap, a new connection is closed at once; the ones
+/// open go on.
+#[tokio::test]
+async fn connections_over_the_cap_are_closed() {
+    use tokio::io::AsyncWriteExt as _;
+    let config = tablekit_examples::service::server::ServeConfig {
+        max_connections: 1,
+        ..Default::default()
+    };
+    let (addr, _stop, _server) = listen(config).await;
+    let mut first = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    first
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("write");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mut second = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    assert!(
+        closed_within(&mut second, std::time::Duration::from_secs(10)).await,
+        "over the cap"
+    );
+    first.write_all(b"\r\n").await.expect("write");
+    let mut answer = [0u8; 512];
+    let n = tokio::io::AsyncReadExt::read(&mut first, &mut answer)
+        .await
+        .expect("read");
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "the first is served"
+    );
 }

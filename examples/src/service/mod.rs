@@ -201,18 +201,21 @@ impl App {
 
     /// Makes again what [`open`](App::open) made, where it is missing: for a
     /// store that came back empty.
+    /// Each part is tried, whatever the others give; the first error is
+    /// returned.
     pub async fn recreate(&self) -> Result<(), Error> {
-        self.customers.create_if_missing().await?;
-        match self
+        let table = self.customers.create_if_missing().await.map(drop);
+        let container = match self
             .stores
             .blobs
             .create_container(&self.names.container)
             .await
         {
-            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        self.worker().create_queues().await
+            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => Ok(()),
+            Err(e) => Err(e),
+        };
+        let queues = self.worker().create_queues().await;
+        table.and(container).and(queues)
     }
 
     /// Whether the service can serve: its table answers. A missing table
@@ -423,9 +426,10 @@ fn error_status(error: &Error) -> (StatusCode, &'static str, &'static str, Optio
             "the store is busy; try again",
             Some(retry_after.unwrap_or(Duration::from_secs(1))),
         ),
-        Error::Transient { .. } | Error::OutcomeUnknown { .. } | Error::TableNotFound { .. } => {
-            unavailable
-        }
+        Error::Transient { .. }
+        | Error::OutcomeUnknown { .. }
+        | Error::TableNotFound { .. }
+        | Error::TableBeingDeleted { .. } => unavailable,
         _ => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
