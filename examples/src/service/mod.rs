@@ -6,18 +6,23 @@
 //! the outbox's queues; [`App::router`] is the HTTP API; [`App::upkeep`] is
 //! the library's background upkeep (the outbox worker that finishes index
 //! changes in other partitions, and the sweep that finishes what a dropped
-//! request left), run as a background task by the binary.
+//! request left), run as a background task by the binary;
+//! [`server::serve`] serves the router with a header-read timeout, a
+//! connection cap and a shutdown deadline.
 //!
-//! How the store's answers map to HTTP:
+//! How the store's answers map to HTTP (each error is a JSON body with a
+//! stable code and a message that names no internals):
 //!
 //! | tablekit | HTTP |
 //! |---|---|
-//! | the entity's ETag | `ETag`; `If-Match` guards `PUT` and `DELETE` |
-//! | [`Error::PreconditionFailed`] | 412 |
+//! | the entity's ETag | `ETag`; `If-Match` guards every `PUT` and `DELETE` |
+//! | [`Error::PreconditionFailed`] | 412 `etag_mismatch` |
 //! | [`Error::UniqueViolation`], [`Error::EntityAlreadyExists`] | 409 |
-//! | [`Error::EntityNotFound`], a missing row | 404 |
-//! | [`Error::Invalid`], a bad body, cursor or field | 400, with the message |
-//! | [`Error::Throttled`] | 503 with `Retry-After` |
+//! | [`Error::EntityNotFound`], a missing row | 404 `not_found` |
+//! | [`Error::Invalid`], a bad body, cursor or field | 400 `invalid_input`, naming the field |
+//! | [`Error::Throttled`] | 503 `throttled` with `Retry-After` |
+//! | a transient failure, a lost answer, a missing table | 503 `unavailable` with `Retry-After` (a missing table is made again) |
+//! | no answer within the request timeout | 504 `timeout` |
 //!
 //! Lists take `?limit=` (1 to 1,000, 20 by default) and an opaque
 //! `?cursor=` from the `next` of the page before.
