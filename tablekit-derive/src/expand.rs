@@ -396,7 +396,11 @@ fn key_part_checks(
             const { ::core::assert!(!(<#ty as #tk::KeyPart>::LAST_ONLY && <#before as #tk::KeyPart>::SEPARATOR == #tk::ORDERED_SEPARATOR), "a `Verbatim` key field cannot follow an `Ordered` one") };
         }
     });
-    quote!(#only_last #template #after_ordered)
+    // A folded part reads back other than it was: never an entity's key.
+    let folded = quote_spanned! {ty.span()=>
+        const { ::core::assert!(!<#ty as #tk::KeyPart>::FOLDED, "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)") };
+    };
+    quote!(#only_last #template #after_ordered #folded)
 }
 
 /// The body of `write_row_key`: the key fields with the kind tags (or the

@@ -857,7 +857,7 @@ impl CustomerBody {
 }
 
 fn customer_json(c: &Customer) -> JsonValue {
-    json!({ "id": c.id, "name": c.name, "email": c.email, "city": c.city })
+    json!({ "id": c.id, "name": c.name, "email": c.email.as_str(), "city": c.city })
 }
 
 async fn post_customer(
@@ -871,7 +871,13 @@ async fn post_customer(
         .clone()
         .ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
     check(!id.is_empty(), "id must not be empty")?;
-    let customer = Customer::new(tenant, id, body.name, body.email, body.city);
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email.into(),
+        city: body.city,
+    };
     let etag = app.customers.insert(&customer).await?;
     let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
     let location = format!(
@@ -913,7 +919,13 @@ async fn put_customer(
             "the body's id is not the path's".into(),
         ));
     }
-    let customer = Customer::new(tenant, id, body.name, body.email, body.city);
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email.into(),
+        city: body.city,
+    };
     // With If-Match, the write is guarded by the client's ETag; without,
     // by the ETag of the version read here.
     let etag = match if_match(&headers)? {
@@ -1067,7 +1079,7 @@ async fn customer_by_email(
     let found = app
         .customers
         .index(Customer::indexes().email)
-        .get(tenant.as_str(), model::email_key(&email).as_str())
+        .get(tenant.as_str(), email.as_str())
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(Json(customer_json(&found)))

@@ -16,7 +16,7 @@
 //! The audit log goes into one table per day (`Audit20261124`), dropped
 //! whole when it ages out.
 
-use tablekit::key::InvertedTime;
+use tablekit::key::{CaseInsensitive, InvertedTime};
 use tablekit::{DateTime, EntityKinds, TableEntity};
 
 /// A customer of a tenant.
@@ -33,35 +33,14 @@ pub struct Customer {
     pub id: String,
     /// The customer's name.
     pub name: String,
-    /// The email address, as given.
-    pub email: String,
-    /// The address in lower case ([`email_key`]): unique within the tenant,
-    /// so `Ann@Example.com` and `ann@example.com` are one address.
+    /// The email address, stored as given and unique within the tenant
+    /// whatever its case: `Ann@Example.com` and `ann@example.com` are one
+    /// address (the index holds it in lower case).
     #[tablekit(unique = "email")]
-    pub email_key: String,
+    pub email: CaseInsensitive,
     /// Where the customer lives; found across the tenant by the city index.
     #[tablekit(index = "city")]
     pub city: String,
-}
-
-impl Customer {
-    /// A customer, its email key made from `email`.
-    pub fn new(tenant: String, id: String, name: String, email: String, city: String) -> Customer {
-        Customer {
-            tenant,
-            id,
-            name,
-            email_key: email_key(&email),
-            email,
-            city,
-        }
-    }
-}
-
-/// The form of an email address that is unique: lower case, so that
-/// addresses differing in case only are one.
-pub fn email_key(email: &str) -> String {
-    email.to_lowercase()
 }
 
 /// An order of a customer: the head of a collection of lines.

@@ -1709,3 +1709,70 @@ pub async fn index_pages_cover_every_entity_once(backend: Arc<dyn TableBackend>)
     assert!(ranged.next.is_some());
     backend.delete_table(&name).await.expect("drop");
 }
+
+/// A member whose email is unique whatever its case.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "CLUB")]
+#[tablekit(index(name = "email", tag = "email"))]
+pub struct ClubMember {
+    /// The club.
+    #[tablekit(partition_key)]
+    pub club: String,
+    /// The member's number.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Stored as given, unique in lower case.
+    #[tablekit(unique = "email")]
+    pub email: crate::key::CaseInsensitive,
+}
+
+/// An index over [`CaseInsensitive`](crate::key::CaseInsensitive) text:
+/// values differing in case only are one unique value, a lookup finds the
+/// entity whatever the case it is given in, and the value reads back as
+/// stored.
+pub async fn case_insensitive_values_share_one_unique_row(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "caseless").await;
+    let members: Table<ClubMember> = Table::from_arc(Arc::clone(&backend), &name);
+    let ann = ClubMember {
+        club: "Chess".into(),
+        id: 1,
+        email: "Ann@Example.com".into(),
+    };
+    members.insert(&ann).await.expect("insert");
+    let twin = ClubMember {
+        id: 2,
+        email: "ann@EXAMPLE.COM".into(),
+        ..ann.clone()
+    };
+    assert!(matches!(
+        members.insert(&twin).await,
+        Err(Error::UniqueViolation { index: "email", .. })
+    ));
+    let by_email = members.index(ClubMember::indexes().email);
+    for asked in ["ann@example.com", "ANN@EXAMPLE.COM", "Ann@Example.com"] {
+        let found = by_email.get("Chess", asked).await.expect("get");
+        assert_eq!(found.as_ref(), Some(&ann), "{asked}");
+    }
+    let stored = members
+        .get("Chess", 1u32)
+        .await
+        .expect("get")
+        .expect("there");
+    assert_eq!(stored.email.as_str(), "Ann@Example.com", "stored as given");
+    // Changed in case only: the same unique value, kept.
+    let mut loaded = stored;
+    loaded.email = "ANN@example.com".into();
+    members.replace(&mut loaded).await.expect("replace");
+    assert!(matches!(
+        members.insert(&twin).await,
+        Err(Error::UniqueViolation { .. })
+    ));
+    assert!(
+        members
+            .verify_indexes("Chess")
+            .await
+            .expect("verify")
+            .is_clean()
+    );
+    backend.delete_table(&name).await.expect("delete table");
+}

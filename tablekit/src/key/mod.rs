@@ -94,7 +94,7 @@ mod tests;
 use std::fmt;
 
 pub use layout::{MAX_KIND_DEPTH, RowKeyLayout, TAG_SEPARATOR};
-pub use parts::{InvertedTime, Ordered, Padded, Verbatim, write_escaped};
+pub use parts::{CaseInsensitive, InvertedTime, Ordered, Padded, Verbatim, write_escaped};
 
 /// The escape marker, the highest character the encodings use.
 pub const ESCAPE_MARK: char = '\u{FFFD}';
@@ -145,6 +145,10 @@ pub trait KeyPart: Sized + Clone {
     /// Whether the part can only end a key (its text has no end of its own,
     /// as [`Verbatim`]'s).
     const LAST_ONLY: bool = false;
+    /// Whether the encoding loses part of the value (as
+    /// [`CaseInsensitive`]'s lower case does): such a part can be an index's
+    /// value, never an entity's key.
+    const FOLDED: bool = false;
     /// The character that follows the part when another component follows
     /// it: [`FIXED_SEPARATOR`] after a fixed-width part, else
     /// [`STRING_SEPARATOR`].
@@ -477,6 +481,13 @@ impl KeyPartArg<String> for &str {
     fn write_part_arg(&self, out: &mut String, last: bool) {
         // The borrowed text is written as the owned one would be.
         write_text_component(self, out, last);
+    }
+}
+
+impl KeyPartArg<CaseInsensitive> for &str {
+    fn write_part_arg(&self, out: &mut String, last: bool) {
+        // Folded as the owned value would be.
+        write_text_component(&self.to_lowercase(), out, last);
     }
 }
 

@@ -452,6 +452,73 @@ impl KeyPart for Verbatim {
     }
 }
 
+/// Text whose index rows ignore case: a field of this type is stored as
+/// given, and an index over it (`#[tablekit(unique = "email")]`) is keyed on
+/// its lower case ([`str::to_lowercase`]), so `Ann@Example.com` and
+/// `ann@example.com` hold one unique value, and a lookup finds either way.
+///
+/// Only an index's value: read back from a key it is lower case, so an
+/// entity's own key field of this type is a compile error. A typed filter on
+/// the field compares the stored text as given.
+///
+/// ```
+/// use tablekit::key::{CaseInsensitive, encode};
+/// let email = CaseInsensitive::from("Ann@Example.com");
+/// assert_eq!(email.as_str(), "Ann@Example.com");
+/// assert_eq!(encode(&email), encode(&CaseInsensitive::from("ann@EXAMPLE.com")));
+/// ```
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct CaseInsensitive(pub String);
+
+text_newtype!(CaseInsensitive);
+
+impl CaseInsensitive {
+    /// The text as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The text as the index holds it: in lower case.
+    pub fn folded(&self) -> String {
+        self.0.to_lowercase()
+    }
+}
+
+impl std::fmt::Display for CaseInsensitive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl KeyPart for CaseInsensitive {
+    const WIDTH: usize = 0;
+    const FOLDED: bool = true;
+    fn write_key(&self, out: &mut String) {
+        write_escaped(&self.folded(), out);
+    }
+    fn write_inner_key(&self, out: &mut String) {
+        write_inner_text(&self.folded(), out);
+    }
+    fn read_key(text: &str) -> Result<Self, String> {
+        String::read_key(text).map(CaseInsensitive)
+    }
+    fn read_inner_key(text: &str) -> Result<Self, String> {
+        String::read_inner_key(text).map(CaseInsensitive)
+    }
+}
+
 /// A string key component whose encoding keeps the full order of its text
 /// wherever it stands, control characters and `|` included: a space (the
 /// lowest character a key may hold) follows it in a compound key, and its

@@ -108,6 +108,26 @@ impl PropertyValue for String {
     }
 }
 
+/// Stored as the text given.
+impl PropertyValue for crate::key::CaseInsensitive {
+    fn to_value(&self) -> Result<Option<Value>, ValueError> {
+        self.0.to_value()
+    }
+    fn write_to<S: PropertySink + ?Sized>(
+        &self,
+        name: PropertyName,
+        sink: &mut S,
+    ) -> Result<(), Error> {
+        self.0.write_to(name, sink)
+    }
+    fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
+        String::from_value(value).map(crate::key::CaseInsensitive)
+    }
+    fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
+        String::from_owned(value).map(crate::key::CaseInsensitive)
+    }
+}
+
 impl PropertyValue for bool {
     scalar!(|v| ValueRef::Boolean(*v));
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
@@ -325,6 +345,7 @@ macro_rules! filter_values {
 
 filter_values! {
     String => |v| Value::String(v.clone()),
+    crate::key::CaseInsensitive => |v| Value::String(v.0.clone()),
     bool => |v| Value::Boolean(*v),
     i8 => |v| Value::Int32(i32::from(*v)),
     i16 => |v| Value::Int32(i32::from(*v)),
