@@ -72,10 +72,13 @@ pub struct UpkeepConfig {
     /// Outbox records older than this are finished by the sweep (younger
     /// ones are left to their writer and their notice).
     pub record_age: Duration,
-    /// Fence rows last moved longer ago than this are removed. It must be
-    /// longer than a queue message lives (7 days on the service) and than
-    /// any worker may stall: a step that arrives after its fence is gone
-    /// could undo a newer one.
+    /// Fence rows last moved longer ago than this (and before the oldest
+    /// record still pending in any watched table) are removed. It must be
+    /// longer than any writer or worker may stall between reading a record
+    /// and applying its steps: a step that arrives after its fence is gone
+    /// could undo a newer one. (A notice carries no steps, only the keys of
+    /// the records to finish, so how long a queue message lives does not
+    /// matter.)
     pub fence_horizon: Duration,
     /// Blobs no row references are deleted once this old. It must be
     /// longer than the longest write, since a blob is uploaded before its
@@ -87,12 +90,12 @@ pub struct UpkeepConfig {
 
 impl Default for UpkeepConfig {
     /// A round every 30 s; records finished after 60 s; fences removed
-    /// after 8 days; orphan blobs deleted after an hour.
+    /// after a day; orphan blobs deleted after an hour.
     fn default() -> UpkeepConfig {
         UpkeepConfig {
             interval: Duration::from_secs(30),
             record_age: Duration::from_secs(60),
-            fence_horizon: Duration::from_secs(8 * 24 * 3600),
+            fence_horizon: Duration::from_secs(24 * 3600),
             blob_grace: Duration::from_secs(3600),
             worker: WorkerConfig::default(),
         }

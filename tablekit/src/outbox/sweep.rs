@@ -42,9 +42,10 @@ pub struct SweepReport {
 /// harmless: steps are fenced, and a record finished twice is finished).
 ///
 /// Fences keep an older step from undoing a newer one. Remove them only
-/// after any step that could still arrive is older than the fence: a
-/// horizon longer than a message lives (7 days by default) and than any
-/// worker may stall.
+/// after any step that could still arrive is older than the fence: steps
+/// live in records (a notice only names the records to finish), so the
+/// fences before the oldest record still pending can go, given a horizon
+/// longer than any writer or worker may stall (a day, say).
 ///
 /// The sweep reads the whole table (outbox records and fences live in
 /// every partition), one page at a time.
@@ -99,7 +100,7 @@ pub async fn sweep(
 ///
 /// Fences keep an older step from undoing a newer one: pick a cutoff before
 /// the oldest record still pending anywhere whose steps reach `table`, and
-/// further back than any message lives (see [`sweep`]).
+/// further back than any writer or worker may stall (see [`sweep`]).
 pub async fn remove_fences_before(
     backend: &dyn TableBackend,
     table: &str,
