@@ -155,6 +155,12 @@ const _: () = {
             ::tablekit::__private::Clone::clone(&self.id)
         }
         fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
+            const {
+                ::core::assert!(
+                    ! < String as ::tablekit::__private::KeyPart > ::FOLDED,
+                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
+                )
+            };
             ::tablekit::__private::write_component::<
                 String,
             >(&self.department, __out, true);
@@ -167,6 +173,12 @@ const _: () = {
                     ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
                     .heads_collection()),
                     "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
+                )
+            };
+            const {
+                ::core::assert!(
+                    ! < u32 as ::tablekit::__private::KeyPart > ::FOLDED,
+                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
                 )
             };
             __layout.write_tags(0usize, __out);

@@ -50,6 +50,12 @@ const _: () = {
             )
         }
         fn write_partition_key(&self, __out: &mut ::tablekit::__private::String) {
+            const {
+                ::core::assert!(
+                    ! < String as ::tablekit::__private::KeyPart > ::FOLDED,
+                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
+                )
+            };
             ::tablekit::__private::write_component::<
                 String,
             >(&self.department, __out, true);
@@ -67,6 +73,12 @@ const _: () = {
                     < Self as ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
                     .fits:: < u32 > (0usize, 2usize),
                     "in a RowKey template only the last key field may vary in width (a string): put it last, or give the fields before it fixed widths (integers, `Padded`, timestamps, UUIDs)"
+                )
+            };
+            const {
+                ::core::assert!(
+                    ! < u32 as ::tablekit::__private::KeyPart > ::FOLDED,
+                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
                 )
             };
             __layout.write_tags(0usize, __out);
@@ -87,6 +99,12 @@ const _: () = {
                     ::tablekit::__private::KeyPart > ::SEPARATOR ==
                     ::tablekit::__private::ORDERED_SEPARATOR),
                     "a `Verbatim` key field cannot follow an `Ordered` one"
+                )
+            };
+            const {
+                ::core::assert!(
+                    ! < u16 as ::tablekit::__private::KeyPart > ::FOLDED,
+                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
                 )
             };
             __layout.write_tags(1usize, __out);

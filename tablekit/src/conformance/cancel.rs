@@ -679,6 +679,19 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
         assert_remote_clean(t, &to, "remote move (to)").await;
         done
     });
+    every_k!(out, h, "remote move in place", |k| {
+        // Another id in the partition: the index entity of its tier lists
+        // the old id, then the new one.
+        let pk = h.partition("rmi", k);
+        let before = contact(&pk, 1, 1);
+        let after = Contact {
+            id: 2,
+            ..contact(&pk, 1, 1)
+        };
+        let done = move_case(h, t, (&*pk, 1u32), (&*pk, 2u32), &before, &after, k).await;
+        assert_remote_clean(t, &pk, "remote move in place").await;
+        done
+    });
     let t = &h.filed;
     every_k!(out, h, "offloaded move", |k| {
         let (from, to) = (h.partition("omf", k), h.partition("omt", k));

@@ -231,14 +231,19 @@ pub async fn finish_record(backend: &dyn TableBackend, record: &Record) -> Resul
 }
 
 /// Finishes every outbox record of the entity `(partition_key, row_key)`
-/// of `table`, oldest first; the number finished.
+/// of `table`, oldest first, except that a move's record goes first: it
+/// gives up the entity's old row (and its rows elsewhere) before the rows
+/// the entity takes at its new keys are written, where the two could meet.
+/// (Steps are fenced, so any order ends the same; this one ends sooner.)
+/// The number finished.
 pub async fn finish_entity(
     backend: &dyn TableBackend,
     table: &str,
     partition_key: &str,
     row_key: &str,
 ) -> Result<usize> {
-    let records = pending_records(backend, table, partition_key, row_key).await?;
+    let mut records = pending_records(backend, table, partition_key, row_key).await?;
+    records.sort_by_key(|record| record.what != super::record::MOVE);
     for record in &records {
         finish_record(backend, record).await?;
     }

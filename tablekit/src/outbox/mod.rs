@@ -71,4 +71,4 @@ pub use record::{
 pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
 pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
 
-pub(crate) use record::{read_fence, record_row, records_prefix, row_key_prefix, seq_of};
+pub(crate) use record::{MOVE, read_fence, record_row, records_prefix, row_key_prefix, seq_of};

@@ -23,6 +23,8 @@ pub(super) const OUTBOX_PROPERTY: &str = "_Outbox";
 /// Marks a fence row; its value is the sequence number of the newest step
 /// applied to the row it fences.
 const FENCE_PROPERTY: &str = "_Fence";
+/// What a move's record is for (its `what`).
+pub(crate) const MOVE: &str = "move";
 /// The time a record was written, for the sweeper.
 const AT_PROPERTY: &str = "_At";
 /// The table the record's entity is in.

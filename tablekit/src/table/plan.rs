@@ -1367,7 +1367,7 @@ impl Pending for MoveRecord {
             &self.owner,
             number,
             at,
-            "move",
+            outbox::MOVE,
             std::slice::from_ref(&self.step),
         );
         if let Ok(mut key) = self.planned_key.lock() {
