@@ -321,19 +321,25 @@ pub(super) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
     /// What the write replaces, when it knows it without reading; `None`
-    /// when [`state`](Pending::state) must read it.
-    fn known_state(&self, learned: &Learned) -> Option<State<'_>>;
+    /// when [`state`](Pending::state) must read it. By default a write of a
+    /// row alone: nothing stored is needed.
+    fn known_state(&self, _learned: &Learned) -> Option<State<'_>> {
+        Some(State::none(None))
+    }
     /// How many operations the write plans, as far as is known before.
     fn room(&self) -> usize {
         1
     }
-    /// Reads what the write replaces (or knows it without reading).
+    /// Reads what the write replaces (or knows it without reading). By
+    /// default nothing.
     fn state<'a>(
         &'a self,
-        backend: &'a Arc<dyn TableBackend>,
-        table: &'a str,
-        learned: &'a Learned,
-    ) -> BoxFuture<'a, Result<State<'a>>>;
+        _backend: &'a Arc<dyn TableBackend>,
+        _table: &'a str,
+        _learned: &'a Learned,
+    ) -> BoxFuture<'a, Result<State<'a>>> {
+        Box::pin(async { Ok(State::none(None)) })
+    }
     /// Adds the write's operations over `state` to `out`, its entity's row
     /// (or first part) as [`Role::Row`]; whether a lost race may be tried
     /// again. `at` is the time of
@@ -352,14 +358,16 @@ pub(super) trait Pending: Send + Sync {
         None
     }
     /// Decides about a unique index row this write found taken (see
-    /// `claim_unique`).
+    /// `claim_unique`). By default the write has none.
     fn claim<'a>(
         &'a self,
-        backend: &'a Arc<dyn TableBackend>,
-        table: &'a str,
-        index: usize,
-        key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ETag>>>;
+        _backend: &'a Arc<dyn TableBackend>,
+        _table: &'a str,
+        _index: usize,
+        _key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ETag>>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// A typed write of an entity of type `T`.
@@ -395,29 +403,9 @@ impl Pending for Raw {
     fn keys(&self) -> (&str, &str) {
         self.0.keys()
     }
-    fn known_state(&self, _: &Learned) -> Option<State<'_>> {
-        Some(State::none(None))
-    }
-    fn state<'a>(
-        &'a self,
-        _: &'a Arc<dyn TableBackend>,
-        _: &'a str,
-        _: &'a Learned,
-    ) -> BoxFuture<'a, Result<State<'a>>> {
-        Box::pin(async { Ok(State::none(None)) })
-    }
     fn plan(&self, _: State<'_>, _: &Learned, _: DateTime, out: &mut Planned) -> Result<bool> {
         out.push(self.0.clone(), Role::Row);
         Ok(false)
-    }
-    fn claim<'a>(
-        &'a self,
-        _: &'a Arc<dyn TableBackend>,
-        _: &'a str,
-        _: usize,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ETag>>> {
-        Box::pin(async { Ok(None) })
     }
 }
 
@@ -1333,17 +1321,6 @@ impl Pending for MoveRecord {
     fn keys(&self) -> (&str, &str) {
         (&self.keys.0, &self.keys.1)
     }
-    fn known_state(&self, _: &Learned) -> Option<State<'_>> {
-        Some(State::none(None))
-    }
-    fn state<'a>(
-        &'a self,
-        _: &'a Arc<dyn TableBackend>,
-        _: &'a str,
-        _: &'a Learned,
-    ) -> BoxFuture<'a, Result<State<'a>>> {
-        Box::pin(async { Ok(State::none(None)) })
-    }
     fn spans(&self) -> Option<(&str, &str)> {
         Some(self.keys())
     }
@@ -1375,15 +1352,6 @@ impl Pending for MoveRecord {
         }
         out.push(BatchOperation::Insert(row), Role::Row);
         Ok(false)
-    }
-    fn claim<'a>(
-        &'a self,
-        _: &'a Arc<dyn TableBackend>,
-        _: &'a str,
-        _: usize,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<Option<ETag>>> {
-        Box::pin(async { Ok(None) })
     }
 }
 

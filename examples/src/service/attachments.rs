@@ -1,0 +1,124 @@
+//! Attachments: bytes in the blob store, served back safely.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use tablekit::Loaded;
+
+use super::App;
+use super::error::{ApiError, ApiResult};
+use super::http::{check, if_match, with_etag};
+use super::model::Attachment;
+
+/// The content types an attachment is served back as; any other is served
+/// as `application/octet-stream`, to download (never rendered by a browser
+/// as a page of this origin).
+pub(super) const SAFE_TYPES: [&str; 7] = [
+    "application/octet-stream",
+    "application/pdf",
+    "image/gif",
+    "image/jpeg",
+    "image/png",
+    "image/webp",
+    "text/plain",
+];
+
+/// The longest content type kept for an attachment.
+pub(super) const MAX_CONTENT_TYPE: usize = 128;
+
+pub(super) async fn put_attachment(
+    State(app): State<App>,
+    Path((tenant, customer, name)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    content: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let content = content?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
+    check(
+        content_type.len() <= MAX_CONTENT_TYPE,
+        "the content type is too long",
+    )?;
+    if !app
+        .customers
+        .exists(tenant.as_str(), customer.as_str())
+        .await?
+    {
+        return Err(ApiError::NotFound);
+    }
+    let attachment = Attachment {
+        tenant,
+        customer,
+        name,
+        content_type,
+        content: content.to_vec(),
+    };
+    // With If-Match, only over that version; without, created or replaced.
+    let etag = match if_match(&headers)? {
+        Some(etag) => {
+            app.attachments
+                .replace(&mut Loaded::new(attachment.clone(), etag, None))
+                .await?
+        }
+        None => app.attachments.upsert(&attachment).await?,
+    };
+    Ok(with_etag(
+        &etag,
+        json!({ "name": attachment.name, "bytes": attachment.content.len() }),
+        StatusCode::OK,
+    ))
+}
+
+pub(super) async fn get_attachment(
+    State(app): State<App>,
+    Path((tenant, customer, name)): Path<(String, String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .attachments
+        .get(tenant.as_str(), (customer.as_str(), name.as_str()))
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let etag = Loaded::etag(&found).clone();
+    let attachment = Loaded::into_inner(found);
+    let mut response = attachment.content.into_response();
+    let headers = response.headers_mut();
+    // The type as given, when it is one a browser shows safely; any other
+    // is a download.
+    let given = attachment
+        .content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if SAFE_TYPES.contains(&given.as_str()) {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(&given)
+                .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+        );
+    } else {
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        );
+        headers.insert(
+            header::CONTENT_DISPOSITION,
+            HeaderValue::from_static("attachment"),
+        );
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(value) = HeaderValue::from_str(etag.as_str()) {
+        headers.insert(header::ETAG, value);
+    }
+    Ok(response)
+}

@@ -1,0 +1,283 @@
+//! Customers: create, read, replace, delete (with their orders and
+//! attachments), list, and find by email or city.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use futures::TryStreamExt;
+use serde::Deserialize;
+use serde_json::{Value as JsonValue, json};
+use tablekit::{Error, Loaded, TableEntity as _, UnknownKind};
+
+use super::App;
+use super::error::{ApiError, ApiResult};
+use super::http::{ATTEMPTS, Body, Page, PageParams, check, if_match, page, segment, with_etag};
+use super::model::{Attachment, Customer, Line, Order, OrderRows};
+
+#[derive(Deserialize)]
+pub(super) struct CustomerBody {
+    id: Option<String>,
+    name: String,
+    email: String,
+    city: String,
+}
+
+impl CustomerBody {
+    fn check(&self) -> ApiResult<()> {
+        check(!self.name.trim().is_empty(), "name must not be empty")?;
+        check(
+            self.email.contains('@') && !self.email.contains('/'),
+            "email must be an address",
+        )?;
+        check(!self.city.trim().is_empty(), "city must not be empty")
+    }
+}
+
+pub(super) fn customer_json(c: &Customer) -> JsonValue {
+    json!({ "id": c.id, "name": c.name, "email": c.email.as_str(), "city": c.city })
+}
+
+pub(super) async fn post_customer(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    Body(body): Body<CustomerBody>,
+) -> ApiResult<Response> {
+    body.check()?;
+    let id = body
+        .id
+        .clone()
+        .ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
+    check(!id.is_empty(), "id must not be empty")?;
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email.into(),
+        city: body.city,
+    };
+    let etag = app.customers.insert(&customer).await?;
+    let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
+    let location = format!(
+        "/tenants/{}/customers/{}",
+        segment(&customer.tenant),
+        segment(&customer.id)
+    );
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
+}
+
+pub(super) async fn get_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .customers
+        .get(tenant.as_str(), id.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(with_etag(
+        Loaded::etag(&found),
+        customer_json(&found),
+        StatusCode::OK,
+    ))
+}
+
+pub(super) async fn put_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+    headers: HeaderMap,
+    Body(body): Body<CustomerBody>,
+) -> ApiResult<Response> {
+    body.check()?;
+    if body.id.as_ref().is_some_and(|given| *given != id) {
+        return Err(ApiError::BadRequest(
+            "the body's id is not the path's".into(),
+        ));
+    }
+    let customer = Customer {
+        tenant,
+        id,
+        name: body.name,
+        email: body.email.into(),
+        city: body.city,
+    };
+    // With If-Match, the write is guarded by the client's ETag; without,
+    // by the ETag of the version read here.
+    let etag = match if_match(&headers)? {
+        Some(etag) => etag,
+        None => {
+            let current = app
+                .customers
+                .get(customer.tenant.as_str(), customer.id.as_str())
+                .await?
+                .ok_or(ApiError::NotFound)?;
+            Loaded::etag(&current).clone()
+        }
+    };
+    let mut loaded = Loaded::new(customer, etag, None);
+    let etag = app.customers.replace(&mut loaded).await?;
+    Ok(with_etag(&etag, customer_json(&loaded), StatusCode::OK))
+}
+
+/// Deletes a customer with everything under it: its attachments (each with
+/// its blob), then its orders and their lines, the last of them in one
+/// transaction with the customer itself, guarded by the customer's ETag.
+/// Every order is placed in a transaction that also touches the customer's
+/// row (see [`post_order`]), so an order placed while the delete runs
+/// changes that ETag: the delete then reads again and takes it too, and no
+/// order outlives its customer.
+pub(super) async fn delete_customer(
+    State(app): State<App>,
+    Path((tenant, id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> ApiResult<StatusCode> {
+    let given = if_match(&headers)?;
+    for _ in 0..ATTEMPTS {
+        let current = app
+            .customers
+            .get(tenant.as_str(), id.as_str())
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        if given
+            .as_ref()
+            .is_some_and(|etag| etag != Loaded::etag(&current))
+        {
+            return Err(ApiError::Status(
+                StatusCode::PRECONDITION_FAILED,
+                "etag_mismatch",
+                "it changed since the version named by If-Match".into(),
+            ));
+        }
+        let attachments: Vec<Loaded<Attachment>> = app
+            .attachments
+            .query()
+            .partition(tenant.as_str())
+            .row_prefix((id.as_str(),))
+            .collect()
+            .await?;
+        for attachment in &attachments {
+            match app.attachments.delete(attachment).await {
+                Ok(()) | Err(Error::EntityNotFound { .. } | Error::PreconditionFailed { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // The orders and their lines, as keys.
+        let orders: Vec<Loaded<Order>> = app
+            .orders
+            .query()
+            .partition(tenant.as_str())
+            .row_prefix((id.as_str(),))
+            .collect()
+            .await?;
+        let mut rows: Vec<(u32, Option<u32>)> = Vec::new();
+        for order in &orders {
+            rows.push((order.number, None));
+            let lines: Vec<Loaded<OrderRows>> = app
+                .orders
+                .of::<OrderRows>()
+                .read_collection::<Order>(
+                    tenant.as_str(),
+                    (id.as_str(), order.number),
+                    UnknownKind::Skip,
+                )
+                .try_collect()
+                .await?;
+            rows.extend(lines.iter().filter_map(|row| match &**row {
+                OrderRows::Line(line) => Some((line.number, Some(line.line))),
+                OrderRows::Order(_) => None,
+            }));
+        }
+        // A transaction holds 100 rows: the customer and its index rows
+        // take a few.
+        let (rest, last) = rows.split_at(rows.len().saturating_sub(90));
+        for chunk in rest.chunks(90) {
+            let mut transaction = app.orders.transaction();
+            for row in chunk {
+                delete_order_row(&mut transaction, &tenant, &id, *row)?;
+            }
+            transaction.submit().await?;
+        }
+        let mut transaction = app.orders.transaction();
+        for row in last {
+            delete_order_row(&mut transaction, &tenant, &id, *row)?;
+        }
+        transaction.delete(&current)?;
+        match transaction.submit().await {
+            Ok(_) => return Ok(StatusCode::NO_CONTENT),
+            // An order placed meanwhile changed the customer: again.
+            Err(Error::BatchFailed { source, .. })
+                if given.is_none() && matches!(*source, Error::PreconditionFailed { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Status(
+        StatusCode::CONFLICT,
+        "busy",
+        "the customer kept changing while it was being deleted; try again".into(),
+    ))
+}
+
+/// Adds the delete of an order (`line` is `None`) or one of its lines.
+pub(super) fn delete_order_row(
+    transaction: &mut tablekit::Transaction,
+    tenant: &str,
+    customer: &str,
+    (number, line): (u32, Option<u32>),
+) -> ApiResult<()> {
+    match line {
+        None => transaction.delete_unconditionally::<Order>(tenant, (customer, number))?,
+        Some(line) => {
+            transaction.delete_unconditionally::<Line>(tenant, (customer, number, line))?
+        }
+    };
+    Ok(())
+}
+
+pub(super) async fn list_customers(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let query = app.customers.query().partition(tenant.as_str());
+    page(query, &params, customer_json).await
+}
+
+pub(super) async fn customer_by_email(
+    State(app): State<App>,
+    Path((tenant, email)): Path<(String, String)>,
+) -> ApiResult<Json<JsonValue>> {
+    let found = app
+        .customers
+        .index(Customer::indexes().email)
+        .get(tenant.as_str(), email.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(Json(customer_json(&found)))
+}
+
+pub(super) async fn customers_by_city(
+    State(app): State<App>,
+    Path((tenant, city)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let found = app
+        .customers
+        .remote_index(Customer::indexes().city)
+        .find_page(
+            tenant.as_str(),
+            city.as_str(),
+            params.limit(),
+            params.cursor()?.as_ref(),
+        )
+        .await?;
+    Ok(Json(Page {
+        items: found.items.iter().map(customer_json).collect(),
+        next: found.next.map(|c| c.to_string()),
+    }))
+}

@@ -1,0 +1,193 @@
+//! What every route shares: the middleware (JSON errors, the deadline,
+//! request ids, readiness), the JSON body and paging, ETags and `If-Match`.
+
+use axum::Json;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as JsonValue, json};
+use tablekit::{Cursor, ETag, Error, TableEntity, TableQuery};
+
+use super::error::{ApiError, ApiResult, MissingTable, generic_error};
+use super::{App, MAX_REQUEST_ID};
+
+/// Gives every error answer a JSON body with a stable code (the router's
+/// own 404 and 405, an extractor's 400 or 413 come without one), marks every
+/// answer `X-Content-Type-Options: nosniff`, and makes the table again when
+/// an answer found it missing (a store that came back empty).
+pub(super) async fn json_errors(State(app): State<App>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.extensions().get::<MissingTable>().is_some()
+        && let Err(error) = app.recreate().await
+    {
+        tracing::warn!(%error, "the missing table could not be made again");
+    }
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !json {
+        let (code, message) = generic_error(status);
+        let mut replaced =
+            (status, Json(json!({ "error": code, "message": message }))).into_response();
+        for name in [header::ALLOW, header::RETRY_AFTER] {
+            if let Some(value) = response.headers().get(&name) {
+                replaced.headers_mut().insert(name, value.clone());
+            }
+        }
+        response = replaced;
+    }
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// Answers 504 when a request takes longer than the service allows. What
+/// it started goes on: a write that committed is finished by the library
+/// (its detached work, or the upkeep), so the answer says it may be applied.
+pub(super) async fn deadline(State(app): State<App>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::Status(
+            StatusCode::GATEWAY_TIMEOUT,
+            "timeout",
+            "the store did not answer in time; a change may still be applied".into(),
+        )
+        .into_response(),
+    }
+}
+
+/// Keeps a client's `x-request-id` only when it is a short token; else
+/// drops it, and the service makes one.
+pub(super) async fn client_request_id(mut request: Request, next: Next) -> Response {
+    let valid = |id: &str| {
+        (1..=MAX_REQUEST_ID).contains(&id.len())
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if let Some(id) = request.headers().get("x-request-id")
+        && !id.to_str().is_ok_and(valid)
+    {
+        request.headers_mut().remove("x-request-id");
+    }
+    next.run(request).await
+}
+
+/// `/readyz`: 200 when the store answers (its table made again if it was
+/// missing), 503 when it does not.
+pub(super) async fn readyz(State(app): State<App>) -> Response {
+    match app.ready().await {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            ApiError::Status(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "the store is not available".into(),
+            )
+            .into_response()
+        }
+    }
+}
+
+/// A JSON body whose rejection is a 400 with the parser's message.
+pub struct Body<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(value) = Json::<T>::from_request(req, state).await?;
+        Ok(Body(value))
+    }
+}
+
+/// `?limit=&cursor=` of a list.
+#[derive(Debug, Deserialize)]
+pub struct PageParams {
+    limit: Option<usize>,
+    cursor: Option<String>,
+}
+
+impl PageParams {
+    pub(super) fn limit(&self) -> usize {
+        self.limit.unwrap_or(20)
+    }
+
+    pub(super) fn cursor(&self) -> ApiResult<Option<Cursor>> {
+        self.cursor
+            .as_deref()
+            .map(|text| text.parse::<Cursor>().map_err(|e| Error::from(e).into()))
+            .transpose()
+    }
+}
+
+pub(super) fn check(ok: bool, message: &str) -> ApiResult<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(message.into()))
+    }
+}
+
+pub(super) fn with_etag(etag: &ETag, body: JsonValue, status: StatusCode) -> Response {
+    let mut response = (status, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(etag.as_str()) {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    response
+}
+
+/// `text` as one path segment.
+pub(super) fn segment(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// The `If-Match` of a request: `None` without one, or for `*`.
+pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<Option<ETag>> {
+    match headers.get(header::IF_MATCH) {
+        None => Ok(None),
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| ApiError::BadRequest("If-Match is not text".into()))?;
+            Ok((text.trim() != "*").then(|| ETag::new(text.trim())))
+        }
+    }
+}
+
+/// The page of `query` that the request's cursor and limit name, each item
+/// rendered by `render`.
+pub(super) async fn page<T: TableEntity>(
+    mut query: TableQuery<T>,
+    params: &PageParams,
+    render: impl Fn(&T) -> JsonValue,
+) -> ApiResult<Json<Page>> {
+    if let Some(cursor) = params.cursor()? {
+        query = query.after(cursor);
+    }
+    let page = query.page_of(params.limit()).await?;
+    Ok(Json(Page {
+        items: page.items.iter().map(|item| render(item)).collect(),
+        next: page.next.map(|c| c.to_string()),
+    }))
+}
+
+/// A page of a list: its items and the cursor of the next page.
+#[derive(Serialize)]
+pub(super) struct Page {
+    /// The items, rendered.
+    pub(super) items: Vec<JsonValue>,
+    /// The cursor of the next page, if there is one.
+    pub(super) next: Option<String>,
+}
+
+/// How many times a write that lost a race to another request reads again
+/// and tries again.
+pub(super) const ATTEMPTS: usize = 8;

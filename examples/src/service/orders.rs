@@ -1,0 +1,177 @@
+//! Orders and their lines: one collection, written in one transaction.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::TryStreamExt;
+use serde::Deserialize;
+use serde_json::{Value as JsonValue, json};
+use tablekit::{DateTime, Error, Loaded, UnknownKind};
+
+use super::App;
+use super::error::{ApiError, ApiResult};
+use super::http::{ATTEMPTS, Body, Page, PageParams, check, page};
+use super::model::{Line, Order, OrderRows};
+
+#[derive(Deserialize)]
+pub(super) struct OrderBody {
+    number: u32,
+    lines: Vec<LineBody>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct LineBody {
+    sku: String,
+    quantity: i32,
+    price_cents: i64,
+}
+
+pub(super) fn order_json(order: &Order, lines: &[Line]) -> JsonValue {
+    json!({
+        "number": order.number,
+        "placed": order.placed.to_string(),
+        "total_cents": order.total_cents,
+        "lines": lines.iter().map(|l| json!({
+            "line": l.line, "sku": l.sku, "quantity": l.quantity, "price_cents": l.price_cents,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+pub(super) async fn post_order(
+    State(app): State<App>,
+    Path((tenant, customer)): Path<(String, String)>,
+    Body(body): Body<OrderBody>,
+) -> ApiResult<Response> {
+    check(
+        (1..=99).contains(&body.lines.len()),
+        "an order has 1 to 99 lines",
+    )?;
+    for line in &body.lines {
+        check(
+            line.quantity > 0 && line.price_cents >= 0,
+            "quantities are positive and prices not negative",
+        )?;
+        check(!line.sku.is_empty(), "sku must not be empty")?;
+    }
+    let total = body.lines.iter().try_fold(0i64, |sum, l| {
+        l.price_cents
+            .checked_mul(i64::from(l.quantity))
+            .and_then(|n| sum.checked_add(n))
+    });
+    let total = total.ok_or_else(|| ApiError::BadRequest("the total overflows".into()))?;
+    let order = Order {
+        tenant: tenant.clone(),
+        customer: customer.clone(),
+        number: body.number,
+        placed: DateTime::now(),
+        total_cents: total,
+    };
+    let lines: Vec<Line> = body
+        .lines
+        .into_iter()
+        .zip(1u32..)
+        .map(|(l, line)| Line {
+            tenant: tenant.clone(),
+            customer: customer.clone(),
+            number: body.number,
+            line,
+            sku: l.sku,
+            quantity: l.quantity,
+            price_cents: l.price_cents,
+        })
+        .collect();
+    // The order and its lines: one transaction, all or nothing, which also
+    // touches the customer's row under the ETag read: if the customer is
+    // deleted (or changed) meanwhile, the order is not placed (or is tried
+    // again), and a delete of the customer sees the order.
+    let mut placed = None;
+    for _ in 0..ATTEMPTS {
+        let owner = app
+            .customers
+            .get(tenant.as_str(), customer.as_str())
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let mut transaction = app.orders.transaction();
+        transaction.push_raw(tablekit::BatchOperation::Update {
+            entity: tablekit::Entity::new(tenant.as_str(), tablekit::schema::row_key_of(&*owner)?),
+            mode: tablekit::UpdateMode::Merge,
+            if_match: tablekit::IfMatch::ETag(Loaded::etag(&owner).clone()),
+        });
+        transaction.insert(&order)?;
+        for line in &lines {
+            transaction.insert(line)?;
+        }
+        match transaction.submit().await {
+            Ok(etags) => {
+                placed = Some(etags);
+                break;
+            }
+            Err(Error::BatchFailed { index: 0, source })
+                if matches!(*source, Error::PreconditionFailed { .. }) => {}
+            Err(Error::BatchFailed { index: 0, source })
+                if matches!(*source, Error::EntityNotFound { .. }) =>
+            {
+                return Err(ApiError::NotFound);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut etags = placed.ok_or_else(|| {
+        ApiError::Status(
+            StatusCode::CONFLICT,
+            "busy",
+            "the customer kept changing; try again".into(),
+        )
+    })?;
+    etags.remove(0);
+    let mut response = (StatusCode::CREATED, Json(order_json(&order, &lines))).into_response();
+    if let Some(Some(etag)) = etags.first()
+        && let Ok(value) = HeaderValue::from_str(etag.as_str())
+    {
+        response.headers_mut().insert(header::ETAG, value);
+    }
+    Ok(response)
+}
+
+pub(super) async fn get_order(
+    State(app): State<App>,
+    Path((tenant, customer, number)): Path<(String, String, u32)>,
+) -> ApiResult<Json<JsonValue>> {
+    // The order and its lines are one range: one query.
+    let rows: Vec<Loaded<OrderRows>> = app
+        .orders
+        .of::<OrderRows>()
+        .read_collection::<Order>(
+            tenant.as_str(),
+            (customer.as_str(), number),
+            UnknownKind::Skip,
+        )
+        .try_collect()
+        .await?;
+    let mut order = None;
+    let mut lines = Vec::new();
+    for row in rows {
+        match Loaded::into_inner(row) {
+            OrderRows::Order(o) => order = Some(o),
+            OrderRows::Line(l) => lines.push(l),
+        }
+    }
+    let order = order.ok_or(ApiError::NotFound)?;
+    Ok(Json(order_json(&order, &lines)))
+}
+
+pub(super) async fn list_orders(
+    State(app): State<App>,
+    Path((tenant, customer)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let query = app
+        .orders
+        .query()
+        .partition(tenant.as_str())
+        .row_prefix((customer.as_str(),));
+    page(query, &params, |o| order_json(o, &[])).await
+}

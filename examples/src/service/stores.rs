@@ -1,0 +1,91 @@
+//! The stores the service runs on, and the names of what it keeps there.
+
+use std::sync::Arc;
+
+use tablekit::{BlobStore, Error, QueueStore, TableBackend};
+
+/// The stores the service runs on.
+#[derive(Clone)]
+pub struct Stores {
+    /// The table store.
+    pub tables: Arc<dyn TableBackend>,
+    /// The blob store, for attachments.
+    pub blobs: Arc<dyn BlobStore>,
+    /// The queue store, for the outbox.
+    pub queues: Arc<dyn QueueStore>,
+}
+
+impl Stores {
+    /// In-memory stores.
+    pub fn in_memory() -> Stores {
+        Stores {
+            tables: Arc::new(tablekit_mem::MemBackend::new()),
+            blobs: Arc::new(tablekit_mem::MemBlobStore::new()),
+            queues: Arc::new(tablekit_mem::MemQueueStore::new()),
+        }
+    }
+
+    /// The account of a connection string (for Azurite:
+    /// `UseDevelopmentStorage=true`).
+    pub fn connect(connection: &str) -> Result<Stores, Error> {
+        let tables = tablekit_azure::AzureTables::from_connection_string(connection)?;
+        let account = tables.account().clone();
+        Ok(Stores {
+            blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone())?),
+            queues: Arc::new(tablekit_azure::AzureQueues::new(account)?),
+            tables: Arc::new(tables),
+        })
+    }
+
+    /// The account `TABLEKIT_CONNECTION_STRING` names, or in-memory stores.
+    pub fn from_env() -> Result<Stores, Error> {
+        match std::env::var("TABLEKIT_CONNECTION_STRING") {
+            Ok(connection) => Stores::connect(&connection),
+            Err(_) => Ok(Stores::in_memory()),
+        }
+    }
+}
+
+/// The names of what the service keeps in its stores.
+#[derive(Debug, Clone)]
+pub struct Names {
+    /// The table of tenants' data.
+    pub table: String,
+    /// The prefix of the audit log's daily tables (letters and digits).
+    pub audit: String,
+    /// The blob container of attachments.
+    pub container: String,
+    /// The outbox's queue.
+    pub queue: String,
+}
+
+impl Default for Names {
+    fn default() -> Names {
+        Names {
+            table: "Shop".into(),
+            audit: "Audit".into(),
+            container: "attachments".into(),
+            queue: "shop-outbox".into(),
+        }
+    }
+}
+
+impl Names {
+    /// Names of their own, for a run that shares an account with others.
+    pub fn unique(tag: &str) -> Names {
+        let n = fastrand_suffix();
+        Names {
+            table: format!("Shop{tag}{n}"),
+            audit: format!("Audit{tag}{n}x"),
+            container: format!("attachments-{}-{n}", tag.to_ascii_lowercase()),
+            queue: format!("shop-outbox-{}-{n}", tag.to_ascii_lowercase()),
+        }
+    }
+}
+
+fn fastrand_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{}{nanos:09}", std::process::id())
+}

@@ -1,0 +1,130 @@
+//! Users and their activity feeds.
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{Value as JsonValue, json};
+use tablekit::key::InvertedTime;
+use tablekit::{DateTime, Loaded};
+
+use super::App;
+use super::error::{ApiError, ApiResult};
+use super::http::{Body, Page, PageParams, check, if_match, page, with_etag};
+use super::model::{Activity, User};
+
+#[derive(Deserialize)]
+pub(super) struct UserBody {
+    name: String,
+}
+
+pub(super) fn user_json(user: &User) -> JsonValue {
+    json!({ "user": user.user, "name": user.name })
+}
+
+pub(super) async fn put_user(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    headers: HeaderMap,
+    Body(body): Body<UserBody>,
+) -> ApiResult<Response> {
+    check(!body.name.trim().is_empty(), "name must not be empty")?;
+    let user = User {
+        tenant,
+        user,
+        name: body.name,
+    };
+    // With If-Match, only over that version; without, created or replaced.
+    let etag = match if_match(&headers)? {
+        Some(etag) => {
+            app.users
+                .replace(&mut Loaded::new(user.clone(), etag, None))
+                .await?
+        }
+        None => app.users.upsert(&user).await?,
+    };
+    Ok(with_etag(&etag, user_json(&user), StatusCode::OK))
+}
+
+pub(super) async fn get_user(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let found = app
+        .users
+        .get((tenant.as_str(), user.as_str()), ())
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    Ok(with_etag(
+        Loaded::etag(&found),
+        user_json(&found),
+        StatusCode::OK,
+    ))
+}
+
+/// The tenant's users: every partition under the tenant, one range of
+/// PartitionKeys (`acme|…`), users only (their activity rows are skipped by
+/// kind).
+pub(super) async fn list_users(
+    State(app): State<App>,
+    Path(tenant): Path<String>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let query = app.users.query().partition_prefix(tenant.as_str());
+    page(query, &params, user_json).await
+}
+
+#[derive(Deserialize)]
+pub(super) struct ActivityBody {
+    text: String,
+}
+
+pub(super) fn activity_json(event: &Activity) -> JsonValue {
+    json!({ "at": event.at.0.to_string(), "text": event.text })
+}
+
+pub(super) async fn post_activity(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    Body(body): Body<ActivityBody>,
+) -> ApiResult<Response> {
+    check(!body.text.is_empty(), "text must not be empty")?;
+    if !app
+        .users
+        .exists((tenant.as_str(), user.as_str()), ())
+        .await?
+    {
+        return Err(ApiError::NotFound);
+    }
+    let event = Activity {
+        tenant,
+        user,
+        at: InvertedTime(DateTime::now()),
+        nonce: nonce(),
+        text: body.text,
+    };
+    let etag = app.activity.insert(&event).await?;
+    Ok(with_etag(&etag, activity_json(&event), StatusCode::CREATED))
+}
+
+pub(super) fn nonce() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(super) async fn list_activity(
+    State(app): State<App>,
+    Path((tenant, user)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let query = app
+        .activity
+        .query()
+        .partition((tenant.as_str(), user.as_str()));
+    page(query, &params, activity_json).await
+}
