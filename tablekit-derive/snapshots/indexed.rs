@@ -93,10 +93,11 @@ const _: () = {
         ) {
             match __index {
                 0usize => {
+                    let __v0 = &self.email;
                     ::tablekit::__private::KeyArg::<
                         String,
                     >::write_laid_out(
-                        &&self.email,
+                        &__v0,
                         &<Self as ::tablekit::__private::TableEntity>::INDEXES[0usize]
                             .layout,
                         __out,
@@ -109,10 +110,12 @@ const _: () = {
                             "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it"
                         )
                     };
+                    let __v0 = &self.last_name;
+                    let __v1 = &self.first_name;
                     ::tablekit::__private::KeyArg::<
                         (String, String),
                     >::write_laid_out(
-                        &(&self.last_name, &self.first_name),
+                        &(__v0, __v1),
                         &<Self as ::tablekit::__private::TableEntity>::INDEXES[1usize]
                             .layout,
                         __out,

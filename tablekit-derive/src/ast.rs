@@ -68,6 +68,29 @@ pub(crate) struct Container<'a> {
     pub(crate) fields: Vec<Field<'a>>,
 }
 
+/// `T` of a type that is syntactically `Option<T>`.
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => {
+            let last = p.path.segments.last()?;
+            if last.ident != "Option" {
+                return None;
+            }
+            match &last.arguments {
+                syn::PathArguments::AngleBracketed(args) if args.args.len() == 1 => {
+                    match args.args.first()? {
+                        syn::GenericArgument::Type(inner) => Some(inner),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        }
+        Type::Group(g) => option_inner(&g.elem),
+        _ => None,
+    }
+}
+
 /// Whether a type is syntactically `Option<…>`.
 pub(crate) fn is_option(ty: &Type) -> bool {
     match ty {

@@ -217,6 +217,20 @@ fn parse_str(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
     }
 }
 
+/// An index's name (`index = "…"`, `unique = "…"`, `index(name = "…")`):
+/// a string that is not empty.
+fn parse_index_name(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
+    let lit = parse_str(cx, meta)?;
+    if lit.value().trim().is_empty() {
+        cx.error_spanned_by(
+            &lit,
+            "an index needs a name (`unique = \"email\"`): the fields that share it form the index, and `Type::indexes()` names it",
+        );
+        return None;
+    }
+    Some(lit)
+}
+
 /// A flag attribute (`skip`, `json`, …): refuses a value given to it.
 fn flag(meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<()> {
     if meta.input.peek(Token![=]) || meta.input.peek(syn::token::Paren) {
@@ -234,9 +248,52 @@ fn unknown(meta: &ParseNestedMeta<'_>, what: &str, known: &[&str]) -> syn::Error
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ");
+    let hint = match closest(&name, known) {
+        Some(near) => format!("did you mean `{near}`? "),
+        None => String::new(),
+    };
     meta.error(format!(
-        "unknown tablekit {what} attribute `{name}`; expected one of {list}"
+        "unknown tablekit {what} attribute `{name}`; {hint}expected one of {list}"
     ))
+}
+
+/// The known name closest to `name`, when it is a likely misspelling: at
+/// most two edits away (a third of the name's length, at least one).
+fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let most = (name.chars().count() / 3).clamp(1, 2);
+    known
+        .iter()
+        .map(|k| (edit_distance(name, k), *k))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// The Damerau–Levenshtein distance (with adjacent swaps), for the few short
+/// names of an attribute list: written here, as a crate would cost more than
+/// these lines.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 impl Container {
@@ -316,7 +373,18 @@ impl Container {
                         }
                     }
                 } else if is_entity && path.is_ident(PARENT) {
-                    let ty: syn::Type = meta.value()?.parse()?;
+                    let value = meta.value()?;
+                    if value.peek(LitStr) {
+                        let lit: LitStr = value.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            &lit,
+                            format!(
+                                "`parent` names the type itself, not a string: write `parent = {}`",
+                                lit.value()
+                            ),
+                        ));
+                    }
+                    let ty: syn::Type = value.parse()?;
                     let tokens = ty.to_token_stream();
                     parent.set(cx, path, (ty, tokens));
                 } else if is_entity && path.is_ident(PROJECTION_OF) {
@@ -403,7 +471,7 @@ fn parse_index_options(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Ind
             return Ok(());
         }
         if inner.path.is_ident(NAME) {
-            if let Some(lit) = parse_str(cx, &inner) {
+            if let Some(lit) = parse_index_name(cx, &inner) {
                 name.set(cx, &inner.path, lit);
             }
         } else if inner.path.is_ident(TAG) {
@@ -572,11 +640,11 @@ impl Field {
                     flag(&meta, BUCKET)?;
                     bucket.set(cx, path, ());
                 } else if path.is_ident(INDEX) {
-                    if let Some(lit) = parse_str(cx, &meta) {
+                    if let Some(lit) = parse_index_name(cx, &meta) {
                         index.set(cx, path, lit);
                     }
                 } else if path.is_ident(UNIQUE) {
-                    if let Some(lit) = parse_str(cx, &meta) {
+                    if let Some(lit) = parse_index_name(cx, &meta) {
                         unique.set(cx, path, lit);
                     }
                 } else if path.is_ident(WITH) {

@@ -30,6 +30,23 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_projection(cx, cont);
         check_property_count(cx, cont);
         check_shards(cx, cont);
+        check_parent(cx, cont);
+    }
+}
+
+/// A kind cannot nest under itself (`parent = Self`, or its own name).
+fn check_parent(cx: &Ctxt, cont: &Container<'_>) {
+    let Some((syn::Type::Path(parent), tokens)) = &cont.attrs.parent else {
+        return;
+    };
+    let itself = parent.qself.is_none()
+        && parent.path.segments.len() == 1
+        && (parent.path.is_ident("Self") || parent.path.is_ident(&cont.input.ident));
+    if itself {
+        cx.error_spanned_by(
+            tokens,
+            "a kind cannot be its own `parent`: name the kind whose rows it nests under (a customer's orders: `parent = Customer` on `Order`)",
+        );
     }
 }
 
@@ -431,9 +448,29 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
     };
     const TABLE_RULE: &str =
         "3 to 63 ASCII letters and digits, starting with a letter, not `tables`";
+    // A bucketed kind's table name is a prefix the period's digits follow
+    // (`Events` + `20261124`): it must end with a letter, and leave them room.
+    let stamp_len = cont
+        .attrs
+        .buckets
+        .as_ref()
+        .map(|(period, _)| match period.as_str() {
+            "hour" => 10,
+            "month" => 6,
+            _ => 8,
+        });
+    let bucketed_ok = |name: &str| {
+        stamp_len.is_none_or(|len| {
+            name.ends_with(|c: char| c.is_ascii_alphabetic()) && name.len() + len <= 63
+        })
+    };
+    const BUCKETED_RULE: &str = "a kind with `buckets` keeps one table per period, named by this name and the period's digits (`Events20261124`): the name must end with a letter and leave room for the digits in 63 characters";
     match &cont.attrs.table {
         Some(lit) if !table_ok(&lit.value()) => {
             cx.error_spanned_by(lit, format!("invalid table name: a table name is {TABLE_RULE}"));
+        }
+        Some(lit) if cont.attrs.projection_of.is_none() && !bucketed_ok(&lit.value()) => {
+            cx.error_spanned_by(lit, BUCKETED_RULE);
         }
         Some(_) => {}
         None if !table_ok(&cont.input.ident.to_string()) => cx.error_spanned_by(

@@ -628,7 +628,7 @@ fn expand_entity(
         let (ident, span) = (f.ident, f.ty.span());
         quote_spanned! {span=>
             fn bucket_time(&self) -> #tk::Option<#tk::DateTime> {
-                #tk::Some(<#tk::DateTime as #tk::Clone>::clone(&self.#ident))
+                #tk::Some(#tk::BucketTime::bucket_time(&self.#ident))
             }
         }
     });

@@ -264,11 +264,17 @@ pub(crate) fn expand(
     }
     let generics = &cont.input.generics;
     let handles_ident = format_ident!("{}Indexes", ident);
+    // An optional field is indexed by its value when it has one: the
+    // index's values are of the inner type, and `None` writes no index row.
     let value_type = |index: &IndexModel<'_>| -> TokenStream {
         let types: Vec<_> = index
             .fields
             .iter()
-            .map(|f| f.ty.to_token_stream())
+            .map(|f| {
+                crate::ast::option_inner(f.ty)
+                    .unwrap_or(f.ty)
+                    .to_token_stream()
+            })
             .collect();
         match types.as_slice() {
             [one] => one.clone(),
@@ -375,10 +381,17 @@ pub(crate) fn expand(
     });
     let arm = |index: &IndexModel<'_>, position: usize, layout: TokenStream| {
         let value = value_type(index);
-        let refs = index.fields.iter().map(|f| {
-            let field = f.ident;
-            quote!(&self.#field)
+        // Each field by reference; an optional one that is `None` leaves
+        // the key unwritten (the entity has no row in this index).
+        let bindings = index.fields.iter().enumerate().map(|(i, f)| {
+            let (field, name) = (f.ident, format_ident!("__v{i}"));
+            if crate::ast::option_inner(f.ty).is_some() {
+                quote!(let #tk::Some(#name) = &self.#field else { return; };)
+            } else {
+                quote!(let #name = &self.#field;)
+            }
         });
+        let refs = (0..index.fields.len()).map(|i| format_ident!("__v{i}"));
         let args = if index.fields.len() == 1 {
             quote!(#(#refs)*)
         } else {
@@ -386,7 +399,10 @@ pub(crate) fn expand(
         };
         // The last value of a non-unique index is followed by the entity's
         // RowKey, so it must have an end of its own.
-        let last_ty = index.fields.last().map(|f| f.ty);
+        let last_ty = index
+            .fields
+            .last()
+            .map(|f| crate::ast::option_inner(f.ty).unwrap_or(f.ty));
         let open_check = (!index.unique && !index.list).then(|| {
             quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
         });
@@ -400,6 +416,7 @@ pub(crate) fn expand(
             quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out));
         quote!(#position => {
             #open_check
+            #(#bindings)*
             #write
         })
     };

@@ -589,6 +589,24 @@ impl<T: TableEntity> BucketQuery<T> {
     }
 }
 
+/// The type of a `#[tablekit(bucket)]` field: a time that picks the
+/// entity's period.
+#[diagnostic::on_unimplemented(
+    message = "a `bucket` field picks the entity's period by its time: `{Self}` is not a time",
+    label = "`bucket` needs a `tablekit::DateTime` field",
+    note = "mark the `DateTime` field that says when the entity happened with `#[tablekit(bucket)]`, or leave `bucket` out to take the time of the write"
+)]
+pub trait BucketTime {
+    /// The time.
+    fn bucket_time(&self) -> crate::DateTime;
+}
+
+impl BucketTime for crate::DateTime {
+    fn bucket_time(&self) -> crate::DateTime {
+        *self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -395,6 +395,10 @@ pub(crate) fn remote_index_key<T: TableEntity>(
     let def = &T::REMOTE_INDEXES[i].index;
     let mut key = String::with_capacity(row_key.len() + 32);
     value.write_remote_index_key(i, &mut key);
+    if key.is_empty() {
+        // An optional value that is `None`: no row in this index.
+        return Ok(key);
+    }
     // An index entity's RowKey ends with the value.
     if !def.list {
         key.push_str(row_key);
@@ -459,14 +463,16 @@ impl<T: TableEntity, V, U> Index<T, V, U> {
 }
 
 /// The RowKeys of `value`'s index rows, in the order of `T::INDEXES`;
-/// `row_key` is the entity's stored RowKey.
+/// `row_key` is the entity's stored RowKey. An empty RowKey stands for no
+/// row: an optional indexed value that is `None`.
 pub(crate) fn index_keys<T: TableEntity>(value: &T, row_key: &str) -> Result<Vec<String>, Error> {
     (0..T::INDEXES.len())
         .map(|i| index_key(value, i, row_key))
         .collect()
 }
 
-/// The RowKey of `value`'s row in index `i`.
+/// The RowKey of `value`'s row in index `i`; empty when it has none (an
+/// optional indexed value that is `None`).
 pub(crate) fn index_key<T: TableEntity>(
     value: &T,
     i: usize,
@@ -475,6 +481,10 @@ pub(crate) fn index_key<T: TableEntity>(
     let def = &T::INDEXES[i];
     let mut key = String::with_capacity(row_key.len() + 32);
     value.write_index_key(i, &mut key);
+    if key.is_empty() {
+        // An optional value that is `None`: no row in this index.
+        return Ok(key);
+    }
     if !def.unique && !def.list {
         key.push_str(row_key);
     }
@@ -757,6 +767,8 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
         };
         for (i, def) in T::INDEXES.iter().enumerate() {
             match index_key(&value, i, &entity.row_key) {
+                // No value, no row.
+                Ok(key) if key.is_empty() => {}
                 Ok(key) if def.list => lists
                     .entry((entity.partition_key.clone(), key))
                     .or_insert_with(|| (def, Vec::new()))

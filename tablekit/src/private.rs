@@ -8,7 +8,7 @@ pub use ::core::result::Result::{self, Err, Ok};
 pub use ::std::string::String;
 pub use ::std::vec::Vec;
 
-pub use crate::bucket::Period;
+pub use crate::bucket::{BucketTime, Period};
 pub use crate::datetime::DateTime;
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};

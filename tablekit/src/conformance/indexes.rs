@@ -1776,3 +1776,117 @@ pub async fn case_insensitive_values_share_one_unique_row(backend: Arc<dyn Table
     );
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A player whose badge, when there is one, is unique, and whose nickname,
+/// when there is one, is indexed.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(crate = ::tablekit, table = "Conformance", kind = "PLY")]
+#[tablekit(index(name = "badge", tag = "badge"))]
+#[tablekit(index(name = "nick", tag = "nick"))]
+pub struct Player {
+    /// The team.
+    #[tablekit(partition_key)]
+    pub team: String,
+    /// The player's number.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// Unique when given; players without one have no row in the index.
+    #[tablekit(unique = "badge")]
+    pub badge: Option<String>,
+    /// Indexed when given.
+    #[tablekit(index = "nick")]
+    pub nick: Option<String>,
+}
+
+/// An index over an optional field, as SQL treats NULL in a unique index:
+/// an entity whose value is `None` has no row in it (so any number of them
+/// may share "no value"), and gaining or losing the value writes or deletes
+/// the row in the same transaction.
+pub async fn optional_values_have_rows_only_when_given(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "optional").await;
+    let players: Table<Player> = Table::from_arc(Arc::clone(&backend), &name);
+    let player = |id: u32, badge: Option<&str>, nick: Option<&str>| Player {
+        team: "Reds".into(),
+        id,
+        badge: badge.map(str::to_owned),
+        nick: nick.map(str::to_owned),
+    };
+    players
+        .insert(&player(1, None, None))
+        .await
+        .expect("insert");
+    players
+        .insert(&player(2, None, Some("ace")))
+        .await
+        .expect("a second without a badge");
+    players
+        .insert(&player(3, Some("b3"), Some("ace")))
+        .await
+        .expect("insert");
+    assert!(matches!(
+        players.insert(&player(4, Some("b3"), None)).await,
+        Err(Error::UniqueViolation { index: "badge", .. })
+    ));
+    let badges = players.index(Player::indexes().badge);
+    let found = badges.get("Reds", "b3").await.expect("get");
+    assert_eq!(found.map(|p| p.id), Some(3));
+    let aces: Vec<u32> = players
+        .index(Player::indexes().nick)
+        .find("Reds", "ace")
+        .map_ok(|p| p.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(aces, [2, 3]);
+    let rows = |backend: Arc<dyn TableBackend>, name: String| async move {
+        backend
+            .query_all(&name, Query::new())
+            .await
+            .expect("rows")
+            .into_iter()
+            .filter(crate::index::is_index_row)
+            .count()
+    };
+    assert_eq!(
+        rows(Arc::clone(&backend), name.clone()).await,
+        3,
+        "b3, ace|2, ace|3"
+    );
+    // Losing a value deletes its row; gaining one writes it.
+    let mut three = players
+        .get("Reds", 3u32)
+        .await
+        .expect("get")
+        .expect("there");
+    three.badge = None;
+    players.replace(&mut three).await.expect("replace");
+    assert!(badges.get("Reds", "b3").await.expect("get").is_none());
+    players
+        .insert(&player(4, Some("b3"), None))
+        .await
+        .expect("the badge is free");
+    let mut one = players
+        .get("Reds", 1u32)
+        .await
+        .expect("get")
+        .expect("there");
+    one.nick = Some("ace".into());
+    players.replace(&mut one).await.expect("replace");
+    assert!(
+        players
+            .verify_indexes("Reds")
+            .await
+            .expect("verify")
+            .is_clean()
+    );
+    for id in 1..=4u32 {
+        let loaded = players.get("Reds", id).await.expect("get").expect("there");
+        players.delete(&loaded).await.expect("delete");
+    }
+    assert_eq!(
+        rows(Arc::clone(&backend), name.clone()).await,
+        0,
+        "no index row left"
+    );
+    backend.delete_table(&name).await.expect("delete table");
+}

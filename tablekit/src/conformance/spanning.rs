@@ -885,6 +885,9 @@ async fn remote_rows_in_step<T: TableEntity>(
             for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
                 let key = crate::index::remote_index_key(&value, i, &row.row_key)
                     .map_err(|e| e.to_string())?;
+                if key.is_empty() {
+                    continue;
+                }
                 let (index_table, partition) = def.place(table, pk);
                 if def.index.list {
                     lists

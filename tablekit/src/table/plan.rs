@@ -159,10 +159,12 @@ impl<T: TableEntity> Table<T> {
             row_key: rk.to_owned(),
             if_match: IfMatch::ETag(etag.clone()),
         });
-        operations.extend(keys.iter().map(|key| BatchOperation::Delete {
-            partition_key: pk.to_owned(),
-            row_key: key.clone(),
-            if_match: IfMatch::Any,
+        operations.extend(keys.iter().filter(|key| !key.is_empty()).map(|key| {
+            BatchOperation::Delete {
+                partition_key: pk.to_owned(),
+                row_key: key.clone(),
+                if_match: IfMatch::Any,
+            }
         }));
         let span = super::op_span("delete", &self.name, T::KIND, Some((pk, rk)));
         let sent = send(self.backend.as_ref(), &self.name, &operations)
@@ -469,12 +471,18 @@ impl<T: TableEntity> Typed<'_, T> {
             if !def.list {
                 continue;
             }
+            // (An empty key: no row, for a value that is `None`.)
             let old = state
                 .old_keys
                 .as_ref()
                 .and_then(|keys| keys.get(i))
+                .filter(|key| !key.is_empty())
                 .cloned();
-            let new = new_keys.as_ref().and_then(|keys| keys.get(i)).cloned();
+            let new = new_keys
+                .as_ref()
+                .and_then(|keys| keys.get(i))
+                .filter(|key| !key.is_empty())
+                .cloned();
             if old == new {
                 continue;
             }
@@ -522,10 +530,12 @@ impl<T: TableEntity> Typed<'_, T> {
         let keys = |value: &Option<T>| -> Result<Vec<Option<String>>> {
             (0..T::REMOTE_INDEXES.len())
                 .map(|i| {
+                    // An empty key: an optional value that is `None`, no row.
                     value
                         .as_ref()
                         .map(|v| index::remote_index_key(v, i, rk))
                         .transpose()
+                        .map(|key| key.filter(|key| !key.is_empty()))
                 })
                 .collect()
         };
@@ -784,8 +794,15 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         // The index rows first, from the row, which the entity's own
         // operation then takes.
         for (i, def) in T::INDEXES.iter().enumerate() {
-            let old = old_keys.as_ref().and_then(|keys| keys.get(i));
-            let new = new_keys.as_ref().and_then(|keys| keys.get(i));
+            // An empty key stands for no row (an optional value that is `None`).
+            let old = old_keys
+                .as_ref()
+                .and_then(|keys| keys.get(i))
+                .filter(|key| !key.is_empty());
+            let new = new_keys
+                .as_ref()
+                .and_then(|keys| keys.get(i))
+                .filter(|key| !key.is_empty());
             if def.list {
                 // The index entities of the old and the new value: this
                 // entity leaves one and joins the other, each guarded by
@@ -1479,7 +1496,7 @@ impl<T: TableEntity> Table<T> {
             });
         }
         for (i, def) in T::INDEXES.iter().enumerate() {
-            if let (true, Some(key)) = (def.list, old_keys.get(i)) {
+            if let (true, Some(key)) = (def.list, old_keys.get(i).filter(|k| !k.is_empty())) {
                 ops.push(outbox::StepOp::ListRemove {
                     row_key: key.clone(),
                     member: rk.to_owned(),

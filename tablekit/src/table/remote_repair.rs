@@ -234,7 +234,10 @@ impl<T: TableEntity> Table<T> {
         // From no rows to every row: each put, each list joined, all
         // fenced above what is there.
         let new = (0..T::REMOTE_INDEXES.len())
-            .map(|i| index::remote_index_key(&value, i, &entity.row_key).map(Some))
+            .map(|i| {
+                index::remote_index_key(&value, i, &entity.row_key)
+                    .map(|key| Some(key).filter(|key| !key.is_empty()))
+            })
             .collect::<Result<Vec<_>>>()?;
         let steps = index::remote_steps::<T>(
             &self.name,
@@ -307,6 +310,10 @@ impl<T: TableEntity> Table<T> {
             let value: T = index::decode_for_keys(row)?;
             for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
                 let key = index::remote_index_key(&value, i, &row.row_key)?;
+                if key.is_empty() {
+                    // No value, no row.
+                    continue;
+                }
                 let (table, partition) = def.place(&self.name, pk);
                 if def.index.list {
                     lists
