@@ -1,0 +1,394 @@
+//! The layers of `tablekit/src`, checked: each module may use the modules of
+//! its own layer and the layers below it, never one above (see
+//! ARCHITECTURE.md). The check reads every `crate::…` and `super::…` path
+//! (in `use` trees too) outside comments, and fails with the file, the line
+//! and the two layers for an import that points up.
+//!
+//! The edges that still point up are listed in [`KNOWN_UPWARD`], to be
+//! removed as the code moves; the check also fails when a listed edge is
+//! gone, so the list only shrinks.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The layers, bottom up, and the modules in each. A module path names a
+/// top-level module, or `table::…` for the typed client's submodules.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "model",
+        &["datetime", "value", "entity", "keyorder", "key", "error"],
+    ),
+    ("rules and wire", &["validate", "filter", "json"]),
+    (
+        "contracts",
+        &["backend", "blob", "queue", "clock", "ext", "order", "layer"],
+    ),
+    ("schema", &["schema"]),
+    (
+        "typed client",
+        &[
+            "table",
+            "table::rows",
+            "table::plan",
+            "table::query",
+            "table::batch",
+            "table::bulk",
+            "table::update",
+            "table::merge",
+            "table::pacing",
+        ],
+    ),
+    (
+        "patterns",
+        &[
+            "index",
+            "table::index_read",
+            "table::index_repair",
+            "table::remote_repair",
+            "table::wide",
+            "table::offload",
+            "table::spanning",
+            "outbox",
+            "bucket",
+            "shard",
+            "log",
+            "upkeep",
+        ],
+    ),
+];
+
+/// Modules outside the layers: the crate root's re-exports, the derive's
+/// support module, and the conformance suite, which use everything.
+const OUTSIDE: &[&str] = &["lib", "private", "conformance"];
+
+/// Upward edges that are still there, `(from, to)`: the schema and the
+/// typed client still name patterns, and the rules use backend types. Each
+/// goes when its code moves to where it belongs.
+const KNOWN_UPWARD: &[(&str, &str)] = &[
+    ("json", "backend"),
+    ("json", "schema"),
+    ("validate", "backend"),
+    ("validate", "queue"),
+    ("schema", "bucket"),
+    ("schema", "index"),
+    ("schema", "shard"),
+    ("schema", "table::offload"),
+    ("table", "index"),
+    ("table", "outbox"),
+    ("table", "table::index_read"),
+    ("table", "table::index_repair"),
+    ("table", "table::remote_repair"),
+    ("table", "table::offload"),
+    ("table", "table::spanning"),
+    ("table::batch", "outbox"),
+    ("table::batch", "table::spanning"),
+    ("table::plan", "index"),
+    ("table::plan", "outbox"),
+    ("table::plan", "table::wide"),
+    ("table::query", "shard"),
+    ("table::query", "table::wide"),
+    ("table::rows", "table::offload"),
+];
+
+/// The layer of a module path (`table::plan`, `schema`, …): its own entry,
+/// else its top-level module's.
+fn layer_of(module: &str) -> Option<usize> {
+    let find = |name: &str| {
+        LAYERS
+            .iter()
+            .position(|(_, modules)| modules.contains(&name))
+    };
+    find(module).or_else(|| find(module.split("::").next()?))
+}
+
+/// The module a file holds: `table/plan.rs` is `table::plan`, `schema/mod.rs`
+/// is `schema`.
+fn module_of(relative: &Path) -> String {
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The module a path names, as far as the layers care: `crate::table::plan`
+/// is `table::plan` when that is a module of its own, else `table`.
+fn target(first: &str, second: Option<&str>) -> String {
+    if let Some(second) = second {
+        let nested = format!("{first}::{second}");
+        if layer_of(&nested).is_some() && LAYERS.iter().any(|(_, m)| m.contains(&nested.as_str())) {
+            return nested;
+        }
+    }
+    first.to_owned()
+}
+
+/// `line` without its comment.
+fn code(line: &str) -> &str {
+    match line.find("//") {
+        Some(at) => &line[..at],
+        None => line,
+    }
+}
+
+fn identifier(text: &str) -> Option<&str> {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    (end > 0).then(|| &text[..end])
+}
+
+/// The first two segments of each path that follows `prefix` in `text`: a
+/// plain path, or each entry of a `{…}` group (one level of nesting deep).
+fn paths_after<'a>(text: &'a str, prefix: &str) -> Vec<(&'a str, Option<&'a str>)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let before = &rest[..at];
+        rest = &rest[at + prefix.len()..];
+        // A longer name that ends in the prefix (`my_crate::`) is not it.
+        if before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => return true,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    false
+                })
+                .map_or(group.len(), |(i, _)| i);
+            let mut depth = 0;
+            let mut start = 0;
+            let inner = &group[..end];
+            for (i, c) in inner.char_indices().chain([(inner.len(), ',')]) {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        let entry = inner[start..i].trim();
+                        start = i + 1;
+                        if let Some(first) = identifier(entry) {
+                            let second =
+                                entry[first.len()..].strip_prefix("::").and_then(identifier);
+                            found.push((first, second));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        } else if let Some(first) = identifier(rest) {
+            let second = rest[first.len()..].strip_prefix("::").and_then(identifier);
+            found.push((first, second));
+        }
+    }
+    found
+}
+
+/// An upward edge: where, and between which layers.
+#[derive(Debug)]
+struct Upward {
+    file: PathBuf,
+    line: usize,
+    from: String,
+    to: String,
+}
+
+/// Every upward edge of the files under `root`. Test-only files
+/// (`tests.rs`) are left out.
+fn upward_edges(root: &Path) -> Vec<Upward> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut edges = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root).expect("under the root");
+        if relative.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let module = module_of(relative);
+        if OUTSIDE.contains(&module.split("::").next().unwrap_or_default()) {
+            continue;
+        }
+        let Some(from_layer) = layer_of(&module) else {
+            panic!(
+                "{}: module `{module}` is in no layer: add it to LAYERS",
+                file.display()
+            );
+        };
+        // `super::` names the module a file's module is in.
+        let parent: Vec<&str> = {
+            let mut parts: Vec<&str> = module.split("::").collect();
+            parts.pop();
+            parts
+        };
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        // A file's own `#[cfg(test)] mod tests` is test code: stop there.
+        let body = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or(&text);
+        // A module names its own submodules by their bare names.
+        let children: Vec<&str> = body
+            .lines()
+            .filter_map(|line| {
+                let line = code(line).trim();
+                let line = line
+                    .strip_prefix("pub(crate) ")
+                    .or_else(|| line.strip_prefix("pub(super) "))
+                    .or_else(|| line.strip_prefix("pub "))
+                    .unwrap_or(line);
+                line.strip_prefix("mod ")?.strip_suffix(';')
+            })
+            .collect();
+        for (n, line) in body.lines().enumerate() {
+            let line_code = code(line);
+            let mut targets: Vec<String> = paths_after(line_code, "crate::")
+                .into_iter()
+                .map(|(first, second)| target(first, second))
+                .collect();
+            for child in &children {
+                let named = format!("{child}::");
+                let bare = paths_after(line_code, &named);
+                let grouped = paths_after(line_code, "self::")
+                    .into_iter()
+                    .filter(|(first, _)| first == child);
+                if !bare.is_empty() || grouped.count() > 0 {
+                    targets.push(target(&module, Some(child)));
+                }
+            }
+            for (first, second) in paths_after(line_code, "super::") {
+                let mut path = parent.clone();
+                path.push(first);
+                let joined = path.join("::");
+                let mut split = joined.splitn(2, "::");
+                let (a, b) = (split.next().unwrap_or_default(), split.next());
+                let named = match b {
+                    Some(b) => target(a, Some(b)),
+                    None => target(a, second),
+                };
+                targets.push(named);
+            }
+            for to in targets {
+                if let Some(to_layer) = layer_of(&to)
+                    && to_layer > from_layer
+                {
+                    edges.push(Upward {
+                        file: file.clone(),
+                        line: n + 1,
+                        from: module.clone(),
+                        to,
+                    });
+                }
+            }
+        }
+    }
+    edges
+}
+
+fn layer_name(module: &str) -> &'static str {
+    layer_of(module).map_or("?", |i| LAYERS[i].0)
+}
+
+/// Groups edges by `(from, to)`, as [`KNOWN_UPWARD`] lists them: a `table::…`
+/// module of the typed client counts as itself, a pattern's as itself.
+fn pairs(edges: &[Upward]) -> BTreeSet<(String, String)> {
+    edges
+        .iter()
+        .map(|e| (e.from.clone(), e.to.clone()))
+        .collect()
+}
+
+#[test]
+fn no_module_imports_a_higher_layer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = upward_edges(&root);
+    let known: BTreeSet<(String, String)> = KNOWN_UPWARD
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    let new: Vec<String> = edges
+        .iter()
+        .filter(|e| !known.contains(&(e.from.clone(), e.to.clone())))
+        .map(|e| {
+            format!(
+                "{}:{}: `{}` ({}) imports `{}` ({}), a higher layer",
+                e.file.display(),
+                e.line,
+                e.from,
+                layer_name(&e.from),
+                e.to,
+                layer_name(&e.to)
+            )
+        })
+        .collect();
+    assert!(
+        new.is_empty(),
+        "imports that point up the layers (move the code, or the type it needs, to the right layer):\n{}",
+        new.join("\n")
+    );
+    let present = pairs(&edges);
+    let gone: Vec<_> = known.difference(&present).collect();
+    assert!(
+        gone.is_empty(),
+        "these edges are gone: remove them from KNOWN_UPWARD: {gone:?}"
+    );
+}
+
+/// The check itself: an upward import, plain or in a group, is found with
+/// its file, line and layers; a downward one is not.
+#[test]
+fn the_check_finds_an_upward_import() {
+    let dir = std::env::temp_dir().join(format!("tablekit-layers-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("table")).expect("make a tree");
+    std::fs::write(
+        src.join("value.rs"),
+        "use crate::datetime::DateTime;\nuse crate::{error::Error, index::IndexDef};\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("table").join("plan.rs"),
+        "use super::{Table, wide};\n// use crate::upkeep::Upkeep;\nfn f() { crate::schema::x(); }\n",
+    )
+    .expect("write");
+    let edges = upward_edges(&src);
+    let found: Vec<(String, usize, String)> = edges
+        .iter()
+        .map(|e| {
+            (
+                e.file.file_name().unwrap().to_string_lossy().into_owned(),
+                e.line,
+                e.to.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("plan.rs".to_owned(), 1, "table::wide".to_owned()),
+            ("value.rs".to_owned(), 2, "index".to_owned()),
+        ]
+    );
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}
