@@ -16,11 +16,11 @@ mod azurite;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tablekit::conformance::outbox_drain;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::outbox::Outbox;
 use tablekit::{Entity, QueueStore, Table, TableBackend, TableEntity, UpdateMode};
 use tablekit_azure::{AzureQueues, AzureTables};
+use tablekit_conformance::outbox_drain;
 
 const WRITES: u32 = 200;
 

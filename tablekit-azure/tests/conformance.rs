@@ -29,7 +29,7 @@ fn backend() -> AzureTables {
 
 mod tables {
     use super::*;
-    tablekit::table_conformance_tests!(backend());
+    tablekit_conformance::table_conformance_tests!(backend());
 }
 
 fn blobs() -> tablekit_azure::AzureBlobs {
@@ -38,26 +38,23 @@ fn blobs() -> tablekit_azure::AzureBlobs {
 
 mod blob_store {
     use super::*;
-    tablekit::blob_conformance_tests!(blobs());
+    tablekit_conformance::blob_conformance_tests!(blobs());
 }
 
-fn queues() -> (
-    tablekit_azure::AzureQueues,
-    tablekit::conformance::QueueTime,
-) {
+fn queues() -> (tablekit_azure::AzureQueues, tablekit_conformance::QueueTime) {
     let store = tablekit_azure::AzureQueues::new(target()).expect("a queue client");
-    (store, tablekit::conformance::QueueTime::Real)
+    (store, tablekit_conformance::QueueTime::Real)
 }
 
 mod queue_store {
     use super::*;
-    tablekit::queue_conformance_tests!(queues());
+    tablekit_conformance::queue_conformance_tests!(queues());
 }
 
 fn outbox_stores() -> (
     std::sync::Arc<dyn tablekit::TableBackend>,
     std::sync::Arc<dyn tablekit::QueueStore>,
-    tablekit::conformance::QueueTime,
+    tablekit_conformance::QueueTime,
 ) {
     let (queues, time) = queues();
     (
@@ -69,7 +66,7 @@ fn outbox_stores() -> (
 
 mod outbox {
     use super::*;
-    tablekit::outbox_conformance_tests!(outbox_stores());
+    tablekit_conformance::outbox_conformance_tests!(outbox_stores());
 
     /// Hundreds of random runs of moves through the outbox on the REST
     /// path, with faults in the tables and the queue.
@@ -77,7 +74,7 @@ mod outbox {
     async fn outbox_model_three_hundred_runs() {
         let (tables, queues, time) = outbox_stores();
         let outcomes =
-            tablekit::conformance::outbox_model_runs(tables, queues, time, 300, 4, 0xA2).await;
+            tablekit_conformance::outbox_model_runs(tables, queues, time, 300, 4, 0xA2).await;
         println!("{outcomes:?}");
         assert!(outcomes.moved > 150, "{outcomes:?}");
     }
@@ -88,7 +85,7 @@ mod outbox {
     async fn remote_index_model_three_hundred_runs() {
         let (tables, queues, _) = outbox_stores();
         let outcomes =
-            tablekit::conformance::remote_index_model_runs(tables, queues, 300, 4, 0xA3).await;
+            tablekit_conformance::remote_index_model_runs(tables, queues, 300, 4, 0xA3).await;
         println!("{outcomes:?}");
         assert!(outcomes.moved > 300, "{outcomes:?}");
     }
@@ -100,7 +97,7 @@ mod typed {
     use tablekit::{BlobStore, TableBackend};
 
     use super::*;
-    tablekit::typed_conformance_tests!(
+    tablekit_conformance::typed_conformance_tests!(
         Arc::new(backend()) as Arc<dyn TableBackend>,
         Arc::new(blobs()) as Arc<dyn BlobStore>
     );
@@ -111,7 +108,7 @@ mod typed {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_model_three_hundred_runs() {
     use std::sync::Arc;
-    let outcomes = tablekit::conformance::index_model_runs(Arc::new(backend()), 300, 6, 0xA2).await;
+    let outcomes = tablekit_conformance::index_model_runs(Arc::new(backend()), 300, 6, 0xA2).await;
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
 }
@@ -121,7 +118,7 @@ async fn index_model_three_hundred_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_index_model_three_hundred_runs() {
     use std::sync::Arc;
-    use tablekit::conformance::{PlainStaff, index_model_runs_of};
+    use tablekit_conformance::{PlainStaff, index_model_runs_of};
     let outcomes = index_model_runs_of::<PlainStaff>(Arc::new(backend()), 300, 6, 0xA4).await;
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
@@ -134,7 +131,7 @@ async fn plain_index_model_three_hundred_runs() {
 async fn writes_are_safe_to_drop_at_every_poll() {
     use std::sync::Arc;
     let (queues, _) = queues();
-    let outcomes = tablekit::conformance::writes_are_safe_to_drop(
+    let outcomes = tablekit_conformance::writes_are_safe_to_drop(
         Arc::new(backend()),
         Arc::new(blobs()),
         Arc::new(queues),

@@ -13,9 +13,9 @@ mod azurite;
 
 use std::sync::Arc;
 
-use tablekit::conformance::run_counter;
 use tablekit::{TableBackend, UpdateOptions};
 use tablekit_azure::AzureTables;
+use tablekit_conformance::run_counter;
 
 fn patient() -> UpdateOptions {
     UpdateOptions::default().attempts(400)

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tablekit::clock::ManualClock;
-use tablekit::conformance::QueueTime;
 use tablekit::layer::FaultInjection;
 use tablekit::{BlobStore, QueueStore, TableBackend};
+use tablekit_conformance::QueueTime;
 use tablekit_mem::{Adversarial, MemBackend, MemBlobStore, MemQueueStore};
 
 /// A queue store on a clock the tests move by hand.
@@ -27,19 +27,19 @@ fn real_time_queues() -> (MemQueueStore, QueueTime) {
 
 mod direct {
     use super::*;
-    tablekit::table_conformance_tests!(MemBackend::new());
-    tablekit::blob_conformance_tests!(MemBlobStore::new());
-    tablekit::queue_conformance_tests!(queues());
+    tablekit_conformance::table_conformance_tests!(MemBackend::new());
+    tablekit_conformance::blob_conformance_tests!(MemBlobStore::new());
+    tablekit_conformance::queue_conformance_tests!(queues());
 }
 
 mod real_time {
     use super::*;
-    tablekit::queue_conformance_tests!(real_time_queues());
+    tablekit_conformance::queue_conformance_tests!(real_time_queues());
 }
 
 mod adversarial_pages {
     use super::*;
-    tablekit::table_conformance_tests!(
+    tablekit_conformance::table_conformance_tests!(
         MemBackend::builder()
             .adversarial(Adversarial::default())
             .build()
@@ -50,7 +50,7 @@ mod adversarial_pages {
 /// suite still holds, as its reads go through tablekit's ordered reads.
 mod unsorted_pages {
     use super::*;
-    tablekit::table_conformance_tests!(
+    tablekit_conformance::table_conformance_tests!(
         MemBackend::builder()
             .adversarial(Adversarial::unsorted())
             .build()
@@ -59,9 +59,13 @@ mod unsorted_pages {
 
 mod through_arc_dyn {
     use super::*;
-    tablekit::table_conformance_tests!(Arc::new(MemBackend::new()) as Arc<dyn TableBackend>);
-    tablekit::blob_conformance_tests!(Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>);
-    tablekit::queue_conformance_tests!({
+    tablekit_conformance::table_conformance_tests!(
+        Arc::new(MemBackend::new()) as Arc<dyn TableBackend>
+    );
+    tablekit_conformance::blob_conformance_tests!(
+        Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>
+    );
+    tablekit_conformance::queue_conformance_tests!({
         let (store, time) = queues();
         (Arc::new(store) as Arc<dyn QueueStore>, time)
     });
@@ -69,9 +73,13 @@ mod through_arc_dyn {
 
 mod through_box_dyn {
     use super::*;
-    tablekit::table_conformance_tests!(Box::new(MemBackend::new()) as Box<dyn TableBackend>);
-    tablekit::blob_conformance_tests!(Box::new(MemBlobStore::new()) as Box<dyn BlobStore>);
-    tablekit::queue_conformance_tests!({
+    tablekit_conformance::table_conformance_tests!(
+        Box::new(MemBackend::new()) as Box<dyn TableBackend>
+    );
+    tablekit_conformance::blob_conformance_tests!(
+        Box::new(MemBlobStore::new()) as Box<dyn BlobStore>
+    );
+    tablekit_conformance::queue_conformance_tests!({
         let (store, time) = queues();
         (Box::new(store) as Box<dyn QueueStore>, time)
     });
@@ -84,9 +92,9 @@ mod through_fault_layer {
         layer.handle().set_latency(Some(Duration::from_micros(50)));
         layer
     }
-    tablekit::table_conformance_tests!(layered(MemBackend::new()));
-    tablekit::blob_conformance_tests!(layered(MemBlobStore::new()));
-    tablekit::queue_conformance_tests!({
+    tablekit_conformance::table_conformance_tests!(layered(MemBackend::new()));
+    tablekit_conformance::blob_conformance_tests!(layered(MemBlobStore::new()));
+    tablekit_conformance::queue_conformance_tests!({
         let (store, time) = queues();
         (layered(store), time)
     });
@@ -94,7 +102,7 @@ mod through_fault_layer {
 
 mod typed {
     use super::*;
-    tablekit::typed_conformance_tests!(
+    tablekit_conformance::typed_conformance_tests!(
         Arc::new(MemBackend::new()) as Arc<dyn TableBackend>,
         Arc::new(MemBlobStore::new()) as Arc<dyn BlobStore>
     );
@@ -102,7 +110,7 @@ mod typed {
 
 mod typed_adversarial {
     use super::*;
-    tablekit::typed_conformance_tests!(
+    tablekit_conformance::typed_conformance_tests!(
         Arc::new(
             MemBackend::builder()
                 .adversarial(Adversarial::default())
@@ -117,7 +125,7 @@ mod typed_adversarial {
 /// a store that returns rows in no key order.
 mod typed_unsorted {
     use super::*;
-    tablekit::typed_conformance_tests!(
+    tablekit_conformance::typed_conformance_tests!(
         Arc::new(
             MemBackend::builder()
                 .adversarial(Adversarial::unsorted())
@@ -139,7 +147,7 @@ mod outbox_unsorted {
         (Arc::new(tables), Arc::new(queues), time)
     }
 
-    tablekit::outbox_conformance_tests!(stores());
+    tablekit_conformance::outbox_conformance_tests!(stores());
 }
 
 /// The index model test at full length: 10,000 random sequences of every
@@ -147,7 +155,7 @@ mod outbox_unsorted {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_model_ten_thousand_runs() {
     let outcomes =
-        tablekit::conformance::index_model_runs(Arc::new(MemBackend::new()), 10_000, 8, 0x5EED)
+        tablekit_conformance::index_model_runs(Arc::new(MemBackend::new()), 10_000, 8, 0x5EED)
             .await;
     eprintln!("{outcomes:?}");
     outcomes.assert_varied();
@@ -157,7 +165,7 @@ async fn index_model_ten_thousand_runs() {
 /// entity): their deletes through a `Loaded` take the unplanned path.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_index_model_ten_thousand_runs() {
-    let outcomes = tablekit::conformance::index_model_runs_of::<tablekit::conformance::PlainStaff>(
+    let outcomes = tablekit_conformance::index_model_runs_of::<tablekit_conformance::PlainStaff>(
         Arc::new(MemBackend::new()),
         10_000,
         8,
@@ -176,7 +184,7 @@ mod outbox {
         (Arc::new(MemBackend::new()), Arc::new(queues), time)
     }
 
-    tablekit::outbox_conformance_tests!(stores());
+    tablekit_conformance::outbox_conformance_tests!(stores());
 
     /// Thousands of random runs of moves through the outbox, with faults in
     /// the tables and the queue, duplicate notices and poison.
@@ -184,7 +192,7 @@ mod outbox {
     async fn outbox_model_two_thousand_runs() {
         let (tables, queues, time) = stores();
         let outcomes =
-            tablekit::conformance::outbox_model_runs(tables, queues, time, 2000, 6, 0x0B0C).await;
+            tablekit_conformance::outbox_model_runs(tables, queues, time, 2000, 6, 0x0B0C).await;
         println!("{outcomes:?}");
         assert!(outcomes.moved > 1000, "{outcomes:?}");
         assert!(outcomes.unknown > 10, "{outcomes:?}");
@@ -200,7 +208,7 @@ mod outbox {
     async fn remote_index_model_two_thousand_runs() {
         let (tables, queues, _) = stores();
         let outcomes =
-            tablekit::conformance::remote_index_model_runs(tables, queues, 2000, 6, 0xC17E).await;
+            tablekit_conformance::remote_index_model_runs(tables, queues, 2000, 6, 0xC17E).await;
         println!("{outcomes:?}");
         assert!(outcomes.moved > 3000, "{outcomes:?}");
         // Lost answers of upserts and unconditional deletes are settled
@@ -213,7 +221,7 @@ mod outbox {
 /// until it completes; after the upkeep, everything is back in step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_safe_to_drop_at_every_poll() {
-    let outcomes = tablekit::conformance::writes_are_safe_to_drop(
+    let outcomes = tablekit_conformance::writes_are_safe_to_drop(
         Arc::new(MemBackend::new()),
         Arc::new(MemBlobStore::new()),
         Arc::new(MemQueueStore::new()),

@@ -128,7 +128,7 @@ mod worker {
             )],
         };
         let record =
-            tablekit::conformance::record_for_tests("Slow", "p", "e", 1, clock.now(), &[step]);
+            tablekit_conformance::record_for_tests("Slow", "p", "e", 1, clock.now(), &[step]);
         backend.insert_entity("Slow", &record).await.unwrap();
         let slow = FaultInjection::new(backend);
         slow.handle().set_latency(Some(Duration::from_millis(300)));
@@ -224,7 +224,7 @@ mod worker {
                     Entity::new("q", "r").with("v", seq),
                 )],
             };
-            let record = tablekit::conformance::record_for_tests(
+            let record = tablekit_conformance::record_for_tests(
                 "Twice",
                 "p",
                 "e",

@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use tablekit::conformance::outbox_drain;
+use tablekit_conformance::outbox_drain;
 use tablekit_mem::{MemBackend, MemQueueStore};
 
 const MOVES: usize = 5000;

@@ -214,8 +214,8 @@ impl FaultHandle {
     /// Makes every call give way to the executor once before it reaches the
     /// store and once after (the store has applied it, the answer is still
     /// on its way), as a call over a network does. Those are the points
-    /// where a caller's future can be dropped: see
-    /// [`conformance::drop_after_polls`](crate::conformance::drop_after_polls).
+    /// where a caller's future can be dropped: see `drop_after_polls` in the
+    /// `tablekit-conformance` crate, which drops a write after each of them.
     pub fn set_yields(&self, yields: bool) {
         self.plan.lock().yields = yields;
     }

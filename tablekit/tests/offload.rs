@@ -160,7 +160,7 @@ async fn a_missing_or_altered_blob_is_an_error_not_data() {
 }
 
 // Failing every step of every protocol is a conformance test:
-// `tablekit::conformance::blob_offload_survives_failures`, run by tablekit-mem.
+// `tablekit_conformance::blob_offload_survives_failures`, run by tablekit-mem.
 
 #[tokio::test]
 async fn the_sweep_spares_young_blobs() {

@@ -133,7 +133,7 @@ async fn racing_writers_one_wins_whole() {
 }
 
 // Failures at each step of a wide write are a conformance test:
-// `tablekit::conformance::wide_entities_are_never_half_written`.
+// `tablekit_conformance::wide_entities_are_never_half_written`.
 
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Docs", kind = "DOC", wide)]

@@ -3,7 +3,7 @@
 //! they must not disturb each other.
 
 use futures::future::join_all;
-use tablekit::conformance::{BLOB_TESTS, TABLE_TESTS};
+use tablekit_conformance::{BLOB_TESTS, TABLE_TESTS};
 use tablekit_mem::{MemBackend, MemBlobStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

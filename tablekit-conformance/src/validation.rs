@@ -1,12 +1,12 @@
 //! Every limit of the service, each with its typed error, and nothing written.
 
 use super::{assert_invalid, fresh_table};
-use crate::backend::{GetOptions, Query, TableBackend, UpdateMode};
-use crate::entity::{Entity, IfMatch};
-use crate::error::{InvalidInput, KeyKind};
-use crate::ext::TableBackendExt;
-use crate::filter::prop;
-use crate::validate::limits;
+use tablekit::TableBackendExt;
+use tablekit::backend::{GetOptions, Query, TableBackend, UpdateMode};
+use tablekit::filter::prop;
+use tablekit::validate::limits;
+use tablekit::{Entity, IfMatch};
+use tablekit::{InvalidInput, KeyKind};
 
 /// Tries every write of `entity`, expecting the error `check` accepts from
 /// each, then checks that nothing was stored.

@@ -1,13 +1,13 @@
 //! Single-entity operations: CRUD, ETags, replace versus merge, upserts, projections.
 
 use super::fresh_table;
-use crate::backend::{GetOptions, Query, TableBackend, UpdateMode};
-use crate::datetime::DateTime;
-use crate::entity::{ETag, Entity, IfMatch};
-use crate::error::Error;
-use crate::ext::TableBackendExt;
-use crate::filter::Filter;
-use crate::value::Value;
+use tablekit::DateTime;
+use tablekit::Error;
+use tablekit::TableBackendExt;
+use tablekit::Value;
+use tablekit::backend::{GetOptions, Query, TableBackend, UpdateMode};
+use tablekit::filter::Filter;
+use tablekit::{ETag, Entity, IfMatch};
 
 async fn get(backend: &dyn TableBackend, table: &str, pk: &str, rk: &str) -> Entity {
     backend
@@ -42,7 +42,7 @@ pub fn every_type_entity(pk: &str, rk: &str) -> Entity {
         )
         .with(
             "Guid",
-            uuid::Uuid::from_u128(0xc9da6455_213d_42c9_9a79_3e9149a57833),
+            tablekit::uuid::Uuid::from_u128(0xc9da6455_213d_42c9_9a79_3e9149a57833),
         )
         .with("Bin", vec![0u8, 1, 2, 255])
         .with("BinEmpty", Vec::<u8>::new())

@@ -1,13 +1,13 @@
 //! Queries: ordering, paging, continuation, filters.
 
 use super::{assert_invalid, fresh_table};
-use crate::backend::{BatchOperation, ContinuationToken, Query, TableBackend};
-use crate::datetime::DateTime;
-use crate::entity::Entity;
-use crate::error::{Error, InvalidInput};
-use crate::ext::TableBackendExt;
-use crate::filter::{Filter, prop};
-use crate::keyorder::cmp_utf16;
+use tablekit::DateTime;
+use tablekit::Entity;
+use tablekit::TableBackendExt;
+use tablekit::backend::{BatchOperation, ContinuationToken, Query, TableBackend};
+use tablekit::filter::{Filter, prop};
+use tablekit::keyorder::cmp_utf16;
+use tablekit::{Error, InvalidInput};
 
 /// Inserts entities through batches of up to 100 (one partition each).
 pub async fn load(backend: &dyn TableBackend, table: &str, entities: Vec<Entity>) {
@@ -30,7 +30,7 @@ pub async fn load(backend: &dyn TableBackend, table: &str, entities: Vec<Entity>
 }
 
 /// Keys as the store was seen to order them, in UTF-16 order.
-pub const ORDERED_KEYS: [&str; 30] = crate::keyorder::VERIFIED_ORDER;
+pub const ORDERED_KEYS: [&str; 30] = tablekit::keyorder::VERIFIED_ORDER;
 
 /// Results come sorted by PartitionKey, then RowKey, by UTF-16 code units:
 /// case-sensitive, upper case first, supplementary characters before U+E000.
@@ -119,7 +119,7 @@ pub async fn queries_page_and_resume(backend: &dyn TableBackend) {
         "2,505 entities need at least three pages, got {pages}"
     );
     assert_eq!(seen.len(), 2505, "every entity exactly once");
-    if backend.query_order() == crate::QueryOrder::Keys {
+    if backend.query_order() == tablekit::QueryOrder::Keys {
         assert!(
             seen.windows(2).all(|w| w[0] < w[1]),
             "pages continue in key order without repeats"
@@ -176,7 +176,7 @@ pub async fn filters_follow_the_service_rules(backend: &dyn TableBackend) {
     let table = fresh_table(backend, "filter").await;
     let t0 = DateTime::parse("2020-01-01T00:00:00Z").expect("valid");
     let t1 = DateTime::parse("2021-06-15T12:30:00.1234567Z").expect("valid");
-    let g = uuid::Uuid::from_u128(42);
+    let g = tablekit::uuid::Uuid::from_u128(42);
     let rows = vec![
         Entity::new("p", "a")
             .with("n", 1)
@@ -329,7 +329,7 @@ pub async fn filter_names_cannot_inject(backend: &dyn TableBackend) {
             |e| matches!(e, InvalidInput::FilterPropertyName { .. }),
         );
         // In `$select` only the characters matter: a keyword is a fine name there.
-        if crate::validate::property_name(name).is_err() {
+        if tablekit::validate::property_name(name).is_err() {
             let select = backend
                 .query_entities(&table, &Query::new().select([name]))
                 .await;

@@ -8,18 +8,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{fresh_table, unique_table};
-use crate::backend::{Query, TableBackend};
-use crate::blob::{BlobStore, ListBlobsOptions};
-use crate::entity::IfMatch;
-use crate::error::Error;
-use crate::ext::TableBackendExt;
-use crate::layer::{Fault, FaultInjection, Injection, Operation};
-use crate::table::{Loaded, Table};
-use crate::{TableEntity, table::wide};
+use tablekit::Error;
+use tablekit::IfMatch;
+use tablekit::TableBackendExt;
+use tablekit::backend::{Query, TableBackend};
+use tablekit::blob::{BlobStore, ListBlobsOptions};
+use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::table::{Loaded, Table};
+use tablekit::{TableEntity, table::wide};
 
 /// An entity with a data series, wide enough to need several rows.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "DAYS", wide)]
+#[tablekit(table = "Conformance", kind = "DAYS", wide)]
 pub struct Days {
     /// The site.
     #[tablekit(partition_key)]
@@ -36,7 +36,7 @@ pub struct Days {
 
 /// An entity whose large values live in the blob store.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "DOC")]
+#[tablekit(table = "Conformance", kind = "DOC")]
 pub struct Document {
     /// The folder.
     #[tablekit(partition_key)]
@@ -394,7 +394,7 @@ pub async fn wide_part_keys_cannot_collide(backend: Arc<dyn TableBackend>) {
     assert_eq!(wide::base_of(&part), Some(base));
     for text in ["a\u{FFFD}\u{FFFD}01", "\u{FFFD}", "x\u{FFFD}0"] {
         let mut encoded = String::new();
-        crate::key::write_escaped(text, &mut encoded);
+        tablekit::key::write_escaped(text, &mut encoded);
         assert_eq!(
             wide::base_of(&encoded),
             None,

@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use super::assert_invalid;
-use crate::clock::ManualClock;
-use crate::error::{Error, InvalidInput};
-use crate::queue::{
+use tablekit::clock::ManualClock;
+use tablekit::queue::{
     ListQueuesOptions, MAX_MESSAGE_BYTES, MessageTtl, PutMessageOptions, QueueStore,
 };
+use tablekit::{Error, InvalidInput};
 
 /// How a queue test lets time pass: a store on a [`ManualClock`] is moved
 /// by hand; a real service is waited for, with a margin for its clock's
@@ -67,10 +67,8 @@ pub async fn queues_create_list_delete(store: &dyn QueueStore, _time: &QueueTime
         !store.create_queue(&names[0]).await.expect("create again"),
         "creating an existing queue reports that it existed"
     );
-    let mut options = ListQueuesOptions {
-        max_results: Some(2),
-        ..ListQueuesOptions::prefix(prefix.clone())
-    };
+    let mut options = ListQueuesOptions::prefix(prefix.clone());
+    options.max_results = Some(2);
     let mut listed = Vec::new();
     loop {
         let page = store.list_queues(&options).await.expect("list");

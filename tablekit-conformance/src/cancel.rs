@@ -1,9 +1,9 @@
 //! Cancellation safety: every multi-row typed write, dropped after its k-th
 //! poll for every k until it completes, leaves a state that the library's
-//! [upkeep](crate::upkeep) brings back in step.
+//! [upkeep](tablekit::upkeep) brings back in step.
 //!
 //! The tables run through the fault-injection layer with
-//! [yields](crate::layer::FaultHandle::set_yields) on: every call to the
+//! [yields](tablekit::layer::FaultHandle::set_yields) on: every call to the
 //! store gives way once before it reaches the store and once after it was
 //! applied, as a call over a network does, so every request of a write is a
 //! point where the write can be dropped, including the worst one (applied,
@@ -19,13 +19,13 @@ use super::fresh_table;
 use super::indexes::{Filed, Staff, Tagged};
 use super::large::Document;
 use super::spanning::{Contact, Mover};
-use crate::backend::TableBackend;
-use crate::blob::BlobStore;
-use crate::layer::FaultInjection;
-use crate::outbox::Outbox;
-use crate::queue::QueueStore;
-use crate::table::{Loaded, Table};
-use crate::upkeep::Upkeep;
+use tablekit::backend::TableBackend;
+use tablekit::blob::BlobStore;
+use tablekit::layer::FaultInjection;
+use tablekit::outbox::Outbox;
+use tablekit::queue::QueueStore;
+use tablekit::table::{Loaded, Table};
+use tablekit::upkeep::Upkeep;
 
 /// The most polls a write may take before the harness calls it stuck.
 const MAX_POLLS: usize = 2_000;
@@ -109,7 +109,7 @@ impl CancelOutcomes {
 /// as tasks of its own) to end.
 async fn settle() {
     for _ in 0..10_000 {
-        if crate::table::detached_in_flight() == 0 {
+        if tablekit::__conformance::detached_in_flight() == 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -225,7 +225,7 @@ impl Harness {
 
 /// The audit found the local indexes clean.
 #[track_caller]
-fn assert_clean(audit: crate::Result<crate::index::IndexAudit>, what: &str) {
+fn assert_clean(audit: tablekit::Result<tablekit::index::IndexAudit>, what: &str) {
     let audit = audit.expect("verify the indexes");
     assert!(audit.is_clean(), "{what}: indexes out of step: {audit:?}");
 }
@@ -351,9 +351,9 @@ async fn write_case<T, P, R>(
     k: usize,
 ) -> bool
 where
-    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug + Send + 'static,
-    P: crate::schema::KeyArg<T::PartitionKey> + Copy,
-    R: crate::schema::KeyArg<T::RowKey> + Copy,
+    T: tablekit::TableEntity + Clone + PartialEq + std::fmt::Debug + Send + 'static,
+    P: tablekit::schema::KeyArg<T::PartitionKey> + Copy,
+    R: tablekit::schema::KeyArg<T::RowKey> + Copy,
 {
     if let Some(before) = before {
         t.insert(before).await.expect("insert");
@@ -724,9 +724,9 @@ async fn move_case<T, R>(
     k: usize,
 ) -> bool
 where
-    T: crate::TableEntity + Clone + PartialEq + std::fmt::Debug,
-    for<'a> &'a str: crate::schema::KeyArg<T::PartitionKey>,
-    R: crate::schema::KeyArg<T::RowKey> + Copy,
+    T: tablekit::TableEntity + Clone + PartialEq + std::fmt::Debug,
+    for<'a> &'a str: tablekit::schema::KeyArg<T::PartitionKey>,
+    R: tablekit::schema::KeyArg<T::RowKey> + Copy,
 {
     t.insert(before).await.expect("insert");
     let loaded = t.get(from.0, from.1).await.expect("get").expect("stored");
@@ -779,7 +779,7 @@ pub async fn writes_are_safe_to_drop(
 /// after the upkeep the entity is there whole or not at all, and the write
 /// done again lands.
 async fn log_and_bucket_paths(h: &Harness, out: &mut CancelOutcomes) {
-    use crate::log::{LogConfig, LogReader, LogWriter};
+    use tablekit::log::{LogConfig, LogReader, LogWriter};
     let log = |prefix: &str| {
         LogWriter::<u32>::new(Arc::clone(&h.blobs), &h.container, prefix)
             .with_config(LogConfig::default().max_bytes(1 << 20))
@@ -826,11 +826,12 @@ async fn log_and_bucket_paths(h: &Harness, out: &mut CancelOutcomes) {
     let event = |k: usize, n: u32| super::scale::Event {
         source: format!("s{k}"),
         id: n,
-        at: crate::DateTime::parse(&format!("2026-11-2{}T18:00:00Z", k % 8 + 1)).expect("a time"),
+        at: tablekit::DateTime::parse(&format!("2026-11-2{}T18:00:00Z", k % 8 + 1))
+            .expect("a time"),
     };
     every_k!(out, h, "bucketed insert", |k| {
         let base = Table::<super::scale::Event>::from_arc(Arc::clone(&h.tables), &prefix);
-        let buckets = crate::bucket::Buckets::new(base).expect("a bucket prefix");
+        let buckets = tablekit::bucket::Buckets::new(base).expect("a bucket prefix");
         let after = event(k, 1);
         let done = drop_after_polls(k, buckets.insert(&after)).await.is_some();
         h.upkeep().await;
@@ -839,21 +840,21 @@ async fn log_and_bucket_paths(h: &Harness, out: &mut CancelOutcomes) {
             .get(after.source.as_str(), after.id)
             .await
             .or_else(|e| match e {
-                crate::Error::TableNotFound { .. } => Ok(None),
+                tablekit::Error::TableNotFound { .. } => Ok(None),
                 e => Err(e),
             })
             .expect("get");
         one_of(stored, None, Some(&after), "bucketed insert");
         // Done again, it lands (or finds itself there).
         match buckets.insert(&after).await {
-            Ok(_) | Err(crate::Error::EntityAlreadyExists { .. }) => {}
+            Ok(_) | Err(tablekit::Error::EntityAlreadyExists { .. }) => {}
             Err(e) => panic!("bucketed insert again: {e}"),
         }
         done
     });
     // The tables the bucketed cases made.
     let base = Table::<super::scale::Event>::from_arc(Arc::clone(&h.backend), &prefix);
-    let buckets = crate::bucket::Buckets::new(base).expect("a bucket prefix");
+    let buckets = tablekit::bucket::Buckets::new(base).expect("a bucket prefix");
     for table in buckets.tables().await.expect("the bucket tables") {
         h.backend
             .delete_table(&table.name)

@@ -1,8 +1,8 @@
 //! Blob store operations.
 
 use super::assert_invalid;
-use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
-use crate::error::{Error, InvalidInput};
+use tablekit::blob::{BlobStore, ListBlobsOptions, PutCondition};
+use tablekit::{Error, InvalidInput};
 
 /// A fresh container name.
 fn unique_container(tag: &str) -> String {
@@ -55,10 +55,8 @@ pub async fn blob_put_get_list_delete(store: &dyn BlobStore) {
             .await
             .expect("put");
     }
-    let mut options = ListBlobsOptions {
-        max_results: Some(2),
-        ..ListBlobsOptions::prefix("t/p/")
-    };
+    let mut options = ListBlobsOptions::prefix("t/p/");
+    options.max_results = Some(2);
     let mut names = Vec::new();
     loop {
         let page = store.list_blobs(&container, &options).await.expect("list");

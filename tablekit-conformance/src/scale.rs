@@ -5,14 +5,14 @@ use std::sync::Arc;
 use futures::TryStreamExt as _;
 
 use super::unique_table;
-use crate::backend::{ContinuationToken, Query, TableBackend};
-use crate::ext::TableBackendExt;
-use crate::table::{Cursor, RowErrors, SkippedRows, Table};
-use crate::{Entity, TableEntity};
+use tablekit::TableBackendExt;
+use tablekit::backend::{ContinuationToken, Query, TableBackend};
+use tablekit::table::{Cursor, RowErrors, SkippedRows, Table};
+use tablekit::{Entity, TableEntity};
 
 /// A page hit, spread over 8 shards of its page's partition.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "HIT", shards = 8)]
+#[tablekit(table = "Conformance", kind = "HIT", shards = 8)]
 pub struct Hit {
     /// The page: the logical partition.
     #[tablekit(partition_key)]
@@ -58,7 +58,7 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     assert_eq!(raw.len(), 270);
     let mut shards = std::collections::BTreeSet::new();
     for row in &raw {
-        let shard = crate::shard::shard_of(&row.row_key, 8);
+        let shard = tablekit::shard::shard_of(&row.row_key, 8);
         let (page, suffix) = row.partition_key.rsplit_once('|').expect("a shard suffix");
         assert_eq!(suffix, format!("{shard:02}"), "{row:?}");
         if page == "home" {
@@ -149,8 +149,8 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     assert!(
         matches!(
             refused,
-            Err(crate::Error::Invalid(
-                crate::InvalidInput::ContinuationToken { .. }
+            Err(tablekit::Error::Invalid(
+                tablekit::InvalidInput::ContinuationToken { .. }
             ))
         ),
         "{refused:?}"
@@ -179,8 +179,8 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     assert!(hits.get("home", 117u32).await.expect("get").is_none());
 
     // A row in the wrong shard is never read as the type: it is a row error.
-    let row_key = crate::schema::row_key_of(&hit("home", 500)).expect("row key");
-    let wrong = (crate::shard::shard_of(&row_key, 8) + 1) % 8;
+    let row_key = tablekit::schema::row_key_of(&hit("home", 500)).expect("row key");
+    let wrong = (tablekit::shard::shard_of(&row_key, 8) + 1) % 8;
     let stray = Entity::new(format!("home|{wrong:02}"), row_key)
         .with("_Kind", "HIT")
         .with("_Version", 1)
@@ -204,7 +204,7 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
 
 /// An event, kept in one table per hour by its time.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EVT", buckets = "hour")]
+#[tablekit(table = "Conformance", kind = "EVT", buckets = "hour")]
 pub struct Event {
     /// Where it happened.
     #[tablekit(partition_key)]
@@ -214,13 +214,13 @@ pub struct Event {
     pub id: u32,
     /// When: picks the table.
     #[tablekit(bucket)]
-    pub at: crate::DateTime,
+    pub at: tablekit::DateTime,
 }
 
 /// A line of an audit trail, kept in one table per day by the time of its
 /// write.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", buckets = "day")]
+#[tablekit(table = "Conformance", buckets = "day")]
 pub struct AuditLine {
     /// Who acted.
     #[tablekit(partition_key)]
@@ -235,15 +235,15 @@ fn bucket_prefix(tag: &str) -> String {
     format!("{}x", unique_table(tag))
 }
 
-fn at(text: &str) -> crate::DateTime {
-    crate::DateTime::parse(text).expect("a time")
+fn at(text: &str) -> tablekit::DateTime {
+    tablekit::DateTime::parse(text).expect("a time")
 }
 
 /// Rows go to their period's table, created on first use; a time range
 /// reads the tables it meets in order and keeps to the range; dropping
 /// takes whole tables and no write brings a dropped period back.
 pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>) {
-    use crate::bucket::{Buckets, Period};
+    use tablekit::bucket::{Buckets, Period};
     let prefix = bucket_prefix("bkt");
     let events = Buckets::new(Table::<Event>::from_arc(Arc::clone(&backend), &prefix))
         .expect("a bucket prefix");
@@ -283,7 +283,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .expect("another table");
     assert_eq!(events.tables().await.expect("tables").len(), 3);
 
-    let ids = |rows: Vec<crate::Loaded<Event>>| rows.iter().map(|e| e.id).collect::<Vec<_>>();
+    let ids = |rows: Vec<tablekit::Loaded<Event>>| rows.iter().map(|e| e.id).collect::<Vec<_>>();
     // Period order, then key order in each period.
     let all = events.query(..).collect().await.expect("all");
     assert_eq!(ids(all), [1, 3, 4, 2, 5]);
@@ -336,7 +336,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .insert(&event("door", 9, "2026-11-23T18:45:00Z"))
         .await;
     assert!(
-        matches!(refused, Err(crate::Error::TableBeingDeleted { .. })),
+        matches!(refused, Err(tablekit::Error::TableBeingDeleted { .. })),
         "a dropped period stays dropped: {refused:?}"
     );
     let left = events.query(..).collect().await.expect("after the drop");
@@ -350,7 +350,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .expect("clean up");
 
     // Bucketed by the time of the write: the table's clock picks the period.
-    let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-23T23:00:00Z")));
+    let clock = Arc::new(tablekit::clock::ManualClock::at(at("2026-11-23T23:00:00Z")));
     let prefix = bucket_prefix("aud");
     let audit = Buckets::new(
         Table::<AuditLine>::from_arc(Arc::clone(&backend), &prefix).with_clock(clock.clone()),
@@ -397,14 +397,14 @@ struct LogLine {
 /// every record appended is there once.
 pub async fn logs_lose_nothing_under_faults(
     _backend: Arc<dyn TableBackend>,
-    blobs: Arc<dyn crate::BlobStore>,
+    blobs: Arc<dyn tablekit::BlobStore>,
 ) {
-    use crate::layer::{Fault, FaultInjection, Injection, Operation};
-    use crate::log::{LogConfig, LogReader, LogWriter};
+    use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+    use tablekit::log::{LogConfig, LogReader, LogWriter};
     let container = unique_table("logs").to_ascii_lowercase();
     let layer = FaultInjection::new(Arc::clone(&blobs));
     let faults = layer.handle();
-    let faulty: Arc<dyn crate::BlobStore> = Arc::new(layer);
+    let faulty: Arc<dyn tablekit::BlobStore> = Arc::new(layer);
     let runs = 12;
     let mut flushed = 0;
     let mut failed = 0;
@@ -412,7 +412,7 @@ pub async fn logs_lose_nothing_under_faults(
         let seed = 0x5EED_0000 + run;
         let mut rng = fastrand::Rng::with_seed(seed);
         let prefix = format!("run{run}/app");
-        let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-22T18:00:30Z")));
+        let clock = Arc::new(tablekit::clock::ManualClock::at(at("2026-11-22T18:00:30Z")));
         let writer = LogWriter::<LogLine>::new(Arc::clone(&faulty), &container, &prefix)
             .with_clock(clock.clone())
             .with_config(
@@ -501,11 +501,11 @@ pub async fn logs_lose_nothing_under_faults(
 /// and on shutdown; blobs are named by minute and number.
 pub async fn logs_flush_by_size_age_and_shutdown(
     _backend: Arc<dyn TableBackend>,
-    blobs: Arc<dyn crate::BlobStore>,
+    blobs: Arc<dyn tablekit::BlobStore>,
 ) {
-    use crate::log::{LogConfig, LogReader, LogWriter};
+    use tablekit::log::{LogConfig, LogReader, LogWriter};
     let container = unique_table("logs").to_ascii_lowercase();
-    let clock = Arc::new(crate::clock::ManualClock::at(at("2026-11-22T18:00:05Z")));
+    let clock = Arc::new(tablekit::clock::ManualClock::at(at("2026-11-22T18:00:05Z")));
     let line = |n: u32| LogLine {
         n,
         text: "0123456789".into(),
@@ -575,12 +575,12 @@ pub async fn logs_flush_by_size_age_and_shutdown(
             &container,
             "svc/api/2026/11/22/1802/000001.log",
             b"{\"n\":5,\"text\":\"\"}\nnot json\n".to_vec(),
-            &crate::blob::PutCondition::None,
+            &tablekit::blob::PutCondition::None,
         )
         .await
         .expect("put");
     match reader.read(..).await {
-        Err(crate::Error::LogRecord { location, .. }) => {
+        Err(tablekit::Error::LogRecord { location, .. }) => {
             assert_eq!(location, "svc/api/2026/11/22/1802/000001.log, line 2");
         }
         other => panic!("expected a log record error, got {other:?}"),
@@ -593,7 +593,7 @@ pub async fn logs_flush_by_size_age_and_shutdown(
 
 /// A sensor reading, for the key-order promises of ordered reads.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "RDG")]
+#[tablekit(table = "Conformance", kind = "RDG")]
 pub struct Reading {
     /// The sensor: the partition.
     #[tablekit(partition_key)]
@@ -633,8 +633,11 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
     let keys = |items: &[Reading]| -> Vec<(String, u32)> {
         items.iter().map(|r| (r.sensor.clone(), r.seq)).collect()
     };
-    let values = |loaded: Vec<crate::Loaded<Reading>>| -> Vec<Reading> {
-        loaded.into_iter().map(crate::Loaded::into_inner).collect()
+    let values = |loaded: Vec<tablekit::Loaded<Reading>>| -> Vec<Reading> {
+        loaded
+            .into_iter()
+            .map(tablekit::Loaded::into_inner)
+            .collect()
     };
 
     // The whole table, one partition, a range, and a limit.
@@ -671,7 +674,7 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
         .await
         .expect("raw");
     assert!(
-        raw.windows(2).all(|w| crate::order::cmp_keys(
+        raw.windows(2).all(|w| tablekit::__conformance::cmp_keys(
             (&w[0].partition_key, &w[0].row_key),
             (&w[1].partition_key, &w[1].row_key)
         ) == std::cmp::Ordering::Less),
@@ -720,7 +723,7 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
     }
     assert_eq!(got, (5..60).collect::<Vec<_>>());
 
-    if backend.query_order() == crate::QueryOrder::Unspecified {
+    if backend.query_order() == tablekit::QueryOrder::Unspecified {
         // A token the store made resumes in the store's order: refused.
         let store_page = backend
             .query_entities(&name, &Query::new().top(3))
@@ -732,7 +735,7 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
             assert!(
                 matches!(
                     error.invalid_input(),
-                    Some(crate::InvalidInput::ContinuationToken { .. })
+                    Some(tablekit::InvalidInput::ContinuationToken { .. })
                 ),
                 "{error:?}"
             );

@@ -7,19 +7,19 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 
 use super::fresh_table;
-use crate::backend::{Query, TableBackend};
-use crate::entity::IfMatch;
-use crate::error::Error;
-use crate::ext::TableBackendExt;
-use crate::filter::Filter;
-use crate::layer::{Fault, FaultInjection, Injection};
-use crate::table::{Loaded, Table};
-use crate::{Entity, TableEntity};
+use tablekit::Error;
+use tablekit::IfMatch;
+use tablekit::TableBackendExt;
+use tablekit::backend::{Query, TableBackend};
+use tablekit::filter::Filter;
+use tablekit::layer::{Fault, FaultInjection, Injection};
+use tablekit::table::{Loaded, Table};
+use tablekit::{Entity, TableEntity};
 
 /// An employee with a unique index by email, a compound non-unique index
 /// by name whose rows copy only the email, and an index entity per team.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EMP")]
+#[tablekit(table = "Conformance", kind = "EMP")]
 #[tablekit(index(name = "email", tag = "email"))]
 #[tablekit(index(name = "name", copy(email)))]
 #[tablekit(index(name = "team", list))]
@@ -55,7 +55,7 @@ pub struct Staff {
 /// the entity's partition beside it, the shape whose deletes through a
 /// [`Loaded`] are sent without planning. The model runs over both.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EMP")]
+#[tablekit(table = "Conformance", kind = "EMP")]
 #[tablekit(index(name = "email", tag = "email"))]
 #[tablekit(index(name = "name", copy(email)))]
 pub struct PlainStaff {
@@ -103,14 +103,14 @@ pub trait ModelStaff:
     /// The fields as a [`Staff`].
     fn to_staff(&self) -> Staff;
     /// The `hours` element `i`.
-    fn hours_at(i: usize) -> crate::schema::Element<u8>;
+    fn hours_at(i: usize) -> tablekit::schema::Element<u8>;
     /// The entity holding `email` in partition `pk`, read through the email
     /// index.
     fn by_email(
         table: &Table<Self>,
         pk: &str,
         email: &str,
-    ) -> impl std::future::Future<Output = crate::Result<Option<Self>>> + Send;
+    ) -> impl std::future::Future<Output = tablekit::Result<Option<Self>>> + Send;
 }
 
 impl ModelStaff for Staff {
@@ -120,10 +120,14 @@ impl ModelStaff for Staff {
     fn to_staff(&self) -> Staff {
         self.clone()
     }
-    fn hours_at(i: usize) -> crate::schema::Element<u8> {
+    fn hours_at(i: usize) -> tablekit::schema::Element<u8> {
         Staff::columns().hours.at(i)
     }
-    async fn by_email(table: &Table<Staff>, pk: &str, email: &str) -> crate::Result<Option<Staff>> {
+    async fn by_email(
+        table: &Table<Staff>,
+        pk: &str,
+        email: &str,
+    ) -> tablekit::Result<Option<Staff>> {
         table.index(Staff::indexes().email).get(pk, email).await
     }
 }
@@ -156,14 +160,14 @@ impl ModelStaff for PlainStaff {
             team: s.team,
         }
     }
-    fn hours_at(i: usize) -> crate::schema::Element<u8> {
+    fn hours_at(i: usize) -> tablekit::schema::Element<u8> {
         PlainStaff::columns().hours.at(i)
     }
     async fn by_email(
         table: &Table<PlainStaff>,
         pk: &str,
         email: &str,
-    ) -> crate::Result<Option<PlainStaff>> {
+    ) -> tablekit::Result<Option<PlainStaff>> {
         table
             .index(PlainStaff::indexes().email)
             .get(pk, email)
@@ -173,7 +177,7 @@ impl ModelStaff for PlainStaff {
 
 /// A projection of [`Staff`] that the name index's rows serve alone.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, projection_of = Staff)]
+#[tablekit( projection_of = Staff)]
 pub struct StaffEmail {
     /// The department.
     #[tablekit(partition_key)]
@@ -211,7 +215,7 @@ pub async fn index_problems<T: TableEntity>(
         .query_all(table, Query::new().filter(Filter::partition_key().eq(pk)))
         .await
         .expect("read the partition");
-    crate::index::problems::<T>(&rows)
+    tablekit::index::problems::<T>(&rows)
 }
 
 fn strip(mut row: Entity) -> Entity {
@@ -423,7 +427,7 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
             &name,
             "Sales",
             "email_zoe@contoso.com",
-            &crate::IfMatch::Any,
+            &tablekit::IfMatch::Any,
         )
         .await
         .expect("remove an index row by hand");
@@ -644,7 +648,7 @@ pub async fn deletes_take_their_index_rows(backend: Arc<dyn TableBackend>) {
     // A lost answer: the delete landed, and reading back says so.
     let loaded = get(4).await;
     handle.inject(
-        Injection::on(crate::layer::Operation::SubmitTransaction).fault(Fault::LostResponse),
+        Injection::on(tablekit::layer::Operation::SubmitTransaction).fault(Fault::LostResponse),
     );
     table.delete(&loaded).await.expect("a lost answer, settled");
     handle.clear();
@@ -953,8 +957,8 @@ pub async fn index_model_runs_of<M: ModelStaff>(
 }
 
 /// How many calls the fault layer saw.
-fn handle_calls(handle: &crate::layer::FaultHandle) -> usize {
-    use crate::layer::Operation::*;
+fn handle_calls(handle: &tablekit::layer::FaultHandle) -> usize {
+    use tablekit::layer::Operation::*;
     [
         GetEntity,
         QueryEntities,
@@ -1008,7 +1012,7 @@ pub async fn indexes_stay_in_step_under_faults(backend: Arc<dyn TableBackend>) {
 
 /// A wide entity with a unique index: its rows point at it.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "YEAR", wide)]
+#[tablekit(table = "Conformance", kind = "YEAR", wide)]
 pub struct Tagged {
     /// The site.
     #[tablekit(partition_key)]
@@ -1027,7 +1031,7 @@ pub struct Tagged {
 /// An entity with an offloaded body and a unique index whose rows copy it
 /// (a reference to the blob).
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "FILED")]
+#[tablekit(table = "Conformance", kind = "FILED")]
 pub struct Filed {
     /// The folder.
     #[tablekit(partition_key)]
@@ -1047,7 +1051,7 @@ pub struct Filed {
 /// in step too, and are read back whole through them.
 pub async fn indexes_of_wide_and_offloaded_entities(
     backend: Arc<dyn TableBackend>,
-    blobs: Arc<dyn crate::BlobStore>,
+    blobs: Arc<dyn tablekit::BlobStore>,
 ) {
     let name = fresh_table(&*backend, "idxlarge").await;
     let wide: Table<Tagged> = Table::from_arc(Arc::clone(&backend), &name);
@@ -1159,7 +1163,7 @@ pub async fn indexes_of_wide_and_offloaded_entities(
 
 /// A department whose manager's details are copied into its employees.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "DEPT")]
+#[tablekit(table = "Conformance", kind = "DEPT")]
 pub struct Dept {
     /// The department.
     #[tablekit(partition_key)]
@@ -1173,7 +1177,7 @@ pub struct Dept {
 
 /// An employee holding a copy of their manager's name.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "MEMBER")]
+#[tablekit(table = "Conformance", kind = "MEMBER")]
 pub struct Member {
     /// The department.
     #[tablekit(partition_key)]
@@ -1189,8 +1193,8 @@ pub struct Member {
 }
 
 /// The entities of a department, read by kind.
-#[derive(crate::EntityKinds, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit)]
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+
 enum DeptRows {
     Dept(Dept),
     Member(Member),
@@ -1233,7 +1237,7 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     // index rows (an unknown kind would fail it).
     let kinds: Vec<DeptRows> = members
         .of::<DeptRows>()
-        .read_partition("Sales", crate::UnknownKind::Fail)
+        .read_partition("Sales", tablekit::UnknownKind::Fail)
         .map_ok(Loaded::into_inner)
         .try_collect()
         .await
@@ -1374,11 +1378,13 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     tx.insert(&member(5, "same@x", "Cy")).expect("add");
     assert!(matches!(
         tx.submit().await,
-        Err(Error::Invalid(crate::InvalidInput::BatchDuplicateEntity {
-            first: 0,
-            index: 1,
-            ..
-        }))
+        Err(Error::Invalid(
+            tablekit::InvalidInput::BatchDuplicateEntity {
+                first: 0,
+                index: 1,
+                ..
+            }
+        ))
     ));
 
     // A typed batch of one indexed type keeps the index rows too.
@@ -1406,7 +1412,7 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
 
 /// [`Staff`] as written before its indexes were declared.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "EMP")]
+#[tablekit(table = "Conformance", kind = "EMP")]
 pub struct StaffBefore {
     /// The department.
     #[tablekit(partition_key)]
@@ -1483,7 +1489,7 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
         .expect("row");
     stale.properties.insert("salary", 1i64);
     backend
-        .update_entity(&name, &stale, crate::UpdateMode::Replace, &IfMatch::Any)
+        .update_entity(&name, &stale, tablekit::UpdateMode::Replace, &IfMatch::Any)
         .await
         .expect("spoil");
     let orphan = Entity::new("A", "EMP.name_Nobody|X|EMP_0000000099")
@@ -1558,7 +1564,7 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         .expect("the red team's index entity");
     assert_eq!(
         row.get("_Rows0"),
-        Some(&crate::Value::String(
+        Some(&tablekit::Value::String(
             "EMP_0000000001\nEMP_0000000003\nEMP_0000000004\n".into()
         )),
         "one row lists the red team, in RowKey order"
@@ -1635,7 +1641,7 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         .expect("a full list, by hand");
     let refused = table.insert(&member(999_999, "huge")).await;
     assert!(
-        matches!(&refused, Err(Error::Invalid(crate::InvalidInput::IndexListFull { index: "team", value, .. })) if value == "huge"),
+        matches!(&refused, Err(Error::Invalid(tablekit::InvalidInput::IndexListFull { index: "team", value, .. })) if value == "huge"),
         "{refused:?}"
     );
     assert!(
@@ -1664,7 +1670,7 @@ pub async fn index_pages_cover_every_entity_once(backend: Arc<dyn TableBackend>)
         .expect("insert");
     let by_name = table.index(Staff::indexes().name);
     let mut seen = Vec::new();
-    let mut after: Option<crate::Cursor> = None;
+    let mut after: Option<tablekit::Cursor> = None;
     let mut pages = 0;
     loop {
         let page = by_name
@@ -1690,7 +1696,7 @@ pub async fn index_pages_cover_every_entity_once(backend: Arc<dyn TableBackend>)
         by_name
             .prefix_page("Sales", "Other", 2, Some(&cursor))
             .await,
-        Err(Error::Invalid(crate::InvalidInput::Cursor { .. }))
+        Err(Error::Invalid(tablekit::InvalidInput::Cursor { .. }))
     ));
     let by_email = table.index(Staff::indexes().email);
     let one = by_email
@@ -1712,7 +1718,7 @@ pub async fn index_pages_cover_every_entity_once(backend: Arc<dyn TableBackend>)
 
 /// A member whose email is unique whatever its case.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "CLUB")]
+#[tablekit(table = "Conformance", kind = "CLUB")]
 #[tablekit(index(name = "email", tag = "email"))]
 pub struct ClubMember {
     /// The club.
@@ -1723,10 +1729,10 @@ pub struct ClubMember {
     pub id: u32,
     /// Stored as given, unique in lower case.
     #[tablekit(unique = "email")]
-    pub email: crate::key::CaseInsensitive,
+    pub email: tablekit::key::CaseInsensitive,
 }
 
-/// An index over [`CaseInsensitive`](crate::key::CaseInsensitive) text:
+/// An index over [`CaseInsensitive`](tablekit::key::CaseInsensitive) text:
 /// values differing in case only are one unique value, a lookup finds the
 /// entity whatever the case it is given in, and the value reads back as
 /// stored.
@@ -1780,7 +1786,7 @@ pub async fn case_insensitive_values_share_one_unique_row(backend: Arc<dyn Table
 /// A player whose badge, when there is one, is unique, and whose nickname,
 /// when there is one, is indexed.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "PLY")]
+#[tablekit(table = "Conformance", kind = "PLY")]
 #[tablekit(index(name = "badge", tag = "badge"))]
 #[tablekit(index(name = "nick", tag = "nick"))]
 pub struct Player {
@@ -1844,7 +1850,7 @@ pub async fn optional_values_have_rows_only_when_given(backend: Arc<dyn TableBac
             .await
             .expect("rows")
             .into_iter()
-            .filter(crate::index::is_index_row)
+            .filter(tablekit::index::is_index_row)
             .count()
     };
     assert_eq!(

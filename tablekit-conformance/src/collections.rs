@@ -5,15 +5,15 @@ use std::sync::Arc;
 use futures::{StreamExt, TryStreamExt};
 
 use super::unique_table;
-use crate::backend::TableBackend;
-use crate::ext::TableBackendExt;
-use crate::layer::{FaultInjection, Operation};
-use crate::schema::UnknownKind;
-use crate::table::{Loaded, Table};
+use tablekit::TableBackendExt;
+use tablekit::backend::TableBackend;
+use tablekit::layer::{FaultInjection, Operation};
+use tablekit::schema::UnknownKind;
+use tablekit::table::{Loaded, Table};
 
 /// A customer, the head of a collection.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Shop", kind = "C", collection)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "C", collection)]
 struct Customer {
     #[tablekit(partition_key)]
     tenant: String,
@@ -23,8 +23,8 @@ struct Customer {
 }
 
 /// An order, nested under its customer and heading its lines.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Shop", kind = "ORD", parent = Customer, collection)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit( table = "Shop", kind = "ORD", parent = Customer, collection)]
 struct Order {
     #[tablekit(partition_key)]
     tenant: String,
@@ -36,8 +36,8 @@ struct Order {
 }
 
 /// A line of an order.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Shop", kind = "LINE", parent = Order)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit( table = "Shop", kind = "LINE", parent = Order)]
 struct Line {
     #[tablekit(partition_key)]
     tenant: String,
@@ -51,8 +51,8 @@ struct Line {
 }
 
 /// A note on a customer: one per customer, no key of its own.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Shop", kind = "NOTE", parent = Customer)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit( table = "Shop", kind = "NOTE", parent = Customer)]
 struct Note {
     #[tablekit(partition_key)]
     tenant: String,
@@ -61,8 +61,8 @@ struct Note {
     text: String,
 }
 
-#[derive(crate::EntityKinds, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit)]
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+
 enum CustomerRows {
     Customer(Customer),
     Order(Order),
@@ -134,9 +134,9 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
         }
     }
     // The keys as a storage browser shows them.
-    let range = crate::Query::new().filter(
-        crate::filter::Filter::row_key().ge("C_acme|")
-            & crate::filter::Filter::row_key().lt("C_acme}"),
+    let range = tablekit::Query::new().filter(
+        tablekit::filter::Filter::row_key().ge("C_acme|")
+            & tablekit::filter::Filter::row_key().lt("C_acme}"),
     );
     // A backend that splits its answers into short pages (as the service
     // may) takes more than one request for any query.
@@ -307,8 +307,8 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
 
 /// The seed's employee and reviews: an employee and every review of theirs,
 /// by year, form one range.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Staff", kind = "EMP", collection)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "EMP", collection)]
 struct Employee {
     #[tablekit(partition_key)]
     department: String,
@@ -317,8 +317,8 @@ struct Employee {
     name: String,
 }
 
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Staff", kind = "REV", parent = Employee)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit( table = "Staff", kind = "REV", parent = Employee)]
 struct Review {
     #[tablekit(partition_key)]
     department: String,
@@ -329,8 +329,8 @@ struct Review {
     rating: i32,
 }
 
-#[derive(crate::EntityKinds, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit)]
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+
 enum EmployeeRows {
     Employee(Employee),
     Review(Review),
@@ -375,7 +375,7 @@ pub async fn employee_and_reviews_form_one_range(backend: Arc<dyn TableBackend>)
         .expect("a review under its readable key");
     assert_eq!(
         stored.properties.get("rating"),
-        Some(&crate::Value::Int32(2))
+        Some(&tablekit::Value::Int32(2))
     );
     let rows: Vec<Loaded<EmployeeRows>> = staff
         .of::<EmployeeRows>()
@@ -443,13 +443,13 @@ pub async fn collection_rows_without_a_kind_are_read_like_get(backend: Arc<dyn T
         .await
         .expect("insert review");
     // Written by someone else: no `_Kind`, one readable, one without a field.
-    let mut readable = crate::Entity::new("Sales", "EMP_0000000002");
+    let mut readable = tablekit::Entity::new("Sales", "EMP_0000000002");
     readable.properties.insert("name", "foreign");
     backend
         .insert_entity(&name, &readable)
         .await
         .expect("insert a row without _Kind");
-    let mut unreadable = crate::Entity::new("Sales", "EMP_0000000003");
+    let mut unreadable = tablekit::Entity::new("Sales", "EMP_0000000003");
     unreadable.properties.insert("title", "no name");
     backend
         .insert_entity(&name, &unreadable)
@@ -467,10 +467,10 @@ pub async fn collection_rows_without_a_kind_are_read_like_get(backend: Arc<dyn T
         "a point read refuses the row without its field"
     );
 
-    let yielded: Vec<crate::Result<Loaded<Employee>>> = staff
+    let yielded: Vec<tablekit::Result<Loaded<Employee>>> = staff
         .query()
         .partition("Sales")
-        .on_row_error(crate::table::RowErrors::Yield)
+        .on_row_error(tablekit::table::RowErrors::Yield)
         .stream()
         .collect()
         .await;
@@ -489,11 +489,11 @@ pub async fn collection_rows_without_a_kind_are_read_like_get(backend: Arc<dyn T
 
     let failed = staff.query().partition("Sales").collect().await;
     assert!(failed.is_err(), "the default policy fails on that row");
-    let skipped = crate::table::SkippedRows::default();
+    let skipped = tablekit::table::SkippedRows::default();
     let kept = staff
         .query()
         .partition("Sales")
-        .on_row_error(crate::table::RowErrors::Skip(skipped.clone()))
+        .on_row_error(tablekit::table::RowErrors::Skip(skipped.clone()))
         .collect()
         .await
         .expect("skip");

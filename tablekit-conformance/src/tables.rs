@@ -1,16 +1,14 @@
 //! Tables: create, list, delete, names.
 
 use super::{assert_invalid, fresh_table, unique_table};
-use crate::backend::{GetOptions, ListTablesOptions, Query, TableBackend};
-use crate::entity::Entity;
-use crate::error::{Error, InvalidInput};
+use tablekit::Entity;
+use tablekit::backend::{GetOptions, ListTablesOptions, Query, TableBackend};
+use tablekit::{Error, InvalidInput};
 
 /// Every table name, following continuation tokens.
 async fn all_tables(backend: &dyn TableBackend, top: Option<u32>) -> Vec<String> {
-    let mut options = ListTablesOptions {
-        top,
-        ..ListTablesOptions::default()
-    };
+    let mut options = ListTablesOptions::default();
+    options.top = top;
     let mut names = Vec::new();
     loop {
         let page = backend.list_tables(&options).await.expect("list tables");
@@ -196,7 +194,7 @@ pub async fn list_tables_by_prefix(backend: &dyn TableBackend) {
     let hostile = ListTablesOptions::default().with_prefix("x' or TableName ne '");
     assert!(matches!(
         backend.list_tables(&hostile).await,
-        Err(crate::Error::Invalid(InvalidInput::TableName { .. }))
+        Err(tablekit::Error::Invalid(InvalidInput::TableName { .. }))
     ));
     for name in &mine {
         backend.delete_table(name).await.expect("delete");

@@ -8,19 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{QueueTime, fresh_table};
-use crate::backend::{Query, TableBackend};
-use crate::error::Error;
-use crate::ext::TableBackendExt;
-use crate::layer::{Fault, FaultInjection, Injection, Operation};
-use crate::outbox::{self, Outbox, OutboxWorker, WorkerConfig};
-use crate::queue::{PutMessageOptions, QueueStore};
-use crate::table::Table;
-use crate::{Entity, TableEntity};
+use tablekit::Error;
+use tablekit::TableBackendExt;
+use tablekit::backend::{Query, TableBackend};
+use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::outbox::{self, Outbox, OutboxWorker, WorkerConfig};
+use tablekit::queue::{PutMessageOptions, QueueStore};
+use tablekit::table::Table;
+use tablekit::{Entity, TableEntity};
 
 /// An employee, found by last name inside their department, who moves
 /// between departments.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "MOV")]
+#[tablekit(table = "Conformance", kind = "MOV")]
 #[tablekit(index(name = "name", copy(salary)))]
 #[tablekit(index(name = "badge", copy()))]
 pub struct Mover {
@@ -73,10 +73,10 @@ pub fn record_for_tests(
     pk: &str,
     rk: &str,
     seq: i64,
-    at: crate::DateTime,
-    steps: &[crate::outbox::Step],
+    at: tablekit::DateTime,
+    steps: &[tablekit::outbox::Step],
 ) -> Entity {
-    outbox::record_row(table, pk, rk, seq, at, "test", steps)
+    tablekit::__conformance::record_row(table, pk, rk, seq, at, "test", steps)
 }
 
 /// Every row of the table.
@@ -95,15 +95,15 @@ async fn drain(
     queue: &str,
     table: &str,
 ) {
-    let worker =
-        OutboxWorker::new(Arc::clone(backend), Arc::clone(queues), queue).config(WorkerConfig {
-            visibility: Duration::from_secs(1),
-            ..WorkerConfig::default()
-        });
+    let worker = OutboxWorker::new(Arc::clone(backend), Arc::clone(queues), queue).config({
+        let mut config = WorkerConfig::default();
+        config.visibility = Duration::from_secs(1);
+        config
+    });
     // Notices that failed come back later and find nothing to do: the
     // sweeper finishes their records now.
     while worker.run_once().await.expect("drain the queue") > 0 {}
-    let clock = crate::clock::SystemClock;
+    let clock = tablekit::clock::SystemClock;
     let report = outbox::sweep(backend.as_ref(), table, Duration::ZERO, None, &clock)
         .await
         .expect("sweep");
@@ -122,12 +122,12 @@ async fn check(backend: &dyn TableBackend, table: &str, model: &BTreeMap<u32, Ve
         !all.iter().any(outbox::is_outbox_row),
         "no outbox record is left after the drain"
     );
-    let audit = crate::index::audit::<Mover>(&all);
+    let audit = tablekit::index::audit::<Mover>(&all);
     assert!(audit.is_clean(), "index rows in step: {audit:?}");
     let mut found: BTreeMap<u32, Vec<Mover>> = BTreeMap::new();
     for row in &all {
-        if !outbox::is_bookkeeping_row(row) && crate::schema::is_kind::<Mover>(row) {
-            let mover: Mover = crate::schema::from_entity(row).expect("a mover");
+        if !outbox::is_bookkeeping_row(row) && tablekit::schema::is_kind::<Mover>(row) {
+            let mover: Mover = tablekit::schema::from_entity(row).expect("a mover");
             found.entry(mover.id).or_default().push(mover);
         }
     }
@@ -185,10 +185,11 @@ pub async fn outbox_model_runs(
         Arc::clone(&faulty_queues),
         &queue,
     )
-    .config(WorkerConfig {
-        visibility: Duration::from_secs(1),
-        max_dequeue: 3,
-        ..WorkerConfig::default()
+    .config({
+        let mut config = WorkerConfig::default();
+        config.visibility = Duration::from_secs(1);
+        config.max_dequeue = 3;
+        config
     });
     worker.create_queues().await.expect("create the queues");
     let departments = ["Sales", "Ops", "Dev"];
@@ -273,7 +274,7 @@ pub async fn outbox_model_runs(
                 .into_iter()
                 .filter(|row| {
                     !outbox::is_bookkeeping_row(row)
-                        && crate::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+                        && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
                 })
                 .count();
             assert!(places >= 1, "employee {id} is in neither department");
@@ -283,12 +284,13 @@ pub async fn outbox_model_runs(
             if model[&id].len() > 1 {
                 drain(&backend, &queues, &queue, &name).await;
                 let at = rows(backend.as_ref(), &name).await.into_iter().find(|row| {
-                    crate::schema::is_kind::<Mover>(row)
+                    tablekit::schema::is_kind::<Mover>(row)
                         && !outbox::is_bookkeeping_row(row)
-                        && crate::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+                        && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
                 });
-                let at: Mover = crate::schema::from_entity(&at.expect("the employee is somewhere"))
-                    .expect("a mover");
+                let at: Mover =
+                    tablekit::schema::from_entity(&at.expect("the employee is somewhere"))
+                        .expect("a mover");
                 assert!(model[&id].contains(&at), "a settled move is one of the two");
                 model.insert(id, vec![at]);
             }
@@ -429,7 +431,7 @@ pub async fn moves_cross_partitions(
         !all.iter().any(outbox::is_outbox_row),
         "the record is finished"
     );
-    assert!(crate::index::audit::<Mover>(&all).is_clean());
+    assert!(tablekit::index::audit::<Mover>(&all).is_clean());
     assert!(
         queues
             .peek_messages(&queue, 32)
@@ -551,7 +553,7 @@ pub async fn moves_meeting_a_change_lose_nothing(
     );
     let all = rows(backend.as_ref(), &name).await;
     assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
-    assert!(crate::index::audit::<Mover>(&all).is_clean());
+    assert!(tablekit::index::audit::<Mover>(&all).is_clean());
 
     // A writer that stops after the copy: both copies, the same values.
     faults.set_yields(false);
@@ -594,7 +596,7 @@ pub async fn moves_meeting_a_change_lose_nothing(
         .expect("finish");
     let all = rows(backend.as_ref(), &name).await;
     assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
-    assert!(crate::index::audit::<Mover>(&all).is_clean());
+    assert!(tablekit::index::audit::<Mover>(&all).is_clean());
     backend.delete_table(&name).await.expect("delete table");
 }
 
@@ -606,7 +608,7 @@ pub async fn steps_are_fenced(
     _queues: Arc<dyn QueueStore>,
     _time: QueueTime,
 ) {
-    use crate::outbox::{Applied, Step, StepOp, apply_step};
+    use tablekit::outbox::{Applied, Step, StepOp, apply_step};
     let name = fresh_table(&*backend, "fence").await;
     let step = |seq: i64, op: StepOp| Step {
         table: name.clone(),
@@ -638,7 +640,7 @@ pub async fn steps_are_fenced(
     );
     assert_eq!(
         value(Arc::clone(&backend), name.clone()).await,
-        Some(Some(crate::Value::Int64(2))),
+        Some(Some(tablekit::Value::Int64(2))),
         "the newer step's value stays"
     );
     assert_eq!(
@@ -684,7 +686,7 @@ pub async fn steps_are_fenced(
     ));
     assert_eq!(
         value(Arc::clone(&backend), name.clone()).await,
-        Some(Some(crate::Value::Int64(5)))
+        Some(Some(tablekit::Value::Int64(5)))
     );
     let rows = rows(b, &name).await;
     assert!(
@@ -725,11 +727,11 @@ pub async fn outbox_drain(
     let counted: Arc<dyn TableBackend> = Arc::new(layer);
     let outbox = Outbox::new(Arc::clone(&queues), queue.clone()).delay(Duration::ZERO);
     let table: Table<Mover> = Table::from_arc(Arc::clone(&counted), &name).with_outbox(outbox);
-    let worker =
-        OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue).config(WorkerConfig {
-            batch: 32,
-            ..WorkerConfig::default()
-        });
+    let worker = OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue).config({
+        let mut config = WorkerConfig::default();
+        config.batch = 32;
+        config
+    });
     worker.create_queues().await.expect("create the queues");
     let count = moves as u32;
     for id in 0..2 * count {
@@ -742,7 +744,7 @@ pub async fn outbox_drain(
         };
         table.insert(&mover).await.expect("insert");
     }
-    let requests = |faults: &crate::layer::FaultHandle| -> usize {
+    let requests = |faults: &tablekit::layer::FaultHandle| -> usize {
         use Operation::*;
         [
             GetEntity,
@@ -817,7 +819,7 @@ pub(super) async fn cities_table(backend: &dyn TableBackend) {
 }
 
 /// Every item of a stream of reads through an index.
-async fn read_all<Q>(reads: futures::stream::BoxStream<'static, crate::Result<Q>>) -> Vec<Q> {
+async fn read_all<Q>(reads: futures::stream::BoxStream<'static, tablekit::Result<Q>>) -> Vec<Q> {
     futures::TryStreamExt::try_collect(reads)
         .await
         .expect("read through the index")
@@ -826,7 +828,7 @@ async fn read_all<Q>(reads: futures::stream::BoxStream<'static, crate::Result<Q>
 /// A contact, found by email through an index kept in another partition
 /// of its table, and by city through one kept in another table.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Conformance", kind = "CON")]
+#[tablekit(table = "Conformance", kind = "CON")]
 #[tablekit(index(name = "email", partition = "email", copy(salary)))]
 #[tablekit(index(name = "city", table = "ConformanceCities"))]
 #[tablekit(index(name = "tier", partition = "tier", list))]
@@ -861,14 +863,15 @@ async fn remote_rows_in_step<T: TableEntity>(
     table: &str,
     pks: &[String],
 ) -> Result<(), String> {
-    use crate::index::{RemoteIndexDef, index_row};
+    use tablekit::__conformance::index_row;
+    use tablekit::index::RemoteIndexDef;
     let mut expected: BTreeMap<(String, String, String), Entity> = BTreeMap::new();
     let mut places: Vec<(&RemoteIndexDef, String, String)> = Vec::new();
     // For each index entity (table, partition, RowKey): its index's name
     // and the RowKeys it should list.
     let mut lists: BTreeMap<(String, String, String), Vec<ListedBy<'_>>> = BTreeMap::new();
     for pk in pks {
-        let filter = crate::filter::Filter::partition_key().eq(pk.as_str());
+        let filter = tablekit::filter::Filter::partition_key().eq(pk.as_str());
         let rows = backend
             .query_all(table, Query::new().filter(filter))
             .await
@@ -879,11 +882,11 @@ async fn remote_rows_in_step<T: TableEntity>(
         }
         for row in rows
             .iter()
-            .filter(|r| crate::schema::is_kind::<T>(r) && !outbox::is_bookkeeping_row(r))
+            .filter(|r| tablekit::schema::is_kind::<T>(r) && !outbox::is_bookkeeping_row(r))
         {
-            let value: T = crate::schema::from_entity(row).map_err(|e| e.to_string())?;
+            let value: T = tablekit::schema::from_entity(row).map_err(|e| e.to_string())?;
             for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
-                let key = crate::index::remote_index_key(&value, i, &row.row_key)
+                let key = tablekit::__conformance::remote_index_key(&value, i, &row.row_key)
                     .map_err(|e| e.to_string())?;
                 if key.is_empty() {
                     continue;
@@ -919,9 +922,9 @@ async fn remote_rows_in_step<T: TableEntity>(
         expected.insert((index_table, partition, key), row);
     }
     for (def, index_table, partition) in places {
-        let filter = crate::filter::Filter::partition_key()
+        let filter = tablekit::filter::Filter::partition_key()
             .eq(partition.as_str())
-            .and(crate::outbox::row_key_prefix(&def.index.prefix()));
+            .and(tablekit::__conformance::row_key_prefix(&def.index.prefix()));
         let rows = backend
             .query_all(&index_table, Query::new().filter(filter))
             .await
@@ -932,7 +935,7 @@ async fn remote_rows_in_step<T: TableEntity>(
                 return Err(format!("an index row no entity wants: {key:?}"));
             };
             let sorted = |e: &Entity| {
-                let mut props: Vec<(String, crate::Value)> = e
+                let mut props: Vec<(String, tablekit::Value)> = e
                     .properties
                     .iter()
                     .map(|(n, v)| (n.to_string(), v.clone()))
@@ -1185,7 +1188,7 @@ pub async fn remote_index_repair_finds_and_fixes(
             "ConformanceCities",
             &team,
             "CON.city_Rome|CON_0000000002",
-            &crate::IfMatch::Any,
+            &tablekit::IfMatch::Any,
         )
         .await
         .expect("delete a row");
@@ -1200,7 +1203,7 @@ pub async fn remote_index_repair_finds_and_fixes(
         .expect("read a row");
     changed.insert("salary", 999i64);
     backend
-        .upsert_entity(&name, &changed, crate::UpdateMode::Replace)
+        .upsert_entity(&name, &changed, tablekit::UpdateMode::Replace)
         .await
         .expect("change a row");
     let stray = Entity::new(email_partition.as_str(), "CON.email_zz@x|CON_0000000009")
@@ -1214,7 +1217,7 @@ pub async fn remote_index_repair_finds_and_fixes(
         .with("_Rows0", "CON_0000000001\n")
         .with("_Index", "tier");
     backend
-        .upsert_entity(&name, &short, crate::UpdateMode::Replace)
+        .upsert_entity(&name, &short, tablekit::UpdateMode::Replace)
         .await
         .expect("change a list");
     let found = table
@@ -1258,7 +1261,7 @@ pub async fn remote_index_repair_finds_and_fixes(
             &name,
             &format!("email_{other_team}"),
             "CON.email_z@x|CON_0000000007",
-            &crate::IfMatch::Any,
+            &tablekit::IfMatch::Any,
         )
         .await
         .expect("delete a row");

@@ -1,5 +1,9 @@
-//! The conformance suite: the rules every backend must follow, as public async
-//! tests over `&dyn TableBackend`, `&dyn BlobStore` and `&dyn QueueStore`.
+//! # tablekit-conformance
+//!
+//! The conformance suite of [tablekit]: the rules every backend must follow,
+//! as public async tests over `&dyn TableBackend`, `&dyn BlobStore` and
+//! `&dyn QueueStore`, and the typed client and its patterns run on them.
+//! Backends take it as a dev-dependency.
 //!
 //! Each test makes its own table (or container) with a unique name, so tests
 //! can share one backend and run in parallel. A failure panics with a message
@@ -13,8 +17,8 @@
 //! ```
 //! # fn main() {}
 //! mod conformance {
-//!     tablekit::table_conformance_tests!(tablekit_mem::MemBackend::new());
-//!     tablekit::blob_conformance_tests!(tablekit_mem::MemBlobStore::new());
+//!     tablekit_conformance::table_conformance_tests!(tablekit_mem::MemBackend::new());
+//!     tablekit_conformance::blob_conformance_tests!(tablekit_mem::MemBlobStore::new());
 //! }
 //! ```
 //!
@@ -39,10 +43,14 @@ mod validation;
 
 use futures::future::BoxFuture;
 
-use crate::backend::TableBackend;
-use crate::blob::BlobStore;
-use crate::error::{Error, InvalidInput};
-use crate::queue::QueueStore;
+/// The library, for the suite's macros to name from a backend's tests.
+#[doc(hidden)]
+pub use tablekit as __tablekit;
+
+use tablekit::backend::TableBackend;
+use tablekit::blob::BlobStore;
+use tablekit::queue::QueueStore;
+use tablekit::{Error, InvalidInput};
 
 pub use batch::*;
 pub use blobs::*;
@@ -143,7 +151,7 @@ macro_rules! __queue_tokio_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
             let (store, time) = $make;
-            $crate::conformance::$name(&store, &time).await;
+            $crate::$name(&store, &time).await;
         }
     )*};
 }
@@ -154,12 +162,12 @@ macro_rules! __queue_tests_as_data {
     (() $($name:ident)*) => {
         &[$((stringify!($name), {
             fn __wrap<'a>(
-                store: &'a dyn $crate::queue::QueueStore,
-                time: &'a $crate::conformance::QueueTime,
+                store: &'a dyn $crate::__tablekit::queue::QueueStore,
+                time: &'a $crate::QueueTime,
             ) -> ::futures::future::BoxFuture<'a, ()> {
-                ::std::boxed::Box::pin($crate::conformance::$name(store, time))
+                ::std::boxed::Box::pin($crate::$name(store, time))
             }
-            __wrap as $crate::conformance::QueueTest
+            __wrap as $crate::QueueTest
         })),*]
     };
 }
@@ -171,7 +179,7 @@ macro_rules! __table_tokio_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
             let backend = $make;
-            $crate::conformance::$name(&backend).await;
+            $crate::$name(&backend).await;
         }
     )*};
 }
@@ -182,7 +190,7 @@ macro_rules! __tests_as_data {
     (($kind:ty, $dyn:ty) $($name:ident)*) => {
         &[$((stringify!($name), {
             fn __wrap<'a>(b: &'a $dyn) -> ::futures::future::BoxFuture<'a, ()> {
-                ::std::boxed::Box::pin($crate::conformance::$name(b))
+                ::std::boxed::Box::pin($crate::$name(b))
             }
             __wrap as $kind
         })),*]
@@ -196,13 +204,13 @@ macro_rules! __typed_tokio_tests {
         $(
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $table() {
-                $crate::conformance::$table($backend).await;
+                $crate::$table($backend).await;
             }
         )*
         $(
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $both() {
-                $crate::conformance::$both($backend, $blobs).await;
+                $crate::$both($backend, $blobs).await;
             }
         )*
     };
@@ -243,14 +251,14 @@ macro_rules! blob_conformance_tests {
 
 /// Expands to one `#[tokio::test]` per queue conformance test. `$make`
 /// evaluates to a pair: the store, and the
-/// [`QueueTime`](crate::conformance::QueueTime) that lets time pass for it.
+/// [`QueueTime`](crate::QueueTime) that lets time pass for it.
 ///
 /// ```
 /// # fn main() {}
 /// mod queues {
 ///     use tablekit::clock::ManualClock;
-///     use tablekit::conformance::QueueTime;
-///     tablekit::queue_conformance_tests!({
+///     use tablekit_conformance::QueueTime;
+///     tablekit_conformance::queue_conformance_tests!({
 ///         let clock = ManualClock::new();
 ///         (tablekit_mem::MemQueueStore::with_clock(clock.clone()), QueueTime::Manual(clock))
 ///     });
@@ -266,8 +274,8 @@ macro_rules! queue_conformance_tests {
 /// Expands to one `#[tokio::test]` per test of changes that span
 /// partitions through the outbox. `$make` evaluates to a triple: an
 /// `Arc<dyn TableBackend>`, an `Arc<dyn QueueStore>`, and the
-/// [`QueueTime`](crate::conformance::QueueTime) of the queue store.
-/// [`outbox_model_runs`](crate::conformance::outbox_model_runs) is run on
+/// [`QueueTime`](crate::QueueTime) of the queue store.
+/// [`outbox_model_runs`](crate::outbox_model_runs) is run on
 /// its own, with a number of runs to suit the backend.
 #[macro_export]
 macro_rules! outbox_conformance_tests {
@@ -283,7 +291,7 @@ macro_rules! __outbox_tokio_tests {
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $name() {
             let (tables, queues, time) = $make;
-            $crate::conformance::$name(tables, queues, time).await;
+            $crate::$name(tables, queues, time).await;
         }
     )*};
 }

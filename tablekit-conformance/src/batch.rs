@@ -1,11 +1,11 @@
 //! Entity group transactions.
 
 use super::{assert_invalid, fresh_table};
-use crate::backend::{BatchOperation, Query, TableBackend, UpdateMode};
-use crate::entity::{ETag, Entity, IfMatch};
-use crate::error::{Error, InvalidInput};
-use crate::ext::TableBackendExt;
-use crate::value::Value;
+use tablekit::TableBackendExt;
+use tablekit::Value;
+use tablekit::backend::{BatchOperation, Query, TableBackend, UpdateMode};
+use tablekit::{ETag, Entity, IfMatch};
+use tablekit::{Error, InvalidInput};
 
 fn insert(pk: &str, rk: &str) -> BatchOperation {
     BatchOperation::Insert(Entity::new(pk, rk).with("v", 1))
@@ -102,7 +102,7 @@ pub async fn batches_apply_all_operations(backend: &dyn TableBackend) {
     let count = backend
         .query_all(
             &table,
-            Query::new().filter(crate::filter::Filter::partition_key().eq("q")),
+            Query::new().filter(tablekit::filter::Filter::partition_key().eq("q")),
         )
         .await
         .expect("query")

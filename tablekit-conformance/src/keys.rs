@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use super::unique_table;
-use crate::backend::TableBackend;
-use crate::table::Table;
+use tablekit::backend::TableBackend;
+use tablekit::table::Table;
 
 /// A row as another client (or a person in a storage browser) writes it.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Foreign")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Foreign")]
 struct Contact {
     #[tablekit(partition_key)]
     team: String,
@@ -23,9 +23,9 @@ struct Contact {
 /// by point reads, by a query, and written back unchanged. A type without a
 /// kind writes no `_Kind` or `_Version`.
 pub async fn foreign_rows_read_back_typed(backend: Arc<dyn TableBackend>) {
-    use crate::backend::Query;
-    use crate::entity::Entity;
-    use crate::ext::TableBackendExt;
+    use tablekit::Entity;
+    use tablekit::TableBackendExt;
+    use tablekit::backend::Query;
     let name = unique_table("foreign");
     backend.create_table(&name).await.expect("create table");
     let keys = [
@@ -76,7 +76,7 @@ pub async fn foreign_rows_read_back_typed(backend: Arc<dyn TableBackend>) {
     let raw = backend
         .query_all(
             &name,
-            Query::new().filter(crate::filter::Filter::row_key().eq("Ada Lovelace")),
+            Query::new().filter(tablekit::filter::Filter::row_key().eq("Ada Lovelace")),
         )
         .await
         .expect("query");
@@ -84,13 +84,13 @@ pub async fn foreign_rows_read_back_typed(backend: Arc<dyn TableBackend>) {
     assert!(
         raw[0]
             .properties
-            .get(crate::schema::KIND_PROPERTY)
+            .get(tablekit::schema::KIND_PROPERTY)
             .is_none()
     );
     assert!(
         raw[0]
             .properties
-            .get(crate::schema::VERSION_PROPERTY)
+            .get(tablekit::schema::VERSION_PROPERTY)
             .is_none()
     );
     // A table written only through tablekit without the write history holds
@@ -114,23 +114,23 @@ pub async fn foreign_rows_read_back_typed(backend: Arc<dyn TableBackend>) {
 }
 
 /// Rows another client keyed with text the default string codec would
-/// escape, mapped through [`Verbatim`](crate::key::Verbatim) key fields.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Imported")]
+/// escape, mapped through [`Verbatim`](tablekit::key::Verbatim) key fields.
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Imported")]
 struct Imported {
     #[tablekit(partition_key)]
-    tenant: crate::key::Verbatim,
+    tenant: tablekit::key::Verbatim,
     #[tablekit(row_key)]
-    legacy_id: crate::key::Verbatim,
+    legacy_id: tablekit::key::Verbatim,
     note: String,
 }
 
 /// Keys held verbatim read back whatever the store accepted, and a key the
 /// store forbids is refused with a typed error before anything is sent.
 pub async fn verbatim_keys_map_existing_rows(backend: Arc<dyn TableBackend>) {
-    use crate::entity::Entity;
-    use crate::error::{Error, InvalidInput};
-    use crate::key::Verbatim;
+    use tablekit::Entity;
+    use tablekit::key::Verbatim;
+    use tablekit::{Error, InvalidInput};
     let name = unique_table("verbatim");
     backend.create_table(&name).await.expect("create table");
     let keys = ["x\u{FFFD}y", "plain", "\u{FFFF}", "a  b ", "EMP_0000000123"];
@@ -184,8 +184,8 @@ pub async fn verbatim_keys_map_existing_rows(backend: Arc<dyn TableBackend>) {
 pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBackend>) {
     use futures::StreamExt;
 
-    use crate::entity::Entity;
-    use crate::table::{RowErrors, SkippedRows};
+    use tablekit::Entity;
+    use tablekit::table::{RowErrors, SkippedRows};
     let name = unique_table("misfits");
     backend.create_table(&name).await.expect("create table");
     for (rk, email) in [
@@ -196,7 +196,7 @@ pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBacken
         ("e", Some("e@x")),
     ] {
         // Another client stored a number where the type wants text.
-        let email = email.map_or(crate::Value::Int32(42), crate::Value::from);
+        let email = email.map_or(tablekit::Value::Int32(42), tablekit::Value::from);
         let row = Entity::new("T", rk).with("email", email);
         backend
             .insert_entity(&name, &row)
@@ -252,19 +252,19 @@ pub async fn rows_that_do_not_fit_follow_the_policy(backend: Arc<dyn TableBacken
 /// employee under `empid_000223` (a RowKey template) and under
 /// `email_jonesj@contoso.com` (a kind kept in the RowKey only), and a review
 /// under `000123_2012`.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Seeds", row_key = "empid_{id}")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Seeds", row_key = "empid_{id}")]
 struct EmployeeById {
     #[tablekit(partition_key)]
     department: String,
     #[tablekit(row_key)]
-    id: crate::key::Padded<6>,
+    id: tablekit::key::Padded<6>,
     name: String,
 }
 
 /// The same employee under the email index's layout.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Seeds", kind = "email", kind_properties = false)]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Seeds", kind = "email", kind_properties = false)]
 struct EmployeeByEmail {
     #[tablekit(partition_key)]
     department: String,
@@ -274,15 +274,15 @@ struct EmployeeByEmail {
 }
 
 /// A review keyed by employee id and year.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Seeds")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Seeds")]
 struct ReviewByYear {
     #[tablekit(partition_key)]
     department: String,
     #[tablekit(row_key)]
-    employee: crate::key::Padded<6>,
+    employee: tablekit::key::Padded<6>,
     #[tablekit(row_key)]
-    year: crate::key::Padded<4>,
+    year: tablekit::key::Padded<4>,
     rating: i32,
 }
 
@@ -290,17 +290,17 @@ struct ReviewByYear {
 /// typed writes produce exactly those keys, with no property of tablekit's
 /// own (the write history aside, which this table leaves out).
 pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
-    use crate::entity::Entity;
-    use crate::key::Padded;
+    use tablekit::Entity;
+    use tablekit::key::Padded;
     let name = unique_table("seeds");
     backend.create_table(&name).await.expect("create table");
     for (rk, extra) in [
-        ("empid_000223", ("name", crate::Value::from("Jones"))),
+        ("empid_000223", ("name", tablekit::Value::from("Jones"))),
         (
             "email_jonesj@contoso.com",
-            ("name", crate::Value::from("Jones")),
+            ("name", tablekit::Value::from("Jones")),
         ),
-        ("000123_2012", ("rating", crate::Value::Int32(4))),
+        ("000123_2012", ("rating", tablekit::Value::Int32(4))),
     ] {
         let row = Entity::new("Sales", rk).with(extra.0, extra.1);
         backend
@@ -361,27 +361,27 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
 
 /// A quarterly report under `2012-Q3`: a template with a text between its
 /// fields.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Layouts", row_key = "{year}-Q{quarter}")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Layouts", row_key = "{year}-Q{quarter}")]
 struct QuarterReport {
     #[tablekit(partition_key)]
     region: String,
     #[tablekit(row_key)]
-    year: crate::key::Padded<4>,
+    year: tablekit::key::Padded<4>,
     #[tablekit(row_key)]
-    quarter: crate::key::Padded<1>,
+    quarter: tablekit::key::Padded<1>,
     revenue: i64,
 }
 
 /// A document under `doc:Annual report 2012.json`: a template around a
 /// string.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Layouts", row_key = "doc:{title}.json")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Layouts", row_key = "doc:{title}.json")]
 struct Document {
     #[tablekit(partition_key)]
     region: String,
     #[tablekit(row_key)]
-    title: crate::key::Verbatim,
+    title: tablekit::key::Verbatim,
     pages: i32,
 }
 
@@ -391,21 +391,21 @@ struct Document {
 /// inside the template, and rows of another layout in the same partition
 /// are never read as the type.
 pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
-    use crate::entity::Entity;
-    use crate::key::Padded;
+    use tablekit::Entity;
+    use tablekit::key::Padded;
     let name = unique_table("layouts");
     backend.create_table(&name).await.expect("create table");
     for (rk, property, value) in [
-        ("2012-Q3", "revenue", crate::Value::Int64(30)),
-        ("2012-Q4", "revenue", crate::Value::Int64(40)),
-        ("2013-Q1", "revenue", crate::Value::Int64(50)),
+        ("2012-Q3", "revenue", tablekit::Value::Int64(30)),
+        ("2012-Q4", "revenue", tablekit::Value::Int64(40)),
+        ("2013-Q1", "revenue", tablekit::Value::Int64(50)),
         (
             "doc:Annual report 2012.json",
             "pages",
-            crate::Value::Int32(12),
+            tablekit::Value::Int32(12),
         ),
-        ("doc:a.json.json", "pages", crate::Value::Int32(1)),
-        ("zz other layout", "pages", crate::Value::Int32(0)),
+        ("doc:a.json.json", "pages", tablekit::Value::Int32(1)),
+        ("zz other layout", "pages", tablekit::Value::Int32(0)),
     ] {
         let row = Entity::new("EU", rk).with(property, value);
         backend
@@ -480,7 +480,11 @@ pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
             .get_entity(&name, "EU", rk, &Default::default())
             .await
             .unwrap_or_else(|e| panic!("{rk:?} is stored: {e}"));
-        assert!(raw.properties.get(crate::schema::KIND_PROPERTY).is_none());
+        assert!(
+            raw.properties
+                .get(tablekit::schema::KIND_PROPERTY)
+                .is_none()
+        );
     }
     let before_2013 = reports
         .query()
@@ -497,11 +501,11 @@ pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
     assert_eq!(before_2013.len(), 2);
     // A template without a leading text reads the whole partition: a row of
     // another layout is no row of the type, never a wrong value.
-    let skipped = crate::table::SkippedRows::default();
+    let skipped = tablekit::table::SkippedRows::default();
     let fitting = reports
         .query()
         .partition("EU")
-        .on_row_error(crate::table::RowErrors::Skip(skipped.clone()))
+        .on_row_error(tablekit::table::RowErrors::Skip(skipped.clone()))
         .collect()
         .await
         .expect("a query");
@@ -536,9 +540,11 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
     }
     for n in [1usize, 2, 5, 7, 20, 21, 1000] {
         let mut seen = Vec::new();
-        let mut cursor: Option<crate::table::Cursor> = None;
+        let mut cursor: Option<tablekit::table::Cursor> = None;
         loop {
-            let query = contacts.query().filter(crate::filter::prop("email").ne(""));
+            let query = contacts
+                .query()
+                .filter(tablekit::filter::prop("email").ne(""));
             let query = match cursor.take() {
                 // Through its text, as a web API hands it out and back.
                 Some(c) => query.after(c.to_string().parse().expect("a cursor")),
@@ -577,7 +583,9 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
     assert!(
         matches!(
             other,
-            Err(crate::Error::Invalid(crate::InvalidInput::Cursor { .. }))
+            Err(tablekit::Error::Invalid(
+                tablekit::InvalidInput::Cursor { .. }
+            ))
         ),
         "{other:?}"
     );
@@ -590,20 +598,20 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
         .expect("the same query");
     assert_eq!(same.items[0].name, "person 03");
     for junk in ["", "abc", "dGtjMQ", "%%%"] {
-        assert!(junk.parse::<crate::table::Cursor>().is_err(), "{junk:?}");
+        assert!(junk.parse::<tablekit::table::Cursor>().is_err(), "{junk:?}");
     }
     assert!(contacts.query().page_of(0).await.is_err());
     backend.delete_table(&name).await.expect("delete table");
 }
 
 /// A log keyed by an inverted timestamp and a sequence number.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Log", kind = "LOG")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Log", kind = "LOG")]
 struct LogLine {
     #[tablekit(partition_key)]
     source: String,
     #[tablekit(row_key)]
-    at: crate::key::InvertedTime,
+    at: tablekit::key::InvertedTime,
     #[tablekit(row_key)]
     seq: u32,
     text: String,
@@ -613,12 +621,12 @@ struct LogLine {
 /// tail from a time on, with no sentinel for the sequence number, on every
 /// backend (the bounds reach the store as RowKey comparisons).
 pub async fn row_prefix_ranges_need_no_sentinels(backend: Arc<dyn TableBackend>) {
-    use crate::key::InvertedTime;
+    use tablekit::key::InvertedTime;
     let name = unique_table("logtail");
     let log: Table<LogLine> = Table::from_arc(Arc::clone(&backend), &name);
     log.create_if_missing().await.unwrap();
     let minute = |m: u32| {
-        InvertedTime(crate::DateTime::parse(&format!("2026-11-23T10:{m:02}:00Z")).unwrap())
+        InvertedTime(tablekit::DateTime::parse(&format!("2026-11-23T10:{m:02}:00Z")).unwrap())
     };
     for m in 1..=5 {
         for seq in [0u32, 1, u32::MAX] {
@@ -632,7 +640,7 @@ pub async fn row_prefix_ranges_need_no_sentinels(backend: Arc<dyn TableBackend>)
             .unwrap();
         }
     }
-    let texts = |lines: Vec<crate::table::Loaded<LogLine>>| -> Vec<String> {
+    let texts = |lines: Vec<tablekit::table::Loaded<LogLine>>| -> Vec<String> {
         lines.iter().map(|l| l.text.clone()).collect()
     };
     // From minute 3 back in time, newest first, every sequence number.

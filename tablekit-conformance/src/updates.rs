@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::unique_table;
-use crate::backend::TableBackend;
-use crate::error::Error;
-use crate::layer::{Fault, FaultInjection, Injection};
-use crate::table::{Table, UpdateOptions};
+use tablekit::Error;
+use tablekit::backend::TableBackend;
+use tablekit::layer::{Fault, FaultInjection, Injection};
+use tablekit::table::{Table, UpdateOptions};
 
 /// A counter row.
-#[derive(crate::TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(crate = ::tablekit, table = "Counters", kind = "CTR")]
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Counters", kind = "CTR")]
 struct Counter {
     #[tablekit(partition_key)]
     name: String,
@@ -115,7 +115,7 @@ pub async fn run_counter(
     // The writers interleave at every request, as concurrent clients do.
     futures::future::join_all(tasks).await;
     faults.clear();
-    let writes = faults.calls(crate::layer::Operation::UpdateEntity);
+    let writes = faults.calls(tablekit::layer::Operation::UpdateEntity);
     let final_count = table
         .get("c", 1u32)
         .await
@@ -136,7 +136,7 @@ pub async fn run_counter(
 /// settled by reading the row back: they report what happened, never a
 /// failure for a write that landed or success for one that did not.
 pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBackend>) {
-    use crate::layer::Operation;
+    use tablekit::layer::Operation;
     let name = unique_table("lost");
     let layer = FaultInjection::new(Arc::clone(&backend));
     let faults = layer.handle();
@@ -174,7 +174,10 @@ pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBack
         .expect("settled as written");
     let stored = table.get("c", 1u32).await.expect("get").expect("stored");
     assert_eq!(stored.count, 1);
-    assert_eq!(crate::Loaded::etag(&stored), crate::Loaded::etag(&loaded));
+    assert_eq!(
+        tablekit::Loaded::etag(&stored),
+        tablekit::Loaded::etag(&loaded)
+    );
     // One that was refused (another writer came first) stays refused.
     stale.count = 100;
     lose(Operation::UpdateEntity);
