@@ -47,6 +47,13 @@ pub(crate) struct Field<'a> {
     pub(crate) name_tokens: TokenStream,
     /// Missing property reads as `Default::default()`.
     pub(crate) default: bool,
+    /// ... or as what this function makes (`default = path`).
+    pub(crate) default_with: Option<syn::Path>,
+    /// Older property names the field is read from (`alias = "…"`); it is
+    /// written under its own name.
+    pub(crate) aliases: Vec<String>,
+    /// Where each alias is given, for errors.
+    pub(crate) alias_tokens: Vec<syn::LitStr>,
     /// The key attribute's tokens, for errors.
     pub(crate) key_tokens: Option<TokenStream>,
     /// Whether the key attribute gave its order (`row_key = 1`).
@@ -227,13 +234,21 @@ impl<'a> Field<'a> {
             .next()
             .map_or(Role::Property, |(role, _)| role);
 
-        if let Some(tokens) = &attrs.default
+        if let Some((_, tokens)) = &attrs.default
             && matches!(role, Role::PartitionKey(_) | Role::RowKey(_))
         {
             cx.error_spanned_by(
                 tokens,
                 "a key field always has a value: `default` is not allowed on it",
             );
+        }
+        if !matches!(role, Role::Property | Role::Json | Role::With(_)) {
+            for lit in &attrs.aliases {
+                cx.error_spanned_by(
+                    lit,
+                    "`alias` names an older property name of a field stored in one property (not a key, `skip`, `flatten` or `series` field)",
+                );
+            }
         }
         if let (Some(lit), Role::PartitionKey(_) | Role::RowKey(_)) = (&attrs.rename, &role) {
             cx.error_spanned_by(lit, "key fields are stored in the keys, not as properties: `rename` has no effect on them");
@@ -295,6 +310,9 @@ impl<'a> Field<'a> {
             stored_name,
             name_tokens,
             default: attrs.default.is_some(),
+            default_with: attrs.default.as_ref().and_then(|(path, _)| path.clone()),
+            aliases: attrs.aliases.iter().map(syn::LitStr::value).collect(),
+            alias_tokens: attrs.aliases.clone(),
             key_tokens,
             explicit_order,
         })

@@ -37,6 +37,7 @@ pub(crate) const PARTITION: &str = "partition";
 pub(crate) const PARTITION_KEY: &str = "partition_key";
 pub(crate) const ROW_KEY: &str = "row_key";
 pub(crate) const RENAME: &str = "rename";
+pub(crate) const ALIAS: &str = "alias";
 pub(crate) const SKIP: &str = "skip";
 pub(crate) const DEFAULT: &str = "default";
 pub(crate) const WITH: &str = "with";
@@ -550,7 +551,9 @@ pub(crate) struct Field {
     pub(crate) row_key: Option<(KeyRole, TokenStream)>,
     pub(crate) rename: Option<LitStr>,
     pub(crate) skip: Option<TokenStream>,
-    pub(crate) default: Option<TokenStream>,
+    pub(crate) default: Option<(Option<Path>, TokenStream)>,
+    /// `alias = "…"` (any number): older names the field is read from.
+    pub(crate) aliases: Vec<LitStr>,
     pub(crate) with: Option<Path>,
     pub(crate) flatten: Option<(Flatten, TokenStream)>,
     pub(crate) json: Option<TokenStream>,
@@ -569,6 +572,7 @@ const FIELD_KEYWORDS: &[&str] = &[
     PARTITION_KEY,
     ROW_KEY,
     RENAME,
+    ALIAS,
     SKIP,
     DEFAULT,
     WITH,
@@ -598,6 +602,7 @@ impl Field {
         let mut bucket = Attr::none(BUCKET);
         let mut index = Attr::none(INDEX);
         let mut unique = Attr::none(UNIQUE);
+        let mut aliases: Vec<LitStr> = Vec::new();
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
                 let path = &meta.path;
@@ -622,8 +627,19 @@ impl Field {
                     flag(&meta, SKIP)?;
                     skip.set(cx, path, ());
                 } else if path.is_ident(DEFAULT) {
-                    flag(&meta, DEFAULT)?;
-                    default.set(cx, path, ());
+                    // `default`, or `default = path` to a function that
+                    // makes the value.
+                    if meta.input.peek(Token![=]) {
+                        let function: Path = meta.value()?.parse()?;
+                        default.set(cx, path, Some(function));
+                    } else {
+                        flag(&meta, DEFAULT)?;
+                        default.set(cx, path, None);
+                    }
+                } else if path.is_ident(ALIAS) {
+                    if let Some(lit) = parse_str(cx, &meta) {
+                        aliases.push(lit);
+                    }
                 } else if path.is_ident(JSON) {
                     flag(&meta, JSON)?;
                     json.set(cx, path, ());
@@ -690,7 +706,8 @@ impl Field {
             row_key: row_key.get_with_tokens(),
             rename: rename.get(),
             skip: skip.get_with_tokens().map(|(_, t)| t),
-            default: default.get_with_tokens().map(|(_, t)| t),
+            default: default.get_with_tokens(),
+            aliases,
             with: with.get(),
             flatten: flatten.get_with_tokens(),
             json: json.get_with_tokens().map(|(_, t)| t),

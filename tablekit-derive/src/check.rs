@@ -231,6 +231,29 @@ fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
             }
         }
     }
+    // An older name (`alias`) is read as its field: it must be a name the
+    // store takes, and no other field's, current or older.
+    let mut aliases: HashMap<String, &syn::LitStr> = HashMap::new();
+    for field in &cont.fields {
+        for lit in &field.alias_tokens {
+            let alias = lit.value();
+            if let Err(message) = valid_property_name(&alias) {
+                cx.error_spanned_by(lit, message);
+            } else if RESERVED.contains(&alias.as_str()) {
+                cx.error_spanned_by(
+                    lit,
+                    format!("property name `{alias}` is reserved by the store or tablekit"),
+                );
+            } else if seen.contains_key(alias.as_str()) {
+                cx.error_spanned_by(
+                    lit,
+                    format!("`{alias}` is a field's current name: an alias names an older one no field is stored under now"),
+                );
+            } else if aliases.insert(alias.clone(), lit).is_some() {
+                cx.error_spanned_by(lit, format!("the alias `{alias}` is given twice"));
+            }
+        }
+    }
 }
 
 fn check_keys(cx: &Ctxt, cont: &Container<'_>) {

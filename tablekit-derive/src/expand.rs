@@ -228,7 +228,7 @@ impl Expansion<'_> {
                 Role::Skip => quote_spanned!(span=> #ty: #tk::Default),
                 Role::With(_) => continue,
             });
-            if field.default {
+            if field.default && field.default_with.is_none() {
                 bounds.push(quote_spanned!(span=> #ty: #tk::Default));
             }
         }
@@ -284,6 +284,16 @@ impl Expansion<'_> {
                 let name = self.name(field);
                 let span = ty.span();
                 let at = index;
+                // A field with older names reads the one the row holds.
+                let name = if field.aliases.is_empty() {
+                    name
+                } else {
+                    let aliases = field.aliases.iter().map(|alias| match self.cont.mode {
+                        Mode::Entity => quote!(#alias),
+                        Mode::Fields => quote!(&#tk::join(__prefix, #alias)),
+                    });
+                    quote!(#tk::present_name(__props, #name, &[#(#aliases),*]))
+                };
                 if matches!(field.role, Role::Property | Role::Json | Role::With(_)) {
                     index += 1;
                 }
@@ -306,8 +316,12 @@ impl Expansion<'_> {
                     Role::PartitionKey(_) | Role::RowKey(_) => unreachable!("filtered out"),
                 };
                 if field.default && !matches!(field.role, Role::Skip | Role::Flatten(_) | Role::Series) {
+                    let made = match &field.default_with {
+                        Some(path) => quote_spanned!(path.span()=> #path()),
+                        None => quote_spanned!(span=> <#ty as #tk::Default>::default()),
+                    };
                     quote_spanned!(span=> #ident: match #tk::PropertySource::get(__props, #name) {
-                        #tk::None => <#ty as #tk::Default>::default(),
+                        #tk::None => #made,
                         #tk::Some(_) => #read,
                     })
                 } else {
@@ -326,7 +340,15 @@ impl Expansion<'_> {
                 let name = self.name(field);
                 Some(match &field.role {
                     Role::Property | Role::Json | Role::With(_) => {
-                        quote!(__names.push(#tk::String::from(#name));)
+                        // A projection reads the older names too.
+                        let aliases = field.aliases.iter().map(|alias| match self.cont.mode {
+                            Mode::Entity => quote!(#tk::String::from(#alias)),
+                            Mode::Fields => quote!(#tk::join(__prefix, #alias)),
+                        });
+                        quote!(
+                            __names.push(#tk::String::from(#name));
+                            #(__names.push(#aliases);)*
+                        )
                     }
                     Role::Flatten(prefix) => {
                         let ty = field.ty;
@@ -668,11 +690,13 @@ fn expand_entity(
     // flattened or series field makes its names at run time.
     // A projection's names are its entity's, read at run time.
     let projection = cont.attrs.projection_of.as_ref().map(|(entity, _)| entity);
+    // A field with older names (`alias`) is read by name: the typed JSON
+    // reader's slots are for the current names only.
     let checked_names = projection.is_none()
         && !cont
             .fields
             .iter()
-            .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series));
+            .any(|f| matches!(f.role, Role::Flatten(_) | Role::Series) || !f.aliases.is_empty());
     // The stored names of the fields held in one property each, in order,
     // for readers that look fields up by position.
     let field_names: Vec<&str> = cont

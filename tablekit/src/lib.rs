@@ -72,7 +72,9 @@
 //! | `row_key`, `row_key = N` | a RowKey component; up to four form a compound key |
 //! | `rename = "Name"` | the property name |
 //! | `skip` | not stored; `Default` when read |
-//! | `default` | `Default` when the property is absent |
+//! | `default` | `Default` when the property is absent (a field added later: older rows lack it) |
+//! | `default = path` | what the function `path()` returns when the property is absent |
+//! | `alias = "Old"` | also read from the older name `Old` (any number of them; the current name wins when a row has both); written under the current name only |
 //! | `json` | any serde type, stored as a JSON string |
 //! | `with = module` | a custom codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
 //! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |

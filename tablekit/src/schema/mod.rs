@@ -63,7 +63,9 @@ pub const VERSION_PROPERTY: &str = "_Version";
 /// | `row_key`, `row_key = N` | a RowKey component; up to four form a compound key, in field order or numbered from 0 |
 /// | `rename = "Name"` | the property name (letters, digits, `_`; at most 255 characters) |
 /// | `skip` | not stored; `Default` when read |
-/// | `default` | `Default` when the property is absent |
+/// | `default` | `Default` when the property is absent (a field added later: older rows lack it) |
+/// | `default = path` | what the function `path()` returns when the property is absent |
+/// | `alias = "Old"` | also read from the older name `Old` (any number of them; the current name wins when a row has both); written under the current name only |
 /// | `json` | any serde type, stored as one JSON string |
 /// | `with = module` | a codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
 /// | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a struct deriving [`TableFields`], stored as `P_Field` (two flattened fields need different prefixes) |
@@ -776,6 +778,24 @@ impl PropertySource for Properties {
             .map(|(name, value)| (name.into_owned(), value))
             .collect()
     }
+}
+
+/// The name under which `props` holds a field stored as `name` that was
+/// once stored under `aliases` (`#[tablekit(alias = "…")]`): `name` when the
+/// row has it (or has none of them), else the first alias it has.
+pub fn present_name<'a, S: PropertySource + ?Sized>(
+    props: &S,
+    name: &'a str,
+    aliases: &[&'a str],
+) -> &'a str {
+    if props.get(name).is_some() {
+        return name;
+    }
+    aliases
+        .iter()
+        .copied()
+        .find(|alias| props.get(alias).is_some())
+        .unwrap_or(name)
 }
 
 /// Reads one property for a generated reader, naming it in the error.
