@@ -483,7 +483,7 @@ impl TableBackend for AzureTables {
         let narrowed;
         let query = match range {
             Some(range) => {
-                validate::query(query)?;
+                tablekit::backend::checks::query(query)?;
                 if !range.may_reach(query.filter.as_ref()) {
                     return Err(outside_range(format!(
                         "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
@@ -573,7 +573,7 @@ impl TableBackend for AzureTables {
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
         validate::table_name(table)?;
-        validate::batch(operations)?;
+        tablekit::backend::checks::batch(operations)?;
         for (index, op) in operations.iter().enumerate() {
             let (pk, rk) = op.keys();
             self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;

@@ -82,10 +82,10 @@ impl RetryPolicy {
 /// percent-encoded. A projection always selects the keys, which the
 /// entity needs.
 ///
-/// The query is validated here, where it is rendered ([`validate::query`]):
+/// The query is validated here, where it is rendered ([`tablekit::backend::checks::query`]):
 /// no name that is not a property name reaches `$filter` or `$select`.
 pub fn query_parameters(query: &Query) -> Result<Vec<(&'static str, String)>, InvalidInput> {
-    validate::query(query)?;
+    tablekit::backend::checks::query(query)?;
     let mut params = Vec::new();
     if let Some(filter) = &query.filter {
         params.push(("$filter", filter.to_string()));

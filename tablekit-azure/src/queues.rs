@@ -278,7 +278,7 @@ impl QueueStore for AzureQueues {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        validate::put_message(queue, text, options)?;
+        tablekit::queue::checks::put_message(queue, text, options)?;
         // A put sent twice is two messages: it is not retried once it may
         // have reached the service.
         let mut call = Call::new(

@@ -627,7 +627,7 @@ impl TableBackend for MemBackend {
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         let _span = op_span("query_entities", table);
         validate::table_name(table)?;
-        validate::query(query)?;
+        tablekit::backend::checks::query(query)?;
         let resume = query.continuation.as_ref().map(read_token).transpose()?;
         if let Some(seed) = self.unsorted_seed() {
             return self.query_unsorted(table, query, resume, seed);
@@ -701,7 +701,7 @@ impl TableBackend for MemBackend {
     ) -> Result<Vec<Option<ETag>>> {
         let _span = op_span("submit_transaction", table);
         validate::table_name(table)?;
-        validate::batch(operations)?;
+        tablekit::backend::checks::batch(operations)?;
         let mut state = self.shared.state.write();
         let delay = self.delay();
         // One timestamp for the whole batch, as the live service gives.

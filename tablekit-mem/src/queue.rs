@@ -243,7 +243,7 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        validate::put_message(queue, text, options)?;
+        tablekit::queue::checks::put_message(queue, text, options)?;
         let now = self.clock.now();
         let expires = match options.ttl {
             MessageTtl::Default => now.saturating_add(DEFAULT_TTL),

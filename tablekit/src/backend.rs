@@ -24,6 +24,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{InvalidInput, Result};
 use crate::filter::Filter;
+pub use crate::json::UndecodableRow;
 
 /// How an update treats properties the stored entity has and the new one lacks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -236,27 +237,6 @@ impl QueryPage {
             });
         }
         rows
-    }
-}
-
-/// A row of a query response that could not be read as an entity.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UndecodableRow {
-    /// Its PartitionKey, as far as it could be read (empty if not at all).
-    pub partition_key: String,
-    /// Its RowKey, as far as it could be read (empty if not at all).
-    pub row_key: String,
-    /// What is wrong with it.
-    pub reason: crate::InvalidInput,
-}
-
-impl From<UndecodableRow> for crate::Error {
-    fn from(row: UndecodableRow) -> crate::Error {
-        crate::Error::UndecodableRow {
-            partition_key: row.partition_key,
-            row_key: row.row_key,
-            reason: row.reason,
-        }
     }
 }
 
@@ -516,6 +496,127 @@ macro_rules! forward_table_backend {
 }
 
 forward_table_backend!(Arc<T>, Box<T>, &T);
+
+/// The checks of requests that need the store's own types (the checks of
+/// entities, keys, names and filters are in [`validate`](crate::validate)).
+pub mod checks {
+    use std::collections::HashMap;
+
+    use super::{BatchOperation, Query};
+    use crate::entity::Entity;
+    use crate::error::{Error, InvalidInput};
+    use crate::validate::limits::{
+        BATCH_OPERATION_OVERHEAD, MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD, MAX_PAGE_SIZE,
+    };
+    use crate::validate::{entity, filter, keys, select_names};
+
+    /// The payload size charged against a batch's 4 MiB: for each operation its
+    /// JSON body, both keys (they appear in the operation's URL) and
+    /// [`BATCH_OPERATION_OVERHEAD`] for its part headers.
+    pub fn batch_payload_size(operations: &[BatchOperation]) -> usize {
+        operations
+            .iter()
+            .map(|op| operation_payload(op, crate::json::encoded_len))
+            .sum()
+    }
+
+    /// An upper bound of one operation's share of [`batch_payload_size`],
+    /// found without serializing it (see [`crate::json::encoded_len_bound`]):
+    /// batches filled by these bounds up to 4 MiB always pass the check.
+    pub fn operation_payload_bound(operation: &BatchOperation) -> usize {
+        operation_payload(operation, crate::json::encoded_len_bound)
+    }
+
+    fn operation_payload(operation: &BatchOperation, body_len: fn(&Entity) -> usize) -> usize {
+        let (pk, rk) = operation.keys();
+        operation.entity().map_or(0, body_len) + pk.len() + rk.len() + BATCH_OPERATION_OVERHEAD
+    }
+
+    /// Checks an entity group transaction: 1–100 operations, one PartitionKey,
+    /// each entity at most once, each operation valid, payload at most 4 MiB.
+    ///
+    /// An operation that is invalid on its own is reported as
+    /// [`Error::BatchFailed`] with its index; rules about the batch as a whole are
+    /// plain [`Error::Invalid`].
+    pub fn batch(operations: &[BatchOperation]) -> Result<(), Error> {
+        let Some(first) = operations.first() else {
+            return Err(InvalidInput::BatchEmpty.into());
+        };
+        if operations.len() > MAX_BATCH_OPERATIONS {
+            return Err(InvalidInput::BatchTooManyOperations {
+                count: operations.len(),
+                max: MAX_BATCH_OPERATIONS,
+            }
+            .into());
+        }
+        let partition = first.keys().0;
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(operations.len());
+        for (index, op) in operations.iter().enumerate() {
+            let (pk, rk) = op.keys();
+            if pk != partition {
+                return Err(InvalidInput::BatchPartitionMismatch {
+                    index,
+                    expected: partition.to_owned(),
+                    found: pk.to_owned(),
+                }
+                .into());
+            }
+            if let Some(first) = seen.insert(rk, index) {
+                return Err(InvalidInput::BatchDuplicateEntity {
+                    first,
+                    index,
+                    row_key: rk.to_owned(),
+                }
+                .into());
+            }
+        }
+        for (index, op) in operations.iter().enumerate() {
+            let checked = match op.entity() {
+                Some(e) => entity(e),
+                None => {
+                    let (pk, rk) = op.keys();
+                    keys(pk, rk)
+                }
+            };
+            checked.map_err(|e| Error::from(e).in_batch(index))?;
+        }
+        // The cheap bound settles almost every batch; only one that might be
+        // too large is serialized to count exactly.
+        let bound: usize = operations.iter().map(operation_payload_bound).sum();
+        if bound <= MAX_BATCH_PAYLOAD {
+            return Ok(());
+        }
+        let size = batch_payload_size(operations);
+        if size > MAX_BATCH_PAYLOAD {
+            return Err(InvalidInput::BatchTooLarge {
+                size,
+                max: MAX_BATCH_PAYLOAD,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Checks a query: `top` in 1..=1000, at most 15 comparisons, valid selected
+    /// property names.
+    pub fn query(query: &Query) -> Result<(), InvalidInput> {
+        if let Some(top) = query.top
+            && (top == 0 || top > MAX_PAGE_SIZE)
+        {
+            return Err(InvalidInput::TopOutOfRange {
+                top,
+                max: MAX_PAGE_SIZE,
+            });
+        }
+        if let Some(filter) = &query.filter {
+            self::filter(filter)?;
+        }
+        if let Some(select) = &query.select {
+            select_names(select)?;
+        }
+        Ok(())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -598,7 +598,7 @@ pub enum InvalidInput {
     /// The batch's payload is larger than 4 MiB.
     #[error("the batch payload is {size} bytes; the limit is {max}")]
     BatchTooLarge {
-        /// Estimated payload size in bytes (see [`crate::validate::batch_payload_size`]).
+        /// Estimated payload size in bytes (see [`crate::backend::checks::batch_payload_size`]).
         size: usize,
         /// The limit.
         max: usize,

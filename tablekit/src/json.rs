@@ -36,7 +36,7 @@ use serde_json::{Number, Value as Json};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, SchemaError};
-use crate::schema::{MemberSlot, PropertySink};
+use crate::props::{MemberSlot, PropertySink};
 use crate::value::{EdmType, Value, ValueRef};
 
 pub(crate) const ANNOTATION_SUFFIX: &str = "@odata.type";
@@ -260,7 +260,7 @@ impl EntityWriter {
                 .iter()
                 .map(|&(start, end)| &self.out[start..end])
                 .collect();
-            if let Some(name) = crate::schema::first_duplicate(&names) {
+            if let Some(name) = crate::props::first_duplicate(&names) {
                 return Err(SchemaError::NameCollision {
                     name: String::from_utf8_lossy(name).into_owned(),
                 }
@@ -440,9 +440,7 @@ fn parse_object<'de, V: serde::de::Visitor<'de>>(
 /// outside 1601–9999, say) is returned apart, with its keys and the reason,
 /// so the other rows are not lost; text that is not a query response at all
 /// is an error.
-pub fn entities_from_str(
-    text: &str,
-) -> Result<(Vec<Entity>, Vec<crate::backend::UndecodableRow>), InvalidInput> {
+pub fn entities_from_str(text: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>), InvalidInput> {
     /// One element of `value`.
     struct Item<'de>(Collector<'de>);
     impl<'de> serde::Deserialize<'de> for Item<'de> {
@@ -486,7 +484,7 @@ pub fn entities_from_str(
                 let keys = collector.keys();
                 match collector.into_entity() {
                     Ok(entity) => entities.push(entity),
-                    Err(reason) => undecodable.push(crate::backend::UndecodableRow {
+                    Err(reason) => undecodable.push(UndecodableRow {
                         partition_key: keys.0,
                         row_key: keys.1,
                         reason,
@@ -658,14 +656,11 @@ impl<'de> Fields<'de> {
     /// Every value read, with its property name (the kind and version
     /// included).
     pub(crate) fn present(&self) -> impl Iterator<Item = (&str, &Value)> {
-        let kind = self
-            .kind
-            .as_ref()
-            .map(|v| (crate::schema::KIND_PROPERTY, v));
+        let kind = self.kind.as_ref().map(|v| (crate::props::KIND_PROPERTY, v));
         let version = self
             .version
             .as_ref()
-            .map(|v| (crate::schema::VERSION_PROPERTY, v));
+            .map(|v| (crate::props::VERSION_PROPERTY, v));
         let values = self
             .names
             .iter()
@@ -683,11 +678,11 @@ impl<'de> Fields<'de> {
     }
 }
 
-impl crate::schema::PropertySource for Fields<'_> {
+impl crate::props::PropertySource for Fields<'_> {
     fn get(&self, name: &str) -> Option<&Value> {
         match name {
-            crate::schema::KIND_PROPERTY => self.kind.as_ref(),
-            crate::schema::VERSION_PROPERTY => self.version.as_ref(),
+            crate::props::KIND_PROPERTY => self.kind.as_ref(),
+            crate::props::VERSION_PROPERTY => self.version.as_ref(),
             _ => {
                 let i = self.names.iter().position(|n| *n == name)?;
                 self.values[i].as_ref()
@@ -754,8 +749,8 @@ pub(crate) fn fields_from_str<'de>(
                 let slot = match &*name {
                     "PartitionKey" => &mut read.keys[0],
                     "RowKey" => &mut read.keys[1],
-                    crate::schema::KIND_PROPERTY => &mut read.keys[2],
-                    crate::schema::VERSION_PROPERTY => &mut read.keys[3],
+                    crate::props::KIND_PROPERTY => &mut read.keys[2],
+                    crate::props::VERSION_PROPERTY => &mut read.keys[3],
                     n => match (self.slot_of)(n) {
                         MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
                         MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
@@ -810,8 +805,8 @@ pub(crate) fn fields_from_str<'de>(
     Ok(Fields {
         partition_key: key_text(partition_key, "PartitionKey")?,
         row_key: key_text(row_key, "RowKey")?,
-        kind: value(crate::schema::KIND_PROPERTY, stored_kind, None).map_err(|e| *e)?,
-        version: value(crate::schema::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
+        kind: value(crate::props::KIND_PROPERTY, stored_kind, None).map_err(|e| *e)?,
+        version: value(crate::props::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
         values,
         names,
     })
@@ -848,7 +843,7 @@ impl Members<'_> {
     }
 }
 
-impl crate::schema::PropertySource for Members<'_> {
+impl crate::props::PropertySource for Members<'_> {
     fn get(&self, name: &str) -> Option<&Value> {
         self.position(name)
             .and_then(|i| self.properties[i].1.as_ref())
@@ -1143,6 +1138,27 @@ fn value_from_raw(
     Ok(Some(value))
 }
 
+/// A row of a query response that could not be read as an entity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UndecodableRow {
+    /// Its PartitionKey, as far as it could be read (empty if not at all).
+    pub partition_key: String,
+    /// Its RowKey, as far as it could be read (empty if not at all).
+    pub row_key: String,
+    /// What is wrong with it.
+    pub reason: crate::InvalidInput,
+}
+
+impl From<UndecodableRow> for crate::Error {
+    fn from(row: UndecodableRow) -> crate::Error {
+        crate::Error::UndecodableRow {
+            partition_key: row.partition_key,
+            row_key: row.row_key,
+            reason: row.reason,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1150,7 +1166,7 @@ mod tests {
 
     #[test]
     fn a_position_hint_is_checked_not_trusted() {
-        use crate::schema::PropertySource;
+        use crate::props::PropertySource;
         const NAMES: &[&str] = &["A", "B"];
         let slot = |name: &str| MemberSlot::search(NAMES, name);
         let text = r#"{"PartitionKey":"p","RowKey":"r","B":"b","A":1,"C":true}"#;

@@ -225,6 +225,7 @@ pub mod layer;
 pub mod log;
 mod order;
 pub mod outbox;
+mod props;
 pub mod queue;
 pub mod schema;
 pub mod shard;

@@ -40,15 +40,9 @@ use async_trait::async_trait;
 use crate::datetime::DateTime;
 use crate::error::Result;
 
-/// The most messages one [`get_messages`](QueueStore::get_messages) or
-/// [`peek_messages`](QueueStore::peek_messages) returns.
-pub const MAX_MESSAGES_PER_GET: u32 = 32;
-/// The longest text of a message, in bytes of UTF-8.
-pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
-/// The longest visibility timeout or delay: 7 days.
-pub const MAX_VISIBILITY: Duration = Duration::from_secs(7 * 24 * 3600);
-/// How long a message lives when its put names no time to live: 7 days.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+pub use crate::validate::limits::{
+    DEFAULT_TTL, MAX_MESSAGE_BYTES, MAX_MESSAGES_PER_GET, MAX_VISIBILITY,
+};
 /// The visibility timeout of a get that names none, as on the service.
 pub const DEFAULT_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -188,7 +182,8 @@ pub struct QueuePage {
 ///
 /// # Contract
 /// Run the validators of [`crate::validate`] (`queue_name`,
-/// `message_text`, `message_count`, `visibility`, `message_ttl`) first, so
+/// `message_text`, `message_count`, `visibility`) and of [`checks`]
+/// (`put_message`, `message_ttl`) first, so
 /// that bad input gets the same typed error on every backend; map the
 /// service's errors onto [`Error`](crate::Error)'s queue variants.
 #[async_trait]
@@ -296,3 +291,61 @@ macro_rules! forward_queue_store {
 }
 
 forward_queue_store!(Arc<T>, Box<T>, &T);
+
+/// The checks of a put that need the queue's own types (the others are in
+/// [`validate`](crate::validate)).
+pub mod checks {
+    use crate::error::InvalidInput;
+
+    /// Checks a put's time to live and its visibility delay together: the TTL
+    /// in whole seconds, at least 1; the delay as [`visibility`](crate::validate::visibility) allows it and
+    /// shorter than the TTL.
+    pub fn message_ttl(
+        ttl: super::MessageTtl,
+        delay: std::time::Duration,
+    ) -> Result<(), InvalidInput> {
+        use super::{DEFAULT_TTL, MessageTtl};
+        crate::validate::visibility("visibility delay", delay, std::time::Duration::ZERO)?;
+        let lifetime = match ttl {
+            MessageTtl::Default => DEFAULT_TTL,
+            MessageTtl::Never => return Ok(()),
+            MessageTtl::After(lifetime) => lifetime,
+        };
+        let bad = |reason| {
+            Err(InvalidInput::QueueDuration {
+                what: "time to live",
+                duration: lifetime,
+                reason,
+            })
+        };
+        if lifetime.subsec_nanos() != 0 {
+            return bad("must be whole seconds");
+        }
+        if lifetime.is_zero() {
+            return bad("must be at least 1 second");
+        }
+        if i64::try_from(lifetime.as_secs()).is_err() {
+            return bad("is too long");
+        }
+        if delay >= lifetime {
+            return Err(InvalidInput::QueueDuration {
+                what: "visibility delay",
+                duration: delay,
+                reason: "must be shorter than the message's time to live",
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks a Put Message: the queue's name, the text, the delay and the
+    /// time to live.
+    pub fn put_message(
+        queue: &str,
+        text: &str,
+        options: &super::PutMessageOptions,
+    ) -> Result<(), InvalidInput> {
+        crate::validate::queue_name(queue)?;
+        crate::validate::message_text(text)?;
+        message_ttl(options.ttl, options.visibility_delay)
+    }
+}

@@ -33,14 +33,11 @@
 //!   property names (or `PartitionKey`, `RowKey`, `Timestamp`).
 //!
 //! ETags guard writes: a replace, merge or delete with an ETag is refused
-//! ([`Error::PreconditionFailed`]) when
+//! ([`Error::PreconditionFailed`](crate::Error::PreconditionFailed)) when
 //! the row changed since it was read.
 
-use std::collections::HashMap;
-
-use crate::backend::{BatchOperation, Query};
 use crate::entity::{Entity, Properties};
-use crate::error::{Error, InvalidInput, KeyKind};
+use crate::error::{InvalidInput, KeyKind};
 use crate::filter::Filter;
 use crate::keyorder::utf16_len;
 use crate::value::{Value, ValueRef};
@@ -75,6 +72,15 @@ pub mod limits {
     pub const MAX_FILTER_DEPTH: usize = 64;
     /// Most entities in one page of results.
     pub const MAX_PAGE_SIZE: u32 = 1000;
+    /// The most messages one get or peek of a queue returns.
+    pub const MAX_MESSAGES_PER_GET: u32 = 32;
+    /// The longest text of a queue message, in bytes of UTF-8.
+    pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+    /// The longest visibility timeout or delay of a queue message: 7 days.
+    pub const MAX_VISIBILITY: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+    /// How long a queue message lives when its put names no time to live:
+    /// 7 days.
+    pub const DEFAULT_TTL: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 }
 
 use limits::*;
@@ -312,113 +318,6 @@ pub fn keys(partition_key: &str, row_key: &str) -> Result<(), InvalidInput> {
     key(KeyKind::RowKey, row_key)
 }
 
-/// The payload size charged against a batch's 4 MiB: for each operation its
-/// JSON body, both keys (they appear in the operation's URL) and
-/// [`limits::BATCH_OPERATION_OVERHEAD`] for its part headers.
-pub fn batch_payload_size(operations: &[BatchOperation]) -> usize {
-    operations
-        .iter()
-        .map(|op| operation_payload(op, crate::json::encoded_len))
-        .sum()
-}
-
-/// An upper bound of one operation's share of [`batch_payload_size`],
-/// found without serializing it (see [`crate::json::encoded_len_bound`]):
-/// batches filled by these bounds up to 4 MiB always pass the check.
-pub fn operation_payload_bound(operation: &BatchOperation) -> usize {
-    operation_payload(operation, crate::json::encoded_len_bound)
-}
-
-fn operation_payload(operation: &BatchOperation, body_len: fn(&Entity) -> usize) -> usize {
-    let (pk, rk) = operation.keys();
-    operation.entity().map_or(0, body_len) + pk.len() + rk.len() + BATCH_OPERATION_OVERHEAD
-}
-
-/// Checks an entity group transaction: 1–100 operations, one PartitionKey,
-/// each entity at most once, each operation valid, payload at most 4 MiB.
-///
-/// An operation that is invalid on its own is reported as
-/// [`Error::BatchFailed`] with its index; rules about the batch as a whole are
-/// plain [`Error::Invalid`].
-pub fn batch(operations: &[BatchOperation]) -> Result<(), Error> {
-    let Some(first) = operations.first() else {
-        return Err(InvalidInput::BatchEmpty.into());
-    };
-    if operations.len() > MAX_BATCH_OPERATIONS {
-        return Err(InvalidInput::BatchTooManyOperations {
-            count: operations.len(),
-            max: MAX_BATCH_OPERATIONS,
-        }
-        .into());
-    }
-    let partition = first.keys().0;
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(operations.len());
-    for (index, op) in operations.iter().enumerate() {
-        let (pk, rk) = op.keys();
-        if pk != partition {
-            return Err(InvalidInput::BatchPartitionMismatch {
-                index,
-                expected: partition.to_owned(),
-                found: pk.to_owned(),
-            }
-            .into());
-        }
-        if let Some(first) = seen.insert(rk, index) {
-            return Err(InvalidInput::BatchDuplicateEntity {
-                first,
-                index,
-                row_key: rk.to_owned(),
-            }
-            .into());
-        }
-    }
-    for (index, op) in operations.iter().enumerate() {
-        let checked = match op.entity() {
-            Some(e) => entity(e),
-            None => {
-                let (pk, rk) = op.keys();
-                keys(pk, rk)
-            }
-        };
-        checked.map_err(|e| Error::from(e).in_batch(index))?;
-    }
-    // The cheap bound settles almost every batch; only one that might be
-    // too large is serialized to count exactly.
-    let bound: usize = operations.iter().map(operation_payload_bound).sum();
-    if bound <= MAX_BATCH_PAYLOAD {
-        return Ok(());
-    }
-    let size = batch_payload_size(operations);
-    if size > MAX_BATCH_PAYLOAD {
-        return Err(InvalidInput::BatchTooLarge {
-            size,
-            max: MAX_BATCH_PAYLOAD,
-        }
-        .into());
-    }
-    Ok(())
-}
-
-/// Checks a query: `top` in 1..=1000, at most 15 comparisons, valid selected
-/// property names.
-pub fn query(query: &Query) -> Result<(), InvalidInput> {
-    if let Some(top) = query.top
-        && (top == 0 || top > MAX_PAGE_SIZE)
-    {
-        return Err(InvalidInput::TopOutOfRange {
-            top,
-            max: MAX_PAGE_SIZE,
-        });
-    }
-    if let Some(filter) = &query.filter {
-        self::filter(filter)?;
-    }
-    if let Some(select) = &query.select {
-        select_names(select)?;
-    }
-    Ok(())
-}
-
 /// Checks a filter: at most 15 comparisons, at most
 /// [`MAX_FILTER_DEPTH`] levels deep, and only names that
 /// [`filter_property_name`] accepts, so that rendering it can never change
@@ -520,7 +419,7 @@ pub fn queue_name(name: &str) -> Result<(), InvalidInput> {
 /// Checks a message's text: at most 64 KiB of UTF-8, and only characters
 /// the service's XML carries.
 pub fn message_text(text: &str) -> Result<(), InvalidInput> {
-    use crate::queue::MAX_MESSAGE_BYTES;
+    use limits::MAX_MESSAGE_BYTES;
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(InvalidInput::MessageTooLarge {
             bytes: text.len(),
@@ -539,7 +438,7 @@ pub fn message_text(text: &str) -> Result<(), InvalidInput> {
 
 /// Checks how many messages a get or peek asks for: 1 to 32.
 pub fn message_count(count: u32) -> Result<(), InvalidInput> {
-    use crate::queue::MAX_MESSAGES_PER_GET;
+    use limits::MAX_MESSAGES_PER_GET;
     if (1..=MAX_MESSAGES_PER_GET).contains(&count) {
         Ok(())
     } else {
@@ -557,7 +456,7 @@ pub fn visibility(
     duration: std::time::Duration,
     min: std::time::Duration,
 ) -> Result<(), InvalidInput> {
-    use crate::queue::MAX_VISIBILITY;
+    use limits::MAX_VISIBILITY;
     let bad = |reason| {
         Err(InvalidInput::QueueDuration {
             what,
@@ -581,46 +480,6 @@ pub fn visibility(
     Ok(())
 }
 
-/// Checks a put's time to live and its visibility delay together: the TTL
-/// in whole seconds, at least 1; the delay as [`visibility`] allows it and
-/// shorter than the TTL.
-pub fn message_ttl(
-    ttl: crate::queue::MessageTtl,
-    delay: std::time::Duration,
-) -> Result<(), InvalidInput> {
-    use crate::queue::{DEFAULT_TTL, MessageTtl};
-    visibility("visibility delay", delay, std::time::Duration::ZERO)?;
-    let lifetime = match ttl {
-        MessageTtl::Default => DEFAULT_TTL,
-        MessageTtl::Never => return Ok(()),
-        MessageTtl::After(lifetime) => lifetime,
-    };
-    let bad = |reason| {
-        Err(InvalidInput::QueueDuration {
-            what: "time to live",
-            duration: lifetime,
-            reason,
-        })
-    };
-    if lifetime.subsec_nanos() != 0 {
-        return bad("must be whole seconds");
-    }
-    if lifetime.is_zero() {
-        return bad("must be at least 1 second");
-    }
-    if i64::try_from(lifetime.as_secs()).is_err() {
-        return bad("is too long");
-    }
-    if delay >= lifetime {
-        return Err(InvalidInput::QueueDuration {
-            what: "visibility delay",
-            duration: delay,
-            reason: "must be shorter than the message's time to live",
-        });
-    }
-    Ok(())
-}
-
 /// Checks a message id or pop receipt: not empty.
 pub fn message_handle(what: &'static str, value: &str) -> Result<(), InvalidInput> {
     if value.is_empty() {
@@ -628,18 +487,6 @@ pub fn message_handle(what: &'static str, value: &str) -> Result<(), InvalidInpu
     } else {
         Ok(())
     }
-}
-
-/// Checks a Put Message: the queue's name, the text, the delay and the
-/// time to live.
-pub fn put_message(
-    queue: &str,
-    text: &str,
-    options: &crate::queue::PutMessageOptions,
-) -> Result<(), InvalidInput> {
-    queue_name(queue)?;
-    message_text(text)?;
-    message_ttl(options.ttl, options.visibility_delay)
 }
 
 /// Checks a Get Messages: the queue's name, the count (1–32) and the
@@ -704,11 +551,14 @@ pub fn blob_name(name: &str) -> Result<(), InvalidInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::checks::{batch, batch_payload_size, operation_payload_bound};
+    use crate::error::Error;
 
     /// A batch whose bound is over 4 MiB but whose exact size is not passes;
     /// 100 bytes more and it is refused.
     #[test]
     fn batch_size_is_exact_at_the_limit() {
+        use crate::backend::BatchOperation;
         let make = |fill: usize| -> Vec<BatchOperation> {
             (0..100)
                 .map(|i| {

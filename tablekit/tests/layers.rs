@@ -18,7 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "model",
         &["datetime", "value", "entity", "keyorder", "key", "error"],
     ),
-    ("rules and wire", &["validate", "filter", "json"]),
+    ("rules and wire", &["validate", "filter", "json", "props"]),
     (
         "contracts",
         &["backend", "blob", "queue", "clock", "ext", "order", "layer"],
@@ -65,10 +65,6 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 /// typed client still name patterns, and the rules use backend types. Each
 /// goes when its code moves to where it belongs.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("json", "backend"),
-    ("json", "schema"),
-    ("validate", "backend"),
-    ("validate", "queue"),
     ("schema", "bucket"),
     ("schema", "index"),
     ("schema", "shard"),

@@ -392,7 +392,7 @@ impl std::ops::Not for Filter {
 /// parenthesised, so the text parses back to the same tree.
 ///
 /// This is the text as built: property names are written as they are. The
-/// backends render a filter only after [`crate::validate::query`] has checked
+/// backends render a filter only after [`crate::backend::checks::query`] has checked
 /// every name, so no name can change a request's structure; text meant for a
 /// request of your own should go through that check too.
 impl fmt::Display for Filter {

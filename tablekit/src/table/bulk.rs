@@ -6,12 +6,12 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 
 use super::Table;
+use crate::backend::checks::operation_payload_bound;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::schema::{self, TableEntity};
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
-use crate::validate::operation_payload_bound;
 
 /// One item the bulk writer could not write.
 #[derive(Debug, Clone)]
