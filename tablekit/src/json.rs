@@ -39,7 +39,7 @@ use crate::error::{Error, InvalidInput, SchemaError};
 use crate::props::{MemberSlot, PropertySink};
 use crate::value::{EdmType, Value, ValueRef};
 
-pub(crate) const ANNOTATION_SUFFIX: &str = "@odata.type";
+pub(crate) use crate::props::ANNOTATION_SUFFIX;
 
 /// The entity as a JSON object, ready to send. ETag and Timestamp are not
 /// written (the service ignores a client's Timestamp).

@@ -4,6 +4,10 @@
 //! kind holds. Re-exported from [`schema`](crate::schema), which uses them.
 
 use crate::entity::{Properties, PropertyName};
+
+/// What a member's name ends with when it carries the type of the member
+/// named before it: `Salary@odata.type`.
+pub(crate) const ANNOTATION_SUFFIX: &str = "@odata.type";
 use crate::error::Error;
 use crate::value::{Value, ValueRef};
 
@@ -28,7 +32,7 @@ impl MemberSlot {
     /// The slot of `name` among `field_names`, found by searching: what a
     /// hand-written [`TableEntity`](crate::TableEntity) gets by default.
     pub fn search(field_names: &[&str], name: &str) -> MemberSlot {
-        let (base, annotation) = match name.strip_suffix(crate::json::ANNOTATION_SUFFIX) {
+        let (base, annotation) = match name.strip_suffix(ANNOTATION_SUFFIX) {
             Some(base) => (base, true),
             None => (name, false),
         };
