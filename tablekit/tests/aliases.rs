@@ -4,7 +4,7 @@
 
 use futures::TryStreamExt;
 use tablekit::schema;
-use tablekit::{Entity, Table, TableBackend, TableEntity};
+use tablekit::{Entity, Loaded, Table, TableBackend, TableEntity};
 use tablekit_mem::MemBackend;
 
 /// Version 2 of a product: `Colour` is now `Color`, and `size` is new.
@@ -91,8 +91,13 @@ async fn typed_reads_and_writes_take_older_rows() {
         .expect("get")
         .expect("there");
     assert_eq!(loaded.color, "red");
+    assert_eq!(Loaded::version(&loaded), Some(1), "stored as version 1");
+    assert_eq!(Loaded::version(&rows[0]), Some(1));
     loaded.size = 42;
     products.replace(&mut loaded).await.expect("replace");
+    assert_eq!(Loaded::version(&loaded), Some(2), "written as version 2");
+    let reread = products.get("main", "a").await.expect("get");
+    assert_eq!(reread.as_ref().and_then(Loaded::version), Some(2));
     let stored = backend
         .get_entity("Products", "main", "PROD_a", &Default::default())
         .await

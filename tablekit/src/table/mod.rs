@@ -102,6 +102,9 @@ pub struct Loaded<T> {
     /// The RowKeys of the version's index rows, so that a write through this
     /// value knows which to move without reading them again.
     index_keys: Option<Arc<[String]>>,
+    /// The schema version the row records (`_Version`), as read or as last
+    /// written through this value.
+    version: Option<u32>,
 }
 
 impl<T> Loaded<T> {
@@ -114,6 +117,7 @@ impl<T> Loaded<T> {
             stamp_in_etag: false,
             writes: None,
             index_keys: None,
+            version: None,
         }
     }
 
@@ -138,6 +142,15 @@ impl<T> Loaded<T> {
         } else {
             this.timestamp
         }
+    }
+
+    /// The schema version the row was stored with (its `_Version`): as
+    /// read, so a row an older version of the type wrote (within its
+    /// `min_version`) says so, or as last written through this value (the
+    /// type's current version). `None` when the row records none: a type
+    /// without a kind, or one with `kind_properties = false`.
+    pub fn version(this: &Loaded<T>) -> Option<u32> {
+        this.version
     }
 
     /// The value, without the ETag.
@@ -491,6 +504,7 @@ impl<K: EntityKinds> Table<K> {
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
             let writes = update::writes_of(&entity).map(str::to_owned);
+            let version = stored_version(&entity);
             match K::from_entity_owned(entity) {
                 Ok(value) => Ok(Some(Loaded {
                     value: value?,
@@ -499,6 +513,7 @@ impl<K: EntityKinds> Table<K> {
                     stamp_in_etag: false,
                     writes,
                     index_keys: None,
+                    version,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::SchemaError::UnknownKind {
@@ -683,6 +698,7 @@ impl<T: TableEntity> Table<T> {
                 Loaded::set_etag(loaded, etag.clone());
                 loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                 loaded.index_keys = new_keys.map(Arc::from);
+                loaded.version = written_version::<T>();
                 Ok(etag)
             }
             // Written, and overwritten since: the ETag held is stale, as it
@@ -872,6 +888,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     let timestamp = entity.timestamp;
     let writes = update::writes_of(&entity).map(str::to_owned);
     let row_key = (!T::INDEXES.is_empty()).then(|| entity.row_key.clone());
+    let version = stored_version(&entity);
     let value = schema::from_entity_owned(entity)?;
     let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
     Ok(Loaded {
@@ -881,7 +898,23 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         stamp_in_etag: false,
         writes,
         index_keys,
+        version,
     })
+}
+
+/// The schema version a row records (`_Version`), if it records one.
+fn stored_version(entity: &crate::Entity) -> Option<u32> {
+    match entity.properties.get(schema::VERSION_PROPERTY)? {
+        crate::Value::Int32(v) => u32::try_from(*v).ok(),
+        crate::Value::Int64(v) => u32::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+/// The schema version a write of `T` records: its current one, when rows
+/// of `T` record a version at all.
+pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
+    (T::KIND.is_some() && T::KIND_PROPERTIES).then_some(T::VERSION)
 }
 
 /// The RowKeys of `value`'s index rows, for a write to plan with or a

@@ -577,11 +577,16 @@ impl<T: TableEntity> Table<T> {
                     let mut loaded = Loaded::written(value, written);
                     loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                     loaded.index_keys = new_keys.map(std::sync::Arc::from);
+                    loaded.version = super::written_version::<T>();
                     return Ok(loaded);
                 }
                 // Landed, and overwritten since: the version read stands
                 // in, so a write through it is refused, as it should be.
-                Ok(None) => return Ok(Loaded::written(value, etag)),
+                Ok(None) => {
+                    let mut loaded = Loaded::written(value, etag);
+                    loaded.version = super::written_version::<T>();
+                    return Ok(loaded);
+                }
                 Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
                 Err(e) if e.is_transient() => {
                     if self.record_writes {
