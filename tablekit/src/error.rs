@@ -87,6 +87,25 @@ pub enum Error {
         /// RowKey that was addressed.
         row_key: String,
     },
+    /// A write from an older version of an entity type over a row a newer
+    /// version wrote: refused, as it would drop the fields the older type
+    /// does not know (during a rolling deploy, while old and new programs
+    /// share the table). Nothing was written.
+    #[error(
+        "entity ({partition_key:?}, {row_key:?}) in table `{table}` is stored as version {stored}; this program writes version {writing} and would drop what it does not know"
+    )]
+    NewerVersion {
+        /// Table that was addressed.
+        table: String,
+        /// PartitionKey that was addressed.
+        partition_key: String,
+        /// RowKey that was addressed.
+        row_key: String,
+        /// The version the row holds.
+        stored: i64,
+        /// The version this program writes.
+        writing: u32,
+    },
     /// An operation of an entity group transaction failed; nothing of the
     /// transaction was applied.
     #[error("batch operation {index} failed: {source}")]

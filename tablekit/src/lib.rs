@@ -159,6 +159,38 @@
 //!   eight, read back merged in key order (see [`shard`]); logs go to blobs
 //!   of JSON lines named by time, never to a table (see [`log`]).
 //!
+//! ## Changing an entity
+//!
+//! Rows outlive the code that wrote them. What changes safely, with no
+//! migration:
+//! - **Adding a field**: give it `#[tablekit(default)]` (or
+//!   `default = path`), and rows written before read it as that value.
+//! - **Renaming a field**: `#[tablekit(rename = "Color", alias = "Colour")]`
+//!   reads either name and writes the new one; rows take the new name as
+//!   they are written.
+//! - **Dropping a field**: properties a type has no field for are ignored.
+//! - **Versions**: `version = 2, min_version = 1` writes version 2 and reads
+//!   rows of versions 1 and 2; [`Loaded::version`] tells which one a row was
+//!   stored with. A row of a version outside the range is an error that names
+//!   the row and both versions.
+//!
+//! During a rolling deploy, old and new programs share the table. An older
+//! program never overwrites a newer program's row: its `update` and its
+//! `replace` of such a row fail with [`Error::NewerVersion`], and nothing is
+//! written. (A merge drops nothing, and is allowed.) Deploy a change of
+//! shape in two steps:
+//! 1. A release that reads both shapes and still writes the old one: new
+//!    fields with `default`; a renamed field keeps its stored name and reads
+//!    the new one too (`rename = "Colour", alias = "Color"`); `version`
+//!    unchanged.
+//! 2. Once every instance runs it, the release that writes the new shape:
+//!    `version` one higher, `rename = "Color", alias = "Colour"`.
+//!
+//! While the second step rolls out, instances of the first cannot read rows
+//! the second wrote (a row error that names both versions, under the
+//! query's [`RowErrors`](table::RowErrors) policy) and cannot overwrite them
+//! ([`Error::NewerVersion`]); nothing is lost either way.
+//!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],
 //!   [`ETag`], and the JSON wire form in [`json`];

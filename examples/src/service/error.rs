@@ -103,6 +103,12 @@ pub(super) fn error_status(
             "a value that must be unique is taken",
             None,
         ),
+        Error::NewerVersion { .. } => (
+            StatusCode::CONFLICT,
+            "newer_version",
+            "a newer version of the service wrote it: this one would drop what it does not know",
+            None,
+        ),
         Error::PreconditionFailed { .. } => (
             StatusCode::PRECONDITION_FAILED,
             "etag_mismatch",

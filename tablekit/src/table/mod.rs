@@ -666,6 +666,31 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
+        // A value this program read holds the version it read (never newer
+        // than its own), and the ETag guard keeps the row as read. One made
+        // elsewhere (`Loaded::new` with a client's ETag) may name a row a
+        // newer program wrote: its version is read first, and a replace
+        // over it refused. (A merge drops nothing.)
+        if mode == UpdateMode::Replace
+            && loaded.version.is_none()
+            && written_version::<T>().is_some()
+        {
+            let (pk, rk) = (
+                schema::partition_key_of(&loaded.value)?,
+                schema::row_key_of(&loaded.value)?,
+            );
+            let options = crate::GetOptions::default().select([schema::VERSION_PROPERTY]);
+            match self
+                .backend
+                .get_entity(&self.name, &pk, &rk, &options)
+                .await
+            {
+                Ok(stored) => self.refuse_newer(&stored)?,
+                // The write itself reports these.
+                Err(Error::EntityNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
         let mut recorded = if self.record_writes {
@@ -900,6 +925,31 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         index_keys,
         version,
     })
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Refuses a write of `T` over `stored` when a newer version of the
+    /// type wrote it ([`Error::NewerVersion`]).
+    pub(crate) fn refuse_newer(&self, stored: &crate::Entity) -> Result<()> {
+        let Some(writing) = written_version::<T>() else {
+            return Ok(());
+        };
+        let stored_version = match stored.properties.get(schema::VERSION_PROPERTY) {
+            Some(crate::Value::Int32(v)) => i64::from(*v),
+            Some(crate::Value::Int64(v)) => *v,
+            _ => return Ok(()),
+        };
+        if stored_version > i64::from(writing) {
+            return Err(Error::NewerVersion {
+                table: self.name.to_string(),
+                partition_key: stored.partition_key.clone(),
+                row_key: stored.row_key.clone(),
+                stored: stored_version,
+                writing,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The schema version a row records (`_Version`), if it records one.

@@ -532,6 +532,9 @@ impl<T: TableEntity> Table<T> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            // A newer program's row: an update through this type would drop
+            // what it does not know.
+            self.refuse_newer(&stored)?;
             if unsettled
                 .take()
                 .is_some_and(|previous| previous.landed_in(&stored))
