@@ -26,6 +26,8 @@ pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
 pub(crate) const COLLECTION: &str = "collection";
 pub(crate) const PROJECTION_OF: &str = "projection_of";
+pub(crate) const UPGRADE_FROM: &str = "upgrade_from";
+pub(crate) const UPGRADE_WITH: &str = "upgrade_with";
 pub(crate) const INDEX: &str = "index";
 pub(crate) const NAME: &str = "name";
 pub(crate) const TAG: &str = "tag";
@@ -108,6 +110,11 @@ pub(crate) struct Container {
     pub(crate) kind_properties: Option<(bool, TokenStream)>,
     /// `parent = Type`: the kind nests under `Type`'s rows in a collection.
     pub(crate) parent: Option<(syn::Type, TokenStream)>,
+    /// `upgrade_from = Type`: rows of `Type`'s versions are read as `Type`
+    /// and converted (`From`, or the `upgrade_with` function).
+    pub(crate) upgrade_from: Option<(syn::Type, TokenStream)>,
+    /// `upgrade_with = path`: the function that converts them.
+    pub(crate) upgrade_with: Option<Path>,
     /// `collection`: other kinds may nest under this kind's rows.
     pub(crate) collection: Option<TokenStream>,
     /// `row_key = "empid_{id}"`: the RowKey laid out by a template.
@@ -313,6 +320,8 @@ impl Container {
         let mut collection = Attr::none(COLLECTION);
         let mut row_key_template = Attr::none(ROW_KEY);
         let mut projection_of = Attr::none(PROJECTION_OF);
+        let mut upgrade_from = Attr::none(UPGRADE_FROM);
+        let mut upgrade_with = Attr::none(UPGRADE_WITH);
         let mut indexes = Vec::new();
         let known: &[&str] = if is_entity {
             &[
@@ -330,6 +339,8 @@ impl Container {
                 COLLECTION,
                 ROW_KEY,
                 PROJECTION_OF,
+                UPGRADE_FROM,
+                UPGRADE_WITH,
                 INDEX,
             ]
         } else {
@@ -392,6 +403,13 @@ impl Container {
                     let ty: syn::Type = meta.value()?.parse()?;
                     let tokens = ty.to_token_stream();
                     projection_of.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(UPGRADE_FROM) {
+                    let ty: syn::Type = meta.value()?.parse()?;
+                    let tokens = ty.to_token_stream();
+                    upgrade_from.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(UPGRADE_WITH) {
+                    let function: Path = meta.value()?.parse()?;
+                    upgrade_with.set(cx, path, function);
                 } else if is_entity && path.is_ident(ROW_KEY) {
                     if let Some(lit) = parse_str(cx, &meta) {
                         match parse_template(&lit.value()) {
@@ -444,6 +462,8 @@ impl Container {
             buckets: buckets.get(),
             kind_properties: kind_properties.get(),
             parent: parent.get(),
+            upgrade_from: upgrade_from.get(),
+            upgrade_with: upgrade_with.get(),
             collection: collection.get(),
             row_key_template: row_key_template.get(),
             projection_of: projection_of.get(),

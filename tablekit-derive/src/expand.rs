@@ -693,6 +693,7 @@ fn expand_entity(
     // A field with older names (`alias`) is read by name: the typed JSON
     // reader's slots are for the current names only.
     let checked_names = projection.is_none()
+        && cont.attrs.upgrade_from.is_none()
         && !cont
             .fields
             .iter()
@@ -716,7 +717,12 @@ fn expand_entity(
     let kind = entity_const(quote!(KIND), kind);
     let layout = entity_const(quote!(ROW_KEY_LAYOUT), layout);
     let version = entity_const(quote!(VERSION), quote!(#version));
-    let min_version = entity_const(quote!(MIN_VERSION), quote!(#min_version));
+    // A type that upgrades an older one reads that one's versions too.
+    let min_version = match (&cont.attrs.upgrade_from, &cont.attrs.min_version) {
+        (Some((old, _)), None) => quote!(<#old as #tk::TableEntity>::MIN_VERSION),
+        _ => quote!(#min_version),
+    };
+    let min_version = entity_const(quote!(MIN_VERSION), min_version);
     let kind_properties = entity_const(quote!(KIND_PROPERTIES), quote!(#kind_properties));
     // A projection of an entity with indexes reads; it never writes.
     let writable = match projection {
@@ -725,6 +731,31 @@ fn expand_entity(
         }
         None => quote!(true),
     };
+    // A row of an older version is read as the older type, then converted;
+    // the checks that both describe the same rows, each on the token.
+    let upgrade = cont.attrs.upgrade_from.as_ref().map(|(old, tokens)| {
+        let convert = match &cont.attrs.upgrade_with {
+            Some(function) => quote_spanned!(function.span()=> #function(__old)),
+            None => quote_spanned!(old.span()=> <Self as ::core::convert::From<#old>>::from(__old)),
+        };
+        let span = tokens.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        quote_spanned! {span=>
+            if #tk::stored_version(__props).is_some_and(|__v| __v <= i64::from(<#old as #tk::TableEntity>::VERSION)) {
+                let (__old_pk, __old_rk) = <Self as #tk::SameKeys<#old>>::old_keys(__pk, __rk);
+                let __old = <#old as #tk::TableEntity>::read_properties(__old_pk, __old_rk, __props)?;
+                return #tk::Ok(#convert);
+            }
+        }
+    });
+    // Checked where no generic parameter defers them: at every compile.
+    let upgrade_checks = cont.attrs.upgrade_from.as_ref().map(|(old, tokens)| {
+        let span = tokens.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
+        quote_spanned! {span=>
+            const { ::core::assert!(#tk::str_eq(<#old as #tk::TableEntity>::TABLE, <Self as #tk::TableEntity>::TABLE), "`upgrade_from` names a type of another table: an upgrade reads rows of this table") };
+            const { ::core::assert!(match (<#old as #tk::TableEntity>::KIND, <Self as #tk::TableEntity>::KIND) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind") };
+            const { ::core::assert!(<#old as #tk::TableEntity>::VERSION < <Self as #tk::TableEntity>::VERSION, "`upgrade_from` names a type whose version is not lower: versions increase along an upgrade") };
+        }
+    });
     let projection_checks = projection.map(|entity| {
         let fields = cont.fields.iter().filter(|f| matches!(f.role, Role::Property)).map(|f| {
             let (ident, ty) = (f.ident, f.ty);
@@ -893,6 +924,7 @@ fn expand_entity(
                 }
                 fn columns() -> Self::Columns {
                     #projection_checks
+                    #upgrade_checks
                     #columns_ident {
                         #(#column_inits,)*
                         #marker_init
@@ -912,6 +944,7 @@ fn expand_entity(
                     __rk: Self::RowKey,
                     __props: &mut __S,
                 ) -> #tk::Result<Self, #tk::Error> {
+                    #upgrade
                     let #pk_pattern = __pk;
                     #rk_binding
                     #tk::Ok(#ident {

@@ -173,6 +173,16 @@
 //!   rows of versions 1 and 2; [`Loaded::version`] tells which one a row was
 //!   stored with. A row of a version outside the range is an error that names
 //!   the row and both versions.
+//! - **Typed upgrades**: when the shape changes more than that, keep the old
+//!   shape as its own type and declare the new one
+//!   `#[tablekit(kind = "ITEM", version = 2, upgrade_from = ItemV1)]` with
+//!   `impl From<ItemV1> for Item` (or `upgrade_with = path`). Every typed
+//!   read (gets, queries, index reads, collections) reads a version-1 row as
+//!   `ItemV1` and converts it; chains (`ItemV3` upgrading `ItemV2`, which
+//!   upgrades `ItemV1`) follow; writes write the current version, with index
+//!   rows made from the upgraded value. Another table, kind or key layout,
+//!   or a version that does not increase, is a compile error on the type
+//!   named.
 //!
 //! During a rolling deploy, old and new programs share the table. An older
 //! program never overwrites a newer program's row: its `update` and its

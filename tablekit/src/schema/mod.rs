@@ -49,6 +49,7 @@ pub use crate::props::{KIND_PROPERTY, MemberSlot, PropertySink, PropertySource, 
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
 /// | `buckets = "day"` | one table per `"hour"`, `"day"` or `"month"` (UTC), named by the table and the period (`Logins20261123`), written and read through [`Buckets`](crate::bucket::Buckets); the period comes from the `bucket` field, or from the time of the write |
 /// | `shards = N` | one logical partition spread over N (2–100) stored ones, `PK\|00` … `PK\|NN`, by the RowKey: for kinds whose inserts would all hit one partition; reads of the partition merge the shards (see [`shard`](crate::shard)) |
+/// | `upgrade_from = Old` | rows of `Old`'s versions (the same table, kind and keys, a lower version) are read as `Old` and converted with `From<Old>` (or `upgrade_with = path`, a function from `Old`); chains (V1 → V2 → V3) follow; `min_version` defaults to `Old`'s |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
 /// | `crate = ::path` | where `tablekit` is, for crates that re-export it |
@@ -718,6 +719,37 @@ pub fn present_name<'a, S: PropertySource + ?Sized>(
         .copied()
         .find(|alias| props.get(alias).is_some())
         .unwrap_or(name)
+}
+
+/// Entity types whose rows have the same keys: what `upgrade_from` needs
+/// of the older type it names.
+#[diagnostic::on_unimplemented(
+    message = "`upgrade_from = {Old}` names a type whose key fields differ from `{Self}`'s",
+    label = "an upgrade reads the rows of the same keys: give both types the same PartitionKey and RowKey fields"
+)]
+pub trait SameKeys<Old: TableEntity>: TableEntity {
+    /// The keys, as the older type names them.
+    fn old_keys(pk: Self::PartitionKey, rk: Self::RowKey) -> (Old::PartitionKey, Old::RowKey);
+}
+
+impl<Old, New> SameKeys<Old> for New
+where
+    Old: TableEntity,
+    New: TableEntity<PartitionKey = Old::PartitionKey, RowKey = Old::RowKey>,
+{
+    fn old_keys(pk: New::PartitionKey, rk: New::RowKey) -> (Old::PartitionKey, Old::RowKey) {
+        (pk, rk)
+    }
+}
+
+/// The schema version a row's properties record (`_Version`), if any: what
+/// an upgrading reader picks the older type by.
+pub fn stored_version<S: PropertySource + ?Sized>(props: &S) -> Option<i64> {
+    match props.get(VERSION_PROPERTY)? {
+        Value::Int32(v) => Some(i64::from(*v)),
+        Value::Int64(v) => Some(*v),
+        _ => None,
+    }
 }
 
 /// Reads one property for a generated reader, naming it in the error.
