@@ -286,10 +286,21 @@ struct ReviewByYear {
     rating: i32,
 }
 
+/// The seeds' partition read as one enum: each row told apart by its key
+/// layout (a template, a kind kept in the RowKey only, a plain compound
+/// key), none of them with a `_Kind`.
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+enum SeedRows {
+    ById(EmployeeById),
+    ByEmail(EmployeeByEmail),
+    Review(ReviewByYear),
+}
+
 /// Rows in the layouts a table had before tablekit read back typed, and
 /// typed writes produce exactly those keys, with no property of tablekit's
 /// own (the write history aside, which this table leaves out).
 pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
+    use futures::TryStreamExt;
     use tablekit::Entity;
     use tablekit::key::Padded;
     let name = unique_table("seeds");
@@ -356,6 +367,41 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
         .expect("stored under the table's own layout");
     let names: Vec<&str> = raw.properties.iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["name"], "no _Kind or _Version");
+
+    // The whole partition as one enum, each row by its layout; a row no
+    // layout claims follows the unknown-kind policy.
+    let rows = by_id.of::<SeedRows>();
+    let read: Vec<tablekit::table::Loaded<SeedRows>> = rows
+        .read_partition("Sales", tablekit::UnknownKind::Fail)
+        .try_collect()
+        .await
+        .expect("every row has its layout");
+    let kinds: Vec<&str> = read
+        .iter()
+        .map(|row| match &**row {
+            SeedRows::ById(_) => "by id",
+            SeedRows::ByEmail(_) => "by email",
+            SeedRows::Review(_) => "review",
+        })
+        .collect();
+    assert_eq!(kinds, ["review", "by email", "by id", "by id"]);
+    backend
+        .insert_entity(&name, &Entity::new("Sales", "stray").with("x", 1i32))
+        .await
+        .expect("a row of no layout");
+    assert!(
+        rows.read_partition("Sales", tablekit::UnknownKind::Fail)
+            .try_collect::<Vec<_>>()
+            .await
+            .is_err(),
+        "refused under Fail"
+    );
+    let skipped: Vec<_> = rows
+        .read_partition("Sales", tablekit::UnknownKind::Skip)
+        .try_collect()
+        .await
+        .expect("left out under Skip");
+    assert_eq!(skipped.len(), 4);
     backend.delete_table(&name).await.expect("delete table");
 }
 

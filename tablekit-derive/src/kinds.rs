@@ -47,10 +47,6 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         let span = ty.span();
         quote_spanned! {span=>
             const _: () = ::core::assert!(
-                <#ty as #tk::TableEntity>::KIND.is_some(),
-                "every entity type of an EntityKinds enum needs a `kind`"
-            );
-            const _: () = ::core::assert!(
                 <#ty as #tk::TableEntity>::SHARDS == 1,
                 "a sharded kind spreads over several stored partitions: it cannot be read with other kinds as one partition"
             );
@@ -84,23 +80,35 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         }
     });
-    let arms: Vec<TokenStream> = variants
-        .iter()
-        .map(|(variant, ty)| {
-            quote! {
-                if #tk::is_kind::<#ty>(__entity) {
-                    return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
+    // Types with a kind first (a row names its kind), then those told apart
+    // by their key layout alone, in the order of the variants: list a
+    // layout that decodes more keys after the ones it would take.
+    let arms: Vec<TokenStream> = [true, false]
+        .into_iter()
+        .flat_map(|kinded| {
+            variants.iter().map(move |(variant, ty)| {
+                let tk = tk_ref;
+                quote! {
+                    if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(__entity) {
+                        return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
+                    }
                 }
-            }
+            })
         })
         .collect();
-    let owned_arms = variants.iter().map(|(variant, ty)| {
-        quote! {
-            if #tk::is_kind::<#ty>(&__entity) {
-                return #tk::Ok(#tk::from_entity_owned::<#ty>(__entity).map(#ident::#variant));
-            }
-        }
-    });
+    let owned_arms: Vec<TokenStream> = [true, false]
+        .into_iter()
+        .flat_map(|kinded| {
+            variants.iter().map(move |(variant, ty)| {
+                let tk = tk_ref;
+                quote! {
+                    if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(&__entity) {
+                        return #tk::Ok(#tk::from_entity_owned::<#ty>(__entity).map(#ident::#variant));
+                    }
+                }
+            })
+        })
+        .collect();
     quote! {
         const _: () = {
             #(#checks)*

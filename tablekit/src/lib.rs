@@ -97,7 +97,11 @@
 //! `{Name}Columns`, typed filters on the fields: `Employee::columns().age.ge(18)`.
 //!
 //! [`EntityKinds`] on an enum over entity types reads a partition that holds
-//! several kinds as typed variants ([`Table::read_partition`]), or one
+//! several kinds as typed variants ([`Table::read_partition`]); types without
+//! a `kind` (a RowKey template, a plain layout: a table laid out before
+//! tablekit) join it too, each row told apart by its key layout (list a
+//! layout that decodes more keys after the ones it would take), and a row no
+//! variant claims follows the [`UnknownKind`] policy. Or it reads one
 //! collection: a row and every row nested under it, with one range query
 //! ([`Table::read_collection`]). Kinds in a collection share their RowKey
 //! range and are told apart by their `_Kind` property, which their typed

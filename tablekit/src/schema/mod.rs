@@ -235,7 +235,10 @@ pub trait TableFields: Sized {
 }
 
 /// An enum over entity kinds that share a partition: `#[derive(EntityKinds)]`
-/// on an enum whose variants each hold one entity type.
+/// on an enum whose variants each hold one entity type. A row goes to the
+/// variant of its kind; types without a kind (a RowKey template or a plain
+/// layout) claim the rows whose RowKeys decode as their keys, in the order
+/// of the variants, after the types with a kind.
 pub trait EntityKinds: Sized + Send + Sync + 'static {
     /// The PartitionKey type every kind shares.
     type PartitionKey: KeyTuple + KeyArg<Self::PartitionKey> + Send + Sync;
@@ -506,6 +509,18 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
         Some(_) => false,
         None => T::ROW_KEY_LAYOUT.starts(&entity.row_key),
     }
+}
+
+/// Whether a row of a partition that holds several kinds is `T`'s, for an
+/// [`EntityKinds`] enum: by its kind for a type with a `kind`; for one
+/// without (a RowKey template or a plain layout, as in a table laid out
+/// before tablekit), by its RowKey: it must decode as `T`'s keys.
+pub fn claims<T: TableEntity>(entity: &Entity) -> bool {
+    if T::KIND.is_some() {
+        return is_kind::<T>(entity);
+    }
+    T::ROW_KEY_LAYOUT.starts(&entity.row_key)
+        && T::RowKey::decode_laid_out(&entity.row_key, &T::ROW_KEY_LAYOUT).is_ok()
 }
 
 /// Reads a row as `T`: checks its kind and version, decodes the keys, reads
