@@ -187,6 +187,9 @@
 //!   rows made from the upgraded value. Another table, kind or key layout,
 //!   or a version that does not increase, is a compile error on the type
 //!   named.
+//! - **Rewriting old rows**: [`Table::migrate`] rewrites the rows of older
+//!   versions as the current one (a dry run counts them per version), so
+//!   the old shapes can leave the code.
 //!
 //! During a rolling deploy, old and new programs share the table. An older
 //! program never overwrites a newer program's row: its `update` and its

@@ -36,6 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "table::update",
             "table::merge",
             "table::pacing",
+            "table::migrate",
         ],
     ),
     (
