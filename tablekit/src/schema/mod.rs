@@ -705,11 +705,7 @@ fn row_context<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &S,
 ) -> crate::error::RowContext {
-    let version = match props.get(VERSION_PROPERTY) {
-        Some(Value::Int32(v)) => Some(i64::from(*v)),
-        Some(Value::Int64(v)) => Some(*v),
-        _ => None,
-    };
+    let version = stored_version(props);
     crate::error::RowContext {
         partition_key: partition_key.to_owned(),
         row_key: row_key.to_owned(),

@@ -936,10 +936,8 @@ impl<T: TableEntity> Table<T> {
         let Some(writing) = written_version::<T>() else {
             return Ok(());
         };
-        let stored_version = match stored.properties.get(schema::VERSION_PROPERTY) {
-            Some(crate::Value::Int32(v)) => i64::from(*v),
-            Some(crate::Value::Int64(v)) => *v,
-            _ => return Ok(()),
+        let Some(stored_version) = schema::stored_version(&stored.properties) else {
+            return Ok(());
         };
         if stored_version > i64::from(writing) {
             return Err(Error::NewerVersion {
@@ -956,11 +954,7 @@ impl<T: TableEntity> Table<T> {
 
 /// The schema version a row records (`_Version`), if it records one.
 fn stored_version(entity: &crate::Entity) -> Option<u32> {
-    match entity.properties.get(schema::VERSION_PROPERTY)? {
-        crate::Value::Int32(v) => u32::try_from(*v).ok(),
-        crate::Value::Int64(v) => u32::try_from(*v).ok(),
-        _ => None,
-    }
+    schema::stored_version(&entity.properties).and_then(|v| u32::try_from(v).ok())
 }
 
 /// The schema version a write of `T` records: its current one, when rows
