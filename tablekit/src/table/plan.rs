@@ -1320,18 +1320,6 @@ pub(super) struct MoveRecord {
     /// The lowest number the record may take.
     pub(super) floor: i64,
     pub(super) step: outbox::Step,
-    /// The RowKey the record was last planned under.
-    pub(super) planned_key: std::sync::Mutex<String>,
-}
-
-impl MoveRecord {
-    /// The RowKey the record was last planned under.
-    pub(super) fn planned_key(&self) -> String {
-        self.planned_key
-            .lock()
-            .map(|key| key.clone())
-            .unwrap_or_default()
-    }
 }
 
 impl Pending for MoveRecord {
@@ -1364,9 +1352,6 @@ impl Pending for MoveRecord {
             outbox::MOVE,
             std::slice::from_ref(&self.step),
         );
-        if let Ok(mut key) = self.planned_key.lock() {
-            key.clone_from(&row.row_key);
-        }
         out.push(BatchOperation::Insert(row), Role::Row);
         Ok(false)
     }

@@ -300,7 +300,6 @@ impl<T: TableEntity> Table<T> {
             owner: new_rk.clone(),
             floor,
             step,
-            planned_key: Default::default(),
         };
         let writes: [&dyn super::plan::Pending; 2] = [&insert, &record];
         let etags =
@@ -322,8 +321,7 @@ impl<T: TableEntity> Table<T> {
             };
         let copied = Copied {
             new_etag: etags.first().cloned().flatten(),
-            record_etag: etags.get(1).cloned().flatten(),
-            record_key: record.planned_key(),
+            seq,
             written,
             stale,
         };
@@ -363,8 +361,22 @@ impl<T: TableEntity> Table<T> {
                     partition_key: old_pk.clone(),
                     row_key: old_rk.clone(),
                 };
-                let (Some(new_etag), Some(record_etag)) = (copied.new_etag, copied.record_etag)
-                else {
+                // The move's record: the one whose step gives up the old row
+                // (read on this rare path only).
+                let pending =
+                    outbox::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
+                        .await;
+                let record = pending.ok().and_then(|records| {
+                    records.into_iter().find(|record| {
+                        record.what == outbox::MOVE
+                            && record.steps.first().is_some_and(|step| {
+                                step.seq == copied.seq
+                                    && (step.partition_key.as_str(), step.fence.as_str())
+                                        == (&old_pk, &old_rk)
+                            })
+                    })
+                });
+                let (Some(new_etag), Some(record)) = (copied.new_etag, record) else {
                     return Err(changed);
                 };
                 // The entity changed at its old keys after it was read: the
@@ -379,8 +391,8 @@ impl<T: TableEntity> Table<T> {
                 };
                 let record = super::plan::Raw(crate::BatchOperation::Delete {
                     partition_key: new_pk.clone(),
-                    row_key: copied.record_key,
-                    if_match: crate::IfMatch::ETag(record_etag),
+                    row_key: record.row_key,
+                    if_match: crate::IfMatch::ETag(record.etag),
                 });
                 let writes: [&dyn super::plan::Pending; 2] = [&delete, &record];
                 match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref())
@@ -410,9 +422,8 @@ impl<T: TableEntity> Table<T> {
 struct Copied {
     /// The ETag of the entity's new row.
     new_etag: Option<crate::ETag>,
-    /// The ETag and RowKey of the move's record.
-    record_etag: Option<crate::ETag>,
-    record_key: String,
+    /// The sequence number of the move's step.
+    seq: i64,
     /// The blobs the new row references.
     written: Vec<String>,
     /// The blobs the old row references.
