@@ -83,32 +83,36 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     // Types with a kind first (a row names its kind), then those told apart
     // by their key layout alone, in the order of the variants: list a
     // layout that decodes more keys after the ones it would take.
-    let arms: Vec<TokenStream> = [true, false]
-        .into_iter()
-        .flat_map(|kinded| {
-            variants.iter().map(move |(variant, ty)| {
-                let tk = tk_ref;
-                quote! {
-                    if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(__entity) {
-                        return #tk::Some(#tk::from_entity::<#ty>(__entity).map(#ident::#variant));
-                    }
-                }
-            })
-        })
-        .collect();
-    let owned_arms: Vec<TokenStream> = [true, false]
-        .into_iter()
-        .flat_map(|kinded| {
-            variants.iter().map(move |(variant, ty)| {
-                let tk = tk_ref;
-                quote! {
-                    if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(&__entity) {
-                        return #tk::Ok(#tk::from_entity_owned::<#ty>(__entity).map(#ident::#variant));
-                    }
-                }
-            })
-        })
-        .collect();
+    // Each variant's arm, `read` making the value from the claimed row and
+    // `wrap` the answer: types with a kind first, then the others.
+    let arms_reading = |entity: &TokenStream,
+                        wrap: &TokenStream,
+                        read: &dyn Fn(&syn::Type) -> TokenStream| {
+        [true, false]
+                .into_iter()
+                .flat_map(|kinded| {
+                    variants.iter().map(move |(variant, ty)| {
+                        let tk = tk_ref;
+                        let value = read(ty);
+                        quote! {
+                            if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
+                                return #wrap(#value.map(#ident::#variant));
+                            }
+                        }
+                    })
+                })
+                .collect::<Vec<TokenStream>>()
+    };
+    let arms = arms_reading(
+        &quote!(__entity),
+        &quote!(#tk::Some),
+        &|ty| quote!(#tk::from_entity::<#ty>(__entity)),
+    );
+    let owned_arms = arms_reading(
+        &quote!(&__entity),
+        &quote!(#tk::Ok),
+        &|ty| quote!(#tk::from_entity_owned::<#ty>(__entity)),
+    );
     quote! {
         const _: () = {
             #(#checks)*
