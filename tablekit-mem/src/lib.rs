@@ -58,9 +58,10 @@ use tablekit::{
 };
 
 pub use blob::MemBlobStore;
-use codec::{Names, Row, Selection, encode_key};
+use codec::{Names, Row, Selection};
 pub use queue::MemQueueStore;
-use store::{Partition, State, Table, make_token, plan, read_token, scan, with_folded};
+use store::{Partition, State, Table, scan, with_folded};
+use tablekit::backend::sorted::{continuation_token, encode_key, key_ranges, resume_at};
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
@@ -238,7 +239,7 @@ impl MemBackend {
             hasher.finish()
         };
         let (limit, _) = self.page_plan(query.top);
-        let (pk_range, rk_range) = plan(query.filter.as_ref());
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
         let state = self.shared.state.read();
         let t = state.table(table, self.delay())?;
         let mut rows: Vec<_> = scan(t, &pk_range, &rk_range, None)
@@ -256,7 +257,7 @@ impl MemBackend {
         let mut continuation = None;
         for &((_, pk, rk), row) in &rows[start..] {
             if entities.len() >= limit {
-                continuation = Some(make_token(pk, rk));
+                continuation = Some(continuation_token(pk, rk));
                 break;
             }
             let entity = row.entity(pk, rk, &t.names, None);
@@ -628,12 +629,12 @@ impl TableBackend for MemBackend {
         let _span = op_span("query_entities", table);
         validate::table_name(table)?;
         tablekit::backend::checks::query(query)?;
-        let resume = query.continuation.as_ref().map(read_token).transpose()?;
+        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
         if let Some(seed) = self.unsorted_seed() {
             return self.query_unsorted(table, query, resume, seed);
         }
         let (limit, break_at_partition) = self.page_plan(query.top);
-        let (pk_range, rk_range) = plan(query.filter.as_ref());
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
         let state = self.shared.state.read();
         let t = state.table(table, self.delay())?;
         let mut entities = Vec::new();
@@ -642,7 +643,7 @@ impl TableBackend for MemBackend {
         for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
             let partition_changed = last_pk.is_some_and(|last| last != pk);
             if entities.len() >= limit || (break_at_partition && partition_changed) {
-                continuation = Some(make_token(pk, rk));
+                continuation = Some(continuation_token(pk, rk));
                 break;
             }
             last_pk = Some(pk);

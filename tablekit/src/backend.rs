@@ -497,6 +497,8 @@ macro_rules! forward_table_backend {
 
 forward_table_backend!(Arc<T>, Box<T>, &T);
 
+pub mod sorted;
+
 /// The checks of requests that need the store's own types (the checks of
 /// entities, keys, names and filters are in [`validate`](crate::validate)).
 pub mod checks {

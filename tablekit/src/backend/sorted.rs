@@ -1,0 +1,465 @@
+//! Building blocks for a backend that keeps rows in an ordered key-value
+//! store, as the in-memory backend (a `BTreeMap`) and the local backend (an
+//! embedded database) do:
+//!
+//! - [`encode_key`] / [`decode_key`]: a stored form of PartitionKey and
+//!   RowKey whose byte order is the service's key order;
+//! - [`key_ranges`]: the key ranges a filter allows, so a scan skips rows
+//!   that cannot match (every row it meets is still tested against the whole
+//!   filter);
+//! - [`continuation_token`] / [`resume_at`]: continuation tokens shaped like
+//!   the service's, naming the next row's stored keys;
+//! - [`encode_value`] / [`decode_value`]: a compact binary form of one
+//!   property value.
+//!
+//! Hand-written because these are private storage layouts, not interchange
+//! formats.
+
+use std::borrow::Cow;
+use std::ops::Bound;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use super::ContinuationToken;
+use crate::datetime::DateTime;
+use crate::error::InvalidInput;
+use crate::filter::{CompareOp, Filter};
+use crate::value::Value;
+
+/// The stored form of a PartitionKey or RowKey: its UTF-8 bytes, in which the
+/// lead bytes of U+E000..=U+FFFF (`0xEE`, `0xEF`) become `0xF5`, `0xF6`
+/// (bytes UTF-8 never uses). Byte order of that form equals the store's
+/// UTF-16 code-unit order ([`crate::keyorder`]), and most keys (no such
+/// characters) need no copy.
+///
+/// ```
+/// use tablekit::backend::sorted::{decode_key, encode_key};
+/// // U+10000 sorts before U+E000 in UTF-16, after it by code point.
+/// assert!(encode_key("\u{10000}") < encode_key("\u{E000}"));
+/// assert_eq!(decode_key(&encode_key("\u{E000}")).as_deref(), Some("\u{E000}"));
+/// ```
+pub fn encode_key(key: &str) -> Cow<'_, [u8]> {
+    let bytes = key.as_bytes();
+    if !bytes.iter().any(|b| matches!(b, 0xEE | 0xEF)) {
+        return Cow::Borrowed(bytes);
+    }
+    Cow::Owned(
+        bytes
+            .iter()
+            .map(|b| match b {
+                0xEE => 0xF5,
+                0xEF => 0xF6,
+                other => *other,
+            })
+            .collect(),
+    )
+}
+
+/// The key text of a key stored by [`encode_key`]; `None` if the bytes are
+/// not such a key.
+pub fn decode_key(stored: &[u8]) -> Option<String> {
+    let bytes: Vec<u8> = stored
+        .iter()
+        .map(|b| match b {
+            0xF5 => 0xEE,
+            0xF6 => 0xEF,
+            other => *other,
+        })
+        .collect();
+    String::from_utf8(bytes).ok()
+}
+
+/// Key bounds a filter implies, over keys stored by [`encode_key`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    /// The lower bound.
+    pub lower: Bound<Vec<u8>>,
+    /// The upper bound.
+    pub upper: Bound<Vec<u8>>,
+}
+
+impl Default for KeyRange {
+    fn default() -> KeyRange {
+        KeyRange::all()
+    }
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    fn tighten_lower(&mut self, new: Bound<Vec<u8>>) {
+        let replace = match (&self.lower, &new) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                b > a || (b == a && matches!(new, Bound::Excluded(_)))
+            }
+        };
+        if replace {
+            self.lower = new;
+        }
+    }
+
+    fn tighten_upper(&mut self, new: Bound<Vec<u8>>) {
+        let replace = match (&self.upper, &new) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                b < a || (b == a && matches!(new, Bound::Excluded(_)))
+            }
+        };
+        if replace {
+            self.upper = new;
+        }
+    }
+
+    /// This range with its lower bound raised to at least `start` (inclusive).
+    pub fn starting_at(&self, start: &[u8]) -> KeyRange {
+        let mut range = self.clone();
+        range.tighten_lower(Bound::Included(start.to_vec()));
+        range
+    }
+
+    /// Whether `key` is inside the range.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let above = match &self.lower {
+            Bound::Included(b) => key >= b.as_slice(),
+            Bound::Excluded(b) => key > b.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below = match &self.upper {
+            Bound::Included(b) => key <= b.as_slice(),
+            Bound::Excluded(b) => key < b.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above && below
+    }
+
+    /// The bounds as `BTreeMap::range` and similar take them, or `None` when
+    /// the range is empty (for which `BTreeMap::range` would panic).
+    pub fn bounds(&self) -> Option<(Bound<&[u8]>, Bound<&[u8]>)> {
+        fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+            match b {
+                Bound::Included(v) => Bound::Included(v.as_slice()),
+                Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+                Bound::Unbounded => Bound::Unbounded,
+            }
+        }
+        let empty = match (&self.lower, &self.upper) {
+            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
+            | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
+            _ => false,
+        };
+        (!empty).then(|| (as_ref(&self.lower), as_ref(&self.upper)))
+    }
+}
+
+/// The PartitionKey and RowKey ranges (stored form) that the `and`-connected
+/// key comparisons at the top of `filter` allow.
+///
+/// ```
+/// use tablekit::backend::sorted::key_ranges;
+/// use tablekit::filter::prop;
+/// let filter = prop("PartitionKey").eq("p").and(prop("RowKey").ge("m"));
+/// let (pks, rks) = key_ranges(Some(&filter));
+/// assert!(pks.contains(b"p") && !pks.contains(b"q"));
+/// assert!(rks.contains(b"n") && !rks.contains(b"a"));
+/// ```
+pub fn key_ranges(filter: Option<&Filter>) -> (KeyRange, KeyRange) {
+    let mut pk = KeyRange::all();
+    let mut rk = KeyRange::all();
+    fn walk(filter: &Filter, pk: &mut KeyRange, rk: &mut KeyRange) {
+        match filter {
+            Filter::And(a, b) => {
+                walk(a, pk, rk);
+                walk(b, pk, rk);
+            }
+            Filter::Compare {
+                property,
+                op,
+                value: Value::String(v),
+            } => {
+                let range = match property.as_str() {
+                    "PartitionKey" => pk,
+                    "RowKey" => rk,
+                    _ => return,
+                };
+                let key = encode_key(v).into_owned();
+                match op {
+                    CompareOp::Eq => {
+                        range.tighten_lower(Bound::Included(key.clone()));
+                        range.tighten_upper(Bound::Included(key));
+                    }
+                    CompareOp::Gt => range.tighten_lower(Bound::Excluded(key)),
+                    CompareOp::Ge => range.tighten_lower(Bound::Included(key)),
+                    CompareOp::Lt => range.tighten_upper(Bound::Excluded(key)),
+                    CompareOp::Le => range.tighten_upper(Bound::Included(key)),
+                    CompareOp::Ne => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(filter) = filter {
+        walk(filter, &mut pk, &mut rk);
+    }
+    (pk, rk)
+}
+
+/// One opaque token part, shaped like the service's (`1!<len>!<base64>`).
+fn token_part(bytes: &[u8]) -> String {
+    let b64 = BASE64.encode(bytes).replace('=', "-");
+    format!("1!{}!{b64}", b64.len())
+}
+
+fn read_token_part(text: &str) -> Result<Vec<u8>, InvalidInput> {
+    let bad = |reason| InvalidInput::ContinuationToken { reason };
+    let rest = text
+        .strip_prefix("1!")
+        .ok_or(bad("unknown token version"))?;
+    let (len, b64) = rest.split_once('!').ok_or(bad("malformed token"))?;
+    if len.parse::<usize>().ok() != Some(b64.len()) {
+        return Err(bad("token length does not match"));
+    }
+    BASE64
+        .decode(b64.replace('-', "="))
+        .map_err(|_| bad("token is not base64"))
+}
+
+/// The token that resumes a query at the row with stored keys `pk`, `rk`.
+pub fn continuation_token(pk: &[u8], rk: &[u8]) -> ContinuationToken {
+    ContinuationToken::new(token_part(pk), Some(token_part(rk)))
+}
+
+/// The stored keys a token made by [`continuation_token`] resumes at.
+///
+/// # Errors
+/// [`InvalidInput::ContinuationToken`] for a token this module did not make.
+pub fn resume_at(token: &ContinuationToken) -> Result<(Vec<u8>, Vec<u8>), InvalidInput> {
+    let pk = read_token_part(token.next_partition_key())?;
+    let rk = match token.next_row_key() {
+        Some(rk) => read_token_part(rk)?,
+        None => Vec::new(),
+    };
+    Ok((pk, rk))
+}
+
+const STRING: u8 = 0;
+const INT32: u8 = 1;
+const INT64: u8 = 2;
+const DOUBLE: u8 = 3;
+const BOOLEAN: u8 = 4;
+const DATETIME: u8 = 5;
+const GUID: u8 = 6;
+const BINARY: u8 = 7;
+
+/// Bytes [`put_varint`] writes for `v`.
+pub fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Writes `v` as a LEB128 varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint from the front of `bytes`; `None` if it is cut
+/// short or longer than 64 bits.
+pub fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = bytes.split_first()?;
+        *bytes = rest;
+        v |= u64::from(b & 0x7F) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Takes `n` bytes from the front of `bytes`; `None` if there are fewer.
+pub fn take_bytes<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if bytes.len() < n {
+        return None;
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Some(head)
+}
+
+fn take_array<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
+    take_bytes(bytes, N).and_then(|b| b.try_into().ok())
+}
+
+/// Bytes [`encode_value`] writes for `value`.
+pub fn encoded_value_len(value: &Value) -> usize {
+    1 + match value {
+        Value::String(s) => varint_len(s.len() as u64) + s.len(),
+        Value::Binary(b) => varint_len(b.len() as u64) + b.len(),
+        Value::Int32(_) => 4,
+        Value::Boolean(_) => 1,
+        Value::Guid(_) => 16,
+        Value::Int64(_) | Value::Double(_) | Value::DateTime(_) => 8,
+    }
+}
+
+/// Appends `value` in the compact form: a type tag, then the payload
+/// (fixed-width little-endian numbers, length-prefixed text and bytes).
+pub fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::String(s) => {
+            out.push(STRING);
+            put_varint(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Int32(v) => {
+            out.push(INT32);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Value::Int64(v) => {
+            out.push(INT64);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Value::Double(v) => {
+            out.push(DOUBLE);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Value::Boolean(v) => {
+            out.push(BOOLEAN);
+            out.push(u8::from(*v));
+        }
+        Value::DateTime(v) => {
+            out.push(DATETIME);
+            out.extend_from_slice(&v.ticks().to_le_bytes());
+        }
+        Value::Guid(v) => {
+            out.push(GUID);
+            out.extend_from_slice(v.as_bytes());
+        }
+        Value::Binary(v) => {
+            out.push(BINARY);
+            put_varint(out, v.len() as u64);
+            out.extend_from_slice(v);
+        }
+    }
+}
+
+/// Reads a value written by [`encode_value`] from the front of `bytes`;
+/// `None` if the bytes are not such a value (cut short, an unknown tag,
+/// text that is not UTF-8, a time out of range): a damaged store, never a
+/// value quietly different from the one written.
+pub fn decode_value(bytes: &mut &[u8]) -> Option<Value> {
+    let [tag] = take_array(bytes)?;
+    Some(match tag {
+        STRING => {
+            let len = usize::try_from(take_varint(bytes)?).ok()?;
+            let text = take_bytes(bytes, len)?;
+            Value::String(std::str::from_utf8(text).ok()?.to_owned())
+        }
+        INT32 => Value::Int32(i32::from_le_bytes(take_array(bytes)?)),
+        INT64 => Value::Int64(i64::from_le_bytes(take_array(bytes)?)),
+        DOUBLE => Value::Double(f64::from_le_bytes(take_array(bytes)?)),
+        BOOLEAN => match take_array(bytes)? {
+            [0] => Value::Boolean(false),
+            [1] => Value::Boolean(true),
+            _ => return None,
+        },
+        DATETIME => {
+            let ticks = i64::from_le_bytes(take_array(bytes)?);
+            Value::DateTime(DateTime::from_ticks(ticks).ok()?)
+        }
+        GUID => Value::Guid(uuid::Uuid::from_bytes(take_array(bytes)?)),
+        BINARY => {
+            let len = usize::try_from(take_varint(bytes)?).ok()?;
+            Value::Binary(take_bytes(bytes, len)?.to_vec())
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyorder::cmp_utf16;
+
+    #[test]
+    fn key_bytes_sort_like_utf16() {
+        let keys = [
+            "a",
+            "\u{E000}",
+            "\u{10000}",
+            "\u{FF21}",
+            "\u{1F600}",
+            "\u{D7FF}",
+            "é",
+            "",
+            "\u{FFFF}x",
+        ];
+        for a in keys {
+            for b in keys {
+                let bytes = encode_key(a).cmp(&encode_key(b));
+                assert_eq!(bytes, cmp_utf16(a, b), "{a:?} vs {b:?}");
+            }
+            assert_eq!(decode_key(&encode_key(a)).as_deref(), Some(a));
+        }
+    }
+
+    #[test]
+    fn values_round_trip_and_damage_is_refused() {
+        let values = [
+            Value::String("héllo".into()),
+            Value::Int32(-5),
+            Value::Int64(i64::MIN),
+            Value::Double(-0.0),
+            Value::Boolean(true),
+            Value::DateTime(DateTime::MAX),
+            Value::Guid(uuid::Uuid::from_u128(7)),
+            Value::Binary(vec![0, 255, 7]),
+            Value::String(String::new()),
+        ];
+        for value in &values {
+            let mut out = Vec::new();
+            encode_value(value, &mut out);
+            assert_eq!(out.len(), encoded_value_len(value));
+            let mut read = out.as_slice();
+            let back = decode_value(&mut read).unwrap();
+            assert!(read.is_empty());
+            match (value, &back) {
+                (Value::Double(a), Value::Double(b)) => assert_eq!(a.to_bits(), b.to_bits()),
+                _ => assert_eq!(&back, value),
+            }
+            // Every cut-short form is refused, never read as another value.
+            for cut in 0..out.len() {
+                assert_eq!(
+                    decode_value(&mut &out[..cut]),
+                    None,
+                    "{value:?} cut at {cut}"
+                );
+            }
+        }
+        assert_eq!(decode_value(&mut &[99u8][..]), None);
+        assert_eq!(decode_value(&mut &[BOOLEAN, 2][..]), None);
+        assert_eq!(decode_value(&mut &[STRING, 1, 0xFF][..]), None);
+    }
+
+    #[test]
+    fn tokens_round_trip_and_strangers_are_refused() {
+        let token = continuation_token(b"p\xF5", b"");
+        assert_eq!(resume_at(&token).unwrap(), (b"p\xF5".to_vec(), Vec::new()));
+        let stranger = ContinuationToken::new("xyz", None);
+        assert!(resume_at(&stranger).is_err());
+    }
+}
