@@ -150,6 +150,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tablekit::Value;
 
     #[test]
     fn rows_round_trip_every_type() {

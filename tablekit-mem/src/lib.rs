@@ -61,7 +61,9 @@ pub use blob::MemBlobStore;
 use codec::{Names, Row, Selection};
 pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
-use tablekit::backend::sorted::{continuation_token, encode_key, key_ranges, resume_at};
+use tablekit::backend::sorted::{
+    Decision, StoredRow, Write, continuation_token, decide, encode_key, key_ranges, resume_at,
+};
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
@@ -282,15 +284,6 @@ fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
     entity
 }
 
-/// Checks an `If-Match` against the stored row's ETag.
-fn condition_holds(if_match: &IfMatch, row: &Row) -> bool {
-    match if_match {
-        IfMatch::Any => true,
-        // The exact text the service issued for this version.
-        IfMatch::ETag(tag) => etag_of(row.ticks()) == *tag,
-    }
-}
-
 fn etag_of(ticks: i64) -> ETag {
     ETag::from_timestamp(DateTime::from_ticks(ticks).unwrap_or(DateTime::MIN))
 }
@@ -301,132 +294,35 @@ enum Change {
     Remove,
 }
 
-/// A write, borrowing its parts (a single write need not build a
-/// [`BatchOperation`]).
-#[derive(Clone, Copy)]
-enum Op<'a> {
-    Insert(&'a Entity),
-    Update(&'a Entity, UpdateMode, &'a IfMatch),
-    Upsert(&'a Entity, UpdateMode),
-    Delete(&'a str, &'a str, &'a IfMatch),
-}
+/// A stored row with its table's names, as [`decide`] reads it.
+struct Stored<'a>(&'a Row, &'a Names);
 
-impl<'a> Op<'a> {
-    fn keys(self) -> (&'a str, &'a str) {
-        match self {
-            Op::Insert(e) | Op::Update(e, ..) | Op::Upsert(e, _) => (&e.partition_key, &e.row_key),
-            Op::Delete(pk, rk, _) => (pk, rk),
-        }
+impl StoredRow for Stored<'_> {
+    fn etag(&self) -> ETag {
+        etag_of(self.0.ticks())
     }
 
-    fn validate(self) -> Result<(), tablekit::InvalidInput> {
-        match self {
-            Op::Insert(e) | Op::Update(e, ..) | Op::Upsert(e, _) => validate::entity(e),
-            Op::Delete(pk, rk, _) => validate::keys(pk, rk),
-        }
+    fn properties(&self) -> Result<tablekit::Properties> {
+        Ok(self.0.properties(self.1, None))
     }
 }
 
-impl<'a> From<&'a BatchOperation> for Op<'a> {
-    fn from(op: &'a BatchOperation) -> Op<'a> {
-        match op {
-            BatchOperation::Insert(e) => Op::Insert(e),
-            BatchOperation::Update {
-                entity,
-                mode,
-                if_match,
-            } => Op::Update(entity, *mode, if_match),
-            BatchOperation::Upsert { entity, mode } => Op::Upsert(entity, *mode),
-            BatchOperation::Delete {
-                partition_key,
-                row_key,
-                if_match,
-            } => Op::Delete(partition_key, row_key, if_match),
-        }
-    }
-}
-
-/// Decides the change one write makes, or its error, without changing anything.
-///
-/// `existing` is the stored row at the operation's keys, if any; `names` the
-/// table's interned property names.
-fn decide(
+/// Decides the change one write makes, or its error, without changing
+/// anything; `existing` is the stored row at the write's keys, if any.
+fn change(
     names: &mut Names,
     existing: Option<&Row>,
-    op: Op<'_>,
+    write: Write<'_>,
     ticks: i64,
-    name: &str,
+    table: &str,
 ) -> Result<Change> {
-    let (pk, rk) = op.keys();
-    let error = |make: fn(String, String, String) -> Error| make(name.into(), pk.into(), rk.into());
-    let not_found = || {
-        error(|table, partition_key, row_key| Error::EntityNotFound {
-            table,
-            partition_key,
-            row_key,
-        })
-    };
-    let precondition = || {
-        error(|table, partition_key, row_key| Error::PreconditionFailed {
-            table,
-            partition_key,
-            row_key,
-        })
-    };
-    // The entity to write and, for a merge into an existing row, the stored
-    // properties it merges into.
-    let (entity, base) = match op {
-        Op::Insert(entity) => {
-            if existing.is_some() {
-                return Err(error(|table, partition_key, row_key| {
-                    Error::EntityAlreadyExists {
-                        table,
-                        partition_key,
-                        row_key,
-                    }
-                }));
-            }
-            (entity, None)
-        }
-        Op::Update(entity, mode, if_match) => {
-            let old = existing.ok_or_else(not_found)?;
-            if !condition_holds(if_match, old) {
-                return Err(precondition());
-            }
-            (
-                entity,
-                (mode == UpdateMode::Merge).then(|| old.properties(names, None)),
-            )
-        }
-        Op::Upsert(entity, mode) => {
-            let base = match mode {
-                UpdateMode::Merge => existing.map(|old| old.properties(names, None)),
-                UpdateMode::Replace => None,
-            };
-            (entity, base)
-        }
-        Op::Delete(_, _, if_match) => {
-            let old = existing.ok_or_else(not_found)?;
-            if !condition_holds(if_match, old) {
-                return Err(precondition());
-            }
-            return Ok(Change::Remove);
-        }
-    };
-    let row = match base {
-        None => Row::encode(ticks, &entity.properties, names),
-        Some(props) => {
-            let mut merged = Entity::new(pk, rk);
-            merged.properties = props;
-            for (n, v) in entity.properties.entries() {
-                merged.properties.insert(n.clone(), v.clone());
-            }
-            // Each part was valid; their union must still fit one entity.
-            validate::entity(&merged)?;
-            Row::encode(ticks, &merged.properties, names)
-        }
-    };
-    Ok(Change::Put(row))
+    let stored = existing.map(|row| Stored(row, names));
+    Ok(
+        match decide(table, write, stored.as_ref().map(|s| s as &dyn StoredRow))? {
+            Decision::Put(properties) => Change::Put(Row::encode(ticks, &properties, names)),
+            Decision::Remove => Change::Remove,
+        },
+    )
 }
 
 /// Applies a decided change at the stored keys `pk`, `rk`.
@@ -457,7 +353,7 @@ fn apply(partitions: &mut BTreeMap<Box<[u8]>, Partition>, pk: &[u8], rk: &[u8], 
 
 impl MemBackend {
     /// Validates and applies one write, returning the new ETag.
-    fn write(&self, table: &str, op: Op<'_>) -> Result<ETag> {
+    fn write(&self, table: &str, op: Write<'_>) -> Result<ETag> {
         validate::table_name(table)?;
         op.validate()?;
         let delay = self.delay();
@@ -473,7 +369,7 @@ impl MemBackend {
         match partitions.get_mut(pk.as_ref()) {
             Some(partition) => {
                 let slot = partition.get_mut(rk.as_ref());
-                match (decide(names, slot.as_deref(), op, ticks, table)?, slot) {
+                match (change(names, slot.as_deref(), op, ticks, table)?, slot) {
                     (Change::Put(row), Some(slot)) => *slot = row,
                     (Change::Put(row), None) => {
                         partition.insert(rk.into(), row);
@@ -487,7 +383,7 @@ impl MemBackend {
                 }
             }
             None => {
-                if let Change::Put(row) = decide(names, None, op, ticks, table)? {
+                if let Change::Put(row) = change(names, None, op, ticks, table)? {
                     partitions.insert(pk.into(), Partition::from([(rk.into(), row)]));
                 }
             }
@@ -664,7 +560,7 @@ impl TableBackend for MemBackend {
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         let _span = op_span("insert_entity", table);
-        self.write(table, Op::Insert(entity))
+        self.write(table, Write::Insert(entity))
     }
 
     async fn update_entity(
@@ -675,12 +571,12 @@ impl TableBackend for MemBackend {
         if_match: &IfMatch,
     ) -> Result<ETag> {
         let _span = op_span("update_entity", table);
-        self.write(table, Op::Update(entity, mode, if_match))
+        self.write(table, Write::Update(entity, mode, if_match))
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
         let _span = op_span("upsert_entity", table);
-        self.write(table, Op::Upsert(entity, mode))
+        self.write(table, Write::Upsert(entity, mode))
     }
 
     async fn delete_entity(
@@ -691,7 +587,7 @@ impl TableBackend for MemBackend {
         if_match: &IfMatch,
     ) -> Result<()> {
         let _span = op_span("delete_entity", table);
-        self.write(table, Op::Delete(partition_key, row_key, if_match))
+        self.write(table, Write::Delete(partition_key, row_key, if_match))
             .map(drop)
     }
 
@@ -719,7 +615,7 @@ impl TableBackend for MemBackend {
             let rk = encode_key(op.keys().1);
             let existing = partition.and_then(|p| p.get(rk.as_ref()));
             let change =
-                decide(names, existing, op.into(), ticks, table).map_err(|e| e.in_batch(index))?;
+                change(names, existing, op.into(), ticks, table).map_err(|e| e.in_batch(index))?;
             changes.push((rk, change));
         }
         let etag = etag_of(ticks);

@@ -210,6 +210,19 @@ pub enum Error {
         /// How long the service asked the client to wait, when it said.
         retry_after: Option<Duration>,
     },
+    /// A store kept on this machine's disk could not do its part: another
+    /// process holds it, the disk is full, its file is damaged, or the
+    /// operating system refused a read or write. The failed operation was not
+    /// applied; every write acknowledged before it is kept.
+    #[error("storage at {path}: {failure}: {message}")]
+    Storage {
+        /// The store's directory or file.
+        path: String,
+        /// Which kind of failure.
+        failure: StorageFailure,
+        /// What the storage engine or the operating system said.
+        message: String,
+    },
     /// A client's configuration is unusable (a connection string that cannot
     /// be read, say); nothing was sent.
     #[error("configuration: {message}")]
@@ -265,6 +278,33 @@ pub enum Error {
         /// What is wrong with it.
         reason: InvalidInput,
     },
+}
+
+/// The kinds of [`Error::Storage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StorageFailure {
+    /// Another process (or another handle in this one) has the store open.
+    Locked,
+    /// The disk, or the store's configured size limit, is full. Free space
+    /// (or raise the limit) and open the store again.
+    DiskFull,
+    /// The store's file is not what the storage engine wrote: damaged by
+    /// something other than a crash, which the engine recovers from.
+    Damaged,
+    /// The operating system refused a read or a write for another reason.
+    Io,
+}
+
+impl std::fmt::Display for StorageFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StorageFailure::Locked => "in use by another process",
+            StorageFailure::DiskFull => "the disk is full",
+            StorageFailure::Damaged => "the file is damaged",
+            StorageFailure::Io => "an I/O error",
+        })
+    }
 }
 
 impl Error {

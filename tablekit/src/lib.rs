@@ -290,7 +290,9 @@ pub use backend::{
 pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
-pub use error::{Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, ValueError};
+pub use error::{
+    Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
+};
 pub use ext::TableBackendExt;
 pub use key::InvertedTime;
 pub use queue::QueueStore;

@@ -10,7 +10,11 @@
 //! - [`continuation_token`] / [`resume_at`]: continuation tokens shaped like
 //!   the service's, naming the next row's stored keys;
 //! - [`encode_value`] / [`decode_value`]: a compact binary form of one
-//!   property value.
+//!   property value;
+//! - [`Write`] and [`decide`]: what one write does to the row stored at its
+//!   keys (insert, replace, merge, delete, their conditions and errors),
+//!   decided before anything changes, so a transaction can decide all its
+//!   writes and apply them only when every one succeeds.
 //!
 //! Hand-written because these are private storage layouts, not interchange
 //! formats.
@@ -21,9 +25,10 @@ use std::ops::Bound;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use super::ContinuationToken;
+use super::{BatchOperation, ContinuationToken, UpdateMode};
 use crate::datetime::DateTime;
-use crate::error::InvalidInput;
+use crate::entity::{ETag, Entity, IfMatch, Properties};
+use crate::error::{Error, InvalidInput, Result};
 use crate::filter::{CompareOp, Filter};
 use crate::value::Value;
 
@@ -69,6 +74,9 @@ pub fn decode_key(stored: &[u8]) -> Option<String> {
         .collect();
     String::from_utf8(bytes).ok()
 }
+
+/// A range of byte keys as `BTreeMap::range` and similar take it.
+pub type ByteBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
 
 /// Key bounds a filter implies, over keys stored by [`encode_key`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +152,7 @@ impl KeyRange {
 
     /// The bounds as `BTreeMap::range` and similar take them, or `None` when
     /// the range is empty (for which `BTreeMap::range` would panic).
-    pub fn bounds(&self) -> Option<(Bound<&[u8]>, Bound<&[u8]>)> {
+    pub fn bounds(&self) -> Option<ByteBounds<'_>> {
         fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
             match b {
                 Bound::Included(v) => Bound::Included(v.as_slice()),
@@ -388,6 +396,158 @@ pub fn decode_value(bytes: &mut &[u8]) -> Option<Value> {
         }
         _ => return None,
     })
+}
+
+/// One write, borrowing its parts (a single write need not build a
+/// [`BatchOperation`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Write<'a> {
+    /// Insert; fails if the row exists.
+    Insert(&'a Entity),
+    /// Replace or merge an existing row under a condition.
+    Update(&'a Entity, UpdateMode, &'a IfMatch),
+    /// Insert, or replace or merge an existing row.
+    Upsert(&'a Entity, UpdateMode),
+    /// Delete an existing row under a condition: PartitionKey, RowKey.
+    Delete(&'a str, &'a str, &'a IfMatch),
+}
+
+impl<'a> Write<'a> {
+    /// The write's (PartitionKey, RowKey).
+    pub fn keys(self) -> (&'a str, &'a str) {
+        match self {
+            Write::Insert(e) | Write::Update(e, ..) | Write::Upsert(e, _) => {
+                (&e.partition_key, &e.row_key)
+            }
+            Write::Delete(pk, rk, _) => (pk, rk),
+        }
+    }
+
+    /// Runs the shared validator on the write's entity or keys.
+    ///
+    /// # Errors
+    /// The [`InvalidInput`] of the first rule broken.
+    pub fn validate(self) -> Result<(), InvalidInput> {
+        match self {
+            Write::Insert(e) | Write::Update(e, ..) | Write::Upsert(e, _) => {
+                crate::validate::entity(e)
+            }
+            Write::Delete(pk, rk, _) => crate::validate::keys(pk, rk),
+        }
+    }
+}
+
+impl<'a> From<&'a BatchOperation> for Write<'a> {
+    fn from(op: &'a BatchOperation) -> Write<'a> {
+        match op {
+            BatchOperation::Insert(e) => Write::Insert(e),
+            BatchOperation::Update {
+                entity,
+                mode,
+                if_match,
+            } => Write::Update(entity, *mode, if_match),
+            BatchOperation::Upsert { entity, mode } => Write::Upsert(entity, *mode),
+            BatchOperation::Delete {
+                partition_key,
+                row_key,
+                if_match,
+            } => Write::Delete(partition_key, row_key, if_match),
+        }
+    }
+}
+
+/// The row stored at a write's keys, as [`decide`] needs to see it.
+pub trait StoredRow {
+    /// The ETag the store issued for this version of the row.
+    fn etag(&self) -> ETag;
+    /// The row's properties (for a merge).
+    ///
+    /// # Errors
+    /// The store's error if the row cannot be read.
+    fn properties(&self) -> Result<Properties>;
+}
+
+/// What a write does to the row at its keys.
+#[derive(Debug, PartialEq)]
+pub enum Decision<'a> {
+    /// Store a row with these properties (the write's own, or the stored
+    /// ones merged with them).
+    Put(Cow<'a, Properties>),
+    /// Remove the row.
+    Remove,
+}
+
+/// Decides what `write` does to `existing` (the row stored at its keys, if
+/// any) in `table`, or its error, as the service would: an insert over a row
+/// fails with [`Error::EntityAlreadyExists`], an update or delete of no row
+/// with [`Error::EntityNotFound`], a condition that does not hold with
+/// [`Error::PreconditionFailed`], and a merge whose union of properties no
+/// longer fits one entity with that limit's [`InvalidInput`].
+///
+/// # Errors
+/// As above, and [`StoredRow::properties`]'s.
+pub fn decide<'a>(
+    table: &str,
+    write: Write<'a>,
+    existing: Option<&dyn StoredRow>,
+) -> Result<Decision<'a>> {
+    let (pk, rk) = write.keys();
+    let error =
+        |make: fn(String, String, String) -> Error| make(table.into(), pk.into(), rk.into());
+    let not_found = || {
+        error(|table, partition_key, row_key| Error::EntityNotFound {
+            table,
+            partition_key,
+            row_key,
+        })
+    };
+    let check = |if_match: &IfMatch, old: &dyn StoredRow| match if_match {
+        IfMatch::Any => Ok(()),
+        // The exact text the store issued for this version.
+        IfMatch::ETag(tag) if old.etag() == *tag => Ok(()),
+        IfMatch::ETag(_) => Err(error(|table, partition_key, row_key| {
+            Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            }
+        })),
+    };
+    let (entity, merge_into) = match write {
+        Write::Insert(entity) => {
+            if existing.is_some() {
+                return Err(error(|table, partition_key, row_key| {
+                    Error::EntityAlreadyExists {
+                        table,
+                        partition_key,
+                        row_key,
+                    }
+                }));
+            }
+            (entity, None)
+        }
+        Write::Update(entity, mode, if_match) => {
+            let old = existing.ok_or_else(not_found)?;
+            check(if_match, old)?;
+            (entity, (mode == UpdateMode::Merge).then_some(old))
+        }
+        Write::Upsert(entity, mode) => (entity, existing.filter(|_| mode == UpdateMode::Merge)),
+        Write::Delete(_, _, if_match) => {
+            check(if_match, existing.ok_or_else(not_found)?)?;
+            return Ok(Decision::Remove);
+        }
+    };
+    let Some(old) = merge_into else {
+        return Ok(Decision::Put(Cow::Borrowed(&entity.properties)));
+    };
+    let mut merged = Entity::new(pk, rk);
+    merged.properties = old.properties()?;
+    for (name, value) in entity.properties.entries() {
+        merged.properties.insert(name.clone(), value.clone());
+    }
+    // Each part was valid; their union must still fit one entity.
+    crate::validate::entity(&merged)?;
+    Ok(Decision::Put(Cow::Owned(merged.properties)))
 }
 
 #[cfg(test)]

@@ -1,0 +1,347 @@
+//! The blob store: containers, and each blob's properties and bytes in two
+//! engine tables (a listing reads the properties without the bytes).
+
+use std::ops::Bound;
+
+use async_trait::async_trait;
+use md5::{Digest, Md5};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use tablekit::validate;
+use tablekit::{
+    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
+    PutCondition, Result,
+};
+
+use crate::{LocalStorage, META};
+
+/// Container names.
+const CONTAINERS: TableDefinition<'static, &str, ()> = TableDefinition::new("containers");
+/// Each blob's properties, by `container/name`.
+const BLOBS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blobs");
+/// Each blob's bytes, by `container/name`.
+const BLOB_DATA: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blob_data");
+
+pub(crate) fn create_system_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(CONTAINERS)?;
+    txn.open_table(BLOBS)?;
+    txn.open_table(BLOB_DATA)?;
+    Ok(())
+}
+
+/// The engine key of a blob. Container names hold no `/`, so the blobs of
+/// one container are the keys from `container/` to `container0`.
+fn blob_key(container: &str, name: &str) -> String {
+    format!("{container}/{name}")
+}
+
+/// Most names in one listing page, as on the services.
+pub(crate) const MAX_LIST_RESULTS: u32 = 5000;
+
+/// The size of a listing page: `max_results`, 1 to 5,000 (the default).
+pub(crate) fn page_limit(max_results: Option<u32>) -> Result<usize> {
+    let limit = max_results.unwrap_or(MAX_LIST_RESULTS);
+    if limit == 0 || limit > MAX_LIST_RESULTS {
+        return Err(tablekit::InvalidInput::TopOutOfRange {
+            top: limit,
+            max: MAX_LIST_RESULTS,
+        }
+        .into());
+    }
+    Ok(limit as usize)
+}
+
+/// A blob's properties as stored: ETag number, MD5, write time, length.
+fn encode_properties(version: i64, md5: &[u8; 16], written: DateTime, len: u64) -> Vec<u8> {
+    [
+        &version.to_le_bytes()[..],
+        md5,
+        &written.ticks().to_le_bytes(),
+        &len.to_le_bytes(),
+    ]
+    .concat()
+}
+
+fn etag_of(version: i64) -> ETag {
+    ETag::new(format!("\"0x8DC{version:013X}\""))
+}
+
+fn decode_properties(name: &str, bytes: &[u8]) -> Option<BlobProperties> {
+    let [version, md5, written, len]: [&[u8]; 4] = [
+        bytes.get(0..8)?,
+        bytes.get(8..24)?,
+        bytes.get(24..32)?,
+        bytes.get(32..40)?,
+    ];
+    (bytes.len() == 40).then_some(())?;
+    Some(BlobProperties {
+        name: name.to_owned(),
+        etag: etag_of(i64::from_le_bytes(version.try_into().ok()?)),
+        content_length: u64::from_le_bytes(len.try_into().ok()?),
+        content_md5: md5.try_into().ok()?,
+        last_modified: DateTime::from_ticks(i64::from_le_bytes(written.try_into().ok()?)).ok()?,
+    })
+}
+
+fn container_missing(container: &str) -> Error {
+    Error::ContainerNotFound {
+        container: container.into(),
+    }
+}
+
+fn blob_missing(container: &str, name: &str) -> Error {
+    Error::BlobNotFound {
+        container: container.into(),
+        name: name.into(),
+    }
+}
+
+impl LocalStorage {
+    fn check_container(
+        &self,
+        containers: &impl ReadableTable<&'static str, ()>,
+        container: &str,
+    ) -> Result<()> {
+        match containers
+            .get(container)
+            .map_err(|e| self.error(e.into()))?
+        {
+            Some(_) => Ok(()),
+            None => Err(container_missing(container)),
+        }
+    }
+
+    /// A blob's stored properties, if it exists.
+    fn blob_properties(
+        &self,
+        blobs: &impl ReadableTable<&'static str, &'static [u8]>,
+        container: &str,
+        name: &str,
+    ) -> Result<Option<BlobProperties>> {
+        let key = blob_key(container, name);
+        let Some(stored) = blobs.get(key.as_str()).map_err(|e| self.error(e.into()))? else {
+            return Ok(None);
+        };
+        decode_properties(name, stored.value())
+            .map(Some)
+            .ok_or_else(|| self.damaged("a blob's properties"))
+    }
+}
+
+#[async_trait]
+impl BlobStore for LocalStorage {
+    async fn create_container(&self, container: &str) -> Result<()> {
+        validate::container_name(container)?;
+        let txn = self.begin_write()?;
+        {
+            let mut containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            let existed = containers
+                .insert(container, ())
+                .map_err(|e| self.error(e.into()))?;
+            if existed.is_some() {
+                return Err(Error::ContainerAlreadyExists {
+                    container: container.into(),
+                });
+            }
+        }
+        self.commit(txn)
+    }
+
+    async fn delete_container(&self, container: &str) -> Result<()> {
+        validate::container_name(container)?;
+        let txn = self.begin_write()?;
+        {
+            let mut containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            if containers
+                .remove(container)
+                .map_err(|e| self.error(e.into()))?
+                .is_none()
+            {
+                return Err(container_missing(container));
+            }
+            let (from, to) = (format!("{container}/"), format!("{container}0"));
+            for table in [BLOBS, BLOB_DATA] {
+                let mut blobs = txn.open_table(table).map_err(|e| self.error(e.into()))?;
+                blobs
+                    .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+                    .map_err(|e| self.error(e.into()))?;
+            }
+        }
+        self.commit(txn)
+    }
+
+    async fn put_blob(
+        &self,
+        container: &str,
+        name: &str,
+        data: Vec<u8>,
+        condition: &PutCondition,
+    ) -> Result<BlobProperties> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        // Hash outside the transaction: it is the expensive part of a large put.
+        let md5: [u8; 16] = Md5::digest(&data).into();
+        let txn = self.begin_write()?;
+        let properties = {
+            let containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            self.check_container(&containers, container)?;
+            let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+            let existing = self.blob_properties(&blobs, container, name)?;
+            match condition {
+                PutCondition::None => {}
+                PutCondition::IfNotExists if existing.is_some() => {
+                    return Err(Error::BlobAlreadyExists {
+                        container: container.into(),
+                        name: name.into(),
+                    });
+                }
+                PutCondition::IfNotExists => {}
+                PutCondition::IfMatch(tag) => {
+                    if existing.is_none_or(|b| b.etag != *tag) {
+                        return Err(Error::BlobConditionNotMet {
+                            container: container.into(),
+                            name: name.into(),
+                        });
+                    }
+                }
+            }
+            let mut meta = txn.open_table(META).map_err(|e| self.error(e.into()))?;
+            let version = meta
+                .get("blob_version")
+                .map_err(|e| self.error(e.into()))?
+                .map_or(0, |v| v.value())
+                + 1;
+            meta.insert("blob_version", version)
+                .map_err(|e| self.error(e.into()))?;
+            let written = DateTime::now();
+            let key = blob_key(container, name);
+            let stored = encode_properties(version, &md5, written, data.len() as u64);
+            blobs
+                .insert(key.as_str(), stored.as_slice())
+                .map_err(|e| self.error(e.into()))?;
+            let mut bytes = txn
+                .open_table(BLOB_DATA)
+                .map_err(|e| self.error(e.into()))?;
+            bytes
+                .insert(key.as_str(), data.as_slice())
+                .map_err(|e| self.error(e.into()))?;
+            BlobProperties {
+                name: name.into(),
+                etag: etag_of(version),
+                content_length: data.len() as u64,
+                content_md5: md5,
+                last_modified: written,
+            }
+        };
+        self.commit(txn)?;
+        Ok(properties)
+    }
+
+    async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        let txn = self.begin_read()?;
+        let containers = txn
+            .open_table(CONTAINERS)
+            .map_err(|e| self.error(e.into()))?;
+        self.check_container(&containers, container)?;
+        let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+        let properties = self
+            .blob_properties(&blobs, container, name)?
+            .ok_or_else(|| blob_missing(container, name))?;
+        let bytes = txn
+            .open_table(BLOB_DATA)
+            .map_err(|e| self.error(e.into()))?;
+        let data = bytes
+            .get(blob_key(container, name).as_str())
+            .map_err(|e| self.error(e.into()))?
+            .ok_or_else(|| self.damaged("a blob without its bytes"))?
+            .value()
+            .to_vec();
+        // The bytes are checked against the MD5 computed when they were put.
+        if data.len() as u64 != properties.content_length
+            || <[u8; 16]>::from(Md5::digest(&data)) != properties.content_md5
+        {
+            return Err(self.damaged("a blob whose bytes do not match their MD5"));
+        }
+        Ok(Blob { data, properties })
+    }
+
+    async fn delete_blob(
+        &self,
+        container: &str,
+        name: &str,
+        if_match: Option<&ETag>,
+    ) -> Result<()> {
+        validate::container_name(container)?;
+        validate::blob_name(name)?;
+        let txn = self.begin_write()?;
+        {
+            let containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            self.check_container(&containers, container)?;
+            let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+            let existing = self
+                .blob_properties(&blobs, container, name)?
+                .ok_or_else(|| blob_missing(container, name))?;
+            if if_match.is_some_and(|tag| *tag != existing.etag) {
+                return Err(Error::BlobConditionNotMet {
+                    container: container.into(),
+                    name: name.into(),
+                });
+            }
+            let key = blob_key(container, name);
+            blobs
+                .remove(key.as_str())
+                .map_err(|e| self.error(e.into()))?;
+            let mut bytes = txn
+                .open_table(BLOB_DATA)
+                .map_err(|e| self.error(e.into()))?;
+            bytes
+                .remove(key.as_str())
+                .map_err(|e| self.error(e.into()))?;
+        }
+        self.commit(txn)
+    }
+
+    async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
+        validate::container_name(container)?;
+        let limit = page_limit(options.max_results)?;
+        let txn = self.begin_read()?;
+        let containers = txn
+            .open_table(CONTAINERS)
+            .map_err(|e| self.error(e.into()))?;
+        self.check_container(&containers, container)?;
+        let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+        let prefix = options.prefix.as_deref().unwrap_or("");
+        let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
+        let from = blob_key(container, start);
+        let range = blobs
+            .range::<&str>((Bound::Included(from.as_str()), Bound::Unbounded))
+            .map_err(|e| self.error(e.into()))?;
+        let within = format!("{container}/{prefix}");
+        let mut page = BlobPage::default();
+        for item in range {
+            let (key, stored) = item.map_err(|e| self.error(e.into()))?;
+            let Some(name) = key.value().strip_prefix(within.as_str()) else {
+                break;
+            };
+            let name = format!("{prefix}{name}");
+            if page.blobs.len() == limit {
+                page.next_marker = Some(name);
+                break;
+            }
+            page.blobs.push(
+                decode_properties(&name, stored.value())
+                    .ok_or_else(|| self.damaged("a blob's properties"))?,
+            );
+        }
+        Ok(page)
+    }
+}

@@ -1,0 +1,413 @@
+//! The table backend: one engine table per table, a catalogue of names, and
+//! the names deleted recently.
+
+use std::ops::Bound;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use tablekit::backend::sorted::{
+    Decision, StoredRow, Write, continuation_token, decide, key_ranges, resume_at,
+};
+use tablekit::validate::{self, limits::MAX_PAGE_SIZE};
+use tablekit::{
+    BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, InvalidInput,
+    ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage,
+    UpdateMode,
+};
+
+use crate::LocalStorage;
+use crate::rows::{encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks};
+
+/// Tables by lower-cased name (names compare case-insensitively), with the
+/// name as created.
+const TABLES: TableDefinition<'static, &str, &str> = TableDefinition::new("tables");
+/// Recently deleted tables, by lower-cased name: milliseconds since the Unix
+/// epoch at deletion (wall-clock time, as it must hold across restarts).
+const DELETED: TableDefinition<'static, &str, u64> = TableDefinition::new("tables_deleted");
+
+/// The engine table holding the rows of the table whose folded name is `folded`.
+fn rows_name(folded: &str) -> String {
+    format!("rows/{folded}")
+}
+
+fn rows_table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+pub(crate) fn create_system_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(TABLES)?;
+    txn.open_table(DELETED)?;
+    Ok(())
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A stored row as [`decide`] reads it.
+struct Stored<'a> {
+    row: &'a [u8],
+    storage: &'a LocalStorage,
+}
+
+impl StoredRow for Stored<'_> {
+    fn etag(&self) -> ETag {
+        etag_of(row_ticks(self.row).unwrap_or(i64::MIN))
+    }
+
+    fn properties(&self) -> Result<Properties> {
+        row_properties(self.row, None).ok_or_else(|| self.storage.damaged("a stored row"))
+    }
+}
+
+impl LocalStorage {
+    /// The folded name of an existing table, or the error for a missing one
+    /// ("being deleted" within the delay of its deletion, as the service says).
+    fn existing_table(
+        &self,
+        catalogue: &impl ReadableTable<&'static str, &'static str>,
+        deleted: &impl ReadableTable<&'static str, u64>,
+        table: &str,
+    ) -> Result<String> {
+        let folded = table.to_ascii_lowercase();
+        let found = catalogue
+            .get(folded.as_str())
+            .map_err(|e| self.error(e.into()))?;
+        if found.is_some() {
+            return Ok(folded);
+        }
+        let at = deleted
+            .get(folded.as_str())
+            .map_err(|e| self.error(e.into()))?;
+        let delay = self.shared.table_deletion_delay.as_millis() as u64;
+        match at.map(|at| at.value()) {
+            Some(at) if unix_millis().saturating_sub(at) < delay => Err(Error::TableBeingDeleted {
+                table: table.into(),
+            }),
+            _ => Err(Error::TableNotFound {
+                table: table.into(),
+            }),
+        }
+    }
+
+    /// Decides and applies `writes` to `table` in one engine transaction, all
+    /// or none, with one timestamp; returns the transaction's ETag and each
+    /// write's. In a `batch`, the errors of the table and of each write name
+    /// the write they belong to.
+    fn apply(
+        &self,
+        table: &str,
+        writes: &[Write<'_>],
+        batch: bool,
+    ) -> Result<(ETag, Vec<Option<ETag>>)> {
+        let in_batch = |index: usize| move |e: Error| if batch { e.in_batch(index) } else { e };
+        let txn = self.begin_write()?;
+        let folded = {
+            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+            self.existing_table(&catalogue, &deleted, table)
+                .map_err(in_batch(0))?
+        };
+        let ticks = self.next_ticks(&txn)?;
+        let etag = etag_of(ticks);
+        let mut etags = Vec::with_capacity(writes.len());
+        {
+            let name = rows_name(&folded);
+            let mut rows = txn
+                .open_table(rows_table(&name))
+                .map_err(|e| self.error(e.into()))?;
+            for (index, write) in writes.iter().enumerate() {
+                let (pk, rk) = write.keys();
+                let key = row_key(pk, rk);
+                let existing = rows
+                    .get(key.as_slice())
+                    .map_err(|e| self.error(e.into()))?
+                    .map(|row| row.value().to_vec());
+                let stored = existing.as_deref().map(|row| Stored { row, storage: self });
+                let decision = decide(table, *write, stored.as_ref().map(|s| s as &dyn StoredRow))
+                    .map_err(in_batch(index))?;
+                match decision {
+                    Decision::Put(props) => {
+                        rows.insert(key.as_slice(), encode_row(ticks, &props).as_slice())
+                            .map_err(|e| self.error(e.into()))?;
+                        etags.push(Some(etag.clone()));
+                    }
+                    Decision::Remove => {
+                        rows.remove(key.as_slice())
+                            .map_err(|e| self.error(e.into()))?;
+                        etags.push(None);
+                    }
+                }
+            }
+        }
+        self.commit(txn)?;
+        Ok((etag, etags))
+    }
+
+    /// Validates and applies one write, returning its new ETag.
+    fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
+        validate::table_name(table)?;
+        write.validate()?;
+        Ok(self.apply(table, &[write], false)?.0)
+    }
+}
+
+/// The span each operation runs in: `tablekit_local::op`, with the
+/// operation's name and table.
+fn op_span(op: &'static str, table: &str) -> tracing::span::EnteredSpan {
+    tracing::debug_span!("tablekit_local::op", op, table).entered()
+}
+
+#[async_trait]
+impl TableBackend for LocalStorage {
+    async fn create_table(&self, table: &str) -> Result<()> {
+        let _span = op_span("create_table", table);
+        validate::table_name(table)?;
+        let folded = table.to_ascii_lowercase();
+        let txn = self.begin_write()?;
+        {
+            let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+            match self.existing_table(&catalogue, &deleted, table) {
+                Ok(_) => {
+                    return Err(Error::TableAlreadyExists {
+                        table: table.into(),
+                    });
+                }
+                Err(Error::TableNotFound { .. }) => {}
+                Err(other) => return Err(other),
+            }
+            deleted
+                .remove(folded.as_str())
+                .map_err(|e| self.error(e.into()))?;
+            catalogue
+                .insert(folded.as_str(), table)
+                .map_err(|e| self.error(e.into()))?;
+            txn.open_table(rows_table(&rows_name(&folded)))
+                .map_err(|e| self.error(e.into()))?;
+        }
+        self.commit(txn)
+    }
+
+    async fn delete_table(&self, table: &str) -> Result<()> {
+        let _span = op_span("delete_table", table);
+        validate::table_name(table)?;
+        let txn = self.begin_write()?;
+        {
+            let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+            let folded = self.existing_table(&catalogue, &deleted, table)?;
+            catalogue
+                .remove(folded.as_str())
+                .map_err(|e| self.error(e.into()))?;
+            deleted
+                .insert(folded.as_str(), unix_millis())
+                .map_err(|e| self.error(e.into()))?;
+            txn.delete_table(rows_table(&rows_name(&folded)))
+                .map_err(|e| self.error(e.into()))?;
+        }
+        self.commit(txn)
+    }
+
+    async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
+        let _span = op_span("list_tables", "");
+        let limit = match options.top {
+            Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
+                return Err(InvalidInput::TopOutOfRange {
+                    top,
+                    max: MAX_PAGE_SIZE,
+                }
+                .into());
+            }
+            Some(top) => top as usize,
+            None => MAX_PAGE_SIZE as usize,
+        };
+        if let Some(prefix) = &options.prefix {
+            validate::table_prefix(prefix)?;
+        }
+        let prefix = options.prefix.as_deref().unwrap_or("");
+        let start = options
+            .continuation
+            .as_ref()
+            .map(|t| t.next_partition_key().to_ascii_lowercase());
+        let txn = self.begin_read()?;
+        let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+        let range = catalogue
+            .range::<&str>((
+                start.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                Bound::Unbounded,
+            ))
+            .map_err(|e| self.error(e.into()))?;
+        let mut tables = Vec::new();
+        let mut continuation = None;
+        for item in range {
+            let (key, name) = item.map_err(|e| self.error(e.into()))?;
+            let name = name.value();
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            if tables.len() == limit {
+                continuation = Some(ContinuationToken::new(key.value(), None));
+                break;
+            }
+            tables.push(name.to_owned());
+        }
+        Ok(TablePage {
+            tables,
+            continuation,
+        })
+    }
+
+    async fn get_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key_text: &str,
+        options: &GetOptions,
+    ) -> Result<Entity> {
+        let _span = op_span("get_entity", table);
+        validate::table_name(table)?;
+        validate::keys(partition_key, row_key_text)?;
+        if let Some(select) = &options.select {
+            validate::select_names(select)?;
+        }
+        let txn = self.begin_read()?;
+        let folded = {
+            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+            self.existing_table(&catalogue, &deleted, table)?
+        };
+        let name = rows_name(&folded);
+        let rows = txn
+            .open_table(rows_table(&name))
+            .map_err(|e| self.error(e.into()))?;
+        let key = row_key(partition_key, row_key_text);
+        let row = rows
+            .get(key.as_slice())
+            .map_err(|e| self.error(e.into()))?
+            .ok_or_else(|| Error::EntityNotFound {
+                table: table.into(),
+                partition_key: partition_key.into(),
+                row_key: row_key_text.into(),
+            })?;
+        entity(&key, row.value(), options.select.as_deref())
+            .ok_or_else(|| self.damaged("a stored row"))
+    }
+
+    async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
+        let _span = op_span("query_entities", table);
+        validate::table_name(table)?;
+        tablekit::backend::checks::query(query)?;
+        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+        let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+        let txn = self.begin_read()?;
+        let folded = {
+            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+            self.existing_table(&catalogue, &deleted, table)?
+        };
+        let name = rows_name(&folded);
+        let rows = txn
+            .open_table(rows_table(&name))
+            .map_err(|e| self.error(e.into()))?;
+        let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
+            return Ok(QueryPage::new(Vec::new(), None));
+        };
+        if let Some((pk, rk)) = &resume {
+            range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
+        }
+        let Some(bounds) = range.bounds() else {
+            return Ok(QueryPage::new(Vec::new(), None));
+        };
+        let range = rows
+            .range::<&[u8]>(bounds)
+            .map_err(|e| self.error(e.into()))?;
+        let mut entities = Vec::new();
+        let mut continuation = None;
+        for item in range {
+            let (key, row) = item.map_err(|e| self.error(e.into()))?;
+            let key = key.value();
+            if entities.len() >= limit {
+                let (pk, rk) =
+                    crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
+                continuation = Some(continuation_token(pk, rk));
+                break;
+            }
+            let entity =
+                entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
+            if !rk_range.contains(tablekit::backend::sorted::encode_key(&entity.row_key).as_ref()) {
+                continue;
+            }
+            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                entities.push(selected(entity, query.select.as_deref()));
+            }
+        }
+        Ok(QueryPage::new(entities, continuation))
+    }
+
+    fn query_order(&self) -> QueryOrder {
+        QueryOrder::Keys
+    }
+
+    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        let _span = op_span("insert_entity", table);
+        self.write_one(table, Write::Insert(entity))
+    }
+
+    async fn update_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+        if_match: &IfMatch,
+    ) -> Result<ETag> {
+        let _span = op_span("update_entity", table);
+        self.write_one(table, Write::Update(entity, mode, if_match))
+    }
+
+    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
+        let _span = op_span("upsert_entity", table);
+        self.write_one(table, Write::Upsert(entity, mode))
+    }
+
+    async fn delete_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &IfMatch,
+    ) -> Result<()> {
+        let _span = op_span("delete_entity", table);
+        self.write_one(table, Write::Delete(partition_key, row_key, if_match))
+            .map(drop)
+    }
+
+    async fn submit_transaction(
+        &self,
+        table: &str,
+        operations: &[BatchOperation],
+    ) -> Result<Vec<Option<ETag>>> {
+        let _span = op_span("submit_transaction", table);
+        validate::table_name(table)?;
+        tablekit::backend::checks::batch(operations)?;
+        let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
+        Ok(self.apply(table, &writes, true)?.1)
+    }
+}
+
+/// `entity` with only the `$select`ed properties (the keys always).
+fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
+    if let Some(select) = select {
+        entity
+            .properties
+            .retain(|name, _| select.iter().any(|s| s == name));
+        if !select.iter().any(|s| s == "Timestamp") {
+            entity.timestamp = None;
+        }
+    }
+    entity
+}
