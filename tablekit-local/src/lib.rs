@@ -53,8 +53,9 @@
 //!   acknowledged write is there.
 //! - **A full disk.** A write that finds no space fails with
 //!   [`Error::Storage`] of kind [`StorageFailure::DiskFull`] and is not
-//!   applied; nothing acknowledged is lost. Free space and open the store
-//!   again.
+//!   applied; nothing acknowledged is lost. The engine then refuses every
+//!   operation of that handle: free space and open the store again.
+//!   [`LocalStorageBuilder::max_size`] caps the file's size the same way.
 //! - **Damage** not caused by a crash (a file changed by another program)
 //!   gives [`StorageFailure::Damaged`], never a value quietly different from
 //!   the one stored.
@@ -88,6 +89,7 @@
 //! all.
 
 mod blobs;
+mod limit;
 mod queues;
 mod rows;
 mod tables;
@@ -139,6 +141,7 @@ impl fmt::Debug for LocalStorage {
 pub struct LocalStorageBuilder {
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
+    max_size: Option<u64>,
 }
 
 impl LocalStorageBuilder {
@@ -156,6 +159,14 @@ impl LocalStorageBuilder {
     /// [`ManualClock`](tablekit::clock::ManualClock) that tests move by hand.
     pub fn clock(mut self, clock: impl Clock + 'static) -> LocalStorageBuilder {
         self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The most bytes the store's file may take. A write that would grow it
+    /// further fails with [`StorageFailure::DiskFull`], as on a full disk,
+    /// and is not applied. No limit by default.
+    pub fn max_size(mut self, bytes: u64) -> LocalStorageBuilder {
+        self.max_size = Some(bytes);
         self
     }
 
@@ -186,9 +197,13 @@ impl LocalStorageBuilder {
     fn open_in(self, dir: PathBuf, temporary: Option<tempfile::TempDir>) -> Result<LocalStorage> {
         std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
         let file = dir.join(FILE_NAME);
-        let db = Database::builder()
-            .create(&file)
-            .map_err(|e| storage_error(&dir, e.into()))?;
+        let db = match self.max_size {
+            None => Database::builder().create(&file),
+            Some(max) => {
+                Database::builder().create_with_backend(limit::SizeLimit::open(&file, max)?)
+            }
+        }
+        .map_err(|e| storage_error(&dir, e.into()))?;
         let storage = LocalStorage {
             shared: Arc::new(Shared {
                 db,
@@ -227,6 +242,7 @@ impl LocalStorage {
         LocalStorageBuilder {
             table_deletion_delay: Duration::from_secs(40),
             clock: Arc::new(SystemClock),
+            max_size: None,
         }
     }
 

@@ -225,3 +225,62 @@ async fn many_tasks_write_and_read_at_once() {
         task.await.unwrap();
     }
 }
+
+/// A full disk (here the store's size cap, which fails writes the same
+/// way) gives a typed error; the write that met it is not applied and every
+/// acknowledged write is kept.
+#[tokio::test]
+async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
+    let dir = dir();
+    let mut acknowledged = Vec::new();
+    let refused = {
+        let store = LocalStorage::builder()
+            .max_size(4 << 20)
+            .open(dir.path())
+            .unwrap();
+        store.create_table("things").await.unwrap();
+        let mut refused = None;
+        for i in 0..10_000 {
+            let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(20_000));
+            match store.insert_entity("things", &e).await {
+                Ok(_) => acknowledged.push(e.row_key),
+                Err(err) => {
+                    assert!(
+                        matches!(
+                            &err,
+                            Error::Storage {
+                                failure: StorageFailure::DiskFull,
+                                ..
+                            }
+                        ),
+                        "{err:?}"
+                    );
+                    refused = Some(e.row_key);
+                    break;
+                }
+            }
+        }
+        let refused = refused.expect("the cap is reached");
+        // The handle refuses what follows, with a typed error too.
+        let next = Entity::new("p", "after").with("V", 1);
+        let err = store.insert_entity("things", &next).await.unwrap_err();
+        assert!(matches!(&err, Error::Storage { .. }), "{err:?}");
+        refused
+    };
+    assert!(acknowledged.len() > 10);
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let rows = store
+        .query_all("things", tablekit::Query::new())
+        .await
+        .unwrap();
+    let keys: Vec<_> = rows.iter().map(|r| r.row_key.clone()).collect();
+    assert_eq!(
+        keys, acknowledged,
+        "exactly the acknowledged writes, {refused} not applied"
+    );
+    // And the store takes writes again once it has room.
+    store
+        .insert_entity("things", &Entity::new("p", "again"))
+        .await
+        .unwrap();
+}
