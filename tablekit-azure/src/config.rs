@@ -210,10 +210,23 @@ impl Account {
     /// `QueueEndpoint`, `SharedAccessSignature`, or
     /// `UseDevelopmentStorage=true`.
     ///
+    /// `UseDevelopmentStorage=true` names the emulator (Azurite) on this
+    /// machine at its default ports: blobs on 10000, queues on 10001, tables
+    /// on 10002. An emulator elsewhere takes, beside it,
+    /// `DevelopmentStorageProxyUri=http://host` (the host; the name the
+    /// Azure SDKs give it) and `TablePort`, `BlobPort`, `QueuePort` (each
+    /// port it moves), so that `azurite --tablePort 20002` is
+    /// `UseDevelopmentStorage=true;TablePort=20002`.
+    ///
     /// ```
     /// use tablekit_azure::config::Account;
     /// let dev = Account::from_connection_string("UseDevelopmentStorage=true")?;
     /// assert_eq!(dev.table_endpoint, "http://127.0.0.1:10002/devstoreaccount1");
+    /// let moved = Account::from_connection_string(
+    ///     "UseDevelopmentStorage=true;TablePort=20002;BlobPort=20000",
+    /// )?;
+    /// assert_eq!(moved.table_endpoint, "http://127.0.0.1:20002/devstoreaccount1");
+    /// assert_eq!(moved.blob_endpoint, "http://127.0.0.1:20000/devstoreaccount1");
     /// # Ok::<(), tablekit_azure::config::ConfigError>(())
     /// ```
     pub fn from_connection_string(text: &str) -> Result<Account, ConfigError> {
@@ -243,7 +256,7 @@ impl Account {
                     value: value.into(),
                 });
             }
-            return Ok(Account::emulator("127.0.0.1", 10002, 10000, 10001));
+            return emulator_of(&settings);
         }
         let sas = get("SharedAccessSignature").map(|s| s.trim_start_matches('?').to_owned());
         let name = match get("AccountName") {
@@ -286,9 +299,84 @@ impl Account {
     }
 }
 
+/// The emulator a `UseDevelopmentStorage=true` connection string names:
+/// its host (`DevelopmentStorageProxyUri`) and ports (`TablePort`,
+/// `BlobPort`, `QueuePort`), each at Azurite's default unless given. Any
+/// other setting beside it is refused, as it would be ignored.
+fn emulator_of(settings: &[(String, String)]) -> Result<Account, ConfigError> {
+    let mut host = "127.0.0.1".to_owned();
+    let mut ports = [
+        ("TablePort", 10002u16),
+        ("BlobPort", 10000),
+        ("QueuePort", 10001),
+    ];
+    for (key, value) in settings {
+        let bad = || ConfigError::BadValue {
+            key: key.clone(),
+            value: value.clone(),
+        };
+        if key.eq_ignore_ascii_case("UseDevelopmentStorage") {
+            continue;
+        }
+        if key.eq_ignore_ascii_case("DevelopmentStorageProxyUri") {
+            let rest = value
+                .strip_prefix("http://")
+                .ok_or_else(bad)?
+                .trim_end_matches('/');
+            if rest.is_empty()
+                || rest.contains(['/', '?', '#', '@'])
+                || (rest.contains(':') && !rest.starts_with('['))
+            {
+                return Err(bad());
+            }
+            host = rest.to_owned();
+            continue;
+        }
+        let slot = ports
+            .iter_mut()
+            .find(|(name, _)| key.eq_ignore_ascii_case(name))
+            .ok_or_else(|| ConfigError::BadValue {
+                key: key.clone(),
+                value: "set beside UseDevelopmentStorage=true (give the endpoints without it, or the emulator's host and ports)".into(),
+            })?;
+        slot.1 = value.parse().ok().filter(|p| *p != 0).ok_or_else(bad)?;
+    }
+    Ok(Account::emulator(&host, ports[0].1, ports[1].1, ports[2].1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_emulator_on_other_ports_and_hosts() {
+        let account = Account::from_connection_string(
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://azurite.local/;QueuePort=21001",
+        )
+        .unwrap();
+        assert_eq!(
+            account.table_endpoint,
+            "http://azurite.local:10002/devstoreaccount1"
+        );
+        assert_eq!(
+            account.queue_endpoint.as_deref(),
+            Some("http://azurite.local:21001/devstoreaccount1")
+        );
+        for bad in [
+            "UseDevelopmentStorage=true;TablePort=0",
+            "UseDevelopmentStorage=true;TablePort=70000",
+            "UseDevelopmentStorage=true;TablePort=x",
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=https://h",
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://h:1",
+            "UseDevelopmentStorage=true;AccountName=other",
+        ] {
+            let err = Account::from_connection_string(bad).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::BadValue { .. }),
+                "{bad}: {err:?}"
+            );
+        }
+    }
 
     /// The form the Azure portal gives for Cosmos DB for Table: an explicit
     /// table endpoint with a port and a trailing slash, no blob endpoint.
