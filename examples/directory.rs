@@ -95,6 +95,7 @@ async fn main() -> Result<(), Error> {
         table,
         remote,
         queues,
+        ..
     } = tablekit_examples::store("Directory")?;
     let employees: Table<Employee> = Table::from_arc(Arc::clone(&backend), &table);
     employees.create_if_missing().await?;

@@ -331,21 +331,7 @@ async fn bulk_load_filter_projection(
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     // The ninth scenario: the same code on the REST backend.
-    let (backend, blobs): (Arc<dyn TableBackend>, Arc<dyn BlobStore>) =
-        match std::env::var("TABLEKIT_CONNECTION_STRING") {
-            Ok(connection) => (
-                Arc::new(tablekit_azure::AzureTables::from_connection_string(
-                    &connection,
-                )?),
-                Arc::new(tablekit_azure::AzureBlobs::from_connection_string(
-                    &connection,
-                )?),
-            ),
-            Err(_) => (
-                Arc::new(tablekit_mem::MemBackend::new()),
-                Arc::new(tablekit_mem::MemBlobStore::new()),
-            ),
-        };
+    let tablekit_examples::Store { backend, blobs, .. } = tablekit_examples::store("Scenarios")?;
     let run = format!("{:06}", std::process::id() % 1_000_000);
     let name = |scenario: &str| format!("{scenario}{run}");
     multi_tenant_prefix_query(Arc::clone(&backend), &name("Sessions")).await?;

@@ -31,7 +31,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let requests = env_number("LOAD_REQUESTS", 4000).max(8);
     let clients = env_number("LOAD_CLIENTS", 16).max(1);
     let remote = std::env::var("TABLEKIT_CONNECTION_STRING").is_ok();
-    let stores = Stores::from_env()?;
+    // In memory unless told otherwise: a load run leaves nothing behind.
+    let (stores, location) = Stores::from_env_or("UseMemoryStorage=true")?;
+    eprintln!("data: {location}");
     let names = if remote {
         Names::unique("Load")
     } else {

@@ -5,11 +5,13 @@
 //! cargo run -p tablekit-examples --example service
 //! ```
 //!
-//! runs it on the in-memory stores, on `127.0.0.1:8080`. The environment
-//! configures it:
-//! - `TABLEKIT_CONNECTION_STRING`: the account to use instead
-//!   (`UseDevelopmentStorage=true` for Azurite, or an Azure Storage or Cosmos
-//!   DB for Table connection string);
+//! runs it on `127.0.0.1:8080`, with its data in the directory
+//! `./tablekit-data/service` (printed at start), kept across restarts. The
+//! environment configures it:
+//! - `TABLEKIT_CONNECTION_STRING`: the stores to use instead:
+//!   `UseLocalStorage=<dir>`, `UseMemoryStorage=true`,
+//!   `UseDevelopmentStorage=true` for Azurite, or an Azure Storage or Cosmos
+//!   DB for Table connection string;
 //! - `TABLEKIT_SERVICE_ADDR`: where to listen (`127.0.0.1:8080`);
 //! - `TABLEKIT_AUDIT_DAYS`: how many days of audit log to keep (30);
 //! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
@@ -31,7 +33,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let addr = std::env::var("TABLEKIT_SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let stores = Stores::from_env()?;
+    let (stores, location) = Stores::from_env()?;
+    println!("data: {location}");
     let app = App::open(stores, Names::default()).await?;
 
     let (stop, stopped) = tokio::sync::watch::channel(false);

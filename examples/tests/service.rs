@@ -1384,3 +1384,39 @@ async fn connections_over_the_cap_are_closed() {
         "the first is served"
     );
 }
+
+/// On a local directory (the service's default), what it stored is there
+/// after a restart: a customer, its attachment, and its unique email.
+#[tokio::test]
+async fn data_survives_a_restart_on_a_local_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let connection = format!("UseLocalStorage={}", dir.path().display());
+    {
+        let app = App::open(Stores::connect(&connection).unwrap(), Names::default())
+            .await
+            .unwrap();
+        let router = app.router();
+        let made = post(
+            &router,
+            "/tenants/acme/customers",
+            customer("c1", "ann@example.com"),
+        )
+        .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.json());
+    }
+    // The store is closed with the app; the next one opens it again.
+    let app = App::open(Stores::connect(&connection).unwrap(), Names::default())
+        .await
+        .unwrap();
+    let router = app.router();
+    let got = get(&router, "/tenants/acme/customers/c1").await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.json()["email"], "ann@example.com");
+    let again = post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c2", "ann@example.com"),
+    )
+    .await;
+    assert_eq!(again.error(), "unique_violation");
+}

@@ -1,8 +1,9 @@
 //! An example service: a multi-tenant HTTP API on tablekit, on axum.
 //!
-//! [`Stores::from_env`] picks the stores: in memory by default, or the
-//! account `TABLEKIT_CONNECTION_STRING` names (`UseDevelopmentStorage=true`
-//! for Azurite). [`App::open`] prepares the tables, the blob container and
+//! [`Stores::from_env`] picks the stores: a local directory by default
+//! (`./tablekit-data/service`, kept across restarts), or those
+//! `TABLEKIT_CONNECTION_STRING` names (`UseMemoryStorage=true`,
+//! `UseDevelopmentStorage=true` for Azurite, an account's). [`App::open`] prepares the tables, the blob container and
 //! the outbox's queues; [`App::router`] is the HTTP API; [`App::upkeep`] is
 //! the library's background upkeep (the outbox worker that finishes index
 //! changes in other partitions, and the sweep that finishes what a dropped
@@ -40,7 +41,7 @@ mod users;
 
 pub use error::ApiError;
 pub use http::{Body, PageParams};
-pub use stores::{Names, Stores};
+pub use stores::{DEFAULT_STORAGE, Names, Stores};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -25,23 +25,38 @@ impl Stores {
         }
     }
 
-    /// The account of a connection string (for Azurite:
-    /// `UseDevelopmentStorage=true`).
+    /// The stores a connection string names (see [`tablekit_stores`]):
+    /// `UseLocalStorage=./data`, `UseMemoryStorage=true`,
+    /// `UseDevelopmentStorage=true` for Azurite, or an account's.
     pub fn connect(connection: &str) -> Result<Stores, Error> {
-        let tables = tablekit_azure::AzureTables::from_connection_string(connection)?;
-        let account = tables.account().clone();
-        Ok(Stores {
-            blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone())?),
-            queues: Arc::new(tablekit_azure::AzureQueues::new(account)?),
-            tables: Arc::new(tables),
-        })
+        Ok(Stores::from(tablekit_stores::Stores::open(connection)?))
     }
 
-    /// The account `TABLEKIT_CONNECTION_STRING` names, or in-memory stores.
-    pub fn from_env() -> Result<Stores, Error> {
-        match std::env::var("TABLEKIT_CONNECTION_STRING") {
-            Ok(connection) => Stores::connect(&connection),
-            Err(_) => Ok(Stores::in_memory()),
+    /// The stores `TABLEKIT_CONNECTION_STRING` names, or by default the
+    /// local directory [`DEFAULT_STORAGE`], kept across restarts; and where
+    /// the data lives, to print at start.
+    pub fn from_env() -> Result<(Stores, String), Error> {
+        Stores::from_env_or(DEFAULT_STORAGE)
+    }
+
+    /// The stores `TABLEKIT_CONNECTION_STRING` names, or those of `default`.
+    pub fn from_env_or(default: &str) -> Result<(Stores, String), Error> {
+        let stores = tablekit_stores::Stores::from_env("TABLEKIT_CONNECTION_STRING", default)?;
+        let location = stores.location().to_string();
+        Ok((Stores::from(stores), location))
+    }
+}
+
+/// Where the service keeps its data unless told otherwise: a directory
+/// under the working directory.
+pub const DEFAULT_STORAGE: &str = "UseLocalStorage=./tablekit-data/service";
+
+impl From<tablekit_stores::Stores> for Stores {
+    fn from(stores: tablekit_stores::Stores) -> Stores {
+        Stores {
+            tables: stores.tables,
+            blobs: stores.blobs,
+            queues: stores.queues,
         }
     }
 }

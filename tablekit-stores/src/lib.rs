@@ -1,0 +1,348 @@
+//! # tablekit-stores
+//!
+//! One way to open [tablekit]'s stores (tables, blobs and queues) from
+//! configuration: a connection string names where the data lives, and the
+//! program does not change with it.
+//!
+//! | connection string | stores |
+//! | --- | --- |
+//! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
+//! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
+//! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
+//! | `DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…` | an Azure storage account (or Cosmos DB for Table, with its `TableEndpoint`) |
+//!
+//! Settings are `key=value` pairs separated by `;`; keys are matched
+//! without regard to case. A local directory is created if needed; a
+//! relative one is relative to the working directory.
+//!
+//! ```
+//! use tablekit::{Entity, TableBackend};
+//! use tablekit_stores::Stores;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! # let dir = std::env::temp_dir().join(format!("tablekit-stores-doc-{}", std::process::id()));
+//! # let connection = format!("UseLocalStorage={}", dir.display());
+//! // connection = "UseLocalStorage=./data", from the program's settings
+//! let stores = Stores::open(&connection)?;
+//! println!("data in {}", stores.location());
+//! stores.tables.create_table("orders").await?;
+//! stores.tables.insert_entity("orders", &Entity::new("customer1", "order1")).await?;
+//! # drop(stores);
+//! # std::fs::remove_dir_all(&dir).ok();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each backend is a cargo feature (`mem`, `local`, `azure`, all on by
+//! default); a connection string naming one that was left out is refused
+//! with [`Error::Configuration`] saying which.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tablekit::{BlobStore, Error, QueueStore, Result, TableBackend};
+
+/// Where a connection string says the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Location {
+    /// In memory (`UseMemoryStorage=true`).
+    Memory,
+    /// In a local directory (`UseLocalStorage=<dir>`).
+    Local(PathBuf),
+    /// At the Table, Blob and Queue services of an account or of the
+    /// emulator: any other connection string, kept as given.
+    Service(String),
+}
+
+impl Location {
+    /// Reads a connection string. Only the form is checked here; an
+    /// account's settings are checked when it is opened.
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for an empty string, a `UseMemoryStorage`
+    /// other than `true`, an empty `UseLocalStorage`, or either beside other
+    /// settings.
+    pub fn parse(connection: &str) -> Result<Location> {
+        let parts: Vec<(&str, &str)> = connection
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                p.split_once('=')
+                    .map_or((p, ""), |(k, v)| (k.trim(), v.trim()))
+            })
+            .collect();
+        let config = |message: String| Error::Configuration { message };
+        if parts.is_empty() {
+            return Err(config("the connection string is empty".into()));
+        }
+        let named = |key: &str| parts.iter().find(|(k, _)| k.eq_ignore_ascii_case(key));
+        let alone = |key: &str| {
+            if parts.len() > 1 {
+                Err(config(format!("`{key}` takes no other setting beside it")))
+            } else {
+                Ok(())
+            }
+        };
+        if let Some((key, value)) = named("UseMemoryStorage") {
+            alone(key)?;
+            if !value.eq_ignore_ascii_case("true") {
+                return Err(config(format!(
+                    "`{key}` cannot be {value:?}; it takes `true`"
+                )));
+            }
+            return Ok(Location::Memory);
+        }
+        if let Some((key, value)) = named("UseLocalStorage") {
+            alone(key)?;
+            if value.is_empty() {
+                return Err(config(format!("`{key}` needs a directory: `{key}=./data`")));
+            }
+            return Ok(Location::Local(PathBuf::from(value)));
+        }
+        Ok(Location::Service(connection.to_owned()))
+    }
+}
+
+impl fmt::Display for Location {
+    /// Where the data lives, for a program to print at start (never the
+    /// account's key).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Memory => f.write_str("memory (gone when the program stops)"),
+            Location::Local(dir) => {
+                let shown = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+                write!(f, "the directory {}", shown.display())
+            }
+            Location::Service(connection) => {
+                let account = connection.split(';').find_map(|part| {
+                    let (k, v) = part.split_once('=')?;
+                    let k = k.trim();
+                    (k.eq_ignore_ascii_case("AccountName")
+                        || k.eq_ignore_ascii_case("TableEndpoint"))
+                    .then(|| v.trim().to_owned())
+                });
+                match account {
+                    Some(account) => write!(f, "the service at {account}"),
+                    None if connection
+                        .to_ascii_lowercase()
+                        .contains("usedevelopmentstorage") =>
+                    {
+                        f.write_str("the storage emulator (Azurite)")
+                    }
+                    None => f.write_str("the service of the connection string"),
+                }
+            }
+        }
+    }
+}
+
+/// The three stores a program runs on, opened from one connection string.
+/// Clones share the stores.
+#[derive(Clone)]
+pub struct Stores {
+    /// The table store.
+    pub tables: Arc<dyn TableBackend>,
+    /// The blob store.
+    pub blobs: Arc<dyn BlobStore>,
+    /// The queue store.
+    pub queues: Arc<dyn QueueStore>,
+    location: Location,
+}
+
+impl fmt::Debug for Stores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stores")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg_attr(
+    all(feature = "mem", feature = "local", feature = "azure"),
+    allow(dead_code)
+)]
+fn left_out(feature: &str) -> Error {
+    Error::Configuration {
+        message: format!(
+            "this program was built without tablekit-stores' `{feature}` feature, which this connection string needs"
+        ),
+    }
+}
+
+impl Stores {
+    /// Opens the stores a connection string names (see the [crate
+    /// documentation](crate)).
+    ///
+    /// # Errors
+    /// [`Error::Configuration`] for a connection string that cannot be read
+    /// (it says which setting and why); [`Error::Storage`] if a local
+    /// directory cannot be opened (in use by another process, say).
+    pub fn open(connection: &str) -> Result<Stores> {
+        Stores::at(Location::parse(connection)?)
+    }
+
+    /// Opens the stores at `location`.
+    ///
+    /// # Errors
+    /// As [`Stores::open`].
+    pub fn at(location: Location) -> Result<Stores> {
+        match &location {
+            Location::Memory => Stores::memory(location),
+            Location::Local(dir) => Stores::local(dir.clone(), location),
+            Location::Service(connection) => Stores::service(connection.clone(), location),
+        }
+    }
+
+    /// The connection string in the environment variable `var`, or
+    /// `default` when it is not set.
+    ///
+    /// # Errors
+    /// As [`Stores::open`], and [`Error::Configuration`] if the variable is
+    /// not Unicode.
+    pub fn from_env(var: &str, default: &str) -> Result<Stores> {
+        match std::env::var(var) {
+            Ok(connection) => Stores::open(&connection),
+            Err(std::env::VarError::NotPresent) => Stores::open(default),
+            Err(std::env::VarError::NotUnicode(_)) => Err(Error::Configuration {
+                message: format!("`{var}` is not Unicode"),
+            }),
+        }
+    }
+
+    /// Where the data lives; its `Display` is for a program to print at
+    /// start.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    #[cfg(feature = "mem")]
+    fn memory(location: Location) -> Result<Stores> {
+        Ok(Stores {
+            tables: Arc::new(tablekit_mem::MemBackend::new()),
+            blobs: Arc::new(tablekit_mem::MemBlobStore::new()),
+            queues: Arc::new(tablekit_mem::MemQueueStore::new()),
+            location,
+        })
+    }
+
+    #[cfg(not(feature = "mem"))]
+    fn memory(_: Location) -> Result<Stores> {
+        Err(left_out("mem"))
+    }
+
+    #[cfg(feature = "local")]
+    fn local(dir: PathBuf, location: Location) -> Result<Stores> {
+        let store = tablekit_local::LocalStorage::open(dir)?;
+        Ok(Stores {
+            tables: Arc::new(store.clone()),
+            blobs: Arc::new(store.clone()),
+            queues: Arc::new(store),
+            location,
+        })
+    }
+
+    #[cfg(not(feature = "local"))]
+    fn local(_: PathBuf, _: Location) -> Result<Stores> {
+        Err(left_out("local"))
+    }
+
+    #[cfg(feature = "azure")]
+    fn service(connection: String, location: Location) -> Result<Stores> {
+        let account = tablekit_azure::config::Account::from_connection_string(&connection)?;
+        Ok(Stores {
+            tables: Arc::new(tablekit_azure::AzureTables::new(account.clone())?),
+            blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone())?),
+            queues: Arc::new(tablekit_azure::AzureQueues::new(account)?),
+            location,
+        })
+    }
+
+    #[cfg(not(feature = "azure"))]
+    fn service(_: String, _: Location) -> Result<Stores> {
+        Err(left_out("azure"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_strings_name_their_stores() {
+        assert_eq!(
+            Location::parse("UseMemoryStorage=true").unwrap(),
+            Location::Memory
+        );
+        assert_eq!(
+            Location::parse(" uselocalstorage = ./data ;").unwrap(),
+            Location::Local(PathBuf::from("./data"))
+        );
+        assert!(matches!(
+            Location::parse("UseDevelopmentStorage=true").unwrap(),
+            Location::Service(_)
+        ));
+        for bad in [
+            "",
+            " ; ",
+            "UseMemoryStorage=yes",
+            "UseLocalStorage=",
+            "UseLocalStorage=./a;AccountName=x",
+            "UseMemoryStorage=true;UseLocalStorage=./a",
+        ] {
+            let err = Location::parse(bad).unwrap_err();
+            assert!(
+                matches!(err, Error::Configuration { .. }),
+                "{bad:?}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_account_string_is_a_configuration_error() {
+        let err = Stores::open("AccountName=x;AccountKey=not base64!").unwrap_err();
+        assert!(
+            matches!(&err, Error::Configuration { message } if message.contains("base64")),
+            "{err:?}"
+        );
+        let err = Stores::open("nonsense").unwrap_err();
+        assert!(matches!(&err, Error::Configuration { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn locations_print_without_keys() {
+        let shown = Location::parse("AccountName=acme;AccountKey=c2VjcmV0")
+            .unwrap()
+            .to_string();
+        assert_eq!(shown, "the service at acme");
+        let shown = Location::parse("UseDevelopmentStorage=true")
+            .unwrap()
+            .to_string();
+        assert_eq!(shown, "the storage emulator (Azurite)");
+    }
+
+    #[tokio::test]
+    async fn a_local_store_keeps_its_data_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = format!("UseLocalStorage={}", dir.path().display());
+        {
+            let stores = Stores::open(&connection).unwrap();
+            stores.tables.create_table("kept").await.unwrap();
+        }
+        let stores = Stores::open(&connection).unwrap();
+        let tables = stores
+            .tables
+            .list_tables(&Default::default())
+            .await
+            .unwrap();
+        assert_eq!(tables.tables, ["kept"]);
+        assert!(
+            stores
+                .location()
+                .to_string()
+                .contains(&*dir.path().to_string_lossy())
+        );
+    }
+}
