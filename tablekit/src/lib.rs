@@ -261,6 +261,7 @@ pub mod backend;
 pub mod blob;
 pub mod bucket;
 pub mod clock;
+pub mod copy;
 mod datetime;
 mod entity;
 mod error;

@@ -54,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "shard",
             "log",
             "upkeep",
+            "copy",
         ],
     ),
 ];

@@ -1,0 +1,493 @@
+//! # tablekit-cli
+//!
+//! The `tablekit` command: copies tables between any two stores, and
+//! exports them to JSON Lines and imports them back. Stores are named by
+//! connection strings, as [`tablekit_stores`] reads them:
+//! `UseLocalStorage=./data`, `UseDevelopmentStorage=true` (Azurite), or an
+//! Azure account's.
+//!
+//! ```text
+//! tablekit copy   --from <conn> --to <conn> [--table T]... [--prefix P] [--filter F]
+//!                 [--conflict fail|skip|overwrite] [--parallelism N] [--unpaced]
+//!                 [--checkpoint FILE] [--container C]...
+//! tablekit export --from <conn> --out DIR [--table T]... [--prefix P] [--filter F]
+//! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
+//!                 [--checkpoint FILE]
+//! ```
+//!
+//! - **copy** copies the named tables (all by default) and blob containers,
+//!   paced at the service's targets, resumable: with `--checkpoint`, the
+//!   copy keeps where it stands in that file after every page, and a copy
+//!   started again with the same file goes on from there.
+//! - **export** writes one `<table>.jsonl` per table into a directory: one
+//!   row per line, in the service's wire form with type annotations.
+//! - **import** reads such files (the table is the file's name, or
+//!   `--table`), resumable with `--checkpoint` as copy is.
+//!
+//! A row the target already holds with other properties stops the copy by
+//! default (`--conflict fail`); `skip` keeps the target's, `overwrite`
+//! replaces it. A row already there with the same properties (one an
+//! interrupted run wrote) is never a conflict.
+//!
+//! Install it with `cargo install --path tablekit-cli`.
+
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use indicatif::{ProgressBar, ProgressStyle};
+use tablekit::Error;
+use tablekit::copy::{Checkpoint, Conflict, Copier, copy_container, export_table, import_table};
+use tablekit::filter::Filter;
+use tablekit_stores::Stores;
+
+/// The command line's description.
+pub fn command() -> Command {
+    let conflict = || {
+        Arg::new("conflict")
+            .long("conflict")
+            .value_parser(["fail", "skip", "overwrite"])
+            .default_value("fail")
+            .help("a row the target holds with other properties: stop, keep it, or replace it")
+    };
+    let tables = || {
+        Arg::new("table")
+            .long("table")
+            .action(ArgAction::Append)
+            .help("a table to take (repeatable; all by default)")
+    };
+    let prefix = || {
+        Arg::new("prefix")
+            .long("prefix")
+            .conflicts_with("table")
+            .help("take the tables whose names start with this")
+    };
+    let filter = || {
+        Arg::new("filter")
+            .long("filter")
+            .help("take only the rows this filter matches (the service's syntax: \"Price gt 10\")")
+    };
+    let checkpoint = || {
+        Arg::new("checkpoint")
+            .long("checkpoint")
+            .value_parser(clap::value_parser!(PathBuf))
+            .help("keep where the run stands in this file; a run with the same file resumes")
+    };
+    Command::new("tablekit")
+        .about("Copies tables between stores, and exports and imports them as JSON Lines")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(
+            Command::new("copy")
+                .about("Copies tables (and blob containers) from one store to another")
+                .arg(Arg::new("from").long("from").required(true).help("the source's connection string"))
+                .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
+                .arg(tables())
+                .arg(prefix())
+                .arg(filter())
+                .arg(conflict())
+                .arg(
+                    Arg::new("parallelism")
+                        .long("parallelism")
+                        .value_parser(clap::value_parser!(usize))
+                        .default_value("4")
+                        .help("tables at once, and transactions at once within one"),
+                )
+                .arg(
+                    Arg::new("unpaced")
+                        .long("unpaced")
+                        .action(ArgAction::SetTrue)
+                        .help("write as fast as the target takes it (not above the service's targets)"),
+                )
+                .arg(checkpoint())
+                .arg(
+                    Arg::new("container")
+                        .long("container")
+                        .action(ArgAction::Append)
+                        .help("a blob container to copy too (repeatable)"),
+                ),
+        )
+        .subcommand(
+            Command::new("export")
+                .about("Writes tables to <DIR>/<table>.jsonl, one row per line")
+                .arg(Arg::new("from").long("from").required(true).help("the source's connection string"))
+                .arg(
+                    Arg::new("out")
+                        .long("out")
+                        .required(true)
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("the directory to write into"),
+                )
+                .arg(tables())
+                .arg(prefix())
+                .arg(filter()),
+        )
+        .subcommand(
+            Command::new("import")
+                .about("Reads JSON Lines files into tables")
+                .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
+                .arg(
+                    Arg::new("in")
+                        .long("in")
+                        .required(true)
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help("a directory of <table>.jsonl files, or one file"),
+                )
+                .arg(
+                    Arg::new("table")
+                        .long("table")
+                        .help("the table to import one file into (its file name by default)"),
+                )
+                .arg(conflict())
+                .arg(checkpoint()),
+        )
+}
+
+/// Runs the command line `args` (the program's name first).
+///
+/// # Errors
+/// A usage error, or the first error of a store or a file, said plainly.
+pub async fn run<I, T>(args: I) -> Result<(), CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = command()
+        .try_get_matches_from(args)
+        .map_err(CliError::Usage)?;
+    match matches.subcommand() {
+        Some(("copy", m)) => copy(m).await,
+        Some(("export", m)) => export(m).await,
+        Some(("import", m)) => import(m).await,
+        _ => unreachable_usage(),
+    }
+}
+
+fn unreachable_usage() -> Result<(), CliError> {
+    Err(CliError::Usage(command().error(
+        clap::error::ErrorKind::MissingSubcommand,
+        "name a command: copy, export or import",
+    )))
+}
+
+/// What went wrong.
+#[derive(Debug)]
+pub enum CliError {
+    /// The command line is not one this program takes.
+    Usage(clap::Error),
+    /// A store, a file or the input said no.
+    Failed(String),
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Usage(e) => write!(f, "{e}"),
+            CliError::Failed(message) => write!(f, "error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl From<Error> for CliError {
+    fn from(error: Error) -> CliError {
+        CliError::Failed(error.to_string())
+    }
+}
+
+fn failed(message: impl Into<String>) -> CliError {
+    CliError::Failed(message.into())
+}
+
+/// Opens the stores of a connection string, naming the flag in the error.
+fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
+    let connection = m
+        .get_one::<String>(flag)
+        .map(String::as_str)
+        .unwrap_or_default();
+    Stores::open(connection).map_err(|e| failed(format!("--{flag}: {e}")))
+}
+
+fn conflict_of(m: &ArgMatches) -> Conflict {
+    match m.get_one::<String>("conflict").map(String::as_str) {
+        Some("skip") => Conflict::Skip,
+        Some("overwrite") => Conflict::Overwrite,
+        _ => Conflict::Fail,
+    }
+}
+
+fn filter_of(m: &ArgMatches) -> Result<Option<Filter>, CliError> {
+    m.get_one::<String>("filter")
+        .map(|text| Filter::parse(text).map_err(|e| failed(format!("--filter: {e}"))))
+        .transpose()
+}
+
+fn spinner(message: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.set_message(message.to_owned());
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Reads a checkpoint file, if it exists.
+fn read_checkpoint<T: serde::de::DeserializeOwned + Default>(
+    path: Option<&PathBuf>,
+) -> Result<T, CliError> {
+    let Some(path) = path else {
+        return Ok(T::default());
+    };
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            failed(format!(
+                "checkpoint {}: not one this program wrote: {e}",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(failed(format!("checkpoint {}: {e}", path.display()))),
+    }
+}
+
+/// Writes a checkpoint file whole or not at all (a new file renamed over
+/// the old, so a crash mid-write leaves the last one).
+fn write_checkpoint<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        std::io::Write::write_all(&mut file, &bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+async fn copy(m: &ArgMatches) -> Result<(), CliError> {
+    let from = open(m, "from")?;
+    let to = open(m, "to")?;
+    let checkpoint_file = m.get_one::<PathBuf>("checkpoint").cloned();
+    let resume: Checkpoint = read_checkpoint(checkpoint_file.as_ref())?;
+    let mut copier = Copier::new(from.tables.clone(), to.tables.clone())
+        .conflict(conflict_of(m))
+        .parallelism(*m.get_one::<usize>("parallelism").unwrap_or(&4))
+        .resume(resume);
+    if m.get_flag("unpaced") {
+        copier = copier.unpaced();
+    }
+    if let Some(filter) = filter_of(m)? {
+        copier = copier.filter(filter);
+    }
+    if let Some(prefix) = m.get_one::<String>("prefix") {
+        copier = copier.prefix(prefix.clone());
+    }
+    for table in m.get_many::<String>("table").into_iter().flatten() {
+        copier = copier.table(table.clone());
+    }
+    let tables = copier.source_tables().await?;
+    let bar = spinner(&format!(
+        "copying {} table(s) from {} to {}",
+        tables.len(),
+        from.location(),
+        to.location()
+    ));
+    let progress_bar = bar.clone();
+    copier = copier.on_progress(move |p| {
+        progress_bar.set_message(format!(
+            "{} read, {} written, {} already there, {} skipped; {} of the tables done (last: {})",
+            p.read, p.written, p.already_there, p.skipped, p.tables_done, p.table
+        ));
+    });
+    if let Some(path) = checkpoint_file.clone() {
+        let failures = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let seen = std::sync::Arc::clone(&failures);
+        copier = copier.on_checkpoint(move |checkpoint| {
+            if let Err(e) = write_checkpoint(&path, checkpoint) {
+                *seen.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+            }
+        });
+        let report = copier.run().await;
+        if let Some(e) = failures.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Err(failed(format!(
+                "checkpoint {}: {e}",
+                checkpoint_file.unwrap_or_default().display()
+            )));
+        }
+        finish_copy(&bar, report?, m, &from, &to).await
+    } else {
+        let report = copier.run().await?;
+        finish_copy(&bar, report, m, &from, &to).await
+    }
+}
+
+async fn finish_copy(
+    bar: &ProgressBar,
+    report: tablekit::copy::CopyReport,
+    m: &ArgMatches,
+    from: &Stores,
+    to: &Stores,
+) -> Result<(), CliError> {
+    let mut blobs = 0;
+    for container in m.get_many::<String>("container").into_iter().flatten() {
+        bar.set_message(format!("copying the blob container {container}"));
+        blobs += copy_container(&*from.blobs, &*to.blobs, container).await?;
+    }
+    bar.finish_with_message(format!(
+        "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s)",
+        report.tables.len(),
+        report.read,
+        report.written,
+        report.already_there,
+        report.skipped
+    ));
+    Ok(())
+}
+
+async fn export(m: &ArgMatches) -> Result<(), CliError> {
+    let from = open(m, "from")?;
+    let out = m.get_one::<PathBuf>("out").cloned().unwrap_or_default();
+    std::fs::create_dir_all(&out).map_err(|e| failed(format!("--out {}: {e}", out.display())))?;
+    let filter = filter_of(m)?;
+    let mut copier = Copier::new(from.tables.clone(), from.tables.clone());
+    if let Some(prefix) = m.get_one::<String>("prefix") {
+        copier = copier.prefix(prefix.clone());
+    }
+    for table in m.get_many::<String>("table").into_iter().flatten() {
+        copier = copier.table(table.clone());
+    }
+    let tables = copier.source_tables().await?;
+    for table in &tables {
+        let path = out.join(format!("{table}.jsonl"));
+        let file =
+            std::fs::File::create(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        let mut writer = std::io::BufWriter::new(file);
+        let bar = spinner(&format!("exporting {table}"));
+        let shown = bar.clone();
+        let name = table.clone();
+        let rows = export_table(
+            &*from.tables,
+            table,
+            filter.as_ref(),
+            &mut writer,
+            &move |rows| {
+                shown.set_message(format!("exporting {name}: {rows} rows"));
+            },
+        )
+        .await?;
+        writer
+            .into_inner()
+            .map_err(|e| failed(format!("{}: {}", path.display(), e.error())))?
+            .sync_all()
+            .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        bar.finish_with_message(format!(
+            "exported {table}: {rows} rows to {}",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+async fn import(m: &ArgMatches) -> Result<(), CliError> {
+    let to = open(m, "to")?;
+    let input = m.get_one::<PathBuf>("in").cloned().unwrap_or_default();
+    let files: Vec<(String, PathBuf)> = if input.is_dir() {
+        let mut files = Vec::new();
+        let entries = std::fs::read_dir(&input)
+            .map_err(|e| failed(format!("--in {}: {e}", input.display())))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| failed(format!("--in {}: {e}", input.display())))?
+                .path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let table = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                files.push((table, path));
+            }
+        }
+        files.sort();
+        if let Some(table) = m.get_one::<String>("table") {
+            files.retain(|(t, _)| t == table);
+        }
+        files
+    } else {
+        let table = match m.get_one::<String>("table") {
+            Some(t) => t.clone(),
+            None => input
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        vec![(table, input.clone())]
+    };
+    if files.is_empty() {
+        return Err(failed(format!(
+            "--in {}: no .jsonl file to import",
+            input.display()
+        )));
+    }
+    let checkpoint_file = m.get_one::<PathBuf>("checkpoint").cloned();
+    let mut done: BTreeMap<String, u64> = read_checkpoint(checkpoint_file.as_ref())?;
+    let conflict = conflict_of(m);
+    for (table, path) in files {
+        let file =
+            std::fs::File::open(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        let skip = done.get(&table).copied().unwrap_or(0);
+        let bar = spinner(&format!("importing {}", path.display()));
+        let shown = bar.clone();
+        let name = table.clone();
+        let progress_file = checkpoint_file.clone();
+        let base = done.clone();
+        let counts = import_table(
+            &*to.tables,
+            &table,
+            &mut BufReader::new(file),
+            conflict,
+            skip,
+            &move |lines, counts| {
+                shown.set_message(format!(
+                    "importing {name}: line {lines}, {} written, {} already there, {} skipped",
+                    counts.written, counts.already_there, counts.skipped
+                ));
+                if let Some(path) = &progress_file {
+                    let mut at = base.clone();
+                    at.insert(name.clone(), lines);
+                    // A checkpoint that cannot be kept only costs a rerun
+                    // from the last one: the next write of it says so.
+                    let _ = write_checkpoint(path, &at);
+                }
+            },
+        )
+        .await?;
+        let lines = count_lines(&path)?;
+        done.insert(table.clone(), lines);
+        if let Some(path) = &checkpoint_file {
+            write_checkpoint(path, &done)
+                .map_err(|e| failed(format!("checkpoint {}: {e}", path.display())))?;
+        }
+        bar.finish_with_message(format!(
+            "imported {table}: {} written, {} already there, {} skipped",
+            counts.written, counts.already_there, counts.skipped
+        ));
+    }
+    Ok(())
+}
+
+fn count_lines(path: &Path) -> Result<u64, CliError> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
+    let mut lines = 0;
+    for line in BufReader::new(file).lines() {
+        line.map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        lines += 1;
+    }
+    Ok(lines)
+}

@@ -1,0 +1,694 @@
+//! Copying tables between any two stores, and to and from JSON Lines.
+//!
+//! The Table service has no backup of its own. [`Copier`] copies tables
+//! from one [`TableBackend`] to another (Azure to a local directory, Azurite
+//! to memory, one account to another), by name or prefix, optionally
+//! filtered, paced like the bulk writer, with bounded parallelism, and
+//! resumable: after every page it hands the caller a [`Checkpoint`] to keep,
+//! and a copy started again from it never reads the finished pages again.
+//! [`copy_container`] copies a blob container. [`export_table`] and
+//! [`import_table`] write and read a table as JSON Lines: one row per line,
+//! in the service's wire form with its type annotations
+//! (`"Count@odata.type":"Edm.Int64"`), so every value keeps its type.
+//!
+//! Rows keep their keys and every property. The Timestamp is the store's
+//! own: the target gives each row the time it was written there.
+//!
+//! A row already at the target is a conflict unless it holds the same
+//! properties (a row an interrupted copy wrote): [`Conflict`] says whether
+//! to fail (the default), skip it, or overwrite it.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tablekit::copy::{Copier, Conflict};
+//! use tablekit::{Entity, TableBackend};
+//! use tablekit_mem::MemBackend;
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let source = Arc::new(MemBackend::new());
+//! source.create_table("Orders").await?;
+//! source.insert_entity("Orders", &Entity::new("c1", "o1").with("Total", 12.5)).await?;
+//! let target = Arc::new(MemBackend::new());
+//! let report = Copier::new(source, target.clone())
+//!     .prefix("Ord")
+//!     .conflict(Conflict::Skip)
+//!     .run()
+//!     .await?;
+//! assert_eq!(report.written, 1);
+//! assert!(target.get_entity("Orders", "c1", "o1", &Default::default()).await.is_ok());
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+
+use futures::stream::{self, StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{
+    BatchOperation, ContinuationToken, ListTablesOptions, Query, TableBackend, UpdateMode,
+};
+use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
+use crate::entity::Entity;
+use crate::error::{Error, Result};
+use crate::filter::Filter;
+use crate::table::Pacing;
+
+/// What to do with a row the target already holds with other properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Conflict {
+    /// Stop with [`Error::EntityAlreadyExists`], naming the row.
+    #[default]
+    Fail,
+    /// Keep the target's row, and count it as skipped.
+    Skip,
+    /// Replace the target's row with the source's.
+    Overwrite,
+}
+
+/// Where a copy stands: for each table, the page it resumes at, or done.
+/// Serializable, so a caller can keep it in a file between runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// By table name.
+    pub tables: BTreeMap<String, TableCheckpoint>,
+}
+
+/// Where the copy of one table stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TableCheckpoint {
+    /// Resume at the page this continuation token names (next PartitionKey,
+    /// next RowKey).
+    At(String, Option<String>),
+    /// Every row is copied.
+    Done,
+}
+
+/// How far a copy has come, given to the progress callback after each page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyProgress {
+    /// The table the page was of.
+    pub table: String,
+    /// Rows read from the source, over every table.
+    pub read: u64,
+    /// Rows written to the target.
+    pub written: u64,
+    /// Rows the target already held with the same properties.
+    pub already_there: u64,
+    /// Rows the target held with other properties, left as they were
+    /// ([`Conflict::Skip`]).
+    pub skipped: u64,
+    /// Tables finished.
+    pub tables_done: usize,
+}
+
+/// What a finished copy did: the last [`CopyProgress`], and the tables.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyReport {
+    /// Rows read from the source.
+    pub read: u64,
+    /// Rows written to the target.
+    pub written: u64,
+    /// Rows the target already held with the same properties.
+    pub already_there: u64,
+    /// Rows left as the target held them ([`Conflict::Skip`]).
+    pub skipped: u64,
+    /// The tables copied, by name.
+    pub tables: Vec<String>,
+}
+
+type Callback<T> = Arc<dyn Fn(&T) + Send + Sync>;
+
+/// Which tables a copy takes.
+#[derive(Debug, Clone)]
+enum Selection {
+    All,
+    Prefix(String),
+    Names(Vec<String>),
+}
+
+/// Copies tables from one store to another. See the [module
+/// documentation](self).
+#[derive(Clone)]
+pub struct Copier {
+    source: Arc<dyn TableBackend>,
+    target: Arc<dyn TableBackend>,
+    selection: Selection,
+    filter: Option<Filter>,
+    conflict: Conflict,
+    parallelism: usize,
+    pacing: Option<Pacing>,
+    resume: Checkpoint,
+    on_checkpoint: Option<Callback<Checkpoint>>,
+    on_progress: Option<Callback<CopyProgress>>,
+}
+
+impl std::fmt::Debug for Copier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Copier")
+            .field("selection", &self.selection)
+            .field("filter", &self.filter)
+            .field("conflict", &self.conflict)
+            .field("parallelism", &self.parallelism)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Copier {
+    /// A copy of every table of `source` into `target`.
+    pub fn new(source: Arc<dyn TableBackend>, target: Arc<dyn TableBackend>) -> Copier {
+        Copier {
+            source,
+            target,
+            selection: Selection::All,
+            filter: None,
+            conflict: Conflict::default(),
+            parallelism: 4,
+            pacing: Some(Pacing::service_targets()),
+            resume: Checkpoint::default(),
+            on_checkpoint: None,
+            on_progress: None,
+        }
+    }
+
+    /// Copies the tables whose names start with `prefix` (ASCII letters and
+    /// digits, as the service's prefixes).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Copier {
+        self.selection = Selection::Prefix(prefix.into());
+        self
+    }
+
+    /// Copies the table `name` (with any other tables named so).
+    pub fn table(mut self, name: impl Into<String>) -> Copier {
+        let name = name.into();
+        match &mut self.selection {
+            Selection::Names(names) => names.push(name),
+            _ => self.selection = Selection::Names(vec![name]),
+        }
+        self
+    }
+
+    /// Copies only the rows `filter` matches, in every table.
+    pub fn filter(mut self, filter: Filter) -> Copier {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// What to do with a row the target holds with other properties.
+    pub fn conflict(mut self, conflict: Conflict) -> Copier {
+        self.conflict = conflict;
+        self
+    }
+
+    /// At most `n` tables at once, and `n` transactions at once within one
+    /// (4 by default; at least 1).
+    pub fn parallelism(mut self, n: usize) -> Copier {
+        self.parallelism = n.max(1);
+        self
+    }
+
+    /// The rates the writes keep to (the service's targets by default).
+    pub fn pacing(mut self, pacing: Pacing) -> Copier {
+        self.pacing = Some(pacing);
+        self
+    }
+
+    /// Writes as fast as the target takes them (a local or in-memory target).
+    pub fn unpaced(mut self) -> Copier {
+        self.pacing = None;
+        self
+    }
+
+    /// Starts from `checkpoint`, as an earlier run left it: finished tables
+    /// are not read again, the others resume at their page.
+    pub fn resume(mut self, checkpoint: Checkpoint) -> Copier {
+        self.resume = checkpoint;
+        self
+    }
+
+    /// Called with the whole checkpoint after each page is written (keep it
+    /// to resume after a crash).
+    pub fn on_checkpoint(mut self, f: impl Fn(&Checkpoint) + Send + Sync + 'static) -> Copier {
+        self.on_checkpoint = Some(Arc::new(f));
+        self
+    }
+
+    /// Called after each page is written, with the totals so far.
+    pub fn on_progress(mut self, f: impl Fn(&CopyProgress) + Send + Sync + 'static) -> Copier {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// The names of the tables this copy takes from the source.
+    ///
+    /// # Errors
+    /// The source's, and [`Error::TableNotFound`] for a table named with
+    /// [`table`](Copier::table) that the source lacks.
+    pub async fn source_tables(&self) -> Result<Vec<String>> {
+        let mut all = Vec::new();
+        let mut options = ListTablesOptions::default();
+        if let Selection::Prefix(prefix) = &self.selection {
+            options = options.with_prefix(prefix.clone());
+        }
+        loop {
+            let page = self.source.list_tables(&options).await?;
+            all.extend(page.tables);
+            match page.continuation {
+                Some(token) => options.continuation = Some(token),
+                None => break,
+            }
+        }
+        match &self.selection {
+            Selection::Names(names) => names
+                .iter()
+                .map(|name| {
+                    all.iter()
+                        .find(|t| t.eq_ignore_ascii_case(name))
+                        .cloned()
+                        .ok_or_else(|| Error::TableNotFound {
+                            table: name.clone(),
+                        })
+                })
+                .collect(),
+            _ => Ok(all),
+        }
+    }
+
+    /// Runs the copy to its end.
+    ///
+    /// # Errors
+    /// The first error of either store, or of a row ([`Conflict::Fail`]
+    /// gives [`Error::EntityAlreadyExists`]). The last checkpoint handed out
+    /// resumes the copy.
+    pub async fn run(&self) -> Result<CopyReport> {
+        let tables = self.source_tables().await?;
+        let state = Arc::new(parking_lot::Mutex::new((
+            self.resume.clone(),
+            CopyProgress::default(),
+        )));
+        stream::iter(tables.iter().cloned())
+            .map(|table| self.copy_table(table, Arc::clone(&state)))
+            .buffer_unordered(self.parallelism)
+            .try_collect::<Vec<()>>()
+            .await?;
+        let (_, progress) = &*state.lock();
+        Ok(CopyReport {
+            read: progress.read,
+            written: progress.written,
+            already_there: progress.already_there,
+            skipped: progress.skipped,
+            tables,
+        })
+    }
+
+    async fn copy_table(
+        &self,
+        table: String,
+        state: Arc<parking_lot::Mutex<(Checkpoint, CopyProgress)>>,
+    ) -> Result<()> {
+        let mut token = match state.lock().0.tables.get(&table) {
+            Some(TableCheckpoint::Done) => return Ok(()),
+            Some(TableCheckpoint::At(pk, rk)) => {
+                Some(ContinuationToken::new(pk.clone(), rk.clone()))
+            }
+            None => None,
+        };
+        create_if_missing(&*self.target, &table).await?;
+        let writer = RowWriter {
+            target: &*self.target,
+            table: &table,
+            conflict: self.conflict,
+            parallelism: self.parallelism,
+            pacing: self.pacing.as_ref(),
+        };
+        loop {
+            let mut query = Query::new().continuation(token.clone());
+            if let Some(filter) = &self.filter {
+                query = query.filter(filter.clone());
+            }
+            let page = self.source.query_entities(&table, &query).await?;
+            let next = page.continuation.clone();
+            let rows = page.into_rows().collect::<Result<Vec<Entity>>>()?;
+            let read = rows.len() as u64;
+            let counts = writer.write(rows).await?;
+            let (checkpoint, progress) = {
+                let mut state = state.lock();
+                let (checkpoint, progress) = &mut *state;
+                let at = match &next {
+                    Some(t) => TableCheckpoint::At(
+                        t.next_partition_key().to_owned(),
+                        t.next_row_key().map(str::to_owned),
+                    ),
+                    None => TableCheckpoint::Done,
+                };
+                checkpoint.tables.insert(table.clone(), at);
+                progress.table.clone_from(&table);
+                progress.read += read;
+                progress.written += counts.written;
+                progress.already_there += counts.already_there;
+                progress.skipped += counts.skipped;
+                if next.is_none() {
+                    progress.tables_done += 1;
+                }
+                (checkpoint.clone(), progress.clone())
+            };
+            if let Some(f) = &self.on_checkpoint {
+                f(&checkpoint);
+            }
+            if let Some(f) = &self.on_progress {
+                f(&progress);
+            }
+            match next {
+                Some(t) => token = Some(t),
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
+/// Creates `table` unless it exists.
+async fn create_if_missing(target: &dyn TableBackend, table: &str) -> Result<()> {
+    match target.create_table(table).await {
+        Ok(()) | Err(Error::TableAlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What a write of rows did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteCounts {
+    /// Rows written.
+    pub written: u64,
+    /// Rows the target already held with the same properties.
+    pub already_there: u64,
+    /// Rows the target held with other properties, left as they were.
+    pub skipped: u64,
+}
+
+impl std::ops::AddAssign for WriteCounts {
+    fn add_assign(&mut self, other: WriteCounts) {
+        self.written += other.written;
+        self.already_there += other.already_there;
+        self.skipped += other.skipped;
+    }
+}
+
+/// Writes rows into one table: transactions per partition, paced, a few at
+/// once, with the conflict policy.
+struct RowWriter<'a> {
+    target: &'a dyn TableBackend,
+    table: &'a str,
+    conflict: Conflict,
+    parallelism: usize,
+    pacing: Option<&'a Pacing>,
+}
+
+impl RowWriter<'_> {
+    async fn write(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
+        // Rows of one partition, in transactions of at most 100 that fit
+        // the payload limit.
+        let mut groups: Vec<Vec<Entity>> = Vec::new();
+        let mut by_partition: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
+        for mut row in rows {
+            row.etag = None;
+            row.timestamp = None;
+            by_partition
+                .entry(row.partition_key.clone())
+                .or_default()
+                .push(row);
+        }
+        for (_, rows) in by_partition {
+            let mut group: Vec<Entity> = Vec::new();
+            let mut size = 0;
+            for row in rows {
+                let op_size = crate::backend::checks::operation_payload_bound(
+                    &BatchOperation::Insert(row.clone()),
+                );
+                if group.len() == crate::validate::limits::MAX_BATCH_OPERATIONS
+                    || size + op_size > crate::validate::limits::MAX_BATCH_PAYLOAD
+                {
+                    groups.push(std::mem::take(&mut group));
+                    size = 0;
+                }
+                size += op_size;
+                group.push(row);
+            }
+            if !group.is_empty() {
+                groups.push(group);
+            }
+        }
+        let counts = stream::iter(groups)
+            .map(|group| self.write_group(group))
+            .buffer_unordered(self.parallelism)
+            .try_collect::<Vec<_>>()
+            .await?;
+        let mut total = WriteCounts::default();
+        for c in counts {
+            total += c;
+        }
+        Ok(total)
+    }
+
+    async fn write_group(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
+        let ops: Vec<BatchOperation> = rows
+            .iter()
+            .map(|row| match self.conflict {
+                Conflict::Overwrite => BatchOperation::Upsert {
+                    entity: row.clone(),
+                    mode: UpdateMode::Replace,
+                },
+                Conflict::Fail | Conflict::Skip => BatchOperation::Insert(row.clone()),
+            })
+            .collect();
+        let mut attempt = 0;
+        loop {
+            if let Some(pacing) = self.pacing {
+                let key = format!("{}\u{0}{}", self.table, rows[0].partition_key);
+                Pacing::wait(pacing.reserve(&key, ops.len())).await;
+            }
+            match self.target.submit_transaction(self.table, &ops).await {
+                Ok(_) => {
+                    return Ok(WriteCounts {
+                        written: ops.len() as u64,
+                        ..WriteCounts::default()
+                    });
+                }
+                Err(Error::BatchFailed { source, .. })
+                    if matches!(*source, Error::EntityAlreadyExists { .. }) =>
+                {
+                    return self.write_one_by_one(rows).await;
+                }
+                Err(Error::Throttled { retry_after }) if attempt < Pacing::MAX_THROTTLED => {
+                    Pacing::wait(Pacing::back_off(attempt, retry_after)).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A transaction met rows already there: each row on its own, by the
+    /// conflict policy.
+    async fn write_one_by_one(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
+        let mut counts = WriteCounts::default();
+        for row in rows {
+            match self.target.insert_entity(self.table, &row).await {
+                Ok(_) => counts.written += 1,
+                Err(Error::EntityAlreadyExists { .. }) => {
+                    let there = self
+                        .target
+                        .get_entity(
+                            self.table,
+                            &row.partition_key,
+                            &row.row_key,
+                            &Default::default(),
+                        )
+                        .await?;
+                    if same_properties(&there, &row) {
+                        counts.already_there += 1;
+                    } else if self.conflict == Conflict::Skip {
+                        counts.skipped += 1;
+                    } else {
+                        return Err(Error::EntityAlreadyExists {
+                            table: self.table.to_owned(),
+                            partition_key: row.partition_key,
+                            row_key: row.row_key,
+                        });
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// Whether two rows hold the same properties, in any order.
+fn same_properties(a: &Entity, b: &Entity) -> bool {
+    a.properties.len() == b.properties.len()
+        && a.properties
+            .iter()
+            .all(|(name, value)| b.properties.get(name) == Some(value))
+}
+
+/// Writes every row of `table` that `filter` matches to `out` as JSON Lines
+/// (one row's wire JSON per line, with type annotations); calls `progress`
+/// with the rows written so far after each page. Returns the number of rows.
+///
+/// # Errors
+/// The store's, and [`Error::Storage`] if `out` refuses a write.
+pub async fn export_table(
+    source: &dyn TableBackend,
+    table: &str,
+    filter: Option<&Filter>,
+    out: &mut (dyn Write + Send),
+    progress: &(dyn Fn(u64) + Send + Sync),
+) -> Result<u64> {
+    let mut token = None;
+    let mut rows = 0;
+    let mut line = Vec::new();
+    loop {
+        let mut query = Query::new().continuation(token);
+        if let Some(filter) = filter {
+            query = query.filter(filter.clone());
+        }
+        let page = source.query_entities(table, &query).await?;
+        token = page.continuation.clone();
+        for row in page.into_rows() {
+            line.clear();
+            crate::json::write(&row?, &mut line);
+            line.push(b'\n');
+            out.write_all(&line).map_err(|e| output_error(table, &e))?;
+            rows += 1;
+        }
+        progress(rows);
+        if token.is_none() {
+            out.flush().map_err(|e| output_error(table, &e))?;
+            return Ok(rows);
+        }
+    }
+}
+
+fn output_error(table: &str, error: &std::io::Error) -> Error {
+    Error::Storage {
+        path: format!("the export of `{table}`"),
+        failure: if error.kind() == std::io::ErrorKind::StorageFull {
+            crate::error::StorageFailure::DiskFull
+        } else {
+            crate::error::StorageFailure::Io
+        },
+        message: error.to_string(),
+    }
+}
+
+/// Reads JSON Lines (as [`export_table`] writes them) into `table`,
+/// creating it if needed, after skipping the first `skip` lines (those an
+/// interrupted import finished). Rows go in transactions of up to 100
+/// consecutive rows of one partition, by the `conflict` policy; `progress`
+/// is called with the lines done so far after each batch of lines (a
+/// checkpoint: resume with it as `skip`).
+///
+/// # Errors
+/// The store's; [`Error::Configuration`] naming the line for a line that is
+/// not a row; [`Error::Invalid`] for a row that breaks the store's rules.
+pub async fn import_table(
+    target: &dyn TableBackend,
+    table: &str,
+    input: &mut (dyn BufRead + Send),
+    conflict: Conflict,
+    skip: u64,
+    progress: &(dyn Fn(u64, WriteCounts) + Send + Sync),
+) -> Result<WriteCounts> {
+    create_if_missing(target, table).await?;
+    let pacing = Pacing::service_targets();
+    let writer = RowWriter {
+        target,
+        table,
+        conflict,
+        parallelism: 4,
+        pacing: Some(&pacing),
+    };
+    let mut counts = WriteCounts::default();
+    let mut line_no = 0u64;
+    let mut batch = Vec::new();
+    let mut text = String::new();
+    loop {
+        text.clear();
+        let read = input
+            .read_line(&mut text)
+            .map_err(|e| Error::Configuration {
+                message: format!(
+                    "cannot read line {} of the import into `{table}`: {e}",
+                    line_no + 1
+                ),
+            })?;
+        if read > 0 {
+            line_no += 1;
+            if line_no > skip && !text.trim().is_empty() {
+                let row =
+                    crate::json::from_str(text.trim_end()).map_err(|e| Error::Configuration {
+                        message: format!(
+                            "line {line_no} of the import into `{table}` is not a row: {e}"
+                        ),
+                    })?;
+                crate::validate::entity(&row)?;
+                batch.push(row);
+            }
+        }
+        if batch.len() >= 1000 || (read == 0 && !batch.is_empty()) {
+            counts += writer.write(std::mem::take(&mut batch)).await?;
+            progress(line_no, counts);
+        }
+        if read == 0 {
+            return Ok(counts);
+        }
+    }
+}
+
+/// Copies every blob of `container` from `source` to `target`, creating the
+/// container if needed; a blob the target holds with the same bytes (by
+/// MD5) is not copied again. Returns the number of blobs copied.
+///
+/// # Errors
+/// Either store's.
+pub async fn copy_container(
+    source: &dyn BlobStore,
+    target: &dyn BlobStore,
+    container: &str,
+) -> Result<u64> {
+    match target.create_container(container).await {
+        Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let mut options = ListBlobsOptions::default();
+    let mut there = std::collections::HashMap::new();
+    loop {
+        let page = target.list_blobs(container, &options).await?;
+        there.extend(page.blobs.into_iter().map(|b| (b.name, b.content_md5)));
+        match page.next_marker {
+            Some(marker) => options.marker = Some(marker),
+            None => break,
+        }
+    }
+    let mut options = ListBlobsOptions::default();
+    let mut copied = 0;
+    loop {
+        let page = source.list_blobs(container, &options).await?;
+        for blob in page.blobs {
+            if there.get(&blob.name) == Some(&blob.content_md5) {
+                continue;
+            }
+            let data = source.get_blob(container, &blob.name).await?.data;
+            target
+                .put_blob(container, &blob.name, data, &PutCondition::None)
+                .await?;
+            copied += 1;
+        }
+        match page.next_marker {
+            Some(marker) => options.marker = Some(marker),
+            None => return Ok(copied),
+        }
+    }
+}
