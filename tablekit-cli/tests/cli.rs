@@ -1,0 +1,258 @@
+//! The copy library's policies and the `tablekit` program's answers: conflict
+//! policies, selection by name, prefix and filter, resumed imports, and
+//! clear errors for a bad connection string, a missing table and a conflict.
+
+use std::process::Command;
+use std::sync::Arc;
+
+use tablekit::copy::{Checkpoint, Conflict, Copier, TableCheckpoint, import_table};
+use tablekit::filter::prop;
+use tablekit::{Entity, Error, TableBackend, TableBackendExt, Value};
+use tablekit_mem::MemBackend;
+
+async fn store_with(table: &str, rows: &[Entity]) -> Arc<MemBackend> {
+    let store = Arc::new(MemBackend::new());
+    store.create_table(table).await.unwrap();
+    for row in rows {
+        store.insert_entity(table, row).await.unwrap();
+    }
+    store
+}
+
+fn row(pk: &str, rk: &str, v: i64) -> Entity {
+    Entity::new(pk, rk).with("V", v)
+}
+
+#[tokio::test]
+async fn conflicts_follow_the_policy() {
+    let source = store_with(
+        "Things",
+        &[row("p", "a", 1), row("p", "b", 2), row("p", "c", 3)],
+    )
+    .await;
+    let target_of = || async { store_with("Things", &[row("p", "a", 1), row("p", "b", 99)]).await };
+
+    let target = target_of().await;
+    let err = Copier::new(source.clone(), target.clone())
+        .unpaced()
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::EntityAlreadyExists { row_key, .. } if row_key == "b"),
+        "fail names the row: {err:?}"
+    );
+
+    let target = target_of().await;
+    let report = Copier::new(source.clone(), target.clone())
+        .conflict(Conflict::Skip)
+        .unpaced()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.written, report.already_there, report.skipped),
+        (1, 1, 1)
+    );
+    let b = target
+        .get_entity("Things", "p", "b", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        b.get("V"),
+        Some(&Value::Int64(99)),
+        "skip keeps the target's row"
+    );
+
+    let target = target_of().await;
+    let report = Copier::new(source.clone(), target.clone())
+        .conflict(Conflict::Overwrite)
+        .unpaced()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(report.written, 3);
+    let b = target
+        .get_entity("Things", "p", "b", &Default::default())
+        .await
+        .unwrap();
+    assert_eq!(b.get("V"), Some(&Value::Int64(2)), "overwrite replaces it");
+}
+
+#[tokio::test]
+async fn tables_are_chosen_by_name_prefix_and_filter() {
+    let source = Arc::new(MemBackend::new());
+    for table in ["Audit1", "Audit2", "Orders"] {
+        source.create_table(table).await.unwrap();
+        for i in 0..5 {
+            source
+                .insert_entity(table, &row("p", &format!("r{i}"), i))
+                .await
+                .unwrap();
+        }
+    }
+    let target = Arc::new(MemBackend::new());
+    let report = Copier::new(source.clone(), target.clone())
+        .prefix("Audit")
+        .filter(prop("V").ge(3i64))
+        .unpaced()
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(report.tables, ["Audit1", "Audit2"]);
+    assert_eq!(report.written, 4);
+    assert!(
+        target
+            .get_entity("Orders", "p", "r0", &Default::default())
+            .await
+            .is_err()
+    );
+
+    let err = Copier::new(source.clone(), target.clone())
+        .table("Missing")
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TableNotFound { table } if table == "Missing"),
+        "{err:?}"
+    );
+
+    // A finished table is not read again.
+    let done = Checkpoint {
+        tables: [("Orders".to_owned(), TableCheckpoint::Done)].into(),
+    };
+    let report = Copier::new(source, target)
+        .table("Orders")
+        .resume(done)
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(report.read, 0);
+}
+
+#[tokio::test]
+async fn an_import_resumes_after_the_lines_it_finished() {
+    let lines: String = (0..10)
+        .map(|i| tablekit::json::to_string(&row("p", &format!("r{i}"), i)) + "\n")
+        .collect();
+    let target = MemBackend::new();
+    let counts = import_table(
+        &target,
+        "Things",
+        &mut lines.as_bytes(),
+        Conflict::Fail,
+        4,
+        &|_, _| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(counts.written, 6);
+    let rows = target
+        .query_all("Things", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.first().map(|r| r.row_key.as_str()), Some("r4"));
+
+    let mut bad =
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"x\",\"N\":1,\"N@odata.type\":\"Edm.Nonsense\"}\n"
+            .as_bytes();
+    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("line 1"), "{err}");
+}
+
+fn tablekit(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_program_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = |name: &str| format!("UseLocalStorage={}", dir.path().join(name).display());
+
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        "AccountName=x;AccountKey=!!",
+        "--to",
+        &local("a"),
+    ]);
+    assert!(
+        !ok && err.contains("--from") && err.contains("base64"),
+        "{err}"
+    );
+
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        &local("a"),
+        "--to",
+        &local("b"),
+        "--table",
+        "Missing",
+    ]);
+    assert!(
+        !ok && err.contains("table `Missing` does not exist"),
+        "{err}"
+    );
+
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        &local("a"),
+        "--to",
+        &local("b"),
+        "--conflict",
+        "maybe",
+    ]);
+    assert!(!ok && err.contains("maybe"), "{err}");
+
+    // A conflict: the import stops naming the row, and `skip` goes on.
+    {
+        let stores = tablekit_stores::Stores::open(&local("c")).unwrap();
+        stores.tables.create_table("Things").await.unwrap();
+        stores
+            .tables
+            .insert_entity("Things", &row("p", "r1", 100))
+            .await
+            .unwrap();
+    }
+    let file = dir.path().join("Things.jsonl");
+    let lines: String = (0..3)
+        .map(|i| tablekit::json::to_string(&row("p", &format!("r{i}"), i)) + "\n")
+        .collect();
+    std::fs::write(&file, lines).unwrap();
+    let input = file.display().to_string();
+    let (ok, err) = tablekit(&["import", "--to", &local("c"), "--in", &input]);
+    assert!(
+        !ok && err.contains("already exists") && err.contains("r1"),
+        "{err}"
+    );
+    let (ok, err) = tablekit(&[
+        "import",
+        "--to",
+        &local("c"),
+        "--in",
+        &input,
+        "--conflict",
+        "skip",
+    ]);
+    assert!(ok, "{err}");
+    let stores = tablekit_stores::Stores::open(&local("c")).unwrap();
+    let rows = stores
+        .tables
+        .query_all("Things", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[1].get("V"), Some(&Value::Int64(100)));
+}
