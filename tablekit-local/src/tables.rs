@@ -93,6 +93,27 @@ impl LocalStorage {
         }
     }
 
+    /// The rows of `table` in a read transaction. A table's rows exist
+    /// exactly while the table does (both are made and dropped in one
+    /// transaction), so the catalogue is read only to say why one is missing.
+    fn read_rows(
+        &self,
+        txn: &redb::ReadTransaction,
+        table: &str,
+    ) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+        let name = rows_name(&table.to_ascii_lowercase());
+        match txn.open_table(rows_table(&name)) {
+            Ok(rows) => Ok(rows),
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                self.existing_table(&catalogue, &deleted, table)?;
+                Err(self.damaged("a table without its rows"))
+            }
+            Err(e) => Err(self.error(e.into())),
+        }
+    }
+
     /// Decides and applies `writes` to `table` in one engine transaction, all
     /// or none, with one timestamp; returns the transaction's ETag and each
     /// write's. In a `batch`, the errors of the table and of each write name
@@ -275,15 +296,7 @@ impl TableBackend for LocalStorage {
             validate::select_names(select)?;
         }
         let txn = self.begin_read()?;
-        let folded = {
-            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            self.existing_table(&catalogue, &deleted, table)?
-        };
-        let name = rows_name(&folded);
-        let rows = txn
-            .open_table(rows_table(&name))
-            .map_err(|e| self.error(e.into()))?;
+        let rows = self.read_rows(&txn, table)?;
         let key = row_key(partition_key, row_key_text);
         let row = rows
             .get(key.as_slice())
@@ -305,15 +318,7 @@ impl TableBackend for LocalStorage {
         let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
         let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
         let txn = self.begin_read()?;
-        let folded = {
-            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            self.existing_table(&catalogue, &deleted, table)?
-        };
-        let name = rows_name(&folded);
-        let rows = txn
-            .open_table(rows_table(&name))
-            .map_err(|e| self.error(e.into()))?;
+        let rows = self.read_rows(&txn, table)?;
         let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
             return Ok(QueryPage::new(Vec::new(), None));
         };
@@ -331,17 +336,17 @@ impl TableBackend for LocalStorage {
         for item in range {
             let (key, row) = item.map_err(|e| self.error(e.into()))?;
             let key = key.value();
+            let (pk, rk) = crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
             if entities.len() >= limit {
-                let (pk, rk) =
-                    crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
                 continuation = Some(continuation_token(pk, rk));
                 break;
             }
-            let entity =
-                entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
-            if !rk_range.contains(tablekit::backend::sorted::encode_key(&entity.row_key).as_ref()) {
+            // Rows outside the RowKey range are skipped undecoded.
+            if !rk_range.contains(rk) {
                 continue;
             }
+            let entity =
+                entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
             if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
                 entities.push(selected(entity, query.select.as_deref()));
             }
