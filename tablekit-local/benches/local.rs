@@ -295,7 +295,7 @@ fn benches(c: &mut Criterion) {
         b.iter_batched(
             || {
                 b_no += 1;
-                batch(b_no).iter().map(|e| raw_row(e)).collect::<Vec<_>>()
+                batch(b_no).iter().map(raw_row).collect::<Vec<_>>()
             },
             |rows| {
                 let txn = raw.begin_write().unwrap();
