@@ -141,3 +141,14 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
     assert_eq!(outcomes.cases.len(), 8, "{outcomes:?}");
 }
+
+/// Migrations dropped at random polls or stopped by faults and resumed from
+/// their checkpoints, on Azurite: 100 runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_model_runs() {
+    use std::sync::Arc;
+    let outcomes = tablekit_conformance::migration_model_runs(Arc::new(backend()), 100, 0xA5).await;
+    eprintln!("{outcomes:?}");
+    assert!(outcomes.dropped > 10, "{outcomes:?}");
+    assert!(outcomes.resumed > 10, "{outcomes:?}");
+}

@@ -220,3 +220,234 @@ pub async fn migrations_rewrite_older_rows(backend: Arc<dyn TableBackend>) {
     assert_eq!((moved.price_cents, moved.color.as_str()), (100, "red"));
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// What [`migration_model_runs`] saw, summed over its runs.
+#[derive(Debug, Clone, Default)]
+pub struct MigrationOutcomes {
+    /// Runs made.
+    pub runs: usize,
+    /// Rows written, of either version.
+    pub rows: usize,
+    /// Migrations dropped mid-way (at a random poll).
+    pub dropped: usize,
+    /// Migrations stopped by an injected fault (a page that could not be read).
+    pub stopped: usize,
+    /// Migrations started again from a checkpoint.
+    pub resumed: usize,
+    /// Rows rewritten, as the reports count them.
+    pub upgraded: usize,
+    /// Rows read again because another writer changed them.
+    pub retried: usize,
+    /// Rows a run could not rewrite (a fault), left for the next run.
+    pub failed: usize,
+    /// Rows changed by another writer while a migration ran.
+    pub changed_meanwhile: usize,
+}
+
+/// The partitions of run `run` of [`migration_model_runs`]: `m{run}-…`.
+fn this_run(run: usize) -> tablekit::filter::Filter {
+    use tablekit::filter::Filter;
+    Filter::partition_key().ge(format!("m{run}-")) & Filter::partition_key().lt(format!("m{run}."))
+}
+
+/// Random runs of migrations dropped at a random poll or stopped by a
+/// fault and resumed from their last checkpoint, with faults in the store
+/// and another writer changing rows between attempts. After each run every
+/// row is of the current version with the value the model expects (an
+/// upgrade of the last value written), no row is lost or added, the index
+/// rows are in step, and the resumed runs together read at most one page
+/// again per interruption (finished pages are never read again).
+pub async fn migration_model_runs(
+    backend: Arc<dyn TableBackend>,
+    runs: usize,
+    seed: u64,
+) -> MigrationOutcomes {
+    use std::collections::BTreeMap;
+    use tablekit::layer::{Fault, FaultInjection, Injection};
+    use tablekit::table::MigrationCheckpoint;
+
+    let name = fresh_table(&*backend, "migmodel").await;
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    let faulty: Arc<dyn TableBackend> = Arc::new(layer);
+    let old: Table<CatalogItemV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<CatalogItem> = Table::from_arc(Arc::clone(&backend), &name);
+    let migrating: Table<CatalogItem> = Table::from_arc(Arc::clone(&faulty), &name);
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut out = MigrationOutcomes::default();
+    for run in 0..runs {
+        out.runs += 1;
+        faults.seed(rng.u64(..));
+        let shops: Vec<String> = (0..rng.usize(1..=4))
+            .map(|p| format!("m{run}-{p}"))
+            .collect();
+        let mut model: BTreeMap<(String, String), CatalogItem> = BTreeMap::new();
+        for i in 0..rng.usize(1..=40) {
+            let shop = shops[rng.usize(..shops.len())].clone();
+            let v1 = CatalogItemV1 {
+                shop: shop.clone(),
+                sku: format!("s{i:02}"),
+                code: format!("c{i:02}"),
+                price: rng.u32(..1000),
+                colour: ["red", "green", "blue"][rng.usize(..3)].into(),
+            };
+            if rng.u8(..5) == 0 {
+                new.insert(&CatalogItem::from(v1.clone()))
+                    .await
+                    .expect("insert version 2");
+            } else {
+                old.insert(&v1).await.expect("insert version 1");
+            }
+            model.insert((shop, v1.sku.clone()), CatalogItem::from(v1));
+        }
+        out.rows += model.len();
+        let page = rng.u32(1..=9);
+        let mut last: Option<MigrationCheckpoint> = None;
+        let mut interruptions = 0;
+        let mut scanned = 0;
+        for attempt in 0.. {
+            assert!(attempt < 200, "run {run}: the migration never finished");
+            // Another writer, between attempts: a row changed through
+            // whichever version its program has.
+            if rng.bool() {
+                let (key, expected) = {
+                    let keys: Vec<_> = model.keys().cloned().collect();
+                    let key = keys[rng.usize(..keys.len())].clone();
+                    let expected = model[&key].clone();
+                    (key, expected)
+                };
+                let mut loaded = new.get(&key.0, &key.1).await.expect("get").expect("there");
+                if Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
+                    // The old program rewrites its own row, as version 1.
+                    let mut v1 = Loaded::new(
+                        CatalogItemV1 {
+                            shop: key.0.clone(),
+                            sku: key.1.clone(),
+                            code: expected.code.clone(),
+                            price: rng.u32(..1000),
+                            colour: expected.color.clone(),
+                        },
+                        Loaded::etag(&loaded).clone(),
+                        None,
+                    );
+                    old.replace(&mut v1).await.expect("old program's replace");
+                    model.insert(key, CatalogItem::from((*v1).clone()));
+                } else {
+                    loaded.stock = rng.u32(..50);
+                    new.replace(&mut loaded)
+                        .await
+                        .expect("new program's replace");
+                    model.insert(key, (*loaded).clone());
+                }
+                out.changed_meanwhile += 1;
+            }
+            faults.clear();
+            // Every call yields once, so that a migration can be dropped
+            // between any two of its calls, on any store.
+            faults.set_yields(true);
+            if rng.u8(..3) == 0 {
+                let fault = [
+                    Fault::Transient,
+                    Fault::LostResponse,
+                    Fault::FailsAfterApply,
+                ][rng.usize(..3)];
+                faults.inject(
+                    Injection::any()
+                        .probability(0.1)
+                        .fault(fault)
+                        .times(usize::MAX),
+                );
+            }
+            let seen = std::sync::Mutex::new(None::<MigrationCheckpoint>);
+            let mut migration = migrating
+                .migrate()
+                .unpaced()
+                .parallelism(rng.usize(1..=3))
+                .scope(move |q| q.page_size(page).filter(this_run(run)))
+                .on_checkpoint(|c| *seen.lock().expect("lock") = Some(c.clone()));
+            if let Some(checkpoint) = last.clone() {
+                migration = migration.resume(checkpoint);
+                out.resumed += 1;
+            }
+            let polls = if rng.bool() {
+                rng.usize(1..60)
+            } else {
+                usize::MAX
+            };
+            let result = super::drop_after_polls(polls, migration.run()).await;
+            if let Some(c) = seen.lock().expect("lock").take() {
+                last = Some(c);
+            }
+            match result {
+                None => {
+                    out.dropped += 1;
+                    interruptions += 1;
+                }
+                Some(Err(_)) => {
+                    out.stopped += 1;
+                    interruptions += 1;
+                }
+                Some(Ok(report)) => {
+                    scanned = report.scanned;
+                    out.upgraded += report.upgraded;
+                    out.retried += report.retried;
+                    out.failed += report.failed;
+                    break;
+                }
+            }
+        }
+        faults.clear();
+        let bound = model.len() + interruptions * page as usize;
+        assert!(
+            scanned <= bound,
+            "run {run}: resumed runs read {scanned} rows, more than {} rows and one page per interruption ({bound})",
+            model.len()
+        );
+        // Rows a fault kept from their rewrite are picked up by a run again.
+        let again = new
+            .migrate()
+            .unpaced()
+            .scope(move |q| q.filter(this_run(run)))
+            .run()
+            .await
+            .expect("a clean run");
+        assert_eq!(again.failed, 0, "run {run}: {again:?}");
+        for shop in &shops {
+            let rows: Vec<Loaded<CatalogItem>> = new
+                .query()
+                .partition(shop.as_str())
+                .stream()
+                .try_collect()
+                .await
+                .expect("read back");
+            let expected: Vec<&CatalogItem> = model
+                .iter()
+                .filter(|((s, _), _)| s == shop)
+                .map(|(_, v)| v)
+                .collect();
+            assert_eq!(
+                rows.len(),
+                expected.len(),
+                "run {run}: rows lost or added in {shop}"
+            );
+            for (row, want) in rows.iter().zip(expected) {
+                assert_eq!(
+                    Loaded::version(row),
+                    Some(2),
+                    "run {run}: {} left at an older version",
+                    row.sku
+                );
+                assert_eq!(&**row, want, "run {run}");
+            }
+            assert!(
+                new.verify_indexes(shop.as_str())
+                    .await
+                    .expect("verify")
+                    .is_clean(),
+                "run {run}: index rows of {shop}"
+            );
+        }
+    }
+    backend.delete_table(&name).await.expect("delete table");
+    out
+}

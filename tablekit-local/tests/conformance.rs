@@ -115,3 +115,13 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     assert!(outcomes.cases.len() >= 20, "{outcomes:?}");
     assert!(outcomes.total() > 150, "{outcomes:?}");
 }
+
+/// Migrations dropped at random polls or stopped by faults and resumed from
+/// their checkpoints: 300 runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_model_runs() {
+    let outcomes = tablekit_conformance::migration_model_runs(Arc::new(store()), 300, 0x10C).await;
+    eprintln!("{outcomes:?}");
+    assert!(outcomes.dropped > 30, "{outcomes:?}");
+    assert!(outcomes.resumed > 30, "{outcomes:?}");
+}

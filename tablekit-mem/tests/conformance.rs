@@ -232,3 +232,16 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     assert!(outcomes.cases.len() >= 20, "{outcomes:?}");
     assert!(outcomes.total() > 150, "{outcomes:?}");
 }
+
+/// Migrations dropped at random polls or stopped by faults, resumed from
+/// their checkpoints, with another writer between attempts: 2,000 runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_model_two_thousand_runs() {
+    let outcomes =
+        tablekit_conformance::migration_model_runs(Arc::new(MemBackend::new()), 2000, 0x3161).await;
+    eprintln!("{outcomes:?}");
+    assert!(outcomes.dropped > 300, "{outcomes:?}");
+    assert!(outcomes.stopped > 100, "{outcomes:?}");
+    assert!(outcomes.resumed > 400, "{outcomes:?}");
+    assert!(outcomes.changed_meanwhile > 1000, "{outcomes:?}");
+}

@@ -4,14 +4,17 @@
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 
-use super::query::{RowErrors, TableQuery};
+use super::pacing::Pacing;
+use super::query::{RowErrors, SkippedRows, TableQuery};
 use super::{Loaded, Table};
-use crate::error::{Error, Result};
+use crate::backend::ContinuationToken;
+use crate::error::{Error, InvalidInput, Result};
 use crate::schema::{KeyArg, TableEntity};
 
 /// What a [`Migration`] found and did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MigrationReport {
     /// Rows read.
@@ -30,19 +33,65 @@ pub struct MigrationReport {
     pub by_version: BTreeMap<u32, usize>,
 }
 
-/// What a migration calls with its report after each row.
+impl MigrationReport {
+    fn add(&mut self, other: MigrationReport) {
+        self.scanned += other.scanned;
+        self.upgraded += other.upgraded;
+        self.already_current += other.already_current;
+        self.retried += other.retried;
+        self.failed += other.failed;
+        for (version, n) in other.by_version {
+            *self.by_version.entry(version).or_default() += n;
+        }
+    }
+}
+
+/// Where a migration stands: the page it goes on from, and its report so
+/// far. Handed out after every page
+/// ([`on_checkpoint`](Migration::on_checkpoint)); a migration started again
+/// with it ([`resume`](Migration::resume)) never reads the finished pages
+/// again, and its report goes on counting. Serializable, to keep in a file
+/// or a row between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MigrationCheckpoint {
+    /// What the migration covers (table, type, scope), so that a checkpoint
+    /// cannot resume another migration.
+    scope: u64,
+    /// The next page's continuation token; `None` when finished.
+    next: Option<(String, Option<String>)>,
+    /// The report so far.
+    pub report: MigrationReport,
+}
+
+impl MigrationCheckpoint {
+    /// Whether the migration it was taken from had finished.
+    pub fn is_finished(&self) -> bool {
+        self.next.is_none()
+    }
+}
+
+/// What a migration calls with its report after each page.
 type Progress<'a> = Box<dyn FnMut(&MigrationReport) + Send + 'a>;
+/// What a migration calls with its checkpoint after each page.
+type OnCheckpoint<'a> = Box<dyn FnMut(&MigrationCheckpoint) + Send + 'a>;
+/// How a migration narrows the query it reads.
+type Scope<'a, T> = Box<dyn Fn(TableQuery<T>) -> TableQuery<T> + Send + Sync + 'a>;
 
 /// How many times a row another writer keeps changing is read again.
 const ATTEMPTS: usize = 4;
 
 /// A rewrite of the rows of older versions of `T` as its current version,
-/// over the whole table or one partition; see [`Table::migrate`].
+/// over the whole table, a partition, or any scope a query can name; see
+/// [`Table::migrate`].
 pub struct Migration<'a, T: TableEntity> {
     table: &'a Table<T>,
-    query: TableQuery<T>,
+    scope: Scope<'a, T>,
     dry_run: bool,
     progress: Option<Progress<'a>>,
+    on_checkpoint: Option<OnCheckpoint<'a>>,
+    resume: Option<MigrationCheckpoint>,
+    parallelism: usize,
+    pacing: Option<Pacing>,
 }
 
 impl<T: TableEntity> Table<T> {
@@ -50,13 +99,20 @@ impl<T: TableEntity> Table<T> {
     /// `min_version`, its aliases or its `upgrade_from` chain reads) as the
     /// current version, so that old shapes leave the table.
     ///
-    /// Each row is read as `T` (upgraded), and written back with a replace
-    /// guarded by the ETag read, index rows included. A row another writer
-    /// changed meanwhile is read again: that writer's version wins, and is
-    /// rewritten only if it is still older. Rows of the current version are
-    /// left untouched, so a migration may be run again, or stopped and run
-    /// again, and finishes the same (there is no checkpoint: a run reads its
-    /// whole scope again). Rows are rewritten one at a time.
+    /// The rows are read a page at a time. Each row is read as `T`
+    /// (upgraded) and written back guarded by the ETag read, index rows
+    /// included; the rows of one partition go in transactions together, a
+    /// few partitions at once ([`parallelism`](Migration::parallelism)),
+    /// paced like the bulk writer. A row another writer changed meanwhile is
+    /// read again: that writer's version wins, and is rewritten only if it
+    /// is still older. Rows of the current version are left untouched, so
+    /// a migration may be run again and finishes the same.
+    ///
+    /// After each page it hands out a [`MigrationCheckpoint`]: a migration
+    /// that stopped (a crash, a deploy) starts again from its last one and
+    /// does not read the finished pages again. Entities of wide types, whose
+    /// parts a page may split, are read as a stream and rewritten one at a
+    /// time, without checkpoints: a run reads its whole scope again.
     ///
     /// ```
     /// # use tablekit::{Table, TableEntity};
@@ -68,24 +124,59 @@ impl<T: TableEntity> Table<T> {
     /// # items.create_if_missing().await?;
     /// let counted = items.migrate().dry_run().run().await?;
     /// println!("rows per version: {:?}", counted.by_version);
-    /// let done = items.migrate().on_progress(|r| println!("{} rows read", r.scanned)).run().await?;
+    /// let mut last = None;
+    /// let done = items
+    ///     .migrate()
+    ///     .on_progress(|r| println!("{} rows read", r.scanned))
+    ///     .on_checkpoint(|c| last = Some(c.clone())) // keep it, to resume
+    ///     .run()
+    ///     .await?;
     /// assert_eq!(done.failed, 0);
+    /// assert!(last.is_some_and(|c| c.is_finished()));
     /// # Ok(()) }
     /// ```
     pub fn migrate(&self) -> Migration<'_, T> {
         Migration {
             table: self,
-            query: self.query(),
+            scope: Box::new(|q| q),
             dry_run: false,
             progress: None,
+            on_checkpoint: None,
+            resume: None,
+            parallelism: 4,
+            pacing: Some(Pacing::service_targets()),
         }
     }
 }
 
 impl<'a, T: TableEntity> Migration<'a, T> {
     /// Keeps to one partition.
-    pub fn partition(mut self, pk: impl KeyArg<T::PartitionKey>) -> Self {
-        self.query = self.query.partition(pk);
+    pub fn partition(self, pk: impl KeyArg<T::PartitionKey>) -> Self {
+        let mut key = String::new();
+        pk.write_key_arg(&mut key);
+        self.scope(move |q| q.partition_encoded(key.clone()))
+    }
+
+    /// Keeps to the rows `scope` selects from the table's query: a
+    /// partition, a partition prefix, a RowKey range, a filter.
+    ///
+    /// ```
+    /// # use tablekit::{Table, TableEntity};
+    /// # #[derive(TableEntity, Clone)]
+    /// # #[tablekit(table = "Items", kind = "ITEM", version = 2, min_version = 1)]
+    /// # struct Item { #[tablekit(partition_key)] shop: String, #[tablekit(row_key)] sku: u32 }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+    /// # let items: Table<Item> = Table::new(tablekit_mem::MemBackend::new());
+    /// # items.create_if_missing().await?;
+    /// items.migrate().scope(|q| q.partition("north").rows(100..200)).run().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn scope(
+        mut self,
+        scope: impl Fn(TableQuery<T>) -> TableQuery<T> + Send + Sync + 'a,
+    ) -> Self {
+        let before = std::mem::replace(&mut self.scope, Box::new(|q| q));
+        self.scope = Box::new(move |q| scope(before(q)));
         self
     }
 
@@ -95,21 +186,208 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         self
     }
 
-    /// Calls `progress` with the report so far after each row.
+    /// Calls `progress` with the report so far after each page (after each
+    /// row, for wide entities).
     pub fn on_progress(mut self, progress: impl FnMut(&MigrationReport) + Send + 'a) -> Self {
         self.progress = Some(Box::new(progress));
         self
     }
 
-    /// Runs the migration; the report of what it found and did.
+    /// Calls `f` with a checkpoint after each page is rewritten; the last
+    /// one [`is_finished`](MigrationCheckpoint::is_finished).
+    pub fn on_checkpoint(mut self, f: impl FnMut(&MigrationCheckpoint) + Send + 'a) -> Self {
+        self.on_checkpoint = Some(Box::new(f));
+        self
+    }
+
+    /// Goes on from `checkpoint`, taken from a migration of the same table,
+    /// type and scope (another's is refused with
+    /// [`InvalidInput::Cursor`]).
+    pub fn resume(mut self, checkpoint: MigrationCheckpoint) -> Self {
+        self.resume = Some(checkpoint);
+        self
+    }
+
+    /// At most `n` partitions rewritten at once (4 by default; at least 1).
+    pub fn parallelism(mut self, n: usize) -> Self {
+        self.parallelism = n.max(1);
+        self
+    }
+
+    /// The rates the rewrites keep to (the service's targets by default).
+    pub fn pacing(mut self, pacing: Pacing) -> Self {
+        self.pacing = Some(pacing);
+        self
+    }
+
+    /// Rewrites as fast as the store takes them.
+    pub fn unpaced(mut self) -> Self {
+        self.pacing = None;
+        self
+    }
+
+    /// What this migration covers, for its checkpoints.
+    fn scope_print(&self) -> u64 {
+        let query = (self.scope)(self.table.query()).to_query();
+        super::query::fingerprint(&format!(
+            "migrate\n{}\n{}\n{:?}",
+            self.table.name(),
+            std::any::type_name::<T>(),
+            query.filter.map(|f| f.to_string()),
+        ))
+    }
+
+    /// Runs the migration; the report of what it found and did (with a
+    /// checkpoint's report added, when resumed).
+    ///
+    /// # Errors
+    /// The store's, when a page cannot be read; [`InvalidInput::Cursor`] for
+    /// a checkpoint of another migration. A row that cannot be read or
+    /// rewritten is counted in `failed`, not an error.
     pub async fn run(mut self) -> Result<MigrationReport> {
+        if T::WIDE {
+            return self.run_streamed().await;
+        }
+        let scope = self.scope_print();
+        let (mut report, mut token) = match self.resume.take() {
+            None => (MigrationReport::default(), None),
+            Some(checkpoint) if checkpoint.scope != scope => {
+                return Err(InvalidInput::Cursor {
+                    reason: "the checkpoint belongs to another migration",
+                }
+                .into());
+            }
+            Some(checkpoint) => match checkpoint.next {
+                None => return Ok(checkpoint.report),
+                Some((pk, rk)) => (checkpoint.report, Some(ContinuationToken::new(pk, rk))),
+            },
+        };
+        loop {
+            let skipped = SkippedRows::default();
+            let mut query =
+                (self.scope)(self.table.query()).on_row_error(RowErrors::Skip(skipped.clone()));
+            if let Some(token) = token.take() {
+                query = query.resume(token);
+            }
+            let (items, next) = query.page().await?;
+            let mut page = MigrationReport {
+                scanned: items.len() + skipped.count(),
+                failed: skipped.count(),
+                ..MigrationReport::default()
+            };
+            page.add(self.rewrite_page(items).await);
+            report.add(page);
+            let checkpoint = MigrationCheckpoint {
+                scope,
+                next: next.as_ref().map(|t| {
+                    (
+                        t.next_partition_key().to_owned(),
+                        t.next_row_key().map(str::to_owned),
+                    )
+                }),
+                report: report.clone(),
+            };
+            if let Some(f) = &mut self.on_checkpoint {
+                f(&checkpoint);
+            }
+            if let Some(progress) = &mut self.progress {
+                progress(&report);
+            }
+            match next {
+                Some(next) => token = Some(next),
+                None => return Ok(report),
+            }
+        }
+    }
+
+    /// Rewrites the older rows of one page: by partition, a few at once.
+    async fn rewrite_page(&self, items: Vec<Loaded<T>>) -> MigrationReport {
         let mut report = MigrationReport::default();
-        let query = std::mem::replace(&mut self.query, self.table.query());
+        let mut partitions: BTreeMap<String, Vec<Loaded<T>>> = BTreeMap::new();
+        for loaded in items {
+            let Some(version) = Loaded::version(&loaded) else {
+                report.already_current += 1;
+                continue;
+            };
+            *report.by_version.entry(version).or_default() += 1;
+            if version >= T::VERSION {
+                report.already_current += 1;
+                continue;
+            }
+            if self.dry_run {
+                report.upgraded += 1;
+                continue;
+            }
+            match crate::schema::partition_key_of(&*loaded) {
+                Ok(pk) => partitions.entry(pk).or_default().push(loaded),
+                Err(_) => report.failed += 1,
+            }
+        }
+        let done: Vec<MigrationReport> = futures::stream::iter(partitions)
+            .map(|(pk, rows)| self.rewrite_partition(pk, rows))
+            .buffer_unordered(self.parallelism)
+            .collect()
+            .await;
+        for partial in done {
+            report.add(partial);
+        }
+        report
+    }
+
+    /// Rewrites older rows of one partition: in transactions where the type
+    /// allows, each row on its own where a transaction fails or cannot hold it.
+    async fn rewrite_partition(&self, pk: String, rows: Vec<Loaded<T>>) -> MigrationReport {
+        let mut report = MigrationReport::default();
+        // Each row brings its index rows (a changed value moves two).
+        let per_transaction = (100 / (1 + 2 * T::INDEXES.len())).max(1);
+        let batchable = T::BLOB_FIELDS.is_empty() && !T::WIDE;
+        let mut pending = rows.into_iter().peekable();
+        while pending.peek().is_some() {
+            let chunk: Vec<Loaded<T>> = pending
+                .by_ref()
+                .take(if batchable { per_transaction } else { 1 })
+                .collect();
+            if let Some(pacing) = &self.pacing {
+                let key = format!("{}\u{0}{pk}", self.table.name());
+                Pacing::wait(pacing.reserve(&key, chunk.len())).await;
+            }
+            if batchable && chunk.len() > 1 && self.rewrite_together(&chunk).await {
+                report.upgraded += chunk.len();
+                continue;
+            }
+            for loaded in chunk {
+                self.migrate_row(loaded, &mut report).await;
+            }
+        }
+        report
+    }
+
+    /// Rewrites `chunk` in one transaction; false if it did not apply
+    /// (a row changed meanwhile, or the rows do not fit one transaction).
+    async fn rewrite_together(&self, chunk: &[Loaded<T>]) -> bool {
+        let mut transaction = self.table.transaction();
+        for loaded in chunk {
+            if transaction.replace(loaded).is_err() {
+                return false;
+            }
+        }
+        transaction.submit().await.is_ok()
+    }
+
+    /// The migration of wide entities: a stream, one row at a time.
+    async fn run_streamed(mut self) -> Result<MigrationReport> {
+        let mut report = self.resume.take().map(|c| c.report).unwrap_or_default();
+        let query = (self.scope)(self.table.query());
         let mut rows = query.on_row_error(RowErrors::Yield).stream();
         while let Some(row) = rows.next().await {
             report.scanned += 1;
             match row {
-                Ok(loaded) => self.migrate_row(loaded, &mut report).await,
+                Ok(loaded) => {
+                    let mut one = MigrationReport::default();
+                    let pending = self.rewrite_page(vec![loaded]).await;
+                    one.add(pending);
+                    report.add(one);
+                }
                 Err(e) if e.is_row_error() => report.failed += 1,
                 Err(e) => return Err(e),
             }
@@ -122,19 +400,6 @@ impl<'a, T: TableEntity> Migration<'a, T> {
 
     /// Rewrites one row if it is of an older version.
     async fn migrate_row(&self, mut loaded: Loaded<T>, report: &mut MigrationReport) {
-        let Some(version) = Loaded::version(&loaded) else {
-            report.already_current += 1;
-            return;
-        };
-        *report.by_version.entry(version).or_default() += 1;
-        if version >= T::VERSION {
-            report.already_current += 1;
-            return;
-        }
-        if self.dry_run {
-            report.upgraded += 1;
-            return;
-        }
         for _ in 0..ATTEMPTS {
             match self.table.replace(&mut loaded).await {
                 Ok(_) => {

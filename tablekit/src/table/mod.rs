@@ -55,7 +55,7 @@ pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use index_read::{IndexPage, IndexReader};
 pub use index_repair::IndexPass;
-pub use migrate::{Migration, MigrationReport};
+pub use migrate::{Migration, MigrationCheckpoint, MigrationReport};
 pub use pacing::Pacing;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 pub use remote_repair::{RemoteAudit, RemotePass};

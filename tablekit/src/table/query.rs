@@ -285,9 +285,14 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 
     /// Only the partition with this key.
-    pub fn partition(mut self, pk: impl KeyArg<T::PartitionKey>) -> Self {
+    pub fn partition(self, pk: impl KeyArg<T::PartitionKey>) -> Self {
         let mut key = String::new();
         pk.write_key_arg(&mut key);
+        self.partition_encoded(key)
+    }
+
+    /// [`partition`](TableQuery::partition) by the encoded key.
+    pub(crate) fn partition_encoded(mut self, key: String) -> Self {
         if T::SHARDS > 1 {
             // Every shard, for `to_query`; reads query each shard on its own.
             self.partition = (0..T::SHARDS)
