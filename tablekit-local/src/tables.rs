@@ -58,6 +58,12 @@ impl StoredRow for Stored<'_> {
         etag_of(row_ticks(self.row).unwrap_or(i64::MIN))
     }
 
+    fn etag_is(&self, tag: &ETag) -> bool {
+        row_ticks(self.row)
+            .and_then(|ticks| tablekit::DateTime::from_ticks(ticks).ok())
+            .is_some_and(|t| tag.is_of_timestamp(t))
+    }
+
     fn properties(&self) -> Result<Properties> {
         row_properties(self.row, None).ok_or_else(|| self.storage.damaged("a stored row"))
     }

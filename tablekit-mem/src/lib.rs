@@ -302,6 +302,10 @@ impl StoredRow for Stored<'_> {
         etag_of(self.0.ticks())
     }
 
+    fn etag_is(&self, tag: &ETag) -> bool {
+        DateTime::from_ticks(self.0.ticks()).is_ok_and(|t| tag.is_of_timestamp(t))
+    }
+
     fn properties(&self) -> Result<tablekit::Properties> {
         Ok(self.0.properties(self.1, None))
     }

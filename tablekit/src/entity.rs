@@ -157,6 +157,24 @@ impl IntoIterator for Properties {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ETag(Arc<str>);
 
+const PREFIX: &str = "W/\"datetime'";
+const SUFFIX: &str = "'\"";
+/// The longest such ETag: a time with escaped colons is at most 36 bytes.
+const TAG_CAPACITY: usize = PREFIX.len() + 36 + SUFFIX.len();
+
+/// The text of the ETag of an entity written at `timestamp`, assembled on
+/// the stack: `W/"datetime'<time, colons as %3A>'"`.
+fn timestamp_tag(timestamp: DateTime) -> ([u8; TAG_CAPACITY], usize) {
+    let iso = timestamp.iso_text("%3A", true);
+    let mut bytes = [0u8; TAG_CAPACITY];
+    let mut len = 0;
+    for part in [PREFIX, iso.as_str(), SUFFIX] {
+        bytes[len..len + part.len()].copy_from_slice(part.as_bytes());
+        len += part.len();
+    }
+    (bytes, len)
+}
+
 impl ETag {
     /// Wraps an ETag as the service sent it.
     pub fn new(tag: impl Into<String>) -> ETag {
@@ -165,21 +183,18 @@ impl ETag {
 
     /// The service's ETag for an entity written at `timestamp`.
     pub fn from_timestamp(timestamp: DateTime) -> ETag {
-        const PREFIX: &str = "W/\"datetime'";
-        const SUFFIX: &str = "'\"";
-        // Assembled on the stack, then shared: one allocation.
-        let iso = timestamp.iso_text("%3A", true);
-        let iso = iso.as_str();
-        let mut bytes = [0u8; PREFIX.len() + 36 + SUFFIX.len()];
-        let mut len = 0;
-        for part in [PREFIX, iso, SUFFIX] {
-            bytes[len..len + part.len()].copy_from_slice(part.as_bytes());
-            len += part.len();
-        }
+        let (bytes, len) = timestamp_tag(timestamp);
         // Three texts joined: valid UTF-8, as the check confirms.
         ETag(Arc::from(
             std::str::from_utf8(&bytes[..len]).unwrap_or_default(),
         ))
+    }
+
+    /// Whether this is the service's ETag for an entity written at
+    /// `timestamp` ([`ETag::from_timestamp`]), compared without allocating.
+    pub fn is_of_timestamp(&self, timestamp: DateTime) -> bool {
+        let (bytes, len) = timestamp_tag(timestamp);
+        self.0.as_bytes() == &bytes[..len]
     }
 
     /// The write time inside a `W/"datetime'…'"` ETag, if it has that form.

@@ -460,6 +460,10 @@ impl<'a> From<&'a BatchOperation> for Write<'a> {
 pub trait StoredRow {
     /// The ETag the store issued for this version of the row.
     fn etag(&self) -> ETag;
+    /// Whether `tag` is that ETag (a store may compare without making it).
+    fn etag_is(&self, tag: &ETag) -> bool {
+        self.etag() == *tag
+    }
     /// The row's properties (for a merge).
     ///
     /// # Errors
@@ -504,7 +508,7 @@ pub fn decide<'a>(
     let check = |if_match: &IfMatch, old: &dyn StoredRow| match if_match {
         IfMatch::Any => Ok(()),
         // The exact text the store issued for this version.
-        IfMatch::ETag(tag) if old.etag() == *tag => Ok(()),
+        IfMatch::ETag(tag) if old.etag_is(tag) => Ok(()),
         IfMatch::ETag(_) => Err(error(|table, partition_key, row_key| {
             Error::PreconditionFailed {
                 table,
