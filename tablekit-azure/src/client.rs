@@ -41,6 +41,8 @@ struct Inner {
     verify_merges: bool,
     /// The order of query results (see [`AzureTables::with_query_order`]).
     query_order: QueryOrder,
+    /// The account's pacing, shared by every writer through this client.
+    pacing: tablekit::pacing::Pacing,
 }
 
 /// A request before it is signed and sent.
@@ -104,6 +106,7 @@ impl AzureTables {
                 path_prefix,
                 verify_merges,
                 query_order,
+                pacing: tablekit::pacing::Pacing::service_targets(),
             }),
         })
     }
@@ -471,6 +474,12 @@ impl TableBackend for AzureTables {
 
     fn query_order(&self) -> QueryOrder {
         self.inner.query_order
+    }
+
+    /// One adaptive pacing per client, shared by its clones: every writer
+    /// of the account through this client keeps to the account's rate.
+    fn pacing(&self) -> Option<tablekit::pacing::Pacing> {
+        Some(self.inner.pacing.clone())
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {

@@ -209,7 +209,9 @@ pub fn map(
             size: tablekit::validate::limits::MAX_ENTITY_SIZE + 1,
             max: tablekit::validate::limits::MAX_ENTITY_SIZE,
         }),
-        (503, _) | (_, "ServerBusy") => Error::Throttled { retry_after },
+        // 503 Server Busy from the service; 429 from Cosmos DB for Table,
+        // with the time to wait in `x-ms-retry-after-ms`.
+        (429 | 503, _) | (_, "ServerBusy" | "TooManyRequests") => Error::Throttled { retry_after },
         (408 | 500 | 502 | 504, _) | (_, "OperationTimedOut" | "InternalError") => {
             Error::Transient {
                 message: format!("{status} {code}: {message}"),
@@ -272,6 +274,10 @@ mod tests {
             Error::Throttled {
                 retry_after: Some(_)
             }
+        ));
+        assert!(matches!(
+            map(429, "TooManyRequests", "", table, Some(Duration::from_millis(120))),
+            Error::Throttled { retry_after: Some(d) } if d == Duration::from_millis(120)
         ));
         assert!(map(500, "InternalError", "", table, None).is_transient());
         assert!(matches!(

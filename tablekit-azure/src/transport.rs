@@ -97,9 +97,16 @@ pub(crate) async fn execute(
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let (body_code, message) = error_body(&String::from_utf8_lossy(&body));
     let code = header("x-ms-error-code").map_or(body_code, str::to_owned);
-    let retry_after = header("retry-after")
+    // Cosmos DB for Table says how long to wait in milliseconds; the
+    // service's `Retry-After` is in seconds.
+    let retry_after = header("x-ms-retry-after-ms")
         .and_then(|v| v.parse().ok())
-        .map(Duration::from_secs);
+        .map(Duration::from_millis)
+        .or_else(|| {
+            header("retry-after")
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_secs)
+        });
     let error = errors::map(status.as_u16(), &code, &message, target, retry_after);
     // 408, 500 and 504 say the service may or may not have acted; 503 (busy)
     // says it did not.

@@ -160,3 +160,51 @@ async fn writers_are_paced_by_default() {
     assert!(report.is_complete(), "{:?}", report.failures.first());
     assert_eq!(report.written, 1200);
 }
+
+/// On a store that takes `capacity` entities a second per partition, the
+/// default (adaptive) writer finds that rate: each partition is written at
+/// 90% of it or more, and 5% of the batches or fewer are throttled. On
+/// tokio's paused clock, so the seconds pass at once.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_default_writer_finds_the_stores_capacity() {
+    for capacity in [300usize, 1_000, 5_000] {
+        let store = std::sync::Arc::new(Throttling {
+            inner: MemBackend::new(),
+            per_second: capacity,
+            latency: Duration::from_millis(2),
+            sent: Mutex::default(),
+            throttled: AtomicUsize::new(0),
+        });
+        let table: Table<Reading> = Table::from_arc(store.clone(), "Readings");
+        table.create_if_missing().await.unwrap();
+        // Thirty seconds' worth for each of two partitions.
+        let per_partition = capacity * 30;
+        let rows: Vec<Reading> = (0..2)
+            .flat_map(|s| {
+                (0..per_partition as u32).map(move |n| Reading {
+                    sensor: format!("sensor{s}"),
+                    n,
+                    value: 1.0,
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        let report = table.bulk().insert(&rows).await;
+        let seconds = started.elapsed().as_secs_f64();
+        let throttled = store.throttled.load(Ordering::Relaxed);
+        let rate = per_partition as f64 / seconds;
+        eprintln!(
+            "capacity {capacity}/s: {rate:.0}/s per partition ({:.1}%), {throttled} of {} batches throttled ({:.1}%)",
+            100.0 * rate / capacity as f64,
+            report.batches,
+            100.0 * throttled as f64 / report.batches as f64
+        );
+        assert!(report.is_complete(), "{:?}", report.failures.first());
+        assert!(rate >= 0.9 * capacity as f64, "{rate:.0}/s of {capacity}/s");
+        assert!(
+            throttled as f64 <= 0.05 * report.batches as f64,
+            "{throttled} of {} batches throttled",
+            report.batches
+        );
+    }
+}

@@ -404,6 +404,15 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
         QueryOrder::Keys
     }
 
+    /// The pacing of the account this backend writes to, shared by every
+    /// writer of it ([`Pacing`](crate::pacing::Pacing)): the bulk writer,
+    /// copies and migrations take it, so that their rates add up to what
+    /// the account takes. `None` (the default) gives each writer its own.
+    /// A wrapper must forward it.
+    fn pacing(&self) -> Option<crate::pacing::Pacing> {
+        None
+    }
+
     /// Inserts a new entity and returns its ETag. REST: `POST /t`.
     ///
     /// Errors: [`EntityAlreadyExists`](crate::Error::EntityAlreadyExists),
@@ -475,6 +484,9 @@ macro_rules! forward_table_backend {
             }
             fn query_order(&self) -> QueryOrder {
                 (**self).query_order()
+            }
+            fn pacing(&self) -> Option<crate::pacing::Pacing> {
+                (**self).pacing()
             }
             async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
                 (**self).insert_entity(table, entity).await

@@ -159,6 +159,7 @@ impl std::fmt::Debug for Copier {
 impl Copier {
     /// A copy of every table of `source` into `target`.
     pub fn new(source: Arc<dyn TableBackend>, target: Arc<dyn TableBackend>) -> Copier {
+        let pacing = target.pacing().unwrap_or_else(Pacing::service_targets);
         Copier {
             source,
             target,
@@ -166,7 +167,7 @@ impl Copier {
             filter: None,
             conflict: Conflict::default(),
             parallelism: 4,
-            pacing: Some(Pacing::service_targets()),
+            pacing: Some(pacing),
             resume: Checkpoint::default(),
             on_checkpoint: None,
             on_progress: None,
@@ -463,13 +464,16 @@ impl RowWriter<'_> {
             })
             .collect();
         let mut attempt = 0;
+        let key = format!("{}\u{0}{}", self.table, rows[0].partition_key);
         loop {
             if let Some(pacing) = self.pacing {
-                let key = format!("{}\u{0}{}", self.table, rows[0].partition_key);
                 Pacing::wait(pacing.reserve(&key, ops.len())).await;
             }
             match self.target.submit_transaction(self.table, &ops).await {
                 Ok(_) => {
+                    if let Some(pacing) = self.pacing {
+                        pacing.accepted(&key, ops.len());
+                    }
                     return Ok(WriteCounts {
                         written: ops.len() as u64,
                         ..WriteCounts::default()
@@ -481,6 +485,9 @@ impl RowWriter<'_> {
                     return self.write_one_by_one(rows).await;
                 }
                 Err(Error::Throttled { retry_after }) if attempt < Pacing::MAX_THROTTLED => {
+                    if let Some(pacing) = self.pacing {
+                        pacing.throttled(&key, ops.len(), retry_after);
+                    }
                     Pacing::wait(Pacing::back_off(attempt, retry_after)).await;
                     attempt += 1;
                 }
@@ -602,7 +609,7 @@ pub async fn import_table(
     progress: &(dyn Fn(u64, WriteCounts) + Send + Sync),
 ) -> Result<WriteCounts> {
     create_if_missing(target, table).await?;
-    let pacing = Pacing::service_targets();
+    let pacing = target.pacing().unwrap_or_else(Pacing::service_targets);
     let writer = RowWriter {
         target,
         table,

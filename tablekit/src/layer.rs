@@ -413,6 +413,9 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
     fn query_order(&self) -> crate::QueryOrder {
         self.inner.query_order()
     }
+    fn pacing(&self) -> Option<crate::pacing::Pacing> {
+        self.inner.pacing()
+    }
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         self.handle
             .run(

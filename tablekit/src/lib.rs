@@ -275,6 +275,7 @@ pub mod layer;
 pub mod log;
 mod order;
 pub mod outbox;
+pub mod pacing;
 mod props;
 pub mod queue;
 pub mod schema;

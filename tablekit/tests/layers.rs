@@ -21,7 +21,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("rules and wire", &["validate", "filter", "json", "props"]),
     (
         "contracts",
-        &["backend", "blob", "queue", "clock", "ext", "order", "layer"],
+        &[
+            "backend", "blob", "queue", "clock", "ext", "order", "layer", "pacing",
+        ],
     ),
     ("schema", &["schema"]),
     (
@@ -35,7 +37,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "table::bulk",
             "table::update",
             "table::merge",
-            "table::pacing",
             "table::migrate",
         ],
     ),

@@ -76,10 +76,14 @@ pub struct BulkWriter<T> {
 
 impl<T: TableEntity> BulkWriter<T> {
     pub(super) fn new(table: Table<T>) -> BulkWriter<T> {
+        let pacing = table
+            .backend()
+            .pacing()
+            .unwrap_or_else(super::Pacing::service_targets);
         BulkWriter {
             table,
             parallelism: 4,
-            pacing: Some(super::Pacing::service_targets()),
+            pacing: Some(pacing),
         }
     }
 
@@ -87,10 +91,12 @@ impl<T: TableEntity> BulkWriter<T> {
     /// (shared with every writer it is given to), and sends a batch the
     /// store throttles again after a back-off. See [`Pacing`](super::Pacing).
     ///
-    /// A writer is paced by default, at the service's targets
-    /// ([`Pacing::service_targets`](super::Pacing::service_targets)) on its
-    /// own: give several writers one `Pacing` to hold the account's rate
-    /// across them.
+    /// A writer is paced by default, adaptively from the service's targets
+    /// ([`Pacing::service_targets`](super::Pacing::service_targets)), with
+    /// the pacing its backend keeps for the account when it keeps one
+    /// ([`TableBackend::pacing`](crate::TableBackend::pacing): the REST
+    /// backend does), so that the writers of one account share it. Give
+    /// writers one `Pacing` to share it yourself.
     pub fn pacing(mut self, pacing: super::Pacing) -> BulkWriter<T> {
         self.pacing = Some(pacing);
         self
@@ -324,6 +330,9 @@ async fn write_partition<T: TableEntity>(
                 .await
             {
                 Ok(_) => {
+                    if let Some(pacing) = pacing {
+                        pacing.accepted(chunk.ops[0].keys().0, chunk.ops.len());
+                    }
                     report.written += chunk.ops.len();
                     chunk = Chunk::default();
                 }
@@ -352,6 +361,9 @@ async fn write_partition<T: TableEntity>(
                 Err(Error::Throttled { retry_after })
                     if pacing.is_some() && throttled < super::Pacing::MAX_THROTTLED =>
                 {
+                    if let Some(pacing) = pacing {
+                        pacing.throttled(chunk.ops[0].keys().0, chunk.ops.len(), retry_after);
+                    }
                     super::Pacing::wait(super::Pacing::back_off(throttled, retry_after)).await;
                     throttled += 1;
                 }

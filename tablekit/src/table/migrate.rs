@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::pacing::Pacing;
 use super::query::{RowErrors, SkippedRows, TableQuery};
 use super::{Loaded, Table};
 use crate::backend::ContinuationToken;
 use crate::error::{Error, InvalidInput, Result};
+use crate::pacing::Pacing;
 use crate::schema::{KeyArg, TableEntity};
 
 /// What a [`Migration`] found and did.
@@ -144,7 +144,11 @@ impl<T: TableEntity> Table<T> {
             on_checkpoint: None,
             resume: None,
             parallelism: 4,
-            pacing: Some(Pacing::service_targets()),
+            pacing: Some(
+                self.backend()
+                    .pacing()
+                    .unwrap_or_else(Pacing::service_targets),
+            ),
         }
     }
 }
@@ -341,6 +345,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         // Each row brings its index rows (a changed value moves two).
         let per_transaction = (100 / (1 + 2 * T::INDEXES.len())).max(1);
         let batchable = T::BLOB_FIELDS.is_empty() && !T::WIDE;
+        let key = format!("{}\u{0}{pk}", self.table.name());
         let mut pending = rows.into_iter().peekable();
         while pending.peek().is_some() {
             let chunk: Vec<Loaded<T>> = pending
@@ -348,12 +353,24 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 .take(if batchable { per_transaction } else { 1 })
                 .collect();
             if let Some(pacing) = &self.pacing {
-                let key = format!("{}\u{0}{pk}", self.table.name());
                 Pacing::wait(pacing.reserve(&key, chunk.len())).await;
             }
-            if batchable && chunk.len() > 1 && self.rewrite_together(&chunk).await {
-                report.upgraded += chunk.len();
-                continue;
+            if batchable && chunk.len() > 1 {
+                match self.rewrite_together(&chunk).await {
+                    Ok(()) => {
+                        if let Some(pacing) = &self.pacing {
+                            pacing.accepted(&key, chunk.len());
+                        }
+                        report.upgraded += chunk.len();
+                        continue;
+                    }
+                    Err(Error::Throttled { retry_after }) => {
+                        if let Some(pacing) = &self.pacing {
+                            pacing.throttled(&key, chunk.len(), retry_after);
+                        }
+                    }
+                    Err(_) => {}
+                }
             }
             for loaded in chunk {
                 self.migrate_row(loaded, &mut report).await;
@@ -362,16 +379,15 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         report
     }
 
-    /// Rewrites `chunk` in one transaction; false if it did not apply
-    /// (a row changed meanwhile, or the rows do not fit one transaction).
-    async fn rewrite_together(&self, chunk: &[Loaded<T>]) -> bool {
+    /// Rewrites `chunk` in one transaction; its error if it did not apply
+    /// (a row changed meanwhile, the rows do not fit one transaction, the
+    /// store throttled it).
+    async fn rewrite_together(&self, chunk: &[Loaded<T>]) -> Result<()> {
         let mut transaction = self.table.transaction();
         for loaded in chunk {
-            if transaction.replace(loaded).is_err() {
-                return false;
-            }
+            transaction.replace(loaded)?;
         }
-        transaction.submit().await.is_ok()
+        transaction.submit().await.map(drop)
     }
 
     /// The migration of wide entities: a stream, one row at a time.
