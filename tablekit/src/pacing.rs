@@ -33,6 +33,11 @@ use tokio::time::Instant;
 /// transactions in a hundred. A store that never throttles (Azurite, a
 /// local backend) soon stops holding the writer back.
 ///
+/// Each rate is kept as a token bucket: an adaptive lane that has been
+/// quiet may send a second's worth at once (the targets are per second),
+/// then keeps to its rate; a throttle empties the bucket. A load that fits
+/// in a second's worth is not held back at all.
+///
 /// [`Pacing::new`] keeps fixed rates instead. A batch the store throttles
 /// waits (its `Retry-After`, or a doubling back-off) and goes again, up to
 /// [`Pacing::MAX_THROTTLED`] times.
@@ -51,6 +56,9 @@ pub struct Pacing {
     per_partition: f64,
     per_account: f64,
     adaptive: bool,
+    /// How far ahead of its rate a lane may send after a pause: a second's
+    /// worth for adaptive rates, none for fixed ones.
+    burst: Duration,
     state: Arc<Mutex<State>>,
 }
 
@@ -112,7 +120,13 @@ impl Lane {
     /// the last second when that is less (a store throttles once a
     /// second's worth is in); at most once a second. And a wait of at least
     /// `retry_after`.
-    fn decrease(&mut self, now: Instant, entities: usize, retry_after: Option<Duration>) {
+    fn decrease(
+        &mut self,
+        now: Instant,
+        entities: usize,
+        retry_after: Option<Duration>,
+        burst: Duration,
+    ) {
         // One cut per second: the throttles of the retries that follow
         // within it are the same crowding, not a store that takes less.
         let cut_lately = self
@@ -132,14 +146,16 @@ impl Lane {
         // The retry goes when the oldest transaction of the last second
         // leaves it (the store counts a second at a time), or one slot at
         // the new rate after the last one taken, whichever is later.
+        // The bucket is emptied: no burst until the lane has been quiet.
+        let mut retry = now;
         if let (Some(&(first, _)), Some(&(last, _))) = (self.taken.front(), self.taken.back()) {
             let slot = Duration::from_secs_f64(entities.max(1) as f64 / self.rate);
-            self.next = Some((first + Duration::from_secs(1)).max(last + slot).max(now));
+            retry = (first + Duration::from_secs(1)).max(last + slot).max(now);
         }
         if let Some(wait) = retry_after {
-            let until = now + wait;
-            self.next = Some(self.next.map_or(until, |next| next.max(until)));
+            retry = retry.max(now + wait);
         }
+        self.next = Some(retry + burst);
     }
 }
 
@@ -206,6 +222,11 @@ impl Pacing {
             per_partition,
             per_account,
             adaptive,
+            burst: if adaptive {
+                Duration::from_secs(1)
+            } else {
+                Duration::ZERO
+            },
             state: Arc::new(Mutex::new(State {
                 account: Lane::new(per_account),
                 partitions: HashMap::new(),
@@ -243,7 +264,14 @@ impl Pacing {
         let per_partition = self.per_partition;
         let mut state = self.state();
         let n = entities.max(1) as f64;
-        let account_at = state.account.next.map_or(now, |at| at.max(now));
+        // Each lane is a token bucket (the generic cell rate algorithm): its
+        // theoretical next time moves on by each transaction's share of the
+        // rate, and a transaction may go as long as that time is no more
+        // than the burst ahead of now.
+        let burst = self.burst;
+        let allowed = |tat: Instant| tat.checked_sub(burst).map_or(now, |at| at.max(now));
+        let account_tat = state.account.next.map_or(now, |at| at.max(now));
+        let account_at = allowed(account_tat);
         let lane = match state.partitions.get_mut(partition) {
             Some(lane) => lane,
             None => state
@@ -251,12 +279,12 @@ impl Pacing {
                 .entry(partition.to_owned())
                 .or_insert_with(|| Lane::new(per_partition)),
         };
-        let partition_at = lane.next.map_or(now, |at| at.max(now));
-        let start = account_at.max(partition_at);
-        lane.next = Some(start + Duration::from_secs_f64(n / lane.rate));
+        let partition_tat = lane.next.map_or(now, |at| at.max(now));
+        let start = account_at.max(allowed(partition_tat));
+        lane.next = Some(partition_tat.max(start) + Duration::from_secs_f64(n / lane.rate));
         // The account's share is booked on its own timeline, so a batch
         // that waits for its partition does not hold the others back.
-        state.account.next = Some(account_at + Duration::from_secs_f64(n / state.account.rate));
+        state.account.next = Some(account_tat + Duration::from_secs_f64(n / state.account.rate));
         state.sent.push_back((start, entities));
         while state
             .sent
@@ -300,19 +328,20 @@ impl Pacing {
         retry_after: Option<Duration>,
     ) {
         let now = Instant::now();
+        let burst = self.burst;
         let mut state = self.state();
         let account_bound = state.account_bound(now);
         let adaptive = self.adaptive;
         if let Some(lane) = state.partitions.get_mut(partition) {
             if adaptive && !account_bound {
-                lane.decrease(now, entities, retry_after);
+                lane.decrease(now, entities, retry_after, burst);
             } else if let Some(wait) = retry_after {
-                let until = now + wait;
+                let until = now + wait + burst;
                 lane.next = Some(lane.next.map_or(until, |next| next.max(until)));
             }
         }
         if adaptive && account_bound {
-            state.account.decrease(now, entities, None);
+            state.account.decrease(now, entities, None, burst);
         }
     }
 
