@@ -6,6 +6,42 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+/// The account key, keyed into HMAC-SHA256 once: each signature clones
+/// the keyed state instead of keying it again (two SHA-256 blocks saved per
+/// request).
+#[derive(Clone)]
+pub struct Signer(Option<Hmac<Sha256>>);
+
+impl std::fmt::Debug for Signer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets.
+        f.write_str("Signer(..)")
+    }
+}
+
+impl Signer {
+    /// The signer of `key` (HMAC takes keys of any length).
+    pub fn new(key: &[u8]) -> Signer {
+        Signer(Hmac::<Sha256>::new_from_slice(key).ok())
+    }
+
+    /// `Base64(HMAC-SHA256(key, text))`, as [`sign`].
+    pub fn sign(&self, text: &str) -> String {
+        let Some(mac) = &self.0 else {
+            return String::new();
+        };
+        let mut mac = mac.clone();
+        mac.update(text.as_bytes());
+        BASE64.encode(mac.finalize().into_bytes())
+    }
+
+    /// The `Authorization` header value of a Shared Key signature of
+    /// `string_to_sign` by `account`.
+    pub fn shared_key_header(&self, account: &str, string_to_sign: &str) -> String {
+        format!("SharedKey {account}:{}", self.sign(string_to_sign))
+    }
+}
+
 /// `Base64(HMAC-SHA256(key, text))`.
 pub fn sign(key: &[u8], text: &str) -> String {
     // HMAC takes keys of any length: `new_from_slice` cannot fail here.
@@ -326,6 +362,16 @@ mod tests {
     }
 
     /// The Shared Key string to sign Azurite accepted for an insert.
+    #[test]
+    fn a_keyed_signer_signs_as_keying_each_time() {
+        let key = dev_key();
+        let signer = Signer::new(&key);
+        for text in ["", "GET\n\n\nMon, 01 Jan 2024 00:00:00 GMT\n/a/Tables", "x"] {
+            assert_eq!(signer.sign(text), sign(&key, text));
+        }
+        assert_eq!(format!("{signer:?}"), "Signer(..)");
+    }
+
     #[test]
     fn table_shared_key_matches_the_capture() {
         let resource = table_resource("devstoreaccount1", "/devstoreaccount1/ops", None);

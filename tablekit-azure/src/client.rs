@@ -43,6 +43,8 @@ struct Inner {
     query_order: QueryOrder,
     /// The account's pacing, shared by every writer through this client.
     pacing: tablekit::pacing::Pacing,
+    /// The account key, keyed once (Shared Key credentials only).
+    signer: Option<auth::Signer>,
 }
 
 /// A request before it is signed and sent.
@@ -96,6 +98,10 @@ impl AzureTables {
         };
         let http = options.http_client()?;
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
+        let signer = match &account.credentials {
+            Credentials::SharedKey { key } => Some(auth::Signer::new(key)),
+            Credentials::Sas(_) => None,
+        };
         let query_order = query_order_of(&account.table_endpoint);
         Ok(AzureTables {
             inner: Arc::new(Inner {
@@ -107,6 +113,7 @@ impl AzureTables {
                 verify_merges,
                 query_order,
                 pacing: tablekit::pacing::Pacing::service_targets(),
+                signer,
             }),
         })
     }
@@ -164,7 +171,7 @@ impl AzureTables {
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }
-        if let Credentials::SharedKey { key } = &inner.account.credentials {
+        if let Some(signer) = &inner.signer {
             let resource = auth::table_resource(
                 &inner.account.name,
                 &format!("{}{}", inner.path_prefix, call.path),
@@ -179,7 +186,7 @@ impl AzureTables {
             );
             request = request.header(
                 "Authorization",
-                auth::shared_key_header(&inner.account.name, key, &text),
+                signer.shared_key_header(&inner.account.name, &text),
             );
         }
         if let Some((content_type, body)) = &call.body {
@@ -195,7 +202,8 @@ impl AzureTables {
             errors::table_error_body,
         )
         .await?;
-        let body = String::from_utf8(body.to_vec())
+        // Into a `Vec` without a copy when the response owns its buffer.
+        let body = String::from_utf8(Vec::from(body))
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         Ok(Reply { headers, body })
     }

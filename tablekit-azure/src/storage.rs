@@ -26,6 +26,8 @@ pub(crate) struct Service {
     retry: RetryPolicy,
     /// The `x-ms-version` spoken.
     version: &'static str,
+    /// The account key, keyed once (Shared Key credentials only).
+    signer: Option<crate::auth::Signer>,
 }
 
 impl Service {
@@ -36,7 +38,12 @@ impl Service {
         options: &crate::config::ClientOptions,
         version: &'static str,
     ) -> Result<Service, crate::config::ConfigError> {
+        let signer = match &account.credentials {
+            Credentials::SharedKey { key } => Some(crate::auth::Signer::new(key)),
+            Credentials::Sas(_) => None,
+        };
         Ok(Service {
+            signer,
             path_prefix: crate::transport::path_prefix(&endpoint),
             http: options.http_client()?,
             retry: options.retry.clone(),
@@ -152,7 +159,7 @@ async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
     if !call.if_none_match.is_empty() {
         request = request.header("If-None-Match", &call.if_none_match);
     }
-    if let Credentials::SharedKey { key } = &account.credentials {
+    if let Some(signer) = &service.signer {
         let headers = BlobSignedHeaders {
             content_length: call.body.len() as u64,
             content_md5: &call.content_md5,
@@ -173,7 +180,7 @@ async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
         );
         request = request.header(
             "Authorization",
-            auth::shared_key_header(&account.name, key, &text),
+            signer.shared_key_header(&account.name, &text),
         );
     }
     if !call.body.is_empty() {
