@@ -51,7 +51,7 @@ fn entity(n: usize) -> Entity {
         .with("Name", format!("item number {n}"))
         .with("Amount", n as i64 * 3)
         .with("Price", n as f64 / 7.0)
-        .with("Active", n % 2 == 0)
+        .with("Active", n.is_multiple_of(2))
         .with("Note", "a few words of text")
 }
 
@@ -303,14 +303,18 @@ async fn main() {
                         })
                         .await,
                         measure(PAGES, |_| {
-                            send(raw_request(
-                                &account,
-                                &signer,
-                                "GET",
-                                &format!("/{table}()"),
-                                page_query,
-                                None,
-                            ))
+                            let (reqwest, hyper, account, signer, table) =
+                                (&reqwest, &hyper, &account, &signer, &table);
+                            async move {
+                                let path = format!("/{table}()");
+                                let raw =
+                                    raw_request(account, signer, "GET", &path, page_query, None);
+                                if client == 1 {
+                                    send_page_reqwest(reqwest, raw).await
+                                } else {
+                                    send_page_hyper(hyper, raw).await
+                                }
+                            }
                         })
                         .await,
                     ]
