@@ -189,7 +189,9 @@
 //!   named.
 //! - **Rewriting old rows**: [`Table::migrate`] rewrites the rows of older
 //!   versions as the current one (a dry run counts them per version), so
-//!   the old shapes can leave the code.
+//!   the old shapes can leave the code: a page at a time, the rows of a
+//!   partition in transactions, a few partitions at once, paced, and
+//!   resumable from the checkpoint it hands out after each page.
 //!
 //! During a rolling deploy, old and new programs share the table. An older
 //! program never overwrites a newer program's row: its `update` and its
