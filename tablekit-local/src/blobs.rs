@@ -192,24 +192,7 @@ impl BlobStore for LocalStorage {
             self.check_container(&containers, container)?;
             let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
             let existing = self.blob_properties(&blobs, container, name)?;
-            match condition {
-                PutCondition::None => {}
-                PutCondition::IfNotExists if existing.is_some() => {
-                    return Err(Error::BlobAlreadyExists {
-                        container: container.into(),
-                        name: name.into(),
-                    });
-                }
-                PutCondition::IfNotExists => {}
-                PutCondition::IfMatch(tag) => {
-                    if existing.is_none_or(|b| b.etag != *tag) {
-                        return Err(Error::BlobConditionNotMet {
-                            container: container.into(),
-                            name: name.into(),
-                        });
-                    }
-                }
-            }
+            condition.check(existing.as_ref().map(|b| &b.etag), container, name)?;
             let mut meta = txn.open_table(META).map_err(|e| self.error(e.into()))?;
             let version = meta
                 .get("blob_version")

@@ -108,25 +108,7 @@ impl BlobStore for MemBlobStore {
             .containers
             .get_mut(container)
             .ok_or_else(|| container_missing(container))?;
-        let existing = blobs.get(name);
-        match condition {
-            PutCondition::None => {}
-            PutCondition::IfNotExists if existing.is_some() => {
-                return Err(Error::BlobAlreadyExists {
-                    container: container.into(),
-                    name: name.into(),
-                });
-            }
-            PutCondition::IfNotExists => {}
-            PutCondition::IfMatch(tag) => {
-                if existing.is_none_or(|b| b.properties.etag != *tag) {
-                    return Err(Error::BlobConditionNotMet {
-                        container: container.into(),
-                        name: name.into(),
-                    });
-                }
-            }
-        }
+        condition.check(blobs.get(name).map(|b| &b.properties.etag), container, name)?;
         let properties = BlobProperties {
             name: name.into(),
             etag,

@@ -27,6 +27,35 @@ pub enum PutCondition {
     IfMatch(ETag),
 }
 
+impl PutCondition {
+    /// Whether a put under this condition may write the blob
+    /// `container/name`, whose stored ETag is `existing` (`None`: no such
+    /// blob); the Blob service's error when it may not. For stores that
+    /// keep blobs themselves.
+    ///
+    /// # Errors
+    /// [`BlobAlreadyExists`](crate::Error::BlobAlreadyExists) for
+    /// `IfNotExists` over a blob, [`BlobConditionNotMet`](crate::Error::BlobConditionNotMet)
+    /// for an `IfMatch` of another ETag or of no blob.
+    pub fn check(&self, existing: Option<&ETag>, container: &str, name: &str) -> Result<()> {
+        match self {
+            PutCondition::IfNotExists if existing.is_some() => {
+                Err(crate::Error::BlobAlreadyExists {
+                    container: container.into(),
+                    name: name.into(),
+                })
+            }
+            PutCondition::IfMatch(tag) if existing != Some(tag) => {
+                Err(crate::Error::BlobConditionNotMet {
+                    container: container.into(),
+                    name: name.into(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// What the store knows of a blob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobProperties {
