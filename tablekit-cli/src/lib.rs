@@ -9,14 +9,15 @@
 //! ```text
 //! tablekit copy   --from <conn> --to <conn> [--table T]... [--prefix P] [--filter F]
 //!                 [--conflict fail|skip|overwrite] [--parallelism N] [--unpaced]
-//!                 [--checkpoint FILE] [--container C]...
+//!                 [--checkpoint FILE] [--container C]... [--queue Q]...
 //! tablekit export --from <conn> --out DIR [--table T]... [--prefix P] [--filter F]
 //! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
 //!                 [--checkpoint FILE]
 //! ```
 //!
-//! - **copy** copies the named tables (all by default) and blob containers,
-//!   paced at the service's targets, resumable: with `--checkpoint`, the
+//! - **copy** copies the named tables (all by default), blob containers and
+//!   queues' messages (received once at the source, then made visible
+//!   again), paced, resumable: with `--checkpoint`, the
 //!   copy keeps where it stands in that file after every page, and a copy
 //!   started again with the same file goes on from there.
 //! - **export** writes one `<table>.jsonl` per table into a directory: one
@@ -39,7 +40,9 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use indicatif::{ProgressBar, ProgressStyle};
 use tablekit::Error;
-use tablekit::copy::{Checkpoint, Conflict, Copier, copy_container, export_table, import_table};
+use tablekit::copy::{
+    Checkpoint, Conflict, Copier, copy_container, copy_queue, export_table, import_table,
+};
 use tablekit::filter::Filter;
 use tablekit_stores::Stores;
 
@@ -107,6 +110,19 @@ pub fn command() -> Command {
                         .long("container")
                         .action(ArgAction::Append)
                         .help("a blob container to copy too (repeatable)"),
+                )
+                .arg(
+                    Arg::new("queue")
+                        .long("queue")
+                        .action(ArgAction::Append)
+                        .help("a queue whose messages to copy too (repeatable; each message is received once at the source and made visible again)"),
+                )
+                .arg(
+                    Arg::new("queue-visibility")
+                        .long("queue-visibility")
+                        .value_parser(clap::value_parser!(u64).range(1..=604_800))
+                        .default_value("300")
+                        .help("seconds a source message stays hidden while its queue is copied"),
                 ),
         )
         .subcommand(
@@ -337,8 +353,14 @@ async fn finish_copy(
         bar.set_message(format!("copying the blob container {container}"));
         blobs += copy_container(&*from.blobs, &*to.blobs, container).await?;
     }
+    let mut messages = 0;
+    let visibility = Duration::from_secs(*m.get_one::<u64>("queue-visibility").unwrap_or(&300));
+    for queue in m.get_many::<String>("queue").into_iter().flatten() {
+        bar.set_message(format!("copying the messages of the queue {queue}"));
+        messages += copy_queue(&*from.queues, &*to.queues, queue, visibility).await?;
+    }
     bar.finish_with_message(format!(
-        "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s)",
+        "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s), {messages} message(s)",
         report.tables.len(),
         report.read,
         report.written,

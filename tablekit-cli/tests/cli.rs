@@ -256,3 +256,61 @@ async fn the_program_says_what_is_wrong() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[1].get("V"), Some(&Value::Int64(100)));
 }
+
+#[tokio::test]
+async fn a_queue_copy_keeps_every_message_at_both_ends() {
+    use std::time::Duration;
+    use tablekit::queue::{MessageTtl, PutMessageOptions, QueueStore};
+    let source = tablekit_mem::MemQueueStore::new();
+    let target = tablekit_mem::MemQueueStore::new();
+    source.create_queue("jobs").await.unwrap();
+    for i in 0..70 {
+        let ttl = if i % 2 == 0 {
+            MessageTtl::Never
+        } else {
+            MessageTtl::Default
+        };
+        source
+            .put_message(
+                "jobs",
+                &format!("job {i}"),
+                &PutMessageOptions::default().ttl(ttl),
+            )
+            .await
+            .unwrap();
+    }
+    let copied = tablekit::copy::copy_queue(&source, &target, "jobs", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(copied, 70);
+    let drain = |store: tablekit_mem::MemQueueStore| async move {
+        let mut texts = Vec::new();
+        loop {
+            let got = store
+                .get_messages("jobs", 32, Duration::from_secs(600))
+                .await
+                .unwrap();
+            if got.is_empty() {
+                return texts;
+            }
+            texts.extend(got.into_iter().map(|m| (m.text, m.dequeue_count)));
+        }
+    };
+    let mut at_target = drain(target).await;
+    let mut at_source = drain(source).await;
+    at_target.sort();
+    at_source.sort();
+    let texts = |v: &[(String, u32)]| v.iter().map(|(t, _)| t.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        texts(&at_target),
+        texts(&at_source),
+        "the same messages at both ends"
+    );
+    assert_eq!(at_target.len(), 70);
+    // At the source each was delivered once by the copy, and is visible again.
+    assert!(
+        at_source.iter().all(|(_, count)| *count == 2),
+        "{at_source:?}"
+    );
+    assert!(at_target.iter().all(|(_, count)| *count == 1));
+}

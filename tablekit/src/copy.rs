@@ -6,7 +6,8 @@
 //! filtered, paced like the bulk writer, with bounded parallelism, and
 //! resumable: after every page it hands the caller a [`Checkpoint`] to keep,
 //! and a copy started again from it never reads the finished pages again.
-//! [`copy_container`] copies a blob container. [`export_table`] and
+//! [`copy_container`] copies a blob container, [`copy_queue`] the messages
+//! of a queue. [`export_table`] and
 //! [`import_table`] write and read a table as JSON Lines: one row per line,
 //! in the service's wire form with its type annotations
 //! (`"Count@odata.type":"Edm.Int64"`), so every value keeps its type.
@@ -51,9 +52,11 @@ use crate::backend::{
     BatchOperation, ContinuationToken, ListTablesOptions, Query, TableBackend, UpdateMode,
 };
 use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
+use crate::datetime::DateTime;
 use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
+use crate::queue::{MessageTtl, PutMessageOptions, QueueStore};
 use crate::table::Pacing;
 
 /// What to do with a row the target already holds with other properties.
@@ -698,4 +701,79 @@ pub async fn copy_container(
             None => return Ok(copied),
         }
     }
+}
+
+/// Copies the messages of `queue` from `source` to `target`, creating the
+/// queue if needed; returns the number of messages copied. Each keeps its
+/// text and its expiry (its id, insertion time and dequeue count are the
+/// target's).
+///
+/// A queue can only be read whole by receiving its messages (a peek shows
+/// 32 at most), so the copy receives each message once, hidden for
+/// `visibility`, and makes it visible again at the end: the source keeps
+/// every message, each with one more delivery in its dequeue count. Run it
+/// while no consumer takes from the source, and give a `visibility` longer
+/// than the copy takes (a message that comes back before the end is not
+/// copied twice, but may be taken by a consumer meanwhile).
+///
+/// # Errors
+/// Either store's.
+pub async fn copy_queue(
+    source: &dyn QueueStore,
+    target: &dyn QueueStore,
+    queue: &str,
+    visibility: std::time::Duration,
+) -> Result<u64> {
+    target.create_queue(queue).await?;
+    let mut seen = std::collections::HashSet::new();
+    let mut held = Vec::new();
+    let result = async {
+        loop {
+            let got = source
+                .get_messages(queue, crate::queue::MAX_MESSAGES_PER_GET, visibility)
+                .await?;
+            if got.is_empty() {
+                return Ok(());
+            }
+            let mut new = 0;
+            for message in got {
+                held.push((message.id.clone(), message.pop_receipt.clone()));
+                if !seen.insert(message.id.clone()) {
+                    continue;
+                }
+                new += 1;
+                let ttl = if message.expires == DateTime::MAX {
+                    MessageTtl::Never
+                } else {
+                    let left = message
+                        .expires
+                        .duration_since(DateTime::now())
+                        .unwrap_or_default();
+                    // Whole seconds, at least one: never shorter than it had.
+                    MessageTtl::After(std::time::Duration::from_secs(
+                        left.as_secs().max(1) + u64::from(left.subsec_nanos() > 0),
+                    ))
+                };
+                target
+                    .put_message(queue, &message.text, &PutMessageOptions::default().ttl(ttl))
+                    .await?;
+            }
+            if new == 0 {
+                return Ok(());
+            }
+        }
+    }
+    .await;
+    // Visible again at the source, copied or not; the last receipt of each
+    // delivery is the one that counts.
+    for (id, receipt) in held.iter().rev() {
+        match source
+            .update_message(queue, id, receipt, std::time::Duration::ZERO, None)
+            .await
+        {
+            Ok(_) | Err(Error::PopReceiptMismatch { .. } | Error::MessageNotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    result.map(|()| seen.len() as u64)
 }
