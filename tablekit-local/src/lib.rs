@@ -23,7 +23,8 @@
 //! use tablekit_local::LocalStorage;
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {
-//! let dir = std::env::temp_dir().join(format!("tablekit-doc-{}", std::process::id()));
+//! # let temporary = tempfile::tempdir().expect("a temporary directory");
+//! # let dir = temporary.path().join("data");
 //! {
 //!     let store = LocalStorage::open(&dir)?;
 //!     store.create_table("orders").await?;
@@ -33,8 +34,6 @@
 //! let store = LocalStorage::open(&dir)?;
 //! let order = store.get_entity("orders", "customer1", "order1", &Default::default()).await?;
 //! assert_eq!(order.get("Total"), Some(&12.5.into()));
-//! # drop(store);
-//! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok(())
 //! # }
 //! ```

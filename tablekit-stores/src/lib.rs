@@ -20,15 +20,13 @@
 //! use tablekit_stores::Stores;
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {
-//! # let dir = std::env::temp_dir().join(format!("tablekit-stores-doc-{}", std::process::id()));
-//! # let connection = format!("UseLocalStorage={}", dir.display());
+//! # let dir = tempfile::tempdir().expect("a temporary directory");
+//! # let connection = format!("UseLocalStorage={}", dir.path().display());
 //! // connection = "UseLocalStorage=./data", from the program's settings
 //! let stores = Stores::open(&connection)?;
 //! println!("data in {}", stores.location());
 //! stores.tables.create_table("orders").await?;
 //! stores.tables.insert_entity("orders", &Entity::new("customer1", "order1")).await?;
-//! # drop(stores);
-//! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok(())
 //! # }
 //! ```
