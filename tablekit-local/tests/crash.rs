@@ -8,7 +8,8 @@
 //! - every acknowledged message not acknowledged as deleted is still
 //!   delivered.
 //!
-//! 200 kills by default; `TABLEKIT_CRASH_KILLS=1000 cargo test -p
+//! First, another process opening the store this one holds is refused with
+//! a clear error. Then 200 kills by default; `TABLEKIT_CRASH_KILLS=1000 cargo test -p
 //! tablekit-local --test crash` runs the long form. A test of its own main
 //! (`harness = false`), since the same binary is the child.
 
@@ -27,6 +28,8 @@ use tablekit::{
 use tablekit_local::LocalStorage;
 
 const CHILD: &str = "TABLEKIT_CRASH_CHILD";
+/// The child that only tries to open a store another process holds.
+const PROBE: &str = "TABLEKIT_CRASH_PROBE";
 const RUN: &str = "TABLEKIT_CRASH_RUN";
 const TABLE: &str = "crashes";
 const CONTAINER: &str = "crashes";
@@ -271,7 +274,43 @@ fn parent(kills: u32) {
     );
 }
 
+/// Another process opening a store this one holds gets a clear error, and
+/// the store is whole afterwards.
+fn a_second_process_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = LocalStorage::open(dir.path()).unwrap();
+    runtime.block_on(store.create_table(TABLE)).unwrap();
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(PROBE, dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("Locked") && said.contains("in use by another process"),
+        "the second process was told: {said}"
+    );
+    let rows = runtime
+        .block_on(store.query_all(TABLE, Query::new()))
+        .unwrap();
+    assert!(rows.is_empty());
+    println!("a second process opening the store: {}", said.trim());
+}
+
 fn main() {
+    if let Some(dir) = std::env::var_os(PROBE) {
+        match LocalStorage::open(Path::new(&dir)) {
+            Ok(_) => println!("opened"),
+            Err(e) => match &e {
+                tablekit::Error::Storage { failure, .. } => println!("{failure:?}: {e}"),
+                other => println!("{other:?}"),
+            },
+        }
+        return;
+    }
     if let Some(dir) = std::env::var_os(CHILD) {
         let run = std::env::var(RUN).unwrap().parse().unwrap();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -302,6 +341,7 @@ fn main() {
         .and_then(|k| k.parse().ok())
         .unwrap_or(200);
     let started = std::time::Instant::now();
+    a_second_process_is_refused();
     parent(kills);
     println!(
         "test kills_lose_nothing_acknowledged ... ok ({:.1} s)",
