@@ -536,3 +536,34 @@ async fn table_listings_by_prefix_send_a_name_range() {
     assert!(mock.client.list_tables(&hostile).await.is_err());
     assert_eq!(mock.seen().len(), 1, "nothing more was sent");
 }
+
+/// Cosmos DB for Table throttles with 429 and says how long to wait in
+/// milliseconds (`x-ms-retry-after-ms`), which wins over `Retry-After`.
+#[tokio::test]
+async fn cosmos_throttling_reports_its_wait_in_milliseconds() {
+    let busy = respond(
+        "429 Too Many Requests",
+        &[
+            ("x-ms-error-code", "TooManyRequests"),
+            ("x-ms-retry-after-ms", "250"),
+            ("Retry-After", "9"),
+        ],
+        "",
+    );
+    let once = ClientOptions::tables().retry(RetryPolicy {
+        max_attempts: 1,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(1),
+    });
+    let mock = Mock::start_with(vec![busy], once).await;
+    match mock
+        .client
+        .get_entity("tbl", "p", "r", &GetOptions::default())
+        .await
+    {
+        Err(Error::Throttled { retry_after }) => {
+            assert_eq!(retry_after, Some(Duration::from_millis(250)));
+        }
+        other => panic!("expected Throttled, got {other:?}"),
+    }
+}
