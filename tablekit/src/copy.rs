@@ -413,7 +413,7 @@ impl RowWriter<'_> {
     async fn write(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
         // Rows of one partition, in transactions of at most 100 that fit
         // the payload limit.
-        let mut groups: Vec<Vec<Entity>> = Vec::new();
+        let mut groups: Vec<Vec<BatchOperation>> = Vec::new();
         let mut by_partition: BTreeMap<String, Vec<Entity>> = BTreeMap::new();
         for mut row in rows {
             row.etag = None;
@@ -424,20 +424,26 @@ impl RowWriter<'_> {
                 .push(row);
         }
         for (_, rows) in by_partition {
-            let mut group: Vec<Entity> = Vec::new();
+            let mut group: Vec<BatchOperation> = Vec::new();
             let mut size = 0;
             for row in rows {
-                let op_size = crate::backend::checks::operation_payload_bound(
-                    &BatchOperation::Insert(row.clone()),
-                );
-                if group.len() == crate::validate::limits::MAX_BATCH_OPERATIONS
-                    || size + op_size > crate::validate::limits::MAX_BATCH_PAYLOAD
+                let op = match self.conflict {
+                    Conflict::Overwrite => BatchOperation::Upsert {
+                        entity: row,
+                        mode: UpdateMode::Replace,
+                    },
+                    Conflict::Fail | Conflict::Skip => BatchOperation::Insert(row),
+                };
+                let op_size = crate::backend::checks::operation_payload_bound(&op);
+                if !group.is_empty()
+                    && (group.len() == crate::validate::limits::MAX_BATCH_OPERATIONS
+                        || size + op_size > crate::validate::limits::MAX_BATCH_PAYLOAD)
                 {
                     groups.push(std::mem::take(&mut group));
                     size = 0;
                 }
                 size += op_size;
-                group.push(row);
+                group.push(op);
             }
             if !group.is_empty() {
                 groups.push(group);
@@ -455,19 +461,9 @@ impl RowWriter<'_> {
         Ok(total)
     }
 
-    async fn write_group(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
-        let ops: Vec<BatchOperation> = rows
-            .iter()
-            .map(|row| match self.conflict {
-                Conflict::Overwrite => BatchOperation::Upsert {
-                    entity: row.clone(),
-                    mode: UpdateMode::Replace,
-                },
-                Conflict::Fail | Conflict::Skip => BatchOperation::Insert(row.clone()),
-            })
-            .collect();
+    async fn write_group(&self, ops: Vec<BatchOperation>) -> Result<WriteCounts> {
         let mut attempt = 0;
-        let key = format!("{}\u{0}{}", self.table, rows[0].partition_key);
+        let key = format!("{}\u{0}{}", self.table, ops[0].keys().0);
         loop {
             if let Some(pacing) = self.pacing {
                 Pacing::wait(pacing.reserve(&key, ops.len())).await;
@@ -485,7 +481,7 @@ impl RowWriter<'_> {
                 Err(Error::BatchFailed { source, .. })
                     if matches!(*source, Error::EntityAlreadyExists { .. }) =>
                 {
-                    return self.write_one_by_one(rows).await;
+                    return self.write_one_by_one(ops).await;
                 }
                 Err(Error::Throttled { retry_after }) if attempt < Pacing::MAX_THROTTLED => {
                     if let Some(pacing) = self.pacing {
@@ -501,8 +497,13 @@ impl RowWriter<'_> {
 
     /// A transaction met rows already there: each row on its own, by the
     /// conflict policy.
-    async fn write_one_by_one(&self, rows: Vec<Entity>) -> Result<WriteCounts> {
+    async fn write_one_by_one(&self, ops: Vec<BatchOperation>) -> Result<WriteCounts> {
         let mut counts = WriteCounts::default();
+        let rows = ops.into_iter().filter_map(|op| match op {
+            BatchOperation::Insert(entity) | BatchOperation::Upsert { entity, .. } => Some(entity),
+            // A copy writes only inserts and upserts.
+            BatchOperation::Update { .. } | BatchOperation::Delete { .. } => None,
+        });
         for row in rows {
             match self.target.insert_entity(self.table, &row).await {
                 Ok(_) => counts.written += 1,
