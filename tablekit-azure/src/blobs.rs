@@ -240,13 +240,7 @@ impl BlobStore for AzureBlobs {
             call.query.push(("prefix", prefix.clone()));
         }
         if let Some(max) = options.max_results {
-            if max == 0 || max > 5000 {
-                return Err(tablekit::InvalidInput::TopOutOfRange {
-                    top: max,
-                    max: 5000,
-                }
-                .into());
-            }
+            tablekit::validate::list_page_size(Some(max))?;
             call.query.push(("maxresults", max.to_string()));
         }
         if let Some(marker) = &options.marker {

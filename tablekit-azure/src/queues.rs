@@ -27,9 +27,6 @@ use crate::url;
 /// The Queue service version spoken.
 pub const QUEUE_VERSION: &str = "2021-08-06";
 
-/// Most queues in one listing page.
-const MAX_LIST_RESULTS: u32 = 5000;
-
 /// A Queue service account as a [`QueueStore`]. Clones share one
 /// connection pool.
 ///
@@ -256,13 +253,7 @@ impl QueueStore for AzureQueues {
             call.query.push(("prefix", prefix.clone()));
         }
         if let Some(max) = options.max_results {
-            if max == 0 || max > MAX_LIST_RESULTS {
-                return Err(tablekit::InvalidInput::TopOutOfRange {
-                    top: max,
-                    max: MAX_LIST_RESULTS,
-                }
-                .into());
-            }
+            tablekit::validate::list_page_size(Some(max))?;
             call.query.push(("maxresults", max.to_string()));
         }
         if let Some(marker) = &options.marker {

@@ -34,22 +34,6 @@ fn blob_key(container: &str, name: &str) -> String {
     format!("{container}/{name}")
 }
 
-/// Most names in one listing page, as on the services.
-pub(crate) const MAX_LIST_RESULTS: u32 = 5000;
-
-/// The size of a listing page: `max_results`, 1 to 5,000 (the default).
-pub(crate) fn page_limit(max_results: Option<u32>) -> Result<usize> {
-    let limit = max_results.unwrap_or(MAX_LIST_RESULTS);
-    if limit == 0 || limit > MAX_LIST_RESULTS {
-        return Err(tablekit::InvalidInput::TopOutOfRange {
-            top: limit,
-            max: MAX_LIST_RESULTS,
-        }
-        .into());
-    }
-    Ok(limit as usize)
-}
-
 /// A blob's properties as stored: ETag number, MD5, write time, length.
 fn encode_properties(version: i64, md5: &[u8; 16], written: DateTime, len: u64) -> Vec<u8> {
     [
@@ -295,7 +279,7 @@ impl BlobStore for LocalStorage {
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
         validate::container_name(container)?;
-        let limit = page_limit(options.max_results)?;
+        let limit = validate::list_page_size(options.max_results)? as usize;
         let txn = self.begin_read()?;
         let containers = txn
             .open_table(CONTAINERS)

@@ -16,7 +16,6 @@ use tablekit::validate;
 use tablekit::{DateTime, Error, InvalidInput, Result};
 
 use crate::LocalStorage;
-use crate::blobs::page_limit;
 
 /// How long a deleted queue's name cannot be used again.
 const QUEUE_DELETION_DELAY: Duration = Duration::from_secs(30);
@@ -291,7 +290,7 @@ impl QueueStore for LocalStorage {
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        let limit = page_limit(options.max_results)?;
+        let limit = validate::list_page_size(options.max_results)? as usize;
         let prefix = options.prefix.as_deref().unwrap_or("");
         let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
         let txn = self.begin_read()?;

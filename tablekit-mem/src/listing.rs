@@ -4,10 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use tablekit::{InvalidInput, Result};
-
-/// Most names in one listing page, as on the services.
-const MAX_LIST_RESULTS: u32 = 5000;
+use tablekit::Result;
 
 /// A page's entries, and the name the next page starts at.
 pub(crate) type Page<'m, V> = (Vec<(&'m String, &'m V)>, Option<String>);
@@ -21,14 +18,7 @@ pub(crate) fn page<'m, V>(
     marker: Option<&str>,
     max_results: Option<u32>,
 ) -> Result<Page<'m, V>> {
-    let limit = max_results.unwrap_or(MAX_LIST_RESULTS);
-    if limit == 0 || limit > MAX_LIST_RESULTS {
-        return Err(InvalidInput::TopOutOfRange {
-            top: limit,
-            max: MAX_LIST_RESULTS,
-        }
-        .into());
-    }
+    let limit = tablekit::validate::list_page_size(max_results)?;
     let prefix = prefix.unwrap_or("");
     let start = marker.unwrap_or(prefix).max(prefix);
     let mut entries = Vec::new();

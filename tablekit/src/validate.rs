@@ -44,6 +44,8 @@ use crate::value::{Value, ValueRef};
 
 /// The store's limits, as constants.
 pub mod limits {
+    /// Most names in one page of a blob or queue listing (and the default).
+    pub const MAX_LIST_RESULTS: u32 = 5000;
     /// Longest PartitionKey or RowKey, in UTF-16 code units (1 KiB).
     pub const MAX_KEY_UTF16: usize = 512;
     /// Most custom properties of one entity (255 less PartitionKey, RowKey, Timestamp).
@@ -119,6 +121,22 @@ pub fn table_prefix(prefix: &str) -> Result<(), InvalidInput> {
         name: prefix.to_owned(),
         reason: "a table name prefix may hold only ASCII letters and digits",
     })
+}
+
+/// Checks the page size of a blob or queue listing (`maxresults`, 1 to
+/// 5,000) and returns it, 5,000 when none is given.
+///
+/// # Errors
+/// [`InvalidInput::TopOutOfRange`] for 0 or more than 5,000.
+pub fn list_page_size(max_results: Option<u32>) -> Result<u32, InvalidInput> {
+    let size = max_results.unwrap_or(limits::MAX_LIST_RESULTS);
+    if size == 0 || size > limits::MAX_LIST_RESULTS {
+        return Err(InvalidInput::TopOutOfRange {
+            top: size,
+            max: limits::MAX_LIST_RESULTS,
+        });
+    }
+    Ok(size)
 }
 
 /// Whether the store refuses `c` in a PartitionKey or RowKey.
