@@ -876,7 +876,7 @@ async fn remote_rows_in_step<T: TableEntity>(
             .query_all(table, Query::new().filter(filter))
             .await
             .map_err(|e| e.to_string())?;
-        for def in T::REMOTE_INDEXES {
+        for def in tablekit::index::remote_indexes::<T>() {
             let (index_table, partition) = def.place(table, pk);
             places.push((def, index_table, partition));
         }
@@ -885,7 +885,7 @@ async fn remote_rows_in_step<T: TableEntity>(
             .filter(|r| tablekit::schema::is_kind::<T>(r) && !outbox::is_bookkeeping_row(r))
         {
             let value: T = tablekit::schema::from_entity(row).map_err(|e| e.to_string())?;
-            for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+            for (i, def) in tablekit::index::remote_indexes::<T>().iter().enumerate() {
                 let key = tablekit::__conformance::remote_index_key(&value, i, &row.row_key)
                     .map_err(|e| e.to_string())?;
                 if key.is_empty() {
@@ -916,7 +916,7 @@ async fn remote_rows_in_step<T: TableEntity>(
                 .map(|(_, rk)| format!("{rk}\n"))
                 .collect::<String>(),
         );
-        if T::KIND_PROPERTIES {
+        if T::DESCRIPTOR.kind_properties {
             row.insert("_Index", members[0].0);
         }
         expected.insert((index_table, partition, key), row);

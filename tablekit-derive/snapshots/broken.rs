@@ -11,12 +11,9 @@ const _: () = {
         type RowKey = ();
         type Columns = ();
         type Indexes = ();
-        const TABLE: &'static str = "";
-        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
-        const VERSION: u32 = 1;
-        const MIN_VERSION: u32 = 1;
-        const PARTITION_KEY_FIELDS: &'static str = "";
-        const ROW_KEY_FIELDS: &'static str = "";
+        const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor::new(
+            "",
+        );
         fn partition_key(&self) -> Self::PartitionKey {
             ::core::unreachable!()
         }
@@ -27,11 +24,6 @@ const _: () = {
         fn write_row_key(&self, _: &mut ::tablekit::__private::String) {}
         fn columns() {}
         fn indexes() {}
-        fn property_names(
-            _: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) -> bool {
-            true
-        }
         fn write_properties<
             __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,
         >(

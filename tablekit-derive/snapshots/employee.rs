@@ -15,27 +15,31 @@ const _: () = {
         type PartitionKey = String;
         type RowKey = u32;
         type Columns = EmployeeColumns;
-        const TABLE: &'static str = "Staff";
-        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
-            "EMP",
-        );
-        const ROW_KEY_LAYOUT: ::tablekit::__private::RowKeyLayout = ::tablekit::__private::RowKeyLayout::kind(
-            "EMP",
-        );
-        const VERSION: u32 = 1u32;
-        const MIN_VERSION: u32 = 1u32;
-        const PARTITION_KEY_FIELDS: &'static str = "department";
-        const ROW_KEY_FIELDS: &'static str = "id";
-        const WIDE: bool = false;
-        const SHARDS: u16 = 1;
-        const BUCKETS: ::tablekit::__private::Option<::tablekit::__private::Period> = ::tablekit::__private::None;
-        const BUCKET_PROPERTY: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
-        const BUCKET_IN_KEY: bool = false;
-        const KIND_PROPERTIES: bool = true;
-        const WRITABLE: bool = true;
-        const CHECKED_NAMES: bool = true;
-        const FIELD_NAMES: &'static [&'static str] = &["name", "tags", "level"];
-        const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor {
+            table: "Staff",
+            kind: ::tablekit::__private::Some("EMP"),
+            row_key_layout: ::tablekit::__private::RowKeyLayout::kind("EMP"),
+            version: 1u32,
+            min_version: 1u32,
+            partition_key_fields: "department",
+            row_key_fields: "id",
+            wide: false,
+            kind_properties: true,
+            checked_names: true,
+            field_names: &["name", "tags", "level"],
+            property_names: |
+                __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+            | -> bool {
+                let mut __complete = true;
+                __names.push(::tablekit::__private::String::from("name"));
+                __names.push(::tablekit::__private::String::from("tags"));
+                __names.push(::tablekit::__private::String::from("level"));
+                __complete
+            },
+            partitions: ::tablekit::__private::None,
+            parts: &[],
+            base: ::tablekit::__private::None,
+        };
         type Indexes = ();
         fn indexes() -> Self::Indexes {}
         fn member_slot(__name: &str) -> ::tablekit::__private::MemberSlot {
@@ -73,11 +77,13 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
+            let __layout: &::tablekit::__private::RowKeyLayout = const {
+                &<Self as ::tablekit::__private::TableEntity>::DESCRIPTOR.row_key_layout
+            };
             const {
                 ::core::assert!(
                     ! (< u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    ::tablekit::__private::TableEntity > ::DESCRIPTOR.row_key_layout
                     .heads_collection()),
                     "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
                 )
@@ -98,15 +104,6 @@ const _: () = {
             EmployeeColumns {
                 name: ::tablekit::__private::Column::new("name"),
             }
-        }
-        fn property_names(
-            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) -> bool {
-            let mut __complete = true;
-            __names.push(::tablekit::__private::String::from("name"));
-            __names.push(::tablekit::__private::String::from("tags"));
-            __names.push(::tablekit::__private::String::from("level"));
-            __complete
         }
         fn write_properties<
             __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,

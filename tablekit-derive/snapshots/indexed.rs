@@ -36,31 +36,54 @@ const _: () = {
         type PartitionKey = String;
         type RowKey = u32;
         type Columns = EmployeeColumns;
-        const TABLE: &'static str = "Staff";
-        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
-            "EMP",
-        );
-        const ROW_KEY_LAYOUT: ::tablekit::__private::RowKeyLayout = ::tablekit::__private::RowKeyLayout::kind(
-            "EMP",
-        );
-        const VERSION: u32 = 1u32;
-        const MIN_VERSION: u32 = 1u32;
-        const PARTITION_KEY_FIELDS: &'static str = "department";
-        const ROW_KEY_FIELDS: &'static str = "id";
-        const WIDE: bool = false;
-        const SHARDS: u16 = 1;
-        const BUCKETS: ::tablekit::__private::Option<::tablekit::__private::Period> = ::tablekit::__private::None;
-        const BUCKET_PROPERTY: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
-        const BUCKET_IN_KEY: bool = false;
-        const KIND_PROPERTIES: bool = true;
-        const WRITABLE: bool = true;
-        const CHECKED_NAMES: bool = true;
-        const FIELD_NAMES: &'static [&'static str] = &[
-            "email",
-            "last_name",
-            "first_name",
-        ];
-        const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor {
+            table: "Staff",
+            kind: ::tablekit::__private::Some("EMP"),
+            row_key_layout: ::tablekit::__private::RowKeyLayout::kind("EMP"),
+            version: 1u32,
+            min_version: 1u32,
+            partition_key_fields: "department",
+            row_key_fields: "id",
+            wide: false,
+            kind_properties: true,
+            checked_names: true,
+            field_names: &["email", "last_name", "first_name"],
+            property_names: |
+                __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+            | -> bool {
+                let mut __complete = true;
+                __names.push(::tablekit::__private::String::from("email"));
+                __names.push(::tablekit::__private::String::from("last_name"));
+                __names.push(::tablekit::__private::String::from("first_name"));
+                __complete
+            },
+            partitions: ::tablekit::__private::None,
+            parts: &[
+                &::tablekit::__private::IndexPart {
+                    local: &[
+                        ::tablekit::__private::IndexDef {
+                            name: "email",
+                            layout: ::tablekit::__private::RowKeyLayout::kind("email"),
+                            unique: true,
+                            fields: "email",
+                            copy: ::tablekit::__private::None,
+                            list: false,
+                        },
+                        ::tablekit::__private::IndexDef {
+                            name: "name",
+                            layout: ::tablekit::__private::RowKeyLayout::kind("EMP.name")
+                                .opened(),
+                            unique: false,
+                            fields: "last_name, first_name",
+                            copy: ::tablekit::__private::Some(&["email"]),
+                            list: false,
+                        },
+                    ],
+                    remote: &[],
+                },
+            ],
+            base: ::tablekit::__private::None,
+        };
         type Indexes = EmployeeIndexes;
         fn indexes() -> Self::Indexes {
             EmployeeIndexes {
@@ -68,24 +91,6 @@ const _: () = {
                 name: ::tablekit::__private::Index::new(1usize),
             }
         }
-        const INDEXES: &'static [::tablekit::__private::IndexDef] = &[
-            ::tablekit::__private::IndexDef {
-                name: "email",
-                layout: ::tablekit::__private::RowKeyLayout::kind("email"),
-                unique: true,
-                fields: "email",
-                copy: ::tablekit::__private::None,
-                list: false,
-            },
-            ::tablekit::__private::IndexDef {
-                name: "name",
-                layout: ::tablekit::__private::RowKeyLayout::kind("EMP.name").opened(),
-                unique: false,
-                fields: "last_name, first_name",
-                copy: ::tablekit::__private::Some(&["email"]),
-                list: false,
-            },
-        ];
         fn write_index_key(
             &self,
             __index: usize,
@@ -98,8 +103,7 @@ const _: () = {
                         String,
                     >::write_laid_out(
                         &__v0,
-                        &<Self as ::tablekit::__private::TableEntity>::INDEXES[0usize]
-                            .layout,
+                        &const { ::tablekit::__private::RowKeyLayout::kind("email") },
                         __out,
                     )
                 }
@@ -116,21 +120,13 @@ const _: () = {
                         (String, String),
                     >::write_laid_out(
                         &(__v0, __v1),
-                        &<Self as ::tablekit::__private::TableEntity>::INDEXES[1usize]
-                            .layout,
+                        &const {
+                            ::tablekit::__private::RowKeyLayout::kind("EMP.name")
+                                .opened()
+                        },
                         __out,
                     )
                 }
-                _ => {}
-            }
-        }
-        const REMOTE_INDEXES: &'static [::tablekit::__private::RemoteIndexDef] = &[];
-        fn write_remote_index_key(
-            &self,
-            __index: usize,
-            __out: &mut ::tablekit::__private::String,
-        ) {
-            match __index {
                 _ => {}
             }
         }
@@ -169,11 +165,13 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
+            let __layout: &::tablekit::__private::RowKeyLayout = const {
+                &<Self as ::tablekit::__private::TableEntity>::DESCRIPTOR.row_key_layout
+            };
             const {
                 ::core::assert!(
                     ! (< u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    ::tablekit::__private::TableEntity > ::DESCRIPTOR.row_key_layout
                     .heads_collection()),
                     "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
                 )
@@ -196,15 +194,6 @@ const _: () = {
                 last_name: ::tablekit::__private::Column::new("last_name"),
                 first_name: ::tablekit::__private::Column::new("first_name"),
             }
-        }
-        fn property_names(
-            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) -> bool {
-            let mut __complete = true;
-            __names.push(::tablekit::__private::String::from("email"));
-            __names.push(::tablekit::__private::String::from("last_name"));
-            __names.push(::tablekit::__private::String::from("first_name"));
-            __complete
         }
         fn write_properties<
             __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,

@@ -17,27 +17,36 @@ const _: () = {
         type PartitionKey = String;
         type RowKey = (u32, u16);
         type Columns = ReviewColumns;
-        const TABLE: &'static str = "Reviews";
-        const KIND: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::Some(
-            "REV",
-        );
-        const ROW_KEY_LAYOUT: ::tablekit::__private::RowKeyLayout = ::tablekit::__private::RowKeyLayout::kind(
-            "REV",
-        );
-        const VERSION: u32 = 2u32;
-        const MIN_VERSION: u32 = 2u32;
-        const PARTITION_KEY_FIELDS: &'static str = "department";
-        const ROW_KEY_FIELDS: &'static str = "employee, year";
-        const WIDE: bool = false;
-        const SHARDS: u16 = 1;
-        const BUCKETS: ::tablekit::__private::Option<::tablekit::__private::Period> = ::tablekit::__private::None;
-        const BUCKET_PROPERTY: ::tablekit::__private::Option<&'static str> = ::tablekit::__private::None;
-        const BUCKET_IN_KEY: bool = false;
-        const KIND_PROPERTIES: bool = true;
-        const WRITABLE: bool = true;
-        const CHECKED_NAMES: bool = false;
-        const FIELD_NAMES: &'static [&'static str] = &["Score", "Text", "Tags"];
-        const BLOB_FIELDS: &'static [::tablekit::__private::BlobField] = &[];
+        const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor {
+            table: "Reviews",
+            kind: ::tablekit::__private::Some("REV"),
+            row_key_layout: ::tablekit::__private::RowKeyLayout::kind("REV"),
+            version: 2u32,
+            min_version: 2u32,
+            partition_key_fields: "department",
+            row_key_fields: "employee, year",
+            wide: false,
+            kind_properties: true,
+            checked_names: false,
+            field_names: &["Score", "Text", "Tags"],
+            property_names: |
+                __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
+            | -> bool {
+                let mut __complete = true;
+                __names.push(::tablekit::__private::String::from("Score"));
+                __names.push(::tablekit::__private::String::from("Text"));
+                __names.push(::tablekit::__private::String::from("Tags"));
+                __complete
+                    &= <Person as ::tablekit::__private::TableFields>::field_names(
+                        "By_",
+                        __names,
+                    );
+                __complete
+            },
+            partitions: ::tablekit::__private::None,
+            parts: &[],
+            base: ::tablekit::__private::None,
+        };
         type Indexes = ();
         fn indexes() -> Self::Indexes {}
         fn partition_key(&self) -> Self::PartitionKey {
@@ -61,7 +70,9 @@ const _: () = {
             >(&self.department, __out, true);
         }
         fn write_row_key(&self, __out: &mut ::tablekit::__private::String) {
-            let __layout = &<Self as ::tablekit::__private::TableEntity>::ROW_KEY_LAYOUT;
+            let __layout: &::tablekit::__private::RowKeyLayout = const {
+                &<Self as ::tablekit::__private::TableEntity>::DESCRIPTOR.row_key_layout
+            };
             const {
                 ::core::assert!(
                     ! < u32 as ::tablekit::__private::KeyPart > ::LAST_ONLY,
@@ -70,8 +81,8 @@ const _: () = {
             };
             const {
                 ::core::assert!(
-                    < Self as ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
-                    .fits:: < u32 > (0usize, 2usize),
+                    < Self as ::tablekit::__private::TableEntity > ::DESCRIPTOR
+                    .row_key_layout.fits:: < u32 > (0usize, 2usize),
                     "in a RowKey template only the last key field may vary in width (a string): put it last, or give the fields before it fixed widths (integers, `Padded`, timestamps, UUIDs)"
                 )
             };
@@ -88,7 +99,7 @@ const _: () = {
             const {
                 ::core::assert!(
                     ! (< u16 as ::tablekit::__private::KeyPart > ::LAST_ONLY && < Self as
-                    ::tablekit::__private::TableEntity > ::ROW_KEY_LAYOUT
+                    ::tablekit::__private::TableEntity > ::DESCRIPTOR.row_key_layout
                     .heads_collection()),
                     "this key field's type has no end of its own, so it cannot end the key of a kind that heads a `collection` (the keys of nested rows go on after it)"
                 )
@@ -118,20 +129,6 @@ const _: () = {
                 score: ::tablekit::__private::Column::new("Score"),
                 comment: ::tablekit::__private::Column::new("Text"),
             }
-        }
-        fn property_names(
-            __names: &mut ::tablekit::__private::Vec<::tablekit::__private::String>,
-        ) -> bool {
-            let mut __complete = true;
-            __names.push(::tablekit::__private::String::from("Score"));
-            __names.push(::tablekit::__private::String::from("Text"));
-            __names.push(::tablekit::__private::String::from("Tags"));
-            __complete
-                &= <Person as ::tablekit::__private::TableFields>::field_names(
-                    "By_",
-                    __names,
-                );
-            __complete
         }
         fn write_properties<
             __S: ::tablekit::__private::PropertySink + ?::core::marker::Sized,

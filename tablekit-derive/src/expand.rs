@@ -65,12 +65,7 @@ fn fallback(
                 type RowKey = #rk_type;
                 type Columns = ();
                 type Indexes = ();
-                const TABLE: &'static str = "";
-                const KIND: #tk::Option<&'static str> = #tk::None;
-                const VERSION: u32 = 1;
-                const MIN_VERSION: u32 = 1;
-                const PARTITION_KEY_FIELDS: &'static str = "";
-                const ROW_KEY_FIELDS: &'static str = "";
+                const DESCRIPTOR: #tk::EntityDescriptor = #tk::EntityDescriptor::new("");
                 fn partition_key(&self) -> Self::PartitionKey {
                     ::core::unreachable!()
                 }
@@ -81,9 +76,6 @@ fn fallback(
                 fn write_row_key(&self, _: &mut #tk::String) {}
                 fn columns() {}
                 fn indexes() {}
-                fn property_names(_: &mut #tk::Vec<#tk::String>) -> bool {
-                    true
-                }
                 fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, _: &mut __S) -> #tk::Result<(), #tk::Error> {
                     ::core::unreachable!()
                 }
@@ -271,7 +263,7 @@ impl Expansion<'_> {
     /// The initializer of each non-key field when reading.
     fn read_initializers(&self) -> Vec<TokenStream> {
         let tk = &self.tk;
-        // Each single-property field's position in `FIELD_NAMES`: an
+        // Each single-property field's position in the descriptor's `field_names`: an
         // entity's reader passes it as a hint to the source.
         let mut index = 0usize;
         self.cont
@@ -393,7 +385,7 @@ fn key_part_checks(
     let ty = fields[i].ty;
     let arity = fields.len();
     let last = i + 1 == arity;
-    let layout = quote!(<Self as #tk::TableEntity>::ROW_KEY_LAYOUT);
+    let layout = quote!(<Self as #tk::TableEntity>::DESCRIPTOR.row_key_layout);
     let only_last = if !last {
         quote_spanned! {ty.span()=>
             const { ::core::assert!(!<#ty as #tk::KeyPart>::LAST_ONLY, "this key field's type can only be the last key field (its text has no end of its own)") };
@@ -426,7 +418,7 @@ fn key_part_checks(
 }
 
 /// The body of `write_row_key`: the key fields with the kind tags (or the
-/// template's texts) of `ROW_KEY_LAYOUT` around them, and the checks that a
+/// template's texts) of the descriptor's `row_key_layout` around them, and the checks that a
 /// `parent` fits.
 fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) -> TokenStream {
     let arity = fields.len();
@@ -445,11 +437,11 @@ fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) 
         quote_spanned! {span=>
             const {
                 ::core::assert!(
-                    <#parent as #tk::TableEntity>::ROW_KEY_LAYOUT.heads_collection(),
+                    <#parent as #tk::TableEntity>::DESCRIPTOR.row_key_layout.heads_collection(),
                     "`parent` names a kind that heads no collection: add `collection` to its #[tablekit(...)]"
                 );
                 ::core::assert!(
-                    #tk::str_eq(<#parent as #tk::TableEntity>::TABLE, <Self as #tk::TableEntity>::TABLE),
+                    #tk::str_eq(<#parent as #tk::TableEntity>::DESCRIPTOR.table, <Self as #tk::TableEntity>::DESCRIPTOR.table),
                     "a kind lives in the same `table` as its `parent`"
                 );
             };
@@ -459,7 +451,7 @@ fn write_row_key(tk: &TokenStream, cont: &Container<'_>, fields: &[&Field<'_>]) 
     });
     quote! {
         #parent_checks
-        let __layout = &<Self as #tk::TableEntity>::ROW_KEY_LAYOUT;
+        let __layout: &#tk::RowKeyLayout = const { &<Self as #tk::TableEntity>::DESCRIPTOR.row_key_layout };
         #(#parts)*
         __layout.write_tags(#arity, __out);
     }
@@ -606,16 +598,18 @@ fn expand_entity(
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let wide = cont.attrs.wide;
-    let shards = match (&cont.attrs.projection_of, &cont.attrs.shards) {
-        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::SHARDS),
+    let partitions = match (&cont.attrs.projection_of, &cont.attrs.shards) {
+        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::DESCRIPTOR.partitions),
         (None, Some((n, _))) => {
             let n = u16::try_from(*n).unwrap_or(u16::MAX);
-            quote!(#n)
+            quote!(#tk::Some(&#tk::ShardRule { shards: #n }))
         }
-        (None, None) => quote!(1),
+        (None, None) => quote!(#tk::None),
     };
-    let buckets = match (&cont.attrs.projection_of, &cont.attrs.buckets) {
-        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKETS),
+    let bucket_field = cont.fields.iter().find(|f| f.bucket.is_some());
+    // The bucket part: its own for a kind with `buckets`; a projection
+    // finds its entity's through the descriptor's `base`.
+    let bucket_part = match (&cont.attrs.projection_of, &cont.attrs.buckets) {
         (None, Some((period, _))) => {
             let variant = format_ident!(
                 "{}",
@@ -625,26 +619,20 @@ fn expand_entity(
                     _ => "Day",
                 }
             );
-            quote!(#tk::Some(#tk::Period::#variant))
+            let property = match bucket_field {
+                Some(f) if matches!(f.role, Role::Property) => {
+                    let name = &f.stored_name;
+                    quote!(#tk::Some(#name))
+                }
+                _ => quote!(#tk::None),
+            };
+            let in_key = bucket_field
+                .is_some_and(|f| matches!(f.role, Role::PartitionKey(_) | Role::RowKey(_)));
+            Some(
+                quote!(&#tk::BucketPart { period: #tk::Period::#variant, property: #property, in_key: #in_key }),
+            )
         }
-        (None, None) => quote!(#tk::None),
-    };
-    let bucket_field = cont.fields.iter().find(|f| f.bucket.is_some());
-    let bucket_property = match (&cont.attrs.projection_of, bucket_field) {
-        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKET_PROPERTY),
-        (None, Some(f)) if matches!(f.role, Role::Property) => {
-            let name = &f.stored_name;
-            quote!(#tk::Some(#name))
-        }
-        _ => quote!(#tk::None),
-    };
-    let bucket_in_key = match (&cont.attrs.projection_of, bucket_field) {
-        (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::BUCKET_IN_KEY),
-        (None, Some(f)) => {
-            let in_key = matches!(f.role, Role::PartitionKey(_) | Role::RowKey(_));
-            quote!(#in_key)
-        }
-        (None, None) => quote!(false),
+        _ => None,
     };
     let bucket_time = bucket_field.map(|f| {
         let (ident, span) = (f.ident, f.ty.span());
@@ -657,7 +645,7 @@ fn expand_entity(
     let layout = match (&cont.attrs.kind, &cont.attrs.parent) {
         (Some(kind), Some((parent, _))) => {
             let kind = kind.value();
-            quote!(<#parent as #tk::TableEntity>::ROW_KEY_LAYOUT.nested(#kind, <<#parent as #tk::TableEntity>::RowKey as #tk::KeyTuple>::ARITY))
+            quote!(<#parent as #tk::TableEntity>::DESCRIPTOR.row_key_layout.nested(#kind, <<#parent as #tk::TableEntity>::RowKey as #tk::KeyTuple>::ARITY))
         }
         (Some(kind), None) => {
             let kind = kind.value();
@@ -710,26 +698,23 @@ fn expand_entity(
     // What a projection takes from its entity, and the checks that its
     // fields and keys are the entity's.
     let entity_const = |name: TokenStream, own: TokenStream| match projection {
-        Some(entity) => quote!(<#entity as #tk::TableEntity>::#name),
+        Some(entity) => quote!(<#entity as #tk::TableEntity>::DESCRIPTOR.#name),
         None => own,
     };
-    let table = entity_const(quote!(TABLE), quote!(#table));
-    let kind = entity_const(quote!(KIND), kind);
-    let layout = entity_const(quote!(ROW_KEY_LAYOUT), layout);
-    let version = entity_const(quote!(VERSION), quote!(#version));
+    let table = entity_const(quote!(table), quote!(#table));
+    let kind = entity_const(quote!(kind), kind);
+    let layout = entity_const(quote!(row_key_layout), layout);
+    let version = entity_const(quote!(version), quote!(#version));
     // A type that upgrades an older one reads that one's versions too.
     let min_version = match (&cont.attrs.upgrade_from, &cont.attrs.min_version) {
-        (Some((old, _)), None) => quote!(<#old as #tk::TableEntity>::MIN_VERSION),
+        (Some((old, _)), None) => quote!(<#old as #tk::TableEntity>::DESCRIPTOR.min_version),
         _ => quote!(#min_version),
     };
-    let min_version = entity_const(quote!(MIN_VERSION), min_version);
-    let kind_properties = entity_const(quote!(KIND_PROPERTIES), quote!(#kind_properties));
-    // A projection of an entity with indexes reads; it never writes.
-    let writable = match projection {
-        Some(entity) => {
-            quote!(<#entity as #tk::TableEntity>::INDEXES.is_empty() && <#entity as #tk::TableEntity>::WRITABLE)
-        }
-        None => quote!(true),
+    let min_version = entity_const(quote!(min_version), min_version);
+    let kind_properties = entity_const(quote!(kind_properties), quote!(#kind_properties));
+    let base = match projection {
+        Some(entity) => quote!(#tk::Some(&<#entity as #tk::TableEntity>::DESCRIPTOR)),
+        None => quote!(#tk::None),
     };
     // A row of an older version is read as the older type, then converted;
     // the checks that both describe the same rows, each on the token.
@@ -740,7 +725,7 @@ fn expand_entity(
         };
         let span = tokens.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
         quote_spanned! {span=>
-            if #tk::stored_version(__props).is_some_and(|__v| __v <= i64::from(<#old as #tk::TableEntity>::VERSION)) {
+            if #tk::stored_version(__props).is_some_and(|__v| __v <= i64::from(<#old as #tk::TableEntity>::DESCRIPTOR.version)) {
                 let (__old_pk, __old_rk) = <Self as #tk::SameKeys<#old>>::old_keys(__pk, __rk);
                 let __old = <#old as #tk::TableEntity>::read_properties(__old_pk, __old_rk, __props)?;
                 return #tk::Ok(#convert);
@@ -751,9 +736,9 @@ fn expand_entity(
     let upgrade_checks = cont.attrs.upgrade_from.as_ref().map(|(old, tokens)| {
         let span = tokens.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
         quote_spanned! {span=>
-            const { ::core::assert!(#tk::str_eq(<#old as #tk::TableEntity>::TABLE, <Self as #tk::TableEntity>::TABLE), "`upgrade_from` names a type of another table: an upgrade reads rows of this table") };
-            const { ::core::assert!(match (<#old as #tk::TableEntity>::KIND, <Self as #tk::TableEntity>::KIND) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind") };
-            const { ::core::assert!(<#old as #tk::TableEntity>::VERSION < <Self as #tk::TableEntity>::VERSION, "`upgrade_from` names a type whose version is not lower: versions increase along an upgrade") };
+            const { ::core::assert!(#tk::str_eq(<#old as #tk::TableEntity>::DESCRIPTOR.table, <Self as #tk::TableEntity>::DESCRIPTOR.table), "`upgrade_from` names a type of another table: an upgrade reads rows of this table") };
+            const { ::core::assert!(match (<#old as #tk::TableEntity>::DESCRIPTOR.kind, <Self as #tk::TableEntity>::DESCRIPTOR.kind) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind") };
+            const { ::core::assert!(<#old as #tk::TableEntity>::DESCRIPTOR.version < <Self as #tk::TableEntity>::DESCRIPTOR.version, "`upgrade_from` names a type whose version is not lower: versions increase along an upgrade") };
         }
     });
     let projection_checks = projection.map(|entity| {
@@ -807,6 +792,32 @@ fn expand_entity(
         .collect();
     let pk_fields = field_list(&pk);
     let rk_fields = field_list(&rk);
+    let crate::indexes::Expanded {
+        handles: index_handles,
+        items: index_items,
+        part: index_part,
+    } = crate::indexes::expand(tk, cont, indexes);
+    // The parts the patterns need, each only when declared.
+    let blob_part = (!blob_fields.is_empty())
+        .then(|| quote!(&#tk::BlobFields { fields: &[#(#blob_fields),*] }));
+    let parts: Vec<TokenStream> = [blob_part, index_part, bucket_part]
+        .into_iter()
+        .flatten()
+        .collect();
+    // `Buckets<T>` takes a kind with `buckets`, and a projection (which
+    // `Buckets::new` refuses when its entity has none).
+    let bucketed = (cont.attrs.buckets.is_some() || projection.is_some()).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics #tk::Bucketed for #ident #ty_generics
+            where
+                Self: ::core::marker::Send + ::core::marker::Sync + 'static,
+                #(#predicates,)*
+            {
+                #bucket_time
+            }
+        }
+    });
 
     let columns_ident = format_ident!("{}Columns", ident);
     let columns: Vec<&Field<'_>> = cont
@@ -862,10 +873,6 @@ fn expand_entity(
     let marker_decl =
         generic.then(|| quote!(__marker: #tk::PhantomData<fn() -> #ident #ty_generics>,));
     let marker_init = generic.then(|| quote!(__marker: #tk::PhantomData,));
-    let crate::indexes::Expanded {
-        handles: index_handles,
-        items: index_items,
-    } = crate::indexes::expand(tk, cont, indexes);
 
     quote! {
         #[doc = #columns_doc]
@@ -889,25 +896,27 @@ fn expand_entity(
                 type PartitionKey = #pk_type;
                 type RowKey = #rk_type;
                 type Columns = #columns_ident #ty_generics;
-                const TABLE: &'static str = #table;
-                const KIND: #tk::Option<&'static str> = #kind;
-                const ROW_KEY_LAYOUT: #tk::RowKeyLayout = #layout;
-                const VERSION: u32 = #version;
-                const MIN_VERSION: u32 = #min_version;
-                const PARTITION_KEY_FIELDS: &'static str = #pk_fields;
-                const ROW_KEY_FIELDS: &'static str = #rk_fields;
-                const WIDE: bool = #wide;
-                const SHARDS: u16 = #shards;
-                const BUCKETS: #tk::Option<#tk::Period> = #buckets;
-                const BUCKET_PROPERTY: #tk::Option<&'static str> = #bucket_property;
-                const BUCKET_IN_KEY: bool = #bucket_in_key;
-                #bucket_time
-                const KIND_PROPERTIES: bool = #kind_properties;
-                const WRITABLE: bool = #writable;
-                const CHECKED_NAMES: bool = #checked_names;
-                const FIELD_NAMES: &'static [&'static str] = &[#(#field_names),*];
-                const BLOB_FIELDS: &'static [#tk::BlobField] = &[#(#blob_fields),*];
-
+                const DESCRIPTOR: #tk::EntityDescriptor = #tk::EntityDescriptor {
+                    table: #table,
+                    kind: #kind,
+                    row_key_layout: #layout,
+                    version: #version,
+                    min_version: #min_version,
+                    partition_key_fields: #pk_fields,
+                    row_key_fields: #rk_fields,
+                    wide: #wide,
+                    kind_properties: #kind_properties,
+                    checked_names: #checked_names,
+                    field_names: &[#(#field_names),*],
+                    property_names: |__names: &mut #tk::Vec<#tk::String>| -> bool {
+                        let mut __complete = true;
+                        #(#names)*
+                        __complete
+                    },
+                    partitions: #partitions,
+                    parts: &[#(#parts),*],
+                    base: #base,
+                };
                 #index_items
                 #member_slot
                 fn partition_key(&self) -> Self::PartitionKey {
@@ -930,11 +939,6 @@ fn expand_entity(
                         #marker_init
                     }
                 }
-                fn property_names(__names: &mut #tk::Vec<#tk::String>) -> bool {
-                    let mut __complete = true;
-                    #(#names)*
-                    __complete
-                }
                 fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, __props: &mut __S) -> #tk::Result<(), #tk::Error> {
                     #(#writes)*
                     #tk::Ok(())
@@ -953,6 +957,7 @@ fn expand_entity(
                     })
                 }
             }
+            #bucketed
         };
     }
 }

@@ -243,6 +243,8 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
 pub(crate) struct Expanded {
     pub(crate) handles: TokenStream,
     pub(crate) items: TokenStream,
+    /// The descriptor's index part, when the entity declares indexes.
+    pub(crate) part: Option<TokenStream>,
 }
 
 pub(crate) fn expand(
@@ -260,6 +262,7 @@ pub(crate) fn expand(
                 type Indexes = ();
                 fn indexes() -> Self::Indexes {}
             },
+            part: None,
         };
     }
     let generics = &cont.input.generics;
@@ -344,18 +347,21 @@ pub(crate) fn expand(
             quote!(#field: #tk::Index::new(#position))
         }
     });
-    let def_of = |index: &IndexModel<'_>| {
-        let name = index.name.value();
+    // A non-unique index's RowKeys go on with the entity's RowKey; those
+    // of a unique one and of an index entity end with the value.
+    let layout_of = |index: &IndexModel<'_>| {
         let tag = &index.tag;
-        let unique = index.unique;
-        // A non-unique index's RowKeys go on with the entity's RowKey;
-        // those of a unique one and of an index entity end with the value.
-        let list = index.list;
-        let layout = if unique || list {
+        if index.unique || index.list {
             quote!(#tk::RowKeyLayout::kind(#tag))
         } else {
             quote!(#tk::RowKeyLayout::kind(#tag).opened())
-        };
+        }
+    };
+    let def_of = |index: &IndexModel<'_>| {
+        let name = index.name.value();
+        let unique = index.unique;
+        let list = index.list;
+        let layout = layout_of(index);
         let fields = index
             .fields
             .iter()
@@ -420,28 +426,18 @@ pub(crate) fn expand(
             #write
         })
     };
-    let arms = indexes
-        .iter()
-        .zip(&positions)
-        .filter(|(index, _)| index.remote.is_none())
-        .map(|(index, &position)| {
-            arm(
-                index,
-                position,
-                quote!(<Self as #tk::TableEntity>::INDEXES[#position].layout),
-            )
-        });
-    let remote_arms = indexes
-        .iter()
-        .zip(&positions)
-        .filter(|(index, _)| index.remote.is_some())
-        .map(|(index, &position)| {
-            arm(
-                index,
-                position,
-                quote!(<Self as #tk::TableEntity>::REMOTE_INDEXES[#position].index.layout),
-            )
-        });
+    // `write_index_key` numbers the indexes of the entity's partition
+    // first, then those kept elsewhere, as the index part lists them.
+    let local_count = indexes.iter().filter(|i| i.remote.is_none()).count();
+    let arms = indexes.iter().zip(&positions).map(|(index, &position)| {
+        let slot = if index.remote.is_some() {
+            local_count + position
+        } else {
+            position
+        };
+        let layout = layout_of(index);
+        arm(index, slot, quote!(const { #layout }))
+    });
     let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");
     Expanded {
         handles: quote! {
@@ -457,21 +453,14 @@ pub(crate) fn expand(
             fn indexes() -> Self::Indexes {
                 #handles_ident { #(#handle_inits,)* }
             }
-            const INDEXES: &'static [#tk::IndexDef] = &[#(#defs),*];
             fn write_index_key(&self, __index: usize, __out: &mut #tk::String) {
                 match __index {
                     #(#arms)*
                     _ => {}
                 }
             }
-            const REMOTE_INDEXES: &'static [#tk::RemoteIndexDef] = &[#(#remote_defs),*];
-            fn write_remote_index_key(&self, __index: usize, __out: &mut #tk::String) {
-                match __index {
-                    #(#remote_arms)*
-                    _ => {}
-                }
-            }
         },
+        part: Some(quote!(&#tk::IndexPart { local: &[#(#defs),*], remote: &[#(#remote_defs),*] })),
     }
 }
 

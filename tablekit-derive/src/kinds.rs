@@ -47,7 +47,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         let span = ty.span();
         quote_spanned! {span=>
             const _: () = ::core::assert!(
-                <#ty as #tk::TableEntity>::SHARDS == 1,
+                <#ty as #tk::TableEntity>::DESCRIPTOR.partitions.is_none(),
                 "a sharded kind spreads over several stored partitions: it cannot be read with other kinds as one partition"
             );
             const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
@@ -62,11 +62,11 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             let span = b.span();
             quote_spanned! {span=>
                 const _: () = ::core::assert!(
-                    !#tk::same_kind(<#a as #tk::TableEntity>::KIND, <#b as #tk::TableEntity>::KIND),
+                    !#tk::same_kind(<#a as #tk::TableEntity>::DESCRIPTOR.kind, <#b as #tk::TableEntity>::DESCRIPTOR.kind),
                     "two variants of this EntityKinds enum hold entity types of the same `kind`: rows of that kind would be read into the first one"
                 );
                 const _: () = ::core::assert!(
-                    #tk::str_eq(<#a as #tk::TableEntity>::TABLE, <#b as #tk::TableEntity>::TABLE),
+                    #tk::str_eq(<#a as #tk::TableEntity>::DESCRIPTOR.table, <#b as #tk::TableEntity>::DESCRIPTOR.table),
                     "the entity types of an EntityKinds enum must live in the same `table`"
                 );
             }
@@ -74,7 +74,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     });
     let kinds = variants.iter().map(|(_, ty)| {
         quote! {
-            match <#ty as #tk::TableEntity>::KIND {
+            match <#ty as #tk::TableEntity>::DESCRIPTOR.kind {
                 #tk::Some(__kind) => __kind,
                 #tk::None => "",
             }
@@ -95,7 +95,7 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                         let tk = tk_ref;
                         let value = read(ty);
                         quote! {
-                            if <#ty as #tk::TableEntity>::KIND.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
+                            if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
                                 return #wrap(#value.map(#ident::#variant));
                             }
                         }

@@ -83,8 +83,45 @@ use crate::datetime::DateTime;
 use crate::entity::ETag;
 use crate::error::{Error, InvalidInput, Result};
 use crate::filter::{Filter, prop};
-use crate::schema::TableEntity;
+use crate::schema::{DescriptorPart, TableEntity};
 use crate::table::{BulkFailure, BulkReport, Loaded, Table, TableQuery};
+
+/// The bucket part of an entity's descriptor (`#[tablekit(buckets = "…")]`):
+/// the period of its tables and where a value's time comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct BucketPart {
+    /// How long one table's period lasts.
+    pub period: Period,
+    /// The property of the `bucket` field, when it is a property.
+    pub property: Option<&'static str>,
+    /// Whether the `bucket` field is a key field.
+    pub in_key: bool,
+}
+
+impl DescriptorPart for BucketPart {}
+
+impl BucketPart {
+    /// The bucket part of `T` (or of the entity `T` projects).
+    pub fn of<T: TableEntity>() -> Option<&'static BucketPart> {
+        T::DESCRIPTOR.part_or_base::<BucketPart>()
+    }
+}
+
+/// A type kept in one table per period: `#[derive(TableEntity)]`
+/// implements it for a kind with `buckets`, and for every projection (of
+/// an entity without buckets, [`Buckets::new`] refuses it).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not kept in one table per period",
+    label = "`Buckets` needs a kind declared with `buckets`",
+    note = "declare the period on the kind: `#[tablekit(buckets = \"hour\" | \"day\" | \"month\")]`"
+)]
+pub trait Bucketed: TableEntity {
+    /// The time that picks this value's period: its `#[tablekit(bucket)]`
+    /// field; `None` for the time of the write.
+    fn bucket_time(&self) -> Option<DateTime> {
+        None
+    }
+}
 
 /// How long one table's period lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -225,8 +262,8 @@ impl<T> std::fmt::Debug for Buckets<T> {
     }
 }
 
-impl<T: TableEntity> Buckets<T> {
-    /// The bucketed tables named after `table`'s name (`T::TABLE` for
+impl<T: Bucketed> Buckets<T> {
+    /// The bucketed tables named after `table`'s name (`T::DESCRIPTOR.table` for
     /// [`Table::new`], or one chosen with [`Table::named`]), on its backend,
     /// with its blob store, outbox and clock.
     ///
@@ -234,13 +271,13 @@ impl<T: TableEntity> Buckets<T> {
     /// period's digits can follow: letters and digits, starting and ending
     /// with a letter, leaving room for the digits in 63 characters.
     pub fn new(table: Table<T>) -> Result<Buckets<T>> {
-        const {
-            assert!(
-                T::BUCKETS.is_some(),
-                "Buckets<T> needs a kind declared with #[tablekit(buckets = \"hour\" | \"day\" | \"month\")]"
-            )
+        let Some(part) = BucketPart::of::<T>() else {
+            // A projection of an entity without `buckets`.
+            return Err(Error::NotSupported {
+                operation: "`Buckets` of a type whose entity declares no `buckets`",
+            });
         };
-        let period = T::BUCKETS.unwrap_or(Period::Day);
+        let period = part.period;
         let prefix = table.name();
         let bytes = prefix.as_bytes();
         let fits = !bytes.is_empty()
@@ -497,7 +534,7 @@ pub struct BucketQuery<T> {
 /// How many tables' first pages load at once while earlier tables are read.
 const TABLES_AHEAD: usize = 4;
 
-impl<T: TableEntity> BucketQuery<T> {
+impl<T: Bucketed> BucketQuery<T> {
     /// Narrows the query of every table: a partition, a key range, a filter.
     ///
     /// ```
@@ -518,10 +555,11 @@ impl<T: TableEntity> BucketQuery<T> {
 
     /// The condition that keeps rows to the range, where rows carry their time.
     fn time_filter(&self) -> Option<Filter> {
-        let column = match T::BUCKET_PROPERTY {
+        let part = BucketPart::of::<T>()?;
+        let column = match part.property {
             Some(name) => prop(name),
             // Bucketed by the time of the write: the store's Timestamp.
-            None if !T::BUCKET_IN_KEY => Filter::timestamp(),
+            None if !part.in_key => Filter::timestamp(),
             // A key field: its rows are not filtered here.
             None => return None,
         };

@@ -193,7 +193,7 @@ use crate::entity::{Entity, Properties};
 use crate::error::{Error, InvalidInput, KeyKind};
 use crate::key::RowKeyLayout;
 use crate::outbox::{Step, StepOp};
-use crate::schema::{self, TableEntity};
+use crate::schema::{self, DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::offload::REFERENCE_SUFFIX;
 use crate::table::update::WRITES_PROPERTY;
 use crate::value::Value;
@@ -203,8 +203,56 @@ pub const INDEX_PROPERTY: &str = "_Index";
 /// The property of an index row that holds the entity's RowKey.
 pub const ROW_PROPERTY: &str = "_Row";
 
-/// One declared index, as `#[derive(TableEntity)]` describes it in
-/// [`TableEntity::INDEXES`].
+/// The index part of an entity's descriptor: the indexes
+/// `#[derive(TableEntity)]` declares, in declaration order. An index is
+/// numbered by its place in [`local`](IndexPart::local), then
+/// [`remote`](IndexPart::remote): that number is what
+/// [`TableEntity::write_index_key`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexPart {
+    /// The indexes kept in the entity's partition, by every write.
+    pub local: &'static [IndexDef],
+    /// The indexes kept in another partition or table, through the
+    /// [outbox](crate::outbox).
+    pub remote: &'static [RemoteIndexDef],
+}
+
+impl DescriptorPart for IndexPart {
+    /// A write through a projection would leave the index rows of the
+    /// fields it lacks behind.
+    fn bars_partial_writes(&self) -> bool {
+        !self.local.is_empty()
+    }
+
+    /// A changed value deletes one index row and inserts another, in the
+    /// entity's transaction; a remote index is kept through the outbox.
+    fn write_needs(&self) -> WriteNeeds {
+        WriteNeeds {
+            planned: !self.local.is_empty(),
+            rows: 2 * self.local.len(),
+            blobs: false,
+            follow_up: !self.remote.is_empty(),
+        }
+    }
+}
+
+/// The indexes of `T` kept in its partition (none unless it declares
+/// some).
+pub fn local_indexes<T: TableEntity>() -> &'static [IndexDef] {
+    T::DESCRIPTOR
+        .part::<IndexPart>()
+        .map_or(&[], |part| part.local)
+}
+
+/// The indexes of `T` kept elsewhere (none unless it declares some).
+pub fn remote_indexes<T: TableEntity>() -> &'static [RemoteIndexDef] {
+    T::DESCRIPTOR
+        .part::<IndexPart>()
+        .map_or(&[], |part| part.remote)
+}
+
+/// One declared index, as `#[derive(TableEntity)]` describes it in its
+/// [`IndexPart`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IndexDef {
     /// The index's name.
@@ -245,7 +293,7 @@ impl IndexDef {
 }
 
 /// An index kept in another partition or table, as `#[derive(TableEntity)]`
-/// describes it in [`TableEntity::REMOTE_INDEXES`]: declared with
+/// describes it in [`IndexPart::remote`]: declared with
 /// `partition = "…"` or `table = "…"` in its options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RemoteIndexDef {
@@ -303,7 +351,7 @@ impl<T, V> std::fmt::Debug for RemoteIndex<T, V> {
 }
 
 impl<T: TableEntity, V> RemoteIndex<T, V> {
-    /// The handle on `T::REMOTE_INDEXES[position]` (the derive makes these).
+    /// The handle on `remote_indexes::<T>()[position]` (the derive makes these).
     #[doc(hidden)]
     pub const fn new(position: usize) -> RemoteIndex<T, V> {
         RemoteIndex {
@@ -314,10 +362,10 @@ impl<T: TableEntity, V> RemoteIndex<T, V> {
 
     /// The index's definition.
     pub fn def(&self) -> &'static RemoteIndexDef {
-        &T::REMOTE_INDEXES[self.position]
+        &remote_indexes::<T>()[self.position]
     }
 
-    /// The index's position in [`TableEntity::REMOTE_INDEXES`].
+    /// The index's position in [`IndexPart::remote`].
     pub fn position(&self) -> usize {
         self.position
     }
@@ -347,7 +395,7 @@ pub(crate) fn remote_steps<T: TableEntity>(
     new_row: Option<&Entity>,
 ) -> Vec<Step> {
     let mut steps = Vec::new();
-    for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+    for (i, def) in remote_indexes::<T>().iter().enumerate() {
         let (table, partition) = def.place(table_name, pk);
         let step = |fence: String, op: StepOp| Step {
             table: table.clone(),
@@ -363,7 +411,9 @@ pub(crate) fn remote_steps<T: TableEntity>(
             if old == new {
                 continue;
             }
-            let marker = T::KIND_PROPERTIES.then(|| def.index.name.to_owned());
+            let marker = T::DESCRIPTOR
+                .kind_properties
+                .then(|| def.index.name.to_owned());
             for (key, add) in [(old, false), (new, true)] {
                 let Some(key) = key else { continue };
                 let op = StepOp::list(add, key.clone(), rk.to_owned(), marker.clone());
@@ -392,9 +442,9 @@ pub(crate) fn remote_index_key<T: TableEntity>(
     i: usize,
     row_key: &str,
 ) -> Result<String, Error> {
-    let def = &T::REMOTE_INDEXES[i].index;
+    let def = &remote_indexes::<T>()[i].index;
     let mut key = String::with_capacity(row_key.len() + 32);
-    value.write_remote_index_key(i, &mut key);
+    value.write_index_key(local_indexes::<T>().len() + i, &mut key);
     if key.is_empty() {
         // An optional value that is `None`: no row in this index.
         return Ok(key);
@@ -442,7 +492,7 @@ impl<T, V, U> std::fmt::Debug for Index<T, V, U> {
 }
 
 impl<T: TableEntity, V, U> Index<T, V, U> {
-    /// The handle on `T::INDEXES[position]` (the derive makes these).
+    /// The handle on `local_indexes::<T>()[position]` (the derive makes these).
     #[doc(hidden)]
     pub const fn new(position: usize) -> Index<T, V, U> {
         Index {
@@ -453,20 +503,20 @@ impl<T: TableEntity, V, U> Index<T, V, U> {
 
     /// The index's definition.
     pub fn def(&self) -> &'static IndexDef {
-        &T::INDEXES[self.position]
+        &local_indexes::<T>()[self.position]
     }
 
-    /// The index's position in [`TableEntity::INDEXES`].
+    /// The index's position in [`IndexPart::local`].
     pub fn position(&self) -> usize {
         self.position
     }
 }
 
-/// The RowKeys of `value`'s index rows, in the order of `T::INDEXES`;
+/// The RowKeys of `value`'s index rows, in the order of `local_indexes::<T>()`;
 /// `row_key` is the entity's stored RowKey. An empty RowKey stands for no
 /// row: an optional indexed value that is `None`.
 pub(crate) fn index_keys<T: TableEntity>(value: &T, row_key: &str) -> Result<Vec<String>, Error> {
-    (0..T::INDEXES.len())
+    (0..local_indexes::<T>().len())
         .map(|i| index_key(value, i, row_key))
         .collect()
 }
@@ -478,7 +528,7 @@ pub(crate) fn index_key<T: TableEntity>(
     i: usize,
     row_key: &str,
 ) -> Result<String, Error> {
-    let def = &T::INDEXES[i];
+    let def = &local_indexes::<T>()[i];
     let mut key = String::with_capacity(row_key.len() + 32);
     value.write_index_key(i, &mut key);
     if key.is_empty() {
@@ -496,10 +546,11 @@ pub(crate) fn index_key<T: TableEntity>(
 /// row holds a reference in place of the value (and which is never
 /// indexed), reads as empty.
 pub(crate) fn decode_for_keys<T: TableEntity>(row: &Entity) -> Result<T, Error> {
-    if T::BLOB_FIELDS.is_empty() {
+    if crate::table::offload::blob_fields::<T>().is_empty() {
         return schema::from_entity(row);
     }
-    let references = crate::table::offload::references(row, T::BLOB_FIELDS)?;
+    let references =
+        crate::table::offload::references(row, crate::table::offload::blob_fields::<T>())?;
     if references.is_empty() {
         return schema::from_entity(row);
     }
@@ -539,7 +590,7 @@ pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entit
         }
         properties.push_unchecked(name.clone(), value.clone());
     }
-    if T::KIND_PROPERTIES {
+    if T::DESCRIPTOR.kind_properties {
         properties.push_unchecked(INDEX_PROPERTY.into(), Value::String(def.name.to_owned()));
     }
     properties.push_unchecked(ROW_PROPERTY.into(), Value::String(row.row_key.clone()));
@@ -601,7 +652,7 @@ pub(crate) fn list_row<T: TableEntity>(
     key: &str,
     members: &[String],
 ) -> Result<Entity, Error> {
-    let name = T::KIND_PROPERTIES.then_some(def.name);
+    let name = T::DESCRIPTOR.kind_properties.then_some(def.name);
     list_row_named(name, pk, key, members).map_err(|entries| {
         InvalidInput::IndexListFull {
             index: def.name,
@@ -674,7 +725,7 @@ pub(crate) fn as_entity_row<T: TableEntity>(
     let rk = pointed_row(def, &row)?;
     row.properties.remove(ROW_PROPERTY);
     row.properties.remove(INDEX_PROPERTY);
-    if let (Some(kind), true) = (T::KIND, T::KIND_PROPERTIES) {
+    if let (Some(kind), true) = (T::DESCRIPTOR.kind, T::DESCRIPTOR.kind_properties) {
         row.properties.insert(schema::KIND_PROPERTY, kind);
     }
     row.row_key = rk;
@@ -713,7 +764,9 @@ impl IndexAudit {
 
 /// Whether `row_key` is in the RowKey range of one of `T`'s indexes.
 pub(crate) fn is_index_key<T: TableEntity>(row_key: &str) -> bool {
-    T::INDEXES.iter().any(|def| def.layout.starts(row_key))
+    local_indexes::<T>()
+        .iter()
+        .any(|def| def.layout.starts(row_key))
 }
 
 fn sorted(entity: &Entity) -> Vec<(&str, &Value)> {
@@ -733,16 +786,16 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
     for row in rows {
         if is_index_key::<T>(&row.row_key) {
             found.insert((row.partition_key.clone(), row.row_key.clone()), row);
-        } else if T::WIDE {
+        } else if T::DESCRIPTOR.wide {
             if let Some(base) = crate::table::wide::base_of(&row.row_key)
-                && T::ROW_KEY_LAYOUT.starts(base)
+                && T::DESCRIPTOR.row_key_layout.starts(base)
             {
                 parts
                     .entry((&row.partition_key, base))
                     .or_default()
                     .push(row.clone());
             }
-        } else if T::ROW_KEY_LAYOUT.starts(&row.row_key) && schema::is_kind::<T>(row) {
+        } else if T::DESCRIPTOR.row_key_layout.starts(&row.row_key) && schema::is_kind::<T>(row) {
             entities.push(row.clone());
         }
     }
@@ -765,7 +818,7 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
                 continue;
             }
         };
-        for (i, def) in T::INDEXES.iter().enumerate() {
+        for (i, def) in local_indexes::<T>().iter().enumerate() {
             match index_key(&value, i, &entity.row_key) {
                 // No value, no row.
                 Ok(key) if key.is_empty() => {}

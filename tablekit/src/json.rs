@@ -222,10 +222,10 @@ impl EntityWriter {
 
     /// [`new`](EntityWriter::new) for borrowed keys; with `checked_names` the
     /// property names were all checked at compile time (valid and distinct:
-    /// [`TableEntity::CHECKED_NAMES`]), so only values, count and size are
+    /// [`EntityDescriptor::checked_names`]), so only values, count and size are
     /// checked for each property.
     ///
-    /// [`TableEntity::CHECKED_NAMES`]: crate::TableEntity::CHECKED_NAMES
+    /// [`EntityDescriptor::checked_names`]: crate::schema::EntityDescriptor::checked_names
     pub(crate) fn start(
         partition_key: &str,
         row_key: &str,
@@ -641,7 +641,7 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
 
 /// The members of an entity's JSON that a typed entity has fields for, each
 /// in its field's slot: what [`schema::from_json`](crate::schema::from_json)
-/// reads a type with [`CHECKED_NAMES`](crate::TableEntity::CHECKED_NAMES)
+/// reads a type with [`checked_names`](crate::schema::EntityDescriptor::checked_names)
 /// from.
 pub(crate) struct Fields<'de> {
     partition_key: Cow<'de, str>,

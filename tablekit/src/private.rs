@@ -8,23 +8,26 @@ pub use ::core::result::Result::{self, Err, Ok};
 pub use ::std::string::String;
 pub use ::std::vec::Vec;
 
-pub use crate::bucket::{BucketTime, Period};
+pub use crate::bucket::{BucketPart, BucketTime, Bucketed, Period};
 pub use crate::datetime::DateTime;
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
-pub use crate::index::{Index, IndexDef, NonUnique, RemoteIndex, RemoteIndexDef, Unique};
+pub use crate::index::{
+    Index, IndexDef, IndexPart, NonUnique, RemoteIndex, RemoteIndexDef, Unique,
+};
 pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
     write_escaped,
 };
 pub use crate::schema::{
-    Column, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY, KeyArg, MemberSlot,
-    PropertySink, PropertySource, PropertyValue, SameKeys, Series, SeriesColumn, TableEntity,
-    TableFields, VERSION_PROPERTY, claims, element_name, from_entity, from_entity_owned, is_kind,
-    present_name, property_error, read_json, read_property, stored_version, take_property,
-    take_property_at, write_json, write_property, write_value,
+    Column, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY,
+    KeyArg, MemberSlot, PropertySink, PropertySource, PropertyValue, SameKeys, Series,
+    SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, claims, element_name, from_entity,
+    from_entity_owned, is_kind, present_name, property_error, read_json, read_property,
+    stored_version, take_property, take_property_at, write_json, write_property, write_value,
 };
-pub use crate::table::offload::{BlobField, BlobValue};
+pub use crate::shard::ShardRule;
+pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
 pub use crate::value::{Value, ValueRef};
 pub use serde;
 pub use serde_json;

@@ -20,7 +20,7 @@ pub const VERSION_PROPERTY: &str = "_Version";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemberSlot {
     /// The value of the field at this index of
-    /// [`FIELD_NAMES`](crate::TableEntity::FIELD_NAMES).
+    /// [`field_names`](crate::schema::EntityDescriptor::field_names).
     Value(usize),
     /// The type annotation (`<name>@odata.type`) of the field at this index.
     Annotation(usize),
@@ -53,7 +53,7 @@ pub trait PropertySource {
     /// Takes the value of `name` out.
     fn take(&mut self, name: &str) -> Option<Value>;
     /// Takes the value of `name` out, where `index` is its position in the
-    /// reading type's [`FIELD_NAMES`](crate::TableEntity::FIELD_NAMES): a hint a
+    /// reading type's [`field_names`](crate::schema::EntityDescriptor::field_names): a hint a
     /// source that keeps its values in that order uses to skip the search.
     /// The default ignores it.
     fn take_at(&mut self, index: usize, name: &str) -> Option<Value> {

@@ -76,6 +76,8 @@
 //! scatter), and cannot be a kind of an [`EntityKinds`](crate::EntityKinds)
 //! partition read. The derive refuses these at compile time.
 
+use crate::schema::PartitionRule;
+
 /// Separates the encoded PartitionKey from the shard number.
 pub const SHARD_SEPARATOR: char = '|';
 
@@ -136,6 +138,35 @@ pub(crate) fn strip<'a>(
         ));
     }
     Ok(&stored[..n - 3])
+}
+
+/// The shard part of an entity's descriptor (`#[tablekit(shards = N)]`):
+/// each logical partition is stored as `shards` partitions, `PK|00` …,
+/// the RowKey picking one by [`shard_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardRule {
+    /// How many stored partitions (2–[`MAX_SHARDS`]).
+    pub shards: u16,
+}
+
+impl PartitionRule for ShardRule {
+    fn count(&self) -> u16 {
+        self.shards
+    }
+
+    fn push_suffix(&self, partition_key: &mut String, row_key: &str) {
+        push_suffix(partition_key, shard_of(row_key, self.shards));
+    }
+
+    fn logical<'a>(&self, partition_key: &'a str, row_key: &str) -> Result<&'a str, String> {
+        strip(partition_key, row_key, self.shards)
+    }
+
+    fn stored(&self, partition_key: &str) -> Vec<String> {
+        (0..self.shards)
+            .map(|shard| stored(partition_key, shard))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -269,7 +269,7 @@ impl Upkeep {
     pub fn watch<T: TableEntity + 'static>(mut self, table: &Table<T>) -> Upkeep {
         let backend = Arc::clone(table.backend());
         let blobs: Vec<(std::any::TypeId, BlobSweep)> =
-            if !T::BLOB_FIELDS.is_empty() && table.has_blob_store() {
+            if !crate::table::offload::blob_fields::<T>().is_empty() && table.has_blob_store() {
                 let table = table.clone();
                 let sweep: BlobSweep = Arc::new(move |grace: Duration| {
                     let table = table.clone();
@@ -285,7 +285,7 @@ impl Upkeep {
             records: true,
             blobs,
         });
-        for def in T::REMOTE_INDEXES {
+        for def in crate::index::remote_indexes::<T>() {
             self.add(Watched {
                 backend: Arc::clone(&backend),
                 table: def.table.unwrap_or(table.name()).into(),

@@ -233,8 +233,8 @@ async fn projections_declared_as_subsets_read_the_entity_names() {
         .await
         .unwrap();
     // The projection takes table, kind, version and names from the entity.
-    assert_eq!(<PersonName as TableEntity>::TABLE, "People");
-    assert_eq!(<PersonName as TableEntity>::KIND, Some("EMP"));
+    assert_eq!(<PersonName as TableEntity>::DESCRIPTOR.table, "People");
+    assert_eq!(<PersonName as TableEntity>::DESCRIPTOR.kind, Some("EMP"));
     assert_eq!(PersonName::columns().name.name(), "FullName");
     let names = people
         .query()

@@ -121,7 +121,7 @@ fn entity_layout() {
     );
 
     let mut names = Vec::new();
-    Employee::property_names(&mut names);
+    (Employee::DESCRIPTOR.property_names)(&mut names);
     assert_eq!(
         names,
         [

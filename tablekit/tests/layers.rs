@@ -68,10 +68,6 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 /// typed client still name patterns, and the rules use backend types. Each
 /// goes when its code moves to where it belongs.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("schema", "bucket"),
-    ("schema", "index"),
-    ("schema", "shard"),
-    ("schema", "table::offload"),
     ("table", "index"),
     ("table", "outbox"),
     ("table", "table::index_read"),
@@ -84,7 +80,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("table::plan", "index"),
     ("table::plan", "outbox"),
     ("table::plan", "table::wide"),
-    ("table::query", "shard"),
     ("table::query", "table::wide"),
     ("table::rows", "table::offload"),
 ];

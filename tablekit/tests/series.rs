@@ -57,7 +57,7 @@ fn elements_are_properties_with_stable_names() {
     assert_eq!(schema::from_entity::<Meter>(&e).unwrap(), meter());
 
     let mut names = Vec::new();
-    let complete = Meter::property_names(&mut names);
+    let complete = (Meter::DESCRIPTOR.property_names)(&mut names);
     assert!(!complete, "a Vec or map series cannot be listed");
     assert!(names.contains(&"Hourly_23".to_string()));
 }

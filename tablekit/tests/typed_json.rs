@@ -428,7 +428,7 @@ fn typed_reads_cover_every_role() {
         status: Status::OnLeave,
         previous: Some(Status::Active),
     };
-    const { assert!(Profile::CHECKED_NAMES) };
+    const { assert!(Profile::DESCRIPTOR.checked_names) };
     same_text(&p);
     same_value(&p);
     // An absent `default` field reads as its default, an absent option as None;
@@ -452,7 +452,7 @@ fn typed_reads_cover_every_role() {
 
 #[test]
 fn typed_reads_with_names_made_at_run_time_refuse_duplicates() {
-    const { assert!(!Person::CHECKED_NAMES) };
+    const { assert!(!Person::DESCRIPTOR.checked_names) };
     let text = schema::to_json(&person(vec![1.0])).unwrap();
     let twice = text.replace("\"code\":\"ABC\"", "\"code\":\"ABC\",\"code\":\"DEF\"");
     assert_ne!(twice, text);
@@ -465,17 +465,17 @@ fn typed_reads_with_names_made_at_run_time_refuse_duplicates() {
 #[test]
 fn the_generated_member_match_agrees_with_the_search() {
     use tablekit::schema::MemberSlot;
-    const { assert!(Review::CHECKED_NAMES && Profile::CHECKED_NAMES) };
+    const { assert!(Review::DESCRIPTOR.checked_names && Profile::DESCRIPTOR.checked_names) };
     fn agree<T: TableEntity>() {
-        assert!(!T::FIELD_NAMES.is_empty());
-        for (i, name) in T::FIELD_NAMES.iter().enumerate() {
+        assert!(!T::DESCRIPTOR.field_names.is_empty());
+        for (i, name) in T::DESCRIPTOR.field_names.iter().enumerate() {
             assert_eq!(T::member_slot(name), MemberSlot::Value(i), "{name}");
             let annotation = format!("{name}@odata.type");
             assert_eq!(T::member_slot(&annotation), MemberSlot::Annotation(i));
             for probe in [name.to_string(), annotation] {
                 assert_eq!(
                     T::member_slot(&probe),
-                    MemberSlot::search(T::FIELD_NAMES, &probe)
+                    MemberSlot::search(T::DESCRIPTOR.field_names, &probe)
                 );
             }
         }
@@ -489,7 +489,10 @@ fn the_generated_member_match_agrees_with_the_search() {
             "odata.etag",
         ] {
             assert_eq!(T::member_slot(other), MemberSlot::Other, "{other}");
-            assert_eq!(MemberSlot::search(T::FIELD_NAMES, other), MemberSlot::Other);
+            assert_eq!(
+                MemberSlot::search(T::DESCRIPTOR.field_names, other),
+                MemberSlot::Other
+            );
         }
     }
     agree::<Review>();
@@ -497,7 +500,7 @@ fn the_generated_member_match_agrees_with_the_search() {
     // Names are matched exactly: neither case nor a prefix matches.
     assert_eq!(Review::member_slot("name"), MemberSlot::Other);
     assert_eq!(Review::member_slot("Nam"), MemberSlot::Other);
-    assert_eq!(Review::FIELD_NAMES[0], "Name");
+    assert_eq!(Review::DESCRIPTOR.field_names[0], "Name");
 }
 
 /// `from_json` refuses what `to_json` refuses: keys too long or with a

@@ -118,7 +118,8 @@ where
     let t = table.clone();
     let page = spawned(async move { t.query().page().await }).await;
     assert!(
-        page.is_ok() || matches!(page, Err(tablekit::Error::NotSupported { .. }) if T::WIDE),
+        page.is_ok()
+            || matches!(page, Err(tablekit::Error::NotSupported { .. }) if T::DESCRIPTOR.wide),
         "{page:?}"
     );
     let t = table.clone();
@@ -141,7 +142,7 @@ where
     assert!(
         batch.is_ok()
             || matches!(batch, Err(tablekit::Error::NotSupported { .. })
-                if T::WIDE || !T::BLOB_FIELDS.is_empty()),
+                if T::DESCRIPTOR.wide || !tablekit::table::offload::blob_fields::<T>().is_empty()),
         "{batch:?}"
     );
     let t = table.clone();

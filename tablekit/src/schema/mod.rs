@@ -5,10 +5,12 @@
 //! turn a value into a row and back, checking keys, kind and version;
 //! [`Column`]s give typed filters on fields.
 
+mod descriptor;
 mod values;
 
 use std::marker::PhantomData;
 
+pub use descriptor::{DescriptorPart, EntityDescriptor, PartitionRule, WriteNeeds};
 pub use series::{Element, Series, SeriesColumn, element_name};
 pub use values::{ColumnType, FilterValue, PropertyValue};
 
@@ -92,78 +94,18 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// index (`()` for a type without any).
     type Indexes;
 
-    /// The table's name.
-    const TABLE: &'static str;
-    /// The entity kind, the RowKey prefix that lets kinds share a table.
-    const KIND: Option<&'static str>;
-    /// Where the kind tags stand in the stored RowKey: `KIND_` before the
-    /// key fields by default; after the key fields of the kind it nests
-    /// under for a kind with a `parent` (see
-    /// [`RowKeyLayout`]).
-    const ROW_KEY_LAYOUT: RowKeyLayout = match Self::KIND {
-        Some(kind) => RowKeyLayout::kind(kind),
-        None => RowKeyLayout::NONE,
-    };
-    /// The schema version written with every row of the kind.
-    const VERSION: u32;
-    /// The oldest version this type still reads.
-    const MIN_VERSION: u32;
-    /// The PartitionKey fields, in order, for messages.
-    const PARTITION_KEY_FIELDS: &'static str;
-    /// The RowKey fields, in order, for messages.
-    const ROW_KEY_FIELDS: &'static str;
-    /// Whether the entity may span several rows (`#[tablekit(wide)]`); see
-    /// [`crate::table::wide`].
-    const WIDE: bool = false;
-    /// How many stored partitions one logical partition is spread over
-    /// (`#[tablekit(shards = N)]`, 2–100); 1 when not sharded. See
-    /// [`crate::shard`].
-    const SHARDS: u16 = 1;
-    /// One table per period (`#[tablekit(buckets = "day")]`); see
-    /// [`crate::bucket`].
-    const BUCKETS: Option<crate::bucket::Period> = None;
-    /// The property whose time picks the period (a `#[tablekit(bucket)]`
-    /// field stored as a property).
-    const BUCKET_PROPERTY: Option<&'static str> = None;
-    /// Whether the `#[tablekit(bucket)]` field is a key field.
-    const BUCKET_IN_KEY: bool = false;
-    /// The time that picks this value's period: its `#[tablekit(bucket)]`
-    /// field; `None` for the time of the write.
-    fn bucket_time(&self) -> Option<crate::DateTime> {
-        None
-    }
-    /// Whether rows of a kind also carry `_Kind` and `_Version` properties
-    /// (`true` unless `#[tablekit(kind_properties = false)]`, where the kind
-    /// lives in the RowKey prefix only, as in tables laid out before).
-    const KIND_PROPERTIES: bool = true;
-    /// Whether rows may be written through this type: `false` for a
-    /// projection of an entity with indexes, whose index rows a write
-    /// through the projection could not keep in step (write the entity).
-    const WRITABLE: bool = true;
-    /// The fields kept in the blob store (`#[tablekit(blob)]`, always) or
-    /// kept there when too large for a row (`#[tablekit(offload)]`); see
-    /// [`crate::table::offload`].
-    const BLOB_FIELDS: &'static [crate::table::offload::BlobField] = &[];
-    /// Whether every stored name is a literal the derive checked at compile
-    /// time: valid property names, distinct, none reserved (no flattened or
-    /// series fields, whose names are made at run time). Writers then skip
-    /// those checks; leave it `false` in a hand-written impl.
-    const CHECKED_NAMES: bool = false;
-    /// The stored names of the fields held in one property each (not
-    /// flattened, not series), in declaration order: readers that find a
-    /// member's field by position use it when [`CHECKED_NAMES`] holds.
-    ///
-    /// [`CHECKED_NAMES`]: TableEntity::CHECKED_NAMES
-    const FIELD_NAMES: &'static [&'static str] = &[];
+    /// The static facts of the type: table, kind, versions, key layout,
+    /// flags, field names, and the parts the patterns need (indexes, blob
+    /// fields, shards, buckets). See [`EntityDescriptor`].
+    const DESCRIPTOR: EntityDescriptor;
 
-    /// Which field of [`FIELD_NAMES`] a member of the entity's JSON holds
-    /// the value or the type annotation of, for readers that file each member
-    /// into its field's slot. The derive generates a `match` over the
-    /// literal names; the default searches [`FIELD_NAMES`].
-    ///
-    /// [`FIELD_NAMES`]: TableEntity::FIELD_NAMES
+    /// Which field of the descriptor's
+    /// [`field_names`](EntityDescriptor::field_names) a member of the
+    /// entity's JSON holds the value or the type annotation of, for readers
+    /// that file each member into its field's slot. The derive generates a
+    /// `match` over the literal names; the default searches the names.
     fn member_slot(name: &str) -> MemberSlot {
-        MemberSlot::search(Self::FIELD_NAMES, name)
+        MemberSlot::search(Self::DESCRIPTOR.field_names, name)
     }
 
     /// The PartitionKey of this value.
@@ -173,34 +115,21 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
     /// Appends the encoded PartitionKey.
     fn write_partition_key(&self, out: &mut String);
     /// Appends the stored RowKey: the key fields encoded and laid out with
-    /// their kind tags as [`ROW_KEY_LAYOUT`](TableEntity::ROW_KEY_LAYOUT) says.
+    /// their kind tags as [`row_key_layout`](EntityDescriptor::row_key_layout) says.
     fn write_row_key(&self, out: &mut String);
     /// The typed filters.
     fn columns() -> Self::Columns;
     /// The typed index handles.
     fn indexes() -> Self::Indexes;
-    /// The declared [indexes](crate::index), in declaration order.
-    const INDEXES: &'static [crate::index::IndexDef] = &[];
-    /// Appends the RowKey of this value's row in index `index` (of
-    /// [`INDEXES`](TableEntity::INDEXES)): the index tag and the encoded
-    /// value. The RowKey of a non-unique index's row goes on with the
-    /// entity's RowKey, which the caller appends.
+    /// Appends the RowKey of this value's row in the index at `index`:
+    /// the index tag and the encoded value. Indexes are numbered in the
+    /// order the [index part](crate::index::IndexPart) lists them, those of
+    /// the entity's partition first. The RowKey of a non-unique index's row
+    /// goes on with the entity's RowKey, which the caller appends; an
+    /// optional value that is `None` appends nothing.
     fn write_index_key(&self, index: usize, out: &mut String) {
         let _ = (index, out);
     }
-    /// The declared indexes kept in another partition or table, through
-    /// the [outbox](crate::outbox), in declaration order.
-    const REMOTE_INDEXES: &'static [crate::index::RemoteIndexDef] = &[];
-    /// Appends the RowKey of this value's row in the index `index` of
-    /// [`REMOTE_INDEXES`](TableEntity::REMOTE_INDEXES), as
-    /// [`write_index_key`](TableEntity::write_index_key) does.
-    fn write_remote_index_key(&self, index: usize, out: &mut String) {
-        let _ = (index, out);
-    }
-    /// The stored names of every property field, flattened ones and series
-    /// elements included; `false` when they cannot all be listed (a `Vec` or
-    /// map series), so a projection must read every property.
-    fn property_names(names: &mut Vec<String>) -> bool;
     /// Writes every property field into a sink: a property map, or the wire
     /// JSON directly ([`to_json`]).
     fn write_properties<S: PropertySink + ?Sized>(&self, props: &mut S) -> Result<(), Error>;
@@ -300,7 +229,7 @@ pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
 /// is `None` when the range has no end. `None` when every RowKey may be one
 /// of `T`'s.
 pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
-    let prefix = T::ROW_KEY_LAYOUT.prefix()?;
+    let prefix = T::DESCRIPTOR.row_key_layout.prefix()?;
     let end = crate::keyorder::prefix_end(&prefix);
     Some((prefix, end))
 }
@@ -312,7 +241,9 @@ pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
 /// reads (or refuses) the way [`from_entity`] does, never dropping them
 /// unseen. `None` for other types.
 pub fn kind_property_filter<T: TableEntity>() -> Option<Filter> {
-    let kind = T::KIND.filter(|_| T::ROW_KEY_LAYOUT.in_collection())?;
+    let kind = T::DESCRIPTOR
+        .kind
+        .filter(|_| T::DESCRIPTOR.row_key_layout.in_collection())?;
     Some(!crate::filter::prop(KIND_PROPERTY).ne(kind))
 }
 
@@ -353,18 +284,22 @@ pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
 /// Appends the encoded PartitionKey, checked for length.
 fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
     value.write_partition_key(out);
-    if T::SHARDS > 1 {
+    if let Some(rule) = T::DESCRIPTOR.partitions {
         let mut rk = String::with_capacity(32);
         value.write_row_key(&mut rk);
-        crate::shard::push_suffix(out, crate::shard::shard_of(&rk, T::SHARDS));
+        rule.push_suffix(out, &rk);
     }
-    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, out)
+    check_key_length(
+        KeyKind::PartitionKey,
+        T::DESCRIPTOR.partition_key_fields,
+        out,
+    )
 }
 
 /// Appends the stored RowKey (kind tags and encoded key), checked for length.
 fn write_row_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
     value.write_row_key(out);
-    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, out)
+    check_key_length(KeyKind::RowKey, T::DESCRIPTOR.row_key_fields, out)
 }
 
 /// Encodes a typed PartitionKey as stored, checked for length.
@@ -373,7 +308,11 @@ pub fn encode_partition_key<T: TableEntity>(
 ) -> Result<String, Error> {
     let mut p = String::new();
     pk.write_key_arg(&mut p);
-    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    check_key_length(
+        KeyKind::PartitionKey,
+        T::DESCRIPTOR.partition_key_fields,
+        &p,
+    )?;
     Ok(p)
 }
 
@@ -384,13 +323,21 @@ pub fn encode_keys<T: TableEntity>(
 ) -> Result<(String, String), Error> {
     let mut p = String::new();
     pk.write_key_arg(&mut p);
-    check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    check_key_length(
+        KeyKind::PartitionKey,
+        T::DESCRIPTOR.partition_key_fields,
+        &p,
+    )?;
     let mut r = String::new();
-    rk.write_laid_out(&T::ROW_KEY_LAYOUT, &mut r);
-    check_key_length(KeyKind::RowKey, T::ROW_KEY_FIELDS, &r)?;
-    if T::SHARDS > 1 {
-        crate::shard::push_suffix(&mut p, crate::shard::shard_of(&r, T::SHARDS));
-        check_key_length(KeyKind::PartitionKey, T::PARTITION_KEY_FIELDS, &p)?;
+    rk.write_laid_out(&T::DESCRIPTOR.row_key_layout, &mut r);
+    check_key_length(KeyKind::RowKey, T::DESCRIPTOR.row_key_fields, &r)?;
+    if let Some(rule) = T::DESCRIPTOR.partitions {
+        rule.push_suffix(&mut p, &r);
+        check_key_length(
+            KeyKind::PartitionKey,
+            T::DESCRIPTOR.partition_key_fields,
+            &p,
+        )?;
     }
     Ok((p, r))
 }
@@ -401,16 +348,16 @@ pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
     // Room for the fields, the kind and version, and a write history, so
     // that the list is not grown (and copied) on the way. Flattened and
     // series fields, which the names leave out, grow it as needed.
-    entity.properties = Properties::with_capacity(T::FIELD_NAMES.len().max(4) + 3);
-    if let Some(kind) = T::KIND.filter(|_| T::KIND_PROPERTIES) {
+    entity.properties = Properties::with_capacity(T::DESCRIPTOR.field_names.len().max(4) + 3);
+    if let Some(kind) = T::DESCRIPTOR.kind.filter(|_| T::DESCRIPTOR.kind_properties) {
         entity.properties.insert(KIND_PROPERTY, kind);
         entity
             .properties
-            .insert(VERSION_PROPERTY, T::VERSION as i32);
+            .insert(VERSION_PROPERTY, T::DESCRIPTOR.version as i32);
     }
     value.write_properties(&mut entity.properties)?;
     // Names checked at compile time cannot collide; others are looked at.
-    if !T::CHECKED_NAMES {
+    if !T::DESCRIPTOR.checked_names {
         let names: Vec<&str> = entity.properties.iter().map(|(n, _)| n).collect();
         if let Some(name) = first_duplicate(&names) {
             return Err(SchemaError::NameCollision {
@@ -464,11 +411,18 @@ pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
         write_partition_key_of(value, pk)?;
         rk.clear();
         write_row_key_of(value, rk)?;
-        Ok::<_, Error>(crate::json::EntityWriter::start(pk, rk, T::CHECKED_NAMES)?)
+        Ok::<_, Error>(crate::json::EntityWriter::start(
+            pk,
+            rk,
+            T::DESCRIPTOR.checked_names,
+        )?)
     })?;
-    if let Some(kind) = T::KIND.filter(|_| T::KIND_PROPERTIES) {
+    if let Some(kind) = T::DESCRIPTOR.kind.filter(|_| T::DESCRIPTOR.kind_properties) {
         writer.push(KIND_PROPERTY.into(), ValueRef::String(kind))?;
-        writer.push(VERSION_PROPERTY.into(), ValueRef::Int32(T::VERSION as i32))?;
+        writer.push(
+            VERSION_PROPERTY.into(),
+            ValueRef::Int32(T::DESCRIPTOR.version as i32),
+        )?;
     }
     value.write_properties(&mut writer)?;
     writer.finish()
@@ -479,7 +433,7 @@ pub fn to_json<T: TableEntity>(value: &T) -> Result<String, Error> {
 /// collision is otherwise found only when a value is written.
 pub fn check_names<T: TableEntity>() -> Result<(), Error> {
     let mut names = Vec::new();
-    T::property_names(&mut names);
+    (T::DESCRIPTOR.property_names)(&mut names);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let clash = names
         .iter()
@@ -501,13 +455,13 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
 /// was written by someone else, and is read as `T` the way a point read
 /// reads it).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
-    let Some(kind) = T::KIND else {
+    let Some(kind) = T::DESCRIPTOR.kind else {
         return true;
     };
     match entity.properties.get(KIND_PROPERTY) {
         Some(Value::String(stored)) => stored == kind,
         Some(_) => false,
-        None => T::ROW_KEY_LAYOUT.starts(&entity.row_key),
+        None => T::DESCRIPTOR.row_key_layout.starts(&entity.row_key),
     }
 }
 
@@ -516,11 +470,11 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 /// without (a RowKey template or a plain layout, as in a table laid out
 /// before tablekit), by its RowKey: it must decode as `T`'s keys.
 pub fn claims<T: TableEntity>(entity: &Entity) -> bool {
-    if T::KIND.is_some() {
+    if T::DESCRIPTOR.kind.is_some() {
         return is_kind::<T>(entity);
     }
-    T::ROW_KEY_LAYOUT.starts(&entity.row_key)
-        && T::RowKey::decode_laid_out(&entity.row_key, &T::ROW_KEY_LAYOUT).is_ok()
+    T::DESCRIPTOR.row_key_layout.starts(&entity.row_key)
+        && T::RowKey::decode_laid_out(&entity.row_key, &T::DESCRIPTOR.row_key_layout).is_ok()
 }
 
 /// Reads a row as `T`: checks its kind and version, decodes the keys, reads
@@ -548,11 +502,15 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
 /// member given twice is refused ([`InvalidInput::DuplicateProperty`]). See
 /// [`to_json`] for an example.
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
-    if T::CHECKED_NAMES {
+    if T::DESCRIPTOR.checked_names {
         // Every property has a known field: each member goes straight to its
         // field's slot, and members of no field are skipped unread.
-        let mut fields =
-            crate::json::fields_from_str(text, T::FIELD_NAMES, T::member_slot, T::KIND)?;
+        let mut fields = crate::json::fields_from_str(
+            text,
+            T::DESCRIPTOR.field_names,
+            T::member_slot,
+            T::DESCRIPTOR.kind,
+        )?;
         let (pk, rk) = fields.take_keys();
         // The names are the type's own, checked when it was derived.
         check_read(text.len(), &pk, &rk, fields.present(), false)?;
@@ -616,12 +574,12 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &mut S,
 ) -> Result<T, Error> {
-    if let Some(kind) = T::KIND {
+    if let Some(kind) = T::DESCRIPTOR.kind {
         let wrong = || SchemaError::WrongKind {
             expected: kind,
             row_key: row_key.to_owned(),
         };
-        if !T::ROW_KEY_LAYOUT.starts(row_key) {
+        if !T::DESCRIPTOR.row_key_layout.starts(row_key) {
             return Err(wrong().into());
         }
         {
@@ -647,12 +605,14 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
                         .into());
                     }
                 };
-                if found < i64::from(T::MIN_VERSION) || found > i64::from(T::VERSION) {
+                if found < i64::from(T::DESCRIPTOR.min_version)
+                    || found > i64::from(T::DESCRIPTOR.version)
+                {
                     return Err(SchemaError::UnsupportedVersion {
                         kind,
                         found,
-                        min: T::MIN_VERSION,
-                        max: T::VERSION,
+                        min: T::DESCRIPTOR.min_version,
+                        max: T::DESCRIPTOR.version,
                         row: Some(Box::new(row_context::<T, S>(partition_key, row_key, props))),
                     }
                     .into());
@@ -668,15 +628,14 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             reason: e.to_string(),
         }
     }
-    let logical = if T::SHARDS > 1 {
-        crate::shard::strip(partition_key, row_key, T::SHARDS).map_err(|reason| {
-            SchemaError::KeyDecode {
+    let logical = if let Some(rule) = T::DESCRIPTOR.partitions {
+        rule.logical(partition_key, row_key)
+            .map_err(|reason| SchemaError::KeyDecode {
                 kind: KeyKind::PartitionKey,
                 key: partition_key.to_owned(),
-                fields: T::PARTITION_KEY_FIELDS,
+                fields: T::DESCRIPTOR.partition_key_fields,
                 reason,
-            }
-        })?
+            })?
     } else {
         partition_key
     };
@@ -684,12 +643,12 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
         key_error(
             KeyKind::PartitionKey,
             partition_key,
-            T::PARTITION_KEY_FIELDS,
+            T::DESCRIPTOR.partition_key_fields,
             e,
         )
     })?;
-    let rk = T::RowKey::decode_laid_out(row_key, &T::ROW_KEY_LAYOUT)
-        .map_err(|e| key_error(KeyKind::RowKey, row_key, T::ROW_KEY_FIELDS, e))?;
+    let rk = T::RowKey::decode_laid_out(row_key, &T::DESCRIPTOR.row_key_layout)
+        .map_err(|e| key_error(KeyKind::RowKey, row_key, T::DESCRIPTOR.row_key_fields, e))?;
     match T::read_properties(pk, rk, props) {
         Err(Error::Schema(e)) => Err(e
             .in_row(|| row_context::<T, S>(partition_key, row_key, props))
@@ -709,7 +668,7 @@ fn row_context<T: TableEntity, S: PropertySource + ?Sized>(
     crate::error::RowContext {
         partition_key: partition_key.to_owned(),
         row_key: row_key.to_owned(),
-        kind: T::KIND,
+        kind: T::DESCRIPTOR.kind,
         version,
     }
 }
@@ -780,7 +739,7 @@ pub fn take_property<V: PropertyValue, S: PropertySource + ?Sized>(
 }
 
 /// [`take_property`] for a field at `index` of the reading type's
-/// [`FIELD_NAMES`](TableEntity::FIELD_NAMES) (see [`PropertySource::take_at`]).
+/// [`field_names`](EntityDescriptor::field_names) (see [`PropertySource::take_at`]).
 pub fn take_property_at<V: PropertyValue, S: PropertySource + ?Sized>(
     props: &mut S,
     index: usize,

@@ -17,7 +17,7 @@ use crate::schema::{self, KeyArg, TableEntity};
 /// of an entity with indexes does not write at all.
 fn refuse_in_batch<U: TableEntity>() -> Result<()> {
     Table::<U>::refuse_unwritable()?;
-    if !U::BLOB_FIELDS.is_empty() {
+    if U::DESCRIPTOR.write_needs().blobs {
         return Err(crate::Error::NotSupported {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
         });
@@ -366,7 +366,7 @@ impl<T: TableEntity> TableBatch<T> {
     /// Runs the batch atomically; one ETag per write (`None` for deletes).
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
         use tracing::Instrument as _;
-        let span = super::op_span("batch", self.table.name(), T::KIND, None);
+        let span = super::op_span("batch", self.table.name(), T::DESCRIPTOR.kind, None);
         self.transaction.run().instrument(span).await
     }
 }

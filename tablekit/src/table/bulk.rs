@@ -139,7 +139,7 @@ impl<T: TableEntity> BulkWriter<T> {
 
     async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
         use tracing::Instrument as _;
-        let span = super::op_span("bulk", self.table.name(), T::KIND, None);
+        let span = super::op_span("bulk", self.table.name(), T::DESCRIPTOR.kind, None);
         self.run_unspanned(items, mode).instrument(span).await
     }
 
@@ -159,11 +159,7 @@ impl<T: TableEntity> BulkWriter<T> {
         // Wide entities and entities with index rows are transactions of
         // their own, and offloaded values follow the blob write protocol:
         // all are written one by one.
-        if T::WIDE
-            || !T::BLOB_FIELDS.is_empty()
-            || !T::INDEXES.is_empty()
-            || !T::REMOTE_INDEXES.is_empty()
-        {
+        if T::DESCRIPTOR.write_needs().any() {
             return self.run_one_by_one(items, mode).await;
         }
         let mut report = BulkReport::default();

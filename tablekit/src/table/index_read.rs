@@ -100,7 +100,7 @@ where
             return true;
         }
         let mut names = Vec::new();
-        Q::property_names(&mut names) && names.iter().all(|name| self.def.copies(name))
+        (Q::DESCRIPTOR.property_names)(&mut names) && names.iter().all(|name| self.def.copies(name))
     }
 
     /// Every entity whose value is `value`, in RowKey order (at most one for
@@ -199,7 +199,7 @@ where
             index_table,
             query,
             "index",
-            T::KIND,
+            T::DESCRIPTOR.kind,
         );
         let table = self.table.clone();
         let (def, position, served) = (self.def, self.position, self.served_by_index_rows());
@@ -349,7 +349,7 @@ where
             index_table,
             query,
             "index_page",
-            T::KIND,
+            T::DESCRIPTOR.kind,
         )
         .take(n + 1)
         .try_collect()

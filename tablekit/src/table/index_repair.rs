@@ -74,7 +74,7 @@ impl<T: TableEntity> Table<T> {
             self.name.to_string(),
             crate::Query::new().filter(filter),
             "repair_indexes",
-            T::KIND,
+            T::DESCRIPTOR.kind,
         );
         let mut current: Vec<Entity> = Vec::new();
         let finish = |rows: &mut Vec<Entity>, pass: &mut IndexPass| -> IndexAudit {
@@ -150,10 +150,13 @@ impl<T: TableEntity> Table<T> {
     /// row first.
     async fn repair_row(&self, pk: &str, key: &str, owner: Option<&str>) -> Result<bool> {
         let found = self.backend.try_get_entity(&self.name, pk, key).await?;
-        let Some(position) = T::INDEXES.iter().position(|def| def.layout.starts(key)) else {
+        let Some(position) = crate::index::local_indexes::<T>()
+            .iter()
+            .position(|def| def.layout.starts(key))
+        else {
             return Ok(true);
         };
-        let def = &T::INDEXES[position];
+        let def = &crate::index::local_indexes::<T>()[position];
         if def.list {
             return self.repair_list(pk, key).await;
         }
@@ -178,7 +181,7 @@ impl<T: TableEntity> Table<T> {
             // The guard: the entity as read, merged with nothing.
             let mut guard = Entity::new(pk, current.entity.row_key.clone());
             guard.properties = Properties::new();
-            let guard_key = if T::WIDE {
+            let guard_key = if T::DESCRIPTOR.wide {
                 crate::table::wide::part_key(&current.entity.row_key, 0)
             } else {
                 current.entity.row_key.clone()

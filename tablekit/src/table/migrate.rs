@@ -249,7 +249,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     /// a checkpoint of another migration. A row that cannot be read or
     /// rewritten is counted in `failed`, not an error.
     pub async fn run(mut self) -> Result<MigrationReport> {
-        if T::WIDE {
+        if T::DESCRIPTOR.wide {
             return self.run_streamed().await;
         }
         let scope = self.scope_print();
@@ -314,7 +314,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 continue;
             };
             *report.by_version.entry(version).or_default() += 1;
-            if version >= T::VERSION {
+            if version >= T::DESCRIPTOR.version {
                 report.already_current += 1;
                 continue;
             }
@@ -343,8 +343,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     async fn rewrite_partition(&self, pk: String, rows: Vec<Loaded<T>>) -> MigrationReport {
         let mut report = MigrationReport::default();
         // Each row brings its index rows (a changed value moves two).
-        let per_transaction = (100 / (1 + 2 * T::INDEXES.len())).max(1);
-        let batchable = T::BLOB_FIELDS.is_empty() && !T::WIDE;
+        let needs = T::DESCRIPTOR.write_needs();
+        let per_transaction = (100 / (1 + needs.rows)).max(1);
+        let batchable = !needs.blobs && !T::DESCRIPTOR.wide;
         let key = format!("{}\u{0}{pk}", self.table.name());
         let mut pending = rows.into_iter().peekable();
         while pending.peek().is_some() {
@@ -436,7 +437,8 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                         Ok(None) => return,
                         Ok(Some(row)) => match super::load::<T>(row) {
                             Ok(again)
-                                if Loaded::version(&again).is_some_and(|v| v < T::VERSION) =>
+                                if Loaded::version(&again)
+                                    .is_some_and(|v| v < T::DESCRIPTOR.version) =>
                             {
                                 loaded = again;
                             }

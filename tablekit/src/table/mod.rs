@@ -462,7 +462,7 @@ impl<K: EntityKinds> Table<K> {
     ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
         const {
             assert!(
-                H::ROW_KEY_LAYOUT.heads_collection(),
+                H::DESCRIPTOR.row_key_layout.heads_collection(),
                 "read_collection reads the rows nested under a kind declared with `collection`"
             )
         };
@@ -472,8 +472,8 @@ impl<K: EntityKinds> Table<K> {
         // From the head's own row to the end of the keys that start with
         // its key and a separator: the rows nested under it.
         let (mut own, mut inner) = (String::new(), String::new());
-        rk.write_laid_out(&H::ROW_KEY_LAYOUT, &mut own);
-        rk.write_laid_out(&H::ROW_KEY_LAYOUT.opened(), &mut inner);
+        rk.write_laid_out(&H::DESCRIPTOR.row_key_layout, &mut own);
+        rk.write_laid_out(&H::DESCRIPTOR.row_key_layout.opened(), &mut inner);
         let separator = inner.chars().last().unwrap_or(crate::key::TAG_SEPARATOR);
         let (_, end) = crate::key::prefix_range(inner, separator);
         let query = crate::Query::new().filter(
@@ -564,9 +564,9 @@ pub(crate) fn owned_query_stream(
 }
 
 impl<T: TableEntity> Table<T> {
-    /// The table `T::TABLE` on `backend`.
+    /// The table `T::DESCRIPTOR.table` on `backend`.
     pub fn new(backend: impl TableBackend + 'static) -> Table<T> {
-        Table::from_arc(Arc::new(backend), T::TABLE)
+        Table::from_arc(Arc::new(backend), T::DESCRIPTOR.table)
     }
 
     /// Reads the entity with these keys; `None` if there is none.
@@ -826,7 +826,7 @@ impl<T: TableEntity> Table<T> {
     async fn row_after_lost_delete(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         // Boxed, as a rare path: the delete's future stays small.
         let stored = Box::pin(self.read_stored(pk, rk)).await?;
-        if stored.is_none() && !T::REMOTE_INDEXES.is_empty() {
+        if stored.is_none() && !crate::index::remote_indexes::<T>().is_empty() {
             self.finish_after_commit(pk, rk).await;
         }
         Ok(stored)
@@ -874,7 +874,7 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<bool> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        if T::WIDE {
+        if T::DESCRIPTOR.wide {
             return Ok(self.read_stored(&pk, &rk).await?.is_some());
         }
         let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);
@@ -913,7 +913,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     })?;
     let timestamp = entity.timestamp;
     let writes = update::writes_of(&entity).map(str::to_owned);
-    let row_key = (!T::INDEXES.is_empty()).then(|| entity.row_key.clone());
+    let row_key = (!crate::index::local_indexes::<T>().is_empty()).then(|| entity.row_key.clone());
     let version = stored_version(&entity);
     let value = schema::from_entity_owned(entity)?;
     let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
@@ -959,7 +959,7 @@ fn stored_version(entity: &crate::Entity) -> Option<u32> {
 /// The schema version a write of `T` records: its current one, when rows
 /// of `T` record a version at all.
 pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
-    (T::KIND.is_some() && T::KIND_PROPERTIES).then_some(T::VERSION)
+    (T::DESCRIPTOR.kind.is_some() && T::DESCRIPTOR.kind_properties).then_some(T::DESCRIPTOR.version)
 }
 
 /// The RowKeys of `value`'s index rows, for a write to plan with or a
@@ -967,7 +967,7 @@ pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
 /// for a type without indexes (or keys that do not encode, which the write
 /// reports when it plans).
 pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
-    if T::INDEXES.is_empty() {
+    if crate::index::local_indexes::<T>().is_empty() {
         return None;
     }
     crate::index::index_keys(value, row_key).ok()

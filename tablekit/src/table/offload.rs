@@ -32,6 +32,7 @@ use crate::blob::{BlobStore, PutCondition};
 use crate::entity::{Entity, PropertyName};
 use crate::error::{Error, InvalidInput, Result, SchemaError, ValueError};
 use crate::keyorder::utf16_len;
+use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::validate::limits::{MAX_BINARY_BYTES, MAX_ENTITY_SIZE, MAX_STRING_UTF16};
 use crate::value::Value;
 
@@ -43,6 +44,31 @@ pub struct BlobField {
     /// `true` for `#[tablekit(blob)]` (always offloaded), `false` for
     /// `#[tablekit(offload)]` (offloaded only when too large for the row).
     pub always: bool,
+}
+
+/// The blob part of an entity's descriptor: its fields kept in the blob
+/// store (`#[tablekit(blob)]`, always) or kept there when too large for a
+/// row (`#[tablekit(offload)]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobFields {
+    /// The fields, in field order.
+    pub fields: &'static [BlobField],
+}
+
+impl DescriptorPart for BlobFields {
+    fn write_needs(&self) -> WriteNeeds {
+        WriteNeeds {
+            blobs: true,
+            ..WriteNeeds::NONE
+        }
+    }
+}
+
+/// The blob fields of `T`: none unless it declares some.
+pub fn blob_fields<T: TableEntity>() -> &'static [BlobField] {
+    T::DESCRIPTOR
+        .part::<BlobFields>()
+        .map_or(&[], |part| part.fields)
 }
 
 /// A field type that can be kept in the blob store: text or bytes.

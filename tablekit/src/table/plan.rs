@@ -67,7 +67,7 @@ impl<T: TableEntity> Table<T> {
     /// The entity's stored state, read with one request: a point read, or
     /// for a wide entity one query over its parts.
     pub(super) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
-        if T::WIDE {
+        if T::DESCRIPTOR.wide {
             let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
             return Ok(wide::join(rk, rows)?.and_then(|(entity, parts)| {
@@ -116,7 +116,7 @@ impl<T: TableEntity> Table<T> {
         let writes: [&dyn Pending; 1] = [&pending];
         match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
-                if !T::REMOTE_INDEXES.is_empty() {
+                if !crate::index::remote_indexes::<T>().is_empty() {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
                         .await;
                 }
@@ -147,12 +147,15 @@ impl<T: TableEntity> Table<T> {
         etag: &ETag,
         keys: Option<&[String]>,
     ) -> Option<Result<()>> {
-        let simple = T::WRITABLE
-            && !T::WIDE
-            && T::REMOTE_INDEXES.is_empty()
-            && T::BLOB_FIELDS.is_empty()
-            && !T::INDEXES.iter().any(|def| def.list);
-        let keys = keys.filter(|keys| simple && keys.len() == T::INDEXES.len())?;
+        let simple = T::DESCRIPTOR.writable()
+            && !T::DESCRIPTOR.wide
+            && crate::index::remote_indexes::<T>().is_empty()
+            && !T::DESCRIPTOR.write_needs().blobs
+            && !crate::index::local_indexes::<T>()
+                .iter()
+                .any(|def| def.list);
+        let keys =
+            keys.filter(|keys| simple && keys.len() == crate::index::local_indexes::<T>().len())?;
         let mut operations = Vec::with_capacity(1 + keys.len());
         operations.push(BatchOperation::Delete {
             partition_key: pk.to_owned(),
@@ -166,7 +169,7 @@ impl<T: TableEntity> Table<T> {
                 if_match: IfMatch::Any,
             }
         }));
-        let span = super::op_span("delete", &self.name, T::KIND, Some((pk, rk)));
+        let span = super::op_span("delete", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
         let sent = send(self.backend.as_ref(), &self.name, &operations)
             .instrument(span)
             .await;
@@ -415,7 +418,9 @@ impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
-        T::WIDE || !T::INDEXES.is_empty() || !T::REMOTE_INDEXES.is_empty()
+        T::DESCRIPTOR.wide
+            || !crate::index::local_indexes::<T>().is_empty()
+            || !crate::index::remote_indexes::<T>().is_empty()
     }
 
     fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
@@ -445,10 +450,13 @@ impl<T: TableEntity> Typed<'_, T> {
         learned: &Learned,
     ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
-        if !T::REMOTE_INDEXES.is_empty() {
+        if !crate::index::remote_indexes::<T>().is_empty() {
             state.remote = Some(Box::new(self.remote_state(backend, table, &state).await?));
         }
-        if !T::INDEXES.iter().any(|def| def.list) {
+        if !crate::index::local_indexes::<T>()
+            .iter()
+            .any(|def| def.list)
+        {
             return Ok(state);
         }
         let (pk, rk) = self.keys();
@@ -467,7 +475,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 rk,
             )?),
         };
-        for (i, def) in T::INDEXES.iter().enumerate() {
+        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
             if !def.list {
                 continue;
             }
@@ -528,7 +536,7 @@ impl<T: TableEntity> Typed<'_, T> {
             .transpose()?;
         let new_value = self.new_value(current)?;
         let keys = |value: &Option<T>| -> Result<Vec<Option<String>>> {
-            (0..T::REMOTE_INDEXES.len())
+            (0..crate::index::remote_indexes::<T>().len())
                 .map(|i| {
                     // An empty key: an optional value that is `None`, no row.
                     value
@@ -552,16 +560,19 @@ impl<T: TableEntity> Typed<'_, T> {
                 .unwrap_or(0),
         };
         // The fences of the rows it newly writes, read at once.
-        let fences = T::REMOTE_INDEXES.iter().enumerate().filter_map(|(i, def)| {
-            let key = new[i].as_ref()?;
-            (old[i].as_ref() != Some(key)).then(|| {
-                let (index_table, partition) = def.place(table, pk);
-                let fence = index::remote_fence(def, key, rk);
-                async move {
-                    outbox::read_fence(backend.as_ref(), &index_table, &partition, &fence).await
-                }
-            })
-        });
+        let fences = crate::index::remote_indexes::<T>()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, def)| {
+                let key = new[i].as_ref()?;
+                (old[i].as_ref() != Some(key)).then(|| {
+                    let (index_table, partition) = def.place(table, pk);
+                    let fence = index::remote_fence(def, key, rk);
+                    async move {
+                        outbox::read_fence(backend.as_ref(), &index_table, &partition, &fence).await
+                    }
+                })
+            });
         for fence in futures::future::try_join_all(fences).await? {
             seq = seq.max(fence);
         }
@@ -607,8 +618,8 @@ impl<T: TableEntity> Typed<'_, T> {
         ) && !learned.read
             && self.new_keys.is_some()
             && self.new_keys.as_deref() == self.known.as_deref();
-        let use_known = !T::WIDE
-            && T::REMOTE_INDEXES.is_empty()
+        let use_known = !T::DESCRIPTOR.wide
+            && crate::index::remote_indexes::<T>().is_empty()
             && (merge_in_place
                 || matches!(
                     &self.write,
@@ -678,7 +689,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 }
             }));
         }
-        let keys = if T::INDEXES.is_empty() {
+        let keys = if crate::index::local_indexes::<T>().is_empty() {
             Vec::new()
         } else {
             let stored: T = index::decode_for_keys(&current.entity)?;
@@ -702,7 +713,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
 
     fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
         // Indexes kept elsewhere and index entities are read every time.
-        if !T::REMOTE_INDEXES.is_empty() || T::INDEXES.iter().any(|def| def.list) {
+        if !crate::index::remote_indexes::<T>().is_empty()
+            || crate::index::local_indexes::<T>()
+                .iter()
+                .any(|def| def.list)
+        {
             return None;
         }
         self.known_base(learned)
@@ -711,7 +726,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     fn room(&self) -> usize {
         // The entity's row; for each index a delete and a write; an
         // outbox record.
-        1 + 2 * T::INDEXES.len() + usize::from(!T::REMOTE_INDEXES.is_empty())
+        1 + 2 * crate::index::local_indexes::<T>().len()
+            + usize::from(!crate::index::remote_indexes::<T>().is_empty())
     }
 
     fn state<'a>(
@@ -724,7 +740,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     }
 
     fn spans(&self) -> Option<(&str, &str)> {
-        (!T::REMOTE_INDEXES.is_empty()).then(|| self.keys())
+        (!crate::index::remote_indexes::<T>().is_empty()).then(|| self.keys())
     }
 
     fn plan(
@@ -769,17 +785,18 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         let record = remote
             .as_ref()
             .map(|remote| self.remote_record(remote, new_row.as_ref(), at));
-        let new_keys: Option<Cow<'_, [String]>> = match (&new_row, T::INDEXES.is_empty()) {
-            (Some(_), false) if self.new_keys.is_some() => {
-                self.new_keys.as_deref().map(Cow::Borrowed)
-            }
-            (Some(row), false) => {
-                let value: T = index::decode_for_keys(row)?;
-                Some(Cow::Owned(index::index_keys(&value, rk)?))
-            }
-            (Some(_), true) => Some(Cow::Owned(Vec::new())),
-            (None, _) => None,
-        };
+        let new_keys: Option<Cow<'_, [String]>> =
+            match (&new_row, crate::index::local_indexes::<T>().is_empty()) {
+                (Some(_), false) if self.new_keys.is_some() => {
+                    self.new_keys.as_deref().map(Cow::Borrowed)
+                }
+                (Some(row), false) => {
+                    let value: T = index::decode_for_keys(row)?;
+                    Some(Cow::Owned(index::index_keys(&value, rk)?))
+                }
+                (Some(_), true) => Some(Cow::Owned(Vec::new())),
+                (None, _) => None,
+            };
         // The entity's own operations.
         let guard_match = guard.map(|etag| IfMatch::ETag(etag.into_owned()));
         // A merge planned without reading (no index value moves): the
@@ -793,7 +810,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
-        for (i, def) in T::INDEXES.iter().enumerate() {
+        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
             // An empty key stands for no row (an optional value that is `None`).
             let old = old_keys
                 .as_ref()
@@ -877,7 +894,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 out.push(operation, Role::IndexWrite(i));
             }
         }
-        if T::WIDE {
+        if T::DESCRIPTOR.wide {
             let parts = current.as_ref().map_or(0, |c| c.parts);
             let operations = match new_row {
                 Some(row) => {
@@ -926,7 +943,13 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
             let (pk, rk) = self.keys();
             reader
-                .claim_unique(&T::INDEXES[index], index, key, pk, rk)
+                .claim_unique(
+                    &crate::index::local_indexes::<T>()[index],
+                    index,
+                    key,
+                    pk,
+                    rk,
+                )
                 .await
         })
     }
@@ -1480,12 +1503,12 @@ impl<T: TableEntity> Table<T> {
                 }
             });
         }
-        for (i, def) in T::INDEXES.iter().enumerate() {
+        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
             if let (true, Some(key)) = (def.list, old_keys.get(i).filter(|k| !k.is_empty())) {
                 ops.push(outbox::StepOp::ListRemove {
                     row_key: key.clone(),
                     member: rk.to_owned(),
-                    marker: T::KIND_PROPERTIES.then(|| def.name.to_owned()),
+                    marker: T::DESCRIPTOR.kind_properties.then(|| def.name.to_owned()),
                 });
             }
         }

@@ -24,7 +24,7 @@ use crate::validate::limits::MAX_PAGE_SIZE;
 pub struct TableQuery<T, P = T> {
     table: Table<T>,
     partition: Option<Filter>,
-    /// The logical partition of a sharded kind (`T::SHARDS > 1`), whose
+    /// The logical partition of a sharded kind (one whose descriptor has a partition rule), whose
     /// shards are read at once and merged.
     shards_of: Option<String>,
     rows: Option<Filter>,
@@ -293,10 +293,12 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// [`partition`](TableQuery::partition) by the encoded key.
     pub(crate) fn partition_encoded(mut self, key: String) -> Self {
-        if T::SHARDS > 1 {
+        if let Some(rule) = T::DESCRIPTOR.partitions {
             // Every shard, for `to_query`; reads query each shard on its own.
-            self.partition = (0..T::SHARDS)
-                .map(|shard| Filter::partition_key().eq(crate::shard::stored(&key, shard)))
+            self.partition = rule
+                .stored(&key)
+                .into_iter()
+                .map(|stored| Filter::partition_key().eq(stored))
                 .reduce(|a, b| a | b);
             self.shards_of = Some(key);
         } else {
@@ -326,7 +328,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// Only rows whose typed RowKey lies in `range` (`100..=199`, `..key`, …).
     pub fn rows(mut self, range: impl RangeBounds<T::RowKey>) -> Self {
-        let encode = |b: Bound<&T::RowKey>| b.map(|key| T::ROW_KEY_LAYOUT.encode(key));
+        let encode = |b: Bound<&T::RowKey>| b.map(|key| T::DESCRIPTOR.row_key_layout.encode(key));
         let (start, end) = self.row_bounds(encode(range.start_bound()), encode(range.end_bound()));
         self.rows = range_filter(Filter::row_key, start, end);
         self
@@ -382,8 +384,12 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         T::RowKey: KeyPrefix<Q>,
     {
         let mut encoded = String::new();
-        <T::RowKey as KeyPrefix<Q>>::write_prefix(prefix, &T::ROW_KEY_LAYOUT, &mut encoded);
-        if T::ROW_KEY_LAYOUT.is_template() {
+        <T::RowKey as KeyPrefix<Q>>::write_prefix(
+            prefix,
+            &T::DESCRIPTOR.row_key_layout,
+            &mut encoded,
+        );
+        if T::DESCRIPTOR.row_key_layout.is_template() {
             // The components of a template before its last are fixed-width:
             // the keys that start with the prefix's text are exactly its own.
             let end = crate::keyorder::prefix_end(&encoded);
@@ -505,8 +511,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let select = (std::any::TypeId::of::<P>() != std::any::TypeId::of::<T>())
             .then(|| {
                 let mut names = Vec::new();
-                let complete = P::property_names(&mut names);
-                if P::KIND.is_some() {
+                let complete = (P::DESCRIPTOR.property_names)(&mut names);
+                if P::DESCRIPTOR.kind.is_some() {
                     names.push(KIND_PROPERTY.to_owned());
                     names.push(VERSION_PROPERTY.to_owned());
                 }
@@ -525,7 +531,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// one is used up. On a store that does not sort query results (Cosmos DB
     /// for Table) it reads every page before the first row, and sorts them.
     pub fn stream(self) -> BoxStream<'static, Result<Loaded<P>>> {
-        if P::WIDE {
+        if P::DESCRIPTOR.wide {
             return self.stream_wide();
         }
         let rows = match &self.shards_of {
@@ -535,7 +541,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 self.table.name().to_owned(),
                 self.to_query(),
                 "query",
-                T::KIND,
+                T::DESCRIPTOR.kind,
             ),
         };
         let table = self.table.of::<P>();
@@ -564,7 +570,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 self.table.name().to_owned(),
                 query_in(self.partition.clone()),
                 "query",
-                T::KIND,
+                T::DESCRIPTOR.kind,
             ),
         };
         let client_filter = and(self.rows.clone(), self.filter.clone());
@@ -623,7 +629,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// How many entities match, reading only their keys (`$select`) page by
     /// page: one request per 1,000 matches. Wide entities are counted whole.
     pub async fn count(self) -> Result<usize> {
-        if P::WIDE {
+        if P::DESCRIPTOR.wide {
             return self
                 .stream()
                 .try_fold(0, |n, _| async move { Ok(n + 1) })
@@ -677,9 +683,12 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 }
             }
         }
-        Ok((0..T::SHARDS)
-            .map(|shard| {
-                let stored = crate::shard::stored(pk, shard);
+        let stored = T::DESCRIPTOR
+            .partitions
+            .map_or_else(|| vec![pk.to_owned()], |rule| rule.stored(pk));
+        Ok(stored
+            .into_iter()
+            .map(|stored| {
                 let mut query = query_in(Some(Filter::partition_key().eq(stored)));
                 query.filter = and(query.filter.take(), start.clone());
                 query.continuation = None;
@@ -700,7 +709,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 std::sync::Arc::clone(self.table.backend()),
                 self.table.name(),
                 queries,
-                super::op_span("query", self.table.name(), T::KIND, None),
+                super::op_span("query", self.table.name(), T::DESCRIPTOR.kind, None),
             ),
             Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
         }
@@ -744,7 +753,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             }
             .into());
         }
-        if P::WIDE {
+        if P::DESCRIPTOR.wide {
             return Err(crate::Error::NotSupported {
                 operation: "page_of() on wide entities (use stream())",
             });
@@ -789,7 +798,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// store made is refused there
     /// ([`InvalidInput::ContinuationToken`](crate::InvalidInput::ContinuationToken)).
     pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
-        if P::WIDE {
+        if P::DESCRIPTOR.wide {
             return Err(crate::Error::NotSupported {
                 operation: "page() on wide entities (use stream())",
             });
@@ -798,7 +807,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             Some(pk) => self.sharded_page(pk).await?,
             None => {
                 let query = self.to_query();
-                let span = super::op_span("query_page", self.table.name(), T::KIND, None);
+                let span =
+                    super::op_span("query_page", self.table.name(), T::DESCRIPTOR.kind, None);
                 let backend = &**self.table.backend();
                 let mut page = tracing::Instrument::instrument(
                     crate::order::ordered_page(backend, self.table.name(), query, false),

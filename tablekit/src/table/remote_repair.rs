@@ -197,7 +197,7 @@ impl<T: TableEntity> Table<T> {
                 continue;
             }
             let entity = !outbox::is_bookkeeping_row(&row)
-                && T::ROW_KEY_LAYOUT.starts(&row.row_key)
+                && T::DESCRIPTOR.row_key_layout.starts(&row.row_key)
                 && schema::is_kind::<T>(&row);
             if !entity {
                 continue;
@@ -233,7 +233,7 @@ impl<T: TableEntity> Table<T> {
         row.properties.insert(outbox::SEQ_PROPERTY, seq);
         // From no rows to every row: each put, each list joined, all
         // fenced above what is there.
-        let new = (0..T::REMOTE_INDEXES.len())
+        let new = (0..crate::index::remote_indexes::<T>().len())
             .map(|i| {
                 index::remote_index_key(&value, i, &entity.row_key)
                     .map(|key| Some(key).filter(|key| !key.is_empty()))
@@ -303,12 +303,12 @@ impl<T: TableEntity> Table<T> {
             }
             if outbox::is_bookkeeping_row(row)
                 || !schema::is_kind::<T>(row)
-                || !T::ROW_KEY_LAYOUT.starts(&row.row_key)
+                || !T::DESCRIPTOR.row_key_layout.starts(&row.row_key)
             {
                 continue;
             }
             let value: T = index::decode_for_keys(row)?;
-            for (i, def) in T::REMOTE_INDEXES.iter().enumerate() {
+            for (i, def) in crate::index::remote_indexes::<T>().iter().enumerate() {
                 let key = index::remote_index_key(&value, i, &row.row_key)?;
                 if key.is_empty() {
                     // No value, no row.
@@ -331,7 +331,7 @@ impl<T: TableEntity> Table<T> {
         }
         for ((table, partition, key), (def, mut members)) in lists {
             members.sort();
-            let marker = T::KIND_PROPERTIES.then_some(def.index.name);
+            let marker = T::DESCRIPTOR.kind_properties.then_some(def.index.name);
             let row =
                 index::list_row_named(marker, &partition, &key, &members).map_err(|entries| {
                     crate::InvalidInput::IndexListFull {
@@ -343,7 +343,7 @@ impl<T: TableEntity> Table<T> {
                 })?;
             expected.insert((table, partition, key), row);
         }
-        let places = T::REMOTE_INDEXES.iter().map(|def| {
+        let places = crate::index::remote_indexes::<T>().iter().map(|def| {
             let (table, partition) = def.place(&self.name, pk);
             Place {
                 def,

@@ -113,13 +113,18 @@ impl<T: TableEntity> Table<T> {
 
     /// Fetches the blobs a row references back into it.
     pub(crate) async fn restore_blobs(&self, entity: &mut crate::Entity) -> Result<()> {
-        if T::BLOB_FIELDS.is_empty() {
+        if crate::table::offload::blob_fields::<T>().is_empty() {
             return Ok(());
         }
-        if offload::references(entity, T::BLOB_FIELDS)?.is_empty() {
+        if offload::references(entity, crate::table::offload::blob_fields::<T>())?.is_empty() {
             return Ok(());
         }
-        offload::restore(self.blob_target()?, entity, T::BLOB_FIELDS).await
+        offload::restore(
+            self.blob_target()?,
+            entity,
+            crate::table::offload::blob_fields::<T>(),
+        )
+        .await
     }
 
     fn blob_target(&self) -> Result<&offload::BlobTarget> {
@@ -130,7 +135,7 @@ impl<T: TableEntity> Table<T> {
 
     /// The stored row as it is (for a wide entity: its parts joined), or `None`.
     pub(super) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
-        let span = super::op_span("read", &self.name, T::KIND, Some((pk, rk)));
+        let span = super::op_span("read", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
         self.read_stored_unspanned(pk, rk).instrument(span).await
     }
 
@@ -142,9 +147,9 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Refuses writes through a type that may not write (see
-    /// [`TableEntity::WRITABLE`]).
+    /// [`TableEntity::DESCRIPTOR.writable()`]).
     pub(super) fn refuse_unwritable() -> Result<()> {
-        if T::WRITABLE {
+        if T::DESCRIPTOR.writable() {
             return Ok(());
         }
         Err(Error::NotSupported {
@@ -161,7 +166,7 @@ impl<T: TableEntity> Table<T> {
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
         Self::refuse_unwritable()?;
-        if T::BLOB_FIELDS.is_empty() {
+        if crate::table::offload::blob_fields::<T>().is_empty() {
             return self.write_stored(&entity, write, hint).await;
         }
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
@@ -174,7 +179,7 @@ impl<T: TableEntity> Table<T> {
                     self.blob_target_for(&row)?,
                     &self.blob_prefix(),
                     &mut row,
-                    T::BLOB_FIELDS,
+                    crate::table::offload::blob_fields::<T>(),
                 )
                 .await?
             }
@@ -209,7 +214,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        if T::BLOB_FIELDS.is_empty() {
+        if crate::table::offload::blob_fields::<T>().is_empty() {
             Either::Left(self.write_stored(entity, write, hint))
         } else {
             // Boxed: the blob protocol's future is large, and a write
@@ -278,19 +283,21 @@ impl<T: TableEntity> Table<T> {
             // a merge, those of the fields it sends.
             let stale: Vec<String> = match &current {
                 None => Vec::new(),
-                Some(stored) => offload::references(stored, T::BLOB_FIELDS)?
-                    .into_iter()
-                    .filter(|(field, _)| match &guarded {
-                        RowWrite::Update(UpdateMode::Merge, _) => {
-                            row.properties.contains(field)
-                                || row
-                                    .properties
-                                    .contains(&format!("{field}{}", offload::REFERENCE_SUFFIX))
-                        }
-                        _ => true,
-                    })
-                    .map(|(_, reference)| reference.name)
-                    .collect(),
+                Some(stored) => {
+                    offload::references(stored, crate::table::offload::blob_fields::<T>())?
+                        .into_iter()
+                        .filter(|(field, _)| match &guarded {
+                            RowWrite::Update(UpdateMode::Merge, _) => {
+                                row.properties.contains(field)
+                                    || row
+                                        .properties
+                                        .contains(&format!("{field}{}", offload::REFERENCE_SUFFIX))
+                            }
+                            _ => true,
+                        })
+                        .map(|(_, reference)| reference.name)
+                        .collect()
+                }
             };
             let hint = IndexHint {
                 old: None,
@@ -327,7 +334,9 @@ impl<T: TableEntity> Table<T> {
     ) -> Result<Option<Vec<(&'static str, offload::BlobReference)>>> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
         match self.read_stored(&pk, &rk).await? {
-            Some(row) => offload::references(&row, T::BLOB_FIELDS).map(Some),
+            Some(row) => {
+                offload::references(&row, crate::table::offload::blob_fields::<T>()).map(Some)
+            }
             None => Ok(None),
         }
     }
@@ -339,7 +348,7 @@ impl<T: TableEntity> Table<T> {
 
     /// The prefix of this table's and kind's blob names.
     pub(super) fn blob_prefix(&self) -> String {
-        offload::blob_prefix(&self.name, T::KIND)
+        offload::blob_prefix(&self.name, T::DESCRIPTOR.kind)
     }
 
     /// The blobs of this table and kind that no row references and that are
@@ -369,7 +378,9 @@ impl<T: TableEntity> Table<T> {
         let mut referenced = std::collections::HashSet::new();
         let rows = self.backend.query_all(&self.name, query).await?;
         for row in &rows {
-            for (_, reference) in offload::references(row, T::BLOB_FIELDS)? {
+            for (_, reference) in
+                offload::references(row, crate::table::offload::blob_fields::<T>())?
+            {
                 referenced.insert(reference.name);
             }
         }
@@ -405,7 +416,7 @@ impl<T: TableEntity> Table<T> {
     pub(super) fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
         match &self.blobs {
             Some(target) => Ok(target),
-            None if T::BLOB_FIELDS
+            None if crate::table::offload::blob_fields::<T>()
                 .iter()
                 .any(|f| f.always && row.properties.contains(f.name)) =>
             {
@@ -436,7 +447,7 @@ impl<T: TableEntity> Table<T> {
             RowWrite::Delete(_) => "delete",
         };
         let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
-        let span = super::op_span(op, &self.name, T::KIND, Some(keys));
+        let span = super::op_span(op, &self.name, T::DESCRIPTOR.kind, Some(keys));
         self.write_stored_unspanned(entity, write, hint)
             .instrument(span)
     }
@@ -452,7 +463,8 @@ impl<T: TableEntity> Table<T> {
         if let Err(e) = Self::refuse_unwritable() {
             return Either::Left(Either::Left(std::future::ready(Err(e))));
         }
-        if T::WIDE || !T::INDEXES.is_empty() || !T::REMOTE_INDEXES.is_empty() {
+        let needs = T::DESCRIPTOR.write_needs();
+        if needs.planned || needs.follow_up {
             return Either::Right(self.write_planned(entity, write, hint));
         }
         Either::Left(Either::Right(async move {

@@ -237,7 +237,7 @@ impl<T: TableEntity> Table<T> {
         }
         // The index rows the new row takes over from the old one: its own
         // unique values, when it stays in its partition.
-        let keep = if old_pk == new_pk && !T::INDEXES.is_empty() {
+        let keep = if old_pk == new_pk && !crate::index::local_indexes::<T>().is_empty() {
             let old = crate::index::index_keys(
                 &crate::index::decode_for_keys::<T>(&current.entity)?,
                 &old_rk,
@@ -253,10 +253,11 @@ impl<T: TableEntity> Table<T> {
         if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
             return Err(crate::index::too_many_operations(ops.len() + 1));
         }
-        let stale: Vec<String> = super::offload::references(&current.entity, T::BLOB_FIELDS)?
-            .into_iter()
-            .map(|(_, reference)| reference.name)
-            .collect();
+        let stale: Vec<String> =
+            super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?
+                .into_iter()
+                .map(|(_, reference)| reference.name)
+                .collect();
         // Above every step that ever reached the old row: no older step can
         // undo this one, and this one is never taken for old.
         let seq = self.fence_of(&old_pk, &old_rk).await? + 1;
@@ -274,14 +275,14 @@ impl<T: TableEntity> Table<T> {
             .max()
             .unwrap_or(0);
         let mut row = schema::to_entity(moved)?;
-        let written = if T::BLOB_FIELDS.is_empty() {
+        let written = if crate::table::offload::blob_fields::<T>().is_empty() {
             Vec::new()
         } else {
             super::offload::offload(
                 self.blob_target_for(&row)?,
                 &self.blob_prefix(),
                 &mut row,
-                T::BLOB_FIELDS,
+                crate::table::offload::blob_fields::<T>(),
             )
             .await?
         };
@@ -402,7 +403,7 @@ impl<T: TableEntity> Table<T> {
                         if let Some(target) = &self.blobs {
                             super::offload::delete_quietly(target, &copied.written).await;
                         }
-                        if !T::REMOTE_INDEXES.is_empty() {
+                        if !crate::index::remote_indexes::<T>().is_empty() {
                             self.finish_after_commit(&new_pk, &new_rk).await;
                         }
                     }

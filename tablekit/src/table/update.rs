@@ -326,7 +326,7 @@ impl Recorded {
             crate::value::ValueRef::String(&self.history),
         );
         // A wide entity spreads its properties over parts with room to spare.
-        let room = T::WIDE
+        let room = T::DESCRIPTOR.wide
             || (row.properties.len() < MAX_PROPERTIES
                 && row.stored_size() + size <= MAX_ENTITY_SIZE);
         if room {
@@ -486,7 +486,7 @@ impl<T: TableEntity> Table<T> {
         T: Send,
     {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        let span = super::op_span("update", self.name(), T::KIND, Some((&pk, &rk)));
+        let span = super::op_span("update", self.name(), T::DESCRIPTOR.kind, Some((&pk, &rk)));
         self.update_encoded(pk, rk, options, change)
             .instrument(span)
             .await
@@ -541,7 +541,7 @@ impl<T: TableEntity> Table<T> {
             {
                 // It landed: the failure came after. Its outbox records, if
                 // it wrote any, are still to finish.
-                if !T::REMOTE_INDEXES.is_empty() {
+                if T::DESCRIPTOR.write_needs().follow_up {
                     self.finish_after_commit(&pk, &rk).await;
                 }
                 return Ok(super::load(stored)?);
@@ -645,7 +645,7 @@ impl<T: TableEntity> Table<T> {
             Settled::Applied(stored) => {
                 // Applied: so were its outbox records, if it wrote any,
                 // whose steps are still to do.
-                if !T::REMOTE_INDEXES.is_empty() {
+                if T::DESCRIPTOR.write_needs().follow_up {
                     self.finish_after_commit(pk, rk).await;
                 }
                 let ours = history(&stored).first() == Some(&recorded.tag.as_str());

@@ -1,0 +1,231 @@
+//! The static facts of an entity type, in one value that
+//! `#[derive(TableEntity)]` emits: [`EntityDescriptor`].
+//!
+//! The descriptor holds what every entity has (table, kind, versions, key
+//! layout, flags, field names). What a pattern needs to know of a type is
+//! a *part* the pattern defines in its own module (an index list, a blob
+//! field list, a bucket period, a shard count) and the derive places in
+//! [`EntityDescriptor::parts`]; the pattern finds it again with
+//! [`EntityDescriptor::part`]. So the contract stays the same size as
+//! patterns are added, and this layer knows none of them by name.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::key::RowKeyLayout;
+
+/// What `#[derive(TableEntity)]` says of a type, as one constant:
+/// [`TableEntity::DESCRIPTOR`](super::TableEntity::DESCRIPTOR).
+///
+/// Read it to learn the table, kind and versions of a type; its parts are
+/// for the patterns that defined them.
+#[derive(Clone, Copy)]
+pub struct EntityDescriptor {
+    /// The table name (`#[tablekit(table = "…")]`, else the type's name).
+    pub table: &'static str,
+    /// The entity kind: the RowKey starts with `KIND_`, and (with
+    /// [`kind_properties`](Self::kind_properties)) the row stores it.
+    pub kind: Option<&'static str>,
+    /// How the RowKey is laid out: kind tags, the tags of a collection's
+    /// nesting, or a template's texts.
+    pub row_key_layout: RowKeyLayout,
+    /// The schema version written.
+    pub version: u32,
+    /// The oldest schema version read.
+    pub min_version: u32,
+    /// The PartitionKey fields, for messages.
+    pub partition_key_fields: &'static str,
+    /// The RowKey fields, for messages.
+    pub row_key_fields: &'static str,
+    /// Whether the entity may span several rows of one partition
+    /// (`#[tablekit(wide)]`), always written in one transaction.
+    pub wide: bool,
+    /// Whether a kind's row stores `_Kind` and `_Version` (`true` unless
+    /// `#[tablekit(kind_properties = false)]`, where the kind lives in the
+    /// RowKey prefix only, as in tables laid out before).
+    pub kind_properties: bool,
+    /// Whether the property names are fixed and were checked distinct at
+    /// compile time (no flattened, series or aliased fields): a write then
+    /// skips the run-time check for duplicates, and readers may look fields
+    /// up by position in [`field_names`](Self::field_names).
+    pub checked_names: bool,
+    /// The stored names of the fields held in one property each, in field
+    /// order (empty for a projection).
+    pub field_names: &'static [&'static str],
+    /// Appends the property names the type reads, for `$select`; `false`
+    /// when they cannot all be known before reading (a map series).
+    pub property_names: fn(&mut Vec<String>) -> bool,
+    /// How stored PartitionKeys relate to the type's own, when one logical
+    /// partition is stored as several.
+    pub partitions: Option<&'static dyn PartitionRule>,
+    /// The parts the patterns need, each defined by its pattern.
+    pub parts: &'static [&'static dyn DescriptorPart],
+    /// For a projection (`#[tablekit(projection_of = Entity)]`), the
+    /// entity's descriptor.
+    pub base: Option<&'static EntityDescriptor>,
+}
+
+impl EntityDescriptor {
+    /// A descriptor of `table` with no kind, keys or parts: a start for
+    /// hand-written impls and tests, completed with struct update syntax.
+    pub const fn new(table: &'static str) -> Self {
+        EntityDescriptor {
+            table,
+            kind: None,
+            row_key_layout: RowKeyLayout::NONE,
+            version: 1,
+            min_version: 1,
+            partition_key_fields: "",
+            row_key_fields: "",
+            wide: false,
+            kind_properties: true,
+            checked_names: false,
+            field_names: &[],
+            property_names: no_names,
+            partitions: None,
+            parts: &[],
+            base: None,
+        }
+    }
+
+    /// The part of type `P` this type declares, if any.
+    pub fn part<P: DescriptorPart>(&self) -> Option<&'static P> {
+        self.parts.iter().find_map(|part| {
+            let any: &'static dyn Any = *part;
+            any.downcast_ref::<P>()
+        })
+    }
+
+    /// The part of type `P` this type declares, or for a projection, the
+    /// one its entity declares.
+    pub fn part_or_base<P: DescriptorPart>(&self) -> Option<&'static P> {
+        self.part().or_else(|| self.base?.part())
+    }
+
+    /// Whether rows may be written through this type: not through a
+    /// projection of an entity one of whose parts a partial row would
+    /// break (an entity with indexes, whose index rows a write through the
+    /// projection could not keep in step).
+    pub fn writable(&self) -> bool {
+        match self.base {
+            None => true,
+            Some(base) => {
+                base.writable() && !base.parts.iter().any(|part| part.bars_partial_writes())
+            }
+        }
+    }
+
+    /// What a write of this type asks beyond writing its row: the needs of
+    /// its parts together, and for a `wide` entity, a planned transaction.
+    pub fn write_needs(&self) -> WriteNeeds {
+        let mut needs = WriteNeeds {
+            planned: self.wide,
+            ..WriteNeeds::NONE
+        };
+        for part in self.parts {
+            let more = part.write_needs();
+            needs.planned |= more.planned;
+            needs.rows += more.rows;
+            needs.blobs |= more.blobs;
+            needs.follow_up |= more.follow_up;
+        }
+        needs
+    }
+
+    /// How many stored partitions one logical partition spreads over.
+    pub fn stored_partitions(&self) -> u16 {
+        self.partitions.map_or(1, |rule| rule.count())
+    }
+}
+
+impl fmt::Debug for EntityDescriptor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EntityDescriptor")
+            .field("table", &self.table)
+            .field("kind", &self.kind)
+            .field("row_key_layout", &self.row_key_layout)
+            .field("version", &self.version)
+            .field("min_version", &self.min_version)
+            .field("partition_key_fields", &self.partition_key_fields)
+            .field("row_key_fields", &self.row_key_fields)
+            .field("wide", &self.wide)
+            .field("kind_properties", &self.kind_properties)
+            .field("checked_names", &self.checked_names)
+            .field("field_names", &self.field_names)
+            .field("partitions", &self.partitions)
+            .field("parts", &self.parts)
+            .field("base", &self.base.map(|base| base.table))
+            .finish_non_exhaustive()
+    }
+}
+
+fn no_names(_: &mut Vec<String>) -> bool {
+    true
+}
+
+/// A part of an [`EntityDescriptor`], defined by the pattern that needs it.
+pub trait DescriptorPart: Any + Send + Sync + fmt::Debug {
+    /// Whether writing a projection of the entity (a row holding only some
+    /// of its fields) would leave this pattern's rows out of step; such a
+    /// projection reads, and never writes.
+    fn bars_partial_writes(&self) -> bool {
+        false
+    }
+
+    /// What this part asks of every write of its entity.
+    fn write_needs(&self) -> WriteNeeds {
+        WriteNeeds::NONE
+    }
+}
+
+/// What a write of an entity asks beyond writing its row, as its
+/// descriptor's parts declare it ([`EntityDescriptor::write_needs`]). The
+/// typed client picks its way of writing from this, knowing no pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteNeeds {
+    /// Other rows change with the entity's, in one planned transaction
+    /// (index rows, a wide entity's parts).
+    pub planned: bool,
+    /// At most how many rows beside the entity's own one write changes in
+    /// its transaction, apart from a wide entity's parts.
+    pub rows: usize,
+    /// Values go to the blob store before the row that refers to them, so
+    /// the write cannot join a batch of rows.
+    pub blobs: bool,
+    /// Work recorded with the write is finished after it commits (an
+    /// outbox record: rows kept in another partition or table).
+    pub follow_up: bool,
+}
+
+impl WriteNeeds {
+    /// A write of the row alone.
+    pub const NONE: WriteNeeds = WriteNeeds {
+        planned: false,
+        rows: 0,
+        blobs: false,
+        follow_up: false,
+    };
+
+    /// Whether the write is more than one row written on its own.
+    pub fn any(&self) -> bool {
+        self.planned || self.blobs || self.follow_up
+    }
+}
+
+/// How one logical partition of a type is stored as several: the stored
+/// PartitionKey is the logical one and a suffix the RowKey picks.
+pub trait PartitionRule: Send + Sync + fmt::Debug {
+    /// How many stored partitions a logical one spreads over (at least 1).
+    fn count(&self) -> u16;
+
+    /// Appends to `partition_key` (the logical one, encoded) the suffix of
+    /// the stored partition of the row whose stored RowKey is `row_key`.
+    fn push_suffix(&self, partition_key: &mut String, row_key: &str);
+
+    /// The logical PartitionKey of a stored row, or why the stored key
+    /// does not belong to this rule.
+    fn logical<'a>(&self, partition_key: &'a str, row_key: &str) -> Result<&'a str, String>;
+
+    /// Every stored PartitionKey of a logical one (encoded).
+    fn stored(&self, partition_key: &str) -> Vec<String>;
+}
