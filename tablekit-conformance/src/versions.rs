@@ -451,3 +451,147 @@ pub async fn migration_model_runs(
     backend.delete_table(&name).await.expect("delete table");
     out
 }
+
+/// Version 1 of a wide meter: readings enough to need two rows.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "WMIG", version = 1, wide)]
+pub struct MeterV1 {
+    /// The site.
+    #[tablekit(partition_key)]
+    pub site: String,
+    /// The meter.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// One reading per property.
+    #[tablekit(series)]
+    pub readings: Vec<u32>,
+}
+
+/// Version 2 of the wide meter: a unit added.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(
+    table = "Conformance",
+    kind = "WMIG",
+    version = 2,
+    wide,
+    upgrade_from = MeterV1
+)]
+pub struct Meter {
+    /// The site.
+    #[tablekit(partition_key)]
+    pub site: String,
+    /// The meter.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// One reading per property.
+    #[tablekit(series)]
+    pub readings: Vec<u32>,
+    /// Added in version 2.
+    #[tablekit(default)]
+    pub unit: String,
+}
+
+impl From<MeterV1> for Meter {
+    fn from(v1: MeterV1) -> Meter {
+        Meter {
+            site: v1.site,
+            id: v1.id,
+            readings: v1.readings,
+            unit: "kWh".into(),
+        }
+    }
+}
+
+/// A migration of a wide type, dropped at many points and resumed from its
+/// last checkpoint each time: it ends with every entity at the current
+/// version, and the runs together read each entity once, plus at most the
+/// one in flight at each interruption. A finished checkpoint resumes to
+/// nothing; one of another migration is refused.
+pub async fn wide_migrations_resume_after_each_entity(backend: Arc<dyn TableBackend>) {
+    use tablekit::layer::FaultInjection;
+    use tablekit::table::MigrationCheckpoint;
+
+    let name = fresh_table(&*backend, "widemig").await;
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    // Every call yields once, so that the migration can be dropped between
+    // any two of its calls, on any store.
+    faults.set_yields(true);
+    let faulty: Arc<dyn TableBackend> = Arc::new(layer);
+    let old: Table<MeterV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<Meter> = Table::from_arc(Arc::clone(&backend), &name);
+    let migrating: Table<Meter> = Table::from_arc(faulty, &name);
+    let mut expected = Vec::new();
+    for site in ["east", "north", "west"] {
+        for id in 0..4u32 {
+            let count = if id % 2 == 0 { 10 } else { 400 };
+            let v1 = MeterV1 {
+                site: site.into(),
+                id,
+                readings: (0..count).map(|r| r * 7 + id).collect(),
+            };
+            old.insert(&v1).await.expect("insert version 1");
+            expected.push(Meter::from(v1));
+        }
+    }
+    let total = expected.len();
+    let mut last: Option<MigrationCheckpoint> = None;
+    let mut interruptions = 0;
+    let mut report = None;
+    for attempt in 0..200usize {
+        let seen = std::sync::Mutex::new(None::<MigrationCheckpoint>);
+        let mut migration = migrating
+            .migrate()
+            .unpaced()
+            .on_checkpoint(|c| *seen.lock().expect("lock") = Some(c.clone()));
+        if let Some(checkpoint) = last.clone() {
+            migration = migration.resume(checkpoint);
+        }
+        // Dropped after a few polls each time, later and later.
+        let result = super::drop_after_polls(3 + attempt * 2, migration.run()).await;
+        if let Some(c) = seen.lock().expect("lock").take() {
+            last = Some(c);
+        }
+        match result {
+            None => interruptions += 1,
+            Some(result) => {
+                report = Some(result.expect("migrate"));
+                break;
+            }
+        }
+    }
+    let report = report.expect("the migration finished");
+    assert!(interruptions > 0, "the migration was never dropped");
+    assert!(
+        report.scanned <= total + interruptions,
+        "resumed runs read {} entities: more than {total} and one per interruption ({interruptions})",
+        report.scanned
+    );
+    assert_eq!(report.failed, 0, "{report:?}");
+    let rows: Vec<Loaded<Meter>> = new.query().stream().try_collect().await.expect("read");
+    assert_eq!(rows.len(), total);
+    for (row, want) in rows.iter().zip(&expected) {
+        assert_eq!(Loaded::version(row), Some(2), "{} {}", row.site, row.id);
+        assert_eq!(&**row, want);
+    }
+    // A finished checkpoint resumes to nothing.
+    let finished = last.expect("a checkpoint");
+    assert!(finished.is_finished());
+    let again = new
+        .migrate()
+        .resume(finished.clone())
+        .run()
+        .await
+        .expect("resume finished");
+    assert_eq!(again, finished.report);
+    // One of another migration is refused, nothing written.
+    let other = new.migrate().partition("east").resume(finished).run().await;
+    assert!(
+        matches!(
+            other,
+            Err(Error::Invalid(tablekit::InvalidInput::Cursor { .. }))
+        ),
+        "{other:?}"
+    );
+    backend.delete_table(&name).await.expect("delete table");
+}

@@ -57,7 +57,8 @@ pub struct MigrationCheckpoint {
     /// What the migration covers (table, type, scope), so that a checkpoint
     /// cannot resume another migration.
     scope: u64,
-    /// The next page's continuation token; `None` when finished.
+    /// The next page's continuation token; for a wide type, the stored
+    /// keys of the last entity done. `None` when finished.
     next: Option<(String, Option<String>)>,
     /// The report so far.
     pub report: MigrationReport,
@@ -112,7 +113,8 @@ impl<T: TableEntity> Table<T> {
     /// that stopped (a crash, a deploy) starts again from its last one and
     /// does not read the finished pages again. Entities of wide types, whose
     /// parts a page may split, are read as a stream and rewritten one at a
-    /// time, without checkpoints: a run reads its whole scope again.
+    /// time, with a checkpoint after each entity; a run resumed from one
+    /// reads on after that entity.
     ///
     /// ```
     /// # use tablekit::{Table, TableEntity};
@@ -281,7 +283,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             };
             page.add(self.rewrite_page(items).await);
             report.add(page);
-            let checkpoint = MigrationCheckpoint {
+            self.checkpoint(MigrationCheckpoint {
                 scope,
                 next: next.as_ref().map(|t| {
                     (
@@ -290,10 +292,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     )
                 }),
                 report: report.clone(),
-            };
-            if let Some(f) = &mut self.on_checkpoint {
-                f(&checkpoint);
-            }
+            });
             if let Some(progress) = &mut self.progress {
                 progress(&report);
             }
@@ -391,28 +390,69 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         transaction.submit().await.map(drop)
     }
 
-    /// The migration of wide entities: a stream, one row at a time.
+    /// The migration of wide entities, whose parts a page may split: a
+    /// stream, one entity at a time, with a checkpoint after each. A
+    /// checkpoint names the last entity done, and a run resumed from it asks
+    /// the store for the rows after that entity's parts only. (A sharded
+    /// wide kind, whose stream merges its shards, takes no checkpoints: a run
+    /// reads its whole scope again, rewriting only what is still older.)
     async fn run_streamed(mut self) -> Result<MigrationReport> {
-        let mut report = self.resume.take().map(|c| c.report).unwrap_or_default();
-        let query = (self.scope)(self.table.query());
+        let scope = self.scope_print();
+        let checkpoints = T::DESCRIPTOR.partitions.is_none();
+        let mut query = (self.scope)(self.table.query());
+        let mut report = match self.resume.take() {
+            None => MigrationReport::default(),
+            Some(checkpoint) if checkpoint.scope != scope => {
+                return Err(InvalidInput::Cursor {
+                    reason: "the checkpoint belongs to another migration",
+                }
+                .into());
+            }
+            Some(checkpoint) => match checkpoint.next {
+                None => return Ok(checkpoint.report),
+                Some((pk, Some(rk))) if checkpoints => {
+                    query = query.after_entity(pk, rk);
+                    checkpoint.report
+                }
+                Some(_) => checkpoint.report,
+            },
+        };
         let mut rows = query.on_row_error(RowErrors::Yield).stream();
         while let Some(row) = rows.next().await {
             report.scanned += 1;
+            let mut done = None;
             match row {
                 Ok(loaded) => {
-                    let mut one = MigrationReport::default();
-                    let pending = self.rewrite_page(vec![loaded]).await;
-                    one.add(pending);
-                    report.add(one);
+                    done = (crate::schema::partition_key_of(&*loaded).ok())
+                        .zip(crate::schema::row_key_of(&*loaded).ok());
+                    report.add(self.rewrite_page(vec![loaded]).await);
                 }
                 Err(e) if e.is_row_error() => report.failed += 1,
                 Err(e) => return Err(e),
+            }
+            if let (Some((pk, rk)), true) = (done, checkpoints) {
+                self.checkpoint(MigrationCheckpoint {
+                    scope,
+                    next: Some((pk, Some(rk))),
+                    report: report.clone(),
+                });
             }
             if let Some(progress) = &mut self.progress {
                 progress(&report);
             }
         }
+        self.checkpoint(MigrationCheckpoint {
+            scope,
+            next: None,
+            report: report.clone(),
+        });
         Ok(report)
+    }
+
+    fn checkpoint(&mut self, checkpoint: MigrationCheckpoint) {
+        if let Some(f) = &mut self.on_checkpoint {
+            f(&checkpoint);
+        }
     }
 
     /// Rewrites one row if it is of an older version.

@@ -116,7 +116,7 @@ impl<T: TableEntity> Table<T> {
         let writes: [&dyn Pending; 1] = [&pending];
         match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
-                if !crate::index::remote_indexes::<T>().is_empty() {
+                if !index::remote_indexes::<T>().is_empty() {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
                         .await;
                 }
@@ -149,13 +149,10 @@ impl<T: TableEntity> Table<T> {
     ) -> Option<Result<()>> {
         let simple = T::DESCRIPTOR.writable()
             && !T::DESCRIPTOR.wide
-            && crate::index::remote_indexes::<T>().is_empty()
+            && index::remote_indexes::<T>().is_empty()
             && !T::DESCRIPTOR.write_needs().blobs
-            && !crate::index::local_indexes::<T>()
-                .iter()
-                .any(|def| def.list);
-        let keys =
-            keys.filter(|keys| simple && keys.len() == crate::index::local_indexes::<T>().len())?;
+            && !index::local_indexes::<T>().iter().any(|def| def.list);
+        let keys = keys.filter(|keys| simple && keys.len() == index::local_indexes::<T>().len())?;
         let mut operations = Vec::with_capacity(1 + keys.len());
         operations.push(BatchOperation::Delete {
             partition_key: pk.to_owned(),
@@ -419,8 +416,8 @@ impl<T: TableEntity> Typed<'_, T> {
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
         T::DESCRIPTOR.wide
-            || !crate::index::local_indexes::<T>().is_empty()
-            || !crate::index::remote_indexes::<T>().is_empty()
+            || !index::local_indexes::<T>().is_empty()
+            || !index::remote_indexes::<T>().is_empty()
     }
 
     fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
@@ -450,13 +447,10 @@ impl<T: TableEntity> Typed<'_, T> {
         learned: &Learned,
     ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
-        if !crate::index::remote_indexes::<T>().is_empty() {
+        if !index::remote_indexes::<T>().is_empty() {
             state.remote = Some(Box::new(self.remote_state(backend, table, &state).await?));
         }
-        if !crate::index::local_indexes::<T>()
-            .iter()
-            .any(|def| def.list)
-        {
+        if !index::local_indexes::<T>().iter().any(|def| def.list) {
             return Ok(state);
         }
         let (pk, rk) = self.keys();
@@ -475,7 +469,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 rk,
             )?),
         };
-        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
+        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
             if !def.list {
                 continue;
             }
@@ -536,7 +530,7 @@ impl<T: TableEntity> Typed<'_, T> {
             .transpose()?;
         let new_value = self.new_value(current)?;
         let keys = |value: &Option<T>| -> Result<Vec<Option<String>>> {
-            (0..crate::index::remote_indexes::<T>().len())
+            (0..index::remote_indexes::<T>().len())
                 .map(|i| {
                     // An empty key: an optional value that is `None`, no row.
                     value
@@ -560,7 +554,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 .unwrap_or(0),
         };
         // The fences of the rows it newly writes, read at once.
-        let fences = crate::index::remote_indexes::<T>()
+        let fences = index::remote_indexes::<T>()
             .iter()
             .enumerate()
             .filter_map(|(i, def)| {
@@ -619,7 +613,7 @@ impl<T: TableEntity> Typed<'_, T> {
             && self.new_keys.is_some()
             && self.new_keys.as_deref() == self.known.as_deref();
         let use_known = !T::DESCRIPTOR.wide
-            && crate::index::remote_indexes::<T>().is_empty()
+            && index::remote_indexes::<T>().is_empty()
             && (merge_in_place
                 || matches!(
                     &self.write,
@@ -689,7 +683,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 }
             }));
         }
-        let keys = if crate::index::local_indexes::<T>().is_empty() {
+        let keys = if index::local_indexes::<T>().is_empty() {
             Vec::new()
         } else {
             let stored: T = index::decode_for_keys(&current.entity)?;
@@ -713,10 +707,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
 
     fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
         // Indexes kept elsewhere and index entities are read every time.
-        if !crate::index::remote_indexes::<T>().is_empty()
-            || crate::index::local_indexes::<T>()
-                .iter()
-                .any(|def| def.list)
+        if !index::remote_indexes::<T>().is_empty()
+            || index::local_indexes::<T>().iter().any(|def| def.list)
         {
             return None;
         }
@@ -726,8 +718,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     fn room(&self) -> usize {
         // The entity's row; for each index a delete and a write; an
         // outbox record.
-        1 + 2 * crate::index::local_indexes::<T>().len()
-            + usize::from(!crate::index::remote_indexes::<T>().is_empty())
+        1 + 2 * index::local_indexes::<T>().len()
+            + usize::from(!index::remote_indexes::<T>().is_empty())
     }
 
     fn state<'a>(
@@ -740,7 +732,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     }
 
     fn spans(&self) -> Option<(&str, &str)> {
-        (!crate::index::remote_indexes::<T>().is_empty()).then(|| self.keys())
+        (!index::remote_indexes::<T>().is_empty()).then(|| self.keys())
     }
 
     fn plan(
@@ -786,7 +778,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             .as_ref()
             .map(|remote| self.remote_record(remote, new_row.as_ref(), at));
         let new_keys: Option<Cow<'_, [String]>> =
-            match (&new_row, crate::index::local_indexes::<T>().is_empty()) {
+            match (&new_row, index::local_indexes::<T>().is_empty()) {
                 (Some(_), false) if self.new_keys.is_some() => {
                     self.new_keys.as_deref().map(Cow::Borrowed)
                 }
@@ -810,7 +802,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
-        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
+        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
             // An empty key stands for no row (an optional value that is `None`).
             let old = old_keys
                 .as_ref()
@@ -943,13 +935,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
             let (pk, rk) = self.keys();
             reader
-                .claim_unique(
-                    &crate::index::local_indexes::<T>()[index],
-                    index,
-                    key,
-                    pk,
-                    rk,
-                )
+                .claim_unique(&index::local_indexes::<T>()[index], index, key, pk, rk)
                 .await
         })
     }
@@ -1503,7 +1489,7 @@ impl<T: TableEntity> Table<T> {
                 }
             });
         }
-        for (i, def) in crate::index::local_indexes::<T>().iter().enumerate() {
+        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
             if let (true, Some(key)) = (def.list, old_keys.get(i).filter(|k| !k.is_empty())) {
                 ops.push(outbox::StepOp::ListRemove {
                     row_key: key.clone(),

@@ -34,6 +34,9 @@ pub struct TableQuery<T, P = T> {
     resume: Option<ContinuationToken>,
     row_errors: RowErrors,
     after: Option<Cursor>,
+    /// Wide entities only: start after the entity with these stored keys
+    /// (a wide migration's checkpoint).
+    after_entity: Option<(String, String)>,
     _projection: PhantomData<fn() -> P>,
 }
 
@@ -254,6 +257,7 @@ impl<T: TableEntity> TableQuery<T, T> {
             page_size: None,
             resume: None,
             after: None,
+            after_entity: None,
             row_errors: RowErrors::Fail,
             _projection: PhantomData,
         }
@@ -434,6 +438,14 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         self
     }
 
+    /// Wide entities: starts after the entity whose stored keys are
+    /// `(partition_key, row_key)`, asking the store for the rows after its
+    /// parts only.
+    pub(crate) fn after_entity(mut self, partition_key: String, row_key: String) -> Self {
+        self.after_entity = Some((partition_key, row_key));
+        self
+    }
+
     /// Resumes where a previous [`page`](TableQuery::page) stopped.
     pub fn resume(mut self, token: ContinuationToken) -> Self {
         self.resume = Some(token);
@@ -458,6 +470,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             page_size: self.page_size,
             resume: self.resume,
             after: self.after,
+            after_entity: self.after_entity,
             row_errors: self.row_errors,
             _projection: PhantomData,
         }
@@ -558,9 +571,16 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// the RowKey range and field filters to the joined entities.
     fn stream_wide(self) -> BoxStream<'static, Result<Loaded<P>>> {
         let kind_rows = schema::kind_filter::<T>();
+        // After an entity: the rows past its parts, in its partition or a
+        // later one.
+        let after = self.after_entity.as_ref().map(|(pk, rk)| {
+            let end = super::wide::parts_end(rk);
+            Filter::partition_key().gt(pk.as_str())
+                | (Filter::partition_key().eq(pk.as_str()) & Filter::row_key().ge(end))
+        });
         let query_in = |partition| {
             let mut query = Query::new();
-            query.filter = and(partition, kind_rows.clone());
+            query.filter = and(and(partition, kind_rows.clone()), after.clone());
             query
         };
         let rows = match &self.shards_of {

@@ -44,8 +44,14 @@ pub fn part_key(base: &str, index: usize) -> String {
 /// The filter that reads every part of the entity `(pk, base)`, and nothing else.
 pub fn parts_filter(pk: &str, base: &str) -> Filter {
     let start = format!("{base}{ESCAPE_MARK}{ESCAPE_MARK}");
-    let end = format!("{base}{ESCAPE_MARK}\u{FFFE}");
-    Filter::partition_key().eq(pk) & Filter::row_key().ge(start) & Filter::row_key().lt(end)
+    Filter::partition_key().eq(pk)
+        & Filter::row_key().ge(start)
+        & Filter::row_key().lt(parts_end(base))
+}
+
+/// The first RowKey after every part of the entity whose RowKey is `base`.
+pub fn parts_end(base: &str) -> String {
+    format!("{base}{ESCAPE_MARK}\u{FFFE}")
 }
 
 /// The entity RowKey a part's RowKey belongs to, if it is a part key.
