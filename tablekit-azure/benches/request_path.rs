@@ -28,7 +28,7 @@ use tablekit_azure::AzureTables;
 use tablekit_azure::auth::Signer;
 use tablekit_azure::config::{Account, Credentials};
 
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 7;
 const UPSERTS: usize = 600;
 const READS: usize = 600;
 const PAGES: usize = 20;

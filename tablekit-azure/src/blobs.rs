@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
+use crate::transport::Method;
 use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use reqwest::Method;
 use tablekit::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result, validate,

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::Method;
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
     QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
@@ -31,7 +31,7 @@ pub struct AzureTables {
 #[derive(Debug, Clone)]
 struct Inner {
     account: Account,
-    http: reqwest::Client,
+    http: crate::transport::Http,
     retry: RetryPolicy,
     sas_range: Option<SasRange>,
     /// The path the endpoint adds before every resource (`/devstoreaccount1`
@@ -62,7 +62,7 @@ struct Call<'a> {
 
 /// A response that succeeded.
 struct Reply {
-    headers: reqwest::header::HeaderMap,
+    headers: http::HeaderMap,
     body: String,
 }
 

@@ -112,8 +112,8 @@ impl ClientOptions {
         self
     }
 
-    /// The reqwest client these options describe.
-    pub(crate) fn http_client(&self) -> Result<reqwest::Client, ConfigError> {
+    /// The HTTP client these options describe.
+    pub(crate) fn http_client(&self) -> Result<crate::transport::Http, ConfigError> {
         if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
             return Err(ConfigError::BadValue {
                 key: "timeout".into(),
@@ -126,14 +126,10 @@ impl ClientOptions {
                 value: "0".into(),
             });
         }
-        reqwest::Client::builder()
-            .timeout(self.request_timeout)
-            .connect_timeout(self.connect_timeout)
-            .build()
-            .map_err(|e| ConfigError::BadValue {
-                key: "http client".into(),
-                value: e.to_string(),
-            })
+        Ok(crate::transport::Http::new(
+            self.request_timeout,
+            self.connect_timeout,
+        ))
     }
 }
 

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
-use reqwest::Method;
 use tablekit::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
     QueuePage, QueueStore, SentMessage,

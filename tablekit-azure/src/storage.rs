@@ -4,8 +4,8 @@
 
 use std::time::SystemTime;
 
+use crate::transport::Method;
 use bytes::Bytes;
-use reqwest::Method;
 use tablekit::Result;
 
 use crate::auth::{self, BlobSignedHeaders};
@@ -22,7 +22,7 @@ pub(crate) struct Service {
     endpoint: String,
     /// The path the endpoint puts before every resource.
     path_prefix: String,
-    http: reqwest::Client,
+    http: crate::transport::Http,
     retry: RetryPolicy,
     /// The `x-ms-version` spoken.
     version: &'static str,
@@ -110,7 +110,7 @@ impl<'a> Call<'a> {
 /// A successful response.
 pub(crate) struct Reply {
     pub(crate) status: u16,
-    pub(crate) headers: reqwest::header::HeaderMap,
+    pub(crate) headers: http::HeaderMap,
     pub(crate) body: Vec<u8>,
 }
 

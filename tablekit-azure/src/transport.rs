@@ -1,13 +1,26 @@
-//! What the table and the blob client share around one request: the request
-//! URL, sending it and reading the reply or the service's error, and the
-//! retry loop with its `tracing` span.
+//! What the table and the blob client share around one request: the HTTP
+//! client, the request URL, sending it and reading the reply or the
+//! service's error, and the retry loop with its `tracing` span.
+//!
+//! Requests go through hyper's pooled client (`hyper-util`) over rustls
+//! with the Mozilla roots, HTTP/1.1, `TCP_NODELAY`: the stack reqwest
+//! builds on, without the layers this client does not use (redirects,
+//! proxies, cookies, decompression). Those layers were most of what this
+//! client cost above a raw hyper client: `benches/request_path.rs` measured
+//! 30–36 µs of client CPU per upsert through reqwest, 23–25 µs through
+//! hyper directly, beside 23 µs for a raw hyper client.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use reqwest::Method;
-use reqwest::header::HeaderMap;
+pub(crate) use http::Method;
+use http::header::{HeaderMap, HeaderName, HeaderValue};
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
@@ -15,6 +28,72 @@ use crate::config::Credentials;
 use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
+
+/// A pooled HTTP client for one account's endpoints, and its request
+/// timeout. Clones share the pool.
+#[derive(Clone, Debug)]
+pub(crate) struct Http {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// The longest a request may take, answer read whole.
+    timeout: Duration,
+}
+
+impl Http {
+    /// A client that connects within `connect_timeout` and gives a request
+    /// `timeout` to be answered and read.
+    pub(crate) fn new(timeout: Duration, connect_timeout: Duration) -> Http {
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(connect_timeout));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        Http {
+            client: Client::builder(TokioExecutor::new()).build(https),
+            timeout,
+        }
+    }
+
+    /// A request to `url`, to be given headers and a body.
+    pub(crate) fn request(&self, method: Method, url: &str) -> Request<'_> {
+        Request {
+            http: self,
+            parts: http::Request::builder().method(method).uri(url),
+            body: Bytes::new(),
+        }
+    }
+}
+
+/// A request being built: [`Http::request`], then headers and a body.
+pub(crate) struct Request<'a> {
+    http: &'a Http,
+    parts: http::request::Builder,
+    body: Bytes,
+}
+
+impl Request<'_> {
+    /// Adds a header. A name or value that is not valid in HTTP makes the
+    /// request fail when sent, naming it.
+    pub(crate) fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        HeaderName: TryFrom<K>,
+        <HeaderName as TryFrom<K>>::Error: Into<http::Error>,
+        HeaderValue: TryFrom<V>,
+        <HeaderValue as TryFrom<V>>::Error: Into<http::Error>,
+    {
+        self.parts = self.parts.header(name, value);
+        self
+    }
+
+    /// Sets the body.
+    pub(crate) fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+}
 
 /// The path an endpoint puts before every resource: `/devstoreaccount1` for
 /// the emulator's path-style URLs, empty for the cloud's.
@@ -59,7 +138,7 @@ pub(crate) fn address(
 /// `error_body`), honouring `Retry-After`. A request that cannot be sent or
 /// a body that cannot be read is transient.
 pub(crate) async fn execute(
-    request: reqwest::RequestBuilder,
+    request: Request<'_>,
     method: &Method,
     path: &str,
     target: Target<'_>,
@@ -77,20 +156,38 @@ pub(crate) async fn execute(
             Error::Transient { message }
         }
     };
-    let response = request.send().await.map_err(|e| {
-        let message = format!("{method} {path}: {e}");
-        if e.is_connect() {
-            Error::Transient { message }
-        } else {
-            lost(message)
-        }
-    })?;
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response
-        .bytes()
+    let Request { http, parts, body } = request;
+    let request = parts
+        .body(Full::new(body))
+        // A URL or header that HTTP cannot carry: nothing was sent.
+        .map_err(|e| Error::Configuration {
+            message: format!("{method} {path}: the request cannot be built: {e}"),
+        })?;
+    let exchange = async {
+        let response = http.client.request(request).await.map_err(|e| {
+            let message = format!("{method} {path}: {e}");
+            if e.is_connect() {
+                Error::Transient { message }
+            } else {
+                lost(message)
+            }
+        })?;
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?
+            .to_bytes();
+        Ok::<_, Error>((parts.status, parts.headers, body))
+    };
+    let (status, headers, body) = tokio::time::timeout(http.timeout, exchange)
         .await
-        .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?;
+        .map_err(|_| {
+            lost(format!(
+                "{method} {path}: no answer within {} s",
+                http.timeout.as_secs_f64()
+            ))
+        })??;
     if status.is_success() {
         return Ok((status.as_u16(), headers, body));
     }
