@@ -298,12 +298,13 @@ pub use error::{
     Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
 };
 pub use ext::TableBackendExt;
+pub use index::{IndexPage, IndexReader, RemoteAudit, RemotePass};
 pub use key::InvertedTime;
 pub use queue::QueueStore;
 pub use schema::{EntityKinds, TableEntity, TableFields, UnknownKind};
 pub use table::{
-    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, IndexPage, IndexReader, Loaded,
-    RemoteAudit, RemotePass, Table, TableBatch, TableQuery, Transaction, UpdateOptions,
+    BulkFailure, BulkReport, BulkWriter, Cursor, CursorPage, Loaded, Table, TableBatch, TableQuery,
+    Transaction, UpdateOptions,
 };
 pub use value::{EdmType, Value, ValueRef};
 

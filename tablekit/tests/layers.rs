@@ -44,9 +44,6 @@ const LAYERS: &[(&str, &[&str])] = &[
         "patterns",
         &[
             "index",
-            "table::index_read",
-            "table::index_repair",
-            "table::remote_repair",
             "table::wide",
             "table::offload",
             "table::spanning",
@@ -70,9 +67,6 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("table", "index"),
     ("table", "outbox"),
-    ("table", "table::index_read"),
-    ("table", "table::index_repair"),
-    ("table", "table::remote_repair"),
     ("table", "table::offload"),
     ("table", "table::spanning"),
     ("table::batch", "outbox"),

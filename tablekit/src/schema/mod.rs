@@ -151,7 +151,7 @@ pub trait TableEntity: Sized + Send + Sync + 'static {
 )]
 pub trait TableFields: Sized {
     /// The stored names of the fields, each after `prefix`; `false` when
-    /// they cannot all be listed (see [`TableEntity::property_names`]).
+    /// they cannot all be listed (see [`EntityDescriptor::property_names`]).
     fn field_names(prefix: &str, names: &mut Vec<String>) -> bool;
     /// Writes the fields, each name after `prefix`.
     fn write_fields<S: PropertySink + ?Sized>(

@@ -32,14 +32,11 @@
 
 mod batch;
 mod bulk;
-mod index_read;
-mod index_repair;
 mod merge;
 mod migrate;
 pub mod offload;
-mod plan;
+pub(crate) mod plan;
 pub(crate) mod query;
-mod remote_repair;
 mod rows;
 mod spanning;
 pub mod update;
@@ -53,11 +50,8 @@ use std::sync::Arc;
 pub use crate::pacing::Pacing;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
-pub use index_read::{IndexPage, IndexReader};
-pub use index_repair::IndexPass;
 pub use migrate::{Migration, MigrationCheckpoint, MigrationReport};
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
-pub use remote_repair::{RemoteAudit, RemotePass};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
@@ -210,12 +204,12 @@ pub(crate) const UPDATE_ATTEMPTS: usize = 16;
 
 /// A typed view of one table, for the entities of one type.
 pub struct Table<T> {
-    backend: Arc<dyn TableBackend>,
-    name: Arc<str>,
-    blobs: Option<offload::BlobTarget>,
-    record_writes: bool,
-    outbox: Option<crate::outbox::Outbox>,
-    clock: Arc<dyn crate::clock::Clock>,
+    pub(crate) backend: Arc<dyn TableBackend>,
+    pub(crate) name: Arc<str>,
+    pub(crate) blobs: Option<offload::BlobTarget>,
+    pub(crate) record_writes: bool,
+    pub(crate) outbox: Option<crate::outbox::Outbox>,
+    pub(crate) clock: Arc<dyn crate::clock::Clock>,
     _type: PhantomData<fn() -> T>,
 }
 

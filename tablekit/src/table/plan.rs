@@ -37,13 +37,13 @@ use crate::schema::{self, TableEntity};
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
 /// The stored state of an entity.
-pub(super) struct Current {
+pub(crate) struct Current {
     /// The logical row (a wide entity's parts joined), with its ETag.
-    pub(super) entity: Entity,
+    pub(crate) entity: Entity,
     /// The ETag that guards a write over it.
-    pub(super) etag: ETag,
+    pub(crate) etag: ETag,
     /// How many part rows a wide entity has (0 otherwise).
-    pub(super) parts: usize,
+    pub(crate) parts: usize,
 }
 
 /// What an operation of a planned transaction is for. An index row's key
@@ -66,7 +66,7 @@ pub(super) enum Role {
 impl<T: TableEntity> Table<T> {
     /// The entity's stored state, read with one request: a point read, or
     /// for a wide entity one query over its parts.
-    pub(super) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
+    pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
         if T::DESCRIPTOR.wide {
             let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;

@@ -103,7 +103,7 @@ impl RowWrite {
 
 impl<T: TableEntity> Table<T> {
     /// The row with its offloaded values fetched back, or `None`.
-    pub(super) async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    pub(crate) async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         let Some(mut entity) = self.read_stored(pk, rk).await? else {
             return Ok(None);
         };

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use super::Table;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::{Entity, IfMatch};
 use crate::error::{Error, Result};
@@ -11,6 +10,7 @@ use crate::filter::Filter;
 use crate::index::{self, RemoteIndexDef};
 use crate::outbox::{self, Step, StepOp};
 use crate::schema::{self, KeyArg, TableEntity};
+use crate::table::Table;
 use crate::value::Value;
 
 /// What [`Table::verify_remote_indexes`] found for one partition's
@@ -233,7 +233,7 @@ impl<T: TableEntity> Table<T> {
         row.properties.insert(outbox::SEQ_PROPERTY, seq);
         // From no rows to every row: each put, each list joined, all
         // fenced above what is there.
-        let new = (0..crate::index::remote_indexes::<T>().len())
+        let new = (0..super::remote_indexes::<T>().len())
             .map(|i| {
                 index::remote_index_key(&value, i, &entity.row_key)
                     .map(|key| Some(key).filter(|key| !key.is_empty()))
@@ -308,7 +308,7 @@ impl<T: TableEntity> Table<T> {
                 continue;
             }
             let value: T = index::decode_for_keys(row)?;
-            for (i, def) in crate::index::remote_indexes::<T>().iter().enumerate() {
+            for (i, def) in super::remote_indexes::<T>().iter().enumerate() {
                 let key = index::remote_index_key(&value, i, &row.row_key)?;
                 if key.is_empty() {
                     // No value, no row.
@@ -343,7 +343,7 @@ impl<T: TableEntity> Table<T> {
                 })?;
             expected.insert((table, partition, key), row);
         }
-        let places = crate::index::remote_indexes::<T>().iter().map(|def| {
+        let places = super::remote_indexes::<T>().iter().map(|def| {
             let (table, partition) = def.place(&self.name, pk);
             Place {
                 def,

@@ -187,6 +187,14 @@
 //! [`InvalidInput::BatchDuplicateEntity`]: crate::InvalidInput::BatchDuplicateEntity
 //! [`Error::PreconditionFailed`]: crate::Error::PreconditionFailed
 
+mod read;
+mod remote_repair;
+mod repair;
+
+pub use read::{IndexPage, IndexReader};
+pub use remote_repair::{RemoteAudit, RemotePass};
+pub use repair::IndexPass;
+
 use std::marker::PhantomData;
 
 use crate::entity::{Entity, Properties};

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 
-use super::{Table, owned_query_stream};
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::{Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
@@ -13,6 +12,7 @@ use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::index::{self, IndexAudit};
 use crate::schema::{self, KeyArg, TableEntity};
+use crate::table::{Table, owned_query_stream};
 
 /// One step of a table-wide index repair: what it found in the partitions
 /// it went through, and where the next step starts.
@@ -150,13 +150,13 @@ impl<T: TableEntity> Table<T> {
     /// row first.
     async fn repair_row(&self, pk: &str, key: &str, owner: Option<&str>) -> Result<bool> {
         let found = self.backend.try_get_entity(&self.name, pk, key).await?;
-        let Some(position) = crate::index::local_indexes::<T>()
+        let Some(position) = super::local_indexes::<T>()
             .iter()
             .position(|def| def.layout.starts(key))
         else {
             return Ok(true);
         };
-        let def = &crate::index::local_indexes::<T>()[position];
+        let def = &super::local_indexes::<T>()[position];
         if def.list {
             return self.repair_list(pk, key).await;
         }
@@ -259,7 +259,7 @@ impl<T: TableEntity> Table<T> {
                     | Error::EntityAlreadyExists { .. }
             )
         };
-        match super::plan::send(self.backend.as_ref(), &self.name, operations).await {
+        match crate::table::plan::send(self.backend.as_ref(), &self.name, operations).await {
             Ok(_) => Ok(true),
             Err(Error::BatchFailed { source, .. }) if conflict(&source) => Ok(false),
             Err(Error::BatchFailed { source, .. }) => Err(*source),

@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
-use super::{Loaded, Table, owned_query_stream};
 use crate::backend::GetOptions;
 use crate::entity::Entity;
 use crate::error::{Error, Result};
@@ -14,6 +13,7 @@ use crate::filter::Filter;
 use crate::index::{self, Index, IndexDef, NonUnique, RemoteIndex, RemoteIndexDef, Unique};
 use crate::key::{KeyPrefix, KeyTuple, prefix_range};
 use crate::schema::{self, KeyArg, TableEntity};
+use crate::table::{Cursor, Loaded, Table, owned_query_stream};
 
 /// Reads `T` through one of its indexes, as `Q` (`T` itself, or a
 /// projection of it made with [`project`](IndexReader::project)). Made by
@@ -33,7 +33,7 @@ pub struct IndexReader<T, V, U, Q = T> {
     position: usize,
     /// Where the rows are, for an index kept in another partition or table.
     remote: Option<&'static RemoteIndexDef>,
-    _marker: PhantomData<crate::index::Marker<(V, U, Q)>>,
+    _marker: PhantomData<super::Marker<(V, U, Q)>>,
 }
 
 impl<T: TableEntity> Table<T> {
@@ -244,7 +244,7 @@ pub struct IndexPage<Q> {
     /// The entities, in index order.
     pub items: Vec<Q>,
     /// Where the next page starts; `None` when no index row follows.
-    pub next: Option<super::Cursor>,
+    pub next: Option<Cursor>,
 }
 
 impl<T, V, U, Q> IndexReader<T, V, U, Q>
@@ -264,7 +264,7 @@ where
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
         n: usize,
-        after: Option<&super::Cursor>,
+        after: Option<&Cursor>,
     ) -> Result<IndexPage<Q>> {
         self.page(&pk, self.value_bounds(value), n, after).await
     }
@@ -276,7 +276,7 @@ where
         pk: impl KeyArg<T::PartitionKey>,
         prefix: P,
         n: usize,
-        after: Option<&super::Cursor>,
+        after: Option<&Cursor>,
     ) -> Result<IndexPage<Q>>
     where
         V: KeyPrefix<P>,
@@ -292,7 +292,7 @@ where
         from: impl KeyArg<V>,
         to: impl KeyArg<V>,
         n: usize,
-        after: Option<&super::Cursor>,
+        after: Option<&Cursor>,
     ) -> Result<IndexPage<Q>> {
         self.page(&pk, self.range_bounds(from, to), n, after).await
     }
@@ -304,7 +304,7 @@ where
         pk: &impl KeyArg<T::PartitionKey>,
         (start, end): (Bound<String>, Bound<String>),
         n: usize,
-        after: Option<&super::Cursor>,
+        after: Option<&Cursor>,
     ) -> Result<IndexPage<Q>> {
         let pk = schema::encode_partition_key::<T>(pk)?;
         let max = crate::validate::limits::MAX_PAGE_SIZE as usize;
@@ -322,7 +322,7 @@ where
         }
         // A cursor belongs to the index, the partition and the bounds it
         // was made for.
-        let print = super::query::fingerprint(&format!(
+        let print = crate::table::query::fingerprint(&format!(
             "index\n{}\n{}\n{}\n{pk}\n{start:?}\n{end:?}\n{}",
             self.table.name,
             std::any::type_name::<T>(),
@@ -357,7 +357,7 @@ where
         let next = if rows.len() > n {
             rows.truncate(n);
             rows.last()
-                .map(|row| super::Cursor::at(print, &row.partition_key, &row.row_key))
+                .map(|row| Cursor::at(print, &row.partition_key, &row.row_key))
         } else {
             None
         };
@@ -445,7 +445,7 @@ where
         let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
             return Ok(None);
         };
-        let loaded: Loaded<T> = super::load(entity)?;
+        let loaded: Loaded<T> = crate::table::load(entity)?;
         // A writer may have moved the value since the index row was read.
         Ok((index::index_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
     }
