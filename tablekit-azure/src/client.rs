@@ -96,7 +96,7 @@ impl AzureTables {
             Credentials::Sas(token) => Some(SasRange::from_token(token)),
             Credentials::SharedKey { .. } => None,
         };
-        let http = options.http_client()?;
+        let http = crate::transport::Http::from_options(&options)?;
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
         let signer = match &account.credentials {
             Credentials::SharedKey { key } => Some(auth::Signer::new(key)),

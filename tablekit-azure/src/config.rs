@@ -112,8 +112,9 @@ impl ClientOptions {
         self
     }
 
-    /// The HTTP client these options describe.
-    pub(crate) fn http_client(&self) -> Result<crate::transport::Http, ConfigError> {
+    /// Checks that the options can make a client: timeouts above zero, at
+    /// least one attempt.
+    pub(crate) fn check(&self) -> Result<(), ConfigError> {
         if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
             return Err(ConfigError::BadValue {
                 key: "timeout".into(),
@@ -126,10 +127,7 @@ impl ClientOptions {
                 value: "0".into(),
             });
         }
-        Ok(crate::transport::Http::new(
-            self.request_timeout,
-            self.connect_timeout,
-        ))
+        Ok(())
     }
 }
 

@@ -45,7 +45,7 @@ impl Service {
         Ok(Service {
             signer,
             path_prefix: crate::transport::path_prefix(&endpoint),
-            http: options.http_client()?,
+            http: crate::transport::Http::from_options(options)?,
             retry: options.retry.clone(),
             account,
             endpoint,

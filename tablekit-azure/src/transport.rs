@@ -24,7 +24,7 @@ use hyper_util::rt::TokioExecutor;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
-use crate::config::Credentials;
+use crate::config::{ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
@@ -39,9 +39,15 @@ pub(crate) struct Http {
 }
 
 impl Http {
+    /// The client `options` describe, checked.
+    pub(crate) fn from_options(options: &ClientOptions) -> Result<Http, ConfigError> {
+        options.check()?;
+        Ok(Http::new(options.request_timeout, options.connect_timeout))
+    }
+
     /// A client that connects within `connect_timeout` and gives a request
     /// `timeout` to be answered and read.
-    pub(crate) fn new(timeout: Duration, connect_timeout: Duration) -> Http {
+    fn new(timeout: Duration, connect_timeout: Duration) -> Http {
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);

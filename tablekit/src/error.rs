@@ -473,7 +473,7 @@ pub enum ValueError {
         /// What the field accepts.
         expected: &'static str,
         /// What is stored.
-        found: crate::value::EdmType,
+        found: crate::edm::EdmType,
     },
     /// The value does not fit the field's type.
     #[error("{0}")]

@@ -265,6 +265,7 @@ pub mod bucket;
 pub mod clock;
 pub mod copy;
 mod datetime;
+mod edm;
 mod entity;
 mod error;
 mod ext;

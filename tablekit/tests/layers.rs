@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "model",
-        &["datetime", "value", "entity", "keyorder", "key", "error"],
+        &[
+            "datetime", "edm", "value", "entity", "keyorder", "key", "error",
+        ],
     ),
     ("rules and wire", &["validate", "filter", "json", "props"]),
     (
