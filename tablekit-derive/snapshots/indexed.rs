@@ -44,7 +44,7 @@ const _: () = {
             min_version: 1u32,
             partition_key_fields: "department",
             row_key_fields: "id",
-            wide: false,
+            rows: ::tablekit::__private::None,
             kind_properties: true,
             checked_names: true,
             field_names: &["email", "last_name", "first_name"],

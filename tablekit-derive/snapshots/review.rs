@@ -25,7 +25,7 @@ const _: () = {
             min_version: 2u32,
             partition_key_fields: "department",
             row_key_fields: "employee, year",
-            wide: false,
+            rows: ::tablekit::__private::None,
             kind_properties: true,
             checked_names: false,
             field_names: &["Score", "Text", "Tags"],

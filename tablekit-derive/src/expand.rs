@@ -597,7 +597,11 @@ fn expand_entity(
     };
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
-    let wide = cont.attrs.wide;
+    let rows = if cont.attrs.wide {
+        quote!(#tk::Some(&#tk::WideRows))
+    } else {
+        quote!(#tk::None)
+    };
     let partitions = match (&cont.attrs.projection_of, &cont.attrs.shards) {
         (Some((entity, _)), _) => quote!(<#entity as #tk::TableEntity>::DESCRIPTOR.partitions),
         (None, Some((n, _))) => {
@@ -904,7 +908,7 @@ fn expand_entity(
                     min_version: #min_version,
                     partition_key_fields: #pk_fields,
                     row_key_fields: #rk_fields,
-                    wide: #wide,
+                    rows: #rows,
                     kind_properties: #kind_properties,
                     checked_names: #checked_names,
                     field_names: &[#(#field_names),*],

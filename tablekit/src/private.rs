@@ -28,6 +28,7 @@ pub use crate::schema::{
 };
 pub use crate::shard::ShardRule;
 pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
+pub use crate::table::wide::WideRows;
 pub use crate::value::{Value, ValueRef};
 pub use serde;
 pub use serde_json;

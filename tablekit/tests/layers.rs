@@ -75,8 +75,6 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("table::batch", "table::spanning"),
     ("table::plan", "index"),
     ("table::plan", "outbox"),
-    ("table::plan", "table::wide"),
-    ("table::query", "table::wide"),
     ("table::rows", "table::offload"),
 ];
 

@@ -119,7 +119,7 @@ where
     let page = spawned(async move { t.query().page().await }).await;
     assert!(
         page.is_ok()
-            || matches!(page, Err(tablekit::Error::NotSupported { .. }) if T::DESCRIPTOR.wide),
+            || matches!(page, Err(tablekit::Error::NotSupported { .. }) if T::DESCRIPTOR.wide()),
         "{page:?}"
     );
     let t = table.clone();
@@ -142,7 +142,7 @@ where
     assert!(
         batch.is_ok()
             || matches!(batch, Err(tablekit::Error::NotSupported { .. })
-                if T::DESCRIPTOR.wide || !tablekit::table::offload::blob_fields::<T>().is_empty()),
+                if T::DESCRIPTOR.wide() || !tablekit::table::offload::blob_fields::<T>().is_empty()),
         "{batch:?}"
     );
     let t = table.clone();

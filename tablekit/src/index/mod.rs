@@ -794,7 +794,7 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
     for row in rows {
         if is_index_key::<T>(&row.row_key) {
             found.insert((row.partition_key.clone(), row.row_key.clone()), row);
-        } else if T::DESCRIPTOR.wide {
+        } else if T::DESCRIPTOR.wide() {
             if let Some(base) = crate::table::wide::base_of(&row.row_key)
                 && T::DESCRIPTOR.row_key_layout.starts(base)
             {

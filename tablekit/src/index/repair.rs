@@ -181,7 +181,7 @@ impl<T: TableEntity> Table<T> {
             // The guard: the entity as read, merged with nothing.
             let mut guard = Entity::new(pk, current.entity.row_key.clone());
             guard.properties = Properties::new();
-            let guard_key = if T::DESCRIPTOR.wide {
+            let guard_key = if T::DESCRIPTOR.wide() {
                 crate::table::wide::part_key(&current.entity.row_key, 0)
             } else {
                 current.entity.row_key.clone()

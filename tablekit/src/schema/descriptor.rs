@@ -12,6 +12,10 @@
 use std::any::Any;
 use std::fmt;
 
+use crate::backend::BatchOperation;
+use crate::entity::{Entity, IfMatch};
+use crate::error::Error;
+use crate::filter::Filter;
 use crate::key::RowKeyLayout;
 
 /// What `#[derive(TableEntity)]` says of a type, as one constant:
@@ -37,9 +41,10 @@ pub struct EntityDescriptor {
     pub partition_key_fields: &'static str,
     /// The RowKey fields, for messages.
     pub row_key_fields: &'static str,
-    /// Whether the entity may span several rows of one partition
-    /// (`#[tablekit(wide)]`), always written in one transaction.
-    pub wide: bool,
+    /// How one entity is stored as several rows of its partition, for a
+    /// type whose entities may be too wide for one (`#[tablekit(wide)]`);
+    /// `None`: one row each.
+    pub rows: Option<&'static dyn RowRule>,
     /// Whether a kind's row stores `_Kind` and `_Version` (`true` unless
     /// `#[tablekit(kind_properties = false)]`, where the kind lives in the
     /// RowKey prefix only, as in tables laid out before).
@@ -77,7 +82,7 @@ impl EntityDescriptor {
             min_version: 1,
             partition_key_fields: "",
             row_key_fields: "",
-            wide: false,
+            rows: None,
             kind_properties: true,
             checked_names: false,
             field_names: &[],
@@ -115,11 +120,16 @@ impl EntityDescriptor {
         }
     }
 
+    /// Whether an entity may span several rows (it has a [`RowRule`]).
+    pub fn wide(&self) -> bool {
+        self.rows.is_some()
+    }
+
     /// What a write of this type asks beyond writing its row: the needs of
     /// its parts together, and for a `wide` entity, a planned transaction.
     pub fn write_needs(&self) -> WriteNeeds {
         let mut needs = WriteNeeds {
-            planned: self.wide,
+            planned: self.wide(),
             ..WriteNeeds::NONE
         };
         for part in self.parts {
@@ -148,7 +158,7 @@ impl fmt::Debug for EntityDescriptor {
             .field("min_version", &self.min_version)
             .field("partition_key_fields", &self.partition_key_fields)
             .field("row_key_fields", &self.row_key_fields)
-            .field("wide", &self.wide)
+            .field("rows", &self.rows)
             .field("kind_properties", &self.kind_properties)
             .field("checked_names", &self.checked_names)
             .field("field_names", &self.field_names)
@@ -210,6 +220,50 @@ impl WriteNeeds {
     pub fn any(&self) -> bool {
         self.planned || self.blobs || self.follow_up
     }
+}
+
+/// How one entity is stored as several rows of its partition: the rows an
+/// entity's RowKey names, how they join into the entity, and the operations
+/// that write or delete them in one transaction. The typed client reads and
+/// writes through it without knowing the layout.
+pub trait RowRule: Send + Sync + fmt::Debug {
+    /// The filter that reads every row of the entity `(partition_key,
+    /// row_key)`, and nothing else.
+    fn rows_filter(&self, partition_key: &str, row_key: &str) -> Filter;
+
+    /// The first RowKey after every row of the entity `row_key`.
+    fn rows_end(&self, row_key: &str) -> String;
+
+    /// The entity RowKey a stored row belongs to, if it is one of an
+    /// entity's rows.
+    fn entity_of<'a>(&self, stored_row_key: &'a str) -> Option<&'a str>;
+
+    /// Joins the stored rows of the entity `row_key` into the entity, with
+    /// how many rows it had; `None` when there are none. A set of rows that
+    /// is not whole is an error.
+    fn join(&self, row_key: &str, rows: Vec<Entity>) -> Result<Option<(Entity, usize)>, Error>;
+
+    /// The operations that write `entity` over its `stored` rows: the first
+    /// row under `guard` (an insert when `None`), the rest to match, surplus
+    /// rows deleted. `bookkeeping` names properties that stay in the first
+    /// row.
+    fn write(
+        &self,
+        entity: Entity,
+        bookkeeping: &[&str],
+        stored: usize,
+        guard: Option<IfMatch>,
+    ) -> Result<Vec<BatchOperation>, Error>;
+
+    /// The operations that delete the entity's `stored` rows, the first
+    /// under `guard`.
+    fn delete(
+        &self,
+        partition_key: &str,
+        row_key: &str,
+        stored: usize,
+        guard: IfMatch,
+    ) -> Vec<BatchOperation>;
 }
 
 /// How one logical partition of a type is stored as several: the stored

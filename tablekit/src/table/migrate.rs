@@ -251,7 +251,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     /// a checkpoint of another migration. A row that cannot be read or
     /// rewritten is counted in `failed`, not an error.
     pub async fn run(mut self) -> Result<MigrationReport> {
-        if T::DESCRIPTOR.wide {
+        if T::DESCRIPTOR.wide() {
             return self.run_streamed().await;
         }
         let scope = self.scope_print();
@@ -344,7 +344,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         // Each row brings its index rows (a changed value moves two).
         let needs = T::DESCRIPTOR.write_needs();
         let per_transaction = (100 / (1 + needs.rows)).max(1);
-        let batchable = !needs.blobs && !T::DESCRIPTOR.wide;
+        let batchable = !needs.blobs && !T::DESCRIPTOR.wide();
         let key = format!("{}\u{0}{pk}", self.table.name());
         let mut pending = rows.into_iter().peekable();
         while pending.peek().is_some() {

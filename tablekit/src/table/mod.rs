@@ -868,7 +868,7 @@ impl<T: TableEntity> Table<T> {
         rk: impl KeyArg<T::RowKey>,
     ) -> Result<bool> {
         let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        if T::DESCRIPTOR.wide {
+        if T::DESCRIPTOR.wide() {
             return Ok(self.read_stored(&pk, &rk).await?.is_some());
         }
         let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);

@@ -25,7 +25,7 @@ use smallvec::SmallVec;
 use tracing::Instrument as _;
 
 use super::rows::RowWrite;
-use super::{Table, UPDATE_ATTEMPTS, wide};
+use super::{Table, UPDATE_ATTEMPTS};
 use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
@@ -67,10 +67,10 @@ impl<T: TableEntity> Table<T> {
     /// The entity's stored state, read with one request: a point read, or
     /// for a wide entity one query over its parts.
     pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
-        if T::DESCRIPTOR.wide {
-            let query = crate::Query::new().filter(wide::parts_filter(pk, rk));
+        if let Some(rule) = T::DESCRIPTOR.rows {
+            let query = crate::Query::new().filter(rule.rows_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
-            return Ok(wide::join(rk, rows)?.and_then(|(entity, parts)| {
+            return Ok(rule.join(rk, rows)?.and_then(|(entity, parts)| {
                 let etag = entity.etag.clone()?;
                 Some(Current {
                     entity,
@@ -148,7 +148,7 @@ impl<T: TableEntity> Table<T> {
         keys: Option<&[String]>,
     ) -> Option<Result<()>> {
         let simple = T::DESCRIPTOR.writable()
-            && !T::DESCRIPTOR.wide
+            && !T::DESCRIPTOR.wide()
             && index::remote_indexes::<T>().is_empty()
             && !T::DESCRIPTOR.write_needs().blobs
             && !index::local_indexes::<T>().iter().any(|def| def.list);
@@ -415,7 +415,7 @@ impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
-        T::DESCRIPTOR.wide
+        T::DESCRIPTOR.wide()
             || !index::local_indexes::<T>().is_empty()
             || !index::remote_indexes::<T>().is_empty()
     }
@@ -432,10 +432,11 @@ impl<T: TableEntity> Typed<'_, T> {
     fn merged_over(&self, current: &Current) -> Entity {
         let (pk, rk) = self.keys();
         let mut merged = Entity::new(pk, rk);
-        merged.properties = wide::merge_into(
-            current.entity.properties.clone(),
-            self.entity.properties.clone(),
-        );
+        // Overlays the write's properties on the stored ones, as a merge does.
+        merged.properties = current.entity.properties.clone();
+        for (name, value) in self.entity.properties.clone() {
+            merged.properties.insert(name, value);
+        }
         merged
     }
 
@@ -612,7 +613,7 @@ impl<T: TableEntity> Typed<'_, T> {
         ) && !learned.read
             && self.new_keys.is_some()
             && self.new_keys.as_deref() == self.known.as_deref();
-        let use_known = !T::DESCRIPTOR.wide
+        let use_known = !T::DESCRIPTOR.wide()
             && index::remote_indexes::<T>().is_empty()
             && (merge_in_place
                 || matches!(
@@ -886,14 +887,14 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 out.push(operation, Role::IndexWrite(i));
             }
         }
-        if T::DESCRIPTOR.wide {
+        if let Some(rule) = T::DESCRIPTOR.rows {
             let parts = current.as_ref().map_or(0, |c| c.parts);
             let operations = match new_row {
                 Some(row) => {
                     let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                    wide::write_operations(wide::split(row, &bookkeeping)?, parts, guard_match)
+                    rule.write(row, &bookkeeping, parts, guard_match)?
                 }
-                None => wide::delete_operations(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
+                None => rule.delete(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
             };
             // The first part's ETag is the write's.
             for (n, operation) in operations.into_iter().enumerate() {

@@ -11,7 +11,7 @@ use crate::backend::{ContinuationToken, Query};
 use crate::error::Result;
 use crate::filter::Filter;
 use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
-use crate::schema::{self, KIND_PROPERTY, KeyArg, TableEntity, VERSION_PROPERTY};
+use crate::schema::{self, KIND_PROPERTY, KeyArg, RowRule, TableEntity, VERSION_PROPERTY};
 use crate::validate::limits::MAX_PAGE_SIZE;
 
 /// A query over the entities of one type. Built from [`Table::query`]; run
@@ -544,8 +544,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// one is used up. On a store that does not sort query results (Cosmos DB
     /// for Table) it reads every page before the first row, and sorts them.
     pub fn stream(self) -> BoxStream<'static, Result<Loaded<P>>> {
-        if P::DESCRIPTOR.wide {
-            return self.stream_wide();
+        if let Some(rule) = P::DESCRIPTOR.rows {
+            return self.stream_wide(rule);
         }
         let rows = match &self.shards_of {
             Some(pk) => self.sharded_rows(pk, |partition| self.base_query_in(partition)),
@@ -569,12 +569,12 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// Wide entities: the store sees parts, so the query reads the kind's rows
     /// of the chosen partitions, joins the parts of each entity, and applies
     /// the RowKey range and field filters to the joined entities.
-    fn stream_wide(self) -> BoxStream<'static, Result<Loaded<P>>> {
+    fn stream_wide(self, rule: &'static dyn RowRule) -> BoxStream<'static, Result<Loaded<P>>> {
         let kind_rows = schema::kind_filter::<T>();
         // After an entity: the rows past its parts, in its partition or a
         // later one.
         let after = self.after_entity.as_ref().map(|(pk, rk)| {
-            let end = super::wide::parts_end(rk);
+            let end = rule.rows_end(rk);
             Filter::partition_key().gt(pk.as_str())
                 | (Filter::partition_key().eq(pk.as_str()) & Filter::row_key().ge(end))
         });
@@ -599,8 +599,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             rows: BoxStream<'static, Result<crate::Entity>>,
             next: Option<crate::Entity>,
         }
-        let groups =
-            futures::stream::try_unfold(Grouping { rows, next: None }, |mut state| async move {
+        let groups = futures::stream::try_unfold(
+            Grouping { rows, next: None },
+            move |mut state| async move {
                 let first = match state.next.take() {
                     Some(row) => row,
                     None => match state.rows.try_next().await? {
@@ -608,14 +609,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                         None => return Ok(None),
                     },
                 };
-                let base = super::wide::base_of(&first.row_key)
+                let base = rule
+                    .entity_of(&first.row_key)
                     .unwrap_or(&first.row_key)
                     .to_owned();
                 let pk = first.partition_key.clone();
                 let mut group = vec![first];
                 while let Some(row) = state.rows.try_next().await? {
                     if row.partition_key == pk
-                        && super::wide::base_of(&row.row_key) == Some(base.as_str())
+                        && rule.entity_of(&row.row_key) == Some(base.as_str())
                     {
                         group.push(row);
                     } else {
@@ -624,14 +626,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                     }
                 }
                 Ok(Some(((base, group), state)))
-            });
+            },
+        );
         let row_errors = self.row_errors.clone();
         let typed = groups
             .try_filter_map(move |(base, group)| {
                 let client_filter = client_filter.clone();
                 let table = table.clone();
                 async move {
-                    let Some((entity, _)) = super::wide::join(&base, group)? else {
+                    let Some((entity, _)) = rule.join(&base, group)? else {
                         return Ok(None);
                     };
                     if client_filter.as_ref().is_some_and(|f| !f.matches(&entity)) {
@@ -649,7 +652,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// How many entities match, reading only their keys (`$select`) page by
     /// page: one request per 1,000 matches. Wide entities are counted whole.
     pub async fn count(self) -> Result<usize> {
-        if P::DESCRIPTOR.wide {
+        if P::DESCRIPTOR.wide() {
             return self
                 .stream()
                 .try_fold(0, |n, _| async move { Ok(n + 1) })
@@ -773,7 +776,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             }
             .into());
         }
-        if P::DESCRIPTOR.wide {
+        if P::DESCRIPTOR.wide() {
             return Err(crate::Error::NotSupported {
                 operation: "page_of() on wide entities (use stream())",
             });
@@ -818,7 +821,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// store made is refused there
     /// ([`InvalidInput::ContinuationToken`](crate::InvalidInput::ContinuationToken)).
     pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
-        if P::DESCRIPTOR.wide {
+        if P::DESCRIPTOR.wide() {
             return Err(crate::Error::NotSupported {
                 operation: "page() on wide entities (use stream())",
             });

@@ -326,7 +326,7 @@ impl Recorded {
             crate::value::ValueRef::String(&self.history),
         );
         // A wide entity spreads its properties over parts with room to spare.
-        let room = T::DESCRIPTOR.wide
+        let room = T::DESCRIPTOR.wide()
             || (row.properties.len() < MAX_PROPERTIES
                 && row.stored_size() + size <= MAX_ENTITY_SIZE);
         if room {

@@ -22,10 +22,11 @@
 //! [`PreconditionFailed`]: crate::Error::PreconditionFailed
 
 use crate::backend::{BatchOperation, UpdateMode};
-use crate::entity::{Entity, IfMatch, Properties};
+use crate::entity::{Entity, IfMatch};
 use crate::error::{Error, InvalidInput, SchemaError, ValueError};
 use crate::filter::Filter;
 use crate::key::ESCAPE_MARK;
+use crate::schema::RowRule;
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_ENTITY_SIZE, MAX_PROPERTIES};
 use crate::value::Value;
 
@@ -211,10 +212,45 @@ pub fn delete_operations(
         .collect()
 }
 
-/// Overlays `changes` on `stored` as a merge does.
-pub fn merge_into(mut stored: Properties, changes: Properties) -> Properties {
-    for (name, value) in changes {
-        stored.insert(name, value);
+/// The row rule of `#[tablekit(wide)]` entities: parts `K` + U+FFFD
+/// U+FFFD + a two-digit number, as the module docs describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WideRows;
+
+impl RowRule for WideRows {
+    fn rows_filter(&self, partition_key: &str, row_key: &str) -> Filter {
+        parts_filter(partition_key, row_key)
     }
-    stored
+
+    fn rows_end(&self, row_key: &str) -> String {
+        parts_end(row_key)
+    }
+
+    fn entity_of<'a>(&self, stored_row_key: &'a str) -> Option<&'a str> {
+        base_of(stored_row_key)
+    }
+
+    fn join(&self, row_key: &str, rows: Vec<Entity>) -> Result<Option<(Entity, usize)>, Error> {
+        join(row_key, rows)
+    }
+
+    fn write(
+        &self,
+        entity: Entity,
+        bookkeeping: &[&str],
+        stored: usize,
+        guard: Option<IfMatch>,
+    ) -> Result<Vec<BatchOperation>, Error> {
+        Ok(write_operations(split(entity, bookkeeping)?, stored, guard))
+    }
+
+    fn delete(
+        &self,
+        partition_key: &str,
+        row_key: &str,
+        stored: usize,
+        guard: IfMatch,
+    ) -> Vec<BatchOperation> {
+        delete_operations(partition_key, row_key, stored, guard)
+    }
 }
