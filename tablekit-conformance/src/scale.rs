@@ -217,6 +217,30 @@ pub struct Event {
     pub at: tablekit::DateTime,
 }
 
+/// An event's keys alone: a projection, kept in its entity's periods.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(projection_of = Event)]
+pub struct EventKey {
+    /// Where it happened.
+    #[tablekit(partition_key)]
+    pub source: String,
+    /// Its number.
+    #[tablekit(row_key)]
+    pub id: u32,
+}
+
+/// A projection of an entity kept in one table: no periods.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(projection_of = crate::CatalogItem)]
+pub struct CatalogKey {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The item.
+    #[tablekit(row_key)]
+    pub sku: String,
+}
+
 /// A line of an audit trail, kept in one table per day by the time of its
 /// write.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
@@ -301,6 +325,25 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .await
         .expect("narrowed");
     assert_eq!(ids(doors), [1, 3, 4, 5]);
+    // A projection reads its entity's periods, as its entity does.
+    let keys = Buckets::new(Table::<EventKey>::from_arc(Arc::clone(&backend), &prefix))
+        .expect("a projection's buckets");
+    assert_eq!(keys.period(), Period::Hour);
+    let keys: Vec<u32> = keys
+        .query(..)
+        .collect()
+        .await
+        .expect("the projection's rows")
+        .iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(keys, [1, 3, 4, 2, 5]);
+    // One of an entity without periods is refused, nothing created.
+    let plain = Buckets::new(Table::<CatalogKey>::from_arc(Arc::clone(&backend), &prefix));
+    assert!(
+        matches!(plain, Err(tablekit::Error::NotSupported { .. })),
+        "{plain:?}"
+    );
     // A point read through the period's table.
     let got = events
         .table_at(at("2026-11-23T18:30:00Z"))
