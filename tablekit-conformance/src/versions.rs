@@ -244,6 +244,21 @@ pub struct MigrationOutcomes {
     pub changed_meanwhile: usize,
 }
 
+impl MigrationOutcomes {
+    /// Adds another set of runs' outcomes.
+    fn add(&mut self, other: MigrationOutcomes) {
+        self.runs += other.runs;
+        self.rows += other.rows;
+        self.dropped += other.dropped;
+        self.stopped += other.stopped;
+        self.resumed += other.resumed;
+        self.upgraded += other.upgraded;
+        self.retried += other.retried;
+        self.failed += other.failed;
+        self.changed_meanwhile += other.changed_meanwhile;
+    }
+}
+
 /// The partitions of run `run` of [`migration_model_runs`]: `m{run}-…`.
 fn this_run(run: usize) -> tablekit::filter::Filter {
     use tablekit::filter::Filter;
@@ -256,12 +271,152 @@ fn this_run(run: usize) -> tablekit::filter::Filter {
 /// row is of the current version with the value the model expects (an
 /// upgrade of the last value written), no row is lost or added, the index
 /// rows are in step, and the resumed runs together read at most one page
-/// again per interruption (finished pages are never read again).
+/// again per interruption (finished pages are never read again). `runs`
+/// runs migrate a type with a unique index; a quarter as many more, a type
+/// with none, whose rows a migration writes straight.
 pub async fn migration_model_runs(
     backend: Arc<dyn TableBackend>,
     runs: usize,
     seed: u64,
 ) -> MigrationOutcomes {
+    // `runs` on a type with an index (planned transactions), and a quarter
+    // as many more on one without (rows alone, written straight).
+    let mut out = model_runs::<IndexedPair>(Arc::clone(&backend), runs, seed).await;
+    let plain = model_runs::<PlainPair>(backend, (runs / 4).max(1), seed ^ 0x5EED).await;
+    out.add(plain);
+    out
+}
+
+/// A pair of versions of one kind for [`migration_model_runs`]: keyed by a
+/// shop and a SKU, the newer one the older upgraded.
+trait VersionPair {
+    type Old: TableEntity + Clone;
+    type New: TableEntity + Clone + PartialEq + std::fmt::Debug + From<Self::Old>;
+    /// A version-1 value.
+    fn old(shop: &str, sku: String, i: usize, rng: &mut fastrand::Rng) -> Self::Old;
+    /// The older program's rewrite of a row it reads as `current`.
+    fn rewrite(current: &Self::New, rng: &mut fastrand::Rng) -> Self::Old;
+    /// The newer program's change.
+    fn change(value: &mut Self::New, rng: &mut fastrand::Rng);
+    /// The keys of a value.
+    fn keys(value: &Self::New) -> (String, String);
+    /// Whether the index rows must be checked.
+    const INDEXED: bool;
+}
+
+/// [`CatalogItemV1`] to [`CatalogItem`]: a unique index kept in step.
+struct IndexedPair;
+
+impl VersionPair for IndexedPair {
+    type Old = CatalogItemV1;
+    type New = CatalogItem;
+    fn old(shop: &str, sku: String, i: usize, rng: &mut fastrand::Rng) -> CatalogItemV1 {
+        CatalogItemV1 {
+            shop: shop.into(),
+            sku,
+            code: format!("c{i:02}"),
+            price: rng.u32(..1000),
+            colour: ["red", "green", "blue"][rng.usize(..3)].into(),
+        }
+    }
+    fn rewrite(current: &CatalogItem, rng: &mut fastrand::Rng) -> CatalogItemV1 {
+        CatalogItemV1 {
+            shop: current.shop.clone(),
+            sku: current.sku.clone(),
+            code: current.code.clone(),
+            price: rng.u32(..1000),
+            colour: current.color.clone(),
+        }
+    }
+    fn change(value: &mut CatalogItem, rng: &mut fastrand::Rng) {
+        value.stock = rng.u32(..50);
+    }
+    fn keys(value: &CatalogItem) -> (String, String) {
+        (value.shop.clone(), value.sku.clone())
+    }
+    const INDEXED: bool = true;
+}
+
+/// Version 1 of a gadget: no index, so a migration writes its rows alone.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "GADGET", version = 1)]
+pub struct GadgetV1 {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The gadget.
+    #[tablekit(row_key)]
+    pub sku: String,
+    /// Whole units.
+    pub price: u32,
+}
+
+/// Version 2 of the gadget: the price in cents, a new field.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "GADGET", version = 2, upgrade_from = GadgetV1)]
+pub struct Gadget {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The gadget.
+    #[tablekit(row_key)]
+    pub sku: String,
+    /// Cents.
+    pub price_cents: u64,
+    /// Added in version 2.
+    #[tablekit(default)]
+    pub stock: u32,
+}
+
+impl From<GadgetV1> for Gadget {
+    fn from(v1: GadgetV1) -> Gadget {
+        Gadget {
+            shop: v1.shop,
+            sku: v1.sku,
+            price_cents: u64::from(v1.price) * 100,
+            stock: 0,
+        }
+    }
+}
+
+/// [`GadgetV1`] to [`Gadget`].
+struct PlainPair;
+
+impl VersionPair for PlainPair {
+    type Old = GadgetV1;
+    type New = Gadget;
+    fn old(shop: &str, sku: String, _: usize, rng: &mut fastrand::Rng) -> GadgetV1 {
+        GadgetV1 {
+            shop: shop.into(),
+            sku,
+            price: rng.u32(..1000),
+        }
+    }
+    fn rewrite(current: &Gadget, rng: &mut fastrand::Rng) -> GadgetV1 {
+        GadgetV1 {
+            shop: current.shop.clone(),
+            sku: current.sku.clone(),
+            price: rng.u32(..1000),
+        }
+    }
+    fn change(value: &mut Gadget, rng: &mut fastrand::Rng) {
+        value.stock = rng.u32(..50);
+    }
+    fn keys(value: &Gadget) -> (String, String) {
+        (value.shop.clone(), value.sku.clone())
+    }
+    const INDEXED: bool = false;
+}
+
+async fn model_runs<P: VersionPair>(
+    backend: Arc<dyn TableBackend>,
+    runs: usize,
+    seed: u64,
+) -> MigrationOutcomes
+where
+    P::Old: TableEntity<PartitionKey = String, RowKey = String>,
+    P::New: TableEntity<PartitionKey = String, RowKey = String>,
+{
     use std::collections::BTreeMap;
     use tablekit::layer::{Fault, FaultInjection, Injection};
     use tablekit::table::MigrationCheckpoint;
@@ -270,9 +425,9 @@ pub async fn migration_model_runs(
     let layer = FaultInjection::new(Arc::clone(&backend));
     let faults = layer.handle();
     let faulty: Arc<dyn TableBackend> = Arc::new(layer);
-    let old: Table<CatalogItemV1> = Table::from_arc(Arc::clone(&backend), &name);
-    let new: Table<CatalogItem> = Table::from_arc(Arc::clone(&backend), &name);
-    let migrating: Table<CatalogItem> = Table::from_arc(Arc::clone(&faulty), &name);
+    let old: Table<P::Old> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<P::New> = Table::from_arc(Arc::clone(&backend), &name);
+    let migrating: Table<P::New> = Table::from_arc(Arc::clone(&faulty), &name);
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut out = MigrationOutcomes::default();
     for run in 0..runs {
@@ -281,24 +436,17 @@ pub async fn migration_model_runs(
         let shops: Vec<String> = (0..rng.usize(1..=4))
             .map(|p| format!("m{run}-{p}"))
             .collect();
-        let mut model: BTreeMap<(String, String), CatalogItem> = BTreeMap::new();
+        let mut model: BTreeMap<(String, String), P::New> = BTreeMap::new();
         for i in 0..rng.usize(1..=40) {
             let shop = shops[rng.usize(..shops.len())].clone();
-            let v1 = CatalogItemV1 {
-                shop: shop.clone(),
-                sku: format!("s{i:02}"),
-                code: format!("c{i:02}"),
-                price: rng.u32(..1000),
-                colour: ["red", "green", "blue"][rng.usize(..3)].into(),
-            };
+            let v1 = P::old(&shop, format!("s{i:02}"), i, &mut rng);
+            let v2 = P::New::from(v1.clone());
             if rng.u8(..5) == 0 {
-                new.insert(&CatalogItem::from(v1.clone()))
-                    .await
-                    .expect("insert version 2");
+                new.insert(&v2).await.expect("insert version 2");
             } else {
                 old.insert(&v1).await.expect("insert version 1");
             }
-            model.insert((shop, v1.sku.clone()), CatalogItem::from(v1));
+            model.insert(P::keys(&v2), v2);
         }
         out.rows += model.len();
         let page = rng.u32(1..=9);
@@ -316,24 +464,22 @@ pub async fn migration_model_runs(
                     let expected = model[&key].clone();
                     (key, expected)
                 };
-                let mut loaded = new.get(&key.0, &key.1).await.expect("get").expect("there");
+                let mut loaded = new
+                    .get(key.0.clone(), key.1.clone())
+                    .await
+                    .expect("get")
+                    .expect("there");
                 if Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
                     // The old program rewrites its own row, as version 1.
                     let mut v1 = Loaded::new(
-                        CatalogItemV1 {
-                            shop: key.0.clone(),
-                            sku: key.1.clone(),
-                            code: expected.code.clone(),
-                            price: rng.u32(..1000),
-                            colour: expected.color.clone(),
-                        },
+                        P::rewrite(&expected, &mut rng),
                         Loaded::etag(&loaded).clone(),
                         None,
                     );
                     old.replace(&mut v1).await.expect("old program's replace");
-                    model.insert(key, CatalogItem::from((*v1).clone()));
+                    model.insert(key, P::New::from((*v1).clone()));
                 } else {
-                    loaded.stock = rng.u32(..50);
+                    P::change(&mut loaded, &mut rng);
                     new.replace(&mut loaded)
                         .await
                         .expect("new program's replace");
@@ -413,14 +559,14 @@ pub async fn migration_model_runs(
             .expect("a clean run");
         assert_eq!(again.failed, 0, "run {run}: {again:?}");
         for shop in &shops {
-            let rows: Vec<Loaded<CatalogItem>> = new
+            let rows: Vec<Loaded<P::New>> = new
                 .query()
-                .partition(shop.as_str())
+                .partition(shop.clone())
                 .stream()
                 .try_collect()
                 .await
                 .expect("read back");
-            let expected: Vec<&CatalogItem> = model
+            let expected: Vec<&P::New> = model
                 .iter()
                 .filter(|((s, _), _)| s == shop)
                 .map(|(_, v)| v)
@@ -434,18 +580,20 @@ pub async fn migration_model_runs(
                 assert_eq!(
                     Loaded::version(row),
                     Some(2),
-                    "run {run}: {} left at an older version",
-                    row.sku
+                    "run {run}: {:?} left at an older version",
+                    P::keys(row)
                 );
                 assert_eq!(&**row, want, "run {run}");
             }
-            assert!(
-                new.verify_indexes(shop.as_str())
-                    .await
-                    .expect("verify")
-                    .is_clean(),
-                "run {run}: index rows of {shop}"
-            );
+            if P::INDEXED {
+                assert!(
+                    new.verify_indexes(shop.clone())
+                        .await
+                        .expect("verify")
+                        .is_clean(),
+                    "run {run}: index rows of {shop}"
+                );
+            }
         }
     }
     backend.delete_table(&name).await.expect("delete table");
@@ -594,4 +742,47 @@ pub async fn wide_migrations_resume_after_each_entity(backend: Arc<dyn TableBack
         "{other:?}"
     );
     backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A migration through a projection is refused, nothing written: its rows
+/// are its entity's, and rewriting them would drop the fields it leaves
+/// out. A dry run through one counts.
+pub async fn migrations_through_projections_are_refused(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "migproj").await;
+    let old: Table<GadgetV1> = Table::from_arc(Arc::clone(&backend), &name);
+    old.insert(&GadgetV1 {
+        shop: "north".into(),
+        sku: "g1".into(),
+        price: 3,
+    })
+    .await
+    .expect("insert version 1");
+    let keys: Table<GadgetKey> = Table::from_arc(Arc::clone(&backend), &name);
+    let refused = keys.migrate().run().await;
+    assert!(
+        matches!(refused, Err(Error::NotSupported { .. })),
+        "{refused:?}"
+    );
+    let counted = keys.migrate().dry_run().run().await.expect("dry run");
+    assert_eq!(counted.by_version.get(&1), Some(&1));
+    let stored: Loaded<Gadget> = Table::from_arc(Arc::clone(&backend), &name)
+        .get("north", "g1")
+        .await
+        .expect("get")
+        .expect("there");
+    assert_eq!(Loaded::version(&stored), Some(1), "nothing written");
+    assert_eq!(stored.price_cents, 300);
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A gadget's keys alone.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(projection_of = Gadget)]
+pub struct GadgetKey {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The gadget.
+    #[tablekit(row_key)]
+    pub sku: String,
 }

@@ -248,9 +248,18 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     ///
     /// # Errors
     /// The store's, when a page cannot be read; [`InvalidInput::Cursor`] for
-    /// a checkpoint of another migration. A row that cannot be read or
+    /// a checkpoint of another migration; [`Error::NotSupported`] for a
+    /// migration (other than a dry run) through a projection, which would
+    /// drop the fields it leaves out. A row that cannot be read or
     /// rewritten is counted in `failed`, not an error.
     pub async fn run(mut self) -> Result<MigrationReport> {
+        // A projection's rows are its entity's: rewriting them through the
+        // projection would drop the fields it leaves out.
+        if T::DESCRIPTOR.base.is_some() && !self.dry_run {
+            return Err(Error::NotSupported {
+                operation: "a migration through a projection (migrate the entity it projects)",
+            });
+        }
         if T::DESCRIPTOR.wide() {
             return self.run_streamed().await;
         }
@@ -383,6 +392,28 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     /// (a row changed meanwhile, the rows do not fit one transaction, the
     /// store throttled it).
     async fn rewrite_together(&self, chunk: &[Loaded<T>]) -> Result<()> {
+        if !T::DESCRIPTOR.write_needs().any() {
+            // Rows alone: each built once and moved into its operation (a
+            // transaction of typed writes keeps its writes, to plan them
+            // again after a lost race, and so copies each row).
+            let operations = chunk
+                .iter()
+                .map(|loaded| {
+                    Ok(crate::BatchOperation::Update {
+                        entity: crate::schema::to_entity(&**loaded)?,
+                        mode: crate::UpdateMode::Replace,
+                        if_match: crate::IfMatch::ETag(Loaded::etag(loaded).clone()),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return super::plan::send(
+                self.table.backend().as_ref(),
+                self.table.name(),
+                &operations,
+            )
+            .await
+            .map(drop);
+        }
         let mut transaction = self.table.transaction();
         for loaded in chunk {
             transaction.replace(loaded)?;
