@@ -2,6 +2,7 @@
 //! current version: [`Table::migrate`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -277,20 +278,30 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 Some((pk, rk)) => (checkpoint.report, Some(ContinuationToken::new(pk, rk))),
             },
         };
+        let mut fetched = self.read_page(token.take()).await;
         loop {
-            let skipped = SkippedRows::default();
-            let mut query =
-                (self.scope)(self.table.query()).on_row_error(RowErrors::Skip(skipped.clone()));
-            if let Some(token) = token.take() {
-                query = query.resume(token);
-            }
-            let (items, next) = query.page().await?;
+            let (items, next, skipped) = fetched?;
             let mut page = MigrationReport {
-                scanned: items.len() + skipped.count(),
-                failed: skipped.count(),
+                scanned: items.len() + skipped,
+                failed: skipped,
                 ..MigrationReport::default()
             };
-            page.add(self.rewrite_page(items).await);
+            // The next page is read while this one is rewritten.
+            let rewritten = match &next {
+                Some(token) => {
+                    let (rewritten, more) = futures::join!(
+                        self.rewrite_page(items),
+                        self.read_page(Some(token.clone()))
+                    );
+                    fetched = more;
+                    rewritten
+                }
+                None => {
+                    fetched = Ok((Vec::new(), None, 0));
+                    self.rewrite_page(items).await
+                }
+            };
+            page.add(rewritten);
             report.add(page);
             self.checkpoint(MigrationCheckpoint {
                 scope,
@@ -305,11 +316,26 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             if let Some(progress) = &mut self.progress {
                 progress(&report);
             }
-            match next {
-                Some(next) => token = Some(next),
-                None => return Ok(report),
+            if next.is_none() {
+                return Ok(report);
             }
         }
+    }
+
+    /// One page of the scope, from `token`: its rows, the next page's token,
+    /// and how many rows could not be read as the type.
+    async fn read_page(
+        &self,
+        token: Option<ContinuationToken>,
+    ) -> Result<(Vec<Loaded<T>>, Option<ContinuationToken>, usize)> {
+        let skipped = SkippedRows::default();
+        let mut query =
+            (self.scope)(self.table.query()).on_row_error(RowErrors::Skip(skipped.clone()));
+        if let Some(token) = token {
+            query = query.resume(token);
+        }
+        let (items, next) = query.page().await?;
+        Ok((items, next, skipped.count()))
     }
 
     /// Rewrites the older rows of one page: by partition, a few at once.
@@ -335,8 +361,26 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 Err(_) => report.failed += 1,
             }
         }
-        let done: Vec<MigrationReport> = futures::stream::iter(partitions)
-            .map(|(pk, rows)| self.rewrite_partition(pk, rows))
+        // Each partition's rows in transactions where the type allows; the
+        // transactions of the page a few at once.
+        let needs = T::DESCRIPTOR.write_needs();
+        let batchable = !needs.blobs && !T::DESCRIPTOR.wide();
+        let per_transaction = if batchable {
+            (100 / (1 + needs.rows)).max(1)
+        } else {
+            1
+        };
+        let mut chunks = Vec::new();
+        for (pk, rows) in partitions {
+            let key: Arc<str> = format!("{}\u{0}{pk}", self.table.name()).into();
+            let mut rows = rows.into_iter().peekable();
+            while rows.peek().is_some() {
+                let chunk: Vec<Loaded<T>> = rows.by_ref().take(per_transaction).collect();
+                chunks.push((Arc::clone(&key), chunk));
+            }
+        }
+        let done: Vec<MigrationReport> = futures::stream::iter(chunks)
+            .map(|(key, chunk)| self.rewrite_chunk(key, chunk))
             .buffer_unordered(self.parallelism)
             .collect()
             .await;
@@ -346,44 +390,33 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         report
     }
 
-    /// Rewrites older rows of one partition: in transactions where the type
-    /// allows, each row on its own where a transaction fails or cannot hold it.
-    async fn rewrite_partition(&self, pk: String, rows: Vec<Loaded<T>>) -> MigrationReport {
+    /// Rewrites the older rows of one chunk of a partition: in one
+    /// transaction if it holds more than one and that applies, else each row
+    /// on its own.
+    async fn rewrite_chunk(&self, key: Arc<str>, chunk: Vec<Loaded<T>>) -> MigrationReport {
         let mut report = MigrationReport::default();
-        // Each row brings its index rows (a changed value moves two).
-        let needs = T::DESCRIPTOR.write_needs();
-        let per_transaction = (100 / (1 + needs.rows)).max(1);
-        let batchable = !needs.blobs && !T::DESCRIPTOR.wide();
-        let key = format!("{}\u{0}{pk}", self.table.name());
-        let mut pending = rows.into_iter().peekable();
-        while pending.peek().is_some() {
-            let chunk: Vec<Loaded<T>> = pending
-                .by_ref()
-                .take(if batchable { per_transaction } else { 1 })
-                .collect();
-            if let Some(pacing) = &self.pacing {
-                Pacing::wait(pacing.reserve(&key, chunk.len())).await;
-            }
-            if batchable && chunk.len() > 1 {
-                match self.rewrite_together(&chunk).await {
-                    Ok(()) => {
-                        if let Some(pacing) = &self.pacing {
-                            pacing.accepted(&key, chunk.len());
-                        }
-                        report.upgraded += chunk.len();
-                        continue;
+        if let Some(pacing) = &self.pacing {
+            Pacing::wait(pacing.reserve(&key, chunk.len())).await;
+        }
+        if chunk.len() > 1 {
+            match self.rewrite_together(&chunk).await {
+                Ok(()) => {
+                    if let Some(pacing) = &self.pacing {
+                        pacing.accepted(&key, chunk.len());
                     }
-                    Err(Error::Throttled { retry_after }) => {
-                        if let Some(pacing) = &self.pacing {
-                            pacing.throttled(&key, chunk.len(), retry_after);
-                        }
-                    }
-                    Err(_) => {}
+                    report.upgraded += chunk.len();
+                    return report;
                 }
+                Err(Error::Throttled { retry_after }) => {
+                    if let Some(pacing) = &self.pacing {
+                        pacing.throttled(&key, chunk.len(), retry_after);
+                    }
+                }
+                Err(_) => {}
             }
-            for loaded in chunk {
-                self.migrate_row(loaded, &mut report).await;
-            }
+        }
+        for loaded in chunk {
+            self.migrate_row(loaded, &mut report).await;
         }
         report
     }
