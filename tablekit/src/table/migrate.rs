@@ -72,6 +72,14 @@ impl MigrationCheckpoint {
     }
 }
 
+/// Where a migration run starts.
+enum Start {
+    /// The checkpoint resumed was taken at the end: nothing is left.
+    Finished(MigrationReport),
+    /// The report so far, and the checkpoint's position (none afresh).
+    From(MigrationReport, Option<(String, Option<String>)>),
+}
+
 /// What a migration calls with its report after each page.
 type Progress<'a> = Box<dyn FnMut(&MigrationReport) + Send + 'a>;
 /// What a migration calls with its checkpoint after each page.
@@ -265,20 +273,13 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             return self.run_streamed().await;
         }
         let scope = self.scope_print();
-        let (mut report, mut token) = match self.resume.take() {
-            None => (MigrationReport::default(), None),
-            Some(checkpoint) if checkpoint.scope != scope => {
-                return Err(InvalidInput::Cursor {
-                    reason: "the checkpoint belongs to another migration",
-                }
-                .into());
+        let (mut report, token) = match self.start(scope)? {
+            Start::Finished(report) => return Ok(report),
+            Start::From(report, next) => {
+                (report, next.map(|(pk, rk)| ContinuationToken::new(pk, rk)))
             }
-            Some(checkpoint) => match checkpoint.next {
-                None => return Ok(checkpoint.report),
-                Some((pk, rk)) => (checkpoint.report, Some(ContinuationToken::new(pk, rk))),
-            },
         };
-        let mut fetched = self.read_page(token.take()).await;
+        let mut fetched = self.read_page(token).await;
         loop {
             let (items, next, skipped) = fetched?;
             let mut page = MigrationReport {
@@ -319,6 +320,22 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             if next.is_none() {
                 return Ok(report);
             }
+        }
+    }
+
+    /// Where a run starts: afresh, or from the checkpoint it resumes
+    /// (refused if the checkpoint is of another migration).
+    fn start(&mut self, scope: u64) -> Result<Start> {
+        match self.resume.take() {
+            None => Ok(Start::From(MigrationReport::default(), None)),
+            Some(checkpoint) if checkpoint.scope != scope => Err(InvalidInput::Cursor {
+                reason: "the checkpoint belongs to another migration",
+            }
+            .into()),
+            Some(checkpoint) => Ok(match checkpoint.next {
+                None => Start::Finished(checkpoint.report),
+                Some(next) => Start::From(checkpoint.report, Some(next)),
+            }),
         }
     }
 
@@ -464,22 +481,13 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         let scope = self.scope_print();
         let checkpoints = T::DESCRIPTOR.partitions.is_none();
         let mut query = (self.scope)(self.table.query());
-        let mut report = match self.resume.take() {
-            None => MigrationReport::default(),
-            Some(checkpoint) if checkpoint.scope != scope => {
-                return Err(InvalidInput::Cursor {
-                    reason: "the checkpoint belongs to another migration",
-                }
-                .into());
+        let mut report = match self.start(scope)? {
+            Start::Finished(report) => return Ok(report),
+            Start::From(report, Some((pk, Some(rk)))) if checkpoints => {
+                query = query.after_entity(pk, rk);
+                report
             }
-            Some(checkpoint) => match checkpoint.next {
-                None => return Ok(checkpoint.report),
-                Some((pk, Some(rk))) if checkpoints => {
-                    query = query.after_entity(pk, rk);
-                    checkpoint.report
-                }
-                Some(_) => checkpoint.report,
-            },
+            Start::From(report, _) => report,
         };
         let mut rows = query.on_row_error(RowErrors::Yield).stream();
         while let Some(row) = rows.next().await {
