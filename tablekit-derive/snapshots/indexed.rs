@@ -59,28 +59,32 @@ const _: () = {
             },
             partitions: ::tablekit::__private::None,
             parts: &[
-                &::tablekit::__private::IndexPart {
-                    local: &[
-                        ::tablekit::__private::IndexDef {
-                            name: "email",
-                            layout: ::tablekit::__private::RowKeyLayout::kind("email"),
-                            unique: true,
-                            fields: "email",
-                            copy: ::tablekit::__private::None,
-                            list: false,
-                        },
-                        ::tablekit::__private::IndexDef {
-                            name: "name",
-                            layout: ::tablekit::__private::RowKeyLayout::kind("EMP.name")
-                                .opened(),
-                            unique: false,
-                            fields: "last_name, first_name",
-                            copy: ::tablekit::__private::Some(&["email"]),
-                            list: false,
-                        },
-                    ],
-                    remote: &[],
-                },
+                ::tablekit::__private::Part::new(
+                    &::tablekit::__private::IndexPart {
+                        local: &[
+                            ::tablekit::__private::IndexDef {
+                                name: "email",
+                                layout: ::tablekit::__private::RowKeyLayout::kind("email"),
+                                unique: true,
+                                fields: "email",
+                                copy: ::tablekit::__private::None,
+                                list: false,
+                            },
+                            ::tablekit::__private::IndexDef {
+                                name: "name",
+                                layout: ::tablekit::__private::RowKeyLayout::kind(
+                                        "EMP.name",
+                                    )
+                                    .opened(),
+                                unique: false,
+                                fields: "last_name, first_name",
+                                copy: ::tablekit::__private::Some(&["email"]),
+                                list: false,
+                            },
+                        ],
+                        remote: &[],
+                    },
+                ),
             ],
             base: ::tablekit::__private::None,
         };

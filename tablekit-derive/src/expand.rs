@@ -807,6 +807,7 @@ fn expand_entity(
     let parts: Vec<TokenStream> = [blob_part, index_part, bucket_part]
         .into_iter()
         .flatten()
+        .map(|part| quote!(#tk::Part::new(#part)))
         .collect();
     // `Buckets<T>` takes a kind with `buckets`, and a projection (which
     // `Buckets::new` refuses when its entity has none).

@@ -9,7 +9,7 @@
 //! [`EntityDescriptor::part`]. So the contract stays the same size as
 //! patterns are added, and this layer knows none of them by name.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt;
 
 use crate::backend::BatchOperation;
@@ -64,7 +64,7 @@ pub struct EntityDescriptor {
     /// partition is stored as several.
     pub partitions: Option<&'static dyn PartitionRule>,
     /// The parts the patterns need, each defined by its pattern.
-    pub parts: &'static [&'static dyn DescriptorPart],
+    pub parts: &'static [Part],
     /// For a projection (`#[tablekit(projection_of = Entity)]`), the
     /// entity's descriptor.
     pub base: Option<&'static EntityDescriptor>,
@@ -95,10 +95,14 @@ impl EntityDescriptor {
 
     /// The part of type `P` this type declares, if any.
     pub fn part<P: DescriptorPart>(&self) -> Option<&'static P> {
-        self.parts.iter().find_map(|part| {
-            let any: &'static dyn Any = *part;
-            any.downcast_ref::<P>()
-        })
+        // The type ids are constants, so for a known type the search
+        // settles at compile time; no part is asked for its type.
+        let part = self
+            .parts
+            .iter()
+            .find(|part| part.type_id == TypeId::of::<P>())?;
+        let any: &'static dyn Any = part.value;
+        any.downcast_ref::<P>()
     }
 
     /// The part of type `P` this type declares, or for a projection, the
@@ -115,7 +119,11 @@ impl EntityDescriptor {
         match self.base {
             None => true,
             Some(base) => {
-                base.writable() && !base.parts.iter().any(|part| part.bars_partial_writes())
+                base.writable()
+                    && !base
+                        .parts
+                        .iter()
+                        .any(|part| part.value.bars_partial_writes())
             }
         }
     }
@@ -133,7 +141,7 @@ impl EntityDescriptor {
             ..WriteNeeds::NONE
         };
         for part in self.parts {
-            let more = part.write_needs();
+            let more = part.value.write_needs();
             needs.planned |= more.planned;
             needs.rows += more.rows;
             needs.blobs |= more.blobs;
@@ -171,6 +179,35 @@ impl fmt::Debug for EntityDescriptor {
 
 fn no_names(_: &mut Vec<String>) -> bool {
     true
+}
+
+/// One entry of [`EntityDescriptor::parts`]: a part and its type, known
+/// when the descriptor is built.
+#[derive(Clone, Copy)]
+pub struct Part {
+    type_id: TypeId,
+    value: &'static dyn DescriptorPart,
+}
+
+impl Part {
+    /// The entry of `part`.
+    pub const fn new<P: DescriptorPart>(part: &'static P) -> Part {
+        Part {
+            type_id: TypeId::of::<P>(),
+            value: part,
+        }
+    }
+
+    /// The part.
+    pub fn value(&self) -> &'static dyn DescriptorPart {
+        self.value
+    }
+}
+
+impl fmt::Debug for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)
+    }
 }
 
 /// A part of an [`EntityDescriptor`], defined by the pattern that needs it.
