@@ -273,7 +273,8 @@ fn this_run(run: usize) -> tablekit::filter::Filter {
 /// rows are in step, and the resumed runs together read at most one page
 /// again per interruption (finished pages are never read again). `runs`
 /// runs migrate a type with a unique index; a quarter as many more, a type
-/// with none, whose rows a migration writes straight.
+/// with none, whose rows a migration writes straight; and a quarter as many
+/// more, a renamed kind whose rows a migration moves with their index rows.
 pub async fn migration_model_runs(
     backend: Arc<dyn TableBackend>,
     runs: usize,
@@ -282,8 +283,10 @@ pub async fn migration_model_runs(
     // `runs` on a type with an index (planned transactions), and a quarter
     // as many more on one without (rows alone, written straight).
     let mut out = model_runs::<IndexedPair>(Arc::clone(&backend), runs, seed).await;
-    let plain = model_runs::<PlainPair>(backend, (runs / 4).max(1), seed ^ 0x5EED).await;
+    let plain = model_runs::<PlainPair>(Arc::clone(&backend), (runs / 4).max(1), seed ^ 0x5EED).await;
     out.add(plain);
+    let renamed = model_runs::<RenamedPair>(backend, (runs / 4).max(1), seed ^ 0x4E4D).await;
+    out.add(renamed);
     out
 }
 
@@ -302,6 +305,12 @@ trait VersionPair {
     fn keys(value: &Self::New) -> (String, String);
     /// Whether the index rows must be checked.
     const INDEXED: bool;
+    /// Whether the older program may write while the migration runs (not
+    /// during a kind rename: it writes under the old kind's RowKey).
+    const OLD_WRITERS: bool = true;
+    /// Whether the kind was renamed: a migration then reads a moved row
+    /// again under the new name, so a run may read each row twice.
+    const RENAMED: bool = false;
 }
 
 /// [`CatalogItemV1`] to [`CatalogItem`]: a unique index kept in step.
@@ -469,7 +478,7 @@ where
                     .await
                     .expect("get")
                     .expect("there");
-                if Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
+                if P::OLD_WRITERS && Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
                     // The old program rewrites its own row, as version 1.
                     let mut v1 = Loaded::new(
                         P::rewrite(&expected, &mut rng),
@@ -543,7 +552,9 @@ where
             }
         }
         faults.clear();
-        let bound = model.len() + interruptions * page as usize;
+        // A renamed kind's moved rows are met again under the new name.
+        let reads = if P::RENAMED { 2 } else { 1 };
+        let bound = reads * model.len() + interruptions * page as usize;
         assert!(
             scanned <= bound,
             "run {run}: resumed runs read {scanned} rows, more than {} rows and one page per interruption ({bound})",
@@ -581,6 +592,12 @@ where
                     Loaded::version(row),
                     Some(2),
                     "run {run}: {:?} left at an older version",
+                    P::keys(row)
+                );
+                assert_eq!(
+                    Loaded::previous_kind(row),
+                    None,
+                    "run {run}: {:?} left under a previous kind",
                     P::keys(row)
                 );
                 assert_eq!(&**row, want, "run {run}");
@@ -785,4 +802,264 @@ pub struct GadgetKey {
     /// The gadget.
     #[tablekit(row_key)]
     pub sku: String,
+}
+
+/// Version 1 of a widget, under the kind's old name `WDG`: a unique code,
+/// an index by colour, and an index entity per shelf.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "WDG", version = 1)]
+#[tablekit(index(name = "code", tag = "wcode"))]
+#[tablekit(index(name = "colour", tag = "wcolour"))]
+#[tablekit(index(name = "shelf", tag = "wshelf", list))]
+pub struct WidgetV1 {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The widget.
+    #[tablekit(row_key)]
+    pub sku: String,
+    /// Unique in the shop.
+    #[tablekit(unique = "code")]
+    pub code: String,
+    /// Indexed.
+    #[tablekit(index = "colour")]
+    pub colour: String,
+    /// Listed in one index entity per shelf.
+    #[tablekit(index = "shelf")]
+    pub shelf: String,
+    /// Whole units.
+    pub price: u32,
+}
+
+/// Version 2 of the widget: the kind renamed `WIDGET` (its rows under `WDG`
+/// read, and moved when written or migrated), the price in cents, a new
+/// field. The index tags stay those of version 1.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(
+    table = "Conformance",
+    kind = "WIDGET",
+    previous_kinds = ["WDG"],
+    version = 2,
+    upgrade_from = WidgetV1
+)]
+#[tablekit(index(name = "code", tag = "wcode"))]
+#[tablekit(index(name = "colour", tag = "wcolour"))]
+#[tablekit(index(name = "shelf", tag = "wshelf", list))]
+pub struct Widget {
+    /// The shop.
+    #[tablekit(partition_key)]
+    pub shop: String,
+    /// The widget.
+    #[tablekit(row_key)]
+    pub sku: String,
+    /// Unique in the shop.
+    #[tablekit(unique = "code")]
+    pub code: String,
+    /// Indexed.
+    #[tablekit(index = "colour")]
+    pub colour: String,
+    /// Listed in one index entity per shelf.
+    #[tablekit(index = "shelf")]
+    pub shelf: String,
+    /// Cents.
+    pub price_cents: u64,
+    /// Added in version 2.
+    #[tablekit(default)]
+    pub stock: u32,
+}
+
+impl From<WidgetV1> for Widget {
+    fn from(v1: WidgetV1) -> Widget {
+        Widget {
+            shop: v1.shop,
+            sku: v1.sku,
+            code: v1.code,
+            colour: v1.colour,
+            shelf: v1.shelf,
+            price_cents: u64::from(v1.price) * 100,
+            stock: 0,
+        }
+    }
+}
+
+/// [`WidgetV1`] to [`Widget`]: a kind rename with an upgrade, three kinds
+/// of index rows moved along.
+struct RenamedPair;
+
+impl VersionPair for RenamedPair {
+    type Old = WidgetV1;
+    type New = Widget;
+    fn old(shop: &str, sku: String, i: usize, rng: &mut fastrand::Rng) -> WidgetV1 {
+        WidgetV1 {
+            shop: shop.into(),
+            sku,
+            code: format!("c{i:02}"),
+            colour: ["red", "green", "blue"][rng.usize(..3)].into(),
+            shelf: format!("sh{}", rng.u8(..3)),
+            price: rng.u32(..1000),
+        }
+    }
+    fn rewrite(current: &Widget, rng: &mut fastrand::Rng) -> WidgetV1 {
+        WidgetV1 {
+            shop: current.shop.clone(),
+            sku: current.sku.clone(),
+            code: current.code.clone(),
+            colour: current.colour.clone(),
+            shelf: current.shelf.clone(),
+            price: rng.u32(..1000),
+        }
+    }
+    fn change(value: &mut Widget, rng: &mut fastrand::Rng) {
+        value.stock = rng.u32(..50);
+        value.colour = ["red", "green", "blue"][rng.usize(..3)].into();
+        value.shelf = format!("sh{}", rng.u8(..3));
+    }
+    fn keys(value: &Widget) -> (String, String) {
+        (value.shop.clone(), value.sku.clone())
+    }
+    const INDEXED: bool = true;
+    // The old program writes under the old kind: a rename runs once it is gone.
+    const OLD_WRITERS: bool = false;
+    const RENAMED: bool = true;
+}
+
+/// A renamed kind (`previous_kinds`): its rows under the old name are read
+/// by every typed path, refuse an insert of their keys, and move to the
+/// kind's own RowKey, with their index rows, in one transaction when a
+/// write or a migration rewrites them. Nothing is left under the old name.
+pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
+    use tablekit::filter::Filter;
+    let name = fresh_table(&*backend, "renamed").await;
+    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
+    for (i, sku) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
+        old.insert(&WidgetV1 {
+            shop: "main".into(),
+            sku: sku.into(),
+            code: format!("c-{sku}"),
+            colour: ["red", "blue"][i % 2].into(),
+            shelf: "top".into(),
+            price: i as u32 + 1,
+        })
+        .await
+        .expect("insert under the old kind");
+    }
+    let stored_under = |prefix: &'static str| {
+        let backend = Arc::clone(&backend);
+        let name = name.clone();
+        async move {
+            use tablekit::TableBackendExt;
+            let rows: Vec<Entity> = backend
+                .query_all(
+                    &name,
+                    tablekit::backend::Query::new().filter(
+                        Filter::row_key().ge(prefix)
+                            & Filter::row_key().lt(format!("{prefix}\u{7f}")),
+                    ),
+                )
+                .await
+                .expect("raw query");
+            let mut keys: Vec<String> = rows.into_iter().map(|row| row.row_key).collect();
+            keys.sort();
+            keys
+        }
+    };
+    // Read on every typed path.
+    let b = new.get("main", "b").await.expect("get").expect("there");
+    assert_eq!((b.price_cents, Loaded::previous_kind(&b)), (200, Some("WDG")));
+    assert_eq!(Loaded::version(&b), Some(1));
+    assert!(new.exists("main", "c").await.expect("exists"));
+    let all: Vec<Loaded<Widget>> = new
+        .query()
+        .partition("main")
+        .stream()
+        .try_collect()
+        .await
+        .expect("query");
+    assert_eq!(all.len(), 5);
+    let range: Vec<String> = new
+        .query()
+        .partition("main")
+        .rows("b".to_string()..="c".to_string())
+        .stream()
+        .map_ok(|w| w.sku.clone())
+        .try_collect()
+        .await
+        .expect("range");
+    assert_eq!(range, ["b", "c"]);
+    let by_code = new
+        .index(Widget::indexes().code)
+        .get("main", "c-d")
+        .await
+        .expect("index get")
+        .expect("there");
+    assert_eq!(by_code.sku, "d");
+    // An insert of keys an old row holds is refused.
+    let taken = new
+        .insert(&Widget::from(WidgetV1 {
+            shop: "main".into(),
+            sku: "a".into(),
+            code: "c-x".into(),
+            colour: "red".into(),
+            shelf: "top".into(),
+            price: 1,
+        }))
+        .await
+        .expect_err("keys taken under the old kind");
+    assert!(matches!(taken, Error::EntityAlreadyExists { .. }), "{taken}");
+    // A replace through the value read moves the row, index rows along.
+    let mut b = b;
+    b.stock = 7;
+    new.replace(&mut b).await.expect("replace moves the row");
+    assert_eq!(Loaded::previous_kind(&b), None);
+    assert_eq!(stored_under("WDG_").await, ["WDG_a", "WDG_c", "WDG_d", "WDG_e"]);
+    assert_eq!(stored_under("WIDGET_").await, ["WIDGET_b"]);
+    let b_again = new.get("main", "b").await.expect("get").expect("there");
+    assert_eq!((b_again.stock, Loaded::previous_kind(&b_again)), (7, None));
+    // An upsert moves it too; a delete by key deletes it where it lies.
+    let mut c = Widget::clone(&new.get("main", "c").await.expect("get").expect("there"));
+    c.stock = 3;
+    new.upsert(&c).await.expect("upsert moves the row");
+    new.delete_unconditionally("main", "e")
+        .await
+        .expect("delete under the old kind");
+    assert!(new.get("main", "e").await.expect("get").is_none());
+    let verified = new.verify_indexes("main").await.expect("verify");
+    assert!(verified.is_clean(), "{verified:?}");
+    // A dry run counts, a migration moves the rest.
+    let counted = new.migrate().dry_run().run().await.expect("dry run");
+    assert_eq!(counted.previous_kind, 2, "{counted:?}");
+    let done = new.migrate().run().await.expect("migrate");
+    assert_eq!(done.failed, 0, "{done:?}");
+    assert!(stored_under("WDG_").await.is_empty());
+    assert_eq!(
+        stored_under("WIDGET_").await,
+        ["WIDGET_a", "WIDGET_b", "WIDGET_c", "WIDGET_d"]
+    );
+    let all: Vec<Loaded<Widget>> = new
+        .query()
+        .partition("main")
+        .stream()
+        .try_collect()
+        .await
+        .expect("query");
+    assert!(
+        all.iter()
+            .all(|w| Loaded::version(w) == Some(2) && Loaded::previous_kind(w).is_none())
+    );
+    let stocks: Vec<(String, u32)> = all.iter().map(|w| (w.sku.clone(), w.stock)).collect();
+    assert_eq!(
+        stocks,
+        [("a".into(), 0), ("b".into(), 7), ("c".into(), 3), ("d".into(), 0)]
+    );
+    assert!(new.verify_indexes("main").await.expect("verify").is_clean());
+    let red: Vec<String> = new
+        .index(Widget::indexes().colour)
+        .find("main", "red")
+        .map_ok(|w| w.sku)
+        .try_collect()
+        .await
+        .expect("colour index");
+    assert_eq!(red, ["a", "c"]);
+    backend.delete_table(&name).await.expect("delete table");
 }

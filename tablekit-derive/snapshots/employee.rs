@@ -18,6 +18,7 @@ const _: () = {
         const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor {
             table: "Staff",
             kind: ::tablekit::__private::Some("EMP"),
+            previous_kinds: &[],
             row_key_layout: ::tablekit::__private::RowKeyLayout::kind("EMP"),
             version: 1u32,
             min_version: 1u32,

@@ -20,6 +20,7 @@ const _: () = {
         const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor {
             table: "Reviews",
             kind: ::tablekit::__private::Some("REV"),
+            previous_kinds: &[],
             row_key_layout: ::tablekit::__private::RowKeyLayout::kind("REV"),
             version: 2u32,
             min_version: 2u32,

@@ -28,6 +28,7 @@ pub(crate) const COLLECTION: &str = "collection";
 pub(crate) const PROJECTION_OF: &str = "projection_of";
 pub(crate) const UPGRADE_FROM: &str = "upgrade_from";
 pub(crate) const UPGRADE_WITH: &str = "upgrade_with";
+pub(crate) const PREVIOUS_KINDS: &str = "previous_kinds";
 pub(crate) const INDEX: &str = "index";
 pub(crate) const NAME: &str = "name";
 pub(crate) const TAG: &str = "tag";
@@ -115,6 +116,9 @@ pub(crate) struct Container {
     pub(crate) upgrade_from: Option<(syn::Type, TokenStream)>,
     /// `upgrade_with = path`: the function that converts them.
     pub(crate) upgrade_with: Option<Path>,
+    /// `previous_kinds = ["…", …]`: names the kind had before, with the
+    /// attribute's tokens.
+    pub(crate) previous_kinds: Option<(Vec<LitStr>, TokenStream)>,
     /// `collection`: other kinds may nest under this kind's rows.
     pub(crate) collection: Option<TokenStream>,
     /// `row_key = "empid_{id}"`: the RowKey laid out by a template.
@@ -322,6 +326,7 @@ impl Container {
         let mut projection_of = Attr::none(PROJECTION_OF);
         let mut upgrade_from = Attr::none(UPGRADE_FROM);
         let mut upgrade_with = Attr::none(UPGRADE_WITH);
+        let mut previous_kinds = Attr::none(PREVIOUS_KINDS);
         let mut indexes = Vec::new();
         let known: &[&str] = if is_entity {
             &[
@@ -341,6 +346,7 @@ impl Container {
                 PROJECTION_OF,
                 UPGRADE_FROM,
                 UPGRADE_WITH,
+                PREVIOUS_KINDS,
                 INDEX,
             ]
         } else {
@@ -407,6 +413,41 @@ impl Container {
                     let ty: syn::Type = meta.value()?.parse()?;
                     let tokens = ty.to_token_stream();
                     upgrade_from.set(cx, path, (ty, tokens));
+                } else if is_entity && path.is_ident(PREVIOUS_KINDS) {
+                    let value = meta.value()?;
+                    if value.peek(LitStr) {
+                        let lit: LitStr = value.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            &lit,
+                            format!(
+                                "`previous_kinds` is a list: write `previous_kinds = [{:?}]`",
+                                lit.value()
+                            ),
+                        ));
+                    }
+                    let list: syn::ExprArray = value.parse()?;
+                    let mut kinds = Vec::new();
+                    for element in &list.elems {
+                        match element {
+                            syn::Expr::Lit(syn::ExprLit {
+                                lit: syn::Lit::Str(lit),
+                                ..
+                            }) => kinds.push(lit.clone()),
+                            other => {
+                                return Err(syn::Error::new_spanned(
+                                    other,
+                                    "`previous_kinds` lists the kind's earlier names as strings",
+                                ));
+                            }
+                        }
+                    }
+                    if kinds.is_empty() {
+                        return Err(syn::Error::new_spanned(
+                            &list,
+                            "`previous_kinds` lists at least one earlier name of the kind",
+                        ));
+                    }
+                    previous_kinds.set(cx, path, (kinds, list.to_token_stream()));
                 } else if is_entity && path.is_ident(UPGRADE_WITH) {
                     let function: Path = meta.value()?.parse()?;
                     upgrade_with.set(cx, path, function);
@@ -464,6 +505,7 @@ impl Container {
             parent: parent.get(),
             upgrade_from: upgrade_from.get(),
             upgrade_with: upgrade_with.get(),
+            previous_kinds: previous_kinds.get(),
             collection: collection.get(),
             row_key_template: row_key_template.get(),
             projection_of: projection_of.get(),

@@ -509,6 +509,9 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
             cx.error_spanned_by(kind, "an entity kind is 1 to 64 ASCII letters and digits (it starts every RowKey, followed by `_`)");
         }
     }
+    if let Some((previous, tokens)) = &cont.attrs.previous_kinds {
+        check_previous_kinds(cx, cont, previous, tokens);
+    }
     let version = cont.attrs.version.as_ref();
     let min_version = cont.attrs.min_version.as_ref();
     if let (None, Some((_, tokens))) = (&cont.attrs.kind, &cont.attrs.kind_properties) {
@@ -625,5 +628,54 @@ fn check_property_count(cx: &Ctxt, cont: &Container<'_>) {
                 }
             ),
         );
+    }
+}
+
+/// `previous_kinds`: earlier names of a kind of its own (not in a
+/// collection, not laid out by a template), each a valid kind, none the
+/// kind itself or twice.
+fn check_previous_kinds(
+    cx: &Ctxt,
+    cont: &Container<'_>,
+    previous: &[syn::LitStr],
+    tokens: &proc_macro2::TokenStream,
+) {
+    let Some(kind) = &cont.attrs.kind else {
+        cx.error_spanned_by(
+            tokens,
+            "`previous_kinds` names earlier names of the `kind`: set `kind` too",
+        );
+        return;
+    };
+    let refusals = [
+        (
+            cont.attrs.parent.is_some() || cont.attrs.collection.is_some(),
+            "`previous_kinds` on a kind in a collection is not supported: the kinds nested under it carry its tag too",
+        ),
+        (
+            cont.attrs.row_key_template.is_some(),
+            "`previous_kinds`: a `row_key` template lays the RowKey out without a kind tag, so a rename leaves the keys as they are (change `kind` alone)",
+        ),
+        (
+            cont.attrs.projection_of.is_some(),
+            "`previous_kinds`: a projection reads its entity's rows under the entity's previous kinds: declare them on the entity",
+        ),
+    ];
+    for (refused, message) in refusals {
+        if refused {
+            cx.error_spanned_by(tokens, message);
+            return;
+        }
+    }
+    for (i, lit) in previous.iter().enumerate() {
+        let value = lit.value();
+        if value.is_empty() || value.len() > 64 || !value.bytes().all(|b| b.is_ascii_alphanumeric())
+        {
+            cx.error_spanned_by(lit, "an entity kind is 1 to 64 ASCII letters and digits (it starts every RowKey, followed by `_`)");
+        } else if value == kind.value() {
+            cx.error_spanned_by(lit, "a previous kind is another name than the `kind` itself");
+        } else if previous[..i].iter().any(|earlier| earlier.value() == value) {
+            cx.error_spanned_by(lit, format!("`{value}` is listed twice in `previous_kinds`"));
+        }
     }
 }

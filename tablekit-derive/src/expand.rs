@@ -595,6 +595,12 @@ fn expand_entity(
         }
         None => quote!(#tk::None),
     };
+    let previous_kinds = cont
+        .attrs
+        .previous_kinds
+        .iter()
+        .flat_map(|(kinds, _)| kinds.iter().map(syn::LitStr::value));
+    let previous_kinds = quote!(&[#(#previous_kinds),*]);
     let version = cont.attrs.version.as_ref().map_or(1, |(v, _)| *v);
     let min_version = cont.attrs.min_version.as_ref().map_or(version, |(v, _)| *v);
     let rows = if cont.attrs.wide {
@@ -707,6 +713,7 @@ fn expand_entity(
     };
     let table = entity_const(quote!(table), quote!(#table));
     let kind = entity_const(quote!(kind), kind);
+    let previous_kinds = entity_const(quote!(previous_kinds), previous_kinds);
     let layout = entity_const(quote!(row_key_layout), layout);
     let version = entity_const(quote!(version), quote!(#version));
     // A type that upgrades an older one reads that one's versions too.
@@ -741,7 +748,7 @@ fn expand_entity(
         let span = tokens.clone().into_iter().next().map_or_else(proc_macro2::Span::call_site, |t| t.span());
         quote_spanned! {span=>
             const { ::core::assert!(#tk::str_eq(<#old as #tk::TableEntity>::DESCRIPTOR.table, <Self as #tk::TableEntity>::DESCRIPTOR.table), "`upgrade_from` names a type of another table: an upgrade reads rows of this table") };
-            const { ::core::assert!(match (<#old as #tk::TableEntity>::DESCRIPTOR.kind, <Self as #tk::TableEntity>::DESCRIPTOR.kind) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind") };
+            const { ::core::assert!(match (<#old as #tk::TableEntity>::DESCRIPTOR.kind, <Self as #tk::TableEntity>::DESCRIPTOR.kind) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b) || #tk::kind_listed(__a, <Self as #tk::TableEntity>::DESCRIPTOR.previous_kinds), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind (or of one of its `previous_kinds`)") };
             const { ::core::assert!(<#old as #tk::TableEntity>::DESCRIPTOR.version < <Self as #tk::TableEntity>::DESCRIPTOR.version, "`upgrade_from` names a type whose version is not lower: versions increase along an upgrade") };
         }
     });
@@ -904,6 +911,7 @@ fn expand_entity(
                 const DESCRIPTOR: #tk::EntityDescriptor = #tk::EntityDescriptor {
                     table: #table,
                     kind: #kind,
+                    previous_kinds: #previous_kinds,
                     row_key_layout: #layout,
                     version: #version,
                     min_version: #min_version,

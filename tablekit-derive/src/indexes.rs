@@ -198,6 +198,22 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
                 format!("a compound index has at most {MAX_INDEX_FIELDS} fields"),
             );
         }
+        if let Some((previous, _)) = &cont.attrs.previous_kinds {
+            if index.remote.is_some() {
+                cx.error_spanned_by(&index.name, "an index kept elsewhere on a renamed kind (`previous_kinds`) is not supported: a row moved to its new RowKey could not take its index rows along in one transaction");
+            } else if index.tag.is_empty() {
+                let was = previous.first().map(LitStr::value).unwrap_or_default();
+                cx.error_spanned_by(&index.name, format!("a renamed kind (`previous_kinds`) keeps its index rows where they are: give the index its tag, as in `index(name = \"{0}\", tag = \"{was}.{0}\")` for the tag it had under `{was}`", index.name.value()));
+            }
+            for earlier in previous {
+                let leading = format!("{}_", earlier.value());
+                if format!("{}_", index.tag).starts_with(&leading)
+                    || leading.starts_with(&format!("{}_", index.tag))
+                {
+                    cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the rows of the previous kind, which start with `{leading}`: choose another tag", index.tag));
+                }
+            }
+        }
         if index.tag.is_empty() {
             let name = index.name.value();
             index.tag = match &kind {

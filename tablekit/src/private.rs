@@ -57,6 +57,19 @@ pub const fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
     }
 }
 
+/// Whether `kind` is one of `listed` (at compile time: the derive's check
+/// that an `upgrade_from` type is of a previous kind).
+pub const fn kind_listed(kind: &str, listed: &[&str]) -> bool {
+    let mut i = 0;
+    while i < listed.len() {
+        if str_eq(kind, listed[i]) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
 /// Reads a property, or the field type's default when it is absent.
 pub fn read_property_or_default<V: PropertyValue + Default, S: PropertySource + ?Sized>(
     props: &S,

@@ -796,14 +796,14 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
             found.insert((row.partition_key.clone(), row.row_key.clone()), row);
         } else if T::DESCRIPTOR.wide() {
             if let Some(base) = crate::table::wide::base_of(&row.row_key)
-                && T::DESCRIPTOR.row_key_layout.starts(base)
+                && T::DESCRIPTOR.layout_of(base).is_some()
             {
                 parts
                     .entry((&row.partition_key, base))
                     .or_default()
                     .push(row.clone());
             }
-        } else if T::DESCRIPTOR.row_key_layout.starts(&row.row_key) && schema::is_kind::<T>(row) {
+        } else if T::DESCRIPTOR.layout_of(&row.row_key).is_some() && schema::is_kind::<T>(row) {
             entities.push(row.clone());
         }
     }

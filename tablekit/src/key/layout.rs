@@ -177,6 +177,16 @@ impl RowKeyLayout {
         layout
     }
 
+    /// The same layout with the kind's own tag (its innermost) replaced by
+    /// `tag`: where the rows of a kind renamed from `tag` lie.
+    pub const fn renamed(self, tag: &'static str) -> RowKeyLayout {
+        let mut layout = self;
+        if layout.depth > 0 && !layout.template {
+            layout.tags[layout.depth - 1] = tag;
+        }
+        layout
+    }
+
     /// The same layout, for a kind that heads a collection: when its last key
     /// component is a string, its separator follows it, so that the rows of
     /// kinds nested under it (whose keys go on after that separator) sort

@@ -30,6 +30,10 @@ pub struct EntityDescriptor {
     /// The entity kind: the RowKey starts with `KIND_`, and (with
     /// [`kind_properties`](Self::kind_properties)) the row stores it.
     pub kind: Option<&'static str>,
+    /// The names the kind had before (`#[tablekit(previous_kinds = ["…"])]`),
+    /// whose rows are read as this type and moved to its own RowKeys when
+    /// they are written or migrated; empty for most types.
+    pub previous_kinds: &'static [&'static str],
     /// How the RowKey is laid out: kind tags, the tags of a collection's
     /// nesting, or a template's texts.
     pub row_key_layout: RowKeyLayout,
@@ -77,6 +81,7 @@ impl EntityDescriptor {
         EntityDescriptor {
             table,
             kind: None,
+            previous_kinds: &[],
             row_key_layout: RowKeyLayout::NONE,
             version: 1,
             min_version: 1,
@@ -137,7 +142,9 @@ impl EntityDescriptor {
     /// its parts together, and for a `wide` entity, a planned transaction.
     pub fn write_needs(&self) -> WriteNeeds {
         let mut needs = WriteNeeds {
-            planned: self.wide(),
+            // A renamed kind's write looks for the row under its previous
+            // names, and moves it in the same transaction.
+            planned: self.wide() || !self.previous_kinds.is_empty(),
             ..WriteNeeds::NONE
         };
         for part in self.parts {
@@ -148,6 +155,38 @@ impl EntityDescriptor {
             needs.follow_up |= more.follow_up;
         }
         needs
+    }
+
+    /// The layout of a stored RowKey of this type: its own, or that of a
+    /// [previous kind](Self::previous_kinds) (`Some(kind)` beside it) when
+    /// the key starts with that kind's tag. `None` when neither lays it out.
+    pub fn layout_of(&self, row_key: &str) -> Option<(RowKeyLayout, Option<&'static str>)> {
+        if self.row_key_layout.starts(row_key) {
+            return Some((self.row_key_layout, None));
+        }
+        self.previous_kinds.iter().find_map(|&kind| {
+            let layout = self.row_key_layout.renamed(kind);
+            layout.starts(row_key).then_some((layout, Some(kind)))
+        })
+    }
+
+    /// Whether a row's stored `_Kind` is this type's kind or one of its
+    /// previous kinds.
+    pub fn is_kind_name(&self, stored: &str) -> bool {
+        self.kind == Some(stored) || self.previous_kinds.contains(&stored)
+    }
+
+    /// The RowKeys the entity whose RowKey is `row_key` (laid out for the
+    /// current kind) had under each previous kind, in the order declared.
+    pub fn previous_row_keys<'a>(&'a self, row_key: &'a str) -> impl Iterator<Item = String> + 'a {
+        let rest = self
+            .row_key_layout
+            .prefix()
+            .and_then(|prefix| row_key.strip_prefix(prefix.as_str()).map(str::to_owned));
+        self.previous_kinds.iter().filter_map(move |kind| {
+            let rest = rest.as_ref()?;
+            Some(format!("{kind}{}{rest}", crate::key::TAG_SEPARATOR))
+        })
     }
 
     /// How many stored partitions one logical partition spreads over.
@@ -161,6 +200,7 @@ impl fmt::Debug for EntityDescriptor {
         f.debug_struct("EntityDescriptor")
             .field("table", &self.table)
             .field("kind", &self.kind)
+            .field("previous_kinds", &self.previous_kinds)
             .field("row_key_layout", &self.row_key_layout)
             .field("version", &self.version)
             .field("min_version", &self.min_version)

@@ -210,11 +210,17 @@ pub fn kind_prefix(kind: &str) -> String {
 pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
     let range = match kind_rows::<T>() {
         Some((start, end)) => {
-            let from = Filter::row_key().ge(start);
-            match end {
-                Some(end) => from & Filter::row_key().lt(end),
-                None => from,
-            }
+            let range = |start: String, end: Option<String>| {
+                let from = Filter::row_key().ge(start);
+                match end {
+                    Some(end) => from & Filter::row_key().lt(end),
+                    None => from,
+                }
+            };
+            // A renamed kind's rows under its previous tags too.
+            previous_kind_rows::<T>()
+                .map(|(start, end)| range(start, end))
+                .fold(range(start, end), |all, previous| all | previous)
         }
         None => return kind_property_filter::<T>(),
     };
@@ -227,11 +233,22 @@ pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
 /// The RowKey range `[start, end)` every row of `T` lies in: the rows
 /// that start with its kind tag (or its key template's leading text); `end`
 /// is `None` when the range has no end. `None` when every RowKey may be one
-/// of `T`'s.
+/// of `T`'s. (The rows under a previous kind lie in
+/// [`previous_kind_rows`].)
 pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
     let prefix = T::DESCRIPTOR.row_key_layout.prefix()?;
     let end = crate::keyorder::prefix_end(&prefix);
     Some((prefix, end))
+}
+
+/// The RowKey ranges of the rows of `T` stored under each of its
+/// [previous kinds](EntityDescriptor::previous_kinds), as [`kind_rows`].
+pub fn previous_kind_rows<T: TableEntity>() -> impl Iterator<Item = (String, Option<String>)> {
+    T::DESCRIPTOR.previous_kinds.iter().filter_map(|&kind| {
+        let prefix = T::DESCRIPTOR.row_key_layout.renamed(kind).prefix()?;
+        let end = crate::keyorder::prefix_end(&prefix);
+        Some((prefix, end))
+    })
 }
 
 /// For a kind in a collection, whose RowKey range holds rows of other kinds
@@ -459,9 +476,9 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
         return true;
     };
     match entity.properties.get(KIND_PROPERTY) {
-        Some(Value::String(stored)) => stored == kind,
+        Some(Value::String(stored)) => stored == kind || T::DESCRIPTOR.is_kind_name(stored),
         Some(_) => false,
-        None => T::DESCRIPTOR.row_key_layout.starts(&entity.row_key),
+        None => T::DESCRIPTOR.layout_of(&entity.row_key).is_some(),
     }
 }
 
@@ -583,19 +600,25 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &mut S,
 ) -> Result<T, Error> {
+    // The layout of a row stored under a previous kind, when it is one.
+    let mut renamed = None;
     if let Some(kind) = T::DESCRIPTOR.kind {
         let wrong = || SchemaError::WrongKind {
             expected: kind,
             row_key: row_key.to_owned(),
         };
         if !T::DESCRIPTOR.row_key_layout.starts(row_key) {
-            return Err(wrong().into());
+            match T::DESCRIPTOR.layout_of(row_key) {
+                Some((layout, Some(_))) => renamed = Some(layout),
+                _ => return Err(wrong().into()),
+            }
         }
         {
             // A projection may leave the kind properties out; when present they must agree.
             match props.get(KIND_PROPERTY) {
                 None => {}
                 Some(Value::String(stored)) if stored == kind => {}
+                Some(Value::String(stored)) if T::DESCRIPTOR.is_kind_name(stored) => {}
                 Some(_) => return Err(wrong().into()),
             }
             if let Some(version) = props.get(VERSION_PROPERTY) {
@@ -656,7 +679,8 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             e,
         )
     })?;
-    let rk = T::RowKey::decode_laid_out(row_key, &T::DESCRIPTOR.row_key_layout)
+    let layout = renamed.as_ref().unwrap_or(&T::DESCRIPTOR.row_key_layout);
+    let rk = T::RowKey::decode_laid_out(row_key, layout)
         .map_err(|e| key_error(KeyKind::RowKey, row_key, T::DESCRIPTOR.row_key_fields, e))?;
     match T::read_properties(pk, rk, props) {
         Err(Error::Schema(e)) => Err(e

@@ -32,6 +32,11 @@ pub struct MigrationReport {
     pub failed: usize,
     /// How many rows of each stored version were found, before the rewrite.
     pub by_version: BTreeMap<u32, usize>,
+    /// Rows found under a previous name of the kind (`previous_kinds`),
+    /// before the rewrite: each is moved to the kind's own RowKey, in one
+    /// transaction with its index rows, and counted in `upgraded` too.
+    #[serde(default)]
+    pub previous_kind: usize,
 }
 
 impl MigrationReport {
@@ -41,6 +46,7 @@ impl MigrationReport {
         self.already_current += other.already_current;
         self.retried += other.retried;
         self.failed += other.failed;
+        self.previous_kind += other.previous_kind;
         for (version, n) in other.by_version {
             *self.by_version.entry(version).or_default() += n;
         }
@@ -360,12 +366,13 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         let mut report = MigrationReport::default();
         let mut partitions: BTreeMap<String, Vec<Loaded<T>>> = BTreeMap::new();
         for loaded in items {
-            let Some(version) = Loaded::version(&loaded) else {
-                report.already_current += 1;
-                continue;
-            };
-            *report.by_version.entry(version).or_default() += 1;
-            if version >= T::DESCRIPTOR.version {
+            let renamed = Loaded::previous_kind(&loaded).is_some();
+            report.previous_kind += usize::from(renamed);
+            let version = Loaded::version(&loaded);
+            if let Some(version) = version {
+                *report.by_version.entry(version).or_default() += 1;
+            }
+            if !renamed && version.is_none_or(|v| v >= T::DESCRIPTOR.version) {
                 report.already_current += 1;
                 continue;
             }
@@ -550,7 +557,8 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                         Ok(Some(row)) => match super::load::<T>(row) {
                             Ok(again)
                                 if Loaded::version(&again)
-                                    .is_some_and(|v| v < T::DESCRIPTOR.version) =>
+                                    .is_some_and(|v| v < T::DESCRIPTOR.version)
+                                    || Loaded::previous_kind(&again).is_some() =>
                             {
                                 loaded = again;
                             }

@@ -100,6 +100,9 @@ pub struct Loaded<T> {
     /// The schema version the row records (`_Version`), as read or as last
     /// written through this value.
     version: Option<u32>,
+    /// The previous kind whose RowKey the row was read under (a renamed
+    /// kind's row not moved yet), until a write through this value moves it.
+    previous_kind: Option<&'static str>,
 }
 
 impl<T> Loaded<T> {
@@ -113,6 +116,7 @@ impl<T> Loaded<T> {
             writes: None,
             index_keys: None,
             version: None,
+            previous_kind: None,
         }
     }
 
@@ -148,6 +152,14 @@ impl<T> Loaded<T> {
         this.version
     }
 
+    /// The previous kind the row was stored under, for a type that lists
+    /// `previous_kinds` and a row that no write or migration has moved to
+    /// the kind's own RowKey yet; `None` for a row under the current kind.
+    /// A write through this value moves the row.
+    pub fn previous_kind(this: &Loaded<T>) -> Option<&'static str> {
+        this.previous_kind
+    }
+
     /// The value, without the ETag.
     pub fn into_inner(this: Loaded<T>) -> T {
         this.value
@@ -172,6 +184,8 @@ impl<T> Loaded<T> {
         // The version written elsewhere may have moved index values: the
         // next write through this value reads them again.
         this.index_keys = None;
+        // A write of a renamed kind's row moves it to the kind's RowKey.
+        this.previous_kind = None;
     }
 }
 
@@ -509,6 +523,7 @@ impl<K: EntityKinds> Table<K> {
                     writes,
                     index_keys: None,
                     version,
+                    previous_kind: None,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::SchemaError::UnknownKind {
@@ -719,6 +734,7 @@ impl<T: TableEntity> Table<T> {
                 loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                 loaded.index_keys = new_keys.map(Arc::from);
                 loaded.version = written_version::<T>();
+                loaded.previous_kind = None;
                 Ok(etag)
             }
             // Written, and overwritten since: the ETag held is stale, as it
@@ -872,15 +888,20 @@ impl<T: TableEntity> Table<T> {
             return Ok(self.read_stored(&pk, &rk).await?.is_some());
         }
         let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);
-        match self
-            .backend
-            .get_entity(&self.name, &pk, &rk, &keys_only)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(Error::EntityNotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
+        // A renamed kind's entity may still lie under a previous kind's RowKey.
+        let previous = T::DESCRIPTOR.previous_row_keys(&rk);
+        for rk in std::iter::once(rk.clone()).chain(previous) {
+            match self
+                .backend
+                .get_entity(&self.name, &pk, &rk, &keys_only)
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(Error::EntityNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
+        Ok(false)
     }
 
     /// A query over this table's entities of type `T`.
@@ -909,6 +930,13 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     let writes = update::writes_of(&entity).map(str::to_owned);
     let row_key = (!crate::index::local_indexes::<T>().is_empty()).then(|| entity.row_key.clone());
     let version = stored_version(&entity);
+    let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
+        None
+    } else {
+        T::DESCRIPTOR
+            .layout_of(&entity.row_key)
+            .and_then(|(_, kind)| kind)
+    };
     let value = schema::from_entity_owned(entity)?;
     let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
     Ok(Loaded {
@@ -919,6 +947,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         writes,
         index_keys,
         version,
+        previous_kind,
     })
 }
 

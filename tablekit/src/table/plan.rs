@@ -65,8 +65,25 @@ pub(super) enum Role {
 
 impl<T: TableEntity> Table<T> {
     /// The entity's stored state, read with one request: a point read, or
-    /// for a wide entity one query over its parts.
+    /// for a wide entity one query over its parts. For a renamed kind whose
+    /// entity is not found under its RowKey, the RowKeys it had under each
+    /// previous kind are read in turn: the state found there is the
+    /// entity's (its `entity.row_key` tells where it lies).
     pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
+        let found = self.read_current_at(pk, rk).await?;
+        if found.is_some() || T::DESCRIPTOR.previous_kinds.is_empty() {
+            return Ok(found);
+        }
+        for previous in T::DESCRIPTOR.previous_row_keys(rk) {
+            if let Some(current) = Box::pin(self.read_current_at(pk, &previous)).await? {
+                return Ok(Some(current));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`read_current`](Table::read_current) at exactly `(pk, rk)`.
+    async fn read_current_at(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
         if let Some(rule) = T::DESCRIPTOR.rows {
             let query = crate::Query::new().filter(rule.rows_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
@@ -149,6 +166,7 @@ impl<T: TableEntity> Table<T> {
     ) -> Option<Result<()>> {
         let simple = T::DESCRIPTOR.writable()
             && !T::DESCRIPTOR.wide()
+            && T::DESCRIPTOR.previous_kinds.is_empty()
             && index::remote_indexes::<T>().is_empty()
             && !T::DESCRIPTOR.write_needs().blobs
             && !index::local_indexes::<T>().iter().any(|def| def.list);
@@ -416,6 +434,7 @@ impl<T: TableEntity> Typed<'_, T> {
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
         T::DESCRIPTOR.wide()
+            || !T::DESCRIPTOR.previous_kinds.is_empty()
             || !index::local_indexes::<T>().is_empty()
             || !index::remote_indexes::<T>().is_empty()
     }
@@ -470,6 +489,12 @@ impl<T: TableEntity> Typed<'_, T> {
                 rk,
             )?),
         };
+        // A renamed kind's entity moving to its own RowKey changes its entry
+        // in an index entity even where the value stays.
+        let renamed = state
+            .current
+            .as_ref()
+            .is_some_and(|current| current.entity.row_key != rk);
         for (i, def) in index::local_indexes::<T>().iter().enumerate() {
             if !def.list {
                 continue;
@@ -486,10 +511,11 @@ impl<T: TableEntity> Typed<'_, T> {
                 .and_then(|keys| keys.get(i))
                 .filter(|key| !key.is_empty())
                 .cloned();
-            if old == new {
+            if old == new && !renamed {
                 continue;
             }
-            for key in [old, new].into_iter().flatten() {
+            let same = old == new;
+            for key in [old, (!same).then_some(new).flatten()].into_iter().flatten() {
                 let row = backend.try_get_entity(table, pk, &key).await?;
                 let stored = row.map(|row| {
                     let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
@@ -605,6 +631,11 @@ impl<T: TableEntity> Typed<'_, T> {
         if !Self::needs_state() {
             return Some(State::none(None));
         }
+        // A renamed kind's entity may lie under a previous kind's RowKey,
+        // even for an insert: it is always looked for.
+        if !T::DESCRIPTOR.previous_kinds.is_empty() {
+            return None;
+        }
         // A merge that moves no index value needs nothing stored: its
         // index rows are merged with the same values as the entity.
         let merge_in_place = matches!(
@@ -673,6 +704,17 @@ impl<T: TableEntity> Typed<'_, T> {
                 remote: None,
             });
         };
+        // Only a renamed kind's insert reads: it finds its entity under a
+        // previous kind's RowKey.
+        if matches!(self.write, RowWrite::Insert) {
+            return Err(self.error(table, |table, partition_key, row_key| {
+                Error::EntityAlreadyExists {
+                    table,
+                    partition_key,
+                    row_key,
+                }
+            }));
+        }
         if let Some(IfMatch::ETag(expected)) = expected
             && *expected != current.etag
         {
@@ -687,8 +729,10 @@ impl<T: TableEntity> Typed<'_, T> {
         let keys = if index::local_indexes::<T>().is_empty() {
             Vec::new()
         } else {
+            // Under the RowKey the entity lies at (a previous kind's, for a
+            // renamed kind's row not moved yet).
             let stored: T = index::decode_for_keys(&current.entity)?;
-            index::index_keys(&stored, rk)?
+            index::index_keys(&stored, &current.entity.row_key)?
         };
         Ok(State {
             guard: Some(Cow::Owned(current.etag.clone())),
@@ -758,6 +802,12 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             lists,
             remote,
         } = state;
+        // A renamed kind's entity found under a previous kind's RowKey: the
+        // transaction moves it to its own, deleting the row found there.
+        let renamed: Option<&str> = current
+            .as_ref()
+            .map(|current| current.entity.row_key.as_str())
+            .filter(|stored| *stored != rk);
         // The row to store.
         let new_row = match (&self.write, &current) {
             (RowWrite::Delete(_), _) => None,
@@ -815,10 +865,17 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 .filter(|key| !key.is_empty());
             if def.list {
                 // The index entities of the old and the new value: this
-                // entity leaves one and joins the other, each guarded by
-                // its own ETag.
-                if old != new {
-                    for (key, joins) in [(old, false), (new, true)] {
+                // entity leaves one and joins the other (or, moving to its
+                // own RowKey, changes its entry in the one it stays in),
+                // each guarded by its own ETag.
+                if old != new || renamed.is_some() {
+                    let leaving = renamed.unwrap_or(rk);
+                    let changes = if old == new {
+                        [(old, true, true), (None, false, false)]
+                    } else {
+                        [(old, true, false), (new, false, true)]
+                    };
+                    for (key, leaves, joins) in changes {
                         let Some(key) = key else { continue };
                         let stored = lists
                             .iter()
@@ -826,12 +883,15 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                             .flatten();
                         let mut members =
                             stored.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
-                        match (joins, members.binary_search_by(|m| m.as_str().cmp(rk))) {
-                            (true, Err(at)) => members.insert(at, rk.to_owned()),
-                            (false, Ok(at)) => {
-                                members.remove(at);
-                            }
-                            _ => {}
+                        if leaves
+                            && let Ok(at) = members.binary_search_by(|m| m.as_str().cmp(leaving))
+                        {
+                            members.remove(at);
+                        }
+                        if joins
+                            && let Err(at) = members.binary_search_by(|m| m.as_str().cmp(rk))
+                        {
+                            members.insert(at, rk.to_owned());
                         }
                         let operation = match (stored, members.is_empty()) {
                             (None, true) => continue,
@@ -886,6 +946,45 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 };
                 out.push(operation, Role::IndexWrite(i));
             }
+        }
+        if let Some(stored) = renamed {
+            // The rows under the previous kind's RowKey go, guarded as the
+            // write is; the entity's rows under its own are inserted.
+            let parts = current.as_ref().map_or(0, |c| c.parts);
+            let if_match = guard_match.unwrap_or(IfMatch::Any);
+            let deletes = match T::DESCRIPTOR.rows {
+                Some(rule) => rule.delete(pk, stored, parts, if_match),
+                None => vec![BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: stored.to_owned(),
+                    if_match,
+                }],
+            };
+            let inserts = match (new_row, T::DESCRIPTOR.rows) {
+                (None, _) => Vec::new(),
+                (Some(row), Some(rule)) => {
+                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                    rule.write(row, &bookkeeping, 0, None)?
+                }
+                (Some(row), None) => vec![BatchOperation::Insert(row)],
+            };
+            // The write's ETag is its new row's; a delete's, the old row's.
+            let row_is_delete = inserts.is_empty();
+            for (n, operation) in deletes.into_iter().enumerate() {
+                let role = if row_is_delete && n == 0 {
+                    Role::Row
+                } else {
+                    Role::Entity
+                };
+                out.push(operation, role);
+            }
+            for (n, operation) in inserts.into_iter().enumerate() {
+                out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
+            }
+            if let Some(record) = record {
+                out.push(BatchOperation::Insert(record), Role::Entity);
+            }
+            return Ok(retry);
         }
         if let Some(rule) = T::DESCRIPTOR.rows {
             let parts = current.as_ref().map_or(0, |c| c.parts);

@@ -265,16 +265,17 @@ impl<T: TableEntity> TableQuery<T, T> {
 }
 
 impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
-    /// The rows' RowKey bounds, laid out with the kind tags; an open end is
-    /// the end of the kind's range.
+    /// The rows' RowKey bounds in `layout`, laid out with its kind tags;
+    /// an open end is the end of the kind's range.
     fn row_bounds(
-        &self,
+        layout: &RowKeyLayout,
         start: Bound<String>,
         end: Bound<String>,
     ) -> (Bound<String>, Bound<String>) {
-        match schema::kind_rows::<T>() {
+        match layout.prefix() {
             None => (start, end),
-            Some((kind_start, kind_end)) => {
+            Some(kind_start) => {
+                let kind_end = crate::keyorder::prefix_end(&kind_start);
                 let start = match start {
                     Bound::Unbounded => Bound::Included(kind_start),
                     bound => bound,
@@ -286,6 +287,32 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 (start, end)
             }
         }
+    }
+
+    /// The layouts `T`'s rows are stored in: its own, then those of its
+    /// previous kinds (rows not yet moved by a write or a migration).
+    fn layouts() -> impl Iterator<Item = RowKeyLayout> {
+        let own = T::DESCRIPTOR.row_key_layout;
+        std::iter::once(own).chain(
+            T::DESCRIPTOR
+                .previous_kinds
+                .iter()
+                .map(move |&kind| own.renamed(kind)),
+        )
+    }
+
+    /// The RowKey condition of a typed range, built for each layout `T`'s
+    /// rows are stored in, and joined with `or`: `None` when one is open.
+    fn rows_in(range: impl Fn(&RowKeyLayout) -> Option<Filter>) -> Option<Filter> {
+        let mut all: Option<Filter> = None;
+        for layout in Self::layouts() {
+            let one = range(&layout)?;
+            all = Some(match all {
+                Some(all) => all | one,
+                None => one,
+            });
+        }
+        all
     }
 
     /// Only the partition with this key.
@@ -332,9 +359,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// Only rows whose typed RowKey lies in `range` (`100..=199`, `..key`, …).
     pub fn rows(mut self, range: impl RangeBounds<T::RowKey>) -> Self {
-        let encode = |b: Bound<&T::RowKey>| b.map(|key| T::DESCRIPTOR.row_key_layout.encode(key));
-        let (start, end) = self.row_bounds(encode(range.start_bound()), encode(range.end_bound()));
-        self.rows = range_filter(Filter::row_key, start, end);
+        self.rows = Self::rows_in(|layout| {
+            let encode = |b: Bound<&T::RowKey>| b.map(|key| layout.encode(key));
+            let (start, end) = Self::row_bounds(
+                layout,
+                encode(range.start_bound()),
+                encode(range.end_bound()),
+            );
+            range_filter(Filter::row_key, start, end)
+        });
         self
     }
 
@@ -345,8 +378,10 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     where
         T::RowKey: KeyPrefix<Q>,
     {
-        let (start, end) = Self::prefix_bounds(&prefix);
-        self.rows = range_filter(Filter::row_key, Bound::Included(start), end);
+        self.rows = Self::rows_in(|layout| {
+            let (start, end) = Self::prefix_bounds(layout, &prefix);
+            range_filter(Filter::row_key, Bound::Included(start), end)
+        });
         self
     }
 
@@ -360,40 +395,36 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     where
         T::RowKey: KeyPrefix<Q>,
     {
-        let start = match range.start_bound() {
-            Bound::Included(q) => Bound::Included(Self::prefix_bounds(q).0),
-            Bound::Excluded(q) => match Self::prefix_bounds(q).1 {
-                Bound::Excluded(end) => Bound::Included(end),
-                // No key sorts after every key that starts with `q`.
-                _ => {
-                    self.rows = Some(Filter::row_key().lt(""));
-                    return self;
-                }
-            },
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let end = match range.end_bound() {
-            Bound::Included(q) => Self::prefix_bounds(q).1,
-            Bound::Excluded(q) => Bound::Excluded(Self::prefix_bounds(q).0),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let (start, end) = self.row_bounds(start, end);
-        self.rows = range_filter(Filter::row_key, start, end);
+        self.rows = Self::rows_in(|layout| {
+            let start = match range.start_bound() {
+                Bound::Included(q) => Bound::Included(Self::prefix_bounds(layout, q).0),
+                Bound::Excluded(q) => match Self::prefix_bounds(layout, q).1 {
+                    Bound::Excluded(end) => Bound::Included(end),
+                    // No key sorts after every key that starts with `q`.
+                    _ => return Some(Filter::row_key().lt("")),
+                },
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let end = match range.end_bound() {
+                Bound::Included(q) => Self::prefix_bounds(layout, q).1,
+                Bound::Excluded(q) => Bound::Excluded(Self::prefix_bounds(layout, q).0),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let (start, end) = Self::row_bounds(layout, start, end);
+            range_filter(Filter::row_key, start, end)
+        });
         self
     }
 
-    /// The RowKey range `[start, end)` of the keys that start with `prefix`.
-    fn prefix_bounds<Q>(prefix: &Q) -> (String, Bound<String>)
+    /// The RowKey range `[start, end)` of the keys in `layout` that start
+    /// with `prefix`.
+    fn prefix_bounds<Q>(layout: &RowKeyLayout, prefix: &Q) -> (String, Bound<String>)
     where
         T::RowKey: KeyPrefix<Q>,
     {
         let mut encoded = String::new();
-        <T::RowKey as KeyPrefix<Q>>::write_prefix(
-            prefix,
-            &T::DESCRIPTOR.row_key_layout,
-            &mut encoded,
-        );
-        if T::DESCRIPTOR.row_key_layout.is_template() {
+        <T::RowKey as KeyPrefix<Q>>::write_prefix(prefix, layout, &mut encoded);
+        if layout.is_template() {
             // The components of a template before its last are fixed-width:
             // the keys that start with the prefix's text are exactly its own.
             let end = crate::keyorder::prefix_end(&encoded);

@@ -223,12 +223,25 @@ impl<T: TableEntity> Table<T> {
                 row_key: old_rk,
             });
         }
-        if self
+        // Where the entity lies: a renamed kind's row not moved yet lies
+        // under a previous kind's RowKey, which the move gives up.
+        let old_rk = current.entity.row_key.clone();
+        let mut taken = self
             .backend
             .try_get_entity(&self.name, &new_pk, &new_rk)
             .await?
-            .is_some()
-        {
+            .is_some();
+        for previous in T::DESCRIPTOR.previous_row_keys(&new_rk) {
+            if taken {
+                break;
+            }
+            taken = self
+                .backend
+                .try_get_entity(&self.name, &new_pk, &previous)
+                .await?
+                .is_some();
+        }
+        if taken {
             return Err(Error::EntityAlreadyExists {
                 table: self.name.to_string(),
                 partition_key: new_pk,
