@@ -192,6 +192,24 @@
 //!   the old shapes can leave the code: a page at a time, the rows of a
 //!   partition in transactions, a few partitions at once, paced, and
 //!   resumable from the checkpoint it hands out after each page.
+//! - **Renaming a kind**: `#[tablekit(kind = "PRODUCT", previous_kinds =
+//!   ["PRD"])]` reads the rows stored under `PRD_…` RowKeys as well, on every
+//!   typed path, and [`Loaded::previous_kind`] says a row still lies there.
+//!   A write of such an entity (and [`Table::migrate`], which counts and
+//!   rewrites them) moves it to its `PRODUCT_…` RowKey in one transaction
+//!   with its index rows, and an insert of its keys is refused as taken.
+//!   Each write of the type looks for the entity under the old names first
+//!   (a point read more, when it is not under the new one), so once a
+//!   migration has run, drop `previous_kinds` again. Until then a query
+//!   returns the rows still under an old name apart from the others: all
+//!   of them in stored RowKey order, `PRD_…` before `PRODUCT_…`, so a
+//!   `limit` or a page is not the first rows in the type's key order. A
+//!   type with indexes names their tags (`tag = "PRD.code"`, the tag they
+//!   had) so that its index rows stay where they are; indexes kept
+//!   elsewhere, kinds in a collection and key templates cannot be renamed.
+//!   Programs that still write the old kind must be gone before the first
+//!   program with the new name writes: the old one would not find the rows
+//!   it moved.
 //!
 //! During a rolling deploy, old and new programs share the table. An older
 //! program never overwrites a newer program's row: its `update` and its
@@ -247,7 +265,9 @@
 //! Reads that promise key order (PartitionKey, then RowKey) keep it on every
 //! backend: typed streams and pages, ranges, limits and cursors, merged
 //! shards, time-bucketed queries, index reads, collections, and
-//! [`TableBackendExt::query_stream`]. Azure Table Storage and Azurite return
+//! [`TableBackendExt::query_stream`]. (The order is the stored RowKeys':
+//! for a renamed kind whose rows are not all migrated, those under an old
+//! name come as a run of their own; see "Renaming a kind" above.) Azure Table Storage and Azurite return
 //! rows in key order. Cosmos DB for Table does not promise any order; its
 //! backend says so ([`TableBackend::query_order`] is
 //! [`QueryOrder::Unspecified`]), and there tablekit reads a query's pages to

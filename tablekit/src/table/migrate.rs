@@ -124,6 +124,13 @@ impl<T: TableEntity> Table<T> {
     /// is still older. Rows of the current version are left untouched, so
     /// a migration may be run again and finishes the same.
     ///
+    /// For a renamed kind (`previous_kinds`), the rows still under an old
+    /// name are rewritten too, whatever their version: each moves to the
+    /// kind's own RowKey in one transaction with its index rows
+    /// ([`MigrationReport::previous_kind`] counts them). A moved row is met
+    /// again under the new name later in the same run, and counted there as
+    /// current.
+    ///
     /// After each page it hands out a [`MigrationCheckpoint`]: a migration
     /// that stopped (a crash, a deploy) starts again from its last one and
     /// does not read the finished pages again. Entities of wide types, whose
