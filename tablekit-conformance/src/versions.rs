@@ -1063,3 +1063,98 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
     assert_eq!(red, ["a", "c"]);
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A wide meter stored under the kind's old name `WGAUGE`.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "WGAUGE", wide)]
+pub struct GaugeOld {
+    /// The site.
+    #[tablekit(partition_key)]
+    pub site: String,
+    /// The gauge.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// One reading per property.
+    #[tablekit(series)]
+    pub readings: Vec<u32>,
+}
+
+/// The same wide meter, its kind renamed `GAUGE`.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Conformance", kind = "GAUGE", previous_kinds = ["WGAUGE"], wide)]
+pub struct Gauge {
+    /// The site.
+    #[tablekit(partition_key)]
+    pub site: String,
+    /// The gauge.
+    #[tablekit(row_key)]
+    pub id: u32,
+    /// One reading per property.
+    #[tablekit(series)]
+    pub readings: Vec<u32>,
+}
+
+/// A renamed wide kind: an entity stored as several rows under the old
+/// name is read whole, and a write or a migration moves all its rows to
+/// the new name in one transaction; nothing is left under the old name.
+pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
+    use tablekit::TableBackendExt;
+    use tablekit::filter::Filter;
+    let name = fresh_table(&*backend, "renamedwide").await;
+    let old: Table<GaugeOld> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<Gauge> = Table::from_arc(Arc::clone(&backend), &name);
+    let mut expected = Vec::new();
+    for id in 0..4u32 {
+        let count = if id % 2 == 0 { 10 } else { 400 };
+        let value = GaugeOld {
+            site: "east".into(),
+            id,
+            readings: (0..count).map(|r| r * 3 + id).collect(),
+        };
+        old.insert(&value).await.expect("insert under the old kind");
+        expected.push(Gauge {
+            site: value.site,
+            id,
+            readings: value.readings,
+        });
+    }
+    let rows_under = |prefix: &'static str| {
+        let backend = Arc::clone(&backend);
+        let name = name.clone();
+        async move {
+            let query = tablekit::backend::Query::new().filter(
+                Filter::row_key().ge(prefix) & Filter::row_key().lt(format!("{prefix}\u{7f}")),
+            );
+            backend.query_all(&name, query).await.expect("raw query").len()
+        }
+    };
+    let before = rows_under("WGAUGE_").await;
+    assert!(before > 4, "entities of two parts: {before} rows");
+    let read: Vec<Loaded<Gauge>> = new
+        .query()
+        .partition("east")
+        .stream()
+        .try_collect()
+        .await
+        .expect("query");
+    assert_eq!(read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(), expected);
+    // A write through the value read moves every part.
+    let mut one = new.get("east", 1u32).await.expect("get").expect("there");
+    assert_eq!(Loaded::previous_kind(&one), Some("WGAUGE"));
+    one.readings.push(9);
+    new.replace(&mut one).await.expect("replace moves the parts");
+    expected[1].readings.push(9);
+    let report = new.migrate().run().await.expect("migrate");
+    assert_eq!((report.failed, report.previous_kind), (0, 3), "{report:?}");
+    assert_eq!(rows_under("WGAUGE_").await, 0, "nothing left under the old name");
+    let read: Vec<Loaded<Gauge>> = new
+        .query()
+        .partition("east")
+        .stream()
+        .try_collect()
+        .await
+        .expect("query");
+    assert!(read.iter().all(|g| Loaded::previous_kind(g).is_none()));
+    assert_eq!(read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(), expected);
+    backend.delete_table(&name).await.expect("delete table");
+}
