@@ -283,7 +283,8 @@ pub async fn migration_model_runs(
     // `runs` on a type with an index (planned transactions), and a quarter
     // as many more on one without (rows alone, written straight).
     let mut out = model_runs::<IndexedPair>(Arc::clone(&backend), runs, seed).await;
-    let plain = model_runs::<PlainPair>(Arc::clone(&backend), (runs / 4).max(1), seed ^ 0x5EED).await;
+    let plain =
+        model_runs::<PlainPair>(Arc::clone(&backend), (runs / 4).max(1), seed ^ 0x5EED).await;
     out.add(plain);
     let renamed = model_runs::<RenamedPair>(backend, (runs / 4).max(1), seed ^ 0x4E4D).await;
     out.add(renamed);
@@ -966,7 +967,10 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
     };
     // Read on every typed path.
     let b = new.get("main", "b").await.expect("get").expect("there");
-    assert_eq!((b.price_cents, Loaded::previous_kind(&b)), (200, Some("WDG")));
+    assert_eq!(
+        (b.price_cents, Loaded::previous_kind(&b)),
+        (200, Some("WDG"))
+    );
     assert_eq!(Loaded::version(&b), Some(1));
     assert!(new.exists("main", "c").await.expect("exists"));
     let all: Vec<Loaded<Widget>> = new
@@ -1006,13 +1010,19 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
         }))
         .await
         .expect_err("keys taken under the old kind");
-    assert!(matches!(taken, Error::EntityAlreadyExists { .. }), "{taken}");
+    assert!(
+        matches!(taken, Error::EntityAlreadyExists { .. }),
+        "{taken}"
+    );
     // A replace through the value read moves the row, index rows along.
     let mut b = b;
     b.stock = 7;
     new.replace(&mut b).await.expect("replace moves the row");
     assert_eq!(Loaded::previous_kind(&b), None);
-    assert_eq!(stored_under("WDG_").await, ["WDG_a", "WDG_c", "WDG_d", "WDG_e"]);
+    assert_eq!(
+        stored_under("WDG_").await,
+        ["WDG_a", "WDG_c", "WDG_d", "WDG_e"]
+    );
     assert_eq!(stored_under("WIDGET_").await, ["WIDGET_b"]);
     let b_again = new.get("main", "b").await.expect("get").expect("there");
     assert_eq!((b_again.stock, Loaded::previous_kind(&b_again)), (7, None));
@@ -1050,7 +1060,12 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
     let stocks: Vec<(String, u32)> = all.iter().map(|w| (w.sku.clone(), w.stock)).collect();
     assert_eq!(
         stocks,
-        [("a".into(), 0), ("b".into(), 7), ("c".into(), 3), ("d".into(), 0)]
+        [
+            ("a".into(), 0),
+            ("b".into(), 7),
+            ("c".into(), 3),
+            ("d".into(), 0)
+        ]
     );
     assert!(new.verify_indexes("main").await.expect("verify").is_clean());
     let red: Vec<String> = new
@@ -1125,7 +1140,11 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
             let query = tablekit::backend::Query::new().filter(
                 Filter::row_key().ge(prefix) & Filter::row_key().lt(format!("{prefix}\u{7f}")),
             );
-            backend.query_all(&name, query).await.expect("raw query").len()
+            backend
+                .query_all(&name, query)
+                .await
+                .expect("raw query")
+                .len()
         }
     };
     let before = rows_under("WGAUGE_").await;
@@ -1137,16 +1156,25 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
         .try_collect()
         .await
         .expect("query");
-    assert_eq!(read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(), expected);
+    assert_eq!(
+        read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(),
+        expected
+    );
     // A write through the value read moves every part.
     let mut one = new.get("east", 1u32).await.expect("get").expect("there");
     assert_eq!(Loaded::previous_kind(&one), Some("WGAUGE"));
     one.readings.push(9);
-    new.replace(&mut one).await.expect("replace moves the parts");
+    new.replace(&mut one)
+        .await
+        .expect("replace moves the parts");
     expected[1].readings.push(9);
     let report = new.migrate().run().await.expect("migrate");
     assert_eq!((report.failed, report.previous_kind), (0, 3), "{report:?}");
-    assert_eq!(rows_under("WGAUGE_").await, 0, "nothing left under the old name");
+    assert_eq!(
+        rows_under("WGAUGE_").await,
+        0,
+        "nothing left under the old name"
+    );
     let read: Vec<Loaded<Gauge>> = new
         .query()
         .partition("east")
@@ -1155,6 +1183,9 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
         .await
         .expect("query");
     assert!(read.iter().all(|g| Loaded::previous_kind(g).is_none()));
-    assert_eq!(read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(), expected);
+    assert_eq!(
+        read.iter().map(|g| (**g).clone()).collect::<Vec<_>>(),
+        expected
+    );
     backend.delete_table(&name).await.expect("delete table");
 }

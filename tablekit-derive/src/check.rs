@@ -673,9 +673,15 @@ fn check_previous_kinds(
         {
             cx.error_spanned_by(lit, "an entity kind is 1 to 64 ASCII letters and digits (it starts every RowKey, followed by `_`)");
         } else if value == kind.value() {
-            cx.error_spanned_by(lit, "a previous kind is another name than the `kind` itself");
+            cx.error_spanned_by(
+                lit,
+                "a previous kind is another name than the `kind` itself",
+            );
         } else if previous[..i].iter().any(|earlier| earlier.value() == value) {
-            cx.error_spanned_by(lit, format!("`{value}` is listed twice in `previous_kinds`"));
+            cx.error_spanned_by(
+                lit,
+                format!("`{value}` is listed twice in `previous_kinds`"),
+            );
         }
     }
 }

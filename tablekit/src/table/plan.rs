@@ -515,7 +515,10 @@ impl<T: TableEntity> Typed<'_, T> {
                 continue;
             }
             let same = old == new;
-            for key in [old, (!same).then_some(new).flatten()].into_iter().flatten() {
+            for key in [old, (!same).then_some(new).flatten()]
+                .into_iter()
+                .flatten()
+            {
                 let row = backend.try_get_entity(table, pk, &key).await?;
                 let stored = row.map(|row| {
                     let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
@@ -888,9 +891,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                         {
                             members.remove(at);
                         }
-                        if joins
-                            && let Err(at) = members.binary_search_by(|m| m.as_str().cmp(rk))
-                        {
+                        if joins && let Err(at) = members.binary_search_by(|m| m.as_str().cmp(rk)) {
                             members.insert(at, rk.to_owned());
                         }
                         let operation = match (stored, members.is_empty()) {
