@@ -929,7 +929,6 @@ impl VersionPair for RenamedPair {
 /// kind's own RowKey, with their index rows, in one transaction when a
 /// write or a migration rewrites them. Nothing is left under the old name.
 pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
-    use tablekit::filter::Filter;
     let name = fresh_table(&*backend, "renamed").await;
     let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
     let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
@@ -945,26 +944,7 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
         .await
         .expect("insert under the old kind");
     }
-    let stored_under = |prefix: &'static str| {
-        let backend = Arc::clone(&backend);
-        let name = name.clone();
-        async move {
-            use tablekit::TableBackendExt;
-            let rows: Vec<Entity> = backend
-                .query_all(
-                    &name,
-                    tablekit::backend::Query::new().filter(
-                        Filter::row_key().ge(prefix)
-                            & Filter::row_key().lt(format!("{prefix}\u{7f}")),
-                    ),
-                )
-                .await
-                .expect("raw query");
-            let mut keys: Vec<String> = rows.into_iter().map(|row| row.row_key).collect();
-            keys.sort();
-            keys
-        }
-    };
+    let stored_under = |prefix: &'static str| row_keys_under(&*backend, &name, prefix);
     // Read on every typed path.
     let b = new.get("main", "b").await.expect("get").expect("there");
     assert_eq!(
@@ -1113,8 +1093,6 @@ pub struct Gauge {
 /// name is read whole, and a write or a migration moves all its rows to
 /// the new name in one transaction; nothing is left under the old name.
 pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
-    use tablekit::TableBackendExt;
-    use tablekit::filter::Filter;
     let name = fresh_table(&*backend, "renamedwide").await;
     let old: Table<GaugeOld> = Table::from_arc(Arc::clone(&backend), &name);
     let new: Table<Gauge> = Table::from_arc(Arc::clone(&backend), &name);
@@ -1134,18 +1112,8 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
         });
     }
     let rows_under = |prefix: &'static str| {
-        let backend = Arc::clone(&backend);
-        let name = name.clone();
-        async move {
-            let query = tablekit::backend::Query::new().filter(
-                Filter::row_key().ge(prefix) & Filter::row_key().lt(format!("{prefix}\u{7f}")),
-            );
-            backend
-                .query_all(&name, query)
-                .await
-                .expect("raw query")
-                .len()
-        }
+        let rows = row_keys_under(&*backend, &name, prefix);
+        async move { rows.await.len() }
     };
     let before = rows_under("WGAUGE_").await;
     assert!(before > 4, "entities of two parts: {before} rows");
@@ -1188,4 +1156,16 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
         expected
     );
     backend.delete_table(&name).await.expect("delete table");
+}
+
+/// The stored RowKeys of `table` that start with `prefix`, sorted.
+async fn row_keys_under(backend: &dyn TableBackend, table: &str, prefix: &str) -> Vec<String> {
+    use tablekit::TableBackendExt;
+    use tablekit::filter::Filter;
+    let query = tablekit::backend::Query::new()
+        .filter(Filter::row_key().ge(prefix) & Filter::row_key().lt(format!("{prefix}\u{7f}")));
+    let rows = backend.query_all(table, query).await.expect("raw query");
+    let mut keys: Vec<String> = rows.into_iter().map(|row| row.row_key).collect();
+    keys.sort();
+    keys
 }
