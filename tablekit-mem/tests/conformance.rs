@@ -245,3 +245,22 @@ async fn migration_model_two_thousand_runs() {
     assert!(outcomes.resumed > 400, "{outcomes:?}");
     assert!(outcomes.changed_meanwhile > 1000, "{outcomes:?}");
 }
+
+/// The migration model on a store that pages adversarially (short and
+/// empty pages), and on one that returns each page unsorted: 300 runs each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_model_runs_on_adversarial_pages() {
+    for (adversarial, seed) in [
+        (Adversarial::default(), 0xAD5),
+        (Adversarial::unsorted(), 0x0450),
+    ] {
+        let backend = MemBackend::builder().adversarial(adversarial).build();
+        let outcomes =
+            tablekit_conformance::migration_model_runs(Arc::new(backend), 300, seed).await;
+        eprintln!("{outcomes:?}");
+        assert!(
+            outcomes.dropped > 30 && outcomes.resumed > 30,
+            "{outcomes:?}"
+        );
+    }
+}

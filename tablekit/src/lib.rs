@@ -267,8 +267,8 @@
 //! shards, time-bucketed queries, index reads, collections, and
 //! [`TableBackendExt::query_stream`]. (The order is the stored RowKeys':
 //! for a renamed kind whose rows are not all migrated, those under an old
-//! name come as a run of their own; see "Renaming a kind" above.) Azure Table Storage and Azurite return
-//! rows in key order. Cosmos DB for Table does not promise any order; its
+//! name come as a run of their own; see "Renaming a kind" above.) Azure
+//! Table Storage and Azurite return rows in key order. Cosmos DB for Table does not promise any order; its
 //! backend says so ([`TableBackend::query_order`] is
 //! [`QueryOrder::Unspecified`]), and there tablekit reads a query's pages to
 //! the end and sorts them on the client before handing out the first row.
