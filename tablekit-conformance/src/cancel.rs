@@ -31,8 +31,9 @@ use tablekit::upkeep::Upkeep;
 const MAX_POLLS: usize = 2_000;
 
 /// The paths a sample run takes: one of each kind of multi-row write.
-const SAMPLE: [&str; 8] = [
+const SAMPLE: [&str; 9] = [
     "staff update",
+    "renamed replace",
     "remote insert",
     "offloaded replace",
     "wide replace",
@@ -398,7 +399,7 @@ where
 /// Runs `$body` (which returns whether the write completed) for k = 1, 2,
 /// … until it does, counting each k as a case of `$path`.
 macro_rules! every_k {
-    ($outcomes:ident, $h:ident, $path:literal, |$k:ident| $body:block) => {{
+    ($outcomes:ident, $h:ident, $path:expr, |$k:ident| $body:block) => {{
         let mut $k = 1usize;
         while $h.wanted($path) {
             let done: bool = $body;
@@ -769,8 +770,92 @@ pub async fn writes_are_safe_to_drop(
     local_index_paths(h, out).await;
     remote_index_paths(h, out).await;
     blob_wide_and_move_paths(h, out).await;
+    renamed_kind_paths(h, out).await;
     log_and_bucket_paths(h, out).await;
     outcomes
+}
+
+/// Writes of a renamed kind's entity stored under its old name, which move
+/// it (with a unique index, an index by value and an index entity) to the
+/// kind's own RowKey, dropped at every poll: afterwards the entity lies
+/// under exactly one of its names (none, for a delete that completed),
+/// holds the value before or after, and its index rows are in step.
+async fn renamed_kind_paths(h: &Harness, out: &mut CancelOutcomes) {
+    use super::versions::{Widget, WidgetV1, row_keys_under};
+    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&h.backend), h.staff.name());
+    let t: Table<Widget> = h.staff.of::<Widget>();
+    let v1 = |pk: &str, seed: u32| WidgetV1 {
+        shop: pk.into(),
+        sku: "w".into(),
+        code: format!("c{seed}"),
+        colour: ["red", "blue"][seed as usize % 2].into(),
+        shelf: format!("s{seed}"),
+        price: seed,
+    };
+    for (path, how) in [
+        ("renamed upsert", Write::Upsert),
+        ("renamed replace", Write::Replace),
+        ("renamed merge", Write::Merge),
+        ("renamed update", Write::Update),
+        ("renamed delete", Write::Delete),
+        (
+            "renamed delete unconditionally",
+            Write::DeleteUnconditionally,
+        ),
+    ] {
+        every_k!(out, h, path, |k| {
+            let pk = h.partition(path, k);
+            let stored = v1(&pk, 1);
+            old.insert(&stored)
+                .await
+                .expect("insert under the old kind");
+            let before = Widget::from(stored);
+            let after = Widget {
+                stock: 4,
+                ..Widget::from(v1(&pk, 2))
+            };
+            let pk = &*pk;
+            let done = match how {
+                Write::Upsert => drop_after_polls(k, t.upsert(&after)).await.map(drop),
+                Write::Update => {
+                    let change = after.clone();
+                    let update = t.update(pk, "w", move |value| *value = change.clone());
+                    drop_after_polls(k, update).await.map(drop)
+                }
+                Write::Replace | Write::Merge => {
+                    let mut loaded = t.get(pk, "w").await.expect("get").expect("stored");
+                    *loaded = after.clone();
+                    let write = async {
+                        match how {
+                            Write::Replace => t.replace(&mut loaded).await,
+                            _ => t.merge(&mut loaded).await,
+                        }
+                    };
+                    drop_after_polls(k, write).await.map(drop)
+                }
+                Write::Delete => {
+                    let loaded = t.get(pk, "w").await.expect("get").expect("stored");
+                    drop_after_polls(k, t.delete(&loaded)).await.map(drop)
+                }
+                _ => drop_after_polls(k, t.delete_unconditionally(pk, "w"))
+                    .await
+                    .map(drop),
+            }
+            .is_some();
+            h.upkeep().await;
+            let deletes = matches!(how, Write::Delete | Write::DeleteUnconditionally);
+            let what = format!("{path} (k = {k})");
+            let stored = t.get(pk, "w").await.expect("get");
+            let lies = usize::from(stored.is_some());
+            one_of(stored, Some(&before), (!deletes).then_some(&after), &what);
+            let (backend, table) = (&*h.backend, h.staff.name());
+            let rows = row_keys_under(backend, table, pk, "WDG_w").await.len()
+                + row_keys_under(backend, table, pk, "WIDGET_w").await.len();
+            assert_eq!(rows, lies, "{what}: the entity lies under {rows} names");
+            assert_clean(t.verify_indexes(pk).await, &what);
+            done
+        });
+    }
 }
 
 /// A log flush and an append that flushes, dropped at every poll: after the

@@ -944,7 +944,7 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
         .await
         .expect("insert under the old kind");
     }
-    let stored_under = |prefix: &'static str| row_keys_under(&*backend, &name, prefix);
+    let stored_under = |prefix: &'static str| row_keys_under(&*backend, &name, "main", prefix);
     // Read on every typed path.
     let b = new.get("main", "b").await.expect("get").expect("there");
     assert_eq!(
@@ -1112,7 +1112,7 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
         });
     }
     let rows_under = |prefix: &'static str| {
-        let rows = row_keys_under(&*backend, &name, prefix);
+        let rows = row_keys_under(&*backend, &name, "east", prefix);
         async move { rows.await.len() }
     };
     let before = rows_under("WGAUGE_").await;
@@ -1158,12 +1158,21 @@ pub async fn renamed_wide_kinds_move_whole(backend: Arc<dyn TableBackend>) {
     backend.delete_table(&name).await.expect("delete table");
 }
 
-/// The stored RowKeys of `table` that start with `prefix`, sorted.
-async fn row_keys_under(backend: &dyn TableBackend, table: &str, prefix: &str) -> Vec<String> {
+/// The stored RowKeys of partition `pk` of `table` that start with
+/// `prefix`, sorted.
+pub(crate) async fn row_keys_under(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+    prefix: &str,
+) -> Vec<String> {
     use tablekit::TableBackendExt;
     use tablekit::filter::Filter;
-    let query = tablekit::backend::Query::new()
-        .filter(Filter::row_key().ge(prefix) & Filter::row_key().lt(format!("{prefix}\u{7f}")));
+    let query = tablekit::backend::Query::new().filter(
+        Filter::partition_key().eq(pk)
+            & Filter::row_key().ge(prefix)
+            & Filter::row_key().lt(format!("{prefix}\u{7f}")),
+    );
     let rows = backend.query_all(table, query).await.expect("raw query");
     let mut keys: Vec<String> = rows.into_iter().map(|row| row.row_key).collect();
     keys.sort();
