@@ -157,17 +157,25 @@ impl EntityDescriptor {
         needs
     }
 
-    /// The layout of a stored RowKey of this type: its own, or that of a
-    /// [previous kind](Self::previous_kinds) (`Some(kind)` beside it) when
-    /// the key starts with that kind's tag. `None` when neither lays it out.
+    /// The layouts this type's rows are stored in: its own (`None` beside
+    /// it), then each [previous kind](Self::previous_kinds)'s (its name
+    /// beside it), where rows no write or migration has moved yet lie.
+    pub fn stored_layouts(
+        &self,
+    ) -> impl Iterator<Item = (RowKeyLayout, Option<&'static str>)> + '_ {
+        std::iter::once((self.row_key_layout, None)).chain(
+            self.previous_kinds
+                .iter()
+                .map(|&kind| (self.row_key_layout.renamed(kind), Some(kind))),
+        )
+    }
+
+    /// The layout of a stored RowKey of this type, as
+    /// [`stored_layouts`](Self::stored_layouts) gives it: the first whose
+    /// prefix the key starts with. `None` when none lays it out.
     pub fn layout_of(&self, row_key: &str) -> Option<(RowKeyLayout, Option<&'static str>)> {
-        if self.row_key_layout.starts(row_key) {
-            return Some((self.row_key_layout, None));
-        }
-        self.previous_kinds.iter().find_map(|&kind| {
-            let layout = self.row_key_layout.renamed(kind);
-            layout.starts(row_key).then_some((layout, Some(kind)))
-        })
+        self.stored_layouts()
+            .find(|(layout, _)| layout.starts(row_key))
     }
 
     /// Whether a row's stored `_Kind` is this type's kind or one of its

@@ -208,22 +208,24 @@ pub fn kind_prefix(kind: &str) -> String {
 /// shares with other kinds), its `_Kind` property. `None` for a type without
 /// a kind.
 pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
-    let range = match kind_rows::<T>() {
-        Some((start, end)) => {
-            let range = |start: String, end: Option<String>| {
-                let from = Filter::row_key().ge(start);
-                match end {
-                    Some(end) => from & Filter::row_key().lt(end),
-                    None => from,
-                }
-            };
-            // A renamed kind's rows under its previous tags too.
-            previous_kind_rows::<T>()
-                .map(|(start, end)| range(start, end))
-                .fold(range(start, end), |all, previous| all | previous)
-        }
-        None => return kind_property_filter::<T>(),
-    };
+    // Each layout the kind's rows are stored in (a renamed kind's previous
+    // ones too), as a RowKey range; none for a type every key may be one of.
+    let mut range: Option<Filter> = None;
+    for (layout, _) in T::DESCRIPTOR.stored_layouts() {
+        let Some((start, end)) = layout_rows(&layout) else {
+            return kind_property_filter::<T>();
+        };
+        let from = Filter::row_key().ge(start);
+        let one = match end {
+            Some(end) => from & Filter::row_key().lt(end),
+            None => from,
+        };
+        range = Some(match range {
+            Some(range) => range | one,
+            None => one,
+        });
+    }
+    let range = range?;
     Some(match kind_property_filter::<T>() {
         Some(kind) => range & kind,
         None => range,
@@ -233,22 +235,17 @@ pub fn kind_filter<T: TableEntity>() -> Option<Filter> {
 /// The RowKey range `[start, end)` every row of `T` lies in: the rows
 /// that start with its kind tag (or its key template's leading text); `end`
 /// is `None` when the range has no end. `None` when every RowKey may be one
-/// of `T`'s. (The rows under a previous kind lie in
-/// [`previous_kind_rows`].)
+/// of `T`'s. (A renamed kind's rows under its previous names lie outside
+/// it: see [`EntityDescriptor::stored_layouts`].)
 pub fn kind_rows<T: TableEntity>() -> Option<(String, Option<String>)> {
-    let prefix = T::DESCRIPTOR.row_key_layout.prefix()?;
-    let end = crate::keyorder::prefix_end(&prefix);
-    Some((prefix, end))
+    layout_rows(&T::DESCRIPTOR.row_key_layout)
 }
 
-/// The RowKey ranges of the rows of `T` stored under each of its
-/// [previous kinds](EntityDescriptor::previous_kinds), as [`kind_rows`].
-pub fn previous_kind_rows<T: TableEntity>() -> impl Iterator<Item = (String, Option<String>)> {
-    T::DESCRIPTOR.previous_kinds.iter().filter_map(|&kind| {
-        let prefix = T::DESCRIPTOR.row_key_layout.renamed(kind).prefix()?;
-        let end = crate::keyorder::prefix_end(&prefix);
-        Some((prefix, end))
-    })
+/// The RowKey range of the keys laid out by `layout`, as [`kind_rows`].
+fn layout_rows(layout: &RowKeyLayout) -> Option<(String, Option<String>)> {
+    let prefix = layout.prefix()?;
+    let end = crate::keyorder::prefix_end(&prefix);
+    Some((prefix, end))
 }
 
 /// For a kind in a collection, whose RowKey range holds rows of other kinds
@@ -472,11 +469,11 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
 /// was written by someone else, and is read as `T` the way a point read
 /// reads it).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
-    let Some(kind) = T::DESCRIPTOR.kind else {
+    if T::DESCRIPTOR.kind.is_none() {
         return true;
-    };
+    }
     match entity.properties.get(KIND_PROPERTY) {
-        Some(Value::String(stored)) => stored == kind || T::DESCRIPTOR.is_kind_name(stored),
+        Some(Value::String(stored)) => T::DESCRIPTOR.is_kind_name(stored),
         Some(_) => false,
         None => T::DESCRIPTOR.layout_of(&entity.row_key).is_some(),
     }
@@ -617,7 +614,6 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             // A projection may leave the kind properties out; when present they must agree.
             match props.get(KIND_PROPERTY) {
                 None => {}
-                Some(Value::String(stored)) if stored == kind => {}
                 Some(Value::String(stored)) if T::DESCRIPTOR.is_kind_name(stored) => {}
                 Some(_) => return Err(wrong().into()),
             }

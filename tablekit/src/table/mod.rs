@@ -887,21 +887,36 @@ impl<T: TableEntity> Table<T> {
         if T::DESCRIPTOR.wide() {
             return Ok(self.read_stored(&pk, &rk).await?.is_some());
         }
-        let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);
-        // A renamed kind's entity may still lie under a previous kind's RowKey.
-        let previous = T::DESCRIPTOR.previous_row_keys(&rk);
-        for rk in std::iter::once(rk.clone()).chain(previous) {
-            match self
-                .backend
-                .get_entity(&self.name, &pk, &rk, &keys_only)
-                .await
-            {
-                Ok(_) => return Ok(true),
-                Err(Error::EntityNotFound { .. }) => {}
-                Err(e) => return Err(e),
+        self.row_under_any_name(&pk, &rk).await
+    }
+
+    /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the
+    /// RowKey the entity had under a previous kind: one point read each,
+    /// asking for the keys only.
+    pub(super) async fn row_under_any_name(&self, pk: &str, rk: &str) -> Result<bool> {
+        if self.row_at(pk, rk).await? {
+            return Ok(true);
+        }
+        for previous in T::DESCRIPTOR.previous_row_keys(rk) {
+            if self.row_at(pk, &previous).await? {
+                return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// Whether a row lies at exactly `(pk, rk)`, read with its keys only.
+    async fn row_at(&self, pk: &str, rk: &str) -> Result<bool> {
+        let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);
+        match self
+            .backend
+            .get_entity(&self.name, pk, rk, &keys_only)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(Error::EntityNotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A query over this table's entities of type `T`.

@@ -289,23 +289,11 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         }
     }
 
-    /// The layouts `T`'s rows are stored in: its own, then those of its
-    /// previous kinds (rows not yet moved by a write or a migration).
-    fn layouts() -> impl Iterator<Item = RowKeyLayout> {
-        let own = T::DESCRIPTOR.row_key_layout;
-        std::iter::once(own).chain(
-            T::DESCRIPTOR
-                .previous_kinds
-                .iter()
-                .map(move |&kind| own.renamed(kind)),
-        )
-    }
-
     /// The RowKey condition of a typed range, built for each layout `T`'s
     /// rows are stored in, and joined with `or`: `None` when one is open.
     fn rows_in(range: impl Fn(&RowKeyLayout) -> Option<Filter>) -> Option<Filter> {
         let mut all: Option<Filter> = None;
-        for layout in Self::layouts() {
+        for (layout, _) in T::DESCRIPTOR.stored_layouts() {
             let one = range(&layout)?;
             all = Some(match all {
                 Some(all) => all | one,

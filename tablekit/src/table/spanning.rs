@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use super::{Loaded, Table};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::outbox::{self, Notice, Step};
 use crate::schema::{self, TableEntity};
 
@@ -226,21 +225,7 @@ impl<T: TableEntity> Table<T> {
         // Where the entity lies: a renamed kind's row not moved yet lies
         // under a previous kind's RowKey, which the move gives up.
         let old_rk = current.entity.row_key.clone();
-        let mut taken = self
-            .backend
-            .try_get_entity(&self.name, &new_pk, &new_rk)
-            .await?
-            .is_some();
-        for previous in T::DESCRIPTOR.previous_row_keys(&new_rk) {
-            if taken {
-                break;
-            }
-            taken = self
-                .backend
-                .try_get_entity(&self.name, &new_pk, &previous)
-                .await?
-                .is_some();
-        }
+        let taken = self.row_under_any_name(&new_pk, &new_rk).await?;
         if taken {
             return Err(Error::EntityAlreadyExists {
                 table: self.name.to_string(),
