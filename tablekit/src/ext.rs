@@ -3,8 +3,8 @@
 use futures::FutureExt as _;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 
-use crate::backend::{GetOptions, Query, TableBackend};
-use crate::entity::Entity;
+use crate::backend::{BatchOperation, GetOptions, Query, TableBackend};
+use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
 
 /// Conveniences implemented for every [`TableBackend`], `dyn` ones included.
@@ -92,3 +92,44 @@ pub trait TableBackendExt: TableBackend {
 }
 
 impl<T: TableBackend + ?Sized> TableBackendExt for T {}
+
+/// Sends `operations` as one transaction, or one alone as its own request;
+/// a failure is [`BatchFailed`](Error::BatchFailed) either way.
+pub(crate) async fn send_operations(
+    backend: &dyn TableBackend,
+    table: &str,
+    operations: &[BatchOperation],
+) -> Result<Vec<Option<ETag>>> {
+    match operations {
+        [one] => write_one(backend, table, one)
+            .await
+            .map(|etag| vec![Some(etag)])
+            .map_err(|e| e.in_batch(0)),
+        _ => backend.submit_transaction(table, operations).await,
+    }
+}
+
+/// Sends one operation as its own request.
+async fn write_one(
+    backend: &dyn TableBackend,
+    name: &str,
+    operation: &BatchOperation,
+) -> Result<ETag> {
+    match operation {
+        BatchOperation::Insert(entity) => backend.insert_entity(name, entity).await,
+        BatchOperation::Update {
+            entity,
+            mode,
+            if_match,
+        } => backend.update_entity(name, entity, *mode, if_match).await,
+        BatchOperation::Upsert { entity, mode } => backend.upsert_entity(name, entity, *mode).await,
+        BatchOperation::Delete {
+            partition_key,
+            row_key,
+            if_match,
+        } => backend
+            .delete_entity(name, partition_key, row_key, if_match)
+            .await
+            .map(|()| ETag::new("")),
+    }
+}

@@ -10,7 +10,7 @@ use crate::entity::Entity;
 use crate::error::Error;
 use crate::filter::Filter;
 use crate::index::IndexDef;
-use crate::outbox::Step;
+use crate::pending::Step;
 use crate::schema::TableEntity;
 
 /// The row of `row`'s entity in index `def`, under `key`.
@@ -38,12 +38,12 @@ pub fn record_row(
     what: &str,
     steps: &[Step],
 ) -> Entity {
-    crate::outbox::record_row(table, partition_key, row_key, seq, at, what, steps)
+    crate::pending::record_row(table, partition_key, row_key, seq, at, what, steps)
 }
 
 /// RowKeys starting with `prefix`.
 pub fn row_key_prefix(prefix: &str) -> Filter {
-    crate::outbox::row_key_prefix(prefix)
+    crate::pending::row_key_prefix(prefix)
 }
 
 /// Two keys in the store's order.

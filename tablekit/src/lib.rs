@@ -299,6 +299,7 @@ pub mod log;
 mod order;
 pub mod outbox;
 pub mod pacing;
+mod pending;
 mod props;
 pub mod queue;
 pub mod schema;

@@ -59,7 +59,8 @@ use futures::future::BoxFuture;
 use crate::backend::TableBackend;
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
-use crate::outbox::{self, OutboxWorker, WorkerConfig, WorkerStats};
+use crate::outbox::{OutboxWorker, WorkerConfig, WorkerStats};
+use crate::pending;
 use crate::schema::TableEntity;
 use crate::table::Table;
 
@@ -293,7 +294,7 @@ impl Upkeep {
                 blobs: Vec::new(),
             });
         }
-        if let Some(outbox) = table.outbox_ref() {
+        if let Some(outbox) = crate::outbox::outbox_of(table) {
             let known = self.workers.iter().any(|w| w.queue() == outbox.queue());
             if !known {
                 let worker = OutboxWorker::new(backend, outbox.queues(), outbox.queue())
@@ -349,7 +350,7 @@ impl Upkeep {
     pub async fn pending(&self) -> Result<BTreeMap<String, usize>> {
         let mut pending = BTreeMap::new();
         for watched in self.watched.iter().filter(|w| w.records) {
-            let count = outbox::pending_count(watched.backend.as_ref(), &watched.table).await?;
+            let count = pending::pending_count(watched.backend.as_ref(), &watched.table).await?;
             pending.insert(watched.table.to_string(), count);
         }
         Ok(pending)
@@ -387,7 +388,7 @@ impl Upkeep {
         // Records first: finishing them may leave fences and orphan blobs
         // that the same round then removes.
         for watched in self.watched.iter().filter(|w| w.records) {
-            match outbox::sweep(
+            match pending::sweep(
                 watched.backend.as_ref(),
                 &watched.table,
                 age,
@@ -420,7 +421,7 @@ impl Upkeep {
             }
         }
         for watched in &self.watched {
-            match outbox::remove_fences_before(watched.backend.as_ref(), &watched.table, cutoff)
+            match pending::remove_fences_before(watched.backend.as_ref(), &watched.table, cutoff)
                 .await
             {
                 Ok(removed) => report.fences_removed += removed,

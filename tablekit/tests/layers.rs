@@ -24,7 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "contracts",
         &[
-            "backend", "blob", "queue", "clock", "ext", "order", "layer", "pacing",
+            "backend", "blob", "queue", "clock", "ext", "order", "layer", "pacing", "pending",
         ],
     ),
     ("schema", &["schema"]),
@@ -68,13 +68,10 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 /// goes when its code moves to where it belongs.
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("table", "index"),
-    ("table", "outbox"),
     ("table", "table::offload"),
     ("table", "table::spanning"),
-    ("table::batch", "outbox"),
     ("table::batch", "table::spanning"),
     ("table::plan", "index"),
-    ("table::plan", "outbox"),
     ("table::rows", "table::offload"),
 ];
 

@@ -200,16 +200,17 @@ use std::marker::PhantomData;
 use crate::entity::{Entity, Properties};
 use crate::error::{Error, InvalidInput, KeyKind};
 use crate::key::RowKeyLayout;
-use crate::outbox::{Step, StepOp};
+// The forms of index rows and index entities live below the typed client,
+// where pending steps change index entities too.
+pub use crate::pending::lists::{INDEX_PROPERTY, LIST_PROPERTY, ROW_PROPERTY, is_index_row};
+pub(crate) use crate::pending::lists::{
+    LIST_FIRST_PROPERTY, LIST_MAX_CHARS, list_members, list_row_named,
+};
+use crate::pending::{Step, StepOp};
 use crate::schema::{self, DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::offload::REFERENCE_SUFFIX;
 use crate::table::update::WRITES_PROPERTY;
 use crate::value::Value;
-
-/// The property of an index row that names its index.
-pub const INDEX_PROPERTY: &str = "_Index";
-/// The property of an index row that holds the entity's RowKey.
-pub const ROW_PROPERTY: &str = "_Row";
 
 /// The index part of an entity's descriptor: the indexes
 /// `#[derive(TableEntity)]` declares, in declaration order. An index is
@@ -607,51 +608,6 @@ pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entit
     entity
 }
 
-/// Whether `row` is an index row or an index entity (of any type).
-pub fn is_index_row(row: &Entity) -> bool {
-    let marked =
-        row.properties.contains(ROW_PROPERTY) || row.properties.contains(&list_property(0));
-    marked
-        && (row.properties.contains(INDEX_PROPERTY)
-            || !row.properties.contains(schema::KIND_PROPERTY))
-}
-
-/// The properties of an index entity that hold its list: `_Rows0`,
-/// `_Rows1`, …, each the RowKeys of entities holding the value, one per
-/// line, in order.
-pub const LIST_PROPERTY: &str = "_Rows";
-/// The most characters of one list property (a string property holds 64 KiB
-/// of UTF-16).
-const LIST_CHUNK: usize = 32_000;
-/// The most list properties of an index entity, which keeps it under the
-/// 1 MiB of a row.
-const LIST_CHUNKS: usize = 14;
-/// The most characters of RowKeys an index entity lists.
-pub(crate) const LIST_MAX_CHARS: usize = LIST_CHUNK * LIST_CHUNKS;
-
-/// The first list property of an index entity, which every one has.
-pub(crate) const LIST_FIRST_PROPERTY: &str = "_Rows0";
-
-fn list_property(chunk: usize) -> String {
-    format!("{LIST_PROPERTY}{chunk}")
-}
-
-/// The RowKeys an index entity lists, in order.
-pub(crate) fn list_members(row: &Entity) -> Vec<String> {
-    let mut members = Vec::new();
-    for chunk in 0..LIST_CHUNKS {
-        match row.properties.get(&list_property(chunk)) {
-            Some(Value::String(text)) => members.extend(
-                text.split('\n')
-                    .filter(|k| !k.is_empty())
-                    .map(str::to_owned),
-            ),
-            _ => break,
-        }
-    }
-    members
-}
-
 /// The index entity `key` of index `def` listing `members` (sorted, each
 /// once); refused when it would outgrow a row.
 pub(crate) fn list_row<T: TableEntity>(
@@ -670,42 +626,6 @@ pub(crate) fn list_row<T: TableEntity>(
         }
         .into()
     })
-}
-
-/// The index entity `key` of partition `pk` listing `members`, marked with
-/// the index name `marker` when given; `Err` with the number of members
-/// when they do not fit.
-pub(crate) fn list_row_named(
-    marker: Option<&str>,
-    pk: &str,
-    key: &str,
-    members: &[String],
-) -> Result<Entity, usize> {
-    let mut entity = Entity::new(pk, key);
-    let mut chunk = String::new();
-    let mut chunk_len = 0;
-    let mut chunks = 0;
-    for member in members {
-        let len = crate::keyorder::utf16_len(member) + 1;
-        if chunk_len + len > LIST_CHUNK {
-            if chunks + 1 >= LIST_CHUNKS {
-                return Err(members.len());
-            }
-            entity
-                .properties
-                .insert(list_property(chunks), std::mem::take(&mut chunk));
-            chunks += 1;
-            chunk_len = 0;
-        }
-        chunk.push_str(member);
-        chunk.push('\n');
-        chunk_len += len;
-    }
-    entity.properties.insert(list_property(chunks), chunk);
-    if let Some(marker) = marker {
-        entity.properties.insert(INDEX_PROPERTY, marker.to_owned());
-    }
-    Ok(entity)
 }
 
 /// The entity's RowKey an index row points at.

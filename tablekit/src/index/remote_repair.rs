@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::index::{self, RemoteIndexDef};
-use crate::outbox::{self, Step, StepOp};
+use crate::pending::{self, Step, StepOp};
 use crate::schema::{self, KeyArg, TableEntity};
 use crate::table::Table;
 use crate::value::Value;
@@ -105,13 +105,13 @@ impl<T: TableEntity> Table<T> {
         // Records first: their steps may be all there is to it.
         let filter = Filter::partition_key()
             .eq(pk.as_str())
-            .and(outbox::row_key_prefix(outbox::OUTBOX_PREFIX));
+            .and(pending::row_key_prefix(pending::OUTBOX_PREFIX));
         let records = self
             .backend
             .query_all(&self.name, crate::Query::new().filter(filter))
             .await?;
-        for row in records.iter().filter(|row| outbox::is_outbox_row(row)) {
-            outbox::finish_record(self.backend.as_ref(), &outbox::Record::from_row(row)?).await?;
+        for row in records.iter().filter(|row| pending::is_outbox_row(row)) {
+            pending::finish_record(self.backend.as_ref(), &pending::Record::from_row(row)?).await?;
         }
         let (audit, entities) = self.remote_audit(&pk).await?;
         // Which entity each problem is about, by the RowKey its row names.
@@ -145,13 +145,13 @@ impl<T: TableEntity> Table<T> {
         // Above every fence touched, so that no step is skipped.
         let mut top = 0;
         for (table, partition, rk) in &fences {
-            top = top.max(outbox::read_fence(self.backend.as_ref(), table, partition, rk).await?);
+            top = top.max(pending::read_fence(self.backend.as_ref(), table, partition, rk).await?);
         }
         for owner in owners.keys() {
             let Some(entity) = entities.get(owner) else {
                 continue;
             };
-            let seq = top.max(outbox::seq_of(entity)) + 1;
+            let seq = top.max(pending::seq_of(entity)) + 1;
             self.rewrite_remote(&pk, entity, seq).await?;
         }
         for (table, partition, rk) in orphan_steps {
@@ -162,7 +162,7 @@ impl<T: TableEntity> Table<T> {
                 seq: top + 1,
                 ops: vec![StepOp::Delete(rk)],
             };
-            outbox::apply_step(self.backend.as_ref(), &step).await?;
+            pending::apply_step(self.backend.as_ref(), &step).await?;
         }
         Ok(found)
     }
@@ -196,7 +196,7 @@ impl<T: TableEntity> Table<T> {
             if found.last() == Some(&row.partition_key) {
                 continue;
             }
-            let entity = !outbox::is_bookkeeping_row(&row)
+            let entity = !pending::is_bookkeeping_row(&row)
                 && T::DESCRIPTOR.row_key_layout.starts(&row.row_key)
                 && schema::is_kind::<T>(&row);
             if !entity {
@@ -230,7 +230,7 @@ impl<T: TableEntity> Table<T> {
     async fn rewrite_remote(&self, pk: &str, entity: &Entity, seq: i64) -> Result<()> {
         let value: T = index::decode_for_keys(entity)?;
         let mut row = entity.clone();
-        row.properties.insert(outbox::SEQ_PROPERTY, seq);
+        row.properties.insert(pending::SEQ_PROPERTY, seq);
         // From no rows to every row: each put, each list joined, all
         // fenced above what is there.
         let new = (0..super::remote_indexes::<T>().len())
@@ -246,7 +246,7 @@ impl<T: TableEntity> Table<T> {
             (&vec![None; new.len()], &new),
             Some(&row),
         );
-        let record = outbox::record_row(
+        let record = pending::record_row(
             &self.name,
             pk,
             &entity.row_key,
@@ -257,7 +257,7 @@ impl<T: TableEntity> Table<T> {
         );
         let etag = entity.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
         let mut seq_only = Entity::new(pk, entity.row_key.clone());
-        seq_only.properties.insert(outbox::SEQ_PROPERTY, seq);
+        seq_only.properties.insert(pending::SEQ_PROPERTY, seq);
         let operations = [
             BatchOperation::Update {
                 entity: seq_only,
@@ -297,11 +297,11 @@ impl<T: TableEntity> Table<T> {
         let mut lists: BTreeMap<(String, String, String), (&RemoteIndexDef, Vec<String>)> =
             BTreeMap::new();
         for row in &rows {
-            if outbox::is_outbox_row(row) {
+            if pending::is_outbox_row(row) {
                 audit.pending += 1;
                 continue;
             }
-            if outbox::is_bookkeeping_row(row)
+            if pending::is_bookkeeping_row(row)
                 || !schema::is_kind::<T>(row)
                 || !T::DESCRIPTOR.row_key_layout.starts(&row.row_key)
             {
@@ -354,7 +354,7 @@ impl<T: TableEntity> Table<T> {
         for place in places {
             let filter = Filter::partition_key()
                 .eq(place.partition.as_str())
-                .and(outbox::row_key_prefix(&place.def.index.prefix()));
+                .and(pending::row_key_prefix(&place.def.index.prefix()));
             let found = self
                 .backend
                 .query_all(&place.table, crate::Query::new().filter(filter))

@@ -58,17 +58,14 @@
 //!   last error; their records stay, and a later sweep finishes them once
 //!   the cause is fixed.
 
-mod apply;
-mod record;
-mod sweep;
 mod worker;
 
-pub use apply::{Applied, apply_step, finish_entity, finish_record};
-pub use record::{
-    FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, is_bookkeeping_row,
-    is_fence_row, is_outbox_row, pending_records,
+// The records, steps and fences live below the typed client, which writes
+// them (`crate::pending`); they are the outbox's, and public here.
+pub use crate::pending::{
+    Applied, FENCE_PREFIX, Notice, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, SweepReport,
+    apply_step, finish_entity, finish_record, is_bookkeeping_row, is_fence_row, is_outbox_row,
+    pending_count, pending_records, remove_fences_before, sweep,
 };
-pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
-pub use worker::{Notice, Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};
-
-pub(crate) use record::{MOVE, read_fence, record_row, records_prefix, row_key_prefix, seq_of};
+pub(crate) use worker::outbox_of;
+pub use worker::{Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};

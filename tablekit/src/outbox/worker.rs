@@ -7,56 +7,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
-use serde_json::{Value as Json, json};
+use futures::future::BoxFuture;
+use serde_json::json;
 use tracing::Instrument as _;
 
-use super::apply::finish_entity;
 use crate::backend::TableBackend;
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
+use crate::pending::{Announce, Announced, Notice, finish_entity};
 use crate::queue::{PutMessageOptions, QueueMessage, QueueStore};
 
 /// The name of the poison queue of `queue`: `{queue}-poison`.
 pub fn poison_queue_name(queue: &str) -> String {
     format!("{queue}-poison")
-}
-
-/// What a notice names: the entity whose outbox records are to finish.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    /// The entity's table.
-    pub table: String,
-    /// Its PartitionKey.
-    pub partition_key: String,
-    /// Its RowKey.
-    pub row_key: String,
-}
-
-impl Notice {
-    fn to_text(&self, error: Option<&str>) -> String {
-        let mut json = json!({
-            "table": self.table,
-            "pk": self.partition_key,
-            "rk": self.row_key,
-        });
-        if let Some(error) = error {
-            json["error"] = Json::String(error.to_owned());
-        }
-        json.to_string()
-    }
-
-    /// The notice a message's text holds, and the error it last failed
-    /// with, if any.
-    fn from_text(text: &str) -> Option<(Notice, Option<String>)> {
-        let json: Json = serde_json::from_str(text).ok()?;
-        let field = |name: &str| json.get(name)?.as_str().map(str::to_owned);
-        let notice = Notice {
-            table: field("table")?,
-            partition_key: field("pk")?,
-            row_key: field("rk")?,
-        };
-        Some((notice, field("error")))
-    }
 }
 
 /// Where a writer sends its notices: a queue, and how long a notice waits
@@ -96,24 +59,51 @@ impl Outbox {
     pub(crate) fn queues(&self) -> Arc<dyn QueueStore> {
         Arc::clone(&self.queues)
     }
+}
 
-    /// Puts the notice for `notice`'s entity; returns what deletes it.
-    pub(crate) async fn notify(&self, notice: &Notice) -> Result<(String, String)> {
-        let sent = self
-            .queues
-            .put_message(
-                &self.queue,
-                &notice.to_text(None),
-                &PutMessageOptions::default().delay(self.delay),
-            )
-            .await?;
-        Ok((sent.id, sent.pop_receipt))
+/// The outbox's queue announces a writer's pending work: the notice is put
+/// with the outbox's delay, and deleted once the writer finished.
+impl Announce for Outbox {
+    fn announce<'a>(&'a self, notice: &'a Notice) -> BoxFuture<'a, Result<Announced>> {
+        Box::pin(async move {
+            let sent = self
+                .queues
+                .put_message(
+                    &self.queue,
+                    &notice.to_text(None),
+                    &PutMessageOptions::default().delay(self.delay),
+                )
+                .await?;
+            Ok(Announced {
+                id: sent.id,
+                receipt: sent.pop_receipt,
+            })
+        })
     }
 
-    /// Deletes a notice the writer no longer needs (it finished the record).
-    pub(crate) async fn withdraw(&self, (id, receipt): &(String, String)) -> Result<()> {
-        self.queues.delete_message(&self.queue, id, receipt).await
+    fn withdraw<'a>(&'a self, announced: &'a Announced) -> BoxFuture<'a, Result<()>> {
+        Box::pin(
+            self.queues
+                .delete_message(&self.queue, &announced.id, &announced.receipt),
+        )
     }
+}
+
+impl<T> crate::table::Table<T> {
+    /// Sends the notices of this table's changes that span partitions (see
+    /// [`outbox`](crate::outbox)) to `outbox`'s queue, where an
+    /// [`OutboxWorker`] finishes what a writer that stopped left undone.
+    /// Without one, only the [sweeper](crate::outbox::sweep) does.
+    pub fn with_outbox(mut self, outbox: Outbox) -> crate::table::Table<T> {
+        self.outbox = Some(Arc::new(outbox));
+        self
+    }
+}
+
+/// The outbox a table's notices go to, if it has one.
+pub(crate) fn outbox_of<T>(table: &crate::table::Table<T>) -> Option<&Outbox> {
+    let announce: &dyn std::any::Any = table.outbox.as_deref()?;
+    announce.downcast_ref::<Outbox>()
 }
 
 /// How an [`OutboxWorker`] works.

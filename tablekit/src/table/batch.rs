@@ -65,7 +65,7 @@ pub struct Transaction {
     backend: Arc<dyn TableBackend>,
     table: Arc<str>,
     writes: Vec<Box<dyn Pending>>,
-    outbox: Option<crate::outbox::Outbox>,
+    outbox: Option<Arc<dyn crate::pending::Announce>>,
     clock: Arc<dyn crate::clock::Clock>,
 }
 

@@ -470,7 +470,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            return super::plan::send(
+            return crate::ext::send_operations(
                 self.table.backend().as_ref(),
                 self.table.name(),
                 &operations,

@@ -55,7 +55,6 @@ pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
-pub(crate) use plan::send as send_operations;
 #[cfg(feature = "conformance")]
 pub(crate) use spanning::detached_in_flight;
 
@@ -222,7 +221,7 @@ pub struct Table<T> {
     pub(crate) name: Arc<str>,
     pub(crate) blobs: Option<offload::BlobTarget>,
     pub(crate) record_writes: bool,
-    pub(crate) outbox: Option<crate::outbox::Outbox>,
+    pub(crate) outbox: Option<Arc<dyn crate::pending::Announce>>,
     pub(crate) clock: Arc<dyn crate::clock::Clock>,
     _type: PhantomData<fn() -> T>,
 }
@@ -291,16 +290,6 @@ impl<T> Table<T> {
         self
     }
 
-    /// Sends the notices of this table's changes that span partitions (see
-    /// [`outbox`](crate::outbox)) to `outbox`'s queue, where an
-    /// [`OutboxWorker`](crate::outbox::OutboxWorker) finishes what a writer
-    /// that stopped left undone. Without one, only the
-    /// [sweeper](crate::outbox::sweep) does.
-    pub fn with_outbox(mut self, outbox: crate::outbox::Outbox) -> Table<T> {
-        self.outbox = Some(outbox);
-        self
-    }
-
     /// Takes the time from `clock` (when outbox records are written, for
     /// the sweeper), instead of the system's.
     pub fn with_clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Table<T> {
@@ -353,11 +342,6 @@ impl<T> Table<T> {
     /// The table's name.
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// The outbox its notices go to, if any.
-    pub(crate) fn outbox_ref(&self) -> Option<&crate::outbox::Outbox> {
-        self.outbox.as_ref()
     }
 
     /// Whether offloaded values have a blob store to go to.
@@ -508,7 +492,7 @@ impl<K: EntityKinds> Table<K> {
         rows.try_filter_map(move |mut entity| async move {
             // Index rows copy their entity (the entity itself is read);
             // outbox records and fences are no entities.
-            if crate::outbox::is_bookkeeping_row(&entity) {
+            if crate::pending::is_bookkeeping_row(&entity) {
                 return Ok(None);
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);

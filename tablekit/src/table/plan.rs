@@ -30,9 +30,9 @@ use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
+use crate::ext::{TableBackendExt, send_operations};
 use crate::index::{self, IndexDef};
-use crate::outbox;
+use crate::pending;
 use crate::schema::{self, TableEntity};
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
@@ -185,7 +185,7 @@ impl<T: TableEntity> Table<T> {
             }
         }));
         let span = super::op_span("delete", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
-        let sent = send(self.backend.as_ref(), &self.name, &operations)
+        let sent = send_operations(self.backend.as_ref(), &self.name, &operations)
             .instrument(span)
             .await;
         Some(match sent {
@@ -573,10 +573,10 @@ impl<T: TableEntity> Typed<'_, T> {
         };
         let (old, new) = (keys(&old_value)?, keys(&new_value)?);
         let mut seq = match current {
-            Some(current) => outbox::seq_of(&current.entity),
+            Some(current) => pending::seq_of(&current.entity),
             // No row to carry the number: an earlier life of the entity may
             // have left records whose steps are still to come.
-            None => outbox::pending_records(backend.as_ref(), table, pk, rk)
+            None => pending::pending_records(backend.as_ref(), table, pk, rk)
                 .await?
                 .iter()
                 .map(|record| record.seq)
@@ -593,7 +593,8 @@ impl<T: TableEntity> Typed<'_, T> {
                     let (index_table, partition) = def.place(table, pk);
                     let fence = index::remote_fence(def, key, rk);
                     async move {
-                        outbox::read_fence(backend.as_ref(), &index_table, &partition, &fence).await
+                        pending::read_fence(backend.as_ref(), &index_table, &partition, &fence)
+                            .await
                     }
                 })
             });
@@ -624,7 +625,7 @@ impl<T: TableEntity> Typed<'_, T> {
             (&remote.old, &remote.new),
             new_row,
         );
-        outbox::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
+        pending::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
     }
 
     /// The entity's own state when it is known without reading: nothing
@@ -823,7 +824,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         // The row carries the write's sequence number, for the next one.
         let new_row = match (new_row, &remote) {
             (Some(mut row), Some(remote)) => {
-                row.properties.insert(outbox::SEQ_PROPERTY, remote.seq);
+                row.properties.insert(pending::SEQ_PROPERTY, remote.seq);
                 Some(row)
             }
             (row, _) => row,
@@ -1099,7 +1100,7 @@ pub(super) async fn run(
         if operations.len() > MAX_BATCH_OPERATIONS {
             return Err(index::too_many_operations(operations.len()));
         }
-        let (at, source) = match send(backend.as_ref(), table, &operations).await {
+        let (at, source) = match send_operations(backend.as_ref(), table, &operations).await {
             Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
             Err(Error::BatchFailed { index, source }) => (index, *source),
             Err(e) => return Err(e),
@@ -1376,47 +1377,6 @@ fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result
     Ok(())
 }
 
-/// Sends `operations` as one transaction, or one alone as its own request;
-/// a failure is [`BatchFailed`](Error::BatchFailed) either way.
-pub(crate) async fn send(
-    backend: &dyn TableBackend,
-    table: &str,
-    operations: &[BatchOperation],
-) -> Result<Vec<Option<ETag>>> {
-    match operations {
-        [one] => write_one(backend, table, one)
-            .await
-            .map(|etag| vec![Some(etag)])
-            .map_err(|e| e.in_batch(0)),
-        _ => backend.submit_transaction(table, operations).await,
-    }
-}
-
-/// Sends one operation as its own request.
-async fn write_one(
-    backend: &dyn TableBackend,
-    name: &str,
-    operation: &BatchOperation,
-) -> Result<ETag> {
-    match operation {
-        BatchOperation::Insert(entity) => backend.insert_entity(name, entity).await,
-        BatchOperation::Update {
-            entity,
-            mode,
-            if_match,
-        } => backend.update_entity(name, entity, *mode, if_match).await,
-        BatchOperation::Upsert { entity, mode } => backend.upsert_entity(name, entity, *mode).await,
-        BatchOperation::Delete {
-            partition_key,
-            row_key,
-            if_match,
-        } => backend
-            .delete_entity(name, partition_key, row_key, if_match)
-            .await
-            .map(|()| ETag::new("")),
-    }
-}
-
 /// The outbox record of a move, written in the new partition beside the
 /// moved entity: one step, which deletes the entity at its old keys. Its
 /// RowKey number is above every record of the new keys, stored or planned
@@ -1429,7 +1389,7 @@ pub(super) struct MoveRecord {
     pub(super) owner: String,
     /// The lowest number the record may take.
     pub(super) floor: i64,
-    pub(super) step: outbox::Step,
+    pub(super) step: pending::Step,
 }
 
 impl Pending for MoveRecord {
@@ -1440,12 +1400,12 @@ impl Pending for MoveRecord {
         Some(self.keys())
     }
     fn plan(&self, _: State<'_>, _: &Learned, at: DateTime, out: &mut Planned) -> Result<bool> {
-        let prefix = outbox::records_prefix(&self.owner);
+        let prefix = pending::records_prefix(&self.owner);
         let planned = out
             .operations
             .iter()
             .filter_map(|op| match op {
-                BatchOperation::Insert(row) if outbox::is_outbox_row(row) => {
+                BatchOperation::Insert(row) if pending::is_outbox_row(row) => {
                     row.row_key.strip_prefix(&prefix)?.parse::<i64>().ok()
                 }
                 _ => None,
@@ -1453,13 +1413,13 @@ impl Pending for MoveRecord {
             .max()
             .unwrap_or(0);
         let number = self.floor.max(planned) + 1;
-        let row = outbox::record_row(
+        let row = pending::record_row(
             &self.step.table,
             &self.keys.0,
             &self.owner,
             number,
             at,
-            outbox::MOVE,
+            pending::MOVE,
             std::slice::from_ref(&self.step),
         );
         out.push(BatchOperation::Insert(row), Role::Row);
@@ -1543,7 +1503,7 @@ impl<T: TableEntity> Table<T> {
         rk: &str,
         etag: &ETag,
         keep: &[String],
-    ) -> Result<Vec<outbox::StepOp>> {
+    ) -> Result<Vec<pending::StepOp>> {
         let entity = Entity::new(pk, rk);
         let write = Typed::<T> {
             entity: Cow::Borrowed(&entity),
@@ -1573,12 +1533,12 @@ impl<T: TableEntity> Table<T> {
                         ..
                     },
                     _,
-                ) => outbox::StepOp::DeleteIf { row_key, etag },
-                (BatchOperation::Delete { row_key, .. }, _) => outbox::StepOp::Delete(row_key),
+                ) => pending::StepOp::DeleteIf { row_key, etag },
+                (BatchOperation::Delete { row_key, .. }, _) => pending::StepOp::Delete(row_key),
                 (BatchOperation::Insert(record), Role::Entity)
-                    if outbox::is_outbox_row(&record) =>
+                    if pending::is_outbox_row(&record) =>
                 {
-                    outbox::StepOp::Put(record)
+                    pending::StepOp::Put(record)
                 }
                 (operation, _) => {
                     return Err(Error::Decode {
@@ -1592,7 +1552,7 @@ impl<T: TableEntity> Table<T> {
         }
         for (i, def) in index::local_indexes::<T>().iter().enumerate() {
             if let (true, Some(key)) = (def.list, old_keys.get(i).filter(|k| !k.is_empty())) {
-                ops.push(outbox::StepOp::ListRemove {
+                ops.push(pending::StepOp::ListRemove {
                     row_key: key.clone(),
                     member: rk.to_owned(),
                     marker: T::DESCRIPTOR.kind_properties.then(|| def.name.to_owned()),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{Loaded, Table};
 use crate::error::{Error, Result};
-use crate::outbox::{self, Notice, Step};
+use crate::pending::{self, Notice, Step};
 use crate::schema::{self, TableEntity};
 
 /// Finishes the outbox records of `(pk, rk)` after the transaction that
@@ -20,7 +20,7 @@ use crate::schema::{self, TableEntity};
 pub(crate) async fn finish_after_commit(
     backend: &Arc<dyn crate::TableBackend>,
     table: &Arc<str>,
-    outbox: Option<&crate::outbox::Outbox>,
+    outbox: Option<&Arc<dyn crate::pending::Announce>>,
     pk: &str,
     rk: &str,
 ) {
@@ -93,7 +93,7 @@ pub(crate) fn detached_in_flight() -> usize {
 /// stopped the steps, which it logged.
 async fn finish_detached(
     backend: Arc<dyn crate::TableBackend>,
-    outbox: Option<crate::outbox::Outbox>,
+    outbox: Option<Arc<dyn crate::pending::Announce>>,
     notice: Notice,
 ) -> Result<()> {
     let table = notice.table.as_str();
@@ -101,7 +101,7 @@ async fn finish_detached(
     // before a worker may take it anyway.
     let notify = async {
         match &outbox {
-            Some(outbox) => match outbox.notify(&notice).await {
+            Some(outbox) => match outbox.announce(&notice).await {
                 Ok(sent) => Some((outbox, sent)),
                 Err(error) => {
                     tracing::warn!(%error, table, "could not put the outbox notice; the upkeep will finish the record");
@@ -111,7 +111,7 @@ async fn finish_detached(
             None => None,
         }
     };
-    let finish = outbox::finish_entity(
+    let finish = pending::finish_entity(
         backend.as_ref(),
         table,
         &notice.partition_key,
@@ -152,7 +152,7 @@ impl<T> Table<T> {
     /// The sequence number a fence row of this table holds for `rk` in
     /// partition `pk` (0 when there is none).
     async fn fence_of(&self, pk: &str, rk: &str) -> Result<i64> {
-        outbox::read_fence(self.backend.as_ref(), &self.name, pk, rk).await
+        pending::read_fence(self.backend.as_ref(), &self.name, pk, rk).await
     }
 }
 
@@ -266,7 +266,7 @@ impl<T: TableEntity> Table<T> {
             seq,
             ops,
         };
-        let floor = outbox::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
+        let floor = pending::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
             .await?
             .iter()
             .map(|record| record.seq)
@@ -295,7 +295,7 @@ impl<T: TableEntity> Table<T> {
             from: (old_pk == new_pk).then(|| old_rk.clone()),
         };
         let record = super::plan::MoveRecord {
-            keys: (new_pk.clone(), outbox::records_prefix(&new_rk)),
+            keys: (new_pk.clone(), pending::records_prefix(&new_rk)),
             owner: new_rk.clone(),
             floor,
             step,
@@ -363,11 +363,11 @@ impl<T: TableEntity> Table<T> {
                 // The move's record: the one whose step gives up the old row
                 // (read on this rare path only).
                 let pending =
-                    outbox::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
+                    pending::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
                         .await;
                 let record = pending.ok().and_then(|records| {
                     records.into_iter().find(|record| {
-                        record.what == outbox::MOVE
+                        record.what == pending::MOVE
                             && record.steps.first().is_some_and(|step| {
                                 step.seq == copied.seq
                                     && (step.partition_key.as_str(), step.fence.as_str())

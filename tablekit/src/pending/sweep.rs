@@ -36,7 +36,7 @@ pub struct SweepReport {
 /// it and before the oldest record still pending.
 ///
 /// A record is normally finished by its writer at once, or by the
-/// [`OutboxWorker`](super::OutboxWorker) when its message comes due; the
+/// [`OutboxWorker`](crate::outbox::OutboxWorker) when its message comes due; the
 /// sweeper is for the records whose message was never put. Pick an age
 /// well past the message's delay, so that the two rarely race (a race is
 /// harmless: steps are fenced, and a record finished twice is finished).

@@ -104,7 +104,7 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
             None => BatchOperation::Insert(new_fence),
         });
         let fence_at = operations.len() - 1;
-        match crate::table::send_operations(backend, &step.table, &operations).await {
+        match crate::ext::send_operations(backend, &step.table, &operations).await {
             Ok(_) => return Ok(Applied::Written),
             Err(Error::BatchFailed { index, source }) => match *source {
                 // An index entity changed under its ETag: read it again.
@@ -154,7 +154,7 @@ async fn list_operation(
         .await?;
     let mut members = stored
         .as_ref()
-        .map(crate::index::list_members)
+        .map(super::lists::list_members)
         .unwrap_or_default();
     match (add, members.binary_search_by(|m| m.as_str().cmp(member))) {
         (true, Err(at)) => members.insert(at, member.to_owned()),
@@ -164,13 +164,13 @@ async fn list_operation(
         _ => return Ok(None),
     }
     let row = |members: &[String]| {
-        crate::index::list_row_named(marker, &step.partition_key, row_key, members).map_err(
+        super::lists::list_row_named(marker, &step.partition_key, row_key, members).map_err(
             |entries| {
                 Error::from(crate::InvalidInput::IndexListFull {
                     index: "(an index kept elsewhere)",
                     value: row_key.to_owned(),
                     entries,
-                    max_chars: crate::index::LIST_MAX_CHARS,
+                    max_chars: super::lists::LIST_MAX_CHARS,
                 })
             },
         )

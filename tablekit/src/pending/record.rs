@@ -378,7 +378,7 @@ pub fn is_fence_row(row: &Entity) -> bool {
 /// Whether `row` is tablekit's bookkeeping rather than an entity: an index
 /// row, an index entity, an outbox record or a fence row.
 pub fn is_bookkeeping_row(row: &Entity) -> bool {
-    crate::index::is_index_row(row) || is_outbox_row(row) || is_fence_row(row)
+    super::lists::is_index_row(row) || is_outbox_row(row) || is_fence_row(row)
 }
 
 /// The RowKey of the fence of `row_key`.
