@@ -54,5 +54,5 @@ pub fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
 /// How many writes' finishing work runs detached right now, in this
 /// process.
 pub fn detached_in_flight() -> usize {
-    crate::table::detached_in_flight()
+    crate::pending::detached_in_flight()
 }

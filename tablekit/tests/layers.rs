@@ -69,8 +69,6 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("table", "index"),
     ("table", "table::offload"),
-    ("table", "table::spanning"),
-    ("table::batch", "table::spanning"),
     ("table::plan", "index"),
     ("table::rows", "table::offload"),
 ];

@@ -19,6 +19,7 @@ use serde_json::{Value as Json, json};
 use crate::error::Result;
 
 mod apply;
+mod finish;
 pub(crate) mod lists;
 mod record;
 mod sweep;
@@ -30,6 +31,9 @@ pub use record::{
 };
 pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
 
+#[cfg(feature = "conformance")]
+pub(crate) use finish::detached_in_flight;
+pub(crate) use finish::{detached, finish_after_commit, finish_detached};
 pub(crate) use record::{MOVE, read_fence, record_row, records_prefix, row_key_prefix, seq_of};
 
 /// What a notice names: the entity whose outbox records are to finish.

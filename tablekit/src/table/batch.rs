@@ -242,7 +242,7 @@ impl Transaction {
         let writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
         let etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
         for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
-            super::spanning::finish_after_commit(
+            crate::pending::finish_after_commit(
                 &self.backend,
                 &self.table,
                 self.outbox.as_ref(),

@@ -55,9 +55,6 @@ pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
-#[cfg(feature = "conformance")]
-pub(crate) use spanning::detached_in_flight;
-
 use crate::backend::{TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, IfMatch};
@@ -337,6 +334,22 @@ impl<T> Table<T> {
             Err(Error::TableNotFound { .. } | Error::TableBeingDeleted { .. }) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Finishes the pending work (outbox records) of `(pk, rk)` after the
+    /// transaction that wrote it committed, in a task of its own (see
+    /// `pending::finish_after_commit`).
+    pub(crate) async fn finish_after_commit(&self, pk: &str, rk: &str) {
+        // Boxed: the writes that call this hold a pointer in their state,
+        // not the steps' whole future.
+        Box::pin(crate::pending::finish_after_commit(
+            &self.backend,
+            &self.name,
+            self.outbox.as_ref(),
+            pk,
+            rk,
+        ))
+        .await;
     }
 
     /// The table's name.
