@@ -180,3 +180,31 @@ macro_rules! forward_blob_store {
 }
 
 forward_blob_store!(Arc<T>, Box<T>, &T);
+
+/// Where a table keeps the values its entities store outside their rows
+/// (see `Table::with_blob_store`): a container of a blob store.
+#[derive(Clone, Debug)]
+pub struct BlobTarget {
+    pub(crate) store: Arc<dyn BlobStore>,
+    pub(crate) container: Arc<str>,
+}
+
+impl BlobTarget {
+    /// Values go to `container` of `store`.
+    pub fn new(store: Arc<dyn BlobStore>, container: &str) -> BlobTarget {
+        BlobTarget {
+            store,
+            container: container.into(),
+        }
+    }
+
+    /// The blob store.
+    pub fn store(&self) -> &Arc<dyn BlobStore> {
+        &self.store
+    }
+
+    /// The container.
+    pub fn container(&self) -> &str {
+        &self.container
+    }
+}

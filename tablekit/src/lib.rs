@@ -313,7 +313,9 @@ pub use backend::{
     BatchOperation, ContinuationToken, GetOptions, ListTablesOptions, Query, QueryOrder, QueryPage,
     TableBackend, TablePage, UndecodableRow, UpdateMode,
 };
-pub use blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
+pub use blob::{
+    Blob, BlobPage, BlobProperties, BlobStore, BlobTarget, ListBlobsOptions, PutCondition,
+};
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{

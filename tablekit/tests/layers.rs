@@ -66,12 +66,7 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 /// Upward edges that are still there, `(from, to)`: the schema and the
 /// typed client still name patterns, and the rules use backend types. Each
 /// goes when its code moves to where it belongs.
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("table", "index"),
-    ("table", "table::offload"),
-    ("table::plan", "index"),
-    ("table::rows", "table::offload"),
-];
+const KNOWN_UPWARD: &[(&str, &str)] = &[("table", "index"), ("table::plan", "index")];
 
 /// The layer of a module path (`table::plan`, `schema`, …): its own entry,
 /// else its top-level module's.

@@ -12,7 +12,10 @@
 use std::any::{Any, TypeId};
 use std::fmt;
 
+use futures::future::BoxFuture;
+
 use crate::backend::BatchOperation;
+use crate::blob::BlobTarget;
 use crate::entity::{Entity, IfMatch};
 use crate::error::Error;
 use crate::filter::Filter;
@@ -197,6 +200,13 @@ impl EntityDescriptor {
         })
     }
 
+    /// The part that keeps values outside the row, if one does.
+    pub fn external_values(&self) -> Option<&'static dyn ExternalValues> {
+        self.parts
+            .iter()
+            .find_map(|part| part.value.external_values())
+    }
+
     /// How many stored partitions one logical partition spreads over.
     pub fn stored_partitions(&self) -> u16 {
         self.partitions.map_or(1, |rule| rule.count())
@@ -271,6 +281,50 @@ pub trait DescriptorPart: Any + Send + Sync + fmt::Debug {
     fn write_needs(&self) -> WriteNeeds {
         WriteNeeds::NONE
     }
+
+    /// The values this part keeps outside the entity's row (blob offload),
+    /// which the typed client moves out before a write and back after a
+    /// read; `None` for most parts.
+    fn external_values(&self) -> Option<&dyn ExternalValues> {
+        None
+    }
+}
+
+/// A part that keeps some of an entity's values outside its row, in a
+/// [`BlobTarget`]: the row holds a reference to each. The typed client
+/// follows one protocol around it, knowing no pattern: values go out before
+/// the row that refers to them is written (and are discarded when that
+/// write is refused), come back after a read, and the values a write
+/// replaces are discarded after it. So no row ever refers to a missing
+/// value; a crash leaves at most a value no row refers to.
+pub trait ExternalValues: Send + Sync {
+    /// Whether `row` must go out to a store even when the table has none
+    /// (a value that never stays in the row): then the write is refused.
+    fn needs_store(&self, row: &Entity) -> bool;
+    /// Moves the values of `row` that go out to `target`, under names of
+    /// `table` and `kind`, leaving references; the names written.
+    fn move_out<'a>(
+        &'a self,
+        target: &'a BlobTarget,
+        table: &'a str,
+        kind: Option<&'a str>,
+        row: &'a mut Entity,
+    ) -> BoxFuture<'a, Result<Vec<String>, Error>>;
+    /// Whether `row` refers to any value outside it.
+    fn refers_out(&self, row: &Entity) -> Result<bool, Error>;
+    /// Fetches the values `row` refers to back into it, checked.
+    fn bring_back<'a>(
+        &'a self,
+        target: &'a BlobTarget,
+        row: &'a mut Entity,
+    ) -> BoxFuture<'a, Result<(), Error>>;
+    /// The names of the values `stored` refers to that a write of `row`
+    /// replaces: all of them, or for a `merge`, those of the fields `row`
+    /// sends.
+    fn replaced(&self, stored: &Entity, row: &Entity, merge: bool) -> Result<Vec<String>, Error>;
+    /// Deletes values by name, ignoring failures (a later sweep removes
+    /// what is left).
+    fn discard<'a>(&'a self, target: &'a BlobTarget, names: &'a [String]) -> BoxFuture<'a, ()>;
 }
 
 /// What a write of an entity asks beyond writing its row, as its

@@ -10,7 +10,9 @@ mod values;
 
 use std::marker::PhantomData;
 
-pub use descriptor::{DescriptorPart, EntityDescriptor, Part, PartitionRule, RowRule, WriteNeeds};
+pub use descriptor::{
+    DescriptorPart, EntityDescriptor, ExternalValues, Part, PartitionRule, RowRule, WriteNeeds,
+};
 pub use series::{Element, Series, SeriesColumn, element_name};
 pub use values::{ColumnType, FilterValue, PropertyValue};
 

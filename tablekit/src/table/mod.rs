@@ -216,7 +216,7 @@ pub(crate) const UPDATE_ATTEMPTS: usize = 16;
 pub struct Table<T> {
     pub(crate) backend: Arc<dyn TableBackend>,
     pub(crate) name: Arc<str>,
-    pub(crate) blobs: Option<offload::BlobTarget>,
+    pub(crate) blobs: Option<crate::blob::BlobTarget>,
     pub(crate) record_writes: bool,
     pub(crate) outbox: Option<Arc<dyn crate::pending::Announce>>,
     pub(crate) clock: Arc<dyn crate::clock::Clock>,
@@ -271,20 +271,6 @@ impl<T> Table<T> {
             clock: Arc::clone(&self.clock),
             _type: PhantomData,
         }
-    }
-
-    /// Keeps this table's offloaded values (`#[tablekit(blob)]` and
-    /// `#[tablekit(offload)]` fields) in `container` of `store`.
-    pub fn with_blob_store(
-        mut self,
-        store: Arc<dyn crate::BlobStore>,
-        container: &str,
-    ) -> Table<T> {
-        self.blobs = Some(offload::BlobTarget {
-            store,
-            container: container.into(),
-        });
-        self
     }
 
     /// Takes the time from `clock` (when outbox records are written, for

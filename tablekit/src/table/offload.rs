@@ -28,11 +28,16 @@ use std::sync::Arc;
 
 use futures::future::try_join_all;
 
-use crate::blob::{BlobStore, PutCondition};
+use futures::future::BoxFuture;
+
+use crate::blob::{BlobTarget, PutCondition};
+use crate::datetime::DateTime;
 use crate::entity::{Entity, PropertyName};
 use crate::error::{Error, InvalidInput, Result, SchemaError, ValueError};
+use crate::ext::TableBackendExt;
 use crate::keyorder::utf16_len;
-use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
+use crate::schema::{self, DescriptorPart, ExternalValues, KeyArg, TableEntity, WriteNeeds};
+use crate::table::Table;
 use crate::validate::limits::{MAX_BINARY_BYTES, MAX_ENTITY_SIZE, MAX_STRING_UTF16};
 use crate::value::Value;
 
@@ -62,6 +67,59 @@ impl DescriptorPart for BlobFields {
             ..WriteNeeds::NONE
         }
     }
+
+    fn external_values(&self) -> Option<&dyn ExternalValues> {
+        Some(self)
+    }
+}
+
+/// The blob fields' values live in the blob store, by the protocol above.
+impl ExternalValues for BlobFields {
+    fn needs_store(&self, row: &Entity) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f.always && row.properties.contains(f.name))
+    }
+
+    fn move_out<'a>(
+        &'a self,
+        target: &'a BlobTarget,
+        table: &'a str,
+        kind: Option<&'a str>,
+        row: &'a mut Entity,
+    ) -> BoxFuture<'a, Result<Vec<String>>> {
+        Box::pin(async move { offload(target, &blob_prefix(table, kind), row, self.fields).await })
+    }
+
+    fn refers_out(&self, row: &Entity) -> Result<bool> {
+        Ok(!references(row, self.fields)?.is_empty())
+    }
+
+    fn bring_back<'a>(
+        &'a self,
+        target: &'a BlobTarget,
+        row: &'a mut Entity,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(restore(target, row, self.fields))
+    }
+
+    fn replaced(&self, stored: &Entity, row: &Entity, merge: bool) -> Result<Vec<String>> {
+        Ok(references(stored, self.fields)?
+            .into_iter()
+            .filter(|(field, _)| {
+                !merge
+                    || row.properties.contains(field)
+                    || row
+                        .properties
+                        .contains(&format!("{field}{REFERENCE_SUFFIX}"))
+            })
+            .map(|(_, reference)| reference.name)
+            .collect())
+    }
+
+    fn discard<'a>(&'a self, target: &'a BlobTarget, names: &'a [String]) -> BoxFuture<'a, ()> {
+        Box::pin(delete_quietly(target, names))
+    }
 }
 
 /// The blob fields of `T`: none unless it declares some.
@@ -83,13 +141,6 @@ impl BlobValue for String {}
 impl BlobValue for Vec<u8> {}
 impl BlobValue for Option<String> {}
 impl BlobValue for Option<Vec<u8>> {}
-
-/// Where a table keeps offloaded values.
-#[derive(Clone, Debug)]
-pub(crate) struct BlobTarget {
-    pub(crate) store: Arc<dyn BlobStore>,
-    pub(crate) container: Arc<str>,
-}
 
 /// The suffix of the property that holds a field's blob reference.
 pub const REFERENCE_SUFFIX: &str = "_Blob";
@@ -345,4 +396,103 @@ pub(crate) async fn restore(
         entity.properties.insert(field, value);
     }
     Ok(())
+}
+
+impl<T> Table<T> {
+    /// Keeps this table's offloaded values (`#[tablekit(blob)]` and
+    /// `#[tablekit(offload)]` fields) in `container` of `store`.
+    pub fn with_blob_store(
+        mut self,
+        store: Arc<dyn crate::BlobStore>,
+        container: &str,
+    ) -> Table<T> {
+        self.blobs = Some(BlobTarget::new(store, container));
+        self
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The blob references of the stored entity, without fetching any blob:
+    /// the lazy way to read blob fields (fetch them with
+    /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
+    /// the blob fields ([`TableQuery::project`](crate::table::TableQuery::project)) reads no blob either.
+    pub async fn blob_references(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Result<Option<Vec<(&'static str, BlobReference)>>> {
+        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+        match self.read_stored(&pk, &rk).await? {
+            Some(row) => references(&row, blob_fields::<T>()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Fetches one referenced blob, checked against the reference's length and MD5.
+    pub async fn fetch_blob(&self, reference: &BlobReference) -> Result<Vec<u8>> {
+        fetch(self.blob_target()?, &reference.name, reference).await
+    }
+
+    /// The prefix of this table's and kind's blob names.
+    pub(crate) fn blob_prefix(&self) -> String {
+        blob_prefix(&self.name, T::DESCRIPTOR.kind)
+    }
+
+    /// The blobs of this table and kind that no row references and that are
+    /// older than `min_age`: what a crash between two steps of the offload
+    /// protocol leaves behind. `min_age` must exceed the longest write, since
+    /// a blob is uploaded before its row is written.
+    pub async fn orphan_blobs(
+        &self,
+        min_age: std::time::Duration,
+    ) -> Result<Vec<crate::BlobProperties>> {
+        let target = self.blob_target()?;
+        let prefix = self.blob_prefix();
+        // The blobs first, then the rows: a blob uploaded after the listing
+        // cannot be mistaken for an orphan.
+        let mut blobs = Vec::new();
+        let mut options = crate::ListBlobsOptions::prefix(prefix);
+        loop {
+            let page = target.store.list_blobs(&target.container, &options).await?;
+            blobs.extend(page.blobs);
+            match page.next_marker {
+                Some(marker) => options.marker = Some(marker),
+                None => break,
+            }
+        }
+        let mut query = crate::Query::new();
+        query.filter = schema::kind_filter::<T>();
+        let mut referenced = std::collections::HashSet::new();
+        let rows = self.backend.query_all(&self.name, query).await?;
+        for row in &rows {
+            for (_, reference) in references(row, blob_fields::<T>())? {
+                referenced.insert(reference.name);
+            }
+        }
+        let cutoff =
+            DateTime::now().ticks() - i64::try_from(min_age.as_nanos() / 100).unwrap_or(i64::MAX);
+        blobs.retain(|b| !referenced.contains(&b.name) && b.last_modified.ticks() <= cutoff);
+        Ok(blobs)
+    }
+
+    /// Deletes the [orphan blobs](Table::orphan_blobs) older than `min_age`;
+    /// returns how many were deleted.
+    pub async fn sweep_orphan_blobs(&self, min_age: std::time::Duration) -> Result<usize> {
+        let orphans = self.orphan_blobs(min_age).await?;
+        let target = self.blob_target()?;
+        let mut deleted = 0;
+        for blob in &orphans {
+            match target
+                .store
+                .delete_blob(&target.container, &blob.name, Some(&blob.etag))
+                .await
+            {
+                Ok(()) => deleted += 1,
+                // Gone or rewritten meanwhile: not ours to delete.
+                Err(Error::BlobNotFound { .. } | Error::BlobConditionNotMet { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(deleted)
+    }
 }

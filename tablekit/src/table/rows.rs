@@ -1,6 +1,8 @@
 //! The row layer under [`Table`]: how one entity becomes the requests that
 //! read and write it — one row, a wide entity's parts in one transaction,
-//! and the blob offload protocol around them.
+//! and the protocol around them for values kept outside the row, which a
+//! descriptor part provides ([`ExternalValues`](crate::schema::ExternalValues):
+//! blob offload).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -9,13 +11,12 @@ use futures::future::Either;
 
 use tracing::Instrument as _;
 
-use super::{Table, UPDATE_ATTEMPTS, offload};
+use super::{Table, UPDATE_ATTEMPTS};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
-use crate::datetime::DateTime;
+use crate::blob::BlobTarget;
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
-use crate::schema::{self, KeyArg, TableEntity};
+use crate::schema::TableEntity;
 
 /// Stands in for a missing blob store: every call is refused, so writing a
 /// value that needs offloading without a store is a clear error.
@@ -56,7 +57,7 @@ fn no_store() -> Error {
     }
 }
 
-static NO_BLOBS: std::sync::OnceLock<offload::BlobTarget> = std::sync::OnceLock::new();
+static NO_BLOBS: std::sync::OnceLock<BlobTarget> = std::sync::OnceLock::new();
 
 /// What the caller knows of an entity's index rows, so that a write need
 /// not read or decode to find them.
@@ -113,28 +114,24 @@ impl<T: TableEntity> Table<T> {
 
     /// Fetches the blobs a row references back into it.
     pub(crate) async fn restore_blobs(&self, entity: &mut crate::Entity) -> Result<()> {
-        if crate::table::offload::blob_fields::<T>().is_empty() {
+        let Some(external) = T::DESCRIPTOR.external_values() else {
+            return Ok(());
+        };
+        if !external.refers_out(entity)? {
             return Ok(());
         }
-        if offload::references(entity, crate::table::offload::blob_fields::<T>())?.is_empty() {
-            return Ok(());
-        }
-        offload::restore(
-            self.blob_target()?,
-            entity,
-            crate::table::offload::blob_fields::<T>(),
-        )
-        .await
+        external.bring_back(self.blob_target()?, entity).await
     }
 
-    fn blob_target(&self) -> Result<&offload::BlobTarget> {
+    /// The table's blob store, or the error that says it has none.
+    pub(crate) fn blob_target(&self) -> Result<&BlobTarget> {
         self.blobs.as_ref().ok_or(Error::NotSupported {
             operation: "blob fields without a blob store (see Table::with_blob_store)",
         })
     }
 
     /// The stored row as it is (for a wide entity: its parts joined), or `None`.
-    pub(super) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    pub(crate) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         let span = super::op_span("read", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
         self.read_stored_unspanned(pk, rk).instrument(span).await
     }
@@ -166,35 +163,33 @@ impl<T: TableEntity> Table<T> {
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
         Self::refuse_unwritable()?;
-        if crate::table::offload::blob_fields::<T>().is_empty() {
+        let Some(external) = T::DESCRIPTOR.external_values() else {
             return self.write_stored(&entity, write, hint).await;
-        }
+        };
         let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut row = entity;
-        // Upload once: the blobs are new and unreferenced until a row names them.
+        // Out once: the values are new and unreferenced until a row names them.
         let written = match write {
             RowWrite::Delete(_) => Vec::new(),
             _ => {
-                offload::offload(
-                    self.blob_target_for(&row)?,
-                    &self.blob_prefix(),
-                    &mut row,
-                    crate::table::offload::blob_fields::<T>(),
-                )
-                .await?
+                let target = self.blob_target_for(&row)?;
+                external
+                    .move_out(target, &self.name, T::DESCRIPTOR.kind, &mut row)
+                    .await?
             }
         };
         let result = self
             .write_row_guarded(&pk, &rk, &row, &write, hint.new)
             .await;
         match &result {
-            // A refused write leaves its new blobs unreferenced: delete them.
-            // After a lost response the row may have been written all the
-            // same, and after a transient failure the caller may try again:
-            // keep them, and let the sweep remove them if no row refers to them.
+            // A refused write leaves its new values unreferenced: discard
+            // them. After a lost response the row may have been written all
+            // the same, and after a transient failure the caller may try
+            // again: keep them, and let the sweep remove them if no row
+            // refers to them.
             Err(e) if !e.is_transient() && !e.is_outcome_unknown() => {
                 if let Some(target) = &self.blobs {
-                    offload::delete_quietly(target, &written).await;
+                    external.discard(target, &written).await;
                 }
             }
             _ => {}
@@ -214,7 +209,7 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        if crate::table::offload::blob_fields::<T>().is_empty() {
+        if T::DESCRIPTOR.external_values().is_none() {
             Either::Left(self.write_stored(entity, write, hint))
         } else {
             // Boxed: the blob protocol's future is large, and a write
@@ -279,25 +274,12 @@ impl<T: TableEntity> Table<T> {
                     (guarded, retry)
                 }
             };
-            // The old blobs to remove: all of a replaced or deleted row's; for
-            // a merge, those of the fields it sends.
-            let stale: Vec<String> = match &current {
-                None => Vec::new(),
-                Some(stored) => {
-                    offload::references(stored, crate::table::offload::blob_fields::<T>())?
-                        .into_iter()
-                        .filter(|(field, _)| match &guarded {
-                            RowWrite::Update(UpdateMode::Merge, _) => {
-                                row.properties.contains(field)
-                                    || row
-                                        .properties
-                                        .contains(&format!("{field}{}", offload::REFERENCE_SUFFIX))
-                            }
-                            _ => true,
-                        })
-                        .map(|(_, reference)| reference.name)
-                        .collect()
-                }
+            // The old values to discard: all of a replaced or deleted row's;
+            // for a merge, those of the fields it sends.
+            let merge = matches!(&guarded, RowWrite::Update(UpdateMode::Merge, _));
+            let stale: Vec<String> = match (&current, T::DESCRIPTOR.external_values()) {
+                (Some(stored), Some(external)) => external.replaced(stored, row, merge)?,
+                _ => Vec::new(),
             };
             let hint = IndexHint {
                 old: None,
@@ -305,8 +287,10 @@ impl<T: TableEntity> Table<T> {
             };
             match self.write_stored(row, guarded, hint).await {
                 Ok(etag) => {
-                    if let Some(target) = &self.blobs {
-                        offload::delete_quietly(target, &stale).await;
+                    if let (Some(target), Some(external)) =
+                        (&self.blobs, T::DESCRIPTOR.external_values())
+                    {
+                        external.discard(target, &stale).await;
                     }
                     return Ok(etag);
                 }
@@ -323,109 +307,18 @@ impl<T: TableEntity> Table<T> {
         }))
     }
 
-    /// The blob references of the stored entity, without fetching any blob:
-    /// the lazy way to read blob fields (fetch them with
-    /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
-    /// the blob fields ([`TableQuery::project`](super::TableQuery::project)) reads no blob either.
-    pub async fn blob_references(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-    ) -> Result<Option<Vec<(&'static str, offload::BlobReference)>>> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        match self.read_stored(&pk, &rk).await? {
-            Some(row) => {
-                offload::references(&row, crate::table::offload::blob_fields::<T>()).map(Some)
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// Fetches one referenced blob, checked against the reference's length and MD5.
-    pub async fn fetch_blob(&self, reference: &offload::BlobReference) -> Result<Vec<u8>> {
-        offload::fetch(self.blob_target()?, &reference.name, reference).await
-    }
-
-    /// The prefix of this table's and kind's blob names.
-    pub(super) fn blob_prefix(&self) -> String {
-        offload::blob_prefix(&self.name, T::DESCRIPTOR.kind)
-    }
-
-    /// The blobs of this table and kind that no row references and that are
-    /// older than `min_age`: what a crash between two steps of the offload
-    /// protocol leaves behind. `min_age` must exceed the longest write, since
-    /// a blob is uploaded before its row is written.
-    pub async fn orphan_blobs(
-        &self,
-        min_age: std::time::Duration,
-    ) -> Result<Vec<crate::BlobProperties>> {
-        let target = self.blob_target()?;
-        let prefix = self.blob_prefix();
-        // The blobs first, then the rows: a blob uploaded after the listing
-        // cannot be mistaken for an orphan.
-        let mut blobs = Vec::new();
-        let mut options = crate::ListBlobsOptions::prefix(prefix);
-        loop {
-            let page = target.store.list_blobs(&target.container, &options).await?;
-            blobs.extend(page.blobs);
-            match page.next_marker {
-                Some(marker) => options.marker = Some(marker),
-                None => break,
-            }
-        }
-        let mut query = crate::Query::new();
-        query.filter = schema::kind_filter::<T>();
-        let mut referenced = std::collections::HashSet::new();
-        let rows = self.backend.query_all(&self.name, query).await?;
-        for row in &rows {
-            for (_, reference) in
-                offload::references(row, crate::table::offload::blob_fields::<T>())?
-            {
-                referenced.insert(reference.name);
-            }
-        }
-        let cutoff =
-            DateTime::now().ticks() - i64::try_from(min_age.as_nanos() / 100).unwrap_or(i64::MAX);
-        blobs.retain(|b| !referenced.contains(&b.name) && b.last_modified.ticks() <= cutoff);
-        Ok(blobs)
-    }
-
-    /// Deletes the [orphan blobs](Table::orphan_blobs) older than `min_age`;
-    /// returns how many were deleted.
-    pub async fn sweep_orphan_blobs(&self, min_age: std::time::Duration) -> Result<usize> {
-        let orphans = self.orphan_blobs(min_age).await?;
-        let target = self.blob_target()?;
-        let mut deleted = 0;
-        for blob in &orphans {
-            match target
-                .store
-                .delete_blob(&target.container, &blob.name, Some(&blob.etag))
-                .await
-            {
-                Ok(()) => deleted += 1,
-                // Gone or rewritten meanwhile: not ours to delete.
-                Err(Error::BlobNotFound { .. } | Error::BlobConditionNotMet { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(deleted)
-    }
-
     /// The blob store, when the row has a value to offload (a table without a
     /// store can still write small values of `offload` fields).
-    pub(super) fn blob_target_for(&self, row: &crate::Entity) -> Result<&offload::BlobTarget> {
+    pub(crate) fn blob_target_for(&self, row: &crate::Entity) -> Result<&BlobTarget> {
         match &self.blobs {
             Some(target) => Ok(target),
-            None if crate::table::offload::blob_fields::<T>()
-                .iter()
-                .any(|f| f.always && row.properties.contains(f.name)) =>
+            None if T::DESCRIPTOR
+                .external_values()
+                .is_some_and(|external| external.needs_store(row)) =>
             {
                 self.blob_target()
             }
-            None => Ok(NO_BLOBS.get_or_init(|| offload::BlobTarget {
-                store: Arc::new(NoBlobStore),
-                container: "none".into(),
-            })),
+            None => Ok(NO_BLOBS.get_or_init(|| BlobTarget::new(Arc::new(NoBlobStore), "none"))),
         }
     }
 
