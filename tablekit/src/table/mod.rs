@@ -51,6 +51,7 @@ pub use crate::pacing::Pacing;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use migrate::{Migration, MigrationCheckpoint, MigrationReport};
+use plan::new_index_keys;
 pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
@@ -819,7 +820,7 @@ impl<T: TableEntity> Table<T> {
     async fn row_after_lost_delete(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
         // Boxed, as a rare path: the delete's future stays small.
         let stored = Box::pin(self.read_stored(pk, rk)).await?;
-        if stored.is_none() && !crate::index::remote_indexes::<T>().is_empty() {
+        if stored.is_none() && T::DESCRIPTOR.write_needs().follow_up {
             self.finish_after_commit(pk, rk).await;
         }
         Ok(stored)
@@ -926,7 +927,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
     })?;
     let timestamp = entity.timestamp;
     let writes = update::writes_of(&entity).map(str::to_owned);
-    let row_key = (!crate::index::local_indexes::<T>().is_empty()).then(|| entity.row_key.clone());
+    let row_key = plan::has_index_rows::<T>().then(|| entity.row_key.clone());
     let version = stored_version(&entity);
     let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
         None
@@ -981,17 +982,6 @@ fn stored_version(entity: &crate::Entity) -> Option<u32> {
 /// of `T` record a version at all.
 pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
     (T::DESCRIPTOR.kind.is_some() && T::DESCRIPTOR.kind_properties).then_some(T::DESCRIPTOR.version)
-}
-
-/// The RowKeys of `value`'s index rows, for a write to plan with or a
-/// [`Loaded`] to carry; `None`
-/// for a type without indexes (or keys that do not encode, which the write
-/// reports when it plans).
-pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
-    if crate::index::local_indexes::<T>().is_empty() {
-        return None;
-    }
-    crate::index::index_keys(value, row_key).ok()
 }
 
 /// How many times a typed write is sent again when its answer was lost and

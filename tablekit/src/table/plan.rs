@@ -1562,3 +1562,20 @@ impl<T: TableEntity> Table<T> {
         Ok(ops)
     }
 }
+
+/// The RowKeys of `value`'s index rows, for a write to plan with or a
+/// [`Loaded`](super::Loaded) to carry; `None`
+/// for a type without indexes (or keys that do not encode, which the write
+/// reports when it plans).
+pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
+    if index::local_indexes::<T>().is_empty() {
+        return None;
+    }
+    index::index_keys(value, row_key).ok()
+}
+
+/// Whether `T` keeps index rows beside its entities (so a [`Loaded`](super::Loaded)
+/// carries their RowKeys).
+pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
+    !index::local_indexes::<T>().is_empty()
+}
