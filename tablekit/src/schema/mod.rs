@@ -471,11 +471,14 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
 /// was written by someone else, and is read as `T` the way a point read
 /// reads it).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
-    if T::DESCRIPTOR.kind.is_none() {
+    let Some(kind) = T::DESCRIPTOR.kind else {
         return true;
-    }
+    };
     match entity.properties.get(KIND_PROPERTY) {
-        Some(Value::String(stored)) => T::DESCRIPTOR.is_kind_name(stored),
+        // Against the constant first, compared in place.
+        Some(Value::String(stored)) => {
+            stored == kind || T::DESCRIPTOR.previous_kinds.contains(&&**stored)
+        }
         Some(_) => false,
         None => T::DESCRIPTOR.layout_of(&entity.row_key).is_some(),
     }
@@ -616,7 +619,11 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             // A projection may leave the kind properties out; when present they must agree.
             match props.get(KIND_PROPERTY) {
                 None => {}
-                Some(Value::String(stored)) if T::DESCRIPTOR.is_kind_name(stored) => {}
+                // Against the constant first: the compiler compares it in
+                // place; a previous kind is the rare case.
+                Some(Value::String(stored)) if stored == kind => {}
+                Some(Value::String(stored))
+                    if T::DESCRIPTOR.previous_kinds.contains(&&**stored) => {}
                 Some(_) => return Err(wrong().into()),
             }
             if let Some(version) = props.get(VERSION_PROPERTY) {
@@ -677,9 +684,13 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             e,
         )
     })?;
-    let layout = renamed.as_ref().unwrap_or(&T::DESCRIPTOR.row_key_layout);
-    let rk = T::RowKey::decode_laid_out(row_key, layout)
-        .map_err(|e| key_error(KeyKind::RowKey, row_key, T::DESCRIPTOR.row_key_fields, e))?;
+    // The type's own layout is a constant the decoder is built around; a
+    // previous kind's is the rare case, decoded from the value.
+    let rk = match &renamed {
+        None => T::RowKey::decode_laid_out(row_key, &T::DESCRIPTOR.row_key_layout),
+        Some(layout) => T::RowKey::decode_laid_out(row_key, layout),
+    }
+    .map_err(|e| key_error(KeyKind::RowKey, row_key, T::DESCRIPTOR.row_key_fields, e))?;
     match T::read_properties(pk, rk, props) {
         Err(Error::Schema(e)) => Err(e
             .in_row(|| row_context::<T, S>(partition_key, row_key, props))
