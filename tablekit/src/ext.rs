@@ -133,3 +133,12 @@ async fn write_one(
             .map(|()| ETag::new("")),
     }
 }
+
+/// Refuses a transaction of more operations than the store takes.
+pub(crate) fn too_many_operations(count: usize) -> crate::Error {
+    crate::InvalidInput::BatchTooManyOperations {
+        count,
+        max: crate::validate::limits::MAX_BATCH_OPERATIONS,
+    }
+    .into()
+}

@@ -207,7 +207,7 @@ pub(crate) use crate::pending::lists::{
     LIST_FIRST_PROPERTY, LIST_MAX_CHARS, list_members, list_row_named,
 };
 use crate::pending::{Step, StepOp};
-use crate::schema::{self, DescriptorPart, TableEntity, WriteNeeds};
+use crate::schema::{self, CompanionRows, DescriptorPart, Sharing, TableEntity, WriteNeeds};
 use crate::table::offload::REFERENCE_SUFFIX;
 use crate::table::update::WRITES_PROPERTY;
 use crate::value::Value;
@@ -243,6 +243,127 @@ impl DescriptorPart for IndexPart {
             follow_up: !self.remote.is_empty(),
         }
     }
+
+    fn companion_rows(&self) -> Option<&dyn CompanionRows> {
+        (!self.local.is_empty() || !self.remote.is_empty()).then_some(self)
+    }
+}
+
+/// The typed client plans index rows through this, as it plans any rows
+/// kept beside an entity.
+impl CompanionRows for IndexPart {
+    fn local(&self) -> usize {
+        self.local.len()
+    }
+
+    fn remote(&self) -> usize {
+        self.remote.len()
+    }
+
+    fn sharing(&self, slot: usize) -> Sharing {
+        let def = &self.local[slot];
+        if def.list {
+            Sharing::Listed
+        } else if def.unique {
+            Sharing::Exclusive
+        } else {
+            Sharing::Own
+        }
+    }
+
+    fn name(&self, slot: usize) -> &'static str {
+        self.local[slot].name
+    }
+
+    fn local_key(&self, slot: usize, encoded: String, row_key: &str) -> Result<String, Error> {
+        let def = &self.local[slot];
+        // A non-unique index row's RowKey ends with the entity's; an index
+        // entity's, with the value.
+        finish_key(def, encoded, !def.unique && !def.list, row_key)
+    }
+
+    fn remote_key(&self, slot: usize, encoded: String, row_key: &str) -> Result<String, Error> {
+        let def = &self.remote[slot].index;
+        finish_key(def, encoded, !def.list, row_key)
+    }
+
+    fn value_of<'a>(&self, slot: usize, key: &'a str) -> &'a str {
+        value_of(&self.local[slot], key)
+    }
+
+    fn local_row(&self, slot: usize, key: String, row: &Entity, kind_properties: bool) -> Entity {
+        row_of(&self.local[slot], key, row, kind_properties)
+    }
+
+    fn list_row(
+        &self,
+        slot: usize,
+        partition_key: &str,
+        key: &str,
+        members: &[String],
+        kind_properties: bool,
+    ) -> Result<Entity, Error> {
+        list_of(
+            &self.local[slot],
+            partition_key,
+            key,
+            members,
+            kind_properties,
+        )
+    }
+
+    fn remote_place(
+        &self,
+        slot: usize,
+        table: &str,
+        partition_key: &str,
+        key: &str,
+        row_key: &str,
+    ) -> (String, String, String) {
+        let def = &self.remote[slot];
+        let (table, partition) = def.place(table, partition_key);
+        (table, partition, remote_fence(def, key, row_key))
+    }
+
+    fn record_kind(&self) -> &'static str {
+        "index"
+    }
+
+    fn remote_steps(
+        &self,
+        table: &str,
+        keys: (&str, &str),
+        seq: i64,
+        old: &[Option<String>],
+        new: &[Option<String>],
+        new_row: Option<&Entity>,
+        kind_properties: bool,
+    ) -> Vec<Step> {
+        steps_of(
+            self.remote,
+            table,
+            keys,
+            seq,
+            (old, new),
+            new_row,
+            kind_properties,
+        )
+    }
+}
+
+/// An index RowKey from the encoded value `key`: the entity's RowKey
+/// appended when `with_row_key`; refused when it would not fit.
+fn finish_key(
+    def: &IndexDef,
+    mut key: String,
+    with_row_key: bool,
+    row_key: &str,
+) -> Result<String, Error> {
+    if with_row_key {
+        key.push_str(row_key);
+    }
+    schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
+    Ok(key)
 }
 
 /// The indexes of `T` kept in its partition (none unless it declares
@@ -398,13 +519,35 @@ pub(crate) fn remote_fence(def: &RemoteIndexDef, key: &str, row_key: &str) -> St
 /// the entity's row after the write.
 pub(crate) fn remote_steps<T: TableEntity>(
     table_name: &str,
-    (pk, rk): (&str, &str),
+    keys: (&str, &str),
     seq: i64,
     (old, new): (&[Option<String>], &[Option<String>]),
     new_row: Option<&Entity>,
 ) -> Vec<Step> {
+    steps_of(
+        remote_indexes::<T>(),
+        table_name,
+        keys,
+        seq,
+        (old, new),
+        new_row,
+        T::DESCRIPTOR.kind_properties,
+    )
+}
+
+/// [`remote_steps`] for the indexes `remote` of a kind whose rows record
+/// their kind when `kind_properties` holds.
+fn steps_of(
+    remote: &[RemoteIndexDef],
+    table_name: &str,
+    (pk, rk): (&str, &str),
+    seq: i64,
+    (old, new): (&[Option<String>], &[Option<String>]),
+    new_row: Option<&Entity>,
+    kind_properties: bool,
+) -> Vec<Step> {
     let mut steps = Vec::new();
-    for (i, def) in remote_indexes::<T>().iter().enumerate() {
+    for (i, def) in remote.iter().enumerate() {
         let (table, partition) = def.place(table_name, pk);
         let step = |fence: String, op: StepOp| Step {
             table: table.clone(),
@@ -420,9 +563,7 @@ pub(crate) fn remote_steps<T: TableEntity>(
             if old == new {
                 continue;
             }
-            let marker = T::DESCRIPTOR
-                .kind_properties
-                .then(|| def.index.name.to_owned());
+            let marker = kind_properties.then(|| def.index.name.to_owned());
             for (key, add) in [(old, false), (new, true)] {
                 let Some(key) = key else { continue };
                 let op = StepOp::list(add, key.clone(), rk.to_owned(), marker.clone());
@@ -436,34 +577,12 @@ pub(crate) fn remote_steps<T: TableEntity>(
             steps.push(step(old.clone(), StepOp::Delete(old.clone())));
         }
         if let (Some(new), Some(row)) = (new, new_row) {
-            let mut index_row = index_row::<T>(&def.index, new.clone(), row);
+            let mut index_row = row_of(&def.index, new.clone(), row, kind_properties);
             index_row.partition_key.clone_from(&partition);
             steps.push(step(new.clone(), StepOp::Put(index_row)));
         }
     }
     steps
-}
-
-/// The RowKey of `value`'s row in the remote index `i`; `row_key` is the
-/// entity's stored RowKey.
-pub(crate) fn remote_index_key<T: TableEntity>(
-    value: &T,
-    i: usize,
-    row_key: &str,
-) -> Result<String, Error> {
-    let def = &remote_indexes::<T>()[i].index;
-    let mut key = String::with_capacity(row_key.len() + 32);
-    value.write_index_key(local_indexes::<T>().len() + i, &mut key);
-    if key.is_empty() {
-        // An optional value that is `None`: no row in this index.
-        return Ok(key);
-    }
-    // An index entity's RowKey ends with the value.
-    if !def.list {
-        key.push_str(row_key);
-    }
-    schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
-    Ok(key)
 }
 
 /// Marks an index as unique: [`IndexReader::get`](crate::IndexReader::get) finds at most one entity.
@@ -521,59 +640,12 @@ impl<T: TableEntity, V, U> Index<T, V, U> {
     }
 }
 
-/// The RowKeys of `value`'s index rows, in the order of `local_indexes::<T>()`;
-/// `row_key` is the entity's stored RowKey. An empty RowKey stands for no
-/// row: an optional indexed value that is `None`.
-pub(crate) fn index_keys<T: TableEntity>(value: &T, row_key: &str) -> Result<Vec<String>, Error> {
-    (0..local_indexes::<T>().len())
-        .map(|i| index_key(value, i, row_key))
-        .collect()
-}
-
-/// The RowKey of `value`'s row in index `i`; empty when it has none (an
-/// optional indexed value that is `None`).
-pub(crate) fn index_key<T: TableEntity>(
-    value: &T,
-    i: usize,
-    row_key: &str,
-) -> Result<String, Error> {
-    let def = &local_indexes::<T>()[i];
-    let mut key = String::with_capacity(row_key.len() + 32);
-    value.write_index_key(i, &mut key);
-    if key.is_empty() {
-        // An optional value that is `None`: no row in this index.
-        return Ok(key);
-    }
-    if !def.unique && !def.list {
-        key.push_str(row_key);
-    }
-    schema::check_key_length(KeyKind::RowKey, def.fields, &key)?;
-    Ok(key)
-}
-
-/// Reads `row` as `T` to compute its index keys: an offloaded field, whose
-/// row holds a reference in place of the value (and which is never
-/// indexed), reads as empty.
-pub(crate) fn decode_for_keys<T: TableEntity>(row: &Entity) -> Result<T, Error> {
-    if crate::table::offload::blob_fields::<T>().is_empty() {
-        return schema::from_entity(row);
-    }
-    let references =
-        crate::table::offload::references(row, crate::table::offload::blob_fields::<T>())?;
-    if references.is_empty() {
-        return schema::from_entity(row);
-    }
-    let mut row = row.clone();
-    for (field, reference) in references {
-        let empty = if reference.text {
-            Value::String(String::new())
-        } else {
-            Value::Binary(Vec::new())
-        };
-        row.properties.insert(field, empty);
-    }
-    schema::from_entity(&row)
-}
+// The RowKeys of a value's index rows are computed where the typed client
+// plans writes with them, through the part's `CompanionRows`.
+pub(crate) use crate::schema::{
+    local_key as index_key, local_keys as index_keys, read_for_keys as decode_for_keys,
+    remote_key as remote_index_key,
+};
 
 /// The encoded value of an index RowKey: what follows the tag.
 pub(crate) fn value_of<'a>(def: &IndexDef, index_key: &'a str) -> &'a str {
@@ -592,6 +664,12 @@ fn own_bookkeeping(name: &str) -> bool {
 /// The index row `key` of the entity stored as `row` (its logical row: keys,
 /// bookkeeping and every property).
 pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entity) -> Entity {
+    row_of(def, key, row, T::DESCRIPTOR.kind_properties)
+}
+
+/// [`index_row`] for a kind whose rows record their kind when
+/// `kind_properties` holds.
+fn row_of(def: &IndexDef, key: String, row: &Entity, kind_properties: bool) -> Entity {
     let mut properties = Properties::with_capacity(row.properties.len() + 2);
     for (name, value) in row.properties.entries() {
         if own_bookkeeping(name) || !(def.copies(name) || name == schema::VERSION_PROPERTY) {
@@ -599,7 +677,7 @@ pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entit
         }
         properties.push_unchecked(name.clone(), value.clone());
     }
-    if T::DESCRIPTOR.kind_properties {
+    if kind_properties {
         properties.push_unchecked(INDEX_PROPERTY.into(), Value::String(def.name.to_owned()));
     }
     properties.push_unchecked(ROW_PROPERTY.into(), Value::String(row.row_key.clone()));
@@ -616,7 +694,19 @@ pub(crate) fn list_row<T: TableEntity>(
     key: &str,
     members: &[String],
 ) -> Result<Entity, Error> {
-    let name = T::DESCRIPTOR.kind_properties.then_some(def.name);
+    list_of(def, pk, key, members, T::DESCRIPTOR.kind_properties)
+}
+
+/// [`list_row`] for a kind whose rows record their kind when
+/// `kind_properties` holds.
+fn list_of(
+    def: &'static IndexDef,
+    pk: &str,
+    key: &str,
+    members: &[String],
+    kind_properties: bool,
+) -> Result<Entity, Error> {
+    let name = kind_properties.then_some(def.name);
     list_row_named(name, pk, key, members).map_err(|entries| {
         InvalidInput::IndexListFull {
             index: def.name,
@@ -658,15 +748,6 @@ pub(crate) fn as_entity_row<T: TableEntity>(
     }
     row.row_key = rk;
     Ok(row)
-}
-
-/// Refuses a value of an index whose RowKey would not fit.
-pub(crate) fn too_many_operations(count: usize) -> Error {
-    InvalidInput::BatchTooManyOperations {
-        count,
-        max: crate::validate::limits::MAX_BATCH_OPERATIONS,
-    }
-    .into()
 }
 
 /// What [`audit`] finds in a partition's rows.

@@ -20,6 +20,7 @@ use crate::entity::{Entity, IfMatch};
 use crate::error::Error;
 use crate::filter::Filter;
 use crate::key::RowKeyLayout;
+use crate::pending::Step;
 
 /// What `#[derive(TableEntity)]` says of a type, as one constant:
 /// [`TableEntity::DESCRIPTOR`](super::TableEntity::DESCRIPTOR).
@@ -207,6 +208,13 @@ impl EntityDescriptor {
             .find_map(|part| part.value.external_values())
     }
 
+    /// The part that keeps rows beside each entity, if one does.
+    pub fn companion_rows(&self) -> Option<&'static dyn CompanionRows> {
+        self.parts
+            .iter()
+            .find_map(|part| part.value.companion_rows())
+    }
+
     /// How many stored partitions one logical partition spreads over.
     pub fn stored_partitions(&self) -> u16 {
         self.partitions.map_or(1, |rule| rule.count())
@@ -288,6 +296,102 @@ pub trait DescriptorPart: Any + Send + Sync + fmt::Debug {
     fn external_values(&self) -> Option<&dyn ExternalValues> {
         None
     }
+
+    /// The rows this part keeps beside each entity (indexes), which the
+    /// typed client plans into every write; `None` for most parts.
+    fn companion_rows(&self) -> Option<&dyn CompanionRows> {
+        None
+    }
+}
+
+/// How the entities of a partition share the companion rows of one slot
+/// (see [`CompanionRows`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Each entity has a row of its own: its RowKey ends with the
+    /// entity's.
+    Own,
+    /// One row per key, held by one entity at a time: a write that finds
+    /// the row held by another entity with the same key is refused.
+    Exclusive,
+    /// One row per key that lists every entity with that key, changed under
+    /// its ETag.
+    Listed,
+}
+
+/// A part that keeps rows beside each entity (indexes): rows in the
+/// entity's partition, written in the same transaction as the entity, and
+/// rows elsewhere, brought in step after the write by the steps of a
+/// record written with it. The typed client plans both through this,
+/// knowing no pattern.
+///
+/// An entity has one row (or none) in each *slot*. Slots are numbered as
+/// [`TableEntity::write_index_key`](super::TableEntity::write_index_key)
+/// numbers them: those in the entity's partition first, then those
+/// elsewhere. A slot's RowKey starts with what `write_index_key` writes for
+/// it; nothing written means no row.
+pub trait CompanionRows: Send + Sync {
+    /// How many slots are kept in the entity's partition.
+    fn local(&self) -> usize;
+    /// How many slots are kept in other partitions or tables.
+    fn remote(&self) -> usize;
+    /// How entities share the rows of local slot `slot`.
+    fn sharing(&self, slot: usize) -> Sharing;
+    /// The name of local slot `slot`, for messages and markers.
+    fn name(&self, slot: usize) -> &'static str;
+    /// The RowKey of an entity's row in local slot `slot`, from what
+    /// `write_index_key` wrote (`encoded`, not empty) and the entity's
+    /// stored RowKey; refused when it would not fit.
+    fn local_key(&self, slot: usize, encoded: String, row_key: &str) -> Result<String, Error>;
+    /// The RowKey of an entity's row in remote slot `slot` (numbered from
+    /// 0 among the remote ones), as [`local_key`](Self::local_key).
+    fn remote_key(&self, slot: usize, encoded: String, row_key: &str) -> Result<String, Error>;
+    /// The value a row of local slot `slot` stands for: its RowKey without
+    /// the slot's own prefix.
+    fn value_of<'a>(&self, slot: usize, key: &'a str) -> &'a str;
+    /// The row `key` of local slot `slot` for the entity stored as `row`
+    /// (its logical row). `kind_properties`: the entity's rows record their
+    /// kind.
+    fn local_row(&self, slot: usize, key: String, row: &Entity, kind_properties: bool) -> Entity;
+    /// The row `key` of a [`Listed`](Sharing::Listed) slot listing
+    /// `members` (sorted, each once); refused when it would outgrow a row.
+    fn list_row(
+        &self,
+        slot: usize,
+        partition_key: &str,
+        key: &str,
+        members: &[String],
+        kind_properties: bool,
+    ) -> Result<Entity, Error>;
+    /// Where the row `key` of remote slot `slot` of the entity `(partition_key,
+    /// row_key)` of table `table` lies, and the fence that orders the steps
+    /// on it: `(table, partition, fence)`.
+    fn remote_place(
+        &self,
+        slot: usize,
+        table: &str,
+        partition_key: &str,
+        key: &str,
+        row_key: &str,
+    ) -> (String, String, String);
+    /// What the record of the steps on remote rows is called (its
+    /// operation, as the outbox shows it).
+    fn record_kind(&self) -> &'static str;
+    /// The steps that bring the entity's remote rows from the RowKeys `old`
+    /// to `new` (one per remote slot, `None` for no row), for the entity
+    /// `(partition_key, row_key)` of table `table` at sequence number `seq`;
+    /// `new_row` is the entity's row after the write.
+    #[allow(clippy::too_many_arguments)]
+    fn remote_steps(
+        &self,
+        table: &str,
+        keys: (&str, &str),
+        seq: i64,
+        old: &[Option<String>],
+        new: &[Option<String>],
+        new_row: Option<&Entity>,
+        kind_properties: bool,
+    ) -> Vec<Step>;
 }
 
 /// A part that keeps some of an entity's values outside its row, in a
@@ -325,6 +429,10 @@ pub trait ExternalValues: Send + Sync {
     /// Deletes values by name, ignoring failures (a later sweep removes
     /// what is left).
     fn discard<'a>(&'a self, target: &'a BlobTarget, names: &'a [String]) -> BoxFuture<'a, ()>;
+    /// `row` with each reference in place of a value replaced by an empty
+    /// value of the value's type, for readers that need the other fields
+    /// only; `None` when it refers to nothing.
+    fn blanked(&self, row: &Entity) -> Result<Option<Entity>, Error>;
 }
 
 /// What a write of an entity asks beyond writing its row, as its

@@ -5,13 +5,15 @@
 //! turn a value into a row and back, checking keys, kind and version;
 //! [`Column`]s give typed filters on fields.
 
+mod companions;
 mod descriptor;
 mod values;
 
 use std::marker::PhantomData;
 
 pub use descriptor::{
-    DescriptorPart, EntityDescriptor, ExternalValues, Part, PartitionRule, RowRule, WriteNeeds,
+    CompanionRows, DescriptorPart, EntityDescriptor, ExternalValues, Part, PartitionRule, RowRule,
+    Sharing, WriteNeeds,
 };
 pub use series::{Element, Series, SeriesColumn, element_name};
 pub use values::{ColumnType, FilterValue, PropertyValue};
@@ -26,6 +28,7 @@ use crate::value::{Value, ValueRef};
 
 pub(crate) use crate::props::first_duplicate;
 pub use crate::props::{KIND_PROPERTY, MemberSlot, PropertySink, PropertySource, VERSION_PROPERTY};
+pub(crate) use companions::{local_key, local_keys, read_for_keys, remote_key};
 
 /// A typed entity: implemented by `#[derive(TableEntity)]`.
 ///

@@ -120,6 +120,23 @@ impl ExternalValues for BlobFields {
     fn discard<'a>(&'a self, target: &'a BlobTarget, names: &'a [String]) -> BoxFuture<'a, ()> {
         Box::pin(delete_quietly(target, names))
     }
+
+    fn blanked(&self, row: &Entity) -> Result<Option<Entity>> {
+        let references = references(row, self.fields)?;
+        if references.is_empty() {
+            return Ok(None);
+        }
+        let mut row = row.clone();
+        for (field, reference) in references {
+            let empty = if reference.text {
+                crate::Value::String(String::new())
+            } else {
+                crate::Value::Binary(Vec::new())
+            };
+            row.properties.insert(field, empty);
+        }
+        Ok(Some(row))
+    }
 }
 
 /// The blob fields of `T`: none unless it declares some.

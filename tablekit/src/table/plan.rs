@@ -1,6 +1,8 @@
-//! Writes that span rows of one partition: a wide entity's parts, and an
-//! entity's [index rows](crate::index), sent as one entity group transaction
-//! guarded by the ETag of the entity's row.
+//! Writes that span rows of one partition: a wide entity's parts, and the
+//! rows kept beside an entity ([`CompanionRows`]: an index's rows), sent as
+//! one entity group transaction guarded by the ETag of the entity's row.
+//! The planner knows those rows only through their descriptor part: how
+//! many slots, how each is shared, how its rows are formed.
 //!
 //! The transaction is planned from the entity's current state: the rows it
 //! occupies now (its parts, its index rows) and the rows it will occupy.
@@ -30,10 +32,9 @@ use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::{TableBackendExt, send_operations};
-use crate::index::{self, IndexDef};
-use crate::pending;
-use crate::schema::{self, TableEntity};
+use crate::ext::{TableBackendExt, send_operations, too_many_operations};
+use crate::pending::{self, lists::ROW_PROPERTY};
+use crate::schema::{self, CompanionRows, Sharing, TableEntity};
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
 /// The stored state of an entity.
@@ -46,8 +47,8 @@ pub(crate) struct Current {
     pub(crate) parts: usize,
 }
 
-/// What an operation of a planned transaction is for. An index row's key
-/// is the operation's RowKey.
+/// What an operation of a planned transaction is for. A companion row's
+/// key is the operation's RowKey.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Role {
     /// The entity's row, or a wide entity's first part: its ETag is the
@@ -55,11 +56,12 @@ pub(super) enum Role {
     Row,
     /// Another part of a wide entity, or an outbox record.
     Entity,
-    /// Deletes an old index row.
-    IndexDelete,
-    /// Writes a row of index `index`.
-    IndexWrite(usize),
-    /// Changes an index entity, guarded by its ETag.
+    /// Deletes an old companion row (an index row).
+    CompanionDelete,
+    /// Writes a row of local slot `slot` (an index row).
+    CompanionWrite(usize),
+    /// Changes a [listed](Sharing::Listed) row (an index entity), guarded by
+    /// its ETag.
     List,
 }
 
@@ -133,7 +135,7 @@ impl<T: TableEntity> Table<T> {
         let writes: [&dyn Pending; 1] = [&pending];
         match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
             Ok(etags) => {
-                if !index::remote_indexes::<T>().is_empty() {
+                if remote_slots::<T>() != 0 {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
                         .await;
                 }
@@ -167,10 +169,10 @@ impl<T: TableEntity> Table<T> {
         let simple = T::DESCRIPTOR.writable()
             && !T::DESCRIPTOR.wide()
             && T::DESCRIPTOR.previous_kinds.is_empty()
-            && index::remote_indexes::<T>().is_empty()
+            && remote_slots::<T>() == 0
             && !T::DESCRIPTOR.write_needs().blobs
-            && !index::local_indexes::<T>().iter().any(|def| def.list);
-        let keys = keys.filter(|keys| simple && keys.len() == index::local_indexes::<T>().len())?;
+            && !any_listed::<T>();
+        let keys = keys.filter(|keys| simple && keys.len() == local_slots::<T>())?;
         let mut operations = Vec::with_capacity(1 + keys.len());
         operations.push(BatchOperation::Delete {
             partition_key: pk.to_owned(),
@@ -205,26 +207,29 @@ impl<T: TableEntity> Table<T> {
         })
     }
 
-    /// Decides about a unique index row `key` that already exists when the
-    /// entity `(pk, rk)` wants it: its own row, or a row naming an entity
-    /// that does not hold the value, is taken over under the returned ETag;
-    /// a row of another entity holding the value is a
+    /// Decides about a row `key` of the [exclusive](Sharing::Exclusive)
+    /// slot `i` (a unique index) that already exists when the entity
+    /// `(pk, rk)` wants it: its own row, or a row naming an entity that does
+    /// not hold the value, is taken over under the returned ETag; a row of
+    /// another entity holding the value is a
     /// [`UniqueViolation`](Error::UniqueViolation). `None`: the row is gone.
     pub(super) async fn claim_unique(
         &self,
-        def: &'static IndexDef,
         i: usize,
         key: &str,
         pk: &str,
         rk: &str,
     ) -> Result<Option<ETag>> {
+        let Some(rows) = companions::<T>() else {
+            return Ok(None);
+        };
         let row = match self
             .backend
             .get_entity(
                 &self.name,
                 pk,
                 key,
-                &GetOptions::default().select([index::ROW_PROPERTY]),
+                &GetOptions::default().select([ROW_PROPERTY]),
             )
             .await
         {
@@ -233,7 +238,7 @@ impl<T: TableEntity> Table<T> {
             Err(e) => return Err(e),
         };
         let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-        let holder = match row.properties.get(index::ROW_PROPERTY) {
+        let holder = match row.properties.get(ROW_PROPERTY) {
             Some(crate::Value::String(holder)) => holder.clone(),
             _ => return Ok(Some(etag)),
         };
@@ -241,8 +246,8 @@ impl<T: TableEntity> Table<T> {
             return Ok(Some(etag));
         }
         let holds = match self.read_current(pk, &holder).await? {
-            Some(current) => match index::decode_for_keys::<T>(&current.entity) {
-                Ok(value) => index::index_key(&value, i, &holder)? == key,
+            Some(current) => match schema::read_for_keys::<T>(&current.entity) {
+                Ok(value) => schema::local_key(&value, i, &holder)? == key,
                 // Not an entity of this type: it cannot hold the value.
                 Err(_) => false,
             },
@@ -252,8 +257,8 @@ impl<T: TableEntity> Table<T> {
             return Err(Error::UniqueViolation {
                 table: self.name.to_string(),
                 partition_key: pk.to_owned(),
-                index: def.name,
-                value: index::value_of(def, key).to_owned(),
+                index: rows.name(i),
+                value: rows.value_of(i, key).to_owned(),
                 held_by: holder,
             });
         }
@@ -302,9 +307,11 @@ pub(super) struct State<'a> {
     remote: Option<Box<RemoteState>>,
 }
 
-/// The indexes of a write kept in other partitions or tables: the write's
-/// sequence number, and each index's old and new RowKey.
+/// The companion rows of a write kept in other partitions or tables (the
+/// indexes kept elsewhere): the part that keeps them, the write's sequence
+/// number, and each slot's old and new RowKey.
 pub(super) struct RemoteState {
+    rows: &'static dyn CompanionRows,
     table: String,
     seq: i64,
     old: Vec<Option<String>>,
@@ -435,8 +442,8 @@ impl<T: TableEntity> Typed<'_, T> {
     fn needs_state() -> bool {
         T::DESCRIPTOR.wide()
             || !T::DESCRIPTOR.previous_kinds.is_empty()
-            || !index::local_indexes::<T>().is_empty()
-            || !index::remote_indexes::<T>().is_empty()
+            || local_slots::<T>() != 0
+            || remote_slots::<T>() != 0
     }
 
     fn error(&self, table: &str, make: fn(String, String, String) -> Error) -> Error {
@@ -467,10 +474,11 @@ impl<T: TableEntity> Typed<'_, T> {
         learned: &Learned,
     ) -> Result<State<'_>> {
         let mut state = self.base_state(backend, table, learned).await?;
-        if !index::remote_indexes::<T>().is_empty() {
-            state.remote = Some(Box::new(self.remote_state(backend, table, &state).await?));
+        if let Some(rows) = companions::<T>().filter(|rows| rows.remote() != 0) {
+            let remote = self.remote_state(rows, backend, table, &state).await?;
+            state.remote = Some(Box::new(remote));
         }
-        if !index::local_indexes::<T>().iter().any(|def| def.list) {
+        if !any_listed::<T>() {
             return Ok(state);
         }
         let (pk, rk) = self.keys();
@@ -480,12 +488,12 @@ impl<T: TableEntity> Typed<'_, T> {
             (
                 RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
                 Some(current),
-            ) => Some(index::index_keys(
-                &index::decode_for_keys::<T>(&self.merged_over(current))?,
+            ) => Some(schema::local_keys(
+                &schema::read_for_keys::<T>(&self.merged_over(current))?,
                 rk,
             )?),
-            _ => Some(index::index_keys(
-                &index::decode_for_keys::<T>(&self.entity)?,
+            _ => Some(schema::local_keys(
+                &schema::read_for_keys::<T>(&self.entity)?,
                 rk,
             )?),
         };
@@ -495,8 +503,8 @@ impl<T: TableEntity> Typed<'_, T> {
             .current
             .as_ref()
             .is_some_and(|current| current.entity.row_key != rk);
-        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
-            if !def.list {
+        for (i, rows) in local_slots_of::<T>() {
+            if rows.sharing(i) != Sharing::Listed {
                 continue;
             }
             // (An empty key: no row, for a value that is `None`.)
@@ -522,7 +530,7 @@ impl<T: TableEntity> Typed<'_, T> {
                 let row = backend.try_get_entity(table, pk, &key).await?;
                 let stored = row.map(|row| {
                     let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-                    (etag, index::list_members(&row))
+                    (etag, pending::lists::list_members(&row))
                 });
                 state.lists.retain(|(k, _)| *k != key);
                 state.lists.push((key, stored));
@@ -538,8 +546,8 @@ impl<T: TableEntity> Typed<'_, T> {
             (
                 RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
                 Some(current),
-            ) => Some(index::decode_for_keys::<T>(&self.merged_over(current))?),
-            _ => Some(index::decode_for_keys::<T>(&self.entity)?),
+            ) => Some(schema::read_for_keys::<T>(&self.merged_over(current))?),
+            _ => Some(schema::read_for_keys::<T>(&self.entity)?),
         })
     }
 
@@ -549,6 +557,7 @@ impl<T: TableEntity> Typed<'_, T> {
     /// these keys may have left a fence on).
     async fn remote_state(
         &self,
+        rows: &'static dyn CompanionRows,
         backend: &Arc<dyn TableBackend>,
         table: &str,
         state: &State<'_>,
@@ -556,16 +565,16 @@ impl<T: TableEntity> Typed<'_, T> {
         let (pk, rk) = self.keys();
         let current = state.current.as_deref();
         let old_value = current
-            .map(|current| index::decode_for_keys::<T>(&current.entity))
+            .map(|current| schema::read_for_keys::<T>(&current.entity))
             .transpose()?;
         let new_value = self.new_value(current)?;
         let keys = |value: &Option<T>| -> Result<Vec<Option<String>>> {
-            (0..index::remote_indexes::<T>().len())
+            (0..rows.remote())
                 .map(|i| {
                     // An empty key: an optional value that is `None`, no row.
                     value
                         .as_ref()
-                        .map(|v| index::remote_index_key(v, i, rk))
+                        .map(|v| schema::remote_key(v, i, rk))
                         .transpose()
                         .map(|key| key.filter(|key| !key.is_empty()))
                 })
@@ -584,24 +593,20 @@ impl<T: TableEntity> Typed<'_, T> {
                 .unwrap_or(0),
         };
         // The fences of the rows it newly writes, read at once.
-        let fences = index::remote_indexes::<T>()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, def)| {
-                let key = new[i].as_ref()?;
-                (old[i].as_ref() != Some(key)).then(|| {
-                    let (index_table, partition) = def.place(table, pk);
-                    let fence = index::remote_fence(def, key, rk);
-                    async move {
-                        pending::read_fence(backend.as_ref(), &index_table, &partition, &fence)
-                            .await
-                    }
-                })
-            });
+        let fences = (0..rows.remote()).filter_map(|i| {
+            let key = new[i].as_ref()?;
+            (old[i].as_ref() != Some(key)).then(|| {
+                let (index_table, partition, fence) = rows.remote_place(i, table, pk, key, rk);
+                async move {
+                    pending::read_fence(backend.as_ref(), &index_table, &partition, &fence).await
+                }
+            })
+        });
         for fence in futures::future::try_join_all(fences).await? {
             seq = seq.max(fence);
         }
         Ok(RemoteState {
+            rows,
             table: table.to_owned(),
             seq: seq + 1,
             old,
@@ -618,14 +623,17 @@ impl<T: TableEntity> Typed<'_, T> {
         at: DateTime,
     ) -> Entity {
         let (pk, rk) = self.keys();
-        let steps = index::remote_steps::<T>(
+        let steps = remote.rows.remote_steps(
             &remote.table,
             (pk, rk),
             remote.seq,
-            (&remote.old, &remote.new),
+            &remote.old,
+            &remote.new,
             new_row,
+            T::DESCRIPTOR.kind_properties,
         );
-        pending::record_row(&remote.table, pk, rk, remote.seq, at, "index", &steps)
+        let kind = remote.rows.record_kind();
+        pending::record_row(&remote.table, pk, rk, remote.seq, at, kind, &steps)
     }
 
     /// The entity's own state when it is known without reading: nothing
@@ -649,7 +657,7 @@ impl<T: TableEntity> Typed<'_, T> {
             && self.new_keys.is_some()
             && self.new_keys.as_deref() == self.known.as_deref();
         let use_known = !T::DESCRIPTOR.wide()
-            && index::remote_indexes::<T>().is_empty()
+            && remote_slots::<T>() == 0
             && (merge_in_place
                 || matches!(
                     &self.write,
@@ -730,13 +738,13 @@ impl<T: TableEntity> Typed<'_, T> {
                 }
             }));
         }
-        let keys = if index::local_indexes::<T>().is_empty() {
+        let keys = if local_slots::<T>() == 0 {
             Vec::new()
         } else {
             // Under the RowKey the entity lies at (a previous kind's, for a
             // renamed kind's row not moved yet).
-            let stored: T = index::decode_for_keys(&current.entity)?;
-            index::index_keys(&stored, &current.entity.row_key)?
+            let stored: T = schema::read_for_keys(&current.entity)?;
+            schema::local_keys(&stored, &current.entity.row_key)?
         };
         Ok(State {
             guard: Some(Cow::Owned(current.etag.clone())),
@@ -756,9 +764,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
 
     fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
         // Indexes kept elsewhere and index entities are read every time.
-        if !index::remote_indexes::<T>().is_empty()
-            || index::local_indexes::<T>().iter().any(|def| def.list)
-        {
+        if remote_slots::<T>() != 0 || any_listed::<T>() {
             return None;
         }
         self.known_base(learned)
@@ -767,8 +773,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     fn room(&self) -> usize {
         // The entity's row; for each index a delete and a write; an
         // outbox record.
-        1 + 2 * index::local_indexes::<T>().len()
-            + usize::from(!index::remote_indexes::<T>().is_empty())
+        1 + 2 * local_slots::<T>() + usize::from(remote_slots::<T>() != 0)
     }
 
     fn state<'a>(
@@ -781,7 +786,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     }
 
     fn spans(&self) -> Option<(&str, &str)> {
-        (!index::remote_indexes::<T>().is_empty()).then(|| self.keys())
+        (remote_slots::<T>() != 0).then(|| self.keys())
     }
 
     fn plan(
@@ -832,18 +837,17 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         let record = remote
             .as_ref()
             .map(|remote| self.remote_record(remote, new_row.as_ref(), at));
-        let new_keys: Option<Cow<'_, [String]>> =
-            match (&new_row, index::local_indexes::<T>().is_empty()) {
-                (Some(_), false) if self.new_keys.is_some() => {
-                    self.new_keys.as_deref().map(Cow::Borrowed)
-                }
-                (Some(row), false) => {
-                    let value: T = index::decode_for_keys(row)?;
-                    Some(Cow::Owned(index::index_keys(&value, rk)?))
-                }
-                (Some(_), true) => Some(Cow::Owned(Vec::new())),
-                (None, _) => None,
-            };
+        let new_keys: Option<Cow<'_, [String]>> = match (&new_row, local_slots::<T>() == 0) {
+            (Some(_), false) if self.new_keys.is_some() => {
+                self.new_keys.as_deref().map(Cow::Borrowed)
+            }
+            (Some(row), false) => {
+                let value: T = schema::read_for_keys(row)?;
+                Some(Cow::Owned(schema::local_keys(&value, rk)?))
+            }
+            (Some(_), true) => Some(Cow::Owned(Vec::new())),
+            (None, _) => None,
+        };
         // The entity's own operations.
         let guard_match = guard.map(|etag| IfMatch::ETag(etag.into_owned()));
         // A merge planned without reading (no index value moves): the
@@ -857,7 +861,9 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
-        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
+        for (i, rows) in local_slots_of::<T>() {
+            let sharing = rows.sharing(i);
+            let kind_properties = T::DESCRIPTOR.kind_properties;
             // An empty key stands for no row (an optional value that is `None`).
             let old = old_keys
                 .as_ref()
@@ -867,7 +873,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 .as_ref()
                 .and_then(|keys| keys.get(i))
                 .filter(|key| !key.is_empty());
-            if def.list {
+            if sharing == Sharing::Listed {
                 // The index entities of the old and the new value: this
                 // entity leaves one and joins the other (or, moving to its
                 // own RowKey, changes its entry in the one it stays in),
@@ -897,8 +903,12 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                         }
                         let operation = match (stored, members.is_empty()) {
                             (None, true) => continue,
-                            (None, false) => BatchOperation::Insert(index::list_row::<T>(
-                                def, pk, key, &members,
+                            (None, false) => BatchOperation::Insert(rows.list_row(
+                                i,
+                                pk,
+                                key,
+                                &members,
+                                kind_properties,
                             )?),
                             (Some((etag, _)), true) => BatchOperation::Delete {
                                 partition_key: pk.to_owned(),
@@ -906,7 +916,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                                 if_match: IfMatch::ETag(etag),
                             },
                             (Some((etag, _)), false) => BatchOperation::Update {
-                                entity: index::list_row::<T>(def, pk, key, &members)?,
+                                entity: rows.list_row(i, pk, key, &members, kind_properties)?,
                                 mode: UpdateMode::Replace,
                                 if_match: IfMatch::ETag(etag),
                             },
@@ -925,10 +935,10 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                     row_key: old.clone(),
                     if_match: IfMatch::Any,
                 };
-                out.push(operation, Role::IndexDelete);
+                out.push(operation, Role::CompanionDelete);
             }
             if let (Some(new), Some(row)) = (new, &new_row) {
-                let index_row = index::index_row::<T>(def, new.clone(), row);
+                let index_row = rows.local_row(i, new.clone(), row, kind_properties);
                 let operation = match learned.take_over(new) {
                     Some(etag) => BatchOperation::Update {
                         entity: index_row,
@@ -940,13 +950,15 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                         mode: UpdateMode::Merge,
                         if_match: IfMatch::Any,
                     },
-                    None if def.unique && old != Some(new) => BatchOperation::Insert(index_row),
+                    None if sharing == Sharing::Exclusive && old != Some(new) => {
+                        BatchOperation::Insert(index_row)
+                    }
                     None => BatchOperation::Upsert {
                         entity: index_row,
                         mode: UpdateMode::Replace,
                     },
                 };
-                out.push(operation, Role::IndexWrite(i));
+                out.push(operation, Role::CompanionWrite(i));
             }
         }
         if let Some(stored) = renamed {
@@ -1036,9 +1048,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         Box::pin(async move {
             let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
             let (pk, rk) = self.keys();
-            reader
-                .claim_unique(&index::local_indexes::<T>()[index], index, key, pk, rk)
-                .await
+            reader.claim_unique(index, key, pk, rk).await
         })
     }
 }
@@ -1098,7 +1108,7 @@ pub(super) async fn run(
             operations, owners, ..
         } = planned;
         if operations.len() > MAX_BATCH_OPERATIONS {
-            return Err(index::too_many_operations(operations.len()));
+            return Err(too_many_operations(operations.len()));
         }
         let (at, source) = match send_operations(backend.as_ref(), table, &operations).await {
             Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
@@ -1306,16 +1316,19 @@ fn failed(
             // again and retry.
             Next::Retry(precondition(table, write, w))
         }
-        (Role::IndexDelete, Error::EntityNotFound { .. }) => {
+        (Role::CompanionDelete, Error::EntityNotFound { .. }) => {
             learned[w].missing.push(key());
             Next::Retry(precondition(table, write, w))
         }
-        (Role::IndexWrite(index), Error::EntityAlreadyExists { .. }) => Next::Claim {
+        (Role::CompanionWrite(index), Error::EntityAlreadyExists { .. }) => Next::Claim {
             w,
             index,
             key: key(),
         },
-        (Role::IndexWrite(_), Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {
+        (
+            Role::CompanionWrite(_),
+            Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
+        ) => {
             // A row to take over changed or went, or a merge planned
             // without reading met a missing index row: look again, from
             // the stored entity.
@@ -1550,12 +1563,15 @@ impl<T: TableEntity> Table<T> {
                 }
             });
         }
-        for (i, def) in index::local_indexes::<T>().iter().enumerate() {
-            if let (true, Some(key)) = (def.list, old_keys.get(i).filter(|k| !k.is_empty())) {
+        for (i, rows) in local_slots_of::<T>() {
+            let listed = rows.sharing(i) == Sharing::Listed;
+            if let (true, Some(key)) = (listed, old_keys.get(i).filter(|k| !k.is_empty())) {
                 ops.push(pending::StepOp::ListRemove {
                     row_key: key.clone(),
                     member: rk.to_owned(),
-                    marker: T::DESCRIPTOR.kind_properties.then(|| def.name.to_owned()),
+                    marker: T::DESCRIPTOR
+                        .kind_properties
+                        .then(|| rows.name(i).to_owned()),
                 });
             }
         }
@@ -1568,14 +1584,44 @@ impl<T: TableEntity> Table<T> {
 /// for a type without indexes (or keys that do not encode, which the write
 /// reports when it plans).
 pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
-    if index::local_indexes::<T>().is_empty() {
+    if local_slots::<T>() == 0 {
         return None;
     }
-    index::index_keys(value, row_key).ok()
+    schema::local_keys(value, row_key).ok()
 }
 
 /// Whether `T` keeps index rows beside its entities (so a [`Loaded`](super::Loaded)
 /// carries their RowKeys).
 pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
-    !index::local_indexes::<T>().is_empty()
+    local_slots::<T>() != 0
+}
+
+/// The rows `T` keeps beside its entities, if any.
+fn companions<T: TableEntity>() -> Option<&'static dyn CompanionRows> {
+    T::DESCRIPTOR.companion_rows()
+}
+
+/// Each slot of `T`'s companion rows kept in the entity's partition, with
+/// the part that keeps it.
+fn local_slots_of<T: TableEntity>() -> impl Iterator<Item = (usize, &'static dyn CompanionRows)> {
+    companions::<T>()
+        .into_iter()
+        .flat_map(|rows| (0..rows.local()).map(move |i| (i, rows)))
+}
+
+/// How many slots of companion rows `T` keeps in the entity's partition.
+fn local_slots<T: TableEntity>() -> usize {
+    companions::<T>().map_or(0, |rows| rows.local())
+}
+
+/// How many slots of companion rows `T` keeps elsewhere.
+fn remote_slots<T: TableEntity>() -> usize {
+    companions::<T>().map_or(0, |rows| rows.remote())
+}
+
+/// Whether a local slot of `T` is shared as a list (an index entity), whose
+/// rows are read and changed under their ETag by every write.
+fn any_listed<T: TableEntity>() -> bool {
+    companions::<T>()
+        .is_some_and(|rows| (0..rows.local()).any(|i| rows.sharing(i) == Sharing::Listed))
 }

@@ -109,7 +109,7 @@ impl<T: TableEntity> Table<T> {
             .delete_as_step(&old_pk, &old_rk, &loaded.etag, &keep)
             .await?;
         if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
-            return Err(crate::index::too_many_operations(ops.len() + 1));
+            return Err(crate::ext::too_many_operations(ops.len() + 1));
         }
         let stale: Vec<String> =
             super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?
