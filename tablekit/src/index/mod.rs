@@ -244,6 +244,7 @@ impl DescriptorPart for IndexPart {
         }
     }
 
+    #[inline]
     fn companion_rows(&self) -> Option<&dyn CompanionRows> {
         (!self.local.is_empty() || !self.remote.is_empty()).then_some(self)
     }
@@ -252,14 +253,17 @@ impl DescriptorPart for IndexPart {
 /// The typed client plans index rows through this, as it plans any rows
 /// kept beside an entity.
 impl CompanionRows for IndexPart {
+    #[inline]
     fn local(&self) -> usize {
         self.local.len()
     }
 
+    #[inline]
     fn remote(&self) -> usize {
         self.remote.len()
     }
 
+    #[inline]
     fn sharing(&self, slot: usize) -> Sharing {
         let def = &self.local[slot];
         if def.list {
@@ -271,6 +275,7 @@ impl CompanionRows for IndexPart {
         }
     }
 
+    #[inline]
     fn name(&self, slot: usize) -> &'static str {
         self.local[slot].name
     }

@@ -209,6 +209,7 @@ impl EntityDescriptor {
     }
 
     /// The part that keeps rows beside each entity, if one does.
+    #[inline]
     pub fn companion_rows(&self) -> Option<&'static dyn CompanionRows> {
         self.parts
             .iter()
