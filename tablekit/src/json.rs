@@ -627,15 +627,24 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut collector = Collector::default();
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
-            let value = if name.starts_with("odata.") && name != "odata.etag" {
-                map.next_value::<serde::de::IgnoredAny>()?;
-                Raw::Null
-            } else {
-                map.next_value::<Raw<'de>>()?
-            };
+            let value = next_member_value(&name, &mut map)?;
             collector.add(name, value);
         }
         Ok(collector)
+    }
+}
+
+/// The value of member `name`, as a [`Collector`] takes it: skipped unread
+/// (as `null`) for the OData control members it ignores.
+fn next_member_value<'de, A: serde::de::MapAccess<'de>>(
+    name: &str,
+    map: &mut A,
+) -> Result<Raw<'de>, A::Error> {
+    if name.starts_with("odata.") && name != "odata.etag" {
+        map.next_value::<serde::de::IgnoredAny>()?;
+        Ok(Raw::Null)
+    } else {
+        map.next_value::<Raw<'de>>()
     }
 }
 
@@ -729,6 +738,10 @@ pub(crate) fn fields_from_str<'de>(
         keys: [Option<Raw<'de>>; 4],
         slots: Vec<Slot<'de>>,
         repeated: Option<String>,
+        /// The members of no field (boxed, and only when there are any):
+        /// not read into the value, but checked as the wire reader checks
+        /// them, so a document it refuses is refused here too.
+        extras: Option<Box<Collector<'de>>>,
     }
     impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
         type Value = Read<'de>;
@@ -743,6 +756,7 @@ pub(crate) fn fields_from_str<'de>(
                 keys: [None, None, None, None],
                 slots: Vec::with_capacity(self.fields),
                 repeated: None,
+                extras: None,
             };
             read.slots.resize_with(self.fields, || (None, None));
             while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
@@ -755,7 +769,8 @@ pub(crate) fn fields_from_str<'de>(
                         MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
                         MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
                         _ => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
+                            let value = next_member_value(&name, &mut map)?;
+                            read.extras.get_or_insert_default().add(name, value);
                             continue;
                         }
                     },
@@ -775,12 +790,18 @@ pub(crate) fn fields_from_str<'de>(
     if let Some(name) = read.repeated {
         return Err(InvalidInput::DuplicateProperty { name });
     }
+    // The members of no field: refused where the wire reader refuses them.
+    // An annotation of the kind or the version applies to it, as there.
+    let (kind_edm, version_edm) = match read.extras {
+        Some(extras) => extras.check_extras()?,
+        None => (None, None),
+    };
     let [partition_key, row_key, stored_kind, version] = read.keys;
     // The expected kind is settled here, without building its value; any
     // other is kept for the reader to refuse.
-    let stored_kind = match (stored_kind, kind) {
-        (Some(Raw::Str(stored)), Some(kind)) if stored == kind => None,
-        (stored, _) => stored,
+    let stored_kind = match (stored_kind, kind, kind_edm) {
+        (Some(Raw::Str(stored)), Some(kind), None) if stored == kind => None,
+        (stored, _, _) => stored,
     };
     // Errors are boxed: this runs for every field, and a small result keeps
     // the common path free of large moves.
@@ -805,8 +826,8 @@ pub(crate) fn fields_from_str<'de>(
     Ok(Fields {
         partition_key: key_text(partition_key, "PartitionKey")?,
         row_key: key_text(row_key, "RowKey")?,
-        kind: value(crate::props::KIND_PROPERTY, stored_kind, None).map_err(|e| *e)?,
-        version: value(crate::props::VERSION_PROPERTY, version, None).map_err(|e| *e)?,
+        kind: value_from(crate::props::KIND_PROPERTY, stored_kind, kind_edm)?,
+        version: value_from(crate::props::VERSION_PROPERTY, version, version_edm)?,
         values,
         names,
     })
@@ -973,11 +994,49 @@ impl<'de> Collector<'de> {
     /// Checks the members and hands each property's typed value to `push`,
     /// in order.
     fn finish(
-        self,
-        mut push: impl FnMut(Cow<'de, str>, Value),
+        mut self,
+        push: impl FnMut(Cow<'de, str>, Value),
     ) -> Result<Header<'de>, InvalidInput> {
-        // A name given twice is refused. Entities hold at most a few hundred
-        // members; fingerprints keep the pairwise check to integer compares.
+        self.check_members()?;
+        let header = Header {
+            partition_key: key_text(self.partition_key.take(), "PartitionKey")?,
+            row_key: key_text(self.row_key.take(), "RowKey")?,
+            etag: match self.etag.take() {
+                Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
+                _ => None,
+            },
+            timestamp: self.timestamp()?,
+        };
+        self.convert(push)?;
+        Ok(header)
+    }
+
+    /// The checks of [`finish`](Collector::finish) for the members of a
+    /// typed entity's JSON that no field reads: what the wire reader would
+    /// refuse in them is refused, and their values are dropped. Returns
+    /// the types the annotations of the kind and the version name, which
+    /// apply to them as they do on the wire reader's path.
+    fn check_extras(self) -> Result<(Option<EdmType>, Option<EdmType>), InvalidInput> {
+        self.check_members()?;
+        self.timestamp()?;
+        let edm_of = |name: &str| {
+            self.annotations
+                .iter()
+                .find(|(_, base, _, _)| base == name)
+                .and_then(|(_, _, _, edm)| *edm)
+        };
+        let edms = (
+            edm_of(crate::props::KIND_PROPERTY),
+            edm_of(crate::props::VERSION_PROPERTY),
+        );
+        self.convert(|_, _| {})?;
+        Ok(edms)
+    }
+
+    /// Refuses a member given twice and an annotation that names no type.
+    fn check_members(&self) -> Result<(), InvalidInput> {
+        // Entities hold at most a few hundred members; fingerprints keep the
+        // pairwise check to integer compares.
         fn first_repeated<T>(entries: &[T], key: impl Fn(&T) -> (u64, &str)) -> Option<&str> {
             entries.iter().enumerate().find_map(|(i, entry)| {
                 let (print, name) = key(entry);
@@ -1001,18 +1060,19 @@ impl<'de> Collector<'de> {
         if let Some((_, base, raw, _)) = self.annotations.iter().find(|a| a.3.is_none()) {
             annotation_type(base, raw)?;
         }
-        let header = Header {
-            partition_key: key_text(self.partition_key, "PartitionKey")?,
-            row_key: key_text(self.row_key, "RowKey")?,
-            etag: match self.etag {
-                Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
-                _ => None,
-            },
-            timestamp: match &self.timestamp {
-                Some(Raw::Str(text)) => Some(DateTime::parse(text)?),
-                _ => None,
-            },
-        };
+        Ok(())
+    }
+
+    /// The `Timestamp` member, when it is a string: it must be a time.
+    fn timestamp(&self) -> Result<Option<DateTime>, InvalidInput> {
+        match &self.timestamp {
+            Some(Raw::Str(text)) => Ok(Some(DateTime::parse(text)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Hands each property's typed value to `push`, in order.
+    fn convert(self, mut push: impl FnMut(Cow<'de, str>, Value)) -> Result<(), InvalidInput> {
         for (name, raw, print) in self.properties {
             let edm = self
                 .annotations
@@ -1023,7 +1083,7 @@ impl<'de> Collector<'de> {
                 push(name, value);
             }
         }
-        Ok(header)
+        Ok(())
     }
 }
 
@@ -1041,6 +1101,19 @@ fn key_text<'de>(raw: Option<Raw<'de>>, name: &str) -> Result<Cow<'de, str>, Inv
             }
             .into(),
         }),
+    }
+}
+
+/// A member's value of type `edm` (when annotated); `None` when absent or
+/// `null`.
+fn value_from(
+    name: &str,
+    raw: Option<Raw<'_>>,
+    edm: Option<EdmType>,
+) -> Result<Option<Value>, InvalidInput> {
+    match raw {
+        Some(raw) => value_from_raw(name, raw, edm).map_err(|e| *e),
+        None => Ok(None),
     }
 }
 

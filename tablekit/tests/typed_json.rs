@@ -445,9 +445,25 @@ fn typed_reads_cover_every_role() {
         schema::from_json::<Profile>(&no_code),
         Err(Error::Schema(SchemaError::Property { ref property, .. })) if property == "code"
     ));
-    // Members of no field are skipped, even given twice.
-    let extra = text.replace("{", "{\"x\":1,\"x\":2,");
+    // Members of no field are skipped...
+    let extra = text.replace("{", "{\"x\":1,\"y\":\"z\",\"odata.metadata\":[],");
     assert_eq!(schema::from_json::<Profile>(&extra).unwrap(), read);
+    // ...but refused where the wire reader refuses them: given twice, or
+    // holding what no property can.
+    for bad in [
+        "{\"x\":1,\"x\":2,",
+        "{\"x\":[1],",
+        "{\"x\":\"a\",\"x@odata.type\":\"Edm.Int64\",",
+        "{\"x@odata.type\":\"Edm.Nothing\",",
+        "{\"Timestamp\":\"yesterday\",",
+    ] {
+        let doc = text.replacen("{", bad, 1);
+        assert!(
+            matches!(schema::from_json::<Profile>(&doc), Err(Error::Invalid(_))),
+            "{doc}"
+        );
+        assert!(json::from_str(&doc).is_err(), "{doc}");
+    }
 }
 
 #[test]
@@ -533,4 +549,124 @@ fn from_json_refuses_what_to_json_refuses() {
     big["Name"] = "n".repeat(40_000).into();
     assert!(matches!(refused(&big), InvalidInput::StringTooLong { .. }));
     assert!(schema::to_json(&review("n".repeat(40_000), None, vec![], 1.5)).is_err());
+}
+
+/// A document changed at random: bytes replaced, removed or inserted, and
+/// members' texts swapped for ones that test the readers' rules.
+fn mutated(text: &str, edits: &[(usize, u8, u8)]) -> String {
+    const PIECES: &[&str] = &[
+        "\"",
+        "\\",
+        "\\u0000",
+        "\\ud800",
+        "@odata.type",
+        "\"Edm.Int64\"",
+        "\"Edm.Guid\"",
+        "\"Edm.DateTime\"",
+        "\"Edm.Binary\"",
+        "\"Edm.Double\"",
+        "null",
+        "[]",
+        "{}",
+        "1e999",
+        "-0",
+        "18446744073709551616",
+        "\"NaN\"",
+        ",\"Name\":\"twice\"",
+        ",\"Score@odata.type\":\"Edm.Int32\"",
+        "\"PartitionKey\"",
+        "\"RowKey\"",
+        "\"_Kind\"",
+        "\"_Version\"",
+        "\"Edm.String\"",
+        "\"Edm.Boolean\"",
+        "\"Edm.Int32\"",
+        "true",
+        "\"true\"",
+        "2147483648",
+        "-2147483649",
+        "1.0",
+        "\"1.5\"",
+        "\"INF\"",
+        "\"-Infinity\"",
+        ",\"Timestamp\":\"2020-01-01T00:00:00Z\"",
+        ",\"odata.etag\":\"W/x\"",
+        "@odata.type\":\"Edm.Int64\",\"",
+    ];
+    let mut bytes = text.as_bytes().to_vec();
+    for &(at, op, value) in edits {
+        let at = at % (bytes.len() + 1);
+        match op % 4 {
+            0 if at < bytes.len() => bytes[at] = value,
+            1 if at < bytes.len() => {
+                bytes.remove(at);
+            }
+            2 => bytes.insert(at, value),
+            _ => {
+                let piece = PIECES[usize::from(value) % PIECES.len()];
+                bytes.splice(at..at, piece.bytes());
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// The typed reader and the property map's reader agree on any text,
+    /// however damaged: both read the same value, or the typed reader
+    /// refuses it. It refuses more only for the checks `to_json` makes of
+    /// what it writes (names, count, size: the wire reader leaves those to
+    /// the store), never by reading a value differently. So no shortcut of
+    /// the typed path reads a value the entity path would not.
+    #[test]
+    fn both_readers_agree_on_damaged_documents(
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6),
+        person_doc in any::<bool>(),
+    ) {
+        if person_doc {
+            let text = mutated(&schema::to_json(&person(vec![1.5, -2.0])).unwrap(), &edits);
+            let typed = schema::from_json::<Person>(&text);
+            let via_entity = json::from_str(&text)
+                .map_err(Error::from)
+                .and_then(schema::from_entity_owned::<Person>);
+            agree(&text, &typed, &via_entity)?;
+        } else {
+            let r = review("Ada".into(), Some("n".into()), vec![1, 2], 1.5);
+            let text = mutated(&schema::to_json(&r).unwrap(), &edits);
+            let typed = schema::from_json::<Review>(&text);
+            let via_entity = json::from_str(&text)
+                .map_err(Error::from)
+                .and_then(schema::from_entity_owned::<Review>);
+            agree(&text, &typed, &via_entity)?;
+        }
+    }
+}
+
+/// See `both_readers_agree_on_damaged_documents`.
+fn agree<T: PartialEq + std::fmt::Debug>(
+    text: &str,
+    typed: &Result<T, Error>,
+    via_entity: &Result<T, Error>,
+) -> Result<(), TestCaseError> {
+    match (typed, via_entity) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+        (Err(_), Err(_)) => {}
+        (
+            Err(Error::Invalid(
+                InvalidInput::PropertyNameInvalid { .. }
+                | InvalidInput::PropertyNameEmpty
+                | InvalidInput::PropertyNameTooLong { .. }
+                | InvalidInput::PropertyNameReserved { .. }
+                | InvalidInput::TooManyProperties { .. }
+                | InvalidInput::EntityTooLarge { .. },
+            )),
+            Ok(_),
+        ) => {}
+        _ => prop_assert!(
+            false,
+            "{text}: typed {typed:?}, via the entity {via_entity:?}"
+        ),
+    }
+    Ok(())
 }

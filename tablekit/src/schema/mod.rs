@@ -520,13 +520,15 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
 /// Reads a typed value straight from its row's wire JSON (a request body or
 /// a response to a point read), with the checks of [`from_entity`]: no
 /// property map is built and no property name is copied. Members the type
-/// has no field for are ignored, as [`from_entity`] ignores them; a field's
-/// member given twice is refused ([`InvalidInput::DuplicateProperty`]). See
-/// [`to_json`] for an example.
+/// has no field for are not read into the value, as [`from_entity`] ignores
+/// them, but a document [`json::from_str`](crate::json::from_str) refuses is
+/// refused here too: a member given twice
+/// ([`InvalidInput::DuplicateProperty`]), an annotation that names no type,
+/// a value no property can hold. See [`to_json`] for an example.
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::DESCRIPTOR.checked_names {
         // Every property has a known field: each member goes straight to its
-        // field's slot, and members of no field are skipped unread.
+        // field's slot; members of no field are only checked.
         let mut fields = crate::json::fields_from_str(
             text,
             T::DESCRIPTOR.field_names,
