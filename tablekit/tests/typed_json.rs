@@ -670,3 +670,40 @@ fn agree<T: PartialEq + std::fmt::Debug>(
     }
     Ok(())
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+    /// A query page reads each of its rows as the entity reader reads it
+    /// alone: a row it reads is the same entity, a row it sets apart is one
+    /// the entity reader refuses; damage that breaks the page's structure
+    /// fails the whole page.
+    #[test]
+    fn page_rows_read_as_rows_alone(
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6),
+    ) {
+        let r = review("Ada".into(), Some("n".into()), vec![1, 2], 1.5);
+        let good = schema::to_json(&r).unwrap();
+        let row = mutated(&good, &edits);
+        let page = format!("{{\"value\":[{good},{row}],\"odata.metadata\":\"x\"}}");
+        let alone = json::from_str(&row);
+        match json::entities_from_str(&page) {
+            Ok((rows, apart)) => {
+                prop_assert_eq!(&rows[0], &json::from_str(&good).unwrap());
+                match alone {
+                    Ok(entity) => {
+                        prop_assert_eq!(rows.len(), 2);
+                        prop_assert_eq!(&rows[1], &entity);
+                        prop_assert!(apart.is_empty());
+                    }
+                    Err(_) => {
+                        prop_assert_eq!(rows.len(), 1);
+                        prop_assert_eq!(apart.len(), 1);
+                    }
+                }
+            }
+            // The damage broke the JSON itself: the row alone is no entity
+            // either.
+            Err(_) => prop_assert!(alone.is_err(), "{page}"),
+        }
+    }
+}
