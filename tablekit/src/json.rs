@@ -702,10 +702,13 @@ impl crate::props::PropertySource for Fields<'_> {
         let i = self.names.iter().position(|n| *n == name)?;
         self.values[i].take()
     }
+    #[inline]
     fn take_at(&mut self, index: usize, name: &str) -> Option<Value> {
         // The values are in `names`' order; the hint is checked, not trusted.
+        // The generated reader passes the very text the list holds: equal
+        // pointers settle the check without comparing the text.
         match self.names.get(index) {
-            Some(n) if *n == name => self.values[index].take(),
+            Some(n) if std::ptr::eq(*n, name) || *n == name => self.values[index].take(),
             _ => self.take(name),
         }
     }
@@ -752,9 +755,17 @@ pub(crate) fn fields_from_str<'de>(
             self,
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
+            // The slots' buffer becomes the values' (collected in place),
+            // so it is sized to hold a whole number of values: it is then
+            // kept as it is, not shrunk with a `realloc` on every read.
+            let (slot, value) = (size_of::<Slot<'de>>(), size_of::<Option<Value>>());
+            let mut room = self.fields;
+            while !(room * slot).is_multiple_of(value) {
+                room += 1;
+            }
             let mut read = Read {
                 keys: [None, None, None, None],
-                slots: Vec::with_capacity(self.fields),
+                slots: Vec::with_capacity(room),
                 repeated: None,
                 extras: None,
             };
