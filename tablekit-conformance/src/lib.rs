@@ -104,6 +104,7 @@ macro_rules! __with_table_tests {
             filters_follow_the_service_rules
             filter_values_cannot_inject
             filter_names_cannot_inject
+            random_filters_agree_with_the_evaluator
             batches_apply_all_operations
             batches_are_atomic
             batch_rules_are_enforced
