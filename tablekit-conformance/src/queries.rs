@@ -419,14 +419,6 @@ pub async fn random_filters_agree_with_the_evaluator(backend: &dyn TableBackend)
         rows.push(e);
     }
     load(backend, &table, rows.clone()).await;
-    const OPS: [CompareOp; 6] = [
-        CompareOp::Eq,
-        CompareOp::Ne,
-        CompareOp::Gt,
-        CompareOp::Ge,
-        CompareOp::Lt,
-        CompareOp::Le,
-    ];
     fn random_filter(
         rng: &mut fastrand::Rng,
         depth: usize,
@@ -434,7 +426,7 @@ pub async fn random_filters_agree_with_the_evaluator(backend: &dyn TableBackend)
         texts: &[&str],
     ) -> Filter {
         if depth == 0 || rng.u8(..3) == 0 {
-            let op = OPS[rng.usize(..OPS.len())];
+            let op = CompareOp::ALL[rng.usize(..CompareOp::ALL.len())];
             return match rng.u8(..10) {
                 0 => Filter::partition_key().compare(op, ["p", "O'x", "é", "q"][rng.usize(..4)]),
                 1 => Filter::row_key().compare(op, texts[rng.usize(..texts.len())]),

@@ -44,6 +44,16 @@ pub enum CompareOp {
 }
 
 impl CompareOp {
+    /// Every operator, in declaration order.
+    pub const ALL: [CompareOp; 6] = [
+        CompareOp::Eq,
+        CompareOp::Ne,
+        CompareOp::Gt,
+        CompareOp::Ge,
+        CompareOp::Lt,
+        CompareOp::Le,
+    ];
+
     /// The OData keyword.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -149,14 +149,7 @@ fn any_value() -> impl Strategy<Value = Value> {
 }
 
 fn any_op() -> impl Strategy<Value = CompareOp> {
-    prop::sample::select(vec![
-        CompareOp::Eq,
-        CompareOp::Ne,
-        CompareOp::Gt,
-        CompareOp::Ge,
-        CompareOp::Lt,
-        CompareOp::Le,
-    ])
+    prop::sample::select(CompareOp::ALL.to_vec())
 }
 
 fn any_filter() -> impl Strategy<Value = Filter> {
