@@ -263,3 +263,21 @@ mod prefix_end_tests {
         }
     }
 }
+
+/// Whether a byte of a key's text is plain: printable ASCII other than the
+/// four characters the store refuses in keys (`/`, `\`, `#`, `?`). A key
+/// of plain bytes needs no further look: it holds no forbidden character,
+/// and a string key part needs no escape. One table lookup per byte, for
+/// the checks every write and every typed read makes of its keys.
+pub(crate) fn is_plain_key_byte(b: u8) -> bool {
+    const PLAIN: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut b = 0x20;
+        while b < 0x7f {
+            table[b] = !matches!(b as u8, b'/' | b'\\' | b'#' | b'?');
+            b += 1;
+        }
+        table
+    };
+    PLAIN[usize::from(b)]
+}

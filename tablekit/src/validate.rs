@@ -39,7 +39,7 @@
 use crate::entity::{Entity, Properties};
 use crate::error::{InvalidInput, KeyKind};
 use crate::filter::Filter;
-use crate::keyorder::utf16_len;
+use crate::keyorder::{is_plain_key_byte, utf16_len};
 use crate::value::{Value, ValueRef};
 
 /// The store's limits, as constants.
@@ -149,8 +149,7 @@ pub fn is_forbidden_key_char(c: char) -> bool {
 pub fn key(kind: KeyKind, key: &str) -> Result<(), InvalidInput> {
     // One pass over the bytes settles the common case; only a key with a
     // suspect byte (a forbidden ASCII one, or any non-ASCII) is decoded.
-    let suspect = |b: u8| matches!(b, b'/' | b'\\' | b'#' | b'?' | 0..=0x1f | 0x7f..);
-    let forbidden = match key.bytes().position(suspect) {
+    let forbidden = match key.bytes().position(|b| !is_plain_key_byte(b)) {
         None => None,
         Some(start) => key[start..].chars().find(|c| is_forbidden_key_char(*c)),
     };
@@ -571,6 +570,19 @@ mod tests {
     use super::*;
     use crate::backend::checks::{batch, batch_payload_size, operation_payload_bound};
     use crate::error::Error;
+
+    /// A plain key byte is exactly an ASCII character the store allows in
+    /// keys: the fast pass of [`key`](super::key) decides as the slow one.
+    #[test]
+    fn plain_bytes_are_the_allowed_ascii_ones() {
+        for b in 0..=u8::MAX {
+            assert_eq!(
+                is_plain_key_byte(b),
+                b.is_ascii() && !is_forbidden_key_char(char::from(b)),
+                "{b:#x}"
+            );
+        }
+    }
 
     /// A batch whose bound is over 4 MiB but whose exact size is not passes;
     /// 100 bytes more and it is refused.

@@ -295,12 +295,10 @@ impl KeyPart for String {
     }
     fn read_key(text: &str) -> Result<Self, String> {
         // Most key strings are ASCII that needs no escape (and so holds no
-        // escape mark, which is not ASCII): copied whole. `escape` stays the
-        // one place that says which characters are escaped.
-        if text
-            .bytes()
-            .all(|b| b.is_ascii() && escape(char::from(b)).is_none())
-        {
+        // escape mark, which is not ASCII): copied whole. A plain byte is
+        // exactly an ASCII character `escape` leaves alone (checked by
+        // `plain_bytes_are_the_unescaped_ones`).
+        if text.bytes().all(crate::keyorder::is_plain_key_byte) {
             return Ok(text.to_owned());
         }
         let mut out = String::with_capacity(text.len());
@@ -626,5 +624,20 @@ impl<const W: usize> KeyPart for Padded<W> {
     fn read_key(text: &str) -> Result<Self, String> {
         const { assert!(W >= 1 && W <= 19, "Padded takes 1 to 19 digits") };
         read_digits(text, W).map(Padded)
+    }
+}
+
+#[cfg(test)]
+mod plain_bytes {
+    #[test]
+    fn plain_bytes_are_the_unescaped_ones() {
+        for b in 0..=u8::MAX {
+            let plain = crate::keyorder::is_plain_key_byte(b);
+            assert_eq!(
+                plain,
+                b.is_ascii() && super::escape(char::from(b)).is_none(),
+                "{b:#x}"
+            );
+        }
     }
 }
