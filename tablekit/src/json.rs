@@ -627,24 +627,15 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut collector = Collector::default();
         while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
-            let value = next_member_value(&name, &mut map)?;
+            let value = if name.starts_with("odata.") && name != "odata.etag" {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                Raw::Null
+            } else {
+                map.next_value::<Raw<'de>>()?
+            };
             collector.add(name, value);
         }
         Ok(collector)
-    }
-}
-
-/// The value of member `name`, as a [`Collector`] takes it: skipped unread
-/// (as `null`) for the OData control members it ignores.
-fn next_member_value<'de, A: serde::de::MapAccess<'de>>(
-    name: &str,
-    map: &mut A,
-) -> Result<Raw<'de>, A::Error> {
-    if name.starts_with("odata.") && name != "odata.etag" {
-        map.next_value::<serde::de::IgnoredAny>()?;
-        Ok(Raw::Null)
-    } else {
-        map.next_value::<Raw<'de>>()
     }
 }
 
@@ -738,7 +729,8 @@ pub(crate) fn fields_from_str<'de>(
     /// A member's value and its type annotation, until both are read.
     type Slot<'de> = (Option<Raw<'de>>, Option<Raw<'de>>);
     struct Read<'de> {
-        keys: [Option<Raw<'de>>; 4],
+        /// The keys, kind, version, ETag and Timestamp, in that order.
+        keys: [Option<Raw<'de>>; 6],
         slots: Vec<Slot<'de>>,
         repeated: Option<String>,
         /// The members of no field (boxed, and only when there are any):
@@ -764,7 +756,7 @@ pub(crate) fn fields_from_str<'de>(
                 room += 1;
             }
             let mut read = Read {
-                keys: [None, None, None, None],
+                keys: [None, None, None, None, None, None],
                 slots: Vec::with_capacity(room),
                 repeated: None,
                 extras: None,
@@ -779,11 +771,22 @@ pub(crate) fn fields_from_str<'de>(
                     n => match (self.slot_of)(n) {
                         MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
                         MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
-                        _ => {
-                            let value = next_member_value(&name, &mut map)?;
-                            read.extras.get_or_insert_default().add(name, value);
-                            continue;
-                        }
+                        // A member of no field: a response's own, or one
+                        // to check as the wire reader would.
+                        _ => match n {
+                            "odata.etag" => &mut read.keys[4],
+                            "Timestamp" => &mut read.keys[5],
+                            // The other OData control members are ignored.
+                            _ if n.starts_with("odata.") => {
+                                map.next_value::<serde::de::IgnoredAny>()?;
+                                continue;
+                            }
+                            _ => {
+                                let value = map.next_value::<Raw<'de>>()?;
+                                read.extras.get_or_insert_default().add(name, value);
+                                continue;
+                            }
+                        },
                     },
                 };
                 if slot.replace(map.next_value::<Raw<'de>>()?).is_some() {
@@ -807,7 +810,18 @@ pub(crate) fn fields_from_str<'de>(
         Some(extras) => extras.check_extras()?,
         None => (None, None),
     };
-    let [partition_key, row_key, stored_kind, version] = read.keys;
+    let [
+        partition_key,
+        row_key,
+        stored_kind,
+        version,
+        _etag,
+        timestamp,
+    ] = read.keys;
+    // A service's response carries the row's time: it must be one.
+    if let Some(Raw::Str(text)) = &timestamp {
+        DateTime::parse(text)?;
+    }
     // The expected kind is settled here, without building its value; any
     // other is kept for the reader to refuse.
     let stored_kind = match (stored_kind, kind, kind_edm) {

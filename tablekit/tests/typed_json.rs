@@ -707,3 +707,32 @@ proptest! {
         }
     }
 }
+
+/// A point read's response carries the row's OData members, ETag and time
+/// beside its properties: the typed reader reads the value from it, and
+/// refuses what the wire reader refuses in those members.
+#[test]
+fn typed_reads_take_responses() {
+    let r = review("Ada".into(), None, vec![1], 2.5);
+    let text = schema::to_json(&r).unwrap();
+    let response = text.replacen(
+        "{",
+        "{\"odata.metadata\":\"https://x/$metadata#Reviews/@Element\",\"odata.etag\":\"W/\\\"datetime'2020'\\\"\",\"Timestamp\":\"2020-01-02T03:04:05.1234567Z\",",
+        1,
+    );
+    assert_eq!(schema::from_json::<Review>(&response).unwrap(), r);
+    for bad in [
+        response.replace("\"Timestamp\":\"2020", "\"Timestamp\":\"x2020"),
+        response.replace(
+            "\"Timestamp\"",
+            "\"Timestamp\":\"2020-01-01T00:00:00Z\",\"Timestamp\"",
+        ),
+        response.replace("\"odata.etag\"", "\"odata.etag\":\"a\",\"odata.etag\""),
+    ] {
+        assert!(
+            matches!(schema::from_json::<Review>(&bad), Err(Error::Invalid(_))),
+            "{bad}"
+        );
+        assert!(json::from_str(&bad).is_err(), "{bad}");
+    }
+}
