@@ -722,9 +722,12 @@ pub(crate) fn fields_from_str<'de>(
     slot_of: fn(&str) -> MemberSlot,
     kind: Option<&str>,
 ) -> Result<Fields<'de>, InvalidInput> {
-    struct FieldsVisitor {
+    /// Reads the members into `read`, which the caller holds: the read state
+    /// is written in place, never moved through serde's result.
+    struct FieldsVisitor<'r, 'de> {
         fields: usize,
         slot_of: fn(&str) -> MemberSlot,
+        read: &'r mut Read<'de>,
     }
     /// A member's value and its type annotation, until both are read.
     type Slot<'de> = (Option<Raw<'de>>, Option<Raw<'de>>);
@@ -738,8 +741,8 @@ pub(crate) fn fields_from_str<'de>(
         /// them, so a document it refuses is refused here too.
         extras: Option<Box<Collector<'de>>>,
     }
-    impl<'de> serde::de::Visitor<'de> for FieldsVisitor {
-        type Value = Read<'de>;
+    impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, 'de> {
+        type Value = ();
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("an entity as a JSON object")
         }
@@ -747,21 +750,7 @@ pub(crate) fn fields_from_str<'de>(
             self,
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
-            // The slots' buffer becomes the values' (collected in place),
-            // so it is sized to hold a whole number of values: it is then
-            // kept as it is, not shrunk with a `realloc` on every read.
-            let (slot, value) = (size_of::<Slot<'de>>(), size_of::<Option<Value>>());
-            let mut room = self.fields;
-            while !(room * slot).is_multiple_of(value) {
-                room += 1;
-            }
-            let mut read = Read {
-                keys: [None, None, None, None, None, None],
-                slots: Vec::with_capacity(room),
-                repeated: None,
-                extras: None,
-            };
-            read.slots.resize_with(self.fields, || (None, None));
+            let read = self.read;
             while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
                 let slot = match &*name {
                     "PartitionKey" => &mut read.keys[0],
@@ -793,14 +782,31 @@ pub(crate) fn fields_from_str<'de>(
                     read.repeated.get_or_insert_with(|| name.into_owned());
                 }
             }
-            Ok(read)
+            Ok(())
         }
     }
+    // The slots' buffer becomes the values' (collected in place), so it is
+    // sized to hold a whole number of values: it is then kept as it is, not
+    // shrunk with a `realloc` on every read.
+    let fields = names.len();
+    let (slot, value) = (size_of::<Slot<'_>>(), size_of::<Option<Value>>());
+    let mut room = fields;
+    while !(room * slot).is_multiple_of(value) {
+        room += 1;
+    }
+    let mut read = Read {
+        keys: [None, None, None, None, None, None],
+        slots: Vec::with_capacity(room),
+        repeated: None,
+        extras: None,
+    };
+    read.slots.resize_with(fields, || (None, None));
     let visitor = FieldsVisitor {
-        fields: names.len(),
+        fields,
+        read: &mut read,
         slot_of,
     };
-    let read = parse_object(text, visitor, "a JSON object")?;
+    parse_object(text, visitor, "a JSON object")?;
     if let Some(name) = read.repeated {
         return Err(InvalidInput::DuplicateProperty { name });
     }
