@@ -825,9 +825,7 @@ pub(crate) fn fields_from_str<'de>(
         timestamp,
     ] = read.keys;
     // A service's response carries the row's time: it must be one.
-    if let Some(Raw::Str(text)) = &timestamp {
-        DateTime::parse(text)?;
-    }
+    timestamp_of(&timestamp)?;
     // The expected kind is settled here, without building its value; any
     // other is kept for the reader to refuse.
     let stored_kind = match (stored_kind, kind, kind_edm) {
@@ -1036,20 +1034,20 @@ impl<'de> Collector<'de> {
                 Some(Raw::Str(tag)) => Some(ETag::new(tag.into_owned())),
                 _ => None,
             },
-            timestamp: self.timestamp()?,
+            timestamp: timestamp_of(&self.timestamp)?,
         };
         self.convert(push)?;
         Ok(header)
     }
 
     /// The checks of [`finish`](Collector::finish) for the members of a
-    /// typed entity's JSON that no field reads: what the wire reader would
-    /// refuse in them is refused, and their values are dropped. Returns
+    /// typed entity's JSON that no field reads (the typed reader takes the
+    /// keys, ETag and Timestamp itself): what the wire reader would refuse
+    /// in them is refused, and their values are dropped. Returns
     /// the types the annotations of the kind and the version name, which
     /// apply to them as they do on the wire reader's path.
     fn check_extras(self) -> Result<(Option<EdmType>, Option<EdmType>), InvalidInput> {
         self.check_members()?;
-        self.timestamp()?;
         let edm_of = |name: &str| {
             self.annotations
                 .iter()
@@ -1094,14 +1092,6 @@ impl<'de> Collector<'de> {
         Ok(())
     }
 
-    /// The `Timestamp` member, when it is a string: it must be a time.
-    fn timestamp(&self) -> Result<Option<DateTime>, InvalidInput> {
-        match &self.timestamp {
-            Some(Raw::Str(text)) => Ok(Some(DateTime::parse(text)?)),
-            _ => Ok(None),
-        }
-    }
-
     /// Hands each property's typed value to `push`, in order.
     fn convert(self, mut push: impl FnMut(Cow<'de, str>, Value)) -> Result<(), InvalidInput> {
         for (name, raw, print) in self.properties {
@@ -1115,6 +1105,14 @@ impl<'de> Collector<'de> {
             }
         }
         Ok(())
+    }
+}
+
+/// The `Timestamp` member's time, when it is a string: it must be a time.
+fn timestamp_of(raw: &Option<Raw<'_>>) -> Result<Option<DateTime>, InvalidInput> {
+    match raw {
+        Some(Raw::Str(text)) => Ok(Some(DateTime::parse(text)?)),
+        _ => Ok(None),
     }
 }
 
