@@ -46,20 +46,9 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
             if absent.contains(&i) {
                 continue;
             }
-            if let StepOp::ListAdd {
-                row_key,
-                member,
-                marker,
-            }
-            | StepOp::ListRemove {
-                row_key,
-                member,
-                marker,
-            } = op
-            {
-                let add = matches!(op, StepOp::ListAdd { .. });
+            if let Some((add, row_key, member, marker)) = op.as_list() {
                 if let Some(operation) =
-                    list_operation(backend, step, row_key, member, marker.as_deref(), add).await?
+                    list_operation(backend, step, row_key, member, marker, add).await?
                 {
                     positions.push(i);
                     operations.push(operation);

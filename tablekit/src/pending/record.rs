@@ -99,6 +99,25 @@ impl StepOp {
             }
         }
     }
+
+    /// The change of an index entity this operation makes, read back as
+    /// [`list`](StepOp::list) takes it: whether it adds, the entity's RowKey,
+    /// the member and the marker. `None` for the other operations.
+    pub(crate) fn as_list(&self) -> Option<(bool, &str, &str, Option<&str>)> {
+        match self {
+            StepOp::ListAdd {
+                row_key,
+                member,
+                marker,
+            } => Some((true, row_key, member, marker.as_deref())),
+            StepOp::ListRemove {
+                row_key,
+                member,
+                marker,
+            } => Some((false, row_key, member, marker.as_deref())),
+            _ => None,
+        }
+    }
 }
 
 /// Rows of one partition to change together, once, fenced by the sequence
@@ -133,6 +152,16 @@ impl Step {
             if i > 0 {
                 out.push(',');
             }
+            if let Some((add, row_key, member, marker)) = op.as_list() {
+                let name = if add { "list_add" } else { "list_remove" };
+                let marker = marker.map_or_else(|| "null".to_owned(), text);
+                out.push_str(&format!(
+                    "{{\"{name}\":{{\"rk\":{},\"member\":{},\"marker\":{marker}}}}}",
+                    text(row_key),
+                    text(member)
+                ));
+                continue;
+            }
             match op {
                 StepOp::Put(entity) | StepOp::Insert(entity) => {
                     let name = if matches!(op, StepOp::Put(_)) {
@@ -155,28 +184,8 @@ impl Step {
                         text(etag.as_str())
                     ));
                 }
-                StepOp::ListAdd {
-                    row_key,
-                    member,
-                    marker,
-                }
-                | StepOp::ListRemove {
-                    row_key,
-                    member,
-                    marker,
-                } => {
-                    let name = if matches!(op, StepOp::ListAdd { .. }) {
-                        "list_add"
-                    } else {
-                        "list_remove"
-                    };
-                    let marker = marker.as_deref().map_or_else(|| "null".to_owned(), text);
-                    out.push_str(&format!(
-                        "{{\"{name}\":{{\"rk\":{},\"member\":{},\"marker\":{marker}}}}}",
-                        text(row_key),
-                        text(member)
-                    ));
-                }
+                // Written above.
+                StepOp::ListAdd { .. } | StepOp::ListRemove { .. } => {}
             }
         }
         out.push_str("]}");
