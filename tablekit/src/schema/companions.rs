@@ -25,12 +25,7 @@ pub(crate) fn local_key<T: TableEntity>(
     slot: usize,
     row_key: &str,
 ) -> Result<String, Error> {
-    key_of(
-        value,
-        row_key,
-        |_| slot,
-        |rows, encoded| rows.local_key(slot, encoded, row_key),
-    )
+    key_of(value, slot, false, row_key)
 }
 
 /// The RowKey of `value`'s row in remote slot `slot` (numbered among the
@@ -40,31 +35,31 @@ pub(crate) fn remote_key<T: TableEntity>(
     slot: usize,
     row_key: &str,
 ) -> Result<String, Error> {
-    key_of(
-        value,
-        row_key,
-        |rows| rows.local() + slot,
-        |rows, encoded| rows.remote_key(slot, encoded, row_key),
-    )
+    key_of(value, slot, true, row_key)
 }
 
-/// What `write_index_key` writes for `value` at the slot `number` gives,
-/// made a RowKey by `finish`; empty when it writes nothing.
+/// What `write_index_key` writes for `value` at the local or `remote` slot
+/// `slot`, made a RowKey by the part; empty when it writes nothing.
 fn key_of<T: TableEntity>(
     value: &T,
+    slot: usize,
+    remote: bool,
     row_key: &str,
-    number: impl FnOnce(&dyn CompanionRows) -> usize,
-    finish: impl FnOnce(&dyn CompanionRows, String) -> Result<String, Error>,
 ) -> Result<String, Error> {
     let Some(rows) = rows::<T>() else {
         return Ok(String::new());
     };
     let mut encoded = String::with_capacity(row_key.len() + 32);
-    value.write_index_key(number(rows), &mut encoded);
+    // `write_index_key` numbers the remote slots after the local ones.
+    let number = if remote { rows.local() + slot } else { slot };
+    value.write_index_key(number, &mut encoded);
     if encoded.is_empty() {
-        return Ok(encoded);
+        Ok(encoded)
+    } else if remote {
+        rows.remote_key(slot, encoded, row_key)
+    } else {
+        rows.local_key(slot, encoded, row_key)
     }
-    finish(rows, encoded)
 }
 
 /// Reads `row` as `T` to compute its companion keys: a value kept outside
