@@ -359,8 +359,26 @@ where
     if let Some(before) = before {
         t.insert(before).await.expect("insert");
     }
+    let done = write_dropped(t, pk, rk, after, how, k).await;
+    h.upkeep().await;
+    let deletes = matches!(how, Write::Delete | Write::DeleteUnconditionally);
+    let after = (!deletes).then_some(after);
+    let what = format!("{how:?} (k = {k})");
+    one_of(t.get(pk, rk).await.expect("get"), before, after, &what);
+    done
+}
+
+/// Makes `how` write `after` (the keys of `pk` and `rk`, stored already
+/// unless `how` inserts), dropped after poll `k`. Whether the write
+/// completed.
+async fn write_dropped<T, P, R>(t: &Table<T>, pk: P, rk: R, after: &T, how: Write, k: usize) -> bool
+where
+    T: tablekit::TableEntity + Clone + PartialEq + std::fmt::Debug + Send + 'static,
+    P: tablekit::schema::KeyArg<T::PartitionKey> + Copy,
+    R: tablekit::schema::KeyArg<T::RowKey> + Copy,
+{
     let read = || async { t.get(pk, rk).await.expect("get").expect("stored") };
-    let done = match how {
+    match how {
         Write::Insert => drop_after_polls(k, t.insert(after)).await.map(drop),
         Write::Upsert => drop_after_polls(k, t.upsert(after)).await.map(drop),
         Write::Update => {
@@ -387,13 +405,7 @@ where
             .await
             .map(drop),
     }
-    .is_some();
-    h.upkeep().await;
-    let deletes = matches!(how, Write::Delete | Write::DeleteUnconditionally);
-    let after = (!deletes).then_some(after);
-    let what = format!("{how:?} (k = {k})");
-    one_of(t.get(pk, rk).await.expect("get"), before, after, &what);
-    done
+    .is_some()
 }
 
 /// Runs `$body` (which returns whether the write completed) for k = 1, 2,
@@ -815,33 +827,7 @@ async fn renamed_kind_paths(h: &Harness, out: &mut CancelOutcomes) {
                 ..Widget::from(v1(&pk, 2))
             };
             let pk = &*pk;
-            let done = match how {
-                Write::Upsert => drop_after_polls(k, t.upsert(&after)).await.map(drop),
-                Write::Update => {
-                    let change = after.clone();
-                    let update = t.update(pk, "w", move |value| *value = change.clone());
-                    drop_after_polls(k, update).await.map(drop)
-                }
-                Write::Replace | Write::Merge => {
-                    let mut loaded = t.get(pk, "w").await.expect("get").expect("stored");
-                    *loaded = after.clone();
-                    let write = async {
-                        match how {
-                            Write::Replace => t.replace(&mut loaded).await,
-                            _ => t.merge(&mut loaded).await,
-                        }
-                    };
-                    drop_after_polls(k, write).await.map(drop)
-                }
-                Write::Delete => {
-                    let loaded = t.get(pk, "w").await.expect("get").expect("stored");
-                    drop_after_polls(k, t.delete(&loaded)).await.map(drop)
-                }
-                _ => drop_after_polls(k, t.delete_unconditionally(pk, "w"))
-                    .await
-                    .map(drop),
-            }
-            .is_some();
+            let done = write_dropped(&t, pk, "w", &after, how, k).await;
             h.upkeep().await;
             let deletes = matches!(how, Write::Delete | Write::DeleteUnconditionally);
             let what = format!("{path} (k = {k})");
