@@ -486,14 +486,31 @@ where
                         Loaded::etag(&loaded).clone(),
                         None,
                     );
-                    old.replace(&mut v1).await.expect("old program's replace");
-                    model.insert(key, P::New::from((*v1).clone()));
+                    match old.replace(&mut v1).await {
+                        Ok(_) => {
+                            model.insert(key, P::New::from((*v1).clone()));
+                        }
+                        // Over a network a request of the migration just
+                        // dropped can still land: this row's upgrade came
+                        // in between, and the older program's write is
+                        // refused. The row holds the upgrade of `expected`.
+                        Err(Error::NewerVersion { .. } | Error::PreconditionFailed { .. }) => {
+                            upgraded_meanwhile(&new, &key, &expected).await;
+                        }
+                        Err(e) => panic!("old program's replace: {e:?}"),
+                    }
                 } else {
                     P::change(&mut loaded, &mut rng);
-                    new.replace(&mut loaded)
-                        .await
-                        .expect("new program's replace");
-                    model.insert(key, (*loaded).clone());
+                    match new.replace(&mut loaded).await {
+                        Ok(_) => {
+                            model.insert(key, (*loaded).clone());
+                        }
+                        // As above: the late upgrade changed the row's ETag.
+                        Err(Error::PreconditionFailed { .. }) => {
+                            upgraded_meanwhile(&new, &key, &expected).await;
+                        }
+                        Err(e) => panic!("new program's replace: {e:?}"),
+                    }
                 }
                 out.changed_meanwhile += 1;
             }
@@ -1177,4 +1194,24 @@ pub(crate) async fn row_keys_under(
     let mut keys: Vec<String> = rows.into_iter().map(|row| row.row_key).collect();
     keys.sort();
     keys
+}
+
+/// A write between migration attempts was refused because a request of the
+/// dropped migration landed after it was read: the row must then be the
+/// upgrade of what was stored (`expected`), at version 2, or the refusal
+/// was wrong.
+async fn upgraded_meanwhile<N>(new: &Table<N>, key: &(String, String), expected: &N)
+where
+    N: TableEntity<PartitionKey = String, RowKey = String> + PartialEq + std::fmt::Debug,
+{
+    let now = new
+        .get(key.0.clone(), key.1.clone())
+        .await
+        .expect("get")
+        .expect("there");
+    assert_eq!(Loaded::version(&now), Some(2), "refused, but not upgraded");
+    assert_eq!(
+        &*now, expected,
+        "refused, but not the upgrade of the stored row"
+    );
 }
