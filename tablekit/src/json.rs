@@ -503,6 +503,7 @@ pub fn entities_from_str(text: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>
 /// A JSON member value before its type annotation is known. Strings are
 /// borrowed from the input when they hold no escapes, so annotations and
 /// values that are parsed (Int64, DateTime, Guid, Binary) cost no allocation.
+#[derive(Clone)]
 enum Raw<'de> {
     Str(Cow<'de, str>),
     Int(i64),
@@ -639,23 +640,94 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
     }
 }
 
+/// A field's member as read: its value and its type annotation, each when
+/// present.
+type Slot<'de> = (Option<Raw<'de>>, Option<Raw<'de>>);
+
+/// Where [`fields_from_str`] keeps a document's members until they are
+/// taken, held by the caller: on the stack for a type of up to 16 fields,
+/// so a typed read allocates nothing of its own.
+pub(crate) struct SlotBuffer<'de> {
+    inline: [Slot<'de>; 16],
+    heap: Vec<Slot<'de>>,
+}
+
+impl<'de> SlotBuffer<'de> {
+    /// An empty buffer.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        SlotBuffer {
+            inline: Default::default(),
+            heap: Vec::new(),
+        }
+    }
+
+    /// `n` empty slots.
+    #[inline]
+    fn slots(&mut self, n: usize) -> &mut [Slot<'de>] {
+        if n <= self.inline.len() {
+            return &mut self.inline[..n];
+        }
+        self.heap.resize_with(n, || (None, None));
+        &mut self.heap
+    }
+}
+
+/// The values of the slots left when they were converted at once, and the
+/// first that did not convert.
+type Converted = (Vec<Option<Value>>, Option<Box<InvalidInput>>);
+
 /// The members of an entity's JSON that a typed entity has fields for, each
 /// in its field's slot: what [`schema::from_json`](crate::schema::from_json)
 /// reads a type with [`checked_names`](crate::schema::EntityDescriptor::checked_names)
 /// from.
-pub(crate) struct Fields<'de> {
+///
+/// A value is converted from its JSON when the reader takes it
+/// ([`take_at`](crate::props::PropertySource::take_at)), so it goes from the
+/// text to its field without a pass of its own. A value that does not
+/// convert is kept as the source's [`value_error`](Fields::value_error),
+/// which the caller checks after reading: a field that can be absent must
+/// not turn a bad value into a missing one. The first value read by
+/// reference ([`get`](crate::props::PropertySource::get)) converts all that
+/// are left at once.
+pub(crate) struct Fields<'s, 'de> {
     partition_key: Cow<'de, str>,
     row_key: Cow<'de, str>,
     kind: Option<Value>,
     version: Option<Value>,
     names: &'static [&'static str],
-    values: Vec<Option<Value>>,
+    /// The members not yet taken, in `names`' order.
+    slots: &'s mut [Slot<'de>],
+    /// Every member left, converted at once: when one is read by reference,
+    /// or all are checked.
+    converted: std::cell::OnceCell<Converted>,
+    /// The first value a take could not convert.
+    error: Option<Box<InvalidInput>>,
+    /// Whether the kind and the version were given (each 1 or 0).
+    listed: usize,
+    /// Every slot before this one is taken: the reader takes them in order,
+    /// so this reaches the end and nothing is left to check.
+    next: usize,
 }
 
-impl<'de> Fields<'de> {
-    /// Every value read, with its property name (the kind and version
-    /// included).
-    pub(crate) fn present(&self) -> impl Iterator<Item = (&str, &Value)> {
+impl<'de> Fields<'_, 'de> {
+    /// How many properties the document holds (the kind and version
+    /// included), before any is taken: members that are not `null`.
+    pub(crate) fn count(&self) -> usize {
+        let values = self.slots.iter();
+        self.listed
+            + values
+                .filter(|(raw, _)| !matches!(raw, None | Some(Raw::Null)))
+                .count()
+    }
+
+    /// Every value, with its property name (the kind and version
+    /// included); the first value that does not convert is the error.
+    pub(crate) fn present(&mut self) -> Result<impl Iterator<Item = (&str, &Value)>, InvalidInput> {
+        let values = match self.converted() {
+            (_, Some(e)) => return Err(InvalidInput::clone(e)),
+            (values, None) => values,
+        };
         let kind = self.kind.as_ref().map(|v| (crate::props::KIND_PROPERTY, v));
         let version = self
             .version
@@ -664,9 +736,9 @@ impl<'de> Fields<'de> {
         let values = self
             .names
             .iter()
-            .zip(&self.values)
+            .zip(values)
             .filter_map(|(name, value)| Some((*name, value.as_ref()?)));
-        kind.into_iter().chain(version).chain(values)
+        Ok(kind.into_iter().chain(version).chain(values))
     }
 
     /// Takes the keys out.
@@ -676,72 +748,146 @@ impl<'de> Fields<'de> {
             std::mem::take(&mut self.row_key),
         )
     }
+
+    /// The first value of the document that does not convert, in field
+    /// order: one met while reading, else one of those never read. `None`
+    /// when every value converts.
+    pub(crate) fn value_error(&mut self) -> Option<InvalidInput> {
+        if let Some(e) = self.error.take() {
+            return Some(*e);
+        }
+        if let Some((_, error)) = self.converted.get_mut() {
+            return error.take().map(|e| *e);
+        }
+        let next = self.next;
+        self.slots[next..]
+            .iter_mut()
+            .zip(&self.names[next..])
+            .find_map(|(slot, name)| slot_value(name, std::mem::take(slot)).err())
+            .map(|e| *e)
+    }
+
+    /// The members left, converted (once).
+    fn converted(&self) -> &Converted {
+        self.converted.get_or_init(|| {
+            let mut error = None;
+            let values = self
+                .slots
+                .iter()
+                .zip(self.names)
+                .map(|((raw, annotation), name)| {
+                    slot_value(name, (raw.clone(), annotation.clone())).unwrap_or_else(|e| {
+                        error.get_or_insert(e);
+                        None
+                    })
+                })
+                .collect();
+            (values, error)
+        })
+    }
+
+    /// Takes the value at `index` out, converting it.
+    #[inline]
+    fn take_slot(&mut self, index: usize) -> Option<Value> {
+        if let Some((values, _)) = self.converted.get_mut() {
+            return values[index].take();
+        }
+        /// Keeps the first error met (rarely: out of the common path).
+        #[cold]
+        fn keep(error: &mut Option<Box<InvalidInput>>, e: Box<InvalidInput>) -> Option<Value> {
+            error.get_or_insert(e);
+            None
+        }
+        let slot = std::mem::take(&mut self.slots[index]);
+        if index == self.next {
+            self.next += 1;
+        }
+        match slot_value(self.names[index], slot) {
+            Ok(value) => value,
+            Err(e) => keep(&mut self.error, e),
+        }
+    }
 }
 
-impl crate::props::PropertySource for Fields<'_> {
+impl crate::props::PropertySource for Fields<'_, '_> {
     fn get(&self, name: &str) -> Option<&Value> {
         match name {
             crate::props::KIND_PROPERTY => self.kind.as_ref(),
             crate::props::VERSION_PROPERTY => self.version.as_ref(),
             _ => {
                 let i = self.names.iter().position(|n| *n == name)?;
-                self.values[i].as_ref()
+                self.converted().0[i].as_ref()
             }
         }
     }
     fn take(&mut self, name: &str) -> Option<Value> {
         let i = self.names.iter().position(|n| *n == name)?;
-        self.values[i].take()
+        self.take_slot(i)
     }
     #[inline]
     fn take_at(&mut self, index: usize, name: &str) -> Option<Value> {
-        // The values are in `names`' order; the hint is checked, not trusted.
+        // The slots are in `names`' order; the hint is checked, not trusted.
         // The generated reader passes the very text the list holds: equal
         // pointers settle the check without comparing the text.
         match self.names.get(index) {
-            Some(n) if std::ptr::eq(*n, name) || *n == name => self.values[index].take(),
+            Some(n) if std::ptr::eq(*n, name) || *n == name => self.take_slot(index),
             _ => self.take(name),
         }
     }
     fn extract(&mut self, select: &mut dyn FnMut(&str) -> bool) -> Vec<(String, Value)> {
-        self.names
+        let names = self.names;
+        names
             .iter()
-            .zip(&mut self.values)
-            .filter(|(name, value)| value.is_some() && select(name))
-            .filter_map(|(name, value)| Some(((*name).to_owned(), value.take()?)))
+            .enumerate()
+            .filter(|(_, name)| select(name))
+            .filter_map(|(i, name)| Some(((*name).to_owned(), self.take_slot(i)?)))
             .collect()
+    }
+}
+
+/// A field's value from its member and annotation; `None` when absent or
+/// `null`. The error is boxed: this runs for every field, and a small
+/// result keeps the common path free of large moves.
+#[inline]
+fn slot_value(name: &str, (raw, annotation): Slot<'_>) -> Result<Option<Value>, Box<InvalidInput>> {
+    let edm = match annotation {
+        None => None,
+        Some(annotation) => Some(annotation_type(name, &annotation).map_err(Box::new)?),
+    };
+    match raw {
+        Some(raw) => value_from_raw(name, raw, edm),
+        None => Ok(None),
     }
 }
 
 /// Reads the members of an entity's JSON text that `names` lists (and the
 /// keys, kind and version), each into its slot; other members are skipped.
 /// A listed member given twice is refused, as [`from_str`] refuses it.
-pub(crate) fn fields_from_str<'de>(
+pub(crate) fn fields_from_str<'s, 'de>(
     text: &'de str,
     names: &'static [&'static str],
     slot_of: fn(&str) -> MemberSlot,
     kind: Option<&str>,
-) -> Result<Fields<'de>, InvalidInput> {
+    buffer: &'s mut SlotBuffer<'de>,
+) -> Result<Fields<'s, 'de>, InvalidInput> {
     /// Reads the members into `read`, which the caller holds: the read state
     /// is written in place, never moved through serde's result.
-    struct FieldsVisitor<'r, 'de> {
+    struct FieldsVisitor<'r, 's, 'de> {
         fields: usize,
         slot_of: fn(&str) -> MemberSlot,
-        read: &'r mut Read<'de>,
+        read: &'r mut Read<'s, 'de>,
     }
-    /// A member's value and its type annotation, until both are read.
-    type Slot<'de> = (Option<Raw<'de>>, Option<Raw<'de>>);
-    struct Read<'de> {
+    struct Read<'s, 'de> {
         /// The keys, kind, version, ETag and Timestamp, in that order.
         keys: [Option<Raw<'de>>; 6],
-        slots: Vec<Slot<'de>>,
+        slots: &'s mut [Slot<'de>],
         repeated: Option<String>,
         /// The members of no field (boxed, and only when there are any):
         /// not read into the value, but checked as the wire reader checks
         /// them, so a document it refuses is refused here too.
         extras: Option<Box<Collector<'de>>>,
     }
-    impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, 'de> {
+    impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_, 'de> {
         type Value = ();
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("an entity as a JSON object")
@@ -785,22 +931,13 @@ pub(crate) fn fields_from_str<'de>(
             Ok(())
         }
     }
-    // The slots' buffer becomes the values' (collected in place), so it is
-    // sized to hold a whole number of values: it is then kept as it is, not
-    // shrunk with a `realloc` on every read.
     let fields = names.len();
-    let (slot, value) = (size_of::<Slot<'_>>(), size_of::<Option<Value>>());
-    let mut room = fields;
-    while !(room * slot).is_multiple_of(value) {
-        room += 1;
-    }
     let mut read = Read {
         keys: [None, None, None, None, None, None],
-        slots: Vec::with_capacity(room),
+        slots: buffer.slots(fields),
         repeated: None,
         extras: None,
     };
-    read.slots.resize_with(fields, || (None, None));
     let visitor = FieldsVisitor {
         fields,
         read: &mut read,
@@ -826,39 +963,26 @@ pub(crate) fn fields_from_str<'de>(
     ] = read.keys;
     // A service's response carries the row's time: it must be one.
     timestamp_of(&timestamp)?;
+    // Counted here, before any is taken: `null` is an absent property.
+    let present = |raw: &Option<Raw<'_>>| !matches!(raw, None | Some(Raw::Null));
+    let listed = usize::from(present(&stored_kind)) + usize::from(present(&version));
     // The expected kind is settled here, without building its value; any
     // other is kept for the reader to refuse.
     let stored_kind = match (stored_kind, kind, kind_edm) {
         (Some(Raw::Str(stored)), Some(kind), None) if stored == kind => None,
         (stored, _, _) => stored,
     };
-    // Errors are boxed: this runs for every field, and a small result keeps
-    // the common path free of large moves.
-    let value = |name: &str, raw: Option<Raw<'_>>, annotation: Option<Raw<'_>>| {
-        let edm = match annotation {
-            None => None,
-            Some(annotation) => Some(annotation_type(name, &annotation).map_err(Box::new)?),
-        };
-        match raw {
-            Some(raw) => value_from_raw(name, raw, edm),
-            None => Ok(None),
-        }
-    };
-    // Converted in place: the slots' vector becomes the values' vector.
-    let values = read
-        .slots
-        .into_iter()
-        .zip(names)
-        .map(|((raw, annotation), name)| value(name, raw, annotation))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| *e)?;
     Ok(Fields {
         partition_key: key_text(partition_key, "PartitionKey")?,
         row_key: key_text(row_key, "RowKey")?,
         kind: value_from(crate::props::KIND_PROPERTY, stored_kind, kind_edm)?,
         version: value_from(crate::props::VERSION_PROPERTY, version, version_edm)?,
-        values,
         names,
+        slots: read.slots,
+        converted: std::cell::OnceCell::new(),
+        error: None,
+        listed,
+        next: 0,
     })
 }
 
@@ -1272,12 +1396,111 @@ mod tests {
         const NAMES: &[&str] = &["A", "B"];
         let slot = |name: &str| MemberSlot::search(NAMES, name);
         let text = r#"{"PartitionKey":"p","RowKey":"r","B":"b","A":1,"C":true}"#;
-        let mut fields = fields_from_str(text, NAMES, slot, None).unwrap();
+        let mut buffer = SlotBuffer::new();
+        let mut fields = fields_from_str(text, NAMES, slot, None, &mut buffer).unwrap();
         // A wrong or out-of-range hint falls back to the search by name.
         assert_eq!(fields.take_at(0, "B"), Some(Value::String("b".into())));
         assert_eq!(fields.take_at(7, "A"), Some(Value::Int32(1)));
         assert_eq!(fields.take_at(0, "A"), None);
         assert_eq!(fields.take_at(2, "C"), None);
+    }
+
+    /// The typed reader's source converts a value when it is taken, keeps
+    /// the first that does not convert, converts what is left when one is
+    /// read by reference, and counts what an entity would count; for a type
+    /// of few fields and for one whose slots do not fit on the stack.
+    #[test]
+    fn typed_slots_convert_when_taken() {
+        use crate::props::PropertySource;
+        fn names_of(count: usize) -> &'static [&'static str] {
+            Vec::leak(
+                (0..count)
+                    .map(|i| &*String::leak(format!("F{i}")))
+                    .collect(),
+            )
+        }
+        static FEW: std::sync::LazyLock<&'static [&'static str]> =
+            std::sync::LazyLock::new(|| names_of(5));
+        static MANY: std::sync::LazyLock<&'static [&'static str]> =
+            std::sync::LazyLock::new(|| names_of(40));
+        let few: fn(&str) -> MemberSlot = |name| MemberSlot::search(&FEW, name);
+        let many: fn(&str) -> MemberSlot = |name| MemberSlot::search(&MANY, name);
+        for (names, slot) in [(*FEW, few), (*MANY, many)] {
+            let fields_count = names.len();
+            let text = format!(
+                r#"{{"PartitionKey":"p","RowKey":"r","_Kind":"K","_Version":1,"F0":"a","F1":null,"F2":"x","F2@odata.type":"Edm.Int64","F3":"2020-01-02T03:04:05Z","F3@odata.type":"Edm.DateTime","F{last}":7}}"#,
+                last = fields_count - 1
+            );
+            let read = |buffer| fields_from_str(&text, names, slot, Some("K"), buffer).unwrap();
+
+            // Taken in order: a value that does not convert is kept, not lost.
+            let mut buffer = SlotBuffer::new();
+            let mut fields = read(&mut buffer);
+            // Kind, version, F0, F2, F3 and the last; `null` is absent.
+            assert_eq!(fields.count(), 6);
+            assert_eq!(fields.take_at(0, "F0"), Some(Value::String("a".into())));
+            assert_eq!(fields.take_at(1, "F1"), None);
+            assert_eq!(fields.take_at(2, "F2"), None, "not an Int64");
+            let dt = DateTime::parse("2020-01-02T03:04:05Z").unwrap();
+            assert_eq!(fields.take_at(3, "F3"), Some(Value::DateTime(dt)));
+            assert!(matches!(
+                fields.value_error(),
+                Some(InvalidInput::PropertyValue { property, .. }) if property == "F2"
+            ));
+            assert!(fields.value_error().is_none(), "reported once");
+
+            // Taken out of order, one twice, the bad one never: refused.
+            let mut buffer = SlotBuffer::new();
+            let mut fields = read(&mut buffer);
+            assert_eq!(fields.take_at(3, "F3"), Some(Value::DateTime(dt)));
+            assert_eq!(fields.take_at(0, "F0"), Some(Value::String("a".into())));
+            assert_eq!(fields.take_at(0, "F0"), None);
+            assert_eq!(fields.take_at(1, "F1"), None);
+            assert!(matches!(
+                fields.value_error(),
+                Some(InvalidInput::PropertyValue { property, .. }) if property == "F2"
+            ));
+
+            // Never taken: still refused.
+            let mut buffer = SlotBuffer::new();
+            let mut fields = read(&mut buffer);
+            assert!(matches!(
+                fields.value_error(),
+                Some(InvalidInput::PropertyValue { property, .. }) if property == "F2"
+            ));
+
+            // Read by reference: the rest is converted at once, a taken
+            // value stays taken, and the error is the same.
+            let mut buffer = SlotBuffer::new();
+            let mut fields = read(&mut buffer);
+            assert_eq!(fields.take_at(0, "F0"), Some(Value::String("a".into())));
+            assert_eq!(fields.get("F3"), Some(&Value::DateTime(dt)));
+            assert_eq!(fields.get("F0"), None);
+            assert_eq!(
+                fields.get(crate::props::VERSION_PROPERTY),
+                Some(&Value::Int32(1))
+            );
+            let last = names[fields_count - 1];
+            assert_eq!(
+                fields.take_at(fields_count - 1, last),
+                Some(Value::Int32(7))
+            );
+            assert_eq!(fields.get(last), None);
+            assert!(fields.present().is_err());
+            assert!(matches!(
+                fields.value_error(),
+                Some(InvalidInput::PropertyValue { property, .. }) if property == "F2"
+            ));
+
+            // Every value good: nothing to report, whichever way it was read.
+            let good = text.replace(r#""F2":"x""#, r#""F2":"12""#);
+            let mut buffer = SlotBuffer::new();
+            let mut fields = fields_from_str(&good, names, slot, Some("K"), &mut buffer).unwrap();
+            assert_eq!(fields.get("F2"), Some(&Value::Int64(12)));
+            let present: Vec<_> = fields.present().unwrap().map(|(n, _)| n).collect();
+            assert_eq!(present, ["_Version", "F0", "F2", "F3", last]);
+            assert!(fields.value_error().is_none());
+        }
     }
 
     fn every_type() -> Entity {

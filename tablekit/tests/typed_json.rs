@@ -385,6 +385,32 @@ fn typed_reads_refuse_what_from_entity_refuses() {
         invalid(no_keys),
         InvalidInput::PropertyValue { ref property, .. } if property == "PartitionKey"
     ));
+    // A value that does not fit its annotation, in an optional field: the
+    // field does not read as absent, the document is refused.
+    for (field, value) in [("Notes", "x"), ("Nothing", "12x")] {
+        let base = text.replace(&format!(",\"{field}\":null"), "");
+        let bad = base.replacen(
+            "{",
+            &format!("{{\"{field}\":\"{value}\",\"{field}@odata.type\":\"Edm.Int64\","),
+            1,
+        );
+        assert_ne!(bad, text);
+        assert!(json::from_str(&bad).is_err(), "the wire reader refuses it");
+        assert!(matches!(
+            invalid(&bad),
+            InvalidInput::PropertyValue { ref property, .. } if property == field
+        ));
+    }
+    // And a good value in the optional field reads.
+    let notes = text.replacen("{", "{\"Notes\":\"fine\",", 1);
+    let notes = notes.replace(",\"Notes\":null", "");
+    assert_eq!(
+        schema::from_json::<Review>(&notes)
+            .unwrap()
+            .notes
+            .as_deref(),
+        Some("fine")
+    );
 }
 
 #[derive(tablekit::TableValue, Debug, Clone, Copy, PartialEq)]

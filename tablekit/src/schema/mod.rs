@@ -529,16 +529,35 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::DESCRIPTOR.checked_names {
         // Every property has a known field: each member goes straight to its
         // field's slot; members of no field are only checked.
+        let mut slots = crate::json::SlotBuffer::new();
         let mut fields = crate::json::fields_from_str(
             text,
             T::DESCRIPTOR.field_names,
             T::member_slot,
             T::DESCRIPTOR.kind,
+            &mut slots,
         )?;
         let (pk, rk) = fields.take_keys();
-        // The names are the type's own, checked when it was derived.
-        check_read(text.len(), &pk, &rk, fields.present(), false)?;
-        return read_entity(&pk, &rk, &mut fields);
+        // The names are the type's own, checked when it was derived. The
+        // values are converted as the reader takes them: a value that does
+        // not convert is the error, before any the reading met after it.
+        // A type with fewer fields than the limit cannot break it.
+        let count = (T::DESCRIPTOR.field_names.len() + 2 > crate::validate::limits::MAX_PROPERTIES)
+            .then(|| fields.count());
+        let checked = if short_enough(text.len(), false) {
+            check_read(text.len(), &pk, &rk, count, std::iter::empty(), false)
+        } else {
+            fields
+                .present()
+                .and_then(|present| check_read(text.len(), &pk, &rk, count, present, false))
+        };
+        let read = checked
+            .map_err(Error::from)
+            .and_then(|()| read_entity(&pk, &rk, &mut fields));
+        return match fields.value_error() {
+            Some(e) => Err(e.into()),
+            None => read,
+        };
     }
     let mut members = crate::json::members_from_str(text)?;
     let (pk, rk) = (
@@ -549,44 +568,36 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         .properties
         .iter()
         .filter_map(|(name, value)| Some((&**name, value.as_ref()?)));
-    check_read(text.len(), &pk, &rk, present, true)?;
+    let count = present.clone().count();
+    check_read(text.len(), &pk, &rk, Some(count), present, true)?;
     read_entity(&pk, &rk, &mut members)
 }
 
 /// The checks [`to_json`] makes of what it writes, made of what
-/// [`from_json`] read: keys, property names (with `names`), values, count
-/// and the entity's size. A document `to_json` could not have written is
-/// refused.
-///
-/// The entity's size is only summed when the document (`text_len` bytes)
-/// could reach the limit: each property's part of the service's formula is
-/// at most 24 bytes plus twice the bytes of its name and value in the text
-/// (a UTF-16 unit takes a byte or more there, binary takes 4/3 in base64,
-/// and no fixed-size value takes over 16), and the keys' part is 4 plus
-/// twice theirs.
+/// [`from_json`] read: keys, the `count` of properties (`None` when the
+/// type cannot hold too many), and of `properties` their names (with
+/// `names`), values and the entity's size. A document `to_json` could not
+/// have written is refused. In a document [`short_enough`], only the keys
+/// and the count are checked.
 fn check_read<'a>(
     text_len: usize,
     partition_key: &str,
     row_key: &str,
+    count: Option<usize>,
     properties: impl Iterator<Item = (&'a str, &'a Value)>,
     names: bool,
 ) -> Result<(), InvalidInput> {
-    use crate::validate::limits::{
-        MAX_BINARY_BYTES, MAX_ENTITY_SIZE, MAX_PROPERTIES, MAX_STRING_UTF16,
-    };
+    use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
     crate::validate::keys(partition_key, row_key)?;
-    let sized = 4 + 24 * (MAX_PROPERTIES + 2) + 2 * text_len > MAX_ENTITY_SIZE;
-    // A value never has more UTF-16 units (a string) or bytes (base64
-    // binary) than its text has bytes, so in a short document every value
-    // fits; and one too short to reach the entity size limit (`sized`) never
-    // does. Only the count is left to check.
-    if !names && !sized && text_len <= MAX_STRING_UTF16.min(MAX_BINARY_BYTES) {
-        return crate::validate::property_count(partition_key, row_key, properties.count());
+    if let Some(count) = count {
+        crate::validate::property_count(partition_key, row_key, count)?;
     }
-    let mut count = 0;
+    if short_enough(text_len, names) {
+        return Ok(());
+    }
+    let sized = 4 + 24 * (MAX_PROPERTIES + 2) + 2 * text_len > MAX_ENTITY_SIZE;
     let mut size = 0;
     for (name, value) in properties {
-        count += 1;
         let value = value.as_value_ref();
         if names {
             crate::validate::property_name(name)?;
@@ -596,8 +607,25 @@ fn check_read<'a>(
             size += crate::validate::property_size(name, value);
         }
     }
-    crate::validate::property_count(partition_key, row_key, count)?;
     crate::validate::entity_size(partition_key, row_key, size)
+}
+
+/// Whether a document of `text_len` bytes is too short to break a limit
+/// [`check_read`] checks of its values, so that (without `names` to check)
+/// only its keys and count are left: a value never has more UTF-16 units (a
+/// string) or bytes (base64 binary) than its text has bytes; and the entity
+/// size is only reached by a long text, since each property's part of the
+/// service's formula is at most 24 bytes plus twice the bytes of its name and
+/// value in the text (a UTF-16 unit takes a byte or more there, binary takes
+/// 4/3 in base64, and no fixed-size value takes over 16), and the keys' part
+/// is 4 plus twice theirs.
+fn short_enough(text_len: usize, names: bool) -> bool {
+    use crate::validate::limits::{
+        MAX_BINARY_BYTES, MAX_ENTITY_SIZE, MAX_PROPERTIES, MAX_STRING_UTF16,
+    };
+    !names
+        && text_len <= MAX_STRING_UTF16.min(MAX_BINARY_BYTES)
+        && 4 + 24 * (MAX_PROPERTIES + 2) + 2 * text_len <= MAX_ENTITY_SIZE
 }
 
 /// Reads a row from its keys and properties: checks its kind and version,
