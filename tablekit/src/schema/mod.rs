@@ -815,6 +815,7 @@ pub fn take_property<V: PropertyValue, S: PropertySource + ?Sized>(
 
 /// [`take_property`] for a field at `index` of the reading type's
 /// [`field_names`](EntityDescriptor::field_names) (see [`PropertySource::take_at`]).
+#[inline]
 pub fn take_property_at<V: PropertyValue, S: PropertySource + ?Sized>(
     props: &mut S,
     index: usize,

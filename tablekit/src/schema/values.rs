@@ -100,6 +100,7 @@ impl PropertyValue for String {
             other => Err(wrong("String", other)),
         }
     }
+    #[inline]
     fn from_owned(value: Option<Value>) -> Result<Self, ValueError> {
         match value.ok_or(ValueError::Missing)? {
             Value::String(s) => Ok(s),
