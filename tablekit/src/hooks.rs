@@ -25,7 +25,7 @@ pub fn remote_index_key<T: TableEntity>(
     i: usize,
     row_key: &str,
 ) -> Result<String, Error> {
-    crate::index::remote_index_key(value, i, row_key)
+    crate::schema::remote_key(value, i, row_key)
 }
 
 /// An outbox record row, as a write leaves it.

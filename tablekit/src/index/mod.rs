@@ -645,13 +645,6 @@ impl<T: TableEntity, V, U> Index<T, V, U> {
     }
 }
 
-// The RowKeys of a value's index rows are computed where the typed client
-// plans writes with them, through the part's `CompanionRows`.
-pub(crate) use crate::schema::{
-    local_key as index_key, local_keys as index_keys, read_for_keys as decode_for_keys,
-    remote_key as remote_index_key,
-};
-
 /// The encoded value of an index RowKey: what follows the tag.
 pub(crate) fn value_of<'a>(def: &IndexDef, index_key: &'a str) -> &'a str {
     let prefix = def.prefix();
@@ -823,7 +816,7 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
     let mut expected: BTreeMap<(String, String), Entity> = BTreeMap::new();
     let mut lists: BTreeMap<(String, String), (&'static IndexDef, Vec<String>)> = BTreeMap::new();
     for entity in &entities {
-        let value: T = match decode_for_keys(entity) {
+        let value: T = match schema::read_for_keys(entity) {
             Ok(value) => value,
             Err(e) => {
                 report
@@ -833,7 +826,7 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
             }
         };
         for (i, def) in local_indexes::<T>().iter().enumerate() {
-            match index_key(&value, i, &entity.row_key) {
+            match schema::local_key(&value, i, &entity.row_key) {
                 // No value, no row.
                 Ok(key) if key.is_empty() => {}
                 Ok(key) if def.list => lists

@@ -447,7 +447,7 @@ where
         };
         let loaded: Loaded<T> = crate::table::load(entity)?;
         // A writer may have moved the value since the index row was read.
-        Ok((index::index_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
+        Ok((schema::local_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
     }
 
     /// The unique index row of `value` in `pk` and its RowKey, or `None`.
@@ -507,8 +507,8 @@ impl<T: TableEntity> Table<T> {
         };
         let value: T = schema::from_entity(&entity)?;
         let key = match remote {
-            None => index::index_key(&value, position, &rk)?,
-            Some(_) => index::remote_index_key(&value, position, &rk)?,
+            None => schema::local_key(&value, position, &rk)?,
+            Some(_) => schema::remote_key(&value, position, &rk)?,
         };
         if key != row.row_key {
             return Ok(None);

@@ -228,14 +228,14 @@ impl<T: TableEntity> Table<T> {
     /// steps that put its rows in every index kept elsewhere, guarded by
     /// its ETag, then finishes the record.
     async fn rewrite_remote(&self, pk: &str, entity: &Entity, seq: i64) -> Result<()> {
-        let value: T = index::decode_for_keys(entity)?;
+        let value: T = schema::read_for_keys(entity)?;
         let mut row = entity.clone();
         row.properties.insert(pending::SEQ_PROPERTY, seq);
         // From no rows to every row: each put, each list joined, all
         // fenced above what is there.
         let new = (0..super::remote_indexes::<T>().len())
             .map(|i| {
-                index::remote_index_key(&value, i, &entity.row_key)
+                schema::remote_key(&value, i, &entity.row_key)
                     .map(|key| Some(key).filter(|key| !key.is_empty()))
             })
             .collect::<Result<Vec<_>>>()?;
@@ -307,9 +307,9 @@ impl<T: TableEntity> Table<T> {
             {
                 continue;
             }
-            let value: T = index::decode_for_keys(row)?;
+            let value: T = schema::read_for_keys(row)?;
             for (i, def) in super::remote_indexes::<T>().iter().enumerate() {
-                let key = index::remote_index_key(&value, i, &row.row_key)?;
+                let key = schema::remote_key(&value, i, &row.row_key)?;
                 if key.is_empty() {
                     // No value, no row.
                     continue;

@@ -7,16 +7,27 @@ use crate::entity::Entity;
 use crate::error::Error;
 
 /// The companion rows `T` declares, if any.
-fn rows<T: TableEntity>() -> Option<&'static dyn CompanionRows> {
+pub(crate) fn companions<T: TableEntity>() -> Option<&'static dyn CompanionRows> {
     T::DESCRIPTOR.companion_rows()
+}
+
+/// How many slots of companion rows `T` keeps in the entity's partition.
+pub(crate) fn local_slots<T: TableEntity>() -> usize {
+    companions::<T>().map_or(0, |rows| rows.local())
+}
+
+/// How many slots of companion rows `T` keeps elsewhere.
+pub(crate) fn remote_slots<T: TableEntity>() -> usize {
+    companions::<T>().map_or(0, |rows| rows.remote())
 }
 
 /// The RowKeys of `value`'s rows in `T`'s local slots, in slot order;
 /// `row_key` is the entity's stored RowKey. An empty RowKey stands for no
 /// row: an optional value that is `None`.
 pub(crate) fn local_keys<T: TableEntity>(value: &T, row_key: &str) -> Result<Vec<String>, Error> {
-    let count = rows::<T>().map_or(0, |rows| rows.local());
-    (0..count).map(|i| local_key(value, i, row_key)).collect()
+    (0..local_slots::<T>())
+        .map(|i| local_key(value, i, row_key))
+        .collect()
 }
 
 /// The RowKey of `value`'s row in local slot `slot`; empty when it has none.
@@ -46,7 +57,7 @@ fn key_of<T: TableEntity>(
     remote: bool,
     row_key: &str,
 ) -> Result<String, Error> {
-    let Some(rows) = rows::<T>() else {
+    let Some(rows) = companions::<T>() else {
         return Ok(String::new());
     };
     let mut encoded = String::with_capacity(row_key.len() + 32);

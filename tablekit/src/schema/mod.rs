@@ -28,7 +28,9 @@ use crate::value::{Value, ValueRef};
 
 pub(crate) use crate::props::first_duplicate;
 pub use crate::props::{KIND_PROPERTY, MemberSlot, PropertySink, PropertySource, VERSION_PROPERTY};
-pub(crate) use companions::{local_key, local_keys, read_for_keys, remote_key};
+pub(crate) use companions::{
+    companions, local_key, local_keys, local_slots, read_for_keys, remote_key, remote_slots,
+};
 
 /// A typed entity: implemented by `#[derive(TableEntity)]`.
 ///

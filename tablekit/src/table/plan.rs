@@ -34,7 +34,9 @@ use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::ext::{TableBackendExt, send_operations, too_many_operations};
 use crate::pending::{self, lists::ROW_PROPERTY};
-use crate::schema::{self, CompanionRows, Sharing, TableEntity};
+use crate::schema::{
+    self, CompanionRows, Sharing, TableEntity, companions, local_slots, remote_slots,
+};
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
 /// The stored state of an entity.
@@ -1596,27 +1598,12 @@ pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
     local_slots::<T>() != 0
 }
 
-/// The rows `T` keeps beside its entities, if any.
-fn companions<T: TableEntity>() -> Option<&'static dyn CompanionRows> {
-    T::DESCRIPTOR.companion_rows()
-}
-
 /// Each slot of `T`'s companion rows kept in the entity's partition, with
 /// the part that keeps it.
 fn local_slots_of<T: TableEntity>() -> impl Iterator<Item = (usize, &'static dyn CompanionRows)> {
     companions::<T>()
         .into_iter()
         .flat_map(|rows| (0..rows.local()).map(move |i| (i, rows)))
-}
-
-/// How many slots of companion rows `T` keeps in the entity's partition.
-fn local_slots<T: TableEntity>() -> usize {
-    companions::<T>().map_or(0, |rows| rows.local())
-}
-
-/// How many slots of companion rows `T` keeps elsewhere.
-fn remote_slots<T: TableEntity>() -> usize {
-    companions::<T>().map_or(0, |rows| rows.remote())
 }
 
 /// Whether a local slot of `T` is shared as a list (an index entity), whose
