@@ -106,7 +106,10 @@ impl AzureBlobs {
     /// # Ok::<(), tablekit_azure::ConfigError>(())
     /// ```
     pub fn from_connection_string(text: &str) -> Result<AzureBlobs, ConfigError> {
-        AzureBlobs::new(Account::from_connection_string(text)?)
+        AzureBlobs::with_options(
+            Account::from_connection_string(text)?,
+            ClientOptions::blobs().with_connection_string(text)?,
+        )
     }
 
     /// A client for `account` with the given timeouts and retry policy.
@@ -115,8 +118,15 @@ impl AzureBlobs {
         options: ClientOptions,
     ) -> Result<AzureBlobs, ConfigError> {
         let endpoint = account.blob_endpoint.clone();
+        let secondary = account.blob_secondary_endpoint.clone();
         Ok(AzureBlobs {
-            service: Arc::new(Service::new(account, endpoint, &options, BLOB_VERSION)?),
+            service: Arc::new(Service::new(
+                account,
+                endpoint,
+                secondary,
+                &options,
+                BLOB_VERSION,
+            )?),
         })
     }
 

@@ -16,6 +16,7 @@ use crate::batch::{self, BatchOutcome};
 use crate::config::{Account, ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::policy::{self, Idempotence, RetryPolicy, SasRange};
+use crate::transport::{Failure, Route, Signing};
 use crate::url;
 
 /// The service version spoken (JSON payloads need ≥ 2015-12-11).
@@ -43,8 +44,10 @@ struct Inner {
     query_order: QueryOrder,
     /// The account's pacing, shared by every writer through this client.
     pacing: tablekit::pacing::Pacing,
-    /// The account key, keyed once (Shared Key credentials only).
-    signer: Option<auth::Signer>,
+    /// How requests are signed: key, SAS or token.
+    signing: Arc<Signing>,
+    /// The secondary endpoint and its path prefix, where reads may go.
+    secondary: Option<(String, String)>,
 }
 
 /// A request before it is signed and sent.
@@ -94,15 +97,18 @@ impl AzureTables {
         let path_prefix = crate::transport::path_prefix(&account.table_endpoint);
         let sas_range = match &account.credentials {
             Credentials::Sas(token) => Some(SasRange::from_token(token)),
-            Credentials::SharedKey { .. } => None,
+            _ => None,
         };
-        let http = crate::transport::Http::from_options(&options)?;
+        let http = crate::transport::Http::from_options(&options, &account.table_endpoint)?;
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
-        let signer = match &account.credentials {
-            Credentials::SharedKey { key } => Some(auth::Signer::new(key)),
-            Credentials::Sas(_) => None,
-        };
+        let signing = Signing::new(&account.credentials, &account.table_endpoint, &options)?;
         let query_order = query_order_of(&account.table_endpoint);
+        let secondary = account
+            .table_secondary_endpoint
+            .clone()
+            .filter(|_| options.secondary_reads)
+            .map(|e| (crate::transport::path_prefix(&e), e))
+            .map(|(prefix, e)| (e, prefix));
         Ok(AzureTables {
             inner: Arc::new(Inner {
                 account,
@@ -113,14 +119,20 @@ impl AzureTables {
                 verify_merges,
                 query_order,
                 pacing: tablekit::pacing::Pacing::service_targets(),
-                signer,
+                signing: Arc::new(signing),
+                secondary,
             }),
         })
     }
 
-    /// A client from a connection string.
+    /// A client from a connection string: its account settings
+    /// ([`Account::from_connection_string`]) and its client settings
+    /// ([`ClientOptions::with_connection_string`]).
     pub fn from_connection_string(text: &str) -> Result<AzureTables, ConfigError> {
-        AzureTables::new(Account::from_connection_string(text)?)
+        AzureTables::with_options(
+            Account::from_connection_string(text)?,
+            ClientOptions::tables().with_connection_string(text)?,
+        )
     }
 
     /// The account.
@@ -140,20 +152,26 @@ impl AzureTables {
     }
 
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
+        let read = call.method == Method::GET;
         crate::transport::with_retries(
             &self.inner.retry,
             call.idempotence,
             &call.method,
             &call.path,
-            || self.send_once(&call),
+            read && self.inner.secondary.is_some(),
+            |route| self.send_once(&call, route),
         )
         .await
     }
 
-    async fn send_once(&self, call: &Call<'_>) -> Result<Reply> {
+    async fn send_once(&self, call: &Call<'_>, route: Route) -> Result<Reply, Failure> {
         let inner = &self.inner;
+        let (endpoint, path_prefix) = match (&inner.secondary, route.secondary) {
+            (Some((endpoint, prefix)), true) => (endpoint, prefix),
+            _ => (&inner.account.table_endpoint, &inner.path_prefix),
+        };
         let address = crate::transport::address(
-            &inner.account.table_endpoint,
+            endpoint,
             &call.path,
             &call.query,
             &inner.account.credentials,
@@ -171,10 +189,14 @@ impl AzureTables {
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }
-        if let Some(signer) = &inner.signer {
+        let bearer = inner.signing.bearer().await?;
+        if let Some(bearer) = &bearer {
+            request = request.header("Authorization", bearer.clone());
+        }
+        if let Some(signer) = inner.signing.signer() {
             let resource = auth::table_resource(
                 &inner.account.name,
-                &format!("{}{}", inner.path_prefix, call.path),
+                &format!("{path_prefix}{}", call.path),
                 None,
             );
             let text = auth::table_string_to_sign(
@@ -201,7 +223,8 @@ impl AzureTables {
             call.target,
             errors::table_error_body,
         )
-        .await?;
+        .await
+        .map_err(|failure| inner.signing.after_failure(failure, bearer.as_ref()))?;
         // Into a `Vec` without a copy when the response owns its buffer.
         let body = String::from_utf8(Vec::from(body))
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
@@ -335,13 +358,7 @@ impl AzureTables {
 /// Cosmos DB for Table (`*.table.cosmos.azure.com`, and the older
 /// `*.table.cosmosdb.azure.com`, in every cloud) promises none.
 fn query_order_of(endpoint: &str) -> QueryOrder {
-    let host = endpoint
-        .split_once("://")
-        .map_or(endpoint, |(_, rest)| rest)
-        .split(['/', ':'])
-        .next()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let host = url::host_of(endpoint).to_ascii_lowercase();
     if host.contains(".table.cosmos.") || host.contains(".table.cosmosdb.") {
         QueryOrder::Unspecified
     } else {

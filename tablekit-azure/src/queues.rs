@@ -52,7 +52,10 @@ impl AzureQueues {
     /// A client from a connection string: its `QueueEndpoint`, or the one
     /// the account name implies.
     pub fn from_connection_string(text: &str) -> Result<AzureQueues, ConfigError> {
-        AzureQueues::new(Account::from_connection_string(text)?)
+        AzureQueues::with_options(
+            Account::from_connection_string(text)?,
+            ClientOptions::tables().with_connection_string(text)?,
+        )
     }
 
     /// A client for `account` with the given timeouts and retry policy.
@@ -65,7 +68,15 @@ impl AzureQueues {
             .clone()
             .ok_or(ConfigError::Missing("QueueEndpoint"))?;
         Ok(AzureQueues {
-            service: Arc::new(Service::new(account, endpoint, &options, QUEUE_VERSION)?),
+            // Getting messages is a GET that changes them: nothing goes to
+            // a read-only secondary.
+            service: Arc::new(Service::new(
+                account,
+                endpoint,
+                None,
+                &options,
+                QUEUE_VERSION,
+            )?),
         })
     }
 

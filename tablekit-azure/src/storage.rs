@@ -9,9 +9,10 @@ use bytes::Bytes;
 use tablekit::Result;
 
 use crate::auth::{self, BlobSignedHeaders};
-use crate::config::{Account, Credentials};
+use crate::config::Account;
 use crate::errors::{self, Target};
 use crate::policy::{Idempotence, RetryPolicy};
+use crate::transport::{Failure, Route, Signing};
 
 /// A client of one storage service (Blob or Queue) of an account: where
 /// it is, the HTTP client and retry policy, and the version it speaks.
@@ -22,45 +23,52 @@ pub(crate) struct Service {
     endpoint: String,
     /// The path the endpoint puts before every resource.
     path_prefix: String,
+    /// The secondary endpoint and its path prefix, where reads may go.
+    secondary: Option<(String, String)>,
     http: crate::transport::Http,
     retry: RetryPolicy,
-    /// The `x-ms-version` spoken.
+    /// The `x-ms-version` spoken (both services take tokens from
+    /// 2017-11-09 on).
     version: &'static str,
-    /// The account key, keyed once (Shared Key credentials only).
-    signer: Option<crate::auth::Signer>,
+    signing: Signing,
 }
 
 impl Service {
-    /// The client of the service at `endpoint` of `account`.
+    /// The client of the service at `endpoint` of `account`; reads go to
+    /// `secondary` too when the options ask for it.
     pub(crate) fn new(
         account: Account,
         endpoint: String,
+        secondary: Option<String>,
         options: &crate::config::ClientOptions,
         version: &'static str,
     ) -> Result<Service, crate::config::ConfigError> {
-        let signer = match &account.credentials {
-            Credentials::SharedKey { key } => Some(crate::auth::Signer::new(key)),
-            Credentials::Sas(_) => None,
-        };
+        let secondary = secondary
+            .filter(|_| options.secondary_reads)
+            .map(|e| (crate::transport::path_prefix(&e), e))
+            .map(|(prefix, e)| (e, prefix));
         Ok(Service {
-            signer,
+            signing: Signing::new(&account.credentials, &endpoint, options)?,
             path_prefix: crate::transport::path_prefix(&endpoint),
-            http: crate::transport::Http::from_options(options)?,
+            http: crate::transport::Http::from_options(options, &endpoint)?,
             retry: options.retry.clone(),
             account,
             endpoint,
+            secondary,
             version,
         })
     }
 
     /// Sends `call`, retrying as the policy allows.
     pub(crate) async fn send(&self, call: Call<'_>) -> Result<Reply> {
+        let read = call.method == Method::GET || call.method == Method::HEAD;
         crate::transport::with_retries(
             &self.retry,
             call.idempotence,
             &call.method,
             &call.path,
-            || send_once(self, &call),
+            read && self.secondary.is_some(),
+            |route| send_once(self, &call, route),
         )
         .await
     }
@@ -120,14 +128,13 @@ impl Reply {
     }
 }
 
-async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
+async fn send_once(service: &Service, call: &Call<'_>, route: Route) -> Result<Reply, Failure> {
     let account = &service.account;
-    let address = crate::transport::address(
-        &service.endpoint,
-        &call.path,
-        &call.query,
-        &account.credentials,
-    );
+    let (endpoint, path_prefix) = match (&service.secondary, route.secondary) {
+        (Some((endpoint, prefix)), true) => (endpoint, prefix),
+        _ => (&service.endpoint, &service.path_prefix),
+    };
+    let address = crate::transport::address(endpoint, &call.path, &call.query, &account.credentials);
     let date = httpdate::fmt_http_date(SystemTime::now());
     let mut ms_headers: Vec<(&str, &str)> =
         vec![("x-ms-date", &date), ("x-ms-version", service.version)];
@@ -159,7 +166,11 @@ async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
     if !call.if_none_match.is_empty() {
         request = request.header("If-None-Match", &call.if_none_match);
     }
-    if let Some(signer) = &service.signer {
+    let bearer = service.signing.bearer().await?;
+    if let Some(bearer) = &bearer {
+        request = request.header("Authorization", bearer.clone());
+    }
+    if let Some(signer) = service.signing.signer() {
         let headers = BlobSignedHeaders {
             content_length: call.body.len() as u64,
             content_md5: &call.content_md5,
@@ -169,7 +180,7 @@ async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
             ..BlobSignedHeaders::default()
         };
         let params: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let path = format!("{}{}", service.path_prefix, call.path);
+        let path = format!("{path_prefix}{}", call.path);
         let text = auth::blob_string_to_sign(
             call.method.as_str(),
             &headers,
@@ -197,7 +208,8 @@ async fn send_once(service: &Service, call: &Call<'_>) -> Result<Reply> {
         call.target,
         errors::blob_error_body,
     )
-    .await?;
+    .await
+    .map_err(|failure| service.signing.after_failure(failure, bearer.as_ref()))?;
     Ok(Reply {
         status,
         headers,

@@ -1,16 +1,20 @@
-//! What the table and the blob client share around one request: the HTTP
-//! client, the request URL, sending it and reading the reply or the
+//! What the table, blob and queue clients share around one request: the
+//! HTTP client, the request URL, sending it and reading the reply or the
 //! service's error, and the retry loop with its `tracing` span.
 //!
-//! Requests go through hyper's pooled client (`hyper-util`) over rustls
-//! with the Mozilla roots, HTTP/1.1, `TCP_NODELAY`: the stack reqwest
-//! builds on, without the layers this client does not use (redirects,
-//! proxies, cookies, decompression). Those layers were most of what this
-//! client cost above a raw hyper client: `benches/request_path.rs` measured
-//! 30–36 µs of client CPU per upsert through reqwest, 23–25 µs through
-//! hyper directly, beside 23 µs for a raw hyper client.
+//! Requests go through hyper's pooled client (`hyper-util`) over rustls,
+//! HTTP/1.1, `TCP_NODELAY`: the stack reqwest builds on, without the layers
+//! this client does not use (redirects, cookies, decompression). Those
+//! layers were most of what this client cost above a raw hyper client:
+//! `benches/request_path.rs` measured 30–36 µs of client CPU per upsert
+//! through reqwest, 23–25 µs through hyper directly, beside 23 µs for a raw
+//! hyper client. Connections are opened by [`crate::net`]: through the
+//! proxy the options or the environment name, trusted as
+//! [`Trust`](crate::config::Trust) says, and never written to once the
+//! server may have closed them.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -20,57 +24,122 @@ use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::proxy::matcher::Matcher;
 use hyper_util::rt::TokioExecutor;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
 use crate::config::{ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
+use crate::net::{Connector, Learned, NotSent, ProxyRefused};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
+
+/// How long an idle connection is kept to a server on this machine (the
+/// emulator, like every Node.js server, closes them after 5 s).
+const LOCAL_IDLE: Duration = Duration::from_secs(4);
+/// How long an idle connection is kept to the cloud: below the 60 to 75 s
+/// after which proxies, NAT gateways and load balancers commonly drop idle
+/// connections without a word.
+const CLOUD_IDLE: Duration = Duration::from_secs(50);
 
 /// A pooled HTTP client for one account's endpoints, and its request
 /// timeout. Clones share the pool.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<HttpsConnector<Connector>, Full<Bytes>>,
     /// The longest a request may take, answer read whole.
     timeout: Duration,
+    /// What the connections learned about their servers.
+    learned: Arc<Learned>,
+    /// At most this many requests (so connections) at once.
+    limit: Option<Arc<tokio::sync::Semaphore>>,
+    /// The proxy, for the `Proxy-Authorization` of plain-HTTP requests.
+    proxy: Option<Arc<DebugMatcher>>,
+}
+
+/// hyper-util's matcher, which prints its credentials in `Debug`.
+struct DebugMatcher(Arc<Matcher>);
+
+impl std::fmt::Debug for DebugMatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Matcher(..)")
+    }
 }
 
 impl Http {
-    /// The client `options` describe, checked.
-    pub(crate) fn from_options(options: &ClientOptions) -> Result<Http, ConfigError> {
+    /// The client `options` describe, checked, for requests to `endpoint`
+    /// (whose host chooses the idle timeout when the options do not).
+    pub(crate) fn from_options(
+        options: &ClientOptions,
+        endpoint: &str,
+    ) -> Result<Http, ConfigError> {
         options.check()?;
-        Ok(Http::new(options.request_timeout, options.connect_timeout))
-    }
-
-    /// A client that connects within `connect_timeout` and gives a request
-    /// `timeout` to be answered and read.
-    fn new(timeout: Duration, connect_timeout: Duration) -> Http {
+        let idle = options.idle_timeout.unwrap_or_else(|| {
+            if is_local(url::host_of(endpoint)) {
+                LOCAL_IDLE
+            } else {
+                CLOUD_IDLE
+            }
+        });
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
         tcp.set_nodelay(true);
-        tcp.set_connect_timeout(Some(connect_timeout));
+        tcp.set_connect_timeout(Some(options.connect_timeout));
+        let proxy = crate::net::matcher(&options.proxy)?;
+        let learned = Arc::new(Learned::default());
+        let connector = Connector::new(tcp, proxy.clone(), learned.clone());
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
+            .with_tls_config(crate::net::tls_config(&options.trust)?)
             .https_or_http()
             .enable_http1()
-            .wrap_connector(tcp);
-        Http {
-            client: Client::builder(TokioExecutor::new()).build(https),
-            timeout,
+            .wrap_connector(connector);
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder.pool_idle_timeout(idle);
+        if let Some(cap) = options.max_connections_per_host {
+            builder.pool_max_idle_per_host(cap);
         }
+        Ok(Http {
+            client: builder.build(https),
+            timeout: options.request_timeout,
+            learned,
+            limit: options
+                .max_connections_per_host
+                .map(|cap| Arc::new(tokio::sync::Semaphore::new(cap))),
+            proxy: proxy.map(|m| Arc::new(DebugMatcher(m))),
+        })
     }
 
     /// A request to `url`, to be given headers and a body.
     pub(crate) fn request(&self, method: Method, url: &str) -> Request<'_> {
+        let mut parts = http::Request::builder().method(method).uri(url);
+        // A plain-HTTP request through a proxy carries the proxy's
+        // credentials itself (a tunnel carries them in its CONNECT).
+        if let Some(proxy) = &self.proxy
+            && url.starts_with("http://")
+            && let Some(auth) = url
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|uri| proxy.0.intercept(&uri))
+                .and_then(|i| i.basic_auth().cloned())
+        {
+            parts = parts.header(http::header::PROXY_AUTHORIZATION, auth);
+        }
         Request {
             http: self,
-            parts: http::Request::builder().method(method).uri(url),
+            parts,
             body: Bytes::new(),
         }
     }
+}
+
+/// A host on this machine: the emulator's, or a test server's.
+fn is_local(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// A request being built: [`Http::request`], then headers and a body.
@@ -138,18 +207,68 @@ pub(crate) fn address(
     address
 }
 
+/// Why an attempt failed, and whether it is sent again at once.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: Error,
+    pub(crate) resend: Option<Resend>,
+}
+
+/// Why a failed attempt is sent again at once, whatever its method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resend {
+    /// No byte of it was written.
+    NotSent,
+    /// The service refused the token it carried; a new one was asked for.
+    Unauthorized,
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure {
+            error,
+            resend: None,
+        }
+    }
+}
+
+/// An error and its sources, each once: `client error (Connect): tcp
+/// connect error: Connection refused (os error 111)`.
+fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        let part = source.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = source.source();
+    }
+    text
+}
+
+/// Where an attempt is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Route {
+    /// To the secondary endpoint (a read of an account with read-access
+    /// geo-redundant storage), not the primary.
+    pub(crate) secondary: bool,
+}
+
 /// Sends one request and reads the whole response: `Ok` with its status,
 /// headers and body when the status is a success; otherwise the error the service
 /// reported, its code from `x-ms-error-code` (else from the body, through
 /// `error_body`), honouring `Retry-After`. A request that cannot be sent or
-/// a body that cannot be read is transient.
+/// a body that cannot be read is transient; one that was never written is
+/// marked to be sent again at once.
 pub(crate) async fn execute(
     request: Request<'_>,
     method: &Method,
     path: &str,
     target: Target<'_>,
     error_body: fn(&str) -> (String, String),
-) -> Result<(u16, HeaderMap, Bytes)> {
+) -> Result<(u16, HeaderMap, Bytes), Failure> {
     // A write that fails once it may have reached the service (a timeout, a
     // dropped connection, an unreadable answer, a server error that may
     // have acted) has an unknown outcome; a read, or a request that never
@@ -170,21 +289,24 @@ pub(crate) async fn execute(
             message: format!("{method} {path}: the request cannot be built: {e}"),
         })?;
     let exchange = async {
-        let response = http.client.request(request).await.map_err(|e| {
-            let message = format!("{method} {path}: {e}");
-            if e.is_connect() {
-                Error::Transient { message }
-            } else {
-                lost(message)
-            }
-        })?;
+        let _slot = match &http.limit {
+            Some(limit) => Some(limit.acquire().await.map_err(|_| Error::Transient {
+                message: format!("{method} {path}: the client is shutting down"),
+            })?),
+            None => None,
+        };
+        let response = http
+            .client
+            .request(request)
+            .await
+            .map_err(|e| sending_failed(&e, method, path, lost))?;
         let (parts, body) = response.into_parts();
         let body = body
             .collect()
             .await
             .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?
             .to_bytes();
-        Ok::<_, Error>((parts.status, parts.headers, body))
+        Ok::<_, Failure>((parts.status, parts.headers, body))
     };
     let (status, headers, body) = tokio::time::timeout(http.timeout, exchange)
         .await
@@ -194,6 +316,9 @@ pub(crate) async fn execute(
                 http.timeout.as_secs_f64()
             ))
         })??;
+    if let Some(keep_alive) = headers.get("keep-alive").and_then(|v| v.to_str().ok()) {
+        http.learned.keep_alive_header(keep_alive);
+    }
     if status.is_success() {
         return Ok((status.as_u16(), headers, body));
     }
@@ -216,12 +341,55 @@ pub(crate) async fn execute(
     if write && matches!(status.as_u16(), 408 | 500 | 504) {
         return Err(Error::OutcomeUnknown {
             message: error.to_string(),
-        });
+        }
+        .into());
     }
-    Err(error)
+    Err(error.into())
 }
 
+/// The failure of a request hyper could not complete: not sent (sent again
+/// at once), the proxy's refusal (a configuration error), no connection
+/// (transient), or lost on the way (unknown for a write).
+fn sending_failed(
+    error: &hyper_util::client::legacy::Error,
+    method: &Method,
+    path: &str,
+    lost: impl Fn(String) -> Error,
+) -> Failure {
+    let message = format!("{method} {path}: {}", describe(error));
+    if let Some(refused) = crate::net::find_in_chain::<ProxyRefused>(error) {
+        return Error::Configuration {
+            message: format!("{method} {path}: {refused}"),
+        }
+        .into();
+    }
+    let canceled = crate::net::find_in_chain::<hyper::Error>(error).is_some_and(|e| e.is_canceled());
+    if canceled || crate::net::find_in_chain::<NotSent>(error).is_some() {
+        return Failure {
+            error: Error::Transient { message },
+            resend: Some(Resend::NotSent),
+        };
+    }
+    if error.is_connect() {
+        Error::Transient { message }.into()
+    } else {
+        lost(message).into()
+    }
+}
+
+/// How many times in a row an attempt that was not sent is sent again
+/// before it counts as a failed attempt.
+const MAX_RESENDS: u32 = 3;
+
 /// Runs `attempt` until it succeeds, fails for good, or `retry` gives up.
+///
+/// An attempt that was never written, or whose token was refused, is sent
+/// again at once (a few times) without counting against the policy. With
+/// `secondary` (reads of an account with read-access geo-redundant
+/// storage), an attempt after a transient failure goes to the secondary
+/// endpoint, and back to the primary after a failure there; a "not found"
+/// from the secondary (a write not yet replicated) sends the rest to the
+/// primary alone.
 ///
 /// Everything happens inside a `tablekit_azure::request` span at DEBUG level
 /// (fields `method`, `path`); each attempt's outcome is an event in it, and
@@ -232,47 +400,168 @@ pub(crate) async fn with_retries<T, F, Fut>(
     idempotence: Idempotence,
     method: &Method,
     path: &str,
+    secondary: bool,
     mut attempt: F,
 ) -> Result<T>
 where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T>>,
+    F: FnMut(Route) -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
 {
     let span = tracing::debug_span!("tablekit_azure::request", %method, path);
     async move {
         let mut number = 1;
+        let mut resends = 0;
+        let mut refused_once = false;
+        let mut route = Route::default();
+        let mut secondary = secondary;
         loop {
             let started = Instant::now();
-            let outcome = attempt().await;
+            let outcome = attempt(route).await;
             let elapsed_ms = started.elapsed().as_millis() as u64;
-            match outcome {
+            let failure = match outcome {
                 Ok(value) => {
-                    tracing::debug!(attempt = number, elapsed_ms, "succeeded");
+                    tracing::debug!(attempt = number, elapsed_ms, secondary = route.secondary, "succeeded");
                     return Ok(value);
                 }
-                Err(error) if retry.should_retry(number, idempotence, &error) => {
-                    let retry_after = match &error {
-                        Error::Throttled { retry_after } => *retry_after,
-                        _ => None,
-                    };
-                    let wait = retry.delay(number, fastrand::f64(), retry_after);
-                    tracing::warn!(
-                        attempt = number,
-                        elapsed_ms,
-                        %error,
-                        wait_ms = wait.as_millis() as u64,
-                        "retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    number += 1;
+                Err(failure) => failure,
+            };
+            match failure.resend {
+                Some(Resend::NotSent) if resends < MAX_RESENDS => {
+                    resends += 1;
+                    tracing::debug!(attempt = number, error = %failure.error, "not sent; sending again");
+                    continue;
                 }
-                Err(error) => {
-                    tracing::debug!(attempt = number, elapsed_ms, %error, "failed");
-                    return Err(error);
+                Some(Resend::Unauthorized) if !refused_once => {
+                    refused_once = true;
+                    tracing::debug!(attempt = number, error = %failure.error, "token refused; sending again with a new one");
+                    continue;
                 }
+                _ => {}
             }
+            let error = failure.error;
+            // Not replicated yet: the primary has the last word.
+            if route.secondary && is_not_found(&error) && number < retry.max_attempts {
+                secondary = false;
+                route = Route::default();
+                number += 1;
+                continue;
+            }
+            if retry.should_retry(number, idempotence, &error) {
+                let retry_after = match &error {
+                    Error::Throttled { retry_after } => *retry_after,
+                    _ => None,
+                };
+                let wait = retry.delay(number, fastrand::f64(), retry_after);
+                tracing::warn!(
+                    attempt = number,
+                    elapsed_ms,
+                    %error,
+                    wait_ms = wait.as_millis() as u64,
+                    "retrying"
+                );
+                // Alternate between the endpoints while the primary fails.
+                route = Route {
+                    secondary: secondary && !route.secondary,
+                };
+                // The other region has not seen this failure: no wait.
+                if !route.secondary {
+                    tokio::time::sleep(wait).await;
+                }
+                number += 1;
+                resends = 0;
+                continue;
+            }
+            tracing::debug!(attempt = number, elapsed_ms, %error, "failed");
+            return Err(error);
         }
     }
     .instrument(span)
     .await
+}
+
+fn is_not_found(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::EntityNotFound { .. } | Error::TableNotFound { .. } | Error::BlobNotFound { .. }
+    )
+}
+
+/// How a client signs its requests: with the account key (each service
+/// builds its own string to sign), with a SAS in the URL, or with a token.
+#[derive(Debug)]
+pub(crate) enum Signing {
+    Key(crate::auth::Signer),
+    Sas,
+    Token(crate::credential::TokenCache),
+}
+
+impl Signing {
+    /// The signing of `credentials` for the service at `endpoint`.
+    pub(crate) fn new(
+        credentials: &Credentials,
+        endpoint: &str,
+        options: &ClientOptions,
+    ) -> Result<Signing, ConfigError> {
+        Ok(match credentials {
+            Credentials::SharedKey { key } => Signing::Key(crate::auth::Signer::new(key)),
+            Credentials::Sas(_) => Signing::Sas,
+            Credentials::Token(credential) => {
+                // A token sent in the clear could be replayed by anyone on
+                // the way; the services refuse it over HTTP too.
+                if !endpoint.starts_with("https://") {
+                    return Err(ConfigError::BadValue {
+                        key: "endpoint".into(),
+                        value: format!("{endpoint} (a token credential needs an https:// endpoint)"),
+                    });
+                }
+                let scope = options
+                    .token_scope
+                    .clone()
+                    .unwrap_or_else(|| crate::credential::scope_for(endpoint).to_owned());
+                Signing::Token(crate::credential::TokenCache::new(credential.clone(), scope))
+            }
+        })
+    }
+
+    /// The account key's signer, for Shared Key.
+    pub(crate) fn signer(&self) -> Option<&crate::auth::Signer> {
+        match self {
+            Signing::Key(signer) => Some(signer),
+            _ => None,
+        }
+    }
+
+    /// The `Authorization: Bearer` value to send now, for a token.
+    pub(crate) async fn bearer(&self) -> Result<Option<HeaderValue>, Failure> {
+        match self {
+            Signing::Token(cache) => Ok(Some(cache.header().await?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// `failure` of a request that carried `sent`: a refusal of the token
+    /// (401, or the emulator's 403 `AuthenticationFailed`) drops it and is
+    /// sent again once with a new one.
+    pub(crate) fn after_failure(&self, failure: Failure, sent: Option<&HeaderValue>) -> Failure {
+        let (Signing::Token(cache), Some(sent)) = (self, sent) else {
+            return failure;
+        };
+        let refused = match &failure.error {
+            Error::Service { status: 401, .. } => true,
+            Error::Service { status: 403, code, .. } => {
+                code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo"
+            }
+            _ => false,
+        };
+        if !refused {
+            return failure;
+        }
+        cache.refused(sent);
+        Failure {
+            error: Error::Credential {
+                message: format!("the service refused the token: {}", failure.error),
+            },
+            resend: Some(Resend::Unauthorized),
+        }
+    }
 }

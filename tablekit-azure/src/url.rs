@@ -47,6 +47,26 @@ pub fn query_string(pairs: &[(&str, &str)]) -> String {
         .join("&")
 }
 
+/// The host of an endpoint URL (`acme.table.core.windows.net` of
+/// `https://acme.table.core.windows.net:443/`), as written; `[::1]` keeps
+/// its brackets.
+///
+/// ```
+/// use tablekit_azure::url::host_of;
+/// assert_eq!(host_of("https://acme.table.core.windows.net:443/x"), "acme.table.core.windows.net");
+/// assert_eq!(host_of("http://[::1]:10002/devstoreaccount1"), "[::1]");
+/// assert_eq!(host_of("http://user@host"), "host");
+/// ```
+pub fn host_of(endpoint: &str) -> &str {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.split(':').next().unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -230,6 +230,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// Sign-in failed: the credential could not give a token (its source
+    /// refused, or is not there), or the service refused the token it gave
+    /// even after a fresh one was asked for. Nothing was applied.
+    #[error("sign-in failed: {message}")]
+    Credential {
+        /// What the credential or the service said.
+        message: String,
+    },
     /// An operation that is not offered, by this backend or for this kind
     /// of entity: `operation` names it and says why, or what to use instead.
     #[error("not supported: {operation}")]
