@@ -378,7 +378,11 @@ impl ClientOptions {
             self.secondary_reads = on;
         }
         if let Some(n) = get("MaxConnectionsPerHost") {
-            let n = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| bad("MaxConnectionsPerHost", n))?;
+            let n = n
+                .parse()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| bad("MaxConnectionsPerHost", n))?;
             self.max_connections_per_host = Some(n);
         }
         Ok(self)
@@ -659,7 +663,13 @@ impl Account {
             None if sas.is_some() => String::new(),
             // The account of the endpoint given.
             None if signs_in.is_some() => get("TableEndpoint")
-                .map(|e| crate::url::host_of(e).split('.').next().unwrap_or_default().to_owned())
+                .map(|e| {
+                    crate::url::host_of(e)
+                        .split('.')
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
                 .ok_or(ConfigError::Missing("AccountName"))?,
             None => return Err(ConfigError::Missing("AccountName")),
         };
@@ -667,7 +677,9 @@ impl Account {
             (Some(_), _, Some(_)) | (_, Some(_), Some(_)) => {
                 return Err(ConfigError::BadValue {
                     key: "Authentication".into(),
-                    value: "set beside AccountKey or SharedAccessSignature (give one way to sign in)".into(),
+                    value:
+                        "set beside AccountKey or SharedAccessSignature (give one way to sign in)"
+                            .into(),
                 });
             }
             (Some(key), _, None) => Credentials::SharedKey {

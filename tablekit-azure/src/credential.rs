@@ -343,9 +343,15 @@ mod tests {
 
     #[test]
     fn scopes_by_endpoint() {
-        assert_eq!(scope_for("http://127.0.0.1:10002/devstoreaccount1"), STORAGE_SCOPE);
+        assert_eq!(
+            scope_for("http://127.0.0.1:10002/devstoreaccount1"),
+            STORAGE_SCOPE
+        );
         assert_eq!(scope_for("https://a.queue.core.windows.net"), STORAGE_SCOPE);
-        assert_eq!(scope_for("https://a.table.cosmosdb.azure.com"), COSMOS_SCOPE);
+        assert_eq!(
+            scope_for("https://a.table.cosmosdb.azure.com"),
+            COSMOS_SCOPE
+        );
         assert_eq!(
             scope_for("https://a.table.cosmos.azure.us"),
             "https://cosmos.azure.us/.default"

@@ -58,7 +58,10 @@ pub(crate) fn from_setting(
 }
 
 #[cfg(not(feature = "azure-identity"))]
-fn build(method: &str, _client_id: Option<String>) -> Result<Arc<dyn TokenCredential>, ConfigError> {
+fn build(
+    method: &str,
+    _client_id: Option<String>,
+) -> Result<Arc<dyn TokenCredential>, ConfigError> {
     Err(ConfigError::BadValue {
         key: "Authentication".into(),
         value: format!(

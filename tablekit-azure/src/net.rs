@@ -246,7 +246,10 @@ pub(crate) fn matcher(proxy: &Proxy) -> Result<Option<Arc<Matcher>>, ConfigError
                     value: format!("{url} (an http:// proxy URL is needed)"),
                 });
             }
-            Matcher::builder().all(url.clone()).no(no_proxy.clone()).build()
+            Matcher::builder()
+                .all(url.clone())
+                .no(no_proxy.clone())
+                .build()
         }
     };
     Ok(Some(Arc::new(matcher)))
@@ -387,7 +390,11 @@ impl Watched {
     fn check_before_request(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
         let idle = self.last_activity.elapsed();
         self.idle_before_request = idle;
-        if self.learned.usable_idle().is_some_and(|usable| idle > usable) {
+        if self
+            .learned
+            .usable_idle()
+            .is_some_and(|usable| idle > usable)
+        {
             return Err(io::Error::other(NotSent(
                 "the connection was idle past the server's keep-alive",
             )));
@@ -510,7 +517,10 @@ mod tests {
     fn errors_are_found_inside_io_errors() {
         let io = io::Error::other(NotSent("x"));
         let wrapped: Box<dyn std::error::Error + 'static> = Box::new(io);
-        assert_eq!(find_in_chain::<NotSent>(wrapped.as_ref()).map(|n| n.0), Some("x"));
+        assert_eq!(
+            find_in_chain::<NotSent>(wrapped.as_ref()).map(|n| n.0),
+            Some("x")
+        );
         let other = io::Error::other("plain");
         assert!(find_in_chain::<NotSent>(&other).is_none());
     }

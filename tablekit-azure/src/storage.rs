@@ -134,7 +134,8 @@ async fn send_once(service: &Service, call: &Call<'_>, route: Route) -> Result<R
         (Some((endpoint, prefix)), true) => (endpoint, prefix),
         _ => (&service.endpoint, &service.path_prefix),
     };
-    let address = crate::transport::address(endpoint, &call.path, &call.query, &account.credentials);
+    let address =
+        crate::transport::address(endpoint, &call.path, &call.query, &account.credentials);
     let date = httpdate::fmt_http_date(SystemTime::now());
     let mut ms_headers: Vec<(&str, &str)> =
         vec![("x-ms-date", &date), ("x-ms-version", service.version)];

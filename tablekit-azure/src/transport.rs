@@ -363,7 +363,8 @@ fn sending_failed(
         }
         .into();
     }
-    let canceled = crate::net::find_in_chain::<hyper::Error>(error).is_some_and(|e| e.is_canceled());
+    let canceled =
+        crate::net::find_in_chain::<hyper::Error>(error).is_some_and(|e| e.is_canceled());
     if canceled || crate::net::find_in_chain::<NotSent>(error).is_some() {
         return Failure {
             error: Error::Transient { message },
@@ -511,14 +512,19 @@ impl Signing {
                 if !endpoint.starts_with("https://") {
                     return Err(ConfigError::BadValue {
                         key: "endpoint".into(),
-                        value: format!("{endpoint} (a token credential needs an https:// endpoint)"),
+                        value: format!(
+                            "{endpoint} (a token credential needs an https:// endpoint)"
+                        ),
                     });
                 }
                 let scope = options
                     .token_scope
                     .clone()
                     .unwrap_or_else(|| crate::credential::scope_for(endpoint).to_owned());
-                Signing::Token(crate::credential::TokenCache::new(credential.clone(), scope))
+                Signing::Token(crate::credential::TokenCache::new(
+                    credential.clone(),
+                    scope,
+                ))
             }
         })
     }
@@ -548,9 +554,9 @@ impl Signing {
         };
         let refused = match &failure.error {
             Error::Service { status: 401, .. } => true,
-            Error::Service { status: 403, code, .. } => {
-                code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo"
-            }
+            Error::Service {
+                status: 403, code, ..
+            } => code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo",
             _ => false,
         };
         if !refused {

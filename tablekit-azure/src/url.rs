@@ -58,9 +58,13 @@ pub fn query_string(pairs: &[(&str, &str)]) -> String {
 /// assert_eq!(host_of("http://user@host"), "host");
 /// ```
 pub fn host_of(endpoint: &str) -> &str {
-    let rest = endpoint.split_once("://").map_or(endpoint, |(_, rest)| rest);
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     if authority.starts_with('[') {
         return authority.split_inclusive(']').next().unwrap_or(authority);
     }

@@ -69,17 +69,31 @@ fn free_ports<const N: usize>() -> [u16; N] {
 }
 
 fn start() -> Azurite {
+    start_with(&[])
+}
+
+/// Another Azurite of this test process, with `extra` arguments (for
+/// example `--oauth basic --cert … --key …`), on ports of its own.
+pub fn start_with(extra: &[&str]) -> Azurite {
+    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let bin = install();
     let [blob_port, queue_port, table_port] = free_ports::<3>();
-    let work = std::env::temp_dir().join(format!("tablekit-azurite-{}", std::process::id()));
+    let number = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work =
+        std::env::temp_dir().join(format!("tablekit-azurite-{}-{number}", std::process::id()));
     std::fs::create_dir_all(&work).expect("a work directory");
+    let quoted: Vec<String> = extra
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
     // A watcher shell ends Azurite when this test process is gone.
     let script = format!(
         "\"$0\" --inMemoryPersistence --silent --skipApiVersionCheck \
          --blobHost 127.0.0.1 --blobPort {blob_port} --queueHost 127.0.0.1 --queuePort {queue_port} \
-         --tableHost 127.0.0.1 --tablePort {table_port} & child=$!; \
+         --tableHost 127.0.0.1 --tablePort {table_port} {extra} & child=$!; \
          while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child",
-        parent = std::process::id()
+        parent = std::process::id(),
+        extra = quoted.join(" "),
     );
     // Not waited on: the watcher lives as long as this test process and ends
     // Azurite when the process is gone.
