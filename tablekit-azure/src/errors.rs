@@ -209,6 +209,10 @@ pub fn map(
             size: tablekit::validate::limits::MAX_ENTITY_SIZE + 1,
             max: tablekit::validate::limits::MAX_ENTITY_SIZE,
         }),
+        // A proxy on the way wants credentials the client did not give.
+        (407, _) => Error::Configuration {
+            message: format!("the proxy asks for credentials (407): {message}"),
+        },
         // 503 Server Busy from the service; 429 from Cosmos DB for Table,
         // with the time to wait in `x-ms-retry-after-ms`.
         (429 | 503, _) | (_, "ServerBusy" | "TooManyRequests") => Error::Throttled { retry_after },

@@ -191,28 +191,51 @@ impl Service<Uri> for Connector {
                 }
                 std::future::poll_fn(|cx| tunnel.poll_ready(cx))
                     .await
-                    .map_err(|e| refused(&proxy_uri, &dst, &e))?;
+                    .map_err(|e| tunnel_failed(&proxy_uri, &dst, &e))?;
                 let io = tunnel
                     .call(dst.clone())
                     .await
-                    .map_err(|e| refused(&proxy_uri, &dst, &e))?;
+                    .map_err(|e| tunnel_failed(&proxy_uri, &dst, &e))?;
                 return Ok(Conn::new(io.into_inner(), false, learned));
             }
             let io = tcp
                 .call(proxy_uri.clone())
                 .await
-                .map_err(|e| refused(&proxy_uri, &dst, &e))?;
+                .map_err(|e| unreachable_proxy(&proxy_uri, &e))?;
             Ok(Conn::new(io.into_inner(), true, learned))
         })
     }
 }
 
-fn refused(proxy: &Uri, dst: &Uri, error: &dyn fmt::Debug) -> BoxError {
+/// A tunnel that could not be opened: the proxy said no (its answer is an
+/// error without a source: no tunnel, or credentials wanted), or it could
+/// not be reached (an I/O error below).
+fn tunnel_failed(proxy: &Uri, dst: &Uri, error: &(dyn std::error::Error + 'static)) -> BoxError {
+    if error.source().is_some() {
+        return unreachable_proxy(proxy, error);
+    }
     let host = dst.host().unwrap_or_default();
     let port = dst.port_u16().unwrap_or(443);
     Box::new(ProxyRefused(format!(
-        "the proxy {proxy} did not open a way to {host}:{port}: {error:?}"
+        "the proxy {} refused to open a tunnel to {host}:{port} ({error})",
+        shown(proxy)
     )))
+}
+
+fn unreachable_proxy(proxy: &Uri, error: &(dyn std::error::Error + 'static)) -> BoxError {
+    Box::new(io::Error::other(format!(
+        "the proxy {} could not be reached: {error}",
+        shown(proxy)
+    )))
+}
+
+/// A proxy's address without its credentials.
+fn shown(proxy: &Uri) -> String {
+    let host = proxy.host().unwrap_or_default();
+    match proxy.port_u16() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    }
 }
 
 /// The proxy settings as hyper-util's matcher, or `None` for none.
