@@ -113,6 +113,16 @@ impl Learned {
         self.server_idle_ms.fetch_min(ms, Ordering::Relaxed);
     }
 
+    /// A server closed a connection that had been idle for `idle`: it
+    /// keeps them no longer than that. A close after less than a second
+    /// teaches nothing (a restart, a one-off), so that connections are never
+    /// given up after a few milliseconds for good.
+    fn closed_after(&self, idle: Duration) {
+        if idle >= Duration::from_secs(1) {
+            self.server_keeps(idle);
+        }
+    }
+
     /// Reads a `Keep-Alive` header (`timeout=5, max=1000`).
     pub(crate) fn keep_alive_header(&self, value: &str) {
         let timeout = value.split(',').find_map(|part| {
@@ -427,20 +437,16 @@ impl Watched {
         }
         let mut byte = [0u8; 1];
         let mut peek = ReadBuf::new(&mut byte);
-        match self.tcp.poll_peek(cx, &mut peek) {
-            Poll::Pending => Ok(()),
-            Poll::Ready(Ok(0)) => Err(io::Error::other(NotSent(
-                "the server had closed the idle connection",
-            ))),
+        let why = match self.tcp.poll_peek(cx, &mut peek) {
+            Poll::Pending => return Ok(()),
+            Poll::Ready(Ok(0)) => "the server had closed the idle connection",
             // An idle HTTP/1.1 connection gets data only as its server
             // closes it (a TLS alert, a 408).
-            Poll::Ready(Ok(_)) => Err(io::Error::other(NotSent(
-                "the server was closing the idle connection",
-            ))),
-            Poll::Ready(Err(_)) => Err(io::Error::other(NotSent(
-                "the idle connection had been reset",
-            ))),
-        }
+            Poll::Ready(Ok(_)) => "the server was closing the idle connection",
+            Poll::Ready(Err(_)) => "the idle connection had been reset",
+        };
+        self.learned.closed_after(idle);
+        Err(io::Error::other(NotSent(why)))
     }
 
     fn before_write(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
@@ -451,18 +457,16 @@ impl Watched {
         Ok(())
     }
 
-    /// A read ended: data, the end, or an error.
-    fn after_read(&mut self, outcome: &io::Result<usize>) {
-        match outcome {
-            Ok(n) if *n > 0 => {
+    /// A read ended: `Some(n)` bytes (0 at the end), or `None` for an error.
+    fn after_read(&mut self, read: Option<usize>) {
+        match read {
+            Some(n) if n > 0 => {
                 self.last_activity = Instant::now();
                 self.in_request = false;
             }
             // Closed under a request after an idle time: the server closes
             // connections idle that long; use them for less from now on.
-            _ if self.in_request && self.idle_before_request >= PEEK_AFTER => {
-                self.learned.server_keeps(self.idle_before_request);
-            }
+            _ if self.in_request => self.learned.closed_after(self.idle_before_request),
             _ => {}
         }
     }
@@ -476,11 +480,8 @@ impl AsyncRead for Watched {
     ) -> Poll<io::Result<()>> {
         let before = buf.filled().len();
         let outcome = ready!(Pin::new(&mut self.tcp).poll_read(cx, buf));
-        let read = outcome.as_ref().map(|()| buf.filled().len() - before);
-        match read {
-            Ok(n) => self.after_read(&Ok(n)),
-            Err(e) => self.after_read(&Err(io::Error::new(e.kind(), "read failed"))),
-        }
+        let read = outcome.as_ref().ok().map(|()| buf.filled().len() - before);
+        self.after_read(read);
         Poll::Ready(outcome)
     }
 }
