@@ -105,7 +105,10 @@ async fn reads_go_to_the_secondary_while_the_primary_fails_and_writes_never_do()
         let direct = AzureTables::new(Account::emulator(a.host, a.table_port, a.blob_port, 1))
             .expect("a client");
         direct.create_table(&table).await.expect("a table");
-        direct.insert_entity(&table, &row(name)).await.expect("a row");
+        direct
+            .insert_entity(&table, &row(name))
+            .await
+            .expect("a row");
         let blobs = AzureBlobs::new(Account::emulator(a.host, a.table_port, a.blob_port, 1))
             .expect("a client");
         blobs.create_container(&table).await.expect("a container");
@@ -133,22 +136,37 @@ async fn reads_go_to_the_secondary_while_the_primary_fails_and_writes_never_do()
     let get = GetOptions::default();
 
     // The primary answers: reads come from it.
-    let read = tables.get_entity(&table, "p", "r", &get).await.expect("read");
+    let read = tables
+        .get_entity(&table, "p", "r", &get)
+        .await
+        .expect("read");
     assert_eq!(region(&read), &Value::String("primary".into()));
-    assert_eq!(blobs.get_blob(&table, "b").await.expect("blob").data, b"primary");
+    assert_eq!(
+        blobs.get_blob(&table, "b").await.expect("blob").data,
+        b"primary"
+    );
 
     // The primary's region is out: reads come from the secondary.
     table_switch.set(false);
     blob_switch.set(false);
-    let read = tables.get_entity(&table, "p", "r", &get).await.expect("read");
+    let read = tables
+        .get_entity(&table, "p", "r", &get)
+        .await
+        .expect("read");
     assert_eq!(region(&read), &Value::String("secondary".into()));
     let page = tables
         .query_entities(&table, &Query::new())
         .await
         .expect("a query");
     assert_eq!(page.entities.len(), 1);
-    assert_eq!(region(&page.entities[0]), &Value::String("secondary".into()));
-    assert_eq!(blobs.get_blob(&table, "b").await.expect("blob").data, b"secondary");
+    assert_eq!(
+        region(&page.entities[0]),
+        &Value::String("secondary".into())
+    );
+    assert_eq!(
+        blobs.get_blob(&table, "b").await.expect("blob").data,
+        b"secondary"
+    );
 
     // A row the secondary has not seen yet is not reported missing from
     // there: the primary's failure is the answer.
@@ -160,11 +178,18 @@ async fn reads_go_to_the_secondary_while_the_primary_fails_and_writes_never_do()
 
     // Writes never go to the secondary.
     let error = tables
-        .upsert_entity(&table, &Entity::new("p", "new"), tablekit::UpdateMode::Replace)
+        .upsert_entity(
+            &table,
+            &Entity::new("p", "new"),
+            tablekit::UpdateMode::Replace,
+        )
         .await
         .expect_err("the primary is out");
     assert!(
-        matches!(error, Error::Transient { .. } | Error::OutcomeUnknown { .. }),
+        matches!(
+            error,
+            Error::Transient { .. } | Error::OutcomeUnknown { .. }
+        ),
         "{error:?}"
     );
     let direct = AzureTables::new(Account::emulator(
@@ -190,7 +215,10 @@ async fn reads_go_to_the_secondary_while_the_primary_fails_and_writes_never_do()
 
     // The primary is back: reads come from it again.
     table_switch.set(true);
-    let read = tables.get_entity(&table, "p", "r", &get).await.expect("read");
+    let read = tables
+        .get_entity(&table, "p", "r", &get)
+        .await
+        .expect("read");
     assert_eq!(region(&read), &Value::String("primary".into()));
 }
 
@@ -211,12 +239,18 @@ fn secondary_endpoints_from_connection_strings() {
         "AccountName=acme;AccountKey={key};TableEndpoint=https://t.example;TableSecondaryEndpoint=https://t2.example/"
     ))
     .expect("an account");
-    assert_eq!(explicit.table_secondary_endpoint.as_deref(), Some("https://t2.example"));
+    assert_eq!(
+        explicit.table_secondary_endpoint.as_deref(),
+        Some("https://t2.example")
+    );
     let none = Account::from_connection_string(&format!(
         "AccountName=acme;AccountKey={key};TableEndpoint=https://t.example"
     ))
     .expect("an account");
-    assert_eq!(none.table_secondary_endpoint, None, "not guessed for an endpoint given");
+    assert_eq!(
+        none.table_secondary_endpoint, None,
+        "not guessed for an endpoint given"
+    );
     let dev = Account::from_connection_string("UseDevelopmentStorage=true;SecondaryReads=true")
         .expect("client settings beside the emulator");
     assert_eq!(dev.table_secondary_endpoint, None);

@@ -46,6 +46,21 @@ use tablekit::copy::{
 use tablekit::filter::Filter;
 use tablekit_stores::Stores;
 
+/// The forms of a store's connection string, for `--help`.
+const STORE_FORMS: &str = "\
+Stores (--from, --to) are connection strings:
+  UseMemoryStorage=true                        in memory
+  UseLocalStorage=./data                       a directory on this machine
+  UseDevelopmentStorage=true                   Azurite on its default ports (TablePort=, BlobPort=, QueuePort= move them)
+  AccountName=acme;AccountKey=...              an Azure storage account, with its key
+  AccountName=acme;Authentication=Environment  signed in with Microsoft Entra ID: the environment's identity
+                                               (also ManagedIdentity, WorkloadIdentity, ClientSecret, AzureCli)
+  TableEndpoint=https://acme.table.cosmos.azure.com;Authentication=ManagedIdentity
+                                               Cosmos DB for Table
+  ...;SharedAccessSignature=sv=...             with a SAS
+Beside an account's settings: Proxy=http://host:port (else HTTPS_PROXY, HTTP_PROXY, NO_PROXY
+are read), NoProxy=hosts, CaCertificate=ca.pem, TrustPlatformRoots=true, SecondaryReads=true.";
+
 /// The command line's description.
 pub fn command() -> Command {
     let conflict = || {
@@ -80,6 +95,7 @@ pub fn command() -> Command {
     };
     Command::new("tablekit")
         .about("Copies tables between stores, and exports and imports them as JSON Lines")
+        .after_help(STORE_FORMS)
         .subcommand_required(true)
         .arg_required_else_help(true)
         .subcommand(

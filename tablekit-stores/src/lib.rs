@@ -10,6 +10,15 @@
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
 //! | `DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…` | an Azure storage account (or Cosmos DB for Table, with its `TableEndpoint`) |
+//! | `AccountName=…;Authentication=Environment` | an Azure storage account, signed in with Microsoft Entra ID: the identity the environment provides (workload identity, a client secret, a managed identity, else the Azure CLI's sign-in); also `ManagedIdentity`, `WorkloadIdentity`, `ClientSecret`, `AzureCli` (the `azure-identity` feature) |
+//!
+//! An account's connection string may also say how to reach it:
+//! `Proxy=http://proxy:3128` (and `NoProxy=` hosts; without them the
+//! `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` variables are read, and
+//! `Proxy=none` reads none), `CaCertificate=<PEM file>` and
+//! `TrustPlatformRoots=true` (whom TLS trusts beside the Mozilla roots),
+//! `SecondaryReads=true` (reads from the secondary region while the primary
+//! fails) and `MaxConnectionsPerHost=<n>`.
 //!
 //! Settings are `key=value` pairs separated by `;`; keys are matched
 //! without regard to case. A local directory is created if needed; a
@@ -249,11 +258,17 @@ impl Stores {
 
     #[cfg(feature = "azure")]
     fn service(connection: String, location: Location) -> Result<Stores> {
-        let account = tablekit_azure::config::Account::from_connection_string(&connection)?;
+        use tablekit_azure::config::{Account, ClientOptions};
+        let account = Account::from_connection_string(&connection)?;
+        let options = ClientOptions::tables().with_connection_string(&connection)?;
+        let blob_options = ClientOptions::blobs().with_connection_string(&connection)?;
+        let tables = tablekit_azure::AzureTables::with_options(account.clone(), options.clone())?;
+        let blobs = tablekit_azure::AzureBlobs::with_options(account.clone(), blob_options)?;
+        let queues = tablekit_azure::AzureQueues::with_options(account, options)?;
         Ok(Stores {
-            tables: Arc::new(tablekit_azure::AzureTables::new(account.clone())?),
-            blobs: Arc::new(tablekit_azure::AzureBlobs::new(account.clone())?),
-            queues: Arc::new(tablekit_azure::AzureQueues::new(account)?),
+            tables: Arc::new(tables),
+            blobs: Arc::new(blobs),
+            queues: Arc::new(queues),
             location,
         })
     }

@@ -20,6 +20,8 @@ pub struct Certificates {
     pub key: PathBuf,
     /// The authority's certificate (PEM), the one clients trust.
     pub ca_pem: String,
+    /// The same, in a file.
+    pub ca: PathBuf,
 }
 
 /// Makes an authority and a server certificate it signs, written to a
@@ -53,10 +55,13 @@ pub fn certificates(name: &str) -> Certificates {
     let key = dir.join("key.pem");
     std::fs::write(&cert, server.pem()).expect("write cert.pem");
     std::fs::write(&key, server_key.serialize_pem()).expect("write key.pem");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, ca_cert.pem()).expect("write ca.pem");
     Certificates {
         cert,
         key,
         ca_pem: ca_cert.pem(),
+        ca,
     }
 }
 
