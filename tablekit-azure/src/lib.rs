@@ -39,6 +39,7 @@ pub mod credential;
 pub mod errors;
 pub mod identity;
 mod net;
+mod pool;
 pub mod policy;
 pub mod queues;
 mod storage;

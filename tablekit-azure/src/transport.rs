@@ -2,16 +2,12 @@
 //! HTTP client, the request URL, sending it and reading the reply or the
 //! service's error, and the retry loop with its `tracing` span.
 //!
-//! Requests go through hyper's pooled client (`hyper-util`) over rustls,
-//! HTTP/1.1, `TCP_NODELAY`: the stack reqwest builds on, without the layers
-//! this client does not use (redirects, cookies, decompression). Those
-//! layers were most of what this client cost above a raw hyper client:
-//! `benches/request_path.rs` measured 30–36 µs of client CPU per upsert
-//! through reqwest, 23–25 µs through hyper directly, beside 23 µs for a raw
-//! hyper client. Connections are opened by [`crate::net`]: through the
-//! proxy the options or the environment name, trusted as
-//! [`Trust`](crate::config::Trust) says, and never written to once the
-//! server may have closed them.
+//! Requests go over rustls, HTTP/1.1, `TCP_NODELAY`, through hyper's
+//! connection API and a pool of this crate ([`crate::pool`]): no
+//! redirects, cookies or decompression, which this client does not use.
+//! Connections are opened by [`crate::net`]: through the proxy the options
+//! or the environment name, trusted as [`Trust`](crate::config::Trust)
+//! says, and never written to once the server may have closed them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,17 +17,15 @@ use bytes::Bytes;
 pub(crate) use http::Method;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
-use hyper_util::rt::TokioExecutor;
 use tablekit::{Error, Result};
 use tracing::Instrument as _;
 
 use crate::config::{ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::net::{Connector, Learned, NotSent, ProxyRefused};
+use crate::pool::{ConnectError, Pool};
 use crate::policy::{Idempotence, RetryPolicy};
 use crate::url;
 
@@ -47,7 +41,7 @@ const CLOUD_IDLE: Duration = Duration::from_secs(50);
 /// timeout. Clones share the pool.
 #[derive(Clone, Debug)]
 pub(crate) struct Http {
-    client: Client<HttpsConnector<Connector>, Full<Bytes>>,
+    pool: Arc<Pool>,
     /// The longest a request may take, answer read whole.
     timeout: Duration,
     /// What the connections learned about their servers.
@@ -94,13 +88,9 @@ impl Http {
             .https_or_http()
             .enable_http1()
             .wrap_connector(connector);
-        let mut builder = Client::builder(TokioExecutor::new());
-        builder.pool_idle_timeout(idle);
-        if let Some(cap) = options.max_connections_per_host {
-            builder.pool_max_idle_per_host(cap);
-        }
+        let max_idle = options.max_connections_per_host.unwrap_or(usize::MAX);
         Ok(Http {
-            client: builder.build(https),
+            pool: Arc::new(Pool::new(https, idle, max_idle)),
             timeout: options.request_timeout,
             learned,
             limit: options
@@ -295,18 +285,8 @@ pub(crate) async fn execute(
             })?),
             None => None,
         };
-        let response = http
-            .client
-            .request(request)
-            .await
-            .map_err(|e| sending_failed(&e, method, path, lost))?;
-        let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?
-            .to_bytes();
-        Ok::<_, Failure>((parts.status, parts.headers, body))
+        let response = exchange(http, request, method, path, &lost).await?;
+        Ok::<_, Failure>(response)
     };
     let (status, headers, body) = tokio::time::timeout(http.timeout, exchange)
         .await
@@ -347,35 +327,112 @@ pub(crate) async fn execute(
     Err(error.into())
 }
 
-/// The failure of a request hyper could not complete: not sent (sent again
-/// at once), the proxy's refusal (a configuration error), no connection
-/// (transient), or lost on the way (unknown for a write).
-fn sending_failed(
-    error: &hyper_util::client::legacy::Error,
+/// Sends `request` on a pooled connection and reads the answer whole; the
+/// connection goes back to the pool after. A request the connection gave
+/// back unsent is sent on another one (a few times).
+async fn exchange(
+    http: &Http,
+    mut request: http::Request<Full<Bytes>>,
     method: &Method,
     path: &str,
-    lost: impl Fn(String) -> Error,
-) -> Failure {
-    let message = format!("{method} {path}: {}", describe(error));
+    lost: &impl Fn(String) -> Error,
+) -> Result<(http::StatusCode, HeaderMap, Bytes), Failure> {
+    let uri = request.uri().clone();
+    if !request.headers().contains_key(http::header::HOST)
+        && let Some(authority) = uri.authority()
+    {
+        let host = match (uri.scheme_str(), authority.port_u16()) {
+            (Some("http"), Some(80)) | (Some("https"), Some(443)) => authority.host(),
+            _ => authority.as_str(),
+        };
+        if let Ok(value) = HeaderValue::from_str(host) {
+            request.headers_mut().insert(http::header::HOST, value);
+        }
+    }
+    let origin_form: Option<http::Uri> = uri.path_and_query().map(|p| p.as_str().parse()).and_then(Result::ok);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let (mut taken, _reused) = http
+            .pool
+            .take(&uri)
+            .await
+            .map_err(|e| connect_failed(e, method, path))?;
+        // A proxy for plain HTTP takes the whole URL; a server, the path.
+        *request.uri_mut() = match (&origin_form, taken.proxied) {
+            (Some(origin), false) => origin.clone(),
+            _ => uri.clone(),
+        };
+        let response = match taken.sender.try_send_request(request).await {
+            Ok(response) => response,
+            Err(mut failed) => match failed.take_message() {
+                // Never written: another connection takes it.
+                Some(unsent) if attempts <= MAX_RESENDS => {
+                    request = unsent;
+                    continue;
+                }
+                Some(_) => {
+                    return Err(Failure {
+                        error: Error::Transient {
+                            message: format!(
+                                "{method} {path}: {}",
+                                describe(failed.error())
+                            ),
+                        },
+                        resend: Some(Resend::NotSent),
+                    });
+                }
+                None => return Err(sending_failed(failed.error(), method, path, lost)),
+            },
+        };
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| lost(format!("{method} {path}: reading the response: {e}")))?
+            .to_bytes();
+        http.pool.put_back(taken);
+        return Ok((parts.status, parts.headers, body));
+    }
+}
+
+/// No connection could be had: the proxy's refusal is a configuration
+/// error; anything else (refused, unreachable, TLS) is transient.
+fn connect_failed(error: ConnectError, method: &Method, path: &str) -> Failure {
+    let error: Box<dyn std::error::Error + Send + Sync> = match error {
+        ConnectError::Connect(error) => error,
+        ConnectError::Handshake(error) => Box::new(error),
+    };
+    let error: &(dyn std::error::Error + 'static) = error.as_ref();
     if let Some(refused) = crate::net::find_in_chain::<ProxyRefused>(error) {
         return Error::Configuration {
             message: format!("{method} {path}: {refused}"),
         }
         .into();
     }
-    let canceled =
-        crate::net::find_in_chain::<hyper::Error>(error).is_some_and(|e| e.is_canceled());
-    if canceled || crate::net::find_in_chain::<NotSent>(error).is_some() {
+    Error::Transient {
+        message: format!("{method} {path}: cannot connect: {}", describe(error)),
+    }
+    .into()
+}
+
+/// A request that failed once written (or as it was being written): not
+/// sent at all when the connection refused its first byte (sent again at
+/// once), else lost on the way (unknown for a write).
+fn sending_failed(
+    error: &hyper::Error,
+    method: &Method,
+    path: &str,
+    lost: impl Fn(String) -> Error,
+) -> Failure {
+    let message = format!("{method} {path}: {}", describe(error));
+    if error.is_canceled() || crate::net::find_in_chain::<NotSent>(error).is_some() {
         return Failure {
             error: Error::Transient { message },
             resend: Some(Resend::NotSent),
         };
     }
-    if error.is_connect() {
-        Error::Transient { message }.into()
-    } else {
-        lost(message).into()
-    }
+    lost(message).into()
 }
 
 /// How many times in a row an attempt that was not sent is sent again

@@ -203,3 +203,30 @@ async fn managed_identity_from_a_connection_string_signs_every_service() {
         "the wrong secret was asked with"
     );
 }
+
+/// The README's first Azure example, as written there (without the
+/// requests, which need an account in the cloud).
+#[test]
+fn the_readme_example_builds() -> Result<(), Box<dyn std::error::Error>> {
+    use tablekit::Table;
+    use tablekit_azure::{Account, identity::AzureIdentity};
+
+    #[derive(tablekit::TableEntity, Debug, Clone)]
+    #[tablekit(table = "Staff", kind = "EMP", rename_all = "PascalCase")]
+    struct Employee {
+        #[tablekit(partition_key)]
+        department: String,
+        #[tablekit(row_key)]
+        id: u32,
+        name: String,
+    }
+
+    let credential = azure_identity::ManagedIdentityCredential::new(None)?;
+    let account = Account::with_credential(
+        "https://acme.table.core.windows.net",
+        Arc::new(AzureIdentity::new(credential)),
+    )?;
+    let staff: Table<Employee> = Table::new(AzureTables::new(account)?);
+    assert_eq!(staff.name(), "Staff");
+    Ok(())
+}
