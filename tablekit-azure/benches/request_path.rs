@@ -29,10 +29,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tablekit::{Entity, GetOptions, Query, Table, TableBackend, TableEntity, UpdateMode};
 use tablekit_azure::AzureTables;
@@ -317,7 +317,10 @@ async fn load(tablekit: &AzureTables, table: &str) {
             .iter()
             .map(|&n| tablekit::BatchOperation::Insert(entity(n)))
             .collect();
-        tablekit.submit_transaction(table, &ops).await.expect("load");
+        tablekit
+            .submit_transaction(table, &ops)
+            .await
+            .expect("load");
     }
 }
 
@@ -333,7 +336,10 @@ fn print_table(title: &str, names: &[&str], cpu: &[[Duration; 3]]) {
     }
     println!();
     println!("|{}", " --- |".repeat(1 + 2 * names.len() - 1));
-    for (op, operation) in ["upsert", "point read", "1,000-row page"].iter().enumerate() {
+    for (op, operation) in ["upsert", "point read", "1,000-row page"]
+        .iter()
+        .enumerate()
+    {
         print!("| {operation} |");
         for row in cpu {
             if row[op] == Duration::MAX {
@@ -547,9 +553,8 @@ async fn bearer() {
     let trust = Trust::mozilla()
         .with_pem(certificates.ca_pem.as_bytes())
         .expect("the CA");
-    let tablekit =
-        AzureTables::with_options(account.clone(), ClientOptions::tables().trust(trust))
-            .expect("a client");
+    let tablekit = AzureTables::with_options(account.clone(), ClientOptions::tables().trust(trust))
+        .expect("a client");
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::CertificateDer::pem_slice_iter(certificates.ca_pem.as_bytes()) {
         roots.add(cert.expect("a certificate")).expect("a root");
@@ -629,7 +634,11 @@ async fn bearer() {
                         let q = Query::new()
                             .filter(tablekit::filter::prop("PartitionKey").eq("bench"))
                             .top(1000);
-                        t.query_entities(table, &q).await.expect("page").entities.len()
+                        t.query_entities(table, &q)
+                            .await
+                            .expect("page")
+                            .entities
+                            .len()
                     } else {
                         send_page_hyper(hyper, raw).await
                     }

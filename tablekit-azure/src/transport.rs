@@ -25,8 +25,8 @@ use tracing::Instrument as _;
 use crate::config::{ClientOptions, ConfigError, Credentials};
 use crate::errors::{self, Target};
 use crate::net::{Connector, Learned, NotSent, ProxyRefused};
-use crate::pool::{ConnectError, Pool};
 use crate::policy::{Idempotence, RetryPolicy};
+use crate::pool::{ConnectError, Pool};
 use crate::url;
 
 /// How long an idle connection is kept to a server on this machine (the
@@ -349,7 +349,10 @@ async fn exchange(
             request.headers_mut().insert(http::header::HOST, value);
         }
     }
-    let origin_form: Option<http::Uri> = uri.path_and_query().map(|p| p.as_str().parse()).and_then(Result::ok);
+    let origin_form: Option<http::Uri> = uri
+        .path_and_query()
+        .map(|p| p.as_str().parse())
+        .and_then(Result::ok);
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -374,10 +377,7 @@ async fn exchange(
                 Some(_) => {
                     return Err(Failure {
                         error: Error::Transient {
-                            message: format!(
-                                "{method} {path}: {}",
-                                describe(failed.error())
-                            ),
+                            message: format!("{method} {path}: {}", describe(failed.error())),
                         },
                         resend: Some(Resend::NotSent),
                     });

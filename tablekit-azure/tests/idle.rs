@@ -308,3 +308,68 @@ async fn connections_closed_by_an_idle_server_never_fail_a_request() {
         );
     }
 }
+
+/// A forwarder to Azurite's table port that counts the connections it was
+/// opened.
+async fn counting_forwarder() -> (Arc<std::sync::atomic::AtomicU32>, u16) {
+    let opened = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let target = azurite::azurite().table_port;
+    let counting = opened.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            counting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut server) = TcpStream::connect(("127.0.0.1", target)).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    (opened, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_to_a_host_are_capped_when_asked() {
+    let table = format!("cap{:08x}", fastrand::u32(..));
+    let setup = AzureTables::new(azurite::account()).expect("a client");
+    setup.create_table(&table).await.expect("a table");
+    setup
+        .insert_entity(&table, &Entity::new("p", "r"))
+        .await
+        .expect("a row");
+    for (cap, expect_at_most) in [(Some(2), 2), (None, u32::MAX)] {
+        let (opened, port) = counting_forwarder().await;
+        let mut options = tablekit_azure::config::ClientOptions::tables();
+        if let Some(cap) = cap {
+            options = options.max_connections_per_host(cap);
+        }
+        let tables = AzureTables::with_options(Account::emulator("127.0.0.1", port, 1, 2), options)
+            .expect("a client");
+        let reads = futures::future::join_all((0..32).map(|_| {
+            let (tables, table) = (tables.clone(), table.clone());
+            async move {
+                tables
+                    .get_entity(&table, "p", "r", &Default::default())
+                    .await
+            }
+        }))
+        .await;
+        assert!(reads.iter().all(Result::is_ok));
+        let opened = opened.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(
+            opened <= expect_at_most,
+            "{opened} connections under a cap of {cap:?}"
+        );
+        if cap.is_none() {
+            assert!(
+                opened > 2,
+                "32 reads at once without a cap used {opened} connections"
+            );
+        }
+    }
+}

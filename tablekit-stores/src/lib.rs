@@ -324,6 +324,37 @@ mod tests {
         assert!(matches!(&err, Error::Configuration { .. }), "{err:?}");
     }
 
+    /// "Use the environment's Azure identity" is a whole connection string
+    /// (nothing is asked of the identity until a request needs a token).
+    #[test]
+    fn the_environments_identity_is_a_connection_string() {
+        let opened = Stores::open("AccountName=acme;Authentication=Environment");
+        #[cfg(feature = "azure-identity")]
+        {
+            let stores = opened.expect("an account signed in with Entra ID");
+            assert_eq!(stores.location().to_string(), "the service at acme");
+        }
+        #[cfg(not(feature = "azure-identity"))]
+        assert!(
+            matches!(&opened, Err(Error::Configuration { message }) if message.contains("azure-identity")),
+            "{:?}",
+            opened.err()
+        );
+        let err = Stores::open("AccountName=acme;Authentication=Magic").unwrap_err();
+        assert!(
+            matches!(&err, Error::Configuration { message } if message.contains("ManagedIdentity")),
+            "{err:?}"
+        );
+        let err =
+            Stores::open("AccountName=acme;AccountKey=AA==;Authentication=AzureCli").unwrap_err();
+        assert!(matches!(&err, Error::Configuration { .. }), "{err:?}");
+        let err = Stores::open("AccountName=acme;AccountKey=AA==;Proxy=ftp://p").unwrap_err();
+        assert!(
+            matches!(&err, Error::Configuration { message } if message.contains("Proxy")),
+            "{err:?}"
+        );
+    }
+
     #[test]
     fn locations_print_without_keys() {
         let shown = Location::parse("AccountName=acme;AccountKey=c2VjcmV0")
