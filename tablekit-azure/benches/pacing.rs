@@ -1,8 +1,9 @@
 //! The default (adaptively paced) bulk writer beside the unpaced one on a
-//! local Azurite (started by the bench itself): 10,000 entities over 10
-//! partitions, in interleaved rounds, the best of each. Azurite never
-//! throttles, so the default writer should soon stop holding back: the
-//! target is at least 0.95× the unpaced writer's rate.
+//! local Azurite (started by the bench itself), in interleaved rounds, for
+//! three shapes of load: 10,000 entities over 10 partitions, 20,000 over 2
+//! and 20,000 in one partition (where one writer fills one lane). Azurite
+//! never throttles, so the default writer should not hold back: the target
+//! is at least 0.95× the unpaced writer's rate in every shape.
 //!
 //! `cargo bench -p tablekit-azure --bench pacing`
 

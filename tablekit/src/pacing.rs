@@ -30,8 +30,11 @@ use tokio::time::Instant;
 /// the partition. After the first throttle the increase is a small share of
 /// the rate the store throttled at, so the rate settles just under what the
 /// store takes: about 90% of it on average, with a few throttled
-/// transactions in a hundred. A store that never throttles (Azurite, a
-/// local backend) soon stops holding the writer back.
+/// transactions in a hundred. Before the first throttle the rise is a slow
+/// start: each entity the store takes raises the rate by eight, so a lane
+/// sending all it may doubles its rate about every 90 ms, and a store that
+/// never throttles (Azurite, a local backend) stops holding the writer back
+/// within a fraction of a second.
 ///
 /// Each rate is kept as a token bucket: an adaptive lane that has been
 /// quiet may send a second's worth at once (the targets are per second),
@@ -100,16 +103,19 @@ impl Lane {
         self.taken.iter().map(|(_, n)| n).sum()
     }
 
-    /// Additive increase, after the store took `entities`: a twentieth of
-    /// the starting rate per transaction while the store has never
-    /// throttled; then, for each second's worth of entities taken, 1.5% of
-    /// the rate it throttled at (a steady rise in time, whatever the size
-    /// of the transactions).
+    /// The rise after the store took `entities`. Until the store first
+    /// throttles this lane, a slow start: [`SLOW_START`] for each entity
+    /// taken (at least a twentieth of the starting rate), so that a lane
+    /// that sends all its rate doubles about every 90 ms, and a store that
+    /// never throttles soon stops holding it back.
+    /// Then additive increase: for each second's worth of entities taken,
+    /// 1.5% of the rate it throttled at (a steady rise in time, whatever
+    /// the size of the transactions).
     fn increase(&mut self, now: Instant, entities: usize, start: f64) {
         self.taken.push_back((now, entities));
         self.taken_in_last_second(now);
         let step = match self.throttled_at {
-            None => start / 20.0,
+            None => (start / 20.0).max(SLOW_START * entities as f64),
             Some(at) => INCREASE * at * entities as f64 / self.rate,
         };
         self.rate = (self.rate + step).min(start * MAX_FACTOR);
@@ -159,6 +165,14 @@ impl Lane {
     }
 }
 
+/// How much a lane's rate rises for each entity the store took, until the
+/// store first throttles it: the rate then grows with what it sends, by
+/// e⁸ a second when it sends all of it (TCP's slow start, steeper). A
+/// twentieth of the starting rate per transaction, as before, kept a lane
+/// that one writer fills (a single partition) at half a non-throttling
+/// store's speed for the first seconds: 0.62× the unpaced writer on
+/// Azurite with 20,000 entities in one partition.
+const SLOW_START: f64 = 8.0;
 /// The share of its rate a lane keeps when the store throttles it.
 const DECREASE: f64 = 0.85;
 /// How much of the rate it throttled at a lane gains per second's worth
