@@ -19,7 +19,8 @@ use crate::policy::{self, Idempotence, RetryPolicy, SasRange};
 use crate::transport::{Failure, Route, Signing};
 use crate::url;
 
-/// The service version spoken (JSON payloads need ≥ 2015-12-11).
+/// The service version spoken (JSON payloads need ≥ 2015-12-11, bearer
+/// tokens ≥ 2019-02-02).
 pub const SERVICE_VERSION: &str = "2019-02-02";
 
 /// A Table service account as a [`TableBackend`]: Azure Table Storage,

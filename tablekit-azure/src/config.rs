@@ -96,8 +96,9 @@ pub struct ClientOptions {
     /// idle connections). A shorter `Keep-Alive: timeout=` from the server
     /// shortens it further, whatever is set here.
     pub idle_timeout: Option<Duration>,
-    /// At most this many connections to one host at once (requests beyond
-    /// it wait for one to be free); `None` for no limit.
+    /// At most this many connections at once to a service (requests
+    /// beyond it wait for one to be free): per client, its primary and
+    /// secondary hosts together. `None` for no limit.
     pub max_connections_per_host: Option<usize>,
     /// Reads that fail on the primary endpoint with a transient error are
     /// tried on the secondary one (`<account>-secondary.<service>…`, or the

@@ -341,6 +341,15 @@ mod tests {
         assert_eq!(credential.calls.load(Ordering::SeqCst), 2);
     }
 
+    /// The services take bearer tokens from these versions on: tables from
+    /// 2019-02-02, blobs and queues from 2017-11-09.
+    #[test]
+    fn every_service_speaks_a_version_that_takes_tokens() {
+        assert!(crate::client::SERVICE_VERSION >= "2019-02-02");
+        assert!(crate::blobs::BLOB_VERSION >= "2017-11-09");
+        assert!(crate::queues::QUEUE_VERSION >= "2017-11-09");
+    }
+
     #[test]
     fn scopes_by_endpoint() {
         assert_eq!(

@@ -6,12 +6,26 @@
 //! implements `tablekit::QueueStore`, so the typed client and derived
 //! entities run on it unchanged.
 //!
+//! - Sign-in with Microsoft Entra ID: any [`credential::TokenCredential`]
+//!   (with the `azure-identity` feature, every credential of the Azure
+//!   SDK's `azure_identity` through [`identity::AzureIdentity`]), and
+//!   [`Account::with_credential`] to build a client from an endpoint and a
+//!   credential alone. Tokens are cached, replaced before they run out and
+//!   sent over `https://` only.
 //! - Configuration from a connection string (`UseDevelopmentStorage=true`,
-//!   account key, explicit endpoints, SAS) or from parts ([`config`]);
-//!   timeouts and retries through [`config::ClientOptions`].
+//!   account key, explicit endpoints, SAS, `Authentication=`) or from parts
+//!   ([`config`]); timeouts, retries, proxy, trust and connections through
+//!   [`config::ClientOptions`].
 //! - Shared Key signing for tables, blobs and queues, table SAS generation, and
 //!   clients built from a SAS ([`auth`]); a client with a range-scoped SAS
 //!   refuses keys outside its range before sending.
+//! - The network of a company: the proxy of `HTTPS_PROXY`/`HTTP_PROXY`/
+//!   `NO_PROXY` or of the options ([`config::Proxy`]), the Mozilla roots or
+//!   the platform's trust store or a private certificate authority
+//!   ([`config::Trust`]), pooled connections that are closed before the
+//!   server would close them and never written to once it has, and reads
+//!   from the secondary region of a geo-redundant account
+//!   ([`config::ClientOptions::secondary_reads`]).
 //! - The shared validator runs before every request, and service errors map
 //!   onto `tablekit::Error` ([`errors`]), so the same bad input gets the same
 //!   typed error as on the in-memory backend, also where Azurite is laxer

@@ -8,6 +8,8 @@
 //! connection back, and its checkout machinery. This pool is a list under a
 //! lock: a request takes the connection last put back (the one least likely
 //! to have been closed), and puts it back once its answer is read whole.
+//! Connections idle past the timeout are closed when the pool is next used
+//! (a client that sends nothing more leaves them to the server to close).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -82,7 +84,7 @@ impl Pool {
 
     /// A connection to `uri`'s host: the one last put back that is still
     /// open and not idle too long, or a new one.
-    pub(crate) async fn take(&self, uri: &Uri) -> Result<(Taken, bool), ConnectError> {
+    pub(crate) async fn take(&self, uri: &Uri) -> Result<Taken, ConnectError> {
         let key = key_of(uri);
         while let Some(mut taken) = self.pop(&key) {
             // Ready once its last answer has been read through; an error
@@ -91,7 +93,7 @@ impl Pool {
                 .await
                 .is_ok()
             {
-                return Ok((taken, true));
+                return Ok(taken);
             }
         }
         let io = self
@@ -108,29 +110,31 @@ impl Pool {
         tokio::spawn(async move {
             let _ = connection.await;
         });
-        Ok((
-            Taken {
-                sender,
-                key,
-                proxied,
-            },
-            false,
-        ))
+        Ok(Taken {
+            sender,
+            key,
+            proxied,
+        })
     }
 
     /// The last connection to `key` put back, dropping those too old.
     fn pop(&self, key: &str) -> Option<Taken> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        self.close_expired(&mut idle);
+        let at = idle.iter().rposition(|i| i.taken.key == key)?;
+        let found = idle.remove(at);
+        Some(found.taken)
+    }
+
+    /// Closes the connections idle longer than the timeout (dropping a
+    /// sender closes its connection). The oldest are first.
+    fn close_expired(&self, idle: &mut Vec<Idle>) {
         let now = Instant::now();
-        // The oldest are first: expired ones go, whatever their host.
         let expired = idle
             .iter()
             .take_while(|i| now.duration_since(i.since) > self.idle_timeout)
             .count();
         idle.drain(..expired);
-        let at = idle.iter().rposition(|i| i.taken.key == key)?;
-        let found = idle.remove(at);
-        Some(found.taken)
     }
 
     /// Puts a connection back after its answer was read whole.
@@ -139,6 +143,7 @@ impl Pool {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        self.close_expired(&mut idle);
         if idle.len() >= self.max_idle {
             idle.remove(0);
         }

@@ -349,14 +349,16 @@ async fn exchange(
             request.headers_mut().insert(http::header::HOST, value);
         }
     }
-    let origin_form: Option<http::Uri> = uri
-        .path_and_query()
-        .map(|p| p.as_str().parse())
-        .and_then(Result::ok);
+    // The path alone, for a server (shares the URL's bytes).
+    let origin_form = uri.path_and_query().cloned().and_then(|path| {
+        let mut parts = http::uri::Parts::default();
+        parts.path_and_query = Some(path);
+        http::Uri::from_parts(parts).ok()
+    });
     let mut attempts = 0;
     loop {
         attempts += 1;
-        let (mut taken, _reused) = http
+        let mut taken = http
             .pool
             .take(&uri)
             .await
