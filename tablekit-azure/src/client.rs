@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use crate::transport::Method;
 use async_trait::async_trait;
+use http::{HeaderName, HeaderValue};
 use bytes::Bytes;
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
@@ -22,6 +23,13 @@ use crate::url;
 /// The service version spoken (JSON payloads need ≥ 2015-12-11, bearer
 /// tokens ≥ 2019-02-02).
 pub const SERVICE_VERSION: &str = "2019-02-02";
+
+// The names of the headers every request carries, made once (a name
+// given as text is parsed and copied for each request).
+const X_MS_DATE: HeaderName = HeaderName::from_static("x-ms-date");
+const X_MS_VERSION: HeaderName = HeaderName::from_static("x-ms-version");
+const DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("dataserviceversion");
+const MAX_DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("maxdataserviceversion");
 
 /// A Table service account as a [`TableBackend`]: Azure Table Storage,
 /// Cosmos DB for Table, or Azurite. Clones share one connection pool.
@@ -182,11 +190,14 @@ impl AzureTables {
         let mut request = inner
             .http
             .request(call.method.clone(), &address)
-            .header("x-ms-date", &date)
-            .header("x-ms-version", SERVICE_VERSION)
-            .header("DataServiceVersion", "3.0;NetFx")
-            .header("MaxDataServiceVersion", "3.0;NetFx")
-            .header("Accept", "application/json;odata=minimalmetadata");
+            .header(X_MS_DATE, &date)
+            .header(X_MS_VERSION, HeaderValue::from_static(SERVICE_VERSION))
+            .header(DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;NetFx"))
+            .header(MAX_DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;NetFx"))
+            .header(
+                http::header::ACCEPT,
+                HeaderValue::from_static("application/json;odata=minimalmetadata"),
+            );
         for (name, value) in &call.headers {
             request = request.header(*name, value);
         }

@@ -461,14 +461,34 @@ pub(crate) async fn with_retries<T, F, Fut>(
     method: &Method,
     path: &str,
     secondary: bool,
-    mut attempt: F,
+    attempt: F,
 ) -> Result<T>
 where
     F: FnMut(Route) -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
     let span = tracing::debug_span!("tablekit_azure::request", %method, path);
-    async move {
+    // With nobody listening, the span is not entered on every poll.
+    if span.is_disabled() {
+        return retry_loop(retry, idempotence, secondary, attempt).await;
+    }
+    retry_loop(retry, idempotence, secondary, attempt)
+        .instrument(span)
+        .await
+}
+
+/// The attempts of [`with_retries`], inside its span.
+async fn retry_loop<T, F, Fut>(
+    retry: &RetryPolicy,
+    idempotence: Idempotence,
+    secondary: bool,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut(Route) -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    {
         let mut number = 1;
         let mut resends = 0;
         let mut refused_once = false;
@@ -535,8 +555,6 @@ where
             return Err(error);
         }
     }
-    .instrument(span)
-    .await
 }
 
 fn is_not_found(error: &Error) -> bool {
