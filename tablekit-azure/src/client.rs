@@ -5,8 +5,8 @@ use std::time::SystemTime;
 
 use crate::transport::Method;
 use async_trait::async_trait;
-use http::{HeaderName, HeaderValue};
 use bytes::Bytes;
+use http::{HeaderName, HeaderValue};
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
     QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
@@ -193,7 +193,10 @@ impl AzureTables {
             .header(X_MS_DATE, &date)
             .header(X_MS_VERSION, HeaderValue::from_static(SERVICE_VERSION))
             .header(DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;NetFx"))
-            .header(MAX_DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;NetFx"))
+            .header(
+                MAX_DATA_SERVICE_VERSION,
+                HeaderValue::from_static("3.0;NetFx"),
+            )
             .header(
                 http::header::ACCEPT,
                 HeaderValue::from_static("application/json;odata=minimalmetadata"),

@@ -500,7 +500,12 @@ where
             let elapsed_ms = started.elapsed().as_millis() as u64;
             let failure = match outcome {
                 Ok(value) => {
-                    tracing::debug!(attempt = number, elapsed_ms, secondary = route.secondary, "succeeded");
+                    tracing::debug!(
+                        attempt = number,
+                        elapsed_ms,
+                        secondary = route.secondary,
+                        "succeeded"
+                    );
                     return Ok(value);
                 }
                 Err(failure) => failure,
