@@ -1,9 +1,10 @@
 //! The Azure SDK's `azure_identity` credentials as tablekit
-//! [`TokenCredential`]s (the `azure-identity` cargo feature), and the
-//! `Authentication=` setting of connection strings.
+//! [`TokenCredential`]s, and the `Authentication=` setting of connection
+//! strings. `AzureIdentity` needs the `azure-identity` cargo feature
+//! (without it, `Authentication=` is refused with an error that says so).
 //!
 //! Any credential of `azure_identity` (or anything else that implements
-//! `azure_core`'s `TokenCredential`) works through [`AzureIdentity`]:
+//! `azure_core`'s `TokenCredential`) works through `AzureIdentity`:
 //!
 //! ```no_run
 //! # #[cfg(feature = "azure-identity")]
@@ -95,7 +96,8 @@ mod adapter {
     use crate::credential::{AccessToken, TokenCredential};
 
     /// An `azure_core` credential (every credential of `azure_identity`)
-    /// as a tablekit [`TokenCredential`].
+    /// as a tablekit [`TokenCredential`]. Needs the `azure-identity`
+    /// feature.
     #[derive(Clone)]
     pub struct AzureIdentity {
         inner: Arc<dyn AzureCredential>,

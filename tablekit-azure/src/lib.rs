@@ -8,7 +8,7 @@
 //!
 //! - Sign-in with Microsoft Entra ID: any [`credential::TokenCredential`]
 //!   (with the `azure-identity` feature, every credential of the Azure
-//!   SDK's `azure_identity` through [`identity::AzureIdentity`]), and
+//!   SDK's `azure_identity` through `identity::AzureIdentity`), and
 //!   [`Account::with_credential`] to build a client from an endpoint and a
 //!   credential alone. Tokens are cached, replaced before they run out and
 //!   sent over `https://` only.

@@ -273,6 +273,7 @@ impl PropertyValue for time::OffsetDateTime {
     }
 }
 
+/// `Edm.DateTime`. Needs the `chrono` feature.
 #[cfg(feature = "chrono")]
 impl PropertyValue for chrono::DateTime<chrono::Utc> {
     fn to_value(&self) -> Result<Option<Value>, ValueError> {
@@ -375,6 +376,7 @@ impl FilterValue for time::OffsetDateTime {
     }
 }
 
+/// Compared as `Edm.DateTime`. Needs the `chrono` feature.
 #[cfg(feature = "chrono")]
 impl FilterValue for chrono::DateTime<chrono::Utc> {
     fn filter_value(&self) -> Value {
