@@ -55,9 +55,19 @@
 //!   applied; nothing acknowledged is lost. The engine then refuses every
 //!   operation of that handle: free space and open the store again.
 //!   [`LocalStorageBuilder::max_size`] caps the file's size the same way.
-//! - **Damage** not caused by a crash (a file changed by another program)
-//!   gives [`StorageFailure::Damaged`], never a value quietly different from
-//!   the one stored.
+//! - **Creation.** A new store's file is made whole under another name and
+//!   then renamed: a process killed while it makes a store leaves no store
+//!   (the next open makes it) or a whole one, never a file that does not
+//!   open.
+//! - **Damage** not caused by a crash (a file changed by another program,
+//!   a failing disk) gives [`StorageFailure::Damaged`] where the engine sees
+//!   it: a file cut short or empty, a page that does not parse. The engine
+//!   can panic on a bad page instead of reporting it; such a panic is
+//!   caught at the store's boundary and reported as `Damaged`, and the
+//!   handle then refuses every further operation (open the store again).
+//!   The engine does not checksum the values in its pages, so a changed
+//!   byte inside a value can come back unnoticed: keep the file on storage
+//!   you trust, and back it up (`tablekit copy`).
 //! - **Two processes.** A store is open in one process at a time: a second
 //!   [`open`](LocalStorage::open) of the same directory, from another
 //!   process or this one, fails with [`StorageFailure::Locked`]. Clone the
@@ -107,6 +117,7 @@ mod tables;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -134,6 +145,9 @@ struct Shared {
     path: PathBuf,
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
+    /// The engine panicked in an operation: its state is not trusted, and
+    /// every later operation of this handle is refused as damaged.
+    engine_failed: AtomicBool,
     /// Removed with the store, for [`LocalStorage::temporary`].
     _temporary: Option<tempfile::TempDir>,
 }
@@ -205,14 +219,38 @@ impl LocalStorageBuilder {
     }
 
     fn open_in(self, dir: PathBuf, temporary: Option<tempfile::TempDir>) -> Result<LocalStorage> {
+        if dir.is_file() {
+            return Err(Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Io,
+                message: "the path is a file; a store is a directory".into(),
+            });
+        }
         std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
         let file = dir.join(FILE_NAME);
-        let db = match self.max_size {
-            None => Database::builder().create(&file),
-            Some(max) => {
-                Database::builder().create_with_backend(limit::SizeLimit::open(&file, max)?)
-            }
+        if !file.exists() {
+            create_atomically(&dir, &file)?;
         }
+        // A store is never empty: it was made whole before it got its name.
+        let length = std::fs::metadata(&file)
+            .map_err(|e| io_error(&dir, &e))?
+            .len();
+        if length < MIN_FILE_LEN {
+            return Err(Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Damaged,
+                message: format!("{FILE_NAME} is {length} bytes long: cut short, or not a store"),
+            });
+        }
+        let backend = match self.max_size {
+            None => None,
+            Some(max) => Some(limit::SizeLimit::open(&file, max)?),
+        };
+        let db = contain_panics(|| match backend {
+            None => Database::builder().create(&file),
+            Some(backend) => Database::builder().create_with_backend(backend),
+        })
+        .map_err(|panic| damaged_by(&dir, &panic))?
         .map_err(|e| storage_error(&dir, e.into()))?;
         let storage = LocalStorage {
             shared: Arc::new(Shared {
@@ -220,11 +258,69 @@ impl LocalStorageBuilder {
                 path: dir,
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
+                engine_failed: AtomicBool::new(false),
                 _temporary: temporary,
             }),
         };
         storage.create_system_tables()?;
         Ok(storage)
+    }
+}
+
+/// The shortest file a store can be: the engine's header and its first
+/// pages. A store's file is never shorter (a file cut short is damage).
+const MIN_FILE_LEN: u64 = 4096;
+
+/// The name a store is made under before it gets [`FILE_NAME`].
+const CREATING: &str = "tablekit.redb.creating";
+
+/// Makes a new store's file whole under another name, then gives it its
+/// name: a process killed at any moment of the creation leaves either no
+/// store (and a leftover that the next open replaces) or a whole one, never
+/// a file that does not open.
+fn create_atomically(dir: &Path, file: &Path) -> Result<()> {
+    let creating = dir.join(CREATING);
+    match std::fs::remove_file(&creating) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error(dir, &e)),
+    }
+    {
+        let db = Database::builder()
+            .create(&creating)
+            .map_err(|e| storage_error(dir, e.into()))?;
+        let txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
+        txn.commit().map_err(|e| storage_error(dir, e.into()))?;
+    }
+    std::fs::File::open(&creating)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| io_error(dir, &e))?;
+    std::fs::rename(&creating, file).map_err(|e| io_error(dir, &e))?;
+    // The new name is durable once the directory is.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(dir, &e))
+}
+
+/// Runs `operation`, catching a panic of the engine. redb can panic on a
+/// damaged page (an `unreachable!` in its cursor, a slice index out of
+/// range) instead of returning `Corrupted`; such a panic must not reach the
+/// caller: it is turned into [`StorageFailure::Damaged`] at this boundary.
+fn contain_panics<T>(operation: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(operation)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned())
+    })
+}
+
+fn damaged_by(path: &Path, panic: &str) -> Error {
+    Error::Storage {
+        path: path.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: format!("the storage engine failed on the file ({panic}); the file is damaged"),
     }
 }
 
@@ -298,6 +394,25 @@ impl LocalStorage {
     /// Commits durably: the write is on disk when this returns.
     fn commit(&self, txn: redb::WriteTransaction) -> Result<()> {
         txn.commit().map_err(|e| self.error(e.into()))
+    }
+
+    /// Runs one operation of the store, with the engine's panics contained
+    /// ([`contain_panics`]). After a panic the engine's state is not
+    /// trusted: this and every later operation of the handle fail with
+    /// [`StorageFailure::Damaged`].
+    fn guarded<T>(&self, operation: impl FnOnce() -> Result<T>) -> Result<T> {
+        let refused = || Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: StorageFailure::Damaged,
+            message: "an earlier operation found the file damaged; open the store again".into(),
+        };
+        if self.shared.engine_failed.load(Ordering::Acquire) {
+            return Err(refused());
+        }
+        contain_panics(operation).unwrap_or_else(|panic| {
+            self.shared.engine_failed.store(true, Ordering::Release);
+            Err(damaged_by(&self.shared.path, &panic))
+        })
     }
 
     /// The engine's error as tablekit's.

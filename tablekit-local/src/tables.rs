@@ -191,100 +191,106 @@ fn op_span(op: &'static str, table: &str) -> tracing::span::EnteredSpan {
 #[async_trait]
 impl TableBackend for LocalStorage {
     async fn create_table(&self, table: &str) -> Result<()> {
-        let _span = op_span("create_table", table);
-        validate::table_name(table)?;
-        let folded = table.to_ascii_lowercase();
-        let txn = self.begin_write()?;
-        {
-            let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            match self.existing_table(&catalogue, &deleted, table) {
-                Ok(_) => {
-                    return Err(Error::TableAlreadyExists {
-                        table: table.into(),
-                    });
+        self.guarded(|| {
+            let _span = op_span("create_table", table);
+            validate::table_name(table)?;
+            let folded = table.to_ascii_lowercase();
+            let txn = self.begin_write()?;
+            {
+                let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                match self.existing_table(&catalogue, &deleted, table) {
+                    Ok(_) => {
+                        return Err(Error::TableAlreadyExists {
+                            table: table.into(),
+                        });
+                    }
+                    Err(Error::TableNotFound { .. }) => {}
+                    Err(other) => return Err(other),
                 }
-                Err(Error::TableNotFound { .. }) => {}
-                Err(other) => return Err(other),
+                deleted
+                    .remove(folded.as_str())
+                    .map_err(|e| self.error(e.into()))?;
+                catalogue
+                    .insert(folded.as_str(), table)
+                    .map_err(|e| self.error(e.into()))?;
+                txn.open_table(rows_table(&rows_name(&folded)))
+                    .map_err(|e| self.error(e.into()))?;
             }
-            deleted
-                .remove(folded.as_str())
-                .map_err(|e| self.error(e.into()))?;
-            catalogue
-                .insert(folded.as_str(), table)
-                .map_err(|e| self.error(e.into()))?;
-            txn.open_table(rows_table(&rows_name(&folded)))
-                .map_err(|e| self.error(e.into()))?;
-        }
-        self.commit(txn)
+            self.commit(txn)
+        })
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        let _span = op_span("delete_table", table);
-        validate::table_name(table)?;
-        let txn = self.begin_write()?;
-        {
-            let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            let folded = self.existing_table(&catalogue, &deleted, table)?;
-            catalogue
-                .remove(folded.as_str())
-                .map_err(|e| self.error(e.into()))?;
-            deleted
-                .insert(folded.as_str(), unix_millis())
-                .map_err(|e| self.error(e.into()))?;
-            txn.delete_table(rows_table(&rows_name(&folded)))
-                .map_err(|e| self.error(e.into()))?;
-        }
-        self.commit(txn)
+        self.guarded(|| {
+            let _span = op_span("delete_table", table);
+            validate::table_name(table)?;
+            let txn = self.begin_write()?;
+            {
+                let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                let folded = self.existing_table(&catalogue, &deleted, table)?;
+                catalogue
+                    .remove(folded.as_str())
+                    .map_err(|e| self.error(e.into()))?;
+                deleted
+                    .insert(folded.as_str(), unix_millis())
+                    .map_err(|e| self.error(e.into()))?;
+                txn.delete_table(rows_table(&rows_name(&folded)))
+                    .map_err(|e| self.error(e.into()))?;
+            }
+            self.commit(txn)
+        })
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        let _span = op_span("list_tables", "");
-        let limit = match options.top {
-            Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
-                return Err(InvalidInput::TopOutOfRange {
-                    top,
-                    max: MAX_PAGE_SIZE,
+        self.guarded(|| {
+            let _span = op_span("list_tables", "");
+            let limit = match options.top {
+                Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
+                    return Err(InvalidInput::TopOutOfRange {
+                        top,
+                        max: MAX_PAGE_SIZE,
+                    }
+                    .into());
                 }
-                .into());
+                Some(top) => top as usize,
+                None => MAX_PAGE_SIZE as usize,
+            };
+            if let Some(prefix) = &options.prefix {
+                validate::table_prefix(prefix)?;
             }
-            Some(top) => top as usize,
-            None => MAX_PAGE_SIZE as usize,
-        };
-        if let Some(prefix) = &options.prefix {
-            validate::table_prefix(prefix)?;
-        }
-        let prefix = options.prefix.as_deref().unwrap_or("");
-        let start = options
-            .continuation
-            .as_ref()
-            .map(|t| t.next_partition_key().to_ascii_lowercase());
-        let txn = self.begin_read()?;
-        let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-        let range = catalogue
-            .range::<&str>((
-                start.as_deref().map_or(Bound::Unbounded, Bound::Included),
-                Bound::Unbounded,
-            ))
-            .map_err(|e| self.error(e.into()))?;
-        let mut tables = Vec::new();
-        let mut continuation = None;
-        for item in range {
-            let (key, name) = item.map_err(|e| self.error(e.into()))?;
-            let name = name.value();
-            if !name.starts_with(prefix) {
-                continue;
+            let prefix = options.prefix.as_deref().unwrap_or("");
+            let start = options
+                .continuation
+                .as_ref()
+                .map(|t| t.next_partition_key().to_ascii_lowercase());
+            let txn = self.begin_read()?;
+            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let range = catalogue
+                .range::<&str>((
+                    start.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                    Bound::Unbounded,
+                ))
+                .map_err(|e| self.error(e.into()))?;
+            let mut tables = Vec::new();
+            let mut continuation = None;
+            for item in range {
+                let (key, name) = item.map_err(|e| self.error(e.into()))?;
+                let name = name.value();
+                if !name.starts_with(prefix) {
+                    continue;
+                }
+                if tables.len() == limit {
+                    continuation = Some(ContinuationToken::new(key.value(), None));
+                    break;
+                }
+                tables.push(name.to_owned());
             }
-            if tables.len() == limit {
-                continuation = Some(ContinuationToken::new(key.value(), None));
-                break;
-            }
-            tables.push(name.to_owned());
-        }
-        Ok(TablePage {
-            tables,
-            continuation,
+            Ok(TablePage {
+                tables,
+                continuation,
+            })
         })
     }
 
@@ -295,69 +301,74 @@ impl TableBackend for LocalStorage {
         row_key_text: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        let _span = op_span("get_entity", table);
-        validate::table_name(table)?;
-        validate::keys(partition_key, row_key_text)?;
-        if let Some(select) = &options.select {
-            validate::select_names(select)?;
-        }
-        let txn = self.begin_read()?;
-        let rows = self.read_rows(&txn, table)?;
-        let key = row_key(partition_key, row_key_text);
-        let row = rows
-            .get(key.as_slice())
-            .map_err(|e| self.error(e.into()))?
-            .ok_or_else(|| Error::EntityNotFound {
-                table: table.into(),
-                partition_key: partition_key.into(),
-                row_key: row_key_text.into(),
-            })?;
-        entity(&key, row.value(), options.select.as_deref())
-            .ok_or_else(|| self.damaged("a stored row"))
+        self.guarded(|| {
+            let _span = op_span("get_entity", table);
+            validate::table_name(table)?;
+            validate::keys(partition_key, row_key_text)?;
+            if let Some(select) = &options.select {
+                validate::select_names(select)?;
+            }
+            let txn = self.begin_read()?;
+            let rows = self.read_rows(&txn, table)?;
+            let key = row_key(partition_key, row_key_text);
+            let row = rows
+                .get(key.as_slice())
+                .map_err(|e| self.error(e.into()))?
+                .ok_or_else(|| Error::EntityNotFound {
+                    table: table.into(),
+                    partition_key: partition_key.into(),
+                    row_key: row_key_text.into(),
+                })?;
+            entity(&key, row.value(), options.select.as_deref())
+                .ok_or_else(|| self.damaged("a stored row"))
+        })
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        let _span = op_span("query_entities", table);
-        validate::table_name(table)?;
-        tablekit::backend::checks::query(query)?;
-        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-        let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
-        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-        let txn = self.begin_read()?;
-        let rows = self.read_rows(&txn, table)?;
-        let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
-            return Ok(QueryPage::new(Vec::new(), None));
-        };
-        if let Some((pk, rk)) = &resume {
-            range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
-        }
-        let Some(bounds) = range.bounds() else {
-            return Ok(QueryPage::new(Vec::new(), None));
-        };
-        let range = rows
-            .range::<&[u8]>(bounds)
-            .map_err(|e| self.error(e.into()))?;
-        let mut entities = Vec::new();
-        let mut continuation = None;
-        for item in range {
-            let (key, row) = item.map_err(|e| self.error(e.into()))?;
-            let key = key.value();
-            let (pk, rk) = crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
-            if entities.len() >= limit {
-                continuation = Some(continuation_token(pk, rk));
-                break;
+        self.guarded(|| {
+            let _span = op_span("query_entities", table);
+            validate::table_name(table)?;
+            tablekit::backend::checks::query(query)?;
+            let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+            let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
+            let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+            let txn = self.begin_read()?;
+            let rows = self.read_rows(&txn, table)?;
+            let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
+                return Ok(QueryPage::new(Vec::new(), None));
+            };
+            if let Some((pk, rk)) = &resume {
+                range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
             }
-            // Rows outside the RowKey range are skipped undecoded.
-            if !rk_range.contains(rk) {
-                continue;
+            let Some(bounds) = range.bounds() else {
+                return Ok(QueryPage::new(Vec::new(), None));
+            };
+            let range = rows
+                .range::<&[u8]>(bounds)
+                .map_err(|e| self.error(e.into()))?;
+            let mut entities = Vec::new();
+            let mut continuation = None;
+            for item in range {
+                let (key, row) = item.map_err(|e| self.error(e.into()))?;
+                let key = key.value();
+                let (pk, rk) =
+                    crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
+                if entities.len() >= limit {
+                    continuation = Some(continuation_token(pk, rk));
+                    break;
+                }
+                // Rows outside the RowKey range are skipped undecoded.
+                if !rk_range.contains(rk) {
+                    continue;
+                }
+                let entity =
+                    entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
+                if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                    entities.push(selected(entity, query.select.as_deref()));
+                }
             }
-            let entity =
-                entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
-            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
-                entities.push(selected(entity, query.select.as_deref()));
-            }
-        }
-        Ok(QueryPage::new(entities, continuation))
+            Ok(QueryPage::new(entities, continuation))
+        })
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -365,8 +376,10 @@ impl TableBackend for LocalStorage {
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        let _span = op_span("insert_entity", table);
-        self.write_one(table, Write::Insert(entity))
+        self.guarded(|| {
+            let _span = op_span("insert_entity", table);
+            self.write_one(table, Write::Insert(entity))
+        })
     }
 
     async fn update_entity(
@@ -376,13 +389,17 @@ impl TableBackend for LocalStorage {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        let _span = op_span("update_entity", table);
-        self.write_one(table, Write::Update(entity, mode, if_match))
+        self.guarded(|| {
+            let _span = op_span("update_entity", table);
+            self.write_one(table, Write::Update(entity, mode, if_match))
+        })
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        let _span = op_span("upsert_entity", table);
-        self.write_one(table, Write::Upsert(entity, mode))
+        self.guarded(|| {
+            let _span = op_span("upsert_entity", table);
+            self.write_one(table, Write::Upsert(entity, mode))
+        })
     }
 
     async fn delete_entity(
@@ -392,9 +409,11 @@ impl TableBackend for LocalStorage {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        let _span = op_span("delete_entity", table);
-        self.write_one(table, Write::Delete(partition_key, row_key, if_match))
-            .map(drop)
+        self.guarded(|| {
+            let _span = op_span("delete_entity", table);
+            self.write_one(table, Write::Delete(partition_key, row_key, if_match))
+                .map(drop)
+        })
     }
 
     async fn submit_transaction(
@@ -402,11 +421,13 @@ impl TableBackend for LocalStorage {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        let _span = op_span("submit_transaction", table);
-        validate::table_name(table)?;
-        tablekit::backend::checks::batch(operations)?;
-        let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
-        Ok(self.apply(table, &writes, true)?.1)
+        self.guarded(|| {
+            let _span = op_span("submit_transaction", table);
+            validate::table_name(table)?;
+            tablekit::backend::checks::batch(operations)?;
+            let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
+            Ok(self.apply(table, &writes, true)?.1)
+        })
     }
 }
 
