@@ -65,9 +65,11 @@
 //!   can panic on a bad page instead of reporting it; such a panic is
 //!   caught at the store's boundary and reported as `Damaged`, and the
 //!   handle then refuses every further operation (open the store again).
-//!   The engine does not checksum the values in its pages, so a changed
-//!   byte inside a value can come back unnoticed: keep the file on storage
-//!   you trust, and back it up (`tablekit copy`).
+//!   Every table row (index rows are table rows) carries a checksum of
+//!   its key and bytes, checked on every read: a row changed in the file,
+//!   or found under another key, is `Damaged`, naming the table and keys,
+//!   never a value quietly different from the one stored. Blobs and queue
+//!   messages carry no checksum of their own yet.
 //! - **Two processes.** A store is open in one process at a time: a second
 //!   [`open`](LocalStorage::open) of the same directory, from another
 //!   process or this one, fails with [`StorageFailure::Locked`]. Clone the

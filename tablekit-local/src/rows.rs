@@ -6,7 +6,10 @@
 //! byte order of that key is the order of (PartitionKey, RowKey) by UTF-16
 //! code units, as the service sorts.
 //!
-//! **Rows**: the write time in ticks (8 bytes, little-endian), the number
+//! **Rows**: a CRC-32 of the row's engine key and of the rest of the row (4
+//! bytes, little-endian; checked on every read, so that a byte changed in
+//! the file, or a row found under another key, is damage and never a value),
+//! the write time in ticks (8 bytes, little-endian), the number
 //! of properties, then each property as its name (length-prefixed UTF-8)
 //! and its value in [`encode_value`]'s form. Hand-written, as a private
 //! storage layout: names are stored in each row so that a row reads without
@@ -71,13 +74,36 @@ pub(crate) fn key_bounds(pk: &KeyRange, rk: &KeyRange) -> Option<KeyRange> {
     Some(KeyRange { lower, upper })
 }
 
-/// Encodes a row written at `ticks` with `props`.
-pub(crate) fn encode_row(ticks: i64, props: &Properties) -> Vec<u8> {
-    let mut size = 8 + varint_len(props.len() as u64);
+/// The length of a row's checksum.
+const CHECKSUM_LEN: usize = 4;
+
+/// The checksum of the row stored under `key` whose bytes after the
+/// checksum are `rest`.
+fn checksum(key: &[u8], rest: &[u8]) -> [u8; CHECKSUM_LEN] {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&(key.len() as u64).to_le_bytes());
+    hasher.update(key);
+    hasher.update(rest);
+    hasher.finalize().to_le_bytes()
+}
+
+/// The row stored under `key`, its checksum checked: the bytes after the
+/// checksum, which the other functions here read; `None` when the checksum
+/// does not match (the file was changed, or the row is not this key's).
+pub(crate) fn checked<'a>(key: &[u8], stored: &'a [u8]) -> Option<&'a [u8]> {
+    let (sum, rest) = stored.split_at_checked(CHECKSUM_LEN)?;
+    (checksum(key, rest) == sum).then_some(rest)
+}
+
+/// Encodes the row of engine key `key` written at `ticks` with `props`,
+/// checksum first.
+pub(crate) fn encode_row(key: &[u8], ticks: i64, props: &Properties) -> Vec<u8> {
+    let mut size = CHECKSUM_LEN + 8 + varint_len(props.len() as u64);
     for (name, value) in props.iter() {
         size += varint_len(name.len() as u64) + name.len() + encoded_value_len(value);
     }
     let mut out = Vec::with_capacity(size);
+    out.extend_from_slice(&[0; CHECKSUM_LEN]);
     out.extend_from_slice(&ticks.to_le_bytes());
     put_varint(&mut out, props.len() as u64);
     for (name, value) in props.iter() {
@@ -86,6 +112,8 @@ pub(crate) fn encode_row(ticks: i64, props: &Properties) -> Vec<u8> {
         encode_value(value, &mut out);
     }
     debug_assert_eq!(out.len(), size);
+    let sum = checksum(key, &out[CHECKSUM_LEN..]);
+    out[..CHECKSUM_LEN].copy_from_slice(&sum);
     out
 }
 
@@ -149,16 +177,25 @@ mod tests {
         .into_iter()
         .collect();
         let ticks = DateTime::now().ticks();
-        let row = encode_row(ticks, &props);
-        assert_eq!(row_ticks(&row), Some(ticks));
-        assert_eq!(row_properties(&row, None), Some(props));
-        let only = row_properties(&row, Some(&["L".to_owned()])).unwrap();
+        let key = row_key("p\u{E000}", "r");
+        let stored = encode_row(&key, ticks, &props);
+        let row = checked(&key, &stored).expect("its checksum");
+        // Any byte changed, or the row under another key, is refused.
+        for at in 0..stored.len() {
+            let mut changed = stored.clone();
+            changed[at] ^= 0x01;
+            assert_eq!(checked(&key, &changed), None, "byte {at} changed");
+        }
+        assert_eq!(checked(&row_key("p\u{E000}", "s"), &stored), None);
+        assert_eq!(checked(&key, &stored[..3]), None);
+        assert_eq!(row_ticks(row), Some(ticks));
+        assert_eq!(row_properties(row, None), Some(props));
+        let only = row_properties(row, Some(&["L".to_owned()])).unwrap();
         assert_eq!(only.len(), 1);
         for cut in 8..row.len() {
             assert_eq!(row_properties(&row[..cut], None), None, "cut at {cut}");
         }
-        let key = row_key("p\u{E000}", "r");
-        let entity = entity(&key, &row, None).unwrap();
+        let entity = entity(&key, row, None).unwrap();
         assert_eq!(
             (entity.partition_key.as_str(), entity.row_key.as_str()),
             ("p\u{E000}", "r")

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use tablekit::backend::sorted::{
-    Decision, StoredRow, Write, continuation_token, decide, key_ranges, resume_at,
+    Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
 use tablekit::validate::{self, limits::MAX_PAGE_SIZE};
 use tablekit::{
@@ -17,7 +17,9 @@ use tablekit::{
 };
 
 use crate::LocalStorage;
-use crate::rows::{encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks};
+use crate::rows::{
+    checked, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
+};
 
 /// Tables by lower-cased name (names compare case-insensitively), with the
 /// name as created.
@@ -153,12 +155,17 @@ impl LocalStorage {
                     .get(key.as_slice())
                     .map_err(|e| self.error(e.into()))?
                     .map(|row| row.value().to_vec());
-                let stored = existing.as_deref().map(|row| Stored { row, storage: self });
+                let existing = existing
+                    .as_deref()
+                    .map(|row| checked(&key, row).ok_or_else(|| self.damaged_row(table, pk, rk)))
+                    .transpose()
+                    .map_err(in_batch(index))?;
+                let stored = existing.map(|row| Stored { row, storage: self });
                 let decision = decide(table, *write, stored.as_ref().map(|s| s as &dyn StoredRow))
                     .map_err(in_batch(index))?;
                 match decision {
                     Decision::Put(props) => {
-                        rows.insert(key.as_slice(), encode_row(ticks, &props).as_slice())
+                        rows.insert(key.as_slice(), encode_row(&key, ticks, &props).as_slice())
                             .map_err(|e| self.error(e.into()))?;
                         etags.push(Some(etag.clone()));
                     }
@@ -172,6 +179,18 @@ impl LocalStorage {
         }
         self.commit(txn)?;
         Ok((etag, etags))
+    }
+
+    /// The error for a row of `table` that fails its checksum or does not
+    /// decode, naming it.
+    fn damaged_row(&self, table: &str, pk: &str, rk: &str) -> Error {
+        Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: tablekit::StorageFailure::Damaged,
+            message: format!(
+                "the row ({pk:?}, {rk:?}) of table `{table}` does not match its checksum or does not decode"
+            ),
+        }
     }
 
     /// Validates and applies one write, returning its new ETag.
@@ -319,8 +338,10 @@ impl TableBackend for LocalStorage {
                     partition_key: partition_key.into(),
                     row_key: row_key_text.into(),
                 })?;
-            entity(&key, row.value(), options.select.as_deref())
-                .ok_or_else(|| self.damaged("a stored row"))
+            let row = checked(&key, row.value())
+                .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))?;
+            entity(&key, row, options.select.as_deref())
+                .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))
         })
     }
 
@@ -361,8 +382,12 @@ impl TableBackend for LocalStorage {
                 if !rk_range.contains(rk) {
                     continue;
                 }
-                let entity =
-                    entity(key, row.value(), None).ok_or_else(|| self.damaged("a stored row"))?;
+                let damaged = || {
+                    let text = |k| decode_key(k).unwrap_or_default();
+                    self.damaged_row(table, &text(pk), &text(rk))
+                };
+                let row = checked(key, row.value()).ok_or_else(damaged)?;
+                let entity = entity(key, row, None).ok_or_else(damaged)?;
                 if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
                     entities.push(selected(entity, query.select.as_deref()));
                 }

@@ -6,8 +6,9 @@
 //!   opens (`TABLEKIT_CREATION_KILLS` sets the number).
 //! - A 0-byte or cut file is `Damaged`, not a new, empty store.
 //! - Zeroed pages, flipped bytes and truncation at random offsets of a
-//!   real store: nothing panics (the engine's panics on a bad page are
-//!   contained and reported as `Damaged`).
+//!   real store: every read is the right value or an error; nothing panics
+//!   (the engine's panics on a bad page are contained and reported as
+//!   `Damaged`) and nothing reads a wrong value (each row's checksum).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -109,8 +110,7 @@ fn row(n: usize) -> Entity {
 }
 
 /// Reads every row of a damaged store: each read is the right value, an
-/// error, or (without checksums yet) a wrong value, which is counted. A
-/// panic fails the test.
+/// error, or a wrong value, counted. A panic fails the test.
 async fn read_all(dir: &Path) -> (usize, usize, usize) {
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
     let store = match LocalStorage::open(dir) {
@@ -157,7 +157,7 @@ async fn damaged_pages_never_panic() {
     }
     let bytes = std::fs::read(original.path().join(FILE_NAME)).expect("the file");
     let mut rng = fastrand::Rng::with_seed(4141);
-    let trials = 60;
+    let trials = 90;
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
     for trial in 0..trials {
         let mut damaged = bytes.clone();
@@ -185,7 +185,8 @@ async fn damaged_pages_never_panic() {
         wrong += w;
     }
     println!(
-        "{trials} damaged copies x {ROWS} reads: {right} right, {refused} refused, {wrong} wrong (rows carry no checksum yet)"
+        "{trials} damaged copies x {ROWS} reads: {right} right, {refused} refused, {wrong} wrong"
     );
+    assert_eq!(wrong, 0, "a damaged row was read as a value");
     assert!(right > 0, "the damage hit everything: {right} right");
 }
