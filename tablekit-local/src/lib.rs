@@ -463,6 +463,10 @@ fn io_error(path: &Path, error: &std::io::Error) -> Error {
 /// The engine's error as tablekit's, by meaning.
 fn storage_error(path: &Path, error: redb::Error) -> Error {
     let failure = match &error {
+        // A file that ends before its pages do: cut short, damage.
+        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            StorageFailure::Damaged
+        }
         redb::Error::Io(io) => return io_error(path, io),
         redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => {
             StorageFailure::Locked

@@ -297,7 +297,8 @@ fn a_second_process_is_refused() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("Locked") && said.contains("in use by another process"),
+        said.contains("Locked")
+            && said.contains("another handle, in this process or another, has it open"),
         "the second process was told: {said}"
     );
     let rows = runtime

@@ -96,6 +96,29 @@ fn an_empty_or_cut_file_is_damaged_not_a_new_store() {
     let error = LocalStorage::open(whole.path()).expect_err("a cut file");
     assert!(is_damaged(&error), "{error}");
 
+    // Cut after its header: damage too, when opened or when read.
+    let whole = tempfile::tempdir().expect("a directory");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let store = LocalStorage::open(whole.path()).expect("a store");
+        store.create_table("damage").await.expect("a table");
+        for n in 0..ROWS {
+            store.insert_entity("damage", &row(n)).await.expect("a row");
+        }
+    });
+    let file = whole.path().join(FILE_NAME);
+    let bytes = std::fs::read(&file).expect("the file");
+    std::fs::write(&file, &bytes[..bytes.len() / 2]).expect("cut it");
+    let error = match LocalStorage::open(whole.path()) {
+        Err(error) => error,
+        Ok(store) => runtime
+            .block_on(store.query_all("damage", Query::new()))
+            .expect_err("half the pages are gone"),
+    };
+    assert!(is_damaged(&error), "{error}");
+
     let not_a_dir = dir.path().join("plain");
     std::fs::write(&not_a_dir, b"x").expect("a file");
     let error = LocalStorage::open(&not_a_dir).expect_err("a file for a directory");

@@ -72,7 +72,8 @@ async fn a_second_opener_is_refused_with_a_clear_error() {
         "{err:?}"
     );
     assert!(
-        err.to_string().contains("in use by another process"),
+        err.to_string()
+            .contains("another handle, in this process or another, has it open"),
         "{err}"
     );
     drop(store);

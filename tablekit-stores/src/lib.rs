@@ -186,7 +186,7 @@ impl Stores {
     /// # Errors
     /// [`Error::Configuration`] for a connection string that cannot be read
     /// (it says which setting and why); [`Error::Storage`] if a local
-    /// directory cannot be opened (in use by another process, say).
+    /// directory cannot be opened (another handle has it open, say).
     pub fn open(connection: &str) -> Result<Stores> {
         Stores::at(Location::parse(connection)?)
     }

@@ -307,7 +307,9 @@ pub enum StorageFailure {
 impl std::fmt::Display for StorageFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            StorageFailure::Locked => "in use by another process",
+            StorageFailure::Locked => {
+                "in use: another handle, in this process or another, has it open"
+            }
             StorageFailure::DiskFull => "the disk is full",
             StorageFailure::Damaged => "the file is damaged",
             StorageFailure::Io => "an I/O error",
