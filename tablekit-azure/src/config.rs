@@ -688,7 +688,12 @@ impl Account {
             },
             (None, Some(sas), None) => Credentials::Sas(sas),
             (None, None, Some(method)) => {
-                Credentials::Token(crate::identity::from_setting(method, &settings)?)
+                Credentials::Token(crate::identity::from_setting(method, &settings).map_err(
+                    |value| ConfigError::BadValue {
+                        key: "Authentication".into(),
+                        value,
+                    },
+                )?)
             }
             (None, None, None) => return Err(ConfigError::Missing("AccountKey")),
         };

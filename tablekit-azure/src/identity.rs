@@ -27,7 +27,6 @@
 
 use std::sync::Arc;
 
-use crate::config::ConfigError;
 use crate::credential::TokenCredential;
 
 /// The methods `Authentication=` names.
@@ -40,16 +39,17 @@ pub const METHODS: [&str; 5] = [
 ];
 
 /// The credential an `Authentication=<method>` setting names, built from the
-/// connection string's other `settings` and the environment.
+/// connection string's other `settings` and the environment; `Err` says
+/// why there is none (the configuration turns it into its error).
 pub(crate) fn from_setting(
     method: &str,
     settings: &[(String, String)],
-) -> Result<Arc<dyn TokenCredential>, ConfigError> {
+) -> Result<Arc<dyn TokenCredential>, String> {
     let Some(method) = METHODS.iter().find(|m| m.eq_ignore_ascii_case(method)) else {
-        return Err(ConfigError::BadValue {
-            key: "Authentication".into(),
-            value: format!("{method} (one of {} is needed)", METHODS.join(", ")),
-        });
+        return Err(format!(
+            "{method} (one of {} is needed)",
+            METHODS.join(", ")
+        ));
     };
     let client_id = settings
         .iter()
@@ -59,16 +59,10 @@ pub(crate) fn from_setting(
 }
 
 #[cfg(not(feature = "azure-identity"))]
-fn build(
-    method: &str,
-    _client_id: Option<String>,
-) -> Result<Arc<dyn TokenCredential>, ConfigError> {
-    Err(ConfigError::BadValue {
-        key: "Authentication".into(),
-        value: format!(
-            "{method} (signing in with Microsoft Entra ID from a connection string needs the `azure-identity` feature of tablekit-azure)"
-        ),
-    })
+fn build(method: &str, _client_id: Option<String>) -> Result<Arc<dyn TokenCredential>, String> {
+    Err(format!(
+        "{method} (signing in with Microsoft Entra ID from a connection string needs the `azure-identity` feature of tablekit-azure)"
+    ))
 }
 
 #[cfg(feature = "azure-identity")]
@@ -92,7 +86,6 @@ mod adapter {
     };
     use tablekit::{Error, Result};
 
-    use crate::config::ConfigError;
     use crate::credential::{AccessToken, TokenCredential};
 
     /// An `azure_core` credential (every credential of `azure_identity`)
@@ -152,11 +145,8 @@ mod adapter {
         }
     }
 
-    fn failed(method: &str, error: &azure_core::Error) -> ConfigError {
-        ConfigError::BadValue {
-            key: "Authentication".into(),
-            value: format!("{method} ({error})"),
-        }
+    fn failed(method: &str, error: &azure_core::Error) -> String {
+        format!("{method} ({error})")
     }
 
     fn var(name: &str) -> Option<String> {
@@ -167,7 +157,7 @@ mod adapter {
     pub(super) fn build(
         method: &str,
         client_id: Option<String>,
-    ) -> Result<Arc<dyn TokenCredential>, ConfigError> {
+    ) -> Result<Arc<dyn TokenCredential>, String> {
         let chosen = match method {
             "Environment" => environment_method(),
             other => other,
@@ -187,9 +177,8 @@ mod adapter {
                 WorkloadIdentityCredential::new(None).map_err(|e| failed(chosen, &e))?,
             ),
             "ClientSecret" => {
-                let missing = |name: &str| ConfigError::BadValue {
-                    key: "Authentication".into(),
-                    value: format!("ClientSecret (the environment variable {name} is not set)"),
+                let missing = |name: &str| {
+                    format!("ClientSecret (the environment variable {name} is not set)")
                 };
                 let tenant = var("AZURE_TENANT_ID").ok_or_else(|| missing("AZURE_TENANT_ID"))?;
                 let client = var("AZURE_CLIENT_ID").ok_or_else(|| missing("AZURE_CLIENT_ID"))?;
