@@ -488,77 +488,86 @@ where
     F: FnMut(Route) -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
 {
-    {
-        let mut number = 1;
-        let mut resends = 0;
-        let mut refused_once = false;
-        let mut route = Route::default();
-        let mut secondary = secondary;
-        loop {
-            let started = Instant::now();
-            let outcome = attempt(route).await;
-            let elapsed_ms = started.elapsed().as_millis() as u64;
-            let failure = match outcome {
-                Ok(value) => {
-                    tracing::debug!(
-                        attempt = number,
-                        elapsed_ms,
-                        secondary = route.secondary,
-                        "succeeded"
-                    );
-                    return Ok(value);
-                }
-                Err(failure) => failure,
-            };
-            match failure.resend {
-                Some(Resend::NotSent) if resends < MAX_RESENDS => {
-                    resends += 1;
-                    tracing::debug!(attempt = number, error = %failure.error, "not sent; sending again");
-                    continue;
-                }
-                Some(Resend::Unauthorized) if !refused_once => {
-                    refused_once = true;
-                    tracing::debug!(attempt = number, error = %failure.error, "token refused; sending again with a new one");
-                    continue;
-                }
-                _ => {}
-            }
-            let error = failure.error;
-            // Not replicated yet: the primary has the last word.
-            if route.secondary && is_not_found(&error) && number < retry.max_attempts {
-                secondary = false;
-                route = Route::default();
-                number += 1;
-                continue;
-            }
-            if retry.should_retry(number, idempotence, &error) {
-                let retry_after = match &error {
-                    Error::Throttled { retry_after } => *retry_after,
-                    _ => None,
-                };
-                let wait = retry.delay(number, fastrand::f64(), retry_after);
-                tracing::warn!(
+    let mut number = 1;
+    let mut resends = 0;
+    let mut refused_once = false;
+    let mut route = Route::default();
+    let mut secondary = secondary;
+    // The primary's last failure: the answer when the secondary has not
+    // seen the row yet.
+    let mut primary_failure: Option<Error> = None;
+    loop {
+        let started = Instant::now();
+        let outcome = attempt(route).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let failure = match outcome {
+            Ok(value) => {
+                tracing::debug!(
                     attempt = number,
                     elapsed_ms,
-                    %error,
-                    wait_ms = wait.as_millis() as u64,
-                    "retrying"
+                    secondary = route.secondary,
+                    "succeeded"
                 );
-                // Alternate between the endpoints while the primary fails.
-                route = Route {
-                    secondary: secondary && !route.secondary,
-                };
-                // The other region has not seen this failure: no wait.
-                if !route.secondary {
-                    tokio::time::sleep(wait).await;
-                }
-                number += 1;
-                resends = 0;
+                return Ok(value);
+            }
+            Err(failure) => failure,
+        };
+        match failure.resend {
+            Some(Resend::NotSent) if resends < MAX_RESENDS => {
+                resends += 1;
+                tracing::debug!(attempt = number, error = %failure.error, "not sent; sending again");
                 continue;
             }
-            tracing::debug!(attempt = number, elapsed_ms, %error, "failed");
-            return Err(error);
+            Some(Resend::Unauthorized) if !refused_once => {
+                refused_once = true;
+                tracing::debug!(attempt = number, error = %failure.error, "token refused; sending again with a new one");
+                continue;
+            }
+            _ => {}
         }
+        let error = failure.error;
+        // Not replicated yet: the primary has the last word, never the
+        // secondary's "not found".
+        if route.secondary && is_not_found(&error) {
+            secondary = false;
+            route = Route::default();
+            if number < retry.max_attempts {
+                number += 1;
+                continue;
+            }
+            return Err(primary_failure.unwrap_or(error));
+        }
+        if retry.should_retry(number, idempotence, &error) {
+            let retry_after = match &error {
+                Error::Throttled { retry_after } => *retry_after,
+                _ => None,
+            };
+            let wait = retry.delay(number, fastrand::f64(), retry_after);
+            tracing::warn!(
+                attempt = number,
+                elapsed_ms,
+                %error,
+                wait_ms = wait.as_millis() as u64,
+                "retrying"
+            );
+            // Alternate between the endpoints while the primary fails.
+            let was_secondary = route.secondary;
+            route = Route {
+                secondary: secondary && !was_secondary,
+            };
+            if !was_secondary {
+                primary_failure = Some(error);
+            }
+            // The other region has not seen this failure: no wait.
+            if !route.secondary {
+                tokio::time::sleep(wait).await;
+            }
+            number += 1;
+            resends = 0;
+            continue;
+        }
+        tracing::debug!(attempt = number, elapsed_ms, %error, "failed");
+        return Err(error);
     }
 }
 
