@@ -431,6 +431,58 @@ pub const CLIENT_SETTINGS: [&str; 6] = [
     "MaxConnectionsPerHost",
 ];
 
+/// Every setting a connection string may hold (the account's, the
+/// emulator's, the client's).
+const KNOWN_SETTINGS: [&str; 20] = [
+    "DefaultEndpointsProtocol",
+    "AccountName",
+    "AccountKey",
+    "EndpointSuffix",
+    "TableEndpoint",
+    "BlobEndpoint",
+    "QueueEndpoint",
+    "FileEndpoint",
+    "TableSecondaryEndpoint",
+    "BlobSecondaryEndpoint",
+    "QueueSecondaryEndpoint",
+    "FileSecondaryEndpoint",
+    "SharedAccessSignature",
+    "Authentication",
+    "ManagedIdentityClientId",
+    "UseDevelopmentStorage",
+    "DevelopmentStorageProxyUri",
+    "TablePort",
+    "BlobPort",
+    "QueuePort",
+];
+
+/// A key that is none of the settings but nearly one of them is a typo: it
+/// is refused with the setting it was probably meant to be, never ignored
+/// (a setting left out changes where the data goes). Other keys are left
+/// alone, as the Azure SDKs leave them.
+fn check_spelling(settings: &[(String, String)]) -> Result<(), ConfigError> {
+    let known = KNOWN_SETTINGS.iter().chain(CLIENT_SETTINGS.iter());
+    let known: Vec<&str> = known.copied().collect();
+    for (key, _) in settings {
+        if known.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+            continue;
+        }
+        let lower = key.to_ascii_lowercase();
+        if let Some(meant) = known
+            .iter()
+            .map(|k| (strsim::levenshtein(&lower, &k.to_ascii_lowercase()), k))
+            .filter(|(distance, _)| *distance <= 2)
+            .min()
+        {
+            return Err(ConfigError::BadValue {
+                key: key.clone(),
+                value: format!("an unknown setting; did you mean `{}`?", meant.1),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The `key=value` pairs of a connection string, trimmed, each key once.
 fn settings_of(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
     let mut settings: Vec<(String, String)> = Vec::new();
@@ -446,6 +498,7 @@ fn settings_of(text: &str) -> Result<Vec<(String, String)>, ConfigError> {
         }
         settings.push((key.to_owned(), value.trim().to_owned()));
     }
+    check_spelling(&settings)?;
     Ok(settings)
 }
 
@@ -798,6 +851,32 @@ fn emulator_of(settings: &[(String, String)]) -> Result<Account, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_setting_is_refused_with_what_it_was_meant_to_be() {
+        for (text, meant) in [
+            ("AccountNme=a;AccountKey=AA==", "AccountName"),
+            (
+                "AccountName=a;AccountKey=AA==;TableEndpont=https://t",
+                "TableEndpoint",
+            ),
+            ("UseDevelopmentStorage=true;TablePrt=1", "TablePort"),
+            ("AccountName=a;AccountKey=AA==;Proxxy=http://p:1", "Proxy"),
+        ] {
+            let error = Account::from_connection_string(text).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains(&format!("did you mean `{meant}`")),
+                "{text}: {error}"
+            );
+        }
+        // Settings of the Azure SDKs that tablekit does not use are left alone.
+        let sas = Account::from_connection_string(
+            "BlobEndpoint=https://a.blob.core.windows.net;TableEndpoint=https://a.table.core.windows.net;FileEndpoint=https://a.file.core.windows.net;SharedAccessSignature=sv=1&sig=x",
+        );
+        assert!(sas.is_ok(), "{sas:?}");
+    }
 
     #[test]
     fn the_emulator_on_other_ports_and_hosts() {

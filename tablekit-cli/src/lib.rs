@@ -240,7 +240,20 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
         .get_one::<String>(flag)
         .map(String::as_str)
         .unwrap_or_default();
-    Stores::open(connection).map_err(|e| failed(format!("--{flag}: {e}")))
+    let location = tablekit_stores::Location::parse(connection)
+        .map_err(|e| failed(format!("--{flag}: {e}")))?;
+    // A source is read, never made: a directory that is not there is a
+    // typo, not an empty store to copy nothing from.
+    if flag == "from"
+        && let tablekit_stores::Location::Local(dir) = &location
+        && !dir.exists()
+    {
+        return Err(failed(format!(
+            "--from: the directory {} does not exist (no store there to read)",
+            dir.display()
+        )));
+    }
+    Stores::at(location).map_err(|e| failed(format!("--{flag}: {e}")))
 }
 
 fn conflict_of(m: &ArgMatches) -> Conflict {

@@ -191,6 +191,26 @@ async fn the_program_says_what_is_wrong() {
         "{err}"
     );
 
+    // A source that is not there is an error, and is not made.
+    let (ok, err) = tablekit(&["copy", "--from", &local("a"), "--to", &local("b")]);
+    assert!(!ok && err.contains("does not exist"), "{err}");
+    assert!(!dir.path().join("a").exists(), "a typo made a store");
+    // A misspelt key: what it was probably meant to be.
+    let (ok, err) = tablekit(&["copy", "--from", "UseLocalStorag=./x", "--to", &local("b")]);
+    assert!(
+        !ok && err.contains("did you mean `UseLocalStorage`"),
+        "{err}"
+    );
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        "AccountNme=x;AccountKey=AA==",
+        "--to",
+        &local("b"),
+    ]);
+    assert!(!ok && err.contains("did you mean `AccountName`"), "{err}");
+
+    drop(tablekit_stores::Stores::open(&local("a")).unwrap());
     let (ok, err) = tablekit(&[
         "copy",
         "--from",

@@ -93,6 +93,17 @@ impl Location {
                 Ok(())
             }
         };
+        // A misspelt key of this crate's own would otherwise be read as an
+        // account's setting, and refused for a missing `AccountName`.
+        for (key, _) in &parts {
+            for own in ["UseMemoryStorage", "UseLocalStorage"] {
+                if !key.eq_ignore_ascii_case(own) && close_to(key, own) {
+                    return Err(config(format!(
+                        "unknown setting `{key}`; did you mean `{own}`?"
+                    )));
+                }
+            }
+        }
         if let Some((key, value)) = named("UseMemoryStorage") {
             alone(key)?;
             if !value.eq_ignore_ascii_case("true") {
@@ -111,6 +122,12 @@ impl Location {
         }
         Ok(Location::Service(connection.to_owned()))
     }
+}
+
+/// Whether `key` is a misspelling of `known`: at most two edits apart,
+/// case aside.
+fn close_to(key: &str, known: &str) -> bool {
+    strsim::levenshtein(&key.to_ascii_lowercase(), &known.to_ascii_lowercase()) <= 2
 }
 
 impl fmt::Display for Location {
