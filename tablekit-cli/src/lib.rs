@@ -270,6 +270,10 @@ fn filter_of(m: &ArgMatches) -> Result<Option<Filter>, CliError> {
         .transpose()
 }
 
+/// How often a run whose output is not a terminal (cron, CI, a pipe) says
+/// where it stands.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 fn spinner(message: &str) -> ProgressBar {
     let bar = ProgressBar::new_spinner();
     bar.set_style(
@@ -278,7 +282,31 @@ fn spinner(message: &str) -> ProgressBar {
     );
     bar.set_message(message.to_owned());
     bar.enable_steady_tick(Duration::from_millis(200));
+    if bar.is_hidden() {
+        // No terminal to draw on: a plain line at a steady pace instead.
+        let plain = bar.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(PLAIN_PROGRESS_EVERY);
+                if plain.is_finished() {
+                    return;
+                }
+                eprintln!("[{:>5} s] {}", plain.elapsed().as_secs(), plain.message());
+            }
+        });
+    }
     bar
+}
+
+/// Ends a step with its summary: on the bar where there is a terminal, on
+/// standard output where there is none (so a script's log keeps it).
+fn finish(bar: &ProgressBar, summary: String) {
+    if bar.is_hidden() {
+        bar.finish();
+        println!("{summary}");
+    } else {
+        bar.finish_with_message(summary);
+    }
 }
 
 /// Reads a checkpoint file, if it exists.
@@ -388,14 +416,17 @@ async fn finish_copy(
         bar.set_message(format!("copying the messages of the queue {queue}"));
         messages += copy_queue(&*from.queues, &*to.queues, queue, visibility).await?;
     }
-    bar.finish_with_message(format!(
-        "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s), {messages} message(s)",
-        report.tables.len(),
-        report.read,
-        report.written,
-        report.already_there,
-        report.skipped
-    ));
+    finish(
+        bar,
+        format!(
+            "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s), {messages} message(s)",
+            report.tables.len(),
+            report.read,
+            report.written,
+            report.already_there,
+            report.skipped
+        ),
+    );
     Ok(())
 }
 
@@ -435,10 +466,10 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
             .map_err(|e| failed(format!("{}: {}", path.display(), e.error())))?
             .sync_all()
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;
-        bar.finish_with_message(format!(
-            "exported {table}: {rows} rows to {}",
-            path.display()
-        ));
+        finish(
+            &bar,
+            format!("exported {table}: {rows} rows to {}", path.display()),
+        );
     }
     Ok(())
 }
@@ -524,10 +555,13 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
             write_checkpoint(path, &done)
                 .map_err(|e| failed(format!("checkpoint {}: {e}", path.display())))?;
         }
-        bar.finish_with_message(format!(
-            "imported {table}: {} written, {} already there, {} skipped",
-            counts.written, counts.already_there, counts.skipped
-        ));
+        finish(
+            &bar,
+            format!(
+                "imported {table}: {} written, {} already there, {} skipped",
+                counts.written, counts.already_there, counts.skipped
+            ),
+        );
     }
     Ok(())
 }

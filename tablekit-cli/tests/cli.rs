@@ -334,3 +334,34 @@ async fn a_queue_copy_keeps_every_message_at_both_ends() {
     );
     assert!(at_target.iter().all(|(_, count)| *count == 1));
 }
+
+/// With its output redirected (a script, cron, CI), the program still says
+/// what it did: the summary goes to standard output.
+#[tokio::test]
+async fn a_script_gets_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = |name: &str| format!("UseLocalStorage={}", dir.path().join(name).display());
+    {
+        let stores = tablekit_stores::Stores::open(&local("from")).unwrap();
+        stores.tables.create_table("Things").await.unwrap();
+        stores
+            .tables
+            .insert_entity("Things", &row("p", "r1", 1))
+            .await
+            .unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args(["copy", "--from", &local("from"), "--to", &local("to")])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("copied 1 table(s): 1 rows read, 1 written"),
+        "{stdout:?}"
+    );
+}
