@@ -421,13 +421,21 @@ impl Upkeep {
             }
         }
         for watched in &self.watched {
-            match pending::remove_fences_before(watched.backend.as_ref(), &watched.table, cutoff)
-                .await
-            {
-                Ok(removed) => report.fences_removed += removed,
-                Err(error) => report
+            // Counted as they go: a failed delete keeps the count of the
+            // others.
+            let mut removed = 0;
+            let result = pending::remove_fences_counting(
+                watched.backend.as_ref(),
+                &watched.table,
+                cutoff,
+                &mut removed,
+            )
+            .await;
+            report.fences_removed += removed;
+            if let Err(error) = result {
+                report
                     .failures
-                    .push(format!("fences of table {}: {error}", watched.table)),
+                    .push(format!("fences of table {}: {error}", watched.table));
             }
             for (_, sweep) in &watched.blobs {
                 match sweep(grace).await {

@@ -29,7 +29,7 @@ pub use record::{
     FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, is_bookkeeping_row,
     is_fence_row, is_outbox_row, pending_records,
 };
-pub use sweep::{SweepReport, pending_count, remove_fences_before, sweep};
+pub use sweep::{SweepReport, pending_count, remove_fences_before, remove_fences_counting, sweep};
 
 #[cfg(feature = "conformance")]
 pub(crate) use finish::detached_in_flight;

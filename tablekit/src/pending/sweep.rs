@@ -101,12 +101,29 @@ pub async fn sweep(
 /// Fences keep an older step from undoing a newer one: pick a cutoff before
 /// the oldest record still pending anywhere whose steps reach `table`, and
 /// further back than any writer or worker may stall (see [`sweep`]).
+///
+/// A fence that cannot be deleted does not stop the others; the first such
+/// error is returned once all were tried, and the removals it hides are
+/// lost to the count (see [`remove_fences_counting`], which keeps them).
 pub async fn remove_fences_before(
     backend: &dyn TableBackend,
     table: &str,
     cutoff: crate::DateTime,
 ) -> Result<usize> {
     let mut removed = 0;
+    remove_fences_counting(backend, table, cutoff, &mut removed).await?;
+    Ok(removed)
+}
+
+/// [`remove_fences_before`], adding each fence removed to `removed` as it
+/// goes, so that the count holds also when the call fails.
+pub async fn remove_fences_counting(
+    backend: &dyn TableBackend,
+    table: &str,
+    cutoff: crate::DateTime,
+    removed: &mut usize,
+) -> Result<()> {
+    let mut first_error = None;
     let fences = backend.query_stream(table, Query::new().filter(row_key_prefix(FENCE_PREFIX)));
     futures::pin_mut!(fences);
     while let Some(row) = fences.try_next().await? {
@@ -119,13 +136,16 @@ pub async fn remove_fences_before(
             .delete_entity(table, &row.partition_key, &row.row_key, &if_match)
             .await
         {
-            Ok(()) => removed += 1,
+            Ok(()) => *removed += 1,
             // Moved or removed meanwhile: it stays, or is gone already.
             Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {}
-            Err(error) => return Err(error),
+            // This fence stays for the next round; the others go on.
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
         }
     }
-    Ok(removed)
+    first_error.map_or(Ok(()), Err)
 }
 
 /// How many outbox records of `table` are not finished yet (one read of
