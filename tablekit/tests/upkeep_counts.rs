@@ -25,7 +25,11 @@ async fn a_failed_fence_delete_keeps_the_count_of_the_others() {
     for n in 0..5 {
         let fence = Entity::new("g", format!("{}r{n}", tablekit::outbox::FENCE_PREFIX))
             .with("_Fence", 1i64);
-        table.backend().insert_entity("Fenced", &fence).await.unwrap();
+        table
+            .backend()
+            .insert_entity("Fenced", &fence)
+            .await
+            .unwrap();
     }
     let upkeep = Upkeep::new().watch(&table);
     // The second delete fails.
