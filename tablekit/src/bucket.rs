@@ -55,7 +55,7 @@
 //! dropped table's name is never written again while the store is still
 //! removing it (about 40 seconds on the service, during which the name is
 //! refused). A write into a period that this `Buckets` has dropped is
-//! refused with [`Error::TableBeingDeleted`], rather than bringing the
+//! refused for good with [`Error::PeriodDropped`], rather than bringing the
 //! table back.
 //!
 //! # Reads
@@ -335,7 +335,7 @@ impl<T: Bucketed> Buckets<T> {
             .unwrap_or_else(|e| e.into_inner());
         match dropped {
             Some(before) if self.period.next(self.period.start_of(t)) <= before => {
-                Err(Error::TableBeingDeleted {
+                Err(Error::PeriodDropped {
                     table: table.name().to_owned(),
                 })
             }

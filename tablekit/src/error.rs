@@ -230,6 +230,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A write into a period of a time-bucketed table that its
+    /// [`Buckets`](crate::bucket::Buckets) dropped: refused for good, since
+    /// periods only move forward (a table brought back would hold one row).
+    #[error("table `{table}` is a period that was dropped; writes there are refused for good")]
+    PeriodDropped {
+        /// The dropped period's table.
+        table: String,
+    },
     /// Sign-in failed: the credential could not give a token (its source
     /// refused, or is not there), or the service refused the token it gave
     /// even after a fresh one was asked for. Nothing was applied.

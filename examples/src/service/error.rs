@@ -121,6 +121,12 @@ pub(super) fn error_status(
             "the store is busy; try again",
             Some(retry_after.unwrap_or(Duration::from_secs(1))),
         ),
+        Error::PeriodDropped { .. } => (
+            StatusCode::GONE,
+            "gone",
+            "the period it belongs to was removed",
+            None,
+        ),
         Error::Transient { .. }
         | Error::OutcomeUnknown { .. }
         | Error::TableNotFound { .. }
