@@ -534,14 +534,7 @@ async fn shared_key() {
 /// beside hyper's pooled client over the same TLS, sending the same token.
 async fn bearer() {
     let certificates = tls::certificates("bench");
-    let a = azurite::start_with(&[
-        "--oauth",
-        "basic",
-        "--cert",
-        certificates.cert.to_str().expect("a UTF-8 path"),
-        "--key",
-        certificates.key.to_str().expect("a UTF-8 path"),
-    ]);
+    let a = azurite::start_with(&certificates.azurite_args(true));
     let credential = Arc::new(tls::Minting::new(Duration::from_secs(3600)));
     let token = credential
         .get_token(tablekit_azure::credential::STORAGE_SCOPE)

@@ -345,12 +345,7 @@ impl ClientOptions {
     /// [`ConfigError::BadValue`] for a setting it cannot take.
     pub fn with_connection_string(mut self, text: &str) -> Result<ClientOptions, ConfigError> {
         let settings = settings_of(text)?;
-        let get = |name: &str| {
-            settings
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |name: &str| setting(&settings, name);
         let bad = |key: &str, value: &str| ConfigError::BadValue {
             key: key.into(),
             value: value.into(),
@@ -481,6 +476,14 @@ fn check_spelling(settings: &[(String, String)]) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// The value of the setting `name` (its case aside), if it is there.
+fn setting<'a>(settings: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    settings
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// The `key=value` pairs of a connection string, trimmed, each key once.
@@ -695,12 +698,7 @@ impl Account {
     /// ```
     pub fn from_connection_string(text: &str) -> Result<Account, ConfigError> {
         let settings = settings_of(text)?;
-        let get = |name: &str| {
-            settings
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |name: &str| setting(&settings, name);
         if let Some(value) = get("UseDevelopmentStorage") {
             if !value.eq_ignore_ascii_case("true") {
                 return Err(ConfigError::BadValue {
@@ -740,14 +738,14 @@ impl Account {
                 key: BASE64.decode(key).map_err(|_| ConfigError::BadKey)?,
             },
             (None, Some(sas), None) => Credentials::Sas(sas),
-            (None, None, Some(method)) => {
-                Credentials::Token(crate::identity::from_setting(method, &settings).map_err(
+            (None, None, Some(method)) => Credentials::Token(
+                crate::identity::from_setting(method, get("ManagedIdentityClientId")).map_err(
                     |value| ConfigError::BadValue {
                         key: "Authentication".into(),
                         value,
                     },
-                )?)
-            }
+                )?,
+            ),
             (None, None, None) => return Err(ConfigError::Missing("AccountKey")),
         };
         let protocol = get("DefaultEndpointsProtocol").unwrap_or("https");

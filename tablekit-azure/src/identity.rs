@@ -38,12 +38,13 @@ pub const METHODS: [&str; 5] = [
     "AzureCli",
 ];
 
-/// The credential an `Authentication=<method>` setting names, built from the
-/// connection string's other `settings` and the environment; `Err` says
-/// why there is none (the configuration turns it into its error).
+/// The credential an `Authentication=<method>` setting names (with the
+/// `ManagedIdentityClientId=` beside it, if any) and the environment
+/// completes; `Err` says why there is none (the configuration turns it into
+/// its error).
 pub(crate) fn from_setting(
     method: &str,
-    settings: &[(String, String)],
+    client_id: Option<&str>,
 ) -> Result<Arc<dyn TokenCredential>, String> {
     let Some(method) = METHODS.iter().find(|m| m.eq_ignore_ascii_case(method)) else {
         return Err(format!(
@@ -51,11 +52,7 @@ pub(crate) fn from_setting(
             METHODS.join(", ")
         ));
     };
-    let client_id = settings
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("ManagedIdentityClientId"))
-        .map(|(_, v)| v.clone());
-    build(method, client_id)
+    build(method, client_id.map(str::to_owned))
 }
 
 #[cfg(not(feature = "azure-identity"))]

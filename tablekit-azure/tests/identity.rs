@@ -132,14 +132,7 @@ async fn managed_identity_from_a_connection_string_signs_every_service() {
     }
     let (asked, port) = token_endpoint().await;
     let certificates = tls::certificates("identity");
-    let a = azurite::start_with(&[
-        "--oauth",
-        "basic",
-        "--cert",
-        certificates.cert.to_str().expect("a UTF-8 path"),
-        "--key",
-        certificates.key.to_str().expect("a UTF-8 path"),
-    ]);
+    let a = azurite::start_with(&certificates.azurite_args(true));
     let endpoints = format!(
         "TableEndpoint=https://127.0.0.1:{}/devstoreaccount1;BlobEndpoint=https://127.0.0.1:{}/devstoreaccount1;QueueEndpoint=https://127.0.0.1:{}/devstoreaccount1;CaCertificate={}",
         a.table_port,

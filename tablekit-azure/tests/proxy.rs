@@ -145,12 +145,7 @@ fn secure() -> &'static (azurite::Azurite, String) {
     static SECURE: OnceLock<(azurite::Azurite, String)> = OnceLock::new();
     SECURE.get_or_init(|| {
         let certificates = tls::certificates("proxy");
-        let azurite = azurite::start_with(&[
-            "--cert",
-            certificates.cert.to_str().expect("a UTF-8 path"),
-            "--key",
-            certificates.key.to_str().expect("a UTF-8 path"),
-        ]);
+        let azurite = azurite::start_with(&certificates.azurite_args(false));
         (azurite, certificates.ca_pem)
     })
 }

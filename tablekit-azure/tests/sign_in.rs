@@ -25,14 +25,7 @@ fn secure() -> &'static Secure {
     static SECURE: OnceLock<Secure> = OnceLock::new();
     SECURE.get_or_init(|| {
         let certificates = tls::certificates("sign-in");
-        let azurite = azurite::start_with(&[
-            "--oauth",
-            "basic",
-            "--cert",
-            certificates.cert.to_str().expect("a UTF-8 path"),
-            "--key",
-            certificates.key.to_str().expect("a UTF-8 path"),
-        ]);
+        let azurite = azurite::start_with(&certificates.azurite_args(true));
         Secure {
             azurite,
             certificates,

@@ -24,6 +24,25 @@ pub struct Certificates {
     pub ca: PathBuf,
 }
 
+impl Certificates {
+    /// Azurite's arguments to serve HTTPS with these certificates, and to
+    /// check bearer tokens (`--oauth basic`) when `oauth`.
+    pub fn azurite_args(&self, oauth: bool) -> Vec<&str> {
+        let mut args = if oauth {
+            vec!["--oauth", "basic"]
+        } else {
+            Vec::new()
+        };
+        args.extend([
+            "--cert",
+            self.cert.to_str().expect("a UTF-8 path"),
+            "--key",
+            self.key.to_str().expect("a UTF-8 path"),
+        ]);
+        args
+    }
+}
+
 /// Makes an authority and a server certificate it signs, written to a
 /// directory of this test process.
 pub fn certificates(name: &str) -> Certificates {
