@@ -11,7 +11,7 @@
 
 mod azurite;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -297,16 +297,28 @@ async fn connections_closed_by_an_idle_server_never_fail_a_request() {
         "{:?}",
         unannounced.failures
     );
-    // A raw write whose outcome is unknown really reached the server.
+    // A raw write whose outcome is unknown reached the server, with one
+    // exception a client cannot rule out: a request written in the instant
+    // the server decides to close, before its close is on the wire, is
+    // dropped unread and cannot be told from one the server acted on. The
+    // client learns the server's limit from that close, so it happens at
+    // most once per client (seen once in about eight runs).
     let received = relay.received.lock().unwrap();
+    let mut unreceived: HashMap<String, usize> = HashMap::new();
     for id in &unannounced.unknown {
-        assert!(
-            received
-                .iter()
-                .any(|line| line.starts_with("POST ") && line.ends_with(&format!(" {id}"))),
-            "{id} was reported unknown but never received"
-        );
+        let was_received = received
+            .iter()
+            .any(|line| line.starts_with("POST ") && line.ends_with(&format!(" {id}")));
+        if !was_received {
+            let worker = id.split('r').next().unwrap_or_default().to_owned();
+            *unreceived.entry(worker).or_default() += 1;
+        }
     }
+    assert!(
+        unreceived.values().all(|n| *n <= 1),
+        "a client met the close race more than once: {unreceived:?} (unknown: {:?})",
+        unannounced.unknown
+    );
 }
 
 /// A forwarder to Azurite's table port that counts the connections it was
