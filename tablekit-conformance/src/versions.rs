@@ -183,6 +183,30 @@ pub async fn migrations_rewrite_older_rows(backend: Arc<dyn TableBackend>) {
         .await
         .expect("insert version 1");
     }
+    // Another client's column on every entity row: the migration keeps it.
+    let entity_rows = || async {
+        use tablekit::TableBackendExt;
+        let rows = backend
+            .query_all(&name, tablekit::backend::Query::new())
+            .await
+            .expect("raw query");
+        rows.into_iter()
+            .filter(|row| {
+                row.properties.contains(tablekit::schema::KIND_PROPERTY)
+                    && !row.properties.contains(tablekit::index::INDEX_PROPERTY)
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = entity_rows().await;
+    assert_eq!(before.len(), 12);
+    for row in &before {
+        let column = Entity::new(row.partition_key.clone(), row.row_key.clone())
+            .with("Supplier", row.row_key.clone());
+        backend
+            .upsert_entity(&name, &column, tablekit::backend::UpdateMode::Merge)
+            .await
+            .expect("raw merge");
+    }
     let counted = new.migrate().dry_run().run().await.expect("dry run");
     assert_eq!(counted.scanned, 12);
     assert_eq!(counted.by_version.get(&1), Some(&12));
@@ -218,6 +242,15 @@ pub async fn migrations_rewrite_older_rows(backend: Arc<dyn TableBackend>) {
     }
     let moved = new.get("south", "s01").await.expect("get").expect("there");
     assert_eq!((moved.price_cents, moved.color.as_str()), (100, "red"));
+    let after = entity_rows().await;
+    assert_eq!(after.len(), 12);
+    for row in after {
+        assert_eq!(
+            row.properties.get("Supplier"),
+            Some(&tablekit::Value::String(row.row_key.clone())),
+            "a migration keeps the columns the type does not know"
+        );
+    }
     backend.delete_table(&name).await.expect("delete table");
 }
 

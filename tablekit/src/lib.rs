@@ -172,7 +172,9 @@
 //! - **Renaming a field**: `#[tablekit(rename = "Color", alias = "Colour")]`
 //!   reads either name and writes the new one; rows take the new name as
 //!   they are written.
-//! - **Dropping a field**: properties a type has no field for are ignored.
+//! - **Dropping a field**: a read ignores properties a type has no field
+//!   for, and a write through what was read keeps them (see *Columns a type
+//!   does not know*, below).
 //! - **Versions**: `version = 2, min_version = 1` writes version 2 and reads
 //!   rows of versions 1 and 2; [`Loaded::version`] tells which one a row was
 //!   stored with. A row of a version outside the range is an error that names
@@ -227,6 +229,26 @@
 //! the second wrote (a row error that names both versions, under the
 //! query's [`RowErrors`](table::RowErrors) policy) and cannot overwrite them
 //! ([`Error::NewerVersion`]); nothing is lost either way.
+//!
+//! ## Columns a type does not know
+//!
+//! A type may map only part of a table that other clients write, and a row
+//! may hold the column of a field a later version dropped. What each write
+//! does with the properties the type has no field for:
+//! - **Through what was read** ([`Table::replace`], [`Table::update`],
+//!   [`Table::move_to`], a transaction's `replace`, [`Table::migrate`]):
+//!   they are written back unchanged, values and EDM types alike. A
+//!   [`Loaded`] holds them ([`Loaded::unknown_properties`]);
+//!   [`Loaded::drop_unknown_properties`] forgets them, so that the next
+//!   replace removes them from the row.
+//! - **Merges** ([`Table::merge`], [`Table::upsert_merge`],
+//!   [`Table::merge_unconditionally`]) touch only the properties they write,
+//!   so every other column stays.
+//! - **Writes of a value alone** ([`Table::insert`], [`Table::upsert`],
+//!   [`Table::replace_unconditionally`]) store exactly the type's
+//!   properties: an upsert or unconditional replace of an existing row
+//!   removes every column the type does not know. Use a merge, or read and
+//!   replace, on tables other clients write.
 //!
 //! ## The layers
 //! - the value model: [`Value`] (every EDM type), [`Entity`], [`DateTime`],

@@ -86,11 +86,12 @@ pub use crate::schema::write_value as write_with;
 
 /// Reads a field through a custom codec's `from_value`.
 pub fn read_with<S: PropertySource + ?Sized, V>(
-    props: &S,
+    props: &mut S,
     name: &str,
     from_value: impl FnOnce(Option<&Value>) -> Result<V, ValueError>,
 ) -> Result<V, Error> {
-    from_value(props.get(name)).map_err(|problem| property_error(name, problem))
+    // Taken out: what a reader leaves are the properties its type does not know.
+    from_value(props.take(name).as_ref()).map_err(|problem| property_error(name, problem))
 }
 
 /// `prefix` followed by `name`: the stored name of a flattened field.

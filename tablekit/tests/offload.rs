@@ -126,6 +126,25 @@ async fn values_live_in_blobs_and_rows_keep_references() {
     assert_eq!(all.len(), 2);
     assert_eq!(all[1].caption.len(), 40_000);
 
+    // A reference is the pattern's own, never a column kept from the row
+    // read: an offloaded caption made short stays in the row, with no
+    // reference to the old blob beside it.
+    let mut shortened = f.photos.get("trip", 2).await.unwrap().unwrap();
+    assert!(tablekit::Loaded::unknown_properties(&shortened).is_empty());
+    shortened.caption = "short".into();
+    f.photos.replace(&mut shortened).await.unwrap();
+    let row = f
+        .backend
+        .try_get_entity("Photos", "trip", "PHOTO_0000000002")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.get("Caption_Blob").is_none(), "{row:?}");
+    assert_eq!(
+        f.photos.get("trip", 2).await.unwrap().unwrap().caption,
+        "short"
+    );
+
     // Delete: row, then blobs.
     let loaded = f.photos.get("trip", 2).await.unwrap().unwrap();
     f.photos.delete(&loaded).await.unwrap();

@@ -434,6 +434,13 @@ pub trait ExternalValues: Send + Sync {
     /// value of the value's type, for readers that need the other fields
     /// only; `None` when it refers to nothing.
     fn blanked(&self, row: &Entity) -> Result<Option<Entity>, Error>;
+    /// Whether the property `name` is this pattern's own (a reference it
+    /// keeps in the row), which a write sets itself and never carries over
+    /// from the row it replaces.
+    fn owns_property(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
 }
 
 /// What a write of an entity asks beyond writing its row, as its
@@ -481,6 +488,14 @@ pub trait RowRule: Send + Sync + fmt::Debug {
 
     /// The first RowKey after every row of the entity `row_key`.
     fn rows_end(&self, row_key: &str) -> String;
+
+    /// Whether the property `name` of a joined entity is this rule's own
+    /// bookkeeping, which a write sets itself and never carries over from
+    /// the entity it replaces.
+    fn owns_property(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
 
     /// The entity RowKey a stored row belongs to, if it is one of an
     /// entity's rows.

@@ -519,6 +519,16 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
     read_entity(&entity.partition_key, &entity.row_key, &mut props)
 }
 
+/// [`from_entity_owned`] that also gives back the properties the reader left:
+/// those `T` has no field for, and the row's bookkeeping.
+pub(crate) fn from_entity_keeping<T: TableEntity>(
+    mut entity: Entity,
+) -> Result<(T, Properties), Error> {
+    let mut props = std::mem::take(&mut entity.properties);
+    let value = read_entity(&entity.partition_key, &entity.row_key, &mut props)?;
+    Ok((value, props))
+}
+
 /// Reads a typed value straight from its row's wire JSON (a request body or
 /// a response to a point read), with the checks of [`from_entity`]: no
 /// property map is built and no property name is copied. Members the type
@@ -859,12 +869,14 @@ pub fn write_json<S: PropertySink + ?Sized, V: JsonField>(
     write_value(props, name, text.map(|t| Some(Value::String(t))))
 }
 
-/// Reads a field stored as a JSON string (`#[tablekit(json)]`).
+/// Reads a field stored as a JSON string (`#[tablekit(json)]`), taking its
+/// value out of `props` (what a reader leaves are the properties its type
+/// does not know).
 pub fn read_json<V: JsonFieldRead, S: PropertySource + ?Sized>(
-    props: &S,
+    props: &mut S,
     name: &str,
 ) -> Result<V, Error> {
-    let text: String = read_property(props, name)?;
+    let text: String = take_property(props, name)?;
     serde_json::from_str(&text).map_err(|e| {
         property_error(
             name,

@@ -130,7 +130,11 @@ fn delete_of<U: TableEntity>(
 /// A write through a [`Loaded`], guarded by its ETag.
 fn loaded_write<U: TableEntity>(loaded: &Loaded<U>, mode: UpdateMode) -> Result<Typed<'static, U>> {
     let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-    typed(&loaded.value, write, loaded.index_keys.as_ref())
+    let mut typed = typed(&loaded.value, write, loaded.index_keys.as_ref())?;
+    if mode == UpdateMode::Replace {
+        super::unknown::restore(typed.entity.to_mut(), &loaded.unknown);
+    }
+    Ok(typed)
 }
 
 /// A delete through a [`Loaded`], guarded by its ETag.

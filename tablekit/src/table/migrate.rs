@@ -463,8 +463,10 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             let operations = chunk
                 .iter()
                 .map(|loaded| {
+                    let mut entity = crate::schema::to_entity(&**loaded)?;
+                    super::unknown::restore(&mut entity, Loaded::unknown_properties(loaded));
                     Ok(crate::BatchOperation::Update {
-                        entity: crate::schema::to_entity(&**loaded)?,
+                        entity,
                         mode: crate::UpdateMode::Replace,
                         if_match: crate::IfMatch::ETag(Loaded::etag(loaded).clone()),
                     })

@@ -39,6 +39,7 @@ pub(crate) mod plan;
 pub(crate) mod query;
 mod rows;
 mod spanning;
+mod unknown;
 pub mod update;
 pub mod wide;
 
@@ -100,6 +101,9 @@ pub struct Loaded<T> {
     /// The previous kind whose RowKey the row was read under (a renamed
     /// kind's row not moved yet), until a write through this value moves it.
     previous_kind: Option<&'static str>,
+    /// The properties of the row read that the type has no field for, which
+    /// a replace through this value writes back (see [`Loaded::unknown_properties`]).
+    unknown: crate::Properties,
 }
 
 impl<T> Loaded<T> {
@@ -114,6 +118,7 @@ impl<T> Loaded<T> {
             index_keys: None,
             version: None,
             previous_kind: None,
+            unknown: crate::Properties::new(),
         }
     }
 
@@ -155,6 +160,23 @@ impl<T> Loaded<T> {
     /// A write through this value moves the row.
     pub fn previous_kind(this: &Loaded<T>) -> Option<&'static str> {
         this.previous_kind
+    }
+
+    /// The properties of the row read that the type has no field for:
+    /// columns another client writes, or fields a later version of the type
+    /// dropped. A replace through this value (and [`Table::update`]) writes
+    /// them back unchanged, values and types alike, unless the type now
+    /// has a field of that name; tablekit's own bookkeeping is not among
+    /// them. Empty for a value made with [`Loaded::new`].
+    pub fn unknown_properties(this: &Loaded<T>) -> &crate::Properties {
+        &this.unknown
+    }
+
+    /// Forgets the [unknown properties](Loaded::unknown_properties), so that
+    /// a replace through this value removes them from the row (to clear out
+    /// the column of a field the type dropped, say).
+    pub fn drop_unknown_properties(this: &mut Loaded<T>) {
+        this.unknown = crate::Properties::new();
     }
 
     /// The value, without the ETag.
@@ -508,6 +530,9 @@ impl<K: EntityKinds> Table<K> {
                     index_keys: None,
                     version,
                     previous_kind: None,
+                    // Written through the variant's own type, which reads
+                    // the row again.
+                    unknown: crate::Properties::new(),
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::SchemaError::UnknownKind {
@@ -619,7 +644,20 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
-        let row = schema::to_entity(value)?;
+        self.write_keeping(value, write, &crate::Properties::new())
+            .await
+    }
+
+    /// [`write`](Table::write) of a row that also holds `unknown`: the
+    /// properties of the row it replaces that `T` does not know.
+    async fn write_keeping(
+        &self,
+        value: &T,
+        write: RowWrite,
+        unknown: &crate::Properties,
+    ) -> Result<ETag> {
+        let mut row = schema::to_entity(value)?;
+        unknown::restore(&mut row, unknown);
         let new_keys = new_index_keys(value, &row.row_key);
         let hint = IndexHint {
             old: None,
@@ -648,6 +686,9 @@ impl<T: TableEntity> Table<T> {
     /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
     /// On success `loaded` holds the new version's ETag and Timestamp, so it
     /// can be written again.
+    ///
+    /// The properties of the row read that the type has no field for are
+    /// written back unchanged (see [`Loaded::unknown_properties`]).
     pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
         self.write_loaded(loaded, UpdateMode::Replace).await
     }
@@ -693,6 +734,9 @@ impl<T: TableEntity> Table<T> {
             update::Recorded::none()
         };
         let mut row = schema::to_entity(&loaded.value)?;
+        if mode == UpdateMode::Replace {
+            unknown::restore(&mut row, &loaded.unknown);
+        }
         let new_keys = new_index_keys(&loaded.value, &row.row_key);
         let old_keys = loaded.index_keys.clone();
         let hint = IndexHint {
@@ -727,7 +771,10 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    /// Replaces the stored entity whatever its version (`If-Match: *`).
+    /// Replaces the stored entity whatever its version (`If-Match: *`). The
+    /// row then holds exactly the properties of `value`: columns the type
+    /// does not know are removed (a [`replace`](Table::replace) through
+    /// what was read keeps them).
     pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
         self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
             .await
@@ -739,7 +786,9 @@ impl<T: TableEntity> Table<T> {
             .await
     }
 
-    /// Inserts the entity or replaces the stored one.
+    /// Inserts the entity or replaces the stored one. A replaced row then
+    /// holds exactly the properties of `value`: columns the type does not
+    /// know are removed ([`upsert_merge`](Table::upsert_merge) keeps them).
     pub async fn upsert(&self, value: &T) -> Result<ETag> {
         self.write(value, RowWrite::Upsert(UpdateMode::Replace))
             .await
@@ -936,7 +985,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
             .layout_of(&entity.row_key)
             .and_then(|(_, kind)| kind)
     };
-    let value = schema::from_entity_owned(entity)?;
+    let (value, leftover) = schema::from_entity_keeping(entity)?;
     let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
     Ok(Loaded {
         value,
@@ -947,6 +996,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
         index_keys,
         version,
         previous_kind,
+        unknown: unknown::unknown_of::<T>(leftover),
     })
 }
 

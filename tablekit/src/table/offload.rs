@@ -75,6 +75,13 @@ impl DescriptorPart for BlobFields {
 
 /// The blob fields' values live in the blob store, by the protocol above.
 impl ExternalValues for BlobFields {
+    fn owns_property(&self, name: &str) -> bool {
+        self.fields.iter().any(|field| {
+            name.strip_prefix(field.name)
+                .is_some_and(|rest| rest == REFERENCE_SUFFIX)
+        })
+    }
+
     fn needs_store(&self, row: &Entity) -> bool {
         self.fields
             .iter()

@@ -64,7 +64,10 @@ impl<T: TableEntity> Table<T> {
                 crate::UpdateMode::Replace,
                 crate::IfMatch::ETag(loaded.etag.clone()),
             );
-            return self.write(moved, write).await.map(drop);
+            return self
+                .write_keeping(moved, write, &loaded.unknown)
+                .await
+                .map(drop);
         }
         let gone = || Error::EntityNotFound {
             table: self.name.to_string(),
@@ -133,6 +136,8 @@ impl<T: TableEntity> Table<T> {
             .max()
             .unwrap_or(0);
         let mut row = schema::to_entity(moved)?;
+        // The entity moves whole: what its type does not know goes with it.
+        super::unknown::restore(&mut row, &loaded.unknown);
         let written = if crate::table::offload::blob_fields::<T>().is_empty() {
             Vec::new()
         } else {

@@ -419,6 +419,9 @@ impl<T: TableEntity> Table<T> {
     /// store cannot tell. The row keeps a short history of these writes in
     /// [`WRITES_PROPERTY`].
     ///
+    /// Properties of the row that the type has no field for are written
+    /// back unchanged (see [`Loaded::unknown_properties`]).
+    ///
     /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
     /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
     /// (or transient error) when the attempts or the deadline run out.
@@ -555,8 +558,9 @@ impl<T: TableEntity> Table<T> {
                 Recorded::none()
             };
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
-            let read: Loaded<T> = super::load(stored)?;
+            let mut read: Loaded<T> = super::load(stored)?;
             let old_keys = read.index_keys.clone();
+            let unknown = std::mem::take(&mut read.unknown);
             let value = change(Loaded::into_inner(read)).await?;
             if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
                 return Err(Error::from(crate::InvalidInput::KeyChanged {
@@ -566,6 +570,7 @@ impl<T: TableEntity> Table<T> {
                 .into());
             }
             let mut row = schema::to_entity(&value)?;
+            super::unknown::restore(&mut row, &unknown);
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
             let new_keys = super::new_index_keys(&value, &rk);
             let hint = super::rows::IndexHint {
@@ -578,6 +583,7 @@ impl<T: TableEntity> Table<T> {
             match written {
                 Ok(Some(written)) => {
                     let mut loaded = Loaded::written(value, written);
+                    loaded.unknown = unknown;
                     loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                     loaded.index_keys = new_keys.map(std::sync::Arc::from);
                     loaded.version = super::written_version::<T>();

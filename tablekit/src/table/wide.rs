@@ -218,6 +218,10 @@ pub fn delete_operations(
 pub struct WideRows;
 
 impl RowRule for WideRows {
+    fn owns_property(&self, name: &str) -> bool {
+        name == PARTS_PROPERTY
+    }
+
     fn rows_filter(&self, partition_key: &str, row_key: &str) -> Filter {
         parts_filter(partition_key, row_key)
     }
