@@ -347,6 +347,7 @@ async fn copy(m: &ArgMatches) -> Result<(), CliError> {
     let checkpoint_file = m.get_one::<PathBuf>("checkpoint").cloned();
     let resume: Checkpoint = read_checkpoint(checkpoint_file.as_ref())?;
     let mut copier = Copier::new(from.tables.clone(), to.tables.clone())
+        .stores(from.location().to_string(), to.location().to_string())
         .conflict(conflict_of(m))
         .parallelism(*m.get_one::<usize>("parallelism").unwrap_or(&4))
         .resume(resume);

@@ -119,12 +119,104 @@ async fn tables_are_chosen_by_name_prefix_and_filter() {
     );
 
     // A finished table is not read again.
+    let orders = Copier::new(source.clone(), target.clone()).table("Orders");
     let done = Checkpoint {
+        job: Some(orders.job()),
         tables: [("Orders".to_owned(), TableCheckpoint::Done)].into(),
     };
+    let report = orders.resume(done).run().await.unwrap();
+    assert_eq!(report.read, 0);
+}
+
+#[tokio::test]
+async fn a_copy_resumes_only_from_its_own_checkpoint() {
+    let source = Arc::new(MemBackend::new());
+    source.create_table("Things").await.unwrap();
+    for i in 0..20 {
+        source
+            .insert_entity("Things", &row("p", &format!("r{i:02}"), i % 2))
+            .await
+            .unwrap();
+    }
+    let target = Arc::new(MemBackend::new());
+    let kept = Arc::new(std::sync::Mutex::new(None));
+    let seen = Arc::clone(&kept);
+    Copier::new(source.clone(), target.clone())
+        .filter(prop("V").eq(1i64))
+        .stores("a", "b")
+        .unpaced()
+        .on_checkpoint(move |c| *seen.lock().unwrap() = Some(c.clone()))
+        .run()
+        .await
+        .unwrap();
+    let filtered: Checkpoint = kept.lock().unwrap().clone().unwrap();
+    let job = filtered.job.clone().unwrap();
+    assert_eq!((job.source.as_str(), job.target.as_str()), ("a", "b"));
+    assert!(job.filter.as_deref().unwrap().contains("V eq 1"), "{job:?}");
+
+    // An unfiltered copy given the filtered copy's checkpoint: refused,
+    // saying what differs (it used to copy 10 of the 20 rows, and say Ok).
+    let err = Copier::new(source.clone(), target.clone())
+        .stores("a", "b")
+        .resume(filtered.clone())
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::Invalid(tablekit::InvalidInput::CheckpointMismatch {
+                field: "filter",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    // Other stores, or other tables: refused too.
+    let other_stores = Copier::new(source.clone(), target.clone())
+        .filter(prop("V").eq(1i64))
+        .stores("a", "c")
+        .resume(filtered.clone())
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        other_stores.to_string().contains("target"),
+        "{other_stores}"
+    );
+    let other_tables = Copier::new(source.clone(), target.clone())
+        .filter(prop("V").eq(1i64))
+        .stores("a", "b")
+        .table("Things")
+        .resume(filtered.clone())
+        .run()
+        .await
+        .unwrap_err();
+    assert!(
+        other_tables.to_string().contains("tables"),
+        "{other_tables}"
+    );
+    // Tables but no copy named: refused.
+    let nameless = Checkpoint {
+        job: None,
+        tables: filtered.tables.clone(),
+    };
+    assert!(
+        Copier::new(source.clone(), target.clone())
+            .resume(nameless)
+            .run()
+            .await
+            .is_err()
+    );
+    // A member the checkpoint does not have is refused when read.
+    let mut text: serde_json::Value = serde_json::to_value(&filtered).unwrap();
+    text["extra"] = serde_json::json!(1);
+    assert!(serde_json::from_value::<Checkpoint>(text).is_err());
+    // Its own copy resumes from it: everything is done.
     let report = Copier::new(source, target)
-        .table("Orders")
-        .resume(done)
+        .filter(prop("V").eq(1i64))
+        .stores("a", "b")
+        .resume(filtered)
         .run()
         .await
         .unwrap();
@@ -210,7 +302,40 @@ async fn the_program_says_what_is_wrong() {
     ]);
     assert!(!ok && err.contains("did you mean `AccountName`"), "{err}");
 
-    drop(tablekit_stores::Stores::open(&local("a")).unwrap());
+    {
+        let stores = tablekit_stores::Stores::open(&local("a")).unwrap();
+        stores.tables.create_table("Kept").await.unwrap();
+        stores
+            .tables
+            .insert_entity("Kept", &row("p", "r", 1))
+            .await
+            .unwrap();
+    }
+    // Another copy's checkpoint file: refused, saying what differs.
+    let checkpoint = dir.path().join("copy.json").display().to_string();
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        &local("a"),
+        "--to",
+        &local("b"),
+        "--checkpoint",
+        &checkpoint,
+    ]);
+    assert!(ok, "{err}");
+    let (ok, err) = tablekit(&[
+        "copy",
+        "--from",
+        &local("a"),
+        "--to",
+        &local("e"),
+        "--checkpoint",
+        &checkpoint,
+    ]);
+    assert!(
+        !ok && err.contains("checkpoint is of another copy: its target"),
+        "{err}"
+    );
     let (ok, err) = tablekit(&[
         "copy",
         "--from",

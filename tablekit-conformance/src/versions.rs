@@ -805,7 +805,10 @@ pub async fn wide_migrations_resume_after_each_entity(backend: Arc<dyn TableBack
     assert!(
         matches!(
             other,
-            Err(Error::Invalid(tablekit::InvalidInput::Cursor { .. }))
+            Err(Error::Invalid(tablekit::InvalidInput::CheckpointMismatch {
+                field: "scope",
+                ..
+            }))
         ),
         "{other:?}"
     );

@@ -54,7 +54,7 @@ use crate::backend::{
 use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
 use crate::datetime::DateTime;
 use crate::entity::Entity;
-use crate::error::{Error, Result};
+use crate::error::{Error, InvalidInput, Result};
 use crate::filter::Filter;
 use crate::queue::{MessageTtl, PutMessageOptions, QueueStore};
 use crate::table::Pacing;
@@ -71,12 +71,62 @@ pub enum Conflict {
     Overwrite,
 }
 
-/// Where a copy stands: for each table, the page it resumes at, or done.
-/// Serializable, so a caller can keep it in a file between runs.
+/// Where a copy stands: the copy it belongs to, and for each table the
+/// page it resumes at, or done. Serializable, so a caller can keep it in a
+/// file between runs; a text with a member it does not know is refused.
+///
+/// A copy resumes only from its own checkpoints: one of a copy between
+/// other stores, of other tables or with another filter is refused with
+/// [`InvalidInput::CheckpointMismatch`], saying what differs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Checkpoint {
+    /// The copy it was taken from; `None` only in the empty checkpoint a
+    /// copy starts from.
+    pub job: Option<CopyJob>,
     /// By table name.
     pub tables: BTreeMap<String, TableCheckpoint>,
+}
+
+/// What a copy is, as its checkpoints name it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CopyJob {
+    /// The source, as [`Copier::stores`] names it.
+    pub source: String,
+    /// The target, as [`Copier::stores`] names it.
+    pub target: String,
+    /// The tables taken: every one, those of a prefix, or those named.
+    pub tables: String,
+    /// The filter of the rows copied, as the store is sent it.
+    pub filter: Option<String>,
+}
+
+impl CopyJob {
+    /// The first of what `self` names that differs from `current`, as the
+    /// error a resume from it is refused with.
+    fn differs(&self, current: &CopyJob) -> Option<InvalidInput> {
+        let fields: [(&'static str, String, String); 4] = [
+            (
+                "source",
+                format!("{:?}", self.source),
+                format!("{:?}", current.source),
+            ),
+            (
+                "target",
+                format!("{:?}", self.target),
+                format!("{:?}", current.target),
+            ),
+            ("tables", self.tables.clone(), current.tables.clone()),
+            (
+                "filter",
+                format!("{:?}", self.filter),
+                format!("{:?}", current.filter),
+            ),
+        ];
+        InvalidInput::first_mismatch("copy", fields)
+    }
 }
 
 /// Where the copy of one table stands.
@@ -138,6 +188,8 @@ enum Selection {
 pub struct Copier {
     source: Arc<dyn TableBackend>,
     target: Arc<dyn TableBackend>,
+    /// The names of the two stores, for the checkpoints.
+    names: (String, String),
     selection: Selection,
     filter: Option<Filter>,
     conflict: Conflict,
@@ -166,6 +218,7 @@ impl Copier {
         Copier {
             source,
             target,
+            names: (String::new(), String::new()),
             selection: Selection::All,
             filter: None,
             conflict: Conflict::default(),
@@ -175,6 +228,15 @@ impl Copier {
             on_checkpoint: None,
             on_progress: None,
         }
+    }
+
+    /// Names the source and the target in the checkpoints, so that a
+    /// checkpoint of a copy between other stores is refused (the
+    /// `tablekit` program names them by where their data lives). Unnamed,
+    /// both are `""`.
+    pub fn stores(mut self, source: impl Into<String>, target: impl Into<String>) -> Copier {
+        self.names = (source.into(), target.into());
+        self
     }
 
     /// Copies the tables whose names start with `prefix` (ASCII letters and
@@ -225,8 +287,9 @@ impl Copier {
         self
     }
 
-    /// Starts from `checkpoint`, as an earlier run left it: finished tables
-    /// are not read again, the others resume at their page.
+    /// Starts from `checkpoint`, as an earlier run of the same copy left it:
+    /// finished tables are not read again, the others resume at their page.
+    /// [`run`](Copier::run) refuses a checkpoint of another copy.
     pub fn resume(mut self, checkpoint: Checkpoint) -> Copier {
         self.resume = checkpoint;
         self
@@ -287,11 +350,9 @@ impl Copier {
     /// gives [`Error::EntityAlreadyExists`]). The last checkpoint handed out
     /// resumes the copy.
     pub async fn run(&self) -> Result<CopyReport> {
+        let resume = self.resumed()?;
         let tables = self.source_tables().await?;
-        let state = Arc::new(parking_lot::Mutex::new((
-            self.resume.clone(),
-            CopyProgress::default(),
-        )));
+        let state = Arc::new(parking_lot::Mutex::new((resume, CopyProgress::default())));
         stream::iter(tables.iter().cloned())
             .map(|table| self.copy_table(table, Arc::clone(&state)))
             .buffer_unordered(self.parallelism)
@@ -304,6 +365,47 @@ impl Copier {
             already_there: progress.already_there,
             skipped: progress.skipped,
             tables,
+        })
+    }
+
+    /// What this copy is, for its checkpoints.
+    pub fn job(&self) -> CopyJob {
+        CopyJob {
+            source: self.names.0.clone(),
+            target: self.names.1.clone(),
+            tables: match &self.selection {
+                Selection::All => "every table".to_owned(),
+                Selection::Prefix(prefix) => format!("the tables starting with {prefix:?}"),
+                Selection::Names(names) => format!("the tables {names:?}"),
+            },
+            filter: self.filter.as_ref().map(ToString::to_string),
+        }
+    }
+
+    /// The checkpoint this copy starts from, with its job: refused if it
+    /// belongs to another copy, or names tables but no copy.
+    fn resumed(&self) -> Result<Checkpoint> {
+        let job = self.job();
+        match &self.resume.job {
+            None if !self.resume.tables.is_empty() => {
+                return Err(InvalidInput::CheckpointMismatch {
+                    job: "copy",
+                    field: "copy",
+                    checkpoint: "none named".into(),
+                    current: format!("{job:?}").into(),
+                }
+                .into());
+            }
+            Some(theirs) => {
+                if let Some(differs) = theirs.differs(&job) {
+                    return Err(differs.into());
+                }
+            }
+            None => {}
+        }
+        Ok(Checkpoint {
+            job: Some(job),
+            tables: self.resume.tables.clone(),
         })
     }
 
@@ -349,10 +451,11 @@ impl Copier {
                 };
                 checkpoint.tables.insert(table.clone(), at);
                 progress.table.clone_from(&table);
-                progress.read += read;
-                progress.written += counts.written;
-                progress.already_there += counts.already_there;
-                progress.skipped += counts.skipped;
+                progress.read = progress.read.saturating_add(read);
+                progress.written = progress.written.saturating_add(counts.written);
+                progress.already_there =
+                    progress.already_there.saturating_add(counts.already_there);
+                progress.skipped = progress.skipped.saturating_add(counts.skipped);
                 if next.is_none() {
                     progress.tables_done += 1;
                 }
@@ -393,9 +496,9 @@ pub struct WriteCounts {
 
 impl std::ops::AddAssign for WriteCounts {
     fn add_assign(&mut self, other: WriteCounts) {
-        self.written += other.written;
-        self.already_there += other.already_there;
-        self.skipped += other.skipped;
+        self.written = self.written.saturating_add(other.written);
+        self.already_there = self.already_there.saturating_add(other.already_there);
+        self.skipped = self.skipped.saturating_add(other.skipped);
     }
 }
 

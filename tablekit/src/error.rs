@@ -355,6 +355,40 @@ impl Error {
         matches!(self, Error::UndecodableRow { .. } | Error::Schema(_))
     }
 
+    /// The keys of the row this error is about, as far as it names them:
+    /// (PartitionKey, RowKey).
+    pub fn row_keys(&self) -> (Option<&str>, Option<&str>) {
+        match self {
+            Error::UndecodableRow {
+                partition_key,
+                row_key,
+                ..
+            } => (Some(partition_key), Some(row_key)),
+            Error::Schema(
+                SchemaError::Property { row: Some(row), .. }
+                | SchemaError::UnsupportedVersion { row: Some(row), .. },
+            ) => (Some(&row.partition_key), Some(&row.row_key)),
+            Error::Schema(
+                SchemaError::WrongKind { row_key, .. } | SchemaError::UnknownKind { row_key, .. },
+            ) => (None, Some(row_key)),
+            Error::Schema(SchemaError::KeyDecode { kind, key, .. }) => match kind {
+                KeyKind::PartitionKey => (Some(key), None),
+                KeyKind::RowKey => (None, Some(key)),
+            },
+            Error::EntityNotFound {
+                partition_key,
+                row_key,
+                ..
+            }
+            | Error::EntityAlreadyExists {
+                partition_key,
+                row_key,
+                ..
+            } => (Some(partition_key), Some(row_key)),
+            _ => (None, None),
+        }
+    }
+
     /// Wraps this error as the failure of batch operation `index`.
     pub fn in_batch(self, index: usize) -> Error {
         Error::BatchFailed {
@@ -396,6 +430,28 @@ impl std::fmt::Display for RowContext {
 fn in_row(row: &Option<Box<RowContext>>) -> String {
     row.as_ref()
         .map_or_else(String::new, |row| format!(" in {row}"))
+}
+
+impl InvalidInput {
+    /// The mismatch of the first of `fields` (name, what a checkpoint names,
+    /// what the `job` resumed names) whose two sides differ: the error a
+    /// resume from another job's checkpoint is refused with.
+    pub(crate) fn first_mismatch(
+        job: &'static str,
+        fields: impl IntoIterator<Item = (&'static str, String, String)>,
+    ) -> Option<InvalidInput> {
+        fields
+            .into_iter()
+            .find(|(_, theirs, ours)| theirs != ours)
+            .map(
+                |(field, checkpoint, current)| InvalidInput::CheckpointMismatch {
+                    job,
+                    field,
+                    checkpoint: checkpoint.into(),
+                    current: current.into(),
+                },
+            )
+    }
 }
 
 impl SchemaError {
@@ -750,6 +806,21 @@ pub enum InvalidInput {
     Cursor {
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A checkpoint handed to resume a long job (a migration, a copy)
+    /// belongs to another job: one of what it names differs.
+    #[error(
+        "the checkpoint is of another {job}: its {field} is {checkpoint}, this {job}'s is {current}"
+    )]
+    CheckpointMismatch {
+        /// The kind of job (`migration`, `copy`).
+        job: &'static str,
+        /// What differs (`table`, `filter`, …).
+        field: &'static str,
+        /// What the checkpoint names.
+        checkpoint: Box<str>,
+        /// What the job resumed names.
+        current: Box<str>,
     },
     /// A DateTime is outside 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z or
     /// is not a valid date-time.

@@ -7,16 +7,18 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use super::query::{RowErrors, SkippedRows, TableQuery};
+use super::query::{RowErrors, RowFailure, SkippedRows, TableQuery};
 use super::{Loaded, Table};
 use crate::backend::ContinuationToken;
 use crate::error::{Error, InvalidInput, Result};
 use crate::pacing::Pacing;
 use crate::schema::{KeyArg, TableEntity};
 
-/// What a [`Migration`] found and did.
+/// What a [`Migration`] found and did. The counts stop at `usize::MAX`
+/// rather than wrap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
+#[serde(deny_unknown_fields)]
 pub struct MigrationReport {
     /// Rows read.
     pub scanned: usize,
@@ -37,20 +39,96 @@ pub struct MigrationReport {
     /// transaction with its index rows, and counted in `upgraded` too.
     #[serde(default)]
     pub previous_kind: usize,
+    /// The first rows counted in `failed` (at most
+    /// [`MigrationReport::KEPT_FAILURES`]), each with its keys and why it
+    /// could not be read or rewritten.
+    #[serde(default)]
+    pub failures: Vec<RowFailure>,
 }
 
 impl MigrationReport {
+    /// How many failures a report keeps: the first ones.
+    pub const KEPT_FAILURES: usize = SkippedRows::KEPT_FAILURES;
+
     fn add(&mut self, other: MigrationReport) {
-        self.scanned += other.scanned;
-        self.upgraded += other.upgraded;
-        self.already_current += other.already_current;
-        self.retried += other.retried;
-        self.failed += other.failed;
-        self.previous_kind += other.previous_kind;
+        self.scanned = self.scanned.saturating_add(other.scanned);
+        self.upgraded = self.upgraded.saturating_add(other.upgraded);
+        self.already_current = self.already_current.saturating_add(other.already_current);
+        self.retried = self.retried.saturating_add(other.retried);
+        self.failed = self.failed.saturating_add(other.failed);
+        self.previous_kind = self.previous_kind.saturating_add(other.previous_kind);
         for (version, n) in other.by_version {
-            *self.by_version.entry(version).or_default() += n;
+            let count = self.by_version.entry(version).or_default();
+            *count = count.saturating_add(n);
+        }
+        for failure in other.failures {
+            self.fail(failure);
         }
     }
+
+    /// Keeps `failure`, while fewer than [`KEPT_FAILURES`](Self::KEPT_FAILURES)
+    /// are kept (the count is `failed`'s).
+    fn fail(&mut self, failure: RowFailure) {
+        if self.failures.len() < Self::KEPT_FAILURES {
+            self.failures.push(failure);
+        }
+    }
+}
+
+/// What a migration is, as its checkpoints name it: a checkpoint resumes
+/// only the migration it was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct MigrationJob {
+    /// The table.
+    pub table: String,
+    /// The Rust type migrated to.
+    pub type_name: String,
+    /// Its kind, if it has one.
+    pub kind: Option<String>,
+    /// The version rows are rewritten as.
+    pub version: u32,
+    /// The oldest version it reads.
+    pub min_version: u32,
+    /// The filter of its scope (the kind's range and anything
+    /// [`scope`](Migration::scope) adds), as the store is sent it.
+    pub scope: Option<String>,
+}
+
+impl MigrationJob {
+    /// The first of what `self` names that differs from `current`, as
+    /// the error a resume from it is refused with.
+    fn differs(&self, current: &MigrationJob) -> Option<InvalidInput> {
+        let text = |v: &dyn std::fmt::Debug| format!("{v:?}");
+        let fields: [(&'static str, String, String); 6] = [
+            ("table", text(&self.table), text(&current.table)),
+            ("type", text(&self.type_name), text(&current.type_name)),
+            ("kind", text(&self.kind), text(&current.kind)),
+            ("version", text(&self.version), text(&current.version)),
+            (
+                "oldest version",
+                text(&self.min_version),
+                text(&current.min_version),
+            ),
+            ("scope", text(&self.scope), text(&current.scope)),
+        ];
+        InvalidInput::first_mismatch("migration", fields)
+    }
+}
+
+/// Where a migration stands in its scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Position {
+    /// Every page is done.
+    Finished,
+    /// The next page's continuation token (next PartitionKey and RowKey);
+    /// for a wide type, the stored keys of the last entity done.
+    At {
+        partition_key: String,
+        row_key: Option<String>,
+    },
 }
 
 /// Where a migration stands: the page it goes on from, and its report so
@@ -59,14 +137,16 @@ impl MigrationReport {
 /// with it ([`resume`](Migration::resume)) never reads the finished pages
 /// again, and its report goes on counting. Serializable, to keep in a file
 /// or a row between runs.
+///
+/// Every member must be there, and no other: a text that is cut short or
+/// edited is refused when read, never taken as finished.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MigrationCheckpoint {
-    /// What the migration covers (table, type, scope), so that a checkpoint
-    /// cannot resume another migration.
-    scope: u64,
-    /// The next page's continuation token; for a wide type, the stored
-    /// keys of the last entity done. `None` when finished.
-    next: Option<(String, Option<String>)>,
+    /// The migration it belongs to.
+    job: MigrationJob,
+    /// Where it stands.
+    position: Position,
     /// The report so far.
     pub report: MigrationReport,
 }
@@ -74,7 +154,31 @@ pub struct MigrationCheckpoint {
 impl MigrationCheckpoint {
     /// Whether the migration it was taken from had finished.
     pub fn is_finished(&self) -> bool {
-        self.next.is_none()
+        self.position == Position::Finished
+    }
+
+    /// The migration it belongs to.
+    pub fn job(&self) -> &MigrationJob {
+        &self.job
+    }
+
+    /// A checkpoint of `job` at `next` (`None`: finished).
+    fn new(
+        job: &MigrationJob,
+        next: Option<(String, Option<String>)>,
+        report: &MigrationReport,
+    ) -> MigrationCheckpoint {
+        MigrationCheckpoint {
+            job: job.clone(),
+            position: match next {
+                None => Position::Finished,
+                Some((partition_key, row_key)) => Position::At {
+                    partition_key,
+                    row_key,
+                },
+            },
+            report: report.clone(),
+        }
     }
 }
 
@@ -230,7 +334,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
 
     /// Goes on from `checkpoint`, taken from a migration of the same table,
     /// type and scope (another's is refused with
-    /// [`InvalidInput::Cursor`]).
+    /// [`InvalidInput::CheckpointMismatch`], which says what differs).
     pub fn resume(mut self, checkpoint: MigrationCheckpoint) -> Self {
         self.resume = Some(checkpoint);
         self
@@ -254,22 +358,24 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         self
     }
 
-    /// What this migration covers, for its checkpoints.
-    fn scope_print(&self) -> u64 {
+    /// What this migration is, for its checkpoints.
+    fn job(&self) -> MigrationJob {
         let query = (self.scope)(self.table.query()).to_query();
-        super::query::fingerprint(&format!(
-            "migrate\n{}\n{}\n{:?}",
-            self.table.name(),
-            std::any::type_name::<T>(),
-            query.filter.map(|f| f.to_string()),
-        ))
+        MigrationJob {
+            table: self.table.name().to_owned(),
+            type_name: std::any::type_name::<T>().to_owned(),
+            kind: T::DESCRIPTOR.kind.map(str::to_owned),
+            version: T::DESCRIPTOR.version,
+            min_version: T::DESCRIPTOR.min_version,
+            scope: query.filter.map(|f| f.to_string()),
+        }
     }
 
     /// Runs the migration; the report of what it found and did (with a
     /// checkpoint's report added, when resumed).
     ///
     /// # Errors
-    /// The store's, when a page cannot be read; [`InvalidInput::Cursor`] for
+    /// The store's, when a page cannot be read; [`InvalidInput::CheckpointMismatch`] for
     /// a checkpoint of another migration; [`Error::NotSupported`] for a
     /// migration (other than a dry run) through a projection, which would
     /// drop the fields it leaves out. A row that cannot be read or
@@ -285,8 +391,8 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         if T::DESCRIPTOR.wide() {
             return self.run_streamed().await;
         }
-        let scope = self.scope_print();
-        let (mut report, token) = match self.start(scope)? {
+        let job = self.job();
+        let (mut report, token) = match self.start(&job)? {
             Start::Finished(report) => return Ok(report),
             Start::From(report, next) => {
                 (report, next.map(|(pk, rk)| ContinuationToken::new(pk, rk)))
@@ -296,8 +402,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         loop {
             let (items, next, skipped) = fetched?;
             let mut page = MigrationReport {
-                scanned: items.len() + skipped,
-                failed: skipped,
+                scanned: items.len().saturating_add(skipped.count()),
+                failed: skipped.count(),
+                failures: skipped.failures(),
                 ..MigrationReport::default()
             };
             // The next page is read while this one is rewritten.
@@ -311,22 +418,22 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     rewritten
                 }
                 None => {
-                    fetched = Ok((Vec::new(), None, 0));
+                    fetched = Ok((Vec::new(), None, SkippedRows::default()));
                     self.rewrite_page(items).await
                 }
             };
             page.add(rewritten);
             report.add(page);
-            self.checkpoint(MigrationCheckpoint {
-                scope,
-                next: next.as_ref().map(|t| {
+            self.checkpoint(MigrationCheckpoint::new(
+                &job,
+                next.as_ref().map(|t| {
                     (
                         t.next_partition_key().to_owned(),
                         t.next_row_key().map(str::to_owned),
                     )
                 }),
-                report: report.clone(),
-            });
+                &report,
+            ));
             if let Some(progress) = &mut self.progress {
                 progress(&report);
             }
@@ -338,26 +445,28 @@ impl<'a, T: TableEntity> Migration<'a, T> {
 
     /// Where a run starts: afresh, or from the checkpoint it resumes
     /// (refused if the checkpoint is of another migration).
-    fn start(&mut self, scope: u64) -> Result<Start> {
-        match self.resume.take() {
-            None => Ok(Start::From(MigrationReport::default(), None)),
-            Some(checkpoint) if checkpoint.scope != scope => Err(InvalidInput::Cursor {
-                reason: "the checkpoint belongs to another migration",
-            }
-            .into()),
-            Some(checkpoint) => Ok(match checkpoint.next {
-                None => Start::Finished(checkpoint.report),
-                Some(next) => Start::From(checkpoint.report, Some(next)),
-            }),
+    fn start(&mut self, job: &MigrationJob) -> Result<Start> {
+        let Some(checkpoint) = self.resume.take() else {
+            return Ok(Start::From(MigrationReport::default(), None));
+        };
+        if let Some(differs) = checkpoint.job.differs(job) {
+            return Err(differs.into());
         }
+        Ok(match checkpoint.position {
+            Position::Finished => Start::Finished(checkpoint.report),
+            Position::At {
+                partition_key,
+                row_key,
+            } => Start::From(checkpoint.report, Some((partition_key, row_key))),
+        })
     }
 
     /// One page of the scope, from `token`: its rows, the next page's token,
-    /// and how many rows could not be read as the type.
+    /// and the rows that could not be read as the type.
     async fn read_page(
         &self,
         token: Option<ContinuationToken>,
-    ) -> Result<(Vec<Loaded<T>>, Option<ContinuationToken>, usize)> {
+    ) -> Result<(Vec<Loaded<T>>, Option<ContinuationToken>, SkippedRows)> {
         let skipped = SkippedRows::default();
         let mut query =
             (self.scope)(self.table.query()).on_row_error(RowErrors::Skip(skipped.clone()));
@@ -365,7 +474,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             query = query.resume(token);
         }
         let (items, next) = query.page().await?;
-        Ok((items, next, skipped.count()))
+        Ok((items, next, skipped))
     }
 
     /// Rewrites the older rows of one page: by partition, a few at once.
@@ -389,7 +498,10 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             }
             match crate::schema::partition_key_of(&*loaded) {
                 Ok(pk) => partitions.entry(pk).or_default().push(loaded),
-                Err(_) => report.failed += 1,
+                Err(e) => {
+                    report.failed += 1;
+                    report.fail(RowFailure::of(&e));
+                }
             }
         }
         // Each partition's rows in transactions where the type allows; the
@@ -494,10 +606,10 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     /// wide kind, whose stream merges its shards, takes no checkpoints: a run
     /// reads its whole scope again, rewriting only what is still older.)
     async fn run_streamed(mut self) -> Result<MigrationReport> {
-        let scope = self.scope_print();
+        let job = self.job();
         let checkpoints = T::DESCRIPTOR.partitions.is_none();
         let mut query = (self.scope)(self.table.query());
-        let mut report = match self.start(scope)? {
+        let mut report = match self.start(&job)? {
             Start::Finished(report) => return Ok(report),
             Start::From(report, Some((pk, Some(rk)))) if checkpoints => {
                 query = query.after_entity(pk, rk);
@@ -507,7 +619,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         };
         let mut rows = query.on_row_error(RowErrors::Yield).stream();
         while let Some(row) = rows.next().await {
-            report.scanned += 1;
+            report.scanned = report.scanned.saturating_add(1);
             let mut done = None;
             match row {
                 Ok(loaded) => {
@@ -515,25 +627,24 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                         .zip(crate::schema::row_key_of(&*loaded).ok());
                     report.add(self.rewrite_page(vec![loaded]).await);
                 }
-                Err(e) if e.is_row_error() => report.failed += 1,
+                Err(e) if e.is_row_error() => {
+                    report.failed = report.failed.saturating_add(1);
+                    report.fail(RowFailure::of(&e));
+                }
                 Err(e) => return Err(e),
             }
             if let (Some((pk, rk)), true) = (done, checkpoints) {
-                self.checkpoint(MigrationCheckpoint {
-                    scope,
-                    next: Some((pk, Some(rk))),
-                    report: report.clone(),
-                });
+                self.checkpoint(MigrationCheckpoint::new(
+                    &job,
+                    Some((pk, Some(rk))),
+                    &report,
+                ));
             }
             if let Some(progress) = &mut self.progress {
                 progress(&report);
             }
         }
-        self.checkpoint(MigrationCheckpoint {
-            scope,
-            next: None,
-            report: report.clone(),
-        });
+        self.checkpoint(MigrationCheckpoint::new(&job, None, &report));
         Ok(report)
     }
 
@@ -545,21 +656,26 @@ impl<'a, T: TableEntity> Migration<'a, T> {
 
     /// Rewrites one row if it is of an older version.
     async fn migrate_row(&self, mut loaded: Loaded<T>, report: &mut MigrationReport) {
+        let keys = crate::schema::partition_key_of(&*loaded)
+            .and_then(|pk| Ok((pk, crate::schema::row_key_of(&*loaded)?)));
+        let (pk, rk) = match keys {
+            Ok(keys) => keys,
+            Err(e) => {
+                report.failed += 1;
+                report.fail(RowFailure::of(&e));
+                return;
+            }
+        };
+        let mut last = None;
         for _ in 0..ATTEMPTS {
             match self.table.replace(&mut loaded).await {
                 Ok(_) => {
                     report.upgraded += 1;
                     return;
                 }
-                Err(Error::PreconditionFailed { .. }) => {
+                Err(e @ Error::PreconditionFailed { .. }) => {
                     report.retried += 1;
-                    let (pk, rk) = match (
-                        crate::schema::partition_key_of(&*loaded),
-                        crate::schema::row_key_of(&*loaded),
-                    ) {
-                        (Ok(pk), Ok(rk)) => (pk, rk),
-                        _ => break,
-                    };
+                    last = Some(e);
                     match self.table.read_row(&pk, &rk).await {
                         // Deleted meanwhile: nothing to rewrite.
                         Ok(None) => return,
@@ -576,14 +692,26 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                                 report.already_current += 1;
                                 return;
                             }
-                            Err(_) => break,
+                            Err(e) => {
+                                last = Some(e);
+                                break;
+                            }
                         },
-                        Err(_) => break,
+                        Err(e) => {
+                            last = Some(e);
+                            break;
+                        }
                     }
                 }
-                Err(_) => break,
+                Err(e) => {
+                    last = Some(e);
+                    break;
+                }
             }
         }
         report.failed += 1;
+        if let Some(e) = last {
+            report.fail(RowFailure::at(&pk, &rk, &e));
+        }
     }
 }

@@ -51,9 +51,9 @@ use std::sync::Arc;
 pub use crate::pacing::Pacing;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
-pub use migrate::{Migration, MigrationCheckpoint, MigrationReport};
+pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport};
 use plan::new_index_keys;
-pub use query::{Cursor, CursorPage, RowErrors, SkippedRows, TableQuery};
+pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 

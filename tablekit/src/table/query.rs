@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
 use super::{Loaded, Table, load};
 use crate::backend::{ContinuationToken, Query};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
 use crate::schema::{self, KIND_PROPERTY, KeyArg, RowRule, TableEntity, VERSION_PROPERTY};
@@ -166,19 +166,86 @@ pub enum RowErrors {
     Yield,
 }
 
-/// How many rows a query with [`RowErrors::Skip`] left out; clones share the
-/// count.
+/// How many rows a query with [`RowErrors::Skip`] left out, and why the
+/// first of them were; clones share them.
 #[derive(Debug, Clone, Default)]
-pub struct SkippedRows(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+pub struct SkippedRows(std::sync::Arc<Skipped>);
+
+/// What [`SkippedRows`] shares.
+#[derive(Debug, Default)]
+struct Skipped {
+    count: std::sync::atomic::AtomicUsize,
+    first: parking_lot::Mutex<Vec<RowFailure>>,
+}
 
 impl SkippedRows {
+    /// How many failures [`SkippedRows::failures`] keeps: the first ones.
+    pub const KEPT_FAILURES: usize = 100;
+
     /// How many rows were left out so far.
     pub fn count(&self) -> usize {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.count.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn add(&self) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// The first rows left out (at most
+    /// [`KEPT_FAILURES`](SkippedRows::KEPT_FAILURES)), in the order met,
+    /// each with its keys where the error names them, and the error.
+    pub fn failures(&self) -> Vec<RowFailure> {
+        self.0.first.lock().clone()
+    }
+
+    fn add(&self, error: &Error) {
+        self.0
+            .count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut first = self.0.first.lock();
+        if first.len() < Self::KEPT_FAILURES {
+            first.push(RowFailure::of(error));
+        }
+    }
+}
+
+/// A row that could not be read or written, and why: what a long job (a
+/// migration, a query that skips rows) reports of the rows it passed over.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowFailure {
+    /// The row's PartitionKey, where known.
+    pub partition_key: Option<String>,
+    /// The row's RowKey, where known.
+    pub row_key: Option<String>,
+    /// What went wrong, as the error says it.
+    pub error: String,
+}
+
+impl RowFailure {
+    /// The failure `error` describes, with the keys it names.
+    pub fn of(error: &Error) -> RowFailure {
+        let (partition_key, row_key) = error.row_keys();
+        RowFailure {
+            partition_key: partition_key.map(str::to_owned),
+            row_key: row_key.map(str::to_owned),
+            error: error.to_string(),
+        }
+    }
+
+    /// The failure of the row `(partition_key, row_key)`.
+    pub(crate) fn at(partition_key: &str, row_key: &str, error: &Error) -> RowFailure {
+        RowFailure {
+            partition_key: Some(partition_key.to_owned()),
+            row_key: Some(row_key.to_owned()),
+            error: error.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for RowFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.partition_key, &self.row_key) {
+            (Some(pk), Some(rk)) => write!(f, "row ({pk:?}, {rk:?}): {}", self.error),
+            (None, Some(rk)) => write!(f, "row {rk:?}: {}", self.error),
+            _ => f.write_str(&self.error),
+        }
     }
 }
 
@@ -200,7 +267,7 @@ fn with_row_errors<P: Send + 'static>(
                         Some(Some(Err(e)))
                     }
                     RowErrors::Skip(skipped) => {
-                        skipped.add();
+                        skipped.add(&e);
                         Some(None)
                     }
                     RowErrors::Yield => Some(Some(Err(e))),
@@ -870,7 +937,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             };
             match (loaded, &self.row_errors) {
                 (Ok(item), _) => items.push(item),
-                (Err(e), RowErrors::Skip(skipped)) if e.is_row_error() => skipped.add(),
+                (Err(e), RowErrors::Skip(skipped)) if e.is_row_error() => skipped.add(&e),
                 (Err(e), _) => return Err(e),
             }
         }
