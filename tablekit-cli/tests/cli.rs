@@ -255,6 +255,100 @@ async fn an_import_resumes_after_the_lines_it_finished() {
     assert!(err.to_string().contains("line 1"), "{err}");
 }
 
+/// Imports `lines` into a fresh table under `conflict`: the counts or the
+/// error, the lines `progress` last said were done, and the rows stored.
+async fn import_lines(
+    lines: &str,
+    conflict: Conflict,
+) -> (
+    tablekit::Result<tablekit::copy::WriteCounts>,
+    u64,
+    Vec<Entity>,
+) {
+    let target = MemBackend::new();
+    let done = std::sync::Mutex::new(0);
+    let result = import_table(
+        &target,
+        "Things",
+        &mut lines.as_bytes(),
+        conflict,
+        0,
+        &|lines, _| *done.lock().unwrap() = lines,
+    )
+    .await;
+    let rows = target
+        .query_all("Things", tablekit::Query::new())
+        .await
+        .unwrap();
+    let done = *done.lock().unwrap();
+    (result, done, rows)
+}
+
+#[tokio::test]
+async fn an_import_follows_its_policy_for_a_row_given_twice() {
+    let line = |v: i64| tablekit::json::to_string(&row("p", "r", v)) + "\n";
+    let other = tablekit::json::to_string(&row("p", "s", 7)) + "\n";
+    // The same row twice, and once more with another value.
+    let lines = format!("{}{}{other}{}", line(1), line(1), line(2));
+
+    let (counts, done, rows) = import_lines(&lines, Conflict::Overwrite).await;
+    let counts = counts.unwrap();
+    assert_eq!(done, 4);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        rows[0].get("V"),
+        Some(&Value::Int64(2)),
+        "the later line wins"
+    );
+    assert_eq!(counts.written, 4);
+
+    let (counts, _, rows) = import_lines(&lines, Conflict::Skip).await;
+    let counts = counts.unwrap();
+    assert_eq!(
+        rows[0].get("V"),
+        Some(&Value::Int64(1)),
+        "the first line stays"
+    );
+    assert_eq!(
+        (counts.written, counts.already_there, counts.skipped),
+        (2, 1, 1)
+    );
+
+    // Under Fail the same row again is already there; another value stops
+    // the import at its line, the lines before it written.
+    let (result, done, rows) = import_lines(&lines, Conflict::Fail).await;
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, Error::ImportLine { line: 4, row_key, .. } if row_key == "r"),
+        "{err:?}"
+    );
+    assert_eq!(done, 3, "lines 1 to 3 are done");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // Only the same row twice: no error at all (it used to store nothing).
+    let (counts, _, rows) = import_lines(&format!("{}{}", line(1), line(1)), Conflict::Fail).await;
+    assert_eq!(counts.unwrap().already_there, 1);
+    assert_eq!(rows.len(), 1);
+}
+
+#[tokio::test]
+async fn an_import_names_the_line_and_keys_of_a_refused_row() {
+    let good: String = (0..5)
+        .map(|i| tablekit::json::to_string(&row("p", &format!("r{i}"), i)) + "\n")
+        .collect();
+    let bad = "{\"PartitionKey\":\"p\",\"RowKey\":\"bad\",\"2x\":1}\n";
+    let lines = format!("{good}{bad}{good}");
+    let (result, done, rows) = import_lines(&lines, Conflict::Overwrite).await;
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, Error::ImportLine { line: 6, partition_key, row_key, .. }
+            if partition_key == "p" && row_key == "bad"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("2x"), "{err}");
+    assert_eq!(done, 5);
+    assert_eq!(rows.len(), 5, "the good rows before it are written");
+}
+
 fn tablekit(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
         .args(args)

@@ -42,6 +42,7 @@ mod tables;
 mod updates;
 mod validation;
 mod versions;
+mod yielding;
 
 use futures::future::BoxFuture;
 
@@ -71,6 +72,7 @@ pub use tables::*;
 pub use updates::*;
 pub use validation::*;
 pub use versions::*;
+pub use yielding::*;
 
 /// A table test, as data.
 pub type TableTest = for<'a> fn(&'a dyn TableBackend) -> BoxFuture<'a, ()>;
@@ -229,7 +231,7 @@ macro_rules! typed_conformance_tests {
     ($backend:expr, $blobs:expr) => {
         $crate::__typed_tokio_tests! {
             ($backend, $blobs)
-            [foreign_columns_survive_typed_writes wide_entities_span_rows wide_entities_are_never_half_written series_elements_merge_alone wide_part_keys_cannot_collide counter_increments_land_exactly_once lost_answers_of_typed_writes_are_settled bulk_reports_match_the_store_under_faults foreign_rows_read_back_typed verbatim_keys_map_existing_rows rows_that_do_not_fit_follow_the_policy existing_layouts_map_exactly key_templates_map_other_layouts cursor_pages_cover_every_item_once row_prefix_ranges_need_no_sentinels collections_read_related_kinds_in_one_range employee_and_reviews_form_one_range collection_rows_without_a_kind_are_read_like_get indexes_follow_every_write deletes_take_their_index_rows stale_unique_rows_are_taken_over indexes_stay_in_step_under_faults transactions_span_kinds_and_indexes index_repair_finds_and_fixes index_entities_list_entities index_pages_cover_every_entity_once case_insensitive_values_share_one_unique_row optional_values_have_rows_only_when_given older_versions_read_through_upgrades migrations_rewrite_older_rows wide_migrations_resume_after_each_entity migrations_through_projections_are_refused renamed_kinds_read_and_move renamed_wide_kinds_move_whole sharded_partitions_spread_and_merge bucketed_tables_route_read_and_drop ordered_reads_hold_on_every_store]
+            [foreign_columns_survive_typed_writes long_work_gives_the_thread_back wide_entities_span_rows wide_entities_are_never_half_written series_elements_merge_alone wide_part_keys_cannot_collide counter_increments_land_exactly_once lost_answers_of_typed_writes_are_settled bulk_reports_match_the_store_under_faults foreign_rows_read_back_typed verbatim_keys_map_existing_rows rows_that_do_not_fit_follow_the_policy existing_layouts_map_exactly key_templates_map_other_layouts cursor_pages_cover_every_item_once row_prefix_ranges_need_no_sentinels collections_read_related_kinds_in_one_range employee_and_reviews_form_one_range collection_rows_without_a_kind_are_read_like_get indexes_follow_every_write deletes_take_their_index_rows stale_unique_rows_are_taken_over indexes_stay_in_step_under_faults transactions_span_kinds_and_indexes index_repair_finds_and_fixes index_entities_list_entities index_pages_cover_every_entity_once case_insensitive_values_share_one_unique_row optional_values_have_rows_only_when_given older_versions_read_through_upgrades migrations_rewrite_older_rows wide_migrations_resume_after_each_entity migrations_through_projections_are_refused renamed_kinds_read_and_move renamed_wide_kinds_move_whole sharded_partitions_spread_and_merge bucketed_tables_route_read_and_drop ordered_reads_hold_on_every_store]
             [blob_offload_round_trips blob_offload_survives_failures indexes_of_wide_and_offloaded_entities logs_lose_nothing_under_faults logs_flush_by_size_age_and_shutdown]
         }
     };

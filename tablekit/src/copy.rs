@@ -430,6 +430,9 @@ impl Copier {
             pacing: self.pacing.as_ref(),
         };
         loop {
+            if token.is_some() {
+                crate::order::between_pages().await;
+            }
             let mut query = Query::new().continuation(token.clone());
             if let Some(filter) = &self.filter {
                 query = query.filter(filter.clone());
@@ -664,6 +667,9 @@ pub async fn export_table(
     let mut rows = 0;
     let mut line = Vec::new();
     loop {
+        if token.is_some() {
+            crate::order::between_pages().await;
+        }
         let mut query = Query::new().continuation(token);
         if let Some(filter) = filter {
             query = query.filter(filter.clone());
@@ -699,14 +705,29 @@ fn output_error(table: &str, error: &std::io::Error) -> Error {
 
 /// Reads JSON Lines (as [`export_table`] writes them) into `table`,
 /// creating it if needed, after skipping the first `skip` lines (those an
-/// interrupted import finished). Rows go in transactions of up to 100
-/// consecutive rows of one partition, by the `conflict` policy; `progress`
-/// is called with the lines done so far after each batch of lines (a
-/// checkpoint: resume with it as `skip`).
+/// interrupted import finished).
+///
+/// Lines are read in chunks of 1,000. A chunk's rows go in transactions of
+/// up to 100 rows of one partition, by the `conflict` policy, and then
+/// `progress` is called with the lines done so far (a checkpoint: resume
+/// with it as `skip`). The same row twice in the file follows the policy as
+/// a row the table holds does: the later line replaces the earlier
+/// ([`Conflict::Overwrite`]), is counted already there when it holds the
+/// same properties, is skipped ([`Conflict::Skip`]), or stops the import
+/// ([`Conflict::Fail`]).
+///
+/// A line that is not a row, or a row the store's rules refuse, stops the
+/// import with an error naming the line (and the row's keys): every line
+/// before it is written first, and `progress` reports them done, so an
+/// import resumed after the line is fixed goes on from it. An error of the
+/// store while it writes a chunk may leave some of that chunk's partitions
+/// written; `progress` has not counted them, and a resumed import writes
+/// them again by the policy (the same rows count as already there).
 ///
 /// # Errors
 /// The store's; [`Error::Configuration`] naming the line for a line that is
-/// not a row; [`Error::Invalid`] for a row that breaks the store's rules.
+/// not a row; [`Error::ImportLine`] for a row that is not written (one that
+/// breaks the store's rules, or a conflict under [`Conflict::Fail`]).
 pub async fn import_table(
     target: &dyn TableBackend,
     table: &str,
@@ -726,7 +747,7 @@ pub async fn import_table(
     };
     let mut counts = WriteCounts::default();
     let mut line_no = 0u64;
-    let mut batch = Vec::new();
+    let mut chunk = ImportChunk::default();
     let mut text = String::new();
     loop {
         text.clear();
@@ -741,23 +762,110 @@ pub async fn import_table(
         if read > 0 {
             line_no += 1;
             if line_no > skip && !text.trim().is_empty() {
-                let row =
-                    crate::json::from_str(text.trim_end()).map_err(|e| Error::Configuration {
-                        message: format!(
-                            "line {line_no} of the import into `{table}` is not a row: {e}"
-                        ),
-                    })?;
-                crate::validate::entity(&row)?;
-                batch.push(row);
+                let added = parse_line(table, line_no, &text)
+                    .and_then(|row| chunk.add(table, row, line_no, conflict));
+                if let Err(e) = added {
+                    // The lines before it are written, and said done.
+                    counts += chunk.write(&writer).await?;
+                    progress(line_no - 1, counts);
+                    return Err(e);
+                }
             }
         }
-        if batch.len() >= 1000 || (read == 0 && !batch.is_empty()) {
-            counts += writer.write(std::mem::take(&mut batch)).await?;
+        if chunk.rows.len() >= 1000 || (read == 0 && !chunk.rows.is_empty()) {
+            counts += chunk.write(&writer).await?;
             progress(line_no, counts);
+            crate::order::between_pages().await;
         }
         if read == 0 {
             return Ok(counts);
         }
+    }
+}
+
+/// One line of an import as a row, checked against the store's rules.
+fn parse_line(table: &str, line: u64, text: &str) -> Result<Entity> {
+    let row = crate::json::from_str(text.trim_end()).map_err(|e| Error::Configuration {
+        message: format!("line {line} of the import into `{table}` is not a row: {e}"),
+    })?;
+    crate::validate::entity(&row).map_err(|e| import_line(line, &row, e.into()))?;
+    Ok(row)
+}
+
+/// The error of the row `row`, read from `line`.
+fn import_line(line: u64, row: &Entity, error: Error) -> Error {
+    Error::ImportLine {
+        line,
+        partition_key: row.partition_key.clone(),
+        row_key: row.row_key.clone(),
+        source: Box::new(error),
+    }
+}
+
+/// The rows of up to 1,000 lines of an import, each row once.
+#[derive(Default)]
+struct ImportChunk {
+    rows: Vec<Entity>,
+    /// The line of each row.
+    lines: Vec<u64>,
+    /// Where each row's keys are in `rows`.
+    at: std::collections::HashMap<(String, String), usize>,
+    /// What the rows given twice did.
+    counts: WriteCounts,
+}
+
+impl ImportChunk {
+    /// Adds the row of `line`; a row given before in the chunk follows
+    /// `conflict`, as a row the table holds does.
+    fn add(&mut self, table: &str, row: Entity, line: u64, conflict: Conflict) -> Result<()> {
+        let keys = (row.partition_key.clone(), row.row_key.clone());
+        let Some(&earlier) = self.at.get(&keys) else {
+            self.at.insert(keys, self.rows.len());
+            self.rows.push(row);
+            self.lines.push(line);
+            return Ok(());
+        };
+        if conflict == Conflict::Overwrite {
+            // Written, then written over by this line.
+            self.counts.written += 1;
+            self.rows[earlier] = row;
+            self.lines[earlier] = line;
+        } else if same_properties(&self.rows[earlier], &row) {
+            self.counts.already_there += 1;
+        } else if conflict == Conflict::Skip {
+            self.counts.skipped += 1;
+        } else {
+            let taken = Error::EntityAlreadyExists {
+                table: table.to_owned(),
+                partition_key: row.partition_key.clone(),
+                row_key: row.row_key.clone(),
+            };
+            return Err(import_line(line, &row, taken));
+        }
+        Ok(())
+    }
+
+    /// Writes the rows and empties the chunk; what was done. An error that
+    /// names a row of the chunk names its line.
+    async fn write(&mut self, writer: &RowWriter<'_>) -> Result<WriteCounts> {
+        let chunk = std::mem::take(self);
+        let mut counts = writer.write(chunk.rows).await.map_err(|e| {
+            let (Some(pk), Some(rk)) = e.row_keys() else {
+                return e;
+            };
+            let keys = (pk.to_owned(), rk.to_owned());
+            match chunk.at.get(&keys) {
+                Some(&index) => Error::ImportLine {
+                    line: chunk.lines[index],
+                    partition_key: keys.0,
+                    row_key: keys.1,
+                    source: Box::new(e),
+                },
+                None => e,
+            }
+        })?;
+        counts += chunk.counts;
+        Ok(counts)
     }
 }
 
@@ -804,6 +912,7 @@ pub async fn copy_container(
             Some(marker) => options.marker = Some(marker),
             None => return Ok(copied),
         }
+        crate::order::between_pages().await;
     }
 }
 
@@ -839,6 +948,7 @@ pub async fn copy_queue(
             if got.is_empty() {
                 return Ok(());
             }
+            crate::order::between_pages().await;
             let mut new = 0;
             for message in got {
                 held.push((message.id.clone(), message.pop_receipt.clone()));

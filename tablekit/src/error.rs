@@ -278,6 +278,19 @@ pub enum Error {
         /// The service's message.
         message: String,
     },
+    /// A row of an import that was not written: one the store refuses, or
+    /// one the conflict policy stops at (see [`crate::copy::import_table`]).
+    #[error("line {line} of the import, row ({partition_key:?}, {row_key:?}): {source}")]
+    ImportLine {
+        /// The line, counted from 1.
+        line: u64,
+        /// The row's PartitionKey.
+        partition_key: String,
+        /// The row's RowKey.
+        row_key: String,
+        /// Why it was not written.
+        source: Box<Error>,
+    },
     /// A stored row does not fit the typed entity it was read as.
     #[error(transparent)]
     Schema(#[from] SchemaError),
@@ -375,7 +388,13 @@ impl Error {
                 KeyKind::PartitionKey => (Some(key), None),
                 KeyKind::RowKey => (None, Some(key)),
             },
+            Error::BatchFailed { source, .. } => source.row_keys(),
             Error::EntityNotFound {
+                partition_key,
+                row_key,
+                ..
+            }
+            | Error::ImportLine {
                 partition_key,
                 row_key,
                 ..

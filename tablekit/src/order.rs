@@ -38,6 +38,14 @@ pub(crate) fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
     cmp_utf16(a.0, b.0).then_with(|| cmp_utf16(a.1, b.1))
 }
 
+/// Lets the runtime run its other tasks between two pages of long work
+/// (a scan, a copy, a migration, a bulk write). The embedded stores answer
+/// without ever waiting, so without this a job over them would hold its
+/// thread, and a timeout around it, until it ended.
+pub(crate) async fn between_pages() {
+    tokio::task::yield_now().await;
+}
+
 /// One page of `query` in the store's order, for reads that need no order
 /// (counts): a key token becomes a condition on the keys, and the rest goes
 /// to the store as it is.
@@ -46,6 +54,9 @@ pub(crate) async fn unordered_page<B: TableBackend + ?Sized>(
     table: &str,
     mut query: Query,
 ) -> Result<QueryPage> {
+    if query.continuation.is_some() {
+        between_pages().await;
+    }
     resume_from_key(&mut query);
     backend.query_entities(table, &query).await
 }
@@ -76,6 +87,9 @@ pub(crate) async fn ordered_page<B: TableBackend + ?Sized>(
     mut query: Query,
     whole: bool,
 ) -> Result<QueryPage> {
+    if query.continuation.is_some() {
+        between_pages().await;
+    }
     resume_from_key(&mut query);
     if backend.query_order() == QueryOrder::Keys {
         return backend.query_entities(table, &query).await;
@@ -103,6 +117,7 @@ pub(crate) async fn ordered_page<B: TableBackend + ?Sized>(
             Some(next) => query.continuation = Some(next),
             None => break,
         }
+        between_pages().await;
     }
     all.entities
         .sort_by(|a, b| cmp_keys(entity_key(a), entity_key(b)));

@@ -232,6 +232,7 @@ async fn write_one<T: TableEntity>(
     item: &T,
     mode: Mode,
 ) -> (usize, Result<(), Error>) {
+    crate::order::between_pages().await;
     let result = match mode {
         Mode::Insert => table.insert(item).await.map(drop),
         Mode::Upsert(UpdateMode::Replace) => table.upsert(item).await.map(drop),
@@ -308,6 +309,7 @@ async fn write_partition<T: TableEntity>(
 ) -> BulkReport {
     let mut report = BulkReport::default();
     for mut chunk in chunks(ops) {
+        crate::order::between_pages().await;
         // Failures of this chunk on a row's existence since its last probe.
         let mut conflicts = 0;
         // Lost answers of this chunk's batches so far.
