@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::unique_table;
 use tablekit::Error;
 use tablekit::backend::TableBackend;
-use tablekit::layer::{Fault, FaultInjection, Injection};
+use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
 use tablekit::table::{Table, UpdateOptions};
 
 /// A counter row.
@@ -362,5 +362,69 @@ pub async fn bulk_reports_match_the_store_under_faults(backend: Arc<dyn TableBac
             ),
         }
     }
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// Writes the store applied and the transport sent again (after a proxy's
+/// 503 that came once they were applied) take effect once, and report
+/// success: `update` never applies its change twice, an insert, a replace
+/// through what was read and a bulk load never report their own rows as a
+/// conflict.
+pub async fn resent_writes_apply_once(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("resent");
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    let table: Table<Counter> = Table::from_arc(Arc::new(layer), &name);
+    table.create_if_missing().await.expect("create table");
+    let counter = |id: u32, count: i64| Counter {
+        name: "c".into(),
+        id,
+        count,
+    };
+    let resent = |operation| Injection::on(operation).fault(Fault::Resent);
+
+    faults.inject(resent(Operation::InsertEntity));
+    table
+        .insert(&counter(1, 0))
+        .await
+        .expect("a resent insert is ours");
+    for _ in 0..5 {
+        faults.inject(resent(Operation::UpdateEntity));
+        table
+            .update("c", 1u32, |c| c.count += 1)
+            .await
+            .expect("a resent update lands once");
+    }
+    let read = table.get("c", 1u32).await.expect("get").expect("stored");
+    assert_eq!(read.count, 5, "each update applied once");
+    let mut read = read;
+    read.count = 50;
+    faults.inject(resent(Operation::UpdateEntity));
+    table
+        .replace(&mut read)
+        .await
+        .expect("a resent replace is ours");
+    assert_eq!(
+        table
+            .get("c", 1u32)
+            .await
+            .expect("get")
+            .expect("stored")
+            .count,
+        50
+    );
+
+    let items: Vec<Counter> = (10..310).map(|i| counter(i, i64::from(i))).collect();
+    faults.inject(
+        Injection::on(Operation::SubmitTransaction)
+            .times(usize::MAX)
+            .fault(Fault::Resent),
+    );
+    let report = table.bulk().insert(&items).await;
+    faults.clear();
+    assert!(report.failures.is_empty(), "{:?}", report.failures.first());
+    assert_eq!(report.written, items.len());
+    let stored = table.query().collect().await.expect("query");
+    assert_eq!(stored.len(), items.len() + 1);
     backend.delete_table(&name).await.expect("delete table");
 }

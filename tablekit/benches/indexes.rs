@@ -11,12 +11,14 @@
 //!
 //! `cargo bench -p tablekit --bench indexes`
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use futures::{FutureExt, TryStreamExt};
+use futures::TryStreamExt;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::{
     BatchOperation, ETag, Entity, IfMatch, Loaded, Table, TableBackend, TableEntity, UpdateMode,
@@ -65,9 +67,7 @@ fn plain_value(id: u32) -> Plain {
     }
 }
 
-fn now<T>(f: impl std::future::Future<Output = T>) -> T {
-    f.now_or_never().expect("the in-memory store never waits")
-}
+use common::now;
 
 fn employee(id: u32, email: &str) -> Employee {
     Employee {

@@ -5,12 +5,13 @@
 //!
 //! `cargo bench -p tablekit --bench large`
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use futures::FutureExt;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::{
     BatchOperation, BlobStore, Entity, PutCondition, Query, Table, TableBackend, TableBackendExt,
@@ -40,9 +41,7 @@ struct Photo {
     image: Vec<u8>,
 }
 
-fn now<T>(f: impl std::future::Future<Output = T>) -> T {
-    f.now_or_never().expect("the in-memory stores never wait")
-}
+use common::now;
 
 /// The same 1,000 values as four hand-made rows of 250 properties.
 fn hand_rows(values: &[i64]) -> Vec<Entity> {

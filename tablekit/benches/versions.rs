@@ -8,11 +8,12 @@
 //!
 //! `cargo bench -p tablekit --bench versions`
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
-use futures::FutureExt;
 use tablekit::{Table, TableEntity};
 use tablekit_mem::MemBackend;
 
@@ -67,10 +68,7 @@ fn v1(shop: usize, sku: u32) -> ProductV1 {
     }
 }
 
-fn now<F: std::future::Future>(f: F) -> F::Output {
-    f.now_or_never()
-        .expect("the in-memory backend does not wait")
-}
+use common::now;
 
 fn reads(c: &mut Criterion) {
     let backend = MemBackend::new();

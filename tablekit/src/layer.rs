@@ -122,6 +122,12 @@ pub enum Fault {
     /// did: a proxy's or the service's 5xx that comes after the write was
     /// applied, which a caller takes for a failure it may try again.
     FailsAfterApply,
+    /// Let the backend act, then send the same call again and answer with
+    /// what the second gave: a transport that resends a write the store
+    /// applied, after a proxy's 503 that came once it was applied (the
+    /// resend then meets the write's own change: a 412, a 409). Calls that
+    /// are not table writes fail as [`Fault::Transient`] does.
+    Resent,
 }
 
 /// A rule: which calls of which operation fail, and how.
@@ -265,7 +271,29 @@ impl FaultHandle {
         operation: Operation,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
+        self.run_resendable(operation, call, None::<std::future::Pending<Result<T>>>)
+            .await
+    }
+
+    /// [`run`](FaultHandle::run) of a table write, with `again`: the same
+    /// call once more, for [`Fault::Resent`].
+    async fn run_resendable<T>(
+        &self,
+        operation: Operation,
+        call: impl Future<Output = Result<T>>,
+        again: Option<impl Future<Output = Result<T>>>,
+    ) -> Result<T> {
         let (latency, yields, fault) = self.decide(operation);
+        let (fault, call) = match (fault, again) {
+            (Some(Fault::Resent), Some(again)) => {
+                let _ = call.await;
+                (None, futures::future::Either::Left(again))
+            }
+            (Some(Fault::Resent), None) => {
+                (Some(Fault::Transient), futures::future::Either::Right(call))
+            }
+            (fault, _) => (fault, futures::future::Either::Right(call)),
+        };
         if let Some(delay) = latency {
             tokio::time::sleep(delay).await;
         }
@@ -292,6 +320,8 @@ impl FaultHandle {
             None => call.await,
             Some(Fault::Transient) => Err(injected("failure")),
             Some(Fault::Throttled) => Err(Error::Throttled { retry_after: None }),
+            // Settled by `run_resendable` before it comes here.
+            Some(Fault::Resent) => Err(injected("resend")),
             Some(Fault::FailsAfterApply) => {
                 let _ = call.await;
                 Err(injected("failure after the call was applied"))
@@ -417,11 +447,10 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         self.inner.pacing()
     }
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        let call = self.inner.insert_entity(table, entity);
+        let again = self.inner.insert_entity(table, entity);
         self.handle
-            .run(
-                Operation::InsertEntity,
-                self.inner.insert_entity(table, entity),
-            )
+            .run_resendable(Operation::InsertEntity, call, Some(again))
             .await
     }
     async fn update_entity(
@@ -432,7 +461,10 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         if_match: &IfMatch,
     ) -> Result<ETag> {
         let call = self.inner.update_entity(table, entity, mode, if_match);
-        self.handle.run(Operation::UpdateEntity, call).await
+        let again = self.inner.update_entity(table, entity, mode, if_match);
+        self.handle
+            .run_resendable(Operation::UpdateEntity, call, Some(again))
+            .await
     }
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
         self.handle
@@ -452,7 +484,12 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         let call = self
             .inner
             .delete_entity(table, partition_key, row_key, if_match);
-        self.handle.run(Operation::DeleteEntity, call).await
+        let again = self
+            .inner
+            .delete_entity(table, partition_key, row_key, if_match);
+        self.handle
+            .run_resendable(Operation::DeleteEntity, call, Some(again))
+            .await
     }
     async fn submit_transaction(
         &self,
@@ -460,7 +497,10 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
         let call = self.inner.submit_transaction(table, operations);
-        self.handle.run(Operation::SubmitTransaction, call).await
+        let again = self.inner.submit_transaction(table, operations);
+        self.handle
+            .run_resendable(Operation::SubmitTransaction, call, Some(again))
+            .await
     }
 }
 

@@ -332,9 +332,9 @@ async fn bulk_writer_reports_exactly_the_failed_items() {
 
     let report = staff.bulk().parallelism(3).insert(&items).await;
     let failed: Vec<usize> = report.failures.iter().map(|f| f.index).collect();
-    // Items 5, 150, 290 conflict; item 300 + 50 = 350 is the second `Sales 7`;
-    // item 351 is too long; one batch of up to 100 failed transiently.
-    for index in [5, 150, 290, 350, 351] {
+    // Items 5, 150, 290 conflict; item 351 is too long; one batch of up to
+    // 100 failed transiently.
+    for index in [5, 150, 290, 351] {
         assert!(failed.contains(&index), "{index} not reported: {failed:?}");
     }
     let transient: Vec<_> = report
@@ -343,6 +343,15 @@ async fn bulk_writer_reports_exactly_the_failed_items() {
         .filter(|f| f.error.is_transient())
         .collect();
     assert!(!transient.is_empty() && transient.len() <= 100);
+    // Item 300 + 50 = 350 is the second `Sales 7`: a conflict with the
+    // first, unless the batch of the first is the one that failed (the
+    // partitions' batches race for the injected fault).
+    let first_failed = transient.iter().any(|f| f.index == 7);
+    assert_eq!(
+        failed.contains(&350),
+        !first_failed,
+        "the second `Sales 7`: {failed:?}"
+    );
     assert_eq!(
         report.written + report.failures.len(),
         items.len(),

@@ -67,6 +67,13 @@ enum Mode {
 /// another writer has loaded too costs a few requests per batch, not one per
 /// row.
 ///
+/// Each inserted row carries a tag of its own in its write history (unless
+/// the table is [`without_write_history`](Table::without_write_history)):
+/// when a batch's answer is lost, or a batch the store applied is sent
+/// again after a 503 and meets its own rows, the rows read back tell the
+/// writer's own rows from another writer's, so its own are never reported
+/// as conflicts.
+///
 /// Use [`Table::batch`] when the writes must be atomic.
 pub struct BulkWriter<T> {
     table: Table<T>,
@@ -166,7 +173,7 @@ impl<T: TableEntity> BulkWriter<T> {
         // Build every operation first; an item that cannot even be encoded fails alone.
         let mut partitions: BTreeMap<String, Vec<(usize, BatchOperation)>> = BTreeMap::new();
         for (index, item) in items.iter().enumerate() {
-            match operation(item, mode) {
+            match operation(item, mode, self.table.record_writes) {
                 Ok(op) => partitions
                     .entry(op.keys().0.to_owned())
                     .or_default()
@@ -249,9 +256,17 @@ async fn write_one<T: TableEntity>(
     (index, result)
 }
 
-fn operation<T: TableEntity>(item: &T, mode: Mode) -> Result<BatchOperation, Error> {
+/// The operation that writes `item`. An insert carries a tag of its own in
+/// the row's write history (unless `tagged` is off, or the row has no room
+/// for it), by which a row read back after a lost answer, or after a resent
+/// batch's conflict, is told from another writer's.
+fn operation<T: TableEntity>(item: &T, mode: Mode, tagged: bool) -> Result<BatchOperation, Error> {
     Ok(match mode {
-        Mode::Insert => BatchOperation::Insert(schema::to_entity(item)?),
+        Mode::Insert => {
+            let mut row = schema::to_entity(item)?;
+            super::update::Recorded::insert().add_to::<T>(&mut row, tagged);
+            BatchOperation::Insert(row)
+        }
         Mode::Upsert(mode) => BatchOperation::Upsert {
             entity: schema::to_entity(item)?,
             mode,
@@ -335,6 +350,16 @@ async fn write_partition<T: TableEntity>(
                     chunk = Chunk::default();
                 }
                 Err(Error::BatchFailed { index, source }) if index < chunk.ops.len() => {
+                    // An insert's row is there: the rows read back tell
+                    // which items are stored as given (this batch applied
+                    // before a 503 and sent again, or a writer of the very
+                    // same rows) and which meet another row.
+                    if mode == Mode::Insert
+                        && is_conflict(mode, &source)
+                        && settle_from_stored(table, &mut chunk, &mut report).await
+                    {
+                        continue;
+                    }
                     // That item failed; the store rolled the others back: send them again.
                     if is_conflict(mode, &source) {
                         conflicts += 1;
@@ -405,21 +430,41 @@ async fn settle_lost_batch<T: TableEntity>(
     if matches!(mode, Mode::Upsert(_)) {
         return;
     }
-    let Some(stored) = stored_rows(table, &chunk.ops, report).await else {
+    if !settle_from_stored(table, chunk, report).await {
         // Unreadable: sending the batch again could report its own rows as
         // conflicts. Its items' outcome stays unknown.
         let error = Error::OutcomeUnknown {
             message: "a batch's answer was lost and its rows could not be read back".into(),
         };
         fail_all(chunk, error, report);
-        return;
+    }
+}
+
+/// Reads the rows of `chunk` back and settles each item by what is stored:
+/// a delete's row that is gone, and an insert's row this write stored (see
+/// [`stored_as_ours`]), are done; an insert's row another writer stored is
+/// [`Error::EntityAlreadyExists`]; the rest stay in `chunk`. `false`
+/// (the chunk as it was) if the rows cannot be read.
+async fn settle_from_stored<T: TableEntity>(
+    table: &Table<T>,
+    chunk: &mut Chunk,
+    report: &mut BulkReport,
+) -> bool {
+    // Tagged inserts are told by their tags alone.
+    let tagged = chunk.ops.iter().all(|op| match op {
+        BatchOperation::Insert(row) => super::update::writes_of(row).is_some(),
+        _ => false,
+    });
+    let select: Option<&[&str]> = tagged.then_some(&["RowKey", super::update::WRITES_PROPERTY]);
+    let Some(stored) = stored_rows(table, &chunk.ops, select, report).await else {
+        return false;
     };
     let mut kept = Chunk::default();
     for (index, op) in chunk.items.drain(..).zip(chunk.ops.drain(..)) {
         let row = stored.get(op.keys().1);
         let done = match (&op, row) {
             (BatchOperation::Delete { .. }, None) => Some(None),
-            (BatchOperation::Insert(ours), Some(row)) if same_properties(ours, row) => Some(None),
+            (BatchOperation::Insert(ours), Some(row)) if stored_as_ours(ours, row) => Some(None),
             (BatchOperation::Insert(ours), Some(_)) => Some(Some(Error::EntityAlreadyExists {
                 table: table.name().to_owned(),
                 partition_key: ours.partition_key.clone(),
@@ -440,6 +485,17 @@ async fn settle_lost_batch<T: TableEntity>(
         }
     }
     *chunk = kept;
+    true
+}
+
+/// Whether `stored` is the row the insert `ours` wrote: by the tag `ours`
+/// carries in its history; for a row without one, by holding exactly its
+/// properties (this write's, or another writer's of the very same row).
+fn stored_as_ours(ours: &crate::Entity, stored: &crate::Entity) -> bool {
+    match super::update::writes_of(ours) {
+        Some(tag) => super::update::history_has(stored, tag),
+        None => same_properties(ours, stored),
+    }
 }
 
 /// Whether a stored row holds exactly `ours`'s properties (a NaN equals a NaN).
@@ -460,22 +516,19 @@ fn same_properties(ours: &crate::Entity, stored: &crate::Entity) -> bool {
         })
 }
 
-/// The stored rows among those `ops` address, by RowKey: read with one query
-/// per [`KEYS_PER_PROBE`] keys. `None` if a query fails.
+/// The stored rows among those `ops` address, by RowKey, with only the
+/// properties `select` names (all of them for `None`): see [`probe_rows`].
 async fn stored_rows<T: TableEntity>(
     table: &Table<T>,
     ops: &[BatchOperation],
+    select: Option<&[&str]>,
     report: &mut BulkReport,
 ) -> Option<std::collections::HashMap<String, crate::Entity>> {
-    let partition = ops.first()?.keys().0;
     let mut rows = std::collections::HashMap::new();
-    for keys in ops.chunks(KEYS_PER_PROBE) {
-        let filter = rows_named(partition, keys)?;
-        read_rows(table, filter, None, usize::MAX, report, |e| {
-            rows.insert(e.row_key.clone(), e);
-        })
-        .await?;
-    }
+    probe_rows(table, ops, select, report, |e| {
+        rows.insert(e.row_key.clone(), e);
+    })
+    .await?;
     Some(rows)
 }
 
@@ -551,34 +604,52 @@ async fn existing_rows<T: TableEntity>(
     ops: &[BatchOperation],
     report: &mut BulkReport,
 ) -> Option<HashSet<String>> {
+    let mut existing = HashSet::new();
+    probe_rows(table, ops, Some(&["RowKey"]), report, |e| {
+        existing.insert(e.row_key);
+    })
+    .await?;
+    Some(existing)
+}
+
+/// Hands each stored row among those `ops` address to `each`, with the
+/// properties `select` names. One query over the range of their RowKeys
+/// settles it when the range holds few other rows (rows loaded together
+/// usually sit together); otherwise one query per [`KEYS_PER_PROBE`] keys.
+/// `None` if a query fails.
+async fn probe_rows<T: TableEntity>(
+    table: &Table<T>,
+    ops: &[BatchOperation],
+    select: Option<&[&str]>,
+    report: &mut BulkReport,
+    mut each: impl FnMut(crate::Entity),
+) -> Option<()> {
     use crate::filter::Filter;
     use crate::keyorder::cmp_utf16;
     let partition = ops.first()?.keys().0;
-    let row_keys = || ops.iter().map(|op| op.keys().1);
-    let low = row_keys().min_by(|a, b| cmp_utf16(a, b))?;
-    let high = row_keys().max_by(|a, b| cmp_utf16(a, b))?;
+    let asked: HashSet<&str> = ops.iter().map(|op| op.keys().1).collect();
+    let low = asked.iter().copied().min_by(|a, b| cmp_utf16(a, b))?;
+    let high = asked.iter().copied().max_by(|a, b| cmp_utf16(a, b))?;
     let range = Filter::partition_key().eq(partition)
         & Filter::row_key().ge(low)
         & Filter::row_key().le(high);
     // Read the range while it holds at most a few rows for each one asked about.
-    let keys_only = Some(["RowKey"].as_slice());
-    let mut existing = HashSet::new();
-    let complete = read_rows(table, range, keys_only, 4 * ops.len(), report, |e| {
-        existing.insert(e.row_key);
+    let mut found = Vec::new();
+    let complete = read_rows(table, range, select, 4 * ops.len(), report, |e| {
+        if asked.contains(e.row_key.as_str()) {
+            found.push(e);
+        }
     })
     .await?;
     if complete {
-        return Some(existing);
+        found.into_iter().for_each(each);
+        return Some(());
     }
-    existing.clear();
     for keys in ops.chunks(KEYS_PER_PROBE) {
         let probe = rows_named(partition, keys)?;
-        read_rows(table, probe, keys_only, usize::MAX, report, |e| {
-            existing.insert(e.row_key);
-        })
-        .await?;
+        read_rows(table, probe, select, usize::MAX, report, &mut each).await?;
     }
-    Some(existing)
+    Some(())
 }
 
 /// Hands every row `filter` matches to `each`, a page (one request) at a

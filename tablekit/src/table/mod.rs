@@ -620,7 +620,7 @@ impl<T: TableEntity> Table<T> {
         let mut last = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
             match self
-                .write_recorded(&mut row, RowWrite::Insert, &mut recorded, hint)
+                .write_recorded_settled(&mut row, RowWrite::Insert, &mut recorded, hint)
                 .await
             {
                 Ok(Some(etag)) => return Ok(etag),
@@ -748,7 +748,7 @@ impl<T: TableEntity> Table<T> {
         let outcome = loop {
             attempts += 1;
             let outcome = self
-                .write_recorded(&mut row, write(), &mut recorded, hint)
+                .write_recorded_settled(&mut row, write(), &mut recorded, hint)
                 .await;
             if attempts == LOST_WRITE_ATTEMPTS
                 || !outcome.as_ref().is_err_and(is_settled_not_applied)

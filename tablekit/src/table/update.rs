@@ -126,12 +126,27 @@ enum Settled {
     Unknown,
 }
 
+/// Whether `error` refuses a write for what the row holds (a 409 to an
+/// insert, a 412 to a guarded update), alone or as a transaction's.
+fn is_refusal(error: &Error) -> bool {
+    match error {
+        Error::EntityAlreadyExists { .. } | Error::PreconditionFailed { .. } => true,
+        Error::BatchFailed { source, .. } => is_refusal(source),
+        _ => false,
+    }
+}
+
 /// The history text of a row, if it has one.
 pub(super) fn writes_of(entity: &Entity) -> Option<&str> {
     match entity.properties.get(WRITES_PROPERTY) {
         Some(Value::String(text)) => Some(text),
         _ => None,
     }
+}
+
+/// Whether the history of `stored` holds `tag`.
+pub(super) fn history_has(stored: &Entity, tag: &str) -> bool {
+    tags(writes_of(stored)).contains(&tag)
 }
 
 /// A history's tags, newest first.
@@ -596,7 +611,16 @@ impl<T: TableEntity> Table<T> {
                     loaded.version = super::written_version::<T>();
                     return Ok(loaded);
                 }
-                Err(e @ Error::PreconditionFailed { .. }) => last = Some(e),
+                // A 412 may answer a resend of this very write, which the
+                // store applied before a proxy's 503 (a transport sends a
+                // write again after a 503): the next read settles it by
+                // its tag, as it does a transient failure.
+                Err(e @ Error::PreconditionFailed { .. }) => {
+                    if self.record_writes {
+                        unsettled = Some(recorded);
+                    }
+                    last = Some(e);
+                }
                 Err(e) if e.is_transient() => {
                     if self.record_writes {
                         unsettled = Some(recorded);
@@ -638,6 +662,52 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
+    /// [`write_recorded`](Table::write_recorded) of an insert, or of an
+    /// update guarded by an ETag, that also settles a refusal: a 409 or a
+    /// 412 may answer a resend of this very write, which the store applied
+    /// before a proxy's 503 (a transport sends a write again after a 503).
+    /// The row read back says, by the write's tag, whether it landed; if
+    /// not, the refusal stands.
+    pub(super) async fn write_recorded_settled(
+        &self,
+        row: &mut Entity,
+        write: RowWrite,
+        recorded: &mut Recorded,
+        hint: super::rows::IndexHint<'_>,
+    ) -> Result<Option<ETag>> {
+        match self.write_recorded(row, write, recorded, hint).await {
+            Err(e) if is_refusal(&e) && row.properties.contains(WRITES_PROPERTY) => {
+                // Boxed, as a rare path: the write's future stays small.
+                let (pk, rk) = (&row.partition_key, &row.row_key);
+                match Box::pin(self.settle_write(pk, rk, recorded)).await {
+                    Settled::Applied(stored) => {
+                        Box::pin(self.landed(pk, rk, recorded, stored)).await
+                    }
+                    Settled::NotApplied | Settled::Unknown => Err(e),
+                }
+            }
+            written => written,
+        }
+    }
+
+    /// A write that landed, as `stored` shows: its ETag (`None` if written
+    /// and overwritten since), once its follow-up work is started.
+    async fn landed(
+        &self,
+        pk: &str,
+        rk: &str,
+        recorded: &Recorded,
+        stored: Entity,
+    ) -> Result<Option<ETag>> {
+        // Applied: so were its outbox records, if it wrote any, whose steps
+        // are still to do.
+        if T::DESCRIPTOR.write_needs().follow_up {
+            self.finish_after_commit(pk, rk).await;
+        }
+        let ours = history(&stored).first() == Some(&recorded.tag.as_str());
+        Ok(stored.etag.filter(|_| ours))
+    }
+
     /// Settles a write whose answer `e` was lost: its ETag if it landed
     /// (`None` if written and overwritten since), a transient error if not.
     async fn settle_lost(
@@ -648,15 +718,7 @@ impl<T: TableEntity> Table<T> {
         e: Error,
     ) -> Result<Option<ETag>> {
         match self.settle_write(pk, rk, recorded).await {
-            Settled::Applied(stored) => {
-                // Applied: so were its outbox records, if it wrote any,
-                // whose steps are still to do.
-                if T::DESCRIPTOR.write_needs().follow_up {
-                    self.finish_after_commit(pk, rk).await;
-                }
-                let ours = history(&stored).first() == Some(&recorded.tag.as_str());
-                Ok(stored.etag.filter(|_| ours))
-            }
+            Settled::Applied(stored) => self.landed(pk, rk, recorded, stored).await,
             Settled::NotApplied => Err(Error::Transient {
                 message: format!("the write was not applied ({e})"),
             }),
