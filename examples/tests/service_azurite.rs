@@ -300,3 +300,55 @@ async fn clients_that_hang_up_leave_the_index_in_step() {
     upkeep.shutdown().await;
     app.destroy().await.expect("clean up");
 }
+
+/// An attachment written while its customer is deleted is never served as
+/// the attachment of the next customer of that id, on Azurite: 30 rounds of
+/// the race, 0 leaks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attachment_never_outlives_its_customer() {
+    let app = App::open(azurite_stores(), Names::unique("Att"))
+        .await
+        .expect("open");
+    let (base, server) = serve(&app).await;
+    let http = reqwest::Client::new();
+    let customers = format!("{base}/tenants/acme/customers");
+    let uri = format!("{customers}/c/attachments/f.txt");
+    let body = |email: &str| json!({ "id": "c", "name": "n", "email": email, "city": "X" });
+    for round in 0..30 {
+        let made = http
+            .post(&customers)
+            .json(&body("c@x"))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(made.status(), StatusCode::CREATED, "round {round}");
+        let delete = http.delete(format!("{customers}/c")).send();
+        let put = http
+            .put(&uri)
+            .header("content-type", "text/plain")
+            .body("secret of the old c")
+            .send();
+        let (deleted, _) = tokio::join!(delete, put);
+        assert_eq!(deleted.expect("delete").status(), StatusCode::NO_CONTENT);
+        let again = http
+            .post(&customers)
+            .json(&body("n@x"))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(again.status(), StatusCode::CREATED, "round {round}");
+        let served = http.get(&uri).send().await.expect("get");
+        assert_eq!(
+            served.status(),
+            StatusCode::NOT_FOUND,
+            "round {round}: leaked"
+        );
+        let gone = http
+            .delete(format!("{customers}/c"))
+            .send()
+            .await
+            .expect("delete");
+        assert_eq!(gone.status(), StatusCode::NO_CONTENT);
+    }
+    server.abort();
+}

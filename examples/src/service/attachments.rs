@@ -45,19 +45,21 @@ pub(super) async fn put_attachment(
         content_type.len() <= MAX_CONTENT_TYPE,
         "the content type is too long",
     )?;
-    if !app
+    // The attachment names the customer it is for: if that customer is
+    // deleted while it is written (and one of the same id made again), it
+    // is never served as the new one's.
+    let owner = app
         .customers
-        .exists(tenant.as_str(), customer.as_str())
+        .get(tenant.as_str(), customer.as_str())
         .await?
-    {
-        return Err(ApiError::NotFound);
-    }
+        .ok_or(ApiError::NotFound)?;
     let attachment = Attachment {
         tenant,
         customer,
         name,
         content_type,
         content: content.to_vec(),
+        incarnation: owner.incarnation.clone(),
     };
     // With If-Match, only over that version; without, created or replaced.
     let etag = match if_match(&headers)? {
@@ -79,11 +81,22 @@ pub(super) async fn get_attachment(
     State(app): State<App>,
     Path((tenant, customer, name)): Path<(String, String, String)>,
 ) -> ApiResult<Response> {
-    let found = app
-        .attachments
-        .get(tenant.as_str(), (customer.as_str(), name.as_str()))
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let (found, owner) = futures::try_join!(
+        app.attachments
+            .get(tenant.as_str(), (customer.as_str(), name.as_str())),
+        app.customers.get(tenant.as_str(), customer.as_str()),
+    )?;
+    let (found, owner) = (
+        found.ok_or(ApiError::NotFound)?,
+        owner.ok_or(ApiError::NotFound)?,
+    );
+    if found.incarnation != owner.incarnation {
+        // Left by an earlier customer of this id, written while it was
+        // deleted: never this one's. Removed on the way (the upkeep
+        // removes its blob).
+        let _ = app.attachments.delete(&found).await;
+        return Err(ApiError::NotFound);
+    }
     let etag = Loaded::etag(&found).clone();
     let attachment = Loaded::into_inner(found);
     let mut response = attachment.content.into_response();

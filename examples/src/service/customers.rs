@@ -56,6 +56,7 @@ pub(super) async fn post_customer(
         name: body.name,
         email: body.email.into(),
         city: body.city,
+        incarnation: new_incarnation(),
     };
     let etag = app.customers.insert(&customer).await?;
     let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
@@ -68,6 +69,11 @@ pub(super) async fn post_customer(
         response.headers_mut().insert(header::LOCATION, value);
     }
     Ok(response)
+}
+
+/// A text no earlier customer of the same id had: 128 random bits.
+fn new_incarnation() -> String {
+    format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
 pub(super) async fn get_customer(
@@ -98,25 +104,25 @@ pub(super) async fn put_customer(
             "the body's id is not the path's".into(),
         ));
     }
+    // The version read keeps what the body does not give (the customer's
+    // incarnation). With If-Match, the write is guarded by the client's
+    // ETag; without, by the ETag of the version read here.
+    let current = app
+        .customers
+        .get(tenant.as_str(), id.as_str())
+        .await?
+        .ok_or(ApiError::NotFound)?;
     let customer = Customer {
         tenant,
         id,
         name: body.name,
         email: body.email.into(),
         city: body.city,
+        incarnation: current.incarnation.clone(),
     };
-    // With If-Match, the write is guarded by the client's ETag; without,
-    // by the ETag of the version read here.
     let etag = match if_match(&headers)? {
         Some(etag) => etag,
-        None => {
-            let current = app
-                .customers
-                .get(customer.tenant.as_str(), customer.id.as_str())
-                .await?
-                .ok_or(ApiError::NotFound)?;
-            Loaded::etag(&current).clone()
-        }
+        None => Loaded::etag(&current).clone(),
     };
     let mut loaded = Loaded::new(customer, etag, None);
     let etag = app.customers.replace(&mut loaded).await?;

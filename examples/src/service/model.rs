@@ -41,6 +41,13 @@ pub struct Customer {
     /// Where the customer lives; found across the tenant by the city index.
     #[tablekit(index = "city")]
     pub city: String,
+    /// Tells this customer from an earlier one of the same id (deleted, and
+    /// made again): set when it is created, kept by every write. What is
+    /// attached to a customer names it, so that nothing of an earlier
+    /// customer is ever served as this one's. Empty in rows written before
+    /// it was kept.
+    #[tablekit(default)]
+    pub incarnation: String,
 }
 
 /// An order of a customer: the head of a collection of lines.
@@ -147,6 +154,10 @@ pub struct Attachment {
     /// Its bytes.
     #[tablekit(blob)]
     pub content: Vec<u8>,
+    /// The [incarnation](Customer::incarnation) of the customer it was
+    /// attached to: served only while that customer is the one of its id.
+    #[tablekit(default)]
+    pub incarnation: String,
 }
 
 /// One write the service made, in the table of its day.
