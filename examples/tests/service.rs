@@ -1469,3 +1469,79 @@ async fn an_attachment_never_outlives_its_customer() {
         assert_eq!(gone.status, StatusCode::NO_CONTENT);
     }
 }
+
+/// A full disk on the local store: writes answer 503 `storage_full` (not
+/// 500), `/readyz` answers 503 until the store takes writes again, and once
+/// there is room both recover on their own, with no restart.
+#[tokio::test]
+async fn a_full_disk_is_a_503_and_heals() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = tablekit_local::LocalStorage::builder()
+        .max_size(8 << 20)
+        .open(dir.path())
+        .unwrap();
+    let local = Arc::new(local);
+    let stores = Stores {
+        tables: local.clone(),
+        blobs: local.clone(),
+        queues: local.clone(),
+    };
+    let app = App::open(stores, Names::default()).await.unwrap();
+    let router = app.router();
+    assert_eq!(get(&router, "/readyz").await.status, StatusCode::OK);
+    let mut full = None;
+    for i in 0..10_000 {
+        let body = json!({
+            "id": format!("c{i}"),
+            "name": "n".repeat(30_000),
+            "email": format!("c{i}@x"),
+            "city": "Oslo",
+        });
+        let made = post(&router, "/tenants/acme/customers", body).await;
+        if made.status != StatusCode::CREATED {
+            full = Some(made);
+            break;
+        }
+    }
+    let full = full.expect("the store fills up");
+    assert_eq!(
+        full.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        full.json()
+    );
+    assert_eq!(full.error(), "storage_full");
+    assert!(full.headers.contains_key(header::RETRY_AFTER));
+    // Small writes may still fit for a while; fill the last room too.
+    let mut ready = get(&router, "/readyz").await.status;
+    for i in 0..10_000 {
+        if ready == StatusCode::SERVICE_UNAVAILABLE {
+            break;
+        }
+        let small = customer(&format!("s{i}"), &format!("s{i}@x"));
+        let made = post(&router, "/tenants/acme/customers", small).await;
+        assert!(
+            made.status == StatusCode::CREATED || made.error() == "storage_full",
+            "{}",
+            made.json()
+        );
+        ready = get(&router, "/readyz").await.status;
+    }
+    assert_eq!(ready, StatusCode::SERVICE_UNAVAILABLE, "unready while full");
+    // Reads go on meanwhile.
+    assert_eq!(
+        get(&router, "/tenants/acme/customers/c0").await.status,
+        StatusCode::OK
+    );
+
+    // Room again: ready, and writes succeed, on the same process.
+    local.set_max_size(256 << 20).unwrap();
+    assert_eq!(get(&router, "/readyz").await.status, StatusCode::OK);
+    let made = post(
+        &router,
+        "/tenants/acme/customers",
+        customer("late", "late@x"),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.json());
+}

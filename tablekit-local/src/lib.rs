@@ -52,9 +52,12 @@
 //!   acknowledged write is there.
 //! - **A full disk.** A write that finds no space fails with
 //!   [`Error::Storage`] of kind [`StorageFailure::DiskFull`] and is not
-//!   applied; nothing acknowledged is lost. The engine then refuses every
-//!   operation of that handle: free space and open the store again.
-//!   [`LocalStorageBuilder::max_size`] caps the file's size the same way.
+//!   applied; nothing acknowledged is lost. Reads go on. The next operation
+//!   opens the engine on the file again (the engine refuses every write
+//!   after such a failure), so once there is room the same handle takes
+//!   writes again: nothing needs to be dropped or opened again by hand.
+//!   [`LocalStorageBuilder::max_size`] caps the file's size the same way,
+//!   and [`LocalStorage::set_max_size`] moves the cap.
 //! - **Creation.** A new store's file is made whole under another name and
 //!   then renamed: a process killed while it makes a store leaves no store
 //!   (the next open makes it) or a whole one, never a file that does not
@@ -143,7 +146,15 @@ pub struct LocalStorage {
 }
 
 struct Shared {
-    db: Database,
+    /// The engine; `None` while it is opened again (see
+    /// [`LocalStorage::engine`]).
+    db: parking_lot::RwLock<Option<Arc<Database>>>,
+    /// A write failed for the file (a full disk): the engine refuses every
+    /// later write until it is opened again, which the next operation does.
+    needs_reopen: AtomicBool,
+    /// The file's size cap ([`LocalStorageBuilder::max_size`]), which
+    /// [`LocalStorage::set_max_size`] may change.
+    max_size: Option<Arc<std::sync::atomic::AtomicU64>>,
     path: PathBuf,
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
@@ -244,19 +255,15 @@ impl LocalStorageBuilder {
                 message: format!("{FILE_NAME} is {length} bytes long: cut short, or not a store"),
             });
         }
-        let backend = match self.max_size {
-            None => None,
-            Some(max) => Some(limit::SizeLimit::open(&file, max)?),
-        };
-        let db = contain_panics(|| match backend {
-            None => Database::builder().create(&file),
-            Some(backend) => Database::builder().create_with_backend(backend),
-        })
-        .map_err(|panic| damaged_by(&dir, &panic))?
-        .map_err(|e| storage_error(&dir, e.into()))?;
+        let max_size = self
+            .max_size
+            .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
+        let db = open_engine(&dir, max_size.as_ref())?;
         let storage = LocalStorage {
             shared: Arc::new(Shared {
-                db,
+                db: parking_lot::RwLock::new(Some(Arc::new(db))),
+                needs_reopen: AtomicBool::new(false),
+                max_size,
                 path: dir,
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
@@ -267,6 +274,25 @@ impl LocalStorageBuilder {
         storage.create_system_tables()?;
         Ok(storage)
     }
+}
+
+/// Opens the engine on the store's file in `dir`, under the size cap
+/// `max_size` if there is one.
+fn open_engine(
+    dir: &Path,
+    max_size: Option<&Arc<std::sync::atomic::AtomicU64>>,
+) -> Result<Database> {
+    let file = dir.join(FILE_NAME);
+    let backend = match max_size {
+        None => None,
+        Some(max) => Some(limit::SizeLimit::open(&file, Arc::clone(max))?),
+    };
+    contain_panics(|| match backend {
+        None => Database::builder().create(&file),
+        Some(backend) => Database::builder().create_with_backend(backend),
+    })
+    .map_err(|panic| damaged_by(dir, &panic))?
+    .map_err(|e| storage_error(dir, e.into()))
 }
 
 /// The shortest file a store can be: the engine's header and its first
@@ -380,17 +406,70 @@ impl LocalStorage {
     }
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
-        self.shared
-            .db
+        self.engine()?
             .begin_write()
             .map_err(|e| self.error(e.into()))
     }
 
     fn begin_read(&self) -> Result<redb::ReadTransaction> {
-        self.shared
-            .db
+        self.engine()?
             .begin_read()
             .map_err(|e| self.error(e.into()))
+    }
+
+    /// The engine, opened again first if a write failed for the file: the
+    /// engine refuses every write after such a failure, and only a new
+    /// handle on the file takes writes again (once there is room). An
+    /// operation still under way on the old handle holds the file; the
+    /// engine is then opened again by a later operation.
+    fn engine(&self) -> Result<Arc<Database>> {
+        if self.shared.needs_reopen.load(Ordering::Acquire) {
+            self.reopen()?;
+        }
+        match &*self.shared.db.read() {
+            Some(db) => Ok(Arc::clone(db)),
+            None => Err(self.not_reopened()),
+        }
+    }
+
+    /// Opens the engine again (see [`engine`](LocalStorage::engine)).
+    fn reopen(&self) -> Result<()> {
+        let mut slot = self.shared.db.write();
+        if !self.shared.needs_reopen.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        if let Some(db) = slot.take()
+            && let Err(db) = Arc::try_unwrap(db)
+        {
+            // Still in use by an operation under way.
+            *slot = Some(db);
+            return Err(self.not_reopened());
+        }
+        let db = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
+        *slot = Some(Arc::new(db));
+        self.shared.needs_reopen.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// The error while the engine waits to be opened again.
+    fn not_reopened(&self) -> Error {
+        Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: StorageFailure::DiskFull,
+            message: "a write failed for lack of space; the store takes writes again \
+                      once there is room and the operations under way have ended"
+                .into(),
+        }
+    }
+
+    /// Changes the most bytes the store's file may take (see
+    /// [`LocalStorageBuilder::max_size`]); `None` if the store was opened
+    /// without a cap, which cannot be added. Writes refused at the old cap
+    /// are taken again once it is raised.
+    pub fn set_max_size(&self, bytes: u64) -> Option<()> {
+        let max = self.shared.max_size.as_ref()?;
+        max.store(bytes, Ordering::Relaxed);
+        Some(())
     }
 
     /// Commits durably: the write is on disk when this returns.
@@ -417,9 +496,15 @@ impl LocalStorage {
         })
     }
 
-    /// The engine's error as tablekit's.
+    /// The engine's error as tablekit's. An error of the file's I/O leaves
+    /// the engine refusing writes: it is opened again by the next operation.
     fn error(&self, error: redb::Error) -> Error {
-        storage_error(&self.shared.path, error)
+        let engine_refuses = matches!(error, redb::Error::Io(_) | redb::Error::PreviousIo);
+        let error = storage_error(&self.shared.path, error);
+        if engine_refuses {
+            self.shared.needs_reopen.store(true, Ordering::Release);
+        }
+        error
     }
 
     /// The error for a stored record that does not read back.

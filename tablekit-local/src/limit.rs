@@ -5,6 +5,8 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use redb::StorageBackend;
 use redb::backends::FileBackend;
@@ -14,11 +16,12 @@ use crate::io_error;
 #[derive(Debug)]
 pub(crate) struct SizeLimit {
     inner: FileBackend,
-    max: u64,
+    /// The cap, shared with the store's handle, which may raise it.
+    max: Arc<AtomicU64>,
 }
 
 impl SizeLimit {
-    pub(crate) fn open(path: &Path, max: u64) -> tablekit::Result<SizeLimit> {
+    pub(crate) fn open(path: &Path, max: Arc<AtomicU64>) -> tablekit::Result<SizeLimit> {
         let file: File = OpenOptions::new()
             .read(true)
             .write(true)
@@ -31,10 +34,11 @@ impl SizeLimit {
     }
 
     fn check(&self, end: u64) -> io::Result<()> {
-        if end > self.max {
+        let max = self.max.load(Ordering::Relaxed);
+        if end > max {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
-                format!("the store may take at most {} bytes", self.max),
+                format!("the store may take at most {max} bytes"),
             ));
         }
         Ok(())

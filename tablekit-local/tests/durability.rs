@@ -262,10 +262,29 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
             }
         }
         let refused = refused.expect("the cap is reached");
-        // The handle refuses what follows, with a typed error too.
-        let next = Entity::new("p", "after").with("V", 1);
+        // While there is no room, a large write is refused, typed too.
+        let next = Entity::new("p", "after").with("V", "v".repeat(20_000));
         let err = store.insert_entity("things", &next).await.unwrap_err();
         assert!(matches!(&err, Error::Storage { .. }), "{err:?}");
+        // Reads go on.
+        assert!(
+            store
+                .try_get_entity("things", "p", "r00000")
+                .await
+                .unwrap()
+                .is_some()
+        );
+        // Once there is room, the same handle takes writes again: nothing
+        // needs to drop it (every clone of it would have to).
+        store.set_max_size(64 << 20).expect("a capped store");
+        let healed = Entity::new("p", "healed").with("V", 1);
+        store.insert_entity("things", &healed).await.unwrap();
+        acknowledged.push(healed.row_key);
+        store
+            .delete_entity("things", "p", "healed", &tablekit::IfMatch::Any)
+            .await
+            .unwrap();
+        acknowledged.pop();
         refused
     };
     assert!(acknowledged.len() > 10);

@@ -121,6 +121,15 @@ pub(super) fn error_status(
             "the store is busy; try again",
             Some(retry_after.unwrap_or(Duration::from_secs(1))),
         ),
+        Error::Storage {
+            failure: tablekit::StorageFailure::DiskFull,
+            ..
+        } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_full",
+            "the store has no room for writes; try again later",
+            Some(Duration::from_secs(30)),
+        ),
         Error::PeriodDropped { .. } => (
             StatusCode::GONE,
             "gone",
@@ -177,7 +186,7 @@ pub(super) struct MissingTable;
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut missing = false;
+        let (mut missing, mut full) = (false, false);
         let (status, code, retry, message) = match self {
             ApiError::Store(error) => {
                 let (status, code, message, retry) = error_status(&error);
@@ -185,6 +194,7 @@ impl IntoResponse for ApiError {
                     tracing::warn!(%error, "request failed");
                 }
                 missing = matches!(error, Error::TableNotFound { .. });
+                full = is_storage_full(&error);
                 let message = match invalid_input(&error) {
                     Some(invalid) => invalid_message(invalid),
                     None => message.to_owned(),
@@ -213,7 +223,27 @@ impl IntoResponse for ApiError {
         if missing {
             response.extensions_mut().insert(MissingTable);
         }
+        if full {
+            response.extensions_mut().insert(StorageFull);
+        }
         response
+    }
+}
+
+/// Marks an answer that met a store with no room for writes: the service
+/// is not ready until a write succeeds again (see `App::ready`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StorageFull;
+
+/// Whether `error` is a store's lack of room, alone or as a transaction's.
+fn is_storage_full(error: &Error) -> bool {
+    match error {
+        Error::Storage {
+            failure: tablekit::StorageFailure::DiskFull,
+            ..
+        } => true,
+        Error::BatchFailed { source, .. } => is_storage_full(source),
+        _ => false,
     }
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value as JsonValue, json};
 use tablekit::{Cursor, ETag, Error, TableEntity, TableQuery};
 
-use super::error::{ApiError, ApiResult, MissingTable, generic_error};
+use super::error::{ApiError, ApiResult, MissingTable, StorageFull, generic_error};
 use super::{App, MAX_REQUEST_ID};
 
 /// Gives every error answer a JSON body with a stable code (the router's
@@ -18,7 +18,17 @@ use super::{App, MAX_REQUEST_ID};
 /// answer `X-Content-Type-Options: nosniff`, and makes the table again when
 /// an answer found it missing (a store that came back empty).
 pub(super) async fn json_errors(State(app): State<App>, request: Request, next: Next) -> Response {
+    let writes = request.method() != axum::http::Method::GET;
     let mut response = next.run(request).await;
+    // A write that met a full store makes the service unready; one that
+    // succeeds makes it ready again.
+    if response.extensions().get::<StorageFull>().is_some() {
+        app.storage_full
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    } else if writes && response.status().is_success() {
+        app.storage_full
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
     if response.extensions().get::<MissingTable>().is_some()
         && let Err(error) = app.recreate().await
     {

@@ -70,6 +70,9 @@ pub struct App {
     audit: Buckets<AuditEntry>,
     /// How long a request may take before it is answered 504.
     request_timeout: Duration,
+    /// A write met a store with no room, and none has succeeded since:
+    /// [`ready`](App::ready) then asks the store for a write.
+    storage_full: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The largest request body: an attachment, or a JSON body (2 MiB).
@@ -106,6 +109,7 @@ impl App {
             stores,
             names,
             request_timeout: Duration::from_secs(10),
+            storage_full: Arc::default(),
         };
         app.worker().create_queues().await?;
         Ok(app)
@@ -138,8 +142,20 @@ impl App {
     }
 
     /// Whether the service can serve: its table answers. A missing table
-    /// is made again first.
+    /// is made again first. After a write met a store with no room (a full
+    /// disk), the store must also take a write (a row of its own, `~ready`)
+    /// until one does.
     pub async fn ready(&self) -> Result<(), Error> {
+        use std::sync::atomic::Ordering;
+        if self.storage_full.load(Ordering::Relaxed) {
+            let probe = tablekit::Entity::new("~ready", "~ready");
+            self.stores
+                .tables
+                .upsert_entity(&self.names.table, &probe, tablekit::UpdateMode::Replace)
+                .await?;
+            self.storage_full.store(false, Ordering::Relaxed);
+            return Ok(());
+        }
         let probe = self
             .stores
             .tables
