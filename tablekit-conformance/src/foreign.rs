@@ -181,3 +181,137 @@ pub async fn foreign_columns_survive_typed_writes(backend: Arc<dyn TableBackend>
     assert_kept(&stored(&*backend, &name, "p6").await, "read only");
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// An invoice of another client's ledger, told apart by its `EntityType`.
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(
+    table = "Ledger",
+    discriminator(property = "EntityType", value = "Invoice")
+)]
+struct Invoice {
+    #[tablekit(partition_key)]
+    account: String,
+    #[tablekit(row_key)]
+    id: String,
+    #[tablekit(rename = "Amount")]
+    amount: f64,
+}
+
+/// A payment of the same ledger: the same keys, another `EntityType`.
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(
+    table = "Ledger",
+    discriminator(property = "EntityType", value = "Payment")
+)]
+struct Paid {
+    #[tablekit(partition_key)]
+    account: String,
+    #[tablekit(row_key)]
+    id: String,
+    #[tablekit(rename = "Amount")]
+    amount: f64,
+}
+
+/// The rows of a ledger, by their `EntityType`.
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+enum Ledger {
+    Invoice(Invoice),
+    Paid(Paid),
+}
+
+/// Kinds another client tells apart by a property (`EntityType`), not by
+/// the RowKey: each row is read as its own type, a query of one type keeps
+/// to its rows, a read of another type's row is refused, and a write
+/// stores the property.
+pub async fn kinds_told_apart_by_a_property(backend: Arc<dyn TableBackend>) {
+    use futures::TryStreamExt;
+    let name = unique_table("ledger");
+    backend.create_table(&name).await.expect("create table");
+    for (id, kind, amount) in [
+        ("1", "Invoice", 10.0),
+        ("2", "Payment", 12.5),
+        ("3", "Invoice", 7.0),
+    ] {
+        let row = Entity::new("acct", id)
+            .with("EntityType", kind)
+            .with("Amount", amount);
+        backend
+            .insert_entity(&name, &row)
+            .await
+            .expect("raw insert");
+    }
+    let ledger: Table<Ledger> = Table::from_arc(Arc::clone(&backend), &name);
+    let rows: Vec<Loaded<Ledger>> = ledger
+        .read_partition("acct", tablekit::UnknownKind::Fail)
+        .try_collect()
+        .await
+        .expect("read the partition");
+    let read: Vec<Ledger> = rows.into_iter().map(Loaded::into_inner).collect();
+    let invoice = |id: &str, amount| Invoice {
+        account: "acct".into(),
+        id: id.into(),
+        amount,
+    };
+    let paid = Paid {
+        account: "acct".into(),
+        id: "2".into(),
+        amount: 12.5,
+    };
+    assert_eq!(
+        read,
+        [
+            Ledger::Invoice(invoice("1", 10.0)),
+            Ledger::Paid(paid.clone()),
+            Ledger::Invoice(invoice("3", 7.0)),
+        ]
+    );
+    // A query of one type keeps to its rows (the filter goes to the store).
+    let invoices = ledger
+        .of::<Invoice>()
+        .query()
+        .collect()
+        .await
+        .expect("query");
+    assert_eq!(invoices.len(), 2);
+    let payments = ledger.of::<Paid>().query().collect().await.expect("query");
+    assert_eq!(
+        payments.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ["2"]
+    );
+    // Another type's row is refused, never misread.
+    let err = ledger
+        .of::<Paid>()
+        .get("acct", "1")
+        .await
+        .expect_err("an invoice is no payment");
+    assert!(err.is_row_error(), "{err:?}");
+    // A write stores the property; the read takes it as the type's own.
+    let payments = ledger.of::<Paid>();
+    payments
+        .insert(&Paid {
+            id: "4".into(),
+            ..paid
+        })
+        .await
+        .expect("insert");
+    let stored = stored_in(&*backend, &name, "acct", "4").await;
+    assert_eq!(
+        stored.properties.get("EntityType"),
+        Some(&Value::String("Payment".into()))
+    );
+    let again = payments
+        .get("acct", "4")
+        .await
+        .expect("get")
+        .expect("stored");
+    assert!(Loaded::unknown_properties(&again).is_empty());
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// The stored row `(pk, rk)` of `table`.
+async fn stored_in(backend: &dyn TableBackend, table: &str, pk: &str, rk: &str) -> Entity {
+    backend
+        .get_entity(table, pk, rk, &GetOptions::default())
+        .await
+        .expect("raw get")
+}

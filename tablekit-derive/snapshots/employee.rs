@@ -40,6 +40,7 @@ const _: () = {
             partitions: ::tablekit::__private::None,
             parts: &[],
             base: ::tablekit::__private::None,
+            discriminator: ::tablekit::__private::None,
         };
         type Indexes = ();
         fn indexes() -> Self::Indexes {}

@@ -88,6 +88,7 @@ const _: () = {
                 ),
             ],
             base: ::tablekit::__private::None,
+            discriminator: ::tablekit::__private::None,
         };
         type Indexes = EmployeeIndexes;
         fn indexes() -> Self::Indexes {

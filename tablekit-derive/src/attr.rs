@@ -29,6 +29,9 @@ pub(crate) const PROJECTION_OF: &str = "projection_of";
 pub(crate) const UPGRADE_FROM: &str = "upgrade_from";
 pub(crate) const UPGRADE_WITH: &str = "upgrade_with";
 pub(crate) const PREVIOUS_KINDS: &str = "previous_kinds";
+pub(crate) const DISCRIMINATOR: &str = "discriminator";
+pub(crate) const PROPERTY: &str = "property";
+pub(crate) const VALUE: &str = "value";
 pub(crate) const INDEX: &str = "index";
 pub(crate) const NAME: &str = "name";
 pub(crate) const TAG: &str = "tag";
@@ -128,6 +131,9 @@ pub(crate) struct Container {
     pub(crate) projection_of: Option<(syn::Type, TokenStream)>,
     /// `index(name = "…", tag = "…", copy(…))`: options of declared indexes.
     pub(crate) indexes: Vec<IndexOptions>,
+    /// `discriminator(property = "…", value = "…")`: the property and value
+    /// that tell this type's rows from other types' in a shared table.
+    pub(crate) discriminator: Option<(LitStr, LitStr, TokenStream)>,
 }
 
 /// The options of one index, given on the struct.
@@ -327,6 +333,7 @@ impl Container {
         let mut upgrade_from = Attr::none(UPGRADE_FROM);
         let mut upgrade_with = Attr::none(UPGRADE_WITH);
         let mut previous_kinds = Attr::none(PREVIOUS_KINDS);
+        let mut discriminator = Attr::none(DISCRIMINATOR);
         let mut indexes = Vec::new();
         let known: &[&str] = if is_entity {
             &[
@@ -348,6 +355,7 @@ impl Container {
                 UPGRADE_WITH,
                 PREVIOUS_KINDS,
                 INDEX,
+                DISCRIMINATOR,
             ]
         } else {
             &[CRATE, RENAME_ALL]
@@ -460,6 +468,9 @@ impl Container {
                     }
                 } else if is_entity && path.is_ident(INDEX) {
                     indexes.push(parse_index_options(cx, &meta)?);
+                } else if is_entity && path.is_ident(DISCRIMINATOR) {
+                    let (property, value) = parse_discriminator(cx, &meta)?;
+                    discriminator.set(cx, path, (property, value, path.to_token_stream()));
                 } else if is_entity && path.is_ident(COLLECTION) {
                     flag(&meta, COLLECTION)?;
                     collection.set(cx, path, path.to_token_stream());
@@ -510,7 +521,36 @@ impl Container {
             row_key_template: row_key_template.get(),
             projection_of: projection_of.get(),
             indexes,
+            discriminator: discriminator.get(),
         }
+    }
+}
+
+/// `discriminator(property = "EntityType", value = "Payment")`.
+fn parse_discriminator(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<(LitStr, LitStr)> {
+    const FORM: &str = "write `discriminator(property = \"EntityType\", value = \"Payment\")`: the property other clients tell this kind by, and its value";
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(FORM));
+    }
+    let mut property = Attr::none(PROPERTY);
+    let mut value = Attr::none(VALUE);
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident(PROPERTY) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                property.set(cx, &inner.path, lit);
+            }
+        } else if inner.path.is_ident(VALUE) {
+            if let Some(lit) = parse_str(cx, &inner) {
+                value.set(cx, &inner.path, lit);
+            }
+        } else {
+            return Err(unknown(&inner, "discriminator", &[PROPERTY, VALUE]));
+        }
+        Ok(())
+    })?;
+    match (property.get(), value.get()) {
+        (Some(property), Some(value)) => Ok((property, value)),
+        _ => Err(meta.error(FORM)),
     }
 }
 

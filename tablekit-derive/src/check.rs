@@ -31,6 +31,41 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_property_count(cx, cont);
         check_shards(cx, cont);
         check_parent(cx, cont);
+        check_discriminator(cx, cont);
+    }
+}
+
+/// A discriminator's property is written by tablekit: no field is stored
+/// under its name, and its name and value are ones the store keeps.
+fn check_discriminator(cx: &Ctxt, cont: &Container<'_>) {
+    let Some((property, value, _)) = &cont.attrs.discriminator else {
+        return;
+    };
+    let name = property.value();
+    if let Some(field) = cont
+        .fields
+        .iter()
+        .find(|f| !f.is_key() && !matches!(f.role, Role::Skip) && f.stored_name == name)
+    {
+        cx.error_spanned_by(
+            &field.name_tokens,
+            format!(
+                "this field is stored as `{name}`, the discriminator's property, which tablekit writes itself (always {:?}): drop the field",
+                value.value()
+            ),
+        );
+    }
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !RESERVED.contains(&name.as_str());
+    if !valid {
+        cx.error_spanned_by(
+            property,
+            "the discriminator's property must be a property name (letters, digits and `_`, not starting with a digit) that is not the store's or tablekit's own",
+        );
     }
 }
 

@@ -517,7 +517,14 @@ fn expand(cont: &Container<'_>, indexes: &[crate::indexes::IndexModel<'_>]) -> T
     if let Some(where_clause) = where_clause {
         predicates.extend(where_clause.predicates.iter().map(|p| quote!(#p)));
     }
-    let writes = ex.write_statements();
+    let mut writes = ex.write_statements();
+    if let Some((property, value, _)) = &cont.attrs.discriminator {
+        // Written first, as any other property; readers take it out.
+        writes.insert(
+            0,
+            quote!(#tk::write_property(__props, #property, &#tk::String::from(#value))?;),
+        );
+    }
     let reads = ex.read_initializers();
     let names = ex.name_pushes();
 
@@ -723,6 +730,7 @@ fn expand_entity(
     };
     let min_version = entity_const(quote!(min_version), min_version);
     let kind_properties = entity_const(quote!(kind_properties), quote!(#kind_properties));
+    let discriminator = entity_const(quote!(discriminator), discriminator_of(cont, tk));
     let base = match projection {
         Some(entity) => quote!(#tk::Some(&<#entity as #tk::TableEntity>::DESCRIPTOR)),
         None => quote!(#tk::None),
@@ -929,6 +937,7 @@ fn expand_entity(
                     partitions: #partitions,
                     parts: &[#(#parts),*],
                     base: #base,
+                    discriminator: #discriminator,
                 };
                 #index_items
                 #member_slot
@@ -972,5 +981,15 @@ fn expand_entity(
             }
             #bucketed
         };
+    }
+}
+
+/// The descriptor's `discriminator`, as the type declares it.
+fn discriminator_of(cont: &Container<'_>, tk: &TokenStream) -> TokenStream {
+    match &cont.attrs.discriminator {
+        Some((property, value, _)) => quote! {
+            #tk::Some(#tk::Discriminator { property: #property, value: #value })
+        },
+        None => quote!(#tk::None),
     }
 }

@@ -69,6 +69,10 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                     #tk::str_eq(<#a as #tk::TableEntity>::DESCRIPTOR.table, <#b as #tk::TableEntity>::DESCRIPTOR.table),
                     "the entity types of an EntityKinds enum must live in the same `table`"
                 );
+                const _: () = ::core::assert!(
+                    #tk::distinguishable(&<#a as #tk::TableEntity>::DESCRIPTOR, &<#b as #tk::TableEntity>::DESCRIPTOR),
+                    "two variants of this EntityKinds enum have no `kind` and the same RowKey layout: a row would be read as the first of them. Give both `#[tablekit(discriminator(property = \"…\", value = \"…\"))]` with one property and two values, or a `kind` each"
+                );
             }
         })
     });

@@ -25,8 +25,12 @@ use syn::{DeriveInput, parse_macro_input};
 /// The page of the `tablekit::TableEntity` trait lists every attribute:
 /// on the struct `table`, `kind`, `kind_properties`, `version`,
 /// `min_version`, `row_key = "template"`, `collection`, `parent`, `wide`,
-/// `projection_of`, `rename_all`, `crate`; on a field `partition_key`, `row_key`, `rename`,
-/// `skip`, `default`, `json`, `with`, `flatten`, `series`, `blob`, `offload`.
+/// `projection_of`, `upgrade_from`, `upgrade_with`, `previous_kinds`,
+/// `discriminator(property, value)`, `index(name, tag, copy, list,
+/// partition, table)`, `shards`, `buckets`, `rename_all`, `crate`; on a
+/// field `partition_key`, `row_key`, `rename`, `alias`, `skip`, `default`,
+/// `json`, `with`, `flatten`, `series`, `blob`, `offload`, `index`,
+/// `unique`, `bucket`.
 #[proc_macro_derive(TableEntity, attributes(tablekit))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

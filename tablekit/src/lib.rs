@@ -62,6 +62,13 @@
 //! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
 //! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
 //! | `wide` | the entity may span several rows of one partition, always written in one transaction |
+//! | `discriminator(property = "EntityType", value = "Payment")` | for a table other clients write, where kinds share a key layout and a property tells them apart: a write stores the property, a read refuses a row that holds another value, a query keeps to the rows that hold it, and an [`EntityKinds`] enum reads each row as the variant whose value it holds |
+//! | `previous_kinds = ["PRD"]` | names the kind had before: their rows are read too, and moved to the kind's own RowKey when written or migrated (see *Changing an entity*) |
+//! | `upgrade_from = ItemV1`, `upgrade_with = path` | rows of older versions are read as `ItemV1` and converted (`From`, or `path`) |
+//! | `projection_of = Employee` | a subset of `Employee`'s fields, read through its table, kind and keys (queries ask for those properties only) |
+//! | `index(name = "email", tag = "EMAIL", copy(name), list, partition = "by_city", table = "Index")` | options of an index its fields declare (`index = "email"` or `unique = "email"` on them): the tag of its RowKeys, the fields its rows copy, one row per value listing the entities (`list`), rows kept in partition `by_city_{pk}` or in another table |
+//! | `shards = 8` | a hot partition spread over eight, read back merged in key order |
+//! | `buckets = "day"` | one table per hour, day or month, read across periods and dropped whole (with a `bucket` field) |
 //! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
 //!
 //! Field attributes:
@@ -80,6 +87,8 @@
 //! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |
 //! | `series` | a `Vec`, array or `String`-keyed map, one property per element (`Field_0`, `Field_key`) |
 //! | `blob`, `offload` | text or bytes kept in the blob store always, or only when too large for the row |
+//! | `index = "name"`, `unique = "name"` | the field is indexed (its values unique in the partition, for `unique`); the index's options go on the struct. Indexed fields may be strings, integers, UUIDs, timestamps and [`TableValue`] enums |
+//! | `bucket` | the time field that picks a `buckets` type's table |
 //!
 //! The [`TableEntity`] trait's page is the full reference, with each
 //! attribute's limits.
@@ -100,8 +109,10 @@
 //! several kinds as typed variants ([`Table::read_partition`]); types without
 //! a `kind` (a RowKey template, a plain layout: a table laid out before
 //! tablekit) join it too, each row told apart by its key layout (list a
-//! layout that decodes more keys after the ones it would take), and a row no
-//! variant claims follows the [`UnknownKind`] policy. Or it reads one
+//! layout that decodes more keys after the ones it would take) or by its
+//! `discriminator` property; two such variants that nothing tells apart are
+//! a compile error on the enum. A row no variant claims follows the
+//! [`UnknownKind`] policy. Or it reads one
 //! collection: a row and every row nested under it, with one range query
 //! ([`Table::read_collection`]). Kinds in a collection share their RowKey
 //! range and are told apart by their `_Kind` property, which their typed

@@ -20,11 +20,12 @@ pub use crate::key::{
     write_escaped,
 };
 pub use crate::schema::{
-    Column, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead, KIND_PROPERTY,
-    KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys, Series,
-    SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, claims, element_name, from_entity,
-    from_entity_owned, is_kind, present_name, property_error, read_json, read_property,
-    stored_version, take_property, take_property_at, write_json, write_property, write_value,
+    Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
+    KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,
+    Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, claims, element_name,
+    from_entity, from_entity_owned, is_kind, present_name, property_error, read_json,
+    read_property, stored_version, take_property, take_property_at, write_json, write_property,
+    write_value,
 };
 pub use crate::shard::ShardRule;
 pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
@@ -53,6 +54,23 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
 pub const fn same_kind(a: Option<&str>, b: Option<&str>) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => str_eq(a, b),
+        _ => false,
+    }
+}
+
+/// Whether the rows of two kind-less entity types can be told apart (at
+/// compile time: the check on an `EntityKinds` enum's variants): by their
+/// RowKey layouts, or by discriminators of one property with two values.
+/// Types with a kind are told apart by it.
+pub const fn distinguishable(a: &EntityDescriptor, b: &EntityDescriptor) -> bool {
+    if a.kind.is_some() || b.kind.is_some() {
+        return true;
+    }
+    if !a.row_key_layout.same_as(&b.row_key_layout) {
+        return true;
+    }
+    match (a.discriminator, b.discriminator) {
+        (Some(x), Some(y)) => str_eq(x.property, y.property) && !str_eq(x.value, y.value),
         _ => false,
     }
 }

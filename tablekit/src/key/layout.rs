@@ -107,6 +107,26 @@ impl RowKeyLayout {
         layout
     }
 
+    /// Whether two layouts lay keys out alike (at compile time: the check
+    /// that the variants of an `EntityKinds` enum can be told apart).
+    pub const fn same_as(&self, other: &RowKeyLayout) -> bool {
+        if self.depth != other.depth
+            || self.heads_collection != other.heads_collection
+            || self.open != other.open
+            || self.template != other.template
+        {
+            return false;
+        }
+        let mut i = 0;
+        while i < self.depth {
+            if self.before[i] != other.before[i] || !same_text(self.tags[i], other.tags[i]) {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
     /// Whether this is a key template.
     pub const fn is_template(&self) -> bool {
         self.template
@@ -318,4 +338,20 @@ impl RowKeyLayout {
         key.write_laid_out(self, &mut out);
         out
     }
+}
+
+/// Whether two texts are equal, at compile time.
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }

@@ -76,6 +76,24 @@ pub struct EntityDescriptor {
     /// For a projection (`#[tablekit(projection_of = Entity)]`), the
     /// entity's descriptor.
     pub base: Option<&'static EntityDescriptor>,
+    /// The property and value that tell this type's rows from other
+    /// types' in a table they share when the RowKey does not
+    /// (`#[tablekit(discriminator(property = "…", value = "…"))]`).
+    pub discriminator: Option<Discriminator>,
+}
+
+/// A property and its value that mark the rows of one type, as tables
+/// written by other clients often tell kinds apart (`EntityType =
+/// "Payment"`). A write of the type stores it; a read refuses a row that
+/// holds another value; a query of the type keeps to the rows that hold
+/// it; an [`EntityKinds`](super::EntityKinds) enum reads a row as the
+/// variant whose value it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Discriminator {
+    /// The property's name.
+    pub property: &'static str,
+    /// The value the type's rows hold (a string).
+    pub value: &'static str,
 }
 
 impl EntityDescriptor {
@@ -99,6 +117,7 @@ impl EntityDescriptor {
             partitions: None,
             parts: &[],
             base: None,
+            discriminator: None,
         }
     }
 

@@ -12,8 +12,8 @@ mod values;
 use std::marker::PhantomData;
 
 pub use descriptor::{
-    CompanionRows, DescriptorPart, EntityDescriptor, ExternalValues, Part, PartitionRule, RowRule,
-    Sharing, WriteNeeds,
+    CompanionRows, DescriptorPart, Discriminator, EntityDescriptor, ExternalValues, Part,
+    PartitionRule, RowRule, Sharing, WriteNeeds,
 };
 pub use series::{Element, Series, SeriesColumn, element_name};
 pub use values::{ColumnType, FilterValue, PropertyValue};
@@ -261,11 +261,21 @@ fn layout_rows(layout: &RowKeyLayout) -> Option<(String, Option<String>)> {
 /// of the kind and the rows with no `_Kind` at all, which a typed read then
 /// reads (or refuses) the way [`from_entity`] does, never dropping them
 /// unseen. `None` for other types.
+///
+/// For a type with a [`Discriminator`], the filter also keeps to the rows
+/// that hold its value.
 pub fn kind_property_filter<T: TableEntity>() -> Option<Filter> {
     let kind = T::DESCRIPTOR
         .kind
-        .filter(|_| T::DESCRIPTOR.row_key_layout.in_collection())?;
-    Some(!crate::filter::prop(KIND_PROPERTY).ne(kind))
+        .filter(|_| T::DESCRIPTOR.row_key_layout.in_collection())
+        .map(|kind| !crate::filter::prop(KIND_PROPERTY).ne(kind));
+    let discriminator = T::DESCRIPTOR
+        .discriminator
+        .map(|d| crate::filter::prop(d.property).eq(d.value));
+    match (kind, discriminator) {
+        (Some(kind), Some(d)) => Some(kind & d),
+        (kind, d) => kind.or(d),
+    }
 }
 
 pub(crate) fn check_key_length(
@@ -494,6 +504,11 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 /// without (a RowKey template or a plain layout, as in a table laid out
 /// before tablekit), by its RowKey: it must decode as `T`'s keys.
 pub fn claims<T: TableEntity>(entity: &Entity) -> bool {
+    if let Some(d) = T::DESCRIPTOR.discriminator
+        && !matches!(entity.properties.get(d.property), Some(Value::String(v)) if v == d.value)
+    {
+        return false;
+    }
     if T::DESCRIPTOR.kind.is_some() {
         return is_kind::<T>(entity);
     }
@@ -702,6 +717,9 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             }
         }
     }
+    if let Some(d) = T::DESCRIPTOR.discriminator {
+        check_discriminator(&d, row_key, props)?;
+    }
     fn key_error(kind: KeyKind, key: &str, fields: &'static str, e: KeyDecodeError) -> SchemaError {
         SchemaError::KeyDecode {
             kind,
@@ -741,6 +759,28 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             .in_row(|| row_context::<T, S>(partition_key, row_key, props))
             .into()),
         read => read,
+    }
+}
+
+/// Checks a row's discriminator property against the type's, taking it
+/// out of `props` (the type writes it itself). A row without it is read (a
+/// projection may leave it out); one with another value is another type's.
+fn check_discriminator<S: PropertySource + ?Sized>(
+    d: &Discriminator,
+    row_key: &str,
+    props: &mut S,
+) -> Result<(), Error> {
+    match props.get(d.property) {
+        None => Ok(()),
+        Some(Value::String(stored)) if stored == d.value => {
+            props.take(d.property);
+            Ok(())
+        }
+        Some(_) => Err(SchemaError::WrongKind {
+            expected: d.value,
+            row_key: row_key.to_owned(),
+        }
+        .into()),
     }
 }
 
