@@ -53,29 +53,8 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
         }
     });
-    // Two variants of one kind would read every row of that kind into the
-    // first of them; types of different tables never share a partition.
+    let pairs = pair_checks(&variants, &tk);
     let tk_ref = &tk;
-    let pairs = variants.iter().enumerate().flat_map(|(i, (_, a))| {
-        variants[i + 1..].iter().map(move |(_, b)| {
-            let tk = tk_ref;
-            let span = b.span();
-            quote_spanned! {span=>
-                const _: () = ::core::assert!(
-                    !#tk::same_kind(<#a as #tk::TableEntity>::DESCRIPTOR.kind, <#b as #tk::TableEntity>::DESCRIPTOR.kind),
-                    "two variants of this EntityKinds enum hold entity types of the same `kind`: rows of that kind would be read into the first one"
-                );
-                const _: () = ::core::assert!(
-                    #tk::str_eq(<#a as #tk::TableEntity>::DESCRIPTOR.table, <#b as #tk::TableEntity>::DESCRIPTOR.table),
-                    "the entity types of an EntityKinds enum must live in the same `table`"
-                );
-                const _: () = ::core::assert!(
-                    #tk::distinguishable(&<#a as #tk::TableEntity>::DESCRIPTOR, &<#b as #tk::TableEntity>::DESCRIPTOR),
-                    "two variants of this EntityKinds enum have no `kind` and the same RowKey layout: a row would be read as the first of them. Give both `#[tablekit(discriminator(property = \"…\", value = \"…\"))]` with one property and two values, or a `kind` each"
-                );
-            }
-        })
-    });
     let kinds = variants.iter().map(|(_, ty)| {
         quote! {
             match <#ty as #tk::TableEntity>::DESCRIPTOR.kind {
@@ -136,4 +115,34 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         };
     }
+}
+
+/// The compile-time checks of each pair of variants: two variants of one
+/// kind would read every row of that kind into the first of them; types of
+/// different tables never share a partition; kind-less types must be told
+/// apart by their layouts or discriminators.
+fn pair_checks(variants: &[(&syn::Ident, &syn::Type)], tk: &TokenStream) -> Vec<TokenStream> {
+    variants
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, a))| {
+            variants[i + 1..].iter().map(move |(_, b)| {
+                let span = b.span();
+                quote_spanned! {span=>
+                    const _: () = ::core::assert!(
+                        !#tk::same_kind(<#a as #tk::TableEntity>::DESCRIPTOR.kind, <#b as #tk::TableEntity>::DESCRIPTOR.kind),
+                        "two variants of this EntityKinds enum hold entity types of the same `kind`: rows of that kind would be read into the first one"
+                    );
+                    const _: () = ::core::assert!(
+                        #tk::str_eq(<#a as #tk::TableEntity>::DESCRIPTOR.table, <#b as #tk::TableEntity>::DESCRIPTOR.table),
+                        "the entity types of an EntityKinds enum must live in the same `table`"
+                    );
+                    const _: () = ::core::assert!(
+                        #tk::distinguishable(&<#a as #tk::TableEntity>::DESCRIPTOR, &<#b as #tk::TableEntity>::DESCRIPTOR),
+                        "two variants of this EntityKinds enum have no `kind` and the same RowKey layout: a row would be read as the first of them. Give both `#[tablekit(discriminator(property = \"…\", value = \"…\"))]` with one property and two values, or a `kind` each"
+                    );
+                }
+            })
+        })
+        .collect()
 }

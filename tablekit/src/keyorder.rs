@@ -7,6 +7,23 @@
 
 use std::cmp::Ordering;
 
+/// Whether two texts are equal, at compile time (for the derive's checks
+/// and constant layouts).
+pub(crate) const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Length of `s` in UTF-16 code units, the unit of the store's length limits.
 #[inline]
 pub fn utf16_len(s: &str) -> usize {

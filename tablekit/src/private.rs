@@ -36,18 +36,7 @@ pub use serde_json;
 
 /// `a == b`, in a constant (for the derives' compile-time checks).
 pub const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    crate::keyorder::same_text(a, b)
 }
 
 /// Whether two kinds are the same one (both `Some` and equal).

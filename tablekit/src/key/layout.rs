@@ -119,7 +119,9 @@ impl RowKeyLayout {
         }
         let mut i = 0;
         while i < self.depth {
-            if self.before[i] != other.before[i] || !same_text(self.tags[i], other.tags[i]) {
+            if self.before[i] != other.before[i]
+                || !crate::keyorder::same_text(self.tags[i], other.tags[i])
+            {
                 return false;
             }
             i += 1;
@@ -338,20 +340,4 @@ impl RowKeyLayout {
         key.write_laid_out(self, &mut out);
         out
     }
-}
-
-/// Whether two texts are equal, at compile time.
-const fn same_text(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }

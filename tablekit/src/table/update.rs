@@ -611,17 +611,11 @@ impl<T: TableEntity> Table<T> {
                     loaded.version = super::written_version::<T>();
                     return Ok(loaded);
                 }
-                // A 412 may answer a resend of this very write, which the
-                // store applied before a proxy's 503 (a transport sends a
-                // write again after a 503): the next read settles it by
-                // its tag, as it does a transient failure.
-                Err(e @ Error::PreconditionFailed { .. }) => {
-                    if self.record_writes {
-                        unsettled = Some(recorded);
-                    }
-                    last = Some(e);
-                }
-                Err(e) if e.is_transient() => {
+                // A transient failure may come after the store applied the
+                // write, and a 412 may answer a resend of this very write
+                // (a transport sends a write again after a proxy's 503):
+                // the next read settles either by the write's tag.
+                Err(e) if e.is_transient() || matches!(e, Error::PreconditionFailed { .. }) => {
                     if self.record_writes {
                         unsettled = Some(recorded);
                     }
