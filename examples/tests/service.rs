@@ -1545,3 +1545,35 @@ async fn a_full_disk_is_a_503_and_heals() {
     .await;
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.json());
 }
+
+/// The most lines an order takes are placed in one transaction with the
+/// order and its customer's guard; one more is refused up front, saying
+/// the limit (it used to fail in the store with "a value cannot be stored").
+#[tokio::test]
+async fn the_longest_order_is_placed_and_a_longer_one_refused_clearly() {
+    let (router, _) = service().await;
+    post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    let order = |number: u32, lines: usize| {
+        let lines: Vec<Value> = (0..lines)
+            .map(|i| json!({ "sku": format!("s{i}"), "quantity": 1, "price_cents": 5 }))
+            .collect();
+        json!({ "number": number, "lines": lines })
+    };
+    let placed = post(&router, "/tenants/acme/customers/c1/orders", order(1, 98)).await;
+    assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json());
+    assert_eq!(placed.json()["lines"].as_array().map(Vec::len), Some(98));
+    let refused = post(&router, "/tenants/acme/customers/c1/orders", order(2, 99)).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    let message = refused.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("1 to 98 lines"), "{message}");
+    let none = get(&router, "/tenants/acme/customers/c1/orders/2").await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND);
+}

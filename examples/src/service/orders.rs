@@ -28,6 +28,11 @@ pub(super) struct LineBody {
     price_cents: i64,
 }
 
+/// The most lines an order has: the order, its lines and the touch of its
+/// customer's row are written in one transaction, of at most 100
+/// operations.
+pub(super) const MAX_LINES: usize = 98;
+
 pub(super) fn order_json(order: &Order, lines: &[Line]) -> JsonValue {
     json!({
         "number": order.number,
@@ -45,8 +50,8 @@ pub(super) async fn post_order(
     Body(body): Body<OrderBody>,
 ) -> ApiResult<Response> {
     check(
-        (1..=99).contains(&body.lines.len()),
-        "an order has 1 to 99 lines",
+        (1..=MAX_LINES).contains(&body.lines.len()),
+        "an order has 1 to 98 lines (the order, its lines and the guard on its customer go in one transaction of at most 100 operations)",
     )?;
     for line in &body.lines {
         check(
