@@ -418,7 +418,18 @@ impl Container {
                     let tokens = ty.to_token_stream();
                     projection_of.set(cx, path, (ty, tokens));
                 } else if is_entity && path.is_ident(UPGRADE_FROM) {
-                    let ty: syn::Type = meta.value()?.parse()?;
+                    let value = meta.value()?;
+                    if value.peek(LitStr) {
+                        let lit: LitStr = value.parse()?;
+                        return Err(syn::Error::new_spanned(
+                            &lit,
+                            format!(
+                                "`upgrade_from` names the older type itself, not a string: write `upgrade_from = {}`",
+                                lit.value()
+                            ),
+                        ));
+                    }
+                    let ty: syn::Type = value.parse()?;
                     let tokens = ty.to_token_stream();
                     upgrade_from.set(cx, path, (ty, tokens));
                 } else if is_entity && path.is_ident(PREVIOUS_KINDS) {

@@ -32,6 +32,18 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_shards(cx, cont);
         check_parent(cx, cont);
         check_discriminator(cx, cont);
+        check_upgrade(cx, cont);
+    }
+}
+
+/// `upgrade_with` converts the rows `upgrade_from` reads: alone it would do
+/// nothing.
+fn check_upgrade(cx: &Ctxt, cont: &Container<'_>) {
+    if let (Some(function), None) = (&cont.attrs.upgrade_with, &cont.attrs.upgrade_from) {
+        cx.error_spanned_by(
+            function,
+            "`upgrade_with` converts the rows of the type `upgrade_from` names: add `upgrade_from = OlderType`",
+        );
     }
 }
 

@@ -758,6 +758,7 @@ fn expand_entity(
             const { ::core::assert!(#tk::str_eq(<#old as #tk::TableEntity>::DESCRIPTOR.table, <Self as #tk::TableEntity>::DESCRIPTOR.table), "`upgrade_from` names a type of another table: an upgrade reads rows of this table") };
             const { ::core::assert!(match (<#old as #tk::TableEntity>::DESCRIPTOR.kind, <Self as #tk::TableEntity>::DESCRIPTOR.kind) { (#tk::Some(__a), #tk::Some(__b)) => #tk::str_eq(__a, __b) || #tk::kind_listed(__a, <Self as #tk::TableEntity>::DESCRIPTOR.previous_kinds), _ => false }, "`upgrade_from` names a type of another kind: an upgrade reads rows of the same kind (or of one of its `previous_kinds`)") };
             const { ::core::assert!(<#old as #tk::TableEntity>::DESCRIPTOR.version < <Self as #tk::TableEntity>::DESCRIPTOR.version, "`upgrade_from` names a type whose version is not lower: versions increase along an upgrade") };
+            const { ::core::assert!(<#old as #tk::TableEntity>::DESCRIPTOR.version >= <Self as #tk::TableEntity>::DESCRIPTOR.min_version, "`min_version` is above the version of the type `upgrade_from` names: its rows would be refused, and the upgrade never run (lower `min_version`, or leave it out to read every version the older type reads)") };
         }
     });
     let projection_checks = projection.map(|entity| {
