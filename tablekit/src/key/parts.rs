@@ -19,6 +19,15 @@ fn write_digits(out: &mut String, value: u64, width: usize) {
 fn read_digits(text: &str, width: usize) -> Result<u64, String> {
     let bytes = text.as_bytes();
     if bytes.len() != width {
+        // Digits of another width: a key another client wrote, padded to
+        // its own width.
+        if !bytes.is_empty() && bytes.len() <= 20 && bytes.iter().all(u8::is_ascii_digit) {
+            return Err(format!(
+                "expected {width} digits, found {text:?}: for numbers stored with {} digits, declare the field `key::Padded<{}>`",
+                bytes.len(),
+                bytes.len()
+            ));
+        }
         return Err(format!("expected {width} digits, found {text:?}"));
     }
     // One pass that checks and accumulates: every key read decodes its

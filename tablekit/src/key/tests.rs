@@ -248,6 +248,9 @@ fn decoding_rejects_what_encoding_never_writes() {
         assert!(<i32 as KeyTuple>::decode(bad).is_err(), "{bad}");
     }
     assert!(<u32 as KeyTuple>::decode("123").is_err());
+    // Digits of another width: the error says how to read them.
+    let padded = <u32 as KeyTuple>::decode("00000123").unwrap_err();
+    assert!(padded.to_string().contains("key::Padded<8>"), "{padded}");
     // Twenty digits above u64::MAX, and digits above a narrower type's range.
     assert!(<u64 as KeyTuple>::decode("99999999999999999999").is_err());
     assert_eq!(

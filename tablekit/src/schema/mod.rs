@@ -54,11 +54,13 @@ pub(crate) use companions::{
 /// | `row_key = "empid_{id}"` | a RowKey template: the `row_key` fields in key order, with the texts around and between them written as they are; every field but the last is fixed-width |
 /// | `collection` | other kinds may nest under this kind's rows (their RowKeys go on after its own), read together with [`Table::read_collection`](crate::Table::read_collection) |
 /// | `parent = Type` | this kind nests under `Type` (which has `collection`): its RowKey fields start with `Type`'s and its tag follows them; `parent = Self` is refused, and kinds that name each other in a ring are a cycle the compiler reports (E0391, "cycle detected … `DESCRIPTOR`", at their derives), since each one's key layout is built from its parent's |
-/// | `index(name = "NAME", tag = "TAG", copy(field, …), list)` | options of the index `NAME`: the text its RowKeys start with (default: kind, `.`, name), the fields its rows copy (default: all; none for a `wide` entity), and `list` for one row per value listing the entities that hold it; see [`index`](crate::index) |
+/// | `index(name = "NAME", tag = "TAG", copy(field, …), list, partition = "P", table = "T")` | options of the index `NAME`: the text its RowKeys start with (default: kind, `.`, name), the fields its rows copy (default: all; none for a `wide` entity), `list` for one row per value listing the entities that hold it, and where its rows live when not beside the entity: in the partition `P_{the entity's}` of the same table, or in the table `T` (kept in step through the outbox); see [`index`](crate::index) |
+/// | `previous_kinds = ["PRD"]` | names the kind had before: their rows are read as this type on every typed path, and moved to the kind's own RowKey when written or migrated ([`Loaded::previous_kind`](crate::Loaded::previous_kind) says a row still lies there) |
+/// | `discriminator(property = "EntityType", value = "Payment")` | the property and value that tell this type's rows from other types' in a table they share when the RowKey does not: a write stores it (no field may be stored under that name), a read refuses a row with another value, a query keeps to the rows that hold it, and an [`EntityKinds`] enum reads each row as the variant whose value it holds |
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
 /// | `buckets = "day"` | one table per `"hour"`, `"day"` or `"month"` (UTC), named by the table and the period (`Logins20261123`), written and read through [`Buckets`](crate::bucket::Buckets); the period comes from the `bucket` field, or from the time of the write |
 /// | `shards = N` | one logical partition spread over N (2–100) stored ones, `PK\|00` … `PK\|NN`, by the RowKey: for kinds whose inserts would all hit one partition; reads of the partition merge the shards (see [`shard`](crate::shard)) |
-/// | `upgrade_from = Old` | rows of `Old`'s versions (the same table, kind and keys, a lower version) are read as `Old` and converted with `From<Old>` (or `upgrade_with = path`, a function from `Old`); chains (V1 → V2 → V3) follow; `min_version` defaults to `Old`'s |
+/// | `upgrade_from = Old` | rows of `Old`'s versions (the same table, kind and keys, a lower version) are read as `Old` and converted with `From<Old>` (or `upgrade_with = path`, a function from `Old`, which needs `upgrade_from`); chains (V1 → V2 → V3) follow; `min_version` defaults to `Old`'s and may not be above `Old`'s version |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
 /// | `rename_all = "PascalCase"` | property names from field names: `PascalCase`, `camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE` |
 /// | `crate = ::path` | where `tablekit` is, for crates that re-export it |
@@ -89,6 +91,11 @@ pub(crate) use companions::{
 /// [`Padded`](crate::key::Padded), [`Verbatim`](crate::key::Verbatim),
 /// [`Ordered`](crate::key::Ordered)); property field types: any
 /// [`PropertyValue`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an entity type",
+    label = "needs `#[derive(TableEntity)]`",
+    note = "for an enum of kinds (`#[derive(EntityKinds)]`), take a table of one of its kinds and turn it into the enum's: `Table::<OneKind>::new(backend).of::<{Self}>()`, or `Table::<{Self}>::from_arc(backend, \"TableName\")`"
+)]
 pub trait TableEntity: Sized + Send + Sync + 'static {
     /// The typed PartitionKey: one key part or a tuple (the levels of a
     /// hierarchical key).
