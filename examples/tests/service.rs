@@ -336,9 +336,47 @@ async fn every_write_route_honours_if_match() {
     assert_eq!(status, StatusCode::OK);
     let (status, _) = put(uri, Body::from("two"), "text/plain", first.clone()).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = put(uri, Body::from("stale"), "text/plain", first).await;
+    let (status, _) = put(uri, Body::from("stale"), "text/plain", first.clone()).await;
     assert_eq!(status, StatusCode::PRECONDITION_FAILED);
     assert_eq!(get(&router, uri).await.bytes, b"two");
+
+    // `If-Match: *` needs a current version: it never creates (it used
+    // to create missing users and attachments).
+    let any = Some("*".to_owned());
+    let (status, _) = put(
+        "/tenants/acme/users/nobody",
+        user("N"),
+        "application/json",
+        any.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        get(&router, "/tenants/acme/users/nobody").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let missing = "/tenants/acme/customers/c1/attachments/none.txt";
+    let (status, _) = put(missing, Body::from("x"), "text/plain", any.clone()).await;
+    assert_eq!(status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(get(&router, missing).await.status, StatusCode::NOT_FOUND);
+    let (status, _) = put(uri, Body::from("three"), "text/plain", any).await;
+    assert_eq!(status, StatusCode::OK, "`*` holds for any current version");
+    // A list that holds the current ETag holds (it used to be a 412).
+    let current = get(&router, uri).await.etag();
+    let list = Some(format!("{}, {current}", first.unwrap()));
+    let (status, _) = put(uri, Body::from("four"), "text/plain", list).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(get(&router, uri).await.bytes, b"four");
+    let customer_etag = get(&router, "/tenants/acme/customers/c1").await.etag();
+    let listed = call(
+        &router,
+        Method::PUT,
+        "/tenants/acme/customers/c1",
+        Some(customer("c1", "ann@example.com")),
+        &[("if-match", &format!("\"other\", {customer_etag}"))],
+    )
+    .await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.json());
 }
 
 /// A store that stalls past the service's deadline gives 504 (the write

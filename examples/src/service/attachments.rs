@@ -61,14 +61,22 @@ pub(super) async fn put_attachment(
         content: content.to_vec(),
         incarnation: owner.incarnation.clone(),
     };
-    // With If-Match, only over that version; without, created or replaced.
-    let etag = match if_match(&headers)? {
-        Some(etag) => {
-            app.attachments
-                .replace(&mut Loaded::new(attachment.clone(), etag, None))
-                .await?
-        }
-        None => app.attachments.upsert(&attachment).await?,
+    // With If-Match, only over a version it names (and never created);
+    // without, created or replaced.
+    let condition = if_match(&headers)?;
+    let etag = if condition.is_absent() {
+        app.attachments.upsert(&attachment).await?
+    } else {
+        let keys = (attachment.customer.as_str(), attachment.name.as_str());
+        let current = app
+            .attachments
+            .get(attachment.tenant.as_str(), keys)
+            .await?;
+        let guard = condition.guard(current.as_ref().map(Loaded::etag))?;
+        let etag = guard.ok_or(ApiError::NotFound)?;
+        app.attachments
+            .replace(&mut Loaded::new(attachment.clone(), etag, None))
+            .await?
     };
     Ok(with_etag(
         &etag,

@@ -120,10 +120,9 @@ pub(super) async fn put_customer(
         city: body.city,
         incarnation: current.incarnation.clone(),
     };
-    let etag = match if_match(&headers)? {
-        Some(etag) => etag,
-        None => Loaded::etag(&current).clone(),
-    };
+    let etag = if_match(&headers)?
+        .guard(Some(Loaded::etag(&current)))?
+        .unwrap_or_else(|| Loaded::etag(&current).clone());
     let mut loaded = Loaded::new(customer, etag, None);
     let etag = app.customers.replace(&mut loaded).await?;
     Ok(with_etag(&etag, customer_json(&loaded), StatusCode::OK))
@@ -148,16 +147,7 @@ pub(super) async fn delete_customer(
             .get(tenant.as_str(), id.as_str())
             .await?
             .ok_or(ApiError::NotFound)?;
-        if given
-            .as_ref()
-            .is_some_and(|etag| etag != Loaded::etag(&current))
-        {
-            return Err(ApiError::Status(
-                StatusCode::PRECONDITION_FAILED,
-                "etag_mismatch",
-                "it changed since the version named by If-Match".into(),
-            ));
-        }
+        given.guard(Some(Loaded::etag(&current)))?;
         let attachments: Vec<Loaded<Attachment>> = app
             .attachments
             .query()
@@ -214,9 +204,10 @@ pub(super) async fn delete_customer(
         transaction.delete(&current)?;
         match transaction.submit().await {
             Ok(_) => return Ok(StatusCode::NO_CONTENT),
-            // An order placed meanwhile changed the customer: again.
+            // An order placed meanwhile changed the customer: again (an
+            // If-Match that named the version read then refuses it).
             Err(Error::BatchFailed { source, .. })
-                if given.is_none() && matches!(*source, Error::PreconditionFailed { .. }) => {}
+                if matches!(*source, Error::PreconditionFailed { .. }) => {}
             Err(e) => return Err(e.into()),
         }
     }

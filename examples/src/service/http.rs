@@ -159,17 +159,69 @@ pub(super) fn segment(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
-/// The `If-Match` of a request: `None` without one, or for `*`.
-pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<Option<ETag>> {
-    match headers.get(header::IF_MATCH) {
-        None => Ok(None),
-        Some(value) => {
-            let text = value
-                .to_str()
-                .map_err(|_| ApiError::BadRequest("If-Match is not text".into()))?;
-            Ok((text.trim() != "*").then(|| ETag::new(text.trim())))
+/// The `If-Match` of a request.
+pub(super) enum IfMatch {
+    /// No `If-Match`: the write is not conditional.
+    Absent,
+    /// `If-Match: *`: the resource must exist.
+    Any,
+    /// `If-Match: "a", "b"`: its current ETag must be one of these.
+    Tags(Vec<ETag>),
+}
+
+impl IfMatch {
+    /// The ETag a write over the version `current` is guarded by (`None`
+    /// when the resource does not exist): `current`'s when the condition
+    /// holds, else a 412. No `If-Match` holds for any version, and for none.
+    pub(super) fn guard(&self, current: Option<&ETag>) -> ApiResult<Option<ETag>> {
+        let holds = match (self, current) {
+            (IfMatch::Absent, _) => true,
+            (IfMatch::Any, current) => current.is_some(),
+            (IfMatch::Tags(tags), Some(current)) => tags.contains(current),
+            (IfMatch::Tags(_), None) => false,
+        };
+        if !holds {
+            return Err(ApiError::Status(
+                StatusCode::PRECONDITION_FAILED,
+                "etag_mismatch",
+                match current {
+                    Some(_) => "it changed since the version named by If-Match".into(),
+                    None => "If-Match names a version, and there is none".into(),
+                },
+            ));
         }
+        Ok(current.cloned())
     }
+
+    /// Whether the request has no `If-Match`.
+    pub(super) fn is_absent(&self) -> bool {
+        matches!(self, IfMatch::Absent)
+    }
+}
+
+/// The `If-Match` of a request: `*`, or a list of entity tags.
+pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<IfMatch> {
+    let Some(value) = headers.get(header::IF_MATCH) else {
+        return Ok(IfMatch::Absent);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| ApiError::BadRequest("If-Match is not text".into()))?
+        .trim();
+    if text == "*" {
+        return Ok(IfMatch::Any);
+    }
+    // The service's entity tags hold no comma: a list splits on them.
+    let tags: Vec<ETag> = text
+        .split(',')
+        .map(str::trim)
+        .filter(|tag| !tag.is_empty())
+        .map(ETag::new)
+        .collect();
+    if tags.is_empty() {
+        return Err(ApiError::BadRequest("If-Match names no entity tag".into()));
+    }
+    Ok(IfMatch::Tags(tags))
 }
 
 /// The page of `query` that the request's cursor and limit name, each item

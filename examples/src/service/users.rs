@@ -36,14 +36,21 @@ pub(super) async fn put_user(
         user,
         name: body.name,
     };
-    // With If-Match, only over that version; without, created or replaced.
-    let etag = match if_match(&headers)? {
-        Some(etag) => {
-            app.users
-                .replace(&mut Loaded::new(user.clone(), etag, None))
-                .await?
-        }
-        None => app.users.upsert(&user).await?,
+    // With If-Match, only over a version it names (and never created);
+    // without, created or replaced.
+    let condition = if_match(&headers)?;
+    let etag = if condition.is_absent() {
+        app.users.upsert(&user).await?
+    } else {
+        let current = app
+            .users
+            .get((user.tenant.as_str(), user.user.as_str()), ())
+            .await?;
+        let guard = condition.guard(current.as_ref().map(Loaded::etag))?;
+        let etag = guard.ok_or(ApiError::NotFound)?;
+        app.users
+            .replace(&mut Loaded::new(user.clone(), etag, None))
+            .await?
     };
     Ok(with_etag(&etag, user_json(&user), StatusCode::OK))
 }
