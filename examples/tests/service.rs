@@ -1615,3 +1615,24 @@ async fn the_longest_order_is_placed_and_a_longer_one_refused_clearly() {
     let none = get(&router, "/tenants/acme/customers/c1/orders/2").await;
     assert_eq!(none.status, StatusCode::NOT_FOUND);
 }
+
+/// A bad cursor and a limit out of range say what is wrong with them (they
+/// used to answer "a value cannot be stored").
+#[tokio::test]
+async fn list_parameters_say_what_is_wrong() {
+    let (router, _) = service().await;
+    let bad_cursor = get(&router, "/tenants/acme/customers?cursor=nonsense").await;
+    assert_eq!(bad_cursor.status, StatusCode::BAD_REQUEST);
+    let message = bad_cursor.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("cursor"), "{message}");
+    let zero = get(&router, "/tenants/acme/customers?limit=0").await;
+    assert_eq!(zero.status, StatusCode::BAD_REQUEST);
+    let message = zero.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(message.contains("limit is 1 to"), "{message}");
+}

@@ -175,6 +175,11 @@ pub(super) fn invalid_message(invalid: &tablekit::InvalidInput) -> String {
             format!("`{property}` is too long: at most {max} bytes")
         }
         I::EntityTooLarge { .. } => "the record is too large to store".into(),
+        I::Cursor { .. } | I::ContinuationToken { .. } => {
+            "the cursor is not one this list gave out".into()
+        }
+        I::TopOutOfRange { max, .. } => format!("limit is 1 to {max}"),
+        I::DateTime { value, reason } => format!("the date {value:?} cannot be stored: {reason}"),
         _ => "a value cannot be stored".into(),
     }
 }
