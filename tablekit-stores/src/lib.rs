@@ -40,6 +40,38 @@
 //! # }
 //! ```
 //!
+//! Typed tables take the stores' shared backend with [`Table::from_arc`]
+//! (and a blob store for offloaded fields with `with_blob_store`):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tablekit::{Table, TableEntity};
+//! use tablekit_stores::Stores;
+//!
+//! #[derive(TableEntity, Debug, Clone, PartialEq)]
+//! #[tablekit(table = "Orders", kind = "ORD")]
+//! struct Order {
+//!     #[tablekit(partition_key)]
+//!     customer: String,
+//!     #[tablekit(row_key)]
+//!     number: u32,
+//!     total_cents: i64,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> tablekit::Result<()> {
+//! let stores = Stores::open("UseMemoryStorage=true")?;
+//! let orders: Table<Order> = Table::from_arc(Arc::clone(&stores.tables), "Orders");
+//! orders.create_if_missing().await?;
+//! orders.insert(&Order { customer: "c1".into(), number: 7, total_cents: 1250 }).await?;
+//! let read = orders.get("c1", 7).await?.expect("stored");
+//! assert_eq!(read.total_cents, 1250);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Table::from_arc`]: tablekit::Table::from_arc
+//!
 //! Each backend is a cargo feature (`mem`, `local`, `azure`, all on by
 //! default); a connection string naming one that was left out is refused
 //! with [`Error::Configuration`] saying which.
