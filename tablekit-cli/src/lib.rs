@@ -300,6 +300,26 @@ fn spinner(message: &str) -> ProgressBar {
 
 /// Ends a step with its summary: on the bar where there is a terminal, on
 /// standard output where there is none (so a script's log keeps it).
+/// `n` things over the time since `bar` started: `" (1234 rows/s)"`.
+fn rate(n: u64, what: &str, bar: &ProgressBar) -> String {
+    let seconds = bar.elapsed().as_secs_f64().max(0.001);
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let per_second = (n as f64 / seconds).round() as u64;
+    format!(" ({per_second} {what}/s)")
+}
+
+/// `done` of `total` as a share: `" (42%)"`.
+fn share(done: u64, total: u64) -> String {
+    if total == 0 {
+        return String::new();
+    }
+    format!(" ({}%)", done.saturating_mul(100) / total)
+}
+
 fn finish(bar: &ProgressBar, summary: String) {
     if bar.is_hidden() {
         bar.finish();
@@ -371,10 +391,17 @@ async fn copy(m: &ArgMatches) -> Result<(), CliError> {
         to.location()
     ));
     let progress_bar = bar.clone();
+    let table_count = tables.len();
     copier = copier.on_progress(move |p| {
         progress_bar.set_message(format!(
-            "{} read, {} written, {} already there, {} skipped; {} of the tables done (last: {})",
-            p.read, p.written, p.already_there, p.skipped, p.tables_done, p.table
+            "{} read{}, {} written, {} already there, {} skipped; {} of {table_count} tables done (last: {})",
+            p.read,
+            rate(p.read, "rows", &progress_bar),
+            p.written,
+            p.already_there,
+            p.skipped,
+            p.tables_done,
+            p.table
         ));
     });
     if let Some(path) = checkpoint_file.clone() {
@@ -420,9 +447,11 @@ async fn finish_copy(
     finish(
         bar,
         format!(
-            "copied {} table(s): {} rows read, {} written, {} already there, {} skipped; {blobs} blob(s), {messages} message(s)",
+            "copied {} table(s) in {} s: {} rows read{}, {} written, {} already there, {} skipped; {blobs} blob(s), {messages} message(s)",
             report.tables.len(),
+            bar.elapsed().as_secs(),
             report.read,
+            rate(report.read, "rows", bar),
             report.written,
             report.already_there,
             report.skipped
@@ -469,7 +498,11 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
             .map_err(|e| failed(format!("{}: {e}", path.display())))?;
         finish(
             &bar,
-            format!("exported {table}: {rows} rows to {}", path.display()),
+            format!(
+                "exported {table}: {rows} rows{} to {}",
+                rate(rows, "rows", &bar),
+                path.display()
+            ),
         );
     }
     Ok(())
@@ -524,6 +557,7 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
         let file =
             std::fs::File::open(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
         let skip = done.get(&table).copied().unwrap_or(0);
+        let total = count_lines(&path)?;
         let bar = spinner(&format!("importing {}", path.display()));
         let shown = bar.clone();
         let name = table.clone();
@@ -537,8 +571,12 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
             skip,
             &move |lines, counts| {
                 shown.set_message(format!(
-                    "importing {name}: line {lines}, {} written, {} already there, {} skipped",
-                    counts.written, counts.already_there, counts.skipped
+                    "importing {name}: line {lines} of {total}{}{}, {} written, {} already there, {} skipped",
+                    share(lines, total),
+                    rate(lines.saturating_sub(skip), "lines", &shown),
+                    counts.written,
+                    counts.already_there,
+                    counts.skipped
                 ));
                 if let Some(path) = &progress_file {
                     let mut at = base.clone();
@@ -550,7 +588,7 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
             },
         )
         .await?;
-        let lines = count_lines(&path)?;
+        let lines = total;
         done.insert(table.clone(), lines);
         if let Some(path) = &checkpoint_file {
             write_checkpoint(path, &done)
@@ -559,8 +597,11 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
         finish(
             &bar,
             format!(
-                "imported {table}: {} written, {} already there, {} skipped",
-                counts.written, counts.already_there, counts.skipped
+                "imported {table}: {lines} lines{}, {} written, {} already there, {} skipped",
+                rate(lines.saturating_sub(skip), "lines", &bar),
+                counts.written,
+                counts.already_there,
+                counts.skipped
             ),
         );
     }

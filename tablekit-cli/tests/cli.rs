@@ -579,8 +579,47 @@ async fn a_script_gets_the_summary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The time it took, and the rate.
     assert!(
-        stdout.contains("copied 1 table(s): 1 rows read, 1 written"),
+        stdout.contains("copied 1 table(s) in ") && stdout.contains(" s: 1 rows read ("),
+        "{stdout:?}"
+    );
+    assert!(stdout.contains("rows/s), 1 written"), "{stdout:?}");
+    // An export and an import say their rows and rate too; the import its
+    // lines.
+    let file = dir.path().join("Things.jsonl");
+    let file = file.display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args([
+            "export",
+            "--from",
+            &local("to"),
+            "--table",
+            "Things",
+            "--out",
+            &file,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("exported Things: 1 rows ("), "{stdout:?}");
+    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args(["import", "--to", &local("again"), "--in", &file])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("imported Things: 1 lines (") && stdout.contains("lines/s), 1 written"),
         "{stdout:?}"
     );
 }
