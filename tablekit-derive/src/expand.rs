@@ -697,8 +697,11 @@ fn expand_entity(
     let projection = cont.attrs.projection_of.as_ref().map(|(entity, _)| entity);
     // A field with older names (`alias`) is read by name: the typed JSON
     // reader's slots are for the current names only.
+    // A discriminator is a property no field holds, which a reader of
+    // fields by position would not see: such types read by name.
     let checked_names = projection.is_none()
         && cont.attrs.upgrade_from.is_none()
+        && cont.attrs.discriminator.is_none()
         && !cont
             .fields
             .iter()

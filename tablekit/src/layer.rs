@@ -271,23 +271,23 @@ impl FaultHandle {
         operation: Operation,
         call: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        self.run_resendable(operation, call, None::<std::future::Pending<Result<T>>>)
-            .await
+        let never: Option<fn() -> std::future::Pending<Result<T>>> = None;
+        self.run_resendable(operation, call, never).await
     }
 
-    /// [`run`](FaultHandle::run) of a table write, with `again`: the same
-    /// call once more, for [`Fault::Resent`].
-    async fn run_resendable<T>(
+    /// [`run`](FaultHandle::run) of a table write, with `again`, which makes
+    /// the same call once more, for [`Fault::Resent`].
+    async fn run_resendable<T, F: Future<Output = Result<T>>>(
         &self,
         operation: Operation,
         call: impl Future<Output = Result<T>>,
-        again: Option<impl Future<Output = Result<T>>>,
+        again: Option<impl FnOnce() -> F>,
     ) -> Result<T> {
         let (latency, yields, fault) = self.decide(operation);
         let (fault, call) = match (fault, again) {
             (Some(Fault::Resent), Some(again)) => {
                 let _ = call.await;
-                (None, futures::future::Either::Left(again))
+                (None, futures::future::Either::Left(again()))
             }
             (Some(Fault::Resent), None) => {
                 (Some(Fault::Transient), futures::future::Either::Right(call))
@@ -448,7 +448,7 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
     }
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         let call = self.inner.insert_entity(table, entity);
-        let again = self.inner.insert_entity(table, entity);
+        let again = || self.inner.insert_entity(table, entity);
         self.handle
             .run_resendable(Operation::InsertEntity, call, Some(again))
             .await
@@ -461,7 +461,7 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         if_match: &IfMatch,
     ) -> Result<ETag> {
         let call = self.inner.update_entity(table, entity, mode, if_match);
-        let again = self.inner.update_entity(table, entity, mode, if_match);
+        let again = || self.inner.update_entity(table, entity, mode, if_match);
         self.handle
             .run_resendable(Operation::UpdateEntity, call, Some(again))
             .await
@@ -484,9 +484,10 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         let call = self
             .inner
             .delete_entity(table, partition_key, row_key, if_match);
-        let again = self
-            .inner
-            .delete_entity(table, partition_key, row_key, if_match);
+        let again = || {
+            self.inner
+                .delete_entity(table, partition_key, row_key, if_match)
+        };
         self.handle
             .run_resendable(Operation::DeleteEntity, call, Some(again))
             .await
@@ -497,7 +498,7 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
         let call = self.inner.submit_transaction(table, operations);
-        let again = self.inner.submit_transaction(table, operations);
+        let again = || self.inner.submit_transaction(table, operations);
         self.handle
             .run_resendable(Operation::SubmitTransaction, call, Some(again))
             .await

@@ -762,3 +762,35 @@ fn typed_reads_take_responses() {
         assert!(json::from_str(&bad).is_err(), "{bad}");
     }
 }
+
+/// A type told apart by a property: its JSON holds the property, and a
+/// document of another type's value is refused, never read as this type.
+#[test]
+fn a_discriminator_is_written_and_checked_in_json() {
+    #[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+    #[tablekit(
+        table = "Ledger",
+        discriminator(property = "EntityType", value = "Payment")
+    )]
+    struct Payment {
+        #[tablekit(partition_key)]
+        account: String,
+        #[tablekit(row_key)]
+        id: String,
+        #[tablekit(rename = "Amount")]
+        amount: f64,
+    }
+    let payment = Payment {
+        account: "a".into(),
+        id: "1".into(),
+        amount: 2.5,
+    };
+    let text = tablekit::schema::to_json(&payment).unwrap();
+    assert!(text.contains(r#""EntityType":"Payment""#), "{text}");
+    assert_eq!(
+        tablekit::schema::from_json::<Payment>(&text).unwrap(),
+        payment
+    );
+    let other = text.replace(r#""EntityType":"Payment""#, r#""EntityType":"Invoice""#);
+    assert!(tablekit::schema::from_json::<Payment>(&other).is_err());
+}
