@@ -543,26 +543,31 @@ fn parse_discriminator(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<(Li
     if !meta.input.peek(syn::token::Paren) {
         return Err(meta.error(FORM));
     }
-    let mut property = Attr::none(PROPERTY);
-    let mut value = Attr::none(VALUE);
+    match parse_strings(cx, meta, "discriminator", [PROPERTY, VALUE])? {
+        [Some(property), Some(value)] => Ok((property, value)),
+        _ => Err(meta.error(FORM)),
+    }
+}
+
+/// `what(a = "…", b = "…")`: the string options `names` of `what`, each
+/// given at most once; any other is an error naming them.
+fn parse_strings<const N: usize>(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    what: &str,
+    names: [&'static str; N],
+) -> syn::Result<[Option<LitStr>; N]> {
+    let mut values = names.map(Attr::none);
     meta.parse_nested_meta(|inner| {
-        if inner.path.is_ident(PROPERTY) {
-            if let Some(lit) = parse_str(cx, &inner) {
-                property.set(cx, &inner.path, lit);
-            }
-        } else if inner.path.is_ident(VALUE) {
-            if let Some(lit) = parse_str(cx, &inner) {
-                value.set(cx, &inner.path, lit);
-            }
-        } else {
-            return Err(unknown(&inner, "discriminator", &[PROPERTY, VALUE]));
+        let Some(i) = names.iter().position(|name| inner.path.is_ident(name)) else {
+            return Err(unknown(&inner, what, &names));
+        };
+        if let Some(lit) = parse_str(cx, &inner) {
+            values[i].set(cx, &inner.path, lit);
         }
         Ok(())
     })?;
-    match (property.get(), value.get()) {
-        (Some(property), Some(value)) => Ok((property, value)),
-        _ => Err(meta.error(FORM)),
-    }
+    Ok(values.map(Attr::get))
 }
 
 /// `index(name = "…", tag = "…", copy(field, …))`.
@@ -785,24 +790,10 @@ impl Field {
                         delimiter: None,
                     };
                     if meta.input.peek(syn::token::Paren) {
-                        let mut prefix = Attr::none(PREFIX);
-                        let mut delimiter = Attr::none(DELIMITER);
-                        meta.parse_nested_meta(|inner| {
-                            if inner.path.is_ident(PREFIX) {
-                                if let Some(lit) = parse_str(cx, &inner) {
-                                    prefix.set(cx, &inner.path, lit);
-                                }
-                            } else if inner.path.is_ident(DELIMITER) {
-                                if let Some(lit) = parse_str(cx, &inner) {
-                                    delimiter.set(cx, &inner.path, lit);
-                                }
-                            } else {
-                                return Err(unknown(&inner, "flatten", &[PREFIX, DELIMITER]));
-                            }
-                            Ok(())
-                        })?;
-                        options.prefix = prefix.get();
-                        options.delimiter = delimiter.get();
+                        let [prefix, delimiter] =
+                            parse_strings(cx, &meta, "flatten", [PREFIX, DELIMITER])?;
+                        options.prefix = prefix;
+                        options.delimiter = delimiter;
                     }
                     flatten.set(cx, path, options);
                 } else {
