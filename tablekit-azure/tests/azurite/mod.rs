@@ -86,12 +86,14 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         .iter()
         .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
         .collect();
-    // A watcher shell ends Azurite when this test process is gone.
+    // A watcher shell ends Azurite when this test process is gone, then
+    // removes the work directory.
     let script = format!(
         "\"$0\" --inMemoryPersistence --silent --skipApiVersionCheck \
          --blobHost 127.0.0.1 --blobPort {blob_port} --queueHost 127.0.0.1 --queuePort {queue_port} \
          --tableHost 127.0.0.1 --tablePort {table_port} {extra} & child=$!; \
-         while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child",
+         while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child; wait $child; \
+         rm -rf \"$1\"",
         parent = std::process::id(),
         extra = quoted.join(" "),
     );
@@ -102,6 +104,7 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         .arg("-c")
         .arg(script)
         .arg(&bin)
+        .arg(&work)
         .current_dir(&work)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -70,6 +70,7 @@ pub fn certificates(name: &str) -> Certificates {
         .expect("a server certificate");
     let dir = std::env::temp_dir().join(format!("tablekit-tls-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a directory for the certificates");
+    remove_when_done(&dir);
     let cert = dir.join("cert.pem");
     let key = dir.join("key.pem");
     std::fs::write(&cert, server.pem()).expect("write cert.pem");
@@ -149,4 +150,23 @@ impl TokenCredential for Minting {
             UNIX_EPOCH + Duration::from_secs(expires),
         ))
     }
+}
+
+/// Removes `dir` once this test process is gone: an Azurite started with the
+/// certificates reads them for as long as it runs, so they cannot go sooner.
+fn remove_when_done(dir: &std::path::Path) {
+    // Not waited on: the watcher outlives this test process on purpose.
+    #[allow(clippy::zombie_processes)]
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while kill -0 {} 2>/dev/null; do sleep 1; done; rm -rf \"$0\"",
+            std::process::id()
+        ))
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start a watcher that removes the certificates");
 }
