@@ -503,7 +503,7 @@ impl TableBackend for AzureTables {
             call.query.extend(policy::query_parameters(&query)?);
         }
         let reply = self.send(call).await?;
-        let mut entity = json::from_str(&reply.body).map_err(|e| Error::Decode {
+        let mut entity = json::row_from_str(&reply.body).map_err(|e| Error::Decode {
             message: e.to_string(),
         })?;
         if entity.etag.is_none() {

@@ -785,7 +785,9 @@ pub async fn import_table(
 
 /// One line of an import as a row, checked against the store's rules.
 fn parse_line(table: &str, line: u64, text: &str) -> Result<Entity> {
-    let row = crate::json::from_str(text.trim_end()).map_err(|e| Error::Configuration {
+    // Read as a row first, then checked as a write checks it, so a refused
+    // row is named by its keys.
+    let row = crate::json::row_from_str(text.trim_end()).map_err(|e| Error::Configuration {
         message: format!("line {line} of the import into `{table}` is not a row: {e}"),
     })?;
     crate::validate::entity(&row).map_err(|e| import_line(line, &row, e.into()))?;

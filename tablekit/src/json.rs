@@ -13,6 +13,17 @@
 //! `odata.etag` becomes the ETag, `Timestamp` the timestamp, other `odata.*`
 //! members are ignored, `null` means absent.
 //!
+//! Two readers, by what a text is:
+//! - a **document**, to be written ([`from_str`], and
+//!   [`schema::from_json`](crate::schema::from_json) for a typed value), is
+//!   taken only if tablekit could have written it: keys, names, values, the
+//!   number of properties and the entity's size are checked as a write checks
+//!   them, so what is read can be written back;
+//! - a **row as a store sent it** ([`row_from_str`], [`entities_from_str`]) is
+//!   checked only by the JSON's own rules. A store's limits are the store's
+//!   to keep, and some keep less than the service: Azurite stores property
+//!   names the service refuses, and such a row must stay readable.
+//!
 //! Typed entities skip the [`Entity`]: [`EntityWriter`] writes the text
 //! straight from their fields ([`schema::to_json`](crate::schema::to_json)),
 //! and [`schema::from_json`](crate::schema::from_json) reads each member
@@ -389,9 +400,18 @@ pub fn value_to_json(value: &Value) -> (Json, bool) {
     (json, needs_annotation(value))
 }
 
-/// Reads an entity from a JSON object (a minimal- or full-metadata response,
-/// or a request body).
+/// Reads an entity document from a JSON object (a request body, or a row
+/// given to tablekit to write), with the checks of [`from_str`]: what a write
+/// would refuse is refused here.
 pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
+    let entity = row_from_json(json)?;
+    crate::validate::entity(&entity)?;
+    Ok(entity)
+}
+
+/// [`from_json`] for a row as a store holds it: only the JSON's own rules
+/// are checked, as [`row_from_str`] checks them.
+pub(crate) fn row_from_json(json: &Json) -> Result<Entity, InvalidInput> {
     let Json::Object(map) = json else {
         return Err(InvalidInput::PropertyValue {
             property: String::new(),
@@ -405,11 +425,35 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
     collector.into_entity()
 }
 
-/// Reads an entity from JSON text, straight from the text (no JSON tree is
-/// built). Unlike [`from_json`], this sees a member given twice and refuses it
-/// with [`InvalidInput::DuplicateProperty`], as the service does
-/// (`DuplicatePropertiesSpecified`).
+/// Reads an entity document from JSON text, straight from the text (no JSON
+/// tree is built): a request body, a line of an export, a row given to
+/// tablekit to write.
+///
+/// A document is taken only if tablekit could have written it, so whatever
+/// this returns can be written back. Besides the JSON's own rules (see
+/// [`row_from_str`]), it refuses what a write refuses: keys over 512 UTF-16
+/// units or with a character the service forbids, a property name that is
+/// not an identifier, a value over the service's limits, more than 252
+/// properties, an entity over 1 MiB. [`schema::from_json`] takes a
+/// document by the same rule, so the two agree on every text: a document
+/// one of them refuses, the other refuses too.
+///
+/// [`schema::from_json`]: crate::schema::from_json
 pub fn from_str(text: &str) -> Result<Entity, InvalidInput> {
+    let entity = row_from_str(text)?;
+    crate::validate::entity(&entity)?;
+    Ok(entity)
+}
+
+/// Reads a row as a store sent it (the body of a point read), straight from
+/// the text. Only the JSON's own rules are checked: a member given twice is
+/// refused with [`InvalidInput::DuplicateProperty`], as the service refuses
+/// it (`DuplicatePropertiesSpecified`), as are an annotation that names no
+/// type and a value its type cannot hold. The store's limits and naming
+/// rules are the store's to keep: Azurite, for one, keeps property names the
+/// service refuses, and a row it holds stays readable. Use [`from_str`] for
+/// a document to be written.
+pub fn row_from_str(text: &str) -> Result<Entity, InvalidInput> {
     parse_object(text, MembersVisitor, "a JSON object")?.into_entity()
 }
 
@@ -435,7 +479,7 @@ fn parse_object<'de, V: serde::de::Visitor<'de>>(
 }
 
 /// Reads the entities of a query response (`{"value":[…], …}`), straight
-/// from the text like [`from_str`]; other members of the response are
+/// from the text, each row as [`row_from_str`] reads it; other members of the response are
 /// skipped. A row that is valid JSON but not a valid entity (a DateTime
 /// outside 1601–9999, say) is returned apart, with its keys and the reason,
 /// so the other rows are not lost; text that is not a query response at all
@@ -703,16 +747,32 @@ pub(crate) struct Fields<'s, 'de> {
     converted: std::cell::OnceCell<Converted>,
     /// The first value a take could not convert.
     error: Option<Box<InvalidInput>>,
-    /// Whether the kind and the version were given (each 1 or 0).
+    /// How many properties no slot holds: the kind and the version (each 1
+    /// or 0, when given) and the members of no field.
     listed: usize,
+    /// The members of no field's part of the entity's size.
+    extras_size: usize,
     /// Every slot before this one is taken: the reader takes them in order,
     /// so this reaches the end and nothing is left to check.
     next: usize,
 }
 
 impl<'de> Fields<'_, 'de> {
-    /// How many properties the document holds (the kind and version
-    /// included), before any is taken: members that are not `null`.
+    /// Whether the document has properties no field reads, besides the
+    /// kind and the version.
+    pub(crate) fn has_extras(&self) -> bool {
+        self.extras_size > 0
+    }
+
+    /// The part of the entity's size of the properties no field reads,
+    /// besides the kind and the version.
+    pub(crate) fn extras_size(&self) -> usize {
+        self.extras_size
+    }
+
+    /// How many properties the document holds (the kind and version and the
+    /// members of no field included), before any is taken: members that are
+    /// not `null`.
     pub(crate) fn count(&self) -> usize {
         let values = self.slots.iter();
         self.listed
@@ -949,10 +1009,16 @@ pub(crate) fn fields_from_str<'s, 'de>(
     }
     // The members of no field: refused where the wire reader refuses them.
     // An annotation of the kind or the version applies to it, as there.
-    let (kind_edm, version_edm) = match read.extras {
+    let extras = match read.extras {
         Some(extras) => extras.check_extras()?,
-        None => (None, None),
+        None => Extras {
+            kind_edm: None,
+            version_edm: None,
+            count: 0,
+            size: 0,
+        },
     };
+    let (kind_edm, version_edm) = (extras.kind_edm, extras.version_edm);
     let [
         partition_key,
         row_key,
@@ -981,7 +1047,8 @@ pub(crate) fn fields_from_str<'s, 'de>(
         slots: read.slots,
         converted: std::cell::OnceCell::new(),
         error: None,
-        listed,
+        listed: listed + extras.count,
+        extras_size: extras.size,
         next: 0,
     })
 }
@@ -1069,6 +1136,18 @@ struct Collector<'de> {
     annotations: Vec<(u64, Cow<'de, str>, Raw<'de>, Option<EdmType>)>,
     /// Each property: name, value, and the name's fingerprint.
     properties: Vec<(Cow<'de, str>, Raw<'de>, u64)>,
+}
+
+/// What [`Collector::check_extras`] found of the members no field reads.
+struct Extras {
+    /// The type the kind's annotation names, if it has one.
+    kind_edm: Option<EdmType>,
+    /// The type the version's annotation names, if it has one.
+    version_edm: Option<EdmType>,
+    /// How many properties they are (`null` is none).
+    count: usize,
+    /// Their part of the service's entity-size formula.
+    size: usize,
 }
 
 /// What an entity's JSON says besides its properties.
@@ -1167,10 +1246,13 @@ impl<'de> Collector<'de> {
     /// The checks of [`finish`](Collector::finish) for the members of a
     /// typed entity's JSON that no field reads (the typed reader takes the
     /// keys, ETag and Timestamp itself): what the wire reader would refuse
-    /// in them is refused, and their values are dropped. Returns
-    /// the types the annotations of the kind and the version name, which
-    /// apply to them as they do on the wire reader's path.
-    fn check_extras(self) -> Result<(Option<EdmType>, Option<EdmType>), InvalidInput> {
+    /// in them is refused, and so is what a write refuses (a name that is
+    /// not an identifier, a value over the limits), as [`from_str`] refuses
+    /// it. Their values are dropped. Returns the types the annotations of the
+    /// kind and the version name, which apply to them as they do on the wire
+    /// reader's path, and how many properties the members are and their part
+    /// of the entity's size, for the checks of the whole document.
+    fn check_extras(self) -> Result<Extras, InvalidInput> {
         self.check_members()?;
         let edm_of = |name: &str| {
             self.annotations
@@ -1178,12 +1260,26 @@ impl<'de> Collector<'de> {
                 .find(|(_, base, _, _)| base == name)
                 .and_then(|(_, _, _, edm)| *edm)
         };
-        let edms = (
-            edm_of(crate::props::KIND_PROPERTY),
-            edm_of(crate::props::VERSION_PROPERTY),
-        );
-        self.convert(|_, _| {})?;
-        Ok(edms)
+        let mut extras = Extras {
+            kind_edm: edm_of(crate::props::KIND_PROPERTY),
+            version_edm: edm_of(crate::props::VERSION_PROPERTY),
+            count: 0,
+            size: 0,
+        };
+        let mut refused = None;
+        self.convert(|name, value| {
+            if refused.is_none() {
+                match crate::validate::property(&name, value.as_value_ref()) {
+                    Ok(size) => extras.size += size,
+                    Err(e) => refused = Some(e),
+                }
+            }
+            extras.count += 1;
+        })?;
+        match refused {
+            Some(e) => Err(e),
+            None => Ok(extras),
+        }
     }
 
     /// Refuses a member given twice and an annotation that names no type.
@@ -1767,7 +1863,7 @@ mod tests {
             let e = Entity::new(pk, rk).with("S", s).with("D", d).with("I", i).with("J", i as i32);
             proptest::prop_assert_eq!(encoded_len(&e), to_string(&e).len());
             // Every value reads back exactly, doubles to the last bit.
-            proptest::prop_assert_eq!(&from_str(&to_string(&e)).unwrap(), &e);
+            proptest::prop_assert_eq!(&row_from_str(&to_string(&e)).unwrap(), &e);
             let bound = encoded_len_bound(&e);
             proptest::prop_assert!(bound >= encoded_len(&e), "{} < {}", bound, encoded_len(&e));
             // Loose only by the widths of the four numbers and annotations.

@@ -199,9 +199,9 @@ impl Step {
             .iter()
             .map(|op| {
                 if let Some(entity) = op.get("put") {
-                    crate::json::from_json(entity).ok().map(StepOp::Put)
+                    crate::json::row_from_json(entity).ok().map(StepOp::Put)
                 } else if let Some(entity) = op.get("insert") {
-                    crate::json::from_json(entity).ok().map(StepOp::Insert)
+                    crate::json::row_from_json(entity).ok().map(StepOp::Insert)
                 } else if let Some(list) = op.get("list_add").or_else(|| op.get("list_remove")) {
                     let row_key = list.get("rk")?.as_str()?.to_owned();
                     let member = list.get("member")?.as_str()?.to_owned();

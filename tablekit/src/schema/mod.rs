@@ -551,14 +551,27 @@ pub(crate) fn from_entity_keeping<T: TableEntity>(
     Ok((value, props))
 }
 
-/// Reads a typed value straight from its row's wire JSON (a request body or
-/// a response to a point read), with the checks of [`from_entity`]: no
-/// property map is built and no property name is copied. Members the type
-/// has no field for are not read into the value, as [`from_entity`] ignores
-/// them, but a document [`json::from_str`](crate::json::from_str) refuses is
-/// refused here too: a member given twice
-/// ([`InvalidInput::DuplicateProperty`]), an annotation that names no type,
-/// a value no property can hold. See [`to_json`] for an example.
+/// Reads a typed value straight from an entity document (a request body, a
+/// row given to be written), with the checks of [`from_entity`]: no
+/// property map is built and no property name is copied.
+///
+/// It takes a document by the rule of [`json::from_str`]: only one tablekit
+/// could have written, so whatever it reads, [`to_json`] and the writes take
+/// back. Members the type has no field for are not read into the value, as
+/// [`from_entity`] ignores them, but they are checked as every member is: a
+/// member given twice ([`InvalidInput::DuplicateProperty`]), an annotation
+/// that names no type, a name that is not an identifier, a value over the
+/// service's limits; so are the keys, the number of properties and the
+/// entity's size. `from_json(text)` and
+/// `from_entity_owned(json::from_str(text)?)` refuse the same documents and
+/// read the others to the same value.
+///
+/// A row as a store holds it is read by [`from_entity`] (every backend's
+/// reads go that way), which leaves the store's limits to the store: a row
+/// Azurite keeps with a name the service refuses stays readable. See
+/// [`to_json`] for an example.
+///
+/// [`json::from_str`]: crate::json::from_str
 pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
     if T::DESCRIPTOR.checked_names {
         // Every property has a known field: each member goes straight to its
@@ -575,15 +588,19 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         // The names are the type's own, checked when it was derived. The
         // values are converted as the reader takes them: a value that does
         // not convert is the error, before any the reading met after it.
-        // A type with fewer fields than the limit cannot break it.
-        let count = (T::DESCRIPTOR.field_names.len() + 2 > crate::validate::limits::MAX_PROPERTIES)
-            .then(|| fields.count());
+        // A type with fewer fields than the limit cannot break it, unless
+        // the document has members of no field (their names and values are
+        // checked as they are read).
+        let count = (T::DESCRIPTOR.field_names.len() + 2 > crate::validate::limits::MAX_PROPERTIES
+            || fields.has_extras())
+        .then(|| fields.count());
+        let extras_size = fields.extras_size();
         let checked = if short_enough(text.len(), false) {
-            check_read(text.len(), &pk, &rk, count, std::iter::empty(), false)
+            check_read(text.len(), &pk, &rk, count, (std::iter::empty(), 0), false)
         } else {
-            fields
-                .present()
-                .and_then(|present| check_read(text.len(), &pk, &rk, count, present, false))
+            fields.present().and_then(|present| {
+                check_read(text.len(), &pk, &rk, count, (present, extras_size), false)
+            })
         };
         let read = checked
             .map_err(Error::from)
@@ -603,22 +620,22 @@ pub fn from_json<T: TableEntity>(text: &str) -> Result<T, Error> {
         .iter()
         .filter_map(|(name, value)| Some((&**name, value.as_ref()?)));
     let count = present.clone().count();
-    check_read(text.len(), &pk, &rk, Some(count), present, true)?;
+    check_read(text.len(), &pk, &rk, Some(count), (present, 0), true)?;
     read_entity(&pk, &rk, &mut members)
 }
 
-/// The checks [`to_json`] makes of what it writes, made of what
-/// [`from_json`] read: keys, the `count` of properties (`None` when the
-/// type cannot hold too many), and of `properties` their names (with
-/// `names`), values and the entity's size. A document `to_json` could not
-/// have written is refused. In a document [`short_enough`], only the keys
-/// and the count are checked.
+/// The checks a write makes, made of what [`from_json`] read: keys, the
+/// `count` of properties (`None` when the type cannot hold too many), and of
+/// `properties` their names (with `names`), values and the entity's size,
+/// to which the size of properties checked apart (the second member) is
+/// added. A document tablekit could not have written is refused. In a
+/// document [`short_enough`], only the keys and the count are checked.
 fn check_read<'a>(
     text_len: usize,
     partition_key: &str,
     row_key: &str,
     count: Option<usize>,
-    properties: impl Iterator<Item = (&'a str, &'a Value)>,
+    (properties, checked_size): (impl Iterator<Item = (&'a str, &'a Value)>, usize),
     names: bool,
 ) -> Result<(), InvalidInput> {
     use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
@@ -630,7 +647,7 @@ fn check_read<'a>(
         return Ok(());
     }
     let sized = 4 + 24 * (MAX_PROPERTIES + 2) + 2 * text_len > MAX_ENTITY_SIZE;
-    let mut size = 0;
+    let mut size = checked_size;
     for (name, value) in properties {
         let value = value.as_value_ref();
         if names {
