@@ -113,8 +113,14 @@ const _: () = {
             &self,
             __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
-            ::tablekit::__private::write_property(__props, "name", &self.name)?;
-            ::tablekit::__private::write_json(__props, "tags", &self.tags)?;
+            ::tablekit::__private::write_property::<
+                _,
+                String,
+            >(__props, "name", &self.name)?;
+            ::tablekit::__private::write_json::<
+                _,
+                Vec<String>,
+            >(__props, "tags", &self.tags)?;
             ::tablekit::__private::write_with(
                 __props,
                 "level",

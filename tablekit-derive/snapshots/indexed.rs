@@ -105,10 +105,10 @@ const _: () = {
             match __index {
                 0usize => {
                     let __v0 = &self.email;
-                    ::tablekit::__private::KeyArg::<
+                    ::tablekit::__private::write_index_value::<
                         String,
-                    >::write_laid_out(
-                        &__v0,
+                    >(
+                        __v0,
                         &const { ::tablekit::__private::RowKeyLayout::kind("email") },
                         __out,
                     )
@@ -207,17 +207,18 @@ const _: () = {
             &self,
             __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
-            ::tablekit::__private::write_property(__props, "email", &self.email)?;
-            ::tablekit::__private::write_property(
-                __props,
-                "last_name",
-                &self.last_name,
-            )?;
-            ::tablekit::__private::write_property(
-                __props,
-                "first_name",
-                &self.first_name,
-            )?;
+            ::tablekit::__private::write_property::<
+                _,
+                String,
+            >(__props, "email", &self.email)?;
+            ::tablekit::__private::write_property::<
+                _,
+                String,
+            >(__props, "last_name", &self.last_name)?;
+            ::tablekit::__private::write_property::<
+                _,
+                String,
+            >(__props, "first_name", &self.first_name)?;
             ::tablekit::__private::Ok(())
         }
         fn read_properties<

@@ -27,11 +27,10 @@ const _: () = {
             __prefix: &str,
             __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
-            ::tablekit::__private::write_property(
-                __props,
-                ::tablekit::__private::join(__prefix, "name"),
-                &self.name,
-            )?;
+            ::tablekit::__private::write_property::<
+                _,
+                String,
+            >(__props, ::tablekit::__private::join(__prefix, "name"), &self.name)?;
             ::tablekit::__private::write_with(
                 __props,
                 ::tablekit::__private::join(__prefix, "level"),

@@ -138,9 +138,18 @@ const _: () = {
             &self,
             __props: &mut __S,
         ) -> ::tablekit::__private::Result<(), ::tablekit::__private::Error> {
-            ::tablekit::__private::write_property(__props, "Score", &self.score)?;
-            ::tablekit::__private::write_property(__props, "Text", &self.comment)?;
-            ::tablekit::__private::write_json(__props, "Tags", &self.tags)?;
+            ::tablekit::__private::write_property::<
+                _,
+                f64,
+            >(__props, "Score", &self.score)?;
+            ::tablekit::__private::write_property::<
+                _,
+                Option<String>,
+            >(__props, "Text", &self.comment)?;
+            ::tablekit::__private::write_json::<
+                _,
+                Vec<String>,
+            >(__props, "Tags", &self.tags)?;
             <Person as ::tablekit::__private::TableFields>::write_fields(
                 &self.reviewer,
                 "By_",

@@ -37,8 +37,17 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
 }
 
 /// `upgrade_with` converts the rows `upgrade_from` reads: alone it would do
-/// nothing.
+/// nothing. `upgrade_from` names another type: this one reads its own rows.
 fn check_upgrade(cx: &Ctxt, cont: &Container<'_>) {
+    if let Some((syn::Type::Path(path), tokens)) = &cont.attrs.upgrade_from
+        && path.qself.is_none()
+        && (path.path.is_ident("Self") || path.path.is_ident(&cont.input.ident))
+    {
+        cx.error_spanned_by(
+            tokens,
+            "`upgrade_from` names this type itself: name the older type whose rows this one reads and upgrades",
+        );
+    }
     if let (Some(function), None) = (&cont.attrs.upgrade_with, &cont.attrs.upgrade_from) {
         cx.error_spanned_by(
             function,

@@ -237,8 +237,16 @@ impl Expansion<'_> {
                 let name = self.write_name(field);
                 let span = field.ty.span();
                 Some(match &field.role {
-                    Role::Property => quote_spanned!(span=> #tk::write_property(__props, #name, &self.#ident)?;),
-                    Role::Json => quote_spanned!(span=> #tk::write_json(__props, #name, &self.#ident)?;),
+                    // The field's type named, so that a type the role
+                    // cannot hold is the one error the reader reports too.
+                    Role::Property => {
+                        let ty = field.ty;
+                        quote_spanned!(span=> #tk::write_property::<_, #ty>(__props, #name, &self.#ident)?;)
+                    }
+                    Role::Json => {
+                        let ty = field.ty;
+                        quote_spanned!(span=> #tk::write_json::<_, #ty>(__props, #name, &self.#ident)?;)
+                    }
                     Role::With(path) => {
                         // Spanned on the codec's path, where a wrong signature is.
                         let span = path.span();

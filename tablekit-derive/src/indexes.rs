@@ -434,8 +434,14 @@ pub(crate) fn expand(
             .fields
             .first()
             .map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
-        let write =
-            quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out));
+        // One field is written through its type's `KeyPart` alone, so a
+        // type that is no key type is one error, on the field's type (the
+        // same one the check above reports there).
+        let write = if index.fields.len() == 1 {
+            quote_spanned!(span=> #tk::write_index_value::<#value>(#args, &#layout, __out))
+        } else {
+            quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out))
+        };
         quote!(#position => {
             #open_check
             #(#bindings)*

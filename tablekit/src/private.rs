@@ -35,6 +35,13 @@ pub use serde;
 pub use serde_json;
 
 /// `a == b`, in a constant (for the derives' compile-time checks).
+/// Writes the value of a one-field index into its key: the derive calls it
+/// with the field's type named, so a type that is no key type is reported
+/// on the field as one unmet `KeyPart`.
+pub fn write_index_value<P: KeyPart>(value: &P, layout: &RowKeyLayout, out: &mut String) {
+    KeyArg::<P>::write_laid_out(&value, layout, out);
+}
+
 pub const fn str_eq(a: &str, b: &str) -> bool {
     crate::keyorder::same_text(a, b)
 }

@@ -137,7 +137,7 @@ impl std::error::Error for KeyDecodeError {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be part of a PartitionKey or RowKey",
     label = "unsupported key field type",
-    note = "key fields may be integers, bool, String, tablekit::DateTime, tablekit::key::InvertedTime or uuid::Uuid"
+    note = "key fields (and indexed fields) may be integers, bool, String, tablekit::DateTime, uuid::Uuid, the types of `tablekit::key` (InvertedTime, Padded, Verbatim, Ordered, CaseInsensitive for an index), or an enum deriving `TableValue`"
 )]
 pub trait KeyPart: Sized + Clone {
     /// The width of every encoding in ASCII characters, or 0 if it varies.
@@ -460,6 +460,11 @@ pub trait KeyPrefix<P> {
 
 /// One component of a key argument: the part itself, a reference to it, or
 /// `&str` for a `String` (or [`Verbatim`]) part.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a key of type `{P}`",
+    label = "not a key of type `{P}`",
+    note = "a key argument is the key itself, a reference to it, or `&str` for a `String` part"
+)]
 pub trait KeyPartArg<P: KeyPart> {
     /// Appends the component, as [`write_component`] does.
     fn write_part_arg(&self, out: &mut String, last: bool);
