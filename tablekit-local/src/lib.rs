@@ -77,6 +77,11 @@
 //!   [`open`](LocalStorage::open) of the same directory, from another
 //!   process or this one, fails with [`StorageFailure::Locked`]. Clone the
 //!   handle to share it between tasks.
+//! - **Read-only.** [`LocalStorage::open_read_only`] reads a store on
+//!   read-only media, or a backup, without making or changing anything in
+//!   its directory; every write fails with [`StorageFailure::ReadOnly`]. A
+//!   store left by a killed process must be opened for writing once (which
+//!   recovers it) before it opens read-only.
 //!
 //! # The engine: redb
 //! The store is one [redb](https://www.redb.org) file, `tablekit.redb`, in
@@ -145,10 +150,28 @@ pub struct LocalStorage {
     shared: Arc<Shared>,
 }
 
+/// The storage engine on the store's file: writable, or read-only.
+enum Engine {
+    Writable(Database),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Engine {
+    fn begin_read(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Engine::Writable(db) => db.begin_read(),
+            Engine::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 struct Shared {
     /// The engine; `None` while it is opened again (see
     /// [`LocalStorage::engine`]).
-    db: parking_lot::RwLock<Option<Arc<Database>>>,
+    db: parking_lot::RwLock<Option<Arc<Engine>>>,
+    /// Opened with [`LocalStorageBuilder::read_only`]: every write is
+    /// refused, and nothing in the directory is changed.
+    read_only: bool,
     /// A write failed for the file (a full disk): the engine refuses every
     /// later write until it is opened again, which the next operation does.
     needs_reopen: AtomicBool,
@@ -179,6 +202,7 @@ pub struct LocalStorageBuilder {
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
     max_size: Option<u64>,
+    read_only: bool,
 }
 
 impl LocalStorageBuilder {
@@ -207,8 +231,23 @@ impl LocalStorageBuilder {
         self
     }
 
+    /// Opens the store read-only: for a store on read-only media, a backup,
+    /// or a look at a store another program owns while it is closed. Reads of
+    /// tables, blobs and queues work; every write (queue reads that take
+    /// messages included) fails with [`StorageFailure::ReadOnly`].
+    ///
+    /// Nothing in the directory is created or changed, so the store must
+    /// exist: a missing one is [`StorageFailure::Io`]. A store that was not
+    /// closed cleanly (its process was killed) needs the recovery a writable
+    /// open makes, which writes to the file: opening it read-only then fails
+    /// with [`StorageFailure::ReadOnly`], saying so.
+    pub fn read_only(mut self, read_only: bool) -> LocalStorageBuilder {
+        self.read_only = read_only;
+        self
+    }
+
     /// Opens the store in `dir`, creating the directory and the store if
-    /// needed.
+    /// needed (unless [`read_only`](LocalStorageBuilder::read_only)).
     ///
     /// # Errors
     /// [`Error::Storage`]: [`StorageFailure::Locked`] if another handle or
@@ -239,10 +278,22 @@ impl LocalStorageBuilder {
                 message: "the path is a file; a store is a directory".into(),
             });
         }
-        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
         let file = dir.join(FILE_NAME);
-        if !file.exists() {
-            create_atomically(&dir, &file)?;
+        if self.read_only {
+            if !file.exists() {
+                return Err(Error::Storage {
+                    path: dir.display().to_string(),
+                    failure: StorageFailure::Io,
+                    message: format!(
+                        "no store here ({FILE_NAME} is missing); a read-only open creates nothing"
+                    ),
+                });
+            }
+        } else {
+            std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
+            if !file.exists() {
+                create_atomically(&dir, &file)?;
+            }
         }
         // A store is never empty: it was made whole before it got its name.
         let length = std::fs::metadata(&file)
@@ -258,10 +309,15 @@ impl LocalStorageBuilder {
         let max_size = self
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
-        let db = open_engine(&dir, max_size.as_ref())?;
+        let db = if self.read_only {
+            open_read_only(&dir)?
+        } else {
+            Engine::Writable(open_engine(&dir, max_size.as_ref())?)
+        };
         let storage = LocalStorage {
             shared: Arc::new(Shared {
                 db: parking_lot::RwLock::new(Some(Arc::new(db))),
+                read_only: self.read_only,
                 needs_reopen: AtomicBool::new(false),
                 max_size,
                 path: dir,
@@ -271,8 +327,29 @@ impl LocalStorageBuilder {
                 _temporary: temporary,
             }),
         };
-        storage.create_system_tables()?;
+        // A read-only store has them: every open for writing made them.
+        if !self.read_only {
+            storage.create_system_tables()?;
+        }
         Ok(storage)
+    }
+}
+
+/// Opens the engine read-only on the store's file in `dir`.
+fn open_read_only(dir: &Path) -> Result<Engine> {
+    let file = dir.join(FILE_NAME);
+    let db = contain_panics(|| Database::builder().open_read_only(&file))
+        .map_err(|panic| damaged_by(dir, &panic))?;
+    match db {
+        Ok(db) => Ok(Engine::ReadOnly(db)),
+        Err(redb::DatabaseError::RepairAborted) => Err(Error::Storage {
+            path: dir.display().to_string(),
+            failure: StorageFailure::ReadOnly,
+            message: "the store was not closed cleanly: open it for writing once, which \
+                      recovers it, before opening it read-only"
+                .into(),
+        }),
+        Err(e) => Err(storage_error(dir, e.into())),
     }
 }
 
@@ -362,6 +439,16 @@ impl LocalStorage {
         LocalStorage::builder().open(dir)
     }
 
+    /// Opens the store in `dir` read-only, with the default settings. See
+    /// [`LocalStorageBuilder::read_only`].
+    ///
+    /// # Errors
+    /// As [`LocalStorageBuilder::open`], and as
+    /// [`LocalStorageBuilder::read_only`] says.
+    pub fn open_read_only(dir: impl AsRef<Path>) -> Result<LocalStorage> {
+        LocalStorage::builder().read_only(true).open(dir)
+    }
+
     /// A store in a new temporary directory, removed when the last clone is
     /// dropped. See [`LocalStorageBuilder::temporary`].
     ///
@@ -377,6 +464,7 @@ impl LocalStorage {
             table_deletion_delay: Duration::from_secs(40),
             clock: Arc::new(SystemClock),
             max_size: None,
+            read_only: false,
         }
     }
 
@@ -406,9 +494,14 @@ impl LocalStorage {
     }
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
-        self.engine()?
-            .begin_write()
-            .map_err(|e| self.error(e.into()))
+        match &*self.engine()? {
+            Engine::Writable(db) => db.begin_write().map_err(|e| self.error(e.into())),
+            Engine::ReadOnly(_) => Err(Error::Storage {
+                path: self.shared.path.display().to_string(),
+                failure: StorageFailure::ReadOnly,
+                message: "the store was opened read-only".into(),
+            }),
+        }
     }
 
     fn begin_read(&self) -> Result<redb::ReadTransaction> {
@@ -422,7 +515,7 @@ impl LocalStorage {
     /// handle on the file takes writes again (once there is room). An
     /// operation still under way on the old handle holds the file; the
     /// engine is then opened again by a later operation.
-    fn engine(&self) -> Result<Arc<Database>> {
+    fn engine(&self) -> Result<Arc<Engine>> {
         if self.shared.needs_reopen.load(Ordering::Acquire) {
             self.reopen()?;
         }
@@ -446,7 +539,7 @@ impl LocalStorage {
             return Err(self.not_reopened());
         }
         let db = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
-        *slot = Some(Arc::new(db));
+        *slot = Some(Arc::new(Engine::Writable(db)));
         self.shared.needs_reopen.store(false, Ordering::Release);
         Ok(())
     }
@@ -499,7 +592,9 @@ impl LocalStorage {
     /// The engine's error as tablekit's. An error of the file's I/O leaves
     /// the engine refusing writes: it is opened again by the next operation.
     fn error(&self, error: redb::Error) -> Error {
-        let engine_refuses = matches!(error, redb::Error::Io(_) | redb::Error::PreviousIo);
+        // A read-only engine never wrote, so it has nothing to refuse.
+        let engine_refuses =
+            !self.shared.read_only && matches!(error, redb::Error::Io(_) | redb::Error::PreviousIo);
         let error = storage_error(&self.shared.path, error);
         if engine_refuses {
             self.shared.needs_reopen.store(true, Ordering::Release);

@@ -304,3 +304,106 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
         .await
         .unwrap();
 }
+
+/// Every file of a directory with its length and bytes' checksum, to see
+/// that nothing in it changed.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A store opened read-only reads its tables, blobs and queues, refuses
+/// every write with `StorageFailure::ReadOnly`, and changes nothing in its
+/// directory; a missing store is an error that creates nothing.
+#[tokio::test]
+async fn a_read_only_store_reads_and_changes_nothing() {
+    let dir = dir();
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Orders").await.unwrap();
+        store
+            .insert_entity("Orders", &Entity::new("p", "r").with("Total", 12.5))
+            .await
+            .unwrap();
+        store.create_container("blobs").await.unwrap();
+        store
+            .put_blob("blobs", "a", b"hello".to_vec(), &PutCondition::None)
+            .await
+            .unwrap();
+        store.create_queue("jobs").await.unwrap();
+        store
+            .put_message("jobs", "work", &PutMessageOptions::default())
+            .await
+            .unwrap();
+    }
+    let before = snapshot(dir.path());
+    {
+        let store = LocalStorage::open_read_only(dir.path()).unwrap();
+        let row = store
+            .get_entity("Orders", "p", "r", &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(row.get("Total"), Some(&Value::Double(12.5)));
+        assert_eq!(store.get_blob("blobs", "a").await.unwrap().data, b"hello");
+        assert_eq!(store.peek_messages("jobs", 1).await.unwrap().len(), 1);
+        let refused = |result: tablekit::Result<_>| match result {
+            Err(Error::Storage {
+                failure: StorageFailure::ReadOnly,
+                ..
+            }) => {}
+            other => panic!("expected a read-only refusal, got {other:?}"),
+        };
+        refused(
+            store
+                .insert_entity("Orders", &Entity::new("p", "s"))
+                .await
+                .map(drop),
+        );
+        refused(store.create_table("Other").await.map(drop));
+        refused(
+            store
+                .delete_entity("Orders", "p", "r", &tablekit::IfMatch::Any)
+                .await
+                .map(drop),
+        );
+        refused(
+            store
+                .put_blob("blobs", "b", b"x".to_vec(), &PutCondition::None)
+                .await
+                .map(drop),
+        );
+        refused(
+            store
+                .get_messages("jobs", 1, std::time::Duration::from_secs(30))
+                .await
+                .map(drop),
+        );
+    }
+    assert_eq!(snapshot(dir.path()), before, "the directory changed");
+    // Written again afterwards, as ever.
+    let store = LocalStorage::open(dir.path()).unwrap();
+    store
+        .insert_entity("Orders", &Entity::new("p", "s"))
+        .await
+        .unwrap();
+    drop(store);
+
+    let missing = dir.path().join("none");
+    match LocalStorage::open_read_only(&missing) {
+        Err(Error::Storage {
+            failure: StorageFailure::Io,
+            message,
+            ..
+        }) => assert!(message.contains("no store"), "{message}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(!missing.exists(), "a read-only open made a directory");
+}

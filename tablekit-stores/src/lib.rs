@@ -7,6 +7,7 @@
 //! | connection string | stores |
 //! | --- | --- |
 //! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
+//! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
 //! | `DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…` | an Azure storage account (or Cosmos DB for Table, with its `TableEndpoint`) |
@@ -21,8 +22,8 @@
 //! fails) and `MaxConnectionsPerHost=<n>`.
 //!
 //! Settings are `key=value` pairs separated by `;`; keys are matched
-//! without regard to case. A local directory is created if needed; a
-//! relative one is relative to the working directory.
+//! without regard to case. A local directory is created if needed (but not
+//! when read-only); a relative one is relative to the working directory.
 //!
 //! ```
 //! use tablekit::{Entity, TableBackend};
@@ -90,6 +91,11 @@ pub enum Location {
     Memory,
     /// In a local directory (`UseLocalStorage=<dir>`).
     Local(PathBuf),
+    /// In a local directory, opened read-only
+    /// (`UseLocalStorage=<dir>;ReadOnly=true`): nothing in the directory is
+    /// made or changed, and every write fails (see `tablekit_local`'s
+    /// `LocalStorageBuilder::read_only`).
+    LocalReadOnly(PathBuf),
     /// At the Table, Blob and Queue services of an account or of the
     /// emulator: any other connection string, kept as given.
     Service(String),
@@ -102,7 +108,7 @@ impl Location {
     /// # Errors
     /// [`Error::Configuration`] for an empty string, a `UseMemoryStorage`
     /// other than `true`, an empty `UseLocalStorage`, or either beside other
-    /// settings.
+    /// settings (but `ReadOnly` beside `UseLocalStorage`).
     pub fn parse(connection: &str) -> Result<Location> {
         let parts: Vec<(&str, &str)> = connection
             .split(';')
@@ -146,11 +152,37 @@ impl Location {
             return Ok(Location::Memory);
         }
         if let Some((key, value)) = named("UseLocalStorage") {
-            alone(key)?;
+            let read_only = match named("ReadOnly") {
+                None => false,
+                Some((ro, flag)) => {
+                    if parts.len() > 2 {
+                        return Err(config(format!(
+                            "`{key}` takes no other setting beside it than `{ro}`"
+                        )));
+                    }
+                    match flag.to_ascii_lowercase().as_str() {
+                        "true" => true,
+                        "false" => false,
+                        _ => {
+                            return Err(config(format!(
+                                "`{ro}` cannot be {flag:?}; it takes `true` or `false`"
+                            )));
+                        }
+                    }
+                }
+            };
+            if named("ReadOnly").is_none() {
+                alone(key)?;
+            }
             if value.is_empty() {
                 return Err(config(format!("`{key}` needs a directory: `{key}=./data`")));
             }
-            return Ok(Location::Local(PathBuf::from(value)));
+            let dir = PathBuf::from(value);
+            return Ok(if read_only {
+                Location::LocalReadOnly(dir)
+            } else {
+                Location::Local(dir)
+            });
         }
         Ok(Location::Service(connection.to_owned()))
     }
@@ -168,9 +200,13 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Memory => f.write_str("memory (gone when the program stops)"),
-            Location::Local(dir) => {
+            Location::Local(dir) | Location::LocalReadOnly(dir) => {
                 let shown = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-                write!(f, "the directory {}", shown.display())
+                write!(f, "the directory {}", shown.display())?;
+                if matches!(self, Location::LocalReadOnly(_)) {
+                    f.write_str(", read-only")?;
+                }
+                Ok(())
             }
             Location::Service(connection) => {
                 let account = connection.split(';').find_map(|part| {
@@ -247,7 +283,8 @@ impl Stores {
     pub fn at(location: Location) -> Result<Stores> {
         match &location {
             Location::Memory => Stores::memory(location),
-            Location::Local(dir) => Stores::local(dir.clone(), location),
+            Location::Local(dir) => Stores::local(dir.clone(), false, location),
+            Location::LocalReadOnly(dir) => Stores::local(dir.clone(), true, location),
             Location::Service(connection) => Stores::service(connection.clone(), location),
         }
     }
@@ -290,8 +327,10 @@ impl Stores {
     }
 
     #[cfg(feature = "local")]
-    fn local(dir: PathBuf, location: Location) -> Result<Stores> {
-        let store = tablekit_local::LocalStorage::open(dir)?;
+    fn local(dir: PathBuf, read_only: bool, location: Location) -> Result<Stores> {
+        let store = tablekit_local::LocalStorage::builder()
+            .read_only(read_only)
+            .open(dir)?;
         Ok(Stores {
             tables: Arc::new(store.clone()),
             blobs: Arc::new(store.clone()),
@@ -301,7 +340,7 @@ impl Stores {
     }
 
     #[cfg(not(feature = "local"))]
-    fn local(_: PathBuf, _: Location) -> Result<Stores> {
+    fn local(_: PathBuf, _: bool, _: Location) -> Result<Stores> {
         Err(left_out("local"))
     }
 
@@ -342,6 +381,14 @@ mod tests {
             Location::parse(" uselocalstorage = ./data ;").unwrap(),
             Location::Local(PathBuf::from("./data"))
         );
+        assert_eq!(
+            Location::parse("UseLocalStorage=./data;readonly=TRUE").unwrap(),
+            Location::LocalReadOnly(PathBuf::from("./data"))
+        );
+        assert_eq!(
+            Location::parse("ReadOnly=false;UseLocalStorage=./data").unwrap(),
+            Location::Local(PathBuf::from("./data"))
+        );
         assert!(matches!(
             Location::parse("UseDevelopmentStorage=true").unwrap(),
             Location::Service(_)
@@ -353,6 +400,9 @@ mod tests {
             "UseLocalStorage=",
             "UseLocalStorage=./a;AccountName=x",
             "UseMemoryStorage=true;UseLocalStorage=./a",
+            "UseLocalStorage=./a;ReadOnly=yes",
+            "UseLocalStorage=./a;ReadOnly=true;AccountName=x",
+            "UseMemoryStorage=true;ReadOnly=true",
         ] {
             let err = Location::parse(bad).unwrap_err();
             assert!(

@@ -316,13 +316,16 @@ pub enum StorageFailure {
     /// Another process (or another handle in this one) has the store open.
     Locked,
     /// The disk, or the store's configured size limit, is full. Free space
-    /// (or raise the limit) and open the store again.
+    /// (or raise the limit): the store takes writes again.
     DiskFull,
     /// The store's file is not what the storage engine wrote: damaged by
     /// something other than a crash, which the engine recovers from.
     Damaged,
     /// The operating system refused a read or a write for another reason.
     Io,
+    /// A write to a store opened read-only, or a read-only open of a store
+    /// that must first be opened for writing (to recover it after a crash).
+    ReadOnly,
 }
 
 impl std::fmt::Display for StorageFailure {
@@ -334,6 +337,7 @@ impl std::fmt::Display for StorageFailure {
             StorageFailure::DiskFull => "the disk is full",
             StorageFailure::Damaged => "the file is damaged",
             StorageFailure::Io => "an I/O error",
+            StorageFailure::ReadOnly => "the store is read-only",
         })
     }
 }
