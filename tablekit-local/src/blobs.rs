@@ -34,22 +34,34 @@ fn blob_key(container: &str, name: &str) -> String {
     format!("{container}/{name}")
 }
 
-/// A blob's properties as stored: ETag number, MD5, write time, length.
-fn encode_properties(version: i64, md5: &[u8; 16], written: DateTime, len: u64) -> Vec<u8> {
-    [
+/// A blob's properties as stored under `key` (its [`blob_key`]): a
+/// checksum, then ETag number, MD5, write time, length. The bytes are
+/// checked against the MD5 when they are read.
+fn encode_properties(
+    key: &str,
+    version: i64,
+    md5: &[u8; 16],
+    written: DateTime,
+    len: u64,
+) -> Vec<u8> {
+    let body = [
         &version.to_le_bytes()[..],
         md5,
         &written.ticks().to_le_bytes(),
         &len.to_le_bytes(),
     ]
-    .concat()
+    .concat();
+    crate::rows::sealed(key.as_bytes(), &body)
 }
 
 fn etag_of(version: i64) -> ETag {
     ETag::new(format!("\"0x8DC{version:013X}\""))
 }
 
-fn decode_properties(name: &str, bytes: &[u8]) -> Option<BlobProperties> {
+/// The properties of blob `name` stored under `key`; `None` when they fail
+/// their checksum or do not decode.
+fn decode_properties(key: &str, name: &str, stored: &[u8]) -> Option<BlobProperties> {
+    let bytes = crate::rows::checked(key.as_bytes(), stored)?;
     let [version, md5, written, len]: [&[u8]; 4] = [
         bytes.get(0..8)?,
         bytes.get(8..24)?,
@@ -105,7 +117,7 @@ impl LocalStorage {
         let Some(stored) = blobs.get(key.as_str()).map_err(|e| self.error(e.into()))? else {
             return Ok(None);
         };
-        decode_properties(name, stored.value())
+        decode_properties(&key, name, stored.value())
             .map(Some)
             .ok_or_else(|| self.damaged("a blob's properties"))
     }
@@ -192,7 +204,7 @@ impl BlobStore for LocalStorage {
                     .map_err(|e| self.error(e.into()))?;
                 let written = DateTime::now();
                 let key = blob_key(container, name);
-                let stored = encode_properties(version, &md5, written, data.len() as u64);
+                let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
                 blobs
                     .insert(key.as_str(), stored.as_slice())
                     .map_err(|e| self.error(e.into()))?;
@@ -316,11 +328,45 @@ impl BlobStore for LocalStorage {
                     break;
                 }
                 page.blobs.push(
-                    decode_properties(&name, stored.value())
+                    decode_properties(key.value(), &name, stored.value())
                         .ok_or_else(|| self.damaged("a blob's properties"))?,
                 );
             }
             Ok(page)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_round_trip_and_damage_is_refused() {
+        let written = DateTime::from_ticks(638_000_000_000_000_000).unwrap();
+        let key = blob_key("c", "a/b");
+        let stored = encode_properties(&key, 7, &[9; 16], written, 42);
+        let read = decode_properties(&key, "a/b", &stored).unwrap();
+        assert_eq!(
+            (
+                read.etag,
+                read.content_md5,
+                read.last_modified,
+                read.content_length
+            ),
+            (etag_of(7), [9; 16], written, 42)
+        );
+        // Any byte changed, or the properties read under another key, is
+        // caught by the checksum.
+        for at in 0..stored.len() {
+            let mut damaged = stored.clone();
+            damaged[at] ^= 0x10;
+            assert!(
+                decode_properties(&key, "a/b", &damaged).is_none(),
+                "byte {at}"
+            );
+        }
+        assert!(decode_properties(&blob_key("c", "a/c"), "a/c", &stored).is_none());
+        assert!(decode_properties(&key, "a/b", &stored[..40]).is_none());
     }
 }

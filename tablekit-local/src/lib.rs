@@ -71,8 +71,9 @@
 //!   Every table row (index rows are table rows) carries a checksum of
 //!   its key and bytes, checked on every read: a row changed in the file,
 //!   or found under another key, is `Damaged`, naming the table and keys,
-//!   never a value quietly different from the one stored. Blobs and queue
-//!   messages carry no checksum of their own yet.
+//!   never a value quietly different from the one stored. A blob's
+//!   properties and a queue message carry such a checksum too, and a blob's
+//!   bytes are checked against their MD5 on every read.
 //! - **Two processes.** A store is open in one process at a time: a second
 //!   [`open`](LocalStorage::open) of the same directory, from another
 //!   process or this one, fails with [`StorageFailure::Locked`]. Clone the

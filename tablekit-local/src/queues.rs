@@ -68,8 +68,10 @@ struct Message {
 }
 
 impl Message {
-    fn encode(&self) -> Vec<u8> {
-        [
+    /// The message as stored under `key` (its [`message_key`]), checksum
+    /// first.
+    fn encode(&self, key: &[u8]) -> Vec<u8> {
+        let body = [
             &self.id[..],
             &self.receipt,
             &self.dequeue_count.to_le_bytes(),
@@ -78,10 +80,15 @@ impl Message {
             &self.next_visible.ticks().to_le_bytes(),
             self.text.as_bytes(),
         ]
-        .concat()
+        .concat();
+        crate::rows::sealed(key, &body)
     }
 
-    fn decode(bytes: &[u8]) -> Option<Message> {
+    /// The message stored under `key`; `None` when it fails its checksum
+    /// (the file was changed, or the message is not this key's) or does not
+    /// decode.
+    fn decode(key: &[u8], stored: &[u8]) -> Option<Message> {
+        let bytes = crate::rows::checked(key, stored)?;
         let ticks = |at: usize| -> Option<DateTime> {
             let raw = i64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
             DateTime::from_ticks(raw).ok()
@@ -156,8 +163,8 @@ impl LocalStorage {
                 .and_then(|b| b.try_into().ok())
                 .map(u64::from_be_bytes)
                 .ok_or_else(|| self.damaged("a message key"))?;
-            let message =
-                Message::decode(value.value()).ok_or_else(|| self.damaged("a message"))?;
+            let message = Message::decode(key.value(), value.value())
+                .ok_or_else(|| self.damaged("a message"))?;
             if message.expires > now {
                 live.push((seq, message));
             } else {
@@ -199,11 +206,13 @@ impl LocalStorage {
             .ok_or_else(not_found)?
             .value();
         let messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+        let key = message_key(queue, seq);
         let message = messages
-            .get(message_key(queue, seq).as_slice())
+            .get(key.as_slice())
             .map_err(|e| self.error(e.into()))?
             .ok_or_else(|| self.damaged("a message id without its message"))?;
-        let message = Message::decode(message.value()).ok_or_else(|| self.damaged("a message"))?;
+        let message =
+            Message::decode(&key, message.value()).ok_or_else(|| self.damaged("a message"))?;
         if message.expires <= now {
             return Err(not_found());
         }
@@ -358,11 +367,9 @@ impl QueueStore for LocalStorage {
                     .insert(queue, seq + 1)
                     .map_err(|e| self.error(e.into()))?;
                 let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                let key = message_key(queue, seq);
                 messages
-                    .insert(
-                        message_key(queue, seq).as_slice(),
-                        message.encode().as_slice(),
-                    )
+                    .insert(key.as_slice(), message.encode(&key).as_slice())
                     .map_err(|e| self.error(e.into()))?;
                 let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
                 ids.insert(id_key(queue, &message.id_text()).as_str(), seq)
@@ -403,11 +410,9 @@ impl QueueStore for LocalStorage {
                     message.dequeue_count += 1;
                     message.receipt = random();
                     message.next_visible = next_visible;
+                    let key = message_key(queue, seq);
                     messages
-                        .insert(
-                            message_key(queue, seq).as_slice(),
-                            message.encode().as_slice(),
-                        )
+                        .insert(key.as_slice(), message.encode(&key).as_slice())
                         .map_err(|e| self.error(e.into()))?;
                     got.push(QueueMessage {
                         id: message.id_text(),
@@ -451,8 +456,9 @@ impl QueueStore for LocalStorage {
                 if peeked.len() == count as usize {
                     break;
                 }
-                let (_, value) = item.map_err(|e| self.error(e.into()))?;
-                let m = Message::decode(value.value()).ok_or_else(|| self.damaged("a message"))?;
+                let (key, value) = item.map_err(|e| self.error(e.into()))?;
+                let m = Message::decode(key.value(), value.value())
+                    .ok_or_else(|| self.damaged("a message"))?;
                 if m.expires > now && m.next_visible <= now {
                     peeked.push(PeekedMessage {
                         id: m.id_text(),
@@ -496,11 +502,9 @@ impl QueueStore for LocalStorage {
             }
             {
                 let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                let key = message_key(queue, seq);
                 messages
-                    .insert(
-                        message_key(queue, seq).as_slice(),
-                        message.encode().as_slice(),
-                    )
+                    .insert(key.as_slice(), message.encode(&key).as_slice())
                     .map_err(|e| self.error(e.into()))?;
             }
             self.commit(txn)?;
@@ -556,13 +560,22 @@ mod tests {
             next_visible: DateTime::MIN,
             text: "héllo".into(),
         };
-        let bytes = message.encode();
-        let back = Message::decode(&bytes).unwrap();
+        let key = message_key("jobs", 7);
+        let bytes = message.encode(&key);
+        let back = Message::decode(&key, &bytes).unwrap();
         assert_eq!(
             (back.id, back.receipt, back.dequeue_count),
             (message.id, message.receipt, 3)
         );
         assert_eq!((back.expires, back.text.as_str()), (DateTime::MAX, "héllo"));
-        assert!(Message::decode(&bytes[..59]).is_none());
+        assert!(Message::decode(&key, &bytes[..63]).is_none());
+        // Any byte changed, or the message read under another key, is caught
+        // by the checksum.
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x04;
+            assert!(Message::decode(&key, &damaged).is_none(), "byte {at}");
+        }
+        assert!(Message::decode(&message_key("jobs", 8), &bytes).is_none());
     }
 }

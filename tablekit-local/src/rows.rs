@@ -95,6 +95,15 @@ pub(crate) fn checked<'a>(key: &[u8], stored: &'a [u8]) -> Option<&'a [u8]> {
     (checksum(key, rest) == sum).then_some(rest)
 }
 
+/// `body` stored under `key`, its checksum first: how a blob's properties
+/// and a queue message are stored; [`checked`] reads it back.
+pub(crate) fn sealed(key: &[u8], body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(CHECKSUM_LEN + body.len());
+    out.extend_from_slice(&checksum(key, body));
+    out.extend_from_slice(body);
+    out
+}
+
 /// Encodes the row of engine key `key` written at `ticks` with `props`,
 /// checksum first.
 pub(crate) fn encode_row(key: &[u8], ticks: i64, props: &Properties) -> Vec<u8> {

@@ -8,13 +8,18 @@
 //! - Zeroed pages, flipped bytes and truncation at random offsets of a
 //!   real store: every read is the right value or an error; nothing panics
 //!   (the engine's panics on a bad page are contained and reported as
-//!   `Damaged`) and nothing reads a wrong value (each row's checksum).
+//!   `Damaged`) and nothing reads a wrong value (each row's, blob's and
+//!   message's checksum, and each blob's MD5).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use tablekit::{Entity, Error, Query, StorageFailure, TableBackend, TableBackendExt};
+use tablekit::queue::QueueStore;
+use tablekit::{
+    BlobStore, ETag, Entity, Error, PutCondition, Query, StorageFailure, TableBackend,
+    TableBackendExt,
+};
 use tablekit_local::{FILE_NAME, LocalStorage};
 
 const CHILD: &str = "TABLEKIT_DAMAGE_TEST_CREATE";
@@ -132,9 +137,21 @@ fn row(n: usize) -> Entity {
         .with("Text", format!("value {n} {}", "abcdefghij".repeat(n % 13)))
 }
 
-/// Reads every row of a damaged store: each read is the right value, an
-/// error, or a wrong value, counted. A panic fails the test.
-async fn read_all(dir: &Path) -> (usize, usize, usize) {
+const BLOBS: usize = 60;
+const MESSAGES: usize = 30;
+
+fn blob(n: usize) -> Vec<u8> {
+    format!("blob {n} {}", "0123456789".repeat(n % 17)).into_bytes()
+}
+
+fn message(n: usize) -> String {
+    format!("message {n} {}", "xyz".repeat(n % 11))
+}
+
+/// Reads every row, blob and message of a damaged store: each read is the
+/// right value (a blob's properties as they were put: `etags`), an error, or
+/// a wrong value, counted. A panic fails the test.
+async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
     let store = match LocalStorage::open(dir) {
         Ok(store) => store,
@@ -165,17 +182,67 @@ async fn read_all(dir: &Path) -> (usize, usize, usize) {
             }
         }
     }
+    for (n, etag) in etags.iter().enumerate() {
+        match store.get_blob("blobs", &format!("b{n}")).await {
+            Ok(got)
+                if got.data == blob(n)
+                    && got.properties.etag == *etag
+                    && got.properties.content_length == blob(n).len() as u64 =>
+            {
+                right += 1
+            }
+            Ok(_) => wrong += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    if let Ok(page) = store.list_blobs("blobs", &Default::default()).await {
+        for got in page.blobs {
+            let n: usize = got.name[1..].parse().unwrap_or(usize::MAX);
+            if etags.get(n) != Some(&got.etag) || got.content_length != blob(n).len() as u64 {
+                wrong += 1;
+            }
+        }
+    }
+    match store.peek_messages("jobs", 32).await {
+        Ok(peeked) => {
+            // The messages not refused are the ones put, in order.
+            for (n, got) in peeked.iter().enumerate() {
+                if got.text == message(n) && got.dequeue_count == 0 {
+                    right += 1;
+                } else {
+                    wrong += 1;
+                }
+            }
+        }
+        Err(_) => refused += 1,
+    }
     (right, refused, wrong)
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn damaged_pages_never_panic() {
     let original = tempfile::tempdir().expect("a directory");
+    let mut etags = Vec::new();
     {
         let store = LocalStorage::open(original.path()).expect("a store");
         store.create_table("damage").await.expect("a table");
         for n in 0..ROWS {
             store.insert_entity("damage", &row(n)).await.expect("a row");
+        }
+        store.create_container("blobs").await.expect("a container");
+        for n in 0..BLOBS {
+            let put = store
+                .put_blob("blobs", &format!("b{n}"), blob(n), &PutCondition::None)
+                .await
+                .expect("a blob");
+            etags.push(put.etag);
+        }
+        store.create_queue("jobs").await.expect("a queue");
+        for n in 0..MESSAGES {
+            store
+                .put_message("jobs", &message(n), &Default::default())
+                .await
+                .expect("a message");
         }
     }
     let bytes = std::fs::read(original.path().join(FILE_NAME)).expect("the file");
@@ -202,14 +269,18 @@ async fn damaged_pages_never_panic() {
         }
         let dir = tempfile::tempdir().expect("a directory");
         std::fs::write(dir.path().join(FILE_NAME), &damaged).expect("the damaged file");
-        let (r, x, w) = read_all(dir.path()).await;
+        let (r, x, w) = read_all(dir.path(), &etags).await;
         right += r;
         refused += x;
         wrong += w;
     }
     println!(
-        "{trials} damaged copies x {ROWS} reads: {right} right, {refused} refused, {wrong} wrong"
+        "{trials} damaged copies x {} reads: {right} right, {refused} refused, {wrong} wrong",
+        ROWS + BLOBS + MESSAGES
     );
-    assert_eq!(wrong, 0, "a damaged row was read as a value");
+    assert_eq!(
+        wrong, 0,
+        "a damaged row, blob or message was read as a value"
+    );
     assert!(right > 0, "the damage hit everything: {right} right");
 }
