@@ -139,7 +139,7 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     )
     .await;
     eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
-    assert_eq!(outcomes.cases.len(), 9, "{outcomes:?}");
+    assert_eq!(outcomes.cases.len(), 10, "{outcomes:?}");
 }
 
 /// Migrations dropped at random polls or stopped by faults and resumed from

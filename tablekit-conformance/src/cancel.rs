@@ -31,8 +31,9 @@ use tablekit::upkeep::Upkeep;
 const MAX_POLLS: usize = 2_000;
 
 /// The paths a sample run takes: one of each kind of multi-row write.
-const SAMPLE: [&str; 9] = [
+const SAMPLE: [&str; 10] = [
     "staff update",
+    "transaction then put",
     "renamed replace",
     "remote insert",
     "offloaded replace",
@@ -509,6 +510,42 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
             "transaction: half applied: {first:?} {second:?}"
         );
         assert_clean(t.verify_indexes(&*pk).await, "transaction");
+        done
+    });
+    every_k!(out, h, "transaction then put", |k| {
+        // A row put into another table once the insert commits: it exists
+        // exactly when the insert does.
+        let pk = h.partition("tp", k);
+        let added = staff(&pk, 1, 1);
+        let put = tablekit::Entity::new(pk.as_str(), "then").with("K", k as i64);
+        let mut transaction = t.transaction();
+        transaction.insert(&added).expect("an insert");
+        transaction
+            .then_put("ConformanceCities", put.clone())
+            .expect("a put");
+        let done = drop_after_polls(k, transaction.submit()).await.is_some();
+        h.upkeep().await;
+        let inserted = t.get(&*pk, 1).await.expect("get").is_some();
+        let landed = tablekit::TableBackendExt::try_get_entity(
+            h.backend.as_ref(),
+            "ConformanceCities",
+            &pk,
+            "then",
+        )
+        .await
+        .expect("read the put");
+        assert_eq!(
+            landed.is_some(),
+            inserted,
+            "transaction then put (k = {k}): the put exists exactly when the insert does"
+        );
+        if let Some(landed) = landed {
+            assert_eq!(landed.properties, put.properties, "transaction then put");
+        }
+        assert!(
+            !done || inserted,
+            "transaction then put: completed, not applied"
+        );
         done
     });
     every_k!(out, h, "bulk upsert", |k| {

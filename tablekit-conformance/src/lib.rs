@@ -287,7 +287,7 @@ macro_rules! queue_conformance_tests {
 #[macro_export]
 macro_rules! outbox_conformance_tests {
     ($make:expr) => {
-        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions moves_meeting_a_change_lose_nothing steps_are_fenced remote_indexes_follow_writes remote_index_repair_finds_and_fixes }
+        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions moves_meeting_a_change_lose_nothing steps_are_fenced remote_indexes_follow_writes remote_index_repair_finds_and_fixes transactions_put_elsewhere_once_they_commit }
     };
 }
 

@@ -718,6 +718,13 @@ pub enum InvalidInput {
         /// The limit.
         max: usize,
     },
+    /// A row under a RowKey tablekit keeps for its own rows (outbox records
+    /// and fences start with `~tk|`).
+    #[error("RowKey {row_key:?} is reserved: RowKeys starting with `~tk|` are tablekit's own")]
+    ReservedRowKey {
+        /// The RowKey.
+        row_key: String,
+    },
     /// A batch has no operations.
     #[error("a batch needs at least one operation")]
     BatchEmpty,

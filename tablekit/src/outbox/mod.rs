@@ -19,6 +19,11 @@
 //!    becomes visible, and the [sweeper](sweep) finishes records older than
 //!    an age (for a message that was never put).
 //!
+//! The same machinery carries rows a [`Transaction`](crate::Transaction)
+//! puts into other tables once it commits
+//! ([`then_put`](crate::Transaction::then_put)): an audit entry, an event
+//! for other services, written exactly when the transaction's writes are.
+//!
 //! # Steps are safe to apply twice, and in any order
 //! A step writes rows of one partition: it puts rows (insert or replace)
 //! and deletes rows (if they exist). Each step carries the *sequence

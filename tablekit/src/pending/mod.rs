@@ -34,7 +34,9 @@ pub use sweep::{SweepReport, pending_count, remove_fences_before, remove_fences_
 #[cfg(feature = "conformance")]
 pub(crate) use finish::detached_in_flight;
 pub(crate) use finish::{detached, finish_after_commit, finish_detached};
-pub(crate) use record::{MOVE, read_fence, record_row, records_prefix, row_key_prefix, seq_of};
+pub(crate) use record::{
+    MOVE, RESERVED_PREFIX, THEN, read_fence, record_row, records_prefix, row_key_prefix, seq_of,
+};
 
 /// What a notice names: the entity whose outbox records are to finish.
 #[derive(Debug, Clone, PartialEq, Eq)]

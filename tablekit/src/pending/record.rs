@@ -13,6 +13,8 @@ use crate::value::Value;
 /// The RowKeys of outbox records start with this, then the RowKey of the
 /// entity that wrote them, `|`, and the write's sequence number.
 pub const OUTBOX_PREFIX: &str = "~tk|outbox|";
+/// The start of every RowKey tablekit keeps for its own rows.
+pub(crate) const RESERVED_PREFIX: &str = "~tk|";
 /// The RowKey of a fence row is this and the RowKey it fences.
 pub const FENCE_PREFIX: &str = "~tk|fence|";
 /// The property holding an entity's sequence number: one higher on every
@@ -25,6 +27,8 @@ pub(super) const OUTBOX_PROPERTY: &str = "_Outbox";
 const FENCE_PROPERTY: &str = "_Fence";
 /// What a move's record is for (its `what`).
 pub(crate) const MOVE: &str = "move";
+/// What a record of a transaction's puts elsewhere is written for.
+pub(crate) const THEN: &str = "then";
 /// The time a record was written, for the sweeper.
 const AT_PROPERTY: &str = "_At";
 /// The table the record's entity is in.

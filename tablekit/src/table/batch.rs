@@ -4,11 +4,11 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::plan::{self, Pending, Raw, Typed};
+use super::plan::{self, Pending, Raw, ThenRecord, Typed};
 use super::rows::RowWrite;
 use super::{Loaded, Table};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
-use crate::entity::{ETag, IfMatch};
+use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::Result;
 use crate::schema::{self, KeyArg, TableEntity};
 
@@ -65,6 +65,8 @@ pub struct Transaction {
     backend: Arc<dyn TableBackend>,
     table: Arc<str>,
     writes: Vec<Box<dyn Pending>>,
+    /// The rows to put elsewhere once it commits, with their tables.
+    then: Vec<(String, Entity)>,
     outbox: Option<Arc<dyn crate::pending::Announce>>,
     clock: Arc<dyn crate::clock::Clock>,
 }
@@ -74,6 +76,7 @@ impl std::fmt::Debug for Transaction {
         f.debug_struct("Transaction")
             .field("table", &self.table)
             .field("writes", &self.writes.len())
+            .field("then_put", &self.then.len())
             .finish()
     }
 }
@@ -86,6 +89,7 @@ impl<T> Table<T> {
             backend: Arc::clone(&self.backend),
             table: Arc::clone(&self.name),
             writes: Vec::new(),
+            then: Vec::new(),
             outbox: self.outbox.clone(),
             clock: Arc::clone(&self.clock),
         }
@@ -160,6 +164,80 @@ impl Transaction {
     fn add<U: TableEntity>(&mut self, write: Typed<'static, U>) -> &mut Self {
         self.writes.push(Box::new(write));
         self
+    }
+
+    /// Puts `row` (inserts it, or replaces it whole) into the table `table`
+    /// once this transaction commits: a row of another table or partition
+    /// that must exist exactly when the writes do, such as an audit entry
+    /// or an event for other services.
+    ///
+    /// The put is recorded in the transaction (an outbox record in the
+    /// partition of its writes), so it commits or fails with them; then it
+    /// is applied right after the commit. If the writer stops in between
+    /// (a crash, a dropped future), the table's
+    /// [`OutboxWorker`](crate::outbox::OutboxWorker) or the
+    /// [upkeep](crate::upkeep) applies it. Applying it again changes nothing,
+    /// and of two puts of one row by different transactions, the one that
+    /// committed later (by the store's clock) stays.
+    ///
+    /// The table must exist: a put into a missing table is left in its
+    /// record, tried again by the upkeep, and reported in its failures
+    /// until the table is made. The transaction needs at least one write of
+    /// its own; a row whose RowKey starts with `~tk|` (tablekit's own rows)
+    /// is refused.
+    ///
+    /// ```
+    /// # use tablekit::{Entity, Table, TableEntity};
+    /// # #[derive(TableEntity, Clone, Debug, PartialEq)]
+    /// # #[tablekit(table = "Orders", kind = "ORD")]
+    /// # struct Order { #[tablekit(partition_key)] customer: String, #[tablekit(row_key)] number: u32, total: f64 }
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+    /// # let backend = tablekit_mem::MemBackend::new();
+    /// let orders: Table<Order> = Table::new(backend.clone());
+    /// # orders.create_if_missing().await?;
+    /// # tablekit::TableBackend::create_table(&backend, "Audit").await?;
+    /// let mut tx = orders.transaction();
+    /// tx.insert(&Order { customer: "c1".into(), number: 7, total: 12.5 })?;
+    /// tx.then_put("Audit", Entity::new("c1", "order 7").with("Action", "placed"))?;
+    /// tx.submit().await?;
+    /// let entry = tablekit::TableBackendExt::try_get_entity(&backend, "Audit", "c1", "order 7").await?;
+    /// assert!(entry.is_some());
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`InvalidInput`](crate::InvalidInput) for a table name or a row the
+    /// store refuses; a row under tablekit's reserved RowKeys too.
+    pub fn then_put(&mut self, table: &str, row: Entity) -> Result<&mut Self> {
+        crate::validate::table_name(table)?;
+        crate::validate::entity(&row)?;
+        if row.row_key.starts_with(crate::pending::RESERVED_PREFIX) {
+            return Err(crate::InvalidInput::ReservedRowKey {
+                row_key: row.row_key,
+            }
+            .into());
+        }
+        self.then.push((table.to_owned(), row));
+        Ok(self)
+    }
+
+    /// [`then_put`](Transaction::then_put) of a typed value into its table
+    /// (`into`, a table of any store's name: the value's keys and properties
+    /// are written as [`Table::upsert`] writes them). The type must be
+    /// written as one row: one with indexes, parts or offloaded fields is
+    /// refused with [`NotSupported`](crate::Error::NotSupported).
+    pub fn then_put_value<U: TableEntity>(
+        &mut self,
+        into: &Table<U>,
+        value: &U,
+    ) -> Result<&mut Self> {
+        Table::<U>::refuse_unwritable()?;
+        if U::DESCRIPTOR.write_needs() != crate::schema::WriteNeeds::NONE {
+            return Err(crate::Error::NotSupported {
+                operation: "then_put of a type with indexes, parts or offloaded fields (a put elsewhere is one row)",
+            });
+        }
+        self.then_put(into.name(), schema::to_entity(value)?)
     }
 
     /// Inserts a new entity; the transaction fails if its keys are taken.
@@ -243,9 +321,29 @@ impl Transaction {
 
     /// Runs the writes, then finishes the outbox records they wrote.
     async fn run(&self) -> Result<Vec<Option<ETag>>> {
-        let writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
-        let etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
-        for (pk, rk) in self.writes.iter().filter_map(|w| w.spans()) {
+        let mut writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
+        // The puts elsewhere are recorded in the partition of the writes.
+        let then = match (self.then.is_empty(), writes.first()) {
+            (true, _) => None,
+            (false, None) => {
+                return Err(crate::Error::Configuration {
+                    message: "a transaction with rows to put once it commits needs a write of \
+                              its own, in whose partition they are recorded"
+                        .into(),
+                });
+            }
+            (false, Some(first)) => Some(ThenRecord::new(
+                &self.table,
+                first.keys().0,
+                self.then.clone(),
+            )),
+        };
+        if let Some(then) = &then {
+            writes.push(then);
+        }
+        let mut etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
+        etags.truncate(self.writes.len());
+        for (pk, rk) in writes.iter().filter_map(|w| w.spans()) {
             crate::pending::finish_after_commit(
                 &self.backend,
                 &self.table,
