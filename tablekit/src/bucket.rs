@@ -380,6 +380,24 @@ impl<T: Bucketed> Buckets<T> {
         }
     }
 
+    /// The table of `value`'s period, made if it is missing (once per
+    /// period for this `Buckets`): for a write that reaches the table by
+    /// another way, such as [`Transaction::then_put_value`](crate::Transaction::then_put_value).
+    ///
+    /// # Errors
+    /// [`PeriodDropped`](Error::PeriodDropped) for a period this `Buckets`
+    /// dropped; the store's errors making the table.
+    pub async fn prepare(&self, value: &T) -> Result<Table<T>> {
+        let t = self.time_of(value);
+        let table = self.table_at(t);
+        self.check_not_dropped(t, &table)?;
+        if !self.known(table.name()) {
+            table.create_if_missing().await?;
+            self.remember(table.name());
+        }
+        Ok(table)
+    }
+
     /// Inserts `value` into its period's table, creating the table on first
     /// use. See [`Table::insert`].
     pub async fn insert(&self, value: &T) -> Result<ETag> {

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::Method;
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
@@ -109,10 +110,80 @@ pub(super) fn tenant_of(path: &str) -> Option<Result<String, ()>> {
     })
 }
 
+/// What a write's audit entry says of its request. A handler that writes
+/// through a transaction adds the entry to it ([`record`](WriteAudit::record)):
+/// the entry is then committed with the write, or not at all, so no write
+/// that lands (even after its client hung up, or after it was answered 504)
+/// goes unaudited. Its response carries [`Audited`], so that the middleware
+/// does not write the entry again.
+#[derive(Debug, Clone)]
+pub(super) struct WriteAudit {
+    tenant: String,
+    request: String,
+    action: String,
+}
+
+impl FromRequestParts<App> for WriteAudit {
+    type Rejection = ApiError;
+
+    /// What the [`audit`] middleware, which sees the request's whole path,
+    /// left in its extensions.
+    async fn from_request_parts(parts: &mut Parts, _: &App) -> Result<WriteAudit, ApiError> {
+        parts
+            .extensions
+            .get::<WriteAudit>()
+            .cloned()
+            .ok_or_else(|| ApiError::BadRequest("not a tenant's path".into()))
+    }
+}
+
+impl WriteAudit {
+    /// Adds this request's entry, as answered `status`, to `transaction`.
+    pub(super) async fn record(
+        &self,
+        app: &App,
+        transaction: &mut tablekit::Transaction,
+        status: StatusCode,
+    ) -> ApiResult<()> {
+        let entry = AuditEntry {
+            tenant: self.tenant.clone(),
+            at: DateTime::now(),
+            request: self.request.clone(),
+            action: self.action.clone(),
+            status: i32::from(status.as_u16()),
+        };
+        let table = app.audit.prepare(&entry).await?;
+        transaction.then_put_value(&table, &entry)?;
+        Ok(())
+    }
+}
+
+/// Marks a response whose write committed its own audit entry.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Audited;
+
+/// `response`, marked [`Audited`].
+pub(super) fn audited(mut response: Response) -> Response {
+    response.extensions_mut().insert(Audited);
+    response
+}
+
+/// The request's id, as the request-id layer set it.
+fn request_id(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Refuses a request for a tenant name the service does not take, and
-/// writes every change a tenant's request made (or tried) to the audit log,
-/// under the decoded tenant, in the table of its day. Writing the entry is
-/// tried a few times; a failure is logged, and does not change the answer.
+/// writes to the audit log, under the decoded tenant, in the table of its
+/// day, every write request a handler did not audit in the write's own
+/// transaction ([`WriteAudit`]): requests refused or failed, and the
+/// writes that cannot join a transaction (an attachment's blob). Writing
+/// such an entry is tried a few times; a failure is logged, and does not
+/// change the answer.
 pub(super) async fn audit(State(app): State<App>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -126,14 +197,18 @@ pub(super) async fn audit(State(app): State<App>, request: Request, next: Next) 
             .into_response();
         }
     };
-    let id = request
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let id = request_id(request.headers());
+    let mut request = request;
+    request.extensions_mut().insert(WriteAudit {
+        tenant: tenant.clone(),
+        request: id.clone(),
+        action: format!("{method} {path}"),
+    });
     let response = next.run(request).await;
-    if method != Method::GET && method != Method::HEAD {
+    if method != Method::GET
+        && method != Method::HEAD
+        && response.extensions().get::<Audited>().is_none()
+    {
         let entry = AuditEntry {
             tenant,
             at: DateTime::now(),

@@ -5,13 +5,14 @@ use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::TryStreamExt;
 use serde::Deserialize;
 use serde_json::{Value as JsonValue, json};
 use tablekit::{Error, Loaded, TableEntity as _, UnknownKind};
 
 use super::App;
+use super::audit::{WriteAudit, audited};
 use super::error::{ApiError, ApiResult};
 use super::http::{ATTEMPTS, Body, Page, PageParams, check, if_match, page, segment, with_etag};
 use super::model::{Attachment, Customer, Line, Order, OrderRows};
@@ -42,6 +43,7 @@ pub(super) fn customer_json(c: &Customer) -> JsonValue {
 pub(super) async fn post_customer(
     State(app): State<App>,
     Path(tenant): Path<String>,
+    audit: WriteAudit,
     Body(body): Body<CustomerBody>,
 ) -> ApiResult<Response> {
     body.check()?;
@@ -58,7 +60,12 @@ pub(super) async fn post_customer(
         city: body.city,
         incarnation: new_incarnation(),
     };
-    let etag = app.customers.insert(&customer).await?;
+    let mut transaction = app.customers.transaction();
+    transaction.insert(&customer)?;
+    audit
+        .record(&app, &mut transaction, StatusCode::CREATED)
+        .await?;
+    let etag = first_etag(transaction.submit().await?)?;
     let mut response = with_etag(&etag, customer_json(&customer), StatusCode::CREATED);
     let location = format!(
         "/tenants/{}/customers/{}",
@@ -68,7 +75,16 @@ pub(super) async fn post_customer(
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }
-    Ok(response)
+    Ok(audited(response))
+}
+
+/// The ETag of a transaction's first write (an insert or a replace has one).
+pub(super) fn first_etag(etags: Vec<Option<tablekit::ETag>>) -> ApiResult<tablekit::ETag> {
+    etags.into_iter().next().flatten().ok_or_else(|| {
+        ApiError::Store(Error::Decode {
+            message: "the store answered a write without its ETag".into(),
+        })
+    })
 }
 
 /// A text no earlier customer of the same id had: 128 random bits.
@@ -96,6 +112,7 @@ pub(super) async fn put_customer(
     State(app): State<App>,
     Path((tenant, id)): Path<(String, String)>,
     headers: HeaderMap,
+    audit: WriteAudit,
     Body(body): Body<CustomerBody>,
 ) -> ApiResult<Response> {
     body.check()?;
@@ -123,9 +140,19 @@ pub(super) async fn put_customer(
     let etag = if_match(&headers)?
         .guard(Some(Loaded::etag(&current)))?
         .unwrap_or_else(|| Loaded::etag(&current).clone());
-    let mut loaded = Loaded::new(customer, etag, None);
-    let etag = app.customers.replace(&mut loaded).await?;
-    Ok(with_etag(&etag, customer_json(&loaded), StatusCode::OK))
+    // What the stored row holds beyond the type's fields is kept.
+    let mut loaded = current;
+    *loaded = customer;
+    Loaded::set_etag(&mut loaded, etag);
+    let mut transaction = app.customers.transaction();
+    transaction.replace(&loaded)?;
+    audit.record(&app, &mut transaction, StatusCode::OK).await?;
+    let etag = first_etag(transaction.submit().await?)?;
+    Ok(audited(with_etag(
+        &etag,
+        customer_json(&loaded),
+        StatusCode::OK,
+    )))
 }
 
 /// Deletes a customer with everything under it: its attachments (each with
@@ -139,7 +166,8 @@ pub(super) async fn delete_customer(
     State(app): State<App>,
     Path((tenant, id)): Path<(String, String)>,
     headers: HeaderMap,
-) -> ApiResult<StatusCode> {
+    audit: WriteAudit,
+) -> ApiResult<Response> {
     let given = if_match(&headers)?;
     for _ in 0..ATTEMPTS {
         let current = app
@@ -190,11 +218,16 @@ pub(super) async fn delete_customer(
         // A transaction holds 100 rows: the customer and its index rows
         // take a few.
         let (rest, last) = rows.split_at(rows.len().saturating_sub(90));
+        // Each transaction carries the request's entry: a delete stopped
+        // half way is audited for what it deleted.
         for chunk in rest.chunks(90) {
             let mut transaction = app.orders.transaction();
             for row in chunk {
                 delete_order_row(&mut transaction, &tenant, &id, *row)?;
             }
+            audit
+                .record(&app, &mut transaction, StatusCode::NO_CONTENT)
+                .await?;
             transaction.submit().await?;
         }
         let mut transaction = app.orders.transaction();
@@ -202,8 +235,11 @@ pub(super) async fn delete_customer(
             delete_order_row(&mut transaction, &tenant, &id, *row)?;
         }
         transaction.delete(&current)?;
+        audit
+            .record(&app, &mut transaction, StatusCode::NO_CONTENT)
+            .await?;
         match transaction.submit().await {
-            Ok(_) => return Ok(StatusCode::NO_CONTENT),
+            Ok(_) => return Ok(audited(StatusCode::NO_CONTENT.into_response())),
             // An order placed meanwhile changed the customer: again (an
             // If-Match that named the version read then refuses it).
             Err(Error::BatchFailed { source, .. })

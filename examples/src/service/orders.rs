@@ -11,6 +11,7 @@ use serde_json::{Value as JsonValue, json};
 use tablekit::{DateTime, Error, Loaded, UnknownKind};
 
 use super::App;
+use super::audit::{WriteAudit, audited};
 use super::error::{ApiError, ApiResult};
 use super::http::{ATTEMPTS, Body, Page, PageParams, check, page};
 use super::model::{Line, Order, OrderRows};
@@ -28,10 +29,10 @@ pub(super) struct LineBody {
     price_cents: i64,
 }
 
-/// The most lines an order has: the order, its lines and the touch of its
-/// customer's row are written in one transaction, of at most 100
-/// operations.
-pub(super) const MAX_LINES: usize = 98;
+/// The most lines an order has: the order, its lines, the touch of its
+/// customer's row and the request's audit entry are written in one
+/// transaction, of at most 100 operations.
+pub(super) const MAX_LINES: usize = 97;
 
 pub(super) fn order_json(order: &Order, lines: &[Line]) -> JsonValue {
     json!({
@@ -47,11 +48,12 @@ pub(super) fn order_json(order: &Order, lines: &[Line]) -> JsonValue {
 pub(super) async fn post_order(
     State(app): State<App>,
     Path((tenant, customer)): Path<(String, String)>,
+    audit: WriteAudit,
     Body(body): Body<OrderBody>,
 ) -> ApiResult<Response> {
     check(
         (1..=MAX_LINES).contains(&body.lines.len()),
-        "an order has 1 to 98 lines (the order, its lines and the guard on its customer go in one transaction of at most 100 operations)",
+        "an order has 1 to 97 lines (the order, its lines, the guard on its customer and the audit entry go in one transaction of at most 100 operations)",
     )?;
     for line in &body.lines {
         check(
@@ -108,6 +110,9 @@ pub(super) async fn post_order(
         for line in &lines {
             transaction.insert(line)?;
         }
+        audit
+            .record(&app, &mut transaction, StatusCode::CREATED)
+            .await?;
         match transaction.submit().await {
             Ok(etags) => {
                 placed = Some(etags);
@@ -137,7 +142,7 @@ pub(super) async fn post_order(
     {
         response.headers_mut().insert(header::ETAG, value);
     }
-    Ok(response)
+    Ok(audited(response))
 }
 
 pub(super) async fn get_order(

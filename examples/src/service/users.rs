@@ -11,6 +11,8 @@ use tablekit::key::InvertedTime;
 use tablekit::{DateTime, Loaded};
 
 use super::App;
+use super::audit::{WriteAudit, audited};
+use super::customers::first_etag;
 use super::error::{ApiError, ApiResult};
 use super::http::{Body, Page, PageParams, check, if_match, page, with_etag};
 use super::model::{Activity, User};
@@ -28,6 +30,7 @@ pub(super) async fn put_user(
     State(app): State<App>,
     Path((tenant, user)): Path<(String, String)>,
     headers: HeaderMap,
+    audit: WriteAudit,
     Body(body): Body<UserBody>,
 ) -> ApiResult<Response> {
     check(!body.name.trim().is_empty(), "name must not be empty")?;
@@ -39,8 +42,9 @@ pub(super) async fn put_user(
     // With If-Match, only over a version it names (and never created);
     // without, created or replaced.
     let condition = if_match(&headers)?;
-    let etag = if condition.is_absent() {
-        app.users.upsert(&user).await?
+    let mut transaction = app.users.transaction();
+    if condition.is_absent() {
+        transaction.upsert(&user)?;
     } else {
         let current = app
             .users
@@ -48,11 +52,15 @@ pub(super) async fn put_user(
             .await?;
         let guard = condition.guard(current.as_ref().map(Loaded::etag))?;
         let etag = guard.ok_or(ApiError::NotFound)?;
-        app.users
-            .replace(&mut Loaded::new(user.clone(), etag, None))
-            .await?
-    };
-    Ok(with_etag(&etag, user_json(&user), StatusCode::OK))
+        // What the stored row holds beyond the type's fields is kept.
+        let mut loaded = current.ok_or(ApiError::NotFound)?;
+        *loaded = user.clone();
+        Loaded::set_etag(&mut loaded, etag);
+        transaction.replace(&loaded)?;
+    }
+    audit.record(&app, &mut transaction, StatusCode::OK).await?;
+    let etag = first_etag(transaction.submit().await?)?;
+    Ok(audited(with_etag(&etag, user_json(&user), StatusCode::OK)))
 }
 
 pub(super) async fn get_user(
@@ -96,6 +104,7 @@ pub(super) fn activity_json(event: &Activity) -> JsonValue {
 pub(super) async fn post_activity(
     State(app): State<App>,
     Path((tenant, user)): Path<(String, String)>,
+    audit: WriteAudit,
     Body(body): Body<ActivityBody>,
 ) -> ApiResult<Response> {
     check(!body.text.is_empty(), "text must not be empty")?;
@@ -113,8 +122,17 @@ pub(super) async fn post_activity(
         nonce: nonce(),
         text: body.text,
     };
-    let etag = app.activity.insert(&event).await?;
-    Ok(with_etag(&etag, activity_json(&event), StatusCode::CREATED))
+    let mut transaction = app.activity.transaction();
+    transaction.insert(&event)?;
+    audit
+        .record(&app, &mut transaction, StatusCode::CREATED)
+        .await?;
+    let etag = first_etag(transaction.submit().await?)?;
+    Ok(audited(with_etag(
+        &etag,
+        activity_json(&event),
+        StatusCode::CREATED,
+    )))
 }
 
 pub(super) fn nonce() -> u32 {
