@@ -1754,3 +1754,65 @@ async fn a_write_that_lands_is_audited_even_when_its_client_hangs_up() {
         "no dropped request had landed: the case this test is for never happened"
     );
 }
+
+/// Forged cursors are refused with a 400 that says so: one whose key lies
+/// before its list's range (a `/by-city/Oslo` page that used to list the
+/// tenant's Bergen customers), and one of 20,000 characters (a 500 "uri too
+/// long" on Azurite, and a page on the local store).
+#[tokio::test]
+async fn forged_cursors_are_refused() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let (router, _) = service().await;
+    for (id, city) in [
+        ("o1", "Oslo"),
+        ("o2", "Oslo"),
+        ("b1", "Bergen"),
+        ("b2", "Bergen"),
+    ] {
+        let body = json!({ "id": id, "name": id, "email": format!("{id}@x"), "city": city });
+        let made = post(&router, "/tenants/acme/customers", body).await;
+        assert_eq!(made.status, StatusCode::CREATED);
+    }
+    let first = get(&router, "/tenants/acme/customers/by-city/Oslo?limit=1").await;
+    let cursor = first.json()["next"].as_str().expect("a cursor").to_owned();
+    let text = String::from_utf8(URL_SAFE_NO_PAD.decode(&cursor).expect("base64")).unwrap();
+    let mut parts: Vec<&str> = text.split('\n').collect();
+    let row_key = parts[3].to_owned();
+    assert!(row_key.contains("Oslo"), "{row_key}");
+    // The same query's cursor, moved before the range: Bergen sorts first.
+    let forged = row_key.replace("Oslo", "A");
+    parts[3] = &forged;
+    let forged = URL_SAFE_NO_PAD.encode(parts.join("\n"));
+    let answer = get(
+        &router,
+        &format!("/tenants/acme/customers/by-city/Oslo?limit=10&cursor={forged}"),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.json());
+    assert!(
+        answer.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cursor")
+    );
+    // The genuine cursor still pages on.
+    let next = get(
+        &router,
+        &format!("/tenants/acme/customers/by-city/Oslo?limit=10&cursor={cursor}"),
+    )
+    .await;
+    assert_eq!(next.status, StatusCode::OK);
+    let items = next.json()["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["city"], "Oslo");
+    // A cursor longer than any the service writes.
+    let long = "A".repeat(20_000);
+    for uri in [
+        format!("/tenants/acme/customers?cursor={long}"),
+        format!("/tenants/acme/customers/by-city/Oslo?cursor={long}"),
+    ] {
+        let answer = get(&router, &uri).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.json());
+    }
+}

@@ -646,6 +646,34 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
     for junk in ["", "abc", "dGtjMQ", "%%%"] {
         assert!(junk.parse::<tablekit::table::Cursor>().is_err(), "{junk:?}");
     }
+    // Longer than any cursor written, or keys no row can have: refused as
+    // they are read, never sent to the store.
+    use base64::Engine as _;
+    let encode = |text: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+    let longest = encode(format!(
+        "tkc1\n{:016x}\n{}\n{}",
+        0u64,
+        "\u{10000}".repeat(256),
+        "\u{FFFF}".repeat(512)
+    ));
+    assert!(
+        longest.parse::<tablekit::table::Cursor>().is_ok(),
+        "the longest keys"
+    );
+    for junk in [
+        "A".repeat(20_000),
+        encode(format!("tkc1\n{:016x}\np\n{}", 0u64, "r".repeat(513))),
+        encode(format!("tkc1\n{:016x}\np/q\nr", 0u64)),
+    ] {
+        assert!(
+            matches!(
+                junk.parse::<tablekit::table::Cursor>(),
+                Err(tablekit::InvalidInput::Cursor { .. })
+            ),
+            "{:?}",
+            &junk[..junk.len().min(40)]
+        );
+    }
     assert!(contacts.query().page_of(0).await.is_err());
     backend.delete_table(&name).await.expect("delete table");
 }

@@ -339,6 +339,24 @@ where
                     }
                     .into());
                 }
+                // A page's cursor is a row of its range: one before the
+                // range's start would widen it (a city's page listing
+                // another city's entities).
+                let after_start = match &start {
+                    Bound::Included(s) | Bound::Excluded(s) => row_key >= s.as_str(),
+                    Bound::Unbounded => true,
+                };
+                let before_end = match &end {
+                    Bound::Included(e) => row_key <= e.as_str(),
+                    Bound::Excluded(e) => row_key < e.as_str(),
+                    Bound::Unbounded => true,
+                };
+                if !(after_start && before_end) {
+                    return Err(crate::InvalidInput::Cursor {
+                        reason: "it points outside its query's range",
+                    }
+                    .into());
+                }
                 Bound::Excluded(row_key.to_owned())
             }
         };

@@ -90,6 +90,12 @@ impl std::str::FromStr for Cursor {
     fn from_str(text: &str) -> std::result::Result<Cursor, crate::InvalidInput> {
         use base64::Engine;
         let bad = |reason| crate::InvalidInput::Cursor { reason };
+        // Two keys of at most 512 UTF-16 units (3 bytes each at most in
+        // UTF-8), the header, in base64: no cursor this library writes is
+        // longer. A longer text is refused before it is decoded.
+        if text.len() > MAX_CURSOR_LEN {
+            return Err(bad("longer than any cursor this library writes"));
+        }
         let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(text)
             .map_err(|_| bad("not a cursor this library wrote"))?;
@@ -108,6 +114,8 @@ impl std::str::FromStr for Cursor {
             .ok()
             .filter(|_| fingerprint.len() == 16)
             .ok_or(bad("not a cursor this library wrote"))?;
+        // Keys no store holds never came from a page.
+        crate::validate::keys(pk, rk).map_err(|_| bad("its keys are not keys of a stored row"))?;
         Ok(Cursor {
             fingerprint,
             partition_key: pk.to_owned(),
@@ -115,6 +123,9 @@ impl std::str::FromStr for Cursor {
         })
     }
 }
+
+/// The longest text a [`Cursor`] is written as (see its `FromStr`).
+const MAX_CURSOR_LEN: usize = (CURSOR_VERSION.len() + 18 + 2 * 3 * 512 + 2).div_ceil(3) * 4;
 
 /// One page of at most N items and the cursor after its last item:
 /// [`TableQuery::page_of`].
