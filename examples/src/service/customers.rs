@@ -18,6 +18,7 @@ use super::http::{ATTEMPTS, Body, Page, PageParams, check, if_match, page, segme
 use super::model::{Attachment, Customer, Line, Order, OrderRows};
 
 #[derive(Deserialize)]
+#[serde(expecting = "a customer: an object with `name`, `email`, `city` and, to create one, `id`")]
 pub(super) struct CustomerBody {
     id: Option<String>,
     name: String,
@@ -123,36 +124,54 @@ pub(super) async fn put_customer(
     }
     // The version read keeps what the body does not give (the customer's
     // incarnation). With If-Match, the write is guarded by the client's
-    // ETag; without, by the ETag of the version read here.
-    let current = app
-        .customers
-        .get(tenant.as_str(), id.as_str())
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    let customer = Customer {
-        tenant,
-        id,
-        name: body.name,
-        email: body.email.into(),
-        city: body.city,
-        incarnation: current.incarnation.clone(),
-    };
-    let etag = if_match(&headers)?
-        .guard(Some(Loaded::etag(&current)))?
-        .unwrap_or_else(|| Loaded::etag(&current).clone());
-    // What the stored row holds beyond the type's fields is kept.
-    let mut loaded = current;
-    *loaded = customer;
-    Loaded::set_etag(&mut loaded, etag);
-    let mut transaction = app.customers.transaction();
-    transaction.replace(&loaded)?;
-    audit.record(&app, &mut transaction, StatusCode::OK).await?;
-    let etag = first_etag(transaction.submit().await?)?;
-    Ok(audited(with_etag(
-        &etag,
-        customer_json(&loaded),
-        StatusCode::OK,
-    )))
+    // ETag; without, by the ETag of the version read here, and a write that
+    // lost a race with another one reads again and writes over it (the
+    // client asked for no condition).
+    let condition = if_match(&headers)?;
+    let attempts = if condition.is_absent() { ATTEMPTS } else { 1 };
+    for _ in 0..attempts {
+        let current = app
+            .customers
+            .get(tenant.as_str(), id.as_str())
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let customer = Customer {
+            tenant: tenant.clone(),
+            id: id.clone(),
+            name: body.name.clone(),
+            email: body.email.clone().into(),
+            city: body.city.clone(),
+            incarnation: current.incarnation.clone(),
+        };
+        let etag = condition
+            .guard(Some(Loaded::etag(&current)))?
+            .unwrap_or_else(|| Loaded::etag(&current).clone());
+        // What the stored row holds beyond the type's fields is kept.
+        let mut loaded = current;
+        *loaded = customer;
+        Loaded::set_etag(&mut loaded, etag);
+        let mut transaction = app.customers.transaction();
+        transaction.replace(&loaded)?;
+        audit.record(&app, &mut transaction, StatusCode::OK).await?;
+        match transaction.submit().await {
+            Ok(etags) => {
+                return Ok(audited(with_etag(
+                    &first_etag(etags)?,
+                    customer_json(&loaded),
+                    StatusCode::OK,
+                )));
+            }
+            Err(Error::BatchFailed { source, .. })
+                if condition.is_absent() && matches!(*source, Error::PreconditionFailed { .. }) => {
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Status(
+        StatusCode::CONFLICT,
+        "busy",
+        "the customer kept changing while it was being written; try again".into(),
+    ))
 }
 
 /// Deletes a customer with everything under it: its attachments (each with

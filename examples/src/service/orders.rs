@@ -17,12 +17,14 @@ use super::http::{ATTEMPTS, Body, Page, PageParams, check, page};
 use super::model::{Line, Order, OrderRows};
 
 #[derive(Deserialize)]
+#[serde(expecting = "an order: an object with `number` and `lines`")]
 pub(super) struct OrderBody {
     number: u32,
     lines: Vec<LineBody>,
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "a line: an object with `sku`, `quantity` and `price_cents`")]
 pub(super) struct LineBody {
     sku: String,
     quantity: i32,

@@ -18,6 +18,7 @@ use super::http::{Body, Page, PageParams, check, if_match, page, with_etag};
 use super::model::{Activity, User};
 
 #[derive(Deserialize)]
+#[serde(expecting = "a user: an object with `name`")]
 pub(super) struct UserBody {
     name: String,
 }
@@ -93,6 +94,7 @@ pub(super) async fn list_users(
 }
 
 #[derive(Deserialize)]
+#[serde(expecting = "an activity: an object with `text`")]
 pub(super) struct ActivityBody {
     text: String,
 }
