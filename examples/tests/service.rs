@@ -1806,14 +1806,20 @@ async fn forged_cursors_are_refused() {
     let items = next.json()["items"].as_array().unwrap().clone();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["city"], "Oslo");
-    // A cursor longer than any the service writes.
-    let long = "A".repeat(20_000);
-    for uri in [
-        format!("/tenants/acme/customers?cursor={long}"),
-        format!("/tenants/acme/customers/by-city/Oslo?cursor={long}"),
+    // A cursor longer than any the service writes; one of 20,000
+    // characters makes the request's target too long.
+    for (length, status) in [
+        (6_000, StatusCode::BAD_REQUEST),
+        (20_000, StatusCode::URI_TOO_LONG),
     ] {
-        let answer = get(&router, &uri).await;
-        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.json());
+        let long = "A".repeat(length);
+        for uri in [
+            format!("/tenants/acme/customers?cursor={long}"),
+            format!("/tenants/acme/customers/by-city/Oslo?cursor={long}"),
+        ] {
+            let answer = get(&router, &uri).await;
+            assert_eq!(answer.status, status, "{}", answer.json());
+        }
     }
 }
 
@@ -1895,4 +1901,70 @@ async fn body_errors_name_no_rust_types() {
             }
         }
     }
+}
+
+/// A target or headers past the service's limits are a 414 or a 431 in
+/// JSON, marked `nosniff`, also through the real server (whose own answers
+/// to these have no body); a 413 says `Connection: close`, and the next
+/// request goes on a new connection.
+#[tokio::test]
+async fn oversized_requests_are_answered_in_json() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addr, stop, server) = listen(Default::default()).await;
+    let exchange = |request: String| async move {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read_to_end(&mut answer),
+        )
+        .await;
+        String::from_utf8_lossy(&answer).into_owned()
+    };
+    let long = format!(
+        "GET /tenants/acme/customers?x={} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        "a".repeat(10_000)
+    );
+    let many: String = (0..150).map(|i| format!("x-h{i}: v\r\n")).collect();
+    let headers = format!(
+        "GET /tenants/acme/customers HTTP/1.1\r\nhost: x\r\n{many}connection: close\r\n\r\n"
+    );
+    for (request, status, code) in [
+        (long, "414", "uri_too_long"),
+        (headers, "431", "headers_too_large"),
+    ] {
+        let answer = exchange(request).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{answer}"
+        );
+        assert!(
+            answer.contains(&format!("\"error\":\"{code}\"")),
+            "{answer}"
+        );
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("x-content-type-options: nosniff"),
+            "{answer}"
+        );
+    }
+    let body = "x".repeat(3 * 1024 * 1024);
+    let too_large = format!(
+        "POST /tenants/acme/customers HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let answer = exchange(too_large).await;
+    assert!(
+        answer.starts_with("HTTP/1.1 413"),
+        "{}",
+        &answer[..answer.len().min(200)]
+    );
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    let _ = stop.send(());
+    let _ = server.await;
 }

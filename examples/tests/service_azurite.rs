@@ -274,10 +274,14 @@ async fn clients_that_hang_up_leave_the_index_in_step() {
     assert!(hung_up > 30, "clients hung up: {hung_up}");
     // Within one upkeep interval (after the records' age), nothing missing
     // and nothing extra.
+    // Each write's record (its index step and its audit entry) is finished
+    // then too.
     let deadline = tokio::time::Instant::now() + interval + Duration::from_secs(2);
     let (customers, indexed) = loop {
         let (customers, indexed) = customers_and_city_index(&http, &base, tenant).await;
-        if customers == indexed || tokio::time::Instant::now() > deadline {
+        let pending = upkeep.upkeep().pending().await.expect("pending");
+        let settled = pending.values().all(|&n| n == 0);
+        if (customers == indexed && settled) || tokio::time::Instant::now() > deadline {
             break (customers, indexed);
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

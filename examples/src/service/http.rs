@@ -55,7 +55,57 @@ pub(super) async fn json_errors(State(app): State<App>, request: Request, next: 
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // A body refused for its size is left unread: the connection cannot
+    // carry another request, and the client is told so.
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
+}
+
+/// The longest request target (path and query) the service reads.
+pub(super) const MAX_URI: usize = 8 * 1024;
+/// The most header fields of a request.
+pub(super) const MAX_HEADERS: usize = 100;
+/// The most bytes of a request's header fields, names and values.
+pub(super) const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Refuses a request whose target or headers are too long with 414 or 431,
+/// as JSON like every error (the HTTP server's own answers to these have no
+/// body; its limits are set higher, so that this one answers first: see
+/// [`server`](super::server)).
+pub(super) async fn request_limits(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |p| p.as_str().len());
+    if target > MAX_URI {
+        return ApiError::Status(
+            StatusCode::URI_TOO_LONG,
+            "uri_too_long",
+            format!("the request's path and query are {target} bytes; the limit is {MAX_URI}"),
+        )
+        .into_response();
+    }
+    let headers = request.headers();
+    let bytes: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return ApiError::Status(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!(
+                "the request has {} header fields of {bytes} bytes; the limits are {MAX_HEADERS} fields and {MAX_HEADER_BYTES} bytes",
+                headers.len()
+            ),
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 /// Answers 504 when a request takes longer than the service allows. What

@@ -268,6 +268,7 @@ impl App {
                 http::deadline,
             ))
             .layer(DefaultBodyLimit::max(MAX_BODY))
+            .layer(axum::middleware::from_fn(http::request_limits))
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 http::json_errors,

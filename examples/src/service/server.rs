@@ -79,9 +79,14 @@ pub async fn serve(
         connections.spawn(async move {
             let _permit = permit;
             let mut builder = hyper::server::conn::http1::Builder::new();
+            // Above the service's own limits (`http::request_limits`),
+            // which answer in JSON: the server's bodiless 414 and 431 are
+            // left to requests far past them.
             builder
                 .timer(TokioTimer::new())
-                .header_read_timeout(config.header_read_timeout);
+                .header_read_timeout(config.header_read_timeout)
+                .max_headers(4 * super::http::MAX_HEADERS)
+                .max_header_size(4 * (super::http::MAX_URI + super::http::MAX_HEADER_BYTES));
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
