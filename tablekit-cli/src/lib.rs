@@ -13,6 +13,7 @@
 //! tablekit export --from <conn> --out DIR [--table T]... [--prefix P] [--filter F]
 //! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
 //!                 [--checkpoint FILE]
+//! tablekit check  --store UseLocalStorage=<dir>
 //! ```
 //!
 //! - **copy** copies the named tables (all by default), blob containers and
@@ -24,6 +25,9 @@
 //!   row per line, in the service's wire form with type annotations.
 //! - **import** reads such files (the table is the file's name, or
 //!   `--table`), resumable with `--checkpoint` as copy is.
+//! - **check** reads a whole local store, read-only, and checks every
+//!   row, blob and message against its checksum; it names each damaged
+//!   piece and exits 1 if there is any.
 //!
 //! A row the target already holds with other properties stops the copy by
 //! default (`--conflict fail`); `skip` keeps the target's, `overwrite`
@@ -157,6 +161,16 @@ pub fn command() -> Command {
                 .arg(filter()),
         )
         .subcommand(
+            Command::new("check")
+                .about("Reads a whole local store, read-only, and names every damaged row, blob or message")
+                .arg(
+                    Arg::new("store")
+                        .long("store")
+                        .required(true)
+                        .help("the store's connection string: UseLocalStorage=<dir>"),
+                ),
+        )
+        .subcommand(
             Command::new("import")
                 .about("Reads JSON Lines files into tables")
                 .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
@@ -193,6 +207,7 @@ where
         Some(("copy", m)) => copy(m).await,
         Some(("export", m)) => export(m).await,
         Some(("import", m)) => import(m).await,
+        Some(("check", m)) => check(m).await,
         _ => unreachable_usage(),
     }
 }
@@ -200,7 +215,7 @@ where
 fn unreachable_usage() -> Result<(), CliError> {
     Err(CliError::Usage(command().error(
         clap::error::ErrorKind::MissingSubcommand,
-        "name a command: copy, export or import",
+        "name a command: copy, export, import or check",
     )))
 }
 
@@ -254,6 +269,50 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
         )));
     }
     Stores::at(location).map_err(|e| failed(format!("--{flag}: {e}")))
+}
+
+/// `tablekit check`: the whole store read, read-only; the damage named,
+/// one line each, and a failure if there is any.
+async fn check(m: &ArgMatches) -> Result<(), CliError> {
+    let connection = m
+        .get_one::<String>("store")
+        .map(String::as_str)
+        .unwrap_or_default();
+    let location = tablekit_stores::Location::parse(connection)
+        .map_err(|e| failed(format!("--store: {e}")))?;
+    let dir = match location {
+        tablekit_stores::Location::Local(dir) | tablekit_stores::Location::LocalReadOnly(dir) => {
+            dir
+        }
+        _ => {
+            return Err(failed(
+                "--store: check reads a local store (UseLocalStorage=<dir>); a service keeps its own checks",
+            ));
+        }
+    };
+    let store = tablekit_local::LocalStorage::open_read_only(&dir)
+        .map_err(|e| failed(format!("--store: {e}")))?;
+    let bar = spinner(&format!("checking {}", dir.display()));
+    let report = store.check().await?;
+    finish(
+        &bar,
+        format!(
+            "{report}{}",
+            rate(report.rows + report.blobs + report.messages, "pieces", &bar)
+        ),
+    );
+    for damage in &report.damaged {
+        println!("damaged: {damage}");
+    }
+    if report.is_clean() {
+        Ok(())
+    } else {
+        Err(failed(format!(
+            "{} damaged in {}",
+            report.damaged.len(),
+            dir.display()
+        )))
+    }
 }
 
 fn conflict_of(m: &ArgMatches) -> Conflict {

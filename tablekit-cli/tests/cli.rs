@@ -623,3 +623,91 @@ async fn a_script_gets_the_summary() {
         "{stdout:?}"
     );
 }
+
+/// `tablekit check` reads a whole local store: clean, it says so and exits
+/// 0, changing nothing; with a row's bytes changed in the file, it names
+/// the row and exits 1. A store that is not local, or not there, is an
+/// error that makes nothing.
+#[tokio::test]
+async fn check_names_the_damaged_row() {
+    use tablekit::BlobStore as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    {
+        let store = tablekit_local::LocalStorage::open(&path).unwrap();
+        store.create_table("Orders").await.unwrap();
+        for n in 0..50 {
+            let row = Entity::new("p", format!("r{n:02}"))
+                .with("Note", format!("marker-{n:02}-abcdefghijklmnop"));
+            store.insert_entity("Orders", &row).await.unwrap();
+        }
+        store.create_container("files").await.unwrap();
+        store
+            .put_blob(
+                "files",
+                "a",
+                b"bytes".to_vec(),
+                &tablekit::PutCondition::None,
+            )
+            .await
+            .unwrap();
+    }
+    let connection = format!("UseLocalStorage={}", path.display());
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = path.join(tablekit_local::FILE_NAME);
+    let before = std::fs::read(&file).unwrap();
+    let (code, out, err) = run(&["check", "--store", &connection]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("50 rows") && out.contains("1 blobs") && out.contains("no damage found"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "a check changed the file"
+    );
+
+    // One byte of row r17's value changed in the file.
+    let mut bytes = before.clone();
+    let marker = b"marker-17-abcdefghijklmnop";
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the row's value in the file");
+    bytes[at + 12] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let (code, out, err) = run(&["check", "--store", &connection]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.contains("damaged: table `Orders`, row (\"p\", \"r17\")"),
+        "{out}"
+    );
+    assert!(err.contains("1 damaged"), "{err}");
+
+    for (store, says) in [
+        ("UseMemoryStorage=true", "local store"),
+        (
+            &*format!("UseLocalStorage={}", dir.path().join("none").display()),
+            "no store",
+        ),
+    ] {
+        let (code, out, err) = run(&["check", "--store", store]);
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    assert!(
+        !dir.path().join("none").exists(),
+        "a check made a directory"
+    );
+}

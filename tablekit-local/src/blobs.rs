@@ -78,6 +78,75 @@ fn decode_properties(key: &str, name: &str, stored: &[u8]) -> Option<BlobPropert
     })
 }
 
+/// [`check`](LocalStorage::check)'s part for blobs: each blob's
+/// properties against their checksum, its bytes against their length and
+/// MD5, and no bytes without a blob.
+pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::CheckReport) {
+    crate::check::walk(
+        txn,
+        CONTAINERS,
+        "the catalogue of containers",
+        report,
+        |r, _, ()| {
+            r.containers += 1;
+        },
+    );
+    let data = match txn.open_table(BLOB_DATA) {
+        Ok(data) => Some(data),
+        Err(e) => {
+            report.damage(
+                "the blobs' bytes",
+                format!("the storage engine could not read them: {e}"),
+            );
+            None
+        }
+    };
+    let mut named = std::collections::BTreeSet::new();
+    crate::check::walk(
+        txn,
+        BLOBS,
+        "the blobs' properties",
+        report,
+        |report, key, stored| {
+            report.blobs += 1;
+            named.insert(key.to_owned());
+            let (container, name) = key.split_once('/').unwrap_or((key, ""));
+            let place = format!("blob `{name}` of container `{container}`");
+            let Some(properties) = decode_properties(key, name, stored) else {
+                report.damage(place, "its properties do not match their checksum");
+                return;
+            };
+            let Some(data) = &data else { return };
+            match data.get(key) {
+                Ok(Some(bytes)) => {
+                    let bytes = bytes.value();
+                    if bytes.len() as u64 != properties.content_length
+                        || <[u8; 16]>::from(Md5::digest(bytes)) != properties.content_md5
+                    {
+                        report.damage(place, "its bytes do not match their length and MD5");
+                    }
+                }
+                Ok(None) => report.damage(place, "its bytes are missing"),
+                Err(e) => report.damage(
+                    place,
+                    format!("the storage engine could not read its bytes: {e}"),
+                ),
+            }
+        },
+    );
+    crate::check::walk(
+        txn,
+        BLOB_DATA,
+        "the blobs' bytes",
+        report,
+        |report, key, _| {
+            if !named.contains(key) {
+                report.damage(format!("the bytes stored as `{key}`"), "no blob has them");
+            }
+        },
+    );
+}
+
 fn container_missing(container: &str) -> Error {
     Error::ContainerNotFound {
         container: container.into(),

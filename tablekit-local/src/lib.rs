@@ -71,7 +71,9 @@
 //!   Every table row (index rows are table rows) carries a checksum of
 //!   its key and bytes, checked on every read: a row changed in the file,
 //!   or found under another key, is `Damaged`, naming the table and keys,
-//!   never a value quietly different from the one stored. A blob's
+//!   never a value quietly different from the one stored.
+//!   [`LocalStorage::check`] reads the whole store and names every damaged
+//!   piece (the `tablekit check` command runs it). A blob's
 //!   properties and a queue message carry such a checksum too, and a blob's
 //!   bytes are checked against their MD5 on every read.
 //! - **Two processes.** A store is open in one process at a time: a second
@@ -120,6 +122,7 @@
 //! all.
 
 mod blobs;
+mod check;
 mod limit;
 mod queues;
 mod rows;
@@ -137,6 +140,8 @@ use tablekit::{Error, Result, StorageFailure};
 
 #[cfg(doc)]
 use tablekit::{BlobStore, QueueStore, TableBackend};
+
+pub use check::{CheckReport, Damage};
 
 /// The engine's file in a store's directory.
 pub const FILE_NAME: &str = "tablekit.redb";

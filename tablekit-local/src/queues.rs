@@ -114,6 +114,36 @@ impl Message {
     }
 }
 
+/// [`check`](LocalStorage::check)'s part for queues: every message
+/// against its checksum, and decoded.
+pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::CheckReport) {
+    crate::check::walk(txn, QUEUES, "the catalogue of queues", report, |r, _, _| {
+        r.queues += 1;
+    });
+    crate::check::walk(
+        txn,
+        MESSAGES,
+        "the queue messages",
+        report,
+        |report, key, stored| {
+            report.messages += 1;
+            if Message::decode(key, stored).is_none() {
+                let at = key.iter().position(|&b| b == 0).unwrap_or(key.len());
+                let queue = String::from_utf8_lossy(&key[..at]);
+                let seq = key
+                    .get(at + 1..)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_be_bytes);
+                let place = match seq {
+                    Some(seq) => format!("message {seq} of queue `{queue}`"),
+                    None => format!("a message of queue `{queue}`"),
+                };
+                report.damage(place, "does not match its checksum or does not decode");
+            }
+        },
+    );
+}
+
 /// Sixteen random bytes, for ids and pop receipts.
 fn random() -> [u8; 16] {
     fastrand::u128(..).to_le_bytes()

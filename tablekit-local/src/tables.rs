@@ -181,6 +181,53 @@ impl LocalStorage {
         Ok((etag, etags))
     }
 
+    /// [`check`](LocalStorage::check)'s part for tables: every row of
+    /// every table against its checksum, and decoded.
+    pub(crate) fn check_tables(
+        &self,
+        txn: &redb::ReadTransaction,
+        report: &mut crate::check::CheckReport,
+    ) {
+        let mut names = Vec::new();
+        crate::check::walk(
+            txn,
+            TABLES,
+            "the catalogue of tables",
+            report,
+            |_, folded, name| {
+                names.push((folded.to_owned(), name.to_owned()));
+            },
+        );
+        for (folded, name) in names {
+            report.tables += 1;
+            let place = format!("table `{name}`");
+            let engine = rows_name(&folded);
+            crate::check::walk(
+                txn,
+                rows_table(&engine),
+                &place,
+                report,
+                |report, key, value| {
+                    report.rows += 1;
+                    let read = checked(key, value).and_then(|row| entity(key, row, None));
+                    if read.is_none() {
+                        let keys = crate::rows::split_key(key).and_then(|(pk, rk)| {
+                            Some((
+                                tablekit::backend::sorted::decode_key(pk)?,
+                                tablekit::backend::sorted::decode_key(rk)?,
+                            ))
+                        });
+                        let place = match keys {
+                            Some((pk, rk)) => format!("table `{name}`, row ({pk:?}, {rk:?})"),
+                            None => format!("table `{name}`, a row whose key does not decode"),
+                        };
+                        report.damage(place, "does not match its checksum or does not decode");
+                    }
+                },
+            );
+        }
+    }
+
     /// The error for a row of `table` that fails its checksum or does not
     /// decode, naming it.
     fn damaged_row(&self, table: &str, pk: &str, rk: &str) -> Error {

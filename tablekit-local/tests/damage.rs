@@ -245,10 +245,23 @@ async fn damaged_pages_never_panic() {
                 .expect("a message");
         }
     }
+    // The whole store, checked: clean, every piece counted.
+    let report = LocalStorage::open_read_only(original.path())
+        .expect("open read-only")
+        .check()
+        .await
+        .expect("check");
+    assert!(report.is_clean(), "{report}: {:?}", report.damaged);
+    assert_eq!(
+        (report.tables, report.rows, report.blobs, report.messages),
+        (1, ROWS as u64, BLOBS as u64, MESSAGES as u64),
+        "{report}"
+    );
     let bytes = std::fs::read(original.path().join(FILE_NAME)).expect("the file");
     let mut rng = fastrand::Rng::with_seed(4141);
     let trials = 90;
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
+    let mut checked_damage = 0;
     for trial in 0..trials {
         let mut damaged = bytes.clone();
         match trial % 3 {
@@ -273,6 +286,20 @@ async fn damaged_pages_never_panic() {
         right += r;
         refused += x;
         wrong += w;
+        // A check of the same copy names damage wherever a read refused
+        // (or refuses to run): it never calls a damaged store clean.
+        if let Ok(store) = LocalStorage::open(dir.path()) {
+            match store.check().await {
+                Ok(report) if x > 0 => {
+                    assert!(
+                        !report.is_clean(),
+                        "trial {trial}: {x} reads refused, check clean"
+                    );
+                    checked_damage += report.damaged.len();
+                }
+                Ok(_) | Err(_) => {}
+            }
+        }
     }
     println!(
         "{trials} damaged copies x {} reads: {right} right, {refused} refused, {wrong} wrong",
@@ -282,5 +309,6 @@ async fn damaged_pages_never_panic() {
         wrong, 0,
         "a damaged row, blob or message was read as a value"
     );
+    assert!(checked_damage > 0, "the check named no damage in any copy");
     assert!(right > 0, "the damage hit everything: {right} right");
 }
