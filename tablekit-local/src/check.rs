@@ -1,9 +1,7 @@
-//! Reading a whole store to find damage: [`LocalStorage::check`].
+//! Reading a whole store to find damage: what [`LocalStorage::check`](crate::LocalStorage::check)
+//! found, and the walk of one engine table.
 
 use redb::{ReadableTable, TableDefinition};
-use tablekit::Result;
-
-use crate::LocalStorage;
 
 /// One piece of a store found damaged by [`LocalStorage::check`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,33 +100,5 @@ pub(crate) fn walk<K, V>(
         Ok(Ok(())) => {}
         Ok(Err(e)) => report.damage(place, format!("the storage engine could not read it: {e}")),
         Err(panic) => report.damage(place, format!("the storage engine failed on it: {panic}")),
-    }
-}
-
-impl LocalStorage {
-    /// Reads everything the store holds and checks it: every table row
-    /// against its checksum, every blob's properties against theirs and its
-    /// bytes against their MD5, every queue message against its checksum,
-    /// and the engine's pages as it walks them. Damage does not stop the
-    /// check: each damaged piece is named in the report, and the rest is
-    /// still read.
-    ///
-    /// It reads a snapshot (writes may go on meanwhile) and takes about as
-    /// long as reading the file. Open the store
-    /// [read-only](LocalStorage::open_read_only) to check one no program
-    /// has open; the `tablekit check` command does.
-    ///
-    /// # Errors
-    /// [`Error::Storage`](tablekit::Error::Storage) when the store cannot be
-    /// read at all (its engine does not open a snapshot).
-    pub async fn check(&self) -> Result<CheckReport> {
-        self.guarded(|| {
-            let txn = self.begin_read()?;
-            let mut report = CheckReport::default();
-            self.check_tables(&txn, &mut report);
-            crate::blobs::check(&txn, &mut report);
-            crate::queues::check(&txn, &mut report);
-            Ok(report)
-        })
     }
 }

@@ -666,3 +666,31 @@ fn storage_error(path: &Path, error: redb::Error) -> Error {
         message: error.to_string(),
     }
 }
+
+impl LocalStorage {
+    /// Reads everything the store holds and checks it: every table row
+    /// against its checksum, every blob's properties against theirs and its
+    /// bytes against their MD5, every queue message against its checksum,
+    /// and the engine's pages as it walks them. Damage does not stop the
+    /// check: each damaged piece is named in the report, and the rest is
+    /// still read.
+    ///
+    /// It reads a snapshot (writes may go on meanwhile) and takes about as
+    /// long as reading the file. Open the store
+    /// [read-only](LocalStorage::open_read_only) to check one no program
+    /// has open; the `tablekit check` command does.
+    ///
+    /// # Errors
+    /// [`Error::Storage`](tablekit::Error::Storage) when the store cannot be
+    /// read at all (its engine does not open a snapshot).
+    pub async fn check(&self) -> Result<CheckReport> {
+        self.guarded(|| {
+            let txn = self.begin_read()?;
+            let mut report = CheckReport::default();
+            self.check_tables(&txn, &mut report);
+            blobs::check(&txn, &mut report);
+            queues::check(&txn, &mut report);
+            Ok(report)
+        })
+    }
+}
