@@ -1,9 +1,10 @@
-//! Reading a whole store to find damage: what [`LocalStorage::check`](crate::LocalStorage::check)
-//! found, and the walk of one engine table.
+//! Reading a whole store to find damage: the report of
+//! [`LocalStorage::check`](crate::LocalStorage::check), and the walk of one
+//! engine table.
 
 use redb::{ReadableTable, TableDefinition};
 
-/// One piece of a store found damaged by [`LocalStorage::check`].
+/// One piece of a store found damaged by [`LocalStorage::check`](crate::LocalStorage::check).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Damage {
     /// What is damaged: a table's row, a blob, a queue message, or a part
@@ -19,7 +20,7 @@ impl std::fmt::Display for Damage {
     }
 }
 
-/// What [`LocalStorage::check`] read, and the damage it found.
+/// What [`LocalStorage::check`](crate::LocalStorage::check) read, and the damage it found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CheckReport {
