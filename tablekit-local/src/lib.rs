@@ -681,7 +681,7 @@ impl LocalStorage {
     /// has open; the `tablekit check` command does.
     ///
     /// # Errors
-    /// [`Error::Storage`](tablekit::Error::Storage) when the store cannot be
+    /// [`Error::Storage`] when the store cannot be
     /// read at all (its engine does not open a snapshot).
     pub async fn check(&self) -> Result<CheckReport> {
         self.guarded(|| {
