@@ -1968,3 +1968,46 @@ async fn oversized_requests_are_answered_in_json() {
     let _ = stop.send(());
     let _ = server.await;
 }
+
+/// Over a local store opened read-only, the service serves reads, and a
+/// write is a 503 `read_only` that says so (it was a 500 `internal`).
+#[tokio::test]
+async fn a_read_only_store_serves_reads_and_refuses_writes_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let local = Arc::new(tablekit_local::LocalStorage::open(dir.path()).unwrap());
+        let stores = Stores {
+            tables: local.clone(),
+            blobs: local.clone(),
+            queues: local.clone(),
+        };
+        let app = App::open(stores, Names::default()).await.unwrap();
+        let made = post(
+            &app.router(),
+            "/tenants/acme/customers",
+            customer("c1", "c1@x"),
+        )
+        .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+    }
+    let local = Arc::new(tablekit_local::LocalStorage::open_read_only(dir.path()).unwrap());
+    let stores = Stores {
+        tables: local.clone(),
+        blobs: local.clone(),
+        queues: local.clone(),
+    };
+    let app = App::open(stores, Names::default()).await.unwrap();
+    let router = app.router();
+    assert_eq!(
+        get(&router, "/tenants/acme/customers/c1").await.status,
+        StatusCode::OK
+    );
+    let refused = post(&router, "/tenants/acme/customers", customer("c2", "c2@x")).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        refused.json()
+    );
+    assert_eq!(refused.error(), "read_only");
+}

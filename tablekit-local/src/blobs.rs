@@ -197,6 +197,18 @@ impl BlobStore for LocalStorage {
     async fn create_container(&self, container: &str) -> Result<()> {
         self.guarded(|| {
             validate::container_name(container)?;
+            // Read-only: a container that exists is answered as one.
+            if self.shared.read_only {
+                let txn = self.begin_read()?;
+                let containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| self.error(e.into()))?;
+                if self.check_container(&containers, container).is_ok() {
+                    return Err(Error::ContainerAlreadyExists {
+                        container: container.into(),
+                    });
+                }
+            }
             let txn = self.begin_write()?;
             {
                 let mut containers = txn

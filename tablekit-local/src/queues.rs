@@ -275,6 +275,18 @@ impl QueueStore for LocalStorage {
         self.guarded(|| {
             validate::queue_name(queue)?;
             let now = self.shared.clock.now();
+            // Read-only: a queue that exists is answered as one.
+            if self.shared.read_only {
+                let txn = self.begin_read()?;
+                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                if queues
+                    .get(queue)
+                    .map_err(|e| self.error(e.into()))?
+                    .is_some()
+                {
+                    return Ok(false);
+                }
+            }
             let txn = self.begin_write()?;
             {
                 let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;

@@ -261,6 +261,21 @@ impl TableBackend for LocalStorage {
             let _span = op_span("create_table", table);
             validate::table_name(table)?;
             let folded = table.to_ascii_lowercase();
+            // Read-only: a table that exists is answered as one, so that a
+            // program making its tables "if missing" opens the store.
+            if self.shared.read_only {
+                let txn = self.begin_read()?;
+                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                if catalogue
+                    .get(folded.as_str())
+                    .map_err(|e| self.error(e.into()))?
+                    .is_some()
+                {
+                    return Err(Error::TableAlreadyExists {
+                        table: table.into(),
+                    });
+                }
+            }
             let txn = self.begin_write()?;
             {
                 let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;

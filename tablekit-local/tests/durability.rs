@@ -368,6 +368,16 @@ async fn a_read_only_store_reads_and_changes_nothing() {
                 .map(drop),
         );
         refused(store.create_table("Other").await.map(drop));
+        // What exists is answered as existing, so "create if missing" works.
+        assert!(matches!(
+            store.create_table("Orders").await,
+            Err(Error::TableAlreadyExists { .. })
+        ));
+        assert!(matches!(
+            store.create_container("blobs").await,
+            Err(Error::ContainerAlreadyExists { .. })
+        ));
+        assert!(!store.create_queue("jobs").await.unwrap());
         refused(
             store
                 .delete_entity("Orders", "p", "r", &tablekit::IfMatch::Any)

@@ -130,6 +130,15 @@ pub(super) fn error_status(
             "the store has no room for writes; try again later",
             Some(Duration::from_secs(30)),
         ),
+        Error::Storage {
+            failure: tablekit::StorageFailure::ReadOnly,
+            ..
+        } => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "read_only",
+            "the store is read-only: it serves reads, and takes no writes",
+            None,
+        ),
         Error::PeriodDropped { .. } => (
             StatusCode::GONE,
             "gone",
