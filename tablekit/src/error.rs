@@ -11,6 +11,19 @@ use std::time::Duration;
 /// A `Result` whose error is tablekit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The future of a call that takes key arguments (`Table::get`,
+/// `Table::exists`, an index's `get`, …): await it as the result of an
+/// `async fn`. The keys are encoded when the method is called, the store is
+/// asked when the future is awaited; a key that does not encode is the
+/// future's error.
+///
+/// Such methods return this boxed future rather than being `async fn`s so
+/// that a key argument of the wrong type is one compiler error, on the
+/// argument (an `async fn`'s future repeats its arguments' bounds, and the
+/// compiler reports the mistake again where the future is made and where it
+/// is awaited).
+pub type Call<'a, R> = futures::future::BoxFuture<'a, Result<R>>;
+
 /// Everything that can go wrong talking to a table or blob store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

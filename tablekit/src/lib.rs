@@ -352,7 +352,7 @@ pub use blob::{
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{
-    Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
+    Call, Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
 };
 pub use ext::TableBackendExt;
 pub use index::{IndexPage, IndexReader, RemoteAudit, RemotePass};

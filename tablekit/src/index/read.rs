@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
 use crate::backend::GetOptions;
 use crate::entity::Entity;
-use crate::error::{Error, Result};
+use crate::error::{Call, Error, Result};
 use crate::filter::Filter;
 use crate::index::{self, Index, IndexDef, NonUnique, RemoteIndex, RemoteIndexDef, Unique};
 use crate::key::{KeyPrefix, KeyTuple, prefix_range};
@@ -259,54 +259,62 @@ where
     /// entity left the value between the reads of its index row and of
     /// itself. Not for `list` indexes (their rows hold many entities each):
     /// stream those with `find`.
-    pub async fn find_page(
+    pub fn find_page(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
         n: usize,
         after: Option<&Cursor>,
-    ) -> Result<IndexPage<Q>> {
-        self.page(&pk, self.value_bounds(value), n, after).await
+    ) -> Call<'_, IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.value_bounds(value);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
     }
 
     /// [`prefix`](IndexReader::prefix) a page at a time (see
     /// [`find_page`](IndexReader::find_page)).
-    pub async fn prefix_page<P>(
+    pub fn prefix_page<P>(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         prefix: P,
         n: usize,
         after: Option<&Cursor>,
-    ) -> Result<IndexPage<Q>>
+    ) -> Call<'_, IndexPage<Q>>
     where
         V: KeyPrefix<P>,
     {
-        self.page(&pk, self.prefix_bounds(prefix), n, after).await
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.prefix_bounds(prefix);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
     }
 
     /// [`range`](IndexReader::range) a page at a time (see
     /// [`find_page`](IndexReader::find_page)).
-    pub async fn range_page(
+    pub fn range_page(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         from: impl KeyArg<V>,
         to: impl KeyArg<V>,
         n: usize,
         after: Option<&Cursor>,
-    ) -> Result<IndexPage<Q>> {
-        self.page(&pk, self.range_bounds(from, to), n, after).await
+    ) -> Call<'_, IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.range_bounds(from, to);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
     }
 
-    /// At most `n` entities of the index rows of `pk` in `[start, end)`,
-    /// after the cursor.
+    /// At most `n` entities of the index rows of the encoded PartitionKey
+    /// `pk` in `[start, end)`, after the cursor.
     async fn page(
         &self,
-        pk: &impl KeyArg<T::PartitionKey>,
+        pk: String,
         (start, end): (Bound<String>, Bound<String>),
         n: usize,
         after: Option<&Cursor>,
     ) -> Result<IndexPage<Q>> {
-        let pk = schema::encode_partition_key::<T>(pk)?;
         let max = crate::validate::limits::MAX_PAGE_SIZE as usize;
         if n == 0 || n > max {
             return Err(crate::InvalidInput::TopOutOfRange {
@@ -429,55 +437,71 @@ where
 {
     /// The entity whose value is `value`, or `None`: one point read when
     /// the index row holds every field `Q` needs, two otherwise.
-    pub async fn get(
+    pub fn get(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
-    ) -> Result<Option<Q>> {
-        let Some((row, _)) = self.unique_row(&pk, value, GetOptions::default()).await? else {
-            return Ok(None);
-        };
-        self.table
-            .read_indexed::<Q>(
-                self.def,
-                self.position,
-                self.served_by_index_rows(),
-                row,
-                None,
-            )
-            .await
+    ) -> Call<'_, Option<Q>> {
+        let keys = self.unique_keys(&pk, value);
+        Box::pin(async move {
+            let Some((row, _)) = self.unique_row(keys?, GetOptions::default()).await? else {
+                return Ok(None);
+            };
+            self.table
+                .read_indexed::<Q>(
+                    self.def,
+                    self.position,
+                    self.served_by_index_rows(),
+                    row,
+                    None,
+                )
+                .await
+        })
     }
 
     /// The entity whose value is `value`, read from its own row with the
     /// ETag that guards a write through it: two point reads.
-    pub async fn get_loaded(
+    pub fn get_loaded(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
-    ) -> Result<Option<Loaded<T>>> {
-        let pointer = GetOptions::default().select([index::ROW_PROPERTY]);
-        let Some((row, key)) = self.unique_row(&pk, value, pointer).await? else {
-            return Ok(None);
-        };
-        let rk = index::pointed_row(self.def, &row)?;
-        let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
-            return Ok(None);
-        };
-        let loaded: Loaded<T> = crate::table::load(entity)?;
-        // A writer may have moved the value since the index row was read.
-        Ok((schema::local_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
+    ) -> Call<'_, Option<Loaded<T>>> {
+        let keys = self.unique_keys(&pk, value);
+        Box::pin(async move {
+            let pointer = GetOptions::default().select([index::ROW_PROPERTY]);
+            let Some((row, key)) = self.unique_row(keys?, pointer).await? else {
+                return Ok(None);
+            };
+            let rk = index::pointed_row(self.def, &row)?;
+            let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
+                return Ok(None);
+            };
+            let loaded: Loaded<T> = crate::table::load(entity)?;
+            // A writer may have moved the value since the index row was read.
+            Ok((schema::local_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
+        })
     }
 
-    /// The unique index row of `value` in `pk` and its RowKey, or `None`.
-    async fn unique_row(
+    /// The encoded PartitionKey of `pk` and the unique index row's RowKey
+    /// of `value`.
+    fn unique_keys(
         &self,
         pk: &impl KeyArg<T::PartitionKey>,
         value: impl KeyArg<V>,
-        options: GetOptions,
-    ) -> Result<Option<(Entity, String)>> {
+    ) -> Result<(String, String)> {
         let pk = schema::encode_partition_key::<T>(pk)?;
         let mut key = String::new();
         value.write_laid_out(&self.def.layout, &mut key);
+        Ok((pk, key))
+    }
+
+    /// The unique index row at the encoded keys `(pk, key)`, with its
+    /// RowKey, or `None`.
+    async fn unique_row(
+        &self,
+        (pk, key): (String, String),
+        options: GetOptions,
+    ) -> Result<Option<(Entity, String)>> {
         match self
             .table
             .backend

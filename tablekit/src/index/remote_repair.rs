@@ -73,12 +73,12 @@ impl<T: TableEntity> Table<T> {
     /// tables, for the entities of partition `pk`, with what those entities
     /// ask for. Reads the partition and each index's partition once; writes
     /// nothing.
-    pub async fn verify_remote_indexes(
+    pub fn verify_remote_indexes(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
-    ) -> Result<RemoteAudit> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        Ok(self.remote_audit(&pk).await?.0)
+    ) -> crate::Call<'_, RemoteAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        Box::pin(async move { Ok(self.remote_audit(&pk?).await?.0) })
     }
 
     /// [`verify_remote_indexes`](Table::verify_remote_indexes), then
@@ -89,12 +89,12 @@ impl<T: TableEntity> Table<T> {
     /// every row right. Rows that belong to no entity of the partition are
     /// deleted the same way. Running it again finds nothing. Returns what
     /// was found.
-    pub async fn repair_remote_indexes(
+    pub fn repair_remote_indexes(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
-    ) -> Result<RemoteAudit> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        self.repair_remote(&pk).await
+    ) -> crate::Call<'_, RemoteAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        Box::pin(async move { self.repair_remote(&pk?).await })
     }
 
     /// [`repair_remote_indexes`](Table::repair_remote_indexes) of the

@@ -33,10 +33,12 @@ impl<T: TableEntity> Table<T> {
     /// Compares the index rows of partition `pk` with the entities of `T`
     /// in it, and reports what is missing, stale or left over. Reads the
     /// partition once; writes nothing.
-    pub async fn verify_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> Result<IndexAudit> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let rows = self.partition_rows(&pk).await?;
-        Ok(index::audit::<T>(&rows))
+    pub fn verify_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> crate::Call<'_, IndexAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        Box::pin(async move {
+            let rows = self.partition_rows(&pk?).await?;
+            Ok(index::audit::<T>(&rows))
+        })
     }
 
     /// [`verify_indexes`](Table::verify_indexes), then repairs what it
@@ -45,12 +47,14 @@ impl<T: TableEntity> Table<T> {
     /// guarded by its ETag, so it never undoes a concurrent write (the
     /// entity's ETag changes: the guard is written with it). Running it
     /// again finds nothing: the repair is idempotent. Returns what was found.
-    pub async fn repair_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> Result<IndexAudit> {
-        let pk = schema::encode_partition_key::<T>(&pk)?;
-        let rows = self.partition_rows(&pk).await?;
-        let audit = index::audit::<T>(&rows);
-        self.repair(&audit).await?;
-        Ok(audit)
+    pub fn repair_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> crate::Call<'_, IndexAudit> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        Box::pin(async move {
+            let rows = self.partition_rows(&pk?).await?;
+            let audit = index::audit::<T>(&rows);
+            self.repair(&audit).await?;
+            Ok(audit)
+        })
     }
 
     /// Verifies (and, with `repair`, repairs) the index rows of up to

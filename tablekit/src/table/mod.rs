@@ -60,7 +60,7 @@ pub use update::UpdateOptions;
 use crate::backend::{TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, IfMatch};
-use crate::error::{Error, Result};
+use crate::error::{Call, Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 
@@ -592,13 +592,16 @@ impl<T: TableEntity> Table<T> {
     /// A row of another kind or an unsupported version under the same keys is
     /// an error, never a wrong value. A wide entity is read with one range
     /// query over its parts.
-    pub async fn get(
+    pub fn get(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-    ) -> Result<Option<Loaded<T>>> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        self.read_row(&pk, &rk).await?.map(load).transpose()
+    ) -> Call<'_, Option<Loaded<T>>> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            self.read_row(&pk, &rk).await?.map(load).transpose()
+        })
     }
 
     /// Inserts a new entity; fails with
@@ -802,23 +805,22 @@ impl<T: TableEntity> Table<T> {
     /// Merges one element of a data series into the stored entity
     /// (`Meter::columns().hourly.at(5)`), leaving every other property as it
     /// is; guarded by `if_match` (`IfMatch::Any` to write whatever the version).
-    pub async fn merge_element<E: schema::PropertyValue>(
-        &self,
+    pub fn merge_element<'a, E: schema::PropertyValue>(
+        &'a self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
         element: &schema::Element<E>,
         value: &E,
         if_match: &IfMatch,
-    ) -> Result<ETag> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        let mut entity = crate::Entity::new(pk, rk);
-        schema::write_property(&mut entity.properties, element.property_name(), value)?;
-        self.write_row(
-            entity,
-            RowWrite::Update(UpdateMode::Merge, if_match.clone()),
-            IndexHint::default(),
-        )
-        .await
+    ) -> Call<'a, ETag> {
+        // The row is made now: the future holds nothing of the arguments.
+        let row = schema::encode_keys::<T>(&pk, &rk).and_then(|(pk, rk)| {
+            let mut entity = crate::Entity::new(pk, rk);
+            schema::write_property(&mut entity.properties, element.property_name(), value)?;
+            Ok(entity)
+        });
+        let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
+        Box::pin(async move { self.write_row(row?, write, IndexHint::default()).await })
     }
 
     /// Deletes the stored entity if it is still the version that was read.
@@ -877,12 +879,21 @@ impl<T: TableEntity> Table<T> {
 
     /// Deletes the entity with these keys whatever its version; fails with
     /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
-    pub async fn delete_unconditionally(
+    pub fn delete_unconditionally(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-    ) -> Result<()> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
+    ) -> Call<'_, ()> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            self.delete_encoded(pk, rk).await
+        })
+    }
+
+    /// [`delete_unconditionally`](Table::delete_unconditionally) of the
+    /// encoded keys.
+    async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
         let entity = crate::Entity::new(pk, rk);
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let mut lost = None;
@@ -911,16 +922,19 @@ impl<T: TableEntity> Table<T> {
 
     /// Whether an entity with these keys exists: one point read that asks
     /// for the keys only.
-    pub async fn exists(
+    pub fn exists(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-    ) -> Result<bool> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        if T::DESCRIPTOR.wide() {
-            return Ok(self.read_stored(&pk, &rk).await?.is_some());
-        }
-        self.row_under_any_name(&pk, &rk).await
+    ) -> Call<'_, bool> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            if T::DESCRIPTOR.wide() {
+                return Ok(self.read_stored(&pk, &rk).await?.is_some());
+            }
+            self.row_under_any_name(&pk, &rk).await
+        })
     }
 
     /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the

@@ -440,16 +440,19 @@ impl<T: TableEntity> Table<T> {
     /// the lazy way to read blob fields (fetch them with
     /// [`fetch_blob`](Table::fetch_blob) when needed). A projection without
     /// the blob fields ([`TableQuery::project`](crate::table::TableQuery::project)) reads no blob either.
-    pub async fn blob_references(
+    pub fn blob_references(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-    ) -> Result<Option<Vec<(&'static str, BlobReference)>>> {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
-        match self.read_stored(&pk, &rk).await? {
-            Some(row) => references(&row, blob_fields::<T>()).map(Some),
-            None => Ok(None),
-        }
+    ) -> crate::Call<'_, Option<Vec<(&'static str, BlobReference)>>> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            match self.read_stored(&pk, &rk).await? {
+                Some(row) => references(&row, blob_fields::<T>()).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Fetches one referenced blob, checked against the reference's length and MD5.

@@ -440,20 +440,25 @@ impl<T: TableEntity> Table<T> {
     /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
     /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
     /// (or transient error) when the attempts or the deadline run out.
-    pub async fn update(
-        &self,
+    pub fn update<'a>(
+        &'a self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-        mut change: impl FnMut(&mut T) + Send,
-    ) -> Result<Loaded<T>>
+        mut change: impl FnMut(&mut T) + Send + 'a,
+    ) -> crate::Call<'a, Loaded<T>>
     where
         T: Send,
     {
-        self.update_with(pk, rk, &UpdateOptions::default(), |mut value| {
-            change(&mut value);
-            std::future::ready(Ok::<T, Error>(value))
+        let options = UpdateOptions::default();
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            self.update_keys(pk, rk, &options, |mut value| {
+                change(&mut value);
+                std::future::ready(Ok::<T, Error>(value))
+            })
+            .await
         })
-        .await
     }
 
     /// [`Table::update`] with the retries of `options` and a `change` that
@@ -490,10 +495,32 @@ impl<T: TableEntity> Table<T> {
     /// assert!(matches!(take_one(&stock).await, Err(TakeError::Empty)));
     /// # }
     /// ```
-    pub async fn update_with<E, F, Fut>(
-        &self,
+    pub fn update_with<'a, E, F, Fut>(
+        &'a self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
+        options: &UpdateOptions,
+        change: F,
+    ) -> futures::future::BoxFuture<'a, Result<Loaded<T>, E>>
+    where
+        E: From<Error> + Send + 'a,
+        F: FnMut(T) -> Fut + Send + 'a,
+        Fut: Future<Output = Result<T, E>> + Send + 'a,
+        T: Send,
+    {
+        let options = options.clone();
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            self.update_keys(pk, rk, &options, change).await
+        })
+    }
+
+    /// [`update_with`](Table::update_with) of the encoded keys, in its span.
+    async fn update_keys<E, F, Fut>(
+        &self,
+        pk: String,
+        rk: String,
         options: &UpdateOptions,
         change: F,
     ) -> Result<Loaded<T>, E>
@@ -503,7 +530,6 @@ impl<T: TableEntity> Table<T> {
         Fut: Future<Output = Result<T, E>> + Send,
         T: Send,
     {
-        let (pk, rk) = schema::encode_keys::<T>(&pk, &rk)?;
         let span = super::op_span("update", self.name(), T::DESCRIPTOR.kind, Some((&pk, &rk)));
         self.update_encoded(pk, rk, options, change)
             .instrument(span)
