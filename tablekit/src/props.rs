@@ -15,6 +15,9 @@ use crate::value::{Value, ValueRef};
 pub const KIND_PROPERTY: &str = "_Kind";
 /// The property that records the schema version of an entity's kind.
 pub const VERSION_PROPERTY: &str = "_Version";
+/// The property in which the typed writes keep the history of their writes
+/// to a row (space-separated tags, newest first). Typed reads ignore it.
+pub const WRITES_PROPERTY: &str = "_Writes";
 
 /// Where a member of an entity's JSON goes, by [`TableEntity::member_slot`](crate::TableEntity::member_slot).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

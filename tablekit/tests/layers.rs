@@ -369,3 +369,246 @@ fn the_check_finds_an_upward_import() {
     );
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// The paths that follow `prefix` in `text`, each as its segments: a plain
+/// path (`crate::filter::parse::parse`), or one per entry of a `{…}` group,
+/// nested groups included.
+fn full_paths(text: &str, prefix: &str) -> Vec<Vec<String>> {
+    /// The paths of `text`, which starts right after a `::`.
+    fn expand(text: &str, base: &[String], out: &mut Vec<Vec<String>>) {
+        let mut segments = base.to_vec();
+        let mut rest = text.trim_start();
+        loop {
+            if let Some(group) = rest.strip_prefix('{') {
+                let mut depth = 0;
+                let mut start = 0;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => {
+                            expand(&group[start..i], &segments, out);
+                            return;
+                        }
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            expand(&group[start..i], &segments, out);
+                            start = i + 1;
+                        }
+                        _ => {}
+                    }
+                }
+                return;
+            }
+            let Some(name) = identifier(rest) else { break };
+            segments.push(name.to_owned());
+            match rest[name.len()..].strip_prefix("::") {
+                Some(more) => rest = more.trim_start(),
+                None => break,
+            }
+        }
+        if segments.len() > base.len() {
+            out.push(segments);
+        }
+    }
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let before = &rest[..at];
+        rest = &rest[at + prefix.len()..];
+        if before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        expand(rest, &[], &mut found);
+    }
+    found
+}
+
+/// The file under `root` that holds the module path `segments` (relative
+/// to the crate): the longest prefix of it that is a file. `None` for the
+/// crate root's own items and re-exports.
+fn file_of(root: &Path, segments: &[String]) -> Option<PathBuf> {
+    (1..=segments.len()).rev().find_map(|n| {
+        let base = segments[..n].join("/");
+        [format!("{base}.rs"), format!("{base}/mod.rs")]
+            .into_iter()
+            .map(PathBuf::from)
+            .find(|candidate| root.join(candidate).is_file())
+    })
+}
+
+/// The imports between the files under `root`, as `(from, to)` file pairs
+/// relative to it. An import of the crate root (`crate::Error`, a
+/// re-export) or of one of the file's own enclosing modules (`super::…`,
+/// which every submodule may use) is left out: those are not cycles of
+/// files, but how modules nest.
+fn file_edges(root: &Path) -> BTreeSet<(PathBuf, PathBuf)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    let mut edges = BTreeSet::new();
+    for file in files {
+        let relative = file
+            .strip_prefix(root)
+            .expect("under the root")
+            .to_path_buf();
+        if relative.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let module: Vec<String> = module_of(&relative)
+            .split("::")
+            .map(str::to_owned)
+            .collect();
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let body = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or(&text);
+        let code: String = body.lines().map(|l| code(l).to_owned() + "\n").collect();
+        let mut paths: Vec<Vec<String>> = full_paths(&code, "crate::");
+        let parent = &module[..module.len().saturating_sub(1)];
+        for path in full_paths(&code, "super::") {
+            paths.push(parent.iter().cloned().chain(path).collect());
+        }
+        for path in full_paths(&code, "self::") {
+            paths.push(module.iter().cloned().chain(path).collect());
+        }
+        for path in paths {
+            let Some(to) = file_of(root, &path) else {
+                continue;
+            };
+            let to_module: Vec<String> = module_of(&to).split("::").map(str::to_owned).collect();
+            let encloses = module.starts_with(&to_module);
+            if to != relative && !encloses {
+                edges.insert((relative.clone(), to));
+            }
+        }
+    }
+    edges
+}
+
+/// The cycles of `edges`, each as the files along it (one per cycle found
+/// by a depth-first walk).
+fn file_cycles(edges: &BTreeSet<(PathBuf, PathBuf)>) -> Vec<Vec<PathBuf>> {
+    use std::collections::BTreeMap;
+    let mut next: BTreeMap<&PathBuf, Vec<&PathBuf>> = BTreeMap::new();
+    for (from, to) in edges {
+        next.entry(from).or_default().push(to);
+    }
+    // 0: not seen; 1: on the walk's path; 2: done.
+    let mut state: BTreeMap<&PathBuf, u8> = BTreeMap::new();
+    let mut cycles = Vec::new();
+    fn walk<'a>(
+        at: &'a PathBuf,
+        next: &BTreeMap<&'a PathBuf, Vec<&'a PathBuf>>,
+        state: &mut BTreeMap<&'a PathBuf, u8>,
+        path: &mut Vec<&'a PathBuf>,
+        cycles: &mut Vec<Vec<PathBuf>>,
+    ) {
+        state.insert(at, 1);
+        path.push(at);
+        for &to in next.get(at).map(Vec::as_slice).unwrap_or_default() {
+            match state.get(to).copied().unwrap_or(0) {
+                0 => walk(to, next, state, path, cycles),
+                1 => {
+                    let start = path.iter().position(|p| *p == to).unwrap_or(0);
+                    cycles.push(path[start..].iter().map(|p| (*p).clone()).collect());
+                }
+                _ => {}
+            }
+        }
+        path.pop();
+        state.insert(at, 2);
+    }
+    let starts: Vec<&PathBuf> = next.keys().copied().collect();
+    for start in starts {
+        if state.get(start).copied().unwrap_or(0) == 0 {
+            walk(start, &next, &mut state, &mut Vec::new(), &mut cycles);
+        }
+    }
+    cycles
+}
+
+/// No cycle of imports between the files of `tablekit/src` (the module
+/// check sees modules, and a module inlined in a file, such as the limits
+/// once were in `validate.rs`, hid one from it).
+#[test]
+fn no_file_imports_itself_round_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let edges = file_edges(&root);
+    assert!(
+        edges.len() > 100,
+        "the check reads the imports: {}",
+        edges.len()
+    );
+    let cycles = file_cycles(&edges);
+    assert!(
+        cycles.is_empty(),
+        "files that import each other round a cycle:\n{}",
+        cycles
+            .iter()
+            .map(|c| c
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" -> "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The file check itself: the cycle the module check missed is found
+/// (`filter/mod.rs` uses `parse.rs`, which uses an inline module of
+/// `validate.rs`, which uses `filter`), and a submodule's use of its parent
+/// is not a cycle.
+#[test]
+fn the_file_check_finds_a_cycle_through_an_inline_module() {
+    let dir = std::env::temp_dir().join(format!("tablekit-files-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("filter")).expect("make a tree");
+    let write = |path: &str, text: &str| std::fs::write(src.join(path), text).expect("write");
+    write(
+        "lib.rs",
+        "pub mod filter;\npub mod validate;\npub use filter::Filter;\n",
+    );
+    write(
+        "filter/mod.rs",
+        "mod parse;\npub struct Filter;\nfn f() { parse::parse(); }\nuse self::parse::parse;\n",
+    );
+    write(
+        "filter/parse.rs",
+        "use super::Filter;\nuse crate::{Filter as F, validate::limits::MAX_DEPTH};\n",
+    );
+    write(
+        "validate.rs",
+        "use crate::filter::Filter;\npub mod limits { pub const MAX_DEPTH: usize = 64; }\n",
+    );
+    let cycles = file_cycles(&file_edges(&src));
+    let named: Vec<Vec<String>> = cycles
+        .iter()
+        .map(|c| c.iter().map(|p| p.display().to_string()).collect())
+        .collect();
+    assert_eq!(
+        named,
+        [["filter/mod.rs", "filter/parse.rs", "validate.rs"]],
+        "{named:?}"
+    );
+    // The limits in a file of their own: no cycle.
+    std::fs::create_dir_all(src.join("validate")).expect("make a tree");
+    std::fs::remove_file(src.join("validate.rs")).expect("move");
+    write(
+        "validate/mod.rs",
+        "use crate::filter::Filter;\npub mod limits;\n",
+    );
+    write("validate/limits.rs", "pub const MAX_DEPTH: usize = 64;\n");
+    assert!(file_cycles(&file_edges(&src)).is_empty());
+    std::fs::remove_dir_all(&dir).expect("clean up");
+}

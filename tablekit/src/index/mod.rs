@@ -207,9 +207,9 @@ pub(crate) use crate::pending::lists::{
     LIST_FIRST_PROPERTY, LIST_MAX_CHARS, list_members, list_row_named,
 };
 use crate::pending::{Step, StepOp};
+use crate::props::WRITES_PROPERTY;
 use crate::schema::{self, CompanionRows, DescriptorPart, Sharing, TableEntity, WriteNeeds};
 use crate::table::offload::REFERENCE_SUFFIX;
-use crate::table::update::WRITES_PROPERTY;
 use crate::value::Value;
 
 /// The index part of an entity's descriptor: the indexes

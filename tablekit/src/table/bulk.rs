@@ -455,7 +455,7 @@ async fn settle_from_stored<T: TableEntity>(
         BatchOperation::Insert(row) => super::update::writes_of(row).is_some(),
         _ => false,
     });
-    let select: Option<&[&str]> = tagged.then_some(&["RowKey", super::update::WRITES_PROPERTY]);
+    let select: Option<&[&str]> = tagged.then_some(&["RowKey", crate::props::WRITES_PROPERTY]);
     let Some(stored) = stored_rows(table, &chunk.ops, select, report).await else {
         return false;
     };

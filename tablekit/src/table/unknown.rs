@@ -15,7 +15,7 @@ use crate::schema::{self, TableEntity};
 fn is_bookkeeping<T: TableEntity>(name: &str) -> bool {
     name == schema::KIND_PROPERTY
         || name == schema::VERSION_PROPERTY
-        || name == super::update::WRITES_PROPERTY
+        || name == crate::props::WRITES_PROPERTY
         || T::DESCRIPTOR
             .rows
             .is_some_and(|rule| rule.owns_property(name))

@@ -37,9 +37,7 @@ use crate::error::{Error, Result};
 use crate::schema::{self, KeyArg, TableEntity};
 use crate::value::Value;
 
-/// The property in which the typed writes keep the history of their writes
-/// to a row (space-separated tags, newest first). Typed reads ignore it.
-pub const WRITES_PROPERTY: &str = "_Writes";
+pub use crate::props::WRITES_PROPERTY;
 
 /// How many writes a row's history remembers: enough for every writer of a
 /// busy row to write about twice between a lost write and its read-back.
