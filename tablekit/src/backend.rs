@@ -223,7 +223,7 @@ impl QueryPage {
             rows.extend(self.undecodable.into_iter().map(|row| Err(row.into())));
             let key = |row: &Result<Entity>| match row {
                 Ok(e) => (e.partition_key.clone(), e.row_key.clone()),
-                Err(crate::Error::UndecodableRow {
+                Err(crate::error::Error::UndecodableRow {
                     partition_key,
                     row_key,
                     ..

@@ -40,13 +40,13 @@ impl PutCondition {
     pub fn check(&self, existing: Option<&ETag>, container: &str, name: &str) -> Result<()> {
         match self {
             PutCondition::IfNotExists if existing.is_some() => {
-                Err(crate::Error::BlobAlreadyExists {
+                Err(crate::error::Error::BlobAlreadyExists {
                     container: container.into(),
                     name: name.into(),
                 })
             }
             PutCondition::IfMatch(tag) if existing != Some(tag) => {
-                Err(crate::Error::BlobConditionNotMet {
+                Err(crate::error::Error::BlobConditionNotMet {
                     container: container.into(),
                     name: name.into(),
                 })

@@ -654,11 +654,11 @@ impl<T: Bucketed> BucketQuery<T> {
 )]
 pub trait BucketTime {
     /// The time.
-    fn bucket_time(&self) -> crate::DateTime;
+    fn bucket_time(&self) -> crate::datetime::DateTime;
 }
 
-impl BucketTime for crate::DateTime {
-    fn bucket_time(&self) -> crate::DateTime {
+impl BucketTime for crate::datetime::DateTime {
+    fn bucket_time(&self) -> crate::datetime::DateTime {
         *self
     }
 }

@@ -135,8 +135,8 @@ async fn write_one(
 }
 
 /// Refuses a transaction of more operations than the store takes.
-pub(crate) fn too_many_operations(count: usize) -> crate::Error {
-    crate::InvalidInput::BatchTooManyOperations {
+pub(crate) fn too_many_operations(count: usize) -> crate::error::Error {
+    crate::error::InvalidInput::BatchTooManyOperations {
         count,
         max: crate::validate::limits::MAX_BATCH_OPERATIONS,
     }

@@ -1468,12 +1468,12 @@ pub struct UndecodableRow {
     /// Its RowKey, as far as it could be read (empty if not at all).
     pub row_key: String,
     /// What is wrong with it.
-    pub reason: crate::InvalidInput,
+    pub reason: crate::error::InvalidInput,
 }
 
-impl From<UndecodableRow> for crate::Error {
-    fn from(row: UndecodableRow) -> crate::Error {
-        crate::Error::UndecodableRow {
+impl From<UndecodableRow> for crate::error::Error {
+    fn from(row: UndecodableRow) -> crate::error::Error {
+        crate::error::Error::UndecodableRow {
             partition_key: row.partition_key,
             row_key: row.row_key,
             reason: row.reason,

@@ -440,7 +440,7 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
             )
             .await
     }
-    fn query_order(&self) -> crate::QueryOrder {
+    fn query_order(&self) -> crate::backend::QueryOrder {
         self.inner.query_order()
     }
     fn pacing(&self) -> Option<crate::pacing::Pacing> {

@@ -189,7 +189,7 @@ mod tests {
     #[test]
     fn a_cut_page_ends_at_the_first_row_left_out() {
         let row = |pk: &str, rk: &str| Entity::new(pk, rk);
-        let bad = |pk: &str, rk: &str| crate::UndecodableRow {
+        let bad = |pk: &str, rk: &str| crate::backend::UndecodableRow {
             partition_key: pk.into(),
             row_key: rk.into(),
             reason: InvalidInput::ContinuationToken { reason: "test" },

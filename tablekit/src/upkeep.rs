@@ -384,7 +384,9 @@ impl Upkeep {
         let now = self.clock.now();
         // Fences may go only once no step that could still arrive is older:
         // before the oldest record left pending in any watched table.
-        let mut cutoff = now.checked_sub(horizon).unwrap_or(crate::DateTime::MIN);
+        let mut cutoff = now
+            .checked_sub(horizon)
+            .unwrap_or(crate::datetime::DateTime::MIN);
         // Records first: finishing them may leave fences and orphan blobs
         // that the same round then removes.
         for watched in self.watched.iter().filter(|w| w.records) {
@@ -413,7 +415,7 @@ impl Upkeep {
                 }
                 Err(error) => {
                     // Nothing known of what is pending: keep every fence.
-                    cutoff = crate::DateTime::MIN;
+                    cutoff = crate::datetime::DateTime::MIN;
                     report
                         .failures
                         .push(format!("outbox sweep of table {}: {error}", watched.table));

@@ -612,3 +612,79 @@ fn the_file_check_finds_a_cycle_through_an_inline_module() {
     assert!(file_cycles(&file_edges(&src)).is_empty());
     std::fs::remove_dir_all(&dir).expect("clean up");
 }
+
+/// The names the crate root re-exports (`pub use module::{A, B};`), each
+/// with its home module.
+fn root_reexports(lib: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut rest = lib;
+    while let Some(at) = rest.find("\npub use ") {
+        rest = &rest[at + "\npub use ".len()..];
+        let end = rest.find(';').unwrap_or(rest.len());
+        let statement: String = rest[..end].split_whitespace().collect();
+        let Some((module, names)) = statement.split_once("::") else {
+            continue;
+        };
+        // Other crates' items (`uuid`, the derive's macros) are not homes here.
+        if module == "uuid" || module.starts_with("tablekit_") {
+            continue;
+        }
+        let names = names.trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',').filter(|n| !n.is_empty()) {
+            found.push((module.to_owned(), name.to_owned()));
+        }
+    }
+    found
+}
+
+/// Inside the crate, a name is imported from its home module, never through
+/// the crate root's re-exports: the layer check judges the edge only when
+/// it sees where the name lives.
+#[test]
+fn imports_name_the_home_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(root.join("lib.rs")).expect("read lib.rs");
+    let names = root_reexports(&lib);
+    assert!(
+        names.len() > 40,
+        "the check reads the re-exports: {names:?}"
+    );
+    let mut found = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read the source directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let relative = path.strip_prefix(&root).expect("under the root");
+            if path.extension().is_none_or(|e| e != "rs")
+                || ["lib.rs", "private.rs", "hooks.rs"]
+                    .iter()
+                    .any(|n| relative == Path::new(n))
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read a source file");
+            for (n, line) in text.lines().enumerate() {
+                let line_code = code(line);
+                for path in full_paths(line_code, "crate::") {
+                    if let Some((home, name)) = names.iter().find(|(_, name)| path[0] == *name) {
+                        found.push(format!(
+                            "{}:{}: `crate::{name}` (import it from `crate::{home}`)",
+                            relative.display(),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "imports through the crate root:\n{}",
+        found.join("\n")
+    );
+}

@@ -11,7 +11,7 @@ use crate::value::Value;
 enum Field<'a> {
     Str(&'a str),
     Value(&'a Value),
-    Time(crate::DateTime),
+    Time(crate::datetime::DateTime),
 }
 
 fn lookup<'a>(entity: &'a Entity, name: &str) -> Option<Field<'a>> {

@@ -362,7 +362,7 @@ impl Filter {
     }
 
     /// Parses an OData `$filter` string of the store's dialect.
-    pub fn parse(text: &str) -> Result<Filter, crate::InvalidInput> {
+    pub fn parse(text: &str) -> Result<Filter, crate::error::InvalidInput> {
         parse::parse(text)
     }
 
@@ -372,7 +372,7 @@ impl Filter {
     /// integer constants; an Int32 property never matches an Int64 or Double
     /// constant; other mismatches make `eq`, `gt`, `ge` false and `ne`, `lt`,
     /// `le` true); strings compare by UTF-16 code units.
-    pub fn matches(&self, entity: &crate::Entity) -> bool {
+    pub fn matches(&self, entity: &crate::entity::Entity) -> bool {
         eval::matches(self, entity)
     }
 }

@@ -1,7 +1,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::{DateTime, Entity};
+use crate::datetime::DateTime;
+use crate::entity::Entity;
 
 #[test]
 fn renders_typed_literals() {
@@ -201,12 +202,12 @@ fn deep_text_is_refused_not_a_crash() {
     let parens = format!("{}A eq 1{}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(matches!(
         Filter::parse(&parens),
-        Err(crate::InvalidInput::FilterTooDeep { .. })
+        Err(crate::error::InvalidInput::FilterTooDeep { .. })
     ));
     let nots = format!("{}A eq 1", "not ".repeat(100_000));
     assert!(matches!(
         Filter::parse(&nots),
-        Err(crate::InvalidInput::FilterTooDeep { .. })
+        Err(crate::error::InvalidInput::FilterTooDeep { .. })
     ));
     // Up to the limit it still parses.
     let depth = crate::validate::limits::MAX_FILTER_DEPTH;
@@ -226,7 +227,7 @@ fn deep_trees_never_recurse() {
     assert_eq!(wide.depth(), 100_000);
     assert!(matches!(
         crate::validate::filter(&wide),
-        Err(crate::InvalidInput::FilterTooComplex { count: 100_000, .. })
+        Err(crate::error::InvalidInput::FilterTooComplex { count: 100_000, .. })
     ));
     let copy = wide.clone();
     assert!(copy == wide);
@@ -246,7 +247,7 @@ fn deep_trees_never_recurse() {
     assert_eq!(nots.comparison_count(), 1);
     assert!(matches!(
         crate::validate::filter(&nots),
-        Err(crate::InvalidInput::FilterTooDeep { depth: 100_001, .. })
+        Err(crate::error::InvalidInput::FilterTooDeep { depth: 100_001, .. })
     ));
     e.insert("A", 1);
     assert!(nots.matches(&e), "an even number of `not`s");
@@ -276,7 +277,7 @@ fn hostile_property_names_are_refused() {
         assert!(
             matches!(
                 crate::validate::filter(&filter),
-                Err(crate::InvalidInput::FilterPropertyName { .. })
+                Err(crate::error::InvalidInput::FilterPropertyName { .. })
             ),
             "{hostile:?}"
         );

@@ -720,9 +720,9 @@ fn list_of(
 pub(crate) fn pointed_row(def: &IndexDef, row: &Entity) -> Result<String, Error> {
     match row.properties.get(ROW_PROPERTY) {
         Some(Value::String(rk)) => Ok(rk.clone()),
-        _ => Err(crate::SchemaError::Property {
+        _ => Err(crate::error::SchemaError::Property {
             property: ROW_PROPERTY.into(),
-            problem: crate::ValueError::Invalid(format!(
+            problem: crate::error::ValueError::Invalid(format!(
                 "index row {:?} of index `{}` names no entity",
                 row.row_key, def.name
             )),

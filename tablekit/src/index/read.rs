@@ -193,7 +193,7 @@ where
         end: Bound<String>,
     ) -> BoxStream<'static, Result<Q>> {
         let (index_table, index_pk) = self.place(&pk);
-        let query = crate::Query::new().filter(self.bounds_filter(&index_pk, start, end));
+        let query = crate::backend::Query::new().filter(self.bounds_filter(&index_pk, start, end));
         let rows = owned_query_stream(
             Arc::clone(&self.table.backend),
             index_table,
@@ -317,7 +317,7 @@ where
     ) -> Result<IndexPage<Q>> {
         let max = crate::validate::limits::MAX_PAGE_SIZE as usize;
         if n == 0 || n > max {
-            return Err(crate::InvalidInput::TopOutOfRange {
+            return Err(crate::error::InvalidInput::TopOutOfRange {
                 top: u32::try_from(n).unwrap_or(u32::MAX),
                 max: max as u32,
             }
@@ -342,7 +342,7 @@ where
             Some(cursor) => {
                 let (fingerprint, row_key) = cursor.position();
                 if fingerprint != print {
-                    return Err(crate::InvalidInput::Cursor {
+                    return Err(crate::error::InvalidInput::Cursor {
                         reason: "it belongs to another query",
                     }
                     .into());
@@ -360,7 +360,7 @@ where
                     Bound::Unbounded => true,
                 };
                 if !(after_start && before_end) {
-                    return Err(crate::InvalidInput::Cursor {
+                    return Err(crate::error::InvalidInput::Cursor {
                         reason: "it points outside its query's range",
                     }
                     .into());
@@ -369,7 +369,7 @@ where
             }
         };
         let (index_table, index_pk) = self.place(&pk);
-        let query = crate::Query::new().filter(self.bounds_filter(&index_pk, start, end));
+        let query = crate::backend::Query::new().filter(self.bounds_filter(&index_pk, start, end));
         let mut rows: Vec<Entity> = owned_query_stream(
             Arc::clone(&self.table.backend),
             index_table,

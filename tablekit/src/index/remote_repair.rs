@@ -76,7 +76,7 @@ impl<T: TableEntity> Table<T> {
     pub fn verify_remote_indexes(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
-    ) -> crate::Call<'_, RemoteAudit> {
+    ) -> crate::error::Call<'_, RemoteAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
         Box::pin(async move { Ok(self.remote_audit(&pk?).await?.0) })
     }
@@ -92,7 +92,7 @@ impl<T: TableEntity> Table<T> {
     pub fn repair_remote_indexes(
         &self,
         pk: impl KeyArg<T::PartitionKey>,
-    ) -> crate::Call<'_, RemoteAudit> {
+    ) -> crate::error::Call<'_, RemoteAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
         Box::pin(async move { self.repair_remote(&pk?).await })
     }
@@ -108,7 +108,7 @@ impl<T: TableEntity> Table<T> {
             .and(pending::row_key_prefix(pending::OUTBOX_PREFIX));
         let records = self
             .backend
-            .query_all(&self.name, crate::Query::new().filter(filter))
+            .query_all(&self.name, crate::backend::Query::new().filter(filter))
             .await?;
         for row in records.iter().filter(|row| pending::is_outbox_row(row)) {
             pending::finish_record(self.backend.as_ref(), &pending::Record::from_row(row)?).await?;
@@ -186,7 +186,7 @@ impl<T: TableEntity> Table<T> {
         };
         // The partitions that hold entities of `T`, in order: the keys are
         // enough to tell.
-        let query = crate::Query::new()
+        let query = crate::backend::Query::new()
             .filter(filter)
             .select([crate::schema::KIND_PROPERTY]);
         let rows = self.backend.query_stream(&self.name, query);
@@ -288,7 +288,7 @@ impl<T: TableEntity> Table<T> {
             .backend
             .query_all(
                 &self.name,
-                crate::Query::new().filter(Filter::partition_key().eq(pk)),
+                crate::backend::Query::new().filter(Filter::partition_key().eq(pk)),
             )
             .await?;
         let mut entities = BTreeMap::new();
@@ -334,7 +334,7 @@ impl<T: TableEntity> Table<T> {
             let marker = T::DESCRIPTOR.kind_properties.then_some(def.index.name);
             let row =
                 index::list_row_named(marker, &partition, &key, &members).map_err(|entries| {
-                    crate::InvalidInput::IndexListFull {
+                    crate::error::InvalidInput::IndexListFull {
                         index: def.index.name,
                         value: key.clone(),
                         entries,
@@ -357,7 +357,7 @@ impl<T: TableEntity> Table<T> {
                 .and(pending::row_key_prefix(&place.def.index.prefix()));
             let found = self
                 .backend
-                .query_all(&place.table, crate::Query::new().filter(filter))
+                .query_all(&place.table, crate::backend::Query::new().filter(filter))
                 .await?;
             for row in found {
                 let key = (

@@ -33,7 +33,10 @@ impl<T: TableEntity> Table<T> {
     /// Compares the index rows of partition `pk` with the entities of `T`
     /// in it, and reports what is missing, stale or left over. Reads the
     /// partition once; writes nothing.
-    pub fn verify_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> crate::Call<'_, IndexAudit> {
+    pub fn verify_indexes(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+    ) -> crate::error::Call<'_, IndexAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
         Box::pin(async move {
             let rows = self.partition_rows(&pk?).await?;
@@ -47,7 +50,10 @@ impl<T: TableEntity> Table<T> {
     /// guarded by its ETag, so it never undoes a concurrent write (the
     /// entity's ETag changes: the guard is written with it). Running it
     /// again finds nothing: the repair is idempotent. Returns what was found.
-    pub fn repair_indexes(&self, pk: impl KeyArg<T::PartitionKey>) -> crate::Call<'_, IndexAudit> {
+    pub fn repair_indexes(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+    ) -> crate::error::Call<'_, IndexAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
         Box::pin(async move {
             let rows = self.partition_rows(&pk?).await?;
@@ -76,7 +82,7 @@ impl<T: TableEntity> Table<T> {
         let mut rows = owned_query_stream(
             Arc::clone(&self.backend),
             self.name.to_string(),
-            crate::Query::new().filter(filter),
+            crate::backend::Query::new().filter(filter),
             "repair_indexes",
             T::DESCRIPTOR.kind,
         );
@@ -120,7 +126,7 @@ impl<T: TableEntity> Table<T> {
 
     /// Every row of partition `pk`.
     async fn partition_rows(&self, pk: &str) -> Result<Vec<Entity>> {
-        let query = crate::Query::new().filter(Filter::partition_key().eq(pk));
+        let query = crate::backend::Query::new().filter(Filter::partition_key().eq(pk));
         self.backend.query_all(&self.name, query).await
     }
 
@@ -130,7 +136,7 @@ impl<T: TableEntity> Table<T> {
         let mut raced = 0;
         for row in audit.missing.iter().chain(&audit.stale) {
             let owner = match row.properties.get(index::ROW_PROPERTY) {
-                Some(crate::Value::String(owner)) => Some(owner.as_str()),
+                Some(crate::value::Value::String(owner)) => Some(owner.as_str()),
                 _ => None,
             };
             if !self
@@ -201,13 +207,21 @@ impl<T: TableEntity> Table<T> {
             (Some(want), Some(have)) => operations.push(BatchOperation::Update {
                 entity: want,
                 mode: UpdateMode::Replace,
-                if_match: IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new(""))),
+                if_match: IfMatch::ETag(
+                    have.etag
+                        .clone()
+                        .unwrap_or_else(|| crate::entity::ETag::new("")),
+                ),
             }),
             (Some(want), None) => operations.push(BatchOperation::Insert(want)),
             (None, Some(have)) => operations.push(BatchOperation::Delete {
                 partition_key: pk.to_owned(),
                 row_key: key.to_owned(),
-                if_match: IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new(""))),
+                if_match: IfMatch::ETag(
+                    have.etag
+                        .clone()
+                        .unwrap_or_else(|| crate::entity::ETag::new("")),
+                ),
             }),
             (None, None) => return Ok(true),
         }
@@ -231,7 +245,11 @@ impl<T: TableEntity> Table<T> {
             .chain(&audit.stale)
             .find(|row| row.row_key == key);
         let guard = |have: &Entity| {
-            IfMatch::ETag(have.etag.clone().unwrap_or_else(|| crate::ETag::new("")))
+            IfMatch::ETag(
+                have.etag
+                    .clone()
+                    .unwrap_or_else(|| crate::entity::ETag::new("")),
+            )
         };
         let operation = match (want, found) {
             (Some(want), None) => BatchOperation::Insert(want.clone()),

@@ -588,10 +588,10 @@ pub struct Padded<const W: usize>(u64);
 
 impl<const W: usize> Padded<W> {
     /// `value`, if it has at most `W` digits.
-    pub fn new(value: u64) -> Result<Padded<W>, crate::InvalidInput> {
+    pub fn new(value: u64) -> Result<Padded<W>, crate::error::InvalidInput> {
         const { assert!(W >= 1 && W <= 19, "Padded takes 1 to 19 digits") };
         if value >= 10u64.pow(W as u32) {
-            return Err(crate::InvalidInput::PropertyValue {
+            return Err(crate::error::InvalidInput::PropertyValue {
                 property: String::new(),
                 reason: format!("{value} has more than {W} digits"),
             });
@@ -606,8 +606,8 @@ impl<const W: usize> Padded<W> {
 }
 
 impl<const W: usize> TryFrom<u64> for Padded<W> {
-    type Error = crate::InvalidInput;
-    fn try_from(value: u64) -> Result<Padded<W>, crate::InvalidInput> {
+    type Error = crate::error::InvalidInput;
+    fn try_from(value: u64) -> Result<Padded<W>, crate::error::InvalidInput> {
         Padded::new(value)
     }
 }

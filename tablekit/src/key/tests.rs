@@ -3,7 +3,7 @@ use std::cmp::Ordering;
 use proptest::prelude::*;
 
 use super::*;
-use crate::DateTime;
+use crate::datetime::DateTime;
 use crate::keyorder::cmp_utf16;
 use crate::validate::is_forbidden_key_char;
 

@@ -155,7 +155,7 @@ async fn list_operation(
     let row = |members: &[String]| {
         super::lists::list_row_named(marker, &step.partition_key, row_key, members).map_err(
             |entries| {
-                Error::from(crate::InvalidInput::IndexListFull {
+                Error::from(crate::error::InvalidInput::IndexListFull {
                     index: "(an index kept elsewhere)",
                     value: row_key.to_owned(),
                     entries,

@@ -28,7 +28,7 @@ pub struct SweepReport {
     /// Fence rows removed.
     pub fences_removed: usize,
     /// When the oldest record left pending (young or failed) was written.
-    pub oldest_pending: Option<crate::DateTime>,
+    pub oldest_pending: Option<crate::datetime::DateTime>,
 }
 
 /// Finishes every outbox record of `table` older than `age`, and, if
@@ -71,15 +71,18 @@ pub async fn sweep(
             .is_none_or(|elapsed| elapsed < age)
         {
             report.young += 1;
-            oldest_pending =
-                Some(oldest_pending.map_or(record.at, |o: crate::DateTime| o.min(record.at)));
+            oldest_pending = Some(
+                oldest_pending.map_or(record.at, |o: crate::datetime::DateTime| o.min(record.at)),
+            );
             continue;
         }
         match finish_record(backend, &record).await {
             Ok(()) => report.finished += 1,
             Err(error) => {
-                oldest_pending =
-                    Some(oldest_pending.map_or(record.at, |o: crate::DateTime| o.min(record.at)));
+                oldest_pending = Some(
+                    oldest_pending
+                        .map_or(record.at, |o: crate::datetime::DateTime| o.min(record.at)),
+                );
                 report.failed.push((record, error));
             }
         }
@@ -88,7 +91,9 @@ pub async fn sweep(
     let Some(horizon) = fence_horizon else {
         return Ok(report);
     };
-    let mut cutoff = now.checked_sub(horizon).unwrap_or(crate::DateTime::MIN);
+    let mut cutoff = now
+        .checked_sub(horizon)
+        .unwrap_or(crate::datetime::DateTime::MIN);
     if let Some(oldest) = oldest_pending {
         cutoff = cutoff.min(oldest);
     }
@@ -108,7 +113,7 @@ pub async fn sweep(
 pub async fn remove_fences_before(
     backend: &dyn TableBackend,
     table: &str,
-    cutoff: crate::DateTime,
+    cutoff: crate::datetime::DateTime,
 ) -> Result<usize> {
     let mut removed = 0;
     remove_fences_counting(backend, table, cutoff, &mut removed).await?;
@@ -120,7 +125,7 @@ pub async fn remove_fences_before(
 pub async fn remove_fences_counting(
     backend: &dyn TableBackend,
     table: &str,
-    cutoff: crate::DateTime,
+    cutoff: crate::datetime::DateTime,
     removed: &mut usize,
 ) -> Result<()> {
     let mut first_error = None;

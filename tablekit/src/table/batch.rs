@@ -18,7 +18,7 @@ use crate::schema::{self, KeyArg, TableEntity};
 fn refuse_in_batch<U: TableEntity>() -> Result<()> {
     Table::<U>::refuse_unwritable()?;
     if U::DESCRIPTOR.write_needs().blobs {
-        return Err(crate::Error::NotSupported {
+        return Err(crate::error::Error::NotSupported {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
         });
     }
@@ -123,7 +123,7 @@ fn delete_of<U: TableEntity>(
 ) -> Result<Typed<'static, U>> {
     refuse_in_batch::<U>()?;
     Ok(Typed {
-        entity: Cow::Owned(crate::Entity::new(pk, rk)),
+        entity: Cow::Owned(crate::entity::Entity::new(pk, rk)),
         write: RowWrite::Delete(if_match),
         known: known.map(|keys| Cow::Owned(keys.to_vec())),
         new_keys: None,
@@ -212,7 +212,7 @@ impl Transaction {
         crate::validate::table_name(table)?;
         crate::validate::entity(&row)?;
         if row.row_key.starts_with(crate::pending::RESERVED_PREFIX) {
-            return Err(crate::InvalidInput::ReservedRowKey {
+            return Err(crate::error::InvalidInput::ReservedRowKey {
                 row_key: row.row_key,
             }
             .into());
@@ -233,7 +233,7 @@ impl Transaction {
     ) -> Result<&mut Self> {
         Table::<U>::refuse_unwritable()?;
         if U::DESCRIPTOR.write_needs() != crate::schema::WriteNeeds::NONE {
-            return Err(crate::Error::NotSupported {
+            return Err(crate::error::Error::NotSupported {
                 operation: "then_put of a type with indexes, parts or offloaded fields (a put elsewhere is one row)",
             });
         }
@@ -326,7 +326,7 @@ impl Transaction {
         let then = match (self.then.is_empty(), writes.first()) {
             (true, _) => None,
             (false, None) => {
-                return Err(crate::Error::Configuration {
+                return Err(crate::error::Error::Configuration {
                     message: "a transaction with rows to put once it commits needs a write of \
                               its own, in whose partition they are recorded"
                         .into(),

@@ -491,7 +491,7 @@ async fn settle_from_stored<T: TableEntity>(
 /// Whether `stored` is the row the insert `ours` wrote: by the tag `ours`
 /// carries in its history; for a row without one, by holding exactly its
 /// properties (this write's, or another writer's of the very same row).
-fn stored_as_ours(ours: &crate::Entity, stored: &crate::Entity) -> bool {
+fn stored_as_ours(ours: &crate::entity::Entity, stored: &crate::entity::Entity) -> bool {
     match super::update::writes_of(ours) {
         Some(tag) => super::update::history_has(stored, tag),
         None => same_properties(ours, stored),
@@ -499,7 +499,7 @@ fn stored_as_ours(ours: &crate::Entity, stored: &crate::Entity) -> bool {
 }
 
 /// Whether a stored row holds exactly `ours`'s properties (a NaN equals a NaN).
-fn same_properties(ours: &crate::Entity, stored: &crate::Entity) -> bool {
+fn same_properties(ours: &crate::entity::Entity, stored: &crate::entity::Entity) -> bool {
     use crate::value::Value;
     let same = |a: &Value, b: &Value| match (a, b) {
         (Value::Double(x), Value::Double(y)) => {
@@ -523,7 +523,7 @@ async fn stored_rows<T: TableEntity>(
     ops: &[BatchOperation],
     select: Option<&[&str]>,
     report: &mut BulkReport,
-) -> Option<std::collections::HashMap<String, crate::Entity>> {
+) -> Option<std::collections::HashMap<String, crate::entity::Entity>> {
     let mut rows = std::collections::HashMap::new();
     probe_rows(table, ops, select, report, |e| {
         rows.insert(e.row_key.clone(), e);
@@ -622,7 +622,7 @@ async fn probe_rows<T: TableEntity>(
     ops: &[BatchOperation],
     select: Option<&[&str]>,
     report: &mut BulkReport,
-    mut each: impl FnMut(crate::Entity),
+    mut each: impl FnMut(crate::entity::Entity),
 ) -> Option<()> {
     use crate::filter::Filter;
     use crate::keyorder::cmp_utf16;
@@ -662,9 +662,9 @@ async fn read_rows<T: TableEntity>(
     select: Option<&[&str]>,
     budget: usize,
     report: &mut BulkReport,
-    mut each: impl FnMut(crate::Entity),
+    mut each: impl FnMut(crate::entity::Entity),
 ) -> Option<bool> {
-    let mut query = crate::Query::new().filter(filter);
+    let mut query = crate::backend::Query::new().filter(filter);
     if let Some(names) = select {
         query = query.select(names.iter().copied());
     }

@@ -577,10 +577,10 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 .map(|loaded| {
                     let mut entity = crate::schema::to_entity(&**loaded)?;
                     super::unknown::restore(&mut entity, Loaded::unknown_properties(loaded));
-                    Ok(crate::BatchOperation::Update {
+                    Ok(crate::backend::BatchOperation::Update {
                         entity,
-                        mode: crate::UpdateMode::Replace,
-                        if_match: crate::IfMatch::ETag(Loaded::etag(loaded).clone()),
+                        mode: crate::backend::UpdateMode::Replace,
+                        if_match: crate::entity::IfMatch::ETag(Loaded::etag(loaded).clone()),
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;

@@ -103,7 +103,7 @@ pub struct Loaded<T> {
     previous_kind: Option<&'static str>,
     /// The properties of the row read that the type has no field for, which
     /// a replace through this value writes back (see [`Loaded::unknown_properties`]).
-    unknown: crate::Properties,
+    unknown: crate::entity::Properties,
 }
 
 impl<T> Loaded<T> {
@@ -118,7 +118,7 @@ impl<T> Loaded<T> {
             index_keys: None,
             version: None,
             previous_kind: None,
-            unknown: crate::Properties::new(),
+            unknown: crate::entity::Properties::new(),
         }
     }
 
@@ -168,7 +168,7 @@ impl<T> Loaded<T> {
     /// them back unchanged, values and types alike, unless the type now
     /// has a field of that name; tablekit's own bookkeeping is not among
     /// them. Empty for a value made with [`Loaded::new`].
-    pub fn unknown_properties(this: &Loaded<T>) -> &crate::Properties {
+    pub fn unknown_properties(this: &Loaded<T>) -> &crate::entity::Properties {
         &this.unknown
     }
 
@@ -176,7 +176,7 @@ impl<T> Loaded<T> {
     /// a replace through this value removes them from the row (to clear out
     /// the column of a field the type dropped, say).
     pub fn drop_unknown_properties(this: &mut Loaded<T>) {
-        this.unknown = crate::Properties::new();
+        this.unknown = crate::entity::Properties::new();
     }
 
     /// The value, without the ETag.
@@ -409,7 +409,8 @@ impl<K: EntityKinds> Table<K> {
     ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
         let mut key = String::new();
         pk.write_key_arg(&mut key);
-        let query = crate::Query::new().filter(crate::filter::Filter::partition_key().eq(key));
+        let query =
+            crate::backend::Query::new().filter(crate::filter::Filter::partition_key().eq(key));
         self.read_kinds(query, unknown)
     }
 
@@ -490,7 +491,7 @@ impl<K: EntityKinds> Table<K> {
         rk.write_laid_out(&H::DESCRIPTOR.row_key_layout.opened(), &mut inner);
         let separator = inner.chars().last().unwrap_or(crate::key::TAG_SEPARATOR);
         let (_, end) = crate::key::prefix_range(inner, separator);
-        let query = crate::Query::new().filter(
+        let query = crate::backend::Query::new().filter(
             Filter::partition_key().eq(partition)
                 & Filter::row_key().ge(own)
                 & Filter::row_key().lt(end),
@@ -501,7 +502,7 @@ impl<K: EntityKinds> Table<K> {
     /// The rows of `query`, each read as the variant of its kind.
     fn read_kinds(
         &self,
-        query: crate::Query,
+        query: crate::backend::Query,
         unknown: UnknownKind,
     ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
         use futures::stream::{StreamExt, TryStreamExt};
@@ -532,10 +533,10 @@ impl<K: EntityKinds> Table<K> {
                     previous_kind: None,
                     // Written through the variant's own type, which reads
                     // the row again.
-                    unknown: crate::Properties::new(),
+                    unknown: crate::entity::Properties::new(),
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
-                Err(entity) => Err(crate::SchemaError::UnknownKind {
+                Err(entity) => Err(crate::error::SchemaError::UnknownKind {
                     expected: K::KINDS,
                     row_key: entity.row_key,
                 }
@@ -551,10 +552,10 @@ impl<K: EntityKinds> Table<K> {
 pub(crate) fn owned_query_stream(
     backend: Arc<dyn TableBackend>,
     name: String,
-    query: crate::Query,
+    query: crate::backend::Query,
     op: &'static str,
     kind: Option<&'static str>,
-) -> futures::stream::BoxStream<'static, Result<crate::Entity>> {
+) -> futures::stream::BoxStream<'static, Result<crate::entity::Entity>> {
     use futures::stream::{StreamExt, TryStreamExt};
     use tracing::Instrument as _;
     let span = op_span(op, &name, kind, None);
@@ -637,7 +638,7 @@ impl<T: TableEntity> Table<T> {
 
     /// An insert that landed but whose row was replaced before it could be
     /// settled: its ETag is gone.
-    fn overwritten(&self, row: &crate::Entity) -> Error {
+    fn overwritten(&self, row: &crate::entity::Entity) -> Error {
         Error::OutcomeUnknown {
             message: format!(
                 "entity ({:?}, {:?}) in table `{}` was written, then changed by another writer before the lost answer was settled",
@@ -647,7 +648,7 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
-        self.write_keeping(value, write, &crate::Properties::new())
+        self.write_keeping(value, write, &crate::entity::Properties::new())
             .await
     }
 
@@ -657,7 +658,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         value: &T,
         write: RowWrite,
-        unknown: &crate::Properties,
+        unknown: &crate::entity::Properties,
     ) -> Result<ETag> {
         let mut row = schema::to_entity(value)?;
         unknown::restore(&mut row, unknown);
@@ -717,7 +718,7 @@ impl<T: TableEntity> Table<T> {
                 schema::partition_key_of(&loaded.value)?,
                 schema::row_key_of(&loaded.value)?,
             );
-            let options = crate::GetOptions::default().select([schema::VERSION_PROPERTY]);
+            let options = crate::backend::GetOptions::default().select([schema::VERSION_PROPERTY]);
             match self
                 .backend
                 .get_entity(&self.name, &pk, &rk, &options)
@@ -815,7 +816,7 @@ impl<T: TableEntity> Table<T> {
     ) -> Call<'a, ETag> {
         // The row is made now: the future holds nothing of the arguments.
         let row = schema::encode_keys::<T>(&pk, &rk).and_then(|(pk, rk)| {
-            let mut entity = crate::Entity::new(pk, rk);
+            let mut entity = crate::entity::Entity::new(pk, rk);
             schema::write_property(&mut entity.properties, element.property_name(), value)?;
             Ok(entity)
         });
@@ -829,7 +830,7 @@ impl<T: TableEntity> Table<T> {
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
         );
-        let entity = crate::Entity::new(pk, rk);
+        let entity = crate::entity::Entity::new(pk, rk);
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
         let mut last = None;
@@ -868,7 +869,11 @@ impl<T: TableEntity> Table<T> {
     /// Settles a delete of `(pk, rk)` whose answer was lost by whether the
     /// row is gone: `None` when it is (its outbox records, if it wrote any,
     /// are then finished), else the row as it stands.
-    async fn row_after_lost_delete(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    async fn row_after_lost_delete(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
         // Boxed, as a rare path: the delete's future stays small.
         let stored = Box::pin(self.read_stored(pk, rk)).await?;
         if stored.is_none() && T::DESCRIPTOR.write_needs().follow_up {
@@ -894,7 +899,7 @@ impl<T: TableEntity> Table<T> {
     /// [`delete_unconditionally`](Table::delete_unconditionally) of the
     /// encoded keys.
     async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
-        let entity = crate::Entity::new(pk, rk);
+        let entity = crate::entity::Entity::new(pk, rk);
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let mut lost = None;
         for _ in 0..LOST_WRITE_ATTEMPTS {
@@ -954,7 +959,7 @@ impl<T: TableEntity> Table<T> {
 
     /// Whether a row lies at exactly `(pk, rk)`, read with its keys only.
     async fn row_at(&self, pk: &str, rk: &str) -> Result<bool> {
-        let keys_only = crate::GetOptions::default().select(["PartitionKey", "RowKey"]);
+        let keys_only = crate::backend::GetOptions::default().select(["PartitionKey", "RowKey"]);
         match self
             .backend
             .get_entity(&self.name, pk, rk, &keys_only)
@@ -984,7 +989,7 @@ impl<T: TableEntity> Table<T> {
 }
 
 /// Reads a row as a loaded value, moving its values into the result.
-pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T>> {
+pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<Loaded<T>> {
     let etag = entity.etag.take().ok_or_else(|| Error::Decode {
         message: "the backend returned an entity without an ETag".into(),
     })?;
@@ -1017,7 +1022,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::Entity) -> Result<Loaded<T
 impl<T: TableEntity> Table<T> {
     /// Refuses a write of `T` over `stored` when a newer version of the
     /// type wrote it ([`Error::NewerVersion`]).
-    pub(crate) fn refuse_newer(&self, stored: &crate::Entity) -> Result<()> {
+    pub(crate) fn refuse_newer(&self, stored: &crate::entity::Entity) -> Result<()> {
         let Some(writing) = written_version::<T>() else {
             return Ok(());
         };
@@ -1038,7 +1043,7 @@ impl<T: TableEntity> Table<T> {
 }
 
 /// The schema version a row records (`_Version`), if it records one.
-fn stored_version(entity: &crate::Entity) -> Option<u32> {
+fn stored_version(entity: &crate::entity::Entity) -> Option<u32> {
     schema::stored_version(&entity.properties).and_then(|v| u32::try_from(v).ok())
 }
 

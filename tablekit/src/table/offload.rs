@@ -136,9 +136,9 @@ impl ExternalValues for BlobFields {
         let mut row = row.clone();
         for (field, reference) in references {
             let empty = if reference.text {
-                crate::Value::String(String::new())
+                crate::value::Value::String(String::new())
             } else {
-                crate::Value::Binary(Vec::new())
+                crate::value::Value::Binary(Vec::new())
             };
             row.properties.insert(field, empty);
         }
@@ -427,7 +427,7 @@ impl<T> Table<T> {
     /// `#[tablekit(offload)]` fields) in `container` of `store`.
     pub fn with_blob_store(
         mut self,
-        store: Arc<dyn crate::BlobStore>,
+        store: Arc<dyn crate::blob::BlobStore>,
         container: &str,
     ) -> Table<T> {
         self.blobs = Some(BlobTarget::new(store, container));
@@ -444,7 +444,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
-    ) -> crate::Call<'_, Option<Vec<(&'static str, BlobReference)>>> {
+    ) -> crate::error::Call<'_, Option<Vec<(&'static str, BlobReference)>>> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
@@ -472,13 +472,13 @@ impl<T: TableEntity> Table<T> {
     pub async fn orphan_blobs(
         &self,
         min_age: std::time::Duration,
-    ) -> Result<Vec<crate::BlobProperties>> {
+    ) -> Result<Vec<crate::blob::BlobProperties>> {
         let target = self.blob_target()?;
         let prefix = self.blob_prefix();
         // The blobs first, then the rows: a blob uploaded after the listing
         // cannot be mistaken for an orphan.
         let mut blobs = Vec::new();
-        let mut options = crate::ListBlobsOptions::prefix(prefix);
+        let mut options = crate::blob::ListBlobsOptions::prefix(prefix);
         loop {
             let page = target.store.list_blobs(&target.container, &options).await?;
             blobs.extend(page.blobs);
@@ -487,7 +487,7 @@ impl<T: TableEntity> Table<T> {
                 None => break,
             }
         }
-        let mut query = crate::Query::new();
+        let mut query = crate::backend::Query::new();
         query.filter = schema::kind_filter::<T>();
         let mut referenced = std::collections::HashSet::new();
         let rows = self.backend.query_all(&self.name, query).await?;

@@ -89,7 +89,7 @@ impl<T: TableEntity> Table<T> {
     /// [`read_current`](Table::read_current) at exactly `(pk, rk)`.
     async fn read_current_at(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
         if let Some(rule) = T::DESCRIPTOR.rows {
-            let query = crate::Query::new().filter(rule.rows_filter(pk, rk));
+            let query = crate::backend::Query::new().filter(rule.rows_filter(pk, rk));
             let rows = self.backend.query_all(&self.name, query).await?;
             return Ok(rule.join(rk, rows)?.and_then(|(entity, parts)| {
                 let etag = entity.etag.clone()?;
@@ -241,7 +241,7 @@ impl<T: TableEntity> Table<T> {
         };
         let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
         let holder = match row.properties.get(ROW_PROPERTY) {
-            Some(crate::Value::String(holder)) => holder.clone(),
+            Some(crate::value::Value::String(holder)) => holder.clone(),
             _ => return Ok(Some(etag)),
         };
         if holder == rk {
@@ -1150,13 +1150,13 @@ pub(super) async fn run(
 /// One partition, each entity once: checked in the caller's terms.
 fn check_writes(writes: &[&(dyn Pending + '_)]) -> Result<()> {
     let Some(first) = writes.first() else {
-        return Err(crate::InvalidInput::BatchEmpty.into());
+        return Err(crate::error::InvalidInput::BatchEmpty.into());
     };
     let (first_pk, _) = first.keys();
     for (index, write) in writes.iter().enumerate() {
         let (pk, rk) = write.keys();
         if pk != first_pk {
-            return Err(crate::InvalidInput::BatchPartitionMismatch {
+            return Err(crate::error::InvalidInput::BatchPartitionMismatch {
                 index,
                 expected: first_pk.to_owned(),
                 found: pk.to_owned(),
@@ -1164,7 +1164,7 @@ fn check_writes(writes: &[&(dyn Pending + '_)]) -> Result<()> {
             .into());
         }
         if let Some(first) = writes[..index].iter().position(|w| w.keys().1 == rk) {
-            return Err(crate::InvalidInput::BatchDuplicateEntity {
+            return Err(crate::error::InvalidInput::BatchDuplicateEntity {
                 first,
                 index,
                 row_key: rk.to_owned(),
@@ -1377,7 +1377,7 @@ fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result
         let rk = operation.keys().1;
         match seen.get(rk) {
             Some(&first) if first != *w => {
-                return Err(crate::InvalidInput::BatchDuplicateEntity {
+                return Err(crate::error::InvalidInput::BatchDuplicateEntity {
                     first,
                     index: *w,
                     row_key: rk.to_owned(),

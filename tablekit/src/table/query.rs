@@ -86,10 +86,10 @@ impl std::fmt::Display for Cursor {
 }
 
 impl std::str::FromStr for Cursor {
-    type Err = crate::InvalidInput;
-    fn from_str(text: &str) -> std::result::Result<Cursor, crate::InvalidInput> {
+    type Err = crate::error::InvalidInput;
+    fn from_str(text: &str) -> std::result::Result<Cursor, crate::error::InvalidInput> {
         use base64::Engine;
-        let bad = |reason| crate::InvalidInput::Cursor { reason };
+        let bad = |reason| crate::error::InvalidInput::Cursor { reason };
         // Two keys of at most 512 UTF-16 units (3 bytes each at most in
         // UTF-8), the header, in base64: no cursor this library writes is
         // longer. A longer text is refused before it is decoded.
@@ -295,7 +295,7 @@ fn with_row_errors<P: Send + 'static>(
     .boxed()
 }
 
-pub(crate) fn range_filter<V: Into<crate::Value>>(
+pub(crate) fn range_filter<V: Into<crate::value::Value>>(
     column: impl Fn() -> crate::filter::Prop,
     start: Bound<V>,
     end: Bound<V>,
@@ -693,8 +693,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let client_filter = and(self.rows.clone(), self.filter.clone());
         let table = self.table.of::<P>();
         struct Grouping {
-            rows: BoxStream<'static, Result<crate::Entity>>,
-            next: Option<crate::Entity>,
+            rows: BoxStream<'static, Result<crate::entity::Entity>>,
+            next: Option<crate::entity::Entity>,
         }
         let groups = futures::stream::try_unfold(
             Grouping { rows, next: None },
@@ -770,7 +770,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 count += page.entities.len();
                 match page.continuation {
                     Some(next) if count < limit => query.continuation = Some(next),
-                    _ => return Ok::<_, crate::Error>(count),
+                    _ => return Ok::<_, crate::error::Error>(count),
                 }
             }
         });
@@ -796,7 +796,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                     start = and(start, Some(Filter::row_key().ge(rk)));
                 }
                 _ => {
-                    return Err(crate::InvalidInput::ContinuationToken {
+                    return Err(crate::error::InvalidInput::ContinuationToken {
                         reason: "it belongs to another partition or query",
                     }
                     .into());
@@ -823,7 +823,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         &self,
         pk: &str,
         query_in: impl Fn(Option<Filter>) -> Query,
-    ) -> BoxStream<'static, Result<crate::Entity>> {
+    ) -> BoxStream<'static, Result<crate::entity::Entity>> {
         match self.shard_queries(pk, query_in) {
             Ok(queries) => super::merge::merged_rows(
                 std::sync::Arc::clone(self.table.backend()),
@@ -867,20 +867,20 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// ```
     pub async fn page_of(mut self, n: usize) -> Result<CursorPage<P>> {
         if n == 0 || n > MAX_PAGE_SIZE as usize {
-            return Err(crate::InvalidInput::TopOutOfRange {
+            return Err(crate::error::InvalidInput::TopOutOfRange {
                 top: u32::try_from(n).unwrap_or(u32::MAX),
                 max: MAX_PAGE_SIZE,
             }
             .into());
         }
         if P::DESCRIPTOR.wide() {
-            return Err(crate::Error::NotSupported {
+            return Err(crate::error::Error::NotSupported {
                 operation: "page_of() on wide entities (use stream())",
             });
         }
         let print = self.fingerprint();
         if self.after.as_ref().is_some_and(|c| c.fingerprint != print) {
-            return Err(crate::InvalidInput::Cursor {
+            return Err(crate::error::InvalidInput::Cursor {
                 reason: "it belongs to another query",
             }
             .into());
@@ -919,7 +919,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     /// ([`InvalidInput::ContinuationToken`](crate::InvalidInput::ContinuationToken)).
     pub async fn page(self) -> Result<(Vec<Loaded<P>>, Option<ContinuationToken>)> {
         if P::DESCRIPTOR.wide() {
-            return Err(crate::Error::NotSupported {
+            return Err(crate::error::Error::NotSupported {
                 operation: "page() on wide entities (use stream())",
             });
         }
@@ -964,7 +964,10 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     async fn sharded_page(
         &self,
         pk: &str,
-    ) -> Result<(Vec<Result<crate::Entity>>, Option<ContinuationToken>)> {
+    ) -> Result<(
+        Vec<Result<crate::entity::Entity>>,
+        Option<ContinuationToken>,
+    )> {
         let size = match (self.page_size, self.limit) {
             (Some(size), _) => size as usize,
             (None, Some(limit)) => limit.clamp(1, MAX_PAGE_SIZE as usize),
@@ -988,7 +991,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
 async fn restore_and_load<P: TableEntity>(
     table: Table<P>,
-    mut entity: crate::Entity,
+    mut entity: crate::entity::Entity,
 ) -> Result<Loaded<P>> {
     table.restore_blobs(&mut entity).await?;
     load::<P>(entity)

@@ -24,7 +24,7 @@ use crate::schema::TableEntity;
 struct NoBlobStore;
 
 #[async_trait::async_trait]
-impl crate::BlobStore for NoBlobStore {
+impl crate::blob::BlobStore for NoBlobStore {
     async fn create_container(&self, _: &str) -> Result<()> {
         Err(no_store())
     }
@@ -36,17 +36,21 @@ impl crate::BlobStore for NoBlobStore {
         _: &str,
         _: &str,
         _: Vec<u8>,
-        _: &crate::PutCondition,
-    ) -> Result<crate::BlobProperties> {
+        _: &crate::blob::PutCondition,
+    ) -> Result<crate::blob::BlobProperties> {
         Err(no_store())
     }
-    async fn get_blob(&self, _: &str, _: &str) -> Result<crate::Blob> {
+    async fn get_blob(&self, _: &str, _: &str) -> Result<crate::blob::Blob> {
         Err(no_store())
     }
     async fn delete_blob(&self, _: &str, _: &str, _: Option<&ETag>) -> Result<()> {
         Err(no_store())
     }
-    async fn list_blobs(&self, _: &str, _: &crate::ListBlobsOptions) -> Result<crate::BlobPage> {
+    async fn list_blobs(
+        &self,
+        _: &str,
+        _: &crate::blob::ListBlobsOptions,
+    ) -> Result<crate::blob::BlobPage> {
         Err(no_store())
     }
 }
@@ -81,7 +85,7 @@ pub(super) enum RowWrite {
 impl RowWrite {
     /// The operation that makes this write of `entity` (of its keys alone,
     /// for a delete) as it is, with no other row.
-    pub(super) fn operation(&self, entity: crate::Entity) -> BatchOperation {
+    pub(super) fn operation(&self, entity: crate::entity::Entity) -> BatchOperation {
         match self {
             RowWrite::Insert => BatchOperation::Insert(entity),
             RowWrite::Update(mode, if_match) => BatchOperation::Update {
@@ -104,7 +108,11 @@ impl RowWrite {
 
 impl<T: TableEntity> Table<T> {
     /// The row with its offloaded values fetched back, or `None`.
-    pub(crate) async fn read_row(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    pub(crate) async fn read_row(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
         let Some(mut entity) = self.read_stored(pk, rk).await? else {
             return Ok(None);
         };
@@ -113,7 +121,7 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Fetches the blobs a row references back into it.
-    pub(crate) async fn restore_blobs(&self, entity: &mut crate::Entity) -> Result<()> {
+    pub(crate) async fn restore_blobs(&self, entity: &mut crate::entity::Entity) -> Result<()> {
         let Some(external) = T::DESCRIPTOR.external_values() else {
             return Ok(());
         };
@@ -131,12 +139,20 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// The stored row as it is (for a wide entity: its parts joined), or `None`.
-    pub(crate) async fn read_stored(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    pub(crate) async fn read_stored(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
         let span = super::op_span("read", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
         self.read_stored_unspanned(pk, rk).instrument(span).await
     }
 
-    async fn read_stored_unspanned(&self, pk: &str, rk: &str) -> Result<Option<crate::Entity>> {
+    async fn read_stored_unspanned(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
         Ok(self
             .read_current(pk, rk)
             .await?
@@ -158,7 +174,7 @@ impl<T: TableEntity> Table<T> {
     /// blobs the overwritten row referenced after (see [`offload`]).
     pub(super) async fn write_row(
         &self,
-        entity: crate::Entity,
+        entity: crate::entity::Entity,
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
@@ -205,7 +221,7 @@ impl<T: TableEntity> Table<T> {
     /// future does not nest (and copy) one more level.
     pub(super) fn write_lent<'a>(
         &'a self,
-        entity: &'a crate::Entity,
+        entity: &'a crate::entity::Entity,
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {
@@ -224,7 +240,7 @@ impl<T: TableEntity> Table<T> {
         &self,
         pk: &str,
         rk: &str,
-        row: &crate::Entity,
+        row: &crate::entity::Entity,
         write: &RowWrite,
         new_keys: Option<&[String]>,
     ) -> Result<ETag> {
@@ -309,7 +325,7 @@ impl<T: TableEntity> Table<T> {
 
     /// The blob store, when the row has a value to offload (a table without a
     /// store can still write small values of `offload` fields).
-    pub(crate) fn blob_target_for(&self, row: &crate::Entity) -> Result<&BlobTarget> {
+    pub(crate) fn blob_target_for(&self, row: &crate::entity::Entity) -> Result<&BlobTarget> {
         match &self.blobs {
             Some(target) => Ok(target),
             None if T::DESCRIPTOR
@@ -327,7 +343,7 @@ impl<T: TableEntity> Table<T> {
     /// Not an `async fn`, for the reason [`write_lent`](Table::write_lent) gives.
     pub(super) fn write_stored<'a>(
         &'a self,
-        entity: &'a crate::Entity,
+        entity: &'a crate::entity::Entity,
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {
@@ -349,7 +365,7 @@ impl<T: TableEntity> Table<T> {
     /// to the planned transaction's future, one level less deep.
     fn write_stored_unspanned<'a>(
         &'a self,
-        entity: &'a crate::Entity,
+        entity: &'a crate::entity::Entity,
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {

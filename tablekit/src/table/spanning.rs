@@ -61,8 +61,8 @@ impl<T: TableEntity> Table<T> {
         if (&old_pk, &old_rk) == (&new_pk, &new_rk) {
             // Nowhere to go: a replace of the version read.
             let write = super::rows::RowWrite::Update(
-                crate::UpdateMode::Replace,
-                crate::IfMatch::ETag(loaded.etag.clone()),
+                crate::backend::UpdateMode::Replace,
+                crate::entity::IfMatch::ETag(loaded.etag.clone()),
             );
             return self
                 .write_keeping(moved, write, &loaded.unknown)
@@ -245,18 +245,18 @@ impl<T: TableEntity> Table<T> {
                 };
                 // The entity changed at its old keys after it was read: the
                 // copy is taken back, with the record, in one transaction.
-                let row = crate::Entity::new(&new_pk, &new_rk);
+                let row = crate::entity::Entity::new(&new_pk, &new_rk);
                 let delete = super::plan::Typed::<T> {
                     entity: std::borrow::Cow::Borrowed(&row),
-                    write: super::rows::RowWrite::Delete(crate::IfMatch::ETag(new_etag)),
+                    write: super::rows::RowWrite::Delete(crate::entity::IfMatch::ETag(new_etag)),
                     known: None,
                     new_keys: None,
                     _marker: std::marker::PhantomData,
                 };
-                let record = super::plan::Raw(crate::BatchOperation::Delete {
+                let record = super::plan::Raw(crate::backend::BatchOperation::Delete {
                     partition_key: new_pk.clone(),
                     row_key: record.row_key,
-                    if_match: crate::IfMatch::ETag(record.etag),
+                    if_match: crate::entity::IfMatch::ETag(record.etag),
                 });
                 let writes: [&dyn super::plan::Pending; 2] = [&delete, &record];
                 match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref())
@@ -285,7 +285,7 @@ impl<T: TableEntity> Table<T> {
 /// What the first transaction of a move wrote.
 struct Copied {
     /// The ETag of the entity's new row.
-    new_etag: Option<crate::ETag>,
+    new_etag: Option<crate::entity::ETag>,
     /// The sequence number of the move's step.
     seq: i64,
     /// The blobs the new row references.

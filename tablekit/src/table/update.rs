@@ -443,7 +443,7 @@ impl<T: TableEntity> Table<T> {
         pk: impl KeyArg<T::PartitionKey>,
         rk: impl KeyArg<T::RowKey>,
         mut change: impl FnMut(&mut T) + Send + 'a,
-    ) -> crate::Call<'a, Loaded<T>>
+    ) -> crate::error::Call<'a, Loaded<T>>
     where
         T: Send,
     {
@@ -602,7 +602,7 @@ impl<T: TableEntity> Table<T> {
             let unknown = std::mem::take(&mut read.unknown);
             let value = change(Loaded::into_inner(read)).await?;
             if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
-                return Err(Error::from(crate::InvalidInput::KeyChanged {
+                return Err(Error::from(crate::error::InvalidInput::KeyChanged {
                     partition_key: pk,
                     row_key: rk,
                 })
