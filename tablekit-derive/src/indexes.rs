@@ -47,6 +47,49 @@ fn bad_tag_char(c: char) -> bool {
 
 /// Collects and checks the indexes of `cont`.
 pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a>> {
+    let mut indexes = from_fields(cx, cont);
+    apply_options(cx, cont, &mut indexes);
+    if cont.attrs.wide {
+        // A copy of a wide entity would not fit a row: its index rows
+        // point at it unless told to copy some fields.
+        for index in &mut indexes {
+            index.copy.get_or_insert_with(Vec::new);
+        }
+    }
+    if indexes.is_empty() {
+        return indexes;
+    }
+    let Some(leading) = check_container(cx, cont, &indexes) else {
+        return Vec::new();
+    };
+    let kind = cont.attrs.kind.as_ref().map(LitStr::value);
+    for index in &mut indexes {
+        if index.fields.len() > MAX_INDEX_FIELDS {
+            cx.error_spanned_by(
+                &index.name,
+                format!("a compound index has at most {MAX_INDEX_FIELDS} fields"),
+            );
+        }
+        if let Some((previous, _)) = &cont.attrs.previous_kinds {
+            check_renamed(cx, index, previous);
+        }
+        if index.tag.is_empty() {
+            default_tag(cx, index, kind.as_deref());
+        }
+        if index.remote.is_none()
+            && (format!("{}_", index.tag).starts_with(&leading)
+                || leading.starts_with(&format!("{}_", index.tag)))
+        {
+            cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the type's own, which start with `{leading}`: choose another tag", index.tag));
+        }
+    }
+    check_distinct_tags(cx, &indexes);
+    indexes
+}
+
+/// The indexes the fields' `index = "…"` and `unique = "…"` name, each with
+/// its fields in order.
+fn from_fields<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a>> {
     let mut indexes: Vec<IndexModel<'a>> = Vec::new();
     for field in &cont.fields {
         for (lit, unique) in [(&field.index, false), (&field.unique, true)] {
@@ -72,6 +115,12 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
             }
         }
     }
+    indexes
+}
+
+/// Applies the struct's `index(name = …, …)` options to the indexes they
+/// name.
+fn apply_options(cx: &Ctxt, cont: &Container<'_>, indexes: &mut [IndexModel<'_>]) {
     let mut seen: Vec<String> = Vec::new();
     for options in &cont.attrs.indexes {
         let name = options.name.value();
@@ -111,56 +160,62 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
             index.list = true;
         }
         if options.partition.is_some() || options.table.is_some() {
-            let at = options.partition.as_ref().or(options.table.as_ref());
-            if index.unique {
-                cx.error_spanned_by(at, "a unique index lives in the entity's partition, where its transaction can refuse a value that is taken: leave `partition` and `table` out, or make it non-unique");
-            }
-            let partition = options.partition.as_ref().map(LitStr::value);
-            if let (Some(lit), Some(text)) = (&options.partition, &partition)
-                && (text.is_empty() || text.chars().any(bad_tag_char))
-            {
-                cx.error_spanned_by(
-                    lit,
-                    "a `partition` is ASCII text without `/ \\ # ? | %` or control characters",
-                );
-            }
-            let table = options.table.as_ref().map(LitStr::value);
-            if let (Some(lit), Some(text)) = (&options.table, &table) {
-                let alnum = text.chars().all(|c| c.is_ascii_alphanumeric());
-                let starts = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
-                if !(3..=63).contains(&text.len()) || !alnum || !starts {
-                    cx.error_spanned_by(
-                        lit,
-                        "a table name is 3 to 63 ASCII letters and digits, starting with a letter",
-                    );
-                }
-            }
-            index.remote = Some(Remote { partition, table });
+            index.remote = Some(remote_of(cx, index, options));
         }
         if let Some(copy) = &options.copy {
-            let mut names = Vec::new();
-            for ident in copy {
-                match cont.fields.iter().find(|f| f.ident == ident) {
-                    Some(f) if matches!(f.role, Role::Property) => names.push(f.stored_name.clone()),
-                    Some(_) => cx.error_spanned_by(ident, "`copy` lists fields stored as one property each (not key fields, and not `json`, `with`, `flatten`, `series` or `skip`)"),
-                    None => cx.error_spanned_by(ident, format!("`{ident}` is no field of this struct")),
-                }
-            }
-            index.copy = Some(names);
+            index.copy = Some(copied(cx, cont, copy));
         }
     }
-    if cont.attrs.wide {
-        // A copy of a wide entity would not fit a row: its index rows
-        // point at it unless told to copy some fields.
-        for index in &mut indexes {
-            index.copy.get_or_insert_with(Vec::new);
+}
+
+/// Where an index kept elsewhere lives (`partition = …`, `table = …`),
+/// each checked.
+fn remote_of(cx: &Ctxt, index: &IndexModel<'_>, options: &crate::attr::IndexOptions) -> Remote {
+    let at = options.partition.as_ref().or(options.table.as_ref());
+    if index.unique {
+        cx.error_spanned_by(at, "a unique index lives in the entity's partition, where its transaction can refuse a value that is taken: leave `partition` and `table` out, or make it non-unique");
+    }
+    let partition = options.partition.as_ref().map(LitStr::value);
+    if let (Some(lit), Some(text)) = (&options.partition, &partition)
+        && (text.is_empty() || text.chars().any(bad_tag_char))
+    {
+        cx.error_spanned_by(
+            lit,
+            "a `partition` is ASCII text without `/ \\ # ? | %` or control characters",
+        );
+    }
+    let table = options.table.as_ref().map(LitStr::value);
+    if let (Some(lit), Some(text)) = (&options.table, &table) {
+        let alnum = text.chars().all(|c| c.is_ascii_alphanumeric());
+        let starts = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
+        if !(3..=63).contains(&text.len()) || !alnum || !starts {
+            cx.error_spanned_by(
+                lit,
+                "a table name is 3 to 63 ASCII letters and digits, starting with a letter",
+            );
         }
     }
-    if indexes.is_empty() {
-        return indexes;
+    Remote { partition, table }
+}
+
+/// The stored names of the fields `copy(…)` lists, each checked.
+fn copied(cx: &Ctxt, cont: &Container<'_>, copy: &[syn::Ident]) -> Vec<String> {
+    let mut names = Vec::new();
+    for ident in copy {
+        match cont.fields.iter().find(|f| f.ident == ident) {
+            Some(f) if matches!(f.role, Role::Property) => names.push(f.stored_name.clone()),
+            Some(_) => cx.error_spanned_by(ident, "`copy` lists fields stored as one property each (not key fields, and not `json`, `with`, `flatten`, `series` or `skip`)"),
+            None => cx.error_spanned_by(ident, format!("`{ident}` is no field of this struct")),
+        }
     }
+    names
+}
+
+/// The checks of a type that declares indexes; the start of its own
+/// RowKeys, which index tags must stay out of, or `None` when its indexes
+/// cannot be kept.
+fn check_container(cx: &Ctxt, cont: &Container<'_>, indexes: &[IndexModel<'_>]) -> Option<String> {
     let first = indexes[0].name.clone();
-    // Where the type's own RowKeys start, which index tags must stay out of.
     let leading = match (&cont.attrs.kind, &cont.attrs.row_key_template) {
         (_, Some((_, pieces))) => match pieces.first() {
             Some(TemplatePiece::Literal(text)) => Some(text.clone()),
@@ -175,11 +230,11 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
     let in_collection = cont.attrs.parent.is_some() || cont.attrs.collection.is_some();
     if in_collection {
         cx.error_spanned_by(&first, "indexes on kinds of a collection are not supported yet: their rows share a RowKey range with other kinds");
-        return Vec::new();
+        return None;
     }
     let Some(leading) = leading else {
         cx.error_spanned_by(&first, "a type with indexes needs a `kind` (or a `row_key` template that starts with a text): its rows and its index rows are told apart by the start of their RowKeys");
-        return Vec::new();
+        return None;
     };
     if cont.attrs.projection_of.is_some() {
         cx.error_spanned_by(
@@ -190,47 +245,43 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
     if indexes.len() > MAX_INDEXES {
         cx.error_spanned_by(&indexes[MAX_INDEXES].name, format!("at most {MAX_INDEXES} indexes: a write of the entity, the deletes of its old index rows and the writes of its new ones must fit the 100 operations of one transaction"));
     }
-    let kind = cont.attrs.kind.as_ref().map(LitStr::value);
-    for index in &mut indexes {
-        if index.fields.len() > MAX_INDEX_FIELDS {
-            cx.error_spanned_by(
-                &index.name,
-                format!("a compound index has at most {MAX_INDEX_FIELDS} fields"),
-            );
-        }
-        if let Some((previous, _)) = &cont.attrs.previous_kinds {
-            if index.remote.is_some() {
-                cx.error_spanned_by(&index.name, "an index kept elsewhere on a renamed kind (`previous_kinds`) is not supported: a row moved to its new RowKey could not take its index rows along in one transaction");
-            } else if index.tag.is_empty() {
-                let was = previous.first().map(LitStr::value).unwrap_or_default();
-                cx.error_spanned_by(&index.name, format!("a renamed kind (`previous_kinds`) keeps its index rows where they are: give the index its tag, as in `index(name = \"{0}\", tag = \"{was}.{0}\")` for the tag it had under `{was}`", index.name.value()));
-            }
-            for earlier in previous {
-                let leading = format!("{}_", earlier.value());
-                if format!("{}_", index.tag).starts_with(&leading)
-                    || leading.starts_with(&format!("{}_", index.tag))
-                {
-                    cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the rows of the previous kind, which start with `{leading}`: choose another tag", index.tag));
-                }
-            }
-        }
-        if index.tag.is_empty() {
-            let name = index.name.value();
-            index.tag = match &kind {
-                Some(kind) => format!("{kind}.{name}"),
-                None => name,
-            };
-            if index.tag.chars().any(bad_tag_char) {
-                cx.error_spanned_by(&index.name, "the index's tag, the kind, a dot and the index name, would hold one of `/ \\ # ? | % _`, a control or a non-ASCII character: give a `tag` in `#[tablekit(index(name = \"…\", tag = \"…\"))]`");
-            }
-        }
-        if index.remote.is_none()
-            && (format!("{}_", index.tag).starts_with(&leading)
-                || leading.starts_with(&format!("{}_", index.tag)))
+    Some(leading)
+}
+
+/// The checks of an index of a renamed kind (`previous_kinds`): its rows
+/// stay where they are, under a tag of their own.
+fn check_renamed(cx: &Ctxt, index: &IndexModel<'_>, previous: &[LitStr]) {
+    if index.remote.is_some() {
+        cx.error_spanned_by(&index.name, "an index kept elsewhere on a renamed kind (`previous_kinds`) is not supported: a row moved to its new RowKey could not take its index rows along in one transaction");
+    } else if index.tag.is_empty() {
+        let was = previous.first().map(LitStr::value).unwrap_or_default();
+        cx.error_spanned_by(&index.name, format!("a renamed kind (`previous_kinds`) keeps its index rows where they are: give the index its tag, as in `index(name = \"{0}\", tag = \"{was}.{0}\")` for the tag it had under `{was}`", index.name.value()));
+    }
+    for earlier in previous {
+        let leading = format!("{}_", earlier.value());
+        if format!("{}_", index.tag).starts_with(&leading)
+            || leading.starts_with(&format!("{}_", index.tag))
         {
-            cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the type's own, which start with `{leading}`: choose another tag", index.tag));
+            cx.error_spanned_by(&index.name, format!("the RowKeys of index tag `{}` would mix with the rows of the previous kind, which start with `{leading}`: choose another tag", index.tag));
         }
     }
+}
+
+/// The tag of an index that gives none: the kind, a dot and its name.
+fn default_tag(cx: &Ctxt, index: &mut IndexModel<'_>, kind: Option<&str>) {
+    let name = index.name.value();
+    index.tag = match kind {
+        Some(kind) => format!("{kind}.{name}"),
+        None => name,
+    };
+    if index.tag.chars().any(bad_tag_char) {
+        cx.error_spanned_by(&index.name, "the index's tag, the kind, a dot and the index name, would hold one of `/ \\ # ? | % _`, a control or a non-ASCII character: give a `tag` in `#[tablekit(index(name = \"…\", tag = \"…\"))]`");
+    }
+}
+
+/// No two indexes kept in the same place share a tag (or one's is the
+/// start of the other's).
+fn check_distinct_tags(cx: &Ctxt, indexes: &[IndexModel<'_>]) {
     for (i, a) in indexes.iter().enumerate() {
         for b in &indexes[i + 1..] {
             if a.remote.is_some() != b.remote.is_some() {
@@ -251,7 +302,6 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
             }
         }
     }
-    indexes
 }
 
 /// The items of the `TableEntity` impl for the indexes, and the handles
@@ -283,60 +333,7 @@ pub(crate) fn expand(
     }
     let generics = &cont.input.generics;
     let handles_ident = format_ident!("{}Indexes", ident);
-    // An optional field is indexed by its value when it has one: the
-    // index's values are of the inner type, and `None` writes no index row.
-    let value_type = |index: &IndexModel<'_>| -> TokenStream {
-        let types: Vec<_> = index
-            .fields
-            .iter()
-            .map(|f| {
-                crate::ast::option_inner(f.ty)
-                    .unwrap_or(f.ty)
-                    .to_token_stream()
-            })
-            .collect();
-        match types.as_slice() {
-            [one] => one.clone(),
-            many => quote!((#(#many,)*)),
-        }
-    };
-    let handle_fields = indexes.iter().map(|index| {
-        let field = format_ident!(
-            "{}",
-            sanitize(&index.name.value()),
-            span = index.name.span()
-        );
-        let value = value_type(index);
-        let marker = if index.unique {
-            quote!(#tk::Unique)
-        } else {
-            quote!(#tk::NonUnique)
-        };
-        let handle = if index.remote.is_some() {
-            quote!(#tk::RemoteIndex<#ident #ty_generics, #value>)
-        } else {
-            quote!(#tk::Index<#ident #ty_generics, #value, #marker>)
-        };
-        let doc = format!(
-            "The {} index `{}` on {}.",
-            match (index.unique, &index.remote) {
-                (_, Some(_)) => "eventually consistent",
-                (true, None) => "unique",
-                (false, None) => "non-unique",
-            },
-            index.name.value(),
-            index
-                .fields
-                .iter()
-                .map(|f| format!("`{}`", f.ident))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        quote! {
-            #[doc = #doc]
-            pub #field: #handle
-        }
-    });
+    let handle_fields = indexes.iter().map(|index| handle_field(tk, cont, index));
     // Positions among the indexes of the entity's partition, and among
     // those kept elsewhere.
     let positions: Vec<usize> = indexes
@@ -352,102 +349,18 @@ pub(crate) fn expand(
         })
         .collect();
     let handle_inits = indexes.iter().zip(&positions).map(|(index, &position)| {
-        let field = format_ident!(
-            "{}",
-            sanitize(&index.name.value()),
-            span = index.name.span()
-        );
+        let field = handle_name(index);
         if index.remote.is_some() {
             quote!(#field: #tk::RemoteIndex::new(#position))
         } else {
             quote!(#field: #tk::Index::new(#position))
         }
     });
-    // A non-unique index's RowKeys go on with the entity's RowKey; those
-    // of a unique one and of an index entity end with the value.
-    let layout_of = |index: &IndexModel<'_>| {
-        let tag = &index.tag;
-        if index.unique || index.list {
-            quote!(#tk::RowKeyLayout::kind(#tag))
-        } else {
-            quote!(#tk::RowKeyLayout::kind(#tag).opened())
-        }
-    };
-    let def_of = |index: &IndexModel<'_>| {
-        let name = index.name.value();
-        let unique = index.unique;
-        let list = index.list;
-        let layout = layout_of(index);
-        let fields = index
-            .fields
-            .iter()
-            .map(|f| f.ident.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let copy = match &index.copy {
-            None => quote!(#tk::None),
-            Some(names) => quote!(#tk::Some(&[#(#names),*])),
-        };
-        quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list })
-    };
-    let defs = indexes.iter().filter(|i| i.remote.is_none()).map(def_of);
-    let remote_defs = indexes.iter().filter_map(|index| {
-        let remote = index.remote.as_ref()?;
-        let def = def_of(index);
-        let option = |text: &Option<String>| match text {
-            Some(text) => quote!(#tk::Some(#text)),
-            None => quote!(#tk::None),
-        };
-        let (partition, table) = (option(&remote.partition), option(&remote.table));
-        Some(quote!(#tk::RemoteIndexDef { index: #def, partition: #partition, table: #table }))
-    });
-    let arm = |index: &IndexModel<'_>, position: usize, layout: TokenStream| {
-        let value = value_type(index);
-        // Each field by reference; an optional one that is `None` leaves
-        // the key unwritten (the entity has no row in this index).
-        let bindings = index.fields.iter().enumerate().map(|(i, f)| {
-            let (field, name) = (f.ident, format_ident!("__v{i}"));
-            if crate::ast::option_inner(f.ty).is_some() {
-                quote!(let #tk::Some(#name) = &self.#field else { return; };)
-            } else {
-                quote!(let #name = &self.#field;)
-            }
-        });
-        let refs = (0..index.fields.len()).map(|i| format_ident!("__v{i}"));
-        let args = if index.fields.len() == 1 {
-            quote!(#(#refs)*)
-        } else {
-            quote!((#(#refs,)*))
-        };
-        // The last value of a non-unique index is followed by the entity's
-        // RowKey, so it must have an end of its own.
-        let last_ty = index
-            .fields
-            .last()
-            .map(|f| crate::ast::option_inner(f.ty).unwrap_or(f.ty));
-        let open_check = (!index.unique && !index.list).then(|| {
-            quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
-        });
-        // Spanned on the first field, so a type that is no key type is
-        // reported there.
-        let span = index
-            .fields
-            .first()
-            .map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
-        // One field is written through its type's `KeyPart` alone, so a
-        // type that is no key type is one error, on the field's type (the
-        // same one the check above reports there).
-        let write = if index.fields.len() == 1 {
-            quote_spanned!(span=> #tk::write_index_value::<#value>(#args, &#layout, __out))
-        } else {
-            quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out))
-        };
-        quote!(#position => {
-            #open_check
-            #(#bindings)*
-            #write
-        })
-    };
+    let defs = indexes
+        .iter()
+        .filter(|i| i.remote.is_none())
+        .map(|index| index_def(tk, index));
+    let remote_defs = indexes.iter().filter_map(|index| remote_def(tk, index));
     // `write_index_key` numbers the indexes of the entity's partition
     // first, then those kept elsewhere, as the index part lists them.
     let local_count = indexes.iter().filter(|i| i.remote.is_none()).count();
@@ -457,8 +370,8 @@ pub(crate) fn expand(
         } else {
             position
         };
-        let layout = layout_of(index);
-        arm(index, slot, quote!(const { #layout }))
+        let layout = layout_of(tk, index);
+        key_arm(tk, index, slot, quote!(const { #layout }))
     });
     let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");
     Expanded {
@@ -484,6 +397,170 @@ pub(crate) fn expand(
         },
         part: Some(quote!(&#tk::IndexPart { local: &[#(#defs),*], remote: &[#(#remote_defs),*] })),
     }
+}
+
+/// The type of an index's values. An optional field is indexed by its
+/// value when it has one: the index's values are of the inner type, and
+/// `None` writes no index row.
+fn value_type(index: &IndexModel<'_>) -> TokenStream {
+    let types: Vec<_> = index
+        .fields
+        .iter()
+        .map(|f| {
+            crate::ast::option_inner(f.ty)
+                .unwrap_or(f.ty)
+                .to_token_stream()
+        })
+        .collect();
+    match types.as_slice() {
+        [one] => one.clone(),
+        many => quote!((#(#many,)*)),
+    }
+}
+
+/// The name of an index's handle in the handles struct.
+fn handle_name(index: &IndexModel<'_>) -> syn::Ident {
+    format_ident!(
+        "{}",
+        sanitize(&index.name.value()),
+        span = index.name.span()
+    )
+}
+
+/// An index's field in the handles struct, with its documentation.
+fn handle_field(tk: &TokenStream, cont: &Container<'_>, index: &IndexModel<'_>) -> TokenStream {
+    let ident = &cont.input.ident;
+    let (_, ty_generics, _) = cont.input.generics.split_for_impl();
+    let field = handle_name(index);
+    let value = value_type(index);
+    let marker = if index.unique {
+        quote!(#tk::Unique)
+    } else {
+        quote!(#tk::NonUnique)
+    };
+    let handle = if index.remote.is_some() {
+        quote!(#tk::RemoteIndex<#ident #ty_generics, #value>)
+    } else {
+        quote!(#tk::Index<#ident #ty_generics, #value, #marker>)
+    };
+    let doc = format!(
+        "The {} index `{}` on {}.",
+        match (index.unique, &index.remote) {
+            (_, Some(_)) => "eventually consistent",
+            (true, None) => "unique",
+            (false, None) => "non-unique",
+        },
+        index.name.value(),
+        index
+            .fields
+            .iter()
+            .map(|f| format!("`{}`", f.ident))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    quote! {
+        #[doc = #doc]
+        pub #field: #handle
+    }
+}
+
+/// An index's RowKey layout. A non-unique index's RowKeys go on with the
+/// entity's RowKey; those of a unique one and of an index entity end with
+/// the value.
+fn layout_of(tk: &TokenStream, index: &IndexModel<'_>) -> TokenStream {
+    let tag = &index.tag;
+    if index.unique || index.list {
+        quote!(#tk::RowKeyLayout::kind(#tag))
+    } else {
+        quote!(#tk::RowKeyLayout::kind(#tag).opened())
+    }
+}
+
+/// An index's `IndexDef`.
+fn index_def(tk: &TokenStream, index: &IndexModel<'_>) -> TokenStream {
+    let name = index.name.value();
+    let unique = index.unique;
+    let list = index.list;
+    let layout = layout_of(tk, index);
+    let fields = index
+        .fields
+        .iter()
+        .map(|f| f.ident.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let copy = match &index.copy {
+        None => quote!(#tk::None),
+        Some(names) => quote!(#tk::Some(&[#(#names),*])),
+    };
+    quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list })
+}
+
+/// The `RemoteIndexDef` of an index kept elsewhere; `None` for one in the
+/// entity's partition.
+fn remote_def(tk: &TokenStream, index: &IndexModel<'_>) -> Option<TokenStream> {
+    let remote = index.remote.as_ref()?;
+    let def = index_def(tk, index);
+    let option = |text: &Option<String>| match text {
+        Some(text) => quote!(#tk::Some(#text)),
+        None => quote!(#tk::None),
+    };
+    let (partition, table) = (option(&remote.partition), option(&remote.table));
+    Some(quote!(#tk::RemoteIndexDef { index: #def, partition: #partition, table: #table }))
+}
+
+/// The arm of `write_index_key` that writes the index key of `index` at
+/// `position`, laid out by `layout`.
+fn key_arm(
+    tk: &TokenStream,
+    index: &IndexModel<'_>,
+    position: usize,
+    layout: TokenStream,
+) -> TokenStream {
+    let value = value_type(index);
+    // Each field by reference; an optional one that is `None` leaves
+    // the key unwritten (the entity has no row in this index).
+    let bindings = index.fields.iter().enumerate().map(|(i, f)| {
+        let (field, name) = (f.ident, format_ident!("__v{i}"));
+        if crate::ast::option_inner(f.ty).is_some() {
+            quote!(let #tk::Some(#name) = &self.#field else { return; };)
+        } else {
+            quote!(let #name = &self.#field;)
+        }
+    });
+    let refs = (0..index.fields.len()).map(|i| format_ident!("__v{i}"));
+    let args = if index.fields.len() == 1 {
+        quote!(#(#refs)*)
+    } else {
+        quote!((#(#refs,)*))
+    };
+    // The last value of a non-unique index is followed by the entity's
+    // RowKey, so it must have an end of its own.
+    let last_ty = index
+        .fields
+        .last()
+        .map(|f| crate::ast::option_inner(f.ty).unwrap_or(f.ty));
+    let open_check = (!index.unique && !index.list).then(|| {
+        quote!(const { ::core::assert!(!<#last_ty as #tk::KeyPart>::LAST_ONLY, "the last field of a non-unique index cannot be a `Verbatim`: the entity's RowKey follows it") };)
+    });
+    // Spanned on the first field, so a type that is no key type is
+    // reported there.
+    let span = index
+        .fields
+        .first()
+        .map_or_else(proc_macro2::Span::call_site, |f| f.ty.span());
+    // One field is written through its type's `KeyPart` alone, so a type
+    // that is no key type is one error, on the field's type (the same one
+    // the check above reports there).
+    let write = if index.fields.len() == 1 {
+        quote_spanned!(span=> #tk::write_index_value::<#value>(#args, &#layout, __out))
+    } else {
+        quote_spanned!(span=> #tk::KeyArg::<#value>::write_laid_out(&#args, &#layout, __out))
+    };
+    quote!(#position => {
+        #open_check
+        #(#bindings)*
+        #write
+    })
 }
 
 /// An index name as a field name of the handles struct.
