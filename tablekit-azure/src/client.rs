@@ -192,6 +192,10 @@ impl AzureTables {
             .request(call.method.clone(), &address)
             .header(X_MS_DATE, &date)
             .header(X_MS_VERSION, HeaderValue::from_static(SERVICE_VERSION))
+            .header(
+                crate::transport::CLIENT_REQUEST_ID,
+                crate::transport::new_client_request_id(),
+            )
             .header(DATA_SERVICE_VERSION, HeaderValue::from_static("3.0;NetFx"))
             .header(
                 MAX_DATA_SERVICE_VERSION,

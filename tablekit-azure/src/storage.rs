@@ -137,8 +137,13 @@ async fn send_once(service: &Service, call: &Call<'_>, route: Route) -> Result<R
     let address =
         crate::transport::address(endpoint, &call.path, &call.query, &account.credentials);
     let date = httpdate::fmt_http_date(SystemTime::now());
-    let mut ms_headers: Vec<(&str, &str)> =
-        vec![("x-ms-date", &date), ("x-ms-version", service.version)];
+    let client_request_id = crate::transport::new_client_request_id();
+    // Every `x-ms-` header is signed with a shared key, the request's id too.
+    let mut ms_headers: Vec<(&str, &str)> = vec![
+        (crate::transport::CLIENT_REQUEST_ID, &client_request_id),
+        ("x-ms-date", &date),
+        ("x-ms-version", service.version),
+    ];
     ms_headers.extend(
         call.headers
             .iter()
@@ -154,7 +159,8 @@ async fn send_once(service: &Service, call: &Call<'_>, route: Route) -> Result<R
         .http
         .request(call.method.clone(), &address)
         .header("x-ms-date", &date)
-        .header("x-ms-version", service.version);
+        .header("x-ms-version", service.version)
+        .header(crate::transport::CLIENT_REQUEST_ID, &client_request_id);
     for (name, value) in &call.headers {
         request = request.header(*name, value);
     }

@@ -252,6 +252,18 @@ pub(crate) struct Route {
 /// `error_body`), honouring `Retry-After`. A request that cannot be sent or
 /// a body that cannot be read is transient; one that was never written is
 /// marked to be sent again at once.
+/// The header that carries a request's id of our making, which the
+/// service records in its logs and echoes back.
+pub(crate) const CLIENT_REQUEST_ID: &str = "x-ms-client-request-id";
+
+/// A new id for one HTTP request (a random UUID): every attempt carries its
+/// own, so that the service's logs tell the attempts of one call apart.
+pub(crate) fn new_client_request_id() -> String {
+    tablekit::uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
+        .into_uuid()
+        .to_string()
+}
+
 pub(crate) async fn execute(
     request: Request<'_>,
     method: &Method,
@@ -272,6 +284,12 @@ pub(crate) async fn execute(
         }
     };
     let Request { http, parts, body } = request;
+    let client_request_id = parts
+        .headers_ref()
+        .and_then(|h| h.get(CLIENT_REQUEST_ID))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     let request = parts
         .body(Full::new(body))
         // A URL or header that HTTP cannot carry: nothing was sent.
@@ -299,6 +317,17 @@ pub(crate) async fn execute(
     if let Some(keep_alive) = headers.get("keep-alive").and_then(|v| v.to_str().ok()) {
         http.learned.keep_alive_header(keep_alive);
     }
+    // Both ids, ours and the service's, for a support case to find the
+    // request in the service's logs.
+    tracing::debug!(
+        status = status.as_u16(),
+        client_request_id,
+        request_id = headers
+            .get("x-ms-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
+        "answered"
+    );
     if status.is_success() {
         return Ok((status.as_u16(), headers, body));
     }

@@ -63,6 +63,9 @@ async fn puts_escape_the_text_and_sign_the_request() {
     };
     let date = request.header("x-ms-date").unwrap();
     let version = request.header("x-ms-version").unwrap();
+    // The request's id is an `x-ms-` header: signed too.
+    let id = request.header("x-ms-client-request-id").unwrap();
+    assert!(tablekit::uuid::Uuid::parse_str(id).is_ok(), "{id}");
     let headers = BlobSignedHeaders {
         content_length: request.body.len() as u64,
         content_type: "application/xml",
@@ -71,7 +74,11 @@ async fn puts_escape_the_text_and_sign_the_request() {
     let text = auth::blob_string_to_sign(
         "POST",
         &headers,
-        &[("x-ms-date", date), ("x-ms-version", version)],
+        &[
+            ("x-ms-client-request-id", id),
+            ("x-ms-date", date),
+            ("x-ms-version", version),
+        ],
         "mockacct",
         "/jobs/messages",
         &[("visibilitytimeout", "5"), ("messagettl", "-1")],

@@ -57,6 +57,11 @@ async fn point_reads_escape_keys_and_sign_the_request() {
         Some("application/json;odata=minimalmetadata")
     );
     assert_eq!(request.header("x-ms-version"), Some("2019-02-02"));
+    // An id of our making, for the service's logs: a UUID.
+    let id = request
+        .header("x-ms-client-request-id")
+        .expect("a client request id");
+    assert!(tablekit::uuid::Uuid::parse_str(id).is_ok(), "{id}");
     // The signature covers the verb, the date and the encoded path.
     let date = request.header("x-ms-date").expect("x-ms-date");
     let resource = auth::table_resource("mockacct", &request.target, None);
@@ -247,6 +252,16 @@ async fn transient_failures_are_retried_only_when_repeating_is_safe() {
         seen[3].body, seen[4].body,
         "the retry sends the same entity"
     );
+    // Each attempt has an id of its own, for the service's logs.
+    let ids: std::collections::BTreeSet<_> = seen
+        .iter()
+        .map(|r| {
+            r.header("x-ms-client-request-id")
+                .expect("an id")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), seen.len(), "{ids:?}");
 }
 
 #[tokio::test]

@@ -24,16 +24,33 @@ async fn each_request_runs_in_a_span_and_retries_are_warnings() {
     tracing::callsite::rebuild_interest_cache();
     let mock = Mock::start(vec![
         json_error("500 Internal Server Error", "InternalError"),
-        respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
+        respond(
+            "204 No Content",
+            &[("ETag", "W/\"e1\""), ("x-ms-request-id", "svc-77")],
+            "",
+        ),
     ])
     .await;
     mock.client
         .upsert_entity("tbl", &Entity::new("p", "r"), UpdateMode::Replace)
         .await
         .unwrap();
-    let lines: Vec<String> = lines
-        .lock()
-        .unwrap()
+    let all: Vec<String> = lines.lock().unwrap().clone();
+    // Each answer names both ids: ours, sent with the request, and the
+    // service's.
+    let answered: Vec<&String> = all
+        .iter()
+        .filter(|l| l.contains("message=answered"))
+        .collect();
+    assert_eq!(answered.len(), 2, "{all:#?}");
+    assert!(answered[1].contains("status=204"), "{}", answered[1]);
+    assert!(answered[1].contains("request_id=\"svc-77\""), "{}", answered[1]);
+    assert!(
+        answered[1].contains("client_request_id="),
+        "{}",
+        answered[1]
+    );
+    let lines: Vec<String> = all
         .iter()
         .filter(|l| l.starts_with("span DEBUG tablekit_azure") || l.contains("attempt="))
         .cloned()
