@@ -44,7 +44,11 @@ async fn each_request_runs_in_a_span_and_retries_are_warnings() {
         .collect();
     assert_eq!(answered.len(), 2, "{all:#?}");
     assert!(answered[1].contains("status=204"), "{}", answered[1]);
-    assert!(answered[1].contains("request_id=\"svc-77\""), "{}", answered[1]);
+    assert!(
+        answered[1].contains("request_id=\"svc-77\""),
+        "{}",
+        answered[1]
+    );
     assert!(
         answered[1].contains("client_request_id="),
         "{}",

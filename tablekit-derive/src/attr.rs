@@ -314,227 +314,315 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
+/// The container attributes an entity takes.
+const ENTITY_ATTRIBUTES: &[&str] = &[
+    TABLE,
+    KIND,
+    VERSION,
+    MIN_VERSION,
+    CRATE,
+    RENAME_ALL,
+    WIDE,
+    SHARDS,
+    BUCKETS,
+    KIND_PROPERTIES,
+    PARENT,
+    COLLECTION,
+    ROW_KEY,
+    PROJECTION_OF,
+    UPGRADE_FROM,
+    UPGRADE_WITH,
+    PREVIOUS_KINDS,
+    INDEX,
+    DISCRIMINATOR,
+];
+
+/// The container attributes a `TableFields` struct takes.
+const FIELDS_ATTRIBUTES: &[&str] = &[CRATE, RENAME_ALL];
+
+/// The container's attributes as they are read, each at most once.
+struct ContainerParts {
+    table: Attr<LitStr>,
+    kind: Attr<LitStr>,
+    version: Attr<(u32, TokenStream)>,
+    min_version: Attr<(u32, TokenStream)>,
+    crate_path: Attr<Path>,
+    rename_all: Attr<RenameRule>,
+    wide: Attr<()>,
+    shards: Attr<(u32, TokenStream)>,
+    buckets: Attr<(String, TokenStream)>,
+    kind_properties: Attr<(bool, TokenStream)>,
+    parent: Attr<(syn::Type, TokenStream)>,
+    collection: Attr<TokenStream>,
+    row_key_template: Attr<(LitStr, Vec<TemplatePiece>)>,
+    projection_of: Attr<(syn::Type, TokenStream)>,
+    upgrade_from: Attr<(syn::Type, TokenStream)>,
+    upgrade_with: Attr<Path>,
+    previous_kinds: Attr<(Vec<LitStr>, TokenStream)>,
+    discriminator: Attr<(LitStr, LitStr, TokenStream)>,
+    indexes: Vec<IndexOptions>,
+}
+
+impl ContainerParts {
+    fn new() -> ContainerParts {
+        ContainerParts {
+            table: Attr::none(TABLE),
+            kind: Attr::none(KIND),
+            version: Attr::none(VERSION),
+            min_version: Attr::none(MIN_VERSION),
+            crate_path: Attr::none(CRATE),
+            rename_all: Attr::none(RENAME_ALL),
+            wide: Attr::none(WIDE),
+            shards: Attr::none(SHARDS),
+            buckets: Attr::none(BUCKETS),
+            kind_properties: Attr::none(KIND_PROPERTIES),
+            parent: Attr::none(PARENT),
+            collection: Attr::none(COLLECTION),
+            row_key_template: Attr::none(ROW_KEY),
+            projection_of: Attr::none(PROJECTION_OF),
+            upgrade_from: Attr::none(UPGRADE_FROM),
+            upgrade_with: Attr::none(UPGRADE_WITH),
+            previous_kinds: Attr::none(PREVIOUS_KINDS),
+            discriminator: Attr::none(DISCRIMINATOR),
+            indexes: Vec::new(),
+        }
+    }
+
+    /// Reads one of an entity's own attributes; `false` when `meta` is
+    /// none of them.
+    fn entity_attribute(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+        let path = &meta.path;
+        let Some(name) = path.get_ident().map(ToString::to_string) else {
+            return Ok(false);
+        };
+        match name.as_str() {
+            TABLE => {
+                if let Some(lit) = parse_str(cx, meta) {
+                    self.table.set(cx, path, lit);
+                }
+            }
+            KIND => {
+                if let Some(lit) = parse_str(cx, meta) {
+                    self.kind.set(cx, path, lit);
+                }
+            }
+            VERSION => {
+                if let Some(v) = parse_u32(cx, meta) {
+                    self.version.set(cx, path, v);
+                }
+            }
+            MIN_VERSION => {
+                if let Some(v) = parse_u32(cx, meta) {
+                    self.min_version.set(cx, path, v);
+                }
+            }
+            WIDE => {
+                flag(meta, WIDE)?;
+                self.wide.set(cx, path, ());
+            }
+            SHARDS => {
+                if let Some(v) = parse_u32(cx, meta) {
+                    self.shards.set(cx, path, v);
+                }
+            }
+            BUCKETS => {
+                if let Some(period) = parse_buckets(cx, meta) {
+                    self.buckets.set(cx, path, period);
+                }
+            }
+            PARENT => {
+                let parent = parse_type(meta, "`parent` names the type itself")?;
+                self.parent.set(cx, path, parent);
+            }
+            PROJECTION_OF => {
+                let ty: syn::Type = meta.value()?.parse()?;
+                let tokens = ty.to_token_stream();
+                self.projection_of.set(cx, path, (ty, tokens));
+            }
+            UPGRADE_FROM => {
+                let old = parse_type(meta, "`upgrade_from` names the older type itself")?;
+                self.upgrade_from.set(cx, path, old);
+            }
+            PREVIOUS_KINDS => {
+                let kinds = parse_previous_kinds(meta)?;
+                self.previous_kinds.set(cx, path, kinds);
+            }
+            UPGRADE_WITH => {
+                let function: Path = meta.value()?.parse()?;
+                self.upgrade_with.set(cx, path, function);
+            }
+            ROW_KEY => {
+                if let Some(lit) = parse_str(cx, meta) {
+                    match parse_template(&lit.value()) {
+                        Ok(pieces) => self.row_key_template.set(cx, path, (lit, pieces)),
+                        Err(message) => cx.error_spanned_by(&lit, message),
+                    }
+                }
+            }
+            INDEX => self.indexes.push(parse_index_options(cx, meta)?),
+            DISCRIMINATOR => {
+                let (property, value) = parse_discriminator(cx, meta)?;
+                self.discriminator
+                    .set(cx, path, (property, value, path.to_token_stream()));
+            }
+            COLLECTION => {
+                flag(meta, COLLECTION)?;
+                self.collection.set(cx, path, path.to_token_stream());
+            }
+            KIND_PROPERTIES => {
+                let lit: syn::LitBool = meta.value()?.parse()?;
+                self.kind_properties
+                    .set(cx, path, (lit.value, lit.into_token_stream()));
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Reads an attribute every container takes; `false` when `meta` is
+    /// none of them.
+    fn shared_attribute(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+        let path = &meta.path;
+        if path.is_ident(CRATE) {
+            let value: Path = meta.value()?.parse()?;
+            self.crate_path.set(cx, path, value);
+        } else if path.is_ident(RENAME_ALL) {
+            if let Some(lit) = parse_str(cx, meta) {
+                match RenameRule::from_name(&lit.value()) {
+                    Some(rule) => self.rename_all.set(cx, path, rule),
+                    None => cx.error_spanned_by(
+                        &lit,
+                        format!(
+                            "unknown rename_all rule; expected one of {}",
+                            RenameRule::NAMES.join(", ")
+                        ),
+                    ),
+                }
+            }
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn finish(self) -> Container {
+        Container {
+            table: self.table.get(),
+            kind: self.kind.get(),
+            version: self.version.get(),
+            min_version: self.min_version.get(),
+            crate_path: self.crate_path.get(),
+            rename_all: self.rename_all.get(),
+            wide: self.wide.get().is_some(),
+            shards: self.shards.get(),
+            buckets: self.buckets.get(),
+            kind_properties: self.kind_properties.get(),
+            parent: self.parent.get(),
+            upgrade_from: self.upgrade_from.get(),
+            upgrade_with: self.upgrade_with.get(),
+            previous_kinds: self.previous_kinds.get(),
+            collection: self.collection.get(),
+            row_key_template: self.row_key_template.get(),
+            projection_of: self.projection_of.get(),
+            indexes: self.indexes,
+            discriminator: self.discriminator.get(),
+        }
+    }
+}
+
 impl Container {
     pub(crate) fn parse(cx: &Ctxt, attrs: &[Attribute], is_entity: bool) -> Container {
-        let mut table = Attr::none(TABLE);
-        let mut kind = Attr::none(KIND);
-        let mut version = Attr::none(VERSION);
-        let mut min_version = Attr::none(MIN_VERSION);
-        let mut crate_path = Attr::none(CRATE);
-        let mut rename_all = Attr::none(RENAME_ALL);
-        let mut wide = Attr::none(WIDE);
-        let mut shards = Attr::none(SHARDS);
-        let mut buckets = Attr::none(BUCKETS);
-        let mut kind_properties = Attr::none(KIND_PROPERTIES);
-        let mut parent = Attr::none(PARENT);
-        let mut collection = Attr::none(COLLECTION);
-        let mut row_key_template = Attr::none(ROW_KEY);
-        let mut projection_of = Attr::none(PROJECTION_OF);
-        let mut upgrade_from = Attr::none(UPGRADE_FROM);
-        let mut upgrade_with = Attr::none(UPGRADE_WITH);
-        let mut previous_kinds = Attr::none(PREVIOUS_KINDS);
-        let mut discriminator = Attr::none(DISCRIMINATOR);
-        let mut indexes = Vec::new();
-        let known: &[&str] = if is_entity {
-            &[
-                TABLE,
-                KIND,
-                VERSION,
-                MIN_VERSION,
-                CRATE,
-                RENAME_ALL,
-                WIDE,
-                SHARDS,
-                BUCKETS,
-                KIND_PROPERTIES,
-                PARENT,
-                COLLECTION,
-                ROW_KEY,
-                PROJECTION_OF,
-                UPGRADE_FROM,
-                UPGRADE_WITH,
-                PREVIOUS_KINDS,
-                INDEX,
-                DISCRIMINATOR,
-            ]
+        let mut parts = ContainerParts::new();
+        let known = if is_entity {
+            ENTITY_ATTRIBUTES
         } else {
-            &[CRATE, RENAME_ALL]
+            FIELDS_ATTRIBUTES
         };
         for attr in tablekit_attrs(attrs) {
             let result = attr.parse_nested_meta(|meta| {
-                let path = &meta.path;
-                if is_entity && path.is_ident(TABLE) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        table.set(cx, path, lit);
-                    }
-                } else if is_entity && path.is_ident(KIND) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        kind.set(cx, path, lit);
-                    }
-                } else if is_entity && path.is_ident(VERSION) {
-                    if let Some(v) = parse_u32(cx, &meta) {
-                        version.set(cx, path, v);
-                    }
-                } else if is_entity && path.is_ident(MIN_VERSION) {
-                    if let Some(v) = parse_u32(cx, &meta) {
-                        min_version.set(cx, path, v);
-                    }
-                } else if is_entity && path.is_ident(WIDE) {
-                    flag(&meta, WIDE)?;
-                    wide.set(cx, path, ());
-                } else if is_entity && path.is_ident(SHARDS) {
-                    if let Some(v) = parse_u32(cx, &meta) {
-                        shards.set(cx, path, v);
-                    }
-                } else if is_entity && path.is_ident(BUCKETS) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        let period = lit.value();
-                        if ["hour", "day", "month"].contains(&period.as_str()) {
-                            buckets.set(cx, path, (period, lit.to_token_stream()));
-                        } else {
-                            cx.error_spanned_by(
-                                &lit,
-                                "`buckets` takes \"hour\", \"day\" or \"month\"",
-                            );
-                        }
-                    }
-                } else if is_entity && path.is_ident(PARENT) {
-                    let value = meta.value()?;
-                    if value.peek(LitStr) {
-                        let lit: LitStr = value.parse()?;
-                        return Err(syn::Error::new_spanned(
-                            &lit,
-                            format!(
-                                "`parent` names the type itself, not a string: write `parent = {}`",
-                                lit.value()
-                            ),
-                        ));
-                    }
-                    let ty: syn::Type = value.parse()?;
-                    let tokens = ty.to_token_stream();
-                    parent.set(cx, path, (ty, tokens));
-                } else if is_entity && path.is_ident(PROJECTION_OF) {
-                    let ty: syn::Type = meta.value()?.parse()?;
-                    let tokens = ty.to_token_stream();
-                    projection_of.set(cx, path, (ty, tokens));
-                } else if is_entity && path.is_ident(UPGRADE_FROM) {
-                    let value = meta.value()?;
-                    if value.peek(LitStr) {
-                        let lit: LitStr = value.parse()?;
-                        return Err(syn::Error::new_spanned(
-                            &lit,
-                            format!(
-                                "`upgrade_from` names the older type itself, not a string: write `upgrade_from = {}`",
-                                lit.value()
-                            ),
-                        ));
-                    }
-                    let ty: syn::Type = value.parse()?;
-                    let tokens = ty.to_token_stream();
-                    upgrade_from.set(cx, path, (ty, tokens));
-                } else if is_entity && path.is_ident(PREVIOUS_KINDS) {
-                    let value = meta.value()?;
-                    if value.peek(LitStr) {
-                        let lit: LitStr = value.parse()?;
-                        return Err(syn::Error::new_spanned(
-                            &lit,
-                            format!(
-                                "`previous_kinds` is a list: write `previous_kinds = [{:?}]`",
-                                lit.value()
-                            ),
-                        ));
-                    }
-                    let list: syn::ExprArray = value.parse()?;
-                    let mut kinds = Vec::new();
-                    for element in &list.elems {
-                        match element {
-                            syn::Expr::Lit(syn::ExprLit {
-                                lit: syn::Lit::Str(lit),
-                                ..
-                            }) => kinds.push(lit.clone()),
-                            other => {
-                                return Err(syn::Error::new_spanned(
-                                    other,
-                                    "`previous_kinds` lists the kind's earlier names as strings",
-                                ));
-                            }
-                        }
-                    }
-                    if kinds.is_empty() {
-                        return Err(syn::Error::new_spanned(
-                            &list,
-                            "`previous_kinds` lists at least one earlier name of the kind",
-                        ));
-                    }
-                    previous_kinds.set(cx, path, (kinds, list.to_token_stream()));
-                } else if is_entity && path.is_ident(UPGRADE_WITH) {
-                    let function: Path = meta.value()?.parse()?;
-                    upgrade_with.set(cx, path, function);
-                } else if is_entity && path.is_ident(ROW_KEY) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        match parse_template(&lit.value()) {
-                            Ok(pieces) => row_key_template.set(cx, path, (lit, pieces)),
-                            Err(message) => cx.error_spanned_by(&lit, message),
-                        }
-                    }
-                } else if is_entity && path.is_ident(INDEX) {
-                    indexes.push(parse_index_options(cx, &meta)?);
-                } else if is_entity && path.is_ident(DISCRIMINATOR) {
-                    let (property, value) = parse_discriminator(cx, &meta)?;
-                    discriminator.set(cx, path, (property, value, path.to_token_stream()));
-                } else if is_entity && path.is_ident(COLLECTION) {
-                    flag(&meta, COLLECTION)?;
-                    collection.set(cx, path, path.to_token_stream());
-                } else if is_entity && path.is_ident(KIND_PROPERTIES) {
-                    let lit: syn::LitBool = meta.value()?.parse()?;
-                    kind_properties.set(cx, path, (lit.value, lit.into_token_stream()));
-                } else if path.is_ident(CRATE) {
-                    let value: Path = meta.value()?.parse()?;
-                    crate_path.set(cx, path, value);
-                } else if path.is_ident(RENAME_ALL) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        match RenameRule::from_name(&lit.value()) {
-                            Some(rule) => rename_all.set(cx, path, rule),
-                            None => cx.error_spanned_by(
-                                &lit,
-                                format!(
-                                    "unknown rename_all rule; expected one of {}",
-                                    RenameRule::NAMES.join(", ")
-                                ),
-                            ),
-                        }
-                    }
+                let read = (is_entity && parts.entity_attribute(cx, &meta)?)
+                    || parts.shared_attribute(cx, &meta)?;
+                if read {
+                    Ok(())
                 } else {
-                    return Err(unknown(&meta, "container", known));
+                    Err(unknown(&meta, "container", known))
                 }
-                Ok(())
             });
             if let Err(e) = result {
                 cx.syn_error(e);
             }
         }
-        Container {
-            table: table.get(),
-            kind: kind.get(),
-            version: version.get(),
-            min_version: min_version.get(),
-            crate_path: crate_path.get(),
-            rename_all: rename_all.get(),
-            wide: wide.get().is_some(),
-            shards: shards.get(),
-            buckets: buckets.get(),
-            kind_properties: kind_properties.get(),
-            parent: parent.get(),
-            upgrade_from: upgrade_from.get(),
-            upgrade_with: upgrade_with.get(),
-            previous_kinds: previous_kinds.get(),
-            collection: collection.get(),
-            row_key_template: row_key_template.get(),
-            projection_of: projection_of.get(),
-            indexes,
-            discriminator: discriminator.get(),
+        parts.finish()
+    }
+}
+
+/// `buckets = "day"`: the period, with its tokens; `None` (and an error)
+/// for a period there is none of.
+fn parse_buckets(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(String, TokenStream)> {
+    let lit = parse_str(cx, meta)?;
+    let period = lit.value();
+    if ["hour", "day", "month"].contains(&period.as_str()) {
+        Some((period, lit.to_token_stream()))
+    } else {
+        cx.error_spanned_by(&lit, "`buckets` takes \"hour\", \"day\" or \"month\"");
+        None
+    }
+}
+
+/// `name = Type`, with its tokens. A string is refused with `what` (`` `parent`
+/// names the type itself ``) and the fix.
+fn parse_type(meta: &ParseNestedMeta<'_>, what: &str) -> syn::Result<(syn::Type, TokenStream)> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        let lit: LitStr = value.parse()?;
+        let name = meta.path.to_token_stream();
+        return Err(syn::Error::new_spanned(
+            &lit,
+            format!("{what}, not a string: write `{name} = {}`", lit.value()),
+        ));
+    }
+    let ty: syn::Type = value.parse()?;
+    let tokens = ty.to_token_stream();
+    Ok((ty, tokens))
+}
+
+/// `previous_kinds = ["OLD", …]`: the kind's earlier names, at least one,
+/// with the list's tokens.
+fn parse_previous_kinds(meta: &ParseNestedMeta<'_>) -> syn::Result<(Vec<LitStr>, TokenStream)> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        let lit: LitStr = value.parse()?;
+        return Err(syn::Error::new_spanned(
+            &lit,
+            format!(
+                "`previous_kinds` is a list: write `previous_kinds = [{:?}]`",
+                lit.value()
+            ),
+        ));
+    }
+    let list: syn::ExprArray = value.parse()?;
+    let mut kinds = Vec::new();
+    for element in &list.elems {
+        match element {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(lit),
+                ..
+            }) => kinds.push(lit.clone()),
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "`previous_kinds` lists the kind's earlier names as strings",
+                ));
+            }
         }
     }
+    if kinds.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &list,
+            "`previous_kinds` lists at least one earlier name of the kind",
+        ));
+    }
+    Ok((kinds, list.to_token_stream()))
 }
 
 /// `discriminator(property = "EntityType", value = "Payment")`.
