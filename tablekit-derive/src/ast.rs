@@ -158,146 +158,13 @@ impl<'a> Field<'a> {
         mode: Mode,
     ) -> Option<Field<'a>> {
         let ident = field.ident.as_ref()?;
-        let attrs = attr::Field::parse(cx, &field.attrs);
-        let field_name = ident.to_string();
-        let field_name = field_name
-            .strip_prefix("r#")
-            .unwrap_or(&field_name)
-            .to_owned();
-        let (stored_name, name_tokens) = match &attrs.rename {
-            Some(lit) => (lit.value(), lit.to_token_stream()),
-            None => (
-                container
-                    .rename_all
-                    .map_or(field_name.clone(), |rule| rule.apply(&field_name)),
-                ident.to_token_stream(),
-            ),
-        };
-
-        // At most one role per field.
-        let mut roles: Vec<(Role, TokenStream)> = Vec::new();
-        let mut key_tokens = None;
-        let mut explicit_order = false;
-        if let Some((role, tokens)) = attrs.partition_key {
-            if mode == Mode::Fields {
-                cx.error_spanned_by(
-                    &tokens,
-                    "keys belong to the entity: `partition_key` is not allowed in TableFields",
-                );
-            }
-            key_tokens = Some(tokens.clone());
-            explicit_order |= role.order.is_some();
-            let order = role.order.map_or(position, |(o, _)| o);
-            roles.push((Role::PartitionKey(order), tokens));
-        }
-        if let Some((role, tokens)) = attrs.row_key {
-            if mode == Mode::Fields {
-                cx.error_spanned_by(
-                    &tokens,
-                    "keys belong to the entity: `row_key` is not allowed in TableFields",
-                );
-            }
-            key_tokens = Some(tokens.clone());
-            explicit_order |= role.order.is_some();
-            let order = role.order.map_or(position, |(o, _)| o);
-            roles.push((Role::RowKey(order), tokens));
-        }
-        if let Some(tokens) = attrs.skip {
-            roles.push((Role::Skip, tokens));
-        }
-        if let Some(tokens) = attrs.json {
-            roles.push((Role::Json, tokens));
-        }
-        if let Some(tokens) = attrs.series {
-            roles.push((Role::Series, tokens));
-        }
-        if let Some(path) = attrs.with {
-            let tokens = path.to_token_stream();
-            roles.push((Role::With(path), tokens));
-        }
-        if let Some((options, tokens)) = attrs.flatten {
-            let delimiter = options
-                .delimiter
-                .map_or_else(|| "_".to_owned(), |d| d.value());
-            let base = options
-                .prefix
-                .map_or_else(|| stored_name.clone(), |p| p.value());
-            roles.push((Role::Flatten(format!("{base}{delimiter}")), tokens));
-        }
-        if roles.len() > 1 {
-            for (_, tokens) in &roles[1..] {
-                cx.error_spanned_by(tokens, "a field takes at most one of `partition_key`, `row_key`, `skip`, `json`, `with`, `flatten`, `series`");
-            }
-        }
-        let role = roles
-            .into_iter()
-            .next()
-            .map_or(Role::Property, |(role, _)| role);
-
-        if let Some((_, tokens)) = &attrs.default
-            && matches!(role, Role::PartitionKey(_) | Role::RowKey(_))
-        {
-            cx.error_spanned_by(
-                tokens,
-                "a key field always has a value: `default` is not allowed on it",
-            );
-        }
-        if !matches!(role, Role::Property | Role::Json | Role::With(_)) {
-            for lit in &attrs.aliases {
-                cx.error_spanned_by(
-                    lit,
-                    "`alias` names an older property name of a field stored in one property (not a key, `skip`, `flatten` or `series` field)",
-                );
-            }
-        }
-        if let (Some(lit), Role::PartitionKey(_) | Role::RowKey(_)) = (&attrs.rename, &role) {
-            cx.error_spanned_by(lit, "key fields are stored in the keys, not as properties: `rename` has no effect on them");
-        }
-        if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) && is_option(&field.ty) {
-            cx.error_spanned_by(
-                &field.ty,
-                "a key field cannot be an `Option`: every entity has both keys",
-            );
-        }
-        let blob = match attrs.blob {
-            Some((always, tokens)) => {
-                if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) {
-                    cx.error_spanned_by(
-                        &tokens,
-                        "a key field lives in the PartitionKey or RowKey, which stay in the table: `blob` and `offload` apply to property fields",
-                    );
-                } else if !matches!(role, Role::Property) {
-                    cx.error_spanned_by(
-                        &tokens,
-                        "`blob` and `offload` apply to a field stored as one property of text or bytes (not `json`, `with`, `flatten`, `series` or `skip`)",
-                    );
-                } else if mode == Mode::Fields {
-                    cx.error_spanned_by(&tokens, "`blob` and `offload` apply to fields of the entity itself, not of a flattened struct");
-                }
-                Some(always)
-            }
-            None => None,
-        };
-        for lit in attrs.index.iter().chain(&attrs.unique) {
-            if mode == Mode::Fields {
-                cx.error_spanned_by(lit, "indexes belong to the entity: `index` and `unique` are not allowed in TableFields");
-            } else if !matches!(role, Role::Property) {
-                cx.error_spanned_by(lit, "an indexed field is stored as one property (not a key field, and not `json`, `with`, `flatten`, `series` or `skip`)");
-            } else if blob.is_some() {
-                cx.error_spanned_by(
-                    lit,
-                    "an indexed field is a key type, which is never kept in the blob store",
-                );
-            }
-        }
-        if let (Some(a), Some(b)) = (&attrs.index, &attrs.unique)
-            && a.value() == b.value()
-        {
-            cx.error_spanned_by(
-                b,
-                "an index is either unique or not: the same name is given to `index` and `unique`",
-            );
-        }
+        let mut attrs = attr::Field::parse(cx, &field.attrs);
+        let (stored_name, name_tokens) = stored_name(&attrs, container, ident);
+        let (role, key_tokens, explicit_order) =
+            role_of(cx, &mut attrs, position, mode, &stored_name);
+        check_role(cx, &attrs, &role, &field.ty);
+        let blob = blob_of(cx, &attrs, &role, mode);
+        check_indexed(cx, &attrs, &role, blob, mode);
         Some(Field {
             index: attrs.index,
             unique: attrs.unique,
@@ -320,5 +187,181 @@ impl<'a> Field<'a> {
 
     pub(crate) fn is_key(&self) -> bool {
         matches!(self.role, Role::PartitionKey(_) | Role::RowKey(_))
+    }
+}
+
+/// The name a field is stored under (`rename`, else `rename_all` applied
+/// to its own), and the tokens that give it.
+fn stored_name(
+    attrs: &attr::Field,
+    container: &attr::Container,
+    ident: &syn::Ident,
+) -> (String, TokenStream) {
+    let field_name = ident.to_string();
+    let field_name = field_name
+        .strip_prefix("r#")
+        .unwrap_or(&field_name)
+        .to_owned();
+    match &attrs.rename {
+        Some(lit) => (lit.value(), lit.to_token_stream()),
+        None => (
+            container
+                .rename_all
+                .map_or(field_name.clone(), |rule| rule.apply(&field_name)),
+            ident.to_token_stream(),
+        ),
+    }
+}
+
+/// The field's role, at most one (the others are errors), with the tokens
+/// of its key attribute and whether it gave its key order.
+fn role_of(
+    cx: &Ctxt,
+    attrs: &mut attr::Field,
+    position: u32,
+    mode: Mode,
+    stored_name: &str,
+) -> (Role, Option<TokenStream>, bool) {
+    let mut roles: Vec<(Role, TokenStream)> = Vec::new();
+    let mut key_tokens = None;
+    let mut explicit_order = false;
+    let keys = [
+        (attrs.partition_key.take(), "partition_key", true),
+        (attrs.row_key.take(), "row_key", false),
+    ];
+    for (key, name, partition) in keys {
+        let Some((role, tokens)) = key else { continue };
+        if mode == Mode::Fields {
+            cx.error_spanned_by(
+                &tokens,
+                format!("keys belong to the entity: `{name}` is not allowed in TableFields"),
+            );
+        }
+        key_tokens = Some(tokens.clone());
+        explicit_order |= role.order.is_some();
+        let order = role.order.map_or(position, |(o, _)| o);
+        let role = if partition {
+            Role::PartitionKey(order)
+        } else {
+            Role::RowKey(order)
+        };
+        roles.push((role, tokens));
+    }
+    if let Some(tokens) = attrs.skip.take() {
+        roles.push((Role::Skip, tokens));
+    }
+    if let Some(tokens) = attrs.json.take() {
+        roles.push((Role::Json, tokens));
+    }
+    if let Some(tokens) = attrs.series.take() {
+        roles.push((Role::Series, tokens));
+    }
+    if let Some(path) = attrs.with.take() {
+        let tokens = path.to_token_stream();
+        roles.push((Role::With(path), tokens));
+    }
+    if let Some((options, tokens)) = attrs.flatten.take() {
+        let delimiter = options
+            .delimiter
+            .map_or_else(|| "_".to_owned(), |d| d.value());
+        let base = options
+            .prefix
+            .map_or_else(|| stored_name.to_owned(), |p| p.value());
+        roles.push((Role::Flatten(format!("{base}{delimiter}")), tokens));
+    }
+    if roles.len() > 1 {
+        for (_, tokens) in &roles[1..] {
+            cx.error_spanned_by(tokens, "a field takes at most one of `partition_key`, `row_key`, `skip`, `json`, `with`, `flatten`, `series`");
+        }
+    }
+    let role = roles
+        .into_iter()
+        .next()
+        .map_or(Role::Property, |(role, _)| role);
+    (role, key_tokens, explicit_order)
+}
+
+/// The attributes a field's role does not take: `default` and `rename` on
+/// a key, `alias` on a field not stored in one property, an `Option` key.
+fn check_role(cx: &Ctxt, attrs: &attr::Field, role: &Role, ty: &syn::Type) {
+    let key = matches!(role, Role::PartitionKey(_) | Role::RowKey(_));
+    if let Some((_, tokens)) = &attrs.default
+        && key
+    {
+        cx.error_spanned_by(
+            tokens,
+            "a key field always has a value: `default` is not allowed on it",
+        );
+    }
+    if !matches!(role, Role::Property | Role::Json | Role::With(_)) {
+        for lit in &attrs.aliases {
+            cx.error_spanned_by(
+                lit,
+                "`alias` names an older property name of a field stored in one property (not a key, `skip`, `flatten` or `series` field)",
+            );
+        }
+    }
+    if let Some(lit) = &attrs.rename
+        && key
+    {
+        cx.error_spanned_by(
+            lit,
+            "key fields are stored in the keys, not as properties: `rename` has no effect on them",
+        );
+    }
+    if key && is_option(ty) {
+        cx.error_spanned_by(
+            ty,
+            "a key field cannot be an `Option`: every entity has both keys",
+        );
+    }
+}
+
+/// `blob` or `offload` (whether always offloaded), where the role takes it.
+fn blob_of(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) -> Option<bool> {
+    let (always, tokens) = attrs.blob.as_ref()?;
+    if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) {
+        cx.error_spanned_by(
+            tokens,
+            "a key field lives in the PartitionKey or RowKey, which stay in the table: `blob` and `offload` apply to property fields",
+        );
+    } else if !matches!(role, Role::Property) {
+        cx.error_spanned_by(
+            tokens,
+            "`blob` and `offload` apply to a field stored as one property of text or bytes (not `json`, `with`, `flatten`, `series` or `skip`)",
+        );
+    } else if mode == Mode::Fields {
+        cx.error_spanned_by(
+            tokens,
+            "`blob` and `offload` apply to fields of the entity itself, not of a flattened struct",
+        );
+    }
+    Some(*always)
+}
+
+/// `index` and `unique` on a field that can be indexed.
+fn check_indexed(cx: &Ctxt, attrs: &attr::Field, role: &Role, blob: Option<bool>, mode: Mode) {
+    for lit in attrs.index.iter().chain(&attrs.unique) {
+        if mode == Mode::Fields {
+            cx.error_spanned_by(
+                lit,
+                "indexes belong to the entity: `index` and `unique` are not allowed in TableFields",
+            );
+        } else if !matches!(role, Role::Property) {
+            cx.error_spanned_by(lit, "an indexed field is stored as one property (not a key field, and not `json`, `with`, `flatten`, `series` or `skip`)");
+        } else if blob.is_some() {
+            cx.error_spanned_by(
+                lit,
+                "an indexed field is a key type, which is never kept in the blob store",
+            );
+        }
+    }
+    if let (Some(a), Some(b)) = (&attrs.index, &attrs.unique)
+        && a.value() == b.value()
+    {
+        cx.error_spanned_by(
+            b,
+            "an index is either unique or not: the same name is given to `index` and `unique`",
+        );
     }
 }

@@ -792,122 +792,132 @@ const FIELD_KEYWORDS: &[&str] = &[
     BUCKET,
 ];
 
-impl Field {
-    pub(crate) fn parse(cx: &Ctxt, attrs: &[Attribute]) -> Field {
-        let mut partition_key = Attr::none(PARTITION_KEY);
-        let mut row_key = Attr::none(ROW_KEY);
-        let mut rename = Attr::none(RENAME);
-        let mut skip = Attr::none(SKIP);
-        let mut default = Attr::none(DEFAULT);
-        let mut with = Attr::none(WITH);
-        let mut flatten = Attr::none(FLATTEN);
-        let mut json = Attr::none(JSON);
-        let mut series = Attr::none(SERIES);
-        let mut blob = Attr::none(BLOB);
-        let mut offload = Attr::none(OFFLOAD);
-        let mut bucket = Attr::none(BUCKET);
-        let mut index = Attr::none(INDEX);
-        let mut unique = Attr::none(UNIQUE);
-        let mut aliases: Vec<LitStr> = Vec::new();
-        for attr in tablekit_attrs(attrs) {
-            let result = attr.parse_nested_meta(|meta| {
-                let path = &meta.path;
-                let key_role = |meta: &ParseNestedMeta<'_>| -> KeyRole {
-                    KeyRole {
-                        order: if meta.input.peek(Token![=]) {
-                            parse_u32(cx, meta)
-                        } else {
-                            None
-                        },
-                    }
-                };
-                if path.is_ident(PARTITION_KEY) {
-                    partition_key.set(cx, path, key_role(&meta));
-                } else if path.is_ident(ROW_KEY) {
-                    row_key.set(cx, path, key_role(&meta));
-                } else if path.is_ident(RENAME) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        rename.set(cx, path, lit);
-                    }
-                } else if path.is_ident(SKIP) {
-                    flag(&meta, SKIP)?;
-                    skip.set(cx, path, ());
-                } else if path.is_ident(DEFAULT) {
-                    // `default`, or `default = path` to a function that
-                    // makes the value.
-                    if meta.input.peek(Token![=]) {
-                        let function: Path = meta.value()?.parse()?;
-                        default.set(cx, path, Some(function));
-                    } else {
-                        flag(&meta, DEFAULT)?;
-                        default.set(cx, path, None);
-                    }
-                } else if path.is_ident(ALIAS) {
-                    if let Some(lit) = parse_str(cx, &meta) {
-                        aliases.push(lit);
-                    }
-                } else if path.is_ident(JSON) {
-                    flag(&meta, JSON)?;
-                    json.set(cx, path, ());
-                } else if path.is_ident(SERIES) {
-                    flag(&meta, SERIES)?;
-                    series.set(cx, path, ());
-                } else if path.is_ident(BLOB) {
-                    flag(&meta, BLOB)?;
-                    blob.set(cx, path, ());
-                } else if path.is_ident(OFFLOAD) {
-                    flag(&meta, OFFLOAD)?;
-                    offload.set(cx, path, ());
-                } else if path.is_ident(BUCKET) {
-                    flag(&meta, BUCKET)?;
-                    bucket.set(cx, path, ());
-                } else if path.is_ident(INDEX) {
-                    if let Some(lit) = parse_index_name(cx, &meta) {
-                        index.set(cx, path, lit);
-                    }
-                } else if path.is_ident(UNIQUE) {
-                    if let Some(lit) = parse_index_name(cx, &meta) {
-                        unique.set(cx, path, lit);
-                    }
-                } else if path.is_ident(WITH) {
-                    let value: Path = meta.value()?.parse()?;
-                    with.set(cx, path, value);
-                } else if path.is_ident(FLATTEN) {
-                    let mut options = Flatten {
-                        prefix: None,
-                        delimiter: None,
-                    };
-                    if meta.input.peek(syn::token::Paren) {
-                        let [prefix, delimiter] =
-                            parse_strings(cx, &meta, "flatten", [PREFIX, DELIMITER])?;
-                        options.prefix = prefix;
-                        options.delimiter = delimiter;
-                    }
-                    flatten.set(cx, path, options);
-                } else {
-                    return Err(unknown(&meta, "field", FIELD_KEYWORDS));
-                }
-                Ok(())
-            });
-            if let Err(e) = result {
-                cx.syn_error(e);
-            }
+/// A field's attributes as they are read, each at most once (`alias` any
+/// number of times).
+struct FieldParts {
+    partition_key: Attr<KeyRole>,
+    row_key: Attr<KeyRole>,
+    rename: Attr<LitStr>,
+    skip: Attr<()>,
+    default: Attr<Option<Path>>,
+    with: Attr<Path>,
+    flatten: Attr<Flatten>,
+    json: Attr<()>,
+    series: Attr<()>,
+    blob: Attr<()>,
+    offload: Attr<()>,
+    bucket: Attr<()>,
+    index: Attr<LitStr>,
+    unique: Attr<LitStr>,
+    aliases: Vec<LitStr>,
+}
+
+impl FieldParts {
+    fn new() -> FieldParts {
+        FieldParts {
+            partition_key: Attr::none(PARTITION_KEY),
+            row_key: Attr::none(ROW_KEY),
+            rename: Attr::none(RENAME),
+            skip: Attr::none(SKIP),
+            default: Attr::none(DEFAULT),
+            with: Attr::none(WITH),
+            flatten: Attr::none(FLATTEN),
+            json: Attr::none(JSON),
+            series: Attr::none(SERIES),
+            blob: Attr::none(BLOB),
+            offload: Attr::none(OFFLOAD),
+            bucket: Attr::none(BUCKET),
+            index: Attr::none(INDEX),
+            unique: Attr::none(UNIQUE),
+            aliases: Vec::new(),
         }
+    }
+
+    /// Reads one attribute of a field; `false` when `meta` is none.
+    fn attribute(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
+        let path = &meta.path;
+        let Some(name) = path.get_ident().map(ToString::to_string) else {
+            return Ok(false);
+        };
+        match name.as_str() {
+            PARTITION_KEY => self.partition_key.set(cx, path, key_role(cx, meta)),
+            ROW_KEY => self.row_key.set(cx, path, key_role(cx, meta)),
+            RENAME => {
+                if let Some(lit) = parse_str(cx, meta) {
+                    self.rename.set(cx, path, lit);
+                }
+            }
+            SKIP => set_flag(cx, meta, &mut self.skip)?,
+            DEFAULT => {
+                // `default`, or `default = path` to a function that makes
+                // the value.
+                if meta.input.peek(Token![=]) {
+                    let function: Path = meta.value()?.parse()?;
+                    self.default.set(cx, path, Some(function));
+                } else {
+                    flag(meta, DEFAULT)?;
+                    self.default.set(cx, path, None);
+                }
+            }
+            ALIAS => {
+                if let Some(lit) = parse_str(cx, meta) {
+                    self.aliases.push(lit);
+                }
+            }
+            JSON => set_flag(cx, meta, &mut self.json)?,
+            SERIES => set_flag(cx, meta, &mut self.series)?,
+            BLOB => set_flag(cx, meta, &mut self.blob)?,
+            OFFLOAD => set_flag(cx, meta, &mut self.offload)?,
+            BUCKET => set_flag(cx, meta, &mut self.bucket)?,
+            INDEX => {
+                if let Some(lit) = parse_index_name(cx, meta) {
+                    self.index.set(cx, path, lit);
+                }
+            }
+            UNIQUE => {
+                if let Some(lit) = parse_index_name(cx, meta) {
+                    self.unique.set(cx, path, lit);
+                }
+            }
+            WITH => {
+                let value: Path = meta.value()?.parse()?;
+                self.with.set(cx, path, value);
+            }
+            FLATTEN => {
+                let mut options = Flatten {
+                    prefix: None,
+                    delimiter: None,
+                };
+                if meta.input.peek(syn::token::Paren) {
+                    let [prefix, delimiter] =
+                        parse_strings(cx, meta, "flatten", [PREFIX, DELIMITER])?;
+                    options.prefix = prefix;
+                    options.delimiter = delimiter;
+                }
+                self.flatten.set(cx, path, options);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn finish(self, cx: &Ctxt) -> Field {
+        let flag = |attr: Attr<()>| attr.get_with_tokens().map(|(_, t)| t);
         Field {
-            partition_key: partition_key.get_with_tokens(),
-            row_key: row_key.get_with_tokens(),
-            rename: rename.get(),
-            skip: skip.get_with_tokens().map(|(_, t)| t),
-            default: default.get_with_tokens(),
-            aliases,
-            with: with.get(),
-            flatten: flatten.get_with_tokens(),
-            json: json.get_with_tokens().map(|(_, t)| t),
-            series: series.get_with_tokens().map(|(_, t)| t),
-            index: index.get(),
-            unique: unique.get(),
-            bucket: bucket.get_with_tokens().map(|(_, t)| t),
-            blob: match (blob.get_with_tokens(), offload.get_with_tokens()) {
+            partition_key: self.partition_key.get_with_tokens(),
+            row_key: self.row_key.get_with_tokens(),
+            rename: self.rename.get(),
+            skip: flag(self.skip),
+            default: self.default.get_with_tokens(),
+            aliases: self.aliases,
+            with: self.with.get(),
+            flatten: self.flatten.get_with_tokens(),
+            json: flag(self.json),
+            series: flag(self.series),
+            index: self.index.get(),
+            unique: self.unique.get(),
+            bucket: flag(self.bucket),
+            blob: match (self.blob.get_with_tokens(), self.offload.get_with_tokens()) {
                 (Some(_), Some((_, tokens))) => {
                     cx.error_spanned_by(
                         tokens,
@@ -920,5 +930,42 @@ impl Field {
                 (None, None) => None,
             },
         }
+    }
+}
+
+/// Reads a flag attribute (`json`, `skip`, …) into `attr`.
+fn set_flag(cx: &Ctxt, meta: &ParseNestedMeta<'_>, attr: &mut Attr<()>) -> syn::Result<()> {
+    flag(meta, attr.name)?;
+    attr.set(cx, &meta.path, ());
+    Ok(())
+}
+
+/// `partition_key` or `row_key`, with its order when given (`row_key = 1`).
+fn key_role(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> KeyRole {
+    KeyRole {
+        order: if meta.input.peek(Token![=]) {
+            parse_u32(cx, meta)
+        } else {
+            None
+        },
+    }
+}
+
+impl Field {
+    pub(crate) fn parse(cx: &Ctxt, attrs: &[Attribute]) -> Field {
+        let mut parts = FieldParts::new();
+        for attr in tablekit_attrs(attrs) {
+            let result = attr.parse_nested_meta(|meta| {
+                if parts.attribute(cx, &meta)? {
+                    Ok(())
+                } else {
+                    Err(unknown(&meta, "field", FIELD_KEYWORDS))
+                }
+            });
+            if let Err(e) = result {
+                cx.syn_error(e);
+            }
+        }
+        parts.finish(cx)
     }
 }
