@@ -1,0 +1,143 @@
+//! The load run itself, shared by the `service_load` example and its test:
+//! the service served by its real server (its limits, its timeouts) with the
+//! library's upkeep running, driven by concurrent clients.
+
+use std::time::{Duration, Instant};
+
+use tablekit_examples::service::App;
+use tablekit_examples::service::server::{ServeConfig, serve};
+
+/// What a run measured.
+pub(crate) struct Report {
+    /// Requests sent (and timed).
+    pub(crate) requests: usize,
+    /// Requests that failed: no answer, or an answer that is not a success.
+    pub(crate) failed: usize,
+    /// The first few failures, as `METHOD path: status`.
+    pub(crate) failures: Vec<String>,
+    /// From the first request to the last answer.
+    pub(crate) elapsed: Duration,
+    /// The median of the requests' times.
+    pub(crate) p50: Duration,
+    /// Their 99th percentile.
+    pub(crate) p99: Duration,
+}
+
+/// Serves `app` on loopback and sends `requests` requests from `clients`
+/// clients; then stops the server and the upkeep.
+pub(crate) async fn run(app: App, requests: usize, clients: usize) -> std::io::Result<Report> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let upkeep = app
+        .upkeep(tablekit::upkeep::UpkeepConfig::default())
+        .spawn();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(
+        listener,
+        app.router(),
+        async {
+            let _ = stopped.await;
+        },
+        ServeConfig::default(),
+    ));
+    let http = reqwest::Client::new();
+    let per_client = (requests / clients).max(8);
+    let started = Instant::now();
+    let runs = (0..clients).map(|c| {
+        let (http, base) = (http.clone(), base.clone());
+        tokio::spawn(async move { client(http, base, c, per_client).await })
+    });
+    let mut latencies = Vec::with_capacity(requests);
+    let mut failures = Vec::new();
+    let mut failed = 0;
+    for run in futures::future::join_all(runs).await {
+        let (times, failed_here) = run.map_err(std::io::Error::other)?;
+        latencies.extend(times);
+        failed += failed_here.len();
+        failures.extend(failed_here.into_iter().take(5));
+    }
+    let elapsed = started.elapsed();
+    let _ = stop.send(());
+    let _ = server.await;
+    upkeep.shutdown().await;
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    failures.truncate(5);
+    Ok(Report {
+        requests: latencies.len(),
+        failed,
+        failures,
+        elapsed,
+        p50: at(0.50),
+        p99: at(0.99),
+    })
+}
+
+/// One client's share: its user made first, then `n` requests of the mix,
+/// each timed; the failures, named.
+async fn client(
+    http: reqwest::Client,
+    base: String,
+    c: usize,
+    n: usize,
+) -> (Vec<Duration>, Vec<String>) {
+    let tenant = format!("tenant{}", c % 4);
+    let user = format!("u{c}");
+    let mut times = Vec::with_capacity(n);
+    let mut failed = Vec::new();
+    let made = http
+        .put(format!("{base}/tenants/{tenant}/users/{user}"))
+        .json(&serde_json::json!({ "name": format!("Load {c}") }))
+        .send()
+        .await;
+    if !made.is_ok_and(|r| r.status().is_success()) {
+        failed.push(format!(
+            "PUT /tenants/{tenant}/users/{user}: the user was not made"
+        ));
+    }
+    let mut i = 0;
+    while times.len() < n {
+        let id = format!("c{c}-{i}");
+        let step = times.len() % 8;
+        let request = match step {
+            0 => http
+                .post(format!("{base}/tenants/{tenant}/customers"))
+                .json(&serde_json::json!({
+                    "id": id, "name": "Load", "email": format!("{id}@example.com"), "city": "Oslo"
+                })),
+            1..=3 => http.get(format!("{base}/tenants/{tenant}/customers/{id}")),
+            4 => http.get(format!("{base}/tenants/{tenant}/customers?limit=20")),
+            5 => http.get(format!(
+                "{base}/tenants/{tenant}/customers/by-email/{id}@example.com"
+            )),
+            6 => http
+                .post(format!("{base}/tenants/{tenant}/users/{user}/activity"))
+                .json(&serde_json::json!({ "text": "load" })),
+            _ => http.get(format!(
+                "{base}/tenants/{tenant}/users/{user}/activity?limit=10"
+            )),
+        };
+        let request = request.build().expect("a request the client can send");
+        let what = format!("{} {}", request.method(), request.url().path());
+        let sent = Instant::now();
+        let outcome = match http.execute(request).await {
+            Ok(response) => {
+                let status = response.status();
+                match response.bytes().await {
+                    Ok(_) if status.is_success() => None,
+                    Ok(_) => Some(status.to_string()),
+                    Err(e) => Some(format!("the body was cut: {e}")),
+                }
+            }
+            Err(e) => Some(format!("no answer: {e}")),
+        };
+        times.push(sent.elapsed());
+        if let Some(why) = outcome {
+            failed.push(format!("{what}: {why}"));
+        }
+        if step == 7 {
+            i += 1;
+        }
+    }
+    (times, failed)
+}
