@@ -69,56 +69,9 @@ impl<T: TableEntity> Table<T> {
                 .await
                 .map(drop);
         }
-        let gone = || Error::EntityNotFound {
-            table: self.name.to_string(),
-            partition_key: old_pk.clone(),
-            row_key: old_rk.clone(),
-        };
-        let current = self
-            .read_current(&old_pk, &old_rk)
-            .await?
-            .ok_or_else(gone)?;
-        if current.etag != loaded.etag {
-            return Err(Error::PreconditionFailed {
-                table: self.name.to_string(),
-                partition_key: old_pk,
-                row_key: old_rk,
-            });
-        }
-        // Where the entity lies: a renamed kind's row not moved yet lies
-        // under a previous kind's RowKey, which the move gives up.
-        let old_rk = current.entity.row_key.clone();
-        let taken = self.row_under_any_name(&new_pk, &new_rk).await?;
-        if taken {
-            return Err(Error::EntityAlreadyExists {
-                table: self.name.to_string(),
-                partition_key: new_pk,
-                row_key: new_rk,
-            });
-        }
-        // The index rows the new row takes over from the old one: its own
-        // unique values, when it stays in its partition.
-        let keep = if old_pk == new_pk && !crate::index::local_indexes::<T>().is_empty() {
-            let old = crate::schema::local_keys(
-                &crate::schema::read_for_keys::<T>(&current.entity)?,
-                &old_rk,
-            )?;
-            let new = crate::schema::local_keys(moved, &new_rk)?;
-            old.into_iter().filter(|key| new.contains(key)).collect()
-        } else {
-            Vec::new()
-        };
-        let ops = self
-            .delete_as_step(&old_pk, &old_rk, &loaded.etag, &keep)
+        let (old_rk, ops, stale) = self
+            .give_up_plan(loaded, moved, (&old_pk, &old_rk), (&new_pk, &new_rk))
             .await?;
-        if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
-            return Err(crate::ext::too_many_operations(ops.len() + 1));
-        }
-        let stale: Vec<String> =
-            super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?
-                .into_iter()
-                .map(|(_, reference)| reference.name)
-                .collect();
         // Above every step that ever reached the old row: no older step can
         // undo this one, and this one is never taken for old.
         let seq = self.fence_of(&old_pk, &old_rk).await? + 1;
@@ -129,6 +82,97 @@ impl<T: TableEntity> Table<T> {
             seq,
             ops,
         };
+        let (new_etag, written) = self
+            .copy_with_record(loaded, moved, &old_pk, &old_rk, step)
+            .await?;
+        let copied = Copied {
+            new_etag,
+            seq,
+            written,
+            stale,
+        };
+        let table = self.clone();
+        let keys = [old_pk, old_rk, new_pk, new_rk];
+        detached(async move { table.finish_move(keys, copied).await })
+            .await
+            .unwrap_or(Ok(()))
+    }
+
+    /// What a move gives up at the old keys, checked against the version
+    /// read: the RowKey the entity lies under (a renamed kind's row not
+    /// moved yet lies under a previous kind's), the operations of the old
+    /// partition's step, and the blobs the old row referenced. Refuses a
+    /// changed entity and taken new keys, as [`move_to`](Table::move_to)
+    /// says.
+    async fn give_up_plan(
+        &self,
+        loaded: &Loaded<T>,
+        moved: &T,
+        (old_pk, old_rk): (&str, &str),
+        (new_pk, new_rk): (&str, &str),
+    ) -> Result<(String, Vec<pending::StepOp>, Vec<String>)> {
+        let gone = || Error::EntityNotFound {
+            table: self.name.to_string(),
+            partition_key: old_pk.to_owned(),
+            row_key: old_rk.to_owned(),
+        };
+        let current = self.read_current(old_pk, old_rk).await?.ok_or_else(gone)?;
+        if current.etag != loaded.etag {
+            return Err(Error::PreconditionFailed {
+                table: self.name.to_string(),
+                partition_key: old_pk.to_owned(),
+                row_key: old_rk.to_owned(),
+            });
+        }
+        let old_rk = current.entity.row_key.clone();
+        let taken = self.row_under_any_name(new_pk, new_rk).await?;
+        if taken {
+            return Err(Error::EntityAlreadyExists {
+                table: self.name.to_string(),
+                partition_key: new_pk.to_owned(),
+                row_key: new_rk.to_owned(),
+            });
+        }
+        // The index rows the new row takes over from the old one: its own
+        // unique values, when it stays in its partition.
+        let keep = if old_pk == new_pk && !crate::index::local_indexes::<T>().is_empty() {
+            let old = crate::schema::local_keys(
+                &crate::schema::read_for_keys::<T>(&current.entity)?,
+                &old_rk,
+            )?;
+            let new = crate::schema::local_keys(moved, new_rk)?;
+            old.into_iter().filter(|key| new.contains(key)).collect()
+        } else {
+            Vec::new()
+        };
+        let ops = self
+            .delete_as_step(old_pk, &old_rk, &loaded.etag, &keep)
+            .await?;
+        if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
+            return Err(crate::ext::too_many_operations(ops.len() + 1));
+        }
+        let stale: Vec<String> =
+            super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?
+                .into_iter()
+                .map(|(_, reference)| reference.name)
+                .collect();
+        Ok((old_rk, ops, stale))
+    }
+
+    /// The move's first transaction: the entity inserted at its new keys
+    /// (its offloaded values copied to new blobs first) with the outbox
+    /// record of `step`, which gives up the old row. The new row's ETag and
+    /// the blobs written; those are deleted again if the transaction surely
+    /// failed.
+    async fn copy_with_record(
+        &self,
+        loaded: &Loaded<T>,
+        moved: &T,
+        old_pk: &str,
+        old_rk: &str,
+        step: Step,
+    ) -> Result<(Option<crate::entity::ETag>, Vec<String>)> {
+        let (new_pk, new_rk) = (schema::partition_key_of(moved)?, schema::row_key_of(moved)?);
         let floor = pending::pending_records(self.backend.as_ref(), &self.name, &new_pk, &new_rk)
             .await?
             .iter()
@@ -157,7 +201,7 @@ impl<T: TableEntity> Table<T> {
                 new_keys: None,
                 _marker: std::marker::PhantomData,
             },
-            from: (old_pk == new_pk).then(|| old_rk.clone()),
+            from: (old_pk == new_pk).then(|| old_rk.to_owned()),
         };
         let record = super::plan::MoveRecord {
             keys: (new_pk.clone(), pending::records_prefix(&new_rk)),
@@ -166,34 +210,22 @@ impl<T: TableEntity> Table<T> {
             step,
         };
         let writes: [&dyn super::plan::Pending; 2] = [&insert, &record];
-        let etags =
-            match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
-                Ok(etags) => etags,
-                Err(error) => {
-                    let error = match error {
-                        Error::BatchFailed { source, .. } => *source,
-                        error => error,
-                    };
-                    if !error.is_transient()
-                        && !error.is_outcome_unknown()
-                        && let Some(target) = &self.blobs
-                    {
-                        super::offload::delete_quietly(target, &written).await;
-                    }
-                    return Err(error);
+        match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
+            Ok(etags) => Ok((etags.first().cloned().flatten(), written)),
+            Err(error) => {
+                let error = match error {
+                    Error::BatchFailed { source, .. } => *source,
+                    error => error,
+                };
+                if !error.is_transient()
+                    && !error.is_outcome_unknown()
+                    && let Some(target) = &self.blobs
+                {
+                    super::offload::delete_quietly(target, &written).await;
                 }
-            };
-        let copied = Copied {
-            new_etag: etags.first().cloned().flatten(),
-            seq,
-            written,
-            stale,
-        };
-        let table = self.clone();
-        let keys = [old_pk, old_rk, new_pk, new_rk];
-        detached(async move { table.finish_move(keys, copied).await })
-            .await
-            .unwrap_or(Ok(()))
+                Err(error)
+            }
+        }
     }
 
     /// Finishes a move whose copy committed: deletes the old row (through
