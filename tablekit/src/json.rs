@@ -920,6 +920,65 @@ fn slot_value(name: &str, (raw, annotation): Slot<'_>) -> Result<Option<Value>, 
     }
 }
 
+/// Reads the members into `read`, which the caller holds: the read state
+/// is written in place, never moved through serde's result.
+struct FieldsVisitor<'r, 's, 'de> {
+    fields: usize,
+    slot_of: fn(&str) -> MemberSlot,
+    read: &'r mut Read<'s, 'de>,
+}
+struct Read<'s, 'de> {
+    /// The keys, kind, version, ETag and Timestamp, in that order.
+    keys: [Option<Raw<'de>>; 6],
+    slots: &'s mut [Slot<'de>],
+    repeated: Option<String>,
+    /// The members of no field (boxed, and only when there are any):
+    /// not read into the value, but checked as the wire reader checks
+    /// them, so a document it refuses is refused here too.
+    extras: Option<Box<Collector<'de>>>,
+}
+impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an entity as a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let read = self.read;
+        while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
+            let slot = match &*name {
+                "PartitionKey" => &mut read.keys[0],
+                "RowKey" => &mut read.keys[1],
+                crate::props::KIND_PROPERTY => &mut read.keys[2],
+                crate::props::VERSION_PROPERTY => &mut read.keys[3],
+                n => match (self.slot_of)(n) {
+                    MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
+                    MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
+                    // A member of no field: a response's own, or one
+                    // to check as the wire reader would.
+                    _ => match n {
+                        "odata.etag" => &mut read.keys[4],
+                        "Timestamp" => &mut read.keys[5],
+                        // The other OData control members are ignored.
+                        _ if n.starts_with("odata.") => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
+                        }
+                        _ => {
+                            let value = map.next_value::<Raw<'de>>()?;
+                            read.extras.get_or_insert_default().add(name, value);
+                            continue;
+                        }
+                    },
+                },
+            };
+            if slot.replace(map.next_value::<Raw<'de>>()?).is_some() {
+                read.repeated.get_or_insert_with(|| name.into_owned());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Reads the members of an entity's JSON text that `names` lists (and the
 /// keys, kind and version), each into its slot; other members are skipped.
 /// A listed member given twice is refused, as [`from_str`] refuses it.
@@ -930,67 +989,6 @@ pub(crate) fn fields_from_str<'s, 'de>(
     kind: Option<&str>,
     buffer: &'s mut SlotBuffer<'de>,
 ) -> Result<Fields<'s, 'de>, InvalidInput> {
-    /// Reads the members into `read`, which the caller holds: the read state
-    /// is written in place, never moved through serde's result.
-    struct FieldsVisitor<'r, 's, 'de> {
-        fields: usize,
-        slot_of: fn(&str) -> MemberSlot,
-        read: &'r mut Read<'s, 'de>,
-    }
-    struct Read<'s, 'de> {
-        /// The keys, kind, version, ETag and Timestamp, in that order.
-        keys: [Option<Raw<'de>>; 6],
-        slots: &'s mut [Slot<'de>],
-        repeated: Option<String>,
-        /// The members of no field (boxed, and only when there are any):
-        /// not read into the value, but checked as the wire reader checks
-        /// them, so a document it refuses is refused here too.
-        extras: Option<Box<Collector<'de>>>,
-    }
-    impl<'de> serde::de::Visitor<'de> for FieldsVisitor<'_, '_, 'de> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an entity as a JSON object")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let read = self.read;
-            while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
-                let slot = match &*name {
-                    "PartitionKey" => &mut read.keys[0],
-                    "RowKey" => &mut read.keys[1],
-                    crate::props::KIND_PROPERTY => &mut read.keys[2],
-                    crate::props::VERSION_PROPERTY => &mut read.keys[3],
-                    n => match (self.slot_of)(n) {
-                        MemberSlot::Value(i) if i < self.fields => &mut read.slots[i].0,
-                        MemberSlot::Annotation(i) if i < self.fields => &mut read.slots[i].1,
-                        // A member of no field: a response's own, or one
-                        // to check as the wire reader would.
-                        _ => match n {
-                            "odata.etag" => &mut read.keys[4],
-                            "Timestamp" => &mut read.keys[5],
-                            // The other OData control members are ignored.
-                            _ if n.starts_with("odata.") => {
-                                map.next_value::<serde::de::IgnoredAny>()?;
-                                continue;
-                            }
-                            _ => {
-                                let value = map.next_value::<Raw<'de>>()?;
-                                read.extras.get_or_insert_default().add(name, value);
-                                continue;
-                            }
-                        },
-                    },
-                };
-                if slot.replace(map.next_value::<Raw<'de>>()?).is_some() {
-                    read.repeated.get_or_insert_with(|| name.into_owned());
-                }
-            }
-            Ok(())
-        }
-    }
     let fields = names.len();
     let mut read = Read {
         keys: [None, None, None, None, None, None],
