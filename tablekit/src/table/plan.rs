@@ -759,6 +759,200 @@ impl<T: TableEntity> Typed<'_, T> {
     }
 }
 
+impl<T: TableEntity> Typed<'_, T> {
+    /// The rows of an entity found under a previous kind's RowKey (`stored`):
+    /// they go, guarded as the write is, and the entity's rows under its own
+    /// RowKey are inserted.
+    fn plan_renamed(
+        pk: &str,
+        stored: &str,
+        parts: usize,
+        guard_match: Option<IfMatch>,
+        new_row: Option<Entity>,
+        out: &mut Planned,
+    ) -> Result<()> {
+        let if_match = guard_match.unwrap_or(IfMatch::Any);
+        let deletes = match T::DESCRIPTOR.rows {
+            Some(rule) => rule.delete(pk, stored, parts, if_match),
+            None => vec![BatchOperation::Delete {
+                partition_key: pk.to_owned(),
+                row_key: stored.to_owned(),
+                if_match,
+            }],
+        };
+        let inserts = match (new_row, T::DESCRIPTOR.rows) {
+            (None, _) => Vec::new(),
+            (Some(row), Some(rule)) => {
+                let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
+                rule.write(row, &bookkeeping, 0, None)?
+            }
+            (Some(row), None) => vec![BatchOperation::Insert(row)],
+        };
+        // The write's ETag is its new row's; a delete's, the old row's.
+        let row_is_delete = inserts.is_empty();
+        for (n, operation) in deletes.into_iter().enumerate() {
+            let role = if row_is_delete && n == 0 {
+                Role::Row
+            } else {
+                Role::Entity
+            };
+            out.push(operation, role);
+        }
+        for (n, operation) in inserts.into_iter().enumerate() {
+            out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
+        }
+        Ok(())
+    }
+}
+
+/// Slot `i`'s RowKey in `keys`; an empty key stands for no row (an optional
+/// value that is `None`).
+fn slot_key(keys: Option<&[String]>, i: usize) -> Option<&String> {
+    keys.and_then(|keys| keys.get(i))
+        .filter(|key| !key.is_empty())
+}
+
+/// What the index rows of one write in the entity's partition are planned
+/// from.
+struct IndexRows<'p> {
+    pk: &'p str,
+    rk: &'p str,
+    /// The previous kind's RowKey the entity was found under, if any.
+    renamed: Option<&'p str>,
+    /// Each slot's RowKey before and after the write (empty: no row).
+    old_keys: Option<&'p [String]>,
+    new_keys: Option<&'p [String]>,
+    /// The index entities the write changes, as stored.
+    lists: &'p [(String, Option<StoredList>)],
+    learned: &'p Learned,
+    /// The entity's row after the write (`None`: a delete).
+    new_row: Option<&'p Entity>,
+    /// A merge planned without reading: index rows are merged too.
+    merge_in_place: bool,
+}
+
+impl IndexRows<'_> {
+    /// The operations of every index slot of `T` kept in the entity's
+    /// partition.
+    fn plan<T: TableEntity>(&self, out: &mut Planned) -> Result<()> {
+        let kind_properties = T::DESCRIPTOR.kind_properties;
+        for (i, rows) in local_slots_of::<T>() {
+            let keys = (slot_key(self.old_keys, i), slot_key(self.new_keys, i));
+            if rows.sharing(i) == Sharing::Listed {
+                self.plan_list(rows, i, keys, kind_properties, out)?;
+            } else {
+                self.plan_row(rows, i, keys, kind_properties, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// The index entities of the old and the new value of a listed slot:
+    /// this entity leaves one and joins the other (or, moving to its own
+    /// RowKey, changes its entry in the one it stays in), each guarded by
+    /// its own ETag.
+    fn plan_list(
+        &self,
+        rows: &dyn CompanionRows,
+        i: usize,
+        (old, new): (Option<&String>, Option<&String>),
+        kind_properties: bool,
+        out: &mut Planned,
+    ) -> Result<()> {
+        if old == new && self.renamed.is_none() {
+            return Ok(());
+        }
+        let (pk, rk) = (self.pk, self.rk);
+        let leaving = self.renamed.unwrap_or(rk);
+        let changes = if old == new {
+            [(old, true, true), (None, false, false)]
+        } else {
+            [(old, true, false), (new, false, true)]
+        };
+        for (key, leaves, joins) in changes {
+            let Some(key) = key else { continue };
+            let stored = self
+                .lists
+                .iter()
+                .find_map(|(k, stored)| (k == key).then(|| stored.clone()))
+                .flatten();
+            let mut members = stored.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
+            if leaves && let Ok(at) = members.binary_search_by(|m| m.as_str().cmp(leaving)) {
+                members.remove(at);
+            }
+            if joins && let Err(at) = members.binary_search_by(|m| m.as_str().cmp(rk)) {
+                members.insert(at, rk.to_owned());
+            }
+            let operation = match (stored, members.is_empty()) {
+                (None, true) => continue,
+                (None, false) => {
+                    BatchOperation::Insert(rows.list_row(i, pk, key, &members, kind_properties)?)
+                }
+                (Some((etag, _)), true) => BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: key.clone(),
+                    if_match: IfMatch::ETag(etag),
+                },
+                (Some((etag, _)), false) => BatchOperation::Update {
+                    entity: rows.list_row(i, pk, key, &members, kind_properties)?,
+                    mode: UpdateMode::Replace,
+                    if_match: IfMatch::ETag(etag),
+                },
+            };
+            out.push(operation, Role::List);
+        }
+        Ok(())
+    }
+
+    /// The index row of a slot that is not listed: the old one deleted when
+    /// the value moves, the new one written (over a row it takes over, or
+    /// inserted where the value is its alone).
+    fn plan_row(
+        &self,
+        rows: &dyn CompanionRows,
+        i: usize,
+        (old, new): (Option<&String>, Option<&String>),
+        kind_properties: bool,
+        out: &mut Planned,
+    ) {
+        if let Some(old) = old
+            && new != Some(old)
+            && !self.learned.missing.contains(old)
+        {
+            let operation = BatchOperation::Delete {
+                partition_key: self.pk.to_owned(),
+                row_key: old.clone(),
+                if_match: IfMatch::Any,
+            };
+            out.push(operation, Role::CompanionDelete);
+        }
+        let (Some(new), Some(row)) = (new, self.new_row) else {
+            return;
+        };
+        let index_row = rows.local_row(i, new.clone(), row, kind_properties);
+        let operation = match self.learned.take_over(new) {
+            Some(etag) => BatchOperation::Update {
+                entity: index_row,
+                mode: UpdateMode::Replace,
+                if_match: IfMatch::ETag(etag.clone()),
+            },
+            None if self.merge_in_place => BatchOperation::Update {
+                entity: index_row,
+                mode: UpdateMode::Merge,
+                if_match: IfMatch::Any,
+            },
+            None if rows.sharing(i) == Sharing::Exclusive && old != Some(new) => {
+                BatchOperation::Insert(index_row)
+            }
+            None => BatchOperation::Upsert {
+                entity: index_row,
+                mode: UpdateMode::Replace,
+            },
+        };
+        out.push(operation, Role::CompanionWrite(i));
+    }
+}
+
 impl<T: TableEntity> Pending for Typed<'_, T> {
     fn keys(&self) -> (&str, &str) {
         (&self.entity.partition_key, &self.entity.row_key)
@@ -863,147 +1057,22 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         };
         // The index rows first, from the row, which the entity's own
         // operation then takes.
-        for (i, rows) in local_slots_of::<T>() {
-            let sharing = rows.sharing(i);
-            let kind_properties = T::DESCRIPTOR.kind_properties;
-            // An empty key stands for no row (an optional value that is `None`).
-            let old = old_keys
-                .as_ref()
-                .and_then(|keys| keys.get(i))
-                .filter(|key| !key.is_empty());
-            let new = new_keys
-                .as_ref()
-                .and_then(|keys| keys.get(i))
-                .filter(|key| !key.is_empty());
-            if sharing == Sharing::Listed {
-                // The index entities of the old and the new value: this
-                // entity leaves one and joins the other (or, moving to its
-                // own RowKey, changes its entry in the one it stays in),
-                // each guarded by its own ETag.
-                if old != new || renamed.is_some() {
-                    let leaving = renamed.unwrap_or(rk);
-                    let changes = if old == new {
-                        [(old, true, true), (None, false, false)]
-                    } else {
-                        [(old, true, false), (new, false, true)]
-                    };
-                    for (key, leaves, joins) in changes {
-                        let Some(key) = key else { continue };
-                        let stored = lists
-                            .iter()
-                            .find_map(|(k, stored)| (k == key).then(|| stored.clone()))
-                            .flatten();
-                        let mut members =
-                            stored.as_ref().map(|(_, m)| m.clone()).unwrap_or_default();
-                        if leaves
-                            && let Ok(at) = members.binary_search_by(|m| m.as_str().cmp(leaving))
-                        {
-                            members.remove(at);
-                        }
-                        if joins && let Err(at) = members.binary_search_by(|m| m.as_str().cmp(rk)) {
-                            members.insert(at, rk.to_owned());
-                        }
-                        let operation = match (stored, members.is_empty()) {
-                            (None, true) => continue,
-                            (None, false) => BatchOperation::Insert(rows.list_row(
-                                i,
-                                pk,
-                                key,
-                                &members,
-                                kind_properties,
-                            )?),
-                            (Some((etag, _)), true) => BatchOperation::Delete {
-                                partition_key: pk.to_owned(),
-                                row_key: key.clone(),
-                                if_match: IfMatch::ETag(etag),
-                            },
-                            (Some((etag, _)), false) => BatchOperation::Update {
-                                entity: rows.list_row(i, pk, key, &members, kind_properties)?,
-                                mode: UpdateMode::Replace,
-                                if_match: IfMatch::ETag(etag),
-                            },
-                        };
-                        out.push(operation, Role::List);
-                    }
-                }
-                continue;
-            }
-            if let Some(old) = old
-                && new != Some(old)
-                && !learned.missing.contains(old)
-            {
-                let operation = BatchOperation::Delete {
-                    partition_key: pk.to_owned(),
-                    row_key: old.clone(),
-                    if_match: IfMatch::Any,
-                };
-                out.push(operation, Role::CompanionDelete);
-            }
-            if let (Some(new), Some(row)) = (new, &new_row) {
-                let index_row = rows.local_row(i, new.clone(), row, kind_properties);
-                let operation = match learned.take_over(new) {
-                    Some(etag) => BatchOperation::Update {
-                        entity: index_row,
-                        mode: UpdateMode::Replace,
-                        if_match: IfMatch::ETag(etag.clone()),
-                    },
-                    None if merge_in_place => BatchOperation::Update {
-                        entity: index_row,
-                        mode: UpdateMode::Merge,
-                        if_match: IfMatch::Any,
-                    },
-                    None if sharing == Sharing::Exclusive && old != Some(new) => {
-                        BatchOperation::Insert(index_row)
-                    }
-                    None => BatchOperation::Upsert {
-                        entity: index_row,
-                        mode: UpdateMode::Replace,
-                    },
-                };
-                out.push(operation, Role::CompanionWrite(i));
-            }
+        IndexRows {
+            pk,
+            rk,
+            renamed,
+            old_keys: old_keys.as_deref(),
+            new_keys: new_keys.as_deref(),
+            lists: &lists,
+            learned,
+            new_row: new_row.as_ref(),
+            merge_in_place,
         }
+        .plan::<T>(out)?;
+        let parts = current.as_ref().map_or(0, |c| c.parts);
         if let Some(stored) = renamed {
-            // The rows under the previous kind's RowKey go, guarded as the
-            // write is; the entity's rows under its own are inserted.
-            let parts = current.as_ref().map_or(0, |c| c.parts);
-            let if_match = guard_match.unwrap_or(IfMatch::Any);
-            let deletes = match T::DESCRIPTOR.rows {
-                Some(rule) => rule.delete(pk, stored, parts, if_match),
-                None => vec![BatchOperation::Delete {
-                    partition_key: pk.to_owned(),
-                    row_key: stored.to_owned(),
-                    if_match,
-                }],
-            };
-            let inserts = match (new_row, T::DESCRIPTOR.rows) {
-                (None, _) => Vec::new(),
-                (Some(row), Some(rule)) => {
-                    let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
-                    rule.write(row, &bookkeeping, 0, None)?
-                }
-                (Some(row), None) => vec![BatchOperation::Insert(row)],
-            };
-            // The write's ETag is its new row's; a delete's, the old row's.
-            let row_is_delete = inserts.is_empty();
-            for (n, operation) in deletes.into_iter().enumerate() {
-                let role = if row_is_delete && n == 0 {
-                    Role::Row
-                } else {
-                    Role::Entity
-                };
-                out.push(operation, role);
-            }
-            for (n, operation) in inserts.into_iter().enumerate() {
-                out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
-            }
-            if let Some(record) = record {
-                out.push(BatchOperation::Insert(record), Role::Entity);
-            }
-            return Ok(retry);
-        }
-        if let Some(rule) = T::DESCRIPTOR.rows {
-            let parts = current.as_ref().map_or(0, |c| c.parts);
+            Self::plan_renamed(pk, stored, parts, guard_match, new_row, out)?;
+        } else if let Some(rule) = T::DESCRIPTOR.rows {
             let operations = match new_row {
                 Some(row) => {
                     let bookkeeping = [schema::KIND_PROPERTY, schema::VERSION_PROPERTY];
@@ -1015,25 +1084,22 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             for (n, operation) in operations.into_iter().enumerate() {
                 out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
             }
-            if let Some(record) = record {
-                out.push(BatchOperation::Insert(record), Role::Entity);
-            }
-            return Ok(retry);
+        } else {
+            let operation = match (new_row, guard_match) {
+                (Some(row), None) => BatchOperation::Insert(row),
+                (Some(row), Some(if_match)) => BatchOperation::Update {
+                    entity: row,
+                    mode: row_mode,
+                    if_match,
+                },
+                (None, if_match) => BatchOperation::Delete {
+                    partition_key: pk.to_owned(),
+                    row_key: rk.to_owned(),
+                    if_match: if_match.unwrap_or(IfMatch::Any),
+                },
+            };
+            out.push(operation, Role::Row);
         }
-        let operation = match (new_row, guard_match) {
-            (Some(row), None) => BatchOperation::Insert(row),
-            (Some(row), Some(if_match)) => BatchOperation::Update {
-                entity: row,
-                mode: row_mode,
-                if_match,
-            },
-            (None, if_match) => BatchOperation::Delete {
-                partition_key: pk.to_owned(),
-                row_key: rk.to_owned(),
-                if_match: if_match.unwrap_or(IfMatch::Any),
-            },
-        };
-        out.push(operation, Role::Row);
         if let Some(record) = record {
             out.push(BatchOperation::Insert(record), Role::Entity);
         }
