@@ -65,130 +65,149 @@ Stores (--from, --to) are connection strings:
 Beside an account's settings: Proxy=http://host:port (else HTTPS_PROXY, HTTP_PROXY, NO_PROXY
 are read), NoProxy=hosts, CaCertificate=ca.pem, TrustPlatformRoots=true, SecondaryReads=true.";
 
-/// The command line's description.
-pub fn command() -> Command {
-    let conflict = || {
-        Arg::new("conflict")
-            .long("conflict")
-            .value_parser(["fail", "skip", "overwrite"])
-            .default_value("fail")
-            .help("a row the target holds with other properties: stop, keep it, or replace it")
-    };
-    let tables = || {
+/// `--conflict`: what to do with a row the target holds with other
+/// properties.
+fn conflict_arg() -> Arg {
+    Arg::new("conflict")
+        .long("conflict")
+        .value_parser(["fail", "skip", "overwrite"])
+        .default_value("fail")
+        .help("a row the target holds with other properties: stop, keep it, or replace it")
+}
+
+/// `--table`, `--prefix` and `--filter`: which tables and rows to take.
+fn selection_args() -> [Arg; 3] {
+    [
         Arg::new("table")
             .long("table")
             .action(ArgAction::Append)
-            .help("a table to take (repeatable; all by default)")
-    };
-    let prefix = || {
+            .help("a table to take (repeatable; all by default)"),
         Arg::new("prefix")
             .long("prefix")
             .conflicts_with("table")
-            .help("take the tables whose names start with this")
-    };
-    let filter = || {
+            .help("take the tables whose names start with this"),
         Arg::new("filter")
             .long("filter")
-            .help("take only the rows this filter matches (the service's syntax: \"Price gt 10\")")
-    };
-    let checkpoint = || {
-        Arg::new("checkpoint")
-            .long("checkpoint")
-            .value_parser(clap::value_parser!(PathBuf))
-            .help("keep where the run stands in this file; a run with the same file resumes")
-    };
+            .help("take only the rows this filter matches (the service's syntax: \"Price gt 10\")"),
+    ]
+}
+
+/// `--checkpoint`: where a resumable run keeps where it stands.
+fn checkpoint_arg() -> Arg {
+    Arg::new("checkpoint")
+        .long("checkpoint")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help("keep where the run stands in this file; a run with the same file resumes")
+}
+
+fn copy_command() -> Command {
+    Command::new("copy")
+        .about("Copies tables (and blob containers) from one store to another")
+        .arg(Arg::new("from").long("from").required(true).help("the source's connection string"))
+        .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
+        .args(selection_args())
+        .arg(conflict_arg())
+        .arg(
+            Arg::new("parallelism")
+                .long("parallelism")
+                .value_parser(clap::value_parser!(usize))
+                .default_value("4")
+                .help("tables at once, and transactions at once within one"),
+        )
+        .arg(
+            Arg::new("unpaced")
+                .long("unpaced")
+                .action(ArgAction::SetTrue)
+                .help("write as fast as the target takes it (not above the service's targets)"),
+        )
+        .arg(checkpoint_arg())
+        .arg(
+            Arg::new("container")
+                .long("container")
+                .action(ArgAction::Append)
+                .help("a blob container to copy too (repeatable)"),
+        )
+        .arg(
+            Arg::new("queue")
+                .long("queue")
+                .action(ArgAction::Append)
+                .help("a queue whose messages to copy too (repeatable; each message is received once at the source and made visible again)"),
+        )
+        .arg(
+            Arg::new("queue-visibility")
+                .long("queue-visibility")
+                .value_parser(clap::value_parser!(u64).range(1..=604_800))
+                .default_value("300")
+                .help("seconds a source message stays hidden while its queue is copied"),
+        )
+}
+
+fn export_command() -> Command {
+    Command::new("export")
+        .about("Writes tables to <DIR>/<table>.jsonl, one row per line")
+        .arg(
+            Arg::new("from")
+                .long("from")
+                .required(true)
+                .help("the source's connection string"),
+        )
+        .arg(
+            Arg::new("out")
+                .long("out")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("the directory to write into"),
+        )
+        .args(selection_args())
+}
+
+fn check_command() -> Command {
+    Command::new("check")
+        .about("Reads a whole local store, read-only, and names every damaged row, blob or message")
+        .arg(
+            Arg::new("store")
+                .long("store")
+                .required(true)
+                .help("the store's connection string: UseLocalStorage=<dir>"),
+        )
+}
+
+fn import_command() -> Command {
+    Command::new("import")
+        .about("Reads JSON Lines files into tables")
+        .arg(
+            Arg::new("to")
+                .long("to")
+                .required(true)
+                .help("the target's connection string"),
+        )
+        .arg(
+            Arg::new("in")
+                .long("in")
+                .required(true)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("a directory of <table>.jsonl files, or one file"),
+        )
+        .arg(
+            Arg::new("table")
+                .long("table")
+                .help("the table to import one file into (its file name by default)"),
+        )
+        .arg(conflict_arg())
+        .arg(checkpoint_arg())
+}
+
+/// The command line's description.
+pub fn command() -> Command {
     Command::new("tablekit")
         .about("Copies tables between stores, and exports and imports them as JSON Lines")
         .after_help(STORE_FORMS)
         .subcommand_required(true)
         .arg_required_else_help(true)
-        .subcommand(
-            Command::new("copy")
-                .about("Copies tables (and blob containers) from one store to another")
-                .arg(Arg::new("from").long("from").required(true).help("the source's connection string"))
-                .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
-                .arg(tables())
-                .arg(prefix())
-                .arg(filter())
-                .arg(conflict())
-                .arg(
-                    Arg::new("parallelism")
-                        .long("parallelism")
-                        .value_parser(clap::value_parser!(usize))
-                        .default_value("4")
-                        .help("tables at once, and transactions at once within one"),
-                )
-                .arg(
-                    Arg::new("unpaced")
-                        .long("unpaced")
-                        .action(ArgAction::SetTrue)
-                        .help("write as fast as the target takes it (not above the service's targets)"),
-                )
-                .arg(checkpoint())
-                .arg(
-                    Arg::new("container")
-                        .long("container")
-                        .action(ArgAction::Append)
-                        .help("a blob container to copy too (repeatable)"),
-                )
-                .arg(
-                    Arg::new("queue")
-                        .long("queue")
-                        .action(ArgAction::Append)
-                        .help("a queue whose messages to copy too (repeatable; each message is received once at the source and made visible again)"),
-                )
-                .arg(
-                    Arg::new("queue-visibility")
-                        .long("queue-visibility")
-                        .value_parser(clap::value_parser!(u64).range(1..=604_800))
-                        .default_value("300")
-                        .help("seconds a source message stays hidden while its queue is copied"),
-                ),
-        )
-        .subcommand(
-            Command::new("export")
-                .about("Writes tables to <DIR>/<table>.jsonl, one row per line")
-                .arg(Arg::new("from").long("from").required(true).help("the source's connection string"))
-                .arg(
-                    Arg::new("out")
-                        .long("out")
-                        .required(true)
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .help("the directory to write into"),
-                )
-                .arg(tables())
-                .arg(prefix())
-                .arg(filter()),
-        )
-        .subcommand(
-            Command::new("check")
-                .about("Reads a whole local store, read-only, and names every damaged row, blob or message")
-                .arg(
-                    Arg::new("store")
-                        .long("store")
-                        .required(true)
-                        .help("the store's connection string: UseLocalStorage=<dir>"),
-                ),
-        )
-        .subcommand(
-            Command::new("import")
-                .about("Reads JSON Lines files into tables")
-                .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
-                .arg(
-                    Arg::new("in")
-                        .long("in")
-                        .required(true)
-                        .value_parser(clap::value_parser!(PathBuf))
-                        .help("a directory of <table>.jsonl files, or one file"),
-                )
-                .arg(
-                    Arg::new("table")
-                        .long("table")
-                        .help("the table to import one file into (its file name by default)"),
-                )
-                .arg(conflict())
-                .arg(checkpoint()),
-        )
+        .subcommand(copy_command())
+        .subcommand(export_command())
+        .subcommand(check_command())
+        .subcommand(import_command())
 }
 
 /// Runs the command line `args` (the program's name first).

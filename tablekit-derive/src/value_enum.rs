@@ -10,60 +10,7 @@ use crate::ctxt::Ctxt;
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
     let container = attr::Container::parse(&cx, &input.attrs, false);
-    let mut variants = Vec::new();
-    match &input.data {
-        Data::Enum(data) => {
-            for variant in &data.variants {
-                if !matches!(variant.fields, Fields::Unit) {
-                    cx.error_spanned_by(
-                        variant,
-                        "TableValue stores unit variants only: `Active`, not `Active(u8)`",
-                    );
-                    continue;
-                }
-                let mut rename = Attr::none(attr::RENAME);
-                for a in variant
-                    .attrs
-                    .iter()
-                    .filter(|a| a.path().is_ident(attr::TABLEKIT))
-                {
-                    let result = a.parse_nested_meta(|meta| {
-                        if meta.path.is_ident(attr::RENAME) {
-                            let lit: LitStr = meta.value()?.parse()?;
-                            rename.set(&cx, &meta.path, lit);
-                            Ok(())
-                        } else {
-                            Err(meta.error("unknown tablekit variant attribute; expected `rename`"))
-                        }
-                    });
-                    if let Err(e) = result {
-                        cx.syn_error(e);
-                    }
-                }
-                let name = variant.ident.to_string();
-                let stored = match rename.get() {
-                    Some(lit) => lit.value(),
-                    None => container
-                        .rename_all
-                        .map_or(name.clone(), |rule| rule.apply(&to_snake(&name))),
-                };
-                variants.push((&variant.ident, stored));
-            }
-            if data.variants.is_empty() {
-                cx.error_spanned_by(&input.ident, "a TableValue enum needs at least one variant");
-            }
-        }
-        _ => cx.error_spanned_by(
-            &input.ident,
-            "TableValue is derived on an enum of unit variants",
-        ),
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (ident, stored) in &variants {
-        if !seen.insert(stored.clone()) {
-            cx.error_spanned_by(ident, format!("two variants are stored as `{stored}`"));
-        }
-    }
+    let variants = variants(&cx, input, &container);
     if let Err(error) = cx.check() {
         return error.to_compile_error();
     }
@@ -129,6 +76,74 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         };
     }
+}
+
+/// Each unit variant with the text it is stored as; errors for the rest.
+fn variants<'a>(
+    cx: &Ctxt,
+    input: &'a DeriveInput,
+    container: &attr::Container,
+) -> Vec<(&'a syn::Ident, String)> {
+    let mut variants = Vec::new();
+    match &input.data {
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                if !matches!(variant.fields, Fields::Unit) {
+                    cx.error_spanned_by(
+                        variant,
+                        "TableValue stores unit variants only: `Active`, not `Active(u8)`",
+                    );
+                    continue;
+                }
+                let name = variant.ident.to_string();
+                let stored = match variant_rename(cx, variant) {
+                    Some(lit) => lit.value(),
+                    None => container
+                        .rename_all
+                        .map_or(name.clone(), |rule| rule.apply(&to_snake(&name))),
+                };
+                variants.push((&variant.ident, stored));
+            }
+            if data.variants.is_empty() {
+                cx.error_spanned_by(&input.ident, "a TableValue enum needs at least one variant");
+            }
+        }
+        _ => cx.error_spanned_by(
+            &input.ident,
+            "TableValue is derived on an enum of unit variants",
+        ),
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (ident, stored) in &variants {
+        if !seen.insert(stored.clone()) {
+            cx.error_spanned_by(ident, format!("two variants are stored as `{stored}`"));
+        }
+    }
+    variants
+}
+
+/// A variant's `#[tablekit(rename = "…")]`, if it has one.
+fn variant_rename(cx: &Ctxt, variant: &syn::Variant) -> Option<LitStr> {
+    let mut rename = Attr::none(attr::RENAME);
+    for a in variant
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident(attr::TABLEKIT))
+    {
+        let result = a.parse_nested_meta(|meta| {
+            if meta.path.is_ident(attr::RENAME) {
+                let lit: LitStr = meta.value()?.parse()?;
+                rename.set(cx, &meta.path, lit);
+                Ok(())
+            } else {
+                Err(meta.error("unknown tablekit variant attribute; expected `rename`"))
+            }
+        });
+        if let Err(e) = result {
+            cx.syn_error(e);
+        }
+    }
+    rename.get()
 }
 
 /// `InProgress` → `in_progress`, so `rename_all` rules apply to variant names.
