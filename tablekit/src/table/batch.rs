@@ -177,8 +177,9 @@ impl Transaction {
     /// (a crash, a dropped future), the table's
     /// [`OutboxWorker`](crate::outbox::OutboxWorker) or the
     /// [upkeep](crate::upkeep) applies it. Applying it again changes nothing,
-    /// and of two puts of one row by different transactions, the one that
-    /// committed later (by the store's clock) stays.
+    /// and of two puts of one row by different transactions, the one planned
+    /// later by its writer's clock stays (give such rows keys of their own,
+    /// as an audit entry has, when writers' clocks may disagree).
     ///
     /// The table must exist: a put into a missing table is left in its
     /// record, tried again by the upkeep, and reported in its failures

@@ -1510,8 +1510,9 @@ impl Pending for MoveRecord {
 
 /// The outbox record of the rows a transaction puts elsewhere once it
 /// commits ([`Transaction::then_put`](super::Transaction::then_put)): one
-/// step per row, numbered by the commit's time, so that of two puts of one
-/// row the later commit's stays, and a step applied again changes nothing.
+/// step per row, numbered by the time it is planned (the writer's clock),
+/// so that of two puts of one row the later one stays, and a step applied
+/// again changes nothing.
 pub(super) struct ThenRecord {
     /// The transaction's table.
     pub(super) table: String,
