@@ -119,6 +119,9 @@ pub(super) fn tenant_of(path: &str) -> Option<Result<String, ()>> {
 #[derive(Debug, Clone)]
 pub(super) struct WriteAudit {
     tenant: String,
+    /// When the request came: one entry per request, whichever of its
+    /// transactions puts it (a delete of many rows takes several).
+    at: DateTime,
     request: String,
     action: String,
 }
@@ -147,7 +150,7 @@ impl WriteAudit {
     ) -> ApiResult<()> {
         let entry = AuditEntry {
             tenant: self.tenant.clone(),
-            at: DateTime::now(),
+            at: self.at,
             request: self.request.clone(),
             action: self.action.clone(),
             status: i32::from(status.as_u16()),
@@ -201,6 +204,7 @@ pub(super) async fn audit(State(app): State<App>, request: Request, next: Next) 
     let mut request = request;
     request.extensions_mut().insert(WriteAudit {
         tenant: tenant.clone(),
+        at: DateTime::now(),
         request: id.clone(),
         action: format!("{method} {path}"),
     });
