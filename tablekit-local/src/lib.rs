@@ -675,22 +675,38 @@ impl LocalStorage {
     /// check: each damaged piece is named in the report, and the rest is
     /// still read.
     ///
-    /// It reads a snapshot (writes may go on meanwhile) and takes about as
-    /// long as reading the file. Open the store
-    /// [read-only](LocalStorage::open_read_only) to check one no program
-    /// has open; the `tablekit check` command does.
+    /// It reads a snapshot (writes may go on meanwhile), on a blocking
+    /// thread of the runtime, and takes about as long as reading the file.
+    /// Open the store [read-only](LocalStorage::open_read_only) to check one
+    /// no program has open; the `tablekit check` command does.
     ///
     /// # Errors
     /// [`Error::Storage`] when the store cannot be
     /// read at all (its engine does not open a snapshot).
     pub async fn check(&self) -> Result<CheckReport> {
-        self.guarded(|| {
-            let txn = self.begin_read()?;
-            let mut report = CheckReport::default();
-            self.check_tables(&txn, &mut report);
-            blobs::check(&txn, &mut report);
-            queues::check(&txn, &mut report);
-            Ok(report)
-        })
+        // It reads the whole file: on a thread of its own, not on one of
+        // the async runtime's workers, which other tasks wait for.
+        let store = self.clone();
+        let read = move || {
+            store.guarded(|| {
+                let txn = store.begin_read()?;
+                let mut report = CheckReport::default();
+                store.check_tables(&txn, &mut report);
+                blobs::check(&txn, &mut report);
+                queues::check(&txn, &mut report);
+                Ok(report)
+            })
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .spawn_blocking(read)
+                .await
+                .map_err(|e| Error::Storage {
+                    path: self.shared.path.display().to_string(),
+                    failure: StorageFailure::Io,
+                    message: format!("the check did not run to its end: {e}"),
+                })?,
+            Err(_) => read(),
+        }
     }
 }
