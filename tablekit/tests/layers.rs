@@ -172,18 +172,8 @@ fn paths_after<'a>(text: &'a str, prefix: &str) -> Vec<(&'a str, Option<&'a str>
     found
 }
 
-/// An upward edge: where, and between which layers.
-#[derive(Debug)]
-struct Upward {
-    file: PathBuf,
-    line: usize,
-    from: String,
-    to: String,
-}
-
-/// Every upward edge of the files under `root`. Test-only files
-/// (`tests.rs`) are left out.
-fn upward_edges(root: &Path) -> Vec<Upward> {
+/// Every `.rs` file under `root`, in order.
+fn rust_files(root: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
     while let Some(dir) = dirs.pop() {
@@ -197,6 +187,22 @@ fn upward_edges(root: &Path) -> Vec<Upward> {
         }
     }
     files.sort();
+    files
+}
+
+/// An upward edge: where, and between which layers.
+#[derive(Debug)]
+struct Upward {
+    file: PathBuf,
+    line: usize,
+    from: String,
+    to: String,
+}
+
+/// Every upward edge of the files under `root`. Test-only files
+/// (`tests.rs`) are left out.
+fn upward_edges(root: &Path) -> Vec<Upward> {
+    let files = rust_files(root);
     let mut edges = Vec::new();
     for file in files {
         let relative = file.strip_prefix(root).expect("under the root");
@@ -442,18 +448,7 @@ fn file_of(root: &Path, segments: &[String]) -> Option<PathBuf> {
 /// which every submodule may use) is left out: those are not cycles of
 /// files, but how modules nest.
 fn file_edges(root: &Path) -> BTreeSet<(PathBuf, PathBuf)> {
-    let mut files = Vec::new();
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the source directory") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
+    let files = rust_files(root);
     let mut edges = BTreeSet::new();
     for file in files {
         let relative = file
@@ -650,33 +645,23 @@ fn imports_name_the_home_module() {
         "the check reads the re-exports: {names:?}"
     );
     let mut found = Vec::new();
-    let mut dirs = vec![root.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read the source directory") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                dirs.push(path);
-                continue;
-            }
-            let relative = path.strip_prefix(&root).expect("under the root");
-            if path.extension().is_none_or(|e| e != "rs")
-                || ["lib.rs", "private.rs", "hooks.rs"]
-                    .iter()
-                    .any(|n| relative == Path::new(n))
-            {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).expect("read a source file");
-            for (n, line) in text.lines().enumerate() {
-                let line_code = code(line);
-                for path in full_paths(line_code, "crate::") {
-                    if let Some((home, name)) = names.iter().find(|(_, name)| path[0] == *name) {
-                        found.push(format!(
-                            "{}:{}: `crate::{name}` (import it from `crate::{home}`)",
-                            relative.display(),
-                            n + 1
-                        ));
-                    }
+    for path in rust_files(&root) {
+        let relative = path.strip_prefix(&root).expect("under the root");
+        if ["lib.rs", "private.rs", "hooks.rs"]
+            .iter()
+            .any(|n| relative == Path::new(n))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read a source file");
+        for (n, line) in text.lines().enumerate() {
+            for path in full_paths(code(line), "crate::") {
+                if let Some((home, name)) = names.iter().find(|(_, name)| path[0] == *name) {
+                    found.push(format!(
+                        "{}:{}: `crate::{name}` (import it from `crate::{home}`)",
+                        relative.display(),
+                        n + 1
+                    ));
                 }
             }
         }
