@@ -126,6 +126,7 @@ impl AzureBlobs {
                 secondary,
                 &options,
                 BLOB_VERSION,
+                "azure.blobs",
             )?),
         })
     }
@@ -165,13 +166,29 @@ fn container_call(method: Method, container: &str, idempotence: Idempotence) -> 
 #[async_trait]
 impl BlobStore for AzureBlobs {
     async fn create_container(&self, container: &str) -> Result<()> {
-        let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "create_container",
+            container,
+        )
+        .run(async {
+            let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "delete_container",
+            container,
+        )
+        .run(async {
+            let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 
     async fn put_blob(
@@ -181,45 +198,54 @@ impl BlobStore for AzureBlobs {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        validate::container_name(container)?;
-        validate::blob_name(name)?;
-        let target = Target::blob(container, name);
-        let idempotence = match condition {
-            PutCondition::None => Idempotence::Idempotent,
-            _ => Idempotence::NotIdempotent,
-        };
-        let mut call = Call::new(Method::PUT, blob_path(container, name), target, idempotence);
-        call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
-        // Sent so the service checks what it received (400 Md5Mismatch otherwise).
-        call.content_md5 = BASE64.encode(Md5::digest(&data));
-        match condition {
-            PutCondition::None => {}
-            PutCondition::IfNotExists => call.if_none_match = "*".into(),
-            PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
-        }
-        let length = data.len() as u64;
-        call.body = Bytes::from(data);
-        let reply = self.send(call).await?;
-        Ok(AzureBlobs::properties(name, &reply, length))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_blob", container)
+            .run(async {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                let target = Target::blob(container, name);
+                let idempotence = match condition {
+                    PutCondition::None => Idempotence::Idempotent,
+                    _ => Idempotence::NotIdempotent,
+                };
+                let mut call =
+                    Call::new(Method::PUT, blob_path(container, name), target, idempotence);
+                call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
+                // Sent so the service checks what it received (400 Md5Mismatch otherwise).
+                call.content_md5 = BASE64.encode(Md5::digest(&data));
+                match condition {
+                    PutCondition::None => {}
+                    PutCondition::IfNotExists => call.if_none_match = "*".into(),
+                    PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
+                }
+                let length = data.len() as u64;
+                call.body = Bytes::from(data);
+                let reply = self.send(call).await?;
+                Ok(AzureBlobs::properties(name, &reply, length))
+            })
+            .await
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        validate::container_name(container)?;
-        validate::blob_name(name)?;
-        let target = Target::blob(container, name);
-        let reply = self
-            .send(Call::new(
-                Method::GET,
-                blob_path(container, name),
-                target,
-                Idempotence::Idempotent,
-            ))
-            .await?;
-        let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64);
-        Ok(Blob {
-            data: reply.body,
-            properties,
-        })
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_blob", container)
+            .run(async {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                let target = Target::blob(container, name);
+                let reply = self
+                    .send(Call::new(
+                        Method::GET,
+                        blob_path(container, name),
+                        target,
+                        Idempotence::Idempotent,
+                    ))
+                    .await?;
+                let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64);
+                Ok(Blob {
+                    data: reply.body,
+                    properties,
+                })
+            })
+            .await
     }
 
     async fn delete_blob(
@@ -228,36 +254,44 @@ impl BlobStore for AzureBlobs {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        validate::container_name(container)?;
-        validate::blob_name(name)?;
-        let target = Target::blob(container, name);
-        let mut call = Call::new(
-            Method::DELETE,
-            blob_path(container, name),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        if let Some(tag) = if_match {
-            call.if_match = tag.as_str().to_owned();
-        }
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_blob", container)
+            .run(async {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                let target = Target::blob(container, name);
+                let mut call = Call::new(
+                    Method::DELETE,
+                    blob_path(container, name),
+                    target,
+                    Idempotence::NotIdempotent,
+                );
+                if let Some(tag) = if_match {
+                    call.if_match = tag.as_str().to_owned();
+                }
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
-        call.query.push(("comp", "list".into()));
-        if let Some(prefix) = &options.prefix {
-            call.query.push(("prefix", prefix.clone()));
-        }
-        if let Some(max) = options.max_results {
-            tablekit::validate::list_page_size(Some(max))?;
-            call.query.push(("maxresults", max.to_string()));
-        }
-        if let Some(marker) = &options.marker {
-            call.query.push(("marker", marker.clone()));
-        }
-        let reply = self.send(call).await?;
-        parse_listing(&String::from_utf8_lossy(&reply.body))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_blobs", container)
+            .run(async {
+                let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
+                call.query.push(("comp", "list".into()));
+                if let Some(prefix) = &options.prefix {
+                    call.query.push(("prefix", prefix.clone()));
+                }
+                if let Some(max) = options.max_results {
+                    tablekit::validate::list_page_size(Some(max))?;
+                    call.query.push(("maxresults", max.to_string()));
+                }
+                if let Some(marker) = &options.marker {
+                    call.query.push(("marker", marker.clone()));
+                }
+                let reply = self.send(call).await?;
+                parse_listing(&String::from_utf8_lossy(&reply.body))
+            })
+            .await
     }
 }
 

@@ -53,6 +53,8 @@ struct Inner {
     query_order: QueryOrder,
     /// The account's pacing, shared by every writer through this client.
     pacing: tablekit::pacing::Pacing,
+    /// What the store is, for spans and metrics.
+    store: tablekit::telemetry::StoreInfo,
     /// How requests are signed: key, SAS or token.
     signing: Arc<Signing>,
     /// The secondary endpoint and its path prefix, where reads may go.
@@ -112,6 +114,17 @@ impl AzureTables {
         let verify_merges = account.name == crate::config::DEV_ACCOUNT;
         let signing = Signing::new(&account.credentials, &account.table_endpoint, &options)?;
         let query_order = query_order_of(&account.table_endpoint);
+        let system = match query_order {
+            QueryOrder::Unspecified => "azure.cosmosdb",
+            _ => "azure.tables",
+        };
+        let store = crate::transport::store_info(
+            system,
+            &account.name,
+            &account.table_endpoint,
+            "Microsoft.Tables",
+        );
+        let pacing = tablekit::pacing::Pacing::service_targets().for_account(&account.name);
         let secondary = account
             .table_secondary_endpoint
             .clone()
@@ -127,7 +140,8 @@ impl AzureTables {
                 path_prefix,
                 verify_merges,
                 query_order,
-                pacing: tablekit::pacing::Pacing::service_targets(),
+                pacing,
+                store,
                 signing: Arc::new(signing),
                 secondary,
             }),
@@ -163,10 +177,10 @@ impl AzureTables {
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
         let read = call.method == Method::GET;
         crate::transport::with_retries(
+            self.inner.store.system(),
             &self.inner.retry,
             call.idempotence,
             &call.method,
-            &call.path,
             read && self.inner.secondary.is_some(),
             |route| self.send_once(&call, route),
         )
@@ -416,76 +430,88 @@ fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
 #[async_trait]
 impl TableBackend for AzureTables {
     async fn create_table(&self, table: &str) -> Result<()> {
-        validate::table_name(table)?;
-        let target = Target::table(table);
-        let mut call = self.call(
-            Method::POST,
-            "/Tables".into(),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        call.headers.push(("Prefer", "return-no-content".into()));
-        call.body = Some((
-            "application/json".into(),
-            serde_json::json!({ "TableName": table }).to_string().into(),
-        ));
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "create_table", table)
+            .run(async {
+                validate::table_name(table)?;
+                let target = Target::table(table);
+                let mut call = self.call(
+                    Method::POST,
+                    "/Tables".into(),
+                    target,
+                    Idempotence::NotIdempotent,
+                );
+                call.headers.push(("Prefer", "return-no-content".into()));
+                call.body = Some((
+                    "application/json".into(),
+                    serde_json::json!({ "TableName": table }).to_string().into(),
+                ));
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        validate::table_name(table)?;
-        let target = Target::table(table);
-        let call = self.call(
-            Method::DELETE,
-            url::table_path(table),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_table", table)
+            .run(async {
+                validate::table_name(table)?;
+                let target = Target::table(table);
+                let call = self.call(
+                    Method::DELETE,
+                    url::table_path(table),
+                    target,
+                    Idempotence::NotIdempotent,
+                );
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        let mut call = self.call(
-            Method::GET,
-            "/Tables".into(),
-            Target::default(),
-            Idempotence::Idempotent,
-        );
-        if let Some(top) = options.top {
-            if top == 0 || top > validate::limits::MAX_PAGE_SIZE {
-                return Err(tablekit::InvalidInput::TopOutOfRange {
-                    top,
-                    max: validate::limits::MAX_PAGE_SIZE,
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "list_tables", "")
+            .run(async {
+                let mut call = self.call(
+                    Method::GET,
+                    "/Tables".into(),
+                    Target::default(),
+                    Idempotence::Idempotent,
+                );
+                if let Some(top) = options.top {
+                    if top == 0 || top > validate::limits::MAX_PAGE_SIZE {
+                        return Err(tablekit::InvalidInput::TopOutOfRange {
+                            top,
+                            max: validate::limits::MAX_PAGE_SIZE,
+                        }
+                        .into());
+                    }
+                    call.query.push(("$top", top.to_string()));
                 }
-                .into());
-            }
-            call.query.push(("$top", top.to_string()));
-        }
-        if let Some(token) = &options.continuation {
-            call.query
-                .push(("NextTableName", token.next_partition_key().to_owned()));
-        }
-        if let Some(prefix) = &options.prefix {
-            // Letters and digits only, so the literal needs no escaping; `{`
-            // sorts after every letter and digit.
-            validate::table_prefix(prefix)?;
-            call.query.push((
-                "$filter",
-                format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
-            ));
-        }
-        let reply = self.send(call).await?;
-        let mut tables = decode_table_names(&reply.body)?;
-        if let Some(prefix) = &options.prefix {
-            tables.retain(|name| name.starts_with(prefix.as_str()));
-        }
-        let continuation = reply
-            .header("x-ms-continuation-nexttablename")
-            .map(|next| tablekit::ContinuationToken::new(next, None));
-        Ok(TablePage {
-            tables,
-            continuation,
-        })
+                if let Some(token) = &options.continuation {
+                    call.query
+                        .push(("NextTableName", token.next_partition_key().to_owned()));
+                }
+                if let Some(prefix) = &options.prefix {
+                    // Letters and digits only, so the literal needs no escaping; `{`
+                    // sorts after every letter and digit.
+                    validate::table_prefix(prefix)?;
+                    call.query.push((
+                        "$filter",
+                        format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
+                    ));
+                }
+                let reply = self.send(call).await?;
+                let mut tables = decode_table_names(&reply.body)?;
+                if let Some(prefix) = &options.prefix {
+                    tables.retain(|name| name.starts_with(prefix.as_str()));
+                }
+                let continuation = reply
+                    .header("x-ms-continuation-nexttablename")
+                    .map(|next| tablekit::ContinuationToken::new(next, None));
+                Ok(TablePage {
+                    tables,
+                    continuation,
+                })
+            })
+            .await
     }
 
     async fn get_entity(
@@ -495,25 +521,33 @@ impl TableBackend for AzureTables {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        let mut call = self.entity_call(
-            Method::GET,
-            table,
-            partition_key,
-            row_key,
-            Idempotence::Idempotent,
-        )?;
-        if let Some(select) = &options.select {
-            let query = Query::new().select(select.iter().cloned());
-            call.query.extend(policy::query_parameters(&query)?);
-        }
-        let reply = self.send(call).await?;
-        let mut entity = json::row_from_str(&reply.body).map_err(|e| Error::Decode {
-            message: e.to_string(),
-        })?;
-        if entity.etag.is_none() {
-            entity.etag = reply.header("etag").map(ETag::new);
-        }
-        Ok(entity)
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "get_entity", table)
+            .run(async {
+                let mut call = self.entity_call(
+                    Method::GET,
+                    table,
+                    partition_key,
+                    row_key,
+                    Idempotence::Idempotent,
+                )?;
+                if let Some(select) = &options.select {
+                    let query = Query::new().select(select.iter().cloned());
+                    call.query.extend(policy::query_parameters(&query)?);
+                }
+                let reply = self.send(call).await?;
+                let mut entity = json::row_from_str(&reply.body).map_err(|e| Error::Decode {
+                    message: e.to_string(),
+                })?;
+                if entity.etag.is_none() {
+                    entity.etag = reply.header("etag").map(ETag::new);
+                }
+                Ok(entity)
+            })
+            .await
+    }
+
+    fn store_info(&self) -> tablekit::telemetry::StoreInfo {
+        self.inner.store.clone()
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -527,63 +561,69 @@ impl TableBackend for AzureTables {
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        validate::table_name(table)?;
-        // A client scoped to a key range sees only that range, as the service
-        // enforces it (Azurite does not): a query that can only reach outside
-        // is refused, the rest is narrowed, and anything outside that still
-        // comes back is dropped.
-        let range = self.inner.sas_range.as_ref().filter(|r| r.is_bounded());
-        let narrowed;
-        let query = match range {
-            Some(range) => {
-                tablekit::backend::checks::query(query)?;
-                if !range.may_reach(query.filter.as_ref()) {
-                    return Err(outside_range(format!(
-                        "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
-                    )));
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "query_entities", table).run_counted(async {
+            validate::table_name(table)?;
+            // A client scoped to a key range sees only that range, as the service
+            // enforces it (Azurite does not): a query that can only reach outside
+            // is refused, the rest is narrowed, and anything outside that still
+            // comes back is dropped.
+            let range = self.inner.sas_range.as_ref().filter(|r| r.is_bounded());
+            let narrowed;
+            let query = match range {
+                Some(range) => {
+                    tablekit::backend::checks::query(query)?;
+                    if !range.may_reach(query.filter.as_ref()) {
+                        return Err(outside_range(format!(
+                            "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
+                        )));
+                    }
+                    narrowed = range.narrow(query);
+                    &narrowed
                 }
-                narrowed = range.narrow(query);
-                &narrowed
+                None => query,
+            };
+            let target = Target::table(table);
+            let mut call = self.call(
+                Method::GET,
+                format!("/{table}()"),
+                target,
+                Idempotence::Idempotent,
+            );
+            call.query = policy::query_parameters(query)?;
+            let reply = self.send(call).await?;
+            let (mut entities, mut undecodable) = decode_entities(&reply.body)?;
+            if let Some(range) = range {
+                entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
+                undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
             }
-            None => query,
-        };
-        let target = Target::table(table);
-        let mut call = self.call(
-            Method::GET,
-            format!("/{table}()"),
-            target,
-            Idempotence::Idempotent,
-        );
-        call.query = policy::query_parameters(query)?;
-        let reply = self.send(call).await?;
-        let (mut entities, mut undecodable) = decode_entities(&reply.body)?;
-        if let Some(range) = range {
-            entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
-            undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
-        }
-        let continuation = policy::continuation(
-            reply.header("x-ms-continuation-nextpartitionkey"),
-            reply.header("x-ms-continuation-nextrowkey"),
-        );
-        let mut page = QueryPage::new(entities, continuation);
-        page.undecodable = undecodable;
-        Ok(page)
+            let continuation = policy::continuation(
+                reply.header("x-ms-continuation-nextpartitionkey"),
+                reply.header("x-ms-continuation-nextrowkey"),
+            );
+            let mut page = QueryPage::new(entities, continuation);
+            page.undecodable = undecodable;
+            Ok(page)
+        }, |page| Some(page.entities.len())).await
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        validate::table_name(table)?;
-        validate::entity(entity)?;
-        self.check_range(&entity.partition_key, &entity.row_key)?;
-        let target = Target::entity(table, &entity.partition_key, &entity.row_key);
-        let mut call = self.call(
-            Method::POST,
-            format!("/{table}"),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        call.headers.push(("Prefer", "return-no-content".into()));
-        call.body = Some(("application/json".into(), json::to_string(entity).into()));
-        self.send(call).await?.etag()
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "insert_entity", table)
+            .run(async {
+                validate::table_name(table)?;
+                validate::entity(entity)?;
+                self.check_range(&entity.partition_key, &entity.row_key)?;
+                let target = Target::entity(table, &entity.partition_key, &entity.row_key);
+                let mut call = self.call(
+                    Method::POST,
+                    format!("/{table}"),
+                    target,
+                    Idempotence::NotIdempotent,
+                );
+                call.headers.push(("Prefer", "return-no-content".into()));
+                call.body = Some(("application/json".into(), json::to_string(entity).into()));
+                self.send(call).await?.etag()
+            })
+            .await
     }
 
     async fn update_entity(
@@ -593,13 +633,21 @@ impl TableBackend for AzureTables {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        let method = update_method(mode);
-        self.write(table, entity, method, Some(if_match)).await
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "update_entity", table)
+            .run(async {
+                let method = update_method(mode);
+                self.write(table, entity, method, Some(if_match)).await
+            })
+            .await
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        let method = update_method(mode);
-        self.write(table, entity, method, None).await
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "upsert_entity", table)
+            .run(async {
+                let method = update_method(mode);
+                self.write(table, entity, method, None).await
+            })
+            .await
     }
 
     async fn delete_entity(
@@ -609,15 +657,19 @@ impl TableBackend for AzureTables {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        let mut call = self.entity_call(
-            Method::DELETE,
-            table,
-            partition_key,
-            row_key,
-            Idempotence::NotIdempotent,
-        )?;
-        call.headers.push(("If-Match", if_match_value(if_match)));
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_entity", table)
+            .run(async {
+                let mut call = self.entity_call(
+                    Method::DELETE,
+                    table,
+                    partition_key,
+                    row_key,
+                    Idempotence::NotIdempotent,
+                )?;
+                call.headers.push(("If-Match", if_match_value(if_match)));
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn submit_transaction(
@@ -625,40 +677,48 @@ impl TableBackend for AzureTables {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        validate::table_name(table)?;
-        tablekit::backend::checks::batch(operations)?;
-        for (index, op) in operations.iter().enumerate() {
-            let (pk, rk) = op.keys();
-            self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
-        }
-        let id = format!("{:032x}", fastrand::u128(..));
-        let request = batch::build(&self.inner.account.table_endpoint, table, operations, &id);
-        let target = Target::table(table);
-        let mut call = self.call(
-            Method::POST,
-            "/$batch".into(),
-            target,
-            Idempotence::NotIdempotent,
-        );
-        call.body = Some((request.content_type, request.body.into()));
-        let reply = self.send(call).await?;
-        let content_type = reply.header("content-type").unwrap_or_default().to_owned();
-        match batch::parse(&content_type, &reply.body, operations).map_err(|e| Error::Decode {
-            message: e.to_string(),
-        })? {
-            BatchOutcome::Applied(etags) => Ok(etags),
-            BatchOutcome::Failed {
-                index,
-                response,
-                code,
-                message,
-            } => {
-                let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
-                let target = Target::entity(table, pk, rk);
-                let cause = errors::map(response.status, &code, &message, target, None);
-                Err(cause.in_batch(index))
-            }
-        }
+        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "submit_transaction", table)
+            .batch_size(operations.len())
+            .run(async {
+                validate::table_name(table)?;
+                tablekit::backend::checks::batch(operations)?;
+                for (index, op) in operations.iter().enumerate() {
+                    let (pk, rk) = op.keys();
+                    self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
+                }
+                let id = format!("{:032x}", fastrand::u128(..));
+                let request =
+                    batch::build(&self.inner.account.table_endpoint, table, operations, &id);
+                let target = Target::table(table);
+                let mut call = self.call(
+                    Method::POST,
+                    "/$batch".into(),
+                    target,
+                    Idempotence::NotIdempotent,
+                );
+                call.body = Some((request.content_type, request.body.into()));
+                let reply = self.send(call).await?;
+                let content_type = reply.header("content-type").unwrap_or_default().to_owned();
+                match batch::parse(&content_type, &reply.body, operations).map_err(|e| {
+                    Error::Decode {
+                        message: e.to_string(),
+                    }
+                })? {
+                    BatchOutcome::Applied(etags) => Ok(etags),
+                    BatchOutcome::Failed {
+                        index,
+                        response,
+                        code,
+                        message,
+                    } => {
+                        let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
+                        let target = Target::entity(table, pk, rk);
+                        let cause = errors::map(response.status, &code, &message, target, None);
+                        Err(cause.in_batch(index))
+                    }
+                }
+            })
+            .await
     }
 }
 

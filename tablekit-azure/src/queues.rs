@@ -76,6 +76,7 @@ impl AzureQueues {
                 None,
                 &options,
                 QUEUE_VERSION,
+                "azure.queues",
             )?),
         })
     }
@@ -230,48 +231,60 @@ fn seconds(duration: Duration) -> String {
 #[async_trait]
 impl QueueStore for AzureQueues {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        validate::queue_name(queue)?;
-        let call = Call::new(
-            Method::PUT,
-            format!("/{queue}"),
-            Target::queue(queue),
-            Idempotence::Idempotent,
-        );
-        // 201: created; 204: it existed.
-        Ok(self.send(call).await?.status == 201)
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "create_queue", queue)
+            .run(async {
+                validate::queue_name(queue)?;
+                let call = Call::new(
+                    Method::PUT,
+                    format!("/{queue}"),
+                    Target::queue(queue),
+                    Idempotence::Idempotent,
+                );
+                // 201: created; 204: it existed.
+                Ok(self.send(call).await?.status == 201)
+            })
+            .await
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        let call = Call::new(
-            Method::DELETE,
-            format!("/{queue}"),
-            Target::queue(queue),
-            Idempotence::NotIdempotent,
-        );
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_queue", queue)
+            .run(async {
+                validate::queue_name(queue)?;
+                let call = Call::new(
+                    Method::DELETE,
+                    format!("/{queue}"),
+                    Target::queue(queue),
+                    Idempotence::NotIdempotent,
+                );
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        let mut call = Call::new(
-            Method::GET,
-            "/".into(),
-            Target::default(),
-            Idempotence::Idempotent,
-        );
-        call.query.push(("comp", "list".into()));
-        if let Some(prefix) = &options.prefix {
-            call.query.push(("prefix", prefix.clone()));
-        }
-        if let Some(max) = options.max_results {
-            tablekit::validate::list_page_size(Some(max))?;
-            call.query.push(("maxresults", max.to_string()));
-        }
-        if let Some(marker) = &options.marker {
-            call.query.push(("marker", marker.clone()));
-        }
-        let reply = self.send(call).await?;
-        parse_listing(&String::from_utf8_lossy(&reply.body))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_queues", "")
+            .run(async {
+                let mut call = Call::new(
+                    Method::GET,
+                    "/".into(),
+                    Target::default(),
+                    Idempotence::Idempotent,
+                );
+                call.query.push(("comp", "list".into()));
+                if let Some(prefix) = &options.prefix {
+                    call.query.push(("prefix", prefix.clone()));
+                }
+                if let Some(max) = options.max_results {
+                    tablekit::validate::list_page_size(Some(max))?;
+                    call.query.push(("maxresults", max.to_string()));
+                }
+                if let Some(marker) = &options.marker {
+                    call.query.push(("marker", marker.clone()));
+                }
+                let reply = self.send(call).await?;
+                parse_listing(&String::from_utf8_lossy(&reply.body))
+            })
+            .await
     }
 
     async fn put_message(
@@ -280,26 +293,30 @@ impl QueueStore for AzureQueues {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::queue::checks::put_message(queue, text, options)?;
-        // A put sent twice is two messages: it is not retried once it may
-        // have reached the service.
-        let mut call = Call::new(
-            Method::POST,
-            messages_path(queue),
-            Target::queue(queue),
-            Idempotence::NotIdempotent,
-        );
-        call.query
-            .push(("visibilitytimeout", seconds(options.visibility_delay)));
-        match options.ttl {
-            MessageTtl::Default => {}
-            MessageTtl::After(ttl) => call.query.push(("messagettl", seconds(ttl))),
-            MessageTtl::Never => call.query.push(("messagettl", "-1".into())),
-        }
-        call.content_type = "application/xml";
-        call.body = message_body(text);
-        let reply = self.send(call).await?;
-        parse_sent(&String::from_utf8_lossy(&reply.body))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_message", queue)
+            .run(async {
+                tablekit::queue::checks::put_message(queue, text, options)?;
+                // A put sent twice is two messages: it is not retried once it may
+                // have reached the service.
+                let mut call = Call::new(
+                    Method::POST,
+                    messages_path(queue),
+                    Target::queue(queue),
+                    Idempotence::NotIdempotent,
+                );
+                call.query
+                    .push(("visibilitytimeout", seconds(options.visibility_delay)));
+                match options.ttl {
+                    MessageTtl::Default => {}
+                    MessageTtl::After(ttl) => call.query.push(("messagettl", seconds(ttl))),
+                    MessageTtl::Never => call.query.push(("messagettl", "-1".into())),
+                }
+                call.content_type = "application/xml";
+                call.body = message_body(text);
+                let reply = self.send(call).await?;
+                parse_sent(&String::from_utf8_lossy(&reply.body))
+            })
+            .await
     }
 
     async fn get_messages(
@@ -308,35 +325,43 @@ impl QueueStore for AzureQueues {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        validate::get_messages(queue, count, visibility_timeout)?;
-        // Sent again after a lost answer, a get hides other messages (or
-        // the same ones again) for the timeout: they come back later, as
-        // at-least-once delivery allows.
-        let mut call = Call::new(
-            Method::GET,
-            messages_path(queue),
-            Target::queue(queue),
-            Idempotence::Idempotent,
-        );
-        call.query.push(("numofmessages", count.to_string()));
-        call.query
-            .push(("visibilitytimeout", seconds(visibility_timeout)));
-        let reply = self.send(call).await?;
-        parse_messages(&String::from_utf8_lossy(&reply.body))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_messages", queue)
+            .run(async {
+                validate::get_messages(queue, count, visibility_timeout)?;
+                // Sent again after a lost answer, a get hides other messages (or
+                // the same ones again) for the timeout: they come back later, as
+                // at-least-once delivery allows.
+                let mut call = Call::new(
+                    Method::GET,
+                    messages_path(queue),
+                    Target::queue(queue),
+                    Idempotence::Idempotent,
+                );
+                call.query.push(("numofmessages", count.to_string()));
+                call.query
+                    .push(("visibilitytimeout", seconds(visibility_timeout)));
+                let reply = self.send(call).await?;
+                parse_messages(&String::from_utf8_lossy(&reply.body))
+            })
+            .await
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        validate::peek_messages(queue, count)?;
-        let mut call = Call::new(
-            Method::GET,
-            messages_path(queue),
-            Target::queue(queue),
-            Idempotence::Idempotent,
-        );
-        call.query.push(("peekonly", "true".into()));
-        call.query.push(("numofmessages", count.to_string()));
-        let reply = self.send(call).await?;
-        parse_peeked(&String::from_utf8_lossy(&reply.body))
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "peek_messages", queue)
+            .run(async {
+                validate::peek_messages(queue, count)?;
+                let mut call = Call::new(
+                    Method::GET,
+                    messages_path(queue),
+                    Target::queue(queue),
+                    Idempotence::Idempotent,
+                );
+                call.query.push(("peekonly", "true".into()));
+                call.query.push(("numofmessages", count.to_string()));
+                let reply = self.send(call).await?;
+                parse_peeked(&String::from_utf8_lossy(&reply.body))
+            })
+            .await
     }
 
     async fn update_message(
@@ -347,59 +372,71 @@ impl QueueStore for AzureQueues {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-        // Not retried: a retry would carry the receipt the first attempt
-        // used up.
-        let mut call = Call::new(
-            Method::PUT,
-            message_path(queue, id),
-            Target::message(queue, id),
-            Idempotence::NotIdempotent,
-        );
-        call.query.push(("popreceipt", pop_receipt.to_owned()));
-        call.query
-            .push(("visibilitytimeout", seconds(visibility_timeout)));
-        if let Some(text) = text {
-            call.content_type = "application/xml";
-            call.body = message_body(text);
-        }
-        let reply = self.send(call).await?;
-        let pop_receipt = reply
-            .header("x-ms-popreceipt")
-            .ok_or_else(|| decode_error("x-ms-popreceipt"))?
-            .to_owned();
-        let next_visible = reply
-            .header("x-ms-time-next-visible")
-            .and_then(|t| httpdate::parse_http_date(t).ok())
-            .map(DateTime::from)
-            .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
-        Ok(MessageUpdate {
-            pop_receipt,
-            next_visible,
-        })
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "update_message", queue)
+            .run(async {
+                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+                // Not retried: a retry would carry the receipt the first attempt
+                // used up.
+                let mut call = Call::new(
+                    Method::PUT,
+                    message_path(queue, id),
+                    Target::message(queue, id),
+                    Idempotence::NotIdempotent,
+                );
+                call.query.push(("popreceipt", pop_receipt.to_owned()));
+                call.query
+                    .push(("visibilitytimeout", seconds(visibility_timeout)));
+                if let Some(text) = text {
+                    call.content_type = "application/xml";
+                    call.body = message_body(text);
+                }
+                let reply = self.send(call).await?;
+                let pop_receipt = reply
+                    .header("x-ms-popreceipt")
+                    .ok_or_else(|| decode_error("x-ms-popreceipt"))?
+                    .to_owned();
+                let next_visible = reply
+                    .header("x-ms-time-next-visible")
+                    .and_then(|t| httpdate::parse_http_date(t).ok())
+                    .map(DateTime::from)
+                    .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
+                Ok(MessageUpdate {
+                    pop_receipt,
+                    next_visible,
+                })
+            })
+            .await
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        validate::delete_message(queue, id, pop_receipt)?;
-        let mut call = Call::new(
-            Method::DELETE,
-            message_path(queue, id),
-            Target::message(queue, id),
-            Idempotence::NotIdempotent,
-        );
-        call.query.push(("popreceipt", pop_receipt.to_owned()));
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_message", queue)
+            .run(async {
+                validate::delete_message(queue, id, pop_receipt)?;
+                let mut call = Call::new(
+                    Method::DELETE,
+                    message_path(queue, id),
+                    Target::message(queue, id),
+                    Idempotence::NotIdempotent,
+                );
+                call.query.push(("popreceipt", pop_receipt.to_owned()));
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        let call = Call::new(
-            Method::DELETE,
-            messages_path(queue),
-            Target::queue(queue),
-            Idempotence::Idempotent,
-        );
-        self.send(call).await.map(drop)
+        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "clear_messages", queue)
+            .run(async {
+                validate::queue_name(queue)?;
+                let call = Call::new(
+                    Method::DELETE,
+                    messages_path(queue),
+                    Target::queue(queue),
+                    Idempotence::Idempotent,
+                );
+                self.send(call).await.map(drop)
+            })
+            .await
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) struct Service {
     /// 2017-11-09 on).
     version: &'static str,
     signing: Signing,
+    /// What the store is, for spans and metrics.
+    pub(crate) store: tablekit::telemetry::StoreInfo,
 }
 
 impl Service {
@@ -42,7 +44,10 @@ impl Service {
         secondary: Option<String>,
         options: &crate::config::ClientOptions,
         version: &'static str,
+        system: &'static str,
     ) -> Result<Service, crate::config::ConfigError> {
+        let store =
+            crate::transport::store_info(system, &account.name, &endpoint, "Microsoft.Storage");
         let secondary = secondary
             .filter(|_| options.secondary_reads)
             .map(|e| (crate::transport::path_prefix(&e), e))
@@ -56,6 +61,7 @@ impl Service {
             endpoint,
             secondary,
             version,
+            store,
         })
     }
 
@@ -63,10 +69,10 @@ impl Service {
     pub(crate) async fn send(&self, call: Call<'_>) -> Result<Reply> {
         let read = call.method == Method::GET || call.method == Method::HEAD;
         crate::transport::with_retries(
+            self.store.system(),
             &self.retry,
             call.idempotence,
             &call.method,
-            &call.path,
             read && self.secondary.is_some(),
             |route| send_once(self, &call, route),
         )

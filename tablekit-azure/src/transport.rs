@@ -11,7 +11,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 pub(crate) use http::Method;
@@ -318,16 +318,15 @@ pub(crate) async fn execute(
         http.learned.keep_alive_header(keep_alive);
     }
     // Both ids, ours and the service's, for a support case to find the
-    // request in the service's logs.
-    tracing::debug!(
-        status = status.as_u16(),
-        client_request_id,
-        request_id = headers
-            .get("x-ms-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default(),
-        "answered"
-    );
+    // request in the service's logs: on the attempt's span.
+    let attempt = tracing::Span::current();
+    if !attempt.is_disabled() {
+        attempt.record("http.response.status_code", status.as_u16());
+        attempt.record("az.client_request_id", client_request_id.as_str());
+        if let Some(id) = headers.get("x-ms-request-id").and_then(|v| v.to_str().ok()) {
+            attempt.record("az.service_request_id", id);
+        }
+    }
     if status.is_success() {
         return Ok((status.as_u16(), headers, body));
     }
@@ -480,36 +479,15 @@ const MAX_RESENDS: u32 = 3;
 /// from the secondary (a write not yet replicated) sends the rest to the
 /// primary alone.
 ///
-/// Everything happens inside a `tablekit_azure::request` span at DEBUG level
-/// (fields `method`, `path`); each attempt's outcome is an event in it, and
-/// a retry is a WARN event with the error and the wait. The path holds the
-/// keys of the entity, so it is logged at DEBUG only.
+/// Each attempt runs in a `tablekit.attempt` span (see
+/// [`tablekit::telemetry`]), a child of the caller's storage span; each
+/// retry, and each throttled answer, is an event there, and counted in the
+/// metrics of `system` (`db.system.name`).
 pub(crate) async fn with_retries<T, F, Fut>(
+    system: &'static str,
     retry: &RetryPolicy,
     idempotence: Idempotence,
     method: &Method,
-    path: &str,
-    secondary: bool,
-    attempt: F,
-) -> Result<T>
-where
-    F: FnMut(Route) -> Fut,
-    Fut: Future<Output = Result<T, Failure>>,
-{
-    let span = tracing::debug_span!("tablekit_azure::request", %method, path);
-    // With nobody listening, the span is not entered on every poll.
-    if span.is_disabled() {
-        return retry_loop(retry, idempotence, secondary, attempt).await;
-    }
-    retry_loop(retry, idempotence, secondary, attempt)
-        .instrument(span)
-        .await
-}
-
-/// The attempts of [`with_retries`], inside its span.
-async fn retry_loop<T, F, Fut>(
-    retry: &RetryPolicy,
-    idempotence: Idempotence,
     secondary: bool,
     mut attempt: F,
 ) -> Result<T>
@@ -519,6 +497,8 @@ where
 {
     let mut number = 1;
     let mut resends = 0;
+    // Requests sent before this one: `http.request.resend_count`.
+    let mut sent = 0;
     let mut refused_once = false;
     let mut route = Route::default();
     let mut secondary = secondary;
@@ -526,30 +506,30 @@ where
     // seen the row yet.
     let mut primary_failure: Option<Error> = None;
     loop {
-        let started = Instant::now();
-        let outcome = attempt(route).await;
-        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let span = attempt_span(method, sent, route);
+        let outcome = if span.is_disabled() {
+            attempt(route).await
+        } else {
+            attempt(route).instrument(span.clone()).await
+        };
+        sent += 1;
         let failure = match outcome {
-            Ok(value) => {
-                tracing::debug!(
-                    attempt = number,
-                    elapsed_ms,
-                    secondary = route.secondary,
-                    "succeeded"
-                );
-                return Ok(value);
-            }
+            Ok(value) => return Ok(value),
             Err(failure) => failure,
         };
+        if !span.is_disabled() {
+            span.record("otel.status_code", "error");
+            span.record("error.type", failure.error.error_type());
+        }
         match failure.resend {
             Some(Resend::NotSent) if resends < MAX_RESENDS => {
                 resends += 1;
-                tracing::debug!(attempt = number, error = %failure.error, "not sent; sending again");
+                tablekit::telemetry::retry(system, "not_sent", number, Duration::ZERO);
                 continue;
             }
             Some(Resend::Unauthorized) if !refused_once => {
                 refused_once = true;
-                tracing::debug!(attempt = number, error = %failure.error, "token refused; sending again with a new one");
+                tablekit::telemetry::retry(system, "token_refused", number, Duration::ZERO);
                 continue;
             }
             _ => {}
@@ -561,6 +541,7 @@ where
             secondary = false;
             route = Route::default();
             if number < retry.max_attempts {
+                tablekit::telemetry::retry(system, "not_replicated", number, Duration::ZERO);
                 number += 1;
                 continue;
             }
@@ -572,31 +553,67 @@ where
                 _ => None,
             };
             let wait = retry.delay(number, fastrand::f64(), retry_after);
-            tracing::warn!(
-                attempt = number,
-                elapsed_ms,
-                %error,
-                wait_ms = wait.as_millis() as u64,
-                "retrying"
-            );
             // Alternate between the endpoints while the primary fails.
             let was_secondary = route.secondary;
             route = Route {
                 secondary: secondary && !was_secondary,
             };
+            // The other region has not seen this failure: no wait.
+            let wait = if route.secondary {
+                Duration::ZERO
+            } else {
+                wait
+            };
+            if matches!(error, Error::Throttled { .. }) {
+                tablekit::telemetry::throttled(system, wait, retry_after);
+            }
+            tablekit::telemetry::retry(system, retry_reason(&error), number, wait);
             if !was_secondary {
                 primary_failure = Some(error);
             }
-            // The other region has not seen this failure: no wait.
-            if !route.secondary {
+            if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
             number += 1;
             resends = 0;
             continue;
         }
-        tracing::debug!(attempt = number, elapsed_ms, %error, "failed");
+        if matches!(error, Error::Throttled { .. }) {
+            tablekit::telemetry::throttled(system, Duration::ZERO, None);
+        }
         return Err(error);
+    }
+}
+
+/// The span of one HTTP attempt: `tablekit.attempt`, a CLIENT span named
+/// after the method. The request's answer records its status and ids.
+fn attempt_span(method: &Method, sent: u32, route: Route) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "tablekit",
+        "tablekit.attempt",
+        otel.name = method.as_str(),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = method.as_str(),
+        http.request.resend_count = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
+        az.client_request_id = tracing::field::Empty,
+        az.service_request_id = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+        tablekit.secondary = route.secondary,
+    );
+    if sent > 0 {
+        span.record("http.request.resend_count", sent);
+    }
+    span
+}
+
+/// Why an attempt is sent again, as the `retry` event and metric name it.
+fn retry_reason(error: &Error) -> &'static str {
+    match error {
+        Error::Throttled { .. } => "throttled",
+        Error::OutcomeUnknown { .. } => "lost_answer",
+        _ => "transient",
     }
 }
 
@@ -690,4 +707,29 @@ impl Signing {
             resend: Some(Resend::Unauthorized),
         }
     }
+}
+
+/// What a client's store is, for tablekit's spans and metrics: `system`
+/// (`db.system.name`) of `account`, at the endpoint's host and port.
+pub(crate) fn store_info(
+    system: &'static str,
+    account: &str,
+    endpoint: &str,
+    provider: &'static str,
+) -> tablekit::telemetry::StoreInfo {
+    let uri = endpoint.parse::<http::Uri>().ok();
+    let host = uri.as_ref().and_then(http::Uri::host).unwrap_or_default();
+    let port = uri
+        .as_ref()
+        .and_then(|u| {
+            u.port_u16().or_else(|| {
+                Some(if u.scheme_str() == Some("http") {
+                    80
+                } else {
+                    443
+                })
+            })
+        })
+        .unwrap_or(443);
+    tablekit::telemetry::StoreInfo::remote(system, account, host, port).with_provider(provider)
 }

@@ -9,6 +9,7 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use tablekit::backend::sorted::{
     Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
+use tablekit::telemetry::{Call, StoreInfo};
 use tablekit::validate::{self, limits::MAX_PAGE_SIZE};
 use tablekit::{
     BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, InvalidInput,
@@ -248,129 +249,126 @@ impl LocalStorage {
     }
 }
 
-/// The span each operation runs in: `tablekit_local::op`, with the
-/// operation's name and table.
-fn op_span(op: &'static str, table: &str) -> tracing::span::EnteredSpan {
-    tracing::debug_span!("tablekit_local::op", op, table).entered()
-}
-
 #[async_trait]
 impl TableBackend for LocalStorage {
     async fn create_table(&self, table: &str) -> Result<()> {
-        self.guarded(|| {
-            let _span = op_span("create_table", table);
-            validate::table_name(table)?;
-            let folded = table.to_ascii_lowercase();
-            // Read-only: a table that exists is answered as one, so that a
-            // program making its tables "if missing" opens the store.
-            if self.shared.read_only {
-                let txn = self.begin_read()?;
-                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                if catalogue
-                    .get(folded.as_str())
-                    .map_err(|e| self.error(e.into()))?
-                    .is_some()
-                {
-                    return Err(Error::TableAlreadyExists {
-                        table: table.into(),
-                    });
-                }
-            }
-            let txn = self.begin_write()?;
-            {
-                let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                match self.existing_table(&catalogue, &deleted, table) {
-                    Ok(_) => {
+        Call::storage(|| self.store_info(), "create_table", table).run_sync(|| {
+            self.guarded(|| {
+                validate::table_name(table)?;
+                let folded = table.to_ascii_lowercase();
+                // Read-only: a table that exists is answered as one, so that a
+                // program making its tables "if missing" opens the store.
+                if self.shared.read_only {
+                    let txn = self.begin_read()?;
+                    let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                    if catalogue
+                        .get(folded.as_str())
+                        .map_err(|e| self.error(e.into()))?
+                        .is_some()
+                    {
                         return Err(Error::TableAlreadyExists {
                             table: table.into(),
                         });
                     }
-                    Err(Error::TableNotFound { .. }) => {}
-                    Err(other) => return Err(other),
                 }
-                deleted
-                    .remove(folded.as_str())
-                    .map_err(|e| self.error(e.into()))?;
-                catalogue
-                    .insert(folded.as_str(), table)
-                    .map_err(|e| self.error(e.into()))?;
-                txn.open_table(rows_table(&rows_name(&folded)))
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)
+                let txn = self.begin_write()?;
+                {
+                    let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                    match self.existing_table(&catalogue, &deleted, table) {
+                        Ok(_) => {
+                            return Err(Error::TableAlreadyExists {
+                                table: table.into(),
+                            });
+                        }
+                        Err(Error::TableNotFound { .. }) => {}
+                        Err(other) => return Err(other),
+                    }
+                    deleted
+                        .remove(folded.as_str())
+                        .map_err(|e| self.error(e.into()))?;
+                    catalogue
+                        .insert(folded.as_str(), table)
+                        .map_err(|e| self.error(e.into()))?;
+                    txn.open_table(rows_table(&rows_name(&folded)))
+                        .map_err(|e| self.error(e.into()))?;
+                }
+                self.commit(txn)
+            })
         })
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        self.guarded(|| {
-            let _span = op_span("delete_table", table);
-            validate::table_name(table)?;
-            let txn = self.begin_write()?;
-            {
-                let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                let folded = self.existing_table(&catalogue, &deleted, table)?;
-                catalogue
-                    .remove(folded.as_str())
-                    .map_err(|e| self.error(e.into()))?;
-                deleted
-                    .insert(folded.as_str(), unix_millis())
-                    .map_err(|e| self.error(e.into()))?;
-                txn.delete_table(rows_table(&rows_name(&folded)))
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)
+        Call::storage(|| self.store_info(), "delete_table", table).run_sync(|| {
+            self.guarded(|| {
+                validate::table_name(table)?;
+                let txn = self.begin_write()?;
+                {
+                    let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                    let folded = self.existing_table(&catalogue, &deleted, table)?;
+                    catalogue
+                        .remove(folded.as_str())
+                        .map_err(|e| self.error(e.into()))?;
+                    deleted
+                        .insert(folded.as_str(), unix_millis())
+                        .map_err(|e| self.error(e.into()))?;
+                    txn.delete_table(rows_table(&rows_name(&folded)))
+                        .map_err(|e| self.error(e.into()))?;
+                }
+                self.commit(txn)
+            })
         })
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        self.guarded(|| {
-            let _span = op_span("list_tables", "");
-            let limit = match options.top {
-                Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
-                    return Err(InvalidInput::TopOutOfRange {
-                        top,
-                        max: MAX_PAGE_SIZE,
+        Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
+            self.guarded(|| {
+                let limit = match options.top {
+                    Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
+                        return Err(InvalidInput::TopOutOfRange {
+                            top,
+                            max: MAX_PAGE_SIZE,
+                        }
+                        .into());
                     }
-                    .into());
+                    Some(top) => top as usize,
+                    None => MAX_PAGE_SIZE as usize,
+                };
+                if let Some(prefix) = &options.prefix {
+                    validate::table_prefix(prefix)?;
                 }
-                Some(top) => top as usize,
-                None => MAX_PAGE_SIZE as usize,
-            };
-            if let Some(prefix) = &options.prefix {
-                validate::table_prefix(prefix)?;
-            }
-            let prefix = options.prefix.as_deref().unwrap_or("");
-            let start = options
-                .continuation
-                .as_ref()
-                .map(|t| t.next_partition_key().to_ascii_lowercase());
-            let txn = self.begin_read()?;
-            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let range = catalogue
-                .range::<&str>((
-                    start.as_deref().map_or(Bound::Unbounded, Bound::Included),
-                    Bound::Unbounded,
-                ))
-                .map_err(|e| self.error(e.into()))?;
-            let mut tables = Vec::new();
-            let mut continuation = None;
-            for item in range {
-                let (key, name) = item.map_err(|e| self.error(e.into()))?;
-                let name = name.value();
-                if !name.starts_with(prefix) {
-                    continue;
+                let prefix = options.prefix.as_deref().unwrap_or("");
+                let start = options
+                    .continuation
+                    .as_ref()
+                    .map(|t| t.next_partition_key().to_ascii_lowercase());
+                let txn = self.begin_read()?;
+                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                let range = catalogue
+                    .range::<&str>((
+                        start.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                        Bound::Unbounded,
+                    ))
+                    .map_err(|e| self.error(e.into()))?;
+                let mut tables = Vec::new();
+                let mut continuation = None;
+                for item in range {
+                    let (key, name) = item.map_err(|e| self.error(e.into()))?;
+                    let name = name.value();
+                    if !name.starts_with(prefix) {
+                        continue;
+                    }
+                    if tables.len() == limit {
+                        continuation = Some(ContinuationToken::new(key.value(), None));
+                        break;
+                    }
+                    tables.push(name.to_owned());
                 }
-                if tables.len() == limit {
-                    continuation = Some(ContinuationToken::new(key.value(), None));
-                    break;
-                }
-                tables.push(name.to_owned());
-            }
-            Ok(TablePage {
-                tables,
-                continuation,
+                Ok(TablePage {
+                    tables,
+                    continuation,
+                })
             })
         })
     }
@@ -382,91 +380,98 @@ impl TableBackend for LocalStorage {
         row_key_text: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        self.guarded(|| {
-            let _span = op_span("get_entity", table);
-            validate::table_name(table)?;
-            validate::keys(partition_key, row_key_text)?;
-            if let Some(select) = &options.select {
-                validate::select_names(select)?;
-            }
-            let txn = self.begin_read()?;
-            let rows = self.read_rows(&txn, table)?;
-            let key = row_key(partition_key, row_key_text);
-            let row = rows
-                .get(key.as_slice())
-                .map_err(|e| self.error(e.into()))?
-                .ok_or_else(|| Error::EntityNotFound {
-                    table: table.into(),
-                    partition_key: partition_key.into(),
-                    row_key: row_key_text.into(),
-                })?;
-            let row = checked(&key, row.value())
-                .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))?;
-            entity(&key, row, options.select.as_deref())
-                .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))
+        Call::storage(|| self.store_info(), "get_entity", table).run_sync(|| {
+            self.guarded(|| {
+                validate::table_name(table)?;
+                validate::keys(partition_key, row_key_text)?;
+                if let Some(select) = &options.select {
+                    validate::select_names(select)?;
+                }
+                let txn = self.begin_read()?;
+                let rows = self.read_rows(&txn, table)?;
+                let key = row_key(partition_key, row_key_text);
+                let row = rows
+                    .get(key.as_slice())
+                    .map_err(|e| self.error(e.into()))?
+                    .ok_or_else(|| Error::EntityNotFound {
+                        table: table.into(),
+                        partition_key: partition_key.into(),
+                        row_key: row_key_text.into(),
+                    })?;
+                let row = checked(&key, row.value())
+                    .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))?;
+                entity(&key, row, options.select.as_deref())
+                    .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))
+            })
         })
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        self.guarded(|| {
-            let _span = op_span("query_entities", table);
-            validate::table_name(table)?;
-            tablekit::backend::checks::query(query)?;
-            let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-            let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
-            let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-            let txn = self.begin_read()?;
-            let rows = self.read_rows(&txn, table)?;
-            let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
-                return Ok(QueryPage::new(Vec::new(), None));
-            };
-            if let Some((pk, rk)) = &resume {
-                range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
-            }
-            let Some(bounds) = range.bounds() else {
-                return Ok(QueryPage::new(Vec::new(), None));
-            };
-            let range = rows
-                .range::<&[u8]>(bounds)
-                .map_err(|e| self.error(e.into()))?;
-            let mut entities = Vec::new();
-            let mut continuation = None;
-            for item in range {
-                let (key, row) = item.map_err(|e| self.error(e.into()))?;
-                let key = key.value();
-                let (pk, rk) =
-                    crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
-                if entities.len() >= limit {
-                    continuation = Some(continuation_token(pk, rk));
-                    break;
-                }
-                // Rows outside the RowKey range are skipped undecoded.
-                if !rk_range.contains(rk) {
-                    continue;
-                }
-                let damaged = || {
-                    let text = |k| decode_key(k).unwrap_or_default();
-                    self.damaged_row(table, &text(pk), &text(rk))
-                };
-                let row = checked(key, row.value()).ok_or_else(damaged)?;
-                let entity = entity(key, row, None).ok_or_else(damaged)?;
-                if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
-                    entities.push(selected(entity, query.select.as_deref()));
-                }
-            }
-            Ok(QueryPage::new(entities, continuation))
-        })
+        Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
+            || {
+                self.guarded(|| {
+                    validate::table_name(table)?;
+                    tablekit::backend::checks::query(query)?;
+                    let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+                    let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
+                    let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+                    let txn = self.begin_read()?;
+                    let rows = self.read_rows(&txn, table)?;
+                    let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
+                        return Ok(QueryPage::new(Vec::new(), None));
+                    };
+                    if let Some((pk, rk)) = &resume {
+                        range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
+                    }
+                    let Some(bounds) = range.bounds() else {
+                        return Ok(QueryPage::new(Vec::new(), None));
+                    };
+                    let range = rows
+                        .range::<&[u8]>(bounds)
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut entities = Vec::new();
+                    let mut continuation = None;
+                    for item in range {
+                        let (key, row) = item.map_err(|e| self.error(e.into()))?;
+                        let key = key.value();
+                        let (pk, rk) =
+                            crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
+                        if entities.len() >= limit {
+                            continuation = Some(continuation_token(pk, rk));
+                            break;
+                        }
+                        // Rows outside the RowKey range are skipped undecoded.
+                        if !rk_range.contains(rk) {
+                            continue;
+                        }
+                        let damaged = || {
+                            let text = |k| decode_key(k).unwrap_or_default();
+                            self.damaged_row(table, &text(pk), &text(rk))
+                        };
+                        let row = checked(key, row.value()).ok_or_else(damaged)?;
+                        let entity = entity(key, row, None).ok_or_else(damaged)?;
+                        if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                            entities.push(selected(entity, query.select.as_deref()));
+                        }
+                    }
+                    Ok(QueryPage::new(entities, continuation))
+                })
+            },
+            |page| Some(page.entities.len()),
+        )
     }
 
     fn query_order(&self) -> QueryOrder {
         QueryOrder::Keys
     }
 
+    fn store_info(&self) -> StoreInfo {
+        StoreInfo::embedded("tablekit.local", self.shared.path.display().to_string())
+    }
+
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        self.guarded(|| {
-            let _span = op_span("insert_entity", table);
-            self.write_one(table, Write::Insert(entity))
-        })
+        Call::storage(|| self.store_info(), "insert_entity", table)
+            .run_sync(|| self.guarded(|| self.write_one(table, Write::Insert(entity))))
     }
 
     async fn update_entity(
@@ -476,17 +481,14 @@ impl TableBackend for LocalStorage {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        self.guarded(|| {
-            let _span = op_span("update_entity", table);
-            self.write_one(table, Write::Update(entity, mode, if_match))
+        Call::storage(|| self.store_info(), "update_entity", table).run_sync(|| {
+            self.guarded(|| self.write_one(table, Write::Update(entity, mode, if_match)))
         })
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        self.guarded(|| {
-            let _span = op_span("upsert_entity", table);
-            self.write_one(table, Write::Upsert(entity, mode))
-        })
+        Call::storage(|| self.store_info(), "upsert_entity", table)
+            .run_sync(|| self.guarded(|| self.write_one(table, Write::Upsert(entity, mode))))
     }
 
     async fn delete_entity(
@@ -496,10 +498,11 @@ impl TableBackend for LocalStorage {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        self.guarded(|| {
-            let _span = op_span("delete_entity", table);
-            self.write_one(table, Write::Delete(partition_key, row_key, if_match))
-                .map(drop)
+        Call::storage(|| self.store_info(), "delete_entity", table).run_sync(|| {
+            self.guarded(|| {
+                self.write_one(table, Write::Delete(partition_key, row_key, if_match))
+                    .map(drop)
+            })
         })
     }
 
@@ -508,13 +511,16 @@ impl TableBackend for LocalStorage {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        self.guarded(|| {
-            let _span = op_span("submit_transaction", table);
-            validate::table_name(table)?;
-            tablekit::backend::checks::batch(operations)?;
-            let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
-            Ok(self.apply(table, &writes, true)?.1)
-        })
+        Call::storage(|| self.store_info(), "submit_transaction", table)
+            .batch_size(operations.len())
+            .run_sync(|| {
+                self.guarded(|| {
+                    validate::table_name(table)?;
+                    tablekit::backend::checks::batch(operations)?;
+                    let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
+                    Ok(self.apply(table, &writes, true)?.1)
+                })
+            })
     }
 }
 

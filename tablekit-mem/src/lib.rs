@@ -396,102 +396,102 @@ impl MemBackend {
     }
 }
 
-/// The span each operation runs in: `tablekit_mem::op`, with the
-/// operation's name and table, so a subscriber sees the in-memory backend's
-/// work as it sees the REST backend's requests.
-fn op_span(op: &'static str, table: &str) -> tracing::span::EnteredSpan {
-    tracing::debug_span!("tablekit_mem::op", op, table).entered()
-}
-
 #[async_trait]
 impl TableBackend for MemBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
-        let _span = op_span("create_table", table);
-        validate::table_name(table)?;
-        let mut state = self.shared.state.write();
-        let delay = self.delay();
-        with_folded(table, |key| {
-            if state.tables.contains_key(key) {
-                return Err(Error::TableAlreadyExists {
-                    table: table.into(),
-                });
-            }
-            if state
-                .deleted
-                .get(key)
-                .is_some_and(|at| at.elapsed() < delay)
-            {
-                return Err(Error::TableBeingDeleted {
-                    table: table.into(),
-                });
-            }
-            state.deleted.remove(key);
-            state.tables.insert(
-                key.into(),
-                Table {
-                    name: table.into(),
-                    names: Default::default(),
-                    partitions: Default::default(),
-                },
-            );
-            Ok(())
-        })
+        tablekit::telemetry::Call::storage(|| self.store_info(), "create_table", table).run_sync(
+            || {
+                validate::table_name(table)?;
+                let mut state = self.shared.state.write();
+                let delay = self.delay();
+                with_folded(table, |key| {
+                    if state.tables.contains_key(key) {
+                        return Err(Error::TableAlreadyExists {
+                            table: table.into(),
+                        });
+                    }
+                    if state
+                        .deleted
+                        .get(key)
+                        .is_some_and(|at| at.elapsed() < delay)
+                    {
+                        return Err(Error::TableBeingDeleted {
+                            table: table.into(),
+                        });
+                    }
+                    state.deleted.remove(key);
+                    state.tables.insert(
+                        key.into(),
+                        Table {
+                            name: table.into(),
+                            names: Default::default(),
+                            partitions: Default::default(),
+                        },
+                    );
+                    Ok(())
+                })
+            },
+        )
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        let _span = op_span("delete_table", table);
-        validate::table_name(table)?;
-        let mut state = self.shared.state.write();
-        let delay = self.delay();
-        state.table(table, delay)?;
-        with_folded(table, |key| {
-            state.tables.remove(key);
-            state.deleted.insert(key.into(), std::time::Instant::now());
-        });
-        Ok(())
+        tablekit::telemetry::Call::storage(|| self.store_info(), "delete_table", table).run_sync(
+            || {
+                validate::table_name(table)?;
+                let mut state = self.shared.state.write();
+                let delay = self.delay();
+                state.table(table, delay)?;
+                with_folded(table, |key| {
+                    state.tables.remove(key);
+                    state.deleted.insert(key.into(), std::time::Instant::now());
+                });
+                Ok(())
+            },
+        )
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        let _span = op_span("list_tables", "");
-        let limit = match options.top {
-            Some(top) if top == 0 || top > validate::limits::MAX_PAGE_SIZE => {
-                return Err(tablekit::InvalidInput::TopOutOfRange {
-                    top,
-                    max: validate::limits::MAX_PAGE_SIZE,
+        tablekit::telemetry::Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
+            let limit = match options.top {
+                Some(top) if top == 0 || top > validate::limits::MAX_PAGE_SIZE => {
+                    return Err(tablekit::InvalidInput::TopOutOfRange {
+                        top,
+                        max: validate::limits::MAX_PAGE_SIZE,
+                    }
+                    .into());
                 }
-                .into());
+                Some(top) => top as usize,
+                None => validate::limits::MAX_PAGE_SIZE as usize,
+            };
+            let start = options
+                .continuation
+                .as_ref()
+                .map(|t| t.next_partition_key().to_ascii_lowercase());
+            if let Some(prefix) = &options.prefix {
+                validate::table_prefix(prefix)?;
             }
-            Some(top) => top as usize,
-            None => validate::limits::MAX_PAGE_SIZE as usize,
-        };
-        let start = options
-            .continuation
-            .as_ref()
-            .map(|t| t.next_partition_key().to_ascii_lowercase());
-        if let Some(prefix) = &options.prefix {
-            validate::table_prefix(prefix)?;
-        }
-        let prefix = options.prefix.as_deref().unwrap_or("");
-        let state = self.shared.state.read();
-        let mut names: Vec<(&str, &str)> = state
-            .tables
-            .iter()
-            .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
-            .filter(|(_, t)| t.name.starts_with(prefix))
-            .map(|(key, t)| (&**key, t.name.as_str()))
-            .collect();
-        names.sort_unstable();
-        let continuation = names
-            .get(limit)
-            .map(|(key, _)| ContinuationToken::new(*key, None));
-        let tables = names
-            .into_iter()
-            .take(limit)
-            .map(|(_, name)| name.to_owned())
-            .collect();
-        Ok(TablePage {
-            tables,
-            continuation,
+            let prefix = options.prefix.as_deref().unwrap_or("");
+            let state = self.shared.state.read();
+            let mut names: Vec<(&str, &str)> = state
+                .tables
+                .iter()
+                .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
+                .filter(|(_, t)| t.name.starts_with(prefix))
+                .map(|(key, t)| (&**key, t.name.as_str()))
+                .collect();
+            names.sort_unstable();
+            let continuation = names
+                .get(limit)
+                .map(|(key, _)| ContinuationToken::new(*key, None));
+            let tables = names
+                .into_iter()
+                .take(limit)
+                .map(|(_, name)| name.to_owned())
+                .collect();
+            Ok(TablePage {
+                tables,
+                continuation,
+            })
         })
     }
 
@@ -502,57 +502,69 @@ impl TableBackend for MemBackend {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        let _span = op_span("get_entity", table);
-        validate::table_name(table)?;
-        validate::keys(partition_key, row_key)?;
-        if let Some(select) = &options.select {
-            validate::select_names(select)?;
-        }
-        let state = self.shared.state.read();
-        let t = state.table(table, self.delay())?;
-        let pk = encode_key(partition_key);
-        let rk = encode_key(row_key);
-        let row = t
-            .partitions
-            .get(pk.as_ref())
-            .and_then(|p| p.get(rk.as_ref()))
-            .ok_or_else(|| Error::EntityNotFound {
-                table: table.into(),
-                partition_key: partition_key.into(),
-                row_key: row_key.into(),
-            })?;
-        let selection = options.select.as_ref().map(|s| Selection::new(s, &t.names));
-        Ok(row.entity(&pk, &rk, &t.names, selection.as_ref()))
+        tablekit::telemetry::Call::storage(|| self.store_info(), "get_entity", table).run_sync(
+            || {
+                validate::table_name(table)?;
+                validate::keys(partition_key, row_key)?;
+                if let Some(select) = &options.select {
+                    validate::select_names(select)?;
+                }
+                let state = self.shared.state.read();
+                let t = state.table(table, self.delay())?;
+                let pk = encode_key(partition_key);
+                let rk = encode_key(row_key);
+                let row = t
+                    .partitions
+                    .get(pk.as_ref())
+                    .and_then(|p| p.get(rk.as_ref()))
+                    .ok_or_else(|| Error::EntityNotFound {
+                        table: table.into(),
+                        partition_key: partition_key.into(),
+                        row_key: row_key.into(),
+                    })?;
+                let selection = options.select.as_ref().map(|s| Selection::new(s, &t.names));
+                Ok(row.entity(&pk, &rk, &t.names, selection.as_ref()))
+            },
+        )
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        let _span = op_span("query_entities", table);
-        validate::table_name(table)?;
-        tablekit::backend::checks::query(query)?;
-        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-        if let Some(seed) = self.unsorted_seed() {
-            return self.query_unsorted(table, query, resume, seed);
-        }
-        let (limit, break_at_partition) = self.page_plan(query.top);
-        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-        let state = self.shared.state.read();
-        let t = state.table(table, self.delay())?;
-        let mut entities = Vec::new();
-        let mut continuation = None;
-        let mut last_pk: Option<&[u8]> = None;
-        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
-            let partition_changed = last_pk.is_some_and(|last| last != pk);
-            if entities.len() >= limit || (break_at_partition && partition_changed) {
-                continuation = Some(continuation_token(pk, rk));
-                break;
-            }
-            last_pk = Some(pk);
-            let entity = row.entity(pk, rk, &t.names, None);
-            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
-                entities.push(selected(entity, query.select.as_deref()));
-            }
-        }
-        Ok(QueryPage::new(entities, continuation))
+        tablekit::telemetry::Call::storage(|| self.store_info(), "query_entities", table)
+            .run_sync_counted(
+                || {
+                    validate::table_name(table)?;
+                    tablekit::backend::checks::query(query)?;
+                    let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+                    if let Some(seed) = self.unsorted_seed() {
+                        return self.query_unsorted(table, query, resume, seed);
+                    }
+                    let (limit, break_at_partition) = self.page_plan(query.top);
+                    let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+                    let state = self.shared.state.read();
+                    let t = state.table(table, self.delay())?;
+                    let mut entities = Vec::new();
+                    let mut continuation = None;
+                    let mut last_pk: Option<&[u8]> = None;
+                    for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
+                        let partition_changed = last_pk.is_some_and(|last| last != pk);
+                        if entities.len() >= limit || (break_at_partition && partition_changed) {
+                            continuation = Some(continuation_token(pk, rk));
+                            break;
+                        }
+                        last_pk = Some(pk);
+                        let entity = row.entity(pk, rk, &t.names, None);
+                        if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                            entities.push(selected(entity, query.select.as_deref()));
+                        }
+                    }
+                    Ok(QueryPage::new(entities, continuation))
+                },
+                |page| Some(page.entities.len()),
+            )
+    }
+
+    fn store_info(&self) -> tablekit::telemetry::StoreInfo {
+        tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "")
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -563,8 +575,8 @@ impl TableBackend for MemBackend {
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        let _span = op_span("insert_entity", table);
-        self.write(table, Write::Insert(entity))
+        tablekit::telemetry::Call::storage(|| self.store_info(), "insert_entity", table)
+            .run_sync(|| self.write(table, Write::Insert(entity)))
     }
 
     async fn update_entity(
@@ -574,13 +586,13 @@ impl TableBackend for MemBackend {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        let _span = op_span("update_entity", table);
-        self.write(table, Write::Update(entity, mode, if_match))
+        tablekit::telemetry::Call::storage(|| self.store_info(), "update_entity", table)
+            .run_sync(|| self.write(table, Write::Update(entity, mode, if_match)))
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        let _span = op_span("upsert_entity", table);
-        self.write(table, Write::Upsert(entity, mode))
+        tablekit::telemetry::Call::storage(|| self.store_info(), "upsert_entity", table)
+            .run_sync(|| self.write(table, Write::Upsert(entity, mode)))
     }
 
     async fn delete_entity(
@@ -590,9 +602,12 @@ impl TableBackend for MemBackend {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        let _span = op_span("delete_entity", table);
-        self.write(table, Write::Delete(partition_key, row_key, if_match))
-            .map(drop)
+        tablekit::telemetry::Call::storage(|| self.store_info(), "delete_entity", table).run_sync(
+            || {
+                self.write(table, Write::Delete(partition_key, row_key, if_match))
+                    .map(drop)
+            },
+        )
     }
 
     async fn submit_transaction(
@@ -600,34 +615,37 @@ impl TableBackend for MemBackend {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        let _span = op_span("submit_transaction", table);
-        validate::table_name(table)?;
-        tablekit::backend::checks::batch(operations)?;
-        let mut state = self.shared.state.write();
-        let delay = self.delay();
-        // One timestamp for the whole batch, as the live service gives.
-        let ticks = state.next_ticks();
-        let Table {
-            names, partitions, ..
-        } = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
-        // Decide every change first; apply only when all succeed (atomicity).
-        // Each entity appears once, so no decision depends on another.
-        let pk = encode_key(operations[0].keys().0);
-        let partition = partitions.get(pk.as_ref());
-        let mut changes = Vec::with_capacity(operations.len());
-        for (index, op) in operations.iter().enumerate() {
-            let rk = encode_key(op.keys().1);
-            let existing = partition.and_then(|p| p.get(rk.as_ref()));
-            let change =
-                change(names, existing, op.into(), ticks, table).map_err(|e| e.in_batch(index))?;
-            changes.push((rk, change));
-        }
-        let etag = etag_of(ticks);
-        let mut etags = Vec::with_capacity(operations.len());
-        for (rk, change) in changes {
-            etags.push(matches!(change, Change::Put(_)).then(|| etag.clone()));
-            apply(partitions, &pk, &rk, change);
-        }
-        Ok(etags)
+        tablekit::telemetry::Call::storage(|| self.store_info(), "submit_transaction", table)
+            .batch_size(operations.len())
+            .run_sync(|| {
+                validate::table_name(table)?;
+                tablekit::backend::checks::batch(operations)?;
+                let mut state = self.shared.state.write();
+                let delay = self.delay();
+                // One timestamp for the whole batch, as the live service gives.
+                let ticks = state.next_ticks();
+                let Table {
+                    names, partitions, ..
+                } = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
+                // Decide every change first; apply only when all succeed (atomicity).
+                // Each entity appears once, so no decision depends on another.
+                let pk = encode_key(operations[0].keys().0);
+                let partition = partitions.get(pk.as_ref());
+                let mut changes = Vec::with_capacity(operations.len());
+                for (index, op) in operations.iter().enumerate() {
+                    let rk = encode_key(op.keys().1);
+                    let existing = partition.and_then(|p| p.get(rk.as_ref()));
+                    let change = change(names, existing, op.into(), ticks, table)
+                        .map_err(|e| e.in_batch(index))?;
+                    changes.push((rk, change));
+                }
+                let etag = etag_of(ticks);
+                let mut etags = Vec::with_capacity(operations.len());
+                for (rk, change) in changes {
+                    etags.push(matches!(change, Change::Put(_)).then(|| etag.clone()));
+                    apply(partitions, &pk, &rk, change);
+                }
+                Ok(etags)
+            })
     }
 }

@@ -413,6 +413,12 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
         None
     }
 
+    /// What the store is, for the spans and metrics tablekit records
+    /// ([`crate::telemetry`]). A wrapper must forward it.
+    fn store_info(&self) -> crate::telemetry::StoreInfo {
+        crate::telemetry::StoreInfo::unknown()
+    }
+
     /// Inserts a new entity and returns its ETag. REST: `POST /t`.
     ///
     /// Errors: [`EntityAlreadyExists`](crate::Error::EntityAlreadyExists),
@@ -487,6 +493,9 @@ macro_rules! forward_table_backend {
             }
             fn pacing(&self) -> Option<crate::pacing::Pacing> {
                 (**self).pacing()
+            }
+            fn store_info(&self) -> crate::telemetry::StoreInfo {
+                (**self).store_info()
             }
             async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
                 (**self).insert_entity(table, entity).await

@@ -593,7 +593,8 @@ impl RowWriter<'_> {
                     if let Some(pacing) = self.pacing {
                         pacing.throttled(&key, ops.len(), retry_after);
                     }
-                    Pacing::wait(Pacing::back_off(attempt, retry_after)).await;
+                    let system = self.target.store_info().system();
+                    Pacing::wait_throttled(system, attempt, retry_after).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),

@@ -425,6 +425,77 @@ impl Error {
         }
     }
 
+    /// The error's kind, as its variant's name (`EntityNotFound`,
+    /// `PreconditionFailed`, …); for a failed transaction, the failed
+    /// operation's. It names no key or value: spans and metrics record it
+    /// as `error.type`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Error::Invalid(_) => "InvalidInput",
+            Error::TableNotFound { .. } => "TableNotFound",
+            Error::TableAlreadyExists { .. } => "TableAlreadyExists",
+            Error::TableBeingDeleted { .. } => "TableBeingDeleted",
+            Error::EntityNotFound { .. } => "EntityNotFound",
+            Error::EntityAlreadyExists { .. } => "EntityAlreadyExists",
+            Error::UniqueViolation { .. } => "UniqueViolation",
+            Error::PreconditionFailed { .. } => "PreconditionFailed",
+            Error::NewerVersion { .. } => "NewerVersion",
+            Error::BatchFailed { source, .. } => source.error_type(),
+            Error::ContainerNotFound { .. } => "ContainerNotFound",
+            Error::ContainerAlreadyExists { .. } => "ContainerAlreadyExists",
+            Error::BlobNotFound { .. } => "BlobNotFound",
+            Error::BlobAlreadyExists { .. } => "BlobAlreadyExists",
+            Error::BlobConditionNotMet { .. } => "BlobConditionNotMet",
+            Error::QueueNotFound { .. } => "QueueNotFound",
+            Error::QueueBeingDeleted { .. } => "QueueBeingDeleted",
+            Error::MessageNotFound { .. } => "MessageNotFound",
+            Error::PopReceiptMismatch { .. } => "PopReceiptMismatch",
+            Error::Transient { .. } => "Transient",
+            Error::OutcomeUnknown { .. } => "OutcomeUnknown",
+            Error::Throttled { .. } => "Throttled",
+            Error::Storage { .. } => "Storage",
+            Error::Configuration { .. } => "Configuration",
+            Error::PeriodDropped { .. } => "PeriodDropped",
+            Error::Credential { .. } => "Credential",
+            Error::NotSupported { .. } => "NotSupported",
+            Error::LogRecord { .. } => "LogRecord",
+            Error::Decode { .. } => "Decode",
+            Error::Service { .. } => "Service",
+            Error::ImportLine { .. } => "ImportLine",
+            Error::Schema(_) => "Schema",
+            Error::UndecodableRow { .. } => "UndecodableRow",
+        }
+    }
+
+    /// The HTTP status the service answers with for this error, where it
+    /// is one of the service's answers (404 for a missing entity, 412 for a
+    /// failed condition, …); `None` for errors of the client or the
+    /// connection.
+    pub fn status_code(&self) -> Option<u16> {
+        Some(match self {
+            Error::Invalid(_) => 400,
+            Error::TableNotFound { .. }
+            | Error::EntityNotFound { .. }
+            | Error::ContainerNotFound { .. }
+            | Error::BlobNotFound { .. }
+            | Error::QueueNotFound { .. }
+            | Error::MessageNotFound { .. } => 404,
+            Error::TableAlreadyExists { .. }
+            | Error::TableBeingDeleted { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::ContainerAlreadyExists { .. }
+            | Error::BlobAlreadyExists { .. }
+            | Error::QueueBeingDeleted { .. } => 409,
+            Error::PreconditionFailed { .. }
+            | Error::BlobConditionNotMet { .. }
+            | Error::PopReceiptMismatch { .. } => 412,
+            Error::Throttled { .. } => 503,
+            Error::BatchFailed { source, .. } => return source.status_code(),
+            Error::Service { status, .. } => *status,
+            _ => return None,
+        })
+    }
+
     /// Wraps this error as the failure of batch operation `index`.
     pub fn in_batch(self, index: usize) -> Error {
         Error::BatchFailed {

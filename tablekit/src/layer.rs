@@ -446,6 +446,9 @@ impl<B: TableBackend> TableBackend for FaultInjection<B> {
     fn pacing(&self) -> Option<crate::pacing::Pacing> {
         self.inner.pacing()
     }
+    fn store_info(&self) -> crate::telemetry::StoreInfo {
+        self.inner.store_info()
+    }
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         let call = self.inner.insert_entity(table, entity);
         let again = || self.inner.insert_entity(table, entity);

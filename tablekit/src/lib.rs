@@ -338,6 +338,7 @@ pub mod queue;
 pub mod schema;
 pub mod shard;
 pub mod table;
+pub mod telemetry;
 pub mod upkeep;
 pub mod validate;
 mod value;

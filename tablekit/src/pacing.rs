@@ -62,6 +62,8 @@ pub struct Pacing {
     /// How far ahead of its rate a lane may send after a pause: a second's
     /// worth for adaptive rates, none for fixed ones.
     burst: Duration,
+    /// The account, as the pacing metric names it.
+    account: Arc<str>,
     state: Arc<Mutex<State>>,
 }
 
@@ -241,12 +243,20 @@ impl Pacing {
             } else {
                 Duration::ZERO
             },
+            account: Arc::from(""),
             state: Arc::new(Mutex::new(State {
                 account: Lane::new(per_account),
                 partitions: HashMap::new(),
                 sent: VecDeque::new(),
             })),
         }
+    }
+
+    /// Names the account this pacing keeps to, for the metric of its rate
+    /// (`tablekit.pacing.rate`, see [`crate::telemetry`]).
+    pub fn for_account(mut self, account: &str) -> Pacing {
+        self.account = account.into();
+        self
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -267,8 +277,22 @@ impl Pacing {
     /// on; returns at once otherwise.
     pub(crate) async fn wait(wait: Duration) {
         if !wait.is_zero() && tokio::runtime::Handle::try_current().is_ok() {
+            crate::telemetry::paced(wait);
             tokio::time::sleep(wait).await;
         }
+    }
+
+    /// Waits after the store throttled a batch for the `attempt`th time
+    /// (from 0), reporting it ([`crate::telemetry`]) for `system`.
+    pub(crate) async fn wait_throttled(
+        system: &'static str,
+        attempt: u32,
+        retry_after: Option<Duration>,
+    ) {
+        let wait = Pacing::back_off(attempt, retry_after);
+        crate::telemetry::throttled(system, wait, retry_after);
+        crate::telemetry::retry(system, "throttled", attempt + 1, wait);
+        Pacing::wait(wait).await;
     }
 
     /// Reserves room for `entities` writes to `partition` and returns how
@@ -330,6 +354,7 @@ impl Pacing {
             lane.increase(now, entities, per_partition);
         }
         state.account.increase(now, entities, per_account);
+        crate::telemetry::pacing_rate(&self.account, state.account.rate);
     }
 
     /// The store throttled a transaction of `partition`: its rate, or the
@@ -357,6 +382,7 @@ impl Pacing {
         if adaptive && account_bound {
             state.account.decrease(now, entities, None, burst);
         }
+        crate::telemetry::pacing_rate(&self.account, state.account.rate);
     }
 
     /// How long a batch throttled for the `attempt`th time (from 0) waits.

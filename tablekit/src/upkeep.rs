@@ -462,6 +462,12 @@ impl Upkeep {
         for failure in &report.failures {
             tracing::warn!(target: "tablekit::upkeep", %failure, "upkeep: a part failed; it is tried again next round");
         }
+        crate::telemetry::upkeep_round(
+            report.records_finished,
+            report.fences_removed,
+            report.blobs_removed,
+            report.pending.iter().map(|(table, n)| (table.as_str(), *n)),
+        );
         let pending: usize = report.pending.values().sum();
         if report.records_finished + report.fences_removed + report.blobs_removed > 0 {
             tracing::info!(

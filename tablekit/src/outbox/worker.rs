@@ -418,6 +418,7 @@ impl OutboxWorker {
     /// Moves a message to the poison queue with `why`, then deletes it.
     async fn poison(&self, message: &QueueMessage, why: &str) {
         tracing::error!(why, "outbox message set aside as poison");
+        crate::telemetry::poisoned();
         let text = json!({
             "id": message.id,
             "message": message.text,

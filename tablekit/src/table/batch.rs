@@ -315,9 +315,10 @@ impl Transaction {
     /// Runs the transaction; one ETag per write, in the order they were
     /// added (`None` for a delete).
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
-        use tracing::Instrument as _;
-        let span = super::op_span("transaction", &self.table, None, None);
-        self.run().instrument(span).await
+        super::operation(&*self.backend, "transaction", &self.table, None, None)
+            .batch_size(self.writes.len())
+            .run(self.run())
+            .await
     }
 
     /// Runs the writes, then finishes the outbox records they wrote.
@@ -468,8 +469,16 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// Runs the batch atomically; one ETag per write (`None` for deletes).
     pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
-        use tracing::Instrument as _;
-        let span = super::op_span("batch", self.table.name(), T::DESCRIPTOR.kind, None);
-        self.transaction.run().instrument(span).await
+        let backend = self.table.backend();
+        super::operation(
+            &**backend,
+            "batch",
+            self.table.name(),
+            T::DESCRIPTOR.kind,
+            None,
+        )
+        .batch_size(self.transaction.writes.len())
+        .run(self.transaction.run())
+        .await
     }
 }

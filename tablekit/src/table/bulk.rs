@@ -145,9 +145,20 @@ impl<T: TableEntity> BulkWriter<T> {
     }
 
     async fn run(&self, items: &[T], mode: Mode) -> BulkReport {
-        use tracing::Instrument as _;
-        let span = super::op_span("bulk", self.table.name(), T::DESCRIPTOR.kind, None);
-        self.run_unspanned(items, mode).instrument(span).await
+        let backend = self.table.backend();
+        let call = super::operation(
+            &**backend,
+            "bulk",
+            self.table.name(),
+            T::DESCRIPTOR.kind,
+            None,
+        )
+        .batch_size(items.len());
+        let report =
+            crate::telemetry::Call::in_span(call.span(), self.run_unspanned(items, mode)).await;
+        let first = report.failures.first().map(|f| &*f.error);
+        call.finish_outcome(first.is_some(), first);
+        report
     }
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {
@@ -387,7 +398,8 @@ async fn write_partition<T: TableEntity>(
                     if let Some(pacing) = pacing {
                         pacing.throttled(chunk.ops[0].keys().0, chunk.ops.len(), retry_after);
                     }
-                    super::Pacing::wait(super::Pacing::back_off(throttled, retry_after)).await;
+                    let system = table.backend().store_info().system();
+                    super::Pacing::wait_throttled(system, throttled, retry_after).await;
                     throttled += 1;
                 }
                 Err(error) => fail_all(&mut chunk, error, &mut report),

@@ -44,7 +44,7 @@ struct Shard {
 struct Merge {
     backend: Arc<dyn TableBackend>,
     table: Arc<str>,
-    span: tracing::Span,
+    kind: Option<&'static str>,
     shards: Vec<Shard>,
     /// Shards whose next page is under way.
     fetching: usize,
@@ -59,14 +59,19 @@ struct Merge {
 fn fetch(
     backend: &Arc<dyn TableBackend>,
     table: &Arc<str>,
-    span: &tracing::Span,
+    kind: Option<&'static str>,
     query: Query,
 ) -> BoxFuture<'static, Result<QueryPage>> {
-    use tracing::Instrument as _;
     let (backend, table) = (Arc::clone(backend), Arc::clone(table));
-    async move { crate::order::ordered_page(&*backend, &table, query, true).await }
-        .instrument(span.clone())
-        .boxed()
+    async move {
+        super::operation(&*backend, "query", &table, kind, None)
+            .run_counted(
+                crate::order::ordered_page(&*backend, &table, query, true),
+                |page| Some(page.entities.len()),
+            )
+            .await
+    }
+    .boxed()
 }
 
 impl Merge {
@@ -77,7 +82,7 @@ impl Merge {
         for shard in &mut self.shards {
             if shard.rows.as_slice().is_empty() && shard.more && shard.fetch.is_none() {
                 let query = shard.query.clone();
-                shard.fetch = Some(fetch(&self.backend, &self.table, &self.span, query));
+                shard.fetch = Some(fetch(&self.backend, &self.table, self.kind, query));
                 self.fetching += 1;
             }
         }
@@ -170,7 +175,7 @@ pub(crate) fn merged_rows(
     backend: Arc<dyn TableBackend>,
     table: &str,
     queries: Vec<Query>,
-    span: tracing::Span,
+    kind: Option<&'static str>,
 ) -> BoxStream<'static, Result<Entity>> {
     let table: Arc<str> = table.into();
     let shards = queries
@@ -185,7 +190,7 @@ pub(crate) fn merged_rows(
     Box::pin(Merge {
         backend,
         table,
-        span,
+        kind,
         shards,
         fetching: 0,
         failed: false,

@@ -551,6 +551,8 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     return report;
                 }
                 Err(Error::Throttled { retry_after }) => {
+                    let system = self.table.backend().store_info().system();
+                    crate::telemetry::throttled(system, std::time::Duration::ZERO, retry_after);
                     if let Some(pacing) = &self.pacing {
                         pacing.throttled(&key, chunk.len(), retry_after);
                     }

@@ -387,16 +387,21 @@ impl<T> Table<T> {
     }
 }
 
-/// The span a typed operation runs in: `tablekit::table`, with the
-/// operation, the table, and the keys where there are some.
-pub(crate) fn op_span(
+/// A typed operation `op` on `table` of `backend`, observed
+/// ([`crate::telemetry`]): its span, outcome and duration, with the kind,
+/// and the keys where there are some (recorded only when asked for).
+pub(crate) fn operation(
+    backend: &dyn TableBackend,
     op: &'static str,
     table: &str,
     kind: Option<&str>,
     keys: Option<(&str, &str)>,
-) -> tracing::Span {
-    let (pk, rk) = keys.unzip();
-    tracing::debug_span!("tablekit::table", op, table, kind, pk, rk)
+) -> crate::telemetry::Call {
+    let call = crate::telemetry::Call::operation(|| backend.store_info(), op, table).kind(kind);
+    match keys {
+        Some((pk, rk)) => call.keys(pk, rk),
+        None => call,
+    }
 }
 
 impl<K: EntityKinds> Table<K> {
@@ -548,7 +553,7 @@ impl<K: EntityKinds> Table<K> {
 }
 
 /// Every entity of a query as a stream that owns what it needs; each page
-/// is fetched in a `tablekit::table` span of the operation `op`.
+/// is fetched as one operation `op` ([`operation`]).
 pub(crate) fn owned_query_stream(
     backend: Arc<dyn TableBackend>,
     name: String,
@@ -557,26 +562,24 @@ pub(crate) fn owned_query_stream(
     kind: Option<&'static str>,
 ) -> futures::stream::BoxStream<'static, Result<crate::entity::Entity>> {
     use futures::stream::{StreamExt, TryStreamExt};
-    use tracing::Instrument as _;
-    let span = op_span(op, &name, kind, None);
     let pages = futures::stream::try_unfold(
         (backend, name, query, false),
-        move |(backend, name, mut query, done)| {
-            let span = span.clone();
-            async move {
-                if done {
-                    return Ok::<_, Error>(None);
-                }
-                let mut page = crate::order::ordered_page(&*backend, &name, query.clone(), true)
-                    .instrument(span)
-                    .await?;
-                let done = page.continuation.is_none();
-                query.continuation = page.continuation.take();
-                Ok(Some((
-                    futures::stream::iter(page.into_rows()),
-                    (backend, name, query, done),
-                )))
+        move |(backend, name, mut query, done)| async move {
+            if done {
+                return Ok::<_, Error>(None);
             }
+            let mut page = operation(&*backend, op, &name, kind, None)
+                .run_counted(
+                    crate::order::ordered_page(&*backend, &name, query.clone(), true),
+                    |page| Some(page.entities.len()),
+                )
+                .await?;
+            let done = page.continuation.is_none();
+            query.continuation = page.continuation.take();
+            Ok(Some((
+                futures::stream::iter(page.into_rows()),
+                (backend, name, query, done),
+            )))
         },
     );
     pages.try_flatten().boxed()

@@ -24,7 +24,6 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use smallvec::SmallVec;
-use tracing::Instrument as _;
 
 use super::rows::RowWrite;
 use super::{Table, UPDATE_ATTEMPTS};
@@ -188,10 +187,21 @@ impl<T: TableEntity> Table<T> {
                 if_match: IfMatch::Any,
             }
         }));
-        let span = super::op_span("delete", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
-        let sent = send_operations(self.backend.as_ref(), &self.name, &operations)
-            .instrument(span)
-            .await;
+        let keys = Some((pk, rk));
+        let sent = super::operation(
+            &*self.backend,
+            "delete",
+            &self.name,
+            T::DESCRIPTOR.kind,
+            keys,
+        )
+        .batch_size(operations.len())
+        .run(send_operations(
+            self.backend.as_ref(),
+            &self.name,
+            &operations,
+        ))
+        .await;
         Some(match sent {
             Ok(_) => Ok(()),
             // The entity's row, in the caller's terms.

@@ -829,7 +829,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 std::sync::Arc::clone(self.table.backend()),
                 self.table.name(),
                 queries,
-                super::op_span("query", self.table.name(), T::DESCRIPTOR.kind, None),
+                T::DESCRIPTOR.kind,
             ),
             Err(e) => futures::stream::once(futures::future::ready(Err(e))).boxed(),
         }
@@ -927,14 +927,14 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             Some(pk) => self.sharded_page(pk).await?,
             None => {
                 let query = self.to_query();
-                let span =
-                    super::op_span("query_page", self.table.name(), T::DESCRIPTOR.kind, None);
                 let backend = &**self.table.backend();
-                let mut page = tracing::Instrument::instrument(
-                    crate::order::ordered_page(backend, self.table.name(), query, false),
-                    span,
-                )
-                .await?;
+                let name = self.table.name();
+                let mut page = super::operation(backend, "query", name, T::DESCRIPTOR.kind, None)
+                    .run_counted(
+                        crate::order::ordered_page(backend, name, query, false),
+                        |page| Some(page.entities.len()),
+                    )
+                    .await?;
                 let continuation = page.continuation.take();
                 (page.into_rows().collect::<Vec<_>>(), continuation)
             }

@@ -9,8 +9,6 @@ use std::sync::Arc;
 
 use futures::future::Either;
 
-use tracing::Instrument as _;
-
 use super::{Table, UPDATE_ATTEMPTS};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::blob::BlobTarget;
@@ -144,8 +142,10 @@ impl<T: TableEntity> Table<T> {
         pk: &str,
         rk: &str,
     ) -> Result<Option<crate::entity::Entity>> {
-        let span = super::op_span("read", &self.name, T::DESCRIPTOR.kind, Some((pk, rk)));
-        self.read_stored_unspanned(pk, rk).instrument(span).await
+        let keys = Some((pk, rk));
+        super::operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
+            .run(self.read_stored_unspanned(pk, rk))
+            .await
     }
 
     async fn read_stored_unspanned(
@@ -356,9 +356,14 @@ impl<T: TableEntity> Table<T> {
             RowWrite::Delete(_) => "delete",
         };
         let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
-        let span = super::op_span(op, &self.name, T::DESCRIPTOR.kind, Some(keys));
-        self.write_stored_unspanned(entity, write, hint)
-            .instrument(span)
+        super::operation(
+            &*self.backend,
+            op,
+            &self.name,
+            T::DESCRIPTOR.kind,
+            Some(keys),
+        )
+        .run(self.write_stored_unspanned(entity, write, hint))
     }
 
     /// Not an `async fn`: a write with index rows or parts goes straight

@@ -28,8 +28,6 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use tracing::Instrument as _;
-
 use super::{Loaded, Table, rows::RowWrite};
 use crate::backend::UpdateMode;
 use crate::entity::{ETag, Entity, IfMatch};
@@ -451,11 +449,12 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            self.update_keys(pk, rk, &options, |mut value| {
+            let change = |mut value| {
                 change(&mut value);
                 std::future::ready(Ok::<T, Error>(value))
-            })
-            .await
+            };
+            self.update_keys(pk, rk, &options, change, |e| Some(e))
+                .await
         })
     }
 
@@ -510,7 +509,7 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            self.update_keys(pk, rk, &options, change).await
+            self.update_keys(pk, rk, &options, change, |_| None).await
         })
     }
 
@@ -521,6 +520,7 @@ impl<T: TableEntity> Table<T> {
         rk: String,
         options: &UpdateOptions,
         change: F,
+        classify: fn(&E) -> Option<&Error>,
     ) -> Result<Loaded<T>, E>
     where
         E: From<Error>,
@@ -528,9 +528,15 @@ impl<T: TableEntity> Table<T> {
         Fut: Future<Output = Result<T, E>> + Send,
         T: Send,
     {
-        let span = super::op_span("update", self.name(), T::DESCRIPTOR.kind, Some((&pk, &rk)));
-        self.update_encoded(pk, rk, options, change)
-            .instrument(span)
+        let keys = Some((pk.as_str(), rk.as_str()));
+        let call = super::operation(
+            &*self.backend,
+            "update",
+            self.name(),
+            T::DESCRIPTOR.kind,
+            keys,
+        );
+        call.run_classified(self.update_encoded(pk, rk, options, change), classify)
             .await
     }
 
@@ -563,6 +569,13 @@ impl<T: TableEntity> Table<T> {
                 {
                     break;
                 }
+                let reason = match &last {
+                    Some(Error::PreconditionFailed { .. }) => "etag_conflict",
+                    Some(Error::Throttled { .. }) => "throttled",
+                    _ => "transient",
+                };
+                let system = self.backend.store_info().system();
+                crate::telemetry::retry(system, reason, attempt - 1, wait);
                 tokio::time::sleep(wait).await;
             }
             let stored = match self.read_row(&pk, &rk).await {
@@ -736,10 +749,16 @@ impl<T: TableEntity> Table<T> {
         e: Error,
     ) -> Result<Option<ETag>> {
         match self.settle_write(pk, rk, recorded).await {
-            Settled::Applied(stored) => self.landed(pk, rk, recorded, stored).await,
-            Settled::NotApplied => Err(Error::Transient {
-                message: format!("the write was not applied ({e})"),
-            }),
+            Settled::Applied(stored) => {
+                crate::telemetry::settled(true);
+                self.landed(pk, rk, recorded, stored).await
+            }
+            Settled::NotApplied => {
+                crate::telemetry::settled(false);
+                Err(Error::Transient {
+                    message: format!("the write was not applied ({e})"),
+                })
+            }
             Settled::Unknown => Err(e),
         }
     }

@@ -1,0 +1,887 @@
+//! Observability: the spans, events and metrics tablekit emits, and how to
+//! connect them to OpenTelemetry.
+//!
+//! tablekit reports through [`tracing`]: with no subscriber installed, a
+//! span costs one relaxed load. With the `metrics` cargo feature it also
+//! records OpenTelemetry metrics through the `opentelemetry` API crate;
+//! without the feature, none of that code is compiled.
+//!
+//! # Spans
+//!
+//! Field names follow OpenTelemetry's semantic conventions for database
+//! clients, so a [`tracing-opentelemetry`] layer exports them as they are
+//! (`otel.name`, `otel.kind` and `otel.status_code` set the exported span's
+//! name, kind and status).
+//!
+//! | span | level | when |
+//! | --- | --- | --- |
+//! | `tablekit.operation` | INFO | one typed operation of a [`Table`](crate::Table): `insert`, `read`, `query` (one per page), `transaction`, … |
+//! | `tablekit.storage` | INFO | one call of a backend: `insert_entity`, `submit_transaction`, `put_blob`, …; a child of the operation that made it, or an operation of its own when called directly |
+//! | `tablekit.attempt` | INFO | one HTTP attempt of the REST backend, a child of its storage call |
+//!
+//! An operation that writes several rows (an entity with its index rows, its
+//! wide parts, its blobs, an outbox record) is one `tablekit.operation` span
+//! with a `tablekit.storage` child per request.
+//!
+//! Attributes of operation and storage spans:
+//!
+//! | attribute | value |
+//! | --- | --- |
+//! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory store) |
+//! | `db.namespace` | the account, or the store's directory |
+//! | `db.collection.name` | the table (or blob container, or queue) |
+//! | `db.operation.name` | the operation, as in the table above |
+//! | `db.operation.batch.size` | the number of operations of a transaction |
+//! | `db.response.status_code` | the service's HTTP status; on an embedded store, the status the service gives for the same error |
+//! | `db.response.returned_rows` | rows a query page returned |
+//! | `error.type` | the [`Error`] variant, such as `PreconditionFailed` |
+//! | `server.address`, `server.port` | the endpoint, for remote stores |
+//! | `azure.resource_provider.namespace` | `Microsoft.Tables` for tables, `Microsoft.Storage` for blobs and queues |
+//! | `tablekit.kind` | the entity's kind, for typed operations |
+//! | `tablekit.outcome` | `ok`, `error`, or `unknown` (the write's answer was lost: it may have landed) |
+//! | `tablekit.batch.failed_index` | the index of the operation that failed a transaction |
+//! | `tablekit.partition_key`, `tablekit.row_key` | only after [`record_keys(true)`](record_keys): keys may carry personal data |
+//!
+//! A failed operation has the OpenTelemetry status *error*, with a
+//! description that names the error's kind (and, for a transaction, the
+//! failed operation's index), never its keys or values.
+//!
+//! Remote stores' spans have the kind CLIENT; embedded stores' INTERNAL.
+//!
+//! Attempt spans carry `http.request.method`, `http.request.resend_count`
+//! (from the second attempt), `http.response.status_code`,
+//! `az.client_request_id` (the `x-ms-client-request-id` sent with every
+//! request) and `az.service_request_id` (the service's `x-ms-request-id`).
+//!
+//! # Events
+//!
+//! | event | level | fields |
+//! | --- | --- | --- |
+//! | `retry` | WARN | `reason` (`throttled`, `transient`, `timeout`, `etag_conflict`, …), `attempt`, `wait_ms` |
+//! | `throttled` | INFO | `wait_ms`, `retry_after_ms` when the store said |
+//! | `paced` | DEBUG | `wait_ms`: a bulk writer, copy or migration held back to the store's rate |
+//! | `outcome unknown` | WARN | a call ended without knowing whether its write landed (on each span that ended so) |
+//! | `settled` | INFO | `landed`: a typed write read back whether its lost write had landed |
+//!
+//! # Metrics (feature `metrics`)
+//!
+//! Recorded on the meter `tablekit` of the global meter provider
+//! (`opentelemetry::global`), or of the meter given to `set_meter`:
+//!
+//! | metric | kind | unit | what |
+//! | --- | --- | --- | --- |
+//! | `db.client.operation.duration` | histogram | `s` | each operation (a typed one, or a backend call made outside one); buckets 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10 s |
+//! | `tablekit.client.retries` | counter | `{retry}` | attempts sent again, by `reason` |
+//! | `tablekit.client.throttles` | counter | `{response}` | answers of 429 or 503 (throttled) |
+//! | `tablekit.client.outcomes_unknown` | counter | `{operation}` | operations that ended with their outcome unknown (a lost answer nobody could settle) |
+//! | `tablekit.client.outcomes_settled` | counter | `{request}` | lost answers a typed write settled by reading back |
+//! | `tablekit.client.rows_returned` | counter | `{row}` | rows returned by queries |
+//! | `tablekit.pacing.rate` | gauge | `{entity}/s` | the paced rate of an account (`tablekit.account`) |
+//! | `tablekit.upkeep.pending` | gauge | `{record}` | pending records per table, after each upkeep round |
+//! | `tablekit.upkeep.records_finished` | counter | `{record}` | records the upkeep finished |
+//! | `tablekit.upkeep.records_poisoned` | counter | `{record}` | records set aside as poison |
+//! | `tablekit.upkeep.orphan_blobs_removed` | counter | `{blob}` | offloaded blobs no row names, removed |
+//! | `tablekit.upkeep.fence_rows_removed` | counter | `{row}` | fence rows of finished records, removed |
+//!
+//! Metric attributes are `db.system.name`, `db.namespace`,
+//! `db.collection.name`, `db.operation.name`, `error.type`, `reason` and
+//! `tablekit.account` as each metric has them: never keys.
+//!
+//! # Connecting an OTLP exporter
+//!
+//! With `tracing-subscriber`, `tracing-opentelemetry`, `opentelemetry_sdk`
+//! and `opentelemetry-otlp` in your program:
+//!
+//! ```text
+//! let exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic().build()?;
+//! let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+//!     .with_batch_exporter(exporter)
+//!     .build();
+//! let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "my-service");
+//! tracing_subscriber::registry()
+//!     .with(tracing_subscriber::EnvFilter::new("info"))
+//!     .with(tracing_opentelemetry::layer().with_tracer(tracer))
+//!     .init();
+//! // Metrics (tablekit's `metrics` feature):
+//! let metrics = opentelemetry_otlp::MetricExporter::builder().with_tonic().build()?;
+//! let meters = opentelemetry_sdk::metrics::SdkMeterProvider::builder()
+//!     .with_periodic_exporter(metrics)
+//!     .build();
+//! opentelemetry::global::set_meter_provider(meters);
+//! ```
+//!
+//! A span current where a tablekit operation is called (a web request's,
+//! for instance) is the parent of the operation's span, so one trace shows
+//! the request, tablekit's operations and each request to the store.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::error::{Error, Result};
+
+/// What a store is, for spans and metrics: each backend describes itself
+/// through [`TableBackend::store_info`](crate::TableBackend::store_info)
+/// (and the blob and queue contracts' methods of the same name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreInfo {
+    system: &'static str,
+    namespace: Arc<str>,
+    server: Option<(Arc<str>, u16)>,
+    provider: Option<&'static str>,
+}
+
+impl StoreInfo {
+    /// A store in this process (`db.system.name` = `system`), its spans of
+    /// kind INTERNAL.
+    pub fn embedded(system: &'static str, namespace: impl Into<Arc<str>>) -> StoreInfo {
+        StoreInfo {
+            system,
+            namespace: namespace.into(),
+            server: None,
+            provider: None,
+        }
+    }
+
+    /// A store reached over the network at `address:port`, its spans of
+    /// kind CLIENT.
+    pub fn remote(
+        system: &'static str,
+        namespace: impl Into<Arc<str>>,
+        address: impl Into<Arc<str>>,
+        port: u16,
+    ) -> StoreInfo {
+        StoreInfo {
+            system,
+            namespace: namespace.into(),
+            server: Some((address.into(), port)),
+            provider: None,
+        }
+    }
+
+    /// With `azure.resource_provider.namespace` = `namespace`.
+    pub fn with_provider(mut self, namespace: &'static str) -> StoreInfo {
+        self.provider = Some(namespace);
+        self
+    }
+
+    /// `db.system.name`.
+    pub fn system(&self) -> &'static str {
+        self.system
+    }
+
+    /// `db.namespace`: the account, or the store's place.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// `server.address` and `server.port`, for a remote store.
+    pub fn server(&self) -> Option<(&str, u16)> {
+        self.server.as_ref().map(|(a, p)| (&**a, *p))
+    }
+
+    /// `azure.resource_provider.namespace`, where there is one.
+    pub fn provider(&self) -> Option<&'static str> {
+        self.provider
+    }
+
+    /// Whether the store is reached over the network.
+    pub fn is_remote(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// A store that does not describe itself.
+    pub fn unknown() -> StoreInfo {
+        StoreInfo::embedded("tablekit.custom", "")
+    }
+}
+
+static RECORD_KEYS: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans record the PartitionKey and RowKey of the entity an
+/// operation is about (`tablekit.partition_key`, `tablekit.row_key`). Off
+/// by default: keys often hold personal data (an email, a customer's id).
+pub fn record_keys(on: bool) {
+    RECORD_KEYS.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`record_keys`] is on.
+pub fn records_keys() -> bool {
+    RECORD_KEYS.load(Ordering::Relaxed)
+}
+
+macro_rules! db_span {
+    ($name:literal, $op:expr) => {
+        tracing::info_span!(
+            target: "tablekit",
+            $name,
+            otel.name = Empty,
+            otel.kind = Empty,
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+            db.system.name = Empty,
+            db.namespace = Empty,
+            db.collection.name = Empty,
+            db.operation.name = $op,
+            db.operation.batch.size = Empty,
+            db.response.status_code = Empty,
+            db.response.returned_rows = Empty,
+            "error.type" = Empty,
+            server.address = Empty,
+            server.port = Empty,
+            azure.resource_provider.namespace = Empty,
+            tablekit.kind = Empty,
+            tablekit.outcome = Empty,
+            tablekit.batch.failed_index = Empty,
+            tablekit.partition_key = Empty,
+            tablekit.row_key = Empty,
+        )
+    };
+}
+
+/// One observed call: a typed operation, or a backend's call to its store.
+/// It owns a span (disabled when nobody listens) and, with the `metrics`
+/// feature, the start time and what the duration metric needs.
+///
+/// Backends make one per call with [`Call::storage`] and run the call
+/// through [`Call::run`] (or [`Call::run_sync`]), which records the
+/// outcome.
+#[must_use = "a call records nothing until it is run or finished"]
+#[derive(Debug)]
+pub struct Call {
+    span: Span,
+    #[cfg(feature = "metrics")]
+    measured: Option<metrics::Measured>,
+}
+
+impl Call {
+    /// A typed operation `op` on `collection`.
+    pub(crate) fn operation(
+        info: impl FnOnce() -> StoreInfo,
+        op: &'static str,
+        collection: &str,
+    ) -> Call {
+        Call::new(
+            db_span!("tablekit.operation", op),
+            info,
+            op,
+            collection,
+            None,
+        )
+    }
+
+    /// A backend's call `op` to its store, about `collection` (a table,
+    /// container or queue; empty for calls about the account). Inside an
+    /// operation it is that operation's child; called directly, it is an
+    /// operation of its own (and counted in the duration metric).
+    pub fn storage(info: impl FnOnce() -> StoreInfo, op: &'static str, collection: &str) -> Call {
+        let nested = scope::inside();
+        Call::new(
+            db_span!("tablekit.storage", op),
+            info,
+            op,
+            collection,
+            Some(nested),
+        )
+    }
+
+    fn new(
+        span: Span,
+        info: impl FnOnce() -> StoreInfo,
+        op: &'static str,
+        collection: &str,
+        storage: Option<bool>,
+    ) -> Call {
+        // A storage call made inside an operation: its duration belongs to
+        // the operation's.
+        let nested = storage == Some(true);
+        let wanted = !span.is_disabled() || (cfg!(feature = "metrics") && !nested);
+        let info = wanted.then(info);
+        if let Some(info) = info.as_ref().filter(|_| !span.is_disabled()) {
+            describe(&span, info, op, collection);
+        }
+        Call {
+            span,
+            #[cfg(feature = "metrics")]
+            measured: info
+                .filter(|_| !nested)
+                .map(|info| metrics::Measured::start(info, op, collection)),
+        }
+    }
+
+    /// The call's span, to record more on or to enter.
+    pub fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// Records the entity's kind.
+    pub fn kind(self, kind: Option<&str>) -> Call {
+        if let Some(kind) = kind {
+            self.span.record("tablekit.kind", kind);
+        }
+        self
+    }
+
+    /// Records the keys of the entity, if [`record_keys`] is on.
+    pub fn keys(self, partition_key: &str, row_key: &str) -> Call {
+        if records_keys() && !self.span.is_disabled() {
+            self.span.record("tablekit.partition_key", partition_key);
+            self.span.record("tablekit.row_key", row_key);
+        }
+        self
+    }
+
+    /// Records the number of operations of a transaction.
+    pub fn batch_size(self, size: usize) -> Call {
+        self.span.record("db.operation.batch.size", size as u64);
+        self
+    }
+
+    /// Runs `call` inside the span and records its outcome.
+    pub async fn run<T, F>(self, call: F) -> Result<T>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        self.run_counted(call, |_| None).await
+    }
+
+    /// Runs `call` inside the span and records its outcome, and the rows
+    /// `rows` counts in what it returned (for queries).
+    pub async fn run_counted<T, F>(
+        self,
+        call: F,
+        rows: impl FnOnce(&T) -> Option<usize>,
+    ) -> Result<T>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        use tracing::Instrument as _;
+        let call = scope::Inside { inner: call };
+        let result = if self.span.is_disabled() {
+            call.await
+        } else {
+            call.instrument(self.span.clone()).await
+        };
+        self.finish_counted(&result, rows);
+        result
+    }
+
+    /// Runs `call` inside `span`, as inside an operation, recording
+    /// nothing: for an operation whose outcome is not a [`Result`].
+    pub(crate) async fn in_span<F: Future>(span: &Span, call: F) -> F::Output {
+        use tracing::Instrument as _;
+        let call = scope::Inside { inner: call };
+        if span.is_disabled() {
+            call.await
+        } else {
+            call.instrument(span.clone()).await
+        }
+    }
+
+    /// Runs `call` inside the span and records its outcome.
+    pub fn run_sync<T>(self, call: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.run_sync_counted(call, |_| None)
+    }
+
+    /// Runs `call` inside the span and records its outcome, and the rows
+    /// `rows` counts in what it returned (for queries).
+    pub fn run_sync_counted<T>(
+        self,
+        call: impl FnOnce() -> Result<T>,
+        rows: impl FnOnce(&T) -> Option<usize>,
+    ) -> Result<T> {
+        let result = {
+            let _entered = (!self.span.is_disabled()).then(|| self.span.enter());
+            let _inside = scope::enter();
+            call()
+        };
+        self.finish_counted(&result, rows);
+        result
+    }
+
+    fn finish_counted<T>(self, result: &Result<T>, rows: impl FnOnce(&T) -> Option<usize>) {
+        if let Some(rows) = result.as_ref().ok().and_then(rows) {
+            self.rows(rows);
+        }
+        self.finish(result);
+    }
+
+    /// Records a query page's rows.
+    pub fn rows(&self, rows: usize) {
+        self.span.record("db.response.returned_rows", rows as u64);
+        #[cfg(feature = "metrics")]
+        if let Some(measured) = &self.measured {
+            measured.rows(rows);
+        }
+    }
+
+    /// Records the outcome of the call, and its duration.
+    pub fn finish<T>(self, result: &Result<T>) {
+        self.finish_outcome(result.is_err(), result.as_ref().err());
+    }
+
+    /// Runs `call`, whose error is the caller's type `E`, inside the span;
+    /// `classify` finds tablekit's error in it, where there is one.
+    pub(crate) async fn run_classified<T, E, F>(
+        self,
+        call: F,
+        classify: fn(&E) -> Option<&Error>,
+    ) -> std::result::Result<T, E>
+    where
+        F: Future<Output = std::result::Result<T, E>>,
+    {
+        use tracing::Instrument as _;
+        let call = scope::Inside { inner: call };
+        let result = if self.span.is_disabled() {
+            call.await
+        } else {
+            call.instrument(self.span.clone()).await
+        };
+        let error = result.as_ref().err();
+        self.finish_outcome(error.is_some(), error.and_then(classify));
+        result
+    }
+
+    /// Records the outcome: `failed`, with tablekit's `error` where there is
+    /// one (`error.type` is `_OTHER` for a failure of another type).
+    pub(crate) fn finish_outcome(self, failed: bool, error: Option<&Error>) {
+        if !self.span.is_disabled() {
+            record_outcome(&self.span, failed, error);
+        }
+        if error.is_some_and(Error::is_outcome_unknown) {
+            self.span.in_scope(|| {
+                tracing::warn!(target: "tablekit", "outcome unknown");
+            });
+        }
+        #[cfg(feature = "metrics")]
+        if let Some(measured) = self.measured {
+            if error.is_some_and(Error::is_outcome_unknown) {
+                metrics::outcome_unknown();
+            }
+            measured.finish(failed, error);
+        }
+    }
+}
+
+fn describe(span: &Span, info: &StoreInfo, op: &'static str, collection: &str) {
+    if collection.is_empty() {
+        span.record("otel.name", op);
+    } else {
+        span.record("otel.name", format!("{op} {collection}"));
+        span.record("db.collection.name", collection);
+    }
+    span.record(
+        "otel.kind",
+        if info.is_remote() {
+            "client"
+        } else {
+            "internal"
+        },
+    );
+    span.record("db.system.name", info.system);
+    if !info.namespace.is_empty() {
+        span.record("db.namespace", &*info.namespace);
+    }
+    if let Some((address, port)) = info.server() {
+        span.record("server.address", address);
+        span.record("server.port", port);
+    }
+    if let Some(provider) = info.provider {
+        span.record("azure.resource_provider.namespace", provider);
+    }
+}
+
+/// Records the outcome on a span made by this module.
+fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
+    if !failed {
+        span.record("tablekit.outcome", "ok");
+        return;
+    }
+    span.record("otel.status_code", "error");
+    let Some(error) = error else {
+        span.record("tablekit.outcome", "error");
+        span.record("error.type", "_OTHER");
+        return;
+    };
+    span.record(
+        "tablekit.outcome",
+        if error.is_outcome_unknown() {
+            "unknown"
+        } else {
+            "error"
+        },
+    );
+    span.record("error.type", error.error_type());
+    if let Some(status) = error.status_code() {
+        span.record("db.response.status_code", status);
+    }
+    match error {
+        Error::BatchFailed { index, source } => {
+            span.record("tablekit.batch.failed_index", *index as u64);
+            span.record(
+                "otel.status_description",
+                format!(
+                    "operation {index} of the transaction failed: {}",
+                    source.error_type()
+                ),
+            );
+        }
+        _ => {
+            span.record("otel.status_description", error.error_type());
+        }
+    }
+}
+
+/// Reports that an attempt is sent again after `wait`, for `reason`
+/// (`throttled`, `transient`, `timeout`, `not_sent`, `token_refused`,
+/// `etag_conflict`, …): a WARN event `retry` in the current span, and the
+/// retry counter.
+pub fn retry(system: &'static str, reason: &'static str, attempt: u32, wait: Duration) {
+    tracing::warn!(
+        target: "tablekit",
+        reason,
+        attempt,
+        wait_ms = wait.as_millis() as u64,
+        "retry"
+    );
+    #[cfg(feature = "metrics")]
+    metrics::retry(system, reason);
+    #[cfg(not(feature = "metrics"))]
+    let _ = system;
+}
+
+/// Reports an answer that the store is busy (429 or 503), and the wait
+/// before the next try: an INFO event `throttled` in the current span, and
+/// the throttle counter.
+pub fn throttled(system: &'static str, wait: Duration, retry_after: Option<Duration>) {
+    match retry_after {
+        Some(after) => tracing::info!(
+            target: "tablekit",
+            wait_ms = wait.as_millis() as u64,
+            retry_after_ms = after.as_millis() as u64,
+            "throttled"
+        ),
+        None => tracing::info!(target: "tablekit", wait_ms = wait.as_millis() as u64, "throttled"),
+    }
+    #[cfg(feature = "metrics")]
+    metrics::throttle(system);
+    #[cfg(not(feature = "metrics"))]
+    let _ = system;
+}
+
+/// Reports a writer held back to the store's rate: a DEBUG event `paced`.
+pub(crate) fn paced(wait: Duration) {
+    tracing::debug!(target: "tablekit", wait_ms = wait.as_millis() as u64, "paced");
+}
+
+/// Reports that a typed write settled a lost answer by reading the store:
+/// whether the write had `landed`.
+pub(crate) fn settled(landed: bool) {
+    tracing::info!(target: "tablekit", landed, "settled");
+    #[cfg(feature = "metrics")]
+    metrics::settled();
+}
+
+/// Reports the paced rate of an account.
+#[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+pub(crate) fn pacing_rate(account: &str, rate: f64) {
+    #[cfg(feature = "metrics")]
+    metrics::pacing_rate(account, rate);
+}
+
+/// Reports what an upkeep round did: records finished, fence rows and
+/// orphan blobs removed, and the records still pending per table.
+#[cfg_attr(not(feature = "metrics"), allow(unused_variables))]
+pub(crate) fn upkeep_round<'a>(
+    finished: usize,
+    fences: usize,
+    blobs: usize,
+    pending: impl IntoIterator<Item = (&'a str, usize)>,
+) {
+    #[cfg(feature = "metrics")]
+    metrics::upkeep_round(finished, fences, blobs, pending);
+}
+
+/// Reports an outbox record set aside as poison.
+pub(crate) fn poisoned() {
+    #[cfg(feature = "metrics")]
+    metrics::poisoned();
+}
+
+#[cfg(feature = "metrics")]
+pub use metrics::set_meter;
+
+/// Whether a storage call is made inside an operation: a depth kept per
+/// thread while an operation's future is polled (the calls it awaits are
+/// polled inside it, on the same thread).
+mod scope {
+    use std::cell::Cell;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    thread_local! {
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+    }
+
+    pub(super) fn inside() -> bool {
+        DEPTH.with(Cell::get) > 0
+    }
+
+    pub(super) struct Entered;
+
+    pub(super) fn enter() -> Entered {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        Entered
+    }
+
+    impl Drop for Entered {
+        fn drop(&mut self) {
+            DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        }
+    }
+
+    pin_project_lite::pin_project! {
+        /// A future polled as inside an operation.
+        pub(super) struct Inside<F> {
+            #[pin]
+            pub(super) inner: F,
+        }
+    }
+
+    impl<F: Future> Future for Inside<F> {
+        type Output = F::Output;
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            let _entered = enter();
+            self.project().inner.poll(cx)
+        }
+    }
+}
+
+#[cfg(feature = "metrics")]
+mod metrics {
+    //! The instruments, on the meter `tablekit`.
+
+    use std::sync::{Arc, OnceLock, RwLock};
+    use std::time::Instant;
+
+    use opentelemetry::KeyValue;
+    use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
+
+    use super::StoreInfo;
+    use crate::error::Error;
+
+    /// The boundaries OpenTelemetry advises for `db.client.operation.duration`.
+    const BUCKETS: [f64; 9] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0];
+
+    struct Instruments {
+        duration: Histogram<f64>,
+        retries: Counter<u64>,
+        throttles: Counter<u64>,
+        unknown: Counter<u64>,
+        settled: Counter<u64>,
+        rows: Counter<u64>,
+        pacing: Gauge<f64>,
+        pending: Gauge<u64>,
+        finished: Counter<u64>,
+        poisoned: Counter<u64>,
+        orphans: Counter<u64>,
+        fences: Counter<u64>,
+    }
+
+    impl Instruments {
+        fn new(meter: &Meter) -> Instruments {
+            let counter = |name: &'static str, unit: &'static str, what: &'static str| {
+                meter
+                    .u64_counter(name)
+                    .with_unit(unit)
+                    .with_description(what)
+                    .build()
+            };
+            Instruments {
+                duration: meter
+                    .f64_histogram("db.client.operation.duration")
+                    .with_unit("s")
+                    .with_description("Duration of database client operations.")
+                    .with_boundaries(BUCKETS.to_vec())
+                    .build(),
+                retries: counter("tablekit.client.retries", "{retry}", "Attempts sent again."),
+                throttles: counter(
+                    "tablekit.client.throttles",
+                    "{response}",
+                    "Answers that the store is busy (429, 503).",
+                ),
+                unknown: counter(
+                    "tablekit.client.outcomes_unknown",
+                    "{request}",
+                    "Writes whose answer was lost.",
+                ),
+                settled: counter(
+                    "tablekit.client.outcomes_settled",
+                    "{request}",
+                    "Lost answers settled by reading the store.",
+                ),
+                rows: counter(
+                    "tablekit.client.rows_returned",
+                    "{row}",
+                    "Rows returned by queries.",
+                ),
+                pacing: meter
+                    .f64_gauge("tablekit.pacing.rate")
+                    .with_unit("{entity}/s")
+                    .with_description("The paced rate of an account.")
+                    .build(),
+                pending: meter
+                    .u64_gauge("tablekit.upkeep.pending")
+                    .with_unit("{record}")
+                    .with_description("Pending records of a table after an upkeep round.")
+                    .build(),
+                finished: counter(
+                    "tablekit.upkeep.records_finished",
+                    "{record}",
+                    "Records the upkeep finished.",
+                ),
+                poisoned: counter(
+                    "tablekit.upkeep.records_poisoned",
+                    "{record}",
+                    "Records set aside as poison.",
+                ),
+                orphans: counter(
+                    "tablekit.upkeep.orphan_blobs_removed",
+                    "{blob}",
+                    "Offloaded blobs no row names, removed.",
+                ),
+                fences: counter(
+                    "tablekit.upkeep.fence_rows_removed",
+                    "{row}",
+                    "Fence rows of finished records, removed.",
+                ),
+            }
+        }
+    }
+
+    static INSTRUMENTS: OnceLock<RwLock<Arc<Instruments>>> = OnceLock::new();
+
+    fn slot() -> &'static RwLock<Arc<Instruments>> {
+        INSTRUMENTS.get_or_init(|| {
+            RwLock::new(Arc::new(Instruments::new(&opentelemetry::global::meter(
+                "tablekit",
+            ))))
+        })
+    }
+
+    fn instruments() -> Arc<Instruments> {
+        Arc::clone(&slot().read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Records tablekit's metrics on `meter` from now on, instead of the
+    /// meter `tablekit` of the global provider (which tablekit takes at its
+    /// first measurement: set the global provider before that, or call
+    /// this).
+    pub fn set_meter(meter: &Meter) {
+        let fresh = Arc::new(Instruments::new(meter));
+        *slot().write().unwrap_or_else(|e| e.into_inner()) = fresh;
+    }
+
+    /// An operation being timed.
+    #[derive(Debug)]
+    pub(super) struct Measured {
+        started: Instant,
+        attributes: Vec<KeyValue>,
+    }
+
+    impl Measured {
+        pub(super) fn start(info: StoreInfo, op: &'static str, collection: &str) -> Measured {
+            let mut attributes = vec![
+                KeyValue::new("db.system.name", info.system),
+                KeyValue::new("db.operation.name", op),
+            ];
+            if !info.namespace.is_empty() {
+                attributes.push(KeyValue::new("db.namespace", info.namespace.to_string()));
+            }
+            if !collection.is_empty() {
+                attributes.push(KeyValue::new("db.collection.name", collection.to_owned()));
+            }
+            if let Some((address, port)) = info.server() {
+                attributes.push(KeyValue::new("server.address", address.to_owned()));
+                attributes.push(KeyValue::new("server.port", i64::from(port)));
+            }
+            Measured {
+                started: Instant::now(),
+                attributes,
+            }
+        }
+
+        pub(super) fn rows(&self, rows: usize) {
+            instruments().rows.add(rows as u64, &self.attributes);
+        }
+
+        pub(super) fn finish(mut self, failed: bool, error: Option<&Error>) {
+            let seconds = self.started.elapsed().as_secs_f64();
+            if failed {
+                let kind = error.map_or("_OTHER", Error::error_type);
+                self.attributes.push(KeyValue::new("error.type", kind));
+            }
+            instruments().duration.record(seconds, &self.attributes);
+        }
+    }
+
+    pub(super) fn retry(system: &'static str, reason: &'static str) {
+        instruments().retries.add(
+            1,
+            &[
+                KeyValue::new("db.system.name", system),
+                KeyValue::new("reason", reason),
+            ],
+        );
+    }
+
+    pub(super) fn throttle(system: &'static str) {
+        instruments()
+            .throttles
+            .add(1, &[KeyValue::new("db.system.name", system)]);
+    }
+
+    pub(super) fn outcome_unknown() {
+        instruments().unknown.add(1, &[]);
+    }
+
+    pub(super) fn settled() {
+        instruments().settled.add(1, &[]);
+    }
+
+    pub(super) fn pacing_rate(account: &str, rate: f64) {
+        instruments().pacing.record(
+            rate,
+            &[KeyValue::new("tablekit.account", account.to_owned())],
+        );
+    }
+
+    pub(super) fn upkeep_round<'a>(
+        finished: usize,
+        fences: usize,
+        blobs: usize,
+        pending: impl IntoIterator<Item = (&'a str, usize)>,
+    ) {
+        let i = instruments();
+        for (table, records) in pending {
+            let attributes = [KeyValue::new("db.collection.name", table.to_owned())];
+            i.pending.record(records as u64, &attributes);
+        }
+        for (counter, value) in [
+            (&i.finished, finished),
+            (&i.orphans, blobs),
+            (&i.fences, fences),
+        ] {
+            if value > 0 {
+                counter.add(value as u64, &[]);
+            }
+        }
+    }
+
+    pub(super) fn poisoned() {
+        instruments().poisoned.add(1, &[]);
+    }
+}
