@@ -612,7 +612,7 @@ fn attempt_span(method: &Method, sent: u32, route: Route) -> tracing::Span {
 fn retry_reason(error: &Error) -> &'static str {
     match error {
         Error::Throttled { .. } => "throttled",
-        Error::OutcomeUnknown { .. } => "lost_answer",
+        Error::OutcomeUnknown { .. } => "outcome_unknown",
         _ => "transient",
     }
 }

@@ -1,4 +1,6 @@
-//! Each request of the HTTP layer runs in a span, and retries are warnings.
+//! Each HTTP attempt is a span under its storage call, with the request
+//! ids, and a retry is an event: as an OpenTelemetry exporter receives
+//! them.
 //!
 //! A binary of its own: tracing caches whether anybody listens to a span,
 //! and a test on another thread of the same binary, with no subscriber, can
@@ -6,22 +8,18 @@
 
 mod mock;
 
-use std::sync::Arc;
-
 use mock::{Mock, json_error, respond};
+use opentelemetry::trace::SpanKind;
 use tablekit::{Entity, TableBackend, UpdateMode};
 
-#[path = "../../tests/support/recorder.rs"]
-mod recorder;
+#[path = "../../tests/support/otel.rs"]
+mod otel;
 
-#[tokio::test]
-async fn each_request_runs_in_a_span_and_retries_are_warnings() {
-    let recorder = recorder::Recorder::default();
-    let lines = Arc::clone(&recorder.lines);
-    let _guard = tracing::subscriber::set_default(recorder);
-    // Other tests of this binary may have met the request span first, with
-    // no subscriber, and tracing caches that "nobody listens": ask again.
-    tracing::callsite::rebuild_interest_cache();
+use otel::{attr, children, event_attr, events, failed, named};
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_attempt_is_a_span_with_both_ids_and_a_retry_is_an_event() {
+    let otel = otel::Otel::start();
     let mock = Mock::start(vec![
         json_error("500 Internal Server Error", "InternalError"),
         respond(
@@ -35,44 +33,64 @@ async fn each_request_runs_in_a_span_and_retries_are_warnings() {
         .upsert_entity("tbl", &Entity::new("p", "r"), UpdateMode::Replace)
         .await
         .unwrap();
-    let all: Vec<String> = lines.lock().unwrap().clone();
-    // Each answer names both ids: ours, sent with the request, and the
-    // service's.
-    let answered: Vec<&String> = all
-        .iter()
-        .filter(|l| l.contains("message=answered"))
-        .collect();
-    assert_eq!(answered.len(), 2, "{all:#?}");
-    assert!(answered[1].contains("status=204"), "{}", answered[1]);
-    assert!(
-        answered[1].contains("request_id=\"svc-77\""),
-        "{}",
-        answered[1]
-    );
-    assert!(
-        answered[1].contains("client_request_id="),
-        "{}",
-        answered[1]
-    );
-    let lines: Vec<String> = all
-        .iter()
-        .filter(|l| l.starts_with("span DEBUG tablekit_azure") || l.contains("attempt="))
-        .cloned()
-        .collect();
-    assert_eq!(lines.len(), 3, "{lines:#?}");
+    let spans = otel.spans();
+    let upsert = named(&spans, "upsert_entity tbl");
+    assert_eq!(upsert.len(), 1, "{spans:#?}");
+    let upsert = upsert[0];
+    assert_eq!(upsert.span_kind, SpanKind::Client);
     assert_eq!(
-        lines[0],
-        "span DEBUG tablekit_azure::request method=PUT path=\"/tbl(PartitionKey='p',RowKey='r')\""
+        attr(upsert, "db.system.name").as_deref(),
+        Some("azure.tables")
     );
-    assert!(
-        lines[1].starts_with("event WARN message=retrying attempt=1 "),
-        "{}",
-        lines[1]
+    assert_eq!(attr(upsert, "tablekit.outcome").as_deref(), Some("ok"));
+    // The keys are in the request's path: nothing records the path.
+    for span in &spans {
+        assert!(
+            span.attributes
+                .iter()
+                .all(|kv| !kv.value.as_str().contains("PartitionKey")),
+            "{span:#?}"
+        );
+    }
+    let retries = events(upsert, "retry");
+    assert_eq!(retries.len(), 1, "{upsert:#?}");
+    // A 500 to a write: it may have landed, and an upsert may be sent again.
+    assert_eq!(
+        event_attr(retries[0], "reason").as_deref(),
+        Some("outcome_unknown")
     );
-    assert!(lines[1].contains("error="), "{}", lines[1]);
-    assert!(
-        lines[2].starts_with("event DEBUG message=succeeded attempt=2 "),
-        "{}",
-        lines[2]
+    assert_eq!(event_attr(retries[0], "attempt").as_deref(), Some("1"));
+    let attempts = children(&spans, upsert);
+    assert_eq!(attempts.len(), 2, "{attempts:#?}");
+    let (first, second) = (attempts[0], attempts[1]);
+    for attempt in [first, second] {
+        assert_eq!(attempt.name, "PUT");
+        assert_eq!(attempt.span_kind, SpanKind::Client);
+        assert_eq!(attr(attempt, "http.request.method").as_deref(), Some("PUT"));
+        assert!(attr(attempt, "az.client_request_id").is_some_and(|id| id.len() == 36));
+    }
+    assert!(failed(first));
+    assert_eq!(
+        attr(first, "http.response.status_code").as_deref(),
+        Some("500")
+    );
+    assert_eq!(attr(first, "http.request.resend_count"), None);
+    assert!(!failed(second));
+    assert_eq!(
+        attr(second, "http.response.status_code").as_deref(),
+        Some("204")
+    );
+    assert_eq!(
+        attr(second, "http.request.resend_count").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        attr(second, "az.service_request_id").as_deref(),
+        Some("svc-77")
+    );
+    // Each attempt sent an id of its own.
+    assert_ne!(
+        attr(first, "az.client_request_id"),
+        attr(second, "az.client_request_id")
     );
 }

@@ -57,7 +57,7 @@
 //!
 //! | event | level | fields |
 //! | --- | --- | --- |
-//! | `retry` | WARN | `reason` (`throttled`, `transient`, `timeout`, `etag_conflict`, …), `attempt`, `wait_ms` |
+//! | `retry` | WARN | `reason`, `attempt`, `wait_ms`; the reasons: `throttled`, `transient` (a failure the request did not reach the store through), `outcome_unknown` (a lost answer to a request safe to send again), `not_sent` (a connection closed before the request was written), `token_refused` (a token refused, sent again with a new one), `not_replicated` (a read the secondary region had not seen yet), `etag_conflict` (a typed update that met another writer's change) |
 //! | `throttled` | INFO | `wait_ms`, `retry_after_ms` when the store said |
 //! | `paced` | DEBUG | `wait_ms`: a bulk writer, copy or migration held back to the store's rate |
 //! | `outcome unknown` | WARN | a call ended without knowing whether its write landed (on each span that ended so) |
@@ -264,12 +264,15 @@ impl Call {
         op: &'static str,
         collection: &str,
     ) -> Call {
+        // An operation made inside another (the read that settles a lost
+        // write) is a child, timed as part of it.
+        let nested = scope::inside();
         Call::new(
             db_span!("tablekit.operation", op),
             info,
             op,
             collection,
-            None,
+            nested,
         )
     }
 
@@ -284,7 +287,7 @@ impl Call {
             info,
             op,
             collection,
-            Some(nested),
+            nested,
         )
     }
 
@@ -293,11 +296,10 @@ impl Call {
         info: impl FnOnce() -> StoreInfo,
         op: &'static str,
         collection: &str,
-        storage: Option<bool>,
+        nested: bool,
     ) -> Call {
-        // A storage call made inside an operation: its duration belongs to
-        // the operation's.
-        let nested = storage == Some(true);
+        // A call made inside an operation: its duration belongs to the
+        // operation's.
         let wanted = !span.is_disabled() || (cfg!(feature = "metrics") && !nested);
         let info = wanted.then(info);
         if let Some(info) = info.as_ref().filter(|_| !span.is_disabled()) {
@@ -494,6 +496,16 @@ fn describe(span: &Span, info: &StoreInfo, op: &'static str, collection: &str) {
     }
 }
 
+/// Records the keys of the entity a typed operation is about on the
+/// current span (the operation's), if [`record_keys`] is on.
+pub(crate) fn current_keys(partition_key: &str, row_key: &str) {
+    if records_keys() {
+        let span = Span::current();
+        span.record("tablekit.partition_key", partition_key);
+        span.record("tablekit.row_key", row_key);
+    }
+}
+
 /// Records the outcome on a span made by this module.
 fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
     if !failed {
@@ -536,7 +548,7 @@ fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
 }
 
 /// Reports that an attempt is sent again after `wait`, for `reason`
-/// (`throttled`, `transient`, `timeout`, `not_sent`, `token_refused`,
+/// (`throttled`, `transient`, `outcome_unknown`, `not_sent`, `token_refused`,
 /// `etag_conflict`, …): a WARN event `retry` in the current span, and the
 /// retry counter.
 pub fn retry(system: &'static str, reason: &'static str, attempt: u32, wait: Duration) {

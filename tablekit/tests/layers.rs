@@ -24,7 +24,16 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "contracts",
         &[
-            "backend", "blob", "queue", "clock", "ext", "order", "layer", "pacing", "pending",
+            "backend",
+            "blob",
+            "queue",
+            "clock",
+            "ext",
+            "order",
+            "layer",
+            "pacing",
+            "pending",
+            "telemetry",
         ],
     ),
     ("schema", &["schema"]),

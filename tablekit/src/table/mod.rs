@@ -611,6 +611,17 @@ impl<T: TableEntity> Table<T> {
     /// Inserts a new entity; fails with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
     pub async fn insert(&self, value: &T) -> Result<ETag> {
+        self.write_operation("insert")
+            .run(self.insert_unobserved(value))
+            .await
+    }
+
+    /// A typed write `op` of this table, observed ([`operation`]).
+    fn write_operation(&self, op: &'static str) -> crate::telemetry::Call {
+        operation(&*self.backend, op, &self.name, T::DESCRIPTOR.kind, None)
+    }
+
+    async fn insert_unobserved(&self, value: &T) -> Result<ETag> {
         // An insert whose answer is lost is settled by reading the row back:
         // absent, it is sent again; present, its history says whose it is.
         let mut row = schema::to_entity(value)?;
@@ -651,7 +662,17 @@ impl<T: TableEntity> Table<T> {
     }
 
     async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
-        self.write_keeping(value, write, &crate::entity::Properties::new())
+        let op = match write {
+            RowWrite::Insert => "insert",
+            RowWrite::Update(UpdateMode::Replace, _) => "replace",
+            RowWrite::Update(UpdateMode::Merge, _) => "merge",
+            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
+            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
+            RowWrite::Delete(_) => "delete",
+        };
+        let unknown = crate::entity::Properties::new();
+        self.write_operation(op)
+            .run(self.write_keeping(value, write, &unknown))
             .await
     }
 
@@ -697,14 +718,18 @@ impl<T: TableEntity> Table<T> {
     /// The properties of the row read that the type has no field for are
     /// written back unchanged (see [`Loaded::unknown_properties`]).
     pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_loaded(loaded, UpdateMode::Replace).await
+        self.write_operation("replace")
+            .run(self.write_loaded(loaded, UpdateMode::Replace))
+            .await
     }
 
     /// Merges into the stored entity if it is still the version that was read
     /// (fields that are `None` keep their stored values). On success `loaded`
     /// holds the new version's ETag and Timestamp.
     pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_loaded(loaded, UpdateMode::Merge).await
+        self.write_operation("merge")
+            .run(self.write_loaded(loaded, UpdateMode::Merge))
+            .await
     }
 
     async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
@@ -824,11 +849,22 @@ impl<T: TableEntity> Table<T> {
             Ok(entity)
         });
         let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
-        Box::pin(async move { self.write_row(row?, write, IndexHint::default()).await })
+        Box::pin(async move {
+            let row = row?;
+            self.write_operation("merge")
+                .run(self.write_row(row, write, IndexHint::default()))
+                .await
+        })
     }
 
     /// Deletes the stored entity if it is still the version that was read.
     pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
+        self.write_operation("delete")
+            .run(self.delete_loaded(loaded))
+            .await
+    }
+
+    async fn delete_loaded(&self, loaded: &Loaded<T>) -> Result<()> {
         let (pk, rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
@@ -895,7 +931,9 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            self.delete_encoded(pk, rk).await
+            self.write_operation("delete")
+                .run(self.delete_encoded(pk, rk))
+                .await
         })
     }
 

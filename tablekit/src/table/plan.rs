@@ -187,21 +187,7 @@ impl<T: TableEntity> Table<T> {
                 if_match: IfMatch::Any,
             }
         }));
-        let keys = Some((pk, rk));
-        let sent = super::operation(
-            &*self.backend,
-            "delete",
-            &self.name,
-            T::DESCRIPTOR.kind,
-            keys,
-        )
-        .batch_size(operations.len())
-        .run(send_operations(
-            self.backend.as_ref(),
-            &self.name,
-            &operations,
-        ))
-        .await;
+        let sent = send_operations(self.backend.as_ref(), &self.name, &operations).await;
         Some(match sent {
             Ok(_) => Ok(()),
             // The entity's row, in the caller's terms.

@@ -347,23 +347,8 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'a>,
     ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        let op = match write {
-            RowWrite::Insert => "insert",
-            RowWrite::Update(UpdateMode::Replace, _) => "replace",
-            RowWrite::Update(UpdateMode::Merge, _) => "merge",
-            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
-            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
-            RowWrite::Delete(_) => "delete",
-        };
-        let keys = (entity.partition_key.as_str(), entity.row_key.as_str());
-        super::operation(
-            &*self.backend,
-            op,
-            &self.name,
-            T::DESCRIPTOR.kind,
-            Some(keys),
-        )
-        .run(self.write_stored_unspanned(entity, write, hint))
+        crate::telemetry::current_keys(&entity.partition_key, &entity.row_key);
+        self.write_stored_unspanned(entity, write, hint)
     }
 
     /// Not an `async fn`: a write with index rows or parts goes straight
