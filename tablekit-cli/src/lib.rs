@@ -204,6 +204,14 @@ pub fn command() -> Command {
         .after_help(STORE_FORMS)
         .subcommand_required(true)
         .arg_required_else_help(true)
+        .arg(
+            Arg::new("verbose")
+                .long("verbose")
+                .short('v')
+                .global(true)
+                .action(ArgAction::SetTrue)
+                .help("say each operation on a store, each retry and each throttle, on standard error"),
+        )
         .subcommand(copy_command())
         .subcommand(export_command())
         .subcommand(check_command())
@@ -222,6 +230,9 @@ where
     let matches = command()
         .try_get_matches_from(args)
         .map_err(CliError::Usage)?;
+    if matches.get_flag("verbose") {
+        verbose::install();
+    }
     match matches.subcommand() {
         Some(("copy", m)) => copy(m).await,
         Some(("export", m)) => export(m).await,
@@ -360,6 +371,7 @@ fn spinner(message: &str) -> ProgressBar {
     );
     bar.set_message(message.to_owned());
     bar.enable_steady_tick(Duration::from_millis(200));
+    verbose::around(&bar);
     if bar.is_hidden() {
         // No terminal to draw on: a plain line at a steady pace instead.
         let plain = bar.clone();
@@ -404,6 +416,72 @@ fn finish(bar: &ProgressBar, summary: String) {
         println!("{summary}");
     } else {
         bar.finish_with_message(summary);
+    }
+}
+
+/// `--verbose`: tablekit's spans and events (see `tablekit::telemetry`)
+/// as lines on standard error, written around the progress bar so that it
+/// stays whole on the terminal.
+mod verbose {
+    use std::io::Write as _;
+    use std::sync::Mutex;
+
+    use indicatif::ProgressBar;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::fmt::format::FmtSpan;
+    use tracing_subscriber::prelude::*;
+
+    /// The bar on the terminal now, if any.
+    static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+    /// Lines go around `bar` from now on.
+    pub(crate) fn around(bar: &ProgressBar) {
+        *BAR.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar.clone());
+    }
+
+    /// Operations (as each ends, with its outcome and time), retries and
+    /// throttles, at INFO and above; the rest at WARN and above.
+    pub(crate) fn install() {
+        let filter = Targets::new()
+            .with_target("tablekit", tracing::Level::INFO)
+            .with_target("tablekit_azure", tracing::Level::INFO)
+            .with_target("tablekit_local", tracing::Level::INFO)
+            .with_default(tracing::Level::WARN);
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(|| Line(Vec::new()))
+            .with_span_events(FmtSpan::CLOSE)
+            .with_ansi(false)
+            .with_filter(filter);
+        // A subscriber set already (a program embedding this one) wins.
+        let _ = tracing_subscriber::registry().with(layer).try_init();
+    }
+
+    /// One line, written whole when dropped: around the bar, if one is
+    /// drawn.
+    struct Line(Vec<u8>);
+
+    impl std::io::Write for Line {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Drop for Line {
+        fn drop(&mut self) {
+            let write = || {
+                let _ = std::io::stderr().lock().write_all(&self.0);
+            };
+            let bar = BAR.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            match bar.filter(|bar| !bar.is_finished() && !bar.is_hidden()) {
+                Some(bar) => bar.suspend(write),
+                None => write(),
+            }
+        }
     }
 }
 

@@ -711,3 +711,51 @@ async fn check_names_the_damaged_row() {
         "a check made a directory"
     );
 }
+
+/// `--verbose` says each operation on the stores, with its outcome, on
+/// standard error; the summary stays on standard output, and without the
+/// flag standard error says nothing of them.
+#[tokio::test]
+async fn verbose_says_each_operation_on_standard_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = |name: &str| format!("UseLocalStorage={}", dir.path().join(name).display());
+    {
+        let stores = tablekit_stores::Stores::open(&local("from")).unwrap();
+        stores.tables.create_table("Things").await.unwrap();
+        stores
+            .tables
+            .insert_entity("Things", &row("p", "r1", 1))
+            .await
+            .unwrap();
+    }
+    let copy = |verbose: bool, to: &str| {
+        let mut args = vec!["copy".to_owned(), "--from".into(), local("from")];
+        args.extend(["--to".into(), local(to)]);
+        if verbose {
+            args.insert(0, "--verbose".into());
+        }
+        Command::new(env!("CARGO_BIN_EXE_tablekit"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let out = copy(true, "to");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("copied 1 table(s) in "), "{stdout:?}");
+    for op in ["query_entities", "submit_transaction"] {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("db.operation.name=\"{op}\"")) && l.contains("close"))
+            .unwrap_or_else(|| panic!("no {op} in {stderr}"));
+        assert!(line.contains("tablekit.outcome=\"ok\""), "{line}");
+        assert!(line.contains("db.system.name=\"tablekit.local\""), "{line}");
+    }
+    let quiet = copy(false, "quiet");
+    assert!(quiet.status.success());
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!stderr.contains("db.operation.name"), "{stderr}");
+}
