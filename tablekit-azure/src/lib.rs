@@ -31,8 +31,9 @@
 //!   typed error as on the in-memory backend, also where Azurite is laxer
 //!   than the service.
 //! - Transient failures are retried with exponential back-off and jitter on
-//!   idempotent requests ([`policy`]); every request runs in a DEBUG
-//!   `tracing` span named `tablekit_azure::request`.
+//!   idempotent requests ([`policy`]). Every call to the service is a
+//!   `tracing` span, and each HTTP attempt a child span with both request
+//!   ids; retries and throttles are events (see `tablekit::telemetry`).
 //!
 //! ```
 //! use tablekit_azure::{AzureTables, config::Account};

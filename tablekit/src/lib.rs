@@ -272,6 +272,9 @@
 //!   can move by hand;
 //! - typed [`filter`]s that render to OData `$filter` text with correct escaping;
 //! - [`layer`]s such as fault injection;
+//! - [`telemetry`]: a `tracing` span per operation and per call to a store,
+//!   in OpenTelemetry's terms, events for retries and throttles, and
+//!   OpenTelemetry metrics with the `metrics` feature;
 //! - the test suite every backend must pass is the `tablekit-conformance`
 //!   crate; the `conformance` feature opens the few hooks it needs.
 //!

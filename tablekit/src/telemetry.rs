@@ -9,7 +9,7 @@
 //! # Spans
 //!
 //! Field names follow OpenTelemetry's semantic conventions for database
-//! clients, so a [`tracing-opentelemetry`] layer exports them as they are
+//! clients, so a [`tracing-opentelemetry`](https://docs.rs/tracing-opentelemetry) layer exports them as they are
 //! (`otel.name`, `otel.kind` and `otel.status_code` set the exported span's
 //! name, kind and status).
 //!
