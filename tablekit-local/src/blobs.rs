@@ -195,62 +195,76 @@ impl LocalStorage {
 #[async_trait]
 impl BlobStore for LocalStorage {
     async fn create_container(&self, container: &str) -> Result<()> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            // Read-only: a container that exists is answered as one.
-            if self.shared.read_only {
-                let txn = self.begin_read()?;
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                if self.check_container(&containers, container).is_ok() {
-                    return Err(Error::ContainerAlreadyExists {
-                        container: container.into(),
-                    });
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "create_container",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                // Read-only: a container that exists is answered as one.
+                if self.shared.read_only {
+                    let txn = self.begin_read()?;
+                    let containers = txn
+                        .open_table(CONTAINERS)
+                        .map_err(|e| self.error(e.into()))?;
+                    if self.check_container(&containers, container).is_ok() {
+                        return Err(Error::ContainerAlreadyExists {
+                            container: container.into(),
+                        });
+                    }
                 }
-            }
-            let txn = self.begin_write()?;
-            {
-                let mut containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                let existed = containers
-                    .insert(container, ())
-                    .map_err(|e| self.error(e.into()))?;
-                if existed.is_some() {
-                    return Err(Error::ContainerAlreadyExists {
-                        container: container.into(),
-                    });
+                let txn = self.begin_write()?;
+                {
+                    let mut containers = txn
+                        .open_table(CONTAINERS)
+                        .map_err(|e| self.error(e.into()))?;
+                    let existed = containers
+                        .insert(container, ())
+                        .map_err(|e| self.error(e.into()))?;
+                    if existed.is_some() {
+                        return Err(Error::ContainerAlreadyExists {
+                            container: container.into(),
+                        });
+                    }
                 }
-            }
-            self.commit(txn)
+                self.commit(txn)
+            })
         })
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            let txn = self.begin_write()?;
-            {
-                let mut containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                if containers
-                    .remove(container)
-                    .map_err(|e| self.error(e.into()))?
-                    .is_none()
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "delete_container",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                let txn = self.begin_write()?;
                 {
-                    return Err(container_missing(container));
-                }
-                let (from, to) = (format!("{container}/"), format!("{container}0"));
-                for table in [BLOBS, BLOB_DATA] {
-                    let mut blobs = txn.open_table(table).map_err(|e| self.error(e.into()))?;
-                    blobs
-                        .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+                    let mut containers = txn
+                        .open_table(CONTAINERS)
                         .map_err(|e| self.error(e.into()))?;
+                    if containers
+                        .remove(container)
+                        .map_err(|e| self.error(e.into()))?
+                        .is_none()
+                    {
+                        return Err(container_missing(container));
+                    }
+                    let (from, to) = (format!("{container}/"), format!("{container}0"));
+                    for table in [BLOBS, BLOB_DATA] {
+                        let mut blobs = txn.open_table(table).map_err(|e| self.error(e.into()))?;
+                        blobs
+                            .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+                            .map_err(|e| self.error(e.into()))?;
+                    }
                 }
-            }
-            self.commit(txn)
+                self.commit(txn)
+            })
         })
     }
 
@@ -261,82 +275,96 @@ impl BlobStore for LocalStorage {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            validate::blob_name(name)?;
-            // Hash outside the transaction: it is the expensive part of a large put.
-            let md5: [u8; 16] = Md5::digest(&data).into();
-            let txn = self.begin_write()?;
-            let properties = {
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                self.check_container(&containers, container)?;
-                let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                let existing = self.blob_properties(&blobs, container, name)?;
-                condition.check(existing.as_ref().map(|b| &b.etag), container, name)?;
-                let mut meta = txn.open_table(META).map_err(|e| self.error(e.into()))?;
-                let version = meta
-                    .get("blob_version")
-                    .map_err(|e| self.error(e.into()))?
-                    .map_or(0, |v| v.value())
-                    + 1;
-                meta.insert("blob_version", version)
-                    .map_err(|e| self.error(e.into()))?;
-                let written = DateTime::now();
-                let key = blob_key(container, name);
-                let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
-                blobs
-                    .insert(key.as_str(), stored.as_slice())
-                    .map_err(|e| self.error(e.into()))?;
-                let mut bytes = txn
-                    .open_table(BLOB_DATA)
-                    .map_err(|e| self.error(e.into()))?;
-                bytes
-                    .insert(key.as_str(), data.as_slice())
-                    .map_err(|e| self.error(e.into()))?;
-                BlobProperties {
-                    name: name.into(),
-                    etag: etag_of(version),
-                    content_length: data.len() as u64,
-                    content_md5: md5,
-                    last_modified: written,
-                }
-            };
-            self.commit(txn)?;
-            Ok(properties)
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "put_blob",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                // Hash outside the transaction: it is the expensive part of a large put.
+                let md5: [u8; 16] = Md5::digest(&data).into();
+                let txn = self.begin_write()?;
+                let properties = {
+                    let containers = txn
+                        .open_table(CONTAINERS)
+                        .map_err(|e| self.error(e.into()))?;
+                    self.check_container(&containers, container)?;
+                    let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+                    let existing = self.blob_properties(&blobs, container, name)?;
+                    condition.check(existing.as_ref().map(|b| &b.etag), container, name)?;
+                    let mut meta = txn.open_table(META).map_err(|e| self.error(e.into()))?;
+                    let version = meta
+                        .get("blob_version")
+                        .map_err(|e| self.error(e.into()))?
+                        .map_or(0, |v| v.value())
+                        + 1;
+                    meta.insert("blob_version", version)
+                        .map_err(|e| self.error(e.into()))?;
+                    let written = DateTime::now();
+                    let key = blob_key(container, name);
+                    let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
+                    blobs
+                        .insert(key.as_str(), stored.as_slice())
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut bytes = txn
+                        .open_table(BLOB_DATA)
+                        .map_err(|e| self.error(e.into()))?;
+                    bytes
+                        .insert(key.as_str(), data.as_slice())
+                        .map_err(|e| self.error(e.into()))?;
+                    BlobProperties {
+                        name: name.into(),
+                        etag: etag_of(version),
+                        content_length: data.len() as u64,
+                        content_md5: md5,
+                        last_modified: written,
+                    }
+                };
+                self.commit(txn)?;
+                Ok(properties)
+            })
         })
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            validate::blob_name(name)?;
-            let txn = self.begin_read()?;
-            let containers = txn
-                .open_table(CONTAINERS)
-                .map_err(|e| self.error(e.into()))?;
-            self.check_container(&containers, container)?;
-            let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-            let properties = self
-                .blob_properties(&blobs, container, name)?
-                .ok_or_else(|| blob_missing(container, name))?;
-            let bytes = txn
-                .open_table(BLOB_DATA)
-                .map_err(|e| self.error(e.into()))?;
-            let data = bytes
-                .get(blob_key(container, name).as_str())
-                .map_err(|e| self.error(e.into()))?
-                .ok_or_else(|| self.damaged("a blob without its bytes"))?
-                .value()
-                .to_vec();
-            // The bytes are checked against the MD5 computed when they were put.
-            if data.len() as u64 != properties.content_length
-                || <[u8; 16]>::from(Md5::digest(&data)) != properties.content_md5
-            {
-                return Err(self.damaged("a blob whose bytes do not match their MD5"));
-            }
-            Ok(Blob { data, properties })
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "get_blob",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                let txn = self.begin_read()?;
+                let containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| self.error(e.into()))?;
+                self.check_container(&containers, container)?;
+                let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+                let properties = self
+                    .blob_properties(&blobs, container, name)?
+                    .ok_or_else(|| blob_missing(container, name))?;
+                let bytes = txn
+                    .open_table(BLOB_DATA)
+                    .map_err(|e| self.error(e.into()))?;
+                let data = bytes
+                    .get(blob_key(container, name).as_str())
+                    .map_err(|e| self.error(e.into()))?
+                    .ok_or_else(|| self.damaged("a blob without its bytes"))?
+                    .value()
+                    .to_vec();
+                // The bytes are checked against the MD5 computed when they were put.
+                if data.len() as u64 != properties.content_length
+                    || <[u8; 16]>::from(Md5::digest(&data)) != properties.content_md5
+                {
+                    return Err(self.damaged("a blob whose bytes do not match their MD5"));
+                }
+                Ok(Blob { data, properties })
+            })
         })
     }
 
@@ -346,74 +374,88 @@ impl BlobStore for LocalStorage {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            validate::blob_name(name)?;
-            let txn = self.begin_write()?;
-            {
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                self.check_container(&containers, container)?;
-                let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                let existing = self
-                    .blob_properties(&blobs, container, name)?
-                    .ok_or_else(|| blob_missing(container, name))?;
-                if if_match.is_some_and(|tag| *tag != existing.etag) {
-                    return Err(Error::BlobConditionNotMet {
-                        container: container.into(),
-                        name: name.into(),
-                    });
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "delete_blob",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                validate::blob_name(name)?;
+                let txn = self.begin_write()?;
+                {
+                    let containers = txn
+                        .open_table(CONTAINERS)
+                        .map_err(|e| self.error(e.into()))?;
+                    self.check_container(&containers, container)?;
+                    let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+                    let existing = self
+                        .blob_properties(&blobs, container, name)?
+                        .ok_or_else(|| blob_missing(container, name))?;
+                    if if_match.is_some_and(|tag| *tag != existing.etag) {
+                        return Err(Error::BlobConditionNotMet {
+                            container: container.into(),
+                            name: name.into(),
+                        });
+                    }
+                    let key = blob_key(container, name);
+                    blobs
+                        .remove(key.as_str())
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut bytes = txn
+                        .open_table(BLOB_DATA)
+                        .map_err(|e| self.error(e.into()))?;
+                    bytes
+                        .remove(key.as_str())
+                        .map_err(|e| self.error(e.into()))?;
                 }
-                let key = blob_key(container, name);
-                blobs
-                    .remove(key.as_str())
-                    .map_err(|e| self.error(e.into()))?;
-                let mut bytes = txn
-                    .open_table(BLOB_DATA)
-                    .map_err(|e| self.error(e.into()))?;
-                bytes
-                    .remove(key.as_str())
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)
+                self.commit(txn)
+            })
         })
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        self.guarded(|| {
-            validate::container_name(container)?;
-            let limit = validate::list_page_size(options.max_results)? as usize;
-            let txn = self.begin_read()?;
-            let containers = txn
-                .open_table(CONTAINERS)
-                .map_err(|e| self.error(e.into()))?;
-            self.check_container(&containers, container)?;
-            let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-            let prefix = options.prefix.as_deref().unwrap_or("");
-            let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
-            let from = blob_key(container, start);
-            let range = blobs
-                .range::<&str>((Bound::Included(from.as_str()), Bound::Unbounded))
-                .map_err(|e| self.error(e.into()))?;
-            let within = format!("{container}/{prefix}");
-            let mut page = BlobPage::default();
-            for item in range {
-                let (key, stored) = item.map_err(|e| self.error(e.into()))?;
-                let Some(name) = key.value().strip_prefix(within.as_str()) else {
-                    break;
-                };
-                let name = format!("{prefix}{name}");
-                if page.blobs.len() == limit {
-                    page.next_marker = Some(name);
-                    break;
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "list_blobs",
+            container,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::container_name(container)?;
+                let limit = validate::list_page_size(options.max_results)? as usize;
+                let txn = self.begin_read()?;
+                let containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| self.error(e.into()))?;
+                self.check_container(&containers, container)?;
+                let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+                let prefix = options.prefix.as_deref().unwrap_or("");
+                let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
+                let from = blob_key(container, start);
+                let range = blobs
+                    .range::<&str>((Bound::Included(from.as_str()), Bound::Unbounded))
+                    .map_err(|e| self.error(e.into()))?;
+                let within = format!("{container}/{prefix}");
+                let mut page = BlobPage::default();
+                for item in range {
+                    let (key, stored) = item.map_err(|e| self.error(e.into()))?;
+                    let Some(name) = key.value().strip_prefix(within.as_str()) else {
+                        break;
+                    };
+                    let name = format!("{prefix}{name}");
+                    if page.blobs.len() == limit {
+                        page.next_marker = Some(name);
+                        break;
+                    }
+                    page.blobs.push(
+                        decode_properties(key.value(), &name, stored.value())
+                            .ok_or_else(|| self.damaged("a blob's properties"))?,
+                    );
                 }
-                page.blobs.push(
-                    decode_properties(key.value(), &name, stored.value())
-                        .ok_or_else(|| self.damaged("a blob's properties"))?,
-                );
-            }
-            Ok(page)
+                Ok(page)
+            })
         })
     }
 }

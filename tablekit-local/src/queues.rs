@@ -272,103 +272,124 @@ impl LocalStorage {
 #[async_trait]
 impl QueueStore for LocalStorage {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        self.guarded(|| {
-            validate::queue_name(queue)?;
-            let now = self.shared.clock.now();
-            // Read-only: a queue that exists is answered as one.
-            if self.shared.read_only {
-                let txn = self.begin_read()?;
-                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                if queues
-                    .get(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .is_some()
-                {
-                    return Ok(false);
-                }
-            }
-            let txn = self.begin_write()?;
-            {
-                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                let at = deleted
-                    .get(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .map(|v| v.value());
-                if let Some(at) = at {
-                    let at =
-                        DateTime::from_ticks(at).map_err(|_| self.damaged("a deletion time"))?;
-                    if now < at.saturating_add(QUEUE_DELETION_DELAY) {
-                        return Err(Error::QueueBeingDeleted {
-                            queue: queue.into(),
-                        });
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "create_queue",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::queue_name(queue)?;
+                let now = self.shared.clock.now();
+                // Read-only: a queue that exists is answered as one.
+                if self.shared.read_only {
+                    let txn = self.begin_read()?;
+                    let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                    if queues
+                        .get(queue)
+                        .map_err(|e| self.error(e.into()))?
+                        .is_some()
+                    {
+                        return Ok(false);
                     }
-                    deleted.remove(queue).map_err(|e| self.error(e.into()))?;
                 }
-                let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                if queues
-                    .get(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .is_some()
+                let txn = self.begin_write()?;
                 {
-                    return Ok(false);
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                    let at = deleted
+                        .get(queue)
+                        .map_err(|e| self.error(e.into()))?
+                        .map(|v| v.value());
+                    if let Some(at) = at {
+                        let at = DateTime::from_ticks(at)
+                            .map_err(|_| self.damaged("a deletion time"))?;
+                        if now < at.saturating_add(QUEUE_DELETION_DELAY) {
+                            return Err(Error::QueueBeingDeleted {
+                                queue: queue.into(),
+                            });
+                        }
+                        deleted.remove(queue).map_err(|e| self.error(e.into()))?;
+                    }
+                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                    if queues
+                        .get(queue)
+                        .map_err(|e| self.error(e.into()))?
+                        .is_some()
+                    {
+                        return Ok(false);
+                    }
+                    queues.insert(queue, 0).map_err(|e| self.error(e.into()))?;
                 }
-                queues.insert(queue, 0).map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)?;
-            Ok(true)
+                self.commit(txn)?;
+                Ok(true)
+            })
         })
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        self.guarded(|| {
-            validate::queue_name(queue)?;
-            let now = self.shared.clock.now();
-            let txn = self.begin_write()?;
-            {
-                let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                if queues
-                    .remove(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .is_none()
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "delete_queue",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::queue_name(queue)?;
+                let now = self.shared.clock.now();
+                let txn = self.begin_write()?;
                 {
-                    return Err(Error::QueueNotFound {
-                        queue: queue.into(),
-                    });
+                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                    if queues
+                        .remove(queue)
+                        .map_err(|e| self.error(e.into()))?
+                        .is_none()
+                    {
+                        return Err(Error::QueueNotFound {
+                            queue: queue.into(),
+                        });
+                    }
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                    deleted
+                        .insert(queue, now.ticks())
+                        .map_err(|e| self.error(e.into()))?;
                 }
-                let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                deleted
-                    .insert(queue, now.ticks())
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.remove_messages(&txn, queue)?;
-            self.commit(txn)
+                self.remove_messages(&txn, queue)?;
+                self.commit(txn)
+            })
         })
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        self.guarded(|| {
-            let limit = validate::list_page_size(options.max_results)? as usize;
-            let prefix = options.prefix.as_deref().unwrap_or("");
-            let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
-            let txn = self.begin_read()?;
-            let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-            let mut page = QueuePage::default();
-            for item in queues
-                .range::<&str>((Bound::Included(start), Bound::Unbounded))
-                .map_err(|e| self.error(e.into()))?
-            {
-                let (name, _) = item.map_err(|e| self.error(e.into()))?;
-                let name = name.value();
-                if !name.starts_with(prefix) {
-                    break;
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "list_queues",
+            "",
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                let limit = validate::list_page_size(options.max_results)? as usize;
+                let prefix = options.prefix.as_deref().unwrap_or("");
+                let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
+                let txn = self.begin_read()?;
+                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                let mut page = QueuePage::default();
+                for item in queues
+                    .range::<&str>((Bound::Included(start), Bound::Unbounded))
+                    .map_err(|e| self.error(e.into()))?
+                {
+                    let (name, _) = item.map_err(|e| self.error(e.into()))?;
+                    let name = name.value();
+                    if !name.starts_with(prefix) {
+                        break;
+                    }
+                    if page.queues.len() == limit {
+                        page.next_marker = Some(name.to_owned());
+                        break;
+                    }
+                    page.queues.push(name.to_owned());
                 }
-                if page.queues.len() == limit {
-                    page.next_marker = Some(name.to_owned());
-                    break;
-                }
-                page.queues.push(name.to_owned());
-            }
-            Ok(page)
+                Ok(page)
+            })
         })
     }
 
@@ -378,52 +399,60 @@ impl QueueStore for LocalStorage {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        self.guarded(|| {
-            tablekit::queue::checks::put_message(queue, text, options)?;
-            let now = self.shared.clock.now();
-            let expires = match options.ttl {
-                MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                MessageTtl::After(ttl) => now.saturating_add(ttl),
-                MessageTtl::Never => DateTime::MAX,
-            };
-            let message = Message {
-                id: random_id(),
-                receipt: random(),
-                dequeue_count: 0,
-                inserted: now,
-                expires,
-                next_visible: now.saturating_add(options.visibility_delay),
-                text: text.to_owned(),
-            };
-            let txn = self.begin_write()?;
-            {
-                let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                let seq = queues
-                    .get(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .ok_or_else(|| Error::QueueNotFound {
-                        queue: queue.into(),
-                    })?
-                    .value();
-                queues
-                    .insert(queue, seq + 1)
-                    .map_err(|e| self.error(e.into()))?;
-                let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                let key = message_key(queue, seq);
-                messages
-                    .insert(key.as_slice(), message.encode(&key).as_slice())
-                    .map_err(|e| self.error(e.into()))?;
-                let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
-                ids.insert(id_key(queue, &message.id_text()).as_str(), seq)
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)?;
-            Ok(SentMessage {
-                id: message.id_text(),
-                pop_receipt: message.receipt_text(),
-                inserted: message.inserted,
-                expires: message.expires,
-                next_visible: message.next_visible,
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "put_message",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                tablekit::queue::checks::put_message(queue, text, options)?;
+                let now = self.shared.clock.now();
+                let expires = match options.ttl {
+                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+                    MessageTtl::After(ttl) => now.saturating_add(ttl),
+                    MessageTtl::Never => DateTime::MAX,
+                };
+                let message = Message {
+                    id: random_id(),
+                    receipt: random(),
+                    dequeue_count: 0,
+                    inserted: now,
+                    expires,
+                    next_visible: now.saturating_add(options.visibility_delay),
+                    text: text.to_owned(),
+                };
+                let txn = self.begin_write()?;
+                {
+                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                    let seq = queues
+                        .get(queue)
+                        .map_err(|e| self.error(e.into()))?
+                        .ok_or_else(|| Error::QueueNotFound {
+                            queue: queue.into(),
+                        })?
+                        .value();
+                    queues
+                        .insert(queue, seq + 1)
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut messages =
+                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                    let key = message_key(queue, seq);
+                    messages
+                        .insert(key.as_slice(), message.encode(&key).as_slice())
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
+                    ids.insert(id_key(queue, &message.id_text()).as_str(), seq)
+                        .map_err(|e| self.error(e.into()))?;
+                }
+                self.commit(txn)?;
+                Ok(SentMessage {
+                    id: message.id_text(),
+                    pop_receipt: message.receipt_text(),
+                    inserted: message.inserted,
+                    expires: message.expires,
+                    next_visible: message.next_visible,
+                })
             })
         })
     }
@@ -434,84 +463,99 @@ impl QueueStore for LocalStorage {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        self.guarded(|| {
-            validate::get_messages(queue, count, visibility_timeout)?;
-            let now = self.shared.clock.now();
-            let next_visible = now.saturating_add(visibility_timeout);
-            let txn = self.begin_write()?;
-            self.check_queue(&txn, queue)?;
-            let mut got = Vec::new();
-            {
-                let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                let live = self.live_messages(&txn, &mut messages, queue, now)?;
-                for (seq, mut message) in live
-                    .into_iter()
-                    .filter(|(_, m)| m.next_visible <= now)
-                    .take(count as usize)
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "get_messages",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::get_messages(queue, count, visibility_timeout)?;
+                let now = self.shared.clock.now();
+                let next_visible = now.saturating_add(visibility_timeout);
+                let txn = self.begin_write()?;
+                self.check_queue(&txn, queue)?;
+                let mut got = Vec::new();
                 {
-                    message.dequeue_count += 1;
-                    message.receipt = random();
-                    message.next_visible = next_visible;
-                    let key = message_key(queue, seq);
-                    messages
-                        .insert(key.as_slice(), message.encode(&key).as_slice())
-                        .map_err(|e| self.error(e.into()))?;
-                    got.push(QueueMessage {
-                        id: message.id_text(),
-                        pop_receipt: message.receipt_text(),
-                        dequeue_count: message.dequeue_count,
-                        inserted: message.inserted,
-                        expires: message.expires,
-                        next_visible,
-                        text: message.text,
-                    });
+                    let mut messages =
+                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                    let live = self.live_messages(&txn, &mut messages, queue, now)?;
+                    for (seq, mut message) in live
+                        .into_iter()
+                        .filter(|(_, m)| m.next_visible <= now)
+                        .take(count as usize)
+                    {
+                        message.dequeue_count += 1;
+                        message.receipt = random();
+                        message.next_visible = next_visible;
+                        let key = message_key(queue, seq);
+                        messages
+                            .insert(key.as_slice(), message.encode(&key).as_slice())
+                            .map_err(|e| self.error(e.into()))?;
+                        got.push(QueueMessage {
+                            id: message.id_text(),
+                            pop_receipt: message.receipt_text(),
+                            dequeue_count: message.dequeue_count,
+                            inserted: message.inserted,
+                            expires: message.expires,
+                            next_visible,
+                            text: message.text,
+                        });
+                    }
                 }
-            }
-            self.commit(txn)?;
-            Ok(got)
+                self.commit(txn)?;
+                Ok(got)
+            })
         })
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        self.guarded(|| {
-            validate::peek_messages(queue, count)?;
-            let now = self.shared.clock.now();
-            // A read: expired messages are skipped here, removed by the next write.
-            let txn = self.begin_read()?;
-            let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-            if queues
-                .get(queue)
-                .map_err(|e| self.error(e.into()))?
-                .is_none()
-            {
-                return Err(Error::QueueNotFound {
-                    queue: queue.into(),
-                });
-            }
-            let messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-            let (from, to) = queue_range(queue);
-            let mut peeked = Vec::new();
-            for item in messages
-                .range::<&[u8]>(from.as_slice()..to.as_slice())
-                .map_err(|e| self.error(e.into()))?
-            {
-                if peeked.len() == count as usize {
-                    break;
-                }
-                let (key, value) = item.map_err(|e| self.error(e.into()))?;
-                let m = Message::decode(key.value(), value.value())
-                    .ok_or_else(|| self.damaged("a message"))?;
-                if m.expires > now && m.next_visible <= now {
-                    peeked.push(PeekedMessage {
-                        id: m.id_text(),
-                        dequeue_count: m.dequeue_count,
-                        inserted: m.inserted,
-                        expires: m.expires,
-                        text: m.text,
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "peek_messages",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::peek_messages(queue, count)?;
+                let now = self.shared.clock.now();
+                // A read: expired messages are skipped here, removed by the next write.
+                let txn = self.begin_read()?;
+                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                if queues
+                    .get(queue)
+                    .map_err(|e| self.error(e.into()))?
+                    .is_none()
+                {
+                    return Err(Error::QueueNotFound {
+                        queue: queue.into(),
                     });
                 }
-            }
-            Ok(peeked)
+                let messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                let (from, to) = queue_range(queue);
+                let mut peeked = Vec::new();
+                for item in messages
+                    .range::<&[u8]>(from.as_slice()..to.as_slice())
+                    .map_err(|e| self.error(e.into()))?
+                {
+                    if peeked.len() == count as usize {
+                        break;
+                    }
+                    let (key, value) = item.map_err(|e| self.error(e.into()))?;
+                    let m = Message::decode(key.value(), value.value())
+                        .ok_or_else(|| self.damaged("a message"))?;
+                    if m.expires > now && m.next_visible <= now {
+                        peeked.push(PeekedMessage {
+                            id: m.id_text(),
+                            dequeue_count: m.dequeue_count,
+                            inserted: m.inserted,
+                            expires: m.expires,
+                            text: m.text,
+                        });
+                    }
+                }
+                Ok(peeked)
+            })
         })
     }
 
@@ -523,66 +567,89 @@ impl QueueStore for LocalStorage {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        self.guarded(|| {
-            validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-            let now = self.shared.clock.now();
-            let txn = self.begin_write()?;
-            let (seq, mut message) = self.held(&txn, queue, id, pop_receipt, now)?;
-            let next_visible = now.saturating_add(visibility_timeout);
-            if next_visible >= message.expires {
-                return Err(InvalidInput::QueueDuration {
-                    what: "visibility timeout",
-                    duration: visibility_timeout,
-                    reason: "must end before the message expires",
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "update_message",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+                let now = self.shared.clock.now();
+                let txn = self.begin_write()?;
+                let (seq, mut message) = self.held(&txn, queue, id, pop_receipt, now)?;
+                let next_visible = now.saturating_add(visibility_timeout);
+                if next_visible >= message.expires {
+                    return Err(InvalidInput::QueueDuration {
+                        what: "visibility timeout",
+                        duration: visibility_timeout,
+                        reason: "must end before the message expires",
+                    }
+                    .into());
                 }
-                .into());
-            }
-            message.receipt = random();
-            message.next_visible = next_visible;
-            if let Some(text) = text {
-                message.text = text.to_owned();
-            }
-            {
-                let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                let key = message_key(queue, seq);
-                messages
-                    .insert(key.as_slice(), message.encode(&key).as_slice())
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)?;
-            Ok(MessageUpdate {
-                pop_receipt: message.receipt_text(),
-                next_visible,
+                message.receipt = random();
+                message.next_visible = next_visible;
+                if let Some(text) = text {
+                    message.text = text.to_owned();
+                }
+                {
+                    let mut messages =
+                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                    let key = message_key(queue, seq);
+                    messages
+                        .insert(key.as_slice(), message.encode(&key).as_slice())
+                        .map_err(|e| self.error(e.into()))?;
+                }
+                self.commit(txn)?;
+                Ok(MessageUpdate {
+                    pop_receipt: message.receipt_text(),
+                    next_visible,
+                })
             })
         })
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        self.guarded(|| {
-            validate::delete_message(queue, id, pop_receipt)?;
-            let now = self.shared.clock.now();
-            let txn = self.begin_write()?;
-            let (seq, _) = self.held(&txn, queue, id, pop_receipt, now)?;
-            {
-                let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                messages
-                    .remove(message_key(queue, seq).as_slice())
-                    .map_err(|e| self.error(e.into()))?;
-                let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
-                ids.remove(id_key(queue, id).as_str())
-                    .map_err(|e| self.error(e.into()))?;
-            }
-            self.commit(txn)
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "delete_message",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::delete_message(queue, id, pop_receipt)?;
+                let now = self.shared.clock.now();
+                let txn = self.begin_write()?;
+                let (seq, _) = self.held(&txn, queue, id, pop_receipt, now)?;
+                {
+                    let mut messages =
+                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+                    messages
+                        .remove(message_key(queue, seq).as_slice())
+                        .map_err(|e| self.error(e.into()))?;
+                    let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
+                    ids.remove(id_key(queue, id).as_str())
+                        .map_err(|e| self.error(e.into()))?;
+                }
+                self.commit(txn)
+            })
         })
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        self.guarded(|| {
-            validate::queue_name(queue)?;
-            let txn = self.begin_write()?;
-            self.check_queue(&txn, queue)?;
-            self.remove_messages(&txn, queue)?;
-            self.commit(txn)
+        tablekit::telemetry::Call::storage(
+            || tablekit::TableBackend::store_info(self),
+            "clear_messages",
+            queue,
+        )
+        .run_sync(|| {
+            self.guarded(|| {
+                validate::queue_name(queue)?;
+                let txn = self.begin_write()?;
+                self.check_queue(&txn, queue)?;
+                self.remove_messages(&txn, queue)?;
+                self.commit(txn)
+            })
         })
     }
 }

@@ -564,7 +564,7 @@ impl TableBackend for MemBackend {
     }
 
     fn store_info(&self) -> tablekit::telemetry::StoreInfo {
-        tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "")
+        store_info()
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -648,4 +648,9 @@ impl TableBackend for MemBackend {
                 Ok(etags)
             })
     }
+}
+
+/// What the in-memory stores are, for tablekit's spans and metrics.
+fn store_info() -> tablekit::telemetry::StoreInfo {
+    tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "")
 }

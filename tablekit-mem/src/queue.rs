@@ -192,49 +192,61 @@ fn held<'q>(
 #[async_trait]
 impl QueueStore for MemQueueStore {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        validate::queue_name(queue)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        if let Some(&deleted) = state.deleted.get(queue) {
-            if now < deleted.saturating_add(QUEUE_DELETION_DELAY) {
-                return Err(Error::QueueBeingDeleted {
-                    queue: queue.into(),
-                });
-            }
-            state.deleted.remove(queue);
-        }
-        if state.queues.contains_key(queue) {
-            return Ok(false);
-        }
-        state.queues.insert(queue.into(), Queue::default());
-        Ok(true)
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "create_queue", queue).run_sync(
+            || {
+                validate::queue_name(queue)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                if let Some(&deleted) = state.deleted.get(queue) {
+                    if now < deleted.saturating_add(QUEUE_DELETION_DELAY) {
+                        return Err(Error::QueueBeingDeleted {
+                            queue: queue.into(),
+                        });
+                    }
+                    state.deleted.remove(queue);
+                }
+                if state.queues.contains_key(queue) {
+                    return Ok(false);
+                }
+                state.queues.insert(queue.into(), Queue::default());
+                Ok(true)
+            },
+        )
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        if state.queues.remove(queue).is_none() {
-            return Err(Error::QueueNotFound {
-                queue: queue.into(),
-            });
-        }
-        state.deleted.insert(queue.into(), now);
-        Ok(())
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_queue", queue).run_sync(
+            || {
+                validate::queue_name(queue)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                if state.queues.remove(queue).is_none() {
+                    return Err(Error::QueueNotFound {
+                        queue: queue.into(),
+                    });
+                }
+                state.deleted.insert(queue.into(), now);
+                Ok(())
+            },
+        )
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        let state = self.state.lock();
-        let (entries, next_marker) = crate::listing::page(
-            &state.queues,
-            options.prefix.as_deref(),
-            options.marker.as_deref(),
-            options.max_results,
-        )?;
-        Ok(QueuePage {
-            queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
-            next_marker,
-        })
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "list_queues", "").run_sync(
+            || {
+                let state = self.state.lock();
+                let (entries, next_marker) = crate::listing::page(
+                    &state.queues,
+                    options.prefix.as_deref(),
+                    options.marker.as_deref(),
+                    options.max_results,
+                )?;
+                Ok(QueuePage {
+                    queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
+                    next_marker,
+                })
+            },
+        )
     }
 
     async fn put_message(
@@ -243,33 +255,37 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::queue::checks::put_message(queue, text, options)?;
-        let now = self.clock.now();
-        let expires = match options.ttl {
-            MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-            MessageTtl::After(ttl) => now.saturating_add(ttl),
-            MessageTtl::Never => DateTime::MAX,
-        };
-        let mut state = self.state.lock();
-        let pop_receipt = state.random.receipt();
-        let message = Message {
-            id: state.random.message_id(),
-            pop_receipt,
-            dequeue_count: 0,
-            inserted: now,
-            expires,
-            next_visible: now.saturating_add(options.visibility_delay),
-            text: Arc::from(text),
-        };
-        let sent = SentMessage {
-            id: message.id.clone(),
-            pop_receipt: message.pop_receipt.clone(),
-            inserted: message.inserted,
-            expires: message.expires,
-            next_visible: message.next_visible,
-        };
-        state.queue(queue, now)?.messages.push_back(message);
-        Ok(sent)
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "put_message", queue).run_sync(
+            || {
+                tablekit::queue::checks::put_message(queue, text, options)?;
+                let now = self.clock.now();
+                let expires = match options.ttl {
+                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+                    MessageTtl::After(ttl) => now.saturating_add(ttl),
+                    MessageTtl::Never => DateTime::MAX,
+                };
+                let mut state = self.state.lock();
+                let pop_receipt = state.random.receipt();
+                let message = Message {
+                    id: state.random.message_id(),
+                    pop_receipt,
+                    dequeue_count: 0,
+                    inserted: now,
+                    expires,
+                    next_visible: now.saturating_add(options.visibility_delay),
+                    text: Arc::from(text),
+                };
+                let sent = SentMessage {
+                    id: message.id.clone(),
+                    pop_receipt: message.pop_receipt.clone(),
+                    inserted: message.inserted,
+                    expires: message.expires,
+                    next_visible: message.next_visible,
+                };
+                state.queue(queue, now)?.messages.push_back(message);
+                Ok(sent)
+            },
+        )
     }
 
     async fn get_messages(
@@ -278,51 +294,59 @@ impl QueueStore for MemQueueStore {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        validate::get_messages(queue, count, visibility_timeout)?;
-        let now = self.clock.now();
-        let next_visible = now.saturating_add(visibility_timeout);
-        let mut state = self.state.lock();
-        let State { queues, random, .. } = &mut *state;
-        let messages = &mut queue_in(queues, queue, now)?.messages;
-        let mut got = Vec::new();
-        for message in messages
-            .iter_mut()
-            .filter(|m| m.next_visible <= now)
-            .take(count as usize)
-        {
-            message.dequeue_count += 1;
-            message.pop_receipt = random.receipt();
-            message.next_visible = next_visible;
-            got.push(QueueMessage {
-                id: message.id.clone(),
-                pop_receipt: message.pop_receipt.clone(),
-                dequeue_count: message.dequeue_count,
-                inserted: message.inserted,
-                expires: message.expires,
-                next_visible,
-                text: message.text.to_string(),
-            });
-        }
-        Ok(got)
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "get_messages", queue).run_sync(
+            || {
+                validate::get_messages(queue, count, visibility_timeout)?;
+                let now = self.clock.now();
+                let next_visible = now.saturating_add(visibility_timeout);
+                let mut state = self.state.lock();
+                let State { queues, random, .. } = &mut *state;
+                let messages = &mut queue_in(queues, queue, now)?.messages;
+                let mut got = Vec::new();
+                for message in messages
+                    .iter_mut()
+                    .filter(|m| m.next_visible <= now)
+                    .take(count as usize)
+                {
+                    message.dequeue_count += 1;
+                    message.pop_receipt = random.receipt();
+                    message.next_visible = next_visible;
+                    got.push(QueueMessage {
+                        id: message.id.clone(),
+                        pop_receipt: message.pop_receipt.clone(),
+                        dequeue_count: message.dequeue_count,
+                        inserted: message.inserted,
+                        expires: message.expires,
+                        next_visible,
+                        text: message.text.to_string(),
+                    });
+                }
+                Ok(got)
+            },
+        )
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        validate::peek_messages(queue, count)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        let messages = &state.queue(queue, now)?.messages;
-        Ok(messages
-            .iter()
-            .filter(|m| m.next_visible <= now)
-            .take(count as usize)
-            .map(|m| PeekedMessage {
-                id: m.id.clone(),
-                dequeue_count: m.dequeue_count,
-                inserted: m.inserted,
-                expires: m.expires,
-                text: m.text.to_string(),
-            })
-            .collect())
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "peek_messages", queue).run_sync(
+            || {
+                validate::peek_messages(queue, count)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                let messages = &state.queue(queue, now)?.messages;
+                Ok(messages
+                    .iter()
+                    .filter(|m| m.next_visible <= now)
+                    .take(count as usize)
+                    .map(|m| PeekedMessage {
+                        id: m.id.clone(),
+                        dequeue_count: m.dequeue_count,
+                        inserted: m.inserted,
+                        expires: m.expires,
+                        text: m.text.to_string(),
+                    })
+                    .collect())
+            },
+        )
     }
 
     async fn update_message(
@@ -333,47 +357,56 @@ impl QueueStore for MemQueueStore {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        let new_receipt = state.random.receipt();
-        let messages = &mut state.queue(queue, now)?.messages;
-        let (_, message) = held(messages, queue, id, pop_receipt)?;
-        let next_visible = now.saturating_add(visibility_timeout);
-        if next_visible >= message.expires {
-            return Err(InvalidInput::QueueDuration {
-                what: "visibility timeout",
-                duration: visibility_timeout,
-                reason: "must end before the message expires",
-            }
-            .into());
-        }
-        message.pop_receipt = new_receipt;
-        message.next_visible = next_visible;
-        if let Some(text) = text {
-            message.text = Arc::from(text);
-        }
-        Ok(MessageUpdate {
-            pop_receipt: message.pop_receipt.clone(),
-            next_visible,
-        })
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "update_message", queue)
+            .run_sync(|| {
+                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                let new_receipt = state.random.receipt();
+                let messages = &mut state.queue(queue, now)?.messages;
+                let (_, message) = held(messages, queue, id, pop_receipt)?;
+                let next_visible = now.saturating_add(visibility_timeout);
+                if next_visible >= message.expires {
+                    return Err(InvalidInput::QueueDuration {
+                        what: "visibility timeout",
+                        duration: visibility_timeout,
+                        reason: "must end before the message expires",
+                    }
+                    .into());
+                }
+                message.pop_receipt = new_receipt;
+                message.next_visible = next_visible;
+                if let Some(text) = text {
+                    message.text = Arc::from(text);
+                }
+                Ok(MessageUpdate {
+                    pop_receipt: message.pop_receipt.clone(),
+                    next_visible,
+                })
+            })
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        validate::delete_message(queue, id, pop_receipt)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        let messages = &mut state.queue(queue, now)?.messages;
-        let (at, _) = held(messages, queue, id, pop_receipt)?;
-        messages.remove(at);
-        Ok(())
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_message", queue)
+            .run_sync(|| {
+                validate::delete_message(queue, id, pop_receipt)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                let messages = &mut state.queue(queue, now)?.messages;
+                let (at, _) = held(messages, queue, id, pop_receipt)?;
+                messages.remove(at);
+                Ok(())
+            })
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        validate::queue_name(queue)?;
-        let now = self.clock.now();
-        let mut state = self.state.lock();
-        state.queue(queue, now)?.messages.clear();
-        Ok(())
+        tablekit::telemetry::Call::storage(|| crate::store_info(), "clear_messages", queue)
+            .run_sync(|| {
+                validate::queue_name(queue)?;
+                let now = self.clock.now();
+                let mut state = self.state.lock();
+                state.queue(queue, now)?.messages.clear();
+                Ok(())
+            })
     }
 }

@@ -27,7 +27,7 @@
 //!
 //! | attribute | value |
 //! | --- | --- |
-//! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory store) |
+//! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `azure.blobs` and `azure.queues` (a storage account's blob and queue services), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory stores) |
 //! | `db.namespace` | the account, or the store's directory |
 //! | `db.collection.name` | the table (or blob container, or queue) |
 //! | `db.operation.name` | the operation, as in the table above |

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use opentelemetry::trace::SpanKind;
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
-use tablekit::{BatchOperation, Entity, IfMatch, Table, TableBackend, TableEntity, UpdateMode};
+use tablekit::{
+    BatchOperation, BlobStore as _, Entity, IfMatch, Table, TableBackend, TableEntity, UpdateMode,
+};
 
 #[path = "../../tablekit-azure/tests/azurite/mod.rs"]
 mod azurite;
@@ -46,6 +48,17 @@ struct Note {
     text: String,
 }
 
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Docs", kind = "DOC")]
+struct Document {
+    #[tablekit(partition_key)]
+    folder: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(blob)]
+    body: Vec<u8>,
+}
+
 fn ada() -> Employee {
     Employee {
         department: "Sales".into(),
@@ -67,6 +80,7 @@ const STORES: [Store; 3] = [Store::Memory, Store::Disk, Store::Azurite];
 
 struct Opened {
     backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn tablekit::BlobStore>,
     system: &'static str,
     kind: SpanKind,
     _dir: Option<tempfile::TempDir>,
@@ -76,14 +90,17 @@ fn open(store: Store) -> Opened {
     match store {
         Store::Memory => Opened {
             backend: Arc::new(tablekit_mem::MemBackend::new()),
+            blobs: Arc::new(tablekit_mem::MemBlobStore::new()),
             system: "tablekit.memory",
             kind: SpanKind::Internal,
             _dir: None,
         },
         Store::Disk => {
             let dir = tempfile::tempdir().unwrap();
+            let local = Arc::new(tablekit_local::LocalStorage::open(dir.path()).unwrap());
             Opened {
-                backend: Arc::new(tablekit_local::LocalStorage::open(dir.path()).unwrap()),
+                backend: local.clone(),
+                blobs: local,
                 system: "tablekit.local",
                 kind: SpanKind::Internal,
                 _dir: Some(dir),
@@ -91,6 +108,7 @@ fn open(store: Store) -> Opened {
         }
         Store::Azurite => Opened {
             backend: Arc::new(tablekit_azure::AzureTables::new(azurite::account()).unwrap()),
+            blobs: Arc::new(tablekit_azure::AzureBlobs::new(azurite::account()).unwrap()),
             system: "azure.tables",
             kind: SpanKind::Client,
             _dir: None,
@@ -213,6 +231,55 @@ fn a_typed_insert_of_an_indexed_entity_is_one_operation_with_storage_children() 
             }
             _ => assert_eq!(attr(batch[0], "server.address"), None, "{store:?}"),
         }
+    }
+}
+
+#[test]
+fn a_typed_write_with_a_blob_has_the_blob_request_as_a_child() {
+    for store in STORES {
+        let otel = Otel::start();
+        let opened = open(store);
+        let name = table_name("Docs");
+        let container = name.to_ascii_lowercase();
+        let docs: Table<Document> = Table::from_arc(Arc::clone(&opened.backend), &name)
+            .with_blob_store(Arc::clone(&opened.blobs), &container);
+        runtime().block_on(async {
+            docs.create_if_missing().await.unwrap();
+            opened.blobs.create_container(&container).await.unwrap();
+            otel.reset();
+            docs.insert(&Document {
+                folder: "f".into(),
+                id: 1,
+                body: vec![7; 1000],
+            })
+            .await
+            .unwrap();
+        });
+        let spans = otel.spans();
+        let insert = named(&spans, &format!("insert {name}"));
+        assert_eq!(insert.len(), 1, "{store:?}: {spans:#?}");
+        let under: Vec<String> = children(&spans, insert[0])
+            .iter()
+            .map(|s| attr(s, "db.operation.name").unwrap_or_default())
+            .collect();
+        assert!(
+            under.contains(&"put_blob".to_owned()),
+            "{store:?}: {under:?}"
+        );
+        assert!(
+            under.contains(&"insert_entity".to_owned()),
+            "{store:?}: {under:?}"
+        );
+        let blob = children(&spans, insert[0])
+            .into_iter()
+            .find(|s| attr(s, "db.operation.name").as_deref() == Some("put_blob"))
+            .unwrap();
+        assert_eq!(attr(blob, "db.collection.name"), Some(container.clone()));
+        let system = match store {
+            Store::Azurite => "azure.blobs",
+            _ => opened.system,
+        };
+        assert_eq!(attr(blob, "db.system.name").as_deref(), Some(system));
     }
 }
 
@@ -555,4 +622,90 @@ fn the_duration_histogram_counts_each_operation_once() {
             [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0]
         );
     }
+}
+
+#[test]
+fn paced_writers_say_when_they_wait_and_report_their_rate() {
+    let otel = Otel::start();
+    let metrics = otel_metrics::Metrics::start();
+    let notes: Table<Note> = Table::new(tablekit_mem::MemBackend::new());
+    let items: Vec<Note> = (0..300)
+        .map(|id| Note {
+            owner: "ada".into(),
+            id,
+            text: "x".into(),
+        })
+        .collect();
+    runtime().block_on(async {
+        notes.create_if_missing().await.unwrap();
+        otel.reset();
+        // Fixed rates, 200 a second: the second and third transactions of
+        // 100 wait (half a second each, less what the previous took).
+        let fixed = tablekit::pacing::Pacing::new(200.0, 200.0);
+        let report = notes.bulk().pacing(fixed).upsert(&items).await;
+        assert!(report.failures.is_empty(), "{report:?}");
+        // Adaptive rates, named for the metric: each transaction taken
+        // raises the account's rate.
+        let adaptive = tablekit::pacing::Pacing::adaptive(2_000.0, 20_000.0).for_account("acme");
+        let report = notes.bulk().pacing(adaptive.clone()).upsert(&items).await;
+        assert!(report.failures.is_empty(), "{report:?}");
+        let (_, account) = adaptive.rates("ada");
+        assert_eq!(
+            metrics.gauge("tablekit.pacing.rate", &[("tablekit.account", "acme")]),
+            Some(account)
+        );
+    });
+    let spans = otel.spans();
+    let bulk = named(&spans, "bulk Notes");
+    assert_eq!(bulk.len(), 2, "{spans:#?}");
+    let paced = events(bulk[0], "paced");
+    assert!(!paced.is_empty() && paced.len() <= 2, "{:#?}", bulk[0]);
+    for event in paced {
+        let wait: u64 = event_attr(event, "wait_ms").unwrap().parse().unwrap();
+        assert!(wait > 0 && wait <= 1_000, "{event:?}");
+    }
+}
+
+#[test]
+fn the_upkeep_reports_what_it_did() {
+    let _otel = Otel::start();
+    let metrics = otel_metrics::Metrics::start();
+    let backend = Arc::new(tablekit_mem::MemBackend::new());
+    let blobs = Arc::new(tablekit_mem::MemBlobStore::new());
+    let docs: Table<Document> =
+        Table::from_arc(backend.clone(), "Docs").with_blob_store(blobs.clone(), "docs");
+    let report = runtime().block_on(async {
+        docs.create_if_missing().await.unwrap();
+        blobs.create_container("docs").await.unwrap();
+        for id in 0..3 {
+            docs.insert(&Document {
+                folder: "f".into(),
+                id,
+                body: vec![1; 100],
+            })
+            .await
+            .unwrap();
+        }
+        // Two rows go without their blobs: those blobs are orphans now.
+        for id in ["DOC_0000000000", "DOC_0000000001"] {
+            backend
+                .delete_entity("Docs", "f", id, &IfMatch::Any)
+                .await
+                .unwrap();
+        }
+        tablekit::upkeep::Upkeep::new()
+            .watch(&docs)
+            .run_round_now()
+            .await
+    });
+    assert!(report.failures.is_empty(), "{report:?}");
+    assert_eq!(report.blobs_removed, 2, "{report:?}");
+    assert_eq!(
+        metrics.counter("tablekit.upkeep.orphan_blobs_removed", &[]),
+        2
+    );
+    assert_eq!(
+        metrics.gauge("tablekit.upkeep.pending", &[("db.collection.name", "Docs")]),
+        Some(0.0)
+    );
 }
