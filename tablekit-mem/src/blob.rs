@@ -69,7 +69,7 @@ fn blob_missing(container: &str, name: &str) -> Error {
 #[async_trait]
 impl BlobStore for MemBlobStore {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "create_container", container)
+        tablekit::telemetry::Call::storage(crate::store_info, "create_container", container)
             .run_sync(|| {
                 validate::container_name(container)?;
                 let mut state = self.state.write();
@@ -84,7 +84,7 @@ impl BlobStore for MemBlobStore {
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_container", container)
+        tablekit::telemetry::Call::storage(crate::store_info, "delete_container", container)
             .run_sync(|| {
                 validate::container_name(container)?;
                 let mut state = self.state.write();
@@ -103,7 +103,7 @@ impl BlobStore for MemBlobStore {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "put_blob", container).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "put_blob", container).run_sync(
             || {
                 validate::container_name(container)?;
                 validate::blob_name(name)?;
@@ -137,7 +137,7 @@ impl BlobStore for MemBlobStore {
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "get_blob", container).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "get_blob", container).run_sync(
             || {
                 validate::container_name(container)?;
                 validate::blob_name(name)?;
@@ -167,8 +167,8 @@ impl BlobStore for MemBlobStore {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_blob", container)
-            .run_sync(|| {
+        tablekit::telemetry::Call::storage(crate::store_info, "delete_blob", container).run_sync(
+            || {
                 validate::container_name(container)?;
                 validate::blob_name(name)?;
                 let mut state = self.state.write();
@@ -187,12 +187,13 @@ impl BlobStore for MemBlobStore {
                 }
                 blobs.remove(name);
                 Ok(())
-            })
+            },
+        )
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "list_blobs", container)
-            .run_sync(|| {
+        tablekit::telemetry::Call::storage(crate::store_info, "list_blobs", container).run_sync(
+            || {
                 validate::container_name(container)?;
                 let state = self.state.read();
                 let blobs = state
@@ -212,6 +213,7 @@ impl BlobStore for MemBlobStore {
                         .collect(),
                     next_marker,
                 })
-            })
+            },
+        )
     }
 }

@@ -192,7 +192,7 @@ fn held<'q>(
 #[async_trait]
 impl QueueStore for MemQueueStore {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "create_queue", queue).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "create_queue", queue).run_sync(
             || {
                 validate::queue_name(queue)?;
                 let now = self.clock.now();
@@ -215,7 +215,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_queue", queue).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "delete_queue", queue).run_sync(
             || {
                 validate::queue_name(queue)?;
                 let now = self.clock.now();
@@ -232,21 +232,19 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "list_queues", "").run_sync(
-            || {
-                let state = self.state.lock();
-                let (entries, next_marker) = crate::listing::page(
-                    &state.queues,
-                    options.prefix.as_deref(),
-                    options.marker.as_deref(),
-                    options.max_results,
-                )?;
-                Ok(QueuePage {
-                    queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
-                    next_marker,
-                })
-            },
-        )
+        tablekit::telemetry::Call::storage(crate::store_info, "list_queues", "").run_sync(|| {
+            let state = self.state.lock();
+            let (entries, next_marker) = crate::listing::page(
+                &state.queues,
+                options.prefix.as_deref(),
+                options.marker.as_deref(),
+                options.max_results,
+            )?;
+            Ok(QueuePage {
+                queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
+                next_marker,
+            })
+        })
     }
 
     async fn put_message(
@@ -255,37 +253,35 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "put_message", queue).run_sync(
-            || {
-                tablekit::queue::checks::put_message(queue, text, options)?;
-                let now = self.clock.now();
-                let expires = match options.ttl {
-                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                    MessageTtl::After(ttl) => now.saturating_add(ttl),
-                    MessageTtl::Never => DateTime::MAX,
-                };
-                let mut state = self.state.lock();
-                let pop_receipt = state.random.receipt();
-                let message = Message {
-                    id: state.random.message_id(),
-                    pop_receipt,
-                    dequeue_count: 0,
-                    inserted: now,
-                    expires,
-                    next_visible: now.saturating_add(options.visibility_delay),
-                    text: Arc::from(text),
-                };
-                let sent = SentMessage {
-                    id: message.id.clone(),
-                    pop_receipt: message.pop_receipt.clone(),
-                    inserted: message.inserted,
-                    expires: message.expires,
-                    next_visible: message.next_visible,
-                };
-                state.queue(queue, now)?.messages.push_back(message);
-                Ok(sent)
-            },
-        )
+        tablekit::telemetry::Call::storage(crate::store_info, "put_message", queue).run_sync(|| {
+            tablekit::queue::checks::put_message(queue, text, options)?;
+            let now = self.clock.now();
+            let expires = match options.ttl {
+                MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+                MessageTtl::After(ttl) => now.saturating_add(ttl),
+                MessageTtl::Never => DateTime::MAX,
+            };
+            let mut state = self.state.lock();
+            let pop_receipt = state.random.receipt();
+            let message = Message {
+                id: state.random.message_id(),
+                pop_receipt,
+                dequeue_count: 0,
+                inserted: now,
+                expires,
+                next_visible: now.saturating_add(options.visibility_delay),
+                text: Arc::from(text),
+            };
+            let sent = SentMessage {
+                id: message.id.clone(),
+                pop_receipt: message.pop_receipt.clone(),
+                inserted: message.inserted,
+                expires: message.expires,
+                next_visible: message.next_visible,
+            };
+            state.queue(queue, now)?.messages.push_back(message);
+            Ok(sent)
+        })
     }
 
     async fn get_messages(
@@ -294,7 +290,7 @@ impl QueueStore for MemQueueStore {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "get_messages", queue).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "get_messages", queue).run_sync(
             || {
                 validate::get_messages(queue, count, visibility_timeout)?;
                 let now = self.clock.now();
@@ -327,7 +323,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "peek_messages", queue).run_sync(
+        tablekit::telemetry::Call::storage(crate::store_info, "peek_messages", queue).run_sync(
             || {
                 validate::peek_messages(queue, count)?;
                 let now = self.clock.now();
@@ -357,8 +353,8 @@ impl QueueStore for MemQueueStore {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "update_message", queue)
-            .run_sync(|| {
+        tablekit::telemetry::Call::storage(crate::store_info, "update_message", queue).run_sync(
+            || {
                 validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
@@ -383,12 +379,13 @@ impl QueueStore for MemQueueStore {
                     pop_receipt: message.pop_receipt.clone(),
                     next_visible,
                 })
-            })
+            },
+        )
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "delete_message", queue)
-            .run_sync(|| {
+        tablekit::telemetry::Call::storage(crate::store_info, "delete_message", queue).run_sync(
+            || {
                 validate::delete_message(queue, id, pop_receipt)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
@@ -396,17 +393,19 @@ impl QueueStore for MemQueueStore {
                 let (at, _) = held(messages, queue, id, pop_receipt)?;
                 messages.remove(at);
                 Ok(())
-            })
+            },
+        )
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| crate::store_info(), "clear_messages", queue)
-            .run_sync(|| {
+        tablekit::telemetry::Call::storage(crate::store_info, "clear_messages", queue).run_sync(
+            || {
                 validate::queue_name(queue)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 state.queue(queue, now)?.messages.clear();
                 Ok(())
-            })
+            },
+        )
     }
 }

@@ -593,8 +593,8 @@ impl RowWriter<'_> {
                     if let Some(pacing) = self.pacing {
                         pacing.throttled(&key, ops.len(), retry_after);
                     }
-                    let system = self.target.store_info().system();
-                    Pacing::wait_throttled(system, attempt, retry_after).await;
+                    let store = self.target.store_info();
+                    Pacing::wait_throttled(&store, attempt, retry_after).await;
                     attempt += 1;
                 }
                 Err(e) => return Err(e),

@@ -283,15 +283,17 @@ impl Pacing {
     }
 
     /// Waits after the store throttled a batch for the `attempt`th time
-    /// (from 0), reporting it ([`crate::telemetry`]) for `system`.
+    /// (from 0), reporting the retry ([`crate::telemetry`]), and the
+    /// throttled answer where the store's client did not report it (see
+    /// [`crate::telemetry::throttled_here`]).
     pub(crate) async fn wait_throttled(
-        system: &'static str,
+        store: &crate::telemetry::StoreInfo,
         attempt: u32,
         retry_after: Option<Duration>,
     ) {
         let wait = Pacing::back_off(attempt, retry_after);
-        crate::telemetry::throttled(system, wait, retry_after);
-        crate::telemetry::retry(system, "throttled", attempt + 1, wait);
+        crate::telemetry::throttled_here(store, wait, retry_after);
+        crate::telemetry::retry(store.system(), "throttled", attempt + 1, wait);
         Pacing::wait(wait).await;
     }
 

@@ -584,6 +584,18 @@ pub fn throttled(system: &'static str, wait: Duration, retry_after: Option<Durat
     let _ = system;
 }
 
+/// Reports a throttled answer that a typed writer (bulk writer, copy,
+/// migration) met and handles, where no client reported it on arrival: a
+/// remote store's client reports each throttled answer it receives, so
+/// only an embedded store's (which come from a wrapper that stands for a
+/// busy store, such as [`FaultInjection`](crate::layer::FaultInjection))
+/// are reported here. Each throttled answer is counted once.
+pub(crate) fn throttled_here(store: &StoreInfo, wait: Duration, retry_after: Option<Duration>) {
+    if !store.is_remote() {
+        throttled(store.system, wait, retry_after);
+    }
+}
+
 /// Reports a writer held back to the store's rate: a DEBUG event `paced`.
 pub(crate) fn paced(wait: Duration) {
     tracing::debug!(target: "tablekit", wait_ms = wait.as_millis() as u64, "paced");

@@ -398,8 +398,8 @@ async fn write_partition<T: TableEntity>(
                     if let Some(pacing) = pacing {
                         pacing.throttled(chunk.ops[0].keys().0, chunk.ops.len(), retry_after);
                     }
-                    let system = table.backend().store_info().system();
-                    super::Pacing::wait_throttled(system, throttled, retry_after).await;
+                    let store = table.backend().store_info();
+                    super::Pacing::wait_throttled(&store, throttled, retry_after).await;
                     throttled += 1;
                 }
                 Err(error) => fail_all(&mut chunk, error, &mut report),

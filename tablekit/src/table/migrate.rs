@@ -551,8 +551,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     return report;
                 }
                 Err(Error::Throttled { retry_after }) => {
-                    let system = self.table.backend().store_info().system();
-                    crate::telemetry::throttled(system, std::time::Duration::ZERO, retry_after);
+                    let store = self.table.backend().store_info();
+                    let now = std::time::Duration::ZERO;
+                    crate::telemetry::throttled_here(&store, now, retry_after);
                     if let Some(pacing) = &self.pacing {
                         pacing.throttled(&key, chunk.len(), retry_after);
                     }
