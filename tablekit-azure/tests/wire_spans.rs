@@ -94,3 +94,46 @@ async fn each_attempt_is_a_span_with_both_ids_and_a_retry_is_an_event() {
         attr(second, "az.client_request_id")
     );
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_throttled_answer_is_an_event_and_the_request_goes_again() {
+    let otel = otel::Otel::start();
+    let mock = Mock::start(vec![
+        json_error("503 Server Busy", "ServerBusy"),
+        respond("204 No Content", &[("ETag", "W/\"e1\"")], ""),
+    ])
+    .await;
+    mock.client
+        .upsert_entity("tbl", &Entity::new("p", "r"), UpdateMode::Replace)
+        .await
+        .unwrap();
+    let spans = otel.spans();
+    let upsert = named(&spans, "upsert_entity tbl");
+    assert_eq!(upsert.len(), 1, "{spans:#?}");
+    let throttled = events(upsert[0], "throttled");
+    assert_eq!(throttled.len(), 1, "{:#?}", upsert[0]);
+    let retries = events(upsert[0], "retry");
+    assert_eq!(retries.len(), 1);
+    assert_eq!(
+        event_attr(retries[0], "reason").as_deref(),
+        Some("throttled")
+    );
+    assert_eq!(
+        event_attr(throttled[0], "wait_ms"),
+        event_attr(retries[0], "wait_ms")
+    );
+    let attempts = children(&spans, upsert[0]);
+    assert_eq!(attempts.len(), 2, "{attempts:#?}");
+    assert_eq!(
+        attr(attempts[0], "http.response.status_code").as_deref(),
+        Some("503")
+    );
+    assert_eq!(
+        attr(attempts[0], "error.type").as_deref(),
+        Some("Throttled")
+    );
+    assert_eq!(
+        attr(attempts[1], "http.response.status_code").as_deref(),
+        Some("204")
+    );
+}

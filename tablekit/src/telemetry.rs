@@ -343,43 +343,36 @@ impl Call {
     }
 
     /// Runs `call` inside the span and records its outcome.
-    pub async fn run<T, F>(self, call: F) -> Result<T>
+    pub fn run<T, F>(self, call: F) -> Observed<F, impl FnOnce(Call, &Result<T>)>
     where
         F: Future<Output = Result<T>>,
     {
-        self.run_counted(call, |_| None).await
+        self.observe(call, |call, result| call.finish(result))
     }
 
     /// Runs `call` inside the span and records its outcome, and the rows
     /// `rows` counts in what it returned (for queries).
-    pub async fn run_counted<T, F>(
+    pub fn run_counted<T, F>(
         self,
         call: F,
         rows: impl FnOnce(&T) -> Option<usize>,
-    ) -> Result<T>
+    ) -> Observed<F, impl FnOnce(Call, &Result<T>)>
     where
         F: Future<Output = Result<T>>,
     {
-        use tracing::Instrument as _;
-        let call = scope::Inside { inner: call };
-        let result = if self.span.is_disabled() {
-            call.await
-        } else {
-            call.instrument(self.span.clone()).await
-        };
-        self.finish_counted(&result, rows);
-        result
+        self.observe(call, |call, result| call.finish_counted(result, rows))
     }
 
-    /// Runs `call` inside `span`, as inside an operation, recording
-    /// nothing: for an operation whose outcome is not a [`Result`].
-    pub(crate) async fn in_span<F: Future>(span: &Span, call: F) -> F::Output {
-        use tracing::Instrument as _;
-        let call = scope::Inside { inner: call };
-        if span.is_disabled() {
-            call.await
-        } else {
-            call.instrument(span.clone()).await
+    /// Runs `call` inside the span (polled as inside an operation), then
+    /// hands its output to `done` with the call, to record the outcome.
+    pub(crate) fn observe<F, D>(self, call: F, done: D) -> Observed<F, D>
+    where
+        F: Future,
+        D: FnOnce(Call, &F::Output),
+    {
+        Observed {
+            inner: call,
+            call: Some((self, done)),
         }
     }
 
@@ -427,24 +420,18 @@ impl Call {
 
     /// Runs `call`, whose error is the caller's type `E`, inside the span;
     /// `classify` finds tablekit's error in it, where there is one.
-    pub(crate) async fn run_classified<T, E, F>(
+    pub(crate) fn run_classified<T, E, F>(
         self,
         call: F,
         classify: fn(&E) -> Option<&Error>,
-    ) -> std::result::Result<T, E>
+    ) -> Observed<F, impl FnOnce(Call, &std::result::Result<T, E>)>
     where
         F: Future<Output = std::result::Result<T, E>>,
     {
-        use tracing::Instrument as _;
-        let call = scope::Inside { inner: call };
-        let result = if self.span.is_disabled() {
-            call.await
-        } else {
-            call.instrument(self.span.clone()).await
-        };
-        let error = result.as_ref().err();
-        self.finish_outcome(error.is_some(), error.and_then(classify));
-        result
+        self.observe(call, move |call, result| {
+            let error = result.as_ref().err();
+            call.finish_outcome(error.is_some(), error.and_then(classify));
+        })
     }
 
     /// Records the outcome: `failed`, with tablekit's `error` where there is
@@ -465,6 +452,53 @@ impl Call {
             }
             measured.finish(failed, error);
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future run as an observed [`Call`]: each poll enters the call's
+    /// span (when anybody listens) and counts as inside an operation; the
+    /// output is recorded once it comes. A combinator rather than an
+    /// `async fn`, so that the future it wraps is not moved again into
+    /// another state machine (a copy of its whole state per request).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Observed<F, D> {
+        #[pin]
+        inner: F,
+        call: Option<(Call, D)>,
+    }
+}
+
+impl<F, D> std::fmt::Debug for Observed<F, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observed").finish_non_exhaustive()
+    }
+}
+
+impl<F, D> Future for Observed<F, D>
+where
+    F: Future,
+    D: FnOnce(Call, &F::Output),
+{
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let output = {
+            let Some((call, _)) = this.call.as_ref() else {
+                panic!("an observed call polled after it completed");
+            };
+            let _entered = (!call.span.is_disabled()).then(|| call.span.enter());
+            let _inside = scope::enter();
+            std::task::ready!(this.inner.poll(cx))
+        };
+        if let Some((call, done)) = this.call.take() {
+            done(call, &output);
+        }
+        std::task::Poll::Ready(output)
     }
 }
 
@@ -643,8 +677,6 @@ pub use metrics::set_meter;
 /// polled inside it, on the same thread).
 mod scope {
     use std::cell::Cell;
-    use std::pin::Pin;
-    use std::task::{Context, Poll};
 
     thread_local! {
         static DEPTH: Cell<u32> = const { Cell::new(0) };
@@ -664,22 +696,6 @@ mod scope {
     impl Drop for Entered {
         fn drop(&mut self) {
             DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-        }
-    }
-
-    pin_project_lite::pin_project! {
-        /// A future polled as inside an operation.
-        pub(super) struct Inside<F> {
-            #[pin]
-            pub(super) inner: F,
-        }
-    }
-
-    impl<F: Future> Future for Inside<F> {
-        type Output = F::Output;
-        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-            let _entered = enter();
-            self.project().inner.poll(cx)
         }
     }
 }

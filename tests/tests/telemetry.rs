@@ -380,50 +380,51 @@ fn a_retried_etag_conflict_is_a_retry_event_and_the_update_ends_well() {
     }
 }
 
+/// On the embedded stores, behind fault injection standing for a busy
+/// store (the REST client's own throttled answers are `wire_spans.rs`'s).
 #[test]
 fn a_throttled_batch_shows_its_throttles_and_waits() {
-    let otel = Otel::start();
-    let metrics = otel_metrics::Metrics::start();
-    let faults = FaultInjection::new(tablekit_mem::MemBackend::new());
-    let handle = faults.handle();
-    let notes: Table<Note> = Table::new(faults);
-    let items: Vec<Note> = (0..10)
-        .map(|id| Note {
-            owner: "ada".into(),
-            id,
-            text: "x".into(),
-        })
-        .collect();
-    let report = runtime().block_on(async {
-        notes.create_if_missing().await.unwrap();
-        handle.inject(
-            Injection::on(Operation::SubmitTransaction)
-                .times(2)
-                .fault(Fault::Throttled),
-        );
-        otel.reset();
-        notes.bulk().upsert(&items).await
-    });
-    assert!(report.failures.is_empty(), "{report:?}");
-    let spans = otel.spans();
-    let bulk = named(&spans, "bulk Notes");
-    assert_eq!(bulk.len(), 1, "{spans:#?}");
-    let throttles = events(bulk[0], "throttled");
-    assert_eq!(throttles.len(), 2, "{:#?}", bulk[0]);
-    for throttle in &throttles {
-        let wait: u64 = event_attr(throttle, "wait_ms").unwrap().parse().unwrap();
-        assert!(wait > 0, "{throttle:?}");
-    }
-    assert_eq!(events(bulk[0], "retry").len(), 2);
-    assert_eq!(attr(bulk[0], "tablekit.outcome").as_deref(), Some("ok"));
-    {
-        assert_eq!(
-            metrics.counter(
-                "tablekit.client.throttles",
-                &[("db.system.name", "tablekit.memory")]
-            ),
-            2
-        );
+    for store in [Store::Memory, Store::Disk] {
+        let otel = Otel::start();
+        let metrics = otel_metrics::Metrics::start();
+        let opened = open(store);
+        let faults = FaultInjection::new(Arc::clone(&opened.backend));
+        let handle = faults.handle();
+        let name = table_name("Notes");
+        let notes: Table<Note> = Table::from_arc(Arc::new(faults), &name);
+        let items: Vec<Note> = (0..10)
+            .map(|id| Note {
+                owner: "ada".into(),
+                id,
+                text: "x".into(),
+            })
+            .collect();
+        let report = runtime().block_on(async {
+            notes.create_if_missing().await.unwrap();
+            handle.inject(
+                Injection::on(Operation::SubmitTransaction)
+                    .times(2)
+                    .fault(Fault::Throttled),
+            );
+            otel.reset();
+            notes.bulk().upsert(&items).await
+        });
+        assert!(report.failures.is_empty(), "{store:?}: {report:?}");
+        let spans = otel.spans();
+        let bulk = named(&spans, &format!("bulk {name}"));
+        assert_eq!(bulk.len(), 1, "{store:?}: {spans:#?}");
+        assert_eq!(events(bulk[0], "throttled").len(), 2, "{:#?}", bulk[0]);
+        // Each throttled batch waits, then goes again.
+        let retries = events(bulk[0], "retry");
+        assert_eq!(retries.len(), 2, "{:#?}", bulk[0]);
+        for retry in &retries {
+            assert_eq!(event_attr(retry, "reason").as_deref(), Some("throttled"));
+            let wait: u64 = event_attr(retry, "wait_ms").unwrap().parse().unwrap();
+            assert!(wait > 0, "{retry:?}");
+        }
+        assert_eq!(attr(bulk[0], "tablekit.outcome").as_deref(), Some("ok"));
+        let system = [("db.system.name", opened.system)];
+        assert_eq!(metrics.counter("tablekit.client.throttles", &system), 2);
         assert_eq!(
             metrics.counter("tablekit.client.retries", &[("reason", "throttled")]),
             2
@@ -493,63 +494,66 @@ fn a_failure_inside_a_batch_names_the_operation() {
     }
 }
 
+/// A response lost on its way back (fault injection in front of each
+/// store): a typed write settles it, or, without the write's history,
+/// cannot.
 #[test]
 fn a_lost_answer_shows_whether_it_was_settled() {
-    let otel = Otel::start();
-    let metrics = otel_metrics::Metrics::start();
-    let faults = FaultInjection::new(tablekit_mem::MemBackend::new());
-    let handle = faults.handle();
-    let backend: Arc<dyn TableBackend> = Arc::new(faults);
-    let notes: Table<Note> = Table::from_arc(Arc::clone(&backend), "Notes");
-    let note = |id| Note {
-        owner: "ada".into(),
-        id,
-        text: "x".into(),
-    };
-    runtime().block_on(async {
-        notes.create_if_missing().await.unwrap();
-        otel.reset();
-        // Settled: the typed write reads back that it landed.
-        handle.inject(
-            Injection::on(Operation::InsertEntity)
-                .times(1)
-                .fault(Fault::LostResponse),
+    for store in STORES {
+        let otel = Otel::start();
+        let metrics = otel_metrics::Metrics::start();
+        let opened = open(store);
+        let faults = FaultInjection::new(Arc::clone(&opened.backend));
+        let handle = faults.handle();
+        let name = table_name("Notes");
+        let notes: Table<Note> = Table::from_arc(Arc::new(faults), &name);
+        let note = |id| Note {
+            owner: "ada".into(),
+            id,
+            text: "x".into(),
+        };
+        let lose_the_next_insert = || {
+            handle.inject(
+                Injection::on(Operation::InsertEntity)
+                    .times(1)
+                    .fault(Fault::LostResponse),
+            );
+        };
+        runtime().block_on(async {
+            notes.create_if_missing().await.unwrap();
+            otel.reset();
+            // Settled: the typed write reads back that it landed.
+            lose_the_next_insert();
+            notes.insert(&note(1)).await.unwrap();
+            // Unknown: without the write's history nothing can tell.
+            lose_the_next_insert();
+            let error = notes
+                .clone()
+                .without_write_history()
+                .insert(&note(2))
+                .await
+                .unwrap_err();
+            assert!(error.is_outcome_unknown(), "{store:?}: {error:?}");
+        });
+        let spans = otel.spans();
+        let inserts = named(&spans, &format!("insert {name}"));
+        assert_eq!(inserts.len(), 2, "{store:?}: {spans:#?}");
+        let (settled, unknown) = (inserts[0], inserts[1]);
+        assert_eq!(attr(settled, "tablekit.outcome").as_deref(), Some("ok"));
+        let events_of = events(settled, "settled");
+        assert_eq!(events_of.len(), 1, "{store:?}: {settled:#?}");
+        assert_eq!(event_attr(events_of[0], "landed").as_deref(), Some("true"));
+        assert_eq!(
+            attr(unknown, "tablekit.outcome").as_deref(),
+            Some("unknown")
         );
-        notes.insert(&note(1)).await.unwrap();
-        // Unknown: without the write's history nothing can tell.
-        handle.inject(
-            Injection::on(Operation::InsertEntity)
-                .times(1)
-                .fault(Fault::LostResponse),
+        assert!(failed(unknown));
+        assert_eq!(
+            attr(unknown, "error.type").as_deref(),
+            Some("OutcomeUnknown")
         );
-        let error = notes
-            .clone()
-            .without_write_history()
-            .insert(&note(2))
-            .await
-            .unwrap_err();
-        assert!(error.is_outcome_unknown(), "{error:?}");
-    });
-    let spans = otel.spans();
-    let inserts = named(&spans, "insert Notes");
-    assert_eq!(inserts.len(), 2, "{spans:#?}");
-    let (settled, unknown) = (inserts[0], inserts[1]);
-    assert_eq!(attr(settled, "tablekit.outcome").as_deref(), Some("ok"));
-    let events_of = events(settled, "settled");
-    assert_eq!(events_of.len(), 1, "{settled:#?}");
-    assert_eq!(event_attr(events_of[0], "landed").as_deref(), Some("true"));
-    assert_eq!(
-        attr(unknown, "tablekit.outcome").as_deref(),
-        Some("unknown")
-    );
-    assert!(failed(unknown));
-    assert_eq!(
-        attr(unknown, "error.type").as_deref(),
-        Some("OutcomeUnknown")
-    );
-    assert_eq!(events(unknown, "outcome unknown").len(), 1, "{unknown:#?}");
-    assert!(events(unknown, "settled").is_empty());
-    {
+        assert_eq!(events(unknown, "outcome unknown").len(), 1, "{unknown:#?}");
+        assert!(events(unknown, "settled").is_empty());
         assert_eq!(metrics.counter("tablekit.client.outcomes_unknown", &[]), 1);
         assert_eq!(metrics.counter("tablekit.client.outcomes_settled", &[]), 1);
     }

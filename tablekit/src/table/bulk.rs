@@ -154,11 +154,11 @@ impl<T: TableEntity> BulkWriter<T> {
             None,
         )
         .batch_size(items.len());
-        let report =
-            crate::telemetry::Call::in_span(call.span(), self.run_unspanned(items, mode)).await;
-        let first = report.failures.first().map(|f| &*f.error);
-        call.finish_outcome(first.is_some(), first);
-        report
+        let done = |call: crate::telemetry::Call, report: &BulkReport| {
+            let first = report.failures.first().map(|f| &*f.error);
+            call.finish_outcome(first.is_some(), first);
+        };
+        call.observe(self.run_unspanned(items, mode), done).await
     }
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {

@@ -1,0 +1,129 @@
+//! The client's instructions per request, for comparisons finer than the
+//! CPU-time bench (`request_path.rs`) can make on a noisy machine: run it
+//! under callgrind, which counts the instructions of `measured` alone.
+//!
+//! ```text
+//! cargo bench -p tablekit-azure --bench request_instructions --no-run
+//! valgrind --tool=callgrind --collect-atstart=no \
+//!     --toggle-collect='*request_instructions::measured*' \
+//!     target/release/deps/request_instructions-* typed_upsert 2000
+//! ```
+//!
+//! The modes: `upsert` and `get` (the backend), `typed_upsert` and
+//! `typed_get` (a typed table over it). Instructions per request are the
+//! collected total over the count. Without valgrind it simply runs.
+
+use std::hint::black_box;
+
+use tablekit::{Entity, Table, TableBackend, TableEntity, UpdateMode};
+use tablekit_azure::AzureTables;
+
+#[path = "../tests/azurite/mod.rs"]
+mod azurite;
+
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Req", rename_all = "PascalCase")]
+struct Item {
+    #[tablekit(partition_key)]
+    partition: String,
+    #[tablekit(row_key)]
+    row: String,
+    name: String,
+    amount: i64,
+    price: f64,
+    active: bool,
+    note: String,
+}
+
+fn item(n: usize) -> Item {
+    Item {
+        partition: "typed".into(),
+        row: format!("row{:05}", n % 100),
+        name: format!("item number {n}"),
+        amount: n as i64 * 3,
+        price: n as f64 / 7.0,
+        active: n.is_multiple_of(2),
+        note: "a few words of text".into(),
+    }
+}
+
+fn entity(n: usize) -> Entity {
+    Entity::new("bench", format!("row{:05}", n % 100))
+        .with("Name", format!("item number {n}"))
+        .with("Amount", n as i64 * 3)
+        .with("Price", n as f64 / 7.0)
+        .with("Active", n.is_multiple_of(2))
+        .with("Note", "a few words of text")
+}
+
+/// The requests whose instructions are counted.
+#[inline(never)]
+fn measured(
+    runtime: &tokio::runtime::Runtime,
+    mode: &str,
+    count: usize,
+    client: &AzureTables,
+    typed: &Table<Item>,
+    table: &str,
+) {
+    runtime.block_on(async {
+        for n in 0..count {
+            match mode {
+                "upsert" => {
+                    let e = entity(n);
+                    black_box(client.upsert_entity(table, &e, UpdateMode::Replace).await)
+                        .expect("upsert");
+                }
+                "get" => {
+                    let row = format!("row{:05}", n % 100);
+                    let options = tablekit::GetOptions::default();
+                    black_box(client.get_entity(table, "bench", &row, &options).await)
+                        .expect("get");
+                }
+                "typed_upsert" => {
+                    black_box(typed.upsert(&item(n)).await).expect("typed upsert");
+                }
+                "typed_get" => {
+                    let row = format!("row{:05}", n % 100);
+                    black_box(typed.get("typed", row).await).expect("typed get");
+                }
+                other => panic!("no mode {other}: upsert, get, typed_upsert, typed_get"),
+            }
+        }
+    });
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes `--bench`: run every mode briefly.
+    let (modes, count): (Vec<&str>, usize) = match args.as_slice() {
+        [mode, count] if !mode.starts_with('-') => (vec![mode], count.parse().expect("a count")),
+        _ => (vec!["upsert", "get", "typed_upsert", "typed_get"], 100),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let client = AzureTables::new(azurite::account()).expect("a client");
+    let table = format!("Ins{}", std::process::id());
+    let typed: Table<Item> = Table::new(client.clone()).named(&table);
+    runtime.block_on(async {
+        client.create_table(&table).await.expect("create the table");
+        // Every row read is there, and the connection is warm.
+        for n in 0..100 {
+            client
+                .upsert_entity(&table, &entity(n), UpdateMode::Replace)
+                .await
+                .expect("rows");
+            typed.upsert(&item(n)).await.expect("typed rows");
+        }
+    });
+    for mode in modes {
+        let started = std::time::Instant::now();
+        measured(&runtime, mode, count, &client, &typed, &table);
+        println!("{mode}: {count} requests in {:?}", started.elapsed());
+    }
+    runtime
+        .block_on(client.delete_table(&table))
+        .expect("delete the table");
+}
