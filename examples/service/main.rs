@@ -14,23 +14,41 @@
 //!   DB for Table connection string;
 //! - `TABLEKIT_SERVICE_ADDR`: where to listen (`127.0.0.1:8080`);
 //! - `TABLEKIT_AUDIT_DAYS`: how many days of audit log to keep (30);
-//! - `RUST_LOG`: what to log (`info,tower_http=debug` by default).
+//! - `RUST_LOG`: what to log (`info,tower_http=debug` by default);
+//! - `OTEL_EXPORTER_OTLP_ENDPOINT`: an OpenTelemetry collector's OTLP/HTTP
+//!   address (`http://localhost:4318`), to send traces and metrics to.
+//!
+//! `GET /metrics` answers with the service's and the library's metrics in
+//! the Prometheus text format (see `tablekit_examples::service::telemetry`).
 //!
 //! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
 //! requests under way (for 10 s at most), and stops the library's upkeep
 //! (the outbox worker and its sweeps) after the work in hand. `/readyz`
 //! answers 503 while the store does not answer.
 
+use tablekit_examples::service::telemetry::Telemetry;
 use tablekit_examples::service::{App, Names, Stores};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=debug")),
-        )
+    // Logs as `RUST_LOG` says; traces (INFO and above: requests, tablekit's
+    // operations and storage calls) to the collector, where there is one.
+    let telemetry = Telemetry::from_env().map_err(|e| e as Box<dyn std::error::Error>)?;
+    telemetry.install();
+    let logs = tracing_subscriber::fmt::layer().with_filter(
+        EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| EnvFilter::new("info,tower_http=debug")),
+    );
+    let traces = telemetry.tracer().map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(tracing_subscriber::filter::LevelFilter::INFO)
+    });
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(traces)
         .init();
     let addr = std::env::var("TABLEKIT_SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".into());
     let (stores, location) = Stores::from_env()?;
@@ -78,13 +96,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // too), at most 4,096 connections, and 10 s for the requests under way
     // to finish once shutdown starts.
     let config = tablekit_examples::service::server::ServeConfig::default();
-    tablekit_examples::service::server::serve(listener, app.router(), shutdown_signal(), config)
-        .await;
+    let router = telemetry.wrap(app.router());
+    tablekit_examples::service::server::serve(listener, router, shutdown_signal(), config).await;
     tracing::info!("stopping the upkeep");
     let _ = stop.send(true);
     let stats = upkeep.shutdown().await;
     tracing::info!(?stats, "upkeep stopped");
     expiry.await?;
+    telemetry.shutdown();
     Ok(())
 }
 

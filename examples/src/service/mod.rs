@@ -10,6 +10,9 @@
 //! request left), run as a background task by the binary;
 //! [`server::serve`] serves the router with a header-read timeout, a
 //! connection cap and a shutdown deadline.
+//! [`telemetry::Telemetry`] adds `GET /metrics` (Prometheus) and sends
+//! traces and metrics to an OTLP collector; each request's span is named
+//! after its route and is the parent of tablekit's spans.
 //!
 //! How the store's answers map to HTTP (each error is a JSON body with a
 //! stable code and a message that names no internals):
@@ -37,6 +40,7 @@ pub mod model;
 mod orders;
 pub mod server;
 mod stores;
+pub mod telemetry;
 mod users;
 
 pub use error::ApiError;
@@ -274,7 +278,11 @@ impl App {
                 http::json_errors,
             ))
             .layer(PropagateRequestIdLayer::x_request_id())
-            .layer(TraceLayer::new_for_http())
+            .layer(
+                TraceLayer::new_for_http()
+                    .make_span_with(telemetry::request_span::<axum::body::Body>)
+                    .on_response(telemetry::record_response::<axum::body::Body>),
+            )
             .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
             .layer(axum::middleware::from_fn(http::client_request_id))
             .with_state(self.clone())
