@@ -9,6 +9,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tablekit::layer::{Fault, FaultHandle, FaultInjection, Injection, Operation};
+use tablekit::{TableBackend as _, TableBackendExt as _};
 use tablekit_examples::service::{App, Names, Stores};
 use tower::ServiceExt as _;
 
@@ -2010,4 +2011,82 @@ async fn a_read_only_store_serves_reads_and_refuses_writes_clearly() {
         refused.json()
     );
     assert_eq!(refused.error(), "read_only");
+}
+
+/// Placing an order leaves the customer's ETag as it was: an edit guarded
+/// by the ETag read before the order still holds. A customer written
+/// before guards were kept (no guard row) takes orders too.
+#[tokio::test]
+async fn an_order_leaves_the_customers_etag_as_it_was() {
+    let (app, _) = app().await;
+    let router = app.router();
+    let created = post(
+        &router,
+        "/tenants/acme/customers",
+        customer("c1", "ann@example.com"),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let etag = created.etag();
+    let order = |n: u32| json!({ "number": n, "lines": [{ "sku": "fig", "quantity": 1, "price_cents": 5 }] });
+    let placed = post(&router, "/tenants/acme/customers/c1/orders", order(1)).await;
+    assert_eq!(placed.status, StatusCode::CREATED);
+    assert_eq!(
+        get(&router, "/tenants/acme/customers/c1").await.etag(),
+        etag
+    );
+    let edited = call(
+        &router,
+        Method::PUT,
+        "/tenants/acme/customers/c1",
+        Some(customer("c1", "ann@example.com")),
+        &[("if-match", &etag)],
+    )
+    .await;
+    assert_eq!(
+        edited.status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&edited.bytes)
+    );
+
+    // A customer as an earlier version wrote it: no guard row.
+    let guard = tablekit::Entity::new("acme", "CGUARD_c1");
+    app.stores()
+        .tables
+        .delete_entity(
+            &app.names().table,
+            &guard.partition_key,
+            &guard.row_key,
+            &tablekit::IfMatch::Any,
+        )
+        .await
+        .expect("the guard row is CGUARD_<id>");
+    let placed = post(&router, "/tenants/acme/customers/c1/orders", order(2)).await;
+    assert_eq!(placed.status, StatusCode::CREATED);
+    // Its guard is there now, and the next order leaves the ETag alone.
+    let etag = get(&router, "/tenants/acme/customers/c1").await.etag();
+    let placed = post(&router, "/tenants/acme/customers/c1/orders", order(3)).await;
+    assert_eq!(placed.status, StatusCode::CREATED);
+    assert_eq!(
+        get(&router, "/tenants/acme/customers/c1").await.etag(),
+        etag
+    );
+    // Deleting the customer deletes its guard too: nothing of it is left.
+    let deleted = call(
+        &router,
+        Method::DELETE,
+        "/tenants/acme/customers/c1",
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let left = app
+        .stores()
+        .tables
+        .try_get_entity(&app.names().table, "acme", "CGUARD_c1")
+        .await
+        .unwrap();
+    assert!(left.is_none(), "{left:?}");
 }

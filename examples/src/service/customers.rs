@@ -15,7 +15,7 @@ use super::App;
 use super::audit::{WriteAudit, audited};
 use super::error::{ApiError, ApiResult};
 use super::http::{ATTEMPTS, Body, Page, PageParams, check, if_match, page, segment, with_etag};
-use super::model::{Attachment, Customer, Line, Order, OrderRows};
+use super::model::{Attachment, Customer, CustomerGuard, Line, Order, OrderRows};
 
 #[derive(Deserialize)]
 #[serde(expecting = "a customer: an object with `name`, `email`, `city` and, to create one, `id`")]
@@ -63,6 +63,10 @@ pub(super) async fn post_customer(
     };
     let mut transaction = app.customers.transaction();
     transaction.insert(&customer)?;
+    transaction.upsert(&CustomerGuard {
+        tenant: customer.tenant.clone(),
+        id: customer.id.clone(),
+    })?;
     audit
         .record(&app, &mut transaction, StatusCode::CREATED)
         .await?;
@@ -195,6 +199,9 @@ pub(super) async fn delete_customer(
             .await?
             .ok_or(ApiError::NotFound)?;
         given.guard(Some(Loaded::etag(&current)))?;
+        // The guard orders touch: deleted last, under the ETag read here,
+        // so that an order placed meanwhile sends the delete round again.
+        let guard = app.guards.get(tenant.as_str(), id.as_str()).await?;
         let attachments: Vec<Loaded<Attachment>> = app
             .attachments
             .query()
@@ -254,13 +261,17 @@ pub(super) async fn delete_customer(
             delete_order_row(&mut transaction, &tenant, &id, *row)?;
         }
         transaction.delete(&current)?;
+        if let Some(guard) = &guard {
+            transaction.delete(guard)?;
+        }
         audit
             .record(&app, &mut transaction, StatusCode::NO_CONTENT)
             .await?;
         match transaction.submit().await {
             Ok(_) => return Ok(audited(StatusCode::NO_CONTENT.into_response())),
-            // An order placed meanwhile changed the customer: again (an
-            // If-Match that named the version read then refuses it).
+            // An order placed meanwhile changed the guard (or the customer
+            // was changed): again (an If-Match that named the version read
+            // then refuses it).
             Err(Error::BatchFailed { source, .. })
                 if matches!(*source, Error::PreconditionFailed { .. }) => {}
             Err(e) => return Err(e.into()),

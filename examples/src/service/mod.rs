@@ -59,7 +59,7 @@ use tablekit::{BlobStore, DateTime, Error, QueueStore, Table, TableBackend};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-use model::{Activity, Attachment, AuditEntry, Customer, Order, User};
+use model::{Activity, Attachment, AuditEntry, Customer, CustomerGuard, Order, User};
 
 /// The service's state: a typed table per kind, over shared stores.
 #[derive(Clone)]
@@ -67,6 +67,7 @@ pub struct App {
     stores: Stores,
     names: Names,
     customers: Table<Customer>,
+    guards: Table<CustomerGuard>,
     orders: Table<Order>,
     users: Table<User>,
     activity: Table<Activity>,
@@ -102,6 +103,7 @@ impl App {
             Err(e) => return Err(e),
         }
         let app = App {
+            guards: customers.of(),
             orders: customers.of(),
             users: customers.of(),
             activity: customers.of(),
@@ -117,6 +119,16 @@ impl App {
         };
         app.worker().create_queues().await?;
         Ok(app)
+    }
+
+    /// The stores the service keeps its data in.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
+    /// The names of its table, blob container and queue.
+    pub fn names(&self) -> &Names {
+        &self.names
     }
 
     /// Answers a request that takes longer than `timeout` with 504 (10 s

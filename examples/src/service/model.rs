@@ -50,6 +50,23 @@ pub struct Customer {
     pub incarnation: String,
 }
 
+/// The row an order touches in its transaction, beside its customer: made
+/// with the customer and deleted with it, so that an order placed while its
+/// customer is deleted cannot outlive it, while the customer's own ETag
+/// moves only when the customer changes (an edit guarded by `If-Match`
+/// still holds after an order). A customer written before guards were kept
+/// is given one by its next order.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "CGUARD")]
+pub struct CustomerGuard {
+    /// The tenant.
+    #[tablekit(partition_key)]
+    pub tenant: String,
+    /// The customer's id within the tenant.
+    #[tablekit(row_key)]
+    pub id: String,
+}
+
 /// An order of a customer: the head of a collection of lines.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Shop", kind = "ORD", collection)]

@@ -14,7 +14,7 @@ use super::App;
 use super::audit::{WriteAudit, audited};
 use super::error::{ApiError, ApiResult};
 use super::http::{ATTEMPTS, Body, Page, PageParams, check, page};
-use super::model::{Line, Order, OrderRows};
+use super::model::{CustomerGuard, Line, Order, OrderRows};
 
 #[derive(Deserialize)]
 #[serde(expecting = "an order: an object with `number` and `lines`")]
@@ -32,7 +32,7 @@ pub(super) struct LineBody {
 }
 
 /// The most lines an order has: the order, its lines, the touch of its
-/// customer's row and the request's audit entry are written in one
+/// customer's guard and the request's audit entry are written in one
 /// transaction, of at most 100 operations.
 pub(super) const MAX_LINES: usize = 97;
 
@@ -92,22 +92,18 @@ pub(super) async fn post_order(
         })
         .collect();
     // The order and its lines: one transaction, all or nothing, which also
-    // touches the customer's row under the ETag read: if the customer is
-    // deleted (or changed) meanwhile, the order is not placed (or is tried
-    // again), and a delete of the customer sees the order.
+    // touches the customer's guard under the ETag read: if the customer is
+    // deleted meanwhile, the order is not placed (or is tried again), and a
+    // delete of the customer sees the order. The customer's own row, and
+    // so its ETag, is left as it is.
     let mut placed = None;
     for _ in 0..ATTEMPTS {
-        let owner = app
-            .customers
-            .get(tenant.as_str(), customer.as_str())
-            .await?
-            .ok_or(ApiError::NotFound)?;
+        let Some(guard) = app.guards.get(tenant.as_str(), customer.as_str()).await? else {
+            give_guard(&app, &tenant, &customer).await?;
+            continue;
+        };
         let mut transaction = app.orders.transaction();
-        transaction.push_raw(tablekit::BatchOperation::Update {
-            entity: tablekit::Entity::new(tenant.as_str(), tablekit::schema::row_key_of(&*owner)?),
-            mode: tablekit::UpdateMode::Merge,
-            if_match: tablekit::IfMatch::ETag(Loaded::etag(&owner).clone()),
-        });
+        transaction.push_raw(touch(&guard)?);
         transaction.insert(&order)?;
         for line in &lines {
             transaction.insert(line)?;
@@ -145,6 +141,52 @@ pub(super) async fn post_order(
         response.headers_mut().insert(header::ETAG, value);
     }
     Ok(audited(response))
+}
+
+/// A merge of nothing into `row` under its ETag: the row stays as it is,
+/// its ETag moves, and the transaction fails if the row changed or went.
+fn touch<T: tablekit::TableEntity>(row: &Loaded<T>) -> ApiResult<tablekit::BatchOperation> {
+    Ok(tablekit::BatchOperation::Update {
+        entity: tablekit::Entity::new(
+            tablekit::schema::partition_key_of(&**row)?,
+            tablekit::schema::row_key_of(&**row)?,
+        ),
+        mode: tablekit::UpdateMode::Merge,
+        if_match: tablekit::IfMatch::ETag(Loaded::etag(row).clone()),
+    })
+}
+
+/// Gives a customer written before guards were kept its guard, in a
+/// transaction that touches the customer under the ETag read (so that a
+/// delete under way sees it, and goes round again). A lost race (the
+/// customer changed or went, another order gave the guard) is left to the
+/// caller's next round; a missing customer is 404.
+async fn give_guard(app: &App, tenant: &str, customer: &str) -> ApiResult<()> {
+    let owner = app
+        .customers
+        .get(tenant, customer)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let mut transaction = app.customers.transaction();
+    transaction.push_raw(touch(&owner)?);
+    transaction.insert(&CustomerGuard {
+        tenant: tenant.to_owned(),
+        id: customer.to_owned(),
+    })?;
+    match transaction.submit().await {
+        Ok(_) => Ok(()),
+        Err(Error::BatchFailed { source, .. })
+            if matches!(
+                *source,
+                Error::PreconditionFailed { .. }
+                    | Error::EntityNotFound { .. }
+                    | Error::EntityAlreadyExists { .. }
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub(super) async fn get_order(
