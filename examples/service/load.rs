@@ -21,6 +21,7 @@
 
 mod load_run;
 
+use tablekit_examples::service::telemetry::Telemetry;
 use tablekit_examples::service::{App, Names, Stores};
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -43,8 +44,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Names::default()
     };
+    // Where the time goes: the service's and the library's metrics.
+    let telemetry = Telemetry::new(None).map_err(|e| e as Box<dyn std::error::Error>)?;
+    telemetry.install();
     let app = App::open(stores, names).await?;
-    let report = load_run::run(app.clone(), requests, clients).await?;
+    let cpu_before = process_cpu();
+    let report = load_run::run(app.clone(), requests, clients, Some(&telemetry)).await?;
+    let cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     println!(
         "{location}: {} requests by {clients} clients in {:.2} s: {:.0} requests/s, p50 {:.2} ms, p99 {:.2} ms, {} failed",
         report.requests,
@@ -54,6 +62,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.p99.as_secs_f64() * 1e3,
         report.failed,
     );
+    for route in &report.routes {
+        println!(
+            "  {:<34} {:>6} requests, p50 {:>8.2} ms, p99 {:>8.2} ms, {} failed",
+            route.route,
+            route.requests,
+            route.p50.as_secs_f64() * 1e3,
+            route.p99.as_secs_f64() * 1e3,
+            route.failed,
+        );
+    }
+    // The server's time on requests, the part of it in tablekit's
+    // operations (their calls to the store included), and the CPU this
+    // process (service, library and the load's own clients) used.
+    let (served, serving) = telemetry.histogram_totals("http_server_request_duration_seconds");
+    let (operations, in_tablekit) =
+        telemetry.histogram_totals("db_client_operation_duration_seconds");
+    println!(
+        "  time: {serving:.1} s serving {served} requests, {in_tablekit:.1} s ({:.0}%) in {operations} tablekit operations",
+        100.0 * in_tablekit / serving.max(1e-9),
+    );
+    if let Some(cpu) = cpu {
+        println!(
+            "  this process used {cpu:.1} s of CPU in {:.1} s ({:.2} cores busy on average)",
+            report.elapsed.as_secs_f64(),
+            cpu / report.elapsed.as_secs_f64(),
+        );
+    }
     if configured {
         app.destroy().await?;
     }
@@ -64,4 +99,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("{} requests failed", report.failed).into());
     }
     Ok(())
+}
+
+/// This process's CPU time so far (user and system), in seconds, where the
+/// system says (`/proc/self/stat` on Linux).
+fn process_cpu() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command's name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // Linux counts in clock ticks of 1/100 s.
+    Some(ticks / 100.0)
 }

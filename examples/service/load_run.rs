@@ -2,10 +2,12 @@
 //! the service served by its real server (its limits, its timeouts) with the
 //! library's upkeep running, driven by concurrent clients.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use tablekit_examples::service::App;
 use tablekit_examples::service::server::{ServeConfig, serve};
+use tablekit_examples::service::telemetry::Telemetry;
 
 /// What a run measured.
 pub(crate) struct Report {
@@ -21,20 +23,54 @@ pub(crate) struct Report {
     pub(crate) p50: Duration,
     /// Their 99th percentile.
     pub(crate) p99: Duration,
+    /// The same, per route.
+    pub(crate) routes: Vec<RouteFigures>,
 }
 
-/// Serves `app` on loopback and sends `requests` requests from `clients`
-/// clients; then stops the server and the upkeep.
-pub(crate) async fn run(app: App, requests: usize, clients: usize) -> std::io::Result<Report> {
+/// What a run measured of one route.
+pub(crate) struct RouteFigures {
+    /// The route, as `METHOD /path/{param}`.
+    pub(crate) route: &'static str,
+    /// Requests sent to it.
+    pub(crate) requests: usize,
+    /// Those that failed.
+    pub(crate) failed: usize,
+    /// The median of their times.
+    pub(crate) p50: Duration,
+    /// Their 99th percentile.
+    pub(crate) p99: Duration,
+}
+
+/// The `q` quantile of sorted `times`.
+fn quantile(times: &[Duration], q: f64) -> Duration {
+    times[((times.len() as f64 * q) as usize).min(times.len() - 1)]
+}
+
+/// One timed request: its route, its time, whether it failed.
+type Timed = (&'static str, Duration, bool);
+
+/// Serves `app` on loopback (with `telemetry`'s metrics, where given) and
+/// sends `requests` requests from `clients` clients; then stops the server
+/// and the upkeep.
+pub(crate) async fn run(
+    app: App,
+    requests: usize,
+    clients: usize,
+    telemetry: Option<&Telemetry>,
+) -> std::io::Result<Report> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let upkeep = app
         .upkeep(tablekit::upkeep::UpkeepConfig::default())
         .spawn();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let router = match telemetry {
+        Some(telemetry) => telemetry.wrap(app.router()),
+        None => app.router(),
+    };
     let server = tokio::spawn(serve(
         listener,
-        app.router(),
+        router,
         async {
             let _ = stopped.await;
         },
@@ -47,12 +83,12 @@ pub(crate) async fn run(app: App, requests: usize, clients: usize) -> std::io::R
         let (http, base) = (http.clone(), base.clone());
         tokio::spawn(async move { client(http, base, c, per_client).await })
     });
-    let mut latencies = Vec::with_capacity(requests);
+    let mut timed: Vec<Timed> = Vec::with_capacity(requests);
     let mut failures = Vec::new();
     let mut failed = 0;
     for run in futures::future::join_all(runs).await {
         let (times, failed_here) = run.map_err(std::io::Error::other)?;
-        latencies.extend(times);
+        timed.extend(times);
         failed += failed_here.len();
         failures.extend(failed_here.into_iter().take(5));
     }
@@ -60,16 +96,36 @@ pub(crate) async fn run(app: App, requests: usize, clients: usize) -> std::io::R
     let _ = stop.send(());
     let _ = server.await;
     upkeep.shutdown().await;
+    let mut by_route: BTreeMap<&'static str, (Vec<Duration>, usize)> = BTreeMap::new();
+    for (route, time, failed) in &timed {
+        let entry = by_route.entry(route).or_default();
+        entry.0.push(*time);
+        entry.1 += usize::from(*failed);
+    }
+    let routes = by_route
+        .into_iter()
+        .map(|(route, (mut times, failed))| {
+            times.sort();
+            RouteFigures {
+                route,
+                requests: times.len(),
+                failed,
+                p50: quantile(&times, 0.50),
+                p99: quantile(&times, 0.99),
+            }
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = timed.iter().map(|(_, time, _)| *time).collect();
     latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
     failures.truncate(5);
     Ok(Report {
         requests: latencies.len(),
         failed,
         failures,
         elapsed,
-        p50: at(0.50),
-        p99: at(0.99),
+        p50: quantile(&latencies, 0.50),
+        p99: quantile(&latencies, 0.99),
+        routes,
     })
 }
 
@@ -80,7 +136,7 @@ async fn client(
     base: String,
     c: usize,
     n: usize,
-) -> (Vec<Duration>, Vec<String>) {
+) -> (Vec<Timed>, Vec<String>) {
     let tenant = format!("tenant{}", c % 4);
     let user = format!("u{c}");
     let mut times = Vec::with_capacity(n);
@@ -99,23 +155,39 @@ async fn client(
     while times.len() < n {
         let id = format!("c{c}-{i}");
         let step = times.len() % 8;
-        let request = match step {
-            0 => http
-                .post(format!("{base}/tenants/{tenant}/customers"))
-                .json(&serde_json::json!({
-                    "id": id, "name": "Load", "email": format!("{id}@example.com"), "city": "Oslo"
-                })),
-            1..=3 => http.get(format!("{base}/tenants/{tenant}/customers/{id}")),
-            4 => http.get(format!("{base}/tenants/{tenant}/customers?limit=20")),
-            5 => http.get(format!(
-                "{base}/tenants/{tenant}/customers/by-email/{id}@example.com"
-            )),
-            6 => http
-                .post(format!("{base}/tenants/{tenant}/users/{user}/activity"))
-                .json(&serde_json::json!({ "text": "load" })),
-            _ => http.get(format!(
-                "{base}/tenants/{tenant}/users/{user}/activity?limit=10"
-            )),
+        let (route, request) = match step {
+            0 => (
+                "POST /customers",
+                http.post(format!("{base}/tenants/{tenant}/customers"))
+                    .json(&serde_json::json!({
+                        "id": id, "name": "Load", "email": format!("{id}@example.com"), "city": "Oslo"
+                    })),
+            ),
+            1..=3 => (
+                "GET /customers/{id}",
+                http.get(format!("{base}/tenants/{tenant}/customers/{id}")),
+            ),
+            4 => (
+                "GET /customers",
+                http.get(format!("{base}/tenants/{tenant}/customers?limit=20")),
+            ),
+            5 => (
+                "GET /customers/by-email/{email}",
+                http.get(format!(
+                    "{base}/tenants/{tenant}/customers/by-email/{id}@example.com"
+                )),
+            ),
+            6 => (
+                "POST /users/{user}/activity",
+                http.post(format!("{base}/tenants/{tenant}/users/{user}/activity"))
+                    .json(&serde_json::json!({ "text": "load" })),
+            ),
+            _ => (
+                "GET /users/{user}/activity",
+                http.get(format!(
+                    "{base}/tenants/{tenant}/users/{user}/activity?limit=10"
+                )),
+            ),
         };
         let request = request.build().expect("a request the client can send");
         let what = format!("{} {}", request.method(), request.url().path());
@@ -131,7 +203,7 @@ async fn client(
             }
             Err(e) => Some(format!("no answer: {e}")),
         };
-        times.push(sent.elapsed());
+        times.push((route, sent.elapsed(), outcome.is_some()));
         if let Some(why) = outcome {
             failed.push(format!("{what}: {why}"));
         }

@@ -12,8 +12,15 @@ async fn a_short_load_run_succeeds_on_every_request() {
     let app = App::open(Stores::in_memory(), Names::default())
         .await
         .expect("open");
-    let report = load_run::run(app, 256, 4).await.expect("run");
+    let report = load_run::run(app, 256, 4, None).await.expect("run");
     assert_eq!(report.requests, 256);
     assert_eq!(report.failed, 0, "{:?}", report.failures);
     assert!(report.p50 <= report.p99 && report.p99 <= report.elapsed);
+    // Each route of the mix, with its own figures.
+    assert_eq!(report.routes.len(), 6);
+    assert_eq!(report.routes.iter().map(|r| r.requests).sum::<usize>(), 256);
+    for route in &report.routes {
+        assert!(route.p50 <= route.p99, "{}", route.route);
+        assert_eq!(route.failed, 0, "{}", route.route);
+    }
 }

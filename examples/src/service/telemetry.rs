@@ -152,6 +152,24 @@ impl Telemetry {
             ))
     }
 
+    /// The count and the sum of the histogram named `name` in the
+    /// Prometheus form (`db_client_operation_duration_seconds`), over all
+    /// its series: for a report of where the time went.
+    pub fn histogram_totals(&self, name: &str) -> (u64, f64) {
+        let mut totals = (0, 0.0);
+        for family in self.registry.gather() {
+            if family.name() != name {
+                continue;
+            }
+            for metric in family.get_metric() {
+                let histogram = metric.get_histogram();
+                totals.0 += histogram.get_sample_count();
+                totals.1 += histogram.get_sample_sum();
+            }
+        }
+        totals
+    }
+
     /// Sends what is buffered and stops the exporters.
     pub fn shutdown(&self) {
         if let Some(tracer) = &self.tracer
