@@ -10,8 +10,11 @@
 //! ```
 //!
 //! The modes: `upsert` and `get` (the backend), `typed_upsert` and
-//! `typed_get` (a typed table over it). Instructions per request are the
-//! collected total over the count. Without valgrind it simply runs.
+//! `typed_get` (a typed table over it), `raw_upsert` and `raw_get` (the
+//! same signed requests from hyper on one kept connection, the least a
+//! client can do), and `raw_get_parsed` (that, with the row's JSON parsed,
+//! as a client that uses the row must). Instructions per request are the collected total over
+//! the count. Without valgrind it simply runs.
 
 use std::hint::black_box;
 
@@ -20,6 +23,12 @@ use tablekit_azure::AzureTables;
 
 #[path = "../tests/azurite/mod.rs"]
 mod azurite;
+#[path = "support/raw.rs"]
+mod raw;
+
+use raw::{Auth, OneConnection, raw_request};
+use tablekit_azure::auth::Signer;
+use tablekit_azure::config::{Account, Credentials};
 
 #[derive(TableEntity, Debug, Clone)]
 #[tablekit(table = "Req", rename_all = "PascalCase")]
@@ -56,16 +65,22 @@ fn entity(n: usize) -> Entity {
         .with("Note", "a few words of text")
 }
 
+/// What the modes send with.
+struct Clients {
+    tablekit: AzureTables,
+    typed: Table<Item>,
+    one: OneConnection,
+    account: Account,
+    signer: Signer,
+    table: String,
+}
+
 /// The requests whose instructions are counted.
 #[inline(never)]
-fn measured(
-    runtime: &tokio::runtime::Runtime,
-    mode: &str,
-    count: usize,
-    client: &AzureTables,
-    typed: &Table<Item>,
-    table: &str,
-) {
+fn measured(runtime: &tokio::runtime::Runtime, mode: &str, count: usize, clients: &Clients) {
+    let (client, typed, table) = (&clients.tablekit, &clients.typed, clients.table.as_str());
+    let auth = Auth::Key(&clients.signer);
+    let row_path = |n: usize| format!("/{table}(PartitionKey='bench',RowKey='row{:05}')", n % 100);
     runtime.block_on(async {
         for n in 0..count {
             match mode {
@@ -87,7 +102,27 @@ fn measured(
                     let row = format!("row{:05}", n % 100);
                     black_box(typed.get("typed", row).await).expect("typed get");
                 }
-                other => panic!("no mode {other}: upsert, get, typed_upsert, typed_get"),
+                "raw_upsert" => {
+                    let body = tablekit::json::to_string(&entity(n));
+                    let raw =
+                        raw_request(&clients.account, &auth, "PUT", &row_path(n), "", Some(body));
+                    black_box(clients.one.send(raw, false).await);
+                }
+                "raw_get" => {
+                    let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
+                    black_box(clients.one.send(raw, false).await);
+                }
+                // A client that uses the row parses its JSON, as the pages
+                // of `request_path.rs` are parsed.
+                "raw_get_parsed" => {
+                    let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
+                    let body = clients.one.send_for_body(raw).await;
+                    let row: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
+                    black_box(row.as_object().map(serde_json::Map::len));
+                }
+                other => panic!(
+                    "no mode {other}: upsert, get, typed_upsert, typed_get, raw_upsert, raw_get, raw_get_parsed"
+                ),
             }
         }
     });
@@ -98,15 +133,32 @@ fn main() {
     // `cargo bench` passes `--bench`: run every mode briefly.
     let (modes, count): (Vec<&str>, usize) = match args.as_slice() {
         [mode, count] if !mode.starts_with('-') => (vec![mode], count.parse().expect("a count")),
-        _ => (vec!["upsert", "get", "typed_upsert", "typed_get"], 100),
+        _ => (
+            vec![
+                "upsert",
+                "get",
+                "typed_upsert",
+                "typed_get",
+                "raw_upsert",
+                "raw_get",
+                "raw_get_parsed",
+            ],
+            100,
+        ),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    let client = AzureTables::new(azurite::account()).expect("a client");
+    let account = azurite::account();
+    let Credentials::SharedKey { key } = &account.credentials else {
+        unreachable!("the emulator's account has a key")
+    };
+    let signer = Signer::new(key);
+    let client = AzureTables::new(account.clone()).expect("a client");
     let table = format!("Ins{}", std::process::id());
     let typed: Table<Item> = Table::new(client.clone()).named(&table);
+    let one = runtime.block_on(OneConnection::open(azurite::azurite().table_port));
     runtime.block_on(async {
         client.create_table(&table).await.expect("create the table");
         // Every row read is there, and the connection is warm.
@@ -118,12 +170,20 @@ fn main() {
             typed.upsert(&item(n)).await.expect("typed rows");
         }
     });
+    let clients = Clients {
+        tablekit: client,
+        typed,
+        one,
+        account,
+        signer,
+        table,
+    };
     for mode in modes {
         let started = std::time::Instant::now();
-        measured(&runtime, mode, count, &client, &typed, &table);
+        measured(&runtime, mode, count, &clients);
         println!("{mode}: {count} requests in {:?}", started.elapsed());
     }
     runtime
-        .block_on(client.delete_table(&table))
+        .block_on(clients.tablekit.delete_table(&clients.table))
         .expect("delete the table");
 }
