@@ -569,13 +569,7 @@ impl<T: TableEntity> Table<T> {
                 {
                     break;
                 }
-                let reason = match &last {
-                    Some(Error::PreconditionFailed { .. }) => "etag_conflict",
-                    Some(Error::Throttled { .. }) => "throttled",
-                    _ => "transient",
-                };
-                let system = self.backend.store_info().system();
-                crate::telemetry::retry(system, reason, attempt - 1, wait);
+                self.report_retry(last.as_ref(), attempt - 1, wait);
                 tokio::time::sleep(wait).await;
             }
             let stored = match self.read_row(&pk, &rk).await {
@@ -666,6 +660,17 @@ impl<T: TableEntity> Table<T> {
                 message: "the update's deadline passed before its first attempt".into(),
             })
             .into())
+    }
+
+    /// Reports that an update goes round again after `failed` (a lost
+    /// race for the ETag, a throttle, a transient failure).
+    fn report_retry(&self, failed: Option<&Error>, attempt: u32, wait: Duration) {
+        let reason = match failed {
+            Some(Error::PreconditionFailed { .. }) => "etag_conflict",
+            Some(Error::Throttled { .. }) => "throttled",
+            _ => "transient",
+        };
+        crate::telemetry::retry(self.backend.store_info().system(), reason, attempt, wait);
     }
 
     /// Writes `row` recording `recorded` in its history. `Ok(Some(etag))`:
