@@ -27,7 +27,7 @@
 //!
 //! | attribute | value |
 //! | --- | --- |
-//! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `azure.blobs` and `azure.queues` (a storage account's blob and queue services), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory stores) |
+//! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `azure.blobs` and `azure.queues` (a storage account's blob and queue services), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory stores), `tablekit.custom` (a backend that does not describe itself) |
 //! | `db.namespace` | the account, or the store's directory |
 //! | `db.collection.name` | the table (or blob container, or queue) |
 //! | `db.operation.name` | the operation, as in the table above |
@@ -123,9 +123,9 @@ use tracing::field::Empty;
 
 use crate::error::{Error, Result};
 
-/// What a store is, for spans and metrics: each backend describes itself
-/// through [`TableBackend::store_info`](crate::TableBackend::store_info)
-/// (and the blob and queue contracts' methods of the same name).
+/// What a store is, for spans and metrics: each table backend describes
+/// itself through [`TableBackend::store_info`](crate::TableBackend::store_info),
+/// and each blob or queue store passes its own to [`Call::storage`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreInfo {
     system: &'static str,
