@@ -17,6 +17,15 @@ use tablekit_examples::service::{App, Names, Stores};
 use tower::ServiceExt as _;
 use tracing_subscriber::layer::SubscriberExt as _;
 
+/// One test at a time: tablekit records its metrics on the meter last
+/// installed, and tracing decides once per callsite whether anybody
+/// listens.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
 const PARENT: &str = "b7ad6b7169203331";
 
@@ -77,6 +86,7 @@ fn children<'a>(spans: &'a [SpanData], parent: &SpanData) -> Vec<&'a SpanData> {
 
 #[test]
 fn a_trace_shows_the_route_the_operations_and_each_storage_request() {
+    let _serial = one_at_a_time();
     let exporter = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exporter.clone())
@@ -155,6 +165,7 @@ fn a_trace_shows_the_route_the_operations_and_each_storage_request() {
 
 #[test]
 fn metrics_are_served_in_the_prometheus_text_format() {
+    let _serial = one_at_a_time();
     let telemetry = Telemetry::new(None).unwrap();
     telemetry.install();
     let (status, text, content_type) = runtime().block_on(async {
@@ -314,6 +325,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn an_otlp_collector_receives_the_traces_and_the_metrics() {
+    let _serial = one_at_a_time();
     let (address, received) = collector();
     let telemetry = Telemetry::new(Some(&address)).unwrap();
     let subscriber = tracing_subscriber::registry().with(
