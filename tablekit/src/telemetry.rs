@@ -57,7 +57,7 @@
 //!
 //! | event | level | fields |
 //! | --- | --- | --- |
-//! | `retry` | WARN | `reason`, `attempt`, `wait_ms`; the reasons: `throttled`, `transient` (a failure the request did not reach the store through), `outcome_unknown` (a lost answer to a request safe to send again), `not_sent` (a connection closed before the request was written), `token_refused` (a token refused, sent again with a new one), `not_replicated` (a read the secondary region had not seen yet), `etag_conflict` (a typed update that met another writer's change) |
+//! | `retry` | WARN (DEBUG for `not_sent`) | `reason`, `attempt`, `wait_ms`; the reasons: `throttled`, `transient` (a failure the request did not reach the store through), `outcome_unknown` (a lost answer to a request safe to send again), `not_sent` (a connection closed before the request was written), `token_refused` (a token refused, sent again with a new one), `not_replicated` (a read the secondary region had not seen yet), `etag_conflict` (a typed update that met another writer's change) |
 //! | `throttled` | INFO | `wait_ms`, `retry_after_ms` when the store said |
 //! | `paced` | DEBUG | `wait_ms`: a bulk writer, copy or migration held back to the store's rate |
 //! | `outcome unknown` | WARN | a call ended without knowing whether its write landed (on each span that ended so) |
@@ -583,16 +583,17 @@ fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
 
 /// Reports that an attempt is sent again after `wait`, for `reason`
 /// (`throttled`, `transient`, `outcome_unknown`, `not_sent`, `token_refused`,
-/// `etag_conflict`, …): a WARN event `retry` in the current span, and the
-/// retry counter.
+/// `etag_conflict`, …): an event `retry` in the current span, and the retry
+/// counter. The event is a WARN, but for `not_sent` (a pooled connection
+/// the server had closed, which happens in the normal run of things): a
+/// DEBUG.
 pub fn retry(system: &'static str, reason: &'static str, attempt: u32, wait: Duration) {
-    tracing::warn!(
-        target: "tablekit",
-        reason,
-        attempt,
-        wait_ms = wait.as_millis() as u64,
-        "retry"
-    );
+    let wait_ms = wait.as_millis() as u64;
+    if reason == "not_sent" {
+        tracing::debug!(target: "tablekit", reason, attempt, wait_ms, "retry");
+    } else {
+        tracing::warn!(target: "tablekit", reason, attempt, wait_ms, "retry");
+    }
     #[cfg(feature = "metrics")]
     metrics::retry(system, reason);
     #[cfg(not(feature = "metrics"))]
