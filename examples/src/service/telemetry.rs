@@ -153,21 +153,31 @@ impl Telemetry {
     }
 
     /// The count and the sum of the histogram named `name` in the
-    /// Prometheus form (`db_client_operation_duration_seconds`), over all
-    /// its series: for a report of where the time went.
-    pub fn histogram_totals(&self, name: &str) -> (u64, f64) {
-        let mut totals = (0, 0.0);
+    /// Prometheus form (`db_client_operation_duration_seconds`), per value
+    /// of its label `label` (`db_operation_name`), in the label's order:
+    /// for a report of where the time went.
+    pub fn histogram_by(&self, name: &str, label: &str) -> Vec<(String, u64, f64)> {
+        let mut by: std::collections::BTreeMap<String, (u64, f64)> = Default::default();
         for family in self.registry.gather() {
             if family.name() != name {
                 continue;
             }
             for metric in family.get_metric() {
+                let value = metric
+                    .get_label()
+                    .iter()
+                    .find(|pair| pair.name() == label)
+                    .map(|pair| pair.value().to_owned())
+                    .unwrap_or_default();
                 let histogram = metric.get_histogram();
-                totals.0 += histogram.get_sample_count();
-                totals.1 += histogram.get_sample_sum();
+                let entry = by.entry(value).or_default();
+                entry.0 += histogram.get_sample_count();
+                entry.1 += histogram.get_sample_sum();
             }
         }
-        totals
+        by.into_iter()
+            .map(|(value, (count, sum))| (value, count, sum))
+            .collect()
     }
 
     /// Sends what is buffered and stops the exporters.
