@@ -125,14 +125,7 @@ impl Learned {
 
     /// Reads a `Keep-Alive` header (`timeout=5, max=1000`).
     pub(crate) fn keep_alive_header(&self, value: &str) {
-        let timeout = value.split(',').find_map(|part| {
-            let (name, seconds) = part.split_once('=')?;
-            if !name.trim().eq_ignore_ascii_case("timeout") {
-                return None;
-            }
-            seconds.trim().parse::<u64>().ok()
-        });
-        if let Some(seconds) = timeout.filter(|s| *s > 0) {
+        if let Some(seconds) = keep_alive_timeout(value).filter(|s| *s > 0) {
             self.server_keeps(Duration::from_secs(seconds));
         }
     }
@@ -149,6 +142,24 @@ impl Learned {
         let margin = (keeps / 4).min(Duration::from_secs(1));
         Some(keeps - margin)
     }
+}
+
+/// The `timeout` of a `Keep-Alive` header (`timeout=5, max=1000`), read
+/// byte by byte: every answer of a Node.js server carries one, so it is
+/// read on every request.
+fn keep_alive_timeout(value: &str) -> Option<u64> {
+    value.as_bytes().split(|&b| b == b',').find_map(|part| {
+        let eq = part.iter().position(|&b| b == b'=')?;
+        if !part[..eq].trim_ascii().eq_ignore_ascii_case(b"timeout") {
+            return None;
+        }
+        let digits = part[eq + 1..].trim_ascii();
+        // At most 19 digits: no overflow.
+        if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        Some(digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
+    })
 }
 
 /// Opens connections: directly, or through the proxy the matcher names.
@@ -521,6 +532,32 @@ impl AsyncWrite for Watched {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_alive_timeouts_are_read_as_the_header_says() {
+        for (value, timeout) in [
+            ("timeout=5", Some(5)),
+            ("timeout=5, max=1000", Some(5)),
+            ("max=3, Timeout = 1", Some(1)),
+            (" TIMEOUT=7 ", Some(7)),
+            ("timeout=x, timeout=9", Some(9)),
+            ("timeout=", None),
+            ("timeout=-1", None),
+            ("timeout=1.5", None),
+            ("timeout=99999999999999999999", None),
+            (
+                "timeout=9999999999999999999",
+                Some(9_999_999_999_999_999_999),
+            ),
+            ("timeouts=5", None),
+            ("max=5", None),
+            ("", None),
+            ("=", None),
+            ("timeout=٣", None),
+        ] {
+            assert_eq!(keep_alive_timeout(value), timeout, "{value:?}");
+        }
+    }
 
     #[test]
     fn keep_alive_is_read_and_kept_short() {

@@ -14,9 +14,16 @@ pub fn encode(value: &str) -> String {
     utf8_percent_encode(value, COMPONENT).to_string()
 }
 
-/// The OData literal of a key: single quotes doubled, then percent-encoded.
-fn key_literal(key: &str) -> String {
-    encode(&key.replace('\'', "''"))
+/// Appends the OData literal of a key to `out`: single quotes doubled,
+/// then percent-encoded (a quote is `%27%27`). Written into one string, as
+/// every request builds one or two.
+fn push_key_literal(out: &mut String, key: &str) {
+    for chunk in utf8_percent_encode(key, COMPONENT) {
+        out.push_str(chunk);
+        if chunk == "%27" {
+            out.push_str(chunk);
+        }
+    }
 }
 
 /// The path of one entity: `/Table(PartitionKey='…',RowKey='…')`.
@@ -26,16 +33,23 @@ fn key_literal(key: &str) -> String {
 /// assert_eq!(entity_path("ops", "o'p", "a b"), "/ops(PartitionKey='o%27%27p',RowKey='a%20b')");
 /// ```
 pub fn entity_path(table: &str, pk: &str, rk: &str) -> String {
-    format!(
-        "/{table}(PartitionKey='{}',RowKey='{}')",
-        key_literal(pk),
-        key_literal(rk)
-    )
+    let mut path = String::with_capacity(table.len() + pk.len() + rk.len() + 32);
+    path.push('/');
+    path.push_str(table);
+    path.push_str("(PartitionKey='");
+    push_key_literal(&mut path, pk);
+    path.push_str("',RowKey='");
+    push_key_literal(&mut path, rk);
+    path.push_str("')");
+    path
 }
 
 /// The path of a table in the table list: `/Tables('name')`.
 pub fn table_path(table: &str) -> String {
-    format!("/Tables('{}')", key_literal(table))
+    let mut path = String::from("/Tables('");
+    push_key_literal(&mut path, table);
+    path.push_str("')");
+    path
 }
 
 /// A query string from pairs, each value percent-encoded.
@@ -87,6 +101,28 @@ mod tests {
             "/t(PartitionKey='%27%27%27%27',RowKey='x')"
         );
         assert_eq!(table_path("MyTable"), "/Tables('MyTable')");
+        // Written in one pass, the path is the quoting then the encoding of
+        // each key, whatever the key holds.
+        let keys = [
+            "",
+            "'",
+            "a'b'",
+            "''x",
+            "日本'語",
+            "\u{1F600}'",
+            "a b/c?d#e",
+            "%27",
+        ];
+        for pk in keys {
+            for rk in keys {
+                let quoted = |k: &str| encode(&k.replace('\'', "''"));
+                assert_eq!(
+                    entity_path("t", pk, rk),
+                    format!("/t(PartitionKey='{}',RowKey='{}')", quoted(pk), quoted(rk)),
+                    "{pk:?} {rk:?}"
+                );
+            }
+        }
         assert_eq!(
             query_string(&[("$filter", "PartitionKey eq 'a b'"), ("$top", "5")]),
             "$filter=PartitionKey%20eq%20%27a%20b%27&$top=5"
