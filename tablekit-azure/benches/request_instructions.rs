@@ -12,8 +12,9 @@
 //! The modes: `upsert` and `get` (the backend), `typed_upsert` and
 //! `typed_get` (a typed table over it), `raw_upsert` and `raw_get` (the
 //! same signed requests from hyper on one kept connection, the least a
-//! client can do), and `raw_get_parsed` (that, with the row's JSON parsed,
-//! as a client that uses the row must). Instructions per request are the collected total over
+//! client can do), `raw_get_parsed` (that, with the row's JSON parsed, as
+//! a client that uses the row must), and `pooled_upsert` and
+//! `pooled_get_parsed` (hyper-util's pooled client). Instructions per request are the collected total over
 //! the count. Without valgrind it simply runs.
 
 use std::hint::black_box;
@@ -65,11 +66,18 @@ fn entity(n: usize) -> Entity {
         .with("Note", "a few words of text")
 }
 
+/// hyper-util's pooled client, as `request_path.rs` measures it.
+type Pooled = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    http_body_util::Full<bytes::Bytes>,
+>;
+
 /// What the modes send with.
 struct Clients {
     tablekit: AzureTables,
     typed: Table<Item>,
     one: OneConnection,
+    pooled: Pooled,
     account: Account,
     signer: Signer,
     table: String,
@@ -117,15 +125,30 @@ fn measured(runtime: &tokio::runtime::Runtime, mode: &str, count: usize, clients
                 "raw_get_parsed" => {
                     let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
                     let body = clients.one.send_for_body(raw).await;
-                    let row: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
-                    black_box(row.as_object().map(serde_json::Map::len));
+                    black_box(parse_row(&body));
+                }
+                "pooled_upsert" => {
+                    let body = tablekit::json::to_string(&entity(n));
+                    let raw = raw_request(&clients.account, &auth, "PUT", &row_path(n), "", Some(body));
+                    black_box(raw::send_pooled(&clients.pooled, raw).await);
+                }
+                "pooled_get_parsed" => {
+                    let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
+                    let body = raw::send_pooled(&clients.pooled, raw).await;
+                    black_box(parse_row(&body));
                 }
                 other => panic!(
-                    "no mode {other}: upsert, get, typed_upsert, typed_get, raw_upsert, raw_get, raw_get_parsed"
+                    "no mode {other}: upsert, get, typed_upsert, typed_get, raw_upsert, raw_get, raw_get_parsed, pooled_upsert, pooled_get_parsed"
                 ),
             }
         }
     });
+}
+
+/// The row's JSON, parsed: the number of its members.
+fn parse_row(body: &[u8]) -> Option<usize> {
+    let row: serde_json::Value = serde_json::from_slice(body).expect("JSON");
+    row.as_object().map(serde_json::Map::len)
 }
 
 fn main() {
@@ -142,6 +165,8 @@ fn main() {
                 "raw_upsert",
                 "raw_get",
                 "raw_get_parsed",
+                "pooled_upsert",
+                "pooled_get_parsed",
             ],
             100,
         ),
@@ -174,6 +199,8 @@ fn main() {
         tablekit: client,
         typed,
         one,
+        pooled: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http(),
         account,
         signer,
         table,

@@ -110,22 +110,7 @@ async fn send_hyper<C>(client: &HyperClient<C, Full<Bytes>>, raw: Raw) -> usize
 where
     C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
 {
-    let mut request = hyper::Request::builder().method(raw.method).uri(&raw.url);
-    for (name, value) in raw.headers {
-        request = request.header(name, value);
-    }
-    let response = client
-        .request(request.body(Full::new(raw.body)).expect("a request"))
-        .await
-        .expect("sent");
-    assert!(response.status().is_success(), "{}", response.status());
-    response
-        .into_body()
-        .collect()
-        .await
-        .expect("a body")
-        .to_bytes()
-        .len()
+    raw::send_pooled(client, raw).await.len()
 }
 
 async fn send_page_reqwest(client: &reqwest::Client, raw: Raw) -> usize {

@@ -146,3 +146,29 @@ impl OneConnection {
             .to_bytes()
     }
 }
+
+/// Sends `raw` through hyper-util's pooled client and reads the answer's
+/// body whole.
+pub(crate) async fn send_pooled<C>(
+    client: &hyper_util::client::legacy::Client<C, Full<Bytes>>,
+    raw: Raw,
+) -> Bytes
+where
+    C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
+    let mut request = hyper::Request::builder().method(raw.method).uri(&raw.url);
+    for (name, value) in raw.headers {
+        request = request.header(name, value);
+    }
+    let response = client
+        .request(request.body(Full::new(raw.body)).expect("a request"))
+        .await
+        .expect("sent");
+    assert!(response.status().is_success(), "{}", response.status());
+    response
+        .into_body()
+        .collect()
+        .await
+        .expect("a body")
+        .to_bytes()
+}
