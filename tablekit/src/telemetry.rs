@@ -581,6 +581,25 @@ fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
     }
 }
 
+/// `work`, carried into a task of its own by the operation polling now:
+/// in the operation's span (when anybody listens), and as inside it, so
+/// that the task's calls to the store are the operation's children, timed
+/// as part of it. Work started outside an operation stays as it is.
+pub(crate) fn carried<F: Future>(work: F) -> tracing::instrument::Instrumented<scope::Inside<F>> {
+    use tracing::Instrument as _;
+    let inside = scope::inside();
+    let span = if inside {
+        Span::current()
+    } else {
+        Span::none()
+    };
+    scope::Inside {
+        inner: work,
+        active: inside,
+    }
+    .instrument(span)
+}
+
 /// Reports that an attempt is sent again after `wait`, for `reason`
 /// (`throttled`, `transient`, `outcome_unknown`, `not_sent`, `token_refused`,
 /// `etag_conflict`, …): an event `retry` in the current span, and the retry
@@ -685,6 +704,28 @@ mod scope {
 
     pub(super) fn inside() -> bool {
         DEPTH.with(Cell::get) > 0
+    }
+
+    pin_project_lite::pin_project! {
+        /// A future polled as inside an operation, when `active`.
+        pub(crate) struct Inside<F> {
+            #[pin]
+            pub(super) inner: F,
+            pub(super) active: bool,
+        }
+    }
+
+    impl<F: Future> Future for Inside<F> {
+        type Output = F::Output;
+
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<F::Output> {
+            let this = self.project();
+            let _entered = this.active.then(enter);
+            this.inner.poll(cx)
+        }
     }
 
     pub(super) struct Entered;

@@ -59,6 +59,18 @@ struct Document {
     body: Vec<u8>,
 }
 
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Contacts", kind = "CON")]
+#[tablekit(index(name = "city", tag = "city", partition = "city"))]
+struct Contact {
+    #[tablekit(partition_key)]
+    owner: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(index = "city")]
+    city: String,
+}
+
 fn ada() -> Employee {
     Employee {
         department: "Sales".into(),
@@ -711,5 +723,62 @@ fn the_upkeep_reports_what_it_did() {
     assert_eq!(
         metrics.gauge("tablekit.upkeep.pending", &[("db.collection.name", "Docs")]),
         Some(0.0)
+    );
+}
+
+/// An index kept in another partition is written after the commit, in a
+/// task of its own: its requests are still the operation's, in its trace
+/// and under its span, and the operation is counted once.
+#[test]
+fn work_finished_after_the_commit_belongs_to_its_operation() {
+    let otel = Otel::start();
+    let metrics = otel_metrics::Metrics::start();
+    let contacts: Table<Contact> = Table::new(tablekit_mem::MemBackend::new());
+    runtime().block_on(async {
+        contacts.create_if_missing().await.unwrap();
+        otel.reset();
+        contacts
+            .insert(&Contact {
+                owner: "ada".into(),
+                id: 1,
+                city: "Oslo".into(),
+            })
+            .await
+            .unwrap();
+    });
+    let spans = otel.spans();
+    let insert = named(&spans, "insert Contacts");
+    assert_eq!(insert.len(), 1, "{spans:#?}");
+    let insert = insert[0];
+    // Every other span is a descendant of the insert.
+    let ancestors = |span: &opentelemetry_sdk::trace::SpanData| {
+        let mut chain = Vec::new();
+        let mut parent = span.parent_span_id;
+        while let Some(up) = spans.iter().find(|s| s.span_context.span_id() == parent) {
+            chain.push(up.span_context.span_id());
+            parent = up.parent_span_id;
+        }
+        chain
+    };
+    let storage: Vec<_> = spans
+        .iter()
+        .filter(|s| s.span_context.span_id() != insert.span_context.span_id())
+        .collect();
+    // The entity's transaction, and the index row put in the city's
+    // partition after it.
+    assert!(storage.len() >= 2, "{spans:#?}");
+    for span in &storage {
+        assert_eq!(span.span_context.trace_id(), insert.span_context.trace_id());
+        assert!(
+            ancestors(span).contains(&insert.span_context.span_id()),
+            "{} is not under the insert: {spans:#?}",
+            span.name
+        );
+    }
+    let table = [("db.collection.name", "Contacts")];
+    assert_eq!(
+        metrics.histogram_count("db.client.operation.duration", &table),
+        2,
+        "the table's creation and the insert"
     );
 }

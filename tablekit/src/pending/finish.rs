@@ -49,11 +49,13 @@ pub(crate) async fn detached<R: Send + 'static>(
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => {
             let running = Running::start();
-            let work = async move {
+            // The task belongs to the operation that starts it: its calls
+            // are the operation's children, and timed as part of it.
+            let work = crate::telemetry::carried(async move {
                 let done = work.await;
                 drop(running);
                 done
-            };
+            });
             match runtime.spawn(work).await {
                 Ok(done) => Some(done),
                 Err(error) => {
