@@ -14,7 +14,9 @@
 //! same signed requests from hyper on one kept connection, the least a
 //! client can do), `raw_get_parsed` (that, with the row's JSON parsed, as
 //! a client that uses the row must), and `pooled_upsert` and
-//! `pooled_get_parsed` (hyper-util's pooled client). Instructions per request are the collected total over
+//! `pooled_get_parsed` (hyper-util's pooled client); over HTTPS with a
+//! bearer token, `bearer_upsert` and `bearer_get` (tablekit) beside
+//! `bearer_pooled_upsert` and `bearer_pooled_get_parsed`. Instructions per request are the collected total over
 //! the count. Without valgrind it simply runs.
 
 use std::hint::black_box;
@@ -26,6 +28,8 @@ use tablekit_azure::AzureTables;
 mod azurite;
 #[path = "support/raw.rs"]
 mod raw;
+#[path = "../tests/tls/mod.rs"]
+mod tls;
 
 use raw::{Auth, OneConnection, raw_request};
 use tablekit_azure::auth::Signer;
@@ -78,6 +82,8 @@ struct Clients {
     typed: Table<Item>,
     one: OneConnection,
     pooled: Pooled,
+    /// Over HTTPS with a token, for the `bearer_` modes.
+    bearer: Option<(raw::Bearer, String)>,
     account: Account,
     signer: Signer,
     table: String,
@@ -132,6 +138,9 @@ fn measured(runtime: &tokio::runtime::Runtime, mode: &str, count: usize, clients
                     let raw = raw_request(&clients.account, &auth, "PUT", &row_path(n), "", Some(body));
                     black_box(raw::send_pooled(&clients.pooled, raw).await);
                 }
+                "bearer_upsert" | "bearer_get" | "bearer_pooled_upsert" | "bearer_pooled_get_parsed" => {
+                    bearer(clients, mode, n).await;
+                }
                 "pooled_get_parsed" => {
                     let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
                     let body = raw::send_pooled(&clients.pooled, raw).await;
@@ -143,6 +152,46 @@ fn measured(runtime: &tokio::runtime::Runtime, mode: &str, count: usize, clients
             }
         }
     });
+}
+
+/// One request of a `bearer_` mode: tablekit with a token credential, or
+/// hyper-util's pooled client over the same TLS with the same token.
+async fn bearer(clients: &Clients, mode: &str, n: usize) {
+    let (bearer, table) = clients.bearer.as_ref().expect("the bearer side");
+    let auth = Auth::Bearer(&bearer.token);
+    let path = format!("/{table}(PartitionKey='bench',RowKey='row{:05}')", n % 100);
+    let row = format!("row{:05}", n % 100);
+    match mode {
+        "bearer_upsert" => {
+            black_box(
+                bearer
+                    .tablekit
+                    .upsert_entity(table, &entity(n), UpdateMode::Replace)
+                    .await,
+            )
+            .expect("upsert");
+        }
+        "bearer_get" => {
+            let options = tablekit::GetOptions::default();
+            black_box(
+                bearer
+                    .tablekit
+                    .get_entity(table, "bench", &row, &options)
+                    .await,
+            )
+            .expect("get");
+        }
+        "bearer_pooled_upsert" => {
+            let body = tablekit::json::to_string(&entity(n));
+            let raw = raw_request(&bearer.account, &auth, "PUT", &path, "", Some(body));
+            black_box(raw::send_pooled(&bearer.hyper, raw).await);
+        }
+        _ => {
+            let raw = raw_request(&bearer.account, &auth, "GET", &path, "", None);
+            let body = raw::send_pooled(&bearer.hyper, raw).await;
+            black_box(parse_row(&body));
+        }
+    }
 }
 
 /// The row's JSON, parsed: the number of its members.
@@ -195,16 +244,32 @@ fn main() {
             typed.upsert(&item(n)).await.expect("typed rows");
         }
     });
-    let clients = Clients {
+    let mut clients = Clients {
         tablekit: client,
         typed,
         one,
+        bearer: None,
         pooled: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build_http(),
         account,
         signer,
         table,
     };
+    if modes.iter().any(|m| m.starts_with("bearer_")) {
+        let bearer = runtime.block_on(raw::bearer());
+        let table = format!("Tok{}", std::process::id());
+        runtime.block_on(async {
+            bearer.tablekit.create_table(&table).await.expect("create");
+            for n in 0..100 {
+                bearer
+                    .tablekit
+                    .upsert_entity(&table, &entity(n), UpdateMode::Replace)
+                    .await
+                    .expect("rows");
+            }
+        });
+        clients.bearer = Some((bearer, table));
+    }
     for mode in modes {
         let started = std::time::Instant::now();
         measured(&runtime, mode, count, &clients);

@@ -27,7 +27,6 @@ mod tls;
 
 use raw::{Auth, OneConnection, Raw, parse_page, raw_request};
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -38,8 +37,7 @@ use hyper_util::rt::TokioExecutor;
 use tablekit::{Entity, GetOptions, Query, Table, TableBackend, TableEntity, UpdateMode};
 use tablekit_azure::AzureTables;
 use tablekit_azure::auth::Signer;
-use tablekit_azure::config::{Account, ClientOptions, Credentials, Trust};
-use tablekit_azure::credential::TokenCredential;
+use tablekit_azure::config::Credentials;
 
 const ROUNDS: usize = 7;
 const UPSERTS: usize = 600;
@@ -391,45 +389,15 @@ async fn shared_key() {
 /// Over HTTPS with a bearer token: tablekit with a token credential
 /// beside hyper's pooled client over the same TLS, sending the same token.
 async fn bearer() {
-    let certificates = tls::certificates("bench");
-    let a = azurite::start_with(&certificates.azurite_args(true));
-    let credential = Arc::new(tls::Minting::new(Duration::from_secs(3600)));
-    let token = credential
-        .get_token(tablekit_azure::credential::STORAGE_SCOPE)
-        .await
-        .expect("a token");
-    let mut account = Account::emulator(a.host, a.table_port, a.blob_port, a.queue_port);
-    account.table_endpoint = format!("https://127.0.0.1:{}/devstoreaccount1", a.table_port);
-    account.credentials = Credentials::Token(credential);
-    let trust = Trust::mozilla()
-        .with_pem(certificates.ca_pem.as_bytes())
-        .expect("the CA");
-    let tablekit = AzureTables::with_options(account.clone(), ClientOptions::tables().trust(trust))
-        .expect("a client");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(certificates.ca_pem.as_bytes()) {
-        roots.add(cert.expect("a certificate")).expect("a root");
-    }
-    use rustls_pki_types::pem::PemObject as _;
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let mut tcp = HttpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_nodelay(true);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http1()
-        .wrap_connector(tcp);
-    let hyper = HyperClient::builder(TokioExecutor::new()).build::<_, Full<Bytes>>(https);
+    let raw::Bearer {
+        tablekit,
+        hyper,
+        account,
+        token,
+    } = raw::bearer().await;
     let table = format!("Tok{}", std::process::id());
     load(&tablekit, &table).await;
-    let auth = Auth::Bearer(token.secret());
+    let auth = Auth::Bearer(&token);
     let row_path = |n: usize| format!("/{table}(PartitionKey='bench',RowKey='row{n:05}')");
     let page_query = "?$filter=PartitionKey%20eq%20'bench'&$top=1000";
     let mut cpu = [[Duration::MAX; 3]; 2];

@@ -172,3 +172,73 @@ where
         .expect("a body")
         .to_bytes()
 }
+
+/// The bearer-token side of the benches: an Azurite of its own over HTTPS
+/// with `--oauth basic` (its certificate made here), tablekit signing in
+/// with a token, and hyper-util's pooled client over rustls sending the
+/// same token.
+pub(crate) struct Bearer {
+    pub(crate) tablekit: tablekit_azure::AzureTables,
+    pub(crate) hyper: hyper_util::client::legacy::Client<
+        hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+        Full<Bytes>,
+    >,
+    pub(crate) account: Account,
+    pub(crate) token: String,
+}
+
+/// Starts the [`Bearer`] side.
+pub(crate) async fn bearer() -> Bearer {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rustls_pki_types::pem::PemObject as _;
+    use tablekit_azure::config::{ClientOptions, Credentials, Trust};
+    use tablekit_azure::credential::TokenCredential as _;
+
+    let certificates = crate::tls::certificates("bench");
+    let a = crate::azurite::start_with(&certificates.azurite_args(true));
+    let credential = Arc::new(crate::tls::Minting::new(Duration::from_secs(3600)));
+    let token = credential
+        .get_token(tablekit_azure::credential::STORAGE_SCOPE)
+        .await
+        .expect("a token");
+    let mut account = Account::emulator(a.host, a.table_port, a.blob_port, a.queue_port);
+    account.table_endpoint = format!("https://127.0.0.1:{}/devstoreaccount1", a.table_port);
+    account.credentials = Credentials::Token(credential);
+    let trust = Trust::mozilla()
+        .with_pem(certificates.ca_pem.as_bytes())
+        .expect("the CA");
+    let tablekit = tablekit_azure::AzureTables::with_options(
+        account.clone(),
+        ClientOptions::tables().trust(trust),
+    )
+    .expect("a client");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(certificates.ca_pem.as_bytes()) {
+        roots.add(cert.expect("a certificate")).expect("a root");
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let mut tcp = hyper_util::client::legacy::connect::HttpConnector::new();
+    tcp.enforce_http(false);
+    tcp.set_nodelay(true);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .wrap_connector(tcp);
+    let hyper = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build::<_, Full<Bytes>>(https);
+    Bearer {
+        tablekit,
+        hyper,
+        account,
+        token: token.secret().to_owned(),
+    }
+}
