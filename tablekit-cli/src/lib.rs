@@ -14,6 +14,7 @@
 //! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
 //!                 [--checkpoint FILE]
 //! tablekit check  --store UseLocalStorage=<dir>
+//! tablekit --verbose <command> …
 //! ```
 //!
 //! - **copy** copies the named tables (all by default), blob containers and
@@ -28,6 +29,11 @@
 //! - **check** reads a whole local store, read-only, and checks every
 //!   row, blob and message against its checksum; it names each damaged
 //!   piece and exits 1 if there is any.
+//!
+//! `--verbose` (`-v`, before or after the command) prints each operation
+//! on a store as it ends, with its outcome and time, and each retry and
+//! throttle, on standard error (tablekit's `tracing` spans and events, see
+//! `tablekit::telemetry`); the progress bar stays whole.
 //!
 //! A row the target already holds with other properties stops the copy by
 //! default (`--conflict fail`); `skip` keeps the target's, `overwrite`
