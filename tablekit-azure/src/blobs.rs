@@ -277,17 +277,11 @@ impl BlobStore for AzureBlobs {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_blobs", container)
             .run(async {
                 let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
-                call.query.push(("comp", "list".into()));
-                if let Some(prefix) = &options.prefix {
-                    call.query.push(("prefix", prefix.clone()));
-                }
-                if let Some(max) = options.max_results {
-                    tablekit::validate::list_page_size(Some(max))?;
-                    call.query.push(("maxresults", max.to_string()));
-                }
-                if let Some(marker) = &options.marker {
-                    call.query.push(("marker", marker.clone()));
-                }
+                call.list(
+                    options.prefix.as_ref(),
+                    options.max_results,
+                    options.marker.as_ref(),
+                )?;
                 let reply = self.send(call).await?;
                 parse_listing(&String::from_utf8_lossy(&reply.body))
             })

@@ -119,6 +119,28 @@ impl<'a> Call<'a> {
             target,
         }
     }
+
+    /// Makes this call a listing (`comp=list`) with the paging both
+    /// services share: a name prefix, a page size (checked), a marker.
+    pub(crate) fn list(
+        &mut self,
+        prefix: Option<&String>,
+        max_results: Option<u32>,
+        marker: Option<&String>,
+    ) -> tablekit::Result<()> {
+        self.query.push(("comp", "list".into()));
+        if let Some(prefix) = prefix {
+            self.query.push(("prefix", prefix.clone()));
+        }
+        if let Some(max) = max_results {
+            tablekit::validate::list_page_size(Some(max))?;
+            self.query.push(("maxresults", max.to_string()));
+        }
+        if let Some(marker) = marker {
+            self.query.push(("marker", marker.clone()));
+        }
+        Ok(())
+    }
 }
 
 /// A successful response.
