@@ -200,7 +200,7 @@ impl BlobStore for LocalStorage {
             "create_container",
             container,
         )
-        .run_sync(|| {
+        .run(async {
             self.guarded(|| {
                 validate::container_name(container)?;
                 // Read-only: a container that exists is answered as one.
@@ -215,23 +215,26 @@ impl BlobStore for LocalStorage {
                         });
                     }
                 }
-                let txn = self.begin_write()?;
-                {
-                    let mut containers = txn
-                        .open_table(CONTAINERS)
-                        .map_err(|e| self.error(e.into()))?;
-                    let existed = containers
-                        .insert(container, ())
-                        .map_err(|e| self.error(e.into()))?;
-                    if existed.is_some() {
-                        return Err(Error::ContainerAlreadyExists {
-                            container: container.into(),
-                        });
-                    }
+                Ok(())
+            })?;
+            let container = container.to_owned();
+            self.write(move |store, txn| {
+                let mut containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| store.error(e.into()))?;
+                let existed = containers
+                    .insert(container.as_str(), ())
+                    .map_err(|e| store.error(e.into()))?;
+                if existed.is_some() {
+                    return Err(Error::ContainerAlreadyExists {
+                        container: container.clone(),
+                    });
                 }
-                self.commit(txn)
+                Ok(())
             })
+            .await
         })
+        .await
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
@@ -240,32 +243,32 @@ impl BlobStore for LocalStorage {
             "delete_container",
             container,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::container_name(container)?;
-                let txn = self.begin_write()?;
+        .run(async {
+            validate::container_name(container)?;
+            let container = container.to_owned();
+            self.write(move |store, txn| {
+                let mut containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| store.error(e.into()))?;
+                if containers
+                    .remove(container.as_str())
+                    .map_err(|e| store.error(e.into()))?
+                    .is_none()
                 {
-                    let mut containers = txn
-                        .open_table(CONTAINERS)
-                        .map_err(|e| self.error(e.into()))?;
-                    if containers
-                        .remove(container)
-                        .map_err(|e| self.error(e.into()))?
-                        .is_none()
-                    {
-                        return Err(container_missing(container));
-                    }
-                    let (from, to) = (format!("{container}/"), format!("{container}0"));
-                    for table in [BLOBS, BLOB_DATA] {
-                        let mut blobs = txn.open_table(table).map_err(|e| self.error(e.into()))?;
-                        blobs
-                            .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
-                            .map_err(|e| self.error(e.into()))?;
-                    }
+                    return Err(container_missing(&container));
                 }
-                self.commit(txn)
+                let (from, to) = (format!("{container}/"), format!("{container}0"));
+                for table in [BLOBS, BLOB_DATA] {
+                    let mut blobs = txn.open_table(table).map_err(|e| store.error(e.into()))?;
+                    blobs
+                        .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+                        .map_err(|e| store.error(e.into()))?;
+                }
+                Ok(())
             })
+            .await
         })
+        .await
     }
 
     async fn put_blob(
@@ -280,53 +283,52 @@ impl BlobStore for LocalStorage {
             "put_blob",
             container,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
-                // Hash outside the transaction: it is the expensive part of a large put.
-                let md5: [u8; 16] = Md5::digest(&data).into();
-                let txn = self.begin_write()?;
-                let properties = {
-                    let containers = txn
-                        .open_table(CONTAINERS)
-                        .map_err(|e| self.error(e.into()))?;
-                    self.check_container(&containers, container)?;
-                    let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                    let existing = self.blob_properties(&blobs, container, name)?;
-                    condition.check(existing.as_ref().map(|b| &b.etag), container, name)?;
-                    let mut meta = txn.open_table(META).map_err(|e| self.error(e.into()))?;
-                    let version = meta
-                        .get("blob_version")
-                        .map_err(|e| self.error(e.into()))?
-                        .map_or(0, |v| v.value())
-                        + 1;
-                    meta.insert("blob_version", version)
-                        .map_err(|e| self.error(e.into()))?;
-                    let written = DateTime::now();
-                    let key = blob_key(container, name);
-                    let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
-                    blobs
-                        .insert(key.as_str(), stored.as_slice())
-                        .map_err(|e| self.error(e.into()))?;
-                    let mut bytes = txn
-                        .open_table(BLOB_DATA)
-                        .map_err(|e| self.error(e.into()))?;
-                    bytes
-                        .insert(key.as_str(), data.as_slice())
-                        .map_err(|e| self.error(e.into()))?;
-                    BlobProperties {
-                        name: name.into(),
-                        etag: etag_of(version),
-                        content_length: data.len() as u64,
-                        content_md5: md5,
-                        last_modified: written,
-                    }
-                };
-                self.commit(txn)?;
-                Ok(properties)
+        .run(async {
+            validate::container_name(container)?;
+            validate::blob_name(name)?;
+            // Hash before the writer's turn: it is the expensive part of a large put.
+            let md5: [u8; 16] = Md5::digest(&data).into();
+            let (container, name, condition) =
+                (container.to_owned(), name.to_owned(), condition.clone());
+            self.write(move |store, txn| {
+                let containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| store.error(e.into()))?;
+                store.check_container(&containers, &container)?;
+                let mut blobs = txn.open_table(BLOBS).map_err(|e| store.error(e.into()))?;
+                let existing = store.blob_properties(&blobs, &container, &name)?;
+                condition.check(existing.as_ref().map(|b| &b.etag), &container, &name)?;
+                let mut meta = txn.open_table(META).map_err(|e| store.error(e.into()))?;
+                let version = meta
+                    .get("blob_version")
+                    .map_err(|e| store.error(e.into()))?
+                    .map_or(0, |v| v.value())
+                    + 1;
+                meta.insert("blob_version", version)
+                    .map_err(|e| store.error(e.into()))?;
+                let written = DateTime::now();
+                let key = blob_key(&container, &name);
+                let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
+                blobs
+                    .insert(key.as_str(), stored.as_slice())
+                    .map_err(|e| store.error(e.into()))?;
+                let mut bytes = txn
+                    .open_table(BLOB_DATA)
+                    .map_err(|e| store.error(e.into()))?;
+                bytes
+                    .insert(key.as_str(), data.as_slice())
+                    .map_err(|e| store.error(e.into()))?;
+                Ok(BlobProperties {
+                    name: name.clone(),
+                    etag: etag_of(version),
+                    content_length: data.len() as u64,
+                    content_md5: md5,
+                    last_modified: written,
+                })
             })
+            .await
         })
+        .await
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
@@ -379,40 +381,41 @@ impl BlobStore for LocalStorage {
             "delete_blob",
             container,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
-                let txn = self.begin_write()?;
-                {
-                    let containers = txn
-                        .open_table(CONTAINERS)
-                        .map_err(|e| self.error(e.into()))?;
-                    self.check_container(&containers, container)?;
-                    let mut blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                    let existing = self
-                        .blob_properties(&blobs, container, name)?
-                        .ok_or_else(|| blob_missing(container, name))?;
-                    if if_match.is_some_and(|tag| *tag != existing.etag) {
-                        return Err(Error::BlobConditionNotMet {
-                            container: container.into(),
-                            name: name.into(),
-                        });
-                    }
-                    let key = blob_key(container, name);
-                    blobs
-                        .remove(key.as_str())
-                        .map_err(|e| self.error(e.into()))?;
-                    let mut bytes = txn
-                        .open_table(BLOB_DATA)
-                        .map_err(|e| self.error(e.into()))?;
-                    bytes
-                        .remove(key.as_str())
-                        .map_err(|e| self.error(e.into()))?;
+        .run(async {
+            validate::container_name(container)?;
+            validate::blob_name(name)?;
+            let (container, name, if_match) =
+                (container.to_owned(), name.to_owned(), if_match.cloned());
+            self.write(move |store, txn| {
+                let containers = txn
+                    .open_table(CONTAINERS)
+                    .map_err(|e| store.error(e.into()))?;
+                store.check_container(&containers, &container)?;
+                let mut blobs = txn.open_table(BLOBS).map_err(|e| store.error(e.into()))?;
+                let existing = store
+                    .blob_properties(&blobs, &container, &name)?
+                    .ok_or_else(|| blob_missing(&container, &name))?;
+                if if_match.as_ref().is_some_and(|tag| *tag != existing.etag) {
+                    return Err(Error::BlobConditionNotMet {
+                        container: container.clone(),
+                        name: name.clone(),
+                    });
                 }
-                self.commit(txn)
+                let key = blob_key(&container, &name);
+                blobs
+                    .remove(key.as_str())
+                    .map_err(|e| store.error(e.into()))?;
+                let mut bytes = txn
+                    .open_table(BLOB_DATA)
+                    .map_err(|e| store.error(e.into()))?;
+                bytes
+                    .remove(key.as_str())
+                    .map_err(|e| store.error(e.into()))?;
+                Ok(())
             })
+            .await
         })
+        .await
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {

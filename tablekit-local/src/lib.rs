@@ -115,11 +115,22 @@
 //! | fjall 3.1 | 1.7 µs | 163 µs | 103 µs | 308 µs | 120 ms | 13.8 MB |
 //!
 //! # Concurrency
-//! Clones share the store. Reads run side by side; writes take turns (one
-//! engine transaction at a time). Each operation runs to its end within one
-//! poll of its future and never holds the engine across an `.await`, so a
-//! future dropped at any point has applied its write completely or not at
-//! all.
+//! Clones share the store. Reads run side by side, on the caller's task:
+//! they read a snapshot and never wait for a write.
+//!
+//! Writes run on the store's writer thread, never on an async runtime's
+//! worker: the commit and the sync of the file do not hold up other tasks.
+//! Writes that arrive together share one commit and one sync (group
+//! commit), so concurrent writers are not held to one sync each. Each write
+//! still decides on every write committed or grouped before it, so ETag
+//! checks, inserts and transactions mean what they mean alone, and each is
+//! acknowledged only once its commit is on disk.
+//!
+//! A future dropped at any point has applied its write completely or not
+//! at all: a write handed to the writer runs to its end even if its caller
+//! stops waiting (and counts as [`InFlight`](tablekit::backend::InFlight)
+//! until it has). Dropping the last handle waits for those writes, then
+//! closes the file, so the store can be opened again at once.
 
 mod blobs;
 mod check;
@@ -127,6 +138,7 @@ mod limit;
 mod queues;
 mod rows;
 mod tables;
+mod writer;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -153,6 +165,10 @@ const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
 /// [crate documentation](crate).
 #[derive(Clone)]
 pub struct LocalStorage {
+    /// The writer thread; `None` in the thread's own handle and in a
+    /// read-only store. Dropped before `shared`: the last handle's drop
+    /// stops the thread, which closes the engine.
+    writer: Option<Arc<writer::Writer>>,
     shared: Arc<Shared>,
 }
 
@@ -320,7 +336,8 @@ impl LocalStorageBuilder {
         } else {
             Engine::Writable(open_engine(&dir, max_size.as_ref())?)
         };
-        let storage = LocalStorage {
+        let mut storage = LocalStorage {
+            writer: None,
             shared: Arc::new(Shared {
                 db: parking_lot::RwLock::new(Some(Arc::new(db))),
                 read_only: self.read_only,
@@ -336,6 +353,13 @@ impl LocalStorageBuilder {
         // A read-only store has them: every open for writing made them.
         if !self.read_only {
             storage.create_system_tables()?;
+            let thread = LocalStorage {
+                writer: None,
+                shared: Arc::clone(&storage.shared),
+            };
+            let writer =
+                writer::Writer::start(thread).map_err(|e| io_error(&storage.shared.path, &e))?;
+            storage.writer = Some(Arc::new(writer));
         }
         Ok(storage)
     }
@@ -502,11 +526,16 @@ impl LocalStorage {
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
         match &*self.engine()? {
             Engine::Writable(db) => db.begin_write().map_err(|e| self.error(e.into())),
-            Engine::ReadOnly(_) => Err(Error::Storage {
-                path: self.shared.path.display().to_string(),
-                failure: StorageFailure::ReadOnly,
-                message: "the store was opened read-only".into(),
-            }),
+            Engine::ReadOnly(_) => Err(self.read_only_error()),
+        }
+    }
+
+    /// The error of a write to a store opened read-only.
+    fn read_only_error(&self) -> Error {
+        Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: StorageFailure::ReadOnly,
+            message: "the store was opened read-only".into(),
         }
     }
 

@@ -277,53 +277,55 @@ impl QueueStore for LocalStorage {
             "create_queue",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::queue_name(queue)?;
-                let now = self.shared.clock.now();
-                // Read-only: a queue that exists is answered as one.
-                if self.shared.read_only {
+        .run(async {
+            validate::queue_name(queue)?;
+            let now = self.shared.clock.now();
+            // Read-only: a queue that exists is answered as one.
+            if self.shared.read_only {
+                return self.guarded(|| {
                     let txn = self.begin_read()?;
                     let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                    if queues
-                        .get(queue)
-                        .map_err(|e| self.error(e.into()))?
-                        .is_some()
-                    {
-                        return Ok(false);
+                    match queues.get(queue).map_err(|e| self.error(e.into()))? {
+                        Some(_) => Ok(false),
+                        None => Err(self.read_only_error()),
                     }
+                });
+            }
+            let queue = queue.to_owned();
+            self.write(move |store, txn| {
+                let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+                let at = deleted
+                    .get(queue.as_str())
+                    .map_err(|e| store.error(e.into()))?
+                    .map(|v| v.value());
+                if let Some(at) = at {
+                    let at =
+                        DateTime::from_ticks(at).map_err(|_| store.damaged("a deletion time"))?;
+                    if now < at.saturating_add(QUEUE_DELETION_DELAY) {
+                        return Err(Error::QueueBeingDeleted {
+                            queue: queue.clone(),
+                        });
+                    }
+                    deleted
+                        .remove(queue.as_str())
+                        .map_err(|e| store.error(e.into()))?;
                 }
-                let txn = self.begin_write()?;
+                let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
+                if queues
+                    .get(queue.as_str())
+                    .map_err(|e| store.error(e.into()))?
+                    .is_some()
                 {
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                    let at = deleted
-                        .get(queue)
-                        .map_err(|e| self.error(e.into()))?
-                        .map(|v| v.value());
-                    if let Some(at) = at {
-                        let at = DateTime::from_ticks(at)
-                            .map_err(|_| self.damaged("a deletion time"))?;
-                        if now < at.saturating_add(QUEUE_DELETION_DELAY) {
-                            return Err(Error::QueueBeingDeleted {
-                                queue: queue.into(),
-                            });
-                        }
-                        deleted.remove(queue).map_err(|e| self.error(e.into()))?;
-                    }
-                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                    if queues
-                        .get(queue)
-                        .map_err(|e| self.error(e.into()))?
-                        .is_some()
-                    {
-                        return Ok(false);
-                    }
-                    queues.insert(queue, 0).map_err(|e| self.error(e.into()))?;
+                    return Ok(false);
                 }
-                self.commit(txn)?;
+                queues
+                    .insert(queue.as_str(), 0)
+                    .map_err(|e| store.error(e.into()))?;
                 Ok(true)
             })
+            .await
         })
+        .await
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
@@ -332,31 +334,32 @@ impl QueueStore for LocalStorage {
             "delete_queue",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::queue_name(queue)?;
-                let now = self.shared.clock.now();
-                let txn = self.begin_write()?;
+        .run(async {
+            validate::queue_name(queue)?;
+            let now = self.shared.clock.now();
+            let queue = queue.to_owned();
+            self.write(move |store, txn| {
                 {
-                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                    let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
                     if queues
-                        .remove(queue)
-                        .map_err(|e| self.error(e.into()))?
+                        .remove(queue.as_str())
+                        .map_err(|e| store.error(e.into()))?
                         .is_none()
                     {
                         return Err(Error::QueueNotFound {
-                            queue: queue.into(),
+                            queue: queue.clone(),
                         });
                     }
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
                     deleted
-                        .insert(queue, now.ticks())
-                        .map_err(|e| self.error(e.into()))?;
+                        .insert(queue.as_str(), now.ticks())
+                        .map_err(|e| store.error(e.into()))?;
                 }
-                self.remove_messages(&txn, queue)?;
-                self.commit(txn)
+                store.remove_messages(txn, &queue)
             })
+            .await
         })
+        .await
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
@@ -404,48 +407,46 @@ impl QueueStore for LocalStorage {
             "put_message",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                tablekit::queue::checks::put_message(queue, text, options)?;
-                let now = self.shared.clock.now();
-                let expires = match options.ttl {
-                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                    MessageTtl::After(ttl) => now.saturating_add(ttl),
-                    MessageTtl::Never => DateTime::MAX,
-                };
-                let message = Message {
-                    id: random_id(),
-                    receipt: random(),
-                    dequeue_count: 0,
-                    inserted: now,
-                    expires,
-                    next_visible: now.saturating_add(options.visibility_delay),
-                    text: text.to_owned(),
-                };
-                let txn = self.begin_write()?;
-                {
-                    let mut queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                    let seq = queues
-                        .get(queue)
-                        .map_err(|e| self.error(e.into()))?
-                        .ok_or_else(|| Error::QueueNotFound {
-                            queue: queue.into(),
-                        })?
-                        .value();
-                    queues
-                        .insert(queue, seq + 1)
-                        .map_err(|e| self.error(e.into()))?;
-                    let mut messages =
-                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                    let key = message_key(queue, seq);
-                    messages
-                        .insert(key.as_slice(), message.encode(&key).as_slice())
-                        .map_err(|e| self.error(e.into()))?;
-                    let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
-                    ids.insert(id_key(queue, &message.id_text()).as_str(), seq)
-                        .map_err(|e| self.error(e.into()))?;
-                }
-                self.commit(txn)?;
+        .run(async {
+            tablekit::queue::checks::put_message(queue, text, options)?;
+            let now = self.shared.clock.now();
+            let expires = match options.ttl {
+                MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+                MessageTtl::After(ttl) => now.saturating_add(ttl),
+                MessageTtl::Never => DateTime::MAX,
+            };
+            let message = Message {
+                id: random_id(),
+                receipt: random(),
+                dequeue_count: 0,
+                inserted: now,
+                expires,
+                next_visible: now.saturating_add(options.visibility_delay),
+                text: text.to_owned(),
+            };
+            let queue = queue.to_owned();
+            self.write(move |store, txn| {
+                let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
+                let seq = queues
+                    .get(queue.as_str())
+                    .map_err(|e| store.error(e.into()))?
+                    .ok_or_else(|| Error::QueueNotFound {
+                        queue: queue.clone(),
+                    })?
+                    .value();
+                queues
+                    .insert(queue.as_str(), seq + 1)
+                    .map_err(|e| store.error(e.into()))?;
+                let mut messages = txn
+                    .open_table(MESSAGES)
+                    .map_err(|e| store.error(e.into()))?;
+                let key = message_key(&queue, seq);
+                messages
+                    .insert(key.as_slice(), message.encode(&key).as_slice())
+                    .map_err(|e| store.error(e.into()))?;
+                let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
+                ids.insert(id_key(&queue, &message.id_text()).as_str(), seq)
+                    .map_err(|e| store.error(e.into()))?;
                 Ok(SentMessage {
                     id: message.id_text(),
                     pop_receipt: message.receipt_text(),
@@ -454,7 +455,9 @@ impl QueueStore for LocalStorage {
                     next_visible: message.next_visible,
                 })
             })
+            .await
         })
+        .await
     }
 
     async fn get_messages(
@@ -468,18 +471,19 @@ impl QueueStore for LocalStorage {
             "get_messages",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::get_messages(queue, count, visibility_timeout)?;
-                let now = self.shared.clock.now();
-                let next_visible = now.saturating_add(visibility_timeout);
-                let txn = self.begin_write()?;
-                self.check_queue(&txn, queue)?;
+        .run(async {
+            validate::get_messages(queue, count, visibility_timeout)?;
+            let now = self.shared.clock.now();
+            let next_visible = now.saturating_add(visibility_timeout);
+            let queue = queue.to_owned();
+            self.write(move |store, txn| {
+                store.check_queue(txn, &queue)?;
                 let mut got = Vec::new();
                 {
-                    let mut messages =
-                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                    let live = self.live_messages(&txn, &mut messages, queue, now)?;
+                    let mut messages = txn
+                        .open_table(MESSAGES)
+                        .map_err(|e| store.error(e.into()))?;
+                    let live = store.live_messages(txn, &mut messages, &queue, now)?;
                     for (seq, mut message) in live
                         .into_iter()
                         .filter(|(_, m)| m.next_visible <= now)
@@ -488,10 +492,10 @@ impl QueueStore for LocalStorage {
                         message.dequeue_count += 1;
                         message.receipt = random();
                         message.next_visible = next_visible;
-                        let key = message_key(queue, seq);
+                        let key = message_key(&queue, seq);
                         messages
                             .insert(key.as_slice(), message.encode(&key).as_slice())
-                            .map_err(|e| self.error(e.into()))?;
+                            .map_err(|e| store.error(e.into()))?;
                         got.push(QueueMessage {
                             id: message.id_text(),
                             pop_receipt: message.receipt_text(),
@@ -503,10 +507,11 @@ impl QueueStore for LocalStorage {
                         });
                     }
                 }
-                self.commit(txn)?;
                 Ok(got)
             })
+            .await
         })
+        .await
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
@@ -572,12 +577,17 @@ impl QueueStore for LocalStorage {
             "update_message",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-                let now = self.shared.clock.now();
-                let txn = self.begin_write()?;
-                let (seq, mut message) = self.held(&txn, queue, id, pop_receipt, now)?;
+        .run(async {
+            validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+            let now = self.shared.clock.now();
+            let (queue, id, pop_receipt, text) = (
+                queue.to_owned(),
+                id.to_owned(),
+                pop_receipt.to_owned(),
+                text.map(str::to_owned),
+            );
+            self.write(move |store, txn| {
+                let (seq, mut message) = store.held(txn, &queue, &id, &pop_receipt, now)?;
                 let next_visible = now.saturating_add(visibility_timeout);
                 if next_visible >= message.expires {
                     return Err(InvalidInput::QueueDuration {
@@ -589,24 +599,26 @@ impl QueueStore for LocalStorage {
                 }
                 message.receipt = random();
                 message.next_visible = next_visible;
-                if let Some(text) = text {
-                    message.text = text.to_owned();
+                if let Some(text) = &text {
+                    message.text.clone_from(text);
                 }
                 {
-                    let mut messages =
-                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                    let key = message_key(queue, seq);
+                    let mut messages = txn
+                        .open_table(MESSAGES)
+                        .map_err(|e| store.error(e.into()))?;
+                    let key = message_key(&queue, seq);
                     messages
                         .insert(key.as_slice(), message.encode(&key).as_slice())
-                        .map_err(|e| self.error(e.into()))?;
+                        .map_err(|e| store.error(e.into()))?;
                 }
-                self.commit(txn)?;
                 Ok(MessageUpdate {
                     pop_receipt: message.receipt_text(),
                     next_visible,
                 })
             })
+            .await
         })
+        .await
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
@@ -615,25 +627,27 @@ impl QueueStore for LocalStorage {
             "delete_message",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::delete_message(queue, id, pop_receipt)?;
-                let now = self.shared.clock.now();
-                let txn = self.begin_write()?;
-                let (seq, _) = self.held(&txn, queue, id, pop_receipt, now)?;
-                {
-                    let mut messages =
-                        txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                    messages
-                        .remove(message_key(queue, seq).as_slice())
-                        .map_err(|e| self.error(e.into()))?;
-                    let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
-                    ids.remove(id_key(queue, id).as_str())
-                        .map_err(|e| self.error(e.into()))?;
-                }
-                self.commit(txn)
+        .run(async {
+            validate::delete_message(queue, id, pop_receipt)?;
+            let now = self.shared.clock.now();
+            let (queue, id, pop_receipt) =
+                (queue.to_owned(), id.to_owned(), pop_receipt.to_owned());
+            self.write(move |store, txn| {
+                let (seq, _) = store.held(txn, &queue, &id, &pop_receipt, now)?;
+                let mut messages = txn
+                    .open_table(MESSAGES)
+                    .map_err(|e| store.error(e.into()))?;
+                messages
+                    .remove(message_key(&queue, seq).as_slice())
+                    .map_err(|e| store.error(e.into()))?;
+                let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
+                ids.remove(id_key(&queue, &id).as_str())
+                    .map_err(|e| store.error(e.into()))?;
+                Ok(())
             })
+            .await
         })
+        .await
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
@@ -642,15 +656,16 @@ impl QueueStore for LocalStorage {
             "clear_messages",
             queue,
         )
-        .run_sync(|| {
-            self.guarded(|| {
-                validate::queue_name(queue)?;
-                let txn = self.begin_write()?;
-                self.check_queue(&txn, queue)?;
-                self.remove_messages(&txn, queue)?;
-                self.commit(txn)
+        .run(async {
+            validate::queue_name(queue)?;
+            let queue = queue.to_owned();
+            self.write(move |store, txn| {
+                store.check_queue(txn, &queue)?;
+                store.remove_messages(txn, &queue)
             })
+            .await
         })
+        .await
     }
 }
 

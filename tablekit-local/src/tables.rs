@@ -129,19 +129,19 @@ impl LocalStorage {
     /// the write they belong to.
     fn apply(
         &self,
+        txn: &WriteTransaction,
         table: &str,
         writes: &[Write<'_>],
         batch: bool,
     ) -> Result<(ETag, Vec<Option<ETag>>)> {
         let in_batch = |index: usize| move |e: Error| if batch { e.in_batch(index) } else { e };
-        let txn = self.begin_write()?;
         let folded = {
             let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
             let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
             self.existing_table(&catalogue, &deleted, table)
                 .map_err(in_batch(0))?
         };
-        let ticks = self.next_ticks(&txn)?;
+        let ticks = self.next_ticks(txn)?;
         let etag = etag_of(ticks);
         let mut etags = Vec::with_capacity(writes.len());
         {
@@ -178,8 +178,23 @@ impl LocalStorage {
                 }
             }
         }
-        self.commit(txn)?;
         Ok((etag, etags))
+    }
+
+    /// Applies `operations` to `table` on the writer thread, all or none
+    /// (see [`apply`](LocalStorage::apply)).
+    async fn apply_owned(
+        &self,
+        table: &str,
+        operations: Vec<BatchOperation>,
+        batch: bool,
+    ) -> Result<(ETag, Vec<Option<ETag>>)> {
+        let table = table.to_owned();
+        self.write(move |store, txn| {
+            let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
+            store.apply(txn, &table, &writes, batch)
+        })
+        .await
     }
 
     /// [`check`](LocalStorage::check)'s part for tables: every row of
@@ -242,43 +257,47 @@ impl LocalStorage {
     }
 
     /// Validates and applies one write, returning its new ETag.
-    fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
+    async fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
         validate::table_name(table)?;
         write.validate()?;
-        Ok(self.apply(table, &[write], false)?.0)
+        Ok(self.apply_owned(table, vec![owned(write)], false).await?.0)
     }
 }
 
 #[async_trait]
 impl TableBackend for LocalStorage {
     async fn create_table(&self, table: &str) -> Result<()> {
-        Call::storage(|| self.store_info(), "create_table", table).run_sync(|| {
-            self.guarded(|| {
-                validate::table_name(table)?;
-                let folded = table.to_ascii_lowercase();
-                // Read-only: a table that exists is answered as one, so that a
-                // program making its tables "if missing" opens the store.
-                if self.shared.read_only {
-                    let txn = self.begin_read()?;
-                    let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                    if catalogue
-                        .get(folded.as_str())
-                        .map_err(|e| self.error(e.into()))?
-                        .is_some()
-                    {
-                        return Err(Error::TableAlreadyExists {
-                            table: table.into(),
-                        });
-                    }
-                }
-                let txn = self.begin_write()?;
-                {
-                    let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                    match self.existing_table(&catalogue, &deleted, table) {
-                        Ok(_) => {
+        Call::storage(|| self.store_info(), "create_table", table)
+            .run(async {
+                let folded = self.guarded(|| {
+                    validate::table_name(table)?;
+                    let folded = table.to_ascii_lowercase();
+                    // Read-only: a table that exists is answered as one, so that a
+                    // program making its tables "if missing" opens the store.
+                    if self.shared.read_only {
+                        let txn = self.begin_read()?;
+                        let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                        if catalogue
+                            .get(folded.as_str())
+                            .map_err(|e| self.error(e.into()))?
+                            .is_some()
+                        {
                             return Err(Error::TableAlreadyExists {
                                 table: table.into(),
+                            });
+                        }
+                    }
+                    Ok(folded)
+                })?;
+                let table = table.to_owned();
+                self.write(move |store, txn| {
+                    let mut catalogue =
+                        txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+                    match store.existing_table(&catalogue, &deleted, &table) {
+                        Ok(_) => {
+                            return Err(Error::TableAlreadyExists {
+                                table: table.clone(),
                             });
                         }
                         Err(Error::TableNotFound { .. }) => {}
@@ -286,39 +305,42 @@ impl TableBackend for LocalStorage {
                     }
                     deleted
                         .remove(folded.as_str())
-                        .map_err(|e| self.error(e.into()))?;
+                        .map_err(|e| store.error(e.into()))?;
                     catalogue
-                        .insert(folded.as_str(), table)
-                        .map_err(|e| self.error(e.into()))?;
+                        .insert(folded.as_str(), table.as_str())
+                        .map_err(|e| store.error(e.into()))?;
                     txn.open_table(rows_table(&rows_name(&folded)))
-                        .map_err(|e| self.error(e.into()))?;
-                }
-                self.commit(txn)
+                        .map_err(|e| store.error(e.into()))?;
+                    Ok(())
+                })
+                .await
             })
-        })
+            .await
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        Call::storage(|| self.store_info(), "delete_table", table).run_sync(|| {
-            self.guarded(|| {
+        Call::storage(|| self.store_info(), "delete_table", table)
+            .run(async {
                 validate::table_name(table)?;
-                let txn = self.begin_write()?;
-                {
-                    let mut catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                    let folded = self.existing_table(&catalogue, &deleted, table)?;
+                let table = table.to_owned();
+                self.write(move |store, txn| {
+                    let mut catalogue =
+                        txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
+                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+                    let folded = store.existing_table(&catalogue, &deleted, &table)?;
                     catalogue
                         .remove(folded.as_str())
-                        .map_err(|e| self.error(e.into()))?;
+                        .map_err(|e| store.error(e.into()))?;
                     deleted
                         .insert(folded.as_str(), unix_millis())
-                        .map_err(|e| self.error(e.into()))?;
+                        .map_err(|e| store.error(e.into()))?;
                     txn.delete_table(rows_table(&rows_name(&folded)))
-                        .map_err(|e| self.error(e.into()))?;
-                }
-                self.commit(txn)
+                        .map_err(|e| store.error(e.into()))?;
+                    Ok(())
+                })
+                .await
             })
-        })
+            .await
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
@@ -471,7 +493,8 @@ impl TableBackend for LocalStorage {
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         Call::storage(|| self.store_info(), "insert_entity", table)
-            .run_sync(|| self.guarded(|| self.write_one(table, Write::Insert(entity))))
+            .run(self.write_one(table, Write::Insert(entity)))
+            .await
     }
 
     async fn update_entity(
@@ -481,14 +504,15 @@ impl TableBackend for LocalStorage {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        Call::storage(|| self.store_info(), "update_entity", table).run_sync(|| {
-            self.guarded(|| self.write_one(table, Write::Update(entity, mode, if_match)))
-        })
+        Call::storage(|| self.store_info(), "update_entity", table)
+            .run(self.write_one(table, Write::Update(entity, mode, if_match)))
+            .await
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
         Call::storage(|| self.store_info(), "upsert_entity", table)
-            .run_sync(|| self.guarded(|| self.write_one(table, Write::Upsert(entity, mode))))
+            .run(self.write_one(table, Write::Upsert(entity, mode)))
+            .await
     }
 
     async fn delete_entity(
@@ -498,12 +522,13 @@ impl TableBackend for LocalStorage {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        Call::storage(|| self.store_info(), "delete_entity", table).run_sync(|| {
-            self.guarded(|| {
+        Call::storage(|| self.store_info(), "delete_entity", table)
+            .run(async {
                 self.write_one(table, Write::Delete(partition_key, row_key, if_match))
+                    .await
                     .map(drop)
             })
-        })
+            .await
     }
 
     async fn submit_transaction(
@@ -513,14 +538,34 @@ impl TableBackend for LocalStorage {
     ) -> Result<Vec<Option<ETag>>> {
         Call::storage(|| self.store_info(), "submit_transaction", table)
             .batch_size(operations.len())
-            .run_sync(|| {
-                self.guarded(|| {
-                    validate::table_name(table)?;
-                    tablekit::backend::checks::batch(operations)?;
-                    let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
-                    Ok(self.apply(table, &writes, true)?.1)
-                })
+            .run(async {
+                validate::table_name(table)?;
+                tablekit::backend::checks::batch(operations)?;
+                Ok(self.apply_owned(table, operations.to_vec(), true).await?.1)
             })
+            .await
+    }
+}
+
+/// The write as an operation that owns its entity or keys, to hand to the
+/// writer thread.
+fn owned(write: Write<'_>) -> BatchOperation {
+    match write {
+        Write::Insert(entity) => BatchOperation::Insert(entity.clone()),
+        Write::Update(entity, mode, if_match) => BatchOperation::Update {
+            entity: entity.clone(),
+            mode,
+            if_match: if_match.clone(),
+        },
+        Write::Upsert(entity, mode) => BatchOperation::Upsert {
+            entity: entity.clone(),
+            mode,
+        },
+        Write::Delete(partition_key, row_key, if_match) => BatchOperation::Delete {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+            if_match: if_match.clone(),
+        },
     }
 }
 

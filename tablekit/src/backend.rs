@@ -520,6 +520,40 @@ forward_table_backend!(Arc<T>, Box<T>, &T);
 
 pub mod sorted;
 
+/// Counts work that goes on after the future that started it was dropped:
+/// the finishing steps of a typed write (which run as a task of their own),
+/// or a write an embedded backend has handed to its writer thread. Such work
+/// ends by itself; [`InFlight::count`] says how much of it runs, so that a
+/// program shutting down, or a test, can wait for it before it looks at the
+/// store.
+///
+/// A backend whose writes outlive their futures holds one `InFlight` per
+/// write, from the moment the write is handed over until it has ended.
+#[derive(Debug)]
+pub struct InFlight(());
+
+/// How many [`InFlight`]s live in this process.
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl InFlight {
+    /// Counts one piece of work until the returned value is dropped.
+    pub fn start() -> InFlight {
+        IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        InFlight(())
+    }
+
+    /// How many pieces of work are counted right now, in this process.
+    pub fn count() -> usize {
+        IN_FLIGHT.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The checks of requests that need the store's own types (the checks of
 /// entities, keys, names and filters are in [`validate`](crate::validate)).
 pub mod checks {

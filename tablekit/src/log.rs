@@ -49,8 +49,10 @@
 //! - **Nothing is written twice.** A blob is created only where none exists
 //!   (`If-None-Match: *`). When a write's answer is lost, the next flush
 //!   reads the blob back: if it holds the records, they are done; if the
-//!   name was taken by another writer, the next number is used. Several
-//!   writers may share a prefix.
+//!   name was taken by another writer, the next number is used. A lost
+//!   write that lands only after that read (it was still on its way) is
+//!   found when the next write meets its name taken, and its records are
+//!   done then. Several writers may share a prefix.
 //! - **Order.** Blobs sort by time and number; a reader yields records in
 //!   that order, and in the order they were appended within a writer.
 //!
@@ -155,6 +157,11 @@ struct Buffer {
     /// A blob whose write's answer was lost: its name and how many of the
     /// buffer's bytes it was sent with.
     unsettled: Option<(String, usize)>,
+    /// An unsettled write that was not found when it was settled: it may
+    /// still land (a request on its way, a store's writer that has not run
+    /// it yet). If its name turns out taken, it is compared with the
+    /// buffer's bytes it was sent with, not the later write's.
+    late: Option<(String, usize)>,
 }
 
 /// Buffers typed records and writes them to blobs of JSON lines. See the
@@ -214,6 +221,7 @@ impl<R: serde::Serialize> LogWriter<R> {
                 since: None,
                 folder: String::new(),
                 seq: 1,
+                late: None,
                 unsettled: None,
             })),
             _record: PhantomData,
@@ -332,7 +340,9 @@ impl<R: serde::Serialize> LogWriter<R> {
                 // Written by us, or taken by another writer: not this number again.
                 buffer.seq += 1;
             }
-            Err(Error::BlobNotFound { .. } | Error::ContainerNotFound { .. }) => {}
+            Err(Error::BlobNotFound { .. } | Error::ContainerNotFound { .. }) => {
+                buffer.late = Some((name, len));
+            }
             Err(e) => return Err(e),
         }
         buffer.unsettled = None;
@@ -389,6 +399,8 @@ impl<R: serde::Serialize> LogWriter<R> {
             }
             match put {
                 Ok(_) => {
+                    // The name is ours now: a late write to it cannot land.
+                    buffer.late = None;
                     buffer.lines.clear();
                     buffer.records = 0;
                     buffer.minute = None;
@@ -405,6 +417,10 @@ impl<R: serde::Serialize> LogWriter<R> {
                 }
                 // Taken: by this writer's lost write, or by another writer.
                 Err(Error::BlobAlreadyExists { .. }) => {
+                    let len = match buffer.late.take() {
+                        Some((late, sent)) if late == name => sent,
+                        _ => len,
+                    };
                     buffer.unsettled = Some((name, len));
                     self.settle(buffer).await?;
                     if buffer.lines.is_empty() {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{Announce, Notice, finish_entity};
-use crate::backend::TableBackend;
+use crate::backend::{InFlight, TableBackend};
 use crate::error::Result;
 
 /// Finishes the outbox records of `(pk, rk)` after the transaction that
@@ -48,7 +48,7 @@ pub(crate) async fn detached<R: Send + 'static>(
 ) -> Option<R> {
     match tokio::runtime::Handle::try_current() {
         Ok(runtime) => {
-            let running = Running::start();
+            let running = InFlight::start();
             // The task belongs to the operation that starts it: its calls
             // are the operation's children, and timed as part of it.
             let work = crate::telemetry::carried(async move {
@@ -68,30 +68,12 @@ pub(crate) async fn detached<R: Send + 'static>(
     }
 }
 
-/// How many finishing tasks run detached from their callers.
-static DETACHED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Counts one detached finishing task while it lives.
-struct Running;
-
-impl Running {
-    fn start() -> Running {
-        DETACHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        DETACHED.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// How many writes' finishing work runs detached right now, in this
-/// process (work whose callers may have gone).
+/// process (work whose callers may have gone), with the backends' writes
+/// that outlive their futures.
 #[cfg(feature = "conformance")]
 pub(crate) fn detached_in_flight() -> usize {
-    DETACHED.load(std::sync::atomic::Ordering::SeqCst)
+    InFlight::count()
 }
 
 /// [`finish_after_commit`]'s work, owning what it needs: the error that

@@ -1,0 +1,244 @@
+//! The writer: one thread that runs every write of a store, so that no
+//! engine commit (and no sync of the file) runs on an async runtime's
+//! worker, and so that writes that arrive together share one commit.
+//!
+//! # Group commit
+//! A write is a job sent to the thread. The thread takes every job waiting
+//! (up to [`MAX_GROUP`]), runs them one after another in one engine
+//! transaction, commits it (one sync of the file) and only then answers
+//! each job. A write is therefore acknowledged once it is durable, and jobs
+//! that came while the last commit was syncing ride on the next one.
+//!
+//! Jobs run in the order they were sent, each on the state the jobs before
+//! it left, so a write decides on everything committed before it and on the
+//! writes grouped ahead of it: ETag checks, inserts of existing rows and
+//! transactions keep their meaning, as if each job had its own commit.
+//!
+//! **A job that fails.** A job's error (a condition not met, a missing
+//! table) may come after it changed the transaction, and the engine has no
+//! way to take back a part of a transaction. The thread then drops the
+//! whole transaction and runs the group again without that job: jobs are
+//! functions of the state they run on, so the others decide again on the
+//! state they will be committed on. The failed job is answered with its
+//! error once the group is committed; if the commit fails, it is answered
+//! with the commit's error instead, since the state it failed on was never
+//! committed.
+//!
+//! **A dropped future** has either not sent its job (nothing is written) or
+//! sent it, and the job then runs to its end: a write is applied completely
+//! or not at all, whatever poll its future is dropped at. A job counts as
+//! [`InFlight`] until it is answered, so that a program can wait for the
+//! writes its dropped futures left running.
+//!
+//! Written by hand: the engine (redb) commits one transaction at a time and
+//! has no group commit of its own, and a channel and a thread are all it
+//! takes.
+
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use redb::WriteTransaction;
+use tablekit::backend::InFlight;
+use tablekit::{Error, Result, StorageFailure};
+use tokio::sync::oneshot;
+
+use crate::LocalStorage;
+
+/// The most jobs one commit takes: a bound on the work a failed job makes
+/// the thread do again, and on how long the first job of a group waits.
+const MAX_GROUP: usize = 128;
+
+/// A write waiting for the writer thread.
+trait Job: Send {
+    /// Runs the write in `txn`. An error means the job may have changed
+    /// `txn` half way: the transaction must not be committed.
+    fn run(&mut self, store: &LocalStorage, txn: &WriteTransaction) -> Result<()>;
+
+    /// Answers the job's caller: `Ok` if the job ran and was committed,
+    /// otherwise why not.
+    fn answer(self: Box<Self>, outcome: Result<()>);
+}
+
+/// A job whose write `op` returns a `T`.
+struct Pending<F, T> {
+    op: F,
+    value: Option<T>,
+    reply: oneshot::Sender<Result<T>>,
+    /// Counted from its sending to its answer: it may outlive its caller.
+    _in_flight: InFlight,
+}
+
+impl<F, T> Job for Pending<F, T>
+where
+    F: FnMut(&LocalStorage, &WriteTransaction) -> Result<T> + Send,
+    T: Send,
+{
+    fn run(&mut self, store: &LocalStorage, txn: &WriteTransaction) -> Result<()> {
+        self.value = Some((self.op)(store, txn)?);
+        Ok(())
+    }
+
+    fn answer(self: Box<Self>, outcome: Result<()>) {
+        let answer = match (outcome, self.value) {
+            (Ok(()), Some(value)) => Ok(value),
+            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(Error::Storage {
+                path: String::new(),
+                failure: StorageFailure::Io,
+                message: "the writer answered a write it did not run".into(),
+            }),
+        };
+        // The caller may have stopped waiting (its future was dropped): the
+        // write is done all the same.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// The writer thread of a writable store, stopped (after the jobs sent) when
+/// the last handle of the store is dropped.
+pub(crate) struct Writer {
+    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    /// Starts the writer thread of `store` (a handle without a writer: the
+    /// thread holds the store open until it stops).
+    pub(crate) fn start(store: LocalStorage) -> std::io::Result<Writer> {
+        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let thread = std::thread::Builder::new()
+            .name("tablekit-local writer".into())
+            .spawn(move || {
+                while let Ok(first) = queue.recv() {
+                    let mut group = vec![first];
+                    while group.len() < MAX_GROUP {
+                        match queue.try_recv() {
+                            Ok(job) => group.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    store.commit_group(group);
+                }
+            })?;
+        Ok(Writer {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Writer {
+    /// Stops the thread once it has run the jobs sent, and waits for it: the
+    /// store's file is closed when the last handle is gone, so that it can be
+    /// opened again at once.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl LocalStorage {
+    /// Runs the write `op` on the writer thread, in a transaction it may
+    /// share with other writes, and answers once that is committed. `op` may
+    /// run more than once (see the module docs): it must be a function of
+    /// the transaction's state, and return an error for anything it refuses.
+    pub(crate) async fn write<T, F>(&self, op: F) -> Result<T>
+    where
+        F: FnMut(&LocalStorage, &WriteTransaction) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let Some(writer) = &self.writer else {
+            return Err(self.read_only_error());
+        };
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Pending {
+            op,
+            value: None,
+            reply,
+            _in_flight: InFlight::start(),
+        });
+        let sent = writer.jobs.as_ref().map(|jobs| jobs.send(job));
+        if !matches!(sent, Some(Ok(()))) {
+            return Err(self.writer_gone());
+        }
+        answer.await.map_err(|_| self.writer_gone())?
+    }
+
+    /// The error when the writer thread is gone (it panicked outside the
+    /// engine, which the store never does on purpose).
+    fn writer_gone(&self) -> Error {
+        Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: StorageFailure::Io,
+            message: "the store's writer thread has stopped; open the store again".into(),
+        }
+    }
+
+    /// Runs `group` in one transaction and commits it (see the module docs).
+    fn commit_group(&self, mut group: Vec<Box<dyn Job>>) {
+        let mut failed: Vec<(Box<dyn Job>, Error)> = Vec::new();
+        let outcome = loop {
+            let attempt = self.guarded(|| {
+                let txn = self.begin_write()?;
+                for (at, job) in group.iter_mut().enumerate() {
+                    if let Err(e) = job.run(self, &txn) {
+                        // Dropped, not committed: the job may have changed it.
+                        drop(txn);
+                        return Ok(Some((at, e)));
+                    }
+                }
+                self.commit(txn).map(|()| None)
+            });
+            match attempt {
+                Ok(Some((at, error))) => failed.push((group.remove(at), error)),
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+            if group.is_empty() {
+                break Ok(());
+            }
+        };
+        match outcome {
+            Ok(()) => {
+                for job in group {
+                    job.answer(Ok(()));
+                }
+                for (job, error) in failed {
+                    job.answer(Err(error));
+                }
+            }
+            Err(error) => {
+                for job in group
+                    .into_iter()
+                    .chain(failed.into_iter().map(|(job, _)| job))
+                {
+                    job.answer(Err(copy_of(&error)));
+                }
+            }
+        }
+    }
+}
+
+/// The same error again, for every job of a group whose commit failed
+/// (tablekit's [`Error`] is not `Clone`; a commit fails with
+/// [`Error::Storage`]).
+fn copy_of(error: &Error) -> Error {
+    match error {
+        Error::Storage {
+            path,
+            failure,
+            message,
+        } => Error::Storage {
+            path: path.clone(),
+            failure: *failure,
+            message: message.clone(),
+        },
+        other => Error::Storage {
+            path: String::new(),
+            failure: StorageFailure::Io,
+            message: other.to_string(),
+        },
+    }
+}
