@@ -154,6 +154,7 @@ use tablekit::{Error, Result, StorageFailure};
 use tablekit::{BlobStore, QueueStore, TableBackend};
 
 pub use check::{CheckReport, Damage};
+pub use writer::WriteStats;
 
 /// The engine's file in a store's directory.
 pub const FILE_NAME: &str = "tablekit.redb";
@@ -206,6 +207,8 @@ struct Shared {
     /// The engine panicked in an operation: its state is not trusted, and
     /// every later operation of this handle is refused as damaged.
     engine_failed: AtomicBool,
+    /// What the writer thread did ([`LocalStorage::write_stats`]).
+    stats: writer::Counters,
     /// Removed with the store, for [`LocalStorage::temporary`].
     _temporary: Option<tempfile::TempDir>,
 }
@@ -347,6 +350,7 @@ impl LocalStorageBuilder {
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
                 engine_failed: AtomicBool::new(false),
+                stats: writer::Counters::default(),
                 _temporary: temporary,
             }),
         };

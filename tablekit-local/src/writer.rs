@@ -34,6 +34,7 @@
 //! has no group commit of its own, and a channel and a thread are all it
 //! takes.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -47,6 +48,28 @@ use crate::LocalStorage;
 /// The most jobs one commit takes: a bound on the work a failed job makes
 /// the thread do again, and on how long the first job of a group waits.
 const MAX_GROUP: usize = 128;
+
+/// What a store's writer thread has done since the store was opened: see
+/// [`LocalStorage::write_stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct WriteStats {
+    /// Writes the writer thread has taken (committed or refused).
+    pub writes: u64,
+    /// Commits of the engine, each one sync of the file: fewer than the
+    /// writes when writes shared them.
+    pub commits: u64,
+    /// Groups of writes run again without a write that failed in them.
+    pub reruns: u64,
+}
+
+/// The counters behind [`WriteStats`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    writes: AtomicU64,
+    commits: AtomicU64,
+    reruns: AtomicU64,
+}
 
 /// A write waiting for the writer thread.
 trait Job: Send {
@@ -140,6 +163,19 @@ impl Drop for Writer {
 }
 
 impl LocalStorage {
+    /// What the store's writer thread has done since the store was opened:
+    /// how many writes it answered, in how many commits. Writes that arrive
+    /// while a commit syncs share the next one, so under concurrent writers
+    /// `commits` grows slower than `writes`. All zero for a read-only store.
+    pub fn write_stats(&self) -> WriteStats {
+        let stats = &self.shared.stats;
+        WriteStats {
+            writes: stats.writes.load(Ordering::Relaxed),
+            commits: stats.commits.load(Ordering::Relaxed),
+            reruns: stats.reruns.load(Ordering::Relaxed),
+        }
+    }
+
     /// Runs the write `op` on the writer thread, in a transaction it may
     /// share with other writes, and answers once that is committed. `op` may
     /// run more than once (see the module docs): it must be a function of
@@ -178,6 +214,10 @@ impl LocalStorage {
 
     /// Runs `group` in one transaction and commits it (see the module docs).
     fn commit_group(&self, mut group: Vec<Box<dyn Job>>) {
+        let stats = &self.shared.stats;
+        stats
+            .writes
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
         let mut failed: Vec<(Box<dyn Job>, Error)> = Vec::new();
         let outcome = loop {
             let attempt = self.guarded(|| {
@@ -192,8 +232,16 @@ impl LocalStorage {
                 self.commit(txn).map(|()| None)
             });
             match attempt {
-                Ok(Some((at, error))) => failed.push((group.remove(at), error)),
-                Ok(None) => break Ok(()),
+                Ok(Some((at, error))) => {
+                    failed.push((group.remove(at), error));
+                    if !group.is_empty() {
+                        stats.reruns.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok(None) => {
+                    stats.commits.fetch_add(1, Ordering::Relaxed);
+                    break Ok(());
+                }
                 Err(e) => break Err(e),
             }
             if group.is_empty() {

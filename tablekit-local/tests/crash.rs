@@ -1,5 +1,6 @@
 //! Durability under SIGKILL: a child process writes single entities,
-//! transactions, blobs and queue messages, reporting each write on stdout
+//! transactions, blobs and queue messages from 16 tasks at once (so that
+//! writes share group commits), reporting each write on stdout
 //! once the store acknowledged it, and is killed at a random moment; the
 //! parent then reopens the store and checks that
 //! - every acknowledged write is there, with its value;
@@ -39,7 +40,11 @@ fn blob_bytes(id: &str) -> Vec<u8> {
     id.bytes().cycle().take(3000 + id.len() * 97).collect()
 }
 
-/// The child: writes until it is killed, one report line per acknowledged write.
+/// How many tasks of the child write at once: their writes share commits.
+const WRITERS: u64 = 16;
+
+/// The child: writes until it is killed, from [`WRITERS`] tasks at once, one
+/// report line per acknowledged write.
 async fn child(dir: &Path, run: u64) {
     let store = LocalStorage::open(dir).expect("the child opens the store");
     // Every run makes what is missing: the first may be killed before it
@@ -53,8 +58,25 @@ async fn child(dir: &Path, run: u64) {
         Err(e) => panic!("create the container: {e}"),
     }
     store.create_queue(QUEUE).await.expect("create the queue");
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| tokio::spawn(write_until_killed(store.clone(), run, writer)))
+        .collect();
+    for writer in writers {
+        writer.await.expect("a writer task");
+    }
+}
+
+/// Reports one acknowledged write.
+fn report(line: &str) {
     let mut out = std::io::stdout().lock();
-    for i in 0u64.. {
+    writeln!(out, "{line}").unwrap();
+    out.flush().unwrap();
+}
+
+/// One writer task of the child: the writes numbered `writer`, `writer +
+/// WRITERS`, and so on.
+async fn write_until_killed(store: LocalStorage, run: u64, writer: u64) {
+    for i in (writer..).step_by(WRITERS as usize) {
         let id = format!("{run}-{i}");
         let line = match i % 5 {
             0 => {
@@ -97,8 +119,7 @@ async fn child(dir: &Path, run: u64) {
                 let Some(m) = got.first() else { continue };
                 // Received: reported before the delete, which may land
                 // with its report cut off by the kill.
-                writeln!(out, "G {}", m.text).unwrap();
-                out.flush().unwrap();
+                report(&format!("G {}", m.text));
                 store
                     .delete_message(QUEUE, &m.id, &m.pop_receipt)
                     .await
@@ -106,8 +127,7 @@ async fn child(dir: &Path, run: u64) {
                 format!("D {}", m.text)
             }
         };
-        writeln!(out, "{line}").unwrap();
-        out.flush().unwrap();
+        report(&line);
     }
 }
 

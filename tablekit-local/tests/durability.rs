@@ -227,6 +227,115 @@ async fn many_tasks_write_and_read_at_once() {
     }
 }
 
+/// Writes that arrive together share commits (one sync of the file for
+/// many writes), and each is acknowledged with its own answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_commits() {
+    let store = LocalStorage::temporary().unwrap();
+    store.create_table("things").await.unwrap();
+    let before = store.write_stats();
+    let writes = (0..64).map(|i| {
+        let store = store.clone();
+        async move {
+            let entity = Entity::new("p", format!("r{i:02}")).with("I", i);
+            store.insert_entity("things", &entity).await
+        }
+    });
+    let etags: Vec<_> = futures::future::join_all(writes)
+        .await
+        .into_iter()
+        .map(|etag| etag.expect("an insert"))
+        .collect();
+    let unique: std::collections::HashSet<_> = etags.iter().map(|e| e.as_str()).collect();
+    assert_eq!(unique.len(), 64, "every write has an ETag of its own");
+    let after = store.write_stats();
+    let (writes, commits) = (after.writes - before.writes, after.commits - before.commits);
+    assert_eq!(writes, 64, "{after:?}");
+    assert!(commits < writes, "64 writes at once took {commits} commits");
+    let rows = store
+        .query_all("things", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 64);
+}
+
+/// In a group of writes, a write that is refused (a condition not met, a
+/// transaction whose second operation fails) changes nothing, and the
+/// writes beside it are applied as if each had its own commit: of 32
+/// updates under one ETag exactly one wins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_write_in_a_group_changes_nothing() {
+    let store = LocalStorage::temporary().unwrap();
+    store.create_table("things").await.unwrap();
+    let etag = store
+        .insert_entity("things", &Entity::new("p", "contested").with("N", 0))
+        .await
+        .unwrap();
+    store
+        .insert_entity("things", &Entity::new("p", "taken"))
+        .await
+        .unwrap();
+    for round in 0..5 {
+        let updates = (0..32).map(|n| {
+            let (store, etag) = (store.clone(), etag.clone());
+            async move {
+                let entity = Entity::new("p", "contested").with("N", n);
+                let if_match = tablekit::IfMatch::ETag(etag);
+                store
+                    .update_entity("things", &entity, tablekit::UpdateMode::Replace, &if_match)
+                    .await
+            }
+        });
+        // A transaction whose first insert is new and whose second meets a
+        // row that exists: none of it may land.
+        let doomed = async {
+            let ops = [
+                BatchOperation::Insert(Entity::new("p", format!("half-{round}"))),
+                BatchOperation::Insert(Entity::new("p", "taken")),
+            ];
+            store.submit_transaction("things", &ops).await
+        };
+        let fresh = (0..8).map(|n| {
+            let store = store.clone();
+            async move {
+                let entity = Entity::new("p", format!("fresh-{round}-{n}"));
+                store.insert_entity("things", &entity).await
+            }
+        });
+        let (updates, doomed, fresh) = futures::join!(
+            futures::future::join_all(updates),
+            doomed,
+            futures::future::join_all(fresh)
+        );
+        let won = updates.iter().filter(|u| u.is_ok()).count();
+        let expected = usize::from(round == 0);
+        assert_eq!(won, expected, "round {round}: {updates:?}");
+        assert!(
+            updates
+                .iter()
+                .filter_map(|u| u.as_ref().err())
+                .all(|e| matches!(e, Error::PreconditionFailed { .. })),
+            "{updates:?}"
+        );
+        assert!(
+            matches!(&doomed, Err(Error::BatchFailed { index: 1, source }) if matches!(**source, Error::EntityAlreadyExists { .. })),
+            "{doomed:?}"
+        );
+        assert!(fresh.iter().all(Result::is_ok), "{fresh:?}");
+        let half = store
+            .try_get_entity("things", "p", &format!("half-{round}"))
+            .await
+            .unwrap();
+        assert!(half.is_none(), "a refused transaction left a row");
+    }
+    let rows = store
+        .query_all("things", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2 + 5 * 8);
+    eprintln!("{:?}", store.write_stats());
+}
+
 /// A full disk (here the store's size cap, which fails writes the same
 /// way) gives a typed error; the write that met it is not applied and every
 /// acknowledged write is kept.
