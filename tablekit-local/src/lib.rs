@@ -195,6 +195,8 @@ struct Shared {
     /// Opened with [`LocalStorageBuilder::read_only`]: every write is
     /// refused, and nothing in the directory is changed.
     read_only: bool,
+    /// [`LocalStorageBuilder::quick_recovery`].
+    quick_recovery: bool,
     /// A write failed for the file (a full disk): the engine refuses every
     /// later write until it is opened again, which the next operation does.
     needs_reopen: AtomicBool,
@@ -228,6 +230,7 @@ pub struct LocalStorageBuilder {
     clock: Arc<dyn Clock>,
     max_size: Option<u64>,
     read_only: bool,
+    quick_recovery: bool,
 }
 
 impl LocalStorageBuilder {
@@ -268,6 +271,22 @@ impl LocalStorageBuilder {
     /// with [`StorageFailure::ReadOnly`], saying so.
     pub fn read_only(mut self, read_only: bool) -> LocalStorageBuilder {
         self.read_only = read_only;
+        self
+    }
+
+    /// Makes the first open after a crash as quick as a clean one, at a cost
+    /// to every commit. Off by default.
+    ///
+    /// After a crash (a killed process, a power cut) the engine must rebuild
+    /// its record of free space on the next open, which reads the whole
+    /// file: about 0.4 s for a million rows here, growing with the store.
+    /// With quick recovery every commit saves that record instead and syncs
+    /// the file twice, so the open after a crash takes milliseconds, and a
+    /// lone writer commits at about half the rate. Concurrent writers lose
+    /// less, as they share commits. The setting may change from one open to
+    /// the next.
+    pub fn quick_recovery(mut self, quick: bool) -> LocalStorageBuilder {
+        self.quick_recovery = quick;
         self
     }
 
@@ -344,6 +363,7 @@ impl LocalStorageBuilder {
             shared: Arc::new(Shared {
                 db: parking_lot::RwLock::new(Some(Arc::new(db))),
                 read_only: self.read_only,
+                quick_recovery: self.quick_recovery,
                 needs_reopen: AtomicBool::new(false),
                 max_size,
                 path: dir,
@@ -499,6 +519,7 @@ impl LocalStorage {
             clock: Arc::new(SystemClock),
             max_size: None,
             read_only: false,
+            quick_recovery: false,
         }
     }
 
@@ -529,7 +550,11 @@ impl LocalStorage {
 
     fn begin_write(&self) -> Result<redb::WriteTransaction> {
         match &*self.engine()? {
-            Engine::Writable(db) => db.begin_write().map_err(|e| self.error(e.into())),
+            Engine::Writable(db) => {
+                let mut txn = db.begin_write().map_err(|e| self.error(e.into()))?;
+                txn.set_quick_repair(self.shared.quick_recovery);
+                Ok(txn)
+            }
             Engine::ReadOnly(_) => Err(self.read_only_error()),
         }
     }

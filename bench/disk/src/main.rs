@@ -1,0 +1,433 @@
+//! The disk store beside its baselines, in one run and on one disk: see
+//! Cargo.toml. Rows are 100,000 entities of 1,000 per partition, each with
+//! one 150-byte value; SQLite holds the same rows in a `WITHOUT ROWID`
+//! table keyed by (PartitionKey, RowKey), in WAL mode with
+//! `synchronous=FULL`, so that each of its commits is durable too.
+//!
+//! Each timed figure is the best of three rounds, the rounds of the things
+//! compared interleaved.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redb::{ReadableDatabase, TableDefinition};
+use tablekit::{BatchOperation, Entity, GetOptions, Query, TableBackend, TableEntity};
+use tablekit_local::LocalStorage;
+
+const TABLE: &str = "Staff";
+const ROWS: usize = 100_000;
+const PER_PARTITION: usize = 1_000;
+const WRITERS: usize = 16;
+const ROUNDS: usize = 3;
+/// How long each rate is measured for, per round.
+const SPAN: Duration = Duration::from_secs(2);
+
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Staff")]
+struct Row {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: String,
+    data: String,
+}
+
+fn pk(n: usize) -> String {
+    format!("Dept{:03}", n / PER_PARTITION)
+}
+
+fn rk(n: usize) -> String {
+    format!("{n:08}")
+}
+
+/// 150 bytes that differ from row to row.
+fn data(n: usize) -> String {
+    let seed = format!("{n:08}-");
+    seed.chars().cycle().take(150).collect()
+}
+
+fn entity(n: usize) -> Entity {
+    Entity::new(pk(n), rk(n)).with("data", data(n))
+}
+
+fn sqlite(path: &Path) -> rusqlite::Connection {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.busy_timeout(Duration::from_secs(30)).unwrap();
+    c.pragma_update(None, "journal_mode", "WAL").unwrap();
+    c.pragma_update(None, "synchronous", "FULL").unwrap();
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS rows (pk TEXT NOT NULL, rk TEXT NOT NULL, data TEXT NOT NULL, \
+         PRIMARY KEY (pk, rk)) WITHOUT ROWID",
+    )
+    .unwrap();
+    c
+}
+
+fn rate(n: usize, took: Duration) -> f64 {
+    n as f64 / took.as_secs_f64()
+}
+
+/// The disk's own rate: appends of one row's size, each followed by
+/// `fdatasync`.
+fn disk_rate(dir: &Path) -> f64 {
+    let path = dir.join("appends");
+    let mut file = std::fs::File::create(&path).unwrap();
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < SPAN {
+        file.write_all(&[b'x'; 200]).unwrap();
+        file.sync_data().unwrap();
+        n += 1;
+    }
+    let r = rate(n, started.elapsed());
+    std::fs::remove_file(path).unwrap();
+    r
+}
+
+/// Durable single inserts per second from `writers` tasks at once.
+fn local_rate(runtime: &tokio::runtime::Runtime, dir: &Path, writers: usize) -> (f64, f64) {
+    let store = LocalStorage::open(dir).unwrap();
+    runtime.block_on(store.create_table(TABLE)).unwrap();
+    let before = store.write_stats();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let store = store.clone();
+            runtime.spawn(async move {
+                let mut n = 0;
+                while started.elapsed() < SPAN {
+                    let i = 10_000_000 + w * 1_000_000 + n;
+                    store.insert_entity(TABLE, &entity(i)).await.unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let n: usize = runtime
+        .block_on(futures::future::join_all(tasks))
+        .into_iter()
+        .map(Result::unwrap)
+        .sum();
+    let r = rate(n, started.elapsed());
+    let after = store.write_stats();
+    let per_commit = (after.writes - before.writes) as f64 / (after.commits - before.commits) as f64;
+    (r, per_commit)
+}
+
+fn sqlite_rate(path: &Path, writers: usize) -> f64 {
+    drop(sqlite(path));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let path = path.to_path_buf();
+            std::thread::spawn(move || {
+                let c = sqlite(&path);
+                let mut insert = c
+                    .prepare("INSERT INTO rows (pk, rk, data) VALUES (?1, ?2, ?3)")
+                    .unwrap();
+                let mut n = 0;
+                while started.elapsed() < SPAN {
+                    let i = 10_000_000 + w * 1_000_000 + n;
+                    insert.execute((pk(i), rk(i), data(i))).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let n: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    rate(n, started.elapsed())
+}
+
+/// Loads [`ROWS`] rows in transactions of 100; rows per second.
+fn local_load(runtime: &tokio::runtime::Runtime, dir: &Path) -> f64 {
+    let store = LocalStorage::open(dir).unwrap();
+    runtime.block_on(store.create_table(TABLE)).unwrap();
+    let started = Instant::now();
+    for start in (0..ROWS).step_by(100) {
+        let ops: Vec<_> = (start..start + 100)
+            .map(|n| BatchOperation::Insert(entity(n)))
+            .collect();
+        runtime
+            .block_on(store.submit_transaction(TABLE, &ops))
+            .unwrap();
+    }
+    rate(ROWS, started.elapsed())
+}
+
+fn sqlite_load(path: &Path) -> f64 {
+    let mut c = sqlite(path);
+    let started = Instant::now();
+    for start in (0..ROWS).step_by(100) {
+        let txn = c.transaction().unwrap();
+        {
+            let mut insert = txn
+                .prepare_cached("INSERT INTO rows (pk, rk, data) VALUES (?1, ?2, ?3)")
+                .unwrap();
+            for n in start..start + 100 {
+                insert.execute((pk(n), rk(n), data(n))).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    let r = rate(ROWS, started.elapsed());
+    c.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+    r
+}
+
+/// Bytes of every file in `dir` (SQLite's database and its WAL).
+fn bytes_in(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// Mean time to read one partition's 1,000 rows, over `n` partitions.
+fn time_ranges(n: usize, mut read: impl FnMut(usize) -> usize) -> Duration {
+    let started = Instant::now();
+    for i in 0..n {
+        let got = read((i * 37) % (ROWS / PER_PARTITION));
+        assert_eq!(got, PER_PARTITION);
+    }
+    started.elapsed() / n as u32
+}
+
+fn ranges(runtime: &tokio::runtime::Runtime, local: &Path, sqlite_path: &Path) {
+    use tablekit::backend::sorted::encode_key;
+    let engine: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows/staff");
+    let mut best = [Duration::MAX; 4];
+    for _ in 0..ROUNDS {
+        {
+            // The raw engine on the store's own file: the same keys and
+            // bytes, copied out, not decoded.
+            let db = redb::Database::open(local.join(tablekit_local::FILE_NAME)).unwrap();
+            let t = time_ranges(100, |p| {
+                let pk = format!("Dept{p:03}");
+                let key = encode_key(&pk);
+                let (lo, hi) = ([&*key, &[0]].concat(), [&*key, &[1]].concat());
+                let txn = db.begin_read().unwrap();
+                let rows = txn.open_table(engine).unwrap();
+                let got: Vec<(Vec<u8>, Vec<u8>)> = rows
+                    .range::<&[u8]>(lo.as_slice()..hi.as_slice())
+                    .unwrap()
+                    .map(|r| {
+                        let (k, v) = r.unwrap();
+                        (k.value().to_vec(), v.value().to_vec())
+                    })
+                    .collect();
+                got.len()
+            });
+            best[0] = best[0].min(t);
+        }
+        {
+            let store = LocalStorage::open(local).unwrap();
+            let t = time_ranges(100, |p| {
+                let q = Query::new()
+                    .filter(tablekit::filter::prop("PartitionKey").eq(format!("Dept{p:03}")));
+                runtime
+                    .block_on(store.query_entities(TABLE, &q))
+                    .unwrap()
+                    .entities
+                    .len()
+            });
+            best[1] = best[1].min(t);
+            let table = tablekit::Table::<Row>::new(store.clone());
+            let t = time_ranges(100, |p| {
+                let rows = runtime
+                    .block_on(table.query().partition(format!("Dept{p:03}")).collect())
+                    .unwrap();
+                rows.len()
+            });
+            best[2] = best[2].min(t);
+            // A point read, so the store is used as an application would.
+            let e = runtime
+                .block_on(store.get_entity(TABLE, &pk(5), &rk(5), &GetOptions::default()))
+                .unwrap();
+            assert_eq!(e.row_key, rk(5));
+        }
+        {
+            let c = sqlite(sqlite_path);
+            let mut select = c
+                .prepare("SELECT pk, rk, data FROM rows WHERE pk = ?1 ORDER BY rk")
+                .unwrap();
+            let t = time_ranges(100, |p| {
+                let rows: Vec<(String, String, String)> = select
+                    .query_map([format!("Dept{p:03}")], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                    })
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                rows.len()
+            });
+            best[3] = best[3].min(t);
+        }
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "1,000-row range: raw engine {:.3} ms, untyped {:.3} ms ({:.2}x), typed {:.3} ms ({:.2}x), SQLite {:.3} ms",
+        ms(best[0]),
+        ms(best[1]),
+        ms(best[1]) / ms(best[0]),
+        ms(best[2]),
+        ms(best[2]) / ms(best[0]),
+        ms(best[3]),
+    );
+}
+
+/// The child of the reopen measure: loads `rows` rows, says so, then
+/// writes until it is killed.
+fn child(dir: &Path, rows: usize, quick: bool) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let store = LocalStorage::builder()
+        .quick_recovery(quick)
+        .open(dir)
+        .unwrap();
+    runtime.block_on(store.create_table(TABLE)).unwrap();
+    for start in (0..rows).step_by(100) {
+        let ops: Vec<_> = (start..(start + 100).min(rows))
+            .map(|n| BatchOperation::Insert(entity(n)))
+            .collect();
+        runtime
+            .block_on(store.submit_transaction(TABLE, &ops))
+            .unwrap();
+    }
+    println!("loaded");
+    std::io::stdout().flush().unwrap();
+    for n in rows.. {
+        runtime
+            .block_on(store.insert_entity(TABLE, &entity(n)))
+            .unwrap();
+    }
+}
+
+/// Opens a store of `rows` rows after its process was killed mid-write.
+fn reopen_after_kill(base: &Path, rows: usize, quick: bool) -> Duration {
+    let dir = base.join(format!("killed-{quick}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("TABLEKIT_BENCH_CHILD", &dir)
+        .env("TABLEKIT_BENCH_CHILD_ROWS", rows.to_string())
+        .env("TABLEKIT_BENCH_CHILD_QUICK", quick.to_string())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "loaded");
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let started = Instant::now();
+    let store = LocalStorage::builder()
+        .quick_recovery(quick)
+        .open(&dir)
+        .unwrap();
+    let took = started.elapsed();
+    drop(store);
+    std::fs::remove_dir_all(&dir).unwrap();
+    took
+}
+
+fn main() {
+    if let Some(dir) = std::env::var_os("TABLEKIT_BENCH_CHILD") {
+        let rows = std::env::var("TABLEKIT_BENCH_CHILD_ROWS").unwrap();
+        let quick = std::env::var("TABLEKIT_BENCH_CHILD_QUICK").unwrap();
+        child(Path::new(&dir), rows.parse().unwrap(), quick == "true");
+        return;
+    }
+    let temporary = match std::env::var_os("TABLEKIT_BENCH_DIR") {
+        Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+        None => {
+            let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target");
+            std::fs::create_dir_all(&target).unwrap();
+            tempfile::tempdir_in(target).unwrap()
+        }
+    };
+    let base = temporary.path();
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap(),
+    );
+    println!("on {}", base.display());
+
+    // Durable single writes: the disk, then 1 and 16 writers on each.
+    let mut disk: f64 = 0.0;
+    let (mut local1, mut local16, mut sqlite1, mut sqlite16) = (0f64, 0f64, 0f64, 0f64);
+    let mut grouped: f64 = 0.0;
+    for round in 0..ROUNDS {
+        disk = disk.max(disk_rate(base));
+        let dir = base.join(format!("writes-{round}"));
+        local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1).0);
+        let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS);
+        if r > local16 {
+            (local16, grouped) = (r, per);
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        sqlite1 = sqlite1.max(sqlite_rate(&dir.join("one.sqlite"), 1));
+        sqlite16 = sqlite16.max(sqlite_rate(&dir.join("many.sqlite"), WRITERS));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    println!("disk: {disk:.0} appends+fdatasync per second");
+    println!(
+        "durable single writes, 1 writer: tablekit-local {local1:.0}/s ({:.2}x the disk), SQLite {sqlite1:.0}/s ({:.2}x)",
+        local1 / disk,
+        local1 / sqlite1
+    );
+    println!(
+        "durable single writes, {WRITERS} writers: tablekit-local {local16:.0}/s ({grouped:.1} writes per commit), SQLite {sqlite16:.0}/s: {:.2}x SQLite",
+        local16 / sqlite16
+    );
+
+    // Bulk load, then bytes per row, then ranges on what was loaded.
+    let (local_dir, sqlite_dir) = (base.join("local"), base.join("sqlite"));
+    let (mut local_bulk, mut sqlite_bulk) = (0f64, 0f64);
+    for round in 0..ROUNDS {
+        if round > 0 {
+            std::fs::remove_dir_all(&local_dir).unwrap();
+            std::fs::remove_dir_all(&sqlite_dir).unwrap();
+        }
+        local_bulk = local_bulk.max(local_load(&runtime, &local_dir));
+        std::fs::create_dir_all(&sqlite_dir).unwrap();
+        sqlite_bulk = sqlite_bulk.max(sqlite_load(&sqlite_dir.join("rows.sqlite")));
+    }
+    println!(
+        "bulk load in 100-row transactions: tablekit-local {local_bulk:.0} rows/s, SQLite {sqlite_bulk:.0} rows/s ({:.2}x)",
+        local_bulk / sqlite_bulk
+    );
+    let local_bytes = std::fs::metadata(local_dir.join(tablekit_local::FILE_NAME))
+        .unwrap()
+        .len();
+    let sqlite_bytes = bytes_in(&sqlite_dir);
+    println!(
+        "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x)",
+        local_bytes as f64 / ROWS as f64,
+        sqlite_bytes as f64 / ROWS as f64,
+        local_bytes as f64 / sqlite_bytes as f64
+    );
+    ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
+
+    let rows: usize = std::env::var("TABLEKIT_BENCH_REOPEN_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    for quick in [false, true] {
+        let took = reopen_after_kill(base, rows, quick);
+        println!(
+            "reopen after a kill, {rows} rows, quick_recovery({quick}): {:.1} ms",
+            took.as_secs_f64() * 1000.0
+        );
+    }
+}
