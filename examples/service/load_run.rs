@@ -23,9 +23,15 @@ pub(crate) struct Report {
     pub(crate) p50: Duration,
     /// Their 99th percentile.
     pub(crate) p99: Duration,
-    /// The same, per route.
+    /// The same, per route; also `GET /healthz (probe)`: a probe that asks
+    /// for `/healthz` every 10 ms while the clients run (not counted in the
+    /// totals), which shows how the load holds up a request that does no
+    /// work of its own.
     pub(crate) routes: Vec<RouteFigures>,
 }
+
+/// The route name of the `/healthz` probe's requests.
+const PROBE: &str = "GET /healthz (probe)";
 
 /// What a run measured of one route.
 pub(crate) struct RouteFigures {
@@ -78,6 +84,8 @@ pub(crate) async fn run(
     ));
     let http = reqwest::Client::new();
     let per_client = (requests / clients).max(8);
+    let (probe_stop, probe_stopped) = tokio::sync::watch::channel(false);
+    let probe = tokio::spawn(probe(http.clone(), base.clone(), probe_stopped));
     let started = Instant::now();
     let runs = (0..clients).map(|c| {
         let (http, base) = (http.clone(), base.clone());
@@ -93,15 +101,18 @@ pub(crate) async fn run(
         failures.extend(failed_here.into_iter().take(5));
     }
     let elapsed = started.elapsed();
+    let _ = probe_stop.send(true);
+    let probed = probe.await.map_err(std::io::Error::other)?;
     let _ = stop.send(());
     let _ = server.await;
     upkeep.shutdown().await;
     let mut by_route: BTreeMap<&'static str, (Vec<Duration>, usize)> = BTreeMap::new();
-    for (route, time, failed) in &timed {
+    for (route, time, failed) in timed.iter().chain(&probed) {
         let entry = by_route.entry(route).or_default();
         entry.0.push(*time);
         entry.1 += usize::from(*failed);
     }
+    let mut latencies: Vec<Duration> = timed.iter().map(|(_, time, _)| *time).collect();
     let routes = by_route
         .into_iter()
         .map(|(route, (mut times, failed))| {
@@ -115,7 +126,6 @@ pub(crate) async fn run(
             }
         })
         .collect();
-    let mut latencies: Vec<Duration> = timed.iter().map(|(_, time, _)| *time).collect();
     latencies.sort();
     failures.truncate(5);
     Ok(Report {
@@ -127,6 +137,29 @@ pub(crate) async fn run(
         p99: quantile(&latencies, 0.99),
         routes,
     })
+}
+
+/// Asks for `/healthz` every 10 ms until `stop`, timing each answer.
+async fn probe(
+    http: reqwest::Client,
+    base: String,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Vec<Timed> {
+    let mut times = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(10));
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return times,
+            _ = tick.tick() => {}
+        }
+        let sent = Instant::now();
+        let answer = http.get(format!("{base}/healthz")).send().await;
+        let ok = match answer {
+            Ok(answer) => answer.status().is_success() && answer.bytes().await.is_ok(),
+            Err(_) => false,
+        };
+        times.push((PROBE, sent.elapsed(), !ok));
+    }
 }
 
 /// One client's share: its user made first, then `n` requests of the mix,

@@ -99,9 +99,13 @@
 //! - **Reads beside writes.** Readers see a snapshot and never wait for the
 //!   writer, which is what a query page needs.
 //! - **Reads and opens are faster**, writes slower, as measured below: a
-//!   table store is read far more often than written, and a store that opens
-//!   in a millisecond at any size has no journal to replay.
-//! - **One file, no background threads, one small dependency.**
+//!   table store is read far more often than written. A store closed
+//!   cleanly opens in a millisecond at any size; after a crash the first
+//!   open reads the file to rebuild its record of free space (tenths of a
+//!   second for a million rows), unless
+//!   [`quick_recovery`](LocalStorageBuilder::quick_recovery) is on.
+//! - **One file, one small dependency**, and no threads of its own but
+//!   the writer (see [Concurrency](#concurrency)).
 //!
 //! The `engines` program in `bench/engines` (outside the workspace, so that
 //! fjall is never built by it: `cargo run --release --manifest-path
@@ -113,6 +117,28 @@
 //! | --- | --- | --- | --- | --- | --- | --- |
 //! | redb 4.6 | 1.3 µs | 71 µs | 193 µs | 439 µs | 0.4 ms | 17.8 MB |
 //! | fjall 3.1 | 1.7 µs | 163 µs | 103 µs | 308 µs | 120 ms | 13.8 MB |
+//!
+//! # Speed
+//! The `disk` program in `bench/disk` (outside the workspace, so that SQLite
+//! is never built by it: `cargo run --release --manifest-path
+//! bench/disk/Cargo.toml`) measures this backend beside the disk's own sync
+//! rate, SQLite (WAL, `synchronous=FULL`, so each commit is durable too) and
+//! redb reading the store's own file, on 100,000 rows of 150-byte values.
+//! One run on the development machine (2 cores, an SSD):
+//!
+//! | measure | tablekit-local | baseline |
+//! | --- | --- | --- |
+//! | durable single writes, 1 writer | 3,836/s | the disk: 8,102 appends+fdatasync/s; SQLite 8,882/s |
+//! | durable single writes, 16 writers | 18,478/s (8 writes per commit) | SQLite 6,427/s |
+//! | the same with quick recovery | 2,322/s; 16 writers 13,620/s | |
+//! | 1,000-row range | 0.59 ms, typed 0.75 ms | redb alone 0.22 ms; SQLite 0.34 ms |
+//! | bulk load, 100-row transactions | 153,172 rows/s | SQLite 279,941 rows/s |
+//! | bytes on disk per row | 336 | SQLite 196 |
+//! | open after a kill, 1,000,000 rows | 221 ms; 1.0 ms with quick recovery | a clean close: about 1 ms |
+//!
+//! A lone writer waits for each sync, and redb's commit writes several
+//! pages where a log would append one; writers that come together share
+//! syncs, which is where the store gains.
 //!
 //! # Concurrency
 //! Clones share the store. Reads run side by side, on the caller's task:

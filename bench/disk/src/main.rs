@@ -88,8 +88,16 @@ fn disk_rate(dir: &Path) -> f64 {
 }
 
 /// Durable single inserts per second from `writers` tasks at once.
-fn local_rate(runtime: &tokio::runtime::Runtime, dir: &Path, writers: usize) -> (f64, f64) {
-    let store = LocalStorage::open(dir).unwrap();
+fn local_rate(
+    runtime: &tokio::runtime::Runtime,
+    dir: &Path,
+    writers: usize,
+    quick: bool,
+) -> (f64, f64) {
+    let store = LocalStorage::builder()
+        .quick_recovery(quick)
+        .open(dir)
+        .unwrap();
     runtime.block_on(store.create_table(TABLE)).unwrap();
     let before = store.write_stats();
     let started = Instant::now();
@@ -362,16 +370,51 @@ fn main() {
             .unwrap(),
     );
     println!("on {}", base.display());
+    if std::env::var_os("TABLEKIT_BENCH_RANGES_ONLY").is_some() {
+        // Only the local store's ranges, for a profiler.
+        let dir = base.join("profiled");
+        local_load(&runtime, &dir);
+        let store = LocalStorage::open(&dir).unwrap();
+        let table = tablekit::Table::<Row>::new(store.clone());
+        let typed = std::env::var_os("TABLEKIT_BENCH_TYPED").is_some();
+        let t = time_ranges(2000, |p| {
+            let pk = format!("Dept{p:03}");
+            if typed {
+                return runtime
+                    .block_on(table.query().partition(pk).collect())
+                    .unwrap()
+                    .len();
+            }
+            let q = Query::new().filter(tablekit::filter::prop("PartitionKey").eq(pk));
+            runtime
+                .block_on(store.query_entities(TABLE, &q))
+                .unwrap()
+                .entities
+                .len()
+        });
+        println!("range: {:.3} ms", t.as_secs_f64() * 1000.0);
+        return;
+    }
+    if let Ok(writers) = std::env::var("TABLEKIT_BENCH_WRITERS_ONLY") {
+        // Only the local store's durable writes, for a profiler.
+        let writers = writers.parse().unwrap();
+        let (r, per) = local_rate(&runtime, &base.join("profiled"), writers, false);
+        println!("{writers} writers: {r:.0}/s, {per:.1} writes per commit");
+        return;
+    }
 
     // Durable single writes: the disk, then 1 and 16 writers on each.
     let mut disk: f64 = 0.0;
     let (mut local1, mut local16, mut sqlite1, mut sqlite16) = (0f64, 0f64, 0f64, 0f64);
     let mut grouped: f64 = 0.0;
+    let (mut quick1, mut quick16) = (0f64, 0f64);
     for round in 0..ROUNDS {
         disk = disk.max(disk_rate(base));
         let dir = base.join(format!("writes-{round}"));
-        local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1).0);
-        let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS);
+        local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1, false).0);
+        quick1 = quick1.max(local_rate(&runtime, &dir.join("quick1"), 1, true).0);
+        quick16 = quick16.max(local_rate(&runtime, &dir.join("quick16"), WRITERS, true).0);
+        let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS, false);
         if r > local16 {
             (local16, grouped) = (r, per);
         }
@@ -389,6 +432,11 @@ fn main() {
     println!(
         "durable single writes, {WRITERS} writers: tablekit-local {local16:.0}/s ({grouped:.1} writes per commit), SQLite {sqlite16:.0}/s: {:.2}x SQLite",
         local16 / sqlite16
+    );
+    println!(
+        "with quick_recovery(true): 1 writer {quick1:.0}/s ({:.2}x the disk), {WRITERS} writers {quick16:.0}/s ({:.2}x SQLite)",
+        quick1 / disk,
+        quick16 / sqlite16
     );
 
     // Bulk load, then bytes per row, then ranges on what was loaded.
