@@ -148,9 +148,12 @@ async fn probe(
     let mut times = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     loop {
-        tokio::select! {
-            _ = stop.changed() => return times,
-            _ = tick.tick() => {}
+        // One request at least, however short the run.
+        if !times.is_empty() {
+            tokio::select! {
+                _ = stop.changed() => return times,
+                _ = tick.tick() => {}
+            }
         }
         let sent = Instant::now();
         let answer = http.get(format!("{base}/healthz")).send().await;

@@ -16,9 +16,15 @@ async fn a_short_load_run_succeeds_on_every_request() {
     assert_eq!(report.requests, 256);
     assert_eq!(report.failed, 0, "{:?}", report.failures);
     assert!(report.p50 <= report.p99 && report.p99 <= report.elapsed);
-    // Each route of the mix, with its own figures.
-    assert_eq!(report.routes.len(), 6);
-    assert_eq!(report.routes.iter().map(|r| r.requests).sum::<usize>(), 256);
+    // Each route of the mix, with its own figures, and the `/healthz`
+    // probe beside them (not counted in the totals).
+    assert_eq!(report.routes.len(), 7);
+    let (probe, mix): (Vec<_>, Vec<_>) = report
+        .routes
+        .iter()
+        .partition(|r| r.route == "GET /healthz (probe)");
+    assert_eq!(mix.iter().map(|r| r.requests).sum::<usize>(), 256);
+    assert_eq!(probe.len(), 1);
     for route in &report.routes {
         assert!(route.p50 <= route.p99, "{}", route.route);
         assert_eq!(route.failed, 0, "{}", route.route);

@@ -111,12 +111,12 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start Azurite: {e}"));
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(180);
     for port in [table_port, blob_port, queue_port] {
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 Instant::now() < deadline,
-                "Azurite did not listen on port {port} within 60 s"
+                "Azurite did not listen on port {port} within 180 s"
             );
             std::thread::sleep(Duration::from_millis(100));
         }

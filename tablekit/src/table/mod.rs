@@ -32,11 +32,13 @@
 
 mod batch;
 mod bulk;
+mod loaded;
 mod merge;
 mod migrate;
 pub mod offload;
 pub(crate) mod plan;
 pub(crate) mod query;
+mod read;
 mod rows;
 mod spanning;
 mod unknown;
@@ -45,191 +47,25 @@ pub mod wide;
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 pub use crate::pacing::Pacing;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
+pub use loaded::Loaded;
 pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport};
 use plan::new_index_keys;
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
+use read::stored_version;
+pub(crate) use read::{load, owned_query_stream};
 use rows::{IndexHint, RowWrite};
 pub use update::UpdateOptions;
 
 use crate::backend::{TableBackend, UpdateMode};
-use crate::datetime::DateTime;
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Call, Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
-
-/// A value read from the store, with the ETag and Timestamp of the version
-/// read. Writes through [`Table::replace`], [`Table::merge`] and
-/// [`Table::delete`] are guarded by that ETag, and `replace` and `merge`
-/// refresh it, so the same writer can write again.
-///
-/// `Loaded<T>` derefs to `T`, so `loaded.name` is the entity's own field.
-/// Its ETag and Timestamp are read with associated functions, in the style of
-/// [`Arc::strong_count`](std::sync::Arc::strong_count), so they can never
-/// shadow a field or method of `T` (an entity may well have a `timestamp`):
-///
-/// ```
-/// # use tablekit::{Loaded, ETag};
-/// let loaded = Loaded::new("value", ETag::new("W/\"datetime'2024-01-02T03%3A04%3A05.0000000Z'\""), None);
-/// assert_eq!(Loaded::etag(&loaded).as_str(), "W/\"datetime'2024-01-02T03%3A04%3A05.0000000Z'\"");
-/// assert_eq!(Loaded::into_inner(loaded), "value");
-/// ```
-#[derive(Debug, Clone)]
-pub struct Loaded<T> {
-    value: T,
-    etag: ETag,
-    timestamp: Option<DateTime>,
-    /// The Timestamp is the time the ETag names (falling back on
-    /// `timestamp`), read from it when asked for: a write through this
-    /// value then costs no parsing.
-    stamp_in_etag: bool,
-    /// The write history of the row read (see [`update::WRITES_PROPERTY`]),
-    /// which a write through this value carries on.
-    writes: Option<String>,
-    /// The RowKeys of the version's index rows, so that a write through this
-    /// value knows which to move without reading them again.
-    index_keys: Option<Arc<[String]>>,
-    /// The schema version the row records (`_Version`), as read or as last
-    /// written through this value.
-    version: Option<u32>,
-    /// The previous kind whose RowKey the row was read under (a renamed
-    /// kind's row not moved yet), until a write through this value moves it.
-    previous_kind: Option<&'static str>,
-    /// The properties of the row read that the type has no field for, which
-    /// a replace through this value writes back (see [`Loaded::unknown_properties`]).
-    unknown: crate::entity::Properties,
-}
-
-impl<T> Loaded<T> {
-    /// A value with the ETag and Timestamp of the version it was read as.
-    pub fn new(value: T, etag: ETag, timestamp: Option<DateTime>) -> Loaded<T> {
-        Loaded {
-            value,
-            etag,
-            timestamp,
-            stamp_in_etag: false,
-            writes: None,
-            index_keys: None,
-            version: None,
-            previous_kind: None,
-            unknown: crate::entity::Properties::new(),
-        }
-    }
-
-    /// A value just written as the version `etag`: its Timestamp is the
-    /// time the ETag names.
-    pub(crate) fn written(value: T, etag: ETag) -> Loaded<T> {
-        Loaded {
-            stamp_in_etag: true,
-            ..Loaded::new(value, etag, None)
-        }
-    }
-
-    /// The ETag of the version read (or last written through this value).
-    pub fn etag(this: &Loaded<T>) -> &ETag {
-        &this.etag
-    }
-
-    /// When that version was written, as the store recorded it.
-    pub fn timestamp(this: &Loaded<T>) -> Option<DateTime> {
-        if this.stamp_in_etag {
-            this.etag.timestamp().or(this.timestamp)
-        } else {
-            this.timestamp
-        }
-    }
-
-    /// The schema version the row was stored with (its `_Version`): as
-    /// read, so a row an older version of the type wrote (within its
-    /// `min_version`) says so, or as last written through this value (the
-    /// type's current version). `None` when the row records none: a type
-    /// without a kind, or one with `kind_properties = false`.
-    pub fn version(this: &Loaded<T>) -> Option<u32> {
-        this.version
-    }
-
-    /// The previous kind the row was stored under, for a type that lists
-    /// `previous_kinds` and a row that no write or migration has moved to
-    /// the kind's own RowKey yet; `None` for a row under the current kind.
-    /// A write through this value moves the row.
-    pub fn previous_kind(this: &Loaded<T>) -> Option<&'static str> {
-        this.previous_kind
-    }
-
-    /// The properties of the row read that the type has no field for:
-    /// columns another client writes, or fields a later version of the type
-    /// dropped. A replace through this value (and [`Table::update`]) writes
-    /// them back unchanged, values and types alike, unless the type now
-    /// has a field of that name; tablekit's own bookkeeping is not among
-    /// them. Empty for a value made with [`Loaded::new`].
-    pub fn unknown_properties(this: &Loaded<T>) -> &crate::entity::Properties {
-        &this.unknown
-    }
-
-    /// Forgets the [unknown properties](Loaded::unknown_properties), so that
-    /// a replace through this value removes them from the row (to clear out
-    /// the column of a field the type dropped, say).
-    pub fn drop_unknown_properties(this: &mut Loaded<T>) {
-        this.unknown = crate::entity::Properties::new();
-    }
-
-    /// The value, without the ETag.
-    pub fn into_inner(this: Loaded<T>) -> T {
-        this.value
-    }
-
-    /// The value, the ETag and the Timestamp.
-    pub fn into_parts(this: Loaded<T>) -> (T, ETag, Option<DateTime>) {
-        let timestamp = Loaded::timestamp(&this);
-        (this.value, this.etag, timestamp)
-    }
-
-    /// Records that the value was written as the version `etag` (for writes
-    /// made outside [`Table::replace`] and [`Table::merge`], such as a
-    /// [`TableBatch`], whose `submit` returns each operation's ETag). The
-    /// Timestamp is the time the ETag names (for an ETag that names none,
-    /// the Timestamp last read).
-    pub fn set_etag(this: &mut Loaded<T>, etag: ETag) {
-        // Read from the ETag when asked for. An ETag of another form falls
-        // back on the Timestamp last read.
-        this.stamp_in_etag = true;
-        this.etag = etag;
-        // The version written elsewhere may have moved index values: the
-        // next write through this value reads them again.
-        this.index_keys = None;
-        // A write of a renamed kind's row moves it to the kind's RowKey.
-        this.previous_kind = None;
-    }
-}
-
-/// Equal when the values, the ETags and the Timestamps are (what a write
-/// through either remembers of the row is no part of it).
-impl<T: PartialEq> PartialEq for Loaded<T> {
-    fn eq(&self, other: &Loaded<T>) -> bool {
-        self.value == other.value
-            && self.etag == other.etag
-            && Loaded::timestamp(self) == Loaded::timestamp(other)
-    }
-}
-
-impl<T> Deref for Loaded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.value
-    }
-}
-
-impl<T> DerefMut for Loaded<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.value
-    }
-}
 
 /// How many times a write of an entity with offloaded fields re-reads the row
 /// it replaces when another writer got there first.
@@ -552,39 +388,6 @@ impl<K: EntityKinds> Table<K> {
     }
 }
 
-/// Every entity of a query as a stream that owns what it needs; each page
-/// is fetched as one operation `op` ([`operation`]).
-pub(crate) fn owned_query_stream(
-    backend: Arc<dyn TableBackend>,
-    name: String,
-    query: crate::backend::Query,
-    op: &'static str,
-    kind: Option<&'static str>,
-) -> futures::stream::BoxStream<'static, Result<crate::entity::Entity>> {
-    use futures::stream::{StreamExt, TryStreamExt};
-    let pages = futures::stream::try_unfold(
-        (backend, name, query, false),
-        move |(backend, name, mut query, done)| async move {
-            if done {
-                return Ok::<_, Error>(None);
-            }
-            let mut page = operation(&*backend, op, &name, kind, None)
-                .run_counted(
-                    crate::order::ordered_page(&*backend, &name, query.clone(), true),
-                    |page| Some(page.entities.len()),
-                )
-                .await?;
-            let done = page.continuation.is_none();
-            query.continuation = page.continuation.take();
-            Ok(Some((
-                futures::stream::iter(page.into_rows()),
-                (backend, name, query, done),
-            )))
-        },
-    );
-    pages.try_flatten().boxed()
-}
-
 impl<T: TableEntity> Table<T> {
     /// The table `T::DESCRIPTOR.table` on `backend`.
     pub fn new(backend: impl TableBackend + 'static) -> Table<T> {
@@ -605,6 +408,23 @@ impl<T: TableEntity> Table<T> {
         Box::pin(async move {
             let (pk, rk) = keys?;
             self.read_row(&pk, &rk).await?.map(load).transpose()
+        })
+    }
+
+    /// Whether an entity with these keys exists: one point read that asks
+    /// for the keys only.
+    pub fn exists(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Call<'_, bool> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            if T::DESCRIPTOR.wide() {
+                return Ok(self.read_stored(&pk, &rk).await?.is_some());
+            }
+            self.row_under_any_name(&pk, &rk).await
         })
     }
 
@@ -966,52 +786,6 @@ impl<T: TableEntity> Table<T> {
         }))
     }
 
-    /// Whether an entity with these keys exists: one point read that asks
-    /// for the keys only.
-    pub fn exists(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-    ) -> Call<'_, bool> {
-        let keys = schema::encode_keys::<T>(&pk, &rk);
-        Box::pin(async move {
-            let (pk, rk) = keys?;
-            if T::DESCRIPTOR.wide() {
-                return Ok(self.read_stored(&pk, &rk).await?.is_some());
-            }
-            self.row_under_any_name(&pk, &rk).await
-        })
-    }
-
-    /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the
-    /// RowKey the entity had under a previous kind: one point read each,
-    /// asking for the keys only.
-    pub(super) async fn row_under_any_name(&self, pk: &str, rk: &str) -> Result<bool> {
-        if self.row_at(pk, rk).await? {
-            return Ok(true);
-        }
-        for previous in T::DESCRIPTOR.previous_row_keys(rk) {
-            if self.row_at(pk, &previous).await? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Whether a row lies at exactly `(pk, rk)`, read with its keys only.
-    async fn row_at(&self, pk: &str, rk: &str) -> Result<bool> {
-        let keys_only = crate::backend::GetOptions::default().select(["PartitionKey", "RowKey"]);
-        match self
-            .backend
-            .get_entity(&self.name, pk, rk, &keys_only)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(Error::EntityNotFound { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
     /// A query over this table's entities of type `T`.
     pub fn query(&self) -> TableQuery<T> {
         TableQuery::new(self.clone())
@@ -1027,65 +801,6 @@ impl<T: TableEntity> Table<T> {
     pub fn bulk(&self) -> BulkWriter<T> {
         BulkWriter::new(self.clone())
     }
-}
-
-/// Reads a row as a loaded value, moving its values into the result.
-pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<Loaded<T>> {
-    let etag = entity.etag.take().ok_or_else(|| Error::Decode {
-        message: "the backend returned an entity without an ETag".into(),
-    })?;
-    let timestamp = entity.timestamp;
-    let writes = update::writes_of(&entity).map(str::to_owned);
-    let row_key = plan::has_index_rows::<T>().then(|| entity.row_key.clone());
-    let version = stored_version(&entity);
-    let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
-        None
-    } else {
-        T::DESCRIPTOR
-            .layout_of(&entity.row_key)
-            .and_then(|(_, kind)| kind)
-    };
-    let (value, leftover) = schema::from_entity_keeping(entity)?;
-    let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
-    Ok(Loaded {
-        value,
-        etag,
-        timestamp,
-        stamp_in_etag: false,
-        writes,
-        index_keys,
-        version,
-        previous_kind,
-        unknown: unknown::unknown_of::<T>(leftover),
-    })
-}
-
-impl<T: TableEntity> Table<T> {
-    /// Refuses a write of `T` over `stored` when a newer version of the
-    /// type wrote it ([`Error::NewerVersion`]).
-    pub(crate) fn refuse_newer(&self, stored: &crate::entity::Entity) -> Result<()> {
-        let Some(writing) = written_version::<T>() else {
-            return Ok(());
-        };
-        let Some(stored_version) = schema::stored_version(&stored.properties) else {
-            return Ok(());
-        };
-        if stored_version > i64::from(writing) {
-            return Err(Error::NewerVersion {
-                table: self.name.to_string(),
-                partition_key: stored.partition_key.clone(),
-                row_key: stored.row_key.clone(),
-                stored: stored_version,
-                writing,
-            });
-        }
-        Ok(())
-    }
-}
-
-/// The schema version a row records (`_Version`), if it records one.
-fn stored_version(entity: &crate::entity::Entity) -> Option<u32> {
-    schema::stored_version(&entity.properties).and_then(|v| u32::try_from(v).ok())
 }
 
 /// The schema version a write of `T` records: its current one, when rows

@@ -1,0 +1,357 @@
+//! The transaction runner: plans the writes of one transaction, sends them
+//! as one entity group transaction, and plans again after a lost race or a
+//! lost answer.
+
+use super::Learned;
+use super::Pending;
+use super::Planned;
+use super::Role;
+use crate::backend::BatchOperation;
+use crate::backend::TableBackend;
+use crate::datetime::DateTime;
+use crate::entity::ETag;
+use crate::error::Error;
+use crate::error::Result;
+use crate::ext::send_operations;
+use crate::ext::too_many_operations;
+use crate::table::UPDATE_ATTEMPTS;
+use crate::validate::limits::MAX_BATCH_OPERATIONS;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Runs `writes` as one entity group transaction with every row they need
+/// (parts, index rows), trying again where a write without an ETag of its
+/// own lost a race. One ETag per write (`None` for a delete). A failure is
+/// [`BatchFailed`](Error::BatchFailed) with the index of the write (not of
+/// the row) in `writes`.
+pub(in crate::table) async fn run(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    clock: &dyn crate::clock::Clock,
+) -> Result<Vec<Option<ETag>>> {
+    check_writes(writes)?;
+    // The time is for outbox records alone: not read for other writes.
+    let at = if writes.iter().any(|w| w.spans().is_some()) {
+        clock.now()
+    } else {
+        DateTime::MIN
+    };
+    // One write is the common case: it gets by without a list per write.
+    let single = writes.len() == 1;
+    let mut learned_one = [Learned::default()];
+    let mut learned_many: Vec<Learned> = Vec::new();
+    if !single {
+        learned_many.resize_with(writes.len(), Learned::default);
+    }
+    let learned: &mut [Learned] = if single {
+        &mut learned_one
+    } else {
+        &mut learned_many
+    };
+    let room: usize = writes.iter().map(|w| w.room()).sum();
+    let mut last = None;
+    for _ in 0..UPDATE_ATTEMPTS {
+        let mut planned = Planned::with_capacity(room);
+        // Whether each write may try again after a lost race.
+        let retry = if let [write] = writes {
+            let state = match write.known_state(&learned[0]) {
+                Some(state) => state,
+                None => write
+                    .state(backend, table, &learned[0])
+                    .await
+                    .map_err(|e| e.in_batch(0))?,
+            };
+            let retry = write
+                .plan(state, &learned[0], at, &mut planned)
+                .map_err(|e| e.in_batch(0))?;
+            Retry::One(retry)
+        } else {
+            // Boxed: a transaction of one write does not carry its room.
+            Box::pin(plan_many(backend, table, writes, learned, at, &mut planned)).await?
+        };
+        let Planned {
+            operations, owners, ..
+        } = planned;
+        if operations.len() > MAX_BATCH_OPERATIONS {
+            return Err(too_many_operations(operations.len()));
+        }
+        let (at, source) = match send_operations(backend.as_ref(), table, &operations).await {
+            Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
+            Err(Error::BatchFailed { index, source }) => (index, *source),
+            Err(e) => return Err(e),
+        };
+        match failed(
+            table,
+            writes,
+            &operations,
+            &owners,
+            &retry,
+            learned,
+            at,
+            source,
+        ) {
+            Next::Fail(e) => return Err(e),
+            Next::Retry(e) => last = Some(e),
+            Next::Claim { w, index, key } => {
+                if let Some(etag) = writes[w]
+                    .claim(backend, table, index, &key)
+                    .await
+                    .map_err(|e| e.in_batch(w))?
+                {
+                    learned[w].take_over.retain(|(k, _)| *k != key);
+                    learned[w].take_over.push((key, etag));
+                }
+                last = Some(precondition(table, writes[w], w));
+            }
+        }
+    }
+    Err(last.unwrap_or(Error::Transient {
+        message: "the transaction made no attempt".into(),
+    }))
+}
+
+/// One partition, each entity once: checked in the caller's terms.
+fn check_writes(writes: &[&(dyn Pending + '_)]) -> Result<()> {
+    let Some(first) = writes.first() else {
+        return Err(crate::error::InvalidInput::BatchEmpty.into());
+    };
+    let (first_pk, _) = first.keys();
+    for (index, write) in writes.iter().enumerate() {
+        let (pk, rk) = write.keys();
+        if pk != first_pk {
+            return Err(crate::error::InvalidInput::BatchPartitionMismatch {
+                index,
+                expected: first_pk.to_owned(),
+                found: pk.to_owned(),
+            }
+            .into());
+        }
+        if let Some(first) = writes[..index].iter().position(|w| w.keys().1 == rk) {
+            return Err(crate::error::InvalidInput::BatchDuplicateEntity {
+                first,
+                index,
+                row_key: rk.to_owned(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Whether each write of a transaction may try again after a lost race.
+enum Retry {
+    One(bool),
+    Each(Vec<bool>),
+}
+
+/// Plans the writes of a transaction of several, their states read at once.
+async fn plan_many(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    learned: &[Learned],
+    at: DateTime,
+    planned: &mut Planned,
+) -> Result<Retry> {
+    let states = futures::future::try_join_all(writes.iter().zip(learned).enumerate().map(
+        |(w, (write, learned))| async move {
+            match write.known_state(learned) {
+                Some(state) => Ok(state),
+                None => write
+                    .state(backend, table, learned)
+                    .await
+                    .map_err(|e| e.in_batch(w)),
+            }
+        },
+    ))
+    .await?;
+    let mut retry = Vec::with_capacity(writes.len());
+    for (w, (write, state)) in writes.iter().zip(states).enumerate() {
+        planned.write = w;
+        let retried = write
+            .plan(state, &learned[w], at, planned)
+            .map_err(|e| e.in_batch(w))?;
+        retry.push(retried);
+    }
+    check_rows(&planned.operations, &planned.owners)?;
+    Ok(Retry::Each(retry))
+}
+
+/// What a transaction does after the store refused one of its operations.
+enum Next {
+    /// Fails with this error.
+    Fail(Error),
+    /// Tries again; this error if it runs out of attempts.
+    Retry(Error),
+    /// A unique index row of write `w` is taken: see whose it is, then try
+    /// again.
+    Claim { w: usize, index: usize, key: String },
+}
+
+/// A write's keys, precondition failed, in the caller's terms.
+fn precondition(table: &str, write: &(dyn Pending + '_), w: usize) -> Error {
+    let (pk, rk) = write.keys();
+    Error::PreconditionFailed {
+        table: table.to_owned(),
+        partition_key: pk.to_owned(),
+        row_key: rk.to_owned(),
+    }
+    .in_batch(w)
+}
+
+/// A refusal of an entity's row (or part), restated in the caller's terms:
+/// with the entity's table and keys. Any other error is returned as it is.
+pub(super) fn restated(source: Error, table: &str, (pk, rk): (&str, &str)) -> Error {
+    let keys = || (table.to_owned(), pk.to_owned(), rk.to_owned());
+    match source {
+        Error::PreconditionFailed { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::PreconditionFailed {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        Error::EntityNotFound { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::EntityNotFound {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        Error::EntityAlreadyExists { .. } => {
+            let (table, partition_key, row_key) = keys();
+            Error::EntityAlreadyExists {
+                table,
+                partition_key,
+                row_key,
+            }
+        }
+        other => other,
+    }
+}
+
+/// Decides what to do after operation `at` failed with `source`, learning
+/// about the write's index rows on the way. Out of line and cold: the
+/// common transaction never comes here, and its code stays compact.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn failed(
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    operations: &[BatchOperation],
+    owners: &[(usize, Role)],
+    retry: &Retry,
+    learned: &mut [Learned],
+    at: usize,
+    source: Error,
+) -> Next {
+    let Some(&(w, role)) = owners.get(at) else {
+        return Next::Fail(source);
+    };
+    let may_retry = match retry {
+        Retry::One(retry) => *retry,
+        Retry::Each(retry) => retry[w],
+    };
+    // The failed operation's row: for an index row, its key.
+    let key = || operations[at].keys().1.to_owned();
+    let write = writes[w];
+    match (role, source) {
+        (
+            Role::Row | Role::Entity,
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) if may_retry => Next::Retry(precondition(table, write, w)),
+        (
+            Role::Row | Role::Entity,
+            source @ (Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. }),
+        ) => Next::Fail(restated(source, table, write.keys()).in_batch(w)),
+        (
+            Role::List,
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) => {
+            // Another writer changed the index entity first: read it
+            // again and retry.
+            Next::Retry(precondition(table, write, w))
+        }
+        (Role::CompanionDelete, Error::EntityNotFound { .. }) => {
+            learned[w].missing.push(key());
+            Next::Retry(precondition(table, write, w))
+        }
+        (Role::CompanionWrite(index), Error::EntityAlreadyExists { .. }) => Next::Claim {
+            w,
+            index,
+            key: key(),
+        },
+        (
+            Role::CompanionWrite(_),
+            Error::PreconditionFailed { .. } | Error::EntityNotFound { .. },
+        ) => {
+            // A row to take over changed or went, or a merge planned
+            // without reading met a missing index row: look again, from
+            // the stored entity.
+            let key = key();
+            learned[w].take_over.retain(|(k, _)| *k != key);
+            learned[w].read = true;
+            Next::Retry(precondition(table, write, w))
+        }
+        (_, source) => Next::Fail(source.in_batch(w)),
+    }
+}
+
+/// Each write's ETag, its [`Role::Row`]'s (`None` for a delete), from the
+/// ETags of the operations sent, in place: each write has one such row, in
+/// the order of the writes, and every write has at least one operation, so
+/// the row of write `w` is never before operation `w`.
+fn write_etags(
+    mut etags: Vec<Option<ETag>>,
+    owners: &[(usize, Role)],
+    writes: usize,
+) -> Vec<Option<ETag>> {
+    let mut next = 0;
+    for (i, &(w, role)) in owners.iter().enumerate() {
+        if w == next && matches!(role, Role::Row) {
+            etags.swap(w, i);
+            next += 1;
+        }
+    }
+    etags.truncate(writes);
+    for etag in &mut etags {
+        if etag.as_ref().is_some_and(|e| e.as_str().is_empty()) {
+            *etag = None;
+        }
+    }
+    etags
+}
+
+/// Refuses two writes of one transaction that would touch the same row (an
+/// index value two entities want, or one gives up and another takes), in
+/// the caller's terms: the store refuses a transaction that names a row twice.
+fn check_rows(operations: &[BatchOperation], owners: &[(usize, Role)]) -> Result<()> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (operation, (w, _)) in operations.iter().zip(owners) {
+        let rk = operation.keys().1;
+        match seen.get(rk) {
+            Some(&first) if first != *w => {
+                return Err(crate::error::InvalidInput::BatchDuplicateEntity {
+                    first,
+                    index: *w,
+                    row_key: rk.to_owned(),
+                }
+                .into());
+            }
+            _ => {
+                seen.insert(rk, *w);
+            }
+        }
+    }
+    Ok(())
+}
