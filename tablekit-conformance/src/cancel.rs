@@ -109,7 +109,7 @@ impl CancelOutcomes {
 
 /// Waits for the finishing work that dropped writes left running (it runs
 /// as tasks of its own) to end.
-async fn settle() {
+pub(crate) async fn settle() {
     for _ in 0..10_000 {
         if tablekit::__conformance::detached_in_flight() == 0 {
             return;

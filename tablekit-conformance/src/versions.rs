@@ -588,6 +588,11 @@ where
                 None => {
                     out.dropped += 1;
                     interruptions += 1;
+                    // A store that goes on with a dropped write (the local
+                    // store's writer thread) lands it now, before the other
+                    // writers: what a request still on its way over a
+                    // network does is handled below, when it comes late.
+                    super::cancel::settle().await;
                 }
                 Some(Err(_)) => {
                     out.stopped += 1;
@@ -769,7 +774,10 @@ pub async fn wide_migrations_resume_after_each_entity(backend: Arc<dyn TableBack
             last = Some(c);
         }
         match result {
-            None => interruptions += 1,
+            None => {
+                interruptions += 1;
+                super::cancel::settle().await;
+            }
             Some(result) => {
                 report = Some(result.expect("migrate"));
                 break;

@@ -77,14 +77,20 @@ const OUTSIDE: &[&str] = &["lib", "private", "hooks"];
 const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// The layer of a module path (`table::plan`, `schema`, …): its own entry,
-/// else its top-level module's.
+/// else that of the module it is in (`table::plan::typed` is in
+/// `table::plan`'s), else its top-level module's.
 fn layer_of(module: &str) -> Option<usize> {
     let find = |name: &str| {
         LAYERS
             .iter()
             .position(|(_, modules)| modules.contains(&name))
     };
-    find(module).or_else(|| find(module.split("::").next()?))
+    // A file below a module of its own (`table::plan::typed`) is in that
+    // module's layer.
+    let two: String = module.split("::").take(2).collect::<Vec<_>>().join("::");
+    find(module)
+        .or_else(|| find(&two))
+        .or_else(|| find(module.split("::").next()?))
 }
 
 /// The module a file holds: `table/plan.rs` is `table::plan`, `schema/mod.rs`

@@ -4,8 +4,7 @@
 use super::Current;
 use crate::backend::GetOptions;
 use crate::entity::ETag;
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::TableEntity;
 use crate::table::Table;

@@ -1,31 +1,23 @@
 //! Moves: an entity's insert at its new keys with the outbox record that
 //! deletes it at its old ones, and that delete as an outbox step.
 
-use super::Learned;
-use super::Pending;
-use super::Planned;
-use super::Role;
-use super::State;
-use super::Typed;
-use super::typed::local_slots_of;
-use crate::backend::BatchOperation;
-use crate::backend::TableBackend;
-use crate::datetime::DateTime;
-use crate::entity::ETag;
-use crate::entity::Entity;
-use crate::entity::IfMatch;
-use crate::error::Error;
-use crate::error::Result;
-use crate::ext::TableBackendExt;
-use crate::pending;
-use crate::schema::Sharing;
-use crate::schema::TableEntity;
-use crate::table::Table;
-use crate::table::rows::RowWrite;
-use futures::future::BoxFuture;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::typed::local_slots_of;
+use super::{Learned, Pending, Planned, Role, State, Typed};
+use crate::backend::{BatchOperation, TableBackend};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::pending;
+use crate::schema::{Sharing, TableEntity};
+use crate::table::Table;
+use crate::table::rows::RowWrite;
 
 /// The outbox record of a move, written in the new partition beside the
 /// moved entity: one step, which deletes the entity at its old keys. Its

@@ -2,22 +2,17 @@
 //! as one entity group transaction, and plans again after a lost race or a
 //! lost answer.
 
-use super::Learned;
-use super::Pending;
-use super::Planned;
-use super::Role;
-use crate::backend::BatchOperation;
-use crate::backend::TableBackend;
-use crate::datetime::DateTime;
-use crate::entity::ETag;
-use crate::error::Error;
-use crate::error::Result;
-use crate::ext::send_operations;
-use crate::ext::too_many_operations;
-use crate::table::UPDATE_ATTEMPTS;
-use crate::validate::limits::MAX_BATCH_OPERATIONS;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+use super::{Learned, Pending, Planned, Role};
+use crate::backend::{BatchOperation, TableBackend};
+use crate::datetime::DateTime;
+use crate::entity::ETag;
+use crate::error::{Error, Result};
+use crate::ext::{send_operations, too_many_operations};
+use crate::table::UPDATE_ATTEMPTS;
+use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
 /// Runs `writes` as one entity group transaction with every row they need
 /// (parts, index rows), trying again where a write without an ETag of its

@@ -1,11 +1,7 @@
 //! The outbox record of rows a transaction puts into other tables once it
 //! commits.
 
-use super::Learned;
-use super::Pending;
-use super::Planned;
-use super::Role;
-use super::State;
+use super::{Learned, Pending, Planned, Role, State};
 use crate::backend::BatchOperation;
 use crate::datetime::DateTime;
 use crate::entity::Entity;

@@ -3,38 +3,21 @@
 //! indexes kept elsewhere, a renamed kind's old row), from the state it
 //! replaces.
 
-use super::Current;
-use super::Learned;
-use super::Pending;
-use super::Planned;
-use super::RemoteState;
-use super::Role;
-use super::State;
-use super::StoredList;
-use super::Typed;
-use crate::backend::BatchOperation;
-use crate::backend::TableBackend;
-use crate::backend::UpdateMode;
-use crate::datetime::DateTime;
-use crate::entity::ETag;
-use crate::entity::Entity;
-use crate::entity::IfMatch;
-use crate::error::Error;
-use crate::error::Result;
-use crate::ext::TableBackendExt;
-use crate::pending;
-use crate::schema;
-use crate::schema::CompanionRows;
-use crate::schema::Sharing;
-use crate::schema::TableEntity;
-use crate::schema::companions;
-use crate::schema::local_slots;
-use crate::schema::remote_slots;
-use crate::table::Table;
-use crate::table::rows::RowWrite;
-use futures::future::BoxFuture;
 use std::borrow::Cow;
 use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use super::{Current, Learned, Pending, Planned, RemoteState, Role, State, StoredList, Typed};
+use crate::backend::{BatchOperation, TableBackend, UpdateMode};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::schema::{CompanionRows, Sharing, TableEntity, companions, local_slots, remote_slots};
+use crate::table::Table;
+use crate::table::rows::RowWrite;
+use crate::{pending, schema};
 
 impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
