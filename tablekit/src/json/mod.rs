@@ -24,7 +24,7 @@
 //!   to keep, and some keep less than the service: Azurite stores property
 //!   names the service refuses, and such a row must stay readable.
 //!
-//! Typed entities skip the [`Entity`]: [`EntityWriter`] writes the text
+//! Typed entities skip the [`Entity`](crate::Entity): [`EntityWriter`] writes the text
 //! straight from their fields ([`schema::to_json`](crate::schema::to_json)),
 //! and [`schema::from_json`](crate::schema::from_json) reads each member
 //! into its field.

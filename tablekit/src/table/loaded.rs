@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use crate::datetime::DateTime;
 use crate::entity::ETag;
+#[cfg(doc)]
+use crate::table::{Table, TableBatch};
 
 /// A value read from the store, with the ETag and Timestamp of the version
 /// read. Writes through [`Table::replace`], [`Table::merge`] and
