@@ -18,6 +18,8 @@ use crate::{LocalStorage, META};
 const CONTAINERS: TableDefinition<'static, &str, ()> = TableDefinition::new("containers");
 /// Each blob's properties, by `container/name`.
 const BLOBS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blobs");
+/// The blobs' properties table, open in a write transaction.
+type BlobsTable<'t> = redb::Table<'t, &'static str, &'static [u8]>;
 /// Each blob's bytes, by `container/name`.
 const BLOB_DATA: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blob_data");
 
@@ -175,6 +177,23 @@ impl LocalStorage {
         }
     }
 
+    /// The blobs' engine table in a write, and the stored properties of
+    /// blob `name` of `container` (which must exist), if it exists.
+    fn blob_in<'t>(
+        &self,
+        txn: &'t WriteTransaction,
+        container: &str,
+        name: &str,
+    ) -> Result<(BlobsTable<'t>, Option<BlobProperties>)> {
+        let containers = txn
+            .open_table(CONTAINERS)
+            .map_err(|e| self.error(e.into()))?;
+        self.check_container(&containers, container)?;
+        let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+        let existing = self.blob_properties(&blobs, container, name)?;
+        Ok((blobs, existing))
+    }
+
     /// A blob's stored properties, if it exists.
     fn blob_properties(
         &self,
@@ -291,12 +310,7 @@ impl BlobStore for LocalStorage {
             let (container, name, condition) =
                 (container.to_owned(), name.to_owned(), condition.clone());
             self.write(move |store, txn| {
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| store.error(e.into()))?;
-                store.check_container(&containers, &container)?;
-                let mut blobs = txn.open_table(BLOBS).map_err(|e| store.error(e.into()))?;
-                let existing = store.blob_properties(&blobs, &container, &name)?;
+                let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
                 condition.check(existing.as_ref().map(|b| &b.etag), &container, &name)?;
                 let mut meta = txn.open_table(META).map_err(|e| store.error(e.into()))?;
                 let version = meta
@@ -387,14 +401,8 @@ impl BlobStore for LocalStorage {
             let (container, name, if_match) =
                 (container.to_owned(), name.to_owned(), if_match.cloned());
             self.write(move |store, txn| {
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| store.error(e.into()))?;
-                store.check_container(&containers, &container)?;
-                let mut blobs = txn.open_table(BLOBS).map_err(|e| store.error(e.into()))?;
-                let existing = store
-                    .blob_properties(&blobs, &container, &name)?
-                    .ok_or_else(|| blob_missing(&container, &name))?;
+                let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
+                let existing = existing.ok_or_else(|| blob_missing(&container, &name))?;
                 if if_match.as_ref().is_some_and(|tag| *tag != existing.etag) {
                     return Err(Error::BlobConditionNotMet {
                         container: container.clone(),

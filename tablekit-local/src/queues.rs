@@ -159,6 +159,21 @@ fn random_id() -> [u8; 16] {
 type Messages<'t> = Table<'t, &'static [u8], &'static [u8]>;
 
 impl LocalStorage {
+    /// Stores `message` as number `seq` of `queue`, with its checksum.
+    fn store_message(
+        &self,
+        messages: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+        queue: &str,
+        seq: u64,
+        message: &Message,
+    ) -> Result<()> {
+        let key = message_key(queue, seq);
+        messages
+            .insert(key.as_slice(), message.encode(&key).as_slice())
+            .map_err(|e| self.error(e.into()))?;
+        Ok(())
+    }
+
     /// Fails unless `queue` exists.
     fn check_queue(&self, txn: &WriteTransaction, queue: &str) -> Result<()> {
         let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
@@ -440,10 +455,7 @@ impl QueueStore for LocalStorage {
                 let mut messages = txn
                     .open_table(MESSAGES)
                     .map_err(|e| store.error(e.into()))?;
-                let key = message_key(&queue, seq);
-                messages
-                    .insert(key.as_slice(), message.encode(&key).as_slice())
-                    .map_err(|e| store.error(e.into()))?;
+                store.store_message(&mut messages, &queue, seq, &message)?;
                 let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
                 ids.insert(id_key(&queue, &message.id_text()).as_str(), seq)
                     .map_err(|e| store.error(e.into()))?;
@@ -492,10 +504,7 @@ impl QueueStore for LocalStorage {
                         message.dequeue_count += 1;
                         message.receipt = random();
                         message.next_visible = next_visible;
-                        let key = message_key(&queue, seq);
-                        messages
-                            .insert(key.as_slice(), message.encode(&key).as_slice())
-                            .map_err(|e| store.error(e.into()))?;
+                        store.store_message(&mut messages, &queue, seq, &message)?;
                         got.push(QueueMessage {
                             id: message.id_text(),
                             pop_receipt: message.receipt_text(),
@@ -606,10 +615,7 @@ impl QueueStore for LocalStorage {
                     let mut messages = txn
                         .open_table(MESSAGES)
                         .map_err(|e| store.error(e.into()))?;
-                    let key = message_key(&queue, seq);
-                    messages
-                        .insert(key.as_slice(), message.encode(&key).as_slice())
-                        .map_err(|e| store.error(e.into()))?;
+                    store.store_message(&mut messages, &queue, seq, &message)?;
                 }
                 Ok(MessageUpdate {
                     pop_receipt: message.receipt_text(),
