@@ -305,7 +305,7 @@ impl LocalStorageBuilder {
     ///
     /// After a crash (a killed process, a power cut) the engine must rebuild
     /// its record of free space on the next open, which reads the whole
-    /// file: about 0.4 s for a million rows here, growing with the store.
+    /// file: about 0.2 s for a million rows here, growing with the store.
     /// With quick recovery every commit saves that record instead and syncs
     /// the file twice, so the open after a crash takes milliseconds, and a
     /// lone writer commits at about half the rate. Concurrent writers lose

@@ -537,6 +537,7 @@ static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 
 impl InFlight {
     /// Counts one piece of work until the returned value is dropped.
+    #[must_use = "the work is counted only while the returned value lives"]
     pub fn start() -> InFlight {
         IN_FLIGHT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         InFlight(())

@@ -417,9 +417,14 @@ impl<R: serde::Serialize> LogWriter<R> {
                 }
                 // Taken: by this writer's lost write, or by another writer.
                 Err(Error::BlobAlreadyExists { .. }) => {
+                    // The write whose answer was lost, if it is this name's
+                    // (a late write to another name is kept for that name).
                     let len = match buffer.late.take() {
                         Some((late, sent)) if late == name => sent,
-                        _ => len,
+                        other => {
+                            buffer.late = other;
+                            len
+                        }
                     };
                     buffer.unsettled = Some((name, len));
                     self.settle(buffer).await?;
