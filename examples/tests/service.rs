@@ -2090,3 +2090,134 @@ async fn an_order_leaves_the_customers_etag_as_it_was() {
         .unwrap();
     assert!(left.is_none(), "{left:?}");
 }
+
+/// Reads one answer from `stream`: its head and its body (by its
+/// `content-length`).
+async fn read_answer(stream: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
+    use tokio::io::AsyncReadExt as _;
+    let mut bytes = Vec::new();
+    let mut byte = [0u8; 1];
+    while !bytes.ends_with(b"\r\n\r\n") {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut byte))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert_eq!(n, 1, "the connection closed inside a head: {bytes:?}");
+        bytes.push(byte[0]);
+    }
+    let head = String::from_utf8(bytes).expect("a head in text");
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().expect("a length"))
+        })
+        .expect("a content-length");
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.expect("the body");
+    (head, body)
+}
+
+/// A request the HTTP server cannot read (a malformed header, a target or
+/// header block past the server's own limits) is answered in JSON, marked
+/// `nosniff`, with `Connection: close` (the server's own answer had no body
+/// and no `nosniff`), also after answers on a kept-alive connection and
+/// behind a pipelined request; and an answer of the service's whose body
+/// looks exactly like the server's own answer is served as it is.
+#[tokio::test]
+async fn the_servers_own_answers_are_json() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (addr, stop, server) = listen(Default::default()).await;
+    let check = |answer: &str, status: &str, code: &str| {
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{answer}"
+        );
+        let lower = answer.to_ascii_lowercase();
+        assert!(
+            lower.contains("x-content-type-options: nosniff"),
+            "{answer}"
+        );
+        assert!(lower.contains("connection: close"), "{answer}");
+        assert!(lower.contains("content-type: application/json"), "{answer}");
+        let body = answer.split_once("\r\n\r\n").expect("a head").1;
+        let json: serde_json::Value = serde_json::from_str(body).expect(answer);
+        assert_eq!(json["error"], code, "{answer}");
+    };
+    let rest = |mut stream: tokio::net::TcpStream| async move {
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut answer),
+        );
+        read.await.expect("closed in time").expect("read");
+        String::from_utf8(answer).expect("text")
+    };
+    // Past the longest target the server parses (64 KiB), inside the
+    // header block it reads.
+    let huge_target = format!("GET /x?{} HTTP/1.1\r\nhost: x\r\n\r\n", "a".repeat(70_000));
+    let huge_headers = format!(
+        "GET /x HTTP/1.1\r\nhost: x\r\nx-big: {}\r\n\r\n",
+        "v".repeat(200_000)
+    );
+    let malformed = "GET /healthz HTTP/1.1\r\nhost: x\r\nno colon here\r\n\r\n".to_owned();
+    for (request, status, code) in [
+        (malformed.clone(), "400", "invalid_input"),
+        (
+            "BAD\0METHOD / HTTP/1.1\r\n\r\n".to_owned(),
+            "400",
+            "invalid_input",
+        ),
+        (huge_target, "414", "uri_too_long"),
+        (huge_headers, "431", "headers_too_large"),
+    ] {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let _ = stream.write_all(request.as_bytes()).await;
+        check(&rest(stream).await, status, code);
+    }
+    // After two answers on one connection, then behind a pipelined request.
+    let health = "GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n";
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    for _ in 0..2 {
+        stream.write_all(health.as_bytes()).await.expect("send");
+        let (head, _) = read_answer(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    }
+    stream
+        .write_all(format!("{health}{malformed}").as_bytes())
+        .await
+        .expect("send");
+    let (head, _) = read_answer(&mut stream).await;
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    check(&rest(stream).await, "400", "invalid_input");
+    // A stored body that is, byte for byte, the server's own empty 400.
+    let lookalike = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\ndate: Fri, 27 Nov 2026 09:00:00 GMT\r\n\r\n";
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let customer = r#"{"id":"c1","name":"n","email":"c1@x","city":"X"}"#;
+    let uri = "/tenants/acme/customers/c1/attachments/a.txt";
+    let requests = [
+        format!(
+            "POST /tenants/acme/customers HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{customer}",
+            customer.len()
+        ),
+        format!(
+            "PUT {uri} HTTP/1.1\r\nhost: x\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{lookalike}",
+            lookalike.len()
+        ),
+    ];
+    for request in requests {
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let (head, body) = read_answer(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 20"), "{head}{body:?}");
+    }
+    for _ in 0..2 {
+        let get = format!("GET {uri} HTTP/1.1\r\nhost: x\r\n\r\n");
+        stream.write_all(get.as_bytes()).await.expect("send");
+        let (head, body) = read_answer(&mut stream).await;
+        assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+        assert_eq!(body, lookalike.as_bytes());
+    }
+    let _ = stop.send(());
+    let _ = server.await;
+}

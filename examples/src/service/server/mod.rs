@@ -3,7 +3,9 @@
 //! idle), a cap on open connections, and a shutdown with a deadline.
 //!
 //! `axum::serve` has none of these knobs, so each connection is served by
-//! hyper's HTTP/1 server directly, with tokio's timer.
+//! hyper's HTTP/1 server directly, with tokio's timer. The answers hyper
+//! gives by itself, to a request it cannot read, are made JSON like the
+//! service's own (`answers`).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,9 +13,10 @@ use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
+
+mod answers;
 
 /// The limits of [`serve`].
 #[derive(Debug, Clone, Copy)]
@@ -74,14 +77,14 @@ pub async fn serve(
             );
             continue;
         };
-        let service = TowerToHyperService::new(router.clone());
+        let (stream, service) = answers::watch(stream, router.clone());
         let mut stopped = stopped.clone();
         connections.spawn(async move {
             let _permit = permit;
             let mut builder = hyper::server::conn::http1::Builder::new();
             // Above the service's own limits (`http::request_limits`),
-            // which answer in JSON: the server's bodiless 414 and 431 are
-            // left to requests far past them.
+            // which say more; past these, the server answers by itself, and
+            // `answers` makes that answer JSON too.
             builder
                 .timer(TokioTimer::new())
                 .header_read_timeout(config.header_read_timeout)
