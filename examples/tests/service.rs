@@ -799,6 +799,18 @@ async fn unique_emails_and_ids_conflict() {
     assert_eq!(found.status, StatusCode::OK);
     assert_eq!(found.json()["id"], "c1");
     assert_eq!(found.json()["email"], "ann@example.com", "stored as given");
+    // Case folding, not lower case: `straße` and `STRASSE` are one address.
+    let street = post(&router, uri, customer("c5", "straße@example.com")).await;
+    assert_eq!(street.status, StatusCode::CREATED);
+    let folded = post(&router, uri, customer("c6", "STRASSE@example.com")).await;
+    assert_eq!(folded.status, StatusCode::CONFLICT);
+    assert_eq!(folded.error(), "unique_violation");
+    let found = get(
+        &router,
+        "/tenants/acme/customers/by-email/Strasse@example.com",
+    )
+    .await;
+    assert_eq!(found.json()["id"], "c5");
     let same_id = post(&router, uri, customer("c1", "new@example.com")).await;
     assert_eq!(same_id.status, StatusCode::CONFLICT);
     assert_eq!(same_id.error(), "already_exists");

@@ -1780,7 +1780,99 @@ pub async fn case_insensitive_values_share_one_unique_row(backend: Arc<dyn Table
             .expect("verify")
             .is_clean()
     );
+    folded_values_share_one_unique_row(&*backend, &members).await;
     backend.delete_table(&name).await.expect("delete table");
+}
+
+/// Values that differ only in full Unicode case folding (`ß` and `SS`, a
+/// final `ς` and `Σ`) are one unique value too; an index row keyed in lower
+/// case only (as an earlier build wrote it) is found stale, repaired, and
+/// then found by a lookup.
+async fn folded_values_share_one_unique_row(
+    backend: &dyn TableBackend,
+    members: &Table<ClubMember>,
+) {
+    let fritz = ClubMember {
+        club: "Go".into(),
+        id: 1,
+        email: "Fritz.Straße@Example.com".into(),
+    };
+    members.insert(&fritz).await.expect("insert");
+    let sigma = ClubMember {
+        id: 2,
+        email: "ΣΑΣ@x".into(),
+        ..fritz.clone()
+    };
+    members.insert(&sigma).await.expect("insert");
+    for (id, email) in [(3, "FRITZ.STRASSE@example.com"), (4, "σας@X")] {
+        let twin = ClubMember {
+            id,
+            email: email.into(),
+            ..fritz.clone()
+        };
+        let refused = members.insert(&twin).await;
+        assert!(
+            matches!(refused, Err(Error::UniqueViolation { index: "email", .. })),
+            "{email}: {refused:?}"
+        );
+    }
+    let by_email = members.index(ClubMember::indexes().email);
+    for (asked, member) in [
+        ("fritz.strasse@example.com", &fritz),
+        ("FRITZ.STRAẞE@EXAMPLE.COM", &fritz),
+        ("σασ@x", &sigma),
+    ] {
+        let found = by_email.get("Go", asked).await.expect("get");
+        assert_eq!(found.as_ref(), Some(member), "{asked}");
+    }
+    // The index row as a build that lower-cased wrote it: `straße`.
+    let query = Query::new().filter(Filter::partition_key().eq("Go"));
+    let rows = backend
+        .query_all(members.name(), query)
+        .await
+        .expect("rows");
+    let folded = rows
+        .iter()
+        .find(|row| row.row_key.contains("fritz.strasse@"))
+        .expect("the index row, keyed folded")
+        .clone();
+    let mut lowered = folded.clone();
+    lowered.row_key = folded.row_key.replace("strasse", "straße");
+    backend
+        .insert_entity(members.name(), &lowered)
+        .await
+        .expect("write the lower-cased row");
+    backend
+        .delete_entity(members.name(), "Go", &folded.row_key, &IfMatch::Any)
+        .await
+        .expect("delete the folded row");
+    assert!(
+        !members
+            .verify_indexes("Go")
+            .await
+            .expect("verify")
+            .is_clean()
+    );
+    assert!(
+        by_email
+            .get("Go", "fritz.strasse@example.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    members.repair_indexes("Go").await.expect("repair");
+    assert!(
+        members
+            .verify_indexes("Go")
+            .await
+            .expect("verify")
+            .is_clean()
+    );
+    let found = by_email
+        .get("Go", "Fritz.STRASSE@example.com")
+        .await
+        .expect("get");
+    assert_eq!(found.as_ref(), Some(&fritz));
 }
 
 /// A player whose badge, when there is one, is unique, and whose nickname,

@@ -71,7 +71,7 @@ const _: () = {
             const {
                 ::core::assert!(
                     ! < String as ::tablekit::__private::KeyPart > ::FOLDED,
-                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
+                    "a `CaseInsensitive` field is keyed case-folded and reads back so: it can be an index's value, not an entity's key (use `String`)"
                 )
             };
             ::tablekit::__private::write_component::<
@@ -93,7 +93,7 @@ const _: () = {
             const {
                 ::core::assert!(
                     ! < u32 as ::tablekit::__private::KeyPart > ::FOLDED,
-                    "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)"
+                    "a `CaseInsensitive` field is keyed case-folded and reads back so: it can be an index's value, not an entity's key (use `String`)"
                 )
             };
             __layout.write_tags(0usize, __out);

@@ -420,7 +420,7 @@ fn key_part_checks(
     });
     // A folded part reads back other than it was: never an entity's key.
     let folded = quote_spanned! {ty.span()=>
-        const { ::core::assert!(!<#ty as #tk::KeyPart>::FOLDED, "a `CaseInsensitive` field is keyed in lower case and reads back so: it can be an index's value, not an entity's key (use `String`)") };
+        const { ::core::assert!(!<#ty as #tk::KeyPart>::FOLDED, "a `CaseInsensitive` field is keyed case-folded and reads back so: it can be an index's value, not an entity's key (use `String`)") };
     };
     quote!(#only_last #template #after_ordered #folded)
 }

@@ -153,7 +153,7 @@
 //!   the entity's partition, written, moved and deleted with the entity in
 //!   one transaction by every write; [`Table::index`] finds entities by
 //!   value, prefix or range (see [`index`]). A [`key::CaseInsensitive`]
-//!   field is indexed in lower case: an email unique whatever its case. An
+//!   field is indexed case-folded: an email unique whatever its case. An
 //!   `Option` field has an index row only when it holds a value.
 //! - **Writes that change together**: a [`Transaction`] runs writes of
 //!   entities of any types in one partition as one transaction, index rows

@@ -146,7 +146,7 @@ pub trait KeyPart: Sized + Clone {
     /// as [`Verbatim`]'s).
     const LAST_ONLY: bool = false;
     /// Whether the encoding loses part of the value (as
-    /// [`CaseInsensitive`]'s lower case does): such a part can be an index's
+    /// [`CaseInsensitive`]'s case folding does): such a part can be an index's
     /// value, never an entity's key.
     const FOLDED: bool = false;
     /// The character that follows the part when another component follows
@@ -492,7 +492,7 @@ impl KeyPartArg<String> for &str {
 impl KeyPartArg<CaseInsensitive> for &str {
     fn write_part_arg(&self, out: &mut String, last: bool) {
         // Folded as the owned value would be.
-        write_text_component(&self.to_lowercase(), out, last);
+        write_text_component(&parts::fold_case(self), out, last);
     }
 }
 

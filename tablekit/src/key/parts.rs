@@ -461,10 +461,18 @@ impl KeyPart for Verbatim {
 
 /// Text whose index rows ignore case: a field of this type is stored as
 /// given, and an index over it (`#[tablekit(unique = "email")]`) is keyed on
-/// its lower case ([`str::to_lowercase`]), so `Ann@Example.com` and
-/// `ann@example.com` hold one unique value, and a lookup finds either way.
+/// its Unicode case folding (the full folding of the Unicode Character
+/// Database, as [`folded`](CaseInsensitive::folded) gives it). So
+/// `Ann@Example.com` and `ann@example.com` hold one unique value, and so do
+/// `straße` and `STRASSE`, or `ΣΑΣ` and `σας`; a lookup finds the entity
+/// whichever way it is asked.
 ///
-/// Only an index's value: read back from a key it is lower case, so an
+/// Folding is not normalization: text whose characters are composed
+/// differently (`é` as one character, or as `e` and a combining accent)
+/// folds to different keys. Normalize such text before it is stored if it
+/// can come both ways.
+///
+/// Only an index's value: read back from a key it is folded, so an
 /// entity's own key field of this type is a compile error. A typed filter on
 /// the field compares the stored text as given.
 ///
@@ -473,7 +481,15 @@ impl KeyPart for Verbatim {
 /// let email = CaseInsensitive::from("Ann@Example.com");
 /// assert_eq!(email.as_str(), "Ann@Example.com");
 /// assert_eq!(encode(&email), encode(&CaseInsensitive::from("ann@EXAMPLE.com")));
+/// let street = CaseInsensitive::from("Hauptstraße");
+/// assert_eq!(street.folded(), "hauptstrasse");
+/// assert_eq!(encode(&street), encode(&CaseInsensitive::from("HAUPTSTRASSE")));
 /// ```
+///
+/// Index rows written before this type folded fully (it lower-cased, which
+/// differs for `ß`, final `ς`, ligatures such as `ﬁ`, Cherokee and a few
+/// more) are found stale by [`Table::verify_indexes`](crate::Table::verify_indexes)
+/// and rewritten by [`Table::repair_all_indexes`](crate::Table::repair_all_indexes).
 #[derive(
     Debug,
     Clone,
@@ -497,10 +513,16 @@ impl CaseInsensitive {
         &self.0
     }
 
-    /// The text as the index holds it: in lower case.
+    /// The text as the index holds it: case-folded.
     pub fn folded(&self) -> String {
-        self.0.to_lowercase()
+        fold_case(&self.0)
     }
+}
+
+/// `text`'s full Unicode case folding (`ß` → `ss`, `ς` → `σ`, `ﬁ` → `fi`):
+/// the key a [`CaseInsensitive`] value has in an index.
+pub(crate) fn fold_case(text: &str) -> String {
+    unicase::UniCase::new(text).to_folded_case()
 }
 
 impl std::fmt::Display for CaseInsensitive {
