@@ -396,6 +396,15 @@ impl ContainerParts {
             return Ok(false);
         };
         match name.as_str() {
+            KIND_PROPERTIES => {
+                let lit: syn::LitBool = meta.value()?.parse()?;
+                self.kind_properties
+                    .set(cx, path, (lit.value, lit.into_token_stream()));
+            }
+            COLLECTION => {
+                flag(meta, COLLECTION)?;
+                self.collection.set(cx, path, path.to_token_stream());
+            }
             TABLE => {
                 if let Some(lit) = parse_str(cx, meta) {
                     self.table.set(cx, path, lit);
@@ -430,6 +439,21 @@ impl ContainerParts {
                     self.buckets.set(cx, path, period);
                 }
             }
+            _ => return self.entity_type_attribute(cx, meta, &name),
+        }
+        Ok(true)
+    }
+
+    /// Reads one of an entity's attributes that name types, functions or
+    /// layouts; `false` when `meta` is none of them.
+    fn entity_type_attribute(
+        &mut self,
+        cx: &Ctxt,
+        meta: &ParseNestedMeta<'_>,
+        name: &str,
+    ) -> syn::Result<bool> {
+        let path = &meta.path;
+        match name {
             PARENT => {
                 let parent = parse_type(meta, "`parent` names the type itself")?;
                 self.parent.set(cx, path, parent);
@@ -464,15 +488,6 @@ impl ContainerParts {
                 let (property, value) = parse_discriminator(cx, meta)?;
                 self.discriminator
                     .set(cx, path, (property, value, path.to_token_stream()));
-            }
-            COLLECTION => {
-                flag(meta, COLLECTION)?;
-                self.collection.set(cx, path, path.to_token_stream());
-            }
-            KIND_PROPERTIES => {
-                let lit: syn::LitBool = meta.value()?.parse()?;
-                self.kind_properties
-                    .set(cx, path, (lit.value, lit.into_token_stream()));
             }
             _ => return Ok(false),
         }

@@ -214,6 +214,14 @@ fn valid_property_name(name: &str) -> Result<(), String> {
 }
 
 fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
+    check_flatten_prefixes(cx, cont);
+    check_series_prefixes(cx, cont);
+    let seen = check_stored_names(cx, cont);
+    check_aliases(cx, cont, &seen);
+}
+
+/// Two flattened fields under one prefix.
+fn check_flatten_prefixes(cx: &Ctxt, cont: &Container<'_>) {
     // Two flattened fields with one prefix store the same names whenever
     // their types share a field name (always, for one type twice).
     let mut prefixes: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
@@ -230,7 +238,10 @@ fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
             }
         }
     }
-    let mut seen: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
+}
+
+/// Properties that a series would read as its elements.
+fn check_series_prefixes(cx: &Ctxt, cont: &Container<'_>) {
     // A series owns every name `{series}_…`: no other property may start so.
     for series in cont
         .fields
@@ -255,6 +266,15 @@ fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
             }
         }
     }
+}
+
+/// Each property's stored name: valid, not reserved, not taken twice.
+/// Returns the names taken, with their fields.
+fn check_stored_names<'c>(
+    cx: &Ctxt,
+    cont: &'c Container<'_>,
+) -> HashMap<&'c str, &'c crate::ast::Field<'c>> {
+    let mut seen: HashMap<&str, &crate::ast::Field<'_>> = HashMap::new();
     for field in &cont.fields {
         if !matches!(
             field.role,
@@ -287,6 +307,11 @@ fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
             }
         }
     }
+    seen
+}
+
+/// Each field's older names (`alias`).
+fn check_aliases(cx: &Ctxt, cont: &Container<'_>, seen: &HashMap<&str, &crate::ast::Field<'_>>) {
     // An older name (`alias`) is read as its field: it must be a name the
     // store takes, and no other field's, current or older.
     let mut aliases: HashMap<String, &syn::LitStr> = HashMap::new();
@@ -349,57 +374,69 @@ fn check_keys(cx: &Ctxt, cont: &Container<'_>) {
             "a compound row key has at most four fields",
         ),
     ] {
-        keys.sort_by_key(|(order, f)| (*order, f.ident.to_string()));
-        for pair in keys.windows(2) {
-            if pair[0].0 == pair[1].0 {
-                let tokens = pair[1]
-                    .1
-                    .key_tokens
-                    .clone()
-                    .unwrap_or_else(|| pair[1].1.ident.to_token_stream());
-                cx.error_spanned_by(
-                    tokens,
-                    format!("two {what} fields have the order {}", pair[0].0),
-                );
-            }
-        }
-        // Explicit orders number the fields 0, 1, 2, … with no gap, on every
-        // field of the key or on none.
-        let explicit = keys.iter().filter(|(_, f)| f.explicit_order).count();
-        if explicit > 0 {
-            let tokens = |f: &crate::ast::Field<'_>| {
-                f.key_tokens
-                    .clone()
-                    .unwrap_or_else(|| f.ident.to_token_stream())
-            };
-            if explicit < keys.len() {
-                if let Some((_, field)) = keys.iter().find(|(_, f)| !f.explicit_order) {
-                    cx.error_spanned_by(
-                        tokens(field),
-                        format!("give every {what} field its order (`= N`), or none"),
-                    );
-                }
-            } else if let Some((i, (order, field))) = keys
-                .iter()
-                .enumerate()
-                .find(|(i, (order, _))| *order as usize != *i)
-                && keys
-                    .get(i.wrapping_sub(1))
-                    .is_none_or(|(previous, _)| previous != order)
-            {
-                cx.error_spanned_by(
-                    tokens(field),
-                    format!("{what} fields are numbered from 0 with no gap: expected `= {i}`, found `= {order}`"),
-                );
-            }
-        }
-        for (_, field) in keys.iter().skip(max) {
-            let tokens = field
+        check_key_orders(cx, keys, what, max, message);
+    }
+}
+
+/// One key's fields: orders unique, numbered from 0 with no gap when
+/// given, and at most `max` of them.
+fn check_key_orders(
+    cx: &Ctxt,
+    keys: &mut [(u32, &crate::ast::Field<'_>)],
+    what: &str,
+    max: usize,
+    message: &str,
+) {
+    keys.sort_by_key(|(order, f)| (*order, f.ident.to_string()));
+    for pair in keys.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            let tokens = pair[1]
+                .1
                 .key_tokens
                 .clone()
-                .unwrap_or_else(|| field.ident.to_token_stream());
-            cx.error_spanned_by(tokens, message);
+                .unwrap_or_else(|| pair[1].1.ident.to_token_stream());
+            cx.error_spanned_by(
+                tokens,
+                format!("two {what} fields have the order {}", pair[0].0),
+            );
         }
+    }
+    // Explicit orders number the fields 0, 1, 2, … with no gap, on every
+    // field of the key or on none.
+    let explicit = keys.iter().filter(|(_, f)| f.explicit_order).count();
+    if explicit > 0 {
+        let tokens = |f: &crate::ast::Field<'_>| {
+            f.key_tokens
+                .clone()
+                .unwrap_or_else(|| f.ident.to_token_stream())
+        };
+        if explicit < keys.len() {
+            if let Some((_, field)) = keys.iter().find(|(_, f)| !f.explicit_order) {
+                cx.error_spanned_by(
+                    tokens(field),
+                    format!("give every {what} field its order (`= N`), or none"),
+                );
+            }
+        } else if let Some((i, (order, field))) = keys
+            .iter()
+            .enumerate()
+            .find(|(i, (order, _))| *order as usize != *i)
+            && keys
+                .get(i.wrapping_sub(1))
+                .is_none_or(|(previous, _)| previous != order)
+        {
+            cx.error_spanned_by(
+                tokens(field),
+                format!("{what} fields are numbered from 0 with no gap: expected `= {i}`, found `= {order}`"),
+            );
+        }
+    }
+    for (_, field) in keys.iter().skip(max) {
+        let tokens = field
+            .key_tokens
+            .clone()
+            .unwrap_or_else(|| field.ident.to_token_stream());
+        cx.error_spanned_by(tokens, message);
     }
 }
 
@@ -519,6 +556,13 @@ fn check_row_key_template(cx: &Ctxt, cont: &Container<'_>) {
 }
 
 fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
+    check_table_name(cx, cont);
+    check_kind(cx, cont);
+    check_versions(cx, cont);
+}
+
+/// The table's name, given or the struct's, and its room for a bucket's digits.
+fn check_table_name(cx: &Ctxt, cont: &Container<'_>) {
     let table_ok = |name: &str| {
         (3..=63).contains(&name.len())
             && name.bytes().all(|b| b.is_ascii_alphanumeric())
@@ -558,6 +602,10 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
         ),
         None => {}
     }
+}
+
+/// The kind's tag, its earlier tags, and what a kind in a collection needs.
+fn check_kind(cx: &Ctxt, cont: &Container<'_>) {
     if let Some(kind) = &cont.attrs.kind {
         let value = kind.value();
         if value.is_empty() || value.len() > 64 || !value.bytes().all(|b| b.is_ascii_alphanumeric())
@@ -568,8 +616,6 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
     if let Some((previous, tokens)) = &cont.attrs.previous_kinds {
         check_previous_kinds(cx, cont, previous, tokens);
     }
-    let version = cont.attrs.version.as_ref();
-    let min_version = cont.attrs.min_version.as_ref();
     if let (None, Some((_, tokens))) = (&cont.attrs.kind, &cont.attrs.kind_properties) {
         cx.error_spanned_by(
             tokens,
@@ -605,6 +651,12 @@ fn check_table_and_kind(cx: &Ctxt, cont: &Container<'_>) {
             );
         }
     }
+}
+
+/// The kind's version and the oldest version it reads.
+fn check_versions(cx: &Ctxt, cont: &Container<'_>) {
+    let version = cont.attrs.version.as_ref();
+    let min_version = cont.attrs.min_version.as_ref();
     if let (Some((false, _)), Some((_, tokens))) = (&cont.attrs.kind_properties, version) {
         cx.error_spanned_by(
             tokens,

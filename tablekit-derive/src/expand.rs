@@ -575,27 +575,12 @@ fn expand_entity(
     let (impl_generics, ty_generics, _) = input.generics.split_for_impl();
     let pk = key_fields(cont, true);
     let rk = key_fields(cont, false);
-    let pk_type = key_type(&pk);
-    let rk_type = key_type(&rk);
-    let pk_value = key_value(tk, &pk);
-    let rk_value = if rk.is_empty() {
-        quote!(())
-    } else {
-        key_value(tk, &rk)
-    };
-    let write_pk = write_key(tk, &pk);
-    let write_rk = write_row_key(tk, cont, &rk);
-    let (pk_vars, pk_pattern) = key_bindings(&pk, "pk");
-    let (rk_vars, rk_pattern) = key_bindings(&rk, "rk");
-    let rk_binding = (!rk.is_empty()).then(|| quote!(let #rk_pattern = __rk;));
-    let key_inits = pk
-        .iter()
-        .zip(&pk_vars)
-        .chain(rk.iter().zip(&rk_vars))
-        .map(|(f, var)| {
-            let field = f.ident;
-            quote!(#field: #var)
-        });
+    let EntityKeys {
+        types,
+        methods,
+        bind,
+        inits,
+    } = entity_keys(tk, cont, &pk, &rk);
     let checked_names = ex.checked_names();
     let field_names = ex.field_names();
     let crate::indexes::Expanded {
@@ -611,13 +596,11 @@ fn expand_entity(
         names: &names,
         index_part,
     });
-    let upgrade = ex.upgrade_read();
-    let upgrade_checks = ex.upgrade_checks();
-    let projection_checks = ex.projection_checks();
     let member_slot = checked_names.then(|| ex.member_slot(&field_names));
     let bucketed = ex.bucketed_impl(&predicates);
     let columns_ident = format_ident!("{}Columns", ident);
-    let (columns_struct, column_inits, marker_init) = ex.columns(&columns_ident);
+    let (columns_struct, columns_fn) = ex.columns_fn(&columns_ident);
+    let properties = ex.properties_fns(&writes, &reads, &bind, &inits);
 
     quote! {
         #columns_struct
@@ -632,52 +615,84 @@ fn expand_entity(
                 Self: ::core::marker::Send + ::core::marker::Sync + 'static,
                 #(#predicates,)*
             {
-                type PartitionKey = #pk_type;
-                type RowKey = #rk_type;
+                #types
                 type Columns = #columns_ident #ty_generics;
                 const DESCRIPTOR: #tk::EntityDescriptor = #descriptor;
                 #index_items
                 #member_slot
-                fn partition_key(&self) -> Self::PartitionKey {
-                    #pk_value
-                }
-                fn row_key(&self) -> Self::RowKey {
-                    #rk_value
-                }
-                fn write_partition_key(&self, __out: &mut #tk::String) {
-                    #write_pk
-                }
-                fn write_row_key(&self, __out: &mut #tk::String) {
-                    #write_rk
-                }
-                fn columns() -> Self::Columns {
-                    #projection_checks
-                    #upgrade_checks
-                    #columns_ident {
-                        #(#column_inits,)*
-                        #marker_init
-                    }
-                }
-                fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, __props: &mut __S) -> #tk::Result<(), #tk::Error> {
-                    #(#writes)*
-                    #tk::Ok(())
-                }
-                fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(
-                    __pk: Self::PartitionKey,
-                    __rk: Self::RowKey,
-                    __props: &mut __S,
-                ) -> #tk::Result<Self, #tk::Error> {
-                    #upgrade
-                    let #pk_pattern = __pk;
-                    #rk_binding
-                    #tk::Ok(#ident {
-                        #(#key_inits,)*
-                        #(#reads,)*
-                    })
-                }
+                #methods
+                #columns_fn
+                #properties
             }
             #bucketed
         };
+    }
+}
+
+/// The key items of an entity's impl: its key types, how a value's keys are
+/// made and written, and how they are read back into its fields.
+struct EntityKeys {
+    /// `type PartitionKey = …; type RowKey = …;`
+    types: TokenStream,
+    /// `partition_key`, `row_key`, `write_partition_key`, `write_row_key`.
+    methods: TokenStream,
+    /// Binds the key fields' variables from `__pk` and `__rk`.
+    bind: TokenStream,
+    /// The key fields' initializers, from those variables.
+    inits: Vec<TokenStream>,
+}
+
+fn entity_keys(
+    tk: &TokenStream,
+    cont: &Container<'_>,
+    pk: &[&Field<'_>],
+    rk: &[&Field<'_>],
+) -> EntityKeys {
+    let (pk_type, rk_type) = (key_type(pk), key_type(rk));
+    let pk_value = key_value(tk, pk);
+    let rk_value = if rk.is_empty() {
+        quote!(())
+    } else {
+        key_value(tk, rk)
+    };
+    let write_pk = write_key(tk, pk);
+    let write_rk = write_row_key(tk, cont, rk);
+    let (pk_vars, pk_pattern) = key_bindings(pk, "pk");
+    let (rk_vars, rk_pattern) = key_bindings(rk, "rk");
+    let rk_binding = (!rk.is_empty()).then(|| quote!(let #rk_pattern = __rk;));
+    let inits = pk
+        .iter()
+        .zip(&pk_vars)
+        .chain(rk.iter().zip(&rk_vars))
+        .map(|(f, var)| {
+            let field = f.ident;
+            quote!(#field: #var)
+        })
+        .collect();
+    EntityKeys {
+        types: quote! {
+            type PartitionKey = #pk_type;
+            type RowKey = #rk_type;
+        },
+        methods: quote! {
+            fn partition_key(&self) -> Self::PartitionKey {
+                #pk_value
+            }
+            fn row_key(&self) -> Self::RowKey {
+                #rk_value
+            }
+            fn write_partition_key(&self, __out: &mut #tk::String) {
+                #write_pk
+            }
+            fn write_row_key(&self, __out: &mut #tk::String) {
+                #write_rk
+            }
+        },
+        bind: quote! {
+            let #pk_pattern = __pk;
+            #rk_binding
+        },
+        inits,
     }
 }
 
@@ -694,6 +709,56 @@ struct Descriptor<'a, 'f> {
 
 /// The pieces of an entity's expansion, one per part of what it generates.
 impl Expansion<'_> {
+    /// The columns struct of an entity, and its `columns` method.
+    fn columns_fn(&self, columns_ident: &Ident) -> (TokenStream, TokenStream) {
+        let projection_checks = self.projection_checks();
+        let upgrade_checks = self.upgrade_checks();
+        let (columns_struct, column_inits, marker_init) = self.columns(columns_ident);
+        let method = quote! {
+            fn columns() -> Self::Columns {
+                #projection_checks
+                #upgrade_checks
+                #columns_ident {
+                    #(#column_inits,)*
+                    #marker_init
+                }
+            }
+        };
+        (columns_struct, method)
+    }
+
+    /// An entity's `write_properties` and `read_properties` methods, from
+    /// each field's write and read, and its keys' binding (`bind`, `inits`).
+    fn properties_fns(
+        &self,
+        writes: &[TokenStream],
+        reads: &[TokenStream],
+        bind: &TokenStream,
+        inits: &[TokenStream],
+    ) -> TokenStream {
+        let tk = &self.tk;
+        let ident = &self.cont.input.ident;
+        let upgrade = self.upgrade_read();
+        quote! {
+            fn write_properties<__S: #tk::PropertySink + ?::core::marker::Sized>(&self, __props: &mut __S) -> #tk::Result<(), #tk::Error> {
+                #(#writes)*
+                #tk::Ok(())
+            }
+            fn read_properties<__S: #tk::PropertySource + ?::core::marker::Sized>(
+                __pk: Self::PartitionKey,
+                __rk: Self::RowKey,
+                __props: &mut __S,
+            ) -> #tk::Result<Self, #tk::Error> {
+                #upgrade
+                #bind
+                #tk::Ok(#ident {
+                    #(#inits,)*
+                    #(#reads,)*
+                })
+            }
+        }
+    }
+
     /// The entity a projection reads (`projection_of`), if it is one.
     fn projection(&self) -> Option<&syn::Type> {
         self.cont

@@ -313,6 +313,43 @@ pub(crate) struct Expanded {
     pub(crate) part: Option<TokenStream>,
 }
 
+/// Each index's position among the indexes of the entity's partition, or
+/// among those kept elsewhere.
+fn positions(indexes: &[IndexModel<'_>]) -> Vec<usize> {
+    indexes
+        .iter()
+        .scan((0usize, 0usize), |(local, remote), index| {
+            let counter = if index.remote.is_some() {
+                remote
+            } else {
+                local
+            };
+            *counter += 1;
+            Some(*counter - 1)
+        })
+        .collect()
+}
+
+/// The arms of `write_index_key`, which numbers the indexes of the
+/// entity's partition first, then those kept elsewhere, as the index part
+/// lists them.
+fn key_arms(tk: &TokenStream, indexes: &[IndexModel<'_>], positions: &[usize]) -> Vec<TokenStream> {
+    let local_count = indexes.iter().filter(|i| i.remote.is_none()).count();
+    indexes
+        .iter()
+        .zip(positions)
+        .map(|(index, &position)| {
+            let slot = if index.remote.is_some() {
+                local_count + position
+            } else {
+                position
+            };
+            let layout = layout_of(tk, index);
+            key_arm(tk, index, slot, quote!(const { #layout }))
+        })
+        .collect()
+}
+
 pub(crate) fn expand(
     tk: &TokenStream,
     cont: &Container<'_>,
@@ -334,20 +371,7 @@ pub(crate) fn expand(
     let generics = &cont.input.generics;
     let handles_ident = format_ident!("{}Indexes", ident);
     let handle_fields = indexes.iter().map(|index| handle_field(tk, cont, index));
-    // Positions among the indexes of the entity's partition, and among
-    // those kept elsewhere.
-    let positions: Vec<usize> = indexes
-        .iter()
-        .scan((0usize, 0usize), |(local, remote), index| {
-            let counter = if index.remote.is_some() {
-                remote
-            } else {
-                local
-            };
-            *counter += 1;
-            Some(*counter - 1)
-        })
-        .collect();
+    let positions = positions(indexes);
     let handle_inits = indexes.iter().zip(&positions).map(|(index, &position)| {
         let field = handle_name(index);
         if index.remote.is_some() {
@@ -361,18 +385,7 @@ pub(crate) fn expand(
         .filter(|i| i.remote.is_none())
         .map(|index| index_def(tk, index));
     let remote_defs = indexes.iter().filter_map(|index| remote_def(tk, index));
-    // `write_index_key` numbers the indexes of the entity's partition
-    // first, then those kept elsewhere, as the index part lists them.
-    let local_count = indexes.iter().filter(|i| i.remote.is_none()).count();
-    let arms = indexes.iter().zip(&positions).map(|(index, &position)| {
-        let slot = if index.remote.is_some() {
-            local_count + position
-        } else {
-            position
-        };
-        let layout = layout_of(tk, index);
-        key_arm(tk, index, slot, quote!(const { #layout }))
-    });
+    let arms = key_arms(tk, indexes, &positions);
     let doc = format!("Typed handles on the indexes of [`{ident}`], from `{ident}::indexes()`.");
     Expanded {
         handles: quote! {

@@ -11,29 +11,7 @@ use crate::ctxt::Ctxt;
 pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
     let container = attr::Container::parse(&cx, &input.attrs, false);
-    let mut variants = Vec::new();
-    match &input.data {
-        Data::Enum(data) => {
-            for variant in &data.variants {
-                match &variant.fields {
-                    Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
-                        variants.push((&variant.ident, &fields.unnamed[0].ty));
-                    }
-                    _ => cx.error_spanned_by(variant, "each variant of an EntityKinds enum holds one entity type: `Employee(Employee)`"),
-                }
-            }
-            if data.variants.is_empty() {
-                cx.error_spanned_by(
-                    &input.ident,
-                    "an EntityKinds enum needs at least one variant",
-                );
-            }
-        }
-        _ => cx.error_spanned_by(
-            &input.ident,
-            "EntityKinds is derived on an enum over entity types",
-        ),
-    }
+    let variants = variants_of(&cx, input);
     if let Err(error) = cx.check() {
         return error.to_compile_error();
     }
@@ -43,18 +21,8 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
     let Some((_, first_ty)) = variants.first() else {
         return TokenStream::new();
     };
-    let checks = variants.iter().map(|(_, ty)| {
-        let span = ty.span();
-        quote_spanned! {span=>
-            const _: () = ::core::assert!(
-                <#ty as #tk::TableEntity>::DESCRIPTOR.partitions.is_none(),
-                "a sharded kind spreads over several stored partitions: it cannot be read with other kinds as one partition"
-            );
-            const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
-        }
-    });
+    let checks = variant_checks(&variants, first_ty, &tk);
     let pairs = pair_checks(&variants, &tk);
-    let tk_ref = &tk;
     let kinds = variants.iter().map(|(_, ty)| {
         quote! {
             match <#ty as #tk::TableEntity>::DESCRIPTOR.kind {
@@ -63,35 +31,18 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         }
     });
-    // Types with a kind first (a row names its kind), then those told apart
-    // by their key layout alone, in the order of the variants: list a
-    // layout that decodes more keys after the ones it would take.
-    // Each variant's arm, `read` making the value from the claimed row and
-    // `wrap` the answer: types with a kind first, then the others.
-    let arms_reading = |entity: &TokenStream,
-                        wrap: &TokenStream,
-                        read: &dyn Fn(&syn::Type) -> TokenStream| {
-        [true, false]
-                .into_iter()
-                .flat_map(|kinded| {
-                    variants.iter().map(move |(variant, ty)| {
-                        let tk = tk_ref;
-                        let value = read(ty);
-                        quote! {
-                            if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
-                                return #wrap(#value.map(#ident::#variant));
-                            }
-                        }
-                    })
-                })
-                .collect::<Vec<TokenStream>>()
-    };
-    let arms = arms_reading(
+    let arms = read_arms(
+        &variants,
+        &tk,
+        ident,
         &quote!(__entity),
         &quote!(#tk::Some),
         &|ty| quote!(#tk::from_entity::<#ty>(__entity)),
     );
-    let owned_arms = arms_reading(
+    let owned_arms = read_arms(
+        &variants,
+        &tk,
+        ident,
         &quote!(&__entity),
         &quote!(#tk::Ok),
         &|ty| quote!(#tk::from_entity_owned::<#ty>(__entity)),
@@ -115,6 +66,85 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         };
     }
+}
+
+/// The enum's variants and the entity type each holds; what is not an enum
+/// of one-type variants is reported to `cx`.
+fn variants_of<'a>(cx: &Ctxt, input: &'a DeriveInput) -> Vec<(&'a syn::Ident, &'a syn::Type)> {
+    let mut variants = Vec::new();
+    match &input.data {
+        Data::Enum(data) => {
+            for variant in &data.variants {
+                match &variant.fields {
+                    Fields::Unnamed(fields) if fields.unnamed.len() == 1 => {
+                        variants.push((&variant.ident, &fields.unnamed[0].ty));
+                    }
+                    _ => cx.error_spanned_by(variant, "each variant of an EntityKinds enum holds one entity type: `Employee(Employee)`"),
+                }
+            }
+            if data.variants.is_empty() {
+                cx.error_spanned_by(
+                    &input.ident,
+                    "an EntityKinds enum needs at least one variant",
+                );
+            }
+        }
+        _ => cx.error_spanned_by(
+            &input.ident,
+            "EntityKinds is derived on an enum over entity types",
+        ),
+    }
+    variants
+}
+
+/// The compile-time checks of each variant: not sharded, and keyed by the
+/// first variant's partition key.
+fn variant_checks(
+    variants: &[(&syn::Ident, &syn::Type)],
+    first_ty: &syn::Type,
+    tk: &TokenStream,
+) -> Vec<TokenStream> {
+    variants
+        .iter()
+        .map(|(_, ty)| {
+            let span = ty.span();
+            quote_spanned! {span=>
+                const _: () = ::core::assert!(
+                    <#ty as #tk::TableEntity>::DESCRIPTOR.partitions.is_none(),
+                    "a sharded kind spreads over several stored partitions: it cannot be read with other kinds as one partition"
+                );
+                const _: fn(<#first_ty as #tk::TableEntity>::PartitionKey) -> <#ty as #tk::TableEntity>::PartitionKey = |__pk| __pk;
+            }
+        })
+        .collect()
+}
+
+/// Each variant's arm of a read: `read` makes the value from the claimed
+/// row, and `wrap` the answer. Types with a kind come first (a row names its
+/// kind), then those told apart by their key layout alone, in the order of
+/// the variants: list a layout that decodes more keys after the ones it
+/// would take.
+fn read_arms(
+    variants: &[(&syn::Ident, &syn::Type)],
+    tk: &TokenStream,
+    ident: &syn::Ident,
+    entity: &TokenStream,
+    wrap: &TokenStream,
+    read: &dyn Fn(&syn::Type) -> TokenStream,
+) -> Vec<TokenStream> {
+    [true, false]
+        .into_iter()
+        .flat_map(|kinded| {
+            variants.iter().map(move |(variant, ty)| {
+                let value = read(ty);
+                quote! {
+                    if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
+                        return #wrap(#value.map(#ident::#variant));
+                    }
+                }
+            })
+        })
+        .collect()
 }
 
 /// The compile-time checks of each pair of variants: two variants of one
