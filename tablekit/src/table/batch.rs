@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::plan::{self, Pending, Raw, ThenRecord, Typed};
-use super::rows::RowWrite;
+use super::write::RowWrite;
 use super::{Loaded, Table};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};

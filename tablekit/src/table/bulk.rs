@@ -275,7 +275,7 @@ fn operation<T: TableEntity>(item: &T, mode: Mode, tagged: bool) -> Result<Batch
     Ok(match mode {
         Mode::Insert => {
             let mut row = schema::to_entity(item)?;
-            super::update::Recorded::insert().add_to::<T>(&mut row, tagged);
+            super::write::Recorded::insert().add_to::<T>(&mut row, tagged);
             BatchOperation::Insert(row)
         }
         Mode::Upsert(mode) => BatchOperation::Upsert {
@@ -464,7 +464,7 @@ async fn settle_from_stored<T: TableEntity>(
 ) -> bool {
     // Tagged inserts are told by their tags alone.
     let tagged = chunk.ops.iter().all(|op| match op {
-        BatchOperation::Insert(row) => super::update::writes_of(row).is_some(),
+        BatchOperation::Insert(row) => super::writes_of(row).is_some(),
         _ => false,
     });
     let select: Option<&[&str]> = tagged.then_some(&["RowKey", crate::props::WRITES_PROPERTY]);
@@ -504,8 +504,8 @@ async fn settle_from_stored<T: TableEntity>(
 /// carries in its history; for a row without one, by holding exactly its
 /// properties (this write's, or another writer's of the very same row).
 fn stored_as_ours(ours: &crate::entity::Entity, stored: &crate::entity::Entity) -> bool {
-    match super::update::writes_of(ours) {
-        Some(tag) => super::update::history_has(stored, tag),
+    match super::writes_of(ours) {
+        Some(tag) => super::write::history_has(stored, tag),
         None => same_properties(ours, stored),
     }
 }

@@ -36,14 +36,13 @@ mod loaded;
 mod merge;
 mod migrate;
 pub mod offload;
-pub(crate) mod plan;
 pub(crate) mod query;
 mod read;
-mod rows;
 mod spanning;
+mod stored;
 mod unknown;
-pub mod update;
 pub mod wide;
+mod write;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -54,22 +53,19 @@ pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
 pub use loaded::Loaded;
 pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport};
-use plan::new_index_keys;
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
 use read::stored_version;
 pub(crate) use read::{load, owned_query_stream};
-use rows::{IndexHint, RowWrite};
-pub use update::UpdateOptions;
+pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_of};
+pub use write::update;
+pub use write::update::UpdateOptions;
+pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
 
-use crate::backend::{TableBackend, UpdateMode};
-use crate::entity::{ETag, IfMatch};
+use crate::backend::TableBackend;
+use crate::entity::ETag;
 use crate::error::{Call, Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
-
-/// How many times a write of an entity with offloaded fields re-reads the row
-/// it replaces when another writer got there first.
-pub(crate) const UPDATE_ATTEMPTS: usize = 16;
 
 /// A typed view of one table, for the entities of one type.
 pub struct Table<T> {
@@ -360,7 +356,7 @@ impl<K: EntityKinds> Table<K> {
                 return Ok(None);
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
-            let writes = update::writes_of(&entity).map(str::to_owned);
+            let writes = writes_of(&entity).map(str::to_owned);
             let version = stored_version(&entity);
             match K::from_entity_owned(entity) {
                 Ok(value) => Ok(Some(Loaded {
@@ -428,364 +424,6 @@ impl<T: TableEntity> Table<T> {
         })
     }
 
-    /// Inserts a new entity; fails with
-    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
-    pub async fn insert(&self, value: &T) -> Result<ETag> {
-        self.write_operation("insert")
-            .run(self.insert_unobserved(value))
-            .await
-    }
-
-    /// A typed write `op` of this table, observed ([`operation`]).
-    fn write_operation(&self, op: &'static str) -> crate::telemetry::Call {
-        operation(&*self.backend, op, &self.name, T::DESCRIPTOR.kind, None)
-    }
-
-    async fn insert_unobserved(&self, value: &T) -> Result<ETag> {
-        // An insert whose answer is lost is settled by reading the row back:
-        // absent, it is sent again; present, its history says whose it is.
-        let mut row = schema::to_entity(value)?;
-        let mut recorded = if self.record_writes {
-            update::Recorded::insert()
-        } else {
-            update::Recorded::none()
-        };
-        let new_keys = new_index_keys(value, &row.row_key);
-        let hint = IndexHint {
-            old: None,
-            new: new_keys.as_deref(),
-        };
-        let mut last = None;
-        for _ in 0..LOST_WRITE_ATTEMPTS {
-            match self
-                .write_recorded_settled(&mut row, RowWrite::Insert, &mut recorded, hint)
-                .await
-            {
-                Ok(Some(etag)) => return Ok(etag),
-                Ok(None) => return Err(self.overwritten(&row)),
-                Err(e) if is_settled_not_applied(&e) => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| self.overwritten(&row)))
-    }
-
-    /// An insert that landed but whose row was replaced before it could be
-    /// settled: its ETag is gone.
-    fn overwritten(&self, row: &crate::entity::Entity) -> Error {
-        Error::OutcomeUnknown {
-            message: format!(
-                "entity ({:?}, {:?}) in table `{}` was written, then changed by another writer before the lost answer was settled",
-                row.partition_key, row.row_key, self.name
-            ),
-        }
-    }
-
-    async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
-        let op = match write {
-            RowWrite::Insert => "insert",
-            RowWrite::Update(UpdateMode::Replace, _) => "replace",
-            RowWrite::Update(UpdateMode::Merge, _) => "merge",
-            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
-            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
-            RowWrite::Delete(_) => "delete",
-        };
-        let unknown = crate::entity::Properties::new();
-        self.write_operation(op)
-            .run(self.write_keeping(value, write, &unknown))
-            .await
-    }
-
-    /// [`write`](Table::write) of a row that also holds `unknown`: the
-    /// properties of the row it replaces that `T` does not know.
-    async fn write_keeping(
-        &self,
-        value: &T,
-        write: RowWrite,
-        unknown: &crate::entity::Properties,
-    ) -> Result<ETag> {
-        let mut row = schema::to_entity(value)?;
-        unknown::restore(&mut row, unknown);
-        let new_keys = new_index_keys(value, &row.row_key);
-        let hint = IndexHint {
-            old: None,
-            new: new_keys.as_deref(),
-        };
-        // A write that holds no condition (an upsert, or one under `*`)
-        // whose answer was lost is sent again: writing the same value twice
-        // leaves what writing it once does.
-        let resend = matches!(
-            write,
-            RowWrite::Upsert(_) | RowWrite::Update(_, IfMatch::Any)
-        );
-        if !resend {
-            return self.write_row(row, write, hint).await;
-        }
-        let mut attempt = 1;
-        loop {
-            match self.write_lent(&row, write.clone(), hint).await {
-                Err(e) if e.is_outcome_unknown() && attempt < LOST_WRITE_ATTEMPTS => attempt += 1,
-                outcome => return outcome,
-            }
-        }
-    }
-
-    /// Replaces the stored entity if it is still the version that was read;
-    /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
-    /// On success `loaded` holds the new version's ETag and Timestamp, so it
-    /// can be written again.
-    ///
-    /// The properties of the row read that the type has no field for are
-    /// written back unchanged (see [`Loaded::unknown_properties`]).
-    pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("replace")
-            .run(self.write_loaded(loaded, UpdateMode::Replace))
-            .await
-    }
-
-    /// Merges into the stored entity if it is still the version that was read
-    /// (fields that are `None` keep their stored values). On success `loaded`
-    /// holds the new version's ETag and Timestamp.
-    pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("merge")
-            .run(self.write_loaded(loaded, UpdateMode::Merge))
-            .await
-    }
-
-    async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
-        // A value this program read holds the version it read (never newer
-        // than its own), and the ETag guard keeps the row as read. One made
-        // elsewhere (`Loaded::new` with a client's ETag) may name a row a
-        // newer program wrote: its version is read first, and a replace
-        // over it refused. (A merge drops nothing.)
-        if mode == UpdateMode::Replace
-            && loaded.version.is_none()
-            && written_version::<T>().is_some()
-        {
-            let (pk, rk) = (
-                schema::partition_key_of(&loaded.value)?,
-                schema::row_key_of(&loaded.value)?,
-            );
-            let options = crate::backend::GetOptions::default().select([schema::VERSION_PROPERTY]);
-            match self
-                .backend
-                .get_entity(&self.name, &pk, &rk, &options)
-                .await
-            {
-                Ok(stored) => self.refuse_newer(&stored)?,
-                // The write itself reports these.
-                Err(Error::EntityNotFound { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        // The write records itself in the row's history, so that a lost
-        // answer is settled by reading the row back (see `update`).
-        let mut recorded = if self.record_writes {
-            update::Recorded::on(loaded.writes.as_deref(), &loaded.etag)
-        } else {
-            update::Recorded::none()
-        };
-        let mut row = schema::to_entity(&loaded.value)?;
-        if mode == UpdateMode::Replace {
-            unknown::restore(&mut row, &loaded.unknown);
-        }
-        let new_keys = new_index_keys(&loaded.value, &row.row_key);
-        let old_keys = loaded.index_keys.clone();
-        let hint = IndexHint {
-            old: old_keys.as_deref(),
-            new: new_keys.as_deref(),
-        };
-        let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-        let mut attempts = 0;
-        let outcome = loop {
-            attempts += 1;
-            let outcome = self
-                .write_recorded_settled(&mut row, write(), &mut recorded, hint)
-                .await;
-            if attempts == LOST_WRITE_ATTEMPTS
-                || !outcome.as_ref().is_err_and(is_settled_not_applied)
-            {
-                break outcome;
-            }
-        };
-        match outcome? {
-            Some(etag) => {
-                Loaded::set_etag(loaded, etag.clone());
-                loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
-                loaded.index_keys = new_keys.map(Arc::from);
-                loaded.version = written_version::<T>();
-                loaded.previous_kind = None;
-                Ok(etag)
-            }
-            // Written, and overwritten since: the ETag held is stale, as it
-            // should be, and is returned as it is.
-            None => Ok(loaded.etag.clone()),
-        }
-    }
-
-    /// Replaces the stored entity whatever its version (`If-Match: *`). The
-    /// row then holds exactly the properties of `value`: columns the type
-    /// does not know are removed (a [`replace`](Table::replace) through
-    /// what was read keeps them).
-    pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
-            .await
-    }
-
-    /// Merges into the stored entity whatever its version (`If-Match: *`).
-    pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Merge, IfMatch::Any))
-            .await
-    }
-
-    /// Inserts the entity or replaces the stored one. A replaced row then
-    /// holds exactly the properties of `value`: columns the type does not
-    /// know are removed ([`upsert_merge`](Table::upsert_merge) keeps them).
-    pub async fn upsert(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Replace))
-            .await
-    }
-
-    /// Inserts the entity or merges it into the stored one.
-    pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Merge)).await
-    }
-
-    /// Merges one element of a data series into the stored entity
-    /// (`Meter::columns().hourly.at(5)`), leaving every other property as it
-    /// is; guarded by `if_match` (`IfMatch::Any` to write whatever the version).
-    pub fn merge_element<'a, E: schema::PropertyValue>(
-        &'a self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-        element: &schema::Element<E>,
-        value: &E,
-        if_match: &IfMatch,
-    ) -> Call<'a, ETag> {
-        // The row is made now: the future holds nothing of the arguments.
-        let row = schema::encode_keys::<T>(&pk, &rk).and_then(|(pk, rk)| {
-            let mut entity = crate::entity::Entity::new(pk, rk);
-            schema::write_property(&mut entity.properties, element.property_name(), value)?;
-            Ok(entity)
-        });
-        let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
-        Box::pin(async move {
-            let row = row?;
-            self.write_operation("merge")
-                .run(self.write_row(row, write, IndexHint::default()))
-                .await
-        })
-    }
-
-    /// Deletes the stored entity if it is still the version that was read.
-    pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
-        self.write_operation("delete")
-            .run(self.delete_loaded(loaded))
-            .await
-    }
-
-    async fn delete_loaded(&self, loaded: &Loaded<T>) -> Result<()> {
-        let (pk, rk) = (
-            schema::partition_key_of(&loaded.value)?,
-            schema::row_key_of(&loaded.value)?,
-        );
-        let entity = crate::entity::Entity::new(pk, rk);
-        let (pk, rk) = (&entity.partition_key, &entity.row_key);
-        let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
-        let mut last = None;
-        for _ in 0..LOST_WRITE_ATTEMPTS {
-            let hint = IndexHint {
-                old: loaded.index_keys.as_deref(),
-                new: None,
-            };
-            let deleted = match self.delete_known(pk, rk, &loaded.etag, hint.old).await {
-                Some(deleted) => deleted,
-                None => self.write_lent(&entity, delete(), hint).await.map(drop),
-            };
-            match deleted {
-                Ok(()) => return Ok(()),
-                // A lost answer: the row gone means deleted; the version read
-                // still there means not applied (try again); anything else,
-                // another writer changed it, and the store cannot tell whether
-                // this delete came first.
-                Err(e) if e.is_outcome_unknown() => {
-                    match self.row_after_lost_delete(pk, rk).await {
-                        Ok(None) => return Ok(()),
-                        Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
-                            last = Some(e);
-                        }
-                        _ => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or(Error::Transient {
-            message: "no attempt".into(),
-        }))
-    }
-
-    /// Settles a delete of `(pk, rk)` whose answer was lost by whether the
-    /// row is gone: `None` when it is (its outbox records, if it wrote any,
-    /// are then finished), else the row as it stands.
-    async fn row_after_lost_delete(
-        &self,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<crate::entity::Entity>> {
-        // Boxed, as a rare path: the delete's future stays small.
-        let stored = Box::pin(self.read_stored(pk, rk)).await?;
-        if stored.is_none() && T::DESCRIPTOR.write_needs().follow_up {
-            self.finish_after_commit(pk, rk).await;
-        }
-        Ok(stored)
-    }
-
-    /// Deletes the entity with these keys whatever its version; fails with
-    /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
-    pub fn delete_unconditionally(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-    ) -> Call<'_, ()> {
-        let keys = schema::encode_keys::<T>(&pk, &rk);
-        Box::pin(async move {
-            let (pk, rk) = keys?;
-            self.write_operation("delete")
-                .run(self.delete_encoded(pk, rk))
-                .await
-        })
-    }
-
-    /// [`delete_unconditionally`](Table::delete_unconditionally) of the
-    /// encoded keys.
-    async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
-        let entity = crate::entity::Entity::new(pk, rk);
-        let (pk, rk) = (&entity.partition_key, &entity.row_key);
-        let mut lost = None;
-        for _ in 0..LOST_WRITE_ATTEMPTS {
-            let delete = RowWrite::Delete(IfMatch::Any);
-            match self.write_lent(&entity, delete, IndexHint::default()).await {
-                Ok(_) => return Ok(()),
-                // Gone after an answer was lost: that delete landed (or
-                // another did; either way the entity is gone).
-                Err(Error::EntityNotFound { .. }) if lost.is_some() => return Ok(()),
-                // Still there: not applied, and sent again.
-                Err(e) if e.is_outcome_unknown() => {
-                    match self.row_after_lost_delete(pk, rk).await {
-                        Ok(None) => return Ok(()),
-                        Ok(Some(_)) => lost = Some(e),
-                        Err(_) => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(lost.unwrap_or(Error::Transient {
-            message: "no attempt".into(),
-        }))
-    }
-
     /// A query over this table's entities of type `T`.
     pub fn query(&self) -> TableQuery<T> {
         TableQuery::new(self.clone())
@@ -801,19 +439,4 @@ impl<T: TableEntity> Table<T> {
     pub fn bulk(&self) -> BulkWriter<T> {
         BulkWriter::new(self.clone())
     }
-}
-
-/// The schema version a write of `T` records: its current one, when rows
-/// of `T` record a version at all.
-pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
-    (T::DESCRIPTOR.kind.is_some() && T::DESCRIPTOR.kind_properties).then_some(T::DESCRIPTOR.version)
-}
-
-/// How many times a typed write is sent again when its answer was lost and
-/// reading the row back showed it was not applied.
-const LOST_WRITE_ATTEMPTS: usize = 4;
-
-/// Whether `error` is a lost answer that reading back showed not applied.
-fn is_settled_not_applied(error: &Error) -> bool {
-    error.is_transient()
 }

@@ -3,12 +3,13 @@
 //! type), and the stream of a query's pages. The public read methods (`get`,
 //! `exists`, `read_partition`, `read_collection`) are declared in `mod.rs`
 //! beside `Table` itself, so that the compiler's messages name them
-//! `Table::get`; rows are read in `rows.rs`, queries built in `query.rs`.
+//! `Table::get`; rows are read in `stored.rs`, queries built in `query.rs`.
 
 use std::sync::Arc;
 
-use super::plan::{self, new_index_keys};
-use super::{Loaded, Table, operation, unknown, update, written_version};
+use super::{
+    Loaded, Table, has_index_rows, new_index_keys, operation, unknown, writes_of, written_version,
+};
 use crate::backend::TableBackend;
 use crate::error::{Error, Result};
 use crate::schema::{self, TableEntity};
@@ -83,8 +84,8 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<
         message: "the backend returned an entity without an ETag".into(),
     })?;
     let timestamp = entity.timestamp;
-    let writes = update::writes_of(&entity).map(str::to_owned);
-    let row_key = plan::has_index_rows::<T>().then(|| entity.row_key.clone());
+    let writes = writes_of(&entity).map(str::to_owned);
+    let row_key = has_index_rows::<T>().then(|| entity.row_key.clone());
     let version = stored_version(&entity);
     let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
         None

@@ -60,7 +60,7 @@ impl<T: TableEntity> Table<T> {
         let (new_pk, new_rk) = (schema::partition_key_of(moved)?, schema::row_key_of(moved)?);
         if (&old_pk, &old_rk) == (&new_pk, &new_rk) {
             // Nowhere to go: a replace of the version read.
-            let write = super::rows::RowWrite::Update(
+            let write = super::write::RowWrite::Update(
                 crate::backend::UpdateMode::Replace,
                 crate::entity::IfMatch::ETag(loaded.etag.clone()),
             );
@@ -196,7 +196,7 @@ impl<T: TableEntity> Table<T> {
         let insert = super::plan::MovedInsert {
             insert: super::plan::Typed::<T> {
                 entity: std::borrow::Cow::Borrowed(&row),
-                write: super::rows::RowWrite::Insert,
+                write: super::write::RowWrite::Insert,
                 known: None,
                 new_keys: None,
                 _marker: std::marker::PhantomData,
@@ -280,7 +280,7 @@ impl<T: TableEntity> Table<T> {
                 let row = crate::entity::Entity::new(&new_pk, &new_rk);
                 let delete = super::plan::Typed::<T> {
                     entity: std::borrow::Cow::Borrowed(&row),
-                    write: super::rows::RowWrite::Delete(crate::entity::IfMatch::ETag(new_etag)),
+                    write: super::write::RowWrite::Delete(crate::entity::IfMatch::ETag(new_etag)),
                     known: None,
                     new_keys: None,
                     _marker: std::marker::PhantomData,

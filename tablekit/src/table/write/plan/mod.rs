@@ -15,10 +15,9 @@
 //! again; a unique index row that names no entity holding its value (left by
 //! a writer other than tablekit) is taken over under its own ETag.
 //!
-//! The parts: `current.rs` reads the state a write is planned from;
-//! `typed.rs` plans one typed write (its row or wide parts, index rows,
-//! index entities, the record of its indexes kept elsewhere, a renamed
-//! kind's old row); `run.rs` runs a transaction of planned writes, planning
+//! The parts: `typed.rs` plans one typed write (its row or wide parts,
+//! index rows, index entities, the record of its indexes kept elsewhere, a
+//! renamed kind's old row) from the state `table/stored.rs` reads; `run.rs` runs a transaction of planned writes, planning
 //! again after a lost race or a lost answer; `moves.rs` and `then_put.rs`
 //! plan the outbox records of a move and of a transaction's puts elsewhere.
 //! This file holds what they share, and the entry points of `Table`.
@@ -32,8 +31,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use smallvec::SmallVec;
 
-use super::Table;
-use super::rows::RowWrite;
+use super::RowWrite;
 use crate::backend::{BatchOperation, GetOptions, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
@@ -41,34 +39,23 @@ use crate::error::{Error, Result};
 use crate::ext::send_operations;
 use crate::pending::lists::ROW_PROPERTY;
 use crate::schema::{self, CompanionRows, TableEntity, companions, local_slots, remote_slots};
+use crate::table::{Current, Table};
 
-mod current;
 mod moves;
 mod run;
 mod then_put;
 mod typed;
 
-pub(super) use moves::{MoveRecord, MovedInsert};
+pub(in crate::table) use moves::{MoveRecord, MovedInsert};
 use run::restated;
-pub(super) use run::run;
-pub(super) use then_put::ThenRecord;
+pub(in crate::table) use run::run;
+pub(in crate::table) use then_put::ThenRecord;
 use typed::any_listed;
-pub(crate) use typed::{has_index_rows, new_index_keys};
-
-/// The stored state of an entity.
-pub(crate) struct Current {
-    /// The logical row (a wide entity's parts joined), with its ETag.
-    pub(crate) entity: Entity,
-    /// The ETag that guards a write over it.
-    pub(crate) etag: ETag,
-    /// How many part rows a wide entity has (0 otherwise).
-    pub(crate) parts: usize,
-}
 
 /// What an operation of a planned transaction is for. A companion row's
 /// key is the operation's RowKey.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Role {
+pub(in crate::table) enum Role {
     /// The entity's row, or a wide entity's first part: its ETag is the
     /// write's.
     Row,
@@ -87,11 +74,11 @@ impl<T: TableEntity> Table<T> {
     /// Writes `entity` (the row as `write` sends it) with its parts and index
     /// rows in one transaction. `known` holds the RowKeys of the index rows
     /// of the version `write`'s ETag names, when the caller knows them.
-    pub(super) async fn write_planned(
+    pub(in crate::table) async fn write_planned(
         &self,
         entity: &Entity,
         write: RowWrite,
-        hint: super::rows::IndexHint<'_>,
+        hint: super::row::IndexHint<'_>,
     ) -> Result<ETag> {
         let pending = Typed::<T> {
             entity: Cow::Borrowed(entity),
@@ -127,7 +114,7 @@ impl<T: TableEntity> Table<T> {
     /// `None` when it does not apply, or when an index row turned out to be
     /// gone already: the planned path then repairs as it goes (one request
     /// more, on that rare path).
-    pub(super) async fn delete_known(
+    pub(in crate::table) async fn delete_known(
         &self,
         pk: &str,
         rk: &str,
@@ -178,7 +165,7 @@ impl<T: TableEntity> Table<T> {
     /// not hold the value, is taken over under the returned ETag; a row of
     /// another entity holding the value is a
     /// [`UniqueViolation`](Error::UniqueViolation). `None`: the row is gone.
-    pub(super) async fn claim_unique(
+    pub(in crate::table) async fn claim_unique(
         &self,
         i: usize,
         key: &str,
@@ -235,7 +222,7 @@ impl<T: TableEntity> Table<T> {
 /// rows: old ones found missing, unique ones to take over under their ETag.
 /// (A few rows at most, one per index: lists, which cost nothing to make.)
 #[derive(Default)]
-pub(super) struct Learned {
+pub(in crate::table) struct Learned {
     missing: Vec<String>,
     take_over: Vec<(String, ETag)>,
     /// An index row a merge planned without reading was not there: read.
@@ -257,7 +244,7 @@ type StoredList = (ETag, Vec<String>);
 /// its index rows, the ETag that guards the write, and whether a lost race
 /// may be tried again. (The stored row and the remote state are boxed: a
 /// write that knows its state carries a small struct, not their room.)
-pub(super) struct State<'a> {
+pub(in crate::table) struct State<'a> {
     current: Option<Box<Current>>,
     old_keys: Option<Cow<'a, [String]>>,
     /// (Lent by the write when it holds it: cloned once, into the
@@ -275,7 +262,7 @@ pub(super) struct State<'a> {
 /// The companion rows of a write kept in other partitions or tables (the
 /// indexes kept elsewhere): the part that keeps them, the write's sequence
 /// number, and each slot's old and new RowKey.
-pub(super) struct RemoteState {
+pub(in crate::table) struct RemoteState {
     rows: &'static dyn CompanionRows,
     table: String,
     seq: i64,
@@ -285,7 +272,7 @@ pub(super) struct RemoteState {
 
 /// The operations of a transaction, with the write each belongs to and what
 /// it is for. Each write adds its own, one of them its [`Role::Row`].
-pub(super) struct Planned {
+pub(in crate::table) struct Planned {
     operations: Vec<BatchOperation>,
     /// Kept inline for a transaction of a few rows: one allocation less.
     owners: SmallVec<[(usize, Role); 8]>,
@@ -309,7 +296,7 @@ impl Planned {
 }
 
 /// One write of a transaction, its type erased.
-pub(super) trait Pending: Send + Sync {
+pub(in crate::table) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
     /// What the write replaces, when it knows it without reading; `None`
@@ -363,19 +350,19 @@ pub(super) trait Pending: Send + Sync {
 }
 
 /// A typed write of an entity of type `T`.
-pub(super) struct Typed<'a, T> {
-    pub(super) entity: Cow<'a, Entity>,
-    pub(super) write: RowWrite,
+pub(in crate::table) struct Typed<'a, T> {
+    pub(in crate::table) entity: Cow<'a, Entity>,
+    pub(in crate::table) write: RowWrite,
     /// The RowKeys of the index rows of the version the write's ETag names.
-    pub(super) known: Option<Cow<'a, [String]>>,
+    pub(in crate::table) known: Option<Cow<'a, [String]>>,
     /// The RowKeys of the index rows of the value written (not of a merge
     /// of one field, whose other values are stored).
-    pub(super) new_keys: Option<Cow<'a, [String]>>,
-    pub(super) _marker: PhantomData<fn() -> T>,
+    pub(in crate::table) new_keys: Option<Cow<'a, [String]>>,
+    pub(in crate::table) _marker: PhantomData<fn() -> T>,
 }
 
 /// A raw operation added to a typed batch.
-pub(super) struct Raw(pub(super) BatchOperation);
+pub(in crate::table) struct Raw(pub(in crate::table) BatchOperation);
 
 impl State<'_> {
     /// Nothing stored is known or needed.

@@ -8,15 +8,16 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Current, Learned, Pending, Planned, RemoteState, Role, State, StoredList, Typed};
+use super::{Learned, Pending, Planned, RemoteState, Role, State, StoredList, Typed};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::{CompanionRows, Sharing, TableEntity, companions, local_slots, remote_slots};
+use crate::table::Current;
 use crate::table::Table;
-use crate::table::rows::RowWrite;
+use crate::table::write::RowWrite;
 use crate::{pending, schema};
 
 impl<T: TableEntity> Typed<'_, T> {
@@ -700,23 +701,6 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             reader.claim_unique(index, key, pk, rk).await
         })
     }
-}
-
-/// The RowKeys of `value`'s index rows, for a write to plan with or a
-/// [`Loaded`](super::Loaded) to carry; `None`
-/// for a type without indexes (or keys that do not encode, which the write
-/// reports when it plans).
-pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
-    if local_slots::<T>() == 0 {
-        return None;
-    }
-    schema::local_keys(value, row_key).ok()
-}
-
-/// Whether `T` keeps index rows beside its entities (so a [`Loaded`](super::Loaded)
-/// carries their RowKeys).
-pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
-    local_slots::<T>() != 0
 }
 
 /// Each slot of `T`'s companion rows kept in the entity's partition, with

@@ -17,7 +17,7 @@ use crate::ext::TableBackendExt;
 use crate::pending;
 use crate::schema::{Sharing, TableEntity};
 use crate::table::Table;
-use crate::table::rows::RowWrite;
+use crate::table::write::RowWrite;
 
 /// The outbox record of a move, written in the new partition beside the
 /// moved entity: one step, which deletes the entity at its old keys. Its

@@ -1,12 +1,11 @@
-//! [`Table::update`]: read, change, write back under the ETag read, again
-//! when another writer got there first, with back-off; and settling a write
-//! whose response was lost.
+//! Recording a write in its row's history, and settling a write whose
+//! answer was lost by reading the row back.
 //!
 //! **Lost responses.** A conditional write whose answer never came may have
 //! been applied or not, and reading the row back is not enough to tell when
 //! other writers are busy on it: our write may have landed and been
 //! overwritten since, or another writer's identical change may have landed
-//! instead of ours. So `update`, inserts and writes through a [`Loaded`]
+//! instead of ours. So `update`, inserts and writes through a `Loaded`
 //! record themselves in a short history kept in the row's
 //! [`WRITES_PROPERTY`] (unless the table was made
 //! [`without_write_history`](Table::without_write_history)): a random tag for the write,
@@ -21,18 +20,15 @@
 //!
 //! An insert's history is its tag alone: read back, the row is ours when it
 //! holds the tag, another writer's when it holds another history.
-//!
-//! Requests: one read and one write per attempt; a lost response costs one
-//! more read.
 
-use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{Loaded, Table, rows::RowWrite};
-use crate::backend::UpdateMode;
-use crate::entity::{ETag, Entity, IfMatch};
+use super::Table;
+use super::row::{IndexHint, RowWrite};
+use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::schema::{self, KeyArg, TableEntity};
+use crate::schema::TableEntity;
+use crate::table::writes_of;
 use crate::value::Value;
 
 pub use crate::props::WRITES_PROPERTY;
@@ -50,68 +46,6 @@ fn tag_text(bits: u64) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bits.to_be_bytes()[2..])
 }
-
-/// How [`Table::update`] retries: how many attempts, for how long, and the
-/// back-off between them (exponential, with full jitter).
-///
-/// ```
-/// use std::time::Duration;
-/// use tablekit::UpdateOptions;
-/// let patient = UpdateOptions::default().attempts(100).deadline(Duration::from_secs(30));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpdateOptions {
-    attempts: u32,
-    deadline: Option<Duration>,
-    base_delay: Duration,
-    max_delay: Duration,
-}
-
-impl Default for UpdateOptions {
-    /// 64 attempts, no deadline, back-off from 5 ms up to 1 s: 32 writers
-    /// updating one row at once all get through.
-    fn default() -> UpdateOptions {
-        UpdateOptions {
-            attempts: 64,
-            deadline: None,
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_secs(1),
-        }
-    }
-}
-
-impl UpdateOptions {
-    /// At most `n` attempts (read, change, write), at least 1.
-    pub fn attempts(mut self, n: u32) -> UpdateOptions {
-        self.attempts = n.max(1);
-        self
-    }
-
-    /// Gives up once `limit` has passed since the update started; no
-    /// attempt starts after it.
-    pub fn deadline(mut self, limit: Duration) -> UpdateOptions {
-        self.deadline = Some(limit);
-        self
-    }
-
-    /// The back-off: before attempt `n + 1`, a random wait of up to
-    /// `base · 2ⁿ⁻¹`, at most `max`.
-    pub fn backoff(mut self, base: Duration, max: Duration) -> UpdateOptions {
-        self.base_delay = base;
-        self.max_delay = max.max(base);
-        self
-    }
-
-    /// The wait before attempt `attempt + 1` (`attempt` ≥ 1).
-    fn delay(&self, attempt: u32) -> Duration {
-        let ceiling = self
-            .base_delay
-            .saturating_mul(1 << attempt.saturating_sub(1).min(20))
-            .min(self.max_delay);
-        ceiling.mul_f64(fastrand::f64())
-    }
-}
-
 /// What a lost write turned out to be.
 enum Settled {
     /// It landed; the row as read back (which may be a later version).
@@ -132,16 +66,8 @@ fn is_refusal(error: &Error) -> bool {
     }
 }
 
-/// The history text of a row, if it has one.
-pub(super) fn writes_of(entity: &Entity) -> Option<&str> {
-    match entity.properties.get(WRITES_PROPERTY) {
-        Some(Value::String(text)) => Some(text),
-        _ => None,
-    }
-}
-
 /// Whether the history of `stored` holds `tag`.
-pub(super) fn history_has(stored: &Entity, tag: &str) -> bool {
+pub(in crate::table) fn history_has(stored: &Entity, tag: &str) -> bool {
     tags(writes_of(stored)).contains(&tag)
 }
 
@@ -271,7 +197,7 @@ fn new_tag() -> String {
 /// A write that records itself in the row's history, so that a lost answer
 /// can be settled: its tag, the tag of the version it is based on (empty for
 /// an insert), and the history it writes.
-pub(super) struct Recorded {
+pub(in crate::table) struct Recorded {
     tag: String,
     base: String,
     history: String,
@@ -279,7 +205,7 @@ pub(super) struct Recorded {
 
 impl Recorded {
     /// A write on top of the version with history `writes` and ETag `etag`.
-    pub(super) fn on(writes: Option<&str>, etag: &ETag) -> Recorded {
+    pub(in crate::table) fn on(writes: Option<&str>, etag: &ETag) -> Recorded {
         let tag = new_tag();
         let base = base_of(writes, etag);
         let history = history_after(&tag, &base, writes);
@@ -288,7 +214,7 @@ impl Recorded {
 
     /// A write that records nothing (a table without write history): no
     /// history to build.
-    pub(super) fn none() -> Recorded {
+    pub(in crate::table) fn none() -> Recorded {
         Recorded {
             tag: String::new(),
             base: String::new(),
@@ -297,7 +223,7 @@ impl Recorded {
     }
 
     /// An insert: a history of its own tag alone.
-    pub(super) fn insert() -> Recorded {
+    pub(in crate::table) fn insert() -> Recorded {
         let tag = new_tag();
         Recorded {
             history: tag.clone(),
@@ -315,7 +241,7 @@ impl Recorded {
     /// The history this write left, taken back out of the row it sent
     /// (where [`add_to`](Recorded::add_to) moved it), or as it was kept
     /// when the row had no room for it.
-    pub(super) fn history_in(&mut self, row: &mut Entity) -> String {
+    pub(in crate::table) fn history_in(&mut self, row: &mut Entity) -> String {
         match row.properties.remove(WRITES_PROPERTY) {
             Some(Value::String(text)) => text,
             _ => std::mem::take(&mut self.history),
@@ -327,7 +253,11 @@ impl Recorded {
     /// stays unknown. Only the room is looked at: the backend's validator
     /// checks the row itself. A write sent again sends the same row, which
     /// holds the history already.
-    pub(super) fn add_to<T: TableEntity>(&mut self, row: &mut Entity, enabled: bool) -> bool {
+    pub(in crate::table) fn add_to<T: TableEntity>(
+        &mut self,
+        row: &mut Entity,
+        enabled: bool,
+    ) -> bool {
         use crate::validate::limits::{MAX_ENTITY_SIZE, MAX_PROPERTIES};
         if !enabled {
             return false;
@@ -354,7 +284,7 @@ impl Recorded {
 
     /// [`settle`](Recorded::settle) of a row read by reference: whether
     /// this write landed in it.
-    fn landed_in(&self, stored: &Entity) -> bool {
+    pub(super) fn landed_in(&self, stored: &Entity) -> bool {
         self.verdict(Some(stored)) == Verdict::Applied
     }
 
@@ -413,277 +343,18 @@ fn verdict(stored: Option<&Entity>, base: &str, tag: &str) -> Verdict {
         None => Verdict::Unknown,
     }
 }
-
 impl<T: TableEntity> Table<T> {
-    /// Reads the entity, applies `change`, and replaces it under the ETag it
-    /// read; when another writer got there first (or a request failed before
-    /// it was applied), reads again and re-applies after a back-off, as
-    /// [`UpdateOptions::default`] says. Returns the value as written.
-    ///
-    /// A `change` that alters a key field is refused with
-    /// [`InvalidInput::KeyChanged`](crate::InvalidInput::KeyChanged) before
-    /// anything is written: moving an entity is a delete and an insert.
-    ///
-    /// A write whose response was lost is settled by reading the row back
-    /// (see the module docs of `table::update`): the change is applied
-    /// exactly once, or the error is [`Error::OutcomeUnknown`] where the
-    /// store cannot tell. The row keeps a short history of these writes in
-    /// [`WRITES_PROPERTY`].
-    ///
-    /// Properties of the row that the type has no field for are written
-    /// back unchanged (see [`Loaded::unknown_properties`]).
-    ///
-    /// Fails with [`EntityNotFound`](Error::EntityNotFound) if there is no
-    /// entity, and with the last [`PreconditionFailed`](Error::PreconditionFailed)
-    /// (or transient error) when the attempts or the deadline run out.
-    pub fn update<'a>(
-        &'a self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-        mut change: impl FnMut(&mut T) + Send + 'a,
-    ) -> crate::error::Call<'a, Loaded<T>>
-    where
-        T: Send,
-    {
-        let options = UpdateOptions::default();
-        let keys = schema::encode_keys::<T>(&pk, &rk);
-        Box::pin(async move {
-            let (pk, rk) = keys?;
-            let change = |mut value| {
-                change(&mut value);
-                std::future::ready(Ok::<T, Error>(value))
-            };
-            self.update_keys(pk, rk, &options, change, |e| Some(e))
-                .await
-        })
-    }
-
-    /// [`Table::update`] with the retries of `options` and a `change` that
-    /// may wait and may fail: it takes the value read and gives back the value
-    /// to write, or the caller's error, which ends the update with nothing
-    /// written.
-    ///
-    /// ```
-    /// # use tablekit::{Table, TableEntity, UpdateOptions};
-    /// # #[derive(TableEntity, Clone)]
-    /// # #[tablekit(table = "Stock")]
-    /// # struct Item { #[tablekit(partition_key)] shelf: String, #[tablekit(row_key)] sku: u32, count: u32 }
-    /// #[derive(Debug)]
-    /// enum TakeError { Empty, Store(tablekit::Error) }
-    /// impl From<tablekit::Error> for TakeError {
-    ///     fn from(e: tablekit::Error) -> Self { TakeError::Store(e) }
-    /// }
-    ///
-    /// async fn take_one(stock: &Table<Item>) -> Result<u32, TakeError> {
-    ///     let item = stock
-    ///         .update_with("A1", 42, &UpdateOptions::default().attempts(8), |mut item| async move {
-    ///             item.count = item.count.checked_sub(1).ok_or(TakeError::Empty)?;
-    ///             Ok::<_, TakeError>(item)
-    ///         })
-    ///         .await?;
-    ///     Ok(item.count)
-    /// }
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// # let stock: Table<Item> = Table::new(tablekit_mem::MemBackend::new());
-    /// # stock.create_if_missing().await.unwrap();
-    /// # stock.insert(&Item { shelf: "A1".into(), sku: 42, count: 1 }).await.unwrap();
-    /// assert_eq!(take_one(&stock).await.unwrap(), 0);
-    /// assert!(matches!(take_one(&stock).await, Err(TakeError::Empty)));
-    /// # }
-    /// ```
-    pub fn update_with<'a, E, F, Fut>(
-        &'a self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-        options: &UpdateOptions,
-        change: F,
-    ) -> futures::future::BoxFuture<'a, Result<Loaded<T>, E>>
-    where
-        E: From<Error> + Send + 'a,
-        F: FnMut(T) -> Fut + Send + 'a,
-        Fut: Future<Output = Result<T, E>> + Send + 'a,
-        T: Send,
-    {
-        let options = options.clone();
-        let keys = schema::encode_keys::<T>(&pk, &rk);
-        Box::pin(async move {
-            let (pk, rk) = keys?;
-            self.update_keys(pk, rk, &options, change, |_| None).await
-        })
-    }
-
-    /// [`update_with`](Table::update_with) of the encoded keys, in its span.
-    async fn update_keys<E, F, Fut>(
-        &self,
-        pk: String,
-        rk: String,
-        options: &UpdateOptions,
-        change: F,
-        classify: fn(&E) -> Option<&Error>,
-    ) -> Result<Loaded<T>, E>
-    where
-        E: From<Error>,
-        F: FnMut(T) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-        T: Send,
-    {
-        let keys = Some((pk.as_str(), rk.as_str()));
-        let call = super::operation(
-            &*self.backend,
-            "update",
-            self.name(),
-            T::DESCRIPTOR.kind,
-            keys,
-        );
-        call.run_classified(self.update_encoded(pk, rk, options, change), classify)
-            .await
-    }
-
-    /// [`update_with`](Table::update_with) for encoded keys.
-    async fn update_encoded<E, F, Fut>(
-        &self,
-        pk: String,
-        rk: String,
-        options: &UpdateOptions,
-        mut change: F,
-    ) -> Result<Loaded<T>, E>
-    where
-        E: From<Error>,
-        F: FnMut(T) -> Fut + Send,
-        Fut: Future<Output = Result<T, E>> + Send,
-        T: Send,
-    {
-        let started = Instant::now();
-        let mut last: Option<Error> = None;
-        // The history entry of an attempt that failed with an error the
-        // store may have sent after applying it (a 5xx): the next read
-        // tells whether it landed, so that it is never applied twice.
-        let mut unsettled: Option<Recorded> = None;
-        for attempt in 1..=options.attempts {
-            if attempt > 1 {
-                let wait = options.delay(attempt - 1);
-                if options
-                    .deadline
-                    .is_some_and(|limit| started.elapsed() + wait >= limit)
-                {
-                    break;
-                }
-                self.report_retry(last.as_ref(), attempt - 1, wait);
-                tokio::time::sleep(wait).await;
-            }
-            let stored = match self.read_row(&pk, &rk).await {
-                Ok(Some(stored)) => stored,
-                Ok(None) => return Err(self.not_found(&pk, &rk).into()),
-                Err(e) if e.is_transient() => {
-                    last = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            // A newer program's row: an update through this type would drop
-            // what it does not know.
-            self.refuse_newer(&stored)?;
-            if unsettled
-                .take()
-                .is_some_and(|previous| previous.landed_in(&stored))
-            {
-                // It landed: the failure came after. Its outbox records, if
-                // it wrote any, are still to finish.
-                if T::DESCRIPTOR.write_needs().follow_up {
-                    self.finish_after_commit(&pk, &rk).await;
-                }
-                return Ok(super::load(stored)?);
-            }
-            let mut recorded = if self.record_writes {
-                Recorded::on(
-                    writes_of(&stored),
-                    stored.etag.as_ref().unwrap_or(&ETag::new("")),
-                )
-            } else {
-                Recorded::none()
-            };
-            let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
-            let mut read: Loaded<T> = super::load(stored)?;
-            let old_keys = read.index_keys.clone();
-            let unknown = std::mem::take(&mut read.unknown);
-            let value = change(Loaded::into_inner(read)).await?;
-            if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
-                return Err(Error::from(crate::error::InvalidInput::KeyChanged {
-                    partition_key: pk,
-                    row_key: rk,
-                })
-                .into());
-            }
-            let mut row = schema::to_entity(&value)?;
-            super::unknown::restore(&mut row, &unknown);
-            let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            let new_keys = super::new_index_keys(&value, &rk);
-            let hint = super::rows::IndexHint {
-                old: old_keys.as_deref(),
-                new: new_keys.as_deref(),
-            };
-            let written = self
-                .write_recorded(&mut row, write, &mut recorded, hint)
-                .await;
-            match written {
-                Ok(Some(written)) => {
-                    let mut loaded = Loaded::written(value, written);
-                    loaded.unknown = unknown;
-                    loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
-                    loaded.index_keys = new_keys.map(std::sync::Arc::from);
-                    loaded.version = super::written_version::<T>();
-                    return Ok(loaded);
-                }
-                // Landed, and overwritten since: the version read stands
-                // in, so a write through it is refused, as it should be.
-                Ok(None) => {
-                    let mut loaded = Loaded::written(value, etag);
-                    loaded.version = super::written_version::<T>();
-                    return Ok(loaded);
-                }
-                // A transient failure may come after the store applied the
-                // write, and a 412 may answer a resend of this very write
-                // (a transport sends a write again after a proxy's 503):
-                // the next read settles either by the write's tag.
-                Err(e) if e.is_transient() || matches!(e, Error::PreconditionFailed { .. }) => {
-                    if self.record_writes {
-                        unsettled = Some(recorded);
-                    }
-                    last = Some(e);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(last
-            .unwrap_or(Error::Transient {
-                message: "the update's deadline passed before its first attempt".into(),
-            })
-            .into())
-    }
-
-    /// Reports that an update goes round again after `failed` (a lost
-    /// race for the ETag, a throttle, a transient failure).
-    fn report_retry(&self, failed: Option<&Error>, attempt: u32, wait: Duration) {
-        let reason = match failed {
-            Some(Error::PreconditionFailed { .. }) => "etag_conflict",
-            Some(Error::Throttled { .. }) => "throttled",
-            _ => "transient",
-        };
-        crate::telemetry::retry(self.backend.store_info().system(), reason, attempt, wait);
-    }
-
     /// Writes `row` recording `recorded` in its history. `Ok(Some(etag))`:
     /// written, `etag` is its version's. `Ok(None)`: written (its answer was
     /// lost), but overwritten since. A lost answer that turns out not applied
     /// is a [`Error::Transient`], for the caller to try again; one the store
     /// cannot settle stays [`Error::OutcomeUnknown`].
-    pub(super) async fn write_recorded(
+    pub(in crate::table) async fn write_recorded(
         &self,
         row: &mut Entity,
         write: RowWrite,
         recorded: &mut Recorded,
-        hint: super::rows::IndexHint<'_>,
+        hint: IndexHint<'_>,
     ) -> Result<Option<ETag>> {
         let settleable = row.properties.contains(WRITES_PROPERTY)
             || recorded.add_to::<T>(row, self.record_writes);
@@ -704,12 +375,12 @@ impl<T: TableEntity> Table<T> {
     /// before a proxy's 503 (a transport sends a write again after a 503).
     /// The row read back says, by the write's tag, whether it landed; if
     /// not, the refusal stands.
-    pub(super) async fn write_recorded_settled(
+    pub(in crate::table) async fn write_recorded_settled(
         &self,
         row: &mut Entity,
         write: RowWrite,
         recorded: &mut Recorded,
-        hint: super::rows::IndexHint<'_>,
+        hint: IndexHint<'_>,
     ) -> Result<Option<ETag>> {
         match self.write_recorded(row, write, recorded, hint).await {
             Err(e) if is_refusal(&e) && row.properties.contains(WRITES_PROPERTY) => {
@@ -786,14 +457,6 @@ impl<T: TableEntity> Table<T> {
             }
         }
         Settled::Unknown
-    }
-
-    fn not_found(&self, pk: &str, rk: &str) -> Error {
-        Error::EntityNotFound {
-            table: self.name.to_string(),
-            partition_key: pk.to_owned(),
-            row_key: rk.to_owned(),
-        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::future::Either;
 
-use super::{Table, UPDATE_ATTEMPTS};
+use super::{RACE_ATTEMPTS, Table};
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, IfMatch};
@@ -64,16 +64,16 @@ static NO_BLOBS: std::sync::OnceLock<BlobTarget> = std::sync::OnceLock::new();
 /// What the caller knows of an entity's index rows, so that a write need
 /// not read or decode to find them.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct IndexHint<'a> {
+pub(in crate::table) struct IndexHint<'a> {
     /// The RowKeys of the index rows of the version the write's ETag names.
-    pub(super) old: Option<&'a [String]>,
+    pub(in crate::table) old: Option<&'a [String]>,
     /// The RowKeys of the index rows of the value written.
-    pub(super) new: Option<&'a [String]>,
+    pub(in crate::table) new: Option<&'a [String]>,
 }
 
 /// One write of one entity's row, as the table turns it into requests.
 #[derive(Clone)]
-pub(super) enum RowWrite {
+pub(in crate::table) enum RowWrite {
     Insert,
     Update(UpdateMode, IfMatch),
     Upsert(UpdateMode),
@@ -83,7 +83,7 @@ pub(super) enum RowWrite {
 impl RowWrite {
     /// The operation that makes this write of `entity` (of its keys alone,
     /// for a delete) as it is, with no other row.
-    pub(super) fn operation(&self, entity: crate::entity::Entity) -> BatchOperation {
+    pub(in crate::table) fn operation(&self, entity: crate::entity::Entity) -> BatchOperation {
         match self {
             RowWrite::Insert => BatchOperation::Insert(entity),
             RowWrite::Update(mode, if_match) => BatchOperation::Update {
@@ -105,63 +105,9 @@ impl RowWrite {
 }
 
 impl<T: TableEntity> Table<T> {
-    /// The row with its offloaded values fetched back, or `None`.
-    pub(crate) async fn read_row(
-        &self,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<crate::entity::Entity>> {
-        let Some(mut entity) = self.read_stored(pk, rk).await? else {
-            return Ok(None);
-        };
-        self.restore_blobs(&mut entity).await?;
-        Ok(Some(entity))
-    }
-
-    /// Fetches the blobs a row references back into it.
-    pub(crate) async fn restore_blobs(&self, entity: &mut crate::entity::Entity) -> Result<()> {
-        let Some(external) = T::DESCRIPTOR.external_values() else {
-            return Ok(());
-        };
-        if !external.refers_out(entity)? {
-            return Ok(());
-        }
-        external.bring_back(self.blob_target()?, entity).await
-    }
-
-    /// The table's blob store, or the error that says it has none.
-    pub(crate) fn blob_target(&self) -> Result<&BlobTarget> {
-        self.blobs.as_ref().ok_or(Error::NotSupported {
-            operation: "blob fields without a blob store (see Table::with_blob_store)",
-        })
-    }
-
-    /// The stored row as it is (for a wide entity: its parts joined), or `None`.
-    pub(crate) async fn read_stored(
-        &self,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<crate::entity::Entity>> {
-        let keys = Some((pk, rk));
-        super::operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
-            .run(self.read_stored_unspanned(pk, rk))
-            .await
-    }
-
-    async fn read_stored_unspanned(
-        &self,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<crate::entity::Entity>> {
-        Ok(self
-            .read_current(pk, rk)
-            .await?
-            .map(|current| current.entity))
-    }
-
     /// Refuses writes through a type that may not write (see
     /// [`TableEntity::DESCRIPTOR.writable()`]).
-    pub(super) fn refuse_unwritable() -> Result<()> {
+    pub(in crate::table) fn refuse_unwritable() -> Result<()> {
         if T::DESCRIPTOR.writable() {
             return Ok(());
         }
@@ -172,7 +118,7 @@ impl<T: TableEntity> Table<T> {
 
     /// Writes one entity's row, offloading blob fields first and removing the
     /// blobs the overwritten row referenced after (see [`offload`]).
-    pub(super) async fn write_row(
+    pub(in crate::table) async fn write_row(
         &self,
         entity: crate::entity::Entity,
         write: RowWrite,
@@ -219,7 +165,7 @@ impl<T: TableEntity> Table<T> {
     ///
     /// Not an `async fn`: it returns the future it picks, so that a write's
     /// future does not nest (and copy) one more level.
-    pub(super) fn write_lent<'a>(
+    pub(in crate::table) fn write_lent<'a>(
         &'a self,
         entity: &'a crate::entity::Entity,
         write: RowWrite,
@@ -245,7 +191,7 @@ impl<T: TableEntity> Table<T> {
         new_keys: Option<&[String]>,
     ) -> Result<ETag> {
         let mut last = None;
-        for _ in 0..UPDATE_ATTEMPTS {
+        for _ in 0..RACE_ATTEMPTS {
             // The row this write replaces: its ETag guards the write, its
             // references are what to delete after.
             let current = match write {
@@ -341,7 +287,7 @@ impl<T: TableEntity> Table<T> {
     /// Writes the row as given (for a wide entity: its parts, in one transaction).
     ///
     /// Not an `async fn`, for the reason [`write_lent`](Table::write_lent) gives.
-    pub(super) fn write_stored<'a>(
+    pub(in crate::table) fn write_stored<'a>(
         &'a self,
         entity: &'a crate::entity::Entity,
         write: RowWrite,

@@ -11,7 +11,7 @@ use crate::datetime::DateTime;
 use crate::entity::ETag;
 use crate::error::{Error, Result};
 use crate::ext::{send_operations, too_many_operations};
-use crate::table::UPDATE_ATTEMPTS;
+use crate::table::RACE_ATTEMPTS;
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 
 /// Runs `writes` as one entity group transaction with every row they need
@@ -46,7 +46,7 @@ pub(in crate::table) async fn run(
     };
     let room: usize = writes.iter().map(|w| w.room()).sum();
     let mut last = None;
-    for _ in 0..UPDATE_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let mut planned = Planned::with_capacity(room);
         // Whether each write may try again after a lost race.
         let retry = if let [write] = writes {

@@ -1,0 +1,156 @@
+//! The entity as it is stored, as reads and writes both see it: its state
+//! read with one request ([`Current`]: the row, or a wide entity's parts
+//! joined, and the ETag that guards a write over it), the row read with its
+//! offloaded values, the RowKeys of a value's index rows, and the history a
+//! row keeps of its writes.
+
+use crate::backend::GetOptions;
+use crate::blob::BlobTarget;
+use crate::entity::{ETag, Entity};
+use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
+use crate::props::WRITES_PROPERTY;
+use crate::schema::{self, TableEntity, local_slots};
+use crate::table::Table;
+use crate::value::Value;
+
+/// The stored state of an entity.
+pub(crate) struct Current {
+    /// The logical row (a wide entity's parts joined), with its ETag.
+    pub(crate) entity: Entity,
+    /// The ETag that guards a write over it.
+    pub(crate) etag: ETag,
+    /// How many part rows a wide entity has (0 otherwise).
+    pub(crate) parts: usize,
+}
+
+/// The RowKeys of `value`'s index rows, for a write to plan with or a
+/// [`Loaded`](super::Loaded) to carry; `None`
+/// for a type without indexes (or keys that do not encode, which the write
+/// reports when it plans).
+pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
+    if local_slots::<T>() == 0 {
+        return None;
+    }
+    schema::local_keys(value, row_key).ok()
+}
+
+/// Whether `T` keeps index rows beside its entities (so a [`Loaded`](super::Loaded)
+/// carries their RowKeys).
+pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
+    local_slots::<T>() != 0
+}
+
+/// The history text of a row, if it has one.
+pub(crate) fn writes_of(entity: &Entity) -> Option<&str> {
+    match entity.properties.get(WRITES_PROPERTY) {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The entity's stored state, read with one request: a point read, or
+    /// for a wide entity one query over its parts. For a renamed kind whose
+    /// entity is not found under its RowKey, the RowKeys it had under each
+    /// previous kind are read in turn: the state found there is the
+    /// entity's (its `entity.row_key` tells where it lies).
+    pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
+        let found = self.read_current_at(pk, rk).await?;
+        if found.is_some() || T::DESCRIPTOR.previous_kinds.is_empty() {
+            return Ok(found);
+        }
+        for previous in T::DESCRIPTOR.previous_row_keys(rk) {
+            if let Some(current) = Box::pin(self.read_current_at(pk, &previous)).await? {
+                return Ok(Some(current));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`read_current`](Table::read_current) at exactly `(pk, rk)`.
+    async fn read_current_at(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
+        if let Some(rule) = T::DESCRIPTOR.rows {
+            let query = crate::backend::Query::new().filter(rule.rows_filter(pk, rk));
+            let rows = self.backend.query_all(&self.name, query).await?;
+            return Ok(rule.join(rk, rows)?.and_then(|(entity, parts)| {
+                let etag = entity.etag.clone()?;
+                Some(Current {
+                    entity,
+                    etag,
+                    parts,
+                })
+            }));
+        }
+        match self
+            .backend
+            .get_entity(&self.name, pk, rk, &GetOptions::default())
+            .await
+        {
+            Ok(entity) => {
+                let etag = entity.etag.clone().unwrap_or_else(|| ETag::new(""));
+                Ok(Some(Current {
+                    entity,
+                    etag,
+                    parts: 0,
+                }))
+            }
+            Err(Error::EntityNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The row with its offloaded values fetched back, or `None`.
+    pub(crate) async fn read_row(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
+        let Some(mut entity) = self.read_stored(pk, rk).await? else {
+            return Ok(None);
+        };
+        self.restore_blobs(&mut entity).await?;
+        Ok(Some(entity))
+    }
+
+    /// Fetches the blobs a row references back into it.
+    pub(crate) async fn restore_blobs(&self, entity: &mut crate::entity::Entity) -> Result<()> {
+        let Some(external) = T::DESCRIPTOR.external_values() else {
+            return Ok(());
+        };
+        if !external.refers_out(entity)? {
+            return Ok(());
+        }
+        external.bring_back(self.blob_target()?, entity).await
+    }
+
+    /// The table's blob store, or the error that says it has none.
+    pub(crate) fn blob_target(&self) -> Result<&BlobTarget> {
+        self.blobs.as_ref().ok_or(Error::NotSupported {
+            operation: "blob fields without a blob store (see Table::with_blob_store)",
+        })
+    }
+
+    /// The stored row as it is (for a wide entity: its parts joined), or `None`.
+    pub(crate) async fn read_stored(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
+        let keys = Some((pk, rk));
+        super::operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
+            .run(self.read_stored_unspanned(pk, rk))
+            .await
+    }
+
+    async fn read_stored_unspanned(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Result<Option<crate::entity::Entity>> {
+        Ok(self
+            .read_current(pk, rk)
+            .await?
+            .map(|current| current.entity))
+    }
+}
