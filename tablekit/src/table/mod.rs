@@ -59,10 +59,11 @@ pub(crate) use read::{load, owned_query_stream};
 pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_of};
 pub use write::update;
 pub use write::update::UpdateOptions;
+use write::{IndexHint, RowWrite};
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
 
-use crate::backend::TableBackend;
-use crate::entity::ETag;
+use crate::backend::{TableBackend, UpdateMode};
+use crate::entity::{ETag, IfMatch};
 use crate::error::{Call, Error, Result};
 use crate::ext::TableBackendExt;
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
@@ -421,6 +422,108 @@ impl<T: TableEntity> Table<T> {
                 return Ok(self.read_stored(&pk, &rk).await?.is_some());
             }
             self.row_under_any_name(&pk, &rk).await
+        })
+    }
+
+    /// Inserts a new entity; fails with
+    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
+    pub async fn insert(&self, value: &T) -> Result<ETag> {
+        self.write_operation("insert")
+            .run(self.insert_unobserved(value))
+            .await
+    }
+
+    /// Replaces the stored entity if it is still the version that was read;
+    /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
+    /// On success `loaded` holds the new version's ETag and Timestamp, so it
+    /// can be written again.
+    ///
+    /// The properties of the row read that the type has no field for are
+    /// written back unchanged (see [`Loaded::unknown_properties`]).
+    pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
+        self.write_operation("replace")
+            .run(self.write_loaded(loaded, UpdateMode::Replace))
+            .await
+    }
+
+    /// Merges into the stored entity if it is still the version that was read
+    /// (fields that are `None` keep their stored values). On success `loaded`
+    /// holds the new version's ETag and Timestamp.
+    pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
+        self.write_operation("merge")
+            .run(self.write_loaded(loaded, UpdateMode::Merge))
+            .await
+    }
+
+    /// Replaces the stored entity whatever its version (`If-Match: *`). The
+    /// row then holds exactly the properties of `value`: columns the type
+    /// does not know are removed (a [`replace`](Table::replace) through
+    /// what was read keeps them).
+    pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
+        self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
+            .await
+    }
+
+    /// Merges into the stored entity whatever its version (`If-Match: *`).
+    pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
+        self.write(value, RowWrite::Update(UpdateMode::Merge, IfMatch::Any))
+            .await
+    }
+
+    /// Inserts the entity or replaces the stored one. A replaced row then
+    /// holds exactly the properties of `value`: columns the type does not
+    /// know are removed ([`upsert_merge`](Table::upsert_merge) keeps them).
+    pub async fn upsert(&self, value: &T) -> Result<ETag> {
+        self.write(value, RowWrite::Upsert(UpdateMode::Replace))
+            .await
+    }
+
+    /// Inserts the entity or merges it into the stored one.
+    pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
+        self.write(value, RowWrite::Upsert(UpdateMode::Merge)).await
+    }
+
+    /// Merges one element of a data series into the stored entity
+    /// (`Meter::columns().hourly.at(5)`), leaving every other property as it
+    /// is; guarded by `if_match` (`IfMatch::Any` to write whatever the version).
+    pub fn merge_element<'a, E: schema::PropertyValue>(
+        &'a self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+        element: &schema::Element<E>,
+        value: &E,
+        if_match: &IfMatch,
+    ) -> Call<'a, ETag> {
+        // The row is made now: the future holds nothing of the arguments.
+        let row = write::element_row::<T, E>(&pk, &rk, element, value);
+        let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
+        Box::pin(async move {
+            self.write_operation("merge")
+                .run(self.write_row(row?, write, IndexHint::default()))
+                .await
+        })
+    }
+
+    /// Deletes the stored entity if it is still the version that was read.
+    pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
+        self.write_operation("delete")
+            .run(self.delete_loaded(loaded))
+            .await
+    }
+
+    /// Deletes the entity with these keys whatever its version; fails with
+    /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
+    pub fn delete_unconditionally(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        rk: impl KeyArg<T::RowKey>,
+    ) -> Call<'_, ()> {
+        let keys = schema::encode_keys::<T>(&pk, &rk);
+        Box::pin(async move {
+            let (pk, rk) = keys?;
+            self.write_operation("delete")
+                .run(self.delete_encoded(pk, rk))
+                .await
         })
     }
 

@@ -1,11 +1,13 @@
 //! The write pipeline of [`Table`], read top to bottom:
 //!
 //! 1. **Entry** (this file): the public single-entity writes (`insert`,
-//!    `replace`, `merge`, `upsert`, `delete` and their unconditional forms)
-//!    each make the row, say how it is sent ([`RowWrite`]: the one write
-//!    shape), and run under the table's observed operation. Reads
-//!    (`Table::get`, queries) are in `table::read` and `table::query`;
-//!    [`Table::update`] (read, change, write back) is in `update`.
+//!    `replace`, `merge`, `upsert`, `delete`, their unconditional forms and
+//!    `merge_element`) are declared in `table/mod.rs` beside `Table`, so
+//!    that the compiler's messages name them `Table::insert`. Each is a few
+//!    lines: it says how the row is sent ([`RowWrite`], the one write shape
+//!    of a single entity) and runs this file's body for it under the
+//!    table's observed operation. Reads are `table/read.rs`'s;
+//!    [`Table::update`] (read, change, write back) is `update.rs`'s.
 //! 2. **Retry** (`retry.rs`): the one policy for a write whose answer was
 //!    lost: how often it is sent again, and on which outcomes.
 //! 3. **Record and settle** (`settle.rs`): a write records its tag in the
@@ -37,24 +39,16 @@ pub(super) use settle::history_has;
 use super::{Loaded, Table, new_index_keys, operation, unknown};
 use crate::backend::UpdateMode;
 use crate::entity::{ETag, IfMatch};
-use crate::error::{Call, Error, Result};
+use crate::error::{Error, Result};
 use crate::schema::{self, KeyArg, TableEntity};
 
 impl<T: TableEntity> Table<T> {
-    /// Inserts a new entity; fails with
-    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
-    pub async fn insert(&self, value: &T) -> Result<ETag> {
-        self.write_operation("insert")
-            .run(self.insert_unobserved(value))
-            .await
-    }
-
     /// A typed write `op` of this table, observed ([`operation`]).
-    fn write_operation(&self, op: &'static str) -> crate::telemetry::Call {
+    pub(super) fn write_operation(&self, op: &'static str) -> crate::telemetry::Call {
         operation(&*self.backend, op, &self.name, T::DESCRIPTOR.kind, None)
     }
 
-    async fn insert_unobserved(&self, value: &T) -> Result<ETag> {
+    pub(super) async fn insert_unobserved(&self, value: &T) -> Result<ETag> {
         // An insert whose answer is lost is settled by reading the row back:
         // absent, it is sent again; present, its history says whose it is.
         let mut row = schema::to_entity(value)?;
@@ -92,7 +86,7 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
+    pub(super) async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
         let op = match write {
             RowWrite::Insert => "insert",
             RowWrite::Update(UpdateMode::Replace, _) => "replace",
@@ -141,29 +135,11 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    /// Replaces the stored entity if it is still the version that was read;
-    /// otherwise fails with [`PreconditionFailed`](Error::PreconditionFailed).
-    /// On success `loaded` holds the new version's ETag and Timestamp, so it
-    /// can be written again.
-    ///
-    /// The properties of the row read that the type has no field for are
-    /// written back unchanged (see [`Loaded::unknown_properties`]).
-    pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("replace")
-            .run(self.write_loaded(loaded, UpdateMode::Replace))
-            .await
-    }
-
-    /// Merges into the stored entity if it is still the version that was read
-    /// (fields that are `None` keep their stored values). On success `loaded`
-    /// holds the new version's ETag and Timestamp.
-    pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("merge")
-            .run(self.write_loaded(loaded, UpdateMode::Merge))
-            .await
-    }
-
-    async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
+    pub(super) async fn write_loaded(
+        &self,
+        loaded: &mut Loaded<T>,
+        mode: UpdateMode,
+    ) -> Result<ETag> {
         // A value this program read holds the version it read (never newer
         // than its own), and the ETag guard keeps the row as read. One made
         // elsewhere (`Loaded::new` with a client's ETag) may name a row a
@@ -236,68 +212,7 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    /// Replaces the stored entity whatever its version (`If-Match: *`). The
-    /// row then holds exactly the properties of `value`: columns the type
-    /// does not know are removed (a [`replace`](Table::replace) through
-    /// what was read keeps them).
-    pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
-            .await
-    }
-
-    /// Merges into the stored entity whatever its version (`If-Match: *`).
-    pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Merge, IfMatch::Any))
-            .await
-    }
-
-    /// Inserts the entity or replaces the stored one. A replaced row then
-    /// holds exactly the properties of `value`: columns the type does not
-    /// know are removed ([`upsert_merge`](Table::upsert_merge) keeps them).
-    pub async fn upsert(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Replace))
-            .await
-    }
-
-    /// Inserts the entity or merges it into the stored one.
-    pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Merge)).await
-    }
-
-    /// Merges one element of a data series into the stored entity
-    /// (`Meter::columns().hourly.at(5)`), leaving every other property as it
-    /// is; guarded by `if_match` (`IfMatch::Any` to write whatever the version).
-    pub fn merge_element<'a, E: schema::PropertyValue>(
-        &'a self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-        element: &schema::Element<E>,
-        value: &E,
-        if_match: &IfMatch,
-    ) -> Call<'a, ETag> {
-        // The row is made now: the future holds nothing of the arguments.
-        let row = schema::encode_keys::<T>(&pk, &rk).and_then(|(pk, rk)| {
-            let mut entity = crate::entity::Entity::new(pk, rk);
-            schema::write_property(&mut entity.properties, element.property_name(), value)?;
-            Ok(entity)
-        });
-        let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
-        Box::pin(async move {
-            let row = row?;
-            self.write_operation("merge")
-                .run(self.write_row(row, write, IndexHint::default()))
-                .await
-        })
-    }
-
-    /// Deletes the stored entity if it is still the version that was read.
-    pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
-        self.write_operation("delete")
-            .run(self.delete_loaded(loaded))
-            .await
-    }
-
-    async fn delete_loaded(&self, loaded: &Loaded<T>) -> Result<()> {
+    pub(super) async fn delete_loaded(&self, loaded: &Loaded<T>) -> Result<()> {
         let (pk, rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
@@ -351,25 +266,9 @@ impl<T: TableEntity> Table<T> {
         Ok(stored)
     }
 
-    /// Deletes the entity with these keys whatever its version; fails with
-    /// [`EntityNotFound`](Error::EntityNotFound) if there is none.
-    pub fn delete_unconditionally(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        rk: impl KeyArg<T::RowKey>,
-    ) -> Call<'_, ()> {
-        let keys = schema::encode_keys::<T>(&pk, &rk);
-        Box::pin(async move {
-            let (pk, rk) = keys?;
-            self.write_operation("delete")
-                .run(self.delete_encoded(pk, rk))
-                .await
-        })
-    }
-
     /// [`delete_unconditionally`](Table::delete_unconditionally) of the
     /// encoded keys.
-    async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
+    pub(super) async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
         let entity = crate::entity::Entity::new(pk, rk);
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let mut resends = Resends::default();
@@ -398,4 +297,18 @@ impl<T: TableEntity> Table<T> {
 /// of `T` record a version at all.
 pub(crate) fn written_version<T: TableEntity>() -> Option<u32> {
     (T::DESCRIPTOR.kind.is_some() && T::DESCRIPTOR.kind_properties).then_some(T::DESCRIPTOR.version)
+}
+
+/// The row a merge of one series element writes: the entity's keys and the
+/// element's property alone.
+pub(super) fn element_row<T: TableEntity, E: schema::PropertyValue>(
+    pk: &impl KeyArg<T::PartitionKey>,
+    rk: &impl KeyArg<T::RowKey>,
+    element: &schema::Element<E>,
+    value: &E,
+) -> Result<crate::entity::Entity> {
+    let (pk, rk) = schema::encode_keys::<T>(pk, rk)?;
+    let mut entity = crate::entity::Entity::new(pk, rk);
+    schema::write_property(&mut entity.properties, element.property_name(), value)?;
+    Ok(entity)
 }
