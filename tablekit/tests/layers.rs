@@ -8,7 +8,7 @@
 //! removed as the code moves; the check also fails when a listed edge is
 //! gone, so the list only shrinks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom up, and the modules in each. A module path names a
@@ -204,6 +204,31 @@ fn rust_files(root: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The names the crate root (`lib.rs` under `root`) re-exports from its
+/// modules (`pub use table::{Table, …}`), each with the module it comes
+/// from: `Table` → `table`.
+fn root_exports(root: &Path) -> BTreeMap<String, String> {
+    let Ok(text) = std::fs::read_to_string(root.join("lib.rs")) else {
+        return BTreeMap::new();
+    };
+    let code: String = text
+        .lines()
+        .map(|line| format!("{}\n", code(line)))
+        .collect();
+    full_paths(&code, "pub use ")
+        .into_iter()
+        .filter(|path| path.len() >= 2)
+        .filter_map(|path| {
+            let name = path.last()?.clone();
+            let home = target(
+                &path[0],
+                path.get(1).map(String::as_str).filter(|_| path.len() > 2),
+            );
+            Some((name, home))
+        })
+        .collect()
+}
+
 /// An upward edge: where, and between which layers.
 #[derive(Debug)]
 struct Upward {
@@ -217,6 +242,7 @@ struct Upward {
 /// (`tests.rs`) are left out.
 fn upward_edges(root: &Path) -> Vec<Upward> {
     let files = rust_files(root);
+    let exports = root_exports(root);
     let mut edges = Vec::new();
     for file in files {
         let relative = file.strip_prefix(root).expect("under the root");
@@ -260,9 +286,14 @@ fn upward_edges(root: &Path) -> Vec<Upward> {
             .collect();
         for (n, line) in body.lines().enumerate() {
             let line_code = code(line);
+            // A name the crate root re-exports (`crate::Error`) is judged
+            // as the module it comes from.
             let mut targets: Vec<String> = paths_after(line_code, "crate::")
                 .into_iter()
-                .map(|(first, second)| target(first, second))
+                .map(|(first, second)| match exports.get(first) {
+                    Some(home) => home.clone(),
+                    None => target(first, second),
+                })
                 .collect();
             for child in &children {
                 let named = format!("{child}::");
@@ -352,8 +383,9 @@ fn no_module_imports_a_higher_layer() {
     );
 }
 
-/// The check itself: an upward import, plain or in a group, is found with
-/// its file, line and layers; a downward one is not.
+/// The check itself: an upward import, plain, in a group or through a name
+/// the crate root re-exports, is found with its file, line and layers; a
+/// downward one is not.
 #[test]
 fn the_check_finds_an_upward_import() {
     let dir = std::env::temp_dir().join(format!("tablekit-layers-{}", std::process::id()));
@@ -361,7 +393,12 @@ fn the_check_finds_an_upward_import() {
     std::fs::create_dir_all(src.join("table")).expect("make a tree");
     std::fs::write(
         src.join("value.rs"),
-        "use crate::datetime::DateTime;\nuse crate::{error::Error, index::IndexDef};\n",
+        "use crate::datetime::DateTime;\nuse crate::{error::Error, index::IndexDef};\nfn g(r: crate::IndexReader) {}\nfn h(e: crate::Error) {}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub use error::Error;\npub use index::{\n    IndexPage, IndexReader,\n};\n",
     )
     .expect("write");
     std::fs::write(
@@ -385,6 +422,7 @@ fn the_check_finds_an_upward_import() {
         [
             ("plan.rs".to_owned(), 1, "table::wide".to_owned()),
             ("value.rs".to_owned(), 2, "index".to_owned()),
+            ("value.rs".to_owned(), 3, "index".to_owned()),
         ]
     );
     std::fs::remove_dir_all(&dir).expect("clean up");
