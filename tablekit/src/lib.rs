@@ -49,49 +49,16 @@
 //! ## The derive
 //!
 //! `#[derive(TableEntity)]` on a struct with named fields (generics allowed).
-//! Container attributes, in `#[tablekit(...)]`:
-//!
-//! | attribute | meaning |
-//! | --- | --- |
-//! | `table = "Name"` | the table (default: the struct's name) |
-//! | `kind = "EMP"` | the entity kind: every RowKey starts with `EMP_`, and the row stores `_Kind` and `_Version`, so kinds can share a table and a partition |
-//! | `kind_properties = false` | the kind lives in the RowKey prefix only, with no `_Kind`/`_Version` properties: for a table laid out before (`empid_000223`) |
-//! | `row_key = "empid_{id}"` | a RowKey template, for a table laid out before: the `row_key` fields, in key order, with the texts around and between them written as they are (`empid_000223`, `{year}-Q{quarter}` → `2012-Q3`); every field but the last is fixed-width (integers, [`key::Padded`], timestamps, UUIDs), the last may be a string or [`key::Verbatim`] |
-//! | `collection` | other kinds may nest under this kind's rows: a string that ends its key is followed by `\|` (`C_acme\|`), so the rows nested under it sort right after it |
-//! | `parent = Customer` | the kind nests under `Customer` (which has `collection`): its RowKey fields start with `Customer`'s, and its tag follows them (`C_acme\|ORD_0000000007`), so a customer, its orders and their lines form one range ([`Table::read_collection`]) |
-//! | `version = 2`, `min_version = 1` | the schema version written, and the oldest one read (default: only the current); other versions are a [`SchemaError::UnsupportedVersion`] |
-//! | `rename_all = "PascalCase"` | property names from field names (`camelCase`, `snake_case`, `SCREAMING_SNAKE_CASE`, `lowercase`, `UPPERCASE`) |
-//! | `wide` | the entity may span several rows of one partition, always written in one transaction |
-//! | `discriminator(property = "EntityType", value = "Payment")` | for a table other clients write, where kinds share a key layout and a property tells them apart: a write stores the property, a read refuses a row that holds another value, a query keeps to the rows that hold it, and an [`EntityKinds`] enum reads each row as the variant whose value it holds |
-//! | `previous_kinds = ["PRD"]` | names the kind had before: their rows are read too, and moved to the kind's own RowKey when written or migrated (see *Changing an entity*) |
-//! | `upgrade_from = ItemV1`, `upgrade_with = path` | rows of older versions are read as `ItemV1` and converted (`From`, or `path`) |
-//! | `projection_of = Employee` | a subset of `Employee`'s fields, read through its table, kind and keys (queries ask for those properties only) |
-//! | `index(name = "email", tag = "EMAIL", copy(name), list, partition = "by_city", table = "Index")` | options of an index its fields declare (`index = "email"` or `unique = "email"` on them): the tag of its RowKeys, the fields its rows copy, one row per value listing the entities (`list`), rows kept in partition `by_city_{pk}` or in another table |
-//! | `shards = 8` | a hot partition spread over eight, read back merged in key order |
-//! | `buckets = "day"` | one table per hour, day or month, read across periods and dropped whole (with a `bucket` field) |
-//! | `crate = ::path` | where `tablekit` is, for crates that re-export it |
-//!
-//! Field attributes:
-//!
-//! | attribute | meaning |
-//! | --- | --- |
-//! | `partition_key`, `partition_key = N` | a PartitionKey component; several fields form a hierarchical key of up to three levels (tenant > user > session), in field order or by `N` |
-//! | `row_key`, `row_key = N` | a RowKey component; up to four form a compound key |
-//! | `rename = "Name"` | the property name |
-//! | `skip` | not stored; `Default` when read |
-//! | `default` | `Default` when the property is absent (a field added later: older rows lack it) |
-//! | `default = path` | what the function `path()` returns when the property is absent |
-//! | `alias = "Old"` | also read from the older name `Old` (any number of them; the current name wins when a row has both); written under the current name only |
-//! | `json` | any serde type, stored as a JSON string |
-//! | `with = module` | a custom codec: `module::to_value(&T) -> Result<Option<Value>, ValueError>` and `module::from_value(Option<&Value>) -> Result<T, ValueError>` |
-//! | `flatten`, `flatten(prefix = "P", delimiter = "_")` | the fields of a [`TableFields`] struct, stored as `P_Field` |
-//! | `series` | a `Vec`, array or `String`-keyed map, one property per element (`Field_0`, `Field_key`) |
-//! | `blob`, `offload` | text or bytes kept in the blob store always, or only when too large for the row |
-//! | `index = "name"`, `unique = "name"` | the field is indexed (its values unique in the partition, for `unique`); the index's options go on the struct. Indexed fields may be strings, integers, UUIDs, timestamps and [`TableValue`] enums |
-//! | `bucket` | the time field that picks a `buckets` type's table |
-//!
-//! The [`TableEntity`] trait's page is the full reference, with each
-//! attribute's limits.
+//! Its attributes, in `#[tablekit(...)]`, say where the entity lives
+//! (`table`, `kind`, `partition_key` and `row_key` fields, a `row_key`
+//! template for a table laid out before), how its kinds share a table
+//! (`collection`, `parent`, `discriminator`), how it changes over time
+//! (`version`, `min_version`, `upgrade_from`, `previous_kinds`, `alias`,
+//! `default`), how each field is stored (`rename`, `skip`, `json`, `with`,
+//! `flatten`, `series`, `blob`, `offload`), its indexes (`index`, `unique`),
+//! and the patterns it takes part in (`wide`, `shards`, `buckets`,
+//! `projection_of`). The [`TableEntity`] trait's page is the reference:
+//! every attribute, what it does, and its limits.
 //!
 //! Key fields live only in the keys ([`key`] lists the encodings: zero-padded
 //! integers, strings stored as they are but for the characters the store
