@@ -64,38 +64,14 @@ impl Drop for Exchange {
     }
 }
 
-/// Wraps `io` and `router` for one connection: the service to give hyper,
-/// and the stream that replaces hyper's own answers.
-pub(super) fn watch<S>(
-    io: S,
-    router: Router,
-) -> (
-    Watched<S>,
-    impl hyper::service::Service<
-        Request<Incoming>,
-        Response = Response<Body>,
-        Error = Infallible,
-        Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send,
-    >,
-) {
+/// Wraps `io` and `router` for one connection: the stream that replaces
+/// hyper's own answers, and the service to give hyper.
+pub(super) fn watch<S>(io: S, router: Router) -> (Watched<S>, Counted) {
     let exchanges = Arc::new(Exchanges::default());
-    let inner = TowerToHyperService::new(router);
-    let counts = Arc::clone(&exchanges);
-    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-        counts.called.fetch_add(1, Ordering::AcqRel);
-        let exchange = Exchange(Arc::clone(&counts));
-        let answer = hyper::service::Service::call(&inner, request);
-        async move {
-            let response = answer.await?;
-            Ok(response.map(|body| {
-                // The exchange ends when hyper drops the body.
-                Body::new(body.map_frame(move |frame| {
-                    let _ = &exchange;
-                    frame
-                }))
-            }))
-        }
-    });
+    let service = Counted {
+        inner: TowerToHyperService::new(router),
+        exchanges: Arc::clone(&exchanges),
+    };
     let watched = Watched {
         io,
         exchanges,
@@ -105,6 +81,35 @@ pub(super) fn watch<S>(
         sent: 0,
     };
     (watched, service)
+}
+
+/// The router as hyper calls it, counting each request passed to it and
+/// each exchange that ends.
+pub(super) struct Counted {
+    inner: TowerToHyperService<Router>,
+    exchanges: Arc<Exchanges>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for Counted {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        self.exchanges.called.fetch_add(1, Ordering::AcqRel);
+        let exchange = Exchange(Arc::clone(&self.exchanges));
+        let answer = hyper::service::Service::call(&self.inner, request);
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(response.map(|body| {
+                // The exchange ends when hyper drops the body.
+                Body::new(body.map_frame(move |frame| {
+                    let _ = &exchange;
+                    frame
+                }))
+            }))
+        })
+    }
 }
 
 /// Where the outgoing bytes stand.
@@ -220,11 +225,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
         ready!(Pin::new(&mut self.io).poll_flush(cx))?;
         // hyper flushes only once its write buffer is empty: if every
         // exchange has ended too, the next answer starts afresh.
-        if self.state == State::Answering {
-            if let Some(called) = self.exchanges.idle() {
-                self.state = State::Boundary;
-                self.seen = called;
-            }
+        if self.state == State::Answering
+            && let Some(called) = self.exchanges.idle()
+        {
+            self.state = State::Boundary;
+            self.seen = called;
         }
         Poll::Ready(Ok(()))
     }
