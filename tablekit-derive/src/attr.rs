@@ -984,3 +984,75 @@ impl Field {
         parts.finish(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every attribute the derive reads is on its reference page, the docs
+    /// of `tablekit::TableEntity` (the one table of them users read).
+    #[test]
+    fn every_attribute_is_on_the_reference_page() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tablekit/src/schema/mod.rs");
+        let page = std::fs::read_to_string(path).expect("the reference page");
+        let table: String = page
+            .lines()
+            .filter(|line| line.starts_with("/// | `"))
+            .map(|line| line.split(" | ").nth(1).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let named = |name: &str| {
+            [" ", " =", "(", "`", ",", ")"].iter().any(|after| {
+                ["`", "(", " ", ", "]
+                    .iter()
+                    .any(|before| table.contains(&format!("{before}{name}{after}")))
+            })
+        };
+        let attributes = [
+            TABLE,
+            KIND,
+            VERSION,
+            MIN_VERSION,
+            CRATE,
+            RENAME_ALL,
+            WIDE,
+            SHARDS,
+            BUCKETS,
+            BUCKET,
+            KIND_PROPERTIES,
+            PARENT,
+            COLLECTION,
+            PROJECTION_OF,
+            UPGRADE_FROM,
+            UPGRADE_WITH,
+            PREVIOUS_KINDS,
+            DISCRIMINATOR,
+            PROPERTY,
+            VALUE,
+            INDEX,
+            NAME,
+            TAG,
+            COPY,
+            LIST,
+            PARTITION,
+            PARTITION_KEY,
+            ROW_KEY,
+            RENAME,
+            ALIAS,
+            SKIP,
+            DEFAULT,
+            WITH,
+            FLATTEN,
+            JSON,
+            SERIES,
+            BLOB,
+            OFFLOAD,
+            PREFIX,
+            DELIMITER,
+            UNIQUE,
+        ];
+        let missing: Vec<&str> = attributes.into_iter().filter(|a| !named(a)).collect();
+        assert!(missing.is_empty(), "not on TableEntity's page: {missing:?}");
+        assert!(!named("no_such_attribute"), "the check can fail");
+    }
+}
