@@ -296,12 +296,12 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
     // A source is read, never made: a directory that is not there is a
     // typo, not an empty store to copy nothing from.
     if flag == "from"
-        && let tablekit_stores::Location::Local(dir) = &location
-        && !dir.exists()
+        && let tablekit_stores::Location::Local(settings) = &location
+        && !settings.dir.exists()
     {
         return Err(failed(format!(
             "--from: the directory {} does not exist (no store there to read)",
-            dir.display()
+            settings.dir.display()
         )));
     }
     Stores::at(location).map_err(|e| failed(format!("--{flag}: {e}")))
@@ -317,9 +317,7 @@ async fn check(m: &ArgMatches) -> Result<(), CliError> {
     let location = tablekit_stores::Location::parse(connection)
         .map_err(|e| failed(format!("--store: {e}")))?;
     let dir = match location {
-        tablekit_stores::Location::Local(dir) | tablekit_stores::Location::LocalReadOnly(dir) => {
-            dir
-        }
+        tablekit_stores::Location::Local(settings) => settings.dir,
         _ => {
             return Err(failed(
                 "--store: check reads a local store (UseLocalStorage=<dir>); a service keeps its own checks",

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
 //! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
+//! | `UseLocalStorage=./data;QuickRecovery=true` | the same, and the first open after a crash takes milliseconds at any size, at the cost of a second sync per commit (`LocalStorageBuilder::quick_recovery`) |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
 //! | `DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…` | an Azure storage account (or Cosmos DB for Table, with its `TableEndpoint`) |
@@ -89,16 +90,42 @@ use tablekit::{BlobStore, Error, QueueStore, Result, TableBackend};
 pub enum Location {
     /// In memory (`UseMemoryStorage=true`).
     Memory,
-    /// In a local directory (`UseLocalStorage=<dir>`).
-    Local(PathBuf),
-    /// In a local directory, opened read-only
-    /// (`UseLocalStorage=<dir>;ReadOnly=true`): nothing in the directory is
-    /// made or changed, and every write fails (see `tablekit_local`'s
-    /// `LocalStorageBuilder::read_only`).
-    LocalReadOnly(PathBuf),
+    /// In a local directory (`UseLocalStorage=<dir>`), opened as its
+    /// settings say.
+    Local(LocalSettings),
     /// At the Table, Blob and Queue services of an account or of the
     /// emulator: any other connection string, kept as given.
     Service(String),
+}
+
+/// A local directory and how it is opened: `UseLocalStorage=<dir>`, with
+/// `ReadOnly` and `QuickRecovery` (each `true` or `false`, `false` when
+/// not given) beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LocalSettings {
+    /// The directory.
+    pub dir: PathBuf,
+    /// `ReadOnly=true`: nothing in the directory is made or changed, and
+    /// every write fails (`tablekit_local`'s
+    /// `LocalStorageBuilder::read_only`).
+    pub read_only: bool,
+    /// `QuickRecovery=true`: the first open after a crash takes
+    /// milliseconds at any size, where it reads the whole file otherwise, at
+    /// the cost of a second sync per commit (`tablekit_local`'s
+    /// `LocalStorageBuilder::quick_recovery`).
+    pub quick_recovery: bool,
+}
+
+impl LocalSettings {
+    /// `dir`, writable, without quick recovery.
+    pub fn new(dir: impl Into<PathBuf>) -> LocalSettings {
+        LocalSettings {
+            dir: dir.into(),
+            read_only: false,
+            quick_recovery: false,
+        }
+    }
 }
 
 impl Location {
@@ -108,7 +135,8 @@ impl Location {
     /// # Errors
     /// [`Error::Configuration`] for an empty string, a `UseMemoryStorage`
     /// other than `true`, an empty `UseLocalStorage`, or either beside other
-    /// settings (but `ReadOnly` beside `UseLocalStorage`).
+    /// settings (but `ReadOnly` and `QuickRecovery` beside
+    /// `UseLocalStorage`, each once, `true` or `false`).
     pub fn parse(connection: &str) -> Result<Location> {
         let parts: Vec<(&str, &str)> = connection
             .split(';')
@@ -152,37 +180,36 @@ impl Location {
             return Ok(Location::Memory);
         }
         if let Some((key, value)) = named("UseLocalStorage") {
-            let read_only = match named("ReadOnly") {
-                None => false,
-                Some((ro, flag)) => {
-                    if parts.len() > 2 {
-                        return Err(config(format!(
-                            "`{key}` takes no other setting beside it than `{ro}`"
-                        )));
-                    }
-                    match flag.to_ascii_lowercase().as_str() {
-                        "true" => true,
-                        "false" => false,
-                        _ => {
-                            return Err(config(format!(
-                                "`{ro}` cannot be {flag:?}; it takes `true` or `false`"
-                            )));
-                        }
-                    }
-                }
-            };
-            if named("ReadOnly").is_none() {
-                alone(key)?;
-            }
             if value.is_empty() {
                 return Err(config(format!("`{key}` needs a directory: `{key}=./data`")));
             }
-            let dir = PathBuf::from(value);
-            return Ok(if read_only {
-                Location::LocalReadOnly(dir)
-            } else {
-                Location::Local(dir)
-            });
+            let mut settings = LocalSettings::new(value);
+            let mut seen: Vec<&str> = Vec::new();
+            for (other, flag) in parts.iter().filter(|(k, _)| k != key) {
+                let field = if other.eq_ignore_ascii_case("ReadOnly") {
+                    &mut settings.read_only
+                } else if other.eq_ignore_ascii_case("QuickRecovery") {
+                    &mut settings.quick_recovery
+                } else {
+                    return Err(config(format!(
+                        "`{key}` takes no other setting beside it than `ReadOnly` and `QuickRecovery`, not `{other}`"
+                    )));
+                };
+                if seen.iter().any(|s| s.eq_ignore_ascii_case(other)) {
+                    return Err(config(format!("`{other}` is given twice")));
+                }
+                seen.push(other);
+                *field = match flag.to_ascii_lowercase().as_str() {
+                    "true" => true,
+                    "false" => false,
+                    _ => {
+                        return Err(config(format!(
+                            "`{other}` cannot be {flag:?}; it takes `true` or `false`"
+                        )));
+                    }
+                };
+            }
+            return Ok(Location::Local(settings));
         }
         Ok(Location::Service(connection.to_owned()))
     }
@@ -200,11 +227,15 @@ impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Location::Memory => f.write_str("memory (gone when the program stops)"),
-            Location::Local(dir) | Location::LocalReadOnly(dir) => {
+            Location::Local(settings) => {
+                let dir = &settings.dir;
                 let shown = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
                 write!(f, "the directory {}", shown.display())?;
-                if matches!(self, Location::LocalReadOnly(_)) {
+                if settings.read_only {
                     f.write_str(", read-only")?;
+                }
+                if settings.quick_recovery {
+                    f.write_str(", with quick recovery")?;
                 }
                 Ok(())
             }
@@ -283,8 +314,7 @@ impl Stores {
     pub fn at(location: Location) -> Result<Stores> {
         match &location {
             Location::Memory => Stores::memory(location),
-            Location::Local(dir) => Stores::local(dir.clone(), false, location),
-            Location::LocalReadOnly(dir) => Stores::local(dir.clone(), true, location),
+            Location::Local(settings) => Stores::local(settings.clone(), location),
             Location::Service(connection) => Stores::service(connection.clone(), location),
         }
     }
@@ -327,10 +357,11 @@ impl Stores {
     }
 
     #[cfg(feature = "local")]
-    fn local(dir: PathBuf, read_only: bool, location: Location) -> Result<Stores> {
+    fn local(settings: LocalSettings, location: Location) -> Result<Stores> {
         let store = tablekit_local::LocalStorage::builder()
-            .read_only(read_only)
-            .open(dir)?;
+            .read_only(settings.read_only)
+            .quick_recovery(settings.quick_recovery)
+            .open(settings.dir)?;
         Ok(Stores {
             tables: Arc::new(store.clone()),
             blobs: Arc::new(store.clone()),
@@ -340,7 +371,7 @@ impl Stores {
     }
 
     #[cfg(not(feature = "local"))]
-    fn local(_: PathBuf, _: bool, _: Location) -> Result<Stores> {
+    fn local(_: LocalSettings, _: Location) -> Result<Stores> {
         Err(left_out("local"))
     }
 
@@ -379,15 +410,32 @@ mod tests {
         );
         assert_eq!(
             Location::parse(" uselocalstorage = ./data ;").unwrap(),
-            Location::Local(PathBuf::from("./data"))
+            Location::Local(LocalSettings::new("./data"))
         );
         assert_eq!(
             Location::parse("UseLocalStorage=./data;readonly=TRUE").unwrap(),
-            Location::LocalReadOnly(PathBuf::from("./data"))
+            Location::Local(LocalSettings {
+                read_only: true,
+                ..LocalSettings::new("./data")
+            })
         );
         assert_eq!(
             Location::parse("ReadOnly=false;UseLocalStorage=./data").unwrap(),
-            Location::Local(PathBuf::from("./data"))
+            Location::Local(LocalSettings::new("./data"))
+        );
+        assert_eq!(
+            Location::parse("UseLocalStorage=./data;QuickRecovery=true").unwrap(),
+            Location::Local(LocalSettings {
+                quick_recovery: true,
+                ..LocalSettings::new("./data")
+            })
+        );
+        assert_eq!(
+            Location::parse("quickrecovery=True;UseLocalStorage=./d;ReadOnly=false").unwrap(),
+            Location::Local(LocalSettings {
+                quick_recovery: true,
+                ..LocalSettings::new("./d")
+            })
         );
         assert!(matches!(
             Location::parse("UseDevelopmentStorage=true").unwrap(),
@@ -402,6 +450,9 @@ mod tests {
             "UseMemoryStorage=true;UseLocalStorage=./a",
             "UseLocalStorage=./a;ReadOnly=yes",
             "UseLocalStorage=./a;ReadOnly=true;AccountName=x",
+            "UseLocalStorage=./a;QuickRecovery=1",
+            "UseLocalStorage=./a;QuickRecovery=true;quickrecovery=false",
+            "UseLocalStorage=./a;QuickRecover=true",
             "UseMemoryStorage=true;ReadOnly=true",
         ] {
             let err = Location::parse(bad).unwrap_err();
@@ -487,5 +538,37 @@ mod tests {
                 .to_string()
                 .contains(&*dir.path().to_string_lossy())
         );
+    }
+
+    /// `QuickRecovery=true` opens a store that writes and keeps its data,
+    /// also read-only beside it; the location says so.
+    #[tokio::test]
+    async fn a_local_store_opens_with_quick_recovery() {
+        let dir = tempfile::tempdir().unwrap();
+        let quick = format!(
+            "UseLocalStorage={};QuickRecovery=true",
+            dir.path().display()
+        );
+        {
+            let stores = Stores::open(&quick).unwrap();
+            assert!(
+                stores
+                    .location()
+                    .to_string()
+                    .ends_with(", with quick recovery"),
+                "{}",
+                stores.location()
+            );
+            stores.tables.create_table("kept").await.unwrap();
+        }
+        let read_only = format!("{quick};ReadOnly=true");
+        let stores = Stores::open(&read_only).unwrap();
+        let tables = stores
+            .tables
+            .list_tables(&Default::default())
+            .await
+            .unwrap();
+        assert_eq!(tables.tables, ["kept"]);
+        assert!(stores.tables.create_table("more").await.is_err());
     }
 }
