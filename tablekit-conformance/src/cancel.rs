@@ -490,6 +490,12 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
         assert_clean(t.verify_indexes(&*pk).await, "staff delete_unconditionally");
         done
     });
+}
+
+/// Transactions (with a put elsewhere) and the bulk writer over an entity
+/// with local indexes, dropped at every poll.
+async fn local_index_group_paths(h: &Harness, out: &mut CancelOutcomes) {
+    let t = &h.staff;
     every_k!(out, h, "transaction", |k| {
         let pk = h.partition("st", k);
         let kept = staff(&pk, 1, 1);
@@ -619,8 +625,8 @@ async fn remote_index_paths(h: &Harness, out: &mut CancelOutcomes) {
 }
 
 /// Writes of entities with values in the blob store (always, and when too
-/// large), of wide entities, and moves to another partition.
-async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
+/// large), and of wide entities, dropped at every poll.
+async fn blob_and_wide_paths(h: &Harness, out: &mut CancelOutcomes) {
     let no_orphans = || async {
         let orphans = h
             .filed
@@ -698,6 +704,12 @@ async fn blob_wide_and_move_paths(h: &Harness, out: &mut CancelOutcomes) {
         assert_clean(t.verify_indexes(&*pk).await, "wide delete");
         done
     });
+}
+
+/// Moves to another partition (or to other keys in place) of plain,
+/// indexed, remote-indexed, offloaded and wide entities, dropped at every
+/// poll.
+async fn move_paths(h: &Harness, out: &mut CancelOutcomes) {
     let t = &h.movers;
     every_k!(out, h, "move", |k| {
         let (from, to) = (h.partition("mf", k), h.partition("mt", k));
@@ -817,8 +829,10 @@ pub async fn writes_are_safe_to_drop(
     let h = &harness;
     let out = &mut outcomes;
     local_index_paths(h, out).await;
+    local_index_group_paths(h, out).await;
     remote_index_paths(h, out).await;
-    blob_wide_and_move_paths(h, out).await;
+    blob_and_wide_paths(h, out).await;
+    move_paths(h, out).await;
     renamed_kind_paths(h, out).await;
     log_and_bucket_paths(h, out).await;
     outcomes

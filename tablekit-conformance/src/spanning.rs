@@ -1181,45 +1181,7 @@ pub async fn remote_index_repair_finds_and_fixes(
         .await
         .expect("verify");
     assert!(clean.is_clean(), "{clean:?}");
-    let email_partition = format!("email_{team}");
-    // Another client deletes one row, changes another, and leaves one.
-    backend
-        .delete_entity(
-            "ConformanceCities",
-            &team,
-            "CON.city_Rome|CON_0000000002",
-            &tablekit::IfMatch::Any,
-        )
-        .await
-        .expect("delete a row");
-    let mut changed = backend
-        .get_entity(
-            &name,
-            &email_partition,
-            "CON.email_a@x|CON_0000000001",
-            &Default::default(),
-        )
-        .await
-        .expect("read a row");
-    changed.insert("salary", 999i64);
-    backend
-        .upsert_entity(&name, &changed, tablekit::UpdateMode::Replace)
-        .await
-        .expect("change a row");
-    let stray = Entity::new(email_partition.as_str(), "CON.email_zz@x|CON_0000000009")
-        .with("_Row", "CON_0000000009");
-    backend
-        .insert_entity(&name, &stray)
-        .await
-        .expect("add a row");
-    // And drops a contact from the gold tier's list.
-    let short = Entity::new(format!("tier_{team}"), "CON.tier_gold")
-        .with("_Rows0", "CON_0000000001\n")
-        .with("_Index", "tier");
-    backend
-        .upsert_entity(&name, &short, tablekit::UpdateMode::Replace)
-        .await
-        .expect("change a list");
+    damage_remote_rows(backend.as_ref(), &name, &team).await;
     let found = table
         .verify_remote_indexes(team.as_str())
         .await
@@ -1296,50 +1258,66 @@ pub async fn remote_index_repair_finds_and_fixes(
     assert!(after.is_clean(), "{after:?}");
 }
 
-/// `Transaction::then_put`: a row put into another table once the
-/// transaction commits. Over random transactions (an employee inserted, an
-/// entry put elsewhere) with faults injected at random steps (failures,
-/// lost answers, a writer that stops after its commit), once the worker and
-/// the sweeper have drained: an entry exists exactly for each transaction
-/// that committed, with the values put, and no record is left. A put of a
-/// reserved RowKey, and a transaction with nothing but puts, are refused.
-pub async fn transactions_put_elsewhere_once_they_commit(
-    backend: Arc<dyn TableBackend>,
-    queues: Arc<dyn QueueStore>,
-    _time: QueueTime,
-) {
-    let name = fresh_table(&*backend, "then").await;
-    let elsewhere = fresh_table(&*backend, "thenlog").await;
-    let queue = unique_queue();
-    let layer = FaultInjection::new(Arc::clone(&backend));
-    let faults = layer.handle();
-    faults.seed(45);
-    let faulty: Arc<dyn TableBackend> = Arc::new(layer);
-    let outbox = Outbox::new(Arc::clone(&queues), queue.clone()).delay(Duration::ZERO);
-    OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue)
-        .create_queues()
+/// What another client does to `team`'s rows of the indexes kept
+/// elsewhere: deletes one row, changes another, leaves a stray one, and
+/// drops a contact from the gold tier's list.
+async fn damage_remote_rows(backend: &dyn TableBackend, name: &str, team: &str) {
+    let email_partition = format!("email_{team}");
+    // Another client deletes one row, changes another, and leaves one.
+    backend
+        .delete_entity(
+            "ConformanceCities",
+            team,
+            "CON.city_Rome|CON_0000000002",
+            &tablekit::IfMatch::Any,
+        )
         .await
-        .expect("create the queues");
-    let table: Table<Mover> =
-        Table::from_arc(Arc::clone(&faulty), &name).with_outbox(outbox.clone());
-    let plain: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name);
-    let entry = |id: u32| {
-        Entity::new("log", format!("e{id:04}"))
-            .with("Employee", i64::from(id))
-            .with("Action", format!("hired {id}"))
-    };
+        .expect("delete a row");
+    let mut changed = backend
+        .get_entity(
+            name,
+            &email_partition,
+            "CON.email_a@x|CON_0000000001",
+            &Default::default(),
+        )
+        .await
+        .expect("read a row");
+    changed.insert("salary", 999i64);
+    backend
+        .upsert_entity(name, &changed, tablekit::UpdateMode::Replace)
+        .await
+        .expect("change a row");
+    let stray = Entity::new(email_partition.as_str(), "CON.email_zz@x|CON_0000000009")
+        .with("_Row", "CON_0000000009");
+    backend
+        .insert_entity(name, &stray)
+        .await
+        .expect("add a row");
+    // And drops a contact from the gold tier's list.
+    let short = Entity::new(format!("tier_{team}"), "CON.tier_gold")
+        .with("_Rows0", "CON_0000000001\n")
+        .with("_Index", "tier");
+    backend
+        .upsert_entity(name, &short, tablekit::UpdateMode::Replace)
+        .await
+        .expect("change a list");
+}
 
-    // Refused up front: a reserved RowKey; nothing but puts.
-    let mut tx = table.transaction();
-    assert!(matches!(
-        tx.then_put(&elsewhere, Entity::new("log", "~tk|fence|x")),
-        Err(Error::Invalid(
-            tablekit::InvalidInput::ReservedRowKey { .. }
-        ))
-    ));
-    tx.then_put(&elsewhere, entry(9999)).expect("a put");
-    assert!(tx.submit().await.is_err(), "a transaction of puts alone");
+/// The log entry a transaction of employee `id` puts elsewhere.
+fn log_entry(id: u32) -> Entity {
+    Entity::new("log", format!("e{id:04}"))
+        .with("Employee", i64::from(id))
+        .with("Action", format!("hired {id}"))
+}
 
+/// Submits 40 transactions, each an insert of an employee and a put of its
+/// log entry in `elsewhere`, under random faults (a writer that stops after
+/// its commit among them): whether each committed (`None`: unknown).
+async fn submit_under_faults(
+    table: &Table<Mover>,
+    faults: &tablekit::layer::FaultHandle,
+    elsewhere: &str,
+) -> BTreeMap<u32, Option<bool>> {
     let mut rng = fastrand::Rng::with_seed(4545);
     // Per employee: whether its transaction committed (`None`: unknown).
     let mut committed: BTreeMap<u32, Option<bool>> = BTreeMap::new();
@@ -1367,7 +1345,7 @@ pub async fn transactions_put_elsewhere_once_they_commit(
         };
         let mut tx = table.transaction();
         tx.insert(&mover).expect("an insert");
-        tx.then_put(&elsewhere, entry(id)).expect("a put");
+        tx.then_put(elsewhere, log_entry(id)).expect("a put");
         let outcome = match tx.submit().await {
             Ok(etags) => {
                 assert_eq!(etags.len(), 1, "one ETag per write, none for the puts");
@@ -1378,6 +1356,50 @@ pub async fn transactions_put_elsewhere_once_they_commit(
         };
         committed.insert(id, outcome);
     }
+    committed
+}
+
+/// `Transaction::then_put`: a row put into another table once the
+/// transaction commits. Over random transactions (an employee inserted, an
+/// entry put elsewhere) with faults injected at random steps (failures,
+/// lost answers, a writer that stops after its commit), once the worker and
+/// the sweeper have drained: an entry exists exactly for each transaction
+/// that committed, with the values put, and no record is left. A put of a
+/// reserved RowKey, and a transaction with nothing but puts, are refused.
+pub async fn transactions_put_elsewhere_once_they_commit(
+    backend: Arc<dyn TableBackend>,
+    queues: Arc<dyn QueueStore>,
+    _time: QueueTime,
+) {
+    let name = fresh_table(&*backend, "then").await;
+    let elsewhere = fresh_table(&*backend, "thenlog").await;
+    let queue = unique_queue();
+    let layer = FaultInjection::new(Arc::clone(&backend));
+    let faults = layer.handle();
+    faults.seed(45);
+    let faulty: Arc<dyn TableBackend> = Arc::new(layer);
+    let outbox = Outbox::new(Arc::clone(&queues), queue.clone()).delay(Duration::ZERO);
+    OutboxWorker::new(Arc::clone(&backend), Arc::clone(&queues), &queue)
+        .create_queues()
+        .await
+        .expect("create the queues");
+    let table: Table<Mover> =
+        Table::from_arc(Arc::clone(&faulty), &name).with_outbox(outbox.clone());
+    let plain: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name);
+    let entry = log_entry;
+
+    // Refused up front: a reserved RowKey; nothing but puts.
+    let mut tx = table.transaction();
+    assert!(matches!(
+        tx.then_put(&elsewhere, Entity::new("log", "~tk|fence|x")),
+        Err(Error::Invalid(
+            tablekit::InvalidInput::ReservedRowKey { .. }
+        ))
+    ));
+    tx.then_put(&elsewhere, entry(9999)).expect("a put");
+    assert!(tx.submit().await.is_err(), "a transaction of puts alone");
+
+    let committed = submit_under_faults(&table, &faults, &elsewhere).await;
     faults.clear();
     // The run met every outcome: committed, refused, unknown.
     for (outcome, what) in [
