@@ -431,6 +431,45 @@ struct Document {
     pages: i32,
 }
 
+/// A typed write of a report and of a document stores the rows as the
+/// templates lay them out, with no kind property.
+async fn typed_writes_keep_the_layout(
+    backend: &dyn TableBackend,
+    name: &str,
+    reports: &Table<QuarterReport>,
+    documents: &Table<Document>,
+) {
+    use tablekit::key::Padded;
+    reports
+        .insert(&QuarterReport {
+            region: "EU".into(),
+            year: Padded::new(2013).expect("digits"),
+            quarter: Padded::new(2).expect("digit"),
+            revenue: 60,
+        })
+        .await
+        .expect("insert");
+    documents
+        .insert(&Document {
+            region: "EU".into(),
+            title: "Plan 2014".into(),
+            pages: 3,
+        })
+        .await
+        .expect("insert");
+    for rk in ["2013-Q2", "doc:Plan 2014.json"] {
+        let raw = backend
+            .get_entity(name, "EU", rk, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("{rk:?} is stored: {e}"));
+        assert!(
+            raw.properties
+                .get(tablekit::schema::KIND_PROPERTY)
+                .is_none()
+        );
+    }
+}
+
 /// RowKey templates map layouts that other clients wrote, texts between
 /// and around the fields included: rows written raw read back typed, typed
 /// writes produce exactly the same keys, prefix queries and ranges stay
@@ -504,34 +543,7 @@ pub async fn key_templates_map_other_layouts(backend: Arc<dyn TableBackend>) {
         .expect("documents");
     assert_eq!(all.len(), 2);
     // Typed writes produce the same layout.
-    reports
-        .insert(&QuarterReport {
-            region: "EU".into(),
-            year: Padded::new(2013).expect("digits"),
-            quarter: Padded::new(2).expect("digit"),
-            revenue: 60,
-        })
-        .await
-        .expect("insert");
-    documents
-        .insert(&Document {
-            region: "EU".into(),
-            title: "Plan 2014".into(),
-            pages: 3,
-        })
-        .await
-        .expect("insert");
-    for rk in ["2013-Q2", "doc:Plan 2014.json"] {
-        let raw = backend
-            .get_entity(&name, "EU", rk, &Default::default())
-            .await
-            .unwrap_or_else(|e| panic!("{rk:?} is stored: {e}"));
-        assert!(
-            raw.properties
-                .get(tablekit::schema::KIND_PROPERTY)
-                .is_none()
-        );
-    }
+    typed_writes_keep_the_layout(&*backend, &name, &reports, &documents).await;
     let before_2013 = reports
         .query()
         .partition("EU")

@@ -985,28 +985,10 @@ impl VersionPair for RenamedPair {
     const RENAMED: bool = true;
 }
 
-/// A renamed kind (`previous_kinds`): its rows under the old name are read
-/// by every typed path, refuse an insert of their keys, and move to the
-/// kind's own RowKey, with their index rows, in one transaction when a
-/// write or a migration rewrites them. Nothing is left under the old name.
-pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
-    let name = fresh_table(&*backend, "renamed").await;
-    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
-    let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
-    for (i, sku) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
-        old.insert(&WidgetV1 {
-            shop: "main".into(),
-            sku: sku.into(),
-            code: format!("c-{sku}"),
-            colour: ["red", "blue"][i % 2].into(),
-            shelf: "top".into(),
-            price: i as u32 + 1,
-        })
-        .await
-        .expect("insert under the old kind");
-    }
-    let stored_under = |prefix: &'static str| row_keys_under(&*backend, &name, "main", prefix);
-    // Read on every typed path.
+/// Rows stored under a previous kind are read on every typed path: a get
+/// (which names the kind it found), exists, a query, a RowKey range and an
+/// index. Returns the entity `b` as read.
+async fn old_rows_read_on_every_path(new: &Table<Widget>) -> Loaded<Widget> {
     let b = new.get("main", "b").await.expect("get").expect("there");
     assert_eq!(
         (b.price_cents, Loaded::previous_kind(&b)),
@@ -1039,6 +1021,32 @@ pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
         .expect("index get")
         .expect("there");
     assert_eq!(by_code.sku, "d");
+    b
+}
+
+/// A renamed kind (`previous_kinds`): its rows under the old name are read
+/// by every typed path, refuse an insert of their keys, and move to the
+/// kind's own RowKey, with their index rows, in one transaction when a
+/// write or a migration rewrites them. Nothing is left under the old name.
+pub async fn renamed_kinds_read_and_move(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "renamed").await;
+    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
+    for (i, sku) in ["a", "b", "c", "d", "e"].into_iter().enumerate() {
+        old.insert(&WidgetV1 {
+            shop: "main".into(),
+            sku: sku.into(),
+            code: format!("c-{sku}"),
+            colour: ["red", "blue"][i % 2].into(),
+            shelf: "top".into(),
+            price: i as u32 + 1,
+        })
+        .await
+        .expect("insert under the old kind");
+    }
+    let stored_under = |prefix: &'static str| row_keys_under(&*backend, &name, "main", prefix);
+    // Read on every typed path.
+    let b = old_rows_read_on_every_path(&new).await;
     // An insert of keys an old row holds is refused.
     let taken = new
         .insert(&Widget::from(WidgetV1 {
