@@ -648,6 +648,67 @@ pub struct Reading {
     pub value: i64,
 }
 
+/// The keys of `items`, in their order.
+fn reading_keys(items: &[Reading]) -> Vec<(String, u32)> {
+    items.iter().map(|r| (r.sensor.clone(), r.seq)).collect()
+}
+
+/// The values of `loaded`.
+fn readings_of(loaded: Vec<tablekit::Loaded<Reading>>) -> Vec<Reading> {
+    loaded
+        .into_iter()
+        .map(tablekit::Loaded::into_inner)
+        .collect()
+}
+
+/// Pages of 7 over the whole table, each resumed from its token's text,
+/// and pages of a range, follow each other in key order: together they are
+/// `all` (the range, its part).
+async fn pages_resume_in_key_order(readings: &Table<Reading>, all: &[Reading]) {
+    let (keys, values) = (reading_keys, readings_of);
+    // Pages of 7, each resumed from its token's text.
+    let mut paged = Vec::new();
+    let mut resume: Option<ContinuationToken> = None;
+    let mut pages = 0;
+    loop {
+        let mut query = readings.query().page_size(7);
+        if let Some(token) = resume.take() {
+            query = query.resume(token);
+        }
+        let (items, next) = query.page().await.expect("page");
+        assert!(items.len() <= 7, "a page holds at most its size");
+        paged.extend(values(items));
+        pages += 1;
+        assert!(pages < 1000, "paging ends");
+        match next {
+            Some(token) => resume = Some(token.to_string().parse().expect("token parses")),
+            None => break,
+        }
+    }
+    assert_eq!(
+        keys(&paged),
+        keys(all),
+        "pages follow each other in key order"
+    );
+
+    // Pages of a range, resumed.
+    let mut got = Vec::new();
+    let mut resume: Option<ContinuationToken> = None;
+    loop {
+        let mut query = readings.query().partition("s3").rows(5..).page_size(4);
+        if let Some(token) = resume.take() {
+            query = query.resume(token);
+        }
+        let (items, next) = query.page().await.expect("range page");
+        got.extend(values(items).into_iter().map(|r| r.seq));
+        match next {
+            Some(token) => resume = Some(token),
+            None => break,
+        }
+    }
+    assert_eq!(got, (5..60).collect::<Vec<_>>());
+}
+
 /// Every read that promises key order keeps it, whatever order the store
 /// returns rows in (Cosmos DB for Table promises none): streams over
 /// partitions, limits, ranges, and pages resumed by their tokens' text.
@@ -673,15 +734,7 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
         all.extend(rows);
     }
     all.sort_by(|a, b| (&a.sensor, a.seq).cmp(&(&b.sensor, b.seq)));
-    let keys = |items: &[Reading]| -> Vec<(String, u32)> {
-        items.iter().map(|r| (r.sensor.clone(), r.seq)).collect()
-    };
-    let values = |loaded: Vec<tablekit::Loaded<Reading>>| -> Vec<Reading> {
-        loaded
-            .into_iter()
-            .map(tablekit::Loaded::into_inner)
-            .collect()
-    };
+    let (keys, values) = (reading_keys, readings_of);
 
     // The whole table, one partition, a range, and a limit.
     let streamed = values(readings.query().collect().await.expect("stream"));
@@ -724,47 +777,7 @@ pub async fn ordered_reads_hold_on_every_store(backend: Arc<dyn TableBackend>) {
         "the untyped stream is in key order too"
     );
 
-    // Pages of 7, each resumed from its token's text.
-    let mut paged = Vec::new();
-    let mut resume: Option<ContinuationToken> = None;
-    let mut pages = 0;
-    loop {
-        let mut query = readings.query().page_size(7);
-        if let Some(token) = resume.take() {
-            query = query.resume(token);
-        }
-        let (items, next) = query.page().await.expect("page");
-        assert!(items.len() <= 7, "a page holds at most its size");
-        paged.extend(values(items));
-        pages += 1;
-        assert!(pages < 1000, "paging ends");
-        match next {
-            Some(token) => resume = Some(token.to_string().parse().expect("token parses")),
-            None => break,
-        }
-    }
-    assert_eq!(
-        keys(&paged),
-        keys(&all),
-        "pages follow each other in key order"
-    );
-
-    // Pages of a range, resumed.
-    let mut got = Vec::new();
-    let mut resume: Option<ContinuationToken> = None;
-    loop {
-        let mut query = readings.query().partition("s3").rows(5..).page_size(4);
-        if let Some(token) = resume.take() {
-            query = query.resume(token);
-        }
-        let (items, next) = query.page().await.expect("range page");
-        got.extend(values(items).into_iter().map(|r| r.seq));
-        match next {
-            Some(token) => resume = Some(token),
-            None => break,
-        }
-    }
-    assert_eq!(got, (5..60).collect::<Vec<_>>());
+    pages_resume_in_key_order(&readings, &all).await;
 
     if backend.query_order() == tablekit::QueryOrder::Unspecified {
         // A token the store made resumes in the store's order: refused.
