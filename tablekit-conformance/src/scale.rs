@@ -32,6 +32,76 @@ fn hit(page: &str, seq: u32) -> Hit {
     }
 }
 
+/// Pages of a sharded partition (of 240 hits on `home`): a continuation
+/// token resumes every shard through its text, a token of another partition
+/// is refused, and cursors page it too; every page set covers it once, in
+/// order.
+async fn sharded_pages_cover_the_partition(hits: &Table<Hit>) {
+    // Pages: one continuation token resumes every shard, through its text.
+    for size in [1u32, 7, 100, 1000] {
+        let mut seen = Vec::new();
+        let mut token: Option<ContinuationToken> = None;
+        loop {
+            let mut query = hits.query().partition("home").page_size(size);
+            if let Some(token) = token.take() {
+                query = query.resume(token.to_string().parse().expect("a token"));
+            }
+            let (items, next) = query.page().await.expect("a page");
+            assert!(items.len() <= size as usize);
+            seen.extend(items.iter().map(|h| h.seq));
+            match next {
+                Some(next) => {
+                    assert_eq!(items.len(), size as usize, "only the last page is short");
+                    token = Some(next);
+                }
+                None => break,
+            }
+        }
+        assert!(seen.iter().copied().eq(0..240), "pages of {size}");
+    }
+    // A token of another partition is refused.
+    let (_, other) = hits
+        .query()
+        .partition("home page")
+        .page_size(5)
+        .page()
+        .await
+        .expect("page");
+    let refused = hits
+        .query()
+        .partition("home")
+        .resume(other.expect("more"))
+        .page()
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(tablekit::Error::Invalid(
+                tablekit::InvalidInput::ContinuationToken { .. }
+            ))
+        ),
+        "{refused:?}"
+    );
+
+    // Cursors, for pages of N items.
+    let mut seen = Vec::new();
+    let mut cursor: Option<Cursor> = None;
+    loop {
+        let query = hits.query().partition("home");
+        let query = match cursor.take() {
+            Some(c) => query.after(c.to_string().parse().expect("a cursor")),
+            None => query,
+        };
+        let page = query.page_of(33).await.expect("a page");
+        seen.extend(page.items.iter().map(|h| h.seq));
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert!(seen.iter().copied().eq(0..240), "cursor pages");
+}
+
 /// Rows of a sharded kind spread over their shards by RowKey; point reads,
 /// bulk writes, merged queries, pages with one token, cursors and counts
 /// all see one logical partition in RowKey order.
@@ -110,69 +180,7 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     );
     assert_eq!(hits.query().count().await.expect("count all"), 270);
 
-    // Pages: one continuation token resumes every shard, through its text.
-    for size in [1u32, 7, 100, 1000] {
-        let mut seen = Vec::new();
-        let mut token: Option<ContinuationToken> = None;
-        loop {
-            let mut query = hits.query().partition("home").page_size(size);
-            if let Some(token) = token.take() {
-                query = query.resume(token.to_string().parse().expect("a token"));
-            }
-            let (items, next) = query.page().await.expect("a page");
-            assert!(items.len() <= size as usize);
-            seen.extend(items.iter().map(|h| h.seq));
-            match next {
-                Some(next) => {
-                    assert_eq!(items.len(), size as usize, "only the last page is short");
-                    token = Some(next);
-                }
-                None => break,
-            }
-        }
-        assert!(seen.iter().copied().eq(0..240), "pages of {size}");
-    }
-    // A token of another partition is refused.
-    let (_, other) = hits
-        .query()
-        .partition("home page")
-        .page_size(5)
-        .page()
-        .await
-        .expect("page");
-    let refused = hits
-        .query()
-        .partition("home")
-        .resume(other.expect("more"))
-        .page()
-        .await;
-    assert!(
-        matches!(
-            refused,
-            Err(tablekit::Error::Invalid(
-                tablekit::InvalidInput::ContinuationToken { .. }
-            ))
-        ),
-        "{refused:?}"
-    );
-
-    // Cursors, for pages of N items.
-    let mut seen = Vec::new();
-    let mut cursor: Option<Cursor> = None;
-    loop {
-        let query = hits.query().partition("home");
-        let query = match cursor.take() {
-            Some(c) => query.after(c.to_string().parse().expect("a cursor")),
-            None => query,
-        };
-        let page = query.page_of(33).await.expect("a page");
-        seen.extend(page.items.iter().map(|h| h.seq));
-        match page.next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
-    assert!(seen.iter().copied().eq(0..240), "cursor pages");
+    sharded_pages_cover_the_partition(&hits).await;
 
     // Deletes find their shard.
     hits.delete(&one).await.expect("delete");
@@ -263,6 +271,69 @@ fn at(text: &str) -> tablekit::DateTime {
     tablekit::DateTime::parse(text).expect("a time")
 }
 
+/// Through the bucket `prefix` of `Event`s: a projection reads its
+/// entity's periods, as its entity does; a kind without periods is refused,
+/// and nothing is created.
+async fn projections_and_plain_kinds_of_buckets(backend: &Arc<dyn TableBackend>, prefix: &str) {
+    use tablekit::bucket::{Buckets, Period};
+    // A projection reads its entity's periods, as its entity does.
+    let keys = Buckets::new(Table::<EventKey>::from_arc(Arc::clone(backend), prefix))
+        .expect("a projection's buckets");
+    assert_eq!(keys.period(), Period::Hour);
+    let keys: Vec<u32> = keys
+        .query(..)
+        .collect()
+        .await
+        .expect("the projection's rows")
+        .iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(keys, [1, 3, 4, 2, 5]);
+    // One of an entity without periods is refused, nothing created.
+    let plain = Buckets::new(Table::<CatalogKey>::from_arc(Arc::clone(backend), prefix));
+    assert!(
+        matches!(plain, Err(tablekit::Error::NotSupported { .. })),
+        "{plain:?}"
+    );
+}
+
+/// A kind bucketed by the time of the write: the table's clock picks the
+/// period, and each period's table is dropped through a typed table.
+async fn buckets_follow_the_clock(backend: &Arc<dyn TableBackend>) {
+    use tablekit::bucket::Buckets;
+    let clock = Arc::new(tablekit::clock::ManualClock::at(at("2026-11-23T23:00:00Z")));
+    let prefix = bucket_prefix("aud");
+    let audit = Buckets::new(
+        Table::<AuditLine>::from_arc(Arc::clone(backend), &prefix).with_clock(clock.clone()),
+    )
+    .expect("a bucket prefix");
+    let line = |id| AuditLine {
+        actor: "ada".into(),
+        id,
+    };
+    audit.insert(&line(1)).await.expect("insert");
+    clock.advance(std::time::Duration::from_secs(3600));
+    audit.upsert(&line(2)).await.expect("upsert");
+    let names: Vec<String> = audit
+        .tables()
+        .await
+        .expect("tables")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        [format!("{prefix}20261123"), format!("{prefix}20261124")]
+    );
+    let lines = audit.query(..).collect().await.expect("all");
+    assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2]);
+    for name in names {
+        // A table named at run time, deleted through the typed table.
+        let table = Table::<AuditLine>::from_arc(Arc::clone(backend), &name);
+        assert!(table.delete_table().await.expect("delete"));
+    }
+}
+
 /// Rows go to their period's table, created on first use; a time range
 /// reads the tables it meets in order and keeps to the range; dropping
 /// takes whole tables and no write brings a dropped period back.
@@ -325,25 +396,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .await
         .expect("narrowed");
     assert_eq!(ids(doors), [1, 3, 4, 5]);
-    // A projection reads its entity's periods, as its entity does.
-    let keys = Buckets::new(Table::<EventKey>::from_arc(Arc::clone(&backend), &prefix))
-        .expect("a projection's buckets");
-    assert_eq!(keys.period(), Period::Hour);
-    let keys: Vec<u32> = keys
-        .query(..)
-        .collect()
-        .await
-        .expect("the projection's rows")
-        .iter()
-        .map(|k| k.id)
-        .collect();
-    assert_eq!(keys, [1, 3, 4, 2, 5]);
-    // One of an entity without periods is refused, nothing created.
-    let plain = Buckets::new(Table::<CatalogKey>::from_arc(Arc::clone(&backend), &prefix));
-    assert!(
-        matches!(plain, Err(tablekit::Error::NotSupported { .. })),
-        "{plain:?}"
-    );
+    projections_and_plain_kinds_of_buckets(&backend, &prefix).await;
     // A point read through the period's table.
     let got = events
         .table_at(at("2026-11-23T18:30:00Z"))
@@ -393,37 +446,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
         .expect("clean up");
 
     // Bucketed by the time of the write: the table's clock picks the period.
-    let clock = Arc::new(tablekit::clock::ManualClock::at(at("2026-11-23T23:00:00Z")));
-    let prefix = bucket_prefix("aud");
-    let audit = Buckets::new(
-        Table::<AuditLine>::from_arc(Arc::clone(&backend), &prefix).with_clock(clock.clone()),
-    )
-    .expect("a bucket prefix");
-    let line = |id| AuditLine {
-        actor: "ada".into(),
-        id,
-    };
-    audit.insert(&line(1)).await.expect("insert");
-    clock.advance(std::time::Duration::from_secs(3600));
-    audit.upsert(&line(2)).await.expect("upsert");
-    let names: Vec<String> = audit
-        .tables()
-        .await
-        .expect("tables")
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    assert_eq!(
-        names,
-        [format!("{prefix}20261123"), format!("{prefix}20261124")]
-    );
-    let lines = audit.query(..).collect().await.expect("all");
-    assert_eq!(lines.iter().map(|l| l.id).collect::<Vec<_>>(), [1, 2]);
-    for name in names {
-        // A table named at run time, deleted through the typed table.
-        let table = Table::<AuditLine>::from_arc(Arc::clone(&backend), &name);
-        assert!(table.delete_table().await.expect("delete"));
-    }
+    buckets_follow_the_clock(&backend).await;
 }
 
 /// A log record of the model run.
