@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::unique_table;
 use tablekit::Error;
 use tablekit::backend::TableBackend;
-use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::layer::{Fault, FaultHandle, FaultInjection, Injection, Operation};
 use tablekit::table::{Table, UpdateOptions};
 
 /// A counter row.
@@ -130,6 +130,59 @@ pub async fn run_counter(
         writes,
         final_count,
     }
+}
+
+/// Eight writers increment counter 2 through read, change, replace, 20
+/// times each, under transient failures and lost answers: the count is the
+/// number of replaces reported applied, and none is left unsettled.
+async fn concurrent_replaces_count_once(table: &Table<Counter>, faults: &FaultHandle) {
+    table
+        .insert(&Counter {
+            name: "c".into(),
+            id: 2,
+            count: 0,
+        })
+        .await
+        .expect("insert");
+    faults.seed(7);
+    faults.inject(Injection::any().times(usize::MAX).probability(0.1));
+    faults.inject(
+        Injection::any()
+            .times(usize::MAX)
+            .probability(0.1)
+            .fault(Fault::LostResponse),
+    );
+    let applied = Arc::new(AtomicUsize::new(0));
+    let writers = (0..8).map(|_| {
+        let (table, applied) = (table.clone(), Arc::clone(&applied));
+        async move {
+            for _ in 0..20 {
+                for _ in 0..200 {
+                    let Ok(Some(mut c)) = table.get("c", 2u32).await else {
+                        continue;
+                    };
+                    c.count += 1;
+                    match table.replace(&mut c).await {
+                        Ok(_) => {
+                            applied.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        Err(e) if e.is_outcome_unknown() => panic!("unsettled: {e}"),
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    });
+    futures::future::join_all(writers).await;
+    faults.clear();
+    let count = table
+        .get("c", 2u32)
+        .await
+        .expect("get")
+        .expect("stored")
+        .count;
+    assert_eq!(count, applied.load(Ordering::Relaxed) as i64);
 }
 
 /// Inserts, writes through a `Loaded` and deletes whose answers are lost are
@@ -258,46 +311,7 @@ pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBack
     faults.clear();
 
     // Many writers incrementing through read, change, replace.
-    table.insert(&counter(2, 0)).await.expect("insert");
-    faults.seed(7);
-    faults.inject(Injection::any().times(usize::MAX).probability(0.1));
-    faults.inject(
-        Injection::any()
-            .times(usize::MAX)
-            .probability(0.1)
-            .fault(Fault::LostResponse),
-    );
-    let applied = Arc::new(AtomicUsize::new(0));
-    let writers = (0..8).map(|_| {
-        let (table, applied) = (table.clone(), Arc::clone(&applied));
-        async move {
-            for _ in 0..20 {
-                for _ in 0..200 {
-                    let Ok(Some(mut c)) = table.get("c", 2u32).await else {
-                        continue;
-                    };
-                    c.count += 1;
-                    match table.replace(&mut c).await {
-                        Ok(_) => {
-                            applied.fetch_add(1, Ordering::Relaxed);
-                            break;
-                        }
-                        Err(e) if e.is_outcome_unknown() => panic!("unsettled: {e}"),
-                        Err(_) => {}
-                    }
-                }
-            }
-        }
-    });
-    futures::future::join_all(writers).await;
-    faults.clear();
-    let count = table
-        .get("c", 2u32)
-        .await
-        .expect("get")
-        .expect("stored")
-        .count;
-    assert_eq!(count, applied.load(Ordering::Relaxed) as i64);
+    concurrent_replaces_count_once(&table, &faults).await;
     backend.delete_table(&name).await.expect("delete table");
 }
 
