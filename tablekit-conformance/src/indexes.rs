@@ -1200,6 +1200,132 @@ enum DeptRows {
     Member(Member),
 }
 
+/// Submits `tx`, whose third write holds a stale ETag: the transaction
+/// fails at that write, and nothing of it lands (the department keeps
+/// `Ann`, member 1 its email, the index rows their places).
+async fn refused_at_its_stale_write(
+    tx: tablekit::table::Transaction,
+    backend: &dyn TableBackend,
+    name: &str,
+    members: &Table<Member>,
+    depts: &Table<Dept>,
+) {
+    match tx.submit().await {
+        Err(Error::BatchFailed { index: 2, source }) => {
+            assert!(
+                matches!(*source, Error::PreconditionFailed { ref row_key, .. } if row_key == "MEMBER_0000000002"),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected the third write to fail, got {other:?}"),
+    }
+    assert_eq!(
+        depts
+            .get("Sales", 0u8)
+            .await
+            .expect("get")
+            .expect("found")
+            .manager,
+        "Ann"
+    );
+    assert_eq!(
+        members
+            .get("Sales", 1u32)
+            .await
+            .expect("get")
+            .expect("found")
+            .email,
+        "a@x"
+    );
+    assert_eq!(
+        index_problems::<Member>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+}
+
+/// A typed batch of members (an insert, an upsert that moves an email, a
+/// delete) keeps their index rows in step.
+async fn batches_keep_index_rows(backend: &dyn TableBackend, name: &str, members: &Table<Member>) {
+    let mut batch = members.batch();
+    batch.insert(&sales_member(6, "f@x", "Cy")).expect("add");
+    batch.upsert(&sales_member(1, "a4@x", "Cy")).expect("add");
+    batch.delete_unconditionally("Sales", 2u32).expect("add");
+    batch.submit().await.expect("batch");
+    assert_eq!(
+        index_problems::<Member>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    let by_email = members.index(Member::indexes().email);
+    assert_eq!(
+        by_email
+            .get("Sales", "a4@x")
+            .await
+            .expect("get")
+            .map(|m| m.id),
+        Some(1)
+    );
+    assert!(by_email.get("Sales", "b2@x").await.expect("get").is_none());
+}
+
+/// Member `id` of Sales.
+fn sales_member(id: u32, email: &str, manager: &str) -> Member {
+    Member {
+        department: "Sales".into(),
+        id,
+        email: email.into(),
+        manager: manager.into(),
+    }
+}
+
+/// Transactions of indexed members refused whole: a unique violation
+/// names the write, and two writes wanting one value are refused before
+/// anything is sent; the department keeps its manager `Cy`.
+async fn refused_transactions_write_nothing(members: &Table<Member>, depts: &Table<Dept>) {
+    let member = sales_member;
+    // A unique violation inside a transaction names the write.
+    let mut tx = members.transaction();
+    tx.upsert(&Dept {
+        department: "Sales".into(),
+        row: 0,
+        manager: "Dee".into(),
+    })
+    .expect("add");
+    tx.insert(&member(3, "b2@x", "Dee")).expect("add");
+    match tx.submit().await {
+        Err(Error::BatchFailed { index: 1, source }) => {
+            assert!(
+                matches!(*source, Error::UniqueViolation { index: "email", .. }),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected the second write to fail, got {other:?}"),
+    }
+    assert_eq!(
+        depts
+            .get("Sales", 0u8)
+            .await
+            .expect("get")
+            .expect("found")
+            .manager,
+        "Cy"
+    );
+    // Two writes wanting one value in the same transaction are refused
+    // before anything is sent, in the caller's terms.
+    let mut tx = members.transaction();
+    tx.insert(&member(4, "same@x", "Cy")).expect("add");
+    tx.insert(&member(5, "same@x", "Cy")).expect("add");
+    assert!(matches!(
+        tx.submit().await,
+        Err(Error::Invalid(
+            tablekit::InvalidInput::BatchDuplicateEntity {
+                first: 0,
+                index: 1,
+                ..
+            }
+        ))
+    ));
+}
+
 /// One transaction writes entities of several types, each with its index
 /// rows; a failure names the write in the caller's order and applies
 /// nothing, so a denormalized copy never disagrees with its source.
@@ -1207,12 +1333,7 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     let name = fresh_table(&*backend, "idxtx").await;
     let members: Table<Member> = Table::from_arc(Arc::clone(&backend), &name);
     let depts: Table<Dept> = members.of();
-    let member = |id: u32, email: &str, manager: &str| Member {
-        department: "Sales".into(),
-        id,
-        email: email.into(),
-        manager: manager.into(),
-    };
+    let member = sales_member;
     let mut tx = members.transaction();
     tx.insert(&Dept {
         department: "Sales".into(),
@@ -1271,37 +1392,7 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     tx.replace(&dept).expect("add");
     tx.replace(&one).expect("add");
     tx.replace(&stale_two).expect("add");
-    match tx.submit().await {
-        Err(Error::BatchFailed { index: 2, source }) => {
-            assert!(
-                matches!(*source, Error::PreconditionFailed { ref row_key, .. } if row_key == "MEMBER_0000000002"),
-                "{source:?}"
-            );
-        }
-        other => panic!("expected the third write to fail, got {other:?}"),
-    }
-    assert_eq!(
-        depts
-            .get("Sales", 0u8)
-            .await
-            .expect("get")
-            .expect("found")
-            .manager,
-        "Ann"
-    );
-    assert_eq!(
-        members
-            .get("Sales", 1u32)
-            .await
-            .expect("get")
-            .expect("found")
-            .email,
-        "a@x"
-    );
-    assert_eq!(
-        index_problems::<Member>(&*backend, &name, "Sales").await,
-        Vec::<String>::new()
-    );
+    refused_at_its_stale_write(tx, backend.as_ref(), &name, &members, &depts).await;
 
     // With the current version, it lands whole, index rows moved.
     let mut two = members
@@ -1344,69 +1435,10 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
         Vec::<String>::new()
     );
 
-    // A unique violation inside a transaction names the write.
-    let mut tx = members.transaction();
-    tx.upsert(&Dept {
-        department: "Sales".into(),
-        row: 0,
-        manager: "Dee".into(),
-    })
-    .expect("add");
-    tx.insert(&member(3, "b2@x", "Dee")).expect("add");
-    match tx.submit().await {
-        Err(Error::BatchFailed { index: 1, source }) => {
-            assert!(
-                matches!(*source, Error::UniqueViolation { index: "email", .. }),
-                "{source:?}"
-            );
-        }
-        other => panic!("expected the second write to fail, got {other:?}"),
-    }
-    assert_eq!(
-        depts
-            .get("Sales", 0u8)
-            .await
-            .expect("get")
-            .expect("found")
-            .manager,
-        "Cy"
-    );
-    // Two writes wanting one value in the same transaction are refused
-    // before anything is sent, in the caller's terms.
-    let mut tx = members.transaction();
-    tx.insert(&member(4, "same@x", "Cy")).expect("add");
-    tx.insert(&member(5, "same@x", "Cy")).expect("add");
-    assert!(matches!(
-        tx.submit().await,
-        Err(Error::Invalid(
-            tablekit::InvalidInput::BatchDuplicateEntity {
-                first: 0,
-                index: 1,
-                ..
-            }
-        ))
-    ));
+    refused_transactions_write_nothing(&members, &depts).await;
 
     // A typed batch of one indexed type keeps the index rows too.
-    let mut batch = members.batch();
-    batch.insert(&member(6, "f@x", "Cy")).expect("add");
-    batch.upsert(&member(1, "a4@x", "Cy")).expect("add");
-    batch.delete_unconditionally("Sales", 2u32).expect("add");
-    batch.submit().await.expect("batch");
-    assert_eq!(
-        index_problems::<Member>(&*backend, &name, "Sales").await,
-        Vec::<String>::new()
-    );
-    let by_email = members.index(Member::indexes().email);
-    assert_eq!(
-        by_email
-            .get("Sales", "a4@x")
-            .await
-            .expect("get")
-            .map(|m| m.id),
-        Some(1)
-    );
-    assert!(by_email.get("Sales", "b2@x").await.expect("get").is_none());
+    batches_keep_index_rows(backend.as_ref(), &name, &members).await;
     backend.delete_table(&name).await.expect("drop");
 }
 

@@ -132,6 +132,52 @@ pub async fn run_counter(
     }
 }
 
+/// A lost upsert (or upsert_merge) is sent again and lands once, whatever
+/// the answer; an update whose write failed after it was applied (a 5xx
+/// behind the store's back) recognises its own write and does not apply it
+/// twice.
+async fn resent_upserts_and_updates_land_once(table: &Table<Counter>, faults: &FaultHandle) {
+    let counter = |id, count| Counter {
+        name: "c".into(),
+        id,
+        count,
+    };
+    let lose = |operation| faults.inject(Injection::on(operation).fault(Fault::LostResponse));
+    // A lost upsert is sent again: it lands once, whatever the answer.
+    lose(Operation::UpsertEntity);
+    table.upsert(&counter(4, 7)).await.expect("sent again");
+    assert_eq!(
+        table.get("c", 4u32).await.expect("get").map(|c| c.count),
+        Some(7)
+    );
+    lose(Operation::UpsertEntity);
+    lose(Operation::UpsertEntity);
+    table
+        .upsert_merge(&counter(4, 8))
+        .await
+        .expect("sent again");
+    assert_eq!(
+        table.get("c", 4u32).await.expect("get").map(|c| c.count),
+        Some(8)
+    );
+    faults.clear();
+    // An update whose write failed after it was applied (a 5xx behind the
+    // store's back) recognises its own write and does not apply it twice.
+    table.insert(&counter(5, 0)).await.expect("insert");
+    faults.inject(Injection::on(Operation::UpdateEntity).fault(Fault::FailsAfterApply));
+    let updated = table
+        .update("c", 5u32, |c| c.count += 1)
+        .await
+        .expect("settled as written");
+    assert_eq!(updated.count, 1);
+    assert_eq!(
+        table.get("c", 5u32).await.expect("get").map(|c| c.count),
+        Some(1),
+        "applied once"
+    );
+    faults.clear();
+}
+
 /// Eight writers increment counter 2 through read, change, replace, 20
 /// times each, under transient failures and lost answers: the count is the
 /// number of replaces reported applied, and none is left unsettled.
@@ -276,39 +322,7 @@ pub async fn lost_answers_of_typed_writes_are_settled(backend: Arc<dyn TableBack
         "a plain failure is reported: {deleted:?}"
     );
     assert!(table.get("c", 3u32).await.expect("get").is_some());
-    // A lost upsert is sent again: it lands once, whatever the answer.
-    lose(Operation::UpsertEntity);
-    table.upsert(&counter(4, 7)).await.expect("sent again");
-    assert_eq!(
-        table.get("c", 4u32).await.expect("get").map(|c| c.count),
-        Some(7)
-    );
-    lose(Operation::UpsertEntity);
-    lose(Operation::UpsertEntity);
-    table
-        .upsert_merge(&counter(4, 8))
-        .await
-        .expect("sent again");
-    assert_eq!(
-        table.get("c", 4u32).await.expect("get").map(|c| c.count),
-        Some(8)
-    );
-    faults.clear();
-    // An update whose write failed after it was applied (a 5xx behind the
-    // store's back) recognises its own write and does not apply it twice.
-    table.insert(&counter(5, 0)).await.expect("insert");
-    faults.inject(Injection::on(Operation::UpdateEntity).fault(Fault::FailsAfterApply));
-    let updated = table
-        .update("c", 5u32, |c| c.count += 1)
-        .await
-        .expect("settled as written");
-    assert_eq!(updated.count, 1);
-    assert_eq!(
-        table.get("c", 5u32).await.expect("get").map(|c| c.count),
-        Some(1),
-        "applied once"
-    );
-    faults.clear();
+    resent_upserts_and_updates_land_once(&table, &faults).await;
 
     // Many writers incrementing through read, change, replace.
     concurrent_replaces_count_once(&table, &faults).await;
