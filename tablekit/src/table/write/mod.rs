@@ -1,13 +1,14 @@
 //! The write pipeline of [`Table`], read top to bottom:
 //!
-//! 1. **Entry** (this file): the public single-entity writes (`insert`,
-//!    `replace`, `merge`, `upsert`, `delete`, their unconditional forms and
+//! 1. **Entry**: the public single-entity writes (`insert`, `replace`,
+//!    `merge`, `upsert`, `delete`, their unconditional forms and
 //!    `merge_element`) are declared in `table/mod.rs` beside `Table`, so
-//!    that the compiler's messages name them `Table::insert`. Each is a few
-//!    lines: it says how the row is sent ([`RowWrite`], the one write shape
-//!    of a single entity) and runs this file's body for it under the
-//!    table's observed operation. Reads are `table/read.rs`'s;
-//!    [`Table::update`] (read, change, write back) is `update.rs`'s.
+//!    that the compiler's messages name them `Table::insert`, and their
+//!    bodies are in this file. Each is a few lines: it says how the row is
+//!    sent ([`RowWrite`], the one write shape of a single entity) and runs
+//!    its body under the table's observed operation. Reads are
+//!    `table/read.rs`'s; [`Table::update`] (read, change, write back) is
+//!    `update.rs`'s.
 //! 2. **Retry** (`retry.rs`): the one policy for a write whose answer was
 //!    lost: how often it is sent again, and on which outcomes.
 //! 3. **Record and settle** (`settle.rs`): a write records its tag in the
@@ -33,8 +34,7 @@ use std::sync::Arc;
 pub(crate) use retry::RACE_ATTEMPTS;
 use retry::Resends;
 pub(super) use row::{IndexHint, RowWrite};
-pub(super) use settle::Recorded;
-pub(super) use settle::history_has;
+pub(super) use settle::{Recorded, history_has};
 
 use super::{Loaded, Table, new_index_keys, operation, unknown};
 use crate::backend::UpdateMode;
