@@ -15,11 +15,12 @@
 //! again; a unique index row that names no entity holding its value (left by
 //! a writer other than tablekit) is taken over under its own ETag.
 //!
-//! The parts: `typed.rs` plans one typed write (its row or wide parts,
-//! index rows, index entities, the record of its indexes kept elsewhere, a
-//! renamed kind's old row) from the state `table/stored.rs` reads; `run.rs` runs a transaction of planned writes, planning
-//! again after a lost race or a lost answer; `moves.rs` and `then_put.rs`
-//! plan the outbox records of a move and of a transaction's puts elsewhere.
+//! The parts: `typed/` plans one typed write (its row or wide parts, index
+//! rows, index entities, the record of its indexes kept elsewhere, a
+//! renamed kind's old row; a file each) from the state `table/stored.rs`
+//! reads; `run.rs` runs a transaction of planned writes, planning again
+//! after a lost race or a lost answer; `moves.rs` and `then_put.rs` plan
+//! the outbox records of a move and of a transaction's puts elsewhere.
 //! This file holds what they share, and the entry points of `Table`.
 //!
 //! [`Loaded`]: super::Loaded
