@@ -74,23 +74,14 @@ enum CustomerRows {
 /// another's.
 const CUSTOMERS: [&str; 6] = ["acme", "acme2", "acme corp", "acme|eu", "acme/eu", "50%"];
 
-/// A customer with its note, orders and lines, written through the typed
-/// API: a collection is read with one range query, in tree order (each row
-/// right before the rows nested under it), never reaching a customer whose
-/// key starts alike; each kind's own queries see only that kind; the keys
-/// read as a person would write them.
-pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("collections");
-    let counted = Arc::new(FaultInjection::new(Arc::clone(&backend)));
-    let calls = counted.handle();
-    let customers: Table<Customer> =
-        Table::from_arc(Arc::clone(&counted) as Arc<dyn TableBackend>, &name);
-    customers.create_if_missing().await.expect("create table");
-    let (orders, lines, notes) = (
-        customers.of::<Order>(),
-        customers.of::<Line>(),
-        customers.of::<Note>(),
-    );
+/// Every customer of [`CUSTOMERS`] in partition `t1`, each with a note, two
+/// orders and two lines per order, written in reverse key order.
+async fn write_customers(
+    customers: &Table<Customer>,
+    orders: &Table<Order>,
+    lines: &Table<Line>,
+    notes: &Table<Note>,
+) {
     for customer in CUSTOMERS {
         let c = customer.to_string();
         customers
@@ -133,6 +124,122 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
             }
         }
     }
+}
+
+/// Point reads, writes and deletes address each kind's own row: an order
+/// replaced leaves its customer and note as they were, a line deleted
+/// leaves its order's collection with the order and one line.
+async fn points_address_their_own_row(
+    customers: &Table<Customer>,
+    orders: &Table<Order>,
+    lines: &Table<Line>,
+    notes: &Table<Note>,
+) {
+    let kinds = customers.of::<CustomerRows>();
+    let mut order = orders
+        .get("t1", ("acme corp", 2u32))
+        .await
+        .expect("get order")
+        .expect("stored");
+    order.total += 1;
+    orders.replace(&mut order).await.expect("replace order");
+    assert!(
+        customers
+            .get("t1", "acme corp")
+            .await
+            .expect("get customer")
+            .is_some_and(|c| c.name == "acme corp Ltd")
+    );
+    assert!(
+        notes
+            .get("t1", "acme corp")
+            .await
+            .expect("get note")
+            .is_some()
+    );
+    lines
+        .delete_unconditionally("t1", ("acme corp", 2u32, 1u16))
+        .await
+        .expect("delete line");
+    let left: Vec<Loaded<CustomerRows>> = kinds
+        .read_collection::<Order>("t1", ("acme corp", 2u32), UnknownKind::Fail)
+        .try_collect()
+        .await
+        .expect("order collection");
+    assert_eq!(left.len(), 2);
+    assert!(matches!(&*left[0], CustomerRows::Order(o) if o.total == 201));
+}
+
+/// In partition `t1`, each kind's queries see that kind only: customers,
+/// orders (all, one customer's by prefix, a range), and one order's lines.
+async fn queries_see_their_kind_only(
+    customers: &Table<Customer>,
+    orders: &Table<Order>,
+    lines: &Table<Line>,
+) {
+    let all_customers = customers
+        .query()
+        .partition("t1")
+        .collect()
+        .await
+        .expect("customers");
+    assert_eq!(all_customers.len(), CUSTOMERS.len());
+    let all_orders = orders
+        .query()
+        .partition("t1")
+        .collect()
+        .await
+        .expect("orders");
+    assert_eq!(all_orders.len(), 2 * CUSTOMERS.len());
+    let acme_orders = orders
+        .query()
+        .partition("t1")
+        .row_prefix(("acme",))
+        .collect()
+        .await
+        .expect("orders of acme");
+    let numbers: Vec<(String, u32)> = acme_orders
+        .iter()
+        .map(|o| (o.customer.clone(), o.order))
+        .collect();
+    assert_eq!(numbers, [("acme".into(), 1), ("acme".into(), 2)]);
+    let first = orders
+        .query()
+        .partition("t1")
+        .rows(("acme|eu".to_string(), 0)..("acme|eu".to_string(), 2))
+        .collect()
+        .await
+        .expect("a range of orders");
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].customer.as_str(), first[0].order), ("acme|eu", 1));
+    let all_lines = lines
+        .query()
+        .partition("t1")
+        .row_prefix(("acme/eu", 2u32))
+        .collect()
+        .await
+        .expect("lines of one order");
+    assert_eq!(all_lines.len(), 2);
+}
+
+/// A customer with its note, orders and lines, written through the typed
+/// API: a collection is read with one range query, in tree order (each row
+/// right before the rows nested under it), never reaching a customer whose
+/// key starts alike; each kind's own queries see only that kind; the keys
+/// read as a person would write them.
+pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("collections");
+    let counted = Arc::new(FaultInjection::new(Arc::clone(&backend)));
+    let calls = counted.handle();
+    let customers: Table<Customer> =
+        Table::from_arc(Arc::clone(&counted) as Arc<dyn TableBackend>, &name);
+    customers.create_if_missing().await.expect("create table");
+    let (orders, lines, notes) = (
+        customers.of::<Order>(),
+        customers.of::<Line>(),
+        customers.of::<Note>(),
+    );
+    write_customers(&customers, &orders, &lines, &notes).await;
     // The keys as a storage browser shows them.
     let range = tablekit::Query::new().filter(
         tablekit::filter::Filter::row_key().ge("C_acme|")
@@ -217,83 +324,10 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
     }
 
     // Each kind's queries see that kind only.
-    let all_customers = customers
-        .query()
-        .partition("t1")
-        .collect()
-        .await
-        .expect("customers");
-    assert_eq!(all_customers.len(), CUSTOMERS.len());
-    let all_orders = orders
-        .query()
-        .partition("t1")
-        .collect()
-        .await
-        .expect("orders");
-    assert_eq!(all_orders.len(), 2 * CUSTOMERS.len());
-    let acme_orders = orders
-        .query()
-        .partition("t1")
-        .row_prefix(("acme",))
-        .collect()
-        .await
-        .expect("orders of acme");
-    let numbers: Vec<(String, u32)> = acme_orders
-        .iter()
-        .map(|o| (o.customer.clone(), o.order))
-        .collect();
-    assert_eq!(numbers, [("acme".into(), 1), ("acme".into(), 2)]);
-    let first = orders
-        .query()
-        .partition("t1")
-        .rows(("acme|eu".to_string(), 0)..("acme|eu".to_string(), 2))
-        .collect()
-        .await
-        .expect("a range of orders");
-    assert_eq!(first.len(), 1);
-    assert_eq!((first[0].customer.as_str(), first[0].order), ("acme|eu", 1));
-    let all_lines = lines
-        .query()
-        .partition("t1")
-        .row_prefix(("acme/eu", 2u32))
-        .collect()
-        .await
-        .expect("lines of one order");
-    assert_eq!(all_lines.len(), 2);
+    queries_see_their_kind_only(&customers, &orders, &lines).await;
 
     // Point reads, writes and deletes address each kind's own row.
-    let mut order = orders
-        .get("t1", ("acme corp", 2u32))
-        .await
-        .expect("get order")
-        .expect("stored");
-    order.total += 1;
-    orders.replace(&mut order).await.expect("replace order");
-    assert!(
-        customers
-            .get("t1", "acme corp")
-            .await
-            .expect("get customer")
-            .is_some_and(|c| c.name == "acme corp Ltd")
-    );
-    assert!(
-        notes
-            .get("t1", "acme corp")
-            .await
-            .expect("get note")
-            .is_some()
-    );
-    lines
-        .delete_unconditionally("t1", ("acme corp", 2u32, 1u16))
-        .await
-        .expect("delete line");
-    let left: Vec<Loaded<CustomerRows>> = kinds
-        .read_collection::<Order>("t1", ("acme corp", 2u32), UnknownKind::Fail)
-        .try_collect()
-        .await
-        .expect("order collection");
-    assert_eq!(left.len(), 2);
-    assert!(matches!(&*left[0], CustomerRows::Order(o) if o.total == 201));
+    points_address_their_own_row(&customers, &orders, &lines, &notes).await;
 
     // The whole partition, typed by kind.
     let partition: Vec<Loaded<CustomerRows>> = kinds
