@@ -224,106 +224,15 @@ fn strip(mut row: Entity) -> Entity {
     row
 }
 
-/// Unique and non-unique indexes through every write path: rows in step,
-/// reads by value, prefix and range, projections from the index rows, and
-/// the unique violation that writes nothing.
-pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
-    let name = fresh_table(&*backend, "idx").await;
-    let table: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
-    let check = || async { index_problems::<Staff>(&*backend, &name, "Sales").await };
-    let indexes = Staff::indexes();
-
-    table
-        .insert(&staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim"))
-        .await
-        .expect("insert");
-    table
-        .insert(&staff("Sales", 224, "smith@contoso.com", "Smith", "Ann"))
-        .await
-        .expect("insert");
-    assert_eq!(check().await, Vec::<String>::new());
-    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
-    let keys: Vec<&str> = rows.iter().map(|r| r.row_key.as_str()).collect();
-    assert_eq!(
-        keys,
-        [
-            "EMP.name_Jones|Jim|EMP_0000000223",
-            "EMP.name_Smith|Ann|EMP_0000000224",
-            "EMP.team_red",
-            "EMP_0000000223",
-            "EMP_0000000224",
-            "email_jonesj@contoso.com",
-            "email_smith@contoso.com",
-        ],
-        "index rows sit beside the entity under readable keys"
-    );
-
-    // The type's own queries never see index rows.
-    let all: Vec<Staff> = table
-        .query()
-        .partition("Sales")
-        .stream()
-        .map_ok(Loaded::into_inner)
-        .try_collect()
-        .await
-        .expect("query");
-    assert_eq!(all.iter().map(|s| s.id).collect::<Vec<_>>(), [223, 224]);
-
-    // Reads through the unique index.
-    let by_email = table.index(indexes.email);
-    let found = by_email
-        .get("Sales", "jonesj@contoso.com")
-        .await
-        .expect("get")
-        .expect("found");
-    assert_eq!(
-        found,
-        staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim")
-    );
-    assert!(
-        by_email
-            .get("Sales", "nobody@contoso.com")
-            .await
-            .expect("get")
-            .is_none()
-    );
-    assert!(
-        by_email
-            .get("Marketing", "jonesj@contoso.com")
-            .await
-            .expect("get")
-            .is_none()
-    );
-    let mut loaded = by_email
-        .get_loaded("Sales", "jonesj@contoso.com")
-        .await
-        .expect("get")
-        .expect("found");
-
-    // A replace that changes the email moves its index row, in one transaction.
-    loaded.email = "jim.jones@contoso.com".into();
-    loaded.last_name = "Jonas".into();
-    table.replace(&mut loaded).await.expect("replace");
-    assert_eq!(check().await, Vec::<String>::new());
-    assert!(
-        by_email
-            .get("Sales", "jonesj@contoso.com")
-            .await
-            .expect("get")
-            .is_none()
-    );
-    assert_eq!(
-        by_email
-            .get("Sales", "jim.jones@contoso.com")
-            .await
-            .expect("get")
-            .map(|s| s.id),
-        Some(223)
-    );
-
-    // A unique violation names the index and the value, and writes nothing.
+/// A unique violation (an insert, a replace and an upsert of a taken
+/// email) names the index, the value and its holder, and writes nothing.
+async fn unique_violations_write_nothing(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
     let before: Vec<Entity> = backend
-        .query_all(&name, Query::new())
+        .query_all(name, Query::new())
         .await
         .expect("rows")
         .into_iter()
@@ -363,97 +272,19 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         Err(Error::UniqueViolation { .. })
     ));
     let after: Vec<Entity> = backend
-        .query_all(&name, Query::new())
+        .query_all(name, Query::new())
         .await
         .expect("rows")
         .into_iter()
         .map(strip)
         .collect();
     assert_eq!(before, after, "a refused write leaves every row as it was");
+}
 
-    // Merge, upsert, upsert_merge and the unconditional writes.
-    let mut merged = staff("Sales", 224, "ann.smith@contoso.com", "Smith", "Anne");
-    merged.phone = None;
-    table.merge_unconditionally(&merged).await.expect("merge");
-    let stored = table
-        .get("Sales", 224u32)
-        .await
-        .expect("get")
-        .expect("found");
-    assert_eq!(
-        stored.phone.as_deref(),
-        Some("555-0224"),
-        "a merge keeps what it does not send"
-    );
-    assert_eq!(check().await, Vec::<String>::new());
-    let via_index = by_email
-        .get("Sales", "ann.smith@contoso.com")
-        .await
-        .expect("get")
-        .expect("found");
-    assert_eq!(
-        via_index,
-        Loaded::into_inner(stored),
-        "the index copy holds the merged entity"
-    );
-    table
-        .upsert(&staff("Sales", 226, "new@contoso.com", "Jones", "Zoe"))
-        .await
-        .expect("upsert new");
-    table
-        .upsert_merge(&staff("Sales", 226, "zoe@contoso.com", "Jones", "Zoe"))
-        .await
-        .expect("upsert_merge");
-    table
-        .replace_unconditionally(&staff("Sales", 223, "jim@contoso.com", "Jones", "Jim"))
-        .await
-        .expect("replace");
-    assert_eq!(check().await, Vec::<String>::new());
-
-    // A merge through a Loaded that moves no index value merges the index
-    // rows too, without reading; one whose index row went missing (removed
-    // by hand) reads and writes it again.
-    let mut zoe = table
-        .get("Sales", 226u32)
-        .await
-        .expect("get")
-        .expect("found");
-    zoe.salary = 4242;
-    zoe.phone = None;
-    table.merge(&mut zoe).await.expect("merge in place");
-    assert_eq!(check().await, Vec::<String>::new());
-    backend
-        .delete_entity(
-            &name,
-            "Sales",
-            "email_zoe@contoso.com",
-            &tablekit::IfMatch::Any,
-        )
-        .await
-        .expect("remove an index row by hand");
-    zoe.salary = 4343;
-    table
-        .merge(&mut zoe)
-        .await
-        .expect("merge over a missing index row");
-    assert_eq!(check().await, Vec::<String>::new());
-    assert_eq!(
-        by_email
-            .get("Sales", "zoe@contoso.com")
-            .await
-            .expect("get")
-            .map(|s| s.salary),
-        Some(4343)
-    );
-
-    // update() reads once and moves what changed.
-    table
-        .update("Sales", 226u32, |s| s.first_name = "Zoey".into())
-        .await
-        .expect("update");
-    assert_eq!(check().await, Vec::<String>::new());
-
-    // Non-unique reads: by value, by prefix, by range, in value order.
+/// Reads through the non-unique `name` index: by value, by prefix, by
+/// range, in value order, and a projection served from its rows.
+async fn non_unique_reads(table: &Table<Staff>) {
+    let indexes = Staff::indexes();
     let by_name = table.index(indexes.name);
     let joneses: Vec<u32> = by_name
         .prefix("Sales", "Jones")
@@ -485,9 +316,17 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
         .await
         .expect("projection");
     assert_eq!(emails, ["ann.smith@contoso.com"]);
+}
 
-    // A projection of an indexed entity reads; a write through it could not
-    // move the index rows, so it is refused before anything is sent.
+/// A projection of an indexed entity reads; a write through it (a
+/// replace, a move, a transaction, the bulk writer) could not move the
+/// index rows, so it is refused before anything is sent.
+async fn projections_of_indexed_entities_refuse_writes(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
+    let by_email = table.index(Staff::indexes().email);
     let cards: Table<StaffEmail> = table.of();
     let card = StaffEmail {
         department: "Sales".into(),
@@ -535,7 +374,243 @@ pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
             .expect("get")
             .is_none()
     );
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+}
+
+/// Merge, upsert, upsert_merge and the unconditional writes keep the
+/// index rows in step, and an index copy holds the merged entity.
+async fn merges_and_upserts_keep_index_rows(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
+    let by_email = table.index(Staff::indexes().email);
+    let mut merged = staff("Sales", 224, "ann.smith@contoso.com", "Smith", "Anne");
+    merged.phone = None;
+    table.merge_unconditionally(&merged).await.expect("merge");
+    let stored = table
+        .get("Sales", 224u32)
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        stored.phone.as_deref(),
+        Some("555-0224"),
+        "a merge keeps what it does not send"
+    );
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    let via_index = by_email
+        .get("Sales", "ann.smith@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        via_index,
+        Loaded::into_inner(stored),
+        "the index copy holds the merged entity"
+    );
+    table
+        .upsert(&staff("Sales", 226, "new@contoso.com", "Jones", "Zoe"))
+        .await
+        .expect("upsert new");
+    table
+        .upsert_merge(&staff("Sales", 226, "zoe@contoso.com", "Jones", "Zoe"))
+        .await
+        .expect("upsert_merge");
+    table
+        .replace_unconditionally(&staff("Sales", 223, "jim@contoso.com", "Jones", "Jim"))
+        .await
+        .expect("replace");
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+}
+
+/// A merge through a `Loaded` that moves no index value merges the index
+/// rows too, without reading; one whose index row went missing (removed by
+/// hand) reads and writes it again.
+async fn merges_in_place_keep_index_rows(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
+    let by_email = table.index(Staff::indexes().email);
+    let mut zoe = table
+        .get("Sales", 226u32)
+        .await
+        .expect("get")
+        .expect("found");
+    zoe.salary = 4242;
+    zoe.phone = None;
+    table.merge(&mut zoe).await.expect("merge in place");
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    backend
+        .delete_entity(
+            name,
+            "Sales",
+            "email_zoe@contoso.com",
+            &tablekit::IfMatch::Any,
+        )
+        .await
+        .expect("remove an index row by hand");
+    zoe.salary = 4343;
+    table
+        .merge(&mut zoe)
+        .await
+        .expect("merge over a missing index row");
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        by_email
+            .get("Sales", "zoe@contoso.com")
+            .await
+            .expect("get")
+            .map(|s| s.salary),
+        Some(4343)
+    );
+}
+
+/// Reads through the unique `email` index find the entity (in its
+/// partition only), and a replace through a value read there that changes
+/// the email moves its index row, in one transaction.
+async fn unique_reads_and_moves(backend: &dyn TableBackend, name: &str, table: &Table<Staff>) {
+    let by_email = table.index(Staff::indexes().email);
+    let found = by_email
+        .get("Sales", "jonesj@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+    assert_eq!(
+        found,
+        staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim")
+    );
+    assert!(
+        by_email
+            .get("Sales", "nobody@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert!(
+        by_email
+            .get("Marketing", "jonesj@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    let mut loaded = by_email
+        .get_loaded("Sales", "jonesj@contoso.com")
+        .await
+        .expect("get")
+        .expect("found");
+
+    // A replace that changes the email moves its index row, in one transaction.
+    loaded.email = "jim.jones@contoso.com".into();
+    loaded.last_name = "Jonas".into();
+    table.replace(&mut loaded).await.expect("replace");
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    assert!(
+        by_email
+            .get("Sales", "jonesj@contoso.com")
+            .await
+            .expect("get")
+            .is_none()
+    );
+    assert_eq!(
+        by_email
+            .get("Sales", "jim.jones@contoso.com")
+            .await
+            .expect("get")
+            .map(|s| s.id),
+        Some(223)
+    );
+}
+
+/// Unique and non-unique indexes through every write path: rows in step,
+/// reads by value, prefix and range, projections from the index rows, and
+/// the unique violation that writes nothing.
+pub async fn indexes_follow_every_write(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "idx").await;
+    let table: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let check = || async { index_problems::<Staff>(&*backend, &name, "Sales").await };
+
+    table
+        .insert(&staff("Sales", 223, "jonesj@contoso.com", "Jones", "Jim"))
+        .await
+        .expect("insert");
+    table
+        .insert(&staff("Sales", 224, "smith@contoso.com", "Smith", "Ann"))
+        .await
+        .expect("insert");
     assert_eq!(check().await, Vec::<String>::new());
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    let keys: Vec<&str> = rows.iter().map(|r| r.row_key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "EMP.name_Jones|Jim|EMP_0000000223",
+            "EMP.name_Smith|Ann|EMP_0000000224",
+            "EMP.team_red",
+            "EMP_0000000223",
+            "EMP_0000000224",
+            "email_jonesj@contoso.com",
+            "email_smith@contoso.com",
+        ],
+        "index rows sit beside the entity under readable keys"
+    );
+
+    // The type's own queries never see index rows.
+    let all: Vec<Staff> = table
+        .query()
+        .partition("Sales")
+        .stream()
+        .map_ok(Loaded::into_inner)
+        .try_collect()
+        .await
+        .expect("query");
+    assert_eq!(all.iter().map(|s| s.id).collect::<Vec<_>>(), [223, 224]);
+
+    // Reads through the unique index, and a replace that moves its row.
+    unique_reads_and_moves(backend.as_ref(), &name, &table).await;
+
+    // A unique violation names the index and the value, and writes nothing.
+    unique_violations_write_nothing(backend.as_ref(), &name, &table).await;
+
+    // Merge, upsert, upsert_merge and the unconditional writes.
+    merges_and_upserts_keep_index_rows(backend.as_ref(), &name, &table).await;
+
+    // A merge through a Loaded that moves no index value merges the index
+    // rows too, without reading; one whose index row went missing (removed
+    // by hand) reads and writes it again.
+    merges_in_place_keep_index_rows(backend.as_ref(), &name, &table).await;
+
+    // update() reads once and moves what changed.
+    table
+        .update("Sales", 226u32, |s| s.first_name = "Zoey".into())
+        .await
+        .expect("update");
+    assert_eq!(check().await, Vec::<String>::new());
+
+    // Non-unique reads: by value, by prefix, by range, in value order.
+    non_unique_reads(&table).await;
+
+    // A projection of an indexed entity reads; a write through it is refused.
+    projections_of_indexed_entities_refuse_writes(backend.as_ref(), &name, &table).await;
 
     // Deletes take the index rows along.
     let loaded = table
