@@ -803,6 +803,134 @@ pub async fn index_model_runs(
     index_model_runs_of::<Staff>(backend, runs, steps, seed).await
 }
 
+/// A random staff member `id` of department `pk`, for the model run.
+fn random_staff(rng: &mut fastrand::Rng, pk: &str, id: u32) -> Staff {
+    let emails = ["a@x", "b@x", "c@x", "d@x"];
+    Staff {
+        department: pk.to_owned(),
+        id,
+        email: emails[rng.usize(0..emails.len())].into(),
+        last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
+        first_name: ["Ann", "Bob"][rng.usize(0..2)].into(),
+        phone: rng.bool().then(|| format!("p{}", rng.u8(..))),
+        salary: rng.u32(..1000),
+        hours: [rng.u8(..24), rng.u8(..24)],
+        team: ["red", "blue"][rng.usize(0..2)].into(),
+    }
+}
+
+/// Applies one step of the model run, writing `value` (as an `M`) through
+/// `table` (under faults) and reading through `plain`; a batch's other
+/// entity is read back into `model`.
+async fn apply_model_step<M: ModelStaff>(
+    step: Step,
+    (table, plain): (&Table<M>, &Table<M>),
+    pk: &str,
+    value: &Staff,
+    model: &mut BTreeMap<u32, Staff>,
+    rng: &mut fastrand::Rng,
+) -> Result<(), Error> {
+    let id = value.id;
+    let typed = M::from_staff(value.clone());
+    match step {
+        Step::Insert => table.insert(&typed).await.map(drop),
+        Step::Upsert => table.upsert(&typed).await.map(drop),
+        Step::UpsertMerge => table.upsert_merge(&typed).await.map(drop),
+        Step::ReplaceAny => table.replace_unconditionally(&typed).await.map(drop),
+        Step::MergeAny => table.merge_unconditionally(&typed).await.map(drop),
+        Step::DeleteAny => table.delete_unconditionally(pk, id).await,
+        Step::Replace | Step::Merge | Step::Delete => {
+            match plain.get(pk, id).await.expect("read") {
+                None => Ok(()),
+                Some(mut loaded) => {
+                    let stored = loaded.to_staff();
+                    *loaded = M::from_staff(Staff {
+                        department: stored.department,
+                        id: stored.id,
+                        ..value.clone()
+                    });
+                    match step {
+                        Step::Replace => table.replace(&mut loaded).await.map(drop),
+                        Step::Merge => table.merge(&mut loaded).await.map(drop),
+                        _ => table.delete(&loaded).await,
+                    }
+                }
+            }
+        }
+        Step::Update => {
+            let v = value.clone();
+            table
+                .update(pk, id, move |s| {
+                    let mut staff = s.to_staff();
+                    staff.email = v.email.clone();
+                    staff.last_name = v.last_name.clone();
+                    staff.salary = v.salary;
+                    *s = M::from_staff(staff);
+                })
+                .await
+                .map(drop)
+        }
+        Step::MergeElement => {
+            let element = M::hours_at(rng.usize(0..2));
+            table
+                .merge_element(pk, id, &element, &value.hours[0], &IfMatch::Any)
+                .await
+                .map(drop)
+        }
+        Step::Batch => {
+            // This write and the delete of another entity, together.
+            let mut batch = table.batch();
+            batch.upsert(&typed).expect("add");
+            let other = rng.u32(1..=3);
+            if other != id && model.contains_key(&other) {
+                batch.delete_unconditionally(pk, other).expect("add");
+            }
+            let result = batch.submit().await.map(drop);
+            // The other entity follows the store too.
+            if other != id {
+                match plain.get(pk, other).await.expect("read back") {
+                    Some(stored) => model.insert(other, Loaded::into_inner(stored).to_staff()),
+                    None => model.remove(&other),
+                };
+            }
+            result.map_err(|e| match e {
+                Error::BatchFailed { source, .. } => *source,
+                e => e,
+            })
+        }
+        Step::Bulk => {
+            let report = if rng.bool() {
+                table.bulk().upsert(std::slice::from_ref(&typed)).await
+            } else {
+                table.bulk().delete(std::slice::from_ref(&typed)).await
+            };
+            match report.failures.first() {
+                None => Ok(()),
+                // Kept as it is when the model can use it; any
+                // other failure makes the model read the row back.
+                Some(f) => Err(match &*f.error {
+                    Error::UniqueViolation {
+                        table,
+                        partition_key,
+                        index,
+                        value,
+                        held_by,
+                    } => Error::UniqueViolation {
+                        table: table.clone(),
+                        partition_key: partition_key.clone(),
+                        index,
+                        value: value.clone(),
+                        held_by: held_by.clone(),
+                    },
+                    other => Error::Transient {
+                        message: other.to_string(),
+                    },
+                }),
+            }
+        }
+    }
+}
+
 /// [`index_model_runs`] over entities of type `M`.
 pub async fn index_model_runs_of<M: ModelStaff>(
     backend: Arc<dyn TableBackend>,
@@ -832,121 +960,10 @@ pub async fn index_model_runs_of<M: ModelStaff>(
                 handle.inject(Injection::any().skip(rng.usize(0..4)).fault(fault));
             }
             let id = rng.u32(1..=3);
-            let emails = ["a@x", "b@x", "c@x", "d@x"];
-            let value = Staff {
-                department: pk.clone(),
-                id,
-                email: emails[rng.usize(0..emails.len())].into(),
-                last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
-                first_name: ["Ann", "Bob"][rng.usize(0..2)].into(),
-                phone: rng.bool().then(|| format!("p{}", rng.u8(..))),
-                salary: rng.u32(..1000),
-                hours: [rng.u8(..24), rng.u8(..24)],
-                team: ["red", "blue"][rng.usize(0..2)].into(),
-            };
-            let typed = M::from_staff(value.clone());
+            let value = random_staff(&mut rng, &pk, id);
             let step = STEPS[rng.usize(0..STEPS.len())];
-            let result: Result<(), Error> = match step {
-                Step::Insert => table.insert(&typed).await.map(drop),
-                Step::Upsert => table.upsert(&typed).await.map(drop),
-                Step::UpsertMerge => table.upsert_merge(&typed).await.map(drop),
-                Step::ReplaceAny => table.replace_unconditionally(&typed).await.map(drop),
-                Step::MergeAny => table.merge_unconditionally(&typed).await.map(drop),
-                Step::DeleteAny => table.delete_unconditionally(pk.as_str(), id).await,
-                Step::Replace | Step::Merge | Step::Delete => {
-                    match plain.get(pk.as_str(), id).await.expect("read") {
-                        None => Ok(()),
-                        Some(mut loaded) => {
-                            let stored = loaded.to_staff();
-                            *loaded = M::from_staff(Staff {
-                                department: stored.department,
-                                id: stored.id,
-                                ..value.clone()
-                            });
-                            match step {
-                                Step::Replace => table.replace(&mut loaded).await.map(drop),
-                                Step::Merge => table.merge(&mut loaded).await.map(drop),
-                                _ => table.delete(&loaded).await,
-                            }
-                        }
-                    }
-                }
-                Step::Update => {
-                    let v = value.clone();
-                    table
-                        .update(pk.as_str(), id, move |s| {
-                            let mut staff = s.to_staff();
-                            staff.email = v.email.clone();
-                            staff.last_name = v.last_name.clone();
-                            staff.salary = v.salary;
-                            *s = M::from_staff(staff);
-                        })
-                        .await
-                        .map(drop)
-                }
-                Step::MergeElement => {
-                    let element = M::hours_at(rng.usize(0..2));
-                    table
-                        .merge_element(pk.as_str(), id, &element, &value.hours[0], &IfMatch::Any)
-                        .await
-                        .map(drop)
-                }
-                Step::Batch => {
-                    // This write and the delete of another entity, together.
-                    let mut batch = table.batch();
-                    batch.upsert(&typed).expect("add");
-                    let other = rng.u32(1..=3);
-                    if other != id && model.contains_key(&other) {
-                        batch
-                            .delete_unconditionally(pk.as_str(), other)
-                            .expect("add");
-                    }
-                    let result = batch.submit().await.map(drop);
-                    // The other entity follows the store too.
-                    if other != id {
-                        match plain.get(pk.as_str(), other).await.expect("read back") {
-                            Some(stored) => {
-                                model.insert(other, Loaded::into_inner(stored).to_staff())
-                            }
-                            None => model.remove(&other),
-                        };
-                    }
-                    result.map_err(|e| match e {
-                        Error::BatchFailed { source, .. } => *source,
-                        e => e,
-                    })
-                }
-                Step::Bulk => {
-                    let report = if rng.bool() {
-                        table.bulk().upsert(std::slice::from_ref(&typed)).await
-                    } else {
-                        table.bulk().delete(std::slice::from_ref(&typed)).await
-                    };
-                    match report.failures.first() {
-                        None => Ok(()),
-                        // Kept as it is when the model can use it; any
-                        // other failure makes the model read the row back.
-                        Some(f) => Err(match &*f.error {
-                            Error::UniqueViolation {
-                                table,
-                                partition_key,
-                                index,
-                                value,
-                                held_by,
-                            } => Error::UniqueViolation {
-                                table: table.clone(),
-                                partition_key: partition_key.clone(),
-                                index,
-                                value: value.clone(),
-                                held_by: held_by.clone(),
-                            },
-                            other => Error::Transient {
-                                message: other.to_string(),
-                            },
-                        }),
-                    }
-                }
-            };
+            let result =
+                apply_model_step(step, (&table, &plain), &pk, &value, &mut model, &mut rng).await;
             handle.clear();
             match &result {
                 Ok(()) => outcomes.applied += 1,
