@@ -153,6 +153,187 @@ async fn check(backend: &dyn TableBackend, table: &str, model: &BTreeMap<u32, Ve
     }
 }
 
+/// The departments of the outbox model run.
+const DEPARTMENTS: [&str; 3] = ["Sales", "Ops", "Dev"];
+
+/// What one step of the outbox model run works with.
+struct OutboxStep<'a> {
+    backend: &'a Arc<dyn TableBackend>,
+    queues: &'a Arc<dyn QueueStore>,
+    queue: &'a str,
+    name: &'a str,
+    table: &'a Table<Mover>,
+    plain: &'a Table<Mover>,
+    table_faults: &'a tablekit::layer::FaultHandle,
+    queue_faults: &'a tablekit::layer::FaultHandle,
+    worker: &'a OutboxWorker,
+    base: u32,
+}
+
+impl OutboxStep<'_> {
+    /// One step: random faults, a random move of one of the run's three
+    /// employees, the check that a reader finds it somewhere (settling an
+    /// unknown outcome at once), and at random a notice delivered twice or
+    /// a worker pass.
+    async fn run(
+        &self,
+        rng: &mut fastrand::Rng,
+        model: &mut BTreeMap<u32, Vec<Mover>>,
+        outcomes: &mut OutboxOutcomes,
+    ) {
+        self.table_faults.clear();
+        self.queue_faults.clear();
+        if rng.f64() < 0.6 {
+            let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
+            let injection = Injection::any().skip(rng.usize(0..6)).fault(fault);
+            if rng.bool() {
+                self.table_faults.inject(injection);
+            } else {
+                self.queue_faults.inject(injection);
+            }
+        }
+        if rng.f64() < 0.1 {
+            // The writer stops after its commit: every later step fails.
+            self.table_faults
+                .inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+        } else if rng.f64() < 0.1 {
+            // Every transaction after the first fails.
+            self.table_faults.inject(
+                Injection::on(Operation::SubmitTransaction)
+                    .skip(1)
+                    .times(usize::MAX),
+            );
+        }
+        let id = self.base + rng.u32(0..3);
+        let Some(loaded) = self
+            .plain
+            .get(model[&id][0].department.as_str(), id)
+            .await
+            .expect("read")
+        else {
+            // Settled elsewhere after a lost answer: look it up.
+            return;
+        };
+        let mut moved = (*loaded).clone();
+        moved.department = DEPARTMENTS[rng.usize(0..3)].into();
+        moved.salary = rng.u32(..1000);
+        if rng.bool() {
+            moved.last_name = ["Jones", "Smith", "Brown"][rng.usize(0..3)].into();
+        }
+        match self.table.move_to(&loaded, &moved).await {
+            Ok(()) => {
+                outcomes.moved += 1;
+                model.insert(id, vec![moved]);
+            }
+            Err(Error::OutcomeUnknown { .. }) => {
+                outcomes.unknown += 1;
+                model.insert(id, vec![(*loaded).clone(), moved]);
+            }
+            Err(_) => {
+                outcomes.refused += 1;
+            }
+        }
+        self.table_faults.clear();
+        self.queue_faults.clear();
+        // Whatever failed, a reader finds the employee somewhere: in the
+        // old department, the new one, or (until the move finishes) both.
+        let places = rows(self.backend.as_ref(), self.name)
+            .await
+            .into_iter()
+            .filter(|row| {
+                !outbox::is_bookkeeping_row(row)
+                    && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+            })
+            .count();
+        assert!(places >= 1, "employee {id} is in neither department");
+        outcomes.found_in_both += u64::from(places > 1);
+        // Settle an unknown outcome now: the next move reads from where
+        // the employee is.
+        if model[&id].len() > 1 {
+            drain(self.backend, self.queues, self.queue, self.name).await;
+            let at = rows(self.backend.as_ref(), self.name)
+                .await
+                .into_iter()
+                .find(|row| {
+                    tablekit::schema::is_kind::<Mover>(row)
+                        && !outbox::is_bookkeeping_row(row)
+                        && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
+                });
+            let at: Mover = tablekit::schema::from_entity(&at.expect("the employee is somewhere"))
+                .expect("a mover");
+            assert!(model[&id].contains(&at), "a settled move is one of the two");
+            model.insert(id, vec![at]);
+        }
+        match rng.usize(0..4) {
+            0 => {
+                // A notice delivered twice.
+                let notice = format!(
+                    "{{\"table\":\"{}\",\"pk\":\"{}\",\"rk\":\"MOV_{id:010}\"}}",
+                    self.name, model[&id][0].department
+                );
+                self.queues
+                    .put_message(self.queue, &notice, &PutMessageOptions::default())
+                    .await
+                    .expect("put a duplicate");
+                outcomes.duplicates += 1;
+            }
+            1 => {
+                let _ = self.worker.run_once().await;
+            }
+            _ => {}
+        }
+    }
+
+    /// A notice that fails until it is poison: every table read fails
+    /// while the worker takes it six times, a second apart.
+    async fn poison_one_notice(&self, time: &QueueTime) {
+        self.table_faults
+            .inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+        let notice = format!(
+            "{{\"table\":\"{}\",\"pk\":\"Sales\",\"rk\":\"MOV_{:010}\"}}",
+            self.name, self.base
+        );
+        self.queues
+            .put_message(self.queue, &notice, &PutMessageOptions::default())
+            .await
+            .expect("put");
+        for _ in 0..6 {
+            let _ = self.worker.run_once().await;
+            time.pass(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// The ids the messages on `queue`'s poison queue name (each carrying its
+/// error), read off the queue.
+async fn poison_ids(queues: &dyn QueueStore, queue: &str) -> std::collections::BTreeSet<String> {
+    let mut ids = std::collections::BTreeSet::new();
+    loop {
+        let poison = queues
+            .get_messages(
+                &outbox::poison_queue_name(queue),
+                32,
+                Duration::from_secs(3600),
+            )
+            .await
+            .expect("read the poison queue");
+        if poison.is_empty() {
+            break;
+        }
+        for message in poison {
+            let json: serde_json::Value =
+                serde_json::from_str(&message.text).expect("a poison message is JSON");
+            assert!(
+                json.get("error").is_some(),
+                "poison messages carry their error"
+            );
+            let id = json["id"].as_str().expect("poison messages name their id");
+            ids.insert(id.to_owned());
+        }
+    }
+    ids
+}
+
 /// Random moves and updates of a few employees between departments, with
 /// faults injected into the tables and the queue at random steps (failures,
 /// lost answers, a writer that stops after its commit), notices delivered
@@ -192,7 +373,7 @@ pub async fn outbox_model_runs(
         config
     });
     worker.create_queues().await.expect("create the queues");
-    let departments = ["Sales", "Ops", "Dev"];
+    let departments = DEPARTMENTS;
     let mut rng = fastrand::Rng::with_seed(seed);
     for run in 0..runs {
         // A table per run, so that checking a run reads only its rows.
@@ -214,104 +395,20 @@ pub async fn outbox_model_runs(
             plain.insert(&mover).await.expect("insert");
             model.insert(id, vec![mover]);
         }
+        let step = OutboxStep {
+            backend: &backend,
+            queues: &queues,
+            queue: &queue,
+            name: &name,
+            table: &table,
+            plain: &plain,
+            table_faults: &table_faults,
+            queue_faults: &queue_faults,
+            worker: &worker,
+            base,
+        };
         for _ in 0..steps {
-            table_faults.clear();
-            queue_faults.clear();
-            if rng.f64() < 0.6 {
-                let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
-                let injection = Injection::any().skip(rng.usize(0..6)).fault(fault);
-                if rng.bool() {
-                    table_faults.inject(injection);
-                } else {
-                    queue_faults.inject(injection);
-                }
-            }
-            if rng.f64() < 0.1 {
-                // The writer stops after its commit: every later step fails.
-                table_faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
-            } else if rng.f64() < 0.1 {
-                // Every transaction after the first fails.
-                table_faults.inject(
-                    Injection::on(Operation::SubmitTransaction)
-                        .skip(1)
-                        .times(usize::MAX),
-                );
-            }
-            let id = base + rng.u32(0..3);
-            let Some(loaded) = plain
-                .get(model[&id][0].department.as_str(), id)
-                .await
-                .expect("read")
-            else {
-                // Settled elsewhere after a lost answer: look it up.
-                continue;
-            };
-            let mut moved = (*loaded).clone();
-            moved.department = departments[rng.usize(0..3)].into();
-            moved.salary = rng.u32(..1000);
-            if rng.bool() {
-                moved.last_name = ["Jones", "Smith", "Brown"][rng.usize(0..3)].into();
-            }
-            match table.move_to(&loaded, &moved).await {
-                Ok(()) => {
-                    outcomes.moved += 1;
-                    model.insert(id, vec![moved]);
-                }
-                Err(Error::OutcomeUnknown { .. }) => {
-                    outcomes.unknown += 1;
-                    model.insert(id, vec![(*loaded).clone(), moved]);
-                }
-                Err(_) => {
-                    outcomes.refused += 1;
-                }
-            }
-            table_faults.clear();
-            queue_faults.clear();
-            // Whatever failed, a reader finds the employee somewhere: in the
-            // old department, the new one, or (until the move finishes) both.
-            let places = rows(backend.as_ref(), &name)
-                .await
-                .into_iter()
-                .filter(|row| {
-                    !outbox::is_bookkeeping_row(row)
-                        && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
-                })
-                .count();
-            assert!(places >= 1, "employee {id} is in neither department");
-            outcomes.found_in_both += u64::from(places > 1);
-            // Settle an unknown outcome now: the next move reads from where
-            // the employee is.
-            if model[&id].len() > 1 {
-                drain(&backend, &queues, &queue, &name).await;
-                let at = rows(backend.as_ref(), &name).await.into_iter().find(|row| {
-                    tablekit::schema::is_kind::<Mover>(row)
-                        && !outbox::is_bookkeeping_row(row)
-                        && tablekit::schema::from_entity::<Mover>(row).is_ok_and(|m| m.id == id)
-                });
-                let at: Mover =
-                    tablekit::schema::from_entity(&at.expect("the employee is somewhere"))
-                        .expect("a mover");
-                assert!(model[&id].contains(&at), "a settled move is one of the two");
-                model.insert(id, vec![at]);
-            }
-            match rng.usize(0..4) {
-                0 => {
-                    // A notice delivered twice.
-                    let notice = format!(
-                        "{{\"table\":\"{name}\",\"pk\":\"{}\",\"rk\":\"MOV_{id:010}\"}}",
-                        model[&id][0].department
-                    );
-                    queues
-                        .put_message(&queue, &notice, &PutMessageOptions::default())
-                        .await
-                        .expect("put a duplicate");
-                    outcomes.duplicates += 1;
-                }
-                1 => {
-                    let _ = worker.run_once().await;
-                }
-                _ => {}
-            }
+            step.run(&mut rng, &mut model, &mut outcomes).await;
         }
         // A notice that fails until it is poison: every table read fails.
         // Where time is real, once: it takes the notice's timeouts.
@@ -327,19 +424,7 @@ pub async fn outbox_model_runs(
                 .expect("delete the run's table");
             continue;
         }
-        table_faults.inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
-        queues
-            .put_message(
-                &queue,
-                &format!("{{\"table\":\"{name}\",\"pk\":\"Sales\",\"rk\":\"MOV_{base:010}\"}}"),
-                &PutMessageOptions::default(),
-            )
-            .await
-            .expect("put");
-        for _ in 0..6 {
-            let _ = worker.run_once().await;
-            time.pass(Duration::from_secs(1)).await;
-        }
+        step.poison_one_notice(&time).await;
         table_faults.clear();
         drain(&backend, &queues, &queue, &name).await;
         check(backend.as_ref(), &name, &model).await;
@@ -356,30 +441,7 @@ pub async fn outbox_model_runs(
     // Each message set aside names the original's id; the worker counts
     // each id once. (The drain below runs a worker of its own, whose sets
     // are not counted here: the run's poison queue may hold more ids.)
-    let mut ids = std::collections::BTreeSet::new();
-    loop {
-        let poison = queues
-            .get_messages(
-                &outbox::poison_queue_name(&queue),
-                32,
-                Duration::from_secs(3600),
-            )
-            .await
-            .expect("read the poison queue");
-        if poison.is_empty() {
-            break;
-        }
-        for message in poison {
-            let json: serde_json::Value =
-                serde_json::from_str(&message.text).expect("a poison message is JSON");
-            assert!(
-                json.get("error").is_some(),
-                "poison messages carry their error"
-            );
-            let id = json["id"].as_str().expect("poison messages name their id");
-            ids.insert(id.to_owned());
-        }
-    }
+    let ids = poison_ids(queues.as_ref(), &queue).await;
     assert!(
         ids.len() as u64 >= outcomes.poisoned,
         "every message counted is on the poison queue: {} ids, {} counted",
