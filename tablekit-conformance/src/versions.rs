@@ -298,6 +298,154 @@ fn this_run(run: usize) -> tablekit::filter::Filter {
     Filter::partition_key().ge(format!("m{run}-")) & Filter::partition_key().lt(format!("m{run}."))
 }
 
+/// Up to 40 rows over `shops`, most written as version 1 by the old
+/// program and a fifth as version 2 by the new: the model, as version 2.
+async fn write_model_rows<P: VersionPair>(
+    (old, new): (&Table<P::Old>, &Table<P::New>),
+    shops: &[String],
+    rng: &mut fastrand::Rng,
+) -> std::collections::BTreeMap<(String, String), P::New>
+where
+    P::Old: TableEntity<PartitionKey = String, RowKey = String>,
+    P::New: TableEntity<PartitionKey = String, RowKey = String>,
+{
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..rng.usize(1..=40) {
+        let shop = shops[rng.usize(..shops.len())].clone();
+        let v1 = P::old(&shop, format!("s{i:02}"), i, rng);
+        let v2 = P::New::from(v1.clone());
+        if rng.u8(..5) == 0 {
+            new.insert(&v2).await.expect("insert version 2");
+        } else {
+            old.insert(&v1).await.expect("insert version 1");
+        }
+        model.insert(P::keys(&v2), v2);
+    }
+    model
+}
+
+/// Another writer changes a random row of `model` between attempts of a
+/// migration, through whichever version its program has (the old program
+/// rewrites its own version-1 rows), and the model follows.
+async fn change_a_row<P: VersionPair>(
+    (old, new): (&Table<P::Old>, &Table<P::New>),
+    model: &mut std::collections::BTreeMap<(String, String), P::New>,
+    rng: &mut fastrand::Rng,
+) where
+    P::Old: TableEntity<PartitionKey = String, RowKey = String>,
+    P::New: TableEntity<PartitionKey = String, RowKey = String>,
+{
+    let (key, expected) = {
+        let keys: Vec<_> = model.keys().cloned().collect();
+        let key = keys[rng.usize(..keys.len())].clone();
+        let expected = model[&key].clone();
+        (key, expected)
+    };
+    let mut loaded = new
+        .get(key.0.clone(), key.1.clone())
+        .await
+        .expect("get")
+        .expect("there");
+    if P::OLD_WRITERS && Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
+        // The old program rewrites its own row, as version 1.
+        let mut v1 = Loaded::new(
+            P::rewrite(&expected, rng),
+            Loaded::etag(&loaded).clone(),
+            None,
+        );
+        match old.replace(&mut v1).await {
+            Ok(_) => {
+                model.insert(key, P::New::from((*v1).clone()));
+            }
+            // Over a network a request of the migration just
+            // dropped can still land: this row's upgrade came
+            // in between, and the older program's write is
+            // refused. The row holds the upgrade of `expected`.
+            Err(Error::NewerVersion { .. } | Error::PreconditionFailed { .. }) => {
+                upgraded_meanwhile(new, &key, &expected).await;
+            }
+            Err(e) => panic!("old program's replace: {e:?}"),
+        }
+    } else {
+        P::change(&mut loaded, rng);
+        match new.replace(&mut loaded).await {
+            Ok(_) => {
+                model.insert(key, (*loaded).clone());
+            }
+            // As above: the late upgrade changed the row's ETag.
+            Err(Error::PreconditionFailed { .. }) => {
+                upgraded_meanwhile(new, &key, &expected).await;
+            }
+            Err(e) => panic!("new program's replace: {e:?}"),
+        }
+    }
+}
+
+/// After run `run` of a migration model run, and one clean run more (rows
+/// a fault kept from their rewrite are picked up by a run again): each
+/// shop's rows are the model's, every one at version 2 under the current
+/// kind, with its index rows in step.
+async fn migrated_as_modelled<P: VersionPair>(
+    new: &Table<P::New>,
+    shops: &[String],
+    model: &std::collections::BTreeMap<(String, String), P::New>,
+    run: usize,
+) where
+    P::New: TableEntity<PartitionKey = String, RowKey = String>,
+{
+    let again = new
+        .migrate()
+        .unpaced()
+        .scope(move |q| q.filter(this_run(run)))
+        .run()
+        .await
+        .expect("a clean run");
+    assert_eq!(again.failed, 0, "run {run}: {again:?}");
+    for shop in shops {
+        let rows: Vec<Loaded<P::New>> = new
+            .query()
+            .partition(shop.clone())
+            .stream()
+            .try_collect()
+            .await
+            .expect("read back");
+        let expected: Vec<&P::New> = model
+            .iter()
+            .filter(|((s, _), _)| s == shop)
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(
+            rows.len(),
+            expected.len(),
+            "run {run}: rows lost or added in {shop}"
+        );
+        for (row, want) in rows.iter().zip(expected) {
+            assert_eq!(
+                Loaded::version(row),
+                Some(2),
+                "run {run}: {:?} left at an older version",
+                P::keys(row)
+            );
+            assert_eq!(
+                Loaded::previous_kind(row),
+                None,
+                "run {run}: {:?} left under a previous kind",
+                P::keys(row)
+            );
+            assert_eq!(&**row, want, "run {run}");
+        }
+        if P::INDEXED {
+            assert!(
+                new.verify_indexes(shop.clone())
+                    .await
+                    .expect("verify")
+                    .is_clean(),
+                "run {run}: index rows of {shop}"
+            );
+        }
+    }
+}
+
 /// Random runs of migrations dropped at a random poll or stopped by a
 /// fault and resumed from their last checkpoint, with faults in the store
 /// and another writer changing rows between attempts. After each run every
@@ -460,7 +608,6 @@ where
     P::Old: TableEntity<PartitionKey = String, RowKey = String>,
     P::New: TableEntity<PartitionKey = String, RowKey = String>,
 {
-    use std::collections::BTreeMap;
     use tablekit::layer::{Fault, FaultInjection, Injection};
     use tablekit::table::MigrationCheckpoint;
 
@@ -479,18 +626,7 @@ where
         let shops: Vec<String> = (0..rng.usize(1..=4))
             .map(|p| format!("m{run}-{p}"))
             .collect();
-        let mut model: BTreeMap<(String, String), P::New> = BTreeMap::new();
-        for i in 0..rng.usize(1..=40) {
-            let shop = shops[rng.usize(..shops.len())].clone();
-            let v1 = P::old(&shop, format!("s{i:02}"), i, &mut rng);
-            let v2 = P::New::from(v1.clone());
-            if rng.u8(..5) == 0 {
-                new.insert(&v2).await.expect("insert version 2");
-            } else {
-                old.insert(&v1).await.expect("insert version 1");
-            }
-            model.insert(P::keys(&v2), v2);
-        }
+        let mut model = write_model_rows::<P>((&old, &new), &shops, &mut rng).await;
         out.rows += model.len();
         let page = rng.u32(1..=9);
         let mut last: Option<MigrationCheckpoint> = None;
@@ -501,50 +637,7 @@ where
             // Another writer, between attempts: a row changed through
             // whichever version its program has.
             if rng.bool() {
-                let (key, expected) = {
-                    let keys: Vec<_> = model.keys().cloned().collect();
-                    let key = keys[rng.usize(..keys.len())].clone();
-                    let expected = model[&key].clone();
-                    (key, expected)
-                };
-                let mut loaded = new
-                    .get(key.0.clone(), key.1.clone())
-                    .await
-                    .expect("get")
-                    .expect("there");
-                if P::OLD_WRITERS && Loaded::version(&loaded).is_some_and(|v| v < 2) && rng.bool() {
-                    // The old program rewrites its own row, as version 1.
-                    let mut v1 = Loaded::new(
-                        P::rewrite(&expected, &mut rng),
-                        Loaded::etag(&loaded).clone(),
-                        None,
-                    );
-                    match old.replace(&mut v1).await {
-                        Ok(_) => {
-                            model.insert(key, P::New::from((*v1).clone()));
-                        }
-                        // Over a network a request of the migration just
-                        // dropped can still land: this row's upgrade came
-                        // in between, and the older program's write is
-                        // refused. The row holds the upgrade of `expected`.
-                        Err(Error::NewerVersion { .. } | Error::PreconditionFailed { .. }) => {
-                            upgraded_meanwhile(&new, &key, &expected).await;
-                        }
-                        Err(e) => panic!("old program's replace: {e:?}"),
-                    }
-                } else {
-                    P::change(&mut loaded, &mut rng);
-                    match new.replace(&mut loaded).await {
-                        Ok(_) => {
-                            model.insert(key, (*loaded).clone());
-                        }
-                        // As above: the late upgrade changed the row's ETag.
-                        Err(Error::PreconditionFailed { .. }) => {
-                            upgraded_meanwhile(&new, &key, &expected).await;
-                        }
-                        Err(e) => panic!("new program's replace: {e:?}"),
-                    }
-                }
+                change_a_row::<P>((&old, &new), &mut model, &mut rng).await;
                 out.changed_meanwhile += 1;
             }
             faults.clear();
@@ -617,57 +710,7 @@ where
             model.len()
         );
         // Rows a fault kept from their rewrite are picked up by a run again.
-        let again = new
-            .migrate()
-            .unpaced()
-            .scope(move |q| q.filter(this_run(run)))
-            .run()
-            .await
-            .expect("a clean run");
-        assert_eq!(again.failed, 0, "run {run}: {again:?}");
-        for shop in &shops {
-            let rows: Vec<Loaded<P::New>> = new
-                .query()
-                .partition(shop.clone())
-                .stream()
-                .try_collect()
-                .await
-                .expect("read back");
-            let expected: Vec<&P::New> = model
-                .iter()
-                .filter(|((s, _), _)| s == shop)
-                .map(|(_, v)| v)
-                .collect();
-            assert_eq!(
-                rows.len(),
-                expected.len(),
-                "run {run}: rows lost or added in {shop}"
-            );
-            for (row, want) in rows.iter().zip(expected) {
-                assert_eq!(
-                    Loaded::version(row),
-                    Some(2),
-                    "run {run}: {:?} left at an older version",
-                    P::keys(row)
-                );
-                assert_eq!(
-                    Loaded::previous_kind(row),
-                    None,
-                    "run {run}: {:?} left under a previous kind",
-                    P::keys(row)
-                );
-                assert_eq!(&**row, want, "run {run}");
-            }
-            if P::INDEXED {
-                assert!(
-                    new.verify_indexes(shop.clone())
-                        .await
-                        .expect("verify")
-                        .is_clean(),
-                    "run {run}: index rows of {shop}"
-                );
-            }
-        }
+        migrated_as_modelled::<P>(&new, &shops, &model, run).await;
     }
     backend.delete_table(&name).await.expect("delete table");
     out
