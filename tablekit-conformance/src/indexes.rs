@@ -224,6 +224,14 @@ fn strip(mut row: Entity) -> Entity {
     row
 }
 
+/// `Staff`'s index rows in partition `Sales` of `name` are in step.
+async fn assert_staff_indexes_clean(backend: &dyn TableBackend, name: &str) {
+    assert_eq!(
+        index_problems::<Staff>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+}
+
 /// A unique violation (an insert, a replace and an upsert of a taken
 /// email) names the index, the value and its holder, and writes nothing.
 async fn unique_violations_write_nothing(
@@ -374,10 +382,7 @@ async fn projections_of_indexed_entities_refuse_writes(
             .expect("get")
             .is_none()
     );
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
 }
 
 /// Merge, upsert, upsert_merge and the unconditional writes keep the
@@ -401,10 +406,7 @@ async fn merges_and_upserts_keep_index_rows(
         Some("555-0224"),
         "a merge keeps what it does not send"
     );
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
     let via_index = by_email
         .get("Sales", "ann.smith@contoso.com")
         .await
@@ -427,10 +429,7 @@ async fn merges_and_upserts_keep_index_rows(
         .replace_unconditionally(&staff("Sales", 223, "jim@contoso.com", "Jones", "Jim"))
         .await
         .expect("replace");
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
 }
 
 /// A merge through a `Loaded` that moves no index value merges the index
@@ -450,10 +449,7 @@ async fn merges_in_place_keep_index_rows(
     zoe.salary = 4242;
     zoe.phone = None;
     table.merge(&mut zoe).await.expect("merge in place");
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
     backend
         .delete_entity(
             name,
@@ -468,10 +464,7 @@ async fn merges_in_place_keep_index_rows(
         .merge(&mut zoe)
         .await
         .expect("merge over a missing index row");
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
     assert_eq!(
         by_email
             .get("Sales", "zoe@contoso.com")
@@ -520,10 +513,7 @@ async fn unique_reads_and_moves(backend: &dyn TableBackend, name: &str, table: &
     loaded.email = "jim.jones@contoso.com".into();
     loaded.last_name = "Jonas".into();
     table.replace(&mut loaded).await.expect("replace");
-    assert_eq!(
-        index_problems::<Staff>(backend, name, "Sales").await,
-        Vec::<String>::new()
-    );
+    assert_staff_indexes_clean(backend, name).await;
     assert!(
         by_email
             .get("Sales", "jonesj@contoso.com")
