@@ -322,7 +322,7 @@ impl Transaction {
     }
 
     /// Runs the writes, then finishes the outbox records they wrote.
-    async fn run(&self) -> Result<Vec<Option<ETag>>> {
+    pub(super) async fn run(&self) -> Result<Vec<Option<ETag>>> {
         let mut writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
         // The puts elsewhere are recorded in the partition of the writes.
         let then = match (self.then.is_empty(), writes.first()) {
@@ -478,7 +478,13 @@ impl<T: TableEntity> TableBatch<T> {
             None,
         )
         .batch_size(self.transaction.writes.len())
-        .run(self.transaction.run())
+        .run(async {
+            let write = super::write::Write::Transaction(&self.transaction);
+            self.table
+                .enter(write)
+                .await
+                .map(super::write::Written::etags)
+        })
         .await
     }
 }

@@ -348,11 +348,7 @@ async fn write_partition<T: TableEntity>(
                 super::Pacing::wait(wait).await;
             }
             report.batches += 1;
-            match table
-                .backend()
-                .submit_transaction(table.name(), &chunk.ops)
-                .await
-            {
+            match table.enter(super::write::Write::Rows(&chunk.ops)).await {
                 Ok(_) => {
                     if let Some(pacing) = pacing {
                         pacing.accepted(chunk.ops[0].keys().0, chunk.ops.len());

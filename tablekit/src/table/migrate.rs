@@ -587,19 +587,15 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            return crate::ext::send_operations(
-                self.table.backend().as_ref(),
-                self.table.name(),
-                &operations,
-            )
-            .await
-            .map(drop);
+            let write = super::write::Write::Rows(&operations);
+            return self.table.enter(write).await.map(drop);
         }
         let mut transaction = self.table.transaction();
         for loaded in chunk {
             transaction.replace(loaded)?;
         }
-        transaction.submit().await.map(drop)
+        let write = super::write::Write::Transaction(&transaction);
+        self.table.enter(write).await.map(drop)
     }
 
     /// The migration of wide entities, whose parts a page may split: a

@@ -59,8 +59,8 @@ pub(crate) use read::{load, owned_query_stream};
 pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_of};
 pub use write::update;
 pub use write::update::UpdateOptions;
-use write::{IndexHint, RowWrite};
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
+use write::{RowWrite, Write, Written};
 
 use crate::backend::{TableBackend, UpdateMode};
 use crate::entity::{ETag, IfMatch};
@@ -428,9 +428,7 @@ impl<T: TableEntity> Table<T> {
     /// Inserts a new entity; fails with
     /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
     pub async fn insert(&self, value: &T) -> Result<ETag> {
-        self.write_operation("insert")
-            .run(self.insert_unobserved(value))
-            .await
+        self.enter(Write::Insert(value)).await.map(Written::etag)
     }
 
     /// Replaces the stored entity if it is still the version that was read;
@@ -441,18 +439,16 @@ impl<T: TableEntity> Table<T> {
     /// The properties of the row read that the type has no field for are
     /// written back unchanged (see [`Loaded::unknown_properties`]).
     pub async fn replace(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("replace")
-            .run(self.write_loaded(loaded, UpdateMode::Replace))
-            .await
+        let write = Write::Loaded(loaded, UpdateMode::Replace);
+        self.enter(write).await.map(Written::etag)
     }
 
     /// Merges into the stored entity if it is still the version that was read
     /// (fields that are `None` keep their stored values). On success `loaded`
     /// holds the new version's ETag and Timestamp.
     pub async fn merge(&self, loaded: &mut Loaded<T>) -> Result<ETag> {
-        self.write_operation("merge")
-            .run(self.write_loaded(loaded, UpdateMode::Merge))
-            .await
+        let write = Write::Loaded(loaded, UpdateMode::Merge);
+        self.enter(write).await.map(Written::etag)
     }
 
     /// Replaces the stored entity whatever its version (`If-Match: *`). The
@@ -460,27 +456,40 @@ impl<T: TableEntity> Table<T> {
     /// does not know are removed (a [`replace`](Table::replace) through
     /// what was read keeps them).
     pub async fn replace_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Replace, IfMatch::Any))
+        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::Any);
+        let unknown = crate::entity::Properties::new();
+        self.enter(Write::Put(value, write, &unknown))
             .await
+            .map(Written::etag)
     }
 
     /// Merges into the stored entity whatever its version (`If-Match: *`).
     pub async fn merge_unconditionally(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Update(UpdateMode::Merge, IfMatch::Any))
+        let write = RowWrite::Update(UpdateMode::Merge, IfMatch::Any);
+        let unknown = crate::entity::Properties::new();
+        self.enter(Write::Put(value, write, &unknown))
             .await
+            .map(Written::etag)
     }
 
     /// Inserts the entity or replaces the stored one. A replaced row then
     /// holds exactly the properties of `value`: columns the type does not
     /// know are removed ([`upsert_merge`](Table::upsert_merge) keeps them).
     pub async fn upsert(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Replace))
+        let write = RowWrite::Upsert(UpdateMode::Replace);
+        let unknown = crate::entity::Properties::new();
+        self.enter(Write::Put(value, write, &unknown))
             .await
+            .map(Written::etag)
     }
 
     /// Inserts the entity or merges it into the stored one.
     pub async fn upsert_merge(&self, value: &T) -> Result<ETag> {
-        self.write(value, RowWrite::Upsert(UpdateMode::Merge)).await
+        let write = RowWrite::Upsert(UpdateMode::Merge);
+        let unknown = crate::entity::Properties::new();
+        self.enter(Write::Put(value, write, &unknown))
+            .await
+            .map(Written::etag)
     }
 
     /// Merges one element of a data series into the stored entity
@@ -496,19 +505,16 @@ impl<T: TableEntity> Table<T> {
     ) -> Call<'a, ETag> {
         // The row is made now: the future holds nothing of the arguments.
         let row = write::element_row::<T, E>(&pk, &rk, element, value);
-        let write = RowWrite::Update(UpdateMode::Merge, if_match.clone());
+        let if_match = if_match.clone();
         Box::pin(async move {
-            self.write_operation("merge")
-                .run(self.write_row(row?, write, IndexHint::default()))
-                .await
+            let write = Write::Element(row?, if_match);
+            self.enter(write).await.map(Written::etag)
         })
     }
 
     /// Deletes the stored entity if it is still the version that was read.
     pub async fn delete(&self, loaded: &Loaded<T>) -> Result<()> {
-        self.write_operation("delete")
-            .run(self.delete_loaded(loaded))
-            .await
+        self.enter(Write::Delete(loaded)).await.map(drop)
     }
 
     /// Deletes the entity with these keys whatever its version; fails with
@@ -521,9 +527,7 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            self.write_operation("delete")
-                .run(self.delete_encoded(pk, rk))
-                .await
+            self.enter(Write::DeleteKeys(pk, rk)).await.map(drop)
         })
     }
 

@@ -64,10 +64,8 @@ impl<T: TableEntity> Table<T> {
                 crate::backend::UpdateMode::Replace,
                 crate::entity::IfMatch::ETag(loaded.etag.clone()),
             );
-            return self
-                .write_keeping(moved, write, &loaded.unknown)
-                .await
-                .map(drop);
+            let write = super::write::Write::Put(moved, write, &loaded.unknown);
+            return self.enter(write).await.map(drop);
         }
         let (old_rk, ops, stale) = self
             .give_up_plan(loaded, moved, (&old_pk, &old_rk), (&new_pk, &new_rk))
@@ -210,7 +208,8 @@ impl<T: TableEntity> Table<T> {
             step,
         };
         let writes: [&dyn super::plan::Pending; 2] = [&insert, &record];
-        match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
+        let planned = self.enter(super::write::Write::Planned(&writes)).await;
+        match planned.map(super::write::Written::etags) {
             Ok(etags) => Ok((etags.first().cloned().flatten(), written)),
             Err(error) => {
                 let error = match error {
@@ -291,9 +290,7 @@ impl<T: TableEntity> Table<T> {
                     if_match: crate::entity::IfMatch::ETag(record.etag),
                 });
                 let writes: [&dyn super::plan::Pending; 2] = [&delete, &record];
-                match super::plan::run(&self.backend, &self.name, &writes, self.clock.as_ref())
-                    .await
-                {
+                match self.enter(super::write::Write::Planned(&writes)).await {
                     Ok(_) => {
                         if let Some(target) = &self.blobs {
                             super::offload::delete_quietly(target, &copied.written).await;

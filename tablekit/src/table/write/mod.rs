@@ -1,14 +1,16 @@
 //! The write pipeline of [`Table`], read top to bottom:
 //!
-//! 1. **Entry**: the public single-entity writes (`insert`, `replace`,
-//!    `merge`, `upsert`, `delete`, their unconditional forms and
-//!    `merge_element`) are declared in `table/mod.rs` beside `Table`, so
-//!    that the compiler's messages name them `Table::insert`, and their
-//!    bodies are in this file. Each is a few lines: it says how the row is
-//!    sent ([`RowWrite`], the one write shape of a single entity) and runs
-//!    its body under the table's observed operation. Reads are
-//!    `table/read.rs`'s; [`Table::update`] (read, change, write back) is
-//!    `update.rs`'s.
+//! 1. **Entry**: every write method of `Table` (`insert`, `replace`,
+//!    `merge`, `upsert`, `delete`, their unconditional forms,
+//!    `merge_element`, `update`'s write back, a batch's submit, the bulk
+//!    writer and migrations) says what it asks for as one [`Write`] and
+//!    enters [`Table::enter`], below: the one place a typed write starts.
+//!    `enter` observes the single-entity writes (the others are observed
+//!    whole by their caller) and hands each shape to its body in this file.
+//!    The public methods are declared in `table/mod.rs` beside `Table`, so
+//!    that the compiler's messages name them `Table::insert`; each is one
+//!    call of `enter`. Reads are `table/read.rs`'s; [`Table::update`] (read,
+//!    change, write back) is `update.rs`'s.
 //! 2. **Retry** (`retry.rs`): the one policy for a write whose answer was
 //!    lost: how often it is sent again, and on which outcomes.
 //! 3. **Record and settle** (`settle.rs`): a write records its tag in the
@@ -19,8 +21,9 @@
 //! 5. **Plan and run** (`plan/`): a typed write's transaction (its row or
 //!    wide parts, index rows, outbox records, a renamed kind's old row) is
 //!    planned from the entity's current state and run, planning again after
-//!    a lost race. Transactions, batches, the bulk writer and migrations
-//!    run their writes through the same runner (`plan::run`).
+//!    a lost race. Transactions and batches run their writes through the
+//!    same runner (`plan::run`), as do the bulk writer and migrations for
+//!    types whose rows need rows beside them.
 
 mod retry;
 mod row;
@@ -36,13 +39,180 @@ use retry::Resends;
 pub(super) use row::{IndexHint, RowWrite};
 pub(super) use settle::{Recorded, history_has};
 
-use super::{Loaded, Table, new_index_keys, operation, unknown};
-use crate::backend::UpdateMode;
-use crate::entity::{ETag, IfMatch};
+use super::{Loaded, Table, Transaction, new_index_keys, operation, unknown};
+use crate::backend::{BatchOperation, UpdateMode};
+use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::schema::{self, KeyArg, TableEntity};
 
+/// The one shape of a write of [`Table`]: what a write method asks for.
+pub(in crate::table) enum Write<'a, T> {
+    /// [`insert`](Table::insert): a new entity, refused if its keys are taken.
+    Insert(&'a T),
+    /// [`upsert`](Table::upsert), [`upsert_merge`](Table::upsert_merge),
+    /// the unconditional updates (`RowWrite::Upsert`, or `RowWrite::Update`
+    /// under `IfMatch::Any`: a value written whatever version is stored),
+    /// and a [move](Table::move_to) to the same keys (a replace of the
+    /// version read). The row also holds the properties given, those of
+    /// the row it replaces that `T` does not know.
+    Put(&'a T, RowWrite, &'a crate::entity::Properties),
+    /// [`replace`](Table::replace), [`merge`](Table::merge): a value read,
+    /// written back if the stored row is still the version read.
+    Loaded(&'a mut Loaded<T>, UpdateMode),
+    /// [`delete`](Table::delete): the version read.
+    Delete(&'a Loaded<T>),
+    /// [`delete_unconditionally`](Table::delete_unconditionally): the
+    /// encoded keys.
+    DeleteKeys(String, String),
+    /// [`merge_element`](Table::merge_element): a row of one property.
+    Element(Entity, IfMatch),
+    /// [`update`](Table::update)'s write back of the value it changed, with
+    /// the write's tag for its history, which settles a lost answer.
+    Back {
+        row: &'a mut Entity,
+        write: RowWrite,
+        recorded: &'a mut Recorded,
+        hint: IndexHint<'a>,
+    },
+    /// A [batch](Table::batch)'s transaction, or a migration's.
+    Transaction(&'a Transaction),
+    /// Typed writes planned and run as one transaction: a
+    /// [move](Table::move_to)'s copy with its record, and its undo.
+    Planned(&'a [&'a (dyn plan::Pending + 'a)]),
+    /// Rows alone (of a type that needs no row beside its own), of one
+    /// partition, sent as one transaction: the bulk writer's and a
+    /// migration's chunks.
+    Rows(&'a [BatchOperation]),
+}
+
+impl<T> Write<'_, T> {
+    /// The operation a single-entity write is observed as; `None` for the
+    /// writes their caller observes whole (an update, a batch, the bulk
+    /// writer, a migration).
+    fn observed_as(&self) -> Option<&'static str> {
+        Some(match self {
+            Write::Insert(_) => "insert",
+            Write::Put(_, write, _) => row_write_name(write),
+            Write::Loaded(_, UpdateMode::Replace) => "replace",
+            Write::Loaded(_, UpdateMode::Merge) | Write::Element(..) => "merge",
+            Write::Delete(_) | Write::DeleteKeys(..) => "delete",
+            Write::Back { .. } | Write::Transaction(_) | Write::Planned(_) | Write::Rows(_) => {
+                return None;
+            }
+        })
+    }
+}
+
+/// The name a single-row write is observed as.
+fn row_write_name(write: &RowWrite) -> &'static str {
+    match write {
+        RowWrite::Insert => "insert",
+        RowWrite::Update(UpdateMode::Replace, _) => "replace",
+        RowWrite::Update(UpdateMode::Merge, _) => "merge",
+        RowWrite::Upsert(UpdateMode::Replace) => "upsert",
+        RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
+        RowWrite::Delete(_) => "delete",
+    }
+}
+
+/// What a [`Write`] gave back.
+pub(in crate::table) enum Written {
+    /// The new version's ETag (empty for a delete, which leaves no version).
+    One(ETag),
+    /// An update's write back: `None` when it landed but another writer
+    /// changed the row before its lost answer was settled.
+    Settled(Option<ETag>),
+    /// One ETag per write of a transaction, in order (`None` for a delete).
+    Many(Vec<Option<ETag>>),
+}
+
+impl Written {
+    /// The ETag of a single-entity write.
+    pub(in crate::table) fn etag(self) -> ETag {
+        match self {
+            Written::One(etag) | Written::Settled(Some(etag)) => etag,
+            Written::Settled(None) => ETag::new(""),
+            Written::Many(etags) => etags
+                .into_iter()
+                .next()
+                .flatten()
+                .unwrap_or_else(|| ETag::new("")),
+        }
+    }
+
+    /// The outcome of an update's write back.
+    pub(in crate::table) fn settled(self) -> Option<ETag> {
+        match self {
+            Written::Settled(etag) => etag,
+            other => Some(other.etag()),
+        }
+    }
+
+    /// The ETags of a transaction's writes.
+    pub(in crate::table) fn etags(self) -> Vec<Option<ETag>> {
+        match self {
+            Written::Many(etags) => etags,
+            one => vec![Some(one.etag())],
+        }
+    }
+}
+
 impl<T: TableEntity> Table<T> {
+    /// The entry of every write of `Table`: observes a single-entity write
+    /// and hands each shape to its body.
+    pub(in crate::table) async fn enter(&self, write: Write<'_, T>) -> Result<Written> {
+        match write.observed_as() {
+            Some(op) => self.write_operation(op).run(self.apply(write)).await,
+            None => self.apply(write).await,
+        }
+    }
+
+    /// Runs `write` by its shape.
+    async fn apply(&self, write: Write<'_, T>) -> Result<Written> {
+        let one = Written::One;
+        match write {
+            Write::Insert(value) => self.insert_unobserved(value).await.map(one),
+            Write::Put(value, write, unknown) => {
+                self.write_keeping(value, write, unknown).await.map(one)
+            }
+            Write::Loaded(loaded, mode) => self.write_loaded(loaded, mode).await.map(one),
+            Write::Delete(loaded) => self
+                .delete_loaded(loaded)
+                .await
+                .map(|()| one(ETag::new(""))),
+            Write::DeleteKeys(pk, rk) => self
+                .delete_encoded(pk, rk)
+                .await
+                .map(|()| one(ETag::new(""))),
+            Write::Element(row, if_match) => {
+                let write = RowWrite::Update(UpdateMode::Merge, if_match);
+                self.write_row(row, write, IndexHint::default())
+                    .await
+                    .map(one)
+            }
+            Write::Back {
+                row,
+                write,
+                recorded,
+                hint,
+            } => self
+                .write_recorded(row, write, recorded, hint)
+                .await
+                .map(Written::Settled),
+            Write::Transaction(transaction) => transaction.run().await.map(Written::Many),
+            Write::Planned(writes) => {
+                plan::run(&self.backend, &self.name, writes, self.clock.as_ref())
+                    .await
+                    .map(Written::Many)
+            }
+            Write::Rows(operations) => self
+                .backend
+                .submit_transaction(&self.name, operations)
+                .await
+                .map(Written::Many),
+        }
+    }
+
     /// A typed write `op` of this table, observed ([`operation`]).
     pub(super) fn write_operation(&self, op: &'static str) -> crate::telemetry::Call {
         operation(&*self.backend, op, &self.name, T::DESCRIPTOR.kind, None)
@@ -86,24 +256,10 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    pub(super) async fn write(&self, value: &T, write: RowWrite) -> Result<ETag> {
-        let op = match write {
-            RowWrite::Insert => "insert",
-            RowWrite::Update(UpdateMode::Replace, _) => "replace",
-            RowWrite::Update(UpdateMode::Merge, _) => "merge",
-            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
-            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
-            RowWrite::Delete(_) => "delete",
-        };
-        let unknown = crate::entity::Properties::new();
-        self.write_operation(op)
-            .run(self.write_keeping(value, write, &unknown))
-            .await
-    }
-
-    /// [`write`](Table::write) of a row that also holds `unknown`: the
-    /// properties of the row it replaces that `T` does not know.
-    pub(super) async fn write_keeping(
+    /// A write of `value` (`write` says how) in a row that also holds
+    /// `unknown`: the properties of the row it replaces that `T` does not
+    /// know.
+    async fn write_keeping(
         &self,
         value: &T,
         write: RowWrite,

@@ -293,9 +293,13 @@ impl<T: TableEntity> Table<T> {
                 old: old_keys.as_deref(),
                 new: new_keys.as_deref(),
             };
-            let written = self
-                .write_recorded(&mut row, write, &mut recorded, hint)
-                .await;
+            let back = super::Write::Back {
+                row: &mut row,
+                write,
+                recorded: &mut recorded,
+                hint,
+            };
+            let written = self.enter(back).await.map(super::Written::settled);
             match written {
                 Ok(Some(written)) => {
                     let mut loaded = Loaded::written(value, written);
