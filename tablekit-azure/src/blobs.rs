@@ -8,9 +8,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
+use tablekit::blob::door;
 use tablekit::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
-    PutCondition, Result, validate,
+    PutCondition, Result,
 };
 
 use crate::config::{Account, ClientOptions, ConfigError};
@@ -150,9 +151,9 @@ impl AzureBlobs {
     }
 }
 
-/// A request on a container itself (`?restype=container`), its name checked.
+/// A request on a container itself (`?restype=container`), its name
+/// checked by the method's door.
 fn container_call(method: Method, container: &str, idempotence: Idempotence) -> Result<Call<'_>> {
-    validate::container_name(container)?;
     let mut call = Call::new(
         method,
         format!("/{container}"),
@@ -172,6 +173,7 @@ impl BlobStore for AzureBlobs {
             container,
         )
         .run(async {
+            door::container(container)?;
             let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
             self.send(call).await.map(drop)
         })
@@ -185,6 +187,7 @@ impl BlobStore for AzureBlobs {
             container,
         )
         .run(async {
+            door::container(container)?;
             let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
             self.send(call).await.map(drop)
         })
@@ -200,8 +203,7 @@ impl BlobStore for AzureBlobs {
     ) -> Result<BlobProperties> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_blob", container)
             .run(async {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 let target = Target::blob(container, name);
                 let idempotence = match condition {
                     PutCondition::None => Idempotence::Idempotent,
@@ -228,8 +230,7 @@ impl BlobStore for AzureBlobs {
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_blob", container)
             .run(async {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 let target = Target::blob(container, name);
                 let reply = self
                     .send(Call::new(
@@ -256,8 +257,7 @@ impl BlobStore for AzureBlobs {
     ) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_blob", container)
             .run(async {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 let target = Target::blob(container, name);
                 let mut call = Call::new(
                     Method::DELETE,
@@ -276,12 +276,13 @@ impl BlobStore for AzureBlobs {
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_blobs", container)
             .run(async {
+                door::list_blobs(container, options)?;
                 let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
                 call.list(
                     options.prefix.as_ref(),
                     options.max_results,
                     options.marker.as_ref(),
-                )?;
+                );
                 let reply = self.send(call).await?;
                 parse_listing(&String::from_utf8_lossy(&reply.body))
             })

@@ -7,6 +7,7 @@ use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
+use tablekit::backend::door;
 use tablekit::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
     QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
@@ -291,8 +292,6 @@ impl AzureTables {
         row_key: &'a str,
         idempotence: Idempotence,
     ) -> Result<Call<'a>> {
-        validate::table_name(table)?;
-        validate::keys(partition_key, row_key)?;
         self.check_range(partition_key, row_key)?;
         Ok(self.call(
             method,
@@ -309,8 +308,7 @@ impl AzureTables {
         method: Method,
         if_match: Option<&IfMatch>,
     ) -> Result<ETag> {
-        validate::table_name(table)?;
-        validate::entity(entity)?;
+        door::write_entity(table, entity)?;
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         self.check_range(pk, rk)?;
         let target = Target::entity(table, pk, rk);
@@ -432,7 +430,7 @@ impl TableBackend for AzureTables {
     async fn create_table(&self, table: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "create_table", table)
             .run(async {
-                validate::table_name(table)?;
+                door::create_table(table)?;
                 let target = Target::table(table);
                 let mut call = self.call(
                     Method::POST,
@@ -453,7 +451,7 @@ impl TableBackend for AzureTables {
     async fn delete_table(&self, table: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_table", table)
             .run(async {
-                validate::table_name(table)?;
+                door::delete_table(table)?;
                 let target = Target::table(table);
                 let call = self.call(
                     Method::DELETE,
@@ -475,14 +473,8 @@ impl TableBackend for AzureTables {
                     Target::default(),
                     Idempotence::Idempotent,
                 );
+                door::list_tables(options)?;
                 if let Some(top) = options.top {
-                    if top == 0 || top > validate::limits::MAX_PAGE_SIZE {
-                        return Err(tablekit::InvalidInput::TopOutOfRange {
-                            top,
-                            max: validate::limits::MAX_PAGE_SIZE,
-                        }
-                        .into());
-                    }
                     call.query.push(("$top", top.to_string()));
                 }
                 if let Some(token) = &options.continuation {
@@ -490,9 +482,8 @@ impl TableBackend for AzureTables {
                         .push(("NextTableName", token.next_partition_key().to_owned()));
                 }
                 if let Some(prefix) = &options.prefix {
-                    // Letters and digits only, so the literal needs no escaping; `{`
-                    // sorts after every letter and digit.
-                    validate::table_prefix(prefix)?;
+                    // Letters and digits only (the door checked), so the literal
+                    // needs no escaping; `{` sorts after every letter and digit.
                     call.query.push((
                         "$filter",
                         format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
@@ -523,6 +514,7 @@ impl TableBackend for AzureTables {
     ) -> Result<Entity> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "get_entity", table)
             .run(async {
+                door::get_entity(table, partition_key, row_key, options)?;
                 let mut call = self.entity_call(
                     Method::GET,
                     table,
@@ -562,7 +554,7 @@ impl TableBackend for AzureTables {
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "query_entities", table).run_counted(async {
-            validate::table_name(table)?;
+            door::query_entities(table, query)?;
             // A client scoped to a key range sees only that range, as the service
             // enforces it (Azurite does not): a query that can only reach outside
             // is refused, the rest is narrowed, and anything outside that still
@@ -571,7 +563,6 @@ impl TableBackend for AzureTables {
             let narrowed;
             let query = match range {
                 Some(range) => {
-                    tablekit::backend::checks::query(query)?;
                     if !range.may_reach(query.filter.as_ref()) {
                         return Err(outside_range(format!(
                             "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
@@ -609,8 +600,7 @@ impl TableBackend for AzureTables {
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "insert_entity", table)
             .run(async {
-                validate::table_name(table)?;
-                validate::entity(entity)?;
+                door::write_entity(table, entity)?;
                 self.check_range(&entity.partition_key, &entity.row_key)?;
                 let target = Target::entity(table, &entity.partition_key, &entity.row_key);
                 let mut call = self.call(
@@ -659,6 +649,7 @@ impl TableBackend for AzureTables {
     ) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_entity", table)
             .run(async {
+                door::delete_entity(table, partition_key, row_key)?;
                 let mut call = self.entity_call(
                     Method::DELETE,
                     table,
@@ -680,8 +671,7 @@ impl TableBackend for AzureTables {
         tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "submit_transaction", table)
             .batch_size(operations.len())
             .run(async {
-                validate::table_name(table)?;
-                tablekit::backend::checks::batch(operations)?;
+                door::submit_transaction(table, operations)?;
                 for (index, op) in operations.iter().enumerate() {
                     let (pk, rk) = op.keys();
                     self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;

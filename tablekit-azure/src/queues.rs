@@ -12,11 +12,12 @@ use std::time::Duration;
 use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
+use tablekit::queue::door;
 use tablekit::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
     QueuePage, QueueStore, SentMessage,
 };
-use tablekit::{DateTime, Error, Result, validate};
+use tablekit::{DateTime, Error, Result};
 
 use crate::config::{Account, ClientOptions, ConfigError};
 use crate::errors::Target;
@@ -233,7 +234,7 @@ impl QueueStore for AzureQueues {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "create_queue", queue)
             .run(async {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let call = Call::new(
                     Method::PUT,
                     format!("/{queue}"),
@@ -249,7 +250,7 @@ impl QueueStore for AzureQueues {
     async fn delete_queue(&self, queue: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_queue", queue)
             .run(async {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let call = Call::new(
                     Method::DELETE,
                     format!("/{queue}"),
@@ -264,6 +265,7 @@ impl QueueStore for AzureQueues {
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_queues", "")
             .run(async {
+                door::list_queues(options)?;
                 let mut call = Call::new(
                     Method::GET,
                     "/".into(),
@@ -274,7 +276,7 @@ impl QueueStore for AzureQueues {
                     options.prefix.as_ref(),
                     options.max_results,
                     options.marker.as_ref(),
-                )?;
+                );
                 let reply = self.send(call).await?;
                 parse_listing(&String::from_utf8_lossy(&reply.body))
             })
@@ -289,7 +291,7 @@ impl QueueStore for AzureQueues {
     ) -> Result<SentMessage> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_message", queue)
             .run(async {
-                tablekit::queue::checks::put_message(queue, text, options)?;
+                door::put_message(queue, text, options)?;
                 // A put sent twice is two messages: it is not retried once it may
                 // have reached the service.
                 let mut call = Call::new(
@@ -321,7 +323,7 @@ impl QueueStore for AzureQueues {
     ) -> Result<Vec<QueueMessage>> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_messages", queue)
             .run(async {
-                validate::get_messages(queue, count, visibility_timeout)?;
+                door::get_messages(queue, count, visibility_timeout)?;
                 // Sent again after a lost answer, a get hides other messages (or
                 // the same ones again) for the timeout: they come back later, as
                 // at-least-once delivery allows.
@@ -343,7 +345,7 @@ impl QueueStore for AzureQueues {
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "peek_messages", queue)
             .run(async {
-                validate::peek_messages(queue, count)?;
+                door::peek_messages(queue, count)?;
                 let mut call = Call::new(
                     Method::GET,
                     messages_path(queue),
@@ -368,7 +370,7 @@ impl QueueStore for AzureQueues {
     ) -> Result<MessageUpdate> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "update_message", queue)
             .run(async {
-                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+                door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
                 // Not retried: a retry would carry the receipt the first attempt
                 // used up.
                 let mut call = Call::new(
@@ -405,7 +407,7 @@ impl QueueStore for AzureQueues {
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_message", queue)
             .run(async {
-                validate::delete_message(queue, id, pop_receipt)?;
+                door::delete_message(queue, id, pop_receipt)?;
                 let mut call = Call::new(
                     Method::DELETE,
                     message_path(queue, id),
@@ -421,7 +423,7 @@ impl QueueStore for AzureQueues {
     async fn clear_messages(&self, queue: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.service.store.clone(), "clear_messages", queue)
             .run(async {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let call = Call::new(
                     Method::DELETE,
                     messages_path(queue),

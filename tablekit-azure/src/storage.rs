@@ -121,25 +121,25 @@ impl<'a> Call<'a> {
     }
 
     /// Makes this call a listing (`comp=list`) with the paging both
-    /// services share: a name prefix, a page size (checked), a marker.
+    /// services share: a name prefix, a page size (checked by the method's
+    /// door), a marker.
     pub(crate) fn list(
         &mut self,
         prefix: Option<&String>,
         max_results: Option<u32>,
         marker: Option<&String>,
-    ) -> tablekit::Result<()> {
+    ) {
         self.query.push(("comp", "list".into()));
         if let Some(prefix) = prefix {
             self.query.push(("prefix", prefix.clone()));
         }
+        // The page size was checked by the method's door.
         if let Some(max) = max_results {
-            tablekit::validate::list_page_size(Some(max))?;
             self.query.push(("maxresults", max.to_string()));
         }
         if let Some(marker) = marker {
             self.query.push(("marker", marker.clone()));
         }
-        Ok(())
     }
 }
 

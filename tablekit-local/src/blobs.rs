@@ -6,7 +6,7 @@ use std::ops::Bound;
 use async_trait::async_trait;
 use md5::{Digest, Md5};
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
-use tablekit::validate;
+use tablekit::blob::door;
 use tablekit::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -221,7 +221,7 @@ impl BlobStore for LocalStorage {
         )
         .run(async {
             self.guarded(|| {
-                validate::container_name(container)?;
+                door::container(container)?;
                 // Read-only: a container that exists is answered as one.
                 if self.shared.read_only {
                     let txn = self.begin_read()?;
@@ -263,7 +263,7 @@ impl BlobStore for LocalStorage {
             container,
         )
         .run(async {
-            validate::container_name(container)?;
+            door::container(container)?;
             let container = container.to_owned();
             self.write(move |store, txn| {
                 let mut containers = txn
@@ -303,8 +303,7 @@ impl BlobStore for LocalStorage {
             container,
         )
         .run(async {
-            validate::container_name(container)?;
-            validate::blob_name(name)?;
+            door::blob(container, name)?;
             // Hash before the writer's turn: it is the expensive part of a large put.
             let md5: [u8; 16] = Md5::digest(&data).into();
             let (container, name, condition) =
@@ -353,8 +352,7 @@ impl BlobStore for LocalStorage {
         )
         .run_sync(|| {
             self.guarded(|| {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 let txn = self.begin_read()?;
                 let containers = txn
                     .open_table(CONTAINERS)
@@ -396,8 +394,7 @@ impl BlobStore for LocalStorage {
             container,
         )
         .run(async {
-            validate::container_name(container)?;
-            validate::blob_name(name)?;
+            door::blob(container, name)?;
             let (container, name, if_match) =
                 (container.to_owned(), name.to_owned(), if_match.cloned());
             self.write(move |store, txn| {
@@ -434,8 +431,7 @@ impl BlobStore for LocalStorage {
         )
         .run_sync(|| {
             self.guarded(|| {
-                validate::container_name(container)?;
-                let limit = validate::list_page_size(options.max_results)? as usize;
+                let limit = door::list_blobs(container, options)? as usize;
                 let txn = self.begin_read()?;
                 let containers = txn
                     .open_table(CONTAINERS)

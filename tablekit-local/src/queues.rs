@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use tablekit::queue::door;
 use tablekit::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
 };
-use tablekit::validate;
 use tablekit::{DateTime, Error, InvalidInput, Result};
 
 use crate::LocalStorage;
@@ -293,7 +293,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::queue_name(queue)?;
+            door::queue(queue)?;
             let now = self.shared.clock.now();
             // Read-only: a queue that exists is answered as one.
             if self.shared.read_only {
@@ -350,7 +350,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::queue_name(queue)?;
+            door::queue(queue)?;
             let now = self.shared.clock.now();
             let queue = queue.to_owned();
             self.write(move |store, txn| {
@@ -385,7 +385,7 @@ impl QueueStore for LocalStorage {
         )
         .run_sync(|| {
             self.guarded(|| {
-                let limit = validate::list_page_size(options.max_results)? as usize;
+                let limit = door::list_queues(options)? as usize;
                 let prefix = options.prefix.as_deref().unwrap_or("");
                 let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
                 let txn = self.begin_read()?;
@@ -423,7 +423,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            tablekit::queue::checks::put_message(queue, text, options)?;
+            door::put_message(queue, text, options)?;
             let now = self.shared.clock.now();
             let expires = match options.ttl {
                 MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
@@ -484,7 +484,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::get_messages(queue, count, visibility_timeout)?;
+            door::get_messages(queue, count, visibility_timeout)?;
             let now = self.shared.clock.now();
             let next_visible = now.saturating_add(visibility_timeout);
             let queue = queue.to_owned();
@@ -531,7 +531,7 @@ impl QueueStore for LocalStorage {
         )
         .run_sync(|| {
             self.guarded(|| {
-                validate::peek_messages(queue, count)?;
+                door::peek_messages(queue, count)?;
                 let now = self.shared.clock.now();
                 // A read: expired messages are skipped here, removed by the next write.
                 let txn = self.begin_read()?;
@@ -587,7 +587,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+            door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
             let now = self.shared.clock.now();
             let (queue, id, pop_receipt, text) = (
                 queue.to_owned(),
@@ -634,7 +634,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::delete_message(queue, id, pop_receipt)?;
+            door::delete_message(queue, id, pop_receipt)?;
             let now = self.shared.clock.now();
             let (queue, id, pop_receipt) =
                 (queue.to_owned(), id.to_owned(), pop_receipt.to_owned());
@@ -663,7 +663,7 @@ impl QueueStore for LocalStorage {
             queue,
         )
         .run(async {
-            validate::queue_name(queue)?;
+            door::queue(queue)?;
             let queue = queue.to_owned();
             self.write(move |store, txn| {
                 store.check_queue(txn, &queue)?;

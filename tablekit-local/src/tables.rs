@@ -6,15 +6,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use tablekit::backend::door;
 use tablekit::backend::sorted::{
     Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
 use tablekit::telemetry::{Call, StoreInfo};
-use tablekit::validate::{self, limits::MAX_PAGE_SIZE};
+use tablekit::validate::limits::MAX_PAGE_SIZE;
 use tablekit::{
-    BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, InvalidInput,
-    ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage,
-    UpdateMode,
+    BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions,
+    Properties, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UpdateMode,
 };
 
 use crate::LocalStorage;
@@ -258,8 +258,7 @@ impl LocalStorage {
 
     /// Validates and applies one write, returning its new ETag.
     async fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
-        validate::table_name(table)?;
-        write.validate()?;
+        door::write(table, write)?;
         Ok(self.apply_owned(table, vec![owned(write)], false).await?.0)
     }
 }
@@ -270,7 +269,7 @@ impl TableBackend for LocalStorage {
         Call::storage(|| self.store_info(), "create_table", table)
             .run(async {
                 let folded = self.guarded(|| {
-                    validate::table_name(table)?;
+                    door::create_table(table)?;
                     let folded = table.to_ascii_lowercase();
                     // Read-only: a table that exists is answered as one, so that a
                     // program making its tables "if missing" opens the store.
@@ -321,7 +320,7 @@ impl TableBackend for LocalStorage {
     async fn delete_table(&self, table: &str) -> Result<()> {
         Call::storage(|| self.store_info(), "delete_table", table)
             .run(async {
-                validate::table_name(table)?;
+                door::delete_table(table)?;
                 let table = table.to_owned();
                 self.write(move |store, txn| {
                     let mut catalogue =
@@ -346,20 +345,7 @@ impl TableBackend for LocalStorage {
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
         Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
             self.guarded(|| {
-                let limit = match options.top {
-                    Some(top) if top == 0 || top > MAX_PAGE_SIZE => {
-                        return Err(InvalidInput::TopOutOfRange {
-                            top,
-                            max: MAX_PAGE_SIZE,
-                        }
-                        .into());
-                    }
-                    Some(top) => top as usize,
-                    None => MAX_PAGE_SIZE as usize,
-                };
-                if let Some(prefix) = &options.prefix {
-                    validate::table_prefix(prefix)?;
-                }
+                let limit = door::list_tables(options)?;
                 let prefix = options.prefix.as_deref().unwrap_or("");
                 let start = options
                     .continuation
@@ -404,11 +390,7 @@ impl TableBackend for LocalStorage {
     ) -> Result<Entity> {
         Call::storage(|| self.store_info(), "get_entity", table).run_sync(|| {
             self.guarded(|| {
-                validate::table_name(table)?;
-                validate::keys(partition_key, row_key_text)?;
-                if let Some(select) = &options.select {
-                    validate::select_names(select)?;
-                }
+                door::get_entity(table, partition_key, row_key_text, options)?;
                 let txn = self.begin_read()?;
                 let rows = self.read_rows(&txn, table)?;
                 let key = row_key(partition_key, row_key_text);
@@ -432,8 +414,7 @@ impl TableBackend for LocalStorage {
         Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
             || {
                 self.guarded(|| {
-                    validate::table_name(table)?;
-                    tablekit::backend::checks::query(query)?;
+                    door::query_entities(table, query)?;
                     let resume = query.continuation.as_ref().map(resume_at).transpose()?;
                     let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
                     let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
@@ -539,8 +520,7 @@ impl TableBackend for LocalStorage {
         Call::storage(|| self.store_info(), "submit_transaction", table)
             .batch_size(operations.len())
             .run(async {
-                validate::table_name(table)?;
-                tablekit::backend::checks::batch(operations)?;
+                door::submit_transaction(table, operations)?;
                 Ok(self.apply_owned(table, operations.to_vec(), true).await?.1)
             })
             .await

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use md5::{Digest, Md5};
 use parking_lot::RwLock;
-use tablekit::validate;
+use tablekit::blob::door;
 use tablekit::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -71,7 +71,7 @@ impl BlobStore for MemBlobStore {
     async fn create_container(&self, container: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "create_container", container)
             .run_sync(|| {
-                validate::container_name(container)?;
+                door::container(container)?;
                 let mut state = self.state.write();
                 if state.containers.contains_key(container) {
                     return Err(Error::ContainerAlreadyExists {
@@ -86,7 +86,7 @@ impl BlobStore for MemBlobStore {
     async fn delete_container(&self, container: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "delete_container", container)
             .run_sync(|| {
-                validate::container_name(container)?;
+                door::container(container)?;
                 let mut state = self.state.write();
                 state
                     .containers
@@ -105,8 +105,7 @@ impl BlobStore for MemBlobStore {
     ) -> Result<BlobProperties> {
         tablekit::telemetry::Call::storage(crate::store_info, "put_blob", container).run_sync(
             || {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 // Hash outside the lock: it is the expensive part of a large put.
                 let md5: [u8; 16] = Md5::digest(&data).into();
                 let mut state = self.state.write();
@@ -139,8 +138,7 @@ impl BlobStore for MemBlobStore {
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
         tablekit::telemetry::Call::storage(crate::store_info, "get_blob", container).run_sync(
             || {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 // Copy the shared handle under the lock, the bytes after it.
                 let (data, properties) = {
                     let state = self.state.read();
@@ -169,8 +167,7 @@ impl BlobStore for MemBlobStore {
     ) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "delete_blob", container).run_sync(
             || {
-                validate::container_name(container)?;
-                validate::blob_name(name)?;
+                door::blob(container, name)?;
                 let mut state = self.state.write();
                 let blobs = state
                     .containers
@@ -194,7 +191,7 @@ impl BlobStore for MemBlobStore {
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
         tablekit::telemetry::Call::storage(crate::store_info, "list_blobs", container).run_sync(
             || {
-                validate::container_name(container)?;
+                let limit = door::list_blobs(container, options)?;
                 let state = self.state.read();
                 let blobs = state
                     .containers
@@ -204,8 +201,8 @@ impl BlobStore for MemBlobStore {
                     blobs,
                     options.prefix.as_deref(),
                     options.marker.as_deref(),
-                    options.max_results,
-                )?;
+                    limit,
+                );
                 Ok(BlobPage {
                     blobs: entries
                         .into_iter()

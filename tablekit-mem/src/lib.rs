@@ -51,6 +51,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
+use tablekit::backend::door;
 use tablekit::validate;
 use tablekit::{
     BatchOperation, ContinuationToken, DateTime, ETag, Entity, Error, GetOptions, IfMatch,
@@ -358,8 +359,7 @@ fn apply(partitions: &mut BTreeMap<Box<[u8]>, Partition>, pk: &[u8], rk: &[u8], 
 impl MemBackend {
     /// Validates and applies one write, returning the new ETag.
     fn write(&self, table: &str, op: Write<'_>) -> Result<ETag> {
-        validate::table_name(table)?;
-        op.validate()?;
+        door::write(table, op)?;
         let delay = self.delay();
         let mut state = self.shared.state.write();
         let ticks = state.next_ticks();
@@ -401,7 +401,7 @@ impl TableBackend for MemBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.store_info(), "create_table", table).run_sync(
             || {
-                validate::table_name(table)?;
+                door::create_table(table)?;
                 let mut state = self.shared.state.write();
                 let delay = self.delay();
                 with_folded(table, |key| {
@@ -437,7 +437,7 @@ impl TableBackend for MemBackend {
     async fn delete_table(&self, table: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(|| self.store_info(), "delete_table", table).run_sync(
             || {
-                validate::table_name(table)?;
+                door::delete_table(table)?;
                 let mut state = self.shared.state.write();
                 let delay = self.delay();
                 state.table(table, delay)?;
@@ -452,24 +452,11 @@ impl TableBackend for MemBackend {
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
         tablekit::telemetry::Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
-            let limit = match options.top {
-                Some(top) if top == 0 || top > validate::limits::MAX_PAGE_SIZE => {
-                    return Err(tablekit::InvalidInput::TopOutOfRange {
-                        top,
-                        max: validate::limits::MAX_PAGE_SIZE,
-                    }
-                    .into());
-                }
-                Some(top) => top as usize,
-                None => validate::limits::MAX_PAGE_SIZE as usize,
-            };
+            let limit = door::list_tables(options)?;
             let start = options
                 .continuation
                 .as_ref()
                 .map(|t| t.next_partition_key().to_ascii_lowercase());
-            if let Some(prefix) = &options.prefix {
-                validate::table_prefix(prefix)?;
-            }
             let prefix = options.prefix.as_deref().unwrap_or("");
             let state = self.shared.state.read();
             let mut names: Vec<(&str, &str)> = state
@@ -504,11 +491,7 @@ impl TableBackend for MemBackend {
     ) -> Result<Entity> {
         tablekit::telemetry::Call::storage(|| self.store_info(), "get_entity", table).run_sync(
             || {
-                validate::table_name(table)?;
-                validate::keys(partition_key, row_key)?;
-                if let Some(select) = &options.select {
-                    validate::select_names(select)?;
-                }
+                door::get_entity(table, partition_key, row_key, options)?;
                 let state = self.shared.state.read();
                 let t = state.table(table, self.delay())?;
                 let pk = encode_key(partition_key);
@@ -532,8 +515,7 @@ impl TableBackend for MemBackend {
         tablekit::telemetry::Call::storage(|| self.store_info(), "query_entities", table)
             .run_sync_counted(
                 || {
-                    validate::table_name(table)?;
-                    tablekit::backend::checks::query(query)?;
+                    door::query_entities(table, query)?;
                     let resume = query.continuation.as_ref().map(resume_at).transpose()?;
                     if let Some(seed) = self.unsorted_seed() {
                         return self.query_unsorted(table, query, resume, seed);
@@ -618,8 +600,7 @@ impl TableBackend for MemBackend {
         tablekit::telemetry::Call::storage(|| self.store_info(), "submit_transaction", table)
             .batch_size(operations.len())
             .run_sync(|| {
-                validate::table_name(table)?;
-                tablekit::backend::checks::batch(operations)?;
+                door::submit_transaction(table, operations)?;
                 let mut state = self.shared.state.write();
                 let delay = self.delay();
                 // One timestamp for the whole batch, as the live service gives.

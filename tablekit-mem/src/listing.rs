@@ -4,21 +4,19 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use tablekit::Result;
 
 /// A page's entries, and the name the next page starts at.
 pub(crate) type Page<'m, V> = (Vec<(&'m String, &'m V)>, Option<String>);
 
 /// One page of `map`'s entries whose names start with `prefix`, from
-/// `marker` on, at most `max_results` (default and most: 5,000); and the
-/// name the next page starts at, if any.
+/// `marker` on, at most `limit` (the page size the method's door gave);
+/// and the name the next page starts at, if any.
 pub(crate) fn page<'m, V>(
     map: &'m BTreeMap<String, V>,
     prefix: Option<&str>,
     marker: Option<&str>,
-    max_results: Option<u32>,
-) -> Result<Page<'m, V>> {
-    let limit = tablekit::validate::list_page_size(max_results)?;
+    limit: u32,
+) -> Page<'m, V> {
     let prefix = prefix.unwrap_or("");
     let start = marker.unwrap_or(prefix).max(prefix);
     let mut entries = Vec::new();
@@ -27,9 +25,9 @@ pub(crate) fn page<'m, V>(
             break;
         }
         if entries.len() == limit as usize {
-            return Ok((entries, Some(name.clone())));
+            return (entries, Some(name.clone()));
         }
         entries.push((name, value));
     }
-    Ok((entries, None))
+    (entries, None)
 }

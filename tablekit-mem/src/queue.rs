@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use tablekit::clock::{Clock, SystemClock};
+use tablekit::queue::door;
 use tablekit::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
 };
-use tablekit::validate;
 use tablekit::{DateTime, Error, InvalidInput, Result};
 
 /// How long a deleted queue's name cannot be used again.
@@ -194,7 +194,7 @@ impl QueueStore for MemQueueStore {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
         tablekit::telemetry::Call::storage(crate::store_info, "create_queue", queue).run_sync(
             || {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 if let Some(&deleted) = state.deleted.get(queue) {
@@ -217,7 +217,7 @@ impl QueueStore for MemQueueStore {
     async fn delete_queue(&self, queue: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "delete_queue", queue).run_sync(
             || {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 if state.queues.remove(queue).is_none() {
@@ -233,13 +233,14 @@ impl QueueStore for MemQueueStore {
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
         tablekit::telemetry::Call::storage(crate::store_info, "list_queues", "").run_sync(|| {
+            let limit = door::list_queues(options)?;
             let state = self.state.lock();
             let (entries, next_marker) = crate::listing::page(
                 &state.queues,
                 options.prefix.as_deref(),
                 options.marker.as_deref(),
-                options.max_results,
-            )?;
+                limit,
+            );
             Ok(QueuePage {
                 queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
                 next_marker,
@@ -254,7 +255,7 @@ impl QueueStore for MemQueueStore {
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
         tablekit::telemetry::Call::storage(crate::store_info, "put_message", queue).run_sync(|| {
-            tablekit::queue::checks::put_message(queue, text, options)?;
+            door::put_message(queue, text, options)?;
             let now = self.clock.now();
             let expires = match options.ttl {
                 MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
@@ -292,7 +293,7 @@ impl QueueStore for MemQueueStore {
     ) -> Result<Vec<QueueMessage>> {
         tablekit::telemetry::Call::storage(crate::store_info, "get_messages", queue).run_sync(
             || {
-                validate::get_messages(queue, count, visibility_timeout)?;
+                door::get_messages(queue, count, visibility_timeout)?;
                 let now = self.clock.now();
                 let next_visible = now.saturating_add(visibility_timeout);
                 let mut state = self.state.lock();
@@ -325,7 +326,7 @@ impl QueueStore for MemQueueStore {
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
         tablekit::telemetry::Call::storage(crate::store_info, "peek_messages", queue).run_sync(
             || {
-                validate::peek_messages(queue, count)?;
+                door::peek_messages(queue, count)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 let messages = &state.queue(queue, now)?.messages;
@@ -355,7 +356,7 @@ impl QueueStore for MemQueueStore {
     ) -> Result<MessageUpdate> {
         tablekit::telemetry::Call::storage(crate::store_info, "update_message", queue).run_sync(
             || {
-                validate::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+                door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 let new_receipt = state.random.receipt();
@@ -386,7 +387,7 @@ impl QueueStore for MemQueueStore {
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "delete_message", queue).run_sync(
             || {
-                validate::delete_message(queue, id, pop_receipt)?;
+                door::delete_message(queue, id, pop_receipt)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 let messages = &mut state.queue(queue, now)?.messages;
@@ -400,7 +401,7 @@ impl QueueStore for MemQueueStore {
     async fn clear_messages(&self, queue: &str) -> Result<()> {
         tablekit::telemetry::Call::storage(crate::store_info, "clear_messages", queue).run_sync(
             || {
-                validate::queue_name(queue)?;
+                door::queue(queue)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 state.queue(queue, now)?.messages.clear();

@@ -6,16 +6,16 @@
 //! exactly one request of the Table service's REST API, named in its docs.
 //!
 //! # Contract for implementors
-//! - Run the shared validator ([`crate::validate`]) on every input before
-//!   acting, so bad input gets the same [`crate::InvalidInput`]
-//!   everywhere. Backends never re-implement the rules.
+//! - Call the method's door check ([`door`]) on its input before acting,
+//!   so bad input gets the same [`crate::InvalidInput`] everywhere.
+//!   Backends never re-implement the rules, and keep only checks that are
+//!   their own.
 //! - Map every failure onto [`Error`](crate::Error) by meaning.
 //! - Table names are case-insensitive for lookup; the case of creation is kept.
 //! - Keys sort by UTF-16 code units ([`crate::keyorder`]).
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -468,56 +468,92 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     ) -> Result<Vec<Option<ETag>>>;
 }
 
-macro_rules! forward_table_backend {
-    ($($wrapper:ty),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: TableBackend + ?Sized> TableBackend for $wrapper {
-            async fn create_table(&self, table: &str) -> Result<()> {
-                (**self).create_table(table).await
-            }
-            async fn delete_table(&self, table: &str) -> Result<()> {
-                (**self).delete_table(table).await
-            }
-            async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-                (**self).list_tables(options).await
-            }
-            async fn get_entity(&self, table: &str, partition_key: &str, row_key: &str, options: &GetOptions) -> Result<Entity> {
-                (**self).get_entity(table, partition_key, row_key, options).await
-            }
-            async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-                (**self).query_entities(table, query).await
-            }
-            fn query_order(&self) -> QueryOrder {
-                (**self).query_order()
-            }
-            fn pacing(&self) -> Option<crate::pacing::Pacing> {
-                (**self).pacing()
-            }
-            fn store_info(&self) -> crate::telemetry::StoreInfo {
-                (**self).store_info()
-            }
-            async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-                (**self).insert_entity(table, entity).await
-            }
-            async fn update_entity(&self, table: &str, entity: &Entity, mode: UpdateMode, if_match: &IfMatch) -> Result<ETag> {
-                (**self).update_entity(table, entity, mode, if_match).await
-            }
-            async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-                (**self).upsert_entity(table, entity, mode).await
-            }
-            async fn delete_entity(&self, table: &str, partition_key: &str, row_key: &str, if_match: &IfMatch) -> Result<()> {
-                (**self).delete_entity(table, partition_key, row_key, if_match).await
-            }
-            async fn submit_transaction(&self, table: &str, operations: &[BatchOperation]) -> Result<Vec<Option<ETag>>> {
-                (**self).submit_transaction(table, operations).await
-            }
+/// The methods of [`TableBackend`], listed once: every impl that only
+/// passes calls on (the forwarding through `Arc`, `Box` and `&` below, and
+/// the fault layer, [`crate::layer::FaultInjection`]) is generated from this
+/// list by `$generate`. Each async method names its
+/// [`Operation`](crate::layer::Operation) and whether the fault layer may
+/// send it twice (`resend`) or not (`once`). The generated impls deny
+/// `clippy::missing_trait_methods`, so a method missing here fails the
+/// build.
+macro_rules! table_methods {
+    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+        $($generate)::+! { $($args)*
+            async create_table(table: &str) -> $crate::error::Result<()>, CreateTable, once;
+            async delete_table(table: &str) -> $crate::error::Result<()>, DeleteTable, once;
+            async list_tables(options: &$crate::backend::ListTablesOptions)
+                -> $crate::error::Result<$crate::backend::TablePage>, ListTables, once;
+            async get_entity(
+                table: &str,
+                partition_key: &str,
+                row_key: &str,
+                options: &$crate::backend::GetOptions
+            ) -> $crate::error::Result<$crate::entity::Entity>, GetEntity, once;
+            async query_entities(table: &str, query: &$crate::backend::Query)
+                -> $crate::error::Result<$crate::backend::QueryPage>, QueryEntities, once;
+            async insert_entity(table: &str, entity: &$crate::entity::Entity)
+                -> $crate::error::Result<$crate::entity::ETag>, InsertEntity, resend;
+            async update_entity(
+                table: &str,
+                entity: &$crate::entity::Entity,
+                mode: $crate::backend::UpdateMode,
+                if_match: &$crate::entity::IfMatch
+            ) -> $crate::error::Result<$crate::entity::ETag>, UpdateEntity, resend;
+            async upsert_entity(
+                table: &str,
+                entity: &$crate::entity::Entity,
+                mode: $crate::backend::UpdateMode
+            ) -> $crate::error::Result<$crate::entity::ETag>, UpsertEntity, once;
+            async delete_entity(
+                table: &str,
+                partition_key: &str,
+                row_key: &str,
+                if_match: &$crate::entity::IfMatch
+            ) -> $crate::error::Result<()>, DeleteEntity, resend;
+            async submit_transaction(table: &str, operations: &[$crate::backend::BatchOperation])
+                -> $crate::error::Result<Vec<Option<$crate::entity::ETag>>>, SubmitTransaction, resend;
+            sync query_order() -> $crate::backend::QueryOrder;
+            sync pacing() -> Option<$crate::pacing::Pacing>;
+            sync store_info() -> $crate::telemetry::StoreInfo;
         }
-    )*};
+    };
 }
+pub(crate) use table_methods;
 
-forward_table_backend!(Arc<T>, Box<T>, &T);
+/// Implements a contract (`TableBackend`, `BlobStore`, `QueueStore`) for
+/// `Arc<T>`, `Box<T>` and `&T` by passing every call on to `T`, from the
+/// contract's list of methods (see [`table_methods`]).
+macro_rules! forward_impls {
+    ($contract:ident $($list:tt)*) => {
+        $crate::backend::forward_impls!(@impl $contract, std::sync::Arc<T>, $($list)*);
+        $crate::backend::forward_impls!(@impl $contract, Box<T>, $($list)*);
+        $crate::backend::forward_impls!(@impl $contract, &T, $($list)*);
+    };
+    (@impl $contract:ident, $wrapper:ty,
+        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
+        $(sync $sync:ident() -> $sync_out:ty;)*
+    ) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait::async_trait]
+        impl<T: $contract + ?Sized> $contract for $wrapper {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> $out {
+                    (**self).$name($($arg),*).await
+                }
+            )*
+            $(
+                fn $sync(&self) -> $sync_out {
+                    (**self).$sync()
+                }
+            )*
+        }
+    };
+}
+pub(crate) use forward_impls;
 
+table_methods!(forward_impls!(TableBackend));
+
+pub mod door;
 pub mod sorted;
 
 /// Counts work that goes on after the future that started it was dropped:

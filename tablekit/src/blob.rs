@@ -152,34 +152,64 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage>;
 }
 
-macro_rules! forward_blob_store {
-    ($($wrapper:ty),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: BlobStore + ?Sized> BlobStore for $wrapper {
-            async fn create_container(&self, container: &str) -> Result<()> {
-                (**self).create_container(container).await
-            }
-            async fn delete_container(&self, container: &str) -> Result<()> {
-                (**self).delete_container(container).await
-            }
-            async fn put_blob(&self, container: &str, name: &str, data: Vec<u8>, condition: &PutCondition) -> Result<BlobProperties> {
-                (**self).put_blob(container, name, data, condition).await
-            }
-            async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-                (**self).get_blob(container, name).await
-            }
-            async fn delete_blob(&self, container: &str, name: &str, if_match: Option<&ETag>) -> Result<()> {
-                (**self).delete_blob(container, name, if_match).await
-            }
-            async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-                (**self).list_blobs(container, options).await
-            }
+/// The methods of [`BlobStore`], listed once, as
+/// [`table_methods`](crate::backend) lists those of `TableBackend`.
+macro_rules! blob_methods {
+    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+        $($generate)::+! { $($args)*
+            async create_container(container: &str) -> $crate::error::Result<()>, CreateContainer, once;
+            async delete_container(container: &str) -> $crate::error::Result<()>, DeleteContainer, once;
+            async put_blob(
+                container: &str,
+                name: &str,
+                data: Vec<u8>,
+                condition: &$crate::blob::PutCondition
+            ) -> $crate::error::Result<$crate::blob::BlobProperties>, PutBlob, once;
+            async get_blob(container: &str, name: &str)
+                -> $crate::error::Result<$crate::blob::Blob>, GetBlob, once;
+            async delete_blob(container: &str, name: &str, if_match: Option<&$crate::entity::ETag>)
+                -> $crate::error::Result<()>, DeleteBlob, once;
+            async list_blobs(container: &str, options: &$crate::blob::ListBlobsOptions)
+                -> $crate::error::Result<$crate::blob::BlobPage>, ListBlobs, once;
         }
-    )*};
+    };
 }
+pub(crate) use blob_methods;
 
-forward_blob_store!(Arc<T>, Box<T>, &T);
+blob_methods!(crate::backend::forward_impls!(BlobStore));
+
+/// The door checks of the blob contract: one function per method of
+/// [`BlobStore`], holding every check its input must pass on every
+/// backend, as [`backend::door`](crate::backend::door) does for tables. A
+/// backend calls the method's door first and keeps only its own checks.
+pub mod door {
+    use super::ListBlobsOptions;
+    use crate::error::InvalidInput;
+    use crate::validate::{blob_name, container_name, list_page_size};
+
+    /// [`create_container`](super::BlobStore::create_container) and
+    /// [`delete_container`](super::BlobStore::delete_container): the
+    /// container's name.
+    pub fn container(container: &str) -> Result<(), InvalidInput> {
+        container_name(container)
+    }
+
+    /// [`put_blob`](super::BlobStore::put_blob),
+    /// [`get_blob`](super::BlobStore::get_blob) and
+    /// [`delete_blob`](super::BlobStore::delete_blob): the container's
+    /// name and the blob's.
+    pub fn blob(container: &str, name: &str) -> Result<(), InvalidInput> {
+        container_name(container)?;
+        blob_name(name)
+    }
+
+    /// [`list_blobs`](super::BlobStore::list_blobs): the container's name
+    /// and the page size (1–5,000). Returns the page size.
+    pub fn list_blobs(container: &str, options: &ListBlobsOptions) -> Result<u32, InvalidInput> {
+        container_name(container)?;
+        list_page_size(options.max_results)
+    }
+}
 
 /// Where a table keeps the values its entities store outside their rows
 /// (see `Table::with_blob_store`): a container of a blob store.

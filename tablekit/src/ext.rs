@@ -101,7 +101,7 @@ pub(crate) async fn send_operations(
     operations: &[BatchOperation],
 ) -> Result<Vec<Option<ETag>>> {
     match operations {
-        [one] => write_one(backend, table, one)
+        [one] => write_one(backend, table, one.into())
             .await
             .map(|etag| vec![Some(etag)])
             .map_err(|e| e.in_batch(0)),
@@ -109,25 +109,22 @@ pub(crate) async fn send_operations(
     }
 }
 
-/// Sends one operation as its own request.
-async fn write_one(
+/// Sends one write as its own request: the one place a single-row write
+/// fans out to the contract's four methods (the backends fold them back
+/// into [`Write`](crate::backend::sorted::Write)).
+pub(crate) async fn write_one(
     backend: &dyn TableBackend,
     name: &str,
-    operation: &BatchOperation,
+    write: crate::backend::sorted::Write<'_>,
 ) -> Result<ETag> {
-    match operation {
-        BatchOperation::Insert(entity) => backend.insert_entity(name, entity).await,
-        BatchOperation::Update {
-            entity,
-            mode,
-            if_match,
-        } => backend.update_entity(name, entity, *mode, if_match).await,
-        BatchOperation::Upsert { entity, mode } => backend.upsert_entity(name, entity, *mode).await,
-        BatchOperation::Delete {
-            partition_key,
-            row_key,
-            if_match,
-        } => backend
+    use crate::backend::sorted::Write;
+    match write {
+        Write::Insert(entity) => backend.insert_entity(name, entity).await,
+        Write::Update(entity, mode, if_match) => {
+            backend.update_entity(name, entity, mode, if_match).await
+        }
+        Write::Upsert(entity, mode) => backend.upsert_entity(name, entity, mode).await,
+        Write::Delete(partition_key, row_key, if_match) => backend
             .delete_entity(name, partition_key, row_key, if_match)
             .await
             .map(|()| ETag::new("")),

@@ -22,17 +22,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 
-use crate::backend::{
-    BatchOperation, GetOptions, ListTablesOptions, Query, QueryPage, TableBackend, TablePage,
-    UpdateMode,
-};
-use crate::blob::{Blob, BlobPage, BlobProperties, BlobStore, ListBlobsOptions, PutCondition};
-use crate::entity::{ETag, Entity, IfMatch};
+use crate::backend::TableBackend;
+use crate::blob::BlobStore;
 use crate::error::{Error, Result};
-use crate::queue::{
-    ListQueuesOptions, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage, QueuePage,
-    QueueStore, SentMessage,
-};
+use crate::queue::QueueStore;
 
 /// The operations of the table, blob and queue contracts, to aim faults at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -403,230 +396,40 @@ impl<B: fmt::Debug> fmt::Debug for FaultInjection<B> {
     }
 }
 
-#[async_trait]
-impl<B: TableBackend> TableBackend for FaultInjection<B> {
-    async fn create_table(&self, table: &str) -> Result<()> {
-        self.handle
-            .run(Operation::CreateTable, self.inner.create_table(table))
-            .await
-    }
-    async fn delete_table(&self, table: &str) -> Result<()> {
-        self.handle
-            .run(Operation::DeleteTable, self.inner.delete_table(table))
-            .await
-    }
-    async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        self.handle
-            .run(Operation::ListTables, self.inner.list_tables(options))
-            .await
-    }
-    async fn get_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        options: &GetOptions,
-    ) -> Result<Entity> {
-        let call = self
-            .inner
-            .get_entity(table, partition_key, row_key, options);
-        self.handle.run(Operation::GetEntity, call).await
-    }
-    async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        self.handle
-            .run(
-                Operation::QueryEntities,
-                self.inner.query_entities(table, query),
-            )
-            .await
-    }
-    fn query_order(&self) -> crate::backend::QueryOrder {
-        self.inner.query_order()
-    }
-    fn pacing(&self) -> Option<crate::pacing::Pacing> {
-        self.inner.pacing()
-    }
-    fn store_info(&self) -> crate::telemetry::StoreInfo {
-        self.inner.store_info()
-    }
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        let call = self.inner.insert_entity(table, entity);
-        let again = || self.inner.insert_entity(table, entity);
-        self.handle
-            .run_resendable(Operation::InsertEntity, call, Some(again))
-            .await
-    }
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &IfMatch,
-    ) -> Result<ETag> {
-        let call = self.inner.update_entity(table, entity, mode, if_match);
-        let again = || self.inner.update_entity(table, entity, mode, if_match);
-        self.handle
-            .run_resendable(Operation::UpdateEntity, call, Some(again))
-            .await
-    }
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        self.handle
-            .run(
-                Operation::UpsertEntity,
-                self.inner.upsert_entity(table, entity, mode),
-            )
-            .await
-    }
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &IfMatch,
-    ) -> Result<()> {
-        let call = self
-            .inner
-            .delete_entity(table, partition_key, row_key, if_match);
-        let again = || {
-            self.inner
-                .delete_entity(table, partition_key, row_key, if_match)
-        };
-        self.handle
-            .run_resendable(Operation::DeleteEntity, call, Some(again))
-            .await
-    }
-    async fn submit_transaction(
-        &self,
-        table: &str,
-        operations: &[BatchOperation],
-    ) -> Result<Vec<Option<ETag>>> {
-        let call = self.inner.submit_transaction(table, operations);
-        let again = || self.inner.submit_transaction(table, operations);
-        self.handle
-            .run_resendable(Operation::SubmitTransaction, call, Some(again))
-            .await
-    }
+/// Implements a contract for [`FaultInjection`] from the contract's list of
+/// methods (`table_methods!` in `backend.rs`, and those of the blob and
+/// queue contracts): every async call runs under the plan for its
+/// [`Operation`], sent twice for [`Fault::Resent`] where the list says
+/// `resend`; the others pass on to the inner store.
+macro_rules! fault_impl {
+    ($contract:ident
+        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
+        $(sync $sync:ident() -> $sync_out:ty;)*
+    ) => {
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<B: $contract> $contract for FaultInjection<B> {
+            $(
+                async fn $name(&self, $($arg: $ty),*) -> $out {
+                    let call = self.inner.$name($($arg),*);
+                    fault_impl!(@run $resend, self, $op, call, || self.inner.$name($($arg),*))
+                }
+            )*
+            $(
+                fn $sync(&self) -> $sync_out {
+                    self.inner.$sync()
+                }
+            )*
+        }
+    };
+    (@run resend, $self:ident, $op:ident, $call:ident, $again:expr) => {
+        $self.handle.run_resendable(Operation::$op, $call, Some($again)).await
+    };
+    (@run once, $self:ident, $op:ident, $call:ident, $again:expr) => {
+        $self.handle.run(Operation::$op, $call).await
+    };
 }
 
-#[async_trait]
-impl<B: BlobStore> BlobStore for FaultInjection<B> {
-    async fn create_container(&self, container: &str) -> Result<()> {
-        self.handle
-            .run(
-                Operation::CreateContainer,
-                self.inner.create_container(container),
-            )
-            .await
-    }
-    async fn delete_container(&self, container: &str) -> Result<()> {
-        self.handle
-            .run(
-                Operation::DeleteContainer,
-                self.inner.delete_container(container),
-            )
-            .await
-    }
-    async fn put_blob(
-        &self,
-        container: &str,
-        name: &str,
-        data: Vec<u8>,
-        condition: &PutCondition,
-    ) -> Result<BlobProperties> {
-        let call = self.inner.put_blob(container, name, data, condition);
-        self.handle.run(Operation::PutBlob, call).await
-    }
-    async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        self.handle
-            .run(Operation::GetBlob, self.inner.get_blob(container, name))
-            .await
-    }
-    async fn delete_blob(
-        &self,
-        container: &str,
-        name: &str,
-        if_match: Option<&ETag>,
-    ) -> Result<()> {
-        self.handle
-            .run(
-                Operation::DeleteBlob,
-                self.inner.delete_blob(container, name, if_match),
-            )
-            .await
-    }
-    async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        self.handle
-            .run(
-                Operation::ListBlobs,
-                self.inner.list_blobs(container, options),
-            )
-            .await
-    }
-}
-
-#[async_trait]
-impl<B: QueueStore> QueueStore for FaultInjection<B> {
-    async fn create_queue(&self, queue: &str) -> Result<bool> {
-        self.handle
-            .run(Operation::CreateQueue, self.inner.create_queue(queue))
-            .await
-    }
-    async fn delete_queue(&self, queue: &str) -> Result<()> {
-        self.handle
-            .run(Operation::DeleteQueue, self.inner.delete_queue(queue))
-            .await
-    }
-    async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        self.handle
-            .run(Operation::ListQueues, self.inner.list_queues(options))
-            .await
-    }
-    async fn put_message(
-        &self,
-        queue: &str,
-        text: &str,
-        options: &PutMessageOptions,
-    ) -> Result<SentMessage> {
-        let call = self.inner.put_message(queue, text, options);
-        self.handle.run(Operation::PutMessage, call).await
-    }
-    async fn get_messages(
-        &self,
-        queue: &str,
-        count: u32,
-        visibility_timeout: Duration,
-    ) -> Result<Vec<QueueMessage>> {
-        let call = self.inner.get_messages(queue, count, visibility_timeout);
-        self.handle.run(Operation::GetMessages, call).await
-    }
-    async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        self.handle
-            .run(
-                Operation::PeekMessages,
-                self.inner.peek_messages(queue, count),
-            )
-            .await
-    }
-    async fn update_message(
-        &self,
-        queue: &str,
-        id: &str,
-        pop_receipt: &str,
-        visibility_timeout: Duration,
-        text: Option<&str>,
-    ) -> Result<MessageUpdate> {
-        let call = self
-            .inner
-            .update_message(queue, id, pop_receipt, visibility_timeout, text);
-        self.handle.run(Operation::UpdateMessage, call).await
-    }
-    async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        let call = self.inner.delete_message(queue, id, pop_receipt);
-        self.handle.run(Operation::DeleteMessage, call).await
-    }
-    async fn clear_messages(&self, queue: &str) -> Result<()> {
-        self.handle
-            .run(Operation::ClearMessages, self.inner.clear_messages(queue))
-            .await
-    }
-}
+crate::backend::table_methods!(fault_impl!(TableBackend));
+crate::blob::blob_methods!(fault_impl!(BlobStore));
+crate::queue::queue_methods!(fault_impl!(QueueStore));

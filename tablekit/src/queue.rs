@@ -32,7 +32,7 @@
 //! ```
 
 use std::fmt;
-use std::sync::Arc;
+
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -254,43 +254,108 @@ pub trait QueueStore: Send + Sync + fmt::Debug {
     async fn clear_messages(&self, queue: &str) -> Result<()>;
 }
 
-macro_rules! forward_queue_store {
-    ($($wrapper:ty),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: QueueStore + ?Sized> QueueStore for $wrapper {
-            async fn create_queue(&self, queue: &str) -> Result<bool> {
-                (**self).create_queue(queue).await
-            }
-            async fn delete_queue(&self, queue: &str) -> Result<()> {
-                (**self).delete_queue(queue).await
-            }
-            async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-                (**self).list_queues(options).await
-            }
-            async fn put_message(&self, queue: &str, text: &str, options: &PutMessageOptions) -> Result<SentMessage> {
-                (**self).put_message(queue, text, options).await
-            }
-            async fn get_messages(&self, queue: &str, count: u32, visibility_timeout: Duration) -> Result<Vec<QueueMessage>> {
-                (**self).get_messages(queue, count, visibility_timeout).await
-            }
-            async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-                (**self).peek_messages(queue, count).await
-            }
-            async fn update_message(&self, queue: &str, id: &str, pop_receipt: &str, visibility_timeout: Duration, text: Option<&str>) -> Result<MessageUpdate> {
-                (**self).update_message(queue, id, pop_receipt, visibility_timeout, text).await
-            }
-            async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-                (**self).delete_message(queue, id, pop_receipt).await
-            }
-            async fn clear_messages(&self, queue: &str) -> Result<()> {
-                (**self).clear_messages(queue).await
-            }
+/// The methods of [`QueueStore`], listed once, as
+/// [`table_methods`](crate::backend) lists those of `TableBackend`.
+macro_rules! queue_methods {
+    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+        $($generate)::+! { $($args)*
+            async create_queue(queue: &str) -> $crate::error::Result<bool>, CreateQueue, once;
+            async delete_queue(queue: &str) -> $crate::error::Result<()>, DeleteQueue, once;
+            async list_queues(options: &$crate::queue::ListQueuesOptions)
+                -> $crate::error::Result<$crate::queue::QueuePage>, ListQueues, once;
+            async put_message(queue: &str, text: &str, options: &$crate::queue::PutMessageOptions)
+                -> $crate::error::Result<$crate::queue::SentMessage>, PutMessage, once;
+            async get_messages(queue: &str, count: u32, visibility_timeout: std::time::Duration)
+                -> $crate::error::Result<Vec<$crate::queue::QueueMessage>>, GetMessages, once;
+            async peek_messages(queue: &str, count: u32)
+                -> $crate::error::Result<Vec<$crate::queue::PeekedMessage>>, PeekMessages, once;
+            async update_message(
+                queue: &str,
+                id: &str,
+                pop_receipt: &str,
+                visibility_timeout: std::time::Duration,
+                text: Option<&str>
+            ) -> $crate::error::Result<$crate::queue::MessageUpdate>, UpdateMessage, once;
+            async delete_message(queue: &str, id: &str, pop_receipt: &str)
+                -> $crate::error::Result<()>, DeleteMessage, once;
+            async clear_messages(queue: &str) -> $crate::error::Result<()>, ClearMessages, once;
         }
-    )*};
+    };
 }
+pub(crate) use queue_methods;
 
-forward_queue_store!(Arc<T>, Box<T>, &T);
+queue_methods!(crate::backend::forward_impls!(QueueStore));
+
+/// The door checks of the queue contract: one function per method of
+/// [`QueueStore`], holding every check its input must pass on every
+/// backend, as [`backend::door`](crate::backend::door) does for tables. A
+/// backend calls the method's door first and keeps only its own checks.
+pub mod door {
+    use std::time::Duration;
+
+    use super::{ListQueuesOptions, PutMessageOptions};
+    use crate::error::InvalidInput;
+    use crate::validate;
+
+    /// [`create_queue`](super::QueueStore::create_queue),
+    /// [`delete_queue`](super::QueueStore::delete_queue) and
+    /// [`clear_messages`](super::QueueStore::clear_messages): the queue's
+    /// name.
+    pub fn queue(queue: &str) -> Result<(), InvalidInput> {
+        validate::queue_name(queue)
+    }
+
+    /// [`list_queues`](super::QueueStore::list_queues): the page size
+    /// (1–5,000). Returns the page size.
+    pub fn list_queues(options: &ListQueuesOptions) -> Result<u32, InvalidInput> {
+        validate::list_page_size(options.max_results)
+    }
+
+    /// [`put_message`](super::QueueStore::put_message): the queue's name,
+    /// the text, the delay and the time to live.
+    pub fn put_message(
+        queue: &str,
+        text: &str,
+        options: &PutMessageOptions,
+    ) -> Result<(), InvalidInput> {
+        super::checks::put_message(queue, text, options)
+    }
+
+    /// [`get_messages`](super::QueueStore::get_messages): the queue's name,
+    /// the count (1–32) and the visibility timeout.
+    pub fn get_messages(
+        queue: &str,
+        count: u32,
+        visibility_timeout: Duration,
+    ) -> Result<(), InvalidInput> {
+        validate::get_messages(queue, count, visibility_timeout)
+    }
+
+    /// [`peek_messages`](super::QueueStore::peek_messages): the queue's
+    /// name and the count (1–32).
+    pub fn peek_messages(queue: &str, count: u32) -> Result<(), InvalidInput> {
+        validate::peek_messages(queue, count)
+    }
+
+    /// [`update_message`](super::QueueStore::update_message): the queue's
+    /// name, the message's id and pop receipt, the visibility timeout and
+    /// the new text.
+    pub fn update_message(
+        queue: &str,
+        id: &str,
+        pop_receipt: &str,
+        visibility_timeout: Duration,
+        text: Option<&str>,
+    ) -> Result<(), InvalidInput> {
+        validate::update_message(queue, id, pop_receipt, visibility_timeout, text)
+    }
+
+    /// [`delete_message`](super::QueueStore::delete_message): the queue's
+    /// name, the message's id and pop receipt.
+    pub fn delete_message(queue: &str, id: &str, pop_receipt: &str) -> Result<(), InvalidInput> {
+        validate::delete_message(queue, id, pop_receipt)
+    }
+}
 
 /// The checks of a put that need the queue's own types (the others are in
 /// [`validate`](crate::validate)).

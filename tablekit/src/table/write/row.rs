@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::future::Either;
 
 use super::{RACE_ATTEMPTS, Table};
-use crate::backend::{BatchOperation, TableBackend, UpdateMode};
+use crate::backend::{BatchOperation, UpdateMode};
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Error, Result};
@@ -313,23 +313,16 @@ impl<T: TableEntity> Table<T> {
             return Either::Right(self.write_planned(entity, write, hint));
         }
         Either::Left(Either::Right(async move {
-            let name = &self.name;
-            match write {
-                RowWrite::Insert => self.backend.insert_entity(name, entity).await,
-                RowWrite::Update(mode, if_match) => {
-                    self.backend
-                        .update_entity(name, entity, mode, &if_match)
-                        .await
-                }
-                RowWrite::Upsert(mode) => self.backend.upsert_entity(name, entity, mode).await,
+            use crate::backend::sorted::Write;
+            let write = match &write {
+                RowWrite::Insert => Write::Insert(entity),
+                RowWrite::Update(mode, if_match) => Write::Update(entity, *mode, if_match),
+                RowWrite::Upsert(mode) => Write::Upsert(entity, *mode),
                 RowWrite::Delete(if_match) => {
-                    let (pk, rk) = (&entity.partition_key, &entity.row_key);
-                    self.backend
-                        .delete_entity(name, pk, rk, &if_match)
-                        .await
-                        .map(|()| ETag::new(""))
+                    Write::Delete(&entity.partition_key, &entity.row_key, if_match)
                 }
-            }
+            };
+            crate::ext::write_one(&*self.backend, &self.name, write).await
         }))
     }
 }
