@@ -265,14 +265,7 @@ impl<T: TableEntity> Table<T> {
                 }
                 return Ok(load(stored)?);
             }
-            let mut recorded = if self.record_writes {
-                Recorded::on(
-                    writes_of(&stored),
-                    stored.etag.as_ref().unwrap_or(&ETag::new("")),
-                )
-            } else {
-                Recorded::none()
-            };
+            let mut recorded = self.recorded_on(&stored);
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
             let mut read: Loaded<T> = load(stored)?;
             let old_keys = read.index_keys.clone();
@@ -334,6 +327,16 @@ impl<T: TableEntity> Table<T> {
                 message: "the update's deadline passed before its first attempt".into(),
             })
             .into())
+    }
+
+    /// The history entry of a write of the row `stored` (none when this
+    /// table records no history).
+    fn recorded_on(&self, stored: &crate::entity::Entity) -> Recorded {
+        if !self.record_writes {
+            return Recorded::none();
+        }
+        let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
+        Recorded::on(writes_of(stored), &etag)
     }
 
     /// Reports that an update goes round again after `failed` (a lost

@@ -1,0 +1,191 @@
+//! Instructions per call of the in-memory backend and of a typed table over
+//! it, for comparisons finer than the CPU-time benches can make on a noisy
+//! machine: run it under callgrind, which counts the instructions of
+//! `measured` alone.
+//!
+//! ```text
+//! cargo bench -p tablekit-mem --bench instructions --no-run
+//! valgrind --tool=callgrind --collect-atstart=no \
+//!     --toggle-collect='*instructions::measured*' \
+//!     target/release/deps/instructions-* typed_insert 2000
+//! ```
+//!
+//! The modes: `insert` and `get` (the backend, one row of ten
+//! properties), `typed_insert`, `typed_get`, `typed_replace` and
+//! `typed_delete` (a typed table over it), `indexed_insert` and
+//! `indexed_replace` (a type with a unique index, whose writes are planned
+//! transactions), `batch` (a typed batch of 100 inserts). Instructions per
+//! call are the collected total over the count. Without valgrind it simply
+//! runs.
+
+use std::hint::black_box;
+
+use tablekit::{Entity, Table, TableBackend, TableEntity};
+use tablekit_mem::MemBackend;
+
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Items")]
+struct Item {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    name: String,
+    count: i64,
+    score: f64,
+    done: bool,
+}
+
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "People", kind = "PERSON")]
+#[tablekit(index(name = "email", tag = "email"))]
+struct Person {
+    #[tablekit(partition_key)]
+    team: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "email")]
+    email: String,
+    name: String,
+}
+
+fn item(rk: u32) -> Item {
+    Item {
+        pk: "p".into(),
+        rk,
+        name: format!("item {rk}"),
+        count: i64::from(rk),
+        score: f64::from(rk) / 3.0,
+        done: rk % 2 == 0,
+    }
+}
+
+fn person(id: u32, version: u32) -> Person {
+    Person {
+        team: "t".into(),
+        id,
+        email: format!("p{id}v{version}@example.com"),
+        name: format!("person {id}"),
+    }
+}
+
+fn row(rk: u32) -> Entity {
+    let mut entity = Entity::new("p", format!("{rk:08}"));
+    for i in 0..10 {
+        entity
+            .properties
+            .insert(format!("P{i}"), format!("value {i} of {rk}"));
+    }
+    entity
+}
+
+/// Makes the store and what `mode` reads or changes, then runs it.
+fn prepare(rt: &tokio::runtime::Runtime, mode: &str, n: u32) {
+    let backend = MemBackend::new();
+    let items: Table<Item> = Table::new(backend.clone());
+    let people: Table<Person> = Table::new(backend.clone());
+    rt.block_on(async {
+        items.create_if_missing().await.unwrap();
+        people.create_if_missing().await.unwrap();
+        // What a mode reads or changes is there before it runs.
+        if matches!(mode, "get" | "typed_get" | "typed_replace" | "typed_delete") {
+            for i in 0..n {
+                items.insert(&item(i)).await.unwrap();
+            }
+        }
+        if mode == "indexed_replace" {
+            for i in 0..n {
+                people.insert(&person(i, 0)).await.unwrap();
+            }
+        }
+    });
+    measured(rt, mode, n, &backend, &items, &people);
+}
+
+/// The calls counted.
+#[inline(never)]
+fn measured(
+    rt: &tokio::runtime::Runtime,
+    mode: &str,
+    n: u32,
+    backend: &MemBackend,
+    items: &Table<Item>,
+    people: &Table<Person>,
+) {
+    rt.block_on(async {
+        match mode {
+            "insert" => {
+                for i in 0..n {
+                    black_box(backend.insert_entity("Items", &row(i)).await.unwrap());
+                }
+            }
+            "get" => {
+                let options = tablekit::GetOptions::default();
+                for i in 0..n {
+                    let rk = tablekit::schema::row_key_of(&item(i)).unwrap();
+                    black_box(
+                        backend
+                            .get_entity("Items", "p", &rk, &options)
+                            .await
+                            .unwrap(),
+                    );
+                }
+            }
+            "typed_insert" => {
+                for i in 0..n {
+                    black_box(items.insert(&item(i)).await.unwrap());
+                }
+            }
+            "typed_get" => {
+                for i in 0..n {
+                    black_box(items.get("p", i).await.unwrap());
+                }
+            }
+            "typed_replace" => {
+                for i in 0..n {
+                    let mut loaded = items.get("p", i).await.unwrap().unwrap();
+                    loaded.count += 1;
+                    black_box(items.replace(&mut loaded).await.unwrap());
+                }
+            }
+            "typed_delete" => {
+                for i in 0..n {
+                    black_box(items.delete_unconditionally("p", i).await.unwrap());
+                }
+            }
+            "indexed_insert" => {
+                for i in 0..n {
+                    black_box(people.insert(&person(i, 0)).await.unwrap());
+                }
+            }
+            "indexed_replace" => {
+                for i in 0..n {
+                    let mut loaded = people.get("t", i).await.unwrap().unwrap();
+                    loaded.email = format!("p{i}v1@example.com");
+                    black_box(people.replace(&mut loaded).await.unwrap());
+                }
+            }
+            "batch" => {
+                for start in (0..n).step_by(100) {
+                    let mut batch = items.batch();
+                    for i in start..(start + 100).min(n) {
+                        batch.insert(&item(i)).unwrap();
+                    }
+                    black_box(batch.submit().await.unwrap());
+                }
+            }
+            other => panic!("unknown mode `{other}`"),
+        }
+    });
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
+    let mode = args.next().unwrap_or_else(|| "typed_insert".into());
+    let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    prepare(&rt, &mode, n);
+}
