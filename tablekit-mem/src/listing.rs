@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-
 /// A page's entries, and the name the next page starts at.
 pub(crate) type Page<'m, V> = (Vec<(&'m String, &'m V)>, Option<String>);
 
