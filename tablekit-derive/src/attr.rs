@@ -19,6 +19,7 @@ pub(crate) const MIN_VERSION: &str = "min_version";
 pub(crate) const CRATE: &str = "crate";
 pub(crate) const RENAME_ALL: &str = "rename_all";
 pub(crate) const WIDE: &str = "wide";
+pub(crate) const CHANGES: &str = "changes";
 pub(crate) const SHARDS: &str = "shards";
 pub(crate) const BUCKETS: &str = "buckets";
 pub(crate) const BUCKET: &str = "bucket";
@@ -106,6 +107,8 @@ pub(crate) struct Container {
     pub(crate) crate_path: Option<Path>,
     pub(crate) rename_all: Option<RenameRule>,
     pub(crate) wide: bool,
+    /// `changes`: every write records its change (its tokens, for errors).
+    pub(crate) changes: Option<TokenStream>,
     /// `shards = N`: the PartitionKey gets a shard suffix from the RowKey.
     pub(crate) shards: Option<(u32, TokenStream)>,
     /// `buckets = "day"`: one table per hour, day or month.
@@ -323,6 +326,7 @@ const ENTITY_ATTRIBUTES: &[&str] = &[
     CRATE,
     RENAME_ALL,
     WIDE,
+    CHANGES,
     SHARDS,
     BUCKETS,
     KIND_PROPERTIES,
@@ -349,6 +353,7 @@ struct ContainerParts {
     crate_path: Attr<Path>,
     rename_all: Attr<RenameRule>,
     wide: Attr<()>,
+    changes: Attr<TokenStream>,
     shards: Attr<(u32, TokenStream)>,
     buckets: Attr<(String, TokenStream)>,
     kind_properties: Attr<(bool, TokenStream)>,
@@ -373,6 +378,7 @@ impl ContainerParts {
             crate_path: Attr::none(CRATE),
             rename_all: Attr::none(RENAME_ALL),
             wide: Attr::none(WIDE),
+            changes: Attr::none(CHANGES),
             shards: Attr::none(SHARDS),
             buckets: Attr::none(BUCKETS),
             kind_properties: Attr::none(KIND_PROPERTIES),
@@ -428,6 +434,10 @@ impl ContainerParts {
             WIDE => {
                 flag(meta, WIDE)?;
                 self.wide.set(cx, path, ());
+            }
+            CHANGES => {
+                flag(meta, CHANGES)?;
+                self.changes.set(cx, path, path.to_token_stream());
             }
             SHARDS => {
                 if let Some(v) = parse_u32(cx, meta) {
@@ -529,6 +539,7 @@ impl ContainerParts {
             crate_path: self.crate_path.get(),
             rename_all: self.rename_all.get(),
             wide: self.wide.get().is_some(),
+            changes: self.changes.get(),
             shards: self.shards.get(),
             buckets: self.buckets.get(),
             kind_properties: self.kind_properties.get(),

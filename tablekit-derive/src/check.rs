@@ -33,6 +33,26 @@ pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
         check_parent(cx, cont);
         check_discriminator(cx, cont);
         check_upgrade(cx, cont);
+        check_changes(cx, cont);
+    }
+}
+
+/// `changes`: on an entity of a kind (its change rows share its
+/// partitions, and typed reads keep to the kind's RowKeys).
+fn check_changes(cx: &Ctxt, cont: &Container<'_>) {
+    let Some(tokens) = &cont.attrs.changes else {
+        return;
+    };
+    if cont.attrs.projection_of.is_some() {
+        cx.error_spanned_by(
+            tokens,
+            "a projection is written as its entity is: give `changes` on the entity",
+        );
+    } else if cont.attrs.kind.is_none() {
+        cx.error_spanned_by(
+            tokens,
+            "a type with a change feed needs a `kind`: its change rows share its partitions, and its reads keep to the RowKeys of its kind",
+        );
     }
 }
 

@@ -879,6 +879,13 @@ impl Expansion<'_> {
         self.cont.fields.iter().find(|f| f.bucket.is_some())
     }
 
+    /// The change feed's part, when the kind records its changes.
+    fn changes_part(&self) -> Option<TokenStream> {
+        let tk = &self.tk;
+        let attrs = &self.cont.attrs;
+        (attrs.changes.is_some() && attrs.projection_of.is_none()).then(|| quote!(&#tk::ChangeFeed))
+    }
+
     /// The bucket part: its own for a kind with `buckets`; a projection
     /// finds its entity's through the descriptor's `base`.
     fn bucket_part(&self) -> Option<TokenStream> {
@@ -978,11 +985,16 @@ impl Expansion<'_> {
         let field_names = parts.field_names;
         let names = parts.names;
         // The parts the patterns need, each only when declared.
-        let parts: Vec<TokenStream> = [self.blob_part(), parts.index_part, self.bucket_part()]
-            .into_iter()
-            .flatten()
-            .map(|part| quote!(#tk::Part::new(#part)))
-            .collect();
+        let parts: Vec<TokenStream> = [
+            self.blob_part(),
+            parts.index_part,
+            self.bucket_part(),
+            self.changes_part(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|part| quote!(#tk::Part::new(#part)))
+        .collect();
         quote! {
             #tk::EntityDescriptor {
                 table: #table,

@@ -285,6 +285,7 @@
 pub mod backend;
 pub mod blob;
 pub mod bucket;
+pub mod changes;
 pub mod clock;
 pub mod copy;
 mod datetime;

@@ -58,6 +58,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "table::offload",
             "table::spanning",
             "outbox",
+            "changes",
             "bucket",
             "shard",
             "log",

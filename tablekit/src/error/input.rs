@@ -484,6 +484,15 @@ pub enum InvalidInput {
         /// The RowKey read.
         row_key: String,
     },
+    /// A change feed consumer's name breaks its rule (1–63 letters, digits,
+    /// `-`, `_` or `.`).
+    #[error("invalid change feed consumer name `{name}`: {reason}")]
+    ConsumerName {
+        /// The name.
+        name: String,
+        /// Which part of the rule it breaks.
+        reason: &'static str,
+    },
     /// A queue name breaks the service's rules (3–63 characters of
     /// lower-case letters, digits and single hyphens, starting and ending
     /// with a letter or digit).

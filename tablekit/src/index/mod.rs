@@ -239,8 +239,8 @@ impl DescriptorPart for IndexPart {
         WriteNeeds {
             planned: !self.local.is_empty(),
             rows: 2 * self.local.len(),
-            blobs: false,
             follow_up: !self.remote.is_empty(),
+            ..WriteNeeds::NONE
         }
     }
 

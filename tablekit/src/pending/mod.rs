@@ -19,6 +19,7 @@ use serde_json::{Value as Json, json};
 use crate::error::Result;
 
 mod apply;
+pub(crate) mod changes;
 mod finish;
 pub(crate) mod lists;
 mod record;

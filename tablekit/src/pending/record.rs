@@ -389,9 +389,13 @@ pub fn is_fence_row(row: &Entity) -> bool {
 }
 
 /// Whether `row` is tablekit's bookkeeping rather than an entity: an index
-/// row, an index entity, an outbox record or a fence row.
+/// row, an index entity, an outbox record, a fence row, or a row of the
+/// change feed.
 pub fn is_bookkeeping_row(row: &Entity) -> bool {
-    super::lists::is_index_row(row) || is_outbox_row(row) || is_fence_row(row)
+    super::lists::is_index_row(row)
+        || is_outbox_row(row)
+        || is_fence_row(row)
+        || super::changes::is_change_row(row)
 }
 
 /// The RowKey of the fence of `row_key`.

@@ -176,7 +176,9 @@ impl EntityDescriptor {
             needs.rows += more.rows;
             needs.blobs |= more.blobs;
             needs.follow_up |= more.follow_up;
+            needs.changes |= more.changes;
         }
+        needs.planned |= needs.changes;
         needs
     }
 
@@ -479,6 +481,9 @@ pub struct WriteNeeds {
     /// Work recorded with the write is finished after it commits (an
     /// outbox record: rows kept in another partition or table).
     pub follow_up: bool,
+    /// The write records its change in the entity's partition, in its
+    /// transaction (the change feed; implies `planned`).
+    pub changes: bool,
 }
 
 impl WriteNeeds {
@@ -488,11 +493,12 @@ impl WriteNeeds {
         rows: 0,
         blobs: false,
         follow_up: false,
+        changes: false,
     };
 
     /// Whether the write is more than one row written on its own.
     pub fn any(&self) -> bool {
-        self.planned || self.blobs || self.follow_up
+        self.planned || self.blobs || self.follow_up || self.changes
     }
 }
 

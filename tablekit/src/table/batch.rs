@@ -235,7 +235,7 @@ impl Transaction {
         Table::<U>::refuse_unwritable()?;
         if U::DESCRIPTOR.write_needs() != crate::schema::WriteNeeds::NONE {
             return Err(crate::error::Error::NotSupported {
-                operation: "then_put of a type with indexes, parts or offloaded fields (a put elsewhere is one row)",
+                operation: "then_put of a type with indexes, parts, offloaded fields or a change feed (a put elsewhere is one row)",
             });
         }
         self.then_put(into.name(), schema::to_entity(value)?)

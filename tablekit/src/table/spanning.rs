@@ -53,6 +53,13 @@ impl<T: TableEntity> Table<T> {
     /// and the record's delete.
     pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
         Self::refuse_unwritable()?;
+        if T::DESCRIPTOR.write_needs().changes {
+            // The copy and the removal commit in two partitions; a change
+            // feed would record one of them only.
+            return Err(Error::NotSupported {
+                operation: "moves of a kind with a change feed (write the entity at its new keys, then delete it at the old ones)",
+            });
+        }
         let (old_pk, old_rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,

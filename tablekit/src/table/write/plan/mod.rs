@@ -42,11 +42,13 @@ use crate::pending::lists::ROW_PROPERTY;
 use crate::schema::{self, CompanionRows, TableEntity, companions, local_slots, remote_slots};
 use crate::table::{Current, Table};
 
+mod changes;
 mod moves;
 mod run;
 mod then_put;
 mod typed;
 
+pub(in crate::table) use changes::ChangeOf;
 pub(in crate::table) use moves::{MoveRecord, MovedInsert};
 use run::restated;
 pub(in crate::table) use run::run;
@@ -69,6 +71,10 @@ pub(in crate::table) enum Role {
     /// Changes a [listed](Sharing::Listed) row (an index entity), guarded by
     /// its ETag.
     List,
+    /// Inserts a change row of the change feed.
+    Change,
+    /// Moves the partition's change feed head, guarded by its ETag.
+    ChangeHead,
 }
 
 impl<T: TableEntity> Table<T> {
@@ -124,6 +130,7 @@ impl<T: TableEntity> Table<T> {
     ) -> Option<Result<()>> {
         let simple = T::DESCRIPTOR.writable()
             && !T::DESCRIPTOR.wide()
+            && !T::DESCRIPTOR.write_needs().changes
             && T::DESCRIPTOR.previous_kinds.is_empty()
             && remote_slots::<T>() == 0
             && !T::DESCRIPTOR.write_needs().blobs
@@ -335,6 +342,11 @@ pub(in crate::table) trait Pending: Send + Sync {
     /// The entity's keys, when its write records outbox steps to finish
     /// after the transaction.
     fn spans(&self) -> Option<(&str, &str)> {
+        None
+    }
+    /// The change the write records in the change feed, when its kind
+    /// records changes. By default none.
+    fn change(&self) -> Option<ChangeOf<'_>> {
         None
     }
     /// Decides about a unique index row this write found taken (see

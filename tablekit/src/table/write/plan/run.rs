@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::changes::Feed;
 use super::{Learned, Pending, Planned, Role};
 use crate::backend::{BatchOperation, TableBackend};
 use crate::datetime::DateTime;
@@ -44,9 +45,13 @@ pub(in crate::table) async fn run(
     } else {
         &mut learned_many
     };
-    let room: usize = writes.iter().map(|w| w.room()).sum();
+    let mut feed = Feed::of(writes);
+    let room: usize = writes.iter().map(|w| w.room()).sum::<usize>() + feed.room();
+    let pk = writes[0].keys().0;
     let mut last = None;
-    for _ in 0..RACE_ATTEMPTS {
+    let mut attempts = 0;
+    while attempts < RACE_ATTEMPTS {
+        let head = feed.head(backend, table, pk).await?;
         let mut planned = Planned::with_capacity(room);
         // Whether each write may try again after a lost race.
         let retry = if let [write] = writes {
@@ -65,6 +70,7 @@ pub(in crate::table) async fn run(
             // Boxed: a transaction of one write does not carry its room.
             Box::pin(plan_many(backend, table, writes, learned, at, &mut planned)).await?
         };
+        feed.plan(pk, head.as_ref(), &mut planned);
         let Planned {
             operations, owners, ..
         } = planned;
@@ -87,8 +93,15 @@ pub(in crate::table) async fn run(
             source,
         ) {
             Next::Fail(e) => return Err(e),
-            Next::Retry(e) => last = Some(e),
+            Next::Retry(e) => {
+                attempts += 1;
+                last = Some(e);
+            }
+            // Lost to another writer of the partition's change feed: not
+            // a race of this write's own rows.
+            Next::Feed(taken) => feed.lost(table, pk, taken).await?,
             Next::Claim { w, index, key } => {
+                attempts += 1;
                 if let Some(etag) = writes[w]
                     .claim(backend, table, index, &key)
                     .await
@@ -182,6 +195,9 @@ enum Next {
     /// A unique index row of write `w` is taken: see whose it is, then try
     /// again.
     Claim { w: usize, index: usize, key: String },
+    /// Another transaction moved the change feed's head first (or took the
+    /// change number given): read the head again and try again.
+    Feed(Option<u64>),
 }
 
 /// A write's keys, precondition failed, in the caller's terms.
@@ -255,6 +271,15 @@ fn failed(
     let key = || operations[at].keys().1.to_owned();
     let write = writes[w];
     match (role, source) {
+        (
+            Role::ChangeHead,
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) => Next::Feed(None),
+        (Role::Change, Error::EntityAlreadyExists { .. }) => {
+            Next::Feed(crate::pending::changes::seq_of_change(&key()))
+        }
         (
             Role::Row | Role::Entity,
             Error::PreconditionFailed { .. }

@@ -81,6 +81,24 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         (remote_slots::<T>() != 0).then(|| self.keys())
     }
 
+    fn change(&self) -> Option<super::ChangeOf<'_>> {
+        if !T::DESCRIPTOR.write_needs().changes {
+            return None;
+        }
+        let op = match &self.write {
+            RowWrite::Insert => "insert",
+            RowWrite::Update(UpdateMode::Replace, _) => "replace",
+            RowWrite::Update(UpdateMode::Merge, _) => "merge",
+            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
+            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
+            RowWrite::Delete(_) => "delete",
+        };
+        Some(super::ChangeOf {
+            op,
+            row: &self.entity,
+        })
+    }
+
     fn plan(
         &self,
         state: State<'_>,

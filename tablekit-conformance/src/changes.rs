@@ -1,0 +1,429 @@
+//! The change feed: every typed write path records its change in its own
+//! transaction, in commit order per partition; consumers keep their own
+//! checkpoints; faults and dropped futures never leave a change without its
+//! write, or a write without its change.
+
+use std::sync::Arc;
+
+use tablekit::backend::TableBackend;
+use tablekit::changes::{Change, ChangeOp};
+use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+use tablekit::table::Table;
+use tablekit::{Error, InvalidInput, TableEntity};
+
+use super::{drop_after_polls, fresh_table};
+
+/// An order, whose kind records its changes.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "ORDER", changes)]
+struct Order {
+    #[tablekit(partition_key)]
+    customer: String,
+    #[tablekit(row_key)]
+    id: u32,
+    total: i64,
+    note: Option<String>,
+}
+
+/// A customer with a unique email: its changes ride with its index rows.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "CUST", changes)]
+#[tablekit(index(name = "email", tag = "email"))]
+struct Customer {
+    #[tablekit(partition_key)]
+    region: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "email")]
+    email: String,
+}
+
+fn order(customer: &str, id: u32, total: i64) -> Order {
+    Order {
+        customer: customer.into(),
+        id,
+        total,
+        note: None,
+    }
+}
+
+/// Every change of partition `pk`, in order.
+async fn changes<T: TableEntity>(t: &Table<T>, pk: &str) -> Vec<Change<T>> {
+    t.changes().read(pk, 0, 10_000).await.expect("read changes")
+}
+
+fn ops<T>(changes: &[Change<T>]) -> Vec<ChangeOp> {
+    changes.iter().map(|c| c.op).collect()
+}
+
+/// Numbered 1, 2, 3… with no gap.
+fn assert_numbered<T>(changes: &[Change<T>], what: &str) {
+    for (i, change) in changes.iter().enumerate() {
+        assert_eq!(
+            change.id.seq,
+            i as u64 + 1,
+            "{what}: change numbers have a gap"
+        );
+        assert!(change.committed_at.is_some(), "{what}: no commit time");
+    }
+}
+
+/// Every typed write path records one change, in commit order, with the
+/// value it wrote; a refused write records none.
+pub async fn changes_follow_every_write(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chg").await;
+    let t: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+    t.insert(&order("ann", 1, 10)).await.expect("insert");
+    let mut loaded = t.get("ann", 1u32).await.expect("get").expect("stored");
+    loaded.total = 11;
+    t.replace(&mut loaded).await.expect("replace");
+    loaded.note = Some("gift".into());
+    t.merge(&mut loaded).await.expect("merge");
+    t.upsert(&order("ann", 1, 12)).await.expect("upsert");
+    t.upsert_merge(&order("ann", 1, 13))
+        .await
+        .expect("upsert_merge");
+    t.replace_unconditionally(&order("ann", 1, 14))
+        .await
+        .expect("replace_unconditionally");
+    t.merge_unconditionally(&order("ann", 1, 15))
+        .await
+        .expect("merge_unconditionally");
+    t.update("ann", 1u32, |o| o.total = 16)
+        .await
+        .expect("update");
+    let loaded = t.get("ann", 1u32).await.expect("get").expect("stored");
+    t.delete(&loaded).await.expect("delete");
+    t.insert(&order("ann", 2, 20)).await.expect("insert");
+    t.delete_unconditionally("ann", 2u32)
+        .await
+        .expect("delete_unconditionally");
+    let mut batch = t.batch();
+    batch.insert(&order("ann", 3, 30)).expect("batch insert");
+    batch.insert(&order("ann", 4, 40)).expect("batch insert");
+    batch.submit().await.expect("batch");
+    let report = t
+        .bulk()
+        .insert(&[order("ann", 5, 50), order("ann", 6, 60)])
+        .await;
+    assert!(report.failures.is_empty(), "bulk: {:?}", report.failures);
+
+    // Refused writes record nothing.
+    let taken = t.insert(&order("ann", 3, 31)).await;
+    assert!(
+        matches!(taken, Err(Error::EntityAlreadyExists { .. })),
+        "{taken:?}"
+    );
+    let mut stale = t.get("ann", 3u32).await.expect("get").expect("stored");
+    t.update("ann", 3u32, |o| o.total = 32)
+        .await
+        .expect("update");
+    stale.total = 33;
+    let refused = t.replace(&mut stale).await;
+    assert!(
+        matches!(refused, Err(Error::PreconditionFailed { .. })),
+        "{refused:?}"
+    );
+
+    let seen = changes(&t, "ann").await;
+    use ChangeOp::*;
+    assert_eq!(
+        ops(&seen),
+        [
+            Insert,
+            Replace,
+            Merge,
+            Upsert,
+            UpsertMerge,
+            Replace,
+            Merge,
+            Replace,
+            Delete,
+            Insert,
+            Delete,
+            Insert,
+            Insert,
+            Insert,
+            Insert,
+            Replace
+        ],
+        "the changes of every write, in order"
+    );
+    assert_numbered(&seen, "every write");
+    let totals: Vec<Option<i64>> = seen
+        .iter()
+        .map(|c| c.value.as_ref().map(|o| o.total))
+        .collect();
+    assert_eq!(
+        totals,
+        [
+            Some(10),
+            Some(11),
+            None,
+            Some(12),
+            None,
+            Some(14),
+            None,
+            Some(16),
+            None,
+            Some(20),
+            None,
+            Some(30),
+            Some(40),
+            Some(50),
+            Some(60),
+            Some(32)
+        ],
+        "the values written, where a change wrote a whole value"
+    );
+    assert!(seen.iter().all(|c| c.decode_error.is_none()));
+    assert_eq!(
+        seen[2].properties.get("note").and_then(|v| v.as_str()),
+        Some("gift")
+    );
+    let rows: Vec<&str> = seen.iter().map(|c| c.row_key.as_str()).collect();
+    assert_eq!(
+        rows[..2],
+        [rows[0], rows[0]],
+        "one entity's changes name its RowKey"
+    );
+    assert_ne!(rows[9], rows[0]);
+
+    // A later read starts after the number it is given.
+    let rest = t.changes().read("ann", 14, 100).await.expect("read");
+    assert_eq!(ops(&rest), [Insert, Replace]);
+    assert_eq!(t.changes().newest("ann").await.expect("newest"), 16);
+    assert_eq!(t.changes().newest("nobody").await.expect("newest"), 0);
+
+    // Moves would commit in two partitions: refused.
+    let loaded = t.get("ann", 3u32).await.expect("get").expect("stored");
+    let moved = t.move_to(&loaded, &order("bob", 3, 32)).await;
+    assert!(
+        matches!(moved, Err(Error::NotSupported { .. })),
+        "{moved:?}"
+    );
+    assert_eq!(
+        changes(&t, "ann").await.len(),
+        16,
+        "the refused move recorded nothing"
+    );
+    assert!(changes(&t, "bob").await.is_empty());
+}
+
+/// A kind with indexes records its changes beside its index rows, and the
+/// rows of the feed never read as entities or index rows.
+pub async fn changes_ride_with_index_rows(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgidx").await;
+    let t: Table<Customer> = Table::from_arc(Arc::clone(&backend), &name);
+    let ann = |email: &str| Customer {
+        region: "north".into(),
+        id: 1,
+        email: email.into(),
+    };
+    t.insert(&ann("ann@example.com")).await.expect("insert");
+    let mut loaded = t.get("north", 1u32).await.expect("get").expect("stored");
+    loaded.email = "ann@example.org".into();
+    t.replace(&mut loaded).await.expect("replace");
+    let bob = Customer {
+        region: "north".into(),
+        id: 2,
+        email: "ann@example.org".into(),
+    };
+    let taken = t.insert(&bob).await;
+    assert!(
+        matches!(taken, Err(Error::UniqueViolation { .. })),
+        "{taken:?}"
+    );
+    let seen = changes(&t, "north").await;
+    assert_eq!(ops(&seen), [ChangeOp::Insert, ChangeOp::Replace]);
+    assert_eq!(
+        seen[1].value.as_ref().map(|c| c.email.as_str()),
+        Some("ann@example.org")
+    );
+    assert_numbered(&seen, "indexed writes");
+    let audit = t.verify_indexes("north").await.expect("verify");
+    assert!(audit.is_clean(), "index rows out of step: {audit:?}");
+    let all = t.query().partition("north").collect().await.expect("query");
+    assert_eq!(all.len(), 1, "the feed's rows are not read as entities");
+    t.delete(&loaded).await.expect("delete");
+    assert_eq!(changes(&t, "north").await.len(), 3);
+}
+
+/// Consumers read from their own checkpoints, which only move forward and
+/// only when committed.
+pub async fn change_consumers_keep_their_own_place(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgcons").await;
+    let t: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+    for (customer, id) in [("ann", 1), ("bob", 1), ("ann", 2)] {
+        t.insert(&order(customer, id, 1)).await.expect("insert");
+    }
+    let feed = t.changes();
+    assert_eq!(feed.partitions().await.expect("partitions"), ["ann", "bob"]);
+    let first = feed.consumer("search").expect("consumer");
+    let batch = first.poll(100).await.expect("poll");
+    assert_eq!(batch.changes.len(), 3);
+    let again = first.poll(100).await.expect("poll");
+    assert_eq!(again.changes.len(), 3, "nothing moves before a commit");
+    first.commit(&batch).await.expect("commit");
+    assert!(first.poll(100).await.expect("poll").is_empty());
+    assert_eq!(first.checkpoint("ann").await.expect("checkpoint"), 2);
+
+    t.update("bob", 1u32, |o| o.total = 2)
+        .await
+        .expect("update");
+    t.insert(&order("cy", 1, 1)).await.expect("insert");
+    let next = first.poll(100).await.expect("poll");
+    let ids: Vec<String> = next.changes.iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(ids, ["2@bob", "1@cy"]);
+    first.commit(&next).await.expect("commit");
+    // An older batch committed late moves nothing back.
+    first.commit(&batch).await.expect("commit");
+    assert_eq!(first.checkpoint("bob").await.expect("checkpoint"), 2);
+
+    // A small poll stops at its limit; the rest follows.
+    let other = feed.consumer("audit.v2").expect("consumer");
+    let part = other.poll(2).await.expect("poll");
+    assert_eq!(part.changes.len(), 2);
+    other.commit(&part).await.expect("commit");
+    let rest = other.poll(100).await.expect("poll");
+    assert_eq!(rest.changes.len(), 3, "another consumer is not held back");
+
+    let late = feed.consumer("late").expect("consumer");
+    late.start_from_now().await.expect("start");
+    assert!(late.poll(100).await.expect("poll").is_empty());
+    t.delete_unconditionally("ann", 1u32).await.expect("delete");
+    let now = late.poll(100).await.expect("poll");
+    assert_eq!(ops(&now.changes), [ChangeOp::Delete]);
+
+    for bad in ["", "a|b", "x".repeat(64).as_str(), "naïve"] {
+        assert!(
+            matches!(
+                feed.consumer(bad),
+                Err(Error::Invalid(InvalidInput::ConsumerName { .. }))
+            ),
+            "consumer name {bad:?} accepted"
+        );
+    }
+}
+
+/// Under lost answers, resent requests and failures after apply, every
+/// committed write has exactly one change, in order, and no change is
+/// recorded for a write that did not commit.
+pub async fn changes_match_commits_under_faults(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgflt").await;
+    let faulty = FaultInjection::new(Arc::clone(&backend));
+    let handle = faulty.handle();
+    handle.seed(11);
+    for (operation, fault) in [
+        (Operation::SubmitTransaction, Fault::LostResponse),
+        (Operation::SubmitTransaction, Fault::Resent),
+        (Operation::SubmitTransaction, Fault::FailsAfterApply),
+        (Operation::GetEntity, Fault::Transient),
+    ] {
+        handle.inject(
+            Injection::on(operation)
+                .probability(0.2)
+                .times(usize::MAX)
+                .fault(fault),
+        );
+    }
+    let t: Table<Order> = Table::from_arc(Arc::new(faulty), &name);
+    const ORDERS: u32 = 12;
+    for id in 0..ORDERS {
+        until_done(
+            || async { t.insert(&order("f", id, 0)).await.map(drop) },
+            "insert",
+        )
+        .await;
+        for _ in 0..3 {
+            until_done(
+                || async { t.update("f", id, |o| o.total += 1).await.map(drop) },
+                "update",
+            )
+            .await;
+        }
+    }
+    handle.clear();
+    let seen = changes(&t, "f").await;
+    assert_numbered(&seen, "writes under faults");
+    for id in 0..ORDERS {
+        let stored = t.get("f", id).await.expect("get").expect("stored");
+        let rk = tablekit::schema::row_key_of(&*stored).expect("row key");
+        let mine: Vec<&Change<Order>> = seen.iter().filter(|c| c.row_key == rk).collect();
+        let totals: Vec<i64> = mine
+            .iter()
+            .map(|c| c.value.as_ref().expect("a whole value").total)
+            .collect();
+        // One insert, then one change per update that committed, in order.
+        let expected: Vec<i64> = (0..=stored.total).collect();
+        assert_eq!(totals, expected, "order {id}: its changes, in commit order");
+        assert_eq!(mine[0].op, ChangeOp::Insert);
+    }
+}
+
+/// Runs `write` again until it reports success, or that an earlier
+/// attempt landed.
+async fn until_done<F, Fut>(mut write: F, what: &str)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = tablekit::Result<()>>,
+{
+    for _ in 0..50 {
+        match write().await {
+            Ok(()) | Err(Error::EntityAlreadyExists { .. }) => return,
+            Err(e) if e.is_transient() || e.is_outcome_unknown() => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    panic!("{what}: never went through");
+}
+
+/// A write dropped after each poll commits with its change or not at all.
+pub async fn dropped_writes_record_changes_with_them(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgdrop").await;
+    let faulty = FaultInjection::new(Arc::clone(&backend));
+    faulty.handle().set_yields(true);
+    let t: Table<Order> = Table::from_arc(Arc::new(faulty), &name);
+    for (how, setup) in [("insert", false), ("replace", true), ("delete", true)] {
+        for k in 1.. {
+            assert!(k < 200, "{how}: the write never completes");
+            let pk = format!("{how}{k}");
+            if setup {
+                t.insert(&order(&pk, 1, 1)).await.expect("insert");
+            }
+            let done = match how {
+                "insert" => drop_after_polls(k, t.insert(&order(&pk, 1, 2)))
+                    .await
+                    .is_some(),
+                "replace" => {
+                    let mut loaded = t.get(&*pk, 1u32).await.expect("get").expect("stored");
+                    loaded.total = 2;
+                    drop_after_polls(k, async { t.replace(&mut loaded).await })
+                        .await
+                        .is_some()
+                }
+                _ => drop_after_polls(k, t.delete_unconditionally(&*pk, 1u32))
+                    .await
+                    .is_some(),
+            };
+            crate::cancel::settle().await;
+            let stored = t.get(&*pk, 1u32).await.expect("get").map(|l| l.total);
+            let seen = ops(&changes(&t, &pk).await);
+            use ChangeOp::*;
+            let expected: &[ChangeOp] = match (how, stored) {
+                ("insert", None) => &[],
+                ("insert", Some(_)) => &[Insert],
+                ("replace", Some(1)) | ("delete", Some(_)) => &[Insert],
+                ("replace", Some(_)) => &[Insert, Replace],
+                _ => &[Insert, Delete],
+            };
+            assert_eq!(
+                seen, expected,
+                "{how} dropped after poll {k}: stored {stored:?}"
+            );
+            if done {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! A typed change feed: every committed change to a kind, in commit order
+//! per partition, for consumers that each keep their own place.
+//!
+//! Azure Table Storage has no change feed, and neither has Cosmos DB for
+//! Table. The usual substitute, writing to a queue after the entity, loses
+//! the change when the program stops between the two. tablekit records the
+//! change *in the entity's own transaction*, in its partition, so:
+//!
+//! - **a write that commits has its change recorded, and one that does not
+//!   has none**, whatever stops it: an error, a crash, a future dropped at
+//!   any point, a lost answer settled later;
+//! - **changes are numbered in the order they commit**, per partition,
+//!   with no gaps: change 7 of a partition committed after change 6, so the
+//!   changes of each entity come in the order they were made;
+//! - **each change has an id** ([`ChangeId`]: the partition and the
+//!   number) that stays the same however often it is read, so a handler
+//!   can tell a repeat.
+//!
+//! # Declaring it
+//!
+//! ```
+//! use tablekit::TableEntity;
+//!
+//! #[derive(TableEntity, Clone, Debug, PartialEq)]
+//! #[tablekit(table = "Orders", kind = "ORDER", changes)]
+//! struct Order {
+//!     #[tablekit(partition_key)]
+//!     customer: String,
+//!     #[tablekit(row_key)]
+//!     id: u32,
+//!     total: i64,
+//! }
+//! ```
+//!
+//! Every typed write of the kind then records its change: `insert`,
+//! `replace`, `merge`, `upsert`, `upsert_merge`, `delete` and their
+//! unconditional forms, `merge_element`, `update`, transactions and
+//! batches, the bulk writer, and migrations; with index rows, wide parts
+//! and offloaded values alike. A kind with a change feed needs a `kind`
+//! (its change rows share its partitions). Moving an entity to other keys
+//! ([`Table::move_to`]) is refused for such a kind for now: its two halves
+//! commit in two partitions, and the feed would see only one.
+//!
+//! # Reading it
+//!
+//! ```
+//! # use tablekit::{Table, TableEntity};
+//! # #[derive(TableEntity, Clone, Debug, PartialEq)]
+//! # #[tablekit(table = "Orders", kind = "ORDER", changes)]
+//! # struct Order { #[tablekit(partition_key)] customer: String, #[tablekit(row_key)] id: u32, total: i64 }
+//! use tablekit::changes::ChangeOp;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+//! let orders: Table<Order> = Table::new(tablekit_mem::MemBackend::new());
+//! orders.create_if_missing().await?;
+//! orders.insert(&Order { customer: "ann".into(), id: 1, total: 30 }).await?;
+//! orders.delete_unconditionally("ann", 1u32).await?;
+//!
+//! // A named consumer keeps its own checkpoint in the table.
+//! let search = orders.changes().consumer("search-index")?;
+//! let batch = search.poll(100).await?;
+//! let ops: Vec<ChangeOp> = batch.changes.iter().map(|c| c.op).collect();
+//! assert_eq!(ops, [ChangeOp::Insert, ChangeOp::Delete]);
+//! assert_eq!(batch.changes[0].value.as_ref().map(|o| o.total), Some(30));
+//! // ... apply the changes somewhere, then move the checkpoint past them:
+//! search.commit(&batch).await?;
+//! assert!(search.poll(100).await?.changes.is_empty());
+//! # Ok(()) }
+//! ```
+//!
+//! A consumer delivers each change **at least once**: [`Consumer::poll`]
+//! reads the changes after its checkpoints, and only
+//! [`Consumer::commit`] moves them on. A consumer that stops between the
+//! two reads the same changes again; one that commits before it has
+//! applied them may lose them. Consumers of different names do not hold
+//! each other back. [`Consumer::start_from_now`] skips what is already
+//! recorded.
+//!
+//! # What it costs
+//!
+//! - **Storage:** one row per change, beside the entity, holding the
+//!   properties written (a change whose properties do not fit in one row
+//!   beside the change's own is recorded without them: its
+//!   [`value`](Change::value) is `None`), plus one head row per partition
+//!   and one directory row per partition with changes. Changes are kept
+//!   until they are deleted; trimming old ones is not done yet.
+//! - **Requests:** a write reads its partition's head, then sends one
+//!   transaction with the change row and the head's move beside its own
+//!   rows (a write of a kind without indexes would otherwise be one
+//!   request: with changes it is two). A partition's first change also
+//!   lists the partition in the directory (one request, once).
+//! - **Writers of one partition take turns:** each transaction moves the
+//!   partition's head under its ETag, so two writers of one partition at
+//!   once race, and the loser reads the head again and retries (it gives up
+//!   with a [`Transient`](crate::Error::Transient) error after 64 lost
+//!   races). Writers of different partitions never wait for each other.
+//! - **A transaction holds fewer writes:** each write adds its change row,
+//!   and the transaction one head, to the 100 operations a transaction may
+//!   hold.
+//! - **A consumer** reads the directory (one query per 1,000 partitions)
+//!   and its checkpoints (one query per 1,000 partitions) on every poll,
+//!   then each partition's changes after its checkpoint (a range query
+//!   each, also for a partition with nothing new). A feed over many
+//!   partitions of which few change costs one query per partition per
+//!   poll.
+//!
+//! Not yet: retention (trimming old changes), several instances of one
+//! consumer sharing partitions through leases, and previous values.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use futures::TryStreamExt;
+
+use crate::backend::{Query, UpdateMode};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, InvalidInput, Result};
+use crate::ext::TableBackendExt;
+use crate::filter::Filter;
+use crate::pending::changes::{
+    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LISTED_PREFIX, OP, ROW, SEQ,
+    change_key, is_change_property, seq_of_change,
+};
+use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
+use crate::table::Table;
+
+/// The part of a kind declared with `#[tablekit(changes)]`, which makes
+/// every typed write of it record its change. The derive adds it.
+#[derive(Debug)]
+pub struct ChangeFeed;
+
+impl DescriptorPart for ChangeFeed {
+    /// A projection writes some fields only: its writes would change the
+    /// entity without a change that says what it holds. It reads only.
+    fn bars_partial_writes(&self) -> bool {
+        true
+    }
+
+    /// A change row beside the entity's, and the head's move, in its
+    /// transaction.
+    fn write_needs(&self) -> WriteNeeds {
+        WriteNeeds {
+            planned: true,
+            rows: 1,
+            changes: true,
+            ..WriteNeeds::NONE
+        }
+    }
+}
+
+/// What a change did to its entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ChangeOp {
+    /// An insert: the entity is new.
+    Insert,
+    /// A replace: the entity holds exactly the value written.
+    Replace,
+    /// A merge: the properties written changed, the others stayed.
+    Merge,
+    /// An upsert: the entity holds exactly the value written, new or not.
+    Upsert,
+    /// A merging upsert: the properties written changed or were added.
+    UpsertMerge,
+    /// A delete: the entity is gone.
+    Delete,
+}
+
+impl ChangeOp {
+    fn parse(text: &str) -> Option<ChangeOp> {
+        Some(match text {
+            "insert" => ChangeOp::Insert,
+            "replace" => ChangeOp::Replace,
+            "merge" => ChangeOp::Merge,
+            "upsert" => ChangeOp::Upsert,
+            "upsert_merge" => ChangeOp::UpsertMerge,
+            "delete" => ChangeOp::Delete,
+            _ => return None,
+        })
+    }
+
+    /// Whether the change wrote the entity's whole value (an insert, a
+    /// replace, an upsert): its [`value`](Change::value) can be read.
+    pub fn writes_whole_value(self) -> bool {
+        matches!(
+            self,
+            ChangeOp::Insert | ChangeOp::Replace | ChangeOp::Upsert
+        )
+    }
+}
+
+/// Where a change lies: its partition (as stored) and its number there.
+/// The same change always has the same id, so a handler that sees an id
+/// again can tell a repeat.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChangeId {
+    /// The stored PartitionKey.
+    pub partition_key: String,
+    /// The change's number in its partition, from 1, in commit order.
+    pub seq: u64,
+}
+
+impl fmt::Display for ChangeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.seq, self.partition_key)
+    }
+}
+
+/// One committed change to an entity of kind `T`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Change<T> {
+    /// Where the change lies; unique in the table.
+    pub id: ChangeId,
+    /// What the change did.
+    pub op: ChangeOp,
+    /// The entity's stored RowKey.
+    pub row_key: String,
+    /// The value written, for a change that wrote the whole value
+    /// ([`ChangeOp::writes_whole_value`]) and was recorded with it; `None`
+    /// for a merge or a delete, and for a value too large to record beside
+    /// the change. A value that does not read as `T` (a row of a newer
+    /// program) is `None` too, and [`decode_error`](Change::decode_error)
+    /// says why.
+    pub value: Option<T>,
+    /// Why [`value`](Change::value) is `None` though the change recorded
+    /// the whole value.
+    pub decode_error: Option<String>,
+    /// The properties the write sent (for a merge, those it changed), as
+    /// stored; empty for a delete, or when they did not fit.
+    pub properties: crate::entity::Properties,
+    /// When the change committed, by the store's clock.
+    pub committed_at: Option<DateTime>,
+}
+
+/// The change feed of a table's kind `T`: see the [module docs](self).
+pub struct Changes<T> {
+    table: Table<T>,
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The change feed of this kind, which `#[tablekit(changes)]` makes its
+    /// writes record (see [`changes`](crate::changes)).
+    pub fn changes(&self) -> Changes<T> {
+        Changes {
+            table: self.clone(),
+        }
+    }
+}
+
+impl<T: TableEntity> Changes<T> {
+    /// The changes of the partition `partition_key` (as stored) numbered
+    /// after `after` (0: from the first), at most `max`, in order.
+    pub async fn read(
+        &self,
+        partition_key: &str,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<Change<T>>> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let filter = Filter::partition_key()
+            .eq(partition_key)
+            .and(Filter::row_key().gt(change_key(after)))
+            .and(Filter::row_key().lt(CHANGE_END));
+        let query = Query::new()
+            .filter(filter)
+            .top(u32::try_from(max.min(1000)).unwrap_or(1000));
+        let backend = self.table.backend();
+        let rows = take_max(backend.query_stream(self.table.name(), query), max).await?;
+        let mut changes = Vec::with_capacity(rows.len());
+        for row in rows {
+            changes.push(self.decode(row).await?);
+        }
+        Ok(changes)
+    }
+
+    /// The number of the newest change of the partition `partition_key`
+    /// (as stored); 0 when it has none.
+    pub async fn newest(&self, partition_key: &str) -> Result<u64> {
+        let backend = self.table.backend();
+        match backend
+            .try_get_entity(self.table.name(), partition_key, HEAD_KEY)
+            .await?
+        {
+            Some(head) => Ok(head
+                .properties
+                .get(SEQ)
+                .and_then(|v| v.as_i64())
+                .and_then(|seq| u64::try_from(seq).ok())
+                .unwrap_or(0)),
+            None => Ok(0),
+        }
+    }
+
+    /// The partitions (as stored) that have changes, in key order.
+    pub async fn partitions(&self) -> Result<Vec<String>> {
+        let rows = self.directory(LISTED_PREFIX).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| row.row_key.strip_prefix(LISTED_PREFIX).map(str::to_owned))
+            .collect())
+    }
+
+    /// The consumer `name`, which keeps its own checkpoints in the table.
+    /// A name is 1–63 letters, digits, `-`, `_` or `.`.
+    pub fn consumer(&self, name: &str) -> Result<Consumer<T>> {
+        consumer_name(name)?;
+        Ok(Consumer {
+            table: self.table.clone(),
+            name: name.to_owned(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// The directory's rows whose RowKeys start with `prefix`.
+    async fn directory(&self, prefix: &str) -> Result<Vec<Entity>> {
+        let end = format!("{prefix}\u{10FFFF}");
+        let filter = Filter::partition_key()
+            .eq(DIRECTORY)
+            .and(Filter::row_key().ge(prefix))
+            .and(Filter::row_key().lt(end));
+        let backend = self.table.backend();
+        backend
+            .query_all(self.table.name(), Query::new().filter(filter))
+            .await
+    }
+
+    /// A change row as a [`Change`].
+    async fn decode(&self, mut row: Entity) -> Result<Change<T>> {
+        let bad = |what: &str| Error::Decode {
+            message: format!(
+                "change row {:?} of partition {:?} in table `{}`: {what}",
+                row.row_key,
+                row.partition_key,
+                self.table.name()
+            ),
+        };
+        let seq = seq_of_change(&row.row_key).ok_or_else(|| bad("not a change number"))?;
+        let op = match row.properties.get(OP) {
+            Some(crate::value::Value::String(op)) => ChangeOp::parse(op),
+            _ => None,
+        }
+        .ok_or_else(|| bad("no operation"))?;
+        let row_key = match row.properties.get(ROW) {
+            Some(crate::value::Value::String(rk)) => rk.clone(),
+            _ => return Err(bad("no entity RowKey")),
+        };
+        let full = !matches!(
+            row.properties.get(FULL),
+            Some(crate::value::Value::Boolean(false))
+        );
+        row.properties.retain(|name, _| !is_change_property(name));
+        let committed_at = row.timestamp;
+        let mut entity = Entity::new(row.partition_key.clone(), row_key.clone());
+        entity.properties = row.properties.clone();
+        let (value, decode_error) = if op.writes_whole_value() && full {
+            match self.value_of(entity).await {
+                Ok(value) => (Some(value), None),
+                Err(e) => (None, Some(e.to_string())),
+            }
+        } else {
+            (None, None)
+        };
+        Ok(Change {
+            id: ChangeId {
+                partition_key: row.partition_key,
+                seq,
+            },
+            op,
+            row_key,
+            value,
+            decode_error,
+            properties: row.properties,
+            committed_at,
+        })
+    }
+
+    /// The value a change row holds, its offloaded values read back.
+    async fn value_of(&self, mut entity: Entity) -> Result<T> {
+        self.table.restore_blobs(&mut entity).await?;
+        crate::schema::from_entity_owned(entity)
+    }
+}
+
+/// Checks a consumer's name: it becomes part of a RowKey.
+fn consumer_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = |reason| InvalidInput::ConsumerName {
+        name: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() || name.len() > 63 {
+        return Err(bad("it must be 1 to 63 characters long"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(bad("it may hold letters, digits, `-`, `_` and `.` only"));
+    }
+    Ok(())
+}
+
+/// A named reader of a change feed, which keeps a checkpoint per partition
+/// in the table (see the [module docs](self)).
+pub struct Consumer<T> {
+    table: Table<T>,
+    name: String,
+    _marker: PhantomData<fn() -> T>,
+}
+
+/// Changes a [`Consumer`] read, and where each partition's stop: what
+/// [`Consumer::commit`] stores.
+#[derive(Debug, Clone)]
+pub struct ChangeBatch<T> {
+    /// The changes, partition by partition, each partition's in order.
+    pub changes: Vec<Change<T>>,
+    /// The last change number read of each partition.
+    positions: Vec<(String, u64)>,
+}
+
+impl<T> ChangeBatch<T> {
+    /// Whether the batch holds no change.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+impl<T: TableEntity> Consumer<T> {
+    /// The consumer's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The changes after this consumer's checkpoints, at most `max`,
+    /// partition by partition in key order. Nothing moves until
+    /// [`commit`](Consumer::commit): polling again without committing reads
+    /// the same changes.
+    pub async fn poll(&self, max: usize) -> Result<ChangeBatch<T>> {
+        let feed = self.table.changes();
+        let checkpoints = self.checkpoints().await?;
+        let mut batch = ChangeBatch {
+            changes: Vec::new(),
+            positions: Vec::new(),
+        };
+        for pk in feed.partitions().await? {
+            let left = max.saturating_sub(batch.changes.len());
+            if left == 0 {
+                break;
+            }
+            let after = checkpoints.get(&pk).map_or(0, |(seq, _)| *seq);
+            let changes = feed.read(&pk, after, left).await?;
+            if let Some(last) = changes.last() {
+                batch.positions.push((pk, last.id.seq));
+            }
+            batch.changes.extend(changes);
+        }
+        Ok(batch)
+    }
+
+    /// Moves this consumer's checkpoints past the changes of `batch`. A
+    /// checkpoint only moves forward: committing an older batch after a
+    /// newer one changes nothing.
+    pub async fn commit(&self, batch: &ChangeBatch<T>) -> Result<()> {
+        for (pk, seq) in &batch.positions {
+            self.move_checkpoint(pk, *seq).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts this consumer at the newest change of every partition, so
+    /// that it reads only the changes made from now on.
+    pub async fn start_from_now(&self) -> Result<()> {
+        let feed = self.table.changes();
+        for pk in feed.partitions().await? {
+            let newest = feed.newest(&pk).await?;
+            self.move_checkpoint(&pk, newest).await?;
+        }
+        Ok(())
+    }
+
+    /// This consumer's checkpoint in the partition `partition_key` (as
+    /// stored): the number of the last change it committed; 0 for none.
+    pub async fn checkpoint(&self, partition_key: &str) -> Result<u64> {
+        Ok(self
+            .checkpoints()
+            .await?
+            .get(partition_key)
+            .map_or(0, |(seq, _)| *seq))
+    }
+
+    /// The RowKey start of this consumer's checkpoints.
+    fn prefix(&self) -> String {
+        format!("{CHECKPOINT_PREFIX}{}|", self.name)
+    }
+
+    /// This consumer's checkpoints by partition, with their ETags.
+    async fn checkpoints(&self) -> Result<HashMap<String, (u64, ETag)>> {
+        let prefix = self.prefix();
+        let rows = self.table.changes().directory(&prefix).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let pk = row.row_key.strip_prefix(&prefix)?.to_owned();
+                let seq = row.properties.get(SEQ)?.as_i64()?;
+                let etag = row.etag.clone()?;
+                Some((pk, (u64::try_from(seq).ok()?, etag)))
+            })
+            .collect())
+    }
+
+    /// Sets the checkpoint of `pk` to `seq` unless it is already further,
+    /// under the ETag of the checkpoint read (another instance of the
+    /// consumer may move it meanwhile).
+    async fn move_checkpoint(&self, pk: &str, seq: u64) -> Result<()> {
+        let backend = self.table.backend();
+        let key = format!("{}{pk}", self.prefix());
+        let row = Entity::new(DIRECTORY, key.clone()).with(SEQ, seq as i64);
+        for _ in 0..crate::table::RACE_ATTEMPTS {
+            let stored = backend
+                .try_get_entity(self.table.name(), DIRECTORY, &key)
+                .await?;
+            let written = match stored {
+                Some(stored) => {
+                    let at = stored.properties.get(SEQ).and_then(|v| v.as_i64());
+                    if at.is_some_and(|at| at >= seq as i64) {
+                        return Ok(());
+                    }
+                    let if_match = IfMatch::ETag(stored.etag.unwrap_or_else(|| ETag::new("")));
+                    backend
+                        .update_entity(self.table.name(), &row, UpdateMode::Replace, &if_match)
+                        .await
+                }
+                None => backend.insert_entity(self.table.name(), &row).await,
+            };
+            match written {
+                Ok(_) => return Ok(()),
+                Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Transient {
+            message: format!(
+                "the checkpoint of change feed consumer `{}` in partition {pk:?} kept changing",
+                self.name
+            ),
+        })
+    }
+}
+
+/// Collects at most `max` rows of a stream.
+async fn take_max(
+    stream: futures::stream::BoxStream<'_, Result<Entity>>,
+    max: usize,
+) -> Result<Vec<Entity>> {
+    let mut rows = Vec::new();
+    let mut stream = stream;
+    while rows.len() < max {
+        match stream.try_next().await? {
+            Some(row) => rows.push(row),
+            None => break,
+        }
+    }
+    Ok(rows)
+}

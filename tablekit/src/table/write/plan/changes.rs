@@ -1,0 +1,205 @@
+//! The change feed's rows in a planned transaction: the change row of each
+//! typed write of a kind that records its changes, and the move of the
+//! partition's head that numbers them (the rows are described in
+//! `pending/changes.rs`). The head is guarded by its ETag, so two
+//! transactions of one partition never take the same numbers, and a
+//! change is numbered only if it commits.
+
+use std::sync::Arc;
+
+use super::{Planned, Role};
+use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
+use crate::pending::changes::{DIRECTORY, FULL, HEAD_KEY, OP, ROW, SEQ, change_key, listed_key};
+
+/// The change a write records: what it did, and the row it wrote (for a
+/// delete, the keys alone).
+pub(in crate::table) struct ChangeOf<'a> {
+    /// `insert`, `replace`, `merge`, `upsert`, `upsert_merge` or `delete`.
+    pub(in crate::table) op: &'static str,
+    pub(in crate::table) row: &'a Entity,
+}
+
+/// A partition's head as read: the newest change's number, and the ETag
+/// that guards its move.
+pub(super) struct Head {
+    seq: u64,
+    etag: ETag,
+}
+
+/// Reads the head of partition `pk`; `None` when it has no change yet.
+pub(super) async fn read_head(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    pk: &str,
+) -> Result<Option<Head>> {
+    let options = GetOptions::default().select([SEQ]);
+    let row = match backend.get_entity(table, pk, HEAD_KEY, &options).await {
+        Ok(row) => row,
+        Err(Error::EntityNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let seq = row
+        .properties
+        .get(SEQ)
+        .and_then(|v| v.as_i64())
+        .and_then(|seq| u64::try_from(seq).ok())
+        .ok_or_else(|| Error::Decode {
+            message: format!(
+                "the change feed's head of partition {pk:?} in table `{table}` holds no change number"
+            ),
+        })?;
+    let etag = row.etag.unwrap_or_else(|| ETag::new(""));
+    Ok(Some(Head { seq, etag }))
+}
+
+/// Lists partition `pk` in the directory, where consumers find it: done
+/// before the partition's first change is sent, so that no change is ever
+/// in a partition the directory does not list. (A partition listed whose
+/// first transaction then fails has no changes: harmless.)
+pub(super) async fn list_partition(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    pk: &str,
+) -> Result<()> {
+    let row = Entity::new(DIRECTORY, listed_key(pk));
+    backend
+        .upsert_entity(table, &row, UpdateMode::Merge)
+        .await
+        .map(drop)
+}
+
+/// Adds to `planned` the change row of each write of `changes` (numbered
+/// after the head, or after `floor` if that is higher), and the head's
+/// move, guarded by the ETag read.
+pub(super) fn plan(
+    pk: &str,
+    head: Option<&Head>,
+    floor: u64,
+    changes: &[(usize, ChangeOf<'_>)],
+    planned: &mut Planned,
+) {
+    let mut seq = head.map_or(0, |h| h.seq).max(floor);
+    for (w, change) in changes {
+        seq += 1;
+        planned.write = *w;
+        planned.push(
+            BatchOperation::Insert(change_row(pk, seq, change)),
+            Role::Change,
+        );
+    }
+    let row = Entity::new(pk, HEAD_KEY).with(SEQ, seq as i64);
+    let operation = match head {
+        None => BatchOperation::Insert(row),
+        Some(head) => BatchOperation::Update {
+            entity: row,
+            mode: UpdateMode::Replace,
+            if_match: IfMatch::ETag(head.etag.clone()),
+        },
+    };
+    planned.push(operation, Role::ChangeHead);
+}
+
+/// The row of change `seq`: the operation, the entity's RowKey, and the
+/// properties written, when they fit in one row beside them.
+fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>) -> Entity {
+    let mut row = Entity::new(pk, change_key(seq));
+    if change.op != "delete" {
+        row.properties = change.row.properties.clone();
+    }
+    row.properties.insert(OP, change.op);
+    row.properties.insert(ROW, change.row.row_key.as_str());
+    if crate::validate::entity(&row).is_err() {
+        // Too large (or too many properties) beside the change's own: the
+        // change is recorded without the value.
+        let mut bare = Entity::new(pk, change_key(seq));
+        bare.properties.insert(OP, change.op);
+        bare.properties.insert(ROW, change.row.row_key.as_str());
+        bare.properties.insert(FULL, false);
+        return bare;
+    }
+    row
+}
+
+/// How often a transaction goes round again after losing the race for the
+/// head to another writer of the partition before it gives up: a partition
+/// whose writers record changes takes one transaction at a time.
+const HEAD_RACES: u32 = 64;
+
+/// The changes of one transaction's writes, and what its attempts learned.
+pub(super) struct Feed<'a> {
+    changes: Vec<(usize, ChangeOf<'a>)>,
+    /// The highest change number found taken: the next are numbered after.
+    floor: u64,
+    races: u32,
+}
+
+impl<'a> Feed<'a> {
+    /// The changes `writes` record (none, for most transactions).
+    pub(super) fn of(writes: &'a [&'a (dyn super::Pending + 'a)]) -> Feed<'a> {
+        let changes = writes
+            .iter()
+            .enumerate()
+            .filter_map(|(w, write)| Some((w, write.change()?)))
+            .collect();
+        Feed {
+            changes,
+            floor: 0,
+            races: 0,
+        }
+    }
+
+    /// How many operations the feed adds to the transaction.
+    pub(super) fn room(&self) -> usize {
+        match self.changes.len() {
+            0 => 0,
+            n => n + 1,
+        }
+    }
+
+    /// The partition's head, read before each attempt, when the
+    /// transaction records changes (its first change lists the partition).
+    pub(super) async fn head(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        pk: &str,
+    ) -> Result<Option<Head>> {
+        if self.changes.is_empty() {
+            return Ok(None);
+        }
+        let head = read_head(backend, table, pk).await?;
+        if head.is_none() {
+            list_partition(backend, table, pk).await?;
+        }
+        Ok(head)
+    }
+
+    /// Adds the change rows and the head's move to `planned`.
+    pub(super) fn plan(&self, pk: &str, head: Option<&Head>, planned: &mut Planned) {
+        if !self.changes.is_empty() {
+            plan(pk, head, self.floor, &self.changes, planned);
+        }
+    }
+
+    /// After another writer moved the head first (or took change number
+    /// `taken`): waits a moment, growing with each lost race, before the
+    /// transaction reads the head again; a [`Transient`](Error::Transient)
+    /// error once the partition has stayed busy too long.
+    pub(super) async fn lost(&mut self, table: &str, pk: &str, taken: Option<u64>) -> Result<()> {
+        self.floor = self.floor.max(taken.unwrap_or(0));
+        self.races += 1;
+        if self.races > HEAD_RACES {
+            return Err(Error::Transient {
+                message: format!(
+                    "the change feed of partition {pk:?} in table `{table}` stayed busy: \
+                     {HEAD_RACES} other transactions took its next number first"
+                ),
+            });
+        }
+        let most = 1u64 << self.races.min(6);
+        tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
+        Ok(())
+    }
+}
