@@ -117,8 +117,10 @@ fn row_write_name(write: &RowWrite) -> &'static str {
 
 /// What a [`Write`] gave back.
 pub(in crate::table) enum Written {
-    /// The new version's ETag (empty for a delete, which leaves no version).
+    /// The new version's ETag.
     One(ETag),
+    /// A delete's: no version is left.
+    Deleted,
     /// An update's write back: `None` when it landed but another writer
     /// changed the row before its lost answer was settled.
     Settled(Option<ETag>),
@@ -131,7 +133,7 @@ impl Written {
     pub(in crate::table) fn etag(self) -> ETag {
         match self {
             Written::One(etag) | Written::Settled(Some(etag)) => etag,
-            Written::Settled(None) => ETag::new(""),
+            Written::Deleted | Written::Settled(None) => ETag::new(""),
             Written::Many(etags) => etags
                 .into_iter()
                 .next()
@@ -179,32 +181,36 @@ impl<T: TableEntity> Table<T> {
             Write::Delete(loaded) => self
                 .delete_loaded(loaded)
                 .await
-                .map(|()| one(ETag::new(""))),
+                .map(|()| Written::Deleted),
             Write::DeleteKeys(pk, rk) => self
                 .delete_encoded(pk, rk)
                 .await
-                .map(|()| one(ETag::new(""))),
+                .map(|()| Written::Deleted),
             Write::Element(row, if_match) => {
                 let write = RowWrite::Update(UpdateMode::Merge, if_match);
                 self.write_row(row, write, IndexHint::default())
                     .await
                     .map(one)
             }
+            // Boxed, these three: their futures are large, and the single
+            // writes above should not carry their room.
             Write::Back {
                 row,
                 write,
                 recorded,
                 hint,
-            } => self
-                .write_recorded(row, write, recorded, hint)
+            } => Box::pin(self.write_recorded(row, write, recorded, hint))
                 .await
                 .map(Written::Settled),
-            Write::Transaction(transaction) => transaction.run().await.map(Written::Many),
-            Write::Planned(writes) => {
-                plan::run(&self.backend, &self.name, writes, self.clock.as_ref())
-                    .await
-                    .map(Written::Many)
-            }
+            Write::Transaction(transaction) => Box::pin(transaction.run()).await.map(Written::Many),
+            Write::Planned(writes) => Box::pin(plan::run(
+                &self.backend,
+                &self.name,
+                writes,
+                self.clock.as_ref(),
+            ))
+            .await
+            .map(Written::Many),
             Write::Rows(operations) => self
                 .backend
                 .submit_transaction(&self.name, operations)
