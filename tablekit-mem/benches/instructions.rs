@@ -14,7 +14,11 @@
 //! properties), `typed_insert`, `typed_get`, `typed_replace` and
 //! `typed_delete` (a typed table over it), `indexed_insert` and
 //! `indexed_replace` (a type with a unique index, whose writes are planned
-//! transactions), `batch` (a typed batch of 100 inserts). Instructions per
+//! transactions), `batch` (a typed batch of 100 inserts); `kind_insert`
+//! and `kind_replace` (a type with a kind), `changes_insert` and
+//! `changes_replace` (the same type with a change feed), `consume` (a
+//! consumer reading and committing the changes of `n` inserts, 100 a
+//! poll). Instructions per
 //! call are the collected total over the count. Without valgrind it simply
 //! runs.
 
@@ -47,6 +51,48 @@ struct Person {
     #[tablekit(unique = "email")]
     email: String,
     name: String,
+}
+
+/// `Item` with a kind: the baseline of `Logged`.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Kinded", kind = "ITEM")]
+struct Kinded {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    name: String,
+    count: i64,
+    score: f64,
+    done: bool,
+}
+
+/// `Kinded` with a change feed.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Logged", kind = "ITEM", changes)]
+struct Logged {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    name: String,
+    count: i64,
+    score: f64,
+    done: bool,
+}
+
+macro_rules! item_of {
+    ($ty:ident, $rk:expr) => {{
+        let rk: u32 = $rk;
+        $ty {
+            pk: "p".into(),
+            rk,
+            name: format!("item {rk}"),
+            count: i64::from(rk),
+            score: f64::from(rk) / 3.0,
+            done: rk.is_multiple_of(2),
+        }
+    }};
 }
 
 fn item(rk: u32) -> Item {
@@ -84,9 +130,13 @@ fn prepare(rt: &tokio::runtime::Runtime, mode: &str, n: u32) {
     let backend = MemBackend::new();
     let items: Table<Item> = Table::new(backend.clone());
     let people: Table<Person> = Table::new(backend.clone());
+    let kinded: Table<Kinded> = Table::new(backend.clone());
+    let logged: Table<Logged> = Table::new(backend.clone());
     rt.block_on(async {
         items.create_if_missing().await.unwrap();
         people.create_if_missing().await.unwrap();
+        kinded.create_if_missing().await.unwrap();
+        logged.create_if_missing().await.unwrap();
         // What a mode reads or changes is there before it runs.
         if matches!(mode, "get" | "typed_get" | "typed_replace" | "typed_delete") {
             for i in 0..n {
@@ -98,8 +148,32 @@ fn prepare(rt: &tokio::runtime::Runtime, mode: &str, n: u32) {
                 people.insert(&person(i, 0)).await.unwrap();
             }
         }
+        if mode == "kind_replace" {
+            for i in 0..n {
+                kinded.insert(&item_of!(Kinded, i)).await.unwrap();
+            }
+        }
+        if matches!(mode, "changes_replace" | "consume") {
+            for i in 0..n {
+                logged.insert(&item_of!(Logged, i)).await.unwrap();
+            }
+        }
     });
-    measured(rt, mode, n, &backend, &items, &people);
+    let tables = Tables {
+        items,
+        people,
+        kinded,
+        logged,
+    };
+    measured(rt, mode, n, &backend, &tables);
+}
+
+/// The tables of the modes.
+struct Tables {
+    items: Table<Item>,
+    people: Table<Person>,
+    kinded: Table<Kinded>,
+    logged: Table<Logged>,
 }
 
 /// The calls counted.
@@ -109,9 +183,14 @@ fn measured(
     mode: &str,
     n: u32,
     backend: &MemBackend,
-    items: &Table<Item>,
-    people: &Table<Person>,
+    tables: &Tables,
 ) {
+    let Tables {
+        items,
+        people,
+        kinded,
+        logged,
+    } = tables;
     rt.block_on(async {
         match mode {
             "insert" => {
@@ -172,6 +251,41 @@ fn measured(
                         batch.insert(&item(i)).unwrap();
                     }
                     black_box(batch.submit().await.unwrap());
+                }
+            }
+            "kind_insert" => {
+                for i in 0..n {
+                    black_box(kinded.insert(&item_of!(Kinded, i)).await.unwrap());
+                }
+            }
+            "changes_insert" => {
+                for i in 0..n {
+                    black_box(logged.insert(&item_of!(Logged, i)).await.unwrap());
+                }
+            }
+            "kind_replace" => {
+                for i in 0..n {
+                    let mut loaded = kinded.get("p", i).await.unwrap().unwrap();
+                    loaded.count += 1;
+                    black_box(kinded.replace(&mut loaded).await.unwrap());
+                }
+            }
+            "changes_replace" => {
+                for i in 0..n {
+                    let mut loaded = logged.get("p", i).await.unwrap().unwrap();
+                    loaded.count += 1;
+                    black_box(logged.replace(&mut loaded).await.unwrap());
+                }
+            }
+            "consume" => {
+                // Reads the `n` changes the setup recorded, 100 a poll.
+                let consumer = logged.changes().consumer("bench").unwrap();
+                loop {
+                    let batch = consumer.poll(100).await.unwrap();
+                    if batch.is_empty() {
+                        break;
+                    }
+                    black_box(consumer.commit(&batch).await.unwrap());
                 }
             }
             other => panic!("unknown mode `{other}`"),

@@ -178,14 +178,10 @@ impl<T: TableEntity> Table<T> {
                 self.write_keeping(value, write, unknown).await.map(one)
             }
             Write::Loaded(loaded, mode) => self.write_loaded(loaded, mode).await.map(one),
-            Write::Delete(loaded) => self
-                .delete_loaded(loaded)
-                .await
-                .map(|()| Written::Deleted),
-            Write::DeleteKeys(pk, rk) => self
-                .delete_encoded(pk, rk)
-                .await
-                .map(|()| Written::Deleted),
+            Write::Delete(loaded) => self.delete_loaded(loaded).await.map(|()| Written::Deleted),
+            Write::DeleteKeys(pk, rk) => {
+                self.delete_encoded(pk, rk).await.map(|()| Written::Deleted)
+            }
             Write::Element(row, if_match) => {
                 let write = RowWrite::Update(UpdateMode::Merge, if_match);
                 self.write_row(row, write, IndexHint::default())

@@ -5,6 +5,7 @@
 //! transactions of one partition never take the same numbers, and a
 //! change is numbered only if it commits.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Planned, Role};
@@ -72,14 +73,14 @@ pub(super) async fn list_partition(
 
 /// Adds to `planned` the change row of each write of `changes` (numbered
 /// after the head, or after `floor` if that is higher), and the head's
-/// move, guarded by the ETag read.
+/// move, guarded by the ETag read. Returns the last change's number.
 pub(super) fn plan(
     pk: &str,
     head: Option<&Head>,
     floor: u64,
     changes: &[(usize, ChangeOf<'_>)],
     planned: &mut Planned,
-) {
+) -> u64 {
     let mut seq = head.map_or(0, |h| h.seq).max(floor);
     for (w, change) in changes {
         seq += 1;
@@ -99,6 +100,7 @@ pub(super) fn plan(
         },
     };
     planned.push(operation, Role::ChangeHead);
+    seq
 }
 
 /// The row of change `seq`: the operation, the entity's RowKey, and the
@@ -110,7 +112,7 @@ fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>) -> Entity {
     }
     row.properties.insert(OP, change.op);
     row.properties.insert(ROW, change.row.row_key.as_str());
-    if crate::validate::entity(&row).is_err() {
+    if !fits(&row) {
         // Too large (or too many properties) beside the change's own: the
         // change is recorded without the value.
         let mut bare = Entity::new(pk, change_key(seq));
@@ -120,6 +122,36 @@ fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>) -> Entity {
         return bare;
     }
     row
+}
+
+/// Whether `row` fits in one row: the entity's own properties passed the
+/// store's rules already, so the count and the size are all that is left.
+fn fits(row: &Entity) -> bool {
+    use crate::validate::{entity_size, property_count, property_size};
+    let (pk, rk) = (&row.partition_key, &row.row_key);
+    let size = row
+        .properties
+        .iter()
+        .map(|(name, value)| property_size(name, value.as_value_ref()))
+        .sum();
+    property_count(pk, rk, row.properties.len()).is_ok() && entity_size(pk, rk, size).is_ok()
+}
+
+/// The heads this process moved last, by backend, table and partition: a
+/// write whose partition's head is here plans over it without reading it.
+/// The ETag keeps that safe: a head another writer moved since fails the
+/// transaction at the head, which drops it from here and reads it again.
+/// (Kept small: cleared when it holds too many.)
+static HEADS: std::sync::LazyLock<parking_lot::Mutex<HashMap<String, (u64, ETag)>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// At most this many heads are kept in [`HEADS`].
+const KEPT_HEADS: usize = 65_536;
+
+/// The key of a partition's head in [`HEADS`].
+fn head_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
+    let at = Arc::as_ptr(backend).cast::<()>() as usize;
+    format!("{at:x}\u{0}{table}\u{0}{pk}")
 }
 
 /// How often a transaction goes round again after losing the race for the
@@ -133,6 +165,8 @@ pub(super) struct Feed<'a> {
     /// The highest change number found taken: the next are numbered after.
     floor: u64,
     races: u32,
+    /// The number of the last change the latest plan made.
+    last: u64,
 }
 
 impl<'a> Feed<'a> {
@@ -147,6 +181,7 @@ impl<'a> Feed<'a> {
             changes,
             floor: 0,
             races: 0,
+            last: 0,
         }
     }
 
@@ -169,6 +204,11 @@ impl<'a> Feed<'a> {
         if self.changes.is_empty() {
             return Ok(None);
         }
+        let key = head_key(backend, table, pk);
+        if let Some((seq, etag)) = HEADS.lock().get(&key) {
+            let (seq, etag) = (*seq, etag.clone());
+            return Ok(Some(Head { seq, etag }));
+        }
         let head = read_head(backend, table, pk).await?;
         if head.is_none() {
             list_partition(backend, table, pk).await?;
@@ -176,10 +216,42 @@ impl<'a> Feed<'a> {
         Ok(head)
     }
 
+    /// Keeps the head the transaction committed (its ETag among `etags`,
+    /// the operations' in order), for the partition's next write.
+    pub(super) fn committed(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        pk: &str,
+        etags: &[Option<ETag>],
+        owners: &[(usize, Role)],
+    ) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let at = owners
+            .iter()
+            .position(|(_, role)| matches!(role, Role::ChangeHead));
+        let etag = at.and_then(|at| etags.get(at).cloned().flatten());
+        let mut heads = HEADS.lock();
+        let key = head_key(backend, table, pk);
+        match etag.filter(|etag| !etag.as_str().is_empty()) {
+            Some(etag) => {
+                if heads.len() >= KEPT_HEADS {
+                    heads.clear();
+                }
+                heads.insert(key, (self.last, etag));
+            }
+            None => {
+                heads.remove(&key);
+            }
+        }
+    }
+
     /// Adds the change rows and the head's move to `planned`.
-    pub(super) fn plan(&self, pk: &str, head: Option<&Head>, planned: &mut Planned) {
+    pub(super) fn plan(&mut self, pk: &str, head: Option<&Head>, planned: &mut Planned) {
         if !self.changes.is_empty() {
-            plan(pk, head, self.floor, &self.changes, planned);
+            self.last = plan(pk, head, self.floor, &self.changes, planned);
         }
     }
 
@@ -187,7 +259,14 @@ impl<'a> Feed<'a> {
     /// `taken`): waits a moment, growing with each lost race, before the
     /// transaction reads the head again; a [`Transient`](Error::Transient)
     /// error once the partition has stayed busy too long.
-    pub(super) async fn lost(&mut self, table: &str, pk: &str, taken: Option<u64>) -> Result<()> {
+    pub(super) async fn lost(
+        &mut self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        pk: &str,
+        taken: Option<u64>,
+    ) -> Result<()> {
+        HEADS.lock().remove(&head_key(backend, table, pk));
         self.floor = self.floor.max(taken.unwrap_or(0));
         self.races += 1;
         if self.races > HEAD_RACES {

@@ -78,7 +78,10 @@ pub(in crate::table) async fn run(
             return Err(too_many_operations(operations.len()));
         }
         let (at, source) = match send_operations(backend.as_ref(), table, &operations).await {
-            Ok(etags) => return Ok(write_etags(etags, &owners, writes.len())),
+            Ok(etags) => {
+                feed.committed(backend, table, pk, &etags, &owners);
+                return Ok(write_etags(etags, &owners, writes.len()));
+            }
             Err(Error::BatchFailed { index, source }) => (index, *source),
             Err(e) => return Err(e),
         };
@@ -99,7 +102,7 @@ pub(in crate::table) async fn run(
             }
             // Lost to another writer of the partition's change feed: not
             // a race of this write's own rows.
-            Next::Feed(taken) => feed.lost(table, pk, taken).await?,
+            Next::Feed(taken) => feed.lost(backend, table, pk, taken).await?,
             Next::Claim { w, index, key } => {
                 attempts += 1;
                 if let Some(etag) = writes[w]
