@@ -427,3 +427,68 @@ pub async fn dropped_writes_record_changes_with_them(backend: Arc<dyn TableBacke
         }
     }
 }
+
+/// Trimming deletes only what every registered consumer committed and is
+/// older than the window; a consumer behind it is told, never skipped.
+pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBackend>) {
+    use std::time::Duration;
+    let name = fresh_table(&*backend, "chgtrim").await;
+    let t: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+    for id in 1..=3 {
+        t.insert(&order("ann", id, 1)).await.expect("insert");
+    }
+    let feed = t.changes();
+    let (a, b) = (
+        feed.consumer("a").expect("consumer"),
+        feed.consumer("b").expect("consumer"),
+    );
+    let all = a.poll(100).await.expect("poll");
+    a.commit(&all).await.expect("commit");
+    let two = b.poll(2).await.expect("poll");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let kept = feed.trim(Duration::from_secs(3600)).await.expect("trim");
+    assert_eq!(kept.removed, 0, "younger than the window: kept");
+    let held = feed.trim(Duration::ZERO).await.expect("trim");
+    assert_eq!(held.removed, 0, "b has committed nothing: kept");
+    b.commit(&two).await.expect("commit");
+    let trimmed = feed.trim(Duration::ZERO).await.expect("trim");
+    assert_eq!((trimmed.removed, trimmed.partitions), (2, 1));
+    let left = changes(&t, "ann").await;
+    assert_eq!(left.iter().map(|c| c.id.seq).collect::<Vec<_>>(), [3]);
+    assert_eq!(
+        ops(&b.poll(100).await.expect("poll").changes),
+        [ChangeOp::Insert]
+    );
+
+    // A consumer that was not registered is behind: told, not skipped.
+    let late = feed.consumer("late").expect("consumer");
+    match late.poll(100).await {
+        Err(Error::ChangesTrimmed {
+            checkpoint: 0,
+            trimmed: 2,
+            consumer,
+            ..
+        }) => assert_eq!(consumer, "late"),
+        other => panic!("a consumer behind the trim: {other:?}"),
+    }
+    late.start_from_oldest().await.expect("start");
+    let rest = late.poll(100).await.expect("poll");
+    assert_eq!(
+        rest.changes.iter().map(|c| c.id.seq).collect::<Vec<_>>(),
+        [3]
+    );
+
+    // Unregistered consumers hold nothing back.
+    for consumer in [&a, &b, &late] {
+        consumer.unregister().await.expect("unregister");
+    }
+    let last = feed.trim(Duration::ZERO).await.expect("trim");
+    assert_eq!(last.removed, 1);
+    assert!(changes(&t, "ann").await.is_empty());
+    t.insert(&order("ann", 4, 1)).await.expect("insert");
+    assert_eq!(
+        changes(&t, "ann").await[0].id.seq,
+        4,
+        "numbers go on after a trim"
+    );
+}

@@ -73,8 +73,11 @@
 //! [`Consumer::commit`] moves them on. A consumer that stops between the
 //! two reads the same changes again; one that commits before it has
 //! applied them may lose them. Consumers of different names do not hold
-//! each other back. [`Consumer::start_from_now`] skips what is already
-//! recorded.
+//! each other back. A new consumer starts from the first change; where
+//! changes were trimmed already, its first poll says so, and
+//! [`Consumer::start_from_oldest`] (the oldest change kept) or
+//! [`Consumer::start_from_now`] (only what comes next) picks where it
+//! begins.
 //!
 //! # What it costs
 //!
@@ -82,8 +85,12 @@
 //!   properties written (a change whose properties do not fit in one row
 //!   beside the change's own is recorded without them: its
 //!   [`value`](Change::value) is `None`), plus one head row per partition
-//!   and one directory row per partition with changes. Changes are kept
-//!   until they are deleted; trimming old ones is not done yet.
+//!   and one directory row per partition with changes, and per consumer
+//!   one row per partition (its checkpoint) and one that registers it.
+//!   [`Changes::trim`] deletes the changes older than a window (24 hours,
+//!   say) that every registered consumer has committed; a consumer whose
+//!   checkpoint is behind what was trimmed gets
+//!   [`ChangesTrimmed`](crate::Error::ChangesTrimmed), never a silent gap.
 //! - **Requests:** a write reads its partition's head, then sends one
 //!   transaction with the change row and the head's move beside its own
 //!   rows (a write of a kind without indexes would otherwise be one
@@ -104,12 +111,15 @@
 //!   partitions of which few change costs one query per partition per
 //!   poll.
 //!
-//! Not yet: retention (trimming old changes), several instances of one
-//! consumer sharing partitions through leases, and previous values.
+//! Not yet: several instances of one consumer sharing partitions through
+//! leases, previous values, and trimming by the upkeep on its own (call
+//! [`Changes::trim`] from a task of your own meanwhile).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::TryStreamExt;
 
@@ -120,8 +130,8 @@ use crate::error::{Error, InvalidInput, Result};
 use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
-    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LISTED_PREFIX, OP, ROW, SEQ,
-    change_key, is_change_property, seq_of_change,
+    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LISTED_PREFIX, OP, REGISTERED_PREFIX,
+    ROW, SEQ, TRIMMED, change_key, is_change_property, listed_key, seq_of_change,
 };
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::Table;
@@ -298,11 +308,187 @@ impl<T: TableEntity> Changes<T> {
 
     /// The partitions (as stored) that have changes, in key order.
     pub async fn partitions(&self) -> Result<Vec<String>> {
+        Ok(self
+            .listed()
+            .await?
+            .into_iter()
+            .map(|l| l.partition_key)
+            .collect())
+    }
+
+    /// The partitions the directory lists, with what was trimmed of each.
+    async fn listed(&self) -> Result<Vec<Listed>> {
         let rows = self.directory(LISTED_PREFIX).await?;
         Ok(rows
             .into_iter()
-            .filter_map(|row| row.row_key.strip_prefix(LISTED_PREFIX).map(str::to_owned))
+            .filter_map(|row| {
+                let partition_key = row.row_key.strip_prefix(LISTED_PREFIX)?.to_owned();
+                let trimmed = number(&row, TRIMMED);
+                Some(Listed {
+                    partition_key,
+                    trimmed,
+                })
+            })
             .collect())
+    }
+
+    /// Deletes the changes older than `window` that every registered
+    /// consumer has committed (all of them older than `window`, when no
+    /// consumer is registered). A consumer registers when it first polls,
+    /// and holds trimming back until it is
+    /// [unregistered](Consumer::unregister). A consumer whose checkpoint
+    /// is behind what was trimmed (one that was not registered) gets
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed) from its next poll:
+    /// changes are never skipped in silence.
+    ///
+    /// Requests: the directory (one query per 1,000 partitions and
+    /// consumers), then per partition with changes to trim a range query,
+    /// the directory row's update, and one transaction per 100 changes.
+    pub async fn trim(&self, window: Duration) -> Result<TrimReport> {
+        let cutoff = self.table.clock.now().checked_sub(window).ok();
+        let registered: Vec<String> = self
+            .directory(REGISTERED_PREFIX)
+            .await?
+            .into_iter()
+            .filter_map(|row| {
+                row.row_key
+                    .strip_prefix(REGISTERED_PREFIX)
+                    .map(str::to_owned)
+            })
+            .collect();
+        let mut checkpoints: HashMap<(String, String), u64> = HashMap::new();
+        for row in self.directory(CHECKPOINT_PREFIX).await? {
+            let Some(rest) = row.row_key.strip_prefix(CHECKPOINT_PREFIX) else {
+                continue;
+            };
+            if let Some((name, pk)) = rest.split_once('|') {
+                checkpoints.insert((name.to_owned(), pk.to_owned()), number(&row, SEQ));
+            }
+        }
+        let mut report = TrimReport::default();
+        for listed in self.listed().await? {
+            let pk = &listed.partition_key;
+            let passed = registered
+                .iter()
+                .map(|name| {
+                    let key = (name.clone(), pk.clone());
+                    checkpoints.get(&key).copied().unwrap_or(0)
+                })
+                .min()
+                .unwrap_or(u64::MAX);
+            if passed <= listed.trimmed {
+                continue;
+            }
+            let removed = self.trim_partition(&listed, passed, cutoff).await?;
+            report.partitions += usize::from(removed > 0);
+            report.removed += removed;
+        }
+        Ok(report)
+    }
+
+    /// Trims the changes of one partition after those trimmed already, up
+    /// to `passed`, committed before `cutoff`; how many.
+    async fn trim_partition(
+        &self,
+        listed: &Listed,
+        passed: u64,
+        cutoff: Option<DateTime>,
+    ) -> Result<usize> {
+        let pk = &listed.partition_key;
+        let end = match passed {
+            u64::MAX => Filter::row_key().lt(CHANGE_END),
+            passed => Filter::row_key().le(change_key(passed)),
+        };
+        let filter = Filter::partition_key()
+            .eq(pk.as_str())
+            .and(Filter::row_key().gt(change_key(listed.trimmed)))
+            .and(end);
+        let query = Query::new().filter(filter).select([OP, "Timestamp"]);
+        let backend = self.table.backend();
+        let rows: Vec<Entity> = backend.query_all(self.table.name(), query).await?;
+        // Oldest first: the changes up to the first one too young.
+        let old: Vec<u64> = rows
+            .iter()
+            .take_while(|row| match (row.timestamp, cutoff) {
+                (Some(at), Some(cutoff)) => at < cutoff,
+                _ => false,
+            })
+            .filter_map(|row| seq_of_change(&row.row_key))
+            .collect();
+        let Some(&last) = old.last() else {
+            return Ok(0);
+        };
+        // Said first, deleted after: a consumer behind is told, even if
+        // this stops half way.
+        self.mark_trimmed(pk, last).await?;
+        for chunk in old.chunks(100) {
+            let operations: Vec<crate::backend::BatchOperation> = chunk
+                .iter()
+                .map(|&seq| crate::backend::BatchOperation::Delete {
+                    partition_key: pk.clone(),
+                    row_key: change_key(seq),
+                    if_match: IfMatch::Any,
+                })
+                .collect();
+            match crate::ext::send_operations(backend.as_ref(), self.table.name(), &operations)
+                .await
+            {
+                Ok(_) => {}
+                // Another trim took some first: the rest one by one.
+                Err(Error::BatchFailed { source, .. })
+                    if matches!(*source, Error::EntityNotFound { .. }) =>
+                {
+                    for operation in &operations {
+                        let (pk, rk) = operation.keys();
+                        match backend
+                            .delete_entity(self.table.name(), pk, rk, &IfMatch::Any)
+                            .await
+                        {
+                            Ok(()) | Err(Error::EntityNotFound { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(old.len())
+    }
+
+    /// Records on the partition's directory row that changes up to `seq`
+    /// are trimmed (never lowering what is there).
+    async fn mark_trimmed(&self, pk: &str, seq: u64) -> Result<()> {
+        let backend = self.table.backend();
+        let key = listed_key(pk);
+        for _ in 0..crate::table::RACE_ATTEMPTS {
+            let stored = backend
+                .try_get_entity(self.table.name(), DIRECTORY, &key)
+                .await?;
+            let row = Entity::new(DIRECTORY, key.clone()).with(TRIMMED, seq as i64);
+            let written = match stored {
+                Some(stored) if number(&stored, TRIMMED) >= seq => return Ok(()),
+                Some(stored) => {
+                    let etag = stored.etag.unwrap_or_else(|| ETag::new(""));
+                    backend
+                        .update_entity(
+                            self.table.name(),
+                            &row,
+                            UpdateMode::Merge,
+                            &IfMatch::ETag(etag),
+                        )
+                        .await
+                }
+                None => backend.insert_entity(self.table.name(), &row).await,
+            };
+            match written {
+                Ok(_) => return Ok(()),
+                Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Transient {
+            message: format!("the change feed's directory row of partition {pk:?} kept changing"),
+        })
     }
 
     /// The consumer `name`, which keeps its own checkpoints in the table.
@@ -312,6 +498,7 @@ impl<T: TableEntity> Changes<T> {
         Ok(Consumer {
             table: self.table.clone(),
             name: name.to_owned(),
+            registered: AtomicBool::new(false),
             _marker: PhantomData,
         })
     }
@@ -386,6 +573,32 @@ impl<T: TableEntity> Changes<T> {
     }
 }
 
+/// A partition the directory lists.
+struct Listed {
+    partition_key: String,
+    /// The last change number trimmed; 0 for none.
+    trimmed: u64,
+}
+
+/// What [`Changes::trim`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TrimReport {
+    /// The changes deleted.
+    pub removed: usize,
+    /// The partitions they were deleted from.
+    pub partitions: usize,
+}
+
+/// A number property of a directory row; 0 when it has none.
+fn number(row: &Entity, name: &str) -> u64 {
+    row.properties
+        .get(name)
+        .and_then(|v| v.as_i64())
+        .and_then(|n| u64::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 /// Checks a consumer's name: it becomes part of a RowKey.
 fn consumer_name(name: &str) -> Result<(), InvalidInput> {
     let bad = |reason| InvalidInput::ConsumerName {
@@ -409,6 +622,8 @@ fn consumer_name(name: &str) -> Result<(), InvalidInput> {
 pub struct Consumer<T> {
     table: Table<T>,
     name: String,
+    /// Whether this handle has registered the consumer.
+    registered: AtomicBool,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -439,19 +654,35 @@ impl<T: TableEntity> Consumer<T> {
     /// partition by partition in key order. Nothing moves until
     /// [`commit`](Consumer::commit): polling again without committing reads
     /// the same changes.
+    ///
+    /// The first poll registers the consumer, so that
+    /// [`trim`](Changes::trim) keeps what it has not committed. A
+    /// partition whose changes after the checkpoint were trimmed is
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed).
     pub async fn poll(&self, max: usize) -> Result<ChangeBatch<T>> {
+        self.register().await?;
         let feed = self.table.changes();
         let checkpoints = self.checkpoints().await?;
         let mut batch = ChangeBatch {
             changes: Vec::new(),
             positions: Vec::new(),
         };
-        for pk in feed.partitions().await? {
+        for listed in feed.listed().await? {
             let left = max.saturating_sub(batch.changes.len());
             if left == 0 {
                 break;
             }
+            let pk = listed.partition_key;
             let after = checkpoints.get(&pk).map_or(0, |(seq, _)| *seq);
+            if after < listed.trimmed {
+                return Err(Error::ChangesTrimmed {
+                    table: self.table.name().to_owned(),
+                    partition_key: pk,
+                    consumer: self.name.clone(),
+                    checkpoint: after,
+                    trimmed: listed.trimmed,
+                });
+            }
             let changes = feed.read(&pk, after, left).await?;
             if let Some(last) = changes.last() {
                 batch.positions.push((pk, last.id.seq));
@@ -474,11 +705,68 @@ impl<T: TableEntity> Consumer<T> {
     /// Starts this consumer at the newest change of every partition, so
     /// that it reads only the changes made from now on.
     pub async fn start_from_now(&self) -> Result<()> {
+        self.register().await?;
         let feed = self.table.changes();
         for pk in feed.partitions().await? {
             let newest = feed.newest(&pk).await?;
             self.move_checkpoint(&pk, newest).await?;
         }
+        Ok(())
+    }
+
+    /// Moves this consumer past what was trimmed, to the oldest change
+    /// kept of every partition: after a
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed), for a consumer that can
+    /// do without the changes it missed.
+    pub async fn start_from_oldest(&self) -> Result<()> {
+        self.register().await?;
+        for listed in self.table.changes().listed().await? {
+            if listed.trimmed > 0 {
+                self.move_checkpoint(&listed.partition_key, listed.trimmed)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes this consumer: its registration, so that it no longer holds
+    /// trimming back, and its checkpoints.
+    pub async fn unregister(&self) -> Result<()> {
+        let backend = self.table.backend();
+        let name = self.table.name();
+        let mut keys: Vec<String> = self
+            .table
+            .changes()
+            .directory(&self.prefix())
+            .await?
+            .into_iter()
+            .map(|row| row.row_key)
+            .collect();
+        keys.push(format!("{REGISTERED_PREFIX}{}", self.name));
+        for key in keys {
+            match backend
+                .delete_entity(name, DIRECTORY, &key, &IfMatch::Any)
+                .await
+            {
+                Ok(()) | Err(Error::EntityNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.registered.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Registers the consumer, once per handle.
+    async fn register(&self) -> Result<()> {
+        if self.registered.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let row = Entity::new(DIRECTORY, format!("{REGISTERED_PREFIX}{}", self.name));
+        self.table
+            .backend()
+            .upsert_entity(self.table.name(), &row, UpdateMode::Merge)
+            .await?;
+        self.registered.store(true, Ordering::Relaxed);
         Ok(())
     }
 

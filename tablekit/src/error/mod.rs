@@ -255,6 +255,28 @@ pub enum Error {
         /// The dropped period's table.
         table: String,
     },
+    /// A change feed consumer is behind what the feed keeps: changes after
+    /// its checkpoint in this partition were trimmed (see
+    /// [`Changes::trim`](crate::changes::Changes::trim)). Nothing is
+    /// skipped silently: start the consumer again from the oldest change
+    /// kept or from now, and rebuild what it feeds if it must see every
+    /// change.
+    #[error(
+        "change feed consumer `{consumer}` is behind partition {partition_key:?} of table `{table}`: \
+         its checkpoint is change {checkpoint}, and the changes up to {trimmed} were trimmed"
+    )]
+    ChangesTrimmed {
+        /// The table.
+        table: String,
+        /// The stored PartitionKey.
+        partition_key: String,
+        /// The consumer.
+        consumer: String,
+        /// The consumer's checkpoint in the partition.
+        checkpoint: u64,
+        /// The last change number trimmed.
+        trimmed: u64,
+    },
     /// Sign-in failed: the credential could not give a token (its source
     /// refused, or is not there), or the service refused the token it gave
     /// even after a fresh one was asked for. Nothing was applied.
@@ -460,6 +482,7 @@ impl Error {
             Error::Storage { .. } => "Storage",
             Error::Configuration { .. } => "Configuration",
             Error::PeriodDropped { .. } => "PeriodDropped",
+            Error::ChangesTrimmed { .. } => "ChangesTrimmed",
             Error::Credential { .. } => "Credential",
             Error::NotSupported { .. } => "NotSupported",
             Error::LogRecord { .. } => "LogRecord",

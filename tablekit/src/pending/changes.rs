@@ -38,6 +38,11 @@ pub(crate) const DIRECTORY: &str = "~tk|changes";
 pub(crate) const LISTED_PREFIX: &str = "p|";
 /// The start of a directory row that holds a consumer's checkpoint.
 pub(crate) const CHECKPOINT_PREFIX: &str = "c|";
+/// The start of a directory row that registers a consumer, whose
+/// checkpoints hold back trimming.
+pub(crate) const REGISTERED_PREFIX: &str = "r|";
+/// The last change number trimmed from a partition, on its directory row.
+pub(crate) const TRIMMED: &str = "_ChangeTrimmed";
 
 /// The RowKey of change `seq`.
 pub(crate) fn change_key(seq: u64) -> String {
