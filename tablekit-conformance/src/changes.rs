@@ -491,4 +491,13 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
         4,
         "numbers go on after a trim"
     );
+
+    // The upkeep trims a watched kind's feed on its own.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let config = tablekit::upkeep::UpkeepConfig::default().change_retention(Duration::ZERO);
+    let upkeep = tablekit::upkeep::Upkeep::new().config(config).watch(&t);
+    let round = upkeep.run_round().await;
+    assert!(round.failures.is_empty(), "{:?}", round.failures);
+    assert_eq!(round.changes_trimmed, 1);
+    assert!(changes(&t, "ann").await.is_empty());
 }

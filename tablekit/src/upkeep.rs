@@ -16,6 +16,10 @@
 //! - **Orphan blobs** (uploaded for a write that never committed, or left
 //!   by a write that replaced them) are deleted after
 //!   [`blob_grace`](UpkeepConfig::blob_grace).
+//! - **Change feeds** (of kinds with `#[tablekit(changes)]`) are trimmed
+//!   of the changes older than
+//!   [`change_retention`](UpkeepConfig::change_retention) that every
+//!   registered consumer has committed (see [`changes`](crate::changes)).
 //!
 //! Each round is logged (`tablekit::upkeep`, at `info` when it did
 //! something, `warn` when a part failed) and counted ([`UpkeepStats`]).
@@ -87,11 +91,17 @@ pub struct UpkeepConfig {
     pub blob_grace: Duration,
     /// How the outbox workers work.
     pub worker: WorkerConfig,
+    /// How long the change feed of a watched kind with
+    /// `#[tablekit(changes)]` keeps its changes: older ones that every
+    /// registered consumer has committed are trimmed
+    /// ([`Changes::trim`](crate::changes::Changes::trim)).
+    pub change_retention: Duration,
 }
 
 impl Default for UpkeepConfig {
     /// A round every 30 s; records finished after 60 s; fences removed
-    /// after a day; orphan blobs deleted after an hour.
+    /// after a day; orphan blobs deleted after an hour; changes kept for a
+    /// day.
     fn default() -> UpkeepConfig {
         UpkeepConfig {
             interval: Duration::from_secs(30),
@@ -99,6 +109,7 @@ impl Default for UpkeepConfig {
             fence_horizon: Duration::from_secs(24 * 3600),
             blob_grace: Duration::from_secs(3600),
             worker: WorkerConfig::default(),
+            change_retention: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -138,6 +149,13 @@ impl UpkeepConfig {
         self.worker = worker;
         self
     }
+
+    /// Sets how long change feeds keep their changes.
+    #[must_use]
+    pub fn change_retention(mut self, retention: Duration) -> UpkeepConfig {
+        self.change_retention = retention;
+        self
+    }
 }
 
 /// Counts of what an upkeep did, over all its rounds.
@@ -152,6 +170,8 @@ pub struct UpkeepStats {
     pub fences_removed: u64,
     /// Orphan blobs deleted.
     pub blobs_removed: u64,
+    /// Changes trimmed from change feeds.
+    pub changes_trimmed: u64,
     /// Parts of rounds that failed (each logged; tried again next round).
     pub failures: u64,
     /// What the outbox workers did.
@@ -171,6 +191,8 @@ pub struct RoundReport {
     pub fences_removed: usize,
     /// Orphan blobs deleted.
     pub blobs_removed: usize,
+    /// Changes trimmed from change feeds.
+    pub changes_trimmed: usize,
     /// What failed, as text (each part is tried again next round).
     pub failures: Vec<String>,
 }
@@ -181,10 +203,15 @@ struct Counters {
     records_finished: AtomicU64,
     fences_removed: AtomicU64,
     blobs_removed: AtomicU64,
+    changes_trimmed: AtomicU64,
     failures: AtomicU64,
 }
 
 type BlobSweep = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
+
+/// A trim of one kind's change feed, given the retention; how many changes
+/// it deleted.
+type Trim = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
 
 /// One table the upkeep looks after.
 #[derive(Clone)]
@@ -197,6 +224,8 @@ struct Watched {
     /// The orphan-blob sweeps of the entity types written to it, one per
     /// type (each type keeps its blobs under a prefix of its kind).
     blobs: Vec<(std::any::TypeId, BlobSweep)>,
+    /// The change feeds of the kinds written to it that record changes.
+    trims: Vec<(std::any::TypeId, Trim)>,
 }
 
 /// The background upkeep of a set of tables: see the [module](self).
@@ -280,11 +309,22 @@ impl Upkeep {
             } else {
                 Vec::new()
             };
+        let trims: Vec<(std::any::TypeId, Trim)> = if T::DESCRIPTOR.write_needs().changes {
+            let table = table.clone();
+            let trim: Trim = Arc::new(move |retention: Duration| {
+                let table = table.clone();
+                async move { Ok(table.changes().trim(retention).await?.removed) }.boxed()
+            });
+            vec![(std::any::TypeId::of::<T>(), trim)]
+        } else {
+            Vec::new()
+        };
         self.add(Watched {
             backend: Arc::clone(&backend),
             table: table.name().into(),
             records: true,
             blobs,
+            trims,
         });
         for def in crate::index::remote_indexes::<T>() {
             self.add(Watched {
@@ -292,6 +332,7 @@ impl Upkeep {
                 table: def.table.unwrap_or(table.name()).into(),
                 records: false,
                 blobs: Vec::new(),
+                trims: Vec::new(),
             });
         }
         if let Some(outbox) = crate::outbox::outbox_of(table) {
@@ -313,6 +354,11 @@ impl Upkeep {
                 for (kind, sweep) in watched.blobs {
                     if !known.blobs.iter().any(|(k, _)| *k == kind) {
                         known.blobs.push((kind, sweep));
+                    }
+                }
+                for (kind, trim) in watched.trims {
+                    if !known.trims.iter().any(|(k, _)| *k == kind) {
+                        known.trims.push((kind, trim));
                     }
                 }
             }
@@ -340,6 +386,7 @@ impl Upkeep {
             records_finished: load(&self.counters.records_finished),
             fences_removed: load(&self.counters.fences_removed),
             blobs_removed: load(&self.counters.blobs_removed),
+            changes_trimmed: load(&self.counters.changes_trimmed),
             failures: load(&self.counters.failures),
             worker,
         }
@@ -447,6 +494,14 @@ impl Upkeep {
                         .push(format!("orphan blobs of table {}: {error}", watched.table)),
                 }
             }
+            for (_, trim) in &watched.trims {
+                match trim(self.config.change_retention).await {
+                    Ok(trimmed) => report.changes_trimmed += trimmed,
+                    Err(error) => report
+                        .failures
+                        .push(format!("change feed of table {}: {error}", watched.table)),
+                }
+            }
         }
         self.count(&report);
         report
@@ -458,6 +513,7 @@ impl Upkeep {
         add(&self.counters.records_finished, report.records_finished);
         add(&self.counters.fences_removed, report.fences_removed);
         add(&self.counters.blobs_removed, report.blobs_removed);
+        add(&self.counters.changes_trimmed, report.changes_trimmed);
         add(&self.counters.failures, report.failures.len());
         for failure in &report.failures {
             tracing::warn!(target: "tablekit::upkeep", %failure, "upkeep: a part failed; it is tried again next round");

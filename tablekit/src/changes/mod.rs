@@ -111,9 +111,12 @@
 //!   partitions of which few change costs one query per partition per
 //!   poll.
 //!
+//! The [upkeep](crate::upkeep) trims the feed of every kind it watches,
+//! keeping a day of changes by default
+//! ([`UpkeepConfig::change_retention`](crate::upkeep::UpkeepConfig::change_retention)).
+//!
 //! Not yet: several instances of one consumer sharing partitions through
-//! leases, previous values, and trimming by the upkeep on its own (call
-//! [`Changes::trim`] from a task of your own meanwhile).
+//! leases, and previous values.
 
 use std::collections::HashMap;
 use std::fmt;
