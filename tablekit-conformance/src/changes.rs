@@ -501,3 +501,67 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
     assert_eq!(round.changes_trimmed, 1);
     assert!(changes(&t, "ann").await.is_empty());
 }
+
+/// Two instances of one consumer split its partitions by lease; when one
+/// stops, the other takes its partitions over once its leases run out.
+pub async fn consumer_instances_share_partitions_by_lease(backend: Arc<dyn TableBackend>) {
+    use std::time::Duration;
+    let name = fresh_table(&*backend, "chglease").await;
+    let clock = tablekit::clock::ManualClock::new();
+    let t: Table<Order> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    let partitions = ["p0", "p1", "p2", "p3"];
+    for pk in partitions {
+        t.insert(&order(pk, 1, 1)).await.expect("insert");
+    }
+    let lease = Duration::from_secs(30);
+    let feed = t.changes();
+    let a = feed
+        .consumer("shared")
+        .expect("consumer")
+        .leased("a", lease);
+    let b = feed
+        .consumer("shared")
+        .expect("consumer")
+        .leased("b", lease);
+    let first = a.poll(100).await.expect("poll");
+    assert_eq!(
+        first.changes.len(),
+        4,
+        "alone, an instance takes every partition"
+    );
+    a.commit(&first).await.expect("commit");
+
+    let taken = b.poll(100).await.expect("poll");
+    assert_eq!(b.held().len(), 2, "a second instance takes its share");
+    assert!(
+        taken.is_empty(),
+        "what the first committed is not read again"
+    );
+    a.poll(100).await.expect("poll");
+    let (mut held_a, held_b) = (a.held(), b.held());
+    assert_eq!(held_a.len(), 2, "the first keeps its share: {held_a:?}");
+    held_a.extend(held_b.iter().cloned());
+    held_a.sort();
+    assert_eq!(held_a, partitions, "between them, every partition, once");
+
+    // Changes go to the instance holding their partition.
+    t.update(&*held_b[0], 1u32, |o| o.total = 2)
+        .await
+        .expect("update");
+    assert!(a.poll(100).await.expect("poll").is_empty());
+    let next = b.poll(100).await.expect("poll");
+    assert_eq!(next.changes.len(), 1);
+    assert_eq!(next.changes[0].id.partition_key, held_b[0]);
+    b.commit(&next).await.expect("commit");
+
+    // `a` stops polling: within one lease period, `b` holds everything.
+    clock.advance(lease + Duration::from_secs(1));
+    b.poll(100).await.expect("poll");
+    let mut all = b.held();
+    all.sort();
+    assert_eq!(
+        all, partitions,
+        "a stopped instance's partitions are taken over"
+    );
+}

@@ -115,8 +115,12 @@
 //! keeping a day of changes by default
 //! ([`UpkeepConfig::change_retention`](crate::upkeep::UpkeepConfig::change_retention)).
 //!
-//! Not yet: several instances of one consumer sharing partitions through
-//! leases, and previous values.
+//! Several instances of one consumer (processes of one service, say)
+//! share its partitions through leases ([`Consumer::leased`]): each reads
+//! the partitions it holds, and an instance that stops has its partitions
+//! taken over once its leases run out.
+//!
+//! Not yet: previous values, and a consumer of several kinds at once.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -133,8 +137,9 @@ use crate::error::{Error, InvalidInput, Result};
 use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
-    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LISTED_PREFIX, OP, REGISTERED_PREFIX,
-    ROW, SEQ, TRIMMED, change_key, is_change_property, listed_key, seq_of_change,
+    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
+    LEASE_UNTIL, LISTED_PREFIX, OP, REGISTERED_PREFIX, ROW, SEQ, TRIMMED, change_key,
+    is_change_property, listed_key, seq_of_change,
 };
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::Table;
@@ -502,6 +507,8 @@ impl<T: TableEntity> Changes<T> {
             table: self.table.clone(),
             name: name.to_owned(),
             registered: AtomicBool::new(false),
+            lease: None,
+            held: parking_lot::Mutex::new(Vec::new()),
             _marker: PhantomData,
         })
     }
@@ -593,6 +600,13 @@ pub struct TrimReport {
     pub partitions: usize,
 }
 
+/// The owner of a lease row, and until when it holds it.
+fn lease_of(row: &Entity) -> Option<(String, DateTime)> {
+    let owner = row.properties.get(LEASE_OWNER)?.as_str()?.to_owned();
+    let until = row.properties.get(LEASE_UNTIL)?.as_datetime()?;
+    Some((owner, until))
+}
+
 /// A number property of a directory row; 0 when it has none.
 fn number(row: &Entity, name: &str) -> u64 {
     row.properties
@@ -627,6 +641,11 @@ pub struct Consumer<T> {
     name: String,
     /// Whether this handle has registered the consumer.
     registered: AtomicBool,
+    /// The instance this handle is, when several share the consumer's
+    /// partitions, and how long its leases last.
+    lease: Option<(String, Duration)>,
+    /// The partitions it held at its last poll (with leases).
+    held: parking_lot::Mutex<Vec<String>>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -653,6 +672,27 @@ impl<T: TableEntity> Consumer<T> {
         &self.name
     }
 
+    /// This handle as the instance `instance` of the consumer, one of
+    /// several (processes, say) that share its partitions: each poll reads
+    /// only the partitions it holds a lease on, for `lease` from its last
+    /// poll. Each instance takes its share (the partitions over the
+    /// instances whose leases are live), from partitions no one holds,
+    /// whose lease ran out, or held by an instance with more than its share;
+    /// so an instance that stops has its partitions taken over once its
+    /// leases run out. Leases are rows of the table changed under their
+    /// ETags. A partition taken over may have its last changes read again
+    /// (delivery is at least once); poll more often than `lease`.
+    pub fn leased(mut self, instance: &str, lease: Duration) -> Consumer<T> {
+        self.lease = Some((instance.to_owned(), lease));
+        self
+    }
+
+    /// The partitions this instance held at its last poll (all of them,
+    /// for a consumer without [leases](Consumer::leased)).
+    pub fn held(&self) -> Vec<String> {
+        self.held.lock().clone()
+    }
+
     /// The changes after this consumer's checkpoints, at most `max`,
     /// partition by partition in key order. Nothing moves until
     /// [`commit`](Consumer::commit): polling again without committing reads
@@ -670,7 +710,13 @@ impl<T: TableEntity> Consumer<T> {
             changes: Vec::new(),
             positions: Vec::new(),
         };
-        for listed in feed.listed().await? {
+        let mut listed = feed.listed().await?;
+        if let Some((instance, lease)) = &self.lease {
+            let mine = self.balance(&listed, instance, *lease).await?;
+            listed.retain(|l| mine.contains(&l.partition_key));
+        }
+        *self.held.lock() = listed.iter().map(|l| l.partition_key.clone()).collect();
+        for listed in listed {
             let left = max.saturating_sub(batch.changes.len());
             if left == 0 {
                 break;
@@ -757,6 +803,108 @@ impl<T: TableEntity> Consumer<T> {
         }
         self.registered.store(false, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Takes and keeps this instance's share of `listed`; the partitions
+    /// it holds.
+    async fn balance(
+        &self,
+        listed: &[Listed],
+        instance: &str,
+        period: Duration,
+    ) -> Result<Vec<String>> {
+        let now = self.table.clock.now();
+        let until = now.checked_add(period).map_err(Error::from)?;
+        let half = now.checked_add(period / 2).map_err(Error::from)?;
+        let prefix = format!("{LEASE_PREFIX}{}|", self.name);
+        let leases: HashMap<String, Entity> = self
+            .table
+            .changes()
+            .directory(&prefix)
+            .await?
+            .into_iter()
+            .filter_map(|row| Some((row.row_key.strip_prefix(&prefix)?.to_owned(), row)))
+            .collect();
+        let live = |pk: &str| lease_of(leases.get(pk)?).filter(|(_, until)| *until > now);
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        counts.insert(instance.to_owned(), 0);
+        for pk in leases.keys() {
+            if let Some((owner, _)) = live(pk) {
+                *counts.entry(owner).or_default() += 1;
+            }
+        }
+        let share = listed.len().div_ceil(counts.len());
+        // Its own first, then free ones, then some of an instance's above
+        // its share.
+        let mut order: Vec<(u8, &str)> = listed
+            .iter()
+            .map(|l| {
+                let rank = match live(&l.partition_key) {
+                    Some((owner, _)) if owner == instance => 0,
+                    None => 1,
+                    Some(_) => 2,
+                };
+                (rank, l.partition_key.as_str())
+            })
+            .collect();
+        order.sort_by_key(|(rank, _)| *rank);
+        let mut mine = Vec::new();
+        for (rank, pk) in order {
+            let stored = leases.get(pk);
+            if rank == 0 {
+                // Renewed once half its time is gone.
+                let fresh = live(pk).is_some_and(|(_, at)| at > half);
+                if fresh || self.take_lease(pk, stored, instance, until).await? {
+                    mine.push(pk.to_owned());
+                }
+                continue;
+            }
+            if mine.len() >= share {
+                break;
+            }
+            if let Some((owner, _)) = live(pk) {
+                let count = counts.get(&owner).copied().unwrap_or(0);
+                if count <= share {
+                    continue;
+                }
+                counts.insert(owner, count - 1);
+            }
+            if self.take_lease(pk, stored, instance, until).await? {
+                mine.push(pk.to_owned());
+            }
+        }
+        Ok(mine)
+    }
+
+    /// Takes (or renews) the lease of `pk` until `until`, under the ETag of
+    /// the lease row read; whether it did (another instance may have moved
+    /// it meanwhile).
+    async fn take_lease(
+        &self,
+        pk: &str,
+        stored: Option<&Entity>,
+        instance: &str,
+        until: DateTime,
+    ) -> Result<bool> {
+        let backend = self.table.backend();
+        let key = format!("{LEASE_PREFIX}{}|{pk}", self.name);
+        let row = Entity::new(DIRECTORY, key)
+            .with(LEASE_OWNER, instance)
+            .with(LEASE_UNTIL, until);
+        let written = match stored.and_then(|row| row.etag.clone()) {
+            Some(etag) => {
+                let if_match = IfMatch::ETag(etag);
+                backend
+                    .update_entity(self.table.name(), &row, UpdateMode::Replace, &if_match)
+                    .await
+            }
+            None => backend.insert_entity(self.table.name(), &row).await,
+        };
+        match written {
+            Ok(_) => Ok(true),
+            Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Registers the consumer, once per handle.

@@ -43,6 +43,13 @@ pub(crate) const CHECKPOINT_PREFIX: &str = "c|";
 pub(crate) const REGISTERED_PREFIX: &str = "r|";
 /// The last change number trimmed from a partition, on its directory row.
 pub(crate) const TRIMMED: &str = "_ChangeTrimmed";
+/// The start of a directory row that leases a partition to one instance
+/// of a consumer.
+pub(crate) const LEASE_PREFIX: &str = "l|";
+/// The instance holding a lease.
+pub(crate) const LEASE_OWNER: &str = "_LeaseOwner";
+/// Until when it holds it.
+pub(crate) const LEASE_UNTIL: &str = "_LeaseUntil";
 
 /// The RowKey of change `seq`.
 pub(crate) fn change_key(seq: u64) -> String {
