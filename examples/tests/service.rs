@@ -2233,3 +2233,92 @@ async fn the_servers_own_answers_are_json() {
     let _ = stop.send(());
     let _ = server.await;
 }
+
+/// The events of an SSE body as they come, `(id, event, data)` each, until
+/// `count` are read (or 5 s pass).
+async fn sse_events(body: Body, count: usize) -> Vec<(String, String, Value)> {
+    use futures::StreamExt as _;
+    let mut stream = body.into_data_stream();
+    let mut text = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while events.len() < count {
+        let chunk = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .expect("events in time")
+            .expect("the stream goes on")
+            .expect("a chunk");
+        text.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let field = |name: &str| {
+                block
+                    .lines()
+                    .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+                    .map(str::to_owned)
+            };
+            if let (Some(id), Some(event), Some(data)) =
+                (field("id"), field("event"), field("data"))
+            {
+                events.push((id, event, serde_json::from_str(&data).expect("JSON data")));
+            }
+        }
+    }
+    events
+}
+
+async fn changes_stream(router: &Router, last_event_id: Option<&str>) -> axum::response::Response {
+    let mut request = Request::builder().uri("/tenants/t1/changes");
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
+    router
+        .clone()
+        .oneshot(request.body(Body::empty()).expect("request"))
+        .await
+        .expect("infallible")
+}
+
+#[tokio::test]
+async fn customer_changes_stream_as_server_sent_events() {
+    let (router, _) = service().await;
+    for id in ["c1", "c2"] {
+        let answer = post(
+            &router,
+            "/tenants/t1/customers",
+            customer(id, &format!("{id}@example.com")),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.bytes);
+    }
+    let response = changes_stream(&router, None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()[header::CONTENT_TYPE],
+        "text/event-stream"
+    );
+    let events = sse_events(response.into_body(), 2).await;
+    let ids: Vec<&str> = events.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(ids, ["1", "2"]);
+    assert_eq!(events[0].1, "insert");
+    assert_eq!(events[0].2["customer"]["id"], "c1");
+    assert_eq!(events[1].2["customer"]["email"], "c2@example.com");
+
+    // Resumed after the last id seen: the next change, as it commits.
+    let response = changes_stream(&router, Some("2")).await;
+    let next = tokio::spawn(sse_events(response.into_body(), 1));
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let answer = post(
+        &router,
+        "/tenants/t1/customers",
+        customer("c3", "c3@example.com"),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    let events = next.await.expect("stream");
+    assert_eq!(events[0].0, "3");
+    assert_eq!(events[0].2["customer"]["id"], "c3");
+
+    let bad = changes_stream(&router, Some("three")).await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+}

@@ -30,9 +30,14 @@
 //!
 //! Lists take `?limit=` (1 to 1,000, 20 by default) and an opaque
 //! `?cursor=` from the `next` of the page before.
+//!
+//! `GET /tenants/{tenant}/changes` streams the tenant's customer changes as
+//! Server-Sent Events from the customers' change feed, resumed after the
+//! `Last-Event-ID` a client sends back.
 
 mod attachments;
 mod audit;
+mod changes;
 mod customers;
 mod error;
 mod http;
@@ -270,6 +275,7 @@ impl App {
                 "/customers/{id}/attachments/{name}",
                 get(attachments::get_attachment).put(attachments::put_attachment),
             )
+            .route("/changes", get(changes::stream_changes))
             .route("/audit", get(audit::list_audit));
         Router::new()
             .route("/healthz", get(|| async { "ok" }))

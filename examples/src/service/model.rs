@@ -21,7 +21,7 @@ use tablekit::{DateTime, EntityKinds, TableEntity};
 
 /// A customer of a tenant.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(table = "Shop", kind = "CUST")]
+#[tablekit(table = "Shop", kind = "CUST", changes)]
 #[tablekit(index(name = "email", tag = "email"))]
 #[tablekit(index(name = "city", tag = "city", partition = "city"))]
 pub struct Customer {
@@ -35,7 +35,7 @@ pub struct Customer {
     pub name: String,
     /// The email address, stored as given and unique within the tenant
     /// whatever its case: `Ann@Example.com` and `ann@example.com` are one
-    /// address (the index holds it in lower case).
+    /// address (the index holds it case-folded).
     #[tablekit(unique = "email")]
     pub email: CaseInsensitive,
     /// Where the customer lives; found across the tenant by the city index.
