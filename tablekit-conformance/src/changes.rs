@@ -565,3 +565,30 @@ pub async fn consumer_instances_share_partitions_by_lease(backend: Arc<dyn Table
         "a stopped instance's partitions are taken over"
     );
 }
+
+/// The requests a write with a change feed makes: its partition's first
+/// change reads the head and lists the partition; later writes of this
+/// process send their transaction alone.
+pub async fn change_feed_requests_per_write(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgreq").await;
+    let counted = FaultInjection::new(Arc::clone(&backend));
+    let handle = counted.handle();
+    let t: Table<Order> = Table::from_arc(Arc::new(counted), &name);
+    for id in 1..=3 {
+        t.insert(&order("req", id, 1)).await.expect("insert");
+    }
+    let calls = |op| handle.calls(op);
+    assert_eq!(calls(Operation::GetEntity), 1, "the head, read once");
+    assert_eq!(
+        calls(Operation::UpsertEntity),
+        1,
+        "the partition, listed once"
+    );
+    assert_eq!(
+        calls(Operation::SubmitTransaction),
+        3,
+        "one transaction a write"
+    );
+    assert_eq!(calls(Operation::InsertEntity), 0);
+    assert_eq!(changes(&t, "req").await.len(), 3);
+}
