@@ -38,6 +38,81 @@ struct Customer {
     email: String,
 }
 
+/// A shipment as version 1 wrote it, in kilograms. Its writes record
+/// changes too.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "SHIP", changes)]
+struct ShipmentV1 {
+    #[tablekit(partition_key)]
+    customer: String,
+    #[tablekit(row_key)]
+    id: u32,
+    weight: i64,
+}
+
+/// Version 2: the weight in grams, and a carrier.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "SHIP", version = 2, upgrade_from = ShipmentV1, changes)]
+struct Shipment {
+    #[tablekit(partition_key)]
+    customer: String,
+    #[tablekit(row_key)]
+    id: u32,
+    grams: i64,
+    carrier: String,
+}
+
+impl From<ShipmentV1> for Shipment {
+    fn from(old: ShipmentV1) -> Shipment {
+        Shipment {
+            customer: old.customer,
+            id: old.id,
+            grams: old.weight * 1000,
+            carrier: "post".into(),
+        }
+    }
+}
+
+/// A migration rewrites each older row with its change; a row already
+/// current is not rewritten and records nothing.
+pub async fn migrations_record_their_changes(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgmig").await;
+    let old: Table<ShipmentV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let new: Table<Shipment> = Table::from_arc(Arc::clone(&backend), &name);
+    for id in 1..=3 {
+        let shipment = ShipmentV1 {
+            customer: "ann".into(),
+            id,
+            weight: i64::from(id),
+        };
+        old.insert(&shipment).await.expect("insert version 1");
+    }
+    let report = new.migrate().run().await.expect("migrate");
+    assert_eq!(report.upgraded, 3);
+    let seen = changes(&new, "ann").await;
+    use ChangeOp::*;
+    assert_eq!(
+        ops(&seen),
+        [Insert, Insert, Insert, Replace, Replace, Replace]
+    );
+    let grams: Vec<i64> = seen[3..]
+        .iter()
+        .map(|c| c.value.as_ref().expect("the value").grams)
+        .collect();
+    assert_eq!(
+        grams,
+        [1000, 2000, 3000],
+        "the changes hold the rows as rewritten"
+    );
+    let again = new.migrate().run().await.expect("migrate again");
+    assert_eq!(again.upgraded, 0);
+    assert_eq!(
+        changes(&new, "ann").await.len(),
+        6,
+        "nothing rewritten, nothing recorded"
+    );
+}
+
 fn order(customer: &str, id: u32, total: i64) -> Order {
     Order {
         customer: customer.into(),
