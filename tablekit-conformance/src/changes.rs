@@ -148,6 +148,13 @@ fn assert_numbered<T>(changes: &[Change<T>], what: &str) {
 pub async fn changes_follow_every_write(backend: Arc<dyn TableBackend>) {
     let name = fresh_table(&*backend, "chg").await;
     let t: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+    write_every_way(&t).await;
+    refused_writes_record_nothing(&t).await;
+    check_changes_of_every_write(&t).await;
+}
+
+/// Writes orders of `ann` by every typed write path, one after another.
+async fn write_every_way(t: &Table<Order>) {
     t.insert(&order("ann", 1, 10)).await.expect("insert");
     let mut loaded = t.get("ann", 1u32).await.expect("get").expect("stored");
     loaded.total = 11;
@@ -182,8 +189,11 @@ pub async fn changes_follow_every_write(backend: Arc<dyn TableBackend>) {
         .insert(&[order("ann", 5, 50), order("ann", 6, 60)])
         .await;
     assert!(report.failures.is_empty(), "bulk: {:?}", report.failures);
+}
 
-    // Refused writes record nothing.
+/// A refused insert, then a replace over a stale version: only the update
+/// between them commits.
+async fn refused_writes_record_nothing(t: &Table<Order>) {
     let taken = t.insert(&order("ann", 3, 31)).await;
     assert!(
         matches!(taken, Err(Error::EntityAlreadyExists { .. })),
@@ -199,8 +209,11 @@ pub async fn changes_follow_every_write(backend: Arc<dyn TableBackend>) {
         matches!(refused, Err(Error::PreconditionFailed { .. })),
         "{refused:?}"
     );
+}
 
-    let seen = changes(&t, "ann").await;
+/// The changes `write_every_way` and `refused_writes_record_nothing` left.
+async fn check_changes_of_every_write(t: &Table<Order>) {
+    let seen = changes(t, "ann").await;
     use ChangeOp::*;
     assert_eq!(
         ops(&seen),
@@ -278,11 +291,11 @@ pub async fn changes_follow_every_write(backend: Arc<dyn TableBackend>) {
         "{moved:?}"
     );
     assert_eq!(
-        changes(&t, "ann").await.len(),
+        changes(t, "ann").await.len(),
         16,
         "the refused move recorded nothing"
     );
-    assert!(changes(&t, "bob").await.is_empty());
+    assert!(changes(t, "bob").await.is_empty());
 }
 
 /// A kind with indexes records its changes beside its index rows, and the

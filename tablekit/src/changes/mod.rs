@@ -466,37 +466,10 @@ impl<T: TableEntity> Changes<T> {
     /// Records on the partition's directory row that changes up to `seq`
     /// are trimmed (never lowering what is there).
     async fn mark_trimmed(&self, pk: &str, seq: u64) -> Result<()> {
-        let backend = self.table.backend();
-        let key = listed_key(pk);
-        for _ in 0..crate::table::RACE_ATTEMPTS {
-            let stored = backend
-                .try_get_entity(self.table.name(), DIRECTORY, &key)
-                .await?;
-            let row = Entity::new(DIRECTORY, key.clone()).with(TRIMMED, seq as i64);
-            let written = match stored {
-                Some(stored) if number(&stored, TRIMMED) >= seq => return Ok(()),
-                Some(stored) => {
-                    let etag = stored.etag.unwrap_or_else(|| ETag::new(""));
-                    backend
-                        .update_entity(
-                            self.table.name(),
-                            &row,
-                            UpdateMode::Merge,
-                            &IfMatch::ETag(etag),
-                        )
-                        .await
-                }
-                None => backend.insert_entity(self.table.name(), &row).await,
-            };
-            match written {
-                Ok(_) => return Ok(()),
-                Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Transient {
-            message: format!("the change feed's directory row of partition {pk:?} kept changing"),
+        raise(&self.table, &listed_key(pk), TRIMMED, seq, || {
+            format!("the change feed's directory row of partition {pk:?}")
         })
+        .await
     }
 
     /// The consumer `name`, which keeps its own checkpoints in the table.
@@ -598,6 +571,42 @@ pub struct TrimReport {
     pub removed: usize,
     /// The partitions they were deleted from.
     pub partitions: usize,
+}
+
+/// Raises the number `property` of the directory row `key` to `value`,
+/// unless it is that high already, under the ETag of the row read (others
+/// may raise it meanwhile); `what` names the row for the error when it
+/// keeps changing.
+async fn raise<T>(
+    table: &Table<T>,
+    key: &str,
+    property: &'static str,
+    value: u64,
+    what: impl FnOnce() -> String,
+) -> Result<()> {
+    let backend = table.backend();
+    let row = Entity::new(DIRECTORY, key).with(property, value as i64);
+    for _ in 0..crate::table::RACE_ATTEMPTS {
+        let stored = backend.try_get_entity(table.name(), DIRECTORY, key).await?;
+        let written = match stored {
+            Some(stored) if number(&stored, property) >= value => return Ok(()),
+            Some(stored) => {
+                let if_match = IfMatch::ETag(stored.etag.unwrap_or_else(|| ETag::new("")));
+                backend
+                    .update_entity(table.name(), &row, UpdateMode::Merge, &if_match)
+                    .await
+            }
+            None => backend.insert_entity(table.name(), &row).await,
+        };
+        match written {
+            Ok(_) => return Ok(()),
+            Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Transient {
+        message: format!("{} kept changing", what()),
+    })
 }
 
 /// The owner of a lease row, and until when it holds it.
@@ -951,42 +960,17 @@ impl<T: TableEntity> Consumer<T> {
             .collect())
     }
 
-    /// Sets the checkpoint of `pk` to `seq` unless it is already further,
-    /// under the ETag of the checkpoint read (another instance of the
-    /// consumer may move it meanwhile).
+    /// Sets the checkpoint of `pk` to `seq` unless it is already further
+    /// (another instance of the consumer may move it meanwhile).
     async fn move_checkpoint(&self, pk: &str, seq: u64) -> Result<()> {
-        let backend = self.table.backend();
         let key = format!("{}{pk}", self.prefix());
-        let row = Entity::new(DIRECTORY, key.clone()).with(SEQ, seq as i64);
-        for _ in 0..crate::table::RACE_ATTEMPTS {
-            let stored = backend
-                .try_get_entity(self.table.name(), DIRECTORY, &key)
-                .await?;
-            let written = match stored {
-                Some(stored) => {
-                    let at = stored.properties.get(SEQ).and_then(|v| v.as_i64());
-                    if at.is_some_and(|at| at >= seq as i64) {
-                        return Ok(());
-                    }
-                    let if_match = IfMatch::ETag(stored.etag.unwrap_or_else(|| ETag::new("")));
-                    backend
-                        .update_entity(self.table.name(), &row, UpdateMode::Replace, &if_match)
-                        .await
-                }
-                None => backend.insert_entity(self.table.name(), &row).await,
-            };
-            match written {
-                Ok(_) => return Ok(()),
-                Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Err(Error::Transient {
-            message: format!(
-                "the checkpoint of change feed consumer `{}` in partition {pk:?} kept changing",
+        raise(&self.table, &key, SEQ, seq, || {
+            format!(
+                "the checkpoint of change feed consumer `{}` in partition {pk:?}",
                 self.name
-            ),
+            )
         })
+        .await
     }
 }
 

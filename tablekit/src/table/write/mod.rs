@@ -92,7 +92,7 @@ impl<T> Write<'_, T> {
     fn observed_as(&self) -> Option<&'static str> {
         Some(match self {
             Write::Insert(_) => "insert",
-            Write::Put(_, write, _) => row_write_name(write),
+            Write::Put(_, write, _) => write.name(),
             Write::Loaded(_, UpdateMode::Replace) => "replace",
             Write::Loaded(_, UpdateMode::Merge) | Write::Element(..) => "merge",
             Write::Delete(_) | Write::DeleteKeys(..) => "delete",
@@ -100,18 +100,6 @@ impl<T> Write<'_, T> {
                 return None;
             }
         })
-    }
-}
-
-/// The name a single-row write is observed as.
-fn row_write_name(write: &RowWrite) -> &'static str {
-    match write {
-        RowWrite::Insert => "insert",
-        RowWrite::Update(UpdateMode::Replace, _) => "replace",
-        RowWrite::Update(UpdateMode::Merge, _) => "merge",
-        RowWrite::Upsert(UpdateMode::Replace) => "upsert",
-        RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
-        RowWrite::Delete(_) => "delete",
     }
 }
 

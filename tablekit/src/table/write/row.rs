@@ -81,6 +81,20 @@ pub(in crate::table) enum RowWrite {
 }
 
 impl RowWrite {
+    /// What the write is called: the operation it is observed as, and the
+    /// change it records (`insert`, `replace`, `merge`, `upsert`,
+    /// `upsert_merge`, `delete`).
+    pub(in crate::table) fn name(&self) -> &'static str {
+        match self {
+            RowWrite::Insert => "insert",
+            RowWrite::Update(UpdateMode::Replace, _) => "replace",
+            RowWrite::Update(UpdateMode::Merge, _) => "merge",
+            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
+            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
+            RowWrite::Delete(_) => "delete",
+        }
+    }
+
     /// The operation that makes this write of `entity` (of its keys alone,
     /// for a delete) as it is, with no other row.
     pub(in crate::table) fn operation(&self, entity: crate::entity::Entity) -> BatchOperation {

@@ -85,16 +85,8 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         if !T::DESCRIPTOR.write_needs().changes {
             return None;
         }
-        let op = match &self.write {
-            RowWrite::Insert => "insert",
-            RowWrite::Update(UpdateMode::Replace, _) => "replace",
-            RowWrite::Update(UpdateMode::Merge, _) => "merge",
-            RowWrite::Upsert(UpdateMode::Replace) => "upsert",
-            RowWrite::Upsert(UpdateMode::Merge) => "upsert_merge",
-            RowWrite::Delete(_) => "delete",
-        };
         Some(super::ChangeOf {
-            op,
+            op: self.write.name(),
             row: &self.entity,
         })
     }
