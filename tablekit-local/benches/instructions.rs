@@ -1,0 +1,90 @@
+//! Instructions of typed calls on the local store, for comparisons finer
+//! than the CPU-time bench (`local.rs`) can make on a noisy machine. The
+//! store works on a thread of its own, so count every thread's, from the
+//! start, and take the difference of two runs:
+//!
+//! ```text
+//! cargo bench -p tablekit-local --bench instructions --no-run
+//! valgrind --tool=callgrind --callgrind-out-file=a target/release/deps/instructions-* typed_get 2000
+//! valgrind --tool=callgrind --callgrind-out-file=b target/release/deps/instructions-* typed_get 0
+//! ```
+//!
+//! `(a − b) / 2000` is one call's. Every mode first inserts as many rows
+//! (`typed_insert` does only that); `typed_get`, `typed_replace` (a get and
+//! a replace) and `typed_delete` then work on them: subtract
+//! `typed_insert`'s count for those. Each write is durable; the time a sync
+//! waits is not instructions.
+
+use std::hint::black_box;
+
+use tablekit::{Table, TableEntity};
+use tablekit_local::LocalStorage;
+
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Items")]
+struct Item {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    name: String,
+    count: i64,
+    score: f64,
+    done: bool,
+}
+
+fn item(rk: u32) -> Item {
+    Item {
+        pk: "p".into(),
+        rk,
+        name: format!("item {rk}"),
+        count: i64::from(rk),
+        score: f64::from(rk) / 3.0,
+        done: rk.is_multiple_of(2),
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
+    let mode = args.next().unwrap_or_else(|| "typed_insert".into());
+    let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    let dir = std::env::temp_dir().join(format!("tablekit-instructions-{}", std::process::id()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let store = LocalStorage::open(&dir).expect("open");
+    let items: Table<Item> = Table::new(store);
+    rt.block_on(async {
+        items.create_if_missing().await.expect("table");
+        for i in 0..n {
+            black_box(items.insert(&item(i)).await.expect("insert"));
+        }
+        match mode.as_str() {
+            "typed_insert" => {}
+            "typed_get" => {
+                for i in 0..n {
+                    black_box(items.get("p", i).await.expect("get"));
+                }
+            }
+            "typed_replace" => {
+                for i in 0..n {
+                    let mut loaded = items.get("p", i).await.expect("get").expect("stored");
+                    loaded.count += 1;
+                    black_box(items.replace(&mut loaded).await.expect("replace"));
+                }
+            }
+            "typed_delete" => {
+                for i in 0..n {
+                    items.delete_unconditionally("p", i).await.expect("delete");
+                }
+            }
+            other => {
+                eprintln!("unknown mode `{other}`");
+                std::process::exit(2);
+            }
+        }
+    });
+    drop(items);
+    let _ = std::fs::remove_dir_all(&dir);
+}
