@@ -588,6 +588,30 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
     assert!(round.failures.is_empty(), "{:?}", round.failures);
     assert_eq!(round.changes_trimmed, 1);
     assert!(changes(&t, "ann").await.is_empty());
+
+    // A change gone without a mark (a trim racing a new consumer's first
+    // poll) is a gap in the numbers: told too.
+    let gap = feed.consumer("gap").expect("consumer");
+    gap.start_from_oldest().await.expect("start");
+    t.insert(&order("ann", 5, 1)).await.expect("insert");
+    t.insert(&order("ann", 6, 1)).await.expect("insert");
+    backend
+        .delete_entity(
+            &name,
+            "ann",
+            "~tk|change|0000000000000005",
+            &tablekit::IfMatch::Any,
+        )
+        .await
+        .expect("raw delete of change 5");
+    match gap.poll(100).await {
+        Err(Error::ChangesTrimmed {
+            checkpoint: 4,
+            trimmed: 5,
+            ..
+        }) => {}
+        other => panic!("a gap in the numbers: {other:?}"),
+    }
 }
 
 /// Two instances of one consumer split its partitions by lease; when one
