@@ -304,12 +304,7 @@ impl<T: TableEntity> Changes<T> {
             .try_get_entity(self.table.name(), partition_key, HEAD_KEY)
             .await?
         {
-            Some(head) => Ok(head
-                .properties
-                .get(SEQ)
-                .and_then(|v| v.as_i64())
-                .and_then(|seq| u64::try_from(seq).ok())
-                .unwrap_or(0)),
+            Some(head) => Ok(number(&head, SEQ)),
             None => Ok(0),
         }
     }
@@ -488,7 +483,12 @@ impl<T: TableEntity> Changes<T> {
 
     /// The directory's rows whose RowKeys start with `prefix`.
     async fn directory(&self, prefix: &str) -> Result<Vec<Entity>> {
-        let end = format!("{prefix}\u{10FFFF}");
+        // Every directory prefix ends with `|`; `}` is the character after
+        // it, so the range ends in plain ASCII on the wire.
+        let end = match prefix.strip_suffix('|') {
+            Some(stem) => format!("{stem}}}"),
+            None => format!("{prefix}\u{10FFFF}"),
+        };
         let filter = Filter::partition_key()
             .eq(DIRECTORY)
             .and(Filter::row_key().ge(prefix))
