@@ -283,19 +283,38 @@ async fn check_changes_of_every_write(t: &Table<Order>) {
     assert_eq!(t.changes().newest("ann").await.expect("newest"), 16);
     assert_eq!(t.changes().newest("nobody").await.expect("newest"), 0);
 
-    // Moves would commit in two partitions: refused.
+    moves_record_both_halves(t).await;
+}
+
+/// A move records an insert at its new keys and a delete at its old ones,
+/// each in its own partition's feed; one in its partition records both
+/// there.
+async fn moves_record_both_halves(t: &Table<Order>) {
+    use ChangeOp::*;
     let loaded = t.get("ann", 3u32).await.expect("get").expect("stored");
-    let moved = t.move_to(&loaded, &order("bob", 3, 32)).await;
-    assert!(
-        matches!(moved, Err(Error::NotSupported { .. })),
-        "{moved:?}"
-    );
+    let old_rk = tablekit::schema::row_key_of(&*loaded).expect("row key");
+    t.move_to(&loaded, &order("bob", 3, 32))
+        .await
+        .expect("move");
+    let ann = changes(t, "ann").await;
+    assert_eq!(ann.len(), 17, "the old partition: one change more");
+    assert_numbered(&ann, "a move's old half");
+    assert_eq!((ann[16].op, ann[16].row_key.as_str()), (Delete, &*old_rk));
+    let bob = changes(t, "bob").await;
+    assert_eq!(ops(&bob), [Insert]);
+    assert_eq!(bob[0].value.as_ref().map(|o| o.total), Some(32));
+    let loaded = t.get("bob", 3u32).await.expect("get").expect("stored");
+    t.move_to(&loaded, &order("bob", 4, 33))
+        .await
+        .expect("move in the partition");
+    let bob = changes(t, "bob").await;
+    assert_eq!(ops(&bob), [Insert, Insert, Delete]);
+    assert_numbered(&bob, "a move in one partition");
     assert_eq!(
-        changes(t, "ann").await.len(),
-        16,
-        "the refused move recorded nothing"
+        bob[1].value.as_ref().map(|o| (o.id, o.total)),
+        Some((4, 33))
     );
-    assert!(changes(t, "bob").await.is_empty());
+    assert_eq!(bob[2].row_key, bob[0].row_key);
 }
 
 /// A kind with indexes records its changes beside its index rows, and the
@@ -472,7 +491,13 @@ pub async fn dropped_writes_record_changes_with_them(backend: Arc<dyn TableBacke
     let faulty = FaultInjection::new(Arc::clone(&backend));
     faulty.handle().set_yields(true);
     let t: Table<Order> = Table::from_arc(Arc::new(faulty), &name);
-    for (how, setup) in [("insert", false), ("replace", true), ("delete", true)] {
+    let upkeep = tablekit::upkeep::Upkeep::new().watch(&t);
+    for (how, setup) in [
+        ("insert", false),
+        ("replace", true),
+        ("delete", true),
+        ("move", true),
+    ] {
         for k in 1.. {
             assert!(k < 200, "{how}: the write never completes");
             let pk = format!("{how}{k}");
@@ -490,18 +515,38 @@ pub async fn dropped_writes_record_changes_with_them(backend: Arc<dyn TableBacke
                         .await
                         .is_some()
                 }
+                "move" => {
+                    let loaded = t.get(&*pk, 1u32).await.expect("get").expect("stored");
+                    let moved = order(&format!("{pk}m"), 1, 1);
+                    drop_after_polls(k, t.move_to(&loaded, &moved))
+                        .await
+                        .is_some()
+                }
                 _ => drop_after_polls(k, t.delete_unconditionally(&*pk, 1u32))
                     .await
                     .is_some(),
             };
             crate::cancel::settle().await;
+            if how == "move" {
+                // The upkeep finishes a move its mover dropped.
+                let round = upkeep.run_round_now().await;
+                assert!(round.failures.is_empty(), "upkeep failed: {round:?}");
+                let moved = t.get(&*format!("{pk}m"), 1u32).await.expect("get");
+                let seen = ops(&changes(&t, &format!("{pk}m")).await);
+                let expected: &[ChangeOp] = if moved.is_some() {
+                    &[ChangeOp::Insert]
+                } else {
+                    &[]
+                };
+                assert_eq!(seen, expected, "move dropped after poll {k}: its new half");
+            }
             let stored = t.get(&*pk, 1u32).await.expect("get").map(|l| l.total);
             let seen = ops(&changes(&t, &pk).await);
             use ChangeOp::*;
             let expected: &[ChangeOp] = match (how, stored) {
                 ("insert", None) => &[],
                 ("insert", Some(_)) => &[Insert],
-                ("replace", Some(1)) | ("delete", Some(_)) => &[Insert],
+                ("replace", Some(1)) | ("delete" | "move", Some(_)) => &[Insert],
                 ("replace", Some(_)) => &[Insert, Replace],
                 _ => &[Insert, Delete],
             };

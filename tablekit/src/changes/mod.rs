@@ -38,8 +38,12 @@
 //! batches, the bulk writer, and migrations; with index rows, wide parts
 //! and offloaded values alike. A kind with a change feed needs a `kind`
 //! (its change rows share its partitions). Moving an entity to other keys
-//! ([`Table::move_to`]) is refused for such a kind for now: its two halves
-//! commit in two partitions, and the feed would see only one.
+//! ([`Table::move_to`]) records two changes, each with the half of the
+//! move it belongs to: an insert at the new keys, committed with the copy,
+//! and a delete at the old keys, committed with the old row's removal
+//! (which the [upkeep](crate::upkeep) finishes if the mover stops between
+//! the two). A consumer may see either first, since they are in two
+//! partitions; for a moment the entity is at both keys in the store too.
 //!
 //! # Reading it
 //!

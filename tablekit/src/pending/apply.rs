@@ -55,33 +55,29 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
                 }
                 continue;
             }
-            positions.push(i);
-            operations.push(match op {
-                StepOp::Put(entity) => {
-                    let mut entity = entity.clone();
-                    entity.partition_key.clone_from(&step.partition_key);
-                    BatchOperation::Upsert {
-                        entity,
-                        mode: UpdateMode::Replace,
-                    }
-                }
-                StepOp::Insert(entity) => {
-                    let mut entity = entity.clone();
-                    entity.partition_key.clone_from(&step.partition_key);
-                    BatchOperation::Insert(entity)
-                }
-                StepOp::Delete(row_key) => BatchOperation::Delete {
-                    partition_key: step.partition_key.clone(),
-                    row_key: row_key.clone(),
-                    if_match: IfMatch::Any,
-                },
-                StepOp::DeleteIf { row_key, etag } => BatchOperation::Delete {
-                    partition_key: step.partition_key.clone(),
-                    row_key: row_key.clone(),
-                    if_match: IfMatch::ETag(etag.clone()),
-                },
-                StepOp::ListAdd { .. } | StepOp::ListRemove { .. } => continue,
-            });
+            if let Some(operation) = plain_operation(step, op) {
+                positions.push(i);
+                operations.push(operation);
+            }
+        }
+        // The change rows after the step's own, then the feed's head.
+        let changes = changed_rows(step, &absent);
+        let first_change = operations.len();
+        if !changes.is_empty() {
+            let head =
+                super::changes::head_before_changes(backend, &step.table, &step.partition_key)
+                    .await?;
+            let mut seq = head.as_ref().map_or(0, |head| head.seq);
+            for (row_key, op) in changes {
+                seq += 1;
+                let row = super::changes::bare_change_row(&step.partition_key, seq, op, row_key);
+                operations.push(BatchOperation::Insert(row));
+            }
+            operations.push(super::changes::head_move(
+                &step.partition_key,
+                seq,
+                head.as_ref(),
+            ));
         }
         let new_fence = fence_row(&step.partition_key, &step.fence, step.seq);
         operations.push(match fence {
@@ -100,12 +96,21 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
                 Error::PreconditionFailed { .. }
                 | Error::EntityAlreadyExists { .. }
                 | Error::EntityNotFound { .. }
-                    if index < fence_at && is_list(&step.ops[positions[index]]) =>
+                    if index < first_change && is_list(&step.ops[positions[index]]) =>
                 {
                     last = Some(*source);
                 }
-                Error::EntityNotFound { .. } if index < fence_at => {
+                Error::EntityNotFound { .. } if index < first_change => {
                     absent.insert(positions[index]);
+                }
+                // Another writer of the partition took the change feed's
+                // next number first: read its head again.
+                Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
+                    if index >= first_change && index < fence_at =>
+                {
+                    last = Some(*source);
+                    let wait = std::time::Duration::from_millis(fastrand::u64(0..8));
+                    tokio::time::sleep(wait).await;
                 }
                 Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }
                     if index == fence_at =>
@@ -121,6 +126,59 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
     Err(last.unwrap_or(Error::Transient {
         message: "a step made no attempt".into(),
     }))
+}
+
+/// The operation of a step's `op` that needs no read first: a put, an
+/// insert or a delete; `None` for the others.
+fn plain_operation(step: &Step, op: &StepOp) -> Option<BatchOperation> {
+    Some(match op {
+        StepOp::Put(entity) => {
+            let mut entity = entity.clone();
+            entity.partition_key.clone_from(&step.partition_key);
+            BatchOperation::Upsert {
+                entity,
+                mode: UpdateMode::Replace,
+            }
+        }
+        StepOp::Insert(entity) => {
+            let mut entity = entity.clone();
+            entity.partition_key.clone_from(&step.partition_key);
+            BatchOperation::Insert(entity)
+        }
+        StepOp::Delete(row_key) => BatchOperation::Delete {
+            partition_key: step.partition_key.clone(),
+            row_key: row_key.clone(),
+            if_match: IfMatch::Any,
+        },
+        StepOp::DeleteIf { row_key, etag } => BatchOperation::Delete {
+            partition_key: step.partition_key.clone(),
+            row_key: row_key.clone(),
+            if_match: IfMatch::ETag(etag.clone()),
+        },
+        StepOp::ListAdd { .. } | StepOp::ListRemove { .. } | StepOp::Change { .. } => return None,
+    })
+}
+
+/// The changes `step` records, as `(RowKey, operation)`: those of its
+/// [`Change`](StepOp::Change) operations whose entity's row the step still
+/// deletes (one found gone, in `absent`, was removed by a write that
+/// recorded its own change).
+fn changed_rows<'a>(step: &'a Step, absent: &BTreeSet<usize>) -> Vec<(&'a str, &'a str)> {
+    let gone = |row_key: &str| {
+        absent.iter().any(|&i| match &step.ops[i] {
+            StepOp::Delete(rk) | StepOp::DeleteIf { row_key: rk, .. } => rk == row_key,
+            _ => false,
+        })
+    };
+    step.ops
+        .iter()
+        .filter_map(|op| match op {
+            StepOp::Change { row_key, op } if !gone(row_key) => {
+                Some((row_key.as_str(), op.as_str()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn is_list(op: &StepOp) -> bool {

@@ -14,7 +14,9 @@
 //! (the partition `~tk|changes` of the same table), where consumers find
 //! the partitions to read and keep their checkpoints.
 
-use crate::entity::Entity;
+use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
+use crate::entity::{ETag, Entity, IfMatch};
+use crate::error::{Error, Result};
 
 /// The RowKey of a partition's head.
 pub(crate) const HEAD_KEY: &str = "~tk|changes";
@@ -79,6 +81,92 @@ pub(crate) fn is_change_row(row: &Entity) -> bool {
 /// The names of the properties a change row adds to those written.
 pub(crate) fn is_change_property(name: &str) -> bool {
     matches!(name, OP | ROW | FULL)
+}
+
+/// A partition's head as read: the newest change's number, and the ETag
+/// that guards its move.
+pub(crate) struct Head {
+    pub(crate) seq: u64,
+    pub(crate) etag: ETag,
+}
+
+/// Reads the head of partition `pk`; `None` when it has no change yet.
+pub(crate) async fn read_head(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+) -> Result<Option<Head>> {
+    let options = GetOptions::default().select([SEQ]);
+    let row = match backend.get_entity(table, pk, HEAD_KEY, &options).await {
+        Ok(row) => row,
+        Err(Error::EntityNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let seq = row
+        .properties
+        .get(SEQ)
+        .and_then(|v| v.as_i64())
+        .and_then(|seq| u64::try_from(seq).ok())
+        .ok_or_else(|| Error::Decode {
+            message: format!(
+                "the change feed's head of partition {pk:?} in table `{table}` holds no change number"
+            ),
+        })?;
+    let etag = row.etag.unwrap_or_else(|| ETag::new(""));
+    Ok(Some(Head { seq, etag }))
+}
+
+/// Lists partition `pk` in the directory, where consumers find it: done
+/// before the partition's first change is sent, so that no change is ever
+/// in a partition the directory does not list. (A partition listed whose
+/// first transaction then fails has no changes: harmless.)
+pub(crate) async fn list_partition(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+) -> Result<()> {
+    let row = Entity::new(DIRECTORY, listed_key(pk));
+    backend
+        .upsert_entity(table, &row, UpdateMode::Merge)
+        .await
+        .map(drop)
+}
+
+/// The head read before a transaction that records changes in `pk`,
+/// the partition listed first when it has none yet.
+pub(crate) async fn head_before_changes(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+) -> Result<Option<Head>> {
+    let head = read_head(backend, table, pk).await?;
+    if head.is_none() {
+        list_partition(backend, table, pk).await?;
+    }
+    Ok(head)
+}
+
+/// The change row of change `seq` of partition `pk`: the write `op` of
+/// the entity `row_key`, without its properties.
+pub(crate) fn bare_change_row(pk: &str, seq: u64, op: &str, row_key: &str) -> Entity {
+    let mut row = Entity::new(pk, change_key(seq));
+    row.properties.insert(OP, op);
+    row.properties.insert(ROW, row_key);
+    row
+}
+
+/// The move of partition `pk`'s head to `seq`, guarded by the ETag of the
+/// head read (an insert, when it had none).
+pub(crate) fn head_move(pk: &str, seq: u64, head: Option<&Head>) -> BatchOperation {
+    let row = Entity::new(pk, HEAD_KEY).with(SEQ, seq as i64);
+    match head {
+        None => BatchOperation::Insert(row),
+        Some(head) => BatchOperation::Update {
+            entity: row,
+            mode: UpdateMode::Replace,
+            if_match: IfMatch::ETag(head.etag.clone()),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -78,6 +78,17 @@ pub enum StepOp {
         /// The index name written into the row, if the kind writes it.
         marker: Option<String>,
     },
+    /// Record in the partition's change feed the write `op` (`delete`, as
+    /// a move gives up its old row) of the entity `row_key`, in the step's
+    /// own transaction, numbered after the partition's newest change. Left
+    /// out when the step finds the entity's row gone already (the change
+    /// that removed it was recorded by its own write).
+    Change {
+        /// The entity's RowKey.
+        row_key: String,
+        /// The write, as a change row names it.
+        op: String,
+    },
 }
 
 impl StepOp {
@@ -188,6 +199,13 @@ impl Step {
                         text(etag.as_str())
                     ));
                 }
+                StepOp::Change { row_key, op } => {
+                    out.push_str(&format!(
+                        "{{\"change\":{{\"rk\":{},\"op\":{}}}}}",
+                        text(row_key),
+                        text(op)
+                    ));
+                }
                 // Written above.
                 StepOp::ListAdd { .. } | StepOp::ListRemove { .. } => {}
             }
@@ -212,6 +230,11 @@ impl Step {
                     let marker = list.get("marker")?.as_str().map(str::to_owned);
                     let add = op.get("list_add").is_some();
                     Some(StepOp::list(add, row_key, member, marker))
+                } else if let Some(change) = op.get("change") {
+                    Some(StepOp::Change {
+                        row_key: change.get("rk")?.as_str()?.to_owned(),
+                        op: change.get("op")?.as_str()?.to_owned(),
+                    })
                 } else if let Some(delete) = op.get("delete_if") {
                     Some(StepOp::DeleteIf {
                         row_key: delete.get("rk")?.as_str()?.to_owned(),
@@ -510,6 +533,10 @@ mod tests {
                         row_key: "t_blue".into(),
                         member: "EMP_1".into(),
                         marker: None,
+                    },
+                    StepOp::Change {
+                        row_key: "EMP_\"1".into(),
+                        op: "delete".into(),
                     },
                 ],
             },

@@ -31,6 +31,9 @@ impl<T: TableEntity> Table<T> {
     /// the [`OutboxWorker`](crate::outbox::OutboxWorker)) finishes the move.
     /// Wide entities, offloaded values (copied to new blobs; the old ones are
     /// removed after), index entities and indexes kept elsewhere all move.
+    /// A kind with a [change feed](crate::changes) records an insert at the
+    /// new keys with the copy and a delete at the old keys with the old
+    /// row's removal, each in its own partition's feed.
     ///
     /// Fails with [`PreconditionFailed`](Error::PreconditionFailed) if the
     /// entity changed since it was read (also when it changes while the move
@@ -53,13 +56,6 @@ impl<T: TableEntity> Table<T> {
     /// and the record's delete.
     pub async fn move_to(&self, loaded: &Loaded<T>, moved: &T) -> Result<()> {
         Self::refuse_unwritable()?;
-        if T::DESCRIPTOR.write_needs().changes {
-            // The copy and the removal commit in two partitions; a change
-            // feed would record one of them only.
-            return Err(Error::NotSupported {
-                operation: "moves of a kind with a change feed (write the entity at its new keys, then delete it at the old ones)",
-            });
-        }
         let (old_pk, old_rk) = (
             schema::partition_key_of(&loaded.value)?,
             schema::row_key_of(&loaded.value)?,
@@ -153,8 +149,10 @@ impl<T: TableEntity> Table<T> {
         let ops = self
             .delete_as_step(old_pk, &old_rk, &loaded.etag, &keep)
             .await?;
-        if ops.len() >= crate::validate::limits::MAX_BATCH_OPERATIONS {
-            return Err(crate::ext::too_many_operations(ops.len() + 1));
+        // With its fence, and a change feed's head beside its change row.
+        let sent = ops.len() + 1 + usize::from(T::DESCRIPTOR.write_needs().changes);
+        if sent > crate::validate::limits::MAX_BATCH_OPERATIONS {
+            return Err(crate::ext::too_many_operations(sent));
         }
         let stale: Vec<String> =
             super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?

@@ -9,10 +9,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{Planned, Role};
-use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
-use crate::entity::{ETag, Entity, IfMatch};
+use crate::backend::{BatchOperation, TableBackend};
+use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::pending::changes::{DIRECTORY, FULL, HEAD_KEY, OP, ROW, SEQ, change_key, listed_key};
+use crate::pending::changes::{
+    FULL, Head, OP, ROW, bare_change_row, change_key, head_before_changes, head_move,
+};
 
 /// The change a write records: what it did, and the row it wrote (for a
 /// delete, the keys alone).
@@ -20,55 +22,6 @@ pub(in crate::table) struct ChangeOf<'a> {
     /// `insert`, `replace`, `merge`, `upsert`, `upsert_merge` or `delete`.
     pub(in crate::table) op: &'static str,
     pub(in crate::table) row: &'a Entity,
-}
-
-/// A partition's head as read: the newest change's number, and the ETag
-/// that guards its move.
-pub(super) struct Head {
-    seq: u64,
-    etag: ETag,
-}
-
-/// Reads the head of partition `pk`; `None` when it has no change yet.
-pub(super) async fn read_head(
-    backend: &Arc<dyn TableBackend>,
-    table: &str,
-    pk: &str,
-) -> Result<Option<Head>> {
-    let options = GetOptions::default().select([SEQ]);
-    let row = match backend.get_entity(table, pk, HEAD_KEY, &options).await {
-        Ok(row) => row,
-        Err(Error::EntityNotFound { .. }) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let seq = row
-        .properties
-        .get(SEQ)
-        .and_then(|v| v.as_i64())
-        .and_then(|seq| u64::try_from(seq).ok())
-        .ok_or_else(|| Error::Decode {
-            message: format!(
-                "the change feed's head of partition {pk:?} in table `{table}` holds no change number"
-            ),
-        })?;
-    let etag = row.etag.unwrap_or_else(|| ETag::new(""));
-    Ok(Some(Head { seq, etag }))
-}
-
-/// Lists partition `pk` in the directory, where consumers find it: done
-/// before the partition's first change is sent, so that no change is ever
-/// in a partition the directory does not list. (A partition listed whose
-/// first transaction then fails has no changes: harmless.)
-pub(super) async fn list_partition(
-    backend: &Arc<dyn TableBackend>,
-    table: &str,
-    pk: &str,
-) -> Result<()> {
-    let row = Entity::new(DIRECTORY, listed_key(pk));
-    backend
-        .upsert_entity(table, &row, UpdateMode::Merge)
-        .await
-        .map(drop)
 }
 
 /// Adds to `planned` the change row of each write of `changes` (numbered
@@ -90,16 +43,7 @@ pub(super) fn plan(
             Role::Change,
         );
     }
-    let row = Entity::new(pk, HEAD_KEY).with(SEQ, seq as i64);
-    let operation = match head {
-        None => BatchOperation::Insert(row),
-        Some(head) => BatchOperation::Update {
-            entity: row,
-            mode: UpdateMode::Replace,
-            if_match: IfMatch::ETag(head.etag.clone()),
-        },
-    };
-    planned.push(operation, Role::ChangeHead);
+    planned.push(head_move(pk, seq, head), Role::ChangeHead);
     seq
 }
 
@@ -115,9 +59,7 @@ fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>) -> Entity {
     if !fits(&row) {
         // Too large (or too many properties) beside the change's own: the
         // change is recorded without the value.
-        let mut bare = Entity::new(pk, change_key(seq));
-        bare.properties.insert(OP, change.op);
-        bare.properties.insert(ROW, change.row.row_key.as_str());
+        let mut bare = bare_change_row(pk, seq, change.op, &change.row.row_key);
         bare.properties.insert(FULL, false);
         return bare;
     }
@@ -209,11 +151,7 @@ impl<'a> Feed<'a> {
             let (seq, etag) = (*seq, etag.clone());
             return Ok(Some(Head { seq, etag }));
         }
-        let head = read_head(backend, table, pk).await?;
-        if head.is_none() {
-            list_partition(backend, table, pk).await?;
-        }
-        Ok(head)
+        head_before_changes(backend.as_ref(), table, pk).await
     }
 
     /// Keeps the head the transaction committed (its ETag among `etags`,

@@ -108,6 +108,9 @@ impl<T: TableEntity> Pending for MovedInsert<'_, T> {
     fn spans(&self) -> Option<(&str, &str)> {
         self.insert.spans()
     }
+    fn change(&self) -> Option<super::ChangeOf<'_>> {
+        self.insert.change()
+    }
     fn claim<'a>(
         &'a self,
         backend: &'a Arc<dyn TableBackend>,
@@ -138,7 +141,8 @@ impl<T: TableEntity> Table<T> {
     /// stored state but not sent: the row (each part of a wide entity) and
     /// its index rows, its leaving its index entities, and the outbox record
     /// of its indexes kept elsewhere. Index rows whose RowKeys are in `keep`
-    /// (taken over by the entity's new row) are left.
+    /// (taken over by the entity's new row) are left. For a kind with a
+    /// change feed, the step records the delete in the old partition's feed.
     pub(in crate::table) async fn delete_as_step(
         &self,
         pk: &str,
@@ -190,6 +194,12 @@ impl<T: TableEntity> Table<T> {
                         ),
                     });
                 }
+            });
+        }
+        if T::DESCRIPTOR.write_needs().changes {
+            ops.push(pending::StepOp::Change {
+                row_key: rk.to_owned(),
+                op: RowWrite::Delete(IfMatch::Any).name().to_owned(),
             });
         }
         for (i, rows) in local_slots_of::<T>() {
