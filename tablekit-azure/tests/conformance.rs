@@ -79,6 +79,19 @@ mod outbox {
         assert!(outcomes.moved > 150, "{outcomes:?}");
     }
 
+    /// Random runs of writes of every kind of a kind with a change feed,
+    /// under faults, futures dropped at random polls, and two consumers
+    /// that crash at random: each feed is its committed writes, and each
+    /// consumer delivers all of it, in order per entity.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn change_feed_model_runs() {
+        let outcomes =
+            tablekit_conformance::change_feed_model_runs(outbox_stores().0, 3, 40, 0xC4A9).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.changes > 60, "{outcomes:?}");
+        assert!(outcomes.crashes > 6, "{outcomes:?}");
+    }
+
     /// Hundreds of random runs of writes of an entity with indexes kept in
     /// another partition and another table, on the REST path.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,6 +28,7 @@
 mod batch;
 mod blobs;
 mod cancel;
+pub mod change_model;
 mod changes;
 mod collections;
 mod entities;
@@ -59,6 +60,7 @@ use tablekit::{Error, InvalidInput};
 pub use batch::*;
 pub use blobs::*;
 pub use cancel::*;
+pub use change_model::{ChangeModelOutcomes, change_feed_model_runs};
 pub use changes::*;
 pub use collections::*;
 pub use entities::*;

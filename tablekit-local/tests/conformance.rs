@@ -76,6 +76,19 @@ mod outbox {
         assert!(outcomes.refused > 10, "{outcomes:?}");
     }
 
+    /// Random runs of writes of every kind of a kind with a change feed,
+    /// under faults, futures dropped at random polls, and two consumers
+    /// that crash at random: each feed is its committed writes, and each
+    /// consumer delivers all of it, in order per entity.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn change_feed_model_runs() {
+        let outcomes =
+            tablekit_conformance::change_feed_model_runs(stores().0, 12, 60, 0xC4A9).await;
+        println!("{outcomes:?}");
+        assert!(outcomes.changes > 360, "{outcomes:?}");
+        assert!(outcomes.crashes > 24, "{outcomes:?}");
+    }
+
     /// Random runs of writes of an entity with indexes kept in another
     /// partition and another table, with faults.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -202,6 +202,24 @@ mod outbox {
         assert!(outcomes.found_in_both > 10, "{outcomes:?}");
     }
 
+    /// Random runs of writes of every kind of a kind with a change feed,
+    /// under faults, futures dropped at random polls, and two consumers
+    /// that crash at random: each feed is its committed writes, and each
+    /// consumer delivers all of it, in order per entity.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn change_feed_model_runs() {
+        let outcomes = tablekit_conformance::change_feed_model_runs(
+            Arc::new(MemBackend::new()),
+            60,
+            80,
+            0xC4A9,
+        )
+        .await;
+        println!("{outcomes:?}");
+        assert!(outcomes.changes > 2400, "{outcomes:?}");
+        assert!(outcomes.crashes > 120, "{outcomes:?}");
+    }
+
     /// Thousands of random runs of writes of an entity with indexes kept in
     /// another partition and another table, with faults.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -34,6 +34,11 @@ pub(crate) const ROW: &str = "_ChangeRow";
 /// `false` on a change row whose write's properties did not fit beside it
 /// (the change is recorded without them).
 pub(crate) const FULL: &str = "_ChangeFull";
+/// On a change row written by a typed write, the tag of the transaction
+/// that wrote it: a transaction whose answer was lost (or whose head move
+/// was refused after a resend) reads its first change row back and knows
+/// by the tag whether it committed.
+pub(crate) const TAG: &str = "_ChangeTag";
 /// The partition of the directory.
 pub(crate) const DIRECTORY: &str = "~tk|changes";
 /// The start of a directory row that lists a partition with changes.
@@ -80,7 +85,7 @@ pub(crate) fn is_change_row(row: &Entity) -> bool {
 
 /// The names of the properties a change row adds to those written.
 pub(crate) fn is_change_property(name: &str) -> bool {
-    matches!(name, OP | ROW | FULL)
+    matches!(name, OP | ROW | FULL | TAG)
 }
 
 /// A partition's head as read: the newest change's number, and the ETag

@@ -12,8 +12,9 @@ use super::{Planned, Role};
 use crate::backend::{BatchOperation, TableBackend};
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
+use crate::ext::TableBackendExt;
 use crate::pending::changes::{
-    FULL, Head, OP, ROW, bare_change_row, change_key, head_before_changes, head_move,
+    FULL, Head, OP, ROW, TAG, bare_change_row, change_key, head_before_changes, head_move,
 };
 
 /// The change a write records: what it did, and the row it wrote (for a
@@ -32,16 +33,16 @@ pub(super) fn plan(
     head: Option<&Head>,
     floor: u64,
     changes: &[(usize, ChangeOf<'_>)],
+    tag: &str,
     planned: &mut Planned,
 ) -> u64 {
     let mut seq = head.map_or(0, |h| h.seq).max(floor);
     for (w, change) in changes {
         seq += 1;
         planned.write = *w;
-        planned.push(
-            BatchOperation::Insert(change_row(pk, seq, change)),
-            Role::Change,
-        );
+        let mut row = change_row(pk, seq, change);
+        row.properties.insert(TAG, tag);
+        planned.push(BatchOperation::Insert(row), Role::Change);
     }
     planned.push(head_move(pk, seq, head), Role::ChangeHead);
     seq
@@ -109,21 +110,29 @@ pub(super) struct Feed<'a> {
     races: u32,
     /// The number of the last change the latest plan made.
     last: u64,
+    /// The transaction's tag, on its change rows.
+    tag: String,
 }
 
 impl<'a> Feed<'a> {
     /// The changes `writes` record (none, for most transactions).
     pub(super) fn of(writes: &'a [&'a (dyn super::Pending + 'a)]) -> Feed<'a> {
-        let changes = writes
+        let changes: Vec<(usize, ChangeOf<'a>)> = writes
             .iter()
             .enumerate()
             .filter_map(|(w, write)| Some((w, write.change()?)))
             .collect();
+        let tag = if changes.is_empty() {
+            String::new()
+        } else {
+            format!("{:016x}", fastrand::u64(..))
+        };
         Feed {
             changes,
             floor: 0,
             races: 0,
             last: 0,
+            tag,
         }
     }
 
@@ -189,8 +198,35 @@ impl<'a> Feed<'a> {
     /// Adds the change rows and the head's move to `planned`.
     pub(super) fn plan(&mut self, pk: &str, head: Option<&Head>, planned: &mut Planned) {
         if !self.changes.is_empty() {
-            self.last = plan(pk, head, self.floor, &self.changes, planned);
+            self.last = plan(pk, head, self.floor, &self.changes, &self.tag, planned);
         }
+    }
+
+    /// After an answer that leaves the latest attempt's fate open (lost,
+    /// a failure that may have come after it applied, or a refusal of a
+    /// resend of it): whether it committed, read from its first change
+    /// row, which holds the transaction's tag. Without it, an attempt
+    /// that committed would be planned again, and its changes recorded
+    /// twice.
+    pub(super) async fn committed_already(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        pk: &str,
+    ) -> Result<bool> {
+        let count = self.changes.len() as u64;
+        if count == 0 || self.last < count {
+            return Ok(false);
+        }
+        let first = change_key(self.last + 1 - count);
+        let row = backend.try_get_entity(table, pk, &first).await?;
+        let ours = row.is_some_and(|row| {
+            row.properties.get(TAG).and_then(|tag| tag.as_str()) == Some(self.tag.as_str())
+        });
+        if ours {
+            HEADS.lock().remove(&head_key(backend, table, pk));
+        }
+        Ok(ours)
     }
 
     /// After another writer moved the head first (or took change number

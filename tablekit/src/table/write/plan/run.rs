@@ -82,6 +82,13 @@ pub(in crate::table) async fn run(
                 feed.committed(backend, table, pk, &etags, &owners);
                 return Ok(write_etags(etags, &owners, writes.len()));
             }
+            Err(e) if feed.committed_already(backend, table, pk).await? => {
+                // A resend refused, or an answer lost, after the attempt
+                // committed: it is not planned (and its changes recorded)
+                // again.
+                tracing::debug!(error = %e, table, pk, "a transaction with changes committed before its answer");
+                return read_etags(backend, table, &operations, &owners, writes.len()).await;
+            }
             Err(Error::BatchFailed { index, source }) => (index, *source),
             Err(e) => return Err(e),
         };
@@ -120,6 +127,32 @@ pub(in crate::table) async fn run(
     Err(last.unwrap_or(Error::Transient {
         message: "the transaction made no attempt".into(),
     }))
+}
+
+/// Each write's ETag, read back from its row, after a transaction found
+/// committed though its answer was lost (`None` for a delete, and for a
+/// row gone since). A row another writer changed since gives its ETag.
+#[cold]
+async fn read_etags(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    operations: &[BatchOperation],
+    owners: &[(usize, Role)],
+    writes: usize,
+) -> Result<Vec<Option<ETag>>> {
+    let mut etags = vec![None; writes];
+    for (operation, &(w, role)) in operations.iter().zip(owners) {
+        if !matches!(role, Role::Row) || matches!(operation, BatchOperation::Delete { .. }) {
+            continue;
+        }
+        let (pk, rk) = operation.keys();
+        let stored =
+            crate::ext::TableBackendExt::try_get_entity(backend.as_ref(), table, pk, rk).await?;
+        if let Some(slot) = etags.get_mut(w).filter(|slot| slot.is_none()) {
+            *slot = stored.and_then(|row| row.etag);
+        }
+    }
+    Ok(etags)
 }
 
 /// One partition, each entity once: checked in the caller's terms.
