@@ -189,6 +189,34 @@ async fn write_every_way(t: &Table<Order>) {
         .insert(&[order("ann", 5, 50), order("ann", 6, 60)])
         .await;
     assert!(report.failures.is_empty(), "bulk: {:?}", report.failures);
+    bulk_conflicts_fail_alone(t).await;
+}
+
+/// A bulk insert meeting an entity that exists fails that item alone: the
+/// others are written with their changes, and the one refused records none.
+async fn bulk_conflicts_fail_alone(t: &Table<Order>) {
+    let items: Vec<Order> = (0..60).map(|id| order("bulk", id, i64::from(id))).collect();
+    t.insert(&items[7]).await.expect("insert");
+    let report = t.bulk().insert(&items).await;
+    let failed: Vec<usize> = report.failures.iter().map(|f| f.index).collect();
+    assert_eq!(failed, [7], "only the item stored already fails");
+    assert!(matches!(
+        *report.failures[0].error,
+        Error::EntityAlreadyExists { .. }
+    ));
+    let seen = changes(t, "bulk").await;
+    assert_eq!(seen.len(), 60, "one change per entity written");
+    assert!(seen.iter().all(|c| c.op == ChangeOp::Insert));
+    assert_numbered(&seen, "a bulk insert");
+    let mut totals: Vec<i64> = seen
+        .iter()
+        .map(|c| c.value.as_ref().expect("the value").total)
+        .collect();
+    totals.sort_unstable();
+    assert_eq!(totals, (0..60).collect::<Vec<i64>>());
+    t.delete_unconditionally("bulk", 7u32)
+        .await
+        .expect("delete");
 }
 
 /// A refused insert, then a replace over a stale version: only the update

@@ -28,6 +28,7 @@
 mod batch;
 mod blobs;
 mod cancel;
+pub mod change_bench;
 pub mod change_model;
 mod changes;
 mod collections;

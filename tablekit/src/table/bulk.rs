@@ -10,7 +10,7 @@ use crate::backend::checks::operation_payload_bound;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::Error;
-use crate::schema::{self, TableEntity};
+use crate::schema::{self, TableEntity, WriteNeeds};
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
 
 /// One item the bulk writer could not write.
@@ -176,8 +176,21 @@ impl<T: TableEntity> BulkWriter<T> {
         }
         // Wide entities and entities with index rows are transactions of
         // their own, and offloaded values follow the blob write protocol:
-        // all are written one by one.
-        if T::DESCRIPTOR.write_needs().any() {
+        // all are written one by one. A kind whose only need is its change
+        // feed goes in planned transactions of several per partition: one
+        // at a time per partition, they do not race for its head, and a
+        // lost answer is settled by the feed's tag.
+        let needs = T::DESCRIPTOR.write_needs();
+        let feed_only = WriteNeeds {
+            planned: true,
+            rows: 1,
+            changes: true,
+            ..WriteNeeds::NONE
+        };
+        if needs == feed_only && mode != Mode::Delete {
+            return self.run_planned(items, mode).await;
+        }
+        if needs.any() {
             return self.run_one_by_one(items, mode).await;
         }
         let mut report = BulkReport::default();
@@ -241,6 +254,92 @@ impl<T: TableEntity> BulkWriter<T> {
         report.failures.sort_by_key(|f| f.index);
         report
     }
+}
+
+impl<T: TableEntity> BulkWriter<T> {
+    /// Writes the items of each partition in planned transactions of
+    /// several (as [`Table::batch`] does, with their index rows and
+    /// changes), partitions `parallelism` at a time. A transaction that
+    /// fails is written again item by item, so each item gets its own
+    /// answer: one that exists already fails an insert alone.
+    async fn run_planned(&self, items: &[T], mode: Mode) -> BulkReport {
+        // Each write's row and its change row; the feed's head once.
+        let size = (MAX_BATCH_OPERATIONS - 1) / 2;
+        let mut partitions: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut report = BulkReport::default();
+        for (index, item) in items.iter().enumerate() {
+            match schema::partition_key_of(item) {
+                Ok(pk) => partitions.entry(pk).or_default().push(index),
+                Err(error) => report.failures.push(BulkFailure {
+                    index,
+                    error: Arc::new(error),
+                }),
+            }
+        }
+        let table = &self.table;
+        let results: Vec<BulkReport> = stream::iter(partitions.into_values())
+            .map(|indexes| async move {
+                let mut report = BulkReport::default();
+                for chunk in indexes.chunks(size) {
+                    let part = write_planned_chunk(table, items, chunk, mode).await;
+                    report.written += part.written;
+                    report.batches += part.batches;
+                    report.failures.extend(part.failures);
+                }
+                report
+            })
+            .buffer_unordered(self.parallelism)
+            .collect()
+            .await;
+        for part in results {
+            report.written += part.written;
+            report.batches += part.batches;
+            report.failures.extend(part.failures);
+        }
+        report.failures.sort_by_key(|f| f.index);
+        report
+    }
+}
+
+/// Writes the items `chunk` (indexes into `items`, of one partition) in one
+/// planned transaction, or one by one if it fails.
+async fn write_planned_chunk<T: TableEntity>(
+    table: &Table<T>,
+    items: &[T],
+    chunk: &[usize],
+    mode: Mode,
+) -> BulkReport {
+    crate::order::between_pages().await;
+    let mut batch = table.batch();
+    let added = chunk.iter().try_for_each(|&index| {
+        let item = &items[index];
+        match mode {
+            Mode::Insert => batch.insert(item),
+            Mode::Upsert(UpdateMode::Replace) => batch.upsert(item),
+            _ => batch.upsert_merge(item),
+        }
+        .map(drop)
+    });
+    let mut report = BulkReport::default();
+    if added.is_ok() && chunk.len() > 1 {
+        report.batches += 1;
+        if batch.submit().await.is_ok() {
+            report.written = chunk.len();
+            return report;
+        }
+    }
+    for &index in chunk {
+        let (index, result) = write_one(table, index, &items[index], mode).await;
+        report.batches += 1;
+        match result {
+            Ok(()) => report.written += 1,
+            Err(error) => report.failures.push(BulkFailure {
+                index,
+                error: Arc::new(error),
+            }),
+        }
+    }
+    report
 }
 
 /// Writes one item as its own transaction.
