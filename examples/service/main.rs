@@ -27,7 +27,7 @@
 //! answers 503 while the store does not answer.
 
 use tablekit_examples::service::telemetry::Telemetry;
-use tablekit_examples::service::{App, Names, Stores};
+use tablekit_examples::service::{App, NameSearch, Names, Stores};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::prelude::*;
 
@@ -61,6 +61,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let upkeep = app
         .upkeep(tablekit::upkeep::UpkeepConfig::default())
         .spawn();
+
+    // The name search's projector, fed by the customers' change feed; its
+    // instance name is this process's, so that several share the tenants.
+    let search = {
+        let instance = format!("{}-{:016x}", std::process::id(), fastrand::u64(..));
+        let projector = NameSearch::new(&app, &instance)?;
+        let mut stopped = stopped.clone();
+        tokio::spawn(async move {
+            projector
+                .run(async move {
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                })
+                .await;
+        })
+    };
 
     // The audit log keeps `TABLEKIT_AUDIT_DAYS` days (30): older days'
     // tables are dropped whole, checked every hour.
@@ -103,6 +118,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stats = upkeep.shutdown().await;
     tracing::info!(?stats, "upkeep stopped");
     expiry.await?;
+    search.await?;
     telemetry.shutdown();
     Ok(())
 }

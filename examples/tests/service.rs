@@ -2322,3 +2322,76 @@ async fn customer_changes_stream_as_server_sent_events() {
     let bad = changes_stream(&router, Some("three")).await;
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
 }
+
+/// The name search is a projection of the customers' change feed: a
+/// customer written shows there after the projector's next step, renamed
+/// it moves, deleted it goes; and a step finds nothing more to do when the
+/// feed has nothing new.
+#[tokio::test]
+async fn the_name_search_follows_the_change_feed() {
+    use tablekit_examples::service::NameSearch;
+    let (app, _) = app().await;
+    let router = app.router();
+    for (id, name) in [("c1", "Ann Smith"), ("c2", "anna Berg"), ("c3", "Bob")] {
+        let body =
+            json!({ "id": id, "name": name, "email": format!("{id}@example.com"), "city": "Oslo" });
+        let answer = post(&router, "/tenants/t1/customers", body).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{:?}", answer.bytes);
+    }
+    let names = |answer: Answer| -> Vec<String> {
+        let json = answer.json();
+        json["items"]
+            .as_array()
+            .unwrap_or_else(|| panic!("items: {json}"))
+            .iter()
+            .map(|item| item["name"].as_str().expect("a name").to_owned())
+            .collect()
+    };
+    let found = names(get(&router, "/tenants/t1/customers/by-name/ann").await);
+    assert!(found.is_empty(), "nothing before the projector runs");
+
+    let search = NameSearch::new(&app, "test").expect("projector");
+    let drain = || async {
+        let mut steps = 0;
+        while search.step(100).await.expect("step") > 0 {
+            steps += 1;
+        }
+        steps
+    };
+    assert_eq!(drain().await, 1);
+    let found = names(get(&router, "/tenants/t1/customers/by-name/ANN").await);
+    assert_eq!(found, ["Ann Smith", "anna Berg"]);
+    let bob = names(get(&router, "/tenants/t1/customers/by-name/b").await);
+    assert_eq!(bob, ["Bob"]);
+
+    let etag = get(&router, "/tenants/t1/customers/c1").await.etag();
+    let body = json!({ "name": "Zed", "email": "c1@example.com", "city": "Oslo" });
+    let renamed = call(
+        &router,
+        Method::PUT,
+        "/tenants/t1/customers/c1",
+        Some(body),
+        &[("if-match", etag.as_str())],
+    )
+    .await;
+    assert_eq!(renamed.status, StatusCode::OK, "{}", renamed.json());
+    let deleted = call(
+        &router,
+        Method::DELETE,
+        "/tenants/t1/customers/c2",
+        None,
+        &[],
+    )
+    .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    drain().await;
+    let found = names(get(&router, "/tenants/t1/customers/by-name/an").await);
+    assert!(found.is_empty(), "renamed and deleted: {found:?}");
+    assert_eq!(
+        names(get(&router, "/tenants/t1/customers/by-name/z").await),
+        ["Zed"]
+    );
+    assert_eq!(drain().await, 0, "nothing new: nothing to do");
+    let other = names(get(&router, "/tenants/t2/customers/by-name/z").await);
+    assert!(other.is_empty(), "tenants are apart");
+}

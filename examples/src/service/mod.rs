@@ -33,7 +33,10 @@
 //!
 //! `GET /tenants/{tenant}/changes` streams the tenant's customer changes as
 //! Server-Sent Events from the customers' change feed, resumed after the
-//! `Last-Event-ID` a client sends back.
+//! `Last-Event-ID` a client sends back. `GET
+//! /tenants/{tenant}/customers/by-name/{prefix}` finds customers by the
+//! start of their name, from a projection that [`NameSearch`] (run as a
+//! background task by the binary) keeps from the same feed.
 
 mod attachments;
 mod audit;
@@ -43,6 +46,7 @@ mod error;
 mod http;
 pub mod model;
 mod orders;
+mod search;
 pub mod server;
 mod stores;
 pub mod telemetry;
@@ -50,6 +54,7 @@ mod users;
 
 pub use error::ApiError;
 pub use http::{Body, PageParams};
+pub use search::NameSearch;
 pub use stores::{DEFAULT_STORAGE, Names, Stores};
 
 use std::sync::Arc;
@@ -265,6 +270,10 @@ impl App {
             .route(
                 "/customers/by-city/{city}",
                 get(customers::customers_by_city),
+            )
+            .route(
+                "/customers/by-name/{prefix}",
+                get(search::customers_by_name),
             )
             .route(
                 "/customers/{id}/orders",

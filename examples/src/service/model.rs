@@ -9,6 +9,9 @@
 //! | `acme` | `ORD_c1\|0000000007` | its order 7 |
 //! | `acme` | `ORD_c1\|0000000007_LINE_0000000001` | the order's line 1, right after it |
 //! | `acme` | `ATT_c1\|invoice.pdf` | an attachment; its bytes are in the blob store |
+//! | `acme` | `NAME_ann smith\|CUST_c1` | the name search's entry of customer `c1`, kept from the change feed |
+//! | `acme` | `NAMEOF_CUST_c1` | where customer `c1`'s name entry is |
+//! | `acme` | `~tk\|change\|…`, `~tk\|changes` | the customers' change feed (tablekit's rows) |
 //! | `city_acme` | `city_Oslo\|CUST_c1` | the city index, kept through the outbox |
 //! | `acme\|ann` | `USER_` | user `ann` of tenant `acme` |
 //! | `acme\|ann` | `ACT_2516067891445256764_0000000000` | her activity, newest first |
@@ -16,7 +19,7 @@
 //! The audit log goes into one table per day (`Audit20261124`), dropped
 //! whole when it ages out.
 
-use tablekit::key::{CaseInsensitive, InvertedTime};
+use tablekit::key::{CaseInsensitive, InvertedTime, Verbatim};
 use tablekit::{DateTime, EntityKinds, TableEntity};
 
 /// A customer of a tenant.
@@ -48,6 +51,43 @@ pub struct Customer {
     /// it was kept.
     #[tablekit(default)]
     pub incarnation: String,
+}
+
+/// A customer as the name search finds it: kept by the search projection
+/// ([`NameSearch`](super::NameSearch)) from the customers' change feed, in
+/// the tenant's partition. Its RowKey starts with the name in lower case,
+/// so a prefix of a name is a range of rows.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "NAME")]
+pub struct NameEntry {
+    /// The tenant's partition, as stored (the change feed names it so).
+    #[tablekit(partition_key)]
+    pub partition: Verbatim,
+    /// The name in lower case, `|`, and the customer's stored RowKey.
+    #[tablekit(row_key)]
+    pub key: String,
+    /// The customer's id.
+    pub id: String,
+    /// The customer's name, as written.
+    pub name: String,
+    /// The customer's city.
+    pub city: String,
+}
+
+/// Where a customer's [`NameEntry`] is, by the customer's stored RowKey:
+/// written with the entry in one transaction, so the projection finds the
+/// entry to replace when the name changes, and to delete with the customer.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Shop", kind = "NAMEOF")]
+pub struct NamePointer {
+    /// The tenant's partition, as stored.
+    #[tablekit(partition_key)]
+    pub partition: Verbatim,
+    /// The customer's stored RowKey.
+    #[tablekit(row_key)]
+    pub customer: Verbatim,
+    /// The RowKey field of its name entry.
+    pub key: String,
 }
 
 /// The row an order touches in its transaction, beside its customer: made

@@ -1,0 +1,205 @@
+//! Finding customers by the start of their name
+//! (`GET /tenants/{tenant}/customers/by-name/{prefix}`), from a projection
+//! that a consumer of the customers' change feed keeps.
+//!
+//! No write path of the service knows the projection: every customer
+//! write records its change in its own transaction, and [`NameSearch`]
+//! reads the feed, keeps a [`NameEntry`] per customer (and a
+//! [`NamePointer`] to it), and commits its checkpoint after. So:
+//! - a customer write that commits reaches the search, even if the
+//!   service stops right after it (the change waits in the feed);
+//! - the search lags the customers by a poll, and may for a moment show
+//!   a name just changed;
+//! - a change applied twice (the projector stopped before its commit) is
+//!   harmless: each entry is written from the customer's value, with its
+//!   pointer, in one transaction.
+//!
+//! Several instances of the service share the work: each holds a lease on
+//! some tenants' partitions, and takes over those of an instance that
+//! stopped once its leases run out.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use serde_json::{Value as JsonValue, json};
+use tablekit::changes::{Change, ChangeOp, Consumer};
+use tablekit::filter::Filter;
+use tablekit::key::Verbatim;
+use tablekit::{Error, Table};
+
+use super::App;
+use super::error::ApiResult;
+use super::http::{Page, PageParams, page};
+use super::model::{Customer, NameEntry, NamePointer};
+
+/// The consumer's name: its checkpoints and leases are rows of the table.
+const CONSUMER: &str = "name-search";
+
+/// How long an instance's lease on a partition lasts without a poll.
+const LEASE: Duration = Duration::from_secs(30);
+
+/// How long the projector waits after a poll that found nothing.
+const IDLE: Duration = Duration::from_millis(500);
+
+/// The projector of the name search: see the [module docs](self).
+pub struct NameSearch {
+    customers: Table<Customer>,
+    consumer: Consumer<Customer>,
+}
+
+impl NameSearch {
+    /// The projector of `app`'s customers, as the instance `instance` (one
+    /// name per process: a random one will do).
+    pub fn new(app: &App, instance: &str) -> Result<NameSearch, Error> {
+        let consumer = app
+            .customers
+            .changes()
+            .consumer(CONSUMER)?
+            .leased(instance, LEASE);
+        Ok(NameSearch {
+            customers: app.customers.clone(),
+            consumer,
+        })
+    }
+
+    /// Reads up to `max` changes, applies them, and commits; how many.
+    pub async fn step(&self, max: usize) -> Result<usize, Error> {
+        let batch = self.consumer.poll(max).await?;
+        for change in &batch.changes {
+            self.apply(change).await?;
+        }
+        self.consumer.commit(&batch).await?;
+        Ok(batch.changes.len())
+    }
+
+    /// Runs until `shutdown`: a step, then another at once if it was full,
+    /// or after a pause. A failed step is logged and tried again after the
+    /// pause (the changes wait in the feed).
+    pub async fn run(&self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            let pause = match self.step(100).await {
+                Ok(100) => Duration::ZERO,
+                Ok(_) => IDLE,
+                Err(error) => {
+                    tracing::warn!(%error, "the name search did not keep up; trying again");
+                    IDLE
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = &mut shutdown => return,
+            }
+        }
+    }
+
+    /// Brings the name entry of the change's customer in step with the
+    /// customer as the change left it (read back for a merge, whose change
+    /// holds only the fields it sent).
+    async fn apply(&self, change: &Change<Customer>) -> Result<(), Error> {
+        let partition = Verbatim::from(change.id.partition_key.as_str());
+        let customer = Verbatim::from(change.row_key.as_str());
+        let now = match (change.op, &change.value) {
+            (ChangeOp::Delete, _) => None,
+            (_, Some(value)) => Some(value.clone()),
+            // A merge, or a value too large to ride with its change.
+            (_, None) => self.current(change).await?,
+        };
+        let pointers: Table<NamePointer> = self.customers.of();
+        let pointer = pointers.get(partition.clone(), customer.clone()).await?;
+        let key = now
+            .as_ref()
+            .map(|c| format!("{}|{}", c.name.to_lowercase(), change.row_key));
+        if pointer.is_none() && key.is_none() {
+            // A customer gone that the search never had.
+            return Ok(());
+        }
+        let mut transaction = self.customers.transaction();
+        if let Some(pointer) = &pointer
+            && Some(&pointer.key) != key.as_ref()
+        {
+            transaction
+                .delete_unconditionally::<NameEntry>(partition.clone(), pointer.key.as_str())?;
+        }
+        match (now, key) {
+            (Some(c), Some(key)) => {
+                transaction.upsert(&NameEntry {
+                    partition: partition.clone(),
+                    key: key.clone(),
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    city: c.city.clone(),
+                })?;
+                transaction.upsert(&NamePointer {
+                    partition,
+                    customer,
+                    key,
+                })?;
+            }
+            _ => {
+                if let Some(pointer) = &pointer {
+                    transaction.delete(pointer)?;
+                }
+            }
+        }
+        transaction.submit().await.map(drop)
+    }
+
+    /// The customer a change is about, as stored now.
+    async fn current(&self, change: &Change<Customer>) -> Result<Option<Customer>, Error> {
+        let keys = Filter::partition_key()
+            .eq(change.id.partition_key.as_str())
+            .and(Filter::row_key().eq(change.row_key.as_str()));
+        let found = self
+            .customers
+            .query()
+            .filter(keys)
+            .limit(1)
+            .collect()
+            .await?;
+        Ok(found.into_iter().next().map(|loaded| (*loaded).clone()))
+    }
+}
+
+/// The customers whose names start with `prefix` (any case), by name.
+pub(super) async fn customers_by_name(
+    State(app): State<App>,
+    Path((tenant, prefix)): Path<(String, String)>,
+    params: Result<Query<PageParams>, QueryRejection>,
+) -> ApiResult<Json<Page>> {
+    let Query(params) = params?;
+    let partition = tablekit::schema::encode_partition_key::<Customer>(&tenant)?;
+    let entries: Table<NameEntry> = app.customers.of();
+    // The names that start with the prefix: from it, to the first text
+    // after every such name (keys keep the order of the text).
+    let prefix = prefix.to_lowercase();
+    let query = entries.query().partition(Verbatim::from(partition));
+    let query = match past_prefix(&prefix) {
+        Some(end) => query.rows(prefix..end),
+        None => query.rows(prefix..),
+    };
+    page(query, &params, entry_json).await
+}
+
+/// The first text after every text that starts with `prefix`; `None` when
+/// there is none (every character of it is the last one).
+fn past_prefix(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = match last {
+            '\u{D7FF}' => Some('\u{E000}'),
+            c => char::from_u32(u32::from(c) + 1),
+        };
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+fn entry_json(entry: &NameEntry) -> JsonValue {
+    json!({ "id": entry.id, "name": entry.name, "city": entry.city })
+}
