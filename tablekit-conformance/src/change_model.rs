@@ -33,7 +33,7 @@ use super::{drop_after_polls, fresh_table};
 /// An item of the model, whose kind records its changes; its unique code
 /// gives every write index rows too.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(table = "Items", kind = "ITEM", changes)]
+#[tablekit(table = "Items", kind = "ITEM", changes(previous))]
 #[tablekit(index(name = "code", tag = "code"))]
 pub struct Item {
     /// The item's group: its partition.
@@ -425,11 +425,13 @@ pub fn seen(change: &Change<Item>) -> Seen {
 }
 
 /// Reads the whole feed of `plain`'s table, and checks that each item's
-/// changes are exactly its committed writes of `expected`, in order, and
-/// that every partition's numbers run from 1 with no gap. The feed.
+/// changes are exactly its committed writes of `expected`, in order, each
+/// with the value before it (a move's delete may go without), and that
+/// every partition's numbers run from 1 with no gap. The feed.
 pub async fn check_feed(plain: &Table<Item>, expected: &[Expected]) -> Vec<Seen> {
     let feed = plain.changes();
     let mut all = Vec::new();
+    let mut previous = Vec::new();
     for pk in feed.partitions().await.expect("the feed's partitions") {
         let mut after = 0;
         loop {
@@ -437,8 +439,10 @@ pub async fn check_feed(plain: &Table<Item>, expected: &[Expected]) -> Vec<Seen>
             let Some(last) = got.last() else { break };
             after = last.id.seq;
             all.extend(got.iter().map(seen));
+            previous.extend(got.iter().map(|c| c.previous.as_ref().map(|p| p.token)));
         }
     }
+    check_previous(&all, &previous);
     let mut numbers: BTreeMap<&str, u64> = BTreeMap::new();
     for (id, ..) in &all {
         let last = numbers.entry(id.partition_key.as_str()).or_default();
@@ -473,6 +477,31 @@ pub async fn check_feed(plain: &Table<Item>, expected: &[Expected]) -> Vec<Seen>
         );
     }
     all
+}
+
+/// Checks that each change of `all` holds as its previous value the token
+/// its entity's change before it wrote (none after a delete, or first);
+/// a delete may hold none (a move's does not record it).
+fn check_previous(all: &[Seen], previous: &[Option<i64>]) {
+    let mut last: HashMap<(&str, &str), Option<i64>> = HashMap::new();
+    for ((id, rk, op, token), before) in all.iter().zip(previous) {
+        let entity = (id.partition_key.as_str(), rk.as_str());
+        let held = last.get(&entity).copied().flatten();
+        let fine = *before == held || (*op == ChangeOp::Delete && before.is_none());
+        assert!(
+            fine,
+            "{id} ({op:?}): previous value {before:?}, yet {held:?} was there"
+        );
+        // A merge of the model writes every field: the token is the new one.
+        last.insert(
+            entity,
+            if *op == ChangeOp::Delete {
+                None
+            } else {
+                *token
+            },
+        );
+    }
 }
 
 /// Checks what consumer `name` delivered against the `feed`: every change

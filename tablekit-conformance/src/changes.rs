@@ -113,6 +113,104 @@ pub async fn migrations_record_their_changes(backend: Arc<dyn TableBackend>) {
     );
 }
 
+/// An order whose changes record the value before them too.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "PREV", changes(previous))]
+struct Priced {
+    #[tablekit(partition_key)]
+    customer: String,
+    #[tablekit(row_key)]
+    id: u32,
+    total: i64,
+    note: Option<String>,
+}
+
+fn priced(id: u32, total: i64) -> Priced {
+    Priced {
+        customer: "ann".into(),
+        id,
+        total,
+        note: None,
+    }
+}
+
+/// With `changes(previous)`, each change holds the entity's value before
+/// it, whatever the write: none before an insert or an upsert of a new
+/// entity, the value replaced, merged over or deleted otherwise.
+pub async fn previous_values_ride_with_their_changes(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgprev").await;
+    let t: Table<Priced> = Table::from_arc(Arc::clone(&backend), &name);
+    t.insert(&priced(1, 10)).await.expect("insert");
+    let mut loaded = t.get("ann", 1u32).await.expect("get").expect("stored");
+    loaded.total = 11;
+    t.replace(&mut loaded).await.expect("replace");
+    loaded.note = Some("gift".into());
+    t.merge(&mut loaded).await.expect("merge");
+    t.upsert(&priced(1, 12)).await.expect("upsert");
+    t.upsert(&priced(2, 20)).await.expect("upsert a new one");
+    t.update("ann", 1u32, |p| p.total = 13)
+        .await
+        .expect("update");
+    t.delete_unconditionally("ann", 1u32).await.expect("delete");
+    let mut batch = t.batch();
+    batch.upsert(&priced(2, 21)).expect("batch upsert");
+    batch.submit().await.expect("batch");
+    let report = t.bulk().upsert(&[priced(2, 22), priced(3, 30)]).await;
+    assert!(report.is_complete(), "{:?}", report.failures);
+    let seen = changes(&t, "ann").await;
+    assert_numbered(&seen, "writes with previous values");
+    let before: Vec<Option<(i64, Option<&str>)>> = seen
+        .iter()
+        .map(|c| c.previous.as_ref().map(|p| (p.total, p.note.as_deref())))
+        .collect();
+    assert_eq!(
+        before,
+        [
+            None,
+            Some((10, None)),
+            Some((11, None)),
+            Some((11, Some("gift"))),
+            None,
+            Some((12, None)),
+            Some((13, None)),
+            Some((20, None)),
+            Some((21, None)),
+            None,
+        ],
+        "each change's previous value"
+    );
+    assert!(seen.iter().all(|c| c.decode_error.is_none()));
+    use ChangeOp::*;
+    assert_eq!(
+        ops(&seen),
+        [
+            Insert, Replace, Merge, Upsert, Upsert, Replace, Delete, Upsert, Upsert, Upsert
+        ]
+    );
+    let values: Vec<Option<i64>> = seen
+        .iter()
+        .map(|c| c.value.as_ref().map(|p| p.total))
+        .collect();
+    assert_eq!(
+        values,
+        [
+            Some(10),
+            Some(11),
+            None,
+            Some(12),
+            Some(20),
+            Some(13),
+            None,
+            Some(21),
+            Some(22),
+            Some(30)
+        ],
+        "the values written, beside the previous ones"
+    );
+    let plain = t.query().partition("ann").collect().await.expect("query");
+    assert_eq!(plain.len(), 2, "the feed's rows are not read as entities");
+}
+
 fn order(customer: &str, id: u32, total: i64) -> Order {
     Order {
         customer: customer.into(),

@@ -107,8 +107,11 @@ pub(crate) struct Container {
     pub(crate) crate_path: Option<Path>,
     pub(crate) rename_all: Option<RenameRule>,
     pub(crate) wide: bool,
-    /// `changes`: every write records its change (its tokens, for errors).
+    /// `changes`: every write records its change (its tokens, for errors);
+    /// `changes(previous)` with the value before it.
     pub(crate) changes: Option<TokenStream>,
+    /// `changes(previous)`.
+    pub(crate) changes_previous: bool,
     /// `shards = N`: the PartitionKey gets a shard suffix from the RowKey.
     pub(crate) shards: Option<(u32, TokenStream)>,
     /// `buckets = "day"`: one table per hour, day or month.
@@ -353,7 +356,7 @@ struct ContainerParts {
     crate_path: Attr<Path>,
     rename_all: Attr<RenameRule>,
     wide: Attr<()>,
-    changes: Attr<TokenStream>,
+    changes: Attr<(TokenStream, bool)>,
     shards: Attr<(u32, TokenStream)>,
     buckets: Attr<(String, TokenStream)>,
     kind_properties: Attr<(bool, TokenStream)>,
@@ -436,8 +439,22 @@ impl ContainerParts {
                 self.wide.set(cx, path, ());
             }
             CHANGES => {
-                flag(meta, CHANGES)?;
-                self.changes.set(cx, path, path.to_token_stream());
+                let mut previous = false;
+                if meta.input.peek(syn::token::Paren) {
+                    meta.parse_nested_meta(|inner| {
+                        if inner.path.is_ident("previous") {
+                            previous = true;
+                            return Ok(());
+                        }
+                        Err(inner.error(
+                            "`changes(...)` takes `previous`: each change then records the entity's value before it",
+                        ))
+                    })?;
+                } else {
+                    flag(meta, CHANGES)?;
+                }
+                self.changes
+                    .set(cx, path, (path.to_token_stream(), previous));
             }
             SHARDS => {
                 if let Some(v) = parse_u32(cx, meta) {
@@ -531,6 +548,7 @@ impl ContainerParts {
     }
 
     fn finish(self) -> Container {
+        let changes = self.changes.get();
         Container {
             table: self.table.get(),
             kind: self.kind.get(),
@@ -539,7 +557,8 @@ impl ContainerParts {
             crate_path: self.crate_path.get(),
             rename_all: self.rename_all.get(),
             wide: self.wide.get().is_some(),
-            changes: self.changes.get(),
+            changes_previous: changes.as_ref().is_some_and(|(_, previous)| *previous),
+            changes: changes.map(|(tokens, _)| tokens),
             shards: self.shards.get(),
             buckets: self.buckets.get(),
             kind_properties: self.kind_properties.get(),

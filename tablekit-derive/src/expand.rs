@@ -883,7 +883,14 @@ impl Expansion<'_> {
     fn changes_part(&self) -> Option<TokenStream> {
         let tk = &self.tk;
         let attrs = &self.cont.attrs;
-        (attrs.changes.is_some() && attrs.projection_of.is_none()).then(|| quote!(&#tk::ChangeFeed))
+        if attrs.changes.is_none() || attrs.projection_of.is_some() {
+            return None;
+        }
+        Some(if attrs.changes_previous {
+            quote!(&#tk::ChangeFeedWithPrevious)
+        } else {
+            quote!(&#tk::ChangeFeed)
+        })
     }
 
     /// The bucket part: its own for a kind with `buckets`; a projection

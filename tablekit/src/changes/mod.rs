@@ -95,11 +95,16 @@
 //!   say) that every registered consumer has committed; a consumer whose
 //!   checkpoint is behind what was trimmed gets
 //!   [`ChangesTrimmed`](crate::Error::ChangesTrimmed), never a silent gap.
-//! - **Requests:** a write reads its partition's head, then sends one
-//!   transaction with the change row and the head's move beside its own
-//!   rows (a write of a kind without indexes would otherwise be one
-//!   request: with changes it is two). A partition's first change also
-//!   lists the partition in the directory (one request, once).
+//! - **Requests:** a write sends one transaction with its change row and
+//!   the head's move beside its own rows: the same one request as without
+//!   a feed, once the process knows the partition's head (it keeps the
+//!   heads it moved last). The process's first write of a partition reads
+//!   the head first, and so does a write that finds it moved by another
+//!   writer. A partition's first change also lists the partition in the
+//!   directory (one request, once). A transaction whose answer is lost is
+//!   settled by reading its first change row back, which names it: its
+//!   changes are never recorded twice. The [bulk writer](crate::table::BulkWriter)
+//!   writes 49 entities per transaction in each partition.
 //! - **Writers of one partition take turns:** each transaction moves the
 //!   partition's head under its ETag, so two writers of one partition at
 //!   once race, and the loser reads the head again and retries (it gives up
@@ -124,7 +129,20 @@
 //! the partitions it holds, and an instance that stops has its partitions
 //! taken over once its leases run out.
 //!
-//! Not yet: previous values, and a consumer of several kinds at once.
+//! # Previous values
+//!
+//! `#[tablekit(changes(previous))]` makes each change also record the
+//! entity's value before it ([`Change::previous`]): the value replaced,
+//! merged over or deleted; none before an insert. Each write then reads
+//! the entity first and is guarded by the ETag it read (an upsert of a new
+//! entity becomes an insert), so the previous value is exactly the version
+//! the write replaced: a write that races another goes round again. It
+//! costs that read (one request more per write that is not an insert) and
+//! the previous value's room in the change row (where both do not fit, the
+//! previous value is left out first). A move's delete at its old keys, and
+//! a migration's rewrite of rows alone, record no previous value.
+//!
+//! Not yet: a consumer of several kinds at once.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -142,8 +160,8 @@ use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
     CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
-    LEASE_UNTIL, LISTED_PREFIX, OP, REGISTERED_PREFIX, ROW, SEQ, TRIMMED, change_key,
-    is_change_property, listed_key, seq_of_change,
+    LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, REGISTERED_PREFIX, ROW, SEQ, TRIMMED,
+    change_key, is_change_property, listed_key, seq_of_change,
 };
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::Table;
@@ -168,6 +186,26 @@ impl DescriptorPart for ChangeFeed {
             rows: 1,
             changes: true,
             ..WriteNeeds::NONE
+        }
+    }
+}
+
+/// The part of a kind declared with `#[tablekit(changes(previous))]`:
+/// [`ChangeFeed`], and each change also records the entity's value before
+/// it ([`Change::previous`]). The derive adds it.
+#[derive(Debug)]
+pub struct ChangeFeedWithPrevious;
+
+impl DescriptorPart for ChangeFeedWithPrevious {
+    fn bars_partial_writes(&self) -> bool {
+        true
+    }
+
+    /// As [`ChangeFeed`]'s, and the write reads the entity first.
+    fn write_needs(&self) -> WriteNeeds {
+        WriteNeeds {
+            previous: true,
+            ..ChangeFeed.write_needs()
         }
     }
 }
@@ -247,8 +285,17 @@ pub struct Change<T> {
     /// program) is `None` too, and [`decode_error`](Change::decode_error)
     /// says why.
     pub value: Option<T>,
-    /// Why [`value`](Change::value) is `None` though the change recorded
-    /// the whole value.
+    /// The entity's value before the change, for a kind declared with
+    /// `changes(previous)`: `None` where there was none (an insert, an
+    /// upsert of a new entity), where it was not recorded (a kind without
+    /// `previous`; a move's delete, and a migration of rows alone; a value
+    /// too large to record beside the change), and where it does not read
+    /// as `T` ([`decode_error`](Change::decode_error) says why). An
+    /// offloaded value of it may be gone from the blob store: the previous
+    /// value then does not read.
+    pub previous: Option<T>,
+    /// Why [`value`](Change::value) (or [`previous`](Change::previous)) is
+    /// `None` though the change recorded it.
     pub decode_error: Option<String>,
     /// The properties the write sent (for a merge, those it changed), as
     /// stored; empty for a delete, or when they did not fit.
@@ -527,17 +574,32 @@ impl<T: TableEntity> Changes<T> {
             row.properties.get(FULL),
             Some(crate::value::Value::Boolean(false))
         );
+        let mut before = Entity::new(row.partition_key.clone(), row_key.clone());
+        for (name, value) in row.properties.iter() {
+            if let Some(name) = name.strip_prefix(PREVIOUS_PREFIX) {
+                before.properties.insert(name.to_owned(), value.clone());
+            }
+        }
         row.properties.retain(|name, _| !is_change_property(name));
         let committed_at = row.timestamp;
         let mut entity = Entity::new(row.partition_key.clone(), row_key.clone());
         entity.properties = row.properties.clone();
-        let (value, decode_error) = if op.writes_whole_value() && full {
-            match self.value_of(entity).await {
-                Ok(value) => (Some(value), None),
-                Err(e) => (None, Some(e.to_string())),
-            }
+        let mut decode_error = None;
+        let value = if op.writes_whole_value() && full {
+            self.value_of(entity)
+                .await
+                .map_err(|e| decode_error = Some(e.to_string()))
+                .ok()
         } else {
-            (None, None)
+            None
+        };
+        let previous = if before.properties.is_empty() {
+            None
+        } else {
+            self.value_of(before)
+                .await
+                .map_err(|e| decode_error = Some(format!("the previous value: {e}")))
+                .ok()
         };
         Ok(Change {
             id: ChangeId {
@@ -547,6 +609,7 @@ impl<T: TableEntity> Changes<T> {
             op,
             row_key,
             value,
+            previous,
             decode_error,
             properties: row.properties,
             committed_at,

@@ -34,6 +34,12 @@ pub(crate) const ROW: &str = "_ChangeRow";
 /// `false` on a change row whose write's properties did not fit beside it
 /// (the change is recorded without them).
 pub(crate) const FULL: &str = "_ChangeFull";
+/// The start of the name of each property of the entity's previous value
+/// on a change row (a kind with `changes(previous)`).
+pub(crate) const PREVIOUS_PREFIX: &str = "_Prev_";
+/// `false` on a change row whose entity's previous value did not fit
+/// beside it (or was not known).
+pub(crate) const PREVIOUS_FULL: &str = "_ChangePrevFull";
 /// On a change row written by a typed write, the tag of the transaction
 /// that wrote it: a transaction whose answer was lost (or whose head move
 /// was refused after a resend) reads its first change row back and knows
@@ -85,7 +91,7 @@ pub(crate) fn is_change_row(row: &Entity) -> bool {
 
 /// The names of the properties a change row adds to those written.
 pub(crate) fn is_change_property(name: &str) -> bool {
-    matches!(name, OP | ROW | FULL | TAG)
+    matches!(name, OP | ROW | FULL | TAG | PREVIOUS_FULL) || name.starts_with(PREVIOUS_PREFIX)
 }
 
 /// A partition's head as read: the newest change's number, and the ETag

@@ -177,6 +177,7 @@ impl EntityDescriptor {
             needs.blobs |= more.blobs;
             needs.follow_up |= more.follow_up;
             needs.changes |= more.changes;
+            needs.previous |= more.previous;
         }
         needs.planned |= needs.changes;
         needs
@@ -484,6 +485,9 @@ pub struct WriteNeeds {
     /// The write records its change in the entity's partition, in its
     /// transaction (the change feed; implies `planned`).
     pub changes: bool,
+    /// Each change also records the entity's value before it (the
+    /// write reads it first, and is guarded by its ETag).
+    pub previous: bool,
 }
 
 impl WriteNeeds {
@@ -494,6 +498,7 @@ impl WriteNeeds {
         blobs: false,
         follow_up: false,
         changes: false,
+        previous: false,
     };
 
     /// Whether the write is more than one row written on its own.

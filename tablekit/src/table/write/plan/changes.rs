@@ -14,7 +14,8 @@ use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
 use crate::ext::TableBackendExt;
 use crate::pending::changes::{
-    FULL, Head, OP, ROW, TAG, bare_change_row, change_key, head_before_changes, head_move,
+    FULL, Head, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, ROW, TAG, bare_change_row, change_key,
+    head_before_changes, head_move,
 };
 
 /// The change a write records: what it did, and the row it wrote (for a
@@ -40,7 +41,11 @@ pub(super) fn plan(
     for (w, change) in changes {
         seq += 1;
         planned.write = *w;
-        let mut row = change_row(pk, seq, change);
+        let previous = planned
+            .previous
+            .iter()
+            .find_map(|(at, row)| (at == w).then_some(row));
+        let mut row = change_row(pk, seq, change, previous);
         row.properties.insert(TAG, tag);
         planned.push(BatchOperation::Insert(row), Role::Change);
     }
@@ -48,20 +53,36 @@ pub(super) fn plan(
     seq
 }
 
-/// The row of change `seq`: the operation, the entity's RowKey, and the
-/// properties written, when they fit in one row beside them.
-fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>) -> Entity {
+/// The row of change `seq`: the operation, the entity's RowKey, the
+/// properties written and the `previous` row's (each under
+/// [`PREVIOUS_PREFIX`]), when they fit in one row beside them: else
+/// without the previous row's, else without the properties written.
+fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>, previous: Option<&Entity>) -> Entity {
     let mut row = Entity::new(pk, change_key(seq));
     if change.op != "delete" {
         row.properties = change.row.properties.clone();
     }
     row.properties.insert(OP, change.op);
     row.properties.insert(ROW, change.row.row_key.as_str());
+    if let Some(previous) = previous {
+        let mut with = row.clone();
+        for (name, value) in previous.properties.iter() {
+            with.properties
+                .insert(format!("{PREVIOUS_PREFIX}{name}"), value.clone());
+        }
+        if fits(&with) {
+            return with;
+        }
+        row.properties.insert(PREVIOUS_FULL, false);
+    }
     if !fits(&row) {
         // Too large (or too many properties) beside the change's own: the
         // change is recorded without the value.
         let mut bare = bare_change_row(pk, seq, change.op, &change.row.row_key);
         bare.properties.insert(FULL, false);
+        if previous.is_some() {
+            bare.properties.insert(PREVIOUS_FULL, false);
+        }
         return bare;
     }
     row

@@ -286,6 +286,9 @@ pub(in crate::table) struct Planned {
     owners: SmallVec<[(usize, Role); 8]>,
     /// The write adding operations now.
     write: usize,
+    /// The stored rows the writes replace, by write, for a change feed
+    /// that records previous values.
+    previous: Vec<(usize, Entity)>,
 }
 
 impl Planned {
@@ -294,6 +297,7 @@ impl Planned {
             operations: Vec::with_capacity(room),
             owners: SmallVec::with_capacity(room),
             write: 0,
+            previous: Vec::new(),
         }
     }
 

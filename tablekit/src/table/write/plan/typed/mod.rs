@@ -35,6 +35,7 @@ impl<T: TableEntity> Typed<'_, T> {
     /// parts, an entity's index rows.
     fn needs_state() -> bool {
         T::DESCRIPTOR.wide()
+            || T::DESCRIPTOR.write_needs().previous
             || !T::DESCRIPTOR.previous_kinds.is_empty()
             || local_slots::<T>() != 0
             || remote_slots::<T>() != 0
@@ -55,8 +56,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
     }
 
     fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
-        // Indexes kept elsewhere and index entities are read every time.
-        if remote_slots::<T>() != 0 || any_listed::<T>() {
+        // Indexes kept elsewhere and index entities are read every time;
+        // so is the value a change feed records as the previous one.
+        let previous =
+            T::DESCRIPTOR.write_needs().previous && !matches!(self.write, RowWrite::Insert);
+        if remote_slots::<T>() != 0 || any_listed::<T>() || previous {
             return None;
         }
         self.known_base(learned)
@@ -104,6 +108,11 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             let entity: &Entity = &self.entity;
             out.push(self.write.operation(entity.clone()), Role::Row);
             return Ok(false);
+        }
+        if let Some(current) = &state.current
+            && T::DESCRIPTOR.write_needs().previous
+        {
+            out.previous.push((out.write, current.entity.clone()));
         }
         let State {
             current,

@@ -142,6 +142,8 @@ impl<T: TableEntity> Typed<'_, T> {
                     RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
                         | RowWrite::Delete(IfMatch::ETag(_))
                 ));
+        // The value a change feed records as the previous one is read.
+        let use_known = use_known && !T::DESCRIPTOR.write_needs().previous;
         match (&self.write, &self.known) {
             (RowWrite::Insert, _) => Some(State::none(None)),
             (
