@@ -849,6 +849,98 @@ pub async fn consumer_instances_share_partitions_by_lease(backend: Arc<dyn Table
     );
 }
 
+/// Two instances of one consumer share six partitions while a writer adds
+/// changes; one is killed (its future dropped in the middle of a poll, at
+/// a random point) and never comes back. Within one lease period of its
+/// last poll, the other holds every partition, and between them the two
+/// delivered every change, each partition's in order.
+pub async fn a_killed_instance_is_taken_over_within_a_lease(backend: Arc<dyn TableBackend>) {
+    use std::time::Duration;
+    use tablekit::clock::Clock as _;
+    let name = fresh_table(&*backend, "chgkill").await;
+    let clock = tablekit::clock::ManualClock::new();
+    let t: Table<Order> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    let partitions: Vec<String> = (0..6).map(|p| format!("p{p}")).collect();
+    let lease = Duration::from_secs(30);
+    let mut rng = fastrand::Rng::with_seed(0x1EA5E);
+    // `a` reads through a layer that yields at every call, so that its
+    // future can be dropped between any two of them.
+    let yielding = FaultInjection::new(Arc::clone(&backend));
+    yielding.handle().set_yields(true);
+    let ta: Table<Order> =
+        Table::from_arc(Arc::new(yielding), &name).with_clock(Arc::new(clock.clone()));
+    let instance = |t: &Table<Order>, name: &str| {
+        t.changes()
+            .consumer("shared")
+            .expect("consumer")
+            .leased(name, lease)
+    };
+    let (a, b) = (instance(&ta, "a"), instance(&t, "b"));
+    let mut delivered: Vec<Change<Order>> = Vec::new();
+    let mut id = 0;
+    let mut killed_at = None;
+    for step in 0..60 {
+        id += 1;
+        let pk = &partitions[rng.usize(..partitions.len())];
+        t.insert(&order(pk, id, 0)).await.expect("insert");
+        clock.advance(Duration::from_secs(2));
+        let alive_a = killed_at.is_none();
+        let who = if alive_a && rng.bool() { &a } else { &b };
+        if step == 30 {
+            // `a` dies in the middle of a poll, and is never seen again.
+            let polls = rng.usize(1..20);
+            let done = drop_after_polls(polls, a.poll(100)).await;
+            assert!(done.is_none(), "killed before its poll finished");
+            killed_at = Some(clock.now());
+            continue;
+        }
+        let batch = who.poll(100).await.expect("poll");
+        delivered.extend(batch.changes.iter().cloned());
+        who.commit(&batch).await.expect("commit");
+    }
+    // One lease period after the kill, the survivor holds everything.
+    let killed_at = killed_at.expect("a was killed");
+    let until = killed_at
+        .checked_add(lease + Duration::from_secs(1))
+        .expect("a time");
+    while clock.now() < until {
+        clock.advance(Duration::from_secs(5));
+        let batch = b.poll(100).await.expect("poll");
+        delivered.extend(batch.changes.iter().cloned());
+        b.commit(&batch).await.expect("commit");
+    }
+    let mut held = b.held();
+    held.sort();
+    assert_eq!(held, partitions, "the survivor holds every partition");
+    loop {
+        let batch = b.poll(100).await.expect("poll");
+        if batch.is_empty() {
+            break;
+        }
+        delivered.extend(batch.changes.iter().cloned());
+        b.commit(&batch).await.expect("commit");
+    }
+    for pk in &partitions {
+        let feed: Vec<u64> = changes(&t, pk).await.iter().map(|c| c.id.seq).collect();
+        let mut got: Vec<u64> = delivered
+            .iter()
+            .filter(|c| c.id.partition_key == *pk)
+            .map(|c| c.id.seq)
+            .collect();
+        // Each change first delivered after every one before it (a repeat
+        // may come where the partition changed hands).
+        got.dedup();
+        let mut firsts = Vec::new();
+        for seq in got {
+            if !firsts.contains(&seq) {
+                firsts.push(seq);
+            }
+        }
+        assert_eq!(firsts, feed, "partition {pk}: every change, in order");
+    }
+}
+
 /// The requests a write with a change feed makes: its partition's first
 /// change reads the head and lists the partition; later writes of this
 /// process send their transaction alone.
