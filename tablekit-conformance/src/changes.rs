@@ -783,6 +783,26 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
         }) => {}
         other => panic!("a gap in the numbers: {other:?}"),
     }
+
+    // A registered consumer that stopped for good holds changes back up
+    // to a limit only: past it they go, and it is told.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let held = feed.trim(Duration::ZERO).await.expect("trim");
+    assert_eq!(held.removed, 0, "`gap` has not committed change 6");
+    let limited = feed
+        .trim_with_limit(Duration::ZERO, Some(Duration::ZERO))
+        .await
+        .expect("trim");
+    assert_eq!(limited.removed, 1, "older than the limit: trimmed");
+    assert!(changes(&t, "ann").await.is_empty());
+    match gap.poll(100).await {
+        Err(Error::ChangesTrimmed {
+            checkpoint: 4,
+            trimmed: 6,
+            ..
+        }) => {}
+        other => panic!("a consumer past the limit: {other:?}"),
+    }
 }
 
 /// Two instances of one consumer split its partitions by lease; when one

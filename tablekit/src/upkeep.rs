@@ -96,6 +96,12 @@ pub struct UpkeepConfig {
     /// registered consumer has committed are trimmed
     /// ([`Changes::trim`](crate::changes::Changes::trim)).
     pub change_retention: Duration,
+    /// How long a registered consumer that has not committed them holds
+    /// changes back: older ones are trimmed all the same, and the consumer
+    /// is told by its next poll
+    /// ([`Changes::trim_with_limit`](crate::changes::Changes::trim_with_limit)).
+    /// `None` (the default): as long as it stays registered.
+    pub change_limit: Option<Duration>,
 }
 
 impl Default for UpkeepConfig {
@@ -110,6 +116,7 @@ impl Default for UpkeepConfig {
             blob_grace: Duration::from_secs(3600),
             worker: WorkerConfig::default(),
             change_retention: Duration::from_secs(24 * 3600),
+            change_limit: None,
         }
     }
 }
@@ -154,6 +161,14 @@ impl UpkeepConfig {
     #[must_use]
     pub fn change_retention(mut self, retention: Duration) -> UpkeepConfig {
         self.change_retention = retention;
+        self
+    }
+
+    /// Sets how long a registered consumer may hold changes back (see
+    /// [`change_limit`](UpkeepConfig::change_limit)).
+    #[must_use]
+    pub fn change_limit(mut self, limit: Option<Duration>) -> UpkeepConfig {
+        self.change_limit = limit;
         self
     }
 }
@@ -211,7 +226,8 @@ type BlobSweep = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<usize>> + Sen
 
 /// A trim of one kind's change feed, given the retention; how many changes
 /// it deleted.
-type Trim = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
+type Trim =
+    Arc<dyn Fn(Duration, Option<Duration>) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
 
 /// One table the upkeep looks after.
 #[derive(Clone)]
@@ -311,9 +327,13 @@ impl Upkeep {
             };
         let trims: Vec<(std::any::TypeId, Trim)> = if T::DESCRIPTOR.write_needs().changes {
             let table = table.clone();
-            let trim: Trim = Arc::new(move |retention: Duration| {
+            let trim: Trim = Arc::new(move |retention: Duration, limit: Option<Duration>| {
                 let table = table.clone();
-                async move { Ok(table.changes().trim(retention).await?.removed) }.boxed()
+                async move {
+                    let report = table.changes().trim_with_limit(retention, limit).await?;
+                    Ok(report.removed)
+                }
+                .boxed()
             });
             vec![(std::any::TypeId::of::<T>(), trim)]
         } else {
@@ -495,7 +515,7 @@ impl Upkeep {
                 }
             }
             for (_, trim) in &watched.trims {
-                match trim(self.config.change_retention).await {
+                match trim(self.config.change_retention, self.config.change_limit).await {
                     Ok(trimmed) => report.changes_trimmed += trimmed,
                     Err(error) => report
                         .failures

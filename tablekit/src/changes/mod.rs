@@ -123,6 +123,11 @@
 //! The [upkeep](crate::upkeep) trims the feed of every kind it watches,
 //! keeping a day of changes by default
 //! ([`UpkeepConfig::change_retention`](crate::upkeep::UpkeepConfig::change_retention)).
+//! A registered consumer that stopped for good holds its changes back
+//! until it is [unregistered](Consumer::unregister), or, with
+//! [`UpkeepConfig::change_limit`](crate::upkeep::UpkeepConfig::change_limit),
+//! until they are older than the limit: they are trimmed then, and its next
+//! poll says so.
 //!
 //! Several instances of one consumer (processes of one service, say)
 //! share its partitions through leases ([`Consumer::leased`]): each reads
@@ -399,7 +404,24 @@ impl<T: TableEntity> Changes<T> {
     /// consumers), then per partition with changes to trim a range query,
     /// the directory row's update, and one transaction per 100 changes.
     pub async fn trim(&self, window: Duration) -> Result<TrimReport> {
-        let cutoff = self.table.clock.now().checked_sub(window).ok();
+        self.trim_with_limit(window, None).await
+    }
+
+    /// [`trim`](Changes::trim), and with a `limit` also the changes older
+    /// than it that a registered consumer has not committed: a consumer
+    /// that stopped for good (and was never
+    /// [unregistered](Consumer::unregister)) then holds the feed back no
+    /// longer than `limit`. A consumer behind what was trimmed gets
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed) from its next poll. A
+    /// `limit` shorter than `window` counts as `window`.
+    pub async fn trim_with_limit(
+        &self,
+        window: Duration,
+        limit: Option<Duration>,
+    ) -> Result<TrimReport> {
+        let now = self.table.clock.now();
+        let cutoff = now.checked_sub(window).ok();
+        let hard = limit.and_then(|limit| now.checked_sub(limit.max(window)).ok());
         let registered: Vec<String> = self
             .directory(REGISTERED_PREFIX)
             .await?
@@ -430,28 +452,30 @@ impl<T: TableEntity> Changes<T> {
                 })
                 .min()
                 .unwrap_or(u64::MAX);
-            if passed <= listed.trimmed {
+            if passed <= listed.trimmed && hard.is_none() {
                 continue;
             }
-            let removed = self.trim_partition(&listed, passed, cutoff).await?;
+            let removed = self.trim_partition(&listed, passed, cutoff, hard).await?;
             report.partitions += usize::from(removed > 0);
             report.removed += removed;
         }
         Ok(report)
     }
 
-    /// Trims the changes of one partition after those trimmed already, up
-    /// to `passed`, committed before `cutoff`; how many.
+    /// Trims the changes of one partition after those trimmed already,
+    /// committed before `cutoff`: up to `passed`, or any committed before
+    /// `hard`; how many.
     async fn trim_partition(
         &self,
         listed: &Listed,
         passed: u64,
         cutoff: Option<DateTime>,
+        hard: Option<DateTime>,
     ) -> Result<usize> {
         let pk = &listed.partition_key;
-        let end = match passed {
-            u64::MAX => Filter::row_key().lt(CHANGE_END),
-            passed => Filter::row_key().le(change_key(passed)),
+        let end = match (passed, hard) {
+            (u64::MAX, _) | (_, Some(_)) => Filter::row_key().lt(CHANGE_END),
+            (passed, None) => Filter::row_key().le(change_key(passed)),
         };
         let filter = Filter::partition_key()
             .eq(pk.as_str())
@@ -461,13 +485,18 @@ impl<T: TableEntity> Changes<T> {
         let backend = self.table.backend();
         let rows: Vec<Entity> = backend.query_all(self.table.name(), query).await?;
         // Oldest first: the changes up to the first one too young.
+        let before = |at: Option<DateTime>, time: Option<DateTime>| match (at, time) {
+            (Some(at), Some(time)) => at < time,
+            _ => false,
+        };
         let old: Vec<u64> = rows
             .iter()
-            .take_while(|row| match (row.timestamp, cutoff) {
-                (Some(at), Some(cutoff)) => at < cutoff,
-                _ => false,
+            .map(|row| (row, seq_of_change(&row.row_key)))
+            .take_while(|(row, seq)| {
+                let committed = seq.is_some_and(|seq| seq <= passed);
+                before(row.timestamp, cutoff) && (committed || before(row.timestamp, hard))
             })
-            .filter_map(|row| seq_of_change(&row.row_key))
+            .filter_map(|(_, seq)| seq)
             .collect();
         let Some(&last) = old.last() else {
             return Ok(0);
