@@ -65,28 +65,14 @@ fn fed(pk: &str, rk: u32) -> Fed {
 /// Requests per typed insert and per get + replace, without a feed and
 /// with one, over `n` writes into one partition (after its first); printed.
 pub async fn requests_per_write(backend: Arc<dyn TableBackend>, table: &str, n: u32) {
-    use tablekit::layer::{FaultInjection, Operation};
+    use tablekit::layer::FaultInjection;
     let counted = FaultInjection::new(backend);
     let calls = counted.handle();
     let without: Table<Plain> = Table::from_arc(Arc::new(counted), table);
     let with: Table<Fed> = without.of();
     without.create_if_missing().await.expect("the table");
     with.insert(&fed("q", u32::MAX)).await.expect("the first");
-    let total = || -> usize {
-        use Operation::*;
-        [
-            GetEntity,
-            QueryEntities,
-            InsertEntity,
-            UpdateEntity,
-            UpsertEntity,
-            DeleteEntity,
-            SubmitTransaction,
-        ]
-        .iter()
-        .map(|op| calls.calls(*op))
-        .sum()
-    };
+    let total = || crate::indexes::handle_calls(&calls);
     let mut figures = Vec::new();
     for feed in [false, true] {
         let before = total();

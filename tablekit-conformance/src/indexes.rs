@@ -1038,8 +1038,8 @@ pub async fn index_model_runs_of<M: ModelStaff>(
     outcomes
 }
 
-/// How many calls the fault layer saw.
-fn handle_calls(handle: &tablekit::layer::FaultHandle) -> usize {
+/// How many table requests the fault layer saw.
+pub(crate) fn handle_calls(handle: &tablekit::layer::FaultHandle) -> usize {
     use tablekit::layer::Operation::*;
     [
         GetEntity,

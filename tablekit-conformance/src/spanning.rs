@@ -806,21 +806,7 @@ pub async fn outbox_drain(
         };
         table.insert(&mover).await.expect("insert");
     }
-    let requests = |faults: &tablekit::layer::FaultHandle| -> usize {
-        use Operation::*;
-        [
-            GetEntity,
-            QueryEntities,
-            InsertEntity,
-            UpdateEntity,
-            UpsertEntity,
-            DeleteEntity,
-            SubmitTransaction,
-        ]
-        .iter()
-        .map(|op| faults.calls(*op))
-        .sum()
-    };
+    let requests = crate::indexes::handle_calls;
     let move_one = |id: u32| {
         let table = table.clone();
         async move {

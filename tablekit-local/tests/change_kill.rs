@@ -22,6 +22,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "support/libtest.rs"]
+mod support;
+
 use tablekit::TableBackend;
 use tablekit::changes::{ChangeId, ChangeOp};
 use tablekit::table::Table;
@@ -210,10 +213,7 @@ impl Reports {
 fn parent(kills: u32) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let mut reports = Reports::default();
     let mut rng = fastrand::Rng::with_seed(0xC4A6);
     for round in 0..kills {
@@ -277,32 +277,9 @@ fn main() {
         runtime.block_on(child(Path::new(&dir), run));
         return;
     }
-    // Enough of libtest's interface for `cargo test` filters and nextest.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let name = "kills_lose_no_change";
-    if args.iter().any(|a| a == "--list") {
-        if !args.iter().any(|a| a == "--ignored") {
-            println!("{name}: test");
-        }
-        return;
-    }
-    if args
-        .iter()
-        .filter(|a| !a.starts_with('-'))
-        .any(|filter| !name.contains(filter.as_str()))
-    {
-        println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
-        return;
-    }
     let kills = std::env::var("TABLEKIT_CHANGE_KILLS")
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(30);
-    let started = std::time::Instant::now();
-    parent(kills);
-    println!(
-        "test {name} ... ok ({:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
-    println!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+    support::run_test("kills_lose_no_change", || parent(kills));
 }

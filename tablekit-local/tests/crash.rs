@@ -28,6 +28,9 @@ use tablekit::{
 };
 use tablekit_local::LocalStorage;
 
+#[path = "support/libtest.rs"]
+mod support;
+
 const CHILD: &str = "TABLEKIT_CRASH_CHILD";
 /// The child that only tries to open a store another process holds.
 const PROBE: &str = "TABLEKIT_CRASH_PROBE";
@@ -265,10 +268,7 @@ async fn verify(dir: &Path, ack: &Acknowledged, round: u32) {
 fn parent(kills: u32) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let mut ack = Acknowledged::default();
     let mut rng = fastrand::Rng::with_seed(0xC4A5);
     for round in 0..kills {
@@ -305,10 +305,7 @@ fn parent(kills: u32) {
 /// the store is whole afterwards.
 fn a_second_process_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::runtime();
     let store = LocalStorage::open(dir.path()).unwrap();
     runtime.block_on(store.create_table(TABLE)).unwrap();
     let out = Command::new(std::env::current_exe().unwrap())
@@ -341,39 +338,16 @@ fn main() {
     }
     if let Some(dir) = std::env::var_os(CHILD) {
         let run = std::env::var(RUN).unwrap().parse().unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = support::runtime();
         runtime.block_on(child(Path::new(&dir), run));
-        return;
-    }
-    // Enough of libtest's interface for `cargo test` filters and nextest.
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        if !args.iter().any(|a| a == "--ignored") {
-            println!("kills_lose_nothing_acknowledged: test");
-        }
-        return;
-    }
-    if args
-        .iter()
-        .filter(|a| !a.starts_with('-'))
-        .any(|filter| !"kills_lose_nothing_acknowledged".contains(filter.as_str()))
-    {
-        println!("test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 1 filtered out");
         return;
     }
     let kills = std::env::var("TABLEKIT_CRASH_KILLS")
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(200);
-    let started = std::time::Instant::now();
-    a_second_process_is_refused();
-    parent(kills);
-    println!(
-        "test kills_lose_nothing_acknowledged ... ok ({:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
-    println!("test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+    support::run_test("kills_lose_nothing_acknowledged", || {
+        a_second_process_is_refused();
+        parent(kills);
+    });
 }

@@ -43,7 +43,14 @@ const LEASE: Duration = Duration::from_secs(30);
 /// How long the projector waits after a poll that found nothing.
 const IDLE: Duration = Duration::from_millis(500);
 
-/// The projector of the name search: see the [module docs](self).
+/// The projector of the name search
+/// (`GET /tenants/{tenant}/customers/by-name/{prefix}`): a consumer of the
+/// customers' change feed that keeps a [`NameEntry`] per customer (and a
+/// [`NamePointer`] to it) in the tenant's partition, committing its
+/// checkpoint after. No write path knows it: a customer write that commits
+/// reaches the search even if the service stops right after it; the search
+/// lags by a poll; a change applied twice (the projector stopped before its
+/// commit) is harmless. Instances share the tenants by leases.
 pub struct NameSearch {
     customers: Table<Customer>,
     consumer: Consumer<Customer>,
