@@ -43,6 +43,18 @@ impl BulkReport {
     pub fn is_complete(&self) -> bool {
         self.failures.is_empty()
     }
+
+    /// Counts item `index`, written alone in a batch of its own.
+    fn one(&mut self, index: usize, result: Result<(), Error>) {
+        self.batches += 1;
+        match result {
+            Ok(()) => self.written += 1,
+            Err(error) => self.failures.push(BulkFailure {
+                index,
+                error: Arc::new(error),
+            }),
+        }
+    }
 }
 
 /// What the writer does with each item.
@@ -242,14 +254,7 @@ impl<T: TableEntity> BulkWriter<T> {
             .await;
         let mut report = BulkReport::default();
         for (index, result) in results {
-            report.batches += 1;
-            match result {
-                Ok(()) => report.written += 1,
-                Err(error) => report.failures.push(BulkFailure {
-                    index,
-                    error: Arc::new(error),
-                }),
-            }
+            report.one(index, result);
         }
         report.failures.sort_by_key(|f| f.index);
         report
@@ -330,14 +335,7 @@ async fn write_planned_chunk<T: TableEntity>(
     }
     for &index in chunk {
         let (index, result) = write_one(table, index, &items[index], mode).await;
-        report.batches += 1;
-        match result {
-            Ok(()) => report.written += 1,
-            Err(error) => report.failures.push(BulkFailure {
-                index,
-                error: Arc::new(error),
-            }),
-        }
+        report.one(index, result);
     }
     report
 }
