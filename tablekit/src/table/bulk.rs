@@ -199,7 +199,11 @@ impl<T: TableEntity> BulkWriter<T> {
             changes: true,
             ..WriteNeeds::NONE
         };
-        if needs == feed_only && mode != Mode::Delete {
+        let with_previous = WriteNeeds {
+            previous: true,
+            ..feed_only
+        };
+        if (needs == feed_only || needs == with_previous) && mode != Mode::Delete {
             return self.run_planned(items, mode).await;
         }
         if needs.any() {
