@@ -18,7 +18,9 @@
 //! and `kind_replace` (a type with a kind), `changes_insert` and
 //! `changes_replace` (the same type with a change feed), `consume` (a
 //! consumer reading and committing the changes of `n` inserts, 100 a
-//! poll). Instructions per
+//! poll), `feed_rows` (the three rows a typed insert with a change feed
+//! sends, as one transaction straight to the backend: the floor of any
+//! such write). Instructions per
 //! call are the collected total over the count. Without valgrind it simply
 //! runs.
 
@@ -275,6 +277,37 @@ fn measured(
                     let mut loaded = logged.get("p", i).await.unwrap().unwrap();
                     loaded.count += 1;
                     black_box(logged.replace(&mut loaded).await.unwrap());
+                }
+            }
+            "feed_rows" => {
+                // The rows a typed insert with a change feed sends, as one
+                // transaction straight to the backend: the entity's row,
+                // its change row (the same properties and three more) and
+                // the partition's head. No feed write can cost less.
+                for i in 0..n {
+                    let entity = tablekit::schema::to_entity(&item_of!(Logged, i)).unwrap();
+                    let mut change = entity.clone();
+                    change.row_key = format!("~tk|change|{:016x}", i + 1);
+                    change.properties.insert("_ChangeOp", "insert");
+                    change
+                        .properties
+                        .insert("_ChangeRow", entity.row_key.as_str());
+                    change.properties.insert("_ChangeTag", "0123456789abcdef");
+                    let head = Entity::new("p", "~tk|changes").with("_ChangeSeq", i64::from(i) + 1);
+                    let operations = [
+                        tablekit::BatchOperation::Insert(entity),
+                        tablekit::BatchOperation::Insert(change),
+                        tablekit::BatchOperation::Upsert {
+                            entity: head,
+                            mode: tablekit::UpdateMode::Replace,
+                        },
+                    ];
+                    black_box(
+                        backend
+                            .submit_transaction("Logged", &operations)
+                            .await
+                            .unwrap(),
+                    );
                 }
             }
             "consume" => {
