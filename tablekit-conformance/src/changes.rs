@@ -9,7 +9,7 @@ use tablekit::backend::TableBackend;
 use tablekit::changes::{Change, ChangeOp};
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
 use tablekit::table::Table;
-use tablekit::{Error, InvalidInput, TableEntity};
+use tablekit::{Error, IfMatch, InvalidInput, TableEntity};
 
 use super::{drop_after_polls, fresh_table};
 
@@ -209,6 +209,109 @@ pub async fn previous_values_ride_with_their_changes(backend: Arc<dyn TableBacke
     );
     let plain = t.query().partition("ann").collect().await.expect("query");
     assert_eq!(plain.len(), 2, "the feed's rows are not read as entities");
+}
+
+/// A wide entity whose kind records its changes, and their previous
+/// values.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "WIDE", wide, changes(previous))]
+struct Readings {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(row_key)]
+    year: u16,
+    #[tablekit(series)]
+    daily: Vec<u32>,
+}
+
+/// A document whose body lives in the blob store, and whose kind records
+/// its changes.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "FDOC", changes)]
+struct Filed {
+    #[tablekit(partition_key)]
+    folder: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(blob)]
+    body: Vec<u8>,
+}
+
+/// Wide entities and offloaded values record their changes like any
+/// other: a wide entity's change holds its value when it fits in one row
+/// beside the change (else it is recorded without it, and says so), and
+/// an offloaded value is read back from the blob store while its blob is
+/// there.
+pub async fn wide_and_offloaded_kinds_record_their_changes(
+    backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn tablekit::blob::BlobStore>,
+) {
+    use ChangeOp::*;
+    let name = fresh_table(&*backend, "chgwide").await;
+    let wide: Table<Readings> = Table::from_arc(Arc::clone(&backend), &name);
+    let readings = |count: u32, seed: u32| Readings {
+        site: "s".into(),
+        year: 2026,
+        daily: (0..count).map(|d| d * 7 + seed).collect(),
+    };
+    wide.insert(&readings(20, 0)).await.expect("insert");
+    // Over 255 properties: several rows.
+    wide.upsert(&readings(600, 1)).await.expect("upsert wide");
+    let element = Readings::columns().daily.at(4);
+    wide.merge_element("s", 2026u16, &element, &999, &IfMatch::Any)
+        .await
+        .expect("merge one element");
+    wide.upsert(&readings(30, 2)).await.expect("upsert narrow");
+    wide.delete_unconditionally("s", 2026u16)
+        .await
+        .expect("delete");
+    let seen = changes(&wide, "s").await;
+    assert_numbered(&seen, "a wide entity's writes");
+    assert_eq!(ops(&seen), [Insert, Upsert, Merge, Upsert, Delete]);
+    assert_eq!(seen[0].value, Some(readings(20, 0)));
+    assert!(
+        seen[1].value.is_none() && seen[1].properties.is_empty(),
+        "too wide to ride beside its change: recorded without it"
+    );
+    assert_eq!(
+        seen[2].properties.len(),
+        1,
+        "a merged element records that element"
+    );
+    assert_eq!(seen[3].value, Some(readings(30, 2)));
+    assert_eq!(seen[4].previous, Some(readings(30, 2)));
+    assert!(seen.iter().all(|c| c.decode_error.is_none()));
+    let all = wide.query().partition("s").collect().await.expect("query");
+    assert!(all.is_empty(), "the feed's rows are not read as entities");
+
+    let container = crate::unique_table("c").to_ascii_lowercase();
+    blobs
+        .create_container(&container)
+        .await
+        .expect("create container");
+    let filed: Table<Filed> = Table::from_arc(Arc::clone(&backend), &name)
+        .with_blob_store(Arc::clone(&blobs), &container);
+    let doc = |seed: u8| Filed {
+        folder: "f".into(),
+        id: 1,
+        body: vec![seed; 100_000],
+    };
+    filed.insert(&doc(1)).await.expect("insert");
+    let first = changes(&filed, "f").await;
+    assert_eq!(first[0].value, Some(doc(1)), "read back from its blob");
+    filed.upsert(&doc(2)).await.expect("upsert");
+    let seen = changes(&filed, "f").await;
+    // An upsert of an offloaded value replaces the version it read (so its
+    // old blobs can go): its change says so.
+    assert_eq!(ops(&seen), [Insert, Replace]);
+    assert_eq!(seen[1].value, Some(doc(2)));
+    // The first version's blob goes once the second commits: its change
+    // says why it holds no value.
+    assert!(
+        seen[0].value.is_none() && seen[0].decode_error.is_some(),
+        "{:?}",
+        seen[0].decode_error
+    );
 }
 
 fn order(customer: &str, id: u32, total: i64) -> Order {

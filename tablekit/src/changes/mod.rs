@@ -288,7 +288,9 @@ pub struct Change<T> {
     /// for a merge or a delete, and for a value too large to record beside
     /// the change. A value that does not read as `T` (a row of a newer
     /// program) is `None` too, and [`decode_error`](Change::decode_error)
-    /// says why.
+    /// says why; so is a value with an offloaded field whose blob a later
+    /// write of the entity has replaced (a change row holds the blob's
+    /// name, not its bytes).
     pub value: Option<T>,
     /// The entity's value before the change, for a kind declared with
     /// `changes(previous)`: `None` where there was none (an insert, an
