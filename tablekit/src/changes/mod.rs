@@ -277,7 +277,11 @@ impl fmt::Display for ChangeId {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Change<T> {
-    /// Where the change lies; unique in the table.
+    /// Where the change lies; unique in the table. Its number is also the
+    /// entity's version: of two changes of one entity, the one with the
+    /// higher number committed later. (The entity's ETag after the change
+    /// is not recorded: the store sets it at commit, and only the service
+    /// gives every row of a transaction the same one.)
     pub id: ChangeId,
     /// What the change did.
     pub op: ChangeOp,
