@@ -972,6 +972,61 @@ pub async fn consumer_instances_share_partitions_by_lease(backend: Arc<dyn Table
     );
 }
 
+/// A trim dropped after its k-th poll, for every k, leaves no change row
+/// behind for good: the next trim deletes what it marked and did not get
+/// to, and a consumer behind the mark is told.
+pub async fn a_trim_dropped_half_way_is_finished_by_the_next(backend: Arc<dyn TableBackend>) {
+    use std::time::Duration;
+    use tablekit::TableBackendExt as _;
+    for k in 1.. {
+        assert!(k < 200, "the trim never completes");
+        // A table of its own each time: the trim sees one partition.
+        let name = fresh_table(&*backend, "chgtrimdrop").await;
+        let yielding = FaultInjection::new(Arc::clone(&backend));
+        yielding.handle().set_yields(true);
+        let t: Table<Order> = Table::from_arc(Arc::new(yielding), &name);
+        let plain: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+        let pk = "p".to_owned();
+        for id in 0..3 {
+            t.insert(&order(&pk, id, 0)).await.expect("insert");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let done = drop_after_polls(k, t.changes().trim(Duration::ZERO))
+            .await
+            .is_some();
+        plain
+            .changes()
+            .trim(Duration::ZERO)
+            .await
+            .expect("the next trim");
+        let left = backend
+            .query_all(
+                &name,
+                tablekit::Query::new().filter(
+                    tablekit::filter::Filter::partition_key()
+                        .eq(pk.as_str())
+                        .and(tablekit::filter::Filter::row_key().ge("~tk|change|"))
+                        .and(tablekit::filter::Filter::row_key().lt("~tk|change}")),
+                ),
+            )
+            .await
+            .expect("query");
+        assert!(
+            left.is_empty(),
+            "trim dropped after poll {k}: {left:?} left"
+        );
+        let late = plain.changes().consumer("late").expect("consumer");
+        match late.poll(100).await {
+            Err(Error::ChangesTrimmed { trimmed: 3, .. }) => {}
+            other => panic!("trim dropped after poll {k}: {other:?}"),
+        }
+        backend.delete_table(&name).await.expect("delete table");
+        if done {
+            break;
+        }
+    }
+}
+
 /// Two instances of one consumer share six partitions while a writer adds
 /// changes; one is killed (its future dropped in the middle of a poll, at
 /// a random point) and never comes back. Within one lease period of its

@@ -164,7 +164,7 @@ use crate::error::{Error, InvalidInput, Result};
 use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
-    CHANGE_END, CHECKPOINT_PREFIX, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
+    CHANGE_END, CHECKPOINT_PREFIX, CLEARED, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
     LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, REGISTERED_PREFIX, ROW, SEQ, TRIMMED,
     change_key, is_change_property, listed_key, seq_of_change,
 };
@@ -389,9 +389,11 @@ impl<T: TableEntity> Changes<T> {
             .filter_map(|row| {
                 let partition_key = row.row_key.strip_prefix(LISTED_PREFIX)?.to_owned();
                 let trimmed = number(&row, TRIMMED);
+                let cleared = number(&row, CLEARED);
                 Some(Listed {
                     partition_key,
                     trimmed,
+                    cleared,
                 })
             })
             .collect())
@@ -458,7 +460,9 @@ impl<T: TableEntity> Changes<T> {
                 })
                 .min()
                 .unwrap_or(u64::MAX);
-            if passed <= listed.trimmed && hard.is_none() {
+            // (A trim that stopped half way left rows up to its mark: this
+            // one deletes them.)
+            if passed <= listed.trimmed && listed.cleared >= listed.trimmed && hard.is_none() {
                 continue;
             }
             let removed = self.trim_partition(&listed, passed, cutoff, hard).await?;
@@ -468,9 +472,9 @@ impl<T: TableEntity> Changes<T> {
         Ok(report)
     }
 
-    /// Trims the changes of one partition after those trimmed already,
-    /// committed before `cutoff`: up to `passed`, or any committed before
-    /// `hard`; how many.
+    /// Trims the changes of one partition after those deleted already:
+    /// those up to its mark, then those committed before `cutoff` up to
+    /// `passed`, or any committed before `hard`; how many.
     async fn trim_partition(
         &self,
         listed: &Listed,
@@ -485,7 +489,7 @@ impl<T: TableEntity> Changes<T> {
         };
         let filter = Filter::partition_key()
             .eq(pk.as_str())
-            .and(Filter::row_key().gt(change_key(listed.trimmed)))
+            .and(Filter::row_key().gt(change_key(listed.cleared)))
             .and(end);
         let query = Query::new().filter(filter).select([OP, "Timestamp"]);
         let backend = self.table.backend();
@@ -499,17 +503,20 @@ impl<T: TableEntity> Changes<T> {
             .iter()
             .map(|row| (row, seq_of_change(&row.row_key)))
             .take_while(|(row, seq)| {
+                let marked = seq.is_some_and(|seq| seq <= listed.trimmed);
                 let committed = seq.is_some_and(|seq| seq <= passed);
-                before(row.timestamp, cutoff) && (committed || before(row.timestamp, hard))
+                marked
+                    || (before(row.timestamp, cutoff) && (committed || before(row.timestamp, hard)))
             })
             .filter_map(|(_, seq)| seq)
             .collect();
         let Some(&last) = old.last() else {
             return Ok(0);
         };
-        // Said first, deleted after: a consumer behind is told, even if
-        // this stops half way.
-        self.mark_trimmed(pk, last).await?;
+        // Said first, deleted after, then the deletes said done: a consumer
+        // behind is told, and a trim that stops half way leaves its rows to
+        // the next one.
+        self.mark_trimmed(pk, TRIMMED, last).await?;
         for chunk in old.chunks(100) {
             let operations: Vec<crate::backend::BatchOperation> = chunk
                 .iter()
@@ -541,13 +548,15 @@ impl<T: TableEntity> Changes<T> {
                 Err(e) => return Err(e),
             }
         }
+        self.mark_trimmed(pk, CLEARED, last).await?;
         Ok(old.len())
     }
 
     /// Records on the partition's directory row that changes up to `seq`
-    /// are trimmed (never lowering what is there).
-    async fn mark_trimmed(&self, pk: &str, seq: u64) -> Result<()> {
-        raise(&self.table, &listed_key(pk), TRIMMED, seq, || {
+    /// are trimmed ([`TRIMMED`]) or deleted ([`CLEARED`]), never lowering
+    /// what is there.
+    async fn mark_trimmed(&self, pk: &str, mark: &'static str, seq: u64) -> Result<()> {
+        raise(&self.table, &listed_key(pk), mark, seq, || {
             format!("the change feed's directory row of partition {pk:?}")
         })
         .await
@@ -663,6 +672,9 @@ struct Listed {
     partition_key: String,
     /// The last change number trimmed; 0 for none.
     trimmed: u64,
+    /// The last change number up to which every change row is deleted
+    /// (below `trimmed` after a trim that stopped half way).
+    cleared: u64,
 }
 
 /// What [`Changes::trim`] did.

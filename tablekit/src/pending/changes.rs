@@ -56,6 +56,10 @@ pub(crate) const CHECKPOINT_PREFIX: &str = "c|";
 pub(crate) const REGISTERED_PREFIX: &str = "r|";
 /// The last change number trimmed from a partition, on its directory row.
 pub(crate) const TRIMMED: &str = "_ChangeTrimmed";
+/// The last change number up to which every change row of a partition is
+/// deleted, on its directory row: below [`TRIMMED`] while a trim is under
+/// way, or after one stopped half way (the next deletes the rest).
+pub(crate) const CLEARED: &str = "_ChangeCleared";
 /// The start of a directory row that leases a partition to one instance
 /// of a consumer.
 pub(crate) const LEASE_PREFIX: &str = "l|";
