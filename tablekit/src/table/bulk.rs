@@ -44,6 +44,14 @@ impl BulkReport {
         self.failures.is_empty()
     }
 
+    /// Adds the counts and failures of `part` (of other items) to these.
+    fn absorb(&mut self, part: BulkReport) {
+        self.written += part.written;
+        self.batches += part.batches;
+        self.queries += part.queries;
+        self.failures.extend(part.failures);
+    }
+
     /// Counts item `index`, written alone in a batch of its own.
     fn one(&mut self, index: usize, result: Result<(), Error>) {
         self.batches += 1;
@@ -231,10 +239,7 @@ impl<T: TableEntity> BulkWriter<T> {
             .collect::<Vec<_>>()
             .await;
         for partition in results {
-            report.written += partition.written;
-            report.batches += partition.batches;
-            report.queries += partition.queries;
-            report.failures.extend(partition.failures);
+            report.absorb(partition);
         }
         report.failures.sort_by_key(|f| f.index);
         report
@@ -290,10 +295,7 @@ impl<T: TableEntity> BulkWriter<T> {
             .map(|indexes| async move {
                 let mut report = BulkReport::default();
                 for chunk in indexes.chunks(size) {
-                    let part = write_planned_chunk(table, items, chunk, mode).await;
-                    report.written += part.written;
-                    report.batches += part.batches;
-                    report.failures.extend(part.failures);
+                    report.absorb(write_planned_chunk(table, items, chunk, mode).await);
                 }
                 report
             })
@@ -301,9 +303,7 @@ impl<T: TableEntity> BulkWriter<T> {
             .collect()
             .await;
         for part in results {
-            report.written += part.written;
-            report.batches += part.batches;
-            report.failures.extend(part.failures);
+            report.absorb(part);
         }
         report.failures.sort_by_key(|f| f.index);
         report
