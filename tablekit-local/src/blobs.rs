@@ -5,7 +5,9 @@ use std::ops::Bound;
 
 use async_trait::async_trait;
 use md5::{Digest, Md5};
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, TableDefinition};
+
+use crate::logged::{LoggedTable, Txn};
 use tablekit::blob::door;
 use tablekit::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
@@ -19,11 +21,11 @@ const CONTAINERS: TableDefinition<'static, &str, ()> = TableDefinition::new("con
 /// Each blob's properties, by `container/name`.
 const BLOBS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blobs");
 /// The blobs' properties table, open in a write transaction.
-type BlobsTable<'t> = redb::Table<'t, &'static str, &'static [u8]>;
+type BlobsTable<'t> = LoggedTable<'t, &'static str, &'static [u8]>;
 /// Each blob's bytes, by `container/name`.
 const BLOB_DATA: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blob_data");
 
-pub(crate) fn create_system_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(CONTAINERS)?;
     txn.open_table(BLOBS)?;
     txn.open_table(BLOB_DATA)?;
@@ -181,16 +183,16 @@ impl LocalStorage {
     /// blob `name` of `container` (which must exist), if it exists.
     fn blob_in<'t>(
         &self,
-        txn: &'t WriteTransaction,
+        txn: &'t Txn<'t>,
         container: &str,
         name: &str,
     ) -> Result<(BlobsTable<'t>, Option<BlobProperties>)> {
         let containers = txn
             .open_table(CONTAINERS)
             .map_err(|e| self.error(e.into()))?;
-        self.check_container(&containers, container)?;
+        self.check_container(&*containers, container)?;
         let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-        let existing = self.blob_properties(&blobs, container, name)?;
+        let existing = self.blob_properties(&*blobs, container, name)?;
         Ok((blobs, existing))
     }
 
@@ -244,7 +246,7 @@ impl BlobStore for LocalStorage {
                 let existed = containers
                     .insert(container.as_str(), ())
                     .map_err(|e| store.error(e.into()))?;
-                if existed.is_some() {
+                if existed {
                     return Err(Error::ContainerAlreadyExists {
                         container: container.clone(),
                     });
@@ -269,10 +271,9 @@ impl BlobStore for LocalStorage {
                 let mut containers = txn
                     .open_table(CONTAINERS)
                     .map_err(|e| store.error(e.into()))?;
-                if containers
+                if !containers
                     .remove(container.as_str())
                     .map_err(|e| store.error(e.into()))?
-                    .is_none()
                 {
                     return Err(container_missing(&container));
                 }
@@ -280,7 +281,7 @@ impl BlobStore for LocalStorage {
                 for table in [BLOBS, BLOB_DATA] {
                     let mut blobs = txn.open_table(table).map_err(|e| store.error(e.into()))?;
                     blobs
-                        .retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+                        .remove_range(from.as_str(), to.as_str())
                         .map_err(|e| store.error(e.into()))?;
                 }
                 Ok(())

@@ -160,6 +160,8 @@
 
 mod blobs;
 mod check;
+mod journal;
+mod logged;
 mod limit;
 mod queues;
 mod rows;
@@ -221,8 +223,6 @@ struct Shared {
     /// Opened with [`LocalStorageBuilder::read_only`]: every write is
     /// refused, and nothing in the directory is changed.
     read_only: bool,
-    /// [`LocalStorageBuilder::quick_recovery`].
-    quick_recovery: bool,
     /// A write failed for the file (a full disk): the engine refuses every
     /// later write until it is opened again, which the next operation does.
     needs_reopen: AtomicBool,
@@ -237,6 +237,10 @@ struct Shared {
     engine_failed: AtomicBool,
     /// What the writer thread did ([`LocalStorage::write_stats`]).
     stats: writer::Counters,
+    /// The journal of a writable store; `None` in a read-only one, and
+    /// after a write to it failed in a way that leaves its state unknown
+    /// (the engine is then opened again, which opens it again).
+    journal: parking_lot::Mutex<Option<journal::Journal>>,
     /// Removed with the store, for [`LocalStorage::temporary`].
     _temporary: Option<tempfile::TempDir>,
 }
@@ -379,17 +383,18 @@ impl LocalStorageBuilder {
         let max_size = self
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
-        let db = if self.read_only {
-            open_read_only(&dir)?
+        let (db, journal) = if self.read_only {
+            (open_read_only(&dir)?, None)
         } else {
-            Engine::Writable(open_engine(&dir, max_size.as_ref())?)
+            let db = open_engine(&dir, max_size.as_ref())?;
+            let journal = recover(&dir, &db)?;
+            (Engine::Writable(db), Some(journal))
         };
         let mut storage = LocalStorage {
             writer: None,
             shared: Arc::new(Shared {
                 db: parking_lot::RwLock::new(Some(Arc::new(db))),
                 read_only: self.read_only,
-                quick_recovery: self.quick_recovery,
                 needs_reopen: AtomicBool::new(false),
                 max_size,
                 path: dir,
@@ -397,6 +402,7 @@ impl LocalStorageBuilder {
                 clock: self.clock,
                 engine_failed: AtomicBool::new(false),
                 stats: writer::Counters::default(),
+                journal: parking_lot::Mutex::new(journal),
                 _temporary: temporary,
             }),
         };
@@ -420,17 +426,97 @@ fn open_read_only(dir: &Path) -> Result<Engine> {
     let file = dir.join(FILE_NAME);
     let db = contain_panics(|| Database::builder().open_read_only(&file))
         .map_err(|panic| damaged_by(dir, &panic))?;
+    let not_closed = || Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::ReadOnly,
+        message: "the store was not closed cleanly: open it for writing once, which \
+                  recovers it, before opening it read-only"
+            .into(),
+    };
     match db {
-        Ok(db) => Ok(Engine::ReadOnly(db)),
-        Err(redb::DatabaseError::RepairAborted) => Err(Error::Storage {
-            path: dir.display().to_string(),
-            failure: StorageFailure::ReadOnly,
-            message: "the store was not closed cleanly: open it for writing once, which \
-                      recovers it, before opening it read-only"
-                .into(),
-        }),
+        Ok(db) => {
+            let checkpoint = contain_panics(|| checkpoint_of(dir, &db))
+                .map_err(|panic| damaged_by(dir, &panic))??;
+            // Writes of the journal not in the engine's file yet: only a
+            // writable open applies them.
+            if journal::Journal::has_records_after(dir, checkpoint)
+                .map_err(|e| io_error(dir, &e))?
+            {
+                return Err(not_closed());
+            }
+            Ok(Engine::ReadOnly(db))
+        }
+        Err(redb::DatabaseError::RepairAborted) => Err(not_closed()),
         Err(e) => Err(storage_error(dir, e.into())),
     }
+}
+
+/// Where the store keeps the number of the last journal record its engine
+/// holds durably (see [`journal`]).
+const CHECKPOINT: &str = "journal";
+
+/// The number of the last journal record the engine holds durably: 0 for a
+/// store that never had one.
+fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
+    let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
+    let meta = match txn.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(storage_error(dir, e.into())),
+    };
+    let stored = meta
+        .get(CHECKPOINT)
+        .map_err(|e| storage_error(dir, e.into()))?
+        .map_or(0, |v| v.value());
+    u64::try_from(stored).map_err(|_| Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: format!("the journal's checkpoint is {stored}"),
+    })
+}
+
+/// Records in `txn` that the engine holds every journal record up to
+/// `number`: committed durably, it is a checkpoint.
+fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb::Error> {
+    let number = i64::try_from(number).unwrap_or(i64::MAX);
+    txn.open_table(META)?.insert(CHECKPOINT, number)?;
+    Ok(())
+}
+
+/// Opens the journal of the store in `dir`, whose engine is `db`, applying
+/// (and checkpointing) the records the engine does not hold yet: the writes
+/// acknowledged since the last checkpoint, when the store was not closed
+/// cleanly.
+fn recover(dir: &Path, db: &Database) -> Result<journal::Journal> {
+    contain_panics(|| {
+        let checkpoint = checkpoint_of(dir, db)?;
+        let (mut journal, records) =
+            journal::Journal::open(dir, checkpoint).map_err(|e| io_error(dir, &e))?;
+        let Some(last) = records.last().map(|record| record.number) else {
+            journal.restart(checkpoint);
+            return Ok(journal);
+        };
+        let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
+        txn.set_quick_repair(true);
+        for record in &records {
+            logged::replay(&txn, &record.changes).map_err(|e| match e {
+                logged::ReplayError::Engine(e) => storage_error(dir, e),
+                logged::ReplayError::Malformed(what) => Error::Storage {
+                    path: dir.display().to_string(),
+                    failure: StorageFailure::Damaged,
+                    message: format!(
+                        "record {} of the journal holds {what}; the journal is damaged",
+                        record.number
+                    ),
+                },
+            })?;
+        }
+        mark_checkpoint(&txn, last).map_err(|e| storage_error(dir, e))?;
+        txn.commit().map_err(|e| storage_error(dir, e.into()))?;
+        journal.restart(last);
+        Ok(journal)
+    })
+    .map_err(|panic| damaged_by(dir, &panic))?
 }
 
 /// Opens the engine on the store's file in `dir`, under the size cap
@@ -578,7 +664,9 @@ impl LocalStorage {
         match &*self.engine()? {
             Engine::Writable(db) => {
                 let mut txn = db.begin_write().map_err(|e| self.error(e.into()))?;
-                txn.set_quick_repair(self.shared.quick_recovery);
+                // A durable commit is a checkpoint (see [`journal`]): rare,
+                // so it always saves what a quick recovery needs.
+                txn.set_quick_repair(true);
                 Ok(txn)
             }
             Engine::ReadOnly(_) => Err(self.read_only_error()),
@@ -629,6 +717,11 @@ impl LocalStorage {
             return Err(self.not_reopened());
         }
         let db = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
+        // The engine opened again holds its last checkpoint: the journal
+        // brings it back to every acknowledged write.
+        let mut journal = self.shared.journal.lock();
+        *journal = None;
+        *journal = Some(recover(&self.shared.path, &db)?);
         *slot = Some(Arc::new(Engine::Writable(db)));
         self.shared.needs_reopen.store(false, Ordering::Release);
         Ok(())
@@ -704,7 +797,7 @@ impl LocalStorage {
     /// A time later than every earlier one given by this store, kept in the
     /// store so that it holds across restarts (ETags are never handed out
     /// twice): the wall clock in ticks, or one tick past the last.
-    fn next_ticks(&self, txn: &redb::WriteTransaction) -> Result<i64> {
+    fn next_ticks(&self, txn: &logged::Txn<'_>) -> Result<i64> {
         (|| -> Result<i64, redb::Error> {
             let mut meta = txn.open_table(META)?;
             let last = meta.get("ticks")?.map_or(i64::MIN, |v| v.value());

@@ -7,7 +7,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, TableDefinition};
+
+use crate::logged::{LoggedTable, Txn};
 use tablekit::queue::door;
 use tablekit::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
@@ -29,7 +31,7 @@ const MESSAGES: TableDefinition<'static, &[u8], &[u8]> = TableDefinition::new("m
 /// Message ids (`queue/id`) to their sequence numbers.
 const IDS: TableDefinition<'static, &str, u64> = TableDefinition::new("message_ids");
 
-pub(crate) fn create_system_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(QUEUES)?;
     txn.open_table(DELETED)?;
     txn.open_table(MESSAGES)?;
@@ -156,13 +158,13 @@ fn random_id() -> [u8; 16] {
         .as_bytes()
 }
 
-type Messages<'t> = Table<'t, &'static [u8], &'static [u8]>;
+type Messages<'t> = LoggedTable<'t, &'static [u8], &'static [u8]>;
 
 impl LocalStorage {
     /// Stores `message` as number `seq` of `queue`, with its checksum.
     fn store_message(
         &self,
-        messages: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+        messages: &mut LoggedTable<'_, &'static [u8], &'static [u8]>,
         queue: &str,
         seq: u64,
         message: &Message,
@@ -175,7 +177,7 @@ impl LocalStorage {
     }
 
     /// Fails unless `queue` exists.
-    fn check_queue(&self, txn: &WriteTransaction, queue: &str) -> Result<()> {
+    fn check_queue(&self, txn: &Txn<'_>, queue: &str) -> Result<()> {
         let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
         match queues.get(queue).map_err(|e| self.error(e.into()))? {
             Some(_) => Ok(()),
@@ -189,7 +191,7 @@ impl LocalStorage {
     /// the expired ones are removed on the way (with their ids).
     fn live_messages(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         messages: &mut Messages<'_>,
         queue: &str,
         now: DateTime,
@@ -233,7 +235,7 @@ impl LocalStorage {
     /// with its sequence number.
     fn held(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         queue: &str,
         id: &str,
         pop_receipt: &str,
@@ -271,15 +273,15 @@ impl LocalStorage {
     }
 
     /// Removes every message of `queue` and its id.
-    fn remove_messages(&self, txn: &WriteTransaction, queue: &str) -> Result<()> {
+    fn remove_messages(&self, txn: &Txn<'_>, queue: &str) -> Result<()> {
         let (from, to) = queue_range(queue);
         let mut messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
         messages
-            .retain_in::<&[u8], _>(from.as_slice()..to.as_slice(), |_, _| false)
+            .remove_range(from.as_slice(), to.as_slice())
             .map_err(|e| self.error(e.into()))?;
         let (from, to) = (format!("{queue}/"), format!("{queue}0"));
         let mut ids = txn.open_table(IDS).map_err(|e| self.error(e.into()))?;
-        ids.retain_in::<&str, _>(from.as_str()..to.as_str(), |_, _| false)
+        ids.remove_range(from.as_str(), to.as_str())
             .map_err(|e| self.error(e.into()))
     }
 }
@@ -356,10 +358,9 @@ impl QueueStore for LocalStorage {
             self.write(move |store, txn| {
                 {
                     let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
-                    if queues
+                    if !queues
                         .remove(queue.as_str())
                         .map_err(|e| store.error(e.into()))?
-                        .is_none()
                     {
                         return Err(Error::QueueNotFound {
                             queue: queue.clone(),

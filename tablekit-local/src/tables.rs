@@ -5,7 +5,9 @@ use std::ops::Bound;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
+use redb::{ReadableTable, TableDefinition};
+
+use crate::logged::Txn;
 use tablekit::backend::door;
 use tablekit::backend::sorted::{
     Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
@@ -38,7 +40,7 @@ fn rows_table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
 }
 
-pub(crate) fn create_system_tables(txn: &WriteTransaction) -> Result<(), redb::Error> {
+pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(TABLES)?;
     txn.open_table(DELETED)?;
     Ok(())
@@ -129,7 +131,7 @@ impl LocalStorage {
     /// the write they belong to.
     fn apply(
         &self,
-        txn: &WriteTransaction,
+        txn: &Txn<'_>,
         table: &str,
         writes: &[Write<'_>],
         batch: bool,
@@ -138,7 +140,7 @@ impl LocalStorage {
         let folded = {
             let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
             let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            self.existing_table(&catalogue, &deleted, table)
+            self.existing_table(&*catalogue, &*deleted, table)
                 .map_err(in_batch(0))?
         };
         let ticks = self.next_ticks(txn)?;
@@ -293,7 +295,7 @@ impl TableBackend for LocalStorage {
                     let mut catalogue =
                         txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
                     let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                    match store.existing_table(&catalogue, &deleted, &table) {
+                    match store.existing_table(&*catalogue, &*deleted, &table) {
                         Ok(_) => {
                             return Err(Error::TableAlreadyExists {
                                 table: table.clone(),
@@ -326,7 +328,7 @@ impl TableBackend for LocalStorage {
                     let mut catalogue =
                         txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
                     let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                    let folded = store.existing_table(&catalogue, &deleted, &table)?;
+                    let folded = store.existing_table(&*catalogue, &*deleted, &table)?;
                     catalogue
                         .remove(folded.as_str())
                         .map_err(|e| store.error(e.into()))?;

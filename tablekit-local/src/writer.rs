@@ -38,12 +38,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use redb::WriteTransaction;
+use redb::{Durability, WriteTransaction};
 use tablekit::backend::InFlight;
 use tablekit::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
-use crate::LocalStorage;
+use crate::journal::Appended;
+use crate::logged::Txn;
+use crate::{LocalStorage, io_error, mark_checkpoint};
 
 /// The most jobs one commit takes: a bound on the work a failed job makes
 /// the thread do again, and on how long the first job of a group waits.
@@ -75,7 +77,7 @@ pub(crate) struct Counters {
 trait Job: Send {
     /// Runs the write in `txn`. An error means the job may have changed
     /// `txn` half way: the transaction must not be committed.
-    fn run(&mut self, store: &LocalStorage, txn: &WriteTransaction) -> Result<()>;
+    fn run(&mut self, store: &LocalStorage, txn: &Txn<'_>) -> Result<()>;
 
     /// Answers the job's caller: `Ok` if the job ran and was committed,
     /// otherwise why not.
@@ -93,10 +95,10 @@ struct Pending<F, T> {
 
 impl<F, T> Job for Pending<F, T>
 where
-    F: FnMut(&LocalStorage, &WriteTransaction) -> Result<T> + Send,
+    F: FnMut(&LocalStorage, &Txn<'_>) -> Result<T> + Send,
     T: Send,
 {
-    fn run(&mut self, store: &LocalStorage, txn: &WriteTransaction) -> Result<()> {
+    fn run(&mut self, store: &LocalStorage, txn: &Txn<'_>) -> Result<()> {
         self.value = Some((self.op)(store, txn)?);
         Ok(())
     }
@@ -142,6 +144,10 @@ impl Writer {
                     }
                     store.commit_group(group);
                 }
+                // Closed cleanly: the next open has nothing to replay.
+                if let Err(e) = store.guarded(|| store.checkpoint()) {
+                    tracing::warn!(error = %e, "the store's last checkpoint failed; the next open replays its journal");
+                }
             })?;
         Ok(Writer {
             jobs: Some(jobs),
@@ -182,7 +188,7 @@ impl LocalStorage {
     /// the transaction's state, and return an error for anything it refuses.
     pub(crate) async fn write<T, F>(&self, op: F) -> Result<T>
     where
-        F: FnMut(&LocalStorage, &WriteTransaction) -> Result<T> + Send + 'static,
+        F: FnMut(&LocalStorage, &Txn<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
         let Some(writer) = &self.writer else {
@@ -222,14 +228,17 @@ impl LocalStorage {
         let outcome = loop {
             let attempt = self.guarded(|| {
                 let txn = self.begin_write()?;
+                let logged = Txn::new(&txn);
                 for (at, job) in group.iter_mut().enumerate() {
-                    if let Err(e) = job.run(self, &txn) {
+                    if let Err(e) = job.run(self, &logged) {
                         // Dropped, not committed: the job may have changed it.
+                        drop(logged);
                         drop(txn);
                         return Ok(Some((at, e)));
                     }
                 }
-                self.commit(txn).map(|()| None)
+                let changes = logged.into_changes();
+                self.commit_changes(txn, &changes).map(|()| None)
             });
             match attempt {
                 Ok(Some((at, error))) => {
@@ -265,6 +274,80 @@ impl LocalStorage {
                     job.answer(Err(copy_of(&error)));
                 }
             }
+        }
+    }
+}
+
+impl LocalStorage {
+    /// Makes the changes of `txn` (recorded as `changes`) durable and
+    /// visible: through the journal, or, when it is full, by a checkpoint
+    /// (see [`crate::journal`]).
+    fn commit_changes(&self, mut txn: WriteTransaction, changes: &[u8]) -> Result<()> {
+        if changes.is_empty() {
+            // Nothing changed: the transaction is dropped, not committed.
+            return Ok(());
+        }
+        let mut slot = self.shared.journal.lock();
+        let Some(journal) = slot.as_mut() else {
+            return Err(self.journal_lost());
+        };
+        match journal.append(changes) {
+            Ok(Appended::Written) => {
+                // Durable in the journal: the engine need not sync.
+                txn.set_durability(Durability::None)
+                    .map_err(|e| Error::Storage {
+                        path: self.shared.path.display().to_string(),
+                        failure: StorageFailure::Io,
+                        message: e.to_string(),
+                    })?;
+                if let Err(e) = txn.commit() {
+                    // Not applied: the record must never be replayed.
+                    if journal.retract().is_err() {
+                        *slot = None;
+                    }
+                    return Err(self.error(e.into()));
+                }
+                Ok(())
+            }
+            Ok(Appended::Full) => {
+                let last = journal.last();
+                mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
+                self.commit(txn)?;
+                journal.restart(last);
+                Ok(())
+            }
+            Err(e) => Err(io_error(&self.shared.path, &e)),
+        }
+    }
+
+    /// Commits every change so far durably with the engine, so that the
+    /// journal holds nothing to replay.
+    fn checkpoint(&self) -> Result<()> {
+        let mut slot = self.shared.journal.lock();
+        let Some(journal) = slot.as_mut() else {
+            return Ok(());
+        };
+        if journal.is_empty() {
+            return Ok(());
+        }
+        let txn = self.begin_write()?;
+        let last = journal.last();
+        mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
+        self.commit(txn)?;
+        journal.restart(last);
+        Ok(())
+    }
+
+    /// The error when the journal was lost to a failed write: the engine
+    /// is opened again (with its journal) by the next operation.
+    fn journal_lost(&self) -> Error {
+        self.shared.needs_reopen.store(true, Ordering::Release);
+        Error::Storage {
+            path: self.shared.path.display().to_string(),
+            failure: StorageFailure::Io,
+            message: "a write to the store's journal failed; the store is opened again \
+                      before its next write"
+                .into(),
         }
     }
 }

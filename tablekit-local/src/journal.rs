@@ -1,0 +1,322 @@
+//! The journal: a file of the changes committed since the engine's last
+//! durable commit, so that a write is durable with one append and one sync
+//! of a small record, instead of the engine's commit (which writes several
+//! pages all over its file before its sync).
+//!
+//! # How a group of writes becomes durable
+//! 1. The writer runs the group's jobs in one engine transaction, recording
+//!    each change ([`crate::logged`]).
+//! 2. The changes go into the journal as one record, and the journal is
+//!    synced: from here the group is durable.
+//! 3. The engine commits the transaction without a sync of its own
+//!    (`Durability::None`): readers see the writes from here on, never
+//!    before they are durable.
+//! 4. When the journal is full, the next group is committed durably by the
+//!    engine instead (a *checkpoint*), which also stores, in the engine, the
+//!    number of the last record it holds. The journal then starts again at
+//!    its beginning.
+//!
+//! On open, the records after that number are applied again (*replayed*)
+//! and checkpointed. A clean close checkpoints, so the journal then holds
+//! nothing to replay.
+//!
+//! # The file
+//! `tablekit.journal`, at most [`CAPACITY`] bytes, written from its start
+//! again after each checkpoint. A record is a header (a magic number, the
+//! record's number, its length, and a CRC-32 of all three and the changes),
+//! then the changes, padded to a whole block of [`BLOCK`] bytes so that a
+//! sync never rewrites a block of an earlier record. Records run from
+//! number one past the checkpoint's, one after another; replay stops at the
+//! first block that is not the next record (an old record of an earlier
+//! round, zeros, the end of the file, or a record cut short by a crash,
+//! which was never acknowledged).
+//!
+//! Overwriting blocks the file already has costs a sync of the data only,
+//! where an append must also sync the file's length: after its first round
+//! the journal writes in place.
+//!
+//! Written by hand: the engine (redb) has no journal of its own, and the
+//! format is a few dozen lines.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// The journal's file in a store's directory.
+pub(crate) const FILE_NAME: &str = "tablekit.journal";
+
+/// The most bytes the journal takes: a checkpoint comes once it is full.
+/// Larger means fewer checkpoints and a longer replay after a crash.
+pub(crate) const CAPACITY: u64 = 8 << 20;
+
+/// Records start on a block of this many bytes.
+pub(crate) const BLOCK: u64 = 4096;
+
+const MAGIC: [u8; 4] = *b"TKJ1";
+const HEADER: usize = 20;
+
+/// What [`Journal::append`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Appended {
+    /// The record is written and synced: the changes are durable.
+    Written,
+    /// Nothing written: the record does not fit before the end of the
+    /// journal. The caller commits the changes durably with the engine
+    /// instead, and calls [`Journal::restart`].
+    Full,
+}
+
+/// The journal of a writable store.
+pub(crate) struct Journal {
+    file: File,
+    /// Where the next record goes.
+    offset: u64,
+    /// The number of the last record written (or of the checkpoint, if none
+    /// since).
+    last: u64,
+    /// Where the last record began, to take it back.
+    last_offset: u64,
+}
+
+/// One record read back: its number and its changes.
+pub(crate) struct Record {
+    pub(crate) number: u64,
+    pub(crate) changes: Vec<u8>,
+}
+
+impl Journal {
+    /// Opens the journal in `dir` (creating it if missing), and reads the
+    /// records after number `checkpoint`, to replay. Until
+    /// [`restart`](Journal::restart) is called, nothing is written.
+    pub(crate) fn open(dir: &Path, checkpoint: u64) -> io::Result<(Journal, Vec<Record>)> {
+        let path = dir.join(FILE_NAME);
+        let created = !path.exists();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        if created {
+            // The new name is durable once the directory is.
+            File::open(dir)?.sync_all()?;
+        }
+        let records = read_after(&file, checkpoint)?;
+        let journal = Journal {
+            file,
+            offset: 0,
+            last: checkpoint,
+            last_offset: 0,
+        };
+        Ok((journal, records))
+    }
+
+    /// Whether the journal in `dir` holds records after number
+    /// `checkpoint`, without changing anything (for a read-only open).
+    pub(crate) fn has_records_after(dir: &Path, checkpoint: u64) -> io::Result<bool> {
+        let path = dir.join(FILE_NAME);
+        match File::open(&path) {
+            Ok(file) => Ok(read_record(&file, 0, checkpoint + 1)?.is_some()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The number of the last record written, or of the checkpoint if none
+    /// has been written since.
+    pub(crate) fn last(&self) -> u64 {
+        self.last
+    }
+
+    /// Whether no record was written since the last checkpoint.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.offset == 0
+    }
+
+    /// Starts the journal again at its beginning, after a checkpoint that
+    /// holds everything up to record `checkpoint`.
+    pub(crate) fn restart(&mut self, checkpoint: u64) {
+        self.offset = 0;
+        self.last = checkpoint;
+        self.last_offset = 0;
+    }
+
+    /// Writes `changes` as the next record and syncs it.
+    ///
+    /// # Errors
+    /// The file's. Nothing of a record that failed is ever replayed: the
+    /// next record overwrites it, under the same number.
+    pub(crate) fn append(&mut self, changes: &[u8]) -> io::Result<Appended> {
+        let length = padded(HEADER + changes.len());
+        if self.offset + length > CAPACITY {
+            return Ok(Appended::Full);
+        }
+        let number = self.last + 1;
+        let mut record = Vec::with_capacity(length as usize);
+        record.extend_from_slice(&MAGIC);
+        record.extend_from_slice(&number.to_le_bytes());
+        record.extend_from_slice(&(changes.len() as u32).to_le_bytes());
+        record.extend_from_slice(&checksum(number, changes).to_le_bytes());
+        record.extend_from_slice(changes);
+        record.resize(length as usize, 0);
+        self.file.write_all_at(&record, self.offset)?;
+        self.file.sync_data()?;
+        self.last_offset = self.offset;
+        self.offset += length;
+        self.last = number;
+        Ok(Appended::Written)
+    }
+
+    /// Takes back the last record written (the engine failed to commit its
+    /// changes): its first block is zeroed and synced, so it is never
+    /// replayed, and the next record takes its place and number.
+    pub(crate) fn retract(&mut self) -> io::Result<()> {
+        self.file
+            .write_all_at(&[0; BLOCK as usize], self.last_offset)?;
+        self.file.sync_data()?;
+        self.offset = self.last_offset;
+        self.last -= 1;
+        Ok(())
+    }
+}
+
+/// `length` rounded up to whole blocks.
+fn padded(length: usize) -> u64 {
+    (length as u64).div_ceil(BLOCK) * BLOCK
+}
+
+fn checksum(number: u64, changes: &[u8]) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(&MAGIC);
+    hasher.update(&number.to_le_bytes());
+    hasher.update(&(changes.len() as u32).to_le_bytes());
+    hasher.update(changes);
+    hasher.finalize()
+}
+
+/// The records after number `checkpoint`, from the journal's start.
+fn read_after(file: &File, checkpoint: u64) -> io::Result<Vec<Record>> {
+    let mut records = Vec::new();
+    let mut offset = 0;
+    let mut number = checkpoint + 1;
+    while let Some(changes) = read_record(file, offset, number)? {
+        offset += padded(HEADER + changes.len());
+        records.push(Record { number, changes });
+        number += 1;
+    }
+    Ok(records)
+}
+
+/// The changes of record `number` at `offset`, or `None` if what is there
+/// is not that record, whole.
+fn read_record(file: &File, offset: u64, number: u64) -> io::Result<Option<Vec<u8>>> {
+    let mut header = [0u8; HEADER];
+    if !read_exact_or_end(file, &mut header, offset)? {
+        return Ok(None);
+    }
+    let field = |at: usize, len: usize| &header[at..at + len];
+    let stored_number = u64::from_le_bytes(field(4, 8).try_into().unwrap_or_default());
+    let length = u32::from_le_bytes(field(12, 4).try_into().unwrap_or_default()) as u64;
+    let sum = u32::from_le_bytes(field(16, 4).try_into().unwrap_or_default());
+    if field(0, 4) != MAGIC
+        || stored_number != number
+        || offset + padded(HEADER) > CAPACITY
+        || offset + HEADER as u64 + length > CAPACITY
+    {
+        return Ok(None);
+    }
+    let mut changes = vec![0; length as usize];
+    if !read_exact_or_end(file, &mut changes, offset + HEADER as u64)?
+        || checksum(number, &changes) != sum
+    {
+        return Ok(None);
+    }
+    Ok(Some(changes))
+}
+
+/// Fills `buf` from `offset`; `false` if the file ends first.
+fn read_exact_or_end(file: &File, buf: &mut [u8], offset: u64) -> io::Result<bool> {
+    match file.read_exact_at(buf, offset) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_in_order_and_stop_at_an_old_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, records) = Journal::open(dir.path(), 0).unwrap();
+        assert!(records.is_empty());
+        for i in 0..5u8 {
+            assert_eq!(journal.append(&[i; 5000]).unwrap(), Appended::Written);
+        }
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        let numbers: Vec<_> = records.iter().map(|r| r.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        assert_eq!(records[3].changes, [3; 5000]);
+        // After a checkpoint at 5, the old records are never read again,
+        // though their bytes are still in the file.
+        let (mut journal, records) = Journal::open(dir.path(), 5).unwrap();
+        assert!(records.is_empty());
+        journal.restart(5);
+        journal.append(b"six").unwrap();
+        let (_, records) = Journal::open(dir.path(), 5).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].changes, b"six");
+        assert!(Journal::has_records_after(dir.path(), 5).unwrap());
+        assert!(!Journal::has_records_after(dir.path(), 6).unwrap());
+    }
+
+    #[test]
+    fn a_record_cut_short_or_changed_ends_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        for i in 0..3u8 {
+            journal.append(&[i; 100]).unwrap();
+        }
+        let path = dir.path().join(FILE_NAME);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[BLOCK as usize + HEADER + 7] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(records.len(), 1);
+        std::fs::write(&path, &bytes[..BLOCK as usize + 50]).unwrap();
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(records.len(), 1);
+    }
+
+    #[test]
+    fn a_retracted_record_is_never_read_and_its_number_is_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        journal.append(b"one").unwrap();
+        journal.append(b"two").unwrap();
+        journal.retract().unwrap();
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(records.len(), 1);
+        journal.append(b"again").unwrap();
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        let changes: Vec<_> = records.iter().map(|r| r.changes.clone()).collect();
+        assert_eq!(changes, [b"one".to_vec(), b"again".to_vec()]);
+    }
+
+    #[test]
+    fn a_full_journal_asks_for_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        let mut written = 0;
+        while journal.append(&[7; 100_000]).unwrap() == Appended::Written {
+            written += 1;
+        }
+        assert_eq!(written, CAPACITY / padded(HEADER + 100_000));
+        journal.restart(journal.last());
+        assert_eq!(journal.append(&[8; 10]).unwrap(), Appended::Written);
+        assert_eq!(journal.last(), written + 1);
+    }
+}
