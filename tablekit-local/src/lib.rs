@@ -161,8 +161,8 @@
 mod blobs;
 mod check;
 mod journal;
-mod logged;
 mod limit;
+mod logged;
 mod queues;
 mod rows;
 mod tables;
@@ -383,12 +383,12 @@ impl LocalStorageBuilder {
         let max_size = self
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
-        let (db, journal) = if self.read_only {
-            (open_read_only(&dir)?, None)
+        let (db, journal, replayed) = if self.read_only {
+            (open_read_only(&dir)?, None, 0)
         } else {
             let db = open_engine(&dir, max_size.as_ref())?;
-            let journal = recover(&dir, &db)?;
-            (Engine::Writable(db), Some(journal))
+            let (journal, replayed) = recover(&dir, &db)?;
+            (Engine::Writable(db), Some(journal), replayed)
         };
         let mut storage = LocalStorage {
             writer: None,
@@ -406,6 +406,11 @@ impl LocalStorageBuilder {
                 _temporary: temporary,
             }),
         };
+        storage
+            .shared
+            .stats
+            .replayed
+            .store(replayed, Ordering::Relaxed);
         // A read-only store has them: every open for writing made them.
         if !self.read_only {
             storage.create_system_tables()?;
@@ -487,14 +492,14 @@ fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb
 /// (and checkpointing) the records the engine does not hold yet: the writes
 /// acknowledged since the last checkpoint, when the store was not closed
 /// cleanly.
-fn recover(dir: &Path, db: &Database) -> Result<journal::Journal> {
+fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
     contain_panics(|| {
         let checkpoint = checkpoint_of(dir, db)?;
         let (mut journal, records) =
             journal::Journal::open(dir, checkpoint).map_err(|e| io_error(dir, &e))?;
         let Some(last) = records.last().map(|record| record.number) else {
             journal.restart(checkpoint);
-            return Ok(journal);
+            return Ok((journal, 0));
         };
         let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
         txn.set_quick_repair(true);
@@ -514,7 +519,12 @@ fn recover(dir: &Path, db: &Database) -> Result<journal::Journal> {
         mark_checkpoint(&txn, last).map_err(|e| storage_error(dir, e))?;
         txn.commit().map_err(|e| storage_error(dir, e.into()))?;
         journal.restart(last);
-        Ok(journal)
+        tracing::info!(
+            path = %dir.display(),
+            records = records.len(),
+            "the store was not closed cleanly: its journal was applied again"
+        );
+        Ok((journal, records.len() as u64))
     })
     .map_err(|panic| damaged_by(dir, &panic))?
 }
@@ -721,7 +731,12 @@ impl LocalStorage {
         // brings it back to every acknowledged write.
         let mut journal = self.shared.journal.lock();
         *journal = None;
-        *journal = Some(recover(&self.shared.path, &db)?);
+        let (recovered, replayed) = recover(&self.shared.path, &db)?;
+        *journal = Some(recovered);
+        self.shared
+            .stats
+            .replayed
+            .store(replayed, Ordering::Relaxed);
         *slot = Some(Arc::new(Engine::Writable(db)));
         self.shared.needs_reopen.store(false, Ordering::Release);
         Ok(())

@@ -364,7 +364,9 @@ fn apply<K: Logged + Key, V: Logged>(
         Change::DeleteTable => true,
     };
     if !valid {
-        return Err(ReplayError::Malformed("a key or value not of its table's type"));
+        return Err(ReplayError::Malformed(
+            "a key or value not of its table's type",
+        ));
     }
     let mut table = txn.open_table(definition)?;
     match change {
@@ -375,9 +377,10 @@ fn apply<K: Logged + Key, V: Logged>(
             table.remove(K::from_bytes(key))?;
         }
         Change::RemoveRange(from, to) => {
-            table.retain_in::<K::SelfType<'_>, _>(K::from_bytes(from)..K::from_bytes(to), |_, _| {
-                false
-            })?;
+            table.retain_in::<K::SelfType<'_>, _>(
+                K::from_bytes(from)..K::from_bytes(to),
+                |_, _| false,
+            )?;
         }
         Change::DeleteTable => {}
     }

@@ -407,13 +407,10 @@ fn main() {
     let mut disk: f64 = 0.0;
     let (mut local1, mut local16, mut sqlite1, mut sqlite16) = (0f64, 0f64, 0f64, 0f64);
     let mut grouped: f64 = 0.0;
-    let (mut quick1, mut quick16) = (0f64, 0f64);
     for round in 0..ROUNDS {
         disk = disk.max(disk_rate(base));
         let dir = base.join(format!("writes-{round}"));
         local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1, false).0);
-        quick1 = quick1.max(local_rate(&runtime, &dir.join("quick1"), 1, true).0);
-        quick16 = quick16.max(local_rate(&runtime, &dir.join("quick16"), WRITERS, true).0);
         let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS, false);
         if r > local16 {
             (local16, grouped) = (r, per);
@@ -433,11 +430,6 @@ fn main() {
         "durable single writes, {WRITERS} writers: tablekit-local {local16:.0}/s ({grouped:.1} writes per commit), SQLite {sqlite16:.0}/s: {:.2}x SQLite",
         local16 / sqlite16
     );
-    println!(
-        "with quick_recovery(true): 1 writer {quick1:.0}/s ({:.2}x the disk), {WRITERS} writers {quick16:.0}/s ({:.2}x SQLite)",
-        quick1 / disk,
-        quick16 / sqlite16
-    );
 
     // Bulk load, then bytes per row, then ranges on what was loaded.
     let (local_dir, sqlite_dir) = (base.join("local"), base.join("sqlite"));
@@ -455,9 +447,8 @@ fn main() {
         "bulk load in 100-row transactions: tablekit-local {local_bulk:.0} rows/s, SQLite {sqlite_bulk:.0} rows/s ({:.2}x)",
         local_bulk / sqlite_bulk
     );
-    let local_bytes = std::fs::metadata(local_dir.join(tablekit_local::FILE_NAME))
-        .unwrap()
-        .len();
+    // Every file of the store's directory (the engine's and the journal's).
+    let local_bytes = bytes_in(&local_dir);
     let sqlite_bytes = bytes_in(&sqlite_dir);
     println!(
         "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x)",
@@ -471,11 +462,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    for quick in [false, true] {
-        let took = reopen_after_kill(base, rows, quick);
-        println!(
-            "reopen after a kill, {rows} rows, quick_recovery({quick}): {:.1} ms",
-            took.as_secs_f64() * 1000.0
-        );
-    }
+    let took = reopen_after_kill(base, rows, false);
+    println!(
+        "reopen after a kill, {rows} rows: {:.1} ms",
+        took.as_secs_f64() * 1000.0
+    );
 }

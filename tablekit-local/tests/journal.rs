@@ -1,0 +1,262 @@
+//! The journal: acknowledged writes that the engine's file does not hold
+//! durably yet are applied again by the next open.
+//!
+//! A *crash image* is the store's files copied while it is open and idle:
+//! what a killed process leaves (the engine's file at its last checkpoint,
+//! or later, and the journal with every acknowledged record).
+
+use std::path::Path;
+use std::time::Duration;
+
+use tablekit::queue::{PutMessageOptions, QueueStore};
+use tablekit::{
+    BatchOperation, BlobStore, Entity, Error, IfMatch, PutCondition, Query, StorageFailure,
+    TableBackend, TableBackendExt,
+};
+use tablekit_local::{FILE_NAME, LocalStorage};
+
+const JOURNAL: &str = "tablekit.journal";
+
+fn open(dir: &Path) -> LocalStorage {
+    LocalStorage::builder()
+        .table_deletion_delay(Duration::ZERO)
+        .open(dir)
+        .unwrap()
+}
+
+/// Copies the store's files in `from` to `to`, as a crash leaves them.
+fn crash_image(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for name in [FILE_NAME, JOURNAL] {
+        std::fs::copy(from.join(name), to.join(name)).unwrap();
+    }
+}
+
+/// Everything a store holds that a test can read: each table's rows
+/// (keys, properties, ETags), the named containers' blobs, the named
+/// queues' messages.
+async fn contents(store: &LocalStorage, containers: &[&str], queues: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let tables = store.list_tables(&Default::default()).await.unwrap();
+    for table in &tables.tables {
+        for row in store.query_all(table, Query::new()).await.unwrap() {
+            out.push(format!("{table}: {row:?}"));
+        }
+    }
+    for container in containers {
+        match store.list_blobs(container, &Default::default()).await {
+            Ok(page) => {
+                for blob in page.blobs {
+                    let data = store.get_blob(container, &blob.name).await.unwrap().data;
+                    out.push(format!("{container}: {blob:?} {data:?}"));
+                }
+            }
+            Err(e) => out.push(format!("{container}: {e}")),
+        }
+    }
+    for queue in queues {
+        match store.peek_messages(queue, 32).await {
+            Ok(messages) => out.extend(messages.iter().map(|m| format!("{queue}: {m:?}"))),
+            Err(e) => out.push(format!("{queue}: {e}")),
+        }
+    }
+    out
+}
+
+/// Writes of every kind the store records: inserts, replaces, merges and
+/// deletes of rows, a transaction, a deleted table, blobs put and deleted,
+/// a deleted container (a range of keys removed), messages put, taken,
+/// deleted, and a deleted queue.
+async fn write_every_kind(store: &LocalStorage) {
+    store.create_table("Kept").await.unwrap();
+    store.create_table("Dropped").await.unwrap();
+    for i in 0..20 {
+        let e = Entity::new("p", format!("r{i:02}")).with("N", i);
+        store.insert_entity("Kept", &e).await.unwrap();
+        store.insert_entity("Dropped", &e).await.unwrap();
+    }
+    store
+        .upsert_entity(
+            "Kept",
+            &Entity::new("p", "r03").with("M", "merged"),
+            tablekit::UpdateMode::Merge,
+        )
+        .await
+        .unwrap();
+    store
+        .delete_entity("Kept", "p", "r05", &IfMatch::Any)
+        .await
+        .unwrap();
+    let ops: Vec<_> = (0..10)
+        .map(|i| BatchOperation::Insert(Entity::new("t", format!("x{i}")).with("B", true)))
+        .collect();
+    store.submit_transaction("Kept", &ops).await.unwrap();
+    store.delete_table("Dropped").await.unwrap();
+
+    for container in ["files", "gone"] {
+        store.create_container(container).await.unwrap();
+        for name in ["a", "b/c", "d"] {
+            let data = format!("{container}/{name}").into_bytes();
+            store
+                .put_blob(container, name, data, &PutCondition::None)
+                .await
+                .unwrap();
+        }
+    }
+    store.delete_blob("files", "d", None).await.unwrap();
+    store.delete_container("gone").await.unwrap();
+
+    for queue in ["jobs", "old"] {
+        store.create_queue(queue).await.unwrap();
+        for i in 0..5 {
+            store
+                .put_message(queue, &format!("m{i}"), &PutMessageOptions::default())
+                .await
+                .unwrap();
+        }
+    }
+    let taken = store
+        .get_messages("jobs", 2, Duration::from_secs(600))
+        .await
+        .unwrap();
+    store
+        .delete_message("jobs", &taken[0].id, &taken[0].pop_receipt)
+        .await
+        .unwrap();
+    store.delete_queue("old").await.unwrap();
+}
+
+const CONTAINERS: [&str; 2] = ["files", "gone"];
+const QUEUES: [&str; 2] = ["jobs", "old"];
+
+#[tokio::test]
+async fn a_crash_keeps_every_acknowledged_write_of_every_kind() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    write_every_kind(&store).await;
+    let expected = contents(&store, &CONTAINERS, &QUEUES).await;
+    assert!(expected.len() > 30, "{expected:#?}");
+    crash_image(live.path(), image.path());
+
+    let recovered = open(image.path());
+    assert!(
+        recovered.write_stats().replayed > 0,
+        "the image's engine file lacks the writes: the journal brings them back"
+    );
+    assert_eq!(contents(&recovered, &CONTAINERS, &QUEUES).await, expected);
+    // Applied and checkpointed once: a clean close leaves nothing to replay.
+    drop(recovered);
+    let again = open(image.path());
+    assert_eq!(again.write_stats().replayed, 0);
+    assert_eq!(contents(&again, &CONTAINERS, &QUEUES).await, expected);
+    // And the recovered store takes writes, with ETags later than before.
+    again
+        .insert_entity("Kept", &Entity::new("p", "after"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_record_cut_short_by_a_crash_loses_only_its_own_write() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    store.create_table("Things").await.unwrap();
+    for i in 0..10 {
+        let e = Entity::new("p", format!("r{i}")).with("V", "v".repeat(100));
+        store.insert_entity("Things", &e).await.unwrap();
+    }
+    crash_image(live.path(), image.path());
+    // The last record (the last insert) written only in part.
+    let journal = image.path().join(JOURNAL);
+    let length = std::fs::metadata(&journal).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&journal)
+        .unwrap()
+        .set_len(length - 4000)
+        .unwrap();
+    let recovered = open(image.path());
+    let keys: Vec<_> = recovered
+        .query_all("Things", Query::new())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.row_key)
+        .collect();
+    assert_eq!(keys, (0..9).map(|i| format!("r{i}")).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn writes_past_a_full_journal_are_checkpointed_and_kept() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    store.create_table("Things").await.unwrap();
+    // Each write is a record of about 3 KB, in a block of 4 KiB: the 8 MiB
+    // journal fills after about 2,000 of them.
+    let writes = 2_600;
+    for i in 0..writes {
+        let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(3_000));
+        store.insert_entity("Things", &e).await.unwrap();
+    }
+    let stats = store.write_stats();
+    assert!(stats.checkpoints >= 1, "{stats:?}");
+    crash_image(live.path(), image.path());
+    let recovered = open(image.path());
+    let replayed = recovered.write_stats().replayed;
+    assert!(replayed > 0 && replayed < writes, "{replayed}");
+    let rows = recovered.query_all("Things", Query::new()).await.unwrap();
+    assert_eq!(rows.len() as u64, writes);
+    assert!(rows.iter().all(|e| e.get("V").is_some()));
+}
+
+#[tokio::test]
+async fn a_crashed_store_opens_read_only_once_a_writable_open_recovered_it() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    store.create_table("Things").await.unwrap();
+    store
+        .insert_entity("Things", &Entity::new("p", "r"))
+        .await
+        .unwrap();
+    crash_image(live.path(), image.path());
+    match LocalStorage::open_read_only(image.path()) {
+        Err(Error::Storage {
+            failure: StorageFailure::ReadOnly,
+            message,
+            ..
+        }) => assert!(message.contains("not closed cleanly"), "{message}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    drop(open(image.path()));
+    let read_only = LocalStorage::open_read_only(image.path()).unwrap();
+    assert!(
+        read_only
+            .try_get_entity("Things", "p", "r")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// A clean close leaves an empty journal: a closed store takes no room for
+/// it, and a copy of its engine file alone is the whole store.
+#[tokio::test]
+async fn a_clean_close_empties_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = open(dir.path());
+        write_every_kind(&store).await;
+    }
+    assert_eq!(
+        std::fs::metadata(dir.path().join(JOURNAL)).unwrap().len(),
+        0
+    );
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::copy(dir.path().join(FILE_NAME), copy.path().join(FILE_NAME)).unwrap();
+    let store = open(dir.path());
+    let from_copy = open(copy.path());
+    assert_eq!(
+        contents(&from_copy, &CONTAINERS, &QUEUES).await,
+        contents(&store, &CONTAINERS, &QUEUES).await
+    );
+}
