@@ -39,25 +39,36 @@
 //! ```
 //!
 //! # Durability
-//! A write returns only once it is on disk (the engine syncs the file on
-//! every commit), so an acknowledged write survives a crash of the process
-//! or of the machine. Every operation is one transaction of the engine:
-//! after a crash, the store holds each write completely or not at all,
-//! never a part of a transaction.
+//! A write returns only once it is on disk, so an acknowledged write
+//! survives a crash of the process or of the machine. Every operation is
+//! one transaction: after a crash, the store holds each write completely or
+//! not at all, never a part of a transaction.
 //!
-//! - **A torn tail.** A crash during a commit leaves that commit half
-//!   written. The engine checksums its commits and, on the next
-//!   [`open`](LocalStorage::open), falls back to the last complete one: the
-//!   write that was under way (never acknowledged) is gone, every
-//!   acknowledged write is there.
+//! - **The journal.** A write's changes are appended to the store's
+//!   journal, `tablekit.journal`, as one record with its checksum, and the
+//!   journal is synced before the write is acknowledged, or seen by any
+//!   reader. The engine's file then takes the write without a sync of its
+//!   own. It is made durable in one go (a *checkpoint*) each time the
+//!   journal's 8 MiB are used, and when the store is closed. The next
+//!   [`open`](LocalStorage::open) after a crash applies the journal's
+//!   records again: milliseconds at any size of store.
+//!   [`LocalStorage::write_stats`] counts the records it applied.
+//! - **A torn tail.** A crash while a record is written leaves it cut
+//!   short: its checksum fails, and the next open ignores it (it was never
+//!   acknowledged). A crash during a checkpoint leaves the engine's commit
+//!   half written; the engine checksums its commits and falls back to the
+//!   last complete one, and the journal still holds everything after it.
+//!   A record that fails its checksum ends the journal, as a torn one does:
+//!   damage there cannot be told from a crash's.
 //! - **A full disk.** A write that finds no space fails with
 //!   [`Error::Storage`] of kind [`StorageFailure::DiskFull`] and is not
 //!   applied; nothing acknowledged is lost. Reads go on. The next operation
 //!   opens the engine on the file again (the engine refuses every write
-//!   after such a failure), so once there is room the same handle takes
-//!   writes again: nothing needs to be dropped or opened again by hand.
-//!   [`LocalStorageBuilder::max_size`] caps the file's size the same way,
-//!   and [`LocalStorage::set_max_size`] moves the cap.
+//!   after such a failure) and applies the journal to it, so once there is
+//!   room the same handle takes writes again: nothing needs to be dropped
+//!   or opened again by hand. [`LocalStorageBuilder::max_size`] caps the
+//!   engine file's size the same way, and [`LocalStorage::set_max_size`]
+//!   moves the cap.
 //! - **Creation.** A new store's file is made whole under another name and
 //!   then renamed: a process killed while it makes a store leaves no store
 //!   (the next open makes it) or a whole one, never a file that does not
@@ -88,7 +99,7 @@
 //!
 //! # The engine: redb
 //! The store is one [redb](https://www.redb.org) file, `tablekit.redb`, in
-//! the directory. redb was chosen over fjall, the other pure-Rust engine
+//! the directory, beside its journal (empty once the store is closed). redb was chosen over fjall, the other pure-Rust engine
 //! with crash safety, for this workload:
 //! - **A write decides on what it reads.** An insert checks the row is
 //!   absent, a conditional update compares ETags, a merge reads the stored
@@ -98,13 +109,10 @@
 //!   transactional layer, and atomic batches alone do not see conflicts.
 //! - **Reads beside writes.** Readers see a snapshot and never wait for the
 //!   writer, which is what a query page needs.
-//! - **Reads and opens are faster**, writes slower, as measured below: a
-//!   table store is read far more often than written. A store closed
-//!   cleanly opens in a millisecond at any size; after a crash the first
-//!   open reads the file to rebuild its record of free space (tenths of a
-//!   second for a million rows), unless
-//!   [`quick_recovery`](LocalStorageBuilder::quick_recovery) is on.
-//! - **One file, one small dependency**, and no threads of its own but
+//! - **Reads and opens are faster**, as measured below: a table store is
+//!   read far more often than written. Its writes were slower, which the
+//!   journal mends: redb commits durably only at checkpoints.
+//! - **One file and its journal, one small dependency**, and no threads of its own but
 //!   the writer (see [Concurrency](#concurrency)).
 //!
 //! The `engines` program in `bench/engines` (outside the workspace, so that
@@ -304,17 +312,18 @@ impl LocalStorageBuilder {
         self
     }
 
-    /// Makes the first open after a crash as quick as a clean one, at a cost
-    /// to every commit. Off by default.
+    /// Changes nothing: every open after a crash is quick now.
     ///
-    /// After a crash (a killed process, a power cut) the engine must rebuild
-    /// its record of free space on the next open, which reads the whole
-    /// file: about 0.2 s for a million rows here, growing with the store.
-    /// With quick recovery every commit saves that record instead and syncs
-    /// the file twice, so the open after a crash takes milliseconds, and a
-    /// lone writer commits at about half the rate. Concurrent writers lose
-    /// less, as they share commits. The setting may change from one open to
-    /// the next.
+    /// This once made the engine save its record of free space with every
+    /// commit, at the cost of a second sync, so that the first open after a
+    /// crash would not read the whole file. Since the store keeps a journal
+    /// (see [Durability](crate#durability)), the engine commits durably only
+    /// at checkpoints, which always save that record: the open after a crash
+    /// takes milliseconds at any size, and writes pay nothing for it.
+    #[deprecated(
+        since = "0.1.0",
+        note = "every open after a crash is quick now; the setting changes nothing"
+    )]
     pub fn quick_recovery(mut self, quick: bool) -> LocalStorageBuilder {
         self.quick_recovery = quick;
         self

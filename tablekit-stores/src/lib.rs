@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
 //! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
-//! | `UseLocalStorage=./data;QuickRecovery=true` | the same, and the first open after a crash takes milliseconds at any size, at the cost of a second sync per commit (`LocalStorageBuilder::quick_recovery`) |
+//! | `UseLocalStorage=./data;QuickRecovery=true` | the same: taken so that strings that say it still work, and changes nothing, as every open after a crash is quick now |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
 //! | `DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…` | an Azure storage account (or Cosmos DB for Table, with its `TableEndpoint`) |
@@ -110,10 +110,9 @@ pub struct LocalSettings {
     /// every write fails (`tablekit_local`'s
     /// `LocalStorageBuilder::read_only`).
     pub read_only: bool,
-    /// `QuickRecovery=true`: the first open after a crash takes
-    /// milliseconds at any size, where it reads the whole file otherwise, at
-    /// the cost of a second sync per commit (`tablekit_local`'s
-    /// `LocalStorageBuilder::quick_recovery`).
+    /// `QuickRecovery=true`: taken so that connection strings that say it
+    /// still parse; it changes nothing, as every open of a local store after
+    /// a crash takes milliseconds now (the store keeps a journal).
     pub quick_recovery: bool,
 }
 
@@ -360,7 +359,6 @@ impl Stores {
     fn local(settings: LocalSettings, location: Location) -> Result<Stores> {
         let store = tablekit_local::LocalStorage::builder()
             .read_only(settings.read_only)
-            .quick_recovery(settings.quick_recovery)
             .open(settings.dir)?;
         Ok(Stores {
             tables: Arc::new(store.clone()),

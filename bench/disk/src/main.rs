@@ -88,16 +88,8 @@ fn disk_rate(dir: &Path) -> f64 {
 }
 
 /// Durable single inserts per second from `writers` tasks at once.
-fn local_rate(
-    runtime: &tokio::runtime::Runtime,
-    dir: &Path,
-    writers: usize,
-    quick: bool,
-) -> (f64, f64) {
-    let store = LocalStorage::builder()
-        .quick_recovery(quick)
-        .open(dir)
-        .unwrap();
+fn local_rate(runtime: &tokio::runtime::Runtime, dir: &Path, writers: usize) -> (f64, f64) {
+    let store = LocalStorage::builder().open(dir).unwrap();
     runtime.block_on(store.create_table(TABLE)).unwrap();
     let before = store.write_stats();
     let started = Instant::now();
@@ -122,7 +114,8 @@ fn local_rate(
         .sum();
     let r = rate(n, started.elapsed());
     let after = store.write_stats();
-    let per_commit = (after.writes - before.writes) as f64 / (after.commits - before.commits) as f64;
+    let per_commit =
+        (after.writes - before.writes) as f64 / (after.commits - before.commits) as f64;
     (r, per_commit)
 }
 
@@ -290,14 +283,11 @@ fn ranges(runtime: &tokio::runtime::Runtime, local: &Path, sqlite_path: &Path) {
 
 /// The child of the reopen measure: loads `rows` rows, says so, then
 /// writes until it is killed.
-fn child(dir: &Path, rows: usize, quick: bool) {
+fn child(dir: &Path, rows: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let store = LocalStorage::builder()
-        .quick_recovery(quick)
-        .open(dir)
-        .unwrap();
+    let store = LocalStorage::builder().open(dir).unwrap();
     runtime.block_on(store.create_table(TABLE)).unwrap();
     for start in (0..rows).step_by(100) {
         let ops: Vec<_> = (start..(start + 100).min(rows))
@@ -317,13 +307,12 @@ fn child(dir: &Path, rows: usize, quick: bool) {
 }
 
 /// Opens a store of `rows` rows after its process was killed mid-write.
-fn reopen_after_kill(base: &Path, rows: usize, quick: bool) -> Duration {
-    let dir = base.join(format!("killed-{quick}"));
+fn reopen_after_kill(base: &Path, rows: usize) -> Duration {
+    let dir = base.join("killed");
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env("TABLEKIT_BENCH_CHILD", &dir)
         .env("TABLEKIT_BENCH_CHILD_ROWS", rows.to_string())
-        .env("TABLEKIT_BENCH_CHILD_QUICK", quick.to_string())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -336,10 +325,7 @@ fn reopen_after_kill(base: &Path, rows: usize, quick: bool) -> Duration {
     child.kill().unwrap();
     child.wait().unwrap();
     let started = Instant::now();
-    let store = LocalStorage::builder()
-        .quick_recovery(quick)
-        .open(&dir)
-        .unwrap();
+    let store = LocalStorage::builder().open(&dir).unwrap();
     let took = started.elapsed();
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -349,8 +335,7 @@ fn reopen_after_kill(base: &Path, rows: usize, quick: bool) -> Duration {
 fn main() {
     if let Some(dir) = std::env::var_os("TABLEKIT_BENCH_CHILD") {
         let rows = std::env::var("TABLEKIT_BENCH_CHILD_ROWS").unwrap();
-        let quick = std::env::var("TABLEKIT_BENCH_CHILD_QUICK").unwrap();
-        child(Path::new(&dir), rows.parse().unwrap(), quick == "true");
+        child(Path::new(&dir), rows.parse().unwrap());
         return;
     }
     let temporary = match std::env::var_os("TABLEKIT_BENCH_DIR") {
@@ -398,7 +383,7 @@ fn main() {
     if let Ok(writers) = std::env::var("TABLEKIT_BENCH_WRITERS_ONLY") {
         // Only the local store's durable writes, for a profiler.
         let writers = writers.parse().unwrap();
-        let (r, per) = local_rate(&runtime, &base.join("profiled"), writers, false);
+        let (r, per) = local_rate(&runtime, &base.join("profiled"), writers);
         println!("{writers} writers: {r:.0}/s, {per:.1} writes per commit");
         return;
     }
@@ -410,8 +395,8 @@ fn main() {
     for round in 0..ROUNDS {
         disk = disk.max(disk_rate(base));
         let dir = base.join(format!("writes-{round}"));
-        local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1, false).0);
-        let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS, false);
+        local1 = local1.max(local_rate(&runtime, &dir.join("local1"), 1).0);
+        let (r, per) = local_rate(&runtime, &dir.join("local16"), WRITERS);
         if r > local16 {
             (local16, grouped) = (r, per);
         }
@@ -462,7 +447,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    let took = reopen_after_kill(base, rows, false);
+    let took = reopen_after_kill(base, rows);
     println!(
         "reopen after a kill, {rows} rows: {:.1} ms",
         took.as_secs_f64() * 1000.0
