@@ -56,8 +56,8 @@ impl Logged for u64 {
 
 /// A change's kind, its first byte in a record.
 pub(crate) mod op {
-    /// Names the table the following changes are in: its types' tag, then
-    /// its name.
+    /// Names the table the following changes are in (opening it, which
+    /// makes it if it is missing): its types' tag, then its name.
     pub(crate) const TABLE: u8 = b'T';
     /// Inserts (or replaces) a key's value.
     pub(crate) const INSERT: u8 = b'I';
@@ -125,13 +125,19 @@ impl<'a> Txn<'a> {
         self.changes.into_inner().bytes
     }
 
-    /// Opens (creating if needed) the table `definition`.
+    /// Opens (creating if needed) the table `definition`. The opening is
+    /// recorded too, so that a table made and left empty is made again by a
+    /// replay.
     pub(crate) fn open_table<K: Logged + Key, V: Logged>(
         &self,
         definition: TableDefinition<'_, K, V>,
     ) -> Result<LoggedTable<'_, K, V>, TableError> {
+        let table = self.inner.open_table(definition)?;
+        self.changes
+            .borrow_mut()
+            .select(types_tag::<K, V>(), definition.name());
         Ok(LoggedTable {
-            table: self.inner.open_table(definition)?,
+            table,
             name: definition.name().to_owned(),
             txn: self,
         })
@@ -288,7 +294,11 @@ pub(crate) fn replay(txn: &WriteTransaction, changes: &[u8]) -> Result<(), Repla
     while !reader.bytes.is_empty() {
         let kind = reader.byte()?;
         match kind {
-            op::TABLE => table = Some(reader.name()?),
+            op::TABLE => {
+                let (tag, name) = reader.name()?;
+                by_types(tag, txn, name, Change::Open)?;
+                table = Some((tag, name));
+            }
             op::DELETE_TABLE => {
                 let (tag, name) = reader.name()?;
                 by_types(tag, txn, name, Change::DeleteTable)?;
@@ -315,6 +325,8 @@ enum Change<'b> {
     Insert(&'b [u8], &'b [u8]),
     Remove(&'b [u8]),
     RemoveRange(&'b [u8], &'b [u8]),
+    /// Opens the table, making it if it is missing.
+    Open,
     DeleteTable,
 }
 
@@ -361,7 +373,7 @@ fn apply<K: Logged + Key, V: Logged>(
         Change::Insert(key, value) => K::valid(key) && V::valid(value),
         Change::Remove(key) => K::valid(key),
         Change::RemoveRange(from, to) => K::valid(from) && K::valid(to),
-        Change::DeleteTable => true,
+        Change::Open | Change::DeleteTable => true,
     };
     if !valid {
         return Err(ReplayError::Malformed(
@@ -382,7 +394,7 @@ fn apply<K: Logged + Key, V: Logged>(
                 |_, _| false,
             )?;
         }
-        Change::DeleteTable => {}
+        Change::Open | Change::DeleteTable => {}
     }
     Ok(())
 }

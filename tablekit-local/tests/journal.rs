@@ -38,7 +38,11 @@ fn crash_image(from: &Path, to: &Path) {
 async fn contents(store: &LocalStorage, containers: &[&str], queues: &[&str]) -> Vec<String> {
     let mut out = Vec::new();
     let tables = store.list_tables(&Default::default()).await.unwrap();
+    out.push(format!("tables: {:?}", tables.tables));
     for table in &tables.tables {
+        // Every table listed reads, the empty one too.
+        let rows = store.query_entities(table, &Query::new()).await;
+        out.push(format!("{table}: {:?}", rows.map(|page| page.entities.len())));
         for row in store.query_all(table, Query::new()).await.unwrap() {
             out.push(format!("{table}: {row:?}"));
         }
@@ -64,7 +68,7 @@ async fn contents(store: &LocalStorage, containers: &[&str], queues: &[&str]) ->
 }
 
 /// Writes of every kind the store records: inserts, replaces, merges and
-/// deletes of rows, a transaction, a deleted table, blobs put and deleted,
+/// deletes of rows, a transaction, a deleted table, a table left empty, blobs put and deleted,
 /// a deleted container (a range of keys removed), messages put, taken,
 /// deleted, and a deleted queue.
 async fn write_every_kind(store: &LocalStorage) {
@@ -92,6 +96,7 @@ async fn write_every_kind(store: &LocalStorage) {
         .collect();
     store.submit_transaction("Kept", &ops).await.unwrap();
     store.delete_table("Dropped").await.unwrap();
+    store.create_table("Empty").await.unwrap();
 
     for container in ["files", "gone"] {
         store.create_container(container).await.unwrap();
