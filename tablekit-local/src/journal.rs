@@ -48,7 +48,7 @@ pub(crate) const FILE_NAME: &str = "tablekit.journal";
 
 /// The most bytes the journal takes: a checkpoint comes once it is full.
 /// Larger means fewer checkpoints and a longer replay after a crash.
-pub(crate) const CAPACITY: u64 = 8 << 20;
+pub(crate) const CAPACITY: u64 = 4 << 20;
 
 /// Records start on a block of this many bytes.
 pub(crate) const BLOCK: u64 = 4096;

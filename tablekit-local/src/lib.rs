@@ -49,7 +49,7 @@
 //!   journal is synced before the write is acknowledged, or seen by any
 //!   reader. The engine's file then takes the write without a sync of its
 //!   own. It is made durable in one go (a *checkpoint*) each time the
-//!   journal's 8 MiB are used, and when the store is closed. The next
+//!   journal's 4 MiB are used, and when the store is closed. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
 //!   records again: milliseconds at any size of store.
 //!   [`LocalStorage::write_stats`] counts the records it applied.
@@ -289,9 +289,10 @@ impl LocalStorageBuilder {
         self
     }
 
-    /// The most bytes the store's file may take. A write that would grow it
-    /// further fails with [`StorageFailure::DiskFull`], as on a full disk,
-    /// and is not applied. No limit by default.
+    /// The most bytes the store's engine file may take (its journal beside
+    /// it takes at most 4 MiB more). A write that would grow it further
+    /// fails with [`StorageFailure::DiskFull`], as on a full disk, and is
+    /// not applied. No limit by default.
     pub fn max_size(mut self, bytes: u64) -> LocalStorageBuilder {
         self.max_size = Some(bytes);
         self

@@ -42,7 +42,10 @@ async fn contents(store: &LocalStorage, containers: &[&str], queues: &[&str]) ->
     for table in &tables.tables {
         // Every table listed reads, the empty one too.
         let rows = store.query_entities(table, &Query::new()).await;
-        out.push(format!("{table}: {:?}", rows.map(|page| page.entities.len())));
+        out.push(format!(
+            "{table}: {:?}",
+            rows.map(|page| page.entities.len())
+        ));
         for row in store.query_all(table, Query::new()).await.unwrap() {
             out.push(format!("{table}: {row:?}"));
         }
@@ -196,9 +199,9 @@ async fn writes_past_a_full_journal_are_checkpointed_and_kept() {
     let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let store = open(live.path());
     store.create_table("Things").await.unwrap();
-    // Each write is a record of about 3 KB, in a block of 4 KiB: the 8 MiB
-    // journal fills after about 2,000 of them.
-    let writes = 2_600;
+    // Each write is a record of about 3 KB, in a block of 4 KiB: the 4 MiB
+    // journal fills after about 1,000 of them.
+    let writes = 1_500;
     for i in 0..writes {
         let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(3_000));
         store.insert_entity("Things", &e).await.unwrap();
