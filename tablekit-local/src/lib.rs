@@ -62,7 +62,10 @@
 //!   damage there cannot be told from a crash's.
 //! - **A full disk.** A write that finds no space fails with
 //!   [`Error::Storage`] of kind [`StorageFailure::DiskFull`] and is not
-//!   applied; nothing acknowledged is lost. Reads go on. The next operation
+//!   applied; nothing acknowledged is lost. Reads go on (unless the room
+//!   left is too short even to apply the journal to the engine opened
+//!   again: they then fail with `DiskFull` too, never read a store without
+//!   its acknowledged writes, until there is room). The next operation
 //!   opens the engine on the file again (the engine refuses every write
 //!   after such a failure) and applies the journal to it, so once there is
 //!   room the same handle takes writes again: nothing needs to be dropped
@@ -99,8 +102,9 @@
 //!
 //! # The engine: redb
 //! The store is one [redb](https://www.redb.org) file, `tablekit.redb`, in
-//! the directory, beside its journal (empty once the store is closed). redb was chosen over fjall, the other pure-Rust engine
-//! with crash safety, for this workload:
+//! the directory, beside its journal (empty once the store is closed).
+//! redb was chosen over fjall, the other pure-Rust engine with crash
+//! safety, for this workload:
 //! - **A write decides on what it reads.** An insert checks the row is
 //!   absent, a conditional update compares ETags, a merge reads the stored
 //!   properties, and a transaction does all of that for up to 100 rows,
@@ -112,8 +116,8 @@
 //! - **Reads and opens are faster**, as measured below: a table store is
 //!   read far more often than written. Its writes were slower, which the
 //!   journal mends: redb commits durably only at checkpoints.
-//! - **One file and its journal, one small dependency**, and no threads of its own but
-//!   the writer (see [Concurrency](#concurrency)).
+//! - **One file and its journal, one small dependency**, and no threads
+//!   of its own but the writer (see [Concurrency](#concurrency)).
 //!
 //! The `engines` program in `bench/engines` (outside the workspace, so that
 //! fjall is never built by it: `cargo run --release --manifest-path

@@ -5,8 +5,8 @@
 //! # Group commit
 //! A write is a job sent to the thread. The thread takes every job waiting
 //! (up to [`MAX_GROUP`]), runs them one after another in one engine
-//! transaction, commits it (one sync of the file) and only then answers
-//! each job. A write is therefore acknowledged once it is durable, and jobs
+//! transaction, makes it durable (one record of the journal, one sync: see
+//! [`crate::journal`]), commits it, and only then answers each job. A write is therefore acknowledged once it is durable, and jobs
 //! that came while the last commit was syncing ride on the next one.
 //!
 //! Jobs run in the order they were sent, each on the state the jobs before
