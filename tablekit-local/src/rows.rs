@@ -160,15 +160,53 @@ pub(crate) fn row_properties(row: &[u8], select: Option<&[String]>) -> Option<Pr
 /// the named properties (and the Timestamp only if named). `None` if the
 /// bytes are not a row.
 pub(crate) fn entity(key: &[u8], row: &[u8], select: Option<&[String]>) -> Option<Entity> {
-    let (pk, rk) = split_key(key)?;
-    let mut entity = Entity::new(decode_key(pk)?, decode_key(rk)?);
-    entity.properties = row_properties(row, select)?;
-    let written = DateTime::from_ticks(row_ticks(row)?).ok()?;
-    entity.etag = Some(ETag::from_timestamp(written));
-    if select.is_none_or(|names| names.iter().any(|n| n == "Timestamp")) {
-        entity.timestamp = Some(written);
+    RowReader::default().entity(key, row, select)
+}
+
+/// Reads the entities of a range of rows, sharing what consecutive rows
+/// have in common: a PartitionKey decoded once for the rows of one
+/// partition, and one ETag for the rows written by one transaction.
+#[derive(Default)]
+pub(crate) struct RowReader {
+    partition: Option<(Vec<u8>, String)>,
+    etag: Option<(i64, ETag)>,
+}
+
+impl RowReader {
+    /// As [`entity`].
+    pub(crate) fn entity(
+        &mut self,
+        key: &[u8],
+        row: &[u8],
+        select: Option<&[String]>,
+    ) -> Option<Entity> {
+        let (pk, rk) = split_key(key)?;
+        let partition_key = match &self.partition {
+            Some((stored, text)) if stored == pk => text.clone(),
+            _ => {
+                let text = decode_key(pk)?;
+                self.partition = Some((pk.to_vec(), text.clone()));
+                text
+            }
+        };
+        let mut entity = Entity::new(partition_key, decode_key(rk)?);
+        entity.properties = row_properties(row, select)?;
+        let ticks = row_ticks(row)?;
+        let written = DateTime::from_ticks(ticks).ok()?;
+        let etag = match &self.etag {
+            Some((at, etag)) if *at == ticks => etag.clone(),
+            _ => {
+                let etag = ETag::from_timestamp(written);
+                self.etag = Some((ticks, etag.clone()));
+                etag
+            }
+        };
+        entity.etag = Some(etag);
+        if select.is_none_or(|names| names.iter().any(|n| n == "Timestamp")) {
+            entity.timestamp = Some(written);
+        }
+        Some(entity)
     }
-    Some(entity)
 }
 
 #[cfg(test)]
@@ -198,7 +236,7 @@ mod tests {
         assert_eq!(checked(&row_key("p\u{E000}", "s"), &stored), None);
         assert_eq!(checked(&key, &stored[..3]), None);
         assert_eq!(row_ticks(row), Some(ticks));
-        assert_eq!(row_properties(row, None), Some(props));
+        assert_eq!(row_properties(row, None).as_ref(), Some(&props));
         let only = row_properties(row, Some(&["L".to_owned()])).unwrap();
         assert_eq!(only.len(), 1);
         for cut in 8..row.len() {
@@ -209,6 +247,17 @@ mod tests {
             (entity.partition_key.as_str(), entity.row_key.as_str()),
             ("p\u{E000}", "r")
         );
+        // A reader of many rows shares a partition's key and a time's
+        // ETag between rows, and reads each row as alone.
+        let mut reader = RowReader::default();
+        for (pk, rk, at) in [("p", "a", ticks), ("p", "b", ticks), ("q", "a", ticks + 1)] {
+            let key = row_key(pk, rk);
+            let stored = encode_row(&key, at, &props);
+            let alone = super::entity(&key, checked(&key, &stored).unwrap(), None);
+            let shared = reader.entity(&key, checked(&key, &stored).unwrap(), None);
+            assert_eq!(shared, alone);
+            assert_eq!(shared.unwrap().etag, Some(etag_of(at)));
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use tablekit::{
 
 use crate::LocalStorage;
 use crate::rows::{
-    checked, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
+    RowReader, checked, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
 };
 
 /// Tables by lower-cased name (names compare case-insensitively), with the
@@ -436,6 +436,13 @@ impl TableBackend for LocalStorage {
                         .map_err(|e| self.error(e.into()))?;
                     let mut entities = Vec::new();
                     let mut continuation = None;
+                    let mut reader = RowReader::default();
+                    // A filter of keys alone is met by every row of the
+                    // range: it need not be evaluated again.
+                    let filter = query
+                        .filter
+                        .as_ref()
+                        .filter(|f| !tablekit::backend::sorted::keys_only(f));
                     for item in range {
                         let (key, row) = item.map_err(|e| self.error(e.into()))?;
                         let key = key.value();
@@ -454,8 +461,8 @@ impl TableBackend for LocalStorage {
                             self.damaged_row(table, &text(pk), &text(rk))
                         };
                         let row = checked(key, row.value()).ok_or_else(damaged)?;
-                        let entity = entity(key, row, None).ok_or_else(damaged)?;
-                        if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                        let entity = reader.entity(key, row, None).ok_or_else(damaged)?;
+                        if filter.is_none_or(|f| f.matches(&entity)) {
                             entities.push(selected(entity, query.select.as_deref()));
                         }
                     }

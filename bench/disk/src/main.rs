@@ -198,6 +198,27 @@ fn time_ranges(n: usize, mut read: impl FnMut(usize) -> usize) -> Duration {
     started.elapsed() / n as u32
 }
 
+/// How full the engine's leaves are for the loaded rows: why the store
+/// takes more bytes per row than SQLite.
+fn leaf_fill(local: &Path) {
+    use redb::ReadableTableMetadata;
+    let engine: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows/staff");
+    let db = redb::Database::open(local.join(tablekit_local::FILE_NAME)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let stats = txn.open_table(engine).unwrap().stats().unwrap();
+    let page = 4096;
+    let leaves = stats.leaf_pages() * page;
+    println!(
+        "engine: {} leaf pages ({:.0} bytes per row), {} branch pages; entries' bytes {:.0} per row, \
+         the leaves {:.0}% full (their entries' bytes and the engine's own per-entry data)",
+        stats.leaf_pages(),
+        leaves as f64 / ROWS as f64,
+        stats.branch_pages(),
+        stats.stored_bytes() as f64 / ROWS as f64,
+        100.0 * (stats.stored_bytes() + stats.metadata_bytes()) as f64 / leaves as f64,
+    );
+}
+
 fn ranges(runtime: &tokio::runtime::Runtime, local: &Path, sqlite_path: &Path) {
     use tablekit::backend::sorted::encode_key;
     let engine: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows/staff");
@@ -380,6 +401,19 @@ fn main() {
         println!("range: {:.3} ms", t.as_secs_f64() * 1000.0);
         return;
     }
+    if std::env::var_os("TABLEKIT_BENCH_FILL_ONLY").is_some() {
+        // Only how full the engine's leaves are after a load.
+        let dir = base.join("filled");
+        local_load(&runtime, &dir);
+        println!("bytes on disk per row: {:.0}", bytes_in(&dir) as f64 / ROWS as f64);
+        leaf_fill(&dir);
+        let mut db = redb::Database::open(dir.join(tablekit_local::FILE_NAME)).unwrap();
+        let t = Instant::now();
+        db.compact().unwrap();
+        drop(db);
+        println!("compacted in {:?}: {:.0} bytes per row", t.elapsed(), bytes_in(&dir) as f64 / ROWS as f64);
+        return;
+    }
     if let Ok(writers) = std::env::var("TABLEKIT_BENCH_WRITERS_ONLY") {
         // Only the local store's durable writes, for a profiler.
         let writers = writers.parse().unwrap();
@@ -441,6 +475,7 @@ fn main() {
         sqlite_bytes as f64 / ROWS as f64,
         local_bytes as f64 / sqlite_bytes as f64
     );
+    leaf_fill(&local_dir);
     ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
 
     let rows: usize = std::env::var("TABLEKIT_BENCH_REOPEN_ROWS")

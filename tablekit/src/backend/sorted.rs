@@ -222,6 +222,31 @@ pub fn key_ranges(filter: Option<&Filter>) -> (KeyRange, KeyRange) {
     (pk, rk)
 }
 
+/// Whether `filter` says nothing but what [`key_ranges`] takes from it:
+/// comparisons of `PartitionKey` and `RowKey` with strings (other than
+/// `ne`), joined by `and`. A row of a table stored in key order whose keys
+/// lie in both ranges then meets the filter, so a backend that reads only
+/// such rows need not evaluate it on each.
+///
+/// ```
+/// use tablekit::backend::sorted::keys_only;
+/// use tablekit::filter::prop;
+/// assert!(keys_only(&prop("PartitionKey").eq("p").and(prop("RowKey").ge("m"))));
+/// assert!(!keys_only(&prop("PartitionKey").eq("p").and(prop("Total").gt(5))));
+/// assert!(!keys_only(&prop("RowKey").ne("m")));
+/// ```
+pub fn keys_only(filter: &Filter) -> bool {
+    match filter {
+        Filter::And(a, b) => keys_only(a) && keys_only(b),
+        Filter::Compare {
+            property,
+            op,
+            value: Value::String(_),
+        } => matches!(property.as_str(), "PartitionKey" | "RowKey") && *op != CompareOp::Ne,
+        _ => false,
+    }
+}
+
 /// One opaque token part, shaped like the service's (`1!<len>!<base64>`).
 fn token_part(bytes: &[u8]) -> String {
     let b64 = BASE64.encode(bytes).replace('=', "-");
