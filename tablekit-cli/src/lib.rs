@@ -14,6 +14,7 @@
 //! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
 //!                 [--checkpoint FILE]
 //! tablekit check  --store UseLocalStorage=<dir>
+//! tablekit compact --store UseLocalStorage=<dir>
 //! tablekit --verbose <command> …
 //! ```
 //!
@@ -29,6 +30,9 @@
 //! - **check** reads a whole local store, read-only, and checks every
 //!   row, blob and message against its checksum; it names each damaged
 //!   piece and exits 1 if there is any.
+//! - **compact** makes a local store's file as short as its data (a store
+//!   written for a while keeps free space in it), and says how much it
+//!   gave back. No other program may have the store open.
 //!
 //! `--verbose` (`-v`, before or after the command) prints each operation
 //! on a store as it ends, with its outcome and time, and each retry and
@@ -178,6 +182,17 @@ fn check_command() -> Command {
         )
 }
 
+fn compact_command() -> Command {
+    Command::new("compact")
+        .about("Makes a local store's file as short as its data")
+        .arg(
+            Arg::new("store")
+                .long("store")
+                .required(true)
+                .help("the store's connection string: UseLocalStorage=<dir>"),
+        )
+}
+
 fn import_command() -> Command {
     Command::new("import")
         .about("Reads JSON Lines files into tables")
@@ -221,6 +236,7 @@ pub fn command() -> Command {
         .subcommand(copy_command())
         .subcommand(export_command())
         .subcommand(check_command())
+        .subcommand(compact_command())
         .subcommand(import_command())
 }
 
@@ -244,6 +260,7 @@ where
         Some(("export", m)) => export(m).await,
         Some(("import", m)) => import(m).await,
         Some(("check", m)) => check(m).await,
+        Some(("compact", m)) => compact(m).await,
         _ => unreachable_usage(),
     }
 }
@@ -251,7 +268,7 @@ where
 fn unreachable_usage() -> Result<(), CliError> {
     Err(CliError::Usage(command().error(
         clap::error::ErrorKind::MissingSubcommand,
-        "name a command: copy, export, import or check",
+        "name a command: copy, export, import, check or compact",
     )))
 }
 
@@ -307,23 +324,57 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
     Stores::at(location).map_err(|e| failed(format!("--{flag}: {e}")))
 }
 
-/// `tablekit check`: the whole store read, read-only; the damage named,
-/// one line each, and a failure if there is any.
-async fn check(m: &ArgMatches) -> Result<(), CliError> {
+/// The local store `--store` names, for `command` (`check`, `compact`).
+fn local_store(m: &ArgMatches, command: &str) -> Result<tablekit_stores::LocalSettings, CliError> {
     let connection = m
         .get_one::<String>("store")
         .map(String::as_str)
         .unwrap_or_default();
     let location = tablekit_stores::Location::parse(connection)
         .map_err(|e| failed(format!("--store: {e}")))?;
-    let dir = match location {
-        tablekit_stores::Location::Local(settings) => settings.dir,
-        _ => {
-            return Err(failed(
-                "--store: check reads a local store (UseLocalStorage=<dir>); a service keeps its own checks",
-            ));
-        }
-    };
+    match location {
+        tablekit_stores::Location::Local(settings) => Ok(settings),
+        _ => Err(failed(format!(
+            "--store: {command} works on a local store (UseLocalStorage=<dir>); a service keeps its own"
+        ))),
+    }
+}
+
+/// `tablekit compact`: the store's file cut to its data; the lengths
+/// before and after said.
+async fn compact(m: &ArgMatches) -> Result<(), CliError> {
+    let settings = local_store(m, "compact")?;
+    let dir = settings.dir;
+    if settings.read_only {
+        return Err(failed(
+            "--store: compact writes the store; leave ReadOnly out",
+        ));
+    }
+    // A writable open makes a store that is missing: a typo must not.
+    if !dir.join(tablekit_local::FILE_NAME).is_file() {
+        return Err(failed(format!("--store: no store in {}", dir.display())));
+    }
+    let store =
+        tablekit_local::LocalStorage::open(&dir).map_err(|e| failed(format!("--store: {e}")))?;
+    let bar = spinner(&format!("compacting {}", dir.display()));
+    let done = store.compact().await?;
+    let mib = |bytes: u64| bytes as f64 / (1 << 20) as f64;
+    finish(
+        &bar,
+        format!(
+            "compacted {}: {:.1} MiB, from {:.1} MiB",
+            dir.display(),
+            mib(done.after),
+            mib(done.before)
+        ),
+    );
+    Ok(())
+}
+
+/// `tablekit check`: the whole store read, read-only; the damage named,
+/// one line each, and a failure if there is any.
+async fn check(m: &ArgMatches) -> Result<(), CliError> {
+    let dir = local_store(m, "check")?.dir;
     let store = tablekit_local::LocalStorage::open_read_only(&dir)
         .map_err(|e| failed(format!("--store: {e}")))?;
     let bar = spinner(&format!("checking {}", dir.display()));

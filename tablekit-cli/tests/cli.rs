@@ -712,6 +712,74 @@ async fn check_names_the_damaged_row() {
     );
 }
 
+/// `tablekit compact` cuts a local store's file to its data and says by how
+/// much, keeping every row; a store that is not local, not there, or named
+/// read-only is an error that makes and changes nothing.
+#[tokio::test]
+async fn compact_shortens_a_store_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    {
+        let store = tablekit_local::LocalStorage::open(&path).unwrap();
+        store.create_table("Orders").await.unwrap();
+        for n in 0..400 {
+            let row = Entity::new("p", format!("r{n:03}")).with("Note", "x".repeat(500));
+            store.insert_entity("Orders", &row).await.unwrap();
+        }
+        for n in 0..350 {
+            store
+                .delete_entity("Orders", "p", &format!("r{n:03}"), &tablekit::IfMatch::Any)
+                .await
+                .unwrap();
+        }
+    }
+    let file = path.join(tablekit_local::FILE_NAME);
+    let before = std::fs::metadata(&file).unwrap().len();
+    let connection = format!("UseLocalStorage={}", path.display());
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["compact", "--store", &connection]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("compacted ") && out.contains(" MiB, from "),
+        "{out}"
+    );
+    let after = std::fs::metadata(&file).unwrap().len();
+    assert!(after < before, "{after} of {before} bytes");
+    let store = tablekit_local::LocalStorage::open(&path).unwrap();
+    let rows = store
+        .query_all("Orders", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 50);
+    drop(store);
+
+    let none = format!("UseLocalStorage={}", dir.path().join("none").display());
+    let read_only = format!("{connection};ReadOnly=true");
+    for (store, says) in [
+        ("UseMemoryStorage=true", "local store"),
+        (none.as_str(), "no store"),
+        (read_only.as_str(), "ReadOnly"),
+    ] {
+        let (code, out, err) = run(&["compact", "--store", store]);
+        assert_eq!(code, Some(1), "{out}{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    assert!(
+        !dir.path().join("none").exists(),
+        "a compaction made a directory"
+    );
+}
+
 /// `--verbose` says each operation on the stores, with its outcome, on
 /// standard error; the summary stays on standard output, and without the
 /// flag standard error says nothing of them.

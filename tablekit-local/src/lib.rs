@@ -172,6 +172,7 @@
 
 mod blobs;
 mod check;
+mod compact;
 mod journal;
 mod limit;
 mod logged;
@@ -194,6 +195,7 @@ use tablekit::{Error, Result, StorageFailure};
 use tablekit::{BlobStore, QueueStore, TableBackend};
 
 pub use check::{CheckReport, Damage};
+pub use compact::Compaction;
 pub use writer::WriteStats;
 
 /// The engine's file in a store's directory.

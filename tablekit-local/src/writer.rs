@@ -6,8 +6,12 @@
 //! A write is a job sent to the thread. The thread takes every job waiting
 //! (up to [`MAX_GROUP`]), runs them one after another in one engine
 //! transaction, makes it durable (one record of the journal, one sync: see
-//! [`crate::journal`]), commits it, and only then answers each job. A write is therefore acknowledged once it is durable, and jobs
-//! that came while the last commit was syncing ride on the next one.
+//! [`crate::journal`]), commits it, and only then answers each job. A write
+//! is therefore acknowledged once it is durable, and jobs that came while
+//! the last commit was syncing ride on the next one.
+//!
+//! A compaction ([`LocalStorage::compact`]) is sent to the thread too, and
+//! runs between two groups, when no write is under way.
 //!
 //! Jobs run in the order they were sent, each on the state the jobs before
 //! it left, so a write decides on everything committed before it and on the
@@ -43,7 +47,8 @@ use tablekit::backend::InFlight;
 use tablekit::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
-use crate::journal::Appended;
+use crate::compact::Compaction;
+use crate::journal::{Appended, Journal};
 use crate::logged::Txn;
 use crate::{LocalStorage, io_error, mark_checkpoint};
 
@@ -84,7 +89,7 @@ pub(crate) struct Counters {
 }
 
 /// A write waiting for the writer thread.
-trait Job: Send {
+pub(crate) trait Job: Send {
     /// Runs the write in `txn`. An error means the job may have changed
     /// `txn` half way: the transaction must not be committed.
     fn run(&mut self, store: &LocalStorage, txn: &Txn<'_>) -> Result<()>;
@@ -129,10 +134,18 @@ where
     }
 }
 
+/// What the writer thread is sent.
+pub(crate) enum Message {
+    /// A write.
+    Write(Box<dyn Job>),
+    /// A compaction, run between two groups.
+    Compact(oneshot::Sender<Result<Compaction>>),
+}
+
 /// The writer thread of a writable store, stopped (after the jobs sent) when
 /// the last handle of the store is dropped.
 pub(crate) struct Writer {
-    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+    jobs: Option<mpsc::Sender<Message>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -140,19 +153,32 @@ impl Writer {
     /// Starts the writer thread of `store` (a handle without a writer: the
     /// thread holds the store open until it stops).
     pub(crate) fn start(store: LocalStorage) -> std::io::Result<Writer> {
-        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let (jobs, queue) = mpsc::channel::<Message>();
         let thread = std::thread::Builder::new()
             .name("tablekit-local writer".into())
             .spawn(move || {
                 while let Ok(first) = queue.recv() {
-                    let mut group = vec![first];
-                    while group.len() < MAX_GROUP {
+                    let (mut group, mut compact) = (Vec::new(), None);
+                    match first {
+                        Message::Write(job) => group.push(job),
+                        Message::Compact(reply) => compact = Some(reply),
+                    }
+                    // A compaction ends the group: the writes sent after it
+                    // wait for it.
+                    while compact.is_none() && !group.is_empty() && group.len() < MAX_GROUP {
                         match queue.try_recv() {
-                            Ok(job) => group.push(job),
+                            Ok(Message::Write(job)) => group.push(job),
+                            Ok(Message::Compact(reply)) => compact = Some(reply),
                             Err(_) => break,
                         }
                     }
-                    store.commit_group(group);
+                    if !group.is_empty() {
+                        store.commit_group(group);
+                    }
+                    if let Some(reply) = compact {
+                        // The caller may have stopped waiting.
+                        let _ = reply.send(store.compact_now());
+                    }
                 }
                 // Closed cleanly: the next open has nothing to replay.
                 if let Err(e) = store.guarded(|| store.close_journal()) {
@@ -203,9 +229,6 @@ impl LocalStorage {
         F: FnMut(&LocalStorage, &Txn<'_>) -> Result<T> + Send + 'static,
         T: Send + 'static,
     {
-        let Some(writer) = &self.writer else {
-            return Err(self.read_only_error());
-        };
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending {
             op,
@@ -213,16 +236,25 @@ impl LocalStorage {
             reply,
             _in_flight: InFlight::start(),
         });
-        let sent = writer.jobs.as_ref().map(|jobs| jobs.send(job));
-        if !matches!(sent, Some(Ok(()))) {
-            return Err(self.writer_gone());
-        }
+        self.send(Message::Write(job))?;
         answer.await.map_err(|_| self.writer_gone())?
+    }
+
+    /// Sends `message` to the writer thread.
+    pub(crate) fn send(&self, message: Message) -> Result<()> {
+        let Some(writer) = &self.writer else {
+            return Err(self.read_only_error());
+        };
+        let sent = writer.jobs.as_ref().map(|jobs| jobs.send(message));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            _ => Err(self.writer_gone()),
+        }
     }
 
     /// The error when the writer thread is gone (it panicked outside the
     /// engine, which the store never does on purpose).
-    fn writer_gone(&self) -> Error {
+    pub(crate) fn writer_gone(&self) -> Error {
         Error::Storage {
             path: self.shared.path.display().to_string(),
             failure: StorageFailure::Io,
@@ -321,36 +353,47 @@ impl LocalStorage {
                 }
                 Ok(())
             }
-            Ok(Appended::Full) => {
-                let last = journal.last();
-                mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
-                self.commit(txn)?;
-                journal.restart(last);
-                self.shared
-                    .stats
-                    .checkpoints
-                    .fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
+            Ok(Appended::Full) => self.commit_checkpoint(txn, journal),
             Err(e) => Err(io_error(&self.shared.path, &e)),
         }
     }
 
     /// Commits every change so far durably with the engine, so that the
-    /// journal holds nothing to replay, and empties the journal's file.
-    fn close_journal(&self) -> Result<()> {
+    /// journal holds nothing to replay (on the writer thread, between two
+    /// groups).
+    pub(crate) fn checkpoint(&self) -> Result<()> {
         let mut slot = self.shared.journal.lock();
         let Some(journal) = slot.as_mut() else {
-            return Ok(());
+            return Err(self.journal_lost());
         };
-        if !journal.is_empty() {
-            let txn = self.begin_write()?;
-            let last = journal.last();
-            mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
-            self.commit(txn)?;
-            journal.restart(last);
+        if journal.is_empty() {
+            return Ok(());
         }
-        journal.clear().map_err(|e| io_error(&self.shared.path, &e))
+        self.commit_checkpoint(self.begin_write()?, journal)
+    }
+
+    /// Commits `txn` durably as a checkpoint: the engine then holds every
+    /// record of `journal`, which starts again.
+    fn commit_checkpoint(&self, txn: WriteTransaction, journal: &mut Journal) -> Result<()> {
+        let last = journal.last();
+        mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
+        self.commit(txn)?;
+        journal.restart(last);
+        self.shared
+            .stats
+            .checkpoints
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A last [`checkpoint`](LocalStorage::checkpoint), then the journal's
+    /// file emptied: for a clean close.
+    fn close_journal(&self) -> Result<()> {
+        self.checkpoint()?;
+        match self.shared.journal.lock().as_mut() {
+            Some(journal) => journal.clear().map_err(|e| io_error(&self.shared.path, &e)),
+            None => Ok(()),
+        }
     }
 
     /// The error when the journal was lost to a failed write: the engine

@@ -408,6 +408,18 @@ fn main() {
         println!("bytes on disk per row: {:.0}", bytes_in(&dir) as f64 / ROWS as f64);
         leaf_fill(&dir);
         let mut db = redb::Database::open(dir.join(tablekit_local::FILE_NAME)).unwrap();
+        {
+            let txn = db.begin_write().unwrap();
+            let st = txn.stats().unwrap();
+            println!(
+                "allocated pages {} ({} bytes per row), leaf {} branch {} fragmented {} bytes",
+                st.allocated_pages(),
+                st.allocated_pages() * 4096 / ROWS as u64,
+                st.leaf_pages(),
+                st.branch_pages(),
+                st.fragmented_bytes()
+            );
+        }
         let t = Instant::now();
         db.compact().unwrap();
         drop(db);
