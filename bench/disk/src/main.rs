@@ -208,15 +208,25 @@ fn leaf_fill(local: &Path) {
     let stats = txn.open_table(engine).unwrap().stats().unwrap();
     let page = 4096;
     let leaves = stats.leaf_pages() * page;
+    let all = txn_pages(&db);
     println!(
         "engine: {} leaf pages ({:.0} bytes per row), {} branch pages; entries' bytes {:.0} per row, \
-         the leaves {:.0}% full (their entries' bytes and the engine's own per-entry data)",
+         the leaves {:.0}% full; {:.0} bytes per row in every page the file's data takes",
         stats.leaf_pages(),
         leaves as f64 / ROWS as f64,
         stats.branch_pages(),
         stats.stored_bytes() as f64 / ROWS as f64,
         100.0 * (stats.stored_bytes() + stats.metadata_bytes()) as f64 / leaves as f64,
+        (all * page) as f64 / ROWS as f64,
     );
+}
+
+/// The pages the engine's data takes (allocated, not free).
+fn txn_pages(db: &redb::Database) -> u64 {
+    let txn = db.begin_write().unwrap();
+    let pages = txn.stats().unwrap().allocated_pages();
+    txn.abort().unwrap();
+    pages
 }
 
 fn ranges(runtime: &tokio::runtime::Runtime, local: &Path, sqlite_path: &Path) {
@@ -405,25 +415,20 @@ fn main() {
         // Only how full the engine's leaves are after a load.
         let dir = base.join("filled");
         local_load(&runtime, &dir);
-        println!("bytes on disk per row: {:.0}", bytes_in(&dir) as f64 / ROWS as f64);
+        println!(
+            "bytes on disk per row: {:.0}",
+            bytes_in(&dir) as f64 / ROWS as f64
+        );
         leaf_fill(&dir);
-        let mut db = redb::Database::open(dir.join(tablekit_local::FILE_NAME)).unwrap();
-        {
-            let txn = db.begin_write().unwrap();
-            let st = txn.stats().unwrap();
-            println!(
-                "allocated pages {} ({} bytes per row), leaf {} branch {} fragmented {} bytes",
-                st.allocated_pages(),
-                st.allocated_pages() * 4096 / ROWS as u64,
-                st.leaf_pages(),
-                st.branch_pages(),
-                st.fragmented_bytes()
-            );
-        }
+        let store = LocalStorage::open(&dir).unwrap();
         let t = Instant::now();
-        db.compact().unwrap();
-        drop(db);
-        println!("compacted in {:?}: {:.0} bytes per row", t.elapsed(), bytes_in(&dir) as f64 / ROWS as f64);
+        runtime.block_on(store.compact()).unwrap();
+        drop(store);
+        println!(
+            "compacted in {:?}: {:.0} bytes per row",
+            t.elapsed(),
+            bytes_in(&dir) as f64 / ROWS as f64
+        );
         return;
     }
     if let Ok(writers) = std::env::var("TABLEKIT_BENCH_WRITERS_ONLY") {
@@ -480,12 +485,29 @@ fn main() {
     );
     // Every file of the store's directory (the engine's and the journal's).
     let local_bytes = bytes_in(&local_dir);
+    let compacted = {
+        let copy = base.join("compacted");
+        std::fs::create_dir_all(&copy).unwrap();
+        std::fs::copy(
+            local_dir.join(tablekit_local::FILE_NAME),
+            copy.join(tablekit_local::FILE_NAME),
+        )
+        .unwrap();
+        let store = LocalStorage::open(&copy).unwrap();
+        runtime.block_on(store.compact()).unwrap();
+        drop(store);
+        let bytes = bytes_in(&copy);
+        std::fs::remove_dir_all(&copy).unwrap();
+        bytes
+    };
     let sqlite_bytes = bytes_in(&sqlite_dir);
     println!(
-        "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x)",
+        "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x); after compact() {:.0} ({:.2}x)",
         local_bytes as f64 / ROWS as f64,
         sqlite_bytes as f64 / ROWS as f64,
-        local_bytes as f64 / sqlite_bytes as f64
+        local_bytes as f64 / sqlite_bytes as f64,
+        compacted as f64 / ROWS as f64,
+        compacted as f64 / sqlite_bytes as f64,
     );
     leaf_fill(&local_dir);
     ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
