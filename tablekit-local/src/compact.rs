@@ -47,12 +47,15 @@ impl LocalStorage {
     /// the engine's, as [`Error::Storage`].
     pub async fn compact(&self) -> Result<Compaction> {
         let (reply, answer) = oneshot::channel();
-        self.send(Message::Compact(reply))?;
+        self.send(Message::Between(Box::new(move |store: &LocalStorage| {
+            // The caller may have stopped waiting.
+            let _ = reply.send(store.compact_now());
+        })))?;
         answer.await.map_err(|_| self.writer_gone())?
     }
 
     /// Compacts the engine's file, on the writer thread.
-    pub(crate) fn compact_now(&self) -> Result<Compaction> {
+    fn compact_now(&self) -> Result<Compaction> {
         self.guarded(|| {
             self.checkpoint()?;
             let before = self.engine_file_len()?;

@@ -10,8 +10,9 @@
 //! is therefore acknowledged once it is durable, and jobs that came while
 //! the last commit was syncing ride on the next one.
 //!
-//! A compaction ([`LocalStorage::compact`]) is sent to the thread too, and
-//! runs between two groups, when no write is under way.
+//! Work that needs the engine to itself (a compaction,
+//! [`LocalStorage::compact`]) is sent to the thread too, and runs between
+//! two groups, when no write is under way.
 //!
 //! Jobs run in the order they were sent, each on the state the jobs before
 //! it left, so a write decides on everything committed before it and on the
@@ -47,7 +48,6 @@ use tablekit::backend::InFlight;
 use tablekit::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
-use crate::compact::Compaction;
 use crate::journal::{Appended, Journal};
 use crate::logged::Txn;
 use crate::{LocalStorage, io_error, mark_checkpoint};
@@ -138,8 +138,8 @@ where
 pub(crate) enum Message {
     /// A write.
     Write(Box<dyn Job>),
-    /// A compaction, run between two groups.
-    Compact(oneshot::Sender<Result<Compaction>>),
+    /// Work run between two groups, when no write is under way.
+    Between(Box<dyn FnOnce(&LocalStorage) + Send>),
 }
 
 /// The writer thread of a writable store, stopped (after the jobs sent) when
@@ -158,26 +158,25 @@ impl Writer {
             .name("tablekit-local writer".into())
             .spawn(move || {
                 while let Ok(first) = queue.recv() {
-                    let (mut group, mut compact) = (Vec::new(), None);
+                    let (mut group, mut between) = (Vec::new(), None);
                     match first {
                         Message::Write(job) => group.push(job),
-                        Message::Compact(reply) => compact = Some(reply),
+                        Message::Between(work) => between = Some(work),
                     }
-                    // A compaction ends the group: the writes sent after it
+                    // Such work ends the group: the writes sent after it
                     // wait for it.
-                    while compact.is_none() && !group.is_empty() && group.len() < MAX_GROUP {
+                    while between.is_none() && !group.is_empty() && group.len() < MAX_GROUP {
                         match queue.try_recv() {
                             Ok(Message::Write(job)) => group.push(job),
-                            Ok(Message::Compact(reply)) => compact = Some(reply),
+                            Ok(Message::Between(work)) => between = Some(work),
                             Err(_) => break,
                         }
                     }
                     if !group.is_empty() {
                         store.commit_group(group);
                     }
-                    if let Some(reply) = compact {
-                        // The caller may have stopped waiting.
-                        let _ = reply.send(store.compact_now());
+                    if let Some(work) = between {
+                        work(&store);
                     }
                 }
                 // Closed cleanly: the next open has nothing to replay.
