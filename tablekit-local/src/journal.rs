@@ -17,7 +17,13 @@
 //!    its beginning.
 //!
 //! On open, the records after that number are applied again (*replayed*)
-//! and checkpointed. A clean close checkpoints, so the journal then holds
+//! in one engine commit without a sync of its own, and the journal goes on
+//! after them: they stay in the journal until the next checkpoint, so a
+//! crash before it replays them again, which changes nothing (a record's
+//! changes are puts and removals of whole values, so applying them again
+//! in order gives the same state). The replay needs no room beyond what
+//! the engine's state took before, so a store reopened on a full disk
+//! still reads. A clean close checkpoints, so the journal then holds
 //! nothing to replay.
 //!
 //! # The file
@@ -132,6 +138,18 @@ impl Journal {
     /// Whether no record was written since the last checkpoint.
     pub(crate) fn is_empty(&self) -> bool {
         self.offset == 0
+    }
+
+    /// Goes on after `records` (read by [`open`](Journal::open) after
+    /// number `checkpoint`, and applied to the engine without a
+    /// checkpoint): the next record follows them.
+    pub(crate) fn continue_after(&mut self, checkpoint: u64, records: &[Record]) {
+        self.offset = records
+            .iter()
+            .map(|record| padded(HEADER + record.changes.len()))
+            .sum();
+        self.last = records.last().map_or(checkpoint, |record| record.number);
+        self.last_offset = self.offset;
     }
 
     /// Starts the journal again at its beginning, after a checkpoint that

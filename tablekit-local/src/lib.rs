@@ -505,20 +505,21 @@ fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb
 }
 
 /// Opens the journal of the store in `dir`, whose engine is `db`, applying
-/// (and checkpointing) the records the engine does not hold yet: the writes
-/// acknowledged since the last checkpoint, when the store was not closed
-/// cleanly.
+/// the records the engine does not hold yet: the writes acknowledged since
+/// the last checkpoint, when the store was not closed cleanly. They are
+/// committed without a sync and stay in the journal (see [`journal`]): the
+/// commit needs no more room than they took before, so a store opened
+/// again on a full disk reads all it acknowledged.
 fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
     contain_panics(|| {
         let checkpoint = checkpoint_of(dir, db)?;
         let (mut journal, records) =
             journal::Journal::open(dir, checkpoint).map_err(|e| io_error(dir, &e))?;
-        let Some(last) = records.last().map(|record| record.number) else {
-            journal.restart(checkpoint);
+        journal.continue_after(checkpoint, &records);
+        if records.is_empty() {
             return Ok((journal, 0));
-        };
+        }
         let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
-        txn.set_quick_repair(true);
         for record in &records {
             logged::replay(&txn, &record.changes).map_err(|e| match e {
                 logged::ReplayError::Engine(e) => storage_error(dir, e),
@@ -532,9 +533,13 @@ fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
                 },
             })?;
         }
-        mark_checkpoint(&txn, last).map_err(|e| storage_error(dir, e))?;
+        txn.set_durability(redb::Durability::None)
+            .map_err(|e| Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Io,
+                message: e.to_string(),
+            })?;
         txn.commit().map_err(|e| storage_error(dir, e.into()))?;
-        journal.restart(last);
         tracing::info!(
             path = %dir.display(),
             records = records.len(),
