@@ -63,8 +63,9 @@ const MAX_GROUP: usize = 128;
 pub struct WriteStats {
     /// Writes the writer thread has taken (committed or refused).
     pub writes: u64,
-    /// Commits: each one record appended to the journal and one sync,
-    /// fewer than the writes when writes shared them.
+    /// Groups of writes committed: each one record appended to the journal
+    /// and one sync (or, when the journal is full, a checkpoint), fewer
+    /// than the writes when writes shared them.
     pub commits: u64,
     /// Groups of writes run again without a write that failed in them.
     pub reruns: u64,
