@@ -654,10 +654,14 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 T::DESCRIPTOR.kind,
             ),
         };
-        let table = self.table.of::<P>();
-        let typed = rows
-            .and_then(move |entity| restore_and_load(table.clone(), entity))
-            .boxed();
+        let typed = if P::DESCRIPTOR.external_values().is_some() {
+            // Values kept in blobs are read back: a table per row.
+            let table = self.table.of::<P>();
+            rows.and_then(move |entity| restore_and_load(table.clone(), entity))
+                .boxed()
+        } else {
+            rows.map(|entity| entity.and_then(load::<P>)).boxed()
+        };
         with_row_errors(typed, self.row_errors)
             .take(self.limit.unwrap_or(usize::MAX))
             .boxed()
