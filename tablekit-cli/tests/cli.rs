@@ -624,6 +624,20 @@ async fn a_script_gets_the_summary() {
     );
 }
 
+/// Runs the program with `args`: its exit code, standard output and
+/// standard error.
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `tablekit check` reads a whole local store: clean, it says so and exits
 /// 0, changing nothing; with a row's bytes changed in the file, it names
 /// the row and exits 1. A store that is not local, or not there, is an
@@ -653,17 +667,6 @@ async fn check_names_the_damaged_row() {
             .unwrap();
     }
     let connection = format!("UseLocalStorage={}", path.display());
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     let file = path.join(tablekit_local::FILE_NAME);
     let before = std::fs::read(&file).unwrap();
     let (code, out, err) = run(&["check", "--store", &connection]);
@@ -736,17 +739,6 @@ async fn compact_shortens_a_store_and_keeps_its_rows() {
     let file = path.join(tablekit_local::FILE_NAME);
     let before = std::fs::metadata(&file).unwrap().len();
     let connection = format!("UseLocalStorage={}", path.display());
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     let (code, out, err) = run(&["compact", "--store", &connection]);
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
