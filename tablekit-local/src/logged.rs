@@ -85,6 +85,8 @@ struct Changes {
     bytes: Vec<u8>,
     /// The table the last change was in, as its record names it.
     current: Option<(u8, String)>,
+    /// Whether anything was changed (not only tables opened).
+    changed: bool,
 }
 
 impl Changes {
@@ -120,9 +122,15 @@ impl<'a> Txn<'a> {
     }
 
     /// The changes made, in order, as the journal stores them; empty if
-    /// nothing was changed.
+    /// nothing was changed (tables were only opened and read: a table made
+    /// by its opening alone holds nothing that needs keeping).
     pub(crate) fn into_changes(self) -> Vec<u8> {
-        self.changes.into_inner().bytes
+        let changes = self.changes.into_inner();
+        if changes.changed {
+            changes.bytes
+        } else {
+            Vec::new()
+        }
     }
 
     /// Opens (creating if needed) the table `definition`. The opening is
@@ -151,6 +159,7 @@ impl<'a> Txn<'a> {
         let deleted = self.inner.delete_table(definition)?;
         if deleted {
             let mut changes = self.changes.borrow_mut();
+            changes.changed = true;
             changes.bytes.push(op::DELETE_TABLE);
             changes.bytes.push(types_tag::<K, V>());
             put_bytes(&mut changes.bytes, definition.name().as_bytes());
@@ -171,6 +180,7 @@ pub(crate) struct LoggedTable<'t, K: Key + 'static, V: Value + 'static> {
 impl<'t, K: Logged + Key, V: Logged> LoggedTable<'t, K, V> {
     fn record(&self, kind: u8, first: &[u8], second: &[u8]) {
         let mut changes = self.txn.changes.borrow_mut();
+        changes.changed = true;
         changes.select(types_tag::<K, V>(), &self.name);
         changes.bytes.push(kind);
         put_bytes(&mut changes.bytes, first);

@@ -65,7 +65,8 @@ pub struct WriteStats {
     pub writes: u64,
     /// Groups of writes committed: each one record appended to the journal
     /// and one sync (or, when the journal is full, a checkpoint), fewer
-    /// than the writes when writes shared them.
+    /// than the writes when writes shared them. A group that changed
+    /// nothing (a read of an empty queue, say) is not committed.
     pub commits: u64,
     /// Groups of writes run again without a write that failed in them.
     pub reruns: u64,
@@ -291,10 +292,7 @@ impl LocalStorage {
                         stats.reruns.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                Ok(None) => {
-                    stats.commits.fetch_add(1, Ordering::Relaxed);
-                    break Ok(());
-                }
+                Ok(None) => break Ok(()),
                 Err(e) => break Err(e),
             }
             if group.is_empty() {
@@ -328,7 +326,8 @@ impl LocalStorage {
     /// (see [`crate::journal`]).
     fn commit_changes(&self, mut txn: WriteTransaction, changes: &[u8]) -> Result<()> {
         if changes.is_empty() {
-            // Nothing changed: the transaction is dropped, not committed.
+            // Nothing changed: the transaction is dropped, not committed,
+            // and nothing is synced.
             return Ok(());
         }
         let mut slot = self.shared.journal.lock();
@@ -351,9 +350,14 @@ impl LocalStorage {
                     }
                     return Err(self.error(e.into()));
                 }
+                self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(())
             }
-            Ok(Appended::Full) => self.commit_checkpoint(txn, journal),
+            Ok(Appended::Full) => {
+                self.commit_checkpoint(txn, journal)?;
+                self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
             Err(e) => Err(io_error(&self.shared.path, &e)),
         }
     }

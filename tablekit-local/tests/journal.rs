@@ -268,3 +268,34 @@ async fn a_clean_close_empties_the_journal() {
         contents(&store, &CONTAINERS, &QUEUES).await
     );
 }
+
+/// A write that changes nothing (a read of an empty queue takes no
+/// message) commits nothing and syncs nothing; one that changes something
+/// does.
+#[tokio::test]
+async fn a_write_that_changes_nothing_is_not_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    store.create_queue("empty").await.unwrap();
+    let before = store.write_stats();
+    for _ in 0..10 {
+        let taken = store
+            .get_messages("empty", 1, Duration::from_secs(30))
+            .await
+            .unwrap();
+        assert!(taken.is_empty());
+    }
+    let after = store.write_stats();
+    assert_eq!(after.writes, before.writes + 10);
+    assert_eq!(after.commits, before.commits, "{after:?}");
+    store
+        .put_message("empty", "m", &PutMessageOptions::default())
+        .await
+        .unwrap();
+    let taken = store
+        .get_messages("empty", 1, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(taken.len(), 1);
+    assert_eq!(store.write_stats().commits, after.commits + 2);
+}
