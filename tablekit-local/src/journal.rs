@@ -221,6 +221,13 @@ fn checksum(number: u64, changes: &[u8]) -> u32 {
 }
 
 /// The records after number `checkpoint`, from the journal's start.
+///
+/// # Errors
+/// The file's, and [`io::ErrorKind::InvalidData`] when the journal ends at
+/// a block that is not the next record, but a whole record with a later
+/// number follows it: a crash cannot leave that (each record is synced
+/// before the next is written), so the record is damaged, and the writes
+/// after it cannot be applied in order.
 fn read_after(file: &File, checkpoint: u64) -> io::Result<Vec<Record>> {
     let mut records = Vec::new();
     let mut offset = 0;
@@ -230,7 +237,40 @@ fn read_after(file: &File, checkpoint: u64) -> io::Result<Vec<Record>> {
         records.push(Record { number, changes });
         number += 1;
     }
+    if let Some(later) = later_record(file, offset, number)? {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "record {number} of the journal is damaged, and record {later} after it is \
+                 whole: the writes from record {number} on cannot be applied. Move \
+                 {FILE_NAME} away to open the store without them"
+            ),
+        ));
+    }
     Ok(records)
+}
+
+/// The number of a whole record after `offset` whose number is `number` or
+/// later (within what a journal can hold), if there is one.
+fn later_record(file: &File, offset: u64, number: u64) -> io::Result<Option<u64>> {
+    let most = CAPACITY / BLOCK;
+    let mut at = offset + BLOCK;
+    while at + HEADER as u64 <= CAPACITY {
+        let mut header = [0u8; HEADER];
+        if !read_exact_or_end(file, &mut header, at)? {
+            return Ok(None);
+        }
+        let stored = u64::from_le_bytes(header[4..12].try_into().unwrap_or_default());
+        if header[..4] == MAGIC
+            && stored > number
+            && stored <= number + most
+            && read_record(file, at, stored)?.is_some()
+        {
+            return Ok(Some(stored));
+        }
+        at += BLOCK;
+    }
+    Ok(None)
 }
 
 /// The changes of record `number` at `offset`, or `None` if what is there
@@ -299,21 +339,48 @@ mod tests {
     }
 
     #[test]
-    fn a_record_cut_short_or_changed_ends_the_journal() {
+    fn a_last_record_cut_short_or_changed_ends_the_journal() {
         let dir = tempfile::tempdir().unwrap();
         let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
         for i in 0..3u8 {
             journal.append(&[i; 100]).unwrap();
         }
         let path = dir.path().join(FILE_NAME);
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[BLOCK as usize + HEADER + 7] ^= 1;
+        let whole = std::fs::read(&path).unwrap();
+        // The last record changed, as a crash that tore it leaves it.
+        let mut bytes = whole.clone();
+        bytes[2 * BLOCK as usize + HEADER + 7] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         let (_, records) = Journal::open(dir.path(), 0).unwrap();
-        assert_eq!(records.len(), 1);
-        std::fs::write(&path, &bytes[..BLOCK as usize + 50]).unwrap();
+        assert_eq!(records.len(), 2);
+        std::fs::write(&path, &whole[..BLOCK as usize + 50]).unwrap();
         let (_, records) = Journal::open(dir.path(), 0).unwrap();
         assert_eq!(records.len(), 1);
+    }
+
+    #[test]
+    fn a_changed_record_with_whole_ones_after_it_is_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        for i in 0..3u8 {
+            journal.append(&[i; 5000]).unwrap();
+        }
+        let path = dir.path().join(FILE_NAME);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Record 2 (two blocks from the first) has a byte changed; 3 is whole.
+        bytes[2 * BLOCK as usize + HEADER + 7] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = Journal::open(dir.path(), 0).err().expect("damage");
+        assert_eq!(error.kind(), io::ErrorKind::InvalidData);
+        assert!(
+            error
+                .to_string()
+                .contains("record 2 of the journal is damaged"),
+            "{error}"
+        );
+        // Whole records of an earlier round after the end are no damage.
+        let (_, records) = Journal::open(dir.path(), 2).unwrap();
+        assert!(records.is_empty());
     }
 
     #[test]

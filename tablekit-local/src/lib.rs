@@ -58,8 +58,11 @@
 //!   acknowledged). A crash during a checkpoint leaves the engine's commit
 //!   half written; the engine checksums its commits and falls back to the
 //!   last complete one, and the journal still holds everything after it.
-//!   A record that fails its checksum ends the journal, as a torn one does:
-//!   damage there cannot be told from a crash's.
+//!   A record that fails its checksum is damage when whole records follow
+//!   it (a crash cannot leave that): the open fails with
+//!   [`StorageFailure::Damaged`], naming the record, rather than apply the
+//!   writes after it out of order. The last record damaged cannot be told
+//!   from one a crash cut short, and ends the journal as such.
 //! - **A full disk.** A write that finds no space fails with
 //!   [`Error::Storage`] of kind [`StorageFailure::DiskFull`] and is not
 //!   applied; nothing acknowledged is lost. Reads go on (unless the room
@@ -516,7 +519,14 @@ fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
     contain_panics(|| {
         let checkpoint = checkpoint_of(dir, db)?;
         let (mut journal, records) =
-            journal::Journal::open(dir, checkpoint).map_err(|e| io_error(dir, &e))?;
+            journal::Journal::open(dir, checkpoint).map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => Error::Storage {
+                    path: dir.display().to_string(),
+                    failure: StorageFailure::Damaged,
+                    message: e.to_string(),
+                },
+                _ => io_error(dir, &e),
+            })?;
         journal.continue_after(checkpoint, &records);
         if records.is_empty() {
             return Ok((journal, 0));
