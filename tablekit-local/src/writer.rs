@@ -330,19 +330,23 @@ impl LocalStorage {
             // and nothing is synced.
             return Ok(());
         }
+        // Settled before anything is written: once the record is in the
+        // journal, the only way back is to take it back.
+        let durability = |txn: &mut WriteTransaction, durability| {
+            txn.set_durability(durability).map_err(|e| Error::Storage {
+                path: self.shared.path.display().to_string(),
+                failure: StorageFailure::Io,
+                message: e.to_string(),
+            })
+        };
+        // Durable in the journal: the engine need not sync.
+        durability(&mut txn, Durability::None)?;
         let mut slot = self.shared.journal.lock();
         let Some(journal) = slot.as_mut() else {
             return Err(self.journal_lost());
         };
         match journal.append(changes) {
             Ok(Appended::Written) => {
-                // Durable in the journal: the engine need not sync.
-                txn.set_durability(Durability::None)
-                    .map_err(|e| Error::Storage {
-                        path: self.shared.path.display().to_string(),
-                        failure: StorageFailure::Io,
-                        message: e.to_string(),
-                    })?;
                 if let Err(e) = txn.commit() {
                     // Not applied: the record must never be replayed.
                     if journal.retract().is_err() {
@@ -354,6 +358,7 @@ impl LocalStorage {
                 Ok(())
             }
             Ok(Appended::Full) => {
+                durability(&mut txn, Durability::Immediate)?;
                 self.commit_checkpoint(txn, journal)?;
                 self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(())
