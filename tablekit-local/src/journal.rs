@@ -35,7 +35,9 @@
 //! number one past the checkpoint's, one after another; replay stops at the
 //! first block that is not the next record (an old record of an earlier
 //! round, zeros, the end of the file, or a record cut short by a crash,
-//! which was never acknowledged).
+//! which was never acknowledged). A record that fails its checksum with a
+//! whole later record after it is damage, not a crash's tail, and the open
+//! fails, naming it.
 //!
 //! Overwriting blocks the file already has costs a sync of the data only,
 //! where an append must also sync the file's length: after its first round
