@@ -545,12 +545,7 @@ fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
                 },
             })?;
         }
-        txn.set_durability(redb::Durability::None)
-            .map_err(|e| Error::Storage {
-                path: dir.display().to_string(),
-                failure: StorageFailure::Io,
-                message: e.to_string(),
-            })?;
+        set_durability(dir, &mut txn, redb::Durability::None)?;
         txn.commit().map_err(|e| storage_error(dir, e.into()))?;
         tracing::info!(
             path = %dir.display(),
@@ -560,6 +555,20 @@ fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
         Ok((journal, records.len() as u64))
     })
     .map_err(|panic| damaged_by(dir, &panic))?
+}
+
+/// Sets how durably `txn` commits. The engine refuses only in modes the
+/// store does not use (shared between processes, persistent savepoints).
+fn set_durability(
+    dir: &Path,
+    txn: &mut redb::WriteTransaction,
+    durability: redb::Durability,
+) -> Result<()> {
+    txn.set_durability(durability).map_err(|e| Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Io,
+        message: e.to_string(),
+    })
 }
 
 /// Opens the engine on the store's file in `dir`, under the size cap

@@ -83,25 +83,38 @@ pub(crate) struct Txn<'a> {
 #[derive(Default)]
 struct Changes {
     bytes: Vec<u8>,
-    /// The table the last change was in, as its record names it.
-    current: Option<(u8, String)>,
+    /// The tables opened, each named once per transaction: a table's
+    /// changes refer to it by its place here.
+    tables: Vec<(u8, String)>,
+    /// The place of the table the last change was in.
+    current: Option<usize>,
     /// Whether anything was changed (not only tables opened).
     changed: bool,
 }
 
 impl Changes {
-    fn select(&mut self, tag: u8, name: &str) {
-        if self
-            .current
-            .as_ref()
-            .is_some_and(|(t, n)| *t == tag && n == name)
-        {
+    /// The place of the table `name` (of types `tag`), added if new.
+    fn table(&mut self, tag: u8, name: &str) -> usize {
+        match self.tables.iter().position(|(t, n)| *t == tag && n == name) {
+            Some(at) => at,
+            None => {
+                self.tables.push((tag, name.to_owned()));
+                self.tables.len() - 1
+            }
+        }
+    }
+
+    /// Names the table at `at` in the record, unless the last change was
+    /// in it already.
+    fn select(&mut self, at: usize) {
+        if self.current == Some(at) {
             return;
         }
+        let (tag, name) = &self.tables[at];
         self.bytes.push(op::TABLE);
-        self.bytes.push(tag);
+        self.bytes.push(*tag);
         put_bytes(&mut self.bytes, name.as_bytes());
-        self.current = Some((tag, name.to_owned()));
+        self.current = Some(at);
     }
 }
 
@@ -141,12 +154,12 @@ impl<'a> Txn<'a> {
         definition: TableDefinition<'_, K, V>,
     ) -> Result<LoggedTable<'_, K, V>, TableError> {
         let table = self.inner.open_table(definition)?;
-        self.changes
-            .borrow_mut()
-            .select(types_tag::<K, V>(), definition.name());
+        let mut changes = self.changes.borrow_mut();
+        let at = changes.table(types_tag::<K, V>(), definition.name());
+        changes.select(at);
         Ok(LoggedTable {
             table,
-            name: definition.name().to_owned(),
+            at,
             txn: self,
         })
     }
@@ -173,7 +186,8 @@ impl<'a> Txn<'a> {
 /// `Deref`), and records each change.
 pub(crate) struct LoggedTable<'t, K: Key + 'static, V: Value + 'static> {
     table: redb::Table<'t, K, V>,
-    name: String,
+    /// Its place among the transaction's tables.
+    at: usize,
     txn: &'t Txn<'t>,
 }
 
@@ -181,7 +195,7 @@ impl<'t, K: Logged + Key, V: Logged> LoggedTable<'t, K, V> {
     fn record(&self, kind: u8, first: &[u8], second: &[u8]) {
         let mut changes = self.txn.changes.borrow_mut();
         changes.changed = true;
-        changes.select(types_tag::<K, V>(), &self.name);
+        changes.select(self.at);
         changes.bytes.push(kind);
         put_bytes(&mut changes.bytes, first);
         if kind != op::REMOVE {

@@ -50,7 +50,7 @@ use tokio::sync::oneshot;
 
 use crate::journal::{Appended, Journal};
 use crate::logged::Txn;
-use crate::{LocalStorage, io_error, mark_checkpoint};
+use crate::{LocalStorage, io_error, mark_checkpoint, set_durability};
 
 /// The most jobs one commit takes: a bound on the work a failed job makes
 /// the thread do again, and on how long the first job of a group waits.
@@ -332,15 +332,9 @@ impl LocalStorage {
         }
         // Settled before anything is written: once the record is in the
         // journal, the only way back is to take it back.
-        let durability = |txn: &mut WriteTransaction, durability| {
-            txn.set_durability(durability).map_err(|e| Error::Storage {
-                path: self.shared.path.display().to_string(),
-                failure: StorageFailure::Io,
-                message: e.to_string(),
-            })
-        };
+        let path = &self.shared.path;
         // Durable in the journal: the engine need not sync.
-        durability(&mut txn, Durability::None)?;
+        set_durability(path, &mut txn, Durability::None)?;
         let mut slot = self.shared.journal.lock();
         let Some(journal) = slot.as_mut() else {
             return Err(self.journal_lost());
@@ -358,7 +352,7 @@ impl LocalStorage {
                 Ok(())
             }
             Ok(Appended::Full) => {
-                durability(&mut txn, Durability::Immediate)?;
+                set_durability(path, &mut txn, Durability::Immediate)?;
                 self.commit_checkpoint(txn, journal)?;
                 self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
                 Ok(())
