@@ -160,3 +160,24 @@ async fn a_read_only_store_is_not_compacted() {
         other => panic!("expected a read-only refusal, got {other:?}"),
     }
 }
+
+/// A compaction whose caller stops waiting (its future dropped after its
+/// first poll) still runs whole, between two groups: the writes sent after
+/// it and every row are there.
+#[tokio::test]
+async fn a_dropped_compaction_leaves_the_store_whole() {
+    let store = LocalStorage::temporary().unwrap();
+    load(&store, 1_000).await;
+    let before = rows(&store).await;
+    {
+        let mut compaction = Box::pin(store.compact());
+        assert!(futures::poll!(compaction.as_mut()).is_pending());
+    }
+    store
+        .insert_entity(TABLE, &Entity::new("p0", "after"))
+        .await
+        .unwrap();
+    let after = rows(&store).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert!(before.iter().all(|e| after.contains(e)));
+}
