@@ -160,7 +160,30 @@ pub(crate) fn row_properties(row: &[u8], select: Option<&[String]>) -> Option<Pr
 /// the named properties (and the Timestamp only if named). `None` if the
 /// bytes are not a row.
 pub(crate) fn entity(key: &[u8], row: &[u8], select: Option<&[String]>) -> Option<Entity> {
-    RowReader::default().entity(key, row, select)
+    entity_with(key, row, select, decode_key, |_, written| {
+        ETag::from_timestamp(written)
+    })
+}
+
+/// [`entity`], with the PartitionKey decoded by `partition_key` and the
+/// ETag made by `etag` (from the row's ticks and time).
+fn entity_with(
+    key: &[u8],
+    row: &[u8],
+    select: Option<&[String]>,
+    partition_key: impl FnOnce(&[u8]) -> Option<String>,
+    etag: impl FnOnce(i64, DateTime) -> ETag,
+) -> Option<Entity> {
+    let (pk, rk) = split_key(key)?;
+    let mut entity = Entity::new(partition_key(pk)?, decode_key(rk)?);
+    entity.properties = row_properties(row, select)?;
+    let ticks = row_ticks(row)?;
+    let written = DateTime::from_ticks(ticks).ok()?;
+    entity.etag = Some(etag(ticks, written));
+    if select.is_none_or(|names| names.iter().any(|n| n == "Timestamp")) {
+        entity.timestamp = Some(written);
+    }
+    Some(entity)
 }
 
 /// Reads the entities of a range of rows, sharing what consecutive rows
@@ -180,32 +203,24 @@ impl RowReader {
         row: &[u8],
         select: Option<&[String]>,
     ) -> Option<Entity> {
-        let (pk, rk) = split_key(key)?;
-        let partition_key = match &self.partition {
-            Some((stored, text)) if stored == pk => text.clone(),
+        let (partition, etags) = (&mut self.partition, &mut self.etag);
+        let partition_key = |pk: &[u8]| match partition {
+            Some((stored, text)) if stored == pk => Some(text.clone()),
             _ => {
                 let text = decode_key(pk)?;
-                self.partition = Some((pk.to_vec(), text.clone()));
-                text
+                *partition = Some((pk.to_vec(), text.clone()));
+                Some(text)
             }
         };
-        let mut entity = Entity::new(partition_key, decode_key(rk)?);
-        entity.properties = row_properties(row, select)?;
-        let ticks = row_ticks(row)?;
-        let written = DateTime::from_ticks(ticks).ok()?;
-        let etag = match &self.etag {
+        let etag = |ticks, written| match etags {
             Some((at, etag)) if *at == ticks => etag.clone(),
             _ => {
                 let etag = ETag::from_timestamp(written);
-                self.etag = Some((ticks, etag.clone()));
+                *etags = Some((ticks, etag.clone()));
                 etag
             }
         };
-        entity.etag = Some(etag);
-        if select.is_none_or(|names| names.iter().any(|n| n == "Timestamp")) {
-            entity.timestamp = Some(written);
-        }
-        Some(entity)
+        entity_with(key, row, select, partition_key, etag)
     }
 }
 
