@@ -40,8 +40,11 @@
 //! fails, naming it.
 //!
 //! Overwriting blocks the file already has costs a sync of the data only,
-//! where an append must also sync the file's length: after its first round
-//! the journal writes in place.
+//! where an append must also sync the file's length (on this project's test
+//! machine, about 10,000 syncs a second against 6,600). So the journal
+//! grows by [`GROWTH`] bytes of zeros at a time, written with the record
+//! that needs them and synced with it: one sync in every [`GROWTH`] bytes
+//! also syncs a new length, and every other record is written in place.
 //!
 //! Written by hand: the engine (redb) has no journal of its own, and the
 //! format is a few dozen lines.
@@ -57,6 +60,10 @@ pub(crate) const FILE_NAME: &str = "tablekit.journal";
 /// The most bytes the journal takes: a checkpoint comes once it is full.
 /// Larger means fewer checkpoints and a longer replay after a crash.
 pub(crate) const CAPACITY: u64 = 4 << 20;
+
+/// The bytes of zeros the journal grows by when a record would pass its
+/// end.
+pub(crate) const GROWTH: u64 = 1 << 20;
 
 /// Records start on a block of this many bytes.
 pub(crate) const BLOCK: u64 = 4096;
@@ -85,6 +92,8 @@ pub(crate) struct Journal {
     last: u64,
     /// Where the last record began, to take it back.
     last_offset: u64,
+    /// The bytes the file has (whole blocks), where a record overwrites.
+    length: u64,
 }
 
 /// One record read back: its number and its changes.
@@ -111,11 +120,13 @@ impl Journal {
             File::open(dir)?.sync_all()?;
         }
         let records = read_after(&file, checkpoint)?;
+        let length = file.metadata()?.len() / BLOCK * BLOCK;
         let journal = Journal {
             file,
             offset: 0,
             last: checkpoint,
             last_offset: 0,
+            length,
         };
         Ok((journal, records))
     }
@@ -166,6 +177,7 @@ impl Journal {
     /// takes no room for its journal.
     pub(crate) fn clear(&mut self) -> io::Result<()> {
         self.file.set_len(0)?;
+        self.length = 0;
         self.file.sync_all()
     }
 
@@ -186,9 +198,22 @@ impl Journal {
         record.extend_from_slice(&(changes.len() as u32).to_le_bytes());
         record.extend_from_slice(&checksum(number, changes).to_le_bytes());
         record.extend_from_slice(changes);
+        let end = self.offset + length;
+        let grown = if end > self.length {
+            // Zeros up to the new length first, then the record: if the
+            // record is never synced, what lies after it is zeros or the
+            // end of the file, where a replay stops.
+            let grown = (end.max(self.length + GROWTH)).min(CAPACITY);
+            let zeros = vec![0; (grown - end) as usize];
+            self.file.write_all_at(&zeros, end)?;
+            grown
+        } else {
+            self.length
+        };
         record.resize(length as usize, 0);
         self.file.write_all_at(&record, self.offset)?;
         self.file.sync_data()?;
+        self.length = grown;
         self.last_offset = self.offset;
         self.offset += length;
         self.last = number;
@@ -412,5 +437,42 @@ mod tests {
         journal.restart(journal.last());
         assert_eq!(journal.append(&[8; 10]).unwrap(), Appended::Written);
         assert_eq!(journal.last(), written + 1);
+    }
+
+    #[test]
+    fn the_journal_grows_by_zeros_then_writes_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let length = || std::fs::metadata(&path).unwrap().len();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(length(), 0);
+        journal.append(b"one").unwrap();
+        assert_eq!(length(), GROWTH);
+        // Past the first growth's end, the file grows once more.
+        while journal.offset <= GROWTH {
+            journal.append(&[1; 10_000]).unwrap();
+        }
+        assert_eq!(length(), 2 * GROWTH);
+        // What lies after the last record is zeros, where a replay stops.
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes[journal.offset as usize..].iter().all(|&b| b == 0));
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(records.len() as u64, journal.last());
+        // Never past the capacity; a new round overwrites in place.
+        while journal.append(&[2; 10_000]).unwrap() == Appended::Written {}
+        assert_eq!(length(), CAPACITY);
+        journal.restart(journal.last());
+        journal.append(b"again").unwrap();
+        assert_eq!(length(), CAPACITY);
+        // A reopened journal knows its length and does not grow it again.
+        let checkpoint = journal.last() - 1;
+        drop(journal);
+        let (mut journal, records) = Journal::open(dir.path(), checkpoint).unwrap();
+        assert_eq!(records.len(), 1);
+        journal.continue_after(checkpoint, &records);
+        journal.append(b"more").unwrap();
+        assert_eq!(length(), CAPACITY);
+        journal.clear().unwrap();
+        assert_eq!(length(), 0);
     }
 }

@@ -174,15 +174,16 @@ async fn a_record_cut_short_by_a_crash_loses_only_its_own_write() {
         store.insert_entity("Things", &e).await.unwrap();
     }
     crash_image(live.path(), image.path());
-    // The last record (the last insert) written only in part.
+    // The last record (the last insert) written only in part: its block
+    // holds its start, and then the zeros the journal grew by.
     let journal = image.path().join(JOURNAL);
-    let length = std::fs::metadata(&journal).unwrap().len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&journal)
-        .unwrap()
-        .set_len(length - 4000)
+    let mut bytes = std::fs::read(&journal).unwrap();
+    let last = bytes
+        .chunks(4096)
+        .rposition(|block| block.starts_with(b"TKJ1"))
         .unwrap();
+    bytes[last * 4096 + 96..(last + 1) * 4096].fill(0);
+    std::fs::write(&journal, &bytes).unwrap();
     let recovered = open(image.path());
     let keys: Vec<_> = recovered
         .query_all("Things", Query::new())
