@@ -205,8 +205,12 @@ impl Journal {
             // end of the file, where a replay stops.
             let grown = (end.max(self.length + GROWTH)).min(CAPACITY);
             let zeros = vec![0; (grown - end) as usize];
-            self.file.write_all_at(&zeros, end)?;
-            grown
+            // Growing ahead only saves syncs: on a disk with too little
+            // room for it, the record alone is written.
+            match self.file.write_all_at(&zeros, end) {
+                Ok(()) => grown,
+                Err(_) => end,
+            }
         } else {
             self.length
         };

@@ -337,3 +337,80 @@ async fn a_damaged_record_before_whole_ones_is_refused() {
     let store = open(image.path());
     assert!(store.write_stats().replayed == 0);
 }
+
+/// Runs in a child with a file-size limit (`ulimit -f`): see
+/// [`a_journal_that_cannot_grow_ahead_still_takes_records`].
+const NO_ROOM_CHILD: &str = "TABLEKIT_JOURNAL_NO_ROOM_DIR";
+
+/// On a disk with too little room for the journal to grow ahead (here a
+/// limit on the size of a file, which fails a write past it as a full disk
+/// does), records are still written, each alone, until even they do not
+/// fit; then a write fails with an error and loses nothing acknowledged.
+#[test]
+fn a_journal_that_cannot_grow_ahead_still_takes_records() {
+    if let Some(dir) = std::env::var_os(NO_ROOM_CHILD) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(no_room_child(Path::new(&dir)));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 1,536 KiB: room for the journal's first growth (1 MiB), not for its
+    // second, and for the engine's small file.
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1536; exec \"$0\" \"$@\"")
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_journal_that_cannot_grow_ahead_still_takes_records",
+            "--nocapture",
+        ])
+        .env(NO_ROOM_CHILD, dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child failed: {status}");
+    // The child's acknowledged writes are all there, in a store without the
+    // limit.
+    let written: usize = std::fs::read_to_string(dir.path().join("written"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(written > 256, "past the first growth: {written}");
+    let store = open(dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let rows = runtime
+        .block_on(store.query_all("Things", Query::new()))
+        .unwrap();
+    assert_eq!(rows.len(), written);
+}
+
+async fn no_room_child(dir: &Path) {
+    let journal = dir.join(JOURNAL);
+    let store = open(dir);
+    store.create_table("Things").await.unwrap();
+    let mut written = 0;
+    let error = loop {
+        let e = Entity::new("p", format!("r{written:05}")).with("V", "v".repeat(100));
+        match store.insert_entity("Things", &e).await {
+            Ok(_) => written += 1,
+            Err(error) => break error,
+        }
+        assert!(written < 1_000, "the limit never stopped a write");
+    };
+    // Every record takes a block of 4 KiB: the journal went past its first
+    // growth one record at a time, and stopped at the limit.
+    let length = std::fs::metadata(&journal).unwrap().len();
+    assert!(length > 1 << 20, "{length}");
+    assert!(length <= 1536 << 10, "{length}");
+    assert!(
+        matches!(&error, Error::Storage { .. }),
+        "a typed error: {error:?}"
+    );
+    std::fs::write(dir.join("written"), written.to_string()).unwrap();
+    // Dropped without a clean close, as a crash: the parent recovers it.
+    std::mem::forget(store);
+}
