@@ -180,12 +180,50 @@ fn sqlite_load(path: &Path) -> f64 {
     r
 }
 
-/// Bytes of every file in `dir` (SQLite's database and its WAL).
-fn bytes_in(dir: &Path) -> u64 {
+/// Bytes on disk of the bulk load's rows in SQLite with one more column,
+/// the row's write time in ticks, which every row of the store keeps (the
+/// service's Timestamp) and the plain SQLite table does not.
+fn sqlite_with_timestamps(dir: &Path) -> u64 {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut c = sqlite(&dir.join("rows.sqlite"));
+    c.execute_batch(
+        "CREATE TABLE timed (pk TEXT NOT NULL, rk TEXT NOT NULL, ts INTEGER NOT NULL, \
+         data TEXT NOT NULL, PRIMARY KEY (pk, rk)) WITHOUT ROWID; DROP TABLE rows",
+    )
+    .unwrap();
+    let ticks = tablekit::DateTime::now().ticks();
+    for start in (0..ROWS).step_by(100) {
+        let txn = c.transaction().unwrap();
+        {
+            let mut insert = txn
+                .prepare_cached("INSERT INTO timed (pk, rk, ts, data) VALUES (?1, ?2, ?3, ?4)")
+                .unwrap();
+            for n in start..start + 100 {
+                insert
+                    .execute((pk(n), rk(n), ticks + n as i64, data(n)))
+                    .unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    c.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+    drop(c);
+    let (_, on_disk) = bytes_in(dir);
+    std::fs::remove_dir_all(dir).unwrap();
+    on_disk
+}
+
+/// Bytes of every file in `dir` (SQLite's database and its WAL): their
+/// lengths, and what the disk holds for them (allocated blocks). The engine
+/// grows its file by doubling it, and the part it has not written yet is a
+/// hole in the file that takes no room on the disk.
+fn bytes_in(dir: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
     std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| e.unwrap().metadata().unwrap().len())
-        .sum()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .map(|m| (m.len(), m.blocks() * 512))
+        .fold((0, 0), |(l, b), (len, blocks)| (l + len, b + blocks))
 }
 
 /// Mean time to read one partition's 1,000 rows, over `n` partitions.
@@ -415,9 +453,11 @@ fn main() {
         // Only how full the engine's leaves are after a load.
         let dir = base.join("filled");
         local_load(&runtime, &dir);
+        let (length, on_disk) = bytes_in(&dir);
         println!(
-            "bytes on disk per row: {:.0}",
-            bytes_in(&dir) as f64 / ROWS as f64
+            "bytes per row: {:.0} on disk, {:.0} in the file's length",
+            on_disk as f64 / ROWS as f64,
+            length as f64 / ROWS as f64
         );
         leaf_fill(&dir);
         let store = LocalStorage::open(&dir).unwrap();
@@ -425,9 +465,9 @@ fn main() {
         runtime.block_on(store.compact()).unwrap();
         drop(store);
         println!(
-            "compacted in {:?}: {:.0} bytes per row",
+            "compacted in {:?}: {:.0} bytes per row on disk",
             t.elapsed(),
-            bytes_in(&dir) as f64 / ROWS as f64
+            bytes_in(&dir).1 as f64 / ROWS as f64
         );
         return;
     }
@@ -501,13 +541,27 @@ fn main() {
         bytes
     };
     let sqlite_bytes = bytes_in(&sqlite_dir);
+    let timed_bytes = sqlite_with_timestamps(&base.join("sqlite-timed"));
+    let per_row = |bytes: u64| bytes as f64 / ROWS as f64;
+    let ratio = |a: u64, b: u64| a as f64 / b as f64;
     println!(
-        "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x); after compact() {:.0} ({:.2}x)",
-        local_bytes as f64 / ROWS as f64,
-        sqlite_bytes as f64 / ROWS as f64,
-        local_bytes as f64 / sqlite_bytes as f64,
-        compacted as f64 / ROWS as f64,
-        compacted as f64 / sqlite_bytes as f64,
+        "bytes on disk per row: tablekit-local {:.0}, SQLite {:.0} ({:.2}x); after compact() {:.0} ({:.2}x); \
+         the files' lengths: tablekit-local {:.0}, SQLite {:.0} ({:.2}x), after compact() {:.0}",
+        per_row(local_bytes.1),
+        per_row(sqlite_bytes.1),
+        ratio(local_bytes.1, sqlite_bytes.1),
+        per_row(compacted.1),
+        ratio(compacted.1, sqlite_bytes.1),
+        per_row(local_bytes.0),
+        per_row(sqlite_bytes.0),
+        ratio(local_bytes.0, sqlite_bytes.0),
+        per_row(compacted.0),
+    );
+    println!(
+        "SQLite with what every row of the store also keeps, its Timestamp (an 8-byte integer): \
+         {:.0} bytes per row; tablekit-local after compact() {:.2}x that",
+        per_row(timed_bytes),
+        ratio(compacted.1, timed_bytes),
     );
     leaf_fill(&local_dir);
     ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
