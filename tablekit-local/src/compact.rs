@@ -59,44 +59,55 @@ impl LocalStorage {
         self.guarded(|| {
             self.checkpoint()?;
             let before = self.engine_file_len()?;
-            let mut slot = self.shared.db.write();
-            let deadline = Instant::now() + WAIT_FOR_READS;
-            loop {
-                let Some(engine) = slot.as_mut() else {
-                    return Err(self.not_reopened());
-                };
-                // Readers hold the engine for a moment, and a read
-                // transaction until it ends: new ones wait for `slot`.
-                let compacted = match Arc::get_mut(engine) {
-                    Some(Engine::Writable(db)) => Some(db.compact()),
-                    Some(Engine::ReadOnly(_)) => return Err(self.read_only_error()),
-                    None => None,
-                };
-                match compacted {
-                    Some(Ok(_)) => break,
-                    None | Some(Err(redb::CompactionError::TransactionInProgress))
-                        if Instant::now() < deadline =>
-                    {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                    None | Some(Err(redb::CompactionError::TransactionInProgress)) => {
-                        return Err(Error::Storage {
-                            path: self.shared.path.display().to_string(),
-                            failure: StorageFailure::Locked,
-                            message: "reads under way did not end within two seconds; \
-                                      compact the store again later"
-                                .into(),
-                        });
-                    }
-                    Some(Err(e)) => return Err(self.error(e.into())),
-                }
-            }
-            drop(slot);
+            // The snapshot shown to readers is a read under way too: the
+            // engine holds nothing but durable state now, which readers
+            // read until the compaction shows them its own.
+            self.publish_snapshot(None);
+            let compacted = self.compact_engine();
+            self.publish()?;
+            compacted?;
             Ok(Compaction {
                 before,
                 after: self.engine_file_len()?,
             })
         })
+    }
+
+    /// Compacts the engine, once reads under way have ended.
+    fn compact_engine(&self) -> Result<()> {
+        let mut slot = self.shared.db.write();
+        let deadline = Instant::now() + WAIT_FOR_READS;
+        loop {
+            let Some(engine) = slot.as_mut() else {
+                return Err(self.not_reopened());
+            };
+            // Readers hold the engine for a moment, and a read
+            // transaction until it ends: new ones wait for `slot`.
+            let compacted = match Arc::get_mut(engine) {
+                Some(Engine::Writable(db)) => Some(db.compact()),
+                Some(Engine::ReadOnly(_)) => return Err(self.read_only_error()),
+                None => None,
+            };
+            match compacted {
+                Some(Ok(_)) => break,
+                None | Some(Err(redb::CompactionError::TransactionInProgress))
+                    if Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                None | Some(Err(redb::CompactionError::TransactionInProgress)) => {
+                    return Err(Error::Storage {
+                        path: self.shared.path.display().to_string(),
+                        failure: StorageFailure::Locked,
+                        message: "reads under way did not end within two seconds; \
+                                  compact the store again later"
+                            .into(),
+                    });
+                }
+                Some(Err(e)) => return Err(self.error(e.into())),
+            }
+        }
+        Ok(())
     }
 
     /// The length of the engine's file.

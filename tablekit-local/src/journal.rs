@@ -6,15 +6,17 @@
 //! # How a group of writes becomes durable
 //! 1. The writer runs the group's jobs in one engine transaction, recording
 //!    each change ([`crate::logged`]).
-//! 2. The changes go into the journal as one record, and the journal is
-//!    synced: from here the group is durable.
-//! 3. The engine commits the transaction without a sync of its own
-//!    (`Durability::None`): readers see the writes from here on, never
-//!    before they are durable.
-//! 4. When the journal is full, the next group is committed durably by the
-//!    engine instead (a *checkpoint*), which also stores, in the engine, the
-//!    number of the last record it holds. The journal then starts again at
-//!    its beginning.
+//! 2. The engine commits the transaction without a sync of its own
+//!    (`Durability::None`). Readers are not shown it yet.
+//! 3. The changes of the groups committed since the last sync go into the
+//!    journal as one record, and the journal is synced: from here they are
+//!    durable, and readers are shown them ([`crate::writer`]). A record is
+//!    written only once the one before it is synced, so that records reach
+//!    the disk in their order.
+//! 4. When the journal would be full, every record written is synced first,
+//!    and the next group is committed durably by the engine instead (a
+//!    *checkpoint*), which also stores, in the engine, the number of the
+//!    last record it holds. The journal then starts again at its beginning.
 //!
 //! On open, the records after that number are applied again (*replayed*)
 //! in one engine commit without a sync of its own, and the journal goes on
@@ -53,6 +55,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The journal's file in a store's directory.
 pub(crate) const FILE_NAME: &str = "tablekit.journal";
@@ -71,7 +74,7 @@ pub(crate) const BLOCK: u64 = 4096;
 const MAGIC: [u8; 4] = *b"TKJ1";
 const HEADER: usize = 20;
 
-/// What [`Journal::append`] did.
+/// What [`Journal::write`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Appended {
     /// The record is written and synced: the changes are durable.
@@ -84,7 +87,8 @@ pub(crate) enum Appended {
 
 /// The journal of a writable store.
 pub(crate) struct Journal {
-    file: File,
+    /// Shared with the thread that syncs it ([`Journal::file`]).
+    file: Arc<File>,
     /// Where the next record goes.
     offset: u64,
     /// The number of the last record written (or of the checkpoint, if none
@@ -122,7 +126,7 @@ impl Journal {
         let records = read_after(&file, checkpoint)?;
         let length = file.metadata()?.len() / BLOCK * BLOCK;
         let journal = Journal {
-            file,
+            file: Arc::new(file),
             offset: 0,
             last: checkpoint,
             last_offset: 0,
@@ -186,9 +190,38 @@ impl Journal {
     /// # Errors
     /// The file's. Nothing of a record that failed is ever replayed: the
     /// next record overwrites it, under the same number.
+    #[cfg(test)]
     pub(crate) fn append(&mut self, changes: &[u8]) -> io::Result<Appended> {
+        let appended = self.write(changes)?;
+        if appended == Appended::Written {
+            self.file.sync_data()?;
+        }
+        Ok(appended)
+    }
+
+    /// Whether `bytes` more (records' [`record_len`]s) fit before the
+    /// journal's end.
+    pub(crate) fn has_room(&self, bytes: u64) -> bool {
+        self.offset + bytes <= CAPACITY
+    }
+
+    /// The journal's file, to sync a record [`write`](Journal::write) wrote
+    /// (on another thread: a sync covers every record written before it).
+    pub(crate) fn file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
+    /// Writes `changes` as the next record, without a sync: the record is
+    /// durable once the [`file`](Journal::file) is synced, and until then
+    /// the next record must not be written, so that records reach the disk
+    /// in order (a whole record after one a crash cut short is damage).
+    ///
+    /// # Errors
+    /// The file's. Nothing of a record that failed is ever replayed: the
+    /// next record overwrites it, under the same number.
+    pub(crate) fn write(&mut self, changes: &[u8]) -> io::Result<Appended> {
         let length = padded(HEADER + changes.len());
-        if self.offset + length > CAPACITY {
+        if !self.has_room(length) {
             return Ok(Appended::Full);
         }
         let number = self.last + 1;
@@ -216,7 +249,6 @@ impl Journal {
         };
         record.resize(length as usize, 0);
         self.file.write_all_at(&record, self.offset)?;
-        self.file.sync_data()?;
         self.length = grown;
         self.last_offset = self.offset;
         self.offset += length;
@@ -235,6 +267,11 @@ impl Journal {
         self.last -= 1;
         Ok(())
     }
+}
+
+/// The bytes a record of `changes` bytes takes in the journal.
+pub(crate) fn record_len(changes: usize) -> u64 {
+    padded(HEADER + changes)
 }
 
 /// `length` rounded up to whole blocks.

@@ -45,10 +45,12 @@
 //! not at all, never a part of a transaction.
 //!
 //! - **The journal.** A write's changes are appended to the store's
-//!   journal, `tablekit.journal`, as one record with its checksum, and the
+//!   journal, `tablekit.journal`, in a record with its checksum, and the
 //!   journal is synced before the write is acknowledged, or seen by any
-//!   reader. The engine's file then takes the write without a sync of its
-//!   own. It is made durable in one go (a *checkpoint*) each time the
+//!   reader. The engine's file takes the write without a sync of its own.
+//!   A sync that fails refuses the writes it held and those that ran after
+//!   them, and the engine forgets them all (it is opened again on its file
+//!   and the journal), so that no refused write is ever read. It is made durable in one go (a *checkpoint*) each time the
 //!   journal's 4 MiB are used, and when the store is closed. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
 //!   records again: milliseconds at any size of store.
@@ -168,10 +170,12 @@
 //! Clones share the store. Reads run side by side, on the caller's task:
 //! they read a snapshot and never wait for a write.
 //!
-//! Writes run on the store's writer thread, never on an async runtime's
-//! worker: the commit and the sync of the file do not hold up other tasks.
-//! Writes that arrive together share one commit and one sync (group
-//! commit), so concurrent writers are not held to one sync each. Each write
+//! Writes run on the store's writer thread, and the journal is synced on a
+//! thread of its own, never on an async runtime's worker: the commit and
+//! the sync of the file do not hold up other tasks. Writes that arrive
+//! together share one commit, and writes that arrive while the journal
+//! syncs share the next sync (group commit), so concurrent writers are not
+//! held to one sync each. Each write
 //! still decides on every write committed or grouped before it, so ETag
 //! checks, inserts and transactions mean what they mean alone, and each is
 //! acknowledged only once its commit is on disk.
@@ -267,6 +271,22 @@ struct Shared {
     /// after a write to it failed in a way that leaves its state unknown
     /// (the engine is then opened again, which opens it again).
     journal: parking_lot::Mutex<Option<journal::Journal>>,
+    /// What a writable store's readers read: the engine's state as of the
+    /// last group of writes made durable. The engine takes a group's
+    /// commit before its journal record is synced (see [`writer`]), so
+    /// reading the engine itself would show writes not yet durable. `None`
+    /// in a read-only store, and while nothing is committed but durable
+    /// state (a compaction, an open of the engine again), when readers read
+    /// the engine.
+    published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
+    /// Groups of writes the engine holds that the journal may not hold
+    /// durably yet: the engine is not opened again until they are settled.
+    unsynced: std::sync::atomic::AtomicUsize,
+    /// How many syncs of the journal fail, for the tests.
+    #[cfg(test)]
+    failing_syncs: std::sync::atomic::AtomicUsize,
+    /// The switch of the writable engine's file ([`limit::Discard`]).
+    discard: parking_lot::Mutex<Option<limit::Discard>>,
     /// Removed with the store, for [`LocalStorage::temporary`].
     _temporary: Option<tempfile::TempDir>,
 }
@@ -414,10 +434,11 @@ impl LocalStorageBuilder {
         let (db, journal, replayed) = if self.read_only {
             (open_read_only(&dir)?, None, 0)
         } else {
-            let db = open_engine(&dir, max_size.as_ref())?;
+            let (db, discard) = open_engine(&dir, max_size.as_ref())?;
             let (journal, replayed) = recover(&dir, &db)?;
-            (Engine::Writable(db), Some(journal), replayed)
+            (Engine::Writable(db), Some((journal, discard)), replayed)
         };
+        let (journal, discard) = journal.unzip();
         let mut storage = LocalStorage {
             writer: None,
             shared: Arc::new(Shared {
@@ -431,6 +452,11 @@ impl LocalStorageBuilder {
                 engine_failed: AtomicBool::new(false),
                 stats: writer::Counters::default(),
                 journal: parking_lot::Mutex::new(journal),
+                published: parking_lot::RwLock::new(None),
+                unsynced: std::sync::atomic::AtomicUsize::new(0),
+                #[cfg(test)]
+                failing_syncs: std::sync::atomic::AtomicUsize::new(0),
+                discard: parking_lot::Mutex::new(discard),
                 _temporary: temporary,
             }),
         };
@@ -442,6 +468,7 @@ impl LocalStorageBuilder {
         // A read-only store has them: every open for writing made them.
         if !self.read_only {
             storage.create_system_tables()?;
+            storage.publish()?;
             let thread = LocalStorage {
                 writer: None,
                 shared: Arc::clone(&storage.shared),
@@ -583,18 +610,13 @@ fn set_durability(
 fn open_engine(
     dir: &Path,
     max_size: Option<&Arc<std::sync::atomic::AtomicU64>>,
-) -> Result<Database> {
+) -> Result<(Database, limit::Discard)> {
     let file = dir.join(FILE_NAME);
-    let backend = match max_size {
-        None => None,
-        Some(max) => Some(limit::SizeLimit::open(&file, Arc::clone(max))?),
-    };
-    contain_panics(|| match backend {
-        None => Database::builder().create(&file),
-        Some(backend) => Database::builder().create_with_backend(backend),
-    })
-    .map_err(|panic| damaged_by(dir, &panic))?
-    .map_err(|e| storage_error(dir, e.into()))
+    let (backend, discard) = limit::EngineFile::open(&file, max_size.cloned())?;
+    let db = contain_panics(|| Database::builder().create_with_backend(backend))
+        .map_err(|panic| damaged_by(dir, &panic))?
+        .map_err(|e| storage_error(dir, e.into()))?;
+    Ok((db, discard))
 }
 
 /// The shortest file a store can be: the engine's header and its first
@@ -741,10 +763,37 @@ impl LocalStorage {
         }
     }
 
-    fn begin_read(&self) -> Result<redb::ReadTransaction> {
-        self.engine()?
+    /// A snapshot to read: what the last durable group of writes left (see
+    /// [`Shared::published`]).
+    fn begin_read(&self) -> Result<Arc<redb::ReadTransaction>> {
+        // Opens the engine again first, if a write failed.
+        let engine = self.engine()?;
+        if let Some(snapshot) = &*self.shared.published.read() {
+            return Ok(Arc::clone(snapshot));
+        }
+        engine
             .begin_read()
+            .map(Arc::new)
             .map_err(|e| self.error(e.into()))
+    }
+
+    /// Shows readers the engine's state as it is now: on the writer thread,
+    /// once all of it is durable.
+    fn publish(&self) -> Result<()> {
+        let snapshot = self
+            .engine()?
+            .begin_read()
+            .map_err(|e| self.error(e.into()))?;
+        self.publish_snapshot(Some(Arc::new(snapshot)));
+        Ok(())
+    }
+
+    /// Shows readers `snapshot` (`None`: the engine itself, when it holds
+    /// nothing but durable state).
+    fn publish_snapshot(&self, snapshot: Option<Arc<redb::ReadTransaction>>) {
+        let old = std::mem::replace(&mut *self.shared.published.write(), snapshot);
+        // Dropped outside the lock: the last reference ends a transaction.
+        drop(old);
     }
 
     /// The engine, opened again first if a write failed for the file: the
@@ -768,6 +817,10 @@ impl LocalStorage {
         if !self.shared.needs_reopen.load(Ordering::Acquire) {
             return Ok(());
         }
+        if self.shared.unsynced.load(Ordering::Acquire) > 0 {
+            // The writer's groups under way settle first.
+            return Err(self.not_reopened());
+        }
         if let Some(db) = slot.take()
             && let Err(db) = Arc::try_unwrap(db)
         {
@@ -775,7 +828,11 @@ impl LocalStorage {
             *slot = Some(db);
             return Err(self.not_reopened());
         }
-        let db = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
+        // The old engine's last snapshot holds its file open. From here to
+        // the new engine, readers find no engine and wait for it.
+        self.publish_snapshot(None);
+        let (db, discard) = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
+        *self.shared.discard.lock() = Some(discard);
         // The engine opened again holds its last checkpoint: the journal
         // brings it back to every acknowledged write.
         let mut journal = self.shared.journal.lock();
@@ -786,9 +843,21 @@ impl LocalStorage {
             .stats
             .replayed
             .store(replayed, Ordering::Relaxed);
+        let snapshot = db.begin_read().map_err(|e| self.error(e.into()))?;
+        self.publish_snapshot(Some(Arc::new(snapshot)));
         *slot = Some(Arc::new(Engine::Writable(db)));
         self.shared.needs_reopen.store(false, Ordering::Release);
         Ok(())
+    }
+
+    /// Drops the engine's commits that the journal does not hold durably:
+    /// the engine writes nothing more, and the next operation opens it
+    /// again, on its last checkpoint and the journal's records.
+    fn discard_unsynced(&self) {
+        if let Some(discard) = &*self.shared.discard.lock() {
+            discard.discard();
+        }
+        self.shared.needs_reopen.store(true, Ordering::Release);
     }
 
     /// The error while the engine waits to be opened again.

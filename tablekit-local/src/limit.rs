@@ -1,12 +1,14 @@
-//! A cap on the size of the store's file: the engine's file backend, with
-//! every write past the cap refused as a full disk refuses it.
+//! The engine's file backend: redb's own, with a cap on the file's size
+//! (every write past it refused as a full disk refuses it) and a switch
+//! that refuses every write from the moment it is thrown, so that an engine
+//! about to be dropped writes nothing more: see [`Discard::discard`].
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use redb::StorageBackend;
 use redb::backends::FileBackend;
@@ -14,14 +16,36 @@ use redb::backends::FileBackend;
 use crate::io_error;
 
 #[derive(Debug)]
-pub(crate) struct SizeLimit {
+pub(crate) struct EngineFile {
     inner: FileBackend,
     /// The cap, shared with the store's handle, which may raise it.
-    max: Arc<AtomicU64>,
+    max: Option<Arc<AtomicU64>>,
+    /// Thrown by [`Discard::discard`].
+    discarded: Arc<AtomicBool>,
 }
 
-impl SizeLimit {
-    pub(crate) fn open(path: &Path, max: Arc<AtomicU64>) -> tablekit::Result<SizeLimit> {
+/// Throws the switch of one [`EngineFile`].
+#[derive(Debug, Clone)]
+pub(crate) struct Discard(Arc<AtomicBool>);
+
+impl Discard {
+    /// Refuses every later write to the engine's file. The engine commits
+    /// without a sync of its own between checkpoints, and writes such
+    /// commits durably when it is dropped: an engine holding a commit the
+    /// journal failed to make durable must not, since that write was
+    /// refused to its caller. Its file stays as the last checkpoint left it
+    /// (the commits since are in pages its header does not point to), and
+    /// the engine opened again on it replays the journal.
+    pub(crate) fn discard(&self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+impl EngineFile {
+    pub(crate) fn open(
+        path: &Path,
+        max: Option<Arc<AtomicU64>>,
+    ) -> tablekit::Result<(EngineFile, Discard)> {
         let file: File = OpenOptions::new()
             .read(true)
             .write(true)
@@ -30,11 +54,28 @@ impl SizeLimit {
             .open(path)
             .map_err(|e| io_error(path, &e))?;
         let inner = FileBackend::new(file).map_err(|e| crate::storage_error(path, e.into()))?;
-        Ok(SizeLimit { inner, max })
+        let discarded = Arc::new(AtomicBool::new(false));
+        let switch = Discard(Arc::clone(&discarded));
+        Ok((
+            EngineFile {
+                inner,
+                max,
+                discarded,
+            },
+            switch,
+        ))
     }
 
     fn check(&self, end: u64) -> io::Result<()> {
-        let max = self.max.load(Ordering::Relaxed);
+        if self.discarded.load(Ordering::Acquire) {
+            return Err(io::Error::other(
+                "the engine's commits since its last checkpoint were discarded",
+            ));
+        }
+        let Some(max) = &self.max else {
+            return Ok(());
+        };
+        let max = max.load(Ordering::Relaxed);
         if end > max {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
@@ -47,7 +88,7 @@ impl SizeLimit {
 
 // Every method forwarded, so the file backend's locking holds as it is.
 #[deny(clippy::missing_trait_methods)]
-impl StorageBackend for SizeLimit {
+impl StorageBackend for EngineFile {
     fn len(&self) -> io::Result<u64> {
         self.inner.len()
     }
@@ -62,6 +103,7 @@ impl StorageBackend for SizeLimit {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        self.check(0)?;
         self.inner.sync_data()
     }
 

@@ -5,10 +5,25 @@
 //! # Group commit
 //! A write is a job sent to the thread. The thread takes every job waiting
 //! (up to [`MAX_GROUP`]), runs them one after another in one engine
-//! transaction, makes it durable (one record of the journal, one sync: see
-//! [`crate::journal`]), commits it, and only then answers each job. A write
-//! is therefore acknowledged once it is durable, and jobs that came while
-//! the last commit was syncing ride on the next one.
+//! transaction, and commits it to the engine without a sync. That commit is
+//! not durable yet, and readers are not shown it: they read the last state
+//! made durable ([`LocalStorage::begin_read`]).
+//!
+//! A second thread, the *syncer* ([`Syncer`]), makes groups durable: it
+//! takes every group committed since its last sync, writes their changes to
+//! the journal as one record ([`crate::journal`]), syncs it, shows readers
+//! the state after them, and only then answers their jobs. A write is
+//! therefore acknowledged once it is durable and readable, and the writer
+//! runs the next groups while the journal syncs: one sync serves every
+//! write that came while the last one ran. A lone writer, with nothing to
+//! run meanwhile, syncs its group itself.
+//!
+//! **A sync that fails** leaves the groups in its record refused, and the
+//! groups committed after them ran on writes that never became durable:
+//! they are refused too. The record is taken back, so that no replay applies
+//! it, and the engine's commits since its last checkpoint are discarded (it
+//! writes nothing more, and the next operation opens it again on its file
+//! and the journal: [`LocalStorage::discard_unsynced`]).
 //!
 //! Work that needs the engine to itself (a compaction,
 //! [`LocalStorage::compact`]) is sent to the thread too, and runs between
@@ -36,9 +51,10 @@
 //! writes its dropped futures left running.
 //!
 //! Written by hand: the engine (redb) commits one transaction at a time and
-//! has no group commit of its own, and a channel and a thread are all it
+//! has no group commit of its own, and channels and two threads are all it
 //! takes.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -159,7 +175,15 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("tablekit-local writer".into())
             .spawn(move || {
-                while let Ok(first) = queue.recv() {
+                let mut syncer = match Syncer::start(&store) {
+                    Ok(syncer) => syncer,
+                    Err(e) => {
+                        tracing::error!(error = %e, "the store's sync thread did not start");
+                        return;
+                    }
+                };
+                let mut inbox = Inbox { queue, next: None };
+                while let Some(first) = inbox.recv() {
                     let (mut group, mut between) = (Vec::new(), None);
                     match first {
                         Message::Write(job) => group.push(job),
@@ -168,19 +192,23 @@ impl Writer {
                     // Such work ends the group: the writes sent after it
                     // wait for it.
                     while between.is_none() && !group.is_empty() && group.len() < MAX_GROUP {
-                        match queue.try_recv() {
-                            Ok(Message::Write(job)) => group.push(job),
-                            Ok(Message::Between(work)) => between = Some(work),
-                            Err(_) => break,
+                        match inbox.try_recv() {
+                            Some(Message::Write(job)) => group.push(job),
+                            Some(Message::Between(work)) => between = Some(work),
+                            None => break,
                         }
                     }
                     if !group.is_empty() {
-                        store.commit_group(group);
+                        store.commit_group(group, &mut syncer, &mut inbox);
                     }
                     if let Some(work) = between {
+                        // Every write before the work is durable first.
+                        let _ = syncer.drain(&store);
                         work(&store);
                     }
                 }
+                let _ = syncer.drain(&store);
+                syncer.stop();
                 // Closed cleanly: the next open has nothing to replay.
                 if let Err(e) = store.guarded(|| store.close_journal()) {
                     tracing::warn!(error = %e, "the store's last checkpoint failed; the next open replays its journal");
@@ -190,6 +218,182 @@ impl Writer {
             jobs: Some(jobs),
             thread: Some(thread),
         })
+    }
+}
+
+/// The writer thread's queue, with a message taken early (to see whether
+/// one waits) kept for the next group.
+struct Inbox {
+    queue: mpsc::Receiver<Message>,
+    next: Option<Message>,
+}
+
+impl Inbox {
+    /// The next message, waiting for one; `None` once every handle is gone.
+    fn recv(&mut self) -> Option<Message> {
+        self.next.take().or_else(|| self.queue.recv().ok())
+    }
+
+    /// The next message if one waits.
+    fn try_recv(&mut self) -> Option<Message> {
+        self.next.take().or_else(|| self.queue.try_recv().ok())
+    }
+
+    /// Whether a message waits.
+    fn is_empty(&mut self) -> bool {
+        if self.next.is_none() {
+            self.next = self.queue.try_recv().ok();
+        }
+        self.next.is_none()
+    }
+}
+
+/// A group of writes committed to the engine and not durable yet: once
+/// its changes are in the journal and synced, readers are shown `snapshot`
+/// and its jobs are answered.
+struct Unsynced {
+    group: Vec<Box<dyn Job>>,
+    failed: Vec<(Box<dyn Job>, Error)>,
+    /// The group's changes, as the journal stores them; empty when it
+    /// changed nothing, and only waits for the groups before it.
+    changes: Vec<u8>,
+    /// The engine's state after the group; `None` when it changed nothing.
+    snapshot: Option<Arc<redb::ReadTransaction>>,
+    /// The room in the journal kept for `changes`.
+    reserved: u64,
+    /// The writer's [`Syncer::epoch`] when the group ran.
+    epoch: u64,
+}
+
+/// What the syncer did with the groups it took at once.
+struct Synced {
+    groups: usize,
+    reserved: u64,
+    /// Why they are not durable, if they are not.
+    failure: Option<Error>,
+}
+
+/// The writer's side of the thread that makes groups durable (the
+/// *syncer*), so that the writer runs the next groups while the journal
+/// syncs.
+///
+/// The syncer takes every group waiting at once and writes their changes
+/// as one record of the journal (a record is whole or absent after a crash,
+/// so records reach the disk in order), syncs it, shows readers the last
+/// group's state, and answers the groups in order. When a sync fails, the
+/// groups after it ran on writes that never became durable: the syncer
+/// fails every group of the same epoch, and the writer, once told, discards
+/// the engine's commits since the last checkpoint
+/// ([`LocalStorage::discard_unsynced`]) and starts a new epoch.
+struct Syncer {
+    groups: Option<mpsc::Sender<Unsynced>>,
+    done: mpsc::Receiver<Synced>,
+    /// Groups sent whose [`Synced`] is not taken yet.
+    pending: usize,
+    /// The journal room they keep.
+    reserved: u64,
+    epoch: u64,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(store: &LocalStorage) -> std::io::Result<Syncer> {
+        let (groups, queue) = mpsc::channel::<Unsynced>();
+        let (report, done) = mpsc::channel();
+        let store = store.clone();
+        let thread = std::thread::Builder::new()
+            .name("tablekit-local sync".into())
+            .spawn(move || store.run_syncer(&queue, &report))?;
+        Ok(Syncer {
+            groups: Some(groups),
+            done,
+            pending: 0,
+            reserved: 0,
+            epoch: 0,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands `unsynced` to the syncer; if it is gone, makes it durable
+    /// here.
+    fn send(&mut self, store: &LocalStorage, unsynced: Unsynced) {
+        let reserved = unsynced.reserved;
+        let returned = match &self.groups {
+            Some(groups) => groups.send(unsynced).err().map(|e| e.0),
+            None => Some(unsynced),
+        };
+        match returned {
+            None => {
+                self.pending += 1;
+                self.reserved += reserved;
+            }
+            Some(unsynced) => {
+                // The syncer's thread is gone: made durable here.
+                let synced = store.sync_groups(vec![unsynced], &mut None);
+                let _ = self.record(store, synced);
+            }
+        }
+    }
+
+    /// Takes what the syncer reported: waiting for all of it if `all`.
+    /// `Err` if a group failed since the last call.
+    fn take(&mut self, store: &LocalStorage, all: bool) -> Result<()> {
+        let mut outcome = Ok(());
+        while self.pending > 0 {
+            // After a failure, the groups still held fail too: waited for,
+            // so that the engine is opened again without them.
+            let all = all || outcome.is_err();
+            let synced = if all {
+                self.done.recv().ok()
+            } else {
+                self.done.try_recv().ok()
+            };
+            let Some(synced) = synced else {
+                if all {
+                    // The syncer is gone: nothing it held is durable.
+                    self.pending = 0;
+                    self.reserved = 0;
+                    store.discard_unsynced();
+                    self.epoch += 1;
+                    outcome = Err(store.writer_gone());
+                }
+                break;
+            };
+            self.pending -= synced.groups;
+            self.reserved -= synced.reserved;
+            if let Err(e) = self.record(store, synced)
+                && outcome.is_ok()
+            {
+                outcome = Err(e);
+            }
+        }
+        outcome
+    }
+
+    /// Waits until every group sent is durable (or failed).
+    fn drain(&mut self, store: &LocalStorage) -> Result<()> {
+        self.take(store, true)
+    }
+
+    /// Acts on a report: after a failure, the engine's commits since the
+    /// last checkpoint are discarded and a new epoch starts.
+    fn record(&mut self, store: &LocalStorage, synced: Synced) -> Result<()> {
+        match synced.failure {
+            None => Ok(()),
+            Some(failure) => {
+                store.discard_unsynced();
+                self.epoch += 1;
+                Err(failure)
+            }
+        }
+    }
+
+    /// Stops the thread, after the groups sent.
+    fn stop(&mut self) {
+        drop(self.groups.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -263,12 +467,18 @@ impl LocalStorage {
         }
     }
 
-    /// Runs `group` in one transaction and commits it (see the module docs).
-    fn commit_group(&self, mut group: Vec<Box<dyn Job>>) {
+    /// Runs `group` in one transaction and commits it to the engine (see
+    /// the module docs), then hands it to `syncer` to be made durable and
+    /// answered; or, when no other write waits in `inbox` to run meanwhile,
+    /// makes it durable here, sparing a lone writer the hand-over.
+    fn commit_group(&self, mut group: Vec<Box<dyn Job>>, syncer: &mut Syncer, inbox: &mut Inbox) {
         let stats = &self.shared.stats;
         stats
             .writes
             .fetch_add(group.len() as u64, Ordering::Relaxed);
+        // A failure reported since the last group discards the engine's
+        // commits before this one runs.
+        let _ = syncer.take(self, false);
         let mut failed: Vec<(Box<dyn Job>, Error)> = Vec::new();
         let outcome = loop {
             let attempt = self.guarded(|| {
@@ -279,85 +489,273 @@ impl LocalStorage {
                         // Dropped, not committed: the job may have changed it.
                         drop(logged);
                         drop(txn);
-                        return Ok(Some((at, e)));
+                        return Ok(Err((at, e)));
                     }
                 }
                 let changes = logged.into_changes();
-                self.commit_changes(txn, &changes).map(|()| None)
+                self.commit_changes(txn, changes, syncer).map(Ok)
             });
             match attempt {
-                Ok(Some((at, error))) => {
+                Ok(Err((at, error))) => {
                     failed.push((group.remove(at), error));
                     if !group.is_empty() {
                         stats.reruns.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                Ok(None) => break Ok(()),
+                Ok(Ok(committed)) => break Ok(committed),
                 Err(e) => break Err(e),
             }
             if group.is_empty() {
-                break Ok(());
+                break Ok(Committed::Nothing);
             }
         };
-        match outcome {
-            Ok(()) => {
-                for job in group {
-                    job.answer(Ok(()));
+        let (changes, snapshot, reserved) = match outcome {
+            Ok(Committed::Unsynced {
+                changes,
+                snapshot,
+                reserved,
+            }) => (changes, Some(snapshot), reserved),
+            // Answered after the groups before it, which it ran on.
+            Ok(Committed::Nothing) => (Vec::new(), None, 0),
+            Ok(Committed::Durable) => return answer(group, failed, Ok(())),
+            Err(e) => {
+                let settled = syncer.drain(self);
+                return answer(group, failed, settled.and(Err(e)));
+            }
+        };
+        let unsynced = Unsynced {
+            group,
+            failed,
+            changes,
+            snapshot,
+            reserved,
+            epoch: syncer.epoch,
+        };
+        if syncer.pending == 0 && inbox.is_empty() {
+            let synced = self.sync_groups(vec![unsynced], &mut None);
+            let _ = syncer.record(self, synced);
+        } else {
+            syncer.send(self, unsynced);
+        }
+    }
+
+    /// The syncer's thread: see [`Syncer`].
+    fn run_syncer(&self, queue: &mpsc::Receiver<Unsynced>, report: &mpsc::Sender<Synced>) {
+        // The epoch of the last failure, and its error.
+        let mut broken: Option<(u64, Error)> = None;
+        while let Ok(first) = queue.recv() {
+            let mut batch = vec![first];
+            while let Ok(next) = queue.try_recv() {
+                batch.push(next);
+            }
+            if report.send(self.sync_groups(batch, &mut broken)).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Makes `batch` durable (one record of the journal, one sync), shows
+    /// readers its last state and answers its groups, in order. Groups of
+    /// the epoch of an earlier failure (`broken`) ran on writes that never
+    /// became durable: they fail with it.
+    fn sync_groups(&self, batch: Vec<Unsynced>, broken: &mut Option<(u64, Error)>) -> Synced {
+        let groups = batch.len();
+        let reserved = batch.iter().map(|u| u.reserved).sum();
+        let changed = batch.iter().filter(|u| u.snapshot.is_some()).count();
+        // Epochs only grow along the queue: the failed groups come first.
+        let (dead, live): (Vec<_>, Vec<_>) = batch
+            .into_iter()
+            .partition(|u| broken.as_ref().is_some_and(|(at, _)| u.epoch <= *at));
+        if let Some((_, error)) = broken.as_ref() {
+            for unsynced in dead {
+                answer(unsynced.group, unsynced.failed, Err(copy_of(error)));
+            }
+        }
+        let mut failure = None;
+        if !live.is_empty() {
+            match self.make_durable(&live) {
+                Ok(()) => {
+                    if let Some(snapshot) = live.iter().rev().find_map(|u| u.snapshot.clone()) {
+                        self.publish_snapshot(Some(snapshot));
+                    }
+                    for unsynced in live {
+                        answer(unsynced.group, unsynced.failed, Ok(()));
+                    }
                 }
-                for (job, error) in failed {
-                    job.answer(Err(error));
+                Err(error) => {
+                    let epoch = live.iter().map(|u| u.epoch).max().unwrap_or_default();
+                    for unsynced in live {
+                        answer(unsynced.group, unsynced.failed, Err(copy_of(&error)));
+                    }
+                    *broken = Some((epoch, copy_of(&error)));
+                    failure = Some(error);
                 }
             }
-            Err(error) => {
-                for job in group
-                    .into_iter()
-                    .chain(failed.into_iter().map(|(job, _)| job))
-                {
-                    job.answer(Err(copy_of(&error)));
-                }
+        }
+        self.shared.unsynced.fetch_sub(changed, Ordering::AcqRel);
+        Synced {
+            groups,
+            reserved,
+            failure,
+        }
+    }
+
+    /// Writes the changes of `batch` to the journal as one record and syncs
+    /// it. A record whose sync failed is taken back, so that no replay
+    /// applies it.
+    fn make_durable(&self, batch: &[Unsynced]) -> Result<()> {
+        let mut changes = Vec::new();
+        for unsynced in batch {
+            changes.extend_from_slice(&unsynced.changes);
+        }
+        if changes.is_empty() {
+            // Nothing to write: the groups before are synced already.
+            return Ok(());
+        }
+        let path = &self.shared.path;
+        let file = match self.shared.journal.lock().as_mut() {
+            Some(journal) => match journal.write(&changes) {
+                Ok(Appended::Written) => journal.file(),
+                // The writer keeps room for every group it sends.
+                Ok(Appended::Full) => return Err(self.journal_lost()),
+                Err(e) => return Err(io_error(path, &e)),
+            },
+            None => return Err(self.journal_lost()),
+        };
+        if let Err(e) = self.sync_journal(&file) {
+            let mut slot = self.shared.journal.lock();
+            if let Some(journal) = slot.as_mut()
+                && journal.retract().is_err()
+            {
+                *slot = None;
+            }
+            return Err(io_error(path, &e));
+        }
+        self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl LocalStorage {
+    /// Syncs the journal's `file`.
+    #[cfg(not(test))]
+    fn sync_journal(&self, file: &std::fs::File) -> std::io::Result<()> {
+        file.sync_data()
+    }
+
+    /// Syncs the journal's `file`, or fails as the tests ask.
+    #[cfg(test)]
+    fn sync_journal(&self, file: &std::fs::File) -> std::io::Result<()> {
+        let fail = &self.shared.failing_syncs;
+        if fail
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(std::io::Error::other("a sync failed, as the test asked"));
+        }
+        file.sync_data()
+    }
+}
+
+/// What [`LocalStorage::commit_changes`] did.
+enum Committed {
+    /// Committed to the engine, not durable yet: the changes, as the
+    /// journal stores them, the engine's state after them, and the journal
+    /// room kept for them.
+    Unsynced {
+        changes: Vec<u8>,
+        snapshot: Arc<redb::ReadTransaction>,
+        reserved: u64,
+    },
+    /// Durable and shown to readers already (a checkpoint).
+    Durable,
+    /// Nothing was changed.
+    Nothing,
+}
+
+/// Answers a group's jobs: those that ran with `outcome`, those that
+/// failed with their errors if the group was committed, and with the
+/// commit's error if it was not (the state they failed on never was).
+fn answer(group: Vec<Box<dyn Job>>, failed: Vec<(Box<dyn Job>, Error)>, outcome: Result<()>) {
+    match outcome {
+        Ok(()) => {
+            for job in group {
+                job.answer(Ok(()));
+            }
+            for (job, error) in failed {
+                job.answer(Err(error));
+            }
+        }
+        Err(error) => {
+            for job in group
+                .into_iter()
+                .chain(failed.into_iter().map(|(job, _)| job))
+            {
+                job.answer(Err(copy_of(&error)));
             }
         }
     }
 }
 
 impl LocalStorage {
-    /// Makes the changes of `txn` (recorded as `changes`) durable and
-    /// visible: through the journal, or, when it is full, by a checkpoint
-    /// (see [`crate::journal`]).
-    fn commit_changes(&self, mut txn: WriteTransaction, changes: &[u8]) -> Result<()> {
+    /// Commits the changes of `txn` (recorded as `changes`) to the engine:
+    /// without a sync when the journal has room for them, and then not
+    /// shown to readers until the journal holds them; otherwise as a
+    /// checkpoint, once every group before it is durable (see
+    /// [`crate::journal`]).
+    fn commit_changes(
+        &self,
+        mut txn: WriteTransaction,
+        changes: Vec<u8>,
+        syncer: &mut Syncer,
+    ) -> Result<Committed> {
         if changes.is_empty() {
-            // Nothing changed: the transaction is dropped, not committed,
-            // and nothing is synced.
-            return Ok(());
+            // Nothing changed: the transaction is dropped, not committed.
+            return Ok(Committed::Nothing);
         }
-        // Settled before anything is written: once the record is in the
-        // journal, the only way back is to take it back.
         let path = &self.shared.path;
-        // Durable in the journal: the engine need not sync.
-        set_durability(path, &mut txn, Durability::None)?;
-        let mut slot = self.shared.journal.lock();
-        let Some(journal) = slot.as_mut() else {
-            return Err(self.journal_lost());
+        let reserved = crate::journal::record_len(changes.len());
+        let room = match self.shared.journal.lock().as_ref() {
+            Some(journal) => journal.has_room(syncer.reserved + reserved),
+            None => return Err(self.journal_lost()),
         };
-        match journal.append(changes) {
-            Ok(Appended::Written) => {
-                if let Err(e) = txn.commit() {
-                    // Not applied: the record must never be replayed.
-                    if journal.retract().is_err() {
-                        *slot = None;
-                    }
-                    return Err(self.error(e.into()));
-                }
-                self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
-                Ok(())
+        if !room {
+            syncer.drain(self)?;
+            let mut slot = self.shared.journal.lock();
+            let Some(journal) = slot.as_mut() else {
+                return Err(self.journal_lost());
+            };
+            set_durability(path, &mut txn, Durability::Immediate)?;
+            self.commit_checkpoint(txn, journal)?;
+            drop(slot);
+            self.publish()?;
+            self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Committed::Durable);
+        }
+        // Durable through the journal: the engine need not sync.
+        set_durability(path, &mut txn, Durability::None)?;
+        // Counted before the commit: the engine is not opened again while
+        // it holds commits the journal may not (see `reopen`).
+        self.shared.unsynced.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = txn.commit() {
+            self.shared.unsynced.fetch_sub(1, Ordering::AcqRel);
+            return Err(self.error(e.into()));
+        }
+        let snapshot = self
+            .engine()
+            .and_then(|engine| engine.begin_read().map_err(|e| self.error(e.into())));
+        match snapshot {
+            Ok(snapshot) => Ok(Committed::Unsynced {
+                changes,
+                snapshot: Arc::new(snapshot),
+                reserved,
+            }),
+            Err(e) => {
+                // The engine holds a commit that will never be durable.
+                self.discard_unsynced();
+                self.shared.unsynced.fetch_sub(1, Ordering::AcqRel);
+                Err(e)
             }
-            Ok(Appended::Full) => {
-                set_durability(path, &mut txn, Durability::Immediate)?;
-                self.commit_checkpoint(txn, journal)?;
-                self.shared.stats.commits.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) => Err(io_error(&self.shared.path, &e)),
         }
     }
 
@@ -432,5 +830,133 @@ fn copy_of(error: &Error) -> Error {
             failure: StorageFailure::Io,
             message: other.to_string(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    use tablekit::{Entity, Query, TableBackend, TableBackendExt};
+
+    use super::*;
+
+    /// Sixteen writers insert rows while syncs of the journal fail at
+    /// random moments, and a reader reads all the time. Every insert
+    /// acknowledged is read at once and is there after a reopen; every
+    /// insert refused is never read by anyone, then or after; and the
+    /// writers go on after each failure.
+    #[test]
+    fn failed_syncs_keep_what_was_acknowledged_and_nothing_refused() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (acknowledged, refused, seen) = runtime.block_on(async {
+            let store = LocalStorage::open(dir.path()).unwrap();
+            store.create_table("Things").await.unwrap();
+            let acknowledged = Arc::new(Mutex::new(BTreeSet::new()));
+            let refused = Arc::new(Mutex::new(BTreeSet::new()));
+            let seen = Arc::new(Mutex::new(BTreeSet::new()));
+            let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writers: Vec<_> = (0..16)
+                .map(|w| {
+                    let (store, acknowledged, refused) =
+                        (store.clone(), acknowledged.clone(), refused.clone());
+                    tokio::spawn(async move {
+                        for i in 0..120 {
+                            let key = format!("w{w:02}-{i:03}");
+                            let row = Entity::new("p", key.clone()).with("V", i);
+                            match store.insert_entity("Things", &row).await {
+                                Ok(_) => {
+                                    // Read at once by its writer.
+                                    let read = store
+                                        .get_entity("Things", "p", &key, &Default::default())
+                                        .await;
+                                    assert!(read.is_ok(), "{key} acknowledged, not read");
+                                    acknowledged.lock().unwrap().insert(key);
+                                }
+                                Err(_) => {
+                                    refused.lock().unwrap().insert(key);
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let reader = {
+                let (store, seen, done) = (store.clone(), seen.clone(), done.clone());
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Acquire) {
+                        if let Ok(rows) = store.query_all("Things", Query::new()).await {
+                            seen.lock()
+                                .unwrap()
+                                .extend(rows.into_iter().map(|e| e.row_key));
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            };
+            for _ in 0..12 {
+                tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+                store.shared.failing_syncs.store(1, Ordering::Release);
+            }
+            for writer in writers {
+                writer.await.unwrap();
+            }
+            done.store(true, Ordering::Release);
+            reader.await.unwrap();
+            let now: BTreeSet<String> = store
+                .query_all("Things", Query::new())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.row_key)
+                .collect();
+            let acknowledged = acknowledged.lock().unwrap().clone();
+            assert_same(&now, &acknowledged);
+            let refused = refused.lock().unwrap().clone();
+            let seen = seen.lock().unwrap().clone();
+            (acknowledged, refused, seen)
+        });
+        assert!(
+            !refused.is_empty() && acknowledged.len() > refused.len(),
+            "failures came, and writes went on: {} acknowledged, {} refused",
+            acknowledged.len(),
+            refused.len()
+        );
+        assert!(
+            seen.is_disjoint(&refused),
+            "a reader saw a refused write: {:?}",
+            seen.intersection(&refused).next()
+        );
+        // After a reopen (the clean close checkpointed), the same.
+        let reopened = runtime.block_on(async {
+            let store = LocalStorage::open(dir.path()).unwrap();
+            store
+                .query_all("Things", Query::new())
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.row_key)
+                .collect::<BTreeSet<_>>()
+        });
+        assert_same(&reopened, &acknowledged);
+    }
+
+    /// The stored keys are the acknowledged ones; else the first that
+    /// differ.
+    fn assert_same(stored: &BTreeSet<String>, acknowledged: &BTreeSet<String>) {
+        let mut extra = stored.difference(acknowledged);
+        let mut lost = acknowledged.difference(stored);
+        assert!(
+            stored == acknowledged,
+            "stored, not acknowledged: {:?}; acknowledged, not stored: {:?}",
+            extra.next(),
+            lost.next()
+        );
     }
 }
