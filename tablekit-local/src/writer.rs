@@ -172,16 +172,10 @@ impl Writer {
     /// thread holds the store open until it stops).
     pub(crate) fn start(store: LocalStorage) -> std::io::Result<Writer> {
         let (jobs, queue) = mpsc::channel::<Message>();
+        let mut syncer = Syncer::start(&store)?;
         let thread = std::thread::Builder::new()
             .name("tablekit-local writer".into())
             .spawn(move || {
-                let mut syncer = match Syncer::start(&store) {
-                    Ok(syncer) => syncer,
-                    Err(e) => {
-                        tracing::error!(error = %e, "the store's sync thread did not start");
-                        return;
-                    }
-                };
                 let mut inbox = Inbox { queue, next: None };
                 while let Some(first) = inbox.recv() {
                     let (mut group, mut between) = (Vec::new(), None);
