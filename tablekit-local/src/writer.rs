@@ -901,6 +901,9 @@ mod tests {
             for writer in writers {
                 writer.await.unwrap();
             }
+            // Writes shared syncs: the syncer's thread took part.
+            let stats = store.write_stats();
+            assert!(stats.writes > 2 * stats.commits, "{stats:?}");
             done.store(true, Ordering::Release);
             reader.await.unwrap();
             let now: BTreeSet<String> = store
