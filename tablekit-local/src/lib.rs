@@ -47,11 +47,12 @@
 //! - **The journal.** A write's changes are appended to the store's
 //!   journal, `tablekit.journal`, in a record with its checksum, and the
 //!   journal is synced before the write is acknowledged, or seen by any
-//!   reader. The engine's file takes the write without a sync of its own.
-//!   A sync that fails refuses the writes it held and those that ran after
+//!   reader. The engine's file takes the write without a sync of its own,
+//!   and is made durable in one go (a *checkpoint*) each time the
+//!   journal's 4 MiB are used, and when the store is closed. A sync of the
+//!   journal that fails refuses the writes it held and those that ran after
 //!   them, and the engine forgets them all (it is opened again on its file
-//!   and the journal), so that no refused write is ever read. It is made durable in one go (a *checkpoint*) each time the
-//!   journal's 4 MiB are used, and when the store is closed. The next
+//!   and the journal), so that no refused write is ever read. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
 //!   records again: milliseconds at any size of store.
 //!   [`LocalStorage::write_stats`] counts the records it applied.
@@ -175,10 +176,9 @@
 //! the sync of the file do not hold up other tasks. Writes that arrive
 //! together share one commit, and writes that arrive while the journal
 //! syncs share the next sync (group commit), so concurrent writers are not
-//! held to one sync each. Each write
-//! still decides on every write committed or grouped before it, so ETag
-//! checks, inserts and transactions mean what they mean alone, and each is
-//! acknowledged only once its commit is on disk.
+//! held to one sync each. Each write still decides on every write committed
+//! or grouped before it, so ETag checks, inserts and transactions mean what
+//! they mean alone, and each is acknowledged only once it is on disk.
 //!
 //! A future dropped at any point has applied its write completely or not
 //! at all: a write handed to the writer runs to its end even if its caller
@@ -247,6 +247,15 @@ impl Engine {
 }
 
 struct Shared {
+    /// What a writable store's readers read: the engine's state as of the
+    /// last group of writes made durable. The engine takes a group's
+    /// commit before its journal record is synced (see [`writer`]), so
+    /// reading the engine itself would show writes not yet durable. `None`
+    /// in a read-only store, and while nothing is committed but durable
+    /// state (a compaction, an open of the engine again), when readers read
+    /// the engine. Declared first, so dropped first: the engine's last
+    /// read ends before the engine closes.
+    published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
     /// The engine; `None` while it is opened again (see
     /// [`LocalStorage::engine`]).
     db: parking_lot::RwLock<Option<Arc<Engine>>>,
@@ -271,14 +280,6 @@ struct Shared {
     /// after a write to it failed in a way that leaves its state unknown
     /// (the engine is then opened again, which opens it again).
     journal: parking_lot::Mutex<Option<journal::Journal>>,
-    /// What a writable store's readers read: the engine's state as of the
-    /// last group of writes made durable. The engine takes a group's
-    /// commit before its journal record is synced (see [`writer`]), so
-    /// reading the engine itself would show writes not yet durable. `None`
-    /// in a read-only store, and while nothing is committed but durable
-    /// state (a compaction, an open of the engine again), when readers read
-    /// the engine.
-    published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
     /// Groups of writes the engine holds that the journal may not hold
     /// durably yet: the engine is not opened again until they are settled.
     unsynced: std::sync::atomic::AtomicUsize,
@@ -865,8 +866,9 @@ impl LocalStorage {
         Error::Storage {
             path: self.shared.path.display().to_string(),
             failure: StorageFailure::DiskFull,
-            message: "a write failed for lack of space; the store takes writes again \
-                      once there is room and the operations under way have ended"
+            message: "a write failed for the store's file (no space left, or a sync of \
+                      its journal failed); the store takes writes again once there is \
+                      room and the operations under way have ended"
                 .into(),
         }
     }
