@@ -146,12 +146,12 @@
 //!
 //! | measure | tablekit-local | baseline |
 //! | --- | --- | --- |
-//! | durable single writes, 1 writer | 7,919/s | the disk: 7,837 appends+fdatasync/s; SQLite 9,792/s |
-//! | durable single writes, 16 writers | 44,988/s (8 writes per commit) | SQLite 7,920/s |
-//! | 1,000-row range | 0.40 ms, typed 0.51 ms | redb alone 0.18 ms; SQLite 0.26 ms |
-//! | bulk load, 100-row transactions | 282,937 rows/s | SQLite 371,136 rows/s |
+//! | durable single writes, 1 writer | 7,766/s | the disk: 7,754 appends+fdatasync/s; SQLite 10,351/s |
+//! | durable single writes, 16 writers | 57,736/s (9 writes per sync) | SQLite 8,944/s |
+//! | 1,000-row range | 0.41 ms, typed 0.51 ms | redb alone 0.17 ms; SQLite 0.26 ms |
+//! | bulk load, 100-row transactions | 268,116 rows/s | SQLite 349,209 rows/s |
 //! | bytes on disk per row | 211; 210 after [`compact`](LocalStorage::compact) | SQLite 196; 205 with a Timestamp column |
-//! | open after a kill, 1,000,000 rows | 7.3 ms | a clean close: about 1 ms |
+//! | open after a kill, 1,000,000 rows | 2.2 ms | a clean close: about 1 ms |
 //!
 //! A lone writer commits at the disk's own rate: each write is one record
 //! written to the journal and one sync, where the engine's own commit
