@@ -906,13 +906,7 @@ mod tests {
             assert!(stats.writes > 2 * stats.commits, "{stats:?}");
             done.store(true, Ordering::Release);
             reader.await.unwrap();
-            let now: BTreeSet<String> = store
-                .query_all("Things", Query::new())
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|e| e.row_key)
-                .collect();
+            let now = row_keys(&store).await;
             let acknowledged = acknowledged.lock().unwrap().clone();
             assert_same(&now, &acknowledged);
             let refused = refused.lock().unwrap().clone();
@@ -931,17 +925,14 @@ mod tests {
             seen.intersection(&refused).next()
         );
         // After a reopen (the clean close checkpointed), the same.
-        let reopened = runtime.block_on(async {
-            let store = LocalStorage::open(dir.path()).unwrap();
-            store
-                .query_all("Things", Query::new())
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|e| e.row_key)
-                .collect::<BTreeSet<_>>()
-        });
+        let reopened = runtime.block_on(row_keys(&LocalStorage::open(dir.path()).unwrap()));
         assert_same(&reopened, &acknowledged);
+    }
+
+    /// The RowKeys of the rows stored.
+    async fn row_keys(store: &LocalStorage) -> BTreeSet<String> {
+        let rows = store.query_all("Things", Query::new()).await.unwrap();
+        rows.into_iter().map(|e| e.row_key).collect()
     }
 
     /// The stored keys are the acknowledged ones; else the first that
