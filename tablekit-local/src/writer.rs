@@ -344,9 +344,14 @@ impl Syncer {
             };
             let Some(synced) = synced else {
                 if all {
-                    // The syncer is gone: nothing it held is durable.
+                    // The syncer's thread is gone (it never panics on
+                    // purpose), and with it the jobs it held, answered as
+                    // gone: nothing it held is durable. Later groups are
+                    // made durable on this thread.
+                    self.groups = None;
                     self.pending = 0;
                     self.reserved = 0;
+                    store.shared.unsynced.store(0, Ordering::Release);
                     store.discard_unsynced();
                     self.epoch += 1;
                     outcome = Err(store.writer_gone());
