@@ -192,7 +192,7 @@ impl Journal {
     /// next record overwrites it, under the same number.
     #[cfg(test)]
     pub(crate) fn append(&mut self, changes: &[u8]) -> io::Result<Appended> {
-        let appended = self.write(changes)?;
+        let appended = self.write(&[changes])?;
         if appended == Appended::Written {
             self.file.sync_data()?;
         }
@@ -211,16 +211,18 @@ impl Journal {
         Arc::clone(&self.file)
     }
 
-    /// Writes `changes` as the next record, without a sync: the record is
-    /// durable once the [`file`](Journal::file) is synced, and until then
-    /// the next record must not be written, so that records reach the disk
-    /// in order (a whole record after one a crash cut short is damage).
+    /// Writes `parts`, one after another, as the next record's changes,
+    /// without a sync: the record is durable once the
+    /// [`file`](Journal::file) is synced, and until then the next record
+    /// must not be written, so that records reach the disk in order (a
+    /// whole record after one a crash cut short is damage).
     ///
     /// # Errors
     /// The file's. Nothing of a record that failed is ever replayed: the
     /// next record overwrites it, under the same number.
-    pub(crate) fn write(&mut self, changes: &[u8]) -> io::Result<Appended> {
-        let length = padded(HEADER + changes.len());
+    pub(crate) fn write(&mut self, parts: &[&[u8]]) -> io::Result<Appended> {
+        let changes: usize = parts.iter().map(|part| part.len()).sum();
+        let length = padded(HEADER + changes);
         if !self.has_room(length) {
             return Ok(Appended::Full);
         }
@@ -228,9 +230,11 @@ impl Journal {
         let mut record = Vec::with_capacity(length as usize);
         record.extend_from_slice(&MAGIC);
         record.extend_from_slice(&number.to_le_bytes());
-        record.extend_from_slice(&(changes.len() as u32).to_le_bytes());
-        record.extend_from_slice(&checksum(number, changes).to_le_bytes());
-        record.extend_from_slice(changes);
+        record.extend_from_slice(&(changes as u32).to_le_bytes());
+        record.extend_from_slice(&checksum(number, parts).to_le_bytes());
+        for part in parts {
+            record.extend_from_slice(part);
+        }
         let end = self.offset + length;
         let grown = if end > self.length {
             // Zeros up to the new length first, then the record: if the
@@ -279,12 +283,17 @@ fn padded(length: usize) -> u64 {
     (length as u64).div_ceil(BLOCK) * BLOCK
 }
 
-fn checksum(number: u64, changes: &[u8]) -> u32 {
+/// The checksum of record `number` whose changes are `parts`, one after
+/// another.
+fn checksum(number: u64, parts: &[&[u8]]) -> u32 {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&MAGIC);
     hasher.update(&number.to_le_bytes());
-    hasher.update(&(changes.len() as u32).to_le_bytes());
-    hasher.update(changes);
+    hasher.update(&(length as u32).to_le_bytes());
+    for part in parts {
+        hasher.update(part);
+    }
     hasher.finalize()
 }
 
@@ -361,7 +370,7 @@ fn read_record(file: &File, offset: u64, number: u64) -> io::Result<Option<Vec<u
     }
     let mut changes = vec![0; length as usize];
     if !read_exact_or_end(file, &mut changes, offset + HEADER as u64)?
-        || checksum(number, &changes) != sum
+        || checksum(number, &[&changes]) != sum
     {
         return Ok(None);
     }
@@ -404,6 +413,18 @@ mod tests {
         assert_eq!(records[0].changes, b"six");
         assert!(Journal::has_records_after(dir.path(), 5).unwrap());
         assert!(!Journal::has_records_after(dir.path(), 6).unwrap());
+    }
+
+    #[test]
+    fn a_record_written_in_parts_reads_back_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut journal, _) = Journal::open(dir.path(), 0).unwrap();
+        let parts: [&[u8]; 3] = [b"first", b"", &[7; 5000]];
+        assert_eq!(journal.write(&parts).unwrap(), Appended::Written);
+        journal.file().sync_data().unwrap();
+        let (_, records) = Journal::open(dir.path(), 0).unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].changes, parts.concat());
     }
 
     #[test]
