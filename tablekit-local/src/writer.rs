@@ -248,6 +248,14 @@ impl Inbox {
 struct Unsynced {
     group: Vec<Box<dyn Job>>,
     failed: Vec<(Box<dyn Job>, Error)>,
+    commit: Commit,
+    /// The writer's [`Syncer::epoch`] when the group ran.
+    epoch: u64,
+}
+
+/// A group's commit to the engine, not durable yet.
+#[derive(Default)]
+struct Commit {
     /// The group's changes, as the journal stores them; empty when it
     /// changed nothing, and only waits for the groups before it.
     changes: Vec<u8>,
@@ -255,8 +263,6 @@ struct Unsynced {
     snapshot: Option<Arc<redb::ReadTransaction>>,
     /// The room in the journal kept for `changes`.
     reserved: u64,
-    /// The writer's [`Syncer::epoch`] when the group ran.
-    epoch: u64,
 }
 
 /// What the syncer did with the groups it took at once.
@@ -311,7 +317,7 @@ impl Syncer {
     /// Hands `unsynced` to the syncer; if it is gone, makes it durable
     /// here.
     fn send(&mut self, store: &LocalStorage, unsynced: Unsynced) {
-        let reserved = unsynced.reserved;
+        let reserved = unsynced.commit.reserved;
         let returned = match &self.groups {
             Some(groups) => groups.send(unsynced).err().map(|e| e.0),
             None => Some(unsynced),
@@ -505,17 +511,13 @@ impl LocalStorage {
                 Err(e) => break Err(e),
             }
             if group.is_empty() {
-                break Ok(Committed::Nothing);
+                break Ok(Committed::Unsynced(Commit::default()));
             }
         };
-        let (changes, snapshot, reserved) = match outcome {
-            Ok(Committed::Unsynced {
-                changes,
-                snapshot,
-                reserved,
-            }) => (changes, Some(snapshot), reserved),
-            // Answered after the groups before it, which it ran on.
-            Ok(Committed::Nothing) => (Vec::new(), None, 0),
+        // A group that changed nothing is answered after the groups before
+        // it too, since it ran on them.
+        let commit = match outcome {
+            Ok(Committed::Unsynced(commit)) => commit,
             Ok(Committed::Durable) => return answer(group, failed, Ok(())),
             Err(e) => {
                 let settled = syncer.drain(self);
@@ -525,9 +527,7 @@ impl LocalStorage {
         let unsynced = Unsynced {
             group,
             failed,
-            changes,
-            snapshot,
-            reserved,
+            commit,
             epoch: syncer.epoch,
         };
         if syncer.pending == 0 && inbox.is_empty() {
@@ -559,8 +559,8 @@ impl LocalStorage {
     /// became durable: they fail with it.
     fn sync_groups(&self, batch: Vec<Unsynced>, broken: &mut Option<(u64, Error)>) -> Synced {
         let groups = batch.len();
-        let reserved = batch.iter().map(|u| u.reserved).sum();
-        let changed = batch.iter().filter(|u| u.snapshot.is_some()).count();
+        let reserved = batch.iter().map(|u| u.commit.reserved).sum();
+        let changed = batch.iter().filter(|u| u.commit.snapshot.is_some()).count();
         // Epochs only grow along the queue: the failed groups come first.
         let (dead, live): (Vec<_>, Vec<_>) = batch
             .into_iter()
@@ -574,7 +574,9 @@ impl LocalStorage {
         if !live.is_empty() {
             match self.make_durable(&live) {
                 Ok(()) => {
-                    if let Some(snapshot) = live.iter().rev().find_map(|u| u.snapshot.clone()) {
+                    if let Some(snapshot) =
+                        live.iter().rev().find_map(|u| u.commit.snapshot.clone())
+                    {
                         self.publish_snapshot(Some(snapshot));
                     }
                     for unsynced in live {
@@ -606,7 +608,7 @@ impl LocalStorage {
         // Written as they are, one after another: no copy of the batch.
         let parts: Vec<&[u8]> = batch
             .iter()
-            .map(|unsynced| unsynced.changes.as_slice())
+            .map(|unsynced| unsynced.commit.changes.as_slice())
             .filter(|changes| !changes.is_empty())
             .collect();
         if parts.is_empty() {
@@ -660,18 +662,10 @@ impl LocalStorage {
 
 /// What [`LocalStorage::commit_changes`] did.
 enum Committed {
-    /// Committed to the engine, not durable yet: the changes, as the
-    /// journal stores them, the engine's state after them, and the journal
-    /// room kept for them.
-    Unsynced {
-        changes: Vec<u8>,
-        snapshot: Arc<redb::ReadTransaction>,
-        reserved: u64,
-    },
+    /// Committed to the engine (or nothing was changed), not durable yet.
+    Unsynced(Commit),
     /// Durable and shown to readers already (a checkpoint).
     Durable,
-    /// Nothing was changed.
-    Nothing,
 }
 
 /// Answers a group's jobs: those that ran with `outcome`, those that
@@ -712,7 +706,7 @@ impl LocalStorage {
     ) -> Result<Committed> {
         if changes.is_empty() {
             // Nothing changed: the transaction is dropped, not committed.
-            return Ok(Committed::Nothing);
+            return Ok(Committed::Unsynced(Commit::default()));
         }
         let path = &self.shared.path;
         let reserved = crate::journal::record_len(changes.len());
@@ -742,15 +736,18 @@ impl LocalStorage {
             self.shared.unsynced.fetch_sub(1, Ordering::AcqRel);
             return Err(self.error(e.into()));
         }
-        let snapshot = self
-            .engine()
-            .and_then(|engine| engine.begin_read().map_err(|e| self.error(e.into())));
+        // The engine just committed to, as it is: never opened again here
+        // (not while it holds this commit), whatever a reader asked for.
+        let snapshot = match &*self.shared.db.read() {
+            Some(engine) => engine.begin_read().map_err(|e| self.error(e.into())),
+            None => Err(self.not_reopened()),
+        };
         match snapshot {
-            Ok(snapshot) => Ok(Committed::Unsynced {
+            Ok(snapshot) => Ok(Committed::Unsynced(Commit {
                 changes,
-                snapshot: Arc::new(snapshot),
+                snapshot: Some(Arc::new(snapshot)),
                 reserved,
-            }),
+            })),
             Err(e) => {
                 // The engine holds a commit that will never be durable.
                 self.discard_unsynced();
