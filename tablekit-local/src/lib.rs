@@ -192,6 +192,7 @@ mod compact;
 mod journal;
 mod limit;
 mod logged;
+mod names;
 mod queues;
 mod rows;
 mod tables;
@@ -256,6 +257,8 @@ struct Shared {
     /// the engine. Declared first, so dropped first: the engine's last
     /// read ends before the engine closes.
     published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
+    /// The property names readers have read ([`names`]).
+    names: parking_lot::RwLock<Arc<names::NameCache>>,
     /// The engine; `None` while it is opened again (see
     /// [`LocalStorage::engine`]).
     db: parking_lot::RwLock<Option<Arc<Engine>>>,
@@ -454,6 +457,7 @@ impl LocalStorageBuilder {
                 stats: writer::Counters::default(),
                 journal: parking_lot::Mutex::new(journal),
                 published: parking_lot::RwLock::new(None),
+                names: parking_lot::RwLock::default(),
                 unsynced: std::sync::atomic::AtomicUsize::new(0),
                 #[cfg(test)]
                 failing_syncs: std::sync::atomic::AtomicUsize::new(0),
@@ -734,6 +738,7 @@ impl LocalStorage {
         (|| -> Result<(), redb::Error> {
             txn.open_table(META)?;
             tables::create_system_tables(&txn)?;
+            names::create_system_tables(&txn)?;
             blobs::create_system_tables(&txn)?;
             queues::create_system_tables(&txn)?;
             Ok(())

@@ -164,6 +164,26 @@ impl<'a> Txn<'a> {
         })
     }
 
+    /// Opens the table `definition`, which every store has (the open for
+    /// writing makes it): unlike [`open_table`](Txn::open_table), the
+    /// opening is not recorded, only the changes made through the table, so
+    /// that a transaction that only reads it records nothing for it.
+    pub(crate) fn open_system_table<K: Logged + Key, V: Logged>(
+        &self,
+        definition: TableDefinition<'_, K, V>,
+    ) -> Result<LoggedTable<'_, K, V>, TableError> {
+        let table = self.inner.open_table(definition)?;
+        let at = self
+            .changes
+            .borrow_mut()
+            .table(types_tag::<K, V>(), definition.name());
+        Ok(LoggedTable {
+            table,
+            at,
+            txn: self,
+        })
+    }
+
     /// Deletes the table `definition`; `false` if there was none.
     pub(crate) fn delete_table<K: Logged + Key, V: Logged>(
         &self,
@@ -378,6 +398,7 @@ fn by_types(
         t if t == both(s, i) => apply::<Str, i64>(txn, name, change),
         t if t == both(s, n) => apply::<Str, u64>(txn, name, change),
         t if t == both(b, b) => apply::<Bytes, Bytes>(txn, name, change),
+        t if t == both(n, b) => apply::<u64, Bytes>(txn, name, change),
         _ => Err(ReplayError::Malformed("a table of unknown types")),
     }
 }

@@ -10,10 +10,10 @@
 //! bytes, little-endian; checked on every read, so that a byte changed in
 //! the file, or a row found under another key, is damage and never a value),
 //! the write time in ticks (8 bytes, little-endian), the number
-//! of properties, then each property as its name (length-prefixed UTF-8)
-//! and its value in [`encode_value`]'s form. Hand-written, as a private
-//! storage layout: names are stored in each row so that a row reads without
-//! any other record.
+//! of properties, then each property as its name and its value in
+//! [`encode_value`]'s form. A name is a varint: twice the name's id (see
+//! [`crate::names`]), or, for a name without an id, one more than twice its
+//! length, then its UTF-8 bytes. Hand-written, as a private storage layout.
 
 use std::ops::Bound;
 
@@ -22,6 +22,8 @@ use tablekit::backend::sorted::{
     take_bytes, take_varint, varint_len,
 };
 use tablekit::{DateTime, ETag, Entity, Properties};
+
+use crate::names::NameOf;
 
 /// The engine key of the row at (`pk`, `rk`).
 pub(crate) fn row_key(pk: &str, rk: &str) -> Vec<u8> {
@@ -104,20 +106,40 @@ pub(crate) fn sealed(key: &[u8], body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// How a row names a property: its id, or the name itself.
+fn name_tag(id: Option<u64>, name: &str) -> u64 {
+    match id {
+        Some(id) => id << 1,
+        None => ((name.len() as u64) << 1) | 1,
+    }
+}
+
 /// Encodes the row of engine key `key` written at `ticks` with `props`,
-/// checksum first.
-pub(crate) fn encode_row(key: &[u8], ticks: i64, props: &Properties) -> Vec<u8> {
+/// checksum first; `ids` holds the id of each property's name, in order
+/// (`None` for a name kept in the row).
+pub(crate) fn encode_row(
+    key: &[u8],
+    ticks: i64,
+    props: &Properties,
+    ids: &[Option<u64>],
+) -> Vec<u8> {
+    debug_assert_eq!(props.len(), ids.len());
     let mut size = CHECKSUM_LEN + 8 + varint_len(props.len() as u64);
-    for (name, value) in props.iter() {
-        size += varint_len(name.len() as u64) + name.len() + encoded_value_len(value);
+    for ((name, value), id) in props.iter().zip(ids) {
+        size += varint_len(name_tag(*id, name)) + encoded_value_len(value);
+        if id.is_none() {
+            size += name.len();
+        }
     }
     let mut out = Vec::with_capacity(size);
     out.extend_from_slice(&[0; CHECKSUM_LEN]);
     out.extend_from_slice(&ticks.to_le_bytes());
     put_varint(&mut out, props.len() as u64);
-    for (name, value) in props.iter() {
-        put_varint(&mut out, name.len() as u64);
-        out.extend_from_slice(name.as_bytes());
+    for ((name, value), id) in props.iter().zip(ids) {
+        put_varint(&mut out, name_tag(*id, name));
+        if id.is_none() {
+            out.extend_from_slice(name.as_bytes());
+        }
         encode_value(value, &mut out);
     }
     debug_assert_eq!(out.len(), size);
@@ -136,19 +158,33 @@ pub(crate) fn etag_of(ticks: i64) -> ETag {
     ETag::from_timestamp(DateTime::from_ticks(ticks).unwrap_or(DateTime::MIN))
 }
 
-/// The properties of a stored row; with `select`, only those named. `None`
-/// if the bytes are not a row.
-pub(crate) fn row_properties(row: &[u8], select: Option<&[String]>) -> Option<Properties> {
+/// The properties of a stored row, their names read with `names`; with
+/// `select`, only those named. `None` if the bytes are not a row.
+pub(crate) fn row_properties(
+    row: &[u8],
+    select: Option<&[String]>,
+    names: &impl NameOf,
+) -> Option<Properties> {
     let mut bytes = row.get(8..)?;
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
     let mut props = Properties::with_capacity(select.map_or(count, <[String]>::len).min(256));
+    let wanted = |name: &str| {
+        select
+            .is_none_or(|names| names.iter().any(|n| n == name))
+            .then(|| name.to_owned())
+    };
     for _ in 0..count {
-        let len = usize::try_from(take_varint(&mut bytes)?).ok()?;
-        let name = std::str::from_utf8(take_bytes(&mut bytes, len)?).ok()?;
+        let tag = take_varint(&mut bytes)?;
+        let name = if tag & 1 == 0 {
+            names.with_name(tag >> 1, wanted)?
+        } else {
+            let len = usize::try_from(tag >> 1).ok()?;
+            wanted(std::str::from_utf8(take_bytes(&mut bytes, len)?).ok()?)
+        };
         let value = decode_value(&mut bytes)?;
-        if select.is_none_or(|names| names.iter().any(|n| n == name)) {
+        if let Some(name) = name {
             // A name twice is damage, never a value silently replaced.
-            if props.insert(name.to_owned(), value).is_some() {
+            if props.insert(name, value).is_some() {
                 return None;
             }
         }
@@ -159,8 +195,13 @@ pub(crate) fn row_properties(row: &[u8], select: Option<&[String]>) -> Option<Pr
 /// The entity stored under engine key `key` as `row`; with `select`, only
 /// the named properties (and the Timestamp only if named). `None` if the
 /// bytes are not a row.
-pub(crate) fn entity(key: &[u8], row: &[u8], select: Option<&[String]>) -> Option<Entity> {
-    entity_with(key, row, select, decode_key, |_, written| {
+pub(crate) fn entity(
+    key: &[u8],
+    row: &[u8],
+    select: Option<&[String]>,
+    names: &impl NameOf,
+) -> Option<Entity> {
+    entity_with(key, row, select, names, decode_key, |_, written| {
         ETag::from_timestamp(written)
     })
 }
@@ -171,12 +212,13 @@ fn entity_with(
     key: &[u8],
     row: &[u8],
     select: Option<&[String]>,
+    names: &impl NameOf,
     partition_key: impl FnOnce(&[u8]) -> Option<String>,
     etag: impl FnOnce(i64, DateTime) -> ETag,
 ) -> Option<Entity> {
     let (pk, rk) = split_key(key)?;
     let mut entity = Entity::new(partition_key(pk)?, decode_key(rk)?);
-    entity.properties = row_properties(row, select)?;
+    entity.properties = row_properties(row, select, names)?;
     let ticks = row_ticks(row)?;
     let written = DateTime::from_ticks(ticks).ok()?;
     entity.etag = Some(etag(ticks, written));
@@ -202,6 +244,7 @@ impl RowReader {
         key: &[u8],
         row: &[u8],
         select: Option<&[String]>,
+        names: &impl NameOf,
     ) -> Option<Entity> {
         let (partition, etags) = (&mut self.partition, &mut self.etag);
         let partition_key = |pk: &[u8]| match partition {
@@ -220,7 +263,7 @@ impl RowReader {
                 etag
             }
         };
-        entity_with(key, row, select, partition_key, etag)
+        entity_with(key, row, select, names, partition_key, etag)
     }
 }
 
@@ -228,6 +271,21 @@ impl RowReader {
 mod tests {
     use super::*;
     use tablekit::Value;
+
+    /// Names by id, for the tests: id `n` is the `n`-th name.
+    struct Names(&'static [&'static str]);
+
+    impl NameOf for Names {
+        fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+            self.0.get(usize::try_from(id).ok()?).map(|name| f(name))
+        }
+
+        fn or_damaged(&self, damaged: impl FnOnce() -> tablekit::Error) -> tablekit::Error {
+            damaged()
+        }
+    }
+
+    const NAMES: Names = Names(&["S", "L"]);
 
     #[test]
     fn rows_round_trip_and_damage_is_refused() {
@@ -238,9 +296,11 @@ mod tests {
         ]
         .into_iter()
         .collect();
+        // "S" and "L" are named by their ids, "X" is kept in the row.
+        let ids = [Some(0), Some(1), None];
         let ticks = DateTime::now().ticks();
         let key = row_key("p\u{E000}", "r");
-        let stored = encode_row(&key, ticks, &props);
+        let stored = encode_row(&key, ticks, &props, &ids);
         let row = checked(&key, &stored).expect("its checksum");
         // Any byte changed, or the row under another key, is refused.
         for at in 0..stored.len() {
@@ -251,13 +311,20 @@ mod tests {
         assert_eq!(checked(&row_key("p\u{E000}", "s"), &stored), None);
         assert_eq!(checked(&key, &stored[..3]), None);
         assert_eq!(row_ticks(row), Some(ticks));
-        assert_eq!(row_properties(row, None).as_ref(), Some(&props));
-        let only = row_properties(row, Some(&["L".to_owned()])).unwrap();
-        assert_eq!(only.len(), 1);
-        for cut in 8..row.len() {
-            assert_eq!(row_properties(&row[..cut], None), None, "cut at {cut}");
+        assert_eq!(row_properties(row, None, &NAMES).as_ref(), Some(&props));
+        for selected in ["L", "X"] {
+            let only = row_properties(row, Some(&[selected.to_owned()]), &NAMES).unwrap();
+            assert_eq!(only.len(), 1);
+            assert_eq!(only.get(selected), props.get(selected));
         }
-        let entity = entity(&key, row, None).unwrap();
+        for cut in 8..row.len() {
+            let cut = row_properties(&row[..cut], None, &NAMES);
+            assert_eq!(cut, None, "cut at {cut:?}");
+        }
+        // An id the store has no name for is damage, never a property
+        // under another name.
+        assert_eq!(row_properties(row, None, &Names(&["S"])), None);
+        let entity = entity(&key, row, None, &NAMES).unwrap();
         assert_eq!(
             (entity.partition_key.as_str(), entity.row_key.as_str()),
             ("p\u{E000}", "r")
@@ -267,9 +334,10 @@ mod tests {
         let mut reader = RowReader::default();
         for (pk, rk, at) in [("p", "a", ticks), ("p", "b", ticks), ("q", "a", ticks + 1)] {
             let key = row_key(pk, rk);
-            let stored = encode_row(&key, at, &props);
-            let alone = super::entity(&key, checked(&key, &stored).unwrap(), None);
-            let shared = reader.entity(&key, checked(&key, &stored).unwrap(), None);
+            let stored = encode_row(&key, at, &props, &ids);
+            let row = checked(&key, &stored).unwrap();
+            let alone = super::entity(&key, row, None, &NAMES);
+            let shared = reader.entity(&key, row, None, &NAMES);
             assert_eq!(shared, alone);
             assert_eq!(shared.unwrap().etag, Some(etag_of(at)));
         }

@@ -20,6 +20,7 @@ use tablekit::{
 };
 
 use crate::LocalStorage;
+use crate::names::{NameOf, SnapshotNames, TxnNames};
 use crate::rows::{
     RowReader, checked, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
 };
@@ -53,12 +54,13 @@ fn unix_millis() -> u64 {
 }
 
 /// A stored row as [`decide`] reads it.
-struct Stored<'a> {
+struct Stored<'a, N> {
     row: &'a [u8],
     storage: &'a LocalStorage,
+    names: &'a N,
 }
 
-impl StoredRow for Stored<'_> {
+impl<N: NameOf> StoredRow for Stored<'_, N> {
     fn etag(&self) -> ETag {
         etag_of(row_ticks(self.row).unwrap_or(i64::MIN))
     }
@@ -70,7 +72,10 @@ impl StoredRow for Stored<'_> {
     }
 
     fn properties(&self) -> Result<Properties> {
-        row_properties(self.row, None).ok_or_else(|| self.storage.damaged("a stored row"))
+        row_properties(self.row, None, self.names).ok_or_else(|| {
+            self.names
+                .or_damaged(|| self.storage.damaged("a stored row"))
+        })
     }
 }
 
@@ -145,6 +150,7 @@ impl LocalStorage {
         };
         let ticks = self.next_ticks(txn)?;
         let etag = etag_of(ticks);
+        let names = TxnNames::new(self, txn);
         let mut etags = Vec::with_capacity(writes.len());
         {
             let name = rows_name(&folded);
@@ -163,12 +169,22 @@ impl LocalStorage {
                     .map(|row| checked(&key, row).ok_or_else(|| self.damaged_row(table, pk, rk)))
                     .transpose()
                     .map_err(in_batch(index))?;
-                let stored = existing.map(|row| Stored { row, storage: self });
+                let stored = existing.map(|row| Stored {
+                    row,
+                    storage: self,
+                    names: &names,
+                });
                 let decision = decide(table, *write, stored.as_ref().map(|s| s as &dyn StoredRow))
                     .map_err(in_batch(index))?;
                 match decision {
                     Decision::Put(props) => {
-                        rows.insert(key.as_slice(), encode_row(&key, ticks, &props).as_slice())
+                        let ids = props
+                            .iter()
+                            .map(|(name, _)| names.id_of(name))
+                            .collect::<Result<Vec<_>>>()
+                            .map_err(in_batch(index))?;
+                        let row = encode_row(&key, ticks, &props, &ids);
+                        rows.insert(key.as_slice(), row.as_slice())
                             .map_err(|e| self.error(e.into()))?;
                         etags.push(Some(etag.clone()));
                     }
@@ -206,6 +222,8 @@ impl LocalStorage {
         txn: &redb::ReadTransaction,
         report: &mut crate::check::CheckReport,
     ) {
+        crate::names::check(txn, report);
+        let property_names = SnapshotNames::new(self, txn);
         let mut names = Vec::new();
         crate::check::walk(
             txn,
@@ -227,7 +245,8 @@ impl LocalStorage {
                 report,
                 |report, key, value| {
                     report.rows += 1;
-                    let read = checked(key, value).and_then(|row| entity(key, row, None));
+                    let read =
+                        checked(key, value).and_then(|row| entity(key, row, None, &property_names));
                     if read.is_none() {
                         let keys = crate::rows::split_key(key).and_then(|(pk, rk)| {
                             Some((
@@ -404,10 +423,11 @@ impl TableBackend for LocalStorage {
                         partition_key: partition_key.into(),
                         row_key: row_key_text.into(),
                     })?;
-                let row = checked(&key, row.value())
-                    .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))?;
-                entity(&key, row, options.select.as_deref())
-                    .ok_or_else(|| self.damaged_row(table, partition_key, row_key_text))
+                let damaged = || self.damaged_row(table, partition_key, row_key_text);
+                let row = checked(&key, row.value()).ok_or_else(damaged)?;
+                let names = SnapshotNames::new(self, &txn);
+                entity(&key, row, options.select.as_deref(), &names)
+                    .ok_or_else(|| names.or_damaged(damaged))
             })
         })
     }
@@ -437,6 +457,7 @@ impl TableBackend for LocalStorage {
                     let mut entities = Vec::new();
                     let mut continuation = None;
                     let mut reader = RowReader::default();
+                    let names = SnapshotNames::new(self, &txn);
                     // A filter of keys alone is met by every row of the
                     // range: it need not be evaluated again.
                     let filter = query
@@ -461,7 +482,9 @@ impl TableBackend for LocalStorage {
                             self.damaged_row(table, &text(pk), &text(rk))
                         };
                         let row = checked(key, row.value()).ok_or_else(damaged)?;
-                        let entity = reader.entity(key, row, None).ok_or_else(damaged)?;
+                        let entity = reader
+                            .entity(key, row, None, &names)
+                            .ok_or_else(|| names.or_damaged(damaged))?;
                         if filter.is_none_or(|f| f.matches(&entity)) {
                             entities.push(selected(entity, query.select.as_deref()));
                         }

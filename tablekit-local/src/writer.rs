@@ -844,7 +844,9 @@ mod tests {
     /// random moments, and a reader reads all the time. Every insert
     /// acknowledged is read at once and is there after a reopen; every
     /// insert refused is never read by anyone, then or after; and the
-    /// writers go on after each failure.
+    /// writers go on after each failure. Each row has a property name of
+    /// its own, so that the ids given to names by refused writes are given
+    /// again to other names: every row read has its own name and value.
     #[test]
     fn failed_syncs_keep_what_was_acknowledged_and_nothing_refused() {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -867,7 +869,8 @@ mod tests {
                     tokio::spawn(async move {
                         for i in 0..120 {
                             let key = format!("w{w:02}-{i:03}");
-                            let row = Entity::new("p", key.clone()).with("V", i);
+                            let row =
+                                Entity::new("p", key.clone()).with(name_of(&key), key.clone());
                             match store.insert_entity("Things", &row).await {
                                 Ok(_) => {
                                     // Read at once by its writer.
@@ -890,6 +893,7 @@ mod tests {
                 tokio::spawn(async move {
                     while !done.load(Ordering::Acquire) {
                         if let Ok(rows) = store.query_all("Things", Query::new()).await {
+                            assert!(rows.iter().all(as_written), "{rows:?}");
                             seen.lock()
                                 .unwrap()
                                 .extend(rows.into_iter().map(|e| e.row_key));
@@ -933,10 +937,26 @@ mod tests {
         assert_same(&reopened, &acknowledged);
     }
 
-    /// The RowKeys of the rows stored.
+    /// The RowKeys of the rows stored, each row checked as written.
     async fn row_keys(store: &LocalStorage) -> BTreeSet<String> {
         let rows = store.query_all("Things", Query::new()).await.unwrap();
+        assert!(rows.iter().all(as_written), "{rows:?}");
         rows.into_iter().map(|e| e.row_key).collect()
+    }
+
+    /// The property name of the row whose RowKey is `key`.
+    fn name_of(key: &str) -> String {
+        format!("P{}", key.replace('-', "x"))
+    }
+
+    /// Whether a row read holds exactly its own property, with its key.
+    fn as_written(row: &Entity) -> bool {
+        let expected = [(name_of(&row.row_key), row.row_key.as_str())];
+        let props = row
+            .properties
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.as_str()));
+        props.eq(expected.map(|(n, k)| (n, Some(k))))
     }
 
     /// The stored keys are the acknowledged ones; else the first that

@@ -1,0 +1,293 @@
+//! Property names, stored once per store instead of in every row.
+//!
+//! A row names each of its properties by a small number, the name's *id*
+//! (see [`crate::rows`]). The store keeps two engine tables of names: ids by
+//! name ([`IDS`], for writes) and names by id ([`NAMES`], for reads), each
+//! value sealed with a checksum of its key (see [`crate::rows::sealed`]).
+//! The first [`MAX_NAMES`] names written get an id; any later name is kept
+//! in the rows that use it, so that a store whose rows invent names without
+//! end (a name per row) keeps a bounded table of names and a bounded cache
+//! of them in memory.
+//!
+//! **Ids never change meaning.** An id is given in a write transaction, and
+//! is only ever seen by readers once that transaction is durable (they read
+//! the last durable state, see [`crate::writer`]); nothing removes an id.
+//! So a reader may keep the names it has read for as long as the store is
+//! open ([`NameCache`], shared by every read), and a reader of an older
+//! state finds in it every id that state uses. A write reads and gives ids
+//! in its own transaction ([`TxnNames`]), never through that cache: a
+//! transaction that is rolled back, or refused after a failed sync, takes
+//! the ids it gave with it.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use redb::{ReadableTable, TableDefinition};
+use tablekit::backend::sorted::{put_varint, take_varint};
+use tablekit::{Error, Result};
+
+use crate::LocalStorage;
+use crate::logged::{LoggedTable, Txn};
+use crate::rows::{checked, sealed};
+
+/// Ids by name: the sealed varint id of each name.
+pub(crate) const IDS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("property_ids");
+/// Names by id: the sealed UTF-8 name of each id.
+pub(crate) const NAMES: TableDefinition<'static, u64, &[u8]> =
+    TableDefinition::new("property_names");
+
+/// How many names get an id: a later name is kept in each row that uses it.
+pub(crate) const MAX_NAMES: u64 = 16_384;
+
+pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    txn.open_table(IDS)?;
+    txn.open_table(NAMES)?;
+    Ok(())
+}
+
+/// The sealed value of `id` under the name `name` in [`IDS`].
+fn id_value(name: &str, id: u64) -> Vec<u8> {
+    let mut body = Vec::with_capacity(10);
+    put_varint(&mut body, id);
+    sealed(name.as_bytes(), &body)
+}
+
+/// The id in a value of [`IDS`] stored under `name`; `None` if damaged.
+fn read_id(name: &str, stored: &[u8]) -> Option<u64> {
+    let mut body = checked(name.as_bytes(), stored)?;
+    let id = take_varint(&mut body)?;
+    (body.is_empty() && id < MAX_NAMES).then_some(id)
+}
+
+/// The name in a value of [`NAMES`] stored under `id`; `None` if damaged.
+fn read_name(id: u64, stored: &[u8]) -> Option<&str> {
+    std::str::from_utf8(checked(&id.to_le_bytes(), stored)?).ok()
+}
+
+/// What a row is read with to turn its ids back into names.
+pub(crate) trait NameOf {
+    /// `f` of the name whose id is `id`; `None` if the store has no such
+    /// name (the row is damaged), or the engine failed to read it.
+    fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R>;
+
+    /// The error of a row that did not read with these names: the
+    /// engine's, if it failed to read a name, else `damaged`.
+    fn or_damaged(&self, damaged: impl FnOnce() -> Error) -> Error;
+}
+
+/// The names a store's readers have read, by id (`None` for an id whose
+/// entry is damaged). Ids are given from 0 up, so this is a vector.
+#[derive(Debug, Default)]
+pub(crate) struct NameCache {
+    by_id: Vec<Option<Box<str>>>,
+}
+
+impl NameCache {
+    /// This cache and the names of `txn` from the first id it lacks on.
+    fn extended(&self, txn: &redb::ReadTransaction) -> Result<NameCache, redb::Error> {
+        let table = txn.open_table(NAMES)?;
+        let mut by_id = self.by_id.clone();
+        for item in table.range(by_id.len() as u64..)? {
+            let (id, stored) = item?;
+            let id = id.value();
+            let at = usize::try_from(id).unwrap_or(usize::MAX);
+            if id >= MAX_NAMES || at < by_id.len() {
+                // Not an id this store gives: damage, read as no name.
+                continue;
+            }
+            by_id.resize(at, None);
+            by_id.push(read_name(id, stored.value()).map(Box::from));
+        }
+        Ok(NameCache { by_id })
+    }
+
+    fn get(&self, id: u64) -> Option<&str> {
+        self.by_id.get(usize::try_from(id).ok()?)?.as_deref()
+    }
+}
+
+/// The names of one read: the store's [`NameCache`], read on from the
+/// read's own state once when it meets an id the cache lacks.
+pub(crate) struct SnapshotNames<'a> {
+    storage: &'a LocalStorage,
+    txn: &'a redb::ReadTransaction,
+    cache: RefCell<Arc<NameCache>>,
+    /// Whether the cache was read on already: an id still missing then is
+    /// damage, and is not looked for again.
+    extended: std::cell::Cell<bool>,
+    /// The engine's error while reading on, reported instead of damage.
+    failed: RefCell<Option<Error>>,
+}
+
+impl<'a> SnapshotNames<'a> {
+    pub(crate) fn new(storage: &'a LocalStorage, txn: &'a redb::ReadTransaction) -> Self {
+        SnapshotNames {
+            storage,
+            txn,
+            cache: RefCell::new(Arc::clone(&storage.shared.names.read())),
+            extended: std::cell::Cell::new(false),
+            failed: RefCell::new(None),
+        }
+    }
+
+    fn extend(&self) {
+        self.extended.set(true);
+        let current = Arc::clone(&self.cache.borrow());
+        match current.extended(self.txn) {
+            Ok(more) => {
+                let more = Arc::new(more);
+                let mut shared = self.storage.shared.names.write();
+                // Another read may have read on further, from a later state.
+                if more.by_id.len() > shared.by_id.len() {
+                    *shared = Arc::clone(&more);
+                }
+                *self.cache.borrow_mut() = more;
+            }
+            Err(e) => *self.failed.borrow_mut() = Some(self.storage.error(e)),
+        }
+    }
+}
+
+impl NameOf for SnapshotNames<'_> {
+    fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+        if self.cache.borrow().get(id).is_none() && !self.extended.get() && id < MAX_NAMES {
+            self.extend();
+        }
+        self.cache.borrow().get(id).map(f)
+    }
+
+    fn or_damaged(&self, damaged: impl FnOnce() -> Error) -> Error {
+        self.failed.borrow_mut().take().unwrap_or_else(damaged)
+    }
+}
+
+/// The names of a write transaction: read in it, and ids given in it.
+pub(crate) struct TxnNames<'t> {
+    storage: &'t LocalStorage,
+    txn: &'t Txn<'t>,
+    ids: RefCell<Option<LoggedTable<'t, &'static str, &'static [u8]>>>,
+    names: RefCell<Option<LoggedTable<'t, u64, &'static [u8]>>>,
+    /// The engine's error while reading a name, reported instead of damage.
+    failed: RefCell<Option<Error>>,
+}
+
+impl<'t> TxnNames<'t> {
+    pub(crate) fn new(storage: &'t LocalStorage, txn: &'t Txn<'t>) -> Self {
+        TxnNames {
+            storage,
+            txn,
+            ids: RefCell::new(None),
+            names: RefCell::new(None),
+            failed: RefCell::new(None),
+        }
+    }
+
+    /// Runs `f` on the table of names by id, opened on first use.
+    fn names<R>(
+        &self,
+        f: impl FnOnce(&mut LoggedTable<'t, u64, &'static [u8]>) -> Result<R, redb::Error>,
+    ) -> Result<R> {
+        let mut names = self.names.borrow_mut();
+        if names.is_none() {
+            let table = self
+                .txn
+                .open_system_table(NAMES)
+                .map_err(|e| self.storage.error(e.into()))?;
+            *names = Some(table);
+        }
+        f(names.as_mut().expect("opened above")).map_err(|e| self.storage.error(e))
+    }
+
+    /// The id of `name`, given now if it has none; `None` once
+    /// [`MAX_NAMES`] names have ids (the row keeps the name itself).
+    pub(crate) fn id_of(&self, name: &str) -> Result<Option<u64>> {
+        let mut ids = self.ids.borrow_mut();
+        if ids.is_none() {
+            let table = self
+                .txn
+                .open_system_table(IDS)
+                .map_err(|e| self.storage.error(e.into()))?;
+            *ids = Some(table);
+        }
+        let ids = ids.as_mut().expect("opened above");
+        let found = ids
+            .get(name)
+            .map_err(|e| self.storage.error(e.into()))?
+            .map(|stored| read_id(name, stored.value()));
+        if let Some(id) = found {
+            let id = id.ok_or_else(|| {
+                self.storage
+                    .damaged(&format!("the id of the property name {name:?}"))
+            })?;
+            return Ok(Some(id));
+        }
+        let next = self.names(|names| Ok(names.last()?.map_or(0, |(last, _)| last.value() + 1)))?;
+        if next >= MAX_NAMES {
+            return Ok(None);
+        }
+        self.names(|names| {
+            names.insert(
+                next,
+                sealed(&next.to_le_bytes(), name.as_bytes()).as_slice(),
+            )?;
+            Ok(())
+        })?;
+        ids.insert(name, id_value(name, next).as_slice())
+            .map_err(|e| self.storage.error(e.into()))?;
+        Ok(Some(next))
+    }
+}
+
+impl NameOf for TxnNames<'_> {
+    fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+        match self.names(|names| Ok(names.get(id)?.map(|v| v.value().to_vec()))) {
+            Ok(stored) => read_name(id, &stored?).map(f),
+            Err(e) => {
+                *self.failed.borrow_mut() = Some(e);
+                None
+            }
+        }
+    }
+
+    fn or_damaged(&self, damaged: impl FnOnce() -> Error) -> Error {
+        self.failed.borrow_mut().take().unwrap_or_else(damaged)
+    }
+}
+
+/// [`check`](LocalStorage::check)'s part for names: each entry of both
+/// tables against its checksum, and each name's id naming it back.
+pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::CheckReport) {
+    let mut by_id = std::collections::HashMap::new();
+    crate::check::walk(
+        txn,
+        NAMES,
+        "the property names",
+        report,
+        |report, id, stored| match read_name(id, stored) {
+            Some(name) if id < MAX_NAMES => {
+                by_id.insert(id, name.to_owned());
+            }
+            _ => report.damage(
+                format!("the property name of id {id}"),
+                "does not match its checksum or does not decode",
+            ),
+        },
+    );
+    crate::check::walk(
+        txn,
+        IDS,
+        "the property ids",
+        report,
+        |report, name, stored| match read_id(name, stored) {
+            Some(id) if by_id.get(&id).is_some_and(|n| n == name) => {}
+            Some(id) => report.damage(
+                format!("the id of the property name {name:?}"),
+                format!("names id {id}, whose name is not {name:?}"),
+            ),
+            None => report.damage(
+                format!("the id of the property name {name:?}"),
+                "does not match its checksum or does not decode",
+            ),
+        },
+    );
+}

@@ -1,0 +1,154 @@
+//! Property names are stored once per store, each row naming its
+//! properties by number: rows read back with their own names, past the
+//! store's table of names too, and a damaged name is `Damaged`, never a
+//! property under another name.
+
+use std::path::Path;
+
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use tablekit::{Entity, Error, GetOptions, Query, StorageFailure, TableBackend, TableBackendExt};
+use tablekit_local::{FILE_NAME, LocalStorage};
+
+/// More names than the store gives numbers to (16,384): the later ones are
+/// kept in the rows that use them.
+const ROWS: usize = 80;
+const PER_ROW: usize = 240;
+
+/// Row `n`: names of its own, and two every row shares.
+fn row(n: usize) -> Entity {
+    let mut entity = Entity::new("p", format!("r{n:03}"))
+        .with("Shared", n as i64)
+        .with("Also", format!("row {n}"));
+    for i in 0..PER_ROW {
+        entity = entity.with(format!("N{n}x{i}"), format!("{n}/{i}"));
+    }
+    entity
+}
+
+fn same_properties(got: &Entity, expected: &Entity) -> bool {
+    let sorted = |e: &Entity| {
+        let mut props: Vec<_> = e
+            .properties
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.clone()))
+            .collect();
+        props.sort_by(|a, b| a.0.cmp(&b.0));
+        props
+    };
+    sorted(got) == sorted(expected)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn names_past_the_store_s_table_of_names_read_back_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Wide").await.unwrap();
+        for n in 0..ROWS {
+            store.insert_entity("Wide", &row(n)).await.unwrap();
+        }
+        // A merge reads the stored row's names in the writer's transaction.
+        let merged = Entity::new("p", "r000").with("N79x0", "merged");
+        store
+            .upsert_entity("Wide", &merged, tablekit::UpdateMode::Merge)
+            .await
+            .unwrap();
+        let got = store
+            .get_entity("Wide", "p", "r000", &GetOptions::default())
+            .await
+            .unwrap();
+        let mut expected = row(0);
+        expected.properties.insert("N79x0", "merged");
+        assert!(same_properties(&got, &expected), "{got:?}");
+    }
+    // Read by a new process's worth of state: nothing cached.
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let rows = store.query_all("Wide", Query::new()).await.unwrap();
+    assert_eq!(rows.len(), ROWS);
+    for (n, got) in rows.iter().enumerate() {
+        let mut expected = row(n);
+        if n == 0 {
+            expected.properties.insert("N79x0", "merged");
+        }
+        assert!(same_properties(got, &expected), "row {n}: {got:?}");
+    }
+    // A selection of names with numbers and without.
+    let select = Query::new().select(["Shared", "N79x239"]);
+    let rows = store.query_all("Wide", select).await.unwrap();
+    assert!(rows[79].properties.get("N79x239").is_some());
+    assert_eq!(rows[79].properties.len(), 2);
+    assert_eq!(rows[0].properties.len(), 1);
+    let report = store.check().await.unwrap();
+    assert!(report.is_clean(), "{report}: {:?}", report.damaged);
+    // The later names are in their rows: the table of names stopped.
+    drop(store);
+    assert_eq!(names(dir.path()).len(), 16_384);
+}
+
+/// The engine's table of names by number, read directly.
+fn names(dir: &Path) -> Vec<(u64, Vec<u8>)> {
+    let db = redb::Database::open(dir.join(FILE_NAME)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let table = txn.open_table(NAMES).unwrap();
+    table
+        .iter()
+        .unwrap()
+        .map(|item| {
+            let (id, name) = item.unwrap();
+            (id.value(), name.value().to_vec())
+        })
+        .collect()
+}
+
+const NAMES: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("property_names");
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_damaged_name_is_damage_never_another_name() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Tee").await.unwrap();
+        let entity = Entity::new("p", "r").with("Alpha", 1).with("Beta", 2);
+        store.insert_entity("Tee", &entity).await.unwrap();
+    }
+    // The stored names of the two numbers swapped.
+    let stored = names(dir.path());
+    assert_eq!(stored.len(), 2);
+    {
+        let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(NAMES).unwrap();
+            table.insert(stored[0].0, stored[1].1.as_slice()).unwrap();
+            table.insert(stored[1].0, stored[0].1.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let damaged = |result: Result<Entity, Error>| match result {
+        Err(Error::Storage {
+            failure: StorageFailure::Damaged,
+            message,
+            ..
+        }) => message,
+        other => panic!("not damage: {other:?}"),
+    };
+    let message = damaged(
+        store
+            .get_entity("Tee", "p", "r", &GetOptions::default())
+            .await,
+    );
+    assert!(message.contains("(\"p\", \"r\")"), "{message}");
+    let queried = store
+        .query_all("Tee", Query::new())
+        .await
+        .map(|mut rows| rows.remove(0));
+    damaged(queried);
+    let report = store.check().await.unwrap();
+    let places: Vec<_> = report.damaged.iter().map(|d| d.place.as_str()).collect();
+    assert!(places.contains(&"the property name of id 0"), "{places:?}");
+    assert!(
+        places.contains(&"table `Tee`, row (\"p\", \"r\")"),
+        "{places:?}"
+    );
+}
