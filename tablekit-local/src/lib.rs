@@ -105,6 +105,10 @@
 //!   its directory; every write fails with [`StorageFailure::ReadOnly`]. A
 //!   store left by a killed process must be opened for writing once (which
 //!   recovers it) before it opens read-only.
+//! - **Format.** A store records the number of its format when it is made.
+//!   A store of another format (made by an earlier version whose rows this
+//!   one would misread) fails to open with [`StorageFailure::Format`], never
+//!   reads as values.
 //!
 //! # The engine: redb
 //! The store is one [redb](https://www.redb.org) file, `tablekit.redb`, in
@@ -165,7 +169,10 @@
 //! no room: after the load above the file's length is 337 bytes per row.
 //! [`compact`](LocalStorage::compact) cuts the length to the data. Each row
 //! keeps its write time (8 bytes) and a checksum (4 bytes), which a plain
-//! SQLite table of the same columns does not.
+//! SQLite table of the same columns does not. A row names its properties
+//! by number: each name is stored once in the store, as a column's name is
+//! in a SQLite table's schema (the first 16,384 names; a later one is kept
+//! in each row that uses it).
 //!
 //! # Concurrency
 //! Clones share the store. Reads run side by side, on the caller's task:
@@ -520,15 +527,49 @@ fn open_read_only(dir: &Path) -> Result<Engine> {
 /// holds durably (see [`journal`]).
 const CHECKPOINT: &str = "journal";
 
+/// Where the store keeps the number of its format ([`FORMAT`]), written
+/// when it is made.
+const FORMAT_KEY: &str = "format";
+
+/// The format of the stores this version makes and reads: the layout of
+/// rows ([`rows`]), of property names ([`names`]), of blobs and of queue
+/// messages. A change to any of them that an older version would misread
+/// takes the next number.
+const FORMAT: i64 = 2;
+
+/// The error for a store of another format than [`FORMAT`] (`None` for a
+/// store made before formats were numbered).
+fn other_format(dir: &Path, format: Option<i64>) -> Error {
+    let made = match format {
+        Some(format) => format!("format {format}"),
+        None => "a format older than 2".to_owned(),
+    };
+    Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Format,
+        message: format!(
+            "the store was made in {made}, and this version of tablekit-local reads format \
+             {FORMAT} only; copy its data with the version that made it"
+        ),
+    }
+}
+
 /// The number of the last journal record the engine holds durably: 0 for a
 /// store that never had one.
 fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
     let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(redb::TableError::TableDoesNotExist(_)) => return Err(other_format(dir, None)),
         Err(e) => return Err(storage_error(dir, e.into())),
     };
+    let format = meta
+        .get(FORMAT_KEY)
+        .map_err(|e| storage_error(dir, e.into()))?
+        .map(|v| v.value());
+    if format != Some(FORMAT) {
+        return Err(other_format(dir, format));
+    }
     let stored = meta
         .get(CHECKPOINT)
         .map_err(|e| storage_error(dir, e.into()))?
@@ -647,6 +688,11 @@ fn create_atomically(dir: &Path, file: &Path) -> Result<()> {
             .create(&creating)
             .map_err(|e| storage_error(dir, e.into()))?;
         let txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
+        (|| -> Result<(), redb::Error> {
+            txn.open_table(META)?.insert(FORMAT_KEY, FORMAT)?;
+            Ok(())
+        })()
+        .map_err(|e| storage_error(dir, e))?;
         txn.commit().map_err(|e| storage_error(dir, e.into()))?;
     }
     std::fs::File::open(&creating)

@@ -1,7 +1,8 @@
 //! Property names are stored once per store, each row naming its
 //! properties by number: rows read back with their own names, past the
 //! store's table of names too, and a damaged name is `Damaged`, never a
-//! property under another name.
+//! property under another name. A store of another format (one made before
+//! names were stored once, say) is refused as such, never misread.
 
 use std::path::Path;
 
@@ -151,4 +152,45 @@ async fn a_damaged_name_is_damage_never_another_name() {
         places.contains(&"table `Tee`, row (\"p\", \"r\")"),
         "{places:?}"
     );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_store_of_another_format_is_refused_as_such() {
+    const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
+    let dir = tempfile::tempdir().unwrap();
+    drop(LocalStorage::open(dir.path()).unwrap());
+    for format in [Some(1), Some(3), None] {
+        {
+            let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut meta = txn.open_table(META).unwrap();
+                match format {
+                    Some(format) => meta.insert("format", format).map(drop),
+                    None => meta.remove("format").map(drop),
+                }
+                .unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        for read_only in [false, true] {
+            let opened = if read_only {
+                LocalStorage::open_read_only(dir.path())
+            } else {
+                LocalStorage::open(dir.path())
+            };
+            match opened {
+                Err(Error::Storage {
+                    failure: StorageFailure::Format,
+                    message,
+                    ..
+                }) => {
+                    let made = format.map_or("older than 2".to_owned(), |f| format!("format {f}"));
+                    assert!(message.contains(&made), "{message}");
+                    assert!(message.contains("reads format 2"), "{message}");
+                }
+                other => panic!("{format:?}, read-only {read_only}: {other:?}"),
+            }
+        }
+    }
 }

@@ -365,6 +365,9 @@ pub enum StorageFailure {
     /// A write to a store opened read-only, or a read-only open of a store
     /// that must first be opened for writing (to recover it after a crash).
     ReadOnly,
+    /// The store was made by a version of the library that stores its data
+    /// in another format, which this version does not read.
+    Format,
 }
 
 impl std::fmt::Display for StorageFailure {
@@ -377,6 +380,7 @@ impl std::fmt::Display for StorageFailure {
             StorageFailure::Damaged => "the file is damaged",
             StorageFailure::Io => "an I/O error",
             StorageFailure::ReadOnly => "the store is read-only",
+            StorageFailure::Format => "the store's format is not this version's",
         })
     }
 }
