@@ -213,6 +213,111 @@ fn sqlite_with_timestamps(dir: &Path) -> u64 {
     on_disk
 }
 
+/// An employee of the main example's kind: six columns of their own, with
+/// names, as most rows have.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Employees", rename_all = "PascalCase")]
+struct Employee {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: String,
+    name: String,
+    email: String,
+    title: String,
+    hired: tablekit::DateTime,
+    salary: f64,
+    active: bool,
+}
+
+fn employee(n: usize) -> Employee {
+    const TITLES: [&str; 4] = ["Engineer", "Manager", "Analyst", "Designer"];
+    Employee {
+        department: pk(n),
+        id: rk(n),
+        name: format!("Employee {n}"),
+        email: format!("employee{n}@contoso.com"),
+        title: TITLES[n % 4].to_owned(),
+        hired: tablekit::DateTime::from_ticks(635_700_000_000_000_000 + n as i64 * 10_000_000)
+            .unwrap(),
+        salary: 50_000.0 + (n % 1000) as f64 * 37.5,
+        active: n % 7 != 0,
+    }
+}
+
+/// Bytes on disk per employee row: the store, and SQLite's table of the
+/// same columns without and with the Timestamp (the time as ticks, the
+/// flag as an integer, as SQLite keeps them).
+fn employee_bytes(runtime: &tokio::runtime::Runtime, base: &Path) -> (f64, f64, f64) {
+    let local = base.join("employees-local");
+    {
+        let store = LocalStorage::open(&local).unwrap();
+        let table = tablekit::Table::<Employee>::new(store.clone());
+        runtime.block_on(store.create_table("Employees")).unwrap();
+        for start in (0..ROWS).step_by(100) {
+            let ops: Vec<_> = (start..start + 100)
+                .map(|n| {
+                    let entity = tablekit::schema::to_entity(&employee(n)).unwrap();
+                    BatchOperation::Insert(entity)
+                })
+                .collect();
+            runtime
+                .block_on(store.submit_transaction("Employees", &ops))
+                .unwrap();
+        }
+        drop(table);
+        runtime.block_on(store.compact()).unwrap();
+    }
+    let local_bytes = bytes_in(&local).1;
+    let sqlite_bytes = |timed: bool| {
+        let dir = base.join(format!("employees-sqlite-{timed}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = sqlite(&dir.join("rows.sqlite"));
+        c.execute_batch(
+            "CREATE TABLE employees (pk TEXT NOT NULL, rk TEXT NOT NULL, ts INTEGER, \
+             name TEXT NOT NULL, email TEXT NOT NULL, title TEXT NOT NULL, hired INTEGER NOT NULL, \
+             salary REAL NOT NULL, active INTEGER NOT NULL, PRIMARY KEY (pk, rk)) WITHOUT ROWID; \
+             DROP TABLE rows",
+        )
+        .unwrap();
+        let ticks = tablekit::DateTime::now().ticks();
+        for start in (0..ROWS).step_by(100) {
+            let txn = c.transaction().unwrap();
+            {
+                let mut insert = txn
+                    .prepare_cached(
+                        "INSERT INTO employees VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    )
+                    .unwrap();
+                for n in start..start + 100 {
+                    let e = employee(n);
+                    let ts = timed.then_some(ticks + n as i64);
+                    insert
+                        .execute(rusqlite::params![
+                            e.department,
+                            e.id,
+                            ts,
+                            e.name,
+                            e.email,
+                            e.title,
+                            e.hired.ticks(),
+                            e.salary,
+                            e.active
+                        ])
+                        .unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        c.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+        drop(c);
+        bytes_in(&dir).1
+    };
+    let (plain, timed) = (sqlite_bytes(false), sqlite_bytes(true));
+    let per_row = |bytes: u64| bytes as f64 / ROWS as f64;
+    (per_row(local_bytes), per_row(plain), per_row(timed))
+}
+
 /// Bytes of every file in `dir` (SQLite's database and its WAL): their
 /// lengths, and what the disk holds for them (allocated blocks). The engine
 /// grows its file by doubling it, and the part it has not written yet is a
@@ -449,6 +554,11 @@ fn main() {
         println!("range: {:.3} ms", t.as_secs_f64() * 1000.0);
         return;
     }
+    if std::env::var_os("TABLEKIT_BENCH_EMPLOYEES_ONLY").is_some() {
+        let (local, plain, timed) = employee_bytes(&runtime, &base);
+        println!("employee rows: {local:.0} bytes per row; SQLite {plain:.0}, {timed:.0} timed");
+        return;
+    }
     if std::env::var_os("TABLEKIT_BENCH_FILL_ONLY").is_some() {
         // Only how full the engine's leaves are after a load.
         let dir = base.join("filled");
@@ -562,6 +672,13 @@ fn main() {
          {:.0} bytes per row; tablekit-local after compact() {:.2}x that",
         per_row(timed_bytes),
         ratio(compacted.1, timed_bytes),
+    );
+    let (local, plain, timed) = employee_bytes(&runtime, base);
+    println!(
+        "employee rows (six named columns): tablekit-local {local:.0} bytes on disk per row after \
+         compact(), SQLite {plain:.0} ({:.2}x), {timed:.0} with a Timestamp ({:.2}x)",
+        local / plain,
+        local / timed,
     );
     leaf_fill(&local_dir);
     ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
