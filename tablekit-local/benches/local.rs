@@ -53,9 +53,10 @@ fn now<F: std::future::Future>(f: F) -> F::Output {
     futures::executor::block_on(f)
 }
 
-/// The raw engine's key and value for a row: the bytes the backend keeps
-/// (PartitionKey, a zero byte, RowKey; the write time, then each property's
-/// name and value in the compact form), made here without the backend.
+/// The raw engine's key and value for a row: bytes of the size the backend
+/// keeps (PartitionKey, a zero byte, RowKey; room for the checksum, the
+/// write time, then each property's name as a number and its value in the
+/// compact form), made here without the backend.
 fn raw_row(e: &Entity) -> (Vec<u8>, Vec<u8>) {
     use tablekit::backend::sorted::{encode_key, encode_value, put_varint};
     let key = [
@@ -64,11 +65,11 @@ fn raw_row(e: &Entity) -> (Vec<u8>, Vec<u8>) {
         &*encode_key(&e.row_key),
     ]
     .concat();
-    let mut value = DateTime::now().ticks().to_le_bytes().to_vec();
+    let mut value = vec![0; 4];
+    value.extend_from_slice(&DateTime::now().ticks().to_le_bytes());
     put_varint(&mut value, e.properties.len() as u64);
-    for (name, v) in e.properties.iter() {
-        put_varint(&mut value, name.len() as u64);
-        value.extend_from_slice(name.as_bytes());
+    for (id, (_, v)) in e.properties.iter().enumerate() {
+        put_varint(&mut value, (id as u64) << 1);
         encode_value(v, &mut value);
     }
     (key, value)
