@@ -213,7 +213,17 @@ impl QueryPage {
     /// The page's rows in key order: each entity, and each undecodable row
     /// as [`Error::UndecodableRow`](crate::Error::UndecodableRow).
     pub fn into_rows(self) -> impl Iterator<Item = Result<Entity>> + Send {
-        self.into_row_vec().into_iter()
+        // A page of readable rows alone (the usual one) is handed out as
+        // it is, without first being copied into a vector of results.
+        let (plain, mixed) = if self.undecodable.is_empty() {
+            (Some(self.entities.into_iter().map(Ok)), None)
+        } else {
+            (None, Some(self.into_row_vec().into_iter()))
+        };
+        plain
+            .into_iter()
+            .flatten()
+            .chain(mixed.into_iter().flatten())
     }
 
     /// [`into_rows`](QueryPage::into_rows), collected.

@@ -128,6 +128,36 @@ async fn ranges_filters_projections_and_limits() {
         let limited = staff.query().limit(7).collect().await.unwrap();
         assert_eq!(limited.len(), 7);
 
+        // collect() reads page by page; it gives what stream() gives, at
+        // every limit, across pages of every size.
+        for page_size in [1, 3, 40, 1000] {
+            for limit in [None, Some(0), Some(1), Some(3), Some(7), Some(10_000)] {
+                let query = || {
+                    let query = staff.query().partition("Sales").page_size(page_size);
+                    match limit {
+                        Some(n) => query.limit(n),
+                        None => query,
+                    }
+                };
+                let ids = |rows: Vec<tablekit::Loaded<Employee>>| {
+                    rows.iter().map(|e| e.id).collect::<Vec<_>>()
+                };
+                let collected = ids(query().collect().await.unwrap());
+                let streamed = ids(query().stream().try_collect().await.unwrap());
+                assert_eq!(
+                    collected, streamed,
+                    "page size {page_size}, limit {limit:?}"
+                );
+                if let Some(n) = limit {
+                    assert!(
+                        collected.len() == n || n > 100,
+                        "{limit:?}: {}",
+                        collected.len()
+                    );
+                }
+            }
+        }
+
         // Page by page, resuming from a token kept as text.
         let mut seen = 0;
         let mut token = None;

@@ -260,6 +260,22 @@ impl std::fmt::Display for RowFailure {
     }
 }
 
+/// Adds a row read to `items`, or, by `policy`, leaves out a row that could
+/// not be read (counting it) or fails with it; every error but a row's
+/// fails.
+fn keep<P>(
+    items: &mut Vec<Loaded<P>>,
+    loaded: Result<Loaded<P>>,
+    policy: &RowErrors,
+) -> Result<()> {
+    match (loaded, policy) {
+        (Ok(item), _) => items.push(item),
+        (Err(e), RowErrors::Skip(skipped)) if e.is_row_error() => skipped.add(&e),
+        (Err(e), _) => return Err(e),
+    }
+    Ok(())
+}
+
 /// Applies `policy` to a stream of typed rows: every error but a row's ends
 /// the stream anyway; a row's error ends it, is left out, or is passed on.
 fn with_row_errors<P: Send + 'static>(
@@ -841,7 +857,45 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
 
     /// Every matching entity, collected.
     pub async fn collect(self) -> Result<Vec<Loaded<P>>> {
-        self.stream().try_collect().await
+        if P::DESCRIPTOR.wide() || self.shards_of.is_some() {
+            return self.stream().try_collect().await;
+        }
+        // What `stream` does, page by page: each row is read where it lies
+        // in its page, not moved through a stream's layers.
+        let limit = self.limit.unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        if limit == 0 {
+            return Ok(items);
+        }
+        let mut query = self.to_query();
+        let backend = &**self.table.backend();
+        let name = self.table.name();
+        let table = self.table.of::<P>();
+        let external = P::DESCRIPTOR.external_values().is_some();
+        loop {
+            let mut page = super::operation(backend, "query", name, T::DESCRIPTOR.kind, None)
+                .run_counted(
+                    crate::order::ordered_page(backend, name, query.clone(), true),
+                    |page| Some(page.entities.len()),
+                )
+                .await?;
+            let continuation = page.continuation.take();
+            for row in page.into_rows() {
+                if items.len() == limit {
+                    return Ok(items);
+                }
+                let loaded = match row {
+                    Ok(entity) if external => restore_and_load(table.clone(), entity).await,
+                    Ok(entity) => load::<P>(entity),
+                    Err(e) => Err(e),
+                };
+                keep(&mut items, loaded, &self.row_errors)?;
+            }
+            match continuation {
+                Some(next) if items.len() < limit => query.continuation = Some(next),
+                _ => return Ok(items),
+            }
+        }
     }
 
     /// A page for a web API: at most `n` items (1 to 1,000), and a cursor
@@ -950,11 +1004,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 Ok(entity) => restore_and_load(table.clone(), entity).await,
                 Err(e) => Err(e),
             };
-            match (loaded, &self.row_errors) {
-                (Ok(item), _) => items.push(item),
-                (Err(e), RowErrors::Skip(skipped)) if e.is_row_error() => skipped.add(&e),
-                (Err(e), _) => return Err(e),
-            }
+            keep(&mut items, loaded, &self.row_errors)?;
         }
         Ok((items, continuation))
     }
