@@ -761,6 +761,9 @@ impl LocalStorage {
     /// journal holds nothing to replay (on the writer thread, between two
     /// groups).
     pub(crate) fn checkpoint(&self) -> Result<()> {
+        // The engine's transaction first: taking it may open the engine
+        // again, which takes the journal's lock itself.
+        let txn = self.begin_write()?;
         let mut slot = self.shared.journal.lock();
         let Some(journal) = slot.as_mut() else {
             return Err(self.journal_lost());
@@ -768,7 +771,7 @@ impl LocalStorage {
         if journal.is_empty() {
             return Ok(());
         }
-        self.commit_checkpoint(self.begin_write()?, journal)
+        self.commit_checkpoint(txn, journal)
     }
 
     /// Commits `txn` durably as a checkpoint: the engine then holds every

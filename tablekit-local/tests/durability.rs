@@ -427,6 +427,53 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
         .unwrap();
 }
 
+/// A store closed while its engine waits to be opened again (a write was
+/// just refused for the file, and nothing ran since) closes: the close
+/// opens the engine again, applies the journal and checkpoints, and keeps
+/// every acknowledged write. It once waited forever for a lock of its own.
+#[test]
+fn a_store_closed_right_after_a_full_disk_closes_and_keeps_its_writes() {
+    let dir = dir();
+    let path = dir.path().to_owned();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let acknowledged = runtime.block_on(async {
+            let store = LocalStorage::builder()
+                .max_size(2 << 20)
+                .open(&path)
+                .unwrap();
+            store.create_table("things").await.unwrap();
+            let mut acknowledged = Vec::new();
+            for i in 0..10_000 {
+                let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(20_000));
+                match store.insert_entity("things", &e).await {
+                    Ok(_) => acknowledged.push(e.row_key),
+                    Err(_) => return acknowledged,
+                }
+            }
+            panic!("the cap was never reached");
+        });
+        // The store was dropped right after the refusal.
+        done.send(acknowledged).unwrap();
+    });
+    let acknowledged = finished
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the store closed");
+    assert!(acknowledged.len() > 10);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let rows = runtime
+        .block_on(store.query_all("things", tablekit::Query::new()))
+        .unwrap();
+    let keys: Vec<_> = rows.into_iter().map(|r| r.row_key).collect();
+    assert_eq!(keys, acknowledged);
+}
+
 /// Every file of a directory with its length and bytes' checksum, to see
 /// that nothing in it changed.
 fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
