@@ -555,7 +555,8 @@ fn other_format(dir: &Path, format: Option<i64>) -> Error {
 }
 
 /// The number of the last journal record the engine holds durably: 0 for a
-/// store that never had one.
+/// store that never had one. A store of another format than [`FORMAT`] is
+/// refused here, before anything of it is read or replayed.
 fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
     let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
     let meta = match txn.open_table(META) {

@@ -318,8 +318,8 @@ mod tests {
             assert_eq!(only.get(selected), props.get(selected));
         }
         for cut in 8..row.len() {
-            let cut = row_properties(&row[..cut], None, &NAMES);
-            assert_eq!(cut, None, "cut at {cut:?}");
+            let read = row_properties(&row[..cut], None, &NAMES);
+            assert_eq!(read, None, "cut at {cut}");
         }
         // An id the store has no name for is damage, never a property
         // under another name.
