@@ -55,7 +55,7 @@ fn encode_properties(
         &len.to_le_bytes(),
     ]
     .concat();
-    crate::rows::sealed(key.as_bytes(), &body)
+    crate::seal::sealed(key.as_bytes(), &body)
 }
 
 fn etag_of(version: i64) -> ETag {
@@ -65,7 +65,7 @@ fn etag_of(version: i64) -> ETag {
 /// The properties of blob `name` stored under `key`; `None` when they fail
 /// their checksum or do not decode.
 fn decode_properties(key: &str, name: &str, stored: &[u8]) -> Option<BlobProperties> {
-    let bytes = crate::rows::checked(key.as_bytes(), stored)?;
+    let bytes = crate::seal::checked(key.as_bytes(), stored)?;
     let [version, md5, written, len]: [&[u8]; 4] = [
         bytes.get(0..8)?,
         bytes.get(8..24)?,

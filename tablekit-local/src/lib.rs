@@ -202,6 +202,7 @@ mod logged;
 mod names;
 mod queues;
 mod rows;
+mod seal;
 mod tables;
 mod writer;
 

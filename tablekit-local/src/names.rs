@@ -3,7 +3,7 @@
 //! A row names each of its properties by a small number, the name's *id*
 //! (see [`crate::rows`]). The store keeps two engine tables of names: ids by
 //! name ([`IDS`], for writes) and names by id ([`NAMES`], for reads), each
-//! value sealed with a checksum of its key (see [`crate::rows::sealed`]).
+//! value sealed with a checksum of its key (see [`crate::seal::sealed`]).
 //! The first [`MAX_NAMES`] names written get an id; any later name is kept
 //! in the rows that use it, so that a store whose rows invent names without
 //! end (a name per row) keeps a bounded table of names and a bounded cache
@@ -28,7 +28,7 @@ use tablekit::{Error, Result};
 
 use crate::LocalStorage;
 use crate::logged::{LoggedTable, Txn};
-use crate::rows::{checked, sealed};
+use crate::seal::{checked, sealed};
 
 /// Ids by name: the sealed varint id of each name.
 pub(crate) const IDS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("property_ids");

@@ -83,14 +83,14 @@ impl Message {
             self.text.as_bytes(),
         ]
         .concat();
-        crate::rows::sealed(key, &body)
+        crate::seal::sealed(key, &body)
     }
 
     /// The message stored under `key`; `None` when it fails its checksum
     /// (the file was changed, or the message is not this key's) or does not
     /// decode.
     fn decode(key: &[u8], stored: &[u8]) -> Option<Message> {
-        let bytes = crate::rows::checked(key, stored)?;
+        let bytes = crate::seal::checked(key, stored)?;
         let ticks = |at: usize| -> Option<DateTime> {
             let raw = i64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
             DateTime::from_ticks(raw).ok()

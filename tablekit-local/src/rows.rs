@@ -24,6 +24,9 @@ use tablekit::backend::sorted::{
 use tablekit::{DateTime, ETag, Entity, Properties};
 
 use crate::names::NameOf;
+#[cfg(test)]
+use crate::seal::checked;
+use crate::seal::{CHECKSUM_LEN, checksum};
 
 /// The engine key of the row at (`pk`, `rk`).
 pub(crate) fn row_key(pk: &str, rk: &str) -> Vec<u8> {
@@ -74,36 +77,6 @@ pub(crate) fn key_bounds(pk: &KeyRange, rk: &KeyRange) -> Option<KeyRange> {
         Bound::Unbounded => Bound::Unbounded,
     };
     Some(KeyRange { lower, upper })
-}
-
-/// The length of a row's checksum.
-const CHECKSUM_LEN: usize = 4;
-
-/// The checksum of the row stored under `key` whose bytes after the
-/// checksum are `rest`.
-fn checksum(key: &[u8], rest: &[u8]) -> [u8; CHECKSUM_LEN] {
-    let mut hasher = crc32fast::Hasher::new();
-    hasher.update(&(key.len() as u64).to_le_bytes());
-    hasher.update(key);
-    hasher.update(rest);
-    hasher.finalize().to_le_bytes()
-}
-
-/// The row stored under `key`, its checksum checked: the bytes after the
-/// checksum, which the other functions here read; `None` when the checksum
-/// does not match (the file was changed, or the row is not this key's).
-pub(crate) fn checked<'a>(key: &[u8], stored: &'a [u8]) -> Option<&'a [u8]> {
-    let (sum, rest) = stored.split_at_checked(CHECKSUM_LEN)?;
-    (checksum(key, rest) == sum).then_some(rest)
-}
-
-/// `body` stored under `key`, its checksum first: how a blob's properties
-/// and a queue message are stored; [`checked`] reads it back.
-pub(crate) fn sealed(key: &[u8], body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(CHECKSUM_LEN + body.len());
-    out.extend_from_slice(&checksum(key, body));
-    out.extend_from_slice(body);
-    out
 }
 
 /// How a row names a property: its id, or the name itself.

@@ -22,8 +22,9 @@ use tablekit::{
 use crate::LocalStorage;
 use crate::names::{NameOf, SnapshotNames, TxnNames};
 use crate::rows::{
-    RowReader, checked, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
+    RowReader, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
 };
+use crate::seal::checked;
 
 /// Tables by lower-cased name (names compare case-insensitively), with the
 /// name as created.
