@@ -22,12 +22,12 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-use redb::{ReadableTable, TableDefinition};
+use redb::{Key, ReadableTable, TableDefinition};
 use tablekit::backend::sorted::{put_varint, take_varint};
 use tablekit::{Error, Result};
 
 use crate::LocalStorage;
-use crate::logged::{LoggedTable, Txn};
+use crate::logged::{Logged, LoggedTable, Txn};
 use crate::seal::{checked, sealed};
 
 /// Ids by name: the sealed varint id of each name.
@@ -182,34 +182,37 @@ impl<'t> TxnNames<'t> {
         }
     }
 
-    /// Runs `f` on the table of names by id, opened on first use.
+    /// The table `definition` of the transaction in `slot`, opened there on
+    /// first use.
+    fn opened<'s, K: Logged + Key, V: Logged>(
+        &self,
+        slot: &'s mut Option<LoggedTable<'t, K, V>>,
+        definition: TableDefinition<'static, K, V>,
+    ) -> Result<&'s mut LoggedTable<'t, K, V>> {
+        if slot.is_none() {
+            let table = self
+                .txn
+                .open_system_table(definition)
+                .map_err(|e| self.storage.error(e.into()))?;
+            *slot = Some(table);
+        }
+        Ok(slot.as_mut().expect("opened above"))
+    }
+
+    /// Runs `f` on the table of names by id.
     fn names<R>(
         &self,
         f: impl FnOnce(&mut LoggedTable<'t, u64, &'static [u8]>) -> Result<R, redb::Error>,
     ) -> Result<R> {
         let mut names = self.names.borrow_mut();
-        if names.is_none() {
-            let table = self
-                .txn
-                .open_system_table(NAMES)
-                .map_err(|e| self.storage.error(e.into()))?;
-            *names = Some(table);
-        }
-        f(names.as_mut().expect("opened above")).map_err(|e| self.storage.error(e))
+        f(self.opened(&mut names, NAMES)?).map_err(|e| self.storage.error(e))
     }
 
     /// The id of `name`, given now if it has none; `None` once
     /// [`MAX_NAMES`] names have ids (the row keeps the name itself).
     pub(crate) fn id_of(&self, name: &str) -> Result<Option<u64>> {
         let mut ids = self.ids.borrow_mut();
-        if ids.is_none() {
-            let table = self
-                .txn
-                .open_system_table(IDS)
-                .map_err(|e| self.storage.error(e.into()))?;
-            *ids = Some(table);
-        }
-        let ids = ids.as_mut().expect("opened above");
+        let ids = self.opened(&mut ids, IDS)?;
         let found = ids
             .get(name)
             .map_err(|e| self.storage.error(e.into()))?
