@@ -224,7 +224,18 @@ impl<'t> TxnNames<'t> {
             })?;
             return Ok(Some(id));
         }
-        let next = self.names(|names| Ok(names.last()?.map_or(0, |(last, _)| last.value() + 1)))?;
+        let last = self.names(|names| Ok(names.last()?.map(|(last, _)| last.value())))?;
+        let next = match last {
+            None => 0,
+            Some(last) if last < MAX_NAMES => last + 1,
+            // No id this store gives: the table is damaged, and a number
+            // counted on from it could be one already in use.
+            Some(last) => {
+                return Err(self
+                    .storage
+                    .damaged(&format!("the property name of id {last}")));
+            }
+        };
         if next >= MAX_NAMES {
             return Ok(None);
         }

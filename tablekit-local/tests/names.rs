@@ -194,3 +194,49 @@ async fn a_store_of_another_format_is_refused_as_such() {
         }
     }
 }
+
+/// A table of names damaged to hold a number the store never gives (past
+/// its last, say the largest there is): a write of a new name is refused
+/// as damage, never given a number counted on from it, which could wrap
+/// round to one in use; the rows stored read as they were.
+#[tokio::test(flavor = "current_thread")]
+async fn a_number_the_store_never_gives_refuses_new_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let entity = Entity::new("p", "r").with("Alpha", 1).with("Beta", 2);
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Tee").await.unwrap();
+        store.insert_entity("Tee", &entity).await.unwrap();
+    }
+    {
+        let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(NAMES)
+            .unwrap()
+            .insert(u64::MAX, b"junk".as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let new_name = Entity::new("p", "s").with("Gamma", 3);
+    match store.insert_entity("Tee", &new_name).await {
+        Err(Error::Storage {
+            failure: StorageFailure::Damaged,
+            ..
+        }) => {}
+        other => panic!("not damage: {other:?}"),
+    }
+    // Names with numbers already are still written and read.
+    let known = Entity::new("p", "t").with("Beta", 4);
+    store.insert_entity("Tee", &known).await.unwrap();
+    for expected in [&entity, &known] {
+        let got = store
+            .get_entity("Tee", "p", &expected.row_key, &GetOptions::default())
+            .await
+            .unwrap();
+        assert!(same_properties(&got, expected), "{got:?}");
+    }
+    let report = store.check().await.unwrap();
+    let places: Vec<_> = report.damaged.iter().map(|d| d.place.as_str()).collect();
+    assert_eq!(places, ["the property name of id 18446744073709551615"]);
+}
