@@ -873,12 +873,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let table = self.table.of::<P>();
         let external = P::DESCRIPTOR.external_values().is_some();
         loop {
-            let mut page = super::operation(backend, "query", name, T::DESCRIPTOR.kind, None)
-                .run_counted(
-                    crate::order::ordered_page(backend, name, query.clone(), true),
-                    |page| Some(page.entities.len()),
-                )
-                .await?;
+            let mut page =
+                super::read::read_page(backend, name, query.clone(), "query", T::DESCRIPTOR.kind)
+                    .await?;
             let continuation = page.continuation.take();
             for row in page.into_rows() {
                 if items.len() == limit {

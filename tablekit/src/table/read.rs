@@ -61,12 +61,7 @@ pub(crate) fn owned_query_stream(
             if done {
                 return Ok::<_, Error>(None);
             }
-            let mut page = operation(&*backend, op, &name, kind, None)
-                .run_counted(
-                    crate::order::ordered_page(&*backend, &name, query.clone(), true),
-                    |page| Some(page.entities.len()),
-                )
-                .await?;
+            let mut page = read_page(&*backend, &name, query.clone(), op, kind).await?;
             let done = page.continuation.is_none();
             query.continuation = page.continuation.take();
             Ok(Some((
@@ -76,6 +71,24 @@ pub(crate) fn owned_query_stream(
         },
     );
     pages.try_flatten().boxed()
+}
+
+/// One page of a query, in key order even on a store that does not sort
+/// (see [`ordered_page`](crate::order::ordered_page)), fetched as one
+/// operation `op` ([`operation`]).
+pub(crate) async fn read_page(
+    backend: &dyn TableBackend,
+    name: &str,
+    query: crate::backend::Query,
+    op: &'static str,
+    kind: Option<&'static str>,
+) -> Result<crate::backend::QueryPage> {
+    operation(backend, op, name, kind, None)
+        .run_counted(
+            crate::order::ordered_page(backend, name, query, true),
+            |page| Some(page.entities.len()),
+        )
+        .await
 }
 
 /// Reads a row as a loaded value, moving its values into the result.
