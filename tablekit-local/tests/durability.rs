@@ -349,44 +349,26 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
             .open(dir.path())
             .unwrap();
         store.create_table("things").await.unwrap();
-        let mut refused = None;
-        for i in 0..10_000 {
-            let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(20_000));
-            match store.insert_entity("things", &e).await {
-                Ok(_) => acknowledged.push(e.row_key),
-                Err(err) => {
-                    assert!(
-                        matches!(
-                            &err,
-                            Error::Storage {
-                                failure: StorageFailure::DiskFull,
-                                ..
-                            }
-                        ),
-                        "{err:?}"
-                    );
-                    refused = Some(e.row_key);
-                    break;
+        let (taken, refused) = insert_until_refused(&store, "r", 10_000).await;
+        acknowledged.extend(taken);
+        let (refused, err) = refused.expect("the cap is reached");
+        assert!(
+            matches!(
+                &err,
+                Error::Storage {
+                    failure: StorageFailure::DiskFull,
+                    ..
                 }
-            }
-        }
-        let refused = refused.expect("the cap is reached");
+            ),
+            "{err:?}"
+        );
         // While there is no room, large writes are refused, typed too. The
         // refusal opens the engine again, whose pages may then be laid out
         // with a little more room: a few writes may still fit first.
-        let mut refused_again = false;
-        for i in 0..50 {
-            let next = Entity::new("p", format!("after{i:02}")).with("V", "v".repeat(20_000));
-            match store.insert_entity("things", &next).await {
-                Ok(_) => acknowledged.push(next.row_key),
-                Err(err) => {
-                    assert!(matches!(&err, Error::Storage { .. }), "{err:?}");
-                    refused_again = true;
-                    break;
-                }
-            }
-        }
-        assert!(refused_again, "the cap let 50 more large writes in");
+        let (taken, refused_again) = insert_until_refused(&store, "after", 50).await;
+        acknowledged.extend(taken);
+        let (_, err) = refused_again.expect("the cap let 50 more large writes in");
+        assert!(matches!(&err, Error::Storage { .. }), "{err:?}");
         // Reads go on.
         assert!(
             store
@@ -427,6 +409,25 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
         .unwrap();
 }
 
+/// Inserts rows of 20 KB, keyed `{prefix}{n:05}`, until one is refused or
+/// `most` are taken: the keys acknowledged, and the key refused with its
+/// error.
+async fn insert_until_refused(
+    store: &LocalStorage,
+    prefix: &str,
+    most: usize,
+) -> (Vec<String>, Option<(String, Error)>) {
+    let mut acknowledged = Vec::new();
+    for n in 0..most {
+        let e = Entity::new("p", format!("{prefix}{n:05}")).with("V", "v".repeat(20_000));
+        match store.insert_entity("things", &e).await {
+            Ok(_) => acknowledged.push(e.row_key),
+            Err(err) => return (acknowledged, Some((e.row_key, err))),
+        }
+    }
+    (acknowledged, None)
+}
+
 /// A store closed while its engine waits to be opened again (a write was
 /// just refused for the file, and nothing ran since) closes: the close
 /// opens the engine again, applies the journal and checkpoints, and keeps
@@ -446,15 +447,9 @@ fn a_store_closed_right_after_a_full_disk_closes_and_keeps_its_writes() {
                 .open(&path)
                 .unwrap();
             store.create_table("things").await.unwrap();
-            let mut acknowledged = Vec::new();
-            for i in 0..10_000 {
-                let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(20_000));
-                match store.insert_entity("things", &e).await {
-                    Ok(_) => acknowledged.push(e.row_key),
-                    Err(_) => return acknowledged,
-                }
-            }
-            panic!("the cap was never reached");
+            let (acknowledged, refused) = insert_until_refused(&store, "r", 10_000).await;
+            assert!(refused.is_some(), "the cap was never reached");
+            acknowledged
         });
         // The store was dropped right after the refusal.
         done.send(acknowledged).unwrap();
