@@ -167,6 +167,9 @@ pub(crate) struct TxnNames<'t> {
     txn: &'t Txn<'t>,
     ids: RefCell<Option<LoggedTable<'t, &'static str, &'static [u8]>>>,
     names: RefCell<Option<LoggedTable<'t, u64, &'static [u8]>>>,
+    /// The ids found or given in this transaction so far, so that the rows
+    /// of a batch look each name up once; valid only in it.
+    known: RefCell<std::collections::HashMap<Box<str>, Option<u64>>>,
     /// The engine's error while reading a name, reported instead of damage.
     failed: RefCell<Option<Error>>,
 }
@@ -178,6 +181,7 @@ impl<'t> TxnNames<'t> {
             txn,
             ids: RefCell::new(None),
             names: RefCell::new(None),
+            known: RefCell::default(),
             failed: RefCell::new(None),
         }
     }
@@ -211,6 +215,16 @@ impl<'t> TxnNames<'t> {
     /// The id of `name`, given now if it has none; `None` once
     /// [`MAX_NAMES`] names have ids (the row keeps the name itself).
     pub(crate) fn id_of(&self, name: &str) -> Result<Option<u64>> {
+        if let Some(id) = self.known.borrow().get(name) {
+            return Ok(*id);
+        }
+        let id = self.look_up(name)?;
+        self.known.borrow_mut().insert(name.into(), id);
+        Ok(id)
+    }
+
+    /// [`id_of`](TxnNames::id_of), from the engine's tables.
+    fn look_up(&self, name: &str) -> Result<Option<u64>> {
         let mut ids = self.ids.borrow_mut();
         let ids = self.opened(&mut ids, IDS)?;
         let found = ids
