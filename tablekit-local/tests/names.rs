@@ -240,3 +240,37 @@ async fn a_number_the_store_never_gives_refuses_new_names() {
     let places: Vec<_> = report.damaged.iter().map(|d| d.place.as_str()).collect();
     assert_eq!(places, ["the property name of id 18446744073709551615"]);
 }
+
+/// The rows of one transaction share the names they give: each row reads
+/// back with its own names and values, after a reopen too.
+#[tokio::test(flavor = "current_thread")]
+async fn a_transaction_s_rows_share_the_names_they_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<Entity> = (0..20)
+        .map(|n| {
+            Entity::new("p", format!("r{n:02}"))
+                .with("Both", n as i64)
+                .with(format!("Own{n}"), format!("own {n}"))
+                .with("Also", format!("also {n}"))
+        })
+        .collect();
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Tee").await.unwrap();
+        let ops: Vec<_> = rows
+            .iter()
+            .cloned()
+            .map(tablekit::BatchOperation::Insert)
+            .collect();
+        store.submit_transaction("Tee", &ops).await.unwrap();
+    }
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let read = store.query_all("Tee", Query::new()).await.unwrap();
+    assert_eq!(read.len(), rows.len());
+    for (got, expected) in read.iter().zip(&rows) {
+        assert!(same_properties(got, expected), "{got:?}");
+    }
+    drop(store);
+    // Two names for 20 rows, and each row's own.
+    assert_eq!(names(dir.path()).len(), 22);
+}
