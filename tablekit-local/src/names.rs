@@ -268,8 +268,9 @@ impl<'t> TxnNames<'t> {
 
 impl NameOf for TxnNames<'_> {
     fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
-        match self.names(|names| Ok(names.get(id)?.map(|v| v.value().to_vec()))) {
-            Ok(stored) => read_name(id, &stored?).map(f),
+        let read = |stored: &[u8]| read_name(id, stored).map(f);
+        match self.names(|names| Ok(names.get(id)?.and_then(|v| read(v.value())))) {
+            Ok(read) => read,
             Err(e) => {
                 *self.failed.borrow_mut() = Some(e);
                 None
