@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use redb::{Key, ReadableTable, TableDefinition};
 use tablekit::backend::sorted::{put_varint, take_varint};
-use tablekit::{Error, Result};
+use tablekit::{Error, PropertyName, Result};
 
 use crate::LocalStorage;
 use crate::logged::{Logged, LoggedTable, Txn};
@@ -70,16 +70,63 @@ pub(crate) trait NameOf {
     /// name (the row is damaged), or the engine failed to read it.
     fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R>;
 
+    /// The name whose id is `id`, for an entity; `None` as
+    /// [`with_name`](NameOf::with_name).
+    fn property_name(&self, id: u64) -> Option<PropertyName> {
+        self.with_name(id, |name| PropertyName::Owned(name.to_owned()))
+    }
+
     /// The error of a row that did not read with these names: the
     /// engine's, if it failed to read a name, else `damaged`.
     fn or_damaged(&self, damaged: impl FnOnce() -> Error) -> Error;
+}
+
+/// The property names handed out by the reads of every store of the
+/// process, each kept once for the life of the process so that a row read
+/// gives its entity the name without copying it (a [`PropertyName`] is
+/// borrowed when it is `'static`). Bounded: past [`MAX_INTERNED_BYTES`]
+/// of names, or [`MAX_INTERNED`] names, a name is handed out as a copy,
+/// so that a process opening stores without end never grows it without
+/// end. Hand-written: the interning crates keep every name they are
+/// given, with no bound.
+struct Interned {
+    names: std::collections::HashSet<&'static str>,
+    bytes: usize,
+}
+
+/// The most names [`interned`] keeps.
+const MAX_INTERNED: usize = 65_536;
+/// The most bytes of names [`interned`] keeps.
+const MAX_INTERNED_BYTES: usize = 1 << 20;
+
+static INTERNED: parking_lot::Mutex<Option<Interned>> = parking_lot::Mutex::new(None);
+
+/// `name` as the process's one kept copy of it, or as a copy of its own
+/// once the process keeps as many names as it may.
+fn interned(name: &str) -> PropertyName {
+    let mut guard = INTERNED.lock();
+    let kept = guard.get_or_insert_with(|| Interned {
+        names: std::collections::HashSet::new(),
+        bytes: 0,
+    });
+    if let Some(name) = kept.names.get(name) {
+        return PropertyName::Borrowed(name);
+    }
+    if kept.names.len() >= MAX_INTERNED || kept.bytes + name.len() > MAX_INTERNED_BYTES {
+        return PropertyName::Owned(name.to_owned());
+    }
+    // Kept for the life of the process, within the bounds above.
+    let name: &'static str = Box::leak(Box::from(name));
+    kept.names.insert(name);
+    kept.bytes += name.len();
+    PropertyName::Borrowed(name)
 }
 
 /// The names a store's readers have read, by id (`None` for an id whose
 /// entry is damaged). Ids are given from 0 up, so this is a vector.
 #[derive(Debug, Default)]
 pub(crate) struct NameCache {
-    by_id: Vec<Option<Box<str>>>,
+    by_id: Vec<Option<PropertyName>>,
 }
 
 impl NameCache {
@@ -96,13 +143,13 @@ impl NameCache {
                 continue;
             }
             by_id.resize(at, None);
-            by_id.push(read_name(id, stored.value()).map(Box::from));
+            by_id.push(read_name(id, stored.value()).map(interned));
         }
         Ok(NameCache { by_id })
     }
 
-    fn get(&self, id: u64) -> Option<&str> {
-        self.by_id.get(usize::try_from(id).ok()?)?.as_deref()
+    fn get(&self, id: u64) -> Option<&PropertyName> {
+        self.by_id.get(usize::try_from(id).ok()?)?.as_ref()
     }
 }
 
@@ -148,12 +195,24 @@ impl<'a> SnapshotNames<'a> {
     }
 }
 
-impl NameOf for SnapshotNames<'_> {
-    fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+impl SnapshotNames<'_> {
+    /// `f` of the cached name of `id`, the cache read on first if it lacks it.
+    fn cached<R>(&self, id: u64, f: impl FnOnce(&PropertyName) -> R) -> Option<R> {
         if self.cache.borrow().get(id).is_none() && !self.extended.get() && id < MAX_NAMES {
             self.extend();
         }
         self.cache.borrow().get(id).map(f)
+    }
+}
+
+impl NameOf for SnapshotNames<'_> {
+    fn with_name<R>(&self, id: u64, f: impl FnOnce(&str) -> R) -> Option<R> {
+        self.cached(id, |name| f(name))
+    }
+
+    fn property_name(&self, id: u64) -> Option<PropertyName> {
+        // A kept name is handed out without copying it.
+        self.cached(id, PropertyName::clone)
     }
 
     fn or_damaged(&self, damaged: impl FnOnce() -> Error) -> Error {
@@ -319,4 +378,46 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
             ),
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_kept_once_and_within_their_bound() {
+        let first = interned("interned-test-name");
+        assert!(matches!(first, PropertyName::Borrowed(_)));
+        let again = interned("interned-test-name");
+        let (PropertyName::Borrowed(a), PropertyName::Borrowed(b)) = (&first, &again) else {
+            panic!("a kept name is handed out borrowed");
+        };
+        assert!(std::ptr::eq(*a, *b), "one copy per name");
+        // Past the bound, names are copies, each still its own name.
+        let mut copied = 0;
+        for n in 0..MAX_INTERNED + 1 {
+            let name = format!("interned-test-{n:08}");
+            let got = interned(&name);
+            assert_eq!(got, name);
+            if matches!(got, PropertyName::Owned(_)) {
+                copied += 1;
+            }
+        }
+        assert!(copied > 0, "the bound was never reached");
+        {
+            let guard = INTERNED.lock();
+            let kept = guard.as_ref().expect("made above");
+            assert!(kept.names.len() <= MAX_INTERNED);
+            assert!(kept.bytes <= MAX_INTERNED_BYTES);
+        }
+        // A name kept before the bound was reached is still handed out kept.
+        assert!(matches!(
+            interned("interned-test-name"),
+            PropertyName::Borrowed(_)
+        ));
+        // As long as the names refused above: refused too.
+        let refused = "interned-test-past-the-bound";
+        assert!(refused.len() >= "interned-test-00000000".len());
+        assert!(matches!(interned(refused), PropertyName::Owned(_)));
+    }
 }

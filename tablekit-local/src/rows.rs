@@ -21,7 +21,7 @@ use tablekit::backend::sorted::{
     KeyRange, decode_key, decode_value, encode_key, encode_value, encoded_value_len, put_varint,
     take_bytes, take_varint, varint_len,
 };
-use tablekit::{DateTime, ETag, Entity, Properties};
+use tablekit::{DateTime, ETag, Entity, Properties, PropertyName};
 
 use crate::names::NameOf;
 #[cfg(test)]
@@ -141,18 +141,16 @@ pub(crate) fn row_properties(
     let mut bytes = row.get(8..)?;
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
     let mut props = Properties::with_capacity(select.map_or(count, <[String]>::len).min(256));
-    let wanted = |name: &str| {
-        select
-            .is_none_or(|names| names.iter().any(|n| n == name))
-            .then(|| name.to_owned())
-    };
+    let wanted = |name: &str| select.is_none_or(|names| names.iter().any(|n| n == name));
     for _ in 0..count {
         let tag = take_varint(&mut bytes)?;
         let name = if tag & 1 == 0 {
-            names.with_name(tag >> 1, wanted)?
+            let name = names.property_name(tag >> 1)?;
+            wanted(&name).then_some(name)
         } else {
             let len = usize::try_from(tag >> 1).ok()?;
-            wanted(std::str::from_utf8(take_bytes(&mut bytes, len)?).ok()?)
+            let name = std::str::from_utf8(take_bytes(&mut bytes, len)?).ok()?;
+            wanted(name).then(|| PropertyName::Owned(name.to_owned()))
         };
         let value = decode_value(&mut bytes)?;
         if let Some(name) = name {
