@@ -15,13 +15,14 @@
 //! [`crate::names`]), or, for a name without an id, one more than twice its
 //! length, then its UTF-8 bytes. Hand-written, as a private storage layout.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use tablekit::backend::sorted::{
     KeyRange, decode_key, decode_value, encode_key, encode_value, encoded_value_len, put_varint,
     take_bytes, take_varint, varint_len,
 };
-use tablekit::{DateTime, ETag, Entity, Properties, PropertyName};
+use tablekit::{DateTime, ETag, Entity, LentRow, Properties, PropertyName};
 
 use crate::names::NameOf;
 #[cfg(test)]
@@ -138,9 +139,22 @@ pub(crate) fn row_properties(
     select: Option<&[String]>,
     names: &impl NameOf,
 ) -> Option<Properties> {
+    let mut props = Properties::new();
+    read_properties(row, select, names, &mut props)?;
+    Some(props)
+}
+
+/// [`row_properties`] into `props`, which must be empty.
+fn read_properties(
+    row: &[u8],
+    select: Option<&[String]>,
+    names: &impl NameOf,
+    props: &mut Properties,
+) -> Option<()> {
+    debug_assert!(props.is_empty());
     let mut bytes = row.get(8..)?;
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
-    let mut props = Properties::with_capacity(select.map_or(count, <[String]>::len).min(256));
+    props.reserve(select.map_or(count, <[String]>::len).min(256));
     let wanted = |name: &str| select.is_none_or(|names| names.iter().any(|n| n == name));
     for _ in 0..count {
         let tag = take_varint(&mut bytes)?;
@@ -160,7 +174,7 @@ pub(crate) fn row_properties(
             }
         }
     }
-    bytes.is_empty().then_some(props)
+    bytes.is_empty().then_some(())
 }
 
 /// The entity stored under engine key `key` as `row`; with `select`, only
@@ -199,13 +213,47 @@ fn entity_with(
     Some(entity)
 }
 
-/// Reads the entities of a range of rows, sharing what consecutive rows
-/// have in common: a PartitionKey decoded once for the rows of one
-/// partition, and one ETag for the rows written by one transaction.
+/// The text of a stored key ([`decode_key`]), borrowed from `stored` when
+/// it holds none of the bytes the encoding changes (the usual key).
+fn key_text(stored: &[u8]) -> Option<Cow<'_, str>> {
+    if stored.iter().any(|b| matches!(b, 0xF5 | 0xF6)) {
+        return decode_key(stored).map(Cow::Owned);
+    }
+    std::str::from_utf8(stored).ok().map(Cow::Borrowed)
+}
+
+/// Reads the rows of a range, sharing what consecutive rows have in
+/// common: a PartitionKey decoded once for the rows of one partition, one
+/// ETag for the rows written by one transaction, and the room of the
+/// properties lent rows are read into.
 #[derive(Default)]
 pub(crate) struct RowReader {
     partition: Option<(Vec<u8>, String)>,
     etag: Option<(i64, ETag)>,
+    properties: Properties,
+}
+
+/// The text of the stored PartitionKey `pk`, decoded once for the rows of
+/// one partition and kept in `partition`.
+fn shared_partition<'p>(
+    partition: &'p mut Option<(Vec<u8>, String)>,
+    pk: &[u8],
+) -> Option<&'p str> {
+    if !matches!(partition, Some((stored, _)) if stored == pk) {
+        *partition = Some((pk.to_vec(), decode_key(pk)?));
+    }
+    partition.as_ref().map(|(_, text)| text.as_str())
+}
+
+/// The ETag of a row written at `ticks` (`written`), made once for the rows
+/// of one transaction and kept in `etag`.
+fn shared_etag(etag: &mut Option<(i64, ETag)>, ticks: i64, written: DateTime) -> &ETag {
+    if !matches!(etag, Some((at, _)) if *at == ticks) {
+        *etag = Some((ticks, ETag::from_timestamp(written)));
+    }
+    &etag
+        .get_or_insert_with(|| (ticks, ETag::from_timestamp(written)))
+        .1
 }
 
 impl RowReader {
@@ -218,23 +266,36 @@ impl RowReader {
         names: &impl NameOf,
     ) -> Option<Entity> {
         let (partition, etags) = (&mut self.partition, &mut self.etag);
-        let partition_key = |pk: &[u8]| match partition {
-            Some((stored, text)) if stored == pk => Some(text.clone()),
-            _ => {
-                let text = decode_key(pk)?;
-                *partition = Some((pk.to_vec(), text.clone()));
-                Some(text)
-            }
-        };
-        let etag = |ticks, written| match etags {
-            Some((at, etag)) if *at == ticks => etag.clone(),
-            _ => {
-                let etag = ETag::from_timestamp(written);
-                *etags = Some((ticks, etag.clone()));
-                etag
-            }
-        };
+        let partition_key = |pk: &[u8]| shared_partition(partition, pk).map(str::to_owned);
+        let etag = |ticks, written| shared_etag(etags, ticks, written).clone();
         entity_with(key, row, select, names, partition_key, etag)
+    }
+
+    /// Lends the row stored under engine key `key` as `row` to `f`, all its
+    /// properties read into this reader's room; `None` if the bytes are not
+    /// a row.
+    pub(crate) fn lend<R>(
+        &mut self,
+        key: &[u8],
+        row: &[u8],
+        names: &impl NameOf,
+        f: impl FnOnce(LentRow<'_>) -> R,
+    ) -> Option<R> {
+        let (pk, rk) = split_key(key)?;
+        let row_key = key_text(rk)?;
+        let ticks = row_ticks(row)?;
+        let written = DateTime::from_ticks(ticks).ok()?;
+        self.properties.clear();
+        read_properties(row, None, names, &mut self.properties)?;
+        let partition_key = shared_partition(&mut self.partition, pk)?;
+        let etag = shared_etag(&mut self.etag, ticks, written);
+        Some(f(LentRow::new(
+            partition_key,
+            &row_key,
+            etag,
+            written,
+            &mut self.properties,
+        )))
     }
 }
 

@@ -16,7 +16,8 @@ use tablekit::telemetry::{Call, StoreInfo};
 use tablekit::validate::limits::MAX_PAGE_SIZE;
 use tablekit::{
     BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions,
-    Properties, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UpdateMode,
+    Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TableBackend, TablePage,
+    UpdateMode,
 };
 
 use crate::LocalStorage;
@@ -437,64 +438,83 @@ impl TableBackend for LocalStorage {
         Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
             || {
                 self.guarded(|| {
-                    door::query_entities(table, query)?;
-                    let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-                    let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
-                    let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-                    let txn = self.begin_read()?;
-                    let rows = self.read_rows(&txn, table)?;
-                    let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
-                        return Ok(QueryPage::new(Vec::new(), None));
-                    };
-                    if let Some((pk, rk)) = &resume {
-                        range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
-                    }
-                    let Some(bounds) = range.bounds() else {
-                        return Ok(QueryPage::new(Vec::new(), None));
-                    };
-                    let range = rows
-                        .range::<&[u8]>(bounds)
-                        .map_err(|e| self.error(e.into()))?;
                     let mut entities = Vec::new();
-                    let mut continuation = None;
                     let mut reader = RowReader::default();
-                    let names = SnapshotNames::new(self, &txn);
                     // A filter of keys alone is met by every row of the
                     // range: it need not be evaluated again.
                     let filter = query
                         .filter
                         .as_ref()
                         .filter(|f| !tablekit::backend::sorted::keys_only(f));
-                    for item in range {
-                        let (key, row) = item.map_err(|e| self.error(e.into()))?;
-                        let key = key.value();
-                        let (pk, rk) =
-                            crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
-                        if entities.len() >= limit {
-                            continuation = Some(continuation_token(pk, rk));
-                            break;
+                    let select = query.select.as_deref();
+                    let continuation = self.page_rows(table, query, |key, row, names| {
+                        let entity = reader.entity(key, row, None, names)?;
+                        let matches = filter.is_none_or(|f| f.matches(&entity));
+                        if matches {
+                            entities.push(selected(entity, select));
                         }
-                        // Rows outside the RowKey range are skipped undecoded.
-                        if !rk_range.contains(rk) {
-                            continue;
-                        }
-                        let damaged = || {
-                            let text = |k| decode_key(k).unwrap_or_default();
-                            self.damaged_row(table, &text(pk), &text(rk))
-                        };
-                        let row = checked(key, row.value()).ok_or_else(damaged)?;
-                        let entity = reader
-                            .entity(key, row, None, &names)
-                            .ok_or_else(|| names.or_damaged(damaged))?;
-                        if filter.is_none_or(|f| f.matches(&entity)) {
-                            entities.push(selected(entity, query.select.as_deref()));
-                        }
-                    }
+                        Some(Ok(matches))
+                    })?;
                     Ok(QueryPage::new(entities, continuation))
                 })
             },
             |page| Some(page.entities.len()),
         )
+    }
+
+    fn reads_rows(&self, query: &Query) -> bool {
+        // Rows are lent with every property, and a filter is evaluated on
+        // an entity: only a query of keys alone is read so.
+        query.select.is_none()
+            && query
+                .filter
+                .as_ref()
+                .is_none_or(tablekit::backend::sorted::keys_only)
+    }
+
+    async fn read_rows(
+        &self,
+        table: &str,
+        query: &Query,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<Option<ContinuationToken>> {
+        if !self.reads_rows(query) {
+            return Err(Error::NotSupported {
+                operation: "read_rows of a query with a projection or a filter of properties",
+            });
+        }
+        let lent = std::cell::Cell::new(0);
+        // A panic of `read` is the caller's: it is carried past the
+        // engine's boundary (which takes a panic for a damaged file) and
+        // raised again there.
+        let mut panicked = None;
+        let read = Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
+            || {
+                self.guarded(|| {
+                    let mut reader = RowReader::default();
+                    self.page_rows(table, query, |key, row, names| {
+                        let read = reader.lend(key, row, names, |row| {
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(row)))
+                        })?;
+                        lent.set(lent.get() + 1);
+                        Some(match read {
+                            Ok(read) => read.map(|()| true),
+                            Err(panic) => {
+                                panicked = Some(panic);
+                                Err(Error::NotSupported {
+                                    operation: "a row reader that panics",
+                                })
+                            }
+                        })
+                    })
+                })
+            },
+            |_| Some(lent.get()),
+        );
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
+        read
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -583,6 +603,63 @@ fn owned(write: Write<'_>) -> BatchOperation {
 }
 
 /// `entity` with only the `$select`ed properties (the keys always).
+impl LocalStorage {
+    /// Reads a page of `query`: each row of its key range, checked against
+    /// its checksum, is handed to `take` with the names to read it with.
+    /// `take` answers whether the row is one of the page's (counted
+    /// against the page's size), or `None` if the row does not read (it is
+    /// damaged). Gives the page's continuation token.
+    fn page_rows(
+        &self,
+        table: &str,
+        query: &Query,
+        mut take: impl FnMut(&[u8], &[u8], &SnapshotNames<'_>) -> Option<Result<bool>>,
+    ) -> Result<Option<ContinuationToken>> {
+        door::query_entities(table, query)?;
+        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+        let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+        let txn = self.begin_read()?;
+        let rows = self.read_rows(&txn, table)?;
+        let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
+            return Ok(None);
+        };
+        if let Some((pk, rk)) = &resume {
+            range = range.starting_at(&[pk.as_slice(), &[0], rk.as_slice()].concat());
+        }
+        let Some(bounds) = range.bounds() else {
+            return Ok(None);
+        };
+        let range = rows
+            .range::<&[u8]>(bounds)
+            .map_err(|e| self.error(e.into()))?;
+        let names = SnapshotNames::new(self, &txn);
+        let mut taken = 0;
+        for item in range {
+            let (key, row) = item.map_err(|e| self.error(e.into()))?;
+            let key = key.value();
+            let (pk, rk) = crate::rows::split_key(key).ok_or_else(|| self.damaged("a row key"))?;
+            if taken >= limit {
+                return Ok(Some(continuation_token(pk, rk)));
+            }
+            // Rows outside the RowKey range are skipped undecoded.
+            if !rk_range.contains(rk) {
+                continue;
+            }
+            let damaged = || {
+                let text = |k| decode_key(k).unwrap_or_default();
+                self.damaged_row(table, &text(pk), &text(rk))
+            };
+            let row = checked(key, row.value()).ok_or_else(damaged)?;
+            match take(key, row, &names) {
+                Some(taken_now) => taken += usize::from(taken_now?),
+                None => return Err(names.or_damaged(damaged)),
+            }
+        }
+        Ok(None)
+    }
+}
+
 fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
     if let Some(select) = select {
         entity

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
+use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{InvalidInput, Result};
 use crate::filter::Filter;
@@ -199,6 +200,50 @@ pub struct QueryPage {
     /// do not cost the page its other rows.
     pub undecodable: Vec<UndecodableRow>,
 }
+
+/// A row as a store holds it, lent to the reader given to
+/// [`TableBackend::read_rows`]: its keys, its version and its properties,
+/// without an [`Entity`] made of them. The typed reads take each value they
+/// read out of [`properties`](LentRow::properties), so a row's values are
+/// moved, not copied, from the store's decoding into the typed value.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LentRow<'r> {
+    /// The PartitionKey.
+    pub partition_key: &'r str,
+    /// The RowKey.
+    pub row_key: &'r str,
+    /// The ETag of the stored version.
+    pub etag: &'r ETag,
+    /// The time of the row's last write (its Timestamp).
+    pub timestamp: DateTime,
+    /// The custom properties. The reader may take values out; whatever it
+    /// leaves is the backend's again once the reader returns.
+    pub properties: &'r mut crate::entity::Properties,
+}
+
+impl<'r> LentRow<'r> {
+    /// A row of these keys, version and properties.
+    pub fn new(
+        partition_key: &'r str,
+        row_key: &'r str,
+        etag: &'r ETag,
+        timestamp: DateTime,
+        properties: &'r mut crate::entity::Properties,
+    ) -> LentRow<'r> {
+        LentRow {
+            partition_key,
+            row_key,
+            etag,
+            timestamp,
+            properties,
+        }
+    }
+}
+
+/// The reader [`TableBackend::read_rows`] lends each row to: an error it
+/// returns ends the page, and is what the read returns.
+pub type RowVisitor<'a> = dyn FnMut(LentRow<'_>) -> Result<()> + Send + 'a;
 
 impl QueryPage {
     /// A page of `entities`, every row readable.
@@ -406,6 +451,44 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     /// The rows of a page come in the order of [`query_order`](TableBackend::query_order).
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage>;
 
+    /// Whether [`read_rows`](TableBackend::read_rows) reads `query`. `false`
+    /// (the default) for every query: the caller then reads the page's
+    /// entities instead. Asked only of a backend whose
+    /// [`query_order`](TableBackend::query_order) is [`QueryOrder::Keys`],
+    /// for queries of no projection (`select` is `None`). A wrapper that
+    /// changes rows or pages must answer `false`, and one that forwards it
+    /// must forward `read_rows` too.
+    fn reads_rows(&self, query: &Query) -> bool {
+        let _ = query;
+        false
+    }
+
+    /// Reads one page of a query as [`query_entities`](TableBackend::query_entities)
+    /// does, lending each row to `read` as the store holds it
+    /// ([`LentRow`]) instead of returning entities; gives the page's
+    /// continuation token. The typed reads use it, where
+    /// [`reads_rows`](TableBackend::reads_rows) says so, to build their
+    /// values without an [`Entity`] in between.
+    ///
+    /// `read` is lent the rows `query_entities` would give, in key order,
+    /// each as it would give it. An error of `read` ends the page and is
+    /// returned as is; a panic of `read` is `read`'s own, and leaves the
+    /// backend as it was.
+    ///
+    /// The default, for a backend that never reads rows so, is
+    /// [`Error::NotSupported`](crate::Error::NotSupported).
+    async fn read_rows(
+        &self,
+        table: &str,
+        query: &Query,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<Option<ContinuationToken>> {
+        let _ = (table, query, read);
+        Err(crate::error::Error::NotSupported {
+            operation: "read_rows",
+        })
+    }
+
     /// The order in which [`query_entities`](TableBackend::query_entities)
     /// returns rows. [`QueryOrder::Keys`] unless the backend says otherwise;
     /// a backend for a store that does not sort (Cosmos DB for Table) must
@@ -522,6 +605,12 @@ macro_rules! table_methods {
             ) -> $crate::error::Result<()>, DeleteEntity, resend;
             async submit_transaction(table: &str, operations: &[$crate::backend::BatchOperation])
                 -> $crate::error::Result<Vec<Option<$crate::entity::ETag>>>, SubmitTransaction, resend;
+            async read_rows(
+                table: &str,
+                query: &$crate::backend::Query,
+                read: &mut $crate::backend::RowVisitor<'_>
+            ) -> $crate::error::Result<Option<$crate::backend::ContinuationToken>>, QueryEntities, once;
+            sync reads_rows(query: &$crate::backend::Query) -> bool;
             sync query_order() -> $crate::backend::QueryOrder;
             sync pacing() -> Option<$crate::pacing::Pacing>;
             sync store_info() -> $crate::telemetry::StoreInfo;
@@ -541,7 +630,7 @@ macro_rules! forward_impls {
     };
     (@impl $contract:ident, $wrapper:ty,
         $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
-        $(sync $sync:ident() -> $sync_out:ty;)*
+        $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
     ) => {
         #[deny(clippy::missing_trait_methods)]
         #[async_trait::async_trait]
@@ -552,8 +641,8 @@ macro_rules! forward_impls {
                 }
             )*
             $(
-                fn $sync(&self) -> $sync_out {
-                    (**self).$sync()
+                fn $sync(&self, $($sarg: $sty),*) -> $sync_out {
+                    (**self).$sync($($sarg),*)
                 }
             )*
         }

@@ -35,6 +35,16 @@ impl Properties {
         }
     }
 
+    /// Makes room for at least `additional` more properties.
+    pub fn reserve(&mut self, additional: usize) {
+        self.entries.reserve(additional);
+    }
+
+    /// Removes every property, keeping the room they took for the next.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// Sets `name` to `value`, returning the value it replaces. A `&'static
     /// str` name is not copied; pass a `String` for any other name.
     pub fn insert(

@@ -404,7 +404,7 @@ impl<B: fmt::Debug> fmt::Debug for FaultInjection<B> {
 macro_rules! fault_impl {
     ($contract:ident
         $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
-        $(sync $sync:ident() -> $sync_out:ty;)*
+        $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
     ) => {
         #[deny(clippy::missing_trait_methods)]
         #[async_trait]
@@ -416,8 +416,8 @@ macro_rules! fault_impl {
                 }
             )*
             $(
-                fn $sync(&self) -> $sync_out {
-                    self.inner.$sync()
+                fn $sync(&self, $($sarg: $sty),*) -> $sync_out {
+                    self.inner.$sync($($sarg),*)
                 }
             )*
         }

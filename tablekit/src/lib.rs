@@ -315,8 +315,8 @@ pub mod validate;
 mod value;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, GetOptions, ListTablesOptions, Query, QueryOrder, QueryPage,
-    TableBackend, TablePage, UndecodableRow, UpdateMode,
+    BatchOperation, ContinuationToken, GetOptions, LentRow, ListTablesOptions, Query, QueryOrder,
+    QueryPage, RowVisitor, TableBackend, TablePage, UndecodableRow, UpdateMode,
 };
 pub use blob::{
     Blob, BlobPage, BlobProperties, BlobStore, BlobTarget, ListBlobsOptions, PutCondition,

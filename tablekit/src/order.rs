@@ -46,6 +46,22 @@ pub(crate) async fn between_pages() {
     tokio::task::yield_now().await;
 }
 
+/// `query` as a backend that lends its rows in key order
+/// ([`TableBackend::read_rows`]) reads it, and whether it resumes from an
+/// earlier page; `None` when the backend does not read it so.
+pub(crate) fn rows_query<B: TableBackend + ?Sized>(
+    backend: &B,
+    query: &Query,
+) -> Option<(Query, bool)> {
+    if backend.query_order() != QueryOrder::Keys || query.select.is_some() {
+        return None;
+    }
+    let mut query = query.clone();
+    let resuming = query.continuation.is_some();
+    resume_from_key(&mut query);
+    backend.reads_rows(&query).then_some((query, resuming))
+}
+
 /// One page of `query` in the store's order, for reads that need no order
 /// (counts): a key token becomes a condition on the keys, and the rest goes
 /// to the store as it is.

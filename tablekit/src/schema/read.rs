@@ -3,7 +3,7 @@
 //! version and size.
 
 use super::{Discriminator, TableEntity, stored_version};
-use crate::entity::{Entity, Properties};
+use crate::entity::Entity;
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
 use crate::key::{KeyDecodeError, KeyTuple};
 use crate::props::{KIND_PROPERTY, PropertySource, VERSION_PROPERTY};
@@ -25,16 +25,6 @@ pub fn from_entity<T: TableEntity>(entity: &Entity) -> Result<T, Error> {
 pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error> {
     let mut props = std::mem::take(&mut entity.properties);
     read_entity(&entity.partition_key, &entity.row_key, &mut props)
-}
-
-/// [`from_entity_owned`] that also gives back the properties the reader left:
-/// those `T` has no field for, and the row's bookkeeping.
-pub(crate) fn from_entity_keeping<T: TableEntity>(
-    mut entity: Entity,
-) -> Result<(T, Properties), Error> {
-    let mut props = std::mem::take(&mut entity.properties);
-    let value = read_entity(&entity.partition_key, &entity.row_key, &mut props)?;
-    Ok((value, props))
 }
 
 /// Reads a typed value straight from an entity document (a request body, a

@@ -6,8 +6,9 @@ use std::ops::{Bound, RangeBounds};
 
 use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
+use super::read::{load_stored, read_rows_page};
 use super::{Loaded, Table, load};
-use crate::backend::{ContinuationToken, Query};
+use crate::backend::{ContinuationToken, LentRow, Query};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
@@ -873,6 +874,26 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let table = self.table.of::<P>();
         let external = P::DESCRIPTOR.external_values().is_some();
         loop {
+            if !external {
+                // A backend that lends its rows: each is read into its value
+                // where it lies in the store's decoding, without an entity.
+                let mut paged = query.clone();
+                let top = paged.top.unwrap_or(MAX_PAGE_SIZE);
+                let left = u32::try_from(limit - items.len()).unwrap_or(u32::MAX);
+                paged.top = Some(top.min(left));
+                let policy = &self.row_errors;
+                let kept = &mut items;
+                let mut read = |row: LentRow<'_>| keep(kept, load_stored::<P>(row), policy);
+                let kind = T::DESCRIPTOR.kind;
+                let read = read_rows_page(backend, name, &paged, "query", kind, &mut read);
+                if let Some(continuation) = read.await {
+                    match continuation? {
+                        Some(next) if items.len() < limit => query.continuation = Some(next),
+                        _ => return Ok(items),
+                    }
+                    continue;
+                }
+            }
             let mut page =
                 super::read::read_page(backend, name, query.clone(), "query", T::DESCRIPTOR.kind)
                     .await?;

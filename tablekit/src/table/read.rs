@@ -7,12 +7,14 @@
 
 use std::sync::Arc;
 
-use super::{
-    Loaded, Table, has_index_rows, new_index_keys, operation, unknown, writes_of, written_version,
-};
-use crate::backend::TableBackend;
+use super::{Loaded, Table, has_index_rows, new_index_keys, operation, unknown, written_version};
+use crate::backend::{ContinuationToken, LentRow, RowVisitor, TableBackend};
+use crate::datetime::DateTime;
+use crate::entity::{ETag, Properties};
 use crate::error::{Error, Result};
+use crate::props::WRITES_PROPERTY;
 use crate::schema::{self, TableEntity};
+use crate::value::Value;
 
 impl<T: TableEntity> Table<T> {
     /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the
@@ -73,6 +75,39 @@ pub(crate) fn owned_query_stream(
     pages.try_flatten().boxed()
 }
 
+/// One page of `query` lent row by row to `read` (see
+/// [`TableBackend::read_rows`]), fetched as one operation `op`
+/// ([`operation`]): its continuation token. `None`, having read nothing,
+/// when the backend does not read this query so.
+pub(crate) async fn read_rows_page(
+    backend: &dyn TableBackend,
+    name: &str,
+    query: &crate::backend::Query,
+    op: &'static str,
+    kind: Option<&'static str>,
+    read: &mut RowVisitor<'_>,
+) -> Option<Result<Option<ContinuationToken>>> {
+    let (query, resuming) = crate::order::rows_query(backend, query)?;
+    let rows = std::sync::atomic::AtomicUsize::new(0);
+    let mut counted = |row: LentRow<'_>| {
+        rows.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        read(row)
+    };
+    let page = async {
+        if resuming {
+            crate::order::between_pages().await;
+        }
+        backend.read_rows(name, &query, &mut counted).await
+    };
+    Some(
+        operation(backend, op, name, kind, None)
+            .run_counted(page, |_| {
+                Some(rows.load(std::sync::atomic::Ordering::Relaxed))
+            })
+            .await,
+    )
+}
+
 /// One page of a query, in key order even on a store that does not sort
 /// (see [`ordered_page`](crate::order::ordered_page)), fetched as one
 /// operation `op` ([`operation`]).
@@ -96,19 +131,53 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<
     let etag = entity.etag.take().ok_or_else(|| Error::Decode {
         message: "the backend returned an entity without an ETag".into(),
     })?;
-    let timestamp = entity.timestamp;
-    let writes = writes_of(&entity).map(str::to_owned);
-    let row_key = has_index_rows::<T>().then(|| entity.row_key.clone());
-    let version = stored_version(&entity);
+    let mut properties = std::mem::take(&mut entity.properties);
+    load_parts(
+        &entity.partition_key,
+        &entity.row_key,
+        etag,
+        entity.timestamp,
+        &mut properties,
+    )
+}
+
+/// Reads a row a backend lends ([`TableBackend::read_rows`]) as a loaded
+/// value, moving its values into the result.
+pub(crate) fn load_stored<T: TableEntity>(row: LentRow<'_>) -> Result<Loaded<T>> {
+    load_parts(
+        row.partition_key,
+        row.row_key,
+        row.etag.clone(),
+        Some(row.timestamp),
+        row.properties,
+    )
+}
+
+/// [`load`] and [`load_stored`]: the value read from `properties`, taking
+/// out what it reads and what the value keeps of the rest.
+fn load_parts<T: TableEntity>(
+    partition_key: &str,
+    row_key: &str,
+    etag: ETag,
+    timestamp: Option<DateTime>,
+    properties: &mut Properties,
+) -> Result<Loaded<T>> {
+    let writes = match properties.get(WRITES_PROPERTY) {
+        Some(Value::String(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let version = schema::stored_version(properties).and_then(|v| u32::try_from(v).ok());
     let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
         None
     } else {
-        T::DESCRIPTOR
-            .layout_of(&entity.row_key)
-            .and_then(|(_, kind)| kind)
+        T::DESCRIPTOR.layout_of(row_key).and_then(|(_, kind)| kind)
     };
-    let (value, leftover) = schema::from_entity_keeping(entity)?;
-    let index_keys = row_key.and_then(|rk| new_index_keys(&value, &rk).map(Arc::from));
+    let value = schema::read_entity::<T, _>(partition_key, row_key, properties)?;
+    let index_keys = if has_index_rows::<T>() {
+        new_index_keys(&value, row_key).map(Arc::from)
+    } else {
+        None
+    };
     Ok(Loaded {
         value,
         etag,
@@ -118,7 +187,7 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<
         index_keys,
         version,
         previous_kind,
-        unknown: unknown::unknown_of::<T>(leftover),
+        unknown: unknown::unknown_taken::<T>(properties),
     })
 }
 

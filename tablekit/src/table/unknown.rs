@@ -40,6 +40,17 @@ pub(crate) fn unknown_of<T: TableEntity>(mut leftover: Properties) -> Properties
     leftover
 }
 
+/// [`unknown_of`] the properties a reader left in `leftover`, taken out of
+/// it; when there are none (the usual case), `leftover` keeps its room for
+/// the next row read into it.
+pub(crate) fn unknown_taken<T: TableEntity>(leftover: &mut Properties) -> Properties {
+    leftover.retain(|name, _| !is_bookkeeping::<T>(name));
+    if leftover.is_empty() {
+        return Properties::new();
+    }
+    unknown_of::<T>(std::mem::take(leftover))
+}
+
 /// Adds to `row` (an entity's row as its type writes it) each of `unknown`
 /// it does not hold: the row then replaces the stored one without removing
 /// what the type does not know.

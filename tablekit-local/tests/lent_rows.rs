@@ -1,0 +1,343 @@
+//! Typed queries on the disk store read each row where the store decodes
+//! it (`read_rows`), without an entity in between. They must read exactly
+//! what the entities give: the values, ETags, Timestamps, versions and the
+//! properties a type has no field for, at every limit and page size, with
+//! keys the store keeps encoded. A reader's error ends its page, a reader's
+//! panic is its own and leaves the store working, and a damaged row is
+//! `Damaged` on this path too.
+
+use std::path::Path;
+
+use futures::TryStreamExt;
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use tablekit::table::{RowErrors, SkippedRows};
+use tablekit::{
+    Entity, Error, LentRow, Loaded, Query, StorageFailure, Table, TableBackend, TableEntity,
+    UpdateMode,
+};
+use tablekit_local::{FILE_NAME, LocalStorage};
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "EMP")]
+struct Employee {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    name: String,
+    age: i32,
+}
+
+/// The same rows read with fewer fields: `age`, and whatever else a row
+/// holds, are the value's unknown properties.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "EMP")]
+struct EmployeeName {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    name: String,
+}
+
+/// Departments whose keys the store keeps encoded (U+E000 and past
+/// U+FFFF), and a plain one.
+const DEPARTMENTS: [&str; 3] = ["Dept\u{E000}\u{FFFD}", "Dept\u{1F600}", "Sales"];
+
+fn employee(department: &str, id: u32) -> Employee {
+    Employee {
+        department: department.into(),
+        id,
+        name: format!("emp {id} \u{E001}"),
+        age: 20 + (id % 50) as i32,
+    }
+}
+
+/// A store of employees: some written alone, some in transactions (rows
+/// of one ETag), one merged with a property no type has, one whose `age`
+/// is text (it does not read as an `Employee`).
+async fn filled(dir: &Path) -> LocalStorage {
+    let store = LocalStorage::open(dir).unwrap();
+    let staff = Table::<Employee>::new(store.clone());
+    staff.create_if_missing().await.unwrap();
+    for department in DEPARTMENTS {
+        for id in 0..5 {
+            staff.insert(&employee(department, id)).await.unwrap();
+        }
+        let batch: Vec<_> = (5..60).map(|id| employee(department, id)).collect();
+        for chunk in batch.chunks(20) {
+            let mut transaction = staff.batch();
+            for row in chunk {
+                transaction.insert(row).unwrap();
+            }
+            transaction.submit().await.unwrap();
+        }
+    }
+    let row_key = |id: u32| {
+        tablekit::schema::to_entity(&employee("Sales", id))
+            .unwrap()
+            .row_key
+    };
+    let extra = Entity::new("Sales", row_key(7)).with("Extra", "kept");
+    store
+        .upsert_entity("Staff", &extra, UpdateMode::Merge)
+        .await
+        .unwrap();
+    let unreadable = Entity::new("Sales", row_key(9)).with("age", "forty");
+    store
+        .upsert_entity("Staff", &unreadable, UpdateMode::Merge)
+        .await
+        .unwrap();
+    store
+}
+
+/// What a value read says of its row, for comparing two reads.
+fn described<T: std::fmt::Debug>(rows: &[Loaded<T>]) -> Vec<String> {
+    rows.iter()
+        .map(|row| {
+            format!(
+                "{:?} {:?} {:?} {:?} {:?}",
+                &**row,
+                Loaded::etag(row),
+                Loaded::timestamp(row),
+                Loaded::version(row),
+                Loaded::unknown_properties(row),
+            )
+        })
+        .collect()
+}
+
+/// Compares `collect()` (lent rows) with `stream()` (entities); `sales` is
+/// how many of the Sales rows read as `T`.
+async fn compare<T>(store: &LocalStorage, sales: usize)
+where
+    T: TableEntity + std::fmt::Debug + Send + 'static,
+    for<'a> &'a str: tablekit::schema::KeyArg<T::PartitionKey>,
+{
+    let table = Table::<T>::new(store.clone());
+    for department in DEPARTMENTS {
+        for page_size in [1, 3, 40, 1000] {
+            for limit in [None, Some(0), Some(1), Some(3), Some(21), Some(10_000)] {
+                let query = || {
+                    let skipped = RowErrors::Skip(SkippedRows::default());
+                    let query = table
+                        .query()
+                        .partition(department)
+                        .page_size(page_size)
+                        .on_row_error(skipped);
+                    match limit {
+                        Some(n) => query.limit(n),
+                        None => query,
+                    }
+                };
+                let collected = query().collect().await.unwrap();
+                let streamed: Vec<_> = query().stream().try_collect().await.unwrap();
+                assert_eq!(
+                    described(&collected),
+                    described(&streamed),
+                    "{department:?}, page size {page_size}, limit {limit:?}"
+                );
+                let all = if department == "Sales" { sales } else { 60 };
+                let expected = limit.map_or(all, |n| n.min(all));
+                assert_eq!(collected.len(), expected, "{department:?} {limit:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn typed_reads_of_lent_rows_are_what_the_entities_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = filled(dir.path()).await;
+    let query = Query::new().filter(tablekit::filter::prop("PartitionKey").eq("Sales"));
+    assert!(
+        store.reads_rows(&query),
+        "the store lends a key range's rows"
+    );
+    compare::<Employee>(&store, 59).await;
+    compare::<EmployeeName>(&store, 60).await;
+
+    // The unknown properties are the row's, on the lent path too.
+    let names = Table::<EmployeeName>::new(store.clone());
+    let read = names.query().partition("Sales").collect().await.unwrap();
+    let seven = read.iter().find(|e| e.id == 7).unwrap();
+    let unknown = Loaded::unknown_properties(seven);
+    assert_eq!(unknown.get("Extra"), Some(&tablekit::Value::from("kept")));
+    assert_eq!(unknown.get("age"), Some(&tablekit::Value::Int32(27)));
+
+    // The row that does not read as an `Employee` fails the query by default.
+    let staff = Table::<Employee>::new(store.clone());
+    let failed = staff.query().partition("Sales").collect().await;
+    assert!(matches!(failed, Err(Error::Schema(_))), "{failed:?}");
+    let skipped = SkippedRows::default();
+    let read = staff
+        .query()
+        .partition("Sales")
+        .on_row_error(RowErrors::Skip(skipped.clone()))
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!((read.len(), skipped.count()), (59, 1));
+}
+
+/// A row whose keys are any text.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Notes")]
+struct Note {
+    #[tablekit(partition_key)]
+    topic: String,
+    #[tablekit(row_key)]
+    key: String,
+    text: String,
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn keys_the_store_keeps_encoded_are_lent_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let notes = Table::<Note>::new(store.clone());
+    notes.create_if_missing().await.unwrap();
+    let keys = [
+        "a",
+        "b\u{E000}",
+        "c\u{EFFF}d",
+        "d\u{F8FF}",
+        "e\u{FFFF}",
+        "f\u{10000}",
+        "g\u{1F600}h",
+    ];
+    let mut written = Vec::new();
+    for topic in ["plain", "t\u{E000}"] {
+        for key in keys {
+            let note = Note {
+                topic: topic.into(),
+                key: key.into(),
+                text: format!("{topic}/{key}"),
+            };
+            notes.insert(&note).await.unwrap();
+            written.push(note);
+        }
+    }
+    for topic in ["plain", "t\u{E000}"] {
+        let collected = notes.query().partition(topic).collect().await.unwrap();
+        let streamed: Vec<_> = notes
+            .query()
+            .partition(topic)
+            .stream()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(described(&collected), described(&streamed));
+        let mut expected: Vec<_> = written
+            .iter()
+            .filter(|n| n.topic == topic)
+            .cloned()
+            .collect();
+        expected.sort_by(|a, b| tablekit::keyorder::cmp_utf16(&a.key, &b.key));
+        let read: Vec<Note> = collected.into_iter().map(Loaded::into_inner).collect();
+        assert_eq!(read, expected, "{topic:?}");
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = filled(dir.path()).await;
+    let query = Query::new().filter(tablekit::filter::prop("PartitionKey").eq("Sales"));
+
+    let mut lent = Vec::new();
+    let mut read = |row: LentRow<'_>| {
+        lent.push(row.row_key.to_owned());
+        if lent.len() == 2 {
+            return Err(Error::Decode {
+                message: "the reader's own".into(),
+            });
+        }
+        Ok(())
+    };
+    let ended = store.read_rows("Staff", &query, &mut read).await;
+    assert!(
+        matches!(&ended, Err(Error::Decode { message }) if message == "the reader's own"),
+        "{ended:?}"
+    );
+    assert_eq!(lent.len(), 2);
+
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        futures::executor::block_on(store.read_rows("Staff", &query, &mut |_: LentRow<'_>| {
+            panic!("the reader's panic")
+        }))
+    }));
+    let payload = panicked.expect_err("the reader's panic reaches its caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the reader's panic"));
+    // The store took it for no damage of its own: it reads and writes on.
+    let page = store.query_entities("Staff", &query).await.unwrap();
+    assert_eq!(page.entities.len(), 60);
+    store
+        .insert_entity("Staff", &Entity::new("Sales", "after"))
+        .await
+        .unwrap();
+
+    // A query the store does not lend is refused as such.
+    let projected = query.clone().select(["name"]);
+    let filtered = Query::new().filter(tablekit::filter::prop("age").gt(30));
+    for query in [projected, filtered] {
+        assert!(!store.reads_rows(&query));
+        let refused = store
+            .read_rows("Staff", &query, &mut |_: LentRow<'_>| Ok(()))
+            .await;
+        assert!(
+            matches!(refused, Err(Error::NotSupported { .. })),
+            "{refused:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_damaged_row_lent_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(filled(dir.path()).await);
+    // One byte of one stored row changed in the file.
+    {
+        let engine: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("rows/staff");
+        let db = redb::Database::create(dir.path().join(FILE_NAME)).unwrap();
+        let (key, mut value) = {
+            let txn = db.begin_read().unwrap();
+            let rows = txn.open_table(engine).unwrap();
+            let (key, value) = rows.iter().unwrap().nth(70).unwrap().unwrap();
+            (key.value().to_vec(), value.value().to_vec())
+        };
+        let last = value.len() - 1;
+        value[last] ^= 0x01;
+        let txn = db.begin_write().unwrap();
+        txn.open_table(engine)
+            .unwrap()
+            .insert(key.as_slice(), value.as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let staff = Table::<Employee>::new(store.clone());
+    let mut damaged = 0;
+    for department in DEPARTMENTS {
+        let skipped = RowErrors::Skip(SkippedRows::default());
+        let read = staff
+            .query()
+            .partition(department)
+            .on_row_error(skipped)
+            .collect()
+            .await;
+        match read {
+            Ok(rows) => assert!(rows.len() >= 59, "{department:?}: {}", rows.len()),
+            Err(Error::Storage {
+                failure: StorageFailure::Damaged,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("Staff"), "{message}");
+                damaged += 1;
+            }
+            Err(other) => panic!("{department:?}: {other:?}"),
+        }
+    }
+    assert_eq!(damaged, 1, "the damaged row's partition, and only it");
+}
