@@ -213,6 +213,116 @@ fn sqlite_with_timestamps(dir: &Path) -> u64 {
     on_disk
 }
 
+/// Bytes on disk per row of the raw engine holding the same keys in a table
+/// of its own, each value `extra` bytes of its own before the 150 bytes
+/// and their length (a varint, as SQLite's record keeps it): what the
+/// engine's layout costs, apart from the store's.
+fn engine_bytes(dir: &Path, extra: usize) -> f64 {
+    use tablekit::backend::sorted::{encode_key, put_varint};
+    std::fs::create_dir_all(dir).unwrap();
+    let definition: TableDefinition<&[u8], &[u8]> = TableDefinition::new("rows");
+    let db = redb::Database::create(dir.join("engine.redb")).unwrap();
+    for start in (0..ROWS).step_by(100) {
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(definition).unwrap();
+            for n in start..start + 100 {
+                let key = [&*encode_key(&pk(n)), &[0], &*encode_key(&rk(n))].concat();
+                let mut value = vec![7u8; extra];
+                let data = data(n);
+                put_varint(&mut value, data.len() as u64);
+                value.extend_from_slice(data.as_bytes());
+                table.insert(key.as_slice(), value.as_slice()).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    drop(db);
+    let (_, on_disk) = bytes_in(dir);
+    std::fs::remove_dir_all(dir).unwrap();
+    on_disk as f64 / ROWS as f64
+}
+
+/// Bytes on disk per row of 100,000 rows whose one value is `len` bytes,
+/// loaded in 100-row transactions: the store's, SQLite's, SQLite's with a
+/// Timestamp column. Rows fill the engine's 4 KiB pages by whole rows, so
+/// one size alone can land either side of a page's last row.
+fn bytes_at(runtime: &tokio::runtime::Runtime, base: &Path, len: usize) -> (f64, f64, f64) {
+    let value = |n: usize| -> String { data(n).chars().cycle().take(len).collect() };
+    let local = base.join(format!("sized-local-{len}"));
+    {
+        let store = LocalStorage::open(&local).unwrap();
+        runtime.block_on(store.create_table(TABLE)).unwrap();
+        for start in (0..ROWS).step_by(100) {
+            let ops: Vec<_> = (start..start + 100)
+                .map(|n| BatchOperation::Insert(Entity::new(pk(n), rk(n)).with("data", value(n))))
+                .collect();
+            runtime
+                .block_on(store.submit_transaction(TABLE, &ops))
+                .unwrap();
+        }
+    }
+    let local_bytes = bytes_in(&local).1;
+    std::fs::remove_dir_all(&local).unwrap();
+    let sqlite_bytes = |timed: bool| {
+        let dir = base.join(format!("sized-sqlite-{len}-{timed}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = sqlite(&dir.join("rows.sqlite"));
+        c.execute_batch(
+            "CREATE TABLE timed (pk TEXT NOT NULL, rk TEXT NOT NULL, ts INTEGER NOT NULL, \
+             data TEXT NOT NULL, PRIMARY KEY (pk, rk)) WITHOUT ROWID",
+        )
+        .unwrap();
+        let ticks = tablekit::DateTime::now().ticks();
+        for start in (0..ROWS).step_by(100) {
+            let txn = c.transaction().unwrap();
+            {
+                let (mut plain, mut with_time) = (
+                    txn.prepare_cached("INSERT INTO rows (pk, rk, data) VALUES (?1, ?2, ?3)")
+                        .unwrap(),
+                    txn.prepare_cached(
+                        "INSERT INTO timed (pk, rk, ts, data) VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .unwrap(),
+                );
+                for n in start..start + 100 {
+                    if timed {
+                        with_time
+                            .execute((pk(n), rk(n), ticks + n as i64, value(n)))
+                            .unwrap();
+                    } else {
+                        plain.execute((pk(n), rk(n), value(n))).unwrap();
+                    }
+                }
+            }
+            txn.commit().unwrap();
+        }
+        c.pragma_update(None, "wal_checkpoint", "TRUNCATE").unwrap();
+        drop(c);
+        let bytes = bytes_in(&dir).1;
+        std::fs::remove_dir_all(&dir).unwrap();
+        bytes
+    };
+    let (plain, timed) = (sqlite_bytes(false), sqlite_bytes(true));
+    let per_row = |bytes: u64| bytes as f64 / ROWS as f64;
+    (per_row(local_bytes), per_row(plain), per_row(timed))
+}
+
+/// [`bytes_at`] for values of several sizes, printed.
+fn bytes_by_size(runtime: &tokio::runtime::Runtime, base: &Path) {
+    println!(
+        "bytes on disk per row by the value's size: tablekit-local / SQLite / SQLite with a Timestamp"
+    );
+    for len in [20, 60, 100, 140, 150, 160, 200, 300, 500, 1000] {
+        let (local, plain, timed) = bytes_at(runtime, base, len);
+        println!(
+            "  {len:>4} bytes: {local:.0} / {plain:.0} / {timed:.0} ({:.2}x, {:.2}x)",
+            local / plain,
+            local / timed
+        );
+    }
+}
+
 /// An employee of the main example's kind: six columns of their own, with
 /// names, as most rows have.
 #[derive(TableEntity, Debug, Clone)]
@@ -621,6 +731,16 @@ fn main() {
         ranges(&runtime, &local, &sqlite_dir.join("rows.sqlite"));
         return;
     }
+    if std::env::var_os("TABLEKIT_BENCH_SIZES_ONLY").is_some() {
+        bytes_by_size(&runtime, &base);
+        return;
+    }
+    if std::env::var_os("TABLEKIT_BENCH_ENGINE_BYTES_ONLY").is_some() {
+        let bare = engine_bytes(&base.join("engine-bare"), 0);
+        let kept = engine_bytes(&base.join("engine-kept"), 12);
+        println!("the raw engine: {bare:.0} bytes per row; {kept:.0} with 12 bytes more");
+        return;
+    }
     if std::env::var_os("TABLEKIT_BENCH_EMPLOYEES_ONLY").is_some() {
         let (local, plain, timed) = employee_bytes(&runtime, &base);
         println!("employee rows: {local:.0} bytes per row; SQLite {plain:.0}, {timed:.0} timed");
@@ -740,6 +860,13 @@ fn main() {
         per_row(timed_bytes),
         ratio(compacted.1, timed_bytes),
     );
+    println!(
+        "the raw engine with the same keys and values alone: {:.0} bytes on disk per row; \
+         with the 12 bytes every row of the store must keep (its write time and checksum): {:.0}",
+        engine_bytes(&base.join("engine-bare"), 0),
+        engine_bytes(&base.join("engine-kept"), 12),
+    );
+    bytes_by_size(&runtime, base);
     let (local, plain, timed) = employee_bytes(&runtime, base);
     println!(
         "employee rows (six named columns): tablekit-local {local:.0} bytes on disk per row after \
