@@ -468,3 +468,134 @@ pub async fn random_filters_agree_with_the_evaluator(backend: &dyn TableBackend)
     }
     backend.delete_table(&table).await.expect("delete table");
 }
+
+/// A row as a comparison sees it: keys, ETag, Timestamp and properties
+/// sorted by name.
+type Seen = (
+    String,
+    String,
+    String,
+    Option<DateTime>,
+    Vec<(String, String)>,
+);
+
+fn seen_of(
+    partition_key: &str,
+    row_key: &str,
+    etag: &tablekit::ETag,
+    timestamp: Option<DateTime>,
+    properties: &tablekit::Properties,
+) -> Seen {
+    let mut props: Vec<_> = properties
+        .iter()
+        .map(|(name, value)| (name.to_owned(), format!("{value:?}")))
+        .collect();
+    props.sort();
+    (
+        partition_key.to_owned(),
+        row_key.to_owned(),
+        etag.to_string(),
+        timestamp,
+        props,
+    )
+}
+
+/// The pages of `query`, read as entities and lent row by row
+/// ([`TableBackend::read_rows`]) where the backend lends them: the same
+/// rows, each as the entities give it, and the same continuation tokens.
+/// A query the backend does not lend is refused as such, lending nothing.
+pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "lent").await;
+    let mut entities = Vec::new();
+    for pk in ["la", "lb\u{E000}", "lc\u{1F600}"] {
+        for i in 0..120 {
+            entities.push(
+                Entity::new(pk, format!("r{i:04}\u{FFFD}"))
+                    .with("n", i)
+                    .with("text", format!("row {i} of {pk}"))
+                    .with("flag", i % 2 == 0)
+                    .with(format!("only{}", i % 7), i64::from(i) * 3),
+            );
+        }
+    }
+    load(backend, &table, entities).await;
+    let queries = [
+        Query::new(),
+        Query::new().filter(Filter::partition_key().eq("lb\u{E000}")),
+        Query::new().filter(
+            Filter::partition_key().eq("la")
+                & Filter::row_key().ge("r0010")
+                & Filter::row_key().lt("r0100"),
+        ),
+        Query::new().top(7),
+        Query::new().filter(prop("n").lt(20)),
+        Query::new().select(["n"]),
+    ];
+    let mut lent_queries = 0;
+    for query in queries {
+        let mut query = query;
+        if !backend.reads_rows(&query) {
+            let mut lent = 0;
+            let refused = backend
+                .read_rows(&table, &query, &mut |_| {
+                    lent += 1;
+                    Ok(())
+                })
+                .await;
+            assert!(
+                matches!(refused, Err(Error::NotSupported { .. })),
+                "a query not lent is refused: {refused:?}"
+            );
+            assert_eq!(lent, 0, "and nothing is lent");
+            continue;
+        }
+        lent_queries += 1;
+        let (mut as_entities, mut as_lent) = (Vec::new(), Vec::new());
+        let mut pages = 0;
+        loop {
+            let page = backend.query_entities(&table, &query).await.expect("page");
+            as_entities.extend(page.entities.iter().map(|e| {
+                let etag = e.etag.as_ref().expect("an entity read has an ETag");
+                seen_of(
+                    &e.partition_key,
+                    &e.row_key,
+                    etag,
+                    e.timestamp,
+                    &e.properties,
+                )
+            }));
+            let mut read = |row: tablekit::LentRow<'_>| {
+                let seen = seen_of(
+                    row.partition_key,
+                    row.row_key,
+                    row.etag,
+                    Some(row.timestamp),
+                    row.properties,
+                );
+                as_lent.push(seen);
+                Ok(())
+            };
+            let next = backend
+                .read_rows(&table, &query, &mut read)
+                .await
+                .expect("lent page");
+            let expected = page.continuation.as_ref().map(ToString::to_string);
+            assert_eq!(
+                next.as_ref().map(ToString::to_string),
+                expected,
+                "the same continuation"
+            );
+            assert_eq!(as_lent, as_entities, "page {pages} of {query:?}");
+            pages += 1;
+            match page.continuation {
+                Some(token) => query.continuation = Some(token),
+                None => break,
+            }
+        }
+        assert!(!as_entities.is_empty(), "{query:?} reads rows");
+    }
+    if backend.reads_rows(&Query::new()) {
+        assert!(lent_queries >= 4, "every key range is lent");
+    }
+    backend.delete_table(&table).await.expect("delete table");
+}

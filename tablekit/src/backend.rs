@@ -475,8 +475,10 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     /// returned as is; a panic of `read` is `read`'s own, and leaves the
     /// backend as it was.
     ///
-    /// The default, for a backend that never reads rows so, is
-    /// [`Error::NotSupported`](crate::Error::NotSupported).
+    /// A query [`reads_rows`](TableBackend::reads_rows) does not accept is
+    /// refused with [`Error::NotSupported`](crate::Error::NotSupported),
+    /// nothing lent; the default, for a backend that never reads rows so,
+    /// refuses every query.
     async fn read_rows(
         &self,
         table: &str,
