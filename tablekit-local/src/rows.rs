@@ -248,8 +248,8 @@ fn shared_partition<'p>(
 /// The ETag of a row written at `ticks` (`written`), made once for the rows
 /// of one transaction and kept in `etag`.
 fn shared_etag(etag: &mut Option<(i64, ETag)>, ticks: i64, written: DateTime) -> &ETag {
-    if !matches!(etag, Some((at, _)) if *at == ticks) {
-        *etag = Some((ticks, ETag::from_timestamp(written)));
+    if etag.as_ref().is_some_and(|(at, _)| *at != ticks) {
+        *etag = None;
     }
     &etag
         .get_or_insert_with(|| (ticks, ETag::from_timestamp(written)))

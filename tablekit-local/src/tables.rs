@@ -114,7 +114,7 @@ impl LocalStorage {
     /// The rows of `table` in a read transaction. A table's rows exist
     /// exactly while the table does (both are made and dropped in one
     /// transaction), so the catalogue is read only to say why one is missing.
-    fn read_rows(
+    fn rows_to_read(
         &self,
         txn: &redb::ReadTransaction,
         table: &str,
@@ -415,7 +415,7 @@ impl TableBackend for LocalStorage {
             self.guarded(|| {
                 door::get_entity(table, partition_key, row_key_text, options)?;
                 let txn = self.begin_read()?;
-                let rows = self.read_rows(&txn, table)?;
+                let rows = self.rows_to_read(&txn, table)?;
                 let key = row_key(partition_key, row_key_text);
                 let row = rows
                     .get(key.as_slice())
@@ -602,7 +602,6 @@ fn owned(write: Write<'_>) -> BatchOperation {
     }
 }
 
-/// `entity` with only the `$select`ed properties (the keys always).
 impl LocalStorage {
     /// Reads a page of `query`: each row of its key range, checked against
     /// its checksum, is handed to `take` with the names to read it with.
@@ -620,7 +619,7 @@ impl LocalStorage {
         let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
         let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
         let txn = self.begin_read()?;
-        let rows = self.read_rows(&txn, table)?;
+        let rows = self.rows_to_read(&txn, table)?;
         let Some(mut range) = key_bounds(&pk_range, &rk_range) else {
             return Ok(None);
         };
@@ -660,6 +659,7 @@ impl LocalStorage {
     }
 }
 
+/// `entity` with only the `$select`ed properties (the keys always).
 fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
     if let Some(select) = select {
         entity

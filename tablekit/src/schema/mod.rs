@@ -8,9 +8,9 @@
 mod companions;
 mod descriptor;
 mod read;
-pub(crate) use read::read_entity;
 mod values;
 
+pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 
 use std::marker::PhantomData;
