@@ -514,7 +514,15 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
                     .with("n", i)
                     .with("text", format!("row {i} of {pk}"))
                     .with("flag", i % 2 == 0)
-                    .with(format!("only{}", i % 7), i64::from(i) * 3),
+                    .with(format!("only{}", i % 7), i64::from(i) * 3)
+                    .with("ratio", f64::from(i) / 7.0)
+                    .with("bytes", vec![i as u8; (i % 5) as usize])
+                    .with("id", tablekit::uuid::Uuid::from_u128(u128::from(i as u32)))
+                    .with(
+                        "when",
+                        DateTime::from_ticks(638_000_000_000_000_000 + i64::from(i))
+                            .expect("a time"),
+                    ),
             );
         }
     }
