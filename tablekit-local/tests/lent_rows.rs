@@ -1,6 +1,6 @@
-//! Typed queries on the disk store read each row where the store decodes
-//! it (`read_rows`), without an entity in between. They must read exactly
-//! what the entities give: the values, ETags, Timestamps, versions and the
+//! Typed queries on the disk store (`collect()` and `stream()`) read each
+//! row where the store decodes it (`read_rows`), without an entity in
+//! between. They must read exactly what the entities give: the values, ETags, Timestamps, versions and the
 //! properties a type has no field for, at every limit and page size, with
 //! keys the store keeps encoded. A reader's error ends its page, a reader's
 //! panic is its own and leaves the store working, and a damaged row is
@@ -107,18 +107,103 @@ fn described<T: std::fmt::Debug>(rows: &[Loaded<T>]) -> Vec<String> {
         .collect()
 }
 
-/// Compares `collect()` (lent rows) with `stream()` (entities); `sales` is
-/// how many of the Sales rows read as `T`.
+/// The store, lending no rows: every read goes through its entities.
+#[derive(Debug)]
+struct EntitiesOnly(LocalStorage);
+
+#[async_trait::async_trait]
+impl TableBackend for EntitiesOnly {
+    async fn create_table(&self, table: &str) -> tablekit::Result<()> {
+        self.0.create_table(table).await
+    }
+    async fn delete_table(&self, table: &str) -> tablekit::Result<()> {
+        self.0.delete_table(table).await
+    }
+    async fn list_tables(
+        &self,
+        options: &tablekit::ListTablesOptions,
+    ) -> tablekit::Result<tablekit::TablePage> {
+        self.0.list_tables(options).await
+    }
+    async fn get_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        options: &tablekit::GetOptions,
+    ) -> tablekit::Result<Entity> {
+        self.0
+            .get_entity(table, partition_key, row_key, options)
+            .await
+    }
+    async fn query_entities(
+        &self,
+        table: &str,
+        query: &Query,
+    ) -> tablekit::Result<tablekit::QueryPage> {
+        self.0.query_entities(table, query).await
+    }
+    fn store_info(&self) -> tablekit::telemetry::StoreInfo {
+        self.0.store_info()
+    }
+    async fn insert_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+    ) -> tablekit::Result<tablekit::ETag> {
+        self.0.insert_entity(table, entity).await
+    }
+    async fn update_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+        if_match: &tablekit::IfMatch,
+    ) -> tablekit::Result<tablekit::ETag> {
+        self.0.update_entity(table, entity, mode, if_match).await
+    }
+    async fn upsert_entity(
+        &self,
+        table: &str,
+        entity: &Entity,
+        mode: UpdateMode,
+    ) -> tablekit::Result<tablekit::ETag> {
+        self.0.upsert_entity(table, entity, mode).await
+    }
+    async fn delete_entity(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &tablekit::IfMatch,
+    ) -> tablekit::Result<()> {
+        self.0
+            .delete_entity(table, partition_key, row_key, if_match)
+            .await
+    }
+    async fn submit_transaction(
+        &self,
+        table: &str,
+        operations: &[tablekit::BatchOperation],
+    ) -> tablekit::Result<Vec<Option<tablekit::ETag>>> {
+        self.0.submit_transaction(table, operations).await
+    }
+}
+
+/// Compares `collect()` and `stream()` (lent rows) with `stream()` on
+/// [`EntitiesOnly`] (entities); `sales` is how many of the Sales rows read
+/// as `T`.
 async fn compare<T>(store: &LocalStorage, sales: usize)
 where
     T: TableEntity + std::fmt::Debug + Send + 'static,
     for<'a> &'a str: tablekit::schema::KeyArg<T::PartitionKey>,
 {
     let table = Table::<T>::new(store.clone());
+    let reference = Table::<T>::new(EntitiesOnly(store.clone()));
     for department in DEPARTMENTS {
         for page_size in [1, 3, 40, 1000] {
             for limit in [None, Some(0), Some(1), Some(3), Some(21), Some(10_000)] {
-                let query = || {
+                let query = |table: &Table<T>| {
                     let skipped = RowErrors::Skip(SkippedRows::default());
                     let query = table
                         .query()
@@ -130,13 +215,12 @@ where
                         None => query,
                     }
                 };
-                let collected = query().collect().await.unwrap();
-                let streamed: Vec<_> = query().stream().try_collect().await.unwrap();
-                assert_eq!(
-                    described(&collected),
-                    described(&streamed),
-                    "{department:?}, page size {page_size}, limit {limit:?}"
-                );
+                let collected = query(&table).collect().await.unwrap();
+                let streamed: Vec<_> = query(&table).stream().try_collect().await.unwrap();
+                let expected: Vec<_> = query(&reference).stream().try_collect().await.unwrap();
+                let context = format!("{department:?}, page size {page_size}, limit {limit:?}");
+                assert_eq!(described(&collected), described(&expected), "{context}");
+                assert_eq!(described(&streamed), described(&expected), "{context}");
                 let all = if department == "Sales" { sales } else { 60 };
                 let expected = limit.map_or(all, |n| n.min(all));
                 assert_eq!(collected.len(), expected, "{department:?} {limit:?}");
@@ -220,7 +304,8 @@ async fn keys_the_store_keeps_encoded_are_lent_as_written() {
     }
     for topic in ["plain", "t\u{E000}"] {
         let collected = notes.query().partition(topic).collect().await.unwrap();
-        let streamed: Vec<_> = notes
+        let reference = Table::<Note>::new(EntitiesOnly(store.clone()));
+        let streamed: Vec<_> = reference
             .query()
             .partition(topic)
             .stream()

@@ -703,10 +703,17 @@ fn main() {
         local_load(&runtime, &dir);
         let store = LocalStorage::open(&dir).unwrap();
         let table = tablekit::Table::<Row>::new(store.clone());
-        let typed = std::env::var_os("TABLEKIT_BENCH_TYPED").is_some();
+        let typed = std::env::var("TABLEKIT_BENCH_TYPED").ok();
         let t = time_ranges(2000, |p| {
             let pk = format!("Dept{p:03}");
-            if typed {
+            if typed.as_deref() == Some("stream") {
+                use futures::TryStreamExt;
+                let rows: Vec<_> = runtime
+                    .block_on(table.query().partition(pk).stream().try_collect())
+                    .unwrap();
+                return rows.len();
+            }
+            if typed.is_some() {
                 return runtime
                     .block_on(table.query().partition(pk).collect())
                     .unwrap()

@@ -661,8 +661,21 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         if let Some(rule) = P::DESCRIPTOR.rows {
             return self.stream_wide(rule);
         }
+        let external = P::DESCRIPTOR.external_values().is_some();
         let rows = match &self.shards_of {
             Some(pk) => self.sharded_rows(pk, |partition| self.base_query_in(partition)),
+            None if !external => {
+                let typed = super::typed_query_stream::<P>(
+                    std::sync::Arc::clone(self.table.backend()),
+                    self.table.name().to_owned(),
+                    self.to_query(),
+                    "query",
+                    T::DESCRIPTOR.kind,
+                );
+                return with_row_errors(typed, self.row_errors)
+                    .take(self.limit.unwrap_or(usize::MAX))
+                    .boxed();
+            }
             None => super::owned_query_stream(
                 std::sync::Arc::clone(self.table.backend()),
                 self.table.name().to_owned(),
@@ -671,7 +684,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 T::DESCRIPTOR.kind,
             ),
         };
-        let typed = if P::DESCRIPTOR.external_values().is_some() {
+        let typed = if external {
             // Values kept in blobs are read back: a table per row.
             let table = self.table.of::<P>();
             rows.and_then(move |entity| restore_and_load(table.clone(), entity))

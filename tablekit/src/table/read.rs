@@ -75,6 +75,55 @@ pub(crate) fn owned_query_stream(
     pages.try_flatten().boxed()
 }
 
+/// Every row of a query read as `P`, each page fetched as one operation
+/// `op`: lent by the backend and read where it lies, when the backend lends
+/// the query ([`TableBackend::read_rows`]), else read from its entities.
+pub(crate) fn typed_query_stream<P: TableEntity>(
+    backend: Arc<dyn TableBackend>,
+    name: String,
+    query: crate::backend::Query,
+    op: &'static str,
+    kind: Option<&'static str>,
+) -> futures::stream::BoxStream<'static, Result<Loaded<P>>> {
+    use futures::stream::{StreamExt, TryStreamExt};
+    if crate::order::rows_query(&*backend, &query).is_none() {
+        return owned_query_stream(backend, name, query, op, kind)
+            .map(|entity| entity.and_then(load::<P>))
+            .boxed();
+    }
+    let pages = futures::stream::try_unfold(
+        (backend, name, query, false),
+        move |(backend, name, mut query, done)| async move {
+            if done {
+                return Ok::<_, Error>(None);
+            }
+            let mut rows = Vec::new();
+            let mut read = |row: LentRow<'_>| {
+                rows.push(load_stored::<P>(row));
+                Ok(())
+            };
+            let next = match read_rows_page(&*backend, &name, &query, op, kind, &mut read).await {
+                Some(next) => next?,
+                None => {
+                    // Not lent after all (the backend decides per page):
+                    // this page is read from its entities.
+                    let mut page = read_page(&*backend, &name, query.clone(), op, kind).await?;
+                    let next = page.continuation.take();
+                    rows.extend(page.into_rows().map(|row| row.and_then(load::<P>)));
+                    next
+                }
+            };
+            let done = next.is_none();
+            query.continuation = next;
+            Ok(Some((
+                futures::stream::iter(rows),
+                (backend, name, query, done),
+            )))
+        },
+    );
+    pages.try_flatten().boxed()
+}
+
 /// One page of `query` lent row by row to `read` (see
 /// [`TableBackend::read_rows`]), fetched as one operation `op`
 /// ([`operation`]): its continuation token. `None`, having read nothing,
