@@ -221,6 +221,15 @@ where
                 let context = format!("{department:?}, page size {page_size}, limit {limit:?}");
                 assert_eq!(described(&collected), described(&expected), "{context}");
                 assert_eq!(described(&streamed), described(&expected), "{context}");
+                // One page, and the token after it.
+                let (page, next) = query(&table).page().await.unwrap();
+                let (expected, expected_next) = query(&reference).page().await.unwrap();
+                assert_eq!(described(&page), described(&expected), "{context}");
+                assert_eq!(
+                    next.map(|t| t.to_string()),
+                    expected_next.map(|t| t.to_string()),
+                    "{context}"
+                );
                 let all = if department == "Sales" { sales } else { 60 };
                 let expected = limit.map_or(all, |n| n.min(all));
                 assert_eq!(collected.len(), expected, "{department:?} {limit:?}");

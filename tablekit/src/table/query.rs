@@ -894,12 +894,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 let top = paged.top.unwrap_or(MAX_PAGE_SIZE);
                 let left = u32::try_from(limit - items.len()).unwrap_or(u32::MAX);
                 paged.top = Some(top.min(left));
-                let policy = &self.row_errors;
-                let kept = &mut items;
-                let mut read = |row: LentRow<'_>| keep(kept, load_stored::<P>(row), policy);
-                let kind = T::DESCRIPTOR.kind;
-                let read = read_rows_page(backend, name, &paged, "query", kind, &mut read);
-                if let Some(continuation) = read.await {
+                if let Some(continuation) = self.lent_page(&paged, &mut items).await {
                     match continuation? {
                         Some(next) if items.len() < limit => query.continuation = Some(next),
                         _ => return Ok(items),
@@ -927,6 +922,22 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 _ => return Ok(items),
             }
         }
+    }
+
+    /// One page of `query` lent by the backend
+    /// ([`TableBackend::read_rows`](crate::TableBackend::read_rows)), each
+    /// row read as `P` into `items` under the query's row-error policy: the
+    /// page's token. `None`, having read nothing, when the backend does not
+    /// lend the query.
+    async fn lent_page(
+        &self,
+        query: &Query,
+        items: &mut Vec<Loaded<P>>,
+    ) -> Option<Result<Option<ContinuationToken>>> {
+        let policy = &self.row_errors;
+        let mut read = |row: LentRow<'_>| keep(items, load_stored::<P>(row), policy);
+        let (backend, name) = (&**self.table.backend(), self.table.name());
+        read_rows_page(backend, name, query, "query", T::DESCRIPTOR.kind, &mut read).await
     }
 
     /// A page for a web API: at most `n` items (1 to 1,000), and a cursor
@@ -1011,6 +1022,15 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             return Err(crate::error::Error::NotSupported {
                 operation: "page() on wide entities (use stream())",
             });
+        }
+        let external = P::DESCRIPTOR.external_values().is_some();
+        if self.shards_of.is_none() && !external {
+            // A backend that lends the query's rows: each is read into its
+            // value where it lies, without an entity.
+            let mut items = Vec::new();
+            if let Some(continuation) = self.lent_page(&self.to_query(), &mut items).await {
+                return Ok((items, continuation?));
+            }
         }
         let (rows, continuation) = match &self.shards_of {
             Some(pk) => self.sharded_page(pk).await?,
