@@ -53,7 +53,11 @@ pub(crate) fn rows_query<B: TableBackend + ?Sized>(
     backend: &B,
     query: &Query,
 ) -> Option<(Query, bool)> {
-    if backend.query_order() != QueryOrder::Keys || query.select.is_some() {
+    // A backend that lends nothing answers before the query is copied.
+    if backend.query_order() != QueryOrder::Keys
+        || query.select.is_some()
+        || !backend.reads_rows(query)
+    {
         return None;
     }
     let mut query = query.clone();

@@ -886,8 +886,11 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let name = self.table.name();
         let table = self.table.of::<P>();
         let external = P::DESCRIPTOR.external_values().is_some();
+        // Whether the backend lends this query's rows, asked once: the
+        // pages of a backend that lends none are read as entities at once.
+        let lends = !external && crate::order::rows_query(backend, &query).is_some();
         loop {
-            if !external {
+            if lends {
                 // A backend that lends its rows: each is read into its value
                 // where it lies in the store's decoding, without an entity.
                 let mut paged = query.clone();
