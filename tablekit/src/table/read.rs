@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
-use super::{Loaded, Table, has_index_rows, new_index_keys, operation, unknown, written_version};
+use super::{
+    Loaded, Table, has_index_rows, new_index_keys, operation, unknown, writes_in, written_version,
+};
 use crate::backend::{ContinuationToken, LentRow, RowVisitor, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Properties};
 use crate::error::{Error, Result};
-use crate::props::WRITES_PROPERTY;
 use crate::schema::{self, TableEntity};
-use crate::value::Value;
 
 impl<T: TableEntity> Table<T> {
     /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the
@@ -211,10 +211,7 @@ fn load_parts<T: TableEntity>(
     timestamp: Option<DateTime>,
     properties: &mut Properties,
 ) -> Result<Loaded<T>> {
-    let writes = match properties.get(WRITES_PROPERTY) {
-        Some(Value::String(text)) => Some(text.clone()),
-        _ => None,
-    };
+    let writes = writes_in(properties).map(str::to_owned);
     let version = schema::stored_version(properties).and_then(|v| u32::try_from(v).ok());
     let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
         None

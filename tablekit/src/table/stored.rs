@@ -43,7 +43,12 @@ pub(crate) fn has_index_rows<T: TableEntity>() -> bool {
 
 /// The history text of a row, if it has one.
 pub(crate) fn writes_of(entity: &Entity) -> Option<&str> {
-    match entity.properties.get(WRITES_PROPERTY) {
+    writes_in(&entity.properties)
+}
+
+/// The history text in a row's properties, if they hold one.
+pub(crate) fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
+    match properties.get(WRITES_PROPERTY) {
         Some(Value::String(text)) => Some(text),
         _ => None,
     }
