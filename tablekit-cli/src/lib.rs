@@ -720,7 +720,6 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
 }
 
 async fn import(m: &ArgMatches) -> Result<(), CliError> {
-    let to = open(m, "to")?;
     let input = m.get_one::<PathBuf>("in").cloned().unwrap_or_default();
     let files: Vec<(String, PathBuf)> = if input.is_dir() {
         let mut files = Vec::new();
@@ -761,14 +760,23 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
             input.display()
         )));
     }
+    // What the import reads is checked before the target is opened: a typo
+    // in --in, a file that is not text or a name no table may have makes no
+    // store.
+    let mut totals = Vec::with_capacity(files.len());
+    for (table, path) in &files {
+        tablekit::validate::table_name(table)
+            .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+        totals.push(count_lines(path)?);
+    }
     let checkpoint_file = m.get_one::<PathBuf>("checkpoint").cloned();
     let mut done: BTreeMap<String, u64> = read_checkpoint(checkpoint_file.as_ref())?;
     let conflict = conflict_of(m);
-    for (table, path) in files {
+    let to = open(m, "to")?;
+    for ((table, path), total) in files.into_iter().zip(totals) {
         let file =
             std::fs::File::open(&path).map_err(|e| failed(format!("{}: {e}", path.display())))?;
         let skip = done.get(&table).copied().unwrap_or(0);
-        let total = count_lines(&path)?;
         let bar = spinner(&format!("importing {}", path.display()));
         let shown = bar.clone();
         let name = table.clone();

@@ -252,7 +252,34 @@ async fn an_import_resumes_after_the_lines_it_finished() {
     let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("line 1"), "{err}");
+    assert!(
+        matches!(&err, Error::ImportText { table, line: 1, .. } if table == "Things"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("line 1 of the import into `Things` is not a row: "),
+        "{err}"
+    );
+    // Text that is not JSON, and bytes that are not text: named by line.
+    let mut bad = "{\"PartitionKey\":\"p\",\"RowKey\":\"x\"}\n{\"PartitionKey\":".as_bytes();
+    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ImportText { line: 2, problem, .. }
+            if problem.starts_with("is not a row: not a JSON object: ")),
+        "{err:?}"
+    );
+    let mut bad = &b"\xff\xfe{}\n"[..];
+    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ImportText { line: 1, problem, .. }
+            if problem.starts_with("cannot be read: ")),
+        "{err:?}"
+    );
 }
 
 /// Imports `lines` into a fresh table under `conflict`: the counts or the
@@ -381,6 +408,20 @@ async fn the_program_says_what_is_wrong() {
     let (ok, err) = tablekit(&["copy", "--from", &local("a"), "--to", &local("b")]);
     assert!(!ok && err.contains("does not exist"), "{err}");
     assert!(!dir.path().join("a").exists(), "a typo made a store");
+    // An import whose input is not there, or is not text, makes no store.
+    let bytes = dir.path().join("Bytes.jsonl");
+    std::fs::write(&bytes, b"\xff\xfe{}\n").unwrap();
+    for input in [dir.path().join("Missing.jsonl"), bytes] {
+        let (ok, err) = tablekit(&[
+            "import",
+            "--to",
+            &local("i"),
+            "--in",
+            &input.display().to_string(),
+        ]);
+        assert!(!ok && err.contains(&*input.display().to_string()), "{err}");
+        assert!(!dir.path().join("i").exists(), "{input:?} made a store");
+    }
     // A misspelt key: what it was probably meant to be.
     let (ok, err) = tablekit(&["copy", "--from", "UseLocalStorag=./x", "--to", &local("b")]);
     assert!(

@@ -726,8 +726,8 @@ fn output_error(table: &str, error: &std::io::Error) -> Error {
 /// them again by the policy (the same rows count as already there).
 ///
 /// # Errors
-/// The store's; [`Error::Configuration`] naming the line for a line that is
-/// not a row; [`Error::ImportLine`] for a row that is not written (one that
+/// The store's; [`Error::ImportText`] naming the line for a line that is
+/// not a row or cannot be read; [`Error::ImportLine`] for a row that is not written (one that
 /// breaks the store's rules, or a conflict under [`Conflict::Fail`]).
 pub async fn import_table(
     target: &dyn TableBackend,
@@ -752,14 +752,11 @@ pub async fn import_table(
     let mut text = String::new();
     loop {
         text.clear();
-        let read = input
-            .read_line(&mut text)
-            .map_err(|e| Error::Configuration {
-                message: format!(
-                    "cannot read line {} of the import into `{table}`: {e}",
-                    line_no + 1
-                ),
-            })?;
+        let read = input.read_line(&mut text).map_err(|e| Error::ImportText {
+            table: table.to_owned(),
+            line: line_no + 1,
+            problem: format!("cannot be read: {e}"),
+        })?;
         if read > 0 {
             line_no += 1;
             if line_no > skip && !text.trim().is_empty() {
@@ -788,8 +785,10 @@ pub async fn import_table(
 fn parse_line(table: &str, line: u64, text: &str) -> Result<Entity> {
     // Read as a row first, then checked as a write checks it, so a refused
     // row is named by its keys.
-    let row = crate::json::row_from_str(text.trim_end()).map_err(|e| Error::Configuration {
-        message: format!("line {line} of the import into `{table}` is not a row: {e}"),
+    let row = crate::json::row_from_str(text.trim_end()).map_err(|e| Error::ImportText {
+        table: table.to_owned(),
+        line,
+        problem: format!("is not a row: {e}"),
     })?;
     crate::validate::entity(&row).map_err(|e| import_line(line, &row, e.into()))?;
     Ok(row)

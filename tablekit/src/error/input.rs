@@ -442,6 +442,24 @@ pub enum InvalidInput {
         /// What is wrong.
         reason: &'static str,
     },
+    /// Text that should be JSON of some shape (an entity's object, a query
+    /// response) is not.
+    #[error("not {expected}: {reason}")]
+    Json {
+        /// What the text should be (`a JSON object`, say).
+        expected: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A number does not fit the digits of its zero-padded key part
+    /// ([`Padded`](crate::key::Padded)).
+    #[error("{value} has more than {digits} digits, the width of its zero-padded key part")]
+    TooManyDigits {
+        /// The number.
+        value: u64,
+        /// The key part's width.
+        digits: u32,
+    },
     /// A property value in JSON does not fit the type it is annotated with.
     #[error("property `{property}`: {reason}")]
     PropertyValue {

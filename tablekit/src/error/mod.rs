@@ -330,6 +330,18 @@ pub enum Error {
         /// Why it was not written.
         source: Box<Error>,
     },
+    /// A line of an import that is not a row at all (not a JSON object,
+    /// or a value its annotation does not fit), or that cannot be read
+    /// (not UTF-8, say); see [`crate::copy::import_table`].
+    #[error("line {line} of the import into `{table}` {problem}")]
+    ImportText {
+        /// The table imported into.
+        table: String,
+        /// The line, counted from 1.
+        line: u64,
+        /// What is wrong with it: `is not a row: …` or `cannot be read: …`.
+        problem: String,
+    },
     /// A stored row does not fit the typed entity it was read as.
     #[error(transparent)]
     Schema(#[from] SchemaError),
@@ -493,6 +505,7 @@ impl Error {
             Error::Decode { .. } => "Decode",
             Error::Service { .. } => "Service",
             Error::ImportLine { .. } => "ImportLine",
+            Error::ImportText { .. } => "ImportText",
             Error::Schema(_) => "Schema",
             Error::UndecodableRow { .. } => "UndecodableRow",
         }

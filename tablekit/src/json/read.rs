@@ -28,9 +28,9 @@ pub fn from_json(json: &Json) -> Result<Entity, InvalidInput> {
 /// are checked, as [`row_from_str`] checks them.
 pub(crate) fn row_from_json(json: &Json) -> Result<Entity, InvalidInput> {
     let Json::Object(map) = json else {
-        return Err(InvalidInput::PropertyValue {
-            property: String::new(),
-            reason: "an entity must be a JSON object".into(),
+        return Err(InvalidInput::Json {
+            expected: "an entity",
+            reason: "an entity is a JSON object".into(),
         });
     };
     let mut collector = Collector::default();
@@ -82,14 +82,14 @@ pub(crate) fn members_from_str(text: &str) -> Result<Members<'_>, InvalidInput> 
 fn parse_object<'de, V: serde::de::Visitor<'de>>(
     text: &'de str,
     visitor: V,
-    what: &str,
+    what: &'static str,
 ) -> Result<V::Value, InvalidInput> {
     let mut de = serde_json::Deserializer::from_str(text);
     serde::Deserializer::deserialize_map(&mut de, visitor)
         .and_then(|read| de.end().map(|()| read))
-        .map_err(|e| InvalidInput::PropertyValue {
-            property: String::new(),
-            reason: format!("not {what}: {e}"),
+        .map_err(|e| InvalidInput::Json {
+            expected: what,
+            reason: e.to_string(),
         })
 }
 
@@ -152,9 +152,9 @@ pub fn entities_from_str(text: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>
             }
             Ok((entities, undecodable))
         }
-        None => Err(InvalidInput::PropertyValue {
-            property: String::new(),
-            reason: "a query response without `value`".into(),
+        None => Err(InvalidInput::Json {
+            expected: "a query response",
+            reason: "it has no `value`".into(),
         }),
     }
 }

@@ -296,7 +296,32 @@ fn reads_query_responses() {
         r#"{"value":[]} trailing"#,
         "[]",
     ] {
-        assert!(entities_from_str(bad).is_err(), "{bad} accepted");
+        assert!(
+            matches!(
+                entities_from_str(bad),
+                Err(InvalidInput::Json {
+                    expected: "a query response",
+                    ..
+                })
+            ),
+            "{bad}"
+        );
+    }
+    // A row that is not an object, or not JSON: said so, not blamed on a
+    // property.
+    for bad in ["[1]", "{\"PartitionKey\":", "{} {}"] {
+        let err = row_from_str(bad).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                InvalidInput::Json {
+                    expected: "a JSON object",
+                    ..
+                }
+            ),
+            "{bad}: {err:?}"
+        );
+        assert!(err.to_string().starts_with("not a JSON object: "), "{err}");
     }
 }
 

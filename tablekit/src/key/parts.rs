@@ -602,7 +602,9 @@ impl KeyPart for Ordered {
 /// assert_eq!(encode(&id), "000223");
 /// assert_eq!(encode(&(Padded::<6>::new(123)?, Padded::<4>::new(2012)?)), "000123_2012");
 /// assert_eq!(*Padded::<6>::decode("000223").unwrap(), 223);
-/// assert!(Padded::<2>::new(100).is_err());
+/// let err = Padded::<2>::new(100).unwrap_err();
+/// assert_eq!(err, tablekit::InvalidInput::TooManyDigits { value: 100, digits: 2 });
+/// assert_eq!(err.to_string(), "100 has more than 2 digits, the width of its zero-padded key part");
 /// # Ok::<(), tablekit::InvalidInput>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -613,9 +615,9 @@ impl<const W: usize> Padded<W> {
     pub fn new(value: u64) -> Result<Padded<W>, crate::error::InvalidInput> {
         const { assert!(W >= 1 && W <= 19, "Padded takes 1 to 19 digits") };
         if value >= 10u64.pow(W as u32) {
-            return Err(crate::error::InvalidInput::PropertyValue {
-                property: String::new(),
-                reason: format!("{value} has more than {W} digits"),
+            return Err(crate::error::InvalidInput::TooManyDigits {
+                value,
+                digits: W as u32,
             });
         }
         Ok(Padded(value))
