@@ -192,6 +192,17 @@
 //! moves a value of about 1,000 bytes to pages of its own (1,397 bytes a
 //! row against 4,681).
 //!
+//! # Memory
+//! An open store keeps at most [`DEFAULT_CACHE_SIZE`] (64 MiB) of its file
+//! in memory, or what [`LocalStorageBuilder::cache_size`] sets (and
+//! `CacheSize=` in a connection string, through `tablekit-stores`): the
+//! engine's pages read last, and the pages written since its last
+//! checkpoint. Beyond that, a store takes its journal's buffer (one group
+//! of writes at a time) and the names of its properties (the first 16,384
+//! of each store, and the process's one copy of each, within 1 MiB). A
+//! store far larger than its cache reads through the operating system's
+//! cache of the file; it is never held whole in memory.
+//!
 //! # Concurrency
 //! Clones share the store. Reads run side by side, on the caller's task:
 //! they read a snapshot and never wait for a write.
@@ -243,6 +254,10 @@ pub use writer::WriteStats;
 
 /// The engine's file in a store's directory.
 pub const FILE_NAME: &str = "tablekit.redb";
+
+/// The most memory an open store's engine keeps of its file, unless
+/// [`LocalStorageBuilder::cache_size`] says otherwise: 64 MiB.
+pub const DEFAULT_CACHE_SIZE: usize = 64 << 20;
 
 /// Settings kept with the store.
 const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
@@ -297,6 +312,9 @@ struct Shared {
     /// The file's size cap ([`LocalStorageBuilder::max_size`]), which
     /// [`LocalStorage::set_max_size`] may change.
     max_size: Option<Arc<std::sync::atomic::AtomicU64>>,
+    /// The engine's cache ([`LocalStorageBuilder::cache_size`]), kept for
+    /// its opens after a full disk.
+    cache_size: usize,
     path: PathBuf,
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
@@ -335,6 +353,7 @@ pub struct LocalStorageBuilder {
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
     max_size: Option<u64>,
+    cache_size: usize,
     read_only: bool,
     quick_recovery: bool,
 }
@@ -363,6 +382,18 @@ impl LocalStorageBuilder {
     /// not applied. No limit by default.
     pub fn max_size(mut self, bytes: u64) -> LocalStorageBuilder {
         self.max_size = Some(bytes);
+        self
+    }
+
+    /// The most memory the engine keeps of the store's file: the pages it
+    /// read last, and the pages written since the last checkpoint (which
+    /// take at most half of it; past that they are written to the file
+    /// early). [`DEFAULT_CACHE_SIZE`] (64 MiB) by default. A store larger
+    /// than its cache still reads at the speed of the operating system's
+    /// own cache of the file, one copy more per page; a smaller cache only
+    /// costs time, never a result. See [Memory](crate#memory).
+    pub fn cache_size(mut self, bytes: usize) -> LocalStorageBuilder {
+        self.cache_size = bytes;
         self
     }
 
@@ -462,9 +493,9 @@ impl LocalStorageBuilder {
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
         let (db, journal, replayed) = if self.read_only {
-            (open_read_only(&dir)?, None, 0)
+            (open_read_only(&dir, self.cache_size)?, None, 0)
         } else {
-            let (db, discard) = open_engine(&dir, max_size.as_ref())?;
+            let (db, discard) = open_engine(&dir, max_size.as_ref(), self.cache_size)?;
             let (journal, replayed) = recover(&dir, &db)?;
             (Engine::Writable(db), Some((journal, discard)), replayed)
         };
@@ -476,6 +507,7 @@ impl LocalStorageBuilder {
                 read_only: self.read_only,
                 needs_reopen: AtomicBool::new(false),
                 max_size,
+                cache_size: self.cache_size,
                 path: dir,
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
@@ -512,11 +544,16 @@ impl LocalStorageBuilder {
     }
 }
 
-/// Opens the engine read-only on the store's file in `dir`.
-fn open_read_only(dir: &Path) -> Result<Engine> {
+/// Opens the engine read-only on the store's file in `dir`, keeping at most
+/// `cache_size` bytes of it in memory.
+fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
     let file = dir.join(FILE_NAME);
-    let db = contain_panics(|| Database::builder().open_read_only(&file))
-        .map_err(|panic| damaged_by(dir, &panic))?;
+    let db = contain_panics(|| {
+        Database::builder()
+            .set_cache_size(cache_size)
+            .open_read_only(&file)
+    })
+    .map_err(|panic| damaged_by(dir, &panic))?;
     let not_closed = || Error::Storage {
         path: dir.display().to_string(),
         failure: StorageFailure::ReadOnly,
@@ -672,16 +709,22 @@ fn set_durability(
 }
 
 /// Opens the engine on the store's file in `dir`, under the size cap
-/// `max_size` if there is one.
+/// `max_size` if there is one, keeping at most `cache_size` bytes of it in
+/// memory.
 fn open_engine(
     dir: &Path,
     max_size: Option<&Arc<std::sync::atomic::AtomicU64>>,
+    cache_size: usize,
 ) -> Result<(Database, limit::Discard)> {
     let file = dir.join(FILE_NAME);
     let (backend, discard) = limit::EngineFile::open(&file, max_size.cloned())?;
-    let db = contain_panics(|| Database::builder().create_with_backend(backend))
-        .map_err(|panic| damaged_by(dir, &panic))?
-        .map_err(|e| storage_error(dir, e.into()))?;
+    let db = contain_panics(|| {
+        Database::builder()
+            .set_cache_size(cache_size)
+            .create_with_backend(backend)
+    })
+    .map_err(|panic| damaged_by(dir, &panic))?
+    .map_err(|e| storage_error(dir, e.into()))?;
     Ok((db, discard))
 }
 
@@ -782,6 +825,7 @@ impl LocalStorage {
             table_deletion_delay: Duration::from_secs(40),
             clock: Arc::new(SystemClock),
             max_size: None,
+            cache_size: DEFAULT_CACHE_SIZE,
             read_only: false,
             quick_recovery: false,
         }
@@ -903,7 +947,11 @@ impl LocalStorage {
         // The old engine's last snapshot holds its file open. From here to
         // the new engine, readers find no engine and wait for it.
         self.publish_snapshot(None);
-        let (db, discard) = open_engine(&self.shared.path, self.shared.max_size.as_ref())?;
+        let (db, discard) = open_engine(
+            &self.shared.path,
+            self.shared.max_size.as_ref(),
+            self.shared.cache_size,
+        )?;
         *self.shared.discard.lock() = Some(discard);
         // The engine opened again holds its last checkpoint: the journal
         // brings it back to every acknowledged write.

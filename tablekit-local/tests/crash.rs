@@ -9,6 +9,8 @@
 //! - every acknowledged message not acknowledged as deleted is still
 //!   delivered.
 //!
+//! Every other child keeps 64 KiB of the file in memory (see `child`).
+//!
 //! First, another process opening the store this one holds is refused with
 //! a clear error. Then 200 kills by default; `TABLEKIT_CRASH_KILLS=1000 cargo test -p
 //! tablekit-local --test crash` runs the long form. A test of its own main
@@ -49,7 +51,18 @@ const WRITERS: u64 = 16;
 /// The child: writes until it is killed, from [`WRITERS`] tasks at once, one
 /// report line per acknowledged write.
 async fn child(dir: &Path, run: u64) {
-    let store = LocalStorage::open(dir).expect("the child opens the store");
+    // Every other run keeps almost nothing of the file in memory, so the
+    // engine writes the pages of commits not yet checkpointed to the file
+    // early, between checkpoints, where a kill finds them.
+    let cache = if run % 2 == 1 {
+        64 << 10
+    } else {
+        tablekit_local::DEFAULT_CACHE_SIZE
+    };
+    let store = LocalStorage::builder()
+        .cache_size(cache)
+        .open(dir)
+        .expect("the child opens the store");
     // Every run makes what is missing: the first may be killed before it
     // has made everything (a new store takes a few syncs to be whole).
     match store.create_table(TABLE).await {

@@ -8,6 +8,7 @@
 //! | --- | --- |
 //! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
 //! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
+//! | `UseLocalStorage=./data;CacheSize=16MiB` | the same, keeping at most 16 MiB of the store's file in memory (64 MiB when not said; bytes, or a number of `KiB`, `MiB` or `GiB`) |
 //! | `UseLocalStorage=./data;QuickRecovery=true` | the same: taken so that strings that say it still work, and changes nothing, as every open after a crash is quick now |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
@@ -100,7 +101,7 @@ pub enum Location {
 
 /// A local directory and how it is opened: `UseLocalStorage=<dir>`, with
 /// `ReadOnly` and `QuickRecovery` (each `true` or `false`, `false` when
-/// not given) beside it.
+/// not given) and `CacheSize` beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LocalSettings {
@@ -114,6 +115,10 @@ pub struct LocalSettings {
     /// still parse; it changes nothing, as every open of a local store after
     /// a crash takes milliseconds now (the store keeps a journal).
     pub quick_recovery: bool,
+    /// `CacheSize=16MiB`: the most memory the store keeps of its file, in
+    /// bytes (`tablekit_local`'s `LocalStorageBuilder::cache_size`; its
+    /// default, 64 MiB, when `None`).
+    pub cache_size: Option<usize>,
 }
 
 impl LocalSettings {
@@ -123,6 +128,7 @@ impl LocalSettings {
             dir: dir.into(),
             read_only: false,
             quick_recovery: false,
+            cache_size: None,
         }
     }
 }
@@ -135,7 +141,8 @@ impl Location {
     /// [`Error::Configuration`] for an empty string, a `UseMemoryStorage`
     /// other than `true`, an empty `UseLocalStorage`, or either beside other
     /// settings (but `ReadOnly` and `QuickRecovery` beside
-    /// `UseLocalStorage`, each once, `true` or `false`).
+    /// `UseLocalStorage`, each once, `true` or `false`, and `CacheSize`,
+    /// once, a size).
     pub fn parse(connection: &str) -> Result<Location> {
         let parts: Vec<(&str, &str)> = connection
             .split(';')
@@ -185,19 +192,27 @@ impl Location {
             let mut settings = LocalSettings::new(value);
             let mut seen: Vec<&str> = Vec::new();
             for (other, flag) in parts.iter().filter(|(k, _)| k != key) {
+                if seen.iter().any(|s| s.eq_ignore_ascii_case(other)) {
+                    return Err(config(format!("`{other}` is given twice")));
+                }
+                seen.push(other);
+                if other.eq_ignore_ascii_case("CacheSize") {
+                    settings.cache_size = Some(size(flag).ok_or_else(|| {
+                        config(format!(
+                            "`{other}` cannot be {flag:?}; it takes a size: bytes, or a number of KiB, MiB or GiB (`{other}=64MiB`)"
+                        ))
+                    })?);
+                    continue;
+                }
                 let field = if other.eq_ignore_ascii_case("ReadOnly") {
                     &mut settings.read_only
                 } else if other.eq_ignore_ascii_case("QuickRecovery") {
                     &mut settings.quick_recovery
                 } else {
                     return Err(config(format!(
-                        "`{key}` takes no other setting beside it than `ReadOnly` and `QuickRecovery`, not `{other}`"
+                        "`{key}` takes no other setting beside it than `ReadOnly`, `CacheSize` and `QuickRecovery`, not `{other}`"
                     )));
                 };
-                if seen.iter().any(|s| s.eq_ignore_ascii_case(other)) {
-                    return Err(config(format!("`{other}` is given twice")));
-                }
-                seen.push(other);
                 *field = match flag.to_ascii_lowercase().as_str() {
                     "true" => true,
                     "false" => false,
@@ -212,6 +227,30 @@ impl Location {
         }
         Ok(Location::Service(connection.to_owned()))
     }
+}
+
+/// The bytes of a size: a whole number of bytes, or of `KiB`, `MiB` or
+/// `GiB` (case aside, a space before the unit allowed); `None` for anything
+/// else, or a size past `usize`.
+fn size(text: &str) -> Option<usize> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    // Digits only: `parse` would also take a sign.
+    let number: usize = if number.is_empty() {
+        return None;
+    } else {
+        number.parse().ok()?
+    };
+    let shift = match unit.trim_start().to_ascii_lowercase().as_str() {
+        "" => 0,
+        "kib" => 10,
+        "mib" => 20,
+        "gib" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift)
 }
 
 /// Whether `key` is a misspelling of `known`: at most two edits apart,
@@ -357,9 +396,11 @@ impl Stores {
 
     #[cfg(feature = "local")]
     fn local(settings: LocalSettings, location: Location) -> Result<Stores> {
-        let store = tablekit_local::LocalStorage::builder()
-            .read_only(settings.read_only)
-            .open(settings.dir)?;
+        let mut builder = tablekit_local::LocalStorage::builder().read_only(settings.read_only);
+        if let Some(bytes) = settings.cache_size {
+            builder = builder.cache_size(bytes);
+        }
+        let store = builder.open(settings.dir)?;
         Ok(Stores {
             tables: Arc::new(store.clone()),
             blobs: Arc::new(store.clone()),
@@ -459,6 +500,59 @@ mod tests {
                 "{bad:?}: {err:?}"
             );
         }
+    }
+
+    /// `CacheSize` takes bytes or a number of KiB, MiB or GiB, and nothing
+    /// else: a size misread would be a store holding another amount of
+    /// memory than the one said.
+    #[test]
+    fn a_cache_size_is_a_size() {
+        let cache = |text: &str| match Location::parse(&format!("UseLocalStorage=./d;{text}")) {
+            Ok(Location::Local(settings)) => Ok(settings.cache_size),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.to_string()),
+        };
+        assert_eq!(cache("ReadOnly=false"), Ok(None));
+        for (text, bytes) in [
+            ("CacheSize=0", 0),
+            ("CacheSize=1048576", 1 << 20),
+            ("cachesize=16MiB", 16 << 20),
+            ("CacheSize=64 kib", 64 << 10),
+            ("CacheSize=2GiB", 2 << 30),
+        ] {
+            assert_eq!(cache(text), Ok(Some(bytes)), "{text}");
+        }
+        for text in [
+            "CacheSize=",
+            "CacheSize=-1",
+            "CacheSize=+5",
+            "CacheSize=1.5MiB",
+            "CacheSize=16MB",
+            "CacheSize=16M",
+            "CacheSize=MiB",
+            "CacheSize=99999999999999999999",
+            "CacheSize=18446744073709551615GiB",
+            "CacheSize=1MiB;CacheSize=2MiB",
+        ] {
+            let err = cache(text).unwrap_err();
+            assert!(err.contains("CacheSize"), "{text}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_local_store_opens_with_its_cache_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let connection = format!("UseLocalStorage={};CacheSize=0", dir.path().display());
+        let stores = Stores::open(&connection).unwrap();
+        stores.tables.create_table("kept").await.unwrap();
+        let row = tablekit::Entity::new("p", "r").with("v", 7);
+        stores.tables.insert_entity("kept", &row).await.unwrap();
+        let got = stores
+            .tables
+            .get_entity("kept", "p", "r", &Default::default())
+            .await
+            .unwrap();
+        assert_eq!(got.get("v"), Some(&tablekit::Value::Int32(7)));
     }
 
     #[test]
