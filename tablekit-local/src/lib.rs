@@ -201,7 +201,10 @@
 //! of writes at a time) and the names of its properties (the first 16,384
 //! of each store, and the process's one copy of each, within 1 MiB). A
 //! store far larger than its cache reads through the operating system's
-//! cache of the file; it is never held whole in memory.
+//! cache of the file; it is never held whole in memory. That costs a copy
+//! per page read: on the development machine, random point reads of a
+//! 190 MB store (1,000,000 rows) take 3.3 µs each with the default cache,
+//! and 2.1 µs with a cache that holds the whole file.
 //!
 //! # Concurrency
 //! Clones share the store. Reads run side by side, on the caller's task:
