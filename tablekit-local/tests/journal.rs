@@ -11,7 +11,7 @@ use std::time::Duration;
 use tablekit::queue::{PutMessageOptions, QueueStore};
 use tablekit::{
     BatchOperation, BlobStore, Entity, Error, IfMatch, PutCondition, Query, StorageFailure,
-    TableBackend, TableBackendExt,
+    TableBackend, TableBackendExt, Value,
 };
 use tablekit_local::{FILE_NAME, LocalStorage};
 
@@ -419,4 +419,104 @@ async fn no_room_child(dir: &Path) {
     // Closed cleanly: the engine, opened again without the refused write,
     // never writes it to its file (the parent checks).
     drop(store);
+}
+
+/// Random damage to a crash image's journal: bits flipped, ranges zeroed
+/// or overwritten with random bytes, the file cut short, at random places
+/// of its records. Every open either fails as `Damaged` or holds the writes
+/// of the journal's first records, each with its value: never a panic,
+/// never a value other than the one written. Damage that leaves the last
+/// record and the file's length whole loses no write silently: the store
+/// holds all of them, or the open fails. (A file cut short cannot be told
+/// from a crash's end, so it may hold fewer.)
+#[tokio::test]
+async fn random_damage_to_the_journal_is_refused_or_an_earlier_state() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    store.create_table("Things").await.unwrap();
+    const WRITES: usize = 10;
+    let value = |i: usize| format!("value {i}, ").repeat(10 + i);
+    for i in 0..WRITES {
+        let e = Entity::new("p", format!("r{i}")).with("V", value(i));
+        store.insert_entity("Things", &e).await.unwrap();
+    }
+    crash_image(live.path(), image.path());
+    let journal = std::fs::read(image.path().join(JOURNAL)).unwrap();
+    let used = journal.iter().rposition(|&b| b != 0).unwrap() + 1;
+    let last = 4096
+        * journal
+            .chunks(4096)
+            .rposition(|block| block.starts_with(b"TKJ1"))
+            .unwrap();
+    let mut rng = fastrand::Rng::with_seed(0x70A1);
+    let (mut whole, mut fewer, mut damaged) = (0, 0, 0);
+    for round in 0..400 {
+        let mut bytes = journal.clone();
+        // The first and the last byte damaged; whether the length changed.
+        let at = rng.usize(..used);
+        let (end, cut) = match round % 4 {
+            0 => {
+                bytes[at] ^= 1 << rng.u8(0..8);
+                (at, false)
+            }
+            1 => {
+                let end = (at + rng.usize(1..200)).min(bytes.len());
+                bytes[at..end].fill(0);
+                (end - 1, false)
+            }
+            2 => {
+                let end = (at + rng.usize(1..64)).min(bytes.len());
+                rng.fill(&mut bytes[at..end]);
+                (end - 1, false)
+            }
+            _ => {
+                bytes.truncate(at);
+                (at, true)
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::copy(image.path().join(FILE_NAME), dir.path().join(FILE_NAME)).unwrap();
+        std::fs::write(dir.path().join(JOURNAL), &bytes).unwrap();
+        let store = match LocalStorage::open(dir.path()) {
+            Ok(store) => store,
+            Err(Error::Storage {
+                failure: StorageFailure::Damaged,
+                ..
+            }) => {
+                damaged += 1;
+                continue;
+            }
+            Err(e) => panic!("round {round}: {e}"),
+        };
+        let rows = match store.query_all("Things", Query::new()).await {
+            Ok(rows) => rows,
+            Err(Error::TableNotFound { .. }) => Vec::new(),
+            Err(e) => panic!("round {round}: {e}"),
+        };
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(
+                row.row_key,
+                format!("r{i}"),
+                "round {round}: a write skipped"
+            );
+            assert_eq!(
+                row.get("V"),
+                Some(&Value::String(value(i))),
+                "round {round}: another value"
+            );
+        }
+        if rows.len() == WRITES {
+            whole += 1;
+        } else {
+            assert!(
+                cut || end >= last,
+                "round {round}: damage at {at}..={end}, before the last record at {last}, lost \
+                 writes {}.. silently",
+                rows.len()
+            );
+            fewer += 1;
+        }
+    }
+    println!("{whole} opens held every write, {fewer} fewer, {damaged} were refused as damaged");
+    assert!(whole > 0 && fewer > 0 && damaged > 0);
 }
