@@ -246,12 +246,20 @@ async fn an_import_resumes_after_the_lines_it_finished() {
         .unwrap();
     assert_eq!(rows.first().map(|r| r.row_key.as_str()), Some("r4"));
 
-    let mut bad =
-        "{\"PartitionKey\":\"p\",\"RowKey\":\"x\",\"N\":1,\"N@odata.type\":\"Edm.Nonsense\"}\n"
-            .as_bytes();
-    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
-        .await
-        .unwrap_err();
+    // A line that is not a row, text that is not JSON, bytes that are not
+    // text: each named by its line.
+    let refused = |mut bad: &'static [u8]| {
+        let target = target.clone();
+        async move {
+            import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
+                .await
+                .unwrap_err()
+        }
+    };
+    let err = refused(
+        b"{\"PartitionKey\":\"p\",\"RowKey\":\"x\",\"N\":1,\"N@odata.type\":\"Edm.Nonsense\"}\n",
+    )
+    .await;
     assert!(
         matches!(&err, Error::ImportText { table, line: 1, .. } if table == "Things"),
         "{err:?}"
@@ -261,20 +269,13 @@ async fn an_import_resumes_after_the_lines_it_finished() {
             .starts_with("line 1 of the import into `Things` is not a row: "),
         "{err}"
     );
-    // Text that is not JSON, and bytes that are not text: named by line.
-    let mut bad = "{\"PartitionKey\":\"p\",\"RowKey\":\"x\"}\n{\"PartitionKey\":".as_bytes();
-    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
-        .await
-        .unwrap_err();
+    let err = refused(b"{\"PartitionKey\":\"p\",\"RowKey\":\"x\"}\n{\"PartitionKey\":").await;
     assert!(
         matches!(&err, Error::ImportText { line: 2, problem, .. }
             if problem.starts_with("is not a row: not a JSON object: ")),
         "{err:?}"
     );
-    let mut bad = &b"\xff\xfe{}\n"[..];
-    let err = import_table(&target, "Things", &mut bad, Conflict::Fail, 0, &|_, _| {})
-        .await
-        .unwrap_err();
+    let err = refused(b"\xff\xfe{}\n").await;
     assert!(
         matches!(&err, Error::ImportText { line: 1, problem, .. }
             if problem.starts_with("cannot be read: ")),
