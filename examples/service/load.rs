@@ -37,7 +37,17 @@ fn env_number(name: &str, default: usize) -> usize {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let requests = env_number("LOAD_REQUESTS", 4000).max(8);
     let clients = env_number("LOAD_CLIENTS", 16).max(1);
     let configured = std::env::var("TABLEKIT_CONNECTION_STRING").is_ok();

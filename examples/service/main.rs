@@ -24,7 +24,12 @@
 //! It stops on ctrl-c or SIGTERM: it stops taking connections, finishes the
 //! requests under way (for 10 s at most), and stops the library's upkeep
 //! (the outbox worker and its sweeps) after the work in hand. `/readyz`
-//! answers 503 while the store does not answer.
+//! answers 503 while the store does not answer. If it cannot start (the
+//! address is taken, the store is in use by another process, a connection
+//! string is wrong) it says why on standard error and exits with status 1.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
 use tablekit_examples::service::telemetry::Telemetry;
 use tablekit_examples::service::{App, NameSearch, Names, Stores};
@@ -32,15 +37,28 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::prelude::*;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Logs as `RUST_LOG` says; traces (INFO and above: requests, tablekit's
-    // operations and storage calls) to the collector, where there is one.
-    let telemetry = Telemetry::from_env().map_err(|e| e as Box<dyn std::error::Error>)?;
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs as `RUST_LOG` says (colored only on a terminal); traces (INFO
+    // and above: requests, tablekit's operations and storage calls) to the
+    // collector, where there is one.
+    let telemetry = Telemetry::from_env().map_err(|e| format!("telemetry: {e}"))?;
     telemetry.install();
-    let logs = tracing_subscriber::fmt::layer().with_filter(
-        EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new("info,tower_http=debug")),
-    );
+    let logs = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::stdout().is_terminal())
+        .with_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=debug")),
+        );
     let traces = telemetry.tracer().map(|tracer| {
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
@@ -51,9 +69,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with(traces)
         .init();
     let addr = std::env::var("TABLEKIT_SERVICE_ADDR").unwrap_or_else(|_| "127.0.0.1:8080".into());
-    let (stores, location) = Stores::from_env()?;
+    // The address first: a taken one stops the service before it touches
+    // the store.
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let (stores, location) = Stores::from_env().map_err(|e| format!("the store: {e}"))?;
     println!("data: {location}");
-    let app = App::open(stores, Names::default()).await?;
+    let app = App::open(stores, Names::default())
+        .await
+        .map_err(|e| format!("the store ({location}): {e}"))?;
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
     // The library's upkeep: the outbox worker, and the sweep that finishes
@@ -105,7 +130,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
 
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     // Headers within 10 s (idle keep-alive connections close after 10 s
     // too), at most 4,096 connections, and 10 s for the requests under way
