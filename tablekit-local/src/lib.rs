@@ -394,7 +394,8 @@ impl LocalStorageBuilder {
     /// early). [`DEFAULT_CACHE_SIZE`] (64 MiB) by default. A store larger
     /// than its cache still reads at the speed of the operating system's
     /// own cache of the file, one copy more per page; a smaller cache only
-    /// costs time, never a result. See [Memory](crate#memory).
+    /// costs time, never a result (0 is taken too: every page is then read
+    /// from the file and written to it at once). See [Memory](crate#memory).
     pub fn cache_size(mut self, bytes: usize) -> LocalStorageBuilder {
         self.cache_size = bytes;
         self
