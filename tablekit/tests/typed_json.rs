@@ -378,7 +378,10 @@ fn typed_reads_refuse_what_from_entity_refuses() {
     ));
     assert!(matches!(
         invalid(&text[..text.len() - 1]),
-        InvalidInput::PropertyValue { .. }
+        InvalidInput::Json {
+            expected: "a JSON object",
+            ..
+        }
     ));
     let no_keys = r#"{"Name":"x"}"#;
     assert!(matches!(
