@@ -86,6 +86,20 @@ impl Reply {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
+    /// A continuation header: absent, or text. One that is there but not
+    /// text is an error, never read as absent: that would end a listing or
+    /// a query early, as if it were whole.
+    fn continuation(&self, name: &str) -> Result<Option<&str>> {
+        self.headers
+            .get(name)
+            .map(|value| {
+                value.to_str().map_err(|_| Error::Decode {
+                    message: format!("the response's `{name}` header is not text"),
+                })
+            })
+            .transpose()
+    }
+
     fn etag(&self) -> Result<ETag> {
         self.header("etag")
             .map(ETag::new)
@@ -495,7 +509,7 @@ impl TableBackend for AzureTables {
                     tables.retain(|name| name.starts_with(prefix.as_str()));
                 }
                 let continuation = reply
-                    .header("x-ms-continuation-nexttablename")
+                    .continuation("x-ms-continuation-nexttablename")?
                     .map(|next| tablekit::ContinuationToken::new(next, None));
                 Ok(TablePage {
                     tables,
@@ -588,8 +602,8 @@ impl TableBackend for AzureTables {
                 undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
             }
             let continuation = policy::continuation(
-                reply.header("x-ms-continuation-nextpartitionkey"),
-                reply.header("x-ms-continuation-nextrowkey"),
+                reply.continuation("x-ms-continuation-nextpartitionkey")?,
+                reply.continuation("x-ms-continuation-nextrowkey")?,
             );
             let mut page = QueryPage::new(entities, continuation);
             page.undecodable = undecodable;

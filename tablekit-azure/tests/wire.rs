@@ -140,6 +140,47 @@ async fn queries_follow_continuations_through_empty_pages() {
     );
 }
 
+/// A continuation header that is there but not text (bytes past ASCII)
+/// is an error: read as absent, it would end the query or the listing
+/// early, as if it were whole.
+#[tokio::test]
+async fn a_continuation_that_is_not_text_is_an_error() {
+    let tables = respond(
+        "200 OK",
+        &[
+            ("Content-Type", "application/json;odata=minimalmetadata"),
+            ("x-ms-continuation-NextTableName", "t\u{e9}bles"),
+        ],
+        r#"{"odata.metadata":"x","value":[{"TableName":"tbl"}]}"#,
+    );
+    let mock = Mock::start(vec![
+        page(&[("p", "1")], Some(("1!4!c\u{e9}--", "1!4!Mg--"))),
+        page(&[("p", "1")], Some(("1!4!cA--", "1!4!\u{e9}--"))),
+        tables,
+    ])
+    .await;
+    for header in ["nextpartitionkey", "nextrowkey"] {
+        match mock.client.query_all("tbl", Query::new()).await {
+            Err(Error::Decode { message }) => assert!(
+                message.contains(&format!("x-ms-continuation-{header}")),
+                "{message}"
+            ),
+            other => panic!("expected a decode error, got {other:?}"),
+        }
+    }
+    match mock.client.list_tables(&Default::default()).await {
+        Err(Error::Decode { message }) => {
+            assert!(message.contains("nexttablename"), "{message}")
+        }
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+    assert_eq!(
+        mock.seen().len(),
+        3,
+        "no retry of a response that came whole"
+    );
+}
+
 #[tokio::test]
 async fn service_errors_become_typed_errors() {
     let mock = Mock::start(vec![
