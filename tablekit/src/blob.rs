@@ -65,7 +65,9 @@ pub struct BlobProperties {
     pub etag: ETag,
     /// Length in bytes.
     pub content_length: u64,
-    /// MD5 of the content, as the service computes and checks it.
+    /// MD5 of the content, as the service computes and checks it; all
+    /// zeros when the store does not say (the Blob service keeps none for a
+    /// blob written in blocks without one).
     pub content_md5: [u8; 16],
     /// Time of the last write.
     pub last_modified: DateTime,

@@ -178,6 +178,76 @@ async fn a_missing_or_altered_blob_is_an_error_not_data() {
     ));
 }
 
+/// A blob store that hands out other bytes than it stored, and reports the
+/// stored ones' properties: what a broken proxy or cache in between does.
+#[derive(Debug)]
+struct Garbled(MemBlobStore);
+
+#[async_trait::async_trait]
+impl BlobStore for Garbled {
+    async fn create_container(&self, container: &str) -> tablekit::Result<()> {
+        self.0.create_container(container).await
+    }
+    async fn delete_container(&self, container: &str) -> tablekit::Result<()> {
+        self.0.delete_container(container).await
+    }
+    async fn put_blob(
+        &self,
+        container: &str,
+        name: &str,
+        data: Vec<u8>,
+        condition: &PutCondition,
+    ) -> tablekit::Result<tablekit::BlobProperties> {
+        self.0.put_blob(container, name, data, condition).await
+    }
+    async fn get_blob(&self, container: &str, name: &str) -> tablekit::Result<tablekit::Blob> {
+        let mut blob = self.0.get_blob(container, name).await?;
+        if let Some(byte) = blob.data.last_mut() {
+            *byte ^= 1;
+        }
+        Ok(blob)
+    }
+    async fn delete_blob(
+        &self,
+        container: &str,
+        name: &str,
+        if_match: Option<&tablekit::ETag>,
+    ) -> tablekit::Result<()> {
+        self.0.delete_blob(container, name, if_match).await
+    }
+    async fn list_blobs(
+        &self,
+        container: &str,
+        options: &ListBlobsOptions,
+    ) -> tablekit::Result<tablekit::BlobPage> {
+        self.0.list_blobs(container, options).await
+    }
+}
+
+/// Bytes changed between the store and the reader are refused, though the
+/// store reports the properties of the bytes it stored: the reader hashes
+/// what it received.
+#[tokio::test]
+async fn bytes_changed_on_their_way_are_an_error_not_data() {
+    let blobs = MemBlobStore::new();
+    blobs.create_container("photos").await.unwrap();
+    let backend = MemBackend::new();
+    let photos: Table<Photo> =
+        Table::new(backend.clone()).with_blob_store(Arc::new(blobs.clone()), "photos");
+    photos.create_if_missing().await.unwrap();
+    photos.insert(&photo(1, 100, 5, 1)).await.unwrap();
+    let read = photos.get("trip", 1).await.unwrap().unwrap();
+    assert_eq!(*read, photo(1, 100, 5, 1));
+    let garbled: Table<Photo> =
+        Table::new(backend).with_blob_store(Arc::new(Garbled(blobs)), "photos");
+    match garbled.get("trip", 1).await {
+        Err(Error::Schema(SchemaError::Property { problem, .. })) => {
+            assert!(problem.to_string().contains("does not match"), "{problem}")
+        }
+        other => panic!("expected the blob refused, got {other:?}"),
+    }
+}
+
 // Failing every step of every protocol is a conformance test:
 // `tablekit_conformance::blob_offload_survives_failures`, run by tablekit-mem.
 

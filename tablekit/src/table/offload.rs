@@ -4,11 +4,12 @@
 //! # The reference
 //! An offloaded field `F` is stored as the property `F_Blob`, a small JSON
 //! object: the blob's name, its length, its MD5 and whether it holds text or
-//! bytes. `F` itself is absent from the row. The MD5 is the one the blob
-//! store computes over the content it stored (`Content-MD5`); a read compares
-//! it and the length with the reference, so a blob replaced or truncated
-//! behind the row's back is refused. (MD5 guards integrity here, not against
-//! a forger with write access to the container.)
+//! bytes. `F` itself is absent from the row. The MD5 is computed here, over
+//! the bytes sent; a read computes it again over the bytes it received and
+//! compares it and the length with the reference, so a blob replaced,
+//! truncated or changed on its way is refused, whatever the blob store
+//! reports of it. (MD5 guards integrity here, not against a forger with
+//! write access to the container.)
 //!
 //! # The protocol
 //! Every step is ordered so that no row ever points at a missing blob:
@@ -27,6 +28,7 @@
 use std::sync::Arc;
 
 use futures::future::try_join_all;
+use md5::{Digest, Md5};
 
 use futures::future::BoxFuture;
 
@@ -178,7 +180,7 @@ pub struct BlobReference {
     /// Its length in bytes.
     #[serde(rename = "l")]
     pub length: u64,
-    /// Its MD5 as the blob store computed it, lower-case hex.
+    /// The MD5 of its bytes, lower-case hex.
     #[serde(rename = "h")]
     pub md5: String,
     /// Whether the value is text (else bytes).
@@ -312,13 +314,14 @@ pub(crate) async fn offload(
         let container = Arc::clone(&target.container);
         async move {
             let length = data.len() as u64;
-            let stored = store
+            let md5 = hex(&Md5::digest(&data));
+            store
                 .put_blob(&container, &name, data, &PutCondition::IfNotExists)
                 .await?;
             let reference = BlobReference {
                 name,
                 length,
-                md5: hex(&stored.content_md5),
+                md5,
                 text,
             };
             Ok::<_, Error>((field, reference))
@@ -379,8 +382,9 @@ pub(crate) async fn fetch(
             }
             other => other,
         })?;
-    if blob.data.len() as u64 != reference.length
-        || hex(&blob.properties.content_md5) != reference.md5
+    // The bytes received are hashed: what the store reports of them is
+    // not what this row's reader gets.
+    if blob.data.len() as u64 != reference.length || hex(&Md5::digest(&blob.data)) != reference.md5
     {
         return Err(problem(format!(
             "blob {:?} does not match its length and hash",
