@@ -196,8 +196,12 @@ async fn thirty_two_requests_at_expiry_ask_for_one_token() {
         .insert_entity(&table, &Entity::new("p", "r"))
         .await
         .expect("insert");
-    assert_eq!(credential.calls(), 1);
-    // Past the token's end (at most 2 s away).
+    // One token, or more if a slow machine took longer than its life.
+    let before = credential.calls();
+    assert!(before >= 1);
+    // Past the last token's end (at most 2 s away). The next one lives an
+    // hour, so that it outlives the burst however slow the machine is.
+    *credential.lifetime.lock().unwrap() = Duration::from_secs(3600);
     tokio::time::sleep(Duration::from_millis(2200)).await;
     let reads = futures::future::join_all((0..32).map(|_| {
         let tables = tables.clone();
@@ -212,7 +216,11 @@ async fn thirty_two_requests_at_expiry_ask_for_one_token() {
     for read in reads {
         read.expect("a read at expiry");
     }
-    assert_eq!(credential.calls(), 2, "one new token for 32 requests");
+    assert_eq!(
+        credential.calls(),
+        before + 1,
+        "one new token for 32 requests"
+    );
 }
 
 #[test]

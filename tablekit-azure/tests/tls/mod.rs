@@ -106,11 +106,12 @@ pub fn jwt(audience: &str, expires: u64) -> String {
 }
 
 /// A credential that mints a token for the scope asked (or for a fixed
-/// audience), living `lifetime`, and counts what it was asked.
+/// audience), living `lifetime` (which a test may change between tokens),
+/// and counts what it was asked.
 #[derive(Debug)]
 pub struct Minting {
     pub audience: Option<String>,
-    pub lifetime: Duration,
+    pub lifetime: Mutex<Duration>,
     pub calls: AtomicU32,
     pub scopes: Mutex<Vec<String>>,
 }
@@ -119,7 +120,7 @@ impl Minting {
     pub fn new(lifetime: Duration) -> Minting {
         Minting {
             audience: None,
-            lifetime,
+            lifetime: Mutex::new(lifetime),
             calls: AtomicU32::new(0),
             scopes: Mutex::new(Vec::new()),
         }
@@ -140,7 +141,8 @@ impl TokenCredential for Minting {
             .clone()
             .unwrap_or_else(|| scope.trim_end_matches("/.default").to_owned());
         // Whole seconds, as in the token.
-        let expires = (SystemTime::now() + self.lifetime)
+        let lifetime = *self.lifetime.lock().unwrap();
+        let expires = (SystemTime::now() + lifetime)
             .duration_since(UNIX_EPOCH)
             .expect("after 1970")
             .as_secs()
