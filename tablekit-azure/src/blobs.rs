@@ -35,20 +35,34 @@ fn blob_path(container: &str, name: &str) -> String {
     format!("/{container}/{}", encoded.join("/"))
 }
 
-fn http_date(text: Option<&str>) -> DateTime {
-    text.and_then(|t| httpdate::parse_http_date(t).ok())
-        .map(DateTime::from)
-        .unwrap_or_else(DateTime::now)
+/// A property of a blob the service always gives, missing or unreadable:
+/// never a value made up in its place.
+fn unreadable(property: &str, text: Option<&str>) -> Error {
+    Error::Decode {
+        message: match text {
+            None => format!("a blob without its {property}"),
+            Some(text) => format!("a blob's {property} {text:?} cannot be read"),
+        },
+    }
 }
 
-fn md5_of(header: Option<&str>) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    if let Some(bytes) = header.and_then(|h| BASE64.decode(h).ok())
-        && bytes.len() == 16
-    {
-        out.copy_from_slice(&bytes);
+fn http_date(text: Option<&str>) -> Result<DateTime> {
+    text.and_then(|t| httpdate::parse_http_date(t).ok())
+        .map(DateTime::from)
+        .ok_or_else(|| unreadable("Last-Modified", text))
+}
+
+/// The blob's MD5; zeros when the service keeps none (a blob written in
+/// blocks without one).
+fn md5_of(header: Option<&str>) -> Result<[u8; 16]> {
+    match header {
+        None => Ok([0; 16]),
+        Some(text) => BASE64
+            .decode(text)
+            .ok()
+            .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok())
+            .ok_or_else(|| unreadable("Content-MD5", header)),
     }
-    out
 }
 
 /// Unescapes the five XML entities.
@@ -77,14 +91,16 @@ fn parse_listing(xml: &str) -> Result<BlobPage> {
         let name = element(block, "Name").ok_or_else(|| Error::Decode {
             message: "a listed blob without a name".into(),
         })?;
+        let etag = element(block, "Etag").ok_or_else(|| unreadable("Etag", None))?;
+        let length = element(block, "Content-Length");
         page.blobs.push(BlobProperties {
             name: unescape(name),
-            etag: ETag::new(element(block, "Etag").map(unescape).unwrap_or_default()),
-            content_length: element(block, "Content-Length")
+            etag: ETag::new(unescape(etag)),
+            content_length: length
                 .and_then(|l| l.parse().ok())
-                .unwrap_or(0),
-            content_md5: md5_of(element(block, "Content-MD5")),
-            last_modified: http_date(element(block, "Last-Modified")),
+                .ok_or_else(|| unreadable("Content-Length", length))?,
+            content_md5: md5_of(element(block, "Content-MD5").filter(|m| !m.is_empty()))?,
+            last_modified: http_date(element(block, "Last-Modified"))?,
         });
     }
     page.next_marker = element(xml, "NextMarker")
@@ -136,18 +152,21 @@ impl AzureBlobs {
         self.service.send(call).await
     }
 
-    fn properties(name: &str, reply: &Reply, length: u64) -> BlobProperties {
-        BlobProperties {
+    fn properties(name: &str, reply: &Reply, length: u64) -> Result<BlobProperties> {
+        let etag = reply
+            .header("etag")
+            .ok_or_else(|| unreadable("ETag", None))?;
+        Ok(BlobProperties {
             name: name.to_owned(),
-            etag: ETag::new(reply.header("etag").unwrap_or_default()),
+            etag: ETag::new(etag),
             content_length: length,
             content_md5: md5_of(
                 reply
                     .header("content-md5")
                     .or_else(|| reply.header("x-ms-blob-content-md5")),
-            ),
-            last_modified: http_date(reply.header("last-modified")),
-        }
+            )?,
+            last_modified: http_date(reply.header("last-modified"))?,
+        })
     }
 }
 
@@ -222,7 +241,7 @@ impl BlobStore for AzureBlobs {
                 let length = data.len() as u64;
                 call.body = Bytes::from(data);
                 let reply = self.send(call).await?;
-                Ok(AzureBlobs::properties(name, &reply, length))
+                AzureBlobs::properties(name, &reply, length)
             })
             .await
     }
@@ -240,7 +259,7 @@ impl BlobStore for AzureBlobs {
                         Idempotence::Idempotent,
                     ))
                     .await?;
-                let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64);
+                let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64)?;
                 Ok(Blob {
                     data: reply.body,
                     properties,
@@ -312,6 +331,47 @@ mod tests {
             parse_listing("<EnumerationResults><Blobs /><NextMarker /></EnumerationResults>")
                 .unwrap();
         assert!(last.blobs.is_empty() && last.next_marker.is_none());
+    }
+
+    /// A property the service always gives, missing or unreadable, is an
+    /// error, never a length of 0, an empty ETag or the time of reading;
+    /// an MD5 the service keeps none of (an empty element, or none) is
+    /// zeros.
+    #[test]
+    fn a_listing_with_unreadable_properties_is_refused() {
+        let listing = |properties: &str| {
+            parse_listing(&format!(
+                "<EnumerationResults><Blobs><Blob><Name>a</Name><Properties>{properties}</Properties></Blob></Blobs><NextMarker /></EnumerationResults>"
+            ))
+        };
+        let date = "<Last-Modified>Sat, 21 Nov 2026 22:42:42 GMT</Last-Modified>";
+        let (etag, length) = ("<Etag>0x1</Etag>", "<Content-Length>13</Content-Length>");
+        for md5 in ["", "<Content-MD5></Content-MD5>", "<Content-MD5 />"] {
+            let page = listing(&format!("{date}{etag}{length}{md5}")).unwrap();
+            assert_eq!(page.blobs[0].content_md5, [0; 16], "{md5}");
+        }
+        for (properties, says) in [
+            (format!("{date}{length}"), "Etag"),
+            (format!("{date}{etag}"), "Content-Length"),
+            (
+                format!("{date}{etag}<Content-Length>-1</Content-Length>"),
+                "Content-Length",
+            ),
+            (format!("{etag}{length}"), "Last-Modified"),
+            (
+                format!("<Last-Modified>yesterday</Last-Modified>{etag}{length}"),
+                "Last-Modified",
+            ),
+            (
+                format!("{date}{etag}{length}<Content-MD5>AAAA</Content-MD5>"),
+                "Content-MD5",
+            ),
+        ] {
+            match listing(&properties) {
+                Err(Error::Decode { message }) => assert!(message.contains(says), "{message}"),
+                other => panic!("{properties}: expected a decode error, got {other:?}"),
+            }
+        }
     }
 
     #[test]
