@@ -4,54 +4,12 @@
 //! MD5 the stores do not know is always copied.
 
 use tablekit::copy::copy_container;
-use tablekit::{Blob, BlobPage, BlobProperties, BlobStore, ETag, ListBlobsOptions, PutCondition};
+use tablekit::{BlobStore, ListBlobsOptions, PutCondition};
 use tablekit_mem::MemBlobStore;
 
-/// A blob store that knows no blob's MD5, as the Blob service for a blob
-/// written in blocks without one: its listings say zeros.
-#[derive(Debug)]
-struct NoMd5(MemBlobStore);
-
-#[async_trait::async_trait]
-impl BlobStore for NoMd5 {
-    async fn create_container(&self, container: &str) -> tablekit::Result<()> {
-        self.0.create_container(container).await
-    }
-    async fn delete_container(&self, container: &str) -> tablekit::Result<()> {
-        self.0.delete_container(container).await
-    }
-    async fn put_blob(
-        &self,
-        container: &str,
-        name: &str,
-        data: Vec<u8>,
-        condition: &PutCondition,
-    ) -> tablekit::Result<BlobProperties> {
-        self.0.put_blob(container, name, data, condition).await
-    }
-    async fn get_blob(&self, container: &str, name: &str) -> tablekit::Result<Blob> {
-        self.0.get_blob(container, name).await
-    }
-    async fn delete_blob(
-        &self,
-        container: &str,
-        name: &str,
-        if_match: Option<&ETag>,
-    ) -> tablekit::Result<()> {
-        self.0.delete_blob(container, name, if_match).await
-    }
-    async fn list_blobs(
-        &self,
-        container: &str,
-        options: &ListBlobsOptions,
-    ) -> tablekit::Result<BlobPage> {
-        let mut page = self.0.list_blobs(container, options).await?;
-        for blob in &mut page.blobs {
-            blob.content_md5 = [0; 16];
-        }
-        Ok(page)
-    }
-}
+#[path = "support/tampered.rs"]
+mod tampered;
+use tampered::{Tampered, Tampering};
 
 async fn put(store: &dyn BlobStore, name: &str, data: &[u8]) {
     store
@@ -117,7 +75,10 @@ async fn a_container_is_copied_but_for_the_same_bytes() {
 #[tokio::test]
 async fn a_blob_whose_md5_is_not_known_is_copied() {
     let (source, target) = stores().await;
-    let (source, target) = (NoMd5(source), NoMd5(target));
+    let (source, target) = (
+        Tampered(source, Tampering::ForgetMd5),
+        Tampered(target, Tampering::ForgetMd5),
+    );
     let copied = copy_container(&source, &target, "files").await.unwrap();
     assert_eq!(copied, 5_003, "nothing can be told the same");
     let other = target.get_blob("files", "other").await.unwrap().data;

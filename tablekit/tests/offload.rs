@@ -11,6 +11,10 @@ use tablekit::{
 };
 use tablekit_mem::{MemBackend, MemBlobStore};
 
+#[path = "support/tampered.rs"]
+mod tampered;
+use tampered::{Tampered, Tampering};
+
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Photos", kind = "PHOTO", rename_all = "PascalCase")]
 struct Photo {
@@ -178,52 +182,6 @@ async fn a_missing_or_altered_blob_is_an_error_not_data() {
     ));
 }
 
-/// A blob store that hands out other bytes than it stored, and reports the
-/// stored ones' properties: what a broken proxy or cache in between does.
-#[derive(Debug)]
-struct Garbled(MemBlobStore);
-
-#[async_trait::async_trait]
-impl BlobStore for Garbled {
-    async fn create_container(&self, container: &str) -> tablekit::Result<()> {
-        self.0.create_container(container).await
-    }
-    async fn delete_container(&self, container: &str) -> tablekit::Result<()> {
-        self.0.delete_container(container).await
-    }
-    async fn put_blob(
-        &self,
-        container: &str,
-        name: &str,
-        data: Vec<u8>,
-        condition: &PutCondition,
-    ) -> tablekit::Result<tablekit::BlobProperties> {
-        self.0.put_blob(container, name, data, condition).await
-    }
-    async fn get_blob(&self, container: &str, name: &str) -> tablekit::Result<tablekit::Blob> {
-        let mut blob = self.0.get_blob(container, name).await?;
-        if let Some(byte) = blob.data.last_mut() {
-            *byte ^= 1;
-        }
-        Ok(blob)
-    }
-    async fn delete_blob(
-        &self,
-        container: &str,
-        name: &str,
-        if_match: Option<&tablekit::ETag>,
-    ) -> tablekit::Result<()> {
-        self.0.delete_blob(container, name, if_match).await
-    }
-    async fn list_blobs(
-        &self,
-        container: &str,
-        options: &ListBlobsOptions,
-    ) -> tablekit::Result<tablekit::BlobPage> {
-        self.0.list_blobs(container, options).await
-    }
-}
-
 /// Bytes changed between the store and the reader are refused, though the
 /// store reports the properties of the bytes it stored: the reader hashes
 /// what it received.
@@ -239,7 +197,7 @@ async fn bytes_changed_on_their_way_are_an_error_not_data() {
     let read = photos.get("trip", 1).await.unwrap().unwrap();
     assert_eq!(*read, photo(1, 100, 5, 1));
     let garbled: Table<Photo> =
-        Table::new(backend).with_blob_store(Arc::new(Garbled(blobs)), "photos");
+        Table::new(backend).with_blob_store(Arc::new(Tampered(blobs, Tampering::Garble)), "photos");
     match garbled.get("trip", 1).await {
         Err(Error::Schema(SchemaError::Property { problem, .. })) => {
             assert!(problem.to_string().contains("does not match"), "{problem}")
