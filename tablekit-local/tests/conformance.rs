@@ -25,8 +25,13 @@ fn uncached() -> LocalStorage {
 
 /// A store whose queues run on a clock the tests move by hand.
 fn queues() -> (LocalStorage, QueueTime) {
+    queues_on(LocalStorage::builder())
+}
+
+/// [`queues`], the store opened by `builder`.
+fn queues_on(builder: tablekit_local::LocalStorageBuilder) -> (LocalStorage, QueueTime) {
     let clock = ManualClock::new();
-    let store = LocalStorage::builder()
+    let store = builder
         .clock(clock.clone())
         .temporary()
         .expect("a temporary store");
@@ -51,16 +56,8 @@ mod through_arc_dyn {
     tablekit_conformance::table_conformance_tests!(Arc::new(uncached()) as Arc<dyn TableBackend>);
     tablekit_conformance::blob_conformance_tests!(Arc::new(uncached()) as Arc<dyn BlobStore>);
     tablekit_conformance::queue_conformance_tests!({
-        let clock = ManualClock::new();
-        let store = LocalStorage::builder()
-            .clock(clock.clone())
-            .cache_size(0)
-            .temporary()
-            .expect("a temporary store");
-        (
-            Arc::new(store) as Arc<dyn QueueStore>,
-            QueueTime::Manual(clock),
-        )
+        let (store, time) = queues_on(LocalStorage::builder().cache_size(0));
+        (Arc::new(store) as Arc<dyn QueueStore>, time)
     });
 }
 

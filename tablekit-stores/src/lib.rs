@@ -236,13 +236,9 @@ fn size(text: &str) -> Option<usize> {
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
+    // Digits only (`parse` would also take a sign); none is no number.
     let (number, unit) = text.split_at(digits);
-    // Digits only: `parse` would also take a sign.
-    let number: usize = if number.is_empty() {
-        return None;
-    } else {
-        number.parse().ok()?
-    };
+    let number: usize = number.parse().ok()?;
     let shift = match unit.trim_start().to_ascii_lowercase().as_str() {
         "" => 0,
         "kib" => 10,
