@@ -176,6 +176,8 @@ pub struct WorkerStats {
     /// Messages moved to the poison queue, each counted once however often
     /// it was put there (a message whose delete failed comes back and is
     /// put again: the poison queue may hold it twice, with the same `id`).
+    /// The worker remembers at most 4,096 such messages at a time; one that
+    /// comes back after 4,096 others failed to be deleted counts again.
     pub poisoned: u64,
 }
 
@@ -184,9 +186,50 @@ struct Counters {
     applied: AtomicU64,
     retried: AtomicU64,
     poisoned: AtomicU64,
-    /// The ids of the messages set aside, so that one set aside twice (its
-    /// delete failed, and it came back) counts once.
-    poisoned_ids: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// The messages set aside that may come back to be set aside again.
+    may_return: parking_lot::Mutex<MayReturn>,
+}
+
+/// The ids of the messages set aside whose original may come back (its
+/// delete failed, or whether the put reached the poison queue is unknown),
+/// so that such a message counts once. An id leaves once its original is
+/// deleted, so the set holds only messages still on the queue; and it keeps
+/// at most [`MayReturn::CAP`] ids, dropping an old one for a new one past
+/// that, so a queue whose deletes always fail cannot grow it without end.
+/// A message whose id was dropped counts again when it comes back: a count
+/// one too high, never a memory that grows for the worker's life.
+#[derive(Debug, Default)]
+struct MayReturn {
+    ids: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl MayReturn {
+    /// The most ids kept.
+    const CAP: usize = 4096;
+
+    fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    fn insert(&mut self, id: &str) {
+        if self.ids.contains(id) {
+            return;
+        }
+        if self.order.len() >= Self::CAP
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.ids.remove(&oldest);
+        }
+        self.ids.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+    }
+
+    fn remove(&mut self, id: &str) {
+        if self.ids.remove(id) {
+            self.order.retain(|kept| kept != id);
+        }
+    }
 }
 
 /// Finishes outbox records as their notices come due on a queue.
@@ -408,10 +451,22 @@ impl OutboxWorker {
         }
     }
 
-    /// Counts the message `id` as set aside, once whatever how often.
+    /// Counts the message `id` as set aside, unless it was set aside
+    /// before and came back.
     fn count_poisoned(&self, id: &str) {
-        if self.counters.poisoned_ids.lock().insert(id.to_owned()) {
+        if !self.counters.may_return.lock().contains(id) {
             self.counters.poisoned.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes whether the original of the message `id`, set aside, may come
+    /// back: it may unless it was `deleted`.
+    fn set_aside(&self, id: &str, deleted: bool) {
+        let mut may_return = self.counters.may_return.lock();
+        if deleted {
+            may_return.remove(id);
+        } else {
+            may_return.insert(id);
         }
     }
 
@@ -438,21 +493,54 @@ impl OutboxWorker {
                     // It may be on the poison queue: counted now, so that
                     // its second put (the original comes back) counts once.
                     self.count_poisoned(&message.id);
+                    self.set_aside(&message.id, false);
                 }
                 tracing::warn!(%error, "could not set the message aside; it comes back");
                 return;
             }
         }
-        let _ = self
+        let deleted = self
             .queues
             .delete_message(&self.queue, &message.id, &message.pop_receipt)
             .await;
+        self.set_aside(&message.id, deleted.is_ok());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The set of messages that may come back holds only those not yet
+    /// deleted, and never more than its cap.
+    #[test]
+    fn the_messages_that_may_come_back_are_bounded() {
+        let mut set = MayReturn::default();
+        set.insert("a");
+        set.insert("a");
+        assert_eq!(set.ids.len(), 1, "one id once");
+        set.remove("a");
+        assert!(!set.contains("a"));
+        assert_eq!(
+            (set.ids.len(), set.order.len()),
+            (0, 0),
+            "deleted: forgotten"
+        );
+        for i in 0..3 * MayReturn::CAP {
+            set.insert(&i.to_string());
+        }
+        assert_eq!(
+            (set.ids.len(), set.order.len()),
+            (MayReturn::CAP, MayReturn::CAP)
+        );
+        assert!(!set.contains("0"), "the oldest went first");
+        assert!(set.contains(&(3 * MayReturn::CAP - 1).to_string()));
+        set.remove(&(3 * MayReturn::CAP - 1).to_string());
+        assert_eq!(
+            (set.ids.len(), set.order.len()),
+            (MayReturn::CAP - 1, MayReturn::CAP - 1)
+        );
+    }
 
     #[test]
     fn notices_round_trip() {
