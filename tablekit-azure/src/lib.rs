@@ -45,6 +45,7 @@
 //! # Ok::<(), tablekit_azure::config::ConfigError>(())
 //! ```
 
+mod ascii;
 pub mod auth;
 pub mod batch;
 pub mod blobs;

@@ -38,6 +38,8 @@ pub const QUEUE_VERSION: &str = "2021-08-06";
 #[derive(Clone, Debug)]
 pub struct AzureQueues {
     service: Arc<Service>,
+    /// Send message texts in ASCII alone (see [`AzureQueues::with_ascii_bodies`]).
+    ascii_bodies: bool,
 }
 
 impl AzureQueues {
@@ -68,7 +70,9 @@ impl AzureQueues {
             .queue_endpoint
             .clone()
             .ok_or(ConfigError::Missing("QueueEndpoint"))?;
+        let ascii_bodies = account.name == crate::config::DEV_ACCOUNT;
         Ok(AzureQueues {
+            ascii_bodies,
             // Getting messages is a GET that changes them: nothing goes to
             // a read-only secondary.
             service: Arc::new(Service::new(
@@ -87,6 +91,20 @@ impl AzureQueues {
         &self.service.account
     }
 
+    /// Whether message texts are sent in ASCII alone, every other
+    /// character written as an XML character reference (`&#xE9;`). On by
+    /// default for the emulator, off for the service.
+    ///
+    /// Azurite decodes each piece of a request body as it arrives, so a
+    /// character of several bytes that falls across two pieces is stored as
+    /// replacement characters, with no error (Azure/Azurite#2670); a
+    /// message near 64 KiB is then even refused as too large. An ASCII
+    /// body has no such character, and the text it carries is the same.
+    pub fn with_ascii_bodies(mut self, on: bool) -> AzureQueues {
+        self.ascii_bodies = on;
+        self
+    }
+
     async fn send(&self, call: Call<'_>) -> Result<Reply> {
         self.service.send(call).await
     }
@@ -103,8 +121,8 @@ fn message_path(queue: &str, id: &str) -> String {
 /// A message's text as the body of a put or update. Besides the five
 /// entities, a carriage return is written as a character reference: an XML
 /// reader turns a literal one (and `\r\n`) into `\n`, which would change
-/// the text.
-fn message_body(text: &str) -> Bytes {
+/// the text. With `ascii`, so is every character outside ASCII.
+fn message_body(text: &str, ascii: bool) -> Bytes {
     let mut body = String::with_capacity(text.len() + 64);
     body.push_str("<QueueMessage><MessageText>");
     for c in text.chars() {
@@ -113,6 +131,7 @@ fn message_body(text: &str) -> Bytes {
             '<' => body.push_str("&lt;"),
             '>' => body.push_str("&gt;"),
             '\r' => body.push_str("&#xD;"),
+            c if ascii => crate::ascii::push_xml_char(&mut body, c),
             c => body.push(c),
         }
     }
@@ -308,7 +327,7 @@ impl QueueStore for AzureQueues {
                     MessageTtl::Never => call.query.push(("messagettl", "-1".into())),
                 }
                 call.content_type = "application/xml";
-                call.body = message_body(text);
+                call.body = message_body(text, self.ascii_bodies);
                 let reply = self.send(call).await?;
                 parse_sent(&String::from_utf8_lossy(&reply.body))
             })
@@ -384,7 +403,7 @@ impl QueueStore for AzureQueues {
                     .push(("visibilitytimeout", seconds(visibility_timeout)));
                 if let Some(text) = text {
                     call.content_type = "application/xml";
-                    call.body = message_body(text);
+                    call.body = message_body(text, self.ascii_bodies);
                 }
                 let reply = self.send(call).await?;
                 let pop_receipt = reply
@@ -442,10 +461,15 @@ mod tests {
 
     #[test]
     fn message_bodies_keep_every_character() {
-        let body = message_body("a<b>&c\r\n\"d'");
+        let body = message_body("a<b>&c\r\n\"d'\u{e9}", false);
         assert_eq!(
             &body[..],
-            b"<QueueMessage><MessageText>a&lt;b&gt;&amp;c&#xD;\n\"d'</MessageText></QueueMessage>"
+            "<QueueMessage><MessageText>a&lt;b&gt;&amp;c&#xD;\n\"d'\u{e9}</MessageText></QueueMessage>".as_bytes()
+        );
+        let body = message_body("a<\r\u{e9}\u{1f600}", true);
+        assert_eq!(
+            &body[..],
+            b"<QueueMessage><MessageText>a&lt;&#xD;&#xE9;&#x1F600;</MessageText></QueueMessage>"
         );
     }
 
