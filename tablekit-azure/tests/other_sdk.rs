@@ -329,7 +329,21 @@ async fn messages_cross_between_the_sdks_unchanged() {
     }
     python("read", "queue", "from-tablekit", &spec);
 
-    python("write", "queue", "from-python", &spec);
+    // Python's SDK sends a message's text as it is, and Azurite may store a
+    // character split between two reads of a body past 64 KiB as
+    // replacement characters (Azure/Azurite#2670): the text outside ASCII
+    // that long goes only from tablekit, whose bodies to the emulator are
+    // ASCII.
+    let from_python: Vec<String> = messages()
+        .into_iter()
+        .filter(|text| text.is_ascii() || text.len() < 32 * 1024)
+        .collect();
+    python(
+        "write",
+        "queue",
+        "from-python",
+        &json!({ "messages": from_python }),
+    );
     let mut got = Vec::new();
     loop {
         let batch = queues
@@ -341,7 +355,7 @@ async fn messages_cross_between_the_sdks_unchanged() {
         }
         got.extend(batch.into_iter().map(|m| m.text));
     }
-    let mut want = messages();
+    let mut want = from_python;
     got.sort();
     want.sort();
     assert_eq!(got, want, "the messages Python put");
