@@ -21,6 +21,9 @@ pub struct Target<'a> {
     pub queue: &'a str,
     /// The message id, for requests on one message.
     pub message: &'a str,
+    /// Whether the request addressed one entity: its keys may both be
+    /// empty, so they cannot say so.
+    pub entity: bool,
 }
 
 impl<'a> Target<'a> {
@@ -38,6 +41,7 @@ impl<'a> Target<'a> {
             table,
             partition_key,
             row_key,
+            entity: true,
             ..Target::default()
         }
     }
@@ -178,7 +182,7 @@ pub fn map(
         }),
         // Entity not found is `ResourceNotFound` on the live service.
         (404, "ResourceNotFound")
-            if !target.row_key.is_empty() || !target.partition_key.is_empty() =>
+            if target.entity || !target.row_key.is_empty() || !target.partition_key.is_empty() =>
         {
             entity(|table, partition_key, row_key| Error::EntityNotFound {
                 table,

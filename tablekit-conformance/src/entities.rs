@@ -145,9 +145,45 @@ pub async fn get_missing_entity(backend: &dyn TableBackend) {
     backend.delete_table(&table).await.expect("delete table");
 }
 
-/// The empty PartitionKey and RowKey are valid and addressable.
+/// The empty PartitionKey and RowKey are valid and addressable; an entity
+/// of both keys empty that is not there is missing, like any other.
 pub async fn empty_keys_are_allowed(backend: &dyn TableBackend) {
     let table = fresh_table(backend, "empty").await;
+    let missing = |got: tablekit::Result<Entity>| match got {
+        Err(Error::EntityNotFound {
+            partition_key,
+            row_key,
+            ..
+        }) => assert_eq!((partition_key.as_str(), row_key.as_str()), ("", "")),
+        other => panic!("a missing entity of empty keys: {other:?}"),
+    };
+    missing(
+        backend
+            .get_entity(&table, "", "", &GetOptions::default())
+            .await,
+    );
+    assert_eq!(
+        backend
+            .try_get_entity(&table, "", "")
+            .await
+            .expect("try_get"),
+        None
+    );
+    assert!(matches!(
+        backend.delete_entity(&table, "", "", &IfMatch::Any).await,
+        Err(Error::EntityNotFound { .. })
+    ));
+    assert!(matches!(
+        backend
+            .update_entity(
+                &table,
+                &Entity::new("", ""),
+                UpdateMode::Merge,
+                &IfMatch::Any
+            )
+            .await,
+        Err(Error::EntityNotFound { .. })
+    ));
     backend
         .insert_entity(&table, &Entity::new("", "").with("v", 1))
         .await
@@ -160,6 +196,11 @@ pub async fn empty_keys_are_allowed(backend: &dyn TableBackend) {
         .delete_entity(&table, "", "", &IfMatch::Any)
         .await
         .expect("delete empty keys");
+    missing(
+        backend
+            .get_entity(&table, "", "", &GetOptions::default())
+            .await,
+    );
     backend.delete_table(&table).await.expect("delete table");
 }
 
