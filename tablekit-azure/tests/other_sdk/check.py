@@ -12,6 +12,7 @@ difference, if what this SDK reads is not what the file says.
 """
 
 import base64
+import hashlib
 import json
 import math
 import os
@@ -202,8 +203,6 @@ def blobs(mode, name, problems):
         for blob in SPEC["blobs"]:
             container.get_blob_client(blob["name"]).upload_blob(blob_bytes(blob))
         return
-    import hashlib
-
     for blob in SPEC["blobs"]:
         client = container.get_blob_client(blob["name"])
         data = client.download_blob().readall()
