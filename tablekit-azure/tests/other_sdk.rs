@@ -298,7 +298,7 @@ async fn names_outside_ascii_filter_and_select() {
         .select(["Gr\u{f6}\u{df}e"]);
     let got = backend.query_all(table, query).await.expect("query");
     assert_eq!(got.len(), 1, "the one row of that value");
-    let names: Vec<&str> = got[0].properties.iter().map(|(n, _)| n.as_ref()).collect();
+    let names: Vec<&str> = got[0].properties.iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["Gr\u{f6}\u{df}e"]);
     let got = backend
         .get_entity(
