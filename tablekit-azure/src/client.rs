@@ -128,7 +128,7 @@ impl AzureTables {
             _ => None,
         };
         let http = crate::transport::Http::from_options(&options, &account.table_endpoint)?;
-        let verify_merges = account.name == crate::config::DEV_ACCOUNT;
+        let verify_merges = account.is_emulator(&account.table_endpoint);
         let signing = Signing::new(&account.credentials, &account.table_endpoint, &options)?;
         let query_order = query_order_of(&account.table_endpoint);
         let system = match query_order {
@@ -391,8 +391,8 @@ impl AzureTables {
     }
 
     /// Whether entities are sent in ASCII alone, every other character of
-    /// their JSON escaped (`\u00e9`). On by default for the emulator, off for
-    /// the service.
+    /// their JSON escaped (`\u00e9`). On by default for the emulator
+    /// ([`Account::is_emulator`]), off for the service.
     ///
     /// Azurite decodes each piece of a request body as it arrives, so a
     /// character of several bytes that falls across two pieces is stored as

@@ -643,6 +643,19 @@ impl Account {
         Ok(account)
     }
 
+    /// Whether `endpoint`, one of this account's, is the emulator's: the
+    /// account is the emulator's well-known one, or the endpoint names the
+    /// account in its path (`http://host:port/account`), as the emulator's
+    /// do and the service's never do (its accounts are hosts of their own).
+    pub fn is_emulator(&self, endpoint: &str) -> bool {
+        self.name == DEV_ACCOUNT
+            || crate::transport::path_prefix(endpoint)
+                .trim_matches('/')
+                .split('/')
+                .next()
+                .is_some_and(|first| !first.is_empty() && first == self.name)
+    }
+
     /// The local emulator (Azurite) at `host`, with its table, blob and
     /// queue ports (10002, 10000 and 10001 by default).
     pub fn emulator(host: &str, table_port: u16, blob_port: u16, queue_port: u16) -> Account {
@@ -924,6 +937,25 @@ mod tests {
             "TableEndpoint=https://a.table.core.windows.net;SharedAccessSignature=sv=2019-02-02&sig=abc",
         );
         assert_eq!(sas_only, Err(ConfigError::Missing("BlobEndpoint")));
+    }
+
+    #[test]
+    fn the_emulator_is_told_by_its_account_or_its_path() {
+        let dev = Account::from_connection_string("UseDevelopmentStorage=true").unwrap();
+        assert!(dev.is_emulator(&dev.table_endpoint));
+        let own = Account::from_connection_string(&format!(
+            "AccountName=mine;AccountKey={DEV_KEY};TableEndpoint=http://azurite:10002/mine;BlobEndpoint=http://azurite:10000/mine"
+        ))
+        .unwrap();
+        assert!(own.is_emulator(&own.table_endpoint), "{own:?}");
+        let cloud = Account::from_connection_string(&format!(
+            "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={DEV_KEY}"
+        ))
+        .unwrap();
+        assert!(!cloud.is_emulator(&cloud.table_endpoint));
+        assert!(!cloud.is_emulator("https://acme.table.core.windows.net/"));
+        assert!(!cloud.is_emulator("https://proxy.example/tables/acme"));
+        assert!(!cloud.is_emulator("https://proxy.example/other"));
     }
 
     #[test]

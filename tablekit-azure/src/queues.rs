@@ -70,7 +70,7 @@ impl AzureQueues {
             .queue_endpoint
             .clone()
             .ok_or(ConfigError::Missing("QueueEndpoint"))?;
-        let ascii_bodies = account.name == crate::config::DEV_ACCOUNT;
+        let ascii_bodies = account.is_emulator(&endpoint);
         Ok(AzureQueues {
             ascii_bodies,
             // Getting messages is a GET that changes them: nothing goes to
@@ -93,7 +93,8 @@ impl AzureQueues {
 
     /// Whether message texts are sent in ASCII alone, every other
     /// character written as an XML character reference (`&#xE9;`). On by
-    /// default for the emulator, off for the service.
+    /// default for the emulator ([`Account::is_emulator`]), off for the
+    /// service.
     ///
     /// Azurite decodes each piece of a request body as it arrives, so a
     /// character of several bytes that falls across two pieces is stored as
