@@ -50,12 +50,13 @@ async fn long_text_outside_ascii_is_stored_as_written() {
     use tablekit::queue::{PutMessageOptions, QueueStore};
     let backend = AzureTables::new(azurite::account()).unwrap();
     backend.create_table("wideText").await.unwrap();
-    // Inserts up to the largest entity; replaces (whose bodies Azurite
-    // limits to 1 MiB, which the escapes reach at about 350 KB of such
-    // text) of the smaller ones.
-    for (size, pad, replace) in [70_000usize, 200_000, 700_000]
+    // Each entity is inserted, replaced, then merged under its ETag. Past
+    // about 350 KB of such text the escaped body of an update passes the
+    // 1 MiB Azurite takes for one, and the client sends it as a
+    // transaction of one operation instead.
+    for (size, pad) in [70_000usize, 200_000, 700_000]
         .into_iter()
-        .flat_map(|size| (0..4).map(move |pad| (size, pad, size < 300_000)))
+        .flat_map(|size| (0..4).map(move |pad| (size, pad)))
     {
         let mut entity = Entity::new("p", format!("{size}-{pad}"));
         let mut left = size / 4;
@@ -66,14 +67,35 @@ async fn long_text_outside_ascii_is_stored_as_written() {
             entity = entity.with(name, text);
             left -= n;
         }
-        backend.insert_entity("wideText", &entity).await.unwrap();
-        if replace {
-            entity = entity.with("S0", "\u{e9}".repeat(16_000));
-            backend
-                .upsert_entity("wideText", &entity, UpdateMode::Replace)
-                .await
-                .unwrap();
-        }
+        let first = backend.insert_entity("wideText", &entity).await.unwrap();
+        entity = entity.with("S0", "\u{e9}".repeat(16_000));
+        let replaced = backend
+            .upsert_entity("wideText", &entity, UpdateMode::Replace)
+            .await
+            .unwrap();
+        let change = entity.clone().with("S1", "\u{4e2d}".repeat(16_000));
+        let stale = backend
+            .update_entity(
+                "wideText",
+                &change,
+                UpdateMode::Merge,
+                &IfMatch::ETag(first),
+            )
+            .await;
+        assert!(
+            matches!(stale, Err(tablekit::Error::PreconditionFailed { .. })),
+            "{size} bytes: a stale ETag is the update's own failure: {stale:?}"
+        );
+        backend
+            .update_entity(
+                "wideText",
+                &change,
+                UpdateMode::Merge,
+                &IfMatch::ETag(replaced),
+            )
+            .await
+            .unwrap();
+        entity = entity.with("S1", "\u{4e2d}".repeat(16_000));
         let got = backend
             .get_entity("wideText", "p", &entity.row_key, &GetOptions::default())
             .await
