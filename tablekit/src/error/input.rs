@@ -257,7 +257,9 @@ pub enum InvalidInput {
         partition_key: String,
         /// RowKey of the entity.
         row_key: String,
-        /// How many properties it has.
+        /// How many properties it has. When the service refused a merge
+        /// for it (the REST backend), the least it can be: one past the
+        /// limit, since the service does not say.
         count: usize,
         /// The limit.
         max: usize,
@@ -294,7 +296,9 @@ pub enum InvalidInput {
         partition_key: String,
         /// RowKey of the entity.
         row_key: String,
-        /// Its size by the formula.
+        /// Its size by the formula. When the service refused it (the REST
+        /// backend), the least it can be: one past the limit, since the
+        /// service does not say.
         size: usize,
         /// The limit.
         max: usize,
@@ -524,7 +528,9 @@ pub enum InvalidInput {
     /// A message's text is longer than a queue message may be.
     #[error("the message is {bytes} bytes of UTF-8; the limit is {max}")]
     MessageTooLarge {
-        /// Its length.
+        /// Its length. When the service refused it (the REST backend), the
+        /// least it can be: one past the limit, since the service does not
+        /// say.
         bytes: usize,
         /// The limit.
         max: usize,
