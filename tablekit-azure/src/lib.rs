@@ -30,6 +30,11 @@
 //!   onto `tablekit::Error` ([`errors`]), so the same bad input gets the same
 //!   typed error as on the in-memory backend, also where Azurite is laxer
 //!   than the service.
+//! - Against the emulator ([`config::Account::is_emulator`]), entities and
+//!   queue messages are sent in ASCII alone, every other character
+//!   escaped: Azurite stores a character of several bytes that falls
+//!   between two reads of a request body as replacement characters, with
+//!   no error ([`AzureTables::with_ascii_bodies`]).
 //! - Transient failures are retried with exponential back-off and jitter on
 //!   idempotent requests ([`policy`]). Every call to the service is a
 //!   `tracing` span, and each HTTP attempt a child span with both request
