@@ -122,7 +122,7 @@ impl AzureTables {
         account: Account,
         options: ClientOptions,
     ) -> Result<AzureTables, ConfigError> {
-        let path_prefix = crate::transport::path_prefix(&account.table_endpoint);
+        let path_prefix = crate::url::path_prefix(&account.table_endpoint);
         let sas_range = match &account.credentials {
             Credentials::Sas(token) => Some(SasRange::from_token(token)),
             _ => None,
@@ -146,7 +146,7 @@ impl AzureTables {
             .table_secondary_endpoint
             .clone()
             .filter(|_| options.secondary_reads)
-            .map(|e| (crate::transport::path_prefix(&e), e))
+            .map(|e| (crate::url::path_prefix(&e), e))
             .map(|(prefix, e)| (e, prefix));
         Ok(AzureTables {
             inner: Arc::new(Inner {

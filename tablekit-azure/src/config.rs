@@ -649,7 +649,7 @@ impl Account {
     /// do and the service's never do (its accounts are hosts of their own).
     pub fn is_emulator(&self, endpoint: &str) -> bool {
         self.name == DEV_ACCOUNT
-            || crate::transport::path_prefix(endpoint)
+            || crate::url::path_prefix(endpoint)
                 .trim_matches('/')
                 .split('/')
                 .next()

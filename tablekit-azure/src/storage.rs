@@ -50,11 +50,11 @@ impl Service {
             crate::transport::store_info(system, &account.name, &endpoint, "Microsoft.Storage");
         let secondary = secondary
             .filter(|_| options.secondary_reads)
-            .map(|e| (crate::transport::path_prefix(&e), e))
+            .map(|e| (crate::url::path_prefix(&e), e))
             .map(|(prefix, e)| (e, prefix));
         Ok(Service {
             signing: Signing::new(&account.credentials, &endpoint, options)?,
-            path_prefix: crate::transport::path_prefix(&endpoint),
+            path_prefix: crate::url::path_prefix(&endpoint),
             http: crate::transport::Http::from_options(options, &endpoint)?,
             retry: options.retry.clone(),
             account,

@@ -160,15 +160,6 @@ impl Request<'_> {
     }
 }
 
-/// The path an endpoint puts before every resource: `/devstoreaccount1` for
-/// the emulator's path-style URLs, empty for the cloud's.
-pub(crate) fn path_prefix(endpoint: &str) -> String {
-    endpoint
-        .split_once("://")
-        .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
-        .unwrap_or_default()
-}
-
 /// The URL of a request: endpoint, encoded path, encoded query parameters,
 /// and the SAS token when the client signs with one.
 pub(crate) fn address(

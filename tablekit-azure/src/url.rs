@@ -85,6 +85,15 @@ pub fn host_of(endpoint: &str) -> &str {
     authority.split(':').next().unwrap_or_default()
 }
 
+/// The path an endpoint puts before every resource: `/devstoreaccount1` for
+/// the emulator's path-style URLs, empty for the cloud's.
+pub(crate) fn path_prefix(endpoint: &str) -> String {
+    endpoint
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|at| rest[at..].to_owned()))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
