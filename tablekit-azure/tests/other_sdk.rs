@@ -193,6 +193,7 @@ fn rows() -> Vec<Entity> {
             .with("DtMax", datetime("9999-12-31T23:59:59.9999999Z"))
             .with("DtTicks", datetime("2026-11-28T06:17:53.1234567Z"))
             .with("DtWhole", datetime("2026-11-28T06:17:53Z"))
+            .with("DtMicros", datetime("2026-11-28T06:17:53.123456Z"))
             .with("Guid", Value::Guid(guid.parse().expect("a GUID")))
             .with("GuidZero", Value::Guid(tablekit::uuid::Uuid::nil()))
             .with("Bytes", Value::Binary(vec![0, 1, 2, 255, 0, 254]))

@@ -20,7 +20,7 @@ import re
 import struct
 import sys
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 
 from azure.core.credentials import AzureNamedKeyCredential
 from azure.data.tables import EdmType, EntityProperty, TableServiceClient
@@ -98,7 +98,13 @@ def to_sdk(value):
     if kind == "Boolean":
         return text == "true"
     if kind == "DateTime":
-        # Python's datetime keeps microseconds; the text keeps all seven digits.
+        # A time of whole microseconds goes as Python's own datetime, as a
+        # Python program writes one; a finer one as its text, which keeps
+        # all seven digits.
+        if text.endswith("0Z"):
+            return datetime.strptime(text[:-2] + "Z", "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                tzinfo=timezone.utc
+            )
         return EntityProperty(text, EdmType.DATETIME)
     if kind == "Guid":
         return uuid.UUID(text)
