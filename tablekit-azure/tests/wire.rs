@@ -623,3 +623,43 @@ async fn cosmos_throttling_reports_its_wait_in_milliseconds() {
         other => panic!("expected Throttled, got {other:?}"),
     }
 }
+
+/// The service gets an entity's text as UTF-8, as it is; with ASCII bodies
+/// (the emulator's default), every other character is a JSON escape, in
+/// inserts and in updates alike, and the keys in the URL are unchanged.
+#[tokio::test]
+async fn entity_bodies_are_ascii_only_when_asked() {
+    let etag = || respond("204 No Content", &[("ETag", "W/\"e\"")], "");
+    let mock = Mock::start(vec![etag(), etag(), etag()]).await;
+    let entity = Entity::new("p\u{e9}", "r").with("T\u{e9}xt", "\u{e9}\u{1f600}");
+    mock.client.insert_entity("tbl", &entity).await.unwrap();
+    let ascii = mock.client.clone().with_ascii_bodies(true);
+    ascii.insert_entity("tbl", &entity).await.unwrap();
+    ascii
+        .update_entity("tbl", &entity, UpdateMode::Replace, &IfMatch::Any)
+        .await
+        .unwrap();
+    let seen = mock.seen();
+    assert!(
+        seen[0].body.contains("\"T\u{e9}xt\":\"\u{e9}\u{1f600}\""),
+        "{}",
+        seen[0].body
+    );
+    for escaped in &seen[1..] {
+        assert!(escaped.body.is_ascii(), "{}", escaped.body);
+        assert!(
+            escaped.body.contains(r#""T\u00e9xt":"\u00e9\ud83d\ude00""#),
+            "{}",
+            escaped.body
+        );
+        assert!(escaped.body.contains(r#""PartitionKey":"p\u00e9""#));
+    }
+    assert_eq!(seen[2].method, "PUT");
+    assert!(
+        seen[2]
+            .target
+            .contains("(PartitionKey='p%C3%A9',RowKey='r')"),
+        "{}",
+        seen[2].target
+    );
+}
