@@ -3,10 +3,11 @@
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
-use syn::{Attribute, Ident, LitInt, LitStr, Path, Token};
+use syn::{Attribute, Ident, LitStr, Path, Token};
 
 use crate::case::RenameRule;
 use crate::ctxt::Ctxt;
+use crate::forms;
 
 /// The attribute's name.
 pub(crate) const TABLEKIT: &str = "tablekit";
@@ -215,35 +216,29 @@ fn tablekit_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
 }
 
 fn parse_u32(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(u32, TokenStream)> {
-    let lit: LitInt = match meta.value().and_then(|v| v.parse()) {
-        Ok(lit) => lit,
-        Err(e) => {
-            cx.syn_error(e);
-            return None;
-        }
-    };
-    match lit.base10_parse::<u32>() {
-        Ok(v) => Some((v, lit.into_token_stream())),
-        Err(e) => {
-            cx.syn_error(e);
-            None
-        }
-    }
+    forms::number(cx, meta, None)
 }
 
 fn parse_str(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
-    match meta.value().and_then(|v| v.parse::<LitStr>()) {
-        Ok(lit) => Some(lit),
-        Err(e) => {
-            cx.syn_error(e);
-            None
-        }
-    }
+    forms::string(cx, meta)
 }
 
 /// An index's name (`index = "…"`, `unique = "…"`, `index(name = "…")`):
 /// a string that is not empty.
 fn parse_index_name(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<LitStr> {
+    let name = forms::name_of(meta);
+    if !meta.input.peek(Token![=]) && name != NAME {
+        // `unique`, `index(unique)`, `index(name = …)` on a field.
+        let mut written = meta.path.to_token_stream();
+        written.extend(forms::rest_of_item(meta.input));
+        cx.error_spanned_by(
+            written,
+            format!(
+                "`{name}` on a field names the index the field is in: write `#[tablekit({name} = \"email\")]` (the fields that share the name form one index); the index's options go on the struct: `#[tablekit(index(name = \"email\", tag = …, copy(…)))]`"
+            ),
+        );
+        return None;
+    }
     let lit = parse_str(cx, meta)?;
     if lit.value().trim().is_empty() {
         cx.error_spanned_by(
@@ -406,9 +401,10 @@ impl ContainerParts {
         };
         match name.as_str() {
             KIND_PROPERTIES => {
-                let lit: syn::LitBool = meta.value()?.parse()?;
-                self.kind_properties
-                    .set(cx, path, (lit.value, lit.into_token_stream()));
+                if let Some(lit) = forms::boolean(cx, meta) {
+                    self.kind_properties
+                        .set(cx, path, (lit.value, lit.into_token_stream()));
+                }
             }
             COLLECTION => {
                 flag(meta, COLLECTION)?;
@@ -486,9 +482,8 @@ impl ContainerParts {
                 self.parent.set(cx, path, parent);
             }
             PROJECTION_OF => {
-                let ty: syn::Type = meta.value()?.parse()?;
-                let tokens = ty.to_token_stream();
-                self.projection_of.set(cx, path, (ty, tokens));
+                let full = parse_type(meta, "`projection_of` names the full type itself")?;
+                self.projection_of.set(cx, path, full);
             }
             UPGRADE_FROM => {
                 let old = parse_type(meta, "`upgrade_from` names the older type itself")?;
@@ -499,8 +494,9 @@ impl ContainerParts {
                 self.previous_kinds.set(cx, path, kinds);
             }
             UPGRADE_WITH => {
-                let function: Path = meta.value()?.parse()?;
-                self.upgrade_with.set(cx, path, function);
+                if let Some(function) = forms::path(cx, meta, None) {
+                    self.upgrade_with.set(cx, path, function);
+                }
             }
             ROW_KEY => {
                 if let Some(lit) = parse_str(cx, meta) {
@@ -526,8 +522,9 @@ impl ContainerParts {
     fn shared_attribute(&mut self, cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
         let path = &meta.path;
         if path.is_ident(CRATE) {
-            let value: Path = meta.value()?.parse()?;
-            self.crate_path.set(cx, path, value);
+            if let Some(value) = forms::path(cx, meta, None) {
+                self.crate_path.set(cx, path, value);
+            }
         } else if path.is_ident(RENAME_ALL) {
             if let Some(lit) = parse_str(cx, meta) {
                 match RenameRule::from_name(&lit.value()) {
@@ -617,6 +614,10 @@ fn parse_buckets(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(String, Token
 /// `name = Type`, with its tokens. A string is refused with `what` (`` `parent`
 /// names the type itself ``) and the fix.
 fn parse_type(meta: &ParseNestedMeta<'_>, what: &str) -> syn::Result<(syn::Type, TokenStream)> {
+    if !meta.input.peek(Token![=]) {
+        let name = forms::name_of(meta);
+        return Err(meta.error(format!("{what}: write `{name} = Type`")));
+    }
     let value = meta.value()?;
     if value.peek(LitStr) {
         let lit: LitStr = value.parse()?;
@@ -634,6 +635,11 @@ fn parse_type(meta: &ParseNestedMeta<'_>, what: &str) -> syn::Result<(syn::Type,
 /// `previous_kinds = ["OLD", …]`: the kind's earlier names, at least one,
 /// with the list's tokens.
 fn parse_previous_kinds(meta: &ParseNestedMeta<'_>) -> syn::Result<(Vec<LitStr>, TokenStream)> {
+    if !meta.input.peek(Token![=]) {
+        return Err(meta.error(
+            "`previous_kinds` lists the kind's earlier names: write `previous_kinds = [\"OLD\"]`",
+        ));
+    }
     let value = meta.value()?;
     if value.peek(LitStr) {
         let lit: LitStr = value.parse()?;
@@ -897,8 +903,10 @@ impl FieldParts {
                 // `default`, or `default = path` to a function that makes
                 // the value.
                 if meta.input.peek(Token![=]) {
-                    let function: Path = meta.value()?.parse()?;
-                    self.default.set(cx, path, Some(function));
+                    let hint = "`default = …` names a function that makes the value (and `default` alone takes `Default::default()`)";
+                    if let Some(function) = forms::path(cx, meta, Some(hint)) {
+                        self.default.set(cx, path, Some(function));
+                    }
                 } else {
                     flag(meta, DEFAULT)?;
                     self.default.set(cx, path, None);
@@ -925,8 +933,9 @@ impl FieldParts {
                 }
             }
             WITH => {
-                let value: Path = meta.value()?.parse()?;
-                self.with.set(cx, path, value);
+                if let Some(value) = forms::path(cx, meta, None) {
+                    self.with.set(cx, path, value);
+                }
             }
             FLATTEN => {
                 let mut options = Flatten {
@@ -938,6 +947,10 @@ impl FieldParts {
                         parse_strings(cx, meta, "flatten", [PREFIX, DELIMITER])?;
                     options.prefix = prefix;
                     options.delimiter = delimiter;
+                } else if meta.input.peek(Token![=]) {
+                    return Err(meta.error(
+                        "`flatten` takes no value, or its options: `flatten(prefix = \"…\", delimiter = \"…\")`",
+                    ));
                 }
                 self.flatten.set(cx, path, options);
             }
@@ -989,7 +1002,11 @@ fn set_flag(cx: &Ctxt, meta: &ParseNestedMeta<'_>, attr: &mut Attr<()>) -> syn::
 fn key_role(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> KeyRole {
     KeyRole {
         order: if meta.input.peek(Token![=]) {
-            parse_u32(cx, meta)
+            let name = forms::name_of(meta);
+            let hint = format!(
+                "`{name}` takes no value, or the field's place in a compound key (0, 1, …)"
+            );
+            forms::number(cx, meta, Some(&hint))
         } else {
             None
         },

@@ -11,6 +11,7 @@ mod case;
 mod check;
 mod ctxt;
 mod expand;
+mod forms;
 mod indexes;
 mod kinds;
 mod value_enum;
