@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use quote::ToTokens;
 
-use crate::ast::{Container, Mode, Role};
+use crate::ast::{Container, Mode, Role, is_option, option_inner};
 use crate::attr::TemplatePiece;
 use crate::ctxt::Ctxt;
 
@@ -22,6 +22,7 @@ const RESERVED: &[&str] = &["PartitionKey", "RowKey", "Timestamp", "_Kind", "_Ve
 pub(crate) fn check(cx: &Ctxt, cont: &Container<'_>) {
     check_crate_path(cx, cont);
     check_property_names(cx, cont);
+    check_absent_values(cx, cont);
     check_buckets(cx, cont);
     if cont.mode == Mode::Entity {
         check_keys(cx, cont);
@@ -238,6 +239,51 @@ fn check_property_names(cx: &Ctxt, cont: &Container<'_>) {
     check_series_prefixes(cx, cont);
     let seen = check_stored_names(cx, cont);
     check_aliases(cx, cont, &seen);
+}
+
+/// Field types with a value the store cannot keep apart from another: an
+/// `Option` of an `Option` (its `Some(None)` is stored as no property, as
+/// `None` is), and a `Vec` or map series of `Option`s (a `None` element
+/// would read back missing). The writers refuse such values too, for the
+/// types this cannot see through (an alias of `Option`).
+fn check_absent_values(cx: &Ctxt, cont: &Container<'_>) {
+    for field in &cont.fields {
+        let nested = match field.role {
+            Role::Property => option_inner(field.ty).is_some_and(is_option),
+            Role::Series => series_element(field.ty).is_some_and(is_option),
+            _ => false,
+        };
+        if !nested {
+            continue;
+        }
+        let message = if matches!(field.role, Role::Series) {
+            "a `None` element of a `Vec` or map series would be stored as no property and read back missing: use an array (`[Option<T>; N]`), whose length says where its elements are, or `#[tablekit(json)]`"
+        } else {
+            "a property is absent or holds one value: the `Some(None)` of an `Option<Option<T>>` would be stored as no property and read back as `None`; use one `Option`"
+        };
+        cx.error_spanned_by(field.ty, message);
+    }
+}
+
+/// The element type of a type that is syntactically a `Vec`, or the value
+/// type of a `BTreeMap` or `HashMap`.
+fn series_element(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(path) = ty else {
+        return None;
+    };
+    let last = path.path.segments.last()?;
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    let at = match last.ident.to_string().as_str() {
+        "Vec" => 0,
+        "BTreeMap" | "HashMap" => 1,
+        _ => return None,
+    };
+    match args.args.iter().nth(at)? {
+        syn::GenericArgument::Type(element) => Some(element),
+        _ => None,
+    }
 }
 
 /// Two flattened fields under one prefix.

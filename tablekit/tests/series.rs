@@ -136,3 +136,142 @@ async fn merge_one_element_keeps_the_others() {
         .unwrap();
     assert_eq!(busy.len(), 1);
 }
+
+/// An `Option` the derive cannot see through, as a program's alias makes it.
+type Maybe = Option<i32>;
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Gauges", kind = "GAUGE", rename_all = "PascalCase")]
+struct Gauge {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(row_key)]
+    day: u32,
+    #[tablekit(series)]
+    hourly: [Option<u32>; 4],
+    #[tablekit(series)]
+    readings: Vec<Maybe>,
+    #[tablekit(series)]
+    labels: BTreeMap<String, Maybe>,
+    limit: Option<Maybe>,
+}
+
+fn gauge() -> Gauge {
+    Gauge {
+        site: "north".into(),
+        day: 1,
+        hourly: [None, Some(10), None, None],
+        readings: vec![Some(1), Some(2)],
+        labels: BTreeMap::from([("a".to_string(), Some(3))]),
+        limit: Some(Some(7)),
+    }
+}
+
+/// Whether `result` is the refusal of a value stored as no property, for
+/// the property `property`.
+fn refused<T: std::fmt::Debug>(result: tablekit::Result<T>, property: &str) -> bool {
+    matches!(
+        &result,
+        Err(Error::Invalid(InvalidInput::PropertyValue { property: p, reason }))
+            if p == property && reason.contains("no property")
+    )
+}
+
+#[tokio::test]
+async fn missing_elements_read_back_in_arrays_and_are_refused_elsewhere() {
+    // An array keeps its `None` elements: only the others are stored, and
+    // its length says where they were.
+    let g = gauge();
+    let e = schema::to_entity(&g).unwrap();
+    assert_eq!(e.get("Hourly_1"), Some(&Value::Int64(10)));
+    assert!(e.get("Hourly_0").is_none() && e.get("Hourly_3").is_none());
+    assert_eq!(schema::from_entity::<Gauge>(&e).unwrap(), g);
+    let json = schema::to_json(&g).unwrap();
+    assert_eq!(schema::from_json::<Gauge>(&json).unwrap(), g);
+    let none = Gauge {
+        hourly: [None; 4],
+        ..gauge()
+    };
+    assert_eq!(
+        schema::from_entity::<Gauge>(&schema::to_entity(&none).unwrap()).unwrap(),
+        none
+    );
+    // An element past the array's length is not a value of it.
+    let mut past = schema::to_entity(&g).unwrap();
+    past.insert("Hourly_4", 5i64);
+    assert!(matches!(
+        schema::from_entity::<Gauge>(&past),
+        Err(Error::Schema(SchemaError::Property { .. }))
+    ));
+
+    // A `Vec`'s or a map's `None` element, and `Some(None)`, would read back
+    // as something else: refused when written, and nothing is stored.
+    let gauges: Table<Gauge> = Table::new(MemBackend::new());
+    gauges.create_if_missing().await.unwrap();
+    for (bad, property) in [
+        (
+            Gauge {
+                readings: vec![Some(1), None, Some(3)],
+                ..gauge()
+            },
+            "Readings",
+        ),
+        (
+            Gauge {
+                readings: vec![Some(1), None],
+                ..gauge()
+            },
+            "Readings",
+        ),
+        (
+            Gauge {
+                labels: BTreeMap::from([("a".to_string(), None)]),
+                ..gauge()
+            },
+            "Labels",
+        ),
+        (
+            Gauge {
+                limit: Some(None),
+                ..gauge()
+            },
+            "Limit",
+        ),
+    ] {
+        assert!(refused(schema::to_entity(&bad), property), "{bad:?}");
+        assert!(refused(schema::to_json(&bad), property), "{bad:?}");
+        assert!(refused(gauges.insert(&bad).await, property), "{bad:?}");
+        assert!(gauges.get("north", 1).await.unwrap().is_none());
+    }
+
+    // What can be told apart is stored and read back as it was.
+    for good in [
+        gauge(),
+        Gauge {
+            limit: None,
+            readings: vec![],
+            labels: BTreeMap::new(),
+            ..gauge()
+        },
+    ] {
+        gauges.upsert(&good).await.unwrap();
+        let back = gauges.get("north", 1).await.unwrap().unwrap();
+        assert_eq!(Loaded::into_inner(back), good);
+    }
+
+    // A merge writes what it sends and removes nothing: merging a `None`
+    // element would change nothing, so it is refused.
+    let hourly = Gauge::columns().hourly;
+    let merged = gauges
+        .merge_element("north", 1, &hourly.at(1), &None, &IfMatch::Any)
+        .await;
+    assert!(refused(merged, "Hourly_1"));
+    let after = gauges.get("north", 1).await.unwrap().unwrap();
+    assert_eq!(after.hourly, [None, Some(10), None, None]);
+    gauges
+        .merge_element("north", 1, &hourly.at(3), &Some(30), &IfMatch::Any)
+        .await
+        .unwrap();
+    let after = gauges.get("north", 1).await.unwrap().unwrap();
+    assert_eq!(after.hourly, [None, Some(10), None, Some(30)]);
+}

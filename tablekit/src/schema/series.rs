@@ -22,6 +22,15 @@ use crate::filter::{CompareOp, Filter};
 /// since a merge only writes what it sends, merging a shorter `Vec` keeps the
 /// stored tail — replace to shrink.
 ///
+/// **Missing elements.** An element of type `Option<T>` that is `None` is
+/// stored as no property. Only an array's fixed length says where its
+/// elements are, so only an array (`[Option<f64>; 24]`, an hourly reading
+/// that may be missing) keeps `None` elements and reads them back. A `None`
+/// element of a `Vec` or a map would read back missing (a shorter `Vec`, a
+/// map without the key), so it is refused when written, with
+/// [`InvalidInput::PropertyValue`](crate::InvalidInput::PropertyValue)
+/// naming the series and the element, and nothing is stored.
+///
 /// **Map keys.** Each element is a property of its own, so `{field}_{key}`
 /// must be a property name the store accepts: the key holds only letters
 /// (any alphabet), digits and `_`, and the whole name is at most 255
@@ -62,7 +71,7 @@ use crate::filter::{CompareOp, Filter};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be stored as a series",
     label = "not a series",
-    note = "a series is a `Vec<T>`, an array `[T; N]`, or a `BTreeMap<String, T>` / `HashMap<String, T>`, whose elements `T` are each stored as one property (numbers, text, bool, bytes, timestamps, UUIDs, or options of these); a series of series is not stored: use `#[tablekit(json)]` for nested data"
+    note = "a series is a `Vec<T>`, an array `[T; N]`, or a `BTreeMap<String, T>` / `HashMap<String, T>`, whose elements `T` are each stored as one property (numbers, text, bool, bytes, timestamps, UUIDs, or, in an array, options of these); a series of series is not stored: use `#[tablekit(json)]` for nested data"
 )]
 pub trait Series: Sized {
     /// The element type.
@@ -119,14 +128,43 @@ fn take_elements<S: PropertySource + ?Sized>(
     Ok(found.into_iter().map(|(_, value)| value).collect())
 }
 
-/// Writes one property per element, named by its index.
+/// Writes one property per element, named by its index. An element stored
+/// as no property (a `None`) is refused unless `fixed`: only an array's
+/// length says where its elements end, so only an array reads a missing
+/// element back as `None`.
 fn write_elements<T: PropertyValue, S: PropertySink + ?Sized>(
     items: &[T],
     name: &str,
     props: &mut S,
+    fixed: bool,
 ) -> Result<(), Error> {
     for (i, v) in items.iter().enumerate() {
+        if T::MAY_BE_ABSENT && !fixed {
+            refuse_absent(name, v, || format!("element {i}"))?;
+        }
         write_property(props, element_name(name, i), v)?;
+    }
+    Ok(())
+}
+
+/// Refuses an element of the series `name` that would be stored as no
+/// property, naming it with `which`: it would read back missing.
+fn refuse_absent<T: PropertyValue>(
+    name: &str,
+    value: &T,
+    which: impl FnOnce() -> String,
+) -> Result<(), Error> {
+    if value.to_value().is_ok_and(|stored| stored.is_none()) {
+        return Err(InvalidInput::PropertyValue {
+            property: name.to_owned(),
+            reason: format!(
+                "{} is `None`, which is stored as no property and would read back missing: \
+                 only an array series keeps `None` elements (its length says where they are); \
+                 use an array, leave the element out, or use `#[tablekit(json)]`",
+                which()
+            ),
+        }
+        .into());
     }
     Ok(())
 }
@@ -139,7 +177,7 @@ impl<T: PropertyValue> Series for Vec<T> {
         name: &str,
         props: &mut S,
     ) -> Result<(), Error> {
-        write_elements(self, name, props)
+        write_elements(self, name, props, false)
     }
     fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
         take_elements(name, props)?
@@ -153,7 +191,8 @@ impl<T: PropertyValue> Series for Vec<T> {
     }
 }
 
-/// An array is a `Vec` series whose length must be `N`.
+/// An array is a `Vec` series whose length must be `N`. Its elements may
+/// be `None` (stored as no property): the length says where they are.
 impl<T: PropertyValue, const N: usize> Series for [T; N] {
     type Element = T;
     const FIXED_LEN: Option<usize> = Some(N);
@@ -162,10 +201,14 @@ impl<T: PropertyValue, const N: usize> Series for [T; N] {
         name: &str,
         props: &mut S,
     ) -> Result<(), Error> {
-        write_elements(self, name, props)
+        write_elements(self, name, props, true)
     }
     fn read_series<S: PropertySource + ?Sized>(name: &str, props: &mut S) -> Result<Self, Error> {
-        let items = Vec::<T>::read_series(name, props)?;
+        let items = if T::MAY_BE_ABSENT {
+            read_sparse::<T, S>(name, props, N)?
+        } else {
+            Vec::<T>::read_series(name, props)?
+        };
         let len = items.len();
         items.try_into().map_err(|_| {
             property_error(
@@ -174,6 +217,35 @@ impl<T: PropertyValue, const N: usize> Series for [T; N] {
             )
         })
     }
+}
+
+/// The `len` elements of the series `name`, an element with no property
+/// read as absent (`None`); an element past `len` is an error.
+fn read_sparse<T: PropertyValue, S: PropertySource + ?Sized>(
+    name: &str,
+    props: &mut S,
+    len: usize,
+) -> Result<Vec<T>, Error> {
+    let mut values: Vec<Option<crate::value::Value>> = vec![None; len];
+    let found = props.extract(&mut |property| element_index(name, property).is_some());
+    for (property, value) in found {
+        match element_index(name, &property) {
+            Some(index) if index < len => values[index] = Some(value),
+            _ => {
+                return Err(property_error(
+                    &property,
+                    ValueError::Invalid(format!("series `{name}` has {len} elements")),
+                ));
+            }
+        }
+    }
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            T::from_owned(v).map_err(|problem| property_error(&element_name(name, i), problem))
+        })
+        .collect()
 }
 
 fn check_key(name: &str, key: &str) -> Result<(), Error> {
@@ -213,6 +285,9 @@ macro_rules! map_series {
             fn write_series<S: PropertySink + ?Sized>(&self, name: &str, props: &mut S) -> Result<(), Error> {
                 for (key, v) in self {
                     check_key(name, key)?;
+                    if T::MAY_BE_ABSENT {
+                        refuse_absent(name, v, || format!("the element of key {key:?}"))?;
+                    }
                     write_property(props, element_name(name, key), v)?;
                 }
                 Ok(())

@@ -19,7 +19,7 @@ use crate::value::{Value, ValueRef};
 /// | `Vec<u8>` | Binary |
 /// | `uuid::Uuid` | Guid |
 /// | [`DateTime`], `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`) | DateTime |
-/// | `Option<T>` | as `T`; `None` is an absent property |
+/// | `Option<T>` | as `T`; `None` is an absent property (so `Some(None)` of an `Option<Option<T>>` is refused when written: it would read back as `None`) |
 ///
 /// Reading accepts a lossless widening (an Int32 into an `i64` or `f64`
 /// field); anything else of another type is a [`ValueError::WrongType`].
@@ -29,6 +29,13 @@ use crate::value::{Value, ValueRef};
     note = "a property holds one value: a number, text, bool, bytes, a timestamp, a UUID, an enum deriving `TableValue`, or an `Option` of these; other types are stored with `#[tablekit(series)]` (a Vec, array or map of such values, one property each), `#[tablekit(json)]` (any serde type), `#[tablekit(with = module)]`, or `#[tablekit(flatten)]` (a struct deriving `TableFields`)"
 )]
 pub trait PropertyValue: Sized {
+    /// Whether a value of the type may be stored as no property at all, as
+    /// `Option`'s `None` is. Where no property would read back as another
+    /// value (the `Some(None)` of an `Option<Option<T>>`, a `None` element of
+    /// a `Vec` or map series), the value is refused when written instead of
+    /// being stored as something else.
+    const MAY_BE_ABSENT: bool = false;
+
     /// The value to store; `None` leaves the property out.
     fn to_value(&self) -> Result<Option<Value>, ValueError>;
     /// Reads the stored value (`None` when the property is absent).
@@ -51,6 +58,10 @@ pub trait PropertyValue: Sized {
         write_value(sink, name, self.to_value())
     }
 }
+
+/// Why `Some` of a value stored as no property is refused.
+const NESTED_NONE: &str = "`Some(None)` would be stored as no property, which reads back as `None`: \
+     an `Option` of an `Option` cannot keep them apart (use one `Option`)";
 
 fn wrong(expected: &'static str, found: &Value) -> ValueError {
     ValueError::WrongType {
@@ -297,9 +308,15 @@ impl PropertyValue for chrono::DateTime<chrono::Utc> {
 }
 
 impl<T: PropertyValue> PropertyValue for Option<T> {
+    const MAY_BE_ABSENT: bool = true;
+
     fn to_value(&self) -> Result<Option<Value>, ValueError> {
         match self {
-            Some(v) => v.to_value(),
+            Some(v) => match v.to_value()? {
+                // `Some` of a value stored as nothing would read back as `None`.
+                None => Err(ValueError::Invalid(NESTED_NONE.to_owned())),
+                stored => Ok(stored),
+            },
             None => Ok(None),
         }
     }
@@ -309,6 +326,8 @@ impl<T: PropertyValue> PropertyValue for Option<T> {
         sink: &mut S,
     ) -> Result<(), Error> {
         match self {
+            // Only an inner type that may be absent needs the check above.
+            Some(_) if T::MAY_BE_ABSENT => write_value(sink, name, self.to_value()),
             Some(v) => v.write_to(name, sink),
             None => Ok(()),
         }

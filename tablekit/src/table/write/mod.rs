@@ -456,5 +456,15 @@ pub(super) fn element_row<T: TableEntity, E: schema::PropertyValue>(
     let (pk, rk) = schema::encode_keys::<T>(pk, rk)?;
     let mut entity = crate::entity::Entity::new(pk, rk);
     schema::write_property(&mut entity.properties, element.property_name(), value)?;
+    if entity.properties.is_empty() {
+        // A merge writes the properties it sends, and removes none.
+        return Err(crate::error::InvalidInput::PropertyValue {
+            property: element.property_name().into_owned(),
+            reason: "a `None` element is stored as no property, and a merge cannot remove one: \
+                     replace the entity to remove an element"
+                .to_owned(),
+        }
+        .into());
+    }
     Ok(entity)
 }
