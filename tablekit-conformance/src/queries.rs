@@ -223,6 +223,11 @@ pub async fn filters_follow_the_service_rules(backend: &dyn TableBackend) {
         (prop("b").eq(true), &["pa"]),
         (prop("t").gt(t0), &["pb"]),
         (prop("t").eq(t1), &["pb"]),
+        // The bounds a typed filter compares a time outside them with.
+        (prop("t").ge(DateTime::MIN), &["pa", "pb"]),
+        (prop("t").lt(DateTime::MIN), &[]),
+        (prop("t").le(DateTime::MAX), &["pa", "pb"]),
+        (prop("t").gt(DateTime::MAX), &[]),
         (prop("g").eq(g), &["pb"]),
         (prop("bin").eq(vec![1u8, 2]), &["pc"]),
         (prop("s").eq("x"), &["pc"]),

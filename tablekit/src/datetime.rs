@@ -117,6 +117,20 @@ impl DateTime {
         }
     }
 
+    /// From a Unix time in nanoseconds, refused when it has digits finer
+    /// than the 100 ns a DateTime holds (it would not read back as itself).
+    pub(crate) fn from_unix_nanos_exact(nanos: i128) -> Result<DateTime, InvalidInput> {
+        let t = Self::from_unix_nanos(nanos)?;
+        if t.unix_nanos() != nanos {
+            return Err(InvalidInput::DateTime {
+                value: format!("{nanos} ns since 1970"),
+                reason: "finer than the 100 ns a DateTime holds: it would read back as a \
+                         different time (`DateTime::from_unix_nanos` truncates it)",
+            });
+        }
+        Ok(t)
+    }
+
     /// From a Unix time in nanoseconds (truncated to 100 ns).
     pub fn from_unix_nanos(nanos: i128) -> Result<DateTime, InvalidInput> {
         let ticks = nanos.div_euclid(100) + i128::from(UNIX_EPOCH_TICKS);
@@ -383,10 +397,13 @@ impl From<DateTime> for SystemTime {
     }
 }
 
+/// Exact: a time outside the store's range, or with digits finer than the
+/// 100 ns a DateTime holds, is an error ([`DateTime::from_unix_nanos`] of
+/// `t.unix_timestamp_nanos()` truncates instead).
 impl TryFrom<time::OffsetDateTime> for DateTime {
     type Error = InvalidInput;
     fn try_from(t: time::OffsetDateTime) -> Result<DateTime, InvalidInput> {
-        DateTime::from_unix_nanos(t.unix_timestamp_nanos())
+        DateTime::from_unix_nanos_exact(t.unix_timestamp_nanos())
     }
 }
 

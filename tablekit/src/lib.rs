@@ -69,6 +69,11 @@
 //! integers, floats, `bool`, `Vec<u8>`, UUIDs, [`DateTime`],
 //! `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`), unit
 //! enums deriving [`TableValue`], and `Option`s of these (absent = `None`).
+//! A value the store would give back as another is refused when written,
+//! never stored changed: a time with digits finer than the store's 100 ns
+//! (`OffsetDateTime::now_utc()` has them; [`DateTime::now`] and
+//! [`DateTime::from_unix_nanos`] have not), the `Some(None)` of an
+//! `Option<Option<T>>`, a string longer than the store keeps.
 //! Mistakes are compile errors on the offending token. The derive also makes
 //! `{Name}Columns`, typed filters on the fields: `Employee::columns().age.ge(18)`.
 //!

@@ -729,11 +729,7 @@ impl<V> Column<V> {
 impl<V: ColumnType> Column<V> {
     /// `field op value`.
     pub fn compare(&self, op: CompareOp, value: impl Into<V::Arg>) -> Filter {
-        Filter::Compare {
-            property: self.name.to_owned(),
-            op,
-            value: value.into().filter_value(),
-        }
+        value.into().compare(self.name, op)
     }
 
     column_ops!(eq => Eq, ne => Ne, gt => Gt, ge => Ge, lt => Lt, le => Le);

@@ -375,11 +375,7 @@ impl<E> Element<E> {
 impl<V: ColumnType> Element<V> {
     /// `element op value`.
     pub fn compare(&self, op: CompareOp, value: impl Into<V::Arg>) -> Filter {
-        Filter::Compare {
-            property: self.name.clone(),
-            op,
-            value: value.into().filter_value(),
-        }
+        value.into().compare(&self.name, op)
     }
 
     column_ops!(eq => Eq, ne => Ne, gt => Gt, ge => Ge, lt => Lt, le => Le);

@@ -4,6 +4,7 @@ use super::{PropertySink, write_value};
 use crate::datetime::DateTime;
 use crate::entity::PropertyName;
 use crate::error::{Error, ValueError};
+use crate::filter::{CompareOp, Filter};
 use crate::value::{Value, ValueRef};
 
 /// A field type that is stored as one property.
@@ -18,7 +19,7 @@ use crate::value::{Value, ValueRef};
 /// | `f32` `f64` | Double |
 /// | `Vec<u8>` | Binary |
 /// | `uuid::Uuid` | Guid |
-/// | [`DateTime`], `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`) | DateTime |
+/// | [`DateTime`], `time::OffsetDateTime`, `chrono::DateTime<Utc>` (feature `chrono`) | DateTime; a time with digits finer than its 100 ns is refused, as it would read back as another ([`DateTime::from_unix_nanos`] truncates) |
 /// | `Option<T>` | as `T`; `None` is an absent property (so `Some(None)` of an `Option<Option<T>>` is refused when written: it would read back as `None`) |
 ///
 /// Reading accepts a lossless widening (an Int32 into an `i64` or `f64`
@@ -288,14 +289,8 @@ impl PropertyValue for time::OffsetDateTime {
 #[cfg(feature = "chrono")]
 impl PropertyValue for chrono::DateTime<chrono::Utc> {
     fn to_value(&self) -> Result<Option<Value>, ValueError> {
-        let nanos = self
-            .timestamp_nanos_opt()
-            .map(i128::from)
-            .unwrap_or_else(|| {
-                i128::from(self.timestamp()) * 1_000_000_000
-                    + i128::from(self.timestamp_subsec_nanos())
-            });
-        let t = DateTime::from_unix_nanos(nanos).map_err(|e| ValueError::Invalid(e.to_string()))?;
+        let t = DateTime::from_unix_nanos_exact(chrono_nanos(self))
+            .map_err(|e| ValueError::Invalid(e.to_string()))?;
         Ok(Some(Value::DateTime(t)))
     }
     fn from_value(value: Option<&Value>) -> Result<Self, ValueError> {
@@ -346,11 +341,74 @@ impl<T: PropertyValue> PropertyValue for Option<T> {
     }
 }
 
+/// The Unix time of a chrono time in nanoseconds, at any date chrono holds.
+#[cfg(feature = "chrono")]
+fn chrono_nanos(t: &chrono::DateTime<chrono::Utc>) -> i128 {
+    t.timestamp_nanos_opt().map(i128::from).unwrap_or_else(|| {
+        i128::from(t.timestamp()) * 1_000_000_000 + i128::from(t.timestamp_subsec_nanos())
+    })
+}
+
 /// A type that can be the constant of a typed filter on a field
 /// ([`crate::schema::Column`]).
 pub trait FilterValue {
     /// The constant as the field stores it.
     fn filter_value(&self) -> Value;
+
+    /// The filter `property op self`: the comparison with
+    /// [`filter_value`](FilterValue::filter_value). A type with values the
+    /// store cannot hold exactly (a time finer than 100 ns, or outside
+    /// 1601–9999) gives instead the comparison that holds for exactly the
+    /// stored values `stored op self` holds for.
+    fn compare(&self, property: &str, op: CompareOp) -> Filter {
+        Filter::Compare {
+            property: property.to_owned(),
+            op,
+            value: self.filter_value(),
+        }
+    }
+}
+
+/// `property op t` for a time `t` in Unix nanoseconds that the store may
+/// not hold: stored times are whole 100 ns ticks from [`DateTime::MIN`] to
+/// [`DateTime::MAX`], so `t` between two ticks, or past either end,
+/// compares with them as the nearest tick does in the right direction, and
+/// `eq` (`ne`) holds for none (all) of them.
+fn time_compare(property: &str, op: CompareOp, nanos: i128) -> Filter {
+    use CompareOp::{Eq, Ge, Gt, Le, Lt, Ne};
+    let compare = |op, t: DateTime| Filter::Compare {
+        property: property.to_owned(),
+        op,
+        value: Value::DateTime(t),
+    };
+    // No stored time is below MIN or above MAX.
+    let (none, all) = (compare(Lt, DateTime::MIN), compare(Ge, DateTime::MIN));
+    if nanos < DateTime::MIN.unix_nanos() {
+        return match op {
+            Gt | Ge | Ne => all,
+            Lt | Le | Eq => none,
+        };
+    }
+    if nanos > DateTime::MAX.unix_nanos() {
+        return match op {
+            Lt | Le | Ne => all,
+            Gt | Ge | Eq => none,
+        };
+    }
+    let Ok(floor) = DateTime::from_unix_nanos(nanos) else {
+        return none;
+    };
+    if floor.unix_nanos() == nanos {
+        return compare(op, floor);
+    }
+    // floor < t < the next tick: a stored time is above t when it is above
+    // floor, and below t when it is at most floor.
+    match op {
+        Eq => none,
+        Ne => all,
+        Gt | Ge => compare(Gt, floor),
+        Lt | Le => compare(Le, floor),
+    }
 }
 
 macro_rules! filter_values {
@@ -383,24 +441,36 @@ filter_values! {
     DateTime => |v| Value::DateTime(*v),
 }
 
-/// Times outside the store's range compare as its nearest bound.
+/// Compared as `Edm.DateTime`, exactly: a time the store cannot hold (finer
+/// than 100 ns, or outside 1601–9999) matches the stored times it should
+/// ([`FilterValue::compare`]).
 impl FilterValue for time::OffsetDateTime {
     fn filter_value(&self) -> Value {
-        let t = DateTime::try_from(*self).unwrap_or(if self.year() < 1601 {
+        let nanos = self.unix_timestamp_nanos();
+        let t = DateTime::from_unix_nanos(nanos).unwrap_or(if nanos < 0 {
             DateTime::MIN
         } else {
             DateTime::MAX
         });
         Value::DateTime(t)
     }
+
+    fn compare(&self, property: &str, op: CompareOp) -> Filter {
+        time_compare(property, op, self.unix_timestamp_nanos())
+    }
 }
 
-/// Compared as `Edm.DateTime`. Needs the `chrono` feature.
+/// Compared as `Edm.DateTime`, exactly, as `time::OffsetDateTime` is.
+/// Needs the `chrono` feature.
 #[cfg(feature = "chrono")]
 impl FilterValue for chrono::DateTime<chrono::Utc> {
     fn filter_value(&self) -> Value {
         let system: std::time::SystemTime = (*self).into();
         Value::DateTime(DateTime::from(system))
+    }
+
+    fn compare(&self, property: &str, op: CompareOp) -> Filter {
+        time_compare(property, op, chrono_nanos(self))
     }
 }
 
@@ -487,6 +557,71 @@ mod tests {
         for v in [0.1_f32, f32::MAX, f32::MIN_POSITIVE, 3.4028235e38] {
             let stored = v.to_value().unwrap();
             assert_eq!(f32::from_value(stored.as_ref()).unwrap(), v, "round trip");
+        }
+    }
+
+    /// A time with digits finer than the store's 100 ns would read back as
+    /// another: refused, with the way to truncate it named.
+    #[test]
+    fn times_finer_than_a_tick_are_refused() {
+        let fine =
+            time::OffsetDateTime::from_unix_timestamp_nanos(1_600_000_000_123_456_789).unwrap();
+        match fine.to_value() {
+            Err(ValueError::Invalid(why)) => assert!(why.contains("100 ns"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(DateTime::try_from(fine).is_err());
+        let stored = DateTime::from_unix_nanos(fine.unix_timestamp_nanos()).unwrap();
+        assert_eq!(
+            stored.unix_nanos(),
+            1_600_000_000_123_456_700,
+            "truncated on request"
+        );
+        #[cfg(feature = "chrono")]
+        {
+            let fine = chrono::DateTime::from_timestamp(1_600_000_000, 123_456_789).unwrap();
+            assert!(matches!(fine.to_value(), Err(ValueError::Invalid(_))));
+        }
+    }
+
+    use proptest::prelude::*;
+
+    proptest::proptest! {
+        /// Whatever the constant (between two ticks, on one, before 1601 or
+        /// after 9999), a time filter holds for exactly the stored times the
+        /// comparison holds for.
+        #[test]
+        fn time_filters_match_what_the_comparison_says(
+            stored_tick in proptest::prop_oneof![
+                Just(0i64), Just(1), Just(2), -3i64..3, any::<i64>(),
+            ],
+            offset in -350i128..350,
+            near_min in any::<bool>(),
+            near_max in any::<bool>(),
+            op in proptest::sample::select(vec![
+                CompareOp::Eq, CompareOp::Ne, CompareOp::Gt,
+                CompareOp::Ge, CompareOp::Lt, CompareOp::Le,
+            ]),
+        ) {
+            let (min, max) = (DateTime::MIN.ticks(), DateTime::MAX.ticks());
+            let base = if near_min { min } else if near_max { max } else { (min + max) / 2 };
+            let ticks = base.saturating_add(stored_tick % 4).clamp(min, max);
+            let stored = DateTime::from_ticks(ticks).unwrap();
+            let t = DateTime::from_ticks(base).unwrap().unix_nanos() + offset;
+            let filter = time_compare("T", op, t);
+            let entity = crate::entity::Entity::new("p", "r").with("T", Value::DateTime(stored));
+            let s = stored.unix_nanos();
+            let expected = match op {
+                CompareOp::Eq => s == t,
+                CompareOp::Ne => s != t,
+                CompareOp::Gt => s > t,
+                CompareOp::Ge => s >= t,
+                CompareOp::Lt => s < t,
+                CompareOp::Le => s <= t,
+            };
+            prop_assert_eq!(filter.matches(&entity), expected, "{} {:?} {}: {}", s, op, t, filter);
+            // The filter's text reads back as the same filter.
+            prop_assert_eq!(Filter::parse(&filter.to_string()).unwrap(), filter);
         }
     }
 
