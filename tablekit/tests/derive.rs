@@ -429,3 +429,78 @@ fn flattened_name_collisions_are_typed_errors() {
         Err(Error::Schema(SchemaError::NameCollision { ref name })) if name == "Home_Street"
     ));
 }
+
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+struct Reading {
+    mean: f64,
+    peak: Option<f32>,
+}
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Readings", kind = "READ")]
+struct Sensor {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(json)]
+    last: Reading,
+    #[tablekit(json)]
+    history: Vec<f64>,
+}
+
+/// JSON has no number for NaN or the infinities, and serde_json writes them
+/// as `null`: a value holding one would read back as another (`None`) or not
+/// at all, so it is refused when written, naming the field, nothing stored.
+#[tokio::test]
+async fn json_fields_refuse_floats_json_cannot_hold() {
+    let sensors: Table<Sensor> = Table::new(MemBackend::new());
+    sensors.create_if_missing().await.unwrap();
+    let good = Sensor {
+        site: "north".into(),
+        last: Reading {
+            mean: -0.0,
+            peak: Some(f32::MAX),
+        },
+        history: vec![0.1, 1e308, f64::MIN_POSITIVE],
+    };
+    let bad = [
+        (
+            Sensor {
+                last: Reading {
+                    mean: f64::NAN,
+                    peak: None,
+                },
+                ..good.clone()
+            },
+            "last",
+        ),
+        (
+            Sensor {
+                last: Reading {
+                    mean: 1.0,
+                    peak: Some(f32::INFINITY),
+                },
+                ..good.clone()
+            },
+            "last",
+        ),
+        (
+            Sensor {
+                history: vec![1.0, f64::NEG_INFINITY],
+                ..good.clone()
+            },
+            "history",
+        ),
+    ];
+    for (sensor, field) in bad {
+        let refused = sensors.insert(&sensor).await;
+        assert!(
+            matches!(&refused, Err(Error::Invalid(tablekit::InvalidInput::PropertyValue { property, reason }))
+                if property == field && reason.contains("null")),
+            "{refused:?}"
+        );
+        assert!(sensors.get("north", ()).await.unwrap().is_none());
+    }
+    sensors.insert(&good).await.unwrap();
+    let back = sensors.get("north", ()).await.unwrap().unwrap();
+    assert_eq!(tablekit::Loaded::into_inner(back), good);
+}

@@ -7,6 +7,7 @@
 
 mod companions;
 mod descriptor;
+mod finite;
 mod read;
 mod values;
 
@@ -608,13 +609,19 @@ pub trait JsonFieldRead: serde::de::DeserializeOwned {}
 
 impl<T: serde::de::DeserializeOwned> JsonFieldRead for T {}
 
-/// Writes a field as a JSON string (`#[tablekit(json)]`).
+/// Writes a field as a JSON string (`#[tablekit(json)]`). A value holding a
+/// float that is not finite (NaN, ±infinity) is refused: JSON has no number
+/// for it, and serde_json would write `null`, which reads back as another
+/// value or not at all.
 pub fn write_json<S: PropertySink + ?Sized, V: JsonField>(
     props: &mut S,
     name: impl Into<PropertyName>,
     value: &V,
 ) -> Result<(), Error> {
-    let text = serde_json::to_string(value)
+    // serde_json would write a float that is not finite as `null`.
+    let text = finite::check(value)
+        .map_err(|e| e.to_string())
+        .and_then(|()| serde_json::to_string(value).map_err(|e| e.to_string()))
         .map_err(|e| ValueError::Invalid(format!("cannot be written as JSON: {e}")));
     write_value(props, name, text.map(|t| Some(Value::String(t))))
 }
