@@ -106,11 +106,35 @@ fn fits(row: &Entity) -> bool {
 /// The ETag keeps that safe: a head another writer moved since fails the
 /// transaction at the head, which drops it from here and reads it again.
 /// (Kept small: cleared when it holds too many.)
-static HEADS: std::sync::LazyLock<parking_lot::Mutex<HashMap<String, (u64, ETag)>>> =
+static HEADS: std::sync::LazyLock<parking_lot::Mutex<HashMap<String, KeptHead>>> =
     std::sync::LazyLock::new(Default::default);
+
+/// A head in [`HEADS`]: its change number and ETag, and a weak handle on
+/// the backend whose address its key holds. The handle keeps that address
+/// from being given to another backend while the entry is kept, so that a
+/// backend made after this one was dropped never finds this one's heads.
+struct KeptHead {
+    _backend: std::sync::Weak<dyn TableBackend>,
+    seq: u64,
+    etag: ETag,
+}
 
 /// At most this many heads are kept in [`HEADS`].
 const KEPT_HEADS: usize = 65_536;
+
+/// Keeps the head `seq`, `etag` of `backend` under `key` in [`HEADS`].
+fn keep_head(key: String, backend: &Arc<dyn TableBackend>, seq: u64, etag: ETag) {
+    let mut heads = HEADS.lock();
+    if heads.len() >= KEPT_HEADS {
+        heads.clear();
+    }
+    let kept = KeptHead {
+        _backend: Arc::downgrade(backend),
+        seq,
+        etag,
+    };
+    heads.insert(key, kept);
+}
 
 /// The key of a partition's head in [`HEADS`].
 fn head_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
@@ -177,8 +201,8 @@ impl<'a> Feed<'a> {
             return Ok(None);
         }
         let key = head_key(backend, table, pk);
-        if let Some((seq, etag)) = HEADS.lock().get(&key) {
-            let (seq, etag) = (*seq, etag.clone());
+        if let Some(kept) = HEADS.lock().get(&key) {
+            let (seq, etag) = (kept.seq, kept.etag.clone());
             return Ok(Some(Head { seq, etag }));
         }
         head_before_changes(backend.as_ref(), table, pk).await
@@ -201,17 +225,11 @@ impl<'a> Feed<'a> {
             .iter()
             .position(|(_, role)| matches!(role, Role::ChangeHead));
         let etag = at.and_then(|at| etags.get(at).cloned().flatten());
-        let mut heads = HEADS.lock();
         let key = head_key(backend, table, pk);
         match etag.filter(|etag| !etag.as_str().is_empty()) {
-            Some(etag) => {
-                if heads.len() >= KEPT_HEADS {
-                    heads.clear();
-                }
-                heads.insert(key, (self.last, etag));
-            }
+            Some(etag) => keep_head(key, backend, self.last, etag),
             None => {
-                heads.remove(&key);
+                HEADS.lock().remove(&key);
             }
         }
     }
@@ -275,5 +293,85 @@ impl<'a> Feed<'a> {
         let most = 1u64 << self.races.min(6);
         tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{BatchOperation, GetOptions, ListTablesOptions, Query, QueryPage};
+    use crate::backend::{TablePage, UpdateMode};
+    use crate::entity::{Entity, IfMatch};
+
+    /// A backend of no store, for its address alone.
+    #[derive(Debug)]
+    struct NoStore;
+
+    fn none<T>() -> Result<T> {
+        Err(Error::NotSupported {
+            operation: "a test",
+        })
+    }
+
+    #[async_trait::async_trait]
+    impl TableBackend for NoStore {
+        async fn create_table(&self, _: &str) -> Result<()> {
+            none()
+        }
+        async fn delete_table(&self, _: &str) -> Result<()> {
+            none()
+        }
+        async fn list_tables(&self, _: &ListTablesOptions) -> Result<TablePage> {
+            none()
+        }
+        async fn get_entity(&self, _: &str, _: &str, _: &str, _: &GetOptions) -> Result<Entity> {
+            none()
+        }
+        async fn query_entities(&self, _: &str, _: &Query) -> Result<QueryPage> {
+            none()
+        }
+        async fn insert_entity(&self, _: &str, _: &Entity) -> Result<ETag> {
+            none()
+        }
+        async fn update_entity(
+            &self,
+            _: &str,
+            _: &Entity,
+            _: UpdateMode,
+            _: &IfMatch,
+        ) -> Result<ETag> {
+            none()
+        }
+        async fn upsert_entity(&self, _: &str, _: &Entity, _: UpdateMode) -> Result<ETag> {
+            none()
+        }
+        async fn delete_entity(&self, _: &str, _: &str, _: &str, _: &IfMatch) -> Result<()> {
+            none()
+        }
+        async fn submit_transaction(
+            &self,
+            _: &str,
+            _: &[BatchOperation],
+        ) -> Result<Vec<Option<ETag>>> {
+            none()
+        }
+    }
+
+    /// A backend made after another was dropped never takes its address
+    /// while a head of it is kept, so it never finds that backend's heads.
+    #[test]
+    fn a_kept_head_keeps_its_backends_address_its_own() {
+        let make = || -> Arc<dyn TableBackend> { Arc::new(NoStore) };
+        let first = make();
+        let key = head_key(&first, "T", "kept-address");
+        keep_head(key.clone(), &first, 7, ETag::new("W/\"x\""));
+        let address = Arc::as_ptr(&first).cast::<()>() as usize;
+        drop(first);
+        let later: Vec<_> = (0..64).map(|_| make()).collect();
+        for backend in &later {
+            assert_ne!(Arc::as_ptr(backend).cast::<()>() as usize, address);
+            assert_ne!(head_key(backend, "T", "kept-address"), key);
+        }
+        HEADS.lock().remove(&key);
     }
 }
