@@ -132,8 +132,9 @@ fn variant_rename(cx: &Ctxt, variant: &syn::Variant) -> Option<LitStr> {
     {
         let result = a.parse_nested_meta(|meta| {
             if meta.path.is_ident(attr::RENAME) {
-                let lit: LitStr = meta.value()?.parse()?;
-                rename.set(cx, &meta.path, lit);
+                if let Some(lit) = crate::forms::string(cx, &meta) {
+                    rename.set(cx, &meta.path, lit);
+                }
                 Ok(())
             } else {
                 Err(meta.error("unknown tablekit variant attribute; expected `rename`"))

@@ -32,3 +32,11 @@ struct Summary {
 }
 
 fn main() {}
+
+#[derive(tablekit::TableValue)]
+enum Status {
+    #[tablekit(rename = active)]
+    Active,
+    #[tablekit(rename)]
+    Closed,
+}
