@@ -267,7 +267,7 @@ async fn wide_entity_and_blob(
     blobs: Arc<dyn BlobStore>,
     name: &str,
 ) -> Result<(), Error> {
-    blobs.create_container(name).await?;
+    // The table and its blob container, each made if missing.
     let sensors: Table<Sensor> = Table::from_arc(backend, name).with_blob_store(blobs, name);
     sensors.create_if_missing().await?;
     let samples = (0..600).map(f64::from).collect();

@@ -348,3 +348,42 @@ async fn wide_entities_offload_too() {
             .is_empty()
     );
 }
+
+/// `create_if_missing` prepares what the table writes to: the table and its
+/// blob container, each only if missing, so a first write of an offloaded
+/// value finds its container.
+#[tokio::test]
+async fn creating_the_table_creates_its_blob_container() {
+    let blobs = MemBlobStore::new();
+    let photos: Table<Photo> =
+        Table::new(MemBackend::new()).with_blob_store(Arc::new(blobs.clone()), "albums");
+    assert!(
+        photos.create_if_missing().await.unwrap(),
+        "the table is new"
+    );
+    assert!(
+        !photos.create_if_missing().await.unwrap(),
+        "and then it is not"
+    );
+    photos.insert(&photo(1, 100_000, 10, 1)).await.unwrap();
+    let back = photos.get("trip", 1).await.unwrap().unwrap();
+    assert_eq!(back.image.len(), 100_000);
+    assert!(matches!(
+        blobs.create_container("albums").await,
+        Err(Error::ContainerAlreadyExists { .. })
+    ));
+
+    // A container that exists already is kept, with its blobs.
+    let kept = MemBlobStore::new();
+    kept.create_container("albums").await.unwrap();
+    kept.put_blob("albums", "other", vec![7], &PutCondition::None)
+        .await
+        .unwrap();
+    let photos: Table<Photo> =
+        Table::new(MemBackend::new()).with_blob_store(Arc::new(kept.clone()), "albums");
+    photos.create_if_missing().await.unwrap();
+    assert_eq!(
+        kept.get_blob("albums", "other").await.unwrap().data,
+        vec![7]
+    );
+}

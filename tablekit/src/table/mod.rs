@@ -214,9 +214,18 @@ impl<T> Table<T> {
         &self.backend
     }
 
-    /// Creates the table unless it exists; `true` if it was created.
+    /// Creates the table unless it exists, and the blob container its
+    /// offloaded values go to ([`with_blob_store`](Table::with_blob_store))
+    /// unless that exists; `true` if the table was created.
     pub async fn create_if_missing(&self) -> Result<bool> {
-        self.backend.create_table_if_not_exists(&self.name).await
+        let created = self.backend.create_table_if_not_exists(&self.name).await?;
+        if let Some(blobs) = &self.blobs {
+            match blobs.store().create_container(blobs.container()).await {
+                Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(created)
     }
 }
 
