@@ -58,6 +58,15 @@ macro_rules! plain {
     )*};
 }
 
+/// Methods that begin a compound value: its parts are checked one by one.
+macro_rules! compound {
+    ($($method:ident($($ty:ty),*)),* $(,)?) => {$(
+        fn $method(self, $(_: $ty),*) -> Result<Check, NotFinite> {
+            Ok(Check)
+        }
+    )*};
+}
+
 impl Serializer for Check {
     type Ok = ();
     type Error = NotFinite;
@@ -117,39 +126,15 @@ impl Serializer for Check {
     ) -> Done {
         value.serialize(Check)
     }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Check, NotFinite> {
-        Ok(Check)
-    }
+    compound!(
+        serialize_seq(Option<usize>),
+        serialize_tuple(usize),
+        serialize_tuple_struct(&'static str, usize),
+        serialize_tuple_variant(&'static str, u32, &'static str, usize),
+        serialize_map(Option<usize>),
+        serialize_struct(&'static str, usize),
+        serialize_struct_variant(&'static str, u32, &'static str, usize),
+    );
 }
 
 /// The compound serializers: each part is checked as a value of its own.
