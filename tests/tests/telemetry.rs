@@ -256,8 +256,8 @@ fn a_typed_write_with_a_blob_has_the_blob_request_as_a_child() {
         let docs: Table<Document> = Table::from_arc(Arc::clone(&opened.backend), &name)
             .with_blob_store(Arc::clone(&opened.blobs), &container);
         runtime().block_on(async {
+            // The table and its container.
             docs.create_if_missing().await.unwrap();
-            opened.blobs.create_container(&container).await.unwrap();
             otel.reset();
             docs.insert(&Document {
                 folder: "f".into(),
@@ -691,8 +691,8 @@ fn the_upkeep_reports_what_it_did() {
     let docs: Table<Document> =
         Table::from_arc(backend.clone(), "Docs").with_blob_store(blobs.clone(), "docs");
     let report = runtime().block_on(async {
+        // The table and its container.
         docs.create_if_missing().await.unwrap();
-        blobs.create_container("docs").await.unwrap();
         for id in 0..3 {
             docs.insert(&Document {
                 folder: "f".into(),
