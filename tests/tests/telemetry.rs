@@ -12,9 +12,7 @@ use std::sync::Arc;
 
 use opentelemetry::trace::SpanKind;
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
-use tablekit::{
-    BatchOperation, BlobStore as _, Entity, IfMatch, Table, TableBackend, TableEntity, UpdateMode,
-};
+use tablekit::{BatchOperation, Entity, IfMatch, Table, TableBackend, TableEntity, UpdateMode};
 
 #[path = "../../tablekit-azure/tests/azurite/mod.rs"]
 mod azurite;
