@@ -334,9 +334,8 @@ impl AzureTables {
         }
         let body = self.entity_body(entity);
         if self.inner.ascii_bodies && body.len() > EMULATOR_UPDATE_BODY {
-            return self
-                .write_in_transaction(table, entity, method, if_match)
-                .await;
+            let operation = one_operation(entity, &method, if_match);
+            return self.write_in_transaction(table, operation).await;
         }
         let idempotence = if if_match.is_none() {
             Idempotence::Idempotent
@@ -352,33 +351,11 @@ impl AzureTables {
     }
 
     /// An update or upsert sent as an entity group transaction of one
-    /// operation. For the emulator, when the entity's body in ASCII alone
+    /// `operation`. For the emulator, when the entity's body in ASCII alone
     /// passes the 1 MiB it takes for an update's body, where the service
     /// takes the entity: the emulator reads a transaction whole, so its
     /// text goes as it is, and its failure is the update's own.
-    async fn write_in_transaction(
-        &self,
-        table: &str,
-        entity: &Entity,
-        method: Method,
-        if_match: Option<&IfMatch>,
-    ) -> Result<ETag> {
-        let mode = if method == merge() {
-            UpdateMode::Merge
-        } else {
-            UpdateMode::Replace
-        };
-        let operation = match if_match {
-            Some(if_match) => BatchOperation::Update {
-                entity: entity.clone(),
-                mode,
-                if_match: if_match.clone(),
-            },
-            None => BatchOperation::Upsert {
-                entity: entity.clone(),
-                mode,
-            },
-        };
+    async fn write_in_transaction(&self, table: &str, operation: BatchOperation) -> Result<ETag> {
         match self.submit_transaction(table, &[operation]).await {
             Ok(mut etags) => etags.pop().flatten().ok_or_else(|| Error::Decode {
                 message: "a transaction's answer without the ETag of its update".into(),
@@ -386,6 +363,25 @@ impl AzureTables {
             Err(Error::BatchFailed { source, .. }) => Err(*source),
             Err(other) => Err(other),
         }
+    }
+}
+
+/// The write of `entity` by `method` (a merge or a replace), under
+/// `if_match` or as an upsert without it, as a transaction's operation.
+fn one_operation(entity: &Entity, method: &Method, if_match: Option<&IfMatch>) -> BatchOperation {
+    let mode = if *method == merge() {
+        UpdateMode::Merge
+    } else {
+        UpdateMode::Replace
+    };
+    let entity = entity.clone();
+    match if_match {
+        Some(if_match) => BatchOperation::Update {
+            entity,
+            mode,
+            if_match: if_match.clone(),
+        },
+        None => BatchOperation::Upsert { entity, mode },
     }
 }
 
