@@ -154,6 +154,25 @@ pub trait BlobStore: Send + Sync + fmt::Debug {
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage>;
 }
 
+/// Conveniences over every [`BlobStore`].
+pub trait BlobStoreExt: BlobStore {
+    /// Creates the container unless it exists; `true` if it was created.
+    fn create_container_if_not_exists<'a>(
+        &'a self,
+        container: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            match self.create_container(container).await {
+                Ok(()) => Ok(true),
+                Err(crate::Error::ContainerAlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+impl<T: BlobStore + ?Sized> BlobStoreExt for T {}
+
 /// The methods of [`BlobStore`], listed once, as
 /// [`table_methods`](crate::backend) lists those of `TableBackend`.
 macro_rules! blob_methods {

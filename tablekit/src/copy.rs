@@ -51,7 +51,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{
     BatchOperation, ContinuationToken, ListTablesOptions, Query, TableBackend, UpdateMode,
 };
-use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
+use crate::blob::{BlobStore, BlobStoreExt, ListBlobsOptions, PutCondition};
 use crate::datetime::DateTime;
 use crate::entity::Entity;
 use crate::error::{Error, InvalidInput, Result};
@@ -883,10 +883,7 @@ pub async fn copy_container(
     target: &dyn BlobStore,
     container: &str,
 ) -> Result<u64> {
-    match target.create_container(container).await {
-        Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
-        Err(e) => return Err(e),
-    }
+    target.create_container_if_not_exists(container).await?;
     let mut options = ListBlobsOptions::default();
     let mut there = std::collections::HashMap::new();
     loop {

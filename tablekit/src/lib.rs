@@ -324,7 +324,8 @@ pub use backend::{
     QueryPage, RowVisitor, TableBackend, TablePage, UndecodableRow, UpdateMode,
 };
 pub use blob::{
-    Blob, BlobPage, BlobProperties, BlobStore, BlobTarget, ListBlobsOptions, PutCondition,
+    Blob, BlobPage, BlobProperties, BlobStore, BlobStoreExt, BlobTarget, ListBlobsOptions,
+    PutCondition,
 };
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};

@@ -65,7 +65,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::blob::{BlobStore, ListBlobsOptions, PutCondition};
+use crate::blob::{BlobStore, BlobStoreExt, ListBlobsOptions, PutCondition};
 use crate::clock::{Clock, SystemClock};
 use crate::datetime::DateTime;
 use crate::error::{Error, Result};
@@ -410,10 +410,9 @@ impl<R: serde::Serialize> LogWriter<R> {
                 }
                 Err(Error::ContainerNotFound { .. }) if !created_container => {
                     created_container = true;
-                    match self.store.create_container(&self.container).await {
-                        Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
-                        Err(e) => return Err(e),
-                    }
+                    self.store
+                        .create_container_if_not_exists(&self.container)
+                        .await?;
                 }
                 // Taken: by this writer's lost write, or by another writer.
                 Err(Error::BlobAlreadyExists { .. }) => {

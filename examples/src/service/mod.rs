@@ -65,7 +65,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use tablekit::bucket::Buckets;
 use tablekit::outbox::{Outbox, OutboxWorker};
-use tablekit::{BlobStore, DateTime, Error, QueueStore, Table, TableBackend};
+use tablekit::{BlobStoreExt, DateTime, Error, QueueStore, Table, TableBackend};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
@@ -108,10 +108,10 @@ impl App {
         let customers: Table<Customer> = Table::from_arc(Arc::clone(&stores.tables), &names.table)
             .with_outbox(Outbox::new(Arc::clone(&stores.queues), names.queue.clone()));
         customers.create_if_missing().await?;
-        match stores.blobs.create_container(&names.container).await {
-            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
-            Err(e) => return Err(e),
-        }
+        stores
+            .blobs
+            .create_container_if_not_exists(&names.container)
+            .await?;
         let app = App {
             guards: customers.of(),
             orders: customers.of(),
@@ -154,15 +154,12 @@ impl App {
     /// returned.
     pub async fn recreate(&self) -> Result<(), Error> {
         let table = self.customers.create_if_missing().await.map(drop);
-        let container = match self
+        let container = self
             .stores
             .blobs
-            .create_container(&self.names.container)
+            .create_container_if_not_exists(&self.names.container)
             .await
-        {
-            Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => Ok(()),
-            Err(e) => Err(e),
-        };
+            .map(drop);
         let queues = self.worker().create_queues().await;
         table.and(container).and(queues)
     }

@@ -220,10 +220,11 @@ impl<T> Table<T> {
     pub async fn create_if_missing(&self) -> Result<bool> {
         let created = self.backend.create_table_if_not_exists(&self.name).await?;
         if let Some(blobs) = &self.blobs {
-            match blobs.store().create_container(blobs.container()).await {
-                Ok(()) | Err(Error::ContainerAlreadyExists { .. }) => {}
-                Err(e) => return Err(e),
-            }
+            use crate::blob::BlobStoreExt;
+            blobs
+                .store()
+                .create_container_if_not_exists(blobs.container())
+                .await?;
         }
         Ok(created)
     }
