@@ -164,7 +164,7 @@ pub trait BlobStoreExt: BlobStore {
         Box::pin(async move {
             match self.create_container(container).await {
                 Ok(()) => Ok(true),
-                Err(crate::Error::ContainerAlreadyExists { .. }) => Ok(false),
+                Err(crate::error::Error::ContainerAlreadyExists { .. }) => Ok(false),
                 Err(e) => Err(e),
             }
         })
