@@ -611,23 +611,49 @@ impl Account {
     /// (`https://acme.table.cosmos.azure.com`), which has neither service.
     /// See [`crate::credential`] for an example.
     ///
+    /// An endpoint that names its account in its path is the emulator's
+    /// (Azurite over HTTPS, `https://127.0.0.1:10712/devstoreaccount1`):
+    /// the account is that name, requests go as the emulator needs them
+    /// ([`Account::is_emulator`]), and the blob and queue endpoints are the
+    /// same host on the emulator's default ports, 10000 and 10001 (set
+    /// [`Account::blob_endpoint`] and [`Account::queue_endpoint`] for
+    /// others).
+    ///
     /// # Errors
-    /// [`ConfigError::BadValue`] for an endpoint that is not `https://` or
-    /// has no host.
+    /// [`ConfigError::BadValue`] for an endpoint that is not `https://`, or
+    /// that names no account: no path, and a host that is an IP address or
+    /// a single label.
     pub fn with_credential(
         table_endpoint: &str,
         credential: Arc<dyn TokenCredential>,
     ) -> Result<Account, ConfigError> {
         let endpoint = table_endpoint.trim_end_matches('/');
-        let host = crate::url::host_of(endpoint);
-        let name = host.split('.').next().unwrap_or_default();
-        if !endpoint.starts_with("https://") || name.is_empty() {
-            return Err(ConfigError::BadValue {
-                key: "TableEndpoint".into(),
-                value: format!("{table_endpoint} (an https:// endpoint is needed)"),
-            });
-        }
+        let named = crate::url::account_of(endpoint);
+        let (name, path_style) = match named {
+            Some(named) if endpoint.starts_with("https://") => named,
+            _ => {
+                return Err(ConfigError::BadValue {
+                    key: "TableEndpoint".into(),
+                    value: format!(
+                        "{table_endpoint} (an https:// endpoint that names its account is needed: \
+                         `https://<account>.table.core.windows.net`, or the emulator's \
+                         `https://<host>:<port>/<account>`)"
+                    ),
+                });
+            }
+        };
         let credentials = Credentials::Token(credential);
+        if path_style {
+            let host = crate::url::host_of(endpoint);
+            let mut account = Account::emulator(host, 10002, 10000, 10001);
+            account.name = name.to_owned();
+            account.credentials = credentials;
+            account.table_endpoint = endpoint.to_owned();
+            account.blob_endpoint = format!("https://{host}:10000/{name}");
+            account.queue_endpoint = Some(format!("https://{host}:10001/{name}"));
+            return Ok(account);
+        }
+        let host = crate::url::host_of(endpoint);
         let storage_suffix = host
             .strip_prefix(name)
             .and_then(|rest| rest.strip_prefix(".table."))
@@ -659,15 +685,22 @@ impl Account {
     /// The local emulator (Azurite) at `host`, with its table, blob and
     /// queue ports (10002, 10000 and 10001 by default).
     pub fn emulator(host: &str, table_port: u16, blob_port: u16, queue_port: u16) -> Account {
+        Account::emulator_over("http", host, [table_port, blob_port, queue_port])
+    }
+
+    /// The emulator at `host` over `protocol` (`http` or `https`), on its
+    /// table, blob and queue ports.
+    fn emulator_over(protocol: &str, host: &str, [table, blob, queue]: [u16; 3]) -> Account {
+        let at = |port: u16| format!("{protocol}://{host}:{port}/{DEV_ACCOUNT}");
         Account {
             name: DEV_ACCOUNT.to_owned(),
             credentials: Credentials::SharedKey {
                 // The constant is valid base64.
                 key: BASE64.decode(DEV_KEY).unwrap_or_default(),
             },
-            table_endpoint: format!("http://{host}:{table_port}/{DEV_ACCOUNT}"),
-            blob_endpoint: format!("http://{host}:{blob_port}/{DEV_ACCOUNT}"),
-            queue_endpoint: Some(format!("http://{host}:{queue_port}/{DEV_ACCOUNT}")),
+            table_endpoint: at(table),
+            blob_endpoint: at(blob),
+            queue_endpoint: Some(at(queue)),
             table_secondary_endpoint: None,
             blob_secondary_endpoint: None,
         }
@@ -696,7 +729,12 @@ impl Account {
     /// `DevelopmentStorageProxyUri=http://host` (the host; the name the
     /// Azure SDKs give it) and `TablePort`, `BlobPort`, `QueuePort` (each
     /// port it moves), so that `azurite --tablePort 20002` is
-    /// `UseDevelopmentStorage=true;TablePort=20002`.
+    /// `UseDevelopmentStorage=true;TablePort=20002`. An emulator over HTTPS
+    /// (`azurite --cert … --key …`) takes `DefaultEndpointsProtocol=https`,
+    /// or a host given as `https://host`, and the authority that signed its
+    /// certificate as `CaCertificate=<PEM file>`; a `CaCertificate` or
+    /// `TrustPlatformRoots` beside an emulator over plain HTTP is refused,
+    /// since it would be ignored.
     ///
     /// ```
     /// use tablekit_azure::config::Account;
@@ -728,13 +766,8 @@ impl Account {
             None if sas.is_some() => String::new(),
             // The account of the endpoint given.
             None if signs_in.is_some() => get("TableEndpoint")
-                .map(|e| {
-                    crate::url::host_of(e)
-                        .split('.')
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned()
-                })
+                .and_then(crate::url::account_of)
+                .map(|(name, _)| name.to_owned())
                 .ok_or(ConfigError::Missing("AccountName"))?,
             None => return Err(ConfigError::Missing("AccountName")),
         };
@@ -818,6 +851,7 @@ impl Account {
 /// other setting beside it is refused, as it would be ignored.
 fn emulator_of(settings: &[(String, String)]) -> Result<Account, ConfigError> {
     let mut host = "127.0.0.1".to_owned();
+    let mut protocol = None;
     let mut ports = [
         ("TablePort", 10002u16),
         ("BlobPort", 10000),
@@ -828,16 +862,38 @@ fn emulator_of(settings: &[(String, String)]) -> Result<Account, ConfigError> {
             key: key.clone(),
             value: value.clone(),
         };
+        let mut set_protocol = |given: &'static str| match protocol {
+            Some(set) if set != given => Err(ConfigError::BadValue {
+                key: key.clone(),
+                value: format!("{value} (the emulator is named over {set} already)"),
+            }),
+            _ => {
+                protocol = Some(given);
+                Ok(())
+            }
+        };
         if key.eq_ignore_ascii_case("UseDevelopmentStorage")
             || CLIENT_SETTINGS.iter().any(|s| key.eq_ignore_ascii_case(s))
         {
             continue;
         }
+        if key.eq_ignore_ascii_case("DefaultEndpointsProtocol") {
+            match value.as_str() {
+                "http" => set_protocol("http")?,
+                "https" => set_protocol("https")?,
+                _ => return Err(bad()),
+            }
+            continue;
+        }
         if key.eq_ignore_ascii_case("DevelopmentStorageProxyUri") {
-            let rest = value
-                .strip_prefix("http://")
-                .ok_or_else(bad)?
-                .trim_end_matches('/');
+            let rest = if let Some(rest) = value.strip_prefix("https://") {
+                set_protocol("https")?;
+                rest
+            } else {
+                set_protocol("http")?;
+                value.strip_prefix("http://").ok_or_else(bad)?
+            };
+            let rest = rest.trim_end_matches('/');
             if rest.is_empty()
                 || rest.contains(['/', '?', '#', '@'])
                 || (rest.contains(':') && !rest.starts_with('['))
@@ -856,7 +912,23 @@ fn emulator_of(settings: &[(String, String)]) -> Result<Account, ConfigError> {
             })?;
         slot.1 = value.parse().ok().filter(|p| *p != 0).ok_or_else(bad)?;
     }
-    Ok(Account::emulator(&host, ports[0].1, ports[1].1, ports[2].1))
+    let protocol = protocol.unwrap_or("http");
+    if protocol == "http"
+        && let Some((key, _)) = settings.iter().find(|(key, _)| {
+            key.eq_ignore_ascii_case("CaCertificate")
+                || key.eq_ignore_ascii_case("TrustPlatformRoots")
+        })
+    {
+        return Err(ConfigError::BadValue {
+            key: key.clone(),
+            value: "set for an emulator over plain HTTP, where it would be ignored (add DefaultEndpointsProtocol=https for an emulator started with a certificate)".into(),
+        });
+    }
+    Ok(Account::emulator_over(
+        protocol,
+        &host,
+        [ports[0].1, ports[1].1, ports[2].1],
+    ))
 }
 
 #[cfg(test)]
@@ -907,14 +979,84 @@ mod tests {
             "UseDevelopmentStorage=true;TablePort=0",
             "UseDevelopmentStorage=true;TablePort=70000",
             "UseDevelopmentStorage=true;TablePort=x",
-            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=https://h",
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=ftp://h",
             "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://h:1",
             "UseDevelopmentStorage=true;AccountName=other",
+            // A certificate for an emulator spoken to over plain HTTP.
+            "UseDevelopmentStorage=true;TablePort=10712;CaCertificate=/ca.pem",
+            "UseDevelopmentStorage=true;TrustPlatformRoots=true",
+            "UseDevelopmentStorage=true;DefaultEndpointsProtocol=ftp",
+            "UseDevelopmentStorage=true;DefaultEndpointsProtocol=http;DevelopmentStorageProxyUri=https://h",
         ] {
             let err = Account::from_connection_string(bad).unwrap_err();
             assert!(
                 matches!(err, ConfigError::BadValue { .. }),
                 "{bad}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_emulator_over_https() {
+        for text in [
+            "UseDevelopmentStorage=true;DefaultEndpointsProtocol=https;TablePort=10712;CaCertificate=/ca.pem",
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=https://127.0.0.1;TablePort=10712",
+        ] {
+            let account = Account::from_connection_string(text).unwrap();
+            assert_eq!(
+                account.table_endpoint,
+                "https://127.0.0.1:10712/devstoreaccount1"
+            );
+            assert_eq!(
+                account.blob_endpoint,
+                "https://127.0.0.1:10000/devstoreaccount1"
+            );
+            assert!(account.is_emulator(&account.table_endpoint));
+        }
+    }
+
+    #[test]
+    fn a_token_account_is_named_by_its_endpoint_never_by_an_address() {
+        #[derive(Debug)]
+        struct Never;
+        #[async_trait::async_trait]
+        impl TokenCredential for Never {
+            async fn get_token(&self, _: &str) -> tablekit::Result<crate::credential::AccessToken> {
+                Err(tablekit::Error::Credential {
+                    message: "not asked here".into(),
+                })
+            }
+        }
+        let token: Arc<dyn TokenCredential> = Arc::new(Never);
+        let account =
+            Account::with_credential("https://127.0.0.1:10712/devstoreaccount1/", token.clone())
+                .unwrap();
+        assert_eq!(account.name, "devstoreaccount1");
+        assert_eq!(
+            account.table_endpoint,
+            "https://127.0.0.1:10712/devstoreaccount1"
+        );
+        assert_eq!(
+            account.blob_endpoint,
+            "https://127.0.0.1:10000/devstoreaccount1"
+        );
+        assert!(account.is_emulator(&account.table_endpoint));
+        let own = Account::with_credential("https://[::1]:10712/mine", token.clone()).unwrap();
+        assert_eq!(own.name, "mine");
+        assert!(own.is_emulator(&own.table_endpoint));
+        let cloud =
+            Account::with_credential("https://acme.table.core.windows.net", token.clone()).unwrap();
+        assert!(!cloud.is_emulator(&cloud.table_endpoint));
+        for unnamed in [
+            "https://127.0.0.1:10712",
+            "https://[::1]:10712/",
+            "https://localhost:10712",
+            "http://acme.table.core.windows.net",
+        ] {
+            let error = Account::with_credential(unnamed, token.clone()).unwrap_err();
+            assert!(
+                matches!(&error, ConfigError::BadValue { key, .. } if key == "TableEndpoint"),
+                "{unnamed}: {error:?}"
             );
         }
     }

@@ -82,24 +82,29 @@ impl<'a> Target<'a> {
 }
 
 /// The error code and message of a Table service error body:
-/// `{"odata.error":{"code":…,"message":{"value":…}}}`.
+/// `{"odata.error":{"code":…,"message":{"value":…}}}`, or of the XML body
+/// the services send where they answer before reading the request's
+/// format (a refused sign-in). The service's reason for a refused sign-in
+/// (`AuthenticationErrorDetail`, "Invalid token audience.") ends the
+/// message.
 pub fn table_error_body(body: &str) -> (String, String) {
     let json: serde_json::Value = serde_json::from_str(body).unwrap_or(serde_json::Value::Null);
-    let code = json["odata.error"]["code"]
+    let error = &json["odata.error"];
+    let Some(code) = error["code"].as_str() else {
+        return blob_error_body(body);
+    };
+    let message = error["message"]["value"].as_str().unwrap_or_default();
+    let detail = error["AuthenticationErrorDetail"]
         .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    let message = json["odata.error"]["message"]["value"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    (code, message)
+        .unwrap_or_default();
+    (code.to_owned(), with_detail(message, detail))
 }
 
-/// The error code and message of a Blob service error body:
-/// `<Error><Code>…</Code><Message>…</Message></Error>`.
+/// The error code and message of a Blob or Queue service error body:
+/// `<Error><Code>…</Code><Message>…</Message></Error>`, with the reason
+/// for a refused sign-in (`AuthenticationErrorDetail`) at the end.
 pub fn blob_error_body(body: &str) -> (String, String) {
-    // Hand-read: two fixed elements of a tiny, flat document.
+    // Hand-read: a few fixed elements of a tiny, flat document.
     let element = |name: &str| {
         let open = format!("<{name}>");
         let close = format!("</{name}>");
@@ -108,7 +113,19 @@ pub fn blob_error_body(body: &str) -> (String, String) {
             .map(|(text, _)| text.trim().to_owned())
             .unwrap_or_default()
     };
-    (element("Code"), element("Message"))
+    (
+        element("Code"),
+        with_detail(&element("Message"), &element("AuthenticationErrorDetail")),
+    )
+}
+
+/// `message`, and then `detail` when there is one.
+fn with_detail(message: &str, detail: &str) -> String {
+    match (message.trim(), detail.trim()) {
+        (message, "") => message.to_owned(),
+        ("", detail) => detail.to_owned(),
+        (message, detail) => format!("{message} ({detail})"),
+    }
 }
 
 /// The error for a failed response: by `x-ms-error-code` (or the body's code)
@@ -325,5 +342,25 @@ mod tests {
             Error::ContainerNotFound { .. }
         ));
         assert_eq!(blob_error_body("not xml"), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn a_refused_sign_in_keeps_the_services_reason() {
+        let json = r#"{"odata.error":{"code":"AuthenticationFailed","message":{"lang":"en-US","value":"Server failed to authenticate the request."},"AuthenticationErrorDetail":"Invalid token audience."}}"#;
+        assert_eq!(
+            table_error_body(json),
+            (
+                "AuthenticationFailed".to_owned(),
+                "Server failed to authenticate the request. (Invalid token audience.)".to_owned()
+            )
+        );
+        // The XML form, where a table request is answered before its
+        // format is read.
+        let xml = "<?xml version=\"1.0\"?><Error><Code>AuthenticationFailed</Code><Message>Server failed to authenticate the request.</Message><AuthenticationErrorDetail>Invalid token audience.</AuthenticationErrorDetail></Error>";
+        assert_eq!(table_error_body(xml), table_error_body(json));
+        assert_eq!(blob_error_body(xml), table_error_body(json));
+        let bare = "<Error><Code>AuthenticationFailed</Code><AuthenticationErrorDetail>Token expired.</AuthenticationErrorDetail></Error>";
+        assert_eq!(blob_error_body(bare).1, "Token expired.");
+        assert_eq!(table_error_body(""), (String::new(), String::new()));
     }
 }

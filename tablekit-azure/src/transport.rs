@@ -381,7 +381,7 @@ async fn exchange(
             .pool
             .take(&uri)
             .await
-            .map_err(|e| connect_failed(e, method, path))?;
+            .map_err(|e| connect_failed(e, method, path, &uri))?;
         // A proxy for plain HTTP takes the whole URL; a server, the path.
         *request.uri_mut() = match (&origin_form, taken.proxied) {
             (Some(origin), false) => origin.clone(),
@@ -417,22 +417,42 @@ async fn exchange(
     }
 }
 
-/// No connection could be had: the proxy's refusal is a configuration
-/// error; anything else (refused, unreachable, TLS) is transient.
-fn connect_failed(error: ConnectError, method: &Method, path: &str) -> Failure {
+/// No connection could be had to `uri`'s host and port, named in the
+/// error. The proxy's refusal and a server certificate that is not trusted
+/// are configuration errors (sending again cannot help); anything else
+/// (refused, unreachable, a handshake cut short) is transient.
+fn connect_failed(error: ConnectError, method: &Method, path: &str, uri: &http::Uri) -> Failure {
     let error: Box<dyn std::error::Error + Send + Sync> = match error {
         ConnectError::Connect(error) => error,
         ConnectError::Handshake(error) => Box::new(error),
     };
     let error: &(dyn std::error::Error + 'static) = error.as_ref();
+    let at = uri.authority().map_or("", http::uri::Authority::as_str);
     if let Some(refused) = crate::net::find_in_chain::<ProxyRefused>(error) {
         return Error::Configuration {
             message: format!("{method} {path}: {refused}"),
         }
         .into();
     }
+    if let Some(rustls::Error::InvalidCertificate(certificate)) =
+        crate::net::find_in_chain::<rustls::Error>(error)
+    {
+        return Error::Configuration {
+            message: format!(
+                "{method} {path}: the certificate of {at} is not trusted ({certificate:?}); \
+                 trust the authority that signed it with `CaCertificate=<PEM file>` in the \
+                 connection string or `Trust::with_pem` in the options (the authority's own \
+                 certificate, not the server's), or the machine's authorities with \
+                 `TrustPlatformRoots=true` (`Trust::with_platform_roots`)"
+            ),
+        }
+        .into();
+    }
     Error::Transient {
-        message: format!("{method} {path}: cannot connect: {}", describe(error)),
+        message: format!(
+            "{method} {path}: cannot connect to {at}: {}",
+            describe(error)
+        ),
     }
     .into()
 }

@@ -85,6 +85,42 @@ pub fn host_of(endpoint: &str) -> &str {
     authority.split(':').next().unwrap_or_default()
 }
 
+/// The account an endpoint names: the first segment of its path where it
+/// has one (`https://127.0.0.1:10712/devstoreaccount1`, the emulator's
+/// path-style form, `true`), else its host's first label
+/// (`https://acme.table.core.windows.net`, `false`). `None` when neither
+/// names one: no path, and a host that is an IP address or a single label
+/// (`https://10.1.2.3`, `https://localhost:10002`), whose first label is
+/// no account.
+///
+/// ```
+/// use tablekit_azure::url::account_of;
+/// assert_eq!(account_of("https://acme.table.core.windows.net/"), Some(("acme", false)));
+/// assert_eq!(account_of("https://127.0.0.1:10712/devstoreaccount1"), Some(("devstoreaccount1", true)));
+/// assert_eq!(account_of("https://[::1]:10002/dev/"), Some(("dev", true)));
+/// assert_eq!(account_of("https://127.0.0.1:10712"), None);
+/// assert_eq!(account_of("https://localhost"), None);
+/// ```
+pub fn account_of(endpoint: &str) -> Option<(&str, bool)> {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let first_segment = rest
+        .find('/')
+        .map(|at| &rest[at..])
+        .and_then(|path| path.trim_start_matches('/').split(['/', '?', '#']).next())
+        .filter(|segment| !segment.is_empty());
+    if let Some(name) = first_segment {
+        return Some((name, true));
+    }
+    let host = host_of(endpoint);
+    let is_address = host.starts_with('[') || host.parse::<std::net::IpAddr>().is_ok();
+    match host.split_once('.') {
+        Some((label, _)) if !is_address && !label.is_empty() => Some((label, false)),
+        _ => None,
+    }
+}
+
 /// The path an endpoint puts before every resource: `/devstoreaccount1` for
 /// the emulator's path-style URLs, empty for the cloud's.
 pub(crate) fn path_prefix(endpoint: &str) -> String {
