@@ -1310,3 +1310,166 @@ where
         "refused, but not the upgrade of the stored row"
     );
 }
+
+/// Rows another writer brings to the current version while a migration
+/// runs (an update that moves a renamed kind's row to its own RowKey) are
+/// current, never failures; and a dry run's checkpoint resumes dry runs
+/// alone, since a real run that went on after it would leave the rows it
+/// counted behind.
+pub async fn migrations_count_rows_made_current_meanwhile(backend: Arc<dyn TableBackend>) {
+    use tablekit::layer::{FaultInjection, Operation};
+    let name = fresh_table(&*backend, "migmean").await;
+    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
+    let skus = ["a", "b", "c"];
+    for (i, sku) in skus.into_iter().enumerate() {
+        old.insert(&WidgetV1 {
+            shop: "main".into(),
+            sku: sku.into(),
+            code: format!("c-{sku}"),
+            colour: "red".into(),
+            shelf: "top".into(),
+            price: i as u32 + 1,
+        })
+        .await
+        .expect("insert under the old kind");
+    }
+    let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
+
+    // A dry run's checkpoint is said to be one, and a real run refuses it.
+    let mut dry = None;
+    let counted = new
+        .migrate()
+        .dry_run()
+        .scope(|q| q.partition("main").page_size(1))
+        .on_checkpoint(|c| {
+            dry.get_or_insert_with(|| c.clone());
+        })
+        .run()
+        .await
+        .expect("dry run");
+    assert_eq!(counted.upgraded, 3);
+    let dry = dry.expect("a checkpoint");
+    assert!(dry.job().dry_run);
+    let refused = new
+        .migrate()
+        .scope(|q| q.partition("main").page_size(1))
+        .resume(dry.clone())
+        .run()
+        .await
+        .expect_err("a dry run's checkpoint");
+    assert!(
+        matches!(
+            &refused,
+            Error::Invalid(tablekit::InvalidInput::CheckpointMismatch { .. })
+        ),
+        "{refused:?}"
+    );
+    let resumed_dry = new
+        .migrate()
+        .dry_run()
+        .scope(|q| q.partition("main").page_size(1))
+        .resume(dry)
+        .run()
+        .await
+        .expect("a dry run resumes a dry run's checkpoint");
+    assert_eq!(resumed_dry.upgraded, 3);
+    assert_eq!(
+        row_keys_under(&*backend, &name, "main", "WDG_").await.len(),
+        3,
+        "dry runs write nothing"
+    );
+
+    // Another writer updates every row (moving each to the kind's own
+    // RowKey) at each point of a migration in turn: after its k-th call to
+    // the store, for every k.
+    for k in 1.. {
+        if !migration_meets_an_update_after_call(&backend, k).await {
+            break;
+        }
+    }
+}
+
+/// Writes three widgets under the old kind to a new table, runs a migration
+/// until its `k`-th call to the store, updates every widget through the
+/// current type, and lets the migration finish: it reports no failure,
+/// and every row ends current, updated, under the kind's own RowKey, its
+/// index rows in step. `false` once the migration ends before its `k`-th
+/// call.
+async fn migration_meets_an_update_after_call(backend: &Arc<dyn TableBackend>, k: usize) -> bool {
+    use tablekit::layer::{FaultInjection, Operation};
+    let name = fresh_table(&**backend, "migrace").await;
+    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(backend), &name);
+    let skus = ["a", "b", "c"];
+    for (i, sku) in skus.into_iter().enumerate() {
+        old.insert(&WidgetV1 {
+            shop: "main".into(),
+            sku: sku.into(),
+            code: format!("c-{sku}"),
+            colour: "red".into(),
+            shelf: "top".into(),
+            price: i as u32 + 1,
+        })
+        .await
+        .expect("insert under the old kind");
+    }
+    let new: Table<Widget> = Table::from_arc(Arc::clone(backend), &name);
+    let layer = FaultInjection::new(Arc::clone(backend));
+    let handle = layer.handle();
+    handle.set_yields(true);
+    let migrating: Table<Widget> = Table::from_arc(Arc::new(layer), &name);
+    let calls = || {
+        [
+            Operation::GetEntity,
+            Operation::QueryEntities,
+            Operation::SubmitTransaction,
+            Operation::InsertEntity,
+            Operation::UpdateEntity,
+            Operation::UpsertEntity,
+            Operation::DeleteEntity,
+        ]
+        .into_iter()
+        .map(|op| handle.calls(op))
+        .sum::<usize>()
+    };
+    let migration = migrating.migrate().unpaced().parallelism(1).run();
+    let mut migration = std::pin::pin!(migration);
+    while calls() < k {
+        if let std::task::Poll::Ready(done) = futures::poll!(migration.as_mut()) {
+            done.expect("migrate");
+            backend.delete_table(&name).await.expect("delete table");
+            return false;
+        }
+    }
+    for sku in skus {
+        new.update("main", sku, |w| w.stock = 9)
+            .await
+            .expect("update");
+    }
+    let report = migration.await.expect("migrate");
+    assert_eq!(report.failed, 0, "after call {k}: {report:?}");
+    assert!(
+        row_keys_under(&**backend, &name, "main", "WDG_")
+            .await
+            .is_empty(),
+        "after call {k}"
+    );
+    let all: Vec<Loaded<Widget>> = new
+        .query()
+        .partition("main")
+        .stream()
+        .try_collect()
+        .await
+        .expect("query");
+    assert_eq!(all.len(), 3, "after call {k}");
+    assert!(
+        all.iter()
+            .all(|w| Loaded::version(w) == Some(2) && w.stock == 9),
+        "after call {k}"
+    );
+    assert!(
+        new.verify_indexes("main").await.expect("verify").is_clean(),
+        "after call {k}"
+    );
+    backend.delete_table(&name).await.expect("delete table");
+    true
+}

@@ -94,6 +94,12 @@ pub struct MigrationJob {
     /// The filter of its scope (the kind's range and anything
     /// [`scope`](Migration::scope) adds), as the store is sent it.
     pub scope: Option<String>,
+    /// Whether it is a [dry run](Migration::dry_run), which counts and
+    /// writes nothing: its checkpoints resume dry runs alone, since a real
+    /// run that went on after them would leave the rows they counted as
+    /// they were.
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 impl MigrationJob {
@@ -101,7 +107,7 @@ impl MigrationJob {
     /// the error a resume from it is refused with.
     fn differs(&self, current: &MigrationJob) -> Option<InvalidInput> {
         let text = |v: &dyn std::fmt::Debug| format!("{v:?}");
-        let fields: [(&'static str, String, String); 6] = [
+        let fields: [(&'static str, String, String); 7] = [
             ("table", text(&self.table), text(&current.table)),
             ("type", text(&self.type_name), text(&current.type_name)),
             ("kind", text(&self.kind), text(&current.kind)),
@@ -112,6 +118,7 @@ impl MigrationJob {
                 text(&current.min_version),
             ),
             ("scope", text(&self.scope), text(&current.scope)),
+            ("dry run", text(&self.dry_run), text(&current.dry_run)),
         ];
         InvalidInput::first_mismatch("migration", fields)
     }
@@ -333,8 +340,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     }
 
     /// Goes on from `checkpoint`, taken from a migration of the same table,
-    /// type and scope (another's is refused with
-    /// [`InvalidInput::CheckpointMismatch`], which says what differs).
+    /// type and scope, and a dry run's only by a dry run (another's is
+    /// refused with [`InvalidInput::CheckpointMismatch`], which says what
+    /// differs).
     pub fn resume(mut self, checkpoint: MigrationCheckpoint) -> Self {
         self.resume = Some(checkpoint);
         self
@@ -368,6 +376,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             version: T::DESCRIPTOR.version,
             min_version: T::DESCRIPTOR.min_version,
             scope: query.filter.map(|f| f.to_string()),
+            dry_run: self.dry_run,
         }
     }
 
@@ -674,7 +683,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                     report.upgraded += 1;
                     return;
                 }
-                Err(e @ Error::PreconditionFailed { .. }) => {
+                // Changed meanwhile, or moved to the kind's own RowKey
+                // (a renamed kind) or deleted by another writer: read again.
+                Err(e @ (Error::PreconditionFailed { .. } | Error::EntityNotFound { .. })) => {
                     report.retried += 1;
                     last = Some(e);
                     match self.table.read_row(&pk, &rk).await {
