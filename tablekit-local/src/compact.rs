@@ -85,7 +85,9 @@ impl LocalStorage {
             // transaction until it ends: new ones wait for `slot`.
             let compacted = match Arc::get_mut(engine) {
                 Some(Engine::Writable(db)) => Some(db.compact()),
-                Some(Engine::ReadOnly(_)) => return Err(self.read_only_error()),
+                Some(Engine::ReadOnly(_) | Engine::Recovered(_)) => {
+                    return Err(self.read_only_error());
+                }
                 None => None,
             };
             match compacted {

@@ -146,6 +146,17 @@ impl Journal {
         }
     }
 
+    /// The records after number `checkpoint` of the journal in `dir`, read
+    /// without changing anything (for a read-only open); none when there
+    /// is no journal.
+    pub(crate) fn records_after(dir: &Path, checkpoint: u64) -> io::Result<Vec<Record>> {
+        match File::open(dir.join(FILE_NAME)) {
+            Ok(file) => read_after(&file, checkpoint),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The number of the last record written, or of the checkpoint if none
     /// has been written since.
     pub(crate) fn last(&self) -> u64 {

@@ -103,8 +103,8 @@
 //! - **Read-only.** [`LocalStorage::open_read_only`] reads a store on
 //!   read-only media, or a backup, without making or changing anything in
 //!   its directory; every write fails with [`StorageFailure::ReadOnly`]. A
-//!   store left by a killed process must be opened for writing once (which
-//!   recovers it) before it opens read-only.
+//!   store left by a killed process opens read-only too: it is recovered in
+//!   memory, and its files are left as they were.
 //! - **Format.** A store records the number of its format when it is made.
 //!   A store of another format (made by an earlier version whose rows this
 //!   one would misread) fails to open with [`StorageFailure::Format`], never
@@ -232,6 +232,7 @@ mod journal;
 mod limit;
 mod logged;
 mod names;
+mod overlay;
 mod queues;
 mod rows;
 mod seal;
@@ -280,12 +281,16 @@ pub struct LocalStorage {
 enum Engine {
     Writable(Database),
     ReadOnly(redb::ReadOnlyDatabase),
+    /// A read-only open of a store that was not closed cleanly: the engine
+    /// repaired and the journal applied in memory alone, over the file as
+    /// it is ([`overlay`]). Every write is refused, as for `ReadOnly`.
+    Recovered(Database),
 }
 
 impl Engine {
     fn begin_read(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
         match self {
-            Engine::Writable(db) => db.begin_read(),
+            Engine::Writable(db) | Engine::Recovered(db) => db.begin_read(),
             Engine::ReadOnly(db) => db.begin_read(),
         }
     }
@@ -408,9 +413,12 @@ impl LocalStorageBuilder {
     ///
     /// Nothing in the directory is created or changed, so the store must
     /// exist: a missing one is [`StorageFailure::Io`]. A store that was not
-    /// closed cleanly (its process was killed) needs the recovery a writable
-    /// open makes, which writes to the file: opening it read-only then fails
-    /// with [`StorageFailure::ReadOnly`], saying so.
+    /// closed cleanly (its process was killed) is recovered in memory: the
+    /// engine's repair and the writes its journal holds are applied to a
+    /// copy of the pages they change, kept in memory while the store is
+    /// open, and the files are left as they were; the store then reads as a
+    /// writable open would have recovered it. A store open for writing in
+    /// another process is [`StorageFailure::Locked`].
     pub fn read_only(mut self, read_only: bool) -> LocalStorageBuilder {
         self.read_only = read_only;
         self
@@ -549,7 +557,9 @@ impl LocalStorageBuilder {
 }
 
 /// Opens the engine read-only on the store's file in `dir`, keeping at most
-/// `cache_size` bytes of it in memory.
+/// `cache_size` bytes of it in memory. A store that was not closed cleanly
+/// (the engine needs its repair, or the journal holds writes the engine's
+/// file does not) is recovered in memory ([`recover_in_memory`]).
 fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
     let file = dir.join(FILE_NAME);
     let db = contain_panics(|| {
@@ -558,29 +568,90 @@ fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
             .open_read_only(&file)
     })
     .map_err(|panic| damaged_by(dir, &panic))?;
-    let not_closed = || Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::ReadOnly,
-        message: "the store was not closed cleanly: open it for writing once, which \
-                  recovers it, before opening it read-only"
-            .into(),
-    };
     match db {
         Ok(db) => {
             let checkpoint = contain_panics(|| checkpoint_of(dir, &db))
                 .map_err(|panic| damaged_by(dir, &panic))??;
-            // Writes of the journal not in the engine's file yet: only a
-            // writable open applies them.
+            // Writes of the journal not in the engine's file yet.
             if journal::Journal::has_records_after(dir, checkpoint)
                 .map_err(|e| io_error(dir, &e))?
             {
-                return Err(not_closed());
+                drop(db);
+                return recover_in_memory(dir, cache_size);
             }
             Ok(Engine::ReadOnly(db))
         }
-        Err(redb::DatabaseError::RepairAborted) => Err(not_closed()),
+        Err(redb::DatabaseError::RepairAborted) => recover_in_memory(dir, cache_size),
         Err(e) => Err(storage_error(dir, e.into())),
     }
+}
+
+/// Recovers the store in `dir` as a writable open would, in memory alone:
+/// the engine runs on its file through an [`overlay::Overlay`], which
+/// keeps what it writes (its repair, the journal's records applied again)
+/// in memory and never writes the file. Reads then see the store as
+/// recovered, and the directory is left as it was.
+fn recover_in_memory(dir: &Path, cache_size: usize) -> Result<Engine> {
+    let path = dir.join(FILE_NAME);
+    let file = std::fs::File::open(&path).map_err(|e| io_error(dir, &e))?;
+    let backend = overlay::Overlay::new(file).map_err(|e| io_error(dir, &e))?;
+    contain_panics(|| {
+        let db = Database::builder()
+            .set_cache_size(cache_size)
+            .create_with_backend(backend)
+            .map_err(|e| storage_error(dir, e.into()))?;
+        let checkpoint = checkpoint_of(dir, &db)?;
+        let records =
+            journal::Journal::records_after(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
+        if !records.is_empty() {
+            let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
+            apply_records(dir, &txn, &records)?;
+            set_durability(dir, &mut txn, redb::Durability::None)?;
+            txn.commit().map_err(|e| storage_error(dir, e.into()))?;
+        }
+        tracing::info!(
+            path = %dir.display(),
+            records = records.len(),
+            "the store was not closed cleanly: it was recovered in memory for a read-only open"
+        );
+        Ok(Engine::Recovered(db))
+    })
+    .map_err(|panic| damaged_by(dir, &panic))?
+}
+
+/// The error of a journal that cannot be read: damage where its records
+/// do not read, else the file system's.
+fn journal_error(dir: &Path, e: &std::io::Error) -> Error {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => Error::Storage {
+            path: dir.display().to_string(),
+            failure: StorageFailure::Damaged,
+            message: e.to_string(),
+        },
+        _ => io_error(dir, e),
+    }
+}
+
+/// Applies the journal's `records` again, in order, in `txn`.
+fn apply_records(
+    dir: &Path,
+    txn: &redb::WriteTransaction,
+    records: &[journal::Record],
+) -> Result<()> {
+    for record in records {
+        logged::replay(txn, &record.changes).map_err(|e| match e {
+            logged::ReplayError::Engine(e) => storage_error(dir, e),
+            logged::ReplayError::Malformed(what) => Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Damaged,
+                message: format!(
+                    "record {} of the journal holds {what}; the journal is damaged",
+                    record.number
+                ),
+            },
+        })?;
+    }
+    Ok(())
 }
 
 /// Where the store keeps the number of the last journal record its engine
@@ -660,32 +731,13 @@ fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
     contain_panics(|| {
         let checkpoint = checkpoint_of(dir, db)?;
         let (mut journal, records) =
-            journal::Journal::open(dir, checkpoint).map_err(|e| match e.kind() {
-                std::io::ErrorKind::InvalidData => Error::Storage {
-                    path: dir.display().to_string(),
-                    failure: StorageFailure::Damaged,
-                    message: e.to_string(),
-                },
-                _ => io_error(dir, &e),
-            })?;
+            journal::Journal::open(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
         journal.continue_after(checkpoint, &records);
         if records.is_empty() {
             return Ok((journal, 0));
         }
         let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
-        for record in &records {
-            logged::replay(&txn, &record.changes).map_err(|e| match e {
-                logged::ReplayError::Engine(e) => storage_error(dir, e),
-                logged::ReplayError::Malformed(what) => Error::Storage {
-                    path: dir.display().to_string(),
-                    failure: StorageFailure::Damaged,
-                    message: format!(
-                        "record {} of the journal holds {what}; the journal is damaged",
-                        record.number
-                    ),
-                },
-            })?;
-        }
+        apply_records(dir, &txn, &records)?;
         set_durability(dir, &mut txn, redb::Durability::None)?;
         txn.commit().map_err(|e| storage_error(dir, e.into()))?;
         tracing::info!(
@@ -870,7 +922,7 @@ impl LocalStorage {
                 txn.set_quick_repair(true);
                 Ok(txn)
             }
-            Engine::ReadOnly(_) => Err(self.read_only_error()),
+            Engine::ReadOnly(_) | Engine::Recovered(_) => Err(self.read_only_error()),
         }
     }
 
