@@ -324,7 +324,7 @@ fn order(customer: &str, id: u32, total: i64) -> Order {
 }
 
 /// Every change of partition `pk`, in order.
-async fn changes<T: TableEntity>(t: &Table<T>, pk: &str) -> Vec<Change<T>> {
+async fn changes<T: tablekit::changes::RecordsChanges>(t: &Table<T>, pk: &str) -> Vec<Change<T>> {
     t.changes().read(pk, 0, 10_000).await.expect("read changes")
 }
 
@@ -640,6 +640,90 @@ pub async fn change_consumers_keep_their_own_place(backend: Arc<dyn TableBackend
             "consumer name {bad:?} accepted"
         );
     }
+}
+
+/// A note, whose kind records no changes; a program that claims it does
+/// (by hand, past the derive) gets a feed that refuses to read.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Orders", kind = "NOTE")]
+struct Note {
+    #[tablekit(partition_key)]
+    customer: String,
+    #[tablekit(row_key)]
+    id: u32,
+}
+
+impl tablekit::changes::RecordsChanges for Note {}
+
+/// A batch is committed by the consumer that read it; a consumer is read
+/// by its newest handle alone (unless leased); a kind without a feed has
+/// none to read.
+pub async fn consumers_commit_their_own_batches_and_read_alone(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgown").await;
+    let t: Table<Order> = Table::from_arc(Arc::clone(&backend), &name);
+    for id in 1..=10 {
+        t.insert(&order("ann", id, 1)).await.expect("insert");
+    }
+    let feed = t.changes();
+    let search = feed.consumer("search").expect("consumer");
+    let totals = feed.consumer("totals").expect("consumer");
+    let read = search.poll(4).await.expect("poll");
+    assert_eq!(read.changes.len(), 4);
+    let error = totals.commit(&read).await.expect_err("another's batch");
+    assert!(
+        matches!(&error, Error::Invalid(InvalidInput::ForeignChangeBatch { read_by, consumer, .. })
+            if read_by == "search" && consumer == "totals"),
+        "{error:?}"
+    );
+    assert_eq!(totals.checkpoint("ann").await.expect("checkpoint"), 0);
+    assert_eq!(totals.poll(100).await.expect("poll").changes.len(), 10);
+    // The same consumer's name on another table is another consumer.
+    let other_name = fresh_table(&*backend, "chgown").await;
+    let other: Table<Order> = Table::from_arc(Arc::clone(&backend), &other_name);
+    let elsewhere = other.changes().consumer("search").expect("consumer");
+    assert!(matches!(
+        elsewhere.commit(&read).await,
+        Err(Error::Invalid(InvalidInput::ForeignChangeBatch { .. }))
+    ));
+    search.commit(&read).await.expect("its own batch");
+    assert_eq!(search.checkpoint("ann").await.expect("checkpoint"), 4);
+
+    // A second handle of `search` (the projector started twice) takes it
+    // over: the first reads no more, from then on.
+    let again = feed.consumer("search").expect("consumer");
+    let newer = again.poll(100).await.expect("the newer handle reads");
+    assert_eq!(newer.changes.len(), 6);
+    for _ in 0..2 {
+        let error = search.poll(100).await.expect_err("taken over");
+        assert!(
+            matches!(&error, Error::ConsumerReplaced { consumer, .. } if consumer == "search"),
+            "{error:?}"
+        );
+    }
+    again.commit(&newer).await.expect("commit");
+    assert!(again.poll(100).await.expect("poll").is_empty());
+    // A handle that unregistered and polls again reads as the consumer's
+    // reader once more.
+    again.unregister().await.expect("unregister");
+    assert_eq!(again.poll(100).await.expect("poll").changes.len(), 10);
+
+    // A kind without a feed: no rows to read, and said so.
+    let notes: Table<Note> = Table::from_arc(Arc::clone(&backend), &name);
+    notes
+        .insert(&Note {
+            customer: "ann".into(),
+            id: 1,
+        })
+        .await
+        .expect("insert");
+    let error = notes
+        .changes()
+        .consumer("n")
+        .expect("consumer")
+        .poll(10)
+        .await
+        .expect_err("no feed");
+    assert!(matches!(error, Error::NotSupported { .. }), "{error:?}");
 }
 
 /// Under lost answers, resent requests and failures after apply, every

@@ -57,8 +57,17 @@ fn fallback(
         None => quote!(()),
     };
     let (pk_type, rk_type) = (stub_key(true), stub_key(false));
+    let records_changes = cont
+        .filter(|c| c.attrs.changes.is_some() && c.attrs.projection_of.is_none())
+        .map(|_| {
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics #tk::RecordsChanges for #ident #ty_generics #where_clause {}
+            }
+        });
     let stub = match mode {
         Mode::Entity => quote! {
+            #records_changes
             #[automatically_derived]
             impl #impl_generics #tk::TableEntity for #ident #ty_generics #where_clause {
                 type PartitionKey = #pk_type;
@@ -601,6 +610,15 @@ fn expand_entity(
     let columns_ident = format_ident!("{}Columns", ident);
     let (columns_struct, columns_fn) = ex.columns_fn(&columns_ident);
     let properties = ex.properties_fns(&writes, &reads, &bind, &inits);
+    let records_changes = ex.changes_part().map(|_| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics #tk::RecordsChanges for #ident #ty_generics
+            where
+                Self: #tk::TableEntity,
+            {}
+        }
+    });
 
     quote! {
         #columns_struct
@@ -624,6 +642,7 @@ fn expand_entity(
                 #columns_fn
                 #properties
             }
+            #records_changes
             #bucketed
         };
     }

@@ -9,7 +9,7 @@ pub use ::std::string::String;
 pub use ::std::vec::Vec;
 
 pub use crate::bucket::{BucketPart, BucketTime, Bucketed, Period};
-pub use crate::changes::{ChangeFeed, ChangeFeedWithPrevious};
+pub use crate::changes::{ChangeFeed, ChangeFeedWithPrevious, RecordsChanges};
 pub use crate::datetime::DateTime;
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};

@@ -330,7 +330,7 @@ impl Upkeep {
             let trim: Trim = Arc::new(move |retention: Duration, limit: Option<Duration>| {
                 let table = table.clone();
                 async move {
-                    let report = table.changes().trim_with_limit(retention, limit).await?;
+                    let report = table.feed().trim_with_limit(retention, limit).await?;
                     Ok(report.removed)
                 }
                 .boxed()

@@ -77,7 +77,17 @@
 //! [`Consumer::commit`] moves them on. A consumer that stops between the
 //! two reads the same changes again; one that commits before it has
 //! applied them may lose them. Consumers of different names do not hold
-//! each other back. A new consumer starts from the first change; where
+//! each other back.
+//!
+//! A consumer is read by one handle at a time, unless its instances share
+//! it with [leases](Consumer::leased). A handle made later for the same
+//! name (the projector started again, or started twice) takes the consumer
+//! over: the older handle's next poll fails with
+//! [`ConsumerReplaced`](crate::Error::ConsumerReplaced), so a change is not
+//! applied by both for ever (the batch the older one had read may be read
+//! again by the newer, as after a crash). A batch is committed by the
+//! consumer that polled it; another's is refused. Only kinds declared with
+//! `#[tablekit(changes)]` have [`Table::changes`]. A new consumer starts from the first change; where
 //! changes were trimmed already, its first poll says so, and
 //! [`Consumer::start_from_oldest`] (the oldest change kept) or
 //! [`Consumer::start_from_now`] (only what comes next) picks where it
@@ -165,7 +175,7 @@ use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
     CHANGE_END, CHECKPOINT_PREFIX, CLEARED, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
-    LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, REGISTERED_PREFIX, ROW, SEQ, TRIMMED,
+    LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, READER, REGISTERED_PREFIX, ROW, SEQ, TRIMMED,
     change_key, is_change_property, listed_key, seq_of_change,
 };
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
@@ -320,10 +330,34 @@ pub struct Changes<T> {
     table: Table<T>,
 }
 
-impl<T: TableEntity> Table<T> {
+/// A kind whose writes record their changes: the derive implements it for
+/// a kind declared with `#[tablekit(changes)]`, so that
+/// [`Table::changes`] exists only for such kinds (a feed of any other
+/// would stay empty for ever).
+///
+/// ```compile_fail
+/// use tablekit::{Table, TableEntity};
+/// #[derive(TableEntity)]
+/// #[tablekit(table = "Notes", kind = "NOTE")]
+/// struct Note { #[tablekit(partition_key)] a: String, #[tablekit(row_key)] b: String }
+/// fn feed(notes: &Table<Note>) {
+///     let _ = notes.changes(); // `Note` records no changes
+/// }
+/// ```
+pub trait RecordsChanges: TableEntity {}
+
+impl<T: RecordsChanges> Table<T> {
     /// The change feed of this kind, which `#[tablekit(changes)]` makes its
     /// writes record (see [`changes`](crate::changes)).
     pub fn changes(&self) -> Changes<T> {
+        self.feed()
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The change feed of `T`, whether or not it records one (the library's
+    /// own upkeep, over every kind).
+    pub(crate) fn feed(&self) -> Changes<T> {
         Changes {
             table: self.clone(),
         }
@@ -569,7 +603,11 @@ impl<T: TableEntity> Changes<T> {
         Ok(Consumer {
             table: self.table.clone(),
             name: name.to_owned(),
+            reader: crate::uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
+                .into_uuid()
+                .to_string(),
             registered: AtomicBool::new(false),
+            replaced: AtomicBool::new(false),
             lease: None,
             held: parking_lot::Mutex::new(Vec::new()),
             _marker: PhantomData,
@@ -762,8 +800,13 @@ fn consumer_name(name: &str) -> Result<(), InvalidInput> {
 pub struct Consumer<T> {
     table: Table<T>,
     name: String,
+    /// This handle's own id: a consumer without leases is read by the
+    /// handle that registered it last.
+    reader: String,
     /// Whether this handle has registered the consumer.
     registered: AtomicBool,
+    /// Whether a newer handle took the consumer over from this one.
+    replaced: AtomicBool,
     /// The instance this handle is, when several share the consumer's
     /// partitions, and how long its leases last.
     lease: Option<(String, Duration)>,
@@ -780,6 +823,9 @@ pub struct ChangeBatch<T> {
     pub changes: Vec<Change<T>>,
     /// The last change number read of each partition.
     positions: Vec<(String, u64)>,
+    /// The table and the consumer that read it: only that consumer commits
+    /// it.
+    read_by: (String, String),
 }
 
 impl<T> ChangeBatch<T> {
@@ -826,12 +872,18 @@ impl<T: TableEntity> Consumer<T> {
     /// partition whose changes after the checkpoint were trimmed is
     /// [`ChangesTrimmed`](Error::ChangesTrimmed).
     pub async fn poll(&self, max: usize) -> Result<ChangeBatch<T>> {
-        self.register().await?;
-        let feed = self.table.changes();
+        if !T::DESCRIPTOR.write_needs().changes {
+            return Err(Error::NotSupported {
+                operation: "a change feed of a kind that records no changes (declare it with `#[tablekit(changes)]`)",
+            });
+        }
+        self.claim().await?;
+        let feed = self.table.feed();
         let checkpoints = self.checkpoints().await?;
         let mut batch = ChangeBatch {
             changes: Vec::new(),
             positions: Vec::new(),
+            read_by: (self.table.name().to_owned(), self.name.clone()),
         };
         let mut listed = feed.listed().await?;
         if let Some((instance, lease)) = &self.lease {
@@ -881,7 +933,22 @@ impl<T: TableEntity> Consumer<T> {
     /// Moves this consumer's checkpoints past the changes of `batch`. A
     /// checkpoint only moves forward: committing an older batch after a
     /// newer one changes nothing.
+    ///
+    /// # Errors
+    /// [`InvalidInput::ForeignChangeBatch`] for a batch another consumer
+    /// polled (another name, or another table), which would move this one
+    /// past changes it never read. Nothing moves.
     pub async fn commit(&self, batch: &ChangeBatch<T>) -> Result<()> {
+        let (read_in, read_by) = &batch.read_by;
+        if *read_by != self.name || read_in != self.table.name() {
+            return Err(InvalidInput::ForeignChangeBatch {
+                read_by: read_by.clone(),
+                read_in: read_in.clone(),
+                consumer: self.name.clone(),
+                table: self.table.name().to_owned(),
+            }
+            .into());
+        }
         for (pk, seq) in &batch.positions {
             self.move_checkpoint(pk, *seq).await?;
         }
@@ -892,7 +959,7 @@ impl<T: TableEntity> Consumer<T> {
     /// that it reads only the changes made from now on.
     pub async fn start_from_now(&self) -> Result<()> {
         self.register().await?;
-        let feed = self.table.changes();
+        let feed = self.table.feed();
         for pk in feed.partitions().await? {
             let newest = feed.newest(&pk).await?;
             self.move_checkpoint(&pk, newest).await?;
@@ -906,7 +973,7 @@ impl<T: TableEntity> Consumer<T> {
     /// do without the changes it missed.
     pub async fn start_from_oldest(&self) -> Result<()> {
         self.register().await?;
-        for listed in self.table.changes().listed().await? {
+        for listed in self.table.feed().listed().await? {
             if listed.trimmed > 0 {
                 self.move_checkpoint(&listed.partition_key, listed.trimmed)
                     .await?;
@@ -922,13 +989,13 @@ impl<T: TableEntity> Consumer<T> {
         let name = self.table.name();
         let mut keys: Vec<String> = self
             .table
-            .changes()
+            .feed()
             .directory(&self.prefix())
             .await?
             .into_iter()
             .map(|row| row.row_key)
             .collect();
-        keys.push(format!("{REGISTERED_PREFIX}{}", self.name));
+        keys.push(self.registration_key());
         for key in keys {
             match backend
                 .delete_entity(name, DIRECTORY, &key, &IfMatch::Any)
@@ -956,7 +1023,7 @@ impl<T: TableEntity> Consumer<T> {
         let prefix = format!("{LEASE_PREFIX}{}|", self.name);
         let leases: HashMap<String, Entity> = self
             .table
-            .changes()
+            .feed()
             .directory(&prefix)
             .await?
             .into_iter()
@@ -1044,18 +1111,68 @@ impl<T: TableEntity> Consumer<T> {
         }
     }
 
-    /// Registers the consumer, once per handle.
+    /// Registers the consumer, once per handle; a handle without leases
+    /// registers itself as the consumer's one reader.
     async fn register(&self) -> Result<()> {
         if self.registered.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let row = Entity::new(DIRECTORY, format!("{REGISTERED_PREFIX}{}", self.name));
+        let mut row = Entity::new(DIRECTORY, self.registration_key());
+        if self.lease.is_none() {
+            row = row.with(READER, self.reader.as_str());
+        }
         self.table
             .backend()
             .upsert_entity(self.table.name(), &row, UpdateMode::Merge)
             .await?;
         self.registered.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Registers the consumer on this handle's first poll; on a later one,
+    /// a handle without leases checks that it is still the consumer's
+    /// reader (one point read), so that two handles of one consumer (a
+    /// projector run twice) never both go on receiving every change: the
+    /// newer one reads, the older one gets
+    /// [`ConsumerReplaced`](Error::ConsumerReplaced) from then on.
+    async fn claim(&self) -> Result<()> {
+        let replaced = || Error::ConsumerReplaced {
+            table: self.table.name().to_owned(),
+            consumer: self.name.clone(),
+        };
+        if self.replaced.load(Ordering::Relaxed) {
+            return Err(replaced());
+        }
+        if self.lease.is_some() || !self.registered.load(Ordering::Relaxed) {
+            return self.register().await;
+        }
+        let stored = self
+            .table
+            .backend()
+            .try_get_entity(self.table.name(), DIRECTORY, &self.registration_key())
+            .await?;
+        match stored
+            .as_ref()
+            .and_then(|row| row.properties.get(READER))
+            .and_then(|v| v.as_str())
+        {
+            Some(reader) if reader == self.reader => Ok(()),
+            Some(_) => {
+                self.replaced.store(true, Ordering::Relaxed);
+                Err(replaced())
+            }
+            // Unregistered meanwhile, or registered by a leased handle:
+            // registered again, as this handle's.
+            None => {
+                self.registered.store(false, Ordering::Relaxed);
+                self.register().await
+            }
+        }
+    }
+
+    /// The RowKey of the consumer's registration row.
+    fn registration_key(&self) -> String {
+        format!("{REGISTERED_PREFIX}{}", self.name)
     }
 
     /// This consumer's checkpoint in the partition `partition_key` (as
@@ -1076,7 +1193,7 @@ impl<T: TableEntity> Consumer<T> {
     /// This consumer's checkpoints by partition, with their ETags.
     async fn checkpoints(&self) -> Result<HashMap<String, (u64, ETag)>> {
         let prefix = self.prefix();
-        let rows = self.table.changes().directory(&prefix).await?;
+        let rows = self.table.feed().directory(&prefix).await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| {

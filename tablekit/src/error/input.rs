@@ -515,6 +515,24 @@ pub enum InvalidInput {
         /// Which part of the rule it breaks.
         reason: &'static str,
     },
+    /// A [`ChangeBatch`](crate::changes::ChangeBatch) given to another
+    /// consumer's [`commit`](crate::changes::Consumer::commit) than the one
+    /// that read it: it would move that consumer past changes it never
+    /// read.
+    #[error(
+        "the change batch read by consumer `{read_by}` of table `{read_in}` cannot be committed by \
+         consumer `{consumer}` of table `{table}`: commit a batch with the consumer that polled it"
+    )]
+    ForeignChangeBatch {
+        /// The consumer that read the batch.
+        read_by: String,
+        /// Its table.
+        read_in: String,
+        /// The consumer asked to commit it.
+        consumer: String,
+        /// Its table.
+        table: String,
+    },
     /// A queue name breaks the service's rules (3–63 characters of
     /// lower-case letters, digits and single hyphens, starting and ending
     /// with a letter or digit).

@@ -277,6 +277,23 @@ pub enum Error {
         /// The last change number trimmed.
         trimmed: u64,
     },
+    /// This handle of a change feed consumer without leases was taken over
+    /// by a newer one of the same name (another process, or another task,
+    /// reading the same consumer), so that a change is not delivered to
+    /// both: this handle reads no more. Give each instance its share with
+    /// [`Consumer::leased`](crate::changes::Consumer::leased), or let one
+    /// handle read.
+    #[error(
+        "change feed consumer `{consumer}` of table `{table}` was taken over by a newer handle of the \
+         same name: this one reads no more (give instances their share with `Consumer::leased`, or \
+         let one handle read)"
+    )]
+    ConsumerReplaced {
+        /// The table.
+        table: String,
+        /// The consumer.
+        consumer: String,
+    },
     /// Sign-in failed: the credential could not give a token (its source
     /// refused, or is not there), or the service refused the token it gave
     /// even after a fresh one was asked for. Nothing was applied.
@@ -499,6 +516,7 @@ impl Error {
             Error::Configuration { .. } => "Configuration",
             Error::PeriodDropped { .. } => "PeriodDropped",
             Error::ChangesTrimmed { .. } => "ChangesTrimmed",
+            Error::ConsumerReplaced { .. } => "ConsumerReplaced",
             Error::Credential { .. } => "Credential",
             Error::NotSupported { .. } => "NotSupported",
             Error::LogRecord { .. } => "LogRecord",

@@ -54,6 +54,10 @@ pub(crate) const CHECKPOINT_PREFIX: &str = "c|";
 /// The start of a directory row that registers a consumer, whose
 /// checkpoints hold back trimming.
 pub(crate) const REGISTERED_PREFIX: &str = "r|";
+/// On a consumer's registration row, the handle that reads it alone (a
+/// consumer without leases): a handle made later takes it over, and the
+/// one it took it from reads no more.
+pub(crate) const READER: &str = "_ConsumerReader";
 /// The last change number trimmed from a partition, on its directory row.
 pub(crate) const TRIMMED: &str = "_ChangeTrimmed";
 /// The last change number up to which every change row of a partition is
