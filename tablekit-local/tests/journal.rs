@@ -218,33 +218,68 @@ async fn writes_past_a_full_journal_are_checkpointed_and_kept() {
     assert!(rows.iter().all(|e| e.get("V").is_some()));
 }
 
+/// Each file of a directory, with its bytes.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A store left by a killed process opens read-only: it is recovered in
+/// memory (the engine's repair and the journal's records applied), reads
+/// all it acknowledged as a writable open would, is checked clean, refuses
+/// writes, and its files are left byte for byte as they were.
 #[tokio::test]
-async fn a_crashed_store_opens_read_only_once_a_writable_open_recovered_it() {
-    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+async fn a_crashed_store_opens_read_only_recovered_in_memory() {
+    let (live, image, twin) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     let store = open(live.path());
-    store.create_table("Things").await.unwrap();
-    store
-        .insert_entity("Things", &Entity::new("p", "r"))
-        .await
-        .unwrap();
+    write_every_kind(&store).await;
     crash_image(live.path(), image.path());
-    match LocalStorage::open_read_only(image.path()) {
-        Err(Error::Storage {
-            failure: StorageFailure::ReadOnly,
-            message,
-            ..
-        }) => assert!(message.contains("not closed cleanly"), "{message}"),
-        other => panic!("expected a refusal, got {other:?}"),
-    }
-    drop(open(image.path()));
-    let read_only = LocalStorage::open_read_only(image.path()).unwrap();
+    crash_image(live.path(), twin.path());
+    let before = files_of(image.path());
+    let read_only = LocalStorage::open_read_only(image.path()).expect("a read-only open");
+    let seen = contents(&read_only, &CONTAINERS, &QUEUES).await;
     assert!(
         read_only
-            .try_get_entity("Things", "p", "r")
+            .try_get_entity("Kept", "p", "r03")
             .await
             .unwrap()
             .is_some()
     );
+    let report = read_only.check().await.expect("a check");
+    assert!(report.is_clean(), "{report:?}");
+    let refused = read_only
+        .insert_entity("Kept", &Entity::new("p", "new"))
+        .await
+        .expect_err("read-only");
+    assert!(
+        matches!(
+            refused,
+            Error::Storage {
+                failure: StorageFailure::ReadOnly,
+                ..
+            }
+        ),
+        "{refused:?}"
+    );
+    drop(read_only);
+    assert!(files_of(image.path()) == before, "the files were changed");
+    // What a writable open recovers, from the same files.
+    let recovered = open(twin.path());
+    assert_eq!(seen, contents(&recovered, &CONTAINERS, &QUEUES).await);
 }
 
 /// A clean close leaves an empty journal: a closed store takes no room for
@@ -519,4 +554,33 @@ async fn random_damage_to_the_journal_is_refused_or_an_earlier_state() {
     }
     println!("{whole} opens held every write, {fewer} fewer, {damaged} were refused as damaged");
     assert!(whole > 0 && fewer > 0 && damaged > 0);
+}
+
+/// A store open for writing is not read by a read-only open meanwhile (its
+/// files change under it): the open is refused as locked.
+#[tokio::test]
+async fn a_store_open_for_writing_is_locked_to_a_read_only_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    store.create_table("Things").await.unwrap();
+    store
+        .insert_entity("Things", &Entity::new("p", "r"))
+        .await
+        .unwrap();
+    match LocalStorage::open_read_only(dir.path()) {
+        Err(Error::Storage {
+            failure: StorageFailure::Locked,
+            ..
+        }) => {}
+        other => panic!("expected a refusal as locked, got {other:?}"),
+    }
+    drop(store);
+    let read_only = LocalStorage::open_read_only(dir.path()).unwrap();
+    assert!(
+        read_only
+            .try_get_entity("Things", "p", "r")
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
