@@ -1317,7 +1317,6 @@ where
 /// alone, since a real run that went on after it would leave the rows it
 /// counted behind.
 pub async fn migrations_count_rows_made_current_meanwhile(backend: Arc<dyn TableBackend>) {
-    use tablekit::layer::{FaultInjection, Operation};
     let name = fresh_table(&*backend, "migmean").await;
     let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
     let skus = ["a", "b", "c"];

@@ -84,7 +84,7 @@ pub(crate) fn walk<K, V>(
     K: redb::Key + 'static,
     V: redb::Value + 'static,
 {
-    let walked = crate::contain_panics(|| -> std::result::Result<(), redb::Error> {
+    let walked = crate::panics::contain_panics(|| -> std::result::Result<(), redb::Error> {
         let table = match txn.open_table(definition) {
             Ok(table) => table,
             // A table never written has no engine table yet.

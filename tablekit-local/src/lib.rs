@@ -233,6 +233,7 @@ mod limit;
 mod logged;
 mod names;
 mod overlay;
+mod panics;
 mod queues;
 mod rows;
 mod seal;
@@ -248,6 +249,8 @@ use std::time::Duration;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use tablekit::clock::{Clock, SystemClock};
 use tablekit::{Error, Result, StorageFailure};
+
+use crate::panics::contain_panics;
 
 #[cfg(doc)]
 use tablekit::{BlobStore, QueueStore, TableBackend};
@@ -822,20 +825,6 @@ fn create_atomically(dir: &Path, file: &Path) -> Result<()> {
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_error(dir, &e))
-}
-
-/// Runs `operation`, catching a panic of the engine. redb can panic on a
-/// damaged page (an `unreachable!` in its cursor, a slice index out of
-/// range) instead of returning `Corrupted`; such a panic must not reach the
-/// caller: it is turned into [`StorageFailure::Damaged`] at this boundary.
-fn contain_panics<T>(operation: impl FnOnce() -> T) -> std::result::Result<T, String> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(operation)).map_err(|panic| {
-        panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".to_owned())
-    })
 }
 
 fn damaged_by(path: &Path, panic: &str) -> Error {

@@ -494,7 +494,9 @@ impl TableBackend for LocalStorage {
                     let mut reader = RowReader::default();
                     self.page_rows(table, query, |key, row, names| {
                         let read = reader.lend(key, row, names, |row| {
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(row)))
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                crate::panics::outside(|| read(row))
+                            }))
                         })?;
                         lent.set(lent.get() + 1);
                         Some(match read {

@@ -155,7 +155,10 @@ async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
     let store = match LocalStorage::open(dir) {
         Ok(store) => store,
-        Err(_) => return (0, ROWS, 0),
+        Err(e) => {
+            note(&e);
+            return (0, ROWS, 0);
+        }
     };
     for n in 0..ROWS {
         let expected = row(n);
@@ -170,7 +173,10 @@ async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
         {
             Ok(got) if got.properties.get("Text") == expected.properties.get("Text") => right += 1,
             Ok(_) => wrong += 1,
-            Err(_) => refused += 1,
+            Err(e) => {
+                note(&e);
+                refused += 1;
+            }
         }
     }
     // A scan touches every page of the table.
@@ -192,7 +198,10 @@ async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
                 right += 1
             }
             Ok(_) => wrong += 1,
-            Err(_) => refused += 1,
+            Err(e) => {
+                note(&e);
+                refused += 1;
+            }
         }
     }
     if let Ok(page) = store.list_blobs("blobs", &Default::default()).await {
@@ -214,13 +223,80 @@ async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
                 }
             }
         }
-        Err(_) => refused += 1,
+        Err(e) => {
+            note(&e);
+            refused += 1;
+        }
     }
     (right, refused, wrong)
 }
 
+/// How many errors said the engine panicked (and the store contained it).
+static CONTAINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Counts `error` in [`CONTAINED`] if it is a contained panic of the engine.
+fn note(error: &Error) {
+    if error
+        .to_string()
+        .contains("the storage engine failed on the file")
+    {
+        CONTAINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+const QUIET_CHILD: &str = "TABLEKIT_DAMAGE_TEST_QUIET";
+
+/// A panic of the engine that the store contains is reported as damage
+/// and never printed: the damage trials, run in a child process, meet such
+/// panics and leave its standard error without a `panicked at` line.
+#[test]
+fn contained_panics_are_not_printed() {
+    if std::env::var(QUIET_CHILD).is_ok() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(damaged_pages_are_errors());
+        println!(
+            "contained: {}",
+            CONTAINED.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        return;
+    }
+    let child = Command::new(std::env::current_exe().expect("this test"))
+        .args([
+            "--exact",
+            "contained_panics_are_not_printed",
+            "--test-threads=1",
+            "--nocapture",
+        ])
+        .env(QUIET_CHILD, "1")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("the child");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&child.stdout),
+        String::from_utf8_lossy(&child.stderr),
+    );
+    assert!(child.status.success(), "{stdout}\n{stderr}");
+    let contained: usize = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("contained: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no count: {stdout}"));
+    assert!(contained > 0, "no panic of the engine was met: {stdout}");
+    assert!(
+        !stderr.contains("panicked at") && !stdout.contains("panicked at"),
+        "{contained} contained panics, printed:\n{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn damaged_pages_never_panic() {
+    damaged_pages_are_errors().await;
+}
+
+/// The damage trials of [`damaged_pages_never_panic`].
+async fn damaged_pages_are_errors() {
     let original = tempfile::tempdir().expect("a directory");
     let mut etags = Vec::new();
     {
