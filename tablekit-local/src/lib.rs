@@ -388,9 +388,24 @@ impl LocalStorageBuilder {
     }
 
     /// The most bytes the store's engine file may take (its journal beside
-    /// it takes at most 4 MiB more). A write that would grow it further
-    /// fails with [`StorageFailure::DiskFull`], as on a full disk, and is
-    /// not applied. No limit by default.
+    /// it takes at most 4 MiB more). No limit by default.
+    ///
+    /// What the cap guarantees, and no more:
+    /// - the engine's file never grows past `bytes`;
+    /// - a write that would need it to fails with
+    ///   [`StorageFailure::DiskFull`], as on a full disk, and is not
+    ///   applied, in whole (a transaction's other rows included);
+    /// - every write acknowledged before or after a refusal is kept.
+    ///
+    /// The cap is on the file, not on the data: a write that fits in room
+    /// the file already has is taken, so a write can succeed right after
+    /// another was refused (a smaller one, one that reuses pages a delete
+    /// or an overwrite freed, or one that fits once the engine, opened
+    /// again after the refusal, has laid its free pages out anew). The
+    /// engine writes pages anew rather than in place, so the file reaches
+    /// the cap well before the rows add up to it, and a delete needs room
+    /// too: a store at its cap may refuse deletes as well, until
+    /// [`LocalStorage::set_max_size`] raises the cap.
     pub fn max_size(mut self, bytes: u64) -> LocalStorageBuilder {
         self.max_size = Some(bytes);
         self

@@ -409,6 +409,105 @@ async fn a_full_disk_is_a_typed_error_and_loses_nothing() {
         .unwrap();
 }
 
+/// What the size cap guarantees, held through writes and refusals of
+/// every size: the engine's file never grows past the cap; a refused write
+/// (a transaction of several rows too) leaves nothing of itself; every
+/// acknowledged write is kept; a delete frees room that later writes take.
+#[tokio::test]
+async fn the_size_cap_holds_the_file_and_refuses_whole_writes() {
+    let dir = dir();
+    let cap = 3 << 20;
+    let file = dir.path().join(tablekit_local::FILE_NAME);
+    let mut rng = fastrand::Rng::with_seed(15);
+    let mut kept = std::collections::BTreeSet::new();
+    let (mut refusals, mut taken_after_refusal) = (0, 0);
+    {
+        let store = LocalStorage::builder()
+            .max_size(cap)
+            .open(dir.path())
+            .unwrap();
+        store.create_table("things").await.unwrap();
+        let mut refused_last = false;
+        for n in 0..300 {
+            let size = [100, 5_000, 30_000][rng.usize(..3)];
+            let rows: Vec<Entity> = (0..rng.usize(1..=4))
+                .map(|i| Entity::new("p", format!("r{n:04}-{i}")).with("V", "v".repeat(size)))
+                .collect();
+            let written = if rows.len() == 1 {
+                store.insert_entity("things", &rows[0]).await.map(drop)
+            } else {
+                let ops: Vec<_> = rows.iter().cloned().map(BatchOperation::Insert).collect();
+                store.submit_transaction("things", &ops).await.map(drop)
+            };
+            match written {
+                Ok(()) => {
+                    kept.extend(rows.iter().map(|r| r.row_key.clone()));
+                    taken_after_refusal += usize::from(refused_last);
+                    refused_last = false;
+                }
+                Err(Error::Storage {
+                    failure: StorageFailure::DiskFull,
+                    ..
+                }) => {
+                    refusals += 1;
+                    refused_last = true;
+                }
+                Err(e) => panic!("write {n}: {e:?}"),
+            }
+            let length = std::fs::metadata(&file).unwrap().len();
+            assert!(
+                length <= cap,
+                "write {n}: the file is {length} bytes, past {cap}"
+            );
+            // Now and then, room made by deletes (which a full file may
+            // refuse too: a delete writes pages anew as any write does).
+            if n % 50 == 49 {
+                let gone: Vec<String> = kept.iter().take(kept.len() / 2).cloned().collect();
+                for key in gone {
+                    match store
+                        .delete_entity("things", "p", &key, &tablekit::IfMatch::Any)
+                        .await
+                    {
+                        Ok(()) => {
+                            kept.remove(&key);
+                        }
+                        Err(Error::Storage {
+                            failure: StorageFailure::DiskFull,
+                            ..
+                        }) => refusals += 1,
+                        Err(e) => panic!("delete {key}: {e:?}"),
+                    }
+                }
+            }
+        }
+        let stored: std::collections::BTreeSet<String> = store
+            .query_all("things", tablekit::Query::new())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.row_key)
+            .collect();
+        assert_eq!(
+            stored, kept,
+            "exactly the acknowledged writes, no part of a refused one"
+        );
+    }
+    assert!(refusals > 0, "the cap was never reached");
+    assert!(
+        taken_after_refusal > 0,
+        "no write was taken after a refusal"
+    );
+    let reopened = LocalStorage::open(dir.path()).unwrap();
+    let stored: std::collections::BTreeSet<String> = reopened
+        .query_all("things", tablekit::Query::new())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.row_key)
+        .collect();
+    assert_eq!(stored, kept);
+}
+
 /// Inserts rows of 20 KB, keyed `{prefix}{n:05}`, until one is refused or
 /// `most` are taken: the keys acknowledged, and the key refused with its
 /// error.
