@@ -16,6 +16,7 @@
 //! tablekit check  --store UseLocalStorage=<dir>
 //! tablekit compact --store UseLocalStorage=<dir>
 //! tablekit --verbose <command> …
+//! tablekit --version
 //! ```
 //!
 //! - **copy** copies the named tables (all by default), blob containers and
@@ -221,6 +222,7 @@ fn import_command() -> Command {
 /// The command line's description.
 pub fn command() -> Command {
     Command::new("tablekit")
+        .version(env!("CARGO_PKG_VERSION"))
         .about("Copies tables between stores, and exports and imports them as JSON Lines")
         .after_help(STORE_FORMS)
         .subcommand_required(true)
@@ -393,7 +395,11 @@ async fn check(m: &ArgMatches) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(failed(format!(
-            "{} damaged in {}",
+            "{} damaged in {}. A damaged table row is got rid of by its keys: an \
+             unconditional delete removes it unread (`Table::delete_unconditionally`, or \
+             `delete_entity` with `IfMatch::Any`), after which `copy` and `export` read past \
+             where they stopped at it; a conditional delete or update of it is refused, \
+             since its version cannot be read",
             report.damaged.len(),
             dir.display()
         )))
@@ -674,7 +680,6 @@ async fn finish_copy(
 async fn export(m: &ArgMatches) -> Result<(), CliError> {
     let from = open(m, "from")?;
     let out = m.get_one::<PathBuf>("out").cloned().unwrap_or_default();
-    std::fs::create_dir_all(&out).map_err(|e| failed(format!("--out {}: {e}", out.display())))?;
     let filter = filter_of(m)?;
     let mut copier = Copier::new(from.tables.clone(), from.tables.clone());
     if let Some(prefix) = m.get_one::<String>("prefix") {
@@ -684,6 +689,9 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
         copier = copier.table(table.clone());
     }
     let tables = copier.source_tables().await?;
+    // Made once the source answered: a store that cannot be reached leaves
+    // no directory behind.
+    std::fs::create_dir_all(&out).map_err(|e| failed(format!("--out {}: {e}", out.display())))?;
     for table in &tables {
         let path = out.join(format!("{table}.jsonl"));
         let file =

@@ -666,6 +666,31 @@ async fn a_script_gets_the_summary() {
     );
 }
 
+/// `--version` says the program's version; a store that cannot be reached
+/// is named by its host and port.
+#[test]
+fn the_program_says_its_version_and_whom_it_could_not_reach() {
+    let (code, out, err) = run(&["--version"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        format!("tablekit {}", env!("CARGO_PKG_VERSION"))
+    );
+    // Nothing listens on port 1.
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("export");
+    let (code, out, err) = run(&[
+        "export",
+        "--from",
+        "UseDevelopmentStorage=true;TablePort=1;BlobPort=2;QueuePort=3",
+        "--out",
+        &target.display().to_string(),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(!target.exists(), "a failed export made its directory");
+}
+
 /// Runs the program with `args`: its exit code, standard output and
 /// standard error.
 fn run(args: &[&str]) -> (Option<i32>, String, String) {
@@ -739,6 +764,22 @@ async fn check_names_the_damaged_row() {
         "{out}"
     );
     assert!(err.contains("1 damaged"), "{err}");
+    // What to do about it is said, and it works: the row deleted by its
+    // keys, the store is clean.
+    assert!(err.contains("unconditional delete"), "{err}");
+    {
+        let store = tablekit_local::LocalStorage::open(&path).unwrap();
+        store
+            .delete_entity("Orders", "p", "r17", &tablekit::IfMatch::Any)
+            .await
+            .unwrap();
+    }
+    let (code, out, err) = run(&["check", "--store", &connection]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("49 rows") && out.contains("no damage found"),
+        "{out}"
+    );
 
     for (store, says) in [
         ("UseMemoryStorage=true", "local store"),

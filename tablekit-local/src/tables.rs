@@ -166,11 +166,19 @@ impl LocalStorage {
                     .get(key.as_slice())
                     .map_err(|e| self.error(e.into()))?
                     .map(|row| row.value().to_vec());
-                let existing = existing
-                    .as_deref()
-                    .map(|row| checked(&key, row).ok_or_else(|| self.damaged_row(table, pk, rk)))
-                    .transpose()
-                    .map_err(in_batch(index))?;
+                let existing = match existing.as_deref().map(|row| checked(&key, row)) {
+                    // A damaged row is deleted by its keys alone, unread: the
+                    // way out of damage that names the row.
+                    Some(None) if matches!(write, Write::Delete(_, _, IfMatch::Any)) => {
+                        rows.remove(key.as_slice())
+                            .map_err(|e| self.error(e.into()))?;
+                        etags.push(None);
+                        continue;
+                    }
+                    Some(None) => return Err(in_batch(index)(self.damaged_row(table, pk, rk))),
+                    Some(Some(row)) => Some(row),
+                    None => None,
+                };
                 let stored = existing.map(|row| Stored {
                     row,
                     storage: self,
@@ -274,7 +282,8 @@ impl LocalStorage {
             path: self.shared.path.display().to_string(),
             failure: tablekit::StorageFailure::Damaged,
             message: format!(
-                "the row ({pk:?}, {rk:?}) of table `{table}` does not match its checksum or does not decode"
+                "the row ({pk:?}, {rk:?}) of table `{table}` does not match its checksum or does not \
+                 decode; an unconditional delete by its keys removes it"
             ),
         }
     }

@@ -388,3 +388,71 @@ async fn damaged_pages_are_errors() {
     assert!(checked_damage > 0, "the check named no damage in any copy");
     assert!(right > 0, "the damage hit everything: {right} right");
 }
+
+/// A damaged row is got rid of by its keys: an unconditional delete
+/// removes it unread (a conditional one cannot be checked, and is
+/// refused), and the store is then checked clean, its other rows intact.
+#[tokio::test]
+async fn a_damaged_row_is_deleted_by_its_keys() {
+    let dir = tempfile::tempdir().expect("a directory");
+    {
+        let store = LocalStorage::open(dir.path()).expect("a store");
+        store.create_table("things").await.expect("a table");
+        for n in 0..20 {
+            let text = if n == 7 {
+                "DAMAGE-ME-PLEASE".to_owned()
+            } else {
+                format!("fine {n}")
+            };
+            store
+                .insert_entity(
+                    "things",
+                    &Entity::new("p", format!("r{n:02}")).with("Text", text),
+                )
+                .await
+                .expect("a row");
+        }
+    }
+    let file = dir.path().join(FILE_NAME);
+    let mut bytes = std::fs::read(&file).expect("the file");
+    let marker = b"DAMAGE-ME-PLEASE";
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the row's text in the file");
+    bytes[at] ^= 0x20;
+    std::fs::write(&file, &bytes).expect("damaged");
+    let store = LocalStorage::open(dir.path()).expect("the store opens");
+    let read = store
+        .get_entity("things", "p", "r07", &Default::default())
+        .await;
+    assert!(matches!(&read, Err(e) if is_damaged(e)), "{read:?}");
+    let etag = ETag::new("W/\"datetime'2020-01-01T00%3A00%3A00Z'\"");
+    let conditional = store
+        .delete_entity("things", "p", "r07", &tablekit::IfMatch::ETag(etag))
+        .await;
+    assert!(
+        matches!(&conditional, Err(e) if is_damaged(e)),
+        "{conditional:?}"
+    );
+    let report = store.check().await.expect("a check");
+    assert!(!report.is_clean());
+    store
+        .delete_entity("things", "p", "r07", &tablekit::IfMatch::Any)
+        .await
+        .expect("an unconditional delete of the damaged row");
+    assert!(
+        store
+            .try_get_entity("things", "p", "r07")
+            .await
+            .expect("a read")
+            .is_none()
+    );
+    let report = store.check().await.expect("a check");
+    assert!(report.is_clean(), "{report}");
+    let rows = store
+        .query_all("things", Query::new())
+        .await
+        .expect("the rest");
+    assert_eq!(rows.len(), 19);
+}
