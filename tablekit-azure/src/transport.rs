@@ -312,7 +312,7 @@ pub(crate) async fn execute(
     // request in the service's logs: on the attempt's span.
     let attempt = tracing::Span::current();
     if !attempt.is_disabled() {
-        attempt.record("http.response.status_code", status.as_u16());
+        attempt.record("http.response.status_code", i64::from(status.as_u16()));
         attempt.record("az.client_request_id", client_request_id.as_str());
         if let Some(id) = headers.get("x-ms-request-id").and_then(|v| v.to_str().ok()) {
             attempt.record("az.service_request_id", id);
@@ -614,7 +614,7 @@ fn attempt_span(method: &Method, sent: u32, route: Route) -> tracing::Span {
         tablekit.secondary = route.secondary,
     );
     if sent > 0 {
-        span.record("http.request.resend_count", sent);
+        span.record("http.request.resend_count", i64::from(sent));
     }
     span
 }

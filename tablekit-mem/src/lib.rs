@@ -633,5 +633,7 @@ impl TableBackend for MemBackend {
 
 /// What the in-memory stores are, for tablekit's spans and metrics.
 fn store_info() -> tablekit::telemetry::StoreInfo {
-    tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "")
+    // `db.namespace`: the in-memory stores have no account or place of
+    // their own; "memory" says where the data is.
+    tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "memory")
 }

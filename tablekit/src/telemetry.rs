@@ -28,7 +28,7 @@
 //! | attribute | value |
 //! | --- | --- |
 //! | `db.system.name` | `azure.tables` (Azure Table Storage and Azurite), `azure.cosmosdb` (Cosmos DB for Table), `azure.blobs` and `azure.queues` (a storage account's blob and queue services), `tablekit.local` (the disk store), `tablekit.memory` (the in-memory stores), `tablekit.custom` (a backend that does not describe itself) |
-//! | `db.namespace` | the account, or the store's directory |
+//! | `db.namespace` | the account, the store's directory, or `memory` for the in-memory stores |
 //! | `db.collection.name` | the table (or blob container, or queue) |
 //! | `db.operation.name` | the operation, as in the table above |
 //! | `db.operation.batch.size` | the number of operations of a transaction |
@@ -338,7 +338,7 @@ impl Call {
 
     /// Records the number of operations of a transaction.
     pub fn batch_size(self, size: usize) -> Call {
-        self.span.record("db.operation.batch.size", size as u64);
+        self.span.record("db.operation.batch.size", int(size));
         self
     }
 
@@ -406,7 +406,7 @@ impl Call {
 
     /// Records a query page's rows.
     pub fn rows(&self, rows: usize) {
-        self.span.record("db.response.returned_rows", rows as u64);
+        self.span.record("db.response.returned_rows", int(rows));
         #[cfg(feature = "metrics")]
         if let Some(measured) = &self.measured {
             measured.rows(rows);
@@ -502,6 +502,12 @@ where
     }
 }
 
+/// A count as a span attribute: a signed integer, as OpenTelemetry's
+/// conventions type them (tracing-opentelemetry records a `u64` as text).
+fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn describe(span: &Span, info: &StoreInfo, op: &'static str, collection: &str) {
     if collection.is_empty() {
         span.record("otel.name", op);
@@ -523,7 +529,7 @@ fn describe(span: &Span, info: &StoreInfo, op: &'static str, collection: &str) {
     }
     if let Some((address, port)) = info.server() {
         span.record("server.address", address);
-        span.record("server.port", port);
+        span.record("server.port", i64::from(port));
     }
     if let Some(provider) = info.provider {
         span.record("azure.resource_provider.namespace", provider);
@@ -566,7 +572,7 @@ fn record_outcome(span: &Span, failed: bool, error: Option<&Error>) {
     }
     match error {
         Error::BatchFailed { index, source } => {
-            span.record("tablekit.batch.failed_index", *index as u64);
+            span.record("tablekit.batch.failed_index", int(*index));
             span.record(
                 "otel.status_description",
                 format!(
@@ -750,7 +756,7 @@ mod metrics {
     use std::time::Instant;
 
     use opentelemetry::KeyValue;
-    use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter};
+    use opentelemetry::metrics::{Counter, Gauge, Histogram, Meter, MeterProvider};
 
     use super::StoreInfo;
     use crate::error::Error;
@@ -844,27 +850,69 @@ mod metrics {
         }
     }
 
-    static INSTRUMENTS: OnceLock<RwLock<Arc<Instruments>>> = OnceLock::new();
+    /// The instruments in use, and what they were made from.
+    struct Slot {
+        instruments: Arc<Instruments>,
+        /// The global provider they were made from (its address), or `None`
+        /// for a meter given by [`set_meter`], which then stays.
+        provider: Option<usize>,
+    }
 
-    fn slot() -> &'static RwLock<Arc<Instruments>> {
+    static INSTRUMENTS: OnceLock<RwLock<Slot>> = OnceLock::new();
+
+    /// The address of a provider, to tell whether the global one changed.
+    fn address(provider: &Arc<dyn MeterProvider + Send + Sync>) -> usize {
+        Arc::as_ptr(provider).cast::<()>() as usize
+    }
+
+    fn slot() -> &'static RwLock<Slot> {
         INSTRUMENTS.get_or_init(|| {
-            RwLock::new(Arc::new(Instruments::new(&opentelemetry::global::meter(
-                "tablekit",
-            ))))
+            let provider = opentelemetry::global::meter_provider();
+            RwLock::new(Slot {
+                instruments: Arc::new(Instruments::new(&provider.meter("tablekit"))),
+                provider: Some(address(&provider)),
+            })
         })
     }
 
+    /// The instruments to record on: made again from the global provider
+    /// when another was installed since they were made (a program that
+    /// sets its provider after tablekit's first operation gets its metrics
+    /// from then on), unless [`set_meter`] gave a meter.
     fn instruments() -> Arc<Instruments> {
-        Arc::clone(&slot().read().unwrap_or_else(|e| e.into_inner()))
+        let slot = slot();
+        let current = {
+            let held = slot.read().unwrap_or_else(|e| e.into_inner());
+            let Some(made_from) = held.provider else {
+                return Arc::clone(&held.instruments);
+            };
+            let provider = opentelemetry::global::meter_provider();
+            if address(&provider) == made_from {
+                return Arc::clone(&held.instruments);
+            }
+            provider
+        };
+        let mut held = slot.write().unwrap_or_else(|e| e.into_inner());
+        if held
+            .provider
+            .is_some_and(|made_from| made_from != address(&current))
+        {
+            held.instruments = Arc::new(Instruments::new(&current.meter("tablekit")));
+            held.provider = Some(address(&current));
+        }
+        Arc::clone(&held.instruments)
     }
 
     /// Records tablekit's metrics on `meter` from now on, instead of the
-    /// meter `tablekit` of the global provider (which tablekit takes at its
-    /// first measurement: set the global provider before that, or call
-    /// this).
+    /// meter `tablekit` of the global provider (which tablekit follows: a
+    /// provider set after tablekit's first measurement is used from then
+    /// on).
     pub fn set_meter(meter: &Meter) {
         let fresh = Arc::new(Instruments::new(meter));
-        *slot().write().unwrap_or_else(|e| e.into_inner()) = fresh;
+        *slot().write().unwrap_or_else(|e| e.into_inner()) = Slot {
+            instruments: fresh,
+            provider: None,
+        };
     }
 
     /// An operation being timed.

@@ -65,6 +65,14 @@ pub(crate) fn attr(span: &SpanData, key: &str) -> Option<String> {
         .map(|kv| value_text(&kv.value))
 }
 
+/// A span's attribute as recorded, with its type.
+pub(crate) fn attr_value(span: &SpanData, key: &str) -> Option<Value> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.clone())
+}
+
 fn value_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.to_string(),

@@ -271,7 +271,7 @@ pub fn record_response<B>(response: &axum::http::Response<B>, latency: Duration,
         latency_ms = latency.as_millis() as u64,
         "finished processing request"
     );
-    span.record("http.response.status_code", status.as_u16());
+    span.record("http.response.status_code", i64::from(status.as_u16()));
     if status.is_server_error() {
         span.record("otel.status_code", "error");
     }
