@@ -9,8 +9,10 @@
 //! ```text
 //! tablekit copy   --from <conn> --to <conn> [--table T]... [--prefix P] [--filter F]
 //!                 [--conflict fail|skip|overwrite] [--parallelism N] [--unpaced]
+//!                 [--skip-damaged]
 //!                 [--checkpoint FILE] [--container C]... [--queue Q]...
 //! tablekit export --from <conn> --out DIR [--table T]... [--prefix P] [--filter F]
+//!                 [--skip-damaged]
 //! tablekit import --to <conn> --in DIR|FILE [--table T] [--conflict fail|skip|overwrite]
 //!                 [--checkpoint FILE]
 //! tablekit check  --store UseLocalStorage=<dir>
@@ -30,7 +32,12 @@
 //!   `--table`), resumable with `--checkpoint` as copy is.
 //! - **check** reads a whole local store, read-only, and checks every
 //!   row, blob and message against its checksum; it names each damaged
-//!   piece and exits 1 if there is any.
+//!   piece and exits 1 if there is any. A store left by a killed process
+//!   is checked as recovered, in memory, its files unchanged.
+//! - `--skip-damaged` (copy, export) passes over the damaged rows of a
+//!   local source, where each would stop the run, and names each on
+//!   standard error; a damaged row is also got rid of by its keys, with an
+//!   unconditional delete.
 //! - **compact** makes a local store's file as short as its data (a store
 //!   written for a while keeps free space in it), and says how much it
 //!   gave back. No other program may have the store open.
@@ -103,6 +110,14 @@ fn selection_args() -> [Arg; 3] {
     ]
 }
 
+/// `--skip-damaged`: a local source's damaged rows passed over and named.
+fn skip_damaged_arg() -> Arg {
+    Arg::new("skip-damaged")
+        .long("skip-damaged")
+        .action(ArgAction::SetTrue)
+        .help("a local source: pass over its damaged rows (each is named), where they stop the run")
+}
+
 /// `--checkpoint`: where a resumable run keeps where it stands.
 fn checkpoint_arg() -> Arg {
     Arg::new("checkpoint")
@@ -118,6 +133,7 @@ fn copy_command() -> Command {
         .arg(Arg::new("to").long("to").required(true).help("the target's connection string"))
         .args(selection_args())
         .arg(conflict_arg())
+        .arg(skip_damaged_arg())
         .arg(
             Arg::new("parallelism")
                 .long("parallelism")
@@ -170,6 +186,7 @@ fn export_command() -> Command {
                 .help("the directory to write into"),
         )
         .args(selection_args())
+        .arg(skip_damaged_arg())
 }
 
 fn check_command() -> Command {
@@ -310,8 +327,18 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
         .get_one::<String>(flag)
         .map(String::as_str)
         .unwrap_or_default();
-    let location = tablekit_stores::Location::parse(connection)
+    let mut location = tablekit_stores::Location::parse(connection)
         .map_err(|e| failed(format!("--{flag}: {e}")))?;
+    if flag == "from" && m.try_get_one::<bool>("skip-damaged").ok().flatten() == Some(&true) {
+        match &mut location {
+            tablekit_stores::Location::Local(settings) => settings.skip_damaged_rows = true,
+            _ => {
+                return Err(failed(
+                    "--skip-damaged: a local source's damaged rows are passed over; a service keeps no damaged rows to pass",
+                ));
+            }
+        }
+    }
     // A source is read, never made: a directory that is not there is a
     // typo, not an empty store to copy nothing from.
     if flag == "from"
@@ -674,7 +701,23 @@ async fn finish_copy(
             report.skipped
         ),
     );
+    name_skipped(from);
     Ok(())
+}
+
+/// Names on standard error each damaged row a `--skip-damaged` run passed
+/// over.
+fn name_skipped(from: &Stores) {
+    let skipped = from.skipped_rows();
+    for row in &skipped {
+        eprintln!("passed over a damaged row: {row}");
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "{} damaged row(s) passed over; `tablekit check` names every damaged piece of the store",
+            skipped.len()
+        );
+    }
 }
 
 async fn export(m: &ArgMatches) -> Result<(), CliError> {
@@ -724,6 +767,7 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
             ),
         );
     }
+    name_skipped(&from);
     Ok(())
 }
 

@@ -902,3 +902,77 @@ async fn verbose_says_each_operation_on_standard_error() {
     let stderr = String::from_utf8_lossy(&quiet.stderr);
     assert!(!stderr.contains("db.operation.name"), "{stderr}");
 }
+
+/// `--skip-damaged` copies and exports what a damaged local store still
+/// holds: each damaged row is passed over and named, where without it the
+/// run stops at the row. A source that is not local is refused.
+#[tokio::test]
+async fn skip_damaged_passes_over_and_names_damaged_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    {
+        let store = tablekit_local::LocalStorage::open(&path).unwrap();
+        store.create_table("Orders").await.unwrap();
+        for n in 0..30 {
+            let row = Entity::new("p", format!("r{n:02}"))
+                .with("Note", format!("marker-{n:02}-abcdefghijklmnop"));
+            store.insert_entity("Orders", &row).await.unwrap();
+        }
+    }
+    let file = path.join(tablekit_local::FILE_NAME);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let marker = b"marker-11-abcdefghijklmnop";
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the row's value in the file");
+    bytes[at + 12] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let source = format!("UseLocalStorage={}", path.display());
+    let out = dir.path().join("out");
+    let out_text = out.display().to_string();
+
+    let (code, stdout, err) = run(&["export", "--from", &source, "--out", &out_text]);
+    assert_eq!(code, Some(1), "{stdout}{err}");
+    assert!(err.contains("r11"), "{err}");
+
+    let (code, stdout, err) = run(&[
+        "export",
+        "--from",
+        &source,
+        "--out",
+        &out_text,
+        "--skip-damaged",
+    ]);
+    assert_eq!(code, Some(0), "{stdout}{err}");
+    assert!(
+        err.contains("passed over a damaged row: table `Orders`, row (\"p\", \"r11\")"),
+        "{err}"
+    );
+    let exported = std::fs::read_to_string(out.join("Orders.jsonl")).unwrap();
+    assert_eq!(exported.lines().count(), 29);
+    assert!(!exported.contains("marker-11"));
+
+    let target = dir.path().join("copy");
+    let to = format!("UseLocalStorage={}", target.display());
+    let (code, stdout, err) = run(&["copy", "--from", &source, "--to", &to, "--skip-damaged"]);
+    assert_eq!(code, Some(0), "{stdout}{err}");
+    assert!(err.contains("1 damaged row(s) passed over"), "{err}");
+    let copied = tablekit_local::LocalStorage::open_read_only(&target).unwrap();
+    let rows = copied
+        .query_all("Orders", tablekit::Query::new())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 29);
+
+    let (code, stdout, err) = run(&[
+        "export",
+        "--from",
+        "UseMemoryStorage=true",
+        "--out",
+        &out_text,
+        "--skip-damaged",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}{err}");
+    assert!(err.contains("--skip-damaged"), "{err}");
+}

@@ -43,18 +43,19 @@ fn fallback(
     let tk = quote!(#krate::__private);
     let ident = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
-    // A key field refused for its type (an `Option`) would only add an
-    // error of its own: that key falls back to `()`.
+    // A key the mistake left without fields (a misspelt `row_key`), or
+    // with a field refused for its type (an `Option`), would only add an
+    // error at each use of it: that key takes any argument.
     let stub_key = |partition: bool| match cont {
         Some(cont) => {
             let fields = key_fields(cont, partition);
-            if fields.iter().any(|f| crate::ast::is_option(f.ty)) {
-                quote!(())
+            if fields.is_empty() || fields.iter().any(|f| crate::ast::is_option(f.ty)) {
+                quote!(#tk::UnknownKey)
             } else {
                 key_type(&fields)
             }
         }
-        None => quote!(()),
+        None => quote!(#tk::UnknownKey),
     };
     let (pk_type, rk_type) = (stub_key(true), stub_key(false));
     let records_changes = cont

@@ -20,6 +20,29 @@ impl std::fmt::Display for Damage {
     }
 }
 
+/// A damaged row a query passed over, in a store opened with
+/// [`LocalStorageBuilder::skip_damaged_rows`](crate::LocalStorageBuilder::skip_damaged_rows).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub struct SkippedRow {
+    /// The table.
+    pub table: String,
+    /// The row's PartitionKey.
+    pub partition_key: String,
+    /// The row's RowKey.
+    pub row_key: String,
+}
+
+impl std::fmt::Display for SkippedRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "table `{}`, row ({:?}, {:?})",
+            self.table, self.partition_key, self.row_key
+        )
+    }
+}
+
 /// What [`LocalStorage::check`](crate::LocalStorage::check) read, and the damage it found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]

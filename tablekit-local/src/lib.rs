@@ -255,7 +255,7 @@ use crate::panics::contain_panics;
 #[cfg(doc)]
 use tablekit::{BlobStore, QueueStore, TableBackend};
 
-pub use check::{CheckReport, Damage};
+pub use check::{CheckReport, Damage, SkippedRow};
 pub use compact::Compaction;
 pub use writer::WriteStats;
 
@@ -332,6 +332,10 @@ struct Shared {
     /// The engine panicked in an operation: its state is not trusted, and
     /// every later operation of this handle is refused as damaged.
     engine_failed: AtomicBool,
+    /// Whether queries pass over damaged rows
+    /// ([`LocalStorageBuilder::skip_damaged_rows`]), and those they passed.
+    skip_damaged: bool,
+    skipped: parking_lot::Mutex<std::collections::BTreeSet<check::SkippedRow>>,
     /// What the writer thread did ([`LocalStorage::write_stats`]).
     stats: writer::Counters,
     /// The journal of a writable store; `None` in a read-only one, and
@@ -367,9 +371,22 @@ pub struct LocalStorageBuilder {
     cache_size: usize,
     read_only: bool,
     quick_recovery: bool,
+    skip_damaged_rows: bool,
 }
 
 impl LocalStorageBuilder {
+    /// Queries pass over a damaged row (one that fails its checksum or
+    /// does not decode) instead of failing at it, and the store keeps its
+    /// keys ([`LocalStorage::skipped_rows`]), each also logged as a
+    /// warning: to copy or export what a damaged store still holds
+    /// (`tablekit copy` and `export` with `--skip-damaged`). A point read
+    /// of a damaged row still fails. Off by default: a damaged row fails
+    /// the query that meets it.
+    pub fn skip_damaged_rows(mut self, skip: bool) -> LocalStorageBuilder {
+        self.skip_damaged_rows = skip;
+        self
+    }
+
     /// How long a deleted table's name answers
     /// [`TableBeingDeleted`](tablekit::Error::TableBeingDeleted). The service
     /// takes at least 40 seconds, the default; `Duration::ZERO` frees the name
@@ -542,6 +559,8 @@ impl LocalStorageBuilder {
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
                 engine_failed: AtomicBool::new(false),
+                skip_damaged: self.skip_damaged_rows,
+                skipped: parking_lot::Mutex::default(),
                 stats: writer::Counters::default(),
                 journal: parking_lot::Mutex::new(journal),
                 published: parking_lot::RwLock::new(None),
@@ -888,7 +907,15 @@ impl LocalStorage {
             cache_size: DEFAULT_CACHE_SIZE,
             read_only: false,
             quick_recovery: false,
+            skip_damaged_rows: false,
         }
+    }
+
+    /// The damaged rows queries passed over, in key order, for a store
+    /// opened with [`LocalStorageBuilder::skip_damaged_rows`] (none
+    /// otherwise).
+    pub fn skipped_rows(&self) -> Vec<SkippedRow> {
+        self.shared.skipped.lock().iter().cloned().collect()
     }
 
     /// The store's directory.

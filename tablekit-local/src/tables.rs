@@ -288,6 +288,25 @@ impl LocalStorage {
         }
     }
 
+    /// Whether a query passes over the damaged row `(pk, rk)` of `table`
+    /// (stored keys), as a store opened with
+    /// [`skip_damaged_rows`](crate::LocalStorageBuilder::skip_damaged_rows)
+    /// does; the row is then kept in its list and logged.
+    fn passes_over(&self, table: &str, pk: &[u8], rk: &[u8]) -> bool {
+        if !self.shared.skip_damaged {
+            return false;
+        }
+        let text = |k| decode_key(k).unwrap_or_else(|| String::from_utf8_lossy(k).into_owned());
+        let row = crate::check::SkippedRow {
+            table: table.to_owned(),
+            partition_key: text(pk),
+            row_key: text(rk),
+        };
+        tracing::warn!(damaged = %row, "a damaged row was passed over");
+        self.shared.skipped.lock().insert(row);
+        true
+    }
+
     /// Validates and applies one write, returning its new ETag.
     async fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
         door::write(table, write)?;
@@ -660,9 +679,15 @@ impl LocalStorage {
                 let text = |k| decode_key(k).unwrap_or_default();
                 self.damaged_row(table, &text(pk), &text(rk))
             };
-            let row = checked(key, row.value()).ok_or_else(damaged)?;
+            let Some(row) = checked(key, row.value()) else {
+                if self.passes_over(table, pk, rk) {
+                    continue;
+                }
+                return Err(damaged());
+            };
             match take(key, row, &names) {
                 Some(taken_now) => taken += usize::from(taken_now?),
+                None if self.passes_over(table, pk, rk) => {}
                 None => return Err(names.or_damaged(damaged)),
             }
         }

@@ -422,7 +422,38 @@ async fn a_damaged_row_is_deleted_by_its_keys() {
         .expect("the row's text in the file");
     bytes[at] ^= 0x20;
     std::fs::write(&file, &bytes).expect("damaged");
+    // Opened to pass over damaged rows, its queries read the rest and
+    // name the row.
+    {
+        let skipping = LocalStorage::builder()
+            .skip_damaged_rows(true)
+            .open(dir.path())
+            .expect("the store opens");
+        let rows = skipping
+            .query_all("things", Query::new())
+            .await
+            .expect("the rest");
+        assert_eq!(rows.len(), 19);
+        let skipped = skipping.skipped_rows();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(
+            (
+                skipped[0].table.as_str(),
+                skipped[0].partition_key.as_str(),
+                skipped[0].row_key.as_str()
+            ),
+            ("things", "p", "r07")
+        );
+        assert!(
+            skipping
+                .get_entity("things", "p", "r07", &Default::default())
+                .await
+                .is_err()
+        );
+    }
     let store = LocalStorage::open(dir.path()).expect("the store opens");
+    assert!(store.query_all("things", Query::new()).await.is_err());
+    assert!(store.skipped_rows().is_empty());
     let read = store
         .get_entity("things", "p", "r07", &Default::default())
         .await;

@@ -9,6 +9,7 @@
 //! | `UseLocalStorage=./data` | a directory on this machine ([`tablekit_local`]): kept across restarts, no server |
 //! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
 //! | `UseLocalStorage=./data;CacheSize=16MiB` | the same, keeping at most 16 MiB of the store's file in memory (64 MiB when not said; bytes, or a number of `KiB`, `MiB` or `GiB`) |
+//! | `UseLocalStorage=./data;SkipDamagedRows=true` | the same, its queries passing over damaged rows (kept in [`Stores::skipped_rows`]): to copy out what a damaged store still holds |
 //! | `UseLocalStorage=./data;QuickRecovery=true` | the same: taken so that strings that say it still work, and changes nothing, as every open after a crash is quick now |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
@@ -119,6 +120,10 @@ pub struct LocalSettings {
     /// bytes (`tablekit_local`'s `LocalStorageBuilder::cache_size`; its
     /// default, 64 MiB, when `None`).
     pub cache_size: Option<usize>,
+    /// `SkipDamagedRows=true`: queries pass over damaged rows and the
+    /// store keeps their keys (`tablekit_local`'s
+    /// `LocalStorageBuilder::skip_damaged_rows`, [`Stores::skipped_rows`]).
+    pub skip_damaged_rows: bool,
 }
 
 impl LocalSettings {
@@ -129,6 +134,7 @@ impl LocalSettings {
             read_only: false,
             quick_recovery: false,
             cache_size: None,
+            skip_damaged_rows: false,
         }
     }
 }
@@ -208,9 +214,11 @@ impl Location {
                     &mut settings.read_only
                 } else if other.eq_ignore_ascii_case("QuickRecovery") {
                     &mut settings.quick_recovery
+                } else if other.eq_ignore_ascii_case("SkipDamagedRows") {
+                    &mut settings.skip_damaged_rows
                 } else {
                     return Err(config(format!(
-                        "`{key}` takes no other setting beside it than `ReadOnly`, `CacheSize` and `QuickRecovery`, not `{other}`"
+                        "`{key}` takes no other setting beside it than `ReadOnly`, `CacheSize`, `SkipDamagedRows` and `QuickRecovery`, not `{other}`"
                     )));
                 };
                 *field = match flag.to_ascii_lowercase().as_str() {
@@ -307,6 +315,9 @@ pub struct Stores {
     /// The queue store.
     pub queues: Arc<dyn QueueStore>,
     location: Location,
+    /// The local store, when the data lives in one.
+    #[cfg(feature = "local")]
+    local: Option<tablekit_local::LocalStorage>,
 }
 
 impl fmt::Debug for Stores {
@@ -375,6 +386,16 @@ impl Stores {
         &self.location
     }
 
+    /// The damaged rows queries passed over, for a local store opened with
+    /// `SkipDamagedRows=true` (none otherwise, and for other stores).
+    #[cfg(feature = "local")]
+    pub fn skipped_rows(&self) -> Vec<tablekit_local::SkippedRow> {
+        self.local
+            .as_ref()
+            .map(tablekit_local::LocalStorage::skipped_rows)
+            .unwrap_or_default()
+    }
+
     #[cfg(feature = "mem")]
     fn memory(location: Location) -> Result<Stores> {
         Ok(Stores {
@@ -382,6 +403,8 @@ impl Stores {
             blobs: Arc::new(tablekit_mem::MemBlobStore::new()),
             queues: Arc::new(tablekit_mem::MemQueueStore::new()),
             location,
+            #[cfg(feature = "local")]
+            local: None,
         })
     }
 
@@ -392,7 +415,9 @@ impl Stores {
 
     #[cfg(feature = "local")]
     fn local(settings: LocalSettings, location: Location) -> Result<Stores> {
-        let mut builder = tablekit_local::LocalStorage::builder().read_only(settings.read_only);
+        let mut builder = tablekit_local::LocalStorage::builder()
+            .read_only(settings.read_only)
+            .skip_damaged_rows(settings.skip_damaged_rows);
         if let Some(bytes) = settings.cache_size {
             builder = builder.cache_size(bytes);
         }
@@ -400,8 +425,9 @@ impl Stores {
         Ok(Stores {
             tables: Arc::new(store.clone()),
             blobs: Arc::new(store.clone()),
-            queues: Arc::new(store),
+            queues: Arc::new(store.clone()),
             location,
+            local: Some(store),
         })
     }
 
@@ -424,6 +450,8 @@ impl Stores {
             blobs: Arc::new(blobs),
             queues: Arc::new(queues),
             location,
+            #[cfg(feature = "local")]
+            local: None,
         })
     }
 

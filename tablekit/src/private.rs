@@ -23,8 +23,8 @@ pub use crate::key::{
 pub use crate::schema::{
     Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
     KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,
-    Series, SeriesColumn, TableEntity, TableFields, VERSION_PROPERTY, claims, element_name,
-    from_entity, from_entity_owned, is_kind, present_name, property_error, read_json,
+    Series, SeriesColumn, TableEntity, TableFields, UnknownKey, VERSION_PROPERTY, claims,
+    element_name, from_entity, from_entity_owned, is_kind, present_name, property_error, read_json,
     read_property, stored_version, take_property, take_property_at, write_json, write_property,
     write_value,
 };

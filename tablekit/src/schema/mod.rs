@@ -767,6 +767,28 @@ impl<P: KeyPart, A: KeyPartArg<P>> KeyArg<P> for A {
     }
 }
 
+/// The key type the derive gives a key it could not make out, beside the
+/// error that says why (a misspelt `row_key`, say): every argument is one,
+/// so that the one mistake is not reported again at each use of the key.
+/// Never part of a type that compiles. (A range of it is not: ranges of
+/// another type as ranges of this one would leave other crates' ranges
+/// without an inferred type.)
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct UnknownKey;
+
+impl KeyTuple for UnknownKey {
+    const ARITY: usize = 0;
+    fn write_laid_out(&self, _: &RowKeyLayout, _: &mut String) {}
+    fn decode_laid_out(_: &str, _: &RowKeyLayout) -> Result<Self, crate::key::KeyDecodeError> {
+        Ok(UnknownKey)
+    }
+}
+
+impl<A: ?Sized> KeyArg<UnknownKey> for A {
+    fn write_laid_out(&self, _: &RowKeyLayout, _: &mut String) {}
+}
+
 impl KeyArg<()> for () {
     fn write_laid_out(&self, layout: &RowKeyLayout, out: &mut String) {
         layout.write_tags(0, out);
