@@ -105,7 +105,7 @@ impl StorageBackend for Overlay {
             state.file_len = state.file_len.min(len);
             let first_gone = len.div_ceil(PAGE);
             state.pages.split_off(&first_gone);
-            if len % PAGE != 0 {
+            if !len.is_multiple_of(PAGE) {
                 let number = len / PAGE;
                 let mut page = vec![0u8; PAGE as usize];
                 state.read_page(&self.file, number, &mut page)?;

@@ -941,11 +941,11 @@ impl<T: TableEntity> Consumer<T> {
     pub async fn commit(&self, batch: &ChangeBatch<T>) -> Result<()> {
         let (read_in, read_by) = &batch.read_by;
         if *read_by != self.name || read_in != self.table.name() {
+            let named =
+                |consumer: &str, table: &str| format!("consumer `{consumer}` of table `{table}`");
             return Err(InvalidInput::ForeignChangeBatch {
-                read_by: read_by.clone(),
-                read_in: read_in.clone(),
-                consumer: self.name.clone(),
-                table: self.table.name().to_owned(),
+                read_by: named(read_by, read_in),
+                consumer: named(&self.name, self.table.name()),
             }
             .into());
         }

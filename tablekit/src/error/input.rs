@@ -520,18 +520,15 @@ pub enum InvalidInput {
     /// that read it: it would move that consumer past changes it never
     /// read.
     #[error(
-        "the change batch read by consumer `{read_by}` of table `{read_in}` cannot be committed by \
-         consumer `{consumer}` of table `{table}`: commit a batch with the consumer that polled it"
+        "the change batch read by {read_by} cannot be committed by {consumer}: commit a batch \
+         with the consumer that polled it"
     )]
     ForeignChangeBatch {
-        /// The consumer that read the batch.
+        /// The consumer that read the batch, and its table:
+        /// "consumer `search` of table `Orders`".
         read_by: String,
-        /// Its table.
-        read_in: String,
-        /// The consumer asked to commit it.
+        /// The consumer asked to commit it, and its table, in that form.
         consumer: String,
-        /// Its table.
-        table: String,
     },
     /// A queue name breaks the service's rules (3–63 characters of
     /// lower-case letters, digits and single hyphens, starting and ending
