@@ -103,10 +103,24 @@ async fn a_checkpoint_names_its_migration_and_another_is_refused() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("its table is \"Items\""), "{err}");
-    // By its own migration: finished, nothing read again.
+    // By a real migration: refused, since a dry run's checkpoint counted
+    // rows it never rewrote.
+    let err = new
+        .migrate()
+        .partition("north")
+        .resume(finished.clone())
+        .run()
+        .await
+        .unwrap_err();
+    let Error::Invalid(InvalidInput::CheckpointMismatch { field, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(*field, "dry run", "{err}");
+    // By its own migration (a dry run): finished, nothing read again.
     let report = new
         .migrate()
         .partition("north")
+        .dry_run()
         .resume(finished)
         .run()
         .await
