@@ -7,8 +7,8 @@
 const _: () = {
     #[automatically_derived]
     impl ::tablekit::__private::TableEntity for Broken {
-        type PartitionKey = ();
-        type RowKey = ();
+        type PartitionKey = ::tablekit::__private::UnknownKey;
+        type RowKey = ::tablekit::__private::UnknownKey;
         type Columns = ();
         type Indexes = ();
         const DESCRIPTOR: ::tablekit::__private::EntityDescriptor = ::tablekit::__private::EntityDescriptor::new(

@@ -331,7 +331,8 @@ fn read_after(file: &File, checkpoint: u64) -> io::Result<Vec<Record>> {
             format!(
                 "record {number} of the journal is damaged, and record {later} after it is \
                  whole: the writes from record {number} on cannot be applied. Move \
-                 {FILE_NAME} away to open the store without them"
+                 {FILE_NAME} away and open the store with \
+                 `LocalStorageBuilder::accept_lost_journal` to go on without them"
             ),
         ));
     }

@@ -372,6 +372,7 @@ pub struct LocalStorageBuilder {
     read_only: bool,
     quick_recovery: bool,
     skip_damaged_rows: bool,
+    lost_journal_accepted: bool,
 }
 
 impl LocalStorageBuilder {
@@ -476,8 +477,25 @@ impl LocalStorageBuilder {
         self
     }
 
+    /// Opens a store whose journal is gone though it was not closed
+    /// cleanly, without the writes acknowledged since its last checkpoint
+    /// (they were in the journal, and are lost): a store refuses to open
+    /// so by default. For a journal found damaged, moved away on purpose.
+    pub fn accept_lost_journal(mut self, accept: bool) -> LocalStorageBuilder {
+        self.lost_journal_accepted = accept;
+        self
+    }
+
     /// Opens the store in `dir`, creating the directory and the store if
     /// needed (unless [`read_only`](LocalStorageBuilder::read_only)).
+    ///
+    /// A store whose own files disagree is refused with
+    /// [`StorageFailure::Damaged`], never opened as another: its engine's
+    /// file missing while its journal is there (a new, empty store would
+    /// take its place), or its journal missing while the engine says it
+    /// was not closed cleanly (the writes acknowledged since the last
+    /// checkpoint would be lost; see
+    /// [`accept_lost_journal`](LocalStorageBuilder::accept_lost_journal)).
     ///
     /// # Errors
     /// [`Error::Storage`]: [`StorageFailure::Locked`] if another handle or
@@ -522,6 +540,20 @@ impl LocalStorageBuilder {
         } else {
             std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
             if !file.exists() {
+                // A journal without its engine is a store whose engine's
+                // file was lost: never made anew, empty, in its place.
+                if dir.join(journal::FILE_NAME).exists() {
+                    return Err(Error::Storage {
+                        path: dir.display().to_string(),
+                        failure: StorageFailure::Damaged,
+                        message: format!(
+                            "the store's engine file {FILE_NAME} is missing while its journal {} \
+                             is here: put the engine's file back (a new, empty store would take \
+                             its place), or remove the journal too to start an empty store",
+                            journal::FILE_NAME
+                        ),
+                    });
+                }
                 create_atomically(&dir, &file)?;
             }
         }
@@ -540,10 +572,14 @@ impl LocalStorageBuilder {
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
         let (db, journal, replayed) = if self.read_only {
-            (open_read_only(&dir, self.cache_size)?, None, 0)
+            (
+                open_read_only(&dir, self.cache_size, self.lost_journal_accepted)?,
+                None,
+                0,
+            )
         } else {
             let (db, discard) = open_engine(&dir, max_size.as_ref(), self.cache_size)?;
-            let (journal, replayed) = recover(&dir, &db)?;
+            let (journal, replayed) = recover(&dir, &db, self.lost_journal_accepted)?;
             (Engine::Writable(db), Some((journal, discard)), replayed)
         };
         let (journal, discard) = journal.unzip();
@@ -597,7 +633,7 @@ impl LocalStorageBuilder {
 /// `cache_size` bytes of it in memory. A store that was not closed cleanly
 /// (the engine needs its repair, or the journal holds writes the engine's
 /// file does not) is recovered in memory ([`recover_in_memory`]).
-fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
+fn open_read_only(dir: &Path, cache_size: usize, lost_journal_accepted: bool) -> Result<Engine> {
     let file = dir.join(FILE_NAME);
     let db = contain_panics(|| {
         Database::builder()
@@ -609,16 +645,20 @@ fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
         Ok(db) => {
             let checkpoint = contain_panics(|| checkpoint_of(dir, &db))
                 .map_err(|panic| damaged_by(dir, &panic))??;
+            contain_panics(|| journal_present(dir, &db, lost_journal_accepted))
+                .map_err(|panic| damaged_by(dir, &panic))??;
             // Writes of the journal not in the engine's file yet.
             if journal::Journal::has_records_after(dir, checkpoint)
                 .map_err(|e| io_error(dir, &e))?
             {
                 drop(db);
-                return recover_in_memory(dir, cache_size);
+                return recover_in_memory(dir, cache_size, lost_journal_accepted);
             }
             Ok(Engine::ReadOnly(db))
         }
-        Err(redb::DatabaseError::RepairAborted) => recover_in_memory(dir, cache_size),
+        Err(redb::DatabaseError::RepairAborted) => {
+            recover_in_memory(dir, cache_size, lost_journal_accepted)
+        }
         Err(e) => Err(storage_error(dir, e.into())),
     }
 }
@@ -628,7 +668,7 @@ fn open_read_only(dir: &Path, cache_size: usize) -> Result<Engine> {
 /// keeps what it writes (its repair, the journal's records applied again)
 /// in memory and never writes the file. Reads then see the store as
 /// recovered, and the directory is left as it was.
-fn recover_in_memory(dir: &Path, cache_size: usize) -> Result<Engine> {
+fn recover_in_memory(dir: &Path, cache_size: usize, lost_journal_accepted: bool) -> Result<Engine> {
     let path = dir.join(FILE_NAME);
     let file = std::fs::File::open(&path).map_err(|e| io_error(dir, &e))?;
     let backend = overlay::Overlay::new(file).map_err(|e| io_error(dir, &e))?;
@@ -750,6 +790,48 @@ fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
     })
 }
 
+/// Where the store keeps whether its journal may hold writes its engine's
+/// file does not: 1 from each writable open (committed durably before any
+/// record is written), 0 after a clean close's checkpoint.
+const IN_USE: &str = "journal_in_use";
+
+/// Refuses a store whose journal is missing while its engine says the
+/// journal may hold acknowledged writes (it was not closed cleanly),
+/// unless `accepted`.
+fn journal_present(dir: &Path, db: &impl ReadableDatabase, accepted: bool) -> Result<()> {
+    if accepted || dir.join(journal::FILE_NAME).exists() {
+        return Ok(());
+    }
+    let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
+    let in_use = match txn.open_table(META) {
+        Ok(meta) => meta
+            .get(IN_USE)
+            .map_err(|e| storage_error(dir, e.into()))?
+            .is_some_and(|v| v.value() != 0),
+        Err(redb::TableError::TableDoesNotExist(_)) => false,
+        Err(e) => return Err(storage_error(dir, e.into())),
+    };
+    if !in_use {
+        return Ok(());
+    }
+    Err(Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: format!(
+            "the store was not closed cleanly and its journal {} is missing: the writes \
+             acknowledged since its last checkpoint were in it. Put the journal back, or open \
+             the store with `LocalStorageBuilder::accept_lost_journal` to go on without them",
+            journal::FILE_NAME
+        ),
+    })
+}
+
+/// Sets [`IN_USE`] in `txn`.
+fn mark_in_use(txn: &redb::WriteTransaction, in_use: bool) -> Result<(), redb::Error> {
+    txn.open_table(META)?.insert(IN_USE, i64::from(in_use))?;
+    Ok(())
+}
+
 /// Records in `txn` that the engine holds every journal record up to
 /// `number`: committed durably, it is a checkpoint.
 fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb::Error> {
@@ -764,9 +846,14 @@ fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb
 /// committed without a sync and stay in the journal (see [`journal`]): the
 /// commit needs no more room than they took before, so a store opened
 /// again on a full disk reads all it acknowledged.
-fn recover(dir: &Path, db: &Database) -> Result<(journal::Journal, u64)> {
+fn recover(
+    dir: &Path,
+    db: &Database,
+    lost_journal_accepted: bool,
+) -> Result<(journal::Journal, u64)> {
     contain_panics(|| {
         let checkpoint = checkpoint_of(dir, db)?;
+        journal_present(dir, db, lost_journal_accepted)?;
         let (mut journal, records) =
             journal::Journal::open(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
         journal.continue_after(checkpoint, &records);
@@ -908,6 +995,7 @@ impl LocalStorage {
             read_only: false,
             quick_recovery: false,
             skip_damaged_rows: false,
+            lost_journal_accepted: false,
         }
     }
 
@@ -933,7 +1021,9 @@ impl LocalStorage {
     fn create_system_tables(&self) -> Result<()> {
         let txn = self.begin_write()?;
         (|| -> Result<(), redb::Error> {
-            txn.open_table(META)?;
+            // Committed durably with the tables, before any journal
+            // record: from here a missing journal may hold lost writes.
+            mark_in_use(&txn, true)?;
             tables::create_system_tables(&txn)?;
             names::create_system_tables(&txn)?;
             blobs::create_system_tables(&txn)?;
@@ -1044,7 +1134,7 @@ impl LocalStorage {
         // brings it back to every acknowledged write.
         let mut journal = self.shared.journal.lock();
         *journal = None;
-        let (recovered, replayed) = recover(&self.shared.path, &db)?;
+        let (recovered, replayed) = recover(&self.shared.path, &db, false)?;
         *journal = Some(recovered);
         self.shared
             .stats

@@ -791,11 +791,17 @@ impl LocalStorage {
     /// A last [`checkpoint`](LocalStorage::checkpoint), then the journal's
     /// file emptied: for a clean close.
     fn close_journal(&self) -> Result<()> {
-        self.checkpoint()?;
-        match self.shared.journal.lock().as_mut() {
-            Some(journal) => journal.clear().map_err(|e| io_error(&self.shared.path, &e)),
-            None => Ok(()),
-        }
+        // The engine's transaction first, as in `checkpoint`.
+        let txn = self.begin_write()?;
+        let mut slot = self.shared.journal.lock();
+        let Some(journal) = slot.as_mut() else {
+            return Err(self.journal_lost());
+        };
+        // Closed cleanly: the engine holds everything, and a journal that
+        // goes missing from here loses nothing.
+        crate::mark_in_use(&txn, false).map_err(|e| self.error(e))?;
+        self.commit_checkpoint(txn, journal)?;
+        journal.clear().map_err(|e| io_error(&self.shared.path, &e))
     }
 
     /// The error when the journal was lost to a failed write: the engine

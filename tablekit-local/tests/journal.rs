@@ -368,9 +368,28 @@ async fn a_damaged_record_before_whole_ones_is_refused() {
         ),
         other => panic!("expected damage, got {other:?}"),
     }
+    assert!(
+        message_of(LocalStorage::open(image.path())).contains("accept_lost_journal"),
+        "the way out is named"
+    );
+    // Moved away, the journal's writes are lost: said, then taken when
+    // the loss is accepted.
     std::fs::rename(&journal, image.path().join("journal.damaged")).unwrap();
-    let store = open(image.path());
+    refused_as_damaged(LocalStorage::open(image.path()), "journal");
+    let store = LocalStorage::builder()
+        .table_deletion_delay(Duration::ZERO)
+        .accept_lost_journal(true)
+        .open(image.path())
+        .unwrap();
     assert!(store.write_stats().replayed == 0);
+}
+
+/// The message of a refused open.
+fn message_of(opened: tablekit::Result<LocalStorage>) -> String {
+    match opened {
+        Err(error) => error.to_string(),
+        Ok(_) => panic!("the open was not refused"),
+    }
 }
 
 /// Runs in a child with a file-size limit (`ulimit -f`): see
@@ -582,5 +601,64 @@ async fn a_store_open_for_writing_is_locked_to_a_read_only_open() {
             .await
             .unwrap()
             .is_some()
+    );
+}
+
+/// Asserts that `opened` is a refusal as damage whose message says `says`.
+fn refused_as_damaged(opened: tablekit::Result<LocalStorage>, says: &str) {
+    match opened {
+        Err(Error::Storage {
+            failure: StorageFailure::Damaged,
+            message,
+            ..
+        }) => assert!(message.contains(says), "{message}"),
+        other => panic!("expected a refusal as damaged, got {other:?}"),
+    }
+}
+
+/// A store whose own files disagree is refused, never opened as another:
+/// its journal removed after a crash (the acknowledged writes since the
+/// last checkpoint would be lost), unless the loss is accepted; its
+/// engine's file removed while its journal remains (an empty store would
+/// take its place). A store closed cleanly is whole without its journal.
+#[tokio::test]
+async fn a_store_whose_files_disagree_is_refused() {
+    let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = open(live.path());
+    store.create_table("Things").await.unwrap();
+    for n in 0..10 {
+        store
+            .insert_entity("Things", &Entity::new("p", format!("r{n}")))
+            .await
+            .unwrap();
+    }
+    crash_image(live.path(), image.path());
+    std::fs::remove_file(image.path().join(JOURNAL)).unwrap();
+    refused_as_damaged(LocalStorage::open(image.path()), "journal");
+    refused_as_damaged(LocalStorage::open_read_only(image.path()), "journal");
+    assert!(
+        !image.path().join(JOURNAL).exists(),
+        "a refused open made a journal"
+    );
+    let accepted = LocalStorage::builder()
+        .accept_lost_journal(true)
+        .open(image.path())
+        .expect("the loss accepted");
+    drop(accepted);
+
+    // Closed cleanly, the engine's file is the whole store.
+    drop(store);
+    std::fs::remove_file(live.path().join(JOURNAL)).unwrap();
+    let reopened = open(live.path());
+    let rows = reopened.query_all("Things", Query::new()).await.unwrap();
+    assert_eq!(rows.len(), 10);
+    drop(reopened);
+
+    // The engine's file removed, the journal left: refused, nothing made.
+    std::fs::remove_file(live.path().join(FILE_NAME)).unwrap();
+    refused_as_damaged(LocalStorage::open(live.path()), FILE_NAME);
+    assert!(
+        !live.path().join(FILE_NAME).exists(),
+        "an empty store took the lost one's place"
     );
 }
