@@ -540,20 +540,7 @@ impl LocalStorageBuilder {
         } else {
             std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
             if !file.exists() {
-                // A journal without its engine is a store whose engine's
-                // file was lost: never made anew, empty, in its place.
-                if dir.join(journal::FILE_NAME).exists() {
-                    return Err(Error::Storage {
-                        path: dir.display().to_string(),
-                        failure: StorageFailure::Damaged,
-                        message: format!(
-                            "the store's engine file {FILE_NAME} is missing while its journal {} \
-                             is here: put the engine's file back (a new, empty store would take \
-                             its place), or remove the journal too to start an empty store",
-                            journal::FILE_NAME
-                        ),
-                    });
-                }
+                engine_not_lost(&dir)?;
                 create_atomically(&dir, &file)?;
             }
         }
@@ -678,6 +665,7 @@ fn recover_in_memory(dir: &Path, cache_size: usize, lost_journal_accepted: bool)
             .create_with_backend(backend)
             .map_err(|e| storage_error(dir, e.into()))?;
         let checkpoint = checkpoint_of(dir, &db)?;
+        journal_present(dir, &db, lost_journal_accepted)?;
         let records =
             journal::Journal::records_after(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
         if !records.is_empty() {
@@ -911,6 +899,25 @@ fn open_engine(
 /// The shortest file a store can be: the engine's header and its first
 /// pages. A store's file is never shorter (a file cut short is damage).
 const MIN_FILE_LEN: u64 = 4096;
+
+/// Refuses to make a store in `dir` where its journal is: a journal
+/// without its engine is a store whose engine's file was lost, never to be
+/// made anew, empty, in its place.
+fn engine_not_lost(dir: &Path) -> Result<()> {
+    if !dir.join(journal::FILE_NAME).exists() {
+        return Ok(());
+    }
+    Err(Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: format!(
+            "the store's engine file {FILE_NAME} is missing while its journal {} is here: put \
+             the engine's file back (a new, empty store would take its place), or remove the \
+             journal too to start an empty store",
+            journal::FILE_NAME
+        ),
+    })
+}
 
 /// The name a store is made under before it gets [`FILE_NAME`].
 const CREATING: &str = "tablekit.redb.creating";
