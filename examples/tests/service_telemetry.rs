@@ -191,6 +191,11 @@ fn metrics_are_served_in_the_prometheus_text_format() {
         )
         .await;
         assert_eq!(status, StatusCode::OK);
+        // Made-up methods: one label value for them all, never theirs.
+        for n in 0..30 {
+            let method = Method::from_bytes(format!("MADEUP{n}").as_bytes()).unwrap();
+            let _ = send(&router, method, "/tenants/acme/customers/c1", None, &[]).await;
+        }
         let response = router
             .clone()
             .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
@@ -223,6 +228,15 @@ fn metrics_are_served_in_the_prometheus_text_format() {
             .sum()
     };
     let route = |r: &str| format!("http_route=\"{r}\"");
+    assert!(!text.contains("MADEUP"), "{text}");
+    assert_eq!(
+        count(
+            "http_server_request_duration_seconds_count",
+            &["http_request_method=\"_OTHER\""]
+        ),
+        30.0,
+        "{text}"
+    );
     assert_eq!(
         count(
             "http_server_request_duration_seconds_count",

@@ -190,23 +190,84 @@ pub(super) async fn customers_by_name(
     page(query, &params, entry_json).await
 }
 
-/// The first text after every text that starts with `prefix`; `None` when
-/// there is none (every character of it is the last one).
+/// The first text after every text that starts with `prefix`, in the
+/// store's order of keys (by UTF-16 code unit, where a character past
+/// U+FFFF sorts between U+D7FF and U+E000); `None` when there is none.
 fn past_prefix(prefix: &str) -> Option<String> {
-    let mut chars: Vec<char> = prefix.chars().collect();
-    while let Some(last) = chars.pop() {
-        let next = match last {
-            '\u{D7FF}' => Some('\u{E000}'),
-            c => char::from_u32(u32::from(c) + 1),
-        };
-        if let Some(next) = next {
-            chars.push(next);
-            return Some(chars.into_iter().collect());
+    let mut units: Vec<u16> = prefix.encode_utf16().collect();
+    while let Some(last) = units.pop() {
+        if last == 0xFFFF {
+            continue;
         }
+        match last + 1 {
+            // After U+D7FF come the characters past U+FFFF: the first.
+            0xD800 => units.extend([0xD800, 0xDC00]),
+            // After the last character of a high surrogate's block: the
+            // next block's first, or U+E000 after the last block.
+            0xE000 if units.last().is_some_and(|u| (0xD800..0xDC00).contains(u)) => {
+                let high = units.pop().unwrap_or_default();
+                if high < 0xDBFF {
+                    units.extend([high + 1, 0xDC00]);
+                } else {
+                    units.push(0xE000);
+                }
+            }
+            next => units.push(next),
+        }
+        return String::from_utf16(&units).ok();
     }
     None
 }
 
 fn entry_json(entry: &NameEntry) -> JsonValue {
     json!({ "id": entry.id, "name": entry.name, "city": entry.city })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::past_prefix;
+
+    /// UTF-16 order, the store's order of keys.
+    fn cmp(a: &str, b: &str) -> std::cmp::Ordering {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+
+    #[test]
+    fn the_range_past_a_prefix_holds_exactly_the_texts_that_start_with_it() {
+        let chars = [
+            'a',
+            'x',
+            '\u{7F}',
+            '\u{D7FF}',
+            '\u{E000}',
+            '\u{FFFE}',
+            '\u{FFFF}',
+            '\u{10000}',
+            '\u{1F600}',
+            '\u{10FFFE}',
+            '\u{10FFFF}',
+        ];
+        let mut texts = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| chars.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(longer);
+            texts.dedup();
+        }
+        for prefix in texts.iter().filter(|t| t.chars().count() <= 2) {
+            let end = past_prefix(prefix);
+            for text in &texts {
+                let in_range = cmp(text, prefix).is_ge()
+                    && end.as_deref().is_none_or(|end| cmp(text, end).is_lt());
+                assert_eq!(
+                    in_range,
+                    text.starts_with(prefix.as_str()),
+                    "{prefix:?} .. {end:?}: {text:?}"
+                );
+            }
+        }
+        assert_eq!(past_prefix("x\u{FFFF}").as_deref(), Some("y"));
+    }
 }

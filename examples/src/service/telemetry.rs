@@ -212,7 +212,7 @@ async fn record_request(
     next: Next,
 ) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = known_method(request.method());
     let route = route_of(&request);
     let response = next.run(request).await;
     let mut attributes = vec![
@@ -229,6 +229,24 @@ async fn record_request(
     response
 }
 
+/// The request's method as a label: one of HTTP's own, or `_OTHER` (as
+/// OpenTelemetry's conventions say), so that made-up methods cannot grow
+/// the metrics without bound.
+fn known_method(method: &axum::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "CONNECT" => "CONNECT",
+        "OPTIONS" => "OPTIONS",
+        "TRACE" => "TRACE",
+        "PATCH" => "PATCH",
+        _ => "_OTHER",
+    }
+}
+
 /// The route the request matched (`/tenants/{tenant}/customers`), never
 /// the path itself.
 fn route_of<B>(request: &axum::http::Request<B>) -> Option<String> {
@@ -242,11 +260,13 @@ fn route_of<B>(request: &axum::http::Request<B>) -> Option<String> {
 /// child of the client's span when a `traceparent` header names one. For
 /// `tower_http::trace::TraceLayer::make_span_with`.
 pub fn request_span<B>(request: &axum::http::Request<B>) -> Span {
-    let method = request.method().as_str();
+    let method = known_method(request.method());
     let route = route_of(request);
+    // A made-up method names the span `HTTP`, as the conventions say.
+    let shown = if method == "_OTHER" { "HTTP" } else { method };
     let name = match &route {
-        Some(route) => format!("{method} {route}"),
-        None => method.to_owned(),
+        Some(route) => format!("{shown} {route}"),
+        None => shown.to_owned(),
     };
     let span = tracing::info_span!(
         "request",

@@ -87,7 +87,9 @@
 //! applied by both for ever (the batch the older one had read may be read
 //! again by the newer, as after a crash). A batch is committed by the
 //! consumer that polled it; another's is refused. Only kinds declared with
-//! `#[tablekit(changes)]` have [`Table::changes`]. A new consumer starts from the first change; where
+//! `#[tablekit(changes)]` have [`Table::changes`].
+//!
+//! A new consumer starts from the first change; where
 //! changes were trimmed already, its first poll says so, and
 //! [`Consumer::start_from_oldest`] (the oldest change kept) or
 //! [`Consumer::start_from_now`] (only what comes next) picks where it
