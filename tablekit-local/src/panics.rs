@@ -27,6 +27,12 @@ static HOOK: Once = Once::new();
 
 /// Puts the quiet hook in front of the installed one, once per process.
 fn install_hook() {
+    // The hook cannot be changed from a thread that is panicking (a store
+    // closed by a drop during an unwind): it is put in place by a later
+    // containment instead.
+    if std::thread::panicking() {
+        return;
+    }
     HOOK.call_once(|| {
         let before = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
