@@ -1317,22 +1317,7 @@ where
 /// alone, since a real run that went on after it would leave the rows it
 /// counted behind.
 pub async fn migrations_count_rows_made_current_meanwhile(backend: Arc<dyn TableBackend>) {
-    let name = fresh_table(&*backend, "migmean").await;
-    let old: Table<WidgetV1> = Table::from_arc(Arc::clone(&backend), &name);
-    let skus = ["a", "b", "c"];
-    for (i, sku) in skus.into_iter().enumerate() {
-        old.insert(&WidgetV1 {
-            shop: "main".into(),
-            sku: sku.into(),
-            code: format!("c-{sku}"),
-            colour: "red".into(),
-            shelf: "top".into(),
-            price: i as u32 + 1,
-        })
-        .await
-        .expect("insert under the old kind");
-    }
-    let new: Table<Widget> = Table::from_arc(Arc::clone(&backend), &name);
+    let (name, new) = three_old_widgets(&backend, "migmean").await;
 
     // A dry run's checkpoint is said to be one, and a real run refuses it.
     let mut dry = None;
@@ -1388,18 +1373,15 @@ pub async fn migrations_count_rows_made_current_meanwhile(backend: Arc<dyn Table
     }
 }
 
-/// Writes three widgets under the old kind to a new table, runs a migration
-/// until its `k`-th call to the store, updates every widget through the
-/// current type, and lets the migration finish: it reports no failure,
-/// and every row ends current, updated, under the kind's own RowKey, its
-/// index rows in step. `false` once the migration ends before its `k`-th
-/// call.
-async fn migration_meets_an_update_after_call(backend: &Arc<dyn TableBackend>, k: usize) -> bool {
-    use tablekit::layer::{FaultInjection, Operation};
-    let name = fresh_table(&**backend, "migrace").await;
+/// A new table holding widgets `a`, `b` and `c` under the old kind, at
+/// version 1: its name, and the table read as the current type.
+async fn three_old_widgets(
+    backend: &Arc<dyn TableBackend>,
+    prefix: &str,
+) -> (String, Table<Widget>) {
+    let name = fresh_table(&**backend, prefix).await;
     let old: Table<WidgetV1> = Table::from_arc(Arc::clone(backend), &name);
-    let skus = ["a", "b", "c"];
-    for (i, sku) in skus.into_iter().enumerate() {
+    for (i, sku) in ["a", "b", "c"].into_iter().enumerate() {
         old.insert(&WidgetV1 {
             shop: "main".into(),
             sku: sku.into(),
@@ -1411,7 +1393,19 @@ async fn migration_meets_an_update_after_call(backend: &Arc<dyn TableBackend>, k
         .await
         .expect("insert under the old kind");
     }
-    let new: Table<Widget> = Table::from_arc(Arc::clone(backend), &name);
+    (name.clone(), Table::from_arc(Arc::clone(backend), &name))
+}
+
+/// Writes three widgets under the old kind to a new table, runs a migration
+/// until its `k`-th call to the store, updates every widget through the
+/// current type, and lets the migration finish: it reports no failure,
+/// and every row ends current, updated, under the kind's own RowKey, its
+/// index rows in step. `false` once the migration ends before its `k`-th
+/// call.
+async fn migration_meets_an_update_after_call(backend: &Arc<dyn TableBackend>, k: usize) -> bool {
+    use tablekit::layer::{FaultInjection, Operation};
+    let (name, new) = three_old_widgets(backend, "migrace").await;
+    let skus = ["a", "b", "c"];
     let layer = FaultInjection::new(Arc::clone(backend));
     let handle = layer.handle();
     handle.set_yields(true);
