@@ -272,3 +272,63 @@ pub async fn delivery_delay(
         at(1.0)
     );
 }
+
+/// `writers` tasks inserting `each` rows apiece into one partition at once,
+/// for the kind without a feed and then with one, in `rounds` interleaved
+/// rounds: writes per second of each, their ratio, and the writes that
+/// failed (each failure is printed). Returns the ratio (with a feed over
+/// without) and the failures.
+pub async fn concurrent_writers(
+    backend: Arc<dyn TableBackend>,
+    table: &str,
+    writers: u32,
+    each: u32,
+    rounds: u32,
+) -> (f64, usize) {
+    let without: Table<Plain> = Table::from_arc(Arc::clone(&backend), table);
+    let with: Table<Fed> = without.of();
+    without.create_if_missing().await.expect("the table");
+    let mut times = [Duration::ZERO; 2];
+    let mut failures = 0;
+    for round in 0..rounds {
+        for feed in [false, true] {
+            let pk = format!("w{round}");
+            let at = Instant::now();
+            let tasks: Vec<_> = (0..writers)
+                .map(|w| {
+                    let (without, with, pk) = (without.clone(), with.clone(), pk.clone());
+                    tokio::spawn(async move {
+                        let mut failed = Vec::new();
+                        for i in 0..each {
+                            let rk = w * each + i + if feed { writers * each } else { 0 };
+                            let done = if feed {
+                                with.insert(&fed(&pk, rk)).await.map(drop)
+                            } else {
+                                without.insert(&plain(&pk, rk)).await.map(drop)
+                            };
+                            if let Err(e) = done {
+                                failed.push(e.to_string());
+                            }
+                        }
+                        failed
+                    })
+                })
+                .collect();
+            for task in tasks {
+                for e in task.await.expect("a writer") {
+                    println!("a write failed: {e}");
+                    failures += 1;
+                }
+            }
+            times[usize::from(feed)] += at.elapsed();
+        }
+    }
+    let n = f64::from(writers * each * rounds);
+    let [plain_rate, fed_rate] = times.map(|t| n / t.as_secs_f64());
+    let ratio = fed_rate / plain_rate;
+    println!(
+        "{writers} writers to one partition: {plain_rate:.0} inserts/s without a feed, \
+         {fed_rate:.0} with one ({ratio:.2}×), {failures} failed"
+    );
+    (ratio, failures)
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tablekit::TableBackend;
 use tablekit_conformance::change_bench::{
-    consumer_rate, delivery_delay, requests_per_write, write_cost,
+    concurrent_writers, consumer_rate, delivery_delay, requests_per_write, write_cost,
 };
 use tablekit_local::LocalStorage;
 
@@ -27,6 +27,8 @@ async fn main() {
     println!("change feed on the local store (durable writes)");
     requests_per_write(Arc::clone(&backend), "Requests", 100).await;
     write_cost(Arc::clone(&backend), "Cost", 200, 5).await;
+    concurrent_writers(Arc::clone(&backend), "Concurrent", 4, 200, 3).await;
+    concurrent_writers(Arc::clone(&backend), "Concurrent64", 64, 20, 3).await;
     consumer_rate(Arc::clone(&backend), "Rate", 20_000, 20, 1000).await;
     delivery_delay(backend, "Delay", 500, 4, Duration::from_millis(5)).await;
 }

@@ -117,11 +117,17 @@
 //!   settled by reading its first change row back, which names it: its
 //!   changes are never recorded twice. The [bulk writer](crate::table::BulkWriter)
 //!   writes 49 entities per transaction in each partition.
-//! - **Writers of one partition take turns:** each transaction moves the
-//!   partition's head under its ETag, so two writers of one partition at
-//!   once race, and the loser reads the head again and retries (it gives up
-//!   with a [`Transient`](crate::Error::Transient) error after 64 lost
-//!   races). Writers of different partitions never wait for each other.
+//! - **Writers of one partition are sent together:** each transaction
+//!   moves the partition's head under its ETag, so the writers of one
+//!   partition in one process wait in that partition's lane, and one of
+//!   them sends every transaction waiting there as one (up to the 100
+//!   operations and 4 MiB a transaction may hold), numbering their changes
+//!   and moving the head once. Each transaction still commits or fails
+//!   alone: one the store refuses is taken out and given its refusal, and
+//!   the others are sent again. Writers of other processes race for the
+//!   head; the loser reads it again and retries (it gives up with a
+//!   [`Transient`](crate::Error::Transient) error after 64 lost races).
+//!   Writers of different partitions never wait for each other.
 //! - **A transaction holds fewer writes:** each write adds its change row,
 //!   and the transaction one head, to the 100 operations a transaction may
 //!   hold.

@@ -104,6 +104,7 @@ pub(crate) fn is_change_property(name: &str) -> bool {
 
 /// A partition's head as read: the newest change's number, and the ETag
 /// that guards its move.
+#[derive(Clone)]
 pub(crate) struct Head {
     pub(crate) seq: u64,
     pub(crate) etag: ETag,

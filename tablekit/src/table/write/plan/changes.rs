@@ -1,21 +1,19 @@
 //! The change feed's rows in a planned transaction: the change row of each
-//! typed write of a kind that records its changes, and the move of the
-//! partition's head that numbers them (the rows are described in
-//! `pending/changes.rs`). The head is guarded by its ETag, so two
-//! transactions of one partition never take the same numbers, and a
-//! change is numbered only if it commits.
+//! typed write of a kind that records its changes (the rows are described
+//! in `pending/changes.rs`). The partition's [lane](super::lane) numbers
+//! them and moves the head, guarded by its ETag, so two transactions of one
+//! partition never take the same numbers, and a change is numbered only if
+//! it commits.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Planned, Role};
+use super::lane::Entry;
 use crate::backend::{BatchOperation, TableBackend};
-use crate::entity::{ETag, Entity};
-use crate::error::{Error, Result};
+use crate::entity::Entity;
+use crate::error::Result;
 use crate::ext::TableBackendExt;
 use crate::pending::changes::{
-    FULL, Head, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, ROW, TAG, bare_change_row, change_key,
-    head_before_changes, head_move,
+    FULL, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, ROW, TAG, bare_change_row, change_key,
 };
 
 /// The change a write records: what it did, and the row it wrote (for a
@@ -24,33 +22,6 @@ pub(in crate::table) struct ChangeOf<'a> {
     /// `insert`, `replace`, `merge`, `upsert`, `upsert_merge` or `delete`.
     pub(in crate::table) op: &'static str,
     pub(in crate::table) row: &'a Entity,
-}
-
-/// Adds to `planned` the change row of each write of `changes` (numbered
-/// after the head, or after `floor` if that is higher), and the head's
-/// move, guarded by the ETag read. Returns the last change's number.
-pub(super) fn plan(
-    pk: &str,
-    head: Option<&Head>,
-    floor: u64,
-    changes: &[(usize, ChangeOf<'_>)],
-    tag: &str,
-    planned: &mut Planned,
-) -> u64 {
-    let mut seq = head.map_or(0, |h| h.seq).max(floor);
-    for (w, change) in changes {
-        seq += 1;
-        planned.write = *w;
-        let previous = planned
-            .previous
-            .iter()
-            .find_map(|(at, row)| (at == w).then_some(row));
-        let mut row = change_row(pk, seq, change, previous);
-        row.properties.insert(TAG, tag);
-        planned.push(BatchOperation::Insert(row), Role::Change);
-    }
-    planned.push(head_move(pk, seq, head), Role::ChangeHead);
-    seq
 }
 
 /// The row of change `seq`: the operation, the entity's RowKey, the
@@ -101,60 +72,12 @@ fn fits(row: &Entity) -> bool {
     property_count(pk, rk, row.properties.len()).is_ok() && entity_size(pk, rk, size).is_ok()
 }
 
-/// The heads this process moved last, by backend, table and partition: a
-/// write whose partition's head is here plans over it without reading it.
-/// The ETag keeps that safe: a head another writer moved since fails the
-/// transaction at the head, which drops it from here and reads it again.
-/// (Kept small: cleared when it holds too many.)
-static HEADS: std::sync::LazyLock<parking_lot::Mutex<HashMap<String, KeptHead>>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// A head in [`HEADS`]: its change number and ETag, and a weak handle on
-/// the backend whose address its key holds. The handle keeps that address
-/// from being given to another backend while the entry is kept, so that a
-/// backend made after this one was dropped never finds this one's heads.
-struct KeptHead {
-    _backend: std::sync::Weak<dyn TableBackend>,
-    seq: u64,
-    etag: ETag,
-}
-
-/// At most this many heads are kept in [`HEADS`].
-const KEPT_HEADS: usize = 65_536;
-
-/// Keeps the head `seq`, `etag` of `backend` under `key` in [`HEADS`].
-fn keep_head(key: String, backend: &Arc<dyn TableBackend>, seq: u64, etag: ETag) {
-    let mut heads = HEADS.lock();
-    if heads.len() >= KEPT_HEADS {
-        heads.clear();
-    }
-    let kept = KeptHead {
-        _backend: Arc::downgrade(backend),
-        seq,
-        etag,
-    };
-    heads.insert(key, kept);
-}
-
-/// The key of a partition's head in [`HEADS`].
-fn head_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
-    let at = Arc::as_ptr(backend).cast::<()>() as usize;
-    format!("{at:x}\u{0}{table}\u{0}{pk}")
-}
-
-/// How often a transaction goes round again after losing the race for the
-/// head to another writer of the partition before it gives up: a partition
-/// whose writers record changes takes one transaction at a time.
-const HEAD_RACES: u32 = 64;
-
-/// The changes of one transaction's writes, and what its attempts learned.
+/// The changes of one transaction's writes, and where its attempts put
+/// them.
 pub(super) struct Feed<'a> {
     changes: Vec<(usize, ChangeOf<'a>)>,
-    /// The highest change number found taken: the next are numbered after.
-    floor: u64,
-    races: u32,
-    /// The number of the last change the latest plan made.
-    last: u64,
+    /// The number of the first change, as last sent (0: none sent).
+    pub(super) first: u64,
     /// The transaction's tag, on its change rows.
     tag: String,
 }
@@ -174,11 +97,15 @@ impl<'a> Feed<'a> {
         };
         Feed {
             changes,
-            floor: 0,
-            races: 0,
-            last: 0,
+            first: 0,
             tag,
         }
+    }
+
+    /// Whether the transaction records changes: it is sent in its
+    /// partition's [lane](super::lane).
+    pub(super) fn records(&self) -> bool {
+        !self.changes.is_empty()
     }
 
     /// How many operations the feed adds to the transaction.
@@ -189,110 +116,50 @@ impl<'a> Feed<'a> {
         }
     }
 
-    /// The partition's head, read before each attempt, when the
-    /// transaction records changes (its first change lists the partition).
-    pub(super) async fn head(
+    /// The transaction to send in the lane: `operations`, and the change
+    /// row of each write (not yet numbered), with the value it replaced
+    /// from `previous` when the kind records it.
+    pub(super) fn entry(
         &self,
-        backend: &Arc<dyn TableBackend>,
-        table: &str,
         pk: &str,
-    ) -> Result<Option<Head>> {
-        if self.changes.is_empty() {
-            return Ok(None);
-        }
-        let key = head_key(backend, table, pk);
-        if let Some(kept) = HEADS.lock().get(&key) {
-            let (seq, etag) = (kept.seq, kept.etag.clone());
-            return Ok(Some(Head { seq, etag }));
-        }
-        head_before_changes(backend.as_ref(), table, pk).await
-    }
-
-    /// Keeps the head the transaction committed (its ETag among `etags`,
-    /// the operations' in order), for the partition's next write.
-    pub(super) fn committed(
-        &self,
-        backend: &Arc<dyn TableBackend>,
-        table: &str,
-        pk: &str,
-        etags: &[Option<ETag>],
-        owners: &[(usize, Role)],
-    ) {
-        if self.changes.is_empty() {
-            return;
-        }
-        let at = owners
+        operations: Vec<BatchOperation>,
+        previous: &[(usize, Entity)],
+    ) -> Entry {
+        let changes = self
+            .changes
             .iter()
-            .position(|(_, role)| matches!(role, Role::ChangeHead));
-        let etag = at.and_then(|at| etags.get(at).cloned().flatten());
-        let key = head_key(backend, table, pk);
-        match etag.filter(|etag| !etag.as_str().is_empty()) {
-            Some(etag) => keep_head(key, backend, self.last, etag),
-            None => {
-                HEADS.lock().remove(&key);
-            }
-        }
-    }
-
-    /// Adds the change rows and the head's move to `planned`.
-    pub(super) fn plan(&mut self, pk: &str, head: Option<&Head>, planned: &mut Planned) {
-        if !self.changes.is_empty() {
-            self.last = plan(pk, head, self.floor, &self.changes, &self.tag, planned);
-        }
+            .map(|(w, change)| {
+                let previous = previous
+                    .iter()
+                    .find_map(|(at, row)| (at == w).then_some(row));
+                let mut row = change_row(pk, 0, change, previous);
+                row.properties.insert(TAG, self.tag.as_str());
+                (*w, row)
+            })
+            .collect();
+        Entry::new(operations, changes)
     }
 
     /// After an answer that leaves the latest attempt's fate open (lost,
-    /// a failure that may have come after it applied, or a refusal of a
-    /// resend of it): whether it committed, read from its first change
-    /// row, which holds the transaction's tag. Without it, an attempt
-    /// that committed would be planned again, and its changes recorded
-    /// twice.
+    /// a failure that may have come after it applied, or a turn that
+    /// stopped): whether it committed, read from its first change row,
+    /// which holds the transaction's tag. Without it, an attempt that
+    /// committed would be planned again, and its changes recorded twice.
     pub(super) async fn committed_already(
         &self,
         backend: &Arc<dyn TableBackend>,
         table: &str,
         pk: &str,
     ) -> Result<bool> {
-        let count = self.changes.len() as u64;
-        if count == 0 || self.last < count {
+        if self.changes.is_empty() || self.first == 0 {
             return Ok(false);
         }
-        let first = change_key(self.last + 1 - count);
-        let row = backend.try_get_entity(table, pk, &first).await?;
-        let ours = row.is_some_and(|row| {
+        let row = backend
+            .try_get_entity(table, pk, &change_key(self.first))
+            .await?;
+        Ok(row.is_some_and(|row| {
             row.properties.get(TAG).and_then(|tag| tag.as_str()) == Some(self.tag.as_str())
-        });
-        if ours {
-            HEADS.lock().remove(&head_key(backend, table, pk));
-        }
-        Ok(ours)
-    }
-
-    /// After another writer moved the head first (or took change number
-    /// `taken`): waits a moment, growing with each lost race, before the
-    /// transaction reads the head again; a [`Transient`](Error::Transient)
-    /// error once the partition has stayed busy too long.
-    pub(super) async fn lost(
-        &mut self,
-        backend: &Arc<dyn TableBackend>,
-        table: &str,
-        pk: &str,
-        taken: Option<u64>,
-    ) -> Result<()> {
-        HEADS.lock().remove(&head_key(backend, table, pk));
-        self.floor = self.floor.max(taken.unwrap_or(0));
-        self.races += 1;
-        if self.races > HEAD_RACES {
-            return Err(Error::Transient {
-                message: format!(
-                    "the change feed of partition {pk:?} in table `{table}` stayed busy: \
-                     {HEAD_RACES} other transactions took its next number first"
-                ),
-            });
-        }
-        let most = 1u64 << self.races.min(6);
-        tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
-        Ok(())
+        }))
     }
 }
 
@@ -301,7 +168,8 @@ mod tests {
     use super::*;
     use crate::backend::{BatchOperation, GetOptions, ListTablesOptions, Query, QueryPage};
     use crate::backend::{TablePage, UpdateMode};
-    use crate::entity::{Entity, IfMatch};
+    use crate::entity::{ETag, Entity, IfMatch};
+    use crate::error::Error;
 
     /// A backend of no store, for its address alone.
     #[derive(Debug)]
@@ -358,20 +226,22 @@ mod tests {
     }
 
     /// A backend made after another was dropped never takes its address
-    /// while a head of it is kept, so it never finds that backend's heads.
+    /// while a lane of it is kept, so it never finds that backend's lane
+    /// (nor the head it keeps).
     #[test]
-    fn a_kept_head_keeps_its_backends_address_its_own() {
+    fn a_kept_lane_keeps_its_backends_address_its_own() {
+        use super::super::lane::{forget_lane, kept_lane_key};
         let make = || -> Arc<dyn TableBackend> { Arc::new(NoStore) };
         let first = make();
-        let key = head_key(&first, "T", "kept-address");
-        keep_head(key.clone(), &first, 7, ETag::new("W/\"x\""));
+        let key = kept_lane_key(&first, "T", "kept-address");
         let address = Arc::as_ptr(&first).cast::<()>() as usize;
         drop(first);
         let later: Vec<_> = (0..64).map(|_| make()).collect();
         for backend in &later {
             assert_ne!(Arc::as_ptr(backend).cast::<()>() as usize, address);
-            assert_ne!(head_key(backend, "T", "kept-address"), key);
+            let at = Arc::as_ptr(backend).cast::<()>() as usize;
+            assert_ne!(format!("{at:x}\u{0}T\u{0}kept-address"), key);
         }
-        HEADS.lock().remove(&key);
+        forget_lane(&key);
     }
 }

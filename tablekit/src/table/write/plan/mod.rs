@@ -43,6 +43,7 @@ use crate::schema::{self, CompanionRows, TableEntity, companions, local_slots, r
 use crate::table::{Current, Table};
 
 mod changes;
+mod lane;
 mod moves;
 mod run;
 mod then_put;
@@ -71,10 +72,6 @@ pub(in crate::table) enum Role {
     /// Changes a [listed](Sharing::Listed) row (an index entity), guarded by
     /// its ETag.
     List,
-    /// Inserts a change row of the change feed.
-    Change,
-    /// Moves the partition's change feed head, guarded by its ETag.
-    ChangeHead,
 }
 
 impl<T: TableEntity> Table<T> {

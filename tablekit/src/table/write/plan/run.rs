@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::changes::Feed;
+use super::lane::{self, Outcome};
 use super::{Learned, Pending, Planned, Role};
 use crate::backend::{BatchOperation, TableBackend};
 use crate::datetime::DateTime;
-use crate::entity::ETag;
+use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
 use crate::ext::{send_operations, too_many_operations};
 use crate::table::RACE_ATTEMPTS;
@@ -51,46 +52,41 @@ pub(in crate::table) async fn run(
     let mut last = None;
     let mut attempts = 0;
     while attempts < RACE_ATTEMPTS {
-        let head = feed.head(backend, table, pk).await?;
         let mut planned = Planned::with_capacity(room);
         // Whether each write may try again after a lost race.
-        let retry = if let [write] = writes {
-            let state = match write.known_state(&learned[0]) {
-                Some(state) => state,
-                None => write
-                    .state(backend, table, &learned[0])
-                    .await
-                    .map_err(|e| e.in_batch(0))?,
-            };
-            let retry = write
-                .plan(state, &learned[0], at, &mut planned)
-                .map_err(|e| e.in_batch(0))?;
-            Retry::One(retry)
-        } else {
-            // Boxed: a transaction of one write does not carry its room.
-            Box::pin(plan_many(backend, table, writes, learned, at, &mut planned)).await?
-        };
-        feed.plan(pk, head.as_ref(), &mut planned);
+        let retry = plan_all(backend, table, writes, learned, at, &mut planned).await?;
         let Planned {
-            operations, owners, ..
+            operations,
+            owners,
+            previous,
+            ..
         } = planned;
-        if operations.len() > MAX_BATCH_OPERATIONS {
-            return Err(too_many_operations(operations.len()));
+        if operations.len() + feed.room() > MAX_BATCH_OPERATIONS {
+            return Err(too_many_operations(operations.len() + feed.room()));
         }
-        let (at, source) = match send_operations(backend.as_ref(), table, &operations).await {
-            Ok(etags) => {
-                feed.committed(backend, table, pk, &etags, &owners);
-                return Ok(write_etags(etags, &owners, writes.len()));
+        let (operations, answer) = send(backend, table, pk, &mut feed, operations, &previous).await;
+        let (at, source) = match answer {
+            Answer::Committed(etags) => return Ok(write_etags(etags, &owners, writes.len())),
+            Answer::Refused(at, source) => (at, source),
+            Answer::Error(e) => return Err(e),
+            Answer::Open(error) => {
+                let open = Open {
+                    feed: &feed,
+                    operations: &operations,
+                    owners: &owners,
+                    writes: writes.len(),
+                };
+                if let Some(etags) = open.settle(backend, table, pk, error).await? {
+                    return Ok(etags);
+                }
+                // Not sent, or not committed: the turn that held it
+                // stopped. Planned and sent again.
+                attempts += 1;
+                last = Some(Error::Transient {
+                    message: "the transaction's group stopped before it was sent".into(),
+                });
+                continue;
             }
-            Err(e) if feed.committed_already(backend, table, pk).await? => {
-                // A resend refused, or an answer lost, after the attempt
-                // committed: it is not planned (and its changes recorded)
-                // again.
-                tracing::debug!(error = %e, table, pk, "a transaction with changes committed before its answer");
-                return read_etags(backend, table, &operations, &owners, writes.len()).await;
-            }
-            Err(Error::BatchFailed { index, source }) => (index, *source),
-            Err(e) => return Err(e),
         };
         match failed(
             table,
@@ -107,9 +103,6 @@ pub(in crate::table) async fn run(
                 attempts += 1;
                 last = Some(e);
             }
-            // Lost to another writer of the partition's change feed: not
-            // a race of this write's own rows.
-            Next::Feed(taken) => feed.lost(backend, table, pk, taken).await?,
             Next::Claim { w, index, key } => {
                 attempts += 1;
                 if let Some(etag) = writes[w]
@@ -127,6 +120,85 @@ pub(in crate::table) async fn run(
     Err(last.unwrap_or(Error::Transient {
         message: "the transaction made no attempt".into(),
     }))
+}
+
+/// How the store answered a transaction.
+enum Answer {
+    /// Committed: the ETags of its operations.
+    Committed(Vec<Option<ETag>>),
+    /// Refused at operation `.0`; nothing of it applied.
+    Refused(usize, Error),
+    /// Failed otherwise; nothing of it applied.
+    Error(Error),
+    /// Its fate is open (see [`Outcome::Unsettled`]).
+    Open(Option<Error>),
+}
+
+/// Sends `operations`: by themselves, or with the changes of `feed` in
+/// their partition's lane. Returns them, as sent, with the answer.
+async fn send(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    pk: &str,
+    feed: &mut Feed<'_>,
+    operations: Vec<BatchOperation>,
+    previous: &[(usize, Entity)],
+) -> (Vec<BatchOperation>, Answer) {
+    if !feed.records() {
+        let answer = match send_operations(backend.as_ref(), table, &operations).await {
+            Ok(etags) => Answer::Committed(etags),
+            Err(Error::BatchFailed { index, source }) => Answer::Refused(index, *source),
+            Err(e) => Answer::Error(e),
+        };
+        return (operations, answer);
+    }
+    let entry = feed.entry(pk, operations, previous);
+    let sent = lane::send(backend, table, pk, entry).await;
+    feed.first = sent.first;
+    let answer = match sent.outcome {
+        Outcome::Committed(etags) => Answer::Committed(etags),
+        Outcome::Failed { at, source } => Answer::Refused(at, source),
+        Outcome::Refused { write, source } => Answer::Error(source.in_batch(write)),
+        Outcome::Error(e) => Answer::Error(e),
+        Outcome::Unsettled(e) => Answer::Open(e),
+    };
+    (sent.entry.into_operations(), answer)
+}
+
+/// A transaction whose fate is open after its answer.
+struct Open<'a> {
+    feed: &'a Feed<'a>,
+    operations: &'a [BatchOperation],
+    owners: &'a [(usize, Role)],
+    writes: usize,
+}
+
+impl Open<'_> {
+    /// Each write's ETag when it committed (a resend refused, an answer
+    /// lost, or a turn stopped, after it committed: it is not planned,
+    /// and its changes recorded, again); else `error`, or `None` when it
+    /// may be sent again.
+    async fn settle(
+        &self,
+        backend: &Arc<dyn TableBackend>,
+        table: &str,
+        pk: &str,
+        error: Option<Error>,
+    ) -> Result<Option<Vec<Option<ETag>>>> {
+        if self.feed.committed_already(backend, table, pk).await? {
+            tracing::debug!(
+                table,
+                pk,
+                "a transaction with changes committed before its answer"
+            );
+            let etags = read_etags(backend, table, self.operations, self.owners, self.writes);
+            return etags.await.map(Some);
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Each write's ETag, read back from its row, after a transaction found
@@ -189,6 +261,32 @@ enum Retry {
     Each(Vec<bool>),
 }
 
+/// Plans the writes of a transaction into `planned`.
+async fn plan_all(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    writes: &[&(dyn Pending + '_)],
+    learned: &[Learned],
+    at: DateTime,
+    planned: &mut Planned,
+) -> Result<Retry> {
+    let [write] = writes else {
+        // Boxed: a transaction of one write does not carry its room.
+        return Box::pin(plan_many(backend, table, writes, learned, at, planned)).await;
+    };
+    let state = match write.known_state(&learned[0]) {
+        Some(state) => state,
+        None => write
+            .state(backend, table, &learned[0])
+            .await
+            .map_err(|e| e.in_batch(0))?,
+    };
+    let retry = write
+        .plan(state, &learned[0], at, planned)
+        .map_err(|e| e.in_batch(0))?;
+    Ok(Retry::One(retry))
+}
+
 /// Plans the writes of a transaction of several, their states read at once.
 async fn plan_many(
     backend: &Arc<dyn TableBackend>,
@@ -231,9 +329,6 @@ enum Next {
     /// A unique index row of write `w` is taken: see whose it is, then try
     /// again.
     Claim { w: usize, index: usize, key: String },
-    /// Another transaction moved the change feed's head first (or took the
-    /// change number given): read the head again and try again.
-    Feed(Option<u64>),
 }
 
 /// A write's keys, precondition failed, in the caller's terms.
@@ -307,15 +402,6 @@ fn failed(
     let key = || operations[at].keys().1.to_owned();
     let write = writes[w];
     match (role, source) {
-        (
-            Role::ChangeHead,
-            Error::PreconditionFailed { .. }
-            | Error::EntityAlreadyExists { .. }
-            | Error::EntityNotFound { .. },
-        ) => Next::Feed(None),
-        (Role::Change, Error::EntityAlreadyExists { .. }) => {
-            Next::Feed(crate::pending::changes::seq_of_change(&key()))
-        }
         (
             Role::Row | Role::Entity,
             Error::PreconditionFailed { .. }

@@ -1,0 +1,213 @@
+//! Concurrent writers of one partition of a kind with a change feed: sent
+//! together in the partition's lane, each still committing or failing on
+//! its own, with every change numbered once and in order; a writer's
+//! future dropped while it waits, or while its group is sent, leaves no
+//! half and no gap.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tablekit::changes::ChangeOp;
+use tablekit::layer::{FaultHandle, FaultInjection, Operation};
+use tablekit::{Error, Table, TableBackend, TableEntity};
+use tablekit_mem::MemBackend;
+
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Lanes", kind = "ITEM", changes)]
+struct Item {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "code")]
+    code: String,
+}
+
+fn item(id: u32) -> Item {
+    Item {
+        pk: "p".into(),
+        id,
+        code: format!("code-{id}"),
+    }
+}
+
+/// A table over the in-memory store behind a layer that counts calls and
+/// can make each take a while (time is paused in these tests: a sleep
+/// lets every other writer run up to its own wait).
+async fn table() -> (Table<Item>, FaultHandle) {
+    let layer = FaultInjection::new(MemBackend::new());
+    let handle = layer.handle();
+    let backend: Arc<dyn TableBackend> = Arc::new(layer);
+    let t: Table<Item> = Table::from_arc(backend, "Lanes");
+    t.create_if_missing().await.expect("the table");
+    (t, handle)
+}
+
+/// Every change of the partition, in order: (number, op, id).
+async fn changes(t: &Table<Item>) -> Vec<(u64, ChangeOp, u32)> {
+    let consumer = t.changes().consumer("check").expect("a consumer");
+    let batch = consumer.poll(10_000).await.expect("poll");
+    batch
+        .changes
+        .iter()
+        .map(|c| (c.id.seq, c.op, c.value.as_ref().expect("a value").id))
+        .collect()
+}
+
+/// 64 writers of one partition at once all commit, in a few transactions
+/// rather than one each (and without racing each other for the head),
+/// and their changes are numbered 1..=64 with no gap or repeat.
+#[tokio::test(start_paused = true)]
+async fn sixty_four_writers_of_one_partition_commit_together() {
+    let (t, calls) = table().await;
+    t.insert(&item(1000)).await.expect("the first");
+    calls.set_latency(Some(Duration::from_millis(5)));
+    let before = calls.calls(Operation::SubmitTransaction);
+    let writers: Vec<_> = (0..64)
+        .map(|i| {
+            let t = t.clone();
+            tokio::spawn(async move { t.insert(&item(i)).await })
+        })
+        .collect();
+    for writer in writers {
+        writer
+            .await
+            .expect("a writer")
+            .expect("every insert commits");
+    }
+    let sent = calls.calls(Operation::SubmitTransaction) - before;
+    assert!(sent < 8, "64 writers took {sent} transactions");
+    calls.set_latency(None);
+    let seen = changes(&t).await;
+    assert_eq!(seen.len(), 65);
+    for (n, (seq, op, _)) in seen.iter().enumerate() {
+        assert_eq!(*seq, n as u64 + 1);
+        assert_eq!(*op, ChangeOp::Insert);
+    }
+    let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+    ids.sort_unstable();
+    let mut want: Vec<u32> = (0..64).chain([1000]).collect();
+    want.sort_unstable();
+    assert_eq!(ids, want);
+}
+
+/// In one group, a write the store refuses (its row exists, or its
+/// unique value is taken) fails alone: the others commit, and only they
+/// have changes.
+#[tokio::test(start_paused = true)]
+async fn a_refused_writer_fails_alone() {
+    let (t, calls) = table().await;
+    t.insert(&item(1)).await.expect("the first");
+    calls.set_latency(Some(Duration::from_millis(5)));
+    let writers: Vec<_> = (0..10)
+        .map(|i| {
+            let t = t.clone();
+            tokio::spawn(async move {
+                match i {
+                    // Its row exists.
+                    3 => t.insert(&item(1)).await,
+                    // Its unique value is held by entity 1.
+                    6 => {
+                        t.insert(&Item {
+                            code: "code-1".into(),
+                            ..item(106)
+                        })
+                        .await
+                    }
+                    i => t.insert(&item(100 + i)).await,
+                }
+            })
+        })
+        .collect();
+    for (i, writer) in writers.into_iter().enumerate() {
+        let result = writer.await.expect("a writer");
+        match i {
+            3 => assert!(
+                matches!(result, Err(Error::EntityAlreadyExists { .. })),
+                "{result:?}"
+            ),
+            6 => assert!(
+                matches!(result, Err(Error::UniqueViolation { .. })),
+                "{result:?}"
+            ),
+            _ => {
+                result.expect("the others commit");
+            }
+        }
+    }
+    calls.set_latency(None);
+    let seen = changes(&t).await;
+    let ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+    let mut sorted = ids[1..].to_vec();
+    sorted.sort_unstable();
+    assert_eq!(ids[0], 1);
+    assert_eq!(sorted, [100, 101, 102, 104, 105, 107, 108, 109]);
+    let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+    assert_eq!(numbers, (1..=9).collect::<Vec<u64>>());
+    assert!(t.get("p", 106u32).await.expect("get").is_none());
+}
+
+/// A writer dropped while it waits behind another's group is taken out:
+/// its entity is never written, not even by a later group, and the
+/// changes stay gapless. A writer whose turn it is, dropped while its
+/// group of several is being sent (before the store saw it), gives the
+/// group back: the others settle, send again and commit.
+#[tokio::test(start_paused = true)]
+async fn dropped_writers_leave_no_half_and_no_gap() {
+    for drop_leader in [false, true] {
+        let (t, calls) = table().await;
+        t.insert(&item(1)).await.expect("the first");
+        calls.set_latency(Some(Duration::from_millis(10)));
+        // The first writer takes the turn and waits in the store's latency
+        // (until 10 ms); the next ones queue behind it, and the first of
+        // them sends them all as one group (from 10 ms to 20 ms).
+        let spawn = |i: u32| {
+            let t = t.clone();
+            tokio::spawn(async move { t.insert(&item(i)).await })
+        };
+        let first = spawn(2);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let mut writers = vec![first];
+        for i in 3..8 {
+            writers.push(spawn(i));
+            tokio::time::sleep(Duration::from_micros(10)).await;
+        }
+        let dropped: u32 = if drop_leader {
+            tokio::time::sleep(Duration::from_millis(14)).await;
+            3
+        } else {
+            4
+        };
+        writers[dropped as usize - 2].abort();
+        let before = calls.calls(Operation::SubmitTransaction);
+        for (i, writer) in writers.into_iter().enumerate() {
+            let result = writer.await;
+            if i as u32 + 2 == dropped {
+                assert!(result.is_err_and(|e| e.is_cancelled()));
+            } else {
+                result.expect("a writer").expect("commits");
+            }
+        }
+        if drop_leader {
+            // The group went back and was sent again.
+            assert!(calls.calls(Operation::SubmitTransaction) > before);
+        }
+        // Later writes of the partition do not carry the dropped one.
+        t.insert(&item(9)).await.expect("a later write");
+        calls.set_latency(None);
+        assert!(t.get("p", dropped).await.expect("get").is_none());
+        let seen = changes(&t).await;
+        let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+        assert_eq!(numbers, (1..=7).collect::<Vec<u64>>());
+        let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+        ids.sort_unstable();
+        let want: Vec<u32> = [1, 2, 3, 4, 5, 6, 7, 9]
+            .into_iter()
+            .filter(|id| *id != dropped)
+            .collect();
+        assert_eq!(ids, want, "dropped {dropped}");
+        for id in want {
+            assert!(t.get("p", id).await.expect("get").is_some());
+        }
+    }
+}
