@@ -2395,3 +2395,93 @@ async fn the_name_search_follows_the_change_feed() {
     let other = names(get(&router, "/tenants/t2/customers/by-name/z").await);
     assert!(other.is_empty(), "tenants are apart");
 }
+
+/// A name too long to key a search entry is refused at the door; one
+/// written around the door (by another program) is skipped and counted by
+/// the projector, which goes on: customers after it, in its tenant and in
+/// tenants that sort after it, are found by name.
+#[tokio::test]
+async fn a_name_the_search_cannot_key_never_stalls_it() {
+    use tablekit::Table;
+    use tablekit_examples::service::NameSearch;
+    use tablekit_examples::service::model::Customer;
+    let tables: Arc<dyn tablekit::TableBackend> = Arc::new(tablekit_mem::MemBackend::new());
+    let stores = Stores {
+        tables: Arc::clone(&tables),
+        ..Stores::in_memory()
+    };
+    let app = App::open(stores, Names::default()).await.expect("open");
+    let router = app.router();
+    let long = "N".repeat(600);
+    let body = json!({ "id": "c1", "name": long, "email": "c1@example.com", "city": "Oslo" });
+    let refused = post(&router, "/tenants/a/customers", body).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        refused.json()
+    );
+    assert!(
+        refused.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("name is too long")
+    );
+    // The same through the library, around the door.
+    let customers: Table<Customer> = Table::from_arc(tables, "Shop");
+    customers
+        .insert(&Customer {
+            tenant: "a".into(),
+            id: "c1".into(),
+            name: long.clone(),
+            email: "c1@example.com".into(),
+            city: "Oslo".into(),
+            incarnation: String::new(),
+        })
+        .await
+        .expect("written around the door");
+    for (tenant, id, name) in [("a", "c2", "Ann"), ("z", "c3", "Zoe")] {
+        let body =
+            json!({ "id": id, "name": name, "email": format!("{id}@example.com"), "city": "Oslo" });
+        let answer = post(&router, &format!("/tenants/{tenant}/customers"), body).await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.json());
+    }
+    let search = NameSearch::new(&app, "test").expect("projector");
+    while search
+        .step(100)
+        .await
+        .expect("a step never fails on one customer")
+        > 0
+    {}
+    assert_eq!(search.skipped(), 1);
+    let names = |answer: Answer| -> Vec<String> {
+        answer.json()["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|item| item["name"].as_str().expect("a name").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names(get(&router, "/tenants/a/customers/by-name/a").await),
+        ["Ann"]
+    );
+    assert_eq!(
+        names(get(&router, "/tenants/z/customers/by-name/z").await),
+        ["Zoe"]
+    );
+    assert!(names(get(&router, "/tenants/a/customers/by-name/n").await).is_empty());
+    // Renamed to a name the search can key, the customer joins it.
+    let mut loaded = customers
+        .get("a", "c1")
+        .await
+        .expect("get")
+        .expect("stored");
+    loaded.name = "Nils".into();
+    customers.replace(&mut loaded).await.expect("renamed");
+    while search.step(100).await.expect("a step") > 0 {}
+    assert_eq!(
+        names(get(&router, "/tenants/a/customers/by-name/n").await),
+        ["Nils"]
+    );
+}

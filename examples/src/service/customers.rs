@@ -53,6 +53,7 @@ pub(super) async fn post_customer(
         .clone()
         .ok_or_else(|| ApiError::BadRequest("id is required".into()))?;
     check(!id.is_empty(), "id must not be empty")?;
+    super::search::check_searchable(&tenant, &id, &body.name)?;
     let customer = Customer {
         tenant,
         id,
@@ -121,6 +122,7 @@ pub(super) async fn put_customer(
     Body(body): Body<CustomerBody>,
 ) -> ApiResult<Response> {
     body.check()?;
+    super::search::check_searchable(&tenant, &id, &body.name)?;
     if body.id.as_ref().is_some_and(|given| *given != id) {
         return Err(ApiError::BadRequest(
             "the body's id is not the path's".into(),

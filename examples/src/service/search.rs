@@ -17,7 +17,16 @@
 //! Several instances of the service share the work: each holds a lease on
 //! some tenants' partitions, and takes over those of an instance that
 //! stopped once its leases run out.
+//!
+//! The projection never stalls on one customer. A name whose entry would
+//! not fit the store's key limits is refused at the door (400), and a
+//! change the projector still cannot index (one written around the door,
+//! by another program or an older version) is skipped: the customer is
+//! left out of the search, the skip is logged (by change number, never by
+//! name or id) and counted in `service.name_search.skipped`, and the
+//! changes after it go on.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use axum::Json;
@@ -30,7 +39,7 @@ use tablekit::key::Verbatim;
 use tablekit::{Error, Table};
 
 use super::App;
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
 use super::http::{Page, PageParams, page};
 use super::model::{Customer, NameEntry, NamePointer};
 
@@ -54,6 +63,8 @@ const IDLE: Duration = Duration::from_millis(500);
 pub struct NameSearch {
     customers: Table<Customer>,
     consumer: Consumer<Customer>,
+    skipped: AtomicU64,
+    counter: opentelemetry::metrics::Counter<u64>,
 }
 
 impl NameSearch {
@@ -65,20 +76,58 @@ impl NameSearch {
             .changes()
             .consumer(CONSUMER)?
             .leased(instance, LEASE);
+        let counter = opentelemetry::global::meter("tablekit-example-service")
+            .u64_counter("service.name_search.skipped")
+            .with_description("Customer changes the name search could not index, skipped")
+            .build();
         Ok(NameSearch {
             customers: app.customers.clone(),
             consumer,
+            skipped: AtomicU64::new(0),
+            counter,
         })
     }
 
-    /// Reads up to `max` changes, applies them, and commits; how many.
+    /// Reads up to `max` changes, applies them, and commits; how many. A
+    /// change that cannot be indexed is skipped and counted (see
+    /// [`skipped`](NameSearch::skipped)); any other failure stops the step,
+    /// and the changes are read again by the next.
     pub async fn step(&self, max: usize) -> Result<usize, Error> {
         let batch = self.consumer.poll(max).await?;
         for change in &batch.changes {
-            self.apply(change).await?;
+            match self.apply(change).await {
+                Ok(Indexed::Yes) => {}
+                Ok(Indexed::No) => self.skip(change, None),
+                Err(error @ (Error::Invalid(_) | Error::Decode { .. } | Error::Schema(_))) => {
+                    self.skip(change, Some(&error));
+                }
+                Err(error) => return Err(error),
+            }
         }
         self.consumer.commit(&batch).await?;
         Ok(batch.changes.len())
+    }
+
+    /// How many changes this projector skipped because it could not index
+    /// them.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
+    /// Records a change skipped: by its number, never by a key or a name.
+    fn skip(&self, change: &Change<Customer>, error: Option<&Error>) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        self.counter.add(1, &[]);
+        let reason = match error {
+            None => "its name does not fit a search entry's key",
+            Some(Error::Decode { .. } | Error::Schema(_)) => "it cannot be read as a customer",
+            Some(_) => "the store refuses its search entry",
+        };
+        tracing::warn!(
+            change = change.id.seq,
+            reason,
+            "the name search skipped a customer change it cannot index"
+        );
     }
 
     /// Runs until `shutdown`: a step, then another at once if it was full,
@@ -105,7 +154,7 @@ impl NameSearch {
     /// Brings the name entry of the change's customer in step with the
     /// customer as the change left it (read back for a merge, whose change
     /// holds only the fields it sent).
-    async fn apply(&self, change: &Change<Customer>) -> Result<(), Error> {
+    async fn apply(&self, change: &Change<Customer>) -> Result<Indexed, Error> {
         let partition = Verbatim::from(change.id.partition_key.as_str());
         let customer = Verbatim::from(change.row_key.as_str());
         let now = match (change.op, &change.value) {
@@ -116,12 +165,19 @@ impl NameSearch {
         };
         let pointers: Table<NamePointer> = self.customers.of();
         let pointer = pointers.get(partition.clone(), customer.clone()).await?;
-        let key = now
+        let key = now.as_ref().map(|c| entry_key(&c.name, &change.row_key));
+        // A name the store cannot key: the customer leaves the search.
+        let searchable = key
             .as_ref()
-            .map(|c| format!("{}|{}", c.name.to_lowercase(), change.row_key));
+            .is_none_or(|key| encode_entry_keys(&partition, key).is_ok());
+        let (now, key) = if searchable { (now, key) } else { (None, None) };
         if pointer.is_none() && key.is_none() {
             // A customer gone that the search never had.
-            return Ok(());
+            return Ok(if searchable {
+                Indexed::Yes
+            } else {
+                Indexed::No
+            });
         }
         let mut transaction = self.customers.transaction();
         if let Some(pointer) = &pointer
@@ -151,7 +207,12 @@ impl NameSearch {
                 }
             }
         }
-        transaction.submit().await.map(drop)
+        transaction.submit().await?;
+        Ok(if searchable {
+            Indexed::Yes
+        } else {
+            Indexed::No
+        })
     }
 
     /// The customer a change is about, as stored now.
@@ -167,6 +228,36 @@ impl NameSearch {
             .collect()
             .await?;
         Ok(found.into_iter().next().map(|loaded| (*loaded).clone()))
+    }
+}
+
+/// Whether a change reached the search.
+enum Indexed {
+    Yes,
+    /// The customer's name cannot key a search entry: it is left out.
+    No,
+}
+
+/// A customer's search key: its name in lower case, `|`, and its stored
+/// RowKey (names are not unique).
+fn entry_key(name: &str, row_key: &str) -> String {
+    format!("{}|{}", name.to_lowercase(), row_key)
+}
+
+/// A search entry's keys as stored, checked against the store's limits.
+fn encode_entry_keys(partition: &Verbatim, key: &str) -> Result<(String, String), Error> {
+    tablekit::schema::encode_keys::<NameEntry>(partition, &key)
+}
+
+/// Refuses, at the door, a customer whose name the search could not key.
+pub(super) fn check_searchable(tenant: &str, id: &str, name: &str) -> ApiResult<()> {
+    let (partition, row_key) = tablekit::schema::encode_keys::<Customer>(&tenant, &id)?;
+    let partition = Verbatim::from(partition);
+    match encode_entry_keys(&partition, &entry_key(name, &row_key)) {
+        Ok(_) => Ok(()),
+        Err(_) => Err(ApiError::BadRequest(
+            "name is too long to be searched (with the id, it must fit in a key of 1 KiB)".into(),
+        )),
     }
 }
 
