@@ -136,7 +136,16 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     // to finish once shutdown starts.
     let config = tablekit_examples::service::server::ServeConfig::default();
     let router = telemetry.wrap(app.router());
-    tablekit_examples::service::server::serve(listener, router, shutdown_signal(), config).await;
+    // Open change streams end as soon as shutdown starts: the requests
+    // under way are not held up by them.
+    let shutdown = {
+        let app = app.clone();
+        async move {
+            shutdown_signal().await;
+            app.close_streams();
+        }
+    };
+    tablekit_examples::service::server::serve(listener, router, shutdown, config).await;
     tracing::info!("stopping the upkeep");
     let _ = stop.send(true);
     let stats = upkeep.shutdown().await;

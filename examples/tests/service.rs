@@ -2485,3 +2485,109 @@ async fn a_name_the_search_cannot_key_never_stalls_it() {
         ["Nils"]
     );
 }
+
+async fn open_stream(router: &Router, tenant: &str) -> axum::response::Response {
+    let request = Request::builder().uri(format!("/tenants/{tenant}/changes"));
+    router
+        .clone()
+        .oneshot(request.body(Body::empty()).expect("request"))
+        .await
+        .expect("infallible")
+}
+
+/// Change streams are capped per tenant and in all, apart from ordinary
+/// requests: one over a cap is a 503 with Retry-After, a stream that ends
+/// gives its place back, and other requests are served all along.
+#[tokio::test]
+async fn change_streams_are_capped_per_tenant_and_in_all() {
+    use tablekit_examples::service::StreamLimits;
+    let (app, _) = app().await;
+    let app = app.with_stream_limits(StreamLimits {
+        total: 3,
+        per_tenant: 2,
+    });
+    let router = app.router();
+    let a1 = open_stream(&router, "a").await;
+    let a2 = open_stream(&router, "a").await;
+    assert_eq!((a1.status(), a2.status()), (StatusCode::OK, StatusCode::OK));
+    let a3 = open_stream(&router, "a").await;
+    assert_eq!(a3.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(a3.headers().contains_key(header::RETRY_AFTER));
+    let body = axum::body::to_bytes(a3.into_body(), 1 << 16)
+        .await
+        .expect("body");
+    let json: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(json["error"], "too_many_streams");
+    let b1 = open_stream(&router, "b").await;
+    assert_eq!(b1.status(), StatusCode::OK);
+    let c1 = open_stream(&router, "c").await;
+    assert_eq!(
+        c1.status(),
+        StatusCode::SERVICE_UNAVAILABLE,
+        "the cap in all"
+    );
+    assert_eq!(get(&router, "/healthz").await.status, StatusCode::OK);
+    drop(a1);
+    let again = open_stream(&router, "a").await;
+    assert_eq!(again.status(), StatusCode::OK, "a place given back");
+    drop((a2, b1, again));
+}
+
+/// Shutdown ends the open change streams at once: the server stops well
+/// before its deadline, and a stream asked for while it stops is refused.
+#[tokio::test]
+async fn shutdown_closes_change_streams_first() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (app, _) = app().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let config = tablekit_examples::service::server::ServeConfig {
+        shutdown_deadline: std::time::Duration::from_secs(60),
+        ..Default::default()
+    };
+    let closing = app.clone();
+    let server = tokio::spawn(tablekit_examples::service::server::serve(
+        listener,
+        app.router(),
+        async move {
+            let _ = stopped.await;
+            closing.close_streams();
+        },
+        config,
+    ));
+    let mut streams = Vec::new();
+    for _ in 0..2 {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream
+            .write_all(b"GET /tenants/t1/changes HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .expect("write");
+        let mut head = [0u8; 256];
+        let n = stream.read(&mut head).await.expect("read");
+        assert!(
+            head[..n].starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&head[..n])
+        );
+        streams.push(stream);
+    }
+    let at = std::time::Instant::now();
+    stop.send(()).expect("stop");
+    tokio::time::timeout(std::time::Duration::from_secs(30), server)
+        .await
+        .expect("the server stops")
+        .expect("the server's task");
+    assert!(
+        at.elapsed() < std::time::Duration::from_secs(10),
+        "it did not wait for its deadline: {:?}",
+        at.elapsed()
+    );
+    for stream in &mut streams {
+        assert!(closed_within(stream, std::time::Duration::from_secs(5)).await);
+    }
+    let refused = open_stream(&app.router(), "t1").await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+}

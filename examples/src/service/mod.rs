@@ -52,6 +52,7 @@ mod stores;
 pub mod telemetry;
 mod users;
 
+pub use changes::StreamLimits;
 pub use error::ApiError;
 pub use http::{Body, PageParams};
 pub use search::NameSearch;
@@ -88,6 +89,8 @@ pub struct App {
     /// A write met a store with no room, and none has succeeded since:
     /// [`ready`](App::ready) then asks the store for a write.
     storage_full: Arc<std::sync::atomic::AtomicBool>,
+    /// The open change streams, under their caps.
+    streams: Arc<changes::Streams>,
 }
 
 /// The largest request body: an attachment, or a JSON body (2 MiB).
@@ -126,6 +129,7 @@ impl App {
             names,
             request_timeout: Duration::from_secs(10),
             storage_full: Arc::default(),
+            streams: changes::Streams::new(StreamLimits::default()),
         };
         app.worker().create_queues().await?;
         Ok(app)
@@ -139,6 +143,20 @@ impl App {
     /// The names of its table, blob container and queue.
     pub fn names(&self) -> &Names {
         &self.names
+    }
+
+    /// The same service, with these caps on open change streams
+    /// (`GET /tenants/{tenant}/changes`).
+    pub fn with_stream_limits(mut self, limits: StreamLimits) -> App {
+        self.streams = changes::Streams::new(limits);
+        self
+    }
+
+    /// Ends every open change stream at once, and refuses new ones: call it
+    /// when the service starts to stop, so shutdown does not wait on the
+    /// streams (their clients resume with `Last-Event-ID`).
+    pub fn close_streams(&self) {
+        self.streams.close();
     }
 
     /// Answers a request that takes longer than `timeout` with 504 (10 s
