@@ -2591,3 +2591,64 @@ async fn shutdown_closes_change_streams_first() {
     let refused = open_stream(&app.router(), "t1").await;
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
 }
+
+/// `If-None-Match: *` on a PUT writes only where nothing is: over an
+/// existing customer or user it is a 412 and nothing changes; a user that
+/// does not exist is created (an attachment's PUT takes it the same way). `If-None-Match`
+/// with the current ETag is a 412 too; with both headers, a 400.
+#[tokio::test]
+async fn if_none_match_is_honoured_on_put() {
+    let (router, _) = service().await;
+    let created = post(
+        &router,
+        "/tenants/t/customers",
+        customer("c1", "c1@example.com"),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let etag = created.etag();
+    let body = json!({ "name": "Other", "email": "c1@example.com", "city": "Oslo" });
+    let put = |uri: &'static str, body: Value, headers: Vec<(&'static str, String)>| {
+        let router = router.clone();
+        async move {
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            call(&router, Method::PUT, uri, Some(body), &headers).await
+        }
+    };
+    let star = || vec![("if-none-match", "*".to_owned())];
+    let refused = put("/tenants/t/customers/c1", body.clone(), star()).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::PRECONDITION_FAILED,
+        "{}",
+        refused.json()
+    );
+    let tagged = put(
+        "/tenants/t/customers/c1",
+        body.clone(),
+        vec![("if-none-match", etag.clone())],
+    )
+    .await;
+    assert_eq!(tagged.status, StatusCode::PRECONDITION_FAILED);
+    let both = put(
+        "/tenants/t/customers/c1",
+        body.clone(),
+        vec![("if-none-match", "*".into()), ("if-match", etag.clone())],
+    )
+    .await;
+    assert_eq!(both.status, StatusCode::BAD_REQUEST);
+    let stored = get(&router, "/tenants/t/customers/c1").await;
+    assert_eq!(stored.json()["name"], "Customer c1", "unchanged");
+    assert_eq!(stored.etag(), etag);
+    // A user: created where none is, refused where one is.
+    let user = json!({ "name": "Ann" });
+    let first = put("/tenants/t/users/u1", user.clone(), star()).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.json());
+    let again = put("/tenants/t/users/u1", json!({ "name": "Bob" }), star()).await;
+    assert_eq!(again.status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        get(&router, "/tenants/t/users/u1").await.json()["name"],
+        "Ann"
+    );
+}

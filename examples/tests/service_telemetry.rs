@@ -205,6 +205,21 @@ fn metrics_are_served_in_the_prometheus_text_format() {
             .to_str()
             .unwrap()
             .to_owned();
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        // Another method: a 405 that says so in JSON, like every error.
+        let refused = router
+            .clone()
+            .oneshot(Request::post("/metrics").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(refused.headers()["x-content-type-options"], "nosniff");
+        assert!(refused.headers().contains_key(header::ALLOW));
+        let body = axum::body::to_bytes(refused.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).expect("a JSON body");
+        assert_eq!(body["error"], "method_not_allowed");
         let status = response.status();
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await

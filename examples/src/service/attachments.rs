@@ -62,7 +62,7 @@ pub(super) async fn put_attachment(
         incarnation: owner.incarnation.clone(),
     };
     // With If-Match, only over a version it names (and never created);
-    // without, created or replaced.
+    // with If-None-Match: *, only created; without, created or replaced.
     let condition = if_match(&headers)?;
     let etag = if condition.is_absent() {
         app.attachments.upsert(&attachment).await?
@@ -72,11 +72,16 @@ pub(super) async fn put_attachment(
             .attachments
             .get(attachment.tenant.as_str(), keys)
             .await?;
-        let guard = condition.guard(current.as_ref().map(Loaded::etag))?;
-        let etag = guard.ok_or(ApiError::NotFound)?;
-        app.attachments
-            .replace(&mut Loaded::new(attachment.clone(), etag, None))
-            .await?
+        match condition.guard(current.as_ref().map(Loaded::etag))? {
+            // `If-None-Match: *`, and there is none: created.
+            None if condition.creates_only() => app.attachments.insert(&attachment).await?,
+            None => return Err(ApiError::NotFound),
+            Some(etag) => {
+                app.attachments
+                    .replace(&mut Loaded::new(attachment.clone(), etag, None))
+                    .await?
+            }
+        }
     };
     Ok(with_etag(
         &etag,

@@ -35,6 +35,23 @@ pub(super) async fn json_errors(State(app): State<App>, request: Request, next: 
         tracing::warn!(%error, "the missing table could not be made again");
     }
     let status = response.status();
+    response = plain_answer(response);
+    // A body refused for its size is left unread: the connection cannot
+    // carry another request, and the client is told so.
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// Gives an error answer without a JSON body one (with a stable code,
+/// keeping its `Allow` and `Retry-After`), and marks the answer
+/// `X-Content-Type-Options: nosniff`: for every route, the service's own
+/// and `/metrics`.
+pub(super) fn plain_answer(mut response: Response) -> Response {
+    let status = response.status();
     let json = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -55,14 +72,12 @@ pub(super) async fn json_errors(State(app): State<App>, request: Request, next: 
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    // A body refused for its size is left unread: the connection cannot
-    // carry another request, and the client is told so.
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
     response
+}
+
+/// [`plain_answer`] as a layer.
+pub(super) async fn plain_answers(request: Request, next: Next) -> Response {
+    plain_answer(next.run(request).await)
 }
 
 /// The longest request target (path and query) the service reads.
@@ -209,7 +224,7 @@ pub(super) fn segment(text: &str) -> String {
     percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
-/// The `If-Match` of a request.
+/// The condition of a request: its `If-Match` or `If-None-Match`.
 pub(super) enum IfMatch {
     /// No `If-Match`: the write is not conditional.
     Absent,
@@ -217,6 +232,11 @@ pub(super) enum IfMatch {
     Any,
     /// `If-Match: "a", "b"`: its current ETag must be one of these.
     Tags(Vec<ETag>),
+    /// `If-None-Match: *`: the resource must not exist (a write that can
+    /// create it creates it, and never replaces one).
+    NoneExists,
+    /// `If-None-Match: "a", "b"`: its current ETag must be none of these.
+    NoneOf(Vec<ETag>),
 }
 
 impl IfMatch {
@@ -229,18 +249,29 @@ impl IfMatch {
             (IfMatch::Any, current) => current.is_some(),
             (IfMatch::Tags(tags), Some(current)) => tags.contains(current),
             (IfMatch::Tags(_), None) => false,
+            (IfMatch::NoneExists, current) => current.is_none(),
+            (IfMatch::NoneOf(tags), current) => current.is_none_or(|c| !tags.contains(c)),
         };
         if !holds {
+            let message = match (self, current) {
+                (IfMatch::NoneExists, _) => "If-None-Match: * and it exists",
+                (IfMatch::NoneOf(_), _) => "its current version is named by If-None-Match",
+                (_, Some(_)) => "it changed since the version named by If-Match",
+                (_, None) => "If-Match names a version, and there is none",
+            };
             return Err(ApiError::Status(
                 StatusCode::PRECONDITION_FAILED,
                 "etag_mismatch",
-                match current {
-                    Some(_) => "it changed since the version named by If-Match".into(),
-                    None => "If-Match names a version, and there is none".into(),
-                },
+                message.into(),
             ));
         }
         Ok(current.cloned())
+    }
+
+    /// Whether the request asks that the resource not exist
+    /// (`If-None-Match: *`): a write that can create it creates it.
+    pub(super) fn creates_only(&self) -> bool {
+        matches!(self, IfMatch::NoneExists)
     }
 
     /// Whether the request has no `If-Match`.
@@ -249,17 +280,33 @@ impl IfMatch {
     }
 }
 
-/// The `If-Match` of a request: `*`, or a list of entity tags.
+/// The `If-Match` or `If-None-Match` of a request: `*`, or a list of
+/// entity tags.
 pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<IfMatch> {
-    let Some(value) = headers.get(header::IF_MATCH) else {
-        return Ok(IfMatch::Absent);
+    let (matching, none) = (
+        headers.get(header::IF_MATCH),
+        headers.get(header::IF_NONE_MATCH),
+    );
+    let (value, name, none) = match (matching, none) {
+        (None, None) => return Ok(IfMatch::Absent),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "send If-Match or If-None-Match, not both".into(),
+            ));
+        }
+        (Some(value), None) => (value, "If-Match", false),
+        (None, Some(value)) => (value, "If-None-Match", true),
     };
     let text = value
         .to_str()
-        .map_err(|_| ApiError::BadRequest("If-Match is not text".into()))?
+        .map_err(|_| ApiError::BadRequest(format!("{name} is not text")))?
         .trim();
     if text == "*" {
-        return Ok(IfMatch::Any);
+        return Ok(if none {
+            IfMatch::NoneExists
+        } else {
+            IfMatch::Any
+        });
     }
     // The service's entity tags hold no comma: a list splits on them.
     let tags: Vec<ETag> = text
@@ -269,9 +316,13 @@ pub(super) fn if_match(headers: &HeaderMap) -> ApiResult<IfMatch> {
         .map(ETag::new)
         .collect();
     if tags.is_empty() {
-        return Err(ApiError::BadRequest("If-Match names no entity tag".into()));
+        return Err(ApiError::BadRequest(format!("{name} names no entity tag")));
     }
-    Ok(IfMatch::Tags(tags))
+    Ok(if none {
+        IfMatch::NoneOf(tags)
+    } else {
+        IfMatch::Tags(tags)
+    })
 }
 
 /// The page of `query` that the request's cursor and limit name, each item

@@ -141,9 +141,12 @@ impl Telemetry {
 
     /// `router` with `GET /metrics`, and each request's duration recorded.
     pub fn wrap(&self, router: Router) -> Router {
+        // Its answers, errors too, like the service's own: JSON errors,
+        // `nosniff`.
         let metrics = Router::new()
             .route("/metrics", get(metrics))
-            .with_state(self.registry.clone());
+            .with_state(self.registry.clone())
+            .layer(axum::middleware::from_fn(super::http::plain_answers));
         router
             .merge(metrics)
             .layer(axum::middleware::from_fn_with_state(

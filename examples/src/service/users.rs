@@ -41,7 +41,7 @@ pub(super) async fn put_user(
         name: body.name,
     };
     // With If-Match, only over a version it names (and never created);
-    // without, created or replaced.
+    // with If-None-Match: *, only created; without, created or replaced.
     let condition = if_match(&headers)?;
     let mut transaction = app.users.transaction();
     if condition.is_absent() {
@@ -51,13 +51,20 @@ pub(super) async fn put_user(
             .users
             .get((user.tenant.as_str(), user.user.as_str()), ())
             .await?;
-        let guard = condition.guard(current.as_ref().map(Loaded::etag))?;
-        let etag = guard.ok_or(ApiError::NotFound)?;
-        // What the stored row holds beyond the type's fields is kept.
-        let mut loaded = current.ok_or(ApiError::NotFound)?;
-        *loaded = user.clone();
-        Loaded::set_etag(&mut loaded, etag);
-        transaction.replace(&loaded)?;
+        match condition.guard(current.as_ref().map(Loaded::etag))? {
+            // `If-None-Match: *`, and there is none: created.
+            None if condition.creates_only() => {
+                transaction.insert(&user)?;
+            }
+            None => return Err(ApiError::NotFound),
+            Some(etag) => {
+                // What the stored row holds beyond the type's fields is kept.
+                let mut loaded = current.ok_or(ApiError::NotFound)?;
+                *loaded = user.clone();
+                Loaded::set_etag(&mut loaded, etag);
+                transaction.replace(&loaded)?;
+            }
+        }
     }
     audit.record(&app, &mut transaction, StatusCode::OK).await?;
     let etag = first_etag(transaction.submit().await?)?;
