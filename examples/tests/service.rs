@@ -2652,3 +2652,69 @@ async fn if_none_match_is_honoured_on_put() {
         "Ann"
     );
 }
+
+/// Every table operation the layer has seen.
+fn table_calls(faults: &FaultHandle) -> usize {
+    [
+        Operation::GetEntity,
+        Operation::QueryEntities,
+        Operation::InsertEntity,
+        Operation::UpdateEntity,
+        Operation::UpsertEntity,
+        Operation::DeleteEntity,
+        Operation::SubmitTransaction,
+    ]
+    .into_iter()
+    .map(|operation| faults.calls(operation))
+    .sum()
+}
+
+/// An idle name search backs off: over two idle minutes with 40 tenants
+/// it polls a few times, not every half second; and a customer written by
+/// this instance is searched at once, however long the search had idled.
+#[tokio::test(start_paused = true)]
+async fn an_idle_name_search_backs_off_and_wakes_on_a_write() {
+    use tablekit_examples::service::NameSearch;
+    let (app, faults) = app().await;
+    let router = app.router();
+    for n in 0..40 {
+        let body = customer(&format!("c{n}"), &format!("c{n}@example.com"));
+        let answer = post(&router, &format!("/tenants/t{n:02}/customers"), body).await;
+        assert_eq!(answer.status, StatusCode::CREATED);
+    }
+    let search = Arc::new(NameSearch::new(&app, "test").expect("projector"));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = {
+        let search = Arc::clone(&search);
+        tokio::spawn(async move {
+            search
+                .run(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        })
+    };
+    // Caught up, then idle for two minutes.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    let before = table_calls(&faults);
+    tokio::time::sleep(std::time::Duration::from_secs(120)).await;
+    let idle = table_calls(&faults) - before;
+    // One poll reads the directory, the checkpoints, the leases and each
+    // tenant's changes: polling every half second would be over 240 polls.
+    let per_poll = 40 + 3;
+    assert!(
+        idle < 12 * per_poll,
+        "{idle} operations in two idle minutes"
+    );
+    // A write made here reaches the search at once.
+    let body = json!({ "id": "z1", "name": "Zelda", "email": "z1@example.com", "city": "Oslo" });
+    let answer = post(&router, "/tenants/t99/customers", body).await;
+    assert_eq!(answer.status, StatusCode::CREATED);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let found = get(&router, "/tenants/t99/customers/by-name/zel")
+        .await
+        .json();
+    assert_eq!(found["items"][0]["name"], "Zelda", "{found}");
+    stop.send(()).expect("stop");
+    running.await.expect("the projector");
+}

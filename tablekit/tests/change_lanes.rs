@@ -211,3 +211,30 @@ async fn dropped_writers_leave_no_half_and_no_gap() {
         }
     }
 }
+
+/// `commits_here` returns once this process committed a change to the
+/// table, and not before: a consumer can sleep long and still wake at once
+/// for a write made here.
+#[tokio::test(start_paused = true)]
+async fn commits_here_wakes_on_a_write_made_here() {
+    let (t, _) = table().await;
+    let mut commits = t.changes().commits_here();
+    let waited = tokio::time::timeout(Duration::from_secs(60), commits.changed()).await;
+    assert!(waited.is_err(), "nothing committed yet");
+    let writer = {
+        let t = t.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            t.insert(&item(1)).await
+        })
+    };
+    let at = tokio::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(60), commits.changed())
+        .await
+        .expect("woken by the write");
+    assert_eq!(at.elapsed(), Duration::from_secs(5));
+    writer.await.expect("a writer").expect("the insert");
+    // Seen: the next wait is for the next write.
+    let waited = tokio::time::timeout(Duration::from_secs(60), commits.changed()).await;
+    assert!(waited.is_err());
+}

@@ -49,8 +49,12 @@ const CONSUMER: &str = "name-search";
 /// How long an instance's lease on a partition lasts without a poll.
 const LEASE: Duration = Duration::from_secs(30);
 
-/// How long the projector waits after a poll that found nothing.
+/// How long the projector waits after a poll that found nothing, at first.
 const IDLE: Duration = Duration::from_millis(500);
+
+/// The longest it waits while nothing comes: a write of another instance
+/// is searched within this (one of this instance, at once).
+const IDLE_MAX: Duration = Duration::from_secs(20);
 
 /// The projector of the name search
 /// (`GET /tenants/{tenant}/customers/by-name/{prefix}`): a consumer of the
@@ -130,22 +134,41 @@ impl NameSearch {
         );
     }
 
-    /// Runs until `shutdown`: a step, then another at once if it was full,
-    /// or after a pause. A failed step is logged and tried again after the
-    /// pause (the changes wait in the feed).
+    /// Runs until `shutdown`: a step, then another at once if it was full.
+    /// After a step that found nothing, it waits for a customer write of
+    /// this process ([`commits_here`](tablekit::changes::Changes::commits_here)),
+    /// or at most a pause that doubles while nothing comes, from 0.5 s up
+    /// to 20 s (for the writes of other instances): an idle service
+    /// polls its tenants rarely, and a write made here is searched at
+    /// once. A failed step is logged and tried again after the pause (the
+    /// changes wait in the feed).
     pub async fn run(&self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
+        let mut commits = self.customers.changes().commits_here();
+        let mut idle = IDLE;
         loop {
             let pause = match self.step(100).await {
                 Ok(100) => Duration::ZERO,
-                Ok(_) => IDLE,
+                Ok(0) => {
+                    let pause = idle;
+                    idle = (idle * 2).min(IDLE_MAX);
+                    pause
+                }
+                Ok(_) => {
+                    idle = IDLE;
+                    IDLE
+                }
                 Err(error) => {
                     tracing::warn!(%error, "the name search did not keep up; trying again");
                     IDLE
                 }
             };
+            if pause.is_zero() {
+                continue;
+            }
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
+                _ = commits.changed() => idle = IDLE,
                 _ = &mut shutdown => return,
             }
         }

@@ -14,6 +14,8 @@
 //! (the partition `~tk|changes` of the same table), where consumers find
 //! the partitions to read and keep their checkpoints.
 
+use std::sync::Arc;
+
 use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
@@ -187,6 +189,30 @@ pub(crate) fn head_move(pk: &str, seq: u64, head: Option<&Head>) -> BatchOperati
             if_match: IfMatch::ETag(head.etag.clone()),
         },
     }
+}
+
+/// The count of change-feed transactions this process committed, by
+/// backend and table: what [`Changes::commits_here`] watches. (One per
+/// table a process writes with a feed: kept for the process's life.)
+///
+/// [`Changes::commits_here`]: crate::changes::Changes::commits_here
+static COMMITS: std::sync::LazyLock<
+    parking_lot::Mutex<std::collections::HashMap<String, Arc<tokio::sync::watch::Sender<u64>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// The counter of the commits of `table` on `backend` in this process.
+pub(crate) fn commits(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+) -> Arc<tokio::sync::watch::Sender<u64>> {
+    let at = Arc::as_ptr(backend).cast::<()>() as usize;
+    let key = format!("{at:x}\u{0}{table}");
+    let mut commits = COMMITS.lock();
+    Arc::clone(
+        commits
+            .entry(key)
+            .or_insert_with(|| Arc::new(tokio::sync::watch::channel(0).0)),
+    )
 }
 
 #[cfg(test)]

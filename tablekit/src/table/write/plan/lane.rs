@@ -134,6 +134,9 @@ struct Lane {
     state: parking_lot::Mutex<LaneState>,
     /// Held by the writer whose turn it is.
     turn: tokio::sync::Mutex<()>,
+    /// The count of the table's commits in this process, moved by each
+    /// group that commits (see `Changes::commits_here`).
+    commits: Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 struct LaneState {
@@ -192,6 +195,7 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
             queue: VecDeque::new(),
         }),
         turn: tokio::sync::Mutex::new(()),
+        commits: crate::pending::changes::commits(backend, table),
     });
     lanes.insert(key, Arc::clone(&lane));
     lane
@@ -550,6 +554,7 @@ fn committed(
         }
     }
     lane.state.lock().head = head.map(|etag| Head { seq: last, etag });
+    lane.commits.send_modify(|n| *n = n.wrapping_add(1));
     for (s, etags) in each.into_iter().enumerate() {
         group.finish(s, Outcome::Committed(etags));
     }
