@@ -82,10 +82,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let (stop, stopped) = tokio::sync::watch::channel(false);
     // The library's upkeep: the outbox worker, and the sweep that finishes
-    // what a request dropped halfway left (every 30 s by default).
-    let upkeep = app
-        .upkeep(tablekit::upkeep::UpkeepConfig::default())
-        .spawn();
+    // what a request dropped halfway left (within 20 s: `App::upkeep_config`).
+    let upkeep = app.upkeep(App::upkeep_config()).spawn();
 
     // The name search's projector, fed by the customers' change feed; its
     // instance name is this process's, so that several share the tenants.

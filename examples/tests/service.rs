@@ -2718,3 +2718,18 @@ async fn an_idle_name_search_backs_off_and_wakes_on_a_write() {
     stop.send(()).expect("stop");
     running.await.expect("the projector");
 }
+
+/// The upkeep the service runs with finishes what a stopped request left
+/// within the 20 s the README promises: a round at most every 5 s, and a
+/// record finished once 15 s old (longer than a request may take, so a
+/// writer still at work finishes its own).
+#[test]
+fn eventually_is_twenty_seconds() {
+    let config = App::upkeep_config();
+    let bound = config.interval + config.record_age;
+    assert!(bound <= std::time::Duration::from_secs(20), "{config:?}");
+    assert!(
+        config.record_age > std::time::Duration::from_secs(10),
+        "a request's timeout"
+    );
+}

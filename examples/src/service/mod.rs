@@ -93,6 +93,14 @@ pub struct App {
     streams: Arc<changes::Streams>,
 }
 
+/// The time between two rounds of the service's upkeep.
+const EVENTUALLY_ROUND: Duration = Duration::from_secs(5);
+
+/// The age at which the upkeep finishes an outbox record its writer left:
+/// longer than a request may take (its timeout is 10 s), so that a writer
+/// still at work is left to finish its own.
+const EVENTUALLY_AGE: Duration = Duration::from_secs(15);
+
 /// The largest request body: an attachment, or a JSON body (2 MiB).
 pub const MAX_BODY: usize = 2 * 1024 * 1024;
 
@@ -209,11 +217,24 @@ impl App {
         }
     }
 
+    /// The upkeep's settings the service runs with: a round every 5 s, and
+    /// an outbox record left by a request that stopped halfway (its client
+    /// hung up, the process was killed) finished once 15 s old. So what
+    /// such a write owes elsewhere (its audit entry, its city index row) is
+    /// there within 20 s of the write, a little more under load: that is
+    /// how long "eventually" is.
+    pub fn upkeep_config() -> tablekit::upkeep::UpkeepConfig {
+        tablekit::upkeep::UpkeepConfig::default()
+            .interval(EVENTUALLY_ROUND)
+            .record_age(EVENTUALLY_AGE)
+    }
+
     /// The library's upkeep of the service's tables, with `config`: the
     /// outbox worker that finishes index changes kept in other partitions,
     /// the sweep of outbox records a dropped request left (a client that
     /// hung up, a timeout), old fence rows, and orphan attachment blobs.
     /// The binary spawns it with [`Upkeep::spawn`](tablekit::upkeep::Upkeep::spawn).
+    /// The binary runs it with [`upkeep_config`](App::upkeep_config).
     pub fn upkeep(&self, config: tablekit::upkeep::UpkeepConfig) -> tablekit::upkeep::Upkeep {
         tablekit::upkeep::Upkeep::new()
             .config(config)
