@@ -1541,15 +1541,14 @@ async fn a_full_disk_is_a_503_and_heals() {
     let router = app.router();
     assert_eq!(get(&router, "/readyz").await.status, StatusCode::OK);
     let mut full = None;
+    let made = post(&router, "/tenants/acme/customers", customer("c0", "c0@x")).await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    // Users with long names fill it (a customer's name must fit a key).
     for i in 0..10_000 {
-        let body = json!({
-            "id": format!("c{i}"),
-            "name": "n".repeat(30_000),
-            "email": format!("c{i}@x"),
-            "city": "Oslo",
-        });
-        let made = post(&router, "/tenants/acme/customers", body).await;
-        if made.status != StatusCode::CREATED {
+        let body = json!({ "name": "n".repeat(30_000) });
+        let uri = format!("/tenants/acme/users/u{i}");
+        let made = call(&router, Method::PUT, &uri, Some(body), &[]).await;
+        if made.status != StatusCode::OK {
             full = Some(made);
             break;
         }
