@@ -2267,7 +2267,16 @@ async fn sse_events(body: Body, count: usize) -> Vec<(String, String, Value)> {
 }
 
 async fn changes_stream(router: &Router, last_event_id: Option<&str>) -> axum::response::Response {
-    let mut request = Request::builder().uri("/tenants/t1/changes");
+    stream_request(router, "t1", last_event_id).await
+}
+
+/// `GET /tenants/{tenant}/changes`, resumed after `last_event_id`.
+async fn stream_request(
+    router: &Router,
+    tenant: &str,
+    last_event_id: Option<&str>,
+) -> axum::response::Response {
+    let mut request = Request::builder().uri(format!("/tenants/{tenant}/changes"));
     if let Some(id) = last_event_id {
         request = request.header("last-event-id", id);
     }
@@ -2486,12 +2495,7 @@ async fn a_name_the_search_cannot_key_never_stalls_it() {
 }
 
 async fn open_stream(router: &Router, tenant: &str) -> axum::response::Response {
-    let request = Request::builder().uri(format!("/tenants/{tenant}/changes"));
-    router
-        .clone()
-        .oneshot(request.body(Body::empty()).expect("request"))
-        .await
-        .expect("infallible")
+    stream_request(router, tenant, None).await
 }
 
 /// Change streams are capped per tenant and in all, apart from ordinary

@@ -238,3 +238,59 @@ async fn commits_here_wakes_on_a_write_made_here() {
     let waited = tokio::time::timeout(Duration::from_secs(60), commits.changed()).await;
     assert!(waited.is_err());
 }
+
+/// One writer of a group, dropped after its k-th poll for every k (while
+/// it waits for its turn, while its turn sends the group of four, after
+/// the store applied it): the others all commit, the dropped one is
+/// stored exactly when its change is recorded, the numbers have no gap,
+/// and a later write of the partition never carries the dropped one.
+#[tokio::test(start_paused = true)]
+async fn a_writer_dropped_after_each_poll_leaves_its_group_in_step() {
+    use tablekit_conformance::drop_after_polls;
+    for k in 1.. {
+        assert!(k < 200, "the write never completes");
+        let (t, calls) = table().await;
+        calls.set_latency(Some(Duration::from_millis(10)));
+        calls.set_yields(true);
+        let spawn = |i: u32| {
+            let t = t.clone();
+            tokio::spawn(async move { t.insert(&item(i)).await })
+        };
+        // Writer 1 takes the turn and waits in the store; writer 2 (the
+        // one dropped) waits first for the next turn, and 3 to 5 behind
+        // it: the next turn is 2's, with 3 to 5 in its group.
+        let first = spawn(1);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let two = item(2);
+        let dropped = drop_after_polls(k, t.insert(&two));
+        let behind = async {
+            tokio::task::yield_now().await;
+            (3..6).map(spawn).collect::<Vec<_>>()
+        };
+        let (done, others) = futures::join!(dropped, behind);
+        let done = done.is_some();
+        first.await.expect("a writer").expect("commits");
+        for other in others {
+            other.await.expect("a writer").expect("commits");
+        }
+        calls.set_latency(None);
+        calls.set_yields(false);
+        t.insert(&item(9)).await.expect("a later write");
+        let stored = t.get("p", 2u32).await.expect("get").is_some();
+        let seen = changes(&t).await;
+        let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+        let count = if stored { 6 } else { 5 };
+        assert_eq!(numbers, (1..=count).collect::<Vec<u64>>(), "k = {k}");
+        let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+        ids.sort_unstable();
+        let want: Vec<u32> = [1, 2, 3, 4, 5, 9]
+            .into_iter()
+            .filter(|id| stored || *id != 2)
+            .collect();
+        assert_eq!(ids, want, "k = {k}: stored {stored}");
+        if done {
+            assert!(stored, "k = {k}: answered, so stored");
+            break;
+        }
+    }
+}

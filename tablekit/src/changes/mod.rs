@@ -189,6 +189,9 @@ use crate::pending::changes::{
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::Table;
 
+mod here;
+pub use here::CommitsHere;
+
 /// The part of a kind declared with `#[tablekit(changes)]`, which makes
 /// every typed write of it record its change. The derive adds it.
 #[derive(Debug)]
@@ -338,24 +341,6 @@ pub struct Changes<T> {
     table: Table<T>,
 }
 
-/// The changes committed by this process to a table with a change feed,
-/// from [`Changes::commits_here`].
-#[derive(Debug)]
-pub struct CommitsHere {
-    receiver: tokio::sync::watch::Receiver<u64>,
-}
-
-impl CommitsHere {
-    /// Returns once a change was committed by this process since this was
-    /// made or last returned (at once, if one was).
-    pub async fn changed(&mut self) {
-        if self.receiver.changed().await.is_err() {
-            // The counters are kept for the process's life: never closed.
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
 /// A kind whose writes record their changes: the derive implements it for
 /// a kind declared with `#[tablekit(changes)]`, so that
 /// [`Table::changes`] exists only for such kinds (a feed of any other
@@ -416,20 +401,6 @@ impl<T: TableEntity> Changes<T> {
             changes.push(self.decode(row).await?);
         }
         Ok(changes)
-    }
-
-    /// A signal of the changes this process commits to this kind's table
-    /// (through this backend): [`CommitsHere::changed`] returns once one
-    /// committed since it last returned. A consumer that waits on it
-    /// beside a timer reads new changes at once when they are made here,
-    /// and polls rarely when nothing happens. Changes made by other
-    /// processes (or through another backend value) do not move it: keep
-    /// the timer for them.
-    pub fn commits_here(&self) -> CommitsHere {
-        let commits = crate::pending::changes::commits(self.table.backend(), self.table.name());
-        CommitsHere {
-            receiver: commits.subscribe(),
-        }
     }
 
     /// The number of the newest change of the partition `partition_key`

@@ -274,17 +274,28 @@ async fn plan_all(
         // Boxed: a transaction of one write does not carry its room.
         return Box::pin(plan_many(backend, table, writes, learned, at, planned)).await;
     };
-    let state = match write.known_state(&learned[0]) {
-        Some(state) => state,
-        None => write
-            .state(backend, table, &learned[0])
-            .await
-            .map_err(|e| e.in_batch(0))?,
-    };
+    let state = state_of(*write, backend, table, &learned[0], 0).await?;
     let retry = write
         .plan(state, &learned[0], at, planned)
         .map_err(|e| e.in_batch(0))?;
     Ok(Retry::One(retry))
+}
+
+/// What write `w` replaces: known, or read.
+async fn state_of<'a>(
+    write: &'a (dyn Pending + 'a),
+    backend: &'a Arc<dyn TableBackend>,
+    table: &'a str,
+    learned: &'a Learned,
+    w: usize,
+) -> Result<super::State<'a>> {
+    match write.known_state(learned) {
+        Some(state) => Ok(state),
+        None => write
+            .state(backend, table, learned)
+            .await
+            .map_err(|e| e.in_batch(w)),
+    }
 }
 
 /// Plans the writes of a transaction of several, their states read at once.
@@ -296,17 +307,13 @@ async fn plan_many(
     at: DateTime,
     planned: &mut Planned,
 ) -> Result<Retry> {
-    let states = futures::future::try_join_all(writes.iter().zip(learned).enumerate().map(
-        |(w, (write, learned))| async move {
-            match write.known_state(learned) {
-                Some(state) => Ok(state),
-                None => write
-                    .state(backend, table, learned)
-                    .await
-                    .map_err(|e| e.in_batch(w)),
-            }
-        },
-    ))
+    let states = futures::future::try_join_all(
+        writes
+            .iter()
+            .zip(learned)
+            .enumerate()
+            .map(|(w, (write, learned))| state_of(*write, backend, table, learned, w)),
+    )
     .await?;
     let mut retry = Vec::with_capacity(writes.len());
     for (w, (write, state)) in writes.iter().zip(states).enumerate() {
