@@ -1,7 +1,7 @@
 //! Entity group transactions on the wire: one `POST /$batch` holding one
 //! change set in `multipart/mixed`, and the response's parts.
 
-use tablekit::{BatchOperation, ETag, IfMatch, UpdateMode, json};
+use tablekit_core::{BatchOperation, ETag, IfMatch, UpdateMode, json};
 
 use crate::url::entity_path;
 
@@ -252,7 +252,7 @@ pub fn parse(
 
 #[cfg(test)]
 mod tests {
-    use tablekit::Entity;
+    use tablekit_core::Entity;
 
     use super::*;
 

@@ -8,8 +8,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use tablekit::blob::door;
-use tablekit::{
+use tablekit_core::blob::door;
+use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
 };
@@ -186,7 +186,7 @@ fn container_call(method: Method, container: &str, idempotence: Idempotence) -> 
 #[async_trait]
 impl BlobStore for AzureBlobs {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
+        tablekit_core::telemetry::Call::storage(
             || self.service.store.clone(),
             "create_container",
             container,
@@ -200,7 +200,7 @@ impl BlobStore for AzureBlobs {
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
+        tablekit_core::telemetry::Call::storage(
             || self.service.store.clone(),
             "delete_container",
             container,
@@ -220,52 +220,59 @@ impl BlobStore for AzureBlobs {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_blob", container)
-            .run(async {
-                door::blob(container, name)?;
-                let target = Target::blob(container, name);
-                let idempotence = match condition {
-                    PutCondition::None => Idempotence::Idempotent,
-                    _ => Idempotence::NotIdempotent,
-                };
-                let mut call =
-                    Call::new(Method::PUT, blob_path(container, name), target, idempotence);
-                call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
-                // Sent so the service checks what it received (400 Md5Mismatch otherwise).
-                call.content_md5 = BASE64.encode(Md5::digest(&data));
-                match condition {
-                    PutCondition::None => {}
-                    PutCondition::IfNotExists => call.if_none_match = "*".into(),
-                    PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
-                }
-                let length = data.len() as u64;
-                call.body = Bytes::from(data);
-                let reply = self.send(call).await?;
-                AzureBlobs::properties(name, &reply, length)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "put_blob",
+            container,
+        )
+        .run(async {
+            door::blob(container, name)?;
+            let target = Target::blob(container, name);
+            let idempotence = match condition {
+                PutCondition::None => Idempotence::Idempotent,
+                _ => Idempotence::NotIdempotent,
+            };
+            let mut call = Call::new(Method::PUT, blob_path(container, name), target, idempotence);
+            call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
+            // Sent so the service checks what it received (400 Md5Mismatch otherwise).
+            call.content_md5 = BASE64.encode(Md5::digest(&data));
+            match condition {
+                PutCondition::None => {}
+                PutCondition::IfNotExists => call.if_none_match = "*".into(),
+                PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
+            }
+            let length = data.len() as u64;
+            call.body = Bytes::from(data);
+            let reply = self.send(call).await?;
+            AzureBlobs::properties(name, &reply, length)
+        })
+        .await
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_blob", container)
-            .run(async {
-                door::blob(container, name)?;
-                let target = Target::blob(container, name);
-                let reply = self
-                    .send(Call::new(
-                        Method::GET,
-                        blob_path(container, name),
-                        target,
-                        Idempotence::Idempotent,
-                    ))
-                    .await?;
-                let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64)?;
-                Ok(Blob {
-                    data: reply.body,
-                    properties,
-                })
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "get_blob",
+            container,
+        )
+        .run(async {
+            door::blob(container, name)?;
+            let target = Target::blob(container, name);
+            let reply = self
+                .send(Call::new(
+                    Method::GET,
+                    blob_path(container, name),
+                    target,
+                    Idempotence::Idempotent,
+                ))
+                .await?;
+            let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64)?;
+            Ok(Blob {
+                data: reply.body,
+                properties,
             })
-            .await
+        })
+        .await
     }
 
     async fn delete_blob(
@@ -274,38 +281,46 @@ impl BlobStore for AzureBlobs {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_blob", container)
-            .run(async {
-                door::blob(container, name)?;
-                let target = Target::blob(container, name);
-                let mut call = Call::new(
-                    Method::DELETE,
-                    blob_path(container, name),
-                    target,
-                    Idempotence::NotIdempotent,
-                );
-                if let Some(tag) = if_match {
-                    call.if_match = tag.as_str().to_owned();
-                }
-                self.send(call).await.map(drop)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "delete_blob",
+            container,
+        )
+        .run(async {
+            door::blob(container, name)?;
+            let target = Target::blob(container, name);
+            let mut call = Call::new(
+                Method::DELETE,
+                blob_path(container, name),
+                target,
+                Idempotence::NotIdempotent,
+            );
+            if let Some(tag) = if_match {
+                call.if_match = tag.as_str().to_owned();
+            }
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_blobs", container)
-            .run(async {
-                door::list_blobs(container, options)?;
-                let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
-                call.list(
-                    options.prefix.as_ref(),
-                    options.max_results,
-                    options.marker.as_ref(),
-                );
-                let reply = self.send(call).await?;
-                parse_listing(&String::from_utf8_lossy(&reply.body))
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "list_blobs",
+            container,
+        )
+        .run(async {
+            door::list_blobs(container, options)?;
+            let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
+            call.list(
+                options.prefix.as_ref(),
+                options.max_results,
+                options.marker.as_ref(),
+            );
+            let reply = self.send(call).await?;
+            parse_listing(&String::from_utf8_lossy(&reply.body))
+        })
+        .await
     }
 }
 

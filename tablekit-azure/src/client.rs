@@ -7,8 +7,8 @@ use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
-use tablekit::backend::door;
-use tablekit::{
+use tablekit_core::backend::door;
+use tablekit_core::{
     BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
     QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
 };
@@ -55,9 +55,9 @@ struct Inner {
     /// The order of query results (see [`AzureTables::with_query_order`]).
     query_order: QueryOrder,
     /// The account's pacing, shared by every writer through this client.
-    pacing: tablekit::pacing::Pacing,
+    pacing: tablekit_core::pacing::Pacing,
     /// What the store is, for spans and metrics.
-    store: tablekit::telemetry::StoreInfo,
+    store: tablekit_core::telemetry::StoreInfo,
     /// How requests are signed: key, SAS or token.
     signing: Arc<Signing>,
     /// The secondary endpoint and its path prefix, where reads may go.
@@ -141,7 +141,7 @@ impl AzureTables {
             &account.table_endpoint,
             "Microsoft.Tables",
         );
-        let pacing = tablekit::pacing::Pacing::service_targets().for_account(&account.name);
+        let pacing = tablekit_core::pacing::Pacing::service_targets().for_account(&account.name);
         let secondary = account
             .table_secondary_endpoint
             .clone()
@@ -424,7 +424,7 @@ impl AzureTables {
     /// (`*.table.cosmos.azure.com`), [`QueryOrder::Keys`] otherwise. Set it
     /// for a Cosmos DB endpoint under another name, such as its emulator;
     /// tablekit then sorts ordered reads on the client (see
-    /// [`TableBackendExt::query_stream`](tablekit::TableBackendExt::query_stream)).
+    /// `tablekit::TableBackendExt::query_stream`).
     pub fn with_query_order(self, order: QueryOrder) -> AzureTables {
         let mut inner = (*self.inner).clone();
         inner.query_order = order;
@@ -518,7 +518,7 @@ fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
 #[async_trait]
 impl TableBackend for AzureTables {
     async fn create_table(&self, table: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "create_table", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "create_table", table)
             .run(async {
                 door::create_table(table)?;
                 let target = Target::table(table);
@@ -539,7 +539,7 @@ impl TableBackend for AzureTables {
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_table", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "delete_table", table)
             .run(async {
                 door::delete_table(table)?;
                 let target = Target::table(table);
@@ -555,7 +555,7 @@ impl TableBackend for AzureTables {
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "list_tables", "")
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "list_tables", "")
             .run(async {
                 let mut call = self.call(
                     Method::GET,
@@ -586,7 +586,7 @@ impl TableBackend for AzureTables {
                 }
                 let continuation = reply
                     .continuation("x-ms-continuation-nexttablename")?
-                    .map(|next| tablekit::ContinuationToken::new(next, None));
+                    .map(|next| tablekit_core::ContinuationToken::new(next, None));
                 Ok(TablePage {
                     tables,
                     continuation,
@@ -602,7 +602,7 @@ impl TableBackend for AzureTables {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "get_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "get_entity", table)
             .run(async {
                 door::get_entity(table, partition_key, row_key, options)?;
                 let mut call = self.entity_call(
@@ -628,7 +628,7 @@ impl TableBackend for AzureTables {
             .await
     }
 
-    fn store_info(&self) -> tablekit::telemetry::StoreInfo {
+    fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {
         self.inner.store.clone()
     }
 
@@ -638,12 +638,12 @@ impl TableBackend for AzureTables {
 
     /// One adaptive pacing per client, shared by its clones: every writer
     /// of the account through this client keeps to the account's rate.
-    fn pacing(&self) -> Option<tablekit::pacing::Pacing> {
+    fn pacing(&self) -> Option<tablekit_core::pacing::Pacing> {
         Some(self.inner.pacing.clone())
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "query_entities", table).run_counted(async {
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "query_entities", table).run_counted(async {
             door::query_entities(table, query)?;
             // A client scoped to a key range sees only that range, as the service
             // enforces it (Azurite does not): a query that can only reach outside
@@ -688,7 +688,7 @@ impl TableBackend for AzureTables {
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "insert_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "insert_entity", table)
             .run(async {
                 door::write_entity(table, entity)?;
                 self.check_range(&entity.partition_key, &entity.row_key)?;
@@ -713,7 +713,7 @@ impl TableBackend for AzureTables {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "update_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "update_entity", table)
             .run(async {
                 let method = update_method(mode);
                 self.write(table, entity, method, Some(if_match)).await
@@ -722,7 +722,7 @@ impl TableBackend for AzureTables {
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "upsert_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "upsert_entity", table)
             .run(async {
                 let method = update_method(mode);
                 self.write(table, entity, method, None).await
@@ -737,7 +737,7 @@ impl TableBackend for AzureTables {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "delete_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "delete_entity", table)
             .run(async {
                 door::delete_entity(table, partition_key, row_key)?;
                 let mut call = self.entity_call(
@@ -758,47 +758,50 @@ impl TableBackend for AzureTables {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        tablekit::telemetry::Call::storage(|| self.inner.store.clone(), "submit_transaction", table)
-            .batch_size(operations.len())
-            .run(async {
-                door::submit_transaction(table, operations)?;
-                for (index, op) in operations.iter().enumerate() {
-                    let (pk, rk) = op.keys();
-                    self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
+        tablekit_core::telemetry::Call::storage(
+            || self.inner.store.clone(),
+            "submit_transaction",
+            table,
+        )
+        .batch_size(operations.len())
+        .run(async {
+            door::submit_transaction(table, operations)?;
+            for (index, op) in operations.iter().enumerate() {
+                let (pk, rk) = op.keys();
+                self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
+            }
+            let id = format!("{:032x}", fastrand::u128(..));
+            let request = batch::build(&self.inner.account.table_endpoint, table, operations, &id);
+            let target = Target::table(table);
+            let mut call = self.call(
+                Method::POST,
+                "/$batch".into(),
+                target,
+                Idempotence::NotIdempotent,
+            );
+            call.body = Some((request.content_type, request.body.into()));
+            let reply = self.send(call).await?;
+            let content_type = reply.header("content-type").unwrap_or_default().to_owned();
+            match batch::parse(&content_type, &reply.body, operations).map_err(|e| {
+                Error::Decode {
+                    message: e.to_string(),
                 }
-                let id = format!("{:032x}", fastrand::u128(..));
-                let request =
-                    batch::build(&self.inner.account.table_endpoint, table, operations, &id);
-                let target = Target::table(table);
-                let mut call = self.call(
-                    Method::POST,
-                    "/$batch".into(),
-                    target,
-                    Idempotence::NotIdempotent,
-                );
-                call.body = Some((request.content_type, request.body.into()));
-                let reply = self.send(call).await?;
-                let content_type = reply.header("content-type").unwrap_or_default().to_owned();
-                match batch::parse(&content_type, &reply.body, operations).map_err(|e| {
-                    Error::Decode {
-                        message: e.to_string(),
-                    }
-                })? {
-                    BatchOutcome::Applied(etags) => Ok(etags),
-                    BatchOutcome::Failed {
-                        index,
-                        response,
-                        code,
-                        message,
-                    } => {
-                        let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
-                        let target = Target::entity(table, pk, rk);
-                        let cause = errors::map(response.status, &code, &message, target, None);
-                        Err(cause.in_batch(index))
-                    }
+            })? {
+                BatchOutcome::Applied(etags) => Ok(etags),
+                BatchOutcome::Failed {
+                    index,
+                    response,
+                    code,
+                    message,
+                } => {
+                    let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
+                    let target = Target::entity(table, pk, rk);
+                    let cause = errors::map(response.status, &code, &message, target, None);
+                    Err(cause.in_batch(index))
                 }
-            })
-            .await
+            }
+        })
+        .await
     }
 }
 
@@ -833,7 +836,7 @@ fn decode_table_names(body: &str) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::{AzureTables, QueryOrder, decode_table_names, query_order_of};
-    use tablekit::TableBackend as _;
+    use tablekit_core::TableBackend as _;
 
     #[test]
     fn cosmos_endpoints_are_known_not_to_sort() {

@@ -52,7 +52,7 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwapOption;
 use async_trait::async_trait;
 use http::HeaderValue;
-use tablekit::{Error, Result};
+use tablekit_core::{Error, Result};
 
 /// An OAuth 2 access token and when it stops being valid.
 #[derive(Clone)]

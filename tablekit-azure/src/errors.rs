@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tablekit::Error;
+use tablekit_core::Error;
 
 /// What a request addressed, to name it in the error.
 #[derive(Debug, Clone, Copy, Default)]
@@ -193,9 +193,9 @@ pub fn map(
             queue: target.queue.to_owned(),
             id: target.message.to_owned(),
         },
-        (_, "MessageTooLarge") => Error::Invalid(tablekit::InvalidInput::MessageTooLarge {
-            bytes: tablekit::queue::MAX_MESSAGE_BYTES + 1,
-            max: tablekit::queue::MAX_MESSAGE_BYTES,
+        (_, "MessageTooLarge") => Error::Invalid(tablekit_core::InvalidInput::MessageTooLarge {
+            bytes: tablekit_core::queue::MAX_MESSAGE_BYTES + 1,
+            max: tablekit_core::queue::MAX_MESSAGE_BYTES,
         }),
         // Entity not found is `ResourceNotFound` on the live service.
         (404, "ResourceNotFound")
@@ -218,17 +218,19 @@ pub fn map(
         }),
         // The service's own limit checks, for what the client cannot see
         // coming (a merge that pushes the stored entity over a limit).
-        (_, "TooManyProperties") => Error::Invalid(tablekit::InvalidInput::TooManyProperties {
+        (_, "TooManyProperties") => {
+            Error::Invalid(tablekit_core::InvalidInput::TooManyProperties {
+                partition_key: target.partition_key.to_owned(),
+                row_key: target.row_key.to_owned(),
+                count: tablekit_core::validate::limits::MAX_PROPERTIES + 1,
+                max: tablekit_core::validate::limits::MAX_PROPERTIES,
+            })
+        }
+        (_, "EntityTooLarge") => Error::Invalid(tablekit_core::InvalidInput::EntityTooLarge {
             partition_key: target.partition_key.to_owned(),
             row_key: target.row_key.to_owned(),
-            count: tablekit::validate::limits::MAX_PROPERTIES + 1,
-            max: tablekit::validate::limits::MAX_PROPERTIES,
-        }),
-        (_, "EntityTooLarge") => Error::Invalid(tablekit::InvalidInput::EntityTooLarge {
-            partition_key: target.partition_key.to_owned(),
-            row_key: target.row_key.to_owned(),
-            size: tablekit::validate::limits::MAX_ENTITY_SIZE + 1,
-            max: tablekit::validate::limits::MAX_ENTITY_SIZE,
+            size: tablekit_core::validate::limits::MAX_ENTITY_SIZE + 1,
+            max: tablekit_core::validate::limits::MAX_ENTITY_SIZE,
         }),
         // A proxy on the way wants credentials the client did not give.
         (407, _) => Error::Configuration {

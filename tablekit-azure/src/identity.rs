@@ -81,7 +81,7 @@ mod adapter {
         AzureCliCredential, ClientSecretCredential, ManagedIdentityCredential,
         ManagedIdentityCredentialOptions, UserAssignedId, WorkloadIdentityCredential,
     };
-    use tablekit::{Error, Result};
+    use tablekit_core::{Error, Result};
 
     use crate::credential::{AccessToken, TokenCredential};
 

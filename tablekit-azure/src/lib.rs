@@ -1,6 +1,6 @@
 //! # tablekit-azure
 //!
-//! The REST backend of [tablekit] for Azure Table Storage, Cosmos DB for Table
+//! The REST backend of [tablekit](https://docs.rs/tablekit) for Azure Table Storage, Cosmos DB for Table
 //! and Azurite: [`AzureTables`] implements `tablekit::TableBackend`,
 //! [`AzureBlobs`] implements `tablekit::BlobStore` and [`AzureQueues`]
 //! implements `tablekit::QueueStore`, so the typed client and derived

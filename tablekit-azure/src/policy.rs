@@ -6,10 +6,10 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::time::Duration;
 
-use tablekit::filter::{Filter, KeyRange};
+use tablekit_core::filter::{Filter, KeyRange};
 
-use tablekit::keyorder::cmp_utf16;
-use tablekit::{ContinuationToken, Error, InvalidInput, Query, validate};
+use tablekit_core::keyorder::cmp_utf16;
+use tablekit_core::{ContinuationToken, Error, InvalidInput, Query, validate};
 
 /// How the backend retries transient failures.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,10 +82,10 @@ impl RetryPolicy {
 /// percent-encoded. A projection always selects the keys, which the
 /// entity needs.
 ///
-/// The query is validated here, where it is rendered ([`tablekit::backend::checks::query`]):
+/// The query is validated here, where it is rendered ([`tablekit_core::backend::checks::query`]):
 /// no name that is not a property name reaches `$filter` or `$select`.
 pub fn query_parameters(query: &Query) -> Result<Vec<(&'static str, String)>, InvalidInput> {
-    tablekit::backend::checks::query(query)?;
+    tablekit_core::backend::checks::query(query)?;
     let mut params = Vec::new();
     if let Some(filter) = &query.filter {
         params.push(("$filter", filter.to_string()));
@@ -285,7 +285,7 @@ impl SasRange {
 
 #[cfg(test)]
 mod tests {
-    use tablekit::filter::Filter;
+    use tablekit_core::filter::Filter;
 
     use super::*;
 

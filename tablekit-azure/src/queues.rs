@@ -12,12 +12,12 @@ use std::time::Duration;
 use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
-use tablekit::queue::door;
-use tablekit::queue::{
+use tablekit_core::queue::door;
+use tablekit_core::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
     QueuePage, QueueStore, SentMessage,
 };
-use tablekit::{DateTime, Error, Result};
+use tablekit_core::{DateTime, Error, Result};
 
 use crate::config::{Account, ClientOptions, ConfigError};
 use crate::errors::Target;
@@ -252,38 +252,46 @@ fn seconds(duration: Duration) -> String {
 #[async_trait]
 impl QueueStore for AzureQueues {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "create_queue", queue)
-            .run(async {
-                door::queue(queue)?;
-                let call = Call::new(
-                    Method::PUT,
-                    format!("/{queue}"),
-                    Target::queue(queue),
-                    Idempotence::Idempotent,
-                );
-                // 201: created; 204: it existed.
-                Ok(self.send(call).await?.status == 201)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "create_queue",
+            queue,
+        )
+        .run(async {
+            door::queue(queue)?;
+            let call = Call::new(
+                Method::PUT,
+                format!("/{queue}"),
+                Target::queue(queue),
+                Idempotence::Idempotent,
+            );
+            // 201: created; 204: it existed.
+            Ok(self.send(call).await?.status == 201)
+        })
+        .await
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_queue", queue)
-            .run(async {
-                door::queue(queue)?;
-                let call = Call::new(
-                    Method::DELETE,
-                    format!("/{queue}"),
-                    Target::queue(queue),
-                    Idempotence::NotIdempotent,
-                );
-                self.send(call).await.map(drop)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "delete_queue",
+            queue,
+        )
+        .run(async {
+            door::queue(queue)?;
+            let call = Call::new(
+                Method::DELETE,
+                format!("/{queue}"),
+                Target::queue(queue),
+                Idempotence::NotIdempotent,
+            );
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "list_queues", "")
+        tablekit_core::telemetry::Call::storage(|| self.service.store.clone(), "list_queues", "")
             .run(async {
                 door::list_queues(options)?;
                 let mut call = Call::new(
@@ -309,7 +317,7 @@ impl QueueStore for AzureQueues {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "put_message", queue)
+        tablekit_core::telemetry::Call::storage(|| self.service.store.clone(), "put_message", queue)
             .run(async {
                 door::put_message(queue, text, options)?;
                 // A put sent twice is two messages: it is not retried once it may
@@ -341,43 +349,51 @@ impl QueueStore for AzureQueues {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "get_messages", queue)
-            .run(async {
-                door::get_messages(queue, count, visibility_timeout)?;
-                // Sent again after a lost answer, a get hides other messages (or
-                // the same ones again) for the timeout: they come back later, as
-                // at-least-once delivery allows.
-                let mut call = Call::new(
-                    Method::GET,
-                    messages_path(queue),
-                    Target::queue(queue),
-                    Idempotence::Idempotent,
-                );
-                call.query.push(("numofmessages", count.to_string()));
-                call.query
-                    .push(("visibilitytimeout", seconds(visibility_timeout)));
-                let reply = self.send(call).await?;
-                parse_messages(&String::from_utf8_lossy(&reply.body))
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "get_messages",
+            queue,
+        )
+        .run(async {
+            door::get_messages(queue, count, visibility_timeout)?;
+            // Sent again after a lost answer, a get hides other messages (or
+            // the same ones again) for the timeout: they come back later, as
+            // at-least-once delivery allows.
+            let mut call = Call::new(
+                Method::GET,
+                messages_path(queue),
+                Target::queue(queue),
+                Idempotence::Idempotent,
+            );
+            call.query.push(("numofmessages", count.to_string()));
+            call.query
+                .push(("visibilitytimeout", seconds(visibility_timeout)));
+            let reply = self.send(call).await?;
+            parse_messages(&String::from_utf8_lossy(&reply.body))
+        })
+        .await
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "peek_messages", queue)
-            .run(async {
-                door::peek_messages(queue, count)?;
-                let mut call = Call::new(
-                    Method::GET,
-                    messages_path(queue),
-                    Target::queue(queue),
-                    Idempotence::Idempotent,
-                );
-                call.query.push(("peekonly", "true".into()));
-                call.query.push(("numofmessages", count.to_string()));
-                let reply = self.send(call).await?;
-                parse_peeked(&String::from_utf8_lossy(&reply.body))
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "peek_messages",
+            queue,
+        )
+        .run(async {
+            door::peek_messages(queue, count)?;
+            let mut call = Call::new(
+                Method::GET,
+                messages_path(queue),
+                Target::queue(queue),
+                Idempotence::Idempotent,
+            );
+            call.query.push(("peekonly", "true".into()));
+            call.query.push(("numofmessages", count.to_string()));
+            let reply = self.send(call).await?;
+            parse_peeked(&String::from_utf8_lossy(&reply.body))
+        })
+        .await
     }
 
     async fn update_message(
@@ -388,71 +404,83 @@ impl QueueStore for AzureQueues {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "update_message", queue)
-            .run(async {
-                door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-                // Not retried: a retry would carry the receipt the first attempt
-                // used up.
-                let mut call = Call::new(
-                    Method::PUT,
-                    message_path(queue, id),
-                    Target::message(queue, id),
-                    Idempotence::NotIdempotent,
-                );
-                call.query.push(("popreceipt", pop_receipt.to_owned()));
-                call.query
-                    .push(("visibilitytimeout", seconds(visibility_timeout)));
-                if let Some(text) = text {
-                    call.content_type = "application/xml";
-                    call.body = message_body(text, self.ascii_bodies);
-                }
-                let reply = self.send(call).await?;
-                let pop_receipt = reply
-                    .header("x-ms-popreceipt")
-                    .ok_or_else(|| decode_error("x-ms-popreceipt"))?
-                    .to_owned();
-                let next_visible = reply
-                    .header("x-ms-time-next-visible")
-                    .and_then(|t| httpdate::parse_http_date(t).ok())
-                    .map(DateTime::from)
-                    .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
-                Ok(MessageUpdate {
-                    pop_receipt,
-                    next_visible,
-                })
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "update_message",
+            queue,
+        )
+        .run(async {
+            door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
+            // Not retried: a retry would carry the receipt the first attempt
+            // used up.
+            let mut call = Call::new(
+                Method::PUT,
+                message_path(queue, id),
+                Target::message(queue, id),
+                Idempotence::NotIdempotent,
+            );
+            call.query.push(("popreceipt", pop_receipt.to_owned()));
+            call.query
+                .push(("visibilitytimeout", seconds(visibility_timeout)));
+            if let Some(text) = text {
+                call.content_type = "application/xml";
+                call.body = message_body(text, self.ascii_bodies);
+            }
+            let reply = self.send(call).await?;
+            let pop_receipt = reply
+                .header("x-ms-popreceipt")
+                .ok_or_else(|| decode_error("x-ms-popreceipt"))?
+                .to_owned();
+            let next_visible = reply
+                .header("x-ms-time-next-visible")
+                .and_then(|t| httpdate::parse_http_date(t).ok())
+                .map(DateTime::from)
+                .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
+            Ok(MessageUpdate {
+                pop_receipt,
+                next_visible,
             })
-            .await
+        })
+        .await
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "delete_message", queue)
-            .run(async {
-                door::delete_message(queue, id, pop_receipt)?;
-                let mut call = Call::new(
-                    Method::DELETE,
-                    message_path(queue, id),
-                    Target::message(queue, id),
-                    Idempotence::NotIdempotent,
-                );
-                call.query.push(("popreceipt", pop_receipt.to_owned()));
-                self.send(call).await.map(drop)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "delete_message",
+            queue,
+        )
+        .run(async {
+            door::delete_message(queue, id, pop_receipt)?;
+            let mut call = Call::new(
+                Method::DELETE,
+                message_path(queue, id),
+                Target::message(queue, id),
+                Idempotence::NotIdempotent,
+            );
+            call.query.push(("popreceipt", pop_receipt.to_owned()));
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.service.store.clone(), "clear_messages", queue)
-            .run(async {
-                door::queue(queue)?;
-                let call = Call::new(
-                    Method::DELETE,
-                    messages_path(queue),
-                    Target::queue(queue),
-                    Idempotence::Idempotent,
-                );
-                self.send(call).await.map(drop)
-            })
-            .await
+        tablekit_core::telemetry::Call::storage(
+            || self.service.store.clone(),
+            "clear_messages",
+            queue,
+        )
+        .run(async {
+            door::queue(queue)?;
+            let call = Call::new(
+                Method::DELETE,
+                messages_path(queue),
+                Target::queue(queue),
+                Idempotence::Idempotent,
+            );
+            self.send(call).await.map(drop)
+        })
+        .await
     }
 }
 

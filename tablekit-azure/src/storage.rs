@@ -6,7 +6,7 @@ use std::time::SystemTime;
 
 use crate::transport::Method;
 use bytes::Bytes;
-use tablekit::Result;
+use tablekit_core::Result;
 
 use crate::auth::{self, BlobSignedHeaders};
 use crate::config::Account;
@@ -32,7 +32,7 @@ pub(crate) struct Service {
     version: &'static str,
     signing: Signing,
     /// What the store is, for spans and metrics.
-    pub(crate) store: tablekit::telemetry::StoreInfo,
+    pub(crate) store: tablekit_core::telemetry::StoreInfo,
 }
 
 impl Service {

@@ -19,7 +19,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::proxy::matcher::Matcher;
-use tablekit::{Error, Result};
+use tablekit_core::{Error, Result};
 use tracing::Instrument as _;
 
 use crate::config::{ClientOptions, ConfigError, Credentials};
@@ -250,7 +250,7 @@ pub(crate) const CLIENT_REQUEST_ID: &str = "x-ms-client-request-id";
 /// A new id for one HTTP request (a random UUID): every attempt carries its
 /// own, so that the service's logs tell the attempts of one call apart.
 pub(crate) fn new_client_request_id() -> String {
-    tablekit::uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
+    tablekit_core::uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes())
         .into_uuid()
         .to_string()
 }
@@ -535,12 +535,12 @@ where
         match failure.resend {
             Some(Resend::NotSent) if resends < MAX_RESENDS => {
                 resends += 1;
-                tablekit::telemetry::retry(system, "not_sent", number, Duration::ZERO);
+                tablekit_core::telemetry::retry(system, "not_sent", number, Duration::ZERO);
                 continue;
             }
             Some(Resend::Unauthorized) if !refused_once => {
                 refused_once = true;
-                tablekit::telemetry::retry(system, "token_refused", number, Duration::ZERO);
+                tablekit_core::telemetry::retry(system, "token_refused", number, Duration::ZERO);
                 continue;
             }
             _ => {}
@@ -552,7 +552,7 @@ where
             secondary = false;
             route = Route::default();
             if number < retry.max_attempts {
-                tablekit::telemetry::retry(system, "not_replicated", number, Duration::ZERO);
+                tablekit_core::telemetry::retry(system, "not_replicated", number, Duration::ZERO);
                 number += 1;
                 continue;
             }
@@ -576,9 +576,9 @@ where
                 wait
             };
             if matches!(error, Error::Throttled { .. }) {
-                tablekit::telemetry::throttled(system, wait, retry_after);
+                tablekit_core::telemetry::throttled(system, wait, retry_after);
             }
-            tablekit::telemetry::retry(system, retry_reason(&error), number, wait);
+            tablekit_core::telemetry::retry(system, retry_reason(&error), number, wait);
             if !was_secondary {
                 primary_failure = Some(error);
             }
@@ -590,7 +590,7 @@ where
             continue;
         }
         if matches!(error, Error::Throttled { .. }) {
-            tablekit::telemetry::throttled(system, Duration::ZERO, None);
+            tablekit_core::telemetry::throttled(system, Duration::ZERO, None);
         }
         return Err(error);
     }
@@ -727,7 +727,7 @@ pub(crate) fn store_info(
     account: &str,
     endpoint: &str,
     provider: &'static str,
-) -> tablekit::telemetry::StoreInfo {
+) -> tablekit_core::telemetry::StoreInfo {
     let uri = endpoint.parse::<http::Uri>().ok();
     let host = uri.as_ref().and_then(http::Uri::host).unwrap_or_default();
     let port = uri
@@ -742,5 +742,5 @@ pub(crate) fn store_info(
             })
         })
         .unwrap_or(443);
-    tablekit::telemetry::StoreInfo::remote(system, account, host, port).with_provider(provider)
+    tablekit_core::telemetry::StoreInfo::remote(system, account, host, port).with_provider(provider)
 }

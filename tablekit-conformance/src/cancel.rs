@@ -107,18 +107,6 @@ impl CancelOutcomes {
     }
 }
 
-/// Waits for the finishing work that dropped writes left running (it runs
-/// as tasks of its own) to end.
-pub(crate) async fn settle() {
-    for _ in 0..10_000 {
-        if tablekit::__conformance::detached_in_flight() == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    panic!("finishing work still runs after 10 s");
-}
-
 /// The stores and tables a run writes to.
 struct Harness {
     upkeep: Upkeep,
@@ -215,7 +203,7 @@ impl Harness {
     /// Lets what dropped writes left running end, then runs the upkeep
     /// (everything due at once), which must find nothing it cannot finish.
     async fn upkeep(&self) {
-        settle().await;
+        crate::settle().await;
         let round = self.upkeep.run_round_now().await;
         assert!(round.failures.is_empty(), "upkeep failed: {round:?}");
         assert!(

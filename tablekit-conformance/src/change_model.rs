@@ -698,7 +698,7 @@ async fn one_run(
         } else {
             perform(&t, &op).await
         };
-        crate::cancel::settle().await;
+        crate::settle().await;
         if matches!(op, ModelOp::Move { .. }) {
             // A mover that stopped after its copy leaves the rest to it.
             let round = upkeep.run_round_now().await;

@@ -350,3 +350,15 @@ pub fn assert_invalid<T: std::fmt::Debug>(
         other => panic!("{what}: expected a specific invalid-input error, got {other:?}"),
     }
 }
+
+/// Waits for the finishing work that dropped writes left running (it runs
+/// as tasks of its own) to end.
+pub(crate) async fn settle() {
+    for _ in 0..10_000 {
+        if tablekit::__conformance::detached_in_flight() == 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("finishing work still runs after 10 s");
+}

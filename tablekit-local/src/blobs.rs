@@ -8,8 +8,8 @@ use md5::{Digest, Md5};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::{LoggedTable, Txn};
-use tablekit::blob::door;
-use tablekit::{
+use tablekit_core::blob::door;
+use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
 };
@@ -216,8 +216,8 @@ impl LocalStorage {
 #[async_trait]
 impl BlobStore for LocalStorage {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "create_container",
             container,
         )
@@ -259,8 +259,8 @@ impl BlobStore for LocalStorage {
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "delete_container",
             container,
         )
@@ -298,8 +298,8 @@ impl BlobStore for LocalStorage {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "put_blob",
             container,
         )
@@ -346,8 +346,8 @@ impl BlobStore for LocalStorage {
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "get_blob",
             container,
         )
@@ -389,8 +389,8 @@ impl BlobStore for LocalStorage {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "delete_blob",
             container,
         )
@@ -425,8 +425,8 @@ impl BlobStore for LocalStorage {
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "list_blobs",
             container,
         )

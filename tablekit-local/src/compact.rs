@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tablekit::{Error, Result, StorageFailure};
+use tablekit_core::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
 use crate::writer::Message;

@@ -1,6 +1,6 @@
 //! # tablekit-local
 //!
-//! A persistent embedded backend of [tablekit]: tables, blobs and queues in
+//! A persistent embedded backend of [tablekit](https://docs.rs/tablekit): tables, blobs and queues in
 //! one directory on disk, with no server. Data survives a restart, a crash
 //! and a power cut; it behaves like Azure Table Storage, as the in-memory
 //! backend does, and runs the same conformance suite:
@@ -166,7 +166,7 @@
 //! 4 MiB), whatever the size of the store.
 //!
 //! A range read as entities costs what the entities cost: the raw engine's
-//! rows made into [`Entity`](tablekit::Entity) values, with nothing decoded
+//! rows made into [`Entity`](tablekit_core::Entity) values, with nothing decoded
 //! or checked, take 0.31 ms, most of it in the allocations of each entity's
 //! keys, property list and value. A typed query reads each row where the
 //! store decodes it, without an entity in between
@@ -221,7 +221,7 @@
 //!
 //! A future dropped at any point has applied its write completely or not
 //! at all: a write handed to the writer runs to its end even if its caller
-//! stops waiting (and counts as [`InFlight`](tablekit::backend::InFlight)
+//! stops waiting (and counts as [`InFlight`](tablekit_core::backend::InFlight)
 //! until it has). Dropping the last handle waits for those writes, then
 //! closes the file, so the store can be opened again at once.
 
@@ -232,6 +232,7 @@ mod journal;
 mod limit;
 mod logged;
 mod names;
+mod open;
 mod overlay;
 mod panics;
 mod queues;
@@ -247,13 +248,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use tablekit::clock::{Clock, SystemClock};
-use tablekit::{Error, Result, StorageFailure};
+use tablekit_core::clock::{Clock, SystemClock};
+use tablekit_core::{Error, Result, StorageFailure};
 
 use crate::panics::contain_panics;
+use open::*;
 
 #[cfg(doc)]
-use tablekit::{BlobStore, QueueStore, TableBackend};
+use tablekit_core::{BlobStore, QueueStore, TableBackend};
 
 pub use check::{CheckReport, Damage, SkippedRow};
 pub use compact::Compaction;
@@ -389,7 +391,7 @@ impl LocalStorageBuilder {
     }
 
     /// How long a deleted table's name answers
-    /// [`TableBeingDeleted`](tablekit::Error::TableBeingDeleted). The service
+    /// [`TableBeingDeleted`](tablekit_core::Error::TableBeingDeleted). The service
     /// takes at least 40 seconds, the default; `Duration::ZERO` frees the name
     /// at once, as Azurite does.
     pub fn table_deletion_delay(mut self, delay: Duration) -> LocalStorageBuilder {
@@ -399,7 +401,7 @@ impl LocalStorageBuilder {
 
     /// The clock of the queues' visibility timeouts and expiry:
     /// [`SystemClock`] by default, or a
-    /// [`ManualClock`](tablekit::clock::ManualClock) that tests move by hand.
+    /// [`ManualClock`](tablekit_core::clock::ManualClock) that tests move by hand.
     pub fn clock(mut self, clock: impl Clock + 'static) -> LocalStorageBuilder {
         self.clock = Arc::new(clock);
         self
@@ -613,353 +615,6 @@ impl LocalStorageBuilder {
             storage.writer = Some(Arc::new(writer));
         }
         Ok(storage)
-    }
-}
-
-/// Opens the engine read-only on the store's file in `dir`, keeping at most
-/// `cache_size` bytes of it in memory. A store that was not closed cleanly
-/// (the engine needs its repair, or the journal holds writes the engine's
-/// file does not) is recovered in memory ([`recover_in_memory`]).
-fn open_read_only(dir: &Path, cache_size: usize, lost_journal_accepted: bool) -> Result<Engine> {
-    let file = dir.join(FILE_NAME);
-    let db = contain_panics(|| {
-        Database::builder()
-            .set_cache_size(cache_size)
-            .open_read_only(&file)
-    })
-    .map_err(|panic| damaged_by(dir, &panic))?;
-    match db {
-        Ok(db) => {
-            let checkpoint = contain_panics(|| checkpoint_of(dir, &db))
-                .map_err(|panic| damaged_by(dir, &panic))??;
-            contain_panics(|| journal_present(dir, &db, lost_journal_accepted))
-                .map_err(|panic| damaged_by(dir, &panic))??;
-            // Writes of the journal not in the engine's file yet.
-            if journal::Journal::has_records_after(dir, checkpoint)
-                .map_err(|e| io_error(dir, &e))?
-            {
-                drop(db);
-                return recover_in_memory(dir, cache_size, lost_journal_accepted);
-            }
-            Ok(Engine::ReadOnly(db))
-        }
-        Err(redb::DatabaseError::RepairAborted) => {
-            recover_in_memory(dir, cache_size, lost_journal_accepted)
-        }
-        Err(e) => Err(storage_error(dir, e.into())),
-    }
-}
-
-/// Recovers the store in `dir` as a writable open would, in memory alone:
-/// the engine runs on its file through an [`overlay::Overlay`], which
-/// keeps what it writes (its repair, the journal's records applied again)
-/// in memory and never writes the file. Reads then see the store as
-/// recovered, and the directory is left as it was.
-fn recover_in_memory(dir: &Path, cache_size: usize, lost_journal_accepted: bool) -> Result<Engine> {
-    let path = dir.join(FILE_NAME);
-    let file = std::fs::File::open(&path).map_err(|e| io_error(dir, &e))?;
-    let backend = overlay::Overlay::new(file).map_err(|e| io_error(dir, &e))?;
-    contain_panics(|| {
-        let db = Database::builder()
-            .set_cache_size(cache_size)
-            .create_with_backend(backend)
-            .map_err(|e| storage_error(dir, e.into()))?;
-        let checkpoint = checkpoint_of(dir, &db)?;
-        journal_present(dir, &db, lost_journal_accepted)?;
-        let records =
-            journal::Journal::records_after(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
-        if !records.is_empty() {
-            let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
-            apply_records(dir, &txn, &records)?;
-            set_durability(dir, &mut txn, redb::Durability::None)?;
-            txn.commit().map_err(|e| storage_error(dir, e.into()))?;
-        }
-        tracing::info!(
-            path = %dir.display(),
-            records = records.len(),
-            "the store was not closed cleanly: it was recovered in memory for a read-only open"
-        );
-        Ok(Engine::Recovered(db))
-    })
-    .map_err(|panic| damaged_by(dir, &panic))?
-}
-
-/// The error of a journal that cannot be read: damage where its records
-/// do not read, else the file system's.
-fn journal_error(dir: &Path, e: &std::io::Error) -> Error {
-    match e.kind() {
-        std::io::ErrorKind::InvalidData => Error::Storage {
-            path: dir.display().to_string(),
-            failure: StorageFailure::Damaged,
-            message: e.to_string(),
-        },
-        _ => io_error(dir, e),
-    }
-}
-
-/// Applies the journal's `records` again, in order, in `txn`.
-fn apply_records(
-    dir: &Path,
-    txn: &redb::WriteTransaction,
-    records: &[journal::Record],
-) -> Result<()> {
-    for record in records {
-        logged::replay(txn, &record.changes).map_err(|e| match e {
-            logged::ReplayError::Engine(e) => storage_error(dir, e),
-            logged::ReplayError::Malformed(what) => Error::Storage {
-                path: dir.display().to_string(),
-                failure: StorageFailure::Damaged,
-                message: format!(
-                    "record {} of the journal holds {what}; the journal is damaged",
-                    record.number
-                ),
-            },
-        })?;
-    }
-    Ok(())
-}
-
-/// Where the store keeps the number of the last journal record its engine
-/// holds durably (see [`journal`]).
-const CHECKPOINT: &str = "journal";
-
-/// Where the store keeps the number of its format ([`FORMAT`]), written
-/// when it is made.
-const FORMAT_KEY: &str = "format";
-
-/// The format of the stores this version makes and reads: the layout of
-/// rows ([`rows`]), of property names ([`names`]), of blobs and of queue
-/// messages. A change to any of them that an older version would misread
-/// takes the next number.
-const FORMAT: i64 = 2;
-
-/// The error for a store of another format than [`FORMAT`] (`None` for a
-/// store made before formats were numbered).
-fn other_format(dir: &Path, format: Option<i64>) -> Error {
-    let made = match format {
-        Some(format) => format!("format {format}"),
-        None => "a format older than 2".to_owned(),
-    };
-    Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::Format,
-        message: format!(
-            "the store was made in {made}, and this version of tablekit-local reads format \
-             {FORMAT} only; copy its data with the version that made it"
-        ),
-    }
-}
-
-/// The number of the last journal record the engine holds durably: 0 for a
-/// store that never had one. A store of another format than [`FORMAT`] is
-/// refused here, before anything of it is read or replayed.
-fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
-    let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
-    let meta = match txn.open_table(META) {
-        Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Err(other_format(dir, None)),
-        Err(e) => return Err(storage_error(dir, e.into())),
-    };
-    let format = meta
-        .get(FORMAT_KEY)
-        .map_err(|e| storage_error(dir, e.into()))?
-        .map(|v| v.value());
-    if format != Some(FORMAT) {
-        return Err(other_format(dir, format));
-    }
-    let stored = meta
-        .get(CHECKPOINT)
-        .map_err(|e| storage_error(dir, e.into()))?
-        .map_or(0, |v| v.value());
-    u64::try_from(stored).map_err(|_| Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::Damaged,
-        message: format!("the journal's checkpoint is {stored}"),
-    })
-}
-
-/// Where the store keeps whether its journal may hold writes its engine's
-/// file does not: 1 from each writable open (committed durably before any
-/// record is written), 0 after a clean close's checkpoint.
-const IN_USE: &str = "journal_in_use";
-
-/// Refuses a store whose journal is missing while its engine says the
-/// journal may hold acknowledged writes (it was not closed cleanly),
-/// unless `accepted`.
-fn journal_present(dir: &Path, db: &impl ReadableDatabase, accepted: bool) -> Result<()> {
-    if accepted || dir.join(journal::FILE_NAME).exists() {
-        return Ok(());
-    }
-    let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
-    let in_use = match txn.open_table(META) {
-        Ok(meta) => meta
-            .get(IN_USE)
-            .map_err(|e| storage_error(dir, e.into()))?
-            .is_some_and(|v| v.value() != 0),
-        Err(redb::TableError::TableDoesNotExist(_)) => false,
-        Err(e) => return Err(storage_error(dir, e.into())),
-    };
-    if !in_use {
-        return Ok(());
-    }
-    Err(Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::Damaged,
-        message: format!(
-            "the store was not closed cleanly and its journal {} is missing: the writes \
-             acknowledged since its last checkpoint were in it. Put the journal back, or open \
-             the store with `LocalStorageBuilder::accept_lost_journal` to go on without them",
-            journal::FILE_NAME
-        ),
-    })
-}
-
-/// Sets [`IN_USE`] in `txn`.
-fn mark_in_use(txn: &redb::WriteTransaction, in_use: bool) -> Result<(), redb::Error> {
-    txn.open_table(META)?.insert(IN_USE, i64::from(in_use))?;
-    Ok(())
-}
-
-/// Records in `txn` that the engine holds every journal record up to
-/// `number`: committed durably, it is a checkpoint.
-fn mark_checkpoint(txn: &redb::WriteTransaction, number: u64) -> Result<(), redb::Error> {
-    let number = i64::try_from(number).unwrap_or(i64::MAX);
-    txn.open_table(META)?.insert(CHECKPOINT, number)?;
-    Ok(())
-}
-
-/// Opens the journal of the store in `dir`, whose engine is `db`, applying
-/// the records the engine does not hold yet: the writes acknowledged since
-/// the last checkpoint, when the store was not closed cleanly. They are
-/// committed without a sync and stay in the journal (see [`journal`]): the
-/// commit needs no more room than they took before, so a store opened
-/// again on a full disk reads all it acknowledged.
-fn recover(
-    dir: &Path,
-    db: &Database,
-    lost_journal_accepted: bool,
-) -> Result<(journal::Journal, u64)> {
-    contain_panics(|| {
-        let checkpoint = checkpoint_of(dir, db)?;
-        journal_present(dir, db, lost_journal_accepted)?;
-        let (mut journal, records) =
-            journal::Journal::open(dir, checkpoint).map_err(|e| journal_error(dir, &e))?;
-        journal.continue_after(checkpoint, &records);
-        if records.is_empty() {
-            return Ok((journal, 0));
-        }
-        let mut txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
-        apply_records(dir, &txn, &records)?;
-        set_durability(dir, &mut txn, redb::Durability::None)?;
-        txn.commit().map_err(|e| storage_error(dir, e.into()))?;
-        tracing::info!(
-            path = %dir.display(),
-            records = records.len(),
-            "the store was not closed cleanly: its journal was applied again"
-        );
-        Ok((journal, records.len() as u64))
-    })
-    .map_err(|panic| damaged_by(dir, &panic))?
-}
-
-/// Sets how durably `txn` commits. The engine refuses only in modes the
-/// store does not use (shared between processes, persistent savepoints).
-fn set_durability(
-    dir: &Path,
-    txn: &mut redb::WriteTransaction,
-    durability: redb::Durability,
-) -> Result<()> {
-    txn.set_durability(durability).map_err(|e| Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::Io,
-        message: e.to_string(),
-    })
-}
-
-/// Opens the engine on the store's file in `dir`, under the size cap
-/// `max_size` if there is one, keeping at most `cache_size` bytes of it in
-/// memory.
-fn open_engine(
-    dir: &Path,
-    max_size: Option<&Arc<std::sync::atomic::AtomicU64>>,
-    cache_size: usize,
-) -> Result<(Database, limit::Discard)> {
-    let file = dir.join(FILE_NAME);
-    let (backend, discard) = limit::EngineFile::open(&file, max_size.cloned())?;
-    let db = contain_panics(|| {
-        Database::builder()
-            .set_cache_size(cache_size)
-            .create_with_backend(backend)
-    })
-    .map_err(|panic| damaged_by(dir, &panic))?
-    .map_err(|e| storage_error(dir, e.into()))?;
-    Ok((db, discard))
-}
-
-/// The shortest file a store can be: the engine's header and its first
-/// pages. A store's file is never shorter (a file cut short is damage).
-const MIN_FILE_LEN: u64 = 4096;
-
-/// Refuses to make a store in `dir` where its journal is: a journal
-/// without its engine is a store whose engine's file was lost, never to be
-/// made anew, empty, in its place.
-fn engine_not_lost(dir: &Path) -> Result<()> {
-    if !dir.join(journal::FILE_NAME).exists() {
-        return Ok(());
-    }
-    Err(Error::Storage {
-        path: dir.display().to_string(),
-        failure: StorageFailure::Damaged,
-        message: format!(
-            "the store's engine file {FILE_NAME} is missing while its journal {} is here: put \
-             the engine's file back (a new, empty store would take its place), or remove the \
-             journal too to start an empty store",
-            journal::FILE_NAME
-        ),
-    })
-}
-
-/// The name a store is made under before it gets [`FILE_NAME`].
-const CREATING: &str = "tablekit.redb.creating";
-
-/// Makes a new store's file whole under another name, then gives it its
-/// name: a process killed at any moment of the creation leaves either no
-/// store (and a leftover that the next open replaces) or a whole one, never
-/// a file that does not open.
-fn create_atomically(dir: &Path, file: &Path) -> Result<()> {
-    let creating = dir.join(CREATING);
-    match std::fs::remove_file(&creating) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io_error(dir, &e)),
-    }
-    {
-        let db = Database::builder()
-            .create(&creating)
-            .map_err(|e| storage_error(dir, e.into()))?;
-        let txn = db.begin_write().map_err(|e| storage_error(dir, e.into()))?;
-        (|| -> Result<(), redb::Error> {
-            txn.open_table(META)?.insert(FORMAT_KEY, FORMAT)?;
-            Ok(())
-        })()
-        .map_err(|e| storage_error(dir, e))?;
-        txn.commit().map_err(|e| storage_error(dir, e.into()))?;
-    }
-    std::fs::File::open(&creating)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| io_error(dir, &e))?;
-    std::fs::rename(&creating, file).map_err(|e| io_error(dir, &e))?;
-    // The new name is durable once the directory is.
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io_error(dir, &e))
-}
-
-fn damaged_by(path: &Path, panic: &str) -> Error {
-    Error::Storage {
-        path: path.display().to_string(),
-        failure: StorageFailure::Damaged,
-        message: format!("the storage engine failed on the file ({panic}); the file is damaged"),
     }
 }
 
@@ -1239,7 +894,7 @@ impl LocalStorage {
         (|| -> Result<i64, redb::Error> {
             let mut meta = txn.open_table(META)?;
             let last = meta.get("ticks")?.map_or(i64::MIN, |v| v.value());
-            let now = tablekit::DateTime::now()
+            let now = tablekit_core::DateTime::now()
                 .ticks()
                 .max(last.saturating_add(1));
             meta.insert("ticks", now)?;

@@ -45,7 +45,7 @@ impl EngineFile {
     pub(crate) fn open(
         path: &Path,
         max: Option<Arc<AtomicU64>>,
-    ) -> tablekit::Result<(EngineFile, Discard)> {
+    ) -> tablekit_core::Result<(EngineFile, Discard)> {
         let file: File = OpenOptions::new()
             .read(true)
             .write(true)

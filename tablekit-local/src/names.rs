@@ -23,8 +23,8 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use redb::{Key, ReadableTable, TableDefinition};
-use tablekit::backend::sorted::{put_varint, take_varint};
-use tablekit::{Error, PropertyName, Result};
+use tablekit_core::backend::sorted::{put_varint, take_varint};
+use tablekit_core::{Error, PropertyName, Result};
 
 use crate::LocalStorage;
 use crate::logged::{Logged, LoggedTable, Txn};

@@ -63,7 +63,7 @@ impl Drop for Depth {
 
 /// Runs `operation`, catching a panic of the engine: the panic's message,
 /// never printed, is the error (the caller reports it as
-/// [`StorageFailure::Damaged`](tablekit::StorageFailure::Damaged)).
+/// [`StorageFailure::Damaged`](tablekit_core::StorageFailure::Damaged)).
 pub(crate) fn contain_panics<T>(operation: impl FnOnce() -> T) -> Result<T, String> {
     install_hook();
     let depth = Depth::set(CONTAINING.with(Cell::get) + 1);

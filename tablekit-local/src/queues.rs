@@ -10,12 +10,12 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::{LoggedTable, Txn};
-use tablekit::queue::door;
-use tablekit::queue::{
+use tablekit_core::queue::door;
+use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
 };
-use tablekit::{DateTime, Error, InvalidInput, Result};
+use tablekit_core::{DateTime, Error, InvalidInput, Result};
 
 use crate::LocalStorage;
 
@@ -108,7 +108,7 @@ impl Message {
 
     /// The id as the service shows it: a GUID.
     fn id_text(&self) -> String {
-        tablekit::uuid::Uuid::from_bytes(self.id).to_string()
+        tablekit_core::uuid::Uuid::from_bytes(self.id).to_string()
     }
 
     fn receipt_text(&self) -> String {
@@ -153,7 +153,7 @@ fn random() -> [u8; 16] {
 
 /// A random GUID's bytes (version 4).
 fn random_id() -> [u8; 16] {
-    *tablekit::uuid::Builder::from_random_bytes(random())
+    *tablekit_core::uuid::Builder::from_random_bytes(random())
         .into_uuid()
         .as_bytes()
 }
@@ -289,8 +289,8 @@ impl LocalStorage {
 #[async_trait]
 impl QueueStore for LocalStorage {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "create_queue",
             queue,
         )
@@ -346,8 +346,8 @@ impl QueueStore for LocalStorage {
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "delete_queue",
             queue,
         )
@@ -379,8 +379,8 @@ impl QueueStore for LocalStorage {
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "list_queues",
             "",
         )
@@ -418,8 +418,8 @@ impl QueueStore for LocalStorage {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "put_message",
             queue,
         )
@@ -479,8 +479,8 @@ impl QueueStore for LocalStorage {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "get_messages",
             queue,
         )
@@ -525,8 +525,8 @@ impl QueueStore for LocalStorage {
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "peek_messages",
             queue,
         )
@@ -582,8 +582,8 @@ impl QueueStore for LocalStorage {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "update_message",
             queue,
         )
@@ -629,8 +629,8 @@ impl QueueStore for LocalStorage {
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "delete_message",
             queue,
         )
@@ -658,8 +658,8 @@ impl QueueStore for LocalStorage {
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(
-            || tablekit::TableBackend::store_info(self),
+        tablekit_core::telemetry::Call::storage(
+            || tablekit_core::TableBackend::store_info(self),
             "clear_messages",
             queue,
         )

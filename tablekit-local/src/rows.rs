@@ -18,11 +18,11 @@
 use std::borrow::Cow;
 use std::ops::Bound;
 
-use tablekit::backend::sorted::{
+use tablekit_core::backend::sorted::{
     KeyRange, decode_key, decode_value, encode_key, encode_value, encoded_value_len, put_varint,
     take_bytes, take_varint, varint_len,
 };
-use tablekit::{DateTime, ETag, Entity, LentRow, Properties, PropertyName};
+use tablekit_core::{DateTime, ETag, Entity, LentRow, Properties, PropertyName};
 
 use crate::names::NameOf;
 #[cfg(test)]
@@ -302,7 +302,7 @@ impl RowReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tablekit::Value;
+    use tablekit_core::Value;
 
     /// Names by id, for the tests: id `n` is the `n`-th name.
     struct Names(&'static [&'static str]);
@@ -312,7 +312,10 @@ mod tests {
             self.0.get(usize::try_from(id).ok()?).map(|name| f(name))
         }
 
-        fn or_damaged(&self, damaged: impl FnOnce() -> tablekit::Error) -> tablekit::Error {
+        fn or_damaged(
+            &self,
+            damaged: impl FnOnce() -> tablekit_core::Error,
+        ) -> tablekit_core::Error {
             damaged()
         }
     }

@@ -8,13 +8,13 @@ use async_trait::async_trait;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::Txn;
-use tablekit::backend::door;
-use tablekit::backend::sorted::{
+use tablekit_core::backend::door;
+use tablekit_core::backend::sorted::{
     Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
-use tablekit::telemetry::{Call, StoreInfo};
-use tablekit::validate::limits::MAX_PAGE_SIZE;
-use tablekit::{
+use tablekit_core::telemetry::{Call, StoreInfo};
+use tablekit_core::validate::limits::MAX_PAGE_SIZE;
+use tablekit_core::{
     BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions,
     Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TableBackend, TablePage,
     UpdateMode,
@@ -69,7 +69,7 @@ impl<N: NameOf> StoredRow for Stored<'_, N> {
 
     fn etag_is(&self, tag: &ETag) -> bool {
         row_ticks(self.row)
-            .and_then(|ticks| tablekit::DateTime::from_ticks(ticks).ok())
+            .and_then(|ticks| tablekit_core::DateTime::from_ticks(ticks).ok())
             .is_some_and(|t| tag.is_of_timestamp(t))
     }
 
@@ -260,8 +260,8 @@ impl LocalStorage {
                     if read.is_none() {
                         let keys = crate::rows::split_key(key).and_then(|(pk, rk)| {
                             Some((
-                                tablekit::backend::sorted::decode_key(pk)?,
-                                tablekit::backend::sorted::decode_key(rk)?,
+                                tablekit_core::backend::sorted::decode_key(pk)?,
+                                tablekit_core::backend::sorted::decode_key(rk)?,
                             ))
                         });
                         let place = match keys {
@@ -280,7 +280,7 @@ impl LocalStorage {
     fn damaged_row(&self, table: &str, pk: &str, rk: &str) -> Error {
         Error::Storage {
             path: self.shared.path.display().to_string(),
-            failure: tablekit::StorageFailure::Damaged,
+            failure: tablekit_core::StorageFailure::Damaged,
             message: format!(
                 "the row ({pk:?}, {rk:?}) of table `{table}` does not match its checksum or does not \
                  decode; an unconditional delete by its keys removes it"
@@ -473,7 +473,7 @@ impl TableBackend for LocalStorage {
                     let filter = query
                         .filter
                         .as_ref()
-                        .filter(|f| !tablekit::backend::sorted::keys_only(f));
+                        .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
                     let select = query.select.as_deref();
                     let continuation = self.page_rows(table, query, |key, row, names| {
                         let entity = reader.entity(key, row, None, names)?;
@@ -497,7 +497,7 @@ impl TableBackend for LocalStorage {
             && query
                 .filter
                 .as_ref()
-                .is_none_or(tablekit::backend::sorted::keys_only)
+                .is_none_or(tablekit_core::backend::sorted::keys_only)
     }
 
     async fn read_rows(

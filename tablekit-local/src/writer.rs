@@ -60,8 +60,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use redb::{Durability, WriteTransaction};
-use tablekit::backend::InFlight;
-use tablekit::{Error, Result, StorageFailure};
+use tablekit_core::backend::InFlight;
+use tablekit_core::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
 use crate::journal::{Appended, Journal};
@@ -845,7 +845,8 @@ mod tests {
     use std::collections::BTreeSet;
     use std::sync::Mutex;
 
-    use tablekit::{Entity, Query, TableBackend, TableBackendExt};
+    use tablekit::TableBackendExt;
+    use tablekit_core::{Entity, Query, TableBackend};
 
     use super::*;
 

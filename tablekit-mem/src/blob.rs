@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use md5::{Digest, Md5};
 use parking_lot::RwLock;
-use tablekit::blob::door;
-use tablekit::{
+use tablekit_core::blob::door;
+use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
 };
@@ -69,7 +69,7 @@ fn blob_missing(container: &str, name: &str) -> Error {
 #[async_trait]
 impl BlobStore for MemBlobStore {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "create_container", container)
+        tablekit_core::telemetry::Call::storage(crate::store_info, "create_container", container)
             .run_sync(|| {
                 door::container(container)?;
                 let mut state = self.state.write();
@@ -84,7 +84,7 @@ impl BlobStore for MemBlobStore {
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "delete_container", container)
+        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_container", container)
             .run_sync(|| {
                 door::container(container)?;
                 let mut state = self.state.write();
@@ -103,7 +103,7 @@ impl BlobStore for MemBlobStore {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit::telemetry::Call::storage(crate::store_info, "put_blob", container).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "put_blob", container).run_sync(
             || {
                 door::blob(container, name)?;
                 // Hash outside the lock: it is the expensive part of a large put.
@@ -136,7 +136,7 @@ impl BlobStore for MemBlobStore {
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit::telemetry::Call::storage(crate::store_info, "get_blob", container).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "get_blob", container).run_sync(
             || {
                 door::blob(container, name)?;
                 // Copy the shared handle under the lock, the bytes after it.
@@ -165,8 +165,8 @@ impl BlobStore for MemBlobStore {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "delete_blob", container).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_blob", container)
+            .run_sync(|| {
                 door::blob(container, name)?;
                 let mut state = self.state.write();
                 let blobs = state
@@ -184,13 +184,12 @@ impl BlobStore for MemBlobStore {
                 }
                 blobs.remove(name);
                 Ok(())
-            },
-        )
+            })
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit::telemetry::Call::storage(crate::store_info, "list_blobs", container).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(crate::store_info, "list_blobs", container)
+            .run_sync(|| {
                 let limit = door::list_blobs(container, options)?;
                 let state = self.state.read();
                 let blobs = state
@@ -210,7 +209,6 @@ impl BlobStore for MemBlobStore {
                         .collect(),
                     next_marker,
                 })
-            },
-        )
+            })
     }
 }

@@ -14,11 +14,11 @@
 use rustc_hash::FxHashMap;
 
 #[cfg(doc)]
-use tablekit::backend::sorted::encode_key;
-use tablekit::backend::sorted::{
+use tablekit_core::backend::sorted::encode_key;
+use tablekit_core::backend::sorted::{
     decode_key, decode_value, encode_value, encoded_value_len, put_varint, take_varint, varint_len,
 };
-use tablekit::{DateTime, Entity, Properties};
+use tablekit_core::{DateTime, Entity, Properties};
 
 /// Property names of one table, interned: rows hold a small id per name.
 #[derive(Debug, Default)]
@@ -58,7 +58,7 @@ impl Row {
     pub(crate) fn encode(ticks: i64, props: &Properties, names: &mut Names) -> Row {
         // Intern first, so the exact size is known: one allocation of the
         // right length (a shrinking reallocation churns the allocator).
-        let mut ids = [0u32; tablekit::validate::limits::MAX_PROPERTIES];
+        let mut ids = [0u32; tablekit_core::validate::limits::MAX_PROPERTIES];
         let mut size = 8 + varint_len(props.len() as u64);
         for ((name, value), id) in props.iter().zip(ids.iter_mut()) {
             *id = names.intern(name);
@@ -122,7 +122,7 @@ impl Row {
         let mut entity = Entity::new(key(pk), key(rk));
         entity.properties = self.properties(names, select.map(|s| s.ids.as_slice()));
         let written = DateTime::from_ticks(self.ticks()).unwrap_or(DateTime::MIN);
-        entity.etag = Some(tablekit::ETag::from_timestamp(written));
+        entity.etag = Some(tablekit_core::ETag::from_timestamp(written));
         if select.is_none_or(|s| s.timestamp) {
             entity.timestamp = Some(written);
         }
@@ -150,7 +150,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tablekit::Value;
+    use tablekit_core::Value;
 
     #[test]
     fn rows_round_trip_every_type() {
@@ -162,7 +162,7 @@ mod tests {
             ("D", Value::Double(f64::NAN)),
             ("B", Value::Boolean(true)),
             ("T", Value::DateTime(DateTime::MAX)),
-            ("G", Value::Guid(tablekit::uuid::Uuid::from_u128(7))),
+            ("G", Value::Guid(tablekit_core::uuid::Uuid::from_u128(7))),
             ("X", Value::Binary(vec![0, 255, 7])),
             ("E", Value::String(String::new())),
         ]

@@ -1,6 +1,6 @@
 //! # tablekit-mem
 //!
-//! The in-memory reference backend of [tablekit]: it behaves like
+//! The in-memory reference backend of [tablekit](https://docs.rs/tablekit): it behaves like
 //! Azure Table Storage, and like the real service (not the Azurite emulator)
 //! where the two differ:
 //! - every limit, checked by tablekit's shared validator;
@@ -11,7 +11,7 @@
 //!   service's error for each case;
 //! - batches atomic, all or nothing, with the failing operation's index;
 //! - at most 1,000 rows per page, opaque continuation tokens;
-//! - filters evaluated by the service's rules (see [`tablekit::filter::Filter::matches`]);
+//! - filters evaluated by the service's rules (see [`tablekit_core::filter::Filter::matches`]);
 //! - a deleted table's name stays unusable for 40 seconds
 //!   ([`MemBackendBuilder::table_deletion_delay`]).
 //!
@@ -20,7 +20,7 @@
 //!
 //! [`MemBackendBuilder::adversarial`] makes it return short and empty pages
 //! that still carry continuation tokens, as the real service may;
-//! [`tablekit::layer::FaultInjection`] adds failures and latency.
+//! [`tablekit_core::layer::FaultInjection`] adds failures and latency.
 //!
 //! Clones share the same data; the backend is thread-safe and never holds a
 //! lock across an `.await`.
@@ -51,9 +51,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
-use tablekit::backend::door;
-use tablekit::validate;
-use tablekit::{
+use tablekit_core::backend::door;
+use tablekit_core::validate;
+use tablekit_core::{
     BatchOperation, ContinuationToken, DateTime, ETag, Entity, Error, GetOptions, IfMatch,
     ListTablesOptions, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UpdateMode,
 };
@@ -62,7 +62,7 @@ pub use blob::MemBlobStore;
 use codec::{Names, Row, Selection};
 pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
-use tablekit::backend::sorted::{
+use tablekit_core::backend::sorted::{
     Decision, StoredRow, Write, continuation_token, decide, encode_key, key_ranges, resume_at,
 };
 
@@ -148,7 +148,7 @@ impl MemBackendBuilder {
     }
 
     /// How long a deleted table's name answers
-    /// [`TableBeingDeleted`](tablekit::Error::TableBeingDeleted). The service
+    /// [`TableBeingDeleted`](tablekit_core::Error::TableBeingDeleted). The service
     /// takes at least 40 seconds, the default; `Duration::ZERO` frees the name
     /// at once, as Azurite does.
     pub fn table_deletion_delay(mut self, delay: Duration) -> MemBackendBuilder {
@@ -307,7 +307,7 @@ impl StoredRow for Stored<'_> {
         DateTime::from_ticks(self.0.ticks()).is_ok_and(|t| tag.is_of_timestamp(t))
     }
 
-    fn properties(&self) -> Result<tablekit::Properties> {
+    fn properties(&self) -> Result<tablekit_core::Properties> {
         Ok(self.0.properties(self.1, None))
     }
 }
@@ -399,8 +399,8 @@ impl MemBackend {
 #[async_trait]
 impl TableBackend for MemBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "create_table", table).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "create_table", table)
+            .run_sync(|| {
                 door::create_table(table)?;
                 let mut state = self.shared.state.write();
                 let delay = self.delay();
@@ -430,13 +430,12 @@ impl TableBackend for MemBackend {
                     );
                     Ok(())
                 })
-            },
-        )
+            })
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "delete_table", table).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "delete_table", table)
+            .run_sync(|| {
                 door::delete_table(table)?;
                 let mut state = self.shared.state.write();
                 let delay = self.delay();
@@ -446,40 +445,41 @@ impl TableBackend for MemBackend {
                     state.deleted.insert(key.into(), std::time::Instant::now());
                 });
                 Ok(())
-            },
-        )
+            })
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
-            let limit = door::list_tables(options)?;
-            let start = options
-                .continuation
-                .as_ref()
-                .map(|t| t.next_partition_key().to_ascii_lowercase());
-            let prefix = options.prefix.as_deref().unwrap_or("");
-            let state = self.shared.state.read();
-            let mut names: Vec<(&str, &str)> = state
-                .tables
-                .iter()
-                .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
-                .filter(|(_, t)| t.name.starts_with(prefix))
-                .map(|(key, t)| (&**key, t.name.as_str()))
-                .collect();
-            names.sort_unstable();
-            let continuation = names
-                .get(limit)
-                .map(|(key, _)| ContinuationToken::new(*key, None));
-            let tables = names
-                .into_iter()
-                .take(limit)
-                .map(|(_, name)| name.to_owned())
-                .collect();
-            Ok(TablePage {
-                tables,
-                continuation,
-            })
-        })
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "list_tables", "").run_sync(
+            || {
+                let limit = door::list_tables(options)?;
+                let start = options
+                    .continuation
+                    .as_ref()
+                    .map(|t| t.next_partition_key().to_ascii_lowercase());
+                let prefix = options.prefix.as_deref().unwrap_or("");
+                let state = self.shared.state.read();
+                let mut names: Vec<(&str, &str)> = state
+                    .tables
+                    .iter()
+                    .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
+                    .filter(|(_, t)| t.name.starts_with(prefix))
+                    .map(|(key, t)| (&**key, t.name.as_str()))
+                    .collect();
+                names.sort_unstable();
+                let continuation = names
+                    .get(limit)
+                    .map(|(key, _)| ContinuationToken::new(*key, None));
+                let tables = names
+                    .into_iter()
+                    .take(limit)
+                    .map(|(_, name)| name.to_owned())
+                    .collect();
+                Ok(TablePage {
+                    tables,
+                    continuation,
+                })
+            },
+        )
     }
 
     async fn get_entity(
@@ -489,7 +489,7 @@ impl TableBackend for MemBackend {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "get_entity", table).run_sync(
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "get_entity", table).run_sync(
             || {
                 door::get_entity(table, partition_key, row_key, options)?;
                 let state = self.shared.state.read();
@@ -512,7 +512,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "query_entities", table)
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "query_entities", table)
             .run_sync_counted(
                 || {
                     door::query_entities(table, query)?;
@@ -545,7 +545,7 @@ impl TableBackend for MemBackend {
             )
     }
 
-    fn store_info(&self) -> tablekit::telemetry::StoreInfo {
+    fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {
         store_info()
     }
 
@@ -557,7 +557,7 @@ impl TableBackend for MemBackend {
     }
 
     async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "insert_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "insert_entity", table)
             .run_sync(|| self.write(table, Write::Insert(entity)))
     }
 
@@ -568,12 +568,12 @@ impl TableBackend for MemBackend {
         mode: UpdateMode,
         if_match: &IfMatch,
     ) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "update_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "update_entity", table)
             .run_sync(|| self.write(table, Write::Update(entity, mode, if_match)))
     }
 
     async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "upsert_entity", table)
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "upsert_entity", table)
             .run_sync(|| self.write(table, Write::Upsert(entity, mode)))
     }
 
@@ -584,12 +584,11 @@ impl TableBackend for MemBackend {
         row_key: &str,
         if_match: &IfMatch,
     ) -> Result<()> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "delete_entity", table).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "delete_entity", table)
+            .run_sync(|| {
                 self.write(table, Write::Delete(partition_key, row_key, if_match))
                     .map(drop)
-            },
-        )
+            })
     }
 
     async fn submit_transaction(
@@ -597,7 +596,7 @@ impl TableBackend for MemBackend {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        tablekit::telemetry::Call::storage(|| self.store_info(), "submit_transaction", table)
+        tablekit_core::telemetry::Call::storage(|| self.store_info(), "submit_transaction", table)
             .batch_size(operations.len())
             .run_sync(|| {
                 door::submit_transaction(table, operations)?;
@@ -632,8 +631,8 @@ impl TableBackend for MemBackend {
 }
 
 /// What the in-memory stores are, for tablekit's spans and metrics.
-fn store_info() -> tablekit::telemetry::StoreInfo {
+fn store_info() -> tablekit_core::telemetry::StoreInfo {
     // `db.namespace`: the in-memory stores have no account or place of
     // their own; "memory" says where the data is.
-    tablekit::telemetry::StoreInfo::embedded("tablekit.memory", "memory")
+    tablekit_core::telemetry::StoreInfo::embedded("tablekit.memory", "memory")
 }

@@ -7,13 +7,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine as _;
 use parking_lot::Mutex;
-use tablekit::clock::{Clock, SystemClock};
-use tablekit::queue::door;
-use tablekit::queue::{
+use tablekit_core::clock::{Clock, SystemClock};
+use tablekit_core::queue::door;
+use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
 };
-use tablekit::{DateTime, Error, InvalidInput, Result};
+use tablekit_core::{DateTime, Error, InvalidInput, Result};
 
 /// How long a deleted queue's name cannot be used again.
 const QUEUE_DELETION_DELAY: Duration = Duration::from_secs(30);
@@ -86,7 +86,7 @@ impl Random {
 
     /// A new message id: a random GUID, like the service's.
     fn message_id(&mut self) -> String {
-        tablekit::uuid::Builder::from_random_bytes(self.bytes())
+        tablekit_core::uuid::Builder::from_random_bytes(self.bytes())
             .into_uuid()
             .to_string()
     }
@@ -98,7 +98,7 @@ impl Random {
 /// refuses it), expiry, and a deleted queue's name unusable for 30 seconds.
 ///
 /// Time is the [`Clock`] it is built with: [`SystemClock`] by default, or a
-/// [`ManualClock`](tablekit::clock::ManualClock) that tests move by hand,
+/// [`ManualClock`](tablekit_core::clock::ManualClock) that tests move by hand,
 /// so visibility timeouts and expiry are tested without sleeping. Clones
 /// share the same queues.
 ///
@@ -192,7 +192,7 @@ fn held<'q>(
 #[async_trait]
 impl QueueStore for MemQueueStore {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit::telemetry::Call::storage(crate::store_info, "create_queue", queue).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "create_queue", queue).run_sync(
             || {
                 door::queue(queue)?;
                 let now = self.clock.now();
@@ -215,7 +215,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "delete_queue", queue).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_queue", queue).run_sync(
             || {
                 door::queue(queue)?;
                 let now = self.clock.now();
@@ -232,20 +232,22 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit::telemetry::Call::storage(crate::store_info, "list_queues", "").run_sync(|| {
-            let limit = door::list_queues(options)?;
-            let state = self.state.lock();
-            let (entries, next_marker) = crate::listing::page(
-                &state.queues,
-                options.prefix.as_deref(),
-                options.marker.as_deref(),
-                limit,
-            );
-            Ok(QueuePage {
-                queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
-                next_marker,
-            })
-        })
+        tablekit_core::telemetry::Call::storage(crate::store_info, "list_queues", "").run_sync(
+            || {
+                let limit = door::list_queues(options)?;
+                let state = self.state.lock();
+                let (entries, next_marker) = crate::listing::page(
+                    &state.queues,
+                    options.prefix.as_deref(),
+                    options.marker.as_deref(),
+                    limit,
+                );
+                Ok(QueuePage {
+                    queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
+                    next_marker,
+                })
+            },
+        )
     }
 
     async fn put_message(
@@ -254,35 +256,37 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit::telemetry::Call::storage(crate::store_info, "put_message", queue).run_sync(|| {
-            door::put_message(queue, text, options)?;
-            let now = self.clock.now();
-            let expires = match options.ttl {
-                MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                MessageTtl::After(ttl) => now.saturating_add(ttl),
-                MessageTtl::Never => DateTime::MAX,
-            };
-            let mut state = self.state.lock();
-            let pop_receipt = state.random.receipt();
-            let message = Message {
-                id: state.random.message_id(),
-                pop_receipt,
-                dequeue_count: 0,
-                inserted: now,
-                expires,
-                next_visible: now.saturating_add(options.visibility_delay),
-                text: Arc::from(text),
-            };
-            let sent = SentMessage {
-                id: message.id.clone(),
-                pop_receipt: message.pop_receipt.clone(),
-                inserted: message.inserted,
-                expires: message.expires,
-                next_visible: message.next_visible,
-            };
-            state.queue(queue, now)?.messages.push_back(message);
-            Ok(sent)
-        })
+        tablekit_core::telemetry::Call::storage(crate::store_info, "put_message", queue).run_sync(
+            || {
+                door::put_message(queue, text, options)?;
+                let now = self.clock.now();
+                let expires = match options.ttl {
+                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+                    MessageTtl::After(ttl) => now.saturating_add(ttl),
+                    MessageTtl::Never => DateTime::MAX,
+                };
+                let mut state = self.state.lock();
+                let pop_receipt = state.random.receipt();
+                let message = Message {
+                    id: state.random.message_id(),
+                    pop_receipt,
+                    dequeue_count: 0,
+                    inserted: now,
+                    expires,
+                    next_visible: now.saturating_add(options.visibility_delay),
+                    text: Arc::from(text),
+                };
+                let sent = SentMessage {
+                    id: message.id.clone(),
+                    pop_receipt: message.pop_receipt.clone(),
+                    inserted: message.inserted,
+                    expires: message.expires,
+                    next_visible: message.next_visible,
+                };
+                state.queue(queue, now)?.messages.push_back(message);
+                Ok(sent)
+            },
+        )
     }
 
     async fn get_messages(
@@ -291,7 +295,7 @@ impl QueueStore for MemQueueStore {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit::telemetry::Call::storage(crate::store_info, "get_messages", queue).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "get_messages", queue).run_sync(
             || {
                 door::get_messages(queue, count, visibility_timeout)?;
                 let now = self.clock.now();
@@ -324,7 +328,7 @@ impl QueueStore for MemQueueStore {
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit::telemetry::Call::storage(crate::store_info, "peek_messages", queue).run_sync(
+        tablekit_core::telemetry::Call::storage(crate::store_info, "peek_messages", queue).run_sync(
             || {
                 door::peek_messages(queue, count)?;
                 let now = self.clock.now();
@@ -354,8 +358,8 @@ impl QueueStore for MemQueueStore {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit::telemetry::Call::storage(crate::store_info, "update_message", queue).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(crate::store_info, "update_message", queue)
+            .run_sync(|| {
                 door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
@@ -380,13 +384,12 @@ impl QueueStore for MemQueueStore {
                     pop_receipt: message.pop_receipt.clone(),
                     next_visible,
                 })
-            },
-        )
+            })
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "delete_message", queue).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_message", queue)
+            .run_sync(|| {
                 door::delete_message(queue, id, pop_receipt)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
@@ -394,19 +397,17 @@ impl QueueStore for MemQueueStore {
                 let (at, _) = held(messages, queue, id, pop_receipt)?;
                 messages.remove(at);
                 Ok(())
-            },
-        )
+            })
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit::telemetry::Call::storage(crate::store_info, "clear_messages", queue).run_sync(
-            || {
+        tablekit_core::telemetry::Call::storage(crate::store_info, "clear_messages", queue)
+            .run_sync(|| {
                 door::queue(queue)?;
                 let now = self.clock.now();
                 let mut state = self.state.lock();
                 state.queue(queue, now)?.messages.clear();
                 Ok(())
-            },
-        )
+            })
     }
 }

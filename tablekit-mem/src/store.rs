@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rustc_hash::FxHashMap;
-use tablekit::Error;
-use tablekit::backend::sorted::KeyRange;
+use tablekit_core::Error;
+use tablekit_core::backend::sorted::KeyRange;
 
 use crate::codec::{Names, Row};
 
@@ -79,7 +79,7 @@ impl State {
 
     /// A write time later than every earlier one.
     pub(crate) fn next_ticks(&mut self) -> i64 {
-        let now = tablekit::DateTime::now().ticks();
+        let now = tablekit_core::DateTime::now().ticks();
         self.last_ticks = now.max(self.last_ticks + 1);
         self.last_ticks
     }

@@ -1,6 +1,6 @@
 //! # tablekit-stores
 //!
-//! One way to open [tablekit]'s stores (tables, blobs and queues) from
+//! One way to open [tablekit](https://docs.rs/tablekit)'s stores (tables, blobs and queues) from
 //! configuration: a connection string names where the data lives, and the
 //! program does not change with it.
 //!
@@ -74,7 +74,7 @@
 //! # }
 //! ```
 //!
-//! [`Table::from_arc`]: tablekit::Table::from_arc
+//! [`Table::from_arc`]: https://docs.rs/tablekit/latest/tablekit/struct.Table.html#method.from_arc
 //!
 //! Each backend is a cargo feature (`mem`, `local`, `azure`, all on by
 //! default); a connection string naming one that was left out is refused
@@ -84,7 +84,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tablekit::{BlobStore, Error, QueueStore, Result, TableBackend};
+use tablekit_core::{BlobStore, Error, QueueStore, Result, TableBackend};
 
 /// Where a connection string says the data lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -569,14 +569,14 @@ mod tests {
         let connection = format!("UseLocalStorage={};CacheSize=0", dir.path().display());
         let stores = Stores::open(&connection).unwrap();
         stores.tables.create_table("kept").await.unwrap();
-        let row = tablekit::Entity::new("p", "r").with("v", 7);
+        let row = tablekit_core::Entity::new("p", "r").with("v", 7);
         stores.tables.insert_entity("kept", &row).await.unwrap();
         let got = stores
             .tables
             .get_entity("kept", "p", "r", &Default::default())
             .await
             .unwrap();
-        assert_eq!(got.get("v"), Some(&tablekit::Value::Int32(7)));
+        assert_eq!(got.get("v"), Some(&tablekit_core::Value::Int32(7)));
     }
 
     #[test]

@@ -287,37 +287,26 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod backend;
-pub mod blob;
+// The core every backend stands on, at the paths it always had here.
+#[doc(inline)]
+pub use tablekit_core::{
+    backend, blob, clock, filter, json, key, keyorder, layer, pacing, queue, telemetry, validate,
+};
+use tablekit_core::{datetime, entity, error, props, value};
+
 pub mod bucket;
 pub mod changes;
-pub mod clock;
 pub mod copy;
-mod datetime;
-mod edm;
-mod entity;
-mod error;
 mod ext;
-pub mod filter;
 pub mod index;
-pub mod json;
-pub mod key;
-pub mod keyorder;
-pub mod layer;
 pub mod log;
 mod order;
 pub mod outbox;
-pub mod pacing;
 mod pending;
-mod props;
-pub mod queue;
 pub mod schema;
 pub mod shard;
 pub mod table;
-pub mod telemetry;
 pub mod upkeep;
-pub mod validate;
-mod value;
 
 pub use backend::{
     BatchOperation, ContinuationToken, GetOptions, LentRow, ListTablesOptions, Query, QueryOrder,

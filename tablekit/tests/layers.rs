@@ -1,12 +1,19 @@
-//! The layers of `tablekit/src`, checked: each module may use the modules of
-//! its own layer and the layers below it, never one above (see
-//! ARCHITECTURE.md). The check reads every `crate::…` and `super::…` path
+//! The structure of the workspace, checked. The layers of `tablekit-core/src`
+//! and `tablekit/src`: each module may use the modules of its own layer and
+//! the layers below it, never one above (see ARCHITECTURE.md); the core
+//! crate holds the bottom three layers, and `tablekit` re-exports them at
+//! the same paths. The check reads every `crate::…` and `super::…` path
 //! (in `use` trees too) outside comments, and fails with the file, the line
 //! and the two layers for an import that points up.
 //!
 //! The edges that still point up are listed in [`KNOWN_UPWARD`], to be
 //! removed as the code moves; the check also fails when a listed edge is
 //! gone, so the list only shrinks.
+//!
+//! The rules of every library crate (the conformance suite counts as one):
+//! no function over 100 lines, no file over 1,000 lines, no files that
+//! import each other round a cycle, and crates that depend only down (the
+//! backends on the core crate, never on `tablekit`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -348,10 +355,18 @@ fn pairs(edges: &[Upward]) -> BTreeSet<(String, String)> {
         .collect()
 }
 
+/// The two crates the layers span: the core, then `tablekit`.
+fn layered_roots() -> [PathBuf; 2] {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [here.join("../tablekit-core/src"), here.join("src")]
+}
+
 #[test]
 fn no_module_imports_a_higher_layer() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let edges = upward_edges(&root);
+    let edges: Vec<Upward> = layered_roots()
+        .iter()
+        .flat_map(|root| upward_edges(root))
+        .collect();
     let known: BTreeSet<(String, String)> = KNOWN_UPWARD
         .iter()
         .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
@@ -590,14 +605,18 @@ fn file_cycles(edges: &BTreeSet<(PathBuf, PathBuf)>) -> Vec<Vec<PathBuf>> {
 /// once were in `validate.rs`, hid one from it).
 #[test]
 fn no_file_imports_itself_round_a_cycle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let edges = file_edges(&root);
-    assert!(
-        edges.len() > 100,
-        "the check reads the imports: {}",
-        edges.len()
-    );
-    let cycles = file_cycles(&edges);
+    let mut cycles = Vec::new();
+    let mut read = 0;
+    for root in library_roots() {
+        let edges = file_edges(&root);
+        read += edges.len();
+        cycles.extend(
+            file_cycles(&edges)
+                .into_iter()
+                .map(|c| c.into_iter().map(|p| root.join(p)).collect::<Vec<_>>()),
+        );
+    }
+    assert!(read > 300, "the check reads the imports: {read}");
     assert!(
         cycles.is_empty(),
         "files that import each other round a cycle:\n{}",
@@ -690,16 +709,30 @@ fn root_reexports(lib: &str) -> Vec<(String, String)> {
 /// it sees where the name lives.
 #[test]
 fn imports_name_the_home_module() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for root in layered_roots() {
+        found.extend(imports_through_the_root(&root));
+    }
+    found.sort();
+    assert!(
+        found.is_empty(),
+        "imports through the crate root:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The imports of the files under `root` that name an item through the
+/// crate root's re-exports.
+fn imports_through_the_root(root: &Path) -> Vec<String> {
     let lib = std::fs::read_to_string(root.join("lib.rs")).expect("read lib.rs");
     let names = root_reexports(&lib);
     assert!(
-        names.len() > 40,
+        names.len() > 20,
         "the check reads the re-exports: {names:?}"
     );
     let mut found = Vec::new();
-    for path in rust_files(&root) {
-        let relative = path.strip_prefix(&root).expect("under the root");
+    for path in rust_files(root) {
+        let relative = path.strip_prefix(root).expect("under the root");
         if ["lib.rs", "private.rs", "hooks.rs"]
             .iter()
             .any(|n| relative == Path::new(n))
@@ -719,10 +752,297 @@ fn imports_name_the_home_module() {
             }
         }
     }
-    found.sort();
+    found
+}
+
+/// The library crates of the workspace, in dependency order: each may
+/// depend (for its build, not its tests) on the crates listed for it and
+/// nothing else of the workspace.
+const CRATES: &[(&str, &[&str])] = &[
+    ("tablekit-derive", &[]),
+    ("tablekit-core", &[]),
+    ("tablekit", &["tablekit-core", "tablekit-derive"]),
+    ("tablekit-mem", &["tablekit-core"]),
+    ("tablekit-local", &["tablekit-core"]),
+    ("tablekit-azure", &["tablekit-core"]),
+    (
+        "tablekit-stores",
+        &[
+            "tablekit-core",
+            "tablekit-mem",
+            "tablekit-local",
+            "tablekit-azure",
+        ],
+    ),
+    ("tablekit-conformance", &["tablekit", "tablekit-core"]),
+    // The program checks a local store's files itself (`tablekit check`).
+    (
+        "tablekit-cli",
+        &[
+            "tablekit",
+            "tablekit-core",
+            "tablekit-stores",
+            "tablekit-local",
+        ],
+    ),
+];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The `src` folder of every library crate.
+fn library_roots() -> Vec<PathBuf> {
+    CRATES
+        .iter()
+        .map(|(name, _)| workspace().join(name).join("src"))
+        .collect()
+}
+
+/// `line` with its strings, characters and comments taken out;
+/// `in_block` carries a block comment over from one line to the next.
+fn strip_line(line: &str, in_block: &mut bool) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let rest = &chars[i..];
+        if *in_block {
+            match (0..rest.len().saturating_sub(1)).find(|&j| rest[j] == '*' && rest[j + 1] == '/')
+            {
+                Some(j) => {
+                    *in_block = false;
+                    i += j + 2;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        match rest {
+            ['/', '/', ..] => break,
+            ['/', '*', ..] => {
+                *in_block = true;
+                i += 2;
+            }
+            ['r', '#', ..] | ['r', '"', ..] => {
+                let hashes = rest[1..].iter().take_while(|c| **c == '#').count();
+                if rest.get(1 + hashes) != Some(&'"') {
+                    out.push('r');
+                    i += 1;
+                    continue;
+                }
+                let start = i + 2 + hashes;
+                let end = (start..chars.len()).find(|&j| {
+                    chars[j] == '"'
+                        && chars[j + 1..].iter().take_while(|c| **c == '#').count() >= hashes
+                });
+                i = end.map_or(chars.len(), |j| j + 1 + hashes);
+            }
+            ['"', ..] => {
+                let mut j = i + 1;
+                while j < chars.len() && chars[j] != '"' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+            }
+            ['\'', '\\', _, '\'', ..] => i += 4,
+            ['\'', c, '\'', ..] if *c != '\\' => i += 3,
+            [c, ..] => {
+                out.push(*c);
+                i += 1;
+            }
+            [] => break,
+        }
+    }
+    out
+}
+
+/// The name of the function a code line starts, if it starts one.
+fn function_name(code: &str) -> Option<&str> {
+    let mut rest = code.trim_start();
+    for prefix in ["pub(crate) ", "pub(super) ", "pub "] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    if rest.starts_with("pub(in ") {
+        rest = rest.split_once(") ")?.1;
+    }
+    for qualifier in ["default ", "const ", "async ", "unsafe ", "extern \"C\" "] {
+        rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+    }
+    identifier(rest.strip_prefix("fn ")?)
+}
+
+/// Where the item that starts at line `at` of `code` ends: at its closing
+/// brace, or at its `;` if it has no body. `None` when it opens no body.
+fn item_end(code: &[String], at: usize) -> (usize, bool) {
+    let (mut depth, mut opened) = (0i64, false);
+    for (j, line) in code.iter().enumerate().skip(at) {
+        depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+        opened |= line.contains('{');
+        if opened && depth <= 0 {
+            return (j, true);
+        }
+        if !opened && line.trim_end().ends_with(';') {
+            return (j, false);
+        }
+    }
+    (code.len().saturating_sub(1), opened)
+}
+
+/// The functions of `text` longer than `limit` lines, from the signature's
+/// line to the closing brace, as `(line, name, lines)`. Test code (an item
+/// under `#[cfg(test)]`) is left out.
+fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
+    let mut in_block = false;
+    let code: Vec<String> = text
+        .lines()
+        .map(|line| strip_line(line, &mut in_block))
+        .collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        if code[i].trim_start().starts_with("#[cfg(test)]") {
+            i = item_end(&code, i + 1).0 + 1;
+            continue;
+        }
+        if let Some(name) = function_name(&code[i]) {
+            let (end, body) = item_end(&code, i);
+            let lines = end - i + 1;
+            if body && lines > limit {
+                found.push((i + 1, name.to_owned(), lines));
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// A file that holds only tests: `tests.rs`, or one under a `tests/` folder.
+fn test_only(relative: &Path) -> bool {
+    relative.file_name().is_some_and(|n| n == "tests.rs")
+        || relative.components().any(|c| c.as_os_str() == "tests")
+}
+
+#[test]
+fn no_library_function_is_over_100_lines() {
+    let mut found = Vec::new();
+    let mut read = 0;
+    for root in library_roots() {
+        for file in rust_files(&root) {
+            if test_only(file.strip_prefix(&root).expect("under the root")) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).expect("read a source file");
+            read += 1;
+            for (line, name, lines) in long_functions(&text, 100) {
+                found.push(format!(
+                    "{}:{line}: `{name}` is {lines} lines",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(read > 150, "the check reads the files: {read}");
     assert!(
         found.is_empty(),
-        "imports through the crate root:\n{}",
+        "functions over 100 lines (split them into steps that have names):\n{}",
         found.join("\n")
+    );
+}
+
+/// The length check itself: a long function is found, with its name and
+/// length; braces in strings and comments, a function under
+/// `#[cfg(test)]`, and a signature without a body are not counted.
+#[test]
+fn the_length_check_finds_a_long_function() {
+    let body = "    let x = 1;\n".repeat(101);
+    let text = format!(
+        "fn short() {{ \"}}}}\"; }} // {{\n\
+         /* {{ */ pub(crate) async fn long(a: u8) {{\n{body}}}\n\
+         #[cfg(test)]\nmod tests {{\n    fn also_long() {{\n{body}    }}\n}}\n\
+         trait T {{ fn declared(&self); }}\n\
+         fn r() {{ let s = r#\"{{\"#; let c = '{{'; }}\n"
+    );
+    assert_eq!(long_functions(&text, 100), [(2, "long".to_owned(), 103)]);
+    assert!(long_functions(&text, 103).is_empty());
+}
+
+#[test]
+fn no_library_file_is_over_1000_lines() {
+    let mut found = Vec::new();
+    let mut read = 0;
+    for root in library_roots() {
+        for file in rust_files(&root) {
+            if test_only(file.strip_prefix(&root).expect("under the root")) {
+                continue;
+            }
+            let lines = std::fs::read_to_string(&file)
+                .expect("read a source file")
+                .lines()
+                .count();
+            read += lines;
+            if lines > 1000 {
+                found.push(format!("{}: {lines} lines", file.display()));
+            }
+        }
+    }
+    assert!(read > 50_000, "the check reads the files: {read} lines");
+    assert!(
+        found.is_empty(),
+        "files over 1,000 lines (split them by what their parts do):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The workspace crates a crate's manifest names under `[dependencies]`
+/// (its build, not its tests or benches).
+fn build_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut section = "";
+    let mut found = BTreeSet::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line;
+            continue;
+        }
+        if section != "[dependencies]" {
+            continue;
+        }
+        let name = line
+            .split(['=', '.', ' '])
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if name.starts_with("tablekit") {
+            found.insert(name.to_owned());
+        }
+    }
+    found
+}
+
+#[test]
+fn crates_depend_only_down() {
+    let mut found = Vec::new();
+    for (name, allowed) in CRATES {
+        let manifest = std::fs::read_to_string(workspace().join(name).join("Cargo.toml"))
+            .expect("read a manifest");
+        for dependency in build_dependencies(&manifest) {
+            if !allowed.contains(&dependency.as_str()) {
+                found.push(format!("{name} depends on {dependency}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "crates that depend up or across (see CRATES and ARCHITECTURE.md):\n{}",
+        found.join("\n")
+    );
+    // The check reads a manifest as cargo does: the build's section only.
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\ntablekit-core.workspace = true\n\
+                    tablekit = { path = \"../tablekit\" }\nserde = \"1\"\n\
+                    [dev-dependencies]\ntablekit-mem = { path = \"../tablekit-mem\" }\n";
+    assert_eq!(
+        build_dependencies(manifest),
+        BTreeSet::from(["tablekit".to_owned(), "tablekit-core".to_owned()])
     );
 }

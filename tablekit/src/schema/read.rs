@@ -292,12 +292,7 @@ fn row_context<T: TableEntity, S: PropertySource + ?Sized>(
     props: &S,
 ) -> crate::error::RowContext {
     let version = stored_version(props);
-    crate::error::RowContext {
-        partition_key: partition_key.to_owned(),
-        row_key: row_key.to_owned(),
-        kind: T::DESCRIPTOR.kind,
-        version,
-    }
+    crate::error::RowContext::new(partition_key, row_key, T::DESCRIPTOR.kind, version)
 }
 
 /// The name under which `props` holds a field stored as `name` that was

@@ -1,0 +1,461 @@
+//! Consumers of a change feed: each keeps its own place per partition, reads in batches, commits what it handled, and shares partitions with its other instances by lease.
+
+use super::*;
+
+/// Checks a consumer's name: it becomes part of a RowKey.
+pub(super) fn consumer_name(name: &str) -> Result<(), InvalidInput> {
+    let bad = |reason| InvalidInput::ConsumerName {
+        name: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() || name.len() > 63 {
+        return Err(bad("it must be 1 to 63 characters long"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(bad("it may hold letters, digits, `-`, `_` and `.` only"));
+    }
+    Ok(())
+}
+
+/// A named reader of a change feed, which keeps a checkpoint per partition
+/// in the table (see the [module docs](self)).
+pub struct Consumer<T> {
+    pub(super) table: Table<T>,
+    pub(super) name: String,
+    /// This handle's own id: a consumer without leases is read by the
+    /// handle that registered it last.
+    pub(super) reader: String,
+    /// Whether this handle has registered the consumer.
+    pub(super) registered: AtomicBool,
+    /// Whether a newer handle took the consumer over from this one.
+    pub(super) replaced: AtomicBool,
+    /// The instance this handle is, when several share the consumer's
+    /// partitions, and how long its leases last.
+    pub(super) lease: Option<(String, Duration)>,
+    /// The partitions it held at its last poll (with leases).
+    pub(super) held: parking_lot::Mutex<Vec<String>>,
+    pub(super) _marker: PhantomData<fn() -> T>,
+}
+
+/// Changes a [`Consumer`] read, and where each partition's stop: what
+/// [`Consumer::commit`] stores.
+#[derive(Debug, Clone)]
+pub struct ChangeBatch<T> {
+    /// The changes, partition by partition, each partition's in order.
+    pub changes: Vec<Change<T>>,
+    /// The last change number read of each partition.
+    positions: Vec<(String, u64)>,
+    /// The table and the consumer that read it: only that consumer commits
+    /// it.
+    read_by: (String, String),
+}
+
+impl<T> ChangeBatch<T> {
+    /// Whether the batch holds no change.
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+impl<T: TableEntity> Consumer<T> {
+    /// The consumer's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// This handle as the instance `instance` of the consumer, one of
+    /// several (processes, say) that share its partitions: each poll reads
+    /// only the partitions it holds a lease on, for `lease` from its last
+    /// poll. Each instance takes its share (the partitions over the
+    /// instances whose leases are live), from partitions no one holds,
+    /// whose lease ran out, or held by an instance with more than its share;
+    /// so an instance that stops has its partitions taken over once its
+    /// leases run out. Leases are rows of the table changed under their
+    /// ETags. A partition taken over may have its last changes read again
+    /// (delivery is at least once); poll more often than `lease`.
+    pub fn leased(mut self, instance: &str, lease: Duration) -> Consumer<T> {
+        self.lease = Some((instance.to_owned(), lease));
+        self
+    }
+
+    /// The partitions this instance held at its last poll (all of them,
+    /// for a consumer without [leases](Consumer::leased)).
+    pub fn held(&self) -> Vec<String> {
+        self.held.lock().clone()
+    }
+
+    /// The changes after this consumer's checkpoints, at most `max`,
+    /// partition by partition in key order. Nothing moves until
+    /// [`commit`](Consumer::commit): polling again without committing reads
+    /// the same changes.
+    ///
+    /// The first poll registers the consumer, so that
+    /// [`trim`](Changes::trim) keeps what it has not committed. A
+    /// partition whose changes after the checkpoint were trimmed is
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed).
+    pub async fn poll(&self, max: usize) -> Result<ChangeBatch<T>> {
+        if !T::DESCRIPTOR.write_needs().changes {
+            return Err(Error::NotSupported {
+                operation: "a change feed of a kind that records no changes (declare it with `#[tablekit(changes)]`)",
+            });
+        }
+        self.claim().await?;
+        let feed = self.table.feed();
+        let checkpoints = self.checkpoints().await?;
+        let mut batch = ChangeBatch {
+            changes: Vec::new(),
+            positions: Vec::new(),
+            read_by: (self.table.name().to_owned(), self.name.clone()),
+        };
+        let mut listed = feed.listed().await?;
+        if let Some((instance, lease)) = &self.lease {
+            let mine = self.balance(&listed, instance, *lease).await?;
+            listed.retain(|l| mine.contains(&l.partition_key));
+        }
+        *self.held.lock() = listed.iter().map(|l| l.partition_key.clone()).collect();
+        for listed in listed {
+            let left = max.saturating_sub(batch.changes.len());
+            if left == 0 {
+                break;
+            }
+            let pk = listed.partition_key;
+            let after = checkpoints.get(&pk).map_or(0, |(seq, _)| *seq);
+            if after < listed.trimmed {
+                return Err(Error::ChangesTrimmed {
+                    table: self.table.name().to_owned(),
+                    partition_key: pk,
+                    consumer: self.name.clone(),
+                    checkpoint: after,
+                    trimmed: listed.trimmed,
+                });
+            }
+            let changes = feed.read(&pk, after, left).await?;
+            // Numbers have no gaps: one here was trimmed after the
+            // directory was read (a trim that began before this consumer
+            // registered).
+            if let Some(first) = changes.first()
+                && first.id.seq > after + 1
+            {
+                return Err(Error::ChangesTrimmed {
+                    table: self.table.name().to_owned(),
+                    partition_key: pk,
+                    consumer: self.name.clone(),
+                    checkpoint: after,
+                    trimmed: first.id.seq - 1,
+                });
+            }
+            if let Some(last) = changes.last() {
+                batch.positions.push((pk, last.id.seq));
+            }
+            batch.changes.extend(changes);
+        }
+        Ok(batch)
+    }
+
+    /// Moves this consumer's checkpoints past the changes of `batch`. A
+    /// checkpoint only moves forward: committing an older batch after a
+    /// newer one changes nothing.
+    ///
+    /// # Errors
+    /// [`InvalidInput::ForeignChangeBatch`] for a batch another consumer
+    /// polled (another name, or another table), which would move this one
+    /// past changes it never read. Nothing moves.
+    pub async fn commit(&self, batch: &ChangeBatch<T>) -> Result<()> {
+        let (read_in, read_by) = &batch.read_by;
+        if *read_by != self.name || read_in != self.table.name() {
+            let named =
+                |consumer: &str, table: &str| format!("consumer `{consumer}` of table `{table}`");
+            return Err(InvalidInput::ForeignChangeBatch {
+                read_by: named(read_by, read_in),
+                consumer: named(&self.name, self.table.name()),
+            }
+            .into());
+        }
+        for (pk, seq) in &batch.positions {
+            self.move_checkpoint(pk, *seq).await?;
+        }
+        Ok(())
+    }
+
+    /// Starts this consumer at the newest change of every partition, so
+    /// that it reads only the changes made from now on.
+    pub async fn start_from_now(&self) -> Result<()> {
+        self.register().await?;
+        let feed = self.table.feed();
+        for pk in feed.partitions().await? {
+            let newest = feed.newest(&pk).await?;
+            self.move_checkpoint(&pk, newest).await?;
+        }
+        Ok(())
+    }
+
+    /// Moves this consumer past what was trimmed, to the oldest change
+    /// kept of every partition: after a
+    /// [`ChangesTrimmed`](Error::ChangesTrimmed), for a consumer that can
+    /// do without the changes it missed.
+    pub async fn start_from_oldest(&self) -> Result<()> {
+        self.register().await?;
+        for listed in self.table.feed().listed().await? {
+            if listed.trimmed > 0 {
+                self.move_checkpoint(&listed.partition_key, listed.trimmed)
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes this consumer: its registration, so that it no longer holds
+    /// trimming back, and its checkpoints.
+    pub async fn unregister(&self) -> Result<()> {
+        let backend = self.table.backend();
+        let name = self.table.name();
+        let mut keys: Vec<String> = self
+            .table
+            .feed()
+            .directory(&self.prefix())
+            .await?
+            .into_iter()
+            .map(|row| row.row_key)
+            .collect();
+        keys.push(self.registration_key());
+        for key in keys {
+            match backend
+                .delete_entity(name, DIRECTORY, &key, &IfMatch::Any)
+                .await
+            {
+                Ok(()) | Err(Error::EntityNotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.registered.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Takes and keeps this instance's share of `listed`; the partitions
+    /// it holds.
+    async fn balance(
+        &self,
+        listed: &[Listed],
+        instance: &str,
+        period: Duration,
+    ) -> Result<Vec<String>> {
+        let now = self.table.clock.now();
+        let until = now.checked_add(period).map_err(Error::from)?;
+        let half = now.checked_add(period / 2).map_err(Error::from)?;
+        let prefix = format!("{LEASE_PREFIX}{}|", self.name);
+        let leases: HashMap<String, Entity> = self
+            .table
+            .feed()
+            .directory(&prefix)
+            .await?
+            .into_iter()
+            .filter_map(|row| Some((row.row_key.strip_prefix(&prefix)?.to_owned(), row)))
+            .collect();
+        let live = |pk: &str| lease_of(leases.get(pk)?).filter(|(_, until)| *until > now);
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        counts.insert(instance.to_owned(), 0);
+        for pk in leases.keys() {
+            if let Some((owner, _)) = live(pk) {
+                *counts.entry(owner).or_default() += 1;
+            }
+        }
+        let share = listed.len().div_ceil(counts.len());
+        // Its own first, then free ones, then some of an instance's above
+        // its share.
+        let mut order: Vec<(u8, &str)> = listed
+            .iter()
+            .map(|l| {
+                let rank = match live(&l.partition_key) {
+                    Some((owner, _)) if owner == instance => 0,
+                    None => 1,
+                    Some(_) => 2,
+                };
+                (rank, l.partition_key.as_str())
+            })
+            .collect();
+        order.sort_by_key(|(rank, _)| *rank);
+        let mut mine = Vec::new();
+        for (rank, pk) in order {
+            let stored = leases.get(pk);
+            if rank == 0 {
+                // Renewed once half its time is gone.
+                let fresh = live(pk).is_some_and(|(_, at)| at > half);
+                if fresh || self.take_lease(pk, stored, instance, until).await? {
+                    mine.push(pk.to_owned());
+                }
+                continue;
+            }
+            if mine.len() >= share {
+                break;
+            }
+            if let Some((owner, _)) = live(pk) {
+                let count = counts.get(&owner).copied().unwrap_or(0);
+                if count <= share {
+                    continue;
+                }
+                counts.insert(owner, count - 1);
+            }
+            if self.take_lease(pk, stored, instance, until).await? {
+                mine.push(pk.to_owned());
+            }
+        }
+        Ok(mine)
+    }
+
+    /// Takes (or renews) the lease of `pk` until `until`, under the ETag of
+    /// the lease row read; whether it did (another instance may have moved
+    /// it meanwhile).
+    async fn take_lease(
+        &self,
+        pk: &str,
+        stored: Option<&Entity>,
+        instance: &str,
+        until: DateTime,
+    ) -> Result<bool> {
+        let backend = self.table.backend();
+        let key = format!("{LEASE_PREFIX}{}|{pk}", self.name);
+        let row = Entity::new(DIRECTORY, key)
+            .with(LEASE_OWNER, instance)
+            .with(LEASE_UNTIL, until);
+        let written = match stored.and_then(|row| row.etag.clone()) {
+            Some(etag) => {
+                let if_match = IfMatch::ETag(etag);
+                backend
+                    .update_entity(self.table.name(), &row, UpdateMode::Replace, &if_match)
+                    .await
+            }
+            None => backend.insert_entity(self.table.name(), &row).await,
+        };
+        match written {
+            Ok(_) => Ok(true),
+            Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Registers the consumer, once per handle; a handle without leases
+    /// registers itself as the consumer's one reader.
+    async fn register(&self) -> Result<()> {
+        if self.registered.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut row = Entity::new(DIRECTORY, self.registration_key());
+        if self.lease.is_none() {
+            row = row.with(READER, self.reader.as_str());
+        }
+        self.table
+            .backend()
+            .upsert_entity(self.table.name(), &row, UpdateMode::Merge)
+            .await?;
+        self.registered.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Registers the consumer on this handle's first poll; on a later one,
+    /// a handle without leases checks that it is still the consumer's
+    /// reader (one point read), so that two handles of one consumer (a
+    /// projector run twice) never both go on receiving every change: the
+    /// newer one reads, the older one gets
+    /// [`ConsumerReplaced`](Error::ConsumerReplaced) from then on.
+    async fn claim(&self) -> Result<()> {
+        let replaced = || Error::ConsumerReplaced {
+            table: self.table.name().to_owned(),
+            consumer: self.name.clone(),
+        };
+        if self.replaced.load(Ordering::Relaxed) {
+            return Err(replaced());
+        }
+        if self.lease.is_some() || !self.registered.load(Ordering::Relaxed) {
+            return self.register().await;
+        }
+        let stored = self
+            .table
+            .backend()
+            .try_get_entity(self.table.name(), DIRECTORY, &self.registration_key())
+            .await?;
+        match stored
+            .as_ref()
+            .and_then(|row| row.properties.get(READER))
+            .and_then(|v| v.as_str())
+        {
+            Some(reader) if reader == self.reader => Ok(()),
+            Some(_) => {
+                self.replaced.store(true, Ordering::Relaxed);
+                Err(replaced())
+            }
+            // Unregistered meanwhile, or registered by a leased handle:
+            // registered again, as this handle's.
+            None => {
+                self.registered.store(false, Ordering::Relaxed);
+                self.register().await
+            }
+        }
+    }
+
+    /// The RowKey of the consumer's registration row.
+    fn registration_key(&self) -> String {
+        format!("{REGISTERED_PREFIX}{}", self.name)
+    }
+
+    /// This consumer's checkpoint in the partition `partition_key` (as
+    /// stored): the number of the last change it committed; 0 for none.
+    pub async fn checkpoint(&self, partition_key: &str) -> Result<u64> {
+        Ok(self
+            .checkpoints()
+            .await?
+            .get(partition_key)
+            .map_or(0, |(seq, _)| *seq))
+    }
+
+    /// The RowKey start of this consumer's checkpoints.
+    fn prefix(&self) -> String {
+        format!("{CHECKPOINT_PREFIX}{}|", self.name)
+    }
+
+    /// This consumer's checkpoints by partition, with their ETags.
+    async fn checkpoints(&self) -> Result<HashMap<String, (u64, ETag)>> {
+        let prefix = self.prefix();
+        let rows = self.table.feed().directory(&prefix).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let pk = row.row_key.strip_prefix(&prefix)?.to_owned();
+                let seq = row.properties.get(SEQ)?.as_i64()?;
+                let etag = row.etag.clone()?;
+                Some((pk, (u64::try_from(seq).ok()?, etag)))
+            })
+            .collect())
+    }
+
+    /// Sets the checkpoint of `pk` to `seq` unless it is already further
+    /// (another instance of the consumer may move it meanwhile).
+    async fn move_checkpoint(&self, pk: &str, seq: u64) -> Result<()> {
+        let key = format!("{}{pk}", self.prefix());
+        raise(&self.table, &key, SEQ, seq, || {
+            format!(
+                "the checkpoint of change feed consumer `{}` in partition {pk:?}",
+                self.name
+            )
+        })
+        .await
+    }
+}
+
+/// Collects at most `max` rows of a stream.
+pub(super) async fn take_max(
+    stream: futures::stream::BoxStream<'_, Result<Entity>>,
+    max: usize,
+) -> Result<Vec<Entity>> {
+    let mut rows = Vec::new();
+    let mut stream = stream;
+    while rows.len() < max {
+        match stream.try_next().await? {
+            Some(row) => rows.push(row),
+            None => break,
+        }
+    }
+    Ok(rows)
+}
