@@ -148,6 +148,9 @@ pub fn map(
     let blob = |make: fn(String, String) -> Error| {
         make(target.container.to_owned(), target.blob.to_owned())
     };
+    if let Some(error) = blob_or_queue_error(code, &target) {
+        return error;
+    }
     match (status, code) {
         (_, "TableNotFound") => Error::TableNotFound { table },
         (_, "TableAlreadyExists") => Error::TableAlreadyExists { table },
@@ -166,37 +169,6 @@ pub fn map(
                 row_key,
             })
         }
-        (_, "ContainerNotFound") => Error::ContainerNotFound {
-            container: target.container.to_owned(),
-        },
-        (_, "ContainerAlreadyExists") => Error::ContainerAlreadyExists {
-            container: target.container.to_owned(),
-        },
-        (_, "BlobNotFound") => blob(|container, name| Error::BlobNotFound { container, name }),
-        (_, "BlobAlreadyExists") => {
-            blob(|container, name| Error::BlobAlreadyExists { container, name })
-        }
-        (_, "ConditionNotMet") => {
-            blob(|container, name| Error::BlobConditionNotMet { container, name })
-        }
-        (_, "QueueNotFound") => Error::QueueNotFound {
-            queue: target.queue.to_owned(),
-        },
-        (_, "QueueBeingDeleted") => Error::QueueBeingDeleted {
-            queue: target.queue.to_owned(),
-        },
-        (_, "MessageNotFound") => Error::MessageNotFound {
-            queue: target.queue.to_owned(),
-            id: target.message.to_owned(),
-        },
-        (_, "PopReceiptMismatch") => Error::PopReceiptMismatch {
-            queue: target.queue.to_owned(),
-            id: target.message.to_owned(),
-        },
-        (_, "MessageTooLarge") => Error::Invalid(tablekit_core::InvalidInput::MessageTooLarge {
-            bytes: tablekit_core::queue::MAX_MESSAGE_BYTES + 1,
-            max: tablekit_core::queue::MAX_MESSAGE_BYTES,
-        }),
         // Entity not found is `ResourceNotFound` on the live service.
         (404, "ResourceNotFound")
             if target.entity || !target.row_key.is_empty() || !target.partition_key.is_empty() =>
@@ -250,6 +222,43 @@ pub fn map(
             message: message.to_owned(),
         },
     }
+}
+
+/// The error for a Blob or Queue service's own error code, if `code` is one.
+fn blob_or_queue_error(code: &str, target: &Target<'_>) -> Option<Error> {
+    let blob = |make: fn(String, String) -> Error| {
+        make(target.container.to_owned(), target.blob.to_owned())
+    };
+    Some(match code {
+        "ContainerNotFound" => Error::ContainerNotFound {
+            container: target.container.to_owned(),
+        },
+        "ContainerAlreadyExists" => Error::ContainerAlreadyExists {
+            container: target.container.to_owned(),
+        },
+        "BlobNotFound" => blob(|container, name| Error::BlobNotFound { container, name }),
+        "BlobAlreadyExists" => blob(|container, name| Error::BlobAlreadyExists { container, name }),
+        "ConditionNotMet" => blob(|container, name| Error::BlobConditionNotMet { container, name }),
+        "QueueNotFound" => Error::QueueNotFound {
+            queue: target.queue.to_owned(),
+        },
+        "QueueBeingDeleted" => Error::QueueBeingDeleted {
+            queue: target.queue.to_owned(),
+        },
+        "MessageNotFound" => Error::MessageNotFound {
+            queue: target.queue.to_owned(),
+            id: target.message.to_owned(),
+        },
+        "PopReceiptMismatch" => Error::PopReceiptMismatch {
+            queue: target.queue.to_owned(),
+            id: target.message.to_owned(),
+        },
+        "MessageTooLarge" => Error::Invalid(tablekit_core::InvalidInput::MessageTooLarge {
+            bytes: tablekit_core::queue::MAX_MESSAGE_BYTES + 1,
+            max: tablekit_core::queue::MAX_MESSAGE_BYTES,
+        }),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

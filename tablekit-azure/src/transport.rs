@@ -559,22 +559,9 @@ where
             return Err(primary_failure.unwrap_or(error));
         }
         if retry.should_retry(number, idempotence, &error) {
-            let retry_after = match &error {
-                Error::Throttled { retry_after } => *retry_after,
-                _ => None,
-            };
-            let wait = retry.delay(number, fastrand::f64(), retry_after);
-            // Alternate between the endpoints while the primary fails.
             let was_secondary = route.secondary;
-            route = Route {
-                secondary: secondary && !was_secondary,
-            };
-            // The other region has not seen this failure: no wait.
-            let wait = if route.secondary {
-                Duration::ZERO
-            } else {
-                wait
-            };
+            let (next, wait, retry_after) = next_attempt(retry, number, &error, secondary, route);
+            route = next;
             if matches!(error, Error::Throttled { .. }) {
                 tablekit_core::telemetry::throttled(system, wait, retry_after);
             }
@@ -594,6 +581,32 @@ where
         }
         return Err(error);
     }
+}
+
+/// Where and after how long the next attempt goes after `error`, and the
+/// `Retry-After` the answer gave: the endpoints alternate while the primary
+/// fails, and the other region, which has not seen this failure, is tried
+/// at once.
+fn next_attempt(
+    retry: &RetryPolicy,
+    number: u32,
+    error: &Error,
+    secondary: bool,
+    route: Route,
+) -> (Route, Duration, Option<Duration>) {
+    let retry_after = match error {
+        Error::Throttled { retry_after } => *retry_after,
+        _ => None,
+    };
+    let next = Route {
+        secondary: secondary && !route.secondary,
+    };
+    let wait = if next.secondary {
+        Duration::ZERO
+    } else {
+        retry.delay(number, fastrand::f64(), retry_after)
+    };
+    (next, wait, retry_after)
 }
 
 /// The span of one HTTP attempt: `tablekit.attempt`, a CLIENT span named

@@ -773,39 +773,7 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
 
 async fn import(m: &ArgMatches) -> Result<(), CliError> {
     let input = m.get_one::<PathBuf>("in").cloned().unwrap_or_default();
-    let files: Vec<(String, PathBuf)> = if input.is_dir() {
-        let mut files = Vec::new();
-        let entries = std::fs::read_dir(&input)
-            .map_err(|e| failed(format!("--in {}: {e}", input.display())))?;
-        for entry in entries {
-            let path = entry
-                .map_err(|e| failed(format!("--in {}: {e}", input.display())))?
-                .path();
-            if path.extension().is_some_and(|e| e == "jsonl") {
-                let table = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or_default()
-                    .to_owned();
-                files.push((table, path));
-            }
-        }
-        files.sort();
-        if let Some(table) = m.get_one::<String>("table") {
-            files.retain(|(t, _)| t == table);
-        }
-        files
-    } else {
-        let table = match m.get_one::<String>("table") {
-            Some(t) => t.clone(),
-            None => input
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_owned(),
-        };
-        vec![(table, input.clone())]
-    };
+    let files = import_files(&input, m.get_one::<String>("table"))?;
     if files.is_empty() {
         return Err(failed(format!(
             "--in {}: no .jsonl file to import",
@@ -877,6 +845,45 @@ async fn import(m: &ArgMatches) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// The files an import reads, each with the table it goes to: the `.jsonl`
+/// files of a folder (named after their tables), or the one file given;
+/// `table` picks one of a folder's, or names the one file's table.
+fn import_files(input: &Path, table: Option<&String>) -> Result<Vec<(String, PathBuf)>, CliError> {
+    Ok(if input.is_dir() {
+        let mut files = Vec::new();
+        let entries = std::fs::read_dir(input)
+            .map_err(|e| failed(format!("--in {}: {e}", input.display())))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| failed(format!("--in {}: {e}", input.display())))?
+                .path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let table = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default()
+                    .to_owned();
+                files.push((table, path));
+            }
+        }
+        files.sort();
+        if let Some(table) = table {
+            files.retain(|(t, _)| t == table);
+        }
+        files
+    } else {
+        let table = match table {
+            Some(t) => t.clone(),
+            None => input
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned(),
+        };
+        vec![(table, input.to_path_buf())]
+    })
 }
 
 fn count_lines(path: &Path) -> Result<u64, CliError> {

@@ -189,20 +189,7 @@ pub async fn batches_are_atomic(backend: &dyn TableBackend) {
         "the merge before the failure was rolled back"
     );
 
-    let missing = vec![BatchOperation::Update {
-        entity: Entity::new("p", "nope"),
-        mode: UpdateMode::Replace,
-        if_match: IfMatch::Any,
-    }];
-    match backend.submit_transaction(&table, &missing).await {
-        Err(Error::BatchFailed { index: 0, source }) => {
-            assert!(
-                matches!(*source, Error::EntityNotFound { .. }),
-                "cause: {source:?}"
-            )
-        }
-        other => panic!("batch updating a missing entity: {other:?}"),
-    }
+    an_update_of_a_missing_row_fails_at_its_index(backend, &table).await;
     let ok = vec![BatchOperation::Delete {
         partition_key: "p".into(),
         row_key: "1".into(),
@@ -214,6 +201,25 @@ pub async fn batches_are_atomic(backend: &dyn TableBackend) {
         .expect("delete with the current ETag");
     assert_eq!(row_keys(backend, &table).await, ["2"]);
     backend.delete_table(&table).await.expect("delete table");
+}
+
+/// A transaction whose first operation updates a row that is not there fails
+/// at index 0, with the row's own error.
+async fn an_update_of_a_missing_row_fails_at_its_index(backend: &dyn TableBackend, table: &str) {
+    let missing = vec![BatchOperation::Update {
+        entity: Entity::new("p", "nope"),
+        mode: UpdateMode::Replace,
+        if_match: IfMatch::Any,
+    }];
+    match backend.submit_transaction(table, &missing).await {
+        Err(Error::BatchFailed { index: 0, source }) => {
+            assert!(
+                matches!(*source, Error::EntityNotFound { .. }),
+                "cause: {source:?}"
+            )
+        }
+        other => panic!("batch updating a missing entity: {other:?}"),
+    }
 }
 
 /// Batch rules: 1–100 operations, one PartitionKey, each entity once, each

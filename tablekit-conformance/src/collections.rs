@@ -240,39 +240,7 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
         customers.of::<Note>(),
     );
     write_customers(&customers, &orders, &lines, &notes).await;
-    // The keys as a storage browser shows them.
-    let range = tablekit::Query::new().filter(
-        tablekit::filter::Filter::row_key().ge("C_acme|")
-            & tablekit::filter::Filter::row_key().lt("C_acme}"),
-    );
-    // A backend that splits its answers into short pages (as the service
-    // may) takes more than one request for any query.
-    let whole_pages = backend
-        .query_entities(&name, &range)
-        .await
-        .expect("raw query")
-        .continuation
-        .is_none();
-    let raw: Vec<String> = backend
-        .query_all(&name, range)
-        .await
-        .expect("raw query")
-        .into_iter()
-        .map(|row| row.row_key)
-        .collect();
-    assert_eq!(
-        raw,
-        [
-            "C_acme|",
-            "C_acme|NOTE_",
-            "C_acme|ORD_0000000001",
-            "C_acme|ORD_0000000001_LINE_00000",
-            "C_acme|ORD_0000000001_LINE_00001",
-            "C_acme|ORD_0000000002",
-            "C_acme|ORD_0000000002_LINE_00000",
-            "C_acme|ORD_0000000002_LINE_00001",
-        ]
-    );
+    let whole_pages = stored_as_one_range(&*backend, &name).await;
 
     let kinds = customers.of::<CustomerRows>();
     for customer in CUSTOMERS {
@@ -337,6 +305,45 @@ pub async fn collections_read_related_kinds_in_one_range(backend: Arc<dyn TableB
         .expect("partition");
     assert_eq!(partition.len(), 8 * CUSTOMERS.len() - 1);
     backend.delete_table(&name).await.expect("delete table");
+}
+
+/// The collection's rows are stored as one range, in the order a storage
+/// browser shows them. Whether the backend answers that range in one page.
+async fn stored_as_one_range(backend: &dyn TableBackend, name: &str) -> bool {
+    // The keys as a storage browser shows them.
+    let range = tablekit::Query::new().filter(
+        tablekit::filter::Filter::row_key().ge("C_acme|")
+            & tablekit::filter::Filter::row_key().lt("C_acme}"),
+    );
+    // A backend that splits its answers into short pages (as the service
+    // may) takes more than one request for any query.
+    let whole_pages = backend
+        .query_entities(name, &range)
+        .await
+        .expect("raw query")
+        .continuation
+        .is_none();
+    let raw: Vec<String> = backend
+        .query_all(name, range)
+        .await
+        .expect("raw query")
+        .into_iter()
+        .map(|row| row.row_key)
+        .collect();
+    assert_eq!(
+        raw,
+        [
+            "C_acme|",
+            "C_acme|NOTE_",
+            "C_acme|ORD_0000000001",
+            "C_acme|ORD_0000000001_LINE_00000",
+            "C_acme|ORD_0000000001_LINE_00001",
+            "C_acme|ORD_0000000002",
+            "C_acme|ORD_0000000002_LINE_00000",
+            "C_acme|ORD_0000000002_LINE_00001",
+        ]
+    );
+    whole_pages
 }
 
 /// The seed's employee and reviews: an employee and every review of theirs,

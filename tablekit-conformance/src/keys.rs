@@ -300,7 +300,6 @@ enum SeedRows {
 /// typed writes produce exactly those keys, with no property of tablekit's
 /// own (the write history aside, which this table leaves out).
 pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
-    use futures::TryStreamExt;
     use tablekit::Entity;
     use tablekit::key::Padded;
     let name = unique_table("seeds");
@@ -368,6 +367,19 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
     let names: Vec<&str> = raw.properties.iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["name"], "no _Kind or _Version");
 
+    partitions_read_by_layout(&*backend, &name, &by_id).await;
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// The whole partition as one enum, each row by its layout; a row no layout
+/// claims follows the unknown-kind policy.
+async fn partitions_read_by_layout(
+    backend: &dyn TableBackend,
+    name: &str,
+    by_id: &Table<EmployeeById>,
+) {
+    use futures::TryStreamExt;
+    use tablekit::Entity;
     // The whole partition as one enum, each row by its layout; a row no
     // layout claims follows the unknown-kind policy.
     let rows = by_id.of::<SeedRows>();
@@ -386,7 +398,7 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
         .collect();
     assert_eq!(kinds, ["review", "by email", "by id", "by id"]);
     backend
-        .insert_entity(&name, &Entity::new("Sales", "stray").with("x", 1i32))
+        .insert_entity(name, &Entity::new("Sales", "stray").with("x", 1i32))
         .await
         .expect("a row of no layout");
     assert!(
@@ -402,7 +414,6 @@ pub async fn existing_layouts_map_exactly(backend: Arc<dyn TableBackend>) {
         .await
         .expect("left out under Skip");
     assert_eq!(skipped.len(), 4);
-    backend.delete_table(&name).await.expect("delete table");
 }
 
 /// A quarterly report under `2012-Q3`: a template with a text between its
@@ -655,6 +666,14 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
         .await
         .expect("the same query");
     assert_eq!(same.items[0].name, "person 03");
+    damaged_cursors_are_refused();
+    assert!(contacts.query().page_of(0).await.is_err());
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A cursor that is not one, longer than any cursor written, or with keys
+/// no row can have is refused as it is read, never sent to the store.
+fn damaged_cursors_are_refused() {
     for junk in ["", "abc", "dGtjMQ", "%%%"] {
         assert!(junk.parse::<tablekit::table::Cursor>().is_err(), "{junk:?}");
     }
@@ -686,8 +705,6 @@ pub async fn cursor_pages_cover_every_item_once(backend: Arc<dyn TableBackend>) 
             &junk[..junk.len().min(40)]
         );
     }
-    assert!(contacts.query().page_of(0).await.is_err());
-    backend.delete_table(&name).await.expect("delete table");
 }
 
 /// A log keyed by an inverted timestamp and a sequence number.

@@ -511,26 +511,7 @@ fn seen_of(
 /// A query the backend does not lend is refused as such, lending nothing.
 pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
     let table = fresh_table(backend, "lent").await;
-    let mut entities = Vec::new();
-    for pk in ["la", "lb\u{E000}", "lc\u{1F600}"] {
-        for i in 0..120 {
-            entities.push(
-                Entity::new(pk, format!("r{i:04}\u{FFFD}"))
-                    .with("n", i)
-                    .with("text", format!("row {i} of {pk}"))
-                    .with("flag", i % 2 == 0)
-                    .with(format!("only{}", i % 7), i64::from(i) * 3)
-                    .with("ratio", f64::from(i) / 7.0)
-                    .with("bytes", vec![i as u8; (i % 5) as usize])
-                    .with("id", tablekit::uuid::Uuid::from_u128(u128::from(i as u32)))
-                    .with(
-                        "when",
-                        DateTime::from_ticks(638_000_000_000_000_000 + i64::from(i))
-                            .expect("a time"),
-                    ),
-            );
-        }
-    }
+    let entities = rows_of_every_type();
     load(backend, &table, entities).await;
     let queries = [
         Query::new(),
@@ -611,4 +592,30 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
         assert!(lent_queries >= 4, "every key range is lent");
     }
     backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Rows in three partitions (keys with private-use and astral characters),
+/// with a value of every type and properties that differ from row to row.
+fn rows_of_every_type() -> Vec<Entity> {
+    let mut entities = Vec::new();
+    for pk in ["la", "lb\u{E000}", "lc\u{1F600}"] {
+        for i in 0..120 {
+            entities.push(
+                Entity::new(pk, format!("r{i:04}\u{FFFD}"))
+                    .with("n", i)
+                    .with("text", format!("row {i} of {pk}"))
+                    .with("flag", i % 2 == 0)
+                    .with(format!("only{}", i % 7), i64::from(i) * 3)
+                    .with("ratio", f64::from(i) / 7.0)
+                    .with("bytes", vec![i as u8; (i % 5) as usize])
+                    .with("id", tablekit::uuid::Uuid::from_u128(u128::from(i as u32)))
+                    .with(
+                        "when",
+                        DateTime::from_ticks(638_000_000_000_000_000 + i64::from(i))
+                            .expect("a time"),
+                    ),
+            );
+        }
+    }
+    entities
 }

@@ -119,23 +119,7 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
         hits.insert(&hit("home page", seq)).await.expect("insert");
     }
 
-    // Stored: `{page}|{shard}`, the shard computed from the RowKey alone.
-    let raw: Vec<Entity> = backend
-        .query_stream(&name, Query::new())
-        .try_collect()
-        .await
-        .expect("raw rows");
-    assert_eq!(raw.len(), 270);
-    let mut shards = std::collections::BTreeSet::new();
-    for row in &raw {
-        let shard = tablekit::shard::shard_of(&row.row_key, 8);
-        let (page, suffix) = row.partition_key.rsplit_once('|').expect("a shard suffix");
-        assert_eq!(suffix, format!("{shard:02}"), "{row:?}");
-        if page == "home" {
-            shards.insert(shard);
-        }
-    }
-    assert_eq!(shards.len(), 8, "240 rows reach every shard");
+    stored_by_shard(&*backend, &name).await;
 
     // A point read computes its shard.
     let one = hits
@@ -208,6 +192,29 @@ pub async fn sharded_partitions_spread_and_merge(backend: Arc<dyn TableBackend>)
     assert_eq!(read.len(), 239);
     assert_eq!(skipped.count(), 1, "the stray row is refused, not misread");
     backend.delete_table(&name).await.expect("delete table");
+}
+
+/// Rows are stored under `{page}
+/// {shard}`, the shard computed from the RowKey
+/// alone, and 240 rows of one page reach every shard.
+async fn stored_by_shard(backend: &dyn TableBackend, name: &str) {
+    // Stored: `{page}|{shard}`, the shard computed from the RowKey alone.
+    let raw: Vec<Entity> = backend
+        .query_stream(name, Query::new())
+        .try_collect()
+        .await
+        .expect("raw rows");
+    assert_eq!(raw.len(), 270);
+    let mut shards = std::collections::BTreeSet::new();
+    for row in &raw {
+        let shard = tablekit::shard::shard_of(&row.row_key, 8);
+        let (page, suffix) = row.partition_key.rsplit_once('|').expect("a shard suffix");
+        assert_eq!(suffix, format!("{shard:02}"), "{row:?}");
+        if page == "home" {
+            shards.insert(shard);
+        }
+    }
+    assert_eq!(shards.len(), 8, "240 rows reach every shard");
 }
 
 /// An event, kept in one table per hour by its time.
@@ -359,24 +366,7 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
     for e in &written {
         events.insert(e).await.expect("insert");
     }
-    let tables = events.tables().await.expect("tables");
-    let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            format!("{prefix}2026112317"),
-            format!("{prefix}2026112318"),
-            format!("{prefix}2026112319")
-        ]
-    );
-    assert_eq!(tables[1].start, at("2026-11-23T18:00:00Z"));
-    assert_eq!(tables[1].end, at("2026-11-23T19:00:00Z"));
-    // A table with the prefix but no period's digits is not one of them.
-    backend
-        .create_table(&format!("{prefix}Other"))
-        .await
-        .expect("another table");
-    assert_eq!(events.tables().await.expect("tables").len(), 3);
+    one_table_per_period(&*backend, &events, &prefix).await;
 
     let ids = |rows: Vec<tablekit::Loaded<Event>>| rows.iter().map(|e| e.id).collect::<Vec<_>>();
     // Period order, then key order in each period.
@@ -449,6 +439,33 @@ pub async fn bucketed_tables_route_read_and_drop(backend: Arc<dyn TableBackend>)
     buckets_follow_the_clock(&backend).await;
 }
 
+/// Each period written has its table, named by the period; a table with the
+/// prefix but no period's digits is not one of them.
+async fn one_table_per_period(
+    backend: &dyn TableBackend,
+    events: &tablekit::bucket::Buckets<Event>,
+    prefix: &str,
+) {
+    let tables = events.tables().await.expect("tables");
+    let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            format!("{prefix}2026112317"),
+            format!("{prefix}2026112318"),
+            format!("{prefix}2026112319")
+        ]
+    );
+    assert_eq!(tables[1].start, at("2026-11-23T18:00:00Z"));
+    assert_eq!(tables[1].end, at("2026-11-23T19:00:00Z"));
+    // A table with the prefix but no period's digits is not one of them.
+    backend
+        .create_table(&format!("{prefix}Other"))
+        .await
+        .expect("another table");
+    assert_eq!(events.tables().await.expect("tables").len(), 3);
+}
+
 /// A log record of the model run.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
 struct LogLine {
@@ -465,7 +482,7 @@ pub async fn logs_lose_nothing_under_faults(
     _backend: Arc<dyn TableBackend>,
     blobs: Arc<dyn tablekit::BlobStore>,
 ) {
-    use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
+    use tablekit::layer::FaultInjection;
     use tablekit::log::{LogConfig, LogReader, LogWriter};
     let container = unique_table("logs").to_ascii_lowercase();
     let layer = FaultInjection::new(Arc::clone(&blobs));
@@ -489,21 +506,7 @@ pub async fn logs_lose_nothing_under_faults(
         let reader = LogReader::<LogLine>::new(Arc::clone(&blobs), &container, &prefix);
         faults.clear();
         faults.seed(seed);
-        for operation in [
-            Operation::PutBlob,
-            Operation::GetBlob,
-            Operation::ListBlobs,
-            Operation::CreateContainer,
-        ] {
-            for fault in [Fault::Transient, Fault::LostResponse] {
-                faults.inject(
-                    Injection::on(operation)
-                        .fault(fault)
-                        .probability(0.15)
-                        .times(usize::MAX),
-                );
-            }
-        }
+        fail_some_blob_requests(&faults);
         let mut taken: Vec<LogLine> = Vec::new();
         for step in 0..40u32 {
             match rng.u32(0..10) {
@@ -561,6 +564,27 @@ pub async fn logs_lose_nothing_under_faults(
         .delete_container(&container)
         .await
         .expect("delete container");
+}
+
+/// Fails about one in seven of the blob requests a log makes, transiently or
+/// with the answer lost.
+fn fail_some_blob_requests(faults: &tablekit::layer::FaultHandle) {
+    use tablekit::layer::{Fault, Injection, Operation};
+    for operation in [
+        Operation::PutBlob,
+        Operation::GetBlob,
+        Operation::ListBlobs,
+        Operation::CreateContainer,
+    ] {
+        for fault in [Fault::Transient, Fault::LostResponse] {
+            faults.inject(
+                Injection::on(operation)
+                    .fault(fault)
+                    .probability(0.15)
+                    .times(usize::MAX),
+            );
+        }
+    }
 }
 
 /// A log flushes by size on append, by age with no appends (its flusher),

@@ -364,6 +364,17 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
     assert_eq!(round.changes_trimmed, 1);
     assert!(changes(&t, "ann").await.is_empty());
 
+    gaps_and_stopped_consumers_are_told(&*backend, &name, &t, &feed).await;
+}
+
+/// A change gone without a mark is a gap a consumer is told of; a registered
+/// consumer that stopped holds changes back up to a limit only.
+async fn gaps_and_stopped_consumers_are_told(
+    backend: &dyn TableBackend,
+    name: &str,
+    t: &Table<Order>,
+    feed: &tablekit::changes::Changes<Order>,
+) {
     // A change gone without a mark (a trim racing a new consumer's first
     // poll) is a gap in the numbers: told too.
     let gap = feed.consumer("gap").expect("consumer");
@@ -372,7 +383,7 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
     t.insert(&order("ann", 6, 1)).await.expect("insert");
     backend
         .delete_entity(
-            &name,
+            name,
             "ann",
             "~tk|change|0000000000000005",
             &tablekit::IfMatch::Any,
@@ -390,15 +401,15 @@ pub async fn changes_are_trimmed_behind_every_consumer(backend: Arc<dyn TableBac
 
     // A registered consumer that stopped for good holds changes back up
     // to a limit only: past it they go, and it is told.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let held = feed.trim(Duration::ZERO).await.expect("trim");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let held = feed.trim(std::time::Duration::ZERO).await.expect("trim");
     assert_eq!(held.removed, 0, "`gap` has not committed change 6");
     let limited = feed
-        .trim_with_limit(Duration::ZERO, Some(Duration::ZERO))
+        .trim_with_limit(std::time::Duration::ZERO, Some(std::time::Duration::ZERO))
         .await
         .expect("trim");
     assert_eq!(limited.removed, 1, "older than the limit: trimmed");
-    assert!(changes(&t, "ann").await.is_empty());
+    assert!(changes(t, "ann").await.is_empty());
     match gap.poll(100).await {
         Err(Error::ChangesTrimmed {
             checkpoint: 4,

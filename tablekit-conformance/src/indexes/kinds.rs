@@ -91,10 +91,21 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         "no part and no index row is left: {left:?}"
     );
 
+    indexes_of_offloaded_entities(&backend, &blobs, &name).await;
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// The index rows of an entity whose body is offloaded to a blob follow
+/// every write, and its replaced blobs go.
+async fn indexes_of_offloaded_entities(
+    backend: &Arc<dyn TableBackend>,
+    blobs: &Arc<dyn tablekit::BlobStore>,
+    name: &str,
+) {
     let container = crate::unique_table("c").to_ascii_lowercase();
     blobs.create_container(&container).await.expect("container");
-    let filed: Table<Filed> = Table::from_arc(Arc::clone(&backend), &name)
-        .with_blob_store(Arc::clone(&blobs), &container);
+    let filed: Table<Filed> =
+        Table::from_arc(Arc::clone(backend), name).with_blob_store(Arc::clone(blobs), &container);
     let doc = |title: &str, size: usize| Filed {
         folder: "f".into(),
         id: 1,
@@ -106,7 +117,7 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         .await
         .expect("insert offloaded");
     assert_eq!(
-        index_problems::<Filed>(&*backend, &name, "f").await,
+        index_problems::<Filed>(backend, name, "f").await,
         Vec::<String>::new()
     );
     let by_title = filed.index(Filed::indexes().title);
@@ -119,7 +130,7 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         .await
         .expect("upsert offloaded");
     assert_eq!(
-        index_problems::<Filed>(&*backend, &name, "f").await,
+        index_problems::<Filed>(backend, name, "f").await,
         Vec::<String>::new()
     );
     assert_eq!(
@@ -141,7 +152,7 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         .expect("delete");
     assert!(
         backend
-            .query_all(&name, Query::new())
+            .query_all(name, Query::new())
             .await
             .expect("rows")
             .is_empty()
@@ -150,7 +161,6 @@ pub async fn indexes_of_wide_and_offloaded_entities(
         .delete_container(&container)
         .await
         .expect("drop container");
-    backend.delete_table(&name).await.expect("drop");
 }
 
 /// A department whose manager's details are copied into its employees.
@@ -332,37 +342,7 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     let name = fresh_table(&*backend, "idxtx").await;
     let members: Table<Member> = Table::from_arc(Arc::clone(&backend), &name);
     let depts: Table<Dept> = members.of();
-    let member = sales_member;
-    let mut tx = members.transaction();
-    tx.insert(&Dept {
-        department: "Sales".into(),
-        row: 0,
-        manager: "Ann".into(),
-    })
-    .expect("add");
-    tx.insert(&member(1, "a@x", "Ann")).expect("add");
-    tx.insert(&member(2, "b@x", "Ann")).expect("add");
-    assert_eq!(tx.len(), 3);
-    let etags = tx.submit().await.expect("submit");
-    assert_eq!(etags.len(), 3);
-    assert!(
-        etags.iter().all(Option::is_some),
-        "one ETag per write: {etags:?}"
-    );
-    assert_eq!(
-        index_problems::<Member>(&*backend, &name, "Sales").await,
-        Vec::<String>::new()
-    );
-    // A read of every kind in the partition sees the entities, never their
-    // index rows (an unknown kind would fail it).
-    let kinds: Vec<DeptRows> = members
-        .of::<DeptRows>()
-        .read_partition("Sales", tablekit::UnknownKind::Fail)
-        .map_ok(Loaded::into_inner)
-        .try_collect()
-        .await
-        .expect("read every kind");
-    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    one_transaction_writes_kinds_and_index_rows(backend.as_ref(), &name, &members).await;
 
     // The manager changes: the department and every copy, together.
     let mut dept = depts.get("Sales", 0u8).await.expect("get").expect("found");
@@ -439,4 +419,44 @@ pub async fn transactions_span_kinds_and_indexes(backend: Arc<dyn TableBackend>)
     // A typed batch of one indexed type keeps the index rows too.
     batches_keep_index_rows(backend.as_ref(), &name, &members).await;
     backend.delete_table(&name).await.expect("drop");
+}
+
+/// A transaction writes a department and its employees, with the employees'
+/// index rows; a read of every kind in the partition sees the entities only.
+async fn one_transaction_writes_kinds_and_index_rows(
+    backend: &dyn TableBackend,
+    name: &str,
+    members: &Table<Member>,
+) {
+    let member = sales_member;
+    let mut tx = members.transaction();
+    tx.insert(&Dept {
+        department: "Sales".into(),
+        row: 0,
+        manager: "Ann".into(),
+    })
+    .expect("add");
+    tx.insert(&member(1, "a@x", "Ann")).expect("add");
+    tx.insert(&member(2, "b@x", "Ann")).expect("add");
+    assert_eq!(tx.len(), 3);
+    let etags = tx.submit().await.expect("submit");
+    assert_eq!(etags.len(), 3);
+    assert!(
+        etags.iter().all(Option::is_some),
+        "one ETag per write: {etags:?}"
+    );
+    assert_eq!(
+        index_problems::<Member>(backend, name, "Sales").await,
+        Vec::<String>::new()
+    );
+    // A read of every kind in the partition sees the entities, never their
+    // index rows (an unknown kind would fail it).
+    let kinds: Vec<DeptRows> = members
+        .of::<DeptRows>()
+        .read_partition("Sales", tablekit::UnknownKind::Fail)
+        .map_ok(Loaded::into_inner)
+        .try_collect()
+        .await
+        .expect("read every kind");
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
 }

@@ -95,6 +95,17 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
         "{audit:?}"
     );
 
+    whole_table_repairs_resume_by_pass(&*backend, &name, &table).await;
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A repair of the whole table, one partition per pass, resumed from each
+/// pass's token, fixes every partition's problems, and a check finds none left.
+async fn whole_table_repairs_resume_by_pass(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
     // The whole table, one partition per pass, resumed from each pass's token.
     let mut resume: Option<String> = None;
     let mut passes = 0;
@@ -119,7 +130,7 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
     );
     for dept in ["A", "B", "C"] {
         assert_eq!(
-            index_problems::<Staff>(&*backend, &name, dept).await,
+            index_problems::<Staff>(backend, name, dept).await,
             Vec::<String>::new(),
             "{dept}"
         );
@@ -132,7 +143,6 @@ pub async fn index_repair_finds_and_fixes(backend: Arc<dyn TableBackend>) {
         check.audit.is_clean() && check.partitions == 3 && check.resume.is_none(),
         "{check:?}"
     );
-    backend.delete_table(&name).await.expect("drop");
 }
 
 /// An index entity per value lists the entities that hold it: kept in the
@@ -218,6 +228,17 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         Vec::<String>::new()
     );
 
+    a_full_list_refuses_one_more(&*backend, &name, &table).await;
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A list that would outgrow its row refuses one more entity, and nothing
+/// of that write lands.
+async fn a_full_list_refuses_one_more(
+    backend: &dyn TableBackend,
+    name: &str,
+    table: &Table<Staff>,
+) {
     // A list that would outgrow its row is refused, and nothing is written.
     let mut full = Entity::new("Sales", "EMP.team_huge").with("_Index", "team");
     // 14 properties of 2,133 RowKeys of 15 characters: as full as a list gets.
@@ -228,10 +249,14 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         full.insert(format!("_Rows{n}"), chunk);
     }
     backend
-        .insert_entity(&name, &full)
+        .insert_entity(name, &full)
         .await
         .expect("a full list, by hand");
-    let refused = table.insert(&member(999_999, "huge")).await;
+    let huge = Staff {
+        team: "huge".into(),
+        ..staff("Sales", 999_999, "m999999@x", "Lee", "Al")
+    };
+    let refused = table.insert(&huge).await;
     assert!(
         matches!(&refused, Err(Error::Invalid(tablekit::InvalidInput::IndexListFull { index: "team", value, .. })) if value == "huge"),
         "{refused:?}"
@@ -240,7 +265,6 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         table.get("Sales", 999_999u32).await.expect("get").is_none(),
         "nothing written"
     );
-    backend.delete_table(&name).await.expect("drop");
 }
 
 /// Pages through an index cover every entity once, in index order, and

@@ -145,36 +145,43 @@ pub(super) async fn apply_model_step<M: ModelStaff>(
                 e => e,
             })
         }
-        Step::Bulk => {
-            let report = if rng.bool() {
-                table.bulk().upsert(std::slice::from_ref(&typed)).await
-            } else {
-                table.bulk().delete(std::slice::from_ref(&typed)).await
-            };
-            match report.failures.first() {
-                None => Ok(()),
-                // Kept as it is when the model can use it; any
-                // other failure makes the model read the row back.
-                Some(f) => Err(match &*f.error {
-                    Error::UniqueViolation {
-                        table,
-                        partition_key,
-                        index,
-                        value,
-                        held_by,
-                    } => Error::UniqueViolation {
-                        table: table.clone(),
-                        partition_key: partition_key.clone(),
-                        index,
-                        value: value.clone(),
-                        held_by: held_by.clone(),
-                    },
-                    other => Error::Transient {
-                        message: other.to_string(),
-                    },
-                }),
-            }
-        }
+        Step::Bulk => bulk_step(table, &typed, rng).await,
+    }
+}
+
+/// A bulk upsert or delete of one entity, its failure as the model reads it.
+async fn bulk_step<M: ModelStaff>(
+    table: &Table<M>,
+    typed: &M,
+    rng: &mut fastrand::Rng,
+) -> Result<(), Error> {
+    let report = if rng.bool() {
+        table.bulk().upsert(std::slice::from_ref(typed)).await
+    } else {
+        table.bulk().delete(std::slice::from_ref(typed)).await
+    };
+    match report.failures.first() {
+        None => Ok(()),
+        // Kept as it is when the model can use it; any
+        // other failure makes the model read the row back.
+        Some(f) => Err(match &*f.error {
+            Error::UniqueViolation {
+                table,
+                partition_key,
+                index,
+                value,
+                held_by,
+            } => Error::UniqueViolation {
+                table: table.clone(),
+                partition_key: partition_key.clone(),
+                index,
+                value: value.clone(),
+                held_by: held_by.clone(),
+            },
+            other => Error::Transient {
+                message: other.to_string(),
+            },
+        }),
     }
 }
 
@@ -266,33 +273,44 @@ pub async fn index_model_runs_of<M: ModelStaff>(
                 "run {run}, after {step:?} ({result:?}): {problems:?}"
             );
         }
-        let stored: BTreeMap<u32, Staff> = plain
-            .query()
-            .partition(pk.as_str())
-            .stream()
-            .map_ok(|s| {
-                let s = Loaded::into_inner(s).to_staff();
-                (s.id, s)
-            })
-            .try_collect()
-            .await
-            .expect("read the partition");
-        assert_eq!(stored, model, "run {run}");
-        let mut emails: Vec<&str> = stored.values().map(|s| s.email.as_str()).collect();
-        emails.sort_unstable();
-        emails.dedup();
-        assert_eq!(emails.len(), stored.len(), "run {run}: an email held twice");
-        for s in stored.values() {
-            let found = M::by_email(&plain, pk.as_str(), s.email.as_str())
-                .await
-                .expect("lookup")
-                .map(|found| found.to_staff());
-            assert_eq!(found.as_ref(), Some(s), "run {run}: lookup by email");
-        }
+        partition_matches_model(&plain, &pk, &model, run).await;
     }
     backend.delete_table(&name).await.expect("drop");
     outcomes.calls = handle_calls(&handle);
     outcomes
+}
+
+/// After a run, the partition holds the model's entities, no email twice, and
+/// each is found by its email.
+async fn partition_matches_model<M: ModelStaff>(
+    plain: &Table<M>,
+    pk: &str,
+    model: &BTreeMap<u32, Staff>,
+    run: usize,
+) {
+    let stored: BTreeMap<u32, Staff> = plain
+        .query()
+        .partition(pk)
+        .stream()
+        .map_ok(|s| {
+            let s = Loaded::into_inner(s).to_staff();
+            (s.id, s)
+        })
+        .try_collect()
+        .await
+        .expect("read the partition");
+    assert_eq!(&stored, model, "run {run}");
+    let mut emails: Vec<&str> = stored.values().map(|s| s.email.as_str()).collect();
+    emails.sort_unstable();
+    emails.dedup();
+    assert_eq!(emails.len(), stored.len(), "run {run}: an email held twice");
+    for s in stored.values() {
+        let found = M::by_email(plain, pk, s.email.as_str())
+            .await
+            .expect("lookup")
+            .map(|found| found.to_staff());
+        assert_eq!(found.as_ref(), Some(s), "run {run}: lookup by email");
+    }
 }
 
 /// How many table requests the fault layer saw.

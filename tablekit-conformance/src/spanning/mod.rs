@@ -188,29 +188,7 @@ impl OutboxStep<'_> {
         model: &mut BTreeMap<u32, Vec<Mover>>,
         outcomes: &mut OutboxOutcomes,
     ) {
-        self.table_faults.clear();
-        self.queue_faults.clear();
-        if rng.f64() < 0.6 {
-            let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
-            let injection = Injection::any().skip(rng.usize(0..6)).fault(fault);
-            if rng.bool() {
-                self.table_faults.inject(injection);
-            } else {
-                self.queue_faults.inject(injection);
-            }
-        }
-        if rng.f64() < 0.1 {
-            // The writer stops after its commit: every later step fails.
-            self.table_faults
-                .inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
-        } else if rng.f64() < 0.1 {
-            // Every transaction after the first fails.
-            self.table_faults.inject(
-                Injection::on(Operation::SubmitTransaction)
-                    .skip(1)
-                    .times(usize::MAX),
-            );
-        }
+        inject_step_faults(self, rng);
         let id = self.base + rng.u32(0..3);
         let Some(loaded) = self
             .plain
@@ -311,6 +289,35 @@ impl OutboxStep<'_> {
     }
 }
 
+/// A step's faults: often one transient or lost answer on the table or the
+/// queue; now and then a writer that stops after its commit, or fails every
+/// transaction after its first.
+fn inject_step_faults(step: &OutboxStep<'_>, rng: &mut fastrand::Rng) {
+    step.table_faults.clear();
+    step.queue_faults.clear();
+    if rng.f64() < 0.6 {
+        let fault = [Fault::Transient, Fault::LostResponse][rng.usize(0..2)];
+        let injection = Injection::any().skip(rng.usize(0..6)).fault(fault);
+        if rng.bool() {
+            step.table_faults.inject(injection);
+        } else {
+            step.queue_faults.inject(injection);
+        }
+    }
+    if rng.f64() < 0.1 {
+        // The writer stops after its commit: every later step fails.
+        step.table_faults
+            .inject(Injection::on(Operation::QueryEntities).times(usize::MAX));
+    } else if rng.f64() < 0.1 {
+        // Every transaction after the first fails.
+        step.table_faults.inject(
+            Injection::on(Operation::SubmitTransaction)
+                .skip(1)
+                .times(usize::MAX),
+        );
+    }
+}
+
 /// The ids the messages on `queue`'s poison queue name (each carrying its
 /// error), read off the queue.
 async fn poison_ids(queues: &dyn QueueStore, queue: &str) -> std::collections::BTreeSet<String> {
@@ -380,7 +387,6 @@ pub async fn outbox_model_runs(
         config
     });
     worker.create_queues().await.expect("create the queues");
-    let departments = DEPARTMENTS;
     let mut rng = fastrand::Rng::with_seed(seed);
     for run in 0..runs {
         // A table per run, so that checking a run reads only its rows.
@@ -390,18 +396,7 @@ pub async fn outbox_model_runs(
         let plain: Table<Mover> = Table::from_arc(Arc::clone(&backend), &name);
         let base = u32::try_from(run).unwrap_or(0) * 10;
         // What each employee may hold: one value, or two after a lost answer.
-        let mut model: BTreeMap<u32, Vec<Mover>> = BTreeMap::new();
-        for id in base..base + 3 {
-            let mover = Mover {
-                department: departments[rng.usize(0..3)].into(),
-                id,
-                last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
-                salary: 100,
-                badge: format!("b{id}"),
-            };
-            plain.insert(&mover).await.expect("insert");
-            model.insert(id, vec![mover]);
-        }
+        let mut model = first_movers(&plain, base, &mut rng).await;
         let step = OutboxStep {
             backend: &backend,
             queues: &queues,
@@ -456,6 +451,27 @@ pub async fn outbox_model_runs(
         outcomes.poisoned
     );
     outcomes
+}
+
+/// A run's three employees, in random departments, each held by the model.
+async fn first_movers(
+    plain: &Table<Mover>,
+    base: u32,
+    rng: &mut fastrand::Rng,
+) -> BTreeMap<u32, Vec<Mover>> {
+    let mut model: BTreeMap<u32, Vec<Mover>> = BTreeMap::new();
+    for id in base..base + 3 {
+        let mover = Mover {
+            department: DEPARTMENTS[rng.usize(0..3)].into(),
+            id,
+            last_name: ["Jones", "Smith"][rng.usize(0..2)].into(),
+            salary: 100,
+            badge: format!("b{id}"),
+        };
+        plain.insert(&mover).await.expect("insert");
+        model.insert(id, vec![mover]);
+    }
+    model
 }
 
 /// A step applies once: again, it is skipped; an older step after a newer

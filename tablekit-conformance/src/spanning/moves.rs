@@ -168,6 +168,19 @@ pub async fn moves_meeting_a_change_lose_nothing(
     assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
     assert!(tablekit::index::audit::<Mover>(&all).is_clean());
 
+    a_stopped_move_meets_a_change(&*backend, (&name, &table, &plain), &faults, &stayed).await;
+    backend.delete_table(&name).await.expect("delete table");
+}
+
+/// A writer that stops after the copy leaves both copies with the same values;
+/// when the old one changes, finishing the move is a conflict and both stay,
+/// until one is deleted by hand.
+async fn a_stopped_move_meets_a_change(
+    backend: &dyn TableBackend,
+    (name, table, plain): (&str, &Table<Mover>, &Table<Mover>),
+    faults: &tablekit::layer::FaultHandle,
+    stayed: &tablekit::Loaded<Mover>,
+) {
     // A writer that stops after the copy: both copies, the same values.
     faults.set_yields(false);
     faults.inject(
@@ -177,9 +190,9 @@ pub async fn moves_meeting_a_change_lose_nothing(
     );
     let moved = Mover {
         department: "Ops".into(),
-        ..(*stayed).clone()
+        ..(**stayed).clone()
     };
-    table.move_to(&stayed, &moved).await.expect("committed");
+    table.move_to(stayed, &moved).await.expect("committed");
     faults.clear();
     let copy = plain.get("Ops", 7u32).await.expect("get").expect("copied");
     let mut old = plain.get("Sales", 7u32).await.expect("get").expect("kept");
@@ -194,7 +207,7 @@ pub async fn moves_meeting_a_change_lose_nothing(
     // both copies stay.
     old.salary = 100;
     plain.replace(&mut old).await.expect("change the old copy");
-    let finished = outbox::finish_entity(backend.as_ref(), &name, "Ops", "MOV_0000000007").await;
+    let finished = outbox::finish_entity(backend, name, "Ops", "MOV_0000000007").await;
     assert!(
         matches!(finished, Err(Error::PreconditionFailed { .. })),
         "{finished:?}"
@@ -204,11 +217,10 @@ pub async fn moves_meeting_a_change_lose_nothing(
     // One copy deleted by hand: the move finishes.
     let old = plain.get("Sales", 7u32).await.expect("get").expect("kept");
     plain.delete(&old).await.expect("delete the old copy");
-    outbox::finish_entity(backend.as_ref(), &name, "Ops", "MOV_0000000007")
+    outbox::finish_entity(backend, name, "Ops", "MOV_0000000007")
         .await
         .expect("finish");
-    let all = rows(backend.as_ref(), &name).await;
+    let all = rows(backend, name).await;
     assert!(!all.iter().any(outbox::is_outbox_row), "no record is left");
     assert!(tablekit::index::audit::<Mover>(&all).is_clean());
-    backend.delete_table(&name).await.expect("delete table");
 }

@@ -318,7 +318,7 @@ where
     P::Old: TableEntity<PartitionKey = String, RowKey = String>,
     P::New: TableEntity<PartitionKey = String, RowKey = String>,
 {
-    use tablekit::layer::{Fault, FaultInjection, Injection};
+    use tablekit::layer::FaultInjection;
     use tablekit::table::MigrationCheckpoint;
 
     let name = fresh_table(&*backend, "migmodel").await;
@@ -350,23 +350,7 @@ where
                 change_a_row::<P>((&old, &new), &mut model, &mut rng).await;
                 out.changed_meanwhile += 1;
             }
-            faults.clear();
-            // Every call yields once, so that a migration can be dropped
-            // between any two of its calls, on any store.
-            faults.set_yields(true);
-            if rng.u8(..3) == 0 {
-                let fault = [
-                    Fault::Transient,
-                    Fault::LostResponse,
-                    Fault::FailsAfterApply,
-                ][rng.usize(..3)];
-                faults.inject(
-                    Injection::any()
-                        .probability(0.1)
-                        .fault(fault)
-                        .times(usize::MAX),
-                );
-            }
+            migration_faults(&faults, &mut rng);
             let seen = std::sync::Mutex::new(None::<MigrationCheckpoint>);
             let mut migration = migrating
                 .migrate()
@@ -424,4 +408,28 @@ where
     }
     backend.delete_table(&name).await.expect("delete table");
     out
+}
+
+/// An attempt's faults: every call yields once, and one time in three a
+/// transient failure, a lost answer or a failure after the store applied the
+/// write hits a tenth of the calls.
+fn migration_faults(faults: &tablekit::layer::FaultHandle, rng: &mut fastrand::Rng) {
+    use tablekit::layer::{Fault, Injection};
+    faults.clear();
+    // Every call yields once, so that a migration can be dropped
+    // between any two of its calls, on any store.
+    faults.set_yields(true);
+    if rng.u8(..3) == 0 {
+        let fault = [
+            Fault::Transient,
+            Fault::LostResponse,
+            Fault::FailsAfterApply,
+        ][rng.usize(..3)];
+        faults.inject(
+            Injection::any()
+                .probability(0.1)
+                .fault(fault)
+                .times(usize::MAX),
+        );
+    }
 }

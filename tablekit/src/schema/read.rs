@@ -186,35 +186,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
                     if T::DESCRIPTOR.previous_kinds.contains(&&**stored) => {}
                 Some(_) => return Err(wrong().into()),
             }
-            if let Some(version) = props.get(VERSION_PROPERTY) {
-                let found = match version {
-                    Value::Int32(v) => i64::from(*v),
-                    Value::Int64(v) => *v,
-                    other => {
-                        return Err(SchemaError::Property {
-                            property: VERSION_PROPERTY.into(),
-                            problem: ValueError::WrongType {
-                                expected: "Int32",
-                                found: other.edm_type(),
-                            },
-                            row: None,
-                        }
-                        .into());
-                    }
-                };
-                if found < i64::from(T::DESCRIPTOR.min_version)
-                    || found > i64::from(T::DESCRIPTOR.version)
-                {
-                    return Err(SchemaError::UnsupportedVersion {
-                        kind,
-                        found,
-                        min: T::DESCRIPTOR.min_version,
-                        max: T::DESCRIPTOR.version,
-                        row: Some(Box::new(row_context::<T, S>(partition_key, row_key, props))),
-                    }
-                    .into());
-                }
-            }
+            check_version::<T, S>(kind, partition_key, row_key, props)?;
         }
     }
     if let Some(d) = T::DESCRIPTOR.discriminator {
@@ -260,6 +232,46 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
             .into()),
         read => read,
     }
+}
+
+/// Checks a row's stored schema version (`_Version`), when it has one,
+/// against the versions the type reads.
+#[inline]
+fn check_version<T: TableEntity, S: PropertySource + ?Sized>(
+    kind: &'static str,
+    partition_key: &str,
+    row_key: &str,
+    props: &mut S,
+) -> Result<(), Error> {
+    if let Some(version) = props.get(VERSION_PROPERTY) {
+        let found = match version {
+            Value::Int32(v) => i64::from(*v),
+            Value::Int64(v) => *v,
+            other => {
+                return Err(SchemaError::Property {
+                    property: VERSION_PROPERTY.into(),
+                    problem: ValueError::WrongType {
+                        expected: "Int32",
+                        found: other.edm_type(),
+                    },
+                    row: None,
+                }
+                .into());
+            }
+        };
+        if found < i64::from(T::DESCRIPTOR.min_version) || found > i64::from(T::DESCRIPTOR.version)
+        {
+            return Err(SchemaError::UnsupportedVersion {
+                kind,
+                found,
+                min: T::DESCRIPTOR.min_version,
+                max: T::DESCRIPTOR.version,
+                row: Some(Box::new(row_context::<T, S>(partition_key, row_key, props))),
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Checks a row's discriminator property against the type's, taking it

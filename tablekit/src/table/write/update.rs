@@ -231,16 +231,12 @@ impl<T: TableEntity> Table<T> {
         // tells whether it landed, so that it is never applied twice.
         let mut unsettled: Option<Recorded> = None;
         for attempt in 1..=options.attempts {
-            if attempt > 1 {
-                let wait = options.delay(attempt - 1);
-                if options
-                    .deadline
-                    .is_some_and(|limit| started.elapsed() + wait >= limit)
-                {
-                    break;
-                }
-                self.report_retry(last.as_ref(), attempt - 1, wait);
-                tokio::time::sleep(wait).await;
+            if attempt > 1
+                && !self
+                    .wait_to_retry(options, started, attempt, last.as_ref())
+                    .await
+            {
+                break;
             }
             let stored = match self.read_row(&pk, &rk).await {
                 Ok(Some(stored)) => stored,
@@ -271,15 +267,7 @@ impl<T: TableEntity> Table<T> {
             let old_keys = read.index_keys.clone();
             let unknown = std::mem::take(&mut read.unknown);
             let value = change(Loaded::into_inner(read)).await?;
-            if schema::partition_key_of(&value)? != pk || schema::row_key_of(&value)? != rk {
-                return Err(Error::from(crate::error::InvalidInput::KeyChanged {
-                    partition_key: pk,
-                    row_key: rk,
-                })
-                .into());
-            }
-            let mut row = schema::to_entity(&value)?;
-            super::unknown::restore(&mut row, &unknown);
+            let mut row = changed_row(&value, &pk, &rk, &unknown)?;
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
             let new_keys = super::new_index_keys(&value, &rk);
             let hint = super::row::IndexHint {
@@ -299,16 +287,11 @@ impl<T: TableEntity> Table<T> {
                     loaded.unknown = unknown;
                     loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
                     loaded.index_keys = new_keys.map(std::sync::Arc::from);
-                    loaded.version = super::written_version::<T>();
-                    return Ok(loaded);
+                    return Ok(at_written_version(loaded));
                 }
                 // Landed, and overwritten since: the version read stands
                 // in, so a write through it is refused, as it should be.
-                Ok(None) => {
-                    let mut loaded = Loaded::written(value, etag);
-                    loaded.version = super::written_version::<T>();
-                    return Ok(loaded);
-                }
+                Ok(None) => return Ok(at_written_version(Loaded::written(value, etag))),
                 // A transient failure may come after the store applied the
                 // write, and a 412 may answer a resend of this very write
                 // (a transport sends a write again after a proxy's 503):
@@ -339,6 +322,28 @@ impl<T: TableEntity> Table<T> {
         Recorded::on(writes_of(stored), &etag)
     }
 
+    /// Waits before attempt number `attempt` of an update that began at
+    /// `started`, reported as a retry after `failed`; `false`, without
+    /// waiting, when the wait would pass the update's deadline.
+    async fn wait_to_retry(
+        &self,
+        options: &UpdateOptions,
+        started: Instant,
+        attempt: u32,
+        failed: Option<&Error>,
+    ) -> bool {
+        let wait = options.delay(attempt - 1);
+        if options
+            .deadline
+            .is_some_and(|limit| started.elapsed() + wait >= limit)
+        {
+            return false;
+        }
+        self.report_retry(failed, attempt - 1, wait);
+        tokio::time::sleep(wait).await;
+        true
+    }
+
     /// Reports that an update goes round again after `failed` (a lost
     /// race for the ETag, a throttle, a transient failure).
     fn report_retry(&self, failed: Option<&Error>, attempt: u32, wait: Duration) {
@@ -356,4 +361,30 @@ impl<T: TableEntity> Table<T> {
             row_key: rk.to_owned(),
         }
     }
+}
+
+/// The row an update writes: the changed value's, with the properties its
+/// type does not know kept as they were read. A change that moved the keys
+/// is refused.
+fn changed_row<T: TableEntity>(
+    value: &T,
+    pk: &str,
+    rk: &str,
+    unknown: &crate::entity::Properties,
+) -> Result<crate::entity::Entity, Error> {
+    if schema::partition_key_of(value)? != pk || schema::row_key_of(value)? != rk {
+        return Err(Error::from(crate::error::InvalidInput::KeyChanged {
+            partition_key: pk.to_owned(),
+            row_key: rk.to_owned(),
+        }));
+    }
+    let mut row = schema::to_entity(value)?;
+    super::unknown::restore(&mut row, unknown);
+    Ok(row)
+}
+
+/// `loaded`, as of the schema version this program writes.
+fn at_written_version<T: TableEntity>(mut loaded: Loaded<T>) -> Loaded<T> {
+    loaded.version = super::written_version::<T>();
+    loaded
 }
