@@ -1,7 +1,7 @@
 //! Compile-time behaviour of the derives: every misuse is a clear error on the
 //! offending token, and valid inputs compile (hygiene and lints included).
 //!
-//! Refresh the expected messages with `TRYBUILD=overwrite cargo test -p tablekit-tests --test ui`
+//! Refresh the expected messages with `TRYBUILD=overwrite cargo test -p tablekit-derive-ui --test ui`
 //! (the pinned toolchain keeps them stable).
 
 #[test]

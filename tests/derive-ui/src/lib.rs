@@ -1,0 +1,1 @@
+//! The compile-time tests of the derives live in `tests/ui.rs`; the cases in `ui/`.
