@@ -21,7 +21,7 @@ pub(super) fn consumer_name(name: &str) -> Result<(), InvalidInput> {
 }
 
 /// A named reader of a change feed, which keeps a checkpoint per partition
-/// in the table (see the [module docs](self)).
+/// in the table (see the [module docs](crate::changes)).
 pub struct Consumer<T> {
     pub(super) table: Table<T>,
     pub(super) name: String,
