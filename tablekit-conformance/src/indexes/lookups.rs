@@ -228,7 +228,7 @@ pub async fn index_entities_list_entities(backend: Arc<dyn TableBackend>) {
         Vec::<String>::new()
     );
 
-    a_full_list_refuses_one_more(&*backend, &name, &table).await;
+    a_full_list_refuses_one_more(&*backend, &name, &table, &member(999_999, "huge")).await;
     backend.delete_table(&name).await.expect("drop");
 }
 
@@ -238,6 +238,7 @@ async fn a_full_list_refuses_one_more(
     backend: &dyn TableBackend,
     name: &str,
     table: &Table<Staff>,
+    huge: &Staff,
 ) {
     // A list that would outgrow its row is refused, and nothing is written.
     let mut full = Entity::new("Sales", "EMP.team_huge").with("_Index", "team");
@@ -252,11 +253,7 @@ async fn a_full_list_refuses_one_more(
         .insert_entity(name, &full)
         .await
         .expect("a full list, by hand");
-    let huge = Staff {
-        team: "huge".into(),
-        ..staff("Sales", 999_999, "m999999@x", "Lee", "Al")
-    };
-    let refused = table.insert(&huge).await;
+    let refused = table.insert(huge).await;
     assert!(
         matches!(&refused, Err(Error::Invalid(tablekit::InvalidInput::IndexListFull { index: "team", value, .. })) if value == "huge"),
         "{refused:?}"
