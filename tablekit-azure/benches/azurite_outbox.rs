@@ -15,6 +15,7 @@ mod azurite;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tablekit::TableBackendExt;
 
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::outbox::Outbox;

@@ -26,6 +26,7 @@ mod raw;
 mod tls;
 
 use raw::{Auth, OneConnection, Raw, parse_page, raw_request};
+use tablekit::TableBackendExt;
 
 use std::time::{Duration, Instant};
 

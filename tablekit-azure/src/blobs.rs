@@ -8,7 +8,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use tablekit_core::blob::door;
+use tablekit_core::layer::Served;
 use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -183,34 +183,37 @@ fn container_call(method: Method, container: &str, idempotence: Idempotence) -> 
     Ok(call)
 }
 
+/// The REST backend's own implementation of the contract, which
+/// [`AzureBlobs`] serves behind the door checks and the telemetry ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a AzureBlobs);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = AzureBlobs;
+    fn deref(&self) -> &AzureBlobs {
+        self.0
+    }
+}
+
+impl AzureBlobs {
+    /// This client, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |raw| raw.service.store.clone())
+    }
+}
+
+tablekit_core::forward_to!(BlobStore for AzureBlobs, |this| this.served());
+
 #[async_trait]
-impl BlobStore for AzureBlobs {
+impl BlobStore for Raw<'_> {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "create_container",
-            container,
-        )
-        .run(async {
-            door::container(container)?;
-            let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
-            self.send(call).await.map(drop)
-        })
-        .await
+        let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
+        self.send(call).await.map(drop)
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "delete_container",
-            container,
-        )
-        .run(async {
-            door::container(container)?;
-            let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
-            self.send(call).await.map(drop)
-        })
-        .await
+        let call = container_call(Method::DELETE, container, Idempotence::NotIdempotent)?;
+        self.send(call).await.map(drop)
     }
 
     async fn put_blob(
@@ -220,59 +223,41 @@ impl BlobStore for AzureBlobs {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "put_blob",
-            container,
-        )
-        .run(async {
-            door::blob(container, name)?;
-            let target = Target::blob(container, name);
-            let idempotence = match condition {
-                PutCondition::None => Idempotence::Idempotent,
-                _ => Idempotence::NotIdempotent,
-            };
-            let mut call = Call::new(Method::PUT, blob_path(container, name), target, idempotence);
-            call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
-            // Sent so the service checks what it received (400 Md5Mismatch otherwise).
-            call.content_md5 = BASE64.encode(Md5::digest(&data));
-            match condition {
-                PutCondition::None => {}
-                PutCondition::IfNotExists => call.if_none_match = "*".into(),
-                PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
-            }
-            let length = data.len() as u64;
-            call.body = Bytes::from(data);
-            let reply = self.send(call).await?;
-            AzureBlobs::properties(name, &reply, length)
-        })
-        .await
+        let target = Target::blob(container, name);
+        let idempotence = match condition {
+            PutCondition::None => Idempotence::Idempotent,
+            _ => Idempotence::NotIdempotent,
+        };
+        let mut call = Call::new(Method::PUT, blob_path(container, name), target, idempotence);
+        call.headers.push(("x-ms-blob-type", "BlockBlob".into()));
+        // Sent so the service checks what it received (400 Md5Mismatch otherwise).
+        call.content_md5 = BASE64.encode(Md5::digest(&data));
+        match condition {
+            PutCondition::None => {}
+            PutCondition::IfNotExists => call.if_none_match = "*".into(),
+            PutCondition::IfMatch(tag) => call.if_match = tag.as_str().to_owned(),
+        }
+        let length = data.len() as u64;
+        call.body = Bytes::from(data);
+        let reply = self.send(call).await?;
+        AzureBlobs::properties(name, &reply, length)
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "get_blob",
-            container,
-        )
-        .run(async {
-            door::blob(container, name)?;
-            let target = Target::blob(container, name);
-            let reply = self
-                .send(Call::new(
-                    Method::GET,
-                    blob_path(container, name),
-                    target,
-                    Idempotence::Idempotent,
-                ))
-                .await?;
-            let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64)?;
-            Ok(Blob {
-                data: reply.body,
-                properties,
-            })
+        let target = Target::blob(container, name);
+        let reply = self
+            .send(Call::new(
+                Method::GET,
+                blob_path(container, name),
+                target,
+                Idempotence::Idempotent,
+            ))
+            .await?;
+        let properties = AzureBlobs::properties(name, &reply, reply.body.len() as u64)?;
+        Ok(Blob {
+            data: reply.body,
+            properties,
         })
-        .await
     }
 
     async fn delete_blob(
@@ -281,46 +266,28 @@ impl BlobStore for AzureBlobs {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "delete_blob",
-            container,
-        )
-        .run(async {
-            door::blob(container, name)?;
-            let target = Target::blob(container, name);
-            let mut call = Call::new(
-                Method::DELETE,
-                blob_path(container, name),
-                target,
-                Idempotence::NotIdempotent,
-            );
-            if let Some(tag) = if_match {
-                call.if_match = tag.as_str().to_owned();
-            }
-            self.send(call).await.map(drop)
-        })
-        .await
+        let target = Target::blob(container, name);
+        let mut call = Call::new(
+            Method::DELETE,
+            blob_path(container, name),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        if let Some(tag) = if_match {
+            call.if_match = tag.as_str().to_owned();
+        }
+        self.send(call).await.map(drop)
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "list_blobs",
-            container,
-        )
-        .run(async {
-            door::list_blobs(container, options)?;
-            let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
-            call.list(
-                options.prefix.as_ref(),
-                options.max_results,
-                options.marker.as_ref(),
-            );
-            let reply = self.send(call).await?;
-            parse_listing(&String::from_utf8_lossy(&reply.body))
-        })
-        .await
+        let mut call = container_call(Method::GET, container, Idempotence::Idempotent)?;
+        call.list(
+            options.prefix.as_ref(),
+            options.max_results,
+            options.marker.as_ref(),
+        );
+        let reply = self.send(call).await?;
+        parse_listing(&String::from_utf8_lossy(&reply.body))
     }
 }
 

@@ -7,10 +7,11 @@ use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
-use tablekit_core::backend::door;
+use tablekit_core::layer::Served;
 use tablekit_core::{
-    BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryOrder,
-    QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode, json, validate,
+    BatchOperation, ETag, Entity, EntityWrite, Error, GetOptions, IfMatch, ListTablesOptions,
+    Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode,
+    json, validate,
 };
 
 use crate::auth;
@@ -318,6 +319,41 @@ impl AzureTables {
         ))
     }
 
+    /// An insert: `POST /t`.
+    async fn insert(&self, table: &str, entity: &Entity) -> Result<ETag> {
+        self.check_range(&entity.partition_key, &entity.row_key)?;
+        let target = Target::entity(table, &entity.partition_key, &entity.row_key);
+        let mut call = self.call(
+            Method::POST,
+            format!("/{table}"),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        call.headers.push(("Prefer", "return-no-content".into()));
+        call.body = Some(("application/json".into(), self.entity_body(entity)));
+        self.send(call).await?.etag()
+    }
+
+    /// A delete under `if_match`: `DELETE /t(…)`.
+    async fn delete(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        if_match: &IfMatch,
+    ) -> Result<()> {
+        let mut call = self.entity_call(
+            Method::DELETE,
+            table,
+            partition_key,
+            row_key,
+            Idempotence::NotIdempotent,
+        )?;
+        call.headers.push(("If-Match", if_match_value(if_match)));
+        self.send(call).await.map(drop)
+    }
+
+    /// A replace or merge, under `if_match` or whatever is stored.
     async fn write(
         &self,
         table: &str,
@@ -325,7 +361,6 @@ impl AzureTables {
         method: Method,
         if_match: Option<&IfMatch>,
     ) -> Result<ETag> {
-        door::write_entity(table, entity)?;
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         self.check_range(pk, rk)?;
         let target = Target::entity(table, pk, rk);
@@ -515,84 +550,91 @@ fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
     })
 }
 
+/// The REST backend's own implementation of the table contract, which
+/// [`AzureTables`] serves behind the door checks and the telemetry
+/// ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a AzureTables);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = AzureTables;
+    fn deref(&self) -> &AzureTables {
+        self.0
+    }
+}
+
+impl AzureTables {
+    /// This client, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |raw| raw.inner.store.clone())
+    }
+}
+
+tablekit_core::forward_to!(TableBackend for AzureTables, |this| this.served());
+
 #[async_trait]
-impl TableBackend for AzureTables {
+impl TableBackend for Raw<'_> {
     async fn create_table(&self, table: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "create_table", table)
-            .run(async {
-                door::create_table(table)?;
-                let target = Target::table(table);
-                let mut call = self.call(
-                    Method::POST,
-                    "/Tables".into(),
-                    target,
-                    Idempotence::NotIdempotent,
-                );
-                call.headers.push(("Prefer", "return-no-content".into()));
-                call.body = Some((
-                    "application/json".into(),
-                    serde_json::json!({ "TableName": table }).to_string().into(),
-                ));
-                self.send(call).await.map(drop)
-            })
-            .await
+        let target = Target::table(table);
+        let mut call = self.call(
+            Method::POST,
+            "/Tables".into(),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        call.headers.push(("Prefer", "return-no-content".into()));
+        call.body = Some((
+            "application/json".into(),
+            serde_json::json!({ "TableName": table }).to_string().into(),
+        ));
+        self.send(call).await.map(drop)
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "delete_table", table)
-            .run(async {
-                door::delete_table(table)?;
-                let target = Target::table(table);
-                let call = self.call(
-                    Method::DELETE,
-                    url::table_path(table),
-                    target,
-                    Idempotence::NotIdempotent,
-                );
-                self.send(call).await.map(drop)
-            })
-            .await
+        let target = Target::table(table);
+        let call = self.call(
+            Method::DELETE,
+            url::table_path(table),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        self.send(call).await.map(drop)
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "list_tables", "")
-            .run(async {
-                let mut call = self.call(
-                    Method::GET,
-                    "/Tables".into(),
-                    Target::default(),
-                    Idempotence::Idempotent,
-                );
-                door::list_tables(options)?;
-                if let Some(top) = options.top {
-                    call.query.push(("$top", top.to_string()));
-                }
-                if let Some(token) = &options.continuation {
-                    call.query
-                        .push(("NextTableName", token.next_partition_key().to_owned()));
-                }
-                if let Some(prefix) = &options.prefix {
-                    // Letters and digits only (the door checked), so the literal
-                    // needs no escaping; `{` sorts after every letter and digit.
-                    call.query.push((
-                        "$filter",
-                        format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
-                    ));
-                }
-                let reply = self.send(call).await?;
-                let mut tables = decode_table_names(&reply.body)?;
-                if let Some(prefix) = &options.prefix {
-                    tables.retain(|name| name.starts_with(prefix.as_str()));
-                }
-                let continuation = reply
-                    .continuation("x-ms-continuation-nexttablename")?
-                    .map(|next| tablekit_core::ContinuationToken::new(next, None));
-                Ok(TablePage {
-                    tables,
-                    continuation,
-                })
-            })
-            .await
+        let mut call = self.call(
+            Method::GET,
+            "/Tables".into(),
+            Target::default(),
+            Idempotence::Idempotent,
+        );
+        if let Some(top) = options.top {
+            call.query.push(("$top", top.to_string()));
+        }
+        if let Some(token) = &options.continuation {
+            call.query
+                .push(("NextTableName", token.next_partition_key().to_owned()));
+        }
+        if let Some(prefix) = &options.prefix {
+            // Letters and digits only (the door checked), so the literal
+            // needs no escaping; `{` sorts after every letter and digit.
+            call.query.push((
+                "$filter",
+                format!("TableName ge '{prefix}' and TableName lt '{prefix}{{'"),
+            ));
+        }
+        let reply = self.send(call).await?;
+        let mut tables = decode_table_names(&reply.body)?;
+        if let Some(prefix) = &options.prefix {
+            tables.retain(|name| name.starts_with(prefix.as_str()));
+        }
+        let continuation = reply
+            .continuation("x-ms-continuation-nexttablename")?
+            .map(|next| tablekit_core::ContinuationToken::new(next, None));
+        Ok(TablePage {
+            tables,
+            continuation,
+        })
     }
 
     async fn get_entity(
@@ -602,30 +644,25 @@ impl TableBackend for AzureTables {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "get_entity", table)
-            .run(async {
-                door::get_entity(table, partition_key, row_key, options)?;
-                let mut call = self.entity_call(
-                    Method::GET,
-                    table,
-                    partition_key,
-                    row_key,
-                    Idempotence::Idempotent,
-                )?;
-                if let Some(select) = &options.select {
-                    let query = Query::new().select(select.iter().cloned());
-                    call.query.extend(policy::query_parameters(&query)?);
-                }
-                let reply = self.send(call).await?;
-                let mut entity = json::row_from_str(&reply.body).map_err(|e| Error::Decode {
-                    message: e.to_string(),
-                })?;
-                if entity.etag.is_none() {
-                    entity.etag = reply.header("etag").map(ETag::new);
-                }
-                Ok(entity)
-            })
-            .await
+        let mut call = self.entity_call(
+            Method::GET,
+            table,
+            partition_key,
+            row_key,
+            Idempotence::Idempotent,
+        )?;
+        if let Some(select) = &options.select {
+            let query = Query::new().select(select.iter().cloned());
+            call.query.extend(policy::query_parameters(&query));
+        }
+        let reply = self.send(call).await?;
+        let mut entity = json::row_from_str(&reply.body).map_err(|e| Error::Decode {
+            message: e.to_string(),
+        })?;
+        if entity.etag.is_none() {
+            entity.etag = reply.header("etag").map(ETag::new);
+        }
+        Ok(entity)
     }
 
     fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {
@@ -643,114 +680,63 @@ impl TableBackend for AzureTables {
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "query_entities", table).run_counted(async {
-            door::query_entities(table, query)?;
-            // A client scoped to a key range sees only that range, as the service
-            // enforces it (Azurite does not): a query that can only reach outside
-            // is refused, the rest is narrowed, and anything outside that still
-            // comes back is dropped.
-            let range = self.inner.sas_range.as_ref().filter(|r| r.is_bounded());
-            let narrowed;
-            let query = match range {
-                Some(range) => {
-                    if !range.may_reach(query.filter.as_ref()) {
-                        return Err(outside_range(format!(
-                            "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
-                        )));
-                    }
-                    narrowed = range.narrow(query);
-                    &narrowed
+        // A client scoped to a key range sees only that range, as the service
+        // enforces it (Azurite does not): a query that can only reach outside
+        // is refused, the rest is narrowed, and anything outside that still
+        // comes back is dropped.
+        let range = self.inner.sas_range.as_ref().filter(|r| r.is_bounded());
+        let narrowed;
+        let query = match range {
+            Some(range) => {
+                if !range.may_reach(query.filter.as_ref()) {
+                    return Err(outside_range(format!(
+                        "the query's filter reaches only keys outside the key range of this client's SAS (table `{table}`)"
+                    )));
                 }
-                None => query,
-            };
-            let target = Target::table(table);
-            let mut call = self.call(
-                Method::GET,
-                format!("/{table}()"),
-                target,
-                Idempotence::Idempotent,
-            );
-            call.query = policy::query_parameters(query)?;
-            let reply = self.send(call).await?;
-            let (mut entities, mut undecodable) = decode_entities(&reply.body)?;
-            if let Some(range) = range {
-                entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
-                undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
+                narrowed = range.narrow(query);
+                &narrowed
             }
-            let continuation = policy::continuation(
-                reply.continuation("x-ms-continuation-nextpartitionkey")?,
-                reply.continuation("x-ms-continuation-nextrowkey")?,
-            );
-            let mut page = QueryPage::new(entities, continuation);
-            page.undecodable = undecodable;
-            Ok(page)
-        }, |page| Some(page.entities.len())).await
+            None => query,
+        };
+        let target = Target::table(table);
+        let mut call = self.call(
+            Method::GET,
+            format!("/{table}()"),
+            target,
+            Idempotence::Idempotent,
+        );
+        call.query = policy::query_parameters(query);
+        let reply = self.send(call).await?;
+        let (mut entities, mut undecodable) = decode_entities(&reply.body)?;
+        if let Some(range) = range {
+            entities.retain(|e| range.allows(&e.partition_key, &e.row_key));
+            undecodable.retain(|row| range.allows(&row.partition_key, &row.row_key));
+        }
+        let continuation = policy::continuation(
+            reply.continuation("x-ms-continuation-nextpartitionkey")?,
+            reply.continuation("x-ms-continuation-nextrowkey")?,
+        );
+        let mut page = QueryPage::new(entities, continuation);
+        page.undecodable = undecodable;
+        Ok(page)
     }
 
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "insert_entity", table)
-            .run(async {
-                door::write_entity(table, entity)?;
-                self.check_range(&entity.partition_key, &entity.row_key)?;
-                let target = Target::entity(table, &entity.partition_key, &entity.row_key);
-                let mut call = self.call(
-                    Method::POST,
-                    format!("/{table}"),
-                    target,
-                    Idempotence::NotIdempotent,
-                );
-                call.headers.push(("Prefer", "return-no-content".into()));
-                call.body = Some(("application/json".into(), self.entity_body(entity)));
-                self.send(call).await?.etag()
-            })
-            .await
-    }
-
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &IfMatch,
-    ) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "update_entity", table)
-            .run(async {
-                let method = update_method(mode);
-                self.write(table, entity, method, Some(if_match)).await
-            })
-            .await
-    }
-
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "upsert_entity", table)
-            .run(async {
-                let method = update_method(mode);
-                self.write(table, entity, method, None).await
-            })
-            .await
-    }
-
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &IfMatch,
-    ) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.inner.store.clone(), "delete_entity", table)
-            .run(async {
-                door::delete_entity(table, partition_key, row_key)?;
-                let mut call = self.entity_call(
-                    Method::DELETE,
-                    table,
-                    partition_key,
-                    row_key,
-                    Idempotence::NotIdempotent,
-                )?;
-                call.headers.push(("If-Match", if_match_value(if_match)));
-                self.send(call).await.map(drop)
-            })
-            .await
+    async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>> {
+        match write {
+            EntityWrite::Insert(entity) => self.insert(table, entity).await.map(Some),
+            EntityWrite::Update(entity, mode, if_match) => self
+                .write(table, entity, update_method(mode), Some(if_match))
+                .await
+                .map(Some),
+            EntityWrite::Upsert(entity, mode) => self
+                .write(table, entity, update_method(mode), None)
+                .await
+                .map(Some),
+            EntityWrite::Delete(partition_key, row_key, if_match) => self
+                .delete(table, partition_key, row_key, if_match)
+                .await
+                .map(|()| None),
+        }
     }
 
     async fn submit_transaction(
@@ -758,50 +744,38 @@ impl TableBackend for AzureTables {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        tablekit_core::telemetry::Call::storage(
-            || self.inner.store.clone(),
-            "submit_transaction",
-            table,
-        )
-        .batch_size(operations.len())
-        .run(async {
-            door::submit_transaction(table, operations)?;
-            for (index, op) in operations.iter().enumerate() {
-                let (pk, rk) = op.keys();
-                self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
+        for (index, op) in operations.iter().enumerate() {
+            let (pk, rk) = op.keys();
+            self.check_range(pk, rk).map_err(|e| e.in_batch(index))?;
+        }
+        let id = format!("{:032x}", fastrand::u128(..));
+        let request = batch::build(&self.inner.account.table_endpoint, table, operations, &id);
+        let target = Target::table(table);
+        let mut call = self.call(
+            Method::POST,
+            "/$batch".into(),
+            target,
+            Idempotence::NotIdempotent,
+        );
+        call.body = Some((request.content_type, request.body.into()));
+        let reply = self.send(call).await?;
+        let content_type = reply.header("content-type").unwrap_or_default().to_owned();
+        match batch::parse(&content_type, &reply.body, operations).map_err(|e| Error::Decode {
+            message: e.to_string(),
+        })? {
+            BatchOutcome::Applied(etags) => Ok(etags),
+            BatchOutcome::Failed {
+                index,
+                response,
+                code,
+                message,
+            } => {
+                let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
+                let target = Target::entity(table, pk, rk);
+                let cause = errors::map(response.status, &code, &message, target, None);
+                Err(cause.in_batch(index))
             }
-            let id = format!("{:032x}", fastrand::u128(..));
-            let request = batch::build(&self.inner.account.table_endpoint, table, operations, &id);
-            let target = Target::table(table);
-            let mut call = self.call(
-                Method::POST,
-                "/$batch".into(),
-                target,
-                Idempotence::NotIdempotent,
-            );
-            call.body = Some((request.content_type, request.body.into()));
-            let reply = self.send(call).await?;
-            let content_type = reply.header("content-type").unwrap_or_default().to_owned();
-            match batch::parse(&content_type, &reply.body, operations).map_err(|e| {
-                Error::Decode {
-                    message: e.to_string(),
-                }
-            })? {
-                BatchOutcome::Applied(etags) => Ok(etags),
-                BatchOutcome::Failed {
-                    index,
-                    response,
-                    code,
-                    message,
-                } => {
-                    let (pk, rk) = operations.get(index).map_or(("", ""), BatchOperation::keys);
-                    let target = Target::entity(table, pk, rk);
-                    let cause = errors::map(response.status, &code, &message, target, None);
-                    Err(cause.in_batch(index))
-                }
-            }
-        })
-        .await
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tablekit_core::filter::{Filter, KeyRange};
 
 use tablekit_core::keyorder::cmp_utf16;
-use tablekit_core::{ContinuationToken, Error, InvalidInput, Query, validate};
+use tablekit_core::{ContinuationToken, Error, Query, validate};
 
 /// How the backend retries transient failures.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,10 +82,11 @@ impl RetryPolicy {
 /// percent-encoded. A projection always selects the keys, which the
 /// entity needs.
 ///
-/// The query is validated here, where it is rendered ([`tablekit_core::backend::checks::query`]):
-/// no name that is not a property name reaches `$filter` or `$select`.
-pub fn query_parameters(query: &Query) -> Result<Vec<(&'static str, String)>, InvalidInput> {
-    tablekit_core::backend::checks::query(query)?;
+/// The query was checked at the door ([`tablekit_core::backend::door`],
+/// through [`Served`](tablekit_core::layer::Served)): no name that is not a
+/// property name reaches `$filter` or `$select`, and a value is escaped as
+/// it is rendered.
+pub fn query_parameters(query: &Query) -> Vec<(&'static str, String)> {
     let mut params = Vec::new();
     if let Some(filter) = &query.filter {
         params.push(("$filter", filter.to_string()));
@@ -109,7 +110,7 @@ pub fn query_parameters(query: &Query) -> Result<Vec<(&'static str, String)>, In
             params.push(("NextRowKey", rk.to_owned()));
         }
     }
-    Ok(params)
+    params
 }
 
 /// The continuation of a Query Entities response, from its
@@ -335,7 +336,7 @@ mod tests {
             .select(["Name"])
             .top(10)
             .continuation(Some(token));
-        let params = query_parameters(&query).unwrap();
+        let params = query_parameters(&query);
         assert_eq!(params[0], ("$filter", "PartitionKey eq 'it''s'".to_owned()));
         assert_eq!(
             params[1],
@@ -344,7 +345,7 @@ mod tests {
         assert_eq!(params[2], ("$top", "10".to_owned()));
         assert_eq!(params[3], ("NextPartitionKey", "1!8!cGFydA--".to_owned()));
         assert_eq!(params[4], ("NextRowKey", "1!4!cjE-".to_owned()));
-        assert!(query_parameters(&Query::new()).unwrap().is_empty());
+        assert!(query_parameters(&Query::new()).is_empty());
         assert_eq!(
             continuation(None, Some("x")),
             None,

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
-use tablekit_core::queue::door;
+use tablekit_core::layer::Served;
 use tablekit_core::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
     QueuePage, QueueStore, SentMessage,
@@ -249,66 +249,64 @@ fn seconds(duration: Duration) -> String {
     duration.as_secs().to_string()
 }
 
+/// The REST backend's own implementation of the contract, which
+/// [`AzureQueues`] serves behind the door checks and the telemetry ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a AzureQueues);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = AzureQueues;
+    fn deref(&self) -> &AzureQueues {
+        self.0
+    }
+}
+
+impl AzureQueues {
+    /// This client, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |raw| raw.service.store.clone())
+    }
+}
+
+tablekit_core::forward_to!(QueueStore for AzureQueues, |this| this.served());
+
 #[async_trait]
-impl QueueStore for AzureQueues {
+impl QueueStore for Raw<'_> {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "create_queue",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let call = Call::new(
-                Method::PUT,
-                format!("/{queue}"),
-                Target::queue(queue),
-                Idempotence::Idempotent,
-            );
-            // 201: created; 204: it existed.
-            Ok(self.send(call).await?.status == 201)
-        })
-        .await
+        let call = Call::new(
+            Method::PUT,
+            format!("/{queue}"),
+            Target::queue(queue),
+            Idempotence::Idempotent,
+        );
+        // 201: created; 204: it existed.
+        Ok(self.send(call).await?.status == 201)
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "delete_queue",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let call = Call::new(
-                Method::DELETE,
-                format!("/{queue}"),
-                Target::queue(queue),
-                Idempotence::NotIdempotent,
-            );
-            self.send(call).await.map(drop)
-        })
-        .await
+        let call = Call::new(
+            Method::DELETE,
+            format!("/{queue}"),
+            Target::queue(queue),
+            Idempotence::NotIdempotent,
+        );
+        self.send(call).await.map(drop)
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit_core::telemetry::Call::storage(|| self.service.store.clone(), "list_queues", "")
-            .run(async {
-                door::list_queues(options)?;
-                let mut call = Call::new(
-                    Method::GET,
-                    "/".into(),
-                    Target::default(),
-                    Idempotence::Idempotent,
-                );
-                call.list(
-                    options.prefix.as_ref(),
-                    options.max_results,
-                    options.marker.as_ref(),
-                );
-                let reply = self.send(call).await?;
-                parse_listing(&String::from_utf8_lossy(&reply.body))
-            })
-            .await
+        let mut call = Call::new(
+            Method::GET,
+            "/".into(),
+            Target::default(),
+            Idempotence::Idempotent,
+        );
+        call.list(
+            options.prefix.as_ref(),
+            options.max_results,
+            options.marker.as_ref(),
+        );
+        let reply = self.send(call).await?;
+        parse_listing(&String::from_utf8_lossy(&reply.body))
     }
 
     async fn put_message(
@@ -317,30 +315,25 @@ impl QueueStore for AzureQueues {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit_core::telemetry::Call::storage(|| self.service.store.clone(), "put_message", queue)
-            .run(async {
-                door::put_message(queue, text, options)?;
-                // A put sent twice is two messages: it is not retried once it may
-                // have reached the service.
-                let mut call = Call::new(
-                    Method::POST,
-                    messages_path(queue),
-                    Target::queue(queue),
-                    Idempotence::NotIdempotent,
-                );
-                call.query
-                    .push(("visibilitytimeout", seconds(options.visibility_delay)));
-                match options.ttl {
-                    MessageTtl::Default => {}
-                    MessageTtl::After(ttl) => call.query.push(("messagettl", seconds(ttl))),
-                    MessageTtl::Never => call.query.push(("messagettl", "-1".into())),
-                }
-                call.content_type = "application/xml";
-                call.body = message_body(text, self.ascii_bodies);
-                let reply = self.send(call).await?;
-                parse_sent(&String::from_utf8_lossy(&reply.body))
-            })
-            .await
+        // A put sent twice is two messages: it is not retried once it may
+        // have reached the service.
+        let mut call = Call::new(
+            Method::POST,
+            messages_path(queue),
+            Target::queue(queue),
+            Idempotence::NotIdempotent,
+        );
+        call.query
+            .push(("visibilitytimeout", seconds(options.visibility_delay)));
+        match options.ttl {
+            MessageTtl::Default => {}
+            MessageTtl::After(ttl) => call.query.push(("messagettl", seconds(ttl))),
+            MessageTtl::Never => call.query.push(("messagettl", "-1".into())),
+        }
+        call.content_type = "application/xml";
+        call.body = message_body(text, self.ascii_bodies);
+        let reply = self.send(call).await?;
+        parse_sent(&String::from_utf8_lossy(&reply.body))
     }
 
     async fn get_messages(
@@ -349,51 +342,33 @@ impl QueueStore for AzureQueues {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "get_messages",
-            queue,
-        )
-        .run(async {
-            door::get_messages(queue, count, visibility_timeout)?;
-            // Sent again after a lost answer, a get hides other messages (or
-            // the same ones again) for the timeout: they come back later, as
-            // at-least-once delivery allows.
-            let mut call = Call::new(
-                Method::GET,
-                messages_path(queue),
-                Target::queue(queue),
-                Idempotence::Idempotent,
-            );
-            call.query.push(("numofmessages", count.to_string()));
-            call.query
-                .push(("visibilitytimeout", seconds(visibility_timeout)));
-            let reply = self.send(call).await?;
-            parse_messages(&String::from_utf8_lossy(&reply.body))
-        })
-        .await
+        // Sent again after a lost answer, a get hides other messages (or
+        // the same ones again) for the timeout: they come back later, as
+        // at-least-once delivery allows.
+        let mut call = Call::new(
+            Method::GET,
+            messages_path(queue),
+            Target::queue(queue),
+            Idempotence::Idempotent,
+        );
+        call.query.push(("numofmessages", count.to_string()));
+        call.query
+            .push(("visibilitytimeout", seconds(visibility_timeout)));
+        let reply = self.send(call).await?;
+        parse_messages(&String::from_utf8_lossy(&reply.body))
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "peek_messages",
-            queue,
-        )
-        .run(async {
-            door::peek_messages(queue, count)?;
-            let mut call = Call::new(
-                Method::GET,
-                messages_path(queue),
-                Target::queue(queue),
-                Idempotence::Idempotent,
-            );
-            call.query.push(("peekonly", "true".into()));
-            call.query.push(("numofmessages", count.to_string()));
-            let reply = self.send(call).await?;
-            parse_peeked(&String::from_utf8_lossy(&reply.body))
-        })
-        .await
+        let mut call = Call::new(
+            Method::GET,
+            messages_path(queue),
+            Target::queue(queue),
+            Idempotence::Idempotent,
+        );
+        call.query.push(("peekonly", "true".into()));
+        call.query.push(("numofmessages", count.to_string()));
+        let reply = self.send(call).await?;
+        parse_peeked(&String::from_utf8_lossy(&reply.body))
     }
 
     async fn update_message(
@@ -404,83 +379,56 @@ impl QueueStore for AzureQueues {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "update_message",
-            queue,
-        )
-        .run(async {
-            door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-            // Not retried: a retry would carry the receipt the first attempt
-            // used up.
-            let mut call = Call::new(
-                Method::PUT,
-                message_path(queue, id),
-                Target::message(queue, id),
-                Idempotence::NotIdempotent,
-            );
-            call.query.push(("popreceipt", pop_receipt.to_owned()));
-            call.query
-                .push(("visibilitytimeout", seconds(visibility_timeout)));
-            if let Some(text) = text {
-                call.content_type = "application/xml";
-                call.body = message_body(text, self.ascii_bodies);
-            }
-            let reply = self.send(call).await?;
-            let pop_receipt = reply
-                .header("x-ms-popreceipt")
-                .ok_or_else(|| decode_error("x-ms-popreceipt"))?
-                .to_owned();
-            let next_visible = reply
-                .header("x-ms-time-next-visible")
-                .and_then(|t| httpdate::parse_http_date(t).ok())
-                .map(DateTime::from)
-                .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
-            Ok(MessageUpdate {
-                pop_receipt,
-                next_visible,
-            })
+        // Not retried: a retry would carry the receipt the first attempt
+        // used up.
+        let mut call = Call::new(
+            Method::PUT,
+            message_path(queue, id),
+            Target::message(queue, id),
+            Idempotence::NotIdempotent,
+        );
+        call.query.push(("popreceipt", pop_receipt.to_owned()));
+        call.query
+            .push(("visibilitytimeout", seconds(visibility_timeout)));
+        if let Some(text) = text {
+            call.content_type = "application/xml";
+            call.body = message_body(text, self.ascii_bodies);
+        }
+        let reply = self.send(call).await?;
+        let pop_receipt = reply
+            .header("x-ms-popreceipt")
+            .ok_or_else(|| decode_error("x-ms-popreceipt"))?
+            .to_owned();
+        let next_visible = reply
+            .header("x-ms-time-next-visible")
+            .and_then(|t| httpdate::parse_http_date(t).ok())
+            .map(DateTime::from)
+            .ok_or_else(|| decode_error("x-ms-time-next-visible"))?;
+        Ok(MessageUpdate {
+            pop_receipt,
+            next_visible,
         })
-        .await
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "delete_message",
-            queue,
-        )
-        .run(async {
-            door::delete_message(queue, id, pop_receipt)?;
-            let mut call = Call::new(
-                Method::DELETE,
-                message_path(queue, id),
-                Target::message(queue, id),
-                Idempotence::NotIdempotent,
-            );
-            call.query.push(("popreceipt", pop_receipt.to_owned()));
-            self.send(call).await.map(drop)
-        })
-        .await
+        let mut call = Call::new(
+            Method::DELETE,
+            message_path(queue, id),
+            Target::message(queue, id),
+            Idempotence::NotIdempotent,
+        );
+        call.query.push(("popreceipt", pop_receipt.to_owned()));
+        self.send(call).await.map(drop)
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || self.service.store.clone(),
-            "clear_messages",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let call = Call::new(
-                Method::DELETE,
-                messages_path(queue),
-                Target::queue(queue),
-                Idempotence::Idempotent,
-            );
-            self.send(call).await.map(drop)
-        })
-        .await
+        let call = Call::new(
+            Method::DELETE,
+            messages_path(queue),
+            Target::queue(queue),
+            Idempotence::Idempotent,
+        );
+        self.send(call).await.map(drop)
     }
 }
 

@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tablekit::TableBackendExt;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

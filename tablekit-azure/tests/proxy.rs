@@ -10,6 +10,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use tablekit::TableBackendExt;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -5,6 +5,7 @@
 mod azurite;
 
 use tablekit::QueueStore;
+use tablekit::TableBackendExt as _;
 use tablekit::queue::PutMessageOptions;
 use tablekit::{
     BlobStore, Entity, Error, GetOptions, IfMatch, ListBlobsOptions, PutCondition, TableBackend,

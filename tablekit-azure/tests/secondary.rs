@@ -7,6 +7,7 @@ mod azurite;
 
 use std::sync::Arc;
 use std::time::Duration;
+use tablekit::TableBackendExt;
 
 use tablekit::{BlobStore, Entity, Error, GetOptions, Query, TableBackend, Value};
 use tablekit_azure::config::{Account, ClientOptions};

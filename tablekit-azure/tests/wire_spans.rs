@@ -10,7 +10,8 @@ mod mock;
 
 use mock::{Mock, json_error, respond};
 use opentelemetry::trace::SpanKind;
-use tablekit::{Entity, TableBackend, UpdateMode};
+use tablekit::TableBackendExt;
+use tablekit::{Entity, UpdateMode};
 
 #[path = "../../tests/support/otel.rs"]
 mod otel;

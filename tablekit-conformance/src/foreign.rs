@@ -2,6 +2,7 @@
 //! typed write through what was read, values and EDM types alike.
 
 use std::sync::Arc;
+use tablekit::TableBackendExt;
 
 use super::unique_table;
 use tablekit::backend::{GetOptions, TableBackend, UpdateMode};

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use super::unique_table;
+use tablekit::TableBackendExt as _;
 use tablekit::backend::TableBackend;
 use tablekit::table::Table;
 

@@ -2,6 +2,7 @@
 
 use super::{assert_invalid, fresh_table, unique_table};
 use tablekit::Entity;
+use tablekit::TableBackendExt;
 use tablekit::backend::{GetOptions, ListTablesOptions, Query, TableBackend};
 use tablekit::{Error, InvalidInput};
 

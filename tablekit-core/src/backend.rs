@@ -326,6 +326,14 @@ pub struct ListTablesOptions {
 }
 
 impl ListTablesOptions {
+    /// The page size asked for: `top`, or 1,000 (once the
+    /// [door check](door::list_tables) has held, at most 1,000).
+    pub fn page_size(&self) -> usize {
+        self.top
+            .unwrap_or(crate::validate::limits::MAX_PAGE_SIZE)
+            .min(crate::validate::limits::MAX_PAGE_SIZE) as usize
+    }
+
     /// Only the tables whose names start with `prefix` (one table per day,
     /// say: `Audit2026`).
     ///
@@ -403,6 +411,94 @@ impl BatchOperation {
             | BatchOperation::Update { entity: e, .. }
             | BatchOperation::Upsert { entity: e, .. } => Some(e),
             BatchOperation::Delete { .. } => None,
+        }
+    }
+}
+
+/// One write of one row, borrowing its parts: what
+/// [`TableBackend::write_entity`] takes (a single write need not build a
+/// [`BatchOperation`]).
+#[derive(Debug, Clone, Copy)]
+pub enum EntityWrite<'a> {
+    /// Insert; fails if the row exists.
+    Insert(&'a Entity),
+    /// Replace or merge an existing row under a condition.
+    Update(&'a Entity, UpdateMode, &'a IfMatch),
+    /// Insert, or replace or merge an existing row.
+    Upsert(&'a Entity, UpdateMode),
+    /// Delete an existing row under a condition: PartitionKey, RowKey.
+    Delete(&'a str, &'a str, &'a IfMatch),
+}
+
+impl<'a> EntityWrite<'a> {
+    /// The write's (PartitionKey, RowKey).
+    pub fn keys(self) -> (&'a str, &'a str) {
+        match self {
+            EntityWrite::Insert(e) | EntityWrite::Update(e, ..) | EntityWrite::Upsert(e, _) => {
+                (&e.partition_key, &e.row_key)
+            }
+            EntityWrite::Delete(pk, rk, _) => (pk, rk),
+        }
+    }
+
+    /// The operation the write is, as the [fault layer](crate::layer) and
+    /// the telemetry name it: `InsertEntity`, `UpdateEntity`,
+    /// `UpsertEntity` or `DeleteEntity`.
+    pub fn operation(self) -> Operation {
+        match self {
+            EntityWrite::Insert(_) => Operation::InsertEntity,
+            EntityWrite::Update(..) => Operation::UpdateEntity,
+            EntityWrite::Upsert(..) => Operation::UpsertEntity,
+            EntityWrite::Delete(..) => Operation::DeleteEntity,
+        }
+    }
+
+    /// Whether sending the write twice is a case a transport meets (a
+    /// resend after a proxy's 503): a conditional write or an insert, whose
+    /// second copy meets the first's change. An upsert's does not show.
+    pub fn resends(self) -> bool {
+        !matches!(self, EntityWrite::Upsert(..))
+    }
+
+    /// The entity written; `None` for a delete.
+    pub fn entity(self) -> Option<&'a Entity> {
+        match self {
+            EntityWrite::Insert(e) | EntityWrite::Update(e, ..) | EntityWrite::Upsert(e, _) => {
+                Some(e)
+            }
+            EntityWrite::Delete(..) => None,
+        }
+    }
+
+    /// Runs the shared validator on the write's entity or keys.
+    ///
+    /// # Errors
+    /// The [`InvalidInput`] of the first rule broken.
+    pub fn validate(self) -> Result<(), InvalidInput> {
+        match self {
+            EntityWrite::Insert(e) | EntityWrite::Update(e, ..) | EntityWrite::Upsert(e, _) => {
+                crate::validate::entity(e)
+            }
+            EntityWrite::Delete(pk, rk, _) => crate::validate::keys(pk, rk),
+        }
+    }
+}
+
+impl<'a> From<&'a BatchOperation> for EntityWrite<'a> {
+    fn from(op: &'a BatchOperation) -> EntityWrite<'a> {
+        match op {
+            BatchOperation::Insert(e) => EntityWrite::Insert(e),
+            BatchOperation::Update {
+                entity,
+                mode,
+                if_match,
+            } => EntityWrite::Update(entity, *mode, if_match),
+            BatchOperation::Upsert { entity, mode } => EntityWrite::Upsert(entity, *mode),
+            BatchOperation::Delete {
+                partition_key,
+                row_key,
+                if_match,
+            } => EntityWrite::Delete(partition_key, row_key, if_match),
         }
     }
 }
@@ -515,40 +611,25 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
         crate::telemetry::StoreInfo::unknown()
     }
 
-    /// Inserts a new entity and returns its ETag. REST: `POST /t`.
+    /// Writes one row, as [`EntityWrite`] says: inserts it (REST: `POST /t`),
+    /// replaces or merges it under a condition (`PUT` or `MERGE /t(…)` with
+    /// `If-Match`), inserts or replaces or merges it whatever is stored
+    /// (`PUT` or `MERGE` without `If-Match`), or deletes it under a
+    /// condition (`DELETE /t(…)` with `If-Match`). Returns the new version's
+    /// ETag, `None` for a delete.
     ///
-    /// Errors: [`EntityAlreadyExists`](crate::Error::EntityAlreadyExists),
-    /// [`TableNotFound`](crate::Error::TableNotFound), validation errors.
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag>;
-
-    /// Replaces or merges an existing entity if `if_match` holds, returning
-    /// the new ETag. REST: `PUT` (replace) or `MERGE` `/t(…)` with `If-Match`.
+    /// Callers usually name the write with the methods of
+    /// [`TableBackendExt`]: `insert_entity`,
+    /// `update_entity`, `upsert_entity`, `delete_entity`.
     ///
-    /// Errors: [`EntityNotFound`](crate::Error::EntityNotFound) (also with
-    /// `IfMatch::Any`), [`PreconditionFailed`](crate::Error::PreconditionFailed).
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &IfMatch,
-    ) -> Result<ETag>;
-
-    /// Inserts the entity, or replaces/merges it if it exists. REST: `PUT` or
-    /// `MERGE` `/t(…)` without `If-Match`.
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag>;
-
-    /// Deletes an entity if `if_match` holds. REST: `DELETE /t(…)` with `If-Match`.
-    ///
-    /// Errors: [`EntityNotFound`](crate::Error::EntityNotFound),
-    /// [`PreconditionFailed`](crate::Error::PreconditionFailed).
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &IfMatch,
-    ) -> Result<()>;
+    /// Errors: an insert over a row that exists,
+    /// [`EntityAlreadyExists`](crate::Error::EntityAlreadyExists); an update
+    /// or delete of a row that does not,
+    /// [`EntityNotFound`](crate::Error::EntityNotFound) (also with
+    /// `IfMatch::Any`); a condition that does not hold,
+    /// [`PreconditionFailed`](crate::Error::PreconditionFailed);
+    /// [`TableNotFound`](crate::Error::TableNotFound); validation errors.
+    async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>>;
 
     /// Runs the operations as one entity group transaction: all are applied,
     /// in order, or none. Returns one ETag per operation (`None` for deletes).
@@ -568,51 +649,36 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
 /// passes calls on (the forwarding through `Arc`, `Box` and `&` below, and
 /// the fault layer, [`crate::layer::FaultInjection`]) is generated from this
 /// list by `$generate`. Each async method names its
-/// [`Operation`](crate::layer::Operation) and whether the fault layer may
+/// [`Operation`] and whether the fault layer may
 /// send it twice (`resend`) or not (`once`). The generated impls deny
 /// `clippy::missing_trait_methods`, so a method missing here fails the
 /// build.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! table_methods {
-    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+    ($($generate:tt)::+ ! ($($args:tt)*)) => {
         $($generate)::+! { $($args)*
-            async create_table(table: &str) -> $crate::error::Result<()>, CreateTable, once;
-            async delete_table(table: &str) -> $crate::error::Result<()>, DeleteTable, once;
+            async create_table(table: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::CreateTable], [false];
+            async delete_table(table: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::DeleteTable], [false];
             async list_tables(options: &$crate::backend::ListTablesOptions)
-                -> $crate::error::Result<$crate::backend::TablePage>, ListTables, once;
+                -> $crate::error::Result<$crate::backend::TablePage>, [$crate::backend::Operation::ListTables], [false];
             async get_entity(
                 table: &str,
                 partition_key: &str,
                 row_key: &str,
                 options: &$crate::backend::GetOptions
-            ) -> $crate::error::Result<$crate::entity::Entity>, GetEntity, once;
+            ) -> $crate::error::Result<$crate::entity::Entity>, [$crate::backend::Operation::GetEntity], [false];
             async query_entities(table: &str, query: &$crate::backend::Query)
-                -> $crate::error::Result<$crate::backend::QueryPage>, QueryEntities, once;
-            async insert_entity(table: &str, entity: &$crate::entity::Entity)
-                -> $crate::error::Result<$crate::entity::ETag>, InsertEntity, resend;
-            async update_entity(
-                table: &str,
-                entity: &$crate::entity::Entity,
-                mode: $crate::backend::UpdateMode,
-                if_match: &$crate::entity::IfMatch
-            ) -> $crate::error::Result<$crate::entity::ETag>, UpdateEntity, resend;
-            async upsert_entity(
-                table: &str,
-                entity: &$crate::entity::Entity,
-                mode: $crate::backend::UpdateMode
-            ) -> $crate::error::Result<$crate::entity::ETag>, UpsertEntity, once;
-            async delete_entity(
-                table: &str,
-                partition_key: &str,
-                row_key: &str,
-                if_match: &$crate::entity::IfMatch
-            ) -> $crate::error::Result<()>, DeleteEntity, resend;
+                -> $crate::error::Result<$crate::backend::QueryPage>, [$crate::backend::Operation::QueryEntities], [false];
+            async write_entity(table: &str, write: $crate::backend::EntityWrite<'_>)
+                -> $crate::error::Result<Option<$crate::entity::ETag>>, [write.operation()], [write.resends()];
             async submit_transaction(table: &str, operations: &[$crate::backend::BatchOperation])
-                -> $crate::error::Result<Vec<Option<$crate::entity::ETag>>>, SubmitTransaction, resend;
+                -> $crate::error::Result<Vec<Option<$crate::entity::ETag>>>, [$crate::backend::Operation::SubmitTransaction], [true];
             async read_rows(
                 table: &str,
                 query: &$crate::backend::Query,
                 read: &mut $crate::backend::RowVisitor<'_>
-            ) -> $crate::error::Result<Option<$crate::backend::ContinuationToken>>, QueryEntities, once;
+            ) -> $crate::error::Result<Option<$crate::backend::ContinuationToken>>, [$crate::backend::Operation::QueryEntities], [false];
             sync reads_rows(query: &$crate::backend::Query) -> bool;
             sync query_order() -> $crate::backend::QueryOrder;
             sync pacing() -> Option<$crate::pacing::Pacing>;
@@ -620,8 +686,7 @@ macro_rules! table_methods {
         }
     };
 }
-#[doc(hidden)]
-pub(crate) use table_methods;
+pub(crate) use crate::table_methods;
 
 /// Implements a contract (`TableBackend`, `BlobStore`, `QueueStore`) for
 /// `Arc<T>`, `Box<T>` and `&T` by passing every call on to `T`, from the
@@ -633,7 +698,7 @@ macro_rules! forward_impls {
         $crate::backend::forward_impls!(@impl $contract, &T, $($list)*);
     };
     (@impl $contract:ident, $wrapper:ty,
-        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
+        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, [$op:expr], [$($resend:tt)*];)*
         $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
     ) => {
         #[deny(clippy::missing_trait_methods)]
@@ -658,7 +723,12 @@ pub(crate) use forward_impls;
 table_methods!(forward_impls!(TableBackend));
 
 pub mod door;
+mod ext;
+mod operation;
 pub mod sorted;
+
+pub use ext::TableBackendExt;
+pub use operation::Operation;
 
 /// Counts work that goes on after the future that started it was dropped:
 /// the finishing steps of a typed write (which run as a task of their own),

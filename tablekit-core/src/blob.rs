@@ -95,6 +95,12 @@ pub struct ListBlobsOptions {
 }
 
 impl ListBlobsOptions {
+    /// The page size asked for: `max_results`, or 5,000 (at most 5,000).
+    pub fn page_size(&self) -> u32 {
+        let max = crate::validate::limits::MAX_LIST_RESULTS;
+        self.max_results.unwrap_or(max).min(max)
+    }
+
     /// Lists names starting with `prefix`.
     pub fn prefix(prefix: impl Into<String>) -> ListBlobsOptions {
         ListBlobsOptions {
@@ -175,61 +181,94 @@ impl<T: BlobStore + ?Sized> BlobStoreExt for T {}
 
 /// The methods of [`BlobStore`], listed once, as
 /// [`table_methods`](crate::backend) lists those of `TableBackend`.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! blob_methods {
-    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+    ($($generate:tt)::+ ! ($($args:tt)*)) => {
         $($generate)::+! { $($args)*
-            async create_container(container: &str) -> $crate::error::Result<()>, CreateContainer, once;
-            async delete_container(container: &str) -> $crate::error::Result<()>, DeleteContainer, once;
+            async create_container(container: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::CreateContainer], [false];
+            async delete_container(container: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::DeleteContainer], [false];
             async put_blob(
                 container: &str,
                 name: &str,
                 data: Vec<u8>,
                 condition: &$crate::blob::PutCondition
-            ) -> $crate::error::Result<$crate::blob::BlobProperties>, PutBlob, once;
+            ) -> $crate::error::Result<$crate::blob::BlobProperties>, [$crate::backend::Operation::PutBlob], [false];
             async get_blob(container: &str, name: &str)
-                -> $crate::error::Result<$crate::blob::Blob>, GetBlob, once;
+                -> $crate::error::Result<$crate::blob::Blob>, [$crate::backend::Operation::GetBlob], [false];
             async delete_blob(container: &str, name: &str, if_match: Option<&$crate::entity::ETag>)
-                -> $crate::error::Result<()>, DeleteBlob, once;
+                -> $crate::error::Result<()>, [$crate::backend::Operation::DeleteBlob], [false];
             async list_blobs(container: &str, options: &$crate::blob::ListBlobsOptions)
-                -> $crate::error::Result<$crate::blob::BlobPage>, ListBlobs, once;
+                -> $crate::error::Result<$crate::blob::BlobPage>, [$crate::backend::Operation::ListBlobs], [false];
         }
     };
 }
-#[doc(hidden)]
-pub(crate) use blob_methods;
+pub(crate) use crate::blob_methods;
 
 blob_methods!(crate::backend::forward_impls!(BlobStore));
 
 /// The door checks of the blob contract: one function per method of
-/// [`BlobStore`], holding every check its input must pass on every
-/// backend, as [`backend::door`](crate::backend::door) does for tables. A
-/// backend calls the method's door first and keeps only its own checks.
+/// [`BlobStore`], named as the method and taking its arguments (a put's
+/// data by reference), holding every check its input must pass on every
+/// backend, as [`backend::door`](crate::backend::door) does for tables.
+/// The [`Served`](crate::layer::Served) layer calls them; no backend does.
 pub mod door {
-    use super::ListBlobsOptions;
+    use super::{ListBlobsOptions, PutCondition};
+    use crate::entity::ETag;
     use crate::error::InvalidInput;
     use crate::validate::{blob_name, container_name, list_page_size};
 
-    /// [`create_container`](super::BlobStore::create_container) and
-    /// [`delete_container`](super::BlobStore::delete_container): the
+    /// [`create_container`](super::BlobStore::create_container): the
     /// container's name.
-    pub fn container(container: &str) -> Result<(), InvalidInput> {
+    pub fn create_container(container: &str) -> Result<(), InvalidInput> {
         container_name(container)
     }
 
-    /// [`put_blob`](super::BlobStore::put_blob),
-    /// [`get_blob`](super::BlobStore::get_blob) and
-    /// [`delete_blob`](super::BlobStore::delete_blob): the container's
-    /// name and the blob's.
-    pub fn blob(container: &str, name: &str) -> Result<(), InvalidInput> {
-        container_name(container)?;
-        blob_name(name)
+    /// [`delete_container`](super::BlobStore::delete_container): the
+    /// container's name.
+    pub fn delete_container(container: &str) -> Result<(), InvalidInput> {
+        container_name(container)
+    }
+
+    /// [`put_blob`](super::BlobStore::put_blob): the container's name and
+    /// the blob's.
+    pub fn put_blob(
+        container: &str,
+        name: &str,
+        data: &[u8],
+        condition: &PutCondition,
+    ) -> Result<(), InvalidInput> {
+        let _ = (data, condition);
+        blob(container, name)
+    }
+
+    /// [`get_blob`](super::BlobStore::get_blob): the container's name and
+    /// the blob's.
+    pub fn get_blob(container: &str, name: &str) -> Result<(), InvalidInput> {
+        blob(container, name)
+    }
+
+    /// [`delete_blob`](super::BlobStore::delete_blob): the container's name
+    /// and the blob's.
+    pub fn delete_blob(
+        container: &str,
+        name: &str,
+        if_match: Option<&ETag>,
+    ) -> Result<(), InvalidInput> {
+        let _ = if_match;
+        blob(container, name)
     }
 
     /// [`list_blobs`](super::BlobStore::list_blobs): the container's name
-    /// and the page size (1–5,000). Returns the page size.
-    pub fn list_blobs(container: &str, options: &ListBlobsOptions) -> Result<u32, InvalidInput> {
+    /// and the page size (1–5,000).
+    pub fn list_blobs(container: &str, options: &ListBlobsOptions) -> Result<(), InvalidInput> {
         container_name(container)?;
-        list_page_size(options.max_results)
+        list_page_size(options.max_results).map(drop)
+    }
+
+    fn blob(container: &str, name: &str) -> Result<(), InvalidInput> {
+        container_name(container)?;
+        blob_name(name)
     }
 }
 

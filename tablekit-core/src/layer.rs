@@ -14,6 +14,11 @@
 //! # }
 //! ```
 
+mod served;
+
+pub use crate::backend::Operation;
+pub use served::Served;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -26,79 +31,6 @@ use crate::backend::TableBackend;
 use crate::blob::BlobStore;
 use crate::error::{Error, Result};
 use crate::queue::QueueStore;
-
-/// The operations of the table, blob and queue contracts, to aim faults at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Operation {
-    /// [`TableBackend::create_table`]
-    CreateTable,
-    /// [`TableBackend::delete_table`]
-    DeleteTable,
-    /// [`TableBackend::list_tables`]
-    ListTables,
-    /// [`TableBackend::get_entity`]
-    GetEntity,
-    /// [`TableBackend::query_entities`]
-    QueryEntities,
-    /// [`TableBackend::insert_entity`]
-    InsertEntity,
-    /// [`TableBackend::update_entity`]
-    UpdateEntity,
-    /// [`TableBackend::upsert_entity`]
-    UpsertEntity,
-    /// [`TableBackend::delete_entity`]
-    DeleteEntity,
-    /// [`TableBackend::submit_transaction`]
-    SubmitTransaction,
-    /// [`BlobStore::create_container`]
-    CreateContainer,
-    /// [`BlobStore::delete_container`]
-    DeleteContainer,
-    /// [`BlobStore::put_blob`]
-    PutBlob,
-    /// [`BlobStore::get_blob`]
-    GetBlob,
-    /// [`BlobStore::delete_blob`]
-    DeleteBlob,
-    /// [`BlobStore::list_blobs`]
-    ListBlobs,
-    /// [`QueueStore::create_queue`]
-    CreateQueue,
-    /// [`QueueStore::delete_queue`]
-    DeleteQueue,
-    /// [`QueueStore::list_queues`]
-    ListQueues,
-    /// [`QueueStore::put_message`]
-    PutMessage,
-    /// [`QueueStore::get_messages`] (a write: it hides what it delivers)
-    GetMessages,
-    /// [`QueueStore::peek_messages`]
-    PeekMessages,
-    /// [`QueueStore::update_message`]
-    UpdateMessage,
-    /// [`QueueStore::delete_message`]
-    DeleteMessage,
-    /// [`QueueStore::clear_messages`]
-    ClearMessages,
-}
-
-impl Operation {
-    /// Whether the operation changes the store (everything but reads,
-    /// peeks and listings; a get of messages changes their visibility).
-    pub fn is_write(self) -> bool {
-        !matches!(
-            self,
-            Operation::ListTables
-                | Operation::GetEntity
-                | Operation::QueryEntities
-                | Operation::GetBlob
-                | Operation::ListBlobs
-                | Operation::ListQueues
-                | Operation::PeekMessages
-        )
-    }
-}
 
 /// What an injected fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,18 +190,8 @@ impl FaultHandle {
         (latency, yields, None)
     }
 
-    /// Runs `call` under the plan for `operation`.
-    async fn run<T>(
-        &self,
-        operation: Operation,
-        call: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        let never: Option<fn() -> std::future::Pending<Result<T>>> = None;
-        self.run_resendable(operation, call, never).await
-    }
-
-    /// [`run`](FaultHandle::run) of a table write, with `again`, which makes
-    /// the same call once more, for [`Fault::Resent`].
+    /// Runs `call` under the plan for `operation`; `again`, where given
+    /// (a table write), makes the same call once more, for [`Fault::Resent`].
     async fn run_resendable<T, F: Future<Output = Result<T>>>(
         &self,
         operation: Operation,
@@ -403,7 +325,7 @@ impl<B: fmt::Debug> fmt::Debug for FaultInjection<B> {
 /// `resend`; the others pass on to the inner store.
 macro_rules! fault_impl {
     ($contract:ident
-        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, $op:ident, $resend:ident;)*
+        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, [$op:expr], [$($resend:tt)*];)*
         $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
     ) => {
         #[deny(clippy::missing_trait_methods)]
@@ -412,7 +334,7 @@ macro_rules! fault_impl {
             $(
                 async fn $name(&self, $($arg: $ty),*) -> $out {
                     let call = self.inner.$name($($arg),*);
-                    fault_impl!(@run $resend, self, $op, call, || self.inner.$name($($arg),*))
+                    fault_impl!(@run [$($resend)*], self, $op, call, || self.inner.$name($($arg),*))
                 }
             )*
             $(
@@ -422,11 +344,19 @@ macro_rules! fault_impl {
             )*
         }
     };
-    (@run resend, $self:ident, $op:ident, $call:ident, $again:expr) => {
-        $self.handle.run_resendable(Operation::$op, $call, Some($again)).await
+    // Never sent twice: no second call is made.
+    (@run [false], $self:ident, $op:expr, $call:ident, $again:expr) => {
+        $self
+            .handle
+            .run_resendable($op, $call, None::<fn() -> std::future::Pending<_>>)
+            .await
     };
-    (@run once, $self:ident, $op:ident, $call:ident, $again:expr) => {
-        $self.handle.run(Operation::$op, $call).await
+    // Sent twice where the list's expression says so.
+    (@run [$($resend:tt)*], $self:ident, $op:expr, $call:ident, $again:expr) => {
+        $self
+            .handle
+            .run_resendable($op, $call, ($($resend)*).then_some($again))
+            .await
     };
 }
 

@@ -40,6 +40,8 @@ pub mod json;
 pub mod key;
 pub mod keyorder;
 pub mod layer;
+#[doc(hidden)]
+pub mod order;
 pub mod pacing;
 #[doc(hidden)]
 pub mod props;
@@ -50,8 +52,9 @@ pub mod validate;
 pub mod value;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, GetOptions, LentRow, ListTablesOptions, Query, QueryOrder,
-    QueryPage, RowVisitor, TableBackend, TablePage, UndecodableRow, UpdateMode,
+    BatchOperation, ContinuationToken, EntityWrite, GetOptions, LentRow, ListTablesOptions, Query,
+    QueryOrder, QueryPage, RowVisitor, TableBackend, TableBackendExt, TablePage, UndecodableRow,
+    UpdateMode,
 };
 pub use blob::{
     Blob, BlobPage, BlobProperties, BlobStore, BlobStoreExt, BlobTarget, ListBlobsOptions,
@@ -68,3 +71,14 @@ pub use value::{EdmType, Value, ValueRef};
 
 /// Re-exported so backends and users name one version of this crate.
 pub use uuid;
+
+#[doc(hidden)]
+pub use async_trait::async_trait as __async_trait;
+
+/// The contracts, for [`forward_to!`] to name from another crate.
+#[doc(hidden)]
+pub mod __contracts {
+    pub use crate::backend::TableBackend;
+    pub use crate::blob::BlobStore;
+    pub use crate::queue::QueueStore;
+}

@@ -160,6 +160,12 @@ pub struct ListQueuesOptions {
 }
 
 impl ListQueuesOptions {
+    /// The page size asked for: `max_results`, or 5,000 (at most 5,000).
+    pub fn page_size(&self) -> u32 {
+        let max = crate::validate::limits::MAX_LIST_RESULTS;
+        self.max_results.unwrap_or(max).min(max)
+    }
+
     /// Lists names starting with `prefix`.
     pub fn prefix(prefix: impl Into<String>) -> ListQueuesOptions {
         ListQueuesOptions {
@@ -256,41 +262,43 @@ pub trait QueueStore: Send + Sync + fmt::Debug {
 
 /// The methods of [`QueueStore`], listed once, as
 /// [`table_methods`](crate::backend) lists those of `TableBackend`.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! queue_methods {
-    ($($generate:ident)::+ ! ($($args:tt)*)) => {
+    ($($generate:tt)::+ ! ($($args:tt)*)) => {
         $($generate)::+! { $($args)*
-            async create_queue(queue: &str) -> $crate::error::Result<bool>, CreateQueue, once;
-            async delete_queue(queue: &str) -> $crate::error::Result<()>, DeleteQueue, once;
+            async create_queue(queue: &str) -> $crate::error::Result<bool>, [$crate::backend::Operation::CreateQueue], [false];
+            async delete_queue(queue: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::DeleteQueue], [false];
             async list_queues(options: &$crate::queue::ListQueuesOptions)
-                -> $crate::error::Result<$crate::queue::QueuePage>, ListQueues, once;
+                -> $crate::error::Result<$crate::queue::QueuePage>, [$crate::backend::Operation::ListQueues], [false];
             async put_message(queue: &str, text: &str, options: &$crate::queue::PutMessageOptions)
-                -> $crate::error::Result<$crate::queue::SentMessage>, PutMessage, once;
+                -> $crate::error::Result<$crate::queue::SentMessage>, [$crate::backend::Operation::PutMessage], [false];
             async get_messages(queue: &str, count: u32, visibility_timeout: std::time::Duration)
-                -> $crate::error::Result<Vec<$crate::queue::QueueMessage>>, GetMessages, once;
+                -> $crate::error::Result<Vec<$crate::queue::QueueMessage>>, [$crate::backend::Operation::GetMessages], [false];
             async peek_messages(queue: &str, count: u32)
-                -> $crate::error::Result<Vec<$crate::queue::PeekedMessage>>, PeekMessages, once;
+                -> $crate::error::Result<Vec<$crate::queue::PeekedMessage>>, [$crate::backend::Operation::PeekMessages], [false];
             async update_message(
                 queue: &str,
                 id: &str,
                 pop_receipt: &str,
                 visibility_timeout: std::time::Duration,
                 text: Option<&str>
-            ) -> $crate::error::Result<$crate::queue::MessageUpdate>, UpdateMessage, once;
+            ) -> $crate::error::Result<$crate::queue::MessageUpdate>, [$crate::backend::Operation::UpdateMessage], [false];
             async delete_message(queue: &str, id: &str, pop_receipt: &str)
-                -> $crate::error::Result<()>, DeleteMessage, once;
-            async clear_messages(queue: &str) -> $crate::error::Result<()>, ClearMessages, once;
+                -> $crate::error::Result<()>, [$crate::backend::Operation::DeleteMessage], [false];
+            async clear_messages(queue: &str) -> $crate::error::Result<()>, [$crate::backend::Operation::ClearMessages], [false];
         }
     };
 }
-#[doc(hidden)]
-pub(crate) use queue_methods;
+pub(crate) use crate::queue_methods;
 
 queue_methods!(crate::backend::forward_impls!(QueueStore));
 
 /// The door checks of the queue contract: one function per method of
-/// [`QueueStore`], holding every check its input must pass on every
-/// backend, as [`backend::door`](crate::backend::door) does for tables. A
-/// backend calls the method's door first and keeps only its own checks.
+/// [`QueueStore`], named as the method and taking its arguments, holding
+/// every check its input must pass on every backend, as
+/// [`backend::door`](crate::backend::door) does for tables. The
+/// [`Served`](crate::layer::Served) layer calls them; no backend does.
 pub mod door {
     use std::time::Duration;
 
@@ -298,18 +306,26 @@ pub mod door {
     use crate::error::InvalidInput;
     use crate::validate;
 
-    /// [`create_queue`](super::QueueStore::create_queue),
-    /// [`delete_queue`](super::QueueStore::delete_queue) and
+    /// [`create_queue`](super::QueueStore::create_queue): the queue's name.
+    pub fn create_queue(queue: &str) -> Result<(), InvalidInput> {
+        validate::queue_name(queue)
+    }
+
+    /// [`delete_queue`](super::QueueStore::delete_queue): the queue's name.
+    pub fn delete_queue(queue: &str) -> Result<(), InvalidInput> {
+        validate::queue_name(queue)
+    }
+
     /// [`clear_messages`](super::QueueStore::clear_messages): the queue's
     /// name.
-    pub fn queue(queue: &str) -> Result<(), InvalidInput> {
+    pub fn clear_messages(queue: &str) -> Result<(), InvalidInput> {
         validate::queue_name(queue)
     }
 
     /// [`list_queues`](super::QueueStore::list_queues): the page size
-    /// (1–5,000). Returns the page size.
-    pub fn list_queues(options: &ListQueuesOptions) -> Result<u32, InvalidInput> {
-        validate::list_page_size(options.max_results)
+    /// (1–5,000).
+    pub fn list_queues(options: &ListQueuesOptions) -> Result<(), InvalidInput> {
+        validate::list_page_size(options.max_results).map(drop)
     }
 
     /// [`put_message`](super::QueueStore::put_message): the queue's name,

@@ -11,6 +11,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use tablekit::TableBackendExt;
 
 use criterion::{BatchSize, Criterion, criterion_group};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};

@@ -8,7 +8,6 @@ use md5::{Digest, Md5};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::{LoggedTable, Txn};
-use tablekit_core::blob::door;
 use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -213,80 +212,64 @@ impl LocalStorage {
     }
 }
 
+tablekit_core::forward_to!(BlobStore for LocalStorage, |this| this.served());
+
 #[async_trait]
-impl BlobStore for LocalStorage {
+impl BlobStore for crate::tables::Raw<'_> {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "create_container",
-            container,
-        )
-        .run(async {
-            self.guarded(|| {
-                door::container(container)?;
-                // Read-only: a container that exists is answered as one.
-                if self.shared.read_only {
-                    let txn = self.begin_read()?;
-                    let containers = txn
-                        .open_table(CONTAINERS)
-                        .map_err(|e| self.error(e.into()))?;
-                    if self.check_container(&containers, container).is_ok() {
-                        return Err(Error::ContainerAlreadyExists {
-                            container: container.into(),
-                        });
-                    }
-                }
-                Ok(())
-            })?;
-            let container = container.to_owned();
-            self.write(move |store, txn| {
-                let mut containers = txn
+        self.guarded(|| {
+            // Read-only: a container that exists is answered as one.
+            if self.shared.read_only {
+                let txn = self.begin_read()?;
+                let containers = txn
                     .open_table(CONTAINERS)
-                    .map_err(|e| store.error(e.into()))?;
-                let existed = containers
-                    .insert(container.as_str(), ())
-                    .map_err(|e| store.error(e.into()))?;
-                if existed {
+                    .map_err(|e| self.error(e.into()))?;
+                if self.check_container(&containers, container).is_ok() {
                     return Err(Error::ContainerAlreadyExists {
-                        container: container.clone(),
+                        container: container.into(),
                     });
                 }
-                Ok(())
-            })
-            .await
+            }
+            Ok(())
+        })?;
+        let container = container.to_owned();
+        self.write(move |store, txn| {
+            let mut containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| store.error(e.into()))?;
+            let existed = containers
+                .insert(container.as_str(), ())
+                .map_err(|e| store.error(e.into()))?;
+            if existed {
+                return Err(Error::ContainerAlreadyExists {
+                    container: container.clone(),
+                });
+            }
+            Ok(())
         })
         .await
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "delete_container",
-            container,
-        )
-        .run(async {
-            door::container(container)?;
-            let container = container.to_owned();
-            self.write(move |store, txn| {
-                let mut containers = txn
-                    .open_table(CONTAINERS)
+        let container = container.to_owned();
+        self.write(move |store, txn| {
+            let mut containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| store.error(e.into()))?;
+            if !containers
+                .remove(container.as_str())
+                .map_err(|e| store.error(e.into()))?
+            {
+                return Err(container_missing(&container));
+            }
+            let (from, to) = (format!("{container}/"), format!("{container}0"));
+            for table in [BLOBS, BLOB_DATA] {
+                let mut blobs = txn.open_table(table).map_err(|e| store.error(e.into()))?;
+                blobs
+                    .remove_range(from.as_str(), to.as_str())
                     .map_err(|e| store.error(e.into()))?;
-                if !containers
-                    .remove(container.as_str())
-                    .map_err(|e| store.error(e.into()))?
-                {
-                    return Err(container_missing(&container));
-                }
-                let (from, to) = (format!("{container}/"), format!("{container}0"));
-                for table in [BLOBS, BLOB_DATA] {
-                    let mut blobs = txn.open_table(table).map_err(|e| store.error(e.into()))?;
-                    blobs
-                        .remove_range(from.as_str(), to.as_str())
-                        .map_err(|e| store.error(e.into()))?;
-                }
-                Ok(())
-            })
-            .await
+            }
+            Ok(())
         })
         .await
     }
@@ -298,88 +281,71 @@ impl BlobStore for LocalStorage {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "put_blob",
-            container,
-        )
-        .run(async {
-            door::blob(container, name)?;
-            // Hash before the writer's turn: it is the expensive part of a large put.
-            let md5: [u8; 16] = Md5::digest(&data).into();
-            let (container, name, condition) =
-                (container.to_owned(), name.to_owned(), condition.clone());
-            self.write(move |store, txn| {
-                let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
-                condition.check(existing.as_ref().map(|b| &b.etag), &container, &name)?;
-                let mut meta = txn.open_table(META).map_err(|e| store.error(e.into()))?;
-                let version = meta
-                    .get("blob_version")
-                    .map_err(|e| store.error(e.into()))?
-                    .map_or(0, |v| v.value())
-                    + 1;
-                meta.insert("blob_version", version)
-                    .map_err(|e| store.error(e.into()))?;
-                let written = DateTime::now();
-                let key = blob_key(&container, &name);
-                let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
-                blobs
-                    .insert(key.as_str(), stored.as_slice())
-                    .map_err(|e| store.error(e.into()))?;
-                let mut bytes = txn
-                    .open_table(BLOB_DATA)
-                    .map_err(|e| store.error(e.into()))?;
-                bytes
-                    .insert(key.as_str(), data.as_slice())
-                    .map_err(|e| store.error(e.into()))?;
-                Ok(BlobProperties {
-                    name: name.clone(),
-                    etag: etag_of(version),
-                    content_length: data.len() as u64,
-                    content_md5: md5,
-                    last_modified: written,
-                })
+        // Hash before the writer's turn: it is the expensive part of a large put.
+        let md5: [u8; 16] = Md5::digest(&data).into();
+        let (container, name, condition) =
+            (container.to_owned(), name.to_owned(), condition.clone());
+        self.write(move |store, txn| {
+            let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
+            condition.check(existing.as_ref().map(|b| &b.etag), &container, &name)?;
+            let mut meta = txn.open_table(META).map_err(|e| store.error(e.into()))?;
+            let version = meta
+                .get("blob_version")
+                .map_err(|e| store.error(e.into()))?
+                .map_or(0, |v| v.value())
+                + 1;
+            meta.insert("blob_version", version)
+                .map_err(|e| store.error(e.into()))?;
+            let written = DateTime::now();
+            let key = blob_key(&container, &name);
+            let stored = encode_properties(&key, version, &md5, written, data.len() as u64);
+            blobs
+                .insert(key.as_str(), stored.as_slice())
+                .map_err(|e| store.error(e.into()))?;
+            let mut bytes = txn
+                .open_table(BLOB_DATA)
+                .map_err(|e| store.error(e.into()))?;
+            bytes
+                .insert(key.as_str(), data.as_slice())
+                .map_err(|e| store.error(e.into()))?;
+            Ok(BlobProperties {
+                name: name.clone(),
+                etag: etag_of(version),
+                content_length: data.len() as u64,
+                content_md5: md5,
+                last_modified: written,
             })
-            .await
         })
         .await
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "get_blob",
-            container,
-        )
-        .run_sync(|| {
-            self.guarded(|| {
-                door::blob(container, name)?;
-                let txn = self.begin_read()?;
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                self.check_container(&containers, container)?;
-                let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                let properties = self
-                    .blob_properties(&blobs, container, name)?
-                    .ok_or_else(|| blob_missing(container, name))?;
-                let bytes = txn
-                    .open_table(BLOB_DATA)
-                    .map_err(|e| self.error(e.into()))?;
-                let data = bytes
-                    .get(blob_key(container, name).as_str())
-                    .map_err(|e| self.error(e.into()))?
-                    .ok_or_else(|| self.damaged("a blob without its bytes"))?
-                    .value()
-                    .to_vec();
-                // The bytes are checked against the MD5 computed when they were put.
-                if data.len() as u64 != properties.content_length
-                    || <[u8; 16]>::from(Md5::digest(&data)) != properties.content_md5
-                {
-                    return Err(self.damaged("a blob whose bytes do not match their MD5"));
-                }
-                Ok(Blob { data, properties })
-            })
+        self.guarded(|| {
+            let txn = self.begin_read()?;
+            let containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            self.check_container(&containers, container)?;
+            let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+            let properties = self
+                .blob_properties(&blobs, container, name)?
+                .ok_or_else(|| blob_missing(container, name))?;
+            let bytes = txn
+                .open_table(BLOB_DATA)
+                .map_err(|e| self.error(e.into()))?;
+            let data = bytes
+                .get(blob_key(container, name).as_str())
+                .map_err(|e| self.error(e.into()))?
+                .ok_or_else(|| self.damaged("a blob without its bytes"))?
+                .value()
+                .to_vec();
+            // The bytes are checked against the MD5 computed when they were put.
+            if data.len() as u64 != properties.content_length
+                || <[u8; 16]>::from(Md5::digest(&data)) != properties.content_md5
+            {
+                return Err(self.damaged("a blob whose bytes do not match their MD5"));
+            }
+            Ok(Blob { data, properties })
         })
     }
 
@@ -389,81 +355,65 @@ impl BlobStore for LocalStorage {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "delete_blob",
-            container,
-        )
-        .run(async {
-            door::blob(container, name)?;
-            let (container, name, if_match) =
-                (container.to_owned(), name.to_owned(), if_match.cloned());
-            self.write(move |store, txn| {
-                let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
-                let existing = existing.ok_or_else(|| blob_missing(&container, &name))?;
-                if if_match.as_ref().is_some_and(|tag| *tag != existing.etag) {
-                    return Err(Error::BlobConditionNotMet {
-                        container: container.clone(),
-                        name: name.clone(),
-                    });
-                }
-                let key = blob_key(&container, &name);
-                blobs
-                    .remove(key.as_str())
-                    .map_err(|e| store.error(e.into()))?;
-                let mut bytes = txn
-                    .open_table(BLOB_DATA)
-                    .map_err(|e| store.error(e.into()))?;
-                bytes
-                    .remove(key.as_str())
-                    .map_err(|e| store.error(e.into()))?;
-                Ok(())
-            })
-            .await
+        let (container, name, if_match) =
+            (container.to_owned(), name.to_owned(), if_match.cloned());
+        self.write(move |store, txn| {
+            let (mut blobs, existing) = store.blob_in(txn, &container, &name)?;
+            let existing = existing.ok_or_else(|| blob_missing(&container, &name))?;
+            if if_match.as_ref().is_some_and(|tag| *tag != existing.etag) {
+                return Err(Error::BlobConditionNotMet {
+                    container: container.clone(),
+                    name: name.clone(),
+                });
+            }
+            let key = blob_key(&container, &name);
+            blobs
+                .remove(key.as_str())
+                .map_err(|e| store.error(e.into()))?;
+            let mut bytes = txn
+                .open_table(BLOB_DATA)
+                .map_err(|e| store.error(e.into()))?;
+            bytes
+                .remove(key.as_str())
+                .map_err(|e| store.error(e.into()))?;
+            Ok(())
         })
         .await
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "list_blobs",
-            container,
-        )
-        .run_sync(|| {
-            self.guarded(|| {
-                let limit = door::list_blobs(container, options)? as usize;
-                let txn = self.begin_read()?;
-                let containers = txn
-                    .open_table(CONTAINERS)
-                    .map_err(|e| self.error(e.into()))?;
-                self.check_container(&containers, container)?;
-                let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
-                let prefix = options.prefix.as_deref().unwrap_or("");
-                let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
-                let from = blob_key(container, start);
-                let range = blobs
-                    .range::<&str>((Bound::Included(from.as_str()), Bound::Unbounded))
-                    .map_err(|e| self.error(e.into()))?;
-                let within = format!("{container}/{prefix}");
-                let mut page = BlobPage::default();
-                for item in range {
-                    let (key, stored) = item.map_err(|e| self.error(e.into()))?;
-                    let Some(name) = key.value().strip_prefix(within.as_str()) else {
-                        break;
-                    };
-                    let name = format!("{prefix}{name}");
-                    if page.blobs.len() == limit {
-                        page.next_marker = Some(name);
-                        break;
-                    }
-                    page.blobs.push(
-                        decode_properties(key.value(), &name, stored.value())
-                            .ok_or_else(|| self.damaged("a blob's properties"))?,
-                    );
+        self.guarded(|| {
+            let limit = options.page_size() as usize;
+            let txn = self.begin_read()?;
+            let containers = txn
+                .open_table(CONTAINERS)
+                .map_err(|e| self.error(e.into()))?;
+            self.check_container(&containers, container)?;
+            let blobs = txn.open_table(BLOBS).map_err(|e| self.error(e.into()))?;
+            let prefix = options.prefix.as_deref().unwrap_or("");
+            let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
+            let from = blob_key(container, start);
+            let range = blobs
+                .range::<&str>((Bound::Included(from.as_str()), Bound::Unbounded))
+                .map_err(|e| self.error(e.into()))?;
+            let within = format!("{container}/{prefix}");
+            let mut page = BlobPage::default();
+            for item in range {
+                let (key, stored) = item.map_err(|e| self.error(e.into()))?;
+                let Some(name) = key.value().strip_prefix(within.as_str()) else {
+                    break;
+                };
+                let name = format!("{prefix}{name}");
+                if page.blobs.len() == limit {
+                    page.next_marker = Some(name);
+                    break;
                 }
-                Ok(page)
-            })
+                page.blobs.push(
+                    decode_properties(key.value(), &name, stored.value())
+                        .ok_or_else(|| self.damaged("a blob's properties"))?,
+                );
+            }
+            Ok(page)
         })
     }
 }

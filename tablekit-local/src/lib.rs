@@ -19,7 +19,7 @@
 //! [`TableBackend`], [`BlobStore`] and [`QueueStore`].
 //!
 //! ```
-//! use tablekit::{Entity, TableBackend};
+//! use tablekit::{Entity, TableBackend, TableBackendExt};
 //! use tablekit_local::LocalStorage;
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {

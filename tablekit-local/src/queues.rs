@@ -10,7 +10,6 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::{LoggedTable, Txn};
-use tablekit_core::queue::door;
 use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
@@ -286,129 +285,105 @@ impl LocalStorage {
     }
 }
 
+tablekit_core::forward_to!(QueueStore for LocalStorage, |this| this.served());
+
 #[async_trait]
-impl QueueStore for LocalStorage {
+impl QueueStore for crate::tables::Raw<'_> {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "create_queue",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let now = self.shared.clock.now();
-            // Read-only: a queue that exists is answered as one.
-            if self.shared.read_only {
-                return self.guarded(|| {
-                    let txn = self.begin_read()?;
-                    let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                    match queues.get(queue).map_err(|e| self.error(e.into()))? {
-                        Some(_) => Ok(false),
-                        None => Err(self.read_only_error()),
-                    }
-                });
-            }
-            let queue = queue.to_owned();
-            self.write(move |store, txn| {
-                let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                let at = deleted
-                    .get(queue.as_str())
-                    .map_err(|e| store.error(e.into()))?
-                    .map(|v| v.value());
-                if let Some(at) = at {
-                    let at =
-                        DateTime::from_ticks(at).map_err(|_| store.damaged("a deletion time"))?;
-                    if now < at.saturating_add(QUEUE_DELETION_DELAY) {
-                        return Err(Error::QueueBeingDeleted {
-                            queue: queue.clone(),
-                        });
-                    }
-                    deleted
-                        .remove(queue.as_str())
-                        .map_err(|e| store.error(e.into()))?;
+        let now = self.shared.clock.now();
+        // Read-only: a queue that exists is answered as one.
+        if self.shared.read_only {
+            return self.guarded(|| {
+                let txn = self.begin_read()?;
+                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+                match queues.get(queue).map_err(|e| self.error(e.into()))? {
+                    Some(_) => Ok(false),
+                    None => Err(self.read_only_error()),
                 }
-                let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
-                if queues
-                    .get(queue.as_str())
-                    .map_err(|e| store.error(e.into()))?
-                    .is_some()
-                {
-                    return Ok(false);
+            });
+        }
+        let queue = queue.to_owned();
+        self.write(move |store, txn| {
+            let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+            let at = deleted
+                .get(queue.as_str())
+                .map_err(|e| store.error(e.into()))?
+                .map(|v| v.value());
+            if let Some(at) = at {
+                let at = DateTime::from_ticks(at).map_err(|_| store.damaged("a deletion time"))?;
+                if now < at.saturating_add(QUEUE_DELETION_DELAY) {
+                    return Err(Error::QueueBeingDeleted {
+                        queue: queue.clone(),
+                    });
                 }
-                queues
-                    .insert(queue.as_str(), 0)
+                deleted
+                    .remove(queue.as_str())
                     .map_err(|e| store.error(e.into()))?;
-                Ok(true)
-            })
-            .await
+            }
+            let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
+            if queues
+                .get(queue.as_str())
+                .map_err(|e| store.error(e.into()))?
+                .is_some()
+            {
+                return Ok(false);
+            }
+            queues
+                .insert(queue.as_str(), 0)
+                .map_err(|e| store.error(e.into()))?;
+            Ok(true)
         })
         .await
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "delete_queue",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let now = self.shared.clock.now();
-            let queue = queue.to_owned();
-            self.write(move |store, txn| {
+        let now = self.shared.clock.now();
+        let queue = queue.to_owned();
+        self.write(move |store, txn| {
+            {
+                let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
+                if !queues
+                    .remove(queue.as_str())
+                    .map_err(|e| store.error(e.into()))?
                 {
-                    let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
-                    if !queues
-                        .remove(queue.as_str())
-                        .map_err(|e| store.error(e.into()))?
-                    {
-                        return Err(Error::QueueNotFound {
-                            queue: queue.clone(),
-                        });
-                    }
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                    deleted
-                        .insert(queue.as_str(), now.ticks())
-                        .map_err(|e| store.error(e.into()))?;
+                    return Err(Error::QueueNotFound {
+                        queue: queue.clone(),
+                    });
                 }
-                store.remove_messages(txn, &queue)
-            })
-            .await
+                let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+                deleted
+                    .insert(queue.as_str(), now.ticks())
+                    .map_err(|e| store.error(e.into()))?;
+            }
+            store.remove_messages(txn, &queue)
         })
         .await
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "list_queues",
-            "",
-        )
-        .run_sync(|| {
-            self.guarded(|| {
-                let limit = door::list_queues(options)? as usize;
-                let prefix = options.prefix.as_deref().unwrap_or("");
-                let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
-                let txn = self.begin_read()?;
-                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                let mut page = QueuePage::default();
-                for item in queues
-                    .range::<&str>((Bound::Included(start), Bound::Unbounded))
-                    .map_err(|e| self.error(e.into()))?
-                {
-                    let (name, _) = item.map_err(|e| self.error(e.into()))?;
-                    let name = name.value();
-                    if !name.starts_with(prefix) {
-                        break;
-                    }
-                    if page.queues.len() == limit {
-                        page.next_marker = Some(name.to_owned());
-                        break;
-                    }
-                    page.queues.push(name.to_owned());
+        self.guarded(|| {
+            let limit = options.page_size() as usize;
+            let prefix = options.prefix.as_deref().unwrap_or("");
+            let start = options.marker.as_deref().unwrap_or(prefix).max(prefix);
+            let txn = self.begin_read()?;
+            let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+            let mut page = QueuePage::default();
+            for item in queues
+                .range::<&str>((Bound::Included(start), Bound::Unbounded))
+                .map_err(|e| self.error(e.into()))?
+            {
+                let (name, _) = item.map_err(|e| self.error(e.into()))?;
+                let name = name.value();
+                if !name.starts_with(prefix) {
+                    break;
                 }
-                Ok(page)
-            })
+                if page.queues.len() == limit {
+                    page.next_marker = Some(name.to_owned());
+                    break;
+                }
+                page.queues.push(name.to_owned());
+            }
+            Ok(page)
         })
     }
 
@@ -418,57 +393,48 @@ impl QueueStore for LocalStorage {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "put_message",
-            queue,
-        )
-        .run(async {
-            door::put_message(queue, text, options)?;
-            let now = self.shared.clock.now();
-            let expires = match options.ttl {
-                MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                MessageTtl::After(ttl) => now.saturating_add(ttl),
-                MessageTtl::Never => DateTime::MAX,
-            };
-            let message = Message {
-                id: random_id(),
-                receipt: random(),
-                dequeue_count: 0,
-                inserted: now,
-                expires,
-                next_visible: now.saturating_add(options.visibility_delay),
-                text: text.to_owned(),
-            };
-            let queue = queue.to_owned();
-            self.write(move |store, txn| {
-                let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
-                let seq = queues
-                    .get(queue.as_str())
-                    .map_err(|e| store.error(e.into()))?
-                    .ok_or_else(|| Error::QueueNotFound {
-                        queue: queue.clone(),
-                    })?
-                    .value();
-                queues
-                    .insert(queue.as_str(), seq + 1)
-                    .map_err(|e| store.error(e.into()))?;
-                let mut messages = txn
-                    .open_table(MESSAGES)
-                    .map_err(|e| store.error(e.into()))?;
-                store.store_message(&mut messages, &queue, seq, &message)?;
-                let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
-                ids.insert(id_key(&queue, &message.id_text()).as_str(), seq)
-                    .map_err(|e| store.error(e.into()))?;
-                Ok(SentMessage {
-                    id: message.id_text(),
-                    pop_receipt: message.receipt_text(),
-                    inserted: message.inserted,
-                    expires: message.expires,
-                    next_visible: message.next_visible,
-                })
+        let now = self.shared.clock.now();
+        let expires = match options.ttl {
+            MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+            MessageTtl::After(ttl) => now.saturating_add(ttl),
+            MessageTtl::Never => DateTime::MAX,
+        };
+        let message = Message {
+            id: random_id(),
+            receipt: random(),
+            dequeue_count: 0,
+            inserted: now,
+            expires,
+            next_visible: now.saturating_add(options.visibility_delay),
+            text: text.to_owned(),
+        };
+        let queue = queue.to_owned();
+        self.write(move |store, txn| {
+            let mut queues = txn.open_table(QUEUES).map_err(|e| store.error(e.into()))?;
+            let seq = queues
+                .get(queue.as_str())
+                .map_err(|e| store.error(e.into()))?
+                .ok_or_else(|| Error::QueueNotFound {
+                    queue: queue.clone(),
+                })?
+                .value();
+            queues
+                .insert(queue.as_str(), seq + 1)
+                .map_err(|e| store.error(e.into()))?;
+            let mut messages = txn
+                .open_table(MESSAGES)
+                .map_err(|e| store.error(e.into()))?;
+            store.store_message(&mut messages, &queue, seq, &message)?;
+            let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
+            ids.insert(id_key(&queue, &message.id_text()).as_str(), seq)
+                .map_err(|e| store.error(e.into()))?;
+            Ok(SentMessage {
+                id: message.id_text(),
+                pop_receipt: message.receipt_text(),
+                inserted: message.inserted,
+                expires: message.expires,
+                next_visible: message.next_visible,
             })
-            .await
         })
         .await
     }
@@ -479,98 +445,81 @@ impl QueueStore for LocalStorage {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "get_messages",
-            queue,
-        )
-        .run(async {
-            door::get_messages(queue, count, visibility_timeout)?;
-            let now = self.shared.clock.now();
-            let next_visible = now.saturating_add(visibility_timeout);
-            let queue = queue.to_owned();
-            self.write(move |store, txn| {
-                store.check_queue(txn, &queue)?;
-                let mut got = Vec::new();
+        let now = self.shared.clock.now();
+        let next_visible = now.saturating_add(visibility_timeout);
+        let queue = queue.to_owned();
+        self.write(move |store, txn| {
+            store.check_queue(txn, &queue)?;
+            let mut got = Vec::new();
+            {
+                let mut messages = txn
+                    .open_table(MESSAGES)
+                    .map_err(|e| store.error(e.into()))?;
+                let live = store.live_messages(txn, &mut messages, &queue, now)?;
+                for (seq, mut message) in live
+                    .into_iter()
+                    .filter(|(_, m)| m.next_visible <= now)
+                    .take(count as usize)
                 {
-                    let mut messages = txn
-                        .open_table(MESSAGES)
-                        .map_err(|e| store.error(e.into()))?;
-                    let live = store.live_messages(txn, &mut messages, &queue, now)?;
-                    for (seq, mut message) in live
-                        .into_iter()
-                        .filter(|(_, m)| m.next_visible <= now)
-                        .take(count as usize)
-                    {
-                        message.dequeue_count += 1;
-                        message.receipt = random();
-                        message.next_visible = next_visible;
-                        store.store_message(&mut messages, &queue, seq, &message)?;
-                        got.push(QueueMessage {
-                            id: message.id_text(),
-                            pop_receipt: message.receipt_text(),
-                            dequeue_count: message.dequeue_count,
-                            inserted: message.inserted,
-                            expires: message.expires,
-                            next_visible,
-                            text: message.text,
-                        });
-                    }
+                    message.dequeue_count += 1;
+                    message.receipt = random();
+                    message.next_visible = next_visible;
+                    store.store_message(&mut messages, &queue, seq, &message)?;
+                    got.push(QueueMessage {
+                        id: message.id_text(),
+                        pop_receipt: message.receipt_text(),
+                        dequeue_count: message.dequeue_count,
+                        inserted: message.inserted,
+                        expires: message.expires,
+                        next_visible,
+                        text: message.text,
+                    });
                 }
-                Ok(got)
-            })
-            .await
+            }
+            Ok(got)
         })
         .await
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "peek_messages",
-            queue,
-        )
-        .run_sync(|| {
-            self.guarded(|| {
-                door::peek_messages(queue, count)?;
-                let now = self.shared.clock.now();
-                // A read: expired messages are skipped here, removed by the next write.
-                let txn = self.begin_read()?;
-                let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
-                if queues
-                    .get(queue)
-                    .map_err(|e| self.error(e.into()))?
-                    .is_none()
-                {
-                    return Err(Error::QueueNotFound {
-                        queue: queue.into(),
+        self.guarded(|| {
+            let now = self.shared.clock.now();
+            // A read: expired messages are skipped here, removed by the next write.
+            let txn = self.begin_read()?;
+            let queues = txn.open_table(QUEUES).map_err(|e| self.error(e.into()))?;
+            if queues
+                .get(queue)
+                .map_err(|e| self.error(e.into()))?
+                .is_none()
+            {
+                return Err(Error::QueueNotFound {
+                    queue: queue.into(),
+                });
+            }
+            let messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
+            let (from, to) = queue_range(queue);
+            let mut peeked = Vec::new();
+            for item in messages
+                .range::<&[u8]>(from.as_slice()..to.as_slice())
+                .map_err(|e| self.error(e.into()))?
+            {
+                if peeked.len() == count as usize {
+                    break;
+                }
+                let (key, value) = item.map_err(|e| self.error(e.into()))?;
+                let m = Message::decode(key.value(), value.value())
+                    .ok_or_else(|| self.damaged("a message"))?;
+                if m.expires > now && m.next_visible <= now {
+                    peeked.push(PeekedMessage {
+                        id: m.id_text(),
+                        dequeue_count: m.dequeue_count,
+                        inserted: m.inserted,
+                        expires: m.expires,
+                        text: m.text,
                     });
                 }
-                let messages = txn.open_table(MESSAGES).map_err(|e| self.error(e.into()))?;
-                let (from, to) = queue_range(queue);
-                let mut peeked = Vec::new();
-                for item in messages
-                    .range::<&[u8]>(from.as_slice()..to.as_slice())
-                    .map_err(|e| self.error(e.into()))?
-                {
-                    if peeked.len() == count as usize {
-                        break;
-                    }
-                    let (key, value) = item.map_err(|e| self.error(e.into()))?;
-                    let m = Message::decode(key.value(), value.value())
-                        .ok_or_else(|| self.damaged("a message"))?;
-                    if m.expires > now && m.next_visible <= now {
-                        peeked.push(PeekedMessage {
-                            id: m.id_text(),
-                            dequeue_count: m.dequeue_count,
-                            inserted: m.inserted,
-                            expires: m.expires,
-                            text: m.text,
-                        });
-                    }
-                }
-                Ok(peeked)
-            })
+            }
+            Ok(peeked)
         })
     }
 
@@ -582,95 +531,67 @@ impl QueueStore for LocalStorage {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "update_message",
-            queue,
-        )
-        .run(async {
-            door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-            let now = self.shared.clock.now();
-            let (queue, id, pop_receipt, text) = (
-                queue.to_owned(),
-                id.to_owned(),
-                pop_receipt.to_owned(),
-                text.map(str::to_owned),
-            );
-            self.write(move |store, txn| {
-                let (seq, mut message) = store.held(txn, &queue, &id, &pop_receipt, now)?;
-                let next_visible = now.saturating_add(visibility_timeout);
-                if next_visible >= message.expires {
-                    return Err(InvalidInput::QueueDuration {
-                        what: "visibility timeout",
-                        duration: visibility_timeout,
-                        reason: "must end before the message expires",
-                    }
-                    .into());
+        let now = self.shared.clock.now();
+        let (queue, id, pop_receipt, text) = (
+            queue.to_owned(),
+            id.to_owned(),
+            pop_receipt.to_owned(),
+            text.map(str::to_owned),
+        );
+        self.write(move |store, txn| {
+            let (seq, mut message) = store.held(txn, &queue, &id, &pop_receipt, now)?;
+            let next_visible = now.saturating_add(visibility_timeout);
+            if next_visible >= message.expires {
+                return Err(InvalidInput::QueueDuration {
+                    what: "visibility timeout",
+                    duration: visibility_timeout,
+                    reason: "must end before the message expires",
                 }
-                message.receipt = random();
-                message.next_visible = next_visible;
-                if let Some(text) = &text {
-                    message.text.clone_from(text);
-                }
-                {
-                    let mut messages = txn
-                        .open_table(MESSAGES)
-                        .map_err(|e| store.error(e.into()))?;
-                    store.store_message(&mut messages, &queue, seq, &message)?;
-                }
-                Ok(MessageUpdate {
-                    pop_receipt: message.receipt_text(),
-                    next_visible,
-                })
+                .into());
+            }
+            message.receipt = random();
+            message.next_visible = next_visible;
+            if let Some(text) = &text {
+                message.text.clone_from(text);
+            }
+            {
+                let mut messages = txn
+                    .open_table(MESSAGES)
+                    .map_err(|e| store.error(e.into()))?;
+                store.store_message(&mut messages, &queue, seq, &message)?;
+            }
+            Ok(MessageUpdate {
+                pop_receipt: message.receipt_text(),
+                next_visible,
             })
-            .await
         })
         .await
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "delete_message",
-            queue,
-        )
-        .run(async {
-            door::delete_message(queue, id, pop_receipt)?;
-            let now = self.shared.clock.now();
-            let (queue, id, pop_receipt) =
-                (queue.to_owned(), id.to_owned(), pop_receipt.to_owned());
-            self.write(move |store, txn| {
-                let (seq, _) = store.held(txn, &queue, &id, &pop_receipt, now)?;
-                let mut messages = txn
-                    .open_table(MESSAGES)
-                    .map_err(|e| store.error(e.into()))?;
-                messages
-                    .remove(message_key(&queue, seq).as_slice())
-                    .map_err(|e| store.error(e.into()))?;
-                let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
-                ids.remove(id_key(&queue, &id).as_str())
-                    .map_err(|e| store.error(e.into()))?;
-                Ok(())
-            })
-            .await
+        let now = self.shared.clock.now();
+        let (queue, id, pop_receipt) = (queue.to_owned(), id.to_owned(), pop_receipt.to_owned());
+        self.write(move |store, txn| {
+            let (seq, _) = store.held(txn, &queue, &id, &pop_receipt, now)?;
+            let mut messages = txn
+                .open_table(MESSAGES)
+                .map_err(|e| store.error(e.into()))?;
+            messages
+                .remove(message_key(&queue, seq).as_slice())
+                .map_err(|e| store.error(e.into()))?;
+            let mut ids = txn.open_table(IDS).map_err(|e| store.error(e.into()))?;
+            ids.remove(id_key(&queue, &id).as_str())
+                .map_err(|e| store.error(e.into()))?;
+            Ok(())
         })
         .await
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(
-            || tablekit_core::TableBackend::store_info(self),
-            "clear_messages",
-            queue,
-        )
-        .run(async {
-            door::queue(queue)?;
-            let queue = queue.to_owned();
-            self.write(move |store, txn| {
-                store.check_queue(txn, &queue)?;
-                store.remove_messages(txn, &queue)
-            })
-            .await
+        let queue = queue.to_owned();
+        self.write(move |store, txn| {
+            store.check_queue(txn, &queue)?;
+            store.remove_messages(txn, &queue)
         })
         .await
     }

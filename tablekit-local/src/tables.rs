@@ -8,16 +8,16 @@ use async_trait::async_trait;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::Txn;
-use tablekit_core::backend::door;
 use tablekit_core::backend::sorted::{
-    Decision, StoredRow, Write, continuation_token, decide, decode_key, key_ranges, resume_at,
+    Decision, StoredRow, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
-use tablekit_core::telemetry::{Call, StoreInfo};
+use tablekit_core::layer::Served;
+use tablekit_core::telemetry::StoreInfo;
 use tablekit_core::validate::limits::MAX_PAGE_SIZE;
 use tablekit_core::{
-    BatchOperation, ContinuationToken, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions,
-    Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TableBackend, TablePage,
-    UpdateMode,
+    BatchOperation, ContinuationToken, ETag, Entity, EntityWrite, Error, GetOptions, IfMatch,
+    ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TableBackend,
+    TablePage,
 };
 
 use crate::LocalStorage;
@@ -140,7 +140,7 @@ impl LocalStorage {
         &self,
         txn: &Txn<'_>,
         table: &str,
-        writes: &[Write<'_>],
+        writes: &[EntityWrite<'_>],
         batch: bool,
     ) -> Result<(ETag, Vec<Option<ETag>>)> {
         let in_batch = |index: usize| move |e: Error| if batch { e.in_batch(index) } else { e };
@@ -169,7 +169,7 @@ impl LocalStorage {
                 let existing = match existing.as_deref().map(|row| checked(&key, row)) {
                     // A damaged row is deleted by its keys alone, unread: the
                     // way out of damage that names the row.
-                    Some(None) if matches!(write, Write::Delete(_, _, IfMatch::Any)) => {
+                    Some(None) if matches!(write, EntityWrite::Delete(_, _, IfMatch::Any)) => {
                         rows.remove(key.as_slice())
                             .map_err(|e| self.error(e.into()))?;
                         etags.push(None);
@@ -219,7 +219,7 @@ impl LocalStorage {
     ) -> Result<(ETag, Vec<Option<ETag>>)> {
         let table = table.to_owned();
         self.write(move |store, txn| {
-            let writes: Vec<Write<'_>> = operations.iter().map(Write::from).collect();
+            let writes: Vec<EntityWrite<'_>> = operations.iter().map(EntityWrite::from).collect();
             store.apply(txn, &table, &writes, batch)
         })
         .await
@@ -308,126 +308,133 @@ impl LocalStorage {
     }
 
     /// Validates and applies one write, returning its new ETag.
-    async fn write_one(&self, table: &str, write: Write<'_>) -> Result<ETag> {
-        door::write(table, write)?;
+    async fn write_one(&self, table: &str, write: EntityWrite<'_>) -> Result<ETag> {
         Ok(self.apply_owned(table, vec![owned(write)], false).await?.0)
     }
 }
 
+/// The local store's own implementation of the three contracts, which
+/// [`LocalStorage`] serves behind the door checks and the telemetry
+/// ([`Served`]).
+#[derive(Debug)]
+pub(crate) struct Raw<'a>(&'a LocalStorage);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = LocalStorage;
+    fn deref(&self) -> &LocalStorage {
+        self.0
+    }
+}
+
+impl LocalStorage {
+    /// This store, served.
+    pub(crate) fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |raw| raw.store_info())
+    }
+}
+
+tablekit_core::forward_to!(TableBackend for LocalStorage, |this| this.served());
+
 #[async_trait]
-impl TableBackend for LocalStorage {
+impl TableBackend for Raw<'_> {
     async fn create_table(&self, table: &str) -> Result<()> {
-        Call::storage(|| self.store_info(), "create_table", table)
-            .run(async {
-                let folded = self.guarded(|| {
-                    door::create_table(table)?;
-                    let folded = table.to_ascii_lowercase();
-                    // Read-only: a table that exists is answered as one, so that a
-                    // program making its tables "if missing" opens the store.
-                    if self.shared.read_only {
-                        let txn = self.begin_read()?;
-                        let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                        if catalogue
-                            .get(folded.as_str())
-                            .map_err(|e| self.error(e.into()))?
-                            .is_some()
-                        {
-                            return Err(Error::TableAlreadyExists {
-                                table: table.into(),
-                            });
-                        }
-                    }
-                    Ok(folded)
-                })?;
-                let table = table.to_owned();
-                self.write(move |store, txn| {
-                    let mut catalogue =
-                        txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                    match store.existing_table(&*catalogue, &*deleted, &table) {
-                        Ok(_) => {
-                            return Err(Error::TableAlreadyExists {
-                                table: table.clone(),
-                            });
-                        }
-                        Err(Error::TableNotFound { .. }) => {}
-                        Err(other) => return Err(other),
-                    }
-                    deleted
-                        .remove(folded.as_str())
-                        .map_err(|e| store.error(e.into()))?;
-                    catalogue
-                        .insert(folded.as_str(), table.as_str())
-                        .map_err(|e| store.error(e.into()))?;
-                    txn.open_table(rows_table(&rows_name(&folded)))
-                        .map_err(|e| store.error(e.into()))?;
-                    Ok(())
-                })
-                .await
-            })
-            .await
+        let folded = self.guarded(|| {
+            let folded = table.to_ascii_lowercase();
+            // Read-only: a table that exists is answered as one, so that a
+            // program making its tables "if missing" opens the store.
+            if self.shared.read_only {
+                let txn = self.begin_read()?;
+                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+                if catalogue
+                    .get(folded.as_str())
+                    .map_err(|e| self.error(e.into()))?
+                    .is_some()
+                {
+                    return Err(Error::TableAlreadyExists {
+                        table: table.into(),
+                    });
+                }
+            }
+            Ok(folded)
+        })?;
+        let table = table.to_owned();
+        self.write(move |store, txn| {
+            let mut catalogue = txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
+            let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+            match store.existing_table(&*catalogue, &*deleted, &table) {
+                Ok(_) => {
+                    return Err(Error::TableAlreadyExists {
+                        table: table.clone(),
+                    });
+                }
+                Err(Error::TableNotFound { .. }) => {}
+                Err(other) => return Err(other),
+            }
+            deleted
+                .remove(folded.as_str())
+                .map_err(|e| store.error(e.into()))?;
+            catalogue
+                .insert(folded.as_str(), table.as_str())
+                .map_err(|e| store.error(e.into()))?;
+            txn.open_table(rows_table(&rows_name(&folded)))
+                .map_err(|e| store.error(e.into()))?;
+            Ok(())
+        })
+        .await
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        Call::storage(|| self.store_info(), "delete_table", table)
-            .run(async {
-                door::delete_table(table)?;
-                let table = table.to_owned();
-                self.write(move |store, txn| {
-                    let mut catalogue =
-                        txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
-                    let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
-                    let folded = store.existing_table(&*catalogue, &*deleted, &table)?;
-                    catalogue
-                        .remove(folded.as_str())
-                        .map_err(|e| store.error(e.into()))?;
-                    deleted
-                        .insert(folded.as_str(), unix_millis())
-                        .map_err(|e| store.error(e.into()))?;
-                    txn.delete_table(rows_table(&rows_name(&folded)))
-                        .map_err(|e| store.error(e.into()))?;
-                    Ok(())
-                })
-                .await
-            })
-            .await
+        let table = table.to_owned();
+        self.write(move |store, txn| {
+            let mut catalogue = txn.open_table(TABLES).map_err(|e| store.error(e.into()))?;
+            let mut deleted = txn.open_table(DELETED).map_err(|e| store.error(e.into()))?;
+            let folded = store.existing_table(&*catalogue, &*deleted, &table)?;
+            catalogue
+                .remove(folded.as_str())
+                .map_err(|e| store.error(e.into()))?;
+            deleted
+                .insert(folded.as_str(), unix_millis())
+                .map_err(|e| store.error(e.into()))?;
+            txn.delete_table(rows_table(&rows_name(&folded)))
+                .map_err(|e| store.error(e.into()))?;
+            Ok(())
+        })
+        .await
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        Call::storage(|| self.store_info(), "list_tables", "").run_sync(|| {
-            self.guarded(|| {
-                let limit = door::list_tables(options)?;
-                let prefix = options.prefix.as_deref().unwrap_or("");
-                let start = options
-                    .continuation
-                    .as_ref()
-                    .map(|t| t.next_partition_key().to_ascii_lowercase());
-                let txn = self.begin_read()?;
-                let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-                let range = catalogue
-                    .range::<&str>((
-                        start.as_deref().map_or(Bound::Unbounded, Bound::Included),
-                        Bound::Unbounded,
-                    ))
-                    .map_err(|e| self.error(e.into()))?;
-                let mut tables = Vec::new();
-                let mut continuation = None;
-                for item in range {
-                    let (key, name) = item.map_err(|e| self.error(e.into()))?;
-                    let name = name.value();
-                    if !name.starts_with(prefix) {
-                        continue;
-                    }
-                    if tables.len() == limit {
-                        continuation = Some(ContinuationToken::new(key.value(), None));
-                        break;
-                    }
-                    tables.push(name.to_owned());
+        self.guarded(|| {
+            let limit = options.page_size();
+            let prefix = options.prefix.as_deref().unwrap_or("");
+            let start = options
+                .continuation
+                .as_ref()
+                .map(|t| t.next_partition_key().to_ascii_lowercase());
+            let txn = self.begin_read()?;
+            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+            let range = catalogue
+                .range::<&str>((
+                    start.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                    Bound::Unbounded,
+                ))
+                .map_err(|e| self.error(e.into()))?;
+            let mut tables = Vec::new();
+            let mut continuation = None;
+            for item in range {
+                let (key, name) = item.map_err(|e| self.error(e.into()))?;
+                let name = name.value();
+                if !name.starts_with(prefix) {
+                    continue;
                 }
-                Ok(TablePage {
-                    tables,
-                    continuation,
-                })
+                if tables.len() == limit {
+                    continuation = Some(ContinuationToken::new(key.value(), None));
+                    break;
+                }
+                tables.push(name.to_owned());
+            }
+            Ok(TablePage {
+                tables,
+                continuation,
             })
         })
     }
@@ -439,55 +446,47 @@ impl TableBackend for LocalStorage {
         row_key_text: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        Call::storage(|| self.store_info(), "get_entity", table).run_sync(|| {
-            self.guarded(|| {
-                door::get_entity(table, partition_key, row_key_text, options)?;
-                let txn = self.begin_read()?;
-                let rows = self.rows_to_read(&txn, table)?;
-                let key = row_key(partition_key, row_key_text);
-                let row = rows
-                    .get(key.as_slice())
-                    .map_err(|e| self.error(e.into()))?
-                    .ok_or_else(|| Error::EntityNotFound {
-                        table: table.into(),
-                        partition_key: partition_key.into(),
-                        row_key: row_key_text.into(),
-                    })?;
-                let damaged = || self.damaged_row(table, partition_key, row_key_text);
-                let row = checked(&key, row.value()).ok_or_else(damaged)?;
-                let names = SnapshotNames::new(self, &txn);
-                entity(&key, row, options.select.as_deref(), &names)
-                    .ok_or_else(|| names.or_damaged(damaged))
-            })
+        self.guarded(|| {
+            let txn = self.begin_read()?;
+            let rows = self.rows_to_read(&txn, table)?;
+            let key = row_key(partition_key, row_key_text);
+            let row = rows
+                .get(key.as_slice())
+                .map_err(|e| self.error(e.into()))?
+                .ok_or_else(|| Error::EntityNotFound {
+                    table: table.into(),
+                    partition_key: partition_key.into(),
+                    row_key: row_key_text.into(),
+                })?;
+            let damaged = || self.damaged_row(table, partition_key, row_key_text);
+            let row = checked(&key, row.value()).ok_or_else(damaged)?;
+            let names = SnapshotNames::new(self, &txn);
+            entity(&key, row, options.select.as_deref(), &names)
+                .ok_or_else(|| names.or_damaged(damaged))
         })
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
-            || {
-                self.guarded(|| {
-                    let mut entities = Vec::new();
-                    let mut reader = RowReader::default();
-                    // A filter of keys alone is met by every row of the
-                    // range: it need not be evaluated again.
-                    let filter = query
-                        .filter
-                        .as_ref()
-                        .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
-                    let select = query.select.as_deref();
-                    let continuation = self.page_rows(table, query, |key, row, names| {
-                        let entity = reader.entity(key, row, None, names)?;
-                        let matches = filter.is_none_or(|f| f.matches(&entity));
-                        if matches {
-                            entities.push(selected(entity, select));
-                        }
-                        Some(Ok(matches))
-                    })?;
-                    Ok(QueryPage::new(entities, continuation))
-                })
-            },
-            |page| Some(page.entities.len()),
-        )
+        self.guarded(|| {
+            let mut entities = Vec::new();
+            let mut reader = RowReader::default();
+            // A filter of keys alone is met by every row of the
+            // range: it need not be evaluated again.
+            let filter = query
+                .filter
+                .as_ref()
+                .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
+            let select = query.select.as_deref();
+            let continuation = self.page_rows(table, query, |key, row, names| {
+                let entity = reader.entity(key, row, None, names)?;
+                let matches = filter.is_none_or(|f| f.matches(&entity));
+                if matches {
+                    entities.push(selected(entity, select));
+                }
+                Some(Ok(matches))
+            })?;
+            Ok(QueryPage::new(entities, continuation))
+        })
     }
 
     fn reads_rows(&self, query: &Query) -> bool {
@@ -511,36 +510,31 @@ impl TableBackend for LocalStorage {
                 operation: "read_rows of a query with a projection or a filter of properties",
             });
         }
-        let lent = std::cell::Cell::new(0);
         // A panic of `read` is the caller's: it is carried past the
         // engine's boundary (which takes a panic for a damaged file) and
         // raised again there.
         let mut panicked = None;
-        let read = Call::storage(|| self.store_info(), "query_entities", table).run_sync_counted(
-            || {
-                self.guarded(|| {
-                    let mut reader = RowReader::default();
-                    self.page_rows(table, query, |key, row, names| {
-                        let read = reader.lend(key, row, names, |row| {
-                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                crate::panics::outside(|| read(row))
-                            }))
-                        })?;
-                        lent.set(lent.get() + 1);
-                        Some(match read {
-                            Ok(read) => read.map(|()| true),
-                            Err(panic) => {
-                                panicked = Some(panic);
-                                Err(Error::NotSupported {
-                                    operation: "a row reader that panics",
-                                })
-                            }
-                        })
+        let read = {
+            self.guarded(|| {
+                let mut reader = RowReader::default();
+                self.page_rows(table, query, |key, row, names| {
+                    let read = reader.lend(key, row, names, |row| {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            crate::panics::outside(|| read(row))
+                        }))
+                    })?;
+                    Some(match read {
+                        Ok(read) => read.map(|()| true),
+                        Err(panic) => {
+                            panicked = Some(panic);
+                            Err(Error::NotSupported {
+                                operation: "a row reader that panics",
+                            })
+                        }
                     })
                 })
-            },
-            |_| Some(lent.get()),
-        );
+            })
+        };
         if let Some(panic) = panicked {
             std::panic::resume_unwind(panic);
         }
@@ -555,44 +549,9 @@ impl TableBackend for LocalStorage {
         StoreInfo::embedded("tablekit.local", self.shared.path.display().to_string())
     }
 
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        Call::storage(|| self.store_info(), "insert_entity", table)
-            .run(self.write_one(table, Write::Insert(entity)))
-            .await
-    }
-
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &IfMatch,
-    ) -> Result<ETag> {
-        Call::storage(|| self.store_info(), "update_entity", table)
-            .run(self.write_one(table, Write::Update(entity, mode, if_match)))
-            .await
-    }
-
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        Call::storage(|| self.store_info(), "upsert_entity", table)
-            .run(self.write_one(table, Write::Upsert(entity, mode)))
-            .await
-    }
-
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &IfMatch,
-    ) -> Result<()> {
-        Call::storage(|| self.store_info(), "delete_entity", table)
-            .run(async {
-                self.write_one(table, Write::Delete(partition_key, row_key, if_match))
-                    .await
-                    .map(drop)
-            })
-            .await
+    async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>> {
+        let etag = self.write_one(table, write).await?;
+        Ok(write.entity().map(|_| etag))
     }
 
     async fn submit_transaction(
@@ -600,31 +559,25 @@ impl TableBackend for LocalStorage {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        Call::storage(|| self.store_info(), "submit_transaction", table)
-            .batch_size(operations.len())
-            .run(async {
-                door::submit_transaction(table, operations)?;
-                Ok(self.apply_owned(table, operations.to_vec(), true).await?.1)
-            })
-            .await
+        Ok(self.apply_owned(table, operations.to_vec(), true).await?.1)
     }
 }
 
 /// The write as an operation that owns its entity or keys, to hand to the
 /// writer thread.
-fn owned(write: Write<'_>) -> BatchOperation {
+fn owned(write: EntityWrite<'_>) -> BatchOperation {
     match write {
-        Write::Insert(entity) => BatchOperation::Insert(entity.clone()),
-        Write::Update(entity, mode, if_match) => BatchOperation::Update {
+        EntityWrite::Insert(entity) => BatchOperation::Insert(entity.clone()),
+        EntityWrite::Update(entity, mode, if_match) => BatchOperation::Update {
             entity: entity.clone(),
             mode,
             if_match: if_match.clone(),
         },
-        Write::Upsert(entity, mode) => BatchOperation::Upsert {
+        EntityWrite::Upsert(entity, mode) => BatchOperation::Upsert {
             entity: entity.clone(),
             mode,
         },
-        Write::Delete(partition_key, row_key, if_match) => BatchOperation::Delete {
+        EntityWrite::Delete(partition_key, row_key, if_match) => BatchOperation::Delete {
             partition_key: partition_key.into(),
             row_key: row_key.into(),
             if_match: if_match.clone(),
@@ -644,7 +597,6 @@ impl LocalStorage {
         query: &Query,
         mut take: impl FnMut(&[u8], &[u8], &SnapshotNames<'_>) -> Option<Result<bool>>,
     ) -> Result<Option<ContinuationToken>> {
-        door::query_entities(table, query)?;
         let resume = query.continuation.as_ref().map(resume_at).transpose()?;
         let limit = query.top.unwrap_or(MAX_PAGE_SIZE) as usize;
         let (pk_range, rk_range) = key_ranges(query.filter.as_ref());

@@ -7,6 +7,7 @@
 //! `Damaged` on this path too.
 
 use std::path::Path;
+use tablekit::TableBackendExt;
 
 use futures::TryStreamExt;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -146,40 +147,12 @@ impl TableBackend for EntitiesOnly {
     fn store_info(&self) -> tablekit::telemetry::StoreInfo {
         self.0.store_info()
     }
-    async fn insert_entity(
+    async fn write_entity(
         &self,
         table: &str,
-        entity: &Entity,
-    ) -> tablekit::Result<tablekit::ETag> {
-        self.0.insert_entity(table, entity).await
-    }
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &tablekit::IfMatch,
-    ) -> tablekit::Result<tablekit::ETag> {
-        self.0.update_entity(table, entity, mode, if_match).await
-    }
-    async fn upsert_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-    ) -> tablekit::Result<tablekit::ETag> {
-        self.0.upsert_entity(table, entity, mode).await
-    }
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &tablekit::IfMatch,
-    ) -> tablekit::Result<()> {
-        self.0
-            .delete_entity(table, partition_key, row_key, if_match)
-            .await
+        write: tablekit::EntityWrite<'_>,
+    ) -> tablekit::Result<Option<tablekit::ETag>> {
+        self.0.write_entity(table, write).await
     }
     async fn submit_transaction(
         &self,

@@ -25,6 +25,7 @@
 //! runs.
 
 use std::hint::black_box;
+use tablekit::TableBackendExt;
 
 use tablekit::{Entity, Table, TableBackend, TableEntity};
 use tablekit_mem::MemBackend;

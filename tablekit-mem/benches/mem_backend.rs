@@ -8,6 +8,7 @@ mod support;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+use tablekit::TableBackendExt;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use support::*;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use md5::{Digest, Md5};
 use parking_lot::RwLock;
-use tablekit_core::blob::door;
+use tablekit_core::layer::Served;
 use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -66,34 +66,47 @@ fn blob_missing(container: &str, name: &str) -> Error {
     }
 }
 
+/// The store's own implementation of the contract, which [`MemBlobStore`]
+/// serves behind the door checks and the telemetry ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a MemBlobStore);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = MemBlobStore;
+    fn deref(&self) -> &MemBlobStore {
+        self.0
+    }
+}
+
+impl MemBlobStore {
+    /// This store, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |_| crate::store_info())
+    }
+}
+
+tablekit_core::forward_to!(BlobStore for MemBlobStore, |this| this.served());
+
 #[async_trait]
-impl BlobStore for MemBlobStore {
+impl BlobStore for Raw<'_> {
     async fn create_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "create_container", container)
-            .run_sync(|| {
-                door::container(container)?;
-                let mut state = self.state.write();
-                if state.containers.contains_key(container) {
-                    return Err(Error::ContainerAlreadyExists {
-                        container: container.into(),
-                    });
-                }
-                state.containers.insert(container.into(), BTreeMap::new());
-                Ok(())
-            })
+        let mut state = self.state.write();
+        if state.containers.contains_key(container) {
+            return Err(Error::ContainerAlreadyExists {
+                container: container.into(),
+            });
+        }
+        state.containers.insert(container.into(), BTreeMap::new());
+        Ok(())
     }
 
     async fn delete_container(&self, container: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_container", container)
-            .run_sync(|| {
-                door::container(container)?;
-                let mut state = self.state.write();
-                state
-                    .containers
-                    .remove(container)
-                    .map(drop)
-                    .ok_or_else(|| container_missing(container))
-            })
+        let mut state = self.state.write();
+        state
+            .containers
+            .remove(container)
+            .map(drop)
+            .ok_or_else(|| container_missing(container))
     }
 
     async fn put_blob(
@@ -103,60 +116,50 @@ impl BlobStore for MemBlobStore {
         data: Vec<u8>,
         condition: &PutCondition,
     ) -> Result<BlobProperties> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "put_blob", container).run_sync(
-            || {
-                door::blob(container, name)?;
-                // Hash outside the lock: it is the expensive part of a large put.
-                let md5: [u8; 16] = Md5::digest(&data).into();
-                let mut state = self.state.write();
-                state.version += 1;
-                let etag = ETag::new(format!("\"0x8DC{:013X}\"", state.version));
-                let blobs = state
-                    .containers
-                    .get_mut(container)
-                    .ok_or_else(|| container_missing(container))?;
-                condition.check(blobs.get(name).map(|b| &b.properties.etag), container, name)?;
-                let properties = BlobProperties {
-                    name: name.into(),
-                    etag,
-                    content_length: data.len() as u64,
-                    content_md5: md5,
-                    last_modified: DateTime::now(),
-                };
-                blobs.insert(
-                    name.into(),
-                    StoredBlob {
-                        data: data.into(),
-                        properties: properties.clone(),
-                    },
-                );
-                Ok(properties)
+        // Hash outside the lock: it is the expensive part of a large put.
+        let md5: [u8; 16] = Md5::digest(&data).into();
+        let mut state = self.state.write();
+        state.version += 1;
+        let etag = ETag::new(format!("\"0x8DC{:013X}\"", state.version));
+        let blobs = state
+            .containers
+            .get_mut(container)
+            .ok_or_else(|| container_missing(container))?;
+        condition.check(blobs.get(name).map(|b| &b.properties.etag), container, name)?;
+        let properties = BlobProperties {
+            name: name.into(),
+            etag,
+            content_length: data.len() as u64,
+            content_md5: md5,
+            last_modified: DateTime::now(),
+        };
+        blobs.insert(
+            name.into(),
+            StoredBlob {
+                data: data.into(),
+                properties: properties.clone(),
             },
-        )
+        );
+        Ok(properties)
     }
 
     async fn get_blob(&self, container: &str, name: &str) -> Result<Blob> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "get_blob", container).run_sync(
-            || {
-                door::blob(container, name)?;
-                // Copy the shared handle under the lock, the bytes after it.
-                let (data, properties) = {
-                    let state = self.state.read();
-                    let blobs = state
-                        .containers
-                        .get(container)
-                        .ok_or_else(|| container_missing(container))?;
-                    let blob = blobs
-                        .get(name)
-                        .ok_or_else(|| blob_missing(container, name))?;
-                    (Arc::clone(&blob.data), blob.properties.clone())
-                };
-                Ok(Blob {
-                    data: data.to_vec(),
-                    properties,
-                })
-            },
-        )
+        // Copy the shared handle under the lock, the bytes after it.
+        let (data, properties) = {
+            let state = self.state.read();
+            let blobs = state
+                .containers
+                .get(container)
+                .ok_or_else(|| container_missing(container))?;
+            let blob = blobs
+                .get(name)
+                .ok_or_else(|| blob_missing(container, name))?;
+            (Arc::clone(&blob.data), blob.properties.clone())
+        };
+        Ok(Blob {
+            data: data.to_vec(),
+            properties,
+        })
     }
 
     async fn delete_blob(
@@ -165,50 +168,43 @@ impl BlobStore for MemBlobStore {
         name: &str,
         if_match: Option<&ETag>,
     ) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_blob", container)
-            .run_sync(|| {
-                door::blob(container, name)?;
-                let mut state = self.state.write();
-                let blobs = state
-                    .containers
-                    .get_mut(container)
-                    .ok_or_else(|| container_missing(container))?;
-                let blob = blobs
-                    .get(name)
-                    .ok_or_else(|| blob_missing(container, name))?;
-                if if_match.is_some_and(|tag| *tag != blob.properties.etag) {
-                    return Err(Error::BlobConditionNotMet {
-                        container: container.into(),
-                        name: name.into(),
-                    });
-                }
-                blobs.remove(name);
-                Ok(())
-            })
+        let mut state = self.state.write();
+        let blobs = state
+            .containers
+            .get_mut(container)
+            .ok_or_else(|| container_missing(container))?;
+        let blob = blobs
+            .get(name)
+            .ok_or_else(|| blob_missing(container, name))?;
+        if if_match.is_some_and(|tag| *tag != blob.properties.etag) {
+            return Err(Error::BlobConditionNotMet {
+                container: container.into(),
+                name: name.into(),
+            });
+        }
+        blobs.remove(name);
+        Ok(())
     }
 
     async fn list_blobs(&self, container: &str, options: &ListBlobsOptions) -> Result<BlobPage> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "list_blobs", container)
-            .run_sync(|| {
-                let limit = door::list_blobs(container, options)?;
-                let state = self.state.read();
-                let blobs = state
-                    .containers
-                    .get(container)
-                    .ok_or_else(|| container_missing(container))?;
-                let (entries, next_marker) = crate::listing::page(
-                    blobs,
-                    options.prefix.as_deref(),
-                    options.marker.as_deref(),
-                    limit,
-                );
-                Ok(BlobPage {
-                    blobs: entries
-                        .into_iter()
-                        .map(|(_, blob)| blob.properties.clone())
-                        .collect(),
-                    next_marker,
-                })
-            })
+        let limit = options.page_size();
+        let state = self.state.read();
+        let blobs = state
+            .containers
+            .get(container)
+            .ok_or_else(|| container_missing(container))?;
+        let (entries, next_marker) = crate::listing::page(
+            blobs,
+            options.prefix.as_deref(),
+            options.marker.as_deref(),
+            limit,
+        );
+        Ok(BlobPage {
+            blobs: entries
+                .into_iter()
+                .map(|(_, blob)| blob.properties.clone())
+                .collect(),
+            next_marker,
+        })
     }
 }

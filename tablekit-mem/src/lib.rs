@@ -26,7 +26,7 @@
 //! lock across an `.await`.
 //!
 //! ```
-//! use tablekit::{Entity, TableBackend};
+//! use tablekit::{Entity, TableBackend, TableBackendExt};
 //! use tablekit_mem::MemBackend;
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {
@@ -51,11 +51,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
-use tablekit_core::backend::door;
+use tablekit_core::layer::Served;
 use tablekit_core::validate;
 use tablekit_core::{
-    BatchOperation, ContinuationToken, DateTime, ETag, Entity, Error, GetOptions, IfMatch,
-    ListTablesOptions, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UpdateMode,
+    BatchOperation, ContinuationToken, DateTime, ETag, Entity, EntityWrite, Error, GetOptions,
+    ListTablesOptions, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage,
 };
 
 pub use blob::MemBlobStore;
@@ -63,7 +63,7 @@ use codec::{Names, Row, Selection};
 pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
 use tablekit_core::backend::sorted::{
-    Decision, StoredRow, Write, continuation_token, decide, encode_key, key_ranges, resume_at,
+    Decision, StoredRow, continuation_token, decide, encode_key, key_ranges, resume_at,
 };
 
 /// How the backend misbehaves in adversarial mode, within what the service
@@ -317,7 +317,7 @@ impl StoredRow for Stored<'_> {
 fn change(
     names: &mut Names,
     existing: Option<&Row>,
-    write: Write<'_>,
+    write: EntityWrite<'_>,
     ticks: i64,
     table: &str,
 ) -> Result<Change> {
@@ -358,8 +358,7 @@ fn apply(partitions: &mut BTreeMap<Box<[u8]>, Partition>, pk: &[u8], rk: &[u8], 
 
 impl MemBackend {
     /// Validates and applies one write, returning the new ETag.
-    fn write(&self, table: &str, op: Write<'_>) -> Result<ETag> {
-        door::write(table, op)?;
+    fn write(&self, table: &str, op: EntityWrite<'_>) -> Result<ETag> {
         let delay = self.delay();
         let mut state = self.shared.state.write();
         let ticks = state.next_ticks();
@@ -396,90 +395,100 @@ impl MemBackend {
     }
 }
 
+/// The memory store's own implementation of the table contract, which
+/// [`MemBackend`] serves behind the door checks and the telemetry
+/// ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a MemBackend);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = MemBackend;
+    fn deref(&self) -> &MemBackend {
+        self.0
+    }
+}
+
+impl MemBackend {
+    /// This backend, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |raw| raw.store_info())
+    }
+}
+
+tablekit_core::forward_to!(TableBackend for MemBackend, |this| this.served());
+
 #[async_trait]
-impl TableBackend for MemBackend {
+impl TableBackend for Raw<'_> {
     async fn create_table(&self, table: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "create_table", table)
-            .run_sync(|| {
-                door::create_table(table)?;
-                let mut state = self.shared.state.write();
-                let delay = self.delay();
-                with_folded(table, |key| {
-                    if state.tables.contains_key(key) {
-                        return Err(Error::TableAlreadyExists {
-                            table: table.into(),
-                        });
-                    }
-                    if state
-                        .deleted
-                        .get(key)
-                        .is_some_and(|at| at.elapsed() < delay)
-                    {
-                        return Err(Error::TableBeingDeleted {
-                            table: table.into(),
-                        });
-                    }
-                    state.deleted.remove(key);
-                    state.tables.insert(
-                        key.into(),
-                        Table {
-                            name: table.into(),
-                            names: Default::default(),
-                            partitions: Default::default(),
-                        },
-                    );
-                    Ok(())
-                })
-            })
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        with_folded(table, |key| {
+            if state.tables.contains_key(key) {
+                return Err(Error::TableAlreadyExists {
+                    table: table.into(),
+                });
+            }
+            if state
+                .deleted
+                .get(key)
+                .is_some_and(|at| at.elapsed() < delay)
+            {
+                return Err(Error::TableBeingDeleted {
+                    table: table.into(),
+                });
+            }
+            state.deleted.remove(key);
+            state.tables.insert(
+                key.into(),
+                Table {
+                    name: table.into(),
+                    names: Default::default(),
+                    partitions: Default::default(),
+                },
+            );
+            Ok(())
+        })
     }
 
     async fn delete_table(&self, table: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "delete_table", table)
-            .run_sync(|| {
-                door::delete_table(table)?;
-                let mut state = self.shared.state.write();
-                let delay = self.delay();
-                state.table(table, delay)?;
-                with_folded(table, |key| {
-                    state.tables.remove(key);
-                    state.deleted.insert(key.into(), std::time::Instant::now());
-                });
-                Ok(())
-            })
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        state.table(table, delay)?;
+        with_folded(table, |key| {
+            state.tables.remove(key);
+            state.deleted.insert(key.into(), std::time::Instant::now());
+        });
+        Ok(())
     }
 
     async fn list_tables(&self, options: &ListTablesOptions) -> Result<TablePage> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "list_tables", "").run_sync(
-            || {
-                let limit = door::list_tables(options)?;
-                let start = options
-                    .continuation
-                    .as_ref()
-                    .map(|t| t.next_partition_key().to_ascii_lowercase());
-                let prefix = options.prefix.as_deref().unwrap_or("");
-                let state = self.shared.state.read();
-                let mut names: Vec<(&str, &str)> = state
-                    .tables
-                    .iter()
-                    .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
-                    .filter(|(_, t)| t.name.starts_with(prefix))
-                    .map(|(key, t)| (&**key, t.name.as_str()))
-                    .collect();
-                names.sort_unstable();
-                let continuation = names
-                    .get(limit)
-                    .map(|(key, _)| ContinuationToken::new(*key, None));
-                let tables = names
-                    .into_iter()
-                    .take(limit)
-                    .map(|(_, name)| name.to_owned())
-                    .collect();
-                Ok(TablePage {
-                    tables,
-                    continuation,
-                })
-            },
-        )
+        let limit = options.page_size();
+        let start = options
+            .continuation
+            .as_ref()
+            .map(|t| t.next_partition_key().to_ascii_lowercase());
+        let prefix = options.prefix.as_deref().unwrap_or("");
+        let state = self.shared.state.read();
+        let mut names: Vec<(&str, &str)> = state
+            .tables
+            .iter()
+            .filter(|(key, _)| start.as_deref().is_none_or(|s| &***key >= s))
+            .filter(|(_, t)| t.name.starts_with(prefix))
+            .map(|(key, t)| (&**key, t.name.as_str()))
+            .collect();
+        names.sort_unstable();
+        let continuation = names
+            .get(limit)
+            .map(|(key, _)| ContinuationToken::new(*key, None));
+        let tables = names
+            .into_iter()
+            .take(limit)
+            .map(|(_, name)| name.to_owned())
+            .collect();
+        Ok(TablePage {
+            tables,
+            continuation,
+        })
     }
 
     async fn get_entity(
@@ -489,60 +498,48 @@ impl TableBackend for MemBackend {
         row_key: &str,
         options: &GetOptions,
     ) -> Result<Entity> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "get_entity", table).run_sync(
-            || {
-                door::get_entity(table, partition_key, row_key, options)?;
-                let state = self.shared.state.read();
-                let t = state.table(table, self.delay())?;
-                let pk = encode_key(partition_key);
-                let rk = encode_key(row_key);
-                let row = t
-                    .partitions
-                    .get(pk.as_ref())
-                    .and_then(|p| p.get(rk.as_ref()))
-                    .ok_or_else(|| Error::EntityNotFound {
-                        table: table.into(),
-                        partition_key: partition_key.into(),
-                        row_key: row_key.into(),
-                    })?;
-                let selection = options.select.as_ref().map(|s| Selection::new(s, &t.names));
-                Ok(row.entity(&pk, &rk, &t.names, selection.as_ref()))
-            },
-        )
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let pk = encode_key(partition_key);
+        let rk = encode_key(row_key);
+        let row = t
+            .partitions
+            .get(pk.as_ref())
+            .and_then(|p| p.get(rk.as_ref()))
+            .ok_or_else(|| Error::EntityNotFound {
+                table: table.into(),
+                partition_key: partition_key.into(),
+                row_key: row_key.into(),
+            })?;
+        let selection = options.select.as_ref().map(|s| Selection::new(s, &t.names));
+        Ok(row.entity(&pk, &rk, &t.names, selection.as_ref()))
     }
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "query_entities", table)
-            .run_sync_counted(
-                || {
-                    door::query_entities(table, query)?;
-                    let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-                    if let Some(seed) = self.unsorted_seed() {
-                        return self.query_unsorted(table, query, resume, seed);
-                    }
-                    let (limit, break_at_partition) = self.page_plan(query.top);
-                    let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-                    let state = self.shared.state.read();
-                    let t = state.table(table, self.delay())?;
-                    let mut entities = Vec::new();
-                    let mut continuation = None;
-                    let mut last_pk: Option<&[u8]> = None;
-                    for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
-                        let partition_changed = last_pk.is_some_and(|last| last != pk);
-                        if entities.len() >= limit || (break_at_partition && partition_changed) {
-                            continuation = Some(continuation_token(pk, rk));
-                            break;
-                        }
-                        last_pk = Some(pk);
-                        let entity = row.entity(pk, rk, &t.names, None);
-                        if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
-                            entities.push(selected(entity, query.select.as_deref()));
-                        }
-                    }
-                    Ok(QueryPage::new(entities, continuation))
-                },
-                |page| Some(page.entities.len()),
-            )
+        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+        if let Some(seed) = self.unsorted_seed() {
+            return self.query_unsorted(table, query, resume, seed);
+        }
+        let (limit, break_at_partition) = self.page_plan(query.top);
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let mut entities = Vec::new();
+        let mut continuation = None;
+        let mut last_pk: Option<&[u8]> = None;
+        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
+            let partition_changed = last_pk.is_some_and(|last| last != pk);
+            if entities.len() >= limit || (break_at_partition && partition_changed) {
+                continuation = Some(continuation_token(pk, rk));
+                break;
+            }
+            last_pk = Some(pk);
+            let entity = row.entity(pk, rk, &t.names, None);
+            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+                entities.push(selected(entity, query.select.as_deref()));
+            }
+        }
+        Ok(QueryPage::new(entities, continuation))
     }
 
     fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {
@@ -556,39 +553,9 @@ impl TableBackend for MemBackend {
         }
     }
 
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "insert_entity", table)
-            .run_sync(|| self.write(table, Write::Insert(entity)))
-    }
-
-    async fn update_entity(
-        &self,
-        table: &str,
-        entity: &Entity,
-        mode: UpdateMode,
-        if_match: &IfMatch,
-    ) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "update_entity", table)
-            .run_sync(|| self.write(table, Write::Update(entity, mode, if_match)))
-    }
-
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "upsert_entity", table)
-            .run_sync(|| self.write(table, Write::Upsert(entity, mode)))
-    }
-
-    async fn delete_entity(
-        &self,
-        table: &str,
-        partition_key: &str,
-        row_key: &str,
-        if_match: &IfMatch,
-    ) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "delete_entity", table)
-            .run_sync(|| {
-                self.write(table, Write::Delete(partition_key, row_key, if_match))
-                    .map(drop)
-            })
+    async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>> {
+        let etag = self.write(table, write)?;
+        Ok(write.entity().map(|_| etag))
     }
 
     async fn submit_transaction(
@@ -596,37 +563,32 @@ impl TableBackend for MemBackend {
         table: &str,
         operations: &[BatchOperation],
     ) -> Result<Vec<Option<ETag>>> {
-        tablekit_core::telemetry::Call::storage(|| self.store_info(), "submit_transaction", table)
-            .batch_size(operations.len())
-            .run_sync(|| {
-                door::submit_transaction(table, operations)?;
-                let mut state = self.shared.state.write();
-                let delay = self.delay();
-                // One timestamp for the whole batch, as the live service gives.
-                let ticks = state.next_ticks();
-                let Table {
-                    names, partitions, ..
-                } = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
-                // Decide every change first; apply only when all succeed (atomicity).
-                // Each entity appears once, so no decision depends on another.
-                let pk = encode_key(operations[0].keys().0);
-                let partition = partitions.get(pk.as_ref());
-                let mut changes = Vec::with_capacity(operations.len());
-                for (index, op) in operations.iter().enumerate() {
-                    let rk = encode_key(op.keys().1);
-                    let existing = partition.and_then(|p| p.get(rk.as_ref()));
-                    let change = change(names, existing, op.into(), ticks, table)
-                        .map_err(|e| e.in_batch(index))?;
-                    changes.push((rk, change));
-                }
-                let etag = etag_of(ticks);
-                let mut etags = Vec::with_capacity(operations.len());
-                for (rk, change) in changes {
-                    etags.push(matches!(change, Change::Put(_)).then(|| etag.clone()));
-                    apply(partitions, &pk, &rk, change);
-                }
-                Ok(etags)
-            })
+        let mut state = self.shared.state.write();
+        let delay = self.delay();
+        // One timestamp for the whole batch, as the live service gives.
+        let ticks = state.next_ticks();
+        let Table {
+            names, partitions, ..
+        } = state.table_mut(table, delay).map_err(|e| e.in_batch(0))?;
+        // Decide every change first; apply only when all succeed (atomicity).
+        // Each entity appears once, so no decision depends on another.
+        let pk = encode_key(operations[0].keys().0);
+        let partition = partitions.get(pk.as_ref());
+        let mut changes = Vec::with_capacity(operations.len());
+        for (index, op) in operations.iter().enumerate() {
+            let rk = encode_key(op.keys().1);
+            let existing = partition.and_then(|p| p.get(rk.as_ref()));
+            let change =
+                change(names, existing, op.into(), ticks, table).map_err(|e| e.in_batch(index))?;
+            changes.push((rk, change));
+        }
+        let etag = etag_of(ticks);
+        let mut etags = Vec::with_capacity(operations.len());
+        for (rk, change) in changes {
+            etags.push(matches!(change, Change::Put(_)).then(|| etag.clone()));
+            apply(partitions, &pk, &rk, change);
+        }
+        Ok(etags)
     }
 }
 

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use tablekit_core::clock::{Clock, SystemClock};
-use tablekit_core::queue::door;
+use tablekit_core::layer::Served;
 use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
@@ -189,65 +189,72 @@ fn held<'q>(
     Ok((at, message))
 }
 
+/// The store's own implementation of the contract, which [`MemQueueStore`]
+/// serves behind the door checks and the telemetry ([`Served`]).
+#[derive(Debug)]
+struct Raw<'a>(&'a MemQueueStore);
+
+impl std::ops::Deref for Raw<'_> {
+    type Target = MemQueueStore;
+    fn deref(&self) -> &MemQueueStore {
+        self.0
+    }
+}
+
+impl MemQueueStore {
+    /// This store, served.
+    fn served(&self) -> Served<Raw<'_>> {
+        Served::new(Raw(self), |_| crate::store_info())
+    }
+}
+
+tablekit_core::forward_to!(QueueStore for MemQueueStore, |this| this.served());
+
 #[async_trait]
-impl QueueStore for MemQueueStore {
+impl QueueStore for Raw<'_> {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "create_queue", queue).run_sync(
-            || {
-                door::queue(queue)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                if let Some(&deleted) = state.deleted.get(queue) {
-                    if now < deleted.saturating_add(QUEUE_DELETION_DELAY) {
-                        return Err(Error::QueueBeingDeleted {
-                            queue: queue.into(),
-                        });
-                    }
-                    state.deleted.remove(queue);
-                }
-                if state.queues.contains_key(queue) {
-                    return Ok(false);
-                }
-                state.queues.insert(queue.into(), Queue::default());
-                Ok(true)
-            },
-        )
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        if let Some(&deleted) = state.deleted.get(queue) {
+            if now < deleted.saturating_add(QUEUE_DELETION_DELAY) {
+                return Err(Error::QueueBeingDeleted {
+                    queue: queue.into(),
+                });
+            }
+            state.deleted.remove(queue);
+        }
+        if state.queues.contains_key(queue) {
+            return Ok(false);
+        }
+        state.queues.insert(queue.into(), Queue::default());
+        Ok(true)
     }
 
     async fn delete_queue(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_queue", queue).run_sync(
-            || {
-                door::queue(queue)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                if state.queues.remove(queue).is_none() {
-                    return Err(Error::QueueNotFound {
-                        queue: queue.into(),
-                    });
-                }
-                state.deleted.insert(queue.into(), now);
-                Ok(())
-            },
-        )
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        if state.queues.remove(queue).is_none() {
+            return Err(Error::QueueNotFound {
+                queue: queue.into(),
+            });
+        }
+        state.deleted.insert(queue.into(), now);
+        Ok(())
     }
 
     async fn list_queues(&self, options: &ListQueuesOptions) -> Result<QueuePage> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "list_queues", "").run_sync(
-            || {
-                let limit = door::list_queues(options)?;
-                let state = self.state.lock();
-                let (entries, next_marker) = crate::listing::page(
-                    &state.queues,
-                    options.prefix.as_deref(),
-                    options.marker.as_deref(),
-                    limit,
-                );
-                Ok(QueuePage {
-                    queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
-                    next_marker,
-                })
-            },
-        )
+        let limit = options.page_size();
+        let state = self.state.lock();
+        let (entries, next_marker) = crate::listing::page(
+            &state.queues,
+            options.prefix.as_deref(),
+            options.marker.as_deref(),
+            limit,
+        );
+        Ok(QueuePage {
+            queues: entries.into_iter().map(|(name, _)| name.clone()).collect(),
+            next_marker,
+        })
     }
 
     async fn put_message(
@@ -256,37 +263,32 @@ impl QueueStore for MemQueueStore {
         text: &str,
         options: &PutMessageOptions,
     ) -> Result<SentMessage> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "put_message", queue).run_sync(
-            || {
-                door::put_message(queue, text, options)?;
-                let now = self.clock.now();
-                let expires = match options.ttl {
-                    MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
-                    MessageTtl::After(ttl) => now.saturating_add(ttl),
-                    MessageTtl::Never => DateTime::MAX,
-                };
-                let mut state = self.state.lock();
-                let pop_receipt = state.random.receipt();
-                let message = Message {
-                    id: state.random.message_id(),
-                    pop_receipt,
-                    dequeue_count: 0,
-                    inserted: now,
-                    expires,
-                    next_visible: now.saturating_add(options.visibility_delay),
-                    text: Arc::from(text),
-                };
-                let sent = SentMessage {
-                    id: message.id.clone(),
-                    pop_receipt: message.pop_receipt.clone(),
-                    inserted: message.inserted,
-                    expires: message.expires,
-                    next_visible: message.next_visible,
-                };
-                state.queue(queue, now)?.messages.push_back(message);
-                Ok(sent)
-            },
-        )
+        let now = self.clock.now();
+        let expires = match options.ttl {
+            MessageTtl::Default => now.saturating_add(DEFAULT_TTL),
+            MessageTtl::After(ttl) => now.saturating_add(ttl),
+            MessageTtl::Never => DateTime::MAX,
+        };
+        let mut state = self.state.lock();
+        let pop_receipt = state.random.receipt();
+        let message = Message {
+            id: state.random.message_id(),
+            pop_receipt,
+            dequeue_count: 0,
+            inserted: now,
+            expires,
+            next_visible: now.saturating_add(options.visibility_delay),
+            text: Arc::from(text),
+        };
+        let sent = SentMessage {
+            id: message.id.clone(),
+            pop_receipt: message.pop_receipt.clone(),
+            inserted: message.inserted,
+            expires: message.expires,
+            next_visible: message.next_visible,
+        };
+        state.queue(queue, now)?.messages.push_back(message);
+        Ok(sent)
     }
 
     async fn get_messages(
@@ -295,59 +297,49 @@ impl QueueStore for MemQueueStore {
         count: u32,
         visibility_timeout: Duration,
     ) -> Result<Vec<QueueMessage>> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "get_messages", queue).run_sync(
-            || {
-                door::get_messages(queue, count, visibility_timeout)?;
-                let now = self.clock.now();
-                let next_visible = now.saturating_add(visibility_timeout);
-                let mut state = self.state.lock();
-                let State { queues, random, .. } = &mut *state;
-                let messages = &mut queue_in(queues, queue, now)?.messages;
-                let mut got = Vec::new();
-                for message in messages
-                    .iter_mut()
-                    .filter(|m| m.next_visible <= now)
-                    .take(count as usize)
-                {
-                    message.dequeue_count += 1;
-                    message.pop_receipt = random.receipt();
-                    message.next_visible = next_visible;
-                    got.push(QueueMessage {
-                        id: message.id.clone(),
-                        pop_receipt: message.pop_receipt.clone(),
-                        dequeue_count: message.dequeue_count,
-                        inserted: message.inserted,
-                        expires: message.expires,
-                        next_visible,
-                        text: message.text.to_string(),
-                    });
-                }
-                Ok(got)
-            },
-        )
+        let now = self.clock.now();
+        let next_visible = now.saturating_add(visibility_timeout);
+        let mut state = self.state.lock();
+        let State { queues, random, .. } = &mut *state;
+        let messages = &mut queue_in(queues, queue, now)?.messages;
+        let mut got = Vec::new();
+        for message in messages
+            .iter_mut()
+            .filter(|m| m.next_visible <= now)
+            .take(count as usize)
+        {
+            message.dequeue_count += 1;
+            message.pop_receipt = random.receipt();
+            message.next_visible = next_visible;
+            got.push(QueueMessage {
+                id: message.id.clone(),
+                pop_receipt: message.pop_receipt.clone(),
+                dequeue_count: message.dequeue_count,
+                inserted: message.inserted,
+                expires: message.expires,
+                next_visible,
+                text: message.text.to_string(),
+            });
+        }
+        Ok(got)
     }
 
     async fn peek_messages(&self, queue: &str, count: u32) -> Result<Vec<PeekedMessage>> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "peek_messages", queue).run_sync(
-            || {
-                door::peek_messages(queue, count)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                let messages = &state.queue(queue, now)?.messages;
-                Ok(messages
-                    .iter()
-                    .filter(|m| m.next_visible <= now)
-                    .take(count as usize)
-                    .map(|m| PeekedMessage {
-                        id: m.id.clone(),
-                        dequeue_count: m.dequeue_count,
-                        inserted: m.inserted,
-                        expires: m.expires,
-                        text: m.text.to_string(),
-                    })
-                    .collect())
-            },
-        )
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        let messages = &state.queue(queue, now)?.messages;
+        Ok(messages
+            .iter()
+            .filter(|m| m.next_visible <= now)
+            .take(count as usize)
+            .map(|m| PeekedMessage {
+                id: m.id.clone(),
+                dequeue_count: m.dequeue_count,
+                inserted: m.inserted,
+                expires: m.expires,
+                text: m.text.to_string(),
+            })
+            .collect())
     }
 
     async fn update_message(
@@ -358,56 +350,44 @@ impl QueueStore for MemQueueStore {
         visibility_timeout: Duration,
         text: Option<&str>,
     ) -> Result<MessageUpdate> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "update_message", queue)
-            .run_sync(|| {
-                door::update_message(queue, id, pop_receipt, visibility_timeout, text)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                let new_receipt = state.random.receipt();
-                let messages = &mut state.queue(queue, now)?.messages;
-                let (_, message) = held(messages, queue, id, pop_receipt)?;
-                let next_visible = now.saturating_add(visibility_timeout);
-                if next_visible >= message.expires {
-                    return Err(InvalidInput::QueueDuration {
-                        what: "visibility timeout",
-                        duration: visibility_timeout,
-                        reason: "must end before the message expires",
-                    }
-                    .into());
-                }
-                message.pop_receipt = new_receipt;
-                message.next_visible = next_visible;
-                if let Some(text) = text {
-                    message.text = Arc::from(text);
-                }
-                Ok(MessageUpdate {
-                    pop_receipt: message.pop_receipt.clone(),
-                    next_visible,
-                })
-            })
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        let new_receipt = state.random.receipt();
+        let messages = &mut state.queue(queue, now)?.messages;
+        let (_, message) = held(messages, queue, id, pop_receipt)?;
+        let next_visible = now.saturating_add(visibility_timeout);
+        if next_visible >= message.expires {
+            return Err(InvalidInput::QueueDuration {
+                what: "visibility timeout",
+                duration: visibility_timeout,
+                reason: "must end before the message expires",
+            }
+            .into());
+        }
+        message.pop_receipt = new_receipt;
+        message.next_visible = next_visible;
+        if let Some(text) = text {
+            message.text = Arc::from(text);
+        }
+        Ok(MessageUpdate {
+            pop_receipt: message.pop_receipt.clone(),
+            next_visible,
+        })
     }
 
     async fn delete_message(&self, queue: &str, id: &str, pop_receipt: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "delete_message", queue)
-            .run_sync(|| {
-                door::delete_message(queue, id, pop_receipt)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                let messages = &mut state.queue(queue, now)?.messages;
-                let (at, _) = held(messages, queue, id, pop_receipt)?;
-                messages.remove(at);
-                Ok(())
-            })
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        let messages = &mut state.queue(queue, now)?.messages;
+        let (at, _) = held(messages, queue, id, pop_receipt)?;
+        messages.remove(at);
+        Ok(())
     }
 
     async fn clear_messages(&self, queue: &str) -> Result<()> {
-        tablekit_core::telemetry::Call::storage(crate::store_info, "clear_messages", queue)
-            .run_sync(|| {
-                door::queue(queue)?;
-                let now = self.clock.now();
-                let mut state = self.state.lock();
-                state.queue(queue, now)?.messages.clear();
-                Ok(())
-            })
+        let now = self.clock.now();
+        let mut state = self.state.lock();
+        state.queue(queue, now)?.messages.clear();
+        Ok(())
     }
 }

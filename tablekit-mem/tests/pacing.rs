@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tablekit::table::{BulkWriter, Pacing};
 use tablekit::{
-    BatchOperation, ETag, Entity, Error, GetOptions, IfMatch, ListTablesOptions, Query, QueryPage,
-    Result, Table, TableBackend, TableEntity, TablePage, UpdateMode,
+    BatchOperation, ETag, Entity, EntityWrite, Error, GetOptions, ListTablesOptions, Query,
+    QueryPage, Result, Table, TableBackend, TableEntity, TablePage,
 };
 use tablekit_mem::MemBackend;
 use tokio::time::Instant;
@@ -65,17 +65,8 @@ impl TableBackend for Throttling {
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         self.inner.query_entities(table, query).await
     }
-    async fn insert_entity(&self, table: &str, entity: &Entity) -> Result<ETag> {
-        self.inner.insert_entity(table, entity).await
-    }
-    async fn update_entity(&self, t: &str, e: &Entity, m: UpdateMode, i: &IfMatch) -> Result<ETag> {
-        self.inner.update_entity(t, e, m, i).await
-    }
-    async fn upsert_entity(&self, table: &str, entity: &Entity, mode: UpdateMode) -> Result<ETag> {
-        self.inner.upsert_entity(table, entity, mode).await
-    }
-    async fn delete_entity(&self, t: &str, pk: &str, rk: &str, i: &IfMatch) -> Result<()> {
-        self.inner.delete_entity(t, pk, rk, i).await
+    async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>> {
+        self.inner.write_entity(table, write).await
     }
     async fn submit_transaction(
         &self,

@@ -110,7 +110,7 @@ mod worker {
     use tablekit::layer::FaultInjection;
     use tablekit::outbox::{OutboxWorker, WorkerConfig};
     use tablekit::queue::{PutMessageOptions, QueueStore};
-    use tablekit::{Entity, TableBackend};
+    use tablekit::{Entity, TableBackend, TableBackendExt};
     use tablekit_mem::{MemBackend, MemQueueStore};
 
     /// A notice for an entity of `table` with one record whose step is

@@ -29,7 +29,7 @@
 //! when read-only); a relative one is relative to the working directory.
 //!
 //! ```
-//! use tablekit::{Entity, TableBackend};
+//! use tablekit::{Entity, TableBackend, TableBackendExt};
 //! use tablekit_stores::Stores;
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tablekit::Result<()> {
@@ -464,6 +464,7 @@ impl Stores {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tablekit_core::TableBackendExt;
 
     #[test]
     fn connection_strings_name_their_stores() {

@@ -16,6 +16,7 @@ mod common;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+use tablekit::TableBackendExt;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use futures::TryStreamExt;

@@ -292,7 +292,7 @@
 pub use tablekit_core::{
     backend, blob, clock, filter, json, key, keyorder, layer, pacing, queue, telemetry, validate,
 };
-use tablekit_core::{datetime, entity, error, props, value};
+use tablekit_core::{datetime, entity, error, order, props, value};
 
 pub mod bucket;
 pub mod changes;
@@ -300,7 +300,6 @@ pub mod copy;
 mod ext;
 pub mod index;
 pub mod log;
-mod order;
 pub mod outbox;
 mod pending;
 pub mod schema;
@@ -309,8 +308,9 @@ pub mod table;
 pub mod upkeep;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, GetOptions, LentRow, ListTablesOptions, Query, QueryOrder,
-    QueryPage, RowVisitor, TableBackend, TablePage, UndecodableRow, UpdateMode,
+    BatchOperation, ContinuationToken, EntityWrite, GetOptions, LentRow, ListTablesOptions, Query,
+    QueryOrder, QueryPage, RowVisitor, TableBackend, TableBackendExt, TablePage, UndecodableRow,
+    UpdateMode,
 };
 pub use blob::{
     Blob, BlobPage, BlobProperties, BlobStore, BlobStoreExt, BlobTarget, ListBlobsOptions,
@@ -321,7 +321,6 @@ pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{
     Call, Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
 };
-pub use ext::TableBackendExt;
 pub use index::{IndexPage, IndexReader, RemoteAudit, RemotePass};
 pub use key::InvertedTime;
 pub use queue::QueueStore;

@@ -3,6 +3,7 @@
 //! (`default`, `default = path`) where older rows lack it.
 
 use futures::TryStreamExt;
+use tablekit::TableBackendExt;
 use tablekit::schema;
 use tablekit::{Entity, Loaded, Table, TableBackend, TableEntity};
 use tablekit_mem::MemBackend;

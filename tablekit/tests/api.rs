@@ -1,6 +1,7 @@
 //! Conveniences a new user reaches for: tables named at run time, `exists`,
 //! `count`, unconditional writes in a batch.
 
+use tablekit::TableBackendExt;
 use tablekit::{Error, Table, TableEntity};
 use tablekit_mem::MemBackend;
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 
 use tablekit::table::{Loaded, MigrationCheckpoint};
-use tablekit::{Entity, Error, InvalidInput, Table, TableBackend, TableBackendExt, TableEntity};
+use tablekit::{Entity, Error, InvalidInput, Table, TableBackendExt, TableEntity};
 use tablekit_mem::MemBackend;
 
 #[derive(TableEntity, Debug, Clone, PartialEq)]

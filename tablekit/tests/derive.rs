@@ -1,11 +1,12 @@
 //! The derive end to end on the in-memory backend.
 
 use futures::TryStreamExt;
+use tablekit::TableBackendExt;
 use tablekit::key::InvertedTime;
 use tablekit::schema::{self, KIND_PROPERTY, VERSION_PROPERTY};
 use tablekit::{
-    DateTime, Entity, EntityKinds, Error, SchemaError, Table, TableBackend, TableEntity,
-    TableFields, UnknownKind, Value,
+    DateTime, Entity, EntityKinds, Error, SchemaError, Table, TableEntity, TableFields,
+    UnknownKind, Value,
 };
 use tablekit_mem::MemBackend;
 

@@ -1046,3 +1046,86 @@ fn crates_depend_only_down() {
         BTreeSet::from(["tablekit".to_owned(), "tablekit-core".to_owned()])
     );
 }
+
+/// The backend crates, whose stores stand behind the core's `Served` layer.
+const BACKENDS: &[&str] = &["tablekit-mem", "tablekit-local", "tablekit-azure"];
+
+/// What a backend must not write by hand: the door checks and the
+/// telemetry of a call are the `Served` layer's.
+const SERVED_ONLY: &[&str] = &["door::", "checks::", "Call::storage", "telemetry::Call"];
+
+/// Where `text` (a backend's source file) makes a check or records a call
+/// by hand, or implements a contract for a type other than its own `Raw`
+/// implementation (the public types take theirs from `forward_to!`).
+fn served_by_hand(text: &str) -> Vec<(usize, String)> {
+    let mut in_block = false;
+    let mut found = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let code = strip_line(line, &mut in_block);
+        for call in SERVED_ONLY {
+            if code.contains(call) {
+                found.push((number + 1, (*call).to_owned()));
+            }
+        }
+        for contract in ["TableBackend", "BlobStore", "QueueStore"] {
+            let Some(at) = code.find(&format!("impl {contract} for ")) else {
+                continue;
+            };
+            let target = code[at..].split(" for ").nth(1).unwrap_or("");
+            let own = target
+                .trim_start_matches("crate::tables::")
+                .starts_with("Raw<");
+            if !own {
+                found.push((number + 1, format!("impl {contract} for {target}")));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_backend_checks_or_records_a_call_by_hand() {
+    let mut found = Vec::new();
+    let mut served = 0;
+    for name in BACKENDS {
+        let root = workspace().join(name).join("src");
+        for file in rust_files(&root) {
+            let text = std::fs::read_to_string(&file).expect("read a source file");
+            served += text.matches("tablekit_core::forward_to!(").count();
+            for (line, what) in served_by_hand(&text) {
+                found.push(format!("{}:{line}: {what}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "checks or telemetry written by hand in a backend (the Served layer makes them):\n{}",
+        found.join("\n")
+    );
+    // Each backend serves its three contracts (the memory store's blob and
+    // queue stores are types of their own).
+    assert_eq!(served, 9, "the contracts the backends serve");
+}
+
+/// The check itself: a door check, a telemetry call and a contract
+/// implemented for the public type are found; the same words in a comment
+/// or a string, and the `Raw` implementation, are not.
+#[test]
+fn the_served_check_finds_a_check_by_hand() {
+    let text = "fn f() { door::get_entity(t, p, r, o)?; }\n\
+                // Call::storage in a comment\n\
+                let s = \"checks::query\";\n\
+                impl TableBackend for MemBackend {\n\
+                impl BlobStore for crate::tables::Raw<'_> {\n\
+                impl QueueStore for Raw<'_> {\n\
+                let c = tablekit_core::telemetry::Call::storage(info, op, t);\n";
+    assert_eq!(
+        served_by_hand(text),
+        [
+            (1, "door::".to_owned()),
+            (4, "impl TableBackend for MemBackend {".to_owned()),
+            (7, "Call::storage".to_owned()),
+            (7, "telemetry::Call".to_owned()),
+        ]
+    );
+}

@@ -1,6 +1,7 @@
 //! Never a silent wrong value through the typed API: lossy narrowing, fields
 //! shadowed by the loaded wrapper, stale ETags after one's own write.
 
+use tablekit::TableBackendExt;
 use tablekit::{DateTime, Entity, Error, Loaded, SchemaError, Table, TableBackend, TableEntity};
 use tablekit_mem::MemBackend;
 

@@ -3,7 +3,7 @@
 
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
 use tablekit::upkeep::Upkeep;
-use tablekit::{Entity, Table, TableBackend, TableBackendExt, TableEntity};
+use tablekit::{Entity, Table, TableBackendExt, TableEntity};
 use tablekit_mem::MemBackend;
 
 #[derive(TableEntity, Debug, Clone)]

@@ -9,6 +9,7 @@
 //! every task.
 
 use std::sync::Arc;
+use tablekit::TableBackendExt;
 
 use opentelemetry::trace::SpanKind;
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};

@@ -7,6 +7,7 @@
 //! Each timed figure is the best of three rounds, the rounds of the things
 //! compared interleaved.
 
+use tablekit::TableBackendExt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -60,6 +60,7 @@ pub use stores::{DEFAULT_STORAGE, Names, Stores};
 
 use std::sync::Arc;
 use std::time::Duration;
+use tablekit::TableBackendExt;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

@@ -1,6 +1,7 @@
 //! Consumers: their own place, their batches, faults, dropped writes, trims and leases.
 
 use super::*;
+use tablekit::TableBackendExt as _;
 
 /// Consumers read from their own checkpoints, which only move forward and
 /// only when committed.
@@ -489,7 +490,6 @@ pub async fn consumer_instances_share_partitions_by_lease(backend: Arc<dyn Table
 /// to, and a consumer behind the mark is told.
 pub async fn a_trim_dropped_half_way_is_finished_by_the_next(backend: Arc<dyn TableBackend>) {
     use std::time::Duration;
-    use tablekit::TableBackendExt as _;
     for k in 1.. {
         assert!(k < 200, "the trim never completes");
         // A table of its own each time: the trim sees one partition.

@@ -1,6 +1,7 @@
 //! Repairs, index listings and pages, case-insensitive and optional values.
 
 use super::*;
+use tablekit::TableBackendExt;
 
 /// [`Staff`] as written before its indexes were declared.
 #[derive(TableEntity, Debug, Clone, PartialEq)]

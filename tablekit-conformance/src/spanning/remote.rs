@@ -1,6 +1,7 @@
 //! Indexes kept in another partition: model runs, writes, repairs and damage.
 
 use super::*;
+use tablekit::TableBackendExt;
 
 /// Every item of a stream of reads through an index.
 pub(super) async fn read_all<Q>(

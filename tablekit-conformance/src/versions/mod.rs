@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures::TryStreamExt;
+use tablekit::TableBackendExt as _;
 use tablekit::backend::TableBackend;
 use tablekit::table::{Loaded, Table};
 use tablekit::{Entity, Error, TableEntity};
@@ -192,7 +193,6 @@ pub async fn migrations_rewrite_older_rows(backend: Arc<dyn TableBackend>) {
     }
     // Another client's column on every entity row: the migration keeps it.
     let entity_rows = || async {
-        use tablekit::TableBackendExt;
         let rows = backend
             .query_all(&name, tablekit::backend::Query::new())
             .await

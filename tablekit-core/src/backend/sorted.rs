@@ -11,7 +11,7 @@
 //!   the service's, naming the next row's stored keys;
 //! - [`encode_value`] / [`decode_value`]: a compact binary form of one
 //!   property value;
-//! - [`Write`] and [`decide`]: what one write does to the row stored at its
+//! - [`EntityWrite`] and [`decide`]: what one write does to the row stored at its
 //!   keys (insert, replace, merge, delete, their conditions and errors),
 //!   decided before anything changes, so a transaction can decide all its
 //!   writes and apply them only when every one succeeds.
@@ -25,7 +25,7 @@ use std::ops::Bound;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 
-use super::{BatchOperation, ContinuationToken, UpdateMode};
+use super::{ContinuationToken, EntityWrite, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch, Properties};
 use crate::error::{Error, InvalidInput, Result};
@@ -423,64 +423,6 @@ pub fn decode_value(bytes: &mut &[u8]) -> Option<Value> {
     })
 }
 
-/// One write, borrowing its parts (a single write need not build a
-/// [`BatchOperation`]).
-#[derive(Debug, Clone, Copy)]
-pub enum Write<'a> {
-    /// Insert; fails if the row exists.
-    Insert(&'a Entity),
-    /// Replace or merge an existing row under a condition.
-    Update(&'a Entity, UpdateMode, &'a IfMatch),
-    /// Insert, or replace or merge an existing row.
-    Upsert(&'a Entity, UpdateMode),
-    /// Delete an existing row under a condition: PartitionKey, RowKey.
-    Delete(&'a str, &'a str, &'a IfMatch),
-}
-
-impl<'a> Write<'a> {
-    /// The write's (PartitionKey, RowKey).
-    pub fn keys(self) -> (&'a str, &'a str) {
-        match self {
-            Write::Insert(e) | Write::Update(e, ..) | Write::Upsert(e, _) => {
-                (&e.partition_key, &e.row_key)
-            }
-            Write::Delete(pk, rk, _) => (pk, rk),
-        }
-    }
-
-    /// Runs the shared validator on the write's entity or keys.
-    ///
-    /// # Errors
-    /// The [`InvalidInput`] of the first rule broken.
-    pub fn validate(self) -> Result<(), InvalidInput> {
-        match self {
-            Write::Insert(e) | Write::Update(e, ..) | Write::Upsert(e, _) => {
-                crate::validate::entity(e)
-            }
-            Write::Delete(pk, rk, _) => crate::validate::keys(pk, rk),
-        }
-    }
-}
-
-impl<'a> From<&'a BatchOperation> for Write<'a> {
-    fn from(op: &'a BatchOperation) -> Write<'a> {
-        match op {
-            BatchOperation::Insert(e) => Write::Insert(e),
-            BatchOperation::Update {
-                entity,
-                mode,
-                if_match,
-            } => Write::Update(entity, *mode, if_match),
-            BatchOperation::Upsert { entity, mode } => Write::Upsert(entity, *mode),
-            BatchOperation::Delete {
-                partition_key,
-                row_key,
-                if_match,
-            } => Write::Delete(partition_key, row_key, if_match),
-        }
-    }
-}
-
 /// The row stored at a write's keys, as [`decide`] needs to see it.
 pub trait StoredRow {
     /// The ETag the store issued for this version of the row.
@@ -517,7 +459,7 @@ pub enum Decision<'a> {
 /// As above, and [`StoredRow::properties`]'s.
 pub fn decide<'a>(
     table: &str,
-    write: Write<'a>,
+    write: EntityWrite<'a>,
     existing: Option<&dyn StoredRow>,
 ) -> Result<Decision<'a>> {
     let (pk, rk) = write.keys();
@@ -543,7 +485,7 @@ pub fn decide<'a>(
         })),
     };
     let (entity, merge_into) = match write {
-        Write::Insert(entity) => {
+        EntityWrite::Insert(entity) => {
             if existing.is_some() {
                 return Err(error(|table, partition_key, row_key| {
                     Error::EntityAlreadyExists {
@@ -555,13 +497,15 @@ pub fn decide<'a>(
             }
             (entity, None)
         }
-        Write::Update(entity, mode, if_match) => {
+        EntityWrite::Update(entity, mode, if_match) => {
             let old = existing.ok_or_else(not_found)?;
             check(if_match, old)?;
             (entity, (mode == UpdateMode::Merge).then_some(old))
         }
-        Write::Upsert(entity, mode) => (entity, existing.filter(|_| mode == UpdateMode::Merge)),
-        Write::Delete(_, _, if_match) => {
+        EntityWrite::Upsert(entity, mode) => {
+            (entity, existing.filter(|_| mode == UpdateMode::Merge))
+        }
+        EntityWrite::Delete(_, _, if_match) => {
             check(if_match, existing.ok_or_else(not_found)?)?;
             return Ok(Decision::Remove);
         }

@@ -1,6 +1,7 @@
 //! Consumers of a change feed: each keeps its own place per partition, reads in batches, commits what it handled, and shares partitions with its other instances by lease.
 
 use super::*;
+use crate::backend::TableBackendExt;
 
 /// Checks a consumer's name: it becomes part of a RowKey.
 pub(super) fn consumer_name(name: &str) -> Result<(), InvalidInput> {

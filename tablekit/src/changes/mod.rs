@@ -175,11 +175,11 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 
+use crate::backend::TableBackendExt;
 use crate::backend::{Query, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, InvalidInput, Result};
-use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::pending::changes::{
     CHANGE_END, CHECKPOINT_PREFIX, CLEARED, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,

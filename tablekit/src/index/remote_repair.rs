@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::backend::TableBackendExt;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::{Entity, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::index::{self, RemoteIndexDef};
 use crate::pending::{self, Step, StepOp};

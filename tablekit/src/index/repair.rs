@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 
+use crate::backend::TableBackendExt;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::entity::{Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::index::{self, IndexAudit};
 use crate::schema::{self, KeyArg, TableEntity};

@@ -3,10 +3,10 @@
 use std::collections::BTreeSet;
 
 use super::record::{Record, Step, StepOp, fence_row, fence_seq, pending_records};
+use crate::backend::TableBackendExt;
 use crate::backend::{BatchOperation, TableBackend, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 
 /// How many times a step re-reads its fence after losing a race for it.
 const ATTEMPTS: usize = 16;

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
+use crate::backend::{BatchOperation, GetOptions, TableBackend, TableBackendExt, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 

@@ -2,11 +2,11 @@
 
 use serde_json::Value as Json;
 
+use crate::backend::TableBackendExt;
 use crate::backend::{Query, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::filter::Filter;
 use crate::value::Value;
 

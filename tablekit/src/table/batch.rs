@@ -134,7 +134,7 @@ fn delete_of<U: TableEntity>(
 /// A write through a [`Loaded`], guarded by its ETag.
 fn loaded_write<U: TableEntity>(loaded: &Loaded<U>, mode: UpdateMode) -> Result<Typed<'static, U>> {
     let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-    let mut typed = typed(&loaded.value, write, loaded.index_keys.as_ref())?;
+    let mut typed = typed(&loaded.value, write, loaded.index_keys().as_ref())?;
     if mode == UpdateMode::Replace {
         super::unknown::restore(typed.entity.to_mut(), &loaded.unknown);
     }
@@ -147,7 +147,7 @@ fn loaded_delete<U: TableEntity>(loaded: &Loaded<U>) -> Result<Typed<'static, U>
         schema::partition_key_of(&loaded.value)?,
         schema::row_key_of(&loaded.value)?,
         IfMatch::ETag(loaded.etag.clone()),
-        loaded.index_keys.as_ref(),
+        loaded.index_keys().as_ref(),
     )
 }
 

@@ -38,7 +38,7 @@ pub struct Loaded<T> {
     pub(super) writes: Option<String>,
     /// The RowKeys of the version's index rows, so that a write through this
     /// value knows which to move without reading them again.
-    pub(super) index_keys: Option<Arc<[String]>>,
+    pub(super) index_keys: IndexKeys<T>,
     /// The schema version the row records (`_Version`), as read or as last
     /// written through this value.
     pub(super) version: Option<u32>,
@@ -59,7 +59,7 @@ impl<T> Loaded<T> {
             timestamp,
             stamp_in_etag: false,
             writes: None,
-            index_keys: None,
+            index_keys: IndexKeys::Unknown,
             version: None,
             previous_kind: None,
             unknown: crate::entity::Properties::new(),
@@ -146,7 +146,7 @@ impl<T> Loaded<T> {
         this.etag = etag;
         // The version written elsewhere may have moved index values: the
         // next write through this value reads them again.
-        this.index_keys = None;
+        this.index_keys = IndexKeys::Unknown;
         // A write of a renamed kind's row moves it to the kind's RowKey.
         this.previous_kind = None;
     }
@@ -171,6 +171,108 @@ impl<T> Deref for Loaded<T> {
 
 impl<T> DerefMut for Loaded<T> {
     fn deref_mut(&mut self) -> &mut T {
+        // The value may change from here on: the keys of the version read
+        // are taken from it while it is still that version.
+        if matches!(self.index_keys, IndexKeys::AsRead { .. }) {
+            self.index_keys = IndexKeys::Known(self.index_keys());
+        }
         &mut self.value
+    }
+}
+
+/// What a [`Loaded`] knows of the RowKeys of its version's index rows.
+///
+/// A read does not compute them: most values read are never written back.
+/// They are computed from the value when a write through it needs them, or
+/// when the value is first borrowed mutably (while it is still the version
+/// read), whichever comes first.
+#[derive(Debug, Clone)]
+pub(super) enum IndexKeys<T> {
+    /// Not known (a value made by [`Loaded::new`], or written elsewhere):
+    /// a write through the value reads the stored row's.
+    Unknown,
+    /// The value is the version read, under `row_key`: its keys are
+    /// `keys(value, row_key)`.
+    AsRead {
+        row_key: String,
+        keys: fn(&T, &str) -> Option<Vec<String>>,
+    },
+    /// Known (`None`: unknown, as for [`IndexKeys::Unknown`]).
+    Known(Option<Arc<[String]>>),
+}
+
+impl<T> IndexKeys<T> {
+    /// Keys computed for a value just written (`None`: unknown).
+    pub(super) fn known(keys: Option<Vec<String>>) -> IndexKeys<T> {
+        IndexKeys::Known(keys.map(Arc::from))
+    }
+}
+
+impl<T> Loaded<T> {
+    /// The RowKeys of the index rows of the version held; `None` when they
+    /// are not known (a write then reads them from the store).
+    pub(super) fn index_keys(&self) -> Option<Arc<[String]>> {
+        match &self.index_keys {
+            IndexKeys::Unknown => None,
+            IndexKeys::AsRead { row_key, keys } => keys(&self.value, row_key).map(Arc::from),
+            IndexKeys::Known(keys) => keys.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    static COMPUTED: AtomicUsize = AtomicUsize::new(0);
+
+    /// Index keys of a value: one, made of the value and the RowKey.
+    fn keys(value: &String, row_key: &str) -> Option<Vec<String>> {
+        COMPUTED.fetch_add(1, Ordering::SeqCst);
+        Some(vec![format!("{value}|{row_key}")])
+    }
+
+    fn as_read(value: &str) -> Loaded<String> {
+        let mut loaded = Loaded::new(value.to_owned(), ETag::new("e"), None);
+        loaded.index_keys = IndexKeys::AsRead {
+            row_key: "rk".into(),
+            keys,
+        };
+        loaded
+    }
+
+    #[test]
+    fn index_keys_are_those_of_the_version_read_and_computed_only_when_needed() {
+        COMPUTED.store(0, Ordering::SeqCst);
+        // Read only: nothing is computed.
+        let read = as_read("old");
+        assert_eq!(read.len(), 3);
+        let cloned = read.clone();
+        assert_eq!(COMPUTED.load(Ordering::SeqCst), 0);
+        // Asked for by a write of the unchanged value: the value's own.
+        assert_eq!(
+            cloned.index_keys().as_deref(),
+            Some(&["old|rk".to_owned()][..])
+        );
+        assert_eq!(COMPUTED.load(Ordering::SeqCst), 1);
+
+        // Changed: the keys stay those of the version read, computed once,
+        // before the change.
+        let mut changed = as_read("old");
+        changed.push_str(" and new");
+        changed.push('!');
+        assert_eq!(COMPUTED.load(Ordering::SeqCst), 2);
+        assert_eq!(&*changed, "old and new!");
+        assert_eq!(
+            changed.index_keys().as_deref(),
+            Some(&["old|rk".to_owned()][..])
+        );
+        assert_eq!(COMPUTED.load(Ordering::SeqCst), 2);
+
+        // Written elsewhere: unknown again.
+        Loaded::set_etag(&mut changed, ETag::new("f"));
+        assert_eq!(changed.index_keys(), None);
     }
 }

@@ -56,16 +56,16 @@ pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport}
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
 use read::stored_version;
 pub(crate) use read::{load, owned_query_stream, typed_query_stream};
-pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_in, writes_of};
+pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_of};
 pub use write::update;
 pub use write::update::UpdateOptions;
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
 use write::{RowWrite, Write, Written};
 
+use crate::backend::TableBackendExt;
 use crate::backend::{TableBackend, UpdateMode};
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Call, Error, Result};
-use crate::ext::TableBackendExt;
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 
 /// A typed view of one table, for the entities of one type.
@@ -376,7 +376,7 @@ impl<K: EntityKinds> Table<K> {
                     timestamp,
                     stamp_in_etag: false,
                     writes,
-                    index_keys: None,
+                    index_keys: loaded::IndexKeys::Unknown,
                     version,
                     previous_kind: None,
                     // Written through the variant's own type, which reads

@@ -32,11 +32,11 @@ use md5::{Digest, Md5};
 
 use futures::future::BoxFuture;
 
+use crate::backend::TableBackendExt;
 use crate::blob::{BlobTarget, PutCondition};
 use crate::datetime::DateTime;
 use crate::entity::{Entity, PropertyName};
 use crate::error::{Error, InvalidInput, Result, SchemaError, ValueError};
-use crate::ext::TableBackendExt;
 use crate::keyorder::utf16_len;
 use crate::schema::{self, DescriptorPart, ExternalValues, KeyArg, TableEntity, WriteNeeds};
 use crate::table::Table;

@@ -7,14 +7,15 @@
 
 use std::sync::Arc;
 
-use super::{
-    Loaded, Table, has_index_rows, new_index_keys, operation, unknown, writes_in, written_version,
-};
+use super::loaded::IndexKeys;
+use super::{Loaded, Table, has_index_rows, new_index_keys, operation, unknown, written_version};
 use crate::backend::{ContinuationToken, LentRow, RowVisitor, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Properties};
 use crate::error::{Error, Result};
+use crate::props::WRITES_PROPERTY;
 use crate::schema::{self, TableEntity};
+use crate::value::Value;
 
 impl<T: TableEntity> Table<T> {
     /// Whether a row lies at `(pk, rk)`, or, for a renamed kind, at the
@@ -211,7 +212,12 @@ fn load_parts<T: TableEntity>(
     timestamp: Option<DateTime>,
     properties: &mut Properties,
 ) -> Result<Loaded<T>> {
-    let writes = writes_in(properties).map(str::to_owned);
+    // Taken, not copied: the history is bookkeeping, which the value's
+    // unknown properties leave out anyway.
+    let writes = match properties.remove(WRITES_PROPERTY) {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    };
     let version = schema::stored_version(properties).and_then(|v| u32::try_from(v).ok());
     let previous_kind = if T::DESCRIPTOR.previous_kinds.is_empty() {
         None
@@ -219,10 +225,14 @@ fn load_parts<T: TableEntity>(
         T::DESCRIPTOR.layout_of(row_key).and_then(|(_, kind)| kind)
     };
     let value = schema::read_entity::<T, _>(partition_key, row_key, properties)?;
+    // Computed only if a write through the value needs them.
     let index_keys = if has_index_rows::<T>() {
-        new_index_keys(&value, row_key).map(Arc::from)
+        IndexKeys::AsRead {
+            row_key: row_key.to_owned(),
+            keys: new_index_keys::<T>,
+        }
     } else {
-        None
+        IndexKeys::Unknown
     };
     Ok(Loaded {
         value,

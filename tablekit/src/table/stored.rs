@@ -5,10 +5,10 @@
 //! row keeps of its writes.
 
 use crate::backend::GetOptions;
+use crate::backend::TableBackendExt;
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::props::WRITES_PROPERTY;
 use crate::schema::{self, TableEntity, local_slots};
 use crate::table::Table;
@@ -47,7 +47,7 @@ pub(crate) fn writes_of(entity: &Entity) -> Option<&str> {
 }
 
 /// The history text in a row's properties, if they hold one.
-pub(crate) fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
+fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
     match properties.get(WRITES_PROPERTY) {
         Some(Value::String(text)) => Some(text),
         _ => None,

@@ -32,8 +32,6 @@ mod settle;
 pub(crate) mod plan;
 pub mod update;
 
-use std::sync::Arc;
-
 pub(crate) use retry::RACE_ATTEMPTS;
 use retry::Resends;
 pub(super) use row::{IndexHint, RowWrite};
@@ -323,7 +321,7 @@ impl<T: TableEntity> Table<T> {
             unknown::restore(&mut row, &loaded.unknown);
         }
         let new_keys = new_index_keys(&loaded.value, &row.row_key);
-        let old_keys = loaded.index_keys.clone();
+        let old_keys = loaded.index_keys();
         let hint = IndexHint {
             old: old_keys.as_deref(),
             new: new_keys.as_deref(),
@@ -347,7 +345,7 @@ impl<T: TableEntity> Table<T> {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
                 loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
-                loaded.index_keys = new_keys.map(Arc::from);
+                loaded.index_keys = super::loaded::IndexKeys::known(new_keys);
                 loaded.version = written_version::<T>();
                 loaded.previous_kind = None;
                 Ok(etag)
@@ -367,9 +365,10 @@ impl<T: TableEntity> Table<T> {
         let (pk, rk) = (&entity.partition_key, &entity.row_key);
         let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
         let mut resends = Resends::default();
+        let old_keys = loaded.index_keys();
         loop {
             let hint = IndexHint {
-                old: loaded.index_keys.as_deref(),
+                old: old_keys.as_deref(),
                 new: None,
             };
             let deleted = match self.delete_known(pk, rk, &loaded.etag, hint.old).await {

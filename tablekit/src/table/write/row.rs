@@ -327,13 +327,13 @@ impl<T: TableEntity> Table<T> {
             return Either::Right(self.write_planned(entity, write, hint));
         }
         Either::Left(Either::Right(async move {
-            use crate::backend::sorted::Write;
+            use crate::backend::EntityWrite;
             let write = match &write {
-                RowWrite::Insert => Write::Insert(entity),
-                RowWrite::Update(mode, if_match) => Write::Update(entity, *mode, if_match),
-                RowWrite::Upsert(mode) => Write::Upsert(entity, *mode),
+                RowWrite::Insert => EntityWrite::Insert(entity),
+                RowWrite::Update(mode, if_match) => EntityWrite::Update(entity, *mode, if_match),
+                RowWrite::Upsert(mode) => EntityWrite::Upsert(entity, *mode),
                 RowWrite::Delete(if_match) => {
-                    Write::Delete(&entity.partition_key, &entity.row_key, if_match)
+                    EntityWrite::Delete(&entity.partition_key, &entity.row_key, if_match)
                 }
             };
             crate::ext::write_one(&*self.backend, &self.name, write).await

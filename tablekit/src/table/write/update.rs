@@ -264,7 +264,7 @@ impl<T: TableEntity> Table<T> {
             let mut recorded = self.recorded_on(&stored);
             let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
             let mut read: Loaded<T> = load(stored)?;
-            let old_keys = read.index_keys.clone();
+            let old_keys = read.index_keys();
             let unknown = std::mem::take(&mut read.unknown);
             let value = change(Loaded::into_inner(read)).await?;
             let mut row = changed_row(&value, &pk, &rk, &unknown)?;
@@ -286,7 +286,7 @@ impl<T: TableEntity> Table<T> {
                     let mut loaded = Loaded::written(value, written);
                     loaded.unknown = unknown;
                     loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
-                    loaded.index_keys = new_keys.map(std::sync::Arc::from);
+                    loaded.index_keys = crate::table::loaded::IndexKeys::known(new_keys);
                     return Ok(at_written_version(loaded));
                 }
                 // Landed, and overwritten since: the version read stands

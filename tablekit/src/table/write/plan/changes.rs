@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use super::lane::Entry;
+use crate::backend::TableBackendExt;
 use crate::backend::{BatchOperation, TableBackend};
 use crate::entity::Entity;
 use crate::error::Result;
-use crate::ext::TableBackendExt;
 use crate::pending::changes::{
     FULL, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, ROW, TAG, bare_change_row, change_key,
 };
@@ -167,8 +167,8 @@ impl<'a> Feed<'a> {
 mod tests {
     use super::*;
     use crate::backend::{BatchOperation, GetOptions, ListTablesOptions, Query, QueryPage};
-    use crate::backend::{TablePage, UpdateMode};
-    use crate::entity::{ETag, Entity, IfMatch};
+    use crate::backend::{EntityWrite, TablePage};
+    use crate::entity::{ETag, Entity};
     use crate::error::Error;
 
     /// A backend of no store, for its address alone.
@@ -198,22 +198,7 @@ mod tests {
         async fn query_entities(&self, _: &str, _: &Query) -> Result<QueryPage> {
             none()
         }
-        async fn insert_entity(&self, _: &str, _: &Entity) -> Result<ETag> {
-            none()
-        }
-        async fn update_entity(
-            &self,
-            _: &str,
-            _: &Entity,
-            _: UpdateMode,
-            _: &IfMatch,
-        ) -> Result<ETag> {
-            none()
-        }
-        async fn upsert_entity(&self, _: &str, _: &Entity, _: UpdateMode) -> Result<ETag> {
-            none()
-        }
-        async fn delete_entity(&self, _: &str, _: &str, _: &str, _: &IfMatch) -> Result<()> {
+        async fn write_entity(&self, _: &str, _: EntityWrite<'_>) -> Result<Option<ETag>> {
             none()
         }
         async fn submit_transaction(

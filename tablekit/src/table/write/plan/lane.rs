@@ -513,7 +513,7 @@ impl Group {
     /// resend of it refused): its first member's first change row holds
     /// that member's tag.
     async fn committed(&self, backend: &dyn TableBackend, table: &str) -> Result<bool> {
-        use crate::ext::TableBackendExt;
+        use crate::backend::TableBackendExt;
         use crate::pending::changes::TAG;
         let Some(row) = self
             .members

@@ -9,11 +9,11 @@ use futures::future::BoxFuture;
 
 use super::typed::local_slots_of;
 use super::{Learned, Pending, Planned, Role, State, Typed};
+use crate::backend::TableBackendExt;
 use crate::backend::{BatchOperation, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::TableBackendExt;
 use crate::pending;
 use crate::schema::{Sharing, TableEntity};
 use crate::table::Table;

@@ -219,7 +219,8 @@ async fn read_etags(
         }
         let (pk, rk) = operation.keys();
         let stored =
-            crate::ext::TableBackendExt::try_get_entity(backend.as_ref(), table, pk, rk).await?;
+            crate::backend::TableBackendExt::try_get_entity(backend.as_ref(), table, pk, rk)
+                .await?;
         if let Some(slot) = etags.get_mut(w).filter(|slot| slot.is_none()) {
             *slot = stored.and_then(|row| row.etag);
         }

@@ -23,7 +23,7 @@ use crate::keyorder::cmp_utf16;
 const KEY_TOKEN_MARK: char = '\u{1}';
 
 /// The token that resumes an ordered read at the key (`pk`, `rk`).
-pub(crate) fn key_token(pk: &str, rk: &str) -> ContinuationToken {
+pub fn key_token(pk: &str, rk: &str) -> ContinuationToken {
     ContinuationToken::new(format!("{KEY_TOKEN_MARK}{pk}"), Some(rk.to_owned()))
 }
 
@@ -34,7 +34,7 @@ fn key_token_start(token: &ContinuationToken) -> Option<(&str, &str)> {
 }
 
 /// Compares two keys in the store's order.
-pub(crate) fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
+pub fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
     cmp_utf16(a.0, b.0).then_with(|| cmp_utf16(a.1, b.1))
 }
 
@@ -42,17 +42,14 @@ pub(crate) fn cmp_keys(a: (&str, &str), b: (&str, &str)) -> Ordering {
 /// (a scan, a copy, a migration, a bulk write). The embedded stores answer
 /// without ever waiting, so without this a job over them would hold its
 /// thread, and a timeout around it, until it ended.
-pub(crate) async fn between_pages() {
+pub async fn between_pages() {
     tokio::task::yield_now().await;
 }
 
 /// `query` as a backend that lends its rows in key order
 /// ([`TableBackend::read_rows`]) reads it, and whether it resumes from an
 /// earlier page; `None` when the backend does not read it so.
-pub(crate) fn rows_query<B: TableBackend + ?Sized>(
-    backend: &B,
-    query: &Query,
-) -> Option<(Query, bool)> {
+pub fn rows_query<B: TableBackend + ?Sized>(backend: &B, query: &Query) -> Option<(Query, bool)> {
     // A backend that lends nothing answers before the query is copied.
     if backend.query_order() != QueryOrder::Keys
         || query.select.is_some()
@@ -69,7 +66,7 @@ pub(crate) fn rows_query<B: TableBackend + ?Sized>(
 /// One page of `query` in the store's order, for reads that need no order
 /// (counts): a key token becomes a condition on the keys, and the rest goes
 /// to the store as it is.
-pub(crate) async fn unordered_page<B: TableBackend + ?Sized>(
+pub async fn unordered_page<B: TableBackend + ?Sized>(
     backend: &B,
     table: &str,
     mut query: Query,
@@ -101,7 +98,7 @@ fn resume_from_key(query: &mut Query) {
 /// pages are read to the end and sorted; with `whole` every row comes back
 /// in one page, otherwise at most `query.top` rows (1,000 when unset) and a
 /// key token when more follow.
-pub(crate) async fn ordered_page<B: TableBackend + ?Sized>(
+pub async fn ordered_page<B: TableBackend + ?Sized>(
     backend: &B,
     table: &str,
     mut query: Query,
