@@ -8,7 +8,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
-use tablekit_core::layer::Served;
 use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -183,26 +182,7 @@ fn container_call(method: Method, container: &str, idempotence: Idempotence) -> 
     Ok(call)
 }
 
-/// The REST backend's own implementation of the contract, which
-/// [`AzureBlobs`] serves behind the door checks and the telemetry ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a AzureBlobs);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = AzureBlobs;
-    fn deref(&self) -> &AzureBlobs {
-        self.0
-    }
-}
-
-impl AzureBlobs {
-    /// This client, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |raw| raw.service.store.clone())
-    }
-}
-
-tablekit_core::forward_to!(BlobStore for AzureBlobs, |this| this.served());
+tablekit_core::serve!(Raw for AzureBlobs, info: |raw| raw.service.store.clone(), contracts: [BlobStore]);
 
 #[async_trait]
 impl BlobStore for Raw<'_> {

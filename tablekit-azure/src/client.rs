@@ -7,7 +7,6 @@ use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
-use tablekit_core::layer::Served;
 use tablekit_core::{
     BatchOperation, ETag, Entity, EntityWrite, Error, GetOptions, IfMatch, ListTablesOptions,
     Query, QueryOrder, QueryPage, Result, TableBackend, TablePage, UndecodableRow, UpdateMode,
@@ -550,27 +549,7 @@ fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
     })
 }
 
-/// The REST backend's own implementation of the table contract, which
-/// [`AzureTables`] serves behind the door checks and the telemetry
-/// ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a AzureTables);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = AzureTables;
-    fn deref(&self) -> &AzureTables {
-        self.0
-    }
-}
-
-impl AzureTables {
-    /// This client, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |raw| raw.inner.store.clone())
-    }
-}
-
-tablekit_core::forward_to!(TableBackend for AzureTables, |this| this.served());
+tablekit_core::serve!(Raw for AzureTables, info: |raw| raw.inner.store.clone(), contracts: [TableBackend]);
 
 #[async_trait]
 impl TableBackend for Raw<'_> {

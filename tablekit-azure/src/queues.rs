@@ -12,7 +12,6 @@ use std::time::Duration;
 use crate::transport::Method;
 use async_trait::async_trait;
 use bytes::Bytes;
-use tablekit_core::layer::Served;
 use tablekit_core::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
     QueuePage, QueueStore, SentMessage,
@@ -249,26 +248,7 @@ fn seconds(duration: Duration) -> String {
     duration.as_secs().to_string()
 }
 
-/// The REST backend's own implementation of the contract, which
-/// [`AzureQueues`] serves behind the door checks and the telemetry ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a AzureQueues);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = AzureQueues;
-    fn deref(&self) -> &AzureQueues {
-        self.0
-    }
-}
-
-impl AzureQueues {
-    /// This client, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |raw| raw.service.store.clone())
-    }
-}
-
-tablekit_core::forward_to!(QueueStore for AzureQueues, |this| this.served());
+tablekit_core::serve!(Raw for AzureQueues, info: |raw| raw.service.store.clone(), contracts: [QueueStore]);
 
 #[async_trait]
 impl QueueStore for Raw<'_> {

@@ -212,8 +212,6 @@ impl LocalStorage {
     }
 }
 
-tablekit_core::forward_to!(BlobStore for LocalStorage, |this| this.served());
-
 #[async_trait]
 impl BlobStore for crate::tables::Raw<'_> {
     async fn create_container(&self, container: &str) -> Result<()> {

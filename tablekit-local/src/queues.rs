@@ -285,8 +285,6 @@ impl LocalStorage {
     }
 }
 
-tablekit_core::forward_to!(QueueStore for LocalStorage, |this| this.served());
-
 #[async_trait]
 impl QueueStore for crate::tables::Raw<'_> {
     async fn create_queue(&self, queue: &str) -> Result<bool> {

@@ -11,7 +11,6 @@ use crate::logged::Txn;
 use tablekit_core::backend::sorted::{
     Decision, StoredRow, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
-use tablekit_core::layer::Served;
 use tablekit_core::telemetry::StoreInfo;
 use tablekit_core::validate::limits::MAX_PAGE_SIZE;
 use tablekit_core::{
@@ -313,27 +312,7 @@ impl LocalStorage {
     }
 }
 
-/// The local store's own implementation of the three contracts, which
-/// [`LocalStorage`] serves behind the door checks and the telemetry
-/// ([`Served`]).
-#[derive(Debug)]
-pub(crate) struct Raw<'a>(&'a LocalStorage);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = LocalStorage;
-    fn deref(&self) -> &LocalStorage {
-        self.0
-    }
-}
-
-impl LocalStorage {
-    /// This store, served.
-    pub(crate) fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |raw| raw.store_info())
-    }
-}
-
-tablekit_core::forward_to!(TableBackend for LocalStorage, |this| this.served());
+tablekit_core::serve!(pub(crate) Raw for LocalStorage, info: |raw| raw.store_info(), contracts: [TableBackend, BlobStore, QueueStore]);
 
 #[async_trait]
 impl TableBackend for Raw<'_> {

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use md5::{Digest, Md5};
 use parking_lot::RwLock;
-use tablekit_core::layer::Served;
 use tablekit_core::{
     Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
     PutCondition, Result,
@@ -66,26 +65,7 @@ fn blob_missing(container: &str, name: &str) -> Error {
     }
 }
 
-/// The store's own implementation of the contract, which [`MemBlobStore`]
-/// serves behind the door checks and the telemetry ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a MemBlobStore);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = MemBlobStore;
-    fn deref(&self) -> &MemBlobStore {
-        self.0
-    }
-}
-
-impl MemBlobStore {
-    /// This store, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |_| crate::store_info())
-    }
-}
-
-tablekit_core::forward_to!(BlobStore for MemBlobStore, |this| this.served());
+tablekit_core::serve!(Raw for MemBlobStore, info: |_| crate::store_info(), contracts: [BlobStore]);
 
 #[async_trait]
 impl BlobStore for Raw<'_> {

@@ -51,7 +51,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
-use tablekit_core::layer::Served;
 use tablekit_core::validate;
 use tablekit_core::{
     BatchOperation, ContinuationToken, DateTime, ETag, Entity, EntityWrite, Error, GetOptions,
@@ -395,27 +394,7 @@ impl MemBackend {
     }
 }
 
-/// The memory store's own implementation of the table contract, which
-/// [`MemBackend`] serves behind the door checks and the telemetry
-/// ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a MemBackend);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = MemBackend;
-    fn deref(&self) -> &MemBackend {
-        self.0
-    }
-}
-
-impl MemBackend {
-    /// This backend, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |raw| raw.store_info())
-    }
-}
-
-tablekit_core::forward_to!(TableBackend for MemBackend, |this| this.served());
+tablekit_core::serve!(Raw for MemBackend, info: |raw| raw.store_info(), contracts: [TableBackend]);
 
 #[async_trait]
 impl TableBackend for Raw<'_> {

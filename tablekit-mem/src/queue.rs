@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use tablekit_core::clock::{Clock, SystemClock};
-use tablekit_core::layer::Served;
 use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
     QueueMessage, QueuePage, QueueStore, SentMessage,
@@ -189,26 +188,7 @@ fn held<'q>(
     Ok((at, message))
 }
 
-/// The store's own implementation of the contract, which [`MemQueueStore`]
-/// serves behind the door checks and the telemetry ([`Served`]).
-#[derive(Debug)]
-struct Raw<'a>(&'a MemQueueStore);
-
-impl std::ops::Deref for Raw<'_> {
-    type Target = MemQueueStore;
-    fn deref(&self) -> &MemQueueStore {
-        self.0
-    }
-}
-
-impl MemQueueStore {
-    /// This store, served.
-    fn served(&self) -> Served<Raw<'_>> {
-        Served::new(Raw(self), |_| crate::store_info())
-    }
-}
-
-tablekit_core::forward_to!(QueueStore for MemQueueStore, |this| this.served());
+tablekit_core::serve!(Raw for MemQueueStore, info: |_| crate::store_info(), contracts: [QueueStore]);
 
 #[async_trait]
 impl QueueStore for Raw<'_> {

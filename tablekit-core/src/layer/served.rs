@@ -135,6 +135,45 @@ crate::backend::table_methods!(served_impl!(TableBackend, table_door));
 crate::blob::blob_methods!(served_impl!(BlobStore, blob_door));
 crate::queue::queue_methods!(served_impl!(QueueStore, queue_door));
 
+/// Serves a backend's public type: declares `$raw`, the backend's own
+/// implementation of its contracts (a borrow of the public value that
+/// derefs to it, for the backend to implement the contracts on), and
+/// implements each contract listed for the public type by passing every
+/// call to a [`Served`] around `$raw` that `info` describes. For backend
+/// crates; hidden from the docs.
+///
+/// ```ignore
+/// tablekit_core::serve!(Raw for MemBackend, info: |raw| raw.store_info(), contracts: [TableBackend]);
+/// impl TableBackend for Raw<'_> { /* the store's own work */ }
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! serve {
+    ($vis:vis $raw:ident for $public:ty, info: $info:expr, contracts: [$($contract:ident),+ $(,)?]) => {
+        /// The store's own implementation of its contracts, which its public
+        /// type serves behind the door checks and the telemetry
+        /// (`tablekit_core::layer::Served`).
+        #[derive(Debug)]
+        $vis struct $raw<'a>(&'a $public);
+
+        impl std::ops::Deref for $raw<'_> {
+            type Target = $public;
+            fn deref(&self) -> &$public {
+                self.0
+            }
+        }
+
+        impl $public {
+            /// This store, served: each call checked at the door and recorded.
+            fn served(&self) -> $crate::layer::Served<$raw<'_>> {
+                $crate::layer::Served::new($raw(self), $info)
+            }
+        }
+
+        $($crate::forward_to!($contract for $public, |this| this.served());)+
+    };
+}
+
 /// Implements a contract for a backend's public type by passing each call
 /// to the value `$via` makes of it (`|this| …`, with `this` the public
 /// value): in practice a [`Served`] around the backend's own
