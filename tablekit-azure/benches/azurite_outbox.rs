@@ -15,8 +15,8 @@ mod azurite;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::outbox::Outbox;
 use tablekit::{Entity, QueueStore, Table, TableBackend, TableEntity, UpdateMode};

@@ -20,8 +20,8 @@
 //! the count. Without valgrind it simply runs.
 
 use std::hint::black_box;
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::{Entity, Table, TableBackend, TableEntity, UpdateMode};
 use tablekit_azure::AzureTables;
 

@@ -15,8 +15,8 @@ mod tls;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::{BlobStore, Entity, QueueStore, TableBackend};
 use tablekit_azure::{AzureBlobs, AzureQueues, AzureTables};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -15,10 +15,10 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tablekit::TableBackendExt;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use tablekit::TableBackendExt;
 use tablekit::{Entity, Error, Table, TableBackend, TableEntity};
 use tablekit_azure::AzureTables;
 use tablekit_azure::config::Account;

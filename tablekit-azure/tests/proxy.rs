@@ -10,13 +10,13 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use tablekit::TableBackendExt;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use tablekit::TableBackendExt;
 use tablekit::{Entity, Error, TableBackend};
 use tablekit_azure::AzureTables;
 use tablekit_azure::config::{Account, ClientOptions, Proxy, Trust};

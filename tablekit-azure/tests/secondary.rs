@@ -7,8 +7,8 @@ mod azurite;
 
 use std::sync::Arc;
 use std::time::Duration;
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::{BlobStore, Entity, Error, GetOptions, Query, TableBackend, Value};
 use tablekit_azure::config::{Account, ClientOptions};
 use tablekit_azure::policy::RetryPolicy;

@@ -8,8 +8,8 @@ mod tls;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::{BatchOperation, BlobStore, Entity, Error, QueueStore, TableBackend};
 use tablekit_azure::config::{Account, ClientOptions, Credentials, Trust};
 use tablekit_azure::credential::{STORAGE_SCOPE, TokenCredential};

@@ -2,9 +2,9 @@
 //! typed write through what was read, values and EDM types alike.
 
 use std::sync::Arc;
-use tablekit::TableBackendExt;
 
 use super::unique_table;
+use tablekit::TableBackendExt;
 use tablekit::backend::{GetOptions, TableBackend, UpdateMode};
 use tablekit::table::{Loaded, Table};
 use tablekit::{DateTime, Entity, Value};

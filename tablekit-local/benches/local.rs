@@ -11,10 +11,10 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tablekit::TableBackendExt;
 
 use criterion::{BatchSize, Criterion, criterion_group};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use tablekit::TableBackendExt;
 use tablekit::{
     BatchOperation, DateTime, Entity, GetOptions, Query, TableBackend, TableEntity, UpdateMode,
 };

@@ -7,10 +7,10 @@
 //! `Damaged` on this path too.
 
 use std::path::Path;
-use tablekit::TableBackendExt;
 
 use futures::TryStreamExt;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use tablekit::TableBackendExt;
 use tablekit::table::{RowErrors, SkippedRows};
 use tablekit::{
     Entity, Error, LentRow, Loaded, Query, StorageFailure, Table, TableBackend, TableEntity,

@@ -25,8 +25,8 @@
 //! runs.
 
 use std::hint::black_box;
-use tablekit::TableBackendExt;
 
+use tablekit::TableBackendExt;
 use tablekit::{Entity, Table, TableBackend, TableEntity};
 use tablekit_mem::MemBackend;
 

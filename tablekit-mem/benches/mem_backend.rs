@@ -8,10 +8,10 @@ mod support;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tablekit::TableBackendExt;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use support::*;
+use tablekit::TableBackendExt;
 use tablekit::filter::Filter;
 use tablekit::{BatchOperation, Entity, GetOptions, Query, TableBackend, UpdateMode};
 

@@ -16,10 +16,10 @@ mod common;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-use tablekit::TableBackendExt;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use futures::TryStreamExt;
+use tablekit::TableBackendExt;
 use tablekit::layer::{FaultHandle, FaultInjection, Operation};
 use tablekit::{
     BatchOperation, ETag, Entity, IfMatch, Loaded, Table, TableBackend, TableEntity, UpdateMode,

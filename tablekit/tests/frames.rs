@@ -123,6 +123,10 @@ async fn an_insert_walks_a_short_way_to_the_store() {
         frames.join("\n")
     );
     // The count reads real frames: the entry and the send are among them.
-    assert!(frames.last().is_some_and(|f| f.contains("Table<T>::insert")));
+    assert!(
+        frames
+            .last()
+            .is_some_and(|f| f.contains("Table<T>::insert"))
+    );
     assert!(frames.len() >= 3, "{frames:?}");
 }

@@ -9,9 +9,9 @@
 //! every task.
 
 use std::sync::Arc;
-use tablekit::TableBackendExt;
 
 use opentelemetry::trace::SpanKind;
+use tablekit::TableBackendExt;
 use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
 use tablekit::{BatchOperation, Entity, IfMatch, Table, TableBackend, TableEntity, UpdateMode};
 

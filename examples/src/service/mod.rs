@@ -60,11 +60,11 @@ pub use stores::{DEFAULT_STORAGE, Names, Stores};
 
 use std::sync::Arc;
 use std::time::Duration;
-use tablekit::TableBackendExt;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
+use tablekit::TableBackendExt;
 use tablekit::bucket::Buckets;
 use tablekit::outbox::{Outbox, OutboxWorker};
 use tablekit::{BlobStoreExt, DateTime, Error, QueueStore, Table, TableBackend};
