@@ -305,11 +305,6 @@ impl LocalStorage {
         self.shared.skipped.lock().insert(row);
         true
     }
-
-    /// Validates and applies one write, returning its new ETag.
-    async fn write_one(&self, table: &str, write: EntityWrite<'_>) -> Result<ETag> {
-        Ok(self.apply_owned(table, vec![owned(write)], false).await?.0)
-    }
 }
 
 tablekit_core::serve!(pub(crate) Raw for LocalStorage, info: |raw| raw.store_info(), contracts: [TableBackend, BlobStore, QueueStore]);
@@ -529,7 +524,7 @@ impl TableBackend for Raw<'_> {
     }
 
     async fn write_entity(&self, table: &str, write: EntityWrite<'_>) -> Result<Option<ETag>> {
-        let etag = self.write_one(table, write).await?;
+        let (etag, _) = self.apply_owned(table, vec![owned(write)], false).await?;
         Ok(write.entity().map(|_| etag))
     }
 

@@ -175,8 +175,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 
-use crate::backend::TableBackendExt;
-use crate::backend::{Query, UpdateMode};
+use crate::backend::{Query, TableBackendExt, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, InvalidInput, Result};

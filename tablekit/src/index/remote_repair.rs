@@ -2,8 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::backend::TableBackendExt;
-use crate::backend::{BatchOperation, UpdateMode};
+use crate::backend::{BatchOperation, TableBackendExt, UpdateMode};
 use crate::entity::{Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::filter::Filter;

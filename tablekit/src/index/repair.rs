@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use futures::TryStreamExt;
 
-use crate::backend::TableBackendExt;
-use crate::backend::{BatchOperation, UpdateMode};
+use crate::backend::{BatchOperation, TableBackendExt, UpdateMode};
 use crate::entity::{Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
@@ -38,10 +37,13 @@ impl<T: TableEntity> Table<T> {
         pk: impl KeyArg<T::PartitionKey>,
     ) -> crate::error::Call<'_, IndexAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
-        Box::pin(async move {
-            let rows = self.partition_rows(&pk?).await?;
-            Ok(index::audit::<T>(&rows))
-        })
+        Box::pin(async move { self.audit_partition(&pk?).await })
+    }
+
+    /// The audit of the index rows of partition `pk`, read once.
+    async fn audit_partition(&self, pk: &str) -> Result<IndexAudit> {
+        let rows = self.partition_rows(pk).await?;
+        Ok(index::audit::<T>(&rows))
     }
 
     /// [`verify_indexes`](Table::verify_indexes), then repairs what it
@@ -56,8 +58,7 @@ impl<T: TableEntity> Table<T> {
     ) -> crate::error::Call<'_, IndexAudit> {
         let pk = schema::encode_partition_key::<T>(&pk);
         Box::pin(async move {
-            let rows = self.partition_rows(&pk?).await?;
-            let audit = index::audit::<T>(&rows);
+            let audit = self.audit_partition(&pk?).await?;
             self.repair(&audit).await?;
             Ok(audit)
         })

@@ -3,8 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::record::{Record, Step, StepOp, fence_row, fence_seq, pending_records};
-use crate::backend::TableBackendExt;
-use crate::backend::{BatchOperation, TableBackend, UpdateMode};
+use crate::backend::{BatchOperation, TableBackend, TableBackendExt, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};
 

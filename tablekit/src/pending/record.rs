@@ -2,8 +2,7 @@
 
 use serde_json::Value as Json;
 
-use crate::backend::TableBackendExt;
-use crate::backend::{Query, TableBackend};
+use crate::backend::{Query, TableBackend, TableBackendExt};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};

@@ -9,8 +9,7 @@ use super::apply::finish_record;
 use super::record::{
     FENCE_PREFIX, OUTBOX_PREFIX, Record, is_fence_row, is_outbox_row, row_key_prefix,
 };
-use crate::backend::TableBackendExt;
-use crate::backend::{Query, TableBackend};
+use crate::backend::{Query, TableBackend, TableBackendExt};
 use crate::clock::Clock;
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};

@@ -365,13 +365,7 @@ pub fn encode_keys<T: TableEntity>(
     pk: &impl KeyArg<T::PartitionKey>,
     rk: &impl KeyArg<T::RowKey>,
 ) -> Result<(String, String), Error> {
-    let mut p = String::new();
-    pk.write_key_arg(&mut p);
-    check_key_length(
-        KeyKind::PartitionKey,
-        T::DESCRIPTOR.partition_key_fields,
-        &p,
-    )?;
+    let mut p = encode_partition_key::<T>(pk)?;
     let mut r = String::new();
     rk.write_laid_out(&T::DESCRIPTOR.row_key_layout, &mut r);
     check_key_length(KeyKind::RowKey, T::DESCRIPTOR.row_key_fields, &r)?;

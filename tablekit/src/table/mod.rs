@@ -62,8 +62,7 @@ pub use write::update::UpdateOptions;
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
 use write::{RowWrite, Write, Written};
 
-use crate::backend::TableBackendExt;
-use crate::backend::{TableBackend, UpdateMode};
+use crate::backend::{TableBackend, TableBackendExt, UpdateMode};
 use crate::entity::{ETag, IfMatch};
 use crate::error::{Call, Error, Result};
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};

@@ -4,8 +4,7 @@
 //! offloaded values, the RowKeys of a value's index rows, and the history a
 //! row keeps of its writes.
 
-use crate::backend::GetOptions;
-use crate::backend::TableBackendExt;
+use crate::backend::{GetOptions, TableBackendExt};
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};

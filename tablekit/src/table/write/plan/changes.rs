@@ -8,8 +8,7 @@
 use std::sync::Arc;
 
 use super::lane::Entry;
-use crate::backend::TableBackendExt;
-use crate::backend::{BatchOperation, TableBackend};
+use crate::backend::{BatchOperation, TableBackend, TableBackendExt};
 use crate::entity::Entity;
 use crate::error::Result;
 use crate::pending::changes::{

@@ -63,8 +63,9 @@ pub(in crate::table) enum Role {
     /// The entity's row, or a wide entity's first part: its ETag is the
     /// write's.
     Row,
-    /// Another part of a wide entity, or an outbox record.
-    Entity,
+    /// Another row the write makes: a wide entity's later part, an outbox
+    /// record, a renamed kind's old row.
+    Other,
     /// Deletes an old companion row (an index row).
     CompanionDelete,
     /// Writes a row of local slot `slot` (an index row).

@@ -9,8 +9,7 @@ use futures::future::BoxFuture;
 
 use super::typed::local_slots_of;
 use super::{Learned, Pending, Planned, Role, State, Typed};
-use crate::backend::TableBackendExt;
-use crate::backend::{BatchOperation, TableBackend};
+use crate::backend::{BatchOperation, TableBackend, TableBackendExt};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
@@ -181,7 +180,7 @@ impl<T: TableEntity> Table<T> {
                     _,
                 ) => pending::StepOp::DeleteIf { row_key, etag },
                 (BatchOperation::Delete { row_key, .. }, _) => pending::StepOp::Delete(row_key),
-                (BatchOperation::Insert(record), Role::Entity)
+                (BatchOperation::Insert(record), Role::Other)
                     if pending::is_outbox_row(&record) =>
                 {
                     pending::StepOp::Put(record)

@@ -411,13 +411,13 @@ fn failed(
     let write = writes[w];
     match (role, source) {
         (
-            Role::Row | Role::Entity,
+            Role::Row | Role::Other,
             Error::PreconditionFailed { .. }
             | Error::EntityAlreadyExists { .. }
             | Error::EntityNotFound { .. },
         ) if may_retry => Next::Retry(precondition(table, write, w)),
         (
-            Role::Row | Role::Entity,
+            Role::Row | Role::Other,
             source @ (Error::PreconditionFailed { .. }
             | Error::EntityAlreadyExists { .. }
             | Error::EntityNotFound { .. }),

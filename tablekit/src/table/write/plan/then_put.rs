@@ -70,7 +70,7 @@ impl Pending for ThenRecord {
             pending::THEN,
             &steps,
         );
-        out.push(BatchOperation::Insert(row), Role::Entity);
+        out.push(BatchOperation::Insert(row), Role::Other);
         Ok(false)
     }
 }

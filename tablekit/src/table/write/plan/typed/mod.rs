@@ -161,7 +161,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             plan_row((pk, rk), guard_match, new_row, merge_in_place, out);
         }
         if let Some(record) = record {
-            out.push(BatchOperation::Insert(record), Role::Entity);
+            out.push(BatchOperation::Insert(record), Role::Other);
         }
         Ok(retry)
     }

@@ -25,7 +25,7 @@ pub(super) fn plan_parts(
         None => rule.delete(pk, rk, parts, guard_match.unwrap_or(IfMatch::Any)),
     };
     for (n, operation) in operations.into_iter().enumerate() {
-        out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
+        out.push(operation, if n == 0 { Role::Row } else { Role::Other });
     }
     Ok(())
 }

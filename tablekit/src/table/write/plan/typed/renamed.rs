@@ -42,12 +42,12 @@ impl<T: TableEntity> Typed<'_, T> {
             let role = if row_is_delete && n == 0 {
                 Role::Row
             } else {
-                Role::Entity
+                Role::Other
             };
             out.push(operation, role);
         }
         for (n, operation) in inserts.into_iter().enumerate() {
-            out.push(operation, if n == 0 { Role::Row } else { Role::Entity });
+            out.push(operation, if n == 0 { Role::Row } else { Role::Other });
         }
         Ok(())
     }

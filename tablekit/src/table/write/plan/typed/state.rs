@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use super::super::{Learned, Pending, State, Typed};
 use super::{any_listed, local_slots_of};
-use crate::backend::TableBackendExt;
-use crate::backend::{TableBackend, UpdateMode};
+use crate::backend::{TableBackend, TableBackendExt, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::schema::{Sharing, TableEntity, companions, local_slots, remote_slots};
