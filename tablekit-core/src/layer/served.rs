@@ -142,7 +142,7 @@ crate::queue::queue_methods!(served_impl!(QueueStore, queue_door));
 /// call to a [`Served`] around `$raw` that `info` describes. For backend
 /// crates; hidden from the docs.
 ///
-/// ```ignore
+/// ```text
 /// tablekit_core::serve!(Raw for MemBackend, info: |raw| raw.store_info(), contracts: [TableBackend]);
 /// impl TableBackend for Raw<'_> { /* the store's own work */ }
 /// ```
