@@ -3,14 +3,12 @@
 use std::sync::Arc;
 
 use crate::transport::Method;
-use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use tablekit_core::{
-    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
-    PutCondition, Result,
+    Blob, BlobPage, BlobProperties, DateTime, ETag, Error, ListBlobsOptions, PutCondition, Result,
 };
 
 use crate::config::{Account, ClientOptions, ConfigError};
@@ -22,7 +20,7 @@ use crate::url;
 /// The Blob service version spoken.
 pub const BLOB_VERSION: &str = "2021-08-06";
 
-/// A Blob service account as a [`BlobStore`]. Clones share one connection pool.
+/// A Blob service account as a [`BlobStore`](tablekit_core::BlobStore). Clones share one connection pool.
 #[derive(Clone, Debug)]
 pub struct AzureBlobs {
     service: Arc<Service>,
@@ -182,10 +180,9 @@ fn container_call(method: Method, container: &str, idempotence: Idempotence) -> 
     Ok(call)
 }
 
-tablekit_core::serve!(Raw for AzureBlobs, info: |raw| raw.service.store.clone(), contracts: [BlobStore]);
+tablekit_core::serve!(AzureBlobs, info: |this| this.service.store.clone(), contracts: [BlobStore]);
 
-#[async_trait]
-impl BlobStore for Raw<'_> {
+impl tablekit_core::layer::RawBlobs for AzureBlobs {
     async fn create_container(&self, container: &str) -> Result<()> {
         let call = container_call(Method::PUT, container, Idempotence::NotIdempotent)?;
         self.send(call).await.map(drop)

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::transport::Method;
-use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue};
 use tablekit_core::{
@@ -549,10 +548,9 @@ fn decode_entities(body: &str) -> Result<(Vec<Entity>, Vec<UndecodableRow>)> {
     })
 }
 
-tablekit_core::serve!(Raw for AzureTables, info: |raw| raw.inner.store.clone(), contracts: [TableBackend]);
+tablekit_core::serve!(AzureTables, info: |this| this.inner.store.clone(), contracts: [TableBackend]);
 
-#[async_trait]
-impl TableBackend for Raw<'_> {
+impl tablekit_core::layer::RawTables for AzureTables {
     async fn create_table(&self, table: &str) -> Result<()> {
         let target = Target::table(table);
         let mut call = self.call(

@@ -10,11 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::transport::Method;
-use async_trait::async_trait;
 use bytes::Bytes;
 use tablekit_core::queue::{
     ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions, QueueMessage,
-    QueuePage, QueueStore, SentMessage,
+    QueuePage, SentMessage,
 };
 use tablekit_core::{DateTime, Error, Result};
 
@@ -27,7 +26,7 @@ use crate::url;
 /// The Queue service version spoken.
 pub const QUEUE_VERSION: &str = "2021-08-06";
 
-/// A Queue service account as a [`QueueStore`]. Clones share one
+/// A Queue service account as a [`QueueStore`](tablekit_core::QueueStore). Clones share one
 /// connection pool.
 ///
 /// ```
@@ -248,10 +247,9 @@ fn seconds(duration: Duration) -> String {
     duration.as_secs().to_string()
 }
 
-tablekit_core::serve!(Raw for AzureQueues, info: |raw| raw.service.store.clone(), contracts: [QueueStore]);
+tablekit_core::serve!(AzureQueues, info: |this| this.service.store.clone(), contracts: [QueueStore]);
 
-#[async_trait]
-impl QueueStore for Raw<'_> {
+impl tablekit_core::layer::RawQueues for AzureQueues {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
         let call = Call::new(
             Method::PUT,

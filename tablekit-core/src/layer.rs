@@ -17,7 +17,7 @@
 mod served;
 
 pub use crate::backend::Operation;
-pub use served::Served;
+pub use served::{RawBlobs, RawQueues, RawTables, Served};
 
 use std::collections::HashMap;
 use std::fmt;

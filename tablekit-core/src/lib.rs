@@ -75,7 +75,7 @@ pub use uuid;
 #[doc(hidden)]
 pub use async_trait::async_trait as __async_trait;
 
-/// The contracts, for [`forward_to!`] to name from another crate.
+/// The contracts, for [`serve!`] to name from another crate.
 #[doc(hidden)]
 pub mod __contracts {
     pub use crate::backend::TableBackend;

@@ -3,14 +3,12 @@
 
 use std::ops::Bound;
 
-use async_trait::async_trait;
 use md5::{Digest, Md5};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::{LoggedTable, Txn};
 use tablekit_core::{
-    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
-    PutCondition, Result,
+    Blob, BlobPage, BlobProperties, DateTime, ETag, Error, ListBlobsOptions, PutCondition, Result,
 };
 
 use crate::{LocalStorage, META};
@@ -212,8 +210,7 @@ impl LocalStorage {
     }
 }
 
-#[async_trait]
-impl BlobStore for crate::tables::Raw<'_> {
+impl tablekit_core::layer::RawBlobs for LocalStorage {
     async fn create_container(&self, container: &str) -> Result<()> {
         self.guarded(|| {
             // Read-only: a container that exists is answered as one.

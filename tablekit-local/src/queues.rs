@@ -4,7 +4,6 @@
 use std::ops::Bound;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use redb::{ReadableTable, TableDefinition};
@@ -12,7 +11,7 @@ use redb::{ReadableTable, TableDefinition};
 use crate::logged::{LoggedTable, Txn};
 use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
-    QueueMessage, QueuePage, QueueStore, SentMessage,
+    QueueMessage, QueuePage, SentMessage,
 };
 use tablekit_core::{DateTime, Error, InvalidInput, Result};
 
@@ -285,8 +284,7 @@ impl LocalStorage {
     }
 }
 
-#[async_trait]
-impl QueueStore for crate::tables::Raw<'_> {
+impl tablekit_core::layer::RawQueues for LocalStorage {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
         let now = self.shared.clock.now();
         // Read-only: a queue that exists is answered as one.

@@ -4,7 +4,6 @@
 use std::ops::Bound;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use async_trait::async_trait;
 use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::Txn;
@@ -15,8 +14,7 @@ use tablekit_core::telemetry::StoreInfo;
 use tablekit_core::validate::limits::MAX_PAGE_SIZE;
 use tablekit_core::{
     BatchOperation, ContinuationToken, ETag, Entity, EntityWrite, Error, GetOptions, IfMatch,
-    ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TableBackend,
-    TablePage,
+    ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TablePage,
 };
 
 use crate::LocalStorage;
@@ -307,10 +305,9 @@ impl LocalStorage {
     }
 }
 
-tablekit_core::serve!(pub(crate) Raw for LocalStorage, info: |raw| raw.store_info(), contracts: [TableBackend, BlobStore, QueueStore]);
+tablekit_core::serve!(LocalStorage, info: |this| tablekit_core::layer::RawTables::store_info(this), contracts: [TableBackend, BlobStore, QueueStore]);
 
-#[async_trait]
-impl TableBackend for Raw<'_> {
+impl tablekit_core::layer::RawTables for LocalStorage {
     async fn create_table(&self, table: &str) -> Result<()> {
         let folded = self.guarded(|| {
             let folded = table.to_ascii_lowercase();
@@ -479,7 +476,7 @@ impl TableBackend for Raw<'_> {
         query: &Query,
         read: &mut RowVisitor<'_>,
     ) -> Result<Option<ContinuationToken>> {
-        if !self.reads_rows(query) {
+        if !tablekit_core::layer::RawTables::reads_rows(self, query) {
             return Err(Error::NotSupported {
                 operation: "read_rows of a query with a projection or a filter of properties",
             });

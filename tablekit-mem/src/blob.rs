@@ -3,12 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use md5::{Digest, Md5};
 use parking_lot::RwLock;
 use tablekit_core::{
-    Blob, BlobPage, BlobProperties, BlobStore, DateTime, ETag, Error, ListBlobsOptions,
-    PutCondition, Result,
+    Blob, BlobPage, BlobProperties, DateTime, ETag, Error, ListBlobsOptions, PutCondition, Result,
 };
 
 #[derive(Debug)]
@@ -24,7 +22,7 @@ struct State {
     version: u64,
 }
 
-/// An in-memory [`BlobStore`] with the Blob service's conditional-write
+/// An in-memory [`BlobStore`](tablekit_core::BlobStore) with the Blob service's conditional-write
 /// semantics. Clones share the same blobs.
 ///
 /// ```
@@ -65,10 +63,9 @@ fn blob_missing(container: &str, name: &str) -> Error {
     }
 }
 
-tablekit_core::serve!(Raw for MemBlobStore, info: |_| crate::store_info(), contracts: [BlobStore]);
+tablekit_core::serve!(MemBlobStore, info: |_this| crate::store_info(), contracts: [BlobStore]);
 
-#[async_trait]
-impl BlobStore for Raw<'_> {
+impl tablekit_core::layer::RawBlobs for MemBlobStore {
     async fn create_container(&self, container: &str) -> Result<()> {
         let mut state = self.state.write();
         if state.containers.contains_key(container) {

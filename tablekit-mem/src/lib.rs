@@ -49,12 +49,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use parking_lot::{Mutex, RwLock};
 use tablekit_core::validate;
 use tablekit_core::{
     BatchOperation, ContinuationToken, DateTime, ETag, Entity, EntityWrite, Error, GetOptions,
-    ListTablesOptions, Query, QueryOrder, QueryPage, Result, TableBackend, TablePage,
+    ListTablesOptions, Query, QueryOrder, QueryPage, Result, TablePage,
 };
 
 pub use blob::MemBlobStore;
@@ -83,7 +82,7 @@ pub struct Adversarial {
     pub partition_break_probability: f64,
     /// Returns query results in an order of the seed's choosing, not by key,
     /// across pages and partitions, and says so in
-    /// [`query_order`](TableBackend::query_order)
+    /// [`query_order`](tablekit_core::TableBackend::query_order)
     /// ([`QueryOrder::Unspecified`]). Continuation tokens still resume where
     /// the last page stopped. This is Cosmos DB for Table's behaviour, which
     /// promises no order.
@@ -394,10 +393,9 @@ impl MemBackend {
     }
 }
 
-tablekit_core::serve!(Raw for MemBackend, info: |raw| raw.store_info(), contracts: [TableBackend]);
+tablekit_core::serve!(MemBackend, info: |this| tablekit_core::layer::RawTables::store_info(this), contracts: [TableBackend]);
 
-#[async_trait]
-impl TableBackend for Raw<'_> {
+impl tablekit_core::layer::RawTables for MemBackend {
     async fn create_table(&self, table: &str) -> Result<()> {
         let mut state = self.shared.state.write();
         let delay = self.delay();

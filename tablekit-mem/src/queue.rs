@@ -4,13 +4,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use tablekit_core::clock::{Clock, SystemClock};
 use tablekit_core::queue::{
     DEFAULT_TTL, ListQueuesOptions, MessageTtl, MessageUpdate, PeekedMessage, PutMessageOptions,
-    QueueMessage, QueuePage, QueueStore, SentMessage,
+    QueueMessage, QueuePage, SentMessage,
 };
 use tablekit_core::{DateTime, Error, InvalidInput, Result};
 
@@ -91,7 +90,7 @@ impl Random {
     }
 }
 
-/// An in-memory [`QueueStore`] with the Queue service's semantics: at-least-
+/// An in-memory [`QueueStore`](tablekit_core::QueueStore) with the Queue service's semantics: at-least-
 /// once delivery with visibility timeouts, dequeue counts, a new pop
 /// receipt on every get and update (a stale one is refused as the service
 /// refuses it), expiry, and a deleted queue's name unusable for 30 seconds.
@@ -188,10 +187,9 @@ fn held<'q>(
     Ok((at, message))
 }
 
-tablekit_core::serve!(Raw for MemQueueStore, info: |_| crate::store_info(), contracts: [QueueStore]);
+tablekit_core::serve!(MemQueueStore, info: |_this| crate::store_info(), contracts: [QueueStore]);
 
-#[async_trait]
-impl QueueStore for Raw<'_> {
+impl tablekit_core::layer::RawQueues for MemQueueStore {
     async fn create_queue(&self, queue: &str) -> Result<bool> {
         let now = self.clock.now();
         let mut state = self.state.lock();

@@ -1,23 +1,33 @@
-//! [`Served`]: the layer every store stands behind. It makes the door
-//! checks of each call ([`backend::door`](crate::backend::door),
-//! [`blob::door`](crate::blob::door), [`queue::door`](crate::queue::door))
-//! and records it as a storage call in the telemetry
-//! ([`Call::storage`]), so that no backend does either by hand: a backend
-//! implements what its store does, and bad input gets the same error, and
-//! every call the same span and metrics, on every backend.
+//! The checks and the telemetry of every call, made once for every store.
 //!
-//! A backend's public type implements the contracts by passing each call to
-//! `Served` around its own implementation, with [`forward_to!`](crate::forward_to).
+//! A backend implements what its store does, and nothing else, as a *raw*
+//! contract: [`RawTables`], [`RawBlobs`], [`RawQueues`], the methods of
+//! [`TableBackend`], [`BlobStore`] and [`QueueStore`] without their checks.
+//! Its public type then implements the contracts with [`serve!`](crate::serve):
+//! each call makes the method's door check ([`backend::door`](crate::backend::door),
+//! [`blob::door`](crate::blob::door), [`queue::door`](crate::queue::door))
+//! and runs the raw method as a storage call of the telemetry
+//! ([`Call::storage`](crate::telemetry::Call::storage)). So bad input gets
+//! the same error, and every call the same span and metrics, on every
+//! backend, and no backend makes either by hand. [`Served`] does the same
+//! for a raw implementation written elsewhere.
+//!
+//! Everything here is generated from the contracts' method lists, as the
+//! fault layer is. The raw methods return their futures unboxed, so a
+//! served call costs one boxed future, as a call of a backend written
+//! straight against the contract does.
 
-use async_trait::async_trait;
-
-use crate::backend::{Operation, TableBackend, door as table_door};
+use crate::backend::{TableBackend, door as table_door};
 use crate::blob::{BlobStore, door as blob_door};
 use crate::queue::{QueueStore, door as queue_door};
-use crate::telemetry::{Call, StoreInfo};
+use crate::telemetry::StoreInfo;
 
-/// The checks and telemetry of each call, around a store that makes
-/// neither: the door checks of each call, and its span and metrics.
+/// A raw implementation ([`RawTables`], [`RawBlobs`], [`RawQueues`]),
+/// served: it implements the contracts over it, each call checked at the
+/// door ([`backend::door`](crate::backend::door), [`blob::door`](crate::blob::door),
+/// [`queue::door`](crate::queue::door)) and run as a storage call of the
+/// telemetry, as every backend of this workspace is. For a store written
+/// outside it.
 pub struct Served<B> {
     inner: B,
     info: fn(&B) -> StoreInfo,
@@ -30,7 +40,7 @@ impl<B> Served<B> {
         Served { inner, info }
     }
 
-    /// The store served.
+    /// The raw implementation served.
     pub fn inner(&self) -> &B {
         &self.inner
     }
@@ -42,30 +52,115 @@ impl<B: std::fmt::Debug> std::fmt::Debug for Served<B> {
     }
 }
 
-/// Implements a contract for [`Served`] from the contract's list of
-/// methods: each async call is a storage call of the telemetry, named by
-/// its [`Operation`], that runs the method's door check (`$door::$name`,
-/// taking the method's arguments), then the inner store's method. Sync
-/// methods pass on.
+/// Declares a raw contract from a contract's list of methods: each async
+/// method returns its future unboxed; `read_rows`, `reads_rows`,
+/// `query_order`, `pacing` and `store_info` keep the contract's defaults.
+macro_rules! raw_trait {
+    ($raw:ident, $contract:ident, $doc:literal
+        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, [$op:expr], [$($resend:tt)*];)*
+        $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
+    ) => {
+        #[doc = $doc]
+        pub trait $raw: Send + Sync + std::fmt::Debug {
+            $(raw_trait!(@async $contract $name ($($arg: $ty),*) -> $out);)*
+            $(raw_trait!(@sync $contract $sync ($($sarg: $sty),*) -> $sync_out);)*
+        }
+    };
+    (@async $contract:ident read_rows ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::read_rows`], unchecked: by default, refused.")]
+        fn read_rows(&self, $($arg: $ty),*) -> impl Future<Output = $out> + Send {
+            let _ = ($($arg),*);
+            std::future::ready(Err(crate::error::Error::NotSupported {
+                operation: "read_rows",
+            }))
+        }
+    };
+    (@async $contract:ident $name:ident ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::", stringify!($name), "`], unchecked and unrecorded.")]
+        fn $name(&self, $($arg: $ty),*) -> impl Future<Output = $out> + Send;
+    };
+    (@sync $contract:ident reads_rows ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::reads_rows`]: by default, no query.")]
+        fn reads_rows(&self, $($arg: $ty),*) -> $out {
+            let _ = ($($arg),*);
+            false
+        }
+    };
+    (@sync $contract:ident query_order () -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::query_order`]: by default, key order.")]
+        fn query_order(&self) -> $out {
+            crate::backend::QueryOrder::Keys
+        }
+    };
+    (@sync $contract:ident pacing () -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::pacing`]: by default, none.")]
+        fn pacing(&self) -> $out {
+            None
+        }
+    };
+    (@sync $contract:ident store_info () -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::store_info`]: by default, unknown.")]
+        fn store_info(&self) -> $out {
+            StoreInfo::unknown()
+        }
+    };
+    (@sync $contract:ident $name:ident ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::", stringify!($name), "`].")]
+        fn $name(&self, $($arg: $ty),*) -> $out;
+    };
+}
+
+crate::backend::table_methods!(raw_trait!(
+    RawTables,
+    TableBackend,
+    "A table store's own work: [`TableBackend`] without its door checks and telemetry, which [`serve!`](crate::serve) and [`Served`] add."
+));
+crate::blob::blob_methods!(raw_trait!(
+    RawBlobs,
+    BlobStore,
+    "A blob store's own work: [`BlobStore`] without its door checks and telemetry, which [`serve!`](crate::serve) and [`Served`] add."
+));
+crate::queue::queue_methods!(raw_trait!(
+    RawQueues,
+    QueueStore,
+    "A queue store's own work: [`QueueStore`] without its door checks and telemetry, which [`serve!`](crate::serve) and [`Served`] add."
+));
+
+/// Implements a contract over a raw implementation, from the contract's
+/// list of methods: each async call is a storage call of the telemetry,
+/// named by its `Operation`, that runs the method's door check
+/// (`$door::$name`, taking the method's arguments), then the raw method of
+/// `$inner` (`|this| …`, `this` being `self`). Sync methods pass on.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! served_impl {
-    ($contract:ident, $door:ident
+    ([$($header:tt)*], $raw:ident, $door:ident, |$this:ident| $inner:expr, |$info_this:ident| $info:expr,
         $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, [$op:expr], [$($resend:tt)*];)*
         $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
     ) => {
         #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<B: $contract> $contract for Served<B> {
+        #[$crate::__async_trait]
+        $($header)* {
             $(
                 async fn $name(&self, $($arg: $ty),*) -> $out {
-                    let op: Operation = $op;
-                    let subject = served_impl!(@subject $name; $($arg),*);
-                    let call = Call::storage(|| (self.info)(&self.inner), op.name(), subject);
-                    served_impl!(@run $name; self; call; $door; $($arg),*)
+                    let $this = self;
+                    let op: $crate::backend::Operation = $op;
+                    let subject = $crate::served_impl!(@subject $name; $($arg),*);
+                    let call = $crate::telemetry::Call::storage(
+                        || {
+                            let $info_this = self;
+                            $info
+                        },
+                        op.name(),
+                        subject,
+                    );
+                    $crate::served_impl!(@run $name; $raw; $door; $inner; call; $($arg),*)
                 }
             )*
             $(
                 fn $sync(&self, $($sarg: $sty),*) -> $sync_out {
-                    self.inner.$sync($($sarg),*)
+                    let $this = self;
+                    $raw::$sync($inner, $($sarg),*)
                 }
             )*
         }
@@ -76,27 +171,27 @@ macro_rules! served_impl {
     (@subject list_queues; $($arg:ident),*) => { "" };
     (@subject $name:ident; $first:ident $(, $rest:ident)*) => { $first };
     // A transaction records its size; a query page its rows.
-    (@run submit_transaction; $self:ident; $call:ident; $door:ident; $table:ident, $operations:ident) => {
+    (@run submit_transaction; $raw:ident; $door:ident; $inner:expr; $call:ident; $table:ident, $operations:ident) => {
         $call
             .batch_size($operations.len())
             .run(async {
                 $door::submit_transaction($table, $operations)?;
-                $self.inner.submit_transaction($table, $operations).await
+                $raw::submit_transaction($inner, $table, $operations).await
             })
             .await
     };
-    (@run query_entities; $self:ident; $call:ident; $door:ident; $table:ident, $query:ident) => {
+    (@run query_entities; $raw:ident; $door:ident; $inner:expr; $call:ident; $table:ident, $query:ident) => {
         $call
             .run_counted(
                 async {
                     $door::query_entities($table, $query)?;
-                    $self.inner.query_entities($table, $query).await
+                    $raw::query_entities($inner, $table, $query).await
                 },
                 |page| Some(page.entities.len()),
             )
             .await
     };
-    (@run read_rows; $self:ident; $call:ident; $door:ident; $table:ident, $query:ident, $read:ident) => {{
+    (@run read_rows; $raw:ident; $door:ident; $inner:expr; $call:ident; $table:ident, $query:ident, $read:ident) => {{
         let lent = std::sync::atomic::AtomicUsize::new(0);
         let mut counted = |row: $crate::backend::LentRow<'_>| {
             lent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -106,109 +201,97 @@ macro_rules! served_impl {
             .run_counted(
                 async {
                     $door::read_rows($table, $query, &mut counted)?;
-                    $self.inner.read_rows($table, $query, &mut counted).await
+                    $raw::read_rows($inner, $table, $query, &mut counted).await
                 },
                 |_| Some(lent.load(std::sync::atomic::Ordering::Relaxed)),
             )
             .await
     }};
     // A put's data is checked by reference, then moved on.
-    (@run put_blob; $self:ident; $call:ident; $door:ident; $container:ident, $name:ident, $data:ident, $condition:ident) => {
+    (@run put_blob; $raw:ident; $door:ident; $inner:expr; $call:ident; $container:ident, $name:ident, $data:ident, $condition:ident) => {
         $call
             .run(async {
                 $door::put_blob($container, $name, &$data, $condition)?;
-                $self.inner.put_blob($container, $name, $data, $condition).await
+                $raw::put_blob($inner, $container, $name, $data, $condition).await
             })
             .await
     };
-    (@run $name:ident; $self:ident; $call:ident; $door:ident; $($arg:ident),*) => {
+    (@run $name:ident; $raw:ident; $door:ident; $inner:expr; $call:ident; $($arg:ident),*) => {
         $call
             .run(async {
                 $door::$name($($arg),*)?;
-                $self.inner.$name($($arg),*).await
+                $raw::$name($inner, $($arg),*).await
             })
             .await
     };
 }
 
-crate::backend::table_methods!(served_impl!(TableBackend, table_door));
-crate::blob::blob_methods!(served_impl!(BlobStore, blob_door));
-crate::queue::queue_methods!(served_impl!(QueueStore, queue_door));
+crate::backend::table_methods!(crate::served_impl!(
+    [impl<B: RawTables> TableBackend for Served<B>],
+    RawTables,
+    table_door,
+    |this| &this.inner,
+    |this| (this.info)(&this.inner),
+));
+crate::blob::blob_methods!(crate::served_impl!(
+    [impl<B: RawBlobs> BlobStore for Served<B>],
+    RawBlobs,
+    blob_door,
+    |this| &this.inner,
+    |this| (this.info)(&this.inner),
+));
+crate::queue::queue_methods!(crate::served_impl!(
+    [impl<B: RawQueues> QueueStore for Served<B>],
+    RawQueues,
+    queue_door,
+    |this| &this.inner,
+    |this| (this.info)(&this.inner),
+));
 
-/// Serves a backend's public type: declares `$raw`, the backend's own
-/// implementation of its contracts (a borrow of the public value that
-/// derefs to it, for the backend to implement the contracts on), and
-/// implements each contract listed for the public type by passing every
-/// call to a [`Served`] around `$raw` that `info` describes. For backend
-/// crates; hidden from the docs.
+/// Serves a backend's public type: implements each contract listed for it
+/// over its raw implementation of that contract ([`RawTables`],
+/// [`RawBlobs`], [`RawQueues`]), with the door checks and the telemetry of
+/// every call; `info` (`|this| …`) describes the store for the telemetry.
+/// For backend crates; hidden from the docs.
 ///
 /// ```text
-/// tablekit_core::serve!(Raw for MemBackend, info: |raw| raw.store_info(), contracts: [TableBackend]);
-/// impl TableBackend for Raw<'_> { /* the store's own work */ }
+/// tablekit_core::serve!(MemBackend, info: |this| crate::store_info(), contracts: [TableBackend]);
+/// impl RawTables for MemBackend { /* the store's own work */ }
 /// ```
 #[doc(hidden)]
 #[macro_export]
 macro_rules! serve {
-    ($vis:vis $raw:ident for $public:ty, info: $info:expr, contracts: [$($contract:ident),+ $(,)?]) => {
-        /// The store's own implementation of its contracts, which its public
-        /// type serves behind the door checks and the telemetry
-        /// (`tablekit_core::layer::Served`).
-        #[derive(Debug)]
-        $vis struct $raw<'a>(&'a $public);
-
-        impl std::ops::Deref for $raw<'_> {
-            type Target = $public;
-            fn deref(&self) -> &$public {
-                self.0
-            }
-        }
-
-        impl $public {
-            /// This store, served: each call checked at the door and recorded.
-            fn served(&self) -> $crate::layer::Served<$raw<'_>> {
-                $crate::layer::Served::new($raw(self), $info)
-            }
-        }
-
-        $($crate::forward_to!($contract for $public, |this| this.served());)+
+    ($public:ty, info: |$this:ident| $info:expr, contracts: [$($contract:ident),+ $(,)?]) => {
+        $($crate::serve!(@one $contract, $public, |$this| $info);)+
     };
-}
-
-/// Implements a contract for a backend's public type by passing each call
-/// to the value `$via` makes of it (`|this| …`, with `this` the public
-/// value): in practice a [`Served`] around the backend's own
-/// implementation. For backend crates; hidden from the docs.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! forward_to {
-    (TableBackend for $target:ty, |$this:ident| $via:expr) => {
-        $crate::table_methods!($crate::forward_to!(@impl TableBackend, $target, $this, $via,));
+    (@one TableBackend, $public:ty, |$this:ident| $info:expr) => {
+        const _: () = {
+            use $crate::backend::door as __door;
+            use $crate::layer::RawTables as __Raw;
+            $crate::table_methods!($crate::served_impl!(
+                [impl $crate::__contracts::TableBackend for $public], __Raw, __door,
+                |this| this, |$this| $info,
+            ));
+        };
     };
-    (BlobStore for $target:ty, |$this:ident| $via:expr) => {
-        $crate::blob_methods!($crate::forward_to!(@impl BlobStore, $target, $this, $via,));
+    (@one BlobStore, $public:ty, |$this:ident| $info:expr) => {
+        const _: () = {
+            use $crate::blob::door as __door;
+            use $crate::layer::RawBlobs as __Raw;
+            $crate::blob_methods!($crate::served_impl!(
+                [impl $crate::__contracts::BlobStore for $public], __Raw, __door,
+                |this| this, |$this| $info,
+            ));
+        };
     };
-    (QueueStore for $target:ty, |$this:ident| $via:expr) => {
-        $crate::queue_methods!($crate::forward_to!(@impl QueueStore, $target, $this, $via,));
-    };
-    (@impl $contract:ident, $target:ty, $this:ident, $via:expr,
-        $(async $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty, [$op:expr], [$($resend:tt)*];)*
-        $(sync $sync:ident($($sarg:ident: $sty:ty),* $(,)?) -> $sync_out:ty;)*
-    ) => {
-        #[deny(clippy::missing_trait_methods)]
-        #[$crate::__async_trait]
-        impl $crate::__contracts::$contract for $target {
-            $(
-                async fn $name(&self, $($arg: $ty),*) -> $out {
-                    let $this = self;
-                    $via.$name($($arg),*).await
-                }
-            )*
-            $(
-                fn $sync(&self, $($sarg: $sty),*) -> $sync_out {
-                    let $this = self;
-                    $via.$sync($($sarg),*)
-                }
-            )*
-        }
+    (@one QueueStore, $public:ty, |$this:ident| $info:expr) => {
+        const _: () = {
+            use $crate::queue::door as __door;
+            use $crate::layer::RawQueues as __Raw;
+            $crate::queue_methods!($crate::served_impl!(
+                [impl $crate::__contracts::QueueStore for $public], __Raw, __door,
+                |this| this, |$this| $info,
+            ));
+        };
     };
 }
