@@ -295,3 +295,103 @@ macro_rules! serve {
         };
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::{Future, ready};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::backend::{
+        BatchOperation, EntityWrite, GetOptions, ListTablesOptions, Query, QueryPage, TablePage,
+    };
+    use crate::entity::{ETag, Entity, IfMatch};
+    use crate::error::{Error, InvalidInput, Result};
+
+    /// A raw store that counts the calls that reach it and does nothing.
+    #[derive(Debug, Default)]
+    struct Counting(AtomicUsize);
+
+    impl Counting {
+        fn reached<T: Send>(&self, value: T) -> impl Future<Output = Result<T>> + Send {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            ready(Ok(value))
+        }
+    }
+
+    impl RawTables for Counting {
+        fn create_table(&self, _: &str) -> impl Future<Output = Result<()>> + Send {
+            self.reached(())
+        }
+        fn delete_table(&self, _: &str) -> impl Future<Output = Result<()>> + Send {
+            self.reached(())
+        }
+        fn list_tables(
+            &self,
+            _: &ListTablesOptions,
+        ) -> impl Future<Output = Result<TablePage>> + Send {
+            self.reached(TablePage {
+                tables: Vec::new(),
+                continuation: None,
+            })
+        }
+        fn get_entity(
+            &self,
+            _: &str,
+            pk: &str,
+            rk: &str,
+            _: &GetOptions,
+        ) -> impl Future<Output = Result<Entity>> + Send {
+            self.reached(Entity::new(pk, rk))
+        }
+        fn query_entities(
+            &self,
+            _: &str,
+            _: &Query,
+        ) -> impl Future<Output = Result<QueryPage>> + Send {
+            self.reached(QueryPage::new(Vec::new(), None))
+        }
+        fn write_entity(
+            &self,
+            _: &str,
+            _: EntityWrite<'_>,
+        ) -> impl Future<Output = Result<Option<ETag>>> + Send {
+            self.reached(Some(ETag::new("e")))
+        }
+        fn submit_transaction(
+            &self,
+            _: &str,
+            operations: &[BatchOperation],
+        ) -> impl Future<Output = Result<Vec<Option<ETag>>>> + Send {
+            self.reached(vec![None; operations.len()])
+        }
+    }
+
+    fn run<T>(call: impl Future<Output = T>) -> T {
+        futures::executor::block_on(call)
+    }
+
+    /// A call is checked at the door before it reaches the raw store; a
+    /// call that passes reaches it once.
+    #[test]
+    fn served_calls_are_checked_before_they_reach_the_store() {
+        let served = Served::new(Counting::default(), |_| StoreInfo::unknown());
+        let reached = || served.inner().0.load(Ordering::SeqCst);
+        assert!(matches!(
+            run(served.create_table("no spaces")),
+            Err(Error::Invalid(InvalidInput::TableName { .. }))
+        ));
+        let bad = Entity::new("p", "r/").with("v", 1);
+        assert!(run(served.write_entity("Good", EntityWrite::Insert(&bad))).is_err());
+        let delete = EntityWrite::Delete("p", "r#", &IfMatch::Any);
+        assert!(run(served.write_entity("Good", delete)).is_err());
+        assert_eq!(reached(), 0, "refused at the door");
+
+        run(served.create_table("Good")).unwrap();
+        let good = Entity::new("p", "r").with("v", 1);
+        let written = run(served.write_entity("Good", EntityWrite::Insert(&good))).unwrap();
+        assert_eq!(written, Some(ETag::new("e")));
+        assert_eq!(served.query_order(), crate::backend::QueryOrder::Keys);
+        assert_eq!(reached(), 2);
+    }
+}
