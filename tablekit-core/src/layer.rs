@@ -5,6 +5,13 @@
 //! their response after being applied, or run late, so that client code is
 //! tested against what the real service may do.
 //!
+//! [`Served`] is the layer every store stands behind: a store implements
+//! its own work as a raw contract ([`RawTables`], [`RawBlobs`],
+//! [`RawQueues`]: the contract's methods without their checks), and
+//! `Served` implements the contract over it, checking each call at the
+//! door and recording it in the [telemetry](crate::telemetry). The
+//! backends of this workspace are served so.
+//!
 //! ```
 //! # async fn demo(backend: impl tablekit::TableBackend) {
 //! use tablekit::layer::{Fault, FaultInjection, Injection, Operation};
