@@ -57,7 +57,7 @@ pub trait TableBackendExt: TableBackend {
         &'a self,
         table: &'a str,
         entity: &'a Entity,
-    ) -> futures::future::BoxFuture<'a, Result<ETag>> {
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
         written(self.write_entity(table, EntityWrite::Insert(entity)))
     }
 
@@ -73,7 +73,7 @@ pub trait TableBackendExt: TableBackend {
         entity: &'a Entity,
         mode: UpdateMode,
         if_match: &'a IfMatch,
-    ) -> futures::future::BoxFuture<'a, Result<ETag>> {
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
         written(self.write_entity(table, EntityWrite::Update(entity, mode, if_match)))
     }
 
@@ -85,7 +85,7 @@ pub trait TableBackendExt: TableBackend {
         table: &'a str,
         entity: &'a Entity,
         mode: UpdateMode,
-    ) -> futures::future::BoxFuture<'a, Result<ETag>> {
+    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
         written(self.write_entity(table, EntityWrite::Upsert(entity, mode)))
     }
 
@@ -100,10 +100,9 @@ pub trait TableBackendExt: TableBackend {
         partition_key: &'a str,
         row_key: &'a str,
         if_match: &'a IfMatch,
-    ) -> futures::future::BoxFuture<'a, Result<()>> {
+    ) -> impl Future<Output = Result<()>> + Send + 'a {
         self.write_entity(table, EntityWrite::Delete(partition_key, row_key, if_match))
             .map(|written| written.map(drop))
-            .boxed()
     }
 
     /// Every entity of a query, collected.
@@ -154,15 +153,14 @@ pub trait TableBackendExt: TableBackend {
 impl<T: TableBackend + ?Sized> TableBackendExt for T {}
 
 /// The ETag of a write that is not a delete: a backend that gives none
-/// breaks the contract, which is reported rather than made up.
+/// breaks the contract, which is reported rather than made up. (The
+/// backend's future is the only one boxed.)
 fn written<'a>(
-    write: impl std::future::Future<Output = Result<Option<ETag>>> + Send + 'a,
-) -> futures::future::BoxFuture<'a, Result<ETag>> {
-    write
-        .map(|written| {
-            written?.ok_or_else(|| Error::Decode {
-                message: "the backend gave no ETag for a write".into(),
-            })
+    write: impl Future<Output = Result<Option<ETag>>> + Send + 'a,
+) -> impl Future<Output = Result<ETag>> + Send + 'a {
+    write.map(|written| {
+        written?.ok_or_else(|| Error::Decode {
+            message: "the backend gave no ETag for a write".into(),
         })
-        .boxed()
+    })
 }
