@@ -97,7 +97,7 @@ fn tablekit_frames(trace: &str) -> Vec<String> {
 async fn an_insert_walks_a_short_way_to_the_store() {
     // Today's walk. The aim is 8: the write as data, planned without a
     // backend and sent by one executor.
-    const BUDGET: usize = 11;
+    const BUDGET: usize = 8;
     let backend = Arc::new(Tracing {
         inner: MemBackend::new(),
         traces: Mutex::new(Vec::new()),

@@ -11,8 +11,10 @@
 //!    that the compiler's messages name them `Table::insert`; each is one
 //!    call of `enter`. Reads are `table/read.rs`'s; [`Table::update`] (read,
 //!    change, write back) is `update.rs`'s.
-//! 2. **Retry** (`retry.rs`): the one policy for a write whose answer was
-//!    lost: how often it is sent again, and on which outcomes.
+//! 2. **Execute** (`execute.rs`): a single-entity write, lowered to its
+//!    row, is sent by [`Table::execute`], the one loop that settles a lost
+//!    answer and sends the write again while it was not applied; the one
+//!    retry policy of the typed writes is written there.
 //! 3. **Record and settle** (`settle.rs`): a write records its tag in the
 //!    row's history, and a lost answer is settled by reading the row back.
 //! 4. **The row** (`row.rs`): offloaded values go to blobs around the
@@ -25,17 +27,21 @@
 //!    same runner (`plan::run`), as do the bulk writer and migrations for
 //!    types whose rows need rows beside them.
 
-mod retry;
+mod execute;
 mod row;
 mod settle;
 
 pub(crate) mod plan;
 pub mod update;
 
-pub(crate) use retry::RACE_ATTEMPTS;
-use retry::Resends;
+pub(crate) use execute::RACE_ATTEMPTS;
+use execute::Recording;
 pub(super) use row::{IndexHint, RowWrite};
 pub(super) use settle::{Recorded, history_has};
+
+use std::future::Future;
+
+use futures::future::Either;
 
 use super::{Loaded, Table, Transaction, new_index_keys, operation, unknown};
 use crate::backend::{BatchOperation, UpdateMode};
@@ -148,40 +154,99 @@ impl Written {
 impl<T: TableEntity> Table<T> {
     /// The entry of every write of `Table`: observes a single-entity write
     /// and hands each shape to its body.
-    pub(in crate::table) async fn enter(&self, write: Write<'_, T>) -> Result<Written> {
-        match write.observed_as() {
-            Some(op) => self.write_operation(op).run(self.apply(write)).await,
-            None => self.apply(write).await,
+    ///
+    /// Not an `async fn`: the write's future is the observed body itself,
+    /// one frame less on every write.
+    pub(in crate::table) fn enter<'a>(
+        &'a self,
+        write: Write<'a, T>,
+    ) -> impl Future<Output = Result<Written>> + Send + 'a
+    where
+        T: Sync,
+    {
+        let call = write.observed_as().map(|op| self.write_operation(op));
+        let body = self.apply(write);
+        match call {
+            Some(call) => Either::Left(call.run(body)),
+            None => Either::Right(body),
         }
     }
 
-    /// Runs `write` by its shape.
+    /// Runs `write` by its shape: a single-entity write is lowered to its
+    /// row and sent by the [executor](Table::execute).
     async fn apply(&self, write: Write<'_, T>) -> Result<Written> {
-        let one = Written::One;
         match write {
-            Write::Insert(value) => self.insert_unobserved(value).await.map(one),
+            Write::Insert(value) => {
+                let mut row = schema::to_entity(value)?;
+                let mut recorded = self.recorded(Recorded::insert);
+                let new_keys = new_index_keys(value, &row.row_key);
+                let hint = IndexHint {
+                    old: None,
+                    new: new_keys.as_deref(),
+                };
+                match self
+                    .execute(
+                        &mut row,
+                        RowWrite::Insert,
+                        Recording::Tag(&mut recorded),
+                        hint,
+                    )
+                    .await?
+                {
+                    Some(etag) => Ok(Written::One(etag)),
+                    None => Err(self.overwritten(&row)),
+                }
+            }
             Write::Put(value, write, unknown) => {
-                self.write_keeping(value, write, unknown).await.map(one)
+                let mut row = schema::to_entity(value)?;
+                unknown::restore(&mut row, unknown);
+                let new_keys = new_index_keys(value, &row.row_key);
+                let hint = IndexHint {
+                    old: None,
+                    new: new_keys.as_deref(),
+                };
+                let written = self.execute(&mut row, write, Recording::None, hint).await?;
+                Ok(Written::One(written.unwrap_or_else(|| ETag::new(""))))
             }
-            Write::Loaded(loaded, mode) => self.write_loaded(loaded, mode).await.map(one),
-            Write::Delete(loaded) => self.delete_loaded(loaded).await.map(|()| Written::Deleted),
+            Write::Loaded(loaded, mode) => self.write_loaded(loaded, mode).await.map(Written::One),
+            Write::Delete(loaded) => {
+                let (pk, rk) = (
+                    schema::partition_key_of(&loaded.value)?,
+                    schema::row_key_of(&loaded.value)?,
+                );
+                let delete = RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
+                let old_keys = loaded.index_keys();
+                let hint = IndexHint {
+                    old: old_keys.as_deref(),
+                    new: None,
+                };
+                let mut row = Entity::new(pk, rk);
+                self.execute(&mut row, delete, Recording::None, hint)
+                    .await?;
+                Ok(Written::Deleted)
+            }
             Write::DeleteKeys(pk, rk) => {
-                self.delete_encoded(pk, rk).await.map(|()| Written::Deleted)
+                let delete = RowWrite::Delete(IfMatch::Any);
+                let mut row = Entity::new(pk, rk);
+                self.execute(&mut row, delete, Recording::None, IndexHint::default())
+                    .await?;
+                Ok(Written::Deleted)
             }
-            Write::Element(row, if_match) => {
+            Write::Element(mut row, if_match) => {
                 let write = RowWrite::Update(UpdateMode::Merge, if_match);
-                self.write_row(row, write, IndexHint::default())
-                    .await
-                    .map(one)
+                let written = self
+                    .execute(&mut row, write, Recording::None, IndexHint::default())
+                    .await?;
+                Ok(Written::One(written.unwrap_or_else(|| ETag::new(""))))
             }
-            // Boxed, these three: their futures are large, and the single
-            // writes above should not carry their room.
+            // Boxed, these: their futures are large, and the single writes
+            // above should not carry their room.
             Write::Back {
                 row,
                 write,
                 recorded,
                 hint,
-            } => Box::pin(self.write_recorded(row, write, recorded, hint))
+            } => Box::pin(self.execute(row, write, Recording::TagForCaller(recorded), hint))
                 .await
                 .map(Written::Settled),
             Write::Transaction(transaction) => Box::pin(transaction.run()).await.map(Written::Many),
@@ -206,36 +271,18 @@ impl<T: TableEntity> Table<T> {
         operation(&*self.backend, op, &self.name, T::DESCRIPTOR.kind, None)
     }
 
-    pub(super) async fn insert_unobserved(&self, value: &T) -> Result<ETag> {
-        // An insert whose answer is lost is settled by reading the row back:
-        // absent, it is sent again; present, its history says whose it is.
-        let mut row = schema::to_entity(value)?;
-        let mut recorded = if self.record_writes {
-            Recorded::insert()
+    /// The history entry `new` makes, when this table records its writes.
+    fn recorded(&self, new: impl FnOnce() -> Recorded) -> Recorded {
+        if self.record_writes {
+            new()
         } else {
             Recorded::none()
-        };
-        let new_keys = new_index_keys(value, &row.row_key);
-        let hint = IndexHint {
-            old: None,
-            new: new_keys.as_deref(),
-        };
-        let mut resends = Resends::default();
-        loop {
-            match self
-                .write_recorded_settled(&mut row, RowWrite::Insert, &mut recorded, hint)
-                .await
-            {
-                Ok(Some(etag)) => return Ok(etag),
-                Ok(None) => return Err(self.overwritten(&row)),
-                Err(e) => resends.again_if_not_applied(e)?,
-            }
         }
     }
 
     /// An insert that landed but whose row was replaced before it could be
     /// settled: its ETag is gone.
-    fn overwritten(&self, row: &crate::entity::Entity) -> Error {
+    fn overwritten(&self, row: &Entity) -> Error {
         Error::OutcomeUnknown {
             message: format!(
                 "entity ({:?}, {:?}) in table `{}` was written, then changed by another writer before the lost answer was settled",
@@ -244,46 +291,10 @@ impl<T: TableEntity> Table<T> {
         }
     }
 
-    /// A write of `value` (`write` says how) in a row that also holds
-    /// `unknown`: the properties of the row it replaces that `T` does not
-    /// know.
-    async fn write_keeping(
-        &self,
-        value: &T,
-        write: RowWrite,
-        unknown: &crate::entity::Properties,
-    ) -> Result<ETag> {
-        let mut row = schema::to_entity(value)?;
-        unknown::restore(&mut row, unknown);
-        let new_keys = new_index_keys(value, &row.row_key);
-        let hint = IndexHint {
-            old: None,
-            new: new_keys.as_deref(),
-        };
-        // A write that holds no condition (an upsert, or one under `*`)
-        // whose answer was lost is sent again: writing the same value twice
-        // leaves what writing it once does.
-        let resend = matches!(
-            write,
-            RowWrite::Upsert(_) | RowWrite::Update(_, IfMatch::Any)
-        );
-        if !resend {
-            return self.write_row(row, write, hint).await;
-        }
-        let mut resends = Resends::default();
-        loop {
-            match self.write_lent(&row, write.clone(), hint).await {
-                Err(e) if e.is_outcome_unknown() => resends.again(e)?,
-                outcome => return outcome,
-            }
-        }
-    }
-
-    pub(super) async fn write_loaded(
-        &self,
-        loaded: &mut Loaded<T>,
-        mode: UpdateMode,
-    ) -> Result<ETag> {
+    /// A write back of `loaded` ([`replace`](Table::replace),
+    /// [`merge`](Table::merge)), guarded by the ETag it was read at; on
+    /// success `loaded` holds the version written.
+    async fn write_loaded(&self, loaded: &mut Loaded<T>, mode: UpdateMode) -> Result<ETag> {
         // A value this program read holds the version it read (never newer
         // than its own), and the ETag guard keeps the row as read. One made
         // elsewhere (`Loaded::new` with a client's ETag) may name a row a
@@ -311,11 +322,7 @@ impl<T: TableEntity> Table<T> {
         }
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
-        let mut recorded = if self.record_writes {
-            Recorded::on(loaded.writes.as_deref(), &loaded.etag)
-        } else {
-            Recorded::none()
-        };
+        let mut recorded = self.recorded(|| Recorded::on(loaded.writes.as_deref(), &loaded.etag));
         let mut row = schema::to_entity(&loaded.value)?;
         if mode == UpdateMode::Replace {
             unknown::restore(&mut row, &loaded.unknown);
@@ -326,22 +333,11 @@ impl<T: TableEntity> Table<T> {
             old: old_keys.as_deref(),
             new: new_keys.as_deref(),
         };
-        let write = || RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-        let mut resends = Resends::default();
-        let outcome = loop {
-            match self
-                .write_recorded_settled(&mut row, write(), &mut recorded, hint)
-                .await
-            {
-                Err(e) => {
-                    if let Err(e) = resends.again_if_not_applied(e) {
-                        break Err(e);
-                    }
-                }
-                written => break written,
-            }
-        };
-        match outcome? {
+        let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
+        match self
+            .execute(&mut row, write, Recording::Tag(&mut recorded), hint)
+            .await?
+        {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
                 loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
@@ -353,87 +349,6 @@ impl<T: TableEntity> Table<T> {
             // Written, and overwritten since: the ETag held is stale, as it
             // should be, and is returned as it is.
             None => Ok(loaded.etag.clone()),
-        }
-    }
-
-    pub(super) async fn delete_loaded(&self, loaded: &Loaded<T>) -> Result<()> {
-        let (pk, rk) = (
-            schema::partition_key_of(&loaded.value)?,
-            schema::row_key_of(&loaded.value)?,
-        );
-        let entity = crate::entity::Entity::new(pk, rk);
-        let (pk, rk) = (&entity.partition_key, &entity.row_key);
-        let delete = || RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
-        let mut resends = Resends::default();
-        let old_keys = loaded.index_keys();
-        loop {
-            let hint = IndexHint {
-                old: old_keys.as_deref(),
-                new: None,
-            };
-            let deleted = match self.delete_known(pk, rk, &loaded.etag, hint.old).await {
-                Some(deleted) => deleted,
-                None => self.write_lent(&entity, delete(), hint).await.map(drop),
-            };
-            match deleted {
-                Ok(()) => return Ok(()),
-                // A lost answer: the row gone means deleted; the version read
-                // still there means not applied (try again); anything else,
-                // another writer changed it, and the store cannot tell whether
-                // this delete came first.
-                Err(e) if e.is_outcome_unknown() => {
-                    match self.row_after_lost_delete(pk, rk).await {
-                        Ok(None) => return Ok(()),
-                        Ok(Some(stored)) if stored.etag.as_ref() == Some(&loaded.etag) => {
-                            resends.again(e)?;
-                        }
-                        _ => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Settles a delete of `(pk, rk)` whose answer was lost by whether the
-    /// row is gone: `None` when it is (its outbox records, if it wrote any,
-    /// are then finished), else the row as it stands.
-    async fn row_after_lost_delete(
-        &self,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<crate::entity::Entity>> {
-        // Boxed, as a rare path: the delete's future stays small.
-        let stored = Box::pin(self.read_stored(pk, rk)).await?;
-        if stored.is_none() && T::DESCRIPTOR.write_needs().follow_up {
-            self.finish_after_commit(pk, rk).await;
-        }
-        Ok(stored)
-    }
-
-    /// [`delete_unconditionally`](Table::delete_unconditionally) of the
-    /// encoded keys.
-    pub(super) async fn delete_encoded(&self, pk: String, rk: String) -> Result<()> {
-        let entity = crate::entity::Entity::new(pk, rk);
-        let (pk, rk) = (&entity.partition_key, &entity.row_key);
-        let mut resends = Resends::default();
-        loop {
-            let delete = RowWrite::Delete(IfMatch::Any);
-            match self.write_lent(&entity, delete, IndexHint::default()).await {
-                Ok(_) => return Ok(()),
-                // Gone after an answer was lost: that delete landed (or
-                // another did; either way the entity is gone).
-                Err(Error::EntityNotFound { .. }) if resends.any_lost() => return Ok(()),
-                // Still there: not applied, and sent again.
-                Err(e) if e.is_outcome_unknown() => {
-                    match self.row_after_lost_delete(pk, rk).await {
-                        Ok(None) => return Ok(()),
-                        Ok(Some(_)) => resends.again(e)?,
-                        Err(_) => return Err(e),
-                    }
-                }
-                Err(e) => return Err(e),
-            }
         }
     }
 }

@@ -24,9 +24,8 @@
 use std::time::Duration;
 
 use super::Table;
-use super::row::{IndexHint, RowWrite};
 use crate::entity::{ETag, Entity};
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::schema::TableEntity;
 use crate::table::writes_of;
 use crate::value::Value;
@@ -47,7 +46,7 @@ fn tag_text(bits: u64) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bits.to_be_bytes()[2..])
 }
 /// What a lost write turned out to be.
-enum Settled {
+pub(super) enum Settled {
     /// It landed; the row as read back (which may be a later version).
     Applied(Entity),
     /// It did not land.
@@ -58,7 +57,7 @@ enum Settled {
 
 /// Whether `error` refuses a write for what the row holds (a 409 to an
 /// insert, a 412 to a guarded update), alone or as a transaction's.
-fn is_refusal(error: &Error) -> bool {
+pub(super) fn is_refusal(error: &Error) -> bool {
     match error {
         Error::EntityAlreadyExists { .. } | Error::PreconditionFailed { .. } => true,
         Error::BatchFailed { source, .. } => is_refusal(source),
@@ -277,6 +276,12 @@ impl Recorded {
         room
     }
 
+    /// Whether this write is the last in `stored`'s history (no write of
+    /// tablekit came after it).
+    pub(super) fn first_in(&self, stored: &Entity) -> bool {
+        history(stored).first() == Some(&self.tag.as_str())
+    }
+
     /// Whether this write is in `stored`'s history.
     fn settle(&self, stored: Option<Entity>) -> Settled {
         settled(self.verdict(stored.as_ref()), stored)
@@ -344,106 +349,11 @@ fn verdict(stored: Option<&Entity>, base: &str, tag: &str) -> Verdict {
     }
 }
 impl<T: TableEntity> Table<T> {
-    /// Writes `row` recording `recorded` in its history. `Ok(Some(etag))`:
-    /// written, `etag` is its version's. `Ok(None)`: written (its answer was
-    /// lost), but overwritten since. A lost answer that turns out not applied
-    /// is a [`Error::Transient`], for the caller to try again; one the store
-    /// cannot settle stays [`Error::OutcomeUnknown`].
-    pub(in crate::table) async fn write_recorded(
-        &self,
-        row: &mut Entity,
-        write: RowWrite,
-        recorded: &mut Recorded,
-        hint: IndexHint<'_>,
-    ) -> Result<Option<ETag>> {
-        let settleable = row.properties.contains(WRITES_PROPERTY)
-            || recorded.add_to::<T>(row, self.record_writes);
-        match self.write_lent(row, write, hint).await {
-            Ok(etag) => Ok(Some(etag)),
-            Err(e) if e.is_outcome_unknown() && settleable => {
-                // Boxed, as a rare path: the write's future stays small.
-                let (pk, rk) = (&row.partition_key, &row.row_key);
-                Box::pin(self.settle_lost(pk, rk, recorded, e)).await
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// [`write_recorded`](Table::write_recorded) of an insert, or of an
-    /// update guarded by an ETag, that also settles a refusal: a 409 or a
-    /// 412 may answer a resend of this very write, which the store applied
-    /// before a proxy's 503 (a transport sends a write again after a 503).
-    /// The row read back says, by the write's tag, whether it landed; if
-    /// not, the refusal stands.
-    pub(in crate::table) async fn write_recorded_settled(
-        &self,
-        row: &mut Entity,
-        write: RowWrite,
-        recorded: &mut Recorded,
-        hint: IndexHint<'_>,
-    ) -> Result<Option<ETag>> {
-        match self.write_recorded(row, write, recorded, hint).await {
-            Err(e) if is_refusal(&e) && row.properties.contains(WRITES_PROPERTY) => {
-                // Boxed, as a rare path: the write's future stays small.
-                let (pk, rk) = (&row.partition_key, &row.row_key);
-                match Box::pin(self.settle_write(pk, rk, recorded)).await {
-                    Settled::Applied(stored) => {
-                        Box::pin(self.landed(pk, rk, recorded, stored)).await
-                    }
-                    Settled::NotApplied | Settled::Unknown => Err(e),
-                }
-            }
-            written => written,
-        }
-    }
-
-    /// A write that landed, as `stored` shows: its ETag (`None` if written
-    /// and overwritten since), once its follow-up work is started.
-    async fn landed(
-        &self,
-        pk: &str,
-        rk: &str,
-        recorded: &Recorded,
-        stored: Entity,
-    ) -> Result<Option<ETag>> {
-        // Applied: so were its outbox records, if it wrote any, whose steps
-        // are still to do.
-        if T::DESCRIPTOR.write_needs().follow_up {
-            self.finish_after_commit(pk, rk).await;
-        }
-        let ours = history(&stored).first() == Some(&recorded.tag.as_str());
-        Ok(stored.etag.filter(|_| ours))
-    }
-
-    /// Settles a write whose answer `e` was lost: its ETag if it landed
-    /// (`None` if written and overwritten since), a transient error if not.
-    async fn settle_lost(
-        &self,
-        pk: &str,
-        rk: &str,
-        recorded: &Recorded,
-        e: Error,
-    ) -> Result<Option<ETag>> {
-        match self.settle_write(pk, rk, recorded).await {
-            Settled::Applied(stored) => {
-                crate::telemetry::settled(true);
-                self.landed(pk, rk, recorded, stored).await
-            }
-            Settled::NotApplied => {
-                crate::telemetry::settled(false);
-                Err(Error::Transient {
-                    message: format!("the write was not applied ({e})"),
-                })
-            }
-            Settled::Unknown => Err(e),
-        }
-    }
-
     /// Reads the row back after a lost write and says whether it landed. A
     /// read that fails is tried again at once a few times, then with a
     /// back-off: the sooner the row is read, the fewer writes can have pushed
     /// this one out of its history.
-    async fn settle_write(&self, pk: &str, rk: &str, recorded: &Recorded) -> Settled {
+    pub(super) async fn settle_write(&self, pk: &str, rk: &str, recorded: &Recorded) -> Settled {
         for attempt in 0..10u32 {
             match self.read_stored(pk, rk).await {
                 Ok(stored) => return recorded.settle(stored),

@@ -85,6 +85,14 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: super::row::IndexHint<'_>,
     ) -> Result<ETag> {
+        // The common delete goes out as built from what the caller holds.
+        if let RowWrite::Delete(IfMatch::ETag(etag)) = &write
+            && let Some(deleted) = self
+                .delete_known(&entity.partition_key, &entity.row_key, etag, hint.old)
+                .await
+        {
+            return deleted.map(|()| ETag::new(""));
+        }
         let pending = Typed::<T> {
             entity: Cow::Borrowed(entity),
             write,
@@ -119,7 +127,7 @@ impl<T: TableEntity> Table<T> {
     /// `None` when it does not apply, or when an index row turned out to be
     /// gone already: the planned path then repairs as it goes (one request
     /// more, on that rare path).
-    pub(in crate::table) async fn delete_known(
+    async fn delete_known(
         &self,
         pk: &str,
         rk: &str,
