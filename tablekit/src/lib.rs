@@ -336,6 +336,10 @@ pub use uuid;
 
 pub use tablekit_derive::{EntityKinds, TableEntity, TableFields, TableValue};
 
+// The derives name `::tablekit`: this crate's own unit tests derive too.
+#[cfg(test)]
+extern crate self as tablekit;
+
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;

@@ -49,6 +49,9 @@ mod run;
 mod then_put;
 mod typed;
 
+#[cfg(test)]
+mod tests;
+
 pub(in crate::table) use changes::ChangeOf;
 pub(in crate::table) use moves::{MoveRecord, MovedInsert};
 use run::restated;
