@@ -297,7 +297,7 @@ use tablekit_core::{datetime, entity, error, order, props, value};
 pub mod bucket;
 pub mod changes;
 pub mod copy;
-mod ext;
+mod exec;
 pub mod index;
 pub mod log;
 pub mod outbox;

@@ -35,7 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "blob",
             "queue",
             "clock",
-            "ext",
+            "exec",
             "order",
             "layer",
             "pacing",
@@ -1126,4 +1126,87 @@ fn the_served_check_finds_a_check_by_hand() {
             (7, "telemetry::Call".to_owned()),
         ]
     );
+}
+
+/// The calls that send a write to the store.
+const STORE_WRITES: &[&str] = &[
+    ".submit_transaction(",
+    ".write_entity(",
+    ".insert_entity(",
+    ".update_entity(",
+    ".upsert_entity(",
+    ".delete_entity(",
+];
+
+/// Where `text` (a source file of tablekit) sends a write to the store
+/// itself, outside its tests.
+fn store_writes(text: &str) -> Vec<(usize, String)> {
+    let mut in_block = false;
+    let code: Vec<String> = text
+        .lines()
+        .map(|line| strip_line(line, &mut in_block))
+        .collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        if code[i].trim_start().starts_with("#[cfg(test)]") {
+            i = item_end(&code, i + 1).0 + 1;
+            continue;
+        }
+        for call in STORE_WRITES {
+            if code[i].contains(call) {
+                found.push((i + 1, call.trim_matches(['.', '(']).to_owned()));
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The typed layer and the patterns decide what to write; `exec.rs` alone
+/// sends it to the store.
+#[test]
+fn only_the_executor_sends_writes_to_the_store() {
+    let root = workspace().join("tablekit").join("src");
+    let mut found = Vec::new();
+    let mut senders = 0;
+    for file in rust_files(&root) {
+        let relative = file.strip_prefix(&root).expect("under the root");
+        if test_only(relative) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("read a source file");
+        let writes = store_writes(&text);
+        if relative == Path::new("exec.rs") {
+            senders += writes.len();
+            continue;
+        }
+        for (line, call) in writes {
+            found.push(format!("{}:{line}: {call}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "writes sent to the store outside `exec.rs` (hand them to it):\n{}",
+        found.join("\n")
+    );
+    assert!(senders >= 2, "exec.rs sends the writes: {senders}");
+}
+
+/// The check itself: a write sent over several lines is found; the same
+/// words in a comment, a string or a test module are not.
+#[test]
+fn the_executor_check_finds_a_write_sent_by_hand() {
+    let text = "fn f() {\n\
+                    backend\n\
+                        .delete_entity(t, p, r, &IfMatch::Any)\n\
+                        .await;\n\
+                    // backend.insert_entity(t, &row)\n\
+                    let s = \"x.upsert_entity(\";\n\
+                }\n\
+                #[cfg(test)]\n\
+                mod tests {\n\
+                    fn g() { backend.submit_transaction(t, &ops); }\n\
+                }\n";
+    assert_eq!(store_writes(text), [(3, "delete_entity".to_owned())]);
 }

@@ -1,7 +1,7 @@
 //! Consumers of a change feed: each keeps its own place per partition, reads in batches, commits what it handled, and shares partitions with its other instances by lease.
 
 use super::*;
-use crate::backend::TableBackendExt;
+use crate::backend::{EntityWrite, TableBackendExt};
 
 /// Checks a consumer's name: it becomes part of a RowKey.
 pub(super) fn consumer_name(name: &str) -> Result<(), InvalidInput> {
@@ -223,11 +223,9 @@ impl<T: TableEntity> Consumer<T> {
             .collect();
         keys.push(self.registration_key());
         for key in keys {
-            match backend
-                .delete_entity(name, DIRECTORY, &key, &IfMatch::Any)
-                .await
-            {
-                Ok(()) | Err(Error::EntityNotFound { .. }) => {}
+            let delete = EntityWrite::Delete(DIRECTORY, &key, &IfMatch::Any);
+            match crate::exec::write_one(backend.as_ref(), name, delete).await {
+                Ok(_) | Err(Error::EntityNotFound { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -321,15 +319,12 @@ impl<T: TableEntity> Consumer<T> {
         let row = Entity::new(DIRECTORY, key)
             .with(LEASE_OWNER, instance)
             .with(LEASE_UNTIL, until);
-        let written = match stored.and_then(|row| row.etag.clone()) {
-            Some(etag) => {
-                let if_match = IfMatch::ETag(etag);
-                backend
-                    .update_entity(self.table.name(), &row, UpdateMode::Replace, &if_match)
-                    .await
-            }
-            None => backend.insert_entity(self.table.name(), &row).await,
+        let if_match = stored.and_then(|row| row.etag.clone()).map(IfMatch::ETag);
+        let write = match &if_match {
+            Some(if_match) => EntityWrite::Update(&row, UpdateMode::Replace, if_match),
+            None => EntityWrite::Insert(&row),
         };
+        let written = crate::exec::write_one(backend.as_ref(), self.table.name(), write).await;
         match written {
             Ok(_) => Ok(true),
             Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => Ok(false),
@@ -347,10 +342,8 @@ impl<T: TableEntity> Consumer<T> {
         if self.lease.is_none() {
             row = row.with(READER, self.reader.as_str());
         }
-        self.table
-            .backend()
-            .upsert_entity(self.table.name(), &row, UpdateMode::Merge)
-            .await?;
+        let upsert = EntityWrite::Upsert(&row, UpdateMode::Merge);
+        crate::exec::write_one(self.table.backend().as_ref(), self.table.name(), upsert).await?;
         self.registered.store(true, Ordering::Relaxed);
         Ok(())
     }

@@ -175,7 +175,7 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 
-use crate::backend::{Query, TableBackendExt, UpdateMode};
+use crate::backend::{EntityWrite, Query, TableBackendExt, UpdateMode};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, InvalidInput, Result};
@@ -573,7 +573,7 @@ impl<T: TableEntity> Changes<T> {
                     if_match: IfMatch::Any,
                 })
                 .collect();
-            match crate::ext::send_operations(backend.as_ref(), self.table.name(), &operations)
+            match crate::exec::send_operations(backend.as_ref(), self.table.name(), &operations)
                 .await
             {
                 Ok(_) => {}
@@ -583,11 +583,11 @@ impl<T: TableEntity> Changes<T> {
                 {
                     for operation in &operations {
                         let (pk, rk) = operation.keys();
-                        match backend
-                            .delete_entity(self.table.name(), pk, rk, &IfMatch::Any)
+                        let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
+                        match crate::exec::write_one(backend.as_ref(), self.table.name(), delete)
                             .await
                         {
-                            Ok(()) | Err(Error::EntityNotFound { .. }) => {}
+                            Ok(_) | Err(Error::EntityNotFound { .. }) => {}
                             Err(e) => return Err(e),
                         }
                     }
@@ -753,16 +753,16 @@ async fn raise<T>(
     let row = Entity::new(DIRECTORY, key).with(property, value as i64);
     for _ in 0..crate::table::RACE_ATTEMPTS {
         let stored = backend.try_get_entity(table.name(), DIRECTORY, key).await?;
-        let written = match stored {
+        let if_match = match stored {
             Some(stored) if number(&stored, property) >= value => return Ok(()),
-            Some(stored) => {
-                let if_match = IfMatch::ETag(stored.etag.unwrap_or_else(|| ETag::new("")));
-                backend
-                    .update_entity(table.name(), &row, UpdateMode::Merge, &if_match)
-                    .await
-            }
-            None => backend.insert_entity(table.name(), &row).await,
+            Some(stored) => Some(IfMatch::ETag(stored.etag.unwrap_or_else(|| ETag::new("")))),
+            None => None,
         };
+        let write = match &if_match {
+            Some(if_match) => EntityWrite::Update(&row, UpdateMode::Merge, if_match),
+            None => EntityWrite::Insert(&row),
+        };
+        let written = crate::exec::write_one(backend.as_ref(), table.name(), write).await;
         match written {
             Ok(_) => return Ok(()),
             Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => {}

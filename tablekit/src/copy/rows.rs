@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use futures::stream::{self, StreamExt, TryStreamExt};
 
 use super::Conflict;
-use crate::backend::{BatchOperation, TableBackend, TableBackendExt, UpdateMode};
+use crate::backend::{BatchOperation, EntityWrite, TableBackend, UpdateMode};
 use crate::entity::Entity;
 use crate::error::{Error, Result};
 use crate::pacing::Pacing;
@@ -100,7 +100,7 @@ impl RowWriter<'_> {
             if let Some(pacing) = self.pacing {
                 Pacing::wait(pacing.reserve(&key, ops.len())).await;
             }
-            match self.target.submit_transaction(self.table, &ops).await {
+            match crate::exec::submit_transaction(self.target, self.table, &ops).await {
                 Ok(_) => {
                     if let Some(pacing) = self.pacing {
                         pacing.accepted(&key, ops.len());
@@ -138,7 +138,8 @@ impl RowWriter<'_> {
             BatchOperation::Update { .. } | BatchOperation::Delete { .. } => None,
         });
         for row in rows {
-            match self.target.insert_entity(self.table, &row).await {
+            let insert = EntityWrite::Insert(&row);
+            match crate::exec::write_one(self.target, self.table, insert).await {
                 Ok(_) => counts.written += 1,
                 Err(Error::EntityAlreadyExists { .. }) => {
                     let there = self

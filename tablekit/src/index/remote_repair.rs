@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::backend::{BatchOperation, TableBackendExt, UpdateMode};
+use crate::backend::{BatchOperation, EntityWrite, TableBackendExt, UpdateMode};
 use crate::entity::{Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
@@ -132,9 +132,8 @@ impl<T: TableEntity> Table<T> {
             ));
         }
         for (table, row) in lists {
-            self.backend
-                .upsert_entity(table, row, UpdateMode::Replace)
-                .await?;
+            let upsert = EntityWrite::Upsert(row, UpdateMode::Replace);
+            crate::exec::write_one(self.backend.as_ref(), table, upsert).await?;
         }
         let mut orphan_steps = Vec::new();
         for (table, partition, rk) in &audit.orphans {
@@ -265,11 +264,7 @@ impl<T: TableEntity> Table<T> {
             },
             BatchOperation::Insert(record),
         ];
-        match self
-            .backend
-            .submit_transaction(&self.name, &operations)
-            .await
-        {
+        match crate::exec::send_operations(self.backend.as_ref(), &self.name, &operations).await {
             Ok(_) => {}
             // A writer changed the entity meanwhile: its own steps follow.
             Err(Error::BatchFailed { index: 0, .. }) => return Ok(()),

@@ -282,7 +282,7 @@ impl<T: TableEntity> Table<T> {
                     | Error::EntityAlreadyExists { .. }
             )
         };
-        match crate::ext::send_operations(self.backend.as_ref(), &self.name, operations).await {
+        match crate::exec::send_operations(self.backend.as_ref(), &self.name, operations).await {
             Ok(_) => Ok(true),
             Err(Error::BatchFailed { source, .. }) if conflict(&source) => Ok(false),
             Err(Error::BatchFailed { source, .. }) => Err(*source),

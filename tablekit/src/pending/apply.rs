@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::record::{Record, Step, StepOp, fence_row, fence_seq, pending_records};
-use crate::backend::{BatchOperation, TableBackend, TableBackendExt, UpdateMode};
+use crate::backend::{BatchOperation, EntityWrite, TableBackend, TableBackendExt, UpdateMode};
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};
 
@@ -88,7 +88,7 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
             None => BatchOperation::Insert(new_fence),
         });
         let fence_at = operations.len() - 1;
-        match crate::ext::send_operations(backend, &step.table, &operations).await {
+        match crate::exec::send_operations(backend, &step.table, &operations).await {
             Ok(_) => return Ok(Applied::Written),
             Err(Error::BatchFailed { index, source }) => match *source {
                 // An index entity changed under its ETag: read it again.
@@ -262,16 +262,10 @@ pub async fn finish_record(backend: &dyn TableBackend, record: &Record) -> Resul
             }
         }
     }
-    match backend
-        .delete_entity(
-            &record.table,
-            &record.partition_key,
-            &record.row_key,
-            &IfMatch::ETag(record.etag.clone()),
-        )
-        .await
-    {
-        Ok(()) | Err(Error::EntityNotFound { .. }) => Ok(()),
+    let if_match = IfMatch::ETag(record.etag.clone());
+    let delete = EntityWrite::Delete(&record.partition_key, &record.row_key, &if_match);
+    match crate::exec::write_one(backend, &record.table, delete).await {
+        Ok(_) | Err(Error::EntityNotFound { .. }) => Ok(()),
         Err(error) => Err(error),
     }
 }

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{BatchOperation, GetOptions, TableBackend, TableBackendExt, UpdateMode};
+use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 
@@ -148,8 +148,8 @@ pub(crate) async fn list_partition(
     pk: &str,
 ) -> Result<()> {
     let row = Entity::new(DIRECTORY, listed_key(pk));
-    backend
-        .upsert_entity(table, &row, UpdateMode::Merge)
+    let upsert = crate::backend::EntityWrite::Upsert(&row, UpdateMode::Merge);
+    crate::exec::write_one(backend, table, upsert)
         .await
         .map(drop)
 }

@@ -9,7 +9,7 @@ use super::apply::finish_record;
 use super::record::{
     FENCE_PREFIX, OUTBOX_PREFIX, Record, is_fence_row, is_outbox_row, row_key_prefix,
 };
-use crate::backend::{Query, TableBackend, TableBackendExt};
+use crate::backend::{EntityWrite, Query, TableBackend, TableBackendExt};
 use crate::clock::Clock;
 use crate::entity::IfMatch;
 use crate::error::{Error, Result};
@@ -136,11 +136,9 @@ pub async fn remove_fences_counting(
             continue;
         }
         let if_match = row.etag.clone().map_or(IfMatch::Any, IfMatch::ETag);
-        match backend
-            .delete_entity(table, &row.partition_key, &row.row_key, &if_match)
-            .await
-        {
-            Ok(()) => *removed += 1,
+        let delete = EntityWrite::Delete(&row.partition_key, &row.row_key, &if_match);
+        match crate::exec::write_one(backend, table, delete).await {
+            Ok(_) => *removed += 1,
             // Moved or removed meanwhile: it stays, or is gone already.
             Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => {}
             // This fence stays for the next round; the others go on.

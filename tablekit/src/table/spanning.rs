@@ -152,7 +152,7 @@ impl<T: TableEntity> Table<T> {
         // With its fence, and a change feed's head beside its change row.
         let sent = ops.len() + 1 + usize::from(T::DESCRIPTOR.write_needs().changes);
         if sent > crate::validate::limits::MAX_BATCH_OPERATIONS {
-            return Err(crate::ext::too_many_operations(sent));
+            return Err(crate::exec::too_many_operations(sent));
         }
         let stale: Vec<String> =
             super::offload::references(&current.entity, crate::table::offload::blob_fields::<T>())?

@@ -258,11 +258,11 @@ impl<T: TableEntity> Table<T> {
             ))
             .await
             .map(Written::Many),
-            Write::Rows(operations) => self
-                .backend
-                .submit_transaction(&self.name, operations)
-                .await
-                .map(Written::Many),
+            Write::Rows(operations) => {
+                crate::exec::submit_transaction(self.backend.as_ref(), &self.name, operations)
+                    .await
+                    .map(Written::Many)
+            }
         }
     }
 

@@ -336,7 +336,7 @@ impl<T: TableEntity> Table<T> {
                     EntityWrite::Delete(&entity.partition_key, &entity.row_key, if_match)
                 }
             };
-            crate::ext::write_one(&*self.backend, &self.name, write).await
+            crate::exec::write_one(&*self.backend, &self.name, write).await
         }))
     }
 }

@@ -39,7 +39,7 @@ use crate::backend::checks::operation_payload_bound;
 use crate::backend::{BatchOperation, TableBackend};
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::ext::send_operations;
+use crate::exec::send_operations;
 use crate::pending::changes::{Head, change_key, head_before_changes, head_move};
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
 

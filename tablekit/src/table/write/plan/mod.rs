@@ -37,7 +37,7 @@ use crate::backend::{BatchOperation, GetOptions, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
-use crate::ext::send_operations;
+use crate::exec::send_operations;
 use crate::pending::lists::ROW_PROPERTY;
 use crate::schema::{self, CompanionRows, TableEntity, companions, local_slots, remote_slots};
 use crate::table::{Current, Table};

@@ -12,7 +12,7 @@ use crate::backend::{BatchOperation, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::ext::{send_operations, too_many_operations};
+use crate::exec::{send_operations, too_many_operations};
 use crate::table::RACE_ATTEMPTS;
 use crate::validate::limits::MAX_BATCH_OPERATIONS;
 

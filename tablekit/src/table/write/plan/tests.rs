@@ -13,7 +13,7 @@ use crate::table::Current;
 use crate::table::write::RowWrite;
 
 /// A type with a unique index: its rows need an index row beside them.
-#[derive(crate::TableEntity, Debug, Clone)]
+#[derive(tablekit_derive::TableEntity, Debug, Clone)]
 #[tablekit(table = "Users", kind = "User")]
 struct User {
     #[tablekit(partition_key)]
@@ -25,7 +25,7 @@ struct User {
 }
 
 /// A type that needs nothing beside its row.
-#[derive(crate::TableEntity, Debug, Clone)]
+#[derive(tablekit_derive::TableEntity, Debug, Clone)]
 #[tablekit(table = "Notes")]
 struct Note {
     #[tablekit(partition_key)]

@@ -1,5 +1,9 @@
-//! The crate's own conveniences over any [`TableBackend`] (the public ones
-//! are [`TableBackendExt`](crate::TableBackendExt)'s).
+//! Where the typed layer and the patterns send writes to the store: the one
+//! module of this crate that calls a backend's writes (`write_entity`,
+//! `submit_transaction`). Everything above it (typed writes, planned
+//! transactions, index repairs, the change feed, the upkeep's records,
+//! copies) decides what to write and hands it here; a test holds that no
+//! other file calls the store's writes.
 
 use crate::backend::{BatchOperation, TableBackend};
 use crate::entity::ETag;
@@ -17,8 +21,18 @@ pub(crate) async fn send_operations(
             .await
             .map(|etag| vec![Some(etag)])
             .map_err(|e| e.in_batch(0)),
-        _ => backend.submit_transaction(table, operations).await,
+        _ => submit_transaction(backend, table, operations).await,
     }
+}
+
+/// Sends `operations` as one transaction, however many they are (a
+/// transaction of one fails as the store says, not as a single write).
+pub(crate) async fn submit_transaction(
+    backend: &dyn TableBackend,
+    table: &str,
+    operations: &[BatchOperation],
+) -> Result<Vec<Option<ETag>>> {
+    backend.submit_transaction(table, operations).await
 }
 
 /// Sends one write as its own request, giving the new ETag (an empty one
