@@ -155,9 +155,10 @@ impl<T: TableEntity> Table<T> {
                 Next::Resend => {}
                 Next::Gone => return Ok(None),
                 Next::ByHistory => {
-                    let recorded = recorded
-                        .as_deref()
-                        .expect("only a tagged write is settled by its history");
+                    // (A write is settled by its history only when tagged.)
+                    let Some(recorded) = recorded.as_deref() else {
+                        return Err(error);
+                    };
                     let answer_lost = error.is_outcome_unknown();
                     // Boxed, as a rare path: the write's future stays small.
                     match Box::pin(self.settle_write(pk, rk, recorded)).await {
