@@ -252,77 +252,70 @@ mod tests {
         }
     }
 
+    /// An error about the row `(p, r)` of table `T`.
+    fn about_row(make: fn(String, String, String) -> Error) -> Error {
+        make("T".into(), "p".into(), "r".into())
+    }
+
     fn conflict() -> Error {
-        Error::EntityAlreadyExists {
-            table: "T".into(),
-            partition_key: "p".into(),
-            row_key: "r".into(),
-        }
+        about_row(|table, partition_key, row_key| Error::EntityAlreadyExists {
+            table,
+            partition_key,
+            row_key,
+        })
     }
 
     fn not_found() -> Error {
-        Error::EntityNotFound {
-            table: "T".into(),
-            partition_key: "p".into(),
-            row_key: "r".into(),
-        }
+        about_row(|table, partition_key, row_key| Error::EntityNotFound {
+            table,
+            partition_key,
+            row_key,
+        })
     }
 
     fn guarded() -> IfMatch {
         IfMatch::ETag(ETag::new("W/\"1\""))
     }
 
+    /// Each case: the write, how it records itself, the error, whether an
+    /// earlier answer was lost, and what follows.
+    fn check(cases: &[(RowWrite, Tagged, Error, bool, Next)]) {
+        for (write, tagged, error, lost_before, expected) in cases {
+            assert_eq!(
+                next(write, *tagged, error, *lost_before),
+                *expected,
+                "{:?} {tagged:?} {error:?} lost before: {lost_before}",
+                write.name()
+            );
+        }
+    }
+
     #[test]
     fn a_write_that_records_itself_is_settled_by_its_history() {
         let update = RowWrite::Update(UpdateMode::Replace, guarded());
-        for write in [RowWrite::Insert, update] {
-            assert_eq!(
-                next(&write, Tagged::Here(true), &lost(), false),
-                Next::ByHistory
-            );
-            // A refusal may answer a resend of this very write.
-            assert_eq!(
-                next(&write, Tagged::Here(true), &conflict(), false),
-                Next::ByHistory
-            );
-            // No room for the history: a lost answer stands.
-            assert_eq!(
-                next(&write, Tagged::Here(false), &lost(), false),
-                Next::Fail
-            );
-            assert_eq!(
-                next(&write, Tagged::Here(false), &conflict(), false),
-                Next::Fail
-            );
-            // Settled as not applied, or refused before applying: again.
-            assert_eq!(
-                next(&write, Tagged::Here(true), &transient(), true),
-                Next::Resend
-            );
-            assert_eq!(
-                next(&write, Tagged::Here(false), &transient(), false),
-                Next::Resend
-            );
+        for write in [RowWrite::Insert, update.clone()] {
+            let w = || write.clone();
+            check(&[
+                (w(), Tagged::Here(true), lost(), false, Next::ByHistory),
+                // A refusal may answer a resend of this very write.
+                (w(), Tagged::Here(true), conflict(), false, Next::ByHistory),
+                // No room for the history: a lost answer stands.
+                (w(), Tagged::Here(false), lost(), false, Next::Fail),
+                (w(), Tagged::Here(false), conflict(), false, Next::Fail),
+                // Settled as not applied, or refused before applying: again.
+                (w(), Tagged::Here(true), transient(), true, Next::Resend),
+                (w(), Tagged::Here(false), transient(), false, Next::Resend),
+            ]);
         }
         // For a caller that sends the write again itself, the executor
         // settles a lost answer and nothing else.
-        let update = RowWrite::Update(UpdateMode::Replace, guarded());
-        assert_eq!(
-            next(&update, Tagged::ByCaller(true), &lost(), false),
-            Next::ByHistory
-        );
-        assert_eq!(
-            next(&update, Tagged::ByCaller(true), &conflict(), false),
-            Next::Fail
-        );
-        assert_eq!(
-            next(&update, Tagged::ByCaller(true), &transient(), false),
-            Next::Fail
-        );
-        assert_eq!(
-            next(&update, Tagged::ByCaller(false), &lost(), false),
-            Next::Fail
-        );
+        let u = || update.clone();
+        check(&[
+            (u(), Tagged::ByCaller(true), lost(), false, Next::ByHistory),
+            (u(), Tagged::ByCaller(true), conflict(), false, Next::Fail),
+            (u(), Tagged::ByCaller(true), transient(), false, Next::Fail),
+            (u(), Tagged::ByCaller(false), lost(), false, Next::Fail),
+        ]);
     }
 
     #[test]
@@ -332,30 +325,50 @@ mod tests {
             RowWrite::Upsert(UpdateMode::Merge),
             RowWrite::Update(UpdateMode::Merge, IfMatch::Any),
         ] {
-            assert_eq!(next(&write, Tagged::No, &lost(), false), Next::Resend);
-            assert_eq!(next(&write, Tagged::No, &transient(), false), Next::Fail);
-            assert_eq!(next(&write, Tagged::No, &conflict(), false), Next::Fail);
+            let w = || write.clone();
+            check(&[
+                (w(), Tagged::No, lost(), false, Next::Resend),
+                (w(), Tagged::No, transient(), false, Next::Fail),
+                (w(), Tagged::No, conflict(), false, Next::Fail),
+            ]);
         }
         // A write guarded by the caller's ETag, recording nothing: its
         // lost answer, or a failure, is its answer.
-        let update = RowWrite::Update(UpdateMode::Replace, guarded());
-        assert_eq!(next(&update, Tagged::No, &lost(), false), Next::Fail);
-        assert_eq!(next(&update, Tagged::No, &transient(), false), Next::Fail);
+        let u = || RowWrite::Update(UpdateMode::Replace, guarded());
+        check(&[
+            (u(), Tagged::No, lost(), false, Next::Fail),
+            (u(), Tagged::No, transient(), false, Next::Fail),
+        ]);
     }
 
     #[test]
     fn a_delete_is_settled_by_whether_the_row_is_gone() {
         for delete in [RowWrite::Delete(IfMatch::Any), RowWrite::Delete(guarded())] {
-            assert_eq!(next(&delete, Tagged::No, &lost(), false), Next::ByPresence);
-            assert_eq!(next(&delete, Tagged::No, &transient(), false), Next::Fail);
-            assert_eq!(next(&delete, Tagged::No, &not_found(), false), Next::Fail);
+            let d = || delete.clone();
+            check(&[
+                (d(), Tagged::No, lost(), false, Next::ByPresence),
+                (d(), Tagged::No, transient(), false, Next::Fail),
+                (d(), Tagged::No, not_found(), false, Next::Fail),
+            ]);
         }
-        // Gone after a lost answer: that delete, or another, landed.
-        let delete = RowWrite::Delete(IfMatch::Any);
-        assert_eq!(next(&delete, Tagged::No, &not_found(), true), Next::Gone);
-        // A delete of the version read finds it gone only if another
-        // writer deleted it: that is its answer.
-        let delete = RowWrite::Delete(guarded());
-        assert_eq!(next(&delete, Tagged::No, &not_found(), true), Next::Fail);
+        check(&[
+            // Gone after a lost answer: that delete, or another, landed.
+            (
+                RowWrite::Delete(IfMatch::Any),
+                Tagged::No,
+                not_found(),
+                true,
+                Next::Gone,
+            ),
+            // A delete of the version read finds it gone only if another
+            // writer deleted it: that is its answer.
+            (
+                RowWrite::Delete(guarded()),
+                Tagged::No,
+                not_found(),
+                true,
+                Next::Fail,
+            ),
+        ]);
     }
 }

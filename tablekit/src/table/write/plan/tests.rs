@@ -78,6 +78,14 @@ fn plan(write: &dyn Pending, state: State<'_>) -> (Vec<BatchOperation>, Vec<Role
     (out.operations, roles)
 }
 
+/// Plans `write` over the state it knows without reading.
+fn plan_known(write: &dyn Pending) -> (Vec<BatchOperation>, Vec<Role>) {
+    let state = write
+        .known_state(&Learned::default())
+        .expect("known without reading");
+    plan(write, state)
+}
+
 /// An operation's kind and RowKey, to compare plans by.
 fn shape(operation: &BatchOperation) -> (&'static str, String) {
     let (kind, rk) = match operation {
@@ -109,10 +117,8 @@ fn an_insert_plans_its_row_and_index_row_without_reading() {
     let row = schema::to_entity(&value).unwrap();
     let keys = index_keys(&value);
     let write = typed::<User>(&row, RowWrite::Insert, None, Some(&keys));
-    let state = write
-        .known_state(&Learned::default())
-        .expect("an insert reads nothing");
-    let (operations, roles) = plan(&write, state);
+    // An insert reads nothing.
+    let (operations, roles) = plan_known(&write);
     assert_eq!(
         shapes(&operations),
         [("insert", keys[0].clone()), ("insert", row.row_key.clone())]
@@ -136,10 +142,7 @@ fn a_replace_that_moves_a_unique_value_moves_its_index_row() {
     let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
     let write = typed::<User>(&row, write, Some(&old_keys), Some(&new_keys));
     // The caller holds the version it read: nothing is read.
-    let state = write
-        .known_state(&Learned::default())
-        .expect("the index rows of the version read are known");
-    let (operations, roles) = plan(&write, state);
+    let (operations, roles) = plan_known(&write);
     assert_eq!(
         shapes(&operations),
         [
@@ -210,8 +213,7 @@ fn a_delete_plans_its_row_and_index_rows() {
         Some(&keys),
         None,
     );
-    let state = write.known_state(&Learned::default()).expect("known");
-    let (operations, _) = plan(&write, state);
+    let (operations, _) = plan_known(&write);
     assert_eq!(
         shapes(&operations),
         [
