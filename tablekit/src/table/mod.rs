@@ -56,7 +56,7 @@ pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport}
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
 use read::stored_version;
 pub(crate) use read::{load, owned_query_stream, typed_query_stream};
-pub(crate) use stored::{Current, has_index_rows, new_index_keys, writes_of};
+pub(crate) use stored::{Current, current_of, has_index_rows, new_index_keys, writes_of};
 pub use write::update;
 pub use write::update::UpdateOptions;
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};

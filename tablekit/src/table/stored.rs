@@ -4,7 +4,7 @@
 //! offloaded values, the RowKeys of a value's index rows, and the history a
 //! row keeps of its writes.
 
-use crate::backend::{GetOptions, TableBackendExt};
+use crate::backend::{GetOptions, TableBackend, TableBackendExt};
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
@@ -53,55 +53,70 @@ fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
     }
 }
 
-impl<T: TableEntity> Table<T> {
-    /// The entity's stored state, read with one request: a point read, or
-    /// for a wide entity one query over its parts. For a renamed kind whose
-    /// entity is not found under its RowKey, the RowKeys it had under each
-    /// previous kind are read in turn: the state found there is the
-    /// entity's (its `entity.row_key` tells where it lies).
-    pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
-        let found = self.read_current_at(pk, rk).await?;
-        if found.is_some() || T::DESCRIPTOR.previous_kinds.is_empty() {
-            return Ok(found);
-        }
-        for previous in T::DESCRIPTOR.previous_row_keys(rk) {
-            if let Some(current) = Box::pin(self.read_current_at(pk, &previous)).await? {
-                return Ok(Some(current));
-            }
-        }
-        Ok(None)
+/// The stored state of the entity `(pk, rk)` of `T` in `table`, read with
+/// one request: a point read, or for a wide entity one query over its
+/// parts. For a renamed kind whose entity is not found under its RowKey,
+/// the RowKeys it had under each previous kind are read in turn: the state
+/// found there is the entity's (its `entity.row_key` tells where it lies).
+/// A function of the store and the table alone, for the planner.
+pub(crate) async fn current_of<T: TableEntity>(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+    rk: &str,
+) -> Result<Option<Current>> {
+    let found = current_at::<T>(backend, table, pk, rk).await?;
+    if found.is_some() || T::DESCRIPTOR.previous_kinds.is_empty() {
+        return Ok(found);
     }
+    for previous in T::DESCRIPTOR.previous_row_keys(rk) {
+        if let Some(current) = Box::pin(current_at::<T>(backend, table, pk, &previous)).await? {
+            return Ok(Some(current));
+        }
+    }
+    Ok(None)
+}
 
-    /// [`read_current`](Table::read_current) at exactly `(pk, rk)`.
-    async fn read_current_at(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
-        if let Some(rule) = T::DESCRIPTOR.rows {
-            let query = crate::backend::Query::new().filter(rule.rows_filter(pk, rk));
-            let rows = self.backend.query_all(&self.name, query).await?;
-            return Ok(rule.join(rk, rows)?.and_then(|(entity, parts)| {
-                let etag = entity.etag.clone()?;
-                Some(Current {
-                    entity,
-                    etag,
-                    parts,
-                })
-            }));
+/// [`current_of`] at exactly `(pk, rk)`.
+async fn current_at<T: TableEntity>(
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+    rk: &str,
+) -> Result<Option<Current>> {
+    if let Some(rule) = T::DESCRIPTOR.rows {
+        let query = crate::backend::Query::new().filter(rule.rows_filter(pk, rk));
+        let rows = backend.query_all(table, query).await?;
+        return Ok(rule.join(rk, rows)?.and_then(|(entity, parts)| {
+            let etag = entity.etag.clone()?;
+            Some(Current {
+                entity,
+                etag,
+                parts,
+            })
+        }));
+    }
+    match backend
+        .get_entity(table, pk, rk, &GetOptions::default())
+        .await
+    {
+        Ok(entity) => {
+            let etag = entity.etag.clone().unwrap_or_else(|| ETag::new(""));
+            Ok(Some(Current {
+                entity,
+                etag,
+                parts: 0,
+            }))
         }
-        match self
-            .backend
-            .get_entity(&self.name, pk, rk, &GetOptions::default())
-            .await
-        {
-            Ok(entity) => {
-                let etag = entity.etag.clone().unwrap_or_else(|| ETag::new(""));
-                Ok(Some(Current {
-                    entity,
-                    etag,
-                    parts: 0,
-                }))
-            }
-            Err(Error::EntityNotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        Err(Error::EntityNotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl<T: TableEntity> Table<T> {
+    /// The entity's stored state ([`current_of`]).
+    pub(crate) async fn read_current(&self, pk: &str, rk: &str) -> Result<Option<Current>> {
+        current_of::<T>(self.backend.as_ref(), &self.name, pk, rk).await
     }
 
     /// The row with its offloaded values fetched back, or `None`.

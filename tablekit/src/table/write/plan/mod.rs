@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::exec::send_operations;
 use crate::pending::lists::ROW_PROPERTY;
 use crate::schema::{self, CompanionRows, TableEntity, companions, local_slots, remote_slots};
-use crate::table::{Current, Table};
+use crate::table::{Current, Table, current_of};
 
 mod changes;
 mod lane;
@@ -175,64 +175,56 @@ impl<T: TableEntity> Table<T> {
             Err(e) => Err(e),
         })
     }
+}
 
-    /// Decides about a row `key` of the [exclusive](Sharing::Exclusive)
-    /// slot `i` (a unique index) that already exists when the entity
-    /// `(pk, rk)` wants it: its own row, or a row naming an entity that does
-    /// not hold the value, is taken over under the returned ETag; a row of
-    /// another entity holding the value is a
-    /// [`UniqueViolation`](Error::UniqueViolation). `None`: the row is gone.
-    pub(in crate::table) async fn claim_unique(
-        &self,
-        i: usize,
-        key: &str,
-        pk: &str,
-        rk: &str,
-    ) -> Result<Option<ETag>> {
-        let Some(rows) = companions::<T>() else {
-            return Ok(None);
-        };
-        let row = match self
-            .backend
-            .get_entity(
-                &self.name,
-                pk,
-                key,
-                &GetOptions::default().select([ROW_PROPERTY]),
-            )
-            .await
-        {
-            Ok(row) => row,
-            Err(Error::EntityNotFound { .. }) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
-        let holder = match row.properties.get(ROW_PROPERTY) {
-            Some(crate::value::Value::String(holder)) => holder.clone(),
-            _ => return Ok(Some(etag)),
-        };
-        if holder == rk {
-            return Ok(Some(etag));
-        }
-        let holds = match self.read_current(pk, &holder).await? {
-            Some(current) => match schema::read_for_keys::<T>(&current.entity) {
-                Ok(value) => schema::local_key(&value, i, &holder)? == key,
-                // Not an entity of this type: it cannot hold the value.
-                Err(_) => false,
-            },
-            None => false,
-        };
-        if holds {
-            return Err(Error::UniqueViolation {
-                table: self.name.to_string(),
-                partition_key: pk.to_owned(),
-                index: rows.name(i),
-                value: rows.value_of(i, key).to_owned(),
-                held_by: holder,
-            });
-        }
-        Ok(Some(etag))
+/// Decides about a row `key` of the [exclusive](Sharing::Exclusive) slot
+/// `i` (a unique index) of `T` in `table` that already exists when the
+/// entity `(pk, rk)` wants it: its own row, or a row naming an entity that
+/// does not hold the value, is taken over under the returned ETag; a row of
+/// another entity holding the value is a
+/// [`UniqueViolation`](Error::UniqueViolation). `None`: the row is gone.
+pub(in crate::table) async fn claim_unique<T: TableEntity>(
+    backend: &dyn TableBackend,
+    table: &str,
+    i: usize,
+    key: &str,
+    (pk, rk): (&str, &str),
+) -> Result<Option<ETag>> {
+    let Some(rows) = companions::<T>() else {
+        return Ok(None);
+    };
+    let select = GetOptions::default().select([ROW_PROPERTY]);
+    let row = match backend.get_entity(table, pk, key, &select).await {
+        Ok(row) => row,
+        Err(Error::EntityNotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let etag = row.etag.clone().unwrap_or_else(|| ETag::new(""));
+    let holder = match row.properties.get(ROW_PROPERTY) {
+        Some(crate::value::Value::String(holder)) => holder.clone(),
+        _ => return Ok(Some(etag)),
+    };
+    if holder == rk {
+        return Ok(Some(etag));
     }
+    let holds = match current_of::<T>(backend, table, pk, &holder).await? {
+        Some(current) => match schema::read_for_keys::<T>(&current.entity) {
+            Ok(value) => schema::local_key(&value, i, &holder)? == key,
+            // Not an entity of this type: it cannot hold the value.
+            Err(_) => false,
+        },
+        None => false,
+    };
+    if holds {
+        return Err(Error::UniqueViolation {
+            table: table.to_owned(),
+            partition_key: pk.to_owned(),
+            index: rows.name(i),
+            value: rows.value_of(i, key).to_owned(),
+            held_by: holder,
+        });
+    }
+    Ok(Some(etag))
 }
 
 /// What earlier attempts of a transaction learned about one write's index

@@ -27,7 +27,6 @@ use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::schema::{CompanionRows, Sharing, TableEntity, companions, local_slots, remote_slots};
-use crate::table::Table;
 use crate::table::write::RowWrite;
 
 impl<T: TableEntity> Typed<'_, T> {
@@ -173,11 +172,13 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         index: usize,
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<ETag>>> {
-        Box::pin(async move {
-            let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
-            let (pk, rk) = self.keys();
-            reader.claim_unique(index, key, pk, rk).await
-        })
+        Box::pin(super::claim_unique::<T>(
+            backend.as_ref(),
+            table,
+            index,
+            key,
+            self.keys(),
+        ))
     }
 }
 

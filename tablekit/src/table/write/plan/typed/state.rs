@@ -12,7 +12,7 @@ use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::schema::{Sharing, TableEntity, companions, local_slots, remote_slots};
 use crate::table::write::RowWrite;
-use crate::table::{Current, Table};
+use crate::table::{Current, current_of};
 use crate::{pending, schema};
 
 impl<T: TableEntity> Typed<'_, T> {
@@ -170,8 +170,7 @@ impl<T: TableEntity> Typed<'_, T> {
             self.entity.partition_key.as_str(),
             self.entity.row_key.as_str(),
         );
-        let reader: Table<T> = Table::from_arc(Arc::clone(backend), table);
-        let current = reader.read_current(pk, rk).await?;
+        let current = current_of::<T>(backend.as_ref(), table, pk, rk).await?;
         let expected = match &self.write {
             RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => Some(if_match),
             _ => None,
