@@ -82,37 +82,28 @@ pub(super) struct Feed<'a> {
 }
 
 impl<'a> Feed<'a> {
-    /// The changes `writes` record (none, for most transactions).
-    pub(super) fn of(writes: &'a [&'a (dyn super::Pending + 'a)]) -> Feed<'a> {
+    /// The changes `writes` record; `None` when none does (most
+    /// transactions: a write of a kind without a feed goes no further
+    /// into the feed's code).
+    pub(super) fn of(writes: &'a [&'a (dyn super::Pending + 'a)]) -> Option<Feed<'a>> {
         let changes: Vec<(usize, ChangeOf<'a>)> = writes
             .iter()
             .enumerate()
             .filter_map(|(w, write)| Some((w, write.change()?)))
             .collect();
-        let tag = if changes.is_empty() {
-            String::new()
-        } else {
-            format!("{:016x}", fastrand::u64(..))
-        };
-        Feed {
+        if changes.is_empty() {
+            return None;
+        }
+        Some(Feed {
             changes,
             first: 0,
-            tag,
-        }
-    }
-
-    /// Whether the transaction records changes: it is sent in its
-    /// partition's [lane](super::lane).
-    pub(super) fn records(&self) -> bool {
-        !self.changes.is_empty()
+            tag: format!("{:016x}", fastrand::u64(..)),
+        })
     }
 
     /// How many operations the feed adds to the transaction.
     pub(super) fn room(&self) -> usize {
-        match self.changes.len() {
-            0 => 0,
-            n => n + 1,
-        }
+        self.changes.len() + 1
     }
 
     /// The transaction to send in the lane: `operations`, and the change
@@ -150,7 +141,7 @@ impl<'a> Feed<'a> {
         table: &str,
         pk: &str,
     ) -> Result<bool> {
-        if self.changes.is_empty() || self.first == 0 {
+        if self.first == 0 {
             return Ok(false);
         }
         let row = backend

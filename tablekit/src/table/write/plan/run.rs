@@ -47,7 +47,8 @@ pub(in crate::table) async fn run(
         &mut learned_many
     };
     let mut feed = Feed::of(writes);
-    let room: usize = writes.iter().map(|w| w.room()).sum::<usize>() + feed.room();
+    let feed_room = feed.as_ref().map_or(0, Feed::room);
+    let room: usize = writes.iter().map(|w| w.room()).sum::<usize>() + feed_room;
     let pk = writes[0].keys().0;
     let mut last = None;
     let mut attempts = 0;
@@ -61,17 +62,18 @@ pub(in crate::table) async fn run(
             previous,
             ..
         } = planned;
-        if operations.len() + feed.room() > MAX_BATCH_OPERATIONS {
-            return Err(too_many_operations(operations.len() + feed.room()));
+        if operations.len() + feed_room > MAX_BATCH_OPERATIONS {
+            return Err(too_many_operations(operations.len() + feed_room));
         }
-        let (operations, answer) = send(backend, table, pk, &mut feed, operations, &previous).await;
+        let (operations, answer) =
+            send(backend, table, pk, feed.as_mut(), operations, &previous).await;
         let (at, source) = match answer {
             Answer::Committed(etags) => return Ok(write_etags(etags, &owners, writes.len())),
             Answer::Refused(at, source) => (at, source),
             Answer::Error(e) => return Err(e),
             Answer::Open(error) => {
                 let open = Open {
-                    feed: &feed,
+                    feed: feed.as_ref(),
                     operations: &operations,
                     owners: &owners,
                     writes: writes.len(),
@@ -140,18 +142,18 @@ async fn send(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     pk: &str,
-    feed: &mut Feed<'_>,
+    feed: Option<&mut Feed<'_>>,
     operations: Vec<BatchOperation>,
     previous: &[(usize, Entity)],
 ) -> (Vec<BatchOperation>, Answer) {
-    if !feed.records() {
+    let Some(feed) = feed else {
         let answer = match send_operations(backend.as_ref(), table, &operations).await {
             Ok(etags) => Answer::Committed(etags),
             Err(Error::BatchFailed { index, source }) => Answer::Refused(index, *source),
             Err(e) => Answer::Error(e),
         };
         return (operations, answer);
-    }
+    };
     let entry = feed.entry(pk, operations, previous);
     let sent = lane::send(backend, table, pk, entry).await;
     feed.first = sent.first;
@@ -167,7 +169,7 @@ async fn send(
 
 /// A transaction whose fate is open after its answer.
 struct Open<'a> {
-    feed: &'a Feed<'a>,
+    feed: Option<&'a Feed<'a>>,
     operations: &'a [BatchOperation],
     owners: &'a [(usize, Role)],
     writes: usize,
@@ -185,7 +187,11 @@ impl Open<'_> {
         pk: &str,
         error: Option<Error>,
     ) -> Result<Option<Vec<Option<ETag>>>> {
-        if self.feed.committed_already(backend, table, pk).await? {
+        let committed = match self.feed {
+            Some(feed) => feed.committed_already(backend, table, pk).await?,
+            None => false,
+        };
+        if committed {
             tracing::debug!(
                 table,
                 pk,
