@@ -34,18 +34,10 @@ pub(in crate::table) async fn run(
     } else {
         DateTime::MIN
     };
-    // One write is the common case: it gets by without a list per write.
-    let single = writes.len() == 1;
-    let mut learned_one = [Learned::default()];
-    let mut learned_many: Vec<Learned> = Vec::new();
-    if !single {
-        learned_many.resize_with(writes.len(), Learned::default);
-    }
-    let learned: &mut [Learned] = if single {
-        &mut learned_one
-    } else {
-        &mut learned_many
-    };
+    // One write is the common case: it gets by without a list on the heap.
+    let mut learned: smallvec::SmallVec<[Learned; 1]> =
+        writes.iter().map(|_| Learned::default()).collect();
+    let learned = learned.as_mut_slice();
     let mut feed = Feed::of(writes);
     let feed_room = feed.as_ref().map_or(0, Feed::room);
     let room: usize = writes.iter().map(|w| w.room()).sum::<usize>() + feed_room;
