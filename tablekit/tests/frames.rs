@@ -95,8 +95,9 @@ fn tablekit_frames(trace: &str) -> Vec<String> {
 /// and its index row), sent through at most `BUDGET` of tablekit's frames.
 #[tokio::test]
 async fn an_insert_walks_a_short_way_to_the_store() {
-    // Today's walk. The aim is 8: the write as data, planned without a
-    // backend and sent by one executor.
+    // `insert`, its observed call, `apply` (the write lowered to its row),
+    // `execute` (the one loop of single-entity writes), `write_planned`,
+    // the transaction runner's `run` and `send`, and `exec`'s send.
     const BUDGET: usize = 8;
     let backend = Arc::new(Tracing {
         inner: MemBackend::new(),
