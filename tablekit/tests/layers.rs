@@ -889,20 +889,38 @@ fn item_end(code: &[String], at: usize) -> (usize, bool) {
     (code.len().saturating_sub(1), opened)
 }
 
-/// The functions of `text` longer than `limit` lines, from the signature's
-/// line to the closing brace, as `(line, name, lines)`. Test code (an item
-/// under `#[cfg(test)]`) is left out.
-fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
+/// The code lines of `text`, with strings, characters and comments taken
+/// out, and whether each is test code (in an item under `#[cfg(test)]`).
+fn library_code(text: &str) -> (Vec<String>, Vec<bool>) {
     let mut in_block = false;
     let code: Vec<String> = text
         .lines()
         .map(|line| strip_line(line, &mut in_block))
         .collect();
-    let mut found = Vec::new();
+    let mut test = vec![false; code.len()];
     let mut i = 0;
     while i < code.len() {
         if code[i].trim_start().starts_with("#[cfg(test)]") {
-            i = item_end(&code, i + 1).0 + 1;
+            let end = item_end(&code, i + 1).0.min(code.len() - 1);
+            test[i..=end].fill(true);
+            i = end + 1;
+            continue;
+        }
+        i += 1;
+    }
+    (code, test)
+}
+
+/// The functions of `text` longer than `limit` lines, from the signature's
+/// line to the closing brace, as `(line, name, lines)`. Test code (an item
+/// under `#[cfg(test)]`) is left out.
+fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
+    let (code, test) = library_code(text);
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        if test[i] {
+            i += 1;
             continue;
         }
         if let Some(name) = function_name(&code[i]) {
@@ -1141,24 +1159,14 @@ const STORE_WRITES: &[&str] = &[
 /// Where `text` (a source file of tablekit) sends a write to the store
 /// itself, outside its tests.
 fn store_writes(text: &str) -> Vec<(usize, String)> {
-    let mut in_block = false;
-    let code: Vec<String> = text
-        .lines()
-        .map(|line| strip_line(line, &mut in_block))
-        .collect();
     let mut found = Vec::new();
-    let mut i = 0;
-    while i < code.len() {
-        if code[i].trim_start().starts_with("#[cfg(test)]") {
-            i = item_end(&code, i + 1).0 + 1;
-            continue;
-        }
+    let (code, test) = library_code(text);
+    for (i, code) in code.iter().enumerate().filter(|(i, _)| !test[*i]) {
         for call in STORE_WRITES {
-            if code[i].contains(call) {
+            if code.contains(call) {
                 found.push((i + 1, call.trim_matches(['.', '(']).to_owned()));
             }
         }
-        i += 1;
     }
     found
 }
