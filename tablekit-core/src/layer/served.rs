@@ -265,31 +265,23 @@ macro_rules! serve {
         $($crate::serve!(@one $contract, $public, |$this| $info);)+
     };
     (@one TableBackend, $public:ty, |$this:ident| $info:expr) => {
-        const _: () = {
-            use $crate::backend::door as __door;
-            use $crate::layer::RawTables as __Raw;
-            $crate::table_methods!($crate::served_impl!(
-                [impl $crate::__contracts::TableBackend for $public], __Raw, __door,
-                |this| this, |$this| $info,
-            ));
-        };
+        $crate::serve!(@impl TableBackend, backend, RawTables, table_methods, $public, |$this| $info);
     };
     (@one BlobStore, $public:ty, |$this:ident| $info:expr) => {
-        const _: () = {
-            use $crate::blob::door as __door;
-            use $crate::layer::RawBlobs as __Raw;
-            $crate::blob_methods!($crate::served_impl!(
-                [impl $crate::__contracts::BlobStore for $public], __Raw, __door,
-                |this| this, |$this| $info,
-            ));
-        };
+        $crate::serve!(@impl BlobStore, blob, RawBlobs, blob_methods, $public, |$this| $info);
     };
     (@one QueueStore, $public:ty, |$this:ident| $info:expr) => {
+        $crate::serve!(@impl QueueStore, queue, RawQueues, queue_methods, $public, |$this| $info);
+    };
+    // A contract, its module (with its `door`), its raw contract and its
+    // method list.
+    (@impl $contract:ident, $module:ident, $raw:ident, $methods:ident, $public:ty,
+        |$this:ident| $info:expr) => {
         const _: () = {
-            use $crate::queue::door as __door;
-            use $crate::layer::RawQueues as __Raw;
-            $crate::queue_methods!($crate::served_impl!(
-                [impl $crate::__contracts::QueueStore for $public], __Raw, __door,
+            use $crate::$module::door as __door;
+            use $crate::layer::$raw as __Raw;
+            $crate::$methods!($crate::served_impl!(
+                [impl $crate::__contracts::$contract for $public], __Raw, __door,
                 |this| this, |$this| $info,
             ));
         };
