@@ -343,7 +343,11 @@ impl Transaction {
         if let Some(then) = &then {
             writes.push(then);
         }
-        let mut etags = plan::run(&self.backend, &self.table, &writes, self.clock.as_ref()).await?;
+        // (Values kept outside the row cannot join a transaction: nothing
+        // it replaces is offloaded.)
+        let clock = self.clock.as_ref();
+        let mut etags =
+            plan::run(&self.backend, &self.table, &writes, clock, &mut Vec::new()).await?;
         etags.truncate(self.writes.len());
         for (pk, rk) in writes.iter().filter_map(|w| w.spans()) {
             crate::pending::finish_after_commit(

@@ -255,6 +255,7 @@ impl<T: TableEntity> Table<T> {
                 &self.name,
                 writes,
                 self.clock.as_ref(),
+                &mut Vec::new(),
             ))
             .await
             .map(Written::Many),

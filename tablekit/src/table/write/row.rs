@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::future::Either;
 
-use super::{RACE_ATTEMPTS, Table};
+use super::Table;
 use crate::backend::{BatchOperation, UpdateMode};
 use crate::blob::BlobTarget;
 use crate::entity::{ETag, IfMatch};
@@ -142,7 +142,6 @@ impl<T: TableEntity> Table<T> {
         let Some(external) = T::DESCRIPTOR.external_values() else {
             return self.write_stored(&entity, write, hint).await;
         };
-        let (pk, rk) = (entity.partition_key.clone(), entity.row_key.clone());
         let mut row = entity;
         // Out once: the values are new and unreferenced until a row names them.
         let written = match write {
@@ -154,9 +153,14 @@ impl<T: TableEntity> Table<T> {
                     .await?
             }
         };
-        let result = self
-            .write_row_guarded(&pk, &rk, &row, &write, hint.new)
-            .await;
+        // Planned from the row as stored, whose ETag guards the write (a
+        // lost race plans again), and whose values the write replaces are
+        // discarded once it commits (see `plan`).
+        let hint = IndexHint {
+            old: None,
+            new: hint.new,
+        };
+        let result = self.write_stored(&row, write, hint).await;
         match &result {
             // A refused write leaves its new values unreferenced: discard
             // them. After a lost response the row may have been written all
@@ -192,95 +196,6 @@ impl<T: TableEntity> Table<T> {
             // without blobs should not carry its room.
             Either::Right(Box::pin(self.write_row(entity.clone(), write, hint)))
         }
-    }
-
-    /// Writes a row whose new blobs are uploaded, guarded by the ETag of the
-    /// row it replaces, then deletes the blobs that row referenced.
-    async fn write_row_guarded(
-        &self,
-        pk: &str,
-        rk: &str,
-        row: &crate::entity::Entity,
-        write: &RowWrite,
-        new_keys: Option<&[String]>,
-    ) -> Result<ETag> {
-        let mut last = None;
-        for _ in 0..RACE_ATTEMPTS {
-            // The row this write replaces: its ETag guards the write, its
-            // references are what to delete after.
-            let current = match write {
-                RowWrite::Insert => None,
-                _ => self.read_stored(pk, rk).await?,
-            };
-            let (guarded, retry) = match (write, &current) {
-                (RowWrite::Insert, _) => (RowWrite::Insert, false),
-                (RowWrite::Update(..) | RowWrite::Delete(_), None) => {
-                    return Err(Error::EntityNotFound {
-                        table: self.name.to_string(),
-                        partition_key: pk.to_owned(),
-                        row_key: rk.to_owned(),
-                    });
-                }
-                (RowWrite::Upsert(_), None) => (RowWrite::Insert, true),
-                (write, Some(stored)) => {
-                    let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
-                    let expected = match write {
-                        RowWrite::Update(_, if_match) | RowWrite::Delete(if_match) => {
-                            Some(if_match)
-                        }
-                        _ => None,
-                    };
-                    if let Some(IfMatch::ETag(expected)) = expected
-                        && *expected != etag
-                    {
-                        return Err(Error::PreconditionFailed {
-                            table: self.name.to_string(),
-                            partition_key: pk.to_owned(),
-                            row_key: rk.to_owned(),
-                        });
-                    }
-                    let retry = !matches!(expected, Some(IfMatch::ETag(_)));
-                    let guard = IfMatch::ETag(etag);
-                    let guarded = match write {
-                        RowWrite::Update(mode, _) | RowWrite::Upsert(mode) => {
-                            RowWrite::Update(*mode, guard)
-                        }
-                        _ => RowWrite::Delete(guard),
-                    };
-                    (guarded, retry)
-                }
-            };
-            // The old values to discard: all of a replaced or deleted row's;
-            // for a merge, those of the fields it sends.
-            let merge = matches!(&guarded, RowWrite::Update(UpdateMode::Merge, _));
-            let stale: Vec<String> = match (&current, T::DESCRIPTOR.external_values()) {
-                (Some(stored), Some(external)) => external.replaced(stored, row, merge)?,
-                _ => Vec::new(),
-            };
-            let hint = IndexHint {
-                old: None,
-                new: new_keys,
-            };
-            match self.write_stored(row, guarded, hint).await {
-                Ok(etag) => {
-                    if let (Some(target), Some(external)) =
-                        (&self.blobs, T::DESCRIPTOR.external_values())
-                    {
-                        external.discard(target, &stale).await;
-                    }
-                    return Ok(etag);
-                }
-                Err(e @ (Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }))
-                    if retry =>
-                {
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or(Error::Transient {
-            message: "write made no attempt".into(),
-        }))
     }
 
     /// The blob store, when the row has a value to offload (a table without a
@@ -323,7 +238,7 @@ impl<T: TableEntity> Table<T> {
             return Either::Left(Either::Left(std::future::ready(Err(e))));
         }
         let needs = T::DESCRIPTOR.write_needs();
-        if needs.planned || needs.follow_up {
+        if needs.planned || needs.follow_up || needs.blobs {
             return Either::Right(self.write_planned(entity, write, hint));
         }
         Either::Left(Either::Right(async move {

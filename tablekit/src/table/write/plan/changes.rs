@@ -71,6 +71,17 @@ fn fits(row: &Entity) -> bool {
     property_count(pk, rk, row.properties.len()).is_ok() && entity_size(pk, rk, size).is_ok()
 }
 
+/// What the change feed learns from a plan, by write: the stored row a
+/// write replaces (for a kind that records previous values), and the
+/// operation a write turned out to be where the stored state decided it
+/// (an upsert of offloaded values is an insert, or a replace or merge of
+/// the version it read).
+#[derive(Default)]
+pub(in crate::table) struct FeedNotes {
+    pub(super) previous: Vec<(usize, Entity)>,
+    pub(super) ops: Vec<(usize, &'static str)>,
+}
+
 /// The changes of one transaction's writes, and where its attempts put
 /// them.
 pub(super) struct Feed<'a> {
@@ -108,21 +119,30 @@ impl<'a> Feed<'a> {
 
     /// The transaction to send in the lane: `operations`, and the change
     /// row of each write (not yet numbered), with the value it replaced
-    /// from `previous` when the kind records it.
+    /// when the kind records it, as `notes` say.
     pub(super) fn entry(
         &self,
         pk: &str,
         operations: Vec<BatchOperation>,
-        previous: &[(usize, Entity)],
+        notes: &FeedNotes,
     ) -> Entry {
         let changes = self
             .changes
             .iter()
             .map(|(w, change)| {
-                let previous = previous
+                let previous = notes
+                    .previous
                     .iter()
                     .find_map(|(at, row)| (at == w).then_some(row));
-                let mut row = change_row(pk, 0, change, previous);
+                let op = notes
+                    .ops
+                    .iter()
+                    .find_map(|(at, op)| (at == w).then_some(*op));
+                let change = ChangeOf {
+                    op: op.unwrap_or(change.op),
+                    row: change.row,
+                };
+                let mut row = change_row(pk, 0, &change, previous);
                 row.properties.insert(TAG, self.tag.as_str());
                 (*w, row)
             })

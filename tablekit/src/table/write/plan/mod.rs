@@ -104,11 +104,20 @@ impl<T: TableEntity> Table<T> {
             _marker: PhantomData,
         };
         let writes: [&dyn Pending; 1] = [&pending];
-        match run(&self.backend, &self.name, &writes, self.clock.as_ref()).await {
+        let mut replaced = Vec::new();
+        let clock = self.clock.as_ref();
+        match run(&self.backend, &self.name, &writes, clock, &mut replaced).await {
             Ok(etags) => {
                 if remote_slots::<T>() != 0 {
                     self.finish_after_commit(&entity.partition_key, &entity.row_key)
                         .await;
+                }
+                if let (Some(target), Some(external), false) = (
+                    &self.blobs,
+                    T::DESCRIPTOR.external_values(),
+                    replaced.is_empty(),
+                ) {
+                    external.discard(target, &replaced).await;
                 }
                 Ok(etags
                     .into_iter()
@@ -287,9 +296,11 @@ pub(in crate::table) struct Planned {
     owners: SmallVec<[(usize, Role); 8]>,
     /// The write adding operations now.
     write: usize,
-    /// The stored rows the writes replace, by write, for a change feed
-    /// that records previous values.
-    previous: Vec<(usize, Entity)>,
+    /// What the change feed learns from the plan.
+    feed: changes::FeedNotes,
+    /// The offloaded values the stored rows refer to that the writes
+    /// replace: discarded once the transaction commits.
+    pub(in crate::table) discard: Vec<String>,
 }
 
 impl Planned {
@@ -298,7 +309,8 @@ impl Planned {
             operations: Vec::with_capacity(room),
             owners: SmallVec::with_capacity(room),
             write: 0,
-            previous: Vec::new(),
+            feed: changes::FeedNotes::default(),
+            discard: Vec::new(),
         }
     }
 

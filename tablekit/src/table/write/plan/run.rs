@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::changes::Feed;
+use super::changes::{Feed, FeedNotes};
 use super::lane::{self, Outcome};
 use super::{Learned, Pending, Planned, Role};
 use crate::backend::{BatchOperation, TableBackend};
 use crate::datetime::DateTime;
-use crate::entity::{ETag, Entity};
+use crate::entity::ETag;
 use crate::error::{Error, Result};
 use crate::exec::{send_operations, too_many_operations};
 use crate::table::RACE_ATTEMPTS;
@@ -20,12 +20,14 @@ use crate::validate::limits::MAX_BATCH_OPERATIONS;
 /// (parts, index rows), trying again where a write without an ETag of its
 /// own lost a race. One ETag per write (`None` for a delete). A failure is
 /// [`BatchFailed`](Error::BatchFailed) with the index of the write (not of
-/// the row) in `writes`.
+/// the row) in `writes`. Once it commits, `discard` holds the offloaded
+/// values the writes replaced, for the caller to delete.
 pub(in crate::table) async fn run(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     writes: &[&(dyn Pending + '_)],
     clock: &dyn crate::clock::Clock,
+    discard: &mut Vec<String>,
 ) -> Result<Vec<Option<ETag>>> {
     check_writes(writes)?;
     // The time is for outbox records alone: not read for other writes.
@@ -51,16 +53,20 @@ pub(in crate::table) async fn run(
         let Planned {
             operations,
             owners,
-            previous,
+            feed: notes,
+            discard: replaced,
             ..
         } = planned;
         if operations.len() + feed_room > MAX_BATCH_OPERATIONS {
             return Err(too_many_operations(operations.len() + feed_room));
         }
         let (operations, answer) =
-            send(backend, table, pk, feed.as_mut(), operations, &previous).await;
+            send(backend, table, pk, feed.as_mut(), operations, &notes).await;
         let (at, source) = match answer {
-            Answer::Committed(etags) => return Ok(write_etags(etags, &owners, writes.len())),
+            Answer::Committed(etags) => {
+                *discard = replaced;
+                return Ok(write_etags(etags, &owners, writes.len()));
+            }
             Answer::Refused(at, source) => (at, source),
             Answer::Error(e) => return Err(e),
             Answer::Open(error) => {
@@ -71,6 +77,7 @@ pub(in crate::table) async fn run(
                     writes: writes.len(),
                 };
                 if let Some(etags) = open.settle(backend, table, pk, error).await? {
+                    *discard = replaced;
                     return Ok(etags);
                 }
                 // Not sent, or not committed: the turn that held it
@@ -136,7 +143,7 @@ async fn send(
     pk: &str,
     feed: Option<&mut Feed<'_>>,
     operations: Vec<BatchOperation>,
-    previous: &[(usize, Entity)],
+    notes: &FeedNotes,
 ) -> (Vec<BatchOperation>, Answer) {
     let Some(feed) = feed else {
         let answer = match send_operations(backend.as_ref(), table, &operations).await {
@@ -146,7 +153,7 @@ async fn send(
         };
         return (operations, answer);
     };
-    let entry = feed.entry(pk, operations, previous);
+    let entry = feed.entry(pk, operations, notes);
     let sent = lane::send(backend, table, pk, entry).await;
     feed.first = sent.first;
     let answer = match sent.outcome {

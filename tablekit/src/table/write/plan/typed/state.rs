@@ -141,8 +141,10 @@ impl<T: TableEntity> Typed<'_, T> {
                     RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(_))
                         | RowWrite::Delete(IfMatch::ETag(_))
                 ));
-        // The value a change feed records as the previous one is read.
-        let use_known = use_known && !T::DESCRIPTOR.write_needs().previous;
+        // The value a change feed records as the previous one is read, as
+        // is the row whose offloaded values a write replaces.
+        let needs = T::DESCRIPTOR.write_needs();
+        let use_known = use_known && !needs.previous && !needs.blobs;
         match (&self.write, &self.known) {
             (RowWrite::Insert, _) => Some(State::none(None)),
             (
