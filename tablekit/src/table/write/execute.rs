@@ -1,12 +1,14 @@
-//! The executor of single-row writes, and the one retry policy of the
+//! The executor of single-entity writes, and the one retry policy of the
 //! typed writes: how often a write goes round again, and after which
 //! outcomes.
 //!
 //! Every single-entity write of [`Table`] (an insert, a put, a write
 //! through a [`Loaded`](crate::table::Loaded), a delete, a merge of one
-//! element, [`update`](Table::update)'s write back) is lowered to a row and
-//! a [`RowWrite`] and sent by [`Table::execute`], the one loop that sends
-//! it and settles a lost answer:
+//! element, and [`update`](Table::update)'s read, change and write back) is
+//! lowered to a [`Lowered`] row and sent by [`Table::execute`], the one
+//! loop of the single-entity writes. Each turn is one step: send the row,
+//! read it back to settle an answer, or (for an update) read it and make
+//! the write again from what was read:
 //!
 //! - **A lost answer** (the request's fate unknown): a write that records
 //!   itself is settled by reading the row back (`settle.rs`); settled as
@@ -14,22 +16,32 @@
 //!   upsert, or a write under `*`) is sent again as it is: writing the same
 //!   value twice leaves what writing it once does. A delete is settled by
 //!   whether the row is gone. Each is sent at most [`LOST_WRITE_ATTEMPTS`]
+//!   times; a read that fails is tried again, at most [`SETTLE_READS`]
 //!   times.
 //! - **A refusal that may answer a resend** (a 409 to an insert, a 412 to
 //!   a write guarded by an ETag, after a transport sent it again): a write
 //!   that records itself reads the row back, and its tag says whether it
 //!   landed; if not, the refusal stands.
-//! - **A lost race** (the ETag a planned transaction or a blob write was
-//!   guarded by has changed under it): the state is read again and the
-//!   write planned again, at most [`RACE_ATTEMPTS`] times (`plan/run.rs`,
-//!   `row.rs`). A write the caller guarded with an ETag of its own is never
+//! - **A lost race of an update** (another writer changed the row after it
+//!   was read), or a failure before the store applied it: the row is read
+//!   again after a back-off, and the change made again, under the caller's
+//!   [`UpdateOptions`]; the read also settles whether the last attempt
+//!   landed after all.
+//! - **A lost race of a planned transaction** (the ETag of the state it was
+//!   planned from changed under it): the transaction runner (`plan/run.rs`)
+//!   reads the state again and plans again, at most [`RACE_ATTEMPTS`]
+//!   times. A write the caller guarded with an ETag of its own is never
 //!   retried after a race: the [`PreconditionFailed`](Error::PreconditionFailed)
 //!   is its answer.
-//! - [`Table::update`] retries its read, change and write with the caller's
-//!   [`UpdateOptions`](super::update::UpdateOptions), with back-off.
+
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
 
 use super::row::{IndexHint, RowWrite};
 use super::settle::{Recorded, Settled, is_refusal};
+use super::update::UpdateOptions;
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
 use crate::props::WRITES_PROPERTY;
@@ -43,6 +55,98 @@ pub(super) const LOST_WRITE_ATTEMPTS: usize = 4;
 /// How many times a write is planned from the state read when another
 /// writer changed that state first.
 pub(crate) const RACE_ATTEMPTS: usize = 16;
+
+/// How many times the row is read to settle an answer, when reads fail:
+/// the first few at once (the sooner the row is read, the fewer writes can
+/// have pushed this one out of its history), then with a back-off.
+pub(super) const SETTLE_READS: u32 = 10;
+
+/// A single-entity write, lowered: the row it sends, how, the tag it
+/// records in the row's history, and what the caller knows of the index
+/// rows, so that the write need not read or decode to find them.
+pub(in crate::table) struct Lowered<'a> {
+    pub(in crate::table) row: Entity,
+    pub(in crate::table) write: RowWrite,
+    /// The write's tag, when it records one (an insert, a write over the
+    /// version read): a lost answer, or a refusal that may answer a resend,
+    /// is then settled by the row's history.
+    pub(in crate::table) recorded: Option<Recorded>,
+    /// The RowKeys of the index rows of the version the write's ETag names.
+    pub(in crate::table) old_keys: Option<Cow<'a, [String]>>,
+    /// The RowKeys of the index rows of the value written.
+    pub(in crate::table) new_keys: Option<Cow<'a, [String]>>,
+}
+
+impl<'a> Lowered<'a> {
+    /// `row`, written as `write` says, recording nothing, its index rows
+    /// unknown.
+    pub(in crate::table) fn new(row: Entity, write: RowWrite) -> Lowered<'a> {
+        Lowered {
+            row,
+            write,
+            recorded: None,
+            old_keys: None,
+            new_keys: None,
+        }
+    }
+
+    /// The history the write left, taken back out of the row it sent (or
+    /// as kept when the row had no room for it); empty when it records
+    /// none.
+    pub(in crate::table) fn history(&mut self) -> String {
+        match self.recorded.as_mut() {
+            Some(recorded) => recorded.history_in(&mut self.row),
+            None => String::new(),
+        }
+    }
+
+    fn hint(&self) -> IndexHint<'_> {
+        IndexHint {
+            old: self.old_keys.as_deref(),
+            new: self.new_keys.as_deref(),
+        }
+    }
+}
+
+/// A write made again from the row as read before each attempt:
+/// [`update`](Table::update)'s read, change and write back. The executor
+/// reads the row; the write lowers itself over it.
+pub(in crate::table) trait Remake<T: TableEntity>: Send {
+    /// How often, and how patiently, the write is made again.
+    fn options(&self) -> &UpdateOptions;
+    /// The write lowered over `stored`, the row as read; `None` when the
+    /// caller's change failed (the caller holds its error), and nothing is
+    /// sent.
+    fn lower_over<'s>(
+        &'s mut self,
+        table: &'s Table<T>,
+        stored: Entity,
+    ) -> BoxFuture<'s, Result<Option<Lowered<'static>>>>;
+}
+
+/// What a write executed to.
+pub(in crate::table) enum Done {
+    /// Written: its version's ETag (empty for a delete). `None`: written
+    /// (its answer was lost) but overwritten since; or, for a delete, the
+    /// row is gone.
+    Written(Option<ETag>),
+    /// An earlier attempt of a remade write had landed after all: the row
+    /// as read.
+    Found(Box<Entity>),
+    /// The caller's change failed: nothing was written by this attempt.
+    Stopped,
+}
+
+impl Done {
+    /// The ETag of the version written, as [`Done::Written`] says it.
+    pub(in crate::table) fn etag(self) -> Option<ETag> {
+        match self {
+            Done::Written(etag) => etag,
+            Done::Found(stored) => stored.etag,
+            Done::Stopped => None,
+        }
+    }
+}
 
 /// What the executor does after an attempt failed with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,22 +163,9 @@ enum Next {
     /// The row is gone after an earlier answer was lost: that delete (or
     /// another) landed.
     Gone,
-}
-
-/// What a write records in the row's history, and who sends it again.
-pub(in crate::table) enum Recording<'a> {
-    /// Nothing: a lost answer is settled by what the write is (see
-    /// [`next`]).
-    None,
-    /// Its tag: a lost answer, or a refusal that may answer a resend, is
-    /// settled by the row's history, and the executor sends the write again
-    /// while it turns out not applied.
-    Tag(&'a mut Recorded),
-    /// Its tag, for a caller that sends the write again itself
-    /// ([`update`](Table::update)'s write back, under the caller's
-    /// options): a lost answer is settled, and one not applied is returned
-    /// as [`Error::Transient`].
-    TagForCaller(&'a mut Recorded),
+    /// Read the row again after a back-off, settle whether this attempt
+    /// landed by it, and make the write again from it.
+    Remake,
 }
 
 /// How a write records itself, as [`next`] needs to know.
@@ -82,11 +173,11 @@ pub(in crate::table) enum Recording<'a> {
 enum Tagged {
     /// It records nothing.
     No,
-    /// It records its tag (`false`: the row had no room for it), and the
-    /// executor sends it again.
-    Here(bool),
-    /// It records its tag, and its caller sends it again.
-    ByCaller(bool),
+    /// It records its tag (`false`: the row had no room for it).
+    Yes(bool),
+    /// It is made again from the row as read (an update), and records its
+    /// tag (`false`: the row had no room for it).
+    Remade(bool),
 }
 
 /// What follows a failed attempt of `write` with `error`: `tagged` says how
@@ -95,14 +186,16 @@ enum Tagged {
 /// is tested without a store.
 fn next(write: &RowWrite, tagged: Tagged, error: &Error, lost_before: bool) -> Next {
     let lost = error.is_outcome_unknown();
+    let raced = matches!(error, Error::PreconditionFailed { .. });
     match (write, tagged) {
-        (_, Tagged::Here(true)) if lost || is_refusal(error) => Next::ByHistory,
-        (_, Tagged::ByCaller(true)) if lost => Next::ByHistory,
+        (_, Tagged::Yes(true)) if lost || is_refusal(error) => Next::ByHistory,
+        (_, Tagged::Remade(true)) if lost => Next::ByHistory,
         // A failure the store reports before it applies anything: a write
         // that records itself may go again (settling a lost answer as not
         // applied also reports one).
-        (_, Tagged::Here(_)) if error.is_transient() => Next::Resend,
-        (_, Tagged::Here(_) | Tagged::ByCaller(_)) => Next::Fail,
+        (_, Tagged::Yes(_)) if error.is_transient() => Next::Resend,
+        (_, Tagged::Remade(_)) if error.is_transient() || raced => Next::Remake,
+        (_, Tagged::Yes(_) | Tagged::Remade(_)) => Next::Fail,
         (RowWrite::Delete(IfMatch::Any), Tagged::No)
             if lost_before && matches!(error, Error::EntityNotFound { .. }) =>
         {
@@ -116,92 +209,266 @@ fn next(write: &RowWrite, tagged: Tagged, error: &Error, lost_before: bool) -> N
     }
 }
 
+/// A step of the executor.
+enum Step {
+    /// Send the row.
+    Send,
+    /// Read the row back to settle the answer `.0` of the last send.
+    Settle(Error),
+    /// Read the row, and make the write again from it.
+    Read,
+}
+
+/// What follows a step: another step, or the write's outcome.
+enum Flow {
+    Go(Step),
+    Done(Result<Done>),
+}
+
+/// The executor's state between the steps of one write.
+struct Run<'l, 'k> {
+    lowered: &'l mut Lowered<'k>,
+    tagged: Tagged,
+    /// Sends after a lost answer.
+    resent: usize,
+    /// Reads in a row that failed.
+    failed_reads: u32,
+    /// A remade write's attempts, when it began, and the error of its
+    /// last; whether that attempt may have landed (the next read says).
+    attempts: u32,
+    started: Option<Instant>,
+    last: Option<Error>,
+    maybe_landed: bool,
+}
+
+impl Run<'_, '_> {
+    /// What follows a send that failed with `error`.
+    fn after_send(&mut self, error: Error, record_writes: bool) -> Flow {
+        match next(&self.lowered.write, self.tagged, &error, self.resent > 0) {
+            Next::Fail => Flow::Done(Err(error)),
+            Next::Resend => self.resend(error),
+            Next::Gone => Flow::Done(Ok(Done::Written(None))),
+            Next::ByHistory | Next::ByPresence => Flow::Go(Step::Settle(error)),
+            Next::Remake => {
+                self.maybe_landed = record_writes;
+                self.last = Some(error);
+                Flow::Go(Step::Read)
+            }
+        }
+    }
+
+    /// Sends the write again after `error`, unless it was sent too often.
+    fn resend(&mut self, error: Error) -> Flow {
+        self.resent += 1;
+        if self.resent >= LOST_WRITE_ATTEMPTS {
+            return Flow::Done(Err(error));
+        }
+        Flow::Go(Step::Send)
+    }
+
+    /// After a read that failed with `error`: whether to read again (after
+    /// a short wait), or give the read up.
+    async fn read_again(&mut self, error: &Error) -> bool {
+        if !error.is_transient() || self.failed_reads + 1 >= SETTLE_READS {
+            return false;
+        }
+        self.failed_reads += 1;
+        if self.failed_reads >= 3 {
+            let wait = Duration::from_millis(5 << (self.failed_reads - 3).min(6));
+            tokio::time::sleep(wait.mul_f64(fastrand::f64())).await;
+        }
+        true
+    }
+}
+
 impl<T: TableEntity> Table<T> {
-    /// Sends `row` as `write` says, settling a lost answer, and sending it
-    /// again while it turns out not applied. `recording` is the tag the
-    /// write records in the row's history (an insert, or an update guarded
-    /// by the ETag it read), when it records one.
-    ///
-    /// `Ok(Some(etag))`: written, `etag` is its version's (empty for a
-    /// delete). `Ok(None)`: written (its answer was lost), but overwritten
-    /// since; or, for a delete, the row is gone.
+    /// Executes a single-entity write: sends `lowered`, settles a lost
+    /// answer, sends it again while it turns out not applied, and, for a
+    /// write that `remake`s itself from the row as read (an update), reads
+    /// and makes it again after a lost race. `lowered` holds the row last
+    /// sent when it returns.
     pub(in crate::table) async fn execute(
         &self,
-        row: &mut Entity,
-        write: RowWrite,
-        recording: Recording<'_>,
-        hint: IndexHint<'_>,
-    ) -> Result<Option<ETag>> {
-        let room = |recorded: &mut Recorded, row: &mut Entity| {
-            row.properties.contains(WRITES_PROPERTY)
-                || recorded.add_to::<T>(row, self.record_writes)
+        lowered: &mut Lowered<'_>,
+        remake: Option<&mut (dyn Remake<T> + '_)>,
+    ) -> Result<Done> {
+        let remade = remake.is_some();
+        let mut remake = remake;
+        let tagged = self.tagged(lowered, remade);
+        let mut run = Run {
+            lowered,
+            tagged,
+            resent: 0,
+            failed_reads: 0,
+            attempts: 0,
+            started: None,
+            last: None,
+            maybe_landed: false,
         };
-        let (tagged, recorded) = match recording {
-            Recording::None => (Tagged::No, None),
-            Recording::Tag(recorded) => (Tagged::Here(room(recorded, row)), Some(recorded)),
-            Recording::TagForCaller(recorded) => {
-                (Tagged::ByCaller(room(recorded, row)), Some(recorded))
-            }
-        };
-        let mut lost = 0;
+        let mut step = if remade { Step::Read } else { Step::Send };
         loop {
-            let mut error = match self.write_lent(row, write.clone(), hint).await {
-                Ok(etag) => return Ok(Some(etag)),
-                Err(e) => e,
-            };
-            let (pk, rk) = (&row.partition_key, &row.row_key);
-            match next(&write, tagged, &error, lost > 0) {
-                Next::Fail => return Err(error),
-                Next::Resend => {}
-                Next::Gone => return Ok(None),
-                Next::ByHistory => {
-                    // (A write is settled by its history only when tagged.)
-                    let Some(recorded) = recorded.as_deref() else {
-                        return Err(error);
-                    };
-                    let answer_lost = error.is_outcome_unknown();
-                    // Boxed, as a rare path: the write's future stays small.
-                    match Box::pin(self.settle_write(pk, rk, recorded)).await {
-                        Settled::Applied(stored) => {
-                            if answer_lost {
-                                crate::telemetry::settled(true);
-                            }
-                            return Box::pin(self.landed(pk, rk, recorded, stored)).await;
-                        }
-                        Settled::NotApplied if answer_lost => {
-                            crate::telemetry::settled(false);
-                            error = Error::Transient {
-                                message: format!("the write was not applied ({error})"),
-                            };
-                            if matches!(tagged, Tagged::ByCaller(_)) {
-                                return Err(error);
-                            }
-                        }
-                        Settled::NotApplied | Settled::Unknown => return Err(error),
+            let flow = match step {
+                Step::Send => {
+                    let lowered = &*run.lowered;
+                    let sent = self.write_lent(&lowered.row, lowered.write.clone(), lowered.hint());
+                    match sent.await {
+                        Ok(etag) => return Ok(Done::Written(Some(etag))),
+                        Err(error) => run.after_send(error, self.record_writes),
                     }
                 }
-                Next::ByPresence => match Box::pin(self.row_after_lost_delete(pk, rk)).await {
-                    Ok(None) => return Ok(None),
-                    Ok(Some(stored)) => {
-                        let unchanged = match &write {
-                            RowWrite::Delete(IfMatch::ETag(read)) => {
-                                stored.etag.as_ref() == Some(read)
-                            }
-                            _ => true,
-                        };
-                        if !unchanged {
-                            // Another writer changed it: the store cannot
-                            // tell whether this delete came first.
-                            return Err(error);
-                        }
-                    }
-                    Err(_) => return Err(error),
+                // Boxed, as rare paths: the write's future stays small.
+                Step::Settle(error) => Box::pin(self.settle(&mut run, error)).await,
+                Step::Read => match remake.as_deref_mut() {
+                    Some(remake) => Box::pin(self.remade(&mut run, remake)).await,
+                    None => Flow::Done(Err(run.last.take().unwrap_or(Error::Transient {
+                        message: "the write has nothing to read again from".into(),
+                    }))),
                 },
+            };
+            step = match flow {
+                Flow::Go(step) => step,
+                Flow::Done(done) => return done,
+            };
+        }
+    }
+
+    /// How `lowered` records itself, its history moved into its row when
+    /// it records one and the row has room.
+    fn tagged(&self, lowered: &mut Lowered<'_>, remade: bool) -> Tagged {
+        let room = match lowered.recorded.as_mut() {
+            Some(recorded) => {
+                lowered.row.properties.contains(WRITES_PROPERTY)
+                    || recorded.add_to::<T>(&mut lowered.row, self.record_writes)
             }
-            lost += 1;
-            if lost >= LOST_WRITE_ATTEMPTS {
-                return Err(error);
+            None if !remade => return Tagged::No,
+            None => false,
+        };
+        if remade {
+            Tagged::Remade(room)
+        } else {
+            Tagged::Yes(room)
+        }
+    }
+
+    /// Reads the row back to settle the answer `error` of the last send.
+    async fn settle(&self, run: &mut Run<'_, '_>, error: Error) -> Flow {
+        let (pk, rk) = (&run.lowered.row.partition_key, &run.lowered.row.row_key);
+        let stored = match self.read_stored(pk, rk).await {
+            Ok(stored) => stored,
+            Err(e) if run.read_again(&e).await => return Flow::Go(Step::Settle(error)),
+            // The store cannot tell: the answer stands.
+            Err(_) => return Flow::Done(Err(error)),
+        };
+        run.failed_reads = 0;
+        let Some(recorded) = &run.lowered.recorded else {
+            return self.settle_delete(run, stored, error).await;
+        };
+        let answer_lost = error.is_outcome_unknown();
+        match recorded.settle(stored) {
+            Settled::Applied(stored) => {
+                if answer_lost {
+                    crate::telemetry::settled(true);
+                }
+                Flow::Done(
+                    self.landed(pk, rk, recorded, stored)
+                        .await
+                        .map(Done::Written),
+                )
             }
+            Settled::NotApplied if answer_lost => {
+                crate::telemetry::settled(false);
+                let error = Error::Transient {
+                    message: format!("the write was not applied ({error})"),
+                };
+                run.after_send(error, self.record_writes)
+            }
+            Settled::NotApplied | Settled::Unknown => Flow::Done(Err(error)),
+        }
+    }
+
+    /// Settles a delete whose answer `error` was lost by the row as read:
+    /// gone, the delete (or another) landed, and its outbox records, if it
+    /// wrote any, are finished; still the version it deleted, it is sent
+    /// again.
+    async fn settle_delete(
+        &self,
+        run: &mut Run<'_, '_>,
+        stored: Option<Entity>,
+        error: Error,
+    ) -> Flow {
+        let Some(stored) = stored else {
+            if T::DESCRIPTOR.write_needs().follow_up {
+                let row = &run.lowered.row;
+                self.finish_after_commit(&row.partition_key, &row.row_key)
+                    .await;
+            }
+            return Flow::Done(Ok(Done::Written(None)));
+        };
+        let unchanged = match &run.lowered.write {
+            RowWrite::Delete(IfMatch::ETag(read)) => stored.etag.as_ref() == Some(read),
+            _ => true,
+        };
+        if !unchanged {
+            // Another writer changed it: the store cannot tell whether
+            // this delete came first.
+            return Flow::Done(Err(error));
+        }
+        run.resend(error)
+    }
+
+    /// An attempt of a remade write: reads the row (after a back-off, but
+    /// for the first), settles by it whether the last attempt landed, and
+    /// lowers the write over it again.
+    async fn remade(&self, run: &mut Run<'_, '_>, remake: &mut (dyn Remake<T> + '_)) -> Flow {
+        let options = remake.options();
+        let started = *run.started.get_or_insert_with(Instant::now);
+        run.attempts += 1;
+        let out_of_time = run.attempts > 1
+            && !self
+                .wait_to_retry(options, started, run.attempts, run.last.as_ref())
+                .await;
+        if out_of_time || run.attempts > options.attempts_allowed() {
+            return Flow::Done(Err(run.last.take().unwrap_or(Error::Transient {
+                message: "the update's deadline passed before its first attempt".into(),
+            })));
+        }
+        let (pk, rk) = (&run.lowered.row.partition_key, &run.lowered.row.row_key);
+        let stored = match self.read_row(pk, rk).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return Flow::Done(Err(self.not_found(pk, rk))),
+            Err(e) if e.is_transient() => {
+                run.last = Some(e);
+                return Flow::Go(Step::Read);
+            }
+            Err(e) => return Flow::Done(Err(e)),
+        };
+        // A newer program's row: a write through this type would drop
+        // what it does not know.
+        if let Err(e) = self.refuse_newer(&stored) {
+            return Flow::Done(Err(e));
+        }
+        let landed = std::mem::take(&mut run.maybe_landed)
+            && run
+                .lowered
+                .recorded
+                .as_ref()
+                .is_some_and(|recorded| recorded.landed_in(&stored));
+        if landed {
+            // It landed: the failure came after. Its outbox records, if it
+            // wrote any, are still to finish.
+            if T::DESCRIPTOR.write_needs().follow_up {
+                self.finish_after_commit(pk, rk).await;
+            }
+            return Flow::Done(Ok(Done::Found(Box::new(stored))));
+        }
+        match remake.lower_over(self, stored).await {
+            Ok(Some(lowered)) => {
+                *run.lowered = lowered;
+                run.tagged = self.tagged(run.lowered, true);
+                Flow::Go(Step::Send)
+            }
+            Ok(None) => Flow::Done(Ok(Done::Stopped)),
+            Err(e) => Flow::Done(Err(e)),
         }
     }
 
@@ -221,17 +488,6 @@ impl<T: TableEntity> Table<T> {
         }
         let ours = recorded.first_in(&stored);
         Ok(stored.etag.filter(|_| ours))
-    }
-
-    /// Settles a delete of `(pk, rk)` whose answer was lost by whether the
-    /// row is gone: `None` when it is (its outbox records, if it wrote any,
-    /// are then finished), else the row as it stands.
-    async fn row_after_lost_delete(&self, pk: &str, rk: &str) -> Result<Option<Entity>> {
-        let stored = self.read_stored(pk, rk).await?;
-        if stored.is_none() && T::DESCRIPTOR.write_needs().follow_up {
-            self.finish_after_commit(pk, rk).await;
-        }
-        Ok(stored)
     }
 }
 
@@ -273,6 +529,14 @@ mod tests {
         })
     }
 
+    fn raced() -> Error {
+        about_row(|table, partition_key, row_key| Error::PreconditionFailed {
+            table,
+            partition_key,
+            row_key,
+        })
+    }
+
     fn guarded() -> IfMatch {
         IfMatch::ETag(ETag::new("W/\"1\""))
     }
@@ -296,25 +560,29 @@ mod tests {
         for write in [RowWrite::Insert, update.clone()] {
             let w = || write.clone();
             check(&[
-                (w(), Tagged::Here(true), lost(), false, Next::ByHistory),
+                (w(), Tagged::Yes(true), lost(), false, Next::ByHistory),
                 // A refusal may answer a resend of this very write.
-                (w(), Tagged::Here(true), conflict(), false, Next::ByHistory),
+                (w(), Tagged::Yes(true), conflict(), false, Next::ByHistory),
                 // No room for the history: a lost answer stands.
-                (w(), Tagged::Here(false), lost(), false, Next::Fail),
-                (w(), Tagged::Here(false), conflict(), false, Next::Fail),
+                (w(), Tagged::Yes(false), lost(), false, Next::Fail),
+                (w(), Tagged::Yes(false), conflict(), false, Next::Fail),
                 // Settled as not applied, or refused before applying: again.
-                (w(), Tagged::Here(true), transient(), true, Next::Resend),
-                (w(), Tagged::Here(false), transient(), false, Next::Resend),
+                (w(), Tagged::Yes(true), transient(), true, Next::Resend),
+                (w(), Tagged::Yes(false), transient(), false, Next::Resend),
             ]);
         }
-        // For a caller that sends the write again itself, the executor
-        // settles a lost answer and nothing else.
+        // An update, made again from the row as read: a lost answer is
+        // settled by its history; a lost race, or a failure before the
+        // store applied it, reads and changes again.
         let u = || update.clone();
         check(&[
-            (u(), Tagged::ByCaller(true), lost(), false, Next::ByHistory),
-            (u(), Tagged::ByCaller(true), conflict(), false, Next::Fail),
-            (u(), Tagged::ByCaller(true), transient(), false, Next::Fail),
-            (u(), Tagged::ByCaller(false), lost(), false, Next::Fail),
+            (u(), Tagged::Remade(true), lost(), false, Next::ByHistory),
+            (u(), Tagged::Remade(true), raced(), false, Next::Remake),
+            (u(), Tagged::Remade(false), raced(), false, Next::Remake),
+            (u(), Tagged::Remade(true), transient(), false, Next::Remake),
+            (u(), Tagged::Remade(true), not_found(), false, Next::Fail),
+            // No room for the history: a lost answer stands.
+            (u(), Tagged::Remade(false), lost(), false, Next::Fail),
         ]);
     }
 

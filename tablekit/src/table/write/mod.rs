@@ -2,28 +2,31 @@
 //!
 //! 1. **Entry**: every write method of `Table` (`insert`, `replace`,
 //!    `merge`, `upsert`, `delete`, their unconditional forms,
-//!    `merge_element`, `update`'s write back, a batch's submit, the bulk
+//!    `merge_element`, `update`, a batch's submit, the bulk
 //!    writer and migrations) says what it asks for as one [`Write`] and
 //!    enters [`Table::enter`], below: the one place a typed write starts.
 //!    `enter` observes the single-entity writes (the others are observed
 //!    whole by their caller) and hands each shape to its body in this file.
 //!    The public methods are declared in `table/mod.rs` beside `Table`, so
 //!    that the compiler's messages name them `Table::insert`; each is one
-//!    call of `enter`. Reads are `table/read.rs`'s; [`Table::update`] (read,
-//!    change, write back) is `update.rs`'s.
+//!    call of `enter`. Reads are `table/read.rs`'s; `update.rs` lowers an
+//!    update's change over the row as read.
 //! 2. **Execute** (`execute.rs`): a single-entity write, lowered to its
-//!    row, is sent by [`Table::execute`], the one loop that settles a lost
-//!    answer and sends the write again while it was not applied; the one
-//!    retry policy of the typed writes is written there.
+//!    row ([`Lowered`]), is executed by [`Table::execute`], the one loop of
+//!    the single-entity writes: it sends the row, settles a lost answer by
+//!    reading it back, sends it again while it was not applied, and makes
+//!    an update again from the row as read after a lost race. The retry
+//!    policy of the typed writes is written there.
 //! 3. **Record and settle** (`settle.rs`): a write records its tag in the
 //!    row's history, and a lost answer is settled by reading the row back.
-//! 4. **The row** (`row.rs`): offloaded values go to blobs around the
+//! 4. **The row** (`row.rs`): offloaded values go to blobs before the
 //!    write; then the row goes out as one request when the type needs
 //!    nothing beside it, or as a planned transaction when it does.
 //! 5. **Plan and run** (`plan/`): a typed write's transaction (its row or
 //!    wide parts, index rows, outbox records, a renamed kind's old row) is
 //!    planned from the entity's current state and run, planning again after
-//!    a lost race. Transactions and batches run their writes through the
+//!    a lost race; the offloaded values the replaced row referred to are
+//!    discarded once it commits. Transactions and batches run their writes through the
 //!    same runner (`plan::run`), as do the bulk writer and migrations for
 //!    types whose rows need rows beside them.
 
@@ -35,10 +38,11 @@ pub(crate) mod plan;
 pub mod update;
 
 pub(crate) use execute::RACE_ATTEMPTS;
-use execute::Recording;
-pub(super) use row::{IndexHint, RowWrite};
+pub(in crate::table) use execute::{Done, Lowered, Remake};
+pub(super) use row::RowWrite;
 pub(super) use settle::{Recorded, history_has};
 
+use std::borrow::Cow;
 use std::future::Future;
 
 use futures::future::Either;
@@ -70,13 +74,12 @@ pub(in crate::table) enum Write<'a, T> {
     DeleteKeys(String, String),
     /// [`merge_element`](Table::merge_element): a row of one property.
     Element(Entity, IfMatch),
-    /// [`update`](Table::update)'s write back of the value it changed, with
-    /// the write's tag for its history, which settles a lost answer.
-    Back {
-        row: &'a mut Entity,
-        write: RowWrite,
-        recorded: &'a mut Recorded,
-        hint: IndexHint<'a>,
+    /// [`update`](Table::update): read, change and write back, made again
+    /// from the row as read after a lost race. `lowered` holds the row last
+    /// sent.
+    Update {
+        lowered: &'a mut Lowered<'static>,
+        remake: &'a mut (dyn Remake<T> + 'a),
     },
     /// A [batch](Table::batch)'s transaction, or a migration's.
     Transaction(&'a Transaction),
@@ -100,7 +103,7 @@ impl<T> Write<'_, T> {
             Write::Loaded(_, UpdateMode::Replace) => "replace",
             Write::Loaded(_, UpdateMode::Merge) | Write::Element(..) => "merge",
             Write::Delete(_) | Write::DeleteKeys(..) => "delete",
-            Write::Back { .. } | Write::Transaction(_) | Write::Planned(_) | Write::Rows(_) => {
+            Write::Update { .. } | Write::Transaction(_) | Write::Planned(_) | Write::Rows(_) => {
                 return None;
             }
         })
@@ -113,9 +116,8 @@ pub(in crate::table) enum Written {
     One(ETag),
     /// A delete's: no version is left.
     Deleted,
-    /// An update's write back: `None` when it landed but another writer
-    /// changed the row before its lost answer was settled.
-    Settled(Option<ETag>),
+    /// An update's outcome.
+    Updated(Done),
     /// One ETag per write of a transaction, in order (`None` for a delete).
     Many(Vec<Option<ETag>>),
 }
@@ -124,8 +126,9 @@ impl Written {
     /// The ETag of a single-entity write.
     pub(in crate::table) fn etag(self) -> ETag {
         match self {
-            Written::One(etag) | Written::Settled(Some(etag)) => etag,
-            Written::Deleted | Written::Settled(None) => ETag::new(""),
+            Written::One(etag) => etag,
+            Written::Deleted => ETag::new(""),
+            Written::Updated(done) => done.etag().unwrap_or_else(|| ETag::new("")),
             Written::Many(etags) => etags
                 .into_iter()
                 .next()
@@ -134,11 +137,11 @@ impl Written {
         }
     }
 
-    /// The outcome of an update's write back.
-    pub(in crate::table) fn settled(self) -> Option<ETag> {
+    /// The outcome of an update.
+    pub(in crate::table) fn updated(self) -> Done {
         match self {
-            Written::Settled(etag) => etag,
-            other => Some(other.etag()),
+            Written::Updated(done) => done,
+            other => Done::Written(Some(other.etag())),
         }
     }
 
@@ -177,35 +180,27 @@ impl<T: TableEntity> Table<T> {
     async fn apply(&self, write: Write<'_, T>) -> Result<Written> {
         match write {
             Write::Insert(value) => {
-                let mut row = schema::to_entity(value)?;
-                let mut recorded = self.recorded(Recorded::insert);
+                let row = schema::to_entity(value)?;
                 let new_keys = new_index_keys(value, &row.row_key);
-                let hint = IndexHint {
-                    old: None,
-                    new: new_keys.as_deref(),
+                let mut lowered = Lowered {
+                    recorded: Some(self.recorded(Recorded::insert)),
+                    new_keys: new_keys.as_deref().map(Cow::Borrowed),
+                    ..Lowered::new(row, RowWrite::Insert)
                 };
-                match self
-                    .execute(
-                        &mut row,
-                        RowWrite::Insert,
-                        Recording::Tag(&mut recorded),
-                        hint,
-                    )
-                    .await?
-                {
+                match self.execute(&mut lowered, None).await?.etag() {
                     Some(etag) => Ok(Written::One(etag)),
-                    None => Err(self.overwritten(&row)),
+                    None => Err(self.overwritten(&lowered.row)),
                 }
             }
             Write::Put(value, write, unknown) => {
                 let mut row = schema::to_entity(value)?;
                 unknown::restore(&mut row, unknown);
                 let new_keys = new_index_keys(value, &row.row_key);
-                let hint = IndexHint {
-                    old: None,
-                    new: new_keys.as_deref(),
+                let mut lowered = Lowered {
+                    new_keys: new_keys.as_deref().map(Cow::Borrowed),
+                    ..Lowered::new(row, write)
                 };
-                let written = self.execute(&mut row, write, Recording::None, hint).await?;
+                let written = self.execute(&mut lowered, None).await?.etag();
                 Ok(Written::One(written.unwrap_or_else(|| ETag::new(""))))
             }
             Write::Loaded(loaded, mode) => self.write_loaded(loaded, mode).await.map(Written::One),
@@ -216,39 +211,30 @@ impl<T: TableEntity> Table<T> {
                 );
                 let delete = RowWrite::Delete(IfMatch::ETag(loaded.etag.clone()));
                 let old_keys = loaded.index_keys();
-                let hint = IndexHint {
-                    old: old_keys.as_deref(),
-                    new: None,
+                let mut lowered = Lowered {
+                    old_keys: old_keys.as_deref().map(Cow::Borrowed),
+                    ..Lowered::new(Entity::new(pk, rk), delete)
                 };
-                let mut row = Entity::new(pk, rk);
-                self.execute(&mut row, delete, Recording::None, hint)
-                    .await?;
+                self.execute(&mut lowered, None).await?;
                 Ok(Written::Deleted)
             }
             Write::DeleteKeys(pk, rk) => {
                 let delete = RowWrite::Delete(IfMatch::Any);
-                let mut row = Entity::new(pk, rk);
-                self.execute(&mut row, delete, Recording::None, IndexHint::default())
-                    .await?;
+                let mut lowered = Lowered::new(Entity::new(pk, rk), delete);
+                self.execute(&mut lowered, None).await?;
                 Ok(Written::Deleted)
             }
-            Write::Element(mut row, if_match) => {
+            Write::Element(row, if_match) => {
                 let write = RowWrite::Update(UpdateMode::Merge, if_match);
-                let written = self
-                    .execute(&mut row, write, Recording::None, IndexHint::default())
-                    .await?;
+                let mut lowered = Lowered::new(row, write);
+                let written = self.execute(&mut lowered, None).await?.etag();
                 Ok(Written::One(written.unwrap_or_else(|| ETag::new(""))))
             }
             // Boxed, these: their futures are large, and the single writes
             // above should not carry their room.
-            Write::Back {
-                row,
-                write,
-                recorded,
-                hint,
-            } => Box::pin(self.execute(row, write, Recording::TagForCaller(recorded), hint))
+            Write::Update { lowered, remake } => Box::pin(self.execute(lowered, Some(remake)))
                 .await
-                .map(Written::Settled),
+                .map(Written::Updated),
             Write::Transaction(transaction) => Box::pin(transaction.run()).await.map(Written::Many),
             Write::Planned(writes) => Box::pin(plan::run(
                 &self.backend,
@@ -323,25 +309,24 @@ impl<T: TableEntity> Table<T> {
         }
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
-        let mut recorded = self.recorded(|| Recorded::on(loaded.writes.as_deref(), &loaded.etag));
+        let recorded = self.recorded(|| Recorded::on(loaded.writes.as_deref(), &loaded.etag));
         let mut row = schema::to_entity(&loaded.value)?;
         if mode == UpdateMode::Replace {
             unknown::restore(&mut row, &loaded.unknown);
         }
         let new_keys = new_index_keys(&loaded.value, &row.row_key);
         let old_keys = loaded.index_keys();
-        let hint = IndexHint {
-            old: old_keys.as_deref(),
-            new: new_keys.as_deref(),
-        };
         let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
-        match self
-            .execute(&mut row, write, Recording::Tag(&mut recorded), hint)
-            .await?
-        {
+        let mut lowered = Lowered {
+            recorded: Some(recorded),
+            old_keys: old_keys.as_deref().map(Cow::Borrowed),
+            new_keys: new_keys.as_deref().map(Cow::Borrowed),
+            ..Lowered::new(row, write)
+        };
+        match self.execute(&mut lowered, None).await?.etag() {
             Some(etag) => {
                 Loaded::set_etag(loaded, etag.clone());
-                loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
+                loaded.writes = self.record_writes.then(|| lowered.history());
                 loaded.index_keys = super::loaded::IndexKeys::known(new_keys);
                 loaded.version = written_version::<T>();
                 loaded.previous_kind = None;

@@ -8,7 +8,7 @@
 //! instead of ours. So `update`, inserts and writes through a `Loaded`
 //! record themselves in a short history kept in the row's
 //! [`WRITES_PROPERTY`] (unless the table was made
-//! [`without_write_history`](Table::without_write_history)): a random tag for the write,
+//! [`without_write_history`](crate::Table::without_write_history)): a random tag for the write,
 //! then the tags of the writes before it, newest first. The version a write
 //! is based on is named by the first tag of its history (or, for a row that
 //! has none, by a hash of its ETag). Reading the row back, the write landed
@@ -21,9 +21,6 @@
 //! An insert's history is its tag alone: read back, the row is ours when it
 //! holds the tag, another writer's when it holds another history.
 
-use std::time::Duration;
-
-use super::Table;
 use crate::entity::{ETag, Entity};
 use crate::error::Error;
 use crate::schema::TableEntity;
@@ -283,7 +280,7 @@ impl Recorded {
     }
 
     /// Whether this write is in `stored`'s history.
-    fn settle(&self, stored: Option<Entity>) -> Settled {
+    pub(super) fn settle(&self, stored: Option<Entity>) -> Settled {
         settled(self.verdict(stored.as_ref()), stored)
     }
 
@@ -348,28 +345,6 @@ fn verdict(stored: Option<&Entity>, base: &str, tag: &str) -> Verdict {
         None => Verdict::Unknown,
     }
 }
-impl<T: TableEntity> Table<T> {
-    /// Reads the row back after a lost write and says whether it landed. A
-    /// read that fails is tried again at once a few times, then with a
-    /// back-off: the sooner the row is read, the fewer writes can have pushed
-    /// this one out of its history.
-    pub(super) async fn settle_write(&self, pk: &str, rk: &str, recorded: &Recorded) -> Settled {
-        for attempt in 0..10u32 {
-            match self.read_stored(pk, rk).await {
-                Ok(stored) => return recorded.settle(stored),
-                Err(e) if e.is_transient() => {
-                    if attempt >= 3 {
-                        let wait = Duration::from_millis(5 << (attempt - 3).min(6));
-                        tokio::time::sleep(wait.mul_f64(fastrand::f64())).await;
-                    }
-                }
-                Err(_) => return Settled::Unknown,
-            }
-        }
-        Settled::Unknown
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

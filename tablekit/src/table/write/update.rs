@@ -14,10 +14,15 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use std::borrow::Cow;
+
+use futures::future::BoxFuture;
+
 use super::row::RowWrite;
 use super::settle::Recorded;
+use super::{Done, Lowered, Remake};
 use crate::backend::UpdateMode;
-use crate::entity::{ETag, IfMatch};
+use crate::entity::{ETag, Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
 use crate::schema::{self, KeyArg, TableEntity};
 use crate::table::{Loaded, Table, load, writes_of};
@@ -73,6 +78,11 @@ impl UpdateOptions {
         self.base_delay = base;
         self.max_delay = max.max(base);
         self
+    }
+
+    /// How many attempts the update may make.
+    pub(super) fn attempts_allowed(&self) -> u32 {
+        self.attempts
     }
 
     /// The wait before attempt `attempt + 1` (`attempt` ≥ 1).
@@ -193,7 +203,7 @@ impl<T: TableEntity> Table<T> {
         classify: fn(&E) -> Option<&Error>,
     ) -> Result<Loaded<T>, E>
     where
-        E: From<Error>,
+        E: From<Error> + Send,
         F: FnMut(T) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
         T: Send,
@@ -210,111 +220,66 @@ impl<T: TableEntity> Table<T> {
             .await
     }
 
-    /// [`update_with`](Table::update_with) for encoded keys.
+    /// [`update_with`](Table::update_with) for encoded keys: the update is
+    /// a write the executor makes again from the row as read.
     async fn update_encoded<E, F, Fut>(
         &self,
         pk: String,
         rk: String,
         options: &UpdateOptions,
-        mut change: F,
+        change: F,
     ) -> Result<Loaded<T>, E>
     where
-        E: From<Error>,
+        E: From<Error> + Send,
         F: FnMut(T) -> Fut + Send,
         Fut: Future<Output = Result<T, E>> + Send,
         T: Send,
     {
-        let started = Instant::now();
-        let mut last: Option<Error> = None;
-        // The history entry of an attempt that failed with an error the
-        // store may have sent after applying it (a 5xx): the next read
-        // tells whether it landed, so that it is never applied twice.
-        let mut unsettled: Option<Recorded> = None;
-        for attempt in 1..=options.attempts {
-            if attempt > 1
-                && !self
-                    .wait_to_retry(options, started, attempt, last.as_ref())
-                    .await
-            {
-                break;
-            }
-            let stored = match self.read_row(&pk, &rk).await {
-                Ok(Some(stored)) => stored,
-                Ok(None) => return Err(self.not_found(&pk, &rk).into()),
-                Err(e) if e.is_transient() => {
-                    last = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            // A newer program's row: an update through this type would drop
-            // what it does not know.
-            self.refuse_newer(&stored)?;
-            if unsettled
-                .take()
-                .is_some_and(|previous| previous.landed_in(&stored))
-            {
-                // It landed: the failure came after. Its outbox records, if
-                // it wrote any, are still to finish.
-                if T::DESCRIPTOR.write_needs().follow_up {
-                    self.finish_after_commit(&pk, &rk).await;
-                }
-                return Ok(load(stored)?);
-            }
-            let mut recorded = self.recorded_on(&stored);
-            let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
-            let mut read: Loaded<T> = load(stored)?;
-            let old_keys = read.index_keys();
-            let unknown = std::mem::take(&mut read.unknown);
-            let value = change(Loaded::into_inner(read)).await?;
-            let mut row = changed_row(&value, &pk, &rk, &unknown)?;
-            let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
-            let new_keys = super::new_index_keys(&value, &rk);
-            let hint = super::row::IndexHint {
-                old: old_keys.as_deref(),
-                new: new_keys.as_deref(),
-            };
-            let back = super::Write::Back {
-                row: &mut row,
-                write,
-                recorded: &mut recorded,
-                hint,
-            };
-            let written = self.enter(back).await.map(super::Written::settled);
-            match written {
-                Ok(Some(written)) => {
-                    let mut loaded = Loaded::written(value, written);
-                    loaded.unknown = unknown;
-                    loaded.writes = self.record_writes.then(|| recorded.history_in(&mut row));
-                    loaded.index_keys = crate::table::loaded::IndexKeys::known(new_keys);
-                    return Ok(at_written_version(loaded));
-                }
-                // Landed, and overwritten since: the version read stands
-                // in, so a write through it is refused, as it should be.
-                Ok(None) => return Ok(at_written_version(Loaded::written(value, etag))),
-                // A transient failure may come after the store applied the
-                // write, and a 412 may answer a resend of this very write
-                // (a transport sends a write again after a proxy's 503):
-                // the next read settles either by the write's tag.
-                Err(e) if e.is_transient() || matches!(e, Error::PreconditionFailed { .. }) => {
-                    if self.record_writes {
-                        unsettled = Some(recorded);
-                    }
-                    last = Some(e);
-                }
-                Err(e) => return Err(e.into()),
-            }
+        let mut changing = Changing {
+            change,
+            options,
+            failed: None,
+            value: None,
+            unknown: Properties::default(),
+            read: ETag::new(""),
+            pk: pk.clone(),
+            rk: rk.clone(),
+        };
+        // Until the first read: the keys alone.
+        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::Any);
+        let mut lowered = Lowered::new(Entity::new(pk, rk), write);
+        let update = super::Write::Update {
+            lowered: &mut lowered,
+            remake: &mut changing,
+        };
+        let done = self.enter(update).await.map(super::Written::updated);
+        if let Some(failed) = changing.failed.take() {
+            return Err(failed);
         }
-        Err(last
-            .unwrap_or(Error::Transient {
-                message: "the update's deadline passed before its first attempt".into(),
-            })
-            .into())
+        let (value, read) = match done? {
+            Done::Found(stored) => return Ok(load(*stored)?),
+            Done::Stopped => return Err(stopped().into()),
+            Done::Written(written) => match changing.value.take() {
+                Some(value) => (value, written),
+                None => return Err(stopped().into()),
+            },
+        };
+        let Some(written) = read else {
+            // Landed, and overwritten since: the version read stands in,
+            // so a write through it is refused, as it should be.
+            return Ok(at_written_version(Loaded::written(value, changing.read)));
+        };
+        let mut loaded = Loaded::written(value, written);
+        loaded.unknown = changing.unknown;
+        loaded.writes = self.record_writes.then(|| lowered.history());
+        let new_keys = lowered.new_keys.take().map(std::borrow::Cow::into_owned);
+        loaded.index_keys = crate::table::loaded::IndexKeys::known(new_keys);
+        Ok(at_written_version(loaded))
     }
 
     /// The history entry of a write of the row `stored` (none when this
     /// table records no history).
-    fn recorded_on(&self, stored: &crate::entity::Entity) -> Recorded {
+    pub(super) fn recorded_on(&self, stored: &crate::entity::Entity) -> Recorded {
         if !self.record_writes {
             return Recorded::none();
         }
@@ -325,7 +290,7 @@ impl<T: TableEntity> Table<T> {
     /// Waits before attempt number `attempt` of an update that began at
     /// `started`, reported as a retry after `failed`; `false`, without
     /// waiting, when the wait would pass the update's deadline.
-    async fn wait_to_retry(
+    pub(super) async fn wait_to_retry(
         &self,
         options: &UpdateOptions,
         started: Instant,
@@ -354,7 +319,7 @@ impl<T: TableEntity> Table<T> {
         };
         crate::telemetry::retry(self.backend.store_info().system(), reason, attempt, wait);
     }
-    fn not_found(&self, pk: &str, rk: &str) -> Error {
+    pub(super) fn not_found(&self, pk: &str, rk: &str) -> Error {
         Error::EntityNotFound {
             table: self.name.to_string(),
             partition_key: pk.to_owned(),
@@ -381,6 +346,77 @@ fn changed_row<T: TableEntity>(
     let mut row = schema::to_entity(value)?;
     super::unknown::restore(&mut row, unknown);
     Ok(row)
+}
+
+/// An update's change as a write the executor makes again from the row as
+/// read: it keeps the caller's error when the change fails, and the value
+/// of its latest attempt.
+struct Changing<'o, T, E, F> {
+    change: F,
+    options: &'o UpdateOptions,
+    failed: Option<E>,
+    value: Option<T>,
+    /// The properties of the row read that `T` does not know, written back.
+    unknown: Properties,
+    /// The ETag of the version read.
+    read: ETag,
+    /// The keys, which the change may not move.
+    pk: String,
+    rk: String,
+}
+
+impl<T, E, F, Fut> Remake<T> for Changing<'_, T, E, F>
+where
+    T: TableEntity + Send,
+    E: Send,
+    F: FnMut(T) -> Fut + Send,
+    Fut: Future<Output = Result<T, E>> + Send,
+{
+    fn options(&self) -> &UpdateOptions {
+        self.options
+    }
+
+    fn lower_over<'s>(
+        &'s mut self,
+        table: &'s Table<T>,
+        stored: Entity,
+    ) -> BoxFuture<'s, Result<Option<Lowered<'static>>>> {
+        Box::pin(async move {
+            let recorded = table.recorded_on(&stored);
+            let etag = stored.etag.clone().unwrap_or_else(|| ETag::new(""));
+            let mut read: Loaded<T> = load(stored)?;
+            let old_keys = read.index_keys().map(|keys| keys.to_vec());
+            let unknown = std::mem::take(&mut read.unknown);
+            let value = match (self.change)(Loaded::into_inner(read)).await {
+                Ok(value) => value,
+                Err(e) => {
+                    self.failed = Some(e);
+                    return Ok(None);
+                }
+            };
+            let (pk, rk) = (self.pk.as_str(), self.rk.as_str());
+            let row = changed_row(&value, pk, rk, &unknown)?;
+            let new_keys = super::new_index_keys(&value, rk);
+            let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
+            self.value = Some(value);
+            self.unknown = unknown;
+            self.read = etag;
+            Ok(Some(Lowered {
+                recorded: Some(recorded),
+                old_keys: old_keys.map(Cow::Owned),
+                new_keys: new_keys.map(Cow::Owned),
+                ..Lowered::new(row, write)
+            }))
+        })
+    }
+}
+
+/// The error of an update whose change stopped it without an error of its
+/// own (which the executor never reports: the caller's error is kept).
+fn stopped() -> Error {
+    Error::Transient {
+        message: "the update's change stopped it".into(),
+    }
 }
 
 /// `loaded`, as of the schema version this program writes.
