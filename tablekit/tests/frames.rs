@@ -96,8 +96,8 @@ fn tablekit_frames(trace: &str) -> Vec<String> {
 #[tokio::test]
 async fn an_insert_walks_a_short_way_to_the_store() {
     // `insert`, its observed call, `apply` (the write lowered to its row),
-    // `execute` (the one loop of single-entity writes), `write_planned`,
-    // the transaction runner's `run` and `send`, and `exec`'s send.
+    // `execute` (the one loop of single-entity writes), `send_row`,
+    // `write_planned`, the transaction runner's `run`, and `exec`'s send.
     const BUDGET: usize = 8;
     let backend = Arc::new(Tracing {
         inner: MemBackend::new(),

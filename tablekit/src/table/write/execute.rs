@@ -310,7 +310,7 @@ impl<T: TableEntity> Table<T> {
             let flow = match step {
                 Step::Send => {
                     let lowered = &*run.lowered;
-                    let sent = self.write_lent(&lowered.row, lowered.write.clone(), lowered.hint());
+                    let sent = self.send_row(&lowered.row, lowered.write.clone(), lowered.hint());
                     match sent.await {
                         Ok(etag) => return Ok(Done::Written(Some(etag))),
                         Err(error) => run.after_send(error, self.record_writes),

@@ -4,10 +4,7 @@
 //! descriptor part provides ([`ExternalValues`](crate::schema::ExternalValues):
 //! blob offload).
 
-use std::future::Future;
 use std::sync::Arc;
-
-use futures::future::Either;
 
 use super::Table;
 use crate::backend::{BatchOperation, UpdateMode};
@@ -130,19 +127,54 @@ impl<T: TableEntity> Table<T> {
         })
     }
 
-    /// Writes one entity's row, offloading blob fields first and removing the
-    /// blobs the overwritten row referenced after (see [`offload`]).
-    pub(in crate::table) async fn write_row(
+    /// Sends `row` as `write` says: through the blob protocol when the type
+    /// keeps values outside its rows, else as one request, or as a planned
+    /// transaction when the type needs rows beside its own (parts, index
+    /// rows, outbox records, a change feed). The row is the caller's, kept
+    /// to send again or to settle a lost answer with: borrowed, not copied,
+    /// unless the blob protocol must rewrite it.
+    pub(in crate::table) async fn send_row(
         &self,
-        entity: crate::entity::Entity,
+        row: &crate::entity::Entity,
+        write: RowWrite,
+        hint: IndexHint<'_>,
+    ) -> Result<ETag> {
+        if let Some(external) = T::DESCRIPTOR.external_values() {
+            // Boxed: the blob protocol's future is large, and a write
+            // without blobs should not carry its room.
+            return Box::pin(self.write_offloaded(external, row.clone(), write, hint)).await;
+        }
+        crate::telemetry::current_keys(&row.partition_key, &row.row_key);
+        Self::refuse_unwritable()?;
+        let needs = T::DESCRIPTOR.write_needs();
+        if needs.planned || needs.follow_up {
+            return self.write_planned(row, write, hint).await;
+        }
+        use crate::backend::EntityWrite;
+        let write = match &write {
+            RowWrite::Insert => EntityWrite::Insert(row),
+            RowWrite::Update(mode, if_match) => EntityWrite::Update(row, *mode, if_match),
+            RowWrite::Upsert(mode) => EntityWrite::Upsert(row, *mode),
+            RowWrite::Delete(if_match) => {
+                EntityWrite::Delete(&row.partition_key, &row.row_key, if_match)
+            }
+        };
+        crate::exec::write_one(&*self.backend, &self.name, write).await
+    }
+
+    /// Writes a row of a type that keeps values outside its rows: the new
+    /// values go out first; the row is then planned from the row as
+    /// stored, whose ETag guards the write (a lost race plans again), and
+    /// the values that row referred to are discarded once it commits (see
+    /// `plan`).
+    async fn write_offloaded(
+        &self,
+        external: &dyn crate::schema::ExternalValues,
+        mut row: crate::entity::Entity,
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
         Self::refuse_unwritable()?;
-        let Some(external) = T::DESCRIPTOR.external_values() else {
-            return self.write_stored(&entity, write, hint).await;
-        };
-        let mut row = entity;
         // Out once: the values are new and unreferenced until a row names them.
         let written = match write {
             RowWrite::Delete(_) => Vec::new(),
@@ -153,14 +185,13 @@ impl<T: TableEntity> Table<T> {
                     .await?
             }
         };
-        // Planned from the row as stored, whose ETag guards the write (a
-        // lost race plans again), and whose values the write replaces are
-        // discarded once it commits (see `plan`).
+        crate::telemetry::current_keys(&row.partition_key, &row.row_key);
+        // The index rows of the version replaced are read with it.
         let hint = IndexHint {
             old: None,
             new: hint.new,
         };
-        let result = self.write_stored(&row, write, hint).await;
+        let result = self.write_planned(&row, write, hint).await;
         match &result {
             // A refused write leaves its new values unreferenced: discard
             // them. After a lost response the row may have been written all
@@ -177,27 +208,6 @@ impl<T: TableEntity> Table<T> {
         result
     }
 
-    /// [`write_row`](Table::write_row) of a row the caller keeps (to send
-    /// again, or to settle a lost answer with): lent, not copied, unless the
-    /// blob protocol must rewrite it.
-    ///
-    /// Not an `async fn`: it returns the future it picks, so that a write's
-    /// future does not nest (and copy) one more level.
-    pub(in crate::table) fn write_lent<'a>(
-        &'a self,
-        entity: &'a crate::entity::Entity,
-        write: RowWrite,
-        hint: IndexHint<'a>,
-    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        if T::DESCRIPTOR.external_values().is_none() {
-            Either::Left(self.write_stored(entity, write, hint))
-        } else {
-            // Boxed: the blob protocol's future is large, and a write
-            // without blobs should not carry its room.
-            Either::Right(Box::pin(self.write_row(entity.clone(), write, hint)))
-        }
-    }
-
     /// The blob store, when the row has a value to offload (a table without a
     /// store can still write small values of `offload` fields).
     pub(crate) fn blob_target_for(&self, row: &crate::entity::Entity) -> Result<&BlobTarget> {
@@ -211,47 +221,5 @@ impl<T: TableEntity> Table<T> {
             }
             None => Ok(NO_BLOBS.get_or_init(|| BlobTarget::new(Arc::new(NoBlobStore), "none"))),
         }
-    }
-
-    /// Writes the row as given (for a wide entity: its parts, in one transaction).
-    ///
-    /// Not an `async fn`, for the reason [`write_lent`](Table::write_lent) gives.
-    pub(in crate::table) fn write_stored<'a>(
-        &'a self,
-        entity: &'a crate::entity::Entity,
-        write: RowWrite,
-        hint: IndexHint<'a>,
-    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        crate::telemetry::current_keys(&entity.partition_key, &entity.row_key);
-        self.write_stored_unspanned(entity, write, hint)
-    }
-
-    /// Not an `async fn`: a write with index rows or parts goes straight
-    /// to the planned transaction's future, one level less deep.
-    fn write_stored_unspanned<'a>(
-        &'a self,
-        entity: &'a crate::entity::Entity,
-        write: RowWrite,
-        hint: IndexHint<'a>,
-    ) -> impl Future<Output = Result<ETag>> + Send + 'a {
-        if let Err(e) = Self::refuse_unwritable() {
-            return Either::Left(Either::Left(std::future::ready(Err(e))));
-        }
-        let needs = T::DESCRIPTOR.write_needs();
-        if needs.planned || needs.follow_up || needs.blobs {
-            return Either::Right(self.write_planned(entity, write, hint));
-        }
-        Either::Left(Either::Right(async move {
-            use crate::backend::EntityWrite;
-            let write = match &write {
-                RowWrite::Insert => EntityWrite::Insert(entity),
-                RowWrite::Update(mode, if_match) => EntityWrite::Update(entity, *mode, if_match),
-                RowWrite::Upsert(mode) => EntityWrite::Upsert(entity, *mode),
-                RowWrite::Delete(if_match) => {
-                    EntityWrite::Delete(&entity.partition_key, &entity.row_key, if_match)
-                }
-            };
-            crate::exec::write_one(&*self.backend, &self.name, write).await
-        }))
     }
 }

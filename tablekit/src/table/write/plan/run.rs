@@ -45,8 +45,7 @@ pub(in crate::table) async fn run(
     let room: usize = writes.iter().map(|w| w.room()).sum::<usize>() + feed_room;
     let pk = writes[0].keys().0;
     let mut last = None;
-    let mut attempts = 0;
-    while attempts < RACE_ATTEMPTS {
+    for _ in 0..RACE_ATTEMPTS {
         let mut planned = Planned::with_capacity(room);
         // Whether each write may try again after a lost race.
         let retry = plan_all(backend, table, writes, learned, at, &mut planned).await?;
@@ -60,67 +59,142 @@ pub(in crate::table) async fn run(
         if operations.len() + feed_room > MAX_BATCH_OPERATIONS {
             return Err(too_many_operations(operations.len() + feed_room));
         }
-        let (operations, answer) =
-            send(backend, table, pk, feed.as_mut(), operations, &notes).await;
-        let (at, source) = match answer {
-            Answer::Committed(etags) => {
-                *discard = replaced;
-                return Ok(write_etags(etags, &owners, writes.len()));
+        let (operations, answer) = match feed.as_mut() {
+            // Sent by itself, straight to the store.
+            None => {
+                let sent = send_operations(backend.as_ref(), table, &operations).await;
+                (operations, Answer::of(sent))
             }
-            Answer::Refused(at, source) => (at, source),
-            Answer::Error(e) => return Err(e),
-            Answer::Open(error) => {
-                let open = Open {
-                    feed: feed.as_ref(),
+            Some(feed) => send_in_lane(backend, table, pk, feed, operations, &notes).await,
+        };
+        let answer = match answer {
+            Answer::Committed(etags) => Again::Committed(write_etags(etags, &owners, writes.len())),
+            answer => {
+                let sent = Sent {
+                    backend,
+                    table,
+                    pk,
+                    writes,
                     operations: &operations,
                     owners: &owners,
-                    writes: writes.len(),
                 };
-                if let Some(etags) = open.settle(backend, table, pk, error).await? {
-                    *discard = replaced;
-                    return Ok(etags);
-                }
-                // Not sent, or not committed: the turn that held it
-                // stopped. Planned and sent again.
-                attempts += 1;
-                last = Some(Error::Transient {
-                    message: "the transaction's group stopped before it was sent".into(),
-                });
-                continue;
+                Box::pin(sent.answered(answer, feed.as_ref(), &retry, learned)).await?
             }
         };
-        match failed(
-            table,
-            writes,
-            &operations,
-            &owners,
-            &retry,
-            learned,
-            at,
-            source,
-        ) {
-            Next::Fail(e) => return Err(e),
-            Next::Retry(e) => {
-                attempts += 1;
-                last = Some(e);
+        match answer {
+            Again::Committed(etags) => {
+                *discard = replaced;
+                return Ok(etags);
             }
-            Next::Claim { w, index, key } => {
-                attempts += 1;
-                if let Some(etag) = writes[w]
-                    .claim(backend, table, index, &key)
-                    .await
-                    .map_err(|e| e.in_batch(w))?
-                {
-                    learned[w].take_over.retain(|(k, _)| *k != key);
-                    learned[w].take_over.push((key, etag));
-                }
-                last = Some(precondition(table, writes[w], w));
-            }
+            Again::Retry(e) => last = Some(e),
         }
     }
     Err(last.unwrap_or(Error::Transient {
         message: "the transaction made no attempt".into(),
     }))
+}
+
+/// What follows an answer of the store.
+enum Again {
+    /// The transaction committed: each write's ETag.
+    Committed(Vec<Option<ETag>>),
+    /// Planned and sent again; this error if it runs out of attempts.
+    Retry(Error),
+}
+
+/// A transaction as sent, and what it was sent for.
+struct Sent<'a> {
+    backend: &'a Arc<dyn TableBackend>,
+    table: &'a str,
+    pk: &'a str,
+    writes: &'a [&'a (dyn Pending + 'a)],
+    operations: &'a [BatchOperation],
+    owners: &'a [(usize, Role)],
+}
+
+impl Sent<'_> {
+    /// What follows `answer`, any but a commit: a refusal decided by the
+    /// failed operation's role (learning about the write's index rows on
+    /// the way), an open fate settled.
+    async fn answered(
+        &self,
+        answer: Answer,
+        feed: Option<&Feed<'_>>,
+        retry: &Retry,
+        learned: &mut [Learned],
+    ) -> Result<Again> {
+        let (at, source) = match answer {
+            Answer::Committed(etags) => {
+                let etags = write_etags(etags, self.owners, self.writes.len());
+                return Ok(Again::Committed(etags));
+            }
+            Answer::Refused(at, source) => (at, source),
+            Answer::Error(e) => return Err(e),
+            Answer::Open(error) => {
+                if let Some(etags) = self.settle(feed, error).await? {
+                    return Ok(Again::Committed(etags));
+                }
+                // Not sent, or not committed: the turn that held it
+                // stopped. Planned and sent again.
+                return Ok(Again::Retry(Error::Transient {
+                    message: "the transaction's group stopped before it was sent".into(),
+                }));
+            }
+        };
+        let (table, writes) = (self.table, self.writes);
+        let next = failed(
+            table,
+            writes,
+            self.operations,
+            self.owners,
+            retry,
+            learned,
+            at,
+            source,
+        );
+        match next {
+            Next::Fail(e) => Err(e),
+            Next::Retry(e) => Ok(Again::Retry(e)),
+            Next::Claim { w, index, key } => {
+                let claimed = writes[w].claim(self.backend, table, index, &key).await;
+                if let Some(etag) = claimed.map_err(|e| e.in_batch(w))? {
+                    learned[w].take_over.retain(|(k, _)| *k != key);
+                    learned[w].take_over.push((key, etag));
+                }
+                Ok(Again::Retry(precondition(table, writes[w], w)))
+            }
+        }
+    }
+
+    /// Each write's ETag when the transaction committed (a resend refused,
+    /// an answer lost, or a turn stopped, after it committed: it is not
+    /// planned, and its changes recorded, again); else `error`, or `None`
+    /// when it may be sent again.
+    async fn settle(
+        &self,
+        feed: Option<&Feed<'_>>,
+        error: Option<Error>,
+    ) -> Result<Option<Vec<Option<ETag>>>> {
+        let (backend, table, pk) = (self.backend, self.table, self.pk);
+        let committed = match feed {
+            Some(feed) => feed.committed_already(backend, table, pk).await?,
+            None => false,
+        };
+        if committed {
+            tracing::debug!(
+                table,
+                pk,
+                "a transaction with changes committed before its answer"
+            );
+            let writes = self.writes.len();
+            let etags = read_etags(backend, table, self.operations, self.owners, writes);
+            return etags.await.map(Some);
+        }
+        match error {
+            Some(e) => Err(e),
+            None => Ok(None),
+        }
+    }
 }
 
 /// How the store answered a transaction.
@@ -135,24 +209,27 @@ enum Answer {
     Open(Option<Error>),
 }
 
-/// Sends `operations`: by themselves, or with the changes of `feed` in
-/// their partition's lane. Returns them, as sent, with the answer.
-async fn send(
-    backend: &Arc<dyn TableBackend>,
-    table: &str,
-    pk: &str,
-    feed: Option<&mut Feed<'_>>,
-    operations: Vec<BatchOperation>,
-    notes: &FeedNotes,
-) -> (Vec<BatchOperation>, Answer) {
-    let Some(feed) = feed else {
-        let answer = match send_operations(backend.as_ref(), table, &operations).await {
+impl Answer {
+    /// The answer to a transaction sent by itself.
+    fn of(sent: Result<Vec<Option<ETag>>>) -> Answer {
+        match sent {
             Ok(etags) => Answer::Committed(etags),
             Err(Error::BatchFailed { index, source }) => Answer::Refused(index, *source),
             Err(e) => Answer::Error(e),
-        };
-        return (operations, answer);
-    };
+        }
+    }
+}
+
+/// Sends `operations` with the changes of `feed` in their partition's
+/// lane. Returns them, as sent, with the answer.
+async fn send_in_lane(
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    pk: &str,
+    feed: &mut Feed<'_>,
+    operations: Vec<BatchOperation>,
+    notes: &FeedNotes,
+) -> (Vec<BatchOperation>, Answer) {
     let entry = feed.entry(pk, operations, notes);
     let sent = lane::send(backend, table, pk, entry).await;
     feed.first = sent.first;
@@ -164,46 +241,6 @@ async fn send(
         Outcome::Unsettled(e) => Answer::Open(e),
     };
     (sent.entry.into_operations(), answer)
-}
-
-/// A transaction whose fate is open after its answer.
-struct Open<'a> {
-    feed: Option<&'a Feed<'a>>,
-    operations: &'a [BatchOperation],
-    owners: &'a [(usize, Role)],
-    writes: usize,
-}
-
-impl Open<'_> {
-    /// Each write's ETag when it committed (a resend refused, an answer
-    /// lost, or a turn stopped, after it committed: it is not planned,
-    /// and its changes recorded, again); else `error`, or `None` when it
-    /// may be sent again.
-    async fn settle(
-        &self,
-        backend: &Arc<dyn TableBackend>,
-        table: &str,
-        pk: &str,
-        error: Option<Error>,
-    ) -> Result<Option<Vec<Option<ETag>>>> {
-        let committed = match self.feed {
-            Some(feed) => feed.committed_already(backend, table, pk).await?,
-            None => false,
-        };
-        if committed {
-            tracing::debug!(
-                table,
-                pk,
-                "a transaction with changes committed before its answer"
-            );
-            let etags = read_etags(backend, table, self.operations, self.owners, self.writes);
-            return etags.await.map(Some);
-        }
-        match error {
-            Some(e) => Err(e),
-            None => Ok(None),
-        }
-    }
 }
 
 /// Each write's ETag, read back from its row, after a transaction found
