@@ -65,7 +65,11 @@ pub(in crate::table) async fn run(
                 let sent = send_operations(backend.as_ref(), table, &operations).await;
                 (operations, Answer::of(sent))
             }
-            Some(feed) => send_in_lane(backend, table, pk, feed, operations, &notes).await,
+            // Boxed: the lane's future is large, and a transaction without
+            // a feed should not carry its room.
+            Some(feed) => {
+                Box::pin(send_in_lane(backend, table, pk, feed, operations, &notes)).await
+            }
         };
         let answer = match answer {
             Answer::Committed(etags) => Again::Committed(write_etags(etags, &owners, writes.len())),
