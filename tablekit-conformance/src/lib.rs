@@ -114,7 +114,7 @@ macro_rules! __with_table_tests {
             filter_values_cannot_inject
             filter_names_cannot_inject
             random_filters_agree_with_the_evaluator
-            lent_rows_are_the_entities
+            borrowed_rows_are_the_entities
             batches_apply_all_operations
             batches_are_atomic
             batch_rules_are_enforced

@@ -505,12 +505,12 @@ fn seen_of(
     )
 }
 
-/// The pages of `query`, read as entities and lent row by row
-/// ([`TableBackend::read_rows`]) where the backend lends them: the same
+/// The pages of `query`, read as entities and passed row by row
+/// ([`TableBackend::read_rows`]) where the backend passes them by reference: the same
 /// rows, each as the entities give it, and the same continuation tokens.
-/// A query the backend does not lend is refused as such, lending nothing.
-pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
-    let table = fresh_table(backend, "lent").await;
+/// A query the backend does not pass by reference is refused as such, passing nothing.
+pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
+    let table = fresh_table(backend, "borrowed").await;
     let entities = rows_of_every_type();
     load(backend, &table, entities).await;
     let queries = [
@@ -525,26 +525,26 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
         Query::new().filter(prop("n").lt(20)),
         Query::new().select(["n"]),
     ];
-    let mut lent_queries = 0;
+    let mut by_reference_queries = 0;
     for query in queries {
         let mut query = query;
         if !backend.reads_rows(&query) {
-            let mut lent = 0;
+            let mut passed = 0;
             let refused = backend
                 .read_rows(&table, &query, &mut |_| {
-                    lent += 1;
+                    passed += 1;
                     Ok(())
                 })
                 .await;
             assert!(
                 matches!(refused, Err(Error::NotSupported { .. })),
-                "a query not lent is refused: {refused:?}"
+                "a query not passed by reference is refused: {refused:?}"
             );
-            assert_eq!(lent, 0, "and nothing is lent");
+            assert_eq!(passed, 0, "and nothing is passed");
             continue;
         }
-        lent_queries += 1;
-        let (mut as_entities, mut as_lent) = (Vec::new(), Vec::new());
+        by_reference_queries += 1;
+        let (mut as_entities, mut as_borrowed) = (Vec::new(), Vec::new());
         let mut pages = 0;
         loop {
             let page = backend.query_entities(&table, &query).await.expect("page");
@@ -558,7 +558,7 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
                     &e.properties,
                 )
             }));
-            let mut read = |row: tablekit::LentRow<'_>| {
+            let mut read = |row: tablekit::RowRef<'_>| {
                 let seen = seen_of(
                     row.partition_key,
                     row.row_key,
@@ -566,20 +566,20 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
                     Some(row.timestamp),
                     row.properties,
                 );
-                as_lent.push(seen);
+                as_borrowed.push(seen);
                 Ok(())
             };
             let next = backend
                 .read_rows(&table, &query, &mut read)
                 .await
-                .expect("lent page");
+                .expect("borrowed page");
             let expected = page.continuation.as_ref().map(ToString::to_string);
             assert_eq!(
                 next.as_ref().map(ToString::to_string),
                 expected,
                 "the same continuation"
             );
-            assert_eq!(as_lent, as_entities, "page {pages} of {query:?}");
+            assert_eq!(as_borrowed, as_entities, "page {pages} of {query:?}");
             pages += 1;
             match page.continuation {
                 Some(token) => query.continuation = Some(token),
@@ -589,7 +589,10 @@ pub async fn lent_rows_are_the_entities(backend: &dyn TableBackend) {
         assert!(!as_entities.is_empty(), "{query:?} reads rows");
     }
     if backend.reads_rows(&Query::new()) {
-        assert!(lent_queries >= 4, "every key range is lent");
+        assert!(
+            by_reference_queries >= 4,
+            "every key range is passed by reference"
+        );
     }
     backend.delete_table(&table).await.expect("delete table");
 }

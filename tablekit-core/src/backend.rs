@@ -201,14 +201,14 @@ pub struct QueryPage {
     pub undecodable: Vec<UndecodableRow>,
 }
 
-/// A row as a store holds it, lent to the reader given to
+/// A row as a store holds it, borrowed by the reader given to
 /// [`TableBackend::read_rows`]: its keys, its version and its properties,
 /// without an [`Entity`] made of them. The typed reads take each value they
-/// read out of [`properties`](LentRow::properties), so a row's values are
+/// read out of [`properties`](RowRef::properties), so a row's values are
 /// moved, not copied, from the store's decoding into the typed value.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct LentRow<'r> {
+pub struct RowRef<'r> {
     /// The PartitionKey.
     pub partition_key: &'r str,
     /// The RowKey.
@@ -222,7 +222,7 @@ pub struct LentRow<'r> {
     pub properties: &'r mut crate::entity::Properties,
 }
 
-impl<'r> LentRow<'r> {
+impl<'r> RowRef<'r> {
     /// A row of these keys, version and properties.
     pub fn new(
         partition_key: &'r str,
@@ -230,8 +230,8 @@ impl<'r> LentRow<'r> {
         etag: &'r ETag,
         timestamp: DateTime,
         properties: &'r mut crate::entity::Properties,
-    ) -> LentRow<'r> {
-        LentRow {
+    ) -> RowRef<'r> {
+        RowRef {
             partition_key,
             row_key,
             etag,
@@ -241,9 +241,9 @@ impl<'r> LentRow<'r> {
     }
 }
 
-/// The reader [`TableBackend::read_rows`] lends each row to: an error it
+/// The reader [`TableBackend::read_rows`] passes each row to, by reference: an error it
 /// returns ends the page, and is what the read returns.
-pub type RowVisitor<'a> = dyn FnMut(LentRow<'_>) -> Result<()> + Send + 'a;
+pub type RowVisitor<'a> = dyn FnMut(RowRef<'_>) -> Result<()> + Send + 'a;
 
 impl QueryPage {
     /// A page of `entities`, every row readable.
@@ -561,20 +561,20 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     }
 
     /// Reads one page of a query as [`query_entities`](TableBackend::query_entities)
-    /// does, lending each row to `read` as the store holds it
-    /// ([`LentRow`]) instead of returning entities; gives the page's
+    /// does, passing each row to `read` by reference, as the store holds it
+    /// ([`RowRef`]) instead of returning entities; gives the page's
     /// continuation token. The typed reads use it, where
     /// [`reads_rows`](TableBackend::reads_rows) says so, to build their
     /// values without an [`Entity`] in between.
     ///
-    /// `read` is lent the rows `query_entities` would give, in key order,
+    /// `read` is given the rows `query_entities` would give, in key order,
     /// each as it would give it. An error of `read` ends the page and is
     /// returned as is; a panic of `read` is `read`'s own, and leaves the
     /// backend as it was.
     ///
     /// A query [`reads_rows`](TableBackend::reads_rows) does not accept is
     /// refused with [`Error::NotSupported`](crate::Error::NotSupported),
-    /// nothing lent; the default, for a backend that never reads rows so,
+    /// nothing read; the default, for a backend that never reads rows so,
     /// refuses every query.
     async fn read_rows(
         &self,

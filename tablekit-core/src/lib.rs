@@ -52,9 +52,9 @@ pub mod validate;
 pub mod value;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, EntityWrite, GetOptions, LentRow, ListTablesOptions, Query,
-    QueryOrder, QueryPage, RowVisitor, TableBackend, TableBackendExt, TablePage, UndecodableRow,
-    UpdateMode,
+    BatchOperation, ContinuationToken, EntityWrite, GetOptions, ListTablesOptions, Query,
+    QueryOrder, QueryPage, RowRef, RowVisitor, TableBackend, TableBackendExt, TablePage,
+    UndecodableRow, UpdateMode,
 };
 pub use blob::{
     Blob, BlobPage, BlobProperties, BlobStore, BlobStoreExt, BlobTarget, ListBlobsOptions,

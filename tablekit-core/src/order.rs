@@ -46,11 +46,11 @@ pub async fn between_pages() {
     tokio::task::yield_now().await;
 }
 
-/// `query` as a backend that lends its rows in key order
+/// `query` as a backend that passes its rows by reference in key order
 /// ([`TableBackend::read_rows`]) reads it, and whether it resumes from an
 /// earlier page; `None` when the backend does not read it so.
 pub fn rows_query<B: TableBackend + ?Sized>(backend: &B, query: &Query) -> Option<(Query, bool)> {
-    // A backend that lends nothing answers before the query is copied.
+    // A backend that passes no rows by reference answers before the query is copied.
     if backend.query_order() != QueryOrder::Keys
         || query.select.is_some()
         || !backend.reads_rows(query)

@@ -22,7 +22,7 @@ use tablekit_core::backend::sorted::{
     KeyRange, decode_key, decode_value, encode_key, encode_value, encoded_value_len, put_varint,
     take_bytes, take_varint, varint_len,
 };
-use tablekit_core::{DateTime, ETag, Entity, LentRow, Properties, PropertyName};
+use tablekit_core::{DateTime, ETag, Entity, Properties, PropertyName, RowRef};
 
 use crate::names::NameOf;
 #[cfg(test)]
@@ -225,7 +225,7 @@ fn key_text(stored: &[u8]) -> Option<Cow<'_, str>> {
 /// Reads the rows of a range, sharing what consecutive rows have in
 /// common: a PartitionKey decoded once for the rows of one partition, one
 /// ETag for the rows written by one transaction, and the room of the
-/// properties lent rows are read into.
+/// properties borrowed rows are read into.
 #[derive(Default)]
 pub(crate) struct RowReader {
     partition: Option<(Vec<u8>, String)>,
@@ -274,12 +274,12 @@ impl RowReader {
     /// Lends the row stored under engine key `key` as `row` to `f`, all its
     /// properties read into this reader's room; `None` if the bytes are not
     /// a row.
-    pub(crate) fn lend<R>(
+    pub(crate) fn with_row<R>(
         &mut self,
         key: &[u8],
         row: &[u8],
         names: &impl NameOf,
-        f: impl FnOnce(LentRow<'_>) -> R,
+        f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Option<R> {
         let (pk, rk) = split_key(key)?;
         let row_key = key_text(rk)?;
@@ -289,7 +289,7 @@ impl RowReader {
         read_properties(row, None, names, &mut self.properties)?;
         let partition_key = shared_partition(&mut self.partition, pk)?;
         let etag = shared_etag(&mut self.etag, ticks, written);
-        Some(f(LentRow::new(
+        Some(f(RowRef::new(
             partition_key,
             &row_key,
             etag,

@@ -461,7 +461,7 @@ impl tablekit_core::layer::RawTables for LocalStorage {
     }
 
     fn reads_rows(&self, query: &Query) -> bool {
-        // Rows are lent with every property, and a filter is evaluated on
+        // Rows are passed with every property, and a filter is evaluated on
         // an entity: only a query of keys alone is read so.
         query.select.is_none()
             && query
@@ -489,7 +489,7 @@ impl tablekit_core::layer::RawTables for LocalStorage {
             self.guarded(|| {
                 let mut reader = RowReader::default();
                 self.page_rows(table, query, |key, row, names| {
-                    let read = reader.lend(key, row, names, |row| {
+                    let read = reader.with_row(key, row, names, |row| {
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             crate::panics::outside(|| read(row))
                         }))

@@ -73,20 +73,23 @@ async fn names_past_the_store_s_table_of_names_read_back_as_written() {
         }
         assert!(same_properties(got, &expected), "row {n}: {got:?}");
     }
-    // Lent to a typed reader (`read_rows`), each row holds the same.
-    let mut lent = 0;
-    let mut read = |row: tablekit::LentRow<'_>| {
+    // Passed to a typed reader (`read_rows`), each row holds the same.
+    let mut passed = 0;
+    let mut read = |row: tablekit::RowRef<'_>| {
         let got = Entity {
             properties: row.properties.clone(),
             ..Entity::new(row.partition_key, row.row_key)
         };
-        assert!(same_properties(&got, &rows[lent]), "row {lent}: {got:?}");
-        lent += 1;
+        assert!(
+            same_properties(&got, &rows[passed]),
+            "row {passed}: {got:?}"
+        );
+        passed += 1;
         Ok(())
     };
     let next = store.read_rows("Wide", &Query::new(), &mut read).await;
     assert!(matches!(next, Ok(None)), "{next:?}");
-    assert_eq!(lent, ROWS);
+    assert_eq!(passed, ROWS);
     // A selection of names with numbers and without.
     let select = Query::new().select(["Shared", "N79x239"]);
     let rows = store.query_all("Wide", select).await.unwrap();

@@ -308,9 +308,9 @@ pub mod table;
 pub mod upkeep;
 
 pub use backend::{
-    BatchOperation, ContinuationToken, EntityWrite, GetOptions, LentRow, ListTablesOptions, Query,
-    QueryOrder, QueryPage, RowVisitor, TableBackend, TableBackendExt, TablePage, UndecodableRow,
-    UpdateMode,
+    BatchOperation, ContinuationToken, EntityWrite, GetOptions, ListTablesOptions, Query,
+    QueryOrder, QueryPage, RowRef, RowVisitor, TableBackend, TableBackendExt, TablePage,
+    UndecodableRow, UpdateMode,
 };
 pub use blob::{
     Blob, BlobPage, BlobProperties, BlobStore, BlobStoreExt, BlobTarget, ListBlobsOptions,

@@ -192,9 +192,9 @@ macro_rules! served_impl {
             .await
     };
     (@run read_rows; $raw:ident; $door:ident; $inner:expr; $call:ident; $table:ident, $query:ident, $read:ident) => {{
-        let lent = std::sync::atomic::AtomicUsize::new(0);
-        let mut counted = |row: $crate::backend::LentRow<'_>| {
-            lent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let passed = std::sync::atomic::AtomicUsize::new(0);
+        let mut counted = |row: $crate::backend::RowRef<'_>| {
+            passed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             $read(row)
         };
         $call
@@ -203,7 +203,7 @@ macro_rules! served_impl {
                     $door::read_rows($table, $query, &mut counted)?;
                     $raw::read_rows($inner, $table, $query, &mut counted).await
                 },
-                |_| Some(lent.load(std::sync::atomic::Ordering::Relaxed)),
+                |_| Some(passed.load(std::sync::atomic::Ordering::Relaxed)),
             )
             .await
     }};

@@ -50,7 +50,7 @@ pub trait PropertyValue: Sized {
 
     /// Writes the value into `sink` as the property `name` (nothing when
     /// [`to_value`](PropertyValue::to_value) gives `None`). Types that hold
-    /// text or bytes lend them instead of copying.
+    /// text or bytes borrow them instead of copying.
     fn write_to<S: PropertySink + ?Sized>(
         &self,
         name: PropertyName,

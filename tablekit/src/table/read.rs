@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::loaded::IndexKeys;
 use super::{Loaded, Table, has_index_rows, new_index_keys, operation, unknown, written_version};
-use crate::backend::{ContinuationToken, LentRow, RowVisitor, TableBackend};
+use crate::backend::{ContinuationToken, RowRef, RowVisitor, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Properties};
 use crate::error::{Error, Result};
@@ -77,7 +77,7 @@ pub(crate) fn owned_query_stream(
 }
 
 /// Every row of a query read as `P`, each page fetched as one operation
-/// `op`: lent by the backend and read where it lies, when the backend lends
+/// `op`: borrowed from the backend and read where it lies, when the backend passes
 /// the query ([`TableBackend::read_rows`]), else read from its entities.
 pub(crate) fn typed_query_stream<P: TableEntity>(
     backend: Arc<dyn TableBackend>,
@@ -99,14 +99,14 @@ pub(crate) fn typed_query_stream<P: TableEntity>(
                 return Ok::<_, Error>(None);
             }
             let mut rows = Vec::new();
-            let mut read = |row: LentRow<'_>| {
+            let mut read = |row: RowRef<'_>| {
                 rows.push(load_stored::<P>(row));
                 Ok(())
             };
             let next = match read_rows_page(&*backend, &name, &query, op, kind, &mut read).await {
                 Some(next) => next?,
                 None => {
-                    // Not lent after all (the backend decides per page):
+                    // Not passed by reference after all (the backend decides per page):
                     // this page is read from its entities.
                     let mut page = read_page(&*backend, &name, query.clone(), op, kind).await?;
                     let next = page.continuation.take();
@@ -125,7 +125,7 @@ pub(crate) fn typed_query_stream<P: TableEntity>(
     pages.try_flatten().boxed()
 }
 
-/// One page of `query` lent row by row to `read` (see
+/// One page of `query` passed row by row to `read` (see
 /// [`TableBackend::read_rows`]), fetched as one operation `op`
 /// ([`operation`]): its continuation token. `None`, having read nothing,
 /// when the backend does not read this query so.
@@ -139,7 +139,7 @@ pub(crate) async fn read_rows_page(
 ) -> Option<Result<Option<ContinuationToken>>> {
     let (query, resuming) = crate::order::rows_query(backend, query)?;
     let rows = std::sync::atomic::AtomicUsize::new(0);
-    let mut counted = |row: LentRow<'_>| {
+    let mut counted = |row: RowRef<'_>| {
         rows.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         read(row)
     };
@@ -191,9 +191,9 @@ pub(crate) fn load<T: TableEntity>(mut entity: crate::entity::Entity) -> Result<
     )
 }
 
-/// Reads a row a backend lends ([`TableBackend::read_rows`]) as a loaded
+/// Reads a row a backend passes by reference ([`TableBackend::read_rows`]) as a loaded
 /// value, moving its values into the result.
-pub(crate) fn load_stored<T: TableEntity>(row: LentRow<'_>) -> Result<Loaded<T>> {
+pub(crate) fn load_stored<T: TableEntity>(row: RowRef<'_>) -> Result<Loaded<T>> {
     load_parts(
         row.partition_key,
         row.row_key,

@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
 use super::read::{load_stored, read_rows_page};
 use super::{Loaded, Table, load};
-use crate::backend::{ContinuationToken, LentRow, Query};
+use crate::backend::{ContinuationToken, Query, RowRef};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
@@ -620,18 +620,18 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let name = self.table.name();
         let table = self.table.of::<P>();
         let external = P::DESCRIPTOR.external_values().is_some();
-        // Whether the backend lends this query's rows, asked once: the
-        // pages of a backend that lends none are read as entities at once.
-        let lends = !external && crate::order::rows_query(backend, &query).is_some();
+        // Whether the backend passes this query's rows by reference, asked once: the
+        // pages of a backend that passes none are read as entities at once.
+        let by_reference = !external && crate::order::rows_query(backend, &query).is_some();
         loop {
-            if lends {
-                // A backend that lends its rows: each is read into its value
+            if by_reference {
+                // A backend that passes its rows by reference: each is read into its value
                 // where it lies in the store's decoding, without an entity.
                 let mut paged = query.clone();
                 let top = paged.top.unwrap_or(MAX_PAGE_SIZE);
                 let left = u32::try_from(limit - items.len()).unwrap_or(u32::MAX);
                 paged.top = Some(top.min(left));
-                if let Some(continuation) = self.lent_page(&paged, &mut items).await {
+                if let Some(continuation) = self.borrowed_page(&paged, &mut items).await {
                     match continuation? {
                         Some(next) if items.len() < limit => query.continuation = Some(next),
                         _ => return Ok(items),
@@ -661,18 +661,18 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         }
     }
 
-    /// One page of `query` lent by the backend
+    /// One page of `query` passed by reference by the backend
     /// ([`TableBackend::read_rows`](crate::TableBackend::read_rows)), each
     /// row read as `P` into `items` under the query's row-error policy: the
     /// page's token. `None`, having read nothing, when the backend does not
-    /// lend the query.
-    async fn lent_page(
+    /// pass the query's rows by reference.
+    async fn borrowed_page(
         &self,
         query: &Query,
         items: &mut Vec<Loaded<P>>,
     ) -> Option<Result<Option<ContinuationToken>>> {
         let policy = &self.row_errors;
-        let mut read = |row: LentRow<'_>| keep(items, load_stored::<P>(row), policy);
+        let mut read = |row: RowRef<'_>| keep(items, load_stored::<P>(row), policy);
         let (backend, name) = (&**self.table.backend(), self.table.name());
         read_rows_page(backend, name, query, "query", T::DESCRIPTOR.kind, &mut read).await
     }
@@ -762,10 +762,10 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         }
         let external = P::DESCRIPTOR.external_values().is_some();
         if self.shards_of.is_none() && !external {
-            // A backend that lends the query's rows: each is read into its
+            // A backend that passes the query's rows by reference: each is read into its
             // value where it lies, without an entity.
             let mut items = Vec::new();
-            if let Some(continuation) = self.lent_page(&self.to_query(), &mut items).await {
+            if let Some(continuation) = self.borrowed_page(&self.to_query(), &mut items).await {
                 return Ok((items, continuation?));
             }
         }

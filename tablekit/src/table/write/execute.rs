@@ -226,7 +226,7 @@ enum Flow {
 }
 
 /// The executor's state between the steps of one write.
-struct Run<'l, 'k> {
+struct Progress<'l, 'k> {
     lowered: &'l mut Lowered<'k>,
     tagged: Tagged,
     /// Sends after a lost answer.
@@ -241,7 +241,7 @@ struct Run<'l, 'k> {
     maybe_landed: bool,
 }
 
-impl Run<'_, '_> {
+impl Progress<'_, '_> {
     /// What follows a send that failed with `error`.
     fn after_send(&mut self, error: Error, record_writes: bool) -> Flow {
         match next(&self.lowered.write, self.tagged, &error, self.resent > 0) {
@@ -295,7 +295,7 @@ impl<T: TableEntity> Table<T> {
         let remade = remake.is_some();
         let mut remake = remake;
         let tagged = self.tagged(lowered, remade);
-        let mut run = Run {
+        let mut run = Progress {
             lowered,
             tagged,
             resent: 0,
@@ -351,7 +351,7 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Reads the row back to settle the answer `error` of the last send.
-    async fn settle(&self, run: &mut Run<'_, '_>, error: Error) -> Flow {
+    async fn settle(&self, run: &mut Progress<'_, '_>, error: Error) -> Flow {
         let (pk, rk) = (&run.lowered.row.partition_key, &run.lowered.row.row_key);
         let stored = match self.read_stored(pk, rk).await {
             Ok(stored) => stored,
@@ -392,7 +392,7 @@ impl<T: TableEntity> Table<T> {
     /// again.
     async fn settle_delete(
         &self,
-        run: &mut Run<'_, '_>,
+        run: &mut Progress<'_, '_>,
         stored: Option<Entity>,
         error: Error,
     ) -> Flow {
@@ -419,7 +419,7 @@ impl<T: TableEntity> Table<T> {
     /// An attempt of a remade write: reads the row (after a back-off, but
     /// for the first), settles by it whether the last attempt landed, and
     /// lowers the write over it again.
-    async fn remade(&self, run: &mut Run<'_, '_>, remake: &mut (dyn Remake<T> + '_)) -> Flow {
+    async fn remade(&self, run: &mut Progress<'_, '_>, remake: &mut (dyn Remake<T> + '_)) -> Flow {
         let options = remake.options();
         let started = *run.started.get_or_insert_with(Instant::now);
         run.attempts += 1;

@@ -265,7 +265,7 @@ type StoredList = (ETag, Vec<String>);
 pub(in crate::table) struct State<'a> {
     current: Option<Box<Current>>,
     old_keys: Option<Cow<'a, [String]>>,
-    /// (Lent by the write when it holds it: cloned once, into the
+    /// (Borrowed from the write when it holds it: cloned once, into the
     /// operation.)
     guard: Option<Cow<'a, ETag>>,
     retry: bool,

@@ -38,7 +38,7 @@ impl<T: TableEntity> Typed<'_, T> {
         }
     }
 
-    /// The RowKeys of the index rows of `new_row` (`None`: a delete), lent
+    /// The RowKeys of the index rows of `new_row` (`None`: a delete), borrowed
     /// by the caller when it knows them.
     pub(super) fn new_keys(&self, new_row: Option<&Entity>) -> Result<Option<Cow<'_, [String]>>> {
         Ok(match (new_row, local_slots::<T>() == 0) {

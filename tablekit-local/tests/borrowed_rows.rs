@@ -13,7 +13,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use tablekit::TableBackendExt;
 use tablekit::table::{RowErrors, SkippedRows};
 use tablekit::{
-    Entity, Error, LentRow, Loaded, Query, StorageFailure, Table, TableBackend, TableEntity,
+    Entity, Error, Loaded, Query, RowRef, StorageFailure, Table, TableBackend, TableEntity,
     UpdateMode,
 };
 use tablekit_local::{FILE_NAME, LocalStorage};
@@ -108,7 +108,7 @@ fn described<T: std::fmt::Debug>(rows: &[Loaded<T>]) -> Vec<String> {
         .collect()
 }
 
-/// The store, lending no rows: every read goes through its entities.
+/// The store, passing no rows by reference: every read goes through its entities.
 #[derive(Debug)]
 struct EntitiesOnly(LocalStorage);
 
@@ -163,7 +163,7 @@ impl TableBackend for EntitiesOnly {
     }
 }
 
-/// Compares `collect()` and `stream()` (lent rows) with `stream()` on
+/// Compares `collect()` and `stream()` (borrowed rows) with `stream()` on
 /// [`EntitiesOnly`] (entities); `sales` is how many of the Sales rows read
 /// as `T`.
 async fn compare<T>(store: &LocalStorage, sales: usize)
@@ -212,18 +212,18 @@ where
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn typed_reads_of_lent_rows_are_what_the_entities_give() {
+async fn typed_reads_of_borrowed_rows_are_what_the_entities_give() {
     let dir = tempfile::tempdir().unwrap();
     let store = filled(dir.path()).await;
     let query = Query::new().filter(tablekit::filter::prop("PartitionKey").eq("Sales"));
     assert!(
         store.reads_rows(&query),
-        "the store lends a key range's rows"
+        "the store passes a key range's rows by reference"
     );
     compare::<Employee>(&store, 59).await;
     compare::<EmployeeName>(&store, 60).await;
 
-    // The unknown properties are the row's, on the lent path too.
+    // The unknown properties are the row's, on the borrowed path too.
     let names = Table::<EmployeeName>::new(store.clone());
     let read = names.query().partition("Sales").collect().await.unwrap();
     let seven = read.iter().find(|e| e.id == 7).unwrap();
@@ -258,7 +258,7 @@ struct Note {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn keys_the_store_keeps_encoded_are_lent_as_written() {
+async fn keys_the_store_keeps_encoded_are_passed_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStorage::open(dir.path()).unwrap();
     let notes = Table::<Note>::new(store.clone());
@@ -312,10 +312,10 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
     let store = filled(dir.path()).await;
     let query = Query::new().filter(tablekit::filter::prop("PartitionKey").eq("Sales"));
 
-    let mut lent = Vec::new();
-    let mut read = |row: LentRow<'_>| {
-        lent.push(row.row_key.to_owned());
-        if lent.len() == 2 {
+    let mut passed = Vec::new();
+    let mut read = |row: RowRef<'_>| {
+        passed.push(row.row_key.to_owned());
+        if passed.len() == 2 {
             return Err(Error::Decode {
                 message: "the reader's own".into(),
             });
@@ -327,10 +327,10 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
         matches!(&ended, Err(Error::Decode { message }) if message == "the reader's own"),
         "{ended:?}"
     );
-    assert_eq!(lent.len(), 2);
+    assert_eq!(passed.len(), 2);
 
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        futures::executor::block_on(store.read_rows("Staff", &query, &mut |_: LentRow<'_>| {
+        futures::executor::block_on(store.read_rows("Staff", &query, &mut |_: RowRef<'_>| {
             panic!("the reader's panic")
         }))
     }));
@@ -344,13 +344,13 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
         .await
         .unwrap();
 
-    // A query the store does not lend is refused as such.
+    // A query the store does not pass by reference is refused as such.
     let projected = query.clone().select(["name"]);
     let filtered = Query::new().filter(tablekit::filter::prop("age").gt(30));
     for query in [projected, filtered] {
         assert!(!store.reads_rows(&query));
         let refused = store
-            .read_rows("Staff", &query, &mut |_: LentRow<'_>| Ok(()))
+            .read_rows("Staff", &query, &mut |_: RowRef<'_>| Ok(()))
             .await;
         assert!(
             matches!(refused, Err(Error::NotSupported { .. })),
@@ -360,7 +360,7 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn a_damaged_row_lent_is_damage() {
+async fn a_damaged_borrowed_row_is_damage() {
     let dir = tempfile::tempdir().unwrap();
     drop(filled(dir.path()).await);
     // One byte of one stored row changed in the file.
