@@ -11,10 +11,9 @@
 //! Requests: one read and one write per attempt; a lost response costs one
 //! more read.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::{Duration, Instant};
-
-use std::borrow::Cow;
 
 use futures::future::BoxFuture;
 
@@ -272,7 +271,7 @@ impl<T: TableEntity> Table<T> {
         let mut loaded = Loaded::written(value, written);
         loaded.unknown = changing.unknown;
         loaded.writes = self.record_writes.then(|| lowered.history());
-        let new_keys = lowered.new_keys.take().map(std::borrow::Cow::into_owned);
+        let new_keys = lowered.new_keys.take().map(Cow::into_owned);
         loaded.index_keys = crate::table::loaded::IndexKeys::known(new_keys);
         Ok(at_written_version(loaded))
     }

@@ -300,7 +300,7 @@ pub(in crate::table) struct Planned {
     feed: changes::FeedNotes,
     /// The offloaded values the stored rows refer to that the writes
     /// replace: discarded once the transaction commits.
-    pub(in crate::table) discard: Vec<String>,
+    discard: Vec<String>,
 }
 
 impl Planned {
