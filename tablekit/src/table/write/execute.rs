@@ -290,10 +290,9 @@ impl<T: TableEntity> Table<T> {
     pub(in crate::table) async fn execute(
         &self,
         lowered: &mut Lowered<'_>,
-        remake: Option<&mut (dyn Remake<T> + '_)>,
+        mut remake: Option<&mut (dyn Remake<T> + '_)>,
     ) -> Result<Done> {
         let remade = remake.is_some();
-        let mut remake = remake;
         let tagged = self.tagged(lowered, remade);
         let mut run = Progress {
             lowered,

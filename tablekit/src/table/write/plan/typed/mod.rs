@@ -33,9 +33,10 @@ impl<T: TableEntity> Typed<'_, T> {
     /// Whether the write needs to know the stored state: a wide entity's
     /// parts, an entity's index rows, the offloaded values it replaces.
     fn needs_state() -> bool {
+        let needs = T::DESCRIPTOR.write_needs();
         T::DESCRIPTOR.wide()
-            || T::DESCRIPTOR.write_needs().blobs
-            || T::DESCRIPTOR.write_needs().previous
+            || needs.blobs
+            || needs.previous
             || !T::DESCRIPTOR.previous_kinds.is_empty()
             || local_slots::<T>() != 0
             || remote_slots::<T>() != 0
@@ -122,23 +123,25 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             lists,
             remote,
         } = state;
-        if let (Some(current), Some(external)) = (&current, T::DESCRIPTOR.external_values()) {
+        if let Some(external) = T::DESCRIPTOR.external_values() {
             let merge = matches!(
                 self.write,
                 RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge)
             );
-            let replaced = external.replaced(&current.entity, &self.entity, merge)?;
-            out.discard.extend(replaced);
-        }
-        if let (RowWrite::Upsert(mode), true) = (&self.write, T::DESCRIPTOR.write_needs().blobs) {
-            // An upsert of offloaded values replaces the version it read,
-            // so that the values that version referred to can go; its
-            // change says so.
-            let op = match current {
-                Some(_) => RowWrite::Update(*mode, IfMatch::Any).name(),
-                None => RowWrite::Insert.name(),
-            };
-            out.feed.ops.push((out.write, op));
+            if let Some(current) = &current {
+                let replaced = external.replaced(&current.entity, &self.entity, merge)?;
+                out.discard.extend(replaced);
+            }
+            if let RowWrite::Upsert(mode) = &self.write {
+                // An upsert of offloaded values replaces the version it
+                // read, so that the values that version referred to can go;
+                // its change says so.
+                let op = match current {
+                    Some(_) => RowWrite::Update(*mode, IfMatch::Any).name(),
+                    None => RowWrite::Insert.name(),
+                };
+                out.feed.ops.push((out.write, op));
+            }
         }
         // A renamed kind's entity found under a previous kind's RowKey: the
         // transaction moves it to its own, deleting the row found there.
