@@ -294,3 +294,98 @@ async fn a_writer_dropped_after_each_poll_leaves_its_group_in_step() {
         }
     }
 }
+
+/// Two processes (two backends over one store, so two lanes) each with 16
+/// writers of one partition: their groups race for the head, the losers go
+/// back to their lane and are sent again numbered after it, and every
+/// write commits with its change recorded once, numbered with no gap.
+#[tokio::test(start_paused = true)]
+async fn two_processes_racing_for_the_head_all_commit_in_step() {
+    let store = MemBackend::new();
+    let mut tables = Vec::new();
+    for _ in 0..2 {
+        let layer = FaultInjection::new(store.clone());
+        layer.handle().set_latency(Some(Duration::from_millis(3)));
+        let backend: Arc<dyn TableBackend> = Arc::new(layer);
+        let t: Table<Item> = Table::from_arc(backend, "Lanes");
+        t.create_if_missing().await.expect("the table");
+        tables.push(t);
+    }
+    let writers: Vec<_> = (0..32u32)
+        .map(|i| {
+            let t = tables[i as usize % 2].clone();
+            tokio::spawn(async move {
+                // Spread out, so groups of both processes meet the head
+                // moved by the other.
+                tokio::time::sleep(Duration::from_millis(u64::from(i % 8))).await;
+                t.insert(&item(i)).await
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer
+            .await
+            .expect("a writer")
+            .expect("every insert commits");
+    }
+    let seen = changes(&tables[0]).await;
+    let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+    assert_eq!(numbers, (1..=32).collect::<Vec<u64>>());
+    let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..32).collect::<Vec<u32>>());
+}
+
+/// A group with one member the store refuses and one whose writer was
+/// dropped while the group was out: the refused one fails, the others go
+/// back to the lane and commit, and the dropped one is never sent again,
+/// not by that turn and not by a later one.
+#[tokio::test(start_paused = true)]
+async fn a_writer_dropped_while_its_group_is_refused_is_not_sent_again() {
+    let (t, calls) = table().await;
+    t.insert(&item(1)).await.expect("the first");
+    calls.set_latency(Some(Duration::from_millis(10)));
+    let spawn = |i: u32| {
+        let t = t.clone();
+        tokio::spawn(async move {
+            // 3 inserts entity 1 again: its row exists.
+            let id = if i == 3 { 1 } else { i };
+            t.insert(&item(id)).await
+        })
+    };
+    // 2 takes the turn and waits in the store (until 10 ms); 3 to 6 queue
+    // behind it and go out as one group from 10 ms to 20 ms.
+    let first = spawn(2);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let mut writers = vec![first];
+    for i in 3..7 {
+        writers.push(spawn(i));
+        tokio::time::sleep(Duration::from_micros(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(14)).await;
+    // 5 is dropped while its group is out.
+    writers[3].abort();
+    for (i, writer) in writers.into_iter().enumerate() {
+        let id = i as u32 + 2;
+        let result = writer.await;
+        match id {
+            3 => assert!(
+                matches!(result, Ok(Err(Error::EntityAlreadyExists { .. }))),
+                "{result:?}"
+            ),
+            5 => assert!(result.is_err_and(|e| e.is_cancelled())),
+            _ => {
+                result.expect("a writer").expect("commits");
+            }
+        }
+    }
+    t.insert(&item(9)).await.expect("a later write");
+    calls.set_latency(None);
+    assert!(t.get("p", 5u32).await.expect("get").is_none());
+    let seen = changes(&t).await;
+    let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+    assert_eq!(numbers, (1..=5).collect::<Vec<u64>>());
+    let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 4, 6, 9]);
+}

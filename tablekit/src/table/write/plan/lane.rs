@@ -15,11 +15,18 @@
 //! What the group changes, and what it does not:
 //! - each transaction still commits or fails whole, and alone: a
 //!   transaction the store refuses (its own row's precondition, say) is
-//!   taken out of the group, given its refusal, and the rest are sent
-//!   again; transactions that name one row are never in one group;
+//!   taken out of the group and given its refusal, and the rest go back
+//!   to the front of the lane, to be sent again by the next turn (with
+//!   whatever joined the lane since); transactions that name one row are
+//!   never in one group;
+//! - a group that loses the head to a writer of another process goes back
+//!   to the front of the lane the same way, numbered after the number it
+//!   lost next time, and the turn waits a little (longer each time) before
+//!   it ends; a transaction that loses the head too often ends busy;
 //! - a writer's future dropped while its transaction waits in the lane
 //!   takes it out; one dropped while its transaction is being sent leaves
-//!   it to that send, as a dropped request would;
+//!   it to that send, as a dropped request would, and a transaction whose
+//!   writer is gone is never sent again;
 //! - a writer whose turn it is and whose future is dropped gives every
 //!   transaction of its group back unsettled: each writer then settles its
 //!   own from its first change row, as after a lost answer.
@@ -43,8 +50,8 @@ use crate::exec::send_operations;
 use crate::pending::changes::{Head, change_key, head_before_changes, head_move};
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
 
-/// How often a group goes round again after losing the race for the head
-/// to a writer of another process before it gives up.
+/// How often a transaction goes back to the lane after losing the race
+/// for the head to a writer of another process before it gives up.
 const HEAD_RACES: u32 = 64;
 
 /// At most this many lanes are kept.
@@ -61,6 +68,8 @@ pub(super) struct Entry {
     changes: Vec<(usize, Entity)>,
     /// An upper bound of its share of a group's payload.
     bound: usize,
+    /// How often its group lost the head to another process.
+    races: u32,
 }
 
 impl Entry {
@@ -83,6 +92,7 @@ impl Entry {
             operations,
             changes,
             bound,
+            races: 0,
         }
     }
 
@@ -142,6 +152,9 @@ struct Lane {
 struct LaneState {
     /// The head as this process last moved it.
     head: Option<Head>,
+    /// The number the next group numbers after at least: the last number
+    /// a group of this lane found taken by another process.
+    floor: u64,
     queue: VecDeque<Arc<Slot>>,
 }
 
@@ -154,7 +167,11 @@ struct Slot {
 
 enum SlotState {
     Waiting(Entry),
-    Sending,
+    /// In a group being sent; `gone` once its writer's future is dropped
+    /// (the transaction is then never sent again).
+    Sending {
+        gone: bool,
+    },
     Done(Entry, Outcome),
     Returned,
 }
@@ -192,6 +209,7 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
         _backend: Arc::downgrade(backend),
         state: parking_lot::Mutex::new(LaneState {
             head: None,
+            floor: 0,
             queue: VecDeque::new(),
         }),
         turn: tokio::sync::Mutex::new(()),
@@ -201,8 +219,8 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
     lane
 }
 
-/// Takes a slot out of its lane's queue when its writer's future is
-/// dropped before a turn took it.
+/// When its writer's future is dropped: takes a slot out of its lane's
+/// queue if it waits there, and marks it gone if its group is being sent.
 struct Withdraw<'a> {
     lane: &'a Lane,
     slot: &'a Arc<Slot>,
@@ -210,15 +228,31 @@ struct Withdraw<'a> {
 
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
-        if matches!(*self.slot.state.lock(), SlotState::Waiting(_)) {
-            let mut state = self.lane.state.lock();
-            state.queue.retain(|s| !Arc::ptr_eq(s, self.slot));
+        if matches!(
+            *self.slot.state.lock(),
+            SlotState::Done(..) | SlotState::Returned
+        ) {
+            return;
+        }
+        // The lane, then the slot: the order a turn takes them in, so a
+        // group cannot take the slot or put it back in between.
+        let mut lane = self.lane.state.lock();
+        let mut slot = self.slot.state.lock();
+        match &mut *slot {
+            SlotState::Waiting(_) => {
+                drop(slot);
+                lane.queue.retain(|s| !Arc::ptr_eq(s, self.slot));
+            }
+            SlotState::Sending { gone } => *gone = true,
+            SlotState::Done(..) | SlotState::Returned => {}
         }
     }
 }
 
 /// Sends `entry` in its partition's lane: with the transactions waiting
-/// there when its turn comes, or by another writer's turn.
+/// there when its turn comes, or by another writer's turn. The one loop of
+/// the lane: a transaction that goes back to the lane (its group had one
+/// refused, or lost the head) waits here again for a turn.
 pub(super) async fn send(
     backend: &Arc<dyn TableBackend>,
     table: &str,
@@ -324,8 +358,8 @@ impl Group {
             room = room.saturating_sub(needs);
             payload = payload.saturating_sub(bound);
             rows.extend(entry.operations.iter().map(|op| op.keys().1.to_owned()));
-            let SlotState::Waiting(entry) = std::mem::replace(&mut *slot_state, SlotState::Sending)
-            else {
+            let sending = SlotState::Sending { gone: false };
+            let SlotState::Waiting(entry) = std::mem::replace(&mut *slot_state, sending) else {
                 unreachable!("matched as waiting above");
             };
             drop(slot_state);
@@ -404,100 +438,136 @@ impl Group {
     }
 }
 
-/// One turn: sends the transactions waiting in the lane as one, again
-/// without each one the store refuses, until they commit or end.
+/// One turn: sends the transactions waiting in the lane as one. Each
+/// ends here, but for those of a group the store refused for another's
+/// sake (one member refused, or the head lost to another process): they go
+/// back to the front of the lane, for the next turn to send again.
 async fn lead(lane: &Lane, backend: &Arc<dyn TableBackend>, table: &str, pk: &str) {
     let mut group = Group::take(lane);
-    let mut floor = 0;
-    let mut races = 0;
-    while !group.is_empty() {
-        let kept = lane.state.lock().head.clone();
-        let head = match kept {
-            Some(head) => Some(head),
-            None => match head_before_changes(backend.as_ref(), table, pk).await {
-                Ok(head) => head,
-                Err(e) => {
-                    let mut e = Some(e);
-                    return group.finish_all(|| Outcome::Unsettled(e.take()));
-                }
-            },
-        };
-        let start = head.as_ref().map_or(0, |h| h.seq).max(floor);
-        let last = group.assemble(pk, start, head.as_ref());
-        let result = send_operations(backend.as_ref(), table, &group.sent).await;
-        let owners = group.owners.clone();
-        group.give_back();
-        let error = match result {
-            Ok(etags) => return committed(lane, &mut group, &owners, etags, last),
-            Err(e) => e,
-        };
-        lane.state.lock().head = None;
-        match group.committed(backend.as_ref(), table).await {
-            // Committed though its answer says otherwise: each member
-            // settles its own, from its change row.
-            Ok(true) => return group.finish_all(|| Outcome::Unsettled(None)),
-            Ok(false) => {}
-            Err(_) => {
-                let mut error = Some(error);
-                return group.finish_all(|| Outcome::Unsettled(error.take()));
-            }
-        }
-        let (index, source) = match error {
-            Error::BatchFailed { index, source } => (index, *source),
-            e => {
+    if group.is_empty() {
+        return;
+    }
+    let (kept, floor) = {
+        let state = lane.state.lock();
+        (state.head.clone(), state.floor)
+    };
+    let head = match kept {
+        Some(head) => Some(head),
+        None => match head_before_changes(backend.as_ref(), table, pk).await {
+            Ok(head) => head,
+            Err(e) => {
                 let mut e = Some(e);
                 return group.finish_all(|| Outcome::Unsettled(e.take()));
             }
-        };
-        let owner = owners.get(index).copied();
-        let lost = match (owner, source) {
-            (Some(Owner::Own { slot, at }), source) => {
-                group.finish(slot, Outcome::Failed { at, source });
-                continue;
-            }
-            (Some(change @ Owner::Change { .. }), Error::EntityAlreadyExists { .. }) => {
-                // A change number taken: the head is behind it.
-                group
-                    .change_key_of(change)
-                    .and_then(|key| crate::pending::changes::seq_of_change(&key))
-            }
-            (Some(Owner::Change { slot, write }), source) => {
-                group.finish(slot, Outcome::Refused { write, source });
-                continue;
-            }
-            (
-                Some(Owner::Head),
-                Error::PreconditionFailed { .. }
-                | Error::EntityAlreadyExists { .. }
-                | Error::EntityNotFound { .. },
-            ) => None,
-            (_, source) => {
-                let mut source = Some(source);
-                return group.finish_all(|| match source.take() {
-                    Some(source) => Outcome::Error(source),
-                    None => Outcome::Unsettled(None),
-                });
-            }
-        };
-        // Another process's writer moved the head first.
-        floor = floor.max(lost.unwrap_or(0));
-        races += 1;
-        if races > HEAD_RACES {
-            return group.finish_all(|| {
-                Outcome::Error(Error::Transient {
-                    message: format!(
-                        "the change feed of partition {pk:?} in table `{table}` stayed busy: \
-                         {HEAD_RACES} transactions of other processes took its next number first"
-                    ),
-                })
+        },
+    };
+    let start = head.as_ref().map_or(0, |h| h.seq).max(floor);
+    let last = group.assemble(pk, start, head.as_ref());
+    let result = send_operations(backend.as_ref(), table, &group.sent).await;
+    let owners = group.owners.clone();
+    group.give_back();
+    let error = match result {
+        Ok(etags) => return committed(lane, &mut group, &owners, etags, last),
+        Err(e) => e,
+    };
+    lane.state.lock().head = None;
+    match group.committed(backend.as_ref(), table).await {
+        // Committed though its answer says otherwise: each member
+        // settles its own, from its change row.
+        Ok(true) => return group.finish_all(|| Outcome::Unsettled(None)),
+        Ok(false) => {}
+        Err(_) => {
+            let mut error = Some(error);
+            return group.finish_all(|| Outcome::Unsettled(error.take()));
+        }
+    }
+    let (index, source) = match error {
+        Error::BatchFailed { index, source } => (index, *source),
+        e => {
+            let mut e = Some(e);
+            return group.finish_all(|| Outcome::Unsettled(e.take()));
+        }
+    };
+    let lost = match (owners.get(index).copied(), source) {
+        (Some(Owner::Own { slot, at }), source) => {
+            group.finish(slot, Outcome::Failed { at, source });
+            return group.send_again(lane);
+        }
+        (Some(change @ Owner::Change { .. }), Error::EntityAlreadyExists { .. }) => {
+            // A change number taken: the head is behind it.
+            group
+                .change_key_of(change)
+                .and_then(|key| crate::pending::changes::seq_of_change(&key))
+        }
+        (Some(Owner::Change { slot, write }), source) => {
+            group.finish(slot, Outcome::Refused { write, source });
+            return group.send_again(lane);
+        }
+        (
+            Some(Owner::Head),
+            Error::PreconditionFailed { .. }
+            | Error::EntityAlreadyExists { .. }
+            | Error::EntityNotFound { .. },
+        ) => None,
+        (_, source) => {
+            let mut source = Some(source);
+            return group.finish_all(|| match source.take() {
+                Some(source) => Outcome::Error(source),
+                None => Outcome::Unsettled(None),
             });
         }
-        let most = 1u64 << races.min(6);
-        tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
+    };
+    // Another process's writer moved the head first.
+    let races = group.lost_head();
+    if races > HEAD_RACES {
+        return group.finish_all(|| {
+            Outcome::Error(Error::Transient {
+                message: format!(
+                    "the change feed of partition {pk:?} in table `{table}` stayed busy: \
+                     {HEAD_RACES} transactions of other processes took its next number first"
+                ),
+            })
+        });
     }
+    {
+        let mut state = lane.state.lock();
+        state.floor = state.floor.max(lost.unwrap_or(0));
+    }
+    group.send_again(lane);
+    // The turn waits before it ends: the other process's writers go first.
+    let most = 1u64 << races.min(6);
+    tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
 }
 
 impl Group {
+    /// Puts every member still in the group back at the front of the
+    /// lane, in order, to be sent again by the next turn; a member whose
+    /// writer is gone is dropped instead (nothing of it applied).
+    fn send_again(mut self, lane: &Lane) {
+        let mut state = lane.state.lock();
+        for (slot, entry) in self.members.drain(..).rev() {
+            let Some(entry) = entry else { continue };
+            let mut slot_state = slot.state.lock();
+            if matches!(*slot_state, SlotState::Sending { gone: true }) {
+                *slot_state = SlotState::Returned;
+                continue;
+            }
+            *slot_state = SlotState::Waiting(entry);
+            drop(slot_state);
+            state.queue.push_front(slot);
+        }
+    }
+
+    /// Counts a head lost by every member still in the group; returns the
+    /// most any of them lost.
+    fn lost_head(&mut self) -> u32 {
+        let entries = self.members.iter_mut().filter_map(|(_, e)| e.as_mut());
+        entries.fold(0, |most, entry| {
+            entry.races += 1;
+            most.max(entry.races)
+        })
+    }
+
     /// The RowKey of the change row sent as `owner`, read back from its
     /// entry.
     fn change_key_of(&self, owner: Owner) -> Option<String> {
