@@ -765,6 +765,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ("tablekit-mem", &["tablekit-core"]),
     ("tablekit-local", &["tablekit-core"]),
     ("tablekit-azure", &["tablekit-core"]),
+    ("tablekit-encrypt", &["tablekit-core"]),
     (
         "tablekit-stores",
         &[

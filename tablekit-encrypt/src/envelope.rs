@@ -1,0 +1,113 @@
+//! The envelope: the property of a row that holds its wrapped content key,
+//! the key's id and the algorithms.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+
+use crate::error::EncryptionError;
+use crate::keys::WrappedKey;
+
+/// The property that holds a row's [`Envelope`], as a string.
+pub const ENVELOPE_PROPERTY: &str = "_Encryption";
+
+/// The algorithm that seals properties: AES-256-GCM.
+pub const CONTENT_ALGORITHM: &str = "A256GCM";
+
+/// The format version written.
+const VERSION: u32 = 1;
+
+/// What a row says of its encryption: the content algorithm, the id of the
+/// key-encryption key and the content key it wrapped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// The id of the key-encryption key.
+    pub key_id: String,
+    /// The content key, wrapped.
+    pub wrapped: WrappedKey,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Stored {
+    v: u32,
+    alg: String,
+    wrap: String,
+    kid: String,
+    key: String,
+}
+
+impl Envelope {
+    /// The envelope as stored in [`ENVELOPE_PROPERTY`].
+    pub fn to_text(&self) -> String {
+        let stored = Stored {
+            v: VERSION,
+            alg: CONTENT_ALGORITHM.to_owned(),
+            wrap: self.wrapped.algorithm.clone(),
+            kid: self.key_id.clone(),
+            key: STANDARD.encode(&self.wrapped.bytes),
+        };
+        serde_json::to_string(&stored).expect("an envelope always serializes")
+    }
+
+    /// Reads an envelope as stored.
+    pub fn from_text(text: &str) -> Result<Envelope, EncryptionError> {
+        let bad = |reason: String| EncryptionError::BadEnvelope { reason };
+        let stored: Stored = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if stored.v != VERSION {
+            return Err(bad(format!("format version {} is not known", stored.v)));
+        }
+        if stored.alg != CONTENT_ALGORITHM {
+            return Err(EncryptionError::UnsupportedAlgorithm {
+                algorithm: stored.alg,
+            });
+        }
+        let bytes = STANDARD
+            .decode(&stored.key)
+            .map_err(|e| bad(format!("the wrapped key is not base64: {e}")))?;
+        Ok(Envelope {
+            key_id: stored.kid,
+            wrapped: WrappedKey {
+                algorithm: stored.wrap,
+                bytes,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_envelope_reads_back_and_refuses_what_it_did_not_write() {
+        let envelope = Envelope {
+            key_id: "https://vault/keys/k/1".into(),
+            wrapped: WrappedKey {
+                algorithm: "A256KW".into(),
+                bytes: vec![1, 2, 3],
+            },
+        };
+        let text = envelope.to_text();
+        assert_eq!(Envelope::from_text(&text).unwrap(), envelope);
+        for bad in [
+            "",
+            "{}",
+            &text.replace("\"v\":1", "\"v\":2"),
+            &text.replace("AQID", "***"),
+            &text.replace("}", ",\"x\":1}"),
+        ] {
+            assert!(
+                matches!(
+                    Envelope::from_text(bad),
+                    Err(EncryptionError::BadEnvelope { .. })
+                ),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            Envelope::from_text(&text.replace("A256GCM", "A128CBC")),
+            Err(EncryptionError::UnsupportedAlgorithm { .. })
+        ));
+    }
+}

@@ -1,0 +1,64 @@
+//! Client-side encryption of an entity's properties, before they leave the
+//! process.
+//!
+//! A property is sealed with AES-256-GCM under a content key of its own
+//! entity, drawn afresh for every write. The associated data binds the
+//! ciphertext to its table, PartitionKey, RowKey and property name: a
+//! ciphertext copied to another row, another property or another table does
+//! not open, and is an error, never a value. The content key is wrapped by
+//! a key-encryption key that the application keeps (a [`KeyResolver`]):
+//! the row stores the wrapped key with the key's id and the algorithms, in
+//! one property, [`ENVELOPE_PROPERTY`]. The store sees ciphertext, the
+//! wrapped key and the key's id, never a value or a key.
+//!
+//! What is stored:
+//! - each sealed property is `Edm.Binary`: a format byte, a 96-bit nonce,
+//!   then the ciphertext of the value and its 128-bit tag. The value keeps
+//!   its EDM type inside the ciphertext and comes back as it was written;
+//! - [`ENVELOPE_PROPERTY`] is a short JSON document (a string): the format
+//!   version, the content algorithm (`A256GCM`), the wrap algorithm (for a
+//!   [`LocalKey`], `A256KW`: AES key wrap, RFC 3394), the key's id and the
+//!   wrapped key in base64.
+//!
+//! Keys are zeroed when they are dropped and never shown: their `Debug`
+//! prints the key's id alone, and no error carries key bytes.
+//!
+//! The cryptography is the RustCrypto project's (`aes-gcm`, `aes-kw`,
+//! `zeroize`); none is written here.
+//!
+//! # Example
+//!
+//! ```
+//! use tablekit_core::{Entity, Value};
+//! use tablekit_encrypt::{LocalKey, open_entity, seal_entity};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let key = LocalKey::new("key-2026", [7u8; 32]);
+//! let mut row = Entity::new("staff", "ada")
+//!     .with("Email", "ada@example.com")
+//!     .with("Team", "engines");
+//!
+//! seal_entity(&mut row, "Employees", &["Email"], &key).await?;
+//! assert!(matches!(row.get("Email"), Some(Value::Binary(_))));
+//! assert_eq!(row.get("Team"), Some(&Value::from("engines")));
+//!
+//! open_entity(&mut row, "Employees", &["Email"], &key).await?;
+//! assert_eq!(row.get("Email"), Some(&Value::from("ada@example.com")));
+//!
+//! // Sealed for one row, the value does not open in another.
+//! seal_entity(&mut row, "Employees", &["Email"], &key).await?;
+//! row.row_key = "grace".into();
+//! assert!(open_entity(&mut row, "Employees", &["Email"], &key).await.is_err());
+//! # Ok::<(), tablekit_encrypt::EncryptionError>(())
+//! # }).unwrap();
+//! ```
+
+mod envelope;
+mod error;
+mod keys;
+mod seal;
+
+pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
+pub use error::EncryptionError;
+pub use keys::{ContentKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
+pub use seal::{RowContext, open_entity, open_value, seal_entity, seal_value};

@@ -1,0 +1,270 @@
+//! Sealing and opening properties: one value under a content key, and the
+//! named properties of a row with its envelope.
+
+use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use tablekit_core::{DateTime, Entity, Value};
+use zeroize::Zeroizing;
+
+use crate::envelope::{ENVELOPE_PROPERTY, Envelope};
+use crate::error::EncryptionError;
+use crate::keys::{ContentKey, KeyResolver};
+
+/// The first byte of a sealed value: its format.
+const FORMAT: u8 = 1;
+const NONCE: usize = 12;
+const TAG: usize = 16;
+
+/// Where a value is stored: what its ciphertext is bound to.
+#[derive(Debug, Clone, Copy)]
+pub struct RowContext<'a> {
+    /// The table's name.
+    pub table: &'a str,
+    /// The row's PartitionKey.
+    pub partition_key: &'a str,
+    /// The row's RowKey.
+    pub row_key: &'a str,
+}
+
+impl RowContext<'_> {
+    /// The associated data of `property`: each part with its length, so no
+    /// two places share it.
+    fn associated(&self, property: &str) -> Vec<u8> {
+        let parts = [self.table, self.partition_key, self.row_key, property];
+        let mut out = Vec::with_capacity(24 + parts.iter().map(|p| p.len() + 4).sum::<usize>());
+        out.extend_from_slice(b"tablekit-encrypt/1");
+        for part in parts {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part.as_bytes());
+        }
+        out
+    }
+
+    fn tampered(&self, property: &str) -> EncryptionError {
+        EncryptionError::Tampered {
+            table: self.table.to_owned(),
+            partition_key: self.partition_key.to_owned(),
+            row_key: self.row_key.to_owned(),
+            property: property.to_owned(),
+        }
+    }
+}
+
+/// Seals `value` as property `property` of the row `at` under `key`: an
+/// `Edm.Binary` value that only [`open_value`] with the same key, row and
+/// property opens.
+pub fn seal_value(
+    key: &ContentKey,
+    at: &RowContext<'_>,
+    property: &str,
+    value: &Value,
+) -> Result<Value, EncryptionError> {
+    let plain = encode(value);
+    let cipher = Aes256Gcm::new(key.as_bytes().into());
+    let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+    let aad = at.associated(property);
+    let sealed = cipher
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: &plain,
+                aad: &aad,
+            },
+        )
+        .map_err(|_| EncryptionError::Random {
+            message: "the cipher refused the value".into(),
+        })?;
+    let mut out = Vec::with_capacity(1 + NONCE + sealed.len());
+    out.push(FORMAT);
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    Ok(Value::Binary(out))
+}
+
+/// Opens a value [`seal_value`] sealed as `property` of the row `at`.
+pub fn open_value(
+    key: &ContentKey,
+    at: &RowContext<'_>,
+    property: &str,
+    stored: &Value,
+) -> Result<Value, EncryptionError> {
+    let Value::Binary(bytes) = stored else {
+        return Err(EncryptionError::not_ciphertext(
+            property,
+            Some(stored.edm_type()),
+        ));
+    };
+    if bytes.len() < 1 + NONCE + TAG {
+        return Err(EncryptionError::not_ciphertext(property, None));
+    }
+    if bytes[0] != FORMAT {
+        return Err(at.tampered(property));
+    }
+    let (nonce, sealed) = bytes[1..].split_at(NONCE);
+    let cipher = Aes256Gcm::new(key.as_bytes().into());
+    let aad = at.associated(property);
+    let plain = Zeroizing::new(
+        cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| at.tampered(property))?,
+    );
+    decode(&plain).ok_or_else(|| at.tampered(property))
+}
+
+/// Seals the properties of `row` named in `properties` (those it holds)
+/// under a new content key wrapped by the resolver's current key, and
+/// writes the envelope to [`ENVELOPE_PROPERTY`]. A row that holds none of
+/// them is left as it is, without an envelope.
+pub async fn seal_entity(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    keys: &dyn KeyResolver,
+) -> Result<(), EncryptionError> {
+    row.properties.remove(ENVELOPE_PROPERTY);
+    if !properties.iter().any(|p| row.properties.contains(p)) {
+        return Ok(());
+    }
+    let key = ContentKey::generate()?;
+    let key_id = keys.current_key_id().to_owned();
+    let wrapped = keys.wrap(&key_id, &key).await?;
+    each_present(row, table, properties, |at, name, value| {
+        seal_value(&key, at, name, value)
+    })?;
+    let envelope = Envelope { key_id, wrapped };
+    row.properties
+        .insert(ENVELOPE_PROPERTY, Value::String(envelope.to_text()));
+    Ok(())
+}
+
+/// Opens the properties of `row` named in `properties` (those it holds),
+/// with the content key its envelope wraps, and takes the envelope out. A
+/// row that holds none of them needs no envelope; one that holds any needs
+/// one, and each must open.
+pub async fn open_entity(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    keys: &dyn KeyResolver,
+) -> Result<(), EncryptionError> {
+    let envelope = row.properties.remove(ENVELOPE_PROPERTY);
+    let Some(first) = properties.iter().find(|p| row.properties.contains(p)) else {
+        return Ok(());
+    };
+    let envelope = match envelope {
+        Some(Value::String(text)) => Envelope::from_text(&text)?,
+        Some(other) => {
+            return Err(EncryptionError::BadEnvelope {
+                reason: format!("it is {}, not a string", other.edm_type()),
+            });
+        }
+        None => {
+            return Err(EncryptionError::MissingEnvelope {
+                property: (*first).to_owned(),
+            });
+        }
+    };
+    let key = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
+    each_present(row, table, properties, |at, name, stored| {
+        open_value(&key, at, name, stored)
+    })
+}
+
+/// Replaces each property of `row` named in `properties` that it holds by
+/// `change` of it; the row is left as it was when one fails.
+fn each_present(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    mut change: impl FnMut(&RowContext<'_>, &str, &Value) -> Result<Value, EncryptionError>,
+) -> Result<(), EncryptionError> {
+    let at = RowContext {
+        table,
+        partition_key: &row.partition_key,
+        row_key: &row.row_key,
+    };
+    let mut changed = Vec::with_capacity(properties.len());
+    for &name in properties {
+        if let Some(value) = row.properties.get(name) {
+            changed.push((name, change(&at, name, value)?));
+        }
+    }
+    for (name, value) in changed {
+        row.properties.insert(name.to_owned(), value);
+    }
+    Ok(())
+}
+
+/// A value's plaintext: its EDM type's tag, then its bytes.
+fn encode(value: &Value) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::new());
+    match value {
+        Value::String(s) => {
+            out.push(0);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Int32(v) => {
+            out.push(1);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Value::Int64(v) => {
+            out.push(2);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Value::Double(v) => {
+            out.push(3);
+            out.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        Value::Boolean(v) => {
+            out.push(4);
+            out.push(u8::from(*v));
+        }
+        Value::DateTime(v) => {
+            out.push(5);
+            out.extend_from_slice(&v.ticks().to_le_bytes());
+        }
+        Value::Guid(v) => {
+            out.push(6);
+            out.extend_from_slice(v.as_bytes());
+        }
+        Value::Binary(v) => {
+            out.push(7);
+            out.extend_from_slice(v);
+        }
+    }
+    out
+}
+
+/// Reads a plaintext [`encode`] wrote; `None` if it did not.
+fn decode(plain: &[u8]) -> Option<Value> {
+    let (&tag, rest) = plain.split_first()?;
+    let fixed = |n: usize| (rest.len() == n).then_some(rest);
+    Some(match tag {
+        0 => Value::String(std::str::from_utf8(rest).ok()?.to_owned()),
+        1 => Value::Int32(i32::from_le_bytes(fixed(4)?.try_into().ok()?)),
+        2 => Value::Int64(i64::from_le_bytes(fixed(8)?.try_into().ok()?)),
+        3 => Value::Double(f64::from_bits(u64::from_le_bytes(
+            fixed(8)?.try_into().ok()?,
+        ))),
+        4 => match fixed(1)? {
+            [0] => Value::Boolean(false),
+            [1] => Value::Boolean(true),
+            _ => return None,
+        },
+        5 => Value::DateTime(
+            DateTime::from_ticks(i64::from_le_bytes(fixed(8)?.try_into().ok()?)).ok()?,
+        ),
+        6 => Value::Guid(tablekit_core::uuid::Uuid::from_slice(fixed(16)?).ok()?),
+        7 => Value::Binary(rest.to_vec()),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests;
