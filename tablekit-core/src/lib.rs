@@ -63,7 +63,8 @@ pub use blob::{
 pub use datetime::DateTime;
 pub use entity::{ETag, Entity, IfMatch, Properties, PropertyName};
 pub use error::{
-    Call, Error, InvalidInput, KeyKind, Result, RowContext, SchemaError, StorageFailure, ValueError,
+    Call, EncryptionError, Error, InvalidInput, KeyKind, Result, RowContext, SchemaError,
+    StorageFailure, ValueError,
 };
 pub use key::InvertedTime;
 pub use queue::QueueStore;

@@ -66,6 +66,8 @@ pub(crate) struct Field<'a> {
     pub(crate) unique: Option<syn::LitStr>,
     /// `bucket`: the field's time picks the entity's table.
     pub(crate) bucket: Option<TokenStream>,
+    /// `encrypted`: stored sealed, as ciphertext.
+    pub(crate) encrypted: bool,
 }
 
 pub(crate) struct Container<'a> {
@@ -165,7 +167,9 @@ impl<'a> Field<'a> {
         check_role(cx, &attrs, &role, &field.ty);
         let blob = blob_of(cx, &attrs, &role, mode);
         check_indexed(cx, &attrs, &role, blob, mode);
+        let encrypted = check_encrypted(cx, &attrs, &role, mode, container);
         Some(Field {
+            encrypted,
             index: attrs.index,
             unique: attrs.unique,
             bucket: attrs.bucket,
@@ -337,6 +341,49 @@ fn blob_of(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) -> Option<bo
         );
     }
     Some(*always)
+}
+
+/// `encrypted` on a field that can be sealed: one property of the entity
+/// itself, read under its own name alone.
+fn check_encrypted(
+    cx: &Ctxt,
+    attrs: &attr::Field,
+    role: &Role,
+    mode: Mode,
+    container: &attr::Container,
+) -> bool {
+    let Some(tokens) = &attrs.encrypted else {
+        return false;
+    };
+    let problem = if matches!(role, Role::PartitionKey(_) | Role::RowKey(_)) {
+        Some(
+            "a key field is stored in the PartitionKey or RowKey, which the store reads: it cannot be `encrypted`",
+        )
+    } else if !matches!(role, Role::Property | Role::Json | Role::With(_)) {
+        Some(
+            "`encrypted` applies to a field stored as one property (not `flatten`, `series` or `skip`)",
+        )
+    } else if mode == Mode::Fields {
+        Some("`encrypted` applies to fields of the entity itself, not of a flattened struct")
+    } else if attrs.blob.is_some() {
+        Some("`encrypted` with `blob` or `offload` is not supported yet")
+    } else if attrs.index.is_some() || attrs.unique.is_some() {
+        Some(
+            "finding rows by an encrypted value is not supported yet: `encrypted` excludes `index` and `unique`",
+        )
+    } else if !attrs.aliases.is_empty() {
+        Some(
+            "`encrypted` excludes `alias`: a value under an older name would be read without being decrypted",
+        )
+    } else if container.wide {
+        Some("`encrypted` in a `wide` entity is not supported yet")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        cx.error_spanned_by(tokens, problem);
+    }
+    true
 }
 
 /// `index` and `unique` on a field that can be indexed.

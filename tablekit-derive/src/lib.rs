@@ -31,7 +31,7 @@ use syn::{DeriveInput, parse_macro_input};
 /// partition, table)`, `shards`, `buckets`, `rename_all`, `crate`; on a
 /// field `partition_key`, `row_key`, `rename`, `alias`, `skip`, `default`,
 /// `json`, `with`, `flatten`, `series`, `blob`, `offload`, `index`,
-/// `unique`, `bucket`.
+/// `unique`, `bucket`, `encrypted`.
 #[proc_macro_derive(TableEntity, attributes(tablekit))]
 pub fn derive_table_entity(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

@@ -5,8 +5,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
-use crate::error::EncryptionError;
 use crate::keys::WrappedKey;
+use tablekit_core::EncryptionError;
 
 /// The property that holds a row's [`Envelope`], as a string.
 pub const ENVELOPE_PROPERTY: &str = "_Encryption";

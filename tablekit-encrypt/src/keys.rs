@@ -8,7 +8,7 @@ use aes_gcm::aead::OsRng;
 use aes_gcm::aead::rand_core::RngCore;
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::error::EncryptionError;
+use tablekit_core::EncryptionError;
 
 /// The wrap algorithm of a [`LocalKey`]: AES key wrap with a 256-bit key
 /// (RFC 3394).

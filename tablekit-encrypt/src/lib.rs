@@ -54,11 +54,10 @@
 //! ```
 
 mod envelope;
-mod error;
 mod keys;
 mod seal;
 
 pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
-pub use error::EncryptionError;
 pub use keys::{ContentKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
-pub use seal::{RowContext, open_entity, open_value, seal_entity, seal_value};
+pub use seal::{Binding, open_entity, open_value, seal_entity, seal_value};
+pub use tablekit_core::EncryptionError;

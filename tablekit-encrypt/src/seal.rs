@@ -7,8 +7,8 @@ use tablekit_core::{DateTime, Entity, Value};
 use zeroize::Zeroizing;
 
 use crate::envelope::{ENVELOPE_PROPERTY, Envelope};
-use crate::error::EncryptionError;
 use crate::keys::{ContentKey, KeyResolver};
+use tablekit_core::EncryptionError;
 
 /// The first byte of a sealed value: its format.
 const FORMAT: u8 = 1;
@@ -17,7 +17,7 @@ const TAG: usize = 16;
 
 /// Where a value is stored: what its ciphertext is bound to.
 #[derive(Debug, Clone, Copy)]
-pub struct RowContext<'a> {
+pub struct Binding<'a> {
     /// The table's name.
     pub table: &'a str,
     /// The row's PartitionKey.
@@ -26,7 +26,7 @@ pub struct RowContext<'a> {
     pub row_key: &'a str,
 }
 
-impl RowContext<'_> {
+impl Binding<'_> {
     /// The associated data of `property`: each part with its length, so no
     /// two places share it.
     fn associated(&self, property: &str) -> Vec<u8> {
@@ -55,7 +55,7 @@ impl RowContext<'_> {
 /// property opens.
 pub fn seal_value(
     key: &ContentKey,
-    at: &RowContext<'_>,
+    at: &Binding<'_>,
     property: &str,
     value: &Value,
 ) -> Result<Value, EncryptionError> {
@@ -84,7 +84,7 @@ pub fn seal_value(
 /// Opens a value [`seal_value`] sealed as `property` of the row `at`.
 pub fn open_value(
     key: &ContentKey,
-    at: &RowContext<'_>,
+    at: &Binding<'_>,
     property: &str,
     stored: &Value,
 ) -> Result<Value, EncryptionError> {
@@ -182,9 +182,9 @@ fn each_present(
     row: &mut Entity,
     table: &str,
     properties: &[&str],
-    mut change: impl FnMut(&RowContext<'_>, &str, &Value) -> Result<Value, EncryptionError>,
+    mut change: impl FnMut(&Binding<'_>, &str, &Value) -> Result<Value, EncryptionError>,
 ) -> Result<(), EncryptionError> {
-    let at = RowContext {
+    let at = Binding {
         table,
         partition_key: &row.partition_key,
         row_key: &row.row_key,

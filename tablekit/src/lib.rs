@@ -118,6 +118,9 @@
 //!   can be merged alone.
 //! - **Large values**: `blob` and `offload` keep them in a blob store, the
 //!   row holding a reference.
+//! - **Encrypted properties**: `#[tablekit(encrypted)]` fields are sealed
+//!   in the process (AES-256-GCM, bound to their row, under a key you
+//!   keep) and the store sees ciphertext alone (see [`encryption`]).
 //! - **Tables laid out before**: [`key::Verbatim`], [`key::Padded`] and
 //!   RowKey templates map existing keys exactly.
 //! - **Secondary indexes**: `#[tablekit(unique = "email")]` or
@@ -297,6 +300,7 @@ use tablekit_core::{datetime, entity, error, order, props, value};
 pub mod bucket;
 pub mod changes;
 pub mod copy;
+pub mod encryption;
 mod exec;
 pub mod index;
 pub mod log;

@@ -20,6 +20,7 @@ pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
     write_escaped,
 };
+pub use crate::schema::Encrypted;
 pub use crate::schema::{
     Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
     KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,

@@ -60,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "patterns",
         &[
+            "encryption",
             "index",
             "table::wide",
             "table::offload",
@@ -761,11 +762,14 @@ fn imports_through_the_root(root: &Path) -> Vec<String> {
 const CRATES: &[(&str, &[&str])] = &[
     ("tablekit-derive", &[]),
     ("tablekit-core", &[]),
-    ("tablekit", &["tablekit-core", "tablekit-derive"]),
+    ("tablekit-encrypt", &["tablekit-core"]),
+    (
+        "tablekit",
+        &["tablekit-core", "tablekit-derive", "tablekit-encrypt"],
+    ),
     ("tablekit-mem", &["tablekit-core"]),
     ("tablekit-local", &["tablekit-core"]),
     ("tablekit-azure", &["tablekit-core"]),
-    ("tablekit-encrypt", &["tablekit-core"]),
     (
         "tablekit-stores",
         &[

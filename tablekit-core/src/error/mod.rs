@@ -8,8 +8,10 @@
 
 use std::time::Duration;
 
+mod encryption;
 mod input;
 
+pub use encryption::EncryptionError;
 pub use input::{InvalidInput, KeyKind, RowContext, SchemaError, ValueError};
 
 /// A `Result` whose error is tablekit's [`Error`].
@@ -362,6 +364,11 @@ pub enum Error {
     /// A stored row does not fit the typed entity it was read as.
     #[error(transparent)]
     Schema(#[from] SchemaError),
+    /// An encrypted property could not be sealed or opened: a key missing
+    /// or wrong, or a stored value that does not decrypt. Nothing was
+    /// stored or returned.
+    #[error(transparent)]
+    Encryption(#[from] EncryptionError),
     /// A row the store returned could not be read as an entity at all (a
     /// value outside the documented range, say, which an emulator accepted).
     /// The query's other rows are not lost: see
@@ -525,6 +532,7 @@ impl Error {
             Error::ImportLine { .. } => "ImportLine",
             Error::ImportText { .. } => "ImportText",
             Error::Schema(_) => "Schema",
+            Error::Encryption(_) => "Encryption",
             Error::UndecodableRow { .. } => "UndecodableRow",
         }
     }

@@ -34,6 +34,8 @@ pub(crate) struct Field {
     pub(crate) unique: Option<LitStr>,
     /// `bucket`: the time that picks the entity's table.
     pub(crate) bucket: Option<TokenStream>,
+    /// `encrypted`: stored sealed, as ciphertext.
+    pub(crate) encrypted: Option<TokenStream>,
 }
 
 pub(super) const FIELD_KEYWORDS: &[&str] = &[
@@ -52,6 +54,7 @@ pub(super) const FIELD_KEYWORDS: &[&str] = &[
     INDEX,
     UNIQUE,
     BUCKET,
+    ENCRYPTED,
 ];
 
 /// A field's attributes as they are read, each at most once (`alias` any
@@ -69,6 +72,7 @@ pub(super) struct FieldParts {
     blob: Attr<()>,
     offload: Attr<()>,
     bucket: Attr<()>,
+    encrypted: Attr<()>,
     index: Attr<LitStr>,
     unique: Attr<LitStr>,
     aliases: Vec<LitStr>,
@@ -89,6 +93,7 @@ impl FieldParts {
             blob: Attr::none(BLOB),
             offload: Attr::none(OFFLOAD),
             bucket: Attr::none(BUCKET),
+            encrypted: Attr::none(ENCRYPTED),
             index: Attr::none(INDEX),
             unique: Attr::none(UNIQUE),
             aliases: Vec::new(),
@@ -133,6 +138,7 @@ impl FieldParts {
             BLOB => set_flag(cx, meta, &mut self.blob)?,
             OFFLOAD => set_flag(cx, meta, &mut self.offload)?,
             BUCKET => set_flag(cx, meta, &mut self.bucket)?,
+            ENCRYPTED => set_flag(cx, meta, &mut self.encrypted)?,
             INDEX => {
                 if let Some(lit) = parse_index_name(cx, meta) {
                     self.index.set(cx, path, lit);
@@ -186,6 +192,7 @@ impl FieldParts {
             index: self.index.get(),
             unique: self.unique.get(),
             bucket: flag(self.bucket),
+            encrypted: flag(self.encrypted),
             blob: match (self.blob.get_with_tokens(), self.offload.get_with_tokens()) {
                 (Some(_), Some((_, tokens))) => {
                     cx.error_spanned_by(

@@ -230,6 +230,19 @@ impl Expansion<'_> {
         )
     }
 
+    /// The names of the encrypted fields' properties, as a part.
+    pub(super) fn encrypted_part(&self) -> Option<TokenStream> {
+        let tk = &self.tk;
+        let names: Vec<&String> = self
+            .cont
+            .fields
+            .iter()
+            .filter(|f| f.encrypted)
+            .map(|f| &f.stored_name)
+            .collect();
+        (!names.is_empty()).then(|| quote!(&#tk::Encrypted { properties: &[#(#names),*] }))
+    }
+
     /// The check of each offloaded field's type, and its part.
     pub(super) fn blob_part(&self) -> Option<TokenStream> {
         let tk = &self.tk;
@@ -300,6 +313,7 @@ impl Expansion<'_> {
         // The parts the patterns need, each only when declared.
         let parts: Vec<TokenStream> = [
             self.blob_part(),
+            self.encrypted_part(),
             parts.index_part,
             self.bucket_part(),
             self.changes_part(),
@@ -469,7 +483,9 @@ impl Expansion<'_> {
             .cont
             .fields
             .iter()
-            .filter(|f| matches!(f.role, Role::Property | Role::Series))
+            // An encrypted field has no column: the store cannot filter
+            // on its ciphertext.
+            .filter(|f| matches!(f.role, Role::Property | Role::Series) && !f.encrypted)
             .collect();
         let column_decls = columns.iter().map(|f| {
             let field = f.ident;

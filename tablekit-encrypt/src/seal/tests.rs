@@ -21,8 +21,8 @@ fn key() -> LocalKey {
     LocalKey::new("k1", [3; 32])
 }
 
-fn at() -> RowContext<'static> {
-    RowContext {
+fn at() -> Binding<'static> {
+    Binding {
         table: "People",
         partition_key: "p",
         row_key: "r",
@@ -132,21 +132,21 @@ fn a_ciphertext_opens_only_where_it_was_sealed() {
     let sealed = seal_value(&content, &at(), "Ssn", &value).unwrap();
     let elsewhere = [
         (
-            RowContext {
+            Binding {
                 table: "Other",
                 ..at()
             },
             "Ssn",
         ),
         (
-            RowContext {
+            Binding {
                 partition_key: "q",
                 ..at()
             },
             "Ssn",
         ),
         (
-            RowContext {
+            Binding {
                 row_key: "s",
                 ..at()
             },
@@ -155,7 +155,7 @@ fn a_ciphertext_opens_only_where_it_was_sealed() {
         (at(), "Email"),
         // The parts' lengths are bound too: no text moves between them.
         (
-            RowContext {
+            Binding {
                 partition_key: "pr",
                 row_key: "",
                 ..at()

@@ -7,10 +7,13 @@
 
 mod companions;
 mod descriptor;
+mod encrypted;
 mod finite;
 mod read;
 mod values;
 
+pub use encrypted::Encrypted;
+pub(crate) use encrypted::{encrypted, refuse_sealed};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 
@@ -91,6 +94,7 @@ pub(crate) use companions::{
 /// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 /// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
+/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; not on a key field, nor with `index`, `unique`, `blob`, `offload`, `alias` or in a `wide` type (yet) |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),
@@ -381,7 +385,27 @@ pub fn encode_keys<T: TableEntity>(
 }
 
 /// The row of a value: keys, kind and version, properties.
+///
+/// A type with encrypted fields is refused
+/// ([`EncryptionError::NotDecrypted`](crate::error::EncryptionError::NotDecrypted)):
+/// its row is sealed by a [`Table`](crate::Table) given keys, and never
+/// built here with its values in plain text.
 pub fn to_entity<T: TableEntity>(value: &T) -> Result<Entity, Error> {
+    let entity = to_entity_unsealed(value)?;
+    if encrypted::<T>().is_some() {
+        return Err(crate::error::EncryptionError::NotDecrypted {
+            partition_key: entity.partition_key,
+            row_key: entity.row_key,
+            path: "schema::to_entity",
+        }
+        .into());
+    }
+    Ok(entity)
+}
+
+/// [`to_entity`] of any type: encrypted fields in plain text, for the
+/// typed client to seal.
+pub(crate) fn to_entity_unsealed<T: TableEntity>(value: &T) -> Result<Entity, Error> {
     let mut entity = Entity::new(partition_key_of(value)?, row_key_of(value)?);
     // Room for the fields, the kind and version, and a write history, so
     // that the list is not grown (and copied) on the way. Flattened and

@@ -162,6 +162,7 @@ pub(crate) fn read_entity<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &mut S,
 ) -> Result<T, Error> {
+    super::refuse_sealed::<T, S>(partition_key, row_key, props)?;
     // The layout of a row stored under a previous kind, when it is one.
     let mut renamed = None;
     if let Some(kind) = T::DESCRIPTOR.kind {

@@ -38,6 +38,8 @@ mod migrate;
 pub mod offload;
 pub(crate) mod query;
 mod read;
+mod sealed;
+pub(crate) use sealed::finishes_reads;
 mod spanning;
 mod stored;
 mod unknown;
@@ -75,6 +77,8 @@ pub struct Table<T> {
     pub(crate) record_writes: bool,
     pub(crate) outbox: Option<Arc<dyn crate::pending::Announce>>,
     pub(crate) clock: Arc<dyn crate::clock::Clock>,
+    /// The keys of encrypted fields (`with_encryption`).
+    pub(crate) keys: Option<Arc<dyn tablekit_encrypt::KeyResolver>>,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -87,6 +91,7 @@ impl<T> Clone for Table<T> {
             record_writes: self.record_writes,
             outbox: self.outbox.clone(),
             clock: Arc::clone(&self.clock),
+            keys: self.keys.clone(),
             _type: PhantomData,
         }
     }
@@ -110,6 +115,7 @@ impl<T> Table<T> {
             record_writes: true,
             outbox: None,
             clock: Arc::new(crate::clock::SystemClock),
+            keys: None,
             _type: PhantomData,
         }
     }
@@ -124,6 +130,7 @@ impl<T> Table<T> {
             record_writes: self.record_writes,
             outbox: self.outbox.clone(),
             clock: Arc::clone(&self.clock),
+            keys: self.keys.clone(),
             _type: PhantomData,
         }
     }
@@ -132,6 +139,17 @@ impl<T> Table<T> {
     /// the sweeper), instead of the system's.
     pub fn with_clock(mut self, clock: Arc<dyn crate::clock::Clock>) -> Table<T> {
         self.clock = clock;
+        self
+    }
+
+    /// Seals the entity's encrypted fields (`#[tablekit(encrypted)]`) with
+    /// keys from `keys` before each write, and opens them after each read
+    /// (see [`encryption`](crate::encryption)). A table of a type with
+    /// encrypted fields and no keys refuses to write or read them
+    /// ([`EncryptionError::NoKeys`](crate::encryption::EncryptionError::NoKeys)).
+    /// [`of`](Table::of) and [`named`](Table::named) keep the keys.
+    pub fn with_encryption(mut self, keys: Arc<dyn tablekit_encrypt::KeyResolver>) -> Table<T> {
+        self.keys = Some(keys);
         self
     }
 

@@ -119,7 +119,8 @@ impl<T: TableEntity> Table<T> {
         current_of::<T>(self.backend.as_ref(), &self.name, pk, rk).await
     }
 
-    /// The row with its offloaded values fetched back, or `None`.
+    /// The row with its offloaded values fetched back and its encrypted
+    /// ones opened, or `None`.
     pub(crate) async fn read_row(
         &self,
         pk: &str,
@@ -129,6 +130,10 @@ impl<T: TableEntity> Table<T> {
             return Ok(None);
         };
         self.restore_blobs(&mut entity).await?;
+        if crate::schema::encrypted::<T>().is_some() {
+            // Boxed: a type without encrypted fields does not carry it.
+            Box::pin(self.open(&mut entity)).await?;
+        }
         Ok(Some(entity))
     }
 

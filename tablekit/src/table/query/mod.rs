@@ -377,6 +377,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                     names.push(KIND_PROPERTY.to_owned());
                     names.push(VERSION_PROPERTY.to_owned());
                 }
+                if crate::schema::encrypted::<P>().is_some() {
+                    names.push(tablekit_encrypt::ENVELOPE_PROPERTY.to_owned());
+                }
                 complete.then_some(names)
             })
             .flatten();
@@ -395,7 +398,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         if let Some(rule) = P::DESCRIPTOR.rows {
             return self.stream_wide(rule);
         }
-        let external = P::DESCRIPTOR.external_values().is_some();
+        let external = super::finishes_reads::<P>();
         let rows = match &self.shards_of {
             Some(pk) => self.sharded_rows(pk, |partition| self.base_query_in(partition)),
             None if !external => {
@@ -419,7 +422,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             ),
         };
         let typed = if external {
-            // Values kept in blobs are read back: a table per row.
+            // Values kept in blobs are read back, encrypted ones opened: a
+            // table per row.
             let table = self.table.of::<P>();
             rows.and_then(move |entity| restore_and_load(table.clone(), entity))
                 .boxed()
@@ -619,7 +623,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         let backend = &**self.table.backend();
         let name = self.table.name();
         let table = self.table.of::<P>();
-        let external = P::DESCRIPTOR.external_values().is_some();
+        let external = super::finishes_reads::<P>();
         // Whether the backend passes this query's rows by reference, asked once: the
         // pages of a backend that passes none are read as entities at once.
         let by_reference = !external && crate::order::rows_query(backend, &query).is_some();
@@ -760,7 +764,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 operation: "page() on wide entities (use stream())",
             });
         }
-        let external = P::DESCRIPTOR.external_values().is_some();
+        let external = super::finishes_reads::<P>();
         if self.shards_of.is_none() && !external {
             // A backend that passes the query's rows by reference: each is read into its
             // value where it lies, without an entity.
@@ -831,10 +835,13 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
     }
 }
 
+/// Reads a row that needs the table's work first ([`finishes_reads`](super::finishes_reads)):
+/// its offloaded values fetched back, its encrypted ones opened.
 async fn restore_and_load<P: TableEntity>(
     table: Table<P>,
     mut entity: crate::entity::Entity,
 ) -> Result<Loaded<P>> {
     table.restore_blobs(&mut entity).await?;
+    table.open(&mut entity).await?;
     load::<P>(entity)
 }

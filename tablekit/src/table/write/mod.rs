@@ -180,7 +180,7 @@ impl<T: TableEntity> Table<T> {
     async fn apply(&self, write: Write<'_, T>) -> Result<Written> {
         match write {
             Write::Insert(value) => {
-                let row = schema::to_entity(value)?;
+                let row = self.row_of(value, false).await?;
                 let new_keys = new_index_keys(value, &row.row_key);
                 let mut lowered = Lowered {
                     recorded: Some(self.recorded(Recorded::insert)),
@@ -193,7 +193,7 @@ impl<T: TableEntity> Table<T> {
                 }
             }
             Write::Put(value, write, unknown) => {
-                let mut row = schema::to_entity(value)?;
+                let mut row = self.row_of(value, write.is_merge()).await?;
                 unknown::restore(&mut row, unknown);
                 let new_keys = new_index_keys(value, &row.row_key);
                 let mut lowered = Lowered {
@@ -310,7 +310,9 @@ impl<T: TableEntity> Table<T> {
         // The write records itself in the row's history, so that a lost
         // answer is settled by reading the row back (see `update`).
         let recorded = self.recorded(|| Recorded::on(loaded.writes.as_deref(), &loaded.etag));
-        let mut row = schema::to_entity(&loaded.value)?;
+        let mut row = self
+            .row_of(&loaded.value, mode == UpdateMode::Merge)
+            .await?;
         if mode == UpdateMode::Replace {
             unknown::restore(&mut row, &loaded.unknown);
         }

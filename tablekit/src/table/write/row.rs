@@ -78,6 +78,14 @@ pub(in crate::table) enum RowWrite {
 }
 
 impl RowWrite {
+    /// Whether the write merges into the stored row.
+    pub(in crate::table) fn is_merge(&self) -> bool {
+        matches!(
+            self,
+            RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge)
+        )
+    }
+
     /// What the write is called: the operation it is observed as, and the
     /// change it records (`insert`, `replace`, `merge`, `upsert`,
     /// `upsert_merge`, `delete`).

@@ -330,10 +330,10 @@ impl<T: TableEntity> Table<T> {
 /// The row an update writes: the changed value's, with the properties its
 /// type does not know kept as they were read. A change that moved the keys
 /// is refused.
-fn changed_row<T: TableEntity>(
+async fn changed_row<T: TableEntity>(
+    table: &Table<T>,
     value: &T,
-    pk: &str,
-    rk: &str,
+    (pk, rk): (&str, &str),
     unknown: &crate::entity::Properties,
 ) -> Result<crate::entity::Entity, Error> {
     if schema::partition_key_of(value)? != pk || schema::row_key_of(value)? != rk {
@@ -342,7 +342,7 @@ fn changed_row<T: TableEntity>(
             row_key: rk.to_owned(),
         }));
     }
-    let mut row = schema::to_entity(value)?;
+    let mut row = table.row_of(value, false).await?;
     super::unknown::restore(&mut row, unknown);
     Ok(row)
 }
@@ -394,7 +394,7 @@ where
                 }
             };
             let (pk, rk) = (self.pk.as_str(), self.rk.as_str());
-            let row = changed_row(&value, pk, rk, &unknown)?;
+            let row = changed_row(table, &value, (pk, rk), &unknown).await?;
             let new_keys = super::new_index_keys(&value, rk);
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
             self.value = Some(value);

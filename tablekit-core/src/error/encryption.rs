@@ -1,7 +1,7 @@
-//! What goes wrong when a property is sealed or opened. No error carries a
-//! key's bytes or a value.
+//! What goes wrong when a property is sealed or opened (`tablekit-encrypt`).
+//! No error carries a key's bytes or a value.
 
-use tablekit_core::EdmType;
+use crate::value::EdmType;
 
 /// An error of encryption: a key missing or wrong, or a stored value that
 /// does not open. Nothing is returned or stored when one occurs.
@@ -84,6 +84,27 @@ pub enum EncryptionError {
         /// What it said.
         message: String,
     },
+    /// A type with encrypted fields, on a table given no keys.
+    #[error(
+        "the entities of table `{table}` have encrypted fields, and the table has no keys: give it a key resolver (`Table::with_encryption`)"
+    )]
+    NoKeys {
+        /// The table.
+        table: String,
+    },
+    /// A row with encrypted properties met a reader or writer that does not
+    /// encrypt: nothing was read as a value, and nothing was written.
+    #[error(
+        "row ({partition_key:?}, {row_key:?}) has encrypted properties, and {path} does not decrypt or encrypt them: use a `Table` given keys"
+    )]
+    NotDecrypted {
+        /// The row's PartitionKey.
+        partition_key: String,
+        /// The row's RowKey.
+        row_key: String,
+        /// What met it.
+        path: &'static str,
+    },
     /// The system's random number generator failed.
     #[error("no random bytes for a content key or nonce: {message}")]
     Random {
@@ -94,7 +115,8 @@ pub enum EncryptionError {
 
 impl EncryptionError {
     /// A property holding `found` where ciphertext belongs.
-    pub(crate) fn not_ciphertext(property: &str, found: Option<EdmType>) -> EncryptionError {
+    #[doc(hidden)]
+    pub fn not_ciphertext(property: &str, found: Option<EdmType>) -> EncryptionError {
         EncryptionError::NotCiphertext {
             property: property.to_owned(),
             found: match found {

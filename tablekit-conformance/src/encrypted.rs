@@ -1,0 +1,338 @@
+//! Encrypted fields on every backend: values of every type read back as
+//! written through each read path, the store holds ciphertext alone, and
+//! every change to a row (bits flipped, properties or rows swapped or
+//! copied, values cut short or written in plain text, the envelope taken
+//! away, the wrong key) reads as a typed error, never as a value.
+
+use std::sync::Arc;
+
+use tablekit::backend::{GetOptions, TableBackend};
+use tablekit::encryption::{ENVELOPE_PROPERTY, EncryptionError, LocalKey, LocalKeys};
+use tablekit::table::Table;
+use tablekit::{DateTime, Entity, Error, TableBackendExt, TableEntity, Value, schema};
+
+use super::unique_table;
+
+/// A patient, with a field of each property type encrypted.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Patients", kind = "PAT")]
+pub struct Patient {
+    #[tablekit(partition_key)]
+    clinic: String,
+    #[tablekit(row_key)]
+    id: u32,
+    name: String,
+    #[tablekit(encrypted)]
+    national_id: String,
+    #[tablekit(encrypted)]
+    notes: Option<String>,
+    #[tablekit(encrypted)]
+    scan: Vec<u8>,
+    #[tablekit(encrypted)]
+    born: DateTime,
+    #[tablekit(encrypted)]
+    weight: f64,
+    #[tablekit(encrypted)]
+    visits: i64,
+    #[tablekit(encrypted)]
+    consent: bool,
+    #[tablekit(encrypted)]
+    reference: tablekit::uuid::Uuid,
+    #[tablekit(encrypted, json)]
+    tags: Vec<String>,
+}
+
+/// The encrypted properties of [`Patient`].
+const SEALED: [&str; 9] = [
+    "national_id",
+    "notes",
+    "scan",
+    "born",
+    "weight",
+    "visits",
+    "consent",
+    "reference",
+    "tags",
+];
+
+fn patient(id: u32) -> Patient {
+    Patient {
+        clinic: "north".into(),
+        id,
+        name: format!("patient {id}"),
+        national_id: format!("{id:03}-45-6789"),
+        notes: (!id.is_multiple_of(2)).then(|| format!("allergic to {id}")),
+        scan: vec![id as u8; 40],
+        born: DateTime::from_unix_nanos(i128::from(id) * 1_000_000_000_000_000).expect("a time"),
+        weight: 60.5 + f64::from(id),
+        visits: i64::from(id) * 3,
+        consent: id.is_multiple_of(2),
+        reference: tablekit::uuid::Uuid::from_u128(u128::from(id) << 64),
+        tags: vec![format!("tag-{id}"), "ward".into()],
+    }
+}
+
+fn key_one() -> LocalKey {
+    LocalKey::new("k1", [11; 32])
+}
+
+async fn raw(backend: &dyn TableBackend, table: &str, id: u32) -> Entity {
+    let rk = schema::row_key_of(&patient(id)).expect("a key");
+    backend
+        .get_entity(table, "north", &rk, &GetOptions::default())
+        .await
+        .expect("the raw row")
+}
+
+/// A raw row written back under `id`'s keys, changed by `change`.
+async fn put_raw(backend: &dyn TableBackend, table: &str, mut row: Entity, id: u32) {
+    row.row_key = schema::row_key_of(&patient(id)).expect("a key");
+    row.etag = None;
+    backend
+        .upsert_entity(table, &row, tablekit::backend::UpdateMode::Replace)
+        .await
+        .expect("a raw write");
+}
+
+fn encryption_error(result: tablekit::Result<impl std::fmt::Debug>) -> EncryptionError {
+    match result {
+        Err(Error::Encryption(e)) => e,
+        other => panic!("expected an encryption error, got {other:?}"),
+    }
+}
+
+/// Values of every type are sealed on the way in and read back equal by
+/// `get`, queries, pages and updates; the store holds ciphertext alone;
+/// readers and writers that do not encrypt refuse the type.
+pub async fn encrypted_fields_read_back_and_are_stored_sealed(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("sealed");
+    let keys = Arc::new(LocalKeys::new(key_one()));
+    let t: Table<Patient> = Table::from_arc(Arc::clone(&backend), &name).with_encryption(keys);
+    t.create_if_missing().await.expect("the table");
+    for id in 1..=3 {
+        t.insert(&patient(id)).await.expect("insert");
+    }
+    for id in 1..=3 {
+        let read = t.get("north", id).await.expect("get").expect("stored");
+        assert_eq!(*read, patient(id));
+        let row = raw(&*backend, &name, id).await;
+        for property in SEALED {
+            match row.get(property) {
+                Some(Value::Binary(_)) => {}
+                None if property == "notes" && id.is_multiple_of(2) => {}
+                other => panic!("{property} is stored as {other:?}"),
+            }
+        }
+        assert_eq!(row.get("name"), Some(&Value::from(format!("patient {id}"))));
+        let shown = format!("{row:?}");
+        assert!(
+            !shown.contains("-45-6789") && !shown.contains("allergic"),
+            "{shown}"
+        );
+        assert!(row.get(ENVELOPE_PROPERTY).is_some());
+    }
+    let all = t
+        .query()
+        .partition("north")
+        .collect()
+        .await
+        .expect("a query");
+    let all: Vec<Patient> = all.into_iter().map(|p| (*p).clone()).collect();
+    assert_eq!(all, (1..=3).map(patient).collect::<Vec<_>>());
+    let (page, _) = t
+        .query()
+        .partition("north")
+        .page_size(2)
+        .page()
+        .await
+        .expect("a page");
+    assert_eq!(page.len(), 2);
+    assert_eq!(*page[1], patient(2));
+
+    // Written again every way: still read back equal.
+    let mut read = t.get("north", 1u32).await.expect("get").expect("stored");
+    read.notes = Some("changed".into());
+    t.replace(&mut read).await.expect("replace");
+    t.update("north", 2u32, |p: &mut Patient| p.visits += 1)
+        .await
+        .expect("update");
+    let mut third = patient(3);
+    third.national_id = "999-99-9999".into();
+    t.upsert(&third).await.expect("upsert");
+    let mut want = vec![patient(1), patient(2), third];
+    want[0].notes = Some("changed".into());
+    want[1].visits += 1;
+    for p in &want {
+        let read = t.get("north", p.id).await.expect("get").expect("stored");
+        assert_eq!(&*read, p);
+    }
+
+    // What does not encrypt refuses the type, in plain terms.
+    let row = raw(&*backend, &name, 1).await;
+    let refused = encryption_error(schema::from_entity::<Patient>(&row));
+    assert!(
+        matches!(refused, EncryptionError::NotDecrypted { .. }),
+        "{refused}"
+    );
+    let refused = encryption_error(schema::to_entity(&patient(1)));
+    assert!(
+        matches!(refused, EncryptionError::NotDecrypted { .. }),
+        "{refused}"
+    );
+    let keyless: Table<Patient> = Table::from_arc(Arc::clone(&backend), &name);
+    assert_eq!(
+        encryption_error(keyless.get("north", 1u32).await),
+        EncryptionError::NoKeys {
+            table: name.clone()
+        }
+    );
+    assert_eq!(
+        encryption_error(keyless.insert(&patient(9)).await),
+        EncryptionError::NoKeys {
+            table: name.clone()
+        }
+    );
+    assert!(t.get("north", 9u32).await.expect("get").is_none());
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// What a changed row must read as.
+type Expected = fn(&EncryptionError) -> bool;
+
+/// Every change to a sealed row reads as a typed error: no `get` or query
+/// returns a value that differs from what was written.
+pub async fn changed_encrypted_rows_never_read_as_values(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("tamper");
+    let t: Table<Patient> =
+        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
+    t.create_if_missing().await.expect("the table");
+    t.insert(&patient(1)).await.expect("insert");
+    t.insert(&patient(2)).await.expect("insert");
+    let one = raw(&*backend, &name, 1).await;
+    let two = raw(&*backend, &name, 2).await;
+    let binary = |row: &Entity, p: &str| match row.get(p) {
+        Some(Value::Binary(b)) => b.clone(),
+        other => panic!("{p}: {other:?}"),
+    };
+
+    let mut cases: Vec<(&str, Entity, Expected)> = Vec::new();
+    let tampered: Expected = |e| matches!(e, EncryptionError::Tampered { .. });
+    let mut flipped = one.clone();
+    let mut bytes = binary(&one, "national_id");
+    bytes[20] ^= 0x04;
+    flipped.insert("national_id", bytes);
+    cases.push(("a bit flipped", flipped, tampered));
+    let mut moved = one.clone();
+    moved.insert(
+        "national_id",
+        two.get("national_id").cloned().expect("sealed"),
+    );
+    cases.push(("a value from another row", moved, tampered));
+    let mut swapped = one.clone();
+    swapped.insert("national_id", one.get("notes").cloned().expect("sealed"));
+    swapped.insert("notes", one.get("national_id").cloned().expect("sealed"));
+    cases.push(("two properties swapped", swapped, tampered));
+    let mut envelope = one.clone();
+    envelope.insert(
+        ENVELOPE_PROPERTY,
+        two.get(ENVELOPE_PROPERTY).cloned().expect("sealed"),
+    );
+    cases.push(("another row's envelope", envelope, tampered));
+    let mut cut = one.clone();
+    cut.insert("scan", binary(&one, "scan")[..10].to_vec());
+    cases.push(("a value cut short", cut, |e| {
+        matches!(e, EncryptionError::NotCiphertext { .. })
+    }));
+    let mut plain = one.clone();
+    plain.insert("national_id", "123-45-6789");
+    cases.push(("a plain value", plain, |e| {
+        matches!(e, EncryptionError::NotCiphertext { .. })
+    }));
+    let mut bare = one.clone();
+    bare.properties.remove(ENVELOPE_PROPERTY);
+    cases.push(("no envelope", bare, |e| {
+        matches!(e, EncryptionError::MissingEnvelope { .. })
+    }));
+    for (what, row, expected) in cases {
+        put_raw(&*backend, &name, row, 1).await;
+        let got = encryption_error(t.get("north", 1u32).await);
+        assert!(expected(&got), "{what}: {got}");
+        let queried = t.query().partition("north").collect().await;
+        assert!(
+            matches!(queried, Err(Error::Encryption(_))),
+            "{what}: a query read {queried:?}"
+        );
+    }
+    // A whole row copied under other keys.
+    put_raw(&*backend, &name, one.clone(), 5).await;
+    assert!(matches!(
+        encryption_error(t.get("north", 5u32).await),
+        EncryptionError::Tampered { .. }
+    ));
+    // The row as written reads again; under other keys, it does not.
+    put_raw(&*backend, &name, one, 1).await;
+    let read = t.get("north", 1u32).await.expect("get").expect("stored");
+    assert_eq!(*read, patient(1));
+    let other_bytes = t
+        .clone()
+        .with_encryption(Arc::new(LocalKey::new("k1", [12; 32])));
+    assert_eq!(
+        encryption_error(other_bytes.get("north", 1u32).await),
+        EncryptionError::WrongKey {
+            key_id: "k1".into()
+        }
+    );
+    let other_id = t
+        .clone()
+        .with_encryption(Arc::new(LocalKey::new("k9", [11; 32])));
+    assert_eq!(
+        encryption_error(other_id.get("north", 1u32).await),
+        EncryptionError::UnknownKey {
+            key_id: "k1".into()
+        }
+    );
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A ring of keys reads rows of each; a write uses the current one, and
+/// a merge that would leave some sealed values under an old content key
+/// is refused.
+pub async fn encrypted_rows_read_under_every_key_of_a_ring(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("ring");
+    let old: Table<Patient> =
+        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
+    old.create_if_missing().await.expect("the table");
+    old.insert(&patient(1)).await.expect("insert");
+    let ring = LocalKeys::new(key_one()).with(LocalKey::new("k2", [22; 32]), true);
+    let t = old.clone().with_encryption(Arc::new(ring));
+    let mut read = t.get("north", 1u32).await.expect("get").expect("under k1");
+    read.weight = 70.0;
+    t.replace(&mut read).await.expect("replace under k2");
+    let row = raw(&*backend, &name, 1).await;
+    let Some(Value::String(envelope)) = row.get(ENVELOPE_PROPERTY) else {
+        panic!("no envelope");
+    };
+    assert!(envelope.contains("\"kid\":\"k2\""), "{envelope}");
+    assert!(matches!(
+        encryption_error(old.get("north", 1u32).await),
+        EncryptionError::UnknownKey { .. }
+    ));
+    let new_only = old
+        .clone()
+        .with_encryption(Arc::new(LocalKey::new("k2", [22; 32])));
+    let mut read = new_only
+        .get("north", 1u32)
+        .await
+        .expect("get")
+        .expect("stored");
+    assert_eq!(read.weight, 70.0);
+    // A merge of some encrypted fields but not all: refused, nothing written.
+    read.notes = None;
+    let refused = new_only.merge(&mut read).await;
+    assert!(
+        matches!(refused, Err(Error::NotSupported { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(raw(&*backend, &name, 1).await.etag, row.etag);
+    backend.delete_table(&name).await.expect("drop");
+}

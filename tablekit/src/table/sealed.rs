@@ -1,0 +1,68 @@
+//! Encrypted fields at the typed client's edge: a row sealed after it is
+//! lowered from its value, and opened before it is read as one (see
+//! [`encryption`](crate::encryption)).
+
+use super::Table;
+use crate::entity::Entity;
+use crate::error::EncryptionError;
+use crate::error::Result;
+use crate::schema::TableEntity;
+use crate::schema::encrypted;
+
+/// Whether a row read as `T` needs work of the table before it is read
+/// (offloaded values fetched, encrypted ones opened): such rows take the
+/// owned path, one row at a time.
+pub(crate) fn finishes_reads<T: TableEntity>() -> bool {
+    T::DESCRIPTOR.external_values().is_some() || encrypted::<T>().is_some()
+}
+
+impl<T: TableEntity> Table<T> {
+    /// Seals the encrypted properties of `row`, lowered from a value of
+    /// `T`, under a new content key. Nothing for a type without any.
+    pub(crate) async fn seal(&self, row: &mut Entity) -> Result<()> {
+        let Some(properties) = encrypted::<T>() else {
+            return Ok(());
+        };
+        let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
+        tablekit_encrypt::seal_entity(row, &self.name, properties, keys).await?;
+        Ok(())
+    }
+
+    /// Opens the encrypted properties of `row`, read to be a value of `T`.
+    /// Nothing for a type without any.
+    pub(crate) async fn open(&self, row: &mut Entity) -> Result<()> {
+        let Some(properties) = encrypted::<T>() else {
+            return Ok(());
+        };
+        let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
+        tablekit_encrypt::open_entity(row, &self.name, properties, keys).await?;
+        Ok(())
+    }
+
+    /// The row of `value`, its encrypted fields sealed. A merge (`merge`)
+    /// that holds some of the encrypted properties but not all is refused:
+    /// their new content key would leave the others unreadable.
+    pub(crate) async fn row_of(&self, value: &T, merge: bool) -> Result<Entity> {
+        let mut row = crate::schema::to_entity_unsealed(value)?;
+        if let Some(properties) = encrypted::<T>() {
+            let held = properties
+                .iter()
+                .filter(|p| row.properties.contains(p))
+                .count();
+            if merge && held != 0 && held != properties.len() {
+                return Err(crate::error::Error::NotSupported {
+                    operation: "a merge of some encrypted fields but not all (the others would no longer decrypt): replace the entity, or merge every encrypted field",
+                });
+            }
+            // Boxed: a type without encrypted fields does not carry it.
+            Box::pin(self.seal(&mut row)).await?;
+        }
+        Ok(row)
+    }
+
+    fn no_keys(&self) -> EncryptionError {
+        EncryptionError::NoKeys {
+            table: self.name.to_string(),
+        }
+    }
+}
