@@ -167,6 +167,24 @@ pub async fn encrypted_fields_read_back_and_are_stored_sealed(backend: Arc<dyn T
         assert_eq!(&*read, p);
     }
 
+    // Many at once: the bulk writer seals each; a transaction refuses them.
+    let report = t.bulk().insert(&[patient(4), patient(5)]).await;
+    assert!(report.is_complete(), "{report:?}");
+    for id in [4, 5] {
+        assert_eq!(
+            *t.get("north", id).await.expect("get").expect("stored"),
+            patient(id)
+        );
+        let row = raw(&*backend, &name, id).await;
+        assert!(matches!(row.get("national_id"), Some(Value::Binary(_))));
+    }
+    let mut transaction = t.transaction();
+    let refused = transaction.insert(&patient(6)).map(drop);
+    assert!(
+        matches!(refused, Err(Error::NotSupported { .. })),
+        "{refused:?}"
+    );
+
     // What does not encrypt refuses the type, in plain terms.
     let row = raw(&*backend, &name, 1).await;
     let refused = encryption_error(schema::from_entity::<Patient>(&row));

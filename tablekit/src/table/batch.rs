@@ -22,6 +22,11 @@ fn refuse_in_batch<U: TableEntity>() -> Result<()> {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
         });
     }
+    if crate::schema::encrypted::<U>().is_some() {
+        return Err(crate::error::Error::NotSupported {
+            operation: "batched writes of entities with encrypted fields, not yet (write them through Table or the BulkWriter)",
+        });
+    }
     Ok(())
 }
 
@@ -233,6 +238,11 @@ impl Transaction {
         value: &U,
     ) -> Result<&mut Self> {
         Table::<U>::refuse_unwritable()?;
+        if crate::schema::encrypted::<U>().is_some() {
+            return Err(crate::error::Error::NotSupported {
+                operation: "then_put of a type with encrypted fields, not yet",
+            });
+        }
         if U::DESCRIPTOR.write_needs() != crate::schema::WriteNeeds::NONE {
             return Err(crate::error::Error::NotSupported {
                 operation: "then_put of a type with indexes, parts, offloaded fields or a change feed (a put elsewhere is one row)",

@@ -211,6 +211,10 @@ impl<T: TableEntity> BulkWriter<T> {
             previous: true,
             ..feed_only
         };
+        // Encrypted fields are sealed per entity, as each is written.
+        if crate::schema::encrypted::<T>().is_some() {
+            return self.run_one_by_one(items, mode).await;
+        }
         if (needs == feed_only || needs == with_previous) && mode != Mode::Delete {
             return self.run_planned(items, mode).await;
         }

@@ -586,18 +586,18 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             // Rows alone: each built once and moved into its operation (a
             // transaction of typed writes keeps its writes, to plan them
             // again after a lost race, and so copies each row).
-            let operations = chunk
-                .iter()
-                .map(|loaded| {
-                    let mut entity = crate::schema::to_entity(&**loaded)?;
-                    super::unknown::restore(&mut entity, Loaded::unknown_properties(loaded));
-                    Ok(crate::backend::BatchOperation::Update {
-                        entity,
-                        mode: crate::backend::UpdateMode::Replace,
-                        if_match: crate::entity::IfMatch::ETag(Loaded::etag(loaded).clone()),
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let mut operations = Vec::with_capacity(chunk.len());
+            for loaded in chunk {
+                // Sealed again, under a new content key, for a type with
+                // encrypted fields.
+                let mut entity = self.table.row_of(&**loaded, false).await?;
+                super::unknown::restore(&mut entity, Loaded::unknown_properties(loaded));
+                operations.push(crate::backend::BatchOperation::Update {
+                    entity,
+                    mode: crate::backend::UpdateMode::Replace,
+                    if_match: crate::entity::IfMatch::ETag(Loaded::etag(loaded).clone()),
+                });
+            }
             let write = super::write::Write::Rows(&operations);
             return self.table.enter(write).await.map(drop);
         }

@@ -182,7 +182,7 @@ impl<T: TableEntity> Table<T> {
             .map(|record| record.seq)
             .max()
             .unwrap_or(0);
-        let mut row = schema::to_entity(moved)?;
+        let mut row = self.row_of(moved, false).await?;
         // The entity moves whole: what its type does not know goes with it.
         super::unknown::restore(&mut row, &loaded.unknown);
         let written = if crate::table::offload::blob_fields::<T>().is_empty() {
