@@ -312,9 +312,10 @@ pub async fn changed_encrypted_rows_never_read_as_values(backend: Arc<dyn TableB
     backend.delete_table(&name).await.expect("drop");
 }
 
-/// A ring of keys reads rows of each; a write uses the current one, and
-/// a merge that would leave some sealed values under an old content key
-/// is refused.
+/// A ring of keys reads rows of each; a write uses the current one; a
+/// migration seals again the rows of other keys (a rotation), bound to
+/// its key; a merge that would leave some sealed values under an old
+/// content key is refused.
 pub async fn encrypted_rows_read_under_every_key_of_a_ring(backend: Arc<dyn TableBackend>) {
     let name = unique_table("ring");
     let old: Table<Patient> =
@@ -335,18 +336,69 @@ pub async fn encrypted_rows_read_under_every_key_of_a_ring(backend: Arc<dyn Tabl
         encryption_error(old.get("north", 1u32).await),
         EncryptionError::UnknownKey { .. }
     ));
-    let new_only = old
+    let k2_only = old
         .clone()
         .with_encryption(Arc::new(LocalKey::new("k2", [22; 32])));
-    let mut read = new_only
+    let read = k2_only
         .get("north", 1u32)
         .await
         .expect("get")
         .expect("stored");
     assert_eq!(read.weight, 70.0);
+
+    // Rotation: the ring's current key is k3; a migration seals every row
+    // of another key again under it, and its checkpoint names k3.
+    for id in 2..=4 {
+        old.insert(&patient(id)).await.expect("insert under k1");
+    }
+    let rotated = old.clone().with_encryption(Arc::new(
+        LocalKeys::new(key_one())
+            .with(LocalKey::new("k2", [22; 32]), false)
+            .with(LocalKey::new("k3", [33; 32]), true),
+    ));
+    let mut checkpoint = None;
+    let report = rotated
+        .migrate()
+        .on_checkpoint(|c| checkpoint = Some(c.clone()))
+        .run()
+        .await
+        .expect("a rotation");
+    assert_eq!(
+        (report.resealed, report.upgraded, report.failed),
+        (4, 4, 0),
+        "{report:?}"
+    );
+    let checkpoint = checkpoint.expect("a checkpoint");
+    assert_eq!(checkpoint.job().key_id.as_deref(), Some("k3"));
+    let k3_only = old
+        .clone()
+        .with_encryption(Arc::new(LocalKey::new("k3", [33; 32])));
+    for id in 1..=4 {
+        let read = k3_only
+            .get("north", id)
+            .await
+            .expect("get")
+            .expect("stored");
+        assert_eq!(read.id, id);
+    }
+    let again = k3_only.migrate().run().await.expect("nothing left");
+    assert_eq!((again.resealed, again.already_current), (0, 4), "{again:?}");
+    // Its checkpoint resumes a rotation to k3 alone.
+    let to_k2 = old.clone().with_encryption(Arc::new(
+        LocalKeys::new(LocalKey::new("k3", [33; 32])).with(LocalKey::new("k2", [22; 32]), true),
+    ));
+    let refused = to_k2.migrate().resume(checkpoint).run().await;
+    assert!(matches!(refused, Err(Error::Invalid(_))), "{refused:?}");
+
     // A merge of some encrypted fields but not all: refused, nothing written.
+    let mut read = k3_only
+        .get("north", 1u32)
+        .await
+        .expect("get")
+        .expect("stored");
+    let row = raw(&*backend, &name, 1).await;
     read.notes = None;
-    let refused = new_only.merge(&mut read).await;
+    let refused = k3_only.merge(&mut read).await;
     assert!(
         matches!(refused, Err(Error::NotSupported { .. })),
         "{refused:?}"

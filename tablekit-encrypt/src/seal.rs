@@ -144,18 +144,19 @@ pub async fn seal_entity(
 }
 
 /// Opens the properties of `row` named in `properties` (those it holds),
-/// with the content key its envelope wraps, and takes the envelope out. A
-/// row that holds none of them needs no envelope; one that holds any needs
-/// one, and each must open.
+/// with the content key its envelope wraps, and takes the envelope out:
+/// the id of the key-encryption key that wrapped it. A row that holds none
+/// of them needs no envelope (`None`); one that holds any needs one, and
+/// each must open.
 pub async fn open_entity(
     row: &mut Entity,
     table: &str,
     properties: &[&str],
     keys: &dyn KeyResolver,
-) -> Result<(), EncryptionError> {
+) -> Result<Option<String>, EncryptionError> {
     let envelope = row.properties.remove(ENVELOPE_PROPERTY);
     let Some(first) = properties.iter().find(|p| row.properties.contains(p)) else {
-        return Ok(());
+        return Ok(None);
     };
     let envelope = match envelope {
         Some(Value::String(text)) => Envelope::from_text(&text)?,
@@ -173,7 +174,8 @@ pub async fn open_entity(
     let key = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
     each_present(row, table, properties, |at, name, stored| {
         open_value(&key, at, name, stored)
-    })
+    })?;
+    Ok(Some(envelope.key_id))
 }
 
 /// Replaces each property of `row` named in `properties` that it holds by

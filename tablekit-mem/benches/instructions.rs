@@ -20,7 +20,9 @@
 //! consumer reading and committing the changes of `n` inserts, 100 a
 //! poll), `feed_rows` (the three rows a typed insert with a change feed
 //! sends, as one transaction straight to the backend: the floor of any
-//! such write). Instructions per
+//! such write); `memo_insert` and `memo_get` (a type with two 1 KiB text
+//! fields), `sealed_insert` and `sealed_get` (the same two fields
+//! `encrypted`, under a local key). Instructions per
 //! call are the collected total over the count. Without valgrind it simply
 //! runs.
 
@@ -84,6 +86,47 @@ struct Logged {
     done: bool,
 }
 
+/// Two 1 KiB texts: the baseline of `Sealed`.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Memos")]
+struct Memo {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    title: String,
+    body: String,
+    notes: String,
+}
+
+/// `Memo` with both texts encrypted.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(table = "Sealed")]
+struct Sealed {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    title: String,
+    #[tablekit(encrypted)]
+    body: String,
+    #[tablekit(encrypted)]
+    notes: String,
+}
+
+macro_rules! memo_of {
+    ($ty:ident, $rk:expr) => {{
+        let rk: u32 = $rk;
+        $ty {
+            pk: "p".into(),
+            rk,
+            title: format!("memo {rk}"),
+            body: "b".repeat(1024),
+            notes: "n".repeat(1024),
+        }
+    }};
+}
+
 macro_rules! item_of {
     ($ty:ident, $rk:expr) => {{
         let rk: u32 = $rk;
@@ -135,7 +178,23 @@ fn prepare(rt: &tokio::runtime::Runtime, mode: &str, n: u32) {
     let people: Table<Person> = Table::new(backend.clone());
     let kinded: Table<Kinded> = Table::new(backend.clone());
     let logged: Table<Logged> = Table::new(backend.clone());
+    let memos: Table<Memo> = Table::new(backend.clone());
+    let key = tablekit::encryption::LocalKey::new("bench", [5; 32]);
+    let sealed: Table<Sealed> =
+        Table::new(backend.clone()).with_encryption(std::sync::Arc::new(key));
     rt.block_on(async {
+        memos.create_if_missing().await.unwrap();
+        sealed.create_if_missing().await.unwrap();
+        if mode == "memo_get" {
+            for i in 0..n {
+                memos.insert(&memo_of!(Memo, i)).await.unwrap();
+            }
+        }
+        if mode == "sealed_get" {
+            for i in 0..n {
+                sealed.insert(&memo_of!(Sealed, i)).await.unwrap();
+            }
+        }
         items.create_if_missing().await.unwrap();
         people.create_if_missing().await.unwrap();
         kinded.create_if_missing().await.unwrap();
@@ -167,6 +226,8 @@ fn prepare(rt: &tokio::runtime::Runtime, mode: &str, n: u32) {
         people,
         kinded,
         logged,
+        memos,
+        sealed,
     };
     measured(rt, mode, n, &backend, &tables);
 }
@@ -177,6 +238,8 @@ struct Tables {
     people: Table<Person>,
     kinded: Table<Kinded>,
     logged: Table<Logged>,
+    memos: Table<Memo>,
+    sealed: Table<Sealed>,
 }
 
 /// The calls counted.
@@ -193,6 +256,8 @@ fn measured(
         people,
         kinded,
         logged,
+        memos,
+        sealed,
     } = tables;
     rt.block_on(async {
         match mode {
@@ -320,6 +385,26 @@ fn measured(
                         break;
                     }
                     consumer.commit(&batch).await.unwrap();
+                }
+            }
+            "memo_insert" => {
+                for i in 0..n {
+                    black_box(memos.insert(&memo_of!(Memo, i)).await.unwrap());
+                }
+            }
+            "memo_get" => {
+                for i in 0..n {
+                    black_box(memos.get("p", i).await.unwrap());
+                }
+            }
+            "sealed_insert" => {
+                for i in 0..n {
+                    black_box(sealed.insert(&memo_of!(Sealed, i)).await.unwrap());
+                }
+            }
+            "sealed_get" => {
+                for i in 0..n {
+                    black_box(sealed.get("p", i).await.unwrap());
                 }
             }
             other => panic!("unknown mode `{other}`"),

@@ -48,6 +48,10 @@ pub struct Loaded<T> {
     /// The properties of the row read that the type has no field for, which
     /// a replace through this value writes back (see [`Loaded::unknown_properties`]).
     pub(super) unknown: crate::entity::Properties,
+    /// The id of the key the row's encrypted values were sealed under, when
+    /// a read that keeps it opened them (a migration seals again the rows
+    /// of keys other than the current one).
+    pub(super) sealed_under: Option<Box<str>>,
 }
 
 impl<T> Loaded<T> {
@@ -63,6 +67,7 @@ impl<T> Loaded<T> {
             version: None,
             previous_kind: None,
             unknown: crate::entity::Properties::new(),
+            sealed_under: None,
         }
     }
 

@@ -34,6 +34,11 @@ pub struct MigrationReport {
     pub failed: usize,
     /// How many rows of each stored version were found, before the rewrite.
     pub by_version: BTreeMap<u32, usize>,
+    /// Rows of the current version whose encrypted values were sealed
+    /// under a key other than the table's current one: sealed again under
+    /// it (a rotation), and counted in `upgraded` too.
+    #[serde(default)]
+    pub resealed: usize,
     /// Rows found under a previous name of the kind (`previous_kinds`),
     /// before the rewrite: each is moved to the kind's own RowKey, in one
     /// transaction with its index rows, and counted in `upgraded` too.
@@ -57,6 +62,7 @@ impl MigrationReport {
         self.retried = self.retried.saturating_add(other.retried);
         self.failed = self.failed.saturating_add(other.failed);
         self.previous_kind = self.previous_kind.saturating_add(other.previous_kind);
+        self.resealed = self.resealed.saturating_add(other.resealed);
         for (version, n) in other.by_version {
             let count = self.by_version.entry(version).or_default();
             *count = count.saturating_add(n);
@@ -100,6 +106,10 @@ pub struct MigrationJob {
     /// they were.
     #[serde(default)]
     pub dry_run: bool,
+    /// For a type with encrypted fields, the key rows are sealed under:
+    /// the rows of other keys are sealed again under it.
+    #[serde(default)]
+    pub key_id: Option<String>,
 }
 
 impl MigrationJob {
@@ -107,7 +117,7 @@ impl MigrationJob {
     /// the error a resume from it is refused with.
     fn differs(&self, current: &MigrationJob) -> Option<InvalidInput> {
         let text = |v: &dyn std::fmt::Debug| format!("{v:?}");
-        let fields: [(&'static str, String, String); 7] = [
+        let fields: [(&'static str, String, String); 8] = [
             ("table", text(&self.table), text(&current.table)),
             ("type", text(&self.type_name), text(&current.type_name)),
             ("kind", text(&self.kind), text(&current.kind)),
@@ -119,6 +129,7 @@ impl MigrationJob {
             ),
             ("scope", text(&self.scope), text(&current.scope)),
             ("dry run", text(&self.dry_run), text(&current.dry_run)),
+            ("key", text(&self.key_id), text(&current.key_id)),
         ];
         InvalidInput::first_mismatch("migration", fields)
     }
@@ -377,6 +388,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             min_version: T::DESCRIPTOR.min_version,
             scope: query.filter.map(|f| f.to_string()),
             dry_run: self.dry_run,
+            key_id: self.table.current_key_id().map(str::to_owned),
         }
     }
 
@@ -497,7 +509,12 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             if let Some(version) = version {
                 *report.by_version.entry(version).or_default() += 1;
             }
-            if !renamed && version.is_none_or(|v| v >= T::DESCRIPTOR.version) {
+            let resealed = loaded
+                .sealed_under
+                .as_deref()
+                .is_some_and(|key| Some(key) != self.table.current_key_id());
+            report.resealed += usize::from(resealed);
+            if !renamed && !resealed && version.is_none_or(|v| v >= T::DESCRIPTOR.version) {
                 report.already_current += 1;
                 continue;
             }

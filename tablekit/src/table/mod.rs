@@ -399,6 +399,7 @@ impl<K: EntityKinds> Table<K> {
                     // Written through the variant's own type, which reads
                     // the row again.
                     unknown: crate::entity::Properties::new(),
+                    sealed_under: None,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::error::SchemaError::UnknownKind {

@@ -244,6 +244,7 @@ fn load_parts<T: TableEntity>(
         version,
         previous_kind,
         unknown: unknown::unknown_taken::<T>(properties),
+        sealed_under: None,
     })
 }
 

@@ -28,15 +28,22 @@ impl<T: TableEntity> Table<T> {
         Ok(())
     }
 
-    /// Opens the encrypted properties of `row`, read to be a value of `T`.
-    /// Nothing for a type without any.
-    pub(crate) async fn open(&self, row: &mut Entity) -> Result<()> {
+    /// Opens the encrypted properties of `row`, read to be a value of `T`:
+    /// the id of the key its content key was wrapped with (`None` for a
+    /// row with nothing sealed, and for a type without encrypted fields).
+    pub(crate) async fn open(&self, row: &mut Entity) -> Result<Option<String>> {
         let Some(properties) = encrypted::<T>() else {
-            return Ok(());
+            return Ok(None);
         };
         let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
-        tablekit_encrypt::open_entity(row, &self.name, properties, keys).await?;
-        Ok(())
+        Ok(tablekit_encrypt::open_entity(row, &self.name, properties, keys).await?)
+    }
+
+    /// The id of the key new writes wrap their content keys with, for a
+    /// type with encrypted fields on a table with keys.
+    pub(crate) fn current_key_id(&self) -> Option<&str> {
+        encrypted::<T>()?;
+        Some(self.keys.as_deref()?.current_key_id())
     }
 
     /// The row of `value`, its encrypted fields sealed. A merge (`merge`)
