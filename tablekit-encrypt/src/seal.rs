@@ -59,8 +59,23 @@ pub fn seal_value(
     property: &str,
     value: &Value,
 ) -> Result<Value, EncryptionError> {
+    seal_with(&cipher_of(key), at, property, value)
+}
+
+/// The cipher of `key`: its key schedule, made once per entity (zeroed
+/// when dropped).
+fn cipher_of(key: &ContentKey) -> Aes256Gcm {
+    Aes256Gcm::new(key.as_bytes().into())
+}
+
+/// [`seal_value`] with the cipher of its content key.
+fn seal_with(
+    cipher: &Aes256Gcm,
+    at: &Binding<'_>,
+    property: &str,
+    value: &Value,
+) -> Result<Value, EncryptionError> {
     let plain = encode(value);
-    let cipher = Aes256Gcm::new(key.as_bytes().into());
     let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
     let aad = at.associated(property);
     let sealed = cipher
@@ -88,6 +103,16 @@ pub fn open_value(
     property: &str,
     stored: &Value,
 ) -> Result<Value, EncryptionError> {
+    open_with(&cipher_of(key), at, property, stored)
+}
+
+/// [`open_value`] with the cipher of its content key.
+fn open_with(
+    cipher: &Aes256Gcm,
+    at: &Binding<'_>,
+    property: &str,
+    stored: &Value,
+) -> Result<Value, EncryptionError> {
     let Value::Binary(bytes) = stored else {
         return Err(EncryptionError::not_ciphertext(
             property,
@@ -101,7 +126,6 @@ pub fn open_value(
         return Err(at.tampered(property));
     }
     let (nonce, sealed) = bytes[1..].split_at(NONCE);
-    let cipher = Aes256Gcm::new(key.as_bytes().into());
     let aad = at.associated(property);
     let plain = Zeroizing::new(
         cipher
@@ -134,8 +158,9 @@ pub async fn seal_entity(
     let key = ContentKey::generate()?;
     let key_id = keys.current_key_id().to_owned();
     let wrapped = keys.wrap(&key_id, &key).await?;
+    let cipher = cipher_of(&key);
     each_present(row, table, properties, |at, name, value| {
-        seal_value(&key, at, name, value)
+        seal_with(&cipher, at, name, value)
     })?;
     let envelope = Envelope { key_id, wrapped };
     row.properties
@@ -172,8 +197,9 @@ pub async fn open_entity(
         }
     };
     let key = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
+    let cipher = cipher_of(&key);
     each_present(row, table, properties, |at, name, stored| {
-        open_value(&key, at, name, stored)
+        open_with(&cipher, at, name, stored)
     })?;
     Ok(Some(envelope.key_id))
 }

@@ -711,9 +711,12 @@ impl<T: TableEntity> Changes<T> {
         })
     }
 
-    /// The value a change row holds, its offloaded values read back.
+    /// The value a change row holds, its offloaded values read back and
+    /// its encrypted ones opened (the row carries them sealed, with the
+    /// entity's envelope and keys).
     async fn value_of(&self, mut entity: Entity) -> Result<T> {
         self.table.restore_blobs(&mut entity).await?;
+        self.table.open(&mut entity).await?;
         crate::schema::from_entity_owned(entity)
     }
 }
