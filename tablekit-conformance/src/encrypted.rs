@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use futures::TryStreamExt;
+
 use tablekit::backend::{GetOptions, TableBackend};
 use tablekit::encryption::{ENVELOPE_PROPERTY, EncryptionError, LocalKey, LocalKeys};
 use tablekit::table::Table;
@@ -466,5 +468,62 @@ pub async fn change_feeds_carry_encrypted_values_sealed(backend: Arc<dyn TableBa
             change.properties.get("text")
         );
     }
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A contact with an encrypted phone, indexed by a plain field whose
+/// index rows copy the entity.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Contacts", kind = "CON")]
+#[tablekit(index(name = "city", tag = "city"))]
+pub struct Contact {
+    #[tablekit(partition_key)]
+    book: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(index = "city")]
+    city: String,
+    #[tablekit(encrypted)]
+    phone: String,
+}
+
+/// Index rows copy sealed values as they are (never in plain text), and
+/// an index read opens them: before and after the value changes.
+pub async fn index_rows_copy_encrypted_values_sealed(backend: Arc<dyn TableBackend>) {
+    let name = unique_table("sealedindex");
+    let t: Table<Contact> =
+        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
+    t.create_if_missing().await.expect("the table");
+    let contact = |id: u32, phone: &str| Contact {
+        book: "b".into(),
+        id,
+        city: "Oslo".into(),
+        phone: phone.into(),
+    };
+    t.insert(&contact(1, "+47 1111")).await.expect("insert");
+    t.insert(&contact(2, "+47 2222")).await.expect("insert");
+    let by_city = t.index(Contact::indexes().city);
+    let found: Vec<Contact> = by_city
+        .find("b", "Oslo")
+        .try_collect()
+        .await
+        .expect("found");
+    assert_eq!(found, [contact(1, "+47 1111"), contact(2, "+47 2222")]);
+    let mut read = t.get("b", 1u32).await.expect("get").expect("stored");
+    read.phone = "+47 3333".into();
+    t.replace(&mut read).await.expect("replace");
+    let found: Vec<Contact> = by_city
+        .find("b", "Oslo")
+        .try_collect()
+        .await
+        .expect("found");
+    assert_eq!(found[0], contact(1, "+47 3333"));
+    let rows = backend
+        .query_all(&name, tablekit::backend::Query::new())
+        .await
+        .expect("every row");
+    let shown = format!("{rows:?}");
+    assert!(!shown.contains("+47"), "a phone in plain text: {shown}");
+    assert!(rows.len() >= 4, "the entities and their index rows");
     backend.delete_table(&name).await.expect("drop");
 }

@@ -670,7 +670,12 @@ pub(crate) fn index_row<T: TableEntity>(def: &IndexDef, key: String, row: &Entit
 fn row_of(def: &IndexDef, key: String, row: &Entity, kind_properties: bool) -> Entity {
     let mut properties = Properties::with_capacity(row.properties.len() + 2);
     for (name, value) in row.properties.entries() {
-        if own_bookkeeping(name) || !(def.copies(name) || name == schema::VERSION_PROPERTY) {
+        // The envelope goes with any sealed value copied (it holds no
+        // secret: the content key, wrapped).
+        let kept = def.copies(name)
+            || name == schema::VERSION_PROPERTY
+            || name == tablekit_encrypt::ENVELOPE_PROPERTY;
+        if own_bookkeeping(name) || !kept {
             continue;
         }
         properties.push_unchecked(name.clone(), value.clone());

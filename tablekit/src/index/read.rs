@@ -541,6 +541,9 @@ impl<T: TableEntity> Table<T> {
             let mut entity = index::as_entity_row::<T>(def, row)?;
             entity.partition_key = pk;
             self.restore_blobs(&mut entity).await?;
+            // Sealed values are copied as they are, with the envelope:
+            // under the entity's keys again, they open.
+            self.open(&mut entity).await?;
             return schema::from_entity_owned(entity).map(Some);
         }
         let rk = index::pointed_row(def, &row)?;
