@@ -18,7 +18,7 @@ use super::unique_table;
 /// A patient, with a field of each property type encrypted.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Patients", kind = "PAT")]
-pub struct Patient {
+struct Patient {
     #[tablekit(partition_key)]
     clinic: String,
     #[tablekit(row_key)]
@@ -412,7 +412,7 @@ pub async fn encrypted_rows_read_under_every_key_of_a_ring(backend: Arc<dyn Tabl
 /// A note with a change feed and an encrypted text.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Notes", kind = "NOTE", changes)]
-pub struct Note {
+struct Note {
     #[tablekit(partition_key)]
     owner: String,
     #[tablekit(row_key)]
@@ -476,7 +476,7 @@ pub async fn change_feeds_carry_encrypted_values_sealed(backend: Arc<dyn TableBa
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Contacts", kind = "CON")]
 #[tablekit(index(name = "city", tag = "city"))]
-pub struct Contact {
+struct Card {
     #[tablekit(partition_key)]
     book: String,
     #[tablekit(row_key)]
@@ -491,10 +491,10 @@ pub struct Contact {
 /// an index read opens them: before and after the value changes.
 pub async fn index_rows_copy_encrypted_values_sealed(backend: Arc<dyn TableBackend>) {
     let name = unique_table("sealedindex");
-    let t: Table<Contact> =
+    let t: Table<Card> =
         Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
     t.create_if_missing().await.expect("the table");
-    let contact = |id: u32, phone: &str| Contact {
+    let contact = |id: u32, phone: &str| Card {
         book: "b".into(),
         id,
         city: "Oslo".into(),
@@ -502,8 +502,8 @@ pub async fn index_rows_copy_encrypted_values_sealed(backend: Arc<dyn TableBacke
     };
     t.insert(&contact(1, "+47 1111")).await.expect("insert");
     t.insert(&contact(2, "+47 2222")).await.expect("insert");
-    let by_city = t.index(Contact::indexes().city);
-    let found: Vec<Contact> = by_city
+    let by_city = t.index(Card::indexes().city);
+    let found: Vec<Card> = by_city
         .find("b", "Oslo")
         .try_collect()
         .await
@@ -512,7 +512,7 @@ pub async fn index_rows_copy_encrypted_values_sealed(backend: Arc<dyn TableBacke
     let mut read = t.get("b", 1u32).await.expect("get").expect("stored");
     read.phone = "+47 3333".into();
     t.replace(&mut read).await.expect("replace");
-    let found: Vec<Contact> = by_city
+    let found: Vec<Card> = by_city
         .find("b", "Oslo")
         .try_collect()
         .await
