@@ -20,7 +20,6 @@ pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,
     write_escaped,
 };
-pub use crate::schema::Encrypted;
 pub use crate::schema::{
     Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
     KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,
@@ -29,6 +28,7 @@ pub use crate::schema::{
     read_property, stored_version, take_property, take_property_at, write_json, write_property,
     write_value,
 };
+pub use crate::schema::{Encrypted, SealedColumn};
 pub use crate::shard::ShardRule;
 pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
 pub use crate::table::wide::WideRows;

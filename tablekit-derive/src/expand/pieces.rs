@@ -400,7 +400,9 @@ impl Expansion<'_> {
             .cont
             .fields
             .iter()
-            .filter(|f| matches!(f.role, Role::Property))
+            // An encrypted field has no column to check against: the
+            // projection marks it `encrypted` as its entity does.
+            .filter(|f| matches!(f.role, Role::Property) && !f.encrypted)
             .map(|f| {
                 let (ident, ty) = (f.ident, f.ty);
                 let span = ident.span();
@@ -483,9 +485,7 @@ impl Expansion<'_> {
             .cont
             .fields
             .iter()
-            // An encrypted field has no column: the store cannot filter
-            // on its ciphertext.
-            .filter(|f| matches!(f.role, Role::Property | Role::Series) && !f.encrypted)
+            .filter(|f| matches!(f.role, Role::Property | Role::Series))
             .collect();
         let column_decls = columns.iter().map(|f| {
             let field = f.ident;
@@ -507,7 +507,11 @@ impl Expansion<'_> {
                 quote!(#(#docs)*)
             };
             // Spanned on the field's type, so an unsupported type is reported there.
-            let column = if matches!(f.role, Role::Series) {
+            // An encrypted field's column names it and has no filters: the
+            // store cannot compare ciphertext.
+            let column = if f.encrypted {
+                quote!(#tk::SealedColumn)
+            } else if matches!(f.role, Role::Series) {
                 quote_spanned!(ty.span()=> #tk::SeriesColumn<#ty>)
             } else {
                 quote_spanned!(ty.span()=> #tk::Column<#ty>)
@@ -523,7 +527,9 @@ impl Expansion<'_> {
                 let field = f.ident;
                 let name = self.name(f);
                 let span = f.ty.span();
-                if matches!(f.role, Role::Series) {
+                if f.encrypted {
+                    quote_spanned!(span=> #field: #tk::SealedColumn::new(#name))
+                } else if matches!(f.role, Role::Series) {
                     quote_spanned!(span=> #field: #tk::SeriesColumn::new(#name))
                 } else {
                     quote_spanned!(span=> #field: #tk::Column::new(#name))

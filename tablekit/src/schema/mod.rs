@@ -12,7 +12,7 @@ mod finite;
 mod read;
 mod values;
 
-pub use encrypted::Encrypted;
+pub use encrypted::{Encrypted, SealedColumn};
 pub(crate) use encrypted::{encrypted, refuse_sealed};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
@@ -94,7 +94,7 @@ pub(crate) use companions::{
 /// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 /// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
-/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; not on a key field, nor with `index`, `unique`, `blob`, `offload`, `alias` or in a `wide` type (yet) |
+/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; not on a key field, nor with `index`, `unique`, `blob`, `offload`, `alias` or in a `wide` type (yet); a projection marks the encrypted fields it reads, and never writes |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),

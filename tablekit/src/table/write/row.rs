@@ -131,7 +131,7 @@ impl<T: TableEntity> Table<T> {
             return Ok(());
         }
         Err(Error::NotSupported {
-            operation: "writes through a projection of an entity with indexes (write the entity itself, so its index rows change with it)",
+            operation: "writes through a projection of an entity with indexes or encrypted fields (write the entity itself, so its index rows and sealed values change with it)",
         })
     }
 
