@@ -53,10 +53,12 @@
 //! # }).unwrap();
 //! ```
 
+mod column;
 mod envelope;
 mod keys;
 mod seal;
 
+pub use column::{NoFilterOnCiphertext, SealedColumn};
 pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
 pub use keys::{ContentKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
 pub use seal::{Binding, open_entity, open_value, seal_entity, seal_value};

@@ -12,10 +12,11 @@ mod finite;
 mod read;
 mod values;
 
-pub use encrypted::{Encrypted, SealedColumn};
+pub use encrypted::Encrypted;
 pub(crate) use encrypted::{encrypted, refuse_sealed};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
+pub use tablekit_encrypt::SealedColumn;
 
 use std::marker::PhantomData;
 
