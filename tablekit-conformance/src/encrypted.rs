@@ -274,6 +274,9 @@ pub async fn changed_encrypted_rows_never_read_as_values(backend: Arc<dyn TableB
     cases.push(("a plain value", plain, |e| {
         matches!(e, EncryptionError::NotCiphertext { .. })
     }));
+    let mut taken_out = one.clone();
+    taken_out.properties.remove("notes");
+    cases.push(("an optional value taken out", taken_out, tampered));
     let mut bare = one.clone();
     bare.properties.remove(ENVELOPE_PROPERTY);
     cases.push(("no envelope", bare, |e| {

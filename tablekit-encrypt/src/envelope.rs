@@ -25,6 +25,10 @@ pub struct Envelope {
     pub key_id: String,
     /// The content key, wrapped.
     pub wrapped: WrappedKey,
+    /// The properties sealed under it, in the order sealed: each one's
+    /// ciphertext is bound to the list, so a property taken out of the row
+    /// (or the list changed) is found.
+    pub properties: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -35,6 +39,7 @@ struct Stored {
     wrap: String,
     kid: String,
     key: String,
+    props: Vec<String>,
 }
 
 impl Envelope {
@@ -46,6 +51,7 @@ impl Envelope {
             wrap: self.wrapped.algorithm.clone(),
             kid: self.key_id.clone(),
             key: STANDARD.encode(&self.wrapped.bytes),
+            props: self.properties.clone(),
         };
         serde_json::to_string(&stored).expect("an envelope always serializes")
     }
@@ -71,6 +77,7 @@ impl Envelope {
                 algorithm: stored.wrap,
                 bytes,
             },
+            properties: stored.props,
         })
     }
 }
@@ -87,6 +94,7 @@ mod tests {
                 algorithm: "A256KW".into(),
                 bytes: vec![1, 2, 3],
             },
+            properties: vec!["Email".into()],
         };
         let text = envelope.to_text();
         assert_eq!(Envelope::from_text(&text).unwrap(), envelope);

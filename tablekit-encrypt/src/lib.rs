@@ -61,5 +61,5 @@ mod seal;
 pub use column::{NoFilterOnCiphertext, SealedColumn};
 pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
 pub use keys::{ContentKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
-pub use seal::{Binding, open_entity, open_value, seal_entity, seal_value};
+pub use seal::{Binding, open_entity, open_selected, open_value, seal_entity, seal_value};
 pub use tablekit_core::EncryptionError;

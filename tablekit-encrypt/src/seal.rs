@@ -24,13 +24,22 @@ pub struct Binding<'a> {
     pub partition_key: &'a str,
     /// The row's RowKey.
     pub row_key: &'a str,
+    /// The names of the properties sealed together in the row, joined by
+    /// commas (as its envelope lists them); empty for a value sealed alone.
+    pub sealed: &'a str,
 }
 
 impl Binding<'_> {
     /// The associated data of `property`: each part with its length, so no
     /// two places share it.
     fn associated(&self, property: &str) -> Vec<u8> {
-        let parts = [self.table, self.partition_key, self.row_key, property];
+        let parts = [
+            self.table,
+            self.partition_key,
+            self.row_key,
+            property,
+            self.sealed,
+        ];
         let mut out = Vec::with_capacity(24 + parts.iter().map(|p| p.len() + 4).sum::<usize>());
         out.extend_from_slice(b"tablekit-encrypt/1");
         for part in parts {
@@ -152,38 +161,67 @@ pub async fn seal_entity(
     keys: &dyn KeyResolver,
 ) -> Result<(), EncryptionError> {
     row.properties.remove(ENVELOPE_PROPERTY);
-    if !properties.iter().any(|p| row.properties.contains(p)) {
+    let held: Vec<String> = properties
+        .iter()
+        .filter(|p| row.properties.contains(p))
+        .map(|p| (*p).to_owned())
+        .collect();
+    if held.is_empty() {
         return Ok(());
     }
     let key = ContentKey::generate()?;
     let key_id = keys.current_key_id().to_owned();
     let wrapped = keys.wrap(&key_id, &key).await?;
     let cipher = cipher_of(&key);
-    each_present(row, table, properties, |at, name, value| {
+    let sealed = held.join(",");
+    each_present(row, (table, &sealed), properties, |at, name, value| {
         seal_with(&cipher, at, name, value)
     })?;
-    let envelope = Envelope { key_id, wrapped };
+    let envelope = Envelope {
+        key_id,
+        wrapped,
+        properties: held,
+    };
     row.properties
         .insert(ENVELOPE_PROPERTY, Value::String(envelope.to_text()));
     Ok(())
 }
 
-/// Opens the properties of `row` named in `properties` (those it holds),
-/// with the content key its envelope wraps, and takes the envelope out:
-/// the id of the key-encryption key that wrapped it. A row that holds none
-/// of them needs no envelope (`None`); one that holds any needs one, and
-/// each must open.
+/// Opens the properties of `row` named in `properties`, with the content
+/// key its envelope wraps, and takes the envelope out: the id of the
+/// key-encryption key that wrapped it. A row with no envelope must hold
+/// none of them (`None`). A row with one must hold exactly the properties
+/// it lists: one taken out, or one added, is [`EncryptionError::Tampered`];
+/// and each must open.
 pub async fn open_entity(
     row: &mut Entity,
     table: &str,
     properties: &[&str],
     keys: &dyn KeyResolver,
 ) -> Result<Option<String>, EncryptionError> {
-    let envelope = row.properties.remove(ENVELOPE_PROPERTY);
-    let Some(first) = properties.iter().find(|p| row.properties.contains(p)) else {
-        return Ok(None);
-    };
-    let envelope = match envelope {
+    open_row(row, table, properties, keys, true).await
+}
+
+/// [`open_entity`] of a row read in part (a projection's `$select`, an
+/// index row's copies): the properties its envelope lists that it does not
+/// hold are not looked for; those it holds must open.
+pub async fn open_selected(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    keys: &dyn KeyResolver,
+) -> Result<Option<String>, EncryptionError> {
+    open_row(row, table, properties, keys, false).await
+}
+
+async fn open_row(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    keys: &dyn KeyResolver,
+    whole: bool,
+) -> Result<Option<String>, EncryptionError> {
+    let envelope = match row.properties.remove(ENVELOPE_PROPERTY) {
         Some(Value::String(text)) => Envelope::from_text(&text)?,
         Some(other) => {
             return Err(EncryptionError::BadEnvelope {
@@ -191,14 +229,38 @@ pub async fn open_entity(
             });
         }
         None => {
-            return Err(EncryptionError::MissingEnvelope {
-                property: (*first).to_owned(),
-            });
+            return match properties.iter().find(|p| row.properties.contains(p)) {
+                Some(first) => Err(EncryptionError::MissingEnvelope {
+                    property: (*first).to_owned(),
+                }),
+                None => Ok(None),
+            };
         }
     };
+    let listed = |name: &str| envelope.properties.iter().any(|p| p == name);
+    let at = Binding {
+        table,
+        partition_key: &row.partition_key,
+        row_key: &row.row_key,
+        sealed: "",
+    };
+    let unknown = (envelope.properties.iter()).find(|p| !properties.contains(&p.as_str()));
+    if let Some(name) = unknown.filter(|_| whole) {
+        return Err(EncryptionError::BadEnvelope {
+            reason: format!("it lists `{name}`, which the type does not encrypt"),
+        });
+    }
+    let taken_out = (envelope.properties.iter()).find(|p| whole && !row.properties.contains(p));
+    let added = properties
+        .iter()
+        .find(|p| !listed(p) && row.properties.contains(p));
+    if let Some(name) = taken_out.map(String::as_str).or(added.copied()) {
+        return Err(at.tampered(name));
+    }
     let key = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
     let cipher = cipher_of(&key);
-    each_present(row, table, properties, |at, name, stored| {
+    let sealed = envelope.properties.join(",");
+    each_present(row, (table, &sealed), properties, |at, name, stored| {
         open_with(&cipher, at, name, stored)
     })?;
     Ok(Some(envelope.key_id))
@@ -208,7 +270,7 @@ pub async fn open_entity(
 /// `change` of it; the row is left as it was when one fails.
 fn each_present(
     row: &mut Entity,
-    table: &str,
+    (table, sealed): (&str, &str),
     properties: &[&str],
     mut change: impl FnMut(&Binding<'_>, &str, &Value) -> Result<Value, EncryptionError>,
 ) -> Result<(), EncryptionError> {
@@ -216,6 +278,7 @@ fn each_present(
         table,
         partition_key: &row.partition_key,
         row_key: &row.row_key,
+        sealed,
     };
     let mut changed = Vec::with_capacity(properties.len());
     for &name in properties {

@@ -26,6 +26,7 @@ fn at() -> Binding<'static> {
         table: "People",
         partition_key: "p",
         row_key: "r",
+        sealed: "Ssn",
     }
 }
 
@@ -153,6 +154,14 @@ fn a_ciphertext_opens_only_where_it_was_sealed() {
             "Ssn",
         ),
         (at(), "Email"),
+        // The list of what was sealed with it is bound too.
+        (
+            Binding {
+                sealed: "Ssn,Email",
+                ..at()
+            },
+            "Ssn",
+        ),
         // The parts' lengths are bound too: no text moves between them.
         (
             Binding {
@@ -290,6 +299,27 @@ async fn a_changed_row_never_opens_to_a_wrong_value() {
             "byte {byte}"
         );
     }
+    // A sealed property taken out, or one added: the list tells.
+    let mut taken = a.clone();
+    taken.properties.remove("Age");
+    assert_eq!(
+        open(taken).await.unwrap_err(),
+        EncryptionError::Tampered {
+            table: "People".into(),
+            partition_key: "p".into(),
+            row_key: "r".into(),
+            property: "Age".into()
+        }
+    );
+    let mut listed = Envelope::from_text(&text).unwrap();
+    listed.properties.retain(|p| p != "Age");
+    let mut shortened = a.clone();
+    shortened.properties.remove("Age");
+    shortened.insert(ENVELOPE_PROPERTY, listed.to_text());
+    assert!(matches!(
+        open(shortened).await,
+        Err(EncryptionError::Tampered { .. })
+    ));
     let mut typed = a.clone();
     typed.insert(ENVELOPE_PROPERTY, 5i32);
     assert!(matches!(

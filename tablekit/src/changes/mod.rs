@@ -716,7 +716,7 @@ impl<T: TableEntity> Changes<T> {
     /// entity's envelope and keys).
     async fn value_of(&self, mut entity: Entity) -> Result<T> {
         self.table.restore_blobs(&mut entity).await?;
-        self.table.open(&mut entity).await?;
+        self.table.open(&mut entity, true).await?;
         crate::schema::from_entity_owned(entity)
     }
 }

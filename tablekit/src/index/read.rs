@@ -543,7 +543,7 @@ impl<T: TableEntity> Table<T> {
             self.restore_blobs(&mut entity).await?;
             // Sealed values are copied as they are, with the envelope:
             // under the entity's keys again, they open.
-            self.open(&mut entity).await?;
+            self.open(&mut entity, false).await?;
             return schema::from_entity_owned(entity).map(Some);
         }
         let rk = index::pointed_row(def, &row)?;

@@ -31,12 +31,19 @@ impl<T: TableEntity> Table<T> {
     /// Opens the encrypted properties of `row`, read to be a value of `T`:
     /// the id of the key its content key was wrapped with (`None` for a
     /// row with nothing sealed, and for a type without encrypted fields).
-    pub(crate) async fn open(&self, row: &mut Entity) -> Result<Option<String>> {
+    /// A row read whole must hold every property its envelope lists; one
+    /// read in part (a projection, an index row's copies) is not `whole`.
+    pub(crate) async fn open(&self, row: &mut Entity, whole: bool) -> Result<Option<String>> {
         let Some(properties) = encrypted::<T>() else {
             return Ok(None);
         };
         let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
-        Ok(tablekit_encrypt::open_entity(row, &self.name, properties, keys).await?)
+        let opened = if whole && T::DESCRIPTOR.base.is_none() {
+            tablekit_encrypt::open_entity(row, &self.name, properties, keys).await
+        } else {
+            tablekit_encrypt::open_selected(row, &self.name, properties, keys).await
+        };
+        Ok(opened?)
     }
 
     /// The id of the key new writes wrap their content keys with, for a

@@ -132,7 +132,7 @@ impl<T: TableEntity> Table<T> {
         self.restore_blobs(&mut entity).await?;
         if crate::schema::encrypted::<T>().is_some() {
             // Boxed: a type without encrypted fields does not carry it.
-            Box::pin(self.open(&mut entity)).await?;
+            Box::pin(self.open(&mut entity, true)).await?;
         }
         Ok(Some(entity))
     }

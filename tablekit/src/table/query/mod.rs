@@ -842,7 +842,7 @@ async fn restore_and_load<P: TableEntity>(
     mut entity: crate::entity::Entity,
 ) -> Result<Loaded<P>> {
     table.restore_blobs(&mut entity).await?;
-    let sealed_under = table.open(&mut entity).await?;
+    let sealed_under = table.open(&mut entity, true).await?;
     let mut loaded = load::<P>(entity)?;
     loaded.sealed_under = sealed_under.map(Into::into);
     Ok(loaded)
