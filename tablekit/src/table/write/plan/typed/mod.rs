@@ -124,10 +124,7 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             remote,
         } = state;
         if let Some(external) = T::DESCRIPTOR.external_values() {
-            let merge = matches!(
-                self.write,
-                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge)
-            );
+            let merge = self.write.is_merge();
             if let Some(current) = &current {
                 let replaced = external.replaced(&current.entity, &self.entity, merge)?;
                 out.discard.extend(replaced);

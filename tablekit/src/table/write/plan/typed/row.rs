@@ -23,10 +23,7 @@ impl<T: TableEntity> Typed<'_, T> {
     ) -> Option<Entity> {
         let new_row = match (&self.write, current) {
             (RowWrite::Delete(_), _) => None,
-            (
-                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
-                Some(current),
-            ) => Some(self.merged_over(current)),
+            (write, Some(current)) if write.is_merge() => Some(self.merged_over(current)),
             _ => Some(self.entity.as_ref().clone()),
         };
         match (new_row, remote) {

@@ -47,10 +47,7 @@ impl<T: TableEntity> Typed<'_, T> {
         let new_keys = match (&self.write, &state.current) {
             (RowWrite::Delete(_), _) => None,
             _ if self.new_keys.is_some() => self.new_keys.as_deref().map(<[String]>::to_vec),
-            (
-                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
-                Some(current),
-            ) => Some(schema::local_keys(
+            (write, Some(current)) if write.is_merge() => Some(schema::local_keys(
                 &schema::read_for_keys::<T>(&self.merged_over(current))?,
                 rk,
             )?),
@@ -105,10 +102,9 @@ impl<T: TableEntity> Typed<'_, T> {
     pub(super) fn new_value(&self, current: Option<&Current>) -> Result<Option<T>> {
         Ok(match (&self.write, current) {
             (RowWrite::Delete(_), _) => None,
-            (
-                RowWrite::Update(UpdateMode::Merge, _) | RowWrite::Upsert(UpdateMode::Merge),
-                Some(current),
-            ) => Some(schema::read_for_keys::<T>(&self.merged_over(current))?),
+            (write, Some(current)) if write.is_merge() => {
+                Some(schema::read_for_keys::<T>(&self.merged_over(current))?)
+            }
             _ => Some(schema::read_for_keys::<T>(&self.entity)?),
         })
     }
