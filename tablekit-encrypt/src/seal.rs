@@ -1,10 +1,10 @@
 //! Sealing and opening properties: one value under a content key, and the
 //! named properties of a row with its envelope.
 
-use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
+use aes_gcm::aead::{AeadCore, AeadInPlace, KeyInit, OsRng};
+use aes_gcm::{Aes256Gcm, Nonce, Tag};
 use tablekit_core::{DateTime, Entity, Value};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::envelope::{ENVELOPE_PROPERTY, Envelope};
 use crate::keys::{ContentKey, KeyResolver};
@@ -77,32 +77,33 @@ fn cipher_of(key: &ContentKey) -> Aes256Gcm {
     Aes256Gcm::new(key.as_bytes().into())
 }
 
-/// [`seal_value`] with the cipher of its content key.
+/// [`seal_value`] with the cipher of its content key. The value is written
+/// once, into the buffer it is stored in, and encrypted there.
 fn seal_with(
     cipher: &Aes256Gcm,
     at: &Binding<'_>,
     property: &str,
     value: &Value,
 ) -> Result<Value, EncryptionError> {
-    let plain = encode(value);
     let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
     let aad = at.associated(property);
-    let sealed = cipher
-        .encrypt(
-            &nonce,
-            Payload {
-                msg: &plain,
-                aad: &aad,
-            },
-        )
-        .map_err(|_| EncryptionError::Random {
-            message: "the cipher refused the value".into(),
-        })?;
-    let mut out = Vec::with_capacity(1 + NONCE + sealed.len());
+    let mut out = Vec::with_capacity(1 + NONCE + 1 + plain_len(value) + TAG);
     out.push(FORMAT);
     out.extend_from_slice(&nonce);
-    out.extend_from_slice(&sealed);
-    Ok(Value::Binary(out))
+    encode_into(value, &mut out);
+    match cipher.encrypt_in_place_detached(&nonce, &aad, &mut out[1 + NONCE..]) {
+        Ok(tag) => {
+            out.extend_from_slice(&tag);
+            Ok(Value::Binary(out))
+        }
+        Err(_) => {
+            // Never for a value a row can hold; the plain text is wiped.
+            out.zeroize();
+            Err(EncryptionError::Random {
+                message: "the cipher refused the value".into(),
+            })
+        }
+    }
 }
 
 /// Opens a value [`seal_value`] sealed as `property` of the row `at`.
@@ -134,20 +135,19 @@ fn open_with(
     if bytes[0] != FORMAT {
         return Err(at.tampered(property));
     }
-    let (nonce, sealed) = bytes[1..].split_at(NONCE);
+    let (nonce, rest) = bytes[1..].split_at(NONCE);
+    let (sealed, tag) = rest.split_at(rest.len() - TAG);
     let aad = at.associated(property);
-    let plain = Zeroizing::new(
-        cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: &aad,
-                },
-            )
-            .map_err(|_| at.tampered(property))?,
-    );
-    decode(&plain).ok_or_else(|| at.tampered(property))
+    let mut plain = Zeroizing::new(sealed.to_vec());
+    cipher
+        .decrypt_in_place_detached(
+            Nonce::from_slice(nonce),
+            &aad,
+            &mut plain,
+            Tag::from_slice(tag),
+        )
+        .map_err(|_| at.tampered(property))?;
+    decode(plain).ok_or_else(|| at.tampered(property))
 }
 
 /// Seals the properties of `row` named in `properties` (those it holds)
@@ -292,9 +292,17 @@ fn each_present(
     Ok(())
 }
 
-/// A value's plaintext: its EDM type's tag, then its bytes.
-fn encode(value: &Value) -> Zeroizing<Vec<u8>> {
-    let mut out = Zeroizing::new(Vec::new());
+/// The length of a value's bytes in its plain text.
+fn plain_len(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len(),
+        Value::Binary(v) => v.len(),
+        _ => 16,
+    }
+}
+
+/// Appends a value's plain text: its EDM type's tag, then its bytes.
+fn encode_into(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::String(s) => {
             out.push(0);
@@ -329,15 +337,28 @@ fn encode(value: &Value) -> Zeroizing<Vec<u8>> {
             out.extend_from_slice(v);
         }
     }
-    out
 }
 
-/// Reads a plaintext [`encode`] wrote; `None` if it did not.
-fn decode(plain: &[u8]) -> Option<Value> {
+/// Reads a plain text [`encode_into`] wrote; `None` if it did not. Text
+/// and bytes are moved out of it, not copied; what is not kept is wiped.
+fn decode(mut plain: Zeroizing<Vec<u8>>) -> Option<Value> {
     let (&tag, rest) = plain.split_first()?;
     let fixed = |n: usize| (rest.len() == n).then_some(rest);
     Some(match tag {
-        0 => Value::String(std::str::from_utf8(rest).ok()?.to_owned()),
+        0 | 7 => {
+            let mut bytes = std::mem::take(&mut *plain);
+            bytes.remove(0);
+            if tag == 7 {
+                return Some(Value::Binary(bytes));
+            }
+            match String::from_utf8(bytes) {
+                Ok(text) => Value::String(text),
+                Err(e) => {
+                    e.into_bytes().zeroize();
+                    return None;
+                }
+            }
+        }
         1 => Value::Int32(i32::from_le_bytes(fixed(4)?.try_into().ok()?)),
         2 => Value::Int64(i64::from_le_bytes(fixed(8)?.try_into().ok()?)),
         3 => Value::Double(f64::from_bits(u64::from_le_bytes(
@@ -352,7 +373,6 @@ fn decode(plain: &[u8]) -> Option<Value> {
             DateTime::from_ticks(i64::from_le_bytes(fixed(8)?.try_into().ok()?)).ok()?,
         ),
         6 => Value::Guid(tablekit_core::uuid::Uuid::from_slice(fixed(16)?).ok()?),
-        7 => Value::Binary(rest.to_vec()),
         _ => return None,
     })
 }
