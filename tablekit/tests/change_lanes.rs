@@ -389,3 +389,68 @@ async fn a_writer_dropped_while_its_group_is_refused_is_not_sent_again() {
     ids.sort_unstable();
     assert_eq!(ids, [1, 2, 4, 6, 9]);
 }
+
+/// As above, with a member of the group the store refuses: the group goes
+/// back to the lane once, and the writer dropped after its k-th poll, for
+/// every k (waiting, in the refused send, back in the lane, in the second
+/// send), is stored exactly when its change is recorded; the refused one
+/// fails alone; the numbers have no gap.
+#[tokio::test(start_paused = true)]
+async fn a_writer_dropped_after_each_poll_of_a_refused_group_leaves_it_in_step() {
+    use tablekit_conformance::drop_after_polls;
+    for k in 1.. {
+        assert!(k < 300, "the write never completes");
+        let (t, calls) = table().await;
+        t.insert(&item(100))
+            .await
+            .expect("the row the refused one names");
+        calls.set_latency(Some(Duration::from_millis(10)));
+        calls.set_yields(true);
+        let spawn = |i: u32| {
+            let t = t.clone();
+            tokio::spawn(async move { t.insert(&item(i)).await })
+        };
+        // Writer 1 takes the turn; 2 (dropped) waits first for the next,
+        // with 3 (its row exists: refused) and 4 behind it.
+        let first = spawn(1);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let two = item(2);
+        let dropped = drop_after_polls(k, t.insert(&two));
+        let behind = async {
+            tokio::task::yield_now().await;
+            let refused = {
+                let t = t.clone();
+                tokio::spawn(async move { t.insert(&item(100)).await })
+            };
+            (refused, spawn(4))
+        };
+        let (done, (refused, four)) = futures::join!(dropped, behind);
+        let done = done.is_some();
+        first.await.expect("a writer").expect("commits");
+        four.await.expect("a writer").expect("commits");
+        let refused = refused.await.expect("a writer");
+        assert!(
+            matches!(refused, Err(Error::EntityAlreadyExists { .. })),
+            "k = {k}: {refused:?}"
+        );
+        calls.set_latency(None);
+        calls.set_yields(false);
+        t.insert(&item(9)).await.expect("a later write");
+        let stored = t.get("p", 2u32).await.expect("get").is_some();
+        let seen = changes(&t).await;
+        let numbers: Vec<u64> = seen.iter().map(|c| c.0).collect();
+        let count = if stored { 5 } else { 4 };
+        assert_eq!(numbers, (1..=count).collect::<Vec<u64>>(), "k = {k}");
+        let mut ids: Vec<u32> = seen.iter().map(|c| c.2).collect();
+        ids.sort_unstable();
+        let want: Vec<u32> = [1, 2, 4, 9, 100]
+            .into_iter()
+            .filter(|id| stored || *id != 2)
+            .collect();
+        assert_eq!(ids, want, "k = {k}: stored {stored}");
+        if done {
+            assert!(stored, "k = {k}: answered, so stored");
+            break;
+        }
+    }
+}
