@@ -78,6 +78,18 @@ fn key_one() -> LocalKey {
     LocalKey::new("k1", [11; 32])
 }
 
+/// A new table of `T` under `tag`, with the key `k1`: the table and its name.
+async fn sealed_table<T: TableEntity>(
+    backend: &Arc<dyn TableBackend>,
+    tag: &str,
+) -> (Table<T>, String) {
+    let name = unique_table(tag);
+    let t: Table<T> =
+        Table::from_arc(Arc::clone(backend), &name).with_encryption(Arc::new(key_one()));
+    t.create_if_missing().await.expect("the table");
+    (t, name)
+}
+
 async fn raw(backend: &dyn TableBackend, table: &str, id: u32) -> Entity {
     let rk = schema::row_key_of(&patient(id)).expect("a key");
     backend
@@ -107,10 +119,8 @@ fn encryption_error(result: tablekit::Result<impl std::fmt::Debug>) -> Encryptio
 /// `get`, queries, pages and updates; the store holds ciphertext alone;
 /// readers and writers that do not encrypt refuse the type.
 pub async fn encrypted_fields_read_back_and_are_stored_sealed(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("sealed");
-    let keys = Arc::new(LocalKeys::new(key_one()));
-    let t: Table<Patient> = Table::from_arc(Arc::clone(&backend), &name).with_encryption(keys);
-    t.create_if_missing().await.expect("the table");
+    let (t, name) = sealed_table::<Patient>(&backend, "sealed").await;
+    let t = t.with_encryption(Arc::new(LocalKeys::new(key_one())));
     for id in 1..=3 {
         t.insert(&patient(id)).await.expect("insert");
     }
@@ -228,10 +238,7 @@ type Expected = fn(&EncryptionError) -> bool;
 /// Every change to a sealed row reads as a typed error: no `get` or query
 /// returns a value that differs from what was written.
 pub async fn changed_encrypted_rows_never_read_as_values(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("tamper");
-    let t: Table<Patient> =
-        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
-    t.create_if_missing().await.expect("the table");
+    let (t, name) = sealed_table::<Patient>(&backend, "tamper").await;
     t.insert(&patient(1)).await.expect("insert");
     t.insert(&patient(2)).await.expect("insert");
     let one = raw(&*backend, &name, 1).await;
@@ -328,10 +335,7 @@ pub async fn changed_encrypted_rows_never_read_as_values(backend: Arc<dyn TableB
 /// its key; a merge that would leave some sealed values under an old
 /// content key is refused.
 pub async fn encrypted_rows_read_under_every_key_of_a_ring(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("ring");
-    let old: Table<Patient> =
-        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
-    old.create_if_missing().await.expect("the table");
+    let (old, name) = sealed_table::<Patient>(&backend, "ring").await;
     old.insert(&patient(1)).await.expect("insert");
     let ring = LocalKeys::new(key_one()).with(LocalKey::new("k2", [22; 32]), true);
     let t = old.clone().with_encryption(Arc::new(ring));
@@ -435,10 +439,7 @@ struct Note {
 /// hold ciphertext, and a typed reader of the feed opens them with the
 /// table's keys.
 pub async fn change_feeds_carry_encrypted_values_sealed(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("sealedfeed");
-    let t: Table<Note> =
-        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
-    t.create_if_missing().await.expect("the table");
+    let (t, name) = sealed_table::<Note>(&backend, "sealedfeed").await;
     let note = |id: u32, text: &str| Note {
         owner: "ada".into(),
         id,
@@ -499,10 +500,7 @@ struct Card {
 /// Index rows copy sealed values as they are (never in plain text), and
 /// an index read opens them: before and after the value changes.
 pub async fn index_rows_copy_encrypted_values_sealed(backend: Arc<dyn TableBackend>) {
-    let name = unique_table("sealedindex");
-    let t: Table<Card> =
-        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
-    t.create_if_missing().await.expect("the table");
+    let (t, name) = sealed_table::<Card>(&backend, "sealedindex").await;
     let contact = |id: u32, phone: &str| Card {
         book: "b".into(),
         id,
@@ -557,10 +555,7 @@ struct PatientId {
 pub async fn projections_of_encrypted_entities_read_and_never_write(
     backend: Arc<dyn TableBackend>,
 ) {
-    let name = unique_table("sealedprojection");
-    let t: Table<Patient> =
-        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(key_one()));
-    t.create_if_missing().await.expect("the table");
+    let (t, name) = sealed_table::<Patient>(&backend, "sealedprojection").await;
     t.insert(&patient(1)).await.expect("insert");
     t.insert(&patient(2)).await.expect("insert");
     let ids = t
