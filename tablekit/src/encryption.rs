@@ -12,9 +12,17 @@
 //! a plain value where ciphertext belongs, a missing envelope: each is a
 //! typed [`EncryptionError`], and nothing is read or written.
 //!
-//! An encrypted field has no column: the store cannot compare ciphertext,
-//! so a filter on it does not compile. The field's type is any property
-//! type (`json` and `with` fields too); a key field cannot be encrypted.
+//! An encrypted field's column is a [`SealedColumn`](crate::schema::SealedColumn):
+//! it names the property, and a filter on it does not compile (the store
+//! cannot compare ciphertext). The field's type is any property type
+//! (`json` and `with` fields too); a key field cannot be encrypted. A
+//! projection marks the encrypted fields it reads `encrypted` too, and
+//! never writes.
+//!
+//! To rotate keys, make the new key current in the resolver (a
+//! [`LocalKeys`] ring keeps the old one readable) and run the table's
+//! migration: it seals again, under the current key, every row sealed
+//! under another (`MigrationReport::resealed`).
 //!
 //! ```
 //! use std::sync::Arc;
