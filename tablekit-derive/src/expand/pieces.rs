@@ -400,14 +400,19 @@ impl Expansion<'_> {
             .cont
             .fields
             .iter()
-            // An encrypted field has no column to check against: the
-            // projection marks it `encrypted` as its entity does.
-            .filter(|f| matches!(f.role, Role::Property) && !f.encrypted)
+            .filter(|f| matches!(f.role, Role::Property))
             .map(|f| {
                 let (ident, ty) = (f.ident, f.ty);
                 let span = ident.span();
+                // An encrypted field is marked so in both types: its column
+                // in the entity is a `SealedColumn`.
+                let column = if f.encrypted {
+                    quote!(#tk::SealedColumn)
+                } else {
+                    quote!(#tk::Column<#ty>)
+                };
                 quote_spanned! {span=>
-                    let _: #tk::Column<#ty> = <#entity as #tk::TableEntity>::columns().#ident;
+                    let _: #column = <#entity as #tk::TableEntity>::columns().#ident;
                 }
             });
         let span = entity.span();
