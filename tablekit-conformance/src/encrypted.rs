@@ -74,12 +74,12 @@ fn patient(id: u32) -> Patient {
     }
 }
 
-fn key_one() -> LocalKey {
+pub(crate) fn key_one() -> LocalKey {
     LocalKey::new("k1", [11; 32])
 }
 
 /// A new table of `T` under `tag`, with the key `k1`: the table and its name.
-async fn sealed_table<T: TableEntity>(
+pub(crate) async fn sealed_table<T: TableEntity>(
     backend: &Arc<dyn TableBackend>,
     tag: &str,
 ) -> (Table<T>, String) {
@@ -108,7 +108,7 @@ async fn put_raw(backend: &dyn TableBackend, table: &str, mut row: Entity, id: u
         .expect("a raw write");
 }
 
-fn encryption_error(result: tablekit::Result<impl std::fmt::Debug>) -> EncryptionError {
+pub(crate) fn encryption_error(result: tablekit::Result<impl std::fmt::Debug>) -> EncryptionError {
     match result {
         Err(Error::Encryption(e)) => e,
         other => panic!("expected an encryption error, got {other:?}"),

@@ -70,6 +70,7 @@ const _: () = {
                                 fields: "email",
                                 copy: ::tablekit::__private::None,
                                 list: false,
+                                sealed: false,
                             },
                             ::tablekit::__private::IndexDef {
                                 name: "name",
@@ -81,6 +82,7 @@ const _: () = {
                                 fields: "last_name, first_name",
                                 copy: ::tablekit::__private::Some(&["email"]),
                                 list: false,
+                                sealed: false,
                             },
                         ],
                         remote: &[],

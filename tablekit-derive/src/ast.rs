@@ -367,10 +367,6 @@ fn check_encrypted(
         Some("`encrypted` applies to fields of the entity itself, not of a flattened struct")
     } else if attrs.blob.is_some() {
         Some("`encrypted` with `blob` or `offload` is not supported yet")
-    } else if attrs.index.is_some() || attrs.unique.is_some() {
-        Some(
-            "finding rows by an encrypted value is not supported yet: `encrypted` excludes `index` and `unique`",
-        )
     } else if !attrs.aliases.is_empty() {
         Some(
             "`encrypted` excludes `alias`: a value under an older name would be read without being decrypted",

@@ -31,6 +31,14 @@ pub(crate) struct IndexModel<'a> {
     pub(crate) remote: Option<Remote>,
 }
 
+impl IndexModel<'_> {
+    /// An index on an encrypted field: its RowKeys hold a keyed hash of
+    /// the value, found by equality alone.
+    fn sealed(&self) -> bool {
+        self.fields.iter().any(|f| f.encrypted)
+    }
+}
+
 /// The place of an index kept in another partition or table.
 pub(crate) struct Remote {
     /// The rows' partition is this, `_` and the entity's PartitionKey.
@@ -84,7 +92,27 @@ pub(crate) fn model<'a>(cx: &Ctxt, cont: &'a Container<'a>) -> Vec<IndexModel<'a
         }
     }
     check_distinct_tags(cx, &indexes);
+    check_sealed(cx, cont, &indexes);
     indexes
+}
+
+/// The indexes of a type with encrypted fields live in its partition, where
+/// each stored row records the RowKeys of its index rows; one on an
+/// encrypted field has a row per entity.
+fn check_sealed(cx: &Ctxt, cont: &Container<'_>, indexes: &[IndexModel<'_>]) {
+    if !cont.fields.iter().any(|f| f.encrypted) {
+        return;
+    }
+    for index in indexes {
+        if index.remote.is_some() {
+            cx.error_spanned_by(&index.name, "a type with encrypted fields keeps its indexes in its partition: leave `partition` and `table` out");
+        } else if index.list && index.sealed() {
+            cx.error_spanned_by(
+                &index.name,
+                "an index on an encrypted field keeps a row per entity: leave `list` out",
+            );
+        }
+    }
 }
 
 /// The indexes the fields' `index = "…"` and `unique = "…"` name, each with
@@ -446,6 +474,11 @@ fn handle_field(tk: &TokenStream, cont: &Container<'_>, index: &IndexModel<'_>) 
     let (_, ty_generics, _) = cont.input.generics.split_for_impl();
     let field = handle_name(index);
     let value = value_type(index);
+    let value = if index.sealed() {
+        quote!(#tk::Sealed<#value>)
+    } else {
+        value
+    };
     let marker = if index.unique {
         quote!(#tk::Unique)
     } else {
@@ -457,7 +490,8 @@ fn handle_field(tk: &TokenStream, cont: &Container<'_>, index: &IndexModel<'_>) 
         quote!(#tk::Index<#ident #ty_generics, #value, #marker>)
     };
     let doc = format!(
-        "The {} index `{}` on {}.",
+        "The {}{} index `{}` on {}.",
+        if index.sealed() { "encrypted " } else { "" },
         match (index.unique, &index.remote) {
             (_, Some(_)) => "eventually consistent",
             (true, None) => "unique",
@@ -494,6 +528,7 @@ fn index_def(tk: &TokenStream, index: &IndexModel<'_>) -> TokenStream {
     let name = index.name.value();
     let unique = index.unique;
     let list = index.list;
+    let sealed = index.sealed();
     let layout = layout_of(tk, index);
     let fields = index
         .fields
@@ -505,7 +540,7 @@ fn index_def(tk: &TokenStream, index: &IndexModel<'_>) -> TokenStream {
         None => quote!(#tk::None),
         Some(names) => quote!(#tk::Some(&[#(#names),*])),
     };
-    quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list })
+    quote!(#tk::IndexDef { name: #name, layout: #layout, unique: #unique, fields: #fields, copy: #copy, list: #list, sealed: #sealed })
 }
 
 /// The `RemoteIndexDef` of an index kept elsewhere; `None` for one in the

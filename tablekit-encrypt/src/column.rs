@@ -28,14 +28,14 @@ impl SealedColumn {
     label = "a filter on an encrypted field",
     note = "read the entities and compare in the process"
 )]
-pub trait NoFilterOnCiphertext: sealed::Sealed {
+pub trait NoFilterOnCiphertext: never::Never {
     /// Never called: no value has this trait.
     fn never(self) -> std::convert::Infallible;
 }
 
-mod sealed {
+mod never {
     /// Keeps [`NoFilterOnCiphertext`](super::NoFilterOnCiphertext) unimplemented.
-    pub trait Sealed {}
+    pub trait Never {}
 }
 
 macro_rules! refused_filters {

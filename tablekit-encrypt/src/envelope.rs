@@ -29,6 +29,26 @@ pub struct Envelope {
     /// ciphertext is bound to the list, so a property taken out of the row
     /// (or the list changed) is found.
     pub properties: Vec<String>,
+    /// The RowKeys of the entity's index rows in its partition, in the
+    /// order its type declares its indexes (empty for an index it has no
+    /// row in); none for a type without indexes. Those of an index on an
+    /// encrypted field hold a keyed hash, never the value. Recorded so that
+    /// a write over the row finds its index rows without decrypting it; the
+    /// ciphertexts are bound to them, like to the properties.
+    pub indexed: Vec<String>,
+}
+
+impl Envelope {
+    /// What each ciphertext of the row is bound to besides its place: the
+    /// properties sealed together, then the index RowKeys, one per line.
+    pub fn bound(properties: &[String], indexed: &[String]) -> String {
+        let mut out = properties.join(",");
+        for key in indexed {
+            out.push('\n');
+            out.push_str(key);
+        }
+        out
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -40,6 +60,8 @@ struct Stored {
     kid: String,
     key: String,
     props: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    idx: Vec<String>,
 }
 
 impl Envelope {
@@ -52,6 +74,7 @@ impl Envelope {
             kid: self.key_id.clone(),
             key: STANDARD.encode(&self.wrapped.bytes),
             props: self.properties.clone(),
+            idx: self.indexed.clone(),
         };
         serde_json::to_string(&stored).expect("an envelope always serializes")
     }
@@ -78,6 +101,7 @@ impl Envelope {
                 bytes,
             },
             properties: stored.props,
+            indexed: stored.idx,
         })
     }
 }
@@ -95,7 +119,13 @@ mod tests {
                 bytes: vec![1, 2, 3],
             },
             properties: vec!["Email".into()],
+            indexed: Vec::new(),
         };
+        let indexed = Envelope {
+            indexed: vec!["EMP.email_0f".into(), String::new()],
+            ..envelope.clone()
+        };
+        assert_eq!(Envelope::from_text(&indexed.to_text()).unwrap(), indexed);
         let text = envelope.to_text();
         assert_eq!(Envelope::from_text(&text).unwrap(), envelope);
         for bad in [

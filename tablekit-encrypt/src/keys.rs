@@ -6,6 +6,8 @@ use std::path::Path;
 
 use aes_gcm::aead::OsRng;
 use aes_gcm::aead::rand_core::RngCore;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use zeroize::{Zeroize, Zeroizing};
 
 use tablekit_core::EncryptionError;
@@ -82,6 +84,64 @@ pub trait KeyResolver: Send + Sync + fmt::Debug {
         key_id: &str,
         wrapped: &WrappedKey,
     ) -> Result<ContentKey, EncryptionError>;
+
+    /// The key that hashes the values of indexes on encrypted fields (see
+    /// [`IndexKey`]). It must stay the same while key-encryption keys are
+    /// rotated: a value hashed under another key is not found. None by
+    /// default ([`EncryptionError::NoIndexKey`]).
+    async fn index_key(&self) -> Result<IndexKey, EncryptionError> {
+        Err(EncryptionError::NoIndexKey)
+    }
+}
+
+/// The key of the keyed hashes (HMAC-SHA-256) that stand for encrypted
+/// values in index RowKeys: an index row is found by the hash of the value
+/// looked for, and holds no value. 256 bits, zeroed when dropped, never
+/// shown by `Debug`.
+///
+/// Equal values hash equal: the store can tell which entities share a value
+/// of an encrypted index, never the value.
+#[derive(Clone)]
+pub struct IndexKey(Zeroizing<[u8; 32]>);
+
+impl IndexKey {
+    /// The index key of these bytes.
+    pub fn new(mut bytes: [u8; 32]) -> IndexKey {
+        let key = IndexKey(Zeroizing::new(bytes));
+        bytes.zeroize();
+        key
+    }
+
+    /// The index key derived from a key-encryption key's bytes: the
+    /// HMAC-SHA-256, under them, of a label of its own, so that neither key
+    /// tells anything of the other.
+    fn derived(from: &[u8; 32]) -> IndexKey {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(from).expect("HMAC takes any key");
+        mac.update(b"tablekit-encrypt/index-key/1");
+        IndexKey(Zeroizing::new(mac.finalize().into_bytes().into()))
+    }
+
+    /// The keyed hash of `text`, as 64 lowercase hexadecimal digits.
+    pub fn hash(&self, text: &str) -> String {
+        let mut mac =
+            <Hmac<Sha256> as Mac>::new_from_slice(self.0.as_ref()).expect("HMAC takes any key");
+        mac.update(text.as_bytes());
+        let digest = mac.finalize().into_bytes();
+        let mut out = String::with_capacity(64);
+        for byte in digest {
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 15)]));
+        }
+        out
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl fmt::Debug for IndexKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IndexKey(..)")
+    }
 }
 
 /// A key-encryption key kept by the application: 256 bits for AES key wrap
@@ -226,15 +286,27 @@ impl KeyResolver for LocalKey {
         }
         self.unwrap_key(wrapped)
     }
+
+    /// Derived from the key's bytes (see [`LocalKeys`] for rotations).
+    async fn index_key(&self) -> Result<IndexKey, EncryptionError> {
+        Ok(IndexKey::derived(&self.key))
+    }
 }
 
 /// Several [`LocalKey`]s, one of them current: rows wrapped under any of
 /// them read, and new writes use the current one (during a rotation, the
 /// new key is current and the old one still reads).
+///
+/// The ring's [index key](IndexKey) is derived from its first key (the
+/// one given to [`new`](LocalKeys::new)), as a lone [`LocalKey`] derives
+/// its own: start the ring of a rotation from the key the data was first
+/// written with, and indexes on encrypted fields keep finding their rows.
+/// Or give it one with [`with_index_key`](LocalKeys::with_index_key).
 #[derive(Debug, Clone)]
 pub struct LocalKeys {
     keys: Vec<LocalKey>,
     current: usize,
+    index: Option<IndexKey>,
 }
 
 impl LocalKeys {
@@ -243,7 +315,14 @@ impl LocalKeys {
         LocalKeys {
             keys: vec![current],
             current: 0,
+            index: None,
         }
+    }
+
+    /// The ring with `key` as its index key.
+    pub fn with_index_key(mut self, key: IndexKey) -> LocalKeys {
+        self.index = Some(key);
+        self
     }
 
     /// Adds `key`, which reads rows wrapped under it; `current` makes it the
@@ -291,6 +370,13 @@ impl KeyResolver for LocalKeys {
         wrapped: &WrappedKey,
     ) -> Result<ContentKey, EncryptionError> {
         self.key(key_id)?.unwrap_key(wrapped)
+    }
+
+    async fn index_key(&self) -> Result<IndexKey, EncryptionError> {
+        Ok(match &self.index {
+            Some(key) => key.clone(),
+            None => IndexKey::derived(&self.keys[0].key),
+        })
     }
 }
 

@@ -23,8 +23,11 @@
 //! Keys are zeroed when they are dropped and never shown: their `Debug`
 //! prints the key's id alone, and no error carries key bytes.
 //!
+//! The values of indexes on encrypted fields stand in RowKeys as their
+//! HMAC-SHA-256 under an [`IndexKey`] of their own.
+//!
 //! The cryptography is the RustCrypto project's (`aes-gcm`, `aes-kw`,
-//! `zeroize`); none is written here.
+//! `hmac`, `sha2`, `zeroize`); none is written here.
 //!
 //! # Example
 //!
@@ -58,8 +61,13 @@ mod envelope;
 mod keys;
 mod seal;
 
+/// The attribute that implements [`KeyResolver`] (its methods are
+/// `async`): `#[tablekit_encrypt::async_trait]` on the `impl`.
+pub use async_trait::async_trait;
 pub use column::{NoFilterOnCiphertext, SealedColumn};
 pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
-pub use keys::{ContentKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
-pub use seal::{Binding, open_entity, open_selected, open_value, seal_entity, seal_value};
+pub use keys::{ContentKey, IndexKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
+pub use seal::{
+    Binding, open_entity, open_selected, open_value, seal_entity, seal_indexed, seal_value,
+};
 pub use tablekit_core::EncryptionError;

@@ -24,8 +24,9 @@ pub struct Binding<'a> {
     pub partition_key: &'a str,
     /// The row's RowKey.
     pub row_key: &'a str,
-    /// The names of the properties sealed together in the row, joined by
-    /// commas (as its envelope lists them); empty for a value sealed alone.
+    /// What the row's envelope lists ([`Envelope::bound`]): the names of
+    /// the properties sealed together, and the RowKeys of its index rows;
+    /// empty for a value sealed alone.
     pub sealed: &'a str,
 }
 
@@ -160,6 +161,19 @@ pub async fn seal_entity(
     properties: &[&str],
     keys: &dyn KeyResolver,
 ) -> Result<(), EncryptionError> {
+    seal_indexed(row, table, properties, Vec::new(), keys).await
+}
+
+/// [`seal_entity`] of an entity with index rows, whose RowKeys (`indexed`,
+/// see [`Envelope::indexed`]) the envelope records and the ciphertexts are
+/// bound to.
+pub async fn seal_indexed(
+    row: &mut Entity,
+    table: &str,
+    properties: &[&str],
+    indexed: Vec<String>,
+    keys: &dyn KeyResolver,
+) -> Result<(), EncryptionError> {
     row.properties.remove(ENVELOPE_PROPERTY);
     let held: Vec<String> = properties
         .iter()
@@ -173,14 +187,15 @@ pub async fn seal_entity(
     let key_id = keys.current_key_id().to_owned();
     let wrapped = keys.wrap(&key_id, &key).await?;
     let cipher = cipher_of(&key);
-    let sealed = held.join(",");
-    each_present(row, (table, &sealed), properties, |at, name, value| {
+    let bound = Envelope::bound(&held, &indexed);
+    each_present(row, (table, &bound), properties, |at, name, value| {
         seal_with(&cipher, at, name, value)
     })?;
     let envelope = Envelope {
         key_id,
         wrapped,
         properties: held,
+        indexed,
     };
     row.properties
         .insert(ENVELOPE_PROPERTY, Value::String(envelope.to_text()));
@@ -259,8 +274,8 @@ async fn open_row(
     }
     let key = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
     let cipher = cipher_of(&key);
-    let sealed = envelope.properties.join(",");
-    each_present(row, (table, &sealed), properties, |at, name, stored| {
+    let bound = Envelope::bound(&envelope.properties, &envelope.indexed);
+    each_present(row, (table, &bound), properties, |at, name, stored| {
         open_with(&cipher, at, name, stored)
     })?;
     Ok(Some(envelope.key_id))

@@ -24,6 +24,36 @@
 //! migration: it seals again, under the current key, every row sealed
 //! under another (`MigrationReport::resealed`).
 //!
+//! # Finding rows by an encrypted value
+//! An encrypted field may carry `unique = "…"` or `index = "…"`. Its index
+//! rows are keyed by the index's tag and the HMAC-SHA-256 of the value
+//! under the resolver's [`IndexKey`] (one of its own, never a
+//! key-encryption key), so the store holds neither the value nor anything
+//! that gives it back. The handle is an `Index<T, Sealed<V>, _>`:
+//! [`find`](crate::IndexReader::find), `find_page`, and for a unique index
+//! [`get`](crate::IndexReader::get) and `get_loaded` hash the value asked
+//! for and read its rows; a prefix or a range does not compile (hashes
+//! have no order). Unique values are refused when taken
+//! ([`Error::UniqueViolation`](crate::Error::UniqueViolation) shows the
+//! hash, not the value), and `verify_indexes` and `repair_indexes` see
+//! these rows as any others.
+//!
+//! Each sealed row records the RowKeys of its index rows in its envelope
+//! (the ciphertexts are bound to them), so a write over it finds its old
+//! index rows without decrypting it. What the store can tell: which
+//! entities share a value of such an index, never the value.
+//!
+//! The index key must stay the same through rotations of the
+//! key-encryption keys: a [`LocalKey`] derives it from its bytes, a
+//! [`LocalKeys`] ring from its first key (or takes one with
+//! [`LocalKeys::with_index_key`]); a resolver of your own returns it from
+//! [`KeyResolver::index_key`]. To change it, change the current
+//! key-encryption key with it and run the migration: each row it seals
+//! again moves its index rows to the new hashes (until it has passed, a
+//! lookup misses the rows not yet moved). Indexes of a
+//! type with encrypted fields live in its partition (not `partition` or
+//! `table`), and one on an encrypted field is not a `list`.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use tablekit::encryption::LocalKey;
@@ -61,9 +91,11 @@
 //! [`Table::with_encryption`]: crate::Table::with_encryption
 
 pub use tablekit_encrypt::{
-    CONTENT_ALGORITHM, ContentKey, ENVELOPE_PROPERTY, Envelope, KeyResolver, LocalKey, LocalKeys,
-    WrappedKey,
+    CONTENT_ALGORITHM, ContentKey, ENVELOPE_PROPERTY, Envelope, IndexKey, KeyResolver, LocalKey,
+    LocalKeys, WrappedKey, async_trait,
 };
+
+pub use crate::index::Sealed;
 
 pub use crate::error::EncryptionError;
 pub use crate::schema::Encrypted;

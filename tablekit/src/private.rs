@@ -14,7 +14,7 @@ pub use crate::datetime::DateTime;
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
 pub use crate::index::{
-    Index, IndexDef, IndexPart, NonUnique, RemoteIndex, RemoteIndexDef, Unique,
+    Index, IndexDef, IndexPart, NonUnique, RemoteIndex, RemoteIndexDef, Sealed, Unique,
 };
 pub use crate::key::{
     KeyPart, KeyTuple, ORDERED_SEPARATOR, RowKeyLayout, key_starts_with, write_component,

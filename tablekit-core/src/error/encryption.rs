@@ -105,6 +105,25 @@ pub enum EncryptionError {
         /// What met it.
         path: &'static str,
     },
+    /// An index on an encrypted field needs the key its values are hashed
+    /// with, and the resolver has none.
+    #[error(
+        "an index on an encrypted field hashes its values with an index key, and the key resolver gives none (`KeyResolver::index_key`)"
+    )]
+    NoIndexKey,
+    /// A stored row of a type with encrypted fields and indexes does not
+    /// record the RowKeys of its index rows as its type now declares them
+    /// (it was written before they were declared): they cannot be known
+    /// without decrypting it, which a write does not do.
+    #[error(
+        "row ({partition_key:?}, {row_key:?}) does not record the index rows its type now declares (it was written before they were): run a migration of the type, which seals every row again with its index rows"
+    )]
+    IndexRowsUnknown {
+        /// The row's PartitionKey.
+        partition_key: String,
+        /// The row's RowKey.
+        row_key: String,
+    },
     /// The system's random number generator failed.
     #[error("no random bytes for a content key or nonce: {message}")]
     Random {

@@ -369,3 +369,64 @@ async fn the_same_value_seals_differently_each_time() {
     assert_ne!(one.get("Email"), two.get("Email"));
     assert_ne!(one.get(ENVELOPE_PROPERTY), two.get(ENVELOPE_PROPERTY));
 }
+
+/// The index RowKeys a sealed row records are bound to its ciphertexts:
+/// one changed, added or taken out, and nothing opens.
+#[tokio::test]
+async fn recorded_index_keys_are_bound_to_the_ciphertexts() {
+    let indexed = vec!["P.email_00ff".to_owned(), String::new()];
+    let mut row = Entity::new("p", "r").with("Email", "ada@example.com");
+    seal_indexed(&mut row, "People", &["Email"], indexed.clone(), &key())
+        .await
+        .unwrap();
+    let Some(Value::String(text)) = row.get(ENVELOPE_PROPERTY).cloned() else {
+        panic!("an envelope");
+    };
+    assert_eq!(Envelope::from_text(&text).unwrap().indexed, indexed);
+    let mut opened = row.clone();
+    open_entity(&mut opened, "People", &["Email"], &key())
+        .await
+        .unwrap();
+    assert_eq!(opened.get("Email"), Some(&Value::from("ada@example.com")));
+    for changed in [
+        vec!["P.email_00fe".to_owned(), String::new()],
+        vec!["P.email_00ff".to_owned()],
+        vec!["P.email_00ff".to_owned(), String::new(), "P.x_1".to_owned()],
+        Vec::new(),
+    ] {
+        let mut envelope = Envelope::from_text(&text).unwrap();
+        envelope.indexed = changed.clone();
+        let mut tampered = row.clone();
+        tampered
+            .properties
+            .insert(ENVELOPE_PROPERTY, Value::String(envelope.to_text()));
+        let result = open_entity(&mut tampered, "People", &["Email"], &key()).await;
+        assert!(
+            matches!(result, Err(EncryptionError::Tampered { .. })),
+            "{changed:?}: {result:?}"
+        );
+    }
+}
+
+/// An index key hashes the same text the same way, another key otherwise;
+/// a ring's is its first key's, and neither shows in `Debug`.
+#[tokio::test]
+async fn index_keys_hash_stably_and_stay_hidden() {
+    let first = LocalKey::new("k1", [3; 32]);
+    let ring = crate::keys::LocalKeys::new(first.clone()).with(LocalKey::new("k2", [4; 32]), true);
+    let (a, b) = (
+        first.index_key().await.unwrap(),
+        ring.index_key().await.unwrap(),
+    );
+    assert_eq!(a.hash("P.email_ada"), b.hash("P.email_ada"));
+    assert_eq!(a.hash("P.email_ada").len(), 64);
+    assert_ne!(a.hash("P.email_ada"), a.hash("P.email_bob"));
+    let other = crate::keys::IndexKey::new([9; 32]);
+    assert_ne!(other.hash("P.email_ada"), a.hash("P.email_ada"));
+    let given = ring.clone().with_index_key(other.clone());
+    assert_eq!(given.index_key().await.unwrap().hash("x"), other.hash("x"));
+    assert_eq!(format!("{other:?}"), "IndexKey(..)");
+    // Not the key-encryption key itself.
+    let kek_as_index = crate::keys::IndexKey::new([3; 32]);
+    assert_ne!(kek_as_index.hash("x"), a.hash("x"));
+}

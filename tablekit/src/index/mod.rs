@@ -54,7 +54,9 @@
 //! Kinds of a collection cannot have indexes yet. An indexed value is a key
 //! type that is also a property: a string, an integer, a `bool`, a
 //! [`DateTime`](crate::DateTime) or a `Uuid`. A type may have at most 49
-//! indexes (see below).
+//! indexes (see below). An index on an encrypted field keys its rows by a
+//! hash of the value and finds equal values alone (see
+//! [`encryption`](crate::encryption#finding-rows-by-an-encrypted-value)).
 //!
 //! # The rows
 //! With the declaration above, the employee `("Sales", 223)` with email
@@ -190,6 +192,7 @@
 mod read;
 mod remote_repair;
 mod repair;
+mod sealed;
 
 pub use read::{IndexPage, IndexReader};
 pub use remote_repair::{RemoteAudit, RemotePass};
@@ -278,6 +281,11 @@ impl CompanionRows for IndexPart {
     #[inline]
     fn name(&self, slot: usize) -> &'static str {
         self.local[slot].name
+    }
+
+    #[inline]
+    fn sealed(&self, slot: usize) -> bool {
+        self.local[slot].sealed
     }
 
     fn local_key(&self, slot: usize, encoded: String, row_key: &str) -> Result<String, Error> {
@@ -405,6 +413,9 @@ pub struct IndexDef {
     /// An index entity: one row per value, listing the RowKeys of the
     /// entities that hold it, instead of one row per entity.
     pub list: bool,
+    /// On an encrypted field: its RowKeys hold the tag and a keyed hash of
+    /// the value (see [`encryption`](crate::encryption)).
+    pub sealed: bool,
 }
 
 impl IndexDef {
@@ -596,6 +607,13 @@ pub enum Unique {}
 /// Marks an index as non-unique.
 #[derive(Debug, Clone, Copy)]
 pub enum NonUnique {}
+
+/// The values of an index on an encrypted field, of type `V`
+/// (`Index<T, Sealed<V>, Unique>`): its RowKeys hold their keyed hash, so
+/// an entity is found by an equal value ([`find`](crate::IndexReader::find),
+/// and [`get`](crate::IndexReader::get) for a unique index), never by a
+/// prefix or a range. Never made: it only marks index handles.
+pub struct Sealed<V>(PhantomData<Marker<V>>, std::convert::Infallible);
 
 /// Marks type parameters a value holds none of (and stays `Send`, `Sync`
 /// and `Copy` whatever they are).
@@ -821,8 +839,8 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
     let mut expected: BTreeMap<(String, String), Entity> = BTreeMap::new();
     let mut lists: BTreeMap<(String, String), (&'static IndexDef, Vec<String>)> = BTreeMap::new();
     for entity in &entities {
-        let value: T = match schema::read_for_keys(entity) {
-            Ok(value) => value,
+        let keys = match schema::stored_keys_each::<T>(entity) {
+            Ok(keys) => keys,
             Err(e) => {
                 report
                     .unreadable
@@ -830,8 +848,8 @@ pub fn audit<T: TableEntity>(rows: &[Entity]) -> IndexAudit {
                 continue;
             }
         };
-        for (i, def) in local_indexes::<T>().iter().enumerate() {
-            match schema::local_key(&value, i, &entity.row_key) {
+        for (def, key) in local_indexes::<T>().iter().zip(keys) {
+            match key {
                 // No value, no row.
                 Ok(key) if key.is_empty() => {}
                 Ok(key) if def.list => lists

@@ -28,8 +28,8 @@ use crate::table::{Cursor, Loaded, Table, owned_query_stream};
 /// stream one request per page of 1,000). Otherwise each index row found is
 /// followed to its entity with one point read.
 pub struct IndexReader<T, V, U, Q = T> {
-    table: Table<T>,
-    def: &'static IndexDef,
+    pub(super) table: Table<T>,
+    pub(super) def: &'static IndexDef,
     position: usize,
     /// Where the rows are, for an index kept in another partition or table.
     remote: Option<&'static RemoteIndexDef>,
@@ -75,34 +75,6 @@ where
     V: KeyTuple,
     Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
 {
-    /// The same reads, as the projection `P` (a type with
-    /// `#[tablekit(projection_of = T)]`): served from the index rows when
-    /// they copy every field of `P`.
-    pub fn project<P>(self) -> IndexReader<T, V, U, P>
-    where
-        P: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
-    {
-        IndexReader {
-            table: self.table,
-            def: self.def,
-            position: self.position,
-            remote: self.remote,
-            _marker: PhantomData,
-        }
-    }
-
-    /// Whether an index row holds every property `Q` reads.
-    fn served_by_index_rows(&self) -> bool {
-        if self.def.list {
-            return false;
-        }
-        if self.def.copy.is_none() {
-            return true;
-        }
-        let mut names = Vec::new();
-        (Q::DESCRIPTOR.property_names)(&mut names) && names.iter().all(|name| self.def.copies(name))
-    }
-
     /// Every entity whose value is `value`, in RowKey order (at most one for
     /// a unique index).
     pub fn find(
@@ -140,14 +112,7 @@ where
     fn value_bounds(&self, value: impl KeyArg<V>) -> (Bound<String>, Bound<String>) {
         let mut key = String::new();
         value.write_laid_out(&self.def.layout, &mut key);
-        // A unique index row and an index entity end with the value; the
-        // others go on with the entity's RowKey.
-        let end = if self.def.unique || self.def.list {
-            Bound::Excluded(format!("{key}\0"))
-        } else {
-            crate::keyorder::prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
-        };
-        (Bound::Included(key), end)
+        self.key_bounds(key)
     }
 
     /// The index RowKeys of the values that start with `prefix`.
@@ -184,9 +149,56 @@ where
             Err(e) => futures::stream::once(async move { Err(e) }).boxed(),
         }
     }
+}
+
+impl<T, V, U, Q> IndexReader<T, V, U, Q>
+where
+    T: TableEntity,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// The same reads, as the projection `P` (a type with
+    /// `#[tablekit(projection_of = T)]`): served from the index rows when
+    /// they copy every field of `P`.
+    pub fn project<P>(self) -> IndexReader<T, V, U, P>
+    where
+        P: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+    {
+        IndexReader {
+            table: self.table,
+            def: self.def,
+            position: self.position,
+            remote: self.remote,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Whether an index row holds every property `Q` reads.
+    fn served_by_index_rows(&self) -> bool {
+        if self.def.list {
+            return false;
+        }
+        if self.def.copy.is_none() {
+            return true;
+        }
+        let mut names = Vec::new();
+        (Q::DESCRIPTOR.property_names)(&mut names) && names.iter().all(|name| self.def.copies(name))
+    }
+
+    /// The index RowKeys of the entities whose value's key (the index's
+    /// RowKey, without an entity's) is `key`.
+    pub(super) fn key_bounds(&self, key: String) -> (Bound<String>, Bound<String>) {
+        // A unique index row and an index entity end with the value; the
+        // others go on with the entity's RowKey.
+        let end = if self.def.unique || self.def.list {
+            Bound::Excluded(format!("{key}\0"))
+        } else {
+            crate::keyorder::prefix_end(&key).map_or(Bound::Unbounded, Bound::Excluded)
+        };
+        (Bound::Included(key), end)
+    }
 
     /// The index rows of `pk` in `[start, end)`, read as `Q`.
-    fn rows(
+    pub(super) fn rows(
         &self,
         pk: String,
         start: Bound<String>,
@@ -234,81 +246,10 @@ where
         .try_flatten()
         .boxed()
     }
-}
-
-/// One page of at most N entities read through an index, and the cursor
-/// after its last index row: [`IndexReader::find_page`],
-/// [`prefix_page`](IndexReader::prefix_page), [`range_page`](IndexReader::range_page).
-#[derive(Debug)]
-pub struct IndexPage<Q> {
-    /// The entities, in index order.
-    pub items: Vec<Q>,
-    /// Where the next page starts; `None` when no index row follows.
-    pub next: Option<Cursor>,
-}
-
-impl<T, V, U, Q> IndexReader<T, V, U, Q>
-where
-    T: TableEntity,
-    V: KeyTuple,
-    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
-{
-    /// [`find`](IndexReader::find) a page at a time: at most `n` entities
-    /// (up to 1,000), after `after` (the `next` of the page before). A page
-    /// may hold fewer than `n` entities and still have a `next`, when an
-    /// entity left the value between the reads of its index row and of
-    /// itself. Not for `list` indexes (their rows hold many entities each):
-    /// stream those with `find`.
-    pub fn find_page(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        value: impl KeyArg<V>,
-        n: usize,
-        after: Option<&Cursor>,
-    ) -> Call<'_, IndexPage<Q>> {
-        let pk = schema::encode_partition_key::<T>(&pk);
-        let bounds = self.value_bounds(value);
-        let after = after.cloned();
-        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
-    }
-
-    /// [`prefix`](IndexReader::prefix) a page at a time (see
-    /// [`find_page`](IndexReader::find_page)).
-    pub fn prefix_page<P>(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        prefix: P,
-        n: usize,
-        after: Option<&Cursor>,
-    ) -> Call<'_, IndexPage<Q>>
-    where
-        V: KeyPrefix<P>,
-    {
-        let pk = schema::encode_partition_key::<T>(&pk);
-        let bounds = self.prefix_bounds(prefix);
-        let after = after.cloned();
-        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
-    }
-
-    /// [`range`](IndexReader::range) a page at a time (see
-    /// [`find_page`](IndexReader::find_page)).
-    pub fn range_page(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        from: impl KeyArg<V>,
-        to: impl KeyArg<V>,
-        n: usize,
-        after: Option<&Cursor>,
-    ) -> Call<'_, IndexPage<Q>> {
-        let pk = schema::encode_partition_key::<T>(&pk);
-        let bounds = self.range_bounds(from, to);
-        let after = after.cloned();
-        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
-    }
 
     /// At most `n` entities of the index rows of the encoded PartitionKey
     /// `pk` in `[start, end)`, after the cursor.
-    async fn page(
+    pub(super) async fn page(
         &self,
         pk: String,
         (start, end): (Bound<String>, Bound<String>),
@@ -427,77 +368,10 @@ where
             (_, None) => filter,
         }
     }
-}
-
-impl<T, V, Q> IndexReader<T, V, Unique, Q>
-where
-    T: TableEntity,
-    V: KeyTuple,
-    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
-{
-    /// The entity whose value is `value`, or `None`: one point read when
-    /// the index row holds every field `Q` needs, two otherwise.
-    pub fn get(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        value: impl KeyArg<V>,
-    ) -> Call<'_, Option<Q>> {
-        let keys = self.unique_keys(&pk, value);
-        Box::pin(async move {
-            let Some((row, _)) = self.unique_row(keys?, GetOptions::default()).await? else {
-                return Ok(None);
-            };
-            self.table
-                .read_indexed::<Q>(
-                    self.def,
-                    self.position,
-                    self.served_by_index_rows(),
-                    row,
-                    None,
-                )
-                .await
-        })
-    }
-
-    /// The entity whose value is `value`, read from its own row with the
-    /// ETag that guards a write through it: two point reads.
-    pub fn get_loaded(
-        &self,
-        pk: impl KeyArg<T::PartitionKey>,
-        value: impl KeyArg<V>,
-    ) -> Call<'_, Option<Loaded<T>>> {
-        let keys = self.unique_keys(&pk, value);
-        Box::pin(async move {
-            let pointer = GetOptions::default().select([index::ROW_PROPERTY]);
-            let Some((row, key)) = self.unique_row(keys?, pointer).await? else {
-                return Ok(None);
-            };
-            let rk = index::pointed_row(self.def, &row)?;
-            let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
-                return Ok(None);
-            };
-            let loaded: Loaded<T> = crate::table::load(entity)?;
-            // A writer may have moved the value since the index row was read.
-            Ok((schema::local_key(&*loaded, self.position, &rk)? == key).then_some(loaded))
-        })
-    }
-
-    /// The encoded PartitionKey of `pk` and the unique index row's RowKey
-    /// of `value`.
-    fn unique_keys(
-        &self,
-        pk: &impl KeyArg<T::PartitionKey>,
-        value: impl KeyArg<V>,
-    ) -> Result<(String, String)> {
-        let pk = schema::encode_partition_key::<T>(pk)?;
-        let mut key = String::new();
-        value.write_laid_out(&self.def.layout, &mut key);
-        Ok((pk, key))
-    }
 
     /// The unique index row at the encoded keys `(pk, key)`, with its
     /// RowKey, or `None`.
-    async fn unique_row(
+    pub(super) async fn unique_row(
         &self,
         (pk, key): (String, String),
         options: GetOptions,
@@ -515,12 +389,172 @@ where
     }
 }
 
+impl<T, V, Q> IndexReader<T, V, Unique, Q>
+where
+    T: TableEntity,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// [`get`](IndexReader::get) of the unique index row at `keys` (the
+    /// encoded PartitionKey, and the RowKey).
+    pub(super) async fn get_at(&self, keys: (String, String)) -> Result<Option<Q>> {
+        let Some((row, _)) = self.unique_row(keys, GetOptions::default()).await? else {
+            return Ok(None);
+        };
+        let served = self.served_by_index_rows();
+        (self.table)
+            .read_indexed::<Q>(self.def, self.position, served, row, None)
+            .await
+    }
+
+    /// [`get_loaded`](IndexReader::get_loaded) of the unique index row at
+    /// `keys`.
+    pub(super) async fn loaded_at(&self, keys: (String, String)) -> Result<Option<Loaded<T>>> {
+        let pointer = GetOptions::default().select([index::ROW_PROPERTY]);
+        let Some((row, key)) = self.unique_row(keys, pointer).await? else {
+            return Ok(None);
+        };
+        let rk = index::pointed_row(self.def, &row)?;
+        let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
+            return Ok(None);
+        };
+        let loaded: Loaded<T> = crate::table::load(entity)?;
+        // A writer may have moved the value since the index row was read.
+        let held = self.table.index_key_of(&loaded, self.position, &rk).await?;
+        Ok((held == key).then_some(loaded))
+    }
+}
+
+impl<T: TableEntity, V, U, Q> Clone for IndexReader<T, V, U, Q> {
+    fn clone(&self) -> Self {
+        IndexReader {
+            table: self.table.clone(),
+            def: self.def,
+            position: self.position,
+            remote: self.remote,
+            _marker: PhantomData,
+        }
+    }
+}
+
+/// One page of at most N entities read through an index, and the cursor
+/// after its last index row: [`IndexReader::find_page`],
+/// [`prefix_page`](IndexReader::prefix_page), [`range_page`](IndexReader::range_page).
+#[derive(Debug)]
+pub struct IndexPage<Q> {
+    /// The entities, in index order.
+    pub items: Vec<Q>,
+    /// Where the next page starts; `None` when no index row follows.
+    pub next: Option<Cursor>,
+}
+
+impl<T, V, U, Q> IndexReader<T, V, U, Q>
+where
+    T: TableEntity,
+    V: KeyTuple,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// [`find`](IndexReader::find) a page at a time: at most `n` entities
+    /// (up to 1,000), after `after` (the `next` of the page before). A page
+    /// may hold fewer than `n` entities and still have a `next`, when an
+    /// entity left the value between the reads of its index row and of
+    /// itself. Not for `list` indexes (their rows hold many entities each):
+    /// stream those with `find`.
+    pub fn find_page(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+        n: usize,
+        after: Option<&Cursor>,
+    ) -> Call<'_, IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.value_bounds(value);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
+    }
+
+    /// [`prefix`](IndexReader::prefix) a page at a time (see
+    /// [`find_page`](IndexReader::find_page)).
+    pub fn prefix_page<P>(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        prefix: P,
+        n: usize,
+        after: Option<&Cursor>,
+    ) -> Call<'_, IndexPage<Q>>
+    where
+        V: KeyPrefix<P>,
+    {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.prefix_bounds(prefix);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
+    }
+
+    /// [`range`](IndexReader::range) a page at a time (see
+    /// [`find_page`](IndexReader::find_page)).
+    pub fn range_page(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        from: impl KeyArg<V>,
+        to: impl KeyArg<V>,
+        n: usize,
+        after: Option<&Cursor>,
+    ) -> Call<'_, IndexPage<Q>> {
+        let pk = schema::encode_partition_key::<T>(&pk);
+        let bounds = self.range_bounds(from, to);
+        let after = after.cloned();
+        Box::pin(async move { self.page(pk?, bounds, n, after.as_ref()).await })
+    }
+}
+
+impl<T, V, Q> IndexReader<T, V, Unique, Q>
+where
+    T: TableEntity,
+    V: KeyTuple,
+    Q: TableEntity<PartitionKey = T::PartitionKey, RowKey = T::RowKey>,
+{
+    /// The entity whose value is `value`, or `None`: one point read when
+    /// the index row holds every field `Q` needs, two otherwise.
+    pub fn get(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> Call<'_, Option<Q>> {
+        let keys = self.unique_keys(&pk, value);
+        Box::pin(async move { self.get_at(keys?).await })
+    }
+
+    /// The entity whose value is `value`, read from its own row with the
+    /// ETag that guards a write through it: two point reads.
+    pub fn get_loaded(
+        &self,
+        pk: impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> Call<'_, Option<Loaded<T>>> {
+        let keys = self.unique_keys(&pk, value);
+        Box::pin(async move { self.loaded_at(keys?).await })
+    }
+
+    /// The encoded PartitionKey of `pk` and the unique index row's RowKey
+    /// of `value`.
+    fn unique_keys(
+        &self,
+        pk: &impl KeyArg<T::PartitionKey>,
+        value: impl KeyArg<V>,
+    ) -> Result<(String, String)> {
+        let pk = schema::encode_partition_key::<T>(pk)?;
+        let mut key = String::new();
+        value.write_laid_out(&self.def.layout, &mut key);
+        Ok((pk, key))
+    }
+}
+
 impl<T: TableEntity> Table<T> {
     /// Reads an index row as `Q`: from the row itself when it holds every
     /// field (`served`), else from the entity it names, which must still
     /// hold the row's value; `None` when it does not (a write moved it
     /// between the two reads).
-    async fn read_indexed<Q: TableEntity>(
+    pub(super) async fn read_indexed<Q: TableEntity>(
         &self,
         def: &'static IndexDef,
         position: usize,
@@ -552,7 +586,7 @@ impl<T: TableEntity> Table<T> {
         };
         let value: T = schema::from_entity(&entity)?;
         let key = match remote {
-            None => schema::local_key(&value, position, &rk)?,
+            None => self.index_key_of(&value, position, &rk).await?,
             Some(_) => schema::remote_key(&value, position, &rk)?,
         };
         if key != row.row_key {

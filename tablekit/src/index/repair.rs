@@ -181,8 +181,8 @@ impl<T: TableEntity> Table<T> {
         };
         let expected = match &current {
             Some(current) => {
-                let value: T = schema::read_for_keys(&current.entity)?;
-                let owner_key = schema::local_key(&value, position, &current.entity.row_key)?;
+                let owner_key =
+                    schema::stored_local_keys::<T>(&current.entity)?.swap_remove(position);
                 (owner_key == key).then(|| index::index_row::<T>(def, owner_key, &current.entity))
             }
             None => None,

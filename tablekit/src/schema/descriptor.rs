@@ -362,6 +362,11 @@ pub trait CompanionRows: Send + Sync {
     fn sharing(&self, slot: usize) -> Sharing;
     /// The name of local slot `slot`, for messages and markers.
     fn name(&self, slot: usize) -> &'static str;
+    /// Whether the RowKeys of local slot `slot` hold a keyed hash of the
+    /// value (an index on an encrypted field), not the value.
+    fn sealed(&self, _slot: usize) -> bool {
+        false
+    }
     /// The RowKey of an entity's row in local slot `slot`, from what
     /// `write_index_key` wrote (`encoded`, not empty) and the entity's
     /// stored RowKey; refused when it would not fit.

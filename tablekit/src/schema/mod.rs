@@ -38,7 +38,8 @@ use crate::value::{Value, ValueRef};
 pub(crate) use crate::props::first_duplicate;
 pub use crate::props::{KIND_PROPERTY, MemberSlot, PropertySink, PropertySource, VERSION_PROPERTY};
 pub(crate) use companions::{
-    companions, local_key, local_keys, local_slots, read_for_keys, remote_key, remote_slots,
+    companions, hashed, hashed_key, hashed_keys, local_keys, local_slots, read_for_keys,
+    remote_key, remote_slots, sealed_slot, stored_keys_each, stored_local_keys,
 };
 
 /// A typed entity: implemented by `#[derive(TableEntity)]`.
@@ -95,7 +96,7 @@ pub(crate) use companions::{
 /// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 /// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
-/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; not on a key field, nor with `index`, `unique`, `blob`, `offload`, `alias` or in a `wide` type (yet); a projection marks the encrypted fields it reads, and never writes |
+/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; with `index` or `unique`, found by an equal value through rows keyed by its hash; not on a key field, nor with `blob`, `offload`, `alias` or in a `wide` type (yet); a projection marks the encrypted fields it reads, and never writes |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),

@@ -109,7 +109,7 @@ fn typed<U: TableEntity>(
 ) -> Result<Typed<'static, U>> {
     refuse_in_batch::<U>()?;
     let entity = schema::to_entity(value)?;
-    let new_keys = super::new_index_keys(value, &entity.row_key);
+    let new_keys = super::new_index_keys(value, &entity);
     Ok(Typed {
         entity: Cow::Owned(entity),
         write,

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::loaded::IndexKeys;
-use super::{Loaded, Table, has_index_rows, new_index_keys, operation, unknown, written_version};
+use super::{Loaded, Table, has_index_rows, operation, unknown, written_version};
 use crate::backend::{ContinuationToken, RowRef, RowVisitor, TableBackend};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Properties};
@@ -225,11 +225,13 @@ fn load_parts<T: TableEntity>(
         T::DESCRIPTOR.layout_of(row_key).and_then(|(_, kind)| kind)
     };
     let value = schema::read_entity::<T, _>(partition_key, row_key, properties)?;
-    // Computed only if a write through the value needs them.
-    let index_keys = if has_index_rows::<T>() {
+    // Computed only if a write through the value needs them. Those of a
+    // type with encrypted fields were in the envelope, which opening the
+    // row took out: a write reads them again.
+    let index_keys = if has_index_rows::<T>() && schema::encrypted::<T>().is_none() {
         IndexKeys::AsRead {
             row_key: row_key.to_owned(),
-            keys: new_index_keys::<T>,
+            keys: |value, row_key| schema::local_keys(value, row_key).ok(),
         }
     } else {
         IndexKeys::Unknown

@@ -6,8 +6,8 @@ use super::Table;
 use crate::entity::Entity;
 use crate::error::EncryptionError;
 use crate::error::Result;
-use crate::schema::TableEntity;
 use crate::schema::encrypted;
+use crate::schema::{TableEntity, local_slots, sealed_slot};
 
 /// Whether a row read as `T` needs work of the table before it is read
 /// (offloaded values fetched, encrypted ones opened): such rows take the
@@ -17,15 +17,51 @@ pub(crate) fn finishes_reads<T: TableEntity>() -> bool {
 }
 
 impl<T: TableEntity> Table<T> {
-    /// Seals the encrypted properties of `row`, lowered from a value of
-    /// `T`, under a new content key. Nothing for a type without any.
-    pub(crate) async fn seal(&self, row: &mut Entity) -> Result<()> {
+    /// Seals the encrypted properties of `row`, lowered from `value`, under
+    /// a new content key, with the RowKeys of its index rows. Nothing for a
+    /// type without any.
+    pub(crate) async fn seal(&self, value: &T, row: &mut Entity) -> Result<()> {
         let Some(properties) = encrypted::<T>() else {
             return Ok(());
         };
         let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
-        tablekit_encrypt::seal_entity(row, &self.name, properties, keys).await?;
+        let indexed = self.index_keys_of(value, &row.row_key).await?;
+        tablekit_encrypt::seal_indexed(row, &self.name, properties, indexed, keys).await?;
         Ok(())
+    }
+
+    /// The RowKeys of `value`'s index rows in its partition (under the
+    /// entity's RowKey `row_key`), the values of encrypted fields hashed
+    /// with the resolver's index key.
+    pub(crate) async fn index_keys_of(&self, value: &T, row_key: &str) -> Result<Vec<String>> {
+        let sealed = (0..local_slots::<T>()).any(sealed_slot::<T>);
+        let hash = self.index_key_if(sealed).await?;
+        crate::schema::hashed_keys(value, row_key, hash.as_ref())
+    }
+
+    /// The RowKey of `value`'s row in its index `slot` ([`index_keys_of`](Self::index_keys_of)
+    /// of one index).
+    pub(crate) async fn index_key_of(
+        &self,
+        value: &T,
+        slot: usize,
+        row_key: &str,
+    ) -> Result<String> {
+        let hash = self.index_key_if(sealed_slot::<T>(slot)).await?;
+        crate::schema::hashed_key(value, slot, row_key, hash.as_ref())
+    }
+
+    async fn index_key_if(&self, sealed: bool) -> Result<Option<tablekit_encrypt::IndexKey>> {
+        Ok(match sealed {
+            true => Some(self.index_key().await?),
+            false => None,
+        })
+    }
+
+    /// The key that hashes the values of indexes on encrypted fields.
+    pub(crate) async fn index_key(&self) -> Result<tablekit_encrypt::IndexKey> {
+        let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
+        Ok(keys.index_key().await?)
     }
 
     /// Opens the encrypted properties of `row`, read to be a value of `T`:
@@ -69,7 +105,7 @@ impl<T: TableEntity> Table<T> {
                 });
             }
             // Boxed: a type without encrypted fields does not carry it.
-            Box::pin(self.seal(&mut row)).await?;
+            Box::pin(self.seal(value, &mut row)).await?;
         }
         Ok(row)
     }

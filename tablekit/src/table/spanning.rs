@@ -137,11 +137,8 @@ impl<T: TableEntity> Table<T> {
         // The index rows the new row takes over from the old one: its own
         // unique values, when it stays in its partition.
         let keep = if old_pk == new_pk && !crate::index::local_indexes::<T>().is_empty() {
-            let old = crate::schema::local_keys(
-                &crate::schema::read_for_keys::<T>(&current.entity)?,
-                &old_rk,
-            )?;
-            let new = crate::schema::local_keys(moved, new_rk)?;
+            let old = crate::schema::stored_local_keys::<T>(&current.entity)?;
+            let new = self.index_keys_of(moved, new_rk).await?;
             old.into_iter().filter(|key| new.contains(key)).collect()
         } else {
             Vec::new()

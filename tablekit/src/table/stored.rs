@@ -23,15 +23,19 @@ pub(crate) struct Current {
     pub(crate) parts: usize,
 }
 
-/// The RowKeys of `value`'s index rows, for a write to plan with or a
-/// [`Loaded`](super::Loaded) to carry; `None`
-/// for a type without indexes (or keys that do not encode, which the write
-/// reports when it plans).
-pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row_key: &str) -> Option<Vec<String>> {
+/// The RowKeys of the index rows of `value`, lowered to `row`, for a write
+/// to plan with or a [`Loaded`](super::Loaded) to carry; `None` for a type
+/// without indexes (or keys that do not encode, which the write reports
+/// when it plans). A type with encrypted fields has them from its sealed
+/// row, where they were computed with its keys.
+pub(crate) fn new_index_keys<T: TableEntity>(value: &T, row: &Entity) -> Option<Vec<String>> {
     if local_slots::<T>() == 0 {
         return None;
     }
-    schema::local_keys(value, row_key).ok()
+    if schema::encrypted::<T>().is_some() {
+        return schema::stored_local_keys::<T>(row).ok();
+    }
+    schema::local_keys(value, &row.row_key).ok()
 }
 
 /// Whether `T` keeps index rows beside its entities (so a [`Loaded`](super::Loaded)

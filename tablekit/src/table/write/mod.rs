@@ -181,7 +181,7 @@ impl<T: TableEntity> Table<T> {
         match write {
             Write::Insert(value) => {
                 let row = self.row_of(value, false).await?;
-                let new_keys = new_index_keys(value, &row.row_key);
+                let new_keys = new_index_keys(value, &row);
                 let mut lowered = Lowered {
                     recorded: Some(self.recorded(Recorded::insert)),
                     new_keys: new_keys.as_deref().map(Cow::Borrowed),
@@ -195,7 +195,7 @@ impl<T: TableEntity> Table<T> {
             Write::Put(value, write, unknown) => {
                 let mut row = self.row_of(value, write.is_merge()).await?;
                 unknown::restore(&mut row, unknown);
-                let new_keys = new_index_keys(value, &row.row_key);
+                let new_keys = new_index_keys(value, &row);
                 let mut lowered = Lowered {
                     new_keys: new_keys.as_deref().map(Cow::Borrowed),
                     ..Lowered::new(row, write)
@@ -316,7 +316,7 @@ impl<T: TableEntity> Table<T> {
         if mode == UpdateMode::Replace {
             unknown::restore(&mut row, &loaded.unknown);
         }
-        let new_keys = new_index_keys(&loaded.value, &row.row_key);
+        let new_keys = new_index_keys(&loaded.value, &row);
         let old_keys = loaded.index_keys();
         let write = RowWrite::Update(mode, IfMatch::ETag(loaded.etag.clone()));
         let mut lowered = Lowered {

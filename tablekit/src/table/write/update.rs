@@ -395,7 +395,7 @@ where
             };
             let (pk, rk) = (self.pk.as_str(), self.rk.as_str());
             let row = changed_row(table, &value, (pk, rk), &unknown).await?;
-            let new_keys = super::new_index_keys(&value, rk);
+            let new_keys = super::new_index_keys(&value, &row);
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag.clone()));
             self.value = Some(value);
             self.unknown = unknown;

@@ -2,13 +2,17 @@ use tablekit::TableEntity;
 
 #[derive(TableEntity)]
 #[tablekit(table = "People", kind = "P")]
+#[tablekit(index(name = "squad", list))]
+#[tablekit(index(name = "city", partition = "city"))]
 struct Person {
     #[tablekit(partition_key, encrypted)]
     team: String,
     #[tablekit(row_key)]
     id: u32,
-    #[tablekit(encrypted, unique = "email")]
-    email: String,
+    #[tablekit(encrypted, index = "squad")]
+    squad: String,
+    #[tablekit(index = "city")]
+    city: String,
     #[tablekit(encrypted, blob)]
     photo: Vec<u8>,
     #[tablekit(encrypted, alias = "Phone")]

@@ -217,8 +217,8 @@ pub(in crate::table) async fn claim_unique<T: TableEntity>(
         return Ok(Some(etag));
     }
     let holds = match current_of::<T>(backend, table, pk, &holder).await? {
-        Some(current) => match schema::read_for_keys::<T>(&current.entity) {
-            Ok(value) => schema::local_key(&value, i, &holder)? == key,
+        Some(current) => match schema::stored_local_keys::<T>(&current.entity) {
+            Ok(keys) => keys.get(i).is_some_and(|held| held == key),
             // Not an entity of this type: it cannot hold the value.
             Err(_) => false,
         },

@@ -42,13 +42,7 @@ impl<T: TableEntity> Typed<'_, T> {
             (Some(_), false) if self.new_keys.is_some() => {
                 self.new_keys.as_deref().map(Cow::Borrowed)
             }
-            (Some(row), false) => {
-                let value: T = schema::read_for_keys(row)?;
-                Some(Cow::Owned(schema::local_keys(
-                    &value,
-                    &self.entity.row_key,
-                )?))
-            }
+            (Some(row), false) => Some(Cow::Owned(schema::stored_local_keys::<T>(row)?)),
             (Some(_), true) => Some(Cow::Owned(Vec::new())),
             (None, _) => None,
         })

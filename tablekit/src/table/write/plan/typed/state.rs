@@ -47,14 +47,10 @@ impl<T: TableEntity> Typed<'_, T> {
         let new_keys = match (&self.write, &state.current) {
             (RowWrite::Delete(_), _) => None,
             _ if self.new_keys.is_some() => self.new_keys.as_deref().map(<[String]>::to_vec),
-            (write, Some(current)) if write.is_merge() => Some(schema::local_keys(
-                &schema::read_for_keys::<T>(&self.merged_over(current))?,
-                rk,
-            )?),
-            _ => Some(schema::local_keys(
-                &schema::read_for_keys::<T>(&self.entity)?,
-                rk,
-            )?),
+            (write, Some(current)) if write.is_merge() => {
+                Some(schema::stored_local_keys::<T>(&self.merged_over(current))?)
+            }
+            _ => Some(schema::stored_local_keys::<T>(&self.entity)?),
         };
         // A renamed kind's entity moving to its own RowKey changes its entry
         // in an index entity even where the value stays.
@@ -219,8 +215,7 @@ impl<T: TableEntity> Typed<'_, T> {
         } else {
             // Under the RowKey the entity lies at (a previous kind's, for a
             // renamed kind's row not moved yet).
-            let stored: T = schema::read_for_keys(&current.entity)?;
-            schema::local_keys(&stored, &current.entity.row_key)?
+            schema::stored_local_keys::<T>(&current.entity)?
         };
         Ok(State {
             guard: Some(Cow::Owned(current.etag.clone())),

@@ -1,0 +1,295 @@
+//! Indexes on encrypted fields on every backend: an entity is found by an
+//! equal value through rows that hold a keyed hash of it, never the value;
+//! unique values are refused when taken; every write keeps the rows in
+//! step; verify and repair see them; a table without the index key, or
+//! with another one, finds nothing and writes nothing.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+
+use tablekit::backend::{Query, TableBackend};
+use tablekit::encryption::{
+    ContentKey, EncryptionError, IndexKey, KeyResolver, LocalKey, LocalKeys, WrappedKey,
+};
+use tablekit::{Error, TableBackendExt, TableEntity, Value};
+
+use super::encrypted::{encryption_error, key_one, sealed_table};
+
+/// An employee whose email (unique) and city (not) are encrypted and
+/// indexed, beside a plain index.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "EMP")]
+struct Employee {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(encrypted, unique = "email")]
+    email: String,
+    #[tablekit(encrypted, index = "city")]
+    city: Option<String>,
+    #[tablekit(index = "team")]
+    team: String,
+}
+
+fn employee(id: u32, email: &str, city: Option<&str>) -> Employee {
+    Employee {
+        department: "sales".into(),
+        id,
+        email: email.into(),
+        city: city.map(Into::into),
+        team: format!("team-{}", id % 2),
+    }
+}
+
+/// Every row of table `name`, shown: what the store holds.
+async fn stored(backend: &dyn TableBackend, name: &str) -> (usize, String) {
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    (rows.len(), format!("{rows:?}"))
+}
+
+/// Finds, gets and pages by an encrypted value; the store holds hashes
+/// alone; a taken unique value is refused with nothing written, and its
+/// message holds no value.
+pub async fn encrypted_values_are_found_through_hashed_index_rows(backend: Arc<dyn TableBackend>) {
+    let (t, name) = sealed_table::<Employee>(&backend, "sealedfind").await;
+    let ada = employee(1, "ada@example.com", Some("Oslo"));
+    let bob = employee(2, "bob@example.com", Some("Oslo"));
+    let eve = employee(3, "eve@example.com", None);
+    for e in [&ada, &bob, &eve] {
+        t.insert(e).await.expect("insert");
+    }
+    let by_email = t.index(Employee::indexes().email);
+    let found = by_email.get("sales", "bob@example.com").await.expect("get");
+    assert_eq!(found.as_ref(), Some(&bob));
+    assert_eq!(
+        by_email
+            .get("sales", "nobody@example.com")
+            .await
+            .expect("get"),
+        None
+    );
+    assert_eq!(
+        by_email.get("other", "bob@example.com").await.expect("get"),
+        None
+    );
+    let loaded = by_email
+        .get_loaded("sales", "ada@example.com")
+        .await
+        .expect("get");
+    assert_eq!(loaded.map(|l| (*l).clone()), Some(ada.clone()));
+    let by_city = t.index(Employee::indexes().city);
+    let in_oslo: Vec<Employee> = by_city
+        .find("sales", "Oslo")
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(in_oslo, [ada.clone(), bob.clone()]);
+    let page = by_city
+        .find_page("sales", "Oslo", 1, None)
+        .await
+        .expect("a page");
+    assert_eq!(page.items, std::slice::from_ref(&ada));
+    let next = by_city
+        .find_page("sales", "Oslo", 1, page.next.as_ref())
+        .await
+        .expect("the next page");
+    assert_eq!(next.items, std::slice::from_ref(&bob));
+    let team: Vec<Employee> = (t.index(Employee::indexes().team))
+        .find("sales", "team-1")
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(team, [ada.clone(), eve.clone()]);
+
+    // Three entities, two email rows... each with its rows: no value, and
+    // the index RowKeys a tag and a hash.
+    let (count, shown) = stored(&*backend, &name).await;
+    assert_eq!(count, 3 + 3 + 2 + 3, "entities, emails, cities, teams");
+    assert!(
+        !shown.contains("example.com") && !shown.contains("Oslo"),
+        "{shown}"
+    );
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    let hashed = |tag: &str| {
+        rows.iter()
+            .filter_map(|r| r.row_key.strip_prefix(tag))
+            .all(|rest| rest.len() >= 64 && rest[..64].bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    assert!(hashed("EMP.email_") && hashed("EMP.city_"));
+
+    let taken = employee(4, "ada@example.com", None);
+    match t.insert(&taken).await {
+        Err(Error::UniqueViolation { index, value, .. }) => {
+            assert_eq!(index, "email");
+            assert!(!value.contains("ada"), "the value in a message: {value}");
+        }
+        other => panic!("a taken encrypted value: {other:?}"),
+    }
+    assert!(t.get("sales", 4u32).await.expect("get").is_none());
+    assert_eq!(stored(&*backend, &name).await.0, count);
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// Every write moves the hashed rows with the value (insert, replace,
+/// update, upsert, delete); verify sees them in step, and repair brings
+/// back a row taken away.
+pub async fn encrypted_index_rows_follow_every_write(backend: Arc<dyn TableBackend>) {
+    let (t, name) = sealed_table::<Employee>(&backend, "sealedwrites").await;
+    let by_email = t.index(Employee::indexes().email);
+    let by_city = t.index(Employee::indexes().city);
+    t.insert(&employee(1, "a@x.org", Some("Rome")))
+        .await
+        .expect("insert");
+    t.insert(&employee(2, "b@x.org", None))
+        .await
+        .expect("insert");
+
+    let mut one = t.get("sales", 1u32).await.expect("get").expect("stored");
+    one.email = "a2@x.org".into();
+    t.replace(&mut one).await.expect("replace");
+    t.update("sales", 2u32, |e: &mut Employee| {
+        e.city = Some("Rome".into())
+    })
+    .await
+    .expect("update");
+    t.upsert(&employee(3, "c@x.org", Some("Lima")))
+        .await
+        .expect("upsert");
+    t.upsert(&employee(3, "c2@x.org", Some("Rome")))
+        .await
+        .expect("upsert over");
+    assert_eq!(by_email.get("sales", "a@x.org").await.expect("get"), None);
+    assert_eq!(by_email.get("sales", "c@x.org").await.expect("get"), None);
+    for (email, id) in [("a2@x.org", 1), ("b@x.org", 2), ("c2@x.org", 3)] {
+        let found = by_email.get("sales", email).await.expect("get");
+        assert_eq!(found.map(|e| e.id), Some(id), "{email}");
+    }
+    let rome: Vec<u32> = by_city
+        .find("sales", "Rome")
+        .map_ok(|e| e.id)
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(rome, [1, 2, 3]);
+    let lima: Vec<Employee> = by_city
+        .find("sales", "Lima")
+        .try_collect()
+        .await
+        .expect("find");
+    assert!(lima.is_empty());
+    // Taken by another entity: refused on every path.
+    let mut two = t.get("sales", 2u32).await.expect("get").expect("stored");
+    two.email = "a2@x.org".into();
+    assert!(matches!(
+        t.replace(&mut two).await,
+        Err(Error::UniqueViolation { .. })
+    ));
+    assert!(matches!(
+        t.upsert(&employee(9, "c2@x.org", None)).await,
+        Err(Error::UniqueViolation { .. })
+    ));
+
+    let audit = t.verify_indexes("sales").await.expect("verify");
+    assert!(audit.is_clean() && audit.unreadable.is_empty(), "{audit:?}");
+    // An index row taken away is found missing, and repaired.
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    let email_row = rows
+        .iter()
+        .find(|r| r.row_key.starts_with("EMP.email_"))
+        .expect("a row");
+    backend
+        .delete_entity(&name, "sales", &email_row.row_key, &tablekit::IfMatch::Any)
+        .await
+        .expect("a raw delete");
+    let audit = t.verify_indexes("sales").await.expect("verify");
+    assert_eq!(audit.missing.len(), 1, "{audit:?}");
+    t.repair_indexes("sales").await.expect("repair");
+    assert!(t.verify_indexes("sales").await.expect("verify").is_clean());
+    for email in ["a2@x.org", "b@x.org", "c2@x.org"] {
+        assert!(
+            by_email.get("sales", email).await.expect("get").is_some(),
+            "{email}"
+        );
+    }
+
+    let three = t.get("sales", 3u32).await.expect("get").expect("stored");
+    t.delete(&three).await.expect("delete");
+    for id in [1u32, 2] {
+        t.delete_unconditionally("sales", id).await.expect("delete");
+    }
+    assert_eq!(
+        stored(&*backend, &name).await.0,
+        0,
+        "index rows left behind"
+    );
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A resolver with keys but no index key.
+#[derive(Debug)]
+struct NoIndexKey(LocalKey);
+
+#[tablekit::encryption::async_trait]
+impl KeyResolver for NoIndexKey {
+    fn current_key_id(&self) -> &str {
+        self.0.current_key_id()
+    }
+    async fn wrap(&self, id: &str, key: &ContentKey) -> Result<WrappedKey, EncryptionError> {
+        self.0.wrap(id, key).await
+    }
+    async fn unwrap(&self, id: &str, key: &WrappedKey) -> Result<ContentKey, EncryptionError> {
+        self.0.unwrap(id, key).await
+    }
+}
+
+/// A table whose resolver has no index key writes nothing and finds
+/// nothing, in plain terms; one with another index key finds nothing; a
+/// ring started from the first key keeps finding what it wrote.
+pub async fn encrypted_indexes_need_their_index_key(backend: Arc<dyn TableBackend>) {
+    let (t, name) = sealed_table::<Employee>(&backend, "sealedkey").await;
+    t.insert(&employee(1, "a@x.org", None))
+        .await
+        .expect("insert");
+    let keyless = t.clone().with_encryption(Arc::new(NoIndexKey(key_one())));
+    let refused = keyless.insert(&employee(2, "b@x.org", None)).await;
+    assert_eq!(encryption_error(refused), EncryptionError::NoIndexKey);
+    let lookup = keyless
+        .index(Employee::indexes().email)
+        .get("sales", "a@x.org")
+        .await;
+    assert_eq!(encryption_error(lookup), EncryptionError::NoIndexKey);
+    assert!(t.get("sales", 2u32).await.expect("get").is_none());
+
+    let other = t.clone().with_encryption(Arc::new(
+        LocalKeys::new(key_one()).with_index_key(IndexKey::new([5; 32])),
+    ));
+    let found = other
+        .index(Employee::indexes().email)
+        .get("sales", "a@x.org")
+        .await;
+    assert_eq!(found.expect("get"), None, "found under another index key");
+
+    // A rotation's ring, started from the first key: the index still finds.
+    let ring = LocalKeys::new(key_one()).with(LocalKey::new("k2", [22; 32]), true);
+    let rotated = t.clone().with_encryption(Arc::new(ring));
+    rotated
+        .insert(&employee(3, "c@x.org", None))
+        .await
+        .expect("insert");
+    let by_email = rotated.index(Employee::indexes().email);
+    for (email, id) in [("a@x.org", 1), ("c@x.org", 3)] {
+        let found = by_email.get("sales", email).await.expect("get");
+        assert_eq!(found.map(|e| e.id), Some(id));
+    }
+    let row = backend
+        .query_all(&name, Query::new())
+        .await
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.row_key.starts_with("EMP_"))
+        .expect("an entity");
+    assert!(matches!(row.get("email"), Some(Value::Binary(_))));
+    backend.delete_table(&name).await.expect("drop");
+}
