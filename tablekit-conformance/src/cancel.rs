@@ -15,10 +15,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use super::encrypted_index::Employee;
 use super::fresh_table;
 use super::indexes::{Filed, Staff, Tagged};
 use super::large::Document;
 use super::spanning::{Contact, Mover};
+use tablekit::TableEntity;
 use tablekit::backend::TableBackend;
 use tablekit::blob::BlobStore;
 use tablekit::layer::FaultInjection;
@@ -31,8 +33,9 @@ use tablekit::upkeep::Upkeep;
 const MAX_POLLS: usize = 2_000;
 
 /// The paths a sample run takes: one of each kind of multi-row write.
-const SAMPLE: [&str; 10] = [
+const SAMPLE: [&str; 11] = [
     "staff update",
+    "sealed upsert",
     "transaction then put",
     "renamed replace",
     "remote insert",
@@ -116,6 +119,8 @@ struct Harness {
     documents: Table<Document>,
     years: Table<Tagged>,
     movers: Table<Mover>,
+    /// Entities with encrypted fields, indexed and unique.
+    sealed: Table<Employee>,
     /// The blob store (through the yielding layer) and the container the
     /// logs write to.
     blobs: Arc<dyn BlobStore>,
@@ -163,7 +168,9 @@ impl Harness {
             .with_blob_store(Arc::clone(&blobs), &container);
         let years = base.of::<Tagged>();
         let movers = base.of::<Mover>();
+        let sealed = (base.of::<Employee>()).with_encryption(Arc::new(super::encrypted::key_one()));
         let upkeep = Upkeep::new()
+            .watch(&sealed)
             .watch(&staff)
             .watch(&contacts)
             .watch(&filed)
@@ -181,6 +188,7 @@ impl Harness {
             documents,
             years,
             movers,
+            sealed,
             blobs,
             container,
             backend: store,
@@ -478,6 +486,64 @@ async fn local_index_paths(h: &Harness, out: &mut CancelOutcomes) {
         assert_clean(t.verify_indexes(&*pk).await, "staff delete_unconditionally");
         done
     });
+}
+
+fn sealed(pk: &str, seed: u32) -> Employee {
+    Employee {
+        department: pk.into(),
+        id: 1,
+        email: format!("p{seed}@x"),
+        city: (seed % 2 == 1).then(|| format!("city{seed}")),
+        team: format!("t{seed}"),
+    }
+}
+
+/// Writes of an entity with encrypted fields, unique and indexed (its index
+/// rows keyed by hashes, recorded in its sealed row), dropped at every
+/// poll: the value is whole and opens, its index rows are in step, and it
+/// is found by its encrypted value.
+async fn sealed_index_paths(h: &Harness, out: &mut CancelOutcomes) {
+    let t = &h.sealed;
+    let cases = [
+        ("sealed insert", "ei", Write::Insert),
+        ("sealed upsert", "eu", Write::Upsert),
+        ("sealed replace", "er", Write::Replace),
+        ("sealed merge", "em", Write::Merge),
+        ("sealed update", "ep", Write::Update),
+        ("sealed delete", "ed", Write::Delete),
+        (
+            "sealed delete_unconditionally",
+            "ex",
+            Write::DeleteUnconditionally,
+        ),
+    ];
+    for (path, short, how) in cases {
+        every_k!(out, h, path, |k| {
+            let pk = h.partition(short, k);
+            // Before, no city (no row in its index); after, one.
+            let (before, after) = (sealed(&pk, 2), sealed(&pk, 3));
+            let before = (how != Write::Insert).then_some(&before);
+            let done = write_case(h, t, &*pk, 1u32, before, &after, how, k).await;
+            assert_clean(t.verify_indexes(&*pk).await, path);
+            let stored = t
+                .get(&*pk, 1u32)
+                .await
+                .expect("get")
+                .map(Loaded::into_inner);
+            let by_email = t.index(Employee::indexes().email);
+            for e in [before, Some(&after)].into_iter().flatten() {
+                let found = by_email.get(&*pk, &*e.email).await.expect("by email");
+                let holds = stored.as_ref().is_some_and(|s| s.email == e.email);
+                assert_eq!(
+                    found.is_some(),
+                    holds,
+                    "{path} (k = {k}): found by {}",
+                    e.email
+                );
+            }
+            done
+        });
+    }
 }
 
 /// Transactions (with a put elsewhere) and the bulk writer over an entity
@@ -818,6 +884,7 @@ pub async fn writes_are_safe_to_drop(
     let out = &mut outcomes;
     local_index_paths(h, out).await;
     local_index_group_paths(h, out).await;
+    sealed_index_paths(h, out).await;
     remote_index_paths(h, out).await;
     blob_and_wide_paths(h, out).await;
     move_paths(h, out).await;

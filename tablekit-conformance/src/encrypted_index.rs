@@ -19,18 +19,18 @@ use super::encrypted::{encryption_error, key_one, sealed_table};
 /// An employee whose email (unique) and city (not) are encrypted and
 /// indexed, beside a plain index.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
-#[tablekit(table = "Staff", kind = "EMP")]
-struct Employee {
+#[tablekit(table = "Staff", kind = "PER")]
+pub(crate) struct Employee {
     #[tablekit(partition_key)]
-    department: String,
+    pub(crate) department: String,
     #[tablekit(row_key)]
-    id: u32,
+    pub(crate) id: u32,
     #[tablekit(encrypted, unique = "email")]
-    email: String,
+    pub(crate) email: String,
     #[tablekit(encrypted, index = "city")]
-    city: Option<String>,
+    pub(crate) city: Option<String>,
     #[tablekit(index = "team")]
-    team: String,
+    pub(crate) team: String,
 }
 
 fn employee(id: u32, email: &str, city: Option<&str>) -> Employee {
@@ -117,7 +117,7 @@ pub async fn encrypted_values_are_found_through_hashed_index_rows(backend: Arc<d
             .filter_map(|r| r.row_key.strip_prefix(tag))
             .all(|rest| rest.len() >= 64 && rest[..64].bytes().all(|b| b.is_ascii_hexdigit()))
     };
-    assert!(hashed("EMP.email_") && hashed("EMP.city_"));
+    assert!(hashed("PER.email_") && hashed("PER.city_"));
 
     let taken = employee(4, "ada@example.com", None);
     match t.insert(&taken).await {
@@ -197,7 +197,7 @@ pub async fn encrypted_index_rows_follow_every_write(backend: Arc<dyn TableBacke
     let rows = backend.query_all(&name, Query::new()).await.expect("rows");
     let email_row = rows
         .iter()
-        .find(|r| r.row_key.starts_with("EMP.email_"))
+        .find(|r| r.row_key.starts_with("PER.email_"))
         .expect("a row");
     backend
         .delete_entity(&name, "sales", &email_row.row_key, &tablekit::IfMatch::Any)
@@ -288,7 +288,7 @@ pub async fn encrypted_indexes_need_their_index_key(backend: Arc<dyn TableBacken
         .await
         .expect("rows")
         .into_iter()
-        .find(|r| r.row_key.starts_with("EMP_"))
+        .find(|r| r.row_key.starts_with("PER_"))
         .expect("an entity");
     assert!(matches!(row.get("email"), Some(Value::Binary(_))));
     backend.delete_table(&name).await.expect("drop");
