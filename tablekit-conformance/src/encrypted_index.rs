@@ -9,6 +9,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 
 use tablekit::backend::{Query, TableBackend};
+use tablekit::encryption::ENVELOPE_PROPERTY;
 use tablekit::encryption::{
     ContentKey, EncryptionError, IndexKey, KeyResolver, LocalKey, LocalKeys, WrappedKey,
 };
@@ -291,5 +292,151 @@ pub async fn encrypted_indexes_need_their_index_key(backend: Arc<dyn TableBacken
         .find(|r| r.row_key.starts_with("PER_"))
         .expect("an entity");
     assert!(matches!(row.get("email"), Some(Value::Binary(_))));
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// The email ciphertext and envelope of every row of `name` holding one.
+async fn sealed_rows(
+    backend: &dyn TableBackend,
+    name: &str,
+) -> Vec<(String, Option<Value>, String)> {
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    rows.into_iter()
+        .filter_map(|row| {
+            let Some(Value::String(envelope)) = row.get(ENVELOPE_PROPERTY).cloned() else {
+                return None;
+            };
+            Some((row.row_key.clone(), row.get("email").cloned(), envelope))
+        })
+        .collect()
+}
+
+/// A rewrap moves every content key (the entities' and their index rows'
+/// copies) under the new key without touching a ciphertext, dropped and
+/// resumed from its checkpoints, an index row missing on the way; then
+/// the old key can go: everything reads and is found by value.
+pub async fn rewraps_rotate_keys_without_touching_values(backend: Arc<dyn TableBackend>) {
+    let (t, name) = sealed_table::<Employee>(&backend, "rewrap").await;
+    let index_key = IndexKey::new([8; 32]);
+    let t = t.with_encryption(Arc::new(
+        LocalKeys::new(key_one()).with_index_key(index_key.clone()),
+    ));
+    let staff: Vec<Employee> = (1..=7)
+        .map(|id| employee(id, &format!("e{id}@x.org"), (id % 2 == 1).then_some("Oslo")))
+        .collect();
+    for e in &staff {
+        t.insert(e).await.expect("insert");
+    }
+    let before = sealed_rows(&*backend, &name).await;
+    // An index row gone before the rotation: the rewrap passes it by.
+    let lost = (before.iter())
+        .find(|(rk, _, _)| rk.starts_with("PER.city_"))
+        .map(|(rk, _, _)| rk.clone())
+        .expect("a city row");
+    (backend.delete_entity(&name, "sales", &lost, &tablekit::IfMatch::Any))
+        .await
+        .expect("a raw delete");
+
+    let second = LocalKey::new("k2", [22; 32]);
+    let ring = LocalKeys::new(key_one())
+        .with(second.clone(), true)
+        .with_index_key(index_key.clone());
+    // Every request gives way, as one over a network does: a point to be
+    // dropped at.
+    let layer = tablekit::layer::FaultInjection::new(Arc::clone(&backend));
+    layer.handle().set_yields(true);
+    let rotating: tablekit::Table<Employee> =
+        tablekit::Table::from_arc(Arc::new(layer), &name).with_encryption(Arc::new(ring));
+    let full = rotating.migrate().dry_run().run().await.expect("a dry run");
+    let counted = rotating
+        .migrate()
+        .rewrap_only()
+        .dry_run()
+        .run()
+        .await
+        .expect("a dry run");
+    assert_eq!(counted.rewrapped, 7, "{counted:?}");
+    // Dropped after a few polls, resumed from its last checkpoint, until done.
+    let mut last: Option<tablekit::table::MigrationCheckpoint> = None;
+    let (mut report, mut dropped) = (None, 0);
+    for round in 0..200 {
+        let saved = std::sync::Mutex::new(None);
+        let mut run = rotating.migrate().rewrap_only().scope(|q| q.page_size(2));
+        run = run.on_checkpoint(|c| *saved.lock().unwrap() = Some(c.clone()));
+        if let Some(checkpoint) = last.clone() {
+            run = run.resume(checkpoint);
+        }
+        // One poll more each round: the run gets through at last.
+        let done = crate::cancel::drop_after_polls(3 + round, run.run()).await;
+        if let Some(saved) = saved.into_inner().unwrap() {
+            last = Some(saved);
+        }
+        match done {
+            Some(done) => {
+                report = Some(done.unwrap_or_else(|e| panic!("a rewrap: {e:?}")));
+                break;
+            }
+            None => dropped += 1,
+        }
+    }
+    assert!(dropped >= 3, "dropped {dropped} times");
+    let report = report.expect("the rewrap finishes");
+    assert_eq!(report.failed, 0, "{report:?}");
+    assert_eq!(
+        report.rewrapped + report.already_current,
+        report.scanned,
+        "{report:?}"
+    );
+    // (Rows a dropped run rewrapped after its last checkpoint count as
+    // current in the run that read them again.)
+    assert!(report.scanned >= 7, "{report:?}");
+    // A rewrap's checkpoint resumes a rewrap alone.
+    let refused = rotating
+        .migrate()
+        .resume(last.expect("a checkpoint"))
+        .run()
+        .await;
+    let mismatch = |e: &Error| {
+        matches!(
+            e.invalid_input(),
+            Some(tablekit::InvalidInput::CheckpointMismatch { .. })
+        )
+    };
+    assert!(refused.as_ref().is_err_and(mismatch), "{refused:?}");
+    assert_eq!(full.scanned, 7);
+
+    // The ciphertexts as they were; every envelope under the new key.
+    let after = sealed_rows(&*backend, &name).await;
+    assert_eq!(after.len(), before.len() - 1);
+    for (rk, email, envelope) in &after {
+        let was = before
+            .iter()
+            .find(|(r, _, _)| r == rk)
+            .expect("the same rows");
+        assert_eq!(email, &was.1, "{rk}: a ciphertext changed");
+        assert!(envelope.contains("\"kid\":\"k2\""), "{rk}: {envelope}");
+    }
+
+    // The old key gone: every read, and every lookup by value.
+    let new_only = t
+        .clone()
+        .with_encryption(Arc::new(LocalKeys::new(second).with_index_key(index_key)));
+    let by_email = new_only.index(Employee::indexes().email);
+    for e in &staff {
+        assert_eq!(
+            new_only.get("sales", e.id).await.expect("get").as_deref(),
+            Some(e)
+        );
+        let found = by_email.get("sales", &*e.email).await.expect("by email");
+        assert_eq!(found.as_ref(), Some(e));
+    }
+    let audit = new_only.repair_indexes("sales").await.expect("repair");
+    assert_eq!(audit.missing.len(), 1, "{audit:?}");
+    let oslo: Vec<Employee> = (new_only.index(Employee::indexes().city))
+        .find("sales", "Oslo")
+        .try_collect()
+        .await
+        .expect("find");
+    assert_eq!(oslo.len(), 4);
     backend.delete_table(&name).await.expect("drop");
 }

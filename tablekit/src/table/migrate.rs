@@ -14,6 +14,8 @@ use crate::error::{Error, InvalidInput, Result};
 use crate::pacing::Pacing;
 use crate::schema::{KeyArg, TableEntity};
 
+mod rewrap;
+
 /// What a [`Migration`] found and did. The counts stop at `usize::MAX`
 /// rather than wrap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +41,11 @@ pub struct MigrationReport {
     /// it (a rotation), and counted in `upgraded` too.
     #[serde(default)]
     pub resealed: usize,
+    /// Rows whose content key a [rewrap](Migration::rewrap_only) wrapped
+    /// again under the table's current key, their values untouched (in a
+    /// dry run: that would be).
+    #[serde(default)]
+    pub rewrapped: usize,
     /// Rows found under a previous name of the kind (`previous_kinds`),
     /// before the rewrite: each is moved to the kind's own RowKey, in one
     /// transaction with its index rows, and counted in `upgraded` too.
@@ -63,6 +70,7 @@ impl MigrationReport {
         self.failed = self.failed.saturating_add(other.failed);
         self.previous_kind = self.previous_kind.saturating_add(other.previous_kind);
         self.resealed = self.resealed.saturating_add(other.resealed);
+        self.rewrapped = self.rewrapped.saturating_add(other.rewrapped);
         for (version, n) in other.by_version {
             let count = self.by_version.entry(version).or_default();
             *count = count.saturating_add(n);
@@ -110,6 +118,9 @@ pub struct MigrationJob {
     /// the rows of other keys are sealed again under it.
     #[serde(default)]
     pub key_id: Option<String>,
+    /// Whether it [rewraps](Migration::rewrap_only) content keys alone.
+    #[serde(default)]
+    pub rewrap_only: bool,
 }
 
 impl MigrationJob {
@@ -117,7 +128,7 @@ impl MigrationJob {
     /// the error a resume from it is refused with.
     fn differs(&self, current: &MigrationJob) -> Option<InvalidInput> {
         let text = |v: &dyn std::fmt::Debug| format!("{v:?}");
-        let fields: [(&'static str, String, String); 8] = [
+        let fields: [(&'static str, String, String); 9] = [
             ("table", text(&self.table), text(&current.table)),
             ("type", text(&self.type_name), text(&current.type_name)),
             ("kind", text(&self.kind), text(&current.kind)),
@@ -130,6 +141,11 @@ impl MigrationJob {
             ("scope", text(&self.scope), text(&current.scope)),
             ("dry run", text(&self.dry_run), text(&current.dry_run)),
             ("key", text(&self.key_id), text(&current.key_id)),
+            (
+                "rewrap",
+                text(&self.rewrap_only),
+                text(&current.rewrap_only),
+            ),
         ];
         InvalidInput::first_mismatch("migration", fields)
     }
@@ -230,6 +246,7 @@ pub struct Migration<'a, T: TableEntity> {
     resume: Option<MigrationCheckpoint>,
     parallelism: usize,
     pacing: Option<Pacing>,
+    rewrap_only: bool,
 }
 
 impl<T: TableEntity> Table<T> {
@@ -290,6 +307,7 @@ impl<T: TableEntity> Table<T> {
             on_checkpoint: None,
             resume: None,
             parallelism: 4,
+            rewrap_only: false,
             pacing: Some(
                 self.backend()
                     .pacing()
@@ -389,6 +407,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             scope: query.filter.map(|f| f.to_string()),
             dry_run: self.dry_run,
             key_id: self.table.current_key_id().map(str::to_owned),
+            rewrap_only: self.rewrap_only,
         }
     }
 
@@ -408,6 +427,9 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             return Err(Error::NotSupported {
                 operation: "a migration through a projection (migrate the entity it projects)",
             });
+        }
+        if self.rewrap_only {
+            return self.run_rewrap().await;
         }
         if T::DESCRIPTOR.wide() {
             return self.run_streamed().await;
