@@ -356,29 +356,7 @@ pub async fn rewraps_rotate_keys_without_touching_values(backend: Arc<dyn TableB
         .await
         .expect("a dry run");
     assert_eq!(counted.rewrapped, 7, "{counted:?}");
-    // Dropped after a few polls, resumed from its last checkpoint, until done.
-    let mut last: Option<tablekit::table::MigrationCheckpoint> = None;
-    let (mut report, mut dropped) = (None, 0);
-    for round in 0..200 {
-        let saved = std::sync::Mutex::new(None);
-        let mut run = rotating.migrate().rewrap_only().scope(|q| q.page_size(2));
-        run = run.on_checkpoint(|c| *saved.lock().unwrap() = Some(c.clone()));
-        if let Some(checkpoint) = last.clone() {
-            run = run.resume(checkpoint);
-        }
-        // One poll more each round: the run gets through at last.
-        let done = crate::cancel::drop_after_polls(3 + round, run.run()).await;
-        if let Some(saved) = saved.into_inner().unwrap() {
-            last = Some(saved);
-        }
-        match done {
-            Some(done) => {
-                report = Some(done.unwrap_or_else(|e| panic!("a rewrap: {e:?}")));
-                break;
-            }
-            None => dropped += 1,
-        }
-    }
+    let (report, last, dropped) = rewrap_dropped_and_resumed(&rotating).await;
     assert!(dropped >= 3, "dropped {dropped} times");
     let report = report.expect("the rewrap finishes");
     assert_eq!(report.failed, 0, "{report:?}");
@@ -421,22 +399,60 @@ pub async fn rewraps_rotate_keys_without_touching_values(backend: Arc<dyn TableB
     let new_only = t
         .clone()
         .with_encryption(Arc::new(LocalKeys::new(second).with_index_key(index_key)));
-    let by_email = new_only.index(Employee::indexes().email);
-    for e in &staff {
-        assert_eq!(
-            new_only.get("sales", e.id).await.expect("get").as_deref(),
-            Some(e)
-        );
+    read_and_found(&new_only, &staff).await;
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// Runs the rewrap of `rotating`, dropped after a few polls and resumed
+/// from its last checkpoint until it finishes: its report, the last
+/// checkpoint, and how many runs were dropped.
+async fn rewrap_dropped_and_resumed(
+    rotating: &tablekit::Table<Employee>,
+) -> (
+    Option<tablekit::table::MigrationReport>,
+    Option<tablekit::table::MigrationCheckpoint>,
+    usize,
+) {
+    let mut last: Option<tablekit::table::MigrationCheckpoint> = None;
+    let (mut report, mut dropped) = (None, 0);
+    for round in 0..200 {
+        let saved = std::sync::Mutex::new(None);
+        let mut run = rotating.migrate().rewrap_only().scope(|q| q.page_size(2));
+        run = run.on_checkpoint(|c| *saved.lock().unwrap() = Some(c.clone()));
+        if let Some(checkpoint) = last.clone() {
+            run = run.resume(checkpoint);
+        }
+        // One poll more each round: the run gets through at last.
+        let done = super::drop_after_polls(3 + round, run.run()).await;
+        if let Some(saved) = saved.into_inner().unwrap() {
+            last = Some(saved);
+        }
+        match done {
+            Some(done) => {
+                report = Some(done.unwrap_or_else(|e| panic!("a rewrap: {e:?}")));
+                break;
+            }
+            None => dropped += 1,
+        }
+    }
+    (report, last, dropped)
+}
+
+/// Each of `staff` reads through `t` and is found by its email; the index
+/// row taken away is repaired, and the city index finds four.
+async fn read_and_found(t: &tablekit::Table<Employee>, staff: &[Employee]) {
+    let by_email = t.index(Employee::indexes().email);
+    for e in staff {
+        assert_eq!(t.get("sales", e.id).await.expect("get").as_deref(), Some(e));
         let found = by_email.get("sales", &*e.email).await.expect("by email");
         assert_eq!(found.as_ref(), Some(e));
     }
-    let audit = new_only.repair_indexes("sales").await.expect("repair");
+    let audit = t.repair_indexes("sales").await.expect("repair");
     assert_eq!(audit.missing.len(), 1, "{audit:?}");
-    let oslo: Vec<Employee> = (new_only.index(Employee::indexes().city))
+    let oslo: Vec<Employee> = (t.index(Employee::indexes().city))
         .find("sales", "Oslo")
         .try_collect()
         .await
         .expect("find");
     assert_eq!(oslo.len(), 4);
-    backend.delete_table(&name).await.expect("drop");
 }
