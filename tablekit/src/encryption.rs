@@ -21,8 +21,12 @@
 //!
 //! To rotate keys, make the new key current in the resolver (a
 //! [`LocalKeys`] ring keeps the old one readable) and run the table's
-//! migration: it seals again, under the current key, every row sealed
-//! under another (`MigrationReport::resealed`).
+//! migration. [`migrate().rewrap_only()`](crate::table::Migration::rewrap_only)
+//! wraps each row's content key again under the current key and leaves its
+//! ciphertexts as they are (`MigrationReport::rewrapped`); a plain
+//! `migrate()` seals every row sealed under another key again, under a new
+//! content key (`MigrationReport::resealed`). Both are resumable from their
+//! checkpoints, and readers and writers go on meanwhile.
 //!
 //! # Finding rows by an encrypted value
 //! An encrypted field may carry `unique = "…"` or `index = "…"`. Its index

@@ -85,11 +85,11 @@ impl<T: TableEntity> Migration<'_, T> {
                 failed: page.undecodable.len(),
                 ..MigrationReport::default()
             };
-            let rows = futures::stream::iter(page.entities)
-                .map(|row| self.rewrap_row(row, &current))
+            let groups = futures::stream::iter(groups::<T>(page.entities))
+                .map(|group| self.rewrap_group(group, &current))
                 .buffer_unordered(self.parallelism);
-            for row in rows.collect::<Vec<_>>().await {
-                done.add(row);
+            for group in groups.collect::<Vec<_>>().await {
+                done.add(group);
             }
             report.add(done);
             token = page.continuation;
@@ -172,12 +172,75 @@ impl<T: TableEntity> Migration<'_, T> {
         report
     }
 
+    /// Rewraps the rows of one partition in one transaction; each on its
+    /// own when that does not apply (a row changed meanwhile, an index row
+    /// missing).
+    async fn rewrap_group(&self, rows: Vec<Entity>, current: &str) -> MigrationReport {
+        let mut report = MigrationReport::default();
+        if rows.len() > 1 && !self.dry_run {
+            let mut operations = Vec::new();
+            let mut rewrapped = 0;
+            let mut prepared = true;
+            for row in &rows {
+                match self.operations(row, current, &[]).await {
+                    Ok(Some(ops)) => {
+                        operations.extend(ops);
+                        rewrapped += 1;
+                    }
+                    Ok(None) => {}
+                    Err(_) => prepared = false,
+                }
+            }
+            if prepared
+                && (operations.is_empty() || self.submit(&operations, rewrapped).await.is_ok())
+            {
+                report.rewrapped = rewrapped;
+                report.already_current = rows.len() - rewrapped;
+                return report;
+            }
+        }
+        for row in rows {
+            report.add(self.rewrap_row(row, current).await);
+        }
+        report
+    }
+
     /// One attempt: whether the row needed a rewrap (and got it).
     async fn rewrap_once(&self, row: &Entity, current: &str, missing: &[String]) -> Result<bool> {
+        match self.operations(row, current, missing).await? {
+            None => Ok(false),
+            Some(_) if self.dry_run => Ok(true),
+            Some(operations) => self.submit(&operations, 1).await.map(|()| true),
+        }
+    }
+
+    /// Sends the merges of `rows` rows as one transaction, paced.
+    async fn submit(&self, operations: &[BatchOperation], rows: usize) -> Result<()> {
+        let partition = operations.first().map_or("", |op| op.keys().0);
+        if let Some(pacing) = &self.pacing {
+            Pacing::wait(pacing.reserve(partition, rows)).await;
+        }
+        crate::exec::submit_transaction(self.table.backend(), self.table.name(), operations)
+            .await?;
+        if let Some(pacing) = &self.pacing {
+            pacing.accepted(partition, rows);
+        }
+        Ok(())
+    }
+
+    /// The merges that rewrap `row` (its envelope alone) and the copies its
+    /// index rows hold (but those `missing`); `None` when it needs none (it
+    /// is sealed under `current`, or holds nothing sealed). In a dry run,
+    /// nothing is unwrapped.
+    async fn operations(
+        &self,
+        row: &Entity,
+        current: &str,
+        missing: &[String],
+    ) -> Result<Option<Vec<BatchOperation>>> {
         let envelope = match row.get(ENVELOPE_PROPERTY) {
             Some(Value::String(text)) => Envelope::from_text(text)?,
-            // Nothing sealed in it.
-            None => return Ok(false),
+            None => return Ok(None),
             Some(other) => {
                 return Err(tablekit_encrypt::EncryptionError::BadEnvelope {
                     reason: format!("it is {}, not a string", other.edm_type()),
@@ -186,10 +249,10 @@ impl<T: TableEntity> Migration<'_, T> {
             }
         };
         if envelope.key_id == current {
-            return Ok(false);
+            return Ok(None);
         }
         if self.dry_run {
-            return Ok(true);
+            return Ok(Some(Vec::new()));
         }
         let keys = (self.table.keys.as_deref()).expect("a table with a current key has keys");
         let content = keys.unwrap(&envelope.key_id, &envelope.wrapped).await?;
@@ -209,22 +272,30 @@ impl<T: TableEntity> Migration<'_, T> {
         let mut operations = vec![merged(&row.row_key, guard)];
         // Every index row in its step: those found missing are the repair's.
         for key in index_rows::<T>(row) {
-            let op = match missing.contains(&key) {
-                true => None,
-                false => Some(merged(&key, IfMatch::Any)),
-            };
-            operations.extend(op);
+            if !missing.contains(&key) {
+                operations.push(merged(&key, IfMatch::Any));
+            }
         }
-        if let Some(pacing) = &self.pacing {
-            Pacing::wait(pacing.reserve(&row.partition_key, 1)).await;
-        }
-        crate::exec::submit_transaction(self.table.backend(), self.table.name(), &operations)
-            .await?;
-        if let Some(pacing) = &self.pacing {
-            pacing.accepted(&row.partition_key, 1);
-        }
-        Ok(true)
+        Ok(Some(operations))
     }
+}
+
+/// The rows of a page in groups of one partition each, each group's
+/// merges within one transaction.
+fn groups<T: TableEntity>(rows: Vec<Entity>) -> Vec<Vec<Entity>> {
+    let max = crate::validate::limits::MAX_BATCH_OPERATIONS;
+    let mut groups: Vec<(usize, Vec<Entity>)> = Vec::new();
+    for row in rows {
+        let size = 1 + index_rows::<T>(&row).len();
+        match groups.last_mut() {
+            Some((n, group)) if group[0].partition_key == row.partition_key && *n + size <= max => {
+                *n += size;
+                group.push(row);
+            }
+            _ => groups.push((size, vec![row])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
 }
 
 /// The RowKeys of the index rows of `row` (its envelope alone) that copy
