@@ -10,8 +10,9 @@
 //!   key of its own: the store never sees an email, yet `get` by email is
 //!   one point read, and a taken email is refused in the write's own
 //!   transaction.
-//! - The rotation makes a new key current, runs the migration, which seals
-//!   every row again under it, and retires the old key.
+//! - The rotation makes a new key current, wraps every row's content key
+//!   again under it (the ciphertexts stay as they are), and retires the old
+//!   key.
 //!
 //! Runs on the in-memory backend by default. With
 //! `TABLEKIT_CONNECTION_STRING` set (`UseLocalStorage=./data`, or for
@@ -126,12 +127,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with(second.clone(), true)
         .with_index_key(index_key.clone());
     let rotating = staff.clone().with_encryption(Arc::new(both));
-    let report = rotating.migrate().run().await?;
+    // (`migrate()` alone would seal every value again under new content
+    // keys; `rewrap_only` wraps the content keys again and leaves the
+    // ciphertexts as they are.)
+    let report = rotating.migrate().rewrap_only().run().await?;
     println!(
-        "rotation: {} rows read, {} sealed again under staff-2027",
-        report.scanned, report.resealed
+        "rotation: {} rows read, {} content keys wrapped again under staff-2027",
+        report.scanned, report.rewrapped
     );
-    assert_eq!((report.resealed, report.failed), (2, 0));
+    assert_eq!((report.rewrapped, report.failed), (2, 0));
     let rotated = staff
         .clone()
         .with_encryption(Arc::new(LocalKeys::new(second).with_index_key(index_key)));
