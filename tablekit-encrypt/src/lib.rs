@@ -58,6 +58,8 @@
 
 mod column;
 mod envelope;
+#[cfg(feature = "azure-key-vault")]
+mod key_vault;
 mod keys;
 mod seal;
 
@@ -66,6 +68,8 @@ mod seal;
 pub use async_trait::async_trait;
 pub use column::{NoFilterOnCiphertext, SealedColumn};
 pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
+#[cfg(feature = "azure-key-vault")]
+pub use key_vault::KeyVaultKeys;
 pub use keys::{ContentKey, IndexKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
 pub use seal::{
     Binding, open_entity, open_selected, open_value, seal_entity, seal_indexed, seal_value,

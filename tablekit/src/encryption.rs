@@ -19,6 +19,11 @@
 //! projection marks the encrypted fields it reads `encrypted` too, and
 //! never writes.
 //!
+//! Your key-encryption keys can live in Azure Key Vault or a Managed HSM,
+//! where they never leave the vault: with the `azure-key-vault` feature,
+//! `KeyVaultKeys` wraps and unwraps through the Azure SDK for Rust, signed
+//! in with the same `azure_identity` credential as the REST backend.
+//!
 //! To rotate keys, make the new key current in the resolver (a
 //! [`LocalKeys`] ring keeps the old one readable) and run the table's
 //! migration. [`migrate().rewrap_only()`](crate::table::Migration::rewrap_only)
@@ -100,6 +105,9 @@ pub use tablekit_encrypt::{
 };
 
 pub use crate::index::Sealed;
+/// Key-encryption keys in Azure Key Vault (the `azure-key-vault` feature).
+#[cfg(feature = "azure-key-vault")]
+pub use tablekit_encrypt::KeyVaultKeys;
 
 pub use crate::error::EncryptionError;
 pub use crate::schema::Encrypted;
