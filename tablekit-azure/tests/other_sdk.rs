@@ -14,6 +14,9 @@
 //! fail with the reason: they never skip.
 
 mod azurite;
+mod python_sdk;
+
+use python_sdk::workspace;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,63 +39,11 @@ const PACKAGES: [&str; 3] = [
     "azure-storage-blob==12.31.1",
 ];
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace")
-        .to_owned()
-}
-
 /// The directory the SDK is installed in (for `PYTHONPATH`), installed on
-/// first use. pip installs into a directory of this process's own, renamed
-/// into place once whole, so test processes that start together never see
-/// half an installation.
+/// first use.
 fn python_sdk() -> &'static Path {
     static SDK: OnceLock<PathBuf> = OnceLock::new();
-    SDK.get_or_init(|| {
-        let name = PACKAGES.join("_").replace(['=', '.'], "-");
-        let dir = workspace()
-            .join("target")
-            .join(format!("python-sdk-{name}"));
-        if dir.join("azure/data/tables").is_dir() {
-            return dir;
-        }
-        let partial = workspace()
-            .join("target")
-            .join(format!("python-sdk.partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&partial);
-        let output = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--quiet",
-                "--target",
-            ])
-            .arg(&partial)
-            .args(PACKAGES)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("cannot run python3 to install the Azure SDK for Python: {e}")
-            });
-        assert!(
-            output.status.success(),
-            "pip could not install {PACKAGES:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        if std::fs::rename(&partial, &dir).is_err() {
-            // Another test process put its installation in place first.
-            let _ = std::fs::remove_dir_all(&partial);
-        }
-        assert!(
-            dir.join("azure/data/tables").is_dir(),
-            "the Azure SDK for Python is not in {}",
-            dir.display()
-        );
-        dir
-    })
+    SDK.get_or_init(|| python_sdk::install(&PACKAGES, "azure/data/tables"))
 }
 
 /// Runs `check.py <mode> <what> <name>` on `spec`; panics with what it

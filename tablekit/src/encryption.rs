@@ -33,6 +33,19 @@
 //! content key (`MigrationReport::resealed`). Both are resumable from their
 //! checkpoints, and readers and writers go on meanwhile.
 //!
+//! # Rows the old Azure SDKs encrypted
+//! The Azure Storage SDKs of before 2020 (`[EncryptProperty]` in .NET,
+//! `TableEncryptionPolicy`, `azure-cosmosdb-table` for Python) stored
+//! encrypted strings with AES-256-CBC and two properties of their own,
+//! `_ClientEncryptionMetadata1` and `_ClientEncryptionMetadata2`. A table
+//! with keys reads such rows too: give it a resolver that knows their
+//! key-encryption key's id (a [`LocalKey`] for an AES key wrap, the id the
+//! old program gave), mark the fields they encrypted `encrypted`, and each
+//! reads as the string it was. Their format authenticates nothing (a
+//! changed ciphertext can read as another string), so move them: the
+//! table's migration seals every such row again in this format
+//! (`MigrationReport::resealed`).
+//!
 //! # Finding rows by an encrypted value
 //! An encrypted field may carry `unique = "…"` or `index = "…"`. Its index
 //! rows are keyed by the index's tag and the HMAC-SHA-256 of the value

@@ -2,7 +2,7 @@
 //! reader that would take their ciphertext for a value. The sealing itself
 //! is the typed client's (`table/sealed.rs`), with `tablekit-encrypt`.
 
-use tablekit_encrypt::ENVELOPE_PROPERTY;
+use tablekit_encrypt::{ENVELOPE_PROPERTY, LEGACY_METADATA, LEGACY_PROPERTIES};
 
 use super::{DescriptorPart, TableEntity};
 use crate::error::{EncryptionError, Result};
@@ -41,7 +41,10 @@ pub(crate) fn refuse_sealed<T: TableEntity, S: PropertySource + ?Sized>(
     row_key: &str,
     props: &S,
 ) -> Result<()> {
-    if encrypted::<T>().is_some() && props.get(ENVELOPE_PROPERTY).is_some() {
+    let sealed = |name| props.get(name).is_some();
+    if encrypted::<T>().is_some()
+        && (sealed(ENVELOPE_PROPERTY) || sealed(LEGACY_METADATA) || sealed(LEGACY_PROPERTIES))
+    {
         return Err(EncryptionError::NotDecrypted {
             partition_key: partition_key.to_owned(),
             row_key: row_key.to_owned(),

@@ -379,6 +379,9 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 }
                 if crate::schema::encrypted::<P>().is_some() {
                     names.push(tablekit_encrypt::ENVELOPE_PROPERTY.to_owned());
+                    // And the old SDKs' metadata, for the rows they wrote.
+                    names.push(tablekit_encrypt::LEGACY_METADATA.to_owned());
+                    names.push(tablekit_encrypt::LEGACY_PROPERTIES.to_owned());
                 }
                 complete.then_some(names)
             })
