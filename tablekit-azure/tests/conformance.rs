@@ -137,9 +137,10 @@ async fn plain_index_model_three_hundred_runs() {
     outcomes.assert_varied();
 }
 
-/// A sample of the multi-row typed writes (one of each kind), dropped after
-/// their k-th poll for every k until they complete, on the REST path; after
-/// the upkeep, everything is back in step.
+/// A sample of the multi-row typed writes (one of each kind, and one of an
+/// encrypted, indexed type), dropped after their k-th poll for every k until
+/// they complete, on the REST path; after the upkeep, everything is back in
+/// step.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_are_safe_to_drop_at_every_poll() {
     use std::sync::Arc;
@@ -152,7 +153,7 @@ async fn writes_are_safe_to_drop_at_every_poll() {
     )
     .await;
     eprintln!("{} (path, k) cases: {:?}", outcomes.total(), outcomes.cases);
-    assert_eq!(outcomes.cases.len(), 10, "{outcomes:?}");
+    assert_eq!(outcomes.cases.len(), 11, "{outcomes:?}");
 }
 
 /// Migrations dropped at random polls or stopped by faults and resumed from
