@@ -2,7 +2,8 @@
 //! 1.0.6 for Python, the last with client-side encryption of table
 //! entities) in Azurite: tablekit reads every one as written, and a
 //! migration moves them to its own format, after which they still read
-//! equal and hold none of the old metadata.
+//! equal and hold none of the old metadata. And the other way: rows
+//! tablekit writes in the old format, that SDK reads.
 //!
 //! The SDK is installed with pip into `target/python-sdk-…` on first use,
 //! like Azurite with npm; without Python or the SDK the test fails with
@@ -15,7 +16,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use serde_json::json;
-use tablekit::encryption::{ENVELOPE_PROPERTY, LocalKey};
+use tablekit::encryption::{ENVELOPE_PROPERTY, LocalKey, OldSdkFormat};
 use tablekit::{Table, TableBackend, TableBackendExt, TableEntity, Value};
 use tablekit_azure::AzureTables;
 
@@ -56,9 +57,10 @@ fn staff() -> Vec<Employee> {
         .collect()
 }
 
-/// Writes `staff` into `table` with the old SDK, encrypting each one's
-/// email and notes.
-fn write_with_the_old_sdk(table: &str, staff: &[Employee]) {
+/// Writes `staff` into `table` with the old SDK (`mode` `write`),
+/// encrypting each one's email and notes, or reads them (`read`),
+/// decrypting; fails unless every one reads as given.
+fn old_sdk(mode: &str, table: &str, staff: &[Employee]) {
     let sdk = python_sdk::install(&["azure-cosmosdb-table==1.0.6"], "azure/cosmosdb/table");
     let spec: Vec<_> = staff
         .iter()
@@ -77,8 +79,8 @@ fn write_with_the_old_sdk(table: &str, staff: &[Employee]) {
     std::fs::write(&file, serde_json::to_string(&spec).unwrap()).expect("write the spec");
     let a = azurite::azurite();
     let output = Command::new("python3")
-        .arg(python_sdk::workspace().join("tablekit-azure/tests/old_sdk/write.py"))
-        .arg(table)
+        .arg(python_sdk::workspace().join("tablekit-azure/tests/old_sdk/old_sdk.py"))
+        .args([mode, table])
         .env("PYTHONPATH", &sdk)
         .env("SPEC", &file)
         .env(
@@ -90,7 +92,7 @@ fn write_with_the_old_sdk(table: &str, staff: &[Employee]) {
     let _ = std::fs::remove_file(&file);
     assert!(
         output.status.success(),
-        "the old SDK:\n{}{}",
+        "the old SDK, {mode}:\n{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
@@ -102,7 +104,7 @@ async fn rows_the_old_sdk_encrypted_read_equal_and_migrate_to_the_new_format() {
         Arc::new(AzureTables::new(azurite::account()).expect("a client"));
     let name = format!("oldsdk{}", std::process::id());
     let staff = staff();
-    write_with_the_old_sdk(&name, &staff);
+    old_sdk("write", &name, &staff);
     let raw = backend
         .query_all(&name, Default::default())
         .await
@@ -146,6 +148,35 @@ async fn rows_the_old_sdk_encrypted_read_equal_and_migrate_to_the_new_format() {
     reads_equal(&t, &staff).await;
     let again = t.migrate().run().await.expect("a migration");
     assert_eq!(again.resealed, 0, "{again:?}");
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// Rows tablekit writes in the old format (through `OldSdkFormat`), the old
+/// SDK reads as written; tablekit reads them too.
+#[tokio::test]
+async fn rows_written_in_the_old_format_read_back_through_the_old_sdk() {
+    let backend: Arc<dyn TableBackend> =
+        Arc::new(AzureTables::new(azurite::account()).expect("a client"));
+    let name = format!("oldformat{}", std::process::id());
+    let old = OldSdkFormat(LocalKey::new("k1", [11; 32]));
+    let t: Table<Employee> =
+        Table::from_arc(Arc::clone(&backend), &name).with_encryption(Arc::new(old));
+    t.create_if_missing().await.expect("the table");
+    let staff = staff();
+    for e in &staff {
+        t.insert(e).await.expect("insert");
+    }
+    let raw = backend
+        .query_all(&name, Default::default())
+        .await
+        .expect("rows");
+    assert!(
+        raw.iter()
+            .all(|r| r.get("_ClientEncryptionMetadata1").is_some())
+    );
+    assert!(!format!("{raw:?}").contains("contoso"));
+    old_sdk("read", &name, &staff);
+    reads_equal(&t, &staff).await;
     backend.delete_table(&name).await.expect("drop");
 }
 

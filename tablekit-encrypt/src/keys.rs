@@ -92,6 +92,13 @@ pub trait KeyResolver: Send + Sync + fmt::Debug {
     async fn index_key(&self) -> Result<IndexKey, EncryptionError> {
         Err(EncryptionError::NoIndexKey)
     }
+
+    /// Whether a table given this resolver writes the old Azure Storage
+    /// SDKs' format (see [`OldSdkFormat`](crate::OldSdkFormat)); not by
+    /// default.
+    fn writes_old_format(&self) -> bool {
+        false
+    }
 }
 
 /// The key of the keyed hashes (HMAC-SHA-256) that stand for encrypted

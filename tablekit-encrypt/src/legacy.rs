@@ -18,7 +18,9 @@
 //! as garbage or fails its padding, and nothing ties it to its row. Read
 //! it to migrate away from it.
 
-use aes::cipher::{BlockDecryptMut, KeyIvInit, block_padding::Pkcs7};
+use aes::cipher::{BlockDecryptMut, BlockEncryptMut, KeyIvInit, block_padding::Pkcs7};
+use aes_gcm::aead::OsRng;
+use aes_gcm::aead::rand_core::RngCore;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
@@ -41,6 +43,7 @@ pub const LEGACY_PROPERTIES: &str = "_ClientEncryptionMetadata2";
 pub const LEGACY_KEY_PREFIX: &str = "legacy:";
 
 type Decryptor = cbc::Decryptor<aes::Aes256>;
+type Encryptor = cbc::Encryptor<aes::Aes256>;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -197,6 +200,112 @@ fn metadata_of(row: &Entity) -> Result<(Metadata, &Vec<u8>), EncryptionError> {
     Ok((metadata, listed))
 }
 
+/// A [`KeyResolver`] whose table writes the old SDKs' format, for programs
+/// that still read with those SDKs while they move: the same keys as the
+/// resolver it wraps, and every write of an entity with encrypted fields
+/// seals its strings as those SDKs did (the reads of either format go on).
+/// Its rows authenticate nothing, and a type with indexes, or with an
+/// encrypted field that is not a string, is refused.
+#[derive(Debug)]
+pub struct OldSdkFormat<K>(pub K);
+
+#[async_trait::async_trait]
+impl<K: KeyResolver> KeyResolver for OldSdkFormat<K> {
+    fn current_key_id(&self) -> &str {
+        self.0.current_key_id()
+    }
+
+    async fn wrap(
+        &self,
+        key_id: &str,
+        key: &crate::ContentKey,
+    ) -> Result<WrappedKey, EncryptionError> {
+        self.0.wrap(key_id, key).await
+    }
+
+    async fn unwrap(
+        &self,
+        key_id: &str,
+        wrapped: &WrappedKey,
+    ) -> Result<crate::ContentKey, EncryptionError> {
+        self.0.unwrap(key_id, wrapped).await
+    }
+
+    async fn index_key(&self) -> Result<crate::IndexKey, EncryptionError> {
+        self.0.index_key().await
+    }
+
+    fn writes_old_format(&self) -> bool {
+        true
+    }
+}
+
+/// Seals the properties of `row` named in `properties` (strings alone) as
+/// the old SDKs did, under a new content key and entity IV, wrapped by the
+/// resolver's current key; writes both metadata properties.
+pub async fn seal_legacy(
+    row: &mut Entity,
+    properties: &[&str],
+    keys: &dyn KeyResolver,
+) -> Result<(), EncryptionError> {
+    let mut names = Vec::new();
+    for &name in properties {
+        match row.properties.get(name) {
+            Some(Value::String(_)) => names.push(name.to_owned()),
+            Some(_) => {
+                return Err(EncryptionError::OldFormatNotString {
+                    property: name.to_owned(),
+                });
+            }
+            None => {}
+        }
+    }
+    let key = crate::ContentKey::generate()?;
+    let mut entity_iv = [0u8; 16];
+    OsRng
+        .try_fill_bytes(&mut entity_iv)
+        .map_err(|e| EncryptionError::Random {
+            message: e.to_string(),
+        })?;
+    let key_id = keys.current_key_id().to_owned();
+    let wrapped = keys.wrap(&key_id, &key).await?;
+    let at = Place {
+        key: key.as_bytes(),
+        entity_iv: &entity_iv,
+        partition_key: &row.partition_key,
+        row_key: &row.row_key,
+        java_v1: false,
+    };
+    let mut sealed = Vec::with_capacity(names.len() + 2);
+    for name in &names {
+        if let Some(Value::String(text)) = row.properties.get(name) {
+            sealed.push((name.clone(), Value::Binary(at.encrypt(name, text))));
+        }
+    }
+    let listed = serde_json::to_string(&names).expect("names serialize");
+    let listed = at.encrypt(LEGACY_PROPERTIES, &listed);
+    let metadata = serde_json::json!({
+        "WrappedContentKey": {
+            "KeyId": key_id,
+            "EncryptedKey": STANDARD.encode(&wrapped.bytes),
+            "Algorithm": wrapped.algorithm,
+        },
+        "EncryptionAgent": { "Protocol": "1.0", "EncryptionAlgorithm": "AES_CBC_256" },
+        "ContentEncryptionIV": STANDARD.encode(entity_iv),
+        "KeyWrappingMetadata": {
+            "EncryptionLibrary": concat!("tablekit ", env!("CARGO_PKG_VERSION")),
+        },
+    });
+    for (name, value) in sealed {
+        row.properties.insert(name, value);
+    }
+    row.properties
+        .insert(LEGACY_PROPERTIES, Value::Binary(listed));
+    row.properties
+        .insert(LEGACY_METADATA, Value::String(metadata.to_string()));
+    Ok(())
+}
+
 /// Where the old format's values of one row are decrypted.
 struct Place<'a> {
     key: &'a [u8; 32],
@@ -222,6 +331,12 @@ impl Place<'_> {
         let mut iv = [0; 16];
         iv.copy_from_slice(&digest.finalize()[..16]);
         iv
+    }
+
+    /// `text` encrypted as `property`.
+    fn encrypt(&self, property: &str, text: &str) -> Vec<u8> {
+        let encryptor = Encryptor::new(self.key.into(), &self.iv(property).into());
+        encryptor.encrypt_padded_vec_mut::<Pkcs7>(text.as_bytes())
     }
 
     /// The UTF-8 text `property` encrypted as `bytes`; `None` when it does

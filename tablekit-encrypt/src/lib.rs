@@ -72,7 +72,10 @@ pub use envelope::{CONTENT_ALGORITHM, ENVELOPE_PROPERTY, Envelope};
 #[cfg(feature = "azure-key-vault")]
 pub use key_vault::KeyVaultKeys;
 pub use keys::{ContentKey, IndexKey, KeyResolver, LocalKey, LocalKeys, WrappedKey};
-pub use legacy::{LEGACY_KEY_PREFIX, LEGACY_METADATA, LEGACY_PROPERTIES, is_legacy, open_legacy};
+pub use legacy::{
+    LEGACY_KEY_PREFIX, LEGACY_METADATA, LEGACY_PROPERTIES, OldSdkFormat, is_legacy, open_legacy,
+    seal_legacy,
+};
 pub use seal::{
     Binding, open_entity, open_selected, open_value, seal_entity, seal_indexed, seal_value,
 };

@@ -44,7 +44,9 @@
 //! reads as the string it was. Their format authenticates nothing (a
 //! changed ciphertext can read as another string), so move them: the
 //! table's migration seals every such row again in this format
-//! (`MigrationReport::resealed`).
+//! (`MigrationReport::resealed`). While programs on those SDKs still read
+//! the table, wrap the resolver in [`OldSdkFormat`]: the table then writes
+//! that format (strings alone, no indexes), which they read back.
 //!
 //! # Finding rows by an encrypted value
 //! An encrypted field may carry `unique = "…"` or `index = "…"`. Its index
@@ -114,7 +116,7 @@
 
 pub use tablekit_encrypt::{
     CONTENT_ALGORITHM, ContentKey, ENVELOPE_PROPERTY, Envelope, IndexKey, KeyResolver, LocalKey,
-    LocalKeys, WrappedKey, async_trait,
+    LocalKeys, OldSdkFormat, WrappedKey, async_trait,
 };
 
 pub use crate::index::Sealed;

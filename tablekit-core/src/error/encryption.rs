@@ -124,6 +124,14 @@ pub enum EncryptionError {
         /// The row's RowKey.
         row_key: String,
     },
+    /// The old SDKs' format encrypts strings alone.
+    #[error(
+        "the old SDKs' format encrypts strings alone, and `{property}` is not one: write this type in the current format"
+    )]
+    OldFormatNotString {
+        /// The property.
+        property: String,
+    },
     /// The system's random number generator failed.
     #[error("no random bytes for a content key or nonce: {message}")]
     Random {

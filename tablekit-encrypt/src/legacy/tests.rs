@@ -113,3 +113,32 @@ async fn old_rows_that_do_not_open_are_typed_errors() {
         "{refused:?}"
     );
 }
+
+#[tokio::test]
+async fn rows_written_in_the_old_format_open_to_what_was_written() {
+    let old = OldSdkFormat(key());
+    assert!(old.writes_old_format());
+    let mut row = Entity::new("sales", "EMP_0000000002")
+        .with("email", "grace@example.com")
+        .with("notes", "")
+        .with("name", "Grace");
+    seal_legacy(&mut row, &["email", "notes", "phone"], &old)
+        .await
+        .unwrap();
+    assert!(matches!(row.get("email"), Some(Value::Binary(_))));
+    assert!(is_legacy(&row));
+    let mut opened = row.clone();
+    let id = open_legacy(&mut opened, "Staff", &["email", "notes"], &key())
+        .await
+        .unwrap();
+    assert_eq!(id.as_deref(), Some("legacy:k1"));
+    assert_eq!(opened.get("email"), Some(&Value::from("grace@example.com")));
+    assert_eq!(opened.get("notes"), Some(&Value::from("")));
+    // Strings alone.
+    let mut number = Entity::new("p", "r").with("age", 42i32);
+    let refused = seal_legacy(&mut number, &["age"], &old).await;
+    assert!(
+        matches!(refused, Err(EncryptionError::OldFormatNotString { .. })),
+        "{refused:?}"
+    );
+}

@@ -25,6 +25,15 @@ impl<T: TableEntity> Table<T> {
             return Ok(());
         };
         let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
+        if keys.writes_old_format() {
+            // Rows of the old format record no index rows.
+            if local_slots::<T>() != 0 {
+                return Err(crate::error::Error::NotSupported {
+                    operation: "the old SDKs' format for a type with indexes",
+                });
+            }
+            return Ok(tablekit_encrypt::seal_legacy(row, properties, keys).await?);
+        }
         let indexed = self.index_keys_of(value, &row.row_key).await?;
         tablekit_encrypt::seal_indexed(row, &self.name, properties, indexed, keys).await?;
         Ok(())

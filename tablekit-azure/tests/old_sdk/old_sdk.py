@@ -1,10 +1,13 @@
-"""Writes entities with the old Azure Storage SDK's client-side encryption
-(azure-cosmosdb-table 1.0.6): `python3 write.py <table>`, the entities
-as JSON in the file SPEC names (each with the names of the properties to
-encrypt under "encrypt"), into the table at TABLE_ENDPOINT (Azurite's
-account). The key-encryption key is an AES key wrap (RFC 3394) of 32
-bytes of 11 under the id `k1`. Then reads each back through the SDK,
-decrypting, and exits non-zero unless it is as written."""
+"""The old Azure Storage SDK's client-side encryption (azure-cosmosdb-table
+1.0.6) on the entities given as JSON in the file SPEC names (each with the
+names of the properties to encrypt under "encrypt"), in the table at
+TABLE_ENDPOINT (Azurite's account). The key-encryption key is an AES key
+wrap (RFC 3394) of 32 bytes of 11 under the id `k1`.
+
+`python3 old_sdk.py write <table>` writes them encrypted, then reads each
+back; `python3 old_sdk.py read <table>` reads each (written by another
+program), decrypting and requiring encryption. Either exits non-zero
+unless every entity reads as given."""
 
 import json
 import os
@@ -40,7 +43,7 @@ class Kek:
 
 
 def main():
-    table = sys.argv[1]
+    mode, table = sys.argv[1], sys.argv[2]
     with open(os.environ["SPEC"]) as f:
         entities = json.load(f)
     endpoint = os.environ["TABLE_ENDPOINT"]
@@ -48,7 +51,8 @@ def main():
         connection_string=f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};"
         f"AccountKey={KEY};TableEndpoint={endpoint};"
     )
-    service.create_table(table)
+    if mode == "write":
+        service.create_table(table)
     service.key_encryption_key = Kek("k1", bytes([11] * 32))
     encrypted = {}
     for e in entities:
@@ -56,8 +60,9 @@ def main():
     service.encryption_resolver_function = (
         lambda pk, rk, name: name in encrypted[(pk, rk)]
     )
-    for e in entities:
-        service.insert_entity(table, e)
+    if mode == "write":
+        for e in entities:
+            service.insert_entity(table, e)
     service.require_encryption = True
     for e in entities:
         read = service.get_entity(table, e["PartitionKey"], e["RowKey"])
