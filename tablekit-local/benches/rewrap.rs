@@ -71,37 +71,37 @@ async fn main() {
 
     let ring = LocalKeys::new(k1.clone()).with(k2.clone(), true);
     let t2 = t.clone().with_encryption(Arc::new(ring));
-    let start = Instant::now();
-    let report = t2
-        .migrate()
-        .rewrap_only()
-        .unpaced()
-        .run()
-        .await
-        .expect("a rewrap");
-    let rewrap = start.elapsed().as_secs_f64();
+    let run = t2.migrate().rewrap_only().unpaced().run();
+    let report = timed("rewrap k1 -> k2 (content keys alone)", rows, run).await;
     assert_eq!(
         (report.rewrapped, report.failed),
         (rows as usize, 0),
         "{report:?}"
     );
-    println!(
-        "rewrap k1 -> k2 (content keys alone): {rows} rows in {rewrap:.2} s, {:.0} rows/s",
-        f64::from(rows) / rewrap
-    );
 
     let ring = LocalKeys::new(k1).with(k2, false).with(k3, true);
     let t3 = t.clone().with_encryption(Arc::new(ring));
-    let start = Instant::now();
-    let report = t3.migrate().unpaced().run().await.expect("a migration");
-    let reseal = start.elapsed().as_secs_f64();
+    let run = t3.migrate().unpaced().run();
+    let report = timed("reseal k2 -> k3 (every value sealed again)", rows, run).await;
     assert_eq!(
         (report.resealed, report.failed),
         (rows as usize, 0),
         "{report:?}"
     );
+}
+
+/// Runs `run` over `rows` rows and prints its rate as `what`.
+async fn timed(
+    what: &str,
+    rows: u32,
+    run: impl std::future::Future<Output = tablekit::Result<tablekit::table::MigrationReport>>,
+) -> tablekit::table::MigrationReport {
+    let start = Instant::now();
+    let report = run.await.expect("a migration");
+    let seconds = start.elapsed().as_secs_f64();
     println!(
-        "reseal k2 -> k3 (every value sealed again): {rows} rows in {reseal:.2} s, {:.0} rows/s",
-        f64::from(rows) / reseal
+        "{what}: {rows} rows in {seconds:.2} s, {:.0} rows/s",
+        f64::from(rows) / seconds
     );
+    report
 }
