@@ -75,7 +75,8 @@ fn old_sdk(mode: &str, table: &str, staff: &[Employee]) {
             row
         })
         .collect();
-    let file = std::env::temp_dir().join(format!("tablekit-old-sdk-{}.json", std::process::id()));
+    // One file per call: the tests of this file run at once in one process.
+    let file = std::env::temp_dir().join(format!("tablekit-old-sdk-{mode}-{table}.json"));
     std::fs::write(&file, serde_json::to_string(&spec).unwrap()).expect("write the spec");
     let a = azurite::azurite();
     let output = Command::new("python3")
