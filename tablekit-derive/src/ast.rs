@@ -167,7 +167,7 @@ impl<'a> Field<'a> {
         check_role(cx, &attrs, &role, &field.ty);
         let blob = blob_of(cx, &attrs, &role, mode);
         check_indexed(cx, &attrs, &role, blob, mode);
-        let encrypted = check_encrypted(cx, &attrs, &role, mode, container);
+        let encrypted = check_encrypted(cx, &attrs, &role, mode);
         Some(Field {
             encrypted,
             index: attrs.index,
@@ -345,13 +345,7 @@ fn blob_of(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) -> Option<bo
 
 /// `encrypted` on a field that can be sealed: one property of the entity
 /// itself, read under its own name alone.
-fn check_encrypted(
-    cx: &Ctxt,
-    attrs: &attr::Field,
-    role: &Role,
-    mode: Mode,
-    container: &attr::Container,
-) -> bool {
+fn check_encrypted(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) -> bool {
     let Some(tokens) = &attrs.encrypted else {
         return false;
     };
@@ -365,14 +359,10 @@ fn check_encrypted(
         )
     } else if mode == Mode::Fields {
         Some("`encrypted` applies to fields of the entity itself, not of a flattened struct")
-    } else if attrs.blob.is_some() {
-        Some("`encrypted` with `blob` or `offload` is not supported yet")
     } else if !attrs.aliases.is_empty() {
         Some(
             "`encrypted` excludes `alias`: a value under an older name would be read without being decrypted",
         )
-    } else if container.wide {
-        Some("`encrypted` in a `wide` entity is not supported yet")
     } else {
         None
     };

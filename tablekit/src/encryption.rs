@@ -17,7 +17,10 @@
 //! cannot compare ciphertext). The field's type is any property type
 //! (`json` and `with` fields too); a key field cannot be encrypted. A
 //! projection marks the encrypted fields it reads `encrypted` too, and
-//! never writes.
+//! never writes. An encrypted field may also be kept in the blob store
+//! (`blob`, `offload`): it is sealed before it leaves, and its blob holds
+//! ciphertext that opens only with its row. In a `wide` entity the values
+//! are sealed before they are spread over the entity's rows.
 //!
 //! Your key-encryption keys can live in Azure Key Vault or a Managed HSM,
 //! where they never leave the vault: with the `azure-key-vault` feature,

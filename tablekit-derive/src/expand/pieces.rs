@@ -257,7 +257,8 @@ impl Expansion<'_> {
                 let ty = f.ty;
                 let span = ty.span();
                 let check = quote_spanned!(span=> { const fn __blob_value<__T: #tk::BlobValue>() {} __blob_value::<#ty>(); });
-                Some(quote!(#tk::BlobField { name: { #check #name }, always: #always }))
+                let sealed = f.encrypted;
+                Some(quote!(#tk::BlobField { name: { #check #name }, always: #always, sealed: #sealed }))
             })
             .collect();
         (!blob_fields.is_empty()).then(|| quote!(&#tk::BlobFields { fields: &[#(#blob_fields),*] }))

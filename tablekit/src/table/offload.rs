@@ -51,6 +51,9 @@ pub struct BlobField {
     /// `true` for `#[tablekit(blob)]` (always offloaded), `false` for
     /// `#[tablekit(offload)]` (offloaded only when too large for the row).
     pub always: bool,
+    /// `true` for an `encrypted` field: its blob holds the value's
+    /// ciphertext, sealed before it leaves, never the value.
+    pub sealed: bool,
 }
 
 /// The blob part of an entity's descriptor: its fields kept in the blob
@@ -186,6 +189,10 @@ pub struct BlobReference {
     /// Whether the value is text (else bytes).
     #[serde(rename = "t")]
     pub text: bool,
+    /// Whether the blob holds an encrypted field's ciphertext, which opens
+    /// only with its row (read the entity for the value).
+    #[serde(rename = "e", default, skip_serializing_if = "std::ops::Not::not")]
+    pub sealed: bool,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -306,7 +313,7 @@ pub(crate) async fn offload(
             }
             None => continue,
         };
-        uploads.push((field.name, fresh_name(prefix), data, text));
+        uploads.push((field, fresh_name(prefix), data, text));
     }
     let names: Vec<String> = uploads.iter().map(|(_, name, _, _)| name.clone()).collect();
     let puts = uploads.into_iter().map(|(field, name, data, text)| {
@@ -323,8 +330,9 @@ pub(crate) async fn offload(
                 length,
                 md5,
                 text,
+                sealed: field.sealed,
             };
-            Ok::<_, Error>((field, reference))
+            Ok::<_, Error>((field.name, reference))
         }
     });
     let references = match try_join_all(puts).await {
@@ -460,7 +468,16 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Fetches one referenced blob, checked against the reference's length and MD5.
+    ///
+    /// The blob of an encrypted field holds its ciphertext, which opens
+    /// only with its row: it is refused here
+    /// ([`NotSupported`](Error::NotSupported)), and read with the entity.
     pub async fn fetch_blob(&self, reference: &BlobReference) -> Result<Vec<u8>> {
+        if reference.sealed {
+            return Err(Error::NotSupported {
+                operation: "fetching an encrypted field's blob alone (read the entity, which opens it)",
+            });
+        }
         fetch(self.blob_target()?, &reference.name, reference).await
     }
 

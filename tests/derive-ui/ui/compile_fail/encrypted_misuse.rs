@@ -13,8 +13,6 @@ struct Person {
     squad: String,
     #[tablekit(index = "city")]
     city: String,
-    #[tablekit(encrypted, blob)]
-    photo: Vec<u8>,
     #[tablekit(encrypted, alias = "Phone")]
     phone: String,
     #[tablekit(encrypted, skip)]
