@@ -183,10 +183,10 @@ pub async fn encrypted_fields_read_back_and_are_stored_sealed(backend: Arc<dyn T
     backend.delete_table(&name).await.expect("drop");
 }
 
-/// The bulk writer seals each entity; a transaction, and what does not
-/// encrypt, refuse the type in plain terms.
+/// The bulk writer and transactions seal each entity; what does not
+/// encrypt refuses the type in plain terms.
 async fn many_at_once_and_refusals(t: &Table<Patient>, backend: &dyn TableBackend, name: &str) {
-    // Many at once: the bulk writer seals each; a transaction refuses them.
+    // Many at once: the bulk writer seals each.
     let report = t.bulk().insert(&[patient(4), patient(5)]).await;
     assert!(report.is_complete(), "{report:?}");
     for id in [4, 5] {
@@ -197,12 +197,34 @@ async fn many_at_once_and_refusals(t: &Table<Patient>, backend: &dyn TableBacken
         let row = raw(backend, name, id).await;
         assert!(matches!(row.get("national_id"), Some(Value::Binary(_))));
     }
+    // A transaction seals its writes when it is submitted, with the
+    // table's keys.
+    let four = t.get("north", 4u32).await.expect("get").expect("stored");
+    let mut changed = four.clone();
+    changed.notes = Some("changed in a transaction".into());
     let mut transaction = t.transaction();
-    let refused = transaction.insert(&patient(6)).map(drop);
-    assert!(
-        matches!(refused, Err(Error::NotSupported { .. })),
-        "{refused:?}"
+    transaction.insert(&patient(6)).expect("insert");
+    transaction.replace(&changed).expect("replace");
+    transaction
+        .delete_unconditionally::<Patient>("north", 5u32)
+        .expect("delete");
+    transaction.submit().await.expect("a transaction");
+    assert_eq!(
+        *t.get("north", 6u32).await.expect("get").expect("stored"),
+        patient(6)
     );
+    assert_eq!(
+        t.get("north", 4u32)
+            .await
+            .expect("get")
+            .expect("stored")
+            .notes,
+        changed.notes
+    );
+    assert!(t.get("north", 5u32).await.expect("get").is_none());
+    let row = raw(backend, name, 6).await;
+    assert!(matches!(row.get("national_id"), Some(Value::Binary(_))));
+    assert!(!format!("{row:?}").contains("-45-6789"));
 
     // What does not encrypt refuses the type, in plain terms.
     let row = raw(backend, name, 1).await;
@@ -225,6 +247,14 @@ async fn many_at_once_and_refusals(t: &Table<Patient>, backend: &dyn TableBacken
     );
     assert_eq!(
         encryption_error(keyless.insert(&patient(9)).await),
+        EncryptionError::NoKeys {
+            table: name.to_owned()
+        }
+    );
+    let mut transaction = keyless.transaction();
+    transaction.insert(&patient(9)).expect("insert");
+    assert_eq!(
+        encryption_error(transaction.submit().await),
         EncryptionError::NoKeys {
             table: name.to_owned()
         }

@@ -130,7 +130,53 @@ pub async fn encrypted_values_are_found_through_hashed_index_rows(backend: Arc<d
     }
     assert!(t.get("sales", 4u32).await.expect("get").is_none());
     assert_eq!(stored(&*backend, &name).await.0, count);
+    in_transactions(&t, &backend, &name, count).await;
     backend.delete_table(&name).await.expect("drop");
+}
+
+/// A transaction seals its writes with the table's keys and keeps their
+/// hashed index rows: a new value is found, a taken one refused whole.
+async fn in_transactions(
+    t: &tablekit::Table<Employee>,
+    backend: &Arc<dyn TableBackend>,
+    name: &str,
+    count: usize,
+) {
+    let dan = employee(5, "dan@example.com", Some("Rome"));
+    let mut tx = t.transaction();
+    tx.insert(&dan).expect("insert");
+    tx.submit().await.expect("a transaction");
+    let by_email = t.index(Employee::indexes().email);
+    let found = by_email.get("sales", "dan@example.com").await.expect("get");
+    assert_eq!(found.as_ref(), Some(&dan));
+    let (now, shown) = stored(&**backend, name).await;
+    assert_eq!(now, count + 4, "the entity and its three index rows");
+    assert!(!shown.contains("dan@"), "{shown}");
+
+    let mut tx = t.transaction();
+    tx.insert(&employee(6, "fay@example.com", None))
+        .expect("insert");
+    tx.insert(&employee(7, "bob@example.com", None))
+        .expect("insert");
+    match tx.submit().await {
+        Err(Error::BatchFailed { index: 1, .. }) => {}
+        other => panic!("a taken encrypted value in a transaction: {other:?}"),
+    }
+    assert!(t.get("sales", 6u32).await.expect("get").is_none());
+    assert_eq!(stored(&**backend, name).await.0, count + 4);
+
+    // A replace moves the hashed index rows in the same transaction.
+    let mut loaded = t.get("sales", 5u32).await.expect("get").expect("stored");
+    loaded.email = "dan@example.org".into();
+    let mut tx = t.transaction();
+    tx.replace(&loaded).expect("replace");
+    tx.submit().await.expect("a transaction");
+    let old = by_email.get("sales", "dan@example.com").await.expect("get");
+    assert_eq!(old, None);
+    let found = by_email.get("sales", "dan@example.org").await.expect("get");
+    assert_eq!(found.as_ref(), Some(&*loaded));
+    assert_eq!(stored(&**backend, name).await.0, count + 4);
+    assert!(t.verify_indexes("sales").await.expect("verify").is_clean());
 }
 
 /// Every write moves the hashed rows with the value (insert, replace,

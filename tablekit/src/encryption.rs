@@ -20,7 +20,9 @@
 //! never writes. An encrypted field may also be kept in the blob store
 //! (`blob`, `offload`): it is sealed before it leaves, and its blob holds
 //! ciphertext that opens only with its row. In a `wide` entity the values
-//! are sealed before they are spread over the entity's rows.
+//! are sealed before they are spread over the entity's rows. A
+//! [`Transaction`](crate::table::Transaction) seals its writes with its
+//! table's keys when it is submitted.
 //!
 //! Your key-encryption keys can live in Azure Key Vault or a Managed HSM,
 //! where they never leave the vault: with the `azure-key-vault` feature,

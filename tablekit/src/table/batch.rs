@@ -22,11 +22,6 @@ fn refuse_in_batch<U: TableEntity>() -> Result<()> {
             operation: "batched writes of entities with offloaded fields (write them through Table or the BulkWriter)",
         });
     }
-    if crate::schema::encrypted::<U>().is_some() {
-        return Err(crate::error::Error::NotSupported {
-            operation: "batched writes of entities with encrypted fields, not yet (write them through Table or the BulkWriter)",
-        });
-    }
     Ok(())
 }
 
@@ -40,6 +35,9 @@ fn refuse_in_batch<U: TableEntity>() -> Result<()> {
 /// indexed value changes). Writes that need the stored state to plan those
 /// rows (an `upsert` of a type with indexes, any `merge` of one) read it when
 /// the transaction is submitted, and the ETags read guard the transaction.
+///
+/// Entities with encrypted fields are sealed with the table's keys
+/// ([`Table::with_encryption`]) when the transaction is submitted.
 ///
 /// A failure is [`BatchFailed`](crate::Error::BatchFailed) with the index of
 /// the write in the order they were added (not of a row), and the cause in
@@ -74,6 +72,9 @@ pub struct Transaction {
     then: Vec<(String, Entity)>,
     outbox: Option<Arc<dyn crate::pending::Announce>>,
     clock: Arc<dyn crate::clock::Clock>,
+    /// The table's key resolver, which seals the writes of types with
+    /// encrypted fields when the transaction is submitted.
+    keys: Option<Arc<dyn tablekit_encrypt::KeyResolver>>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -97,6 +98,7 @@ impl<T> Table<T> {
             then: Vec::new(),
             outbox: self.outbox.clone(),
             clock: Arc::clone(&self.clock),
+            keys: self.keys.clone(),
         }
     }
 }
@@ -108,8 +110,13 @@ fn typed<U: TableEntity>(
     known: Option<&Arc<[String]>>,
 ) -> Result<Typed<'static, U>> {
     refuse_in_batch::<U>()?;
-    let entity = schema::to_entity(value)?;
-    let new_keys = super::new_index_keys(value, &entity);
+    // A type with encrypted fields is sealed when the transaction is
+    // submitted (with its table's keys), and its index keys read then.
+    let entity = schema::to_entity_unsealed(value)?;
+    let new_keys = match schema::encrypted::<U>() {
+        Some(_) => None,
+        None => super::new_index_keys(value, &entity),
+    };
     Ok(Typed {
         entity: Cow::Owned(entity),
         write,
@@ -324,11 +331,26 @@ impl Transaction {
 
     /// Runs the transaction; one ETag per write, in the order they were
     /// added (`None` for a delete).
-    pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
+    pub async fn submit(mut self) -> Result<Vec<Option<ETag>>> {
         super::operation(&*self.backend, "transaction", &self.table, None, None)
             .batch_size(self.writes.len())
-            .run(self.run())
+            .run(async {
+                self.seal().await?;
+                self.run().await
+            })
             .await
+    }
+
+    /// Seals the writes of types with encrypted fields, with the table's
+    /// keys: once, before the transaction plans (a retry plans again over
+    /// the same sealed rows).
+    async fn seal(&mut self) -> Result<()> {
+        let mut table: Table<()> = Table::from_arc(Arc::clone(&self.backend), &self.table);
+        table.keys = self.keys.clone();
+        for write in &mut self.writes {
+            write.seal(&table).await?;
+        }
+        Ok(())
     }
 
     /// Runs the writes, then finishes the outbox records they wrote.
@@ -476,16 +498,17 @@ impl<T: TableEntity> TableBatch<T> {
 
     /// The writes as added, each as the operation on its entity's row. A
     /// wide entity's parts and an entity's index rows are added when the
-    /// batch is submitted.
+    /// batch is submitted, and encrypted values sealed then (they show
+    /// here as given).
     pub fn operations(&self) -> &[BatchOperation] {
         &self.operations
     }
 
     /// Runs the batch atomically; one ETag per write (`None` for deletes).
-    pub async fn submit(self) -> Result<Vec<Option<ETag>>> {
-        let backend = self.table.backend();
+    pub async fn submit(mut self) -> Result<Vec<Option<ETag>>> {
+        let backend = Arc::clone(self.table.backend());
         super::operation(
-            &**backend,
+            &*backend,
             "batch",
             self.table.name(),
             T::DESCRIPTOR.kind,
@@ -493,6 +516,7 @@ impl<T: TableEntity> TableBatch<T> {
         )
         .batch_size(self.transaction.writes.len())
         .run(async {
+            self.transaction.seal().await?;
             let write = super::write::Write::Transaction(&self.transaction);
             self.table
                 .enter(write)

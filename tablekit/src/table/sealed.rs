@@ -21,10 +21,42 @@ impl<T: TableEntity> Table<T> {
     /// a new content key, with the RowKeys of its index rows. Nothing for a
     /// type without any.
     pub(crate) async fn seal(&self, value: &T, row: &mut Entity) -> Result<()> {
+        if encrypted::<T>().is_none() {
+            return Ok(());
+        }
+        let indexed = match self.resolver()?.writes_old_format() {
+            true => Vec::new(),
+            false => self.index_keys_of(value, &row.row_key).await?,
+        };
+        self.seal_indexed(row, indexed).await
+    }
+
+    /// [`seal`](Self::seal) of a row lowered from a value of `T` and not
+    /// sealed yet (as a transaction holds it until it is submitted), its
+    /// write a merge when `merge` (see [`row_of`](Self::row_of)).
+    pub(crate) async fn seal_lowered(&self, row: &mut Entity, merge: bool) -> Result<()> {
+        if encrypted::<T>().is_none() {
+            return Ok(());
+        }
+        Self::refuse_part_merge(row, merge)?;
+        let indexed = match self.resolver()?.writes_old_format() {
+            true => Vec::new(),
+            false => {
+                let sealed = (0..local_slots::<T>()).any(sealed_slot::<T>);
+                let hash = self.index_key_if(sealed).await?;
+                let value: T = crate::schema::from_entity(row)?;
+                crate::schema::hashed_keys(&value, &row.row_key, hash.as_ref())?
+            }
+        };
+        self.seal_indexed(row, indexed).await
+    }
+
+    /// Seals `row` with the RowKeys of its index rows, `indexed`.
+    async fn seal_indexed(&self, row: &mut Entity, indexed: Vec<String>) -> Result<()> {
         let Some(properties) = encrypted::<T>() else {
             return Ok(());
         };
-        let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
+        let keys = self.resolver()?;
         if keys.writes_old_format() {
             // Rows of the old format record no index rows.
             if local_slots::<T>() != 0 {
@@ -34,9 +66,12 @@ impl<T: TableEntity> Table<T> {
             }
             return Ok(tablekit_encrypt::seal_legacy(row, properties, keys).await?);
         }
-        let indexed = self.index_keys_of(value, &row.row_key).await?;
         tablekit_encrypt::seal_indexed(row, &self.name, properties, indexed, keys).await?;
         Ok(())
+    }
+
+    fn resolver(&self) -> Result<&dyn tablekit_encrypt::KeyResolver> {
+        Ok(self.keys.as_deref().ok_or_else(|| self.no_keys())?)
     }
 
     /// The RowKeys of `value`'s index rows in its partition (under the
@@ -69,8 +104,7 @@ impl<T: TableEntity> Table<T> {
 
     /// The key that hashes the values of indexes on encrypted fields.
     pub(crate) async fn index_key(&self) -> Result<tablekit_encrypt::IndexKey> {
-        let keys = self.keys.as_deref().ok_or_else(|| self.no_keys())?;
-        Ok(keys.index_key().await?)
+        Ok(self.resolver()?.index_key().await?)
     }
 
     /// Opens the encrypted properties of `row`, read to be a value of `T`:
@@ -108,20 +142,28 @@ impl<T: TableEntity> Table<T> {
     /// their new content key would leave the others unreadable.
     pub(crate) async fn row_of(&self, value: &T, merge: bool) -> Result<Entity> {
         let mut row = crate::schema::to_entity_unsealed(value)?;
-        if let Some(properties) = encrypted::<T>() {
-            let held = properties
-                .iter()
-                .filter(|p| row.properties.contains(p))
-                .count();
-            if merge && held != 0 && held != properties.len() {
-                return Err(crate::error::Error::NotSupported {
-                    operation: "a merge of some encrypted fields but not all (the others would no longer decrypt): replace the entity, or merge every encrypted field",
-                });
-            }
+        if encrypted::<T>().is_some() {
+            Self::refuse_part_merge(&row, merge)?;
             // Boxed: a type without encrypted fields does not carry it.
             Box::pin(self.seal(value, &mut row)).await?;
         }
         Ok(row)
+    }
+
+    /// Refuses a merge of `row` (when `merge`) that holds some of the
+    /// encrypted properties but not all.
+    fn refuse_part_merge(row: &Entity, merge: bool) -> Result<()> {
+        let properties = encrypted::<T>().unwrap_or_default();
+        let held = properties
+            .iter()
+            .filter(|p| row.properties.contains(p))
+            .count();
+        if merge && held != 0 && held != properties.len() {
+            return Err(crate::error::Error::NotSupported {
+                operation: "a merge of some encrypted fields but not all (the others would no longer decrypt): replace the entity, or merge every encrypted field",
+            });
+        }
+        Ok(())
     }
 
     fn no_keys(&self) -> EncryptionError {

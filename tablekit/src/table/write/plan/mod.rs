@@ -324,6 +324,11 @@ impl Planned {
 pub(in crate::table) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
+    /// Seals the write's encrypted values with the keys of `table` (its
+    /// transaction's), once, before it is planned. By default nothing.
+    fn seal<'a>(&'a mut self, _table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
     /// What the write replaces, when it knows it without reading; `None`
     /// when [`state`](Pending::state) must read it. By default a write of a
     /// row alone: nothing stored is needed.

@@ -56,6 +56,25 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         (&self.entity.partition_key, &self.entity.row_key)
     }
 
+    fn seal<'a>(&'a mut self, table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            if crate::schema::encrypted::<T>().is_none()
+                || matches!(self.write, RowWrite::Delete(_))
+            {
+                return Ok(());
+            }
+            let table: crate::table::Table<T> = table.of();
+            let merge = self.write.is_merge();
+            table.seal_lowered(self.entity.to_mut(), merge).await?;
+            // Read back from the envelope, where they were just recorded.
+            if local_slots::<T>() != 0 {
+                let keys = crate::schema::stored_local_keys::<T>(&self.entity)?;
+                self.new_keys = Some(std::borrow::Cow::Owned(keys));
+            }
+            Ok(())
+        })
+    }
+
     fn known_state(&self, learned: &Learned) -> Option<State<'_>> {
         // Indexes kept elsewhere and index entities are read every time;
         // so is the value a change feed records as the previous one.
