@@ -68,6 +68,8 @@ pub(crate) struct Field<'a> {
     pub(crate) bucket: Option<TokenStream>,
     /// `encrypted`: stored sealed, as ciphertext.
     pub(crate) encrypted: bool,
+    /// `expires`: the field's time is when the entity expires.
+    pub(crate) expires: Option<TokenStream>,
 }
 
 pub(crate) struct Container<'a> {
@@ -134,7 +136,7 @@ impl<'a> Container<'a> {
                 return None;
             }
         };
-        let fields = named
+        let fields: Vec<Field<'a>> = named
             .named
             .iter()
             .enumerate()
@@ -142,12 +144,46 @@ impl<'a> Container<'a> {
                 Field::from_ast(cx, field, position as u32, &attrs, mode)
             })
             .collect();
+        check_expiring(cx, &attrs, &fields);
         Some(Container {
             input,
             mode,
             attrs,
             fields,
         })
+    }
+}
+
+/// At most one `expires` field, in a type whose other patterns honour it
+/// (so far: not with rows kept beside the entity's).
+fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
+    let mut expiring = fields.iter().filter_map(|f| f.expires.as_ref());
+    let Some(first) = expiring.next() else {
+        return;
+    };
+    for other in expiring {
+        cx.error_spanned_by(other, "only one field says when the entity expires");
+    }
+    let problem = if attrs.wide {
+        Some("a `wide` entity")
+    } else if attrs.changes.is_some() {
+        Some("a kind with a change feed (`changes`)")
+    } else if fields.iter().any(|f| f.blob.is_some()) {
+        Some("an entity with `blob` or `offload` fields")
+    } else if !attrs.indexes.is_empty()
+        || fields
+            .iter()
+            .any(|f| f.index.is_some() || f.unique.is_some())
+    {
+        Some("an entity with indexes")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        cx.error_spanned_by(
+            first,
+            format!("`expires` in {problem} is not supported yet: its other rows would outlive it"),
+        );
     }
 }
 
@@ -168,8 +204,10 @@ impl<'a> Field<'a> {
         let blob = blob_of(cx, &attrs, &role, mode);
         check_indexed(cx, &attrs, &role, blob, mode);
         let encrypted = check_encrypted(cx, &attrs, &role, mode);
+        check_expires(cx, &attrs, &role, mode);
         Some(Field {
             encrypted,
+            expires: attrs.expires.clone(),
             index: attrs.index,
             unique: attrs.unique,
             bucket: attrs.bucket,
@@ -370,6 +408,32 @@ fn check_encrypted(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) -> b
         cx.error_spanned_by(tokens, problem);
     }
     true
+}
+
+/// `expires` on a field stored as one property of the entity itself, in
+/// plain text (the store compares it).
+fn check_expires(cx: &Ctxt, attrs: &attr::Field, role: &Role, mode: Mode) {
+    let Some(tokens) = &attrs.expires else {
+        return;
+    };
+    let problem = if !matches!(role, Role::Property) {
+        Some(
+            "`expires` applies to a field stored as one property (a `DateTime` or an `Option` of one; not a key, `flatten`, `series`, `json`, `with` or `skip`)",
+        )
+    } else if mode == Mode::Fields {
+        Some("`expires` applies to fields of the entity itself, not of a flattened struct")
+    } else if attrs.encrypted.is_some() {
+        Some("`expires` excludes `encrypted`: the store compares the expiry time")
+    } else if attrs.blob.is_some() {
+        Some("`expires` excludes `blob` and `offload`")
+    } else if !attrs.aliases.is_empty() {
+        Some("`expires` excludes `alias`: the store reads the expiry under one name")
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        cx.error_spanned_by(tokens, problem);
+    }
 }
 
 /// `index` and `unique` on a field that can be indexed.

@@ -47,6 +47,21 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
         &quote!(#tk::Ok),
         &|ty| quote!(#tk::from_entity_owned::<#ty>(__entity)),
     );
+    // Whether a row has expired, asked of the variant that claims it.
+    let tk_ref = &tk;
+    let expired_arms: Vec<TokenStream> = [true, false]
+        .into_iter()
+        .flat_map(|kinded| {
+        variants.iter().map(move |(_, ty)| {
+            let tk = tk_ref;
+            quote! {
+                if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(__entity) {
+                    return #tk::expired::<#ty, _>(&__entity.properties, __now);
+                }
+            }
+        })
+    })
+        .collect();
     quote! {
         const _: () = {
             #(#checks)*
@@ -62,6 +77,10 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 fn from_entity_owned(__entity: #tk::Entity) -> #tk::Result<#tk::Result<Self, #tk::Error>, #tk::Entity> {
                     #(#owned_arms)*
                     #tk::Err(__entity)
+                }
+                fn expired(__entity: &#tk::Entity, __now: #tk::DateTime) -> bool {
+                    #(#expired_arms)*
+                    false
                 }
             }
         };

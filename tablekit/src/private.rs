@@ -24,11 +24,11 @@ pub use crate::schema::{
     Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
     KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,
     Series, SeriesColumn, TableEntity, TableFields, UnknownKey, VERSION_PROPERTY, claims,
-    element_name, from_entity, from_entity_owned, is_kind, present_name, property_error, read_json,
-    read_property, stored_version, take_property, take_property_at, write_json, write_property,
-    write_value,
+    element_name, expired, from_entity, from_entity_owned, is_kind, present_name, property_error,
+    read_json, read_property, stored_version, take_property, take_property_at, write_json,
+    write_property, write_value,
 };
-pub use crate::schema::{Encrypted, SealedColumn};
+pub use crate::schema::{Encrypted, Expiry, ExpiryTime, SealedColumn};
 pub use crate::shard::ShardRule;
 pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
 pub use crate::table::wide::WideRows;

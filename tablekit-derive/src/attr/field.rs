@@ -36,6 +36,8 @@ pub(crate) struct Field {
     pub(crate) bucket: Option<TokenStream>,
     /// `encrypted`: stored sealed, as ciphertext.
     pub(crate) encrypted: Option<TokenStream>,
+    /// `expires`: the field's time is when the entity expires.
+    pub(crate) expires: Option<TokenStream>,
 }
 
 pub(super) const FIELD_KEYWORDS: &[&str] = &[
@@ -55,6 +57,7 @@ pub(super) const FIELD_KEYWORDS: &[&str] = &[
     UNIQUE,
     BUCKET,
     ENCRYPTED,
+    EXPIRES,
 ];
 
 /// A field's attributes as they are read, each at most once (`alias` any
@@ -73,6 +76,7 @@ pub(super) struct FieldParts {
     offload: Attr<()>,
     bucket: Attr<()>,
     encrypted: Attr<()>,
+    expires: Attr<()>,
     index: Attr<LitStr>,
     unique: Attr<LitStr>,
     aliases: Vec<LitStr>,
@@ -94,6 +98,7 @@ impl FieldParts {
             offload: Attr::none(OFFLOAD),
             bucket: Attr::none(BUCKET),
             encrypted: Attr::none(ENCRYPTED),
+            expires: Attr::none(EXPIRES),
             index: Attr::none(INDEX),
             unique: Attr::none(UNIQUE),
             aliases: Vec::new(),
@@ -139,6 +144,7 @@ impl FieldParts {
             OFFLOAD => set_flag(cx, meta, &mut self.offload)?,
             BUCKET => set_flag(cx, meta, &mut self.bucket)?,
             ENCRYPTED => set_flag(cx, meta, &mut self.encrypted)?,
+            EXPIRES => set_flag(cx, meta, &mut self.expires)?,
             INDEX => {
                 if let Some(lit) = parse_index_name(cx, meta) {
                     self.index.set(cx, path, lit);
@@ -193,6 +199,7 @@ impl FieldParts {
             unique: self.unique.get(),
             bucket: flag(self.bucket),
             encrypted: flag(self.encrypted),
+            expires: flag(self.expires),
             blob: match (self.blob.get_with_tokens(), self.offload.get_with_tokens()) {
                 (Some(_), Some((_, tokens))) => {
                     cx.error_spanned_by(

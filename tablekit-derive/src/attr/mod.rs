@@ -58,6 +58,7 @@ pub(crate) const SERIES: &str = "series";
 pub(crate) const BLOB: &str = "blob";
 pub(crate) const OFFLOAD: &str = "offload";
 pub(crate) const ENCRYPTED: &str = "encrypted";
+pub(crate) const EXPIRES: &str = "expires";
 pub(crate) const PREFIX: &str = "prefix";
 pub(crate) const DELIMITER: &str = "delimiter";
 pub(crate) const UNIQUE: &str = "unique";

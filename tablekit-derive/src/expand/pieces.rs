@@ -243,6 +243,16 @@ impl Expansion<'_> {
         (!names.is_empty()).then(|| quote!(&#tk::Encrypted { properties: &[#(#names),*] }))
     }
 
+    /// The expiry part, with the check of the `expires` field's type.
+    pub(super) fn expiry_part(&self) -> Option<TokenStream> {
+        let tk = &self.tk;
+        let field = self.cont.fields.iter().find(|f| f.expires.is_some())?;
+        let name = &field.stored_name;
+        let ty = field.ty;
+        let check = quote_spanned!(ty.span()=> { const fn __expiry_time<__T: #tk::ExpiryTime>() {} __expiry_time::<#ty>(); });
+        Some(quote!(&#tk::Expiry { property: { #check #name } }))
+    }
+
     /// The check of each offloaded field's type, and its part.
     pub(super) fn blob_part(&self) -> Option<TokenStream> {
         let tk = &self.tk;
@@ -315,6 +325,7 @@ impl Expansion<'_> {
         let parts: Vec<TokenStream> = [
             self.blob_part(),
             self.encrypted_part(),
+            self.expiry_part(),
             parts.index_part,
             self.bucket_part(),
             self.changes_part(),

@@ -8,12 +8,14 @@
 mod companions;
 mod descriptor;
 mod encrypted;
+mod expiry;
 mod finite;
 mod read;
 mod values;
 
 pub use encrypted::Encrypted;
 pub(crate) use encrypted::{encrypted, refuse_sealed};
+pub use expiry::{Expiry, ExpiryTime, expired, expiry_property, live_filter};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 pub use tablekit_encrypt::SealedColumn;
@@ -96,7 +98,8 @@ pub(crate) use companions::{
 /// | `unique = "NAME"` | the field is in the unique index `NAME`, kept in the entity's partition by every write (see [`index`](crate::index)); several fields with one name form a compound index |
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 /// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
-/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; with `index` or `unique`, found by an equal value through rows keyed by its hash; not on a key field, nor with `blob`, `offload`, `alias` or in a `wide` type (yet); a projection marks the encrypted fields it reads, and never writes |
+/// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; with `index` or `unique`, found by an equal value through rows keyed by its hash; not on a key field, nor with `alias`; a projection marks the encrypted fields it reads, and never writes |
+/// | `expires` | a `DateTime` (or `Option<DateTime>`, where `None` never expires): when the entity expires; from then on every typed read passes it by (see [`Table`](crate::Table#rows-that-expire)); not yet in a type with indexes, a change feed, `wide`, `blob` or `offload` |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),
@@ -212,6 +215,13 @@ pub trait EntityKinds: Sized + Send + Sync + 'static {
             Some(read) => Ok(read),
             None => Err(entity),
         }
+    }
+
+    /// Whether the row, read as the variant of its kind, has expired at
+    /// `now` (see [`expired`]); `false` for a row no variant reads.
+    fn expired(entity: &Entity, now: crate::datetime::DateTime) -> bool {
+        let _ = (entity, now);
+        false
     }
 }
 

@@ -32,6 +32,7 @@
 
 mod batch;
 mod bulk;
+mod expiring;
 mod loaded;
 mod merge;
 mod migrate;
@@ -70,6 +71,59 @@ use crate::error::{Call, Error, Result};
 use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 
 /// A typed view of one table, for the entities of one type.
+///
+/// # Rows that expire
+/// A type whose `DateTime` (or `Option<DateTime>`) field is marked
+/// `#[tablekit(expires)]` has entities that expire at that time (`None`
+/// never expires). From that instant on, by the table's clock
+/// ([`with_clock`](Table::with_clock)), no typed read sees the entity:
+/// `get` and `exists` answer as for a missing one, queries, pages, counts
+/// and projections leave it out (the store is asked for live rows alone),
+/// reads of a partition of several kinds pass it by, and `update` finds
+/// no entity. Its keys are free: `insert` writes a new entity in its
+/// place. A write through a value read before the entity expired still
+/// applies, as its ETag names that version, and writes that read nothing
+/// (upserts, unconditional updates, deletes by key) act on the row as
+/// stored. Untyped access (the backend,
+/// copies, exports) shows the row as stored;
+/// [`schema::expired`] tells whether it has
+/// expired.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use tablekit::clock::{Clock, ManualClock};
+/// use tablekit::{DateTime, Table, TableEntity};
+///
+/// #[derive(TableEntity, Debug)]
+/// #[tablekit(table = "Sessions")]
+/// struct Session {
+///     #[tablekit(partition_key)]
+///     user: String,
+///     #[tablekit(row_key)]
+///     id: String,
+///     #[tablekit(expires)]
+///     expires_at: DateTime,
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> tablekit::Result<()> {
+/// let clock = ManualClock::new();
+/// let sessions: Table<Session> =
+///     Table::new(tablekit_mem::MemBackend::new()).with_clock(Arc::new(clock.clone()));
+/// # sessions.create_if_missing().await?;
+/// let expires_at = clock.now().saturating_add(Duration::from_secs(30 * 60));
+/// sessions.insert(&Session { user: "ada".into(), id: "s1".into(), expires_at }).await?;
+/// assert!(sessions.get("ada", "s1").await?.is_some());
+/// clock.advance(Duration::from_secs(30 * 60));
+/// assert!(sessions.get("ada", "s1").await?.is_none());
+/// # Ok(()) }
+/// ```
+///
+/// Expired rows stay in the store until they are deleted: the library's
+/// upkeep does not delete them yet. An `expires` field is not yet allowed
+/// in a type with indexes, a change feed, `wide`, `blob` or `offload`
+/// fields (a compile error says so), and a transaction's or the bulk
+/// writer's insert over an expired entity is refused as a taken key (an
+/// `upsert` replaces it).
 pub struct Table<T> {
     pub(crate) backend: Arc<dyn TableBackend>,
     pub(crate) name: Arc<str>,
@@ -373,14 +427,16 @@ impl<K: EntityKinds> Table<K> {
         use futures::stream::{StreamExt, TryStreamExt};
         let backend = Arc::clone(&self.backend);
         let name = self.name.to_string();
+        let now = self.clock.now();
         let rows = futures::stream::once(async move {
             Ok::<_, Error>(owned_query_stream(backend, name, query, "read_kinds", None))
         })
         .try_flatten();
         rows.try_filter_map(move |mut entity| async move {
             // Index rows copy their entity (the entity itself is read);
-            // outbox records and fences are no entities.
-            if crate::pending::is_bookkeeping_row(&entity) {
+            // outbox records and fences are no entities; an expired
+            // entity is not there.
+            if crate::pending::is_bookkeeping_row(&entity) || K::expired(&entity, now) {
                 return Ok(None);
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
@@ -432,7 +488,11 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            self.read_row(&pk, &rk).await?.map(load).transpose()
+            let row = self.read_row(&pk, &rk).await?;
+            let now = self.clock.now();
+            row.filter(|row| !schema::expired::<T, _>(&row.properties, now))
+                .map(load)
+                .transpose()
         })
     }
 
@@ -449,14 +509,29 @@ impl<T: TableEntity> Table<T> {
             if T::DESCRIPTOR.wide() {
                 return Ok(self.read_stored(&pk, &rk).await?.is_some());
             }
+            if schema::expiry_property::<T>().is_some() {
+                // Read with its expiry time, which says whether it is there.
+                let row = self.read_stored(&pk, &rk).await?;
+                let now = self.clock.now();
+                return Ok(row.is_some_and(|row| !schema::expired::<T, _>(&row.properties, now)));
+            }
             self.row_under_any_name(&pk, &rk).await
         })
     }
 
     /// Inserts a new entity; fails with
-    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are taken.
+    /// [`EntityAlreadyExists`](Error::EntityAlreadyExists) if its keys are
+    /// taken. An entity that has [expired](Table#rows-that-expire) does not
+    /// hold its keys: the new one takes its place.
     pub async fn insert(&self, value: &T) -> Result<ETag> {
-        self.enter(Write::Insert(value)).await.map(Written::etag)
+        match self.enter(Write::Insert(value)).await {
+            Err(taken @ Error::EntityAlreadyExists { .. })
+                if schema::expiry_property::<T>().is_some() =>
+            {
+                self.insert_over_expired(value, taken).await
+            }
+            other => other.map(Written::etag),
+        }
     }
 
     /// Replaces the stored entity if it is still the version that was read;

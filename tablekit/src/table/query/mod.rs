@@ -362,6 +362,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             Some(rows) => and(Some(rows.clone()), schema::kind_property_filter::<T>()),
         };
         let filter = and(and(partition, kind_rows), self.filter.clone());
+        // Expired rows are passed by where the store reads them.
+        let filter = and(filter, schema::live_filter::<T>(self.table.clock.now()));
         let top = match (self.page_size, self.limit) {
             (Some(size), _) => Some(size),
             (None, Some(limit)) => Some(limit.clamp(1, MAX_PAGE_SIZE as usize) as u32),

@@ -460,6 +460,10 @@ impl<T: TableEntity> Table<T> {
             }
             return Flow::Done(Ok(Done::Found(Box::new(stored))));
         }
+        // An expired entity is not there for a write through its value.
+        if crate::schema::expired::<T, _>(&stored.properties, self.clock.now()) {
+            return Flow::Done(Err(self.not_found(pk, rk)));
+        }
         match remake.lower_over(self, stored).await {
             Ok(Some(lowered)) => {
                 *run.lowered = lowered;

@@ -1,0 +1,40 @@
+use tablekit::{DateTime, TableEntity};
+
+#[derive(TableEntity)]
+#[tablekit(table = "Sessions", kind = "S")]
+struct Session {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(expires, encrypted)]
+    until: DateTime,
+    #[tablekit(expires)]
+    again: Option<DateTime>,
+}
+
+#[derive(TableEntity)]
+#[tablekit(table = "Tokens", kind = "T")]
+struct Token {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "value")]
+    value: String,
+    #[tablekit(expires)]
+    until: DateTime,
+}
+
+#[derive(TableEntity)]
+#[tablekit(table = "Carts", kind = "C")]
+struct Cart {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(expires)]
+    until: String,
+}
+
+fn main() {}
