@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use futures::TryStreamExt;
 
-use tablekit::backend::{GetOptions, TableBackend};
+use tablekit::backend::{GetOptions, Query, TableBackend};
 use tablekit::clock::ManualClock;
 use tablekit::table::Table;
-use tablekit::{DateTime, EntityKinds, Error, TableEntity, UnknownKind, schema};
+use tablekit::{DateTime, EntityKinds, Error, TableBackendExt, TableEntity, UnknownKind, schema};
 
 use super::fresh_table;
 
@@ -184,4 +184,145 @@ async fn every_read_passes_by(t: &Table<Session>, name: &str, now: DateTime) {
         .await
         .expect("the row as stored");
     assert!(schema::expired::<Session, _>(&raw.properties, now));
+}
+
+/// A clock at a whole second, and the time `minutes` after it.
+fn whole_clock() -> (ManualClock, impl Fn(u64) -> DateTime) {
+    let start =
+        DateTime::from_unix_nanos(DateTime::now().unix_nanos() / 1_000_000_000 * 1_000_000_000)
+            .expect("a time");
+    let at = move |minutes: u64| start.saturating_add(Duration::from_secs(minutes * 60));
+    (ManualClock::at(start), at)
+}
+
+/// The rows of the expiry index, and the sessions, as stored.
+async fn stored(backend: &dyn TableBackend, name: &str) -> (usize, Vec<u32>) {
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    let index = rows
+        .iter()
+        .filter(|r| r.partition_key.starts_with(schema::EXPIRY_PARTITIONS))
+        .count();
+    let mut sessions: Vec<u32> = rows
+        .iter()
+        .filter(|r| r.row_key.starts_with("SES_"))
+        .filter_map(|r| r.row_key.trim_start_matches("SES_").parse().ok())
+        .collect();
+    sessions.sort_unstable();
+    (index, sessions)
+}
+
+/// The sweep deletes what is due and nothing else: every write put an
+/// index row first; an entity written again with a later time, or in
+/// place of an expired one, stays; a limit leaves the rest for the next
+/// sweep; the upkeep sweeps too; no index row outlives its entity.
+pub async fn expired_rows_are_swept_by_their_index(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "sweep").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Session> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    // Every third never expires; the others over three hours.
+    let expiry = |id: u32| (!id.is_multiple_of(3)).then(|| at(u64::from(id) * 9));
+    for id in 1..=20 {
+        t.insert(&session(id, expiry(id))).await.expect("insert");
+    }
+    let (index, sessions) = stored(&*backend, &name).await;
+    assert_eq!(
+        (index, sessions.len()),
+        (14, 20),
+        "an index row per expiring entity"
+    );
+
+    // Session 1 is given a later time; 2 is replaced, once expired, by a
+    // new one (its transaction and bulk paths index too).
+    let mut one = t.get("ada", 1u32).await.expect("get").expect("stored");
+    one.expires_at = Some(at(1000));
+    t.replace(&mut one).await.expect("replace");
+    clock.set(at(18));
+    assert!(t.get("ada", 2u32).await.expect("get").is_none());
+    let mut tx = t.transaction();
+    tx.upsert(&session(2, Some(at(1001)))).expect("upsert");
+    tx.submit().await.expect("a transaction");
+    assert!(
+        t.bulk()
+            .upsert(&[session(21, Some(at(1002)))])
+            .await
+            .is_complete()
+    );
+
+    // Nothing is due before its time; at 60 min, ids 4, 5, 7 and 8 (1 and
+    // 2 moved on), two at a time.
+    clock.set(DateTime::from_ticks(at(36).ticks() - 1).expect("a time"));
+    let swept = t.sweep_expired(100).await.expect("a sweep");
+    assert_eq!(swept.deleted, 0, "{swept:?}");
+    clock.set(at(72));
+    let first = t.sweep_expired(2).await.expect("a sweep");
+    assert!(first.more, "{first:?}");
+    let rest = t.sweep_expired(100).await.expect("a sweep");
+    assert_eq!(first.deleted + rest.deleted, 4, "{first:?} {rest:?}");
+    assert!(!rest.more);
+    let (_, sessions) = stored(&*backend, &name).await;
+    assert!(
+        !sessions.iter().any(|id| [4, 5, 7, 8].contains(id)),
+        "{sessions:?}"
+    );
+    assert!(
+        sessions.contains(&1) && sessions.contains(&2),
+        "{sessions:?}"
+    );
+
+    // The upkeep sweeps the rest when due.
+    clock.set(at(2000));
+    let upkeep = tablekit::upkeep::Upkeep::new()
+        .clock(Arc::new(clock.clone()))
+        .watch(&t);
+    let round = upkeep.run_round_now().await;
+    assert!(round.failures.is_empty(), "{round:?}");
+    let (index, sessions) = stored(&*backend, &name).await;
+    assert_eq!(sessions, [3, 6, 9, 12, 15, 18], "what never expires stays");
+    assert_eq!(index, 0, "no index row outlives its entity");
+    assert_eq!(round.expired_deleted, 20 + 1 - 6 - 4, "{round:?}");
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A sweep dropped after each of its polls leaves every expiring entity
+/// with its index row, deletes no live one, and the next sweep finishes.
+pub async fn sweeps_are_safe_to_drop(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "sweepdrop").await;
+    let (clock, at) = whole_clock();
+    let layer = tablekit::layer::FaultInjection::new(Arc::clone(&backend));
+    layer.handle().set_yields(true);
+    let t: Table<Session> =
+        Table::from_arc(Arc::new(layer), &name).with_clock(Arc::new(clock.clone()));
+    let mut dropped = 0;
+    for k in 1.. {
+        assert!(k < 2_000, "the sweep never finished");
+        for id in 1..=4 {
+            t.upsert(&session(id, Some(at(u64::from(id)))))
+                .await
+                .expect("upsert");
+        }
+        t.upsert(&session(9, Some(at(900)))).await.expect("upsert");
+        clock.set(at(10));
+        let run = super::cancel::drop_after_polls(k, t.sweep_expired(100)).await;
+        let (index, sessions) = stored(&**t.backend(), &name).await;
+        // Each entity still stored has its index row (and the live one).
+        assert!(
+            index >= sessions.len(),
+            "k={k}: {index} rows for {sessions:?}"
+        );
+        assert!(sessions.contains(&9), "k={k}: a live entity was deleted");
+        match run {
+            Some(done) => {
+                assert_eq!(done.expect("a sweep").deleted, 4);
+                break;
+            }
+            None => dropped += 1,
+        }
+        // The next sweep finishes what the dropped one left.
+        t.sweep_expired(100).await.expect("a sweep");
+        let (index, sessions) = stored(&**t.backend(), &name).await;
+        assert_eq!((index, sessions), (1, vec![9]), "k={k}");
+    }
+    assert!(dropped >= 4, "dropped {dropped} times");
+    backend.delete_table(&name).await.expect("drop");
 }

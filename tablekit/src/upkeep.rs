@@ -16,6 +16,9 @@
 //! - **Orphan blobs** (uploaded for a write that never committed, or left
 //!   by a write that replaced them) are deleted after
 //!   [`blob_grace`](UpkeepConfig::blob_grace).
+//! - **Expired entities** (of types with an `#[tablekit(expires)]` field)
+//!   are deleted, up to [`expiry_batch`](UpkeepConfig::expiry_batch) per
+//!   type each round ([`Table::sweep_expired`]).
 //! - **Change feeds** (of kinds with `#[tablekit(changes)]`) are trimmed
 //!   of the changes older than
 //!   [`change_retention`](UpkeepConfig::change_retention) that every
@@ -102,6 +105,9 @@ pub struct UpkeepConfig {
     /// ([`Changes::trim_with_limit`](crate::changes::Changes::trim_with_limit)).
     /// `None` (the default): as long as it stays registered.
     pub change_limit: Option<Duration>,
+    /// How many expired entities of each watched type a round deletes at
+    /// most ([`Table::sweep_expired`]); the rest go in the next rounds.
+    pub expiry_batch: usize,
 }
 
 impl Default for UpkeepConfig {
@@ -117,11 +123,19 @@ impl Default for UpkeepConfig {
             worker: WorkerConfig::default(),
             change_retention: Duration::from_secs(24 * 3600),
             change_limit: None,
+            expiry_batch: 1000,
         }
     }
 }
 
 impl UpkeepConfig {
+    /// Sets how many expired entities of each type a round deletes at most.
+    #[must_use]
+    pub fn expiry_batch(mut self, batch: usize) -> UpkeepConfig {
+        self.expiry_batch = batch;
+        self
+    }
+
     /// Sets the time between two rounds.
     #[must_use]
     pub fn interval(mut self, interval: Duration) -> UpkeepConfig {
@@ -187,6 +201,8 @@ pub struct UpkeepStats {
     pub blobs_removed: u64,
     /// Changes trimmed from change feeds.
     pub changes_trimmed: u64,
+    /// Expired entities deleted.
+    pub expired_deleted: u64,
     /// Parts of rounds that failed (each logged; tried again next round).
     pub failures: u64,
     /// What the outbox workers did.
@@ -208,6 +224,8 @@ pub struct RoundReport {
     pub blobs_removed: usize,
     /// Changes trimmed from change feeds.
     pub changes_trimmed: usize,
+    /// Expired entities deleted.
+    pub expired_deleted: usize,
     /// What failed, as text (each part is tried again next round).
     pub failures: Vec<String>,
 }
@@ -219,6 +237,7 @@ struct Counters {
     fences_removed: AtomicU64,
     blobs_removed: AtomicU64,
     changes_trimmed: AtomicU64,
+    expired_deleted: AtomicU64,
     failures: AtomicU64,
 }
 
@@ -228,6 +247,10 @@ type BlobSweep = Arc<dyn Fn(Duration) -> BoxFuture<'static, Result<usize>> + Sen
 /// it deleted.
 type Trim =
     Arc<dyn Fn(Duration, Option<Duration>) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
+
+/// A sweep of one type's expired entities, given how many it may delete;
+/// how many it deleted.
+type ExpirySweep = Arc<dyn Fn(usize) -> BoxFuture<'static, Result<usize>> + Send + Sync>;
 
 /// One table the upkeep looks after.
 #[derive(Clone)]
@@ -242,6 +265,8 @@ struct Watched {
     blobs: Vec<(std::any::TypeId, BlobSweep)>,
     /// The change feeds of the kinds written to it that record changes.
     trims: Vec<(std::any::TypeId, Trim)>,
+    /// The sweeps of the types written to it whose entities expire.
+    expiries: Vec<(std::any::TypeId, ExpirySweep)>,
 }
 
 /// The background upkeep of a set of tables: see the [module](self).
@@ -339,12 +364,24 @@ impl Upkeep {
         } else {
             Vec::new()
         };
+        let expiries: Vec<(std::any::TypeId, ExpirySweep)> =
+            if crate::schema::expiry_property::<T>().is_some() {
+                let table = table.clone();
+                let sweep: ExpirySweep = Arc::new(move |limit: usize| {
+                    let table = table.clone();
+                    async move { Ok(table.sweep_expired(limit).await?.deleted) }.boxed()
+                });
+                vec![(std::any::TypeId::of::<T>(), sweep)]
+            } else {
+                Vec::new()
+            };
         self.add(Watched {
             backend: Arc::clone(&backend),
             table: table.name().into(),
             records: true,
             blobs,
             trims,
+            expiries,
         });
         for def in crate::index::remote_indexes::<T>() {
             self.add(Watched {
@@ -353,6 +390,7 @@ impl Upkeep {
                 records: false,
                 blobs: Vec::new(),
                 trims: Vec::new(),
+                expiries: Vec::new(),
             });
         }
         if let Some(outbox) = crate::outbox::outbox_of(table) {
@@ -381,6 +419,11 @@ impl Upkeep {
                         known.trims.push((kind, trim));
                     }
                 }
+                for (kind, sweep) in watched.expiries {
+                    if !known.expiries.iter().any(|(k, _)| *k == kind) {
+                        known.expiries.push((kind, sweep));
+                    }
+                }
             }
             None => self.watched.push(watched),
         }
@@ -407,6 +450,7 @@ impl Upkeep {
             fences_removed: load(&self.counters.fences_removed),
             blobs_removed: load(&self.counters.blobs_removed),
             changes_trimmed: load(&self.counters.changes_trimmed),
+            expired_deleted: load(&self.counters.expired_deleted),
             failures: load(&self.counters.failures),
             worker,
         }
@@ -522,6 +566,15 @@ impl Upkeep {
                         .push(format!("change feed of table {}: {error}", watched.table)),
                 }
             }
+            for (_, sweep) in &watched.expiries {
+                match sweep(self.config.expiry_batch).await {
+                    Ok(deleted) => report.expired_deleted += deleted,
+                    Err(error) => report.failures.push(format!(
+                        "expired entities of table {}: {error}",
+                        watched.table
+                    )),
+                }
+            }
         }
         self.count(&report);
         report
@@ -534,6 +587,7 @@ impl Upkeep {
         add(&self.counters.fences_removed, report.fences_removed);
         add(&self.counters.blobs_removed, report.blobs_removed);
         add(&self.counters.changes_trimmed, report.changes_trimmed);
+        add(&self.counters.expired_deleted, report.expired_deleted);
         add(&self.counters.failures, report.failures.len());
         for failure in &report.failures {
             tracing::warn!(target: "tablekit::upkeep", %failure, "upkeep: a part failed; it is tried again next round");
@@ -545,12 +599,17 @@ impl Upkeep {
             report.pending.iter().map(|(table, n)| (table.as_str(), *n)),
         );
         let pending: usize = report.pending.values().sum();
-        if report.records_finished + report.fences_removed + report.blobs_removed > 0 {
+        let did = report.records_finished
+            + report.fences_removed
+            + report.blobs_removed
+            + report.expired_deleted;
+        if did > 0 {
             tracing::info!(
                 target: "tablekit::upkeep",
                 records_finished = report.records_finished,
                 fences_removed = report.fences_removed,
                 blobs_removed = report.blobs_removed,
+                expired_deleted = report.expired_deleted,
                 pending,
                 "upkeep round"
             );

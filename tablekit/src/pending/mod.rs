@@ -36,7 +36,8 @@ pub use sweep::{SweepReport, pending_count, remove_fences_before, remove_fences_
 pub(crate) use finish::detached_in_flight;
 pub(crate) use finish::{detached, finish_after_commit, finish_detached};
 pub(crate) use record::{
-    MOVE, RESERVED_PREFIX, THEN, read_fence, record_row, records_prefix, row_key_prefix, seq_of,
+    EXPIRY_PREFIX, MOVE, RESERVED_PREFIX, THEN, read_fence, record_row, records_prefix,
+    row_key_prefix, seq_of,
 };
 
 /// What a notice names: the entity whose outbox records are to finish.

@@ -410,14 +410,19 @@ pub fn is_fence_row(row: &Entity) -> bool {
     row.row_key.starts_with(FENCE_PREFIX) && row.properties.contains(FENCE_PROPERTY)
 }
 
+/// The RowKey of a row of the expiry index (of entities by the time they
+/// expire) starts with this.
+pub(crate) const EXPIRY_PREFIX: &str = "~tk|expiry|";
+
 /// Whether `row` is tablekit's bookkeeping rather than an entity: an index
-/// row, an index entity, an outbox record, a fence row, or a row of the
-/// change feed.
+/// row, an index entity, an outbox record, a fence row, a row of the
+/// change feed, or of the expiry index.
 pub fn is_bookkeeping_row(row: &Entity) -> bool {
     super::lists::is_index_row(row)
         || is_outbox_row(row)
         || is_fence_row(row)
         || super::changes::is_change_row(row)
+        || row.row_key.starts_with(EXPIRY_PREFIX)
 }
 
 /// The RowKey of the fence of `row_key`.

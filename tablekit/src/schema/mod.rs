@@ -15,7 +15,11 @@ mod values;
 
 pub use encrypted::Encrypted;
 pub(crate) use encrypted::{encrypted, refuse_sealed};
-pub use expiry::{Expiry, ExpiryTime, expired, expiry_property, live_filter};
+pub use expiry::{
+    EXPIRY_PARTITIONS, EXPIRY_PK, EXPIRY_RK, Expiry, ExpiryTime, expired, expiry_property,
+    live_filter,
+};
+pub(crate) use expiry::{due_filter, index_row};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 pub use tablekit_encrypt::SealedColumn;

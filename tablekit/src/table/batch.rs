@@ -335,20 +335,20 @@ impl Transaction {
         super::operation(&*self.backend, "transaction", &self.table, None, None)
             .batch_size(self.writes.len())
             .run(async {
-                self.seal().await?;
+                self.prepare().await?;
                 self.run().await
             })
             .await
     }
 
-    /// Seals the writes of types with encrypted fields, with the table's
-    /// keys: once, before the transaction plans (a retry plans again over
-    /// the same sealed rows).
-    async fn seal(&mut self) -> Result<()> {
+    /// Readies the writes: puts their expiry index rows, and seals those
+    /// of types with encrypted fields with the table's keys. Once, before
+    /// the transaction plans (a retry plans again over the same rows).
+    async fn prepare(&mut self) -> Result<()> {
         let mut table: Table<()> = Table::from_arc(Arc::clone(&self.backend), &self.table);
         table.keys = self.keys.clone();
         for write in &mut self.writes {
-            write.seal(&table).await?;
+            write.prepare(&table).await?;
         }
         Ok(())
     }
@@ -516,7 +516,7 @@ impl<T: TableEntity> TableBatch<T> {
         )
         .batch_size(self.transaction.writes.len())
         .run(async {
-            self.transaction.seal().await?;
+            self.transaction.prepare().await?;
             let write = super::write::Write::Transaction(&self.transaction);
             self.table
                 .enter(write)

@@ -39,6 +39,20 @@ pub struct BulkReport {
 }
 
 impl BulkReport {
+    /// The report of `count` items none of which was written, for `error`.
+    fn all_failed(count: usize, error: Error) -> BulkReport {
+        let error = Arc::new(error);
+        BulkReport {
+            failures: (0..count)
+                .map(|index| BulkFailure {
+                    index,
+                    error: Arc::clone(&error),
+                })
+                .collect(),
+            ..BulkReport::default()
+        }
+    }
+
     /// Whether every item was written.
     pub fn is_complete(&self) -> bool {
         self.failures.is_empty()
@@ -183,16 +197,17 @@ impl<T: TableEntity> BulkWriter<T> {
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {
         if let Err(error) = Table::<T>::refuse_unwritable() {
-            let error = Arc::new(error);
-            return BulkReport {
-                failures: (0..items.len())
-                    .map(|index| BulkFailure {
-                        index,
-                        error: Arc::clone(&error),
-                    })
-                    .collect(),
-                ..BulkReport::default()
-            };
+            return BulkReport::all_failed(items.len(), error);
+        }
+        if crate::schema::expiry_property::<T>().is_some() && mode != Mode::Delete {
+            // The expiry index rows before the entities' (see `index_expiry`).
+            let rows: Vec<_> = items
+                .iter()
+                .filter_map(|i| schema::to_entity(i).ok())
+                .collect();
+            if let Err(error) = self.table.index_expiries(&rows).await {
+                return BulkReport::all_failed(items.len(), error);
+            }
         }
         // Wide entities and entities with index rows are transactions of
         // their own, and offloaded values follow the blob write protocol:

@@ -1,17 +1,50 @@
-//! Rows that expire, at the typed client's writes: an insert whose keys
-//! an expired entity still holds takes its place. (Reads pass expired
-//! entities by where they read them: see `schema::expired`.)
+//! Rows that expire, at the typed client: an insert whose keys an expired
+//! entity still holds takes its place; every write of an entity that
+//! expires first puts its row in the expiry index; and the sweep deletes
+//! the entities that are due. (Reads pass expired entities by where they
+//! read them: see `schema::expired`.)
+//!
+//! # The expiry index
+//! Each entity that expires has a row in its type's expiry index: in the
+//! partition of its hour of expiry, keyed by its expiry time and a hash of
+//! its keys, holding its keys (`schema::index_row`). The row is put before
+//! the entity's own write, as a blob is before the row that names it, so
+//! a stored entity always has one for the time it holds. A row left by a
+//! write that did not land, or by a value later moved, names an entity
+//! that is not due at its time: the sweep reads the entity and drops it.
+//! The due rows of every hour up to now are one key range, so the sweep
+//! reads only what is due, never the table.
+
+use futures::stream::{self, StreamExt};
 
 use super::Table;
 use super::write::{RowWrite, Write, Written};
-use crate::backend::UpdateMode;
-use crate::entity::{ETag, IfMatch, Properties};
+use crate::backend::{BatchOperation, EntityWrite, Query, UpdateMode};
+use crate::entity::{ETag, Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
 use crate::schema::{self, TableEntity};
+use crate::value::Value;
 
 /// How many times an insert over an expired entity reads and tries again
 /// when another writer changes the row in between.
 const RACES: usize = 4;
+/// Entities read at once by the sweep.
+const READS_AT_ONCE: usize = 16;
+/// Rows of one transaction.
+const BATCH: usize = 100;
+
+/// What one [`sweep_expired`](Table::sweep_expired) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExpirySweep {
+    /// Expired entities deleted.
+    pub deleted: usize,
+    /// Index rows dropped without a delete: their entity was gone, or no
+    /// longer due at that time (written again since).
+    pub passed: usize,
+    /// Whether due rows remain past the sweep's limit.
+    pub more: bool,
+}
 
 impl<T: TableEntity> Table<T> {
     /// The insert of `value` after the store refused it as `taken`: when
@@ -23,7 +56,7 @@ impl<T: TableEntity> Table<T> {
         let none = Properties::new();
         for _ in 0..RACES {
             let Some(stored) = self.read_stored(&pk, &rk).await? else {
-                // Deleted meanwhile (by the upkeep, say): an insert again.
+                // Deleted meanwhile (by the sweep, say): an insert again.
                 match self.enter(Write::Insert(value)).await {
                     Err(Error::EntityAlreadyExists { .. }) => continue,
                     other => return other.map(Written::etag),
@@ -43,4 +76,238 @@ impl<T: TableEntity> Table<T> {
         }
         Err(taken)
     }
+
+    /// Puts the expiry index row of `row`, an entity of `T` about to be
+    /// written, if it holds an expiry time (see the module's notes).
+    pub(crate) async fn index_expiry(&self, row: &Entity) -> Result<()> {
+        let Some(index) = schema::index_row::<T>(row) else {
+            return Ok(());
+        };
+        let write = EntityWrite::Upsert(&index, UpdateMode::Replace);
+        crate::exec::write_one(&*self.backend, &self.name, write).await?;
+        Ok(())
+    }
+
+    /// [`index_expiry`](Self::index_expiry) of many rows, in transactions
+    /// of one index partition.
+    pub(crate) async fn index_expiries(&self, rows: &[Entity]) -> Result<()> {
+        // By partition, each row once (a transaction names a row once).
+        type Rows = std::collections::BTreeMap<String, Entity>;
+        let mut partitions: std::collections::BTreeMap<String, Rows> = Default::default();
+        for index in rows.iter().filter_map(schema::index_row::<T>) {
+            let partition = partitions.entry(index.partition_key.clone()).or_default();
+            partition.insert(index.row_key.clone(), index);
+        }
+        for entries in partitions.into_values() {
+            let entries: Vec<Entity> = entries.into_values().collect();
+            for chunk in entries.chunks(BATCH) {
+                let operations: Vec<BatchOperation> = chunk
+                    .iter()
+                    .map(|row| BatchOperation::Upsert {
+                        entity: row.clone(),
+                        mode: UpdateMode::Replace,
+                    })
+                    .collect();
+                crate::exec::send_operations(&*self.backend, &self.name, &operations).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes up to `limit` entities of `T` that have expired by the
+    /// table's clock, with their index rows: reads the due rows of the
+    /// expiry index (never the table), then each entity they name. An
+    /// entity that is due is deleted under the ETag it was read with, so
+    /// one written again meanwhile stays; a row whose entity is gone or no
+    /// longer due is dropped. The upkeep calls it every round
+    /// ([`Upkeep::watch`](crate::upkeep::Upkeep::watch)).
+    ///
+    /// Stopped at any point (a dropped future, a failure), it leaves index
+    /// rows that the next sweep reads again: none is dropped before its
+    /// entity is deleted.
+    pub async fn sweep_expired(&self, limit: usize) -> Result<ExpirySweep> {
+        let mut report = ExpirySweep::default();
+        if schema::expiry_property::<T>().is_none() || limit == 0 {
+            return Ok(report);
+        }
+        let now = self.clock.now();
+        let mut query = Query::new().filter(schema::due_filter::<T>(now));
+        query.top = Some(u32::try_from(limit.min(1000)).unwrap_or(1000));
+        let mut due: Vec<Entity> = Vec::new();
+        loop {
+            let page = self.backend.query_entities(&self.name, &query).await?;
+            due.extend(page.entities);
+            match page.continuation {
+                Some(next) if due.len() < limit => query.continuation = Some(next),
+                Some(_) => {
+                    report.more = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        report.more |= due.len() > limit;
+        due.truncate(limit);
+        // Each entity read, and judged: due (deleted under its ETag), or
+        // not (its index row alone goes).
+        // Made before they are streamed: a closure that borrows each row
+        // inside the stream would make this future impossible to spawn.
+        let reads: Vec<_> = due.iter().map(|index| self.judge(index, now)).collect();
+        let judged: Vec<_> = stream::iter(reads).buffered(READS_AT_ONCE).collect().await;
+        let mut doomed: Vec<(usize, String, String, ETag)> = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        // An entity named by two due rows (one left by an earlier value) is
+        // deleted once; the second row goes with the first.
+        let mut first = std::collections::HashMap::new();
+        let mut twins: Vec<(usize, usize)> = Vec::new();
+        for (at, verdict) in judged.into_iter().enumerate() {
+            match verdict? {
+                Verdict::Due(pk, rk, etag) => match first.get(&(pk.clone(), rk.clone())) {
+                    Some(&earlier) => twins.push((at, earlier)),
+                    None => {
+                        first.insert((pk.clone(), rk.clone()), at);
+                        doomed.push((at, pk, rk, etag));
+                    }
+                },
+                Verdict::Passed => {
+                    report.passed += 1;
+                    done.push(at);
+                }
+            }
+        }
+        let gone = self.delete_due(&doomed).await?;
+        for &(at, deleted) in &gone {
+            match deleted {
+                true => report.deleted += 1,
+                false => report.passed += 1,
+            }
+            done.push(at);
+        }
+        for (at, earlier) in twins {
+            if gone.iter().any(|&(gone, _)| gone == earlier) {
+                report.passed += 1;
+                done.push(at);
+            }
+        }
+        let rows: Vec<&Entity> = done.iter().map(|&at| &due[at]).collect();
+        self.drop_index_rows(&rows).await?;
+        Ok(report)
+    }
+
+    /// Whether the entity `index` names is due at `now`: then its keys and
+    /// the ETag it was read with.
+    async fn judge(&self, index: &Entity, now: crate::datetime::DateTime) -> Result<Verdict> {
+        let (Some(Value::String(pk)), Some(Value::String(rk))) =
+            (index.get(schema::EXPIRY_PK), index.get(schema::EXPIRY_RK))
+        else {
+            // Not a row of the index: nothing to delete by it.
+            return Ok(Verdict::Passed);
+        };
+        let Some(row) = self.read_stored(pk, rk).await? else {
+            return Ok(Verdict::Passed);
+        };
+        match (schema::expired::<T, _>(&row.properties, now), row.etag) {
+            (true, Some(etag)) => Ok(Verdict::Due(pk.clone(), rk.clone(), etag)),
+            _ => Ok(Verdict::Passed),
+        }
+    }
+
+    /// Deletes the due entities `(position, pk, rk, etag)`, each under its
+    /// ETag, in transactions of one partition where they can: the position
+    /// of each one that is gone now, and whether this sweep deleted it (or
+    /// found it gone). One written again meanwhile is left, with its index
+    /// row, for the next sweep to judge again.
+    async fn delete_due(
+        &self,
+        doomed: &[(usize, String, String, ETag)],
+    ) -> Result<Vec<(usize, bool)>> {
+        if T::DESCRIPTOR.write_needs().any() {
+            // Rows beside the entity would outlive it (refused at compile
+            // time, so never met).
+            return Err(Error::NotSupported {
+                operation: "sweeping expired entities that keep other rows",
+            });
+        }
+        let mut gone = Vec::new();
+        let mut partitions: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
+        for entry in doomed {
+            partitions.entry(entry.1.as_str()).or_default().push(entry);
+        }
+        for entries in partitions.values() {
+            for chunk in entries.chunks(BATCH) {
+                let operations: Vec<BatchOperation> = chunk
+                    .iter()
+                    .map(|(_, pk, rk, etag)| BatchOperation::Delete {
+                        partition_key: pk.clone(),
+                        row_key: rk.clone(),
+                        if_match: IfMatch::ETag(etag.clone()),
+                    })
+                    .collect();
+                match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
+                    Ok(_) => gone.extend(chunk.iter().map(|(at, ..)| (*at, true))),
+                    // One changed or gone: each alone.
+                    Err(Error::BatchFailed { .. }) => {
+                        for (at, pk, rk, etag) in chunk.iter().copied() {
+                            let guard = IfMatch::ETag(etag.clone());
+                            let delete = EntityWrite::Delete(pk, rk, &guard);
+                            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
+                                Ok(_) => gone.push((*at, true)),
+                                Err(Error::EntityNotFound { .. }) => gone.push((*at, false)),
+                                Err(Error::PreconditionFailed { .. }) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(gone)
+    }
+
+    /// Deletes the expiry index rows `rows`, those already gone passed by.
+    async fn drop_index_rows(&self, rows: &[&Entity]) -> Result<()> {
+        let mut partitions: std::collections::BTreeMap<&str, Vec<&Entity>> = Default::default();
+        for row in rows {
+            partitions
+                .entry(row.partition_key.as_str())
+                .or_default()
+                .push(row);
+        }
+        for entries in partitions.values() {
+            for chunk in entries.chunks(BATCH) {
+                let operations: Vec<BatchOperation> = chunk
+                    .iter()
+                    .map(|row| BatchOperation::Delete {
+                        partition_key: row.partition_key.clone(),
+                        row_key: row.row_key.clone(),
+                        if_match: IfMatch::Any,
+                    })
+                    .collect();
+                match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
+                    Ok(_) => {}
+                    Err(Error::BatchFailed { .. }) => {
+                        for row in chunk {
+                            let (pk, rk) = (&row.partition_key, &row.row_key);
+                            let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
+                            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
+                                Ok(_) | Err(Error::EntityNotFound { .. }) => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the sweep found of an entity its index names.
+enum Verdict {
+    /// Expired: its keys, and the ETag it was read with.
+    Due(String, String, ETag),
+    /// Gone, or not due at that time.
+    Passed,
 }

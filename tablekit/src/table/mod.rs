@@ -54,6 +54,7 @@ use std::sync::Arc;
 pub use crate::pacing::Pacing;
 pub use batch::{TableBatch, Transaction};
 pub use bulk::{BulkFailure, BulkReport, BulkWriter};
+pub use expiring::ExpirySweep;
 pub use loaded::Loaded;
 pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport};
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
@@ -118,8 +119,12 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// # Ok(()) }
 /// ```
 ///
-/// Expired rows stay in the store until they are deleted: the library's
-/// upkeep does not delete them yet. An `expires` field is not yet allowed
+/// Expired entities are deleted by [`sweep_expired`](Table::sweep_expired),
+/// which the [upkeep](crate::upkeep) calls every round: each write of an
+/// entity that expires first puts a row in its type's expiry index (the
+/// entities by hour of expiry), so a sweep reads only the rows that are
+/// due, never the table. It deletes each entity under the ETag it read,
+/// so one written again meanwhile stays. An `expires` field is not yet allowed
 /// in a type with indexes, a change feed, `wide`, `blob` or `offload`
 /// fields (a compile error says so), and a transaction's or the bulk
 /// writer's insert over an expired entity is refused as a taken key (an

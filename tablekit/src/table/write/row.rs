@@ -147,6 +147,12 @@ impl<T: TableEntity> Table<T> {
         write: RowWrite,
         hint: IndexHint<'_>,
     ) -> Result<ETag> {
+        if crate::schema::expiry_property::<T>().is_some() && !matches!(write, RowWrite::Delete(_))
+        {
+            // The expiry index row first, as a blob before the row that
+            // names it: a stored entity always has one.
+            Box::pin(self.index_expiry(row)).await?;
+        }
         if let Some(external) = T::DESCRIPTOR.external_values() {
             // Boxed: the blob protocol's future is large, and a write
             // without blobs should not carry its room.

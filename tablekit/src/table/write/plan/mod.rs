@@ -324,9 +324,10 @@ impl Planned {
 pub(in crate::table) trait Pending: Send + Sync {
     /// The entity's keys.
     fn keys(&self) -> (&str, &str);
-    /// Seals the write's encrypted values with the keys of `table` (its
-    /// transaction's), once, before it is planned. By default nothing.
-    fn seal<'a>(&'a mut self, _table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
+    /// Readies the write with `table` (its transaction's), once, before it
+    /// is planned: puts its expiry index row, and seals its encrypted
+    /// values with the table's keys. By default nothing.
+    fn prepare<'a>(&'a mut self, _table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
     /// What the write replaces, when it knows it without reading; `None`

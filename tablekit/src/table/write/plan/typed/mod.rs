@@ -56,14 +56,17 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
         (&self.entity.partition_key, &self.entity.row_key)
     }
 
-    fn seal<'a>(&'a mut self, table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
+    fn prepare<'a>(&'a mut self, table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            if crate::schema::encrypted::<T>().is_none()
-                || matches!(self.write, RowWrite::Delete(_))
-            {
+            if matches!(self.write, RowWrite::Delete(_)) {
                 return Ok(());
             }
             let table: crate::table::Table<T> = table.of();
+            // The expiry index row before the entity's (see `index_expiry`).
+            table.index_expiry(&self.entity).await?;
+            if crate::schema::encrypted::<T>().is_none() {
+                return Ok(());
+            }
             let merge = self.write.is_merge();
             table.seal_lowered(self.entity.to_mut(), merge).await?;
             // Read back from the envelope, where they were just recorded.
