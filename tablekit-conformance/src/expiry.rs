@@ -326,3 +326,96 @@ pub async fn sweeps_are_safe_to_drop(backend: Arc<dyn TableBackend>) {
     assert!(dropped >= 4, "dropped {dropped} times");
     backend.delete_table(&name).await.expect("drop");
 }
+
+/// A shopping cart that expires 30 minutes after its last write.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Carts", kind = "CART", time_to_live = "30m")]
+struct Cart {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    items: u32,
+}
+
+/// The same carts, read by a program whose carts live two hours.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Carts", kind = "CART", time_to_live = "2h")]
+struct LongCart {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    items: u32,
+}
+
+fn cart(id: u32, items: u32) -> Cart {
+    Cart {
+        user: "ada".into(),
+        id,
+        items,
+    }
+}
+
+/// The ids of the carts a typed query of `t` reads.
+async fn carts<T: TableEntity<PartitionKey = String>>(t: &Table<T>, id: fn(&T) -> u32) -> Vec<u32> {
+    let all = t.query().partition("ada").collect().await.expect("a query");
+    all.iter().map(|c| id(c)).collect()
+}
+
+/// A time to live counts from each write (insert, update, upsert, bulk
+/// and transaction writes), to the tick; a longer one read by another
+/// program applies at once, and its sweep moves the index rows on rather
+/// than deleting early.
+pub async fn time_to_live_counts_from_each_write(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "ttl").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Cart> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    t.insert(&cart(1, 1)).await.expect("insert");
+    let mut tx = t.transaction();
+    tx.insert(&cart(2, 1)).expect("insert");
+    tx.submit().await.expect("a transaction");
+    t.insert(&cart(3, 1)).await.expect("insert");
+    clock.set(at(5));
+    assert!(t.bulk().upsert(&[cart(4, 1)]).await.is_complete());
+    clock.set(at(20));
+    t.update("ada", 3u32, |c: &mut Cart| c.items += 1)
+        .await
+        .expect("update");
+
+    let tick_before = |minutes| DateTime::from_ticks(at(minutes).ticks() - 1).expect("a time");
+    clock.set(tick_before(30));
+    assert_eq!(carts(&t, |c| c.id).await, [1, 2, 3, 4]);
+    clock.set(at(30));
+    assert_eq!(carts(&t, |c| c.id).await, [3, 4]);
+    assert!(t.get("ada", 1u32).await.expect("get").is_none());
+    clock.set(at(35));
+    assert_eq!(carts(&t, |c| c.id).await, [3]);
+    clock.set(tick_before(50));
+    assert!(t.get("ada", 3u32).await.expect("get").is_some());
+    clock.set(at(50));
+    assert!(t.get("ada", 3u32).await.expect("get").is_none());
+
+    // Read with a two-hour time to live, every cart is there still; its
+    // sweep deletes none, and indexes each at its new time (five rows: the
+    // third cart has one for its insert and one for its update).
+    let long: Table<LongCart> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    assert_eq!(carts(&long, |c| c.id).await, [1, 2, 3, 4]);
+    let swept = long.sweep_expired(100).await.expect("a sweep");
+    assert_eq!((swept.deleted, swept.passed), (0, 5), "{swept:?}");
+    clock.set(DateTime::from_ticks(at(125).ticks() - 1).expect("a time"));
+    assert_eq!(carts(&long, |c| c.id).await, [3, 4]);
+    clock.set(at(125));
+    assert_eq!(carts(&long, |c| c.id).await, [3]);
+    let swept = long.sweep_expired(100).await.expect("a sweep");
+    assert_eq!(swept.deleted, 3, "{swept:?}");
+    // The thirty-minute program sweeps the last, and no index row is left.
+    clock.set(at(500));
+    let swept = t.sweep_expired(100).await.expect("a sweep");
+    assert_eq!(swept.deleted, 1, "{swept:?}");
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    assert!(rows.is_empty(), "{rows:?}");
+    backend.delete_table(&name).await.expect("drop");
+}

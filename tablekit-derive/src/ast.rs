@@ -157,12 +157,27 @@ impl<'a> Container<'a> {
 /// At most one `expires` field, in a type whose other patterns honour it
 /// (so far: not with rows kept beside the entity's).
 fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
-    let mut expiring = fields.iter().filter_map(|f| f.expires.as_ref());
+    let ttl = attrs.time_to_live.as_ref().map(|(_, tokens)| tokens);
+    let mut expiring = ttl
+        .into_iter()
+        .chain(fields.iter().filter_map(|f| f.expires.as_ref()));
     let Some(first) = expiring.next() else {
         return;
     };
     for other in expiring {
-        cx.error_spanned_by(other, "only one field says when the entity expires");
+        let problem = match ttl {
+            Some(_) => {
+                "an entity with `time_to_live` expires after its last write: leave `expires` out, or `time_to_live`"
+            }
+            None => "only one field says when the entity expires",
+        };
+        cx.error_spanned_by(other, problem);
+    }
+    if let (Some(ttl), Some(_)) = (ttl, &attrs.projection_of) {
+        cx.error_spanned_by(
+            ttl,
+            "a projection expires as its entity does: give `time_to_live` to the entity",
+        );
     }
     let problem = if attrs.wide {
         Some("a `wide` entity")
@@ -182,7 +197,7 @@ fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
     if let Some(problem) = problem {
         cx.error_spanned_by(
             first,
-            format!("`expires` in {problem} is not supported yet: its other rows would outlive it"),
+            format!("rows that expire in {problem} are not supported yet: its other rows would outlive it"),
         );
     }
 }

@@ -28,7 +28,7 @@ pub use crate::schema::{
     read_json, read_property, stored_version, take_property, take_property_at, write_json,
     write_property, write_value,
 };
-pub use crate::schema::{Encrypted, Expiry, ExpiryTime, SealedColumn};
+pub use crate::schema::{Encrypted, Expiry, ExpiryTime, LAST_WRITE_PROPERTY, SealedColumn};
 pub use crate::shard::ShardRule;
 pub use crate::table::offload::{BlobField, BlobFields, BlobValue};
 pub use crate::table::wide::WideRows;

@@ -26,6 +26,7 @@ pub(crate) const WIDE: &str = "wide";
 pub(crate) const CHANGES: &str = "changes";
 pub(crate) const SHARDS: &str = "shards";
 pub(crate) const BUCKETS: &str = "buckets";
+pub(crate) const TIME_TO_LIVE: &str = "time_to_live";
 pub(crate) const BUCKET: &str = "bucket";
 pub(crate) const KIND_PROPERTIES: &str = "kind_properties";
 pub(crate) const PARENT: &str = "parent";
@@ -122,6 +123,9 @@ pub(crate) struct Container {
     pub(crate) shards: Option<(u32, TokenStream)>,
     /// `buckets = "day"`: one table per hour, day or month.
     pub(crate) buckets: Option<(String, TokenStream)>,
+    /// `time_to_live = "30m"`: each entity expires this long after its
+    /// last write, in seconds, with the attribute's tokens.
+    pub(crate) time_to_live: Option<(u64, TokenStream)>,
     /// `kind_properties = false`: the kind lives in the RowKey only.
     pub(crate) kind_properties: Option<(bool, TokenStream)>,
     /// `parent = Type`: the kind nests under `Type`'s rows in a collection.
@@ -332,6 +336,7 @@ const ENTITY_ATTRIBUTES: &[&str] = &[
     CHANGES,
     SHARDS,
     BUCKETS,
+    TIME_TO_LIVE,
     KIND_PROPERTIES,
     PARENT,
     COLLECTION,
@@ -359,6 +364,7 @@ struct ContainerParts {
     changes: Attr<(TokenStream, bool)>,
     shards: Attr<(u32, TokenStream)>,
     buckets: Attr<(String, TokenStream)>,
+    time_to_live: Attr<(u64, TokenStream)>,
     kind_properties: Attr<(bool, TokenStream)>,
     parent: Attr<(syn::Type, TokenStream)>,
     collection: Attr<TokenStream>,
@@ -384,6 +390,7 @@ impl ContainerParts {
             changes: Attr::none(CHANGES),
             shards: Attr::none(SHARDS),
             buckets: Attr::none(BUCKETS),
+            time_to_live: Attr::none(TIME_TO_LIVE),
             kind_properties: Attr::none(KIND_PROPERTIES),
             parent: Attr::none(PARENT),
             collection: Attr::none(COLLECTION),
@@ -465,6 +472,11 @@ impl ContainerParts {
             BUCKETS => {
                 if let Some(period) = parse_buckets(cx, meta) {
                     self.buckets.set(cx, path, period);
+                }
+            }
+            TIME_TO_LIVE => {
+                if let Some(seconds) = parse_time_to_live(cx, meta) {
+                    self.time_to_live.set(cx, path, seconds);
                 }
             }
             _ => return self.entity_type_attribute(cx, meta, &name),
@@ -563,6 +575,7 @@ impl ContainerParts {
             changes: changes.map(|(tokens, _)| tokens),
             shards: self.shards.get(),
             buckets: self.buckets.get(),
+            time_to_live: self.time_to_live.get(),
             kind_properties: self.kind_properties.get(),
             parent: self.parent.get(),
             upgrade_from: self.upgrade_from.get(),
@@ -613,6 +626,33 @@ fn parse_buckets(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(String, Token
     } else {
         cx.error_spanned_by(&lit, "`buckets` takes \"hour\", \"day\" or \"month\"");
         None
+    }
+}
+
+/// `time_to_live = "30m"`: a duration as `humantime` reads it ("90s",
+/// "30m", "12h", "7days", "1h 30m"), in whole seconds, at least one.
+fn parse_time_to_live(cx: &Ctxt, meta: &ParseNestedMeta<'_>) -> Option<(u64, TokenStream)> {
+    let lit = parse_str(cx, meta)?;
+    match humantime::parse_duration(&lit.value()) {
+        Ok(duration) if duration.as_secs() >= 1 && duration.subsec_nanos() == 0 => {
+            Some((duration.as_secs(), lit.to_token_stream()))
+        }
+        Ok(_) => {
+            cx.error_spanned_by(
+                &lit,
+                "`time_to_live` is a whole number of seconds, at least one",
+            );
+            None
+        }
+        Err(e) => {
+            cx.error_spanned_by(
+                &lit,
+                format!(
+                    "`time_to_live` takes a duration such as \"30m\", \"12h\" or \"7days\": {e}"
+                ),
+            );
+            None
+        }
     }
 }
 

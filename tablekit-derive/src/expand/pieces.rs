@@ -246,11 +246,17 @@ impl Expansion<'_> {
     /// The expiry part, with the check of the `expires` field's type.
     pub(super) fn expiry_part(&self) -> Option<TokenStream> {
         let tk = &self.tk;
+        if let Some((seconds, _)) = &self.cont.attrs.time_to_live {
+            return Some(quote!(&#tk::Expiry {
+                property: #tk::LAST_WRITE_PROPERTY,
+                time_to_live: #tk::Some(::core::time::Duration::from_secs(#seconds)),
+            }));
+        }
         let field = self.cont.fields.iter().find(|f| f.expires.is_some())?;
         let name = &field.stored_name;
         let ty = field.ty;
         let check = quote_spanned!(ty.span()=> { const fn __expiry_time<__T: #tk::ExpiryTime>() {} __expiry_time::<#ty>(); });
-        Some(quote!(&#tk::Expiry { property: { #check #name } }))
+        Some(quote!(&#tk::Expiry { property: { #check #name }, time_to_live: #tk::None }))
     }
 
     /// The check of each offloaded field's type, and its part.

@@ -11,13 +11,23 @@ use crate::filter::{Filter, prop};
 use crate::props::PropertySource;
 use crate::value::Value;
 
-/// The property that holds when each entity of a type expires (its
-/// `#[tablekit(expires)]` field), as a part of its descriptor.
+/// When the entities of a type expire, as a part of its descriptor: at
+/// the time of its `#[tablekit(expires)]` field, or its `time_to_live`
+/// after each write (which stamps [`LAST_WRITE_PROPERTY`]).
 #[derive(Debug)]
 pub struct Expiry {
-    /// The stored name of the expiry time's property.
+    /// The stored name of the property the expiry is read from: the
+    /// `expires` field's, or [`LAST_WRITE_PROPERTY`].
     pub property: &'static str,
+    /// `None`: the property holds the expiry time. `Some(ttl)`: it holds
+    /// the time of the entity's last write, and the entity expires `ttl`
+    /// after it.
+    pub time_to_live: Option<std::time::Duration>,
 }
+
+/// The property in which each typed write of an entity with a
+/// `time_to_live` stamps its time (by the table's clock).
+pub const LAST_WRITE_PROPERTY: &str = "_LastWrite";
 
 impl DescriptorPart for Expiry {}
 
@@ -33,21 +43,39 @@ pub trait ExpiryTime {}
 impl ExpiryTime for DateTime {}
 impl ExpiryTime for Option<DateTime> {}
 
-/// The expiry property of `T` (for a projection, of its entity), if its
-/// entities expire.
+/// How the entities of `T` (for a projection, of its entity) expire, if
+/// they do.
+fn expiry_of<T: TableEntity>() -> Option<&'static Expiry> {
+    T::DESCRIPTOR.part_or_base::<Expiry>()
+}
+
+/// The property the expiry of `T`'s entities is read from (see
+/// [`Expiry`]), if they expire.
 pub fn expiry_property<T: TableEntity>() -> Option<&'static str> {
-    T::DESCRIPTOR
-        .part_or_base::<Expiry>()
-        .map(|part| part.property)
+    expiry_of::<T>().map(|part| part.property)
+}
+
+/// The latest value of the expiry property that has expired at `now`;
+/// `None` when none can have (a time to live reaching before the first
+/// representable time).
+fn threshold(expiry: &Expiry, now: DateTime) -> Option<DateTime> {
+    match expiry.time_to_live {
+        None => Some(now),
+        Some(ttl) => now.checked_sub(ttl).ok(),
+    }
 }
 
 /// Whether the row of `T` whose properties are `props` has expired at
 /// `now`: its expiry time is at or before `now`. A row without one (or
 /// of a type whose entities do not expire) never expires.
 pub fn expired<T: TableEntity, S: PropertySource + ?Sized>(props: &S, now: DateTime) -> bool {
-    expiry_property::<T>()
-        .and_then(|property| props.get(property))
-        .is_some_and(|value| matches!(value, Value::DateTime(at) if *at <= now))
+    let Some(expiry) = expiry_of::<T>() else {
+        return false;
+    };
+    let Some(last) = threshold(expiry, now) else {
+        return false;
+    };
+    matches!(props.get(expiry.property), Some(Value::DateTime(at)) if *at <= last)
 }
 
 /// The condition a query of `T` adds so the store returns live rows
@@ -55,8 +83,18 @@ pub fn expired<T: TableEntity, S: PropertySource + ?Sized>(props: &S, now: DateT
 /// comparison with a missing property is false); `None` for a type whose
 /// entities do not expire.
 pub fn live_filter<T: TableEntity>(now: DateTime) -> Option<Filter> {
-    let property = expiry_property::<T>()?;
-    Some(!prop(property).le(Value::DateTime(now)))
+    let expiry = expiry_of::<T>()?;
+    let last = threshold(expiry, now)?;
+    Some(!prop(expiry.property).le(Value::DateTime(last)))
+}
+
+/// Stamps `row`, about to be written as an entity of `T`, with the time of
+/// the write `now`, when `T` has a time to live.
+pub(crate) fn stamp_write<T: TableEntity>(row: &mut Entity, now: DateTime) {
+    if expiry_of::<T>().is_some_and(|e| e.time_to_live.is_some()) {
+        row.properties
+            .insert(LAST_WRITE_PROPERTY, Value::DateTime(now));
+    }
 }
 
 /// The partitions of a type's expiry index start with this, then its kind
@@ -90,10 +128,14 @@ fn index_row_start(at: DateTime) -> String {
     format!("{}{:019}|", crate::pending::EXPIRY_PREFIX, at.ticks())
 }
 
-/// The expiry time the row of `T` holds, if any.
+/// When the row of `T` expires, if it does.
 fn expires_at<T: TableEntity>(row: &Entity) -> Option<DateTime> {
-    match row.properties.get(expiry_property::<T>()?)? {
-        Value::DateTime(at) => Some(*at),
+    let expiry = expiry_of::<T>()?;
+    match row.properties.get(expiry.property)? {
+        Value::DateTime(at) => Some(match expiry.time_to_live {
+            None => *at,
+            Some(ttl) => at.saturating_add(ttl),
+        }),
         _ => None,
     }
 }

@@ -16,10 +16,10 @@ mod values;
 pub use encrypted::Encrypted;
 pub(crate) use encrypted::{encrypted, refuse_sealed};
 pub use expiry::{
-    EXPIRY_PARTITIONS, EXPIRY_PK, EXPIRY_RK, Expiry, ExpiryTime, expired, expiry_property,
-    live_filter,
+    EXPIRY_PARTITIONS, EXPIRY_PK, EXPIRY_RK, Expiry, ExpiryTime, LAST_WRITE_PROPERTY, expired,
+    expiry_property, live_filter,
 };
-pub(crate) use expiry::{due_filter, index_row};
+pub(crate) use expiry::{due_filter, index_row, stamp_write};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 pub use tablekit_encrypt::SealedColumn;
@@ -76,6 +76,7 @@ pub(crate) use companions::{
 /// | `wide` | the entity may span several rows of one partition (up to 100 rows of 249 properties), always written in one transaction |
 /// | `changes` | every typed write of the kind records its change in its own transaction, numbered in commit order per partition, for consumers to read (see [`changes`](crate::changes)); needs a `kind`. `changes(previous)`: each change also records the entity's value before it (each write reads it first) |
 /// | `buckets = "day"` | one table per `"hour"`, `"day"` or `"month"` (UTC), named by the table and the period (`Logins20261123`), written and read through [`Buckets`](crate::bucket::Buckets); the period comes from the `bucket` field, or from the time of the write |
+/// | `time_to_live = "30m"` | each entity expires this long after its last typed write (`"90s"`, `"12h"`, `"7days"`, …), which stamps its time in `_LastWrite`; see [`Table`](crate::Table#rows-that-expire) |
 /// | `shards = N` | one logical partition spread over N (2–100) stored ones, `PK\|00` … `PK\|NN`, by the RowKey: for kinds whose inserts would all hit one partition; reads of the partition merge the shards (see [`shard`](crate::shard)) |
 /// | `upgrade_from = Old`, `upgrade_with = path` | rows of `Old`'s versions (the same table, kind and keys, a lower version) are read as `Old` and converted with `From<Old>`, or with `path`, a function from `Old` (`upgrade_with` needs `upgrade_from`); chains (V1 → V2 → V3) follow; `min_version` defaults to `Old`'s and may not be above `Old`'s version |
 /// | `projection_of = Entity` | a subset of `Entity`'s fields, for [`TableQuery::project`](crate::TableQuery::project) or a table of its own: the key fields and some plain property fields of `Entity`, under the same field names; table, kind, version, key layout and property names come from `Entity`, and a field `Entity` lacks, or holds with another type, is a compile error on the field |
@@ -103,7 +104,7 @@ pub(crate) use companions::{
 /// | `index = "NAME"` | the field is in the non-unique index `NAME` |
 /// | `bucket` | this [`DateTime`](crate::DateTime) field picks the entity's table, for a kind with `buckets` |
 /// | `encrypted` | stored as ciphertext, sealed before each write and opened after each read with the table's keys (see [`encryption`](crate::encryption)); no column, so no filter; with `index` or `unique`, found by an equal value through rows keyed by its hash; not on a key field, nor with `alias`; a projection marks the encrypted fields it reads, and never writes |
-/// | `expires` | a `DateTime` (or `Option<DateTime>`, where `None` never expires): when the entity expires; from then on every typed read passes it by (see [`Table`](crate::Table#rows-that-expire)); not yet in a type with indexes, a change feed, `wide`, `blob` or `offload` |
+/// | `expires` | a `DateTime` (or `Option<DateTime>`, where `None` never expires): when the entity expires; from then on every typed read passes it by and the upkeep deletes it (see [`Table`](crate::Table#rows-that-expire)); not with `time_to_live`, and not yet in a type with indexes, a change feed, `wide`, `blob` or `offload` |
 ///
 /// Key field types: integers, `bool`, `String`, [`DateTime`](crate::DateTime),
 /// `uuid::Uuid`, and the types of [`key`](crate::key) ([`InvertedTime`](crate::key::InvertedTime),

@@ -347,6 +347,7 @@ impl Transaction {
     async fn prepare(&mut self) -> Result<()> {
         let mut table: Table<()> = Table::from_arc(Arc::clone(&self.backend), &self.table);
         table.keys = self.keys.clone();
+        table.clock = Arc::clone(&self.clock);
         for write in &mut self.writes {
             write.prepare(&table).await?;
         }

@@ -8,6 +8,7 @@ use futures::stream::{self, StreamExt};
 use super::Table;
 use crate::backend::checks::operation_payload_bound;
 use crate::backend::{BatchOperation, UpdateMode};
+use crate::datetime::DateTime;
 use crate::entity::IfMatch;
 use crate::error::Error;
 use crate::schema::{self, TableEntity, WriteNeeds};
@@ -199,12 +200,10 @@ impl<T: TableEntity> BulkWriter<T> {
         if let Err(error) = Table::<T>::refuse_unwritable() {
             return BulkReport::all_failed(items.len(), error);
         }
+        let now = self.table.clock.now();
         if crate::schema::expiry_property::<T>().is_some() && mode != Mode::Delete {
             // The expiry index rows before the entities' (see `index_expiry`).
-            let rows: Vec<_> = items
-                .iter()
-                .filter_map(|i| schema::to_entity(i).ok())
-                .collect();
+            let rows: Vec<_> = items.iter().filter_map(|i| row_at(i, now).ok()).collect();
             if let Err(error) = self.table.index_expiries(&rows).await {
                 return BulkReport::all_failed(items.len(), error);
             }
@@ -240,7 +239,7 @@ impl<T: TableEntity> BulkWriter<T> {
         // Build every operation first; an item that cannot even be encoded fails alone.
         let mut partitions: BTreeMap<String, Vec<(usize, BatchOperation)>> = BTreeMap::new();
         for (index, item) in items.iter().enumerate() {
-            match operation(item, mode, self.table.record_writes) {
+            match operation(item, mode, self.table.record_writes, now) {
                 Ok(op) => partitions
                     .entry(op.keys().0.to_owned())
                     .or_default()
@@ -391,15 +390,20 @@ async fn write_one<T: TableEntity>(
 /// the row's write history (unless `tagged` is off, or the row has no room
 /// for it), by which a row read back after a lost answer, or after a resent
 /// batch's conflict, is told from another writer's.
-fn operation<T: TableEntity>(item: &T, mode: Mode, tagged: bool) -> Result<BatchOperation, Error> {
+fn operation<T: TableEntity>(
+    item: &T,
+    mode: Mode,
+    tagged: bool,
+    now: DateTime,
+) -> Result<BatchOperation, Error> {
     Ok(match mode {
         Mode::Insert => {
-            let mut row = schema::to_entity(item)?;
+            let mut row = row_at(item, now)?;
             super::write::Recorded::insert().add_to::<T>(&mut row, tagged);
             BatchOperation::Insert(row)
         }
         Mode::Upsert(mode) => BatchOperation::Upsert {
-            entity: schema::to_entity(item)?,
+            entity: row_at(item, now)?,
             mode,
         },
         Mode::Delete => BatchOperation::Delete {
@@ -408,6 +412,13 @@ fn operation<T: TableEntity>(item: &T, mode: Mode, tagged: bool) -> Result<Batch
             if_match: IfMatch::Any,
         },
     })
+}
+
+/// The row of `item`, written at `now` (which a time to live counts from).
+fn row_at<T: TableEntity>(item: &T, now: DateTime) -> Result<crate::entity::Entity, Error> {
+    let mut row = schema::to_entity(item)?;
+    schema::stamp_write::<T>(&mut row, now);
+    Ok(row)
 }
 
 /// One batch: the operations, and the input index of each.

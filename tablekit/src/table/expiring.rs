@@ -90,11 +90,14 @@ impl<T: TableEntity> Table<T> {
 
     /// [`index_expiry`](Self::index_expiry) of many rows, in transactions
     /// of one index partition.
-    pub(crate) async fn index_expiries(&self, rows: &[Entity]) -> Result<()> {
+    pub(crate) async fn index_expiries(
+        &self,
+        rows: impl IntoIterator<Item = &Entity>,
+    ) -> Result<()> {
         // By partition, each row once (a transaction names a row once).
         type Rows = std::collections::BTreeMap<String, Entity>;
         let mut partitions: std::collections::BTreeMap<String, Rows> = Default::default();
-        for index in rows.iter().filter_map(schema::index_row::<T>) {
+        for index in rows.into_iter().filter_map(schema::index_row::<T>) {
             let partition = partitions.entry(index.partition_key.clone()).or_default();
             partition.insert(index.row_key.clone(), index);
         }
@@ -206,9 +209,15 @@ impl<T: TableEntity> Table<T> {
         let Some(row) = self.read_stored(pk, rk).await? else {
             return Ok(Verdict::Passed);
         };
-        match (schema::expired::<T, _>(&row.properties, now), row.etag) {
-            (true, Some(etag)) => Ok(Verdict::Due(pk.clone(), rk.clone(), etag)),
-            _ => Ok(Verdict::Passed),
+        if !schema::expired::<T, _>(&row.properties, now) {
+            // Written again since, or its type's time to live made longer:
+            // indexed at the time it expires now before this row goes.
+            self.index_expiry(&row).await?;
+            return Ok(Verdict::Passed);
+        }
+        match row.etag {
+            Some(etag) => Ok(Verdict::Due(pk.clone(), rk.clone(), etag)),
+            None => Ok(Verdict::Passed),
         }
     }
 

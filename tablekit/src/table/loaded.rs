@@ -52,6 +52,9 @@ pub struct Loaded<T> {
     /// a read that keeps it opened them (a migration seals again the rows
     /// of keys other than the current one).
     pub(super) sealed_under: Option<Box<str>>,
+    /// Set by a migration, whose write is not the entity's own: a time to
+    /// live keeps counting from the last write the row records.
+    pub(super) keeps_last_write: bool,
 }
 
 impl<T> Loaded<T> {
@@ -68,6 +71,7 @@ impl<T> Loaded<T> {
             previous_kind: None,
             unknown: crate::entity::Properties::new(),
             sealed_under: None,
+            keeps_last_write: false,
         }
     }
 

@@ -631,6 +631,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 // encrypted fields.
                 let mut entity = self.table.row_of(&**loaded, false).await?;
                 super::unknown::restore(&mut entity, Loaded::unknown_properties(loaded));
+                super::unknown::keep_last_write(&mut entity, Loaded::unknown_properties(loaded));
                 operations.push(crate::backend::BatchOperation::Update {
                     entity,
                     mode: crate::backend::UpdateMode::Replace,
@@ -716,6 +717,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             }
         };
         let mut last = None;
+        loaded.keeps_last_write = true;
         for _ in 0..ATTEMPTS {
             match self.table.replace(&mut loaded).await {
                 Ok(_) => {

@@ -74,9 +74,14 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// A typed view of one table, for the entities of one type.
 ///
 /// # Rows that expire
-/// A type whose `DateTime` (or `Option<DateTime>`) field is marked
+/// A type declared `#[tablekit(time_to_live = "30m")]` has entities that
+/// expire 30 minutes after their last typed write (each write stamps its
+/// time, by the table's clock, in [`LAST_WRITE_PROPERTY`](schema::LAST_WRITE_PROPERTY);
+/// a migration keeps the stamp, and `merge_element` does not count as a
+/// write). A type whose `DateTime` (or `Option<DateTime>`) field is marked
 /// `#[tablekit(expires)]` has entities that expire at that time (`None`
-/// never expires). From that instant on, by the table's clock
+/// never expires). A time to live changed in the code applies at once to
+/// every stored entity. From the instant an entity expires, by the table's clock
 /// ([`with_clock`](Table::with_clock)), no typed read sees the entity:
 /// `get` and `exists` answer as for a missing one, queries, pages, counts
 /// and projections leave it out (the store is asked for live rows alone),
@@ -124,9 +129,9 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// entity that expires first puts a row in its type's expiry index (the
 /// entities by hour of expiry), so a sweep reads only the rows that are
 /// due, never the table. It deletes each entity under the ETag it read,
-/// so one written again meanwhile stays. An `expires` field is not yet allowed
-/// in a type with indexes, a change feed, `wide`, `blob` or `offload`
-/// fields (a compile error says so), and a transaction's or the bulk
+/// so one written again meanwhile stays. Expiry is not yet allowed in a
+/// type with indexes, a change feed, `wide`, `blob` or `offload` fields (a
+/// compile error says so), and a transaction's or the bulk
 /// writer's insert over an expired entity is refused as a taken key (an
 /// `upsert` replaces it).
 pub struct Table<T> {
@@ -461,6 +466,7 @@ impl<K: EntityKinds> Table<K> {
                     // the row again.
                     unknown: crate::entity::Properties::new(),
                     sealed_under: None,
+                    keeps_last_write: false,
                 })),
                 Err(_) if unknown == UnknownKind::Skip => Ok(None),
                 Err(entity) => Err(crate::error::SchemaError::UnknownKind {

@@ -247,6 +247,7 @@ fn load_parts<T: TableEntity>(
         previous_kind,
         unknown: unknown::unknown_taken::<T>(properties),
         sealed_under: None,
+        keeps_last_write: false,
     })
 }
 

@@ -142,6 +142,8 @@ impl<T: TableEntity> Table<T> {
     /// their new content key would leave the others unreadable.
     pub(crate) async fn row_of(&self, value: &T, merge: bool) -> Result<Entity> {
         let mut row = crate::schema::to_entity_unsealed(value)?;
+        // A time to live counts from each write.
+        crate::schema::stamp_write::<T>(&mut row, self.clock.now());
         if encrypted::<T>().is_some() {
             Self::refuse_part_merge(&row, merge)?;
             // Boxed: a type without encrypted fields does not carry it.

@@ -51,6 +51,16 @@ pub(crate) fn unknown_taken<T: TableEntity>(leftover: &mut Properties) -> Proper
     unknown_of::<T>(std::mem::take(leftover))
 }
 
+/// Puts back in `row` the time of the last write `unknown` records (for a
+/// write that is not the entity's own, such as a migration's, from which
+/// a time to live does not count).
+pub(crate) fn keep_last_write(row: &mut Entity, unknown: &Properties) {
+    if let Some(last) = unknown.get(schema::LAST_WRITE_PROPERTY) {
+        row.properties
+            .insert(schema::LAST_WRITE_PROPERTY, last.clone());
+    }
+}
+
 /// Adds to `row` (an entity's row as its type writes it) each of `unknown`
 /// it does not hold: the row then replaces the stored one without removing
 /// what the type does not know.

@@ -246,6 +246,11 @@ impl<T: TableEntity> Table<T> {
             .await
             .map(Written::Many),
             Write::Rows(operations) => {
+                if schema::expiry_property::<T>().is_some() {
+                    // The expiry index rows before the entities'.
+                    Box::pin(self.index_expiries(operations.iter().filter_map(|op| op.entity())))
+                        .await?;
+                }
                 crate::exec::submit_transaction(self.backend.as_ref(), &self.name, operations)
                     .await
                     .map(Written::Many)
@@ -315,6 +320,9 @@ impl<T: TableEntity> Table<T> {
             .await?;
         if mode == UpdateMode::Replace {
             unknown::restore(&mut row, &loaded.unknown);
+        }
+        if loaded.keeps_last_write {
+            unknown::keep_last_write(&mut row, &loaded.unknown);
         }
         let new_keys = new_index_keys(&loaded.value, &row);
         let old_keys = loaded.index_keys();

@@ -62,7 +62,9 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 return Ok(());
             }
             let table: crate::table::Table<T> = table.of();
-            // The expiry index row before the entity's (see `index_expiry`).
+            // A time to live counts from each write; the expiry index row
+            // goes before the entity's (see `index_expiry`).
+            crate::schema::stamp_write::<T>(self.entity.to_mut(), table.clock.now());
             table.index_expiry(&self.entity).await?;
             if crate::schema::encrypted::<T>().is_none() {
                 return Ok(());
