@@ -32,6 +32,8 @@ const RACES: usize = 4;
 const READS_AT_ONCE: usize = 16;
 /// Rows of one transaction.
 const BATCH: usize = 100;
+/// Transactions of the sweep sent at once.
+const AT_ONCE: usize = 4;
 
 /// What one [`sweep_expired`](Table::sweep_expired) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -237,38 +239,54 @@ impl<T: TableEntity> Table<T> {
                 operation: "sweeping expired entities that keep other rows",
             });
         }
-        let mut gone = Vec::new();
         let mut partitions: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
         for entry in doomed {
             partitions.entry(entry.1.as_str()).or_default().push(entry);
         }
-        for entries in partitions.values() {
-            for chunk in entries.chunks(BATCH) {
-                let operations: Vec<BatchOperation> = chunk
-                    .iter()
-                    .map(|(_, pk, rk, etag)| BatchOperation::Delete {
-                        partition_key: pk.clone(),
-                        row_key: rk.clone(),
-                        if_match: IfMatch::ETag(etag.clone()),
-                    })
-                    .collect();
-                match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
-                    Ok(_) => gone.extend(chunk.iter().map(|(at, ..)| (*at, true))),
-                    // One changed or gone: each alone.
-                    Err(Error::BatchFailed { .. }) => {
-                        for (at, pk, rk, etag) in chunk.iter().copied() {
-                            let guard = IfMatch::ETag(etag.clone());
-                            let delete = EntityWrite::Delete(pk, rk, &guard);
-                            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
-                                Ok(_) => gone.push((*at, true)),
-                                Err(Error::EntityNotFound { .. }) => gone.push((*at, false)),
-                                Err(Error::PreconditionFailed { .. }) => {}
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
+        // Made before they are streamed (see `judge`'s).
+        let chunks: Vec<_> = partitions
+            .values()
+            .flat_map(|entries| entries.chunks(BATCH))
+            .map(|chunk| self.delete_chunk(chunk))
+            .collect();
+        let mut gone = Vec::new();
+        let mut done = stream::iter(chunks).buffer_unordered(AT_ONCE);
+        while let Some(chunk) = done.next().await {
+            gone.extend(chunk?);
+        }
+        Ok(gone)
+    }
+
+    /// [`delete_due`](Self::delete_due) of up to a transaction's worth of
+    /// one partition: in one transaction, or each alone when one of them
+    /// changed or went meanwhile.
+    async fn delete_chunk(
+        &self,
+        chunk: &[&(usize, String, String, ETag)],
+    ) -> Result<Vec<(usize, bool)>> {
+        let operations: Vec<BatchOperation> = chunk
+            .iter()
+            .map(|(_, pk, rk, etag)| BatchOperation::Delete {
+                partition_key: pk.clone(),
+                row_key: rk.clone(),
+                if_match: IfMatch::ETag(etag.clone()),
+            })
+            .collect();
+        match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
+            Ok(_) => return Ok(chunk.iter().map(|(at, ..)| (*at, true)).collect()),
+            Err(Error::BatchFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let mut gone = Vec::new();
+        for (at, pk, rk, etag) in chunk.iter().copied() {
+            let guard = IfMatch::ETag(etag.clone());
+            let delete = EntityWrite::Delete(pk, rk, &guard);
+            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
+                Ok(_) => gone.push((*at, true)),
+                Err(Error::EntityNotFound { .. }) => gone.push((*at, false)),
+                // Written again meanwhile: judged again next time.
+                Err(Error::PreconditionFailed { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(gone)
@@ -283,30 +301,40 @@ impl<T: TableEntity> Table<T> {
                 .or_default()
                 .push(row);
         }
-        for entries in partitions.values() {
-            for chunk in entries.chunks(BATCH) {
-                let operations: Vec<BatchOperation> = chunk
-                    .iter()
-                    .map(|row| BatchOperation::Delete {
-                        partition_key: row.partition_key.clone(),
-                        row_key: row.row_key.clone(),
-                        if_match: IfMatch::Any,
-                    })
-                    .collect();
-                match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
-                    Ok(_) => {}
-                    Err(Error::BatchFailed { .. }) => {
-                        for row in chunk {
-                            let (pk, rk) = (&row.partition_key, &row.row_key);
-                            let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
-                            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
-                                Ok(_) | Err(Error::EntityNotFound { .. }) => {}
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
+        let chunks: Vec<_> = partitions
+            .values()
+            .flat_map(|entries| entries.chunks(BATCH))
+            .map(|chunk| self.drop_chunk(chunk))
+            .collect();
+        let mut done = stream::iter(chunks).buffer_unordered(AT_ONCE);
+        while let Some(chunk) = done.next().await {
+            chunk?;
+        }
+        Ok(())
+    }
+
+    /// [`drop_index_rows`](Self::drop_index_rows) of up to a transaction's
+    /// worth of one partition.
+    async fn drop_chunk(&self, chunk: &[&Entity]) -> Result<()> {
+        let operations: Vec<BatchOperation> = chunk
+            .iter()
+            .map(|row| BatchOperation::Delete {
+                partition_key: row.partition_key.clone(),
+                row_key: row.row_key.clone(),
+                if_match: IfMatch::Any,
+            })
+            .collect();
+        match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
+            Ok(_) => return Ok(()),
+            Err(Error::BatchFailed { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        for row in chunk {
+            let (pk, rk) = (&row.partition_key, &row.row_key);
+            let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
+            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
+                Ok(_) | Err(Error::EntityNotFound { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(())

@@ -1,0 +1,164 @@
+//! Rows that expire, on the local store, in the same run:
+//!
+//! - the sweep: `n` expired entities deleted by `Table::sweep_expired`
+//!   (reading the due rows of the expiry index, then each entity, then
+//!   deleting both), in rows per second, beside deleting the same `n`
+//!   entities by key with the bulk writer;
+//! - reads: every entity of a table read by typed queries, one partition
+//!   after another, when half its rows have expired (and are passed by),
+//!   beside a table holding only the live half.
+//!
+//! `cargo bench -p tablekit-local --bench expiry` (`-- 20000` for fewer
+//! rows). Each figure is the median of 5 rounds, the two sides of a
+//! comparison measured one after the other in each round.
+//!
+//! A load measurement, not a statistical micro-benchmark: no criterion.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tablekit::clock::{Clock, ManualClock};
+use tablekit::{DateTime, Table, TableBackend, TableEntity};
+use tablekit_local::LocalStorage;
+
+/// A session with its own expiry time (`None`: never).
+#[derive(TableEntity, Clone, Debug)]
+#[tablekit(table = "Sessions", kind = "SES")]
+struct Session {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    device: String,
+    token: String,
+    #[tablekit(expires)]
+    expires_at: Option<DateTime>,
+}
+
+const PARTITIONS: u32 = 10;
+const ROUNDS: usize = 5;
+
+fn session(id: u32, expires_at: Option<DateTime>) -> Session {
+    Session {
+        user: format!("user{}", id % PARTITIONS),
+        id,
+        device: format!("device {id}"),
+        token: format!("{id:0>100}"),
+        expires_at,
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A new table `name` of the store, on `clock`.
+async fn table(backend: &Arc<dyn TableBackend>, name: &str, clock: &ManualClock) -> Table<Session> {
+    let t: Table<Session> =
+        Table::from_arc(Arc::clone(backend), name).with_clock(Arc::new(clock.clone()));
+    t.create_if_missing().await.expect("the table");
+    t
+}
+
+/// Rows per second of the sweep, and of the bulk writer's deletes by key.
+async fn sweep_round(
+    backend: &Arc<dyn TableBackend>,
+    clock: &ManualClock,
+    n: u32,
+    round: usize,
+) -> (f64, f64) {
+    let soon = clock.now().saturating_add(Duration::from_secs(60));
+    let items: Vec<Session> = (0..n).map(|i| session(i, Some(soon))).collect();
+    let swept = table(backend, &format!("Swept{round}"), clock).await;
+    assert!(swept.bulk().insert(&items).await.is_complete());
+    let deleted = table(backend, &format!("Deleted{round}"), clock).await;
+    assert!(deleted.bulk().insert(&items).await.is_complete());
+    clock.advance(Duration::from_secs(120));
+
+    let start = Instant::now();
+    let mut count = 0;
+    loop {
+        let sweep = swept.sweep_expired(10_000).await.expect("a sweep");
+        count += sweep.deleted;
+        if !sweep.more {
+            break;
+        }
+    }
+    let sweep_rate = f64::from(n) / start.elapsed().as_secs_f64();
+    assert_eq!(count, n as usize);
+
+    let start = Instant::now();
+    assert!(deleted.bulk().delete(&items).await.is_complete());
+    let delete_rate = f64::from(n) / start.elapsed().as_secs_f64();
+    (sweep_rate, delete_rate)
+}
+
+/// Seconds to read every live entity of `t`, partition by partition.
+async fn read_all(t: &Table<Session>, live: usize) -> f64 {
+    let start = Instant::now();
+    let mut read = 0;
+    for p in 0..PARTITIONS {
+        read += t
+            .query()
+            .partition(format!("user{p}"))
+            .collect()
+            .await
+            .expect("a query")
+            .len();
+    }
+    assert_eq!(read, live);
+    start.elapsed().as_secs_f64()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        return;
+    }
+    let n: u32 = (args.iter().skip(1))
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(100_000);
+    let dir = tempfile::tempdir().expect("a directory");
+    let backend: Arc<dyn TableBackend> = Arc::new(LocalStorage::open(dir.path()).expect("open"));
+    let clock = ManualClock::new();
+
+    let (mut sweeps, mut deletes) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        let (sweep, delete) = sweep_round(&backend, &clock, n, round).await;
+        sweeps.push(sweep);
+        deletes.push(delete);
+    }
+    let (sweep, delete) = (median(sweeps), median(deletes));
+    println!(
+        "sweep of {n} expired entities: {sweep:.0} rows/s; bulk delete by key: {delete:.0} rows/s; ratio {:.2}",
+        sweep / delete
+    );
+
+    // Half of `mixed` has expired (every other id); `live` holds the rest.
+    let soon = clock.now().saturating_add(Duration::from_secs(60));
+    let mixed = table(&backend, "Mixed", &clock).await;
+    let all: Vec<Session> = (0..n)
+        .map(|i| session(i, (i % 2 == 0).then_some(soon)))
+        .collect();
+    assert!(mixed.bulk().insert(&all).await.is_complete());
+    let live = table(&backend, "Live", &clock).await;
+    let odd: Vec<Session> = all.iter().filter(|s| s.id % 2 == 1).cloned().collect();
+    assert!(live.bulk().insert(&odd).await.is_complete());
+    clock.advance(Duration::from_secs(120));
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        with.push(read_all(&mixed, odd.len()).await);
+        without.push(read_all(&live, odd.len()).await);
+    }
+    let (with, without) = (median(with), median(without));
+    println!(
+        "reads of {} live entities: {:.1} ms beside {} expired, {:.1} ms alone; ratio {:.2}",
+        odd.len(),
+        with * 1e3,
+        n as usize - odd.len(),
+        without * 1e3,
+        with / without
+    );
+}
