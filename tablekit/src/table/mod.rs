@@ -81,7 +81,11 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// write). A type whose `DateTime` (or `Option<DateTime>`) field is marked
 /// `#[tablekit(expires)]` has entities that expire at that time (`None`
 /// never expires). A time to live changed in the code applies at once to
-/// every stored entity. From the instant an entity expires, by the table's clock
+/// every stored entity's reads; to have the sweep delete them at their new
+/// time, and to give a time to live to rows written before the type had
+/// one (they never expire until written again), raise the type's version
+/// and run its [migration](Table::migrate): it stamps rows without a write
+/// time with its own, keeps the others', and indexes each at its new time. From the instant an entity expires, by the table's clock
 /// ([`with_clock`](Table::with_clock)), no typed read sees the entity:
 /// `get` and `exists` answer as for a missing one, queries, pages, counts
 /// and projections leave it out (the store is asked for live rows alone),
