@@ -126,6 +126,22 @@ pub async fn expired_rows_are_passed_by_every_read(backend: Arc<dyn TableBackend
     // Long after: what has no expiry time is there still.
     clock.set(at(24 * 60));
     assert_eq!(listed(&t).await, [3]);
+
+    // A transaction's insert and the bulk writer's take expired keys too;
+    // a live entity's they do not.
+    let mut tx = t.transaction();
+    tx.insert(&session(1, None)).expect("insert");
+    tx.submit()
+        .await
+        .expect("a transaction over an expired entity");
+    let report = t.bulk().insert(&[session(2, None), session(3, None)]).await;
+    assert_eq!(report.written, 1, "{report:?}");
+    assert_eq!(report.failures.len(), 1, "{report:?}");
+    assert_eq!(report.failures[0].index, 1, "the live one is refused");
+    assert_eq!(listed(&t).await, [1, 2, 3]);
+    let mut tx = t.transaction();
+    tx.insert(&session(3, None)).expect("insert");
+    assert!(tx.submit().await.is_err(), "a live entity holds its keys");
     backend.delete_table(&name).await.expect("drop");
 }
 

@@ -193,7 +193,36 @@ impl<T: TableEntity> BulkWriter<T> {
             let first = report.failures.first().map(|f| &*f.error);
             call.finish_outcome(first.is_some(), first);
         };
-        call.observe(self.run_unspanned(items, mode), done).await
+        let run = async {
+            let report = self.run_unspanned(items, mode).await;
+            self.over_expired(items, mode, report).await
+        };
+        call.observe(run, done).await
+    }
+
+    /// The inserts of `report` refused as taken keys, each tried again
+    /// through [`Table::insert`], which takes the keys of an expired entity
+    /// (for a type whose entities expire).
+    async fn over_expired(&self, items: &[T], mode: Mode, mut report: BulkReport) -> BulkReport {
+        if mode != Mode::Insert || crate::schema::expiry_property::<T>().is_none() {
+            return report;
+        }
+        let mut kept = Vec::with_capacity(report.failures.len());
+        for failure in std::mem::take(&mut report.failures) {
+            if !matches!(*failure.error, Error::EntityAlreadyExists { .. }) {
+                kept.push(failure);
+                continue;
+            }
+            match self.table.insert(&items[failure.index]).await {
+                Ok(_) => report.written += 1,
+                Err(error) => kept.push(BulkFailure {
+                    index: failure.index,
+                    error: Arc::new(error),
+                }),
+            }
+        }
+        report.failures = kept;
+        report
     }
 
     async fn run_unspanned(&self, items: &[T], mode: Mode) -> BulkReport {

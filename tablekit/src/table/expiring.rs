@@ -79,6 +79,18 @@ impl<T: TableEntity> Table<T> {
         Err(taken)
     }
 
+    /// The ETag of the expired entity stored under the keys of `row`, if
+    /// one is (for a type whose entities expire).
+    pub(crate) async fn expired_at(&self, row: &Entity) -> Result<Option<ETag>> {
+        if schema::expiry_property::<T>().is_none() {
+            return Ok(None);
+        }
+        let stored = self.read_stored(&row.partition_key, &row.row_key).await?;
+        Ok(stored
+            .filter(|stored| schema::expired::<T, _>(&stored.properties, self.clock.now()))
+            .and_then(|stored| stored.etag))
+    }
+
     /// Puts the expiry index row of `row`, an entity of `T` about to be
     /// written, if it holds an expiry time (see the module's notes).
     pub(crate) async fn index_expiry(&self, row: &Entity) -> Result<()> {

@@ -94,7 +94,8 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// place. A write through a value read before the entity expired still
 /// applies, as its ETag names that version, and writes that read nothing
 /// (upserts, unconditional updates, deletes by key) act on the row as
-/// stored. Untyped access (the backend,
+/// stored. Transactions and the bulk writer insert over an expired entity
+/// as `insert` does. Untyped access (the backend,
 /// copies, exports) shows the row as stored;
 /// [`schema::expired`] tells whether it has
 /// expired.
@@ -135,9 +136,7 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// due, never the table. It deletes each entity under the ETag it read,
 /// so one written again meanwhile stays. Expiry is not yet allowed in a
 /// type with indexes, a change feed, `wide`, `blob` or `offload` fields (a
-/// compile error says so), and a transaction's or the bulk
-/// writer's insert over an expired entity is refused as a taken key (an
-/// `upsert` replaces it).
+/// compile error says so).
 pub struct Table<T> {
     pub(crate) backend: Arc<dyn TableBackend>,
     pub(crate) name: Arc<str>,

@@ -66,6 +66,14 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
             // goes before the entity's (see `index_expiry`).
             crate::schema::stamp_write::<T>(self.entity.to_mut(), table.clock.now());
             table.index_expiry(&self.entity).await?;
+            if matches!(self.write, RowWrite::Insert) {
+                // An expired entity does not hold its keys: the insert
+                // replaces it, guarded by the version read.
+                if let Some(etag) = table.expired_at(&self.entity).await? {
+                    let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag));
+                    self.write = write;
+                }
+            }
             if crate::schema::encrypted::<T>().is_none() {
                 return Ok(());
             }
