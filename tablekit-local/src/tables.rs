@@ -461,13 +461,9 @@ impl tablekit_core::layer::RawTables for LocalStorage {
     }
 
     fn reads_rows(&self, query: &Query) -> bool {
-        // Rows are passed with every property, and a filter is evaluated on
-        // an entity: only a query of keys alone is read so.
+        // Rows are passed with every property (a filter is evaluated on the
+        // row as it is passed): a query with a projection is not read so.
         query.select.is_none()
-            && query
-                .filter
-                .as_ref()
-                .is_none_or(tablekit_core::backend::sorted::keys_only)
     }
 
     async fn read_rows(
@@ -478,9 +474,15 @@ impl tablekit_core::layer::RawTables for LocalStorage {
     ) -> Result<Option<ContinuationToken>> {
         if !tablekit_core::layer::RawTables::reads_rows(self, query) {
             return Err(Error::NotSupported {
-                operation: "read_rows of a query with a projection or a filter of properties",
+                operation: "read_rows of a query with a projection",
             });
         }
+        // A filter of keys alone is met by every row of the range; another
+        // is evaluated on each row before it is passed.
+        let filter = query
+            .filter
+            .as_ref()
+            .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
         // A panic of `read` is the caller's: it is carried past the
         // engine's boundary (which takes a panic for a damaged file) and
         // raised again there.
@@ -490,12 +492,17 @@ impl tablekit_core::layer::RawTables for LocalStorage {
                 let mut reader = RowReader::default();
                 self.page_rows(table, query, |key, row, names| {
                     let read = reader.with_row(key, row, names, |row| {
+                        if filter.is_some_and(|f| !f.matches_row(&view(&row))) {
+                            return Ok(Ok(None));
+                        }
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            crate::panics::outside(|| read(row))
+                            crate::panics::outside(|| read(row).map(Some))
                         }))
                     })?;
                     Some(match read {
-                        Ok(read) => read.map(|()| true),
+                        // Passed by the filter: not one of the page's rows.
+                        Ok(Ok(None)) => Ok(false),
+                        Ok(read) => read.map(|_| true),
                         Err(panic) => {
                             panicked = Some(panic);
                             Err(Error::NotSupported {
@@ -619,6 +626,16 @@ impl LocalStorage {
 }
 
 /// `entity` with only the `$select`ed properties (the keys always).
+/// A row passed by reference, as a filter sees it.
+fn view<'a>(row: &'a tablekit_core::backend::RowRef<'_>) -> tablekit_core::filter::RowView<'a> {
+    tablekit_core::filter::RowView {
+        partition_key: row.partition_key,
+        row_key: row.row_key,
+        timestamp: Some(row.timestamp),
+        properties: row.properties,
+    }
+}
+
 fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
     if let Some(select) = select {
         entity

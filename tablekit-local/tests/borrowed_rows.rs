@@ -344,19 +344,49 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
         .await
         .unwrap();
 
-    // A query the store does not pass by reference is refused as such.
+    // A query the store does not pass by reference (a projection) is
+    // refused as such.
     let projected = query.clone().select(["name"]);
+    assert!(!store.reads_rows(&projected));
+    let refused = store
+        .read_rows("Staff", &projected, &mut |_: RowRef<'_>| Ok(()))
+        .await;
+    assert!(
+        matches!(refused, Err(Error::NotSupported { .. })),
+        "{refused:?}"
+    );
+
+    // A filter of properties is evaluated on each row before it is passed:
+    // the rows passed are those a query returns, page by page.
     let filtered = Query::new().filter(tablekit::filter::prop("age").gt(30));
-    for query in [projected, filtered] {
-        assert!(!store.reads_rows(&query));
-        let refused = store
-            .read_rows("Staff", &query, &mut |_: RowRef<'_>| Ok(()))
-            .await;
-        assert!(
-            matches!(refused, Err(Error::NotSupported { .. })),
-            "{refused:?}"
-        );
+    assert!(store.reads_rows(&filtered));
+    let mut expected = Vec::new();
+    let mut page_query = filtered.clone();
+    loop {
+        let page = store.query_entities("Staff", &page_query).await.unwrap();
+        expected.extend(page.entities.into_iter().map(|e| e.row_key));
+        match page.continuation {
+            Some(next) => page_query.continuation = Some(next),
+            None => break,
+        }
     }
+    assert!(!expected.is_empty());
+    let mut passed = Vec::new();
+    let mut page_query = filtered;
+    loop {
+        let next = store
+            .read_rows("Staff", &page_query, &mut |row: RowRef<'_>| {
+                passed.push(row.row_key.to_owned());
+                Ok(())
+            })
+            .await
+            .unwrap();
+        match next {
+            Some(next) => page_query.continuation = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(passed, expected);
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -14,10 +14,36 @@ enum Field<'a> {
     Time(crate::datetime::DateTime),
 }
 
-fn lookup<'a>(entity: &'a Entity, name: &str) -> Option<Field<'a>> {
+/// A row as a filter sees it: its keys, Timestamp and properties,
+/// borrowed (from an [`Entity`], or from a row a backend passes by
+/// reference).
+#[derive(Debug, Clone, Copy)]
+pub struct RowView<'a> {
+    /// The PartitionKey.
+    pub partition_key: &'a str,
+    /// The RowKey.
+    pub row_key: &'a str,
+    /// The Timestamp, if known.
+    pub timestamp: Option<crate::datetime::DateTime>,
+    /// The custom properties.
+    pub properties: &'a crate::entity::Properties,
+}
+
+impl<'a> From<&'a Entity> for RowView<'a> {
+    fn from(entity: &'a Entity) -> RowView<'a> {
+        RowView {
+            partition_key: &entity.partition_key,
+            row_key: &entity.row_key,
+            timestamp: entity.timestamp,
+            properties: &entity.properties,
+        }
+    }
+}
+
+fn lookup<'a>(entity: &RowView<'a>, name: &str) -> Option<Field<'a>> {
     match name {
-        "PartitionKey" => Some(Field::Str(&entity.partition_key)),
-        "RowKey" => Some(Field::Str(&entity.row_key)),
+        "PartitionKey" => Some(Field::Str(entity.partition_key)),
+        "RowKey" => Some(Field::Str(entity.row_key)),
         "Timestamp" => entity.timestamp.map(Field::Time),
         _ => entity.properties.get(name).map(Field::Value),
     }
@@ -26,11 +52,11 @@ fn lookup<'a>(entity: &'a Entity, name: &str) -> Option<Field<'a>> {
 /// How deep [`matches`] recurses before it goes on with its own stack.
 const RECURSION_LIMIT: usize = 64;
 
-pub(super) fn matches(filter: &Filter, entity: &Entity) -> bool {
+pub(super) fn matches(filter: &Filter, entity: &RowView<'_>) -> bool {
     matches_at(filter, entity, 0)
 }
 
-fn matches_at(filter: &Filter, entity: &Entity, depth: usize) -> bool {
+fn matches_at(filter: &Filter, entity: &RowView<'_>, depth: usize) -> bool {
     if depth > RECURSION_LIMIT {
         return matches_deep(filter, entity);
     }
@@ -49,7 +75,7 @@ fn matches_at(filter: &Filter, entity: &Entity, depth: usize) -> bool {
 /// Evaluates a tree of any depth with a stack of its own (and without
 /// short-circuits): for trees no backend would accept, which a caller may
 /// still evaluate directly.
-fn matches_deep(filter: &Filter, entity: &Entity) -> bool {
+fn matches_deep(filter: &Filter, entity: &RowView<'_>) -> bool {
     // Visit each node twice: first to schedule its operands, then, with their
     // results on `results`, to combine them.
     let mut work = vec![(filter, false)];
@@ -83,7 +109,7 @@ fn matches_deep(filter: &Filter, entity: &Entity) -> bool {
     results.pop().unwrap_or(false)
 }
 
-fn compare(entity: &Entity, property: &str, op: CompareOp, value: &Value) -> bool {
+fn compare(entity: &RowView<'_>, property: &str, op: CompareOp, value: &Value) -> bool {
     match lookup(entity, property) {
         // A comparison with a property the entity lacks is false, `ne` too.
         None => false,

@@ -18,6 +18,7 @@
 //! ```
 
 mod eval;
+pub use eval::RowView;
 mod parse;
 
 use std::fmt;
@@ -373,7 +374,13 @@ impl Filter {
     /// constant; other mismatches make `eq`, `gt`, `ge` false and `ne`, `lt`,
     /// `le` true); strings compare by UTF-16 code units.
     pub fn matches(&self, entity: &crate::entity::Entity) -> bool {
-        eval::matches(self, entity)
+        eval::matches(self, &RowView::from(entity))
+    }
+
+    /// [`matches`](Filter::matches) of a row seen through a [`RowView`]
+    /// (borrowed, as a backend passes it by reference).
+    pub fn matches_row(&self, row: &RowView<'_>) -> bool {
+        eval::matches(self, row)
     }
 }
 
