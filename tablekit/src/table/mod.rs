@@ -134,7 +134,11 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// entity that expires first puts a row in its type's expiry index (the
 /// entities by hour of expiry), so a sweep reads only the rows that are
 /// due, never the table. It deletes each entity under the ETag it read,
-/// so one written again meanwhile stays. Expiry is not yet allowed in a
+/// so one written again meanwhile stays. On Cosmos DB for Table with the
+/// container's own time to live on, the two do not fight: a row the
+/// service deleted first is gone for the sweep as for any reader (a
+/// missing entity or index row is passed by), and the service's deletes
+/// follow its own clock, not the type's. Expiry is not yet allowed in a
 /// type with indexes, a change feed, `wide`, `blob` or `offload` fields (a
 /// compile error says so).
 pub struct Table<T> {
