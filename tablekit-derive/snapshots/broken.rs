@@ -1,5 +1,5 @@
 ::core::compile_error! {
-    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `alias`, `skip`, `default`, `with`, `flatten`, `json`, `series`, `blob`, `offload`, `index`, `unique`, `bucket`, `encrypted`"
+    "unknown tablekit field attribute `unknown`; expected one of `partition_key`, `row_key`, `rename`, `alias`, `skip`, `default`, `with`, `flatten`, `json`, `series`, `blob`, `offload`, `index`, `unique`, `bucket`, `encrypted`, `expires`"
 }
 ::core::compile_error! {
     "missing partition key: mark one or more fields with `#[tablekit(partition_key)]`"
