@@ -75,30 +75,32 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 ///
 /// # Rows that expire
 /// A type declared `#[tablekit(time_to_live = "30m")]` has entities that
-/// expire 30 minutes after their last typed write (each write stamps its
-/// time, by the table's clock, in [`LAST_WRITE_PROPERTY`](schema::LAST_WRITE_PROPERTY);
-/// a migration keeps the stamp, and `merge_element` does not count as a
-/// write). A type whose `DateTime` (or `Option<DateTime>`) field is marked
-/// `#[tablekit(expires)]` has entities that expire at that time (`None`
-/// never expires). A time to live changed in the code applies at once to
-/// every stored entity's reads; to have the sweep delete them at their new
-/// time, and to give a time to live to rows written before the type had
-/// one (they never expire until written again), raise the type's version
-/// and run its [migration](Table::migrate): it stamps rows without a write
-/// time with its own, keeps the others', and indexes each at its new time. From the instant an entity expires, by the table's clock
-/// ([`with_clock`](Table::with_clock)), no typed read sees the entity:
-/// `get` and `exists` answer as for a missing one, queries, pages, counts
-/// and projections leave it out (the store is asked for live rows alone),
-/// reads of a partition of several kinds pass it by, and `update` finds
-/// no entity. Its keys are free: `insert` writes a new entity in its
-/// place. A write through a value read before the entity expired still
-/// applies, as its ETag names that version, and writes that read nothing
-/// (upserts, unconditional updates, deletes by key) act on the row as
-/// stored. Transactions and the bulk writer insert over an expired entity
-/// as `insert` does. Untyped access (the backend,
-/// copies, exports) shows the row as stored;
-/// [`schema::expired`] tells whether it has
-/// expired.
+/// expire 30 minutes after their last typed write: each write stamps its
+/// time, by the table's clock, in
+/// [`LAST_WRITE_PROPERTY`](schema::LAST_WRITE_PROPERTY) (a migration keeps
+/// the stamp, and `merge_element` does not count as a write). A type whose
+/// `DateTime` (or `Option<DateTime>`) field is marked `#[tablekit(expires)]`
+/// has entities that expire at that time (`None` never expires).
+///
+/// From the instant an entity expires, by the table's clock
+/// ([`with_clock`](Table::with_clock)), no typed read sees it: `get` and
+/// `exists` answer as for a missing one; queries, pages, counts and
+/// projections leave it out (the store is asked for live rows alone);
+/// reads of a partition of several kinds pass it by; `update` finds no
+/// entity. Its keys are free: `insert` (a transaction's, the bulk
+/// writer's) writes a new entity in its place. A write through a value
+/// read before the entity expired still applies, as its ETag names that
+/// version, and writes that read nothing (upserts, unconditional updates,
+/// deletes by key) act on the row as stored. Untyped access (the backend,
+/// copies, exports) shows the row as stored; [`schema::expired`] tells
+/// whether it has expired.
+///
+/// A time to live changed in the code applies at once to the reads of
+/// every stored entity. To have the sweep delete them at their new time,
+/// and to give a time to live to rows written before the type had one
+/// (they never expire until written again), raise the type's version and
+/// run its [migration](Table::migrate): it stamps rows without a write
+/// time with its own, keeps the others', and indexes each at its new time.
 ///
 /// ```
 /// use std::{sync::Arc, time::Duration};
