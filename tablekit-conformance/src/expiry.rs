@@ -286,6 +286,13 @@ pub async fn expired_rows_are_swept_by_their_index(backend: Arc<dyn TableBackend
         "{sessions:?}"
     );
 
+    // A session moved to another partition keeps an index row at its keys.
+    let ten = t.get("ada", 10u32).await.expect("get").expect("stored");
+    let mut moved = (*ten).clone();
+    moved.user = "bob".into();
+    t.move_to(&ten, &moved).await.expect("a move");
+    assert!(t.get("bob", 10u32).await.expect("get").is_some());
+
     // The upkeep sweeps the rest when due.
     clock.set(at(2000));
     let upkeep = tablekit::upkeep::Upkeep::new()

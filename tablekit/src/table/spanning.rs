@@ -182,6 +182,8 @@ impl<T: TableEntity> Table<T> {
         let mut row = self.row_of(moved, false).await?;
         // The entity moves whole: what its type does not know goes with it.
         super::unknown::restore(&mut row, &loaded.unknown);
+        // The expiry index row before the moved entity's (see `index_expiry`).
+        self.index_expiry(&row).await?;
         let written = if crate::table::offload::blob_fields::<T>().is_empty() {
             Vec::new()
         } else {
