@@ -142,6 +142,13 @@ pub async fn expired_rows_are_passed_by_every_read(backend: Arc<dyn TableBackend
     let mut tx = t.transaction();
     tx.insert(&session(3, None)).expect("insert");
     assert!(tx.submit().await.is_err(), "a live entity holds its keys");
+    // A put after a commit would write it without its expiry index row.
+    let mut tx = t.transaction();
+    let refused = tx.then_put_value(&t, &session(4, None)).map(drop);
+    assert!(
+        matches!(refused, Err(Error::NotSupported { .. })),
+        "{refused:?}"
+    );
     backend.delete_table(&name).await.expect("drop");
 }
 

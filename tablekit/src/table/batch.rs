@@ -250,6 +250,12 @@ impl Transaction {
                 operation: "then_put of a type with encrypted fields, not yet",
             });
         }
+        if crate::schema::expiry_property::<U>().is_some() {
+            // Its expiry index row would not go before it.
+            return Err(crate::error::Error::NotSupported {
+                operation: "then_put of a type whose entities expire, not yet",
+            });
+        }
         if U::DESCRIPTOR.write_needs() != crate::schema::WriteNeeds::NONE {
             return Err(crate::error::Error::NotSupported {
                 operation: "then_put of a type with indexes, parts, offloaded fields or a change feed (a put elsewhere is one row)",
