@@ -41,6 +41,11 @@
 //! - **compact** makes a local store's file as short as its data (a store
 //!   written for a while keeps free space in it), and says how much it
 //!   gave back. No other program may have the store open.
+//! - **tables** lists a store's tables; **get** prints one row by its
+//!   keys; **query** prints the rows a filter matches (`--select`,
+//!   `--top`). They print `--format json` (the default: a row per line, as
+//!   `export` writes them), `table` (aligned columns) or `csv`, with no
+//!   colour or progress, so their output pipes cleanly.
 //!
 //! `--verbose` (`-v`, before or after the command) prints each operation
 //! on a store as it ends, with its outcome and time, and each retry and
@@ -67,6 +72,8 @@ use tablekit::copy::{
 };
 use tablekit::filter::Filter;
 use tablekit_stores::Stores;
+
+mod read;
 
 /// The forms of a store's connection string, for `--help`.
 const STORE_FORMS: &str = "\
@@ -240,7 +247,7 @@ fn import_command() -> Command {
 pub fn command() -> Command {
     Command::new("tablekit")
         .version(env!("CARGO_PKG_VERSION"))
-        .about("Copies tables between stores, and exports and imports them as JSON Lines")
+        .about("Copies tables between stores, exports and imports them as JSON Lines, and reads them")
         .after_help(STORE_FORMS)
         .subcommand_required(true)
         .arg_required_else_help(true)
@@ -257,6 +264,9 @@ pub fn command() -> Command {
         .subcommand(check_command())
         .subcommand(compact_command())
         .subcommand(import_command())
+        .subcommand(read::tables_command())
+        .subcommand(read::get_command())
+        .subcommand(read::query_command())
 }
 
 /// Runs the command line `args` (the program's name first).
@@ -280,6 +290,9 @@ where
         Some(("import", m)) => import(m).await,
         Some(("check", m)) => check(m).await,
         Some(("compact", m)) => compact(m).await,
+        Some(("tables", m)) => read::tables(m).await,
+        Some(("get", m)) => read::get(m).await,
+        Some(("query", m)) => read::query(m).await,
         _ => unreachable_usage(),
     }
 }
@@ -287,7 +300,7 @@ where
 fn unreachable_usage() -> Result<(), CliError> {
     Err(CliError::Usage(command().error(
         clap::error::ErrorKind::MissingSubcommand,
-        "name a command: copy, export, import, check or compact",
+        "name a command: copy, export, import, check, compact, tables, get or query",
     )))
 }
 
