@@ -153,33 +153,55 @@ pub(crate) async fn query(m: &ArgMatches) -> Result<(), CliError> {
     query.select = m
         .get_many::<String>("select")
         .map(|names| names.map(|n| n.trim().to_owned()).collect());
-    let rows = read_rows(&*from.tables, &table, query, top)
-        .await
-        .map_err(|e| at_store(from.location(), e))?;
-    print(&rows, format_of(m))
+    let format = format_of(m);
+    let mut rows = Vec::new();
+    // JSON lines go out page by page; a table or csv needs every row's
+    // columns first.
+    let streamed = format == Format::Json;
+    read_pages(&*from.tables, &table, query, top, &mut |page| {
+        if streamed {
+            print(&page, format)
+        } else {
+            rows.extend(page);
+            Ok(())
+        }
+    })
+    .await?
+    .map_err(|e| at_store(from.location(), e))?;
+    match streamed {
+        true => Ok(()),
+        false => print(&rows, format),
+    }
 }
 
-/// The rows of `query`, every page, at most `top`.
-async fn read_rows(
+/// Hands each page of `query` to `each`, at most `top` rows in all; the
+/// store's error, or `each`'s.
+async fn read_pages(
     backend: &dyn TableBackend,
     table: &str,
     mut query: Query,
     top: Option<u64>,
-) -> Result<Vec<Entity>, Error> {
-    let limit = top.map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX));
-    let mut rows = Vec::new();
+    each: &mut dyn FnMut(Vec<Entity>) -> Result<(), CliError>,
+) -> Result<Result<(), Error>, CliError> {
+    let mut left = top.map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX));
     loop {
-        let page = backend.query_entities(table, &query).await?;
+        let page = match backend.query_entities(table, &query).await {
+            Ok(page) => page,
+            Err(e) => return Ok(Err(e)),
+        };
         let next = page.continuation.clone();
-        for row in page.into_rows() {
-            if rows.len() == limit {
-                return Ok(rows);
+        let mut rows = Vec::new();
+        for row in page.into_rows().take(left) {
+            match row {
+                Ok(row) => rows.push(row),
+                Err(e) => return Ok(Err(e)),
             }
-            rows.push(row?);
         }
+        left -= rows.len();
+        each(rows)?;
         match next {
-            Some(next) if rows.len() < limit => query.continuation = Some(next),
-            _ => return Ok(rows),
+            Some(next) if left > 0 => query.continuation = Some(next),
+            _ => return Ok(Ok(())),
         }
     }
 }

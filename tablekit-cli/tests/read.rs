@@ -174,3 +174,36 @@ async fn query_lines_are_what_import_reads() {
     };
     assert_eq!(strip(rows), strip(orders()));
 }
+
+#[tokio::test]
+async fn query_reads_past_a_page_and_stops_at_top() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("store");
+    {
+        let store = LocalStorage::open(&path).expect("a store");
+        store.create_table("Big").await.expect("a table");
+        let rows: Vec<Entity> = (0..1100)
+            .map(|i| Entity::new("p", format!("r{i:04}")).with("N", i64::from(i)))
+            .collect();
+        for chunk in rows.chunks(100) {
+            let ops: Vec<_> = chunk
+                .iter()
+                .map(|r| tablekit::BatchOperation::Insert(r.clone()))
+                .collect();
+            store
+                .submit_transaction("Big", &ops)
+                .await
+                .expect("a batch");
+        }
+    }
+    let from = format!("UseLocalStorage={}", path.display());
+    let lines = |args: &[&str]| {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(0), "{err}");
+        out.lines().count()
+    };
+    let query = ["query", "--from", from.as_str(), "--table", "Big"];
+    assert_eq!(lines(&query), 1100);
+    assert_eq!(lines(&[&query[..], &["--top", "1050"]].concat()), 1050);
+    assert_eq!(lines(&[&query[..], &["--format", "csv"]].concat()), 1101);
+}
