@@ -49,6 +49,20 @@ pub struct ExpirySweep {
 }
 
 impl<T: TableEntity> Table<T> {
+    /// Whether the row whose properties are `props` has expired by the
+    /// table's clock (which is read only for a type whose entities expire:
+    /// every typed read asks).
+    pub(crate) fn has_expired(&self, props: &Properties) -> bool {
+        schema::expiry_property::<T>().is_some() && schema::expired::<T, _>(props, self.clock.now())
+    }
+
+    /// The condition that leaves expired rows out of a query of `T`, by the
+    /// table's clock (read only for a type whose entities expire).
+    pub(crate) fn live_filter(&self) -> Option<crate::filter::Filter> {
+        schema::expiry_property::<T>()?;
+        schema::live_filter::<T>(self.clock.now())
+    }
+
     /// The insert of `value` after the store refused it as `taken`: when
     /// the entity holding its keys has expired, `value` replaces it as a
     /// new entity (none of the expired row's properties is kept), guarded
@@ -64,7 +78,7 @@ impl<T: TableEntity> Table<T> {
                     other => return other.map(Written::etag),
                 }
             };
-            if !schema::expired::<T, _>(&stored.properties, self.clock.now()) {
+            if !self.has_expired(&stored.properties) {
                 return Err(taken);
             }
             let Some(etag) = stored.etag else {
@@ -87,7 +101,7 @@ impl<T: TableEntity> Table<T> {
         }
         let stored = self.read_stored(&row.partition_key, &row.row_key).await?;
         Ok(stored
-            .filter(|stored| schema::expired::<T, _>(&stored.properties, self.clock.now()))
+            .filter(|stored| self.has_expired(&stored.properties))
             .and_then(|stored| stored.etag))
     }
 

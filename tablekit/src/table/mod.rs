@@ -509,8 +509,7 @@ impl<T: TableEntity> Table<T> {
         Box::pin(async move {
             let (pk, rk) = keys?;
             let row = self.read_row(&pk, &rk).await?;
-            let now = self.clock.now();
-            row.filter(|row| !schema::expired::<T, _>(&row.properties, now))
+            row.filter(|row| !self.has_expired(&row.properties))
                 .map(load)
                 .transpose()
         })
@@ -532,8 +531,7 @@ impl<T: TableEntity> Table<T> {
             if schema::expiry_property::<T>().is_some() {
                 // Read with its expiry time, which says whether it is there.
                 let row = self.read_stored(&pk, &rk).await?;
-                let now = self.clock.now();
-                return Ok(row.is_some_and(|row| !schema::expired::<T, _>(&row.properties, now)));
+                return Ok(row.is_some_and(|row| !self.has_expired(&row.properties)));
             }
             self.row_under_any_name(&pk, &rk).await
         })

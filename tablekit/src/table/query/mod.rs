@@ -363,7 +363,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         };
         let filter = and(and(partition, kind_rows), self.filter.clone());
         // Expired rows are passed by where the store reads them.
-        let filter = and(filter, schema::live_filter::<T>(self.table.clock.now()));
+        let filter = and(filter, self.table.live_filter());
         let top = match (self.page_size, self.limit) {
             (Some(size), _) => Some(size),
             (None, Some(limit)) => Some(limit.clamp(1, MAX_PAGE_SIZE as usize) as u32),

@@ -461,7 +461,7 @@ impl<T: TableEntity> Table<T> {
             return Flow::Done(Ok(Done::Found(Box::new(stored))));
         }
         // An expired entity is not there for a write through its value.
-        if crate::schema::expired::<T, _>(&stored.properties, self.clock.now()) {
+        if self.has_expired(&stored.properties) {
             return Flow::Done(Err(self.not_found(pk, rk)));
         }
         match remake.lower_over(self, stored).await {

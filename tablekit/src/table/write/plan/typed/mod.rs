@@ -58,7 +58,9 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
 
     fn prepare<'a>(&'a mut self, table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            if matches!(self.write, RowWrite::Delete(_)) {
+            let plain = crate::schema::expiry_property::<T>().is_none()
+                && crate::schema::encrypted::<T>().is_none();
+            if plain || matches!(self.write, RowWrite::Delete(_)) {
                 return Ok(());
             }
             let table: crate::table::Table<T> = table.of();
