@@ -115,7 +115,9 @@ fn index_partitions<T: TableEntity>() -> String {
     format!("{EXPIRY_PARTITIONS}{kind}.{property}|")
 }
 
-/// The hour `at` falls in, as the end of an expiry index PartitionKey.
+/// The hour `at` falls in, as the end of an expiry index PartitionKey
+/// (`bucket::Period::Hour`'s stamp, made here: the schema lies below the
+/// patterns).
 fn hour_of(at: DateTime) -> String {
     let t = time::OffsetDateTime::from(at);
     let (y, m, d, h) = (t.year(), u8::from(t.month()), t.day(), t.hour());

@@ -250,10 +250,9 @@ impl<T: TableEntity> Table<T> {
     }
 
     /// Deletes the due entities `(position, pk, rk, etag)`, each under its
-    /// ETag, in transactions of one partition where they can: the position
-    /// of each one that is gone now, and whether this sweep deleted it (or
-    /// found it gone). One written again meanwhile is left, with its index
-    /// row, for the next sweep to judge again.
+    /// ETag: the position of each one that is gone now, and whether this
+    /// sweep deleted it (or found it gone). One written again meanwhile is
+    /// left, with its index row, for the next sweep to judge again.
     async fn delete_due(
         &self,
         doomed: &[(usize, String, String, ETag)],
@@ -265,106 +264,103 @@ impl<T: TableEntity> Table<T> {
                 operation: "sweeping expired entities that keep other rows",
             });
         }
-        let mut partitions: std::collections::BTreeMap<&str, Vec<_>> = Default::default();
-        for entry in doomed {
-            partitions.entry(entry.1.as_str()).or_default().push(entry);
+        let rows = doomed
+            .iter()
+            .map(|(_, pk, rk, etag)| (pk.as_str(), rk.as_str(), IfMatch::ETag(etag.clone())));
+        let outcomes = self.delete_rows(rows.collect()).await?;
+        Ok((doomed.iter().zip(outcomes))
+            .filter_map(|((at, ..), outcome)| match outcome {
+                Deleted::Now => Some((*at, true)),
+                Deleted::Before => Some((*at, false)),
+                // Written again meanwhile: judged again next time.
+                Deleted::Changed => None,
+            })
+            .collect())
+    }
+
+    /// Deletes the expiry index rows `rows`, those already gone passed by.
+    async fn drop_index_rows(&self, rows: &[&Entity]) -> Result<()> {
+        let rows = rows.iter().map(|row| {
+            (
+                row.partition_key.as_str(),
+                row.row_key.as_str(),
+                IfMatch::Any,
+            )
+        });
+        self.delete_rows(rows.collect()).await?;
+        Ok(())
+    }
+
+    /// Deletes `rows` (keys and guard): those of one partition in
+    /// transactions, [`AT_ONCE`] at a time, and a transaction one of whose
+    /// rows changed or went meanwhile row by row. What became of each row,
+    /// in the order given.
+    async fn delete_rows(&self, rows: Vec<(&str, &str, IfMatch)>) -> Result<Vec<Deleted>> {
+        let mut partitions: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+        for (at, (pk, ..)) in rows.iter().enumerate() {
+            partitions.entry(pk).or_default().push(at);
         }
         // Made before they are streamed (see `judge`'s).
         let chunks: Vec<_> = partitions
             .values()
             .flat_map(|entries| entries.chunks(BATCH))
-            .map(|chunk| self.delete_chunk(chunk))
+            .map(|chunk| self.delete_chunk(&rows, chunk))
             .collect();
-        let mut gone = Vec::new();
+        let mut outcomes = vec![Deleted::Changed; rows.len()];
         let mut done = stream::iter(chunks).buffer_unordered(AT_ONCE);
         while let Some(chunk) = done.next().await {
-            gone.extend(chunk?);
+            for (at, outcome) in chunk? {
+                outcomes[at] = outcome;
+            }
         }
-        Ok(gone)
+        Ok(outcomes)
     }
 
-    /// [`delete_due`](Self::delete_due) of up to a transaction's worth of
-    /// one partition: in one transaction, or each alone when one of them
-    /// changed or went meanwhile.
+    /// [`delete_rows`](Self::delete_rows) of the rows at `chunk`, of one
+    /// partition: in one transaction, or each alone when it is refused.
     async fn delete_chunk(
         &self,
-        chunk: &[&(usize, String, String, ETag)],
-    ) -> Result<Vec<(usize, bool)>> {
+        rows: &[(&str, &str, IfMatch)],
+        chunk: &[usize],
+    ) -> Result<Vec<(usize, Deleted)>> {
         let operations: Vec<BatchOperation> = chunk
             .iter()
-            .map(|(_, pk, rk, etag)| BatchOperation::Delete {
-                partition_key: pk.clone(),
-                row_key: rk.clone(),
-                if_match: IfMatch::ETag(etag.clone()),
+            .map(|&at| BatchOperation::Delete {
+                partition_key: rows[at].0.to_owned(),
+                row_key: rows[at].1.to_owned(),
+                if_match: rows[at].2.clone(),
             })
             .collect();
         match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
-            Ok(_) => return Ok(chunk.iter().map(|(at, ..)| (*at, true)).collect()),
+            Ok(_) => return Ok(chunk.iter().map(|&at| (at, Deleted::Now)).collect()),
             Err(Error::BatchFailed { .. }) => {}
             Err(e) => return Err(e),
         }
-        let mut gone = Vec::new();
-        for (at, pk, rk, etag) in chunk.iter().copied() {
-            let guard = IfMatch::ETag(etag.clone());
-            let delete = EntityWrite::Delete(pk, rk, &guard);
-            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
-                Ok(_) => gone.push((*at, true)),
-                Err(Error::EntityNotFound { .. }) => gone.push((*at, false)),
-                // Written again meanwhile: judged again next time.
-                Err(Error::PreconditionFailed { .. }) => {}
+        let mut outcomes = Vec::with_capacity(chunk.len());
+        for &at in chunk {
+            let (pk, rk, guard) = &rows[at];
+            let delete = EntityWrite::Delete(pk, rk, guard);
+            let outcome = match crate::exec::write_one(&*self.backend, &self.name, delete).await {
+                Ok(_) => Deleted::Now,
+                Err(Error::EntityNotFound { .. }) => Deleted::Before,
+                Err(Error::PreconditionFailed { .. }) => Deleted::Changed,
                 Err(e) => return Err(e),
-            }
+            };
+            outcomes.push((at, outcome));
         }
-        Ok(gone)
+        Ok(outcomes)
     }
+}
 
-    /// Deletes the expiry index rows `rows`, those already gone passed by.
-    async fn drop_index_rows(&self, rows: &[&Entity]) -> Result<()> {
-        let mut partitions: std::collections::BTreeMap<&str, Vec<&Entity>> = Default::default();
-        for row in rows {
-            partitions
-                .entry(row.partition_key.as_str())
-                .or_default()
-                .push(row);
-        }
-        let chunks: Vec<_> = partitions
-            .values()
-            .flat_map(|entries| entries.chunks(BATCH))
-            .map(|chunk| self.drop_chunk(chunk))
-            .collect();
-        let mut done = stream::iter(chunks).buffer_unordered(AT_ONCE);
-        while let Some(chunk) = done.next().await {
-            chunk?;
-        }
-        Ok(())
-    }
-
-    /// [`drop_index_rows`](Self::drop_index_rows) of up to a transaction's
-    /// worth of one partition.
-    async fn drop_chunk(&self, chunk: &[&Entity]) -> Result<()> {
-        let operations: Vec<BatchOperation> = chunk
-            .iter()
-            .map(|row| BatchOperation::Delete {
-                partition_key: row.partition_key.clone(),
-                row_key: row.row_key.clone(),
-                if_match: IfMatch::Any,
-            })
-            .collect();
-        match crate::exec::send_operations(&*self.backend, &self.name, &operations).await {
-            Ok(_) => return Ok(()),
-            Err(Error::BatchFailed { .. }) => {}
-            Err(e) => return Err(e),
-        }
-        for row in chunk {
-            let (pk, rk) = (&row.partition_key, &row.row_key);
-            let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
-            match crate::exec::write_one(&*self.backend, &self.name, delete).await {
-                Ok(_) | Err(Error::EntityNotFound { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
+/// What became of a row the sweep deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deleted {
+    /// Deleted by this sweep.
+    Now,
+    /// Gone already.
+    Before,
+    /// Changed since it was read: left.
+    Changed,
 }
 
 /// What the sweep found of an entity its index names.
