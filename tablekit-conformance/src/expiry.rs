@@ -210,12 +210,24 @@ async fn every_read_passes_by(t: &Table<Session>, name: &str, now: DateTime) {
 }
 
 /// A clock at a whole second, and the time `minutes` after it.
-fn whole_clock() -> (ManualClock, impl Fn(u64) -> DateTime) {
+pub(crate) fn whole_clock() -> (ManualClock, impl Fn(u64) -> DateTime) {
     let start =
         DateTime::from_unix_nanos(DateTime::now().unix_nanos() / 1_000_000_000 * 1_000_000_000)
             .expect("a time");
     let at = move |minutes: u64| start.saturating_add(Duration::from_secs(minutes * 60));
     (ManualClock::at(start), at)
+}
+
+/// A table `name` of `backend` on `clock`, whose every request yields once
+/// (so that a future dropped after each poll stops at each request).
+pub(crate) fn yielding<T>(
+    backend: &Arc<dyn TableBackend>,
+    name: &str,
+    clock: &ManualClock,
+) -> Table<T> {
+    let layer = tablekit::layer::FaultInjection::new(Arc::clone(backend));
+    layer.handle().set_yields(true);
+    Table::from_arc(Arc::new(layer), name).with_clock(Arc::new(clock.clone()))
 }
 
 /// The rows of the expiry index, and the sessions, as stored.
@@ -319,10 +331,7 @@ pub async fn expired_rows_are_swept_by_their_index(backend: Arc<dyn TableBackend
 pub async fn sweeps_are_safe_to_drop(backend: Arc<dyn TableBackend>) {
     let name = fresh_table(&*backend, "sweepdrop").await;
     let (clock, at) = whole_clock();
-    let layer = tablekit::layer::FaultInjection::new(Arc::clone(&backend));
-    layer.handle().set_yields(true);
-    let t: Table<Session> =
-        Table::from_arc(Arc::new(layer), &name).with_clock(Arc::new(clock.clone()));
+    let t: Table<Session> = yielding(&backend, &name, &clock);
     let mut dropped = 0;
     for k in 1.. {
         assert!(k < 2_000, "the sweep never finished");

@@ -181,16 +181,8 @@ fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
     }
     let problem = if attrs.wide {
         Some("a `wide` entity")
-    } else if attrs.changes.is_some() {
-        Some("a kind with a change feed (`changes`)")
     } else if fields.iter().any(|f| f.blob.is_some()) {
         Some("an entity with `blob` or `offload` fields")
-    } else if !attrs.indexes.is_empty()
-        || fields
-            .iter()
-            .any(|f| f.index.is_some() || f.unique.is_some())
-    {
-        Some("an entity with indexes")
     } else {
         None
     };

@@ -181,9 +181,10 @@ use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, InvalidInput, Result};
 use crate::filter::Filter;
 use crate::pending::changes::{
-    CHANGE_END, CHECKPOINT_PREFIX, CLEARED, DIRECTORY, FULL, HEAD_KEY, LEASE_OWNER, LEASE_PREFIX,
-    LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, READER, REGISTERED_PREFIX, ROW, SEQ, TRIMMED,
-    change_key, is_change_property, listed_key, seq_of_change,
+    CHANGE_END, CHECKPOINT_PREFIX, CLEARED, DIRECTORY, EXPIRED, FULL, HEAD_KEY, LEASE_OWNER,
+    LEASE_PREFIX, LEASE_UNTIL, LISTED_PREFIX, OP, PREVIOUS_PREFIX, READER, REASON,
+    REGISTERED_PREFIX, ROW, SEQ, TRIMMED, change_key, is_change_property, listed_key,
+    seq_of_change,
 };
 use crate::schema::{DescriptorPart, TableEntity, WriteNeeds};
 use crate::table::Table;
@@ -308,6 +309,13 @@ pub struct Change<T> {
     pub id: ChangeId,
     /// What the change did.
     pub op: ChangeOp,
+    /// Whether the change is a [`Delete`](ChangeOp::Delete) the library
+    /// made because the entity expired (its [time to
+    /// live](crate::Table#rows-that-expire) ran out, and
+    /// [`sweep_expired`](crate::Table::sweep_expired) deleted it, or a write
+    /// took its keys or a unique value it held); `false` for every other
+    /// change.
+    pub expired: bool,
     /// The entity's stored RowKey.
     pub row_key: String,
     /// The value written, for a change that wrote the whole value
@@ -665,6 +673,10 @@ impl<T: TableEntity> Changes<T> {
             Some(crate::value::Value::String(rk)) => rk.clone(),
             _ => return Err(bad("no entity RowKey")),
         };
+        let expired = matches!(
+            row.properties.get(REASON),
+            Some(crate::value::Value::String(reason)) if reason == EXPIRED
+        );
         let full = !matches!(
             row.properties.get(FULL),
             Some(crate::value::Value::Boolean(false))
@@ -702,6 +714,7 @@ impl<T: TableEntity> Changes<T> {
                 seq,
             },
             op,
+            expired,
             row_key,
             value,
             previous,

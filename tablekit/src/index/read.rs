@@ -174,7 +174,8 @@ where
 
     /// Whether an index row holds every property `Q` reads.
     fn served_by_index_rows(&self) -> bool {
-        if self.def.list {
+        if self.def.list || schema::expiry_property::<T>().is_some() {
+            // An index row does not say whether its entity has expired.
             return false;
         }
         if self.def.copy.is_none() {
@@ -417,6 +418,9 @@ where
         let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
             return Ok(None);
         };
+        if self.table.has_expired(&entity.properties) {
+            return Ok(None);
+        }
         let loaded: Loaded<T> = crate::table::load(entity)?;
         // A writer may have moved the value since the index row was read.
         let held = self.table.index_key_of(&loaded, self.position, &rk).await?;
@@ -584,6 +588,9 @@ impl<T: TableEntity> Table<T> {
         let Some(entity) = self.read_row(&pk, &rk).await? else {
             return Ok(None);
         };
+        if self.has_expired(&entity.properties) {
+            return Ok(None);
+        }
         let value: T = schema::from_entity(&entity)?;
         let key = match remote {
             None => self.index_key_of(&value, position, &rk).await?,

@@ -47,6 +47,12 @@ pub(crate) const PREVIOUS_FULL: &str = "_ChangePrevFull";
 /// was refused after a resend) reads its first change row back and knows
 /// by the tag whether it committed.
 pub(crate) const TAG: &str = "_ChangeTag";
+/// Why a delete was made, on its change row when the library made it for a
+/// reason of its own: [`EXPIRED`] for the expiry sweep's. The delete's
+/// row (its keys alone otherwise) carries it to the change row.
+pub(crate) const REASON: &str = "_ChangeReason";
+/// The [`REASON`] of a delete made because the entity expired.
+pub(crate) const EXPIRED: &str = "expired";
 /// The partition of the directory.
 pub(crate) const DIRECTORY: &str = "~tk|changes";
 /// The start of a directory row that lists a partition with changes.
@@ -101,7 +107,8 @@ pub(crate) fn is_change_row(row: &Entity) -> bool {
 
 /// The names of the properties a change row adds to those written.
 pub(crate) fn is_change_property(name: &str) -> bool {
-    matches!(name, OP | ROW | FULL | TAG | PREVIOUS_FULL) || name.starts_with(PREVIOUS_PREFIX)
+    matches!(name, OP | ROW | FULL | TAG | PREVIOUS_FULL | REASON)
+        || name.starts_with(PREVIOUS_PREFIX)
 }
 
 /// A partition's head as read: the newest change's number, and the ETag

@@ -351,17 +351,45 @@ impl Transaction {
     /// of types with encrypted fields with the table's keys. Once, before
     /// the transaction plans (a retry plans again over the same rows).
     async fn prepare(&mut self) -> Result<()> {
-        let mut table: Table<()> = Table::from_arc(Arc::clone(&self.backend), &self.table);
-        table.keys = self.keys.clone();
-        table.clock = Arc::clone(&self.clock);
+        let table = self.untyped();
         for write in &mut self.writes {
             write.prepare(&table).await?;
         }
         Ok(())
     }
 
-    /// Runs the writes, then finishes the outbox records they wrote.
+    /// The table of the writes, with the transaction's keys and clock.
+    fn untyped(&self) -> Table<()> {
+        let mut table: Table<()> = Table::from_arc(Arc::clone(&self.backend), &self.table);
+        table.keys = self.keys.clone();
+        table.clock = Arc::clone(&self.clock);
+        table
+    }
+
+    /// Runs the writes, then finishes the outbox records they wrote. A
+    /// transaction refused because an entity that has expired holds a
+    /// unique value one of them gives runs again once that entity is
+    /// deleted (an expired entity holds nothing), a few times at most.
     pub(super) async fn run(&self) -> Result<Vec<Option<ETag>>> {
+        let mut freed = 0;
+        loop {
+            let error = match self.run_once().await {
+                Err(error) if freed < 4 => error,
+                done => return done,
+            };
+            let write = match &error {
+                crate::error::Error::BatchFailed { index, .. } => self.writes.get(*index),
+                _ => None,
+            };
+            match write {
+                Some(write) if write.free(&self.untyped(), &error).await? => freed += 1,
+                _ => return Err(error),
+            }
+        }
+    }
+
+    /// [`run`](Self::run)'s one attempt.
+    async fn run_once(&self) -> Result<Vec<Option<ETag>>> {
         let mut writes: Vec<&dyn Pending> = self.writes.iter().map(|w| &**w).collect();
         // The puts elsewhere are recorded in the partition of the writes.
         let then = match (self.then.is_empty(), writes.first()) {

@@ -81,9 +81,16 @@ impl<T: TableEntity> Table<T> {
             if !self.has_expired(&stored.properties) {
                 return Err(taken);
             }
-            let Some(etag) = stored.etag else {
+            let Some(etag) = stored.etag.clone() else {
                 return Err(taken);
             };
+            if T::DESCRIPTOR.write_needs().any() {
+                // Rows beside it (index rows, a change) are its own: the
+                // expired entity is deleted as the sweep would, then the
+                // insert goes again.
+                self.expire(&stored, etag).await?;
+                continue;
+            }
             let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag));
             match self.enter(Write::Put(value, write, &none)).await {
                 Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => continue,
@@ -103,6 +110,57 @@ impl<T: TableEntity> Table<T> {
         Ok(stored
             .filter(|stored| self.has_expired(&stored.properties))
             .and_then(|stored| stored.etag))
+    }
+
+    /// Deletes the expired entity stored under the keys of `row`, read with
+    /// `etag` ([`Write::Expire`]); one changed or gone meanwhile is left as
+    /// it is now.
+    pub(crate) async fn expire(&self, row: &Entity, etag: ETag) -> Result<()> {
+        let (pk, rk) = (row.partition_key.clone(), row.row_key.clone());
+        match self.enter(Write::Expire(pk, rk, etag)).await {
+            Ok(_) | Err(Error::PreconditionFailed { .. } | Error::EntityNotFound { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether `error` refused a write for a unique value held by an
+    /// entity that may have expired (of a type whose entities expire).
+    pub(crate) fn may_have_expired(&self, error: &Error) -> bool {
+        let unique = match error {
+            Error::BatchFailed { source, .. } => &**source,
+            other => other,
+        };
+        matches!(unique, Error::UniqueViolation { .. }) && schema::expiry_property::<T>().is_some()
+    }
+
+    /// After `error`, a write refused for a unique value another entity
+    /// holds ([`may_have_expired`](Self::may_have_expired)): when that
+    /// entity has expired, deletes it as the sweep would (an expired
+    /// entity holds no value), and says the write may go again; so it may
+    /// when the holder is gone meanwhile.
+    pub(crate) async fn free_unique(&self, error: &Error) -> Result<bool> {
+        let unique = match error {
+            Error::BatchFailed { source, .. } => &**source,
+            other => other,
+        };
+        let Error::UniqueViolation {
+            partition_key,
+            held_by,
+            ..
+        } = unique
+        else {
+            return Ok(false);
+        };
+        let Some(holder) = self.read_stored(partition_key, held_by).await? else {
+            return Ok(true);
+        };
+        match &holder.etag {
+            Some(etag) if self.has_expired(&holder.properties) => {
+                self.expire(&holder, etag.clone()).await?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// Puts the expiry index row of `row`, an entity of `T` about to be
@@ -258,11 +316,9 @@ impl<T: TableEntity> Table<T> {
         doomed: &[(usize, String, String, ETag)],
     ) -> Result<Vec<(usize, bool)>> {
         if T::DESCRIPTOR.write_needs().any() {
-            // Rows beside the entity would outlive it (refused at compile
-            // time, so never met).
-            return Err(Error::NotSupported {
-                operation: "sweeping expired entities that keep other rows",
-            });
+            // Rows beside the entity (index rows, an outbox record, its
+            // change) go with it: each is a typed delete of its own.
+            return self.expire_each(doomed).await;
         }
         let rows = doomed
             .iter()
@@ -276,6 +332,41 @@ impl<T: TableEntity> Table<T> {
                 Deleted::Changed => None,
             })
             .collect())
+    }
+
+    /// [`delete_due`](Self::delete_due) of a type that keeps rows beside
+    /// its entities: each a typed delete ([`Write::Expire`]), which plans
+    /// them with it and records the expiry in its change feed; [`AT_ONCE`]
+    /// at a time.
+    async fn expire_each(
+        &self,
+        doomed: &[(usize, String, String, ETag)],
+    ) -> Result<Vec<(usize, bool)>> {
+        // Made before they are streamed (see `judge`'s).
+        let deletes: Vec<_> = doomed
+            .iter()
+            .map(|(at, pk, rk, etag)| async move {
+                let expire = Write::Expire(pk.clone(), rk.clone(), etag.clone());
+                let outcome = match self.enter(expire).await {
+                    Ok(_) => Deleted::Now,
+                    Err(Error::EntityNotFound { .. }) => Deleted::Before,
+                    Err(Error::PreconditionFailed { .. }) => Deleted::Changed,
+                    Err(e) => return Err(e),
+                };
+                Ok((*at, outcome))
+            })
+            .collect();
+        let mut done = stream::iter(deletes).buffer_unordered(AT_ONCE);
+        let mut gone = Vec::with_capacity(doomed.len());
+        while let Some(outcome) = done.next().await {
+            match outcome? {
+                (at, Deleted::Now) => gone.push((at, true)),
+                (at, Deleted::Before) => gone.push((at, false)),
+                // Written again meanwhile: judged again next time.
+                (_, Deleted::Changed) => {}
+            }
+        }
+        Ok(gone)
     }
 
     /// Deletes the expiry index rows `rows`, those already gone passed by.

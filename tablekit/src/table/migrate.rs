@@ -555,7 +555,10 @@ impl<'a, T: TableEntity> Migration<'a, T> {
         // Each partition's rows in transactions where the type allows; the
         // transactions of the page a few at once.
         let needs = T::DESCRIPTOR.write_needs();
-        let batchable = !needs.blobs && !T::DESCRIPTOR.wide();
+        // (Entities that expire and keep rows beside them go one by one:
+        // each write stamps, keeps and indexes its expiry time itself.)
+        let expiring = crate::schema::expiry_property::<T>().is_some() && needs.any();
+        let batchable = !needs.blobs && !T::DESCRIPTOR.wide() && !expiring;
         let per_transaction = if batchable {
             // A transaction that records changes also moves the feed's head.
             let head = usize::from(needs.changes);

@@ -60,6 +60,9 @@ pub(crate) const RACE_ATTEMPTS: usize = 16;
 /// the first few at once (the sooner the row is read, the fewer writes can
 /// have pushed this one out of its history), then with a back-off.
 pub(super) const SETTLE_READS: u32 = 10;
+/// Expired holders of its unique values one write deletes at most (others
+/// may take a value back in between).
+const FREES: usize = 4;
 
 /// A single-entity write, lowered: the row it sends, how, the tag it
 /// records in the row's history, and what the caller knows of the index
@@ -217,6 +220,9 @@ enum Step {
     Settle(Error),
     /// Read the row, and make the write again from it.
     Read,
+    /// The unique value the write gives was refused (`.0`) as held by
+    /// another entity: delete that one if it has expired, and send again.
+    Free(Error),
 }
 
 /// What follows a step: another step, or the write's outcome.
@@ -239,6 +245,8 @@ struct Progress<'l, 'k> {
     started: Option<Instant>,
     last: Option<Error>,
     maybe_landed: bool,
+    /// Expired holders of a unique value deleted for the write.
+    freed: usize,
 }
 
 impl Progress<'_, '_> {
@@ -303,6 +311,7 @@ impl<T: TableEntity> Table<T> {
             started: None,
             last: None,
             maybe_landed: false,
+            freed: 0,
         };
         let mut step = if remade { Step::Read } else { Step::Send };
         loop {
@@ -312,7 +321,18 @@ impl<T: TableEntity> Table<T> {
                     let sent = self.send_row(&lowered.row, lowered.write.clone(), lowered.hint());
                     match sent.await {
                         Ok(etag) => return Ok(Done::Written(Some(etag))),
+                        Err(error) if run.freed < FREES && self.may_have_expired(&error) => {
+                            Flow::Go(Step::Free(error))
+                        }
                         Err(error) => run.after_send(error, self.record_writes),
+                    }
+                }
+                Step::Free(error) => {
+                    run.freed += 1;
+                    match Box::pin(self.free_unique(&error)).await {
+                        Ok(true) => Flow::Go(Step::Send),
+                        Ok(false) => run.after_send(error, self.record_writes),
+                        Err(e) => Flow::Done(Err(e)),
                     }
                 }
                 // Boxed, as rare paths: the write's future stays small.

@@ -72,6 +72,11 @@ pub(in crate::table) enum Write<'a, T> {
     /// [`delete_unconditionally`](Table::delete_unconditionally): the
     /// encoded keys.
     DeleteKeys(String, String),
+    /// The delete of an expired entity (by the expiry sweep, or before a
+    /// write takes its keys or a unique value it holds): the encoded keys
+    /// and the ETag it was read with, which guards it. A change feed
+    /// records it as a delete made because the entity expired.
+    Expire(String, String, ETag),
     /// [`merge_element`](Table::merge_element): a row of one property.
     Element(Entity, IfMatch),
     /// [`update`](Table::update): read, change and write back, made again
@@ -103,6 +108,7 @@ impl<T> Write<'_, T> {
             Write::Loaded(_, UpdateMode::Replace) => "replace",
             Write::Loaded(_, UpdateMode::Merge) | Write::Element(..) => "merge",
             Write::Delete(_) | Write::DeleteKeys(..) => "delete",
+            Write::Expire(..) => "expire",
             Write::Update { .. } | Write::Transaction(_) | Write::Planned(_) | Write::Rows(_) => {
                 return None;
             }
@@ -215,6 +221,16 @@ impl<T: TableEntity> Table<T> {
                     old_keys: old_keys.as_deref().map(Cow::Borrowed),
                     ..Lowered::new(Entity::new(pk, rk), delete)
                 };
+                self.execute(&mut lowered, None).await?;
+                Ok(Written::Deleted)
+            }
+            Write::Expire(pk, rk, etag) => {
+                let delete = RowWrite::Delete(IfMatch::ETag(etag));
+                let mut keys = Entity::new(pk, rk);
+                // Carried to the change row (see `pending::changes::REASON`).
+                use crate::pending::changes::{EXPIRED, REASON};
+                keys.properties.insert(REASON, EXPIRED);
+                let mut lowered = Lowered::new(keys, delete);
                 self.execute(&mut lowered, None).await?;
                 Ok(Written::Deleted)
             }

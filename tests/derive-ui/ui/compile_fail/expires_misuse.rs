@@ -14,13 +14,12 @@ struct Session {
 }
 
 #[derive(TableEntity)]
-#[tablekit(table = "Tokens", kind = "T")]
+#[tablekit(table = "Tokens", kind = "T", wide)]
 struct Token {
     #[tablekit(partition_key)]
     user: String,
     #[tablekit(row_key)]
     id: u32,
-    #[tablekit(unique = "value")]
     value: String,
     #[tablekit(expires)]
     until: DateTime,

@@ -12,7 +12,7 @@ use crate::backend::{BatchOperation, TableBackend, TableBackendExt};
 use crate::entity::Entity;
 use crate::error::Result;
 use crate::pending::changes::{
-    FULL, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, ROW, TAG, bare_change_row, change_key,
+    FULL, OP, PREVIOUS_FULL, PREVIOUS_PREFIX, REASON, ROW, TAG, bare_change_row, change_key,
 };
 
 /// The change a write records: what it did, and the row it wrote (for a
@@ -31,6 +31,9 @@ fn change_row(pk: &str, seq: u64, change: &ChangeOf<'_>, previous: Option<&Entit
     let mut row = Entity::new(pk, change_key(seq));
     if change.op != "delete" {
         row.properties = change.row.properties.clone();
+    } else if let Some(reason) = change.row.properties.get(REASON) {
+        // A delete's row is its keys, and the reason the library made it.
+        row.properties.insert(REASON, reason.clone());
     }
     row.properties.insert(OP, change.op);
     row.properties.insert(ROW, change.row.row_key.as_str());

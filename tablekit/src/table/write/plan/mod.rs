@@ -330,6 +330,17 @@ pub(in crate::table) trait Pending: Send + Sync {
     fn prepare<'a>(&'a mut self, _table: &'a crate::table::Table<()>) -> BoxFuture<'a, Result<()>> {
         Box::pin(async { Ok(()) })
     }
+    /// After its transaction was refused with `error`, this write's:
+    /// whether an entity that has expired was in its way (holding a unique
+    /// value it gives) and is deleted now, so that the transaction may run
+    /// again. By default `false`.
+    fn free<'a>(
+        &'a self,
+        _table: &'a crate::table::Table<()>,
+        _error: &'a Error,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async { Ok(false) })
+    }
     /// What the write replaces, when it knows it without reading; `None`
     /// when [`state`](Pending::state) must read it. By default a write of a
     /// row alone: nothing stored is needed.

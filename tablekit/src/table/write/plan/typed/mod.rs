@@ -72,8 +72,14 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 // An expired entity does not hold its keys: the insert
                 // replaces it, guarded by the version read.
                 if let Some(etag) = table.expired_at(&self.entity).await? {
-                    let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag));
-                    self.write = write;
+                    if T::DESCRIPTOR.write_needs().any() {
+                        // Rows beside it are its own: deleted first, as
+                        // the sweep would (see `insert_over_expired`).
+                        table.expire(&self.entity, etag).await?;
+                    } else {
+                        let write = RowWrite::Update(UpdateMode::Replace, IfMatch::ETag(etag));
+                        self.write = write;
+                    }
                 }
             }
             if crate::schema::encrypted::<T>().is_none() {
@@ -87,6 +93,20 @@ impl<T: TableEntity> Pending for Typed<'_, T> {
                 self.new_keys = Some(std::borrow::Cow::Owned(keys));
             }
             Ok(())
+        })
+    }
+
+    fn free<'a>(
+        &'a self,
+        table: &'a crate::table::Table<()>,
+        error: &'a crate::error::Error,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let table: crate::table::Table<T> = table.of();
+            if !table.may_have_expired(error) {
+                return Ok(false);
+            }
+            table.free_unique(error).await
         })
     }
 

@@ -1,0 +1,299 @@
+//! Rows that expire in a kind with indexes and a change feed, on every
+//! backend, on a clock moved by hand: index lookups (unique, plain, copied,
+//! listed) pass an expired entity by from its instant on; an expired
+//! holder frees its unique value and its keys for a single write, an
+//! update and a transaction; the sweep deletes each entity with its index
+//! rows; and the change feed records each of those deletes as an expiry.
+
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+
+use tablekit::backend::{Query, TableBackend};
+use tablekit::changes::{Change, ChangeOp};
+use tablekit::table::Table;
+use tablekit::{DateTime, Error, TableBackendExt, TableEntity};
+
+use super::expiry::{whole_clock, yielding};
+use super::fresh_table;
+
+/// A sign-in token: unique by value, found by device (its index rows copy
+/// the value), listed by owner, expiring, with a change feed.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Tokens", kind = "TOK", changes)]
+#[tablekit(index(name = "value", tag = "value"))]
+#[tablekit(index(name = "device", copy(value)))]
+#[tablekit(index(name = "owner", list))]
+struct Token {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "value")]
+    value: String,
+    #[tablekit(index = "device")]
+    device: String,
+    #[tablekit(index = "owner")]
+    owner: String,
+    #[tablekit(expires)]
+    expires_at: Option<DateTime>,
+}
+
+fn token(id: u32, value: &str, expires_at: Option<DateTime>) -> Token {
+    Token {
+        user: "ada".into(),
+        id,
+        value: value.into(),
+        device: "phone".into(),
+        owner: "it".into(),
+        expires_at,
+    }
+}
+
+/// The ids each lookup finds: by value (each of `values`), by device (a
+/// stream and a page), and by owner.
+async fn found(t: &Table<Token>, values: &[&str]) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+    let indexes = Token::indexes();
+    let mut by_value = Vec::new();
+    for value in values {
+        let unique = t.index(indexes.value);
+        let got = unique.get("ada", *value).await.expect("a lookup");
+        let loaded = unique.get_loaded("ada", *value).await.expect("a lookup");
+        assert_eq!(
+            got.as_ref().map(|t| t.id),
+            loaded.as_ref().map(|t| t.id),
+            "get and get_loaded agree on {value}"
+        );
+        by_value.extend(got.map(|t| t.id));
+    }
+    let ids = |all: Vec<Token>| all.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    let devices = t.index(indexes.device);
+    let by_device: Vec<Token> = devices
+        .find("ada", "phone")
+        .try_collect()
+        .await
+        .expect("a lookup");
+    let page = devices
+        .find_page("ada", "phone", 100, None)
+        .await
+        .expect("a page");
+    let owned: Vec<Token> = t
+        .index(indexes.owner)
+        .find("ada", "it")
+        .try_collect()
+        .await
+        .expect("a lookup");
+    (by_value, ids(by_device), ids(page.items), ids(owned))
+}
+
+/// The changes recorded in partition `ada`, as (op, id, expired).
+async fn changes(t: &Table<Token>) -> Vec<(ChangeOp, String, bool)> {
+    let all: Vec<Change<Token>> = t.changes().read("ada", 0, 1000).await.expect("changes");
+    all.into_iter()
+        .map(|c| (c.op, c.row_key, c.expired))
+        .collect()
+}
+
+/// The stored RowKey of token `id`.
+fn key(id: u32) -> String {
+    let (_, rk) = tablekit::schema::encode_keys::<Token>(&"ada", &id).expect("keys");
+    rk
+}
+
+/// Index lookups pass an expired entity by at its instant; its unique value
+/// and its keys are free for an insert, an update and a transaction, which
+/// delete it first (recorded as an expiry); a live holder still refuses.
+pub async fn expired_holders_free_their_index_values(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "expidx").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Token> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    t.insert(&token(1, "v1", Some(at(10))))
+        .await
+        .expect("insert");
+    t.insert(&token(2, "v2", Some(at(20))))
+        .await
+        .expect("insert");
+    t.insert(&token(3, "v3", None)).await.expect("insert");
+    let values = ["v1", "v2", "v3"];
+    let all = (vec![1, 2, 3], vec![1, 2, 3], vec![1, 2, 3], vec![1, 2, 3]);
+    assert_eq!(found(&t, &values).await, all);
+
+    // The tick before, every lookup finds it; at the instant, none does.
+    clock.set(DateTime::from_ticks(at(10).ticks() - 1).expect("a time"));
+    assert_eq!(found(&t, &values).await, all);
+    clock.set(at(10));
+    let live = (vec![2, 3], vec![2, 3], vec![2, 3], vec![2, 3]);
+    assert_eq!(found(&t, &values).await, live);
+    assert!(
+        t.verify_indexes("ada").await.expect("an audit").is_clean(),
+        "the expired entity keeps its index rows until it is deleted"
+    );
+
+    // Its unique value is free: an insert takes it, the expired holder
+    // deleted first, as an expiry.
+    t.insert(&token(4, "v1", None))
+        .await
+        .expect("an insert of a value an expired entity held");
+    assert!(
+        backend
+            .try_get_entity(&name, "ada", &key(1))
+            .await
+            .expect("a read")
+            .is_none()
+    );
+    // A live holder still refuses.
+    let taken = t.insert(&token(5, "v3", None)).await;
+    assert!(
+        matches!(taken, Err(Error::UniqueViolation { .. })),
+        "{taken:?}"
+    );
+
+    // At 20, the second expires: an update takes its value.
+    clock.set(at(20));
+    t.update("ada", 3u32, |tok: &mut Token| tok.value = "v2".into())
+        .await
+        .expect("an update to a value an expired entity held");
+    // Its keys are free too, in a transaction.
+    t.insert(&token(6, "v6", Some(at(30))))
+        .await
+        .expect("insert");
+    clock.set(at(30));
+    let mut tx = t.transaction();
+    tx.insert(&token(6, "v7", None)).expect("insert");
+    // (Another owner: two writes of one transaction cannot both change
+    // one index entity.)
+    let seven = Token {
+        owner: "ops".into(),
+        ..token(7, "v6", None)
+    };
+    tx.insert(&seven).expect("insert");
+    tx.submit()
+        .await
+        .expect("a transaction over an expired entity's keys and value");
+    let ids: Vec<u32> = t
+        .query()
+        .partition("ada")
+        .collect()
+        .await
+        .expect("a query")
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, [3, 4, 6, 7]);
+    assert_eq!(
+        found(&t, &["v1", "v2", "v3", "v6", "v7"]).await.0,
+        [4, 3, 7, 6]
+    );
+    assert!(t.verify_indexes("ada").await.expect("an audit").is_clean());
+
+    expiries_are_recorded(&t).await;
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// The feed of [`expired_holders_free_their_index_values`]: each expired
+/// entity's delete, marked so, before the write that took its place.
+async fn expiries_are_recorded(t: &Table<Token>) {
+    let feed = changes(t).await;
+    let expired: Vec<&(ChangeOp, String, bool)> = feed.iter().filter(|c| c.2).collect();
+    assert_eq!(
+        expired,
+        [
+            &(ChangeOp::Delete, key(1), true),
+            &(ChangeOp::Delete, key(2), true),
+            &(ChangeOp::Delete, key(6), true),
+        ],
+        "{feed:?}"
+    );
+    let six: Vec<&(ChangeOp, String, bool)> = feed.iter().filter(|c| c.1 == key(6)).collect();
+    assert_eq!(
+        six,
+        [
+            &(ChangeOp::Insert, key(6), false),
+            &(ChangeOp::Delete, key(6), true),
+            &(ChangeOp::Insert, key(6), false),
+        ]
+    );
+}
+
+/// The rows of `name` by what they are: (tokens, their index rows, expiry
+/// index rows), the change feed's rows left out.
+async fn rows_by_role(backend: &dyn TableBackend, name: &str) -> (Vec<u32>, usize, usize) {
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    let mut tokens = Vec::new();
+    let (mut index, mut expiry) = (0, 0);
+    for row in &rows {
+        if row
+            .partition_key
+            .starts_with(tablekit::schema::EXPIRY_PARTITIONS)
+        {
+            expiry += 1;
+        } else if row.row_key.starts_with("~tk|") || row.partition_key.starts_with("~tk|") {
+            // The change feed's rows and directory.
+        } else if let Some(id) = row.row_key.strip_prefix("TOK_") {
+            tokens.push(id.parse().expect("an id"));
+        } else {
+            index += 1;
+        }
+    }
+    tokens.sort_unstable();
+    (tokens, index, expiry)
+}
+
+/// The sweep deletes each due entity with its index rows (three per token:
+/// value, device, and its place in the owner's list), records each delete
+/// as an expiry, and leaves the live ones and their rows; dropped after
+/// each poll, it leaves every index in step, and the next sweep finishes.
+pub async fn sweeps_take_index_rows_and_record_expiries(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "expsweep").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Token> = yielding(&backend, &name, &clock);
+    let mut dropped = 0;
+    let mut expiries = 0;
+    for k in 1.. {
+        assert!(k < 5_000, "the sweep never finished");
+        for id in 1..=3 {
+            let value = format!("v{id}");
+            t.upsert(&token(id, &value, Some(at(u64::from(id)))))
+                .await
+                .expect("upsert");
+        }
+        t.upsert(&token(9, "v9", None)).await.expect("upsert");
+        clock.set(at(10));
+        let run = super::cancel::drop_after_polls(k, t.sweep_expired(100)).await;
+        let audit = t.verify_indexes("ada").await.expect("an audit");
+        assert!(audit.is_clean(), "k={k}: {audit:?}");
+        let (tokens, _, expiry) = rows_by_role(&**t.backend(), &name).await;
+        assert!(tokens.contains(&9), "k={k}: a live entity was deleted");
+        assert!(
+            expiry >= tokens.len() - 1,
+            "k={k}: {expiry} expiry rows for {tokens:?}"
+        );
+        let finished = match run {
+            Some(done) => {
+                assert_eq!(done.expect("a sweep").deleted, 3, "k={k}");
+                true
+            }
+            None => {
+                dropped += 1;
+                t.sweep_expired(100).await.expect("a sweep");
+                false
+            }
+        };
+        // Exactly the live token, its three index rows (the owner's list
+        // is one index entity), and no expiry row.
+        let (tokens, index, expiry) = rows_by_role(&**t.backend(), &name).await;
+        assert_eq!((tokens, index, expiry), (vec![9], 3, 0), "k={k}");
+        // Each delete is in the feed once, as an expiry.
+        let feed = changes(&t).await;
+        let deletes: Vec<_> = feed.iter().filter(|c| c.0 == ChangeOp::Delete).collect();
+        assert!(deletes.iter().all(|c| c.2), "k={k}: {deletes:?}");
+        expiries += 3;
+        assert_eq!(deletes.len(), expiries, "k={k}: {feed:?}");
+        if finished {
+            break;
+        }
+    }
+    assert!(dropped >= 4, "dropped {dropped} times");
+    backend.delete_table(&name).await.expect("drop");
+}
