@@ -305,7 +305,7 @@ macro_rules! queue_conformance_tests {
 #[macro_export]
 macro_rules! outbox_conformance_tests {
     ($make:expr) => {
-        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions moves_meeting_a_change_lose_nothing steps_are_fenced remote_indexes_follow_writes remote_index_repair_finds_and_fixes transactions_put_elsewhere_once_they_commit }
+        $crate::__outbox_tokio_tests! { ($make) moves_cross_partitions moves_meeting_a_change_lose_nothing steps_are_fenced remote_indexes_follow_writes remote_index_repair_finds_and_fixes transactions_put_elsewhere_once_they_commit expired_entities_leave_no_rows_elsewhere }
     };
 }
 

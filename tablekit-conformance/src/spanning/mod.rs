@@ -23,6 +23,8 @@ mod remote;
 pub use remote::*;
 mod elsewhere;
 pub use elsewhere::*;
+mod expiring;
+pub use expiring::*;
 
 /// An employee, found by last name inside their department, who moves
 /// between departments.
