@@ -3,13 +3,15 @@
 //! listed) pass an expired entity by from its instant on; an expired
 //! holder frees its unique value and its keys for a single write, an
 //! update and a transaction; the sweep deletes each entity with its index
-//! rows; and the change feed records each of those deletes as an expiry.
+//! rows (and an entity with offloaded values with its blobs); and the
+//! change feed records each of those deletes as an expiry.
 
 use std::sync::Arc;
 
 use futures::TryStreamExt;
 
 use tablekit::backend::{Query, TableBackend};
+use tablekit::blob::{BlobStore, ListBlobsOptions};
 use tablekit::changes::{Change, ChangeOp};
 use tablekit::table::Table;
 use tablekit::{DateTime, Error, TableBackendExt, TableEntity};
@@ -295,5 +297,82 @@ pub async fn sweeps_take_index_rows_and_record_expiries(backend: Arc<dyn TableBa
         }
     }
     assert!(dropped >= 4, "dropped {dropped} times");
+    backend.delete_table(&name).await.expect("drop");
+}
+
+/// A cached report, its body in the blob store, expiring.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Reports", kind = "REP", time_to_live = "1h")]
+struct Report {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(blob)]
+    body: Vec<u8>,
+}
+
+/// The blobs of `container`.
+async fn blobs_in(blobs: &dyn BlobStore, container: &str) -> usize {
+    let options = ListBlobsOptions::default();
+    let list = blobs.list_blobs(container, &options).await;
+    list.expect("a list").blobs.len()
+}
+
+/// An entity with offloaded values expires like any other: it is passed by
+/// at its instant, an insert takes its keys, and the sweep deletes it with
+/// its blobs.
+pub async fn expired_entities_take_their_blobs(
+    backend: Arc<dyn TableBackend>,
+    blobs: Arc<dyn BlobStore>,
+) {
+    let name = fresh_table(&*backend, "expblob").await;
+    let container = name.to_ascii_lowercase();
+    blobs
+        .create_container(&container)
+        .await
+        .expect("a container");
+    let (clock, at) = whole_clock();
+    let t: Table<Report> = Table::from_arc(Arc::clone(&backend), &name)
+        .with_blob_store(Arc::clone(&blobs), &container)
+        .with_clock(Arc::new(clock.clone()));
+    let report = |id: u32, byte: u8| Report {
+        user: "ada".into(),
+        id,
+        body: vec![byte; 1000],
+    };
+    t.insert(&report(1, 1)).await.expect("insert");
+    clock.set(at(30));
+    t.insert(&report(2, 2)).await.expect("insert");
+    assert_eq!(blobs_in(&*blobs, &container).await, 2);
+
+    clock.set(at(60));
+    assert!(t.get("ada", 1u32).await.expect("get").is_none());
+    let read = t.query().partition("ada").collect().await.expect("a query");
+    let read: Vec<&Report> = read.iter().map(|r| &**r).collect();
+    assert_eq!(read, [&report(2, 2)]);
+    // An insert takes the expired entity's keys; its blob goes with it.
+    t.insert(&report(1, 3))
+        .await
+        .expect("an insert over an expired entity");
+    assert_eq!(
+        *t.get("ada", 1u32).await.expect("get").expect("stored"),
+        report(1, 3)
+    );
+    assert_eq!(blobs_in(&*blobs, &container).await, 2);
+
+    // The sweep deletes the second, then the first, each with its blob.
+    clock.set(at(90));
+    assert_eq!(t.sweep_expired(100).await.expect("a sweep").deleted, 1);
+    assert_eq!(blobs_in(&*blobs, &container).await, 1);
+    clock.set(at(120));
+    assert_eq!(t.sweep_expired(100).await.expect("a sweep").deleted, 1);
+    assert_eq!(
+        blobs_in(&*blobs, &container).await,
+        0,
+        "no blob outlives its entity"
+    );
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    assert!(rows.is_empty(), "{rows:?}");
     backend.delete_table(&name).await.expect("drop");
 }

@@ -179,17 +179,10 @@ fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
             "a projection expires as its entity does: give `time_to_live` to the entity",
         );
     }
-    let problem = if attrs.wide {
-        Some("a `wide` entity")
-    } else if fields.iter().any(|f| f.blob.is_some()) {
-        Some("an entity with `blob` or `offload` fields")
-    } else {
-        None
-    };
-    if let Some(problem) = problem {
+    if attrs.wide {
         cx.error_spanned_by(
             first,
-            format!("rows that expire in {problem} are not supported yet: its other rows would outlive it"),
+            "rows that expire in a `wide` entity are not supported yet: its other rows would outlive it",
         );
     }
 }
