@@ -140,9 +140,24 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// container's own time to live on, the two do not fight: a row the
 /// service deleted first is gone for the sweep as for any reader (a
 /// missing entity or index row is passed by), and the service's deletes
-/// follow its own clock, not the type's. Expiry is not yet allowed in a
-/// type with indexes, a change feed, `wide`, `blob` or `offload` fields (a
-/// compile error says so).
+/// follow its own clock, not the type's.
+///
+/// An entity that expires takes its other rows with it:
+/// - **Indexes.** Lookups (unique, plain, copied, listed, kept in another
+///   partition or table) pass an expired entity by, as reads do. An expired
+///   entity holds no unique value: a write (single, `update`, a
+///   transaction) refused for a value an expired entity holds deletes that
+///   entity first and goes again; so does an insert over its keys. The
+///   sweep deletes each entity with its index rows, as a typed delete does.
+/// - **Change feed.** Each of those deletes is recorded as a
+///   [`Delete`](crate::changes::ChangeOp::Delete) whose
+///   [`expired`](crate::changes::Change::expired) is `true`, so a consumer
+///   (a projection, another store) can tell an expiry from a user's
+///   delete.
+/// - **Offloaded values** (`blob`, `offload`) are deleted with their
+///   entity.
+///
+/// Expiry is not yet allowed in a `wide` type (a compile error says so).
 pub struct Table<T> {
     pub(crate) backend: Arc<dyn TableBackend>,
     pub(crate) name: Arc<str>,
