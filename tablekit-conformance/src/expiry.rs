@@ -504,10 +504,23 @@ struct BagV3 {
     items: u32,
 }
 
+/// Version 4 removes it.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Carts", kind = "BAG", version = 4, min_version = 1)]
+struct BagV4 {
+    #[tablekit(partition_key)]
+    user: String,
+    #[tablekit(row_key)]
+    id: u32,
+    items: u32,
+}
+
 /// A time to live added to a type, then shortened, reaches the rows
 /// already stored through the migration: it stamps rows that had no
 /// write time with the migration's, keeps the others', and indexes each
-/// at its new time, so the sweep deletes them then.
+/// at its new time, so the sweep deletes them then. Removed, it is gone
+/// from every read at once, and the migration takes the write times and
+/// the index rows away.
 pub async fn migrations_bring_a_changed_time_to_live_to_stored_rows(
     backend: Arc<dyn TableBackend>,
 ) {
@@ -555,5 +568,39 @@ pub async fn migrations_bring_a_changed_time_to_live_to_stored_rows(
     );
     let rows = backend.query_all(&name, Query::new()).await.expect("rows");
     assert!(rows.is_empty(), "{rows:?}");
+    time_to_live_removed(&backend, &name, &base, &clock, &at).await;
     backend.delete_table(&name).await.expect("drop");
+}
+
+/// The last step of [`migrations_bring_a_changed_time_to_live_to_stored_rows`]:
+/// a bag written with a time to live outlives it once version 4 removes
+/// it, and its migration leaves the row without a write time and no index
+/// row.
+async fn time_to_live_removed(
+    backend: &Arc<dyn TableBackend>,
+    name: &str,
+    base: &Table<()>,
+    clock: &ManualClock,
+    at: &impl Fn(u64) -> DateTime,
+) {
+    let v3: Table<BagV3> = base.of();
+    let bag = BagV3 {
+        user: "ada".into(),
+        id: 5,
+        items: 5,
+    };
+    v3.insert(&bag).await.expect("insert");
+    clock.set(at(60));
+    assert!(v3.get("ada", 5u32).await.expect("get").is_none());
+    let v4: Table<BagV4> = base.of();
+    assert!(v4.get("ada", 5u32).await.expect("get").is_some());
+    let report = v4.migrate().run().await.expect("a migration");
+    assert_eq!((report.upgraded, report.failed), (1, 0), "{report:?}");
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    assert_eq!(rows.len(), 1, "no index row is left: {rows:?}");
+    assert!(
+        rows[0].get(schema::LAST_WRITE_PROPERTY).is_none(),
+        "{rows:?}"
+    );
+    assert!(v4.get("ada", 5u32).await.expect("get").is_some());
 }

@@ -88,10 +88,15 @@ pub fn live_filter<T: TableEntity>(now: DateTime) -> Option<Filter> {
     Some(!prop(expiry.property).le(Value::DateTime(last)))
 }
 
+/// Whether `T`'s entities expire a time after their last write.
+pub(crate) fn has_time_to_live<T: TableEntity>() -> bool {
+    expiry_of::<T>().is_some_and(|e| e.time_to_live.is_some())
+}
+
 /// Stamps `row`, about to be written as an entity of `T`, with the time of
 /// the write `now`, when `T` has a time to live.
 pub(crate) fn stamp_write<T: TableEntity>(row: &mut Entity, now: DateTime) {
-    if expiry_of::<T>().is_some_and(|e| e.time_to_live.is_some()) {
+    if has_time_to_live::<T>() {
         row.properties
             .insert(LAST_WRITE_PROPERTY, Value::DateTime(now));
     }
@@ -113,6 +118,35 @@ fn index_partitions<T: TableEntity>() -> String {
     let kind = T::DESCRIPTOR.kind.unwrap_or("_");
     let property = expiry_property::<T>().unwrap_or("_");
     format!("{EXPIRY_PARTITIONS}{kind}.{property}|")
+}
+
+/// The condition that reads every row of the expiry indexes of `T`'s kind,
+/// under any expiry property (for [`is_stale_index_row`]).
+pub(crate) fn kind_index_filter<T: TableEntity>() -> Filter {
+    let kind = T::DESCRIPTOR.kind.unwrap_or("_");
+    let start = format!("{EXPIRY_PARTITIONS}{kind}.");
+    let end = format!("{EXPIRY_PARTITIONS}{kind}/");
+    Filter::partition_key().ge(start) & Filter::partition_key().lt(end)
+}
+
+/// Whether the expiry index row in partition `pk` (read by
+/// [`kind_index_filter`]) belongs to `T`'s kind but not to its expiry as
+/// declared now: the time to live was removed, or moved to another
+/// property. (A property name holds no `.`, so a partition of another kind
+/// whose name extends `T`'s, `K.X`, is never taken for one of `K`'s.)
+pub(crate) fn is_stale_index_row<T: TableEntity>(pk: &str) -> bool {
+    let kind = T::DESCRIPTOR.kind.unwrap_or("_");
+    let Some(rest) = pk
+        .strip_prefix(EXPIRY_PARTITIONS)
+        .and_then(|rest| rest.strip_prefix(kind))
+        .and_then(|rest| rest.strip_prefix('.'))
+    else {
+        return false;
+    };
+    let Some((property, _hour)) = rest.rsplit_once('|') else {
+        return false;
+    };
+    !property.contains('.') && Some(property) != expiry_property::<T>()
 }
 
 /// The hour `at` falls in, as the end of an expiry index PartitionKey

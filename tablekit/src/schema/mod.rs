@@ -19,7 +19,9 @@ pub use expiry::{
     EXPIRY_PARTITIONS, EXPIRY_PK, EXPIRY_RK, Expiry, ExpiryTime, LAST_WRITE_PROPERTY, expired,
     expiry_property, live_filter,
 };
-pub(crate) use expiry::{due_filter, index_row, stamp_write};
+pub(crate) use expiry::{
+    due_filter, has_time_to_live, index_row, is_stale_index_row, kind_index_filter, stamp_write,
+};
 pub(crate) use read::read_entity;
 pub use read::{from_entity, from_entity_owned, from_json, present_name};
 pub use tablekit_encrypt::SealedColumn;

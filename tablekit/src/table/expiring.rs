@@ -19,7 +19,7 @@ use futures::stream::{self, StreamExt};
 
 use super::Table;
 use super::write::{RowWrite, Write, Written};
-use crate::backend::{BatchOperation, EntityWrite, Query, UpdateMode};
+use crate::backend::{BatchOperation, EntityWrite, Query, TableBackendExt, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch, Properties};
 use crate::error::{Error, Result};
 use crate::schema::{self, TableEntity};
@@ -281,6 +281,31 @@ impl<T: TableEntity> Table<T> {
         let rows: Vec<&Entity> = done.iter().map(|&at| &due[at]).collect();
         self.drop_index_rows(&rows).await?;
         Ok(report)
+    }
+
+    /// Drops the rows of the expiry index of `T`'s kind that its expiry as
+    /// declared now does not read (its time to live removed, or given to
+    /// another property): their entities no longer expire by them. A
+    /// migration calls it once it has rewritten every row. How many it
+    /// dropped.
+    pub(crate) async fn drop_stale_expiry_rows(&self) -> Result<usize> {
+        let mut query = Query::new().filter(schema::kind_index_filter::<T>());
+        query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
+        let rows = self.backend.query_all(&self.name, query).await?;
+        let stale: Vec<(&str, &str, IfMatch)> = rows
+            .iter()
+            .filter(|row| schema::is_stale_index_row::<T>(&row.partition_key))
+            .map(|row| {
+                (
+                    row.partition_key.as_str(),
+                    row.row_key.as_str(),
+                    IfMatch::Any,
+                )
+            })
+            .collect();
+        let dropped = stale.len();
+        self.delete_rows(stale).await?;
+        Ok(dropped)
     }
 
     /// Whether the entity `index` names is due at `now`: then its keys and

@@ -481,6 +481,11 @@ impl<'a, T: TableEntity> Migration<'a, T> {
                 progress(&report);
             }
             if next.is_none() {
+                if !self.dry_run {
+                    // A time to live removed (or moved) leaves index rows
+                    // that nothing reads any more.
+                    self.table.drop_stale_expiry_rows().await?;
+                }
                 return Ok(report);
             }
         }
@@ -524,7 +529,7 @@ impl<'a, T: TableEntity> Migration<'a, T> {
     async fn rewrite_page(&self, items: Vec<Loaded<T>>) -> MigrationReport {
         let mut report = MigrationReport::default();
         let mut partitions: BTreeMap<String, Vec<Loaded<T>>> = BTreeMap::new();
-        for loaded in items {
+        for mut loaded in items {
             let renamed = Loaded::previous_kind(&loaded).is_some();
             report.previous_kind += usize::from(renamed);
             let version = Loaded::version(&loaded);
@@ -543,6 +548,11 @@ impl<'a, T: TableEntity> Migration<'a, T> {
             if self.dry_run {
                 report.upgraded += 1;
                 continue;
+            }
+            if !crate::schema::has_time_to_live::<T>() {
+                // The time of the last write is kept for a time to live
+                // alone: one removed from the type goes from its rows.
+                loaded.unknown.remove(crate::schema::LAST_WRITE_PROPERTY);
             }
             match crate::schema::partition_key_of(&*loaded) {
                 Ok(pk) => partitions.entry(pk).or_default().push(loaded),

@@ -101,6 +101,9 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 /// (they never expire until written again), raise the type's version and
 /// run its [migration](Table::migrate): it stamps rows without a write
 /// time with its own, keeps the others', and indexes each at its new time.
+/// A time to live removed applies at once too (the rows never expire);
+/// the migration then takes the write times out of the rows and drops the
+/// expiry index rows nothing reads any more.
 ///
 /// ```
 /// use std::{sync::Arc, time::Duration};
