@@ -376,3 +376,92 @@ pub async fn expired_entities_take_their_blobs(
     assert!(rows.is_empty(), "{rows:?}");
     backend.delete_table(&name).await.expect("drop");
 }
+
+/// A year of readings, too wide for one row, that expires with a unique
+/// code.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Readings", kind = "YR", wide)]
+#[tablekit(index(name = "code", tag = "code"))]
+struct Readings {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(row_key)]
+    year: u16,
+    #[tablekit(series)]
+    daily: Vec<u32>,
+    #[tablekit(unique = "code")]
+    code: String,
+    #[tablekit(expires)]
+    until: Option<DateTime>,
+}
+
+/// The stored rows of the readings (their parts), index rows and expiry
+/// index rows left out.
+async fn parts(backend: &dyn TableBackend, name: &str) -> usize {
+    let rows = backend.query_all(name, Query::new()).await.expect("rows");
+    let parts = rows.iter().filter(|r| r.row_key.starts_with("YR_"));
+    parts.count()
+}
+
+/// A wide entity expires whole: passed by at its instant by get, exists,
+/// queries and counts; its keys and its unique code taken by an insert,
+/// which deletes every part first; the sweep deletes every part.
+pub async fn wide_entities_expire_whole(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "expwide").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Readings> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    let readings = |year: u16, days: u32, until: u64| Readings {
+        site: "s".into(),
+        year,
+        daily: (0..days).map(|d| d * 3 + u32::from(year)).collect(),
+        code: format!("c{year}"),
+        until: Some(at(until)),
+    };
+    t.insert(&readings(2024, 700, 10)).await.expect("insert");
+    t.insert(&readings(2025, 10, 20)).await.expect("insert");
+    let wide = parts(&*backend, &name).await;
+    assert!(wide >= 4, "the first spans several rows: {wide}");
+
+    clock.set(at(10));
+    assert!(t.get("s", 2024u16).await.expect("get").is_none());
+    assert!(!t.exists("s", 2024u16).await.expect("exists"));
+    let years: Vec<u16> = (t.query().partition("s").collect().await.expect("a query"))
+        .iter()
+        .map(|r| r.year)
+        .collect();
+    assert_eq!(years, [2025]);
+    assert_eq!(t.query().partition("s").count().await.expect("a count"), 1);
+    let code = t.index(Readings::indexes().code);
+    assert!(code.get("s", "c2024").await.expect("a lookup").is_none());
+
+    // Its keys, then its code: each insert deletes every part first.
+    t.insert(&readings(2024, 5, 100))
+        .await
+        .expect("an insert over an expired wide entity");
+    assert_eq!(parts(&*backend, &name).await, 2, "one row each now");
+    clock.set(at(20));
+    let taker = Readings {
+        code: "c2025".into(),
+        ..readings(2026, 600, 30)
+    };
+    t.insert(&taker)
+        .await
+        .expect("an insert of an expired entity's code");
+    assert!(t.get("s", 2025u16).await.expect("get").is_none());
+    assert_eq!(
+        code.get("s", "c2025")
+            .await
+            .expect("a lookup")
+            .map(|r| r.year),
+        Some(2026)
+    );
+
+    // The sweep deletes every part.
+    clock.set(at(100));
+    assert_eq!(t.sweep_expired(100).await.expect("a sweep").deleted, 2);
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    assert!(rows.is_empty(), "{rows:?}");
+    assert!(t.verify_indexes("s").await.expect("an audit").is_clean());
+    backend.delete_table(&name).await.expect("drop");
+}

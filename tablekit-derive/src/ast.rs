@@ -154,16 +154,16 @@ impl<'a> Container<'a> {
     }
 }
 
-/// At most one `expires` field, in a type whose other patterns honour it
-/// (so far: not with rows kept beside the entity's).
+/// At most one `expires` field, or a `time_to_live` alone, and none on a
+/// projection.
 fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
     let ttl = attrs.time_to_live.as_ref().map(|(_, tokens)| tokens);
     let mut expiring = ttl
         .into_iter()
         .chain(fields.iter().filter_map(|f| f.expires.as_ref()));
-    let Some(first) = expiring.next() else {
+    if expiring.next().is_none() {
         return;
-    };
+    }
     for other in expiring {
         let problem = match ttl {
             Some(_) => {
@@ -177,12 +177,6 @@ fn check_expiring(cx: &Ctxt, attrs: &attr::Container, fields: &[Field<'_>]) {
         cx.error_spanned_by(
             ttl,
             "a projection expires as its entity does: give `time_to_live` to the entity",
-        );
-    }
-    if attrs.wide {
-        cx.error_spanned_by(
-            first,
-            "rows that expire in a `wide` entity are not supported yet: its other rows would outlive it",
         );
     }
 }

@@ -157,10 +157,8 @@ use crate::schema::{self, EntityKinds, KeyArg, TableEntity, UnknownKind};
 ///   [`expired`](crate::changes::Change::expired) is `true`, so a consumer
 ///   (a projection, another store) can tell an expiry from a user's
 ///   delete.
-/// - **Offloaded values** (`blob`, `offload`) are deleted with their
-///   entity.
-///
-/// Expiry is not yet allowed in a `wide` type (a compile error says so).
+/// - **Offloaded values** (`blob`, `offload`) and the parts of a `wide`
+///   entity are deleted with it.
 pub struct Table<T> {
     pub(crate) backend: Arc<dyn TableBackend>,
     pub(crate) name: Arc<str>,
@@ -544,7 +542,8 @@ impl<T: TableEntity> Table<T> {
         Box::pin(async move {
             let (pk, rk) = keys?;
             if T::DESCRIPTOR.wide() {
-                return Ok(self.read_stored(&pk, &rk).await?.is_some());
+                let row = self.read_stored(&pk, &rk).await?;
+                return Ok(row.is_some_and(|row| !self.has_expired(&row.properties)));
             }
             if schema::expiry_property::<T>().is_some() {
                 // Read with its expiry time, which says whether it is there.

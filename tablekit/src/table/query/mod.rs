@@ -468,6 +468,8 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             ),
         };
         let client_filter = and(self.rows.clone(), self.filter.clone());
+        // Expired entities too are passed by whole, once joined.
+        let client_filter = and(client_filter, self.table.live_filter());
         let table = self.table.of::<P>();
         struct Grouping {
             rows: BoxStream<'static, Result<crate::entity::Entity>>,

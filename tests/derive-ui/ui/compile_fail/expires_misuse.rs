@@ -14,18 +14,6 @@ struct Session {
 }
 
 #[derive(TableEntity)]
-#[tablekit(table = "Tokens", kind = "T", wide)]
-struct Token {
-    #[tablekit(partition_key)]
-    user: String,
-    #[tablekit(row_key)]
-    id: u32,
-    value: String,
-    #[tablekit(expires)]
-    until: DateTime,
-}
-
-#[derive(TableEntity)]
 #[tablekit(table = "Carts", kind = "C")]
 struct Cart {
     #[tablekit(partition_key)]
