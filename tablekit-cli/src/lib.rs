@@ -17,6 +17,11 @@
 //!                 [--checkpoint FILE]
 //! tablekit check  --store UseLocalStorage=<dir>
 //! tablekit compact --store UseLocalStorage=<dir>
+//! tablekit tables --from <conn> [--prefix P]
+//! tablekit get    --from <conn> --table T --pk P --rk R [--format json|table|csv]
+//! tablekit query  --from <conn> --table T [--filter F] [--select A,B] [--top N]
+//!                 [--format json|table|csv]
+//! tablekit infer  --from <conn> --table T [--sample N] [--kind-property P] [--out FILE]
 //! tablekit --verbose <command> …
 //! tablekit --version
 //! ```
@@ -46,6 +51,11 @@
 //!   `--top`). They print `--format json` (the default: a row per line, as
 //!   `export` writes them), `table` (aligned columns) or `csv`, with no
 //!   colour or progress, so their output pipes cleanly.
+//! - **infer** prints Rust source for a table that already exists (see
+//!   [`infer_source`]): a `#[derive(TableEntity)]` type per kind its rows
+//!   show, and an `EntityKinds` enum when there are several; each type
+//!   says what was seen. A property seen with two EDM types is named on
+//!   standard error and left out of its type (a replace keeps it).
 //!
 //! `--verbose` (`-v`, before or after the command) prints each operation
 //! on a store as it ends, with its outcome and time, and each retry and
@@ -73,7 +83,9 @@ use tablekit::copy::{
 use tablekit::filter::Filter;
 use tablekit_stores::Stores;
 
+mod infer;
 mod read;
+pub use infer::{Inferred, infer_source};
 
 /// The forms of a store's connection string, for `--help`.
 const STORE_FORMS: &str = "\
@@ -267,6 +279,7 @@ pub fn command() -> Command {
         .subcommand(read::tables_command())
         .subcommand(read::get_command())
         .subcommand(read::query_command())
+        .subcommand(infer::infer_command())
 }
 
 /// Runs the command line `args` (the program's name first).
@@ -293,6 +306,7 @@ where
         Some(("tables", m)) => read::tables(m).await,
         Some(("get", m)) => read::get(m).await,
         Some(("query", m)) => read::query(m).await,
+        Some(("infer", m)) => infer::infer(m).await,
         _ => unreachable_usage(),
     }
 }
@@ -300,7 +314,7 @@ where
 fn unreachable_usage() -> Result<(), CliError> {
     Err(CliError::Usage(command().error(
         clap::error::ErrorKind::MissingSubcommand,
-        "name a command: copy, export, import, check, compact, tables, get or query",
+        "name a command: copy, export, import, check, compact, tables, get, query or infer",
     )))
 }
 

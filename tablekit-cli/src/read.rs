@@ -104,7 +104,7 @@ fn format_of(m: &ArgMatches) -> Format {
 }
 
 /// A store's error, naming the store (its host and port, or its directory).
-fn at_store(location: &impl std::fmt::Display, error: Error) -> CliError {
+pub(crate) fn at_store(location: &impl std::fmt::Display, error: Error) -> CliError {
     failed(format!("{location}: {error}"))
 }
 
@@ -176,7 +176,7 @@ pub(crate) async fn query(m: &ArgMatches) -> Result<(), CliError> {
 
 /// Hands each page of `query` to `each`, at most `top` rows in all; the
 /// store's error, or `each`'s.
-async fn read_pages(
+pub(crate) async fn read_pages(
     backend: &dyn TableBackend,
     table: &str,
     mut query: Query,

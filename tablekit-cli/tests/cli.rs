@@ -2,6 +2,9 @@
 //! policies, selection by name, prefix and filter, resumed imports, and
 //! clear errors for a bad connection string, a missing table and a conflict.
 
+mod program;
+use program::run;
+
 use std::process::Command;
 use std::sync::Arc;
 
@@ -689,20 +692,6 @@ fn the_program_says_its_version_and_whom_it_could_not_reach() {
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(err.contains("127.0.0.1:1"), "{err}");
     assert!(!target.exists(), "a failed export made its directory");
-}
-
-/// Runs the program with `args`: its exit code, standard output and
-/// standard error.
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// `tablekit check` reads a whole local store: clean, it says so and exits

@@ -2,22 +2,12 @@
 //! in each format (exactly), what they refuse and how they say it, and
 //! that `query`'s JSON lines are `import`'s input.
 
-use std::process::Command;
+mod program;
+use program::run;
+
 
 use tablekit::{DateTime, Entity, TableBackend, TableBackendExt, Value};
 use tablekit_local::LocalStorage;
-
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tablekit"))
-        .args(args)
-        .output()
-        .expect("the program runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// The rows of `Orders`: text that needs quoting, numbers, a time, bytes.
 fn orders() -> Vec<Entity> {
