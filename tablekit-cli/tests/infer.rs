@@ -9,6 +9,11 @@
 mod program;
 use program::run;
 
+#[path = "../../tablekit-azure/tests/azurite/mod.rs"]
+mod azurite;
+#[path = "../../tablekit-azure/tests/python_sdk/mod.rs"]
+mod python_sdk;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -161,19 +166,29 @@ async fn inferred_types_compile_and_read_every_row_back() {
         assert!(seeds.contains(line), "{line:?} in:\n{seeds}");
     }
 
+    let rows = |table: fn() -> Vec<Entity>| table().iter().map(tablekit::json::to_string).collect();
     let sources = [
-        ("customers", customers, vec!["Customer"]),
-        ("ledger", ledger, vec!["Invoice", "Payment"]),
-        ("seeds", seeds, vec!["Empid", "Review"]),
+        ("customers", customers, rows(TABLES[0].1)),
+        ("ledger", ledger, rows(TABLES[1].1)),
+        ("seeds", seeds, rows(TABLES[2].1)),
     ];
     compile_and_read_back(dir.path(), &sources);
 }
 
+/// The names of the structs `source` declares.
+fn structs(source: &str) -> Vec<&str> {
+    source
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub struct "))
+        .filter_map(|rest| rest.strip_suffix(" {"))
+        .collect()
+}
+
 /// Builds a crate holding each source as a module and a program that reads
-/// each table's rows (written as JSON lines) with the generated types:
-/// every row is claimed by exactly one type, and written back by it
-/// exactly as stored, but for the properties left out.
-fn compile_and_read_back(dir: &Path, sources: &[(&str, String, Vec<&str>)]) {
+/// each table's rows (JSON lines, as `tablekit query` prints them) with
+/// the generated types: every row is claimed by exactly one type, and
+/// written back by it exactly as stored, but for the property left out.
+fn compile_and_read_back(dir: &Path, sources: &[(&str, String, Vec<String>)]) {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace")
@@ -191,16 +206,14 @@ fn compile_and_read_back(dir: &Path, sources: &[(&str, String, Vec<&str>)]) {
     .expect("a manifest");
     std::fs::copy(workspace.join("Cargo.lock"), krate.join("Cargo.lock")).expect("the lock");
     let mut main = String::from(CHECK);
-    for (module, source, types) in sources {
+    let mut expected = String::new();
+    for (module, source, rows) in sources {
         std::fs::write(krate.join("src").join(format!("{module}.rs")), source).expect("a module");
         main.push_str(&format!("#[allow(dead_code)]\nmod {module};\n"));
-        let table = TABLES.iter().find(|(t, _)| t.to_lowercase() == *module);
-        let rows: String = (table.expect("a table").1)()
-            .iter()
-            .map(|row| tablekit::json::to_string(row) + "\n")
-            .collect();
-        std::fs::write(krate.join(format!("{module}.jsonl")), rows).expect("rows");
-        let checks: Vec<String> = (types.iter())
+        let lines: String = rows.iter().map(|row| format!("{row}\n")).collect();
+        std::fs::write(krate.join(format!("{module}.jsonl")), lines).expect("rows");
+        expected.push_str(&format!("{module}: {} rows\n", rows.len()));
+        let checks: Vec<String> = (structs(source).iter())
             .map(|t| format!("check::<{module}::{t}>(&rows, &mut claimed)"))
             .collect();
         main.push_str(&format!(
@@ -227,10 +240,7 @@ fn compile_and_read_back(dir: &Path, sources: &[(&str, String, Vec<&str>)]) {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert_eq!(
-        stdout, "customers: 4 rows\nledger: 3 rows\nseeds: 4 rows\n",
-        "{stderr}"
-    );
+    assert_eq!(stdout, expected, "{stderr}");
 }
 
 /// The generated program's reading and checking.
@@ -312,4 +322,108 @@ async fn infer_fails_cleanly_and_writes_where_told() {
         "{first}"
     );
     assert!(!first.contains("pub struct Payment"), "{first}");
+}
+
+/// The Azure SDK for Python's packages, pinned as `tablekit-azure`'s tests
+/// pin them (so both use one installation).
+const PACKAGES: [&str; 3] = [
+    "azure-data-tables==12.7.0",
+    "azure-storage-queue==12.18.1",
+    "azure-storage-blob==12.31.1",
+];
+
+/// A value as `[EDM type, text]`, as `check.py` writes it.
+fn canonical(value: &Value) -> serde_json::Value {
+    use base64::Engine;
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Int32(i) => i.to_string(),
+        Value::Int64(i) => i.to_string(),
+        Value::Double(d) => format!("{:016x}", d.to_bits()),
+        Value::Boolean(b) => b.to_string(),
+        Value::DateTime(d) => d.to_string_7(),
+        Value::Guid(g) => g.hyphenated().to_string(),
+        Value::Binary(b) => base64::engine::general_purpose::STANDARD.encode(b),
+    };
+    let edm = format!("{:?}", value.edm_type());
+    serde_json::json!([edm, text])
+}
+
+/// Writes `rows` into a new table `name` with the Python SDK.
+fn python_writes(name: &str, rows: &[Entity]) {
+    let sdk = python_sdk::install(&PACKAGES, "azure/data/tables");
+    let a = azurite::azurite();
+    let rows: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|row| {
+            let props: serde_json::Map<String, serde_json::Value> = (row.properties.iter())
+                .map(|(name, value)| (name.to_owned(), canonical(value)))
+                .collect();
+            serde_json::json!({"pk": row.partition_key, "rk": row.row_key, "props": props})
+        })
+        .collect();
+    let spec = std::env::temp_dir().join(format!("tablekit-infer-{name}.json"));
+    std::fs::write(&spec, serde_json::json!({ "rows": rows }).to_string()).expect("the spec");
+    let endpoint = |port: u16| format!("http://{}:{port}/devstoreaccount1", a.host);
+    let output = Command::new("python3")
+        .arg(python_sdk::workspace().join("tablekit-azure/tests/other_sdk/check.py"))
+        .args(["write", "tables", name])
+        .env("PYTHONPATH", sdk)
+        .env("SPEC", &spec)
+        .env("TABLE_ENDPOINT", endpoint(a.table_port))
+        .env("QUEUE_ENDPOINT", endpoint(a.queue_port))
+        .env("BLOB_ENDPOINT", endpoint(a.blob_port))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run python3: {e}"));
+    let _ = std::fs::remove_file(&spec);
+    assert!(
+        output.status.success(),
+        "the Python SDK writing {name}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The three layouts written by the Azure SDK for Python into Azurite:
+/// `infer` finds the same kinds, and its types compile and read every row
+/// the SDK wrote back exactly as stored.
+#[test]
+fn types_inferred_from_rows_the_python_sdk_wrote_read_them_back() {
+    let a = azurite::azurite();
+    let from = format!(
+        "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
+        a.host, a.table_port, a.blob_port, a.queue_port
+    );
+    let suffix: String = std::iter::repeat_with(fastrand::lowercase)
+        .take(8)
+        .collect();
+    let mut sources = Vec::new();
+    for (table, rows) in TABLES {
+        let name = format!("{table}{suffix}");
+        python_writes(&name, &rows());
+        let (source, _) = inferred(&from, &name);
+        let (code, lines, err) = run(&["query", "--from", &from, "--table", &name]);
+        assert_eq!(code, Some(0), "{err}");
+        let lines: Vec<String> = lines.lines().map(str::to_owned).collect();
+        assert_eq!(lines.len(), rows().len());
+        sources.push((table.to_lowercase(), source, lines));
+    }
+    let kinds: Vec<Vec<&str>> = sources.iter().map(|(_, s, _)| structs(s)).collect();
+    assert_eq!(
+        kinds[1..],
+        [vec!["Invoice", "Payment"], vec!["Empid", "Review"]],
+        "the kinds the rows show"
+    );
+    assert_eq!(kinds[0].len(), 1, "{:?}", kinds[0]);
+    assert!(
+        sources[0].1.contains("    pub photo: Option<Vec<u8>>,"),
+        "{}",
+        sources[0].1
+    );
+    let dir = tempfile::tempdir().expect("a directory");
+    let sources: Vec<(&str, String, Vec<String>)> = sources
+        .iter()
+        .map(|(module, source, lines)| (module.as_str(), source.clone(), lines.clone()))
+        .collect();
+    compile_and_read_back(dir.path(), &sources);
 }

@@ -5,7 +5,6 @@
 mod program;
 use program::run;
 
-
 use tablekit::{DateTime, Entity, TableBackend, TableBackendExt, Value};
 use tablekit_local::LocalStorage;
 
