@@ -74,13 +74,25 @@ fn seeds() -> Vec<Entity> {
     ]
 }
 
+/// Events, newest first: RowKeys are inverted timestamps.
+fn events() -> Vec<Entity> {
+    use tablekit::key::{InvertedTime, encode};
+    (0..3)
+        .map(|i| {
+            let at = DateTime::parse(&format!("2026-11-2{i}T08:00:00Z")).expect("a time");
+            Entity::new("device-1", encode(&InvertedTime(at))).with("Reading", f64::from(i))
+        })
+        .collect()
+}
+
 /// A table's name, and the rows another client put there.
 type Table = (&'static str, fn() -> Vec<Entity>);
 
-const TABLES: [Table; 3] = [
+const TABLES: [Table; 4] = [
     ("Customers", customers),
     ("Ledger", ledger),
     ("Seeds", seeds),
+    ("Events", events),
 ];
 
 async fn store(path: &Path) {
@@ -166,11 +178,20 @@ async fn inferred_types_compile_and_read_every_row_back() {
         assert!(seeds.contains(line), "{line:?} in:\n{seeds}");
     }
 
+    let (events, _) = inferred(&from, "Events");
+    for line in [
+        "pub struct Event {",
+        "    #[tablekit(row_key)]\n    pub row_key: tablekit::key::InvertedTime,",
+    ] {
+        assert!(events.contains(line), "{line:?} in:\n{events}");
+    }
+
     let rows = |table: fn() -> Vec<Entity>| table().iter().map(tablekit::json::to_string).collect();
     let sources = [
         ("customers", customers, rows(TABLES[0].1)),
         ("ledger", ledger, rows(TABLES[1].1)),
         ("seeds", seeds, rows(TABLES[2].1)),
+        ("events", events, rows(TABLES[3].1)),
     ];
     compile_and_read_back(dir.path(), &sources);
 }
@@ -410,7 +431,7 @@ fn types_inferred_from_rows_the_python_sdk_wrote_read_them_back() {
     }
     let kinds: Vec<Vec<&str>> = sources.iter().map(|(_, s, _)| structs(s)).collect();
     assert_eq!(
-        kinds[1..],
+        kinds[1..3],
         [vec!["Invoice", "Payment"], vec!["Empid", "Review"]],
         "the kinds the rows show"
     );
