@@ -85,6 +85,7 @@ use tablekit_stores::Stores;
 
 mod infer;
 mod read;
+mod studio;
 pub use infer::{Inferred, infer_source};
 
 /// The forms of a store's connection string, for `--help`.
@@ -280,6 +281,7 @@ pub fn command() -> Command {
         .subcommand(read::get_command())
         .subcommand(read::query_command())
         .subcommand(infer::infer_command())
+        .subcommand(studio::studio_command())
 }
 
 /// Runs the command line `args` (the program's name first).
@@ -307,6 +309,7 @@ where
         Some(("get", m)) => read::get(m).await,
         Some(("query", m)) => read::query(m).await,
         Some(("infer", m)) => infer::infer(m).await,
+        Some(("studio", m)) => studio::studio(m).await,
         _ => unreachable_usage(),
     }
 }
@@ -314,7 +317,7 @@ where
 fn unreachable_usage() -> Result<(), CliError> {
     Err(CliError::Usage(command().error(
         clap::error::ErrorKind::MissingSubcommand,
-        "name a command: copy, export, import, check, compact, tables, get, query or infer",
+        "name a command: copy, export, import, check, compact, tables, get, query, infer or studio",
     )))
 }
 

@@ -68,9 +68,10 @@ mod worker;
 // The records, steps and fences live below the typed client, which writes
 // them (`crate::pending`); they are the outbox's, and public here.
 pub use crate::pending::{
-    Applied, FENCE_PREFIX, Notice, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, SweepReport,
-    apply_step, finish_entity, finish_record, is_bookkeeping_row, is_fence_row, is_outbox_row,
-    pending_count, pending_records, remove_fences_before, remove_fences_counting, sweep,
+    Applied, Bookkeeping, FENCE_PREFIX, Notice, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp,
+    SweepReport, apply_step, bookkeeping_of, finish_entity, finish_record, is_bookkeeping_row,
+    is_fence_row, is_outbox_row, pending_count, pending_records, remove_fences_before,
+    remove_fences_counting, sweep,
 };
 pub(crate) use worker::outbox_of;
 pub use worker::{Outbox, OutboxWorker, WorkerConfig, WorkerStats, poison_queue_name};

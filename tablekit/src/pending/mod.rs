@@ -27,8 +27,8 @@ mod sweep;
 
 pub use apply::{Applied, apply_step, finish_entity, finish_record};
 pub use record::{
-    FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, is_bookkeeping_row,
-    is_fence_row, is_outbox_row, pending_records,
+    Bookkeeping, FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, bookkeeping_of,
+    is_bookkeeping_row, is_fence_row, is_outbox_row, pending_records,
 };
 pub use sweep::{SweepReport, pending_count, remove_fences_before, remove_fences_counting, sweep};
 

@@ -425,6 +425,73 @@ pub fn is_bookkeeping_row(row: &Entity) -> bool {
         || row.row_key.starts_with(EXPIRY_PREFIX)
 }
 
+/// What one of tablekit's own rows is, for a reader that shows raw rows
+/// (a browser of a store, an export): see [`bookkeeping_of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Bookkeeping {
+    /// An index row: an entity's value, pointing at its row.
+    IndexRow,
+    /// An index entity: the RowKeys of the entities holding one value.
+    IndexEntity,
+    /// An outbox record: steps of a write across partitions, not yet done.
+    OutboxRecord,
+    /// A fence: the last step applied to a row, so a step never applies twice.
+    Fence,
+    /// A change of a change feed.
+    Change,
+    /// A partition's change-feed head: its newest change's number.
+    ChangeHead,
+    /// A row of the change feeds' directory: a partition with changes, a
+    /// consumer, its checkpoint in a partition, or its lease.
+    ChangeDirectory,
+    /// A row of an expiry index: an entity that expires, by its time.
+    ExpiryIndex,
+}
+
+impl Bookkeeping {
+    /// What the row is, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Bookkeeping::IndexRow => "index row",
+            Bookkeeping::IndexEntity => "index entity",
+            Bookkeeping::OutboxRecord => "outbox record",
+            Bookkeeping::Fence => "fence",
+            Bookkeeping::Change => "change-feed change",
+            Bookkeeping::ChangeHead => "change-feed head",
+            Bookkeeping::ChangeDirectory => "change-feed directory",
+            Bookkeeping::ExpiryIndex => "expiry index row",
+        }
+    }
+}
+
+/// What `row` is, if it is one of tablekit's own rows rather than an
+/// entity ([`is_bookkeeping_row`], and the rows of the change feeds'
+/// directory).
+pub fn bookkeeping_of(row: &Entity) -> Option<Bookkeeping> {
+    use super::changes::{CHANGE_PREFIX, DIRECTORY, HEAD_KEY};
+    Some(if super::lists::is_index_row(row) {
+        match row.properties.contains(super::lists::ROW_PROPERTY) {
+            true => Bookkeeping::IndexRow,
+            false => Bookkeeping::IndexEntity,
+        }
+    } else if is_outbox_row(row) {
+        Bookkeeping::OutboxRecord
+    } else if is_fence_row(row) {
+        Bookkeeping::Fence
+    } else if super::changes::is_change_row(row) && row.row_key == HEAD_KEY {
+        Bookkeeping::ChangeHead
+    } else if super::changes::is_change_row(row) && row.row_key.starts_with(CHANGE_PREFIX) {
+        Bookkeeping::Change
+    } else if row.row_key.starts_with(EXPIRY_PREFIX) {
+        Bookkeeping::ExpiryIndex
+    } else if row.partition_key == DIRECTORY {
+        Bookkeeping::ChangeDirectory
+    } else {
+        return None;
+    })
+}
+
 /// The RowKey of the fence of `row_key`.
 pub(crate) fn fence_key(row_key: &str) -> String {
     format!("{FENCE_PREFIX}{row_key}")

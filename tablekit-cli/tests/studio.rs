@@ -1,0 +1,435 @@
+//! `tablekit studio` on a local store: it listens on 127.0.0.1 alone and
+//! answers only requests with its token and its own host name; it pages
+//! through a table, checks a filter before the store sees it, names
+//! tablekit's own rows, hands hostile values back as data, refuses writes
+//! unless started with `--write`, and then writes only over the version
+//! shown. And in a real browser (headless Chromium): the page lists the
+//! tables, shows a table's rows, filters, and shows hostile values as text.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value as Json;
+use tablekit::{Entity, TableBackend, TableBackendExt};
+use tablekit_local::LocalStorage;
+
+/// A hostile value: markup, a right-to-left override, quotes.
+const HOSTILE: &str = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>\u{202e}evil";
+
+async fn store(path: &Path) {
+    let store = LocalStorage::open(path).expect("a store");
+    store.create_table("Orders").await.expect("a table");
+    store.create_table("Notes").await.expect("a table");
+    for i in 0..250 {
+        let row = Entity::new(format!("c{}", i % 3), format!("o{i:04}"))
+            .with("Total", i64::from(i))
+            .with("Paid", i % 2 == 0);
+        store.insert_entity("Orders", &row).await.expect("insert");
+    }
+    let hostile = Entity::new("<b onclick=alert(1)>pk", "\u{202e}rk")
+        .with("Text", HOSTILE)
+        .with("Long", "x".repeat(32_000));
+    store
+        .insert_entity("Notes", &hostile)
+        .await
+        .expect("insert");
+    // One of tablekit's own rows: a change-feed head.
+    let head = Entity::new("p", "~tk|changes").with("_ChangeSeq", 3i64);
+    store.insert_entity("Notes", &head).await.expect("insert");
+}
+
+/// A running studio, killed when dropped.
+struct Studio {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Studio {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(path: &Path, write: bool) -> Studio {
+    let store = format!("UseLocalStorage={}", path.display());
+    let mut args = vec!["studio", "--store", store.as_str()];
+    if write {
+        args.push("--write");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the studio starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("its output"))
+        .read_line(&mut line)
+        .expect("the line it prints");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let rest = url.strip_prefix("http://127.0.0.1:").expect("on 127.0.0.1");
+    let (port, token) = rest.split_once("/?token=").expect("a token in the address");
+    assert_eq!(token.len(), 64, "{token}");
+    Studio {
+        child,
+        port: port.parse().expect("a port"),
+        token: token.to_owned(),
+    }
+}
+
+/// An answer: status, headers (lower-case names) and body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Json {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 request to the studio, over a connection of its own.
+fn request(
+    studio: &Studio,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
+    let mut stream = TcpStream::connect(("127.0.0.1", studio.port)).expect("a connection");
+    let mut text = format!(
+        "{method} {target} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: 127.0.0.1:{}\r\n", studio.port));
+    }
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).expect("the request");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("the answer");
+    let raw = String::from_utf8(raw).expect("UTF-8");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("a head");
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .expect("a status line")
+        .split(' ')
+        .nth(1)
+        .expect("a status");
+    let headers = lines
+        .filter_map(|l| l.split_once(": "))
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.to_owned()))
+        .collect::<Vec<_>>();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+    Answer {
+        status: status.parse().expect("a number"),
+        headers,
+        body: if chunked {
+            unchunk(body)
+        } else {
+            body.to_owned()
+        },
+    }
+}
+
+fn unchunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).expect("a chunk size");
+        if size == 0 {
+            break;
+        }
+        out.push_str(&rest[..size]);
+        body = &rest[size + 2..];
+    }
+    out
+}
+
+fn api(studio: &Studio, target: &str) -> Answer {
+    request(
+        studio,
+        "GET",
+        target,
+        &[("X-Studio-Token", &studio.token)],
+        "",
+    )
+}
+
+#[tokio::test]
+async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("store");
+    store(&path).await;
+    let s = start(&path, false);
+
+    // Loopback alone: the listening socket's address is 127.0.0.1.
+    let listening = std::fs::read_to_string("/proc/net/tcp").expect("the sockets");
+    let local = format!("0100007F:{:04X}", s.port);
+    assert!(
+        listening
+            .lines()
+            .any(|l| l.split_whitespace().nth(1) == Some(local.as_str())),
+        "not listening on 127.0.0.1:{}",
+        s.port
+    );
+    // No token, a wrong one, another host: refused.
+    assert_eq!(request(&s, "GET", "/", &[], "").status, 403);
+    assert_eq!(request(&s, "GET", "/api/tables", &[], "").status, 403);
+    let wrong = "0".repeat(64);
+    assert_eq!(
+        request(&s, "GET", &format!("/?token={wrong}"), &[], "").status,
+        403
+    );
+    let evil = [
+        ("Host", "evil.example"),
+        ("X-Studio-Token", s.token.as_str()),
+    ];
+    assert_eq!(request(&s, "GET", "/api/tables", &evil, "").status, 403);
+    let page = request(&s, "GET", &format!("/?token={}", s.token), &[], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("tablekit studio"));
+    let policy = page.header("content-security-policy").expect("a policy");
+    assert!(policy.contains("script-src 'self'"), "{policy}");
+
+    assert_eq!(
+        api(&s, "/api/tables").json()["tables"],
+        serde_json::json!(["Notes", "Orders"])
+    );
+
+    // Pages of at most 100, to the end.
+    let mut target = "/api/rows?table=Orders&top=100".to_owned();
+    let mut sizes = Vec::new();
+    loop {
+        let page = api(&s, &target).json();
+        sizes.push(page["rows"].as_array().expect("rows").len());
+        match page["next"].as_object() {
+            Some(next) => {
+                target = format!(
+                    "/api/rows?table=Orders&top=100&next_pk={}",
+                    next["pk"].as_str().expect("pk")
+                );
+                if let Some(rk) = next["rk"].as_str() {
+                    target.push_str(&format!("&next_rk={rk}"));
+                }
+            }
+            None => break,
+        }
+    }
+    assert_eq!(sizes.iter().sum::<usize>(), 250, "{sizes:?}");
+    assert!(sizes.iter().all(|&n| n <= 100), "{sizes:?}");
+    // A filter is checked before it is sent.
+    let bad = api(&s, "/api/rows?table=Orders&filter=Total%20gt");
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    assert!(
+        bad.json()["error"]
+            .as_str()
+            .expect("a message")
+            .starts_with("the filter")
+    );
+    let paid = api(
+        &s,
+        "/api/rows?table=Orders&filter=Total%20lt%2010%20and%20Paid%20eq%20true",
+    );
+    assert_eq!(paid.json()["rows"].as_array().expect("rows").len(), 5);
+
+    // Hostile values come back as data, exactly; tablekit's rows are named.
+    let notes = api(&s, "/api/rows?table=Notes").json();
+    let rows = notes["rows"].as_array().expect("rows");
+    let hostile = rows
+        .iter()
+        .find(|r| r["rk"] == "\u{202e}rk")
+        .expect("the hostile row");
+    assert_eq!(hostile["pk"], "<b onclick=alert(1)>pk");
+    let text = hostile["properties"].as_array().expect("properties");
+    assert!(
+        text.iter()
+            .any(|p| p["name"] == "Text" && p["value"] == HOSTILE && p["type"] == "Edm.String")
+    );
+    assert!(
+        text.iter()
+            .any(|p| p["name"] == "Long" && p["value"].as_str().map(str::len) == Some(32_000))
+    );
+    let head = rows
+        .iter()
+        .find(|r| r["rk"] == "~tk|changes")
+        .expect("the head");
+    assert_eq!(head["role"], "tablekit: change-feed head");
+
+    // Read-only: no write, whatever the ETag.
+    let etag = hostile["etag"].as_str().expect("an ETag").to_owned();
+    let target = "/api/row?table=Notes&pk=%3Cb%20onclick%3Dalert(1)%3Epk&rk=%E2%80%AErk";
+    let refused = request(
+        &s,
+        "DELETE",
+        target,
+        &[("X-Studio-Token", &s.token), ("If-Match", &etag)],
+        "",
+    );
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(api(&s, target).status, 200, "the row is still there");
+}
+
+#[tokio::test]
+async fn with_write_edits_go_over_the_version_shown_alone() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("store");
+    store(&path).await;
+    let s = start(&path, true);
+    let target = "/api/row?table=Orders&pk=c0&rk=o0003";
+    let shown = api(&s, target).json();
+    let etag = shown["etag"].as_str().expect("an ETag").to_owned();
+    let token = ("X-Studio-Token", s.token.as_str());
+    let edited = shown["json"]
+        .as_str()
+        .expect("its JSON")
+        .replace("\"Total\":\"3\"", "\"Total\":\"30\"");
+    assert_ne!(
+        edited,
+        shown["json"].as_str().expect("its JSON"),
+        "{edited}"
+    );
+
+    // Without If-Match, or with a stale one: refused, nothing written.
+    let put = |guard: Option<&str>, body: &str| {
+        let mut headers = vec![token];
+        if let Some(etag) = guard {
+            headers.push(("If-Match", etag));
+        }
+        request(&s, "PUT", target, &headers, body)
+    };
+    assert_eq!(put(None, &edited).status, 428);
+    let stale = "W/\"datetime'2000-01-01T00%3A00%3A00Z'\"";
+    let conflict = put(Some(stale), &edited);
+    assert_eq!(conflict.status, 412, "{}", conflict.body);
+    // The version shown: written.
+    let saved = put(Some(&etag), &edited);
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    let now = api(&s, target).json();
+    let total = now["properties"]
+        .as_array()
+        .expect("properties")
+        .iter()
+        .find(|p| p["name"] == "Total")
+        .cloned();
+    assert_eq!(total.expect("Total")["value"], "30");
+    // The old ETag is stale now: a delete through it is a conflict.
+    let delete = |etag: &str| request(&s, "DELETE", target, &[token, ("If-Match", etag)], "");
+    assert_eq!(delete(&etag).status, 412);
+    let fresh = now["etag"].as_str().expect("an ETag").to_owned();
+    assert_eq!(delete(&fresh).status, 204);
+    assert_eq!(api(&s, target).status, 404);
+}
+
+/// Headless Chromium, from Debian's package.
+fn chromium() -> PathBuf {
+    let path = PathBuf::from("/usr/bin/chromium");
+    assert!(
+        path.exists(),
+        "the browser test needs Debian's chromium (apt-get install chromium; .ci/run installs it)"
+    );
+    path
+}
+
+/// Where the screenshots are kept.
+fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .join("target/studio-screenshots");
+    std::fs::create_dir_all(&dir).expect("a directory");
+    dir
+}
+
+/// Chromium on `url`, after its scripts ran: the page's DOM, and a
+/// screenshot in `shot`.
+fn browse(url: &str, shot: &Path) -> String {
+    let profile = tempfile::tempdir().expect("a profile");
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--virtual-time-budget=10000",
+        "--window-size=1400,900",
+    ];
+    let user = format!("--user-data-dir={}", profile.path().display());
+    let run = |what: &str| {
+        let out = Command::new(chromium())
+            .args(common)
+            .args([user.as_str(), what, url])
+            .output()
+            .expect("chromium runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let dom = run("--dump-dom");
+    run(&format!("--screenshot={}", shot.display()));
+    assert!(shot.exists(), "no screenshot at {}", shot.display());
+    String::from_utf8_lossy(&dom.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn a_browser_lists_tables_shows_rows_filters_and_keeps_values_text() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("store");
+    store(&path).await;
+    let s = start(&path, false);
+    let base = format!("http://127.0.0.1:{}/?token={}", s.port, s.token);
+    let shots = shots();
+
+    let dom = browse(&format!("{base}#table=Orders"), &shots.join("orders.png"));
+    assert!(
+        dom.contains(">Notes</button>") && dom.contains(">Orders</button>"),
+        "{dom}"
+    );
+    assert!(dom.contains("100 rows; more follow"), "{dom}");
+    assert!(dom.contains("<td>o0000</td>"), "{dom}");
+
+    let filtered = browse(
+        &format!("{base}#table=Orders&filter=Total%20lt%203"),
+        &shots.join("filtered.png"),
+    );
+    assert!(filtered.contains("3 rows"), "{filtered}");
+    assert!(!filtered.contains("<td>o0003</td>"), "{filtered}");
+
+    let notes = browse(&format!("{base}#table=Notes"), &shots.join("notes.png"));
+    assert!(
+        notes.contains("&lt;b onclick=alert(1)&gt;pk"),
+        "shown as text: {notes}"
+    );
+    assert!(notes.contains("tablekit: change-feed head"), "{notes}");
+    // A right-to-left override is shown as its code point, not obeyed.
+    assert!(notes.contains("\u{27e8}U+202E\u{27e9}rk"), "{notes}");
+    assert!(!notes.contains('\u{202e}'), "{notes}");
+    assert!(!notes.contains("owned"), "a hostile value ran: {notes}");
+}
