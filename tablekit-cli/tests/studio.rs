@@ -433,3 +433,84 @@ async fn a_browser_lists_tables_shows_rows_filters_and_keeps_values_text() {
     assert!(!notes.contains('\u{202e}'), "{notes}");
     assert!(!notes.contains("owned"), "a hostile value ran: {notes}");
 }
+
+/// Playwright's driver (`playwright-core`, pinned), installed with npm into
+/// `target/` on first use, as Azurite is; it drives Debian's Chromium.
+fn playwright() -> PathBuf {
+    const VERSION: &str = "1.64.1";
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned();
+    let dir = workspace.join(format!("target/playwright-core-{VERSION}"));
+    let module = dir.join("node_modules/playwright-core");
+    if module.join("package.json").exists() {
+        return module;
+    }
+    let partial = workspace.join(format!(
+        "target/playwright-core.partial-{}",
+        std::process::id()
+    ));
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(&partial)
+        .arg(format!("playwright-core@{VERSION}"))
+        .output()
+        .expect("npm runs");
+    assert!(
+        out.status.success(),
+        "npm could not install playwright-core: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if std::fs::rename(&partial, &dir).is_err() {
+        // Another test process put its installation in place first.
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    assert!(
+        module.join("package.json").exists(),
+        "no playwright-core in {}",
+        dir.display()
+    );
+    module
+}
+
+/// With `--write`, in the browser: a row clicked, edited and saved; a save
+/// over a version another writer replaced shows a conflict and writes
+/// nothing.
+#[tokio::test]
+async fn a_browser_edits_a_row_and_sees_a_conflict() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("store");
+    store(&path).await;
+    let s = start(&path, true);
+    chromium();
+    let url = format!("http://127.0.0.1:{}/?token={}", s.port, s.token);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/studio/edit.cjs");
+    let out = Command::new("node")
+        .arg(script)
+        .arg(&url)
+        .env("PLAYWRIGHT_CORE", playwright())
+        .env("SHOTS", shots())
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = api(&s, "/api/row?table=Orders&pk=c0&rk=o0003").json();
+    assert!(
+        row["json"]
+            .as_str()
+            .expect("its JSON")
+            .contains("\"Total\":\"44\""),
+        "{row}"
+    );
+}

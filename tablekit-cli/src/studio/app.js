@@ -189,11 +189,12 @@ async function afterWrite(status, body, done) {
     say("edit-message", (body && body.error) || "the store said " + status, "error");
     return;
   }
-  say("edit-message", done);
   const { status: read, body: row } = await api(rowParams());
   if (read === 200) showRow(row, null);
-  await loadPage(state.pages.length ? state.pages[state.pages.length - 1] : null);
-  state.pages.pop();
+  // The page the row was on, read again (loadPage counts it once more).
+  const page = state.pages.pop();
+  await loadPage(page === undefined ? null : page);
+  say("edit-message", done);
 }
 
 document.getElementById("filter-form").addEventListener("submit", (event) => {

@@ -126,6 +126,7 @@ fn router(studio: Arc<Studio>) -> Router {
             "/app.css",
             get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
         )
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/store", get(store_info))
         .route("/api/tables", get(tables))
         .route("/api/rows", get(rows))
