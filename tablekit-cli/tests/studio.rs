@@ -18,8 +18,40 @@ use tablekit_local::LocalStorage;
 /// A hostile value: markup, a right-to-left override, quotes.
 const HOSTILE: &str = "<img src=x onerror=\"document.title='owned'\"><script>document.title='owned'</script>\u{202e}evil";
 
+/// A ticket, whose kind records its changes.
+#[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Tickets", kind = "TICKET", changes)]
+struct Ticket {
+    #[tablekit(partition_key)]
+    queue: String,
+    #[tablekit(row_key)]
+    id: u32,
+}
+
 async fn store(path: &Path) {
     let store = LocalStorage::open(path).expect("a store");
+    // Tickets with a change feed, and a consumer one change behind in `a`.
+    let tickets: tablekit::Table<Ticket> = tablekit::Table::new(store.clone());
+    tickets.create_if_missing().await.expect("a table");
+    for (queue, id) in [("a", 1), ("a", 2), ("b", 1)] {
+        tickets
+            .insert(&Ticket {
+                queue: queue.into(),
+                id,
+            })
+            .await
+            .expect("insert");
+    }
+    let mailer = tickets.changes().consumer("mailer").expect("a consumer");
+    let batch = mailer.poll(100).await.expect("poll");
+    mailer.commit(&batch).await.expect("commit");
+    tickets
+        .insert(&Ticket {
+            queue: "a".into(),
+            id: 3,
+        })
+        .await
+        .expect("insert");
     store.create_table("Orders").await.expect("a table");
     store.create_table("Notes").await.expect("a table");
     for i in 0..250 {
@@ -215,7 +247,16 @@ async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
 
     assert_eq!(
         api(&s, "/api/tables").json()["tables"],
-        serde_json::json!(["Notes", "Orders"])
+        serde_json::json!(["Notes", "Orders", "Tickets"])
+    );
+    // The consumers of a change feed, and how far behind each is.
+    let feeds = api(&s, "/api/feeds?table=Tickets").json();
+    assert_eq!(
+        feeds["consumers"],
+        serde_json::json!([
+            {"consumer": "mailer", "partition": "a", "checkpoint": 2, "newest": 3, "lag": 1},
+            {"consumer": "mailer", "partition": "b", "checkpoint": 1, "newest": 1, "lag": 0},
+        ])
     );
 
     // Pages of at most 100, to the end.
@@ -421,6 +462,14 @@ async fn a_browser_lists_tables_shows_rows_filters_and_keeps_values_text() {
     );
     assert!(filtered.contains("3 rows"), "{filtered}");
     assert!(!filtered.contains("<td>o0003</td>"), "{filtered}");
+
+    let tickets = browse(&format!("{base}#table=Tickets"), &shots.join("tickets.png"));
+    assert!(tickets.contains("Change-feed consumers"), "{tickets}");
+    assert!(tickets.contains("<td>mailer</td>"), "{tickets}");
+    assert!(
+        tickets.contains("tablekit: change-feed change"),
+        "{tickets}"
+    );
 
     let notes = browse(&format!("{base}#table=Notes"), &shots.join("notes.png"));
     assert!(

@@ -97,6 +97,23 @@ async function openTable(name) {
     button.classList.toggle("current", button.dataset.table === name);
   }
   await loadPage(null);
+  await loadFeeds();
+}
+
+// The consumers of the table's change feeds, and how far behind each is.
+async function loadFeeds() {
+  const { status, body } = await api("/api/feeds?" + query({ table: state.table }));
+  const section = document.getElementById("feeds");
+  const tbody = document.querySelector("#consumers tbody");
+  tbody.replaceChildren();
+  section.hidden = status !== 200 || body.consumers.length === 0;
+  if (section.hidden) return;
+  for (const c of body.consumers) {
+    const tr = el("tr");
+    tr.append(el("td", c.consumer), el("td", c.partition), el("td", String(c.checkpoint)),
+      el("td", String(c.newest)), el("td", String(c.lag)));
+    tbody.append(tr);
+  }
 }
 
 async function loadPage(start) {

@@ -130,6 +130,7 @@ fn router(studio: Arc<Studio>) -> Router {
         .route("/api/store", get(store_info))
         .route("/api/tables", get(tables))
         .route("/api/rows", get(rows))
+        .route("/api/feeds", get(feeds))
         .route("/api/row", get(row).put(put_row).delete(delete_row))
         .layer(middleware::from_fn_with_state(Arc::clone(&studio), guard))
         .with_state(studio)
@@ -284,6 +285,30 @@ async fn rows(
         }
     }
     axum::Json(json!({ "rows": shown, "next": next })).into_response()
+}
+
+/// Where each consumer of the table's change feeds stands, by partition.
+async fn feeds(
+    State(studio): State<Arc<Studio>>,
+    Params(p): Params<HashMap<String, String>>,
+) -> Response {
+    let Some(table) = p.get("table") else {
+        return refuse(StatusCode::BAD_REQUEST, "name a table");
+    };
+    match tablekit::changes::consumer_lags(&*studio.tables, table).await {
+        Ok(lags) => {
+            let lags: Vec<Json> = (lags.iter())
+                .map(|l| {
+                    json!({
+                        "consumer": l.consumer, "partition": l.partition_key,
+                        "checkpoint": l.checkpoint, "newest": l.newest, "lag": l.lag(),
+                    })
+                })
+                .collect();
+            axum::Json(json!({ "consumers": lags })).into_response()
+        }
+        Err(e) => store_error(&studio, e),
+    }
 }
 
 /// A row as the page shows it: keys, ETag, time, what it is, and each

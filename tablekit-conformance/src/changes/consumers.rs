@@ -49,6 +49,21 @@ pub async fn change_consumers_keep_their_own_place(backend: Arc<dyn TableBackend
     let now = late.poll(100).await.expect("poll");
     assert_eq!(ops(&now.changes), [ChangeOp::Delete]);
 
+    // Where each stands, read from the raw rows (no type needed).
+    let lags = tablekit::changes::consumer_lags(&*backend, &name)
+        .await
+        .expect("the consumers");
+    let of = |consumer: &str| -> Vec<(String, u64, u64, u64)> {
+        (lags.iter().filter(|l| l.consumer == consumer))
+            .map(|l| (l.partition_key.clone(), l.checkpoint, l.newest, l.lag()))
+            .collect()
+    };
+    let at = |pk: &str, checkpoint, newest, lag| (pk.to_owned(), checkpoint, newest, lag);
+    let placed = [at("ann", 2, 3, 1), at("bob", 2, 2, 0), at("cy", 1, 1, 0)];
+    assert_eq!(of("search"), placed, "{lags:?}");
+    assert_eq!(of("late"), placed, "{lags:?}");
+    assert_eq!(of("audit.v2").len(), 3, "{lags:?}");
+
     for bad in ["", "a|b", "x".repeat(64).as_str(), "naïve"] {
         assert!(
             matches!(

@@ -194,6 +194,8 @@ pub use here::CommitsHere;
 
 mod consumer;
 pub use consumer::*;
+mod status;
+pub use status::{ConsumerLag, consumer_lags};
 
 /// The part of a kind declared with `#[tablekit(changes)]`, which makes
 /// every typed write of it record its change. The derive adds it.
