@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value as Json;
+
+#[path = "../../tablekit-azure/tests/azurite/mod.rs"]
+mod azurite;
+mod program;
 use tablekit::{Entity, TableBackend, TableBackendExt};
 use tablekit_local::LocalStorage;
 
@@ -87,8 +91,11 @@ impl Drop for Studio {
 }
 
 fn start(path: &Path, write: bool) -> Studio {
-    let store = format!("UseLocalStorage={}", path.display());
-    let mut args = vec!["studio", "--store", store.as_str()];
+    start_on(&format!("UseLocalStorage={}", path.display()), write)
+}
+
+fn start_on(store: &str, write: bool) -> Studio {
+    let mut args = vec!["studio", "--store", store];
     if write {
         args.push("--write");
     }
@@ -561,5 +568,43 @@ async fn a_browser_edits_a_row_and_sees_a_conflict() {
             .expect("its JSON")
             .contains("\"Total\":\"44\""),
         "{row}"
+    );
+}
+
+/// The same studio on Azurite: the store's tables and rows, through the
+/// REST backend.
+#[test]
+fn the_studio_reads_azurite_too() {
+    let a = azurite::azurite();
+    let conn = format!(
+        "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
+        a.host, a.table_port, a.blob_port, a.queue_port
+    );
+    let suffix: String = std::iter::repeat_with(fastrand::lowercase)
+        .take(8)
+        .collect();
+    let table = format!("Studio{suffix}");
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = dir.path().join("rows.jsonl");
+    let row = Entity::new("p", "r1").with("Text", HOSTILE);
+    std::fs::write(&file, tablekit::json::to_string(&row) + "\n").expect("rows");
+    let file = file.to_str().expect("a path");
+    let (code, _, err) = program::run(&["import", "--to", &conn, "--in", file, "--table", &table]);
+    assert_eq!(code, Some(0), "{err}");
+    let s = start_on(&conn, false);
+    let tables = api(&s, "/api/tables").json();
+    assert!(
+        tables["tables"]
+            .as_array()
+            .expect("tables")
+            .iter()
+            .any(|t| t == table.as_str()),
+        "{tables}"
+    );
+    let rows = api(&s, &format!("/api/rows?table={table}")).json();
+    let text = &rows["rows"][0]["properties"][0];
+    assert_eq!(
+        (&text["name"], &text["value"]),
+        (&Json::from("Text"), &Json::from(HOSTILE))
     );
 }

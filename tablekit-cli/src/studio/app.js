@@ -139,7 +139,13 @@ async function loadPage(start) {
       continue;
     }
     if (row.role.startsWith("tablekit")) tr.classList.add("bookkeeping");
-    tr.append(el("td", row.pk), el("td", row.rk), el("td", row.role), el("td", row.timestamp || ""),
+    const pk = el("td", row.pk, "partition");
+    pk.title = "show this partition alone";
+    pk.addEventListener("click", (event) => {
+      event.stopPropagation();
+      openPartition(row.pk);
+    });
+    tr.append(pk, el("td", row.rk), el("td", row.role), el("td", row.timestamp || ""),
       el("td", String(row.properties.length)));
     tr.addEventListener("click", () => showRow(row, tr));
     tbody.append(tr);
@@ -149,6 +155,15 @@ async function loadPage(start) {
   document.getElementById("next").disabled = !body.next;
   say("message", body.rows.length + " rows" + (body.next ? "; more follow" : ""));
   say("page-info", "Page " + state.pages.length);
+}
+
+// The rows of one partition: a filter on its key, quoted as the service
+// quotes a string (a ' doubled).
+function openPartition(pk) {
+  state.filter = "PartitionKey eq '" + pk.replace(/'/g, "''") + "'";
+  document.getElementById("filter").value = state.filter;
+  state.pages = [];
+  loadPage(null);
 }
 
 function showRow(row, tr) {

@@ -57,6 +57,10 @@ async function main() {
     await page.screenshot({ path: shots + "/conflict.png" });
     const after = await (await fetch(api, { headers })).json();
     if (!after.json.includes('"Total":"44"')) throw new Error("the conflict wrote: " + after.json);
+    // A partition key clicked shows that partition alone.
+    await page.getByRole("cell", { name: "c1", exact: true }).first().click();
+    await page.waitForFunction(() => document.getElementById("filter").value === "PartitionKey eq 'c1'");
+    await page.locator("#message", { hasText: "83 rows" }).waitFor();
     console.log("edited, and the conflict was refused");
   } finally {
     await browser.close();
