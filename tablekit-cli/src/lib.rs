@@ -22,6 +22,7 @@
 //! tablekit query  --from <conn> --table T [--filter F] [--select A,B] [--top N]
 //!                 [--format json|table|csv]
 //! tablekit infer  --from <conn> --table T [--sample N] [--kind-property P] [--out FILE]
+//! tablekit studio --store <conn> [--port N] [--write]
 //! tablekit --verbose <command> …
 //! tablekit --version
 //! ```
@@ -56,6 +57,11 @@
 //!   show, and an `EntityKinds` enum when there are several; each type
 //!   says what was seen. A property seen with two EDM types is named on
 //!   standard error and left out of its type (a replace keeps it).
+//! - **studio** serves a page on 127.0.0.1 (behind a random token in the
+//!   address it prints) to look at a store: tables, rows by page, filters,
+//!   each property's EDM type, tablekit's own rows named, change-feed
+//!   consumers and their lag; with `--write`, edits and deletes guarded by
+//!   the ETag of the row shown.
 //!
 //! `--verbose` (`-v`, before or after the command) prints each operation
 //! on a store as it ends, with its outcome and time, and each retry and
