@@ -25,11 +25,22 @@ const HOSTILE: &str = "<img src=x onerror=\"document.title='owned'\"><script>doc
 /// A ticket, whose kind records its changes.
 #[derive(tablekit::TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Tickets", kind = "TICKET", changes)]
+#[tablekit(index(name = "code", tag = "code"))]
 struct Ticket {
     #[tablekit(partition_key)]
     queue: String,
     #[tablekit(row_key)]
     id: u32,
+    #[tablekit(unique = "code")]
+    code: String,
+}
+
+fn ticket(queue: &str, id: u32) -> Ticket {
+    Ticket {
+        queue: queue.into(),
+        id,
+        code: format!("{queue}-{id}"),
+    }
 }
 
 async fn store(path: &Path) {
@@ -38,24 +49,21 @@ async fn store(path: &Path) {
     let tickets: tablekit::Table<Ticket> = tablekit::Table::new(store.clone());
     tickets.create_if_missing().await.expect("a table");
     for (queue, id) in [("a", 1), ("a", 2), ("b", 1)] {
-        tickets
-            .insert(&Ticket {
-                queue: queue.into(),
-                id,
-            })
-            .await
-            .expect("insert");
+        tickets.insert(&ticket(queue, id)).await.expect("insert");
     }
     let mailer = tickets.changes().consumer("mailer").expect("a consumer");
     let batch = mailer.poll(100).await.expect("poll");
     mailer.commit(&batch).await.expect("commit");
-    tickets
-        .insert(&Ticket {
-            queue: "a".into(),
-            id: 3,
-        })
+    tickets.insert(&ticket("a", 3)).await.expect("insert");
+    // A ticket whose row is deleted behind the library's back: its index
+    // row is left over.
+    tickets.insert(&ticket("b", 2)).await.expect("insert");
+    let (_, rk) = tablekit::schema::encode_keys::<Ticket>(&"b", &2u32).expect("keys");
+    let any = tablekit::IfMatch::Any;
+    store
+        .delete_entity("Tickets", "b", &rk, &any)
         .await
-        .expect("insert");
+        .expect("a raw delete");
     store.create_table("Orders").await.expect("a table");
     store.create_table("Notes").await.expect("a table");
     for i in 0..250 {
@@ -262,8 +270,21 @@ async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
         feeds["consumers"],
         serde_json::json!([
             {"consumer": "mailer", "partition": "a", "checkpoint": 2, "newest": 3, "lag": 1},
-            {"consumer": "mailer", "partition": "b", "checkpoint": 1, "newest": 1, "lag": 0},
+            {"consumer": "mailer", "partition": "b", "checkpoint": 1, "newest": 2, "lag": 1},
         ])
+    );
+    // The index rows audited from the raw rows: in step in `a`, one left
+    // over in `b`.
+    let a = api(&s, "/api/verify?table=Tickets&pk=a").json();
+    assert_eq!(
+        (&a["index_rows"], &a["orphans"]),
+        (&Json::from(3), &serde_json::json!([]))
+    );
+    let b = api(&s, "/api/verify?table=Tickets&pk=b").json();
+    assert_eq!(
+        b["orphans"],
+        serde_json::json!([["code_b-2", "TICKET_0000000002"]]),
+        "{b}"
     );
 
     // Pages of at most 100, to the end.

@@ -185,10 +185,31 @@ function showRow(row, tr) {
     tbody.append(tr);
   }
   document.getElementById("row-json").textContent = visible(row.json);
+  document.getElementById("audit").hidden = true;
   const editor = document.getElementById("editor");
   editor.hidden = !state.write;
   document.getElementById("edit-json").value = row.json;
   say("edit-message", "");
+}
+
+// The audit of the shown row's partition, from its raw rows: index rows
+// whose entity is gone, stale copies, list entries naming nothing.
+async function verify() {
+  const { status, body } = await api("/api/verify?" + query({ table: state.table, pk: state.row.pk }));
+  const section = document.getElementById("audit");
+  const list = document.getElementById("audit-problems");
+  section.hidden = false;
+  list.replaceChildren();
+  if (status !== 200) {
+    say("audit-summary", (body && body.error) || "the store said " + status, "error");
+    return;
+  }
+  const problems = body.orphans.length + body.stale.length + body.dangling.length;
+  say("audit-summary", body.index_rows + " index rows beside " + body.entities + " entities: " +
+    (problems === 0 ? "all in step" : problems + " out of step"), problems === 0 ? "" : "error");
+  for (const [rk, pointed] of body.orphans) list.append(el("li", "index row " + rk + " names " + pointed + ", which is gone"));
+  for (const [rk, property] of body.stale) list.append(el("li", "index row " + rk + " copies a " + property + " its entity no longer holds"));
+  for (const [rk, member] of body.dangling) list.append(el("li", "index entity " + rk + " lists " + member + ", which is gone"));
 }
 
 function rowParams() {
@@ -246,13 +267,22 @@ document.getElementById("next").addEventListener("click", () => {
 });
 document.getElementById("save").addEventListener("click", save);
 document.getElementById("delete").addEventListener("click", remove);
+document.getElementById("verify").addEventListener("click", verify);
 
-(async () => {
-  await loadStore();
+// Opens what the address names (a table, a filter): at the start, and
+// when the address is changed by hand or by a link.
+async function follow() {
   const start = readHash();
   state.table = start.table;
   state.filter = start.filter;
   document.getElementById("filter").value = state.filter;
   await loadTables();
   if (state.table) await openTable(state.table);
+}
+
+window.addEventListener("hashchange", follow);
+
+(async () => {
+  await loadStore();
+  await follow();
 })();

@@ -131,6 +131,7 @@ fn router(studio: Arc<Studio>) -> Router {
         .route("/api/tables", get(tables))
         .route("/api/rows", get(rows))
         .route("/api/feeds", get(feeds))
+        .route("/api/verify", get(verify))
         .route("/api/row", get(row).put(put_row).delete(delete_row))
         .layer(middleware::from_fn_with_state(Arc::clone(&studio), guard))
         .with_state(studio)
@@ -307,6 +308,28 @@ async fn feeds(
                 .collect();
             axum::Json(json!({ "consumers": lags })).into_response()
         }
+        Err(e) => store_error(&studio, e),
+    }
+}
+
+/// The audit of a partition's index rows from its raw rows: orphans,
+/// stale copies and dangling list entries (no type needed).
+async fn verify(
+    State(studio): State<Arc<Studio>>,
+    Params(p): Params<HashMap<String, String>>,
+) -> Response {
+    let (Some(table), Some(pk)) = (p.get("table"), p.get("pk")) else {
+        return refuse(StatusCode::BAD_REQUEST, "name a table and a pk");
+    };
+    match tablekit::index::audit_raw(&*studio.tables, table, pk).await {
+        Ok(audit) => axum::Json(json!({
+            "entities": audit.entities,
+            "index_rows": audit.index_rows,
+            "orphans": audit.orphans,
+            "stale": audit.stale,
+            "dangling": audit.dangling,
+        }))
+        .into_response(),
         Err(e) => store_error(&studio, e),
     }
 }

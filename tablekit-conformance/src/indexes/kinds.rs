@@ -460,3 +460,66 @@ async fn one_transaction_writes_kinds_and_index_rows(
         .expect("read every kind");
     assert_eq!(kinds.len(), 3, "{kinds:?}");
 }
+
+/// The audit of index rows from the raw rows alone (no type): clean on a
+/// partition in step; after an entity is deleted and another's copied
+/// value changed behind the library's back, exactly the orphaned index
+/// rows, the stale copy and the dangling entry of the team's list.
+pub async fn raw_audits_find_orphans_stale_copies_and_dangling_lists(
+    backend: Arc<dyn TableBackend>,
+) {
+    use tablekit::index::audit_raw;
+    let name = fresh_table(&*backend, "rawaudit").await;
+    let t: Table<Staff> = Table::from_arc(Arc::clone(&backend), &name);
+    let mut blue = staff("d", 3, "c@x", "Cole", "Cy");
+    blue.team = "blue".into();
+    for s in [
+        staff("d", 1, "a@x", "Ames", "Al"),
+        staff("d", 2, "b@x", "Bo", "Bea"),
+        blue,
+    ] {
+        t.insert(&s).await.expect("insert");
+    }
+    let clean = audit_raw(&*backend, &name, "d").await.expect("an audit");
+    assert!(clean.is_clean(), "{clean:?}");
+    // Per entity a unique row and a name row; one list per team.
+    assert_eq!((clean.entities, clean.index_rows), (3, 8), "{clean:?}");
+
+    let key = |id: u32| {
+        tablekit::schema::encode_keys::<Staff>(&"d", &id)
+            .expect("keys")
+            .1
+    };
+    backend
+        .delete_entity(&name, "d", &key(3), &IfMatch::Any)
+        .await
+        .expect("a raw delete");
+    let changed = Entity::new("d", key(1)).with("email", "changed@x");
+    backend
+        .update_entity(
+            &name,
+            &changed,
+            tablekit::backend::UpdateMode::Merge,
+            &IfMatch::Any,
+        )
+        .await
+        .expect("a raw merge");
+    let audit = audit_raw(&*backend, &name, "d").await.expect("an audit");
+    let pointed: Vec<&str> = audit.orphans.iter().map(|(_, rk)| rk.as_str()).collect();
+    assert_eq!(pointed, [key(3), key(3)], "{audit:?}");
+    // Its unique row and its name row both copy the email it no longer has.
+    let stale: Vec<(&str, &str)> = (audit.stale.iter())
+        .map(|(rk, property)| (rk.as_str(), property.as_str()))
+        .collect();
+    assert_eq!(
+        stale,
+        [
+            ("EMP.name_Ames|Al|EMP_0000000001", "email"),
+            ("email_a@x", "email")
+        ],
+        "{audit:?}"
+    );
+    assert_eq!(audit.dangling.len(), 1, "{audit:?}");
+    assert_eq!(audit.dangling[0].1, key(3), "{audit:?}");
+    backend.delete_table(&name).await.expect("drop");
+}

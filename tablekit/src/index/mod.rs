@@ -189,11 +189,13 @@
 //! [`InvalidInput::BatchDuplicateEntity`]: crate::InvalidInput::BatchDuplicateEntity
 //! [`Error::PreconditionFailed`]: crate::Error::PreconditionFailed
 
+mod raw_audit;
 mod read;
 mod remote_repair;
 mod repair;
 mod sealed;
 
+pub use raw_audit::{RawIndexAudit, audit_raw};
 pub use read::{IndexPage, IndexReader};
 pub use remote_repair::{RemoteAudit, RemotePass};
 pub use repair::IndexPass;
