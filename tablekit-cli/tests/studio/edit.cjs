@@ -26,6 +26,13 @@ async function main() {
     page.on("pageerror", (error) => console.error("the page: " + error));
     page.on("console", (message) => console.error("the page's console: " + message.text()));
     await page.goto(url + "#table=Orders");
+    // Pages through the rows: the second page starts where the first ended.
+    await page.locator("#message", { hasText: "100 rows; more follow" }).waitFor();
+    await page.click("#next");
+    await page.locator("#page-info", { hasText: "Page 2" }).waitFor();
+    await page.getByRole("cell", { name: "o0100", exact: true }).waitFor();
+    await page.click("#first");
+    await page.locator("#page-info", { hasText: "Page 1" }).waitFor();
     await page.getByRole("cell", { name: "o0003", exact: true }).click();
     const editor = page.locator("#edit-json");
     await editor.waitFor();
