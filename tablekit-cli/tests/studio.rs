@@ -280,6 +280,12 @@ async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
         (&a["index_rows"], &a["orphans"]),
         (&Json::from(3), &serde_json::json!([]))
     );
+    // What the upkeep has to do: nothing in this table.
+    let work = api(&s, "/api/upkeep?table=Tickets").json();
+    assert_eq!(
+        work,
+        serde_json::json!({"outbox_records": 0, "expiring": 0, "expired": 0})
+    );
     let b = api(&s, "/api/verify?table=Tickets&pk=b").json();
     assert_eq!(
         b["orphans"],

@@ -125,6 +125,15 @@ pub async fn expired_holders_free_their_index_values(backend: Arc<dyn TableBacke
     clock.set(DateTime::from_ticks(at(10).ticks() - 1).expect("a time"));
     assert_eq!(found(&t, &values).await, all);
     clock.set(at(10));
+    // What the upkeep has to do: two entities expire, one is due.
+    let work = tablekit::upkeep::pending_work(&*backend, &name, at(10))
+        .await
+        .expect("the pending work");
+    assert_eq!(
+        (work.outbox_records, work.expiring, work.expired),
+        (0, 2, 1),
+        "{work:?}"
+    );
     let live = (vec![2, 3], vec![2, 3], vec![2, 3], vec![2, 3]);
     assert_eq!(found(&t, &values).await, live);
     assert!(

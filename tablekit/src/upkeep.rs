@@ -718,3 +718,51 @@ impl Drop for UpkeepHandle {
         self.stop.take();
     }
 }
+
+/// What the upkeep has still to do in one table, read from the rows it
+/// works from (it keeps no state of its own in the store): see
+/// [`pending_work`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingWork {
+    /// Outbox records not finished yet (writes across partitions whose
+    /// later steps wait).
+    pub outbox_records: usize,
+    /// Rows of the expiry indexes: entities that will expire.
+    pub expiring: usize,
+    /// Of those, the ones due at `now`: expired entities the sweep has yet
+    /// to delete.
+    pub expired: usize,
+}
+
+/// What the upkeep has still to do in `table` at `now`: its outbox records
+/// (one read of their RowKeys across the table) and the rows of its
+/// expiry indexes (one range of partitions). For a program that shows a
+/// store, or an operator's check that the upkeep keeps up.
+pub async fn pending_work(
+    backend: &dyn TableBackend,
+    table: &str,
+    now: crate::datetime::DateTime,
+) -> Result<PendingWork> {
+    use crate::backend::{Query, TableBackendExt};
+    use crate::filter::Filter;
+    let outbox_records = pending::pending_count(backend, table).await?;
+    let start = crate::schema::EXPIRY_PARTITIONS;
+    let end = crate::keyorder::prefix_end(start).unwrap_or_default();
+    let mut query =
+        Query::new().filter(Filter::partition_key().ge(start) & Filter::partition_key().lt(end));
+    query.select = Some(vec!["PartitionKey".into(), "RowKey".into()]);
+    let rows = backend.query_all(table, query).await?;
+    let due = |rk: &str| {
+        let ticks = rk.strip_prefix(pending::EXPIRY_PREFIX)?.split('|').next()?;
+        Some(ticks.parse::<i64>().ok()? <= now.ticks())
+    };
+    Ok(PendingWork {
+        outbox_records,
+        expiring: rows.len(),
+        expired: rows
+            .iter()
+            .filter(|r| due(&r.row_key) == Some(true))
+            .count(),
+    })
+}

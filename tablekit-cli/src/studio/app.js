@@ -93,6 +93,7 @@ async function openTable(name) {
   state.pages = [];
   state.next = null;
   document.getElementById("table-name").textContent = name;
+  say("upkeep-state", "");
   for (const button of document.querySelectorAll("#tables button")) {
     button.classList.toggle("current", button.dataset.table === name);
   }
@@ -212,6 +213,19 @@ async function verify() {
   for (const [rk, member] of body.dangling) list.append(el("li", "index entity " + rk + " lists " + member + ", which is gone"));
 }
 
+// What the upkeep has still to do in the table (a read of the whole
+// table's outbox records: asked for, not read with every page).
+async function upkeep() {
+  if (!state.table) return;
+  const { status, body } = await api("/api/upkeep?" + query({ table: state.table }));
+  if (status !== 200) {
+    say("upkeep-state", (body && body.error) || "the store said " + status, "error");
+    return;
+  }
+  say("upkeep-state", body.outbox_records + " outbox records waiting; " + body.expiring +
+    " entities that expire, " + body.expired + " of them due for the sweep");
+}
+
 function rowParams() {
   return "/api/row?" + query({ table: state.table, pk: state.row.pk, rk: state.row.rk });
 }
@@ -268,6 +282,7 @@ document.getElementById("next").addEventListener("click", () => {
 document.getElementById("save").addEventListener("click", save);
 document.getElementById("delete").addEventListener("click", remove);
 document.getElementById("verify").addEventListener("click", verify);
+document.getElementById("upkeep").addEventListener("click", upkeep);
 
 // Opens what the address names (a table, a filter): at the start, and
 // when the address is changed by hand or by a link.

@@ -132,6 +132,7 @@ fn router(studio: Arc<Studio>) -> Router {
         .route("/api/rows", get(rows))
         .route("/api/feeds", get(feeds))
         .route("/api/verify", get(verify))
+        .route("/api/upkeep", get(upkeep))
         .route("/api/row", get(row).put(put_row).delete(delete_row))
         .layer(middleware::from_fn_with_state(Arc::clone(&studio), guard))
         .with_state(studio)
@@ -328,6 +329,27 @@ async fn verify(
             "orphans": audit.orphans,
             "stale": audit.stale,
             "dangling": audit.dangling,
+        }))
+        .into_response(),
+        Err(e) => store_error(&studio, e),
+    }
+}
+
+/// What the upkeep has still to do in a table: outbox records waiting,
+/// entities that will expire and those already due.
+async fn upkeep(
+    State(studio): State<Arc<Studio>>,
+    Params(p): Params<HashMap<String, String>>,
+) -> Response {
+    let Some(table) = p.get("table") else {
+        return refuse(StatusCode::BAD_REQUEST, "name a table");
+    };
+    let now = tablekit::DateTime::now();
+    match tablekit::upkeep::pending_work(&*studio.tables, table, now).await {
+        Ok(work) => axum::Json(json!({
+            "outbox_records": work.outbox_records,
+            "expiring": work.expiring,
+            "expired": work.expired,
         }))
         .into_response(),
         Err(e) => store_error(&studio, e),
