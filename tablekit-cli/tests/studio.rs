@@ -314,6 +314,19 @@ async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
     }
     assert_eq!(sizes.iter().sum::<usize>(), 250, "{sizes:?}");
     assert!(sizes.iter().all(|&n| n <= 100), "{sizes:?}");
+    // Partitions, without reading their rows: all, then two at a time.
+    let all = api(&s, "/api/partitions?table=Orders").json();
+    assert_eq!(
+        all,
+        serde_json::json!({"partitions": ["c0", "c1", "c2"], "next": null})
+    );
+    let two = api(&s, "/api/partitions?table=Orders&count=2").json();
+    assert_eq!(
+        two,
+        serde_json::json!({"partitions": ["c0", "c1"], "next": "c1"})
+    );
+    let rest = api(&s, "/api/partitions?table=Orders&count=2&after=c1").json();
+    assert_eq!(rest["partitions"], serde_json::json!(["c2"]));
     // A filter is checked before it is sent.
     let bad = api(&s, "/api/rows?table=Orders&filter=Total%20gt");
     assert_eq!(bad.status, 400, "{}", bad.body);
@@ -488,6 +501,10 @@ async fn a_browser_lists_tables_shows_rows_filters_and_keeps_values_text() {
         "{dom}"
     );
     assert!(dom.contains("100 rows; more follow"), "{dom}");
+    assert!(
+        dom.contains(">c2</button>"),
+        "the partitions are listed: {dom}"
+    );
     assert!(dom.contains("<td>o0000</td>"), "{dom}");
 
     let filtered = browse(

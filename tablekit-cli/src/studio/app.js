@@ -4,7 +4,7 @@
 
 const studio = document.getElementById("studio");
 const token = studio.dataset.token;
-const state = { table: null, filter: "", pages: [], next: null, row: null, write: false };
+const state = { table: null, filter: "", pages: [], next: null, row: null, write: false, partitionsAfter: null };
 
 // Characters that would change how the text around them reads (direction
 // marks and overrides, zero-width ones) are shown as their code points.
@@ -97,8 +97,33 @@ async function openTable(name) {
   for (const button of document.querySelectorAll("#tables button")) {
     button.classList.toggle("current", button.dataset.table === name);
   }
+  document.getElementById("partitions").replaceChildren();
+  state.partitionsAfter = null;
   await loadPage(null);
+  await loadPartitions();
   await loadFeeds();
+}
+
+// The table's partitions, 50 at a time; one clicked shows its rows alone.
+async function loadPartitions() {
+  const { status, body } = await api("/api/partitions?" + query({ table: state.table, after: state.partitionsAfter }));
+  const list = document.getElementById("partitions");
+  const more = document.getElementById("more-partitions");
+  if (status !== 200) {
+    list.append(el("li", (body && body.error) || "the store said " + status, "error"));
+    more.hidden = true;
+    return;
+  }
+  for (const pk of body.partitions) {
+    const button = el("button", pk);
+    button.type = "button";
+    button.addEventListener("click", () => openPartition(pk));
+    const item = el("li");
+    item.append(button);
+    list.append(item);
+  }
+  state.partitionsAfter = body.next;
+  more.hidden = !body.next;
 }
 
 // The consumers of the table's change feeds, and how far behind each is.
@@ -283,6 +308,7 @@ document.getElementById("save").addEventListener("click", save);
 document.getElementById("delete").addEventListener("click", remove);
 document.getElementById("verify").addEventListener("click", verify);
 document.getElementById("upkeep").addEventListener("click", upkeep);
+document.getElementById("more-partitions").addEventListener("click", loadPartitions);
 
 // Opens what the address names (a table, a filter): at the start, and
 // when the address is changed by hand or by a link.

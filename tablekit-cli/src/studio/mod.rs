@@ -130,6 +130,7 @@ fn router(studio: Arc<Studio>) -> Router {
         .route("/api/store", get(store_info))
         .route("/api/tables", get(tables))
         .route("/api/rows", get(rows))
+        .route("/api/partitions", get(partitions))
         .route("/api/feeds", get(feeds))
         .route("/api/verify", get(verify))
         .route("/api/upkeep", get(upkeep))
@@ -287,6 +288,56 @@ async fn rows(
         }
     }
     axum::Json(json!({ "rows": shown, "next": next })).into_response()
+}
+
+/// The partitions of a table in key order, `count` at most (50 by
+/// default) after `after`: one request of a single key per partition, each
+/// starting past the last, so a table of few partitions and many rows is
+/// listed without reading its rows.
+async fn partitions(
+    State(studio): State<Arc<Studio>>,
+    Params(p): Params<HashMap<String, String>>,
+) -> Response {
+    let Some(table) = p.get("table") else {
+        return refuse(StatusCode::BAD_REQUEST, "name a table");
+    };
+    let count = p
+        .get("count")
+        .and_then(|c| c.parse::<usize>().ok())
+        .unwrap_or(50)
+        .clamp(1, 200);
+    let mut after = p.get("after").cloned();
+    let mut found = Vec::new();
+    while found.len() < count {
+        let mut query = Query::new();
+        query.filter = after.as_deref().map(|pk| Filter::partition_key().gt(pk));
+        query.top = Some(1);
+        query.select = Some(vec!["PartitionKey".into()]);
+        // A page may come back empty with more to follow (a store that
+        // stops at a boundary): read on until a row or the end.
+        let first = loop {
+            let page = match studio.tables.query_entities(table, &query).await {
+                Ok(page) => page,
+                Err(e) => return store_error(&studio, e),
+            };
+            match (page.entities.into_iter().next(), page.continuation) {
+                (Some(row), _) => break Some(row),
+                (None, Some(next)) => query.continuation = Some(next),
+                (None, None) => break None,
+            }
+        };
+        match first {
+            Some(row) => {
+                after = Some(row.partition_key.clone());
+                found.push(row.partition_key);
+            }
+            None => {
+                after = None;
+                break;
+            }
+        }
+    }
+    axum::Json(json!({ "partitions": found, "next": after })).into_response()
 }
 
 /// Where each consumer of the table's change feeds stands, by partition.

@@ -64,9 +64,14 @@ async function main() {
     await page.screenshot({ path: shots + "/conflict.png" });
     const after = await (await fetch(api, { headers })).json();
     if (!after.json.includes('"Total":"44"')) throw new Error("the conflict wrote: " + after.json);
-    // A partition key clicked shows that partition alone.
+    // A partition key clicked in the rows shows that partition alone.
     await page.getByRole("cell", { name: "c1", exact: true }).first().click();
     await page.waitForFunction(() => document.getElementById("filter").value === "PartitionKey eq 'c1'");
+    await page.locator("#message", { hasText: "83 rows" }).waitFor();
+    // So does one picked from the list of partitions.
+    await page.getByRole("button", { name: "c2", exact: true }).click();
+    await page.waitForFunction(() => document.getElementById("filter").value === "PartitionKey eq 'c2'");
+    await page.getByRole("cell", { name: "o0002", exact: true }).waitFor();
     await page.locator("#message", { hasText: "83 rows" }).waitFor();
     // The index rows of a partition, verified in one click.
     await page.goto(url + "#table=Tickets&filter=" + encodeURIComponent("PartitionKey eq 'b'"));
