@@ -85,14 +85,26 @@ fn events() -> Vec<Entity> {
         .collect()
 }
 
+/// An employee directory: one kind keyed by id, one by email (text after
+/// the prefix, kept verbatim in a template).
+fn directory() -> Vec<Entity> {
+    vec![
+        Entity::new("sales", "email_jones.j@contoso.com").with("Id", 223i32),
+        Entity::new("sales", "email_o'brien@contoso.com").with("Id", 224i32),
+        Entity::new("sales", "empid_000223").with("Email", "jones.j@contoso.com"),
+        Entity::new("sales", "empid_000224").with("Email", "o'brien@contoso.com"),
+    ]
+}
+
 /// A table's name, and the rows another client put there.
 type Table = (&'static str, fn() -> Vec<Entity>);
 
-const TABLES: [Table; 4] = [
+const TABLES: [Table; 5] = [
     ("Customers", customers),
     ("Ledger", ledger),
     ("Seeds", seeds),
     ("Events", events),
+    ("Directory", directory),
 ];
 
 async fn store(path: &Path) {
@@ -186,12 +198,22 @@ async fn inferred_types_compile_and_read_every_row_back() {
         assert!(events.contains(line), "{line:?} in:\n{events}");
     }
 
+    let (directory, _) = inferred(&from, "Directory");
+    for line in [
+        "#[tablekit(table = \"Directory\", row_key = \"email_{row_key}\", rename_all = \"PascalCase\")]",
+        "    pub row_key: tablekit::key::Verbatim,",
+        "    pub row_key: tablekit::key::Padded<6>,",
+    ] {
+        assert!(directory.contains(line), "{line:?} in:\n{directory}");
+    }
+
     let rows = |table: fn() -> Vec<Entity>| table().iter().map(tablekit::json::to_string).collect();
     let sources = [
         ("customers", customers, rows(TABLES[0].1)),
         ("ledger", ledger, rows(TABLES[1].1)),
         ("seeds", seeds, rows(TABLES[2].1)),
         ("events", events, rows(TABLES[3].1)),
+        ("directory", directory, rows(TABLES[4].1)),
     ];
     compile_and_read_back(dir.path(), &sources);
 }
