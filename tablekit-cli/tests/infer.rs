@@ -427,16 +427,12 @@ fn python_writes(name: &str, rows: &[Entity]) {
     );
 }
 
-/// The three layouts written by the Azure SDK for Python into Azurite:
+/// The same layouts written by the Azure SDK for Python into Azurite:
 /// `infer` finds the same kinds, and its types compile and read every row
 /// the SDK wrote back exactly as stored.
 #[test]
 fn types_inferred_from_rows_the_python_sdk_wrote_read_them_back() {
-    let a = azurite::azurite();
-    let from = format!(
-        "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
-        a.host, a.table_port, a.blob_port, a.queue_port
-    );
+    let from = azurite::azurite().connection_string();
     let suffix: String = std::iter::repeat_with(fastrand::lowercase)
         .take(8)
         .collect();

@@ -22,11 +22,7 @@ const ROWS: usize = 100_000;
 const PARTITIONS: usize = 250;
 
 fn azurite_connection() -> String {
-    let a = azurite::azurite();
-    format!(
-        "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
-        a.host, a.table_port, a.blob_port, a.queue_port
-    )
+    azurite::azurite().connection_string()
 }
 
 /// A key of awkward characters: quotes, spaces, percent signs, characters

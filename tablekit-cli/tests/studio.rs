@@ -619,11 +619,7 @@ async fn a_browser_edits_a_row_and_sees_a_conflict() {
 /// REST backend.
 #[test]
 fn the_studio_reads_azurite_too() {
-    let a = azurite::azurite();
-    let conn = format!(
-        "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
-        a.host, a.table_port, a.blob_port, a.queue_port
-    );
+    let conn = azurite::azurite().connection_string();
     let suffix: String = std::iter::repeat_with(fastrand::lowercase)
         .take(8)
         .collect();

@@ -23,6 +23,18 @@ pub struct Azurite {
     pub queue_port: u16,
 }
 
+impl Azurite {
+    /// Its connection string, as the `tablekit` program and
+    /// `tablekit_stores` read one.
+    #[allow(dead_code)] // Used by the program's tests, which share this module.
+    pub fn connection_string(&self) -> String {
+        format!(
+            "UseDevelopmentStorage=true;DevelopmentStorageProxyUri=http://{};TablePort={};BlobPort={};QueuePort={}",
+            self.host, self.table_port, self.blob_port, self.queue_port
+        )
+    }
+}
+
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
