@@ -309,6 +309,70 @@ pub async fn sweeps_take_index_rows_and_record_expiries(backend: Arc<dyn TableBa
     backend.delete_table(&name).await.expect("drop");
 }
 
+/// An insert that deletes an expired holder of its unique value first,
+/// dropped after each of its polls (in a partition of its own each time):
+/// the index rows stay in step, the value has at most one live holder,
+/// and the insert made again (or the one that landed) ends with the new
+/// entity holding it, the expired one deleted once, as an expiry.
+pub async fn inserts_freeing_expired_holders_are_safe_to_drop(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "expfree").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Token> = yielding(&backend, &name, &clock);
+    let in_partition = |user: &str, id: u32, expires_at| Token {
+        user: user.to_owned(),
+        ..token(id, "v", expires_at)
+    };
+    let mut dropped = 0;
+    for k in 1.. {
+        assert!(k < 2_000, "the insert never finished");
+        let pk = format!("k{k}");
+        t.insert(&in_partition(&pk, 1, Some(at(k))))
+            .await
+            .expect("the holder");
+        clock.set(at(k));
+        let run =
+            super::cancel::drop_after_polls(k as usize, t.insert(&in_partition(&pk, 2, None)))
+                .await;
+        let audit = t.verify_indexes(pk.as_str()).await.expect("an audit");
+        assert!(audit.is_clean(), "k={k}: {audit:?}");
+        let finished = run.is_some();
+        match run {
+            Some(done) => done.map(drop).expect("the insert"),
+            None => {
+                dropped += 1;
+                match t.insert(&in_partition(&pk, 2, None)).await {
+                    Ok(_) | Err(Error::EntityAlreadyExists { .. }) => {}
+                    Err(e) => panic!("k={k}: the insert made again: {e}"),
+                }
+            }
+        }
+        let holder = t.index(Token::indexes().value).get(pk.as_str(), "v").await;
+        assert_eq!(holder.expect("a lookup").map(|t| t.id), Some(2), "k={k}");
+        assert!(
+            t.verify_indexes(pk.as_str())
+                .await
+                .expect("an audit")
+                .is_clean()
+        );
+        let feed: Vec<Change<Token>> = t.changes().read(&pk, 0, 100).await.expect("changes");
+        let expiries = feed.iter().filter(|c| c.expired).count();
+        assert_eq!(
+            expiries, 1,
+            "k={k}: the holder deleted once, as an expiry: {feed:?}"
+        );
+        assert_eq!(
+            feed.last().map(|c| c.op),
+            Some(ChangeOp::Insert),
+            "k={k}: {feed:?}"
+        );
+        if finished {
+            break;
+        }
+    }
+    assert!(dropped >= 4, "dropped {dropped} times");
+    backend.delete_table(&name).await.expect("drop");
+}
+
 /// A cached report, its body in the blob store, expiring.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Reports", kind = "REP", time_to_live = "1h")]
