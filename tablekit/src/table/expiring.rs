@@ -126,11 +126,7 @@ impl<T: TableEntity> Table<T> {
     /// Whether `error` refused a write for a unique value held by an
     /// entity that may have expired (of a type whose entities expire).
     pub(crate) fn may_have_expired(&self, error: &Error) -> bool {
-        let unique = match error {
-            Error::BatchFailed { source, .. } => &**source,
-            other => other,
-        };
-        matches!(unique, Error::UniqueViolation { .. }) && schema::expiry_property::<T>().is_some()
+        schema::expiry_property::<T>().is_some() && unique_refusal(error).is_some()
     }
 
     /// After `error`, a write refused for a unique value another entity
@@ -139,16 +135,7 @@ impl<T: TableEntity> Table<T> {
     /// entity holds no value), and says the write may go again; so it may
     /// when the holder is gone meanwhile.
     pub(crate) async fn free_unique(&self, error: &Error) -> Result<bool> {
-        let unique = match error {
-            Error::BatchFailed { source, .. } => &**source,
-            other => other,
-        };
-        let Error::UniqueViolation {
-            partition_key,
-            held_by,
-            ..
-        } = unique
-        else {
+        let Some((partition_key, held_by)) = unique_refusal(error) else {
             return Ok(false);
         };
         let Some(holder) = self.read_stored(partition_key, held_by).await? else {
@@ -465,6 +452,23 @@ impl<T: TableEntity> Table<T> {
             outcomes.push((at, outcome));
         }
         Ok(outcomes)
+    }
+}
+
+/// The keys of the entity holding the unique value `error` (a write's, or
+/// a transaction's) was refused for.
+fn unique_refusal(error: &Error) -> Option<(&str, &str)> {
+    let error = match error {
+        Error::BatchFailed { source, .. } => source,
+        other => other,
+    };
+    match error {
+        Error::UniqueViolation {
+            partition_key,
+            held_by,
+            ..
+        } => Some((partition_key, held_by)),
+        _ => None,
     }
 }
 
