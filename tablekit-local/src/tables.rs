@@ -625,7 +625,6 @@ impl LocalStorage {
     }
 }
 
-/// `entity` with only the `$select`ed properties (the keys always).
 /// A row passed by reference, as a filter sees it.
 fn view<'a>(row: &'a tablekit_core::backend::RowRef<'_>) -> tablekit_core::filter::RowView<'a> {
     tablekit_core::filter::RowView {
@@ -636,6 +635,7 @@ fn view<'a>(row: &'a tablekit_core::backend::RowRef<'_>) -> tablekit_core::filte
     }
 }
 
+/// `entity` with only the `$select`ed properties (the keys always).
 fn selected(mut entity: Entity, select: Option<&[String]>) -> Entity {
     if let Some(select) = select {
         entity
