@@ -7,12 +7,14 @@
 //! Each timed figure is the best of three rounds, the rounds of the things
 //! compared interleaved.
 
-use tablekit::TableBackendExt;
+mod table;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tablekit::TableBackendExt;
 
 use redb::{ReadableDatabase, TableDefinition};
 use tablekit::{BatchOperation, Entity, GetOptions, Query, TableBackend, TableEntity};
@@ -352,7 +354,7 @@ fn employee(n: usize) -> Employee {
         hired: tablekit::DateTime::from_ticks(635_700_000_000_000_000 + n as i64 * 10_000_000)
             .unwrap(),
         salary: 50_000.0 + (n % 1000) as f64 * 37.5,
-        active: n % 7 != 0,
+        active: !n.is_multiple_of(7),
     }
 }
 
@@ -586,23 +588,8 @@ fn ranges(runtime: &tokio::runtime::Runtime, local: &Path, sqlite_path: &Path) {
                 .unwrap();
             assert_eq!(e.row_key, rk(5));
         }
-        {
-            let c = sqlite(sqlite_path);
-            let mut select = c
-                .prepare("SELECT pk, rk, data FROM rows WHERE pk = ?1 ORDER BY rk")
-                .unwrap();
-            let t = time_ranges(100, |p| {
-                let rows: Vec<(String, String, String)> = select
-                    .query_map([format!("Dept{p:03}")], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                    })
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .collect();
-                rows.len()
-            });
-            best[3] = best[3].min(t);
-        }
+        let t = table::sqlite_range_ms(sqlite_path);
+        best[3] = best[3].min(Duration::from_secs_f64(t / 1000.0));
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
@@ -698,6 +685,17 @@ fn main() {
             .unwrap(),
     );
     println!("on {}", base.display());
+    if let Ok(rounds) = std::env::var("TABLEKIT_BENCH_TABLE") {
+        // Only the figures against SQLite, as medians of interleaved rounds.
+        table::report(&runtime, base, rounds.parse().unwrap_or(5).max(5));
+        return;
+    }
+    if std::env::var_os("TABLEKIT_BENCH_LOAD_ONLY").is_some() {
+        // Only the local store's bulk load, for a profiler.
+        let r = local_load(&runtime, &base.join("loaded"));
+        println!("bulk load: {r:.0} rows/s");
+        return;
+    }
     if std::env::var_os("TABLEKIT_BENCH_RANGES_ONLY").is_some() {
         // Only the local store's ranges, for a profiler.
         let dir = base.join("profiled");
@@ -740,7 +738,7 @@ fn main() {
         return;
     }
     if std::env::var_os("TABLEKIT_BENCH_SIZES_ONLY").is_some() {
-        bytes_by_size(&runtime, &base);
+        bytes_by_size(&runtime, base);
         return;
     }
     if std::env::var_os("TABLEKIT_BENCH_ENGINE_BYTES_ONLY").is_some() {
@@ -750,7 +748,7 @@ fn main() {
         return;
     }
     if std::env::var_os("TABLEKIT_BENCH_EMPLOYEES_ONLY").is_some() {
-        let (local, plain, timed) = employee_bytes(&runtime, &base);
+        let (local, plain, timed) = employee_bytes(&runtime, base);
         println!("employee rows: {local:.0} bytes per row; SQLite {plain:.0}, {timed:.0} timed");
         return;
     }
