@@ -240,6 +240,24 @@ impl<'t, K: Logged + Key, V: Logged> LoggedTable<'t, K, V> {
         Ok(replaced)
     }
 
+    /// [`insert`](Self::insert), handing the value it replaced, if any,
+    /// to `seen`: what `seen` made of it.
+    pub(crate) fn insert_seeing<'k, 'v, R>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+        seen: impl FnOnce(V::SelfType<'_>) -> R,
+    ) -> Result<Option<R>, StorageError> {
+        let (key, value) = (key.borrow(), value.borrow());
+        let replaced = self.table.insert(key, value)?.map(|old| seen(old.value()));
+        self.record(
+            op::INSERT,
+            K::as_bytes(key).as_ref(),
+            V::as_bytes(value).as_ref(),
+        );
+        Ok(replaced)
+    }
+
     /// Removes `key`; whether it was there.
     pub(crate) fn remove<'k>(
         &mut self,

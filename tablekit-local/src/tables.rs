@@ -15,6 +15,7 @@ use tablekit_core::validate::limits::MAX_PAGE_SIZE;
 use tablekit_core::{
     BatchOperation, ContinuationToken, ETag, Entity, EntityWrite, Error, GetOptions, IfMatch,
     ListTablesOptions, Properties, Query, QueryOrder, QueryPage, Result, RowVisitor, TablePage,
+    UpdateMode,
 };
 
 use crate::LocalStorage;
@@ -159,6 +160,34 @@ impl LocalStorage {
             for (index, write) in writes.iter().enumerate() {
                 let (pk, rk) = write.keys();
                 let key = row_key(pk, rk);
+                if let Some(props) = blind_put(write) {
+                    // Needs nothing of the stored row but whether it is
+                    // there and sound: written at once, and what it replaced
+                    // looked at after. A refusal fails the job, and the
+                    // writer drops the transaction (see `crate::writer`).
+                    let ids = props
+                        .iter()
+                        .map(|(name, _)| names.id_of(name))
+                        .collect::<Result<Vec<_>>>()
+                        .map_err(in_batch(index))?;
+                    let row = encode_row(&key, ticks, props, &ids);
+                    let replaced = rows
+                        .insert_seeing(key.as_slice(), row.as_slice(), |old| {
+                            checked(&key, old).is_some()
+                        })
+                        .map_err(|e| self.error(e.into()))?;
+                    match (replaced, write) {
+                        (Some(false), _) => {
+                            return Err(in_batch(index)(self.damaged_row(table, pk, rk)));
+                        }
+                        (Some(true), EntityWrite::Insert(_)) => {
+                            return Err(in_batch(index)(already_exists(table, pk, rk)));
+                        }
+                        _ => {}
+                    }
+                    etags.push(Some(etag.clone()));
+                    continue;
+                }
                 let existing = rows
                     .get(key.as_slice())
                     .map_err(|e| self.error(e.into()))?
@@ -622,6 +651,26 @@ impl LocalStorage {
             }
         }
         Ok(None)
+    }
+}
+
+/// The properties `write` stores whatever row it replaces (an insert's,
+/// or a replacing upsert's); `None` for a write that reads the stored row.
+fn blind_put<'w>(write: &'w EntityWrite<'_>) -> Option<&'w Properties> {
+    match write {
+        EntityWrite::Insert(entity) | EntityWrite::Upsert(entity, UpdateMode::Replace) => {
+            Some(&entity.properties)
+        }
+        _ => None,
+    }
+}
+
+/// The refusal of an insert over a stored row, as [`decide`] makes it.
+fn already_exists(table: &str, pk: &str, rk: &str) -> Error {
+    Error::EntityAlreadyExists {
+        table: table.into(),
+        partition_key: pk.into(),
+        row_key: rk.into(),
     }
 }
 

@@ -466,6 +466,19 @@ async fn a_damaged_row_is_deleted_by_its_keys() {
         matches!(&conditional, Err(e) if is_damaged(e)),
         "{conditional:?}"
     );
+    // An insert and a replacing upsert, which write without reading the
+    // row first, are refused as damage too, and leave the row as it was.
+    let over = Entity::new("p", "r07").with("Text", "new");
+    let insert = store.insert_entity("things", &over).await;
+    assert!(matches!(&insert, Err(e) if is_damaged(e)), "{insert:?}");
+    let upsert = store
+        .upsert_entity("things", &over, tablekit::UpdateMode::Replace)
+        .await;
+    assert!(matches!(&upsert, Err(e) if is_damaged(e)), "{upsert:?}");
+    let read = store
+        .get_entity("things", "p", "r07", &Default::default())
+        .await;
+    assert!(matches!(&read, Err(e) if is_damaged(e)), "{read:?}");
     let report = store.check().await.expect("a check");
     assert!(!report.is_clean());
     store
