@@ -12,12 +12,15 @@
 //! `(a − b) / 2000` is one call's. Every mode first inserts as many rows
 //! (`typed_insert` does only that); `typed_get`, `typed_replace` (a get and
 //! a replace) and `typed_delete` then work on them: subtract
-//! `typed_insert`'s count for those. Each write is durable; the time a sync
+//! `typed_insert`'s count for those. `typed_range` and `untyped_range`
+//! read every row [`READS`] times, as one partition's typed query and as
+//! the untyped backend's: subtract `typed_insert`'s count of the same rows
+//! and divide by `READS` times the rows for one row's read. Each write is durable; the time a sync
 //! waits is not instructions.
 
 use std::hint::black_box;
 
-use tablekit::{Table, TableEntity};
+use tablekit::{Query, Table, TableBackendExt, TableEntity};
 use tablekit_local::LocalStorage;
 
 #[derive(TableEntity, Debug, Clone)]
@@ -32,6 +35,9 @@ struct Item {
     score: f64,
     done: bool,
 }
+
+/// How many times the range modes read every row.
+const READS: usize = 20;
 
 fn item(rk: u32) -> Item {
     Item {
@@ -77,6 +83,19 @@ fn main() {
             "typed_delete" => {
                 for i in 0..n {
                     items.delete_unconditionally("p", i).await.expect("delete");
+                }
+            }
+            "typed_range" => {
+                for _ in 0..READS {
+                    let rows = items.query().partition("p").collect().await;
+                    assert_eq!(black_box(rows.expect("range")).len(), n as usize);
+                }
+            }
+            "untyped_range" => {
+                let backend = items.backend();
+                for _ in 0..READS {
+                    let rows = backend.query_all("Items", Query::new()).await;
+                    assert_eq!(black_box(rows.expect("range")).len(), n as usize);
                 }
             }
             other => {

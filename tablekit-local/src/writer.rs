@@ -800,6 +800,7 @@ impl LocalStorage {
         // Closed cleanly: the engine holds everything, and a journal that
         // goes missing from here loses nothing.
         crate::mark_in_use(&txn, false).map_err(|e| self.error(e))?;
+        self.store_last_ticks(&txn).map_err(|e| self.error(e))?;
         self.commit_checkpoint(txn, journal)?;
         journal.clear().map_err(|e| io_error(&self.shared.path, &e))
     }

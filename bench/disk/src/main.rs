@@ -703,7 +703,11 @@ fn main() {
         let store = LocalStorage::open(&dir).unwrap();
         let table = tablekit::Table::<Row>::new(store.clone());
         let typed = std::env::var("TABLEKIT_BENCH_TYPED").ok();
-        let t = time_ranges(2000, |p| {
+        let n = std::env::var("TABLEKIT_BENCH_RANGES_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2000);
+        let t = time_ranges(n, |p| {
             let pk = format!("Dept{p:03}");
             if typed.as_deref() == Some("stream") {
                 use futures::TryStreamExt;
