@@ -144,9 +144,16 @@ impl LocalStorage {
         let in_batch = |index: usize| move |e: Error| if batch { e.in_batch(index) } else { e };
         let folded = {
             let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-            self.existing_table(&*catalogue, &*deleted, table)
-                .map_err(in_batch(0))?
+            let folded = table.to_ascii_lowercase();
+            let found = catalogue.get(folded.as_str());
+            if found.map_err(|e| self.error(e.into()))?.is_some() {
+                folded
+            } else {
+                // Only a missing table needs the deleted ones, to say why.
+                let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+                self.existing_table(&*catalogue, &*deleted, table)
+                    .map_err(in_batch(0))?
+            }
         };
         let ticks = self.next_ticks(txn)?;
         let etag = etag_of(ticks);
