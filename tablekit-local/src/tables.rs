@@ -155,8 +155,10 @@ impl LocalStorage {
                     .map_err(in_batch(0))?
             }
         };
-        let ticks = self.next_ticks(txn)?;
-        let etag = etag_of(ticks);
+        // The transaction's time, taken by its first change: a write refused
+        // before it changes anything leaves the transaction unchanged, and
+        // the engine then gives back no room it took (see `stamp`).
+        let mut stamp = None;
         let names = TxnNames::new(self, txn);
         let mut etags = Vec::with_capacity(writes.len());
         {
@@ -167,30 +169,26 @@ impl LocalStorage {
             for (index, write) in writes.iter().enumerate() {
                 let (pk, rk) = write.keys();
                 let key = row_key(pk, rk);
-                if let Some(props) = blind_put(write) {
+                if let EntityWrite::Upsert(entity, UpdateMode::Replace) = write {
                     // Needs nothing of the stored row but whether it is
-                    // there and sound: written at once, and what it replaced
-                    // looked at after. A refusal fails the job, and the
-                    // writer drops the transaction (see `crate::writer`).
+                    // sound: written at once, and what it replaced looked at
+                    // after. A damaged one fails the job, and the writer
+                    // drops the transaction (see `crate::writer`).
+                    let props = &entity.properties;
                     let ids = props
                         .iter()
                         .map(|(name, _)| names.id_of(name))
                         .collect::<Result<Vec<_>>>()
                         .map_err(in_batch(index))?;
-                    let row = encode_row(&key, ticks, props, &ids);
+                    let (ticks, etag) = self.stamp(txn, &mut stamp)?;
+                    let row = encode_row(&key, *ticks, props, &ids);
                     let replaced = rows
                         .insert_seeing(key.as_slice(), row.as_slice(), |old| {
                             checked(&key, old).is_some()
                         })
                         .map_err(|e| self.error(e.into()))?;
-                    match (replaced, write) {
-                        (Some(false), _) => {
-                            return Err(in_batch(index)(self.damaged_row(table, pk, rk)));
-                        }
-                        (Some(true), EntityWrite::Insert(_)) => {
-                            return Err(in_batch(index)(already_exists(table, pk, rk)));
-                        }
-                        _ => {}
+                    if replaced == Some(false) {
+                        return Err(in_batch(index)(self.damaged_row(table, pk, rk)));
                     }
                     etags.push(Some(etag.clone()));
                     continue;
@@ -226,7 +224,8 @@ impl LocalStorage {
                             .map(|(name, _)| names.id_of(name))
                             .collect::<Result<Vec<_>>>()
                             .map_err(in_batch(index))?;
-                        let row = encode_row(&key, ticks, &props, &ids);
+                        let (ticks, etag) = self.stamp(txn, &mut stamp)?;
+                        let row = encode_row(&key, *ticks, &props, &ids);
                         rows.insert(key.as_slice(), row.as_slice())
                             .map_err(|e| self.error(e.into()))?;
                         etags.push(Some(etag.clone()));
@@ -239,7 +238,24 @@ impl LocalStorage {
                 }
             }
         }
-        Ok((etag, etags))
+        let (_, etag) = self.stamp(txn, &mut stamp)?;
+        Ok((etag.clone(), etags))
+    }
+
+    /// The time of the transaction `txn` and its ETag, kept in `slot`:
+    /// taken ([`next_ticks`](LocalStorage::next_ticks)) when first asked
+    /// for. Taking it may change the store's bound on the times given, so
+    /// `apply` asks only once a write of the transaction passed its checks.
+    fn stamp<'s>(
+        &self,
+        txn: &Txn<'_>,
+        slot: &'s mut Option<(i64, ETag)>,
+    ) -> Result<&'s (i64, ETag)> {
+        if slot.is_none() {
+            let ticks = self.next_ticks(txn)?;
+            *slot = Some((ticks, etag_of(ticks)));
+        }
+        Ok(slot.as_ref().expect("taken above"))
     }
 
     /// Applies `operations` to `table` on the writer thread, all or none
@@ -658,26 +674,6 @@ impl LocalStorage {
             }
         }
         Ok(None)
-    }
-}
-
-/// The properties `write` stores whatever row it replaces (an insert's,
-/// or a replacing upsert's); `None` for a write that reads the stored row.
-fn blind_put<'w>(write: &'w EntityWrite<'_>) -> Option<&'w Properties> {
-    match write {
-        EntityWrite::Insert(entity) | EntityWrite::Upsert(entity, UpdateMode::Replace) => {
-            Some(&entity.properties)
-        }
-        _ => None,
-    }
-}
-
-/// The refusal of an insert over a stored row, as [`decide`] makes it.
-fn already_exists(table: &str, pk: &str, rk: &str) -> Error {
-    Error::EntityAlreadyExists {
-        table: table.into(),
-        partition_key: pk.into(),
-        row_key: rk.into(),
     }
 }
 

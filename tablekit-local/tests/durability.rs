@@ -680,3 +680,77 @@ async fn a_read_only_store_reads_and_changes_nothing() {
     }
     assert!(!missing.exists(), "a read-only open made a directory");
 }
+
+/// A write the store refuses (a delete of no row, an insert over a row, a
+/// condition not met, a transaction whose first operation is refused)
+/// changes nothing, so it leaves the engine's file untouched: it grows, shrinks
+/// and syncs nothing either. (Taking the write's time first once made the
+/// engine grow its file, sync it and cut it back for each refusal.)
+#[tokio::test]
+async fn refused_writes_leave_the_file_untouched() {
+    use tablekit::{IfMatch, UpdateMode};
+    let dir = dir();
+    let store = LocalStorage::open(dir.path()).unwrap();
+    store.create_table("Refusals").await.unwrap();
+    let file = dir.path().join(FILE_NAME);
+    let refuse = |row: Entity, etag: Option<tablekit::ETag>| {
+        let store = store.clone();
+        async move {
+            let missing = store
+                .delete_entity("Refusals", "p", "none", &IfMatch::Any)
+                .await;
+            assert!(
+                matches!(missing, Err(Error::EntityNotFound { .. })),
+                "{missing:?}"
+            );
+            if let Some(etag) = etag {
+                let taken = store.insert_entity("Refusals", &row).await;
+                assert!(
+                    matches!(taken, Err(Error::EntityAlreadyExists { .. })),
+                    "{taken:?}"
+                );
+                let stale = store
+                    .update_entity("Refusals", &row, UpdateMode::Replace, &IfMatch::ETag(etag))
+                    .await;
+                assert!(
+                    matches!(stale, Err(Error::PreconditionFailed { .. })),
+                    "{stale:?}"
+                );
+            }
+            let operations = [
+                BatchOperation::Delete {
+                    partition_key: "p".into(),
+                    row_key: "none".into(),
+                    if_match: IfMatch::Any,
+                },
+                BatchOperation::Insert(row.clone()),
+            ];
+            let batch = store.submit_transaction("Refusals", &operations).await;
+            assert!(batch.is_err(), "{batch:?}");
+        }
+    };
+    let row = Entity::new("p", "r").with("N", 1);
+    for stored in [false, true] {
+        let etag = if stored {
+            let etag = store.insert_entity("Refusals", &row).await.unwrap();
+            let replaced = row.clone().with("N", 2);
+            store
+                .upsert_entity("Refusals", &replaced, UpdateMode::Replace)
+                .await
+                .unwrap();
+            Some(etag)
+        } else {
+            None
+        };
+        let before = std::fs::metadata(&file).unwrap();
+        // Past the store's bound on the times it gave (100 ms after the
+        // last write), where taking a time changes a row.
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        for _ in 0..20 {
+            refuse(row.clone(), etag.clone()).await;
+        }
+        let after = std::fs::metadata(&file).unwrap();
+        assert_eq!(after.len(), before.len());
+        assert_eq!(after.modified().unwrap(), before.modified().unwrap());
+    }
+}
