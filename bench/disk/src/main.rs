@@ -7,6 +7,7 @@
 //! Each timed figure is the best of three rounds, the rounds of the things
 //! compared interleaved.
 
+mod mix;
 mod table;
 
 use std::io::{BufRead, BufReader, Write};
@@ -685,6 +686,11 @@ fn main() {
             .unwrap(),
     );
     println!("on {}", base.display());
+    if let Ok(n) = std::env::var("TABLEKIT_BENCH_MIX") {
+        // Only the bytes per row after the load and after a day's writes.
+        mix::report(&runtime, base, n.parse().unwrap_or(400_000));
+        return;
+    }
     if let Ok(rounds) = std::env::var("TABLEKIT_BENCH_TABLE") {
         // Only the figures against SQLite, as medians of interleaved rounds.
         table::report(&runtime, base, rounds.parse().unwrap_or(5).max(5));
