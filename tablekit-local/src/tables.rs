@@ -175,11 +175,7 @@ impl LocalStorage {
                     // after. A damaged one fails the job, and the writer
                     // drops the transaction (see `crate::writer`).
                     let props = &entity.properties;
-                    let ids = props
-                        .iter()
-                        .map(|(name, _)| names.id_of(name))
-                        .collect::<Result<Vec<_>>>()
-                        .map_err(in_batch(index))?;
+                    let ids = ids_of(&names, props).map_err(in_batch(index))?;
                     let (ticks, etag) = self.stamp(txn, &mut stamp)?;
                     let row = encode_row(&key, *ticks, props, &ids);
                     let replaced = rows
@@ -219,11 +215,7 @@ impl LocalStorage {
                     .map_err(in_batch(index))?;
                 match decision {
                     Decision::Put(props) => {
-                        let ids = props
-                            .iter()
-                            .map(|(name, _)| names.id_of(name))
-                            .collect::<Result<Vec<_>>>()
-                            .map_err(in_batch(index))?;
+                        let ids = ids_of(&names, &props).map_err(in_batch(index))?;
                         let (ticks, etag) = self.stamp(txn, &mut stamp)?;
                         let row = encode_row(&key, *ticks, &props, &ids);
                         rows.insert(key.as_slice(), row.as_slice())
@@ -675,6 +667,12 @@ impl LocalStorage {
         }
         Ok(None)
     }
+}
+
+/// The id of each property name of `props` (`None` for a name the row
+/// keeps itself), given now to names without one.
+fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> {
+    props.iter().map(|(name, _)| names.id_of(name)).collect()
 }
 
 /// A row passed by reference, as a filter sees it.
