@@ -230,14 +230,7 @@ impl<'t, K: Logged + Key, V: Logged> LoggedTable<'t, K, V> {
         key: impl Borrow<K::SelfType<'k>>,
         value: impl Borrow<V::SelfType<'v>>,
     ) -> Result<bool, StorageError> {
-        let (key, value) = (key.borrow(), value.borrow());
-        let replaced = self.table.insert(key, value)?.is_some();
-        self.record(
-            op::INSERT,
-            K::as_bytes(key).as_ref(),
-            V::as_bytes(value).as_ref(),
-        );
-        Ok(replaced)
+        Ok(self.insert_seeing(key, value, |_| ())?.is_some())
     }
 
     /// [`insert`](Self::insert), handing the value it replaced, if any,
