@@ -507,7 +507,8 @@ fn seen_of(
 
 /// The pages of `query`, read as entities and passed row by row
 /// ([`TableBackend::read_rows`]) where the backend passes them by reference: the same
-/// rows, each as the entities give it, and the same continuation tokens.
+/// rows in the same order, each as the entities give it, each way following
+/// its own continuation tokens.
 /// A query the backend does not pass by reference is refused as such, passing nothing.
 pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
     let table = fresh_table(backend, "borrowed").await;
@@ -544,10 +545,16 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
             continue;
         }
         by_reference_queries += 1;
-        let (mut as_entities, mut as_borrowed) = (Vec::new(), Vec::new());
-        let mut pages = 0;
+        // Each way follows its own continuation tokens: a store may end its
+        // pages anywhere (short and empty pages), so the rows of the whole
+        // query are compared, which also holds the tokens to their rows.
+        let mut as_entities = Vec::new();
+        let mut by_entities = query.clone();
         loop {
-            let page = backend.query_entities(&table, &query).await.expect("page");
+            let page = backend
+                .query_entities(&table, &by_entities)
+                .await
+                .expect("page");
             as_entities.extend(page.entities.iter().map(|e| {
                 let etag = e.etag.as_ref().expect("an entity read has an ETag");
                 seen_of(
@@ -558,6 +565,13 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
                     &e.properties,
                 )
             }));
+            match page.continuation {
+                Some(token) => by_entities.continuation = Some(token),
+                None => break,
+            }
+        }
+        let mut as_borrowed = Vec::new();
+        loop {
             let mut read = |row: tablekit::RowRef<'_>| {
                 let seen = seen_of(
                     row.partition_key,
@@ -573,19 +587,12 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
                 .read_rows(&table, &query, &mut read)
                 .await
                 .expect("borrowed page");
-            let expected = page.continuation.as_ref().map(ToString::to_string);
-            assert_eq!(
-                next.as_ref().map(ToString::to_string),
-                expected,
-                "the same continuation"
-            );
-            assert_eq!(as_borrowed, as_entities, "page {pages} of {query:?}");
-            pages += 1;
-            match page.continuation {
+            match next {
                 Some(token) => query.continuation = Some(token),
                 None => break,
             }
         }
+        assert_eq!(as_borrowed, as_entities, "the rows of {query:?}");
         assert!(!as_entities.is_empty(), "{query:?} reads rows");
     }
     if backend.reads_rows(&Query::new()) {

@@ -241,6 +241,18 @@ impl<'r> RowRef<'r> {
     }
 }
 
+impl<'a> From<&'a RowRef<'_>> for crate::filter::RowView<'a> {
+    /// The row as a filter sees it ([`Filter::matches_row`]).
+    fn from(row: &'a RowRef<'_>) -> crate::filter::RowView<'a> {
+        crate::filter::RowView {
+            partition_key: row.partition_key,
+            row_key: row.row_key,
+            timestamp: Some(row.timestamp),
+            properties: row.properties,
+        }
+    }
+}
+
 /// The reader [`TableBackend::read_rows`] passes each row to, by reference: an error it
 /// returns ends the page, and is what the read returns.
 pub type RowVisitor<'a> = dyn FnMut(RowRef<'_>) -> Result<()> + Send + 'a;

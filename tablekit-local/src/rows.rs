@@ -15,12 +15,11 @@
 //! [`crate::names`]), or, for a name without an id, one more than twice its
 //! length, then its UTF-8 bytes. Hand-written, as a private storage layout.
 
-use std::borrow::Cow;
 use std::ops::Bound;
 
 use tablekit_core::backend::sorted::{
-    KeyRange, decode_key, decode_value, encode_key, encode_value, encoded_value_len, put_varint,
-    take_bytes, take_varint, varint_len,
+    KeyRange, RowLender, decode_key, decode_value, encode_key, encode_value, encoded_value_len,
+    put_varint, take_bytes, take_varint, varint_len,
 };
 use tablekit_core::{DateTime, ETag, Entity, Properties, PropertyName, RowRef};
 
@@ -213,48 +212,12 @@ fn entity_with(
     Some(entity)
 }
 
-/// The text of a stored key ([`decode_key`]), borrowed from `stored` when
-/// it holds none of the bytes the encoding changes (the usual key).
-fn key_text(stored: &[u8]) -> Option<Cow<'_, str>> {
-    if stored.iter().any(|b| matches!(b, 0xF5 | 0xF6)) {
-        return decode_key(stored).map(Cow::Owned);
-    }
-    std::str::from_utf8(stored).ok().map(Cow::Borrowed)
-}
-
 /// Reads the rows of a range, sharing what consecutive rows have in
-/// common: a PartitionKey decoded once for the rows of one partition, one
-/// ETag for the rows written by one transaction, and the room of the
-/// properties borrowed rows are read into.
+/// common ([`RowLender`]: a PartitionKey decoded once for the rows of one
+/// partition, one ETag for the rows written by one transaction, and the
+/// room of the properties borrowed rows are read into).
 #[derive(Default)]
-pub(crate) struct RowReader {
-    partition: Option<(Vec<u8>, String)>,
-    etag: Option<(i64, ETag)>,
-    properties: Properties,
-}
-
-/// The text of the stored PartitionKey `pk`, decoded once for the rows of
-/// one partition and kept in `partition`.
-fn shared_partition<'p>(
-    partition: &'p mut Option<(Vec<u8>, String)>,
-    pk: &[u8],
-) -> Option<&'p str> {
-    if !matches!(partition, Some((stored, _)) if stored == pk) {
-        *partition = Some((pk.to_vec(), decode_key(pk)?));
-    }
-    partition.as_ref().map(|(_, text)| text.as_str())
-}
-
-/// The ETag of a row written at `ticks` (`written`), made once for the rows
-/// of one transaction and kept in `etag`.
-fn shared_etag(etag: &mut Option<(i64, ETag)>, ticks: i64, written: DateTime) -> &ETag {
-    if etag.as_ref().is_some_and(|(at, _)| *at != ticks) {
-        *etag = None;
-    }
-    &etag
-        .get_or_insert_with(|| (ticks, ETag::from_timestamp(written)))
-        .1
-}
+pub(crate) struct RowReader(RowLender);
 
 impl RowReader {
     /// As [`entity`].
@@ -265,10 +228,9 @@ impl RowReader {
         select: Option<&[String]>,
         names: &impl NameOf,
     ) -> Option<Entity> {
-        let (partition, etags) = (&mut self.partition, &mut self.etag);
-        let partition_key = |pk: &[u8]| shared_partition(partition, pk).map(str::to_owned);
-        let etag = |ticks, written| shared_etag(etags, ticks, written).clone();
-        entity_with(key, row, select, names, partition_key, etag)
+        let partition_key = self.0.partition_key(split_key(key)?.0)?.to_owned();
+        let etag = |ticks, written| self.0.etag(ticks, written).clone();
+        entity_with(key, row, select, names, |_| Some(partition_key), etag)
     }
 
     /// Lends the row stored under engine key `key` as `row` to `f`, all its
@@ -281,21 +243,9 @@ impl RowReader {
         names: &impl NameOf,
         f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Option<R> {
-        let (pk, rk) = split_key(key)?;
-        let row_key = key_text(rk)?;
-        let ticks = row_ticks(row)?;
-        let written = DateTime::from_ticks(ticks).ok()?;
-        self.properties.clear();
-        read_properties(row, None, names, &mut self.properties)?;
-        let partition_key = shared_partition(&mut self.partition, pk)?;
-        let etag = shared_etag(&mut self.etag, ticks, written);
-        Some(f(RowRef::new(
-            partition_key,
-            &row_key,
-            etag,
-            written,
-            &mut self.properties,
-        )))
+        let keys = split_key(key)?;
+        let fill = |props: &mut Properties| read_properties(row, None, names, props);
+        self.0.lend(keys, row_ticks(row)?, fill, f)
     }
 }
 

@@ -536,7 +536,7 @@ impl tablekit_core::layer::RawTables for LocalStorage {
                 let mut reader = RowReader::default();
                 self.page_rows(table, query, |key, row, names| {
                     let read = reader.with_row(key, row, names, |row| {
-                        if filter.is_some_and(|f| !f.matches_row(&view(&row))) {
+                        if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
                             return Ok(Ok(None));
                         }
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -673,16 +673,6 @@ impl LocalStorage {
 /// keeps itself), given now to names without one.
 fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> {
     props.iter().map(|(name, _)| names.id_of(name)).collect()
-}
-
-/// A row passed by reference, as a filter sees it.
-fn view<'a>(row: &'a tablekit_core::backend::RowRef<'_>) -> tablekit_core::filter::RowView<'a> {
-    tablekit_core::filter::RowView {
-        partition_key: row.partition_key,
-        row_key: row.row_key,
-        timestamp: Some(row.timestamp),
-        properties: row.properties,
-    }
 }
 
 /// `entity` with only the `$select`ed properties (the keys always).

@@ -91,9 +91,22 @@ impl Row {
     /// Decodes the properties; with `select`, only properties whose name id is
     /// listed.
     pub(crate) fn properties(&self, names: &Names, select: Option<&[u32]>) -> Properties {
+        let mut props = Properties::new();
+        self.read_properties(names, select, &mut props);
+        props
+    }
+
+    /// [`properties`](Row::properties) into `props`, which must be empty.
+    pub(crate) fn read_properties(
+        &self,
+        names: &Names,
+        select: Option<&[u32]>,
+        props: &mut Properties,
+    ) {
+        debug_assert!(props.is_empty());
         let mut bytes = &self.0[8..];
         let count = take_varint(&mut bytes).unwrap_or(0) as usize;
-        let mut props = Properties::with_capacity(select.map_or(count, <[u32]>::len));
+        props.reserve(select.map_or(count, <[u32]>::len));
         for _ in 0..count {
             // Rows are only ever made by `encode` above, so they decode.
             let (Some(id), Some(value)) = (take_varint(&mut bytes), decode_value(&mut bytes))
@@ -107,7 +120,6 @@ impl Row {
                 props.push_unique(names.name(id).to_owned(), value);
             }
         }
-        props
     }
 
     /// The entity this row stores.

@@ -60,8 +60,10 @@ pub use blob::MemBlobStore;
 use codec::{Names, Row, Selection};
 pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
+use tablekit_core::backend::RowVisitor;
 use tablekit_core::backend::sorted::{
-    Decision, StoredRow, continuation_token, decide, encode_key, key_ranges, resume_at,
+    Decision, RowLender, StoredRow, continuation_token, decide, encode_key, key_ranges, keys_only,
+    resume_at,
 };
 
 /// How the backend misbehaves in adversarial mode, within what the service
@@ -517,6 +519,56 @@ impl tablekit_core::layer::RawTables for MemBackend {
             }
         }
         Ok(QueryPage::new(entities, continuation))
+    }
+
+    fn reads_rows(&self, query: &Query) -> bool {
+        // Rows are passed in key order with every property (a filter is
+        // evaluated on the row as it is passed).
+        query.select.is_none() && self.unsorted_seed().is_none()
+    }
+
+    async fn read_rows(
+        &self,
+        table: &str,
+        query: &Query,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<Option<ContinuationToken>> {
+        if !tablekit_core::layer::RawTables::reads_rows(self, query) {
+            return Err(Error::NotSupported {
+                operation: "read_rows of a query with a projection, or in no key order",
+            });
+        }
+        let resume = query.continuation.as_ref().map(resume_at).transpose()?;
+        let (limit, break_at_partition) = self.page_plan(query.top);
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+        // A filter of keys alone is met by every row of the ranges.
+        let filter = query.filter.as_ref().filter(|f| !keys_only(f));
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let mut lender = RowLender::default();
+        let (mut taken, mut last_pk) = (0, None);
+        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
+            if taken >= limit || (break_at_partition && last_pk.is_some_and(|last| last != pk)) {
+                return Ok(Some(continuation_token(pk, rk)));
+            }
+            last_pk = Some(pk);
+            let fill = |props: &mut _| {
+                row.read_properties(&t.names, None, props);
+                Some(())
+            };
+            let passed = lender.lend((pk, rk), row.ticks(), fill, |row| {
+                if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
+                    return Ok(false);
+                }
+                read(row).map(|()| true)
+            });
+            // Rows are only ever made by the backend's own encoding, so they decode.
+            let passed = passed.ok_or_else(|| Error::Decode {
+                message: "a row the in-memory backend stored does not decode".into(),
+            })?;
+            taken += usize::from(passed?);
+        }
+        Ok(None)
     }
 
     fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {

@@ -282,3 +282,23 @@ async fn migration_model_runs_on_adversarial_pages() {
         );
     }
 }
+
+/// The typed reads take the in-memory rows by reference (`read_rows`),
+/// in key order, through short pages too; a store in no key order, and a
+/// projection, are read as entities.
+#[test]
+fn rows_are_passed_by_reference_where_they_come_in_key_order() {
+    use tablekit::Query;
+    let every = Query::new();
+    let projected = Query::new().select(["n"]);
+    assert!(MemBackend::new().reads_rows(&every));
+    assert!(!MemBackend::new().reads_rows(&projected));
+    let short_pages = MemBackend::builder()
+        .adversarial(Adversarial::default())
+        .build();
+    assert!(short_pages.reads_rows(&every));
+    let unsorted = MemBackend::builder()
+        .adversarial(Adversarial::unsorted())
+        .build();
+    assert!(!unsorted.reads_rows(&every));
+}

@@ -11,6 +11,7 @@
 //!   the service's, naming the next row's stored keys;
 //! - [`encode_value`] / [`decode_value`]: a compact binary form of one
 //!   property value;
+//! - [`RowLender`]: stored rows lent to a typed reader by reference;
 //! - [`EntityWrite`] and [`decide`]: what one write does to the row stored at its
 //!   keys (insert, replace, merge, delete, their conditions and errors),
 //!   decided before anything changes, so a transaction can decide all its
@@ -73,6 +74,91 @@ pub fn decode_key(stored: &[u8]) -> Option<String> {
         })
         .collect();
     String::from_utf8(bytes).ok()
+}
+
+/// The text of a key stored by [`encode_key`], borrowed from `stored` when
+/// it holds none of the bytes the encoding changes (the usual key); `None`
+/// if the bytes are not such a key.
+pub fn key_text(stored: &[u8]) -> Option<Cow<'_, str>> {
+    if stored.iter().any(|b| matches!(b, 0xF5 | 0xF6)) {
+        return decode_key(stored).map(Cow::Owned);
+    }
+    std::str::from_utf8(stored).ok().map(Cow::Borrowed)
+}
+
+/// Lends stored rows to a reader by reference ([`RowRef`](super::RowRef),
+/// for [`TableBackend::read_rows`](super::TableBackend::read_rows)), one
+/// after another, sharing what consecutive rows have in common: the
+/// PartitionKey decoded once for the rows of one partition, one ETag for
+/// the rows written at one time, and the room each row's properties are
+/// decoded into (the reader takes the values it keeps out of it).
+#[derive(Debug, Default)]
+pub struct RowLender {
+    partition: Option<(Vec<u8>, String)>,
+    etag: Option<(i64, ETag)>,
+    properties: Properties,
+}
+
+impl RowLender {
+    /// Lends the row stored under keys `pk` and `rk` (as [`encode_key`]
+    /// stores them), written at `ticks`, to `read`; `fill` decodes its
+    /// properties into the (empty) room given it. `None`, `read` not
+    /// called, when the keys, the time or the properties do not decode.
+    pub fn lend<R>(
+        &mut self,
+        (pk, rk): (&[u8], &[u8]),
+        ticks: i64,
+        fill: impl FnOnce(&mut Properties) -> Option<()>,
+        read: impl FnOnce(super::RowRef<'_>) -> R,
+    ) -> Option<R> {
+        let row_key = key_text(rk)?;
+        let written = DateTime::from_ticks(ticks).ok()?;
+        self.properties.clear();
+        fill(&mut self.properties)?;
+        let partition_key = shared_partition(&mut self.partition, pk)?;
+        let etag = shared_etag(&mut self.etag, ticks, written);
+        Some(read(super::RowRef::new(
+            partition_key,
+            &row_key,
+            etag,
+            written,
+            &mut self.properties,
+        )))
+    }
+
+    /// The text of the stored PartitionKey `pk`, decoded once for the rows
+    /// of one partition.
+    pub fn partition_key(&mut self, pk: &[u8]) -> Option<&str> {
+        shared_partition(&mut self.partition, pk)
+    }
+
+    /// The ETag of a row written at `ticks` (`written`), made once for the
+    /// rows written at that time.
+    pub fn etag(&mut self, ticks: i64, written: DateTime) -> &ETag {
+        shared_etag(&mut self.etag, ticks, written)
+    }
+}
+
+/// [`RowLender::partition_key`], on the lender's field alone (so that it
+/// can be borrowed beside the others).
+fn shared_partition<'p>(
+    partition: &'p mut Option<(Vec<u8>, String)>,
+    pk: &[u8],
+) -> Option<&'p str> {
+    if !matches!(partition, Some((stored, _)) if stored == pk) {
+        *partition = Some((pk.to_vec(), decode_key(pk)?));
+    }
+    partition.as_ref().map(|(_, text)| text.as_str())
+}
+
+/// [`RowLender::etag`], on the lender's field alone.
+fn shared_etag(etag: &mut Option<(i64, ETag)>, ticks: i64, written: DateTime) -> &ETag {
+    if etag.as_ref().is_some_and(|(at, _)| *at != ticks) {
+        *etag = None;
+    }
+    &etag
+        .get_or_insert_with(|| (ticks, ETag::from_timestamp(written)))
+        .1
 }
 
 /// A range of byte keys as `BTreeMap::range` and similar take it.
