@@ -484,6 +484,29 @@ type Seen = (
     Vec<(String, String)>,
 );
 
+/// What an entity read says of its row ([`seen_of`]).
+fn seen_entity(e: &Entity) -> Seen {
+    let etag = e.etag.as_ref().expect("an entity read has an ETag");
+    seen_of(
+        &e.partition_key,
+        &e.row_key,
+        etag,
+        e.timestamp,
+        &e.properties,
+    )
+}
+
+/// What a row passed by reference says of itself ([`seen_of`]).
+fn seen_row(row: &tablekit::RowRef<'_>) -> Seen {
+    seen_of(
+        row.partition_key,
+        row.row_key,
+        row.etag,
+        Some(row.timestamp),
+        row.properties,
+    )
+}
+
 fn seen_of(
     partition_key: &str,
     row_key: &str,
@@ -555,16 +578,7 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
                 .query_entities(&table, &by_entities)
                 .await
                 .expect("page");
-            as_entities.extend(page.entities.iter().map(|e| {
-                let etag = e.etag.as_ref().expect("an entity read has an ETag");
-                seen_of(
-                    &e.partition_key,
-                    &e.row_key,
-                    etag,
-                    e.timestamp,
-                    &e.properties,
-                )
-            }));
+            as_entities.extend(page.entities.iter().map(seen_entity));
             match page.continuation {
                 Some(token) => by_entities.continuation = Some(token),
                 None => break,
@@ -573,14 +587,7 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
         let mut as_borrowed = Vec::new();
         loop {
             let mut read = |row: tablekit::RowRef<'_>| {
-                let seen = seen_of(
-                    row.partition_key,
-                    row.row_key,
-                    row.etag,
-                    Some(row.timestamp),
-                    row.properties,
-                );
-                as_borrowed.push(seen);
+                as_borrowed.push(seen_row(&row));
                 Ok(())
             };
             let next = backend
@@ -601,7 +608,75 @@ pub async fn borrowed_rows_are_the_entities(backend: &dyn TableBackend) {
             "every key range is passed by reference"
         );
     }
+    rows_read_by_key_are_the_entities(backend, &table).await;
     backend.delete_table(&table).await.expect("delete table");
+}
+
+/// Each row of `table` read by key and passed by reference
+/// ([`TableBackend::read_row`]) is the entity `get_entity` gives, where the
+/// backend reads rows so (it must, when it passes a query's rows by
+/// reference); a missing row passes nothing, and a missing table is
+/// `TableNotFound`. A backend that does not read rows so refuses, passing
+/// nothing.
+async fn rows_read_by_key_are_the_entities(backend: &dyn TableBackend, table: &str) {
+    let every = tablekit::TableBackendExt::query_all(backend, table, Query::new())
+        .await
+        .expect("every row");
+    let missing = [
+        (every[0].partition_key.as_str(), "no such row"),
+        ("no such partition", every[0].row_key.as_str()),
+    ];
+    let mut by_key = 0;
+    for entity in every.iter().step_by(7) {
+        let (pk, rk) = (&*entity.partition_key, &*entity.row_key);
+        let mut passed = Vec::new();
+        let found = backend
+            .read_row(table, pk, rk, &mut |row: tablekit::RowRef<'_>| {
+                passed.push(seen_row(&row));
+                Ok(())
+            })
+            .await;
+        match found {
+            Ok(true) => {
+                let expected = backend
+                    .get_entity(table, pk, rk, &Default::default())
+                    .await
+                    .expect("get");
+                assert_eq!(passed, vec![seen_entity(&expected)], "{pk:?} {rk:?}");
+                by_key += 1;
+            }
+            Err(Error::NotSupported { .. }) => {
+                assert!(passed.is_empty(), "a refusal passes nothing");
+                assert!(
+                    !backend.reads_rows(&Query::new()),
+                    "a backend that passes a query's rows by reference reads them by key too"
+                );
+            }
+            other => panic!("{pk:?} {rk:?}: {other:?}"),
+        }
+    }
+    if by_key == 0 {
+        return;
+    }
+    for (pk, rk) in missing {
+        let mut passed = 0;
+        let found = backend
+            .read_row(table, pk, rk, &mut |_| {
+                passed += 1;
+                Ok(())
+            })
+            .await;
+        assert!(matches!(found, Ok(false)), "{pk:?} {rk:?}: {found:?}");
+        assert_eq!(passed, 0, "nothing is passed for a missing row");
+    }
+    let (pk, rk) = (&*every[0].partition_key, &*every[0].row_key);
+    let found = backend
+        .read_row("NoSuchTable0", pk, rk, &mut |_| Ok(()))
+        .await;
+    assert!(
+        matches!(found, Err(Error::TableNotFound { .. })),
+        "{found:?}"
+    );
 }
 
 /// Rows in three partitions (keys with private-use and astral characters),

@@ -566,7 +566,7 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
     /// [`query_order`](TableBackend::query_order) is [`QueryOrder::Keys`],
     /// for queries of no projection (`select` is `None`). A wrapper that
     /// changes rows or pages must answer `false`, and one that forwards it
-    /// must forward `read_rows` too.
+    /// must forward `read_rows` and `read_row` too.
     fn reads_rows(&self, query: &Query) -> bool {
         let _ = query;
         false
@@ -597,6 +597,32 @@ pub trait TableBackend: Send + Sync + fmt::Debug {
         let _ = (table, query, read);
         Err(crate::error::Error::NotSupported {
             operation: "read_rows",
+        })
+    }
+
+    /// Reads the row at (`partition_key`, `row_key`) as
+    /// [`get_entity`](TableBackend::get_entity) does, passing it to `read`
+    /// by reference ([`RowRef`]) instead of returning an entity: `true` once
+    /// `read` has read it, `false`, `read` not called, when no row is there
+    /// (where `get_entity` fails with `EntityNotFound`). An error of `read`
+    /// is returned as is; a panic of `read` is `read`'s own, and leaves the
+    /// backend as it was.
+    ///
+    /// A backend whose [`reads_rows`](TableBackend::reads_rows) accepts a
+    /// query of every row (`Query::new()`) must read its rows by key so
+    /// too: the typed point reads then use it. The default, for a backend
+    /// that never passes rows by reference, refuses with
+    /// [`Error::NotSupported`](crate::Error::NotSupported), nothing read.
+    async fn read_row(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<bool> {
+        let _ = (table, partition_key, row_key, read);
+        Err(crate::error::Error::NotSupported {
+            operation: "read_row",
         })
     }
 
@@ -691,6 +717,12 @@ macro_rules! table_methods {
                 query: &$crate::backend::Query,
                 read: &mut $crate::backend::RowVisitor<'_>
             ) -> $crate::error::Result<Option<$crate::backend::ContinuationToken>>, [$crate::backend::Operation::QueryEntities], [false];
+            async read_row(
+                table: &str,
+                partition_key: &str,
+                row_key: &str,
+                read: &mut $crate::backend::RowVisitor<'_>
+            ) -> $crate::error::Result<bool>, [$crate::backend::Operation::GetEntity], [false];
             sync reads_rows(query: &$crate::backend::Query) -> bool;
             sync query_order() -> $crate::backend::QueryOrder;
             sync pacing() -> Option<$crate::pacing::Pacing>;

@@ -531,36 +531,54 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         // engine's boundary (which takes a panic for a damaged file) and
         // raised again there.
         let mut panicked = None;
-        let read = {
-            self.guarded(|| {
-                let mut reader = RowReader::default();
-                self.page_rows(table, query, |key, row, names| {
-                    let read = reader.with_row(key, row, names, |row| {
-                        if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
-                            return Ok(Ok(None));
-                        }
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            crate::panics::outside(|| read(row).map(Some))
-                        }))
-                    })?;
-                    Some(match read {
+        let read = self.guarded(|| {
+            let mut reader = RowReader::default();
+            self.page_rows(table, query, |key, row, names| {
+                reader.with_row(key, row, names, |row| {
+                    if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
                         // Passed by the filter: not one of the page's rows.
-                        Ok(Ok(None)) => Ok(false),
-                        Ok(read) => read.map(|_| true),
-                        Err(panic) => {
-                            panicked = Some(panic);
-                            Err(Error::NotSupported {
-                                operation: "a row reader that panics",
-                            })
-                        }
-                    })
+                        return Ok(false);
+                    }
+                    call_reader(read, row, &mut panicked).map(|()| true)
                 })
             })
-        };
+        });
         if let Some(panic) = panicked {
             std::panic::resume_unwind(panic);
         }
         read
+    }
+
+    async fn read_row(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key_text: &str,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<bool> {
+        // As in `read_rows`, a panic of `read` is carried past the engine's boundary.
+        let mut panicked = None;
+        let found = self.guarded(|| {
+            let txn = self.begin_read()?;
+            let rows = self.rows_to_read(&txn, table)?;
+            let key = row_key(partition_key, row_key_text);
+            let Some(row) = rows.get(key.as_slice()).map_err(|e| self.error(e.into()))? else {
+                return Ok(false);
+            };
+            let damaged = || self.damaged_row(table, partition_key, row_key_text);
+            let row = checked(&key, row.value()).ok_or_else(damaged)?;
+            let names = SnapshotNames::new(self, &txn);
+            RowReader::default()
+                .with_row(&key, row, &names, |row| {
+                    call_reader(read, row, &mut panicked)
+                })
+                .ok_or_else(|| names.or_damaged(damaged))?
+                .map(|()| true)
+        });
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
+        found
     }
 
     fn query_order(&self) -> QueryOrder {
@@ -673,6 +691,24 @@ impl LocalStorage {
 /// keeps itself), given now to names without one.
 fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> {
     props.iter().map(|(name, _)| names.id_of(name)).collect()
+}
+
+/// Passes `row` to `read`, outside the engine's boundary
+/// ([`crate::panics::outside`]); a panic of `read` is kept in `panicked`,
+/// for the caller to raise again once out of the engine's work, and ends
+/// that work as an error.
+fn call_reader(
+    read: &mut RowVisitor<'_>,
+    row: tablekit_core::RowRef<'_>,
+    panicked: &mut Option<Box<dyn std::any::Any + Send>>,
+) -> Result<()> {
+    let call = std::panic::AssertUnwindSafe(|| crate::panics::outside(|| read(row)));
+    std::panic::catch_unwind(call).unwrap_or_else(|panic| {
+        *panicked = Some(panic);
+        Err(Error::NotSupported {
+            operation: "a row reader that panics",
+        })
+    })
 }
 
 /// `entity` with only the `$select`ed properties (the keys always).

@@ -1,6 +1,6 @@
 //! Typed queries on the disk store (`collect()` and `stream()`) read each
 //! row where the store decodes it (`read_rows`), without an entity in
-//! between. They must read exactly what the entities give: the values, ETags, Timestamps, versions and the
+//! between, and so do typed point reads (`get`, through `read_row`). They must read exactly what the entities give: the values, ETags, Timestamps, versions and the
 //! properties a type has no field for, at every limit and page size, with
 //! keys the store keeps encoded. A reader's error ends its page, a reader's
 //! panic is its own and leaves the store working, and a damaged row is
@@ -108,9 +108,12 @@ fn described<T: std::fmt::Debug>(rows: &[Loaded<T>]) -> Vec<String> {
         .collect()
 }
 
-/// The store, passing no rows by reference: every read goes through its entities.
+/// The store, passing no rows by reference: every read goes through its
+/// entities. With `claims_rows`, it says it passes rows by reference
+/// (`reads_rows`) while it passes none: a read that would take them gets
+/// the contract's `NotSupported`.
 #[derive(Debug)]
-struct EntitiesOnly(LocalStorage);
+struct EntitiesOnly(LocalStorage, bool);
 
 #[async_trait::async_trait]
 impl TableBackend for EntitiesOnly {
@@ -147,6 +150,9 @@ impl TableBackend for EntitiesOnly {
     fn store_info(&self) -> tablekit::telemetry::StoreInfo {
         self.0.store_info()
     }
+    fn reads_rows(&self, query: &Query) -> bool {
+        self.1 && self.0.reads_rows(query)
+    }
     async fn write_entity(
         &self,
         table: &str,
@@ -172,7 +178,7 @@ where
     for<'a> &'a str: tablekit::schema::KeyArg<T::PartitionKey>,
 {
     let table = Table::<T>::new(store.clone());
-    let reference = Table::<T>::new(EntitiesOnly(store.clone()));
+    let reference = Table::<T>::new(EntitiesOnly(store.clone(), false));
     for department in DEPARTMENTS {
         for page_size in [1, 3, 40, 1000] {
             for limit in [None, Some(0), Some(1), Some(3), Some(21), Some(10_000)] {
@@ -246,6 +252,72 @@ async fn typed_reads_of_borrowed_rows_are_what_the_entities_give() {
     assert_eq!((read.len(), skipped.count()), (59, 1));
 }
 
+/// `get` by reference (`read_row`) and from the entity (`get_entity`)
+/// reads the same, a row that does not read as the type fails alike, and a
+/// missing row is `None` either way.
+#[tokio::test(flavor = "current_thread")]
+async fn typed_point_reads_of_borrowed_rows_are_what_the_entities_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = filled(dir.path()).await;
+    let (staff, names) = (
+        Table::<Employee>::new(store.clone()),
+        Table::<EmployeeName>::new(store.clone()),
+    );
+    let (staff_reference, names_reference) = (
+        Table::<Employee>::new(EntitiesOnly(store.clone(), false)),
+        Table::<EmployeeName>::new(EntitiesOnly(store.clone(), false)),
+    );
+    let mut unreadable = 0;
+    for department in DEPARTMENTS.into_iter().chain(["Nowhere"]) {
+        for id in [0, 4, 5, 7, 9, 30, 59, 60, 1000] {
+            let context = format!("{department:?} {id}");
+            match (
+                staff.get(department, id).await,
+                staff_reference.get(department, id).await,
+            ) {
+                (Ok(got), Ok(expected)) => {
+                    let expected_found = expected.is_some() == (department != "Nowhere" && id < 60);
+                    assert!(expected_found, "{context}");
+                    assert_eq!(
+                        described(got.as_slice()),
+                        described(expected.as_slice()),
+                        "{context}"
+                    );
+                }
+                (Err(Error::Schema(got)), Err(Error::Schema(expected))) => {
+                    assert_eq!(got.to_string(), expected.to_string(), "{context}");
+                    unreadable += 1;
+                }
+                (got, expected) => panic!("{context}: {got:?} against {expected:?}"),
+            }
+            let got = names.get(department, id).await.unwrap();
+            let expected = names_reference.get(department, id).await.unwrap();
+            assert_eq!(
+                described(got.as_slice()),
+                described(expected.as_slice()),
+                "{context}"
+            );
+        }
+    }
+    assert_eq!(unreadable, 1, "the row whose age is text");
+    // `get` reads by reference where the store says it passes rows so.
+    let claiming = Table::<Employee>::new(EntitiesOnly(store.clone(), true));
+    let refused = claiming.get("Sales", 4).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::NotSupported {
+                operation: "read_row"
+            })
+        ),
+        "{refused:?}"
+    );
+    // The unknown properties are the row's, read by key too.
+    let seven = names.get("Sales", 7).await.unwrap().unwrap();
+    let unknown = Loaded::unknown_properties(&seven);
+    assert_eq!(unknown.get("Extra"), Some(&tablekit::Value::from("kept")));
+}
+
 /// A row whose keys are any text.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Notes")]
@@ -286,7 +358,7 @@ async fn keys_the_store_keeps_encoded_are_passed_as_written() {
     }
     for topic in ["plain", "t\u{E000}"] {
         let collected = notes.query().partition(topic).collect().await.unwrap();
-        let reference = Table::<Note>::new(EntitiesOnly(store.clone()));
+        let reference = Table::<Note>::new(EntitiesOnly(store.clone(), false));
         let streamed: Vec<_> = reference
             .query()
             .partition(topic)
@@ -343,6 +415,50 @@ async fn a_reader_s_error_ends_its_page_and_its_panic_is_its_own() {
         .insert_entity("Staff", &Entity::new("Sales", "after"))
         .await
         .unwrap();
+
+    // So with a row read by key: the reader's error, as it is; its panic,
+    // its own; no row, `false` and nothing passed.
+    let mut read = |_: RowRef<'_>| -> tablekit::Result<()> {
+        Err(Error::Decode {
+            message: "the reader's own".into(),
+        })
+    };
+    let key = tablekit::schema::to_entity(&employee("Sales", 3))
+        .unwrap()
+        .row_key;
+    let ended = store.read_row("Staff", "Sales", &key, &mut read).await;
+    assert!(
+        matches!(&ended, Err(Error::Decode { message }) if message == "the reader's own"),
+        "{ended:?}"
+    );
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        futures::executor::block_on(store.read_row("Staff", "Sales", &key, &mut |_| {
+            panic!("the reader's panic")
+        }))
+    }));
+    let payload = panicked.expect_err("the reader's panic reaches its caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"the reader's panic"));
+    let mut passed = 0;
+    let found = store
+        .read_row("Staff", "Sales", "no such row", &mut |_| {
+            passed += 1;
+            Ok(())
+        })
+        .await;
+    assert!(matches!(found, Ok(false)), "{found:?}");
+    assert_eq!(passed, 0);
+    let mut read_back = None;
+    let found = store
+        .read_row("Staff", "Sales", &key, &mut |row: RowRef<'_>| {
+            read_back = Some((row.row_key.to_owned(), row.properties.get("name").cloned()));
+            Ok(())
+        })
+        .await;
+    assert!(matches!(found, Ok(true)), "{found:?}");
+    assert_eq!(
+        read_back,
+        Some((key, Some(tablekit::Value::from("emp 3 \u{E001}"))))
+    );
 
     // A query the store does not pass by reference (a projection) is
     // refused as such.
@@ -437,4 +553,20 @@ async fn a_damaged_borrowed_row_is_damage() {
         }
     }
     assert_eq!(damaged, 1, "the damaged row's partition, and only it");
+    // Read by key, the damaged row is damage too, and only it.
+    let mut damaged = 0;
+    for department in DEPARTMENTS {
+        for id in 0..60 {
+            match staff.get(department, id).await {
+                Ok(found) => assert!(found.is_some(), "{department:?} {id}"),
+                Err(Error::Storage {
+                    failure: StorageFailure::Damaged,
+                    ..
+                }) => damaged += 1,
+                Err(Error::Schema(_)) if department == "Sales" && id == 9 => {}
+                Err(other) => panic!("{department:?} {id}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(damaged, 1, "the damaged row, read by key");
 }

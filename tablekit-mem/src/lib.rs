@@ -552,23 +552,38 @@ impl tablekit_core::layer::RawTables for MemBackend {
                 return Ok(Some(continuation_token(pk, rk)));
             }
             last_pk = Some(pk);
-            let fill = |props: &mut _| {
-                row.read_properties(&t.names, None, props);
-                Some(())
-            };
-            let passed = lender.lend((pk, rk), row.ticks(), fill, |row| {
-                if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
-                    return Ok(false);
+            let mut passed = false;
+            lend(&mut lender, (pk, rk), row, &t.names, &mut |row| {
+                if filter.is_none_or(|f| f.matches_row(&(&row).into())) {
+                    passed = true;
+                    read(row)?;
                 }
-                read(row).map(|()| true)
-            });
-            // Rows are only ever made by the backend's own encoding, so they decode.
-            let passed = passed.ok_or_else(|| Error::Decode {
-                message: "a row the in-memory backend stored does not decode".into(),
+                Ok(())
             })?;
-            taken += usize::from(passed?);
+            taken += usize::from(passed);
         }
         Ok(None)
+    }
+
+    async fn read_row(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        read: &mut RowVisitor<'_>,
+    ) -> Result<bool> {
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let (pk, rk) = (encode_key(partition_key), encode_key(row_key));
+        let Some(row) = t
+            .partitions
+            .get(pk.as_ref())
+            .and_then(|p| p.get(rk.as_ref()))
+        else {
+            return Ok(false);
+        };
+        lend(&mut RowLender::default(), (&pk, &rk), row, &t.names, read)?;
+        Ok(true)
     }
 
     fn store_info(&self) -> tablekit_core::telemetry::StoreInfo {
@@ -619,6 +634,28 @@ impl tablekit_core::layer::RawTables for MemBackend {
         }
         Ok(etags)
     }
+}
+
+/// Lends `row`, stored under keys `keys`, to `read` by reference.
+fn lend(
+    lender: &mut RowLender,
+    keys: (&[u8], &[u8]),
+    row: &Row,
+    names: &Names,
+    read: &mut RowVisitor<'_>,
+) -> Result<()> {
+    let fill = |props: &mut _| {
+        row.read_properties(names, None, props);
+        Some(())
+    };
+    // Rows are only ever made by the backend's own encoding, so they decode.
+    lender
+        .lend(keys, row.ticks(), fill, read)
+        .unwrap_or_else(|| {
+            Err(Error::Decode {
+                message: "a row the in-memory backend stored does not decode".into(),
+            })
+        })
 }
 
 /// What the in-memory stores are, for tablekit's spans and metrics.

@@ -74,6 +74,19 @@ pub fn read_rows(
     query_entities(table, query)
 }
 
+/// [`read_row`](super::TableBackend::read_row): the table's name and the
+/// keys, as [`get_entity`].
+pub fn read_row(
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+    read: &mut RowVisitor<'_>,
+) -> Result<(), InvalidInput> {
+    let _ = read;
+    validate::table_name(table)?;
+    validate::keys(partition_key, row_key)
+}
+
 /// [`write_entity`](super::TableBackend::write_entity): the table's name,
 /// then the entity (keys, property names, values, count and size), or a
 /// delete's keys.

@@ -53,7 +53,7 @@ impl<B: std::fmt::Debug> std::fmt::Debug for Served<B> {
 }
 
 /// Declares a raw contract from a contract's list of methods: each async
-/// method returns its future unboxed; `read_rows`, `reads_rows`,
+/// method returns its future unboxed; `read_rows`, `read_row`, `reads_rows`,
 /// `query_order`, `pacing` and `store_info` keep the contract's defaults.
 macro_rules! raw_trait {
     ($raw:ident, $contract:ident, $doc:literal
@@ -67,11 +67,18 @@ macro_rules! raw_trait {
         }
     };
     (@async $contract:ident read_rows ($($arg:ident: $ty:ty),*) -> $out:ty) => {
-        #[doc = concat!("[`", stringify!($contract), "::read_rows`], unchecked: by default, refused.")]
-        fn read_rows(&self, $($arg: $ty),*) -> impl Future<Output = $out> + Send {
+        raw_trait!(@refused $contract read_rows ($($arg: $ty),*) -> $out);
+    };
+    (@async $contract:ident read_row ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        raw_trait!(@refused $contract read_row ($($arg: $ty),*) -> $out);
+    };
+    // A method a store implements only if it can (rows passed by reference).
+    (@refused $contract:ident $name:ident ($($arg:ident: $ty:ty),*) -> $out:ty) => {
+        #[doc = concat!("[`", stringify!($contract), "::", stringify!($name), "`], unchecked: by default, refused.")]
+        fn $name(&self, $($arg: $ty),*) -> impl Future<Output = $out> + Send {
             let _ = ($($arg),*);
             std::future::ready(Err(crate::error::Error::NotSupported {
-                operation: "read_rows",
+                operation: stringify!($name),
             }))
         }
     };

@@ -415,13 +415,9 @@ where
             return Ok(None);
         };
         let rk = index::pointed_row(self.def, &row)?;
-        let Some(entity) = self.table.read_row(&row.partition_key, &rk).await? else {
+        let Some(loaded) = self.table.read_loaded(&row.partition_key, &rk).await? else {
             return Ok(None);
         };
-        if self.table.has_expired(&entity.properties) {
-            return Ok(None);
-        }
-        let loaded: Loaded<T> = crate::table::load(entity)?;
         // A writer may have moved the value since the index row was read.
         let held = self.table.index_key_of(&loaded, self.position, &rk).await?;
         Ok((held == key).then_some(loaded))

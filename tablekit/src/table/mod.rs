@@ -524,10 +524,7 @@ impl<T: TableEntity> Table<T> {
         let keys = schema::encode_keys::<T>(&pk, &rk);
         Box::pin(async move {
             let (pk, rk) = keys?;
-            let row = self.read_row(&pk, &rk).await?;
-            row.filter(|row| !self.has_expired(&row.properties))
-                .map(load)
-                .transpose()
+            self.read_loaded(&pk, &rk).await
         })
     }
 

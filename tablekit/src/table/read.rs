@@ -33,6 +33,49 @@ impl<T: TableEntity> Table<T> {
         Ok(false)
     }
 
+    /// The entity at `(pk, rk)` (encoded keys), as [`get`](Table::get)
+    /// reads it: by reference where the type and the backend allow
+    /// ([`get_by_reference`](Table::get_by_reference)), else from its row;
+    /// `None` when there is none or it has expired.
+    pub(crate) async fn read_loaded(&self, pk: &str, rk: &str) -> Result<Option<Loaded<T>>> {
+        if let Some(read) = self.get_by_reference(pk, rk).await {
+            return read;
+        }
+        let row = self.read_row(pk, rk).await?;
+        row.filter(|row| !self.has_expired(&row.properties))
+            .map(load)
+            .transpose()
+    }
+
+    /// The entity at `(pk, rk)` read where the backend holds it
+    /// ([`TableBackend::read_row`]), with no `Entity` made: `None` when the
+    /// type or the backend does not read so (a wide entity, values kept
+    /// outside the row or sealed, a renamed kind's RowKeys, a backend that
+    /// passes no rows by reference).
+    async fn get_by_reference(&self, pk: &str, rk: &str) -> Option<Result<Option<Loaded<T>>>> {
+        let descriptor = &T::DESCRIPTOR;
+        if descriptor.rows.is_some()
+            || descriptor.external_values().is_some()
+            || schema::encrypted::<T>().is_some()
+            || !descriptor.previous_kinds.is_empty()
+            || !self.backend.reads_rows(&crate::backend::Query::new())
+        {
+            return None;
+        }
+        let mut loaded = None;
+        let mut read = |row: RowRef<'_>| {
+            if !self.has_expired(row.properties) {
+                loaded = Some(load_stored::<T>(row));
+            }
+            Ok(())
+        };
+        let keys = Some((pk, rk));
+        let found = operation(&*self.backend, "read", &self.name, descriptor.kind, keys)
+            .run(self.backend.read_row(&self.name, pk, rk, &mut read))
+            .await;
+        Some(found.and_then(|_| loaded.transpose()))
+    }
+
     /// Whether a row lies at exactly `(pk, rk)`, read with its keys only.
     async fn row_at(&self, pk: &str, rk: &str) -> Result<bool> {
         let keys_only = crate::backend::GetOptions::default().select(["PartitionKey", "RowKey"]);
