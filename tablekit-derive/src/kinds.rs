@@ -31,37 +31,40 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
             }
         }
     });
-    let arms = read_arms(
-        &variants,
-        &tk,
-        ident,
-        &quote!(__entity),
-        &quote!(#tk::Some),
-        &|ty| quote!(#tk::from_entity::<#ty>(__entity)),
-    );
-    let owned_arms = read_arms(
-        &variants,
-        &tk,
-        ident,
-        &quote!(&__entity),
-        &quote!(#tk::Ok),
-        &|ty| quote!(#tk::from_entity_owned::<#ty>(__entity)),
-    );
+    // A claim of a row held as an entity (`&Entity` or `Entity`), of one
+    // passed by reference (`RowRef`), and of a reference to that.
+    let claims = |ty: &syn::Type| quote!(#tk::claims::<#ty>(&__entity));
+    let claims_row = |ty: &syn::Type| quote!(#tk::claims_row::<#ty>(#tk::RowView::from(&__row)));
+    let claims_row_ref = |ty: &syn::Type| quote!(#tk::claims_row::<#ty>(#tk::RowView::from(__row)));
+    // The value read by `read`, wrapped in `wrap`, as the answer of an arm.
+    let answer = |wrap: &TokenStream, value: TokenStream, variant: &syn::Ident| quote!(#wrap(#value.map(#ident::#variant)));
+    let (some, ok) = (quote!(#tk::Some), quote!(#tk::Ok));
+    let arms = read_arms(&variants, &tk, &claims, &|ty, variant| {
+        answer(&some, quote!(#tk::from_entity::<#ty>(__entity)), variant)
+    });
+    let owned_arms = read_arms(&variants, &tk, &claims, &|ty, variant| {
+        answer(
+            &ok,
+            quote!(#tk::from_entity_owned::<#ty>(__entity)),
+            variant,
+        )
+    });
+    let row_arms = read_arms(&variants, &tk, &claims_row, &|ty, variant| {
+        answer(&some, quote!(#tk::from_row::<#ty>(__row)), variant)
+    });
     // Whether a row has expired, asked of the variant that claims it.
-    let tk_ref = &tk;
-    let expired_arms: Vec<TokenStream> = [true, false]
-        .into_iter()
-        .flat_map(|kinded| {
-        variants.iter().map(move |(_, ty)| {
-            let tk = tk_ref;
-            quote! {
-                if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(__entity) {
-                    return #tk::expired::<#ty, _>(&__entity.properties, __now);
-                }
-            }
-        })
-    })
-        .collect();
+    let expired_arms = read_arms(
+        &variants,
+        &tk,
+        &claims,
+        &|ty, _| quote!(#tk::expired::<#ty, _>(&__entity.properties, __now)),
+    );
+    let row_expired_arms = read_arms(
+        &variants,
+        &tk,
+        &claims_row_ref,
+        &|ty, _| quote!(#tk::expired::<#ty, _>(&*__row.properties, __now)),
+    );
     quote! {
         const _: () = {
             #(#checks)*
@@ -80,6 +83,14 @@ pub(crate) fn derive(input: &DeriveInput) -> TokenStream {
                 }
                 fn expired(__entity: &#tk::Entity, __now: #tk::DateTime) -> bool {
                     #(#expired_arms)*
+                    false
+                }
+                fn from_row(__row: #tk::RowRef<'_>) -> #tk::Option<#tk::Result<Self, #tk::Error>> {
+                    #(#row_arms)*
+                    #tk::None
+                }
+                fn row_expired(__row: &#tk::RowRef<'_>, __now: #tk::DateTime) -> bool {
+                    #(#row_expired_arms)*
                     false
                 }
             }
@@ -138,27 +149,25 @@ fn variant_checks(
         .collect()
 }
 
-/// Each variant's arm of a read: `read` makes the value from the claimed
-/// row, and `wrap` the answer. Types with a kind come first (a row names its
-/// kind), then those told apart by their key layout alone, in the order of
-/// the variants: list a layout that decodes more keys after the ones it
-/// would take.
+/// Each variant's arm of a read of a row: `claims` asks whether the
+/// variant's type claims the row, and `answer` is what is returned when it
+/// does. Types with a kind come first (a row names its kind), then those
+/// told apart by their key layout alone, in the order of the variants:
+/// list a layout that decodes more keys after the ones it would take.
 fn read_arms(
     variants: &[(&syn::Ident, &syn::Type)],
     tk: &TokenStream,
-    ident: &syn::Ident,
-    entity: &TokenStream,
-    wrap: &TokenStream,
-    read: &dyn Fn(&syn::Type) -> TokenStream,
+    claims: &dyn Fn(&syn::Type) -> TokenStream,
+    answer: &dyn Fn(&syn::Type, &syn::Ident) -> TokenStream,
 ) -> Vec<TokenStream> {
     [true, false]
         .into_iter()
         .flat_map(|kinded| {
             variants.iter().map(move |(variant, ty)| {
-                let value = read(ty);
+                let (claimed, answer) = (claims(ty), answer(ty, variant));
                 quote! {
-                    if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #tk::claims::<#ty>(#entity) {
-                        return #wrap(#value.map(#ident::#variant));
+                    if <#ty as #tk::TableEntity>::DESCRIPTOR.kind.is_some() == #kinded && #claimed {
+                        return #answer;
                     }
                 }
             })

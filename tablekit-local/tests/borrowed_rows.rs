@@ -318,6 +318,90 @@ async fn typed_point_reads_of_borrowed_rows_are_what_the_entities_give() {
     assert_eq!(unknown.get("Extra"), Some(&tablekit::Value::from("kept")));
 }
 
+/// A second kind beside `Employee` in the same partitions.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Staff", kind = "MGR")]
+struct Manager {
+    #[tablekit(partition_key)]
+    department: String,
+    #[tablekit(row_key)]
+    id: u32,
+    reports: i64,
+}
+
+/// The kinds of a department's partition.
+#[derive(tablekit::EntityKinds, Debug, Clone, PartialEq)]
+enum Staffer {
+    Employee(Employee),
+    Manager(Manager),
+}
+
+/// A partition of several kinds (`read_partition`) reads by reference
+/// what it reads from the entities: the same values, ETags, Timestamps
+/// and versions, bookkeeping rows left out, a row of no kind failing or
+/// left out alike.
+#[tokio::test(flavor = "current_thread")]
+async fn partitions_of_several_kinds_read_by_reference_what_the_entities_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = filled(dir.path()).await;
+    let managers = Table::<Manager>::new(store.clone());
+    for department in DEPARTMENTS {
+        for id in [3, 61] {
+            let reports = i64::from(id % 5);
+            let manager = Manager {
+                department: department.into(),
+                id,
+                reports,
+            };
+            managers.insert(&manager).await.unwrap();
+        }
+    }
+    // A row of no kind the enum knows in one department, and bookkeeping
+    // (an index row's shape, under a kind's prefix) in each.
+    store
+        .insert_entity(
+            "Staff",
+            &Entity::new("Dept\u{1F600}", "ZZZ_1").with("_Kind", "ZZZ"),
+        )
+        .await
+        .unwrap();
+    for department in DEPARTMENTS {
+        let index_row = Entity::new(department, "EMP_~index")
+            .with("_Row", "EMP_1")
+            .with("_Index", "name");
+        store.insert_entity("Staff", &index_row).await.unwrap();
+    }
+    let kinds = Table::<Employee>::new(store.clone()).of::<Staffer>();
+    let reference = Table::<Employee>::new(EntitiesOnly(store.clone(), false)).of::<Staffer>();
+    for department in DEPARTMENTS {
+        for unknown in [tablekit::UnknownKind::Skip, tablekit::UnknownKind::Fail] {
+            let read: Result<Vec<_>, _> = kinds
+                .read_partition(department, unknown)
+                .try_collect()
+                .await;
+            let expected: Result<Vec<_>, _> = reference
+                .read_partition(department, unknown)
+                .try_collect()
+                .await;
+            let context = format!("{department:?} {unknown:?}");
+            match (read, expected) {
+                (Ok(read), Ok(expected)) => {
+                    assert_eq!(described(&read), described(&expected), "{context}");
+                    let managers = read
+                        .iter()
+                        .filter(|row| matches!(&***row, Staffer::Manager(_)))
+                        .count();
+                    assert_eq!(managers, 2, "{context}");
+                }
+                (Err(read), Err(expected)) => {
+                    assert_eq!(read.to_string(), expected.to_string(), "{context}")
+                }
+                (read, expected) => panic!("{context}: {read:?} against {expected:?}"),
+            }
+        }
+    }
+}
+
 /// A row whose keys are any text.
 #[derive(TableEntity, Debug, Clone, PartialEq)]
 #[tablekit(table = "Notes")]

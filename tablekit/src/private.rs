@@ -8,11 +8,13 @@ pub use ::core::result::Result::{self, Err, Ok};
 pub use ::std::string::String;
 pub use ::std::vec::Vec;
 
+pub use crate::backend::RowRef;
 pub use crate::bucket::{BucketPart, BucketTime, Bucketed, Period};
 pub use crate::changes::{ChangeFeed, ChangeFeedWithPrevious, RecordsChanges};
 pub use crate::datetime::DateTime;
 pub use crate::entity::{Entity, Properties, PropertyName};
 pub use crate::error::{Error, SchemaError, ValueError};
+pub use crate::filter::RowView;
 pub use crate::index::{
     Index, IndexDef, IndexPart, NonUnique, RemoteIndex, RemoteIndexDef, Sealed, Unique,
 };
@@ -24,9 +26,9 @@ pub use crate::schema::{
     Column, Discriminator, EntityDescriptor, EntityKinds, FilterValue, JsonField, JsonFieldRead,
     KIND_PROPERTY, KeyArg, MemberSlot, Part, PropertySink, PropertySource, PropertyValue, SameKeys,
     Series, SeriesColumn, TableEntity, TableFields, UnknownKey, VERSION_PROPERTY, claims,
-    element_name, expired, from_entity, from_entity_owned, is_kind, present_name, property_error,
-    read_json, read_property, stored_version, take_property, take_property_at, write_json,
-    write_property, write_value,
+    claims_row, element_name, expired, from_entity, from_entity_owned, from_row, is_kind,
+    present_name, property_error, read_json, read_property, stored_version, take_property,
+    take_property_at, write_json, write_property, write_value,
 };
 pub use crate::schema::{Encrypted, Expiry, ExpiryTime, LAST_WRITE_PROPERTY, SealedColumn};
 pub use crate::shard::ShardRule;

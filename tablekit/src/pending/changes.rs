@@ -19,6 +19,7 @@ use std::sync::Arc;
 use crate::backend::{BatchOperation, GetOptions, TableBackend, UpdateMode};
 use crate::entity::{ETag, Entity, IfMatch};
 use crate::error::{Error, Result};
+use crate::filter::RowView;
 
 /// The RowKey of a partition's head.
 pub(crate) const HEAD_KEY: &str = "~tk|changes";
@@ -100,7 +101,7 @@ pub(crate) fn listed_key(partition_key: &str) -> String {
 }
 
 /// Whether `row` is a head or a change row of the change feed.
-pub(crate) fn is_change_row(row: &Entity) -> bool {
+pub(crate) fn is_change_row(row: RowView<'_>) -> bool {
     (row.row_key == HEAD_KEY && row.properties.contains(SEQ))
         || (row.row_key.starts_with(CHANGE_PREFIX) && row.properties.contains(OP))
 }

@@ -3,6 +3,7 @@
 //! typed client skips them, and pending steps change index entities.
 
 use crate::entity::Entity;
+use crate::filter::RowView;
 use crate::props::KIND_PROPERTY;
 use crate::value::Value;
 
@@ -13,6 +14,11 @@ pub const ROW_PROPERTY: &str = "_Row";
 
 /// Whether `row` is an index row or an index entity (of any type).
 pub fn is_index_row(row: &Entity) -> bool {
+    is_index_row_view(row.into())
+}
+
+/// [`is_index_row`] of a row however it is read.
+pub(crate) fn is_index_row_view(row: RowView<'_>) -> bool {
     let marked =
         row.properties.contains(ROW_PROPERTY) || row.properties.contains(&list_property(0));
     marked && (row.properties.contains(INDEX_PROPERTY) || !row.properties.contains(KIND_PROPERTY))

@@ -26,6 +26,7 @@ mod record;
 mod sweep;
 
 pub use apply::{Applied, apply_step, finish_entity, finish_record};
+pub(crate) use record::is_bookkeeping;
 pub use record::{
     Bookkeeping, FENCE_PREFIX, OUTBOX_PREFIX, Record, SEQ_PROPERTY, Step, StepOp, bookkeeping_of,
     is_bookkeeping_row, is_fence_row, is_outbox_row, pending_records,

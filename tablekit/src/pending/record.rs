@@ -7,6 +7,7 @@ use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
+use crate::filter::RowView;
 use crate::value::Value;
 
 /// The RowKeys of outbox records start with this, then the RowKey of the
@@ -402,11 +403,21 @@ impl Record {
 
 /// Whether `row` is an outbox record.
 pub fn is_outbox_row(row: &Entity) -> bool {
+    is_outbox_row_view(row.into())
+}
+
+/// [`is_outbox_row`] of a row however it is read.
+fn is_outbox_row_view(row: RowView<'_>) -> bool {
     row.row_key.starts_with(OUTBOX_PREFIX) && row.properties.contains(OUTBOX_PROPERTY)
 }
 
 /// Whether `row` is a fence row.
 pub fn is_fence_row(row: &Entity) -> bool {
+    is_fence_row_view(row.into())
+}
+
+/// [`is_fence_row`] of a row however it is read.
+fn is_fence_row_view(row: RowView<'_>) -> bool {
     row.row_key.starts_with(FENCE_PREFIX) && row.properties.contains(FENCE_PROPERTY)
 }
 
@@ -418,9 +429,15 @@ pub(crate) const EXPIRY_PREFIX: &str = "~tk|expiry|";
 /// row, an index entity, an outbox record, a fence row, a row of the
 /// change feed, or of the expiry index.
 pub fn is_bookkeeping_row(row: &Entity) -> bool {
-    super::lists::is_index_row(row)
-        || is_outbox_row(row)
-        || is_fence_row(row)
+    is_bookkeeping(row.into())
+}
+
+/// [`is_bookkeeping_row`] of a row however it is read (an entity, or a row
+/// passed by reference).
+pub(crate) fn is_bookkeeping(row: RowView<'_>) -> bool {
+    super::lists::is_index_row_view(row)
+        || is_outbox_row_view(row)
+        || is_fence_row_view(row)
         || super::changes::is_change_row(row)
         || row.row_key.starts_with(EXPIRY_PREFIX)
 }
@@ -479,9 +496,9 @@ pub fn bookkeeping_of(row: &Entity) -> Option<Bookkeeping> {
         Bookkeeping::OutboxRecord
     } else if is_fence_row(row) {
         Bookkeeping::Fence
-    } else if super::changes::is_change_row(row) && row.row_key == HEAD_KEY {
+    } else if super::changes::is_change_row(row.into()) && row.row_key == HEAD_KEY {
         Bookkeeping::ChangeHead
-    } else if super::changes::is_change_row(row) && row.row_key.starts_with(CHANGE_PREFIX) {
+    } else if super::changes::is_change_row(row.into()) && row.row_key.starts_with(CHANGE_PREFIX) {
         Bookkeeping::Change
     } else if row.row_key.starts_with(EXPIRY_PREFIX) {
         Bookkeeping::ExpiryIndex

@@ -23,7 +23,7 @@ pub(crate) use expiry::{
     due_filter, has_time_to_live, index_row, is_stale_index_row, kind_index_filter, stamp_write,
 };
 pub(crate) use read::read_entity;
-pub use read::{from_entity, from_entity_owned, from_json, present_name};
+pub use read::{from_entity, from_entity_owned, from_json, from_row, present_name};
 pub use tablekit_encrypt::SealedColumn;
 
 use std::marker::PhantomData;
@@ -37,6 +37,7 @@ pub use values::{ColumnType, FilterValue, PropertyValue};
 
 use crate::entity::{Entity, Properties, PropertyName};
 use crate::error::{Error, InvalidInput, KeyKind, SchemaError, ValueError};
+use crate::filter::RowView;
 use crate::filter::{CompareOp, Filter};
 use crate::key::{KeyTuple, RowKeyLayout};
 use crate::keyorder::utf16_len;
@@ -229,6 +230,33 @@ pub trait EntityKinds: Sized + Send + Sync + 'static {
     fn expired(entity: &Entity, now: crate::datetime::DateTime) -> bool {
         let _ = (entity, now);
         false
+    }
+
+    /// [`from_entity_owned`](EntityKinds::from_entity_owned) for a row a
+    /// backend passes by reference ([`RowRef`](crate::backend::RowRef)):
+    /// the values read are taken out of the row; `None`, the row as it
+    /// was, when its kind is none of [`KINDS`](EntityKinds::KINDS). The
+    /// derive reads the row where it lies; the default makes an [`Entity`]
+    /// of it and reads that.
+    fn from_row(row: crate::backend::RowRef<'_>) -> Option<Result<Self, Error>> {
+        let mut entity = Entity::new(row.partition_key, row.row_key);
+        entity.properties = std::mem::take(row.properties);
+        match Self::from_entity_owned(entity) {
+            Ok(read) => Some(read),
+            Err(entity) => {
+                *row.properties = entity.properties;
+                None
+            }
+        }
+    }
+
+    /// [`expired`](EntityKinds::expired) of a row a backend passes by
+    /// reference. The derive asks the row where it lies; the default makes
+    /// an [`Entity`] of it.
+    fn row_expired(row: &crate::backend::RowRef<'_>, now: crate::datetime::DateTime) -> bool {
+        let mut entity = Entity::new(row.partition_key, row.row_key);
+        entity.properties = row.properties.clone();
+        Self::expired(&entity, now)
     }
 }
 
@@ -536,6 +564,12 @@ pub fn check_names<T: TableEntity>() -> Result<(), Error> {
 /// was written by someone else, and is read as `T` the way a point read
 /// reads it).
 pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
+    is_kind_of::<T>(entity.into())
+}
+
+/// [`is_kind`] of a row however it is read (an entity, or a row passed by
+/// reference).
+pub fn is_kind_of<T: TableEntity>(entity: RowView<'_>) -> bool {
     let Some(kind) = T::DESCRIPTOR.kind else {
         return true;
     };
@@ -545,7 +579,7 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
             stored == kind || T::DESCRIPTOR.previous_kinds.contains(&&**stored)
         }
         Some(_) => false,
-        None => T::DESCRIPTOR.layout_of(&entity.row_key).is_some(),
+        None => T::DESCRIPTOR.layout_of(entity.row_key).is_some(),
     }
 }
 
@@ -554,16 +588,22 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 /// without (a RowKey template or a plain layout, as in a table laid out
 /// before tablekit), by its RowKey: it must decode as `T`'s keys.
 pub fn claims<T: TableEntity>(entity: &Entity) -> bool {
+    claims_row::<T>(entity.into())
+}
+
+/// [`claims`] of a row however it is read (an entity, or a row passed by
+/// reference).
+pub fn claims_row<T: TableEntity>(entity: RowView<'_>) -> bool {
     if let Some(d) = T::DESCRIPTOR.discriminator
         && !matches!(entity.properties.get(d.property), Some(Value::String(v)) if v == d.value)
     {
         return false;
     }
     if T::DESCRIPTOR.kind.is_some() {
-        return is_kind::<T>(entity);
+        return is_kind_of::<T>(entity);
     }
-    T::DESCRIPTOR.row_key_layout.starts(&entity.row_key)
-        && T::RowKey::decode_laid_out(&entity.row_key, &T::DESCRIPTOR.row_key_layout).is_ok()
+    T::DESCRIPTOR.row_key_layout.starts(entity.row_key)
+        && T::RowKey::decode_laid_out(entity.row_key, &T::DESCRIPTOR.row_key_layout).is_ok()
 }
 
 /// Entity types whose rows have the same keys: what `upgrade_from` needs

@@ -27,6 +27,13 @@ pub fn from_entity_owned<T: TableEntity>(mut entity: Entity) -> Result<T, Error>
     read_entity(&entity.partition_key, &entity.row_key, &mut props)
 }
 
+/// [`from_entity_owned`] for a row a backend passes by reference
+/// ([`RowRef`](crate::backend::RowRef)): the values read are taken out of
+/// the row, and no entity is made.
+pub fn from_row<T: TableEntity>(row: crate::backend::RowRef<'_>) -> Result<T, Error> {
+    read_entity(row.partition_key, row.row_key, row.properties)
+}
+
 /// Reads a typed value straight from an entity document (a request body, a
 /// row given to be written), with the checks of [`from_entity`]: no
 /// property map is built and no property name is copied.

@@ -60,7 +60,9 @@ pub use migrate::{Migration, MigrationCheckpoint, MigrationJob, MigrationReport}
 pub use query::{Cursor, CursorPage, RowErrors, RowFailure, SkippedRows, TableQuery};
 use read::stored_version;
 pub(crate) use read::{load, owned_query_stream, typed_query_stream};
-pub(crate) use stored::{Current, current_of, has_index_rows, new_index_keys, writes_of};
+pub(crate) use stored::{
+    Current, current_of, has_index_rows, new_index_keys, writes_in, writes_of,
+};
 pub use write::update;
 pub use write::update::UpdateOptions;
 pub(crate) use write::{RACE_ATTEMPTS, plan, written_version};
@@ -459,49 +461,87 @@ impl<K: EntityKinds> Table<K> {
         query: crate::backend::Query,
         unknown: UnknownKind,
     ) -> futures::stream::BoxStream<'static, Result<Loaded<K>>> {
-        use futures::stream::{StreamExt, TryStreamExt};
-        let backend = Arc::clone(&self.backend);
-        let name = self.name.to_string();
         let now = self.clock.now();
-        let rows = futures::stream::once(async move {
-            Ok::<_, Error>(owned_query_stream(backend, name, query, "read_kinds", None))
-        })
-        .try_flatten();
-        rows.try_filter_map(move |mut entity| async move {
-            // Index rows copy their entity (the entity itself is read);
-            // outbox records and fences are no entities; an expired
-            // entity is not there.
+        // Index rows copy their entity (the entity itself is read); outbox
+        // records and fences are no entities; an expired entity is not there.
+        let borrowed = move |row: crate::backend::RowRef<'_>| {
+            if crate::pending::is_bookkeeping((&row).into()) || K::row_expired(&row, now) {
+                return None;
+            }
+            let (etag, timestamp) = (row.etag.clone(), Some(row.timestamp));
+            let writes = writes_in(row.properties).map(str::to_owned);
+            let version =
+                schema::stored_version(row.properties).and_then(|v| u32::try_from(v).ok());
+            let row_key = row.row_key;
+            match K::from_row(row) {
+                Some(value) => {
+                    Some(value.map(|value| kind_loaded(value, etag, timestamp, writes, version)))
+                }
+                None => unknown_row(unknown, row_key.to_owned()),
+            }
+        };
+        let owned = move |mut entity: crate::entity::Entity| {
             if crate::pending::is_bookkeeping_row(&entity) || K::expired(&entity, now) {
-                return Ok(None);
+                return None;
             }
             let (etag, timestamp) = (entity.etag.take(), entity.timestamp);
             let writes = writes_of(&entity).map(str::to_owned);
             let version = stored_version(&entity);
+            let etag = etag.unwrap_or_else(|| ETag::new(""));
             match K::from_entity_owned(entity) {
-                Ok(value) => Ok(Some(Loaded {
-                    value: value?,
-                    etag: etag.unwrap_or_else(|| ETag::new("")),
-                    timestamp,
-                    stamp_in_etag: false,
-                    writes,
-                    index_keys: loaded::IndexKeys::Unknown,
-                    version,
-                    previous_kind: None,
-                    // Written through the variant's own type, which reads
-                    // the row again.
-                    unknown: crate::entity::Properties::new(),
-                    sealed_under: None,
-                    keeps_last_write: false,
-                })),
-                Err(_) if unknown == UnknownKind::Skip => Ok(None),
-                Err(entity) => Err(crate::error::SchemaError::UnknownKind {
-                    expected: K::KINDS,
-                    row_key: entity.row_key,
+                Ok(value) => {
+                    Some(value.map(|value| kind_loaded(value, etag, timestamp, writes, version)))
                 }
-                .into()),
+                Err(entity) => unknown_row(unknown, entity.row_key),
             }
-        })
-        .boxed()
+        };
+        let backend = Arc::clone(&self.backend);
+        let reads = read::RowReads { borrowed, owned };
+        read::rows_stream(
+            backend,
+            self.name.to_string(),
+            query,
+            ("read_kinds", None),
+            reads,
+        )
+    }
+}
+
+/// A value of one of several kinds, read with its row's version
+/// (written through the variant's own type, which reads the row again to
+/// write it).
+fn kind_loaded<K>(
+    value: K,
+    etag: ETag,
+    timestamp: Option<crate::datetime::DateTime>,
+    writes: Option<String>,
+    version: Option<u32>,
+) -> Loaded<K> {
+    Loaded {
+        value,
+        etag,
+        timestamp,
+        stamp_in_etag: false,
+        writes,
+        index_keys: loaded::IndexKeys::Unknown,
+        version,
+        previous_kind: None,
+        unknown: crate::entity::Properties::new(),
+        sealed_under: None,
+        keeps_last_write: false,
+    }
+}
+
+/// What a read of several kinds does with a row of none of them
+/// (`unknown`): leaves it out, or fails.
+fn unknown_row<K: EntityKinds>(unknown: UnknownKind, row_key: String) -> Option<Result<Loaded<K>>> {
+    match unknown {
+        UnknownKind::Skip => None,
+        UnknownKind::Fail => Some(Err(crate::error::SchemaError::UnknownKind {
+            expected: K::KINDS,
+            row_key,
+        }
+        .into())),
     }
 }
 

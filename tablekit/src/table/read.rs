@@ -129,43 +129,93 @@ pub(crate) fn typed_query_stream<P: TableEntity>(
     op: &'static str,
     kind: Option<&'static str>,
 ) -> futures::stream::BoxStream<'static, Result<Loaded<P>>> {
+    let reads = RowReads {
+        borrowed: |row: RowRef<'_>| Some(load_stored::<P>(row)),
+        owned: |entity| Some(load::<P>(entity)),
+    };
+    rows_stream(backend, name, query, (op, kind), reads)
+}
+
+/// How a stream of a query's rows reads each row, passed by reference
+/// (`borrowed`) or as an entity (`owned`): the item it gives, or `None`
+/// to leave the row out.
+pub(crate) struct RowReads<B, O> {
+    pub(crate) borrowed: B,
+    pub(crate) owned: O,
+}
+
+/// Every row of a query read as `reads` says, each page fetched as one
+/// operation (`op`, of `kind`): borrowed from the backend and read where
+/// it lies, when the backend passes the query
+/// ([`TableBackend::read_rows`]), else read from its entities.
+pub(crate) fn rows_stream<X, B, O>(
+    backend: Arc<dyn TableBackend>,
+    name: String,
+    query: crate::backend::Query,
+    (op, kind): (&'static str, Option<&'static str>),
+    reads: RowReads<B, O>,
+) -> futures::stream::BoxStream<'static, Result<X>>
+where
+    X: Send + 'static,
+    B: Fn(RowRef<'_>) -> Option<Result<X>> + Send + Sync + 'static,
+    O: Fn(crate::entity::Entity) -> Option<Result<X>> + Send + Sync + 'static,
+{
     use futures::stream::{StreamExt, TryStreamExt};
+    let RowReads { borrowed, owned } = reads;
+    let owned = Arc::new(owned);
     if crate::order::rows_query(&*backend, &query).is_none() {
         return owned_query_stream(backend, name, query, op, kind)
-            .map(|entity| entity.and_then(load::<P>))
+            .filter_map(move |entity| std::future::ready(read_owned(entity, &*owned)))
             .boxed();
     }
+    let borrowed = Arc::new(borrowed);
     let pages = futures::stream::try_unfold(
         (backend, name, query, false),
-        move |(backend, name, mut query, done)| async move {
-            if done {
-                return Ok::<_, Error>(None);
-            }
-            let mut rows = Vec::new();
-            let mut read = |row: RowRef<'_>| {
-                rows.push(load_stored::<P>(row));
-                Ok(())
-            };
-            let next = match read_rows_page(&*backend, &name, &query, op, kind, &mut read).await {
-                Some(next) => next?,
-                None => {
-                    // Not passed by reference after all (the backend decides per page):
-                    // this page is read from its entities.
-                    let mut page = read_page(&*backend, &name, query.clone(), op, kind).await?;
-                    let next = page.continuation.take();
-                    rows.extend(page.into_rows().map(|row| row.and_then(load::<P>)));
-                    next
+        move |(backend, name, mut query, done)| {
+            let (borrowed, owned) = (Arc::clone(&borrowed), Arc::clone(&owned));
+            async move {
+                if done {
+                    return Ok::<_, Error>(None);
                 }
-            };
-            let done = next.is_none();
-            query.continuation = next;
-            Ok(Some((
-                futures::stream::iter(rows),
-                (backend, name, query, done),
-            )))
+                let mut rows = Vec::new();
+                let mut read = |row: RowRef<'_>| {
+                    rows.extend(borrowed(row));
+                    Ok(())
+                };
+                let next = match read_rows_page(&*backend, &name, &query, op, kind, &mut read).await
+                {
+                    Some(next) => next?,
+                    None => {
+                        // Not passed by reference after all (the backend decides per page):
+                        // this page is read from its entities.
+                        let mut page = read_page(&*backend, &name, query.clone(), op, kind).await?;
+                        let next = page.continuation.take();
+                        rows.extend(page.into_rows().filter_map(|row| read_owned(row, &*owned)));
+                        next
+                    }
+                };
+                let done = next.is_none();
+                query.continuation = next;
+                Ok(Some((
+                    futures::stream::iter(rows),
+                    (backend, name, query, done),
+                )))
+            }
         },
     );
     pages.try_flatten().boxed()
+}
+
+/// A row read as an entity, read as `owned` says ([`RowReads`]); an error
+/// reading it is the item.
+fn read_owned<X>(
+    row: Result<crate::entity::Entity>,
+    owned: &impl Fn(crate::entity::Entity) -> Option<Result<X>>,
+) -> Option<Result<X>> {
+    match row {
+        Ok(entity) => owned(entity),
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// One page of `query` passed row by row to `read` (see

@@ -50,7 +50,7 @@ pub(crate) fn writes_of(entity: &Entity) -> Option<&str> {
 }
 
 /// The history text in a row's properties, if they hold one.
-fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
+pub(crate) fn writes_in(properties: &crate::entity::Properties) -> Option<&str> {
     match properties.get(WRITES_PROPERTY) {
         Some(Value::String(text)) => Some(text),
         _ => None,
