@@ -19,8 +19,9 @@ use std::ops::Bound;
 
 use tablekit_core::backend::sorted::{
     KeyRange, RowLender, decode_key, decode_value, encode_key, encode_value, encoded_value_len,
-    put_varint, take_bytes, take_varint, varint_len,
+    put_varint, skip_value, take_bytes, take_varint, varint_len,
 };
+use tablekit_core::filter::Filter;
 use tablekit_core::{DateTime, ETag, Entity, Properties, PropertyName, RowRef};
 
 use crate::names::NameOf;
@@ -139,22 +140,25 @@ pub(crate) fn row_properties(
     names: &impl NameOf,
 ) -> Option<Properties> {
     let mut props = Properties::new();
-    read_properties(row, select, names, &mut props)?;
+    let wanted = |name: &str| select.is_none_or(|names| names.iter().any(|n| n == name));
+    let room = select.map_or(usize::MAX, <[String]>::len);
+    read_properties(row, (wanted, room), names, &mut props)?;
     Some(props)
 }
 
-/// [`row_properties`] into `props`, which must be empty.
+/// [`row_properties`] into `props`, which must be empty: the properties
+/// whose names `wanted` accepts (`room`: at most how many it accepts), the
+/// others passed over unread.
 fn read_properties(
     row: &[u8],
-    select: Option<&[String]>,
+    (wanted, room): (impl Fn(&str) -> bool, usize),
     names: &impl NameOf,
     props: &mut Properties,
 ) -> Option<()> {
     debug_assert!(props.is_empty());
     let mut bytes = row.get(8..)?;
     let count = usize::try_from(take_varint(&mut bytes)?).ok()?;
-    props.reserve(select.map_or(count, <[String]>::len).min(256));
-    let wanted = |name: &str| select.is_none_or(|names| names.iter().any(|n| n == name));
+    props.reserve(count.min(room).min(256));
     for _ in 0..count {
         let tag = take_varint(&mut bytes)?;
         let name = if tag & 1 == 0 {
@@ -165,12 +169,14 @@ fn read_properties(
             let name = std::str::from_utf8(take_bytes(&mut bytes, len)?).ok()?;
             wanted(name).then(|| PropertyName::Owned(name.to_owned()))
         };
+        let Some(name) = name else {
+            skip_value(&mut bytes)?;
+            continue;
+        };
         let value = decode_value(&mut bytes)?;
-        if let Some(name) = name {
-            // A name twice is damage, never a value silently replaced.
-            if props.insert(name, value).is_some() {
-                return None;
-            }
+        // A name twice is damage, never a value silently replaced.
+        if props.insert(name, value).is_some() {
+            return None;
         }
     }
     bytes.is_empty().then_some(())
@@ -217,7 +223,9 @@ fn entity_with(
 /// partition, one ETag for the rows written by one transaction, and the
 /// room of the properties borrowed rows are read into).
 #[derive(Default)]
-pub(crate) struct RowReader(RowLender);
+pub(crate) struct RowReader {
+    lender: RowLender,
+}
 
 impl RowReader {
     /// As [`entity`].
@@ -228,8 +236,8 @@ impl RowReader {
         select: Option<&[String]>,
         names: &impl NameOf,
     ) -> Option<Entity> {
-        let partition_key = self.0.partition_key(split_key(key)?.0)?.to_owned();
-        let etag = |ticks, written| self.0.etag(ticks, written).clone();
+        let partition_key = self.lender.partition_key(split_key(key)?.0)?.to_owned();
+        let etag = |ticks, written| self.lender.etag(ticks, written).clone();
         entity_with(key, row, select, names, |_| Some(partition_key), etag)
     }
 
@@ -244,8 +252,27 @@ impl RowReader {
         f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Option<R> {
         let keys = split_key(key)?;
-        let fill = |props: &mut Properties| read_properties(row, None, names, props);
-        self.0.lend(keys, row_ticks(row)?, fill, f)
+        let fill =
+            |props: &mut Properties| read_properties(row, (|_: &_| true, usize::MAX), names, props);
+        self.lender.lend(keys, row_ticks(row)?, fill, f)
+    }
+
+    /// Whether the row stored under engine key `key` as `row` meets
+    /// `filter` ([`RowLender::meets`]), with only the properties `needed`
+    /// names read (those `filter` compares); `None` if the bytes are not a
+    /// row.
+    pub(crate) fn meets(
+        &mut self,
+        key: &[u8],
+        row: &[u8],
+        names: &impl NameOf,
+        (filter, needed): (&Filter, &[&str]),
+    ) -> Option<bool> {
+        let wanted = |name: &str| needed.contains(&name);
+        let fill =
+            |props: &mut Properties| read_properties(row, (wanted, needed.len()), names, props);
+        self.lender
+            .meets(split_key(key)?, row_ticks(row)?, fill, filter)
     }
 }
 

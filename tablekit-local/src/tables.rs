@@ -485,20 +485,18 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         self.guarded(|| {
             let mut entities = Vec::new();
             let mut reader = RowReader::default();
-            // A filter of keys alone is met by every row of the
-            // range: it need not be evaluated again.
-            let filter = query
-                .filter
-                .as_ref()
-                .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
+            let filter = row_filter(query);
             let select = query.select.as_deref();
             let continuation = self.page_rows(table, query, |key, row, names| {
-                let entity = reader.entity(key, row, None, names)?;
-                let matches = filter.is_none_or(|f| f.matches(&entity));
-                if matches {
-                    entities.push(selected(entity, select));
+                // Made an entity only if it matches.
+                if let Some((filter, needed)) = &filter
+                    && !reader.meets(key, row, names, (filter, needed))?
+                {
+                    return Some(Ok(false));
                 }
-                Some(Ok(matches))
+                let entity = reader.entity(key, row, None, names)?;
+                entities.push(selected(entity, select));
+                Some(Ok(true))
             })?;
             Ok(QueryPage::new(entities, continuation))
         })
@@ -521,12 +519,7 @@ impl tablekit_core::layer::RawTables for LocalStorage {
                 operation: "read_rows of a query with a projection",
             });
         }
-        // A filter of keys alone is met by every row of the range; another
-        // is evaluated on each row before it is passed.
-        let filter = query
-            .filter
-            .as_ref()
-            .filter(|f| !tablekit_core::backend::sorted::keys_only(f));
+        let filter = row_filter(query);
         // A panic of `read` is the caller's: it is carried past the
         // engine's boundary (which takes a panic for a damaged file) and
         // raised again there.
@@ -534,11 +527,13 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         let read = self.guarded(|| {
             let mut reader = RowReader::default();
             self.page_rows(table, query, |key, row, names| {
+                if let Some((filter, needed)) = &filter
+                    && !reader.meets(key, row, names, (filter, needed))?
+                {
+                    // Passed by the filter: not one of the page's rows.
+                    return Some(Ok(false));
+                }
                 reader.with_row(key, row, names, |row| {
-                    if filter.is_some_and(|f| !f.matches_row(&(&row).into())) {
-                        // Passed by the filter: not one of the page's rows.
-                        return Ok(false);
-                    }
                     call_reader(read, row, &mut panicked).map(|()| true)
                 })
             })
@@ -691,6 +686,16 @@ impl LocalStorage {
 /// keeps itself), given now to names without one.
 fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> {
     props.iter().map(|(name, _)| names.id_of(name)).collect()
+}
+
+/// The filter each row of `query`'s range is asked of before it is read,
+/// with the properties it compares (only those are read to ask it, so a
+/// row it passes by costs little); `None` for no filter, or one of keys
+/// alone, which every row of the range meets.
+fn row_filter(query: &Query) -> Option<(&tablekit_core::filter::Filter, Vec<&str>)> {
+    use tablekit_core::backend::sorted::{compared_properties, keys_only};
+    let filter = query.filter.as_ref().filter(|f| !keys_only(f))?;
+    Some((filter, compared_properties(filter)))
 }
 
 /// Passes `row` to `read`, outside the engine's boundary

@@ -16,7 +16,8 @@ use rustc_hash::FxHashMap;
 #[cfg(doc)]
 use tablekit_core::backend::sorted::encode_key;
 use tablekit_core::backend::sorted::{
-    decode_key, decode_value, encode_value, encoded_value_len, put_varint, take_varint, varint_len,
+    decode_key, decode_value, encode_value, encoded_value_len, put_varint, skip_value, take_varint,
+    varint_len,
 };
 use tablekit_core::{DateTime, Entity, Properties};
 
@@ -109,16 +110,26 @@ impl Row {
         props.reserve(select.map_or(count, <[u32]>::len));
         for _ in 0..count {
             // Rows are only ever made by `encode` above, so they decode.
-            let (Some(id), Some(value)) = (take_varint(&mut bytes), decode_value(&mut bytes))
-            else {
+            let Some(id) = take_varint(&mut bytes) else {
                 debug_assert!(false, "a row the backend encoded does not decode");
                 break;
             };
             let id = id as u32;
-            if select.is_none_or(|ids| ids.contains(&id)) {
-                // A row holds each name once.
-                props.push_unique(names.name(id).to_owned(), value);
+            if !select.is_none_or(|ids| ids.contains(&id)) {
+                // Passed over unread.
+                let skipped = skip_value(&mut bytes);
+                debug_assert!(
+                    skipped.is_some(),
+                    "a row the backend encoded does not decode"
+                );
+                continue;
             }
+            let Some(value) = decode_value(&mut bytes) else {
+                debug_assert!(false, "a row the backend encoded does not decode");
+                break;
+            };
+            // A row holds each name once.
+            props.push_unique(names.name(id).to_owned(), value);
         }
     }
 

@@ -62,9 +62,10 @@ pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
 use tablekit_core::backend::RowVisitor;
 use tablekit_core::backend::sorted::{
-    Decision, RowLender, StoredRow, continuation_token, decide, encode_key, key_ranges, keys_only,
-    resume_at,
+    Decision, RowLender, StoredRow, compared_properties, continuation_token, decide, encode_key,
+    key_ranges, keys_only, resume_at,
 };
+use tablekit_core::filter::Filter;
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
@@ -503,6 +504,8 @@ impl tablekit_core::layer::RawTables for MemBackend {
         let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
         let state = self.shared.state.read();
         let t = state.table(table, self.delay())?;
+        let filter = row_filter(query, &t.names);
+        let mut lender = RowLender::default();
         let mut entities = Vec::new();
         let mut continuation = None;
         let mut last_pk: Option<&[u8]> = None;
@@ -513,8 +516,9 @@ impl tablekit_core::layer::RawTables for MemBackend {
                 break;
             }
             last_pk = Some(pk);
-            let entity = row.entity(pk, rk, &t.names, None);
-            if query.filter.as_ref().is_none_or(|f| f.matches(&entity)) {
+            // Made an entity only if it matches.
+            if meets(&mut lender, (pk, rk), row, &t.names, filter.as_ref())? {
+                let entity = row.entity(pk, rk, &t.names, None);
                 entities.push(selected(entity, query.select.as_deref()));
             }
         }
@@ -541,10 +545,9 @@ impl tablekit_core::layer::RawTables for MemBackend {
         let resume = query.continuation.as_ref().map(resume_at).transpose()?;
         let (limit, break_at_partition) = self.page_plan(query.top);
         let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-        // A filter of keys alone is met by every row of the ranges.
-        let filter = query.filter.as_ref().filter(|f| !keys_only(f));
         let state = self.shared.state.read();
         let t = state.table(table, self.delay())?;
+        let filter = row_filter(query, &t.names);
         let mut lender = RowLender::default();
         let (mut taken, mut last_pk) = (0, None);
         for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
@@ -552,15 +555,11 @@ impl tablekit_core::layer::RawTables for MemBackend {
                 return Ok(Some(continuation_token(pk, rk)));
             }
             last_pk = Some(pk);
-            let mut passed = false;
-            lend(&mut lender, (pk, rk), row, &t.names, &mut |row| {
-                if filter.is_none_or(|f| f.matches_row(&(&row).into())) {
-                    passed = true;
-                    read(row)?;
-                }
-                Ok(())
-            })?;
-            taken += usize::from(passed);
+            if !meets(&mut lender, (pk, rk), row, &t.names, filter.as_ref())? {
+                continue;
+            }
+            lend(&mut lender, (pk, rk), row, &t.names, read)?;
+            taken += 1;
         }
         Ok(None)
     }
@@ -636,6 +635,42 @@ impl tablekit_core::layer::RawTables for MemBackend {
     }
 }
 
+/// The filter each row of `query`'s ranges is asked of before it is read,
+/// with the ids of the properties it compares (only those are read to ask
+/// it); `None` for no filter, or one of keys alone, which every row of the
+/// ranges meets.
+fn row_filter<'q>(query: &'q Query, names: &Names) -> Option<(&'q Filter, Vec<u32>)> {
+    let filter = query.filter.as_ref().filter(|f| !keys_only(f))?;
+    let ids = compared_properties(filter)
+        .into_iter()
+        // A name no row holds is missing from every row.
+        .filter_map(|name| names.id(name))
+        .collect();
+    Some((filter, ids))
+}
+
+/// Whether `row`, stored under keys `keys`, meets the filter of
+/// [`row_filter`] (`true` when there is none), asked with only the
+/// properties it compares read.
+fn meets(
+    lender: &mut RowLender,
+    keys: (&[u8], &[u8]),
+    row: &Row,
+    names: &Names,
+    filter: Option<&(&Filter, Vec<u32>)>,
+) -> Result<bool> {
+    let Some((filter, needed)) = filter else {
+        return Ok(true);
+    };
+    let fill = |props: &mut _| {
+        row.read_properties(names, Some(needed), props);
+        Some(())
+    };
+    lender
+        .meets(keys, row.ticks(), fill, filter)
+        .ok_or_else(undecoded)
+}
+
 /// Lends `row`, stored under keys `keys`, to `read` by reference.
 fn lend(
     lender: &mut RowLender,
@@ -648,14 +683,17 @@ fn lend(
         row.read_properties(names, None, props);
         Some(())
     };
-    // Rows are only ever made by the backend's own encoding, so they decode.
     lender
         .lend(keys, row.ticks(), fill, read)
-        .unwrap_or_else(|| {
-            Err(Error::Decode {
-                message: "a row the in-memory backend stored does not decode".into(),
-            })
-        })
+        .unwrap_or_else(|| Err(undecoded()))
+}
+
+/// The error of a row that does not decode: never, as rows are only ever
+/// made by the backend's own encoding.
+fn undecoded() -> Error {
+    Error::Decode {
+        message: "a row the in-memory backend stored does not decode".into(),
+    }
 }
 
 /// What the in-memory stores are, for tablekit's spans and metrics.

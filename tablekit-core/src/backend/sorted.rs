@@ -97,6 +97,8 @@ pub struct RowLender {
     partition: Option<(Vec<u8>, String)>,
     etag: Option<(i64, ETag)>,
     properties: Properties,
+    /// The room of the properties a filter is asked of ([`RowLender::meets`]).
+    filtered: Properties,
 }
 
 impl RowLender {
@@ -126,6 +128,32 @@ impl RowLender {
         )))
     }
 
+    /// Whether the row stored under keys `pk` and `rk`, written at
+    /// `ticks`, meets `filter`, asked of its keys, its time and the
+    /// properties `fill` decodes into the (empty) room given it: those the
+    /// filter compares ([`compared_properties`]) are enough, so a row the
+    /// filter passes by is not read whole. `None` when the keys, the time
+    /// or the properties do not decode.
+    pub fn meets(
+        &mut self,
+        (pk, rk): (&[u8], &[u8]),
+        ticks: i64,
+        fill: impl FnOnce(&mut Properties) -> Option<()>,
+        filter: &Filter,
+    ) -> Option<bool> {
+        let row_key = key_text(rk)?;
+        let written = DateTime::from_ticks(ticks).ok()?;
+        self.filtered.clear();
+        fill(&mut self.filtered)?;
+        let view = crate::filter::RowView {
+            partition_key: shared_partition(&mut self.partition, pk)?,
+            row_key: &row_key,
+            timestamp: Some(written),
+            properties: &self.filtered,
+        };
+        Some(filter.matches_row(&view))
+    }
+
     /// The text of the stored PartitionKey `pk`, decoded once for the rows
     /// of one partition.
     pub fn partition_key(&mut self, pk: &[u8]) -> Option<&str> {
@@ -137,6 +165,20 @@ impl RowLender {
     pub fn etag(&mut self, ticks: i64, written: DateTime) -> &ETag {
         shared_etag(&mut self.etag, ticks, written)
     }
+}
+
+/// The properties `filter` compares (not the keys or the Timestamp), each
+/// once: what a row must hold for [`RowLender::meets`] to ask the filter
+/// of it.
+pub fn compared_properties(filter: &Filter) -> Vec<&str> {
+    let mut names: Vec<&str> = filter
+        .comparisons()
+        .map(|(name, _, _)| name)
+        .filter(|name| !matches!(*name, "PartitionKey" | "RowKey" | "Timestamp"))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// [`RowLender::partition_key`], on the lender's field alone (so that it
@@ -509,6 +551,22 @@ pub fn decode_value(bytes: &mut &[u8]) -> Option<Value> {
     })
 }
 
+/// Passes over a value written by [`encode_value`] at the front of
+/// `bytes` without reading it (nothing is copied or checked but its
+/// length); `None` if the bytes are cut short or name no type.
+pub fn skip_value(bytes: &mut &[u8]) -> Option<()> {
+    let [tag] = take_array(bytes)?;
+    let len = match tag {
+        STRING | BINARY => usize::try_from(take_varint(bytes)?).ok()?,
+        INT32 => 4,
+        INT64 | DOUBLE | DATETIME => 8,
+        BOOLEAN => 1,
+        GUID => 16,
+        _ => return None,
+    };
+    take_bytes(bytes, len).map(|_| ())
+}
+
 /// The row stored at a write's keys, as [`decide`] needs to see it.
 pub trait StoredRow {
     /// The ETag the store issued for this version of the row.
@@ -656,6 +714,11 @@ mod tests {
             let mut read = out.as_slice();
             let back = decode_value(&mut read).unwrap();
             assert!(read.is_empty());
+            // Passed over, it ends where it was read to, before what follows.
+            let followed = [out.as_slice(), &[7]].concat();
+            let mut skipped = followed.as_slice();
+            assert_eq!(skip_value(&mut skipped), Some(()));
+            assert_eq!(skipped, &[7]);
             match (value, &back) {
                 (Value::Double(a), Value::Double(b)) => assert_eq!(a.to_bits(), b.to_bits()),
                 _ => assert_eq!(&back, value),
@@ -667,9 +730,11 @@ mod tests {
                     None,
                     "{value:?} cut at {cut}"
                 );
+                assert_eq!(skip_value(&mut &out[..cut]), None, "{value:?} cut at {cut}");
             }
         }
         assert_eq!(decode_value(&mut &[99u8][..]), None);
+        assert_eq!(skip_value(&mut &[99u8][..]), None);
         assert_eq!(decode_value(&mut &[BOOLEAN, 2][..]), None);
         assert_eq!(decode_value(&mut &[STRING, 1, 0xFF][..]), None);
     }
