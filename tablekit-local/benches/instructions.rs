@@ -14,8 +14,9 @@
 //! a replace) and `typed_delete` then work on them: subtract
 //! `typed_insert`'s count for those. `typed_range` and `untyped_range`
 //! read every row [`READS`] times, as one partition's typed query and as
-//! the untyped backend's: subtract `typed_insert`'s count of the same rows
-//! and divide by `READS` times the rows for one row's read. Each write is durable; the time a sync
+//! the untyped backend's, and `passed_range` passes every row by (a filter
+//! no row meets): subtract `typed_insert`'s count of the same rows and
+//! divide by `READS` times the rows for one row's read. Each write is durable; the time a sync
 //! waits is not instructions.
 
 use std::hint::black_box;
@@ -96,6 +97,15 @@ fn main() {
                 for _ in 0..READS {
                     let rows = backend.query_all("Items", Query::new()).await;
                     assert_eq!(black_box(rows.expect("range")).len(), n as usize);
+                }
+            }
+            "passed_range" => {
+                // Every row passed by a filter of a property no row meets.
+                let backend = items.backend();
+                let none = Query::new().filter(tablekit::filter::prop("count").lt(-1));
+                for _ in 0..READS {
+                    let rows = backend.query_all("Items", none.clone()).await;
+                    assert!(black_box(rows.expect("range")).is_empty());
                 }
             }
             other => {

@@ -18,10 +18,9 @@
 use std::ops::Bound;
 
 use tablekit_core::backend::sorted::{
-    KeyRange, RowLender, decode_key, decode_value, encode_key, encode_value, encoded_value_len,
-    put_varint, skip_value, take_bytes, take_varint, varint_len,
+    KeyRange, RowFilter, RowLender, decode_key, decode_value, encode_key, encode_value,
+    encoded_value_len, put_varint, skip_value, take_bytes, take_varint, varint_len,
 };
-use tablekit_core::filter::Filter;
 use tablekit_core::{DateTime, ETag, Entity, Properties, PropertyName, RowRef};
 
 use crate::names::NameOf;
@@ -258,16 +257,16 @@ impl RowReader {
     }
 
     /// Whether the row stored under engine key `key` as `row` meets
-    /// `filter` ([`RowLender::meets`]), with only the properties `needed`
-    /// names read (those `filter` compares); `None` if the bytes are not a
-    /// row.
+    /// `filter` ([`RowLender::meets`]), with only the properties it
+    /// compares read; `None` if the bytes are not a row.
     pub(crate) fn meets(
         &mut self,
         key: &[u8],
         row: &[u8],
         names: &impl NameOf,
-        (filter, needed): (&Filter, &[&str]),
+        filter: &RowFilter<'_>,
     ) -> Option<bool> {
+        let needed = filter.properties();
         let wanted = |name: &str| needed.contains(&name);
         let fill =
             |props: &mut Properties| read_properties(row, (wanted, needed.len()), names, props);

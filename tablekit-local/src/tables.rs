@@ -8,7 +8,7 @@ use redb::{ReadableTable, TableDefinition};
 
 use crate::logged::Txn;
 use tablekit_core::backend::sorted::{
-    Decision, StoredRow, continuation_token, decide, decode_key, key_ranges, resume_at,
+    Decision, RowFilter, StoredRow, continuation_token, decide, decode_key, key_ranges, resume_at,
 };
 use tablekit_core::telemetry::StoreInfo;
 use tablekit_core::validate::limits::MAX_PAGE_SIZE;
@@ -489,8 +489,8 @@ impl tablekit_core::layer::RawTables for LocalStorage {
             let select = query.select.as_deref();
             let continuation = self.page_rows(table, query, |key, row, names| {
                 // Made an entity only if it matches.
-                if let Some((filter, needed)) = &filter
-                    && !reader.meets(key, row, names, (filter, needed))?
+                if let Some(filter) = &filter
+                    && !reader.meets(key, row, names, filter)?
                 {
                     return Some(Ok(false));
                 }
@@ -527,8 +527,8 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         let read = self.guarded(|| {
             let mut reader = RowReader::default();
             self.page_rows(table, query, |key, row, names| {
-                if let Some((filter, needed)) = &filter
-                    && !reader.meets(key, row, names, (filter, needed))?
+                if let Some(filter) = &filter
+                    && !reader.meets(key, row, names, filter)?
                 {
                     // Passed by the filter: not one of the page's rows.
                     return Some(Ok(false));
@@ -688,14 +688,15 @@ fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> 
     props.iter().map(|(name, _)| names.id_of(name)).collect()
 }
 
-/// The filter each row of `query`'s range is asked of before it is read,
-/// with the properties it compares (only those are read to ask it, so a
-/// row it passes by costs little); `None` for no filter, or one of keys
-/// alone, which every row of the range meets.
-fn row_filter(query: &Query) -> Option<(&tablekit_core::filter::Filter, Vec<&str>)> {
-    use tablekit_core::backend::sorted::{compared_properties, keys_only};
-    let filter = query.filter.as_ref().filter(|f| !keys_only(f))?;
-    Some((filter, compared_properties(filter)))
+/// The filter each row of `query`'s range is asked of before it is read
+/// (only the properties it compares are read to ask it, so a row it
+/// passes by costs little); `None` for no filter, or one of keys alone,
+/// which every row of the range meets.
+fn row_filter(query: &Query) -> Option<RowFilter<'_>> {
+    let filter = query.filter.as_ref();
+    filter
+        .filter(|f| !tablekit_core::backend::sorted::keys_only(f))
+        .map(RowFilter::new)
 }
 
 /// Passes `row` to `read`, outside the engine's boundary

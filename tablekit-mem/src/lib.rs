@@ -62,10 +62,9 @@ pub use queue::MemQueueStore;
 use store::{Partition, State, Table, scan, with_folded};
 use tablekit_core::backend::RowVisitor;
 use tablekit_core::backend::sorted::{
-    Decision, RowLender, StoredRow, compared_properties, continuation_token, decide, encode_key,
-    key_ranges, keys_only, resume_at,
+    Decision, RowFilter, RowLender, StoredRow, continuation_token, decide, encode_key, key_ranges,
+    keys_only, resume_at,
 };
-use tablekit_core::filter::Filter;
 
 /// How the backend misbehaves in adversarial mode, within what the service
 /// allows: pages shorter than asked, empty pages that still carry a
@@ -639,10 +638,9 @@ impl tablekit_core::layer::RawTables for MemBackend {
 /// with the ids of the properties it compares (only those are read to ask
 /// it); `None` for no filter, or one of keys alone, which every row of the
 /// ranges meets.
-fn row_filter<'q>(query: &'q Query, names: &Names) -> Option<(&'q Filter, Vec<u32>)> {
-    let filter = query.filter.as_ref().filter(|f| !keys_only(f))?;
-    let ids = compared_properties(filter)
-        .into_iter()
+fn row_filter<'q>(query: &'q Query, names: &Names) -> Option<(RowFilter<'q>, Vec<u32>)> {
+    let filter = RowFilter::new(query.filter.as_ref().filter(|f| !keys_only(f))?);
+    let ids = (filter.properties().iter())
         // A name no row holds is missing from every row.
         .filter_map(|name| names.id(name))
         .collect();
@@ -657,7 +655,7 @@ fn meets(
     keys: (&[u8], &[u8]),
     row: &Row,
     names: &Names,
-    filter: Option<&(&Filter, Vec<u32>)>,
+    filter: Option<&(RowFilter<'_>, Vec<u32>)>,
 ) -> Result<bool> {
     let Some((filter, needed)) = filter else {
         return Ok(true);

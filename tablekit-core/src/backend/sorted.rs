@@ -129,29 +129,34 @@ impl RowLender {
     }
 
     /// Whether the row stored under keys `pk` and `rk`, written at
-    /// `ticks`, meets `filter`, asked of its keys, its time and the
-    /// properties `fill` decodes into the (empty) room given it: those the
-    /// filter compares ([`compared_properties`]) are enough, so a row the
-    /// filter passes by is not read whole. `None` when the keys, the time
-    /// or the properties do not decode.
+    /// `ticks`, meets `filter`, asked of its time, of its keys if the
+    /// filter compares them, and of the properties `fill` decodes into the
+    /// (empty) room given it: those the filter compares
+    /// ([`RowFilter::properties`]) are enough, so a row the filter passes
+    /// by is not read whole. `None` when the keys, the time or the
+    /// properties do not decode.
     pub fn meets(
         &mut self,
         (pk, rk): (&[u8], &[u8]),
         ticks: i64,
         fill: impl FnOnce(&mut Properties) -> Option<()>,
-        filter: &Filter,
+        filter: &RowFilter<'_>,
     ) -> Option<bool> {
-        let row_key = key_text(rk)?;
         let written = DateTime::from_ticks(ticks).ok()?;
         self.filtered.clear();
         fill(&mut self.filtered)?;
+        // Keys a filter does not compare are never looked at.
+        let (partition_key, row_key) = match filter.keys {
+            true => (shared_partition(&mut self.partition, pk)?, key_text(rk)?),
+            false => ("", Cow::Borrowed("")),
+        };
         let view = crate::filter::RowView {
-            partition_key: shared_partition(&mut self.partition, pk)?,
+            partition_key,
             row_key: &row_key,
             timestamp: Some(written),
             properties: &self.filtered,
         };
-        Some(filter.matches_row(&view))
+        Some(filter.filter.matches_row(&view))
     }
 
     /// The text of the stored PartitionKey `pk`, decoded once for the rows
@@ -167,18 +172,42 @@ impl RowLender {
     }
 }
 
-/// The properties `filter` compares (not the keys or the Timestamp), each
-/// once: what a row must hold for [`RowLender::meets`] to ask the filter
-/// of it.
-pub fn compared_properties(filter: &Filter) -> Vec<&str> {
-    let mut names: Vec<&str> = filter
-        .comparisons()
-        .map(|(name, _, _)| name)
-        .filter(|name| !matches!(*name, "PartitionKey" | "RowKey" | "Timestamp"))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    names
+/// A filter each row is asked of before it is read
+/// ([`RowLender::meets`]), with what it looks at: the properties it
+/// compares, and whether it compares the keys.
+#[derive(Debug)]
+pub struct RowFilter<'f> {
+    filter: &'f Filter,
+    keys: bool,
+    properties: Vec<&'f str>,
+}
+
+impl<'f> RowFilter<'f> {
+    /// What `filter` looks at.
+    pub fn new(filter: &'f Filter) -> RowFilter<'f> {
+        let (mut keys, mut properties) = (false, Vec::new());
+        for (name, _, _) in filter.comparisons() {
+            match name {
+                "PartitionKey" | "RowKey" => keys = true,
+                "Timestamp" => {}
+                name => properties.push(name),
+            }
+        }
+        properties.sort_unstable();
+        properties.dedup();
+        RowFilter {
+            filter,
+            keys,
+            properties,
+        }
+    }
+
+    /// The properties the filter compares (not the keys or the
+    /// Timestamp), each once: what a row must hold for the filter to be
+    /// asked of it.
+    pub fn properties(&self) -> &[&'f str] {
+        &self.properties
+    }
 }
 
 /// [`RowLender::partition_key`], on the lender's field alone (so that it
