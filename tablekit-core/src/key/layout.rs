@@ -266,6 +266,12 @@ impl RowKeyLayout {
             && !((self.open || (self.heads_collection && P::WIDTH == 0)) && !P::LAST_ONLY)
     }
 
+    /// Whether a key under this layout is its key components alone, with
+    /// nothing before, between or after them.
+    pub(crate) const fn is_bare(&self) -> bool {
+        self.depth == 0 && !self.open && !self.heads_collection && !self.template
+    }
+
     const fn has_tag_before(&self, index: usize) -> bool {
         let mut i = 0;
         while i < self.depth {

@@ -384,6 +384,14 @@ impl<P: KeyPart> KeyTuple for P {
         layout.write_tags(1, out);
     }
     fn decode_laid_out(text: &str, layout: &RowKeyLayout) -> Result<Self, KeyDecodeError> {
+        if layout.is_bare() {
+            // The whole key is the part's text (the usual PartitionKey, and
+            // a RowKey of a type without a kind): read as the reader would.
+            return P::read_key(text).map_err(|reason| KeyDecodeError {
+                component: 0,
+                reason,
+            });
+        }
         let mut reader = KeyReader::new(text);
         let value = layout.read_part::<P>(0, 1, &mut reader)?;
         layout.read_tags(1, &mut reader)?;

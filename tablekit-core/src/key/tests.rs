@@ -401,7 +401,33 @@ proptest! {
         check_canonical::<String>(&text)?;
         check_canonical::<(String, u8)>(&text)?;
         check_canonical::<(String, String)>(&text)?;
+        // A key of one part and nothing else is read straight; it reads
+        // what the reader of every other layout reads, refusals alike.
+        check_bare::<u8>(&text)?;
+        check_bare::<i64>(&text)?;
+        check_bare::<DateTime>(&text)?;
+        check_bare::<InvertedTime>(&text)?;
+        check_bare::<String>(&text)?;
     }
+}
+
+/// [`KeyTuple::decode`] of one part (the bare layout, read straight) is
+/// what the layouts' reader makes of the same text.
+fn check_bare<P: KeyPart + PartialEq + std::fmt::Debug>(text: &str) -> Result<(), TestCaseError> {
+    let by_reader = {
+        let mut reader = KeyReader::new(text);
+        RowKeyLayout::NONE
+            .read_part::<P>(0, 1, &mut reader)
+            .and_then(|value| reader.finish().map(|()| value))
+    };
+    let straight = P::decode(text);
+    prop_assert!(RowKeyLayout::NONE.is_bare());
+    match (&straight, &by_reader) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+        (Err(a), Err(b)) => prop_assert_eq!((a.component, &a.reason), (b.component, &b.reason)),
+        _ => prop_assert!(false, "{text:?}: {straight:?} against {by_reader:?}"),
+    }
+    Ok(())
 }
 
 /// The case reported from outside: a timestamp with an offset and a short
