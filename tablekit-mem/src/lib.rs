@@ -218,6 +218,38 @@ impl MemBackend {
 }
 
 impl MemBackend {
+    /// One page of `query` in key order, from `resume`: each row of its
+    /// ranges that meets its filter (asked with only the properties it
+    /// compares read) given to `take`, with the lender to lend it with,
+    /// its stored keys and the table's names; the page's continuation
+    /// token. An error of `take` ends the page.
+    fn sorted_page(
+        &self,
+        table: &str,
+        query: &Query,
+        resume: Option<(Vec<u8>, Vec<u8>)>,
+        mut take: impl FnMut(&mut RowLender, (&[u8], &[u8]), &Row, &Names) -> Result<()>,
+    ) -> Result<Option<ContinuationToken>> {
+        let (limit, break_at_partition) = self.page_plan(query.top);
+        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
+        let state = self.shared.state.read();
+        let t = state.table(table, self.delay())?;
+        let filter = row_filter(query, &t.names);
+        let mut lender = RowLender::default();
+        let (mut taken, mut last_pk) = (0, None);
+        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
+            if taken >= limit || (break_at_partition && last_pk.is_some_and(|last| last != pk)) {
+                return Ok(Some(continuation_token(pk, rk)));
+            }
+            last_pk = Some(pk);
+            if meets(&mut lender, (pk, rk), row, &t.names, filter.as_ref())? {
+                take(&mut lender, (pk, rk), row, &t.names)?;
+                taken += 1;
+            }
+        }
+        Ok(None)
+    }
+
     /// The seed of the unsorted order, in that adversarial mode.
     fn unsorted_seed(&self) -> Option<u64> {
         let adversarial = self.shared.config.adversarial.as_ref()?;
@@ -499,28 +531,13 @@ impl tablekit_core::layer::RawTables for MemBackend {
         if let Some(seed) = self.unsorted_seed() {
             return self.query_unsorted(table, query, resume, seed);
         }
-        let (limit, break_at_partition) = self.page_plan(query.top);
-        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-        let state = self.shared.state.read();
-        let t = state.table(table, self.delay())?;
-        let filter = row_filter(query, &t.names);
-        let mut lender = RowLender::default();
         let mut entities = Vec::new();
-        let mut continuation = None;
-        let mut last_pk: Option<&[u8]> = None;
-        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
-            let partition_changed = last_pk.is_some_and(|last| last != pk);
-            if entities.len() >= limit || (break_at_partition && partition_changed) {
-                continuation = Some(continuation_token(pk, rk));
-                break;
-            }
-            last_pk = Some(pk);
-            // Made an entity only if it matches.
-            if meets(&mut lender, (pk, rk), row, &t.names, filter.as_ref())? {
-                let entity = row.entity(pk, rk, &t.names, None);
-                entities.push(selected(entity, query.select.as_deref()));
-            }
-        }
+        let continuation = self.sorted_page(table, query, resume, |_, (pk, rk), row, names| {
+            // Made an entity only once it matched.
+            let entity = row.entity(pk, rk, names, None);
+            entities.push(selected(entity, query.select.as_deref()));
+            Ok(())
+        })?;
         Ok(QueryPage::new(entities, continuation))
     }
 
@@ -542,25 +559,9 @@ impl tablekit_core::layer::RawTables for MemBackend {
             });
         }
         let resume = query.continuation.as_ref().map(resume_at).transpose()?;
-        let (limit, break_at_partition) = self.page_plan(query.top);
-        let (pk_range, rk_range) = key_ranges(query.filter.as_ref());
-        let state = self.shared.state.read();
-        let t = state.table(table, self.delay())?;
-        let filter = row_filter(query, &t.names);
-        let mut lender = RowLender::default();
-        let (mut taken, mut last_pk) = (0, None);
-        for (pk, rk, row) in scan(t, &pk_range, &rk_range, resume.as_ref()) {
-            if taken >= limit || (break_at_partition && last_pk.is_some_and(|last| last != pk)) {
-                return Ok(Some(continuation_token(pk, rk)));
-            }
-            last_pk = Some(pk);
-            if !meets(&mut lender, (pk, rk), row, &t.names, filter.as_ref())? {
-                continue;
-            }
-            lend(&mut lender, (pk, rk), row, &t.names, read)?;
-            taken += 1;
-        }
-        Ok(None)
+        self.sorted_page(table, query, resume, |lender, keys, row, names| {
+            lend(lender, keys, row, names, read)
+        })
     }
 
     async fn read_row(
