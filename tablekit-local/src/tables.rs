@@ -690,13 +690,10 @@ fn ids_of(names: &TxnNames<'_>, props: &Properties) -> Result<Vec<Option<u64>>> 
 
 /// The filter each row of `query`'s range is asked of before it is read
 /// (only the properties it compares are read to ask it, so a row it
-/// passes by costs little); `None` for no filter, or one of keys alone,
-/// which every row of the range meets.
+/// passes by costs little; [`RowFilter`]); `None` for no filter, or one
+/// the range holds whole.
 fn row_filter(query: &Query) -> Option<RowFilter<'_>> {
-    let filter = query.filter.as_ref();
-    filter
-        .filter(|f| !tablekit_core::backend::sorted::keys_only(f))
-        .map(RowFilter::new)
+    RowFilter::new(query.filter.as_ref()?)
 }
 
 /// Passes `row` to `read`, outside the engine's boundary

@@ -63,7 +63,7 @@ use store::{Partition, State, Table, scan, with_folded};
 use tablekit_core::backend::RowVisitor;
 use tablekit_core::backend::sorted::{
     Decision, RowFilter, RowLender, StoredRow, continuation_token, decide, encode_key, key_ranges,
-    keys_only, resume_at,
+    resume_at,
 };
 
 /// How the backend misbehaves in adversarial mode, within what the service
@@ -635,12 +635,11 @@ impl tablekit_core::layer::RawTables for MemBackend {
     }
 }
 
-/// The filter each row of `query`'s ranges is asked of before it is read,
-/// with the ids of the properties it compares (only those are read to ask
-/// it); `None` for no filter, or one of keys alone, which every row of the
-/// ranges meets.
+/// The filter each row of `query`'s ranges is asked of before it is read
+/// ([`RowFilter`]), with the ids of the properties it compares (only those
+/// are read to ask it); `None` for no filter, or one the ranges hold whole.
 fn row_filter<'q>(query: &'q Query, names: &Names) -> Option<(RowFilter<'q>, Vec<u32>)> {
-    let filter = RowFilter::new(query.filter.as_ref().filter(|f| !keys_only(f))?);
+    let filter = RowFilter::new(query.filter.as_ref()?)?;
     let ids = (filter.properties().iter())
         // A name no row holds is missing from every row.
         .filter_map(|name| names.id(name))

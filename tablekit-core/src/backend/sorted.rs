@@ -172,34 +172,38 @@ impl RowLender {
     }
 }
 
-/// A filter each row is asked of before it is read
-/// ([`RowLender::meets`]), with what it looks at: the properties it
-/// compares, and whether it compares the keys.
+/// A query's filter as each row of a scan of its key ranges
+/// ([`key_ranges`]) is asked of it before it is read
+/// ([`RowLender::meets`]): without the comparisons those ranges already
+/// hold for every such row, with what the rest looks at (the properties
+/// it compares, and whether it compares the keys).
 #[derive(Debug)]
 pub struct RowFilter<'f> {
-    filter: &'f Filter,
+    filter: Cow<'f, Filter>,
     keys: bool,
     properties: Vec<&'f str>,
 }
 
 impl<'f> RowFilter<'f> {
-    /// What `filter` looks at.
-    pub fn new(filter: &'f Filter) -> RowFilter<'f> {
-        let (mut keys, mut properties) = (false, Vec::new());
-        for (name, _, _) in filter.comparisons() {
-            match name {
-                "PartitionKey" | "RowKey" => keys = true,
-                "Timestamp" => {}
-                name => properties.push(name),
-            }
-        }
+    /// `filter`, for the rows of a scan of its own key ranges; `None` when
+    /// those ranges hold the whole of it ([`keys_only`]).
+    pub fn new(filter: &'f Filter) -> Option<RowFilter<'f>> {
+        let rest = beyond_ranges(filter)?;
+        let keys =
+            (rest.comparisons()).any(|(name, _, _)| matches!(name, "PartitionKey" | "RowKey"));
+        // The comparisons left out are of keys: the properties are the same.
+        let mut properties: Vec<&str> = filter
+            .comparisons()
+            .map(|(name, _, _)| name)
+            .filter(|name| !matches!(*name, "PartitionKey" | "RowKey" | "Timestamp"))
+            .collect();
         properties.sort_unstable();
         properties.dedup();
-        RowFilter {
-            filter,
+        Some(RowFilter {
+            filter: rest,
             keys,
             properties,
-        }
+        })
     }
 
     /// The properties the filter compares (not the keys or the
@@ -207,6 +211,26 @@ impl<'f> RowFilter<'f> {
     /// asked of it.
     pub fn properties(&self) -> &[&'f str] {
         &self.properties
+    }
+}
+
+/// `filter` without the comparisons joined by `and` at its top that its key
+/// ranges hold ([`keys_only`]'s comparisons): what is left to ask of a row
+/// of those ranges, or `None` when nothing is. Recursion follows the `and`s
+/// at the top alone, which the door checks bound.
+fn beyond_ranges(filter: &Filter) -> Option<Cow<'_, Filter>> {
+    let Filter::And(a, b) = filter else {
+        return (!keys_only(filter)).then_some(Cow::Borrowed(filter));
+    };
+    match (beyond_ranges(a), beyond_ranges(b)) {
+        (None, None) => None,
+        (Some(rest), None) | (None, Some(rest)) => Some(rest),
+        (Some(Cow::Borrowed(x)), Some(Cow::Borrowed(y)))
+            if std::ptr::eq(x, &**a) && std::ptr::eq(y, &**b) =>
+        {
+            Some(Cow::Borrowed(filter))
+        }
+        (Some(x), Some(y)) => Some(Cow::Owned(x.into_owned() & y.into_owned())),
     }
 }
 
@@ -699,7 +723,86 @@ pub fn decide<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::prop;
     use crate::keyorder::cmp_utf16;
+
+    /// A row of a scan of a filter's key ranges meets the filter exactly
+    /// when it meets what [`RowFilter`] leaves of it; the comparisons left
+    /// out are those the ranges hold, and the keys are read only when what
+    /// is left compares them.
+    #[test]
+    fn a_row_filter_leaves_out_what_the_ranges_hold() {
+        let pk = || Filter::partition_key();
+        let rk = || Filter::row_key();
+        let n = || prop("n");
+        let filters = [
+            pk().eq("p") & rk().ge("b"),
+            pk().eq("p") & n().gt(3),
+            n().gt(3) & (pk().ge("p") & rk().lt("c")),
+            (pk().eq("p") & rk().lt("z")) & (n().gt(1) & prop("m").eq(2)),
+            pk().eq("p") | n().gt(3),
+            pk().ne("p") & n().gt(3),
+            pk().eq(5) & n().gt(3),
+            !(rk().eq("b")) & pk().le("q"),
+            pk().eq("p") & (rk().eq("a") | rk().eq("c")),
+        ];
+        let mut rows = Vec::new();
+        for p in ["o", "p", "q"] {
+            for r in ["a", "b", "c"] {
+                for value in [None, Some(1), Some(4)] {
+                    let mut row = Entity::new(p, r).with("m", 2);
+                    if let Some(value) = value {
+                        row = row.with("n", value);
+                    }
+                    rows.push(row);
+                }
+            }
+        }
+        let mut checked = 0;
+        for filter in &filters {
+            let (pk_range, rk_range) = key_ranges(Some(filter));
+            let row_filter = RowFilter::new(filter);
+            assert_eq!(row_filter.is_none(), keys_only(filter), "{filter:?}");
+            for row in &rows {
+                let in_ranges = pk_range.contains(&encode_key(&row.partition_key))
+                    && rk_range.contains(&encode_key(&row.row_key));
+                if !in_ranges {
+                    assert!(!filter.matches(row), "{filter:?} {row:?}");
+                    continue;
+                }
+                let meets = row_filter.as_ref().is_none_or(|asked| {
+                    let (partition_key, row_key) = match asked.keys {
+                        true => (row.partition_key.as_str(), row.row_key.as_str()),
+                        false => ("", ""),
+                    };
+                    let view = crate::filter::RowView {
+                        partition_key,
+                        row_key,
+                        timestamp: None,
+                        properties: &row.properties,
+                    };
+                    asked.filter.matches_row(&view)
+                });
+                assert_eq!(meets, filter.matches(row), "{filter:?} {row:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "{checked}");
+        fn kept(filter: &Filter) -> Option<(bool, Vec<&str>)> {
+            RowFilter::new(filter).map(|f| (f.keys, f.properties))
+        }
+        assert_eq!(kept(&filters[1]), Some((false, vec!["n"])));
+        assert_eq!(kept(&filters[3]), Some((false, vec!["m", "n"])));
+        assert_eq!(kept(&filters[4]).map(|k| k.0), Some(true));
+        assert_eq!(kept(&filters[5]).map(|k| k.0), Some(true));
+        assert_eq!(kept(&filters[6]).map(|k| k.0), Some(true));
+        // What is left whole is borrowed, not copied.
+        let Filter::And(_, rest) = &filters[3] else {
+            unreachable!()
+        };
+        let asked = RowFilter::new(&filters[3]).unwrap();
+        assert!(matches!(&asked.filter, Cow::Borrowed(f) if std::ptr::eq(*f, &**rest)));
+    }
 
     #[test]
     fn key_bytes_sort_like_utf16() {
