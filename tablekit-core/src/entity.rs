@@ -179,8 +179,8 @@ fn timestamp_tag(timestamp: DateTime) -> ([u8; TAG_CAPACITY], usize) {
     let iso = timestamp.iso_text("%3A", true);
     let mut bytes = [0u8; TAG_CAPACITY];
     let mut len = 0;
-    for part in [PREFIX, iso.as_str(), SUFFIX] {
-        bytes[len..len + part.len()].copy_from_slice(part.as_bytes());
+    for part in [PREFIX.as_bytes(), iso.as_bytes(), SUFFIX.as_bytes()] {
+        bytes[len..len + part.len()].copy_from_slice(part);
         len += part.len();
     }
     (bytes, len)
