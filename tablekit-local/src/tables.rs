@@ -514,11 +514,8 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         query: &Query,
         read: &mut RowVisitor<'_>,
     ) -> Result<Option<ContinuationToken>> {
-        if !tablekit_core::layer::RawTables::reads_rows(self, query) {
-            return Err(Error::NotSupported {
-                operation: "read_rows of a query with a projection",
-            });
-        }
+        // A query `reads_rows` refuses (a projection) never comes here
+        // (`Served` refuses it).
         let filter = row_filter(query);
         // A panic of `read` is the caller's: it is carried past the
         // engine's boundary (which takes a panic for a damaged file) and

@@ -553,11 +553,7 @@ impl tablekit_core::layer::RawTables for MemBackend {
         query: &Query,
         read: &mut RowVisitor<'_>,
     ) -> Result<Option<ContinuationToken>> {
-        if !tablekit_core::layer::RawTables::reads_rows(self, query) {
-            return Err(Error::NotSupported {
-                operation: "read_rows of a query with a projection, or in no key order",
-            });
-        }
+        // A query `reads_rows` refuses never comes here (`Served` refuses it).
         let resume = query.continuation.as_ref().map(resume_at).transpose()?;
         self.sorted_page(table, query, resume, |lender, keys, row, names| {
             lend(lender, keys, row, names, read)

@@ -208,6 +208,13 @@ macro_rules! served_impl {
             .run_counted(
                 async {
                     $door::read_rows($table, $query, &mut counted)?;
+                    // A query the store does not pass by reference is
+                    // refused here, for every store, nothing read.
+                    if !$raw::reads_rows($inner, $query) {
+                        return Err($crate::error::Error::NotSupported {
+                            operation: "read_rows of a query the store does not pass by reference",
+                        });
+                    }
                     $raw::read_rows($inner, $table, $query, &mut counted).await
                 },
                 |_| Some(passed.load(std::sync::atomic::Ordering::Relaxed)),
