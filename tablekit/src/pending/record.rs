@@ -6,8 +6,7 @@ use crate::backend::{Query, TableBackend, TableBackendExt};
 use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
-use crate::filter::Filter;
-use crate::filter::RowView;
+use crate::filter::{Filter, RowView};
 use crate::value::Value;
 
 /// The RowKeys of outbox records start with this, then the RowKey of the

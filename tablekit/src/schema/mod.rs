@@ -569,7 +569,7 @@ pub fn is_kind<T: TableEntity>(entity: &Entity) -> bool {
 
 /// [`is_kind`] of a row however it is read (an entity, or a row passed by
 /// reference).
-pub fn is_kind_of<T: TableEntity>(entity: RowView<'_>) -> bool {
+fn is_kind_of<T: TableEntity>(entity: RowView<'_>) -> bool {
     let Some(kind) = T::DESCRIPTOR.kind else {
         return true;
     };
