@@ -888,7 +888,7 @@ mod tests {
                                     let read = store
                                         .get_entity("Things", "p", &key, &Default::default())
                                         .await;
-                                    assert!(read.is_ok(), "{key} acknowledged, not read");
+                                    assert!(read.is_ok(), "{key} acknowledged, not read: {read:?}");
                                     acknowledged.lock().unwrap().insert(key);
                                 }
                                 Err(_) => {
