@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tablekit_core::{Error, Result, StorageFailure};
 use tokio::sync::oneshot;
 
+use crate::snapshot::WAIT_FOR_READS;
 use crate::writer::Message;
 use crate::{Engine, FILE_NAME, LocalStorage, io_error};
 
@@ -26,9 +27,6 @@ pub struct Compaction {
     /// The file's length after, in bytes.
     pub after: u64,
 }
-
-/// How long a compaction waits for reads under way to end.
-const WAIT_FOR_READS: Duration = Duration::from_secs(2);
 
 impl LocalStorage {
     /// Makes the store's file as short as its data: every page is moved to

@@ -238,6 +238,7 @@ mod panics;
 mod queues;
 mod rows;
 mod seal;
+mod snapshot;
 mod tables;
 mod ticks;
 mod writer;
@@ -253,6 +254,7 @@ use tablekit_core::clock::{Clock, SystemClock};
 use tablekit_core::{Error, Result, StorageFailure};
 
 use crate::panics::contain_panics;
+use crate::snapshot::WAIT_FOR_READS;
 use open::*;
 
 #[cfg(doc)]
@@ -312,6 +314,10 @@ struct Shared {
     /// the engine. Declared first, so dropped first: the engine's last
     /// read ends before the engine closes.
     published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
+    /// Held (shared) by every read for as long as it reads, and (alone) by
+    /// an open of the engine again, which closes the old engine: a read
+    /// under way then would find its snapshot closed ([`snapshot`]).
+    reads: parking_lot::RwLock<()>,
     /// The property names readers have read ([`names`]).
     names: parking_lot::RwLock<Arc<names::NameCache>>,
     /// The engine; `None` while it is opened again (see
@@ -598,6 +604,7 @@ impl LocalStorageBuilder {
                 last_ticks: std::sync::atomic::AtomicI64::new(i64::MIN),
                 journal: parking_lot::Mutex::new(journal),
                 published: parking_lot::RwLock::new(None),
+                reads: parking_lot::RwLock::new(()),
                 names: parking_lot::RwLock::default(),
                 unsynced: std::sync::atomic::AtomicUsize::new(0),
                 #[cfg(test)]
@@ -729,39 +736,6 @@ impl LocalStorage {
         }
     }
 
-    /// A snapshot to read: what the last durable group of writes left (see
-    /// [`Shared::published`]).
-    fn begin_read(&self) -> Result<Arc<redb::ReadTransaction>> {
-        // Opens the engine again first, if a write failed.
-        let engine = self.engine()?;
-        if let Some(snapshot) = &*self.shared.published.read() {
-            return Ok(Arc::clone(snapshot));
-        }
-        engine
-            .begin_read()
-            .map(Arc::new)
-            .map_err(|e| self.error(e.into()))
-    }
-
-    /// Shows readers the engine's state as it is now: on the writer thread,
-    /// once all of it is durable.
-    fn publish(&self) -> Result<()> {
-        let snapshot = self
-            .engine()?
-            .begin_read()
-            .map_err(|e| self.error(e.into()))?;
-        self.publish_snapshot(Some(Arc::new(snapshot)));
-        Ok(())
-    }
-
-    /// Shows readers `snapshot` (`None`: the engine itself, when it holds
-    /// nothing but durable state).
-    fn publish_snapshot(&self, snapshot: Option<Arc<redb::ReadTransaction>>) {
-        let old = std::mem::replace(&mut *self.shared.published.write(), snapshot);
-        // Dropped outside the lock: the last reference ends a transaction.
-        drop(old);
-    }
-
     /// The engine, opened again first if a write failed for the file: the
     /// engine refuses every write after such a failure, and only a new
     /// handle on the file takes writes again (once there is room). An
@@ -787,6 +761,11 @@ impl LocalStorage {
             // The writer's groups under way settle first.
             return Err(self.not_reopened());
         }
+        // Closing the old engine ends every snapshot of it: reads under way
+        // end first (new ones wait for `slot`).
+        let Some(_no_reads) = self.shared.reads.try_write_for(WAIT_FOR_READS) else {
+            return Err(self.not_reopened());
+        };
         if let Some(db) = slot.take()
             && let Err(db) = Arc::try_unwrap(db)
         {

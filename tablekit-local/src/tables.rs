@@ -112,7 +112,7 @@ impl LocalStorage {
     /// The rows of `table` in a read transaction. A table's rows exist
     /// exactly while the table does (both are made and dropped in one
     /// transaction), so the catalogue is read only to say why one is missing.
-    fn rows_to_read(
+    pub(crate) fn rows_to_read(
         &self,
         txn: &redb::ReadTransaction,
         table: &str,

@@ -1,0 +1,126 @@
+//! What readers read: a snapshot of the engine, held for as long as a read
+//! reads it.
+//!
+//! Readers of a writable store read the state the last durable group of
+//! writes left ([`Shared::published`](crate::Shared)). A read holds its
+//! snapshot and, with it, a shared hold on [`Shared::reads`](crate::Shared):
+//! the engine is closed only when it is opened again after a failed write
+//! (`LocalStorage::reopen`), and that waits for reads under way to end, for
+//! a snapshot of a closed engine reads nothing more (`DatabaseClosed`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tablekit_core::Result;
+
+use crate::LocalStorage;
+
+/// How long a compaction, or an open of the engine again, waits for reads
+/// under way to end.
+pub(crate) const WAIT_FOR_READS: Duration = Duration::from_secs(2);
+
+/// A snapshot being read: the engine is not closed under it.
+pub(crate) struct Snapshot<'a> {
+    txn: Arc<redb::ReadTransaction>,
+    _reading: parking_lot::RwLockReadGuard<'a, ()>,
+}
+
+impl std::ops::Deref for Snapshot<'_> {
+    type Target = redb::ReadTransaction;
+
+    fn deref(&self) -> &redb::ReadTransaction {
+        &self.txn
+    }
+}
+
+impl LocalStorage {
+    /// A snapshot to read: what the last durable group of writes left (see
+    /// [`Shared::published`](crate::Shared)). Never taken twice at once by
+    /// one thread: an open of the engine again waiting for the first would
+    /// make the second wait for it.
+    pub(crate) fn begin_read(&self) -> Result<Snapshot<'_>> {
+        // Opens the engine again first, if a write failed.
+        let engine = self.engine()?;
+        let reading = self.shared.reads.read();
+        let txn = match &*self.shared.published.read() {
+            Some(snapshot) => Arc::clone(snapshot),
+            None => engine
+                .begin_read()
+                .map(Arc::new)
+                .map_err(|e| self.error(e.into()))?,
+        };
+        Ok(Snapshot {
+            txn,
+            _reading: reading,
+        })
+    }
+
+    /// Shows readers the engine's state as it is now: on the writer thread,
+    /// once all of it is durable.
+    pub(crate) fn publish(&self) -> Result<()> {
+        let snapshot = self
+            .engine()?
+            .begin_read()
+            .map_err(|e| self.error(e.into()))?;
+        self.publish_snapshot(Some(Arc::new(snapshot)));
+        Ok(())
+    }
+
+    /// Shows readers `snapshot` (`None`: the engine itself, when it holds
+    /// nothing but durable state).
+    pub(crate) fn publish_snapshot(&self, snapshot: Option<Arc<redb::ReadTransaction>>) {
+        let old = std::mem::replace(&mut *self.shared.published.write(), snapshot);
+        // Dropped outside the lock: the last reference ends a transaction.
+        drop(old);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use tablekit_core::{Entity, TableBackend, TableBackendExt, Value};
+
+    use super::*;
+
+    /// A read under way when the engine is opened again (after a failed
+    /// write) reads its snapshot to its end: the open waits for it, and
+    /// then takes place. Before, the open closed the engine under the read,
+    /// which then failed with "Database has been closed".
+    #[test]
+    fn a_read_under_way_is_not_closed_by_an_open_again() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let store = LocalStorage::temporary().unwrap();
+        runtime.block_on(async {
+            store.create_table("Things").await.unwrap();
+            store
+                .insert_entity("Things", &Entity::new("p", "r").with("n", 1_i32))
+                .await
+                .unwrap();
+        });
+        let snapshot = store.begin_read().unwrap();
+        // A write failed for the file: the next operation opens it again.
+        store.shared.needs_reopen.store(true, Ordering::Release);
+        let opening = std::thread::spawn({
+            let store = store.clone();
+            move || store.engine().map(drop)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        // Still readable, whether or not the open has started to wait.
+        let rows = store.rows_to_read(&snapshot, "Things").unwrap();
+        assert_eq!(redb::ReadableTable::iter(&rows).unwrap().count(), 1);
+        if opening.is_finished() {
+            // Only by giving up: it never closes the engine under a read.
+            assert!(opening.join().unwrap().is_err());
+        } else {
+            drop(rows);
+            drop(snapshot);
+            opening.join().unwrap().unwrap();
+            assert!(!store.shared.needs_reopen.load(Ordering::Acquire));
+        }
+        let read = runtime.block_on(store.get_entity("Things", "p", "r", &Default::default()));
+        assert_eq!(read.unwrap().properties.get("n"), Some(&Value::Int32(1)));
+    }
+}
