@@ -229,6 +229,7 @@ mod blobs;
 mod check;
 mod compact;
 mod journal;
+mod kept;
 mod limit;
 mod logged;
 mod names;
@@ -240,6 +241,8 @@ mod rows;
 mod seal;
 mod snapshot;
 mod tables;
+#[cfg(test)]
+mod testing;
 mod ticks;
 mod writer;
 
@@ -320,6 +323,9 @@ struct Shared {
     reads: parking_lot::RwLock<()>,
     /// The property names readers have read ([`names`]).
     names: parking_lot::RwLock<Arc<names::NameCache>>,
+    /// What the writer keeps of its committed transactions (property
+    /// names' ids, the bound on the times given).
+    kept: kept::Kept,
     /// The engine; `None` while it is opened again (see
     /// [`LocalStorage::engine`]).
     db: parking_lot::RwLock<Option<Arc<Engine>>>,
@@ -350,6 +356,7 @@ struct Shared {
     /// The last time given to a write ([`LocalStorage::next_ticks`]);
     /// `i64::MIN` before the first.
     last_ticks: std::sync::atomic::AtomicI64,
+
     /// The journal of a writable store; `None` in a read-only one, and
     /// after a write to it failed in a way that leaves its state unknown
     /// (the engine is then opened again, which opens it again).
@@ -535,42 +542,7 @@ impl LocalStorageBuilder {
     }
 
     fn open_in(self, dir: PathBuf, temporary: Option<tempfile::TempDir>) -> Result<LocalStorage> {
-        if dir.is_file() {
-            return Err(Error::Storage {
-                path: dir.display().to_string(),
-                failure: StorageFailure::Io,
-                message: "the path is a file; a store is a directory".into(),
-            });
-        }
-        let file = dir.join(FILE_NAME);
-        if self.read_only {
-            if !file.exists() {
-                return Err(Error::Storage {
-                    path: dir.display().to_string(),
-                    failure: StorageFailure::Io,
-                    message: format!(
-                        "no store here ({FILE_NAME} is missing); a read-only open creates nothing"
-                    ),
-                });
-            }
-        } else {
-            std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
-            if !file.exists() {
-                engine_not_lost(&dir)?;
-                create_atomically(&dir, &file)?;
-            }
-        }
-        // A store is never empty: it was made whole before it got its name.
-        let length = std::fs::metadata(&file)
-            .map_err(|e| io_error(&dir, &e))?
-            .len();
-        if length < MIN_FILE_LEN {
-            return Err(Error::Storage {
-                path: dir.display().to_string(),
-                failure: StorageFailure::Damaged,
-                message: format!("{FILE_NAME} is {length} bytes long: cut short, or not a store"),
-            });
-        }
+        ready_store_file(&dir, self.read_only)?;
         let max_size = self
             .max_size
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
@@ -606,6 +578,7 @@ impl LocalStorageBuilder {
                 published: parking_lot::RwLock::new(None),
                 reads: parking_lot::RwLock::new(()),
                 names: parking_lot::RwLock::default(),
+                kept: kept::Kept::default(),
                 unsynced: std::sync::atomic::AtomicUsize::new(0),
                 #[cfg(test)]
                 failing_syncs: std::sync::atomic::AtomicUsize::new(0),
@@ -782,6 +755,7 @@ impl LocalStorage {
             self.shared.cache_size,
         )?;
         *self.shared.discard.lock() = Some(discard);
+        self.forget_learned();
         // The engine opened again holds its last checkpoint: the journal
         // brings it back to every acknowledged write.
         let mut journal = self.shared.journal.lock();
@@ -803,6 +777,7 @@ impl LocalStorage {
     /// the engine writes nothing more, and the next operation opens it
     /// again, on its last checkpoint and the journal's records.
     fn discard_unsynced(&self) {
+        self.forget_learned();
         if let Some(discard) = &*self.shared.discard.lock() {
             discard.discard();
         }

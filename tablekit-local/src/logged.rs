@@ -78,6 +78,21 @@ fn types_tag<K: Logged, V: Logged>() -> u8 {
 pub(crate) struct Txn<'a> {
     inner: &'a WriteTransaction,
     changes: RefCell<Changes>,
+    /// What the transaction read of the store's own bookkeeping, for the
+    /// writer to keep once it is committed.
+    pub(crate) learned: RefCell<Learned>,
+}
+
+/// What a transaction read of the store's bookkeeping, which the writer
+/// keeps once the transaction is committed ([`crate::kept`]), so that
+/// later transactions need not read it again.
+#[derive(Default)]
+pub(crate) struct Learned {
+    /// The ids of property names it read or gave ([`crate::names::NameIds`]).
+    pub(crate) name_ids: Vec<(Box<str>, u64)>,
+    /// The bound on the times given, as it left it
+    /// ([`LocalStorage::next_ticks`](crate::LocalStorage::next_ticks)).
+    pub(crate) ticks_bound: Option<i64>,
 }
 
 #[derive(Default)]
@@ -131,19 +146,22 @@ impl<'a> Txn<'a> {
         Txn {
             inner,
             changes: RefCell::new(Changes::default()),
+            learned: RefCell::default(),
         }
     }
 
     /// The changes made, in order, as the journal stores them; empty if
     /// nothing was changed (tables were only opened and read: a table made
-    /// by its opening alone holds nothing that needs keeping).
-    pub(crate) fn into_changes(self) -> Vec<u8> {
+    /// by its opening alone holds nothing that needs keeping). With them,
+    /// what it read of the store's bookkeeping.
+    pub(crate) fn into_changes(self) -> (Vec<u8>, Learned) {
         let changes = self.changes.into_inner();
-        if changes.changed {
+        let bytes = if changes.changed {
             changes.bytes
         } else {
             Vec::new()
-        }
+        };
+        (bytes, self.learned.into_inner())
     }
 
     /// Opens (creating if needed) the table `definition`. The opening is

@@ -153,6 +153,36 @@ impl NameCache {
     }
 }
 
+/// The ids of property names, as the writer has met them in transactions
+/// it committed: a name's id never changes once committed, so a write
+/// whose names are all here opens neither table of names. Its entries
+/// come from the engine's commits, durable or not yet: when commits that
+/// were not durable are discarded (a failed sync), the ids they gave may
+/// be given again to other names, and the cache is emptied with them
+/// (`LocalStorage::forget_learned`). Written and read on the writer
+/// thread alone, in the order of its transactions.
+#[derive(Default)]
+pub(crate) struct NameIds(parking_lot::Mutex<std::collections::HashMap<Box<str>, u64>>);
+
+impl NameIds {
+    /// The id of `name`, if met.
+    fn get(&self, name: &str) -> Option<u64> {
+        self.0.lock().get(name).copied()
+    }
+
+    /// Keeps the ids a committed transaction read or gave.
+    pub(crate) fn extend(&self, ids: Vec<(Box<str>, u64)>) {
+        if !ids.is_empty() {
+            self.0.lock().extend(ids);
+        }
+    }
+
+    /// Forgets every id: they may no longer be the engine's.
+    pub(crate) fn clear(&self) {
+        self.0.lock().clear();
+    }
+}
+
 /// The names of one read: the store's [`NameCache`], read on from the
 /// read's own state once when it meets an id the cache lacks.
 pub(crate) struct SnapshotNames<'a> {
@@ -277,7 +307,18 @@ impl<'t> TxnNames<'t> {
         if let Some(id) = self.known.borrow().get(name) {
             return Ok(*id);
         }
-        let id = self.look_up(name)?;
+        // Committed before this transaction began: its state holds it.
+        let id = match self.storage.shared.kept.name_ids.get(name) {
+            Some(id) => Some(id),
+            None => {
+                let id = self.look_up(name)?;
+                if let Some(id) = id {
+                    let learned = &mut self.txn.learned.borrow_mut();
+                    learned.name_ids.push((name.into(), id));
+                }
+                id
+            }
+        };
         self.known.borrow_mut().insert(name.into(), id);
         Ok(id)
     }
@@ -382,6 +423,8 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
 
 #[cfg(test)]
 mod tests {
+    use tablekit_core::{Entity, TableBackend, TableBackendExt};
+
     use super::*;
 
     #[test]
@@ -419,5 +462,35 @@ mod tests {
         let refused = "interned-test-past-the-bound";
         assert!(refused.len() >= "interned-test-00000000".len());
         assert!(matches!(interned(refused), PropertyName::Owned(_)));
+    }
+
+    /// A property name first given an id by a write whose sync failed is
+    /// given one again when written later: the id the failed write had
+    /// went back with its commit, and may name another property by then.
+    /// (The writer's cache of ids forgets them when commits are discarded.)
+    #[test]
+    fn a_name_first_written_by_a_refused_write_is_named_again() {
+        let (runtime, store) = crate::testing::store_with_table("Things");
+        runtime.block_on(async {
+            store
+                .shared
+                .failing_syncs
+                .store(1, std::sync::atomic::Ordering::Release);
+            let refused = Entity::new("p", "a").with("Fresh", 1_i32);
+            assert!(store.insert_entity("Things", &refused).await.is_err());
+            // The next write opens the engine again, and takes the id the
+            // refused write had given.
+            let other = Entity::new("p", "b").with("Other", 2_i32);
+            store.insert_entity("Things", &other).await.unwrap();
+            let again = Entity::new("p", "c").with("Fresh", 3_i32);
+            store.insert_entity("Things", &again).await.unwrap();
+            for (row, written) in [("b", &other), ("c", &again)] {
+                let read = store
+                    .get_entity("Things", "p", row, &Default::default())
+                    .await
+                    .unwrap();
+                assert_eq!(read.properties, written.properties, "row {row}");
+            }
+        });
     }
 }

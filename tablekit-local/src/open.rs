@@ -363,3 +363,47 @@ pub(super) fn damaged_by(path: &Path, panic: &str) -> Error {
         message: format!("the storage engine failed on the file ({panic}); the file is damaged"),
     }
 }
+
+/// Readies the engine's file of the store in `dir`: made first (whole,
+/// atomically) when a store opened for writing has none; refused when
+/// `dir` is a file, when a read-only open finds no store, or when the file
+/// is too short to be one.
+pub(crate) fn ready_store_file(dir: &Path, read_only: bool) -> Result<()> {
+    if dir.is_file() {
+        return Err(Error::Storage {
+            path: dir.display().to_string(),
+            failure: StorageFailure::Io,
+            message: "the path is a file; a store is a directory".into(),
+        });
+    }
+    let file = dir.join(FILE_NAME);
+    if read_only {
+        if !file.exists() {
+            return Err(Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Io,
+                message: format!(
+                    "no store here ({FILE_NAME} is missing); a read-only open creates nothing"
+                ),
+            });
+        }
+    } else {
+        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, &e))?;
+        if !file.exists() {
+            engine_not_lost(dir)?;
+            create_atomically(dir, &file)?;
+        }
+    }
+    // A store is never empty: it was made whole before it got its name.
+    let length = std::fs::metadata(&file)
+        .map_err(|e| io_error(dir, &e))?
+        .len();
+    if length < MIN_FILE_LEN {
+        return Err(Error::Storage {
+            path: dir.display().to_string(),
+            failure: StorageFailure::Damaged,
+            message: format!("{FILE_NAME} is {length} bytes long: cut short, or not a store"),
+        });
+    }
+    Ok(())
+}

@@ -89,12 +89,8 @@ mod tests {
     /// which then failed with "Database has been closed".
     #[test]
     fn a_read_under_way_is_not_closed_by_an_open_again() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let store = LocalStorage::temporary().unwrap();
+        let (runtime, store) = crate::testing::store_with_table("Things");
         runtime.block_on(async {
-            store.create_table("Things").await.unwrap();
             store
                 .insert_entity("Things", &Entity::new("p", "r").with("n", 1_i32))
                 .await

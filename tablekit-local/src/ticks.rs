@@ -30,6 +30,17 @@ impl LocalStorage {
     ///
     /// [`store_last_ticks`]: LocalStorage::store_last_ticks
     pub(crate) fn next_ticks(&self, txn: &logged::Txn<'_>) -> Result<i64> {
+        // Under the bound a committed transaction left (which `txn` holds,
+        // or a later one): nothing to read or move.
+        let kept = self.shared.kept.ticks_bound.load(Ordering::Relaxed);
+        let last = self.shared.last_ticks.load(Ordering::Relaxed);
+        if kept != i64::MIN && last != i64::MIN {
+            let now = self.wall_ticks().max(last.saturating_add(1));
+            if now <= kept {
+                self.shared.last_ticks.store(now, Ordering::Relaxed);
+                return Ok(now);
+            }
+        }
         (|| -> Result<i64, redb::Error> {
             let mut meta = txn.open_table(META)?;
             let bound = meta.get(TICKS)?.map_or(i64::MIN, |v| v.value());
@@ -40,10 +51,15 @@ impl LocalStorage {
                 last => last,
             };
             let now = self.wall_ticks().max(last.saturating_add(1));
-            if now > bound {
+            let bound = if now > bound {
                 // In this write's transaction: durable with it, or gone with it.
-                meta.insert(TICKS, now.saturating_add(TICKS_AHEAD))?;
-            }
+                let moved = now.saturating_add(TICKS_AHEAD);
+                meta.insert(TICKS, moved)?;
+                moved
+            } else {
+                bound
+            };
+            txn.learned.borrow_mut().ticks_bound = Some(bound);
             self.shared.last_ticks.store(now, Ordering::Relaxed);
             Ok(now)
         })()
@@ -73,6 +89,8 @@ impl LocalStorage {
         if last != i64::MIN {
             txn.open_table(META)?.insert(TICKS, last)?;
         }
+        // The bound is no longer the one kept.
+        self.forget_learned();
         Ok(())
     }
 }
@@ -97,6 +115,23 @@ mod tests {
         given
     }
 
+    /// Copies the files of the open store in `dir` into `image`, as a
+    /// crash would leave them.
+    fn crash_image(dir: &std::path::Path, image: &std::path::Path) {
+        for name in [crate::FILE_NAME, crate::journal::FILE_NAME] {
+            std::fs::copy(dir.join(name), image.join(name)).unwrap();
+        }
+    }
+
+    /// The store in `dir`, opened, with the table `times`, its wall clock
+    /// set at `T`.
+    async fn at_t(dir: &std::path::Path) -> LocalStorage {
+        let store = LocalStorage::open(dir).unwrap();
+        store.create_table("times").await.unwrap();
+        set_wall(&store, T);
+        store
+    }
+
     fn set_wall(store: &LocalStorage, ticks: i64) {
         store.shared.wall_ticks.store(ticks, Ordering::Relaxed);
     }
@@ -107,15 +142,10 @@ mod tests {
     /// clean close, one tick later.
     #[test]
     fn times_given_stay_later_than_any_before_across_a_crash_and_a_close() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = crate::testing::runtime();
         let (dir, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         runtime.block_on(async {
-            let store = LocalStorage::open(dir.path()).unwrap();
-            store.create_table("times").await.unwrap();
-            set_wall(&store, T);
+            let store = at_t(dir.path()).await;
             let given = insert(&store, 0, 50).await;
             let expected: Vec<i64> = (0..50).map(|i| T + i).collect();
             assert_eq!(
@@ -123,9 +153,7 @@ mod tests {
                 "one tick past the last, with the clock still"
             );
             // A crash now: the files as they are, with the store open.
-            for name in [crate::FILE_NAME, crate::journal::FILE_NAME] {
-                std::fs::copy(dir.path().join(name), image.path().join(name)).unwrap();
-            }
+            crash_image(dir.path(), image.path());
             let last = *given.last().unwrap();
             {
                 let crashed = LocalStorage::open(image.path()).unwrap();
@@ -143,6 +171,34 @@ mod tests {
             let reopened = LocalStorage::open(dir.path()).unwrap();
             set_wall(&reopened, T);
             assert_eq!(insert(&reopened, 200, 1).await, vec![last + 1]);
+        });
+    }
+
+    /// A bound on the times given that a refused write moved (its sync
+    /// failed, and its commit was discarded) is not taken as moved: the
+    /// writes after it move the stored bound themselves, so that the times
+    /// given after a crash are still later than theirs.
+    #[test]
+    fn a_bound_moved_by_a_refused_write_is_moved_again() {
+        let runtime = crate::testing::runtime();
+        let (dir, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        runtime.block_on(async {
+            let store = at_t(dir.path()).await;
+            insert(&store, 0, 1).await;
+            // Past the bound: the refused write moves it, in a commit that
+            // is discarded.
+            set_wall(&store, T + 2 * TICKS_AHEAD);
+            store.shared.failing_syncs.store(1, Ordering::Release);
+            let refused = store.insert_entity("times", &Entity::new("p", "x")).await;
+            assert!(refused.is_err());
+            set_wall(&store, T + 2 * TICKS_AHEAD + 10);
+            let given = insert(&store, 1, 3).await;
+            crash_image(dir.path(), image.path());
+            let crashed = LocalStorage::open(image.path()).unwrap();
+            set_wall(&crashed, T);
+            let after = insert(&crashed, 100, 1).await;
+            let last = *given.last().unwrap();
+            assert!(after[0] > last, "{} after {last}", after[0]);
         });
     }
 }

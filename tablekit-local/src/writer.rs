@@ -497,8 +497,10 @@ impl LocalStorage {
                         return Ok(Err((at, e)));
                     }
                 }
-                let changes = logged.into_changes();
-                self.commit_changes(txn, changes, syncer).map(Ok)
+                let (changes, learned) = logged.into_changes();
+                let committed = self.commit_changes(txn, changes, syncer)?;
+                self.learn(learned);
+                Ok(Ok(committed))
             });
             match attempt {
                 Ok(Err((at, error))) => {
@@ -571,6 +573,7 @@ impl LocalStorage {
             }
         }
         let mut failure = None;
+        let mut settled = false;
         if !live.is_empty() {
             match self.make_durable(&live) {
                 Ok(()) => {
@@ -579,6 +582,11 @@ impl LocalStorage {
                     {
                         self.publish_snapshot(Some(snapshot));
                     }
+                    // Durable: settled before they are answered, so that an
+                    // operation their callers make next may open the engine
+                    // again if it must (see `reopen`).
+                    self.shared.unsynced.fetch_sub(changed, Ordering::AcqRel);
+                    settled = true;
                     for unsynced in live {
                         answer(unsynced.group, unsynced.failed, Ok(()));
                     }
@@ -593,7 +601,9 @@ impl LocalStorage {
                 }
             }
         }
-        self.shared.unsynced.fetch_sub(changed, Ordering::AcqRel);
+        if !settled {
+            self.shared.unsynced.fetch_sub(changed, Ordering::AcqRel);
+        }
         Synced {
             groups,
             reserved,
