@@ -142,19 +142,7 @@ impl LocalStorage {
         batch: bool,
     ) -> Result<(ETag, Vec<Option<ETag>>)> {
         let in_batch = |index: usize| move |e: Error| if batch { e.in_batch(index) } else { e };
-        let folded = {
-            let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
-            let folded = table.to_ascii_lowercase();
-            let found = catalogue.get(folded.as_str());
-            if found.map_err(|e| self.error(e.into()))?.is_some() {
-                folded
-            } else {
-                // Only a missing table needs the deleted ones, to say why.
-                let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
-                self.existing_table(&*catalogue, &*deleted, table)
-                    .map_err(in_batch(0))?
-            }
-        };
+        let folded = self.table_to_write(txn, table, in_batch(0))?;
         // The transaction's time, taken by its first change: a write refused
         // before it changes anything leaves the transaction unchanged, and
         // the engine then gives back no room it took (see `stamp`).
@@ -166,9 +154,10 @@ impl LocalStorage {
             let mut rows = txn
                 .open_table(rows_table(&name))
                 .map_err(|e| self.error(e.into()))?;
-            for (index, write) in writes.iter().enumerate() {
+            let keys: Vec<Vec<u8>> = writes.iter().map(write_key).collect();
+            let held = held_keys(&*rows, writes, &keys).map_err(|e| self.error(e.into()))?;
+            for (index, (write, key)) in writes.iter().zip(&keys).enumerate() {
                 let (pk, rk) = write.keys();
-                let key = row_key(pk, rk);
                 if let EntityWrite::Upsert(entity, UpdateMode::Replace) = write {
                     // Needs nothing of the stored row but whether it is
                     // sound: written at once, and what it replaced looked at
@@ -177,10 +166,10 @@ impl LocalStorage {
                     let props = &entity.properties;
                     let ids = ids_of(&names, props).map_err(in_batch(index))?;
                     let (ticks, etag) = self.stamp(txn, &mut stamp)?;
-                    let row = encode_row(&key, *ticks, props, &ids);
+                    let row = encode_row(key, *ticks, props, &ids);
                     let replaced = rows
                         .insert_seeing(key.as_slice(), row.as_slice(), |old| {
-                            checked(&key, old).is_some()
+                            checked(key, old).is_some()
                         })
                         .map_err(|e| self.error(e.into()))?;
                     if replaced == Some(false) {
@@ -189,11 +178,18 @@ impl LocalStorage {
                     etags.push(Some(etag.clone()));
                     continue;
                 }
-                let existing = rows
-                    .get(key.as_slice())
-                    .map_err(|e| self.error(e.into()))?
-                    .map(|row| row.value().to_vec());
-                let existing = match existing.as_deref().map(|row| checked(&key, row)) {
+                // An insert whose key the job's scan found free needs no
+                // lookup of its own.
+                let free = matches!(write, EntityWrite::Insert(_))
+                    && held.as_ref().is_some_and(|held| !held.contains(key));
+                let existing = if free {
+                    None
+                } else {
+                    rows.get(key.as_slice())
+                        .map_err(|e| self.error(e.into()))?
+                        .map(|row| row.value().to_vec())
+                };
+                let existing = match existing.as_deref().map(|row| checked(key, row)) {
                     // A damaged row is deleted by its keys alone, unread: the
                     // way out of damage that names the row.
                     Some(None) if matches!(write, EntityWrite::Delete(_, _, IfMatch::Any)) => {
@@ -217,7 +213,7 @@ impl LocalStorage {
                     Decision::Put(props) => {
                         let ids = ids_of(&names, &props).map_err(in_batch(index))?;
                         let (ticks, etag) = self.stamp(txn, &mut stamp)?;
-                        let row = encode_row(&key, *ticks, &props, &ids);
+                        let row = encode_row(key, *ticks, &props, &ids);
                         rows.insert(key.as_slice(), row.as_slice())
                             .map_err(|e| self.error(e.into()))?;
                         etags.push(Some(etag.clone()));
@@ -232,6 +228,27 @@ impl LocalStorage {
         }
         let (_, etag) = self.stamp(txn, &mut stamp)?;
         Ok((etag.clone(), etags))
+    }
+
+    /// The folded name of `table`, to write in `txn`; its absence is the
+    /// error `missing` makes of it (the first operation's, in a
+    /// transaction).
+    fn table_to_write(
+        &self,
+        txn: &Txn<'_>,
+        table: &str,
+        missing: impl FnOnce(Error) -> Error,
+    ) -> Result<String> {
+        let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
+        let folded = table.to_ascii_lowercase();
+        let found = catalogue.get(folded.as_str());
+        if found.map_err(|e| self.error(e.into()))?.is_some() {
+            return Ok(folded);
+        }
+        // Only a missing table needs the deleted ones, to say why.
+        let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;
+        self.existing_table(&*catalogue, &*deleted, table)
+            .map_err(missing)
     }
 
     /// The time of the transaction `txn` and its ETag, kept in `slot`:
@@ -677,6 +694,54 @@ impl LocalStorage {
         }
         Ok(None)
     }
+}
+
+/// The engine's key of the row `write` writes.
+fn write_key(write: &EntityWrite<'_>) -> Vec<u8> {
+    let (pk, rk) = write.keys();
+    row_key(pk, rk)
+}
+
+/// The fewest inserts in one job whose keys are looked up in one pass
+/// ([`held_keys`]).
+const SCANNED_INSERTS: usize = 8;
+
+/// For a job of many inserts: the keys among theirs that hold a row, read
+/// in one pass over the range their keys span instead of a lookup each (a
+/// load of new rows finds none, in one descent of the tree). `None` when
+/// each is looked up alone: few inserts, a key the job names twice (its
+/// own writes would change what the scan saw), or a range holding more
+/// rows than twice what the job inserts.
+fn held_keys(
+    rows: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    writes: &[EntityWrite<'_>],
+    keys: &[Vec<u8>],
+) -> Result<Option<std::collections::HashSet<Vec<u8>>>, redb::StorageError> {
+    let mut inserts: Vec<&[u8]> = (writes.iter().zip(keys))
+        .filter(|(write, _)| matches!(write, EntityWrite::Insert(_)))
+        .map(|(_, key)| key.as_slice())
+        .collect();
+    if inserts.len() < SCANNED_INSERTS {
+        return Ok(None);
+    }
+    let mut all: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    all.sort_unstable();
+    if all.windows(2).any(|pair| pair[0] == pair[1]) {
+        return Ok(None);
+    }
+    inserts.sort_unstable();
+    let (first, last) = (inserts[0], inserts[inserts.len() - 1]);
+    let mut held = std::collections::HashSet::new();
+    for (read, item) in rows.range::<&[u8]>(first..=last)?.enumerate() {
+        if read >= 2 * inserts.len() {
+            return Ok(None);
+        }
+        let (key, _) = item?;
+        if inserts.binary_search(&key.value()).is_ok() {
+            held.insert(key.value().to_vec());
+        }
+    }
+    Ok(Some(held))
 }
 
 /// The id of each property name of `props` (`None` for a name the row
