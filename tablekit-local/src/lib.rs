@@ -356,7 +356,6 @@ struct Shared {
     /// The last time given to a write ([`LocalStorage::next_ticks`]);
     /// `i64::MIN` before the first.
     last_ticks: std::sync::atomic::AtomicI64,
-
     /// The journal of a writable store; `None` in a read-only one, and
     /// after a write to it failed in a way that leaves its state unknown
     /// (the engine is then opened again, which opens it again).

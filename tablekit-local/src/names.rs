@@ -159,8 +159,9 @@ impl NameCache {
 /// come from the engine's commits, durable or not yet: when commits that
 /// were not durable are discarded (a failed sync), the ids they gave may
 /// be given again to other names, and the cache is emptied with them
-/// (`LocalStorage::forget_learned`). Written and read on the writer
-/// thread alone, in the order of its transactions.
+/// (`LocalStorage::forget_learned`), as it is when the engine is opened
+/// again. Filled and read on the writer thread, in the order of its
+/// transactions.
 #[derive(Default)]
 pub(crate) struct NameIds(parking_lot::Mutex<std::collections::HashMap<Box<str>, u64>>);
 
