@@ -143,35 +143,47 @@
 //! # Speed
 //! The `disk` program in `bench/disk` (outside the workspace, so that SQLite
 //! is never built by it: `cargo run --release --manifest-path
-//! bench/disk/Cargo.toml`) measures this backend beside the disk's own sync
-//! rate, SQLite (WAL, `synchronous=FULL`, so each commit is durable too) and
-//! redb reading the store's own file, on 100,000 rows of 150-byte values.
-//! One run on the development machine (2 cores, an SSD):
+//! bench/disk/Cargo.toml`) measures this backend beside SQLite 3.50 (WAL,
+//! `synchronous=FULL`, so each commit is durable too) on 100,000 rows of
+//! 150-byte values in the same directory; `TABLEKIT_BENCH_TABLE=5` prints
+//! the medians of five rounds that measure both sides in turn. One such
+//! run on the development machine (2 cores, an SSD, a load average of
+//! about 1.4):
 //!
-//! | measure | tablekit-local | baseline |
+//! | measure | tablekit-local | SQLite |
 //! | --- | --- | --- |
-//! | durable single writes, 1 writer | 7,874/s | the disk: 7,871 appends+fdatasync/s; SQLite 9,681/s |
-//! | durable single writes, 16 writers | 56,968/s (8.5 writes per sync) | SQLite 8,880/s |
-//! | 1,000-row range | 0.38 ms, typed 0.38 ms | redb alone 0.20 ms; SQLite 0.27 ms |
-//! | bulk load, 100-row transactions | 258,875 rows/s | SQLite 342,429 rows/s |
-//! | bytes on disk per row | 201; 200 after [`compact`](LocalStorage::compact) | SQLite 196; 205 with a Timestamp column |
-//! | bytes per row of six named columns | 120 after [`compact`](LocalStorage::compact) | SQLite 100; 109 with a Timestamp column |
-//! | open after a kill, 1,000,000 rows | 2.4 ms | a clean close: about 1 ms |
+//! | durable single writes, 1 writer | 5,208/s; typed 5,025/s | 7,965/s; 5,447/s called from a task through `spawn_blocking` |
+//! | durable single writes, 16 writers | 40,225/s | 6,710/s |
+//! | 1,000-row range, first read (the engine's cache empty) | 0.51 ms; typed 0.58 ms | 0.38 ms |
+//! | 1,000-row range, read again | 0.38 ms; typed 0.44 ms | 0.36 ms |
+//! | point reads | 492,833/s; typed 416,460/s | 178,839/s |
+//! | bulk load, 100-row transactions | 178,358 rows/s | 260,724 rows/s |
+//! | bytes per row (the files' length) after the load | 201 | 196 (208 with the 12 bytes each row of the store also keeps) |
 //!
-//! A lone writer commits at the disk's own rate: each write is one record
-//! written to the journal and one sync, where the engine's own commit
-//! writes several pages all over its file. Writers that come together
-//! share syncs, which is where the store gains. The open after a kill
-//! replays what the journal holds since its last checkpoint (at most
-//! 4 MiB), whatever the size of the store.
+//! An earlier run measured what the table leaves out: bytes per row of six
+//! named columns, 120 after [`compact`](LocalStorage::compact) against
+//! SQLite's 100 (109 with a Timestamp column); an open after a kill of a
+//! store of 1,000,000 rows, 2.4 ms (a clean close: about 1 ms).
 //!
-//! A range read as entities costs what the entities cost: the raw engine's
-//! rows made into [`Entity`](tablekit_core::Entity) values, with nothing decoded
-//! or checked, take 0.31 ms, most of it in the allocations of each entity's
-//! keys, property list and value. A typed query reads each row where the
-//! store decodes it, without an entity in between
-//! ([`TableBackend::read_rows`]): each
-//! value is moved from the store's decoding into the typed value. The names
+//! A lone writer's write is one record written to the journal and one
+//! sync, as SQLite's is; what it costs beyond that is the hand-over of the
+//! write to the store's writer thread and back (so that no sync runs on an
+//! async runtime's worker), and the engine's commit. SQLite called from an
+//! async task through a thread of its own pays the same hand-over, and
+//! then takes about as long. Writers that come together share syncs,
+//! which is where the store gains. The open after a kill replays what the
+//! journal holds since its last checkpoint (at most 4 MiB), whatever the
+//! size of the store.
+//!
+//! A range read as entities costs what the entities cost: most of it goes
+//! to the allocations of each [`Entity`](tablekit_core::Entity)'s keys,
+//! property list and values. A typed query reads each row where the store
+//! decodes it, without an entity in between ([`TableBackend::read_rows`]):
+//! each value is moved from the store's decoding into the typed value, and
+//! a row the query's filter leaves out is passed by with only the
+//! properties the filter compares read. A first read of a range costs
+//! more than the next ones: the engine reads each page of its file into
+//! its cache on first use. The names
 //! of properties are not copied into each entity either: the process keeps
 //! one copy of each name its stores read (at most 65,536 names or 1 MiB of
 //! them, for the life of the process; past that a name is copied).
