@@ -308,18 +308,16 @@ impl<'t> TxnNames<'t> {
         if let Some(id) = self.known.borrow().get(name) {
             return Ok(*id);
         }
-        // Committed before this transaction began: its state holds it.
-        let id = match self.storage.shared.kept.name_ids.get(name) {
-            Some(id) => Some(id),
-            None => {
-                let id = self.look_up(name)?;
-                if let Some(id) = id {
-                    let learned = &mut self.txn.learned.borrow_mut();
-                    learned.name_ids.push((name.into(), id));
-                }
-                id
-            }
-        };
+        // Committed before this transaction began: its state holds it (and
+        // the writer's cache answers as fast as `known` would).
+        if let Some(id) = self.storage.shared.kept.name_ids.get(name) {
+            return Ok(Some(id));
+        }
+        let id = self.look_up(name)?;
+        if let Some(id) = id {
+            let learned = &mut self.txn.learned.borrow_mut();
+            learned.name_ids.push((name.into(), id));
+        }
         self.known.borrow_mut().insert(name.into(), id);
         Ok(id)
     }
