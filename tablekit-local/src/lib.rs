@@ -269,7 +269,7 @@ use tablekit_core::clock::{Clock, SystemClock};
 use tablekit_core::{Error, Result, StorageFailure};
 
 use crate::panics::contain_panics;
-use crate::snapshot::WAIT_FOR_READS;
+use crate::snapshot::WAIT_TO_REOPEN;
 use open::*;
 
 #[cfg(doc)]
@@ -747,7 +747,7 @@ impl LocalStorage {
         }
         // Closing the old engine ends every snapshot of it: reads under way
         // end first (new ones wait for `slot`).
-        let Some(_no_reads) = self.shared.reads.try_write_for(WAIT_FOR_READS) else {
+        let Some(_no_reads) = self.shared.reads.try_write_for(WAIT_TO_REOPEN) else {
             return Err(self.not_reopened());
         };
         if let Some(db) = slot.take()

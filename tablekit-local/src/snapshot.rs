@@ -15,9 +15,14 @@ use tablekit_core::Result;
 
 use crate::LocalStorage;
 
-/// How long a compaction, or an open of the engine again, waits for reads
-/// under way to end.
+/// How long a compaction waits for reads under way to end.
 pub(crate) const WAIT_FOR_READS: Duration = Duration::from_secs(2);
+
+/// How long an open of the engine again waits for reads under way to end:
+/// reads that come meanwhile wait behind it, so it gives up soon (a read
+/// of a page ends well within it; a long one, a check of the whole store,
+/// say, does not) and a later operation tries again.
+pub(crate) const WAIT_TO_REOPEN: Duration = Duration::from_millis(250);
 
 /// A snapshot being read: the engine is not closed under it.
 pub(crate) struct Snapshot<'a> {
