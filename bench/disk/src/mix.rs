@@ -11,7 +11,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tablekit::{Entity, IfMatch, TableBackendExt, UpdateMode};
 use tablekit_local::LocalStorage;
@@ -24,6 +23,15 @@ enum Op {
     Replace(usize),
     Delete(usize),
     Insert(usize),
+}
+
+impl Op {
+    /// The row the operation writes.
+    fn row(self) -> usize {
+        match self {
+            Op::Replace(n) | Op::Delete(n) | Op::Insert(n) => n,
+        }
+    }
 }
 
 /// The mix's operations: rows picked by a fixed pseudo-random sequence, so
@@ -65,14 +73,13 @@ fn live_after(ops: &[Op]) -> usize {
 
 fn local_mix(runtime: &tokio::runtime::Runtime, dir: &Path, ops: &Arc<Vec<Op>>) {
     let store = LocalStorage::open(dir).unwrap();
-    let next = Arc::new(AtomicUsize::new(0));
+    // Each row's operations go to one writer, in their order: a replace of
+    // a new row must not overtake its insert.
     let tasks: Vec<_> = (0..crate::WRITERS)
-        .map(|_| {
-            let (store, ops, next) = (store.clone(), Arc::clone(ops), Arc::clone(&next));
+        .map(|writer| {
+            let (store, ops) = (store.clone(), Arc::clone(ops));
             runtime.spawn(async move {
-                loop {
-                    let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(op) = ops.get(at) else { break };
+                for op in ops.iter().filter(|op| op.row() % crate::WRITERS == writer) {
                     match *op {
                         Op::Replace(n) => {
                             let row = changed(n);
