@@ -326,6 +326,95 @@ pub async fn expired_rows_are_swept_by_their_index(backend: Arc<dyn TableBackend
     backend.delete_table(&name).await.expect("drop");
 }
 
+/// A store with a time to live of its own (Cosmos DB for Table's, set on
+/// its container) deletes rows behind the library's back, by its own clock
+/// and in any order: an entity, its expiry index row, or both. The sweep
+/// does not fight it: it does not fail, writes nothing back, deletes no
+/// live entity, and drops each index row whose entity the store took; an
+/// entity whose index row the store took first is still hidden from every
+/// read, and its keys still take a new entity.
+pub async fn a_stores_own_time_to_live_does_not_fight_the_sweep(backend: Arc<dyn TableBackend>) {
+    use tablekit::IfMatch;
+    let name = fresh_table(&*backend, "storettl").await;
+    let (clock, at) = whole_clock();
+    let t: Table<Session> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    // 1 to 9 expire at 10 minutes, 10 to 12 at 100.
+    for id in 1..=12 {
+        let expires = if id <= 9 { at(10) } else { at(100) };
+        t.insert(&session(id, Some(expires))).await.expect("insert");
+    }
+    // Each session's row and its index row, by id.
+    let rows = backend.query_all(&name, Query::new()).await.expect("rows");
+    let id_of = |rk: &str| -> u32 { rk.trim_start_matches("SES_").parse().expect("an id") };
+    let entity = |id: u32| {
+        rows.iter()
+            .find(|r| r.row_key.starts_with("SES_") && id_of(&r.row_key) == id)
+            .expect("the entity")
+    };
+    let index = |id: u32| {
+        rows.iter()
+            .find(|r| {
+                matches!(r.get(schema::EXPIRY_RK), Some(tablekit::Value::String(rk))
+                    if *rk == entity(id).row_key)
+            })
+            .expect("its index row")
+    };
+    // The store's own deletes: 1-3 lose their entity, 4-6 their index row,
+    // 7 and 8 both, 9 neither; and 10 (live by the type's clock) its index
+    // row, as a store whose clock runs ahead would.
+    let mut taken = Vec::new();
+    for id in [1, 2, 3, 7, 8] {
+        taken.push(entity(id));
+    }
+    for id in [4, 5, 6, 7, 8, 10] {
+        taken.push(index(id));
+    }
+    for row in taken {
+        let deleted = backend.delete_entity(&name, &row.partition_key, &row.row_key, &IfMatch::Any);
+        deleted.await.expect("the store's own delete");
+    }
+
+    clock.set(at(20));
+    let swept = t
+        .sweep_expired(100)
+        .await
+        .expect("a sweep beside the store's");
+    assert_eq!(
+        (swept.deleted, swept.passed, swept.more),
+        (1, 3, false),
+        "9 deleted; the index rows of 1-3 dropped: {swept:?}"
+    );
+    let (index_rows, sessions) = stored(&*backend, &name).await;
+    assert_eq!(
+        sessions,
+        [4, 5, 6, 10, 11, 12],
+        "nothing written back, no live one gone"
+    );
+    assert_eq!(index_rows, 2, "the index rows of 11 and 12 alone are left");
+    for id in [4, 5, 6] {
+        assert!(
+            t.get("ada", id).await.expect("get").is_none(),
+            "{id} stays hidden"
+        );
+    }
+    assert!(
+        t.get("ada", 10u32).await.expect("get").is_some(),
+        "10 is live"
+    );
+    let again = t.sweep_expired(100).await.expect("a second sweep");
+    assert_eq!((again.deleted, again.passed), (0, 0), "{again:?}");
+
+    // An expired entity the sweep cannot see still gives its keys up.
+    t.insert(&session(4, Some(at(200)))).await.expect("a new 4");
+    let (index_rows, sessions) = stored(&*backend, &name).await;
+    assert_eq!(sessions, [4, 5, 6, 10, 11, 12]);
+    assert_eq!(index_rows, 3, "the new 4 has its index row");
+    clock.set(at(150));
+    assert_eq!(listed(&t).await, [4], "only the new 4 is live");
+    backend.delete_table(&name).await.expect("drop");
+}
+
 /// A sweep dropped after each of its polls leaves every expiring entity
 /// with its index row, deletes no live one, and the next sweep finishes.
 pub async fn sweeps_are_safe_to_drop(backend: Arc<dyn TableBackend>) {
