@@ -156,22 +156,29 @@ async fn main() {
     let clock = ManualClock::new();
 
     let (mut sweeps, mut deletes, mut floors) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
+    // `TABLEKIT_BENCH_READS_ONLY`: the reads alone, for a profiler.
+    let sweep_rounds = match std::env::var_os("TABLEKIT_BENCH_READS_ONLY") {
+        Some(_) => 0,
+        None => ROUNDS,
+    };
+    for round in 0..sweep_rounds {
         let (sweep, delete, floor) = sweep_round(&backend, &clock, n, round).await;
         sweeps.push(sweep / delete);
         deletes.push(delete);
         floors.push(floor / delete);
     }
-    let (ratio, delete, floor) = (median(sweeps), median(deletes), median(floors));
-    println!(
-        "sweep of {n} expired entities: {:.0} rows/s; bulk delete by key: {delete:.0} rows/s; \
+    if sweep_rounds > 0 {
+        let (ratio, delete, floor) = (median(sweeps), median(deletes), median(floors));
+        println!(
+            "sweep of {n} expired entities: {:.0} rows/s; bulk delete by key: {delete:.0} rows/s; \
          ratio {ratio:.2} (median of the rounds' ratios)",
-        ratio * delete
-    );
-    println!(
-        "the floor of a sweep that keeps an expiry index, the bulk delete with each entity's \
+            ratio * delete
+        );
+        println!(
+            "the floor of a sweep that keeps an expiry index, the bulk delete with each entity's \
          index row deleted by key too (no read): {floor:.2}x the bulk delete"
-    );
+        );
+    }
 
     // Half of `mixed` has expired (every other id); `live` holds the rest.
     let soon = clock.now().saturating_add(Duration::from_secs(60));
