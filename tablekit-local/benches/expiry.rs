@@ -8,9 +8,15 @@
 //!   after another, when half its rows have expired (and are passed by),
 //!   beside a table holding only the live half.
 //!
+//! Beside each, the floor under its ratio: for the sweep, the bulk delete
+//! with each entity's expiry index row deleted by key too (what any sweep
+//! that keeps such an index must delete, with nothing read); for reads,
+//! the engine alone stepping over a stored row and checking its checksum.
+//!
 //! `cargo bench -p tablekit-local --bench expiry` (`-- 20000` for fewer
-//! rows). Each figure is the median of 5 rounds, the two sides of a
-//! comparison measured one after the other in each round.
+//! rows; `TABLEKIT_BENCH_READS_ONLY=1` for the reads alone). Each figure
+//! is the median of 5 rounds, the two sides of a comparison measured one
+//! after the other in each round.
 //!
 //! A load measurement, not a statistical micro-benchmark: no criterion.
 
