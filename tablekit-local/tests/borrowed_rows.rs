@@ -169,6 +169,17 @@ impl TableBackend for EntitiesOnly {
     }
 }
 
+/// Whether `result` is the contract's refusal of `read_row` (what a read by
+/// reference gets from [`EntitiesOnly`] claiming rows).
+fn refuses_read_row<T>(result: &tablekit::Result<T>) -> bool {
+    matches!(
+        result,
+        Err(Error::NotSupported {
+            operation: "read_row"
+        })
+    )
+}
+
 /// Compares `collect()` and `stream()` (borrowed rows) with `stream()` on
 /// [`EntitiesOnly`] (entities); `sales` is how many of the Sales rows read
 /// as `T`.
@@ -303,15 +314,7 @@ async fn typed_point_reads_of_borrowed_rows_are_what_the_entities_give() {
     // `get` reads by reference where the store says it passes rows so.
     let claiming = Table::<Employee>::new(EntitiesOnly(store.clone(), true));
     let refused = claiming.get("Sales", 4).await;
-    assert!(
-        matches!(
-            refused,
-            Err(Error::NotSupported {
-                operation: "read_row"
-            })
-        ),
-        "{refused:?}"
-    );
+    assert!(refuses_read_row(&refused), "{refused:?}");
     // The unknown properties are the row's, read by key too.
     let seven = names.get("Sales", 7).await.unwrap().unwrap();
     let unknown = Loaded::unknown_properties(&seven);
@@ -653,4 +656,124 @@ async fn a_damaged_borrowed_row_is_damage() {
         }
     }
     assert_eq!(damaged, 1, "the damaged row, read by key");
+}
+
+/// A badge, found by its unique email and by its city; neither index
+/// copies a field, so a read through one follows it to the entity.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(table = "Badges", kind = "BDG")]
+#[tablekit(index(name = "email", copy()))]
+#[tablekit(index(name = "city", copy()))]
+struct Badge {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(row_key)]
+    id: u32,
+    #[tablekit(unique = "email")]
+    email: String,
+    #[tablekit(index = "city")]
+    city: String,
+    holder: String,
+}
+
+/// A badge's holder alone.
+#[derive(TableEntity, Debug, Clone, PartialEq)]
+#[tablekit(projection_of = Badge)]
+struct BadgeHolder {
+    #[tablekit(partition_key)]
+    site: String,
+    #[tablekit(row_key)]
+    id: u32,
+    holder: String,
+}
+
+/// Reads through an index follow each index row to an entity read by
+/// reference (`read_row`) when they read the type itself, and read the
+/// same as through entities: found, missing, and an index row whose
+/// entity no longer holds its value (left out). A projection is read from
+/// the entity.
+#[tokio::test(flavor = "current_thread")]
+async fn index_reads_follow_to_borrowed_rows() {
+    use futures::TryStreamExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStorage::open(dir.path()).unwrap();
+    let badges = Table::<Badge>::new(store.clone());
+    badges.create_if_missing().await.unwrap();
+    let badge = |id: u32| Badge {
+        site: "North".into(),
+        id,
+        email: format!("b{id}@example.com"),
+        city: ["Oslo", "Bergen", "Tromsø"][id as usize % 3].into(),
+        holder: format!("holder {id}"),
+    };
+    for id in 0..12 {
+        badges.insert(&badge(id)).await.unwrap();
+    }
+    // Badge 4's entity moves to another email behind the index's back: its
+    // old index row names an entity that no longer holds the value.
+    let row_key = tablekit::schema::to_entity(&badge(4)).unwrap().row_key;
+    let moved = Entity::new("North", row_key).with("email", "elsewhere@example.com");
+    store
+        .upsert_entity("Badges", &moved, UpdateMode::Merge)
+        .await
+        .unwrap();
+
+    let through_entities = Table::<Badge>::new(EntitiesOnly(store.clone(), false));
+    let indexes = Badge::indexes();
+    for id in (0..14).chain([4]) {
+        let email = format!("b{id}@example.com");
+        let got = badges
+            .index(indexes.email)
+            .get("North", &email)
+            .await
+            .unwrap();
+        let expected = through_entities
+            .index(indexes.email)
+            .get("North", &email)
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "{email}");
+        assert_eq!(got.is_some(), id < 12 && id != 4, "{email}");
+        let holder = badges.index(indexes.email).project::<BadgeHolder>();
+        let got = holder.get("North", &email).await.unwrap();
+        assert_eq!(got.map(|h| h.holder), expected.map(|b| b.holder), "{email}");
+    }
+    for city in ["Oslo", "Bergen", "Tromsø", "Nowhere"] {
+        let got: Vec<Badge> = badges
+            .index(indexes.city)
+            .find("North", city)
+            .try_collect()
+            .await
+            .unwrap();
+        let expected: Vec<Badge> = through_entities
+            .index(indexes.city)
+            .find("North", city)
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(got, expected, "{city}");
+        assert_eq!(got.len(), if city == "Nowhere" { 0 } else { 4 }, "{city}");
+    }
+
+    // They go through `read_row` where the store says it passes rows so;
+    // a projection does not.
+    let claiming = Table::<Badge>::new(EntitiesOnly(store.clone(), true));
+    let refused = claiming
+        .index(indexes.email)
+        .get("North", "b1@example.com")
+        .await;
+    assert!(refuses_read_row(&refused), "{refused:?}");
+    let refused: Result<Vec<Badge>, _> = claiming
+        .index(indexes.city)
+        .find("North", "Oslo")
+        .try_collect()
+        .await;
+    assert!(refuses_read_row(&refused), "{refused:?}");
+    let holder = claiming.index(indexes.email).project::<BadgeHolder>();
+    let holder = holder
+        .get("North", "b1@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(holder.holder, "holder 1");
 }

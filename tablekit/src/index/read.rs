@@ -581,6 +581,21 @@ impl<T: TableEntity> Table<T> {
             return schema::from_entity_owned(entity).map(Some);
         }
         let rk = index::pointed_row(def, &row)?;
+        if let Some(read) = self.indexed_by_reference::<Q>(&pk, &rk).await {
+            // Read where the store holds it, no entity made between.
+            let Some(value) = read? else {
+                return Ok(None);
+            };
+            let key = match remote {
+                None => self.index_key_of(&value, position, &rk).await?,
+                Some(_) => schema::remote_key(&value, position, &rk)?,
+            };
+            let value: Box<dyn std::any::Any> = Box::new(value);
+            return match (key == row.row_key, value.downcast::<Q>()) {
+                (true, Ok(value)) => Ok(Some(*value)),
+                _ => Ok(None),
+            };
+        }
         let Some(entity) = self.read_row(&pk, &rk).await? else {
             return Ok(None);
         };
@@ -596,5 +611,21 @@ impl<T: TableEntity> Table<T> {
             return Ok(None);
         }
         schema::from_entity_owned(entity).map(Some)
+    }
+
+    /// The live entity at `(pk, rk)` for an index read as `T` itself, read
+    /// where the backend holds it ([`Table::get`]'s way): `None` when it is
+    /// read through an entity instead (`Q` a projection, or a type or
+    /// backend that does not read so).
+    async fn indexed_by_reference<Q: TableEntity>(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Option<Result<Option<T>>> {
+        if std::any::TypeId::of::<Q>() != std::any::TypeId::of::<T>() {
+            return None;
+        }
+        let read = self.get_by_reference(pk, rk).await?;
+        Some(read.map(|loaded| loaded.map(Loaded::into_inner)))
     }
 }

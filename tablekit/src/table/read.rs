@@ -52,7 +52,11 @@ impl<T: TableEntity> Table<T> {
     /// type or the backend does not read so (a wide entity, values kept
     /// outside the row or sealed, a renamed kind's RowKeys, a backend that
     /// passes no rows by reference).
-    async fn get_by_reference(&self, pk: &str, rk: &str) -> Option<Result<Option<Loaded<T>>>> {
+    pub(crate) async fn get_by_reference(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Option<Result<Option<Loaded<T>>>> {
         let descriptor = &T::DESCRIPTOR;
         if descriptor.rows.is_some()
             || descriptor.external_values().is_some()
