@@ -590,6 +590,8 @@ impl<T: TableEntity> Table<T> {
                 None => self.index_key_of(&value, position, &rk).await?,
                 Some(_) => schema::remote_key(&value, position, &rk)?,
             };
+            // `Q` is `T` (`indexed_by_reference` read it only then), so the
+            // cast always holds.
             let value: Box<dyn std::any::Any> = Box::new(value);
             return match (key == row.row_key, value.downcast::<Q>()) {
                 (true, Ok(value)) => Ok(Some(*value)),
