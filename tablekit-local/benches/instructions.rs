@@ -82,6 +82,22 @@ fn main() {
     let mut args = std::env::args().skip(1).filter(|a| !a.starts_with("--"));
     let mode = args.next().unwrap_or_else(|| "typed_insert".into());
     let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
+    // Refused before anything is made: no store is left behind by a typo.
+    const MODES: [&str; 9] = [
+        "typed_insert",
+        "typed_get",
+        "typed_replace",
+        "typed_delete",
+        "typed_range",
+        "untyped_range",
+        "passed_range",
+        "indexed_insert",
+        "indexed_get",
+    ];
+    if !MODES.contains(&mode.as_str()) {
+        eprintln!("unknown mode `{mode}`; one of {}", MODES.join(", "));
+        std::process::exit(2);
+    }
     let dir = std::env::temp_dir().join(format!("tablekit-instructions-{}", std::process::id()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -91,12 +107,12 @@ fn main() {
     let items: Table<Item> = Table::new(store);
     rt.block_on(async {
         items.create_if_missing().await.expect("table");
-        if let Some(get) = mode.strip_prefix("indexed_") {
+        if matches!(mode.as_str(), "indexed_insert" | "indexed_get") {
             let coded = items.of::<Coded>();
             for i in 0..n {
                 black_box(coded.insert(&coded_item(i)).await.expect("insert"));
             }
-            if get == "get" {
+            if mode == "indexed_get" {
                 let by_code = coded.index(Coded::indexes().code);
                 for i in 0..n {
                     let found = by_code.get("p", &format!("code-{i}")).await;
@@ -149,10 +165,7 @@ fn main() {
                     assert!(black_box(rows.expect("range")).is_empty());
                 }
             }
-            other => {
-                eprintln!("unknown mode `{other}`");
-                std::process::exit(2);
-            }
+            other => unreachable!("`{other}` is not in MODES"),
         }
     });
     drop(items);

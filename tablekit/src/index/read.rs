@@ -590,13 +590,14 @@ impl<T: TableEntity> Table<T> {
                 None => self.index_key_of(&value, position, &rk).await?,
                 Some(_) => schema::remote_key(&value, position, &rk)?,
             };
+            if key != row.row_key {
+                return Ok(None);
+            }
             // `Q` is `T` (`indexed_by_reference` read it only then), so the
-            // cast always holds.
-            let value: Box<dyn std::any::Any> = Box::new(value);
-            return match (key == row.row_key, value.downcast::<Q>()) {
-                (true, Ok(value)) => Ok(Some(*value)),
-                _ => Ok(None),
-            };
+            // cast always holds; it moves the value, with no allocation.
+            let mut value = Some(value);
+            let value = (&mut value as &mut dyn std::any::Any).downcast_mut::<Option<Q>>();
+            return Ok(value.and_then(Option::take));
         }
         let Some(entity) = self.read_row(&pk, &rk).await? else {
             return Ok(None);
