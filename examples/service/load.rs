@@ -26,25 +26,13 @@
 
 mod load_run;
 
+use tablekit_examples::service::runs::{env_number, exit_code, process_cpu};
 use tablekit_examples::service::telemetry::Telemetry;
 use tablekit_examples::service::{App, Names, Stores};
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    exit_code(run().await)
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -117,15 +105,4 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("{} requests failed", report.failed).into());
     }
     Ok(())
-}
-
-/// This process's CPU time so far (user and system), in seconds, where the
-/// system says (`/proc/self/stat` on Linux).
-fn process_cpu() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command's name, which is in parentheses.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    // Linux counts in clock ticks of 1/100 s.
-    Some(ticks / 100.0)
 }

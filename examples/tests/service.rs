@@ -2658,18 +2658,10 @@ async fn if_none_match_is_honoured_on_put() {
 
 /// Every table operation the layer has seen.
 fn table_calls(faults: &FaultHandle) -> usize {
-    [
-        Operation::GetEntity,
-        Operation::QueryEntities,
-        Operation::InsertEntity,
-        Operation::UpdateEntity,
-        Operation::UpsertEntity,
-        Operation::DeleteEntity,
-        Operation::SubmitTransaction,
-    ]
-    .into_iter()
-    .map(|operation| faults.calls(operation))
-    .sum()
+    Operation::ENTITY_OPERATIONS
+        .into_iter()
+        .map(|operation| faults.calls(operation))
+        .sum()
 }
 
 /// An idle name search backs off: over two idle minutes with 40 tenants

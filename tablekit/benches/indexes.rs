@@ -182,18 +182,10 @@ fn hand_update(id: u32, flip: u32, etag: &ETag, history: Option<String>) -> [Bat
 }
 
 fn requests(handle: &FaultHandle) -> usize {
-    [
-        Operation::GetEntity,
-        Operation::QueryEntities,
-        Operation::InsertEntity,
-        Operation::UpdateEntity,
-        Operation::UpsertEntity,
-        Operation::DeleteEntity,
-        Operation::SubmitTransaction,
-    ]
-    .iter()
-    .map(|op| handle.calls(*op))
-    .sum()
+    Operation::ENTITY_OPERATIONS
+        .iter()
+        .map(|op| handle.calls(*op))
+        .sum()
 }
 
 /// Prints how many requests each write path and each read makes.

@@ -46,6 +46,7 @@ mod error;
 mod http;
 pub mod model;
 mod orders;
+pub mod runs;
 mod search;
 pub mod server;
 mod stores;

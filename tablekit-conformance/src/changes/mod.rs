@@ -17,6 +17,8 @@ mod writes;
 pub use writes::*;
 mod consumers;
 pub use consumers::*;
+mod idle;
+pub use idle::*;
 
 /// An order, whose kind records its changes.
 #[derive(TableEntity, Debug, Clone, PartialEq)]

@@ -65,6 +65,18 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The table contract's operations on entities: reads, writes and
+    /// transactions (what a count of a table store's requests sums).
+    pub const ENTITY_OPERATIONS: [Operation; 7] = [
+        Operation::GetEntity,
+        Operation::QueryEntities,
+        Operation::InsertEntity,
+        Operation::UpdateEntity,
+        Operation::UpsertEntity,
+        Operation::DeleteEntity,
+        Operation::SubmitTransaction,
+    ];
+
     /// The name of the contract's method: what the telemetry of a call
     /// names its operation (`insert_entity`, `put_blob`, …).
     pub fn name(self) -> &'static str {

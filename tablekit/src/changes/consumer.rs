@@ -38,6 +38,11 @@ pub struct Consumer<T> {
     pub(super) lease: Option<(String, Duration)>,
     /// The partitions it held at its last poll (with leases).
     pub(super) held: parking_lot::Mutex<Vec<String>>,
+    /// The partitions it read to their end with nothing more to come
+    /// until their directory row changes: a poll passes them by.
+    pub(super) quiet: parking_lot::Mutex<super::quiet::QuietPartitions>,
+    /// How often a poll reads every partition, quiet ones too.
+    pub(super) read_all_every: Option<Duration>,
     pub(super) _marker: PhantomData<fn() -> T>,
 }
 
@@ -69,16 +74,40 @@ impl<T: TableEntity> Consumer<T> {
 
     /// This handle as the instance `instance` of the consumer, one of
     /// several (processes, say) that share its partitions: each poll reads
-    /// only the partitions it holds a lease on, for `lease` from its last
-    /// poll. Each instance takes its share (the partitions over the
-    /// instances whose leases are live), from partitions no one holds,
-    /// whose lease ran out, or held by an instance with more than its share;
-    /// so an instance that stops has its partitions taken over once its
-    /// leases run out. Leases are rows of the table changed under their
-    /// ETags. A partition taken over may have its last changes read again
-    /// (delivery is at least once); poll more often than `lease`.
+    /// only the partitions it holds a lease on. An instance is alive for
+    /// `lease` after it last renewed its own row (which a poll does once
+    /// half of that is gone), and holds its leases while it is alive.
+    /// Each instance takes its share (the partitions over the instances
+    /// alive), from partitions no one holds, held by an instance no longer
+    /// alive, or held by an instance with more than its share; so an
+    /// instance that stops has its partitions taken over once its lease
+    /// runs out. Leases are rows of the table changed under their ETags. A
+    /// partition taken over may have its last changes read again (delivery
+    /// is at least once); poll more often than `lease`.
+    ///
+    /// `instance` is 1 to 256 bytes of any kind (a poll refuses another
+    /// with [`InvalidInput::ConsumerName`]).
     pub fn leased(mut self, instance: &str, lease: Duration) -> Consumer<T> {
         self.lease = Some((instance.to_owned(), lease));
+        self
+    }
+
+    /// How often a poll reads every partition, even those it passes by
+    /// because nothing can have come there (`None`: never; by default every
+    /// hour).
+    ///
+    /// A poll reads a partition while something may still come there: a
+    /// writer announces a partition in the feed's directory before it sends
+    /// changes to it, and once this handle has read the partition to its
+    /// end, five minutes after the last announcement, it passes the
+    /// partition by until the next one. So an idle feed's poll costs the
+    /// directory's queries alone, however many partitions it has. Reading
+    /// every partition now and then is a net for what that cannot see:
+    /// writers that do not announce (builds of tablekit from before the
+    /// announcements), and writers whose clocks are more than a minute
+    /// behind this process's.
+    pub fn read_all_every(mut self, every: Option<Duration>) -> Consumer<T> {
+        self.read_all_every = every;
         self
     }
 
@@ -117,23 +146,30 @@ impl<T: TableEntity> Consumer<T> {
             listed.retain(|l| mine.contains(&l.partition_key));
         }
         *self.held.lock() = listed.iter().map(|l| l.partition_key.clone()).collect();
+        self.quiet
+            .lock()
+            .read_all_when_due(self.table.clock.now(), self.read_all_every);
         for listed in listed {
             let left = max.saturating_sub(batch.changes.len());
             if left == 0 {
                 break;
             }
-            let pk = listed.partition_key;
-            let after = checkpoints.get(&pk).map_or(0, |(seq, _)| *seq);
+            let pk = listed.partition_key.as_str();
+            let after = checkpoints.get(pk).map_or(0, |(seq, _)| *seq);
             if after < listed.trimmed {
                 return Err(Error::ChangesTrimmed {
                     table: self.table.name().to_owned(),
-                    partition_key: pk,
+                    partition_key: pk.to_owned(),
                     consumer: self.name.clone(),
                     checkpoint: after,
                     trimmed: listed.trimmed,
                 });
             }
-            let changes = feed.read(&pk, after, left).await?;
+            if self.quiet.lock().passes(&listed, after) {
+                continue;
+            }
+            let read_at = self.table.clock.now();
+            let changes = feed.read(pk, after, left).await?;
             // Numbers have no gaps: one here was trimmed after the
             // directory was read (a trim that began before this consumer
             // registered).
@@ -142,14 +178,17 @@ impl<T: TableEntity> Consumer<T> {
             {
                 return Err(Error::ChangesTrimmed {
                     table: self.table.name().to_owned(),
-                    partition_key: pk,
+                    partition_key: pk.to_owned(),
                     consumer: self.name.clone(),
                     checkpoint: after,
                     trimmed: first.id.seq - 1,
                 });
             }
-            if let Some(last) = changes.last() {
-                batch.positions.push((pk, last.id.seq));
+            let through = changes.last().map_or(after, |last| last.id.seq);
+            let to_end = changes.len() < left;
+            self.quiet.lock().note(&listed, read_at, to_end, through);
+            if !changes.is_empty() {
+                batch.positions.push((listed.partition_key, through));
             }
             batch.changes.extend(changes);
         }
@@ -231,105 +270,6 @@ impl<T: TableEntity> Consumer<T> {
         }
         self.registered.store(false, Ordering::Relaxed);
         Ok(())
-    }
-
-    /// Takes and keeps this instance's share of `listed`; the partitions
-    /// it holds.
-    async fn balance(
-        &self,
-        listed: &[Listed],
-        instance: &str,
-        period: Duration,
-    ) -> Result<Vec<String>> {
-        let now = self.table.clock.now();
-        let until = now.checked_add(period).map_err(Error::from)?;
-        let half = now.checked_add(period / 2).map_err(Error::from)?;
-        let prefix = format!("{LEASE_PREFIX}{}|", self.name);
-        let leases: HashMap<String, Entity> = self
-            .table
-            .feed()
-            .directory(&prefix)
-            .await?
-            .into_iter()
-            .filter_map(|row| Some((row.row_key.strip_prefix(&prefix)?.to_owned(), row)))
-            .collect();
-        let live = |pk: &str| lease_of(leases.get(pk)?).filter(|(_, until)| *until > now);
-        let mut counts: HashMap<String, usize> = HashMap::new();
-        counts.insert(instance.to_owned(), 0);
-        for pk in leases.keys() {
-            if let Some((owner, _)) = live(pk) {
-                *counts.entry(owner).or_default() += 1;
-            }
-        }
-        let share = listed.len().div_ceil(counts.len());
-        // Its own first, then free ones, then some of an instance's above
-        // its share.
-        let mut order: Vec<(u8, &str)> = listed
-            .iter()
-            .map(|l| {
-                let rank = match live(&l.partition_key) {
-                    Some((owner, _)) if owner == instance => 0,
-                    None => 1,
-                    Some(_) => 2,
-                };
-                (rank, l.partition_key.as_str())
-            })
-            .collect();
-        order.sort_by_key(|(rank, _)| *rank);
-        let mut mine = Vec::new();
-        for (rank, pk) in order {
-            let stored = leases.get(pk);
-            if rank == 0 {
-                // Renewed once half its time is gone.
-                let fresh = live(pk).is_some_and(|(_, at)| at > half);
-                if fresh || self.take_lease(pk, stored, instance, until).await? {
-                    mine.push(pk.to_owned());
-                }
-                continue;
-            }
-            if mine.len() >= share {
-                break;
-            }
-            if let Some((owner, _)) = live(pk) {
-                let count = counts.get(&owner).copied().unwrap_or(0);
-                if count <= share {
-                    continue;
-                }
-                counts.insert(owner, count - 1);
-            }
-            if self.take_lease(pk, stored, instance, until).await? {
-                mine.push(pk.to_owned());
-            }
-        }
-        Ok(mine)
-    }
-
-    /// Takes (or renews) the lease of `pk` until `until`, under the ETag of
-    /// the lease row read; whether it did (another instance may have moved
-    /// it meanwhile).
-    async fn take_lease(
-        &self,
-        pk: &str,
-        stored: Option<&Entity>,
-        instance: &str,
-        until: DateTime,
-    ) -> Result<bool> {
-        let backend = self.table.backend();
-        let key = format!("{LEASE_PREFIX}{}|{pk}", self.name);
-        let row = Entity::new(DIRECTORY, key)
-            .with(LEASE_OWNER, instance)
-            .with(LEASE_UNTIL, until);
-        let if_match = stored.and_then(|row| row.etag.clone()).map(IfMatch::ETag);
-        let write = match &if_match {
-            Some(if_match) => EntityWrite::Update(&row, UpdateMode::Replace, if_match),
-            None => EntityWrite::Insert(&row),
-        };
-        let written = crate::exec::write_one(backend.as_ref(), self.table.name(), write).await;
-        match written {
-            Ok(_) => Ok(true),
-            Err(Error::PreconditionFailed { .. } | Error::EntityAlreadyExists { .. }) => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 
     /// Registers the consumer, once per handle; a handle without leases

@@ -131,12 +131,27 @@
 //! - **A transaction holds fewer writes:** each write adds its change row,
 //!   and the transaction one head, to the 100 operations a transaction may
 //!   hold.
+//! - **Writers announce a partition** before they send changes to it: a
+//!   process writes the partition's directory row again (one request) when
+//!   it last did so five seconds ago or more, so a partition written all
+//!   the time costs one request more per process every five seconds.
 //! - **A consumer** reads the directory (one query per 1,000 partitions)
 //!   and its checkpoints (one query per 1,000 partitions) on every poll,
-//!   then each partition's changes after its checkpoint (a range query
-//!   each, also for a partition with nothing new). A feed over many
-//!   partitions of which few change costs one query per partition per
-//!   poll.
+//!   then the changes after its checkpoint of each partition where
+//!   something may have come (a range query each): one announced since
+//!   the consumer last read it to its end, or less than five minutes
+//!   before that read (the longest a change sent after an announcement may
+//!   take to commit, with its retries and clocks a minute apart). A
+//!   partition where nothing came is passed by. So an idle feed costs the
+//!   directory's queries alone, however many partitions it has; every
+//!   hour a poll reads every partition anyway
+//!   ([`Consumer::read_all_every`]). The first poll of a consumer handle
+//!   reads every partition once.
+//! - **Instances sharing a consumer** ([`Consumer::leased`]) each keep one
+//!   row of their own alive, renewed once half a lease period is gone (one
+//!   write per instance, however many partitions it holds), and read it
+//!   and the lease rows on every poll (a query each per 1,000 rows); a
+//!   lease row is written when a partition changes hands.
 //!
 //! The [upkeep](crate::upkeep) trims the feed of every kind it watches,
 //! keeping a day of changes by default
@@ -194,6 +209,9 @@ pub use here::CommitsHere;
 
 mod consumer;
 pub use consumer::*;
+mod lease;
+mod quiet;
+use quiet::READ_ALL_EVERY;
 mod status;
 pub use status::{ConsumerLag, consumer_lags};
 
@@ -445,12 +463,12 @@ impl<T: TableEntity> Changes<T> {
             .into_iter()
             .filter_map(|row| {
                 let partition_key = row.row_key.strip_prefix(LISTED_PREFIX)?.to_owned();
-                let trimmed = number(&row, TRIMMED);
-                let cleared = number(&row, CLEARED);
                 Some(Listed {
                     partition_key,
-                    trimmed,
-                    cleared,
+                    trimmed: number(&row, TRIMMED),
+                    cleared: number(&row, CLEARED),
+                    announced: quiet::announced(&row),
+                    etag: row.etag,
                 })
             })
             .collect())
@@ -633,6 +651,8 @@ impl<T: TableEntity> Changes<T> {
             replaced: AtomicBool::new(false),
             lease: None,
             held: parking_lot::Mutex::new(Vec::new()),
+            quiet: parking_lot::Mutex::new(quiet::QuietPartitions::default()),
+            read_all_every: Some(READ_ALL_EVERY),
             _marker: PhantomData,
         })
     }
@@ -744,6 +764,10 @@ struct Listed {
     /// The last change number up to which every change row is deleted
     /// (below `trimmed` after a trim that stopped half way).
     cleared: u64,
+    /// When a writer last announced it (see `quiet`).
+    announced: Option<DateTime>,
+    /// The directory row's ETag: any write to the row changes it.
+    etag: Option<ETag>,
 }
 
 /// What [`Changes::trim`] did.

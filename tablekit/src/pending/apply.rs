@@ -63,20 +63,7 @@ pub async fn apply_step(backend: &dyn TableBackend, step: &Step) -> Result<Appli
         let changes = changed_rows(step, &absent);
         let first_change = operations.len();
         if !changes.is_empty() {
-            let head =
-                super::changes::head_before_changes(backend, &step.table, &step.partition_key)
-                    .await?;
-            let mut seq = head.as_ref().map_or(0, |head| head.seq);
-            for (row_key, op) in changes {
-                seq += 1;
-                let row = super::changes::bare_change_row(&step.partition_key, seq, op, row_key);
-                operations.push(BatchOperation::Insert(row));
-            }
-            operations.push(super::changes::head_move(
-                &step.partition_key,
-                seq,
-                head.as_ref(),
-            ));
+            operations.extend(change_operations(backend, step, changes).await?);
         }
         let new_fence = fence_row(&step.partition_key, &step.fence, step.seq);
         operations.push(match fence {
@@ -288,4 +275,33 @@ pub async fn finish_entity(
         finish_record(backend, record).await?;
     }
     Ok(records.len())
+}
+
+/// The change rows of a step's writes `changes` (RowKey and operation),
+/// numbered after its partition's head, and the head's move. The partition
+/// is announced first, at every send: a step is a rare write (a move's
+/// half, an index's repair), applied where no table's clock is at hand, so
+/// on the system's.
+async fn change_operations(
+    backend: &dyn TableBackend,
+    step: &Step,
+    changes: Vec<(&str, &str)>,
+) -> Result<Vec<BatchOperation>> {
+    use super::changes::{announce, bare_change_row, head_before_changes, head_move};
+    let now = crate::datetime::DateTime::now();
+    let (pk, table) = (&step.partition_key, &step.table);
+    let (head, listed) = head_before_changes(backend, table, pk, now).await?;
+    if !listed {
+        announce(backend, table, pk, now).await?;
+    }
+    let mut seq = head.as_ref().map_or(0, |head| head.seq);
+    let mut operations = Vec::with_capacity(changes.len() + 1);
+    for (row_key, op) in changes {
+        seq += 1;
+        operations.push(BatchOperation::Insert(bare_change_row(
+            pk, seq, op, row_key,
+        )));
+    }
+    operations.push(head_move(pk, seq, head.as_ref()));
+    Ok(operations)
 }

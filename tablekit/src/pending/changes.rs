@@ -12,7 +12,12 @@
 //!
 //! A partition's first change also lists the partition in the *directory*
 //! (the partition `~tk|changes` of the same table), where consumers find
-//! the partitions to read and keep their checkpoints.
+//! the partitions to read and keep their checkpoints. A writer also
+//! *announces* the partition there (its directory row written again, with
+//! the time) before it sends changes, at most every [`ANNOUNCE_EVERY`]:
+//! a consumer reads a partition whose row is unchanged, and was announced
+//! longer than [`QUIET_AFTER`] before its last read, no more (see
+//! [`changes`](crate::changes)).
 
 use std::sync::Arc;
 
@@ -73,9 +78,28 @@ pub(crate) const TRIMMED: &str = "_ChangeTrimmed";
 /// deleted, on its directory row: below [`TRIMMED`] while a trim is under
 /// way, or after one stopped half way (the next deletes the rest).
 pub(crate) const CLEARED: &str = "_ChangeCleared";
+/// On a partition's directory row, when a writer last announced it: the
+/// time (on the writer's clock) before that writer sends changes for up
+/// to [`ANNOUNCE_EVERY`].
+pub(crate) const ANNOUNCED: &str = "_ChangeAnnounced";
+/// How long a writer sends changes to a partition after announcing it,
+/// before it announces it again.
+pub(crate) const ANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long after an announcement a change it covers may still commit,
+/// clocks that differ between machines included: the writer's
+/// [`ANNOUNCE_EVERY`], a transaction's longest send with its retries
+/// (four attempts of 30 s and their back-offs, by the REST backend's
+/// defaults), and a minute for clocks. A consumer reads a partition again
+/// until a read of it began this long after its last announcement.
+pub(crate) const QUIET_AFTER: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 /// The start of a directory row that leases a partition to one instance
-/// of a consumer.
+/// of a consumer: it names the instance, whose lease lasts as long as the
+/// instance's own row (under [`INSTANCE_PREFIX`]) says it is alive.
 pub(crate) const LEASE_PREFIX: &str = "l|";
+/// The start of a directory row that keeps one instance of a consumer
+/// alive until its [`LEASE_UNTIL`]: renewed by the instance, one row for
+/// all the partitions it holds.
+pub(crate) const INSTANCE_PREFIX: &str = "i|";
 /// The instance holding a lease.
 pub(crate) const LEASE_OWNER: &str = "_LeaseOwner";
 /// Until when it holds it.
@@ -146,34 +170,40 @@ pub(crate) async fn read_head(
     Ok(Some(Head { seq, etag }))
 }
 
-/// Lists partition `pk` in the directory, where consumers find it: done
-/// before the partition's first change is sent, so that no change is ever
-/// in a partition the directory does not list. (A partition listed whose
-/// first transaction then fails has no changes: harmless.)
-pub(crate) async fn list_partition(
+/// Lists partition `pk` in the directory, where consumers find it, and
+/// announces it as of `at` (the writer's time, read before this call):
+/// done before changes are sent, so that no change is ever in a partition
+/// the directory does not list, and none commits later than
+/// [`QUIET_AFTER`] after the announcement a consumer sees. (A partition
+/// announced whose transaction then fails has no new changes: harmless.)
+pub(crate) async fn announce(
     backend: &dyn TableBackend,
     table: &str,
     pk: &str,
+    at: crate::datetime::DateTime,
 ) -> Result<()> {
-    let row = Entity::new(DIRECTORY, listed_key(pk));
+    let row = Entity::new(DIRECTORY, listed_key(pk)).with(ANNOUNCED, at);
     let upsert = crate::backend::EntityWrite::Upsert(&row, UpdateMode::Merge);
     crate::exec::write_one(backend, table, upsert)
         .await
         .map(drop)
 }
 
-/// The head read before a transaction that records changes in `pk`,
-/// the partition listed first when it has none yet.
+/// The head read before a transaction that records changes in `pk`, and
+/// whether the partition was announced as of `at` (always when it has no
+/// head yet: that lists it).
 pub(crate) async fn head_before_changes(
     backend: &dyn TableBackend,
     table: &str,
     pk: &str,
-) -> Result<Option<Head>> {
+    at: crate::datetime::DateTime,
+) -> Result<(Option<Head>, bool)> {
     let head = read_head(backend, table, pk).await?;
     if head.is_none() {
-        list_partition(backend, table, pk).await?;
+        announce(backend, table, pk, at).await?;
     }
-    Ok(head)
+    let announced = head.is_none();
+    Ok((head, announced))
 }
 
 /// The change row of change `seq` of partition `pk`: the write `op` of

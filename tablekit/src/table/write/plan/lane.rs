@@ -44,10 +44,14 @@ use futures::future::{Either, select};
 
 use crate::backend::checks::operation_payload_bound;
 use crate::backend::{BatchOperation, TableBackend};
+use crate::clock::Clock;
+use crate::datetime::DateTime;
 use crate::entity::{ETag, Entity};
 use crate::error::{Error, Result};
 use crate::exec::send_operations;
-use crate::pending::changes::{Head, change_key, head_before_changes, head_move};
+use crate::pending::changes::{
+    ANNOUNCE_EVERY, Head, announce, change_key, head_before_changes, head_move,
+};
 use crate::validate::limits::{MAX_BATCH_OPERATIONS, MAX_BATCH_PAYLOAD};
 
 /// How often a transaction goes back to the lane after losing the race
@@ -155,6 +159,10 @@ struct LaneState {
     /// The number the next group numbers after at least: the last number
     /// a group of this lane found taken by another process.
     floor: u64,
+    /// When (on the writers' clock) this lane last announced the partition
+    /// in the change feed's directory: it announces it again before it
+    /// sends once [`ANNOUNCE_EVERY`] has passed.
+    announced: Option<DateTime>,
     queue: VecDeque<Arc<Slot>>,
 }
 
@@ -210,6 +218,7 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
         state: parking_lot::Mutex::new(LaneState {
             head: None,
             floor: 0,
+            announced: None,
             queue: VecDeque::new(),
         }),
         turn: tokio::sync::Mutex::new(()),
@@ -257,6 +266,7 @@ pub(super) async fn send(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     pk: &str,
+    clock: &dyn Clock,
     entry: Entry,
 ) -> Sent {
     let lane = lane_of(backend, table, pk);
@@ -283,7 +293,7 @@ pub(super) async fn send(
         let turn = std::pin::pin!(lane.turn.lock());
         if let Either::Right((turn, _)) = select(done, turn).await {
             if matches!(*slot.state.lock(), SlotState::Waiting(_)) {
-                lead(&lane, backend, table, pk).await;
+                lead(&lane, backend, table, pk, clock).await;
             }
             drop(turn);
         }
@@ -442,7 +452,13 @@ impl Group {
 /// ends here, but for those of a group the store refused for another's
 /// sake (one member refused, or the head lost to another process): they go
 /// back to the front of the lane, for the next turn to send again.
-async fn lead(lane: &Lane, backend: &Arc<dyn TableBackend>, table: &str, pk: &str) {
+async fn lead(
+    lane: &Lane,
+    backend: &Arc<dyn TableBackend>,
+    table: &str,
+    pk: &str,
+    clock: &dyn Clock,
+) {
     let mut group = Group::take(lane);
     if group.is_empty() {
         return;
@@ -451,15 +467,12 @@ async fn lead(lane: &Lane, backend: &Arc<dyn TableBackend>, table: &str, pk: &st
         let state = lane.state.lock();
         (state.head.clone(), state.floor)
     };
-    let head = match kept {
-        Some(head) => Some(head),
-        None => match head_before_changes(backend.as_ref(), table, pk).await {
-            Ok(head) => head,
-            Err(e) => {
-                let mut e = Some(e);
-                return group.finish_all(|| Outcome::Unsettled(e.take()));
-            }
-        },
+    let head = match announced_head(lane, backend.as_ref(), table, pk, clock, kept).await {
+        Ok(head) => head,
+        Err(e) => {
+            let mut e = Some(e);
+            return group.finish_all(|| Outcome::Unsettled(e.take()));
+        }
     };
     let start = head.as_ref().map_or(0, |h| h.seq).max(floor);
     let last = group.assemble(pk, start, head.as_ref());
@@ -537,6 +550,33 @@ async fn lead(lane: &Lane, backend: &Arc<dyn TableBackend>, table: &str, pk: &st
     // The turn waits before it ends: the other process's writers go first.
     let most = 1u64 << races.min(6);
     tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
+}
+
+/// The head a turn numbers after: `kept`, or read (the partition listed
+/// when it has none). The partition is announced first once the lane's
+/// last announcement is [`ANNOUNCE_EVERY`] old (a listing is one).
+async fn announced_head(
+    lane: &Lane,
+    backend: &dyn TableBackend,
+    table: &str,
+    pk: &str,
+    clock: &dyn Clock,
+    kept: Option<Head>,
+) -> Result<Option<Head>> {
+    let now = clock.now();
+    let announced = lane.state.lock().announced;
+    let due = announced.is_none_or(|at| now >= at.saturating_add(ANNOUNCE_EVERY));
+    let (head, fresh) = match kept {
+        Some(head) => (Some(head), false),
+        None => head_before_changes(backend, table, pk, now).await?,
+    };
+    if due && !fresh {
+        announce(backend, table, pk, now).await?;
+    }
+    if due || fresh {
+        lane.state.lock().announced = Some(now);
+    }
+    Ok(head)
 }
 
 impl Group {

@@ -68,7 +68,10 @@ pub(in crate::table) async fn run(
             // Boxed: the lane's future is large, and a transaction without
             // a feed should not carry its room.
             Some(feed) => {
-                Box::pin(send_in_lane(backend, table, pk, feed, operations, &notes)).await
+                Box::pin(send_in_lane(
+                    backend, table, pk, clock, feed, operations, &notes,
+                ))
+                .await
             }
         };
         let answer = match answer {
@@ -230,12 +233,13 @@ async fn send_in_lane(
     backend: &Arc<dyn TableBackend>,
     table: &str,
     pk: &str,
+    clock: &dyn crate::clock::Clock,
     feed: &mut Feed<'_>,
     operations: Vec<BatchOperation>,
     notes: &FeedNotes,
 ) -> (Vec<BatchOperation>, Answer) {
     let entry = feed.entry(pk, operations, notes);
-    let sent = lane::send(backend, table, pk, entry).await;
+    let sent = lane::send(backend, table, pk, clock, entry).await;
     feed.first = sent.first;
     let answer = match sent.outcome {
         Outcome::Committed(etags) => Answer::Committed(etags),
