@@ -23,6 +23,11 @@
 //!   of the changes older than
 //!   [`change_retention`](UpkeepConfig::change_retention) that every
 //!   registered consumer has committed (see [`changes`](crate::changes)).
+//!   A round reads the feed's directory, and only the partitions where
+//!   something may be due: the upkeep remembers, of each partition it
+//!   read, until when its oldest change is too young, or that its
+//!   consumers must commit more first. So a round of an idle feed costs
+//!   the directory's queries, however many partitions it has.
 //!
 //! Each round is logged (`tablekit::upkeep`, at `info` when it did
 //! something, `warn` when a part failed) and counted ([`UpkeepStats`]).
@@ -353,11 +358,21 @@ impl Upkeep {
             };
         let trims: Vec<(std::any::TypeId, Trim)> = if T::DESCRIPTOR.write_needs().changes {
             let table = table.clone();
+            // What each round learns of the partitions, for the next: a
+            // round reads only those where something may be due.
+            let memo = Arc::new(parking_lot::Mutex::new(crate::changes::TrimMemo::default()));
             let trim: Trim = Arc::new(move |retention: Duration, limit: Option<Duration>| {
-                let table = table.clone();
+                let (table, memo) = (table.clone(), Arc::clone(&memo));
                 async move {
-                    let report = table.feed().trim_with_limit(retention, limit).await?;
-                    Ok(report.removed)
+                    // Out of the lock while the trim runs (a round that
+                    // overlaps this one starts from nothing known).
+                    let mut known = std::mem::take(&mut *memo.lock());
+                    let trimmed = table
+                        .feed()
+                        .trim_remembering(retention, limit, &mut known)
+                        .await;
+                    *memo.lock() = known;
+                    Ok(trimmed?.removed)
                 }
                 .boxed()
             });

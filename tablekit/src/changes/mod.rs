@@ -211,7 +211,10 @@ mod consumer;
 pub use consumer::*;
 mod lease;
 mod quiet;
+mod trim;
 use quiet::READ_ALL_EVERY;
+pub(crate) use trim::TrimMemo;
+pub use trim::TrimReport;
 mod status;
 pub use status::{ConsumerLag, consumer_lags};
 
@@ -474,169 +477,6 @@ impl<T: TableEntity> Changes<T> {
             .collect())
     }
 
-    /// Deletes the changes older than `window` that every registered
-    /// consumer has committed (all of them older than `window`, when no
-    /// consumer is registered). A consumer registers when it first polls,
-    /// and holds trimming back until it is
-    /// [unregistered](Consumer::unregister). A consumer whose checkpoint
-    /// is behind what was trimmed (one that was not registered) gets
-    /// [`ChangesTrimmed`](Error::ChangesTrimmed) from its next poll:
-    /// changes are never skipped in silence.
-    ///
-    /// Requests: the directory (one query per 1,000 partitions and
-    /// consumers), then per partition with changes to trim a range query,
-    /// the directory row's update, and one transaction per 100 changes.
-    pub async fn trim(&self, window: Duration) -> Result<TrimReport> {
-        self.trim_with_limit(window, None).await
-    }
-
-    /// [`trim`](Changes::trim), and with a `limit` also the changes older
-    /// than it that a registered consumer has not committed: a consumer
-    /// that stopped for good (and was never
-    /// [unregistered](Consumer::unregister)) then holds the feed back no
-    /// longer than `limit`. A consumer behind what was trimmed gets
-    /// [`ChangesTrimmed`](Error::ChangesTrimmed) from its next poll. A
-    /// `limit` shorter than `window` counts as `window`.
-    pub async fn trim_with_limit(
-        &self,
-        window: Duration,
-        limit: Option<Duration>,
-    ) -> Result<TrimReport> {
-        let now = self.table.clock.now();
-        let cutoff = now.checked_sub(window).ok();
-        let hard = limit.and_then(|limit| now.checked_sub(limit.max(window)).ok());
-        let registered: Vec<String> = self
-            .directory(REGISTERED_PREFIX)
-            .await?
-            .into_iter()
-            .filter_map(|row| {
-                row.row_key
-                    .strip_prefix(REGISTERED_PREFIX)
-                    .map(str::to_owned)
-            })
-            .collect();
-        let mut checkpoints: HashMap<(String, String), u64> = HashMap::new();
-        for row in self.directory(CHECKPOINT_PREFIX).await? {
-            let Some(rest) = row.row_key.strip_prefix(CHECKPOINT_PREFIX) else {
-                continue;
-            };
-            if let Some((name, pk)) = rest.split_once('|') {
-                checkpoints.insert((name.to_owned(), pk.to_owned()), number(&row, SEQ));
-            }
-        }
-        let mut report = TrimReport::default();
-        for listed in self.listed().await? {
-            let pk = &listed.partition_key;
-            let passed = registered
-                .iter()
-                .map(|name| {
-                    let key = (name.clone(), pk.clone());
-                    checkpoints.get(&key).copied().unwrap_or(0)
-                })
-                .min()
-                .unwrap_or(u64::MAX);
-            // (A trim that stopped half way left rows up to its mark: this
-            // one deletes them.)
-            if passed <= listed.trimmed && listed.cleared >= listed.trimmed && hard.is_none() {
-                continue;
-            }
-            let removed = self.trim_partition(&listed, passed, cutoff, hard).await?;
-            report.partitions += usize::from(removed > 0);
-            report.removed += removed;
-        }
-        Ok(report)
-    }
-
-    /// Trims the changes of one partition after those deleted already:
-    /// those up to its mark, then those committed before `cutoff` up to
-    /// `passed`, or any committed before `hard`; how many.
-    async fn trim_partition(
-        &self,
-        listed: &Listed,
-        passed: u64,
-        cutoff: Option<DateTime>,
-        hard: Option<DateTime>,
-    ) -> Result<usize> {
-        let pk = &listed.partition_key;
-        let end = match (passed, hard) {
-            (u64::MAX, _) | (_, Some(_)) => Filter::row_key().lt(CHANGE_END),
-            (passed, None) => Filter::row_key().le(change_key(passed)),
-        };
-        let filter = Filter::partition_key()
-            .eq(pk.as_str())
-            .and(Filter::row_key().gt(change_key(listed.cleared)))
-            .and(end);
-        let query = Query::new().filter(filter).select([OP, "Timestamp"]);
-        let backend = self.table.backend();
-        let rows: Vec<Entity> = backend.query_all(self.table.name(), query).await?;
-        // Oldest first: the changes up to the first one too young.
-        let before = |at: Option<DateTime>, time: Option<DateTime>| match (at, time) {
-            (Some(at), Some(time)) => at < time,
-            _ => false,
-        };
-        let old: Vec<u64> = rows
-            .iter()
-            .map(|row| (row, seq_of_change(&row.row_key)))
-            .take_while(|(row, seq)| {
-                let marked = seq.is_some_and(|seq| seq <= listed.trimmed);
-                let committed = seq.is_some_and(|seq| seq <= passed);
-                marked
-                    || (before(row.timestamp, cutoff) && (committed || before(row.timestamp, hard)))
-            })
-            .filter_map(|(_, seq)| seq)
-            .collect();
-        let Some(&last) = old.last() else {
-            return Ok(0);
-        };
-        // Said first, deleted after, then the deletes said done: a consumer
-        // behind is told, and a trim that stops half way leaves its rows to
-        // the next one.
-        self.mark_trimmed(pk, TRIMMED, last).await?;
-        for chunk in old.chunks(100) {
-            let operations: Vec<crate::backend::BatchOperation> = chunk
-                .iter()
-                .map(|&seq| crate::backend::BatchOperation::Delete {
-                    partition_key: pk.clone(),
-                    row_key: change_key(seq),
-                    if_match: IfMatch::Any,
-                })
-                .collect();
-            match crate::exec::send_operations(backend.as_ref(), self.table.name(), &operations)
-                .await
-            {
-                Ok(_) => {}
-                // Another trim took some first: the rest one by one.
-                Err(Error::BatchFailed { source, .. })
-                    if matches!(*source, Error::EntityNotFound { .. }) =>
-                {
-                    for operation in &operations {
-                        let (pk, rk) = operation.keys();
-                        let delete = EntityWrite::Delete(pk, rk, &IfMatch::Any);
-                        match crate::exec::write_one(backend.as_ref(), self.table.name(), delete)
-                            .await
-                        {
-                            Ok(_) | Err(Error::EntityNotFound { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        self.mark_trimmed(pk, CLEARED, last).await?;
-        Ok(old.len())
-    }
-
-    /// Records on the partition's directory row that changes up to `seq`
-    /// are trimmed ([`TRIMMED`]) or deleted ([`CLEARED`]), never lowering
-    /// what is there.
-    async fn mark_trimmed(&self, pk: &str, mark: &'static str, seq: u64) -> Result<()> {
-        raise(&self.table, &listed_key(pk), mark, seq, || {
-            format!("the change feed's directory row of partition {pk:?}")
-        })
-        .await
-    }
-
     /// The consumer `name`, which keeps its own checkpoints in the table.
     /// A name is 1–63 letters, digits, `-`, `_` or `.`.
     pub fn consumer(&self, name: &str) -> Result<Consumer<T>> {
@@ -768,16 +608,6 @@ struct Listed {
     announced: Option<DateTime>,
     /// The directory row's ETag: any write to the row changes it.
     etag: Option<ETag>,
-}
-
-/// What [`Changes::trim`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TrimReport {
-    /// The changes deleted.
-    pub removed: usize,
-    /// The partitions they were deleted from.
-    pub partitions: usize,
 }
 
 /// Raises the number `property` of the directory row `key` to `value`,

@@ -111,7 +111,11 @@ impl<'a> Feed<'a> {
         Some(Feed {
             changes,
             first: 0,
-            tag: format!("{:016x}", fastrand::u64(..)),
+            tag: {
+                let mut tag = String::with_capacity(16);
+                crate::pending::changes::push_hex16(&mut tag, fastrand::u64(..));
+                tag
+            },
         })
     }
 

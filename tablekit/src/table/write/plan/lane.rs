@@ -204,8 +204,7 @@ impl Slot {
 
 /// The lane of partition `pk` of `table` on `backend`.
 fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> {
-    let at = Arc::as_ptr(backend).cast::<()>() as usize;
-    let key = format!("{at:x}\u{0}{table}\u{0}{pk}");
+    let key = lane_key(backend, table, pk);
     let mut lanes = LANES.lock();
     if let Some(lane) = lanes.get(&key) {
         return Arc::clone(lane);
@@ -226,6 +225,20 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
     });
     lanes.insert(key, Arc::clone(&lane));
     lane
+}
+
+/// The key of the lane of `pk` in `table` on `backend`: the backend's
+/// address, the table and the partition (written by hand: it is made on
+/// every write with a change feed).
+fn lane_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
+    let at = Arc::as_ptr(backend).cast::<()>() as usize as u64;
+    let mut key = String::with_capacity(18 + table.len() + pk.len());
+    crate::pending::changes::push_hex16(&mut key, at);
+    key.push('\u{0}');
+    key.push_str(table);
+    key.push('\u{0}');
+    key.push_str(pk);
+    key
 }
 
 /// When its writer's future is dropped: takes a slot out of its lane's
@@ -673,8 +686,7 @@ fn committed(
 #[cfg(test)]
 pub(super) fn kept_lane_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
     let _ = lane_of(backend, table, pk);
-    let at = Arc::as_ptr(backend).cast::<()>() as usize;
-    format!("{at:x}\u{0}{table}\u{0}{pk}")
+    lane_key(backend, table, pk)
 }
 
 #[cfg(test)]
