@@ -228,6 +228,26 @@ pub async fn leases_are_kept_with_one_write_per_instance(backend: Arc<dyn TableB
         20,
         "a stopped instance's partitions are taken over"
     );
+    // Ten lease periods after its row ran out, a stopped instance's row is
+    // deleted by another; a live one's is kept.
+    let instances = || async {
+        use tablekit::TableBackendExt as _;
+        let filter = tablekit::filter::Filter::partition_key()
+            .eq("~tk|changes")
+            .and(tablekit::filter::Filter::row_key().gt("i|keep|"))
+            .and(tablekit::filter::Filter::row_key().lt("i|keep}"));
+        let rows = backend
+            .query_all(&name, tablekit::Query::new().filter(filter))
+            .await
+            .expect("instance rows");
+        rows.len()
+    };
+    assert_eq!(instances().await, 2);
+    for _ in 0..22 {
+        clock.advance(lease / 2);
+        b.poll(100).await.expect("poll");
+    }
+    assert_eq!(instances().await, 1, "the stopped instance's row is gone");
     let long = FaultInjection::new(Arc::clone(&backend));
     let t: Table<Order> =
         Table::from_arc(Arc::new(long), &name).with_clock(Arc::new(clock.clone()));
