@@ -15,15 +15,12 @@
 //! (`UseLocalStorage=./data`, say) on those stores, in tables of its own
 //! that it deletes at the end.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+mod idle_run;
 
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
-use tablekit::layer::{FaultHandle, FaultInjection, Operation};
-use tablekit_examples::service::runs::{env_number, exit_code, process_cpu};
-use tablekit_examples::service::{App, NameSearch, Names, Stores};
-use tower::ServiceExt as _;
+use std::time::Duration;
+
+use tablekit_examples::service::runs::{env_number, exit_code};
+use tablekit_examples::service::{Names, Stores};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
@@ -36,89 +33,33 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let window = Duration::from_secs(env_number("IDLE_SECONDS", 60).max(1) as u64);
     let configured = std::env::var("TABLEKIT_CONNECTION_STRING").is_ok();
     let (stores, location) = Stores::from_env_or("UseMemoryStorage=true")?;
-    let counted = FaultInjection::new(Arc::clone(&stores.tables));
-    let calls = counted.handle();
-    let stores = Stores {
-        tables: Arc::new(counted),
-        ..stores
-    };
     let names = if configured {
         Names::unique("Idle")
     } else {
         Names::default()
     };
-    let app = App::open(stores, names).await?;
-    let upkeep = app.upkeep(App::upkeep_config()).spawn();
-    let search = Arc::new(NameSearch::new(&app, "idle")?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let projector = {
-        let search = Arc::clone(&search);
-        tokio::spawn(async move {
-            search
-                .run(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        })
-    };
-    let router = app.router();
-    let made = Instant::now();
-    for n in 0..tenants {
-        let body = serde_json::json!({
-            "id": "c1", "name": format!("Customer {n}"),
-            "email": format!("c{n}@example.com"), "city": "Oslo"
-        });
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri(format!("/tenants/t{n:05}/customers"))
-            .header("content-type", "application/json")
-            .body(Body::from(body.to_string()))?;
-        let answer = router.clone().oneshot(request).await?;
-        if answer.status() != StatusCode::CREATED {
-            return Err(format!(
-                "tenant {n}: the customer was not made ({})",
-                answer.status()
-            )
-            .into());
-        }
-    }
     eprintln!(
-        "{location}: {tenants} tenants made in {:.1} s; settling for {} s",
-        made.elapsed().as_secs_f64(),
+        "{location}: making {tenants} tenants, then settling for {} s",
         settle.as_secs()
     );
-    tokio::time::sleep(settle).await;
-    let (before, cpu_before) = (counts(&calls), process_cpu());
-    tokio::time::sleep(window).await;
-    let (after, cpu_after) = (counts(&calls), process_cpu());
-    let seconds = window.as_secs_f64();
-    let total: usize = after.iter().zip(&before).map(|(a, b)| a - b).sum();
+    let (app, report) = idle_run::run(stores, names, tenants, settle, window).await?;
+    let seconds = report.window.as_secs_f64();
     println!(
-        "{location}: {tenants} idle tenants over {seconds:.0} s: {:.2} table operations/s",
-        total as f64 / seconds
+        "{location}: {tenants} tenants (made in {:.1} s), idle over {seconds:.0} s: {:.2} table operations/s",
+        report.made_in.as_secs_f64(),
+        report.total() as f64 / seconds
     );
-    for ((operation, a), b) in Operation::ENTITY_OPERATIONS.iter().zip(&after).zip(&before) {
-        println!("  {operation:?}: {}", a - b);
+    for (operation, count) in &report.operations {
+        println!("  {operation:?}: {count}");
     }
-    if let Some(cpu) = cpu_after.zip(cpu_before).map(|(a, b)| a - b) {
+    if let Some(cpu) = report.cpu {
         println!(
             "  this process used {cpu:.2} s of CPU ({:.2}% of a core)",
             cpu / seconds * 100.0
         );
     }
-    let _ = stop.send(());
-    projector.await?;
-    upkeep.shutdown().await;
     if configured {
         app.destroy().await?;
     }
     Ok(())
-}
-
-/// The calls of each counted operation so far.
-fn counts(calls: &FaultHandle) -> Vec<usize> {
-    Operation::ENTITY_OPERATIONS
-        .iter()
-        .map(|op| calls.calls(*op))
-        .collect()
 }
