@@ -521,7 +521,10 @@ impl LocalStorageBuilder {
     }
 
     /// Opens the store in `dir`, creating the directory and the store if
-    /// needed (unless [`read_only`](LocalStorageBuilder::read_only)).
+    /// needed (unless [`read_only`](LocalStorageBuilder::read_only)). The
+    /// directory above `dir` must exist: a path whose parent is missing (a
+    /// typo in it, say) is refused with [`StorageFailure::Io`], and nothing
+    /// is created.
     ///
     /// A store whose own files disagree is refused with
     /// [`StorageFailure::Damaged`], never opened as another: its engine's
@@ -622,7 +625,8 @@ impl LocalStorageBuilder {
 
 impl LocalStorage {
     /// Opens the store in `dir` with the default settings, creating the
-    /// directory and the store if needed. See [`LocalStorageBuilder::open`].
+    /// directory (in one that exists) and the store if needed. See
+    /// [`LocalStorageBuilder::open`].
     ///
     /// # Errors
     /// As [`LocalStorageBuilder::open`].

@@ -388,7 +388,7 @@ pub(crate) fn ready_store_file(dir: &Path, read_only: bool) -> Result<()> {
             });
         }
     } else {
-        std::fs::create_dir_all(dir).map_err(|e| io_error(dir, &e))?;
+        make_store_dir(dir)?;
         if !file.exists() {
             engine_not_lost(dir)?;
             create_atomically(dir, &file)?;
@@ -406,4 +406,32 @@ pub(crate) fn ready_store_file(dir: &Path, read_only: bool) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Makes the store's directory where it is missing, in a directory that
+/// exists: a path whose parent is missing (a typo in it, say) is refused,
+/// as SQLite refuses to make a file there, and nothing is created.
+fn make_store_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::Storage {
+            path: dir.display().to_string(),
+            failure: StorageFailure::Io,
+            message: format!(
+                "{} does not exist: a store is made in a directory that exists (make it first)",
+                parent.display()
+            ),
+        });
+    }
+    match std::fs::create_dir(dir) {
+        // Made meanwhile by another opener: as good.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        made => made.map_err(|e| io_error(dir, &e)),
+    }
 }

@@ -85,6 +85,32 @@ fn creation_killed_at_any_moment_leaves_no_store_that_cannot_open() {
     );
 }
 
+/// A store is made in a directory that exists: a path whose parent is
+/// missing (a typo in it) is refused, and nothing is created; a missing
+/// store directory in an existing one is made.
+#[test]
+fn a_store_under_a_missing_directory_is_refused_and_nothing_is_made() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let typo = dir.path().join("dta").join("store");
+    let error = LocalStorage::open(&typo).expect_err("a missing parent");
+    assert!(
+        matches!(
+            error,
+            Error::Storage {
+                failure: StorageFailure::Io,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("does not exist"), "{error}");
+    assert!(!dir.path().join("dta").exists(), "nothing made");
+    let made = dir.path().join("store");
+    drop(LocalStorage::open(&made).expect("a store in an existing directory"));
+    assert!(made.join(FILE_NAME).is_file());
+    drop(LocalStorage::open(&made).expect("opened again"));
+}
+
 #[test]
 fn an_empty_or_cut_file_is_damaged_not_a_new_store() {
     let dir = tempfile::tempdir().expect("a directory");

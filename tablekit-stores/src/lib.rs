@@ -26,7 +26,9 @@
 //!
 //! Settings are `key=value` pairs separated by `;`; keys are matched
 //! without regard to case. A local directory is created if needed (but not
-//! when read-only); a relative one is relative to the working directory.
+//! when read-only, and only in a directory that exists: a path whose parent
+//! is missing is refused); a relative one is relative to the working
+//! directory.
 //!
 //! ```
 //! use tablekit::{Entity, TableBackend, TableBackendExt};
