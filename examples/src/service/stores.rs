@@ -36,6 +36,16 @@ impl Stores {
     /// local directory [`DEFAULT_STORAGE`], kept across restarts; and where
     /// the data lives, to print at start.
     pub fn from_env() -> Result<(Stores, String), Error> {
+        if std::env::var_os("TABLEKIT_CONNECTION_STRING").is_none() {
+            // The service's own place: its parent is made here (a store is
+            // made only in a directory that exists, so that a typo in a
+            // path someone gives makes nothing).
+            std::fs::create_dir_all(DEFAULT_PARENT).map_err(|e| Error::Storage {
+                path: DEFAULT_PARENT.to_owned(),
+                failure: tablekit::StorageFailure::Io,
+                message: e.to_string(),
+            })?;
+        }
         Stores::from_env_or(DEFAULT_STORAGE)
     }
 
@@ -50,6 +60,10 @@ impl Stores {
 /// Where the service keeps its data unless told otherwise: a directory
 /// under the working directory.
 pub const DEFAULT_STORAGE: &str = "UseLocalStorage=./tablekit-data/service";
+
+/// The directory that holds [`DEFAULT_STORAGE`]'s, made at start when
+/// missing.
+const DEFAULT_PARENT: &str = "./tablekit-data";
 
 impl From<tablekit_stores::Stores> for Stores {
     fn from(stores: tablekit_stores::Stores) -> Stores {
