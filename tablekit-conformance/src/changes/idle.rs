@@ -265,3 +265,55 @@ pub async fn leases_are_kept_with_one_write_per_instance(backend: Arc<dyn TableB
     );
     backend.delete_table(&name).await.expect("delete table");
 }
+
+/// A write dropped after each poll, into a partition a consumer has found
+/// quiet (its announcement due again), either commits with its partition
+/// announced first or does not commit: the consumer's next poll reads
+/// every change that committed, each once, in order.
+pub async fn writes_dropped_while_announcing_are_never_missed(backend: Arc<dyn TableBackend>) {
+    let name = fresh_table(&*backend, "chgdropann").await;
+    let clock = ManualClock::new();
+    let yielding = FaultInjection::new(Arc::clone(&backend));
+    yielding.handle().set_yields(true);
+    let writer: Table<Order> =
+        Table::from_arc(Arc::new(yielding), &name).with_clock(Arc::new(clock.clone()));
+    let reader: Table<Order> =
+        Table::from_arc(Arc::clone(&backend), &name).with_clock(Arc::new(clock.clone()));
+    writer.insert(&order("p", 0, 0)).await.expect("insert");
+    let consumer = reader
+        .changes()
+        .consumer("dropped")
+        .expect("consumer")
+        .read_all_every(None);
+    let mut delivered: Vec<u64> = Vec::new();
+    for k in 1.. {
+        assert!(k < 200, "the write never completes");
+        // Quiet: read to its end five minutes after its announcement.
+        clock.advance(QUIET_AFTER + Duration::from_secs(1));
+        for _ in 0..2 {
+            let batch = consumer.poll(100).await.expect("poll");
+            delivered.extend(batch.changes.iter().map(|c| c.id.seq));
+            consumer.commit(&batch).await.expect("commit");
+        }
+        let id = u32::try_from(k).expect("a small number");
+        let done = drop_after_polls(k, writer.insert(&order("p", id, 1)))
+            .await
+            .is_some();
+        crate::settle().await;
+        let batch = consumer.poll(100).await.expect("poll");
+        delivered.extend(batch.changes.iter().map(|c| c.id.seq));
+        consumer.commit(&batch).await.expect("commit");
+        let stored: Vec<u64> = changes(&writer, "p")
+            .await
+            .iter()
+            .map(|c| c.id.seq)
+            .collect();
+        assert_eq!(delivered, stored, "a write dropped after poll {k}");
+        if done {
+            // Dropped at every point before: the announcement's own too.
+            assert!(k > 3, "the write took {k} polls");
+            break;
+        }
+    }
+    backend.delete_table(&name).await.expect("delete table");
+}
