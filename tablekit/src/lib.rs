@@ -302,6 +302,7 @@ pub mod changes;
 pub mod copy;
 pub mod encryption;
 mod exec;
+mod hex;
 pub mod index;
 pub mod log;
 pub mod outbox;

@@ -24,7 +24,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "model",
         &[
-            "datetime", "edm", "value", "entity", "keyorder", "key", "error",
+            "datetime", "edm", "value", "entity", "keyorder", "key", "error", "hex",
         ],
     ),
     ("rules and wire", &["validate", "filter", "json", "props"]),

@@ -248,14 +248,7 @@ pub async fn leases_are_kept_with_one_write_per_instance(backend: Arc<dyn TableB
         b.poll(100).await.expect("poll");
     }
     assert_eq!(instances().await, 1, "the stopped instance's row is gone");
-    let long = FaultInjection::new(Arc::clone(&backend));
-    let t: Table<Order> =
-        Table::from_arc(Arc::new(long), &name).with_clock(Arc::new(clock.clone()));
-    let too_long = t
-        .changes()
-        .consumer("keep")
-        .expect("consumer")
-        .leased(&"x".repeat(257), lease);
+    let (too_long, _) = instance(&"x".repeat(257));
     assert!(
         matches!(
             too_long.poll(100).await,

@@ -126,7 +126,7 @@ impl<T: TableEntity> Consumer<T> {
         let half = now.checked_add(period / 2).map_err(Error::from)?;
         if alive.get(instance).is_none_or(|until| *until <= half) {
             let until = now.checked_add(period).map_err(Error::from)?;
-            let key = format!("{prefix}{}", hex(instance));
+            let key = format!("{prefix}{}", crate::hex::hex(instance.as_bytes()));
             let row = Entity::new(DIRECTORY, key)
                 .with(LEASE_OWNER, instance)
                 .with(LEASE_UNTIL, until);
@@ -169,13 +169,4 @@ fn holder(row: &Entity, alive: &Alive, now: DateTime) -> Option<String> {
         .and_then(|v| v.as_datetime());
     let holds = alive.contains_key(owner) || own_time.is_some_and(|until| until > now);
     holds.then(|| owner.to_owned())
-}
-
-/// `text`'s bytes in lowercase hex: an instance's name, safe in a RowKey.
-fn hex(text: &str) -> String {
-    use std::fmt::Write as _;
-    text.bytes().fold(String::new(), |mut out, byte| {
-        let _ = write!(out, "{byte:02x}");
-        out
-    })
 }

@@ -109,18 +109,8 @@ pub(crate) const LEASE_UNTIL: &str = "_LeaseUntil";
 pub(crate) fn change_key(seq: u64) -> String {
     let mut key = String::with_capacity(CHANGE_PREFIX.len() + 16);
     key.push_str(CHANGE_PREFIX);
-    push_hex16(&mut key, seq);
+    crate::hex::push_hex16(&mut key, seq);
     key
-}
-
-/// Appends `n` as 16 lowercase hex digits, as `{n:016x}` writes it: on
-/// every typed write with a change feed, where the formatting machinery
-/// cost several times as much.
-pub(crate) fn push_hex16(out: &mut String, n: u64) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for shift in (0..16).rev() {
-        out.push(char::from(DIGITS[((n >> (shift * 4)) & 0xf) as usize]));
-    }
 }
 
 /// The number of the change row `row_key`, if it is one.
@@ -282,11 +272,6 @@ mod tests {
         for (key, seq) in keys.iter().zip([0, 1, 9, 10, 255, 256, u64::MAX]) {
             assert_eq!(seq_of_change(key), Some(seq));
             assert!(key.as_str() < CHANGE_END && key.as_str() > HEAD_KEY);
-        }
-        for n in [0, 1, 0xabc, u64::MAX, 0x0123_4567_89ab_cdef] {
-            let mut hex = String::new();
-            push_hex16(&mut hex, n);
-            assert_eq!(hex, format!("{n:016x}"));
         }
         assert_eq!(seq_of_change("~tk|change|12"), None);
         assert_eq!(seq_of_change("~tk|change|zzzzzzzzzzzzzzzz"), None);

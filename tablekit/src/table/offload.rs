@@ -195,10 +195,6 @@ pub struct BlobReference {
     pub sealed: bool,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The blob names of one kind in one table start with this prefix
 /// (`staff/emp/`), so a sweep lists only its own.
 pub fn blob_prefix(table: &str, kind: Option<&str>) -> String {
@@ -321,7 +317,7 @@ pub(crate) async fn offload(
         let container = Arc::clone(&target.container);
         async move {
             let length = data.len() as u64;
-            let md5 = hex(&Md5::digest(&data));
+            let md5 = crate::hex::hex(&Md5::digest(&data));
             store
                 .put_blob(&container, &name, data, &PutCondition::IfNotExists)
                 .await?;
@@ -392,7 +388,8 @@ pub(crate) async fn fetch(
         })?;
     // The bytes received are hashed: what the store reports of them is
     // not what this row's reader gets.
-    if blob.data.len() as u64 != reference.length || hex(&Md5::digest(&blob.data)) != reference.md5
+    if blob.data.len() as u64 != reference.length
+        || crate::hex::hex(&Md5::digest(&blob.data)) != reference.md5
     {
         return Err(problem(format!(
             "blob {:?} does not match its length and hash",

@@ -113,7 +113,7 @@ impl<'a> Feed<'a> {
             first: 0,
             tag: {
                 let mut tag = String::with_capacity(16);
-                crate::pending::changes::push_hex16(&mut tag, fastrand::u64(..));
+                crate::hex::push_hex16(&mut tag, fastrand::u64(..));
                 tag
             },
         })

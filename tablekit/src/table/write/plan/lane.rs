@@ -239,7 +239,7 @@ fn lane_of(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> Arc<Lane> 
 fn lane_key(backend: &Arc<dyn TableBackend>, table: &str, pk: &str) -> String {
     let at = Arc::as_ptr(backend).cast::<()>() as usize as u64;
     let mut key = String::with_capacity(18 + table.len() + pk.len());
-    crate::pending::changes::push_hex16(&mut key, at);
+    crate::hex::push_hex16(&mut key, at);
     key.push('\u{0}');
     key.push_str(table);
     key.push('\u{0}');
@@ -493,10 +493,11 @@ async fn lead(
     if group.is_empty() {
         return;
     }
-    let (kept, floor) = {
+    let (kept, floor, announced) = {
         let state = lane.state.lock();
-        (state.head.clone(), state.floor)
+        (state.head.clone(), state.floor, state.announced)
     };
+    let kept = (kept, announced);
     let head = match announced_head(lane, backend.as_ref(), table, pk, clock, kept).await {
         Ok(head) => head,
         Err(e) => {
@@ -582,19 +583,19 @@ async fn lead(
     tokio::time::sleep(std::time::Duration::from_millis(fastrand::u64(0..most))).await;
 }
 
-/// The head a turn numbers after: `kept`, or read (the partition listed
-/// when it has none). The partition is announced first once the lane's
-/// last announcement is [`ANNOUNCE_EVERY`] old (a listing is one).
+/// The head a turn numbers after: the one the lane keeps, or read (the
+/// partition listed when it has none). The partition is announced first
+/// once the lane's last announcement (`kept`'s second) is
+/// [`ANNOUNCE_EVERY`] old (a listing is one).
 async fn announced_head(
     lane: &Lane,
     backend: &dyn TableBackend,
     table: &str,
     pk: &str,
     clock: &dyn Clock,
-    kept: Option<Head>,
+    (kept, announced): (Option<Head>, Option<DateTime>),
 ) -> Result<Option<Head>> {
     let now = clock.now();
-    let announced = lane.state.lock().announced;
     let due = announced.is_none_or(|at| now >= at.saturating_add(ANNOUNCE_EVERY));
     let (head, fresh) = match kept {
         Some(head) => (Some(head), false),
