@@ -98,15 +98,15 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         .iter()
         .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
         .collect();
-    // A watcher shell ends Azurite when this test process is gone, then
-    // removes the work directory.
+    // A watcher shell ends Azurite when this test process is gone (its
+    // standard input then reaches its end: see `until_this_process_ends`),
+    // then removes the work directory.
     let script = format!(
         "\"$0\" --inMemoryPersistence --silent --skipApiVersionCheck \
          --blobHost 127.0.0.1 --blobPort {blob_port} --queueHost 127.0.0.1 --queuePort {queue_port} \
-         --tableHost 127.0.0.1 --tablePort {table_port} {extra} & child=$!; \
-         while kill -0 {parent} 2>/dev/null; do sleep 1; done; kill $child; wait $child; \
+         --tableHost 127.0.0.1 --tablePort {table_port} {extra} </dev/null & child=$!; \
+         while read -r _; do :; done; kill -9 $child; wait $child; \
          rm -rf \"$1\"",
-        parent = std::process::id(),
         extra = quoted.join(" "),
     );
     // Not waited on: the watcher lives as long as this test process and ends
@@ -118,7 +118,7 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         .arg(&bin)
         .arg(&work)
         .current_dir(&work)
-        .stdin(Stdio::null())
+        .stdin(until_this_process_ends())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -139,6 +139,18 @@ pub fn start_with(extra: &[&str]) -> Azurite {
         blob_port,
         queue_port,
     }
+}
+
+/// A standard input for a watcher that reaches its end exactly when this
+/// test process is gone, however it ends: the read end of a pipe whose
+/// write end only this process holds (it is never inherited: the standard
+/// library opens pipes close-on-exec) and never closes. Unlike polling the
+/// process id, it cannot be fooled by another process given the same id.
+fn until_this_process_ends() -> Stdio {
+    let (reader, writer) = std::io::pipe().expect("a pipe for the watcher");
+    // Kept open until this process ends: the kernel closes it then.
+    std::mem::forget(writer);
+    Stdio::from(reader)
 }
 
 /// The Azurite of this test process, started on first use.

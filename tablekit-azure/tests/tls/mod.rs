@@ -154,6 +154,18 @@ impl TokenCredential for Minting {
     }
 }
 
+/// A standard input that reaches its end exactly when this test process is
+/// gone: the read end of a pipe whose write end only this process holds
+/// (pipes are opened close-on-exec, so no child inherits it) and never
+/// closes. Unlike polling the process id, another process given the same
+/// id cannot fool it.
+fn until_this_process_ends() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().expect("a pipe for the watcher");
+    // Kept open until this process ends: the kernel closes it then.
+    std::mem::forget(writer);
+    std::process::Stdio::from(reader)
+}
+
 /// Removes `dir` once this test process is gone: an Azurite started with the
 /// certificates reads them for as long as it runs, so they cannot go sooner.
 fn remove_when_done(dir: &std::path::Path) {
@@ -161,12 +173,9 @@ fn remove_when_done(dir: &std::path::Path) {
     #[allow(clippy::zombie_processes)]
     std::process::Command::new("sh")
         .arg("-c")
-        .arg(format!(
-            "while kill -0 {} 2>/dev/null; do sleep 1; done; rm -rf \"$0\"",
-            std::process::id()
-        ))
+        .arg("while read -r _; do :; done; rm -rf \"$0\"")
         .arg(dir)
-        .stdin(std::process::Stdio::null())
+        .stdin(until_this_process_ends())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
