@@ -19,7 +19,8 @@
 //! divide by `READS` times the rows for one row's read. `indexed_insert`
 //! inserts entities with a unique index instead, and `indexed_get` then
 //! reads each through the index, which copies no field (the index row,
-//! then the entity): subtract `indexed_insert`'s. Each write is durable;
+//! then the entity), and `indexed_project` reads each so as a projection
+//! of its name: subtract `indexed_insert`'s. Each write is durable;
 //! the time a sync waits is not instructions.
 
 use std::hint::black_box;
@@ -55,6 +56,17 @@ struct Coded {
     name: String,
 }
 
+/// A coded item's name alone, read through its index.
+#[derive(TableEntity, Debug, Clone)]
+#[tablekit(projection_of = Coded)]
+struct CodedName {
+    #[tablekit(partition_key)]
+    pk: String,
+    #[tablekit(row_key)]
+    rk: u32,
+    name: String,
+}
+
 fn coded_item(rk: u32) -> Coded {
     Coded {
         pk: "p".into(),
@@ -83,7 +95,7 @@ fn main() {
     let mode = args.next().unwrap_or_else(|| "typed_insert".into());
     let n: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1000);
     // Refused before anything is made: no store is left behind by a typo.
-    const MODES: [&str; 9] = [
+    const MODES: [&str; 10] = [
         "typed_insert",
         "typed_get",
         "typed_replace",
@@ -93,6 +105,7 @@ fn main() {
         "passed_range",
         "indexed_insert",
         "indexed_get",
+        "indexed_project",
     ];
     if !MODES.contains(&mode.as_str()) {
         eprintln!("unknown mode `{mode}`; one of {}", MODES.join(", "));
@@ -107,13 +120,20 @@ fn main() {
     let items: Table<Item> = Table::new(store);
     rt.block_on(async {
         items.create_if_missing().await.expect("table");
-        if matches!(mode.as_str(), "indexed_insert" | "indexed_get") {
+        if mode.starts_with("indexed_") {
             let coded = items.of::<Coded>();
             for i in 0..n {
                 black_box(coded.insert(&coded_item(i)).await.expect("insert"));
             }
             if mode == "indexed_get" {
                 let by_code = coded.index(Coded::indexes().code);
+                for i in 0..n {
+                    let found = by_code.get("p", &format!("code-{i}")).await;
+                    assert!(black_box(found.expect("get")).is_some());
+                }
+            }
+            if mode == "indexed_project" {
+                let by_code = coded.index(Coded::indexes().code).project::<CodedName>();
                 for i in 0..n {
                     let found = by_code.get("p", &format!("code-{i}")).await;
                     assert!(black_box(found.expect("get")).is_some());

@@ -688,10 +688,9 @@ struct BadgeHolder {
 }
 
 /// Reads through an index follow each index row to an entity read by
-/// reference (`read_row`) when they read the type itself, and read the
-/// same as through entities: found, missing, and an index row whose
-/// entity no longer holds its value (left out). A projection is read from
-/// the entity.
+/// reference (`read_row`), of the type itself or of a projection, and read
+/// the same as through entities: found, missing, and an index row whose
+/// entity no longer holds its value (left out).
 #[tokio::test(flavor = "current_thread")]
 async fn index_reads_follow_to_borrowed_rows() {
     use futures::TryStreamExt;
@@ -753,10 +752,21 @@ async fn index_reads_follow_to_borrowed_rows() {
             .unwrap();
         assert_eq!(got, expected, "{city}");
         assert_eq!(got.len(), if city == "Nowhere" { 0 } else { 4 }, "{city}");
+        // A projection reads the same entities, each as the projection.
+        let holders: Vec<BadgeHolder> = badges
+            .index(indexes.city)
+            .project::<BadgeHolder>()
+            .find("North", city)
+            .try_collect()
+            .await
+            .unwrap();
+        let holders: Vec<String> = holders.into_iter().map(|h| h.holder).collect();
+        let expected: Vec<String> = expected.into_iter().map(|b| b.holder).collect();
+        assert_eq!(holders, expected, "{city}");
     }
 
-    // They go through `read_row` where the store says it passes rows so;
-    // a projection does not.
+    // They go through `read_row` where the store says it passes rows so,
+    // projections too.
     let claiming = Table::<Badge>::new(EntitiesOnly(store.clone(), true));
     let refused = claiming
         .index(indexes.email)
@@ -770,10 +780,13 @@ async fn index_reads_follow_to_borrowed_rows() {
         .await;
     assert!(refuses_read_row(&refused), "{refused:?}");
     let holder = claiming.index(indexes.email).project::<BadgeHolder>();
-    let holder = holder
-        .get("North", "b1@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(holder.holder, "holder 1");
+    let refused = holder.get("North", "b1@example.com").await;
+    assert!(refuses_read_row(&refused), "{refused:?}");
+    let refused: Result<Vec<BadgeHolder>, _> = claiming
+        .index(indexes.city)
+        .project::<BadgeHolder>()
+        .find("North", "Oslo")
+        .try_collect()
+        .await;
+    assert!(refuses_read_row(&refused), "{refused:?}");
 }

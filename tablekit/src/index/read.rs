@@ -583,7 +583,7 @@ impl<T: TableEntity> Table<T> {
         let rk = index::pointed_row(def, &row)?;
         if let Some(read) = self.indexed_by_reference::<Q>(&pk, &rk).await {
             // Read where the store holds it, no entity made between.
-            let Some(value) = read? else {
+            let Some((value, projected)) = read? else {
                 return Ok(None);
             };
             let key = match remote {
@@ -593,8 +593,12 @@ impl<T: TableEntity> Table<T> {
             if key != row.row_key {
                 return Ok(None);
             }
-            // `Q` is `T` (`indexed_by_reference` read it only then), so the
-            // cast always holds; it moves the value, with no allocation.
+            if projected.is_some() {
+                return Ok(projected);
+            }
+            // `Q` is `T` (`indexed_by_reference` read no projection only
+            // then), so the cast always holds; it moves the value, with no
+            // allocation.
             let mut value = Some(value);
             let value = (&mut value as &mut dyn std::any::Any).downcast_mut::<Option<Q>>();
             return Ok(value.and_then(Option::take));
@@ -616,19 +620,20 @@ impl<T: TableEntity> Table<T> {
         schema::from_entity_owned(entity).map(Some)
     }
 
-    /// The live entity at `(pk, rk)` for an index read as `T` itself, read
-    /// where the backend holds it ([`Table::get`]'s way): `None` when it is
-    /// read through an entity instead (`Q` a projection, or a type or
-    /// backend that does not read so).
+    /// The live entity at `(pk, rk)` for an index read, read where the
+    /// backend holds it ([`Table::get`]'s way): as `T`, and for a
+    /// projection `Q` as `Q` too; `None` when it is read through an entity
+    /// instead (a type or backend that does not read so).
     async fn indexed_by_reference<Q: TableEntity>(
         &self,
         pk: &str,
         rk: &str,
-    ) -> Option<Result<Option<T>>> {
+    ) -> Option<Result<Option<(T, Option<Q>)>>> {
         if std::any::TypeId::of::<Q>() != std::any::TypeId::of::<T>() {
-            return None;
+            let read = self.get_projected_by_reference::<Q>(pk, rk).await?;
+            return Some(read.map(|both| both.map(|(value, part)| (value, Some(part)))));
         }
         let read = self.get_by_reference(pk, rk).await?;
-        Some(read.map(|loaded| loaded.map(Loaded::into_inner)))
+        Some(read.map(|loaded| loaded.map(|loaded| (Loaded::into_inner(loaded), None))))
     }
 }

@@ -57,15 +57,10 @@ impl<T: TableEntity> Table<T> {
         pk: &str,
         rk: &str,
     ) -> Option<Result<Option<Loaded<T>>>> {
-        let descriptor = &T::DESCRIPTOR;
-        if descriptor.rows.is_some()
-            || descriptor.external_values().is_some()
-            || schema::encrypted::<T>().is_some()
-            || !descriptor.previous_kinds.is_empty()
-            || !self.backend.reads_rows(&crate::backend::Query::new())
-        {
+        if !self.reads_by_reference::<T>() {
             return None;
         }
+        let descriptor = &T::DESCRIPTOR;
         let mut loaded = None;
         let mut read = |row: RowRef<'_>| {
             if !self.has_expired(row.properties) {
@@ -78,6 +73,51 @@ impl<T: TableEntity> Table<T> {
             .run(self.backend.read_row(&self.name, pk, rk, &mut read))
             .await;
         Some(found.and_then(|_| loaded.transpose()))
+    }
+
+    /// [`get_by_reference`](Table::get_by_reference) for an index read of
+    /// a projection `Q`: the live entity at `(pk, rk)` as `T` (from a copy
+    /// of the row's values, for the index's check of its value) and as `Q`
+    /// (taking them), read where the backend holds it, with no `Entity`
+    /// made; `None` when either type or the backend does not read so.
+    pub(crate) async fn get_projected_by_reference<Q: TableEntity>(
+        &self,
+        pk: &str,
+        rk: &str,
+    ) -> Option<Result<Option<(T, Q)>>> {
+        if !self.reads_by_reference::<T>() || !self.reads_by_reference::<Q>() {
+            return None;
+        }
+        let mut read_both = None;
+        let mut read = |row: RowRef<'_>| {
+            if !self.has_expired(row.properties) {
+                let whole = schema::read_entity::<T, _>(
+                    row.partition_key,
+                    row.row_key,
+                    &mut row.properties.clone(),
+                )?;
+                read_both = Some((whole, schema::from_row::<Q>(row)?));
+            }
+            Ok(())
+        };
+        let keys = Some((pk, rk));
+        let found = operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
+            .run(self.backend.read_row(&self.name, pk, rk, &mut read))
+            .await;
+        Some(found.map(|_| read_both))
+    }
+
+    /// Whether reads of `U` from this table's backend can take its rows
+    /// where the backend holds them ([`TableBackend::read_row`]): not for a
+    /// wide entity, values kept outside the row or sealed, a renamed kind's
+    /// RowKeys, or a backend that passes no rows by reference.
+    fn reads_by_reference<U: TableEntity>(&self) -> bool {
+        let descriptor = &U::DESCRIPTOR;
+        descriptor.rows.is_none()
+            && descriptor.external_values().is_none()
+            && schema::encrypted::<U>().is_none()
+            && descriptor.previous_kinds.is_empty()
+            && self.backend.reads_rows(&crate::backend::Query::new())
     }
 
     /// Whether a row lies at exactly `(pk, rk)`, read with its keys only.
