@@ -1,5 +1,6 @@
-//! redb and fjall doing tablekit-local's key/value work, one after the
-//! other in one run: 100,000 rows of ~130 bytes in 100 partitions loaded in
+//! redb, fjall and SQLite doing tablekit-local's key/value work, one after
+//! the other in one run (SQLite as the bench against it runs it: WAL,
+//! `synchronous=FULL`, a `WITHOUT ROWID` table of byte keys and values): 100,000 rows of ~130 bytes in 100 partitions loaded in
 //! durable transactions of 100, then point reads, 1,000-row partition
 //! ranges, durable single inserts, durable transactions of 100 (each key
 //! read first, as an insert checks), the time to open the store again, and
@@ -111,12 +112,81 @@ mod fjall_engine {
     }
 }
 
+mod sqlite_engine {
+    use rusqlite::{Connection, OptionalExtension, params};
+    pub struct Sqlite(pub Connection);
+    impl Sqlite {
+        pub fn open(dir: &std::path::Path) -> Sqlite {
+            let c = Connection::open(dir.join("rows.sqlite")).unwrap();
+            c.execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;
+                 CREATE TABLE IF NOT EXISTS rows (k BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID;",
+            )
+            .unwrap();
+            Sqlite(c)
+        }
+    }
+    impl super::Engine for Sqlite {
+        fn name(&self) -> &'static str {
+            "SQLite 3.50"
+        }
+        fn write(&self, rows: &[(Vec<u8>, Vec<u8>)]) {
+            let txn = self.0.unchecked_transaction().unwrap();
+            {
+                let mut exists = txn
+                    .prepare_cached("SELECT 1 FROM rows WHERE k = ?1")
+                    .unwrap();
+                let mut put = txn
+                    .prepare_cached("INSERT OR REPLACE INTO rows (k, v) VALUES (?1, ?2)")
+                    .unwrap();
+                for (k, v) in rows {
+                    let found: Option<i64> = exists
+                        .query_row(params![k], |r| r.get(0))
+                        .optional()
+                        .unwrap();
+                    std::hint::black_box(found.is_some());
+                    put.execute(params![k, v]).unwrap();
+                }
+            }
+            txn.commit().unwrap();
+        }
+        fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+            let mut get = self
+                .0
+                .prepare_cached("SELECT v FROM rows WHERE k = ?1")
+                .unwrap();
+            get.query_row(params![key], |r| r.get(0))
+                .optional()
+                .unwrap()
+        }
+        fn range(&self, lo: &[u8], hi: &[u8]) -> usize {
+            let mut range = self
+                .0
+                .prepare_cached("SELECT k, v FROM rows WHERE k >= ?1 AND k < ?2 ORDER BY k")
+                .unwrap();
+            let mut rows = range.query(params![lo, hi]).unwrap();
+            let mut count = 0;
+            while let Some(row) = rows.next().unwrap() {
+                let k = row.get_ref(0).unwrap().as_blob().unwrap();
+                let v = row.get_ref(1).unwrap().as_blob().unwrap();
+                std::hint::black_box(k.len() + v.len());
+                count += 1;
+            }
+            count
+        }
+    }
+}
+
 fn size(dir: &Path) -> u64 {
     let mut total = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let entry = entry.unwrap();
         let meta = entry.metadata().unwrap();
-        total += if meta.is_dir() { size(&entry.path()) } else { meta.len() };
+        total += if meta.is_dir() {
+            size(&entry.path())
+        } else {
+            meta.len()
+        };
     }
     total
 }
@@ -158,7 +228,9 @@ fn run(engine: &dyn Engine) {
     let single = per_op(started, 300);
     let started = Instant::now();
     for b in 0..50 {
-        let rows: Vec<_> = (0..100).map(|k| (key(ROWS * 2 + b * 100 + k), value(k))).collect();
+        let rows: Vec<_> = (0..100)
+            .map(|k| (key(ROWS * 2 + b * 100 + k), value(k)))
+            .collect();
         engine.write(&rows);
     }
     let txn = per_op(started, 50);
@@ -170,16 +242,23 @@ fn run(engine: &dyn Engine) {
 }
 
 fn main() {
-    println!("| engine | load 100,000 rows | point read | 1,000-row range | durable insert | 100-row transaction |");
+    println!(
+        "| engine | load 100,000 rows | point read | 1,000-row range | durable insert | 100-row transaction |"
+    );
     println!("| --- | --- | --- | --- | --- | --- |");
     let redb_dir = tempfile::tempdir().unwrap();
     let fjall_dir = tempfile::tempdir().unwrap();
+    let sqlite_dir = tempfile::tempdir().unwrap();
     {
         let engine = redb_engine::Redb::open(redb_dir.path());
         run(&engine);
     }
     {
         let engine = fjall_engine::Fjall::open(fjall_dir.path());
+        run(&engine);
+    }
+    {
+        let engine = sqlite_engine::Sqlite::open(sqlite_dir.path());
         run(&engine);
     }
     let started = Instant::now();
@@ -192,12 +271,19 @@ fn main() {
     let fjall_open = started.elapsed();
     assert!(super_get(&engine));
     drop(engine);
+    let started = Instant::now();
+    let engine = sqlite_engine::Sqlite::open(sqlite_dir.path());
+    let sqlite_open = started.elapsed();
+    assert!(super_get(&engine));
+    drop(engine);
     println!(
-        "\nopen again: redb {:.1} ms, fjall {:.1} ms; on disk: redb {} bytes, fjall {} bytes",
+        "\nopen again: redb {:.1} ms, fjall {:.1} ms, SQLite {:.1} ms; on disk: redb {} bytes, fjall {} bytes, SQLite {} bytes",
         redb_open.as_secs_f64() * 1e3,
         fjall_open.as_secs_f64() * 1e3,
+        sqlite_open.as_secs_f64() * 1e3,
         size(redb_dir.path()),
-        size(fjall_dir.path())
+        size(fjall_dir.path()),
+        size(sqlite_dir.path())
     );
 }
 
