@@ -146,7 +146,7 @@ pub fn start_with(extra: &[&str]) -> Azurite {
 /// write end only this process holds (it is never inherited: the standard
 /// library opens pipes close-on-exec) and never closes. Unlike polling the
 /// process id, it cannot be fooled by another process given the same id.
-fn until_this_process_ends() -> Stdio {
+pub fn until_this_process_ends() -> Stdio {
     let (reader, writer) = std::io::pipe().expect("a pipe for the watcher");
     // Kept open until this process ends: the kernel closes it then.
     std::mem::forget(writer);
