@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 const CHILD: &str = "TABLEKIT_HARNESS_CHILD";
 
-/// A watcher given `until_this_process_ends` as its input notices the end
-/// of the process that started it, even while a process that process
-/// started lives on (the pipe's write end is not inherited), and even
-/// when the process id could be given to another process.
+/// A watcher given `until_this_process_ends` as its input waits while the
+/// process that started it runs, and notices its end at once, even while a
+/// process that process started lives on (the pipe's write end is not
+/// inherited). It watches a pipe, not a process id, so a process given the
+/// same id later cannot keep it waiting.
 #[test]
 fn a_watcher_ends_with_its_test_process() {
     if let Some(marker) = std::env::var_os(CHILD) {
