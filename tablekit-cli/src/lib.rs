@@ -209,7 +209,7 @@ fn export_command() -> Command {
                 .long("out")
                 .required(true)
                 .value_parser(clap::value_parser!(PathBuf))
-                .help("the directory to write into"),
+                .help("the directory to write into (made if missing, in a directory that exists)"),
         )
         .args(selection_args())
         .arg(skip_damaged_arg())
@@ -770,7 +770,7 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
     let tables = copier.source_tables().await?;
     // Made once the source answered: a store that cannot be reached leaves
     // no directory behind.
-    std::fs::create_dir_all(&out).map_err(|e| failed(format!("--out {}: {e}", out.display())))?;
+    make_out_dir(&out)?;
     for table in &tables {
         let path = out.join(format!("{table}.jsonl"));
         let file =
@@ -805,6 +805,25 @@ async fn export(m: &ArgMatches) -> Result<(), CliError> {
     }
     name_skipped(&from);
     Ok(())
+}
+
+/// Makes the directory `--out` names where it is missing, in a directory
+/// that exists, as the disk store makes its own: a path whose parent is
+/// missing (a typo in it, say) is refused, and nothing is made.
+fn make_out_dir(out: &Path) -> Result<(), CliError> {
+    if out.as_os_str().is_empty() || out.is_dir() {
+        return Ok(());
+    }
+    match std::fs::create_dir(out) {
+        Ok(()) => Ok(()),
+        // Made meanwhile by another program: as good.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && out.is_dir() => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(failed(format!(
+            "--out {}: its parent directory does not exist (make it first)",
+            out.display()
+        ))),
+        Err(e) => Err(failed(format!("--out {}: {e}", out.display()))),
+    }
 }
 
 async fn import(m: &ArgMatches) -> Result<(), CliError> {

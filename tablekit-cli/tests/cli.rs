@@ -925,6 +925,25 @@ async fn skip_damaged_passes_over_and_names_damaged_rows() {
     assert_eq!(code, Some(1), "{stdout}{err}");
     assert!(err.contains("r11"), "{err}");
 
+    // An --out whose parent is missing (a typo in it) is refused, and makes
+    // nothing.
+    let typo = dir.path().join("no-such").join("out");
+    let typo_text = typo.display().to_string();
+    let (code, stdout, err) = run(&[
+        "export",
+        "--from",
+        &source,
+        "--out",
+        &typo_text,
+        "--skip-damaged",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}{err}");
+    assert!(err.contains("its parent directory does not exist"), "{err}");
+    assert!(
+        !dir.path().join("no-such").exists(),
+        "a typo made directories"
+    );
+
     let (code, stdout, err) = run(&[
         "export",
         "--from",
