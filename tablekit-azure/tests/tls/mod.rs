@@ -1,6 +1,8 @@
 //! A certificate authority and a server certificate for `127.0.0.1` and
 //! `localhost`, made for the test run (rcgen), and the test credential that
-//! mints the JSON Web Tokens Azurite's `--oauth basic` accepts.
+//! mints the JSON Web Tokens Azurite's `--oauth basic` accepts. It is
+//! compiled beside the Azurite harness (`mod azurite` at the test's root),
+//! whose watcher input it shares.
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::PathBuf;
@@ -154,18 +156,6 @@ impl TokenCredential for Minting {
     }
 }
 
-/// A standard input that reaches its end exactly when this test process is
-/// gone: the read end of a pipe whose write end only this process holds
-/// (pipes are opened close-on-exec, so no child inherits it) and never
-/// closes. Unlike polling the process id, another process given the same
-/// id cannot fool it.
-fn until_this_process_ends() -> std::process::Stdio {
-    let (reader, writer) = std::io::pipe().expect("a pipe for the watcher");
-    // Kept open until this process ends: the kernel closes it then.
-    std::mem::forget(writer);
-    std::process::Stdio::from(reader)
-}
-
 /// Removes `dir` once this test process is gone: an Azurite started with the
 /// certificates reads them for as long as it runs, so they cannot go sooner.
 fn remove_when_done(dir: &std::path::Path) {
@@ -175,7 +165,7 @@ fn remove_when_done(dir: &std::path::Path) {
         .arg("-c")
         .arg("while read -r _; do :; done; rm -rf \"$0\"")
         .arg(dir)
-        .stdin(until_this_process_ends())
+        .stdin(crate::azurite::until_this_process_ends())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
