@@ -500,7 +500,10 @@ impl tablekit_core::layer::RawTables for LocalStorage {
 
     async fn query_entities(&self, table: &str, query: &Query) -> Result<QueryPage> {
         self.guarded(|| {
-            let mut entities = Vec::new();
+            // Room for the whole page first (an entity is over a hundred
+            // bytes, and a vector grown by doubling copies them about twice
+            // over); a short page gives back what it did not fill.
+            let mut entities = Vec::with_capacity(query.top.unwrap_or(MAX_PAGE_SIZE) as usize);
             let mut reader = RowReader::default();
             let filter = row_filter(query);
             let select = query.select.as_deref();
@@ -515,6 +518,9 @@ impl tablekit_core::layer::RawTables for LocalStorage {
                 entities.push(selected(entity, select));
                 Some(Ok(true))
             })?;
+            if entities.capacity() > 2 * entities.len() {
+                entities.shrink_to_fit();
+            }
             Ok(QueryPage::new(entities, continuation))
         })
     }

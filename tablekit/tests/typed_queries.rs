@@ -550,3 +550,35 @@ async fn bulk_writer_keeps_batches_under_the_payload_limit() {
     assert_eq!(stored.len(), 10);
     assert_eq!(stored[3].chunks, items[3].chunks);
 }
+
+/// A read makes room for a whole page before it reads one (a value is a
+/// few hundred bytes: a vector grown by doubling would copy the page about
+/// twice over); a short page must give that room back, so that a query of
+/// a few rows holds a few rows' memory, not a thousand's.
+#[tokio::test]
+async fn a_short_page_keeps_only_its_own_room() {
+    for backend in backends() {
+        let staff = Table::<Employee>::new(Arc::clone(&backend));
+        staff.create_if_missing().await.unwrap();
+        for id in 0..3 {
+            staff.insert(&employee("Sales", id)).await.unwrap();
+        }
+        let collected = staff.query().partition("Sales").collect().await.unwrap();
+        let (paged, _) = staff.query().partition("Sales").page().await.unwrap();
+        for rows in [collected, paged] {
+            assert_eq!(rows.len(), 3);
+            assert!(
+                rows.capacity() <= 6,
+                "room for {} rows kept",
+                rows.capacity()
+            );
+        }
+        // A full page read into its room keeps all its rows.
+        for id in 3..1_200 {
+            staff.insert(&employee("Sales", id)).await.unwrap();
+        }
+        let all = staff.query().partition("Sales").collect().await.unwrap();
+        assert_eq!(all.len(), 1_200);
+        assert!(all.iter().enumerate().all(|(i, e)| e.id == i as u32));
+    }
+}

@@ -221,7 +221,11 @@ where
                 if done {
                     return Ok::<_, Error>(None);
                 }
-                let mut rows = Vec::new();
+                // Room for the whole page: the page is handed out and dropped,
+                // never kept.
+                let mut rows = Vec::with_capacity(
+                    query.top.unwrap_or(crate::validate::limits::MAX_PAGE_SIZE) as usize,
+                );
                 let mut read = |row: RowRef<'_>| {
                     rows.extend(borrowed(row));
                     Ok(())

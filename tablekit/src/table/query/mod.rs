@@ -645,7 +645,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 if let Some(continuation) = self.borrowed_page(&paged, &mut items).await {
                     match continuation? {
                         Some(next) if items.len() < limit => query.continuation = Some(next),
-                        _ => return Ok(items),
+                        _ => return Ok(fitted(items)),
                     }
                     continue;
                 }
@@ -682,6 +682,11 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
         query: &Query,
         items: &mut Vec<Loaded<P>>,
     ) -> Option<Result<Option<ContinuationToken>>> {
+        // Room for the whole page first: a value is large (a few hundred
+        // bytes), and a vector grown by doubling would copy the page's
+        // values about twice over (see `fitted` for what a short page
+        // gives back).
+        items.reserve(query.top.unwrap_or(MAX_PAGE_SIZE) as usize);
         let policy = &self.row_errors;
         let mut read = |row: RowRef<'_>| keep(items, load_stored::<P>(row), policy);
         let (backend, name) = (&**self.table.backend(), self.table.name());
@@ -777,7 +782,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             // value where it lies, without an entity.
             let mut items = Vec::new();
             if let Some(continuation) = self.borrowed_page(&self.to_query(), &mut items).await {
-                return Ok((items, continuation?));
+                return Ok((fitted(items), continuation?));
             }
         }
         let (rows, continuation) = match &self.shards_of {
@@ -853,4 +858,14 @@ async fn restore_and_load<P: TableEntity>(
     let mut loaded = load::<P>(entity)?;
     loaded.sealed_under = sealed_under.map(Into::into);
     Ok(loaded)
+}
+
+/// `items` with the room a read reserved and did not fill given back when
+/// it is more than the items hold: a short page read into room for a whole
+/// one keeps only its own.
+fn fitted<P>(mut items: Vec<P>) -> Vec<P> {
+    if items.capacity() > 2 * items.len() {
+        items.shrink_to_fit();
+    }
+    items
 }
