@@ -708,7 +708,10 @@ fn main() {
         local_load(&runtime, &dir);
         let store = LocalStorage::open(&dir).unwrap();
         let table = tablekit::Table::<Row>::new(store.clone());
-        let typed = std::env::var("TABLEKIT_BENCH_TYPED").ok();
+        // Set and not empty: `TABLEKIT_BENCH_TYPED=` reads untyped, as unset does.
+        let typed = std::env::var("TABLEKIT_BENCH_TYPED")
+            .ok()
+            .filter(|typed| !typed.is_empty());
         let n = std::env::var("TABLEKIT_BENCH_RANGES_N")
             .ok()
             .and_then(|n| n.parse().ok())
