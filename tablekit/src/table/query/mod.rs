@@ -656,7 +656,7 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
             let continuation = page.continuation.take();
             for row in page.into_rows() {
                 if items.len() == limit {
-                    return Ok(items);
+                    return Ok(fitted(items));
                 }
                 let loaded = match row {
                     Ok(entity) if external => restore_and_load(table.clone(), entity).await,
@@ -665,9 +665,11 @@ impl<T: TableEntity, P: TableEntity> TableQuery<T, P> {
                 };
                 keep(&mut items, loaded, &self.row_errors)?;
             }
+            // Fitted here too: a page passed by reference may have reserved
+            // room before the backend gave this one as entities.
             match continuation {
                 Some(next) if items.len() < limit => query.continuation = Some(next),
-                _ => return Ok(items),
+                _ => return Ok(fitted(items)),
             }
         }
     }
