@@ -257,11 +257,24 @@ impl<'a> From<&'a RowRef<'_>> for crate::filter::RowView<'a> {
 /// returns ends the page, and is what the read returns.
 pub type RowVisitor<'a> = dyn FnMut(RowRef<'_>) -> Result<()> + Send + 'a;
 
+/// `items` with room a read reserved and did not fill given back, when it
+/// is more than the items hold: a short page read into room for a whole
+/// one keeps only its own. A vector grown by doubling is never shrunk.
+#[doc(hidden)]
+pub fn fitted<T>(mut items: Vec<T>) -> Vec<T> {
+    if items.capacity() > 2 * items.len() {
+        items.shrink_to_fit();
+    }
+    items
+}
+
 impl QueryPage {
-    /// A page of `entities`, every row readable.
+    /// A page of `entities`, every row readable. A backend may read a page
+    /// into room for a whole one: the room its entities do not fill is
+    /// given back.
     pub fn new(entities: Vec<Entity>, continuation: Option<ContinuationToken>) -> QueryPage {
         QueryPage {
-            entities,
+            entities: fitted(entities),
             continuation,
             undecodable: Vec::new(),
         }

@@ -502,7 +502,8 @@ impl tablekit_core::layer::RawTables for LocalStorage {
         self.guarded(|| {
             // Room for the whole page first (an entity is over a hundred
             // bytes, and a vector grown by doubling copies them about twice
-            // over); a short page gives back what it did not fill.
+            // over); `QueryPage::new` gives back what a short page did not
+            // fill.
             let mut entities = Vec::with_capacity(query.top.unwrap_or(MAX_PAGE_SIZE) as usize);
             let mut reader = RowReader::default();
             let filter = row_filter(query);
@@ -518,9 +519,6 @@ impl tablekit_core::layer::RawTables for LocalStorage {
                 entities.push(selected(entity, select));
                 Some(Ok(true))
             })?;
-            if entities.capacity() > 2 * entities.len() {
-                entities.shrink_to_fit();
-            }
             Ok(QueryPage::new(entities, continuation))
         })
     }

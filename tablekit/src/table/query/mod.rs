@@ -8,7 +8,7 @@ use futures::stream::{BoxStream, StreamExt, TryStreamExt};
 
 use super::read::{load_stored, read_rows_page};
 use super::{Loaded, Table, load};
-use crate::backend::{ContinuationToken, Query, RowRef};
+use crate::backend::{ContinuationToken, Query, RowRef, fitted};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::key::{KeyPrefix, RowKeyLayout, prefix_range};
@@ -860,14 +860,4 @@ async fn restore_and_load<P: TableEntity>(
     let mut loaded = load::<P>(entity)?;
     loaded.sealed_under = sealed_under.map(Into::into);
     Ok(loaded)
-}
-
-/// `items` with the room a read reserved and did not fill given back when
-/// it is more than the items hold: a short page read into room for a whole
-/// one keeps only its own.
-fn fitted<P>(mut items: Vec<P>) -> Vec<P> {
-    if items.capacity() > 2 * items.len() {
-        items.shrink_to_fit();
-    }
-    items
 }
