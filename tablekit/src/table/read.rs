@@ -60,19 +60,7 @@ impl<T: TableEntity> Table<T> {
         if !self.reads_by_reference::<T>() {
             return None;
         }
-        let descriptor = &T::DESCRIPTOR;
-        let mut loaded = None;
-        let mut read = |row: RowRef<'_>| {
-            if !self.has_expired(row.properties) {
-                loaded = Some(load_stored::<T>(row));
-            }
-            Ok(())
-        };
-        let keys = Some((pk, rk));
-        let found = operation(&*self.backend, "read", &self.name, descriptor.kind, keys)
-            .run(self.backend.read_row(&self.name, pk, rk, &mut read))
-            .await;
-        Some(found.and_then(|_| loaded.transpose()))
+        Some(self.read_live_row(pk, rk, load_stored::<T>).await)
     }
 
     /// [`get_by_reference`](Table::get_by_reference) for an index read of
@@ -88,23 +76,36 @@ impl<T: TableEntity> Table<T> {
         if !self.reads_by_reference::<T>() || !self.reads_by_reference::<Q>() {
             return None;
         }
-        let mut read_both = None;
+        let read_both = |row: RowRef<'_>| {
+            let mut values = row.properties.clone();
+            let whole = schema::read_entity::<T, _>(row.partition_key, row.row_key, &mut values)?;
+            Ok((whole, schema::from_row::<Q>(row)?))
+        };
+        Some(self.read_live_row(pk, rk, read_both).await)
+    }
+
+    /// The row at `(pk, rk)` passed by reference to `take`, unless it has
+    /// expired ([`TableBackend::read_row`], as one `read` operation): what
+    /// `take` made of it, `None` when no live row is there. An error of
+    /// `take` is returned once the read is over.
+    async fn read_live_row<X: Send>(
+        &self,
+        pk: &str,
+        rk: &str,
+        mut take: impl FnMut(RowRef<'_>) -> Result<X> + Send,
+    ) -> Result<Option<X>> {
+        let mut taken = None;
         let mut read = |row: RowRef<'_>| {
             if !self.has_expired(row.properties) {
-                let whole = schema::read_entity::<T, _>(
-                    row.partition_key,
-                    row.row_key,
-                    &mut row.properties.clone(),
-                )?;
-                read_both = Some((whole, schema::from_row::<Q>(row)?));
+                taken = Some(take(row));
             }
             Ok(())
         };
         let keys = Some((pk, rk));
-        let found = operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
+        operation(&*self.backend, "read", &self.name, T::DESCRIPTOR.kind, keys)
             .run(self.backend.read_row(&self.name, pk, rk, &mut read))
-            .await;
-        Some(found.map(|_| read_both))
+            .await?;
+        taken.transpose()
     }
 
     /// Whether reads of `U` from this table's backend can take its rows
