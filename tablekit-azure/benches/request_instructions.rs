@@ -32,7 +32,7 @@ mod raw;
 #[path = "../tests/tls/mod.rs"]
 mod tls;
 
-use raw::{Auth, OneConnection, raw_request};
+use raw::{Auth, OneConnection, parse_row, raw_request};
 use tablekit_azure::auth::Signer;
 use tablekit_azure::config::{Account, Credentials};
 
@@ -121,11 +121,11 @@ fn measured(runtime: &tokio::runtime::Runtime, mode: &str, count: usize, clients
                     let body = tablekit::json::to_string(&entity(n));
                     let raw =
                         raw_request(&clients.account, &auth, "PUT", &row_path(n), "", Some(body));
-                    black_box(clients.one.send(raw, false).await);
+                    black_box(clients.one.send(raw, raw::Use::Bytes).await);
                 }
                 "raw_get" => {
                     let raw = raw_request(&clients.account, &auth, "GET", &row_path(n), "", None);
-                    black_box(clients.one.send(raw, false).await);
+                    black_box(clients.one.send(raw, raw::Use::Bytes).await);
                 }
                 // A client that uses the row parses its JSON, as the pages
                 // of `request_path.rs` are parsed.
@@ -193,12 +193,6 @@ async fn bearer(clients: &Clients, mode: &str, n: usize) {
             black_box(parse_row(&body));
         }
     }
-}
-
-/// The row's JSON, parsed: the number of its members.
-fn parse_row(body: &[u8]) -> Option<usize> {
-    let row: serde_json::Value = serde_json::from_slice(body).expect("JSON");
-    row.as_object().map(serde_json::Map::len)
 }
 
 fn main() {

@@ -88,6 +88,36 @@ pub(crate) fn parse_page(body: &[u8]) -> usize {
     body.len()
 }
 
+/// What a raw client does with a point read's body: parses the row's JSON
+/// (a client that uses the row must, as tablekit does before it answers),
+/// and says how many members it has.
+pub(crate) fn parse_row(body: &[u8]) -> usize {
+    let row: serde_json::Value = serde_json::from_slice(body).expect("JSON");
+    row.as_object().map_or(0, serde_json::Map::len)
+}
+
+/// What a raw client does with an answer's body.
+#[derive(Clone, Copy)]
+pub(crate) enum Use {
+    /// Nothing but count its bytes (an upsert's empty body).
+    Bytes,
+    /// Parse it as one row ([`parse_row`]).
+    Row,
+    /// Parse it as a 1,000-row page ([`parse_page`]).
+    Page,
+}
+
+impl Use {
+    /// `body`, used so.
+    pub(crate) fn of(self, body: &[u8]) -> usize {
+        match self {
+            Use::Bytes => body.len(),
+            Use::Row => parse_row(body),
+            Use::Page => parse_page(body),
+        }
+    }
+}
+
 /// hyper on one kept connection: no pool, no checkout; the least a
 /// client can do per request.
 pub(crate) struct OneConnection {
@@ -111,9 +141,8 @@ impl OneConnection {
         }
     }
 
-    pub(crate) async fn send(&self, raw: Raw, page: bool) -> usize {
-        let body = self.send_for_body(raw).await;
-        if page { parse_page(&body) } else { body.len() }
+    pub(crate) async fn send(&self, raw: Raw, used: Use) -> usize {
+        used.of(&self.send_for_body(raw).await)
     }
 
     /// Sends `raw` and reads the answer's body whole.
