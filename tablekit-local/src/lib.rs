@@ -49,7 +49,9 @@
 //!   journal is synced before the write is acknowledged, or seen by any
 //!   reader. The engine's file takes the write without a sync of its own,
 //!   and is made durable in one go (a *checkpoint*) each time the
-//!   journal's 4 MiB are used, and when the store is closed. A sync of the
+//!   journal's 4 MiB are used or it holds 512 changes since the last (so
+//!   that writes all over a large store leave few free pages in its file),
+//!   and when the store is closed. A sync of the
 //!   journal that fails refuses the writes it held and those that ran after
 //!   them, and the engine forgets them all (it is opened again on its file
 //!   and the journal), so that no refused write is ever read. The next
@@ -375,6 +377,9 @@ struct Shared {
     /// Groups of writes the engine holds that the journal may not hold
     /// durably yet: the engine is not opened again until they are settled.
     unsynced: std::sync::atomic::AtomicUsize,
+    /// The changes the engine holds since its last durable commit (see
+    /// [`journal::MOST_HELD`]).
+    held: std::sync::atomic::AtomicU64,
     /// How many syncs of the journal fail, for the tests.
     #[cfg(test)]
     failing_syncs: std::sync::atomic::AtomicUsize,
@@ -594,6 +599,7 @@ impl LocalStorageBuilder {
                 names: parking_lot::RwLock::default(),
                 kept: kept::Kept::default(),
                 unsynced: std::sync::atomic::AtomicUsize::new(0),
+                held: std::sync::atomic::AtomicU64::new(0),
                 #[cfg(test)]
                 failing_syncs: std::sync::atomic::AtomicUsize::new(0),
                 #[cfg(test)]

@@ -105,6 +105,12 @@ struct Changes {
     current: Option<usize>,
     /// Whether anything was changed (not only tables opened).
     changed: bool,
+    /// How many changes were recorded (puts, removals, tables deleted),
+    /// but for those that carried on a run of keys in order (see
+    /// [`Recorded::count`]).
+    count: u64,
+    /// By table place, the greatest key changed in that table so far.
+    ends: Vec<Vec<u8>>,
 }
 
 impl Changes {
@@ -114,6 +120,7 @@ impl Changes {
             Some(at) => at,
             None => {
                 self.tables.push((tag, name.to_owned()));
+                self.ends.push(Vec::new());
                 self.tables.len() - 1
             }
         }
@@ -133,6 +140,20 @@ impl Changes {
     }
 }
 
+/// The changes of a transaction, as [`Txn::into_changes`] gives them.
+#[derive(Default)]
+pub(crate) struct Recorded {
+    /// As the journal stores them.
+    pub(crate) bytes: Vec<u8>,
+    /// How many, as far as the engine's pages go: puts, removals and tables
+    /// deleted, but for a change to a key after every key the transaction
+    /// changed in that table before (the first change to a table counts).
+    /// A load of rows in key order changes one page after another, and
+    /// counts one change a transaction; writes all over a table count one
+    /// each. An estimate: it only says when a checkpoint comes.
+    pub(crate) count: u64,
+}
+
 /// Appends `bytes` with their length before them.
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     // A key or value of the engine is under 4 GiB (it is in memory).
@@ -150,18 +171,21 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// The changes made, in order, as the journal stores them; empty if
-    /// nothing was changed (tables were only opened and read: a table made
-    /// by its opening alone holds nothing that needs keeping). With them,
-    /// what it read of the store's bookkeeping.
-    pub(crate) fn into_changes(self) -> (Vec<u8>, Learned) {
+    /// The changes made, in order, as the journal stores them (empty if
+    /// nothing was changed: tables were only opened and read, and a table
+    /// made by its opening alone holds nothing that needs keeping), and how
+    /// many there are. With them, what it read of the store's bookkeeping.
+    pub(crate) fn into_changes(self) -> (Recorded, Learned) {
         let changes = self.changes.into_inner();
-        let bytes = if changes.changed {
-            changes.bytes
+        let recorded = if changes.changed {
+            Recorded {
+                bytes: changes.bytes,
+                count: changes.count,
+            }
         } else {
-            Vec::new()
+            Recorded::default()
         };
-        (bytes, self.learned.into_inner())
+        (recorded, self.learned.into_inner())
     }
 
     /// Opens (creating if needed) the table `definition`. The opening is
@@ -211,6 +235,7 @@ impl<'a> Txn<'a> {
         if deleted {
             let mut changes = self.changes.borrow_mut();
             changes.changed = true;
+            changes.count += 1;
             changes.bytes.push(op::DELETE_TABLE);
             changes.bytes.push(types_tag::<K, V>());
             put_bytes(&mut changes.bytes, definition.name().as_bytes());
@@ -233,6 +258,21 @@ impl<'t, K: Logged + Key, V: Logged> LoggedTable<'t, K, V> {
     fn record(&self, kind: u8, first: &[u8], second: &[u8]) {
         let mut changes = self.txn.changes.borrow_mut();
         changes.changed = true;
+        // Counted unless it carries on the run of keys in order that this
+        // transaction's changes to the table make (as a load of ordered
+        // rows does): such changes fill the same pages.
+        let carries_on = match changes.ends.get_mut(self.at) {
+            Some(end) if end.is_empty() || first > end.as_slice() => {
+                let carries_on = !end.is_empty();
+                end.clear();
+                end.extend_from_slice(first);
+                carries_on
+            }
+            _ => false,
+        };
+        if !carries_on {
+            changes.count += 1;
+        }
         changes.select(self.at);
         changes.bytes.push(kind);
         put_bytes(&mut changes.bytes, first);

@@ -80,7 +80,7 @@ pub struct WriteStats {
     /// Writes the writer thread has taken (committed or refused).
     pub writes: u64,
     /// Groups of writes committed: each one record appended to the journal
-    /// and one sync (or, when the journal is full, a checkpoint), fewer
+    /// and one sync (or a checkpoint, see `checkpoints`), fewer
     /// than the writes when writes shared them. A group that changed
     /// nothing (a read of an empty queue, say) is not committed.
     pub commits: u64,
@@ -91,8 +91,8 @@ pub struct WriteStats {
     /// that the engine's file did not hold yet. Zero after a clean close.
     pub replayed: u64,
     /// Checkpoints: commits of the engine made durable with its own sync,
-    /// each when the journal was full (the writes of the group that found
-    /// it full ride on it).
+    /// each when the journal was full or the engine held 512 changes since
+    /// the last (the writes of the group that found it so ride on it).
     pub checkpoints: u64,
 }
 
@@ -497,8 +497,8 @@ impl LocalStorage {
                         return Ok(Err((at, e)));
                     }
                 }
-                let (changes, learned) = logged.into_changes();
-                let committed = self.commit_changes(txn, changes, syncer)?;
+                let (recorded, learned) = logged.into_changes();
+                let committed = self.commit_changes(txn, recorded, syncer)?;
                 self.learn(learned);
                 Ok(Ok(committed))
             });
@@ -711,9 +711,13 @@ impl LocalStorage {
     fn commit_changes(
         &self,
         mut txn: WriteTransaction,
-        changes: Vec<u8>,
+        recorded: crate::logged::Recorded,
         syncer: &mut Syncer,
     ) -> Result<Committed> {
+        let crate::logged::Recorded {
+            bytes: changes,
+            count,
+        } = recorded;
         if changes.is_empty() {
             // Nothing changed: the transaction is dropped, not committed.
             return Ok(Committed::Unsynced(Commit::default()));
@@ -724,7 +728,8 @@ impl LocalStorage {
             Some(journal) => journal.has_room(syncer.reserved + reserved),
             None => return Err(self.journal_lost()),
         };
-        if !room {
+        let held = self.shared.held.load(Ordering::Relaxed);
+        if !room || held.saturating_add(count) > crate::journal::MOST_HELD {
             syncer.drain(self)?;
             let mut slot = self.shared.journal.lock();
             let Some(journal) = slot.as_mut() else {
@@ -739,6 +744,7 @@ impl LocalStorage {
         }
         // Durable through the journal: the engine need not sync.
         set_durability(path, &mut txn, Durability::None)?;
+        self.shared.held.fetch_add(count, Ordering::Relaxed);
         // Counted before the commit: the engine is not opened again while
         // it holds commits the journal may not (see `reopen`).
         self.shared.unsynced.fetch_add(1, Ordering::AcqRel);
@@ -791,6 +797,7 @@ impl LocalStorage {
         mark_checkpoint(&txn, last).map_err(|e| self.error(e))?;
         self.commit(txn)?;
         journal.restart(last);
+        self.shared.held.store(0, Ordering::Relaxed);
         self.shared
             .stats
             .checkpoints

@@ -200,8 +200,9 @@ async fn writes_past_a_full_journal_are_checkpointed_and_kept() {
     let (live, image) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let store = open(live.path());
     store.create_table("Things").await.unwrap();
-    // Each write is a record of about 3 KB, in a block of 4 KiB: the 4 MiB
-    // journal fills after about 1,000 of them.
+    // Each write is a record of about 3 KB, in a block of 4 KiB: a
+    // checkpoint comes after 512 of them (the changes the engine holds
+    // without one), before the 4 MiB journal fills after about 1,000.
     let writes = 1_500;
     for i in 0..writes {
         let e = Entity::new("p", format!("r{i:05}")).with("V", "v".repeat(3_000));
@@ -216,6 +217,55 @@ async fn writes_past_a_full_journal_are_checkpointed_and_kept() {
     let rows = recovered.query_all("Things", Query::new()).await.unwrap();
     assert_eq!(rows.len() as u64, writes);
     assert!(rows.iter().all(|e| e.get("V").is_some()));
+}
+
+/// Writes one row each (every one a change to a page of its own, as far as
+/// the store can tell) are checkpointed once the engine holds 512 changes,
+/// though the journal has room for many more: so that writes all over a
+/// large store do not leave its file full of pages the engine could not
+/// free. A transaction of rows in key order counts once, so loads of
+/// ordered rows checkpoint no more often than the journal's room asks.
+#[tokio::test]
+async fn the_engine_holds_at_most_512_changes_between_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    store.create_table("Things").await.unwrap();
+    let checkpoints = |store: &LocalStorage| store.write_stats().checkpoints;
+    // Ordered rows, 100 a transaction: 1,000 rows, 10 small records.
+    let before = checkpoints(&store);
+    for t in 0..10 {
+        let ops: Vec<_> = (0..100)
+            .map(|i| BatchOperation::Insert(Entity::new("p", format!("a{t:02}{i:03}"))))
+            .collect();
+        store.submit_transaction("Things", &ops).await.unwrap();
+    }
+    assert_eq!(checkpoints(&store), before, "ordered loads count once");
+    // The same rows in reverse key order count one each.
+    for t in 0..10 {
+        let ops: Vec<_> = (0..100)
+            .rev()
+            .map(|i| BatchOperation::Insert(Entity::new("p", format!("b{t:02}{i:03}"))))
+            .collect();
+        store.submit_transaction("Things", &ops).await.unwrap();
+    }
+    let after_reversed = checkpoints(&store);
+    assert!(
+        after_reversed > before,
+        "1,000 changes held: {after_reversed}"
+    );
+    // Single writes, one change each: 600 small records, far from a full
+    // journal.
+    for i in 0..600 {
+        let e = Entity::new("q", format!("r{i:04}")).with("V", 1i64);
+        store.insert_entity("Things", &e).await.unwrap();
+    }
+    assert!(checkpoints(&store) > after_reversed, "600 changes held");
+    // Nothing is lost by the checkpoints: a crash image reads every row.
+    let image = tempfile::tempdir().unwrap();
+    crash_image(dir.path(), image.path());
+    let recovered = open(image.path());
+    let rows = recovered.query_all("Things", Query::new()).await.unwrap();
+    assert_eq!(rows.len(), 2_600);
 }
 
 /// Each file of a directory, with its bytes.
