@@ -80,10 +80,11 @@ pub(crate) const CAPACITY: u64 = 4 << 20;
 /// times the disk a SQLite database of the same rows took, half of it free
 /// pages; a checkpoint every 512 changes leaves 1.24-1.28 times. It costs a
 /// durable commit of the engine per 512 changes: a single writer's, which
-/// filled the journal after about 1,000, comes twice as often, and 16
-/// writers appending to their own ranges wrote about 5% fewer rows a
-/// second in the bench (`bench/disk`, medians of 8 alternating runs). A group of rows written in key
-/// order counts once (see [`crate::logged::Recorded::count`]), so a bulk
+/// filled the journal after about 1,000, comes twice as often (its rate
+/// did not change measurably), and 16 writers appending to their own
+/// ranges wrote about 5% fewer rows a second in the bench (`bench/disk`,
+/// medians of 8 alternating runs). A transaction's rows written in key
+/// order count once (see [`crate::logged::Recorded::count`]), so a bulk
 /// load checkpoints when the journal is full, as before.
 pub(crate) const MOST_HELD: u64 = 512;
 

@@ -49,10 +49,10 @@
 //!   journal is synced before the write is acknowledged, or seen by any
 //!   reader. The engine's file takes the write without a sync of its own,
 //!   and is made durable in one go (a *checkpoint*) each time the
-//!   journal's 4 MiB are used or it holds 512 changes since the last (so
-//!   that writes all over a large store leave few free pages in its file),
-//!   and when the store is closed. A sync of the
-//!   journal that fails refuses the writes it held and those that ran after
+//!   journal's 4 MiB are used or the engine holds 512 changes since the
+//!   last (so that writes all over a large store leave few free pages in
+//!   its file), and when the store is closed. A sync of the journal that
+//!   fails refuses the writes it held and those that ran after
 //!   them, and the engine forgets them all (it is opened again on its file
 //!   and the journal), so that no refused write is ever read. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
