@@ -714,10 +714,7 @@ impl LocalStorage {
         recorded: crate::logged::Recorded,
         syncer: &mut Syncer,
     ) -> Result<Committed> {
-        let crate::logged::Recorded {
-            bytes: changes,
-            count,
-        } = recorded;
+        let (changes, count) = (recorded.bytes, recorded.count);
         if changes.is_empty() {
             // Nothing changed: the transaction is dropped, not committed.
             return Ok(Committed::Unsynced(Commit::default()));
