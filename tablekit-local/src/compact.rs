@@ -5,7 +5,8 @@
 //! giving them back: a store that has been written for a while holds free
 //! space (a bulk load here leaves its file about 60% longer than its
 //! pages). [`LocalStorage::compact`] moves every page to the front of the
-//! file and cuts the free space off.
+//! file and cuts the free space off (the file's length may stay longer,
+//! as a hole: see the method's docs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,8 +30,13 @@ pub struct Compaction {
 }
 
 impl LocalStorage {
-    /// Makes the store's file as short as its data: every page is moved to
-    /// the front of the file, and the free space after them is cut off.
+    /// Gives the store's free space back: every page is moved to the front
+    /// of the file, and the free space after them is cut off. The disk then
+    /// holds the data alone. The file's length may stay longer than the
+    /// data (the engine can grow the file again, by doubling, for its own
+    /// bookkeeping), the rest being a hole that takes no room: after
+    /// 400,000 writes over 100,000 rows here, one compaction left 705 bytes
+    /// per row of length and 353 on disk.
     ///
     /// It runs on the store's writer thread, between two groups of writes,
     /// after a checkpoint: writes wait for it, and so do reads that start

@@ -192,7 +192,13 @@
 //!
 //! Bytes on disk are the blocks the files take. The engine grows its file
 //! by doubling it, and the part it has not written yet is a hole that takes
-//! no room; [`compact`](LocalStorage::compact) cuts the length to the data.
+//! no room; [`compact`](LocalStorage::compact) gives back the free pages.
+//! Writes spread over a large store leave free pages behind until the
+//! engine's next checkpoint (it copies each page a write changes, and frees
+//! the original only after its next durable commit): a checkpoint every 512
+//! changes keeps them few. After 400,000 writes over 100,000 rows the
+//! store took 397–408 bytes per row on disk, against SQLite's 307 (319
+//! with the 12 bytes each row of the store also keeps).
 //! A row names its properties by number: each name is stored once in the
 //! store, as a column's name is in a SQLite table's schema (the first
 //! 16,384 names; a later one is kept in each row that uses it). Each row
