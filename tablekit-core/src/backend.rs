@@ -259,10 +259,11 @@ pub type RowVisitor<'a> = dyn FnMut(RowRef<'_>) -> Result<()> + Send + 'a;
 
 /// `items` with room a read reserved and did not fill given back, when it
 /// is more than the items hold: a short page read into room for a whole
-/// one keeps only its own. A vector grown by doubling is never shrunk.
+/// one keeps only its own. A vector grown by doubling (which starts at
+/// room for 4) is never shrunk.
 #[doc(hidden)]
 pub fn fitted<T>(mut items: Vec<T>) -> Vec<T> {
-    if items.capacity() > 2 * items.len() {
+    if items.capacity() > 2 * items.len().max(4) {
         items.shrink_to_fit();
     }
     items
