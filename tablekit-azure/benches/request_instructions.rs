@@ -5,7 +5,7 @@
 //! ```text
 //! cargo bench -p tablekit-azure --bench request_instructions --no-run
 //! valgrind --tool=callgrind --collect-atstart=no \
-//!     --toggle-collect='*request_instructions::measured*' \
+//!     --toggle-collect='request_instructions::measured' \
 //!     target/release/deps/request_instructions-* typed_upsert 2000
 //! ```
 //!

@@ -6,9 +6,14 @@
 //! ```text
 //! cargo bench -p tablekit-mem --bench instructions --no-run
 //! valgrind --tool=callgrind --collect-atstart=no \
-//!     --toggle-collect='*instructions::measured*' \
+//!     --toggle-collect='instructions::measured' \
 //!     target/release/deps/instructions-* typed_insert 2000
 //! ```
+//!
+//! The name is given exactly: a pattern such as `*measured*` also matches
+//! the closures inside `measured`, and each entry into one toggles the
+//! collection off again, which leaves a count that does not grow with the
+//! calls.
 //!
 //! The modes: `insert` and `get` (the backend, one row of ten
 //! properties), `typed_insert`, `typed_get`, `typed_replace` and
