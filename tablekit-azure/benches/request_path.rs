@@ -4,7 +4,11 @@
 //! client, and hyper on one kept connection with no pool at all), in
 //! interleaved rounds. For a single upsert, a point read and a 1,000-row
 //! query page it prints the client CPU time per request (the bench's one
-//! thread's CPU time: Azurite runs in another process) and the ratios.
+//! thread's CPU time: Azurite runs in another process) as the median of
+//! the rounds, and the ratios as the median of the rounds' ratios with
+//! their spread. The spread is wide on a shared machine (a round's figure
+//! may move by a third), which is why `request_instructions.rs` counts
+//! instructions too.
 //!
 //! A second table does the same over HTTPS with a bearer token (Azurite
 //! with `--oauth basic`): tablekit signing in with a token credential
@@ -151,7 +155,20 @@ async fn load(tablekit: &AzureTables, table: &str) {
     }
 }
 
-fn print_table(title: &str, names: &[&str], cpu: &[[Duration; 3]]) {
+/// The CPU times per request of one round: a row per client, a column
+/// per operation (`None` where the client does not do it).
+type Round = Vec<[Option<Duration>; 3]>;
+
+/// The median of `values` (not empty).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Prints each client's median CPU time per request over `rounds`, and the
+/// median of the first client's per-round ratios to each other's, with
+/// their spread (the lowest and highest round).
+fn print_table(title: &str, names: &[&str], rounds: &[Round]) {
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!("{title}");
     print!("| operation |");
@@ -168,18 +185,27 @@ fn print_table(title: &str, names: &[&str], cpu: &[[Duration; 3]]) {
         .enumerate()
     {
         print!("| {operation} |");
-        for row in cpu {
-            if row[op] == Duration::MAX {
-                print!(" – |");
-            } else {
-                print!(" {:.1} µs |", us(row[op]));
+        let times = |client: usize| -> Option<Vec<f64>> {
+            rounds
+                .iter()
+                .map(|round| round[client][op].map(us))
+                .collect()
+        };
+        for client in 0..names.len() {
+            match times(client) {
+                Some(times) => print!(" {:.1} µs |", median(times)),
+                None => print!(" – |"),
             }
         }
-        for row in &cpu[1..] {
-            if row[op] == Duration::MAX || cpu[0][op] == Duration::MAX {
-                print!(" – |");
-            } else {
-                print!(" {:.2}× |", us(cpu[0][op]) / us(row[op]));
+        for client in 1..names.len() {
+            match (times(0), times(client)) {
+                (Some(ours), Some(theirs)) => {
+                    let ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(a, b)| a / b).collect();
+                    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+                    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    print!(" {:.2}× ({low:.2}–{high:.2}) |", median(ratios));
+                }
+                _ => print!(" – |"),
             }
         }
         println!();
@@ -214,9 +240,10 @@ async fn shared_key() {
     let row_path = |n: usize| format!("/{table}(PartitionKey='bench',RowKey='row{n:05}')");
     let page_query = "?$filter=PartitionKey%20eq%20'bench'&$top=1000";
 
-    let mut cpu = [[Duration::MAX; 3]; 5];
+    let mut rounds: Vec<Round> = Vec::new();
     let started = Instant::now();
     for _ in 0..ROUNDS {
+        let mut cpu: Round = vec![[None; 3]; NAMES.len()];
         for (client, row) in cpu.iter_mut().enumerate() {
             let upsert = match client {
                 0 => {
@@ -341,18 +368,19 @@ async fn shared_key() {
                 }
             };
             for (op, (time, _)) in [upsert, read, page].into_iter().enumerate() {
-                row[op] = row[op].min(time);
+                row[op] = (time != Duration::MAX).then_some(time);
             }
         }
+        rounds.push(cpu);
     }
     print_table(
         &format!(
-            "client CPU per request against Azurite {} over HTTP with Shared Key, best of {ROUNDS} interleaved rounds ({:.0} s):",
+            "client CPU per request against Azurite {} over HTTP with Shared Key, medians of {ROUNDS} interleaved rounds, the ratios' spread in brackets ({:.0} s):",
             azurite::VERSION,
             started.elapsed().as_secs_f64()
         ),
         &NAMES,
-        &cpu,
+        &rounds,
     );
     tablekit.delete_table(&table).await.expect("delete");
 }
@@ -371,9 +399,10 @@ async fn bearer() {
     let auth = Auth::Bearer(&token);
     let row_path = |n: usize| format!("/{table}(PartitionKey='bench',RowKey='row{n:05}')");
     let page_query = "?$filter=PartitionKey%20eq%20'bench'&$top=1000";
-    let mut cpu = [[Duration::MAX; 3]; 2];
+    let mut rounds: Vec<Round> = Vec::new();
     let started = Instant::now();
     for _ in 0..ROUNDS {
+        let mut cpu: Round = vec![[None; 3]; 2];
         for (client, row) in cpu.iter_mut().enumerate() {
             // Only the raw client builds and signs a raw request: tablekit
             // builds its own, and is measured with nothing else.
@@ -439,16 +468,17 @@ async fn bearer() {
             })
             .await;
             for (op, (time, _)) in [upsert, read, page].into_iter().enumerate() {
-                row[op] = row[op].min(time);
+                row[op] = (time != Duration::MAX).then_some(time);
             }
         }
+        rounds.push(cpu);
     }
     print_table(
         &format!(
-            "client CPU per request over HTTPS with a bearer token (Azurite --oauth basic), best of {ROUNDS} interleaved rounds ({:.0} s):",
+            "client CPU per request over HTTPS with a bearer token (Azurite --oauth basic), medians of {ROUNDS} interleaved rounds, the ratios' spread in brackets ({:.0} s):",
             started.elapsed().as_secs_f64()
         ),
         &["tablekit (token)", "raw hyper (pooled, TLS, same token)"],
-        &cpu,
+        &rounds,
     );
 }
