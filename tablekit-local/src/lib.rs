@@ -336,7 +336,7 @@ struct Shared {
     /// state (a compaction, an open of the engine again), when readers read
     /// the engine. Declared first, so dropped first: the engine's last
     /// read ends before the engine closes.
-    published: parking_lot::RwLock<Option<Arc<redb::ReadTransaction>>>,
+    published: parking_lot::RwLock<Option<Arc<snapshot::Published>>>,
     /// Held (shared) by every read for as long as it reads, and (alone) by
     /// an open of the engine again, which closes the old engine: a read
     /// under way then would find its snapshot closed ([`snapshot`]).
@@ -794,7 +794,7 @@ impl LocalStorage {
             .replayed
             .store(replayed, Ordering::Relaxed);
         let snapshot = db.begin_read().map_err(|e| self.error(e.into()))?;
-        self.publish_snapshot(Some(Arc::new(snapshot)));
+        self.publish_snapshot(Some(snapshot::Published::new(snapshot)));
         *slot = Some(Arc::new(Engine::Writable(db)));
         self.shared.needs_reopen.store(false, Ordering::Release);
         Ok(())

@@ -2,6 +2,7 @@
 //! the names deleted recently.
 
 use std::ops::Bound;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use redb::{ReadableTable, TableDefinition};
@@ -24,6 +25,7 @@ use crate::rows::{
     RowReader, encode_row, entity, etag_of, key_bounds, row_key, row_properties, row_ticks,
 };
 use crate::seal::checked;
+use crate::snapshot::{Rows, Snapshot};
 
 /// Tables by lower-cased name (names compare case-insensitively), with the
 /// name as created.
@@ -112,14 +114,19 @@ impl LocalStorage {
     /// The rows of `table` in a read transaction. A table's rows exist
     /// exactly while the table does (both are made and dropped in one
     /// transaction), so the catalogue is read only to say why one is missing.
-    pub(crate) fn rows_to_read(
-        &self,
-        txn: &redb::ReadTransaction,
-        table: &str,
-    ) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>> {
+    /// The snapshot keeps the tables it opened (see
+    /// [`Published`](crate::snapshot::Published)).
+    pub(crate) fn rows_to_read(&self, txn: &Snapshot<'_>, table: &str) -> Result<Arc<Rows>> {
+        if let Some(rows) = txn.opened_rows(table) {
+            return Ok(rows);
+        }
         let name = rows_name(&table.to_ascii_lowercase());
         match txn.open_table(rows_table(&name)) {
-            Ok(rows) => Ok(rows),
+            Ok(rows) => {
+                let rows = Arc::new(rows);
+                txn.keep_rows(table, &rows);
+                Ok(rows)
+            }
             Err(redb::TableError::TableDoesNotExist(_)) => {
                 let catalogue = txn.open_table(TABLES).map_err(|e| self.error(e.into()))?;
                 let deleted = txn.open_table(DELETED).map_err(|e| self.error(e.into()))?;

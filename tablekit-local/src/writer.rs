@@ -260,7 +260,7 @@ struct Commit {
     /// changed nothing, and only waits for the groups before it.
     changes: Vec<u8>,
     /// The engine's state after the group; `None` when it changed nothing.
-    snapshot: Option<Arc<redb::ReadTransaction>>,
+    snapshot: Option<Arc<crate::snapshot::Published>>,
     /// The room in the journal kept for `changes`.
     reserved: u64,
 }
@@ -758,7 +758,7 @@ impl LocalStorage {
         match snapshot {
             Ok(snapshot) => Ok(Committed::Unsynced(Commit {
                 changes,
-                snapshot: Some(Arc::new(snapshot)),
+                snapshot: Some(crate::snapshot::Published::new(snapshot)),
                 reserved,
             })),
             Err(e) => {

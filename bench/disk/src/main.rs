@@ -691,6 +691,11 @@ fn main() {
         mix::report(&runtime, base, n.parse().unwrap_or(400_000));
         return;
     }
+    if let Ok(rounds) = std::env::var("TABLEKIT_BENCH_POINTS_ONLY") {
+        // Only the point reads against SQLite's, interleaved.
+        table::points_report(&runtime, base, rounds.parse().unwrap_or(5).max(5));
+        return;
+    }
     if let Ok(rounds) = std::env::var("TABLEKIT_BENCH_TABLE") {
         // Only the figures against SQLite, as medians of interleaved rounds.
         table::report(&runtime, base, rounds.parse().unwrap_or(5).max(5));

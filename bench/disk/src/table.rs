@@ -202,6 +202,40 @@ fn sqlite_passes_ms(path: &Path, passes: usize) -> f64 {
     last.as_secs_f64() * 1000.0
 }
 
+/// Only the point reads, `rounds` times, interleaved with SQLite's on the
+/// same rows (`TABLEKIT_BENCH_POINTS_ONLY=5`): for comparing two builds
+/// of the store's read path quickly.
+pub(crate) fn points_report(runtime: &tokio::runtime::Runtime, base: &Path, rounds: usize) {
+    let before = load_average();
+    let (local, lite) = (base.join("points"), base.join("points-sqlite"));
+    local_load(runtime, &local);
+    std::fs::create_dir_all(&lite).unwrap();
+    sqlite_load(&lite.join("rows.sqlite"));
+    let store = LocalStorage::open(&local).unwrap();
+    let (mut untyped, mut typed, mut theirs) =
+        (Figure::default(), Figure::default(), Figure::default());
+    for _ in 0..rounds {
+        let (u, t) = local_points(runtime, &store);
+        untyped.0.push(u);
+        typed.0.push(t);
+        theirs.0.push(sqlite_points(&lite.join("rows.sqlite")));
+    }
+    println!(
+        "{rounds} interleaved rounds; load average before {before}, after {}",
+        load_average()
+    );
+    for (name, ours) in [("untyped", &untyped), ("typed", &typed)] {
+        let ratio = ours.ratio_to(&theirs);
+        let (low, high) = ratio.spread();
+        println!(
+            "point read, {name}: {:.0}/s against SQLite's {:.0}/s: {:.2}× ({low:.2}–{high:.2})",
+            ours.median(),
+            theirs.median(),
+            ratio.median()
+        );
+    }
+}
+
 /// Every figure, `rounds` times, interleaved; then the table.
 pub(crate) fn report(runtime: &tokio::runtime::Runtime, base: &Path, rounds: usize) {
     let before = load_average();
