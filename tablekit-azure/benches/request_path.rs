@@ -6,8 +6,9 @@
 //! query page it prints the client CPU time per request (the bench's one
 //! thread's CPU time: Azurite runs in another process) as the median of
 //! the rounds, and the ratios as the median of the rounds' ratios with
-//! their spread. The spread is wide on a shared machine (a round's figure
-//! may move by a third), which is why `request_instructions.rs` counts
+//! their spread. The spread is wide on a shared machine (on this
+//! project's test machine a round's ratio has ranged from half the median
+//! to twice it), which is why `request_instructions.rs` counts
 //! instructions too.
 //!
 //! A second table does the same over HTTPS with a bearer token (Azurite
