@@ -40,19 +40,19 @@ pub(crate) struct Published {
 impl Published {
     /// `txn`, to be shown to readers, with no table open yet.
     pub(crate) fn new(txn: redb::ReadTransaction) -> Arc<Published> {
-        Arc::new(Published {
-            txn,
-            rows: parking_lot::Mutex::new(HashMap::new()),
-            keeps: true,
-        })
+        Published::keeping(txn, true)
     }
 
     /// `txn`, for one read alone: it keeps no table.
     fn alone(txn: redb::ReadTransaction) -> Arc<Published> {
+        Published::keeping(txn, false)
+    }
+
+    fn keeping(txn: redb::ReadTransaction, keeps: bool) -> Arc<Published> {
         Arc::new(Published {
             txn,
             rows: parking_lot::Mutex::new(HashMap::new()),
-            keeps: false,
+            keeps,
         })
     }
 }
