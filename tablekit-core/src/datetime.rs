@@ -241,14 +241,12 @@ impl DateTime {
     fn parts(self) -> (i32, u8, u8, i64, i64, i64, i64) {
         let days = self.ticks.div_euclid(TICKS_PER_DAY);
         let in_day = self.ticks.rem_euclid(TICKS_PER_DAY);
-        // In range by construction: MIN..=MAX are all valid `time` dates.
-        let date = time::Date::from_julian_day((days + JULIAN_DAY_OF_YEAR_1) as i32)
-            .unwrap_or(time::Date::MIN);
+        let (year, month, day) = civil_date(days);
         let seconds = in_day / TICKS_PER_SECOND;
         (
-            date.year(),
-            u8::from(date.month()),
-            date.day(),
+            year,
+            month,
+            day,
             seconds / 3600,
             seconds / 60 % 60,
             seconds % 60,
@@ -310,6 +308,40 @@ impl DateTime {
     }
 }
 
+/// The proleptic Gregorian (year, month, day) of the day `days` after
+/// 0001-01-01 (0 ..= the days to 9999-12-31). Written by hand: it runs for
+/// every ETag and Timestamp a read or write makes, and the general calendar
+/// of `time` (which the tests check it against, day by day) costs several
+/// times as much. Days are counted from 0000-03-01, so that the leap day
+/// ends a year: a 400-year cycle is 146,097 days, its years 365 days with
+/// one more every fourth, but for every hundredth bar the fourth hundredth.
+fn civil_date(days: i64) -> (i32, u8, u8) {
+    // 0001-01-01 is day 306 after 0000-03-01; days are never negative here.
+    let z = days.max(0) + 306;
+    let era = z / 146_097;
+    let of_era = z % 146_097;
+    let year_of_era = (of_era - of_era / 1_460 + of_era / 36_524 - of_era / 146_096) / 365;
+    let of_year = of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    // Months from March: 153 days in every five.
+    let from_march = (5 * of_year + 2) / 153;
+    let day = of_year - (153 * from_march + 2) / 5 + 1;
+    let month = if from_march < 10 {
+        from_march + 3
+    } else {
+        from_march - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year as i32, month as u8, day as u8)
+}
+
+/// "00" to "99", one after another.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
 /// The text of a [`DateTime`], at most 34 bytes
 /// (`9999-12-31T23%3A59%3A59.9999999Z`), held on the stack.
 #[doc(hidden)]
@@ -328,15 +360,24 @@ impl IsoText {
         }
     }
 
-    /// Appends `value` as exactly `width` decimal digits.
+    /// Appends `value` as exactly `width` decimal digits (`width` at most
+    /// 8), two at a time from a table.
     fn digits(&mut self, value: i64, width: usize) {
-        let mut digits = [0u8; 8];
-        let mut rest = value;
-        for slot in digits[..width].iter_mut().rev() {
-            *slot = b'0' + (rest % 10) as u8;
-            rest /= 10;
+        let Some(slot) = self.bytes.get_mut(self.len..self.len + width) else {
+            return;
+        };
+        let mut rest = value.unsigned_abs();
+        let mut at = width;
+        while at >= 2 {
+            let pair = (rest % 100) as usize * 2;
+            slot[at - 2..at].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+            rest /= 100;
+            at -= 2;
         }
-        self.push(&digits[..width]);
+        if at == 1 {
+            slot[0] = b'0' + (rest % 10) as u8;
+        }
+        self.len += width;
     }
 
     /// The text.
@@ -425,6 +466,40 @@ impl From<DateTime> for time::OffsetDateTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hand-written calendar gives `time`'s date for every day from
+    /// 0001-01-01 to 9999-12-31, and the text carries it with every field
+    /// at its width.
+    #[test]
+    fn the_calendar_agrees_with_time_on_every_day() {
+        let last = i64::from(
+            time::Date::from_calendar_date(9999, time::Month::December, 31)
+                .unwrap()
+                .to_julian_day(),
+        ) - JULIAN_DAY_OF_YEAR_1;
+        for days in 0..=last {
+            let date = time::Date::from_julian_day((days + JULIAN_DAY_OF_YEAR_1) as i32).unwrap();
+            let expected = (date.year(), u8::from(date.month()), date.day());
+            assert_eq!(civil_date(days), expected, "day {days}");
+        }
+        let at = |ticks| DateTime::from_ticks(ticks).unwrap();
+        let leap = DateTime::parse("2024-02-29T09:05:07.0000001Z").unwrap();
+        assert_eq!(leap.to_string(), "2024-02-29T09:05:07.0000001Z");
+        assert_eq!(
+            leap.iso_text("%3A", true).as_str(),
+            "2024-02-29T09%3A05%3A07.0000001Z"
+        );
+        assert_eq!(
+            at(leap.ticks() + 9_999_999 - 1).to_string_7(),
+            "2024-02-29T09:05:07.9999999Z"
+        );
+        assert_eq!(
+            DateTime::parse("1900-03-01T23:59:59.5Z")
+                .unwrap()
+                .to_string(),
+            "1900-03-01T23:59:59.5Z"
+        );
+    }
 
     #[test]
     fn bounds_format_and_parse() {

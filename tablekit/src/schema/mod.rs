@@ -364,14 +364,14 @@ pub(crate) fn check_key_length(
 
 /// The encoded PartitionKey of a value.
 pub fn partition_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
-    let mut pk = String::with_capacity(32);
+    let mut pk = String::with_capacity(KEY_ROOM);
     write_partition_key_of(value, &mut pk)?;
     Ok(pk)
 }
 
 /// The stored RowKey of a value: the kind prefix and the encoded row key.
 pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
-    let mut rk = String::with_capacity(32);
+    let mut rk = String::with_capacity(KEY_ROOM);
     write_row_key_of(value, &mut rk)?;
     Ok(rk)
 }
@@ -380,7 +380,7 @@ pub fn row_key_of<T: TableEntity>(value: &T) -> Result<String, Error> {
 fn write_partition_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), Error> {
     value.write_partition_key(out);
     if let Some(rule) = T::DESCRIPTOR.partitions {
-        let mut rk = String::with_capacity(32);
+        let mut rk = String::with_capacity(KEY_ROOM);
         value.write_row_key(&mut rk);
         rule.push_suffix(out, &rk);
     }
@@ -397,11 +397,16 @@ fn write_row_key_of<T: TableEntity>(value: &T, out: &mut String) -> Result<(), E
     check_key_length(KeyKind::RowKey, T::DESCRIPTOR.row_key_fields, out)
 }
 
+/// The room a key is made in ([`encode_keys`]): most keys fit.
+const KEY_ROOM: usize = 32;
+
 /// Encodes a typed PartitionKey as stored, checked for length.
 pub fn encode_partition_key<T: TableEntity>(
     pk: &impl KeyArg<T::PartitionKey>,
 ) -> Result<String, Error> {
-    let mut p = String::new();
+    // Room for the usual key at once: growing it by each part it writes
+    // costs more than the spare bytes.
+    let mut p = String::with_capacity(KEY_ROOM);
     pk.write_key_arg(&mut p);
     check_key_length(
         KeyKind::PartitionKey,
@@ -417,7 +422,7 @@ pub fn encode_keys<T: TableEntity>(
     rk: &impl KeyArg<T::RowKey>,
 ) -> Result<(String, String), Error> {
     let mut p = encode_partition_key::<T>(pk)?;
-    let mut r = String::new();
+    let mut r = String::with_capacity(KEY_ROOM);
     rk.write_laid_out(&T::DESCRIPTOR.row_key_layout, &mut r);
     check_key_length(KeyKind::RowKey, T::DESCRIPTOR.row_key_fields, &r)?;
     if let Some(rule) = T::DESCRIPTOR.partitions {
