@@ -147,11 +147,28 @@ pub(super) fn other_format(dir: &Path, format: Option<i64>) -> Error {
 /// The number of the last journal record the engine holds durably: 0 for a
 /// store that never had one. A store of another format than [`FORMAT`] is
 /// refused here, before anything of it is read or replayed.
+///
+/// Every store of every format has had [`META`] since its first open (a
+/// store of format 2 from the commit that made it, with its format in it):
+/// an engine whose state has no such table holds no state a store ever
+/// committed. That is damage (the engine recovered, after a crash that tore
+/// its file, to a state from before the store was made, say), or a file
+/// that is not a store's: it is refused as damaged, never as a store of an
+/// older format, which would send its user to look for the version that
+/// made it.
 pub(super) fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
     let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Err(other_format(dir, None)),
+        Err(redb::TableError::TableDoesNotExist(_)) => {
+            return Err(Error::Storage {
+                path: dir.display().to_string(),
+                failure: StorageFailure::Damaged,
+                message: "the engine's file holds none of a store's tables: it is damaged \
+                          (torn by a crash, say), or it is not a store's file"
+                    .into(),
+            });
+        }
         Err(e) => return Err(storage_error(dir, e.into())),
     };
     let format = meta

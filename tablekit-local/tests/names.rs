@@ -212,6 +212,52 @@ async fn a_store_of_another_format_is_refused_as_such() {
     }
 }
 
+/// An engine whose state has none of a store's tables (a crash that tore
+/// the file can leave the engine to recover to a state from before the
+/// store was made) is refused as damage, writable and read-only: never as
+/// a store of an older format, which every store's state would show by its
+/// table of settings.
+#[tokio::test(flavor = "current_thread")]
+async fn an_engine_without_a_stores_tables_is_damage_not_an_old_format() {
+    const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = LocalStorage::open(dir.path()).unwrap();
+        store.create_table("Tee").await.unwrap();
+    }
+    {
+        let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
+        let txn = db.begin_write().unwrap();
+        assert!(
+            txn.delete_table(META).unwrap(),
+            "the store had its settings"
+        );
+        txn.commit().unwrap();
+    }
+    let before = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
+    for read_only in [true, false] {
+        let opened = if read_only {
+            LocalStorage::open_read_only(dir.path())
+        } else {
+            LocalStorage::open(dir.path())
+        };
+        match opened {
+            Err(Error::Storage {
+                failure: StorageFailure::Damaged,
+                message,
+                ..
+            }) => assert!(!message.contains("format"), "{message}"),
+            other => panic!("read-only {read_only}: {other:?}"),
+        }
+        // (The engine's own open for writing may touch its header.)
+        let now = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
+        assert!(
+            !read_only || now == before,
+            "a read-only open changed the file"
+        );
+    }
+}
+
 /// A table of names damaged to hold a number the store never gives (past
 /// its last, say the largest there is): a write of a new name is refused
 /// as damage, never given a number counted on from it, which could wrap
