@@ -360,8 +360,9 @@ impl IsoText {
         }
     }
 
-    /// Appends `value` as exactly `width` decimal digits (`width` at most
-    /// 8), two at a time from a table.
+    /// Appends `value` as exactly `width` decimal digits (its lowest ones),
+    /// two at a time from a table; nothing where the text has no room, as
+    /// [`push`](IsoText::push).
     fn digits(&mut self, value: i64, width: usize) {
         let Some(slot) = self.bytes.get_mut(self.len..self.len + width) else {
             return;
