@@ -13,6 +13,10 @@ use tablekit_core::{
 
 use crate::{LocalStorage, META};
 
+/// The key in [`META`](crate::META) of the count of blob writes, which
+/// makes each blob's ETag.
+pub(crate) const BLOB_VERSION: &str = "blob_version";
+
 /// Container names.
 const CONTAINERS: TableDefinition<'static, &str, ()> = TableDefinition::new("containers");
 /// Each blob's properties, by `container/name`.
@@ -285,11 +289,11 @@ impl tablekit_core::layer::RawBlobs for LocalStorage {
             condition.check(existing.as_ref().map(|b| &b.etag), &container, &name)?;
             let mut meta = txn.open_table(META).map_err(|e| store.error(e.into()))?;
             let version = meta
-                .get("blob_version")
+                .get(BLOB_VERSION)
                 .map_err(|e| store.error(e.into()))?
                 .map_or(0, |v| v.value())
                 + 1;
-            meta.insert("blob_version", version)
+            meta.insert(BLOB_VERSION, version)
                 .map_err(|e| store.error(e.into()))?;
             let written = DateTime::now();
             let key = blob_key(&container, &name);

@@ -149,26 +149,18 @@ pub(super) fn other_format(dir: &Path, format: Option<i64>) -> Error {
 /// refused here, before anything of it is read or replayed.
 ///
 /// Every store of every format has had [`META`] since its first open (a
-/// store of format 2 from the commit that made it, with its format in it):
-/// an engine whose state has no such table holds no state a store ever
-/// committed. That is damage (the engine recovered, after a crash that tore
-/// its file, to a state from before the store was made, say), or a file
-/// that is not a store's: it is refused as damaged, never as a store of an
-/// older format, which would send its user to look for the version that
-/// made it.
+/// store of format 2 from the commit that made it, with its format in it).
+/// Settings that are missing, or that read as no store writes them
+/// ([`settings_look_whole`]), are no state a store ever committed: the
+/// engine recovered, after a crash that tore its file, to pages that were
+/// never one state, say, or the file is not a store's. That is refused as
+/// damage, never as a store of an older format, which would send its user
+/// to look for the version that made it.
 pub(super) fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u64> {
     let txn = db.begin_read().map_err(|e| storage_error(dir, e.into()))?;
     let meta = match txn.open_table(META) {
         Ok(meta) => meta,
-        Err(redb::TableError::TableDoesNotExist(_)) => {
-            return Err(Error::Storage {
-                path: dir.display().to_string(),
-                failure: StorageFailure::Damaged,
-                message: "the engine's file holds none of a store's tables: it is damaged \
-                          (torn by a crash, say), or it is not a store's file"
-                    .into(),
-            });
-        }
+        Err(redb::TableError::TableDoesNotExist(_)) => return Err(no_settings(dir)),
         Err(e) => return Err(storage_error(dir, e.into())),
     };
     let format = meta
@@ -176,6 +168,9 @@ pub(super) fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u6
         .map_err(|e| storage_error(dir, e.into()))?
         .map(|v| v.value());
     if format != Some(FORMAT) {
+        if format.is_none() && !settings_look_whole(&meta) {
+            return Err(no_settings(dir));
+        }
         return Err(other_format(dir, format));
     }
     let stored = meta
@@ -187,6 +182,48 @@ pub(super) fn checkpoint_of(dir: &Path, db: &impl ReadableDatabase) -> Result<u6
         failure: StorageFailure::Damaged,
         message: format!("the journal's checkpoint is {stored}"),
     })
+}
+
+/// The keys a store's settings ([`META`]) are ever written under, by any
+/// format.
+const SETTINGS: [&str; 5] = [
+    FORMAT_KEY,
+    CHECKPOINT,
+    IN_USE,
+    crate::ticks::TICKS,
+    crate::blobs::BLOB_VERSION,
+];
+
+/// Whether settings without a format number read as a store of an older
+/// format wrote them: at least one entry, each under a key a store writes
+/// ([`SETTINGS`]). Pages that were never one state (a torn file the engine
+/// recovered) read as no entry, as other keys, or not at all. Only asked of
+/// settings that are refused anyway.
+fn settings_look_whole(meta: &impl redb::ReadableTable<&'static str, i64>) -> bool {
+    let read = contain_panics(|| -> Result<bool, redb::StorageError> {
+        let mut any = false;
+        for entry in meta.iter()? {
+            let (key, _) = entry?;
+            if !SETTINGS.contains(&key.value()) {
+                return Ok(false);
+            }
+            any = true;
+        }
+        Ok(any)
+    });
+    matches!(read, Ok(Ok(true)))
+}
+
+/// The error for an engine without a store's settings, or with settings
+/// no store wrote ([`checkpoint_of`]).
+fn no_settings(dir: &Path) -> Error {
+    Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: "the engine's file holds no store's settings (missing or unreadable): it is \
+                  damaged (torn by a crash, say), or it is not a store's file"
+            .into(),
+    }
 }
 
 /// Where the store keeps whether its journal may hold writes its engine's

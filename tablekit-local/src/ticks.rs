@@ -10,7 +10,7 @@ use tablekit_core::Result;
 use crate::{LocalStorage, META, logged};
 
 /// The key in [`META`] of the bound on the times the store has given.
-const TICKS: &str = "ticks";
+pub(crate) const TICKS: &str = "ticks";
 
 /// How far past the time it gives a write moves the store's bound on the
 /// times given (see [`LocalStorage::next_ticks`]): 100 ms, in ticks.

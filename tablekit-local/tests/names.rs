@@ -212,49 +212,59 @@ async fn a_store_of_another_format_is_refused_as_such() {
     }
 }
 
-/// An engine whose state has none of a store's tables (a crash that tore
-/// the file can leave the engine to recover to a state from before the
-/// store was made) is refused as damage, writable and read-only: never as
-/// a store of an older format, which every store's state would show by its
-/// table of settings.
+/// An engine whose settings are missing, empty, or hold keys no store
+/// writes, and no format number (a crash that tore the file can leave the
+/// engine to recover to pages that were never one state) is refused as
+/// damage, writable and read-only: never as a store of an older format.
 #[tokio::test(flavor = "current_thread")]
-async fn an_engine_without_a_stores_tables_is_damage_not_an_old_format() {
+async fn settings_no_store_wrote_are_damage_not_an_old_format() {
     const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let store = LocalStorage::open(dir.path()).unwrap();
-        store.create_table("Tee").await.unwrap();
-    }
-    {
-        let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
-        let txn = db.begin_write().unwrap();
-        assert!(
-            txn.delete_table(META).unwrap(),
-            "the store had its settings"
-        );
-        txn.commit().unwrap();
-    }
-    let before = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
-    for read_only in [true, false] {
-        let opened = if read_only {
-            LocalStorage::open_read_only(dir.path())
-        } else {
-            LocalStorage::open(dir.path())
-        };
-        match opened {
-            Err(Error::Storage {
-                failure: StorageFailure::Damaged,
-                message,
-                ..
-            }) => assert!(!message.contains("format"), "{message}"),
-            other => panic!("read-only {read_only}: {other:?}"),
+    for damage in ["missing", "empty", "strange"] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = LocalStorage::open(dir.path()).unwrap();
+            store.create_table("Tee").await.unwrap();
         }
-        // (The engine's own open for writing may touch its header.)
-        let now = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
-        assert!(
-            !read_only || now == before,
-            "a read-only open changed the file"
-        );
+        {
+            let db = redb::Database::open(dir.path().join(FILE_NAME)).unwrap();
+            let txn = db.begin_write().unwrap();
+            assert!(
+                txn.delete_table(META).unwrap(),
+                "the store had its settings"
+            );
+            match damage {
+                "empty" => drop(txn.open_table(META).unwrap()),
+                "strange" => {
+                    let mut meta = txn.open_table(META).unwrap();
+                    meta.insert("journal", 0).unwrap();
+                    meta.insert("\u{1}\u{7f}x", 9).unwrap();
+                }
+                _ => {}
+            }
+            txn.commit().unwrap();
+        }
+        let before = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
+        for read_only in [true, false] {
+            let opened = if read_only {
+                LocalStorage::open_read_only(dir.path())
+            } else {
+                LocalStorage::open(dir.path())
+            };
+            match opened {
+                Err(Error::Storage {
+                    failure: StorageFailure::Damaged,
+                    message,
+                    ..
+                }) => assert!(!message.contains("format"), "{damage}: {message}"),
+                other => panic!("{damage}, read-only {read_only}: {other:?}"),
+            }
+            // (The engine's own open for writing may touch its header.)
+            let now = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
+            assert!(
+                !read_only || now == before,
+                "a read-only open changed the file"
+            );
+        }
     }
 }
 
