@@ -171,6 +171,15 @@ async fn a_damaged_name_is_damage_never_another_name() {
     );
 }
 
+/// The store in `dir`, opened read-only or for writing.
+fn open_as(dir: &std::path::Path, read_only: bool) -> tablekit_core::Result<LocalStorage> {
+    if read_only {
+        LocalStorage::open_read_only(dir)
+    } else {
+        LocalStorage::open(dir)
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_store_of_another_format_is_refused_as_such() {
     const META: TableDefinition<'static, &str, i64> = TableDefinition::new("meta");
@@ -191,12 +200,7 @@ async fn a_store_of_another_format_is_refused_as_such() {
             txn.commit().unwrap();
         }
         for read_only in [false, true] {
-            let opened = if read_only {
-                LocalStorage::open_read_only(dir.path())
-            } else {
-                LocalStorage::open(dir.path())
-            };
-            match opened {
+            match open_as(dir.path(), read_only) {
                 Err(Error::Storage {
                     failure: StorageFailure::Format,
                     message,
@@ -245,12 +249,7 @@ async fn settings_no_store_wrote_are_damage_not_an_old_format() {
         }
         let before = std::fs::read(dir.path().join(FILE_NAME)).unwrap();
         for read_only in [true, false] {
-            let opened = if read_only {
-                LocalStorage::open_read_only(dir.path())
-            } else {
-                LocalStorage::open(dir.path())
-            };
-            match opened {
+            match open_as(dir.path(), read_only) {
                 Err(Error::Storage {
                     failure: StorageFailure::Damaged,
                     message,
