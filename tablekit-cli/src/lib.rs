@@ -42,8 +42,8 @@
 //!   is checked as recovered, in memory, its files unchanged.
 //! - `--skip-damaged` (copy, export) passes over the damaged rows of a
 //!   local source, where each would stop the run, and names each on
-//!   standard error; a damaged row is also got rid of by its keys, with an
-//!   unconditional delete.
+//!   standard error (the source is opened read-only, without the check of
+//!   its file's pages that refuses a damaged store at an open).
 //! - **compact** makes a local store's file as short as its data (a store
 //!   written for a while keeps free space in it), and says how much it
 //!   gave back. No other program may have the store open.
@@ -367,13 +367,25 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
         .map_err(|e| failed(format!("--{flag}: {e}")))?;
     if flag == "from" && m.try_get_one::<bool>("skip-damaged").ok().flatten() == Some(&true) {
         match &mut location {
-            tablekit_stores::Location::Local(settings) => settings.skip_damaged_rows = true,
+            // What a damaged store still holds: its file is not refused
+            // for failing the check of its pages at the open.
+            tablekit_stores::Location::Local(settings) => {
+                settings.skip_damaged_rows = true;
+                settings.verify_on_open = false;
+            }
             _ => {
                 return Err(failed(
                     "--skip-damaged: a local source's damaged rows are passed over; a service keeps no damaged rows to pass",
                 ));
             }
         }
+    }
+    // A local source is read, never written: opened read-only, it is not
+    // changed, and a damaged one still gives what it holds.
+    if flag == "from"
+        && let tablekit_stores::Location::Local(settings) = &mut location
+    {
+        settings.read_only = true;
     }
     // A source is read, never made: a directory that is not there is a
     // typo, not an empty store to copy nothing from.
@@ -440,7 +452,12 @@ async fn compact(m: &ArgMatches) -> Result<(), CliError> {
 /// one line each, and a failure if there is any.
 async fn check(m: &ArgMatches) -> Result<(), CliError> {
     let dir = local_store(m, "check")?.dir;
-    let store = tablekit_local::LocalStorage::open_read_only(&dir)
+    // The check names each damaged piece itself: the open does not refuse
+    // a file whose pages fail the engine's own check.
+    let store = tablekit_local::LocalStorage::builder()
+        .read_only(true)
+        .verify_on_open(false)
+        .open(&dir)
         .map_err(|e| failed(format!("--store: {e}")))?;
     let bar = spinner(&format!("checking {}", dir.display()));
     let report = store.check().await?;
@@ -458,11 +475,12 @@ async fn check(m: &ArgMatches) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(failed(format!(
-            "{} damaged in {}. A damaged table row is got rid of by its keys: an \
-             unconditional delete removes it unread (`Table::delete_unconditionally`, or \
-             `delete_entity` with `IfMatch::Any`), after which `copy` and `export` read past \
-             where they stopped at it; a conditional delete or update of it is refused, \
-             since its version cannot be read",
+            "{} damaged in {}. `copy --skip-damaged` copies what is left to a new store. A \
+             damaged table row can also be got rid of in place, by its keys, in the store \
+             opened with `VerifyOnOpen=false` (an open that checks the file's pages refuses \
+             it): an unconditional delete removes it unread (`Table::delete_unconditionally`, \
+             or `delete_entity` with `IfMatch::Any`); a conditional delete or update of it is \
+             refused, since its version cannot be read",
             report.damaged.len(),
             dir.display()
         )))

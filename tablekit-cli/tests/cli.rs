@@ -756,8 +756,12 @@ async fn check_names_the_damaged_row() {
     // What to do about it is said, and it works: the row deleted by its
     // keys, the store is clean.
     assert!(err.contains("unconditional delete"), "{err}");
+    assert!(err.contains("VerifyOnOpen=false"), "{err}");
     {
-        let store = tablekit_local::LocalStorage::open(&path).unwrap();
+        let store = tablekit_local::LocalStorage::builder()
+            .verify_on_open(false)
+            .open(&path)
+            .unwrap();
         store
             .delete_entity("Orders", "p", "r17", &tablekit::IfMatch::Any)
             .await
@@ -894,7 +898,8 @@ async fn verbose_says_each_operation_on_standard_error() {
 
 /// `--skip-damaged` copies and exports what a damaged local store still
 /// holds: each damaged row is passed over and named, where without it the
-/// run stops at the row. A source that is not local is refused.
+/// damaged source is refused at its open. A source that is not local is
+/// refused.
 #[tokio::test]
 async fn skip_damaged_passes_over_and_names_damaged_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -921,9 +926,14 @@ async fn skip_damaged_passes_over_and_names_damaged_rows() {
     let out = dir.path().join("out");
     let out_text = out.display().to_string();
 
+    // Without --skip-damaged, the damaged source is refused at its open,
+    // and the way to what it still holds is said.
     let (code, stdout, err) = run(&["export", "--from", &source, "--out", &out_text]);
     assert_eq!(code, Some(1), "{stdout}{err}");
-    assert!(err.contains("r11"), "{err}");
+    assert!(
+        err.contains("damaged") && err.contains("--skip-damaged"),
+        "{err}"
+    );
 
     // An --out whose parent is missing (a typo in it) is refused, and makes
     // nothing.

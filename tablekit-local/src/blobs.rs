@@ -26,6 +26,17 @@ type BlobsTable<'t> = LoggedTable<'t, &'static str, &'static [u8]>;
 /// Each blob's bytes, by `container/name`.
 const BLOB_DATA: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("blob_data");
 
+/// The names of the engine tables [`create_system_tables`] makes, for the
+/// check of the engine's list of its tables.
+pub(crate) fn system_tables() -> [String; 3] {
+    use redb::TableHandle;
+    [
+        CONTAINERS.name().to_owned(),
+        BLOBS.name().to_owned(),
+        BLOB_DATA.name().to_owned(),
+    ]
+}
+
 pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(CONTAINERS)?;
     txn.open_table(BLOBS)?;
@@ -90,6 +101,7 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
     crate::check::walk(
         txn,
         CONTAINERS,
+        crate::check::Presence::Optional,
         "the catalogue of containers",
         report,
         |r, _, ()| {
@@ -110,6 +122,7 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
     crate::check::walk(
         txn,
         BLOBS,
+        crate::check::Presence::Optional,
         "the blobs' properties",
         report,
         |report, key, stored| {
@@ -142,6 +155,7 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
     crate::check::walk(
         txn,
         BLOB_DATA,
+        crate::check::Presence::Optional,
         "the blobs' bytes",
         report,
         |report, key, _| {

@@ -93,13 +93,32 @@ impl std::fmt::Display for CheckReport {
     }
 }
 
+/// Whether an engine table a walk opens may be missing: the system tables
+/// of a store last opened for writing by an older version may lack one,
+/// but a catalogued table's rows exist exactly while the table does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presence {
+    /// Missing means never written: nothing to read.
+    Optional,
+    /// Missing means damage.
+    Required,
+}
+
 /// Every entry of the engine table `definition`, each passed to `each`;
 /// an entry the engine cannot read, or a panic of the engine on a bad page,
 /// is recorded as damage of `place` and ends the walk of this table (the
 /// others are still read).
+///
+/// The engine does not check its pages' checksums on a read, so a damaged
+/// page of its tree can hide entries without an error. The walk checks the
+/// tree's shape as it goes: the keys come in order, each entry is found
+/// again by its key with the same value (a lookup goes down the tree's
+/// inner pages by their keys, which a walk does not read), and the entries
+/// met are as many as the engine counts for the table.
 pub(crate) fn walk<K, V>(
     txn: &redb::ReadTransaction,
     definition: TableDefinition<'_, K, V>,
+    presence: Presence,
     place: &str,
     report: &mut CheckReport,
     mut each: impl FnMut(&mut CheckReport, K::SelfType<'_>, V::SelfType<'_>),
@@ -107,21 +126,91 @@ pub(crate) fn walk<K, V>(
     K: redb::Key + 'static,
     V: redb::Value + 'static,
 {
-    let walked = crate::panics::contain_panics(|| -> std::result::Result<(), redb::Error> {
+    type Walked = std::result::Result<Option<String>, redb::Error>;
+    let walked = crate::panics::contain_panics(|| -> Walked {
         let table = match txn.open_table(definition) {
             Ok(table) => table,
-            // A table never written has no engine table yet.
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(redb::TableError::TableDoesNotExist(_)) if presence == Presence::Optional => {
+                return Ok(None);
+            }
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                return Ok(Some("the engine has no table for it".to_owned()));
+            }
             Err(e) => return Err(e.into()),
         };
+        let mut previous: Option<Vec<u8>> = None;
+        let mut met = 0u64;
         for item in table.iter()? {
             let (key, value) = item?;
+            met += 1;
+            let key_bytes = K::as_bytes(&key.value()).as_ref().to_vec();
+            if let Some(previous) = &previous
+                && K::compare(previous, &key_bytes) != std::cmp::Ordering::Less
+            {
+                return Ok(Some("its entries are out of order".to_owned()));
+            }
+            let found_again = table.get(key.value())?.is_some_and(|found| {
+                V::as_bytes(&found.value()).as_ref() == V::as_bytes(&value.value()).as_ref()
+            });
+            if !found_again {
+                return Ok(Some(
+                    "an entry met in order is not found by its key".to_owned(),
+                ));
+            }
             each(report, key.value(), value.value());
+            previous = Some(key_bytes);
         }
-        Ok(())
+        let counted = redb::ReadableTableMetadata::len(&table)?;
+        if counted != met {
+            return Ok(Some(format!(
+                "{met} entries read where the engine counts {counted}"
+            )));
+        }
+        Ok(None)
     });
     match walked {
-        Ok(Ok(())) => {}
+        Ok(Ok(None)) => {}
+        Ok(Ok(Some(shape))) => {
+            report.damage(place, format!("the engine's tree is damaged: {shape}"))
+        }
+        Ok(Err(e)) => report.damage(place, format!("the storage engine could not read it: {e}")),
+        Err(panic) => report.damage(place, format!("the storage engine failed on it: {panic}")),
+    }
+}
+
+/// The engine's list of its tables, checked: each table listed is found
+/// again by its name, and each is one the store keeps (`kept`). A damaged
+/// page of that list can rename a table (its rows would seem gone, the
+/// table empty) or lose one from lookups alone.
+pub(crate) fn engine_tables(
+    txn: &redb::ReadTransaction,
+    kept: &dyn Fn(&str) -> bool,
+    report: &mut CheckReport,
+) {
+    let place = "the engine's list of its tables";
+    let listed =
+        crate::panics::contain_panics(|| -> std::result::Result<Vec<String>, redb::Error> {
+            use redb::TableHandle;
+            let mut shape = Vec::new();
+            if txn.list_multimap_tables()?.next().is_some() {
+                shape.push("it lists a kind of table no store makes".to_owned());
+            }
+            for handle in txn.list_tables()? {
+                let name = handle.name().to_owned();
+                if !kept(&name) {
+                    shape.push(format!("it lists a table no store keeps ({name:?})"));
+                } else if let Err(e) = txn.open_untyped_table(handle) {
+                    shape.push(format!("the table {name:?} it lists does not open: {e}"));
+                }
+            }
+            Ok(shape)
+        });
+    match listed {
+        Ok(Ok(shape)) => {
+            for shape in shape {
+                report.damage(place, format!("the engine's tree is damaged: {shape}"));
+            }
+        }
         Ok(Err(e)) => report.damage(place, format!("the storage engine could not read it: {e}")),
         Err(panic) => report.damage(place, format!("the storage engine failed on it: {panic}")),
     }

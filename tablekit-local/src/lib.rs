@@ -56,7 +56,9 @@
 //!   them, and the engine forgets them all (it is opened again on its file
 //!   and the journal), so that no refused write is ever read. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
-//!   records again: milliseconds at any size of store.
+//!   records again: milliseconds at any size of store, beside the check
+//!   of the file's pages that every open makes (about one read of the
+//!   file: [`LocalStorageBuilder::verify_on_open`]).
 //!   [`LocalStorage::write_stats`] counts the records it applied.
 //! - **A torn tail.** A crash while a record is written leaves it cut
 //!   short: its checksum fails, and the next open ignores it (it was never
@@ -85,8 +87,13 @@
 //!   (the next open makes it) or a whole one, never a file that does not
 //!   open.
 //! - **Damage** not caused by a crash (a file changed by another program,
-//!   a failing disk) gives [`StorageFailure::Damaged`] where the engine sees
-//!   it: a file cut short or empty, a page that does not parse. The engine
+//!   a failing disk) gives [`StorageFailure::Damaged`]. Every open reads
+//!   the whole file first and checks each page against its checksum
+//!   ([`LocalStorageBuilder::verify_on_open`]), so a damaged file is refused
+//!   there, before the engine trusts it; open it read-only without that
+//!   check to read what it still holds. Without the check, damage shows
+//!   where the engine meets it: a file cut short or empty, a page that
+//!   does not parse. The engine
 //!   can panic on a bad page instead of reporting it; such a panic is
 //!   caught at the store's boundary and reported as `Damaged`, and the
 //!   handle then refuses every further operation (open the store again).
@@ -248,6 +255,7 @@
 mod blobs;
 mod check;
 mod compact;
+mod errors;
 mod journal;
 mod kept;
 mod limit;
@@ -278,6 +286,7 @@ use tablekit_core::{Error, Result, StorageFailure};
 
 use crate::panics::contain_panics;
 use crate::snapshot::WAIT_TO_REOPEN;
+pub(crate) use errors::{io_error, storage_error};
 use open::*;
 
 #[cfg(doc)]
@@ -361,6 +370,9 @@ struct Shared {
     /// The engine's cache ([`LocalStorageBuilder::cache_size`]), kept for
     /// its opens after a full disk.
     cache_size: usize,
+    /// Whether those opens check the file first
+    /// ([`LocalStorageBuilder::verify_on_open`]).
+    verify_on_open: bool,
     path: PathBuf,
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
@@ -414,6 +426,7 @@ pub struct LocalStorageBuilder {
     clock: Arc<dyn Clock>,
     max_size: Option<u64>,
     cache_size: usize,
+    verify_on_open: bool,
     read_only: bool,
     quick_recovery: bool,
     skip_damaged_rows: bool,
@@ -487,6 +500,35 @@ impl LocalStorageBuilder {
         self
     }
 
+    /// Whether an open reads the whole engine file first and checks every
+    /// page against its checksum (on by default).
+    ///
+    /// The engine trusts a file it closed cleanly. A file damaged since
+    /// (a disk's bit rot, a copy cut short, an edit by another program)
+    /// would be trusted too: a damaged page of the engine's tree can hide
+    /// entries from reads without an error, and the engine's first write
+    /// could put a page where a live one is, damaging more, or fail in a
+    /// way that ends the process. With the check, such a file is refused
+    /// at the open as [`StorageFailure::Damaged`]. A read-only open checks
+    /// the file without writing it.
+    ///
+    /// To get what a damaged store still holds, open it
+    /// [read-only](LocalStorageBuilder::read_only) without the check: each
+    /// row, blob and message is still checked as it is read (a damaged one
+    /// is an error, never a wrong value), though entries under a damaged
+    /// page may be missing; [`LocalStorage::check`] names the damage.
+    /// Opening a damaged store for writing without the check is for
+    /// getting rid of a damaged row by its keys, at the risks above.
+    ///
+    /// The check costs about as long as reading the file from the
+    /// operating system's cache once (some 25 ms for 100,000 rows of 150
+    /// bytes; more from a cold disk). Turn it off only for a store too
+    /// large to read at each start, on storage you trust.
+    pub fn verify_on_open(mut self, verify: bool) -> LocalStorageBuilder {
+        self.verify_on_open = verify;
+        self
+    }
+
     /// Opens the store read-only: for a store on read-only media, a backup,
     /// or a look at a store another program owns while it is closed. Reads of
     /// tables, blobs and queues work; every write (queue reads that take
@@ -512,7 +554,9 @@ impl LocalStorageBuilder {
     /// crash would not read the whole file. Since the store keeps a journal
     /// (see [Durability](crate#durability)), the engine commits durably only
     /// at checkpoints, which always save that record: the open after a crash
-    /// takes milliseconds at any size, and writes pay nothing for it.
+    /// needs no repair, and writes pay nothing for it (every open still
+    /// reads the file once to check its pages, unless
+    /// [`verify_on_open`](LocalStorageBuilder::verify_on_open) is off).
     #[deprecated(
         since = "0.1.0",
         note = "every open after a crash is quick now; the setting changes nothing"
@@ -573,12 +617,22 @@ impl LocalStorageBuilder {
             .map(|max| Arc::new(std::sync::atomic::AtomicU64::new(max)));
         let (db, journal, replayed) = if self.read_only {
             (
-                open_read_only(&dir, self.cache_size, self.lost_journal_accepted)?,
+                open_read_only(
+                    &dir,
+                    self.cache_size,
+                    self.lost_journal_accepted,
+                    self.verify_on_open,
+                )?,
                 None,
                 0,
             )
         } else {
-            let (db, discard) = open_engine(&dir, max_size.as_ref(), self.cache_size)?;
+            let (db, discard) = open_engine(
+                &dir,
+                max_size.as_ref(),
+                self.cache_size,
+                self.verify_on_open,
+            )?;
             let (journal, replayed) = recover(&dir, &db, self.lost_journal_accepted)?;
             (Engine::Writable(db), Some((journal, discard)), replayed)
         };
@@ -591,6 +645,7 @@ impl LocalStorageBuilder {
                 needs_reopen: AtomicBool::new(false),
                 max_size,
                 cache_size: self.cache_size,
+                verify_on_open: self.verify_on_open,
                 path: dir,
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
@@ -672,6 +727,7 @@ impl LocalStorage {
             clock: Arc::new(SystemClock),
             max_size: None,
             cache_size: DEFAULT_CACHE_SIZE,
+            verify_on_open: true,
             read_only: false,
             quick_recovery: false,
             skip_damaged_rows: false,
@@ -780,6 +836,7 @@ impl LocalStorage {
             &self.shared.path,
             self.shared.max_size.as_ref(),
             self.shared.cache_size,
+            self.shared.verify_on_open,
         )?;
         *self.shared.discard.lock() = Some(discard);
         self.forget_learned();
@@ -880,46 +937,15 @@ impl LocalStorage {
     }
 }
 
-fn io_error(path: &Path, error: &std::io::Error) -> Error {
-    Error::Storage {
-        path: path.display().to_string(),
-        failure: if error.kind() == std::io::ErrorKind::StorageFull {
-            StorageFailure::DiskFull
-        } else {
-            StorageFailure::Io
-        },
-        message: error.to_string(),
-    }
-}
-
-/// The engine's error as tablekit's, by meaning.
-fn storage_error(path: &Path, error: redb::Error) -> Error {
-    let failure = match &error {
-        // A file that ends before its pages do: cut short, damage.
-        redb::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-            StorageFailure::Damaged
-        }
-        redb::Error::Io(io) => return io_error(path, io),
-        redb::Error::DatabaseAlreadyOpen | redb::Error::LockProtocolMismatch => {
-            StorageFailure::Locked
-        }
-        redb::Error::Corrupted(_) | redb::Error::UpgradeRequired(_) => StorageFailure::Damaged,
-        _ => StorageFailure::Io,
-    };
-    Error::Storage {
-        path: path.display().to_string(),
-        failure,
-        message: error.to_string(),
-    }
-}
-
 impl LocalStorage {
     /// Reads everything the store holds and checks it: every table row
     /// against its checksum, every blob's properties against theirs and its
     /// bytes against their MD5, every queue message against its checksum,
-    /// and the engine's pages as it walks them. Damage does not stop the
-    /// check: each damaged piece is named in the report, and the rest is
-    /// still read.
+    /// and the engine's pages as it walks them: the shape of each of its
+    /// trees (keys in order, each entry found again by its key, as many
+    /// entries as the engine counts) and its list of tables against the
+    /// store's. Damage does not stop the check: each damaged piece is named
+    /// in the report, and the rest is still read.
     ///
     /// It reads a snapshot (writes may go on meanwhile), on a blocking
     /// thread of the runtime, and takes about as long as reading the file.
@@ -937,9 +963,18 @@ impl LocalStorage {
             store.guarded(|| {
                 let txn = store.begin_read()?;
                 let mut report = CheckReport::default();
-                store.check_tables(&txn, &mut report);
+                let rows_tables = store.check_tables(&txn, &mut report);
                 blobs::check(&txn, &mut report);
                 queues::check(&txn, &mut report);
+                let system: Vec<String> =
+                    std::iter::once(redb::TableHandle::name(&META).to_owned())
+                        .chain(tables::system_tables())
+                        .chain(names::system_tables())
+                        .chain(blobs::system_tables())
+                        .chain(queues::system_tables())
+                        .collect();
+                let kept = |name: &str| system.iter().chain(&rows_tables).any(|kept| kept == name);
+                check::engine_tables(&txn, &kept, &mut report);
                 Ok(report)
             })
         };

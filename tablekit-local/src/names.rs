@@ -39,6 +39,13 @@ pub(crate) const NAMES: TableDefinition<'static, u64, &[u8]> =
 /// How many names get an id: a later name is kept in each row that uses it.
 pub(crate) const MAX_NAMES: u64 = 16_384;
 
+/// The names of the engine tables [`create_system_tables`] makes, for the
+/// check of the engine's list of its tables.
+pub(crate) fn system_tables() -> [String; 2] {
+    use redb::TableHandle;
+    [IDS.name().to_owned(), NAMES.name().to_owned()]
+}
+
 pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(IDS)?;
     txn.open_table(NAMES)?;
@@ -389,6 +396,7 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
     crate::check::walk(
         txn,
         NAMES,
+        crate::check::Presence::Optional,
         "the property names",
         report,
         |report, id, stored| match read_name(id, stored) {
@@ -404,6 +412,7 @@ pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::Chec
     crate::check::walk(
         txn,
         IDS,
+        crate::check::Presence::Optional,
         "the property ids",
         report,
         |report, name, stored| match read_id(name, stored) {

@@ -10,6 +10,7 @@ pub(super) fn open_read_only(
     dir: &Path,
     cache_size: usize,
     lost_journal_accepted: bool,
+    verify: bool,
 ) -> Result<Engine> {
     let file = dir.join(FILE_NAME);
     let db = contain_panics(|| {
@@ -20,6 +21,12 @@ pub(super) fn open_read_only(
     .map_err(|panic| damaged_by(dir, &panic))?;
     match db {
         Ok(db) => {
+            // The engine's read-only open checks nothing: before anything
+            // is read, a second engine checks the file while this one
+            // holds its lock, and is let go.
+            if verify {
+                verify_pages(dir, cache_size)?;
+            }
             let checkpoint = contain_panics(|| checkpoint_of(dir, &db))
                 .map_err(|panic| damaged_by(dir, &panic))??;
             contain_panics(|| journal_present(dir, &db, lost_journal_accepted))
@@ -29,12 +36,13 @@ pub(super) fn open_read_only(
                 .map_err(|e| io_error(dir, &e))?
             {
                 drop(db);
-                return recover_in_memory(dir, cache_size, lost_journal_accepted);
+                // Checked above already.
+                return recover_in_memory(dir, cache_size, lost_journal_accepted, false);
             }
             Ok(Engine::ReadOnly(db))
         }
         Err(redb::DatabaseError::RepairAborted) => {
-            recover_in_memory(dir, cache_size, lost_journal_accepted)
+            recover_in_memory(dir, cache_size, lost_journal_accepted, verify)
         }
         Err(e) => Err(storage_error(dir, e.into())),
     }
@@ -49,15 +57,10 @@ pub(super) fn recover_in_memory(
     dir: &Path,
     cache_size: usize,
     lost_journal_accepted: bool,
+    verify: bool,
 ) -> Result<Engine> {
-    let path = dir.join(FILE_NAME);
-    let file = std::fs::File::open(&path).map_err(|e| io_error(dir, &e))?;
-    let backend = overlay::Overlay::new(file).map_err(|e| io_error(dir, &e))?;
     contain_panics(|| {
-        let db = Database::builder()
-            .set_cache_size(cache_size)
-            .create_with_backend(backend)
-            .map_err(|e| storage_error(dir, e.into()))?;
+        let db = engine_in_memory(dir, cache_size, verify)?;
         let checkpoint = checkpoint_of(dir, &db)?;
         journal_present(dir, &db, lost_journal_accepted)?;
         let records =
@@ -76,6 +79,38 @@ pub(super) fn recover_in_memory(
         Ok(Engine::Recovered(db))
     })
     .map_err(|panic| damaged_by(dir, &panic))?
+}
+
+/// The engine on the store's file in `dir` through an
+/// [`overlay::Overlay`]: what it writes stays in memory. With `verify`, it
+/// checks every page of the file as it opens (and refuses a damaged file).
+fn engine_in_memory(dir: &Path, cache_size: usize, verify: bool) -> Result<Database> {
+    let path = dir.join(FILE_NAME);
+    let file = std::fs::File::open(&path).map_err(|e| io_error(dir, &e))?;
+    let backend = overlay::Overlay::new(file).map_err(|e| io_error(dir, &e))?;
+    Database::builder()
+        .set_cache_size(cache_size)
+        .set_check_integrity_on_open(verify)
+        .create_with_backend(backend)
+        .map_err(|e| open_error(dir, e, verify))
+}
+
+/// Checks every page of the store's file in `dir` against its checksum,
+/// as an open for writing does, without writing the file.
+fn verify_pages(dir: &Path, cache_size: usize) -> Result<()> {
+    contain_panics(|| engine_in_memory(dir, cache_size, true).map(drop))
+        .map_err(|panic| damaged_by(dir, &panic))?
+}
+
+/// The error of an engine's open: a file that fails the check of its pages
+/// is refused with the ways to what it still holds.
+fn open_error(dir: &Path, error: redb::DatabaseError, verify: bool) -> Error {
+    match error {
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(what)) if verify => {
+            failed_verification(dir, &what)
+        }
+        e => storage_error(dir, e.into()),
+    }
 }
 
 /// The error of a journal that cannot be read: damage where its records
@@ -333,22 +368,43 @@ pub(super) fn set_durability(
 
 /// Opens the engine on the store's file in `dir`, under the size cap
 /// `max_size` if there is one, keeping at most `cache_size` bytes of it in
-/// memory.
+/// memory; with `verify`, the engine checks every page of the file before
+/// it trusts its record of free space (see
+/// [`LocalStorageBuilder::verify_on_open`]).
 pub(super) fn open_engine(
     dir: &Path,
     max_size: Option<&Arc<std::sync::atomic::AtomicU64>>,
     cache_size: usize,
+    verify: bool,
 ) -> Result<(Database, limit::Discard)> {
     let file = dir.join(FILE_NAME);
     let (backend, discard) = limit::EngineFile::open(&file, max_size.cloned())?;
     let db = contain_panics(|| {
         Database::builder()
             .set_cache_size(cache_size)
+            .set_check_integrity_on_open(verify)
             .create_with_backend(backend)
     })
     .map_err(|panic| damaged_by(dir, &panic))?
-    .map_err(|e| storage_error(dir, e.into()))?;
+    .map_err(|e| open_error(dir, e, verify))?;
     Ok((db, discard))
+}
+
+/// The refusal of a file whose pages fail the check of an open, with the
+/// ways to what it still holds.
+fn failed_verification(dir: &Path, what: &str) -> Error {
+    Error::Storage {
+        path: dir.display().to_string(),
+        failure: StorageFailure::Damaged,
+        message: format!(
+            "the engine's file fails the check of its pages ({what}): it is damaged, and is not \
+             opened. To read what it still holds, open it read-only with \
+             `LocalStorageBuilder::verify_on_open(false)` (`VerifyOnOpen=false` in a connection \
+             string): each row, blob and message is still checked as it is read, though a \
+             damaged page may hide entries. `tablekit check` names the damage, and `tablekit \
+             copy --skip-damaged` copies what is left to a new store"
+        ),
+    }
 }
 
 /// The shortest file a store can be: the engine's header and its first

@@ -29,6 +29,18 @@ const MESSAGES: TableDefinition<'static, &[u8], &[u8]> = TableDefinition::new("m
 /// Message ids (`queue/id`) to their sequence numbers.
 const IDS: TableDefinition<'static, &str, u64> = TableDefinition::new("message_ids");
 
+/// The names of the engine tables [`create_system_tables`] makes, for the
+/// check of the engine's list of its tables.
+pub(crate) fn system_tables() -> [String; 4] {
+    use redb::TableHandle;
+    [
+        QUEUES.name().to_owned(),
+        DELETED.name().to_owned(),
+        MESSAGES.name().to_owned(),
+        IDS.name().to_owned(),
+    ]
+}
+
 pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(QUEUES)?;
     txn.open_table(DELETED)?;
@@ -117,12 +129,20 @@ impl Message {
 /// [`check`](LocalStorage::check)'s part for queues: every message
 /// against its checksum, and decoded.
 pub(crate) fn check(txn: &redb::ReadTransaction, report: &mut crate::check::CheckReport) {
-    crate::check::walk(txn, QUEUES, "the catalogue of queues", report, |r, _, _| {
-        r.queues += 1;
-    });
+    crate::check::walk(
+        txn,
+        QUEUES,
+        crate::check::Presence::Optional,
+        "the catalogue of queues",
+        report,
+        |r, _, _| {
+            r.queues += 1;
+        },
+    );
     crate::check::walk(
         txn,
         MESSAGES,
+        crate::check::Presence::Optional,
         "the queue messages",
         report,
         |report, key, stored| {

@@ -43,6 +43,13 @@ fn rows_table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
     TableDefinition::new(name)
 }
 
+/// The names of the engine tables [`create_system_tables`] makes, for the
+/// check of the engine's list of its tables.
+pub(crate) fn system_tables() -> [String; 2] {
+    use redb::TableHandle;
+    [TABLES.name().to_owned(), DELETED.name().to_owned()]
+}
+
 pub(crate) fn create_system_tables(txn: &redb::WriteTransaction) -> Result<(), redb::Error> {
     txn.open_table(TABLES)?;
     txn.open_table(DELETED)?;
@@ -292,23 +299,27 @@ impl LocalStorage {
 
     /// [`check`](LocalStorage::check)'s part for tables: every row of
     /// every table against its checksum, and decoded.
+    /// Checks the catalogue of tables and each table's rows; returns the
+    /// names of the engine tables that hold them.
     pub(crate) fn check_tables(
         &self,
         txn: &redb::ReadTransaction,
         report: &mut crate::check::CheckReport,
-    ) {
+    ) -> Vec<String> {
         crate::names::check(txn, report);
         let property_names = SnapshotNames::new(self, txn);
         let mut names = Vec::new();
         crate::check::walk(
             txn,
             TABLES,
+            crate::check::Presence::Optional,
             "the catalogue of tables",
             report,
             |_, folded, name| {
                 names.push((folded.to_owned(), name.to_owned()));
             },
         );
+        let mut engine_tables = Vec::with_capacity(names.len());
         for (folded, name) in names {
             report.tables += 1;
             let place = format!("table `{name}`");
@@ -316,6 +327,7 @@ impl LocalStorage {
             crate::check::walk(
                 txn,
                 rows_table(&engine),
+                crate::check::Presence::Required,
                 &place,
                 report,
                 |report, key, value| {
@@ -337,7 +349,9 @@ impl LocalStorage {
                     }
                 },
             );
+            engine_tables.push(engine);
         }
+        engine_tables
     }
 
     /// The error for a row of `table` that fails its checksum or does not

@@ -6,10 +6,13 @@
 //!   opens (`TABLEKIT_CREATION_KILLS` sets the number).
 //! - A 0-byte or cut file is `Damaged`, not a new, empty store.
 //! - Zeroed pages, flipped bytes and truncation at random offsets of a
-//!   real store: every read is the right value or an error; nothing panics
-//!   (the engine's panics on a bad page are contained and reported as
-//!   `Damaged`) and nothing reads a wrong value (each row's, blob's and
-//!   message's checksum, and each blob's MD5).
+//!   real store: an open (read-only or for writing) that checks the file's
+//!   pages refuses the copy as `Damaged`, or passes it and every read is
+//!   right. Read without that check, every read is the right value or an
+//!   error; nothing panics (the engine's panics on a bad page are
+//!   contained and reported as `Damaged`), nothing reads a wrong value
+//!   (each row's, blob's and message's checksum, and each blob's MD5), and
+//!   where a read failed or found less, the store's check names damage.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -179,7 +182,18 @@ fn message(n: usize) -> String {
 /// a wrong value, counted. A panic fails the test.
 async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
-    let store = match LocalStorage::open(dir) {
+    // An open checks the whole file and refuses a damaged one; what it
+    // still holds is read through a read-only open without that check
+    // (each row, blob and message is still checked as it is read).
+    let opened = LocalStorage::open(dir).or_else(|e| {
+        note(&e);
+        assert!(is_damaged(&e), "{e}");
+        LocalStorage::builder()
+            .read_only(true)
+            .verify_on_open(false)
+            .open(dir)
+    });
+    let store = match opened {
         Ok(store) => store,
         Err(e) => {
             note(&e);
@@ -240,18 +254,29 @@ async fn read_all(dir: &Path, etags: &[ETag]) -> (usize, usize, usize) {
     }
     match store.peek_messages("jobs", 32).await {
         Ok(peeked) => {
-            // The messages not refused are the ones put, in order.
-            for (n, got) in peeked.iter().enumerate() {
-                if got.text == message(n) && got.dequeue_count == 0 {
-                    right += 1;
-                } else {
-                    wrong += 1;
+            // Each message read is one put, in the order put; read without
+            // the check of the file's pages, a damaged page may hide some.
+            let mut next = 0;
+            for got in &peeked {
+                let number = got
+                    .text
+                    .strip_prefix("message ")
+                    .and_then(|rest| rest.split(' ').next())
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|&n| n >= next && n < MESSAGES);
+                match number {
+                    Some(n) if got.text == message(n) && got.dequeue_count == 0 => {
+                        right += 1;
+                        next = n + 1;
+                    }
+                    _ => wrong += 1,
                 }
             }
+            refused += MESSAGES - peeked.len();
         }
         Err(e) => {
             note(&e);
-            refused += 1;
+            refused += MESSAGES;
         }
     }
     (right, refused, wrong)
@@ -364,6 +389,7 @@ async fn damaged_pages_are_errors() {
     let trials = 90;
     let (mut right, mut refused, mut wrong) = (0, 0, 0);
     let mut checked_damage = 0;
+    let mut passed_check = 0;
     for trial in 0..trials {
         let mut damaged = bytes.clone();
         match trial % 3 {
@@ -384,13 +410,37 @@ async fn damaged_pages_are_errors() {
         }
         let dir = tempfile::tempdir().expect("a directory");
         std::fs::write(dir.path().join(FILE_NAME), &damaged).expect("the damaged file");
+        // An open checks every page of the file, read-only as for
+        // writing: a file that passes reads whole.
+        let verified = match LocalStorage::open_read_only(dir.path()) {
+            Ok(_) => true,
+            Err(e) => {
+                assert!(is_damaged(&e), "trial {trial}: {e}");
+                false
+            }
+        };
+        let writable = LocalStorage::open(dir.path());
+        assert_eq!(writable.is_ok(), verified, "trial {trial}: {writable:?}");
+        drop(writable);
         let (r, x, w) = read_all(dir.path(), &etags).await;
+        if verified {
+            assert_eq!(
+                (r, x, w),
+                (ROWS + BLOBS + MESSAGES, 0, 0),
+                "trial {trial}: the file passed the check of its pages, yet reads failed"
+            );
+            passed_check += 1;
+        }
         right += r;
         refused += x;
         wrong += w;
         // A check of the same copy names damage wherever a read refused
         // (or refuses to run): it never calls a damaged store clean.
-        if let Ok(store) = LocalStorage::open(dir.path()) {
+        let unchecked = LocalStorage::builder()
+            .read_only(true)
+            .verify_on_open(false)
+            .open(dir.path());
+        if let Ok(store) = unchecked {
             match store.check().await {
                 Ok(report) if x > 0 => {
                     assert!(
@@ -404,8 +454,13 @@ async fn damaged_pages_are_errors() {
         }
     }
     println!(
-        "{trials} damaged copies x {} reads: {right} right, {refused} refused, {wrong} wrong",
+        "{trials} damaged copies x {} reads: {right} right, {refused} refused, {wrong} wrong; \
+         {passed_check} copies passed the check of an open for writing",
         ROWS + BLOBS + MESSAGES
+    );
+    assert!(
+        passed_check < trials,
+        "the open for writing refused no damaged copy"
     );
     assert_eq!(
         wrong, 0,
@@ -415,9 +470,11 @@ async fn damaged_pages_are_errors() {
     assert!(right > 0, "the damage hit everything: {right} right");
 }
 
-/// A damaged row is got rid of by its keys: an unconditional delete
-/// removes it unread (a conditional one cannot be checked, and is
-/// refused), and the store is then checked clean, its other rows intact.
+/// A damaged row: an open for writing refuses the file; read-only, queries
+/// can pass over the row; opened for writing without the check, the row is
+/// got rid of by its keys (an unconditional delete removes it unread; a
+/// conditional one cannot be checked, and is refused), and the store is
+/// then checked clean, its other rows intact, and opens checked again.
 #[tokio::test]
 async fn a_damaged_row_is_deleted_by_its_keys() {
     let dir = tempfile::tempdir().expect("a directory");
@@ -448,10 +505,16 @@ async fn a_damaged_row_is_deleted_by_its_keys() {
         .expect("the row's text in the file");
     bytes[at] ^= 0x20;
     std::fs::write(&file, &bytes).expect("damaged");
-    // Opened to pass over damaged rows, its queries read the rest and
-    // name the row.
+    // An open for writing checks the file's pages first, and refuses it.
+    let refused = LocalStorage::open(dir.path()).expect_err("a damaged file");
+    assert!(is_damaged(&refused), "{refused}");
+    assert!(refused.to_string().contains("read-only"), "{refused}");
+    // Opened read-only without the check, to pass over damaged rows, its
+    // queries read the rest and name the row.
     {
         let skipping = LocalStorage::builder()
+            .read_only(true)
+            .verify_on_open(false)
             .skip_damaged_rows(true)
             .open(dir.path())
             .expect("the store opens");
@@ -477,7 +540,11 @@ async fn a_damaged_row_is_deleted_by_its_keys() {
                 .is_err()
         );
     }
-    let store = LocalStorage::open(dir.path()).expect("the store opens");
+    // Opened for writing without the check, by choice, to delete the row.
+    let store = LocalStorage::builder()
+        .verify_on_open(false)
+        .open(dir.path())
+        .expect("the store opens");
     assert!(store.query_all("things", Query::new()).await.is_err());
     assert!(store.skipped_rows().is_empty());
     let read = store
@@ -525,4 +592,65 @@ async fn a_damaged_row_is_deleted_by_its_keys() {
         .await
         .expect("the rest");
     assert_eq!(rows.len(), 19);
+    // The damaged page is gone with the row: the file passes the check of
+    // an open for writing again.
+    drop(store);
+    let store = LocalStorage::open(dir.path()).expect("the store opens, checked");
+    let rows = store
+        .query_all("things", Query::new())
+        .await
+        .expect("the rest");
+    assert_eq!(rows.len(), 19);
+}
+
+/// The check compares the engine's list of its tables with the store's:
+/// a table the store does not keep, and a catalogued table whose rows the
+/// engine has no table for, are damage (a damaged page of that list could
+/// rename a table, and its rows would seem gone with no error).
+#[tokio::test(flavor = "current_thread")]
+async fn the_check_names_tables_the_engine_lists_wrongly() {
+    use redb::TableDefinition;
+    let dir = tempfile::tempdir().expect("a directory");
+    {
+        let store = LocalStorage::open(dir.path()).expect("a store");
+        for table in ["kept", "lost"] {
+            store.create_table(table).await.expect("a table");
+            store
+                .insert_entity(table, &Entity::new("p", "r").with("V", 1))
+                .await
+                .expect("a row");
+        }
+        let report = store.check().await.expect("a check");
+        assert!(report.is_clean(), "{report}: {:?}", report.damaged);
+    }
+    {
+        // What a damaged list of tables could read as: the rows of `lost`
+        // under a name the store never made.
+        let db = redb::Database::open(dir.path().join(FILE_NAME)).expect("the engine");
+        let txn = db.begin_write().expect("a write");
+        let rows: TableDefinition<'_, &[u8], &[u8]> = TableDefinition::new("rows/lost");
+        txn.rename_table(rows, TableDefinition::<'_, &[u8], &[u8]>::new("rows/lozt"))
+            .expect("renamed");
+        txn.commit().expect("committed");
+    }
+    let store = LocalStorage::open_read_only(dir.path()).expect("the store opens");
+    let read = store
+        .get_entity("lost", "p", "r", &Default::default())
+        .await;
+    assert!(matches!(&read, Err(e) if is_damaged(e)), "{read:?}");
+    let report = store.check().await.expect("a check");
+    let named: Vec<String> = report.damaged.iter().map(|d| d.to_string()).collect();
+    assert_eq!(named.len(), 2, "{named:?}");
+    assert!(
+        named
+            .iter()
+            .any(|d| d.starts_with("table `lost`") && d.contains("no table for it")),
+        "{named:?}"
+    );
+    assert!(
+        named
+            .iter()
+            .any(|d| d.contains("a table no store keeps (\"rows/lozt\")")),
+        "{named:?}"
+    );
 }

@@ -10,6 +10,7 @@
 //! | `UseLocalStorage=./data;ReadOnly=true` | the same, read-only: nothing in the directory is made or changed, and every write fails |
 //! | `UseLocalStorage=./data;CacheSize=16MiB` | the same, keeping at most 16 MiB of the store's file in memory (64 MiB when not said; bytes, or a number of `KiB`, `MiB` or `GiB`) |
 //! | `UseLocalStorage=./data;SkipDamagedRows=true` | the same, its queries passing over damaged rows (kept in [`Stores::skipped_rows`]): to copy out what a damaged store still holds |
+//! | `UseLocalStorage=./data;ReadOnly=true;VerifyOnOpen=false` | the same, read-only, without checking every page of the file at the open (which refuses a damaged file): to read what a damaged store still holds |
 //! | `UseLocalStorage=./data;QuickRecovery=true` | the same: taken so that strings that say it still work, and changes nothing, as every open after a crash is quick now |
 //! | `UseMemoryStorage=true` | in memory ([`tablekit_mem`]): gone when the program stops |
 //! | `UseDevelopmentStorage=true` | the Azurite emulator on its default ports; `TablePort=20002`, `BlobPort`, `QueuePort` and `DevelopmentStorageProxyUri=http://host` name another |
@@ -103,8 +104,9 @@ pub enum Location {
 }
 
 /// A local directory and how it is opened: `UseLocalStorage=<dir>`, with
-/// `ReadOnly` and `QuickRecovery` (each `true` or `false`, `false` when
-/// not given) and `CacheSize` beside it.
+/// `ReadOnly`, `SkipDamagedRows` and `QuickRecovery` (each `true` or
+/// `false`, `false` when not given), `VerifyOnOpen` (`true` when not
+/// given) and `CacheSize` beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LocalSettings {
@@ -126,6 +128,10 @@ pub struct LocalSettings {
     /// store keeps their keys (`tablekit_local`'s
     /// `LocalStorageBuilder::skip_damaged_rows`, [`Stores::skipped_rows`]).
     pub skip_damaged_rows: bool,
+    /// `VerifyOnOpen=false`: the open does not read the whole file to
+    /// check its pages first (`tablekit_local`'s
+    /// `LocalStorageBuilder::verify_on_open`; `true` when not given).
+    pub verify_on_open: bool,
 }
 
 impl LocalSettings {
@@ -137,6 +143,7 @@ impl LocalSettings {
             quick_recovery: false,
             cache_size: None,
             skip_damaged_rows: false,
+            verify_on_open: true,
         }
     }
 }
@@ -148,9 +155,9 @@ impl Location {
     /// # Errors
     /// [`Error::Configuration`] for an empty string, a `UseMemoryStorage`
     /// other than `true`, an empty `UseLocalStorage`, or either beside other
-    /// settings (but `ReadOnly` and `QuickRecovery` beside
-    /// `UseLocalStorage`, each once, `true` or `false`, and `CacheSize`,
-    /// once, a size).
+    /// settings (but `ReadOnly`, `SkipDamagedRows`, `VerifyOnOpen` and
+    /// `QuickRecovery` beside `UseLocalStorage`, each once, `true` or
+    /// `false`, and `CacheSize`, once, a size).
     pub fn parse(connection: &str) -> Result<Location> {
         let parts: Vec<(&str, &str)> = connection
             .split(';')
@@ -218,9 +225,11 @@ impl Location {
                     &mut settings.quick_recovery
                 } else if other.eq_ignore_ascii_case("SkipDamagedRows") {
                     &mut settings.skip_damaged_rows
+                } else if other.eq_ignore_ascii_case("VerifyOnOpen") {
+                    &mut settings.verify_on_open
                 } else {
                     return Err(config(format!(
-                        "`{key}` takes no other setting beside it than `ReadOnly`, `CacheSize`, `SkipDamagedRows` and `QuickRecovery`, not `{other}`"
+                        "`{key}` takes no other setting beside it than `ReadOnly`, `CacheSize`, `SkipDamagedRows`, `VerifyOnOpen` and `QuickRecovery`, not `{other}`"
                     )));
                 };
                 *field = match flag.to_ascii_lowercase().as_str() {
@@ -419,7 +428,8 @@ impl Stores {
     fn local(settings: LocalSettings, location: Location) -> Result<Stores> {
         let mut builder = tablekit_local::LocalStorage::builder()
             .read_only(settings.read_only)
-            .skip_damaged_rows(settings.skip_damaged_rows);
+            .skip_damaged_rows(settings.skip_damaged_rows)
+            .verify_on_open(settings.verify_on_open);
         if let Some(bytes) = settings.cache_size {
             builder = builder.cache_size(bytes);
         }
@@ -503,11 +513,21 @@ mod tests {
                 ..LocalSettings::new("./d")
             })
         );
+        assert_eq!(
+            Location::parse("UseLocalStorage=./d;ReadOnly=true;verifyonopen=FALSE").unwrap(),
+            Location::Local(LocalSettings {
+                read_only: true,
+                verify_on_open: false,
+                ..LocalSettings::new("./d")
+            })
+        );
         assert!(matches!(
             Location::parse("UseDevelopmentStorage=true").unwrap(),
             Location::Service(_)
         ));
         for bad in [
+            "UseLocalStorage=./a;VerifyOnOpen=no",
+            "UseLocalStorage=./a;VerifyOnOpen=false;VerifyOnOpen=true",
             "",
             " ; ",
             "UseMemoryStorage=yes",
