@@ -62,6 +62,9 @@
 //!   each property's EDM type, tablekit's own rows named, change-feed
 //!   consumers and their lag; with `--write`, edits and deletes guarded by
 //!   the ETag of the row shown.
+//! - A local store a command reads (`--from`, and the studio's `--store`
+//!   without `--write`) is opened read-only and left as it was; none of
+//!   them makes a store where its directory is missing.
 //!
 //! `--verbose` (`-v`, before or after the command) prints each operation
 //! on a store as it ends, with its outcome and time, and each retry and
@@ -380,21 +383,24 @@ fn open(m: &ArgMatches, flag: &str) -> Result<Stores, CliError> {
             }
         }
     }
-    // A local source is read, never written: opened read-only, it is not
-    // changed, and a damaged one still gives what it holds.
-    if flag == "from"
+    // A source (and the studio's store, unless it may write) is read,
+    // never written: a local one is opened read-only, and is not changed.
+    let writes = m.try_get_one::<bool>("write").ok().flatten() == Some(&true);
+    let looked_at = flag == "from" || flag == "store";
+    if looked_at
+        && !writes
         && let tablekit_stores::Location::Local(settings) = &mut location
     {
         settings.read_only = true;
     }
-    // A source is read, never made: a directory that is not there is a
-    // typo, not an empty store to copy nothing from.
-    if flag == "from"
+    // Nor is it made: a directory that is not there is a typo, not an
+    // empty store to read nothing from.
+    if looked_at
         && let tablekit_stores::Location::Local(settings) = &location
         && !settings.dir.exists()
     {
         return Err(failed(format!(
-            "--from: the directory {} does not exist (no store there to read)",
+            "--{flag}: the directory {} does not exist (no store there to read)",
             settings.dir.display()
         )));
     }

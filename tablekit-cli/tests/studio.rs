@@ -379,6 +379,77 @@ async fn the_studio_answers_its_token_alone_and_shows_rows_as_data() {
     assert_eq!(api(&s, target).status, 200, "the row is still there");
 }
 
+/// The studio looks at a store, never makes one: a directory that is not
+/// there (a typo) is refused, with or without `--write`, and nothing is
+/// made. Without `--write`, a local store is opened read-only: its files
+/// are the same bytes after the studio ran.
+#[tokio::test]
+async fn the_studio_makes_no_store_and_changes_none_it_only_reads() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let typo = dir.path().join("no-such-store");
+    for write in [false, true] {
+        let mut args = vec![
+            "studio".to_owned(),
+            "--store".to_owned(),
+            format!("UseLocalStorage={}", typo.display()),
+        ];
+        if write {
+            args.push("--write".to_owned());
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tablekit"))
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the studio runs");
+        // It ends at once; one that serves instead is stopped and fails.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("its state") {
+                break Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        if let Some(mut stderr) = child.stderr.take() {
+            let _ = stderr.read_to_string(&mut err);
+        }
+        assert_eq!(status.and_then(|s| s.code()), Some(1), "{err}");
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(!typo.exists(), "a typo made a store");
+    }
+    let path = dir.path().join("store");
+    store(&path).await;
+    let files = |path: &Path| -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(path)
+            .expect("the store's directory")
+            .map(|e| {
+                let path = e.expect("an entry").path();
+                let bytes = std::fs::read(&path).expect("a file");
+                (path, bytes)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let before = files(&path);
+    {
+        let s = start(&path, false);
+        let answer = api(&s, "/api/tables");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert!(answer.body.contains("Tickets"), "{}", answer.body);
+    }
+    assert!(
+        before == files(&path),
+        "the read-only studio changed the store's files"
+    );
+}
+
 #[tokio::test]
 async fn with_write_edits_go_over_the_version_shown_alone() {
     let dir = tempfile::tempdir().expect("a directory");
