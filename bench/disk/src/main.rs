@@ -637,8 +637,11 @@ fn child(dir: &Path, rows: usize) {
     }
 }
 
-/// Opens a store of `rows` rows after its process was killed mid-write.
-fn reopen_after_kill(base: &Path, rows: usize) -> Duration {
+/// Opens a store of `rows` rows after its process was killed mid-write:
+/// the time of the open that checks the file's pages (the default), and of
+/// one that does not (`verify_on_open(false)`), each on its own copy of
+/// the killed store.
+fn reopen_after_kill(base: &Path, rows: usize) -> (Duration, Duration) {
     let dir = base.join("killed");
     let _ = std::fs::remove_dir_all(&dir);
     let mut child = Command::new(std::env::current_exe().unwrap())
@@ -655,12 +658,42 @@ fn reopen_after_kill(base: &Path, rows: usize) -> Duration {
     std::thread::sleep(Duration::from_millis(200));
     child.kill().unwrap();
     child.wait().unwrap();
+    let copy = base.join("killed-copy");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
     let started = Instant::now();
     let store = LocalStorage::builder().open(&dir).unwrap();
-    let took = started.elapsed();
+    let checked = started.elapsed();
+    drop(store);
+    let started = Instant::now();
+    let store = LocalStorage::builder()
+        .verify_on_open(false)
+        .open(&copy)
+        .unwrap();
+    let unchecked = started.elapsed();
     drop(store);
     std::fs::remove_dir_all(&dir).unwrap();
-    took
+    std::fs::remove_dir_all(&copy).unwrap();
+    (checked, unchecked)
+}
+
+/// The reopen measure alone (`TABLEKIT_BENCH_REOPEN_ONLY`).
+fn reopen(base: &Path) {
+    let rows: usize = std::env::var("TABLEKIT_BENCH_REOPEN_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let (checked, unchecked) = reopen_after_kill(base, rows);
+    println!(
+        "reopen after a kill, {rows} rows: {:.1} ms with the check of the file's pages, \
+         {:.1} ms without",
+        checked.as_secs_f64() * 1000.0,
+        unchecked.as_secs_f64() * 1000.0
+    );
 }
 
 fn main() {
@@ -686,6 +719,10 @@ fn main() {
             .unwrap(),
     );
     println!("on {}", base.display());
+    if std::env::var_os("TABLEKIT_BENCH_REOPEN_ONLY").is_some() {
+        reopen(base);
+        return;
+    }
     if let Ok(n) = std::env::var("TABLEKIT_BENCH_MIX") {
         // Only the bytes per row after the load and after a day's writes.
         mix::report(&runtime, base, n.parse().unwrap_or(400_000));
@@ -901,13 +938,5 @@ fn main() {
     leaf_fill(&local_dir);
     ranges(&runtime, &local_dir, &sqlite_dir.join("rows.sqlite"));
 
-    let rows: usize = std::env::var("TABLEKIT_BENCH_REOPEN_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let took = reopen_after_kill(base, rows);
-    println!(
-        "reopen after a kill, {rows} rows: {:.1} ms",
-        took.as_secs_f64() * 1000.0
-    );
+    reopen(base);
 }
