@@ -546,7 +546,9 @@ impl LocalStorageBuilder {
     /// copy of the pages they change, kept in memory while the store is
     /// open, and the files are left as they were; the store then reads as a
     /// writable open would have recovered it. A store open for writing in
-    /// another process is [`StorageFailure::Locked`].
+    /// another process is [`StorageFailure::Locked`]. The open checks the
+    /// file's pages as an open for writing does, without writing it
+    /// ([`verify_on_open`](LocalStorageBuilder::verify_on_open)).
     pub fn read_only(mut self, read_only: bool) -> LocalStorageBuilder {
         self.read_only = read_only;
         self
@@ -597,7 +599,9 @@ impl LocalStorageBuilder {
     /// # Errors
     /// [`Error::Storage`]: [`StorageFailure::Locked`] if another handle or
     /// process has it open, [`StorageFailure::Io`] if the directory cannot be
-    /// created or read, [`StorageFailure::Damaged`] if its file is not a store.
+    /// created or read, [`StorageFailure::Damaged`] if its file is not a
+    /// store or fails the check of its pages
+    /// ([`verify_on_open`](LocalStorageBuilder::verify_on_open)).
     pub fn open(self, dir: impl AsRef<Path>) -> Result<LocalStorage> {
         self.open_in(dir.as_ref().to_path_buf(), None)
     }
