@@ -56,9 +56,10 @@
 //!   them, and the engine forgets them all (it is opened again on its file
 //!   and the journal), so that no refused write is ever read. The next
 //!   [`open`](LocalStorage::open) after a crash applies the journal's
-//!   records again: milliseconds at any size of store, beside the check
-//!   of the file's pages that every open makes (about one read of the
-//!   file: [`LocalStorageBuilder::verify_on_open`]).
+//!   records again (milliseconds at any size of store); the engine's own
+//!   recovery after a kill, and the check of the file's pages that every
+//!   open makes ([`LocalStorageBuilder::verify_on_open`]), each read the
+//!   file once.
 //!   [`LocalStorage::write_stats`] counts the records it applied.
 //! - **A torn tail.** A crash while a record is written leaves it cut
 //!   short: its checksum fails, and the next open ignores it (it was never
