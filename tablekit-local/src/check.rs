@@ -138,15 +138,15 @@ pub(crate) fn walk<K, V>(
             }
             Err(e) => return Err(e.into()),
         };
-        let mut previous: Option<Vec<u8>> = None;
+        // The last key met, in one buffer for the whole walk.
+        let mut previous: Vec<u8> = Vec::new();
         let mut met = 0u64;
         for item in table.iter()? {
             let (key, value) = item?;
             met += 1;
-            let key_bytes = K::as_bytes(&key.value()).as_ref().to_vec();
-            if let Some(previous) = &previous
-                && K::compare(previous, &key_bytes) != std::cmp::Ordering::Less
-            {
+            let key_value = key.value();
+            let key_bytes = K::as_bytes(&key_value);
+            if met > 1 && K::compare(&previous, key_bytes.as_ref()) != std::cmp::Ordering::Less {
                 return Ok(Some("its entries are out of order".to_owned()));
             }
             let found_again = table.get(key.value())?.is_some_and(|found| {
@@ -157,8 +157,9 @@ pub(crate) fn walk<K, V>(
                     "an entry met in order is not found by its key".to_owned(),
                 ));
             }
+            previous.clear();
+            previous.extend_from_slice(key_bytes.as_ref());
             each(report, key.value(), value.value());
-            previous = Some(key_bytes);
         }
         let counted = redb::ReadableTableMetadata::len(&table)?;
         if counted != met {

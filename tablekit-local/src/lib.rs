@@ -377,9 +377,6 @@ struct Shared {
     /// The engine's cache ([`LocalStorageBuilder::cache_size`]), kept for
     /// its opens after a full disk.
     cache_size: usize,
-    /// Whether those opens check the file first
-    /// ([`LocalStorageBuilder::verify_on_open`]).
-    verify_on_open: bool,
     path: PathBuf,
     table_deletion_delay: Duration,
     clock: Arc<dyn Clock>,
@@ -598,6 +595,10 @@ impl LocalStorageBuilder {
     /// checkpoint would be lost; see
     /// [`accept_lost_journal`](LocalStorageBuilder::accept_lost_journal)).
     ///
+    /// The open reads and syncs files on the calling thread, and its check
+    /// of the file's pages reads the whole file: in async code where other
+    /// tasks run meanwhile, call it through `tokio::task::spawn_blocking`.
+    ///
     /// # Errors
     /// [`Error::Storage`]: [`StorageFailure::Locked`] if another handle or
     /// process has it open, [`StorageFailure::Io`] if the directory cannot be
@@ -656,7 +657,6 @@ impl LocalStorageBuilder {
                 needs_reopen: AtomicBool::new(false),
                 max_size,
                 cache_size: self.cache_size,
-                verify_on_open: self.verify_on_open,
                 path: dir,
                 table_deletion_delay: self.table_deletion_delay,
                 clock: self.clock,
@@ -847,7 +847,11 @@ impl LocalStorage {
             &self.shared.path,
             self.shared.max_size.as_ref(),
             self.shared.cache_size,
-            self.shared.verify_on_open,
+            // The file was this handle's own a moment ago: the engine's own
+            // recovery answers for the write that failed, and a check of
+            // every page would hold up the operation that reopens (on an
+            // async worker, perhaps) for a read of the whole file.
+            false,
         )?;
         *self.shared.discard.lock() = Some(discard);
         self.forget_learned();
