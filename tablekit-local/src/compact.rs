@@ -3,8 +3,9 @@
 //! The engine takes pages for a write before it frees the ones the write
 //! replaced, and keeps a file's free pages for later writes instead of
 //! giving them back: a store that has been written for a while holds free
-//! space (a bulk load here leaves its file about 60% longer than its
-//! pages). [`LocalStorage::compact`] moves every page to the front of the
+//! space (a bulk load leaves next to none, but updates and deletes spread
+//! over a store can leave its file twice as long as its pages, the engine
+//! growing it by doubling). [`LocalStorage::compact`] moves every page to the front of the
 //! file and cuts the free space off (the file's length may stay longer,
 //! as a hole: see the method's docs).
 
