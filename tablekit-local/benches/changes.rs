@@ -29,6 +29,10 @@ async fn main() {
     write_cost(Arc::clone(&backend), "Cost", 200, 5).await;
     concurrent_writers(Arc::clone(&backend), "Concurrent", 4, 200, 3).await;
     concurrent_writers(Arc::clone(&backend), "Concurrent64", 64, 20, 3).await;
+    // The same at a steady state: 200 writes each, so that what a round
+    // pays once (the partition's first change lists it in the feed's
+    // directory) counts for less, and the rows are more.
+    concurrent_writers(Arc::clone(&backend), "Concurrent64Long", 64, 200, 3).await;
     consumer_rate(Arc::clone(&backend), "Rate", 20_000, 20, 1000).await;
     delivery_delay(backend, "Delay", 500, 4, Duration::from_millis(5)).await;
 }

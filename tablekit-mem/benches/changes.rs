@@ -21,5 +21,7 @@ async fn main() {
     println!("change feed on the in-memory store");
     concurrent_writers(Arc::clone(&backend), "Concurrent1", 1, 2000, 5).await;
     concurrent_writers(Arc::clone(&backend), "Concurrent", 4, 500, 5).await;
-    concurrent_writers(backend, "Concurrent64", 64, 50, 5).await;
+    concurrent_writers(Arc::clone(&backend), "Concurrent64", 64, 50, 5).await;
+    // The same at a steady state: 500 writes each.
+    concurrent_writers(backend, "Concurrent64Long", 64, 500, 3).await;
 }
