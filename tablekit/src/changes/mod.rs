@@ -135,10 +135,7 @@
 //!   with a feed writes about 0.55–0.6 times as many entities a second as
 //!   the same kind without one, as many as that kind writing one more row
 //!   in each transaction; in memory, where a row costs a few microseconds
-//!   and the lane's sends run one at a time, about 0.2–0.3 times. Against
-//!   a remote store, where a request's round trip outweighs its rows, the
-//!   lane's grouping is what counts: 64 writers send a few large
-//!   transactions instead of 64 small ones.
+//!   and the lane's sends run one at a time, about 0.2–0.3 times.
 //! - **A transaction holds fewer writes:** each write adds its change row,
 //!   and the transaction one head, to the 100 operations a transaction may
 //!   hold.
