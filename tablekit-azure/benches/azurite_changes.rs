@@ -1,6 +1,6 @@
 //! The change feed on Azurite (started by the bench itself, as the tests
 //! do): requests per write with the feed and without; a typed write's time
-//! with and without; the bulk writer's rate beside one consumer's; and the
+//! with and without; 64 writers of one partition with and without; the bulk writer's rate beside one consumer's; and the
 //! delay from a write's commit to its delivery (see
 //! `tablekit_conformance::change_bench`).
 //!
@@ -18,7 +18,7 @@ use std::time::Duration;
 use tablekit::TableBackend;
 use tablekit_azure::AzureTables;
 use tablekit_conformance::change_bench::{
-    consumer_rate, delivery_delay, requests_per_write, write_cost,
+    concurrent_writers, consumer_rate, delivery_delay, requests_per_write, write_cost,
 };
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -32,6 +32,7 @@ async fn main() {
     println!("change feed on Azurite {}", azurite::VERSION);
     requests_per_write(Arc::clone(&backend), &format!("benchreq{tag}"), 100).await;
     write_cost(Arc::clone(&backend), &format!("benchcost{tag}"), 100, 3).await;
+    concurrent_writers(Arc::clone(&backend), &format!("benchmany{tag}"), 64, 20, 3).await;
     consumer_rate(
         Arc::clone(&backend),
         &format!("benchrate{tag}"),

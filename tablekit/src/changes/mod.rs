@@ -135,7 +135,13 @@
 //!   with a feed writes about 0.55–0.6 times as many entities a second as
 //!   the same kind without one, as many as that kind writing one more row
 //!   in each transaction; in memory, where a row costs a few microseconds
-//!   and the lane's sends run one at a time, about 0.2–0.3 times.
+//!   and the lane's sends run one at a time, about 0.2–0.3 times. Over
+//!   HTTP it goes the other way: on Azurite (`cargo bench -p
+//!   tablekit-azure --bench azurite_changes`), where a request's round
+//!   trip outweighs its rows, the 64 writers with a feed wrote about 4
+//!   times as many entities a second as without one, since the lane sends
+//!   their transactions as one request where writers without a feed send
+//!   one each.
 //! - **A transaction holds fewer writes:** each write adds its change row,
 //!   and the transaction one head, to the 100 operations a transaction may
 //!   hold.
