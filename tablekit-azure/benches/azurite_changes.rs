@@ -1,8 +1,8 @@
 //! The change feed on Azurite (started by the bench itself, as the tests
 //! do): requests per write with the feed and without; a typed write's time
-//! with and without; 64 writers of one partition with and without; the bulk writer's rate beside one consumer's; and the
-//! delay from a write's commit to its delivery (see
-//! `tablekit_conformance::change_bench`).
+//! with and without; 64 writers of one partition with and without; the
+//! bulk writer's rate beside one consumer's; and the delay from a write's
+//! commit to its delivery (see `tablekit_conformance::change_bench`).
 //!
 //! `cargo bench -p tablekit-azure --bench azurite_changes`
 //!

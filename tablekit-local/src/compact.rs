@@ -5,9 +5,9 @@
 //! giving them back: a store that has been written for a while holds free
 //! space (a bulk load leaves next to none, but updates and deletes spread
 //! over a store can leave its file twice as long as its pages, the engine
-//! growing it by doubling). [`LocalStorage::compact`] moves every page to the front of the
-//! file and cuts the free space off (the file's length may stay longer,
-//! as a hole: see the method's docs).
+//! growing it by doubling). [`LocalStorage::compact`] moves every page to
+//! the front of the file and cuts the free space off (the file's length
+//! may stay longer, as a hole: see the method's docs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
